@@ -1,0 +1,172 @@
+"""`roofline` command line: list, show, kv (and the planner's commands as they land).
+
+Every failure a user can cause prints one line `roofline: error: ...` and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from roofline import display
+from roofline.errors import RooflineError
+
+EXIT_USAGE = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"roofline: error: {self.prog.removeprefix('roofline ')}: {message}\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be positive")
+    return value
+
+
+def emit(data: Any, as_json: bool, human: Callable[[Any], str]) -> None:
+    print(json.dumps(data, indent=2, default=str) if as_json else human(data))
+
+
+# ---- list / show -----------------------------------------------------------------------------------
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
+    from roofline.methods import presets
+
+    if args.what == "hardware":
+        rows = []
+        for name in hardware_names():
+            hw = load_hardware(name)
+            rows.append({"name": name, "memory_bytes": hw.memory_bytes,
+                         "memory_bytes_per_s": hw.memory_bytes_per_s,
+                         "bf16_dense_flops_per_s": hw.bf16_dense_flops_per_s,
+                         "ridge_bf16_flops_per_byte": hw.ridge_point("bf16")})
+        emit(rows, args.json, lambda r: display.table(
+            ["hardware", "memory", "bandwidth", "bf16 dense", "ridge (FLOP/B)"],
+            [[x["name"], display.gib(x["memory_bytes"]), display.tb_per_s(x["memory_bytes_per_s"]),
+              display.tflops(x["bf16_dense_flops_per_s"]), f"{x['ridge_bf16_flops_per_byte']:.0f}"] for x in r]))
+    elif args.what == "models":
+        from roofline.accounting import kv_bytes_per_token, parameter_count
+
+        rows = []
+        for name in model_names():
+            m = load_model(name)
+            pc = parameter_count(m)
+            rows.append({"name": name, "params_total": pc.total, "params_active": pc.active,
+                         "layers": m.num_layers, "heads": m.num_heads, "kv_heads": m.num_kv_heads,
+                         "bf16_kv_bytes_per_token": int(kv_bytes_per_token(m)),
+                         "max_position_embeddings": m.max_position_embeddings})
+        emit(rows, args.json, lambda r: display.table(
+            ["model", "params", "active", "layers", "heads/kv", "KV B/token (bf16)", "max ctx"],
+            [[x["name"], f"{x['params_total'] / 1e9:.2f} B", f"{x['params_active'] / 1e9:.2f} B", x["layers"],
+              f"{x['heads']}/{x['kv_heads']}", f"{x['bf16_kv_bytes_per_token']:,}",
+              display.tokens(x["max_position_embeddings"])] for x in r]))
+    else:
+        rows = [{"name": name, "method": method, "description": desc, "fields": fields}
+                for name, (method, fields, desc) in sorted(presets().items())]
+        emit(rows, args.json, lambda r: display.table(
+            ["preset", "method", "description"], [[x["name"], x["method"], x["description"]] for x in r],
+            align="lll"))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from roofline.catalogue import load_hardware, load_model
+
+    spec = load_hardware(args.name) if args.what == "hardware" else load_model(args.name)
+    data = spec.model_dump(mode="json")
+    if args.what == "model":
+        from roofline.accounting import kv_bytes_per_token, parameter_count
+
+        pc = parameter_count(spec)
+        data["derived"] = {"params_total": pc.total, "params_active": pc.active,
+                           "bf16_kv_bytes_per_token": int(kv_bytes_per_token(spec))}
+    emit(data, args.json, _show_text)
+    return 0
+
+
+def _show_text(data: dict[str, Any]) -> str:
+    sources = data.pop("sources", {})
+    rows = [[k, json.dumps(v) if isinstance(v, dict | list) else v] for k, v in data.items()]
+    text = display.table(["field", "value"], rows, align="ll")
+    if sources:
+        text += "\n\nsources:\n" + "\n".join(f"  {k}: {v}" for k, v in sources.items())
+    return text
+
+
+# ---- kv --------------------------------------------------------------------------------------------
+
+def cmd_kv(args: argparse.Namespace) -> int:
+    from roofline.catalogue import load_model
+    from roofline.kvreport import kv_report
+    from roofline.methods import parse_method
+
+    model = load_model(args.model)
+    method = parse_method(args.method)
+    report = kv_report(model, method, args.context, args.batch)
+    emit(report, args.json, _kv_text)
+    return 0
+
+
+def _kv_text(r: dict[str, Any]) -> str:
+    head = (f"{r['model']}  method {r['method']}  context {r['context']:,}  batch {r['batch']}\n"
+            f"KV cache: {r['kv_bytes']:,} bytes ({display.gib(r['kv_bytes'])}, {display.gb(r['kv_bytes'])}); "
+            f"{r['bytes_per_token']:,.1f} bytes/token; {r['effective_bits']:.4g} effective bits\n")
+    rows = [[p, f"{v:,.0f}", display.gib(v)] for p, v in r["parts_bytes"].items()]
+    rows += [[f"fixed: {k}", f"{v:,}", display.gib(v)] for k, v in r["fixed_bytes"].items()]
+    return head + "\n" + display.table(["part", "bytes", "GiB"], rows)
+
+
+# ---- parser ----------------------------------------------------------------------------------------
+
+def build_parser() -> Parser:
+    parser = Parser(prog="roofline", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    p = sub.add_parser("list", help="list catalogue hardware, models or method presets")
+    p.add_argument("what", choices=["hardware", "models", "methods"])
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="show one hardware or model spec with its sources")
+    p.add_argument("what", choices=["hardware", "model"])
+    p.add_argument("name", help="catalogue name or path to a spec file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("kv", help="KV-cache size, bytes per token and effective bits for a method")
+    p.add_argument("--model", default="Llama-3.1-8B", help="catalogue name, YAML spec or HF config.json")
+    p.add_argument("--context", type=positive_int, required=True, help="tokens per sequence L")
+    p.add_argument("--batch", type=positive_int, default=1, help="sequences B")
+    p.add_argument("--method", default="bf16", help="preset name or name:key=value,...")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_kv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (RooflineError, ValueError) as err:
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        print(f"roofline: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""KV-cache methods: one module each, registered by import. See base.py for the interface."""
+
+from roofline.methods import baseline  # noqa: F401  (registers)
+from roofline.methods.base import MethodConfig, methods, parse_method, presets
+from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
+
+__all__ = [
+    "CacheModel",
+    "ExtraOp",
+    "LayerCache",
+    "MethodConfig",
+    "TensorLayout",
+    "methods",
+    "parse_method",
+    "presets",
+]

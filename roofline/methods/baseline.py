@@ -1,0 +1,37 @@
+"""Uncompressed caches: fp16 / bf16 (2 bytes per element) and fp8 (1 byte, per-tensor scale)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import sympy as sp
+from pydantic import Field
+
+from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.kvcache import standard_cache
+from roofline.methods.layout import CacheModel
+from roofline.methods.quant import TensorQuant
+from roofline.specs import Model
+
+
+@register
+class Baseline(MethodConfig):
+    """K and V stored as they are computed, in `dtype` (fp8: e4m3 with one per-tensor scale, negligible)."""
+
+    method: ClassVar[str] = "baseline"
+    family: ClassVar[str] = "baseline"
+    summary: ClassVar[str] = "uncompressed KV cache in fp16/bf16 or fp8"
+
+    dtype: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="Storage dtype of K and V.")
+
+    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        if self.dtype == "fp8":
+            q = TensorQuant(bits=8, number_format="float", group_size=None, scale_dtype="none", zero_dtype="none")
+        else:
+            q = TensorQuant(bits=16, window_dtype=self.dtype, scale_dtype="none", zero_dtype="none")
+        return standard_cache(self.method, model, q, q, bits=bits)
+
+
+preset("bf16", "baseline", "bf16 KV cache (the usual default)", dtype="bf16")
+preset("fp16", "baseline", "fp16 KV cache", dtype="fp16")
+preset("fp8", "baseline", "fp8 (e4m3) KV cache with a per-tensor scale", dtype="fp8")

@@ -1,0 +1,155 @@
+"""What a KV method stores and does, per layer, as sympy expressions — the method/cost-model interface.
+
+A method turns (model, its config) into a `CacheModel`: for each group of identical layers, the cached
+tensors (each a `TensorLayout`: bytes by part, FLOPs to dequantize and quantize), the attention it runs
+(tokens attended, per-head dims), and the extra ops it adds; plus fixed memory (predictors, SVD factors).
+All byte counts are per sequence; the op graph multiplies by the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from roofline.specs import AttentionLayer
+
+# Parts of a cache, for breakdowns: quantized codes, scales/zeros/norms, full-precision tokens, outliers.
+PARTS = ("data", "metadata", "window", "sinks", "outliers")
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """One cached tensor of one layer, one sequence, at context L.
+
+    `resident` maps a part to bytes held; `read` is what a decode step reads (default: all of it);
+    `dequant_flops` are vector FLOPs per decode step to use the stored form; `quantize_*` are the
+    per-step (amortized) cost of quantizing tokens that leave the full-precision window.
+    """
+
+    name: str
+    elements: sp.Expr
+    resident: dict[str, sp.Expr]
+    dequant_flops: sp.Expr = sp.Integer(0)
+    quantize_flops: sp.Expr = sp.Integer(0)
+    quantize_bytes: sp.Expr = sp.Integer(0)
+    append_bytes: sp.Expr = sp.Integer(0)
+    read: dict[str, sp.Expr] | None = None
+
+    @property
+    def resident_bytes(self) -> sp.Expr:
+        return sp.Add(*self.resident.values())
+
+    @property
+    def read_bytes(self) -> sp.Expr:
+        return sp.Add(*(self.read if self.read is not None else self.resident).values())
+
+    @property
+    def written_bytes(self) -> sp.Expr:
+        """Bytes written per decode step: the new token plus the amortized quantization of old ones."""
+        return self.append_bytes + self.quantize_bytes
+
+
+@dataclass(frozen=True)
+class ExtraOp:
+    """An op a method adds (remat GEMM, predictor, online compression), per layer, per sequence.
+
+    `matmul_flops` run on the matrix units at the compute dtype; `vector_flops` on the vector units.
+    Bytes are split by traffic class like every op: weights (shared by the batch) and per-sequence traffic.
+    """
+
+    name: str
+    matmul_flops: sp.Expr = sp.Integer(0)
+    vector_flops: sp.Expr = sp.Integer(0)
+    weight_bytes: sp.Expr = sp.Integer(0)
+    act_read_bytes: sp.Expr = sp.Integer(0)
+    act_write_bytes: sp.Expr = sp.Integer(0)
+    kv_read_bytes: sp.Expr = sp.Integer(0)
+    kv_write_bytes: sp.Expr = sp.Integer(0)
+    # Fused into the attention kernel: its time is added inside the attention op (one launch, one roofline).
+    fused: bool = False
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """A group of `count` identical layers: what each caches and how its decode attention runs."""
+
+    count: int
+    attention: AttentionLayer
+    tensors: tuple[TensorLayout, ...]
+    tokens: sp.Expr
+    qk_head_dim: sp.Expr
+    v_head_dim: sp.Expr
+    kv_heads: int
+    decode_ops: tuple[ExtraOp, ...] = ()
+    prefill_ops: tuple[ExtraOp, ...] = ()
+    # The baseline K,V projection of the new token still runs (False for methods that rematerialize it).
+    kv_projection: bool = True
+
+    def resident(self) -> dict[str, sp.Expr]:
+        parts: dict[str, sp.Expr] = {}
+        for t in self.tensors:
+            for part, value in t.resident.items():
+                parts[part] = parts.get(part, sp.Integer(0)) + value
+        return parts
+
+    @property
+    def resident_bytes(self) -> sp.Expr:
+        return sp.Add(*(t.resident_bytes for t in self.tensors))
+
+    @property
+    def read_bytes(self) -> sp.Expr:
+        return sp.Add(*(t.read_bytes for t in self.tensors))
+
+    @property
+    def written_bytes(self) -> sp.Expr:
+        return sp.Add(*(t.written_bytes for t in self.tensors))
+
+    @property
+    def elements(self) -> sp.Expr:
+        return sp.Add(*(t.elements for t in self.tensors))
+
+    @property
+    def dequant_flops(self) -> sp.Expr:
+        return sp.Add(*(t.dequant_flops for t in self.tensors))
+
+    @property
+    def quantize_flops(self) -> sp.Expr:
+        return sp.Add(*(t.quantize_flops for t in self.tensors))
+
+
+@dataclass(frozen=True)
+class CacheModel:
+    """Everything a method stores and does for one model: layer groups plus fixed extra memory."""
+
+    method: str
+    layers: tuple[LayerCache, ...]
+    fixed_bytes: dict[str, int] = field(default_factory=dict)
+    # Elements of the uncompressed bf16 K,V the cache stands for (the denominator of effective bits).
+    baseline_elements: sp.Expr = sp.Integer(0)
+
+    def resident_parts(self) -> dict[str, sp.Expr]:
+        """Bytes per sequence by part, summed over all layers."""
+        parts: dict[str, sp.Expr] = {}
+        for layer in self.layers:
+            for part, value in layer.resident().items():
+                parts[part] = parts.get(part, sp.Integer(0)) + layer.count * value
+        return parts
+
+    @property
+    def resident_bytes(self) -> sp.Expr:
+        """KV bytes resident per sequence at context L (all layers)."""
+        return sp.Add(*(layer.count * layer.resident_bytes for layer in self.layers))
+
+    @property
+    def read_bytes(self) -> sp.Expr:
+        """KV bytes one decode step reads per sequence (all layers)."""
+        return sp.Add(*(layer.count * layer.read_bytes for layer in self.layers))
+
+    @property
+    def fixed_total(self) -> int:
+        return int(sum(self.fixed_bytes.values()))
+
+    def effective_bits(self) -> sp.Expr:
+        """Bits per baseline K/V element: resident bytes x 8 / elements of the uncompressed cache."""
+        return 8 * self.resident_bytes / self.baseline_elements

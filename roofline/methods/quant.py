@@ -1,0 +1,195 @@
+"""The one quantized-storage mechanism every quantizing method shares.
+
+A `TensorQuant` says how one cached tensor (K, V, XQuant's X, a latent) is stored: bits (fractional
+allowed) and how they are physically packed, the grouping axis and group size, scale/zero-point dtypes,
+symmetric / asymmetric / hybrid mode, full-precision sink and recent-window tokens with the method's
+residual semantics, sparse outliers, and a non-uniform codebook. `tensor_layout` turns it into bytes by
+part and FLOPs, as sympy expressions of the tokens the layer holds.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import sympy as sp
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+
+from roofline.accounting import dtype_bytes
+from roofline.methods.layout import TensorLayout
+from roofline.specs.base import Spec
+
+MetaDtype = Literal["fp32", "fp16", "bf16", "fp8", "none"]
+Axis = Literal["channels", "tokens"]
+
+# Vector FLOPs to quantize one element: range (min/max or absmax), scale, shift, round, clamp.
+QUANTIZE_FLOPS_PER_ELEMENT = 5
+
+
+def meta_bytes(dtype: str) -> sp.Expr:
+    return sp.Integer(0) if dtype == "none" else dtype_bytes(dtype)
+
+
+def exact(value: float) -> sp.Expr:
+    """A config float (bits, fractions) as an exact rational, so 1.5 bits and 1% stay exact."""
+    return sp.nsimplify(value, rational=True) if not isinstance(value, sp.Basic) else value
+
+
+class TensorQuant(Spec):
+    """How one cached tensor is stored. bits >= 16 means unquantized (fp16/bf16, no metadata)."""
+
+    bits: float = Field(gt=0, le=16, description="Bits per element of the quantized codes (1.5 allowed).")
+    storage_bits: float | None = Field(
+        None, gt=0, le=16, description="Bits each element occupies in memory (SKVQ stores 1.5-bit in 2); default bits."
+    )
+    number_format: Literal["int", "float", "codebook"] = Field(
+        "int", description="Uniform integer grid, a float format (fp8), or a non-uniform codebook (lookup)."
+    )
+    group_along: Axis = Field(
+        "channels",
+        description="A group spans G channels of one token ('channels': per-token) or G tokens of one channel "
+        "('tokens': per-channel).",
+    )
+    group_size: PositiveInt | None = Field(None, description="Elements per group G; None: no groups/metadata.")
+    mode: Literal["symmetric", "asymmetric", "hybrid"] = Field(
+        "asymmetric", description="Zero-point use; hybrid keeps a dense zero matrix and a per-group sign-bit flag."
+    )
+    scale_dtype: MetaDtype = Field("fp16", description="Dtype of one scale (or norm) per group.")
+    zero_dtype: MetaDtype = Field("fp16", description="Dtype of one zero-point per group (asymmetric/hybrid).")
+    codebook_dtype: MetaDtype = Field("fp16", description="Dtype of codebook entries (number_format 'codebook').")
+    codebook_per_channel: bool = Field(
+        False, description="One codebook per channel per layer (KVQuant) instead of one per layer."
+    )
+    sinks: NonNegativeInt = Field(0, description="First tokens kept in full precision (attention sinks).")
+    window: NonNegativeInt = Field(0, description="Most recent tokens kept in full precision.")
+    window_mode: Literal["sliding", "block"] = Field(
+        "sliding",
+        description="'sliding': each step the oldest window token is quantized; 'block': the window fills to "
+        "`window` tokens, then all are quantized at once (KIVI's keys).",
+    )
+    outlier_fraction: float = Field(0.0, ge=0, lt=1, description="Fraction of elements kept as sparse outliers.")
+    outlier_value_dtype: MetaDtype = Field("fp16", description="Dtype of an outlier value.")
+    outlier_index_bytes: NonNegativeInt = Field(4, description="Bytes of index per outlier (int32: 4).")
+    window_dtype: Literal["fp16", "bf16", "fp32", "fp8"] = Field("fp16", description="Dtype of full-precision tokens.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TensorQuant:
+        if self.storage_bits is not None and self.storage_bits < self.bits:
+            raise ValueError(f"storage_bits: {self.storage_bits} is below bits {self.bits}")
+        if self.group_size is None and self.quantized and self.number_format == "int":
+            raise ValueError("group_size: an integer quantizer needs a group size (scales per group)")
+        if self.mode == "symmetric" and self.zero_dtype != "none" and self.group_size is not None:
+            raise ValueError("zero_dtype: a symmetric quantizer stores no zero-point (set it to 'none')")
+        if self.mode != "symmetric" and self.zero_dtype == "none" and self.quantized and self.group_size:
+            raise ValueError(f"zero_dtype: mode {self.mode!r} needs a zero-point dtype")
+        if (self.group_along == "tokens" and self.window_mode == "block" and self.window
+                and self.group_size and self.window % self.group_size):
+            raise ValueError(
+                f"window: a block window of {self.window} tokens is not a multiple of group_size {self.group_size}"
+            )
+        return self
+
+    @property
+    def quantized(self) -> bool:
+        return self.bits < 16
+
+    def check_channels(self, channels: int, what: str) -> None:
+        """A channel group must divide the channels it spans."""
+        if self.quantized and self.group_along == "channels" and self.group_size and channels % self.group_size:
+            raise ValueError(
+                f"group_size: {self.group_size} does not divide the {channels} channels of {what}"
+            )
+
+
+def _full_precision_tokens(q: TensorQuant, tokens: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(sink tokens, recent tokens) kept in full precision out of `tokens`, per the residual semantics."""
+    sinks = sp.Min(tokens, q.sinks)
+    rest = sp.Max(tokens - q.sinks, 0)
+    by_tokens = q.group_along == "tokens" and q.group_size and q.group_size > 1
+    if q.window_mode == "block" and q.window:
+        recent = sp.Mod(rest, q.window)
+    else:
+        recent = sp.Min(rest, q.window)
+        if by_tokens:
+            # a per-channel group needs G tokens: leftovers wait in full precision until G accumulate
+            recent += sp.Mod(rest - recent, q.group_size)
+    return sinks, recent
+
+
+def tensor_layout(
+    q: TensorQuant,
+    name: str,
+    tokens: sp.Expr,
+    channels: int,
+    reduction: Axis,
+    queries_per_kv: int = 1,
+    bits: sp.Expr | None = None,
+) -> TensorLayout:
+    """Bytes and FLOPs of one tensor of `tokens` x `channels` per layer per sequence.
+
+    data      = quantized tokens x channels x storage_bits / 8
+    metadata  = groups x (scale + zero) bytes, groups = quantized elements / G
+    window    = recent full-precision tokens x channels x 2;  sinks likewise
+    outliers  = fraction x quantized elements x (value + index bytes)
+    dequant   = per quantized element, 1 (scale) + 1 (zero) FLOPs when the group runs across the
+                reduction axis of the decode GEMV; when it runs along it (InnerQ §4.1) the scale and zero
+                apply once per group per query head: (1 + 1) x queries_per_kv / G per element.
+    `bits` overrides q.bits symbolically (for sweeps).
+    """
+    elements = tokens * channels
+    full_bytes = dtype_bytes(q.window_dtype)
+    if not q.quantized and bits is None:
+        return TensorLayout(
+            name=name, elements=elements, resident={"data": elements * full_bytes},
+            append_bytes=channels * full_bytes,
+        )
+    b = exact(q.bits) if bits is None else bits
+    stored = exact(q.storage_bits) if (q.storage_bits is not None and bits is None) else b
+    sinks, recent = _full_precision_tokens(q, tokens)
+    quant_tokens = tokens - sinks - recent
+    quant_elements = quant_tokens * channels
+    resident = {
+        "data": quant_elements * stored / 8,
+        "window": recent * channels * full_bytes,
+        "sinks": sinks * channels * full_bytes,
+    }
+    per_group = sp.Integer(0)
+    if q.group_size:
+        per_group = meta_bytes(q.scale_dtype) + (meta_bytes(q.zero_dtype) if q.mode != "symmetric" else 0)
+        resident["metadata"] = quant_elements / q.group_size * per_group
+    fraction = exact(q.outlier_fraction)
+    if fraction:
+        resident["outliers"] = fraction * quant_elements * (meta_bytes(q.outlier_value_dtype) + q.outlier_index_bytes)
+
+    ops_per_group = 1 + (1 if q.mode != "symmetric" and q.group_size else 0)
+    if q.group_size and q.group_along == reduction:
+        dequant = quant_elements * ops_per_group * queries_per_kv / q.group_size
+    else:
+        dequant = quant_elements * ops_per_group
+    dequant += fraction * quant_elements  # scatter-add of outliers
+
+    staged = bool(q.window or q.sinks or (q.group_along == "tokens" and q.group_size and q.group_size > 1))
+    packed_token = channels * stored / 8 + (channels / q.group_size * per_group if q.group_size else 0)
+    if staged:
+        # each step one token enters in full precision and (amortized) one leaves the window, quantized
+        append = channels * full_bytes
+        quantize_bytes = channels * full_bytes + packed_token
+    else:
+        append, quantize_bytes = packed_token, sp.Integer(0)
+    return TensorLayout(
+        name=name,
+        elements=elements,
+        resident=resident,
+        dequant_flops=dequant,
+        quantize_flops=QUANTIZE_FLOPS_PER_ELEMENT * channels,
+        quantize_bytes=quantize_bytes,
+        append_bytes=append,
+    )
+
+
+def codebook_bytes(q: TensorQuant, channels: int) -> int:
+    """Fixed bytes of a non-uniform codebook for one layer: 2^bits entries, per channel or shared."""
+    if q.number_format != "codebook" or not q.quantized:
+        return 0
+    entries = 2 ** int(sp.ceiling(exact(q.bits)))
+    tables = channels if q.codebook_per_channel else 1
+    return int(entries * tables * meta_bytes(q.codebook_dtype))

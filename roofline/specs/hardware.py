@@ -1,0 +1,130 @@
+"""Hardware spec: dense peaks per dtype, memory, caches, links, and an optional measured section.
+
+Peaks are dense (never 2:4-sparse). Every number set in a catalogue file carries a `sources` entry.
+Measured derates live in `measured`, never folded into the peaks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from roofline.specs.base import Spec
+
+# Compute dtypes -> the field holding their dense peak (int dtypes count operations, not FLOPs).
+DTYPES: dict[str, str] = {
+    "fp32": "fp32_dense_flops_per_s",
+    "tf32": "tf32_dense_flops_per_s",
+    "bf16": "bf16_dense_flops_per_s",
+    "fp16": "fp16_dense_flops_per_s",
+    "fp8": "fp8_dense_flops_per_s",
+    "int8": "int8_dense_ops_per_s",
+    "fp4": "fp4_dense_flops_per_s",
+    "int4": "int4_dense_ops_per_s",
+}
+
+
+class Link(Spec):
+    """A GPU's link to its peers (scale-up domain) or to other nodes (scale-out)."""
+
+    kind: str = Field(description="Link technology, e.g. 'nvlink4', 'pcie5', 'infinity-fabric', 'roce'.")
+    bytes_per_s: PositiveFloat = Field(
+        description="Bandwidth per GPU per direction, bytes/s (a bidirectional datasheet figure halved)."
+    )
+    latency_s: PositiveFloat = Field(description="Per-hop latency of one transfer, seconds.")
+    max_gpus: PositiveInt = Field(
+        description="Largest group of GPUs this link connects all-to-all (e.g. 8 in an HGX board)."
+    )
+
+
+class Measured(Spec):
+    """Ceilings measured by `python -m validate calibrate` on a real device."""
+
+    device: str = Field(description="Device name as the driver reports it.")
+    date: dt.date = Field(description="Date of the measurement.")
+    driver: str = Field(description="GPU driver version.")
+    torch: str = Field(description="torch version used for the measurement.")
+    triton: str = Field(description="triton version used for the measurement.")
+    read_bytes_per_s: PositiveFloat = Field(description="Streaming-read bandwidth at large sizes, bytes/s.")
+    copy_bytes_per_s: PositiveFloat = Field(
+        description="Device-to-device copy bandwidth, bytes read plus bytes written per second."
+    )
+    gemm_flops_per_s: dict[str, PositiveFloat] = Field(
+        description="Achieved dense GEMM throughput per dtype on large random matrices, FLOP/s."
+    )
+    launch_latency_s: PositiveFloat = Field(description="Time of an empty kernel launch, seconds.")
+    bandwidth_curve: list[tuple[PositiveInt, PositiveFloat]] = Field(
+        default_factory=list,
+        description="Streaming-read bandwidth against bytes moved: (bytes, bytes_per_s) pairs.",
+    )
+    source: str = Field(description="Path of the committed results file the figures come from.")
+
+    @model_validator(mode="after")
+    def _dtypes_known(self) -> Measured:
+        for dtype in self.gemm_flops_per_s:
+            if dtype not in DTYPES:
+                raise ValueError(f"gemm_flops_per_s: unknown dtype {dtype!r}; valid: {sorted(DTYPES)}")
+        return self
+
+
+class Hardware(Spec):
+    """One accelerator (per GPU, even when sold in a multi-GPU package)."""
+
+    name: str = Field(description="Catalogue name, e.g. 'H100-SXM'.")
+    vendor: Literal["nvidia", "amd", "intel"] = Field(description="Vendor.")
+    description: str = Field(description="SKU, form factor and memory type in words.")
+    memory_bytes: PositiveInt = Field(description="Device memory capacity, bytes (decimal datasheet GB).")
+    memory_bytes_per_s: PositiveFloat = Field(description="Peak device-memory bandwidth, bytes/s.")
+    l2_cache_bytes: PositiveInt = Field(description="Last-level on-chip cache, bytes.")
+    sm_count: PositiveInt = Field(description="Streaming multiprocessors (NVIDIA) or compute units (AMD, Intel).")
+    fp32_dense_flops_per_s: PositiveFloat = Field(description="Dense FP32 (non-tensor) peak, FLOP/s.")
+    tf32_dense_flops_per_s: PositiveFloat | None = Field(None, description="Dense TF32 matrix peak, FLOP/s.")
+    bf16_dense_flops_per_s: PositiveFloat = Field(description="Dense BF16 matrix peak, FLOP/s.")
+    fp16_dense_flops_per_s: PositiveFloat = Field(description="Dense FP16 matrix peak, FLOP/s.")
+    fp8_dense_flops_per_s: PositiveFloat | None = Field(None, description="Dense FP8 matrix peak, FLOP/s.")
+    int8_dense_ops_per_s: PositiveFloat | None = Field(None, description="Dense INT8 matrix peak, OP/s.")
+    fp4_dense_flops_per_s: PositiveFloat | None = Field(None, description="Dense FP4 matrix peak, FLOP/s.")
+    int4_dense_ops_per_s: PositiveFloat | None = Field(None, description="Dense INT4 matrix peak, OP/s.")
+    scale_up: Link | None = Field(None, description="Link to peer GPUs in one node; None for none.")
+    scale_out: Link | None = Field(None, description="Link to other nodes (per GPU); None if not specified.")
+    tdp_watts: PositiveFloat = Field(description="Board power (TDP / TBP), watts.")
+    sources: dict[str, str] = Field(
+        description="Provenance: for every number set above, the field name -> URL or document and a note."
+    )
+    measured: Measured | None = Field(None, description="Measured ceilings from validate/, if calibrated.")
+
+    @model_validator(mode="after")
+    def _every_number_sourced(self) -> Hardware:
+        numeric = [
+            name
+            for name in type(self).model_fields
+            if name not in {"name", "vendor", "description", "sources", "measured"}
+            and getattr(self, name) is not None
+        ]
+        missing = [name for name in numeric if not self.sources.get(name, "").strip()]
+        if missing:
+            raise ValueError(f"sources: no source for {', '.join(missing)} (every number needs one)")
+        unknown = sorted(set(self.sources) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"sources: keys {unknown} are not fields of Hardware")
+        if self.fp16_dense_flops_per_s < self.fp32_dense_flops_per_s:
+            raise ValueError("fp16_dense_flops_per_s: must be at least fp32_dense_flops_per_s")
+        return self
+
+    def peak_flops_per_s(self, dtype: str) -> float:
+        """Dense peak for a compute dtype; raises if the dtype is unknown or the device lacks it."""
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype: unknown {dtype!r}; valid: {sorted(DTYPES)}")
+        value = getattr(self, DTYPES[dtype])
+        if value is None:
+            raise ValueError(f"dtype: {self.name} has no dense {dtype} peak in its spec")
+        return float(value)
+
+    def has_dtype(self, dtype: str) -> bool:
+        return dtype in DTYPES and getattr(self, DTYPES[dtype]) is not None
+
+    def ridge_point(self, dtype: str) -> float:
+        """Arithmetic intensity (FLOP/byte) where the dtype's peak meets memory bandwidth."""
+        return self.peak_flops_per_s(dtype) / self.memory_bytes_per_s

@@ -1,0 +1,68 @@
+"""Workload: what is asked of the deployment (batch, lengths, dtypes, parallelism, memory policy)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+
+from roofline.specs.base import Spec
+
+WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+
+
+class Workload(Spec):
+    """Batch, lengths and parallelism of one serving scenario.
+
+    `context_tokens` is the sequence length each request reaches (prompt + generated); a decode step
+    "at context L" attends over L cached tokens.
+    """
+
+    batch: PositiveInt = Field(1, description="Concurrent sequences B.")
+    context_tokens: PositiveInt = Field(description="Sequence length L per request (prompt + generated).")
+    prompt_tokens: PositiveInt | None = Field(
+        None, description="Prompt length P prefilled at once; default L - generated_tokens."
+    )
+    generated_tokens: NonNegativeInt = Field(0, description="Tokens decoded per request (for averaged TPOT).")
+    weight_dtype: WeightDtype = Field("bf16", description="Storage dtype of the weights.")
+    compute_dtype: Literal["bf16", "fp16", "fp8", "fp32"] = Field(
+        "bf16", description="Dtype of the matrix math (selects the peak and the ridge point)."
+    )
+    activation_bytes: PositiveInt = Field(2, description="Bytes per activation element (2 for bf16).")
+    tp: PositiveInt = Field(1, description="Tensor-parallel degree.")
+    pp: PositiveInt = Field(1, description="Pipeline-parallel stages.")
+    micro_batches: PositiveInt = Field(1, description="Micro-batches in flight through the pipeline.")
+    prefill_chunk_tokens: PositiveInt | None = Field(
+        None, description="Chunked-prefill size (tokens per prefill pass); None: the whole prompt at once."
+    )
+    gpu_memory_utilization: float = Field(
+        0.90, gt=0.0, le=1.0, description="Fraction of device memory the engine may use (vLLM default 0.90)."
+    )
+    runtime_reserve_bytes: NonNegativeInt | None = Field(
+        None, description="CUDA context, allocator and communication buffers; None: the planner's default."
+    )
+    page_tokens: PositiveInt = Field(16, description="KV pages hold this many tokens (vLLM block size 16).")
+
+    @model_validator(mode="after")
+    def _lengths_consistent(self) -> Workload:
+        if self.generated_tokens >= self.context_tokens:
+            raise ValueError(
+                f"generated_tokens: {self.generated_tokens} must be below context_tokens {self.context_tokens}"
+            )
+        if self.prompt_tokens is not None and self.prompt_tokens + self.generated_tokens > self.context_tokens:
+            raise ValueError(
+                "prompt_tokens: prompt_tokens + generated_tokens must not exceed context_tokens "
+                f"({self.prompt_tokens} + {self.generated_tokens} > {self.context_tokens})"
+            )
+        if self.micro_batches > self.batch:
+            raise ValueError(f"micro_batches: {self.micro_batches} exceeds batch {self.batch}")
+        return self
+
+    @property
+    def prompt(self) -> int:
+        """P: the prompt length (default: the context less the generated tokens)."""
+        return self.prompt_tokens if self.prompt_tokens is not None else self.context_tokens - self.generated_tokens
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp

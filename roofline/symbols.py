@@ -1,0 +1,77 @@
+"""The shared symbols of the cost model, defined once, and exact integer helpers.
+
+Methods never create their own symbols (STYLE 5): they take these, or numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import sympy as sp
+
+B = sp.Symbol("B", positive=True, integer=True)  # batch: concurrent sequences
+L = sp.Symbol("L", positive=True, integer=True)  # context: tokens in the cache at a decode step
+P = sp.Symbol("P", positive=True, integer=True)  # prompt tokens prefilled at once
+T = sp.Symbol("T", nonnegative=True, integer=True)  # tokens generated per request
+BITS = sp.Symbol("bits", positive=True)  # a swept bit-width (methods substitute it for their own)
+
+WORKLOAD_SYMBOLS: tuple[sp.Symbol, ...] = (B, L, P)
+
+
+class CeilDiv(sp.Function):
+    """ceil(a / b) for positive integers, exact: evaluates to an Integer on integer arguments and
+    prints as floor division of negatives (`-((-a) // b)`) for numpy and Python, never a float ceil."""
+
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Integer and b.is_Integer:
+            if b <= 0:
+                raise ValueError(f"CeilDiv: divisor must be positive, got {b}")
+            return sp.Integer(-((-int(a)) // int(b)))
+        if b == 1:
+            return a
+        return None
+
+    def _numpycode(self, printer):
+        a, b = (printer.doprint(arg) for arg in self.args)
+        return f"(-((-({a})) // ({b})))"
+
+    _pythoncode = _numpycode
+    _lambdacode = _numpycode
+
+    def _eval_rewrite_as_ceiling(self, a, b, **kwargs):
+        return sp.ceiling(a / b)
+
+
+def ceildiv(a, b):
+    """Exact ceil-div of sympy expressions or Python ints."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -((-a) // b)
+    return CeilDiv(sp.sympify(a), sp.sympify(b))
+
+
+def round_up(a, multiple):
+    """Smallest multiple of `multiple` that is >= a."""
+    return ceildiv(a, multiple) * multiple
+
+
+def lambdify(symbols: Sequence[sp.Symbol], exprs, *, cse: bool = True):
+    """Compile expressions to one numpy function of `symbols` (common subexpressions shared)."""
+    return sp.lambdify(list(symbols), exprs, modules="numpy", cse=cse)
+
+
+def evaluate(expr, values: dict[sp.Symbol, object]) -> float:
+    """Evaluate one expression at scalar values exactly where possible (for reporting, not sweeps)."""
+    result = sp.sympify(expr).subs(values)
+    if result.free_symbols:
+        missing = ", ".join(sorted(str(s) for s in result.free_symbols))
+        raise ValueError(f"evaluate: no value for symbol(s) {missing}")
+    return float(result) if not result.is_Integer else int(result)
+
+
+def as_int_array(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.int64)

@@ -1,0 +1,118 @@
+"""The CLI contract: list / show / kv, --json shapes, one-line errors with exit status 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse exits
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_models_json(capsys) -> None:
+    code, out, _ = run(capsys, "list", "models", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["Llama-3.1-8B"]["bf16_kv_bytes_per_token"] == 131_072
+    assert len(rows) >= 17
+
+
+def test_list_hardware_table(capsys) -> None:
+    code, out, _ = run(capsys, "list", "hardware")
+    assert code == 0
+    assert "H100-SXM" in out and "GiB" in out
+
+
+def test_show_model_and_hardware(capsys) -> None:
+    code, out, _ = run(capsys, "show", "model", "DeepSeek-V3", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["mla"]["kv_lora_rank"] == 512
+    code, out, _ = run(capsys, "show", "hardware", "H200")
+    assert code == 0 and "sources:" in out
+
+
+def test_kv_json_contract(capsys) -> None:
+    code, out, _ = run(capsys, "kv", "--model", "Llama-3.2-3B", "--context", "131072", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["kv_bytes"] == 15_032_385_536
+    assert data["bytes_per_token"] == 2 * 8 * 128 * 28 * 2
+    assert data["effective_bits"] == 16.0
+
+
+def test_kv_batch_scales(capsys) -> None:
+    _, out, _ = run(capsys, "kv", "--context", "1000", "--batch", "3", "--method", "fp8", "--json")
+    assert json.loads(out)["kv_bytes"] == 3 * 1000 * 65_536
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["kv", "--context", "0"], "--context: 0 must be positive"),
+        (["kv", "--context", "ten"], "--context: 'ten' is not a whole number"),
+        (["kv", "--context", "10", "--method", "nope"], "method: unknown method or preset 'nope'"),
+        (["kv", "--context", "10", "--model", "Llama-9"], "model: unknown name 'Llama-9'"),
+        (["show", "hardware", "H100"], "hardware: unknown name 'H100'"),
+        (["list", "gpus"], "invalid choice"),
+        (["kv", "--context", "10", "--method", "baseline:dtype=int3"], "dtype"),
+        (["kv", "--context", "10", "--method", "baseline:dtype"], "expected key=value"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err
+    assert err.count("\n") == 1 and err.startswith("roofline: error: ")
+    assert "Traceback" not in err
+
+
+BAD_FILES = {
+    "malformed.yaml": ("name: [unclosed", "not valid YAML/JSON"),
+    "list.yaml": ("- 1\n- 2\n", "expected a mapping"),
+    "unknown_key.yaml": (None, "colour: Extra inputs are not permitted"),
+    "negative.yaml": (None, "hidden_size: Input should be greater than 0"),
+    "kvheads.yaml": (None, "num_kv_heads: 7 does not divide num_heads 32"),
+    "bad.json": ('{"architectures": ["GPT2LMHeadModel"], "n_embd": 768}', "architectures"),
+}
+
+
+@pytest.mark.parametrize("filename", sorted(BAD_FILES))
+def test_bad_model_files(capsys, tmp_path: Path, filename: str) -> None:
+    import yaml
+
+    from roofline.catalogue import load_model
+
+    text, needle = BAD_FILES[filename]
+    if text is None:
+        data = load_model("Llama-3.1-8B").model_dump()
+        if filename == "unknown_key.yaml":
+            data["colour"] = "red"
+        elif filename == "negative.yaml":
+            data["hidden_size"] = -1
+        else:
+            data["num_kv_heads"] = 7
+        text = yaml.safe_dump(data)
+    path = tmp_path / filename
+    path.write_text(text)
+    code, out, err = run(capsys, "kv", "--model", str(path), "--context", "10")
+    assert code == 2, err
+    assert str(path) in err and needle in err
+    assert err.count("\n") == 1 and out == ""
+
+
+def test_console_script_runs_as_a_module() -> None:
+    result = subprocess.run([sys.executable, "-m", "roofline.cli", "kv", "--context", "16"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "2,097,152 bytes" in result.stdout  # 16 x 131,072
