@@ -1,0 +1,165 @@
+"""The attention half of a decoder layer, decode and prefill, standard (MHA/GQA/MQA) and MLA.
+
+The KV side comes from the method's LayerCache: bytes read and written, dequantization FLOPs, tokens
+attended and per-head dims (all per sequence, times the batch and this GPU's share of the KV heads).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from roofline.costmodel.blocks import NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, Ctx, allreduce, elementwise, linear, norm
+from roofline.costmodel.ops import Op, traffic
+from roofline.methods.layout import ExtraOp, LayerCache
+from roofline.symbols import B, L, P
+
+SCORE_BYTES = 4  # unfused attention keeps fp32 scores in memory
+
+
+def causal_pairs(prompt, attention) -> sp.Expr:
+    """(query, key) pairs of causal attention over `prompt` tokens: P(P+1)/2, or with a window W:
+    m(m+1)/2 + (P - m) W where m = min(P, W)."""
+    if attention.kind == "sliding":
+        m = sp.Min(prompt, attention.window)
+        return m * (m + 1) / 2 + (prompt - m) * attention.window
+    return prompt * (prompt + 1) / 2
+
+
+def method_op(ctx: Ctx, e: ExtraOp, seqs, kvf, method: str) -> Op:
+    """A method's per-sequence ExtraOp for `seqs` sequences on this GPU's share `kvf` of the KV heads."""
+    return ctx.op(e.name, source=method,
+                  matmul_flops=seqs * kvf * e.matmul_flops, vector_flops=seqs * kvf * e.vector_flops,
+                  traffic=traffic(weights=kvf * e.weight_bytes, act_read=seqs * kvf * e.act_read_bytes,
+                                  act_write=seqs * kvf * e.act_write_bytes, kv_read=seqs * kvf * e.kv_read_bytes,
+                                  kv_write=seqs * kvf * e.kv_write_bytes))
+
+
+def merge(base: Op, extra: list[Op]) -> Op:
+    """Fuse ops into `base` (one kernel): FLOPs and bytes add up."""
+    t = dict(base.traffic)
+    for e in extra:
+        for k, v in e.traffic.items():
+            t[k] = t.get(k, 0) + v
+    return Op(base.name, base.group, base.count, base.matmul_flops + sum(e.matmul_flops for e in extra),
+              base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source)
+
+
+def _tensor_reads(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
+    return sp.Add(*(t.read_bytes for t in layer.tensors if t.name in names))
+
+
+def _tensor_dequant(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
+    return sp.Add(*(t.dequant_flops for t in layer.tensors if t.name in names))
+
+
+def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool) -> list[Op]:
+    """QK^T, softmax, PV over the cache for one new token per sequence (flash-decoding when fused)."""
+    h, kvf, ab = ctx.shard.heads, ctx.shard.kv_fraction, ctx.act_bytes
+    n, qk, vd = layer.tokens, layer.qk_head_dim, layer.v_head_dim
+    extras = [method_op(ctx, e, B, kvf, method) for e in layer.decode_ops if e.fused]
+    if fused:
+        core = ctx.op("attention", matmul_flops=2 * B * h * n * (qk + vd),
+                      vector_flops=SOFTMAX_FLOPS * B * h * n + B * kvf * layer.dequant_flops,
+                      traffic=traffic(kv_read=B * kvf * layer.read_bytes, act_read=B * h * qk * ab,
+                                      act_write=B * h * vd * ab))
+        return [merge(core, extras)]
+    scores = B * h * n * SCORE_BYTES
+    k_names, v_names = ("K", "latent", "X", "XK"), ("V", "XV")
+    qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk,
+                   vector_flops=B * kvf * _tensor_dequant(layer, k_names),
+                   traffic=traffic(kv_read=B * kvf * _tensor_reads(layer, k_names), act_read=B * h * qk * ab,
+                                   act_write=scores))
+    softmax = ctx.op("attn_softmax", vector_flops=SOFTMAX_FLOPS * B * h * n,
+                     traffic=traffic(act_read=scores, act_write=scores))
+    pv_reads = _tensor_reads(layer, v_names) if any(t.name in v_names for t in layer.tensors) \
+        else _tensor_reads(layer, k_names)  # MLA: PV reads the latent again
+    pv = ctx.op("attn_pv", matmul_flops=2 * B * h * n * vd,
+                vector_flops=B * kvf * _tensor_dequant(layer, v_names),
+                traffic=traffic(kv_read=B * kvf * pv_reads, act_read=scores, act_write=B * h * vd * ab))
+    return [merge(qk_op, extras), softmax, pv]
+
+
+def kv_update(ctx: Ctx, layer: LayerCache, tokens_per_seq, seqs, resident=None) -> Op:
+    """Write new tokens to the cache (and quantize those leaving the full-precision window)."""
+    kvf = ctx.shard.kv_fraction
+    written = layer.written_bytes * tokens_per_seq if resident is None else resident
+    return ctx.op("kv_update", vector_flops=seqs * kvf * layer.quantize_flops * tokens_per_seq,
+                  traffic=traffic(kv_write=seqs * kvf * written))
+
+
+def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
+    m, s = ctx.model, ctx.shard
+    q, kv = s.heads * m.head_dim, s.kv_heads * m.head_dim
+    kv_out = 2 * kv if layer.kv_projection else 0
+    ops = [linear(ctx, "qkv_proj" if kv_out else "q_proj", tokens, m.hidden_size, q + kv_out, bias=m.qkv_bias)]
+    if m.qk_norm:
+        ops.append(elementwise(ctx, "qk_norm", tokens, q + kv_out // 2, NORM_FLOPS))
+    ops.append(elementwise(ctx, "rope", tokens, q + kv_out // 2, ROPE_FLOPS))
+    return ops
+
+
+def _mla_projections(ctx: Ctx, tokens, prefill: bool) -> list[Op]:
+    """MLA: low-rank Q, the shared latent c_kv (+ RoPE key); decode absorbs W_UK into the query."""
+    m, s, mla = ctx.model, ctx.shard, ctx.model.mla
+    h, d = s.heads, m.hidden_size
+    qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    if mla.q_lora_rank:
+        ops = [linear(ctx, "q_a_proj", tokens, d, mla.q_lora_rank), norm(ctx, "q_a_norm", tokens, mla.q_lora_rank),
+               linear(ctx, "q_b_proj", tokens, mla.q_lora_rank, h * qk)]
+    else:
+        ops = [linear(ctx, "q_proj", tokens, d, h * qk)]
+    ops += [linear(ctx, "kv_a_proj", tokens, d, mla.kv_lora_rank + mla.qk_rope_head_dim),
+            norm(ctx, "kv_a_norm", tokens, mla.kv_lora_rank),
+            elementwise(ctx, "rope", tokens, h * mla.qk_rope_head_dim + mla.qk_rope_head_dim, ROPE_FLOPS)]
+    if prefill:
+        ops.append(linear(ctx, "kv_b_proj", tokens, mla.kv_lora_rank, h * (mla.qk_nope_head_dim + mla.v_head_dim)))
+    else:
+        # absorbed decode: q_nope (per head) times W_UK maps the query into the latent space
+        ops.append(ctx.op("q_absorb", matmul_flops=2 * tokens * h * mla.qk_nope_head_dim * mla.kv_lora_rank,
+                          traffic=traffic(weights=h * mla.qk_nope_head_dim * mla.kv_lora_rank * ctx.wb,
+                                          act_read=tokens * h * mla.qk_nope_head_dim * ctx.act_bytes,
+                                          act_write=tokens * h * mla.kv_lora_rank * ctx.act_bytes)))
+    return ops
+
+
+def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused: bool = True) -> list[Op]:
+    """Norm, projections, RoPE, cache write, attention, (MLA absorption), output projection, all-reduce, add."""
+    m, s = ctx.model, ctx.shard
+    tokens = B if phase == "decode" else B * P
+    ops = [norm(ctx, "attn_norm", tokens, m.hidden_size)]
+    ops += _mla_projections(ctx, tokens, phase == "prefill") if m.mla else _q_and_kv_projections(ctx, tokens, layer)
+    kvf = s.kv_fraction
+    if phase == "decode":
+        ops.append(kv_update(ctx, layer, 1, B))
+        ops += [method_op(ctx, e, B, kvf, method) for e in layer.decode_ops if not e.fused]
+        ops += decode_attention_core(ctx, layer, method, fused)
+    else:
+        ops.append(kv_update(ctx, layer, P, B, resident=layer.resident_bytes.subs(L, P)))
+        ops += [method_op(ctx, e, B, kvf, method) for e in layer.prefill_ops]
+        ops.append(prefill_attention_core(ctx, layer))
+    out_width = s.heads * (m.mla.v_head_dim if m.mla else m.head_dim)
+    if m.mla and phase == "decode":
+        mla = m.mla
+        ops.append(ctx.op("o_absorb", matmul_flops=2 * tokens * s.heads * mla.kv_lora_rank * mla.v_head_dim,
+                          traffic=traffic(weights=s.heads * mla.kv_lora_rank * mla.v_head_dim * ctx.wb,
+                                          act_read=tokens * s.heads * mla.kv_lora_rank * ctx.act_bytes,
+                                          act_write=tokens * out_width * ctx.act_bytes)))
+    ops.append(linear(ctx, "o_proj", tokens, out_width, m.hidden_size))
+    ar = allreduce(ctx, "attn_allreduce", tokens)
+    return ops + ([ar] if ar else [])
+
+
+def prefill_attention_core(ctx: Ctx, layer: LayerCache) -> Op:
+    """Causal flash attention over the prompt: Q, K, V read once, O written once (scores stay on chip)."""
+    m, s, ab = ctx.model, ctx.shard, ctx.act_bytes
+    pairs = causal_pairs(P, layer.attention)
+    if m.mla:
+        qk, vd = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
+        kv_width = s.heads * (qk + vd)
+    else:
+        qk, vd = layer.qk_head_dim, layer.v_head_dim
+        kv_width = s.kv_heads * (qk + vd)
+    return ctx.op("attention", matmul_flops=2 * B * s.heads * pairs * (qk + vd),
+                  vector_flops=SOFTMAX_FLOPS * B * s.heads * pairs,
+                  traffic=traffic(act_read=B * P * (s.heads * qk + kv_width) * ab,
+                                  act_write=B * P * s.heads * vd * ab))

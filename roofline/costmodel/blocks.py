@@ -1,0 +1,155 @@
+"""Building blocks of the op graph: linear layers, norms, elementwise ops, the MLP / MoE, sharding.
+
+Conventions: `tokens` is the number of token rows an op processes (B in decode, B*P in prefill);
+weights are read once per pass whatever the batch; a MAC is 2 FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from roofline.accounting import dtype_bytes
+from roofline.costmodel.ops import Op, traffic
+from roofline.specs import Model
+from roofline.symbols import ceildiv
+
+# Vector FLOPs per element: RMSNorm (square, sum, scale, weight), RoPE (x*cos + rot(x)*sin),
+# SiLU-gated product (x*sigmoid(x) ~ 4, times up: 1), online softmax per score (max, sub, exp, sum, rescale).
+NORM_FLOPS = 4
+ROPE_FLOPS = 3
+GATED_ACT_FLOPS = 5
+SOFTMAX_FLOPS = 5
+ADD_FLOPS = 1
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What one GPU of a tensor-parallel group holds (Megatron-style: heads and MLP columns split)."""
+
+    tp: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    expert_intermediate: int
+    vocab: int
+    model_kv_heads: int
+
+    @property
+    def kv_fraction(self) -> sp.Rational:
+        """Share of the model's K/V heads cached on this GPU (> 1/tp when heads are replicated)."""
+        return sp.Rational(self.kv_heads, self.model_kv_heads)
+
+    @classmethod
+    def of(cls, model: Model, tp: int) -> Shard:
+        if model.num_heads % tp:
+            raise ValueError(f"tp: {tp} does not divide the {model.num_heads} attention heads of {model.name}")
+        if model.intermediate_size % tp:
+            raise ValueError(f"tp: {tp} does not divide intermediate_size {model.intermediate_size}")
+        if model.mla is not None:
+            kv_heads = 1  # the latent is shared by all heads: every GPU keeps all of it
+        elif tp <= model.num_kv_heads:
+            if model.num_kv_heads % tp:
+                raise ValueError(f"tp: {tp} does not divide the {model.num_kv_heads} KV heads of {model.name}")
+            kv_heads = model.num_kv_heads // tp
+        else:
+            kv_heads = 1  # tp > kv heads: each GPU holds a replica of the one KV head its queries need
+        expert = model.moe.expert_intermediate_size if model.moe else 0
+        if expert % tp:
+            raise ValueError(f"tp: {tp} does not divide expert_intermediate_size {expert}")
+        return cls(tp=tp, heads=model.num_heads // tp, kv_heads=kv_heads,
+                   intermediate=model.intermediate_size // tp, expert_intermediate=expert // tp,
+                   vocab=ceildiv(model.vocab_size, tp),
+                   model_kv_heads=1 if model.mla is not None else model.num_kv_heads)
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every block needs: the model, its shard, dtype sizes, the op group and its layer count."""
+
+    model: Model
+    shard: Shard
+    weight_dtype: str
+    act_bytes: int
+    compute_dtype: str
+    group: str
+    count: int
+
+    @property
+    def wb(self) -> sp.Expr:
+        return dtype_bytes(self.weight_dtype)
+
+    def op(self, name: str, **kwargs) -> Op:
+        return Op(name=name, group=self.group, count=self.count, dtype=self.compute_dtype, **kwargs)
+
+
+def linear(ctx: Ctx, name: str, tokens, d_in, d_out, bias: bool = False) -> Op:
+    """y = x W (+ b): 2*tokens*d_in*d_out FLOPs; weights d_in*d_out (+ d_out) read once."""
+    weights = (d_in * d_out + (d_out if bias else 0)) * ctx.wb
+    return ctx.op(name, matmul_flops=2 * tokens * d_in * d_out,
+                  vector_flops=tokens * d_out if bias else 0,
+                  traffic=traffic(weights=weights, act_read=tokens * d_in * ctx.act_bytes,
+                                  act_write=tokens * d_out * ctx.act_bytes))
+
+
+def norm(ctx: Ctx, name: str, tokens, width) -> Op:
+    return ctx.op(name, vector_flops=NORM_FLOPS * tokens * width,
+                  traffic=traffic(weights=width * ctx.wb, act_read=tokens * width * ctx.act_bytes,
+                                  act_write=tokens * width * ctx.act_bytes))
+
+
+def elementwise(ctx: Ctx, name: str, tokens, width, flops_per_element, reads: int = 1) -> Op:
+    return ctx.op(name, vector_flops=flops_per_element * tokens * width,
+                  traffic=traffic(act_read=reads * tokens * width * ctx.act_bytes,
+                                  act_write=tokens * width * ctx.act_bytes))
+
+
+def residual_add(ctx: Ctx, name: str, tokens) -> Op:
+    return elementwise(ctx, name, tokens, ctx.model.hidden_size, ADD_FLOPS, reads=2)
+
+
+def dense_mlp(ctx: Ctx, tokens, intermediate: int, prefix: str = "mlp") -> list[Op]:
+    """Gated: gate+up (d -> 2I), act (SiLU x up), down (I -> d). Plain: up (d -> I), act, down."""
+    d = ctx.model.hidden_size
+    up_width = 2 * intermediate if ctx.model.mlp == "gated" else intermediate
+    return [
+        linear(ctx, f"{prefix}_up", tokens, d, up_width),
+        elementwise(ctx, f"{prefix}_act", tokens, intermediate, GATED_ACT_FLOPS, reads=2),
+        linear(ctx, f"{prefix}_down", tokens, intermediate, d),
+    ]
+
+
+def experts_touched(num_experts: int, top_k: int, tokens) -> sp.Expr:
+    """Expected distinct experts that `tokens` routed tokens touch, uniform top-k routing:
+    E * (1 - (1 - k/E)^tokens). Their weights are what a step must read."""
+    return num_experts * (1 - (1 - sp.Rational(top_k, num_experts)) ** tokens)
+
+
+def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
+    """Router (d -> E), routed experts (weights of the experts touched, FLOPs of top-k per token), shared."""
+    moe = ctx.model.moe
+    assert moe is not None
+    d, i_e = ctx.model.hidden_size, ctx.shard.expert_intermediate
+    per_expert_weights = (3 if ctx.model.mlp == "gated" else 2) * d * i_e * ctx.wb
+    touched = experts_touched(moe.num_experts, moe.experts_per_token, tokens)
+    routed_tokens = tokens * moe.experts_per_token
+    up = 2 * i_e if ctx.model.mlp == "gated" else i_e
+    ops = [
+        linear(ctx, "router", tokens, d, moe.num_experts),
+        ctx.op("experts", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
+               vector_flops=GATED_ACT_FLOPS * routed_tokens * i_e,
+               traffic=traffic(weights=touched * per_expert_weights,
+                               act_read=routed_tokens * d * ctx.act_bytes,
+                               act_write=routed_tokens * d * ctx.act_bytes)),
+    ]
+    if moe.num_shared_experts:
+        ops += dense_mlp(ctx, tokens, moe.num_shared_experts * i_e, prefix="shared_expert")
+    return ops
+
+
+def allreduce(ctx: Ctx, name: str, tokens) -> Op | None:
+    """Tensor parallelism: the hidden state of each token is all-reduced after attention and after the MLP."""
+    if ctx.shard.tp == 1:
+        return None
+    return ctx.op(name, comm_bytes=tokens * ctx.model.hidden_size * ctx.act_bytes)

@@ -1,0 +1,97 @@
+"""The whole model as ops, per phase (prefill of P tokens, or one decode step at context L), per GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from roofline.accounting import moe_layer_count
+from roofline.costmodel.attention import attention_block
+from roofline.costmodel.blocks import Ctx, Shard, allreduce, dense_mlp, linear, moe_mlp, norm, residual_add
+from roofline.costmodel.ops import Op, traffic
+from roofline.methods import CacheModel, MethodConfig
+from roofline.specs import Model
+from roofline.symbols import B, P
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Ops of one phase; each op counts `op.count` instances (layers) in a forward pass."""
+
+    model: Model
+    method: str
+    phase: str
+    tp: int
+    ops: tuple[Op, ...]
+    cache: CacheModel
+
+    def total(self, attr: str) -> sp.Expr:
+        """Sum over ops of count x op.<attr> (e.g. 'matmul_flops', 'bytes')."""
+        return sp.Add(*(op.count * getattr(op, attr) for op in self.ops))
+
+    def traffic_total(self, cls: str) -> sp.Expr:
+        return sp.Add(*(op.count * op.traffic.get(cls, 0) for op in self.ops))
+
+    def by_name(self) -> dict[str, list[Op]]:
+        out: dict[str, list[Op]] = {}
+        for op in self.ops:
+            out.setdefault(op.name, []).append(op)
+        return out
+
+
+def _group_label(layer) -> str:
+    kind = layer.attention
+    return f"sliding{kind.window}" if kind.kind == "sliding" else kind.kind
+
+
+def build_graph(
+    model: Model,
+    method: MethodConfig | CacheModel,
+    phase: str = "decode",
+    *,
+    tp: int = 1,
+    weight_dtype: str = "bf16",
+    compute_dtype: str = "bf16",
+    act_bytes: int = 2,
+    fused: bool = True,
+    bits: sp.Expr | None = None,
+) -> Graph:
+    """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence)."""
+    if phase not in ("decode", "prefill"):
+        raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
+    cache = method if isinstance(method, CacheModel) else method.cache(model, bits=bits)
+    shard = Shard.of(model, tp)
+    tokens = B if phase == "decode" else B * P
+
+    def ctx(group: str, count: int) -> Ctx:
+        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count)
+
+    top = ctx("model", 1)
+    ops: list[Op] = [top.op("embedding", traffic=traffic(weights=tokens * model.hidden_size * top.wb,
+                                                          act_write=tokens * model.hidden_size * act_bytes))]
+    seen_groups: dict[str, int] = {}
+    for layer in cache.layers:
+        label = _group_label(layer)
+        seen_groups[label] = seen_groups.get(label, 0) + 1
+        if seen_groups[label] > 1:
+            label = f"{label}#{seen_groups[label]}"
+        lc = ctx(label, layer.count)
+        ops += attention_block(lc, layer, cache.method, phase, fused)
+        ops.append(residual_add(lc, "attn_residual", tokens))
+
+    n_moe = moe_layer_count(model)
+    for label, count, moe in (("mlp", model.num_layers - n_moe, False), ("moe", n_moe, True)):
+        if count == 0:
+            continue
+        mc = ctx(label, count)
+        ops.append(norm(mc, "mlp_norm", tokens, model.hidden_size))
+        ops += moe_mlp(mc, tokens) if moe else dense_mlp(mc, tokens, shard.intermediate)
+        ar = allreduce(mc, "mlp_allreduce", tokens)
+        ops += [ar] if ar else []
+        ops.append(residual_add(mc, "mlp_residual", tokens))
+
+    # only the last position of each sequence needs logits, in prefill as in decode
+    ops += [norm(top, "final_norm", B, model.hidden_size),
+            linear(top, "lm_head", B, model.hidden_size, shard.vocab)]
+    return Graph(model=model, method=cache.method, phase=phase, tp=tp, ops=tuple(ops), cache=cache)

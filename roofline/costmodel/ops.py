@@ -1,0 +1,58 @@
+"""One op of the graph: FLOPs by unit, bytes by traffic class, for one instance; `count` instances per pass.
+
+Traffic classes (STYLE 6): weights read, activations read / written, KV read / written. Communication
+ops carry `comm_bytes` (the message each GPU all-reduces) instead of memory traffic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+TRAFFIC = ("weights", "act_read", "act_write", "kv_read", "kv_write")
+ZERO = sp.Integer(0)
+
+
+@dataclass(frozen=True)
+class Op:
+    """An op per layer instance (count = layers in its group), per GPU, for the whole batch."""
+
+    name: str
+    group: str
+    count: int
+    matmul_flops: sp.Expr = ZERO
+    vector_flops: sp.Expr = ZERO
+    traffic: dict[str, sp.Expr] = field(default_factory=dict)
+    dtype: str = "bf16"
+    source: str = "model"  # "model", or the method that adds the op
+    comm_bytes: sp.Expr = ZERO  # all-reduce message per GPU (TP), bytes
+
+    def __post_init__(self) -> None:
+        unknown = set(self.traffic) - set(TRAFFIC)
+        if unknown:
+            raise ValueError(f"traffic: unknown classes {sorted(unknown)}; valid: {TRAFFIC}")
+
+    @property
+    def flops(self) -> sp.Expr:
+        return self.matmul_flops + self.vector_flops
+
+    @property
+    def bytes(self) -> sp.Expr:
+        return sp.Add(*self.traffic.values()) if self.traffic else ZERO
+
+    @property
+    def is_comm(self) -> bool:
+        return self.comm_bytes != 0
+
+    def scaled(self, factor: sp.Expr) -> Op:
+        """The same op doing `factor` times the work (e.g. weights read once per prefill chunk)."""
+        return Op(self.name, self.group, self.count, self.matmul_flops * factor, self.vector_flops * factor,
+                  {k: v * factor for k, v in self.traffic.items()}, self.dtype, self.source,
+                  self.comm_bytes * factor)
+
+
+def traffic(weights=ZERO, act_read=ZERO, act_write=ZERO, kv_read=ZERO, kv_write=ZERO) -> dict[str, sp.Expr]:
+    """Bytes by class, dropping zero classes."""
+    values = dict(weights=weights, act_read=act_read, act_write=act_write, kv_read=kv_read, kv_write=kv_write)
+    return {k: sp.sympify(v) for k, v in values.items() if sp.sympify(v) != 0}

@@ -1,0 +1,144 @@
+"""Roofline times of ops on a device: compute and memory times kept apart until the overlap rule.
+
+For an op with matmul FLOPs F_m (at its dtype), vector FLOPs F_v and bytes M:
+    t_compute = F_m / (peak_dtype * e_gemm) + F_v / peak_fp32
+    t_memory  = M / (bandwidth * e_mem)
+    t         = max(t_compute, t_memory)          (overlap "max": compute hides under memory or vice versa)
+              = t_compute + t_memory              (overlap "sum": no overlap)
+    t         = max(t, launch latency)            (a kernel never takes less than its launch)
+e_gemm, e_mem and the launch latency come from the hardware's measured section when it has one
+(and `use_measured`), else 1, 1 and 0: the pure datasheet roofline.
+All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import sympy as sp
+
+from roofline.costmodel.graph import Graph
+from roofline.costmodel.ops import TRAFFIC, Op
+from roofline.specs import Hardware, Link
+from roofline.symbols import lambdify
+
+
+@dataclass(frozen=True)
+class RooflineOptions:
+    overlap: Literal["max", "sum"] = "max"
+    use_measured: bool = True
+
+
+@dataclass(frozen=True)
+class OpTimes:
+    compute: sp.Expr
+    memory: sp.Expr
+    comm: sp.Expr
+    total: sp.Expr
+
+
+@dataclass
+class Roofline:
+    """A device's ceilings, and the times of ops and graphs on it."""
+
+    hardware: Hardware
+    options: RooflineOptions = field(default_factory=RooflineOptions)
+    tp: int = 1
+
+    @property
+    def measured(self):
+        return self.hardware.measured if self.options.use_measured else None
+
+    def bandwidth(self) -> float:
+        """Effective memory bandwidth, bytes/s (measured streaming read when calibrated)."""
+        m = self.measured
+        return m.read_bytes_per_s if m is not None else self.hardware.memory_bytes_per_s
+
+    def matmul_peak(self, dtype: str) -> float:
+        m = self.measured
+        if m is not None and dtype in m.gemm_flops_per_s:
+            return m.gemm_flops_per_s[dtype]
+        return self.hardware.peak_flops_per_s(dtype)
+
+    def vector_peak(self) -> float:
+        return self.hardware.fp32_dense_flops_per_s
+
+    def latency_floor(self) -> float:
+        m = self.measured
+        return m.launch_latency_s if m is not None else 0.0
+
+    def ridge_point(self, dtype: str) -> float:
+        """FLOP/byte where this dtype's (effective) peak meets the (effective) bandwidth."""
+        return self.matmul_peak(dtype) / self.bandwidth()
+
+    def link(self) -> Link | None:
+        hw = self.hardware
+        if self.tp == 1:
+            return None
+        if hw.scale_up is not None and self.tp <= hw.scale_up.max_gpus:
+            return hw.scale_up
+        if hw.scale_out is None:
+            raise ValueError(f"tp: {self.tp} GPUs exceed {hw.name}'s scale-up domain and it has no scale-out link")
+        return hw.scale_out
+
+    def op_times(self, op: Op) -> OpTimes:
+        zero = sp.Integer(0)
+        if op.is_comm:
+            link = self.link()
+            n = self.tp
+            comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
+            return OpTimes(zero, zero, comm, comm)
+        compute = op.matmul_flops / self.matmul_peak(op.dtype) + op.vector_flops / self.vector_peak()
+        memory = op.bytes / self.bandwidth()
+        total = sp.Max(compute, memory) if self.options.overlap == "max" else compute + memory
+        floor = self.latency_floor()
+        if floor:
+            total = sp.Max(total, floor)
+        return OpTimes(compute, memory, zero, total)
+
+    def time(self, graph: Graph) -> sp.Expr:
+        """Seconds for the whole phase: sum over ops of count x op time (kernels run one after another)."""
+        return sp.Add(*(op.count * self.op_times(op).total for op in graph.ops))
+
+    def compile(self, graph: Graph, symbols) -> callable:
+        """A numpy function of `symbols` giving the phase time (lambdified once, cse)."""
+        return lambdify(symbols, self.time(graph))
+
+    def evaluate(self, graph: Graph, values: dict[sp.Symbol, float]) -> list[dict]:
+        """Per-op numbers at one point: FLOPs, bytes by class, intensity, ridge, bound, times (per instance)."""
+        rows = []
+        for op in graph.ops:
+            t = self.op_times(op)
+            num = {k: _scalar(v, values) for k, v in
+                   dict(matmul_flops=op.matmul_flops, vector_flops=op.vector_flops, bytes=op.bytes,
+                        compute_s=t.compute, memory_s=t.memory, comm_s=t.comm, time_s=t.total).items()}
+            flops = num["matmul_flops"] + num["vector_flops"]
+            intensity = flops / num["bytes"] if num["bytes"] else float("inf")
+            if op.is_comm:
+                bound = "communication"
+            elif t.total != 0 and num["time_s"] <= self.latency_floor() and self.latency_floor() > 0:
+                bound = "latency"
+            else:
+                bound = "compute" if num["compute_s"] > num["memory_s"] else "memory"
+            rows.append({
+                "name": op.name, "group": op.group, "count": op.count, "source": op.source, "dtype": op.dtype,
+                **num, "flops": flops,
+                "traffic": {c: _scalar(op.traffic.get(c, 0), values) for c in TRAFFIC},
+                "intensity_flops_per_byte": intensity,
+                "ridge_flops_per_byte": self.ridge_point(op.dtype),
+                "bound": bound,
+            })
+        return rows
+
+
+def _scalar(expr, values) -> float:
+    value = sp.sympify(expr).subs(values)
+    if value.free_symbols:
+        raise ValueError(f"evaluate: no value for {sorted(map(str, value.free_symbols))}")
+    return float(value)
+
+
+def as_array(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
