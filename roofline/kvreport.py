@@ -7,7 +7,7 @@ from typing import Any
 
 import sympy as sp
 
-from roofline.methods import MethodConfig
+from roofline.methods import MethodConfig, build_cache
 from roofline.methods.layout import PARTS
 from roofline.specs import Model
 from roofline.symbols import L
@@ -26,7 +26,7 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1) 
     kv_bytes rounds the (possibly fractional-bit) total up to whole bytes; bytes_per_token divides by
     batch x context; effective_bits is resident bits per uncompressed K/V element.
     """
-    cache = method.cache(model)
+    cache = build_cache(method, model)
     per_seq = _num(cache.resident_bytes, context)
     parts = {p: _num(v, context) for p, v in cache.resident_parts().items()}
     total = per_seq * batch

@@ -54,6 +54,21 @@ def ceildiv(a, b):
     return CeilDiv(sp.sympify(a), sp.sympify(b))
 
 
+def window_occupancy(expr, how: str):
+    """Rewrite the residual-window sawtooth `Mod(x, R)` (tokens waiting for a block flush).
+
+    'exact': unchanged; 'peak': Min(x, R - 1), the most the window ever holds, so bytes never decrease
+    with the context (what capacity planning must reserve); 'mean': Min(x, (R - 1)/2), its average over
+    a block (what a decode step reads on average, and what integrates in closed form).
+    """
+    if how == "exact":
+        return expr
+    if how not in ("peak", "mean"):
+        raise ValueError(f"occupancy: {how!r} is not 'exact', 'peak' or 'mean'")
+    top = (lambda b: b - 1) if how == "peak" else (lambda b: (b - 1) / sp.Integer(2))
+    return sp.sympify(expr).replace(sp.Mod, lambda a, b: sp.Min(a, top(b)))
+
+
 def round_up(a, multiple):
     """Smallest multiple of `multiple` that is >= a."""
     return ceildiv(a, multiple) * multiple

@@ -10,9 +10,9 @@ from roofline.accounting import moe_layer_count
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import Ctx, Shard, allreduce, dense_mlp, linear, moe_mlp, norm, residual_add
 from roofline.costmodel.ops import Op, traffic
-from roofline.methods import CacheModel, MethodConfig
+from roofline.methods import CacheModel, MethodConfig, build_cache
 from roofline.specs import Model
-from roofline.symbols import B, P
+from roofline.symbols import B, P, window_occupancy
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,16 @@ def build_graph(
     act_bytes: int = 2,
     fused: bool = True,
     bits: sp.Expr | None = None,
+    occupancy: str = "exact",
 ) -> Graph:
-    """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence)."""
+    """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence).
+
+    `occupancy` says how full the methods' residual windows are taken to be (symbols.window_occupancy):
+    'exact' at this L, 'mean' over a flush block (for averages), 'peak'.
+    """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
-    cache = method if isinstance(method, CacheModel) else method.cache(model, bits=bits)
+    cache = method if isinstance(method, CacheModel) else build_cache(method, model, bits)
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P
 
@@ -94,4 +99,12 @@ def build_graph(
     # only the last position of each sequence needs logits, in prefill as in decode
     ops += [norm(top, "final_norm", B, model.hidden_size),
             linear(top, "lm_head", B, model.hidden_size, shard.vocab)]
+    if occupancy != "exact":
+        ops = [_smoothed(op, occupancy) for op in ops]
     return Graph(model=model, method=cache.method, phase=phase, tp=tp, ops=tuple(ops), cache=cache)
+
+
+def _smoothed(op: Op, how: str) -> Op:
+    return Op(op.name, op.group, op.count, window_occupancy(op.matmul_flops, how),
+              window_occupancy(op.vector_flops, how),
+              {k: window_occupancy(v, how) for k, v in op.traffic.items()}, op.dtype, op.source, op.comm_bytes)

@@ -1,7 +1,7 @@
 """KV-cache methods: one module each, registered by import. See base.py for the interface."""
 
-from roofline.methods import baseline  # noqa: F401  (registers)
-from roofline.methods.base import MethodConfig, methods, parse_method, presets
+from roofline.methods import baseline, innerq, kivi, kvquant, skvq, turboquant  # noqa: F401  (registers)
+from roofline.methods.base import MethodConfig, build_cache, methods, parse_method, presets
 from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "ExtraOp",
     "LayerCache",
     "MethodConfig",
+    "build_cache",
     "TensorLayout",
     "methods",
     "parse_method",

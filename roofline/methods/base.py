@@ -6,9 +6,9 @@ from abc import abstractmethod
 from typing import Any, ClassVar
 
 import sympy as sp
-from pydantic import Field, NonNegativeInt, model_validator
+from pydantic import Field, NonNegativeInt, ValidationError, model_validator
 
-from roofline.errors import SpecError
+from roofline.errors import SpecError, describe_validation_error
 from roofline.loading import validate
 from roofline.methods.layout import CacheModel
 from roofline.specs import Model
@@ -95,6 +95,17 @@ def parse_method(spec: str) -> MethodConfig:
             raise SpecError(f"method {spec!r}: {item!r}: expected key=value")
         fields[key.strip()] = _parse_value(value.strip())
     return validate(_REGISTRY[method], fields, f"method {spec!r}")
+
+
+def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    """config.cache(model), with any rule the model/config pair breaks reported as one SpecError line."""
+    where = f"method {config.label()!r} on {model.name}"
+    try:
+        return config.cache(model, bits=bits)
+    except ValidationError as err:
+        raise SpecError(describe_validation_error(err, where)) from None
+    except ValueError as err:
+        raise SpecError(f"{where}: {err}") from None
 
 
 def _parse_value(text: str) -> Any:

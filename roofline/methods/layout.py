@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from roofline.specs import AttentionLayer
+from roofline.symbols import window_occupancy
 
 # Parts of a cache, for breakdowns: quantized codes, scales/zeros/norms, full-precision tokens, outliers.
 PARTS = ("data", "metadata", "window", "sinks", "outliers")
@@ -30,6 +31,9 @@ class TensorLayout:
     name: str
     elements: sp.Expr
     resident: dict[str, sp.Expr]
+    channels: int = 0
+    # bits one quantized element costs with its share of metadata and outliers (16 if unquantized)
+    bits_per_element: sp.Expr = sp.Integer(16)
     dequant_flops: sp.Expr = sp.Integer(0)
     quantize_flops: sp.Expr = sp.Integer(0)
     quantize_bytes: sp.Expr = sp.Integer(0)
@@ -147,9 +151,31 @@ class CacheModel:
         return sp.Add(*(layer.count * layer.read_bytes for layer in self.layers))
 
     @property
+    def reserved_bytes(self) -> sp.Expr:
+        """KV bytes a sequence must have reserved to reach context L: the peak over its life, with every
+        residual window at its fullest. Never decreases with L (capacity planning uses this)."""
+        return window_occupancy(self.resident_bytes, "peak")
+
+    def reserved_parts(self) -> dict[str, sp.Expr]:
+        return {part: window_occupancy(v, "peak") for part, v in self.resident_parts().items()}
+
+    @property
     def fixed_total(self) -> int:
         return int(sum(self.fixed_bytes.values()))
 
     def effective_bits(self) -> sp.Expr:
-        """Bits per baseline K/V element: resident bytes x 8 / elements of the uncompressed cache."""
+        """Bits per baseline K/V element at context L: resident bytes x 8 / elements of the bf16 cache."""
         return 8 * self.resident_bytes / self.baseline_elements
+
+    def asymptotic_bits(self) -> sp.Expr:
+        """Effective bits as L grows without bound: full-precision windows and sinks vanish, so it is the
+        channel-weighted mean of each tensor's bits per quantized element (metadata and outliers included)
+        over the layers whose cache grows with L. This is what the papers' bit-width tables report."""
+        growing = [layer for layer in self.layers if layer.attention.kind == "full"] or list(self.layers)
+        num = sp.Add(*(layer.count * t.bits_per_element * t.channels for layer in growing for t in layer.tensors))
+        den = sp.Add(*(layer.count * t.channels for layer in growing for t in layer.tensors))
+        return sp.nsimplify(num / den) if den else sp.Integer(0)
+
+    def compression_ratio(self) -> sp.Expr:
+        """bf16 bytes over this method's bytes, asymptotically (16 / asymptotic bits)."""
+        return 16 / self.asymptotic_bits()

@@ -69,6 +69,9 @@ class TensorQuant(Spec):
     outlier_fraction: float = Field(0.0, ge=0, lt=1, description="Fraction of elements kept as sparse outliers.")
     outlier_value_dtype: MetaDtype = Field("fp16", description="Dtype of an outlier value.")
     outlier_index_bytes: NonNegativeInt = Field(4, description="Bytes of index per outlier (int32: 4).")
+    outlier_row_pointer_bytes: NonNegativeInt = Field(
+        0, description="Bytes per quantized token for a CSR row pointer into the outliers (KVQuant: int32)."
+    )
     window_dtype: Literal["fp16", "bf16", "fp32", "fp8"] = Field("fp16", description="Dtype of full-precision tokens.")
 
     @model_validator(mode="after")
@@ -139,8 +142,8 @@ def tensor_layout(
     full_bytes = dtype_bytes(q.window_dtype)
     if not q.quantized and bits is None:
         return TensorLayout(
-            name=name, elements=elements, resident={"data": elements * full_bytes},
-            append_bytes=channels * full_bytes,
+            name=name, elements=elements, resident={"data": elements * full_bytes}, channels=channels,
+            bits_per_element=8 * full_bytes, append_bytes=channels * full_bytes,
         )
     b = exact(q.bits) if bits is None else bits
     stored = exact(q.storage_bits) if (q.storage_bits is not None and bits is None) else b
@@ -157,8 +160,13 @@ def tensor_layout(
         per_group = meta_bytes(q.scale_dtype) + (meta_bytes(q.zero_dtype) if q.mode != "symmetric" else 0)
         resident["metadata"] = quant_elements / q.group_size * per_group
     fraction = exact(q.outlier_fraction)
+    per_outlier = meta_bytes(q.outlier_value_dtype) + q.outlier_index_bytes
     if fraction:
-        resident["outliers"] = fraction * quant_elements * (meta_bytes(q.outlier_value_dtype) + q.outlier_index_bytes)
+        resident["outliers"] = (fraction * quant_elements * per_outlier
+                                + quant_tokens * q.outlier_row_pointer_bytes)
+    bits_per_element = (stored + (8 * per_group / q.group_size if q.group_size else 0)
+                        + 8 * fraction * per_outlier
+                        + (sp.Rational(8 * q.outlier_row_pointer_bytes, channels) if fraction else 0))
 
     ops_per_group = 1 + (1 if q.mode != "symmetric" and q.group_size else 0)
     if q.group_size and q.group_along == reduction:
@@ -179,6 +187,8 @@ def tensor_layout(
         name=name,
         elements=elements,
         resident=resident,
+        channels=channels,
+        bits_per_element=bits_per_element,
         dequant_flops=dequant,
         quantize_flops=QUANTIZE_FLOPS_PER_ELEMENT * channels,
         quantize_bytes=quantize_bytes,

@@ -1,0 +1,45 @@
+"""InnerQ (seed 002, §4): groups along the inner (reduction) dimension of each decode GEMV — keys per-token
+(G channels), values per-channel (G tokens) — so a scale (and zero) is loaded once per G multiply-adds.
+Keys: 3-bit symmetric in every variant. Values: Base 3-bit sym, Hybrid 2-bit hybrid (dense fp16 zero
+matrix; the sym/asym flag lives in the scale's sign bit, §4.1.2), Small 2-bit sym. G = 32, fp16 scales,
+32 sink + 96 recent fp16 tokens; values are quantized in blocks of G as tokens leave the window.
+Key normalization is folded into W_Q and W_K at prefill (§4.3): no runtime or storage cost.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import sympy as sp
+from pydantic import Field, NonNegativeInt, PositiveInt
+
+from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.kvcache import standard_cache
+from roofline.methods.layout import CacheModel
+from roofline.methods.quant import TensorQuant
+from roofline.specs import Model
+
+
+@register
+class InnerQ(MethodConfig):
+    method: ClassVar[str] = "innerq"
+    summary: ClassVar[str] = "inner-dimension groups (scale reuse), hybrid sym/asym values, sink + recent fp16"
+
+    k_bits: float = Field(3, gt=0, le=8, description="Key bits (symmetric, per-token groups).")
+    v_bits: float = Field(3, gt=0, le=8, description="Value bits (per-channel groups).")
+    v_mode: Literal["symmetric", "asymmetric", "hybrid"] = Field("symmetric", description="Value quantizer mode.")
+    group_size: PositiveInt = Field(32, description="G along the reduction dimension.")
+    sinks: NonNegativeInt = Field(32, description="First tokens in fp16.")
+    window: NonNegativeInt = Field(96, description="Recent tokens in fp16.")
+
+    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        common = dict(group_size=self.group_size, scale_dtype="fp16", sinks=self.sinks, window=self.window)
+        k = TensorQuant(bits=self.k_bits, group_along="channels", mode="symmetric", zero_dtype="none", **common)
+        v = TensorQuant(bits=self.v_bits, group_along="tokens", mode=self.v_mode,
+                        zero_dtype="none" if self.v_mode == "symmetric" else "fp16", **common)
+        return standard_cache(self.method, model, k, v, bits=bits)
+
+
+preset("innerq-base", "innerq", "InnerQ_Base: K3 sym, V3 sym, G=32, 32 sinks + 96 recent")
+preset("innerq-hybrid", "innerq", "InnerQ_Hybrid: K3 sym, V2 hybrid sym/asym", v_bits=2, v_mode="hybrid")
+preset("innerq-small", "innerq", "InnerQ_Small: K3 sym, V2 sym", v_bits=2)

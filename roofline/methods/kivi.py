@@ -1,0 +1,53 @@
+"""KIVI (Liu et al. 2024), as the seeds configure it: asymmetric 2/4-bit, keys per-channel (groups of G
+tokens along each channel), values per-token (groups of G channels), fp16 scale and zero per group.
+
+Residual semantics (KIVI reference code): keys wait in a full-precision residual that fills to R tokens
+and is then quantized at once (R a multiple of G); values slide: the oldest of the last R full-precision
+values is quantized each step. InnerQ §5.1 adds KIVI_Sink (32 sinks + 96 recent); XQuant's KIVI* uses G=128.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import sympy as sp
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+
+from roofline.methods.base import LayerOverride, MethodConfig, preset, register
+from roofline.methods.kvcache import standard_cache
+from roofline.methods.layout import CacheModel
+from roofline.methods.quant import MetaDtype, TensorQuant
+from roofline.specs import Model
+
+
+@register
+class Kivi(MethodConfig):
+    method: ClassVar[str] = "kivi"
+    summary: ClassVar[str] = "asymmetric per-channel K / per-token V, fp16 residual window"
+
+    bits: float = Field(2, gt=0, le=8, description="Bits of K and V codes (KIVI: 2 or 4).")
+    v_bits: float | None = Field(None, gt=0, le=8, description="Value bits when they differ from `bits`.")
+    group_size: PositiveInt = Field(32, description="G: tokens per key group, channels per value group.")
+    residual: NonNegativeInt = Field(128, description="R: full-precision residual length (multiple of G).")
+    sinks: NonNegativeInt = Field(0, description="First tokens kept in fp16 (KIVI_Sink: 32 with R = 96).")
+    meta_dtype: MetaDtype = Field("fp16", description="Scale and zero-point dtype.")
+    overrides: tuple[LayerOverride, ...] = Field((), description="Layer ranges at other bit-widths.")
+
+    @model_validator(mode="after")
+    def _residual_holds_whole_groups(self) -> Kivi:
+        if self.residual % self.group_size:
+            raise ValueError(f"residual: {self.residual} is not a multiple of group_size {self.group_size}")
+        return self
+
+    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        common = dict(group_size=self.group_size, mode="asymmetric", scale_dtype=self.meta_dtype,
+                      zero_dtype=self.meta_dtype, sinks=self.sinks)
+        k = TensorQuant(bits=self.bits, group_along="tokens", window=self.residual, window_mode="block", **common)
+        v = TensorQuant(bits=self.v_bits or self.bits, group_along="channels", window=self.residual,
+                        window_mode="sliding", **common)
+        return standard_cache(self.method, model, k, v, self.overrides, bits)
+
+
+preset("kivi-2", "kivi", "KIVI 2-bit, G=32, residual 128", bits=2)
+preset("kivi-4", "kivi", "KIVI 4-bit, G=32, residual 128", bits=4)
+preset("kivi-sink-2", "kivi", "KIVI_Sink 2-bit (InnerQ §5.1): 32 sinks + 96 recent", bits=2, sinks=32, residual=96)

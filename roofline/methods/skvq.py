@@ -1,0 +1,56 @@
+"""SKVQ (seed 004, §3): channels reordered so similar channels share a group (the permutation is folded
+into W_k, W_v offline), clipped dynamic asymmetric per-token group quantization with fp16 or fp8 scale and
+zero, a sliding window of 128 fp16 tokens, 5 fp16 attention sinks.
+
+K2V1.5: "1.5-bit" values are ternary codes which the released kernels store in 2-bit slots (docs/papers/
+skvq.md §2), so `storage_bits` is 2 while the nominal bits are 1.5. Groups span the reordered channels of
+a whole token (all KV heads). Fixed memory: per layer two int16 permutations of the KV width and two
+int16 group-start arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar, Literal
+
+import sympy as sp
+from pydantic import Field, NonNegativeInt, PositiveInt
+
+from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.kvcache import standard_cache
+from roofline.methods.layout import CacheModel
+from roofline.methods.quant import TensorQuant
+from roofline.specs import Model
+
+INDEX_BYTES = 2  # int16 permutation and group-start entries
+
+
+@register
+class Skvq(MethodConfig):
+    method: ClassVar[str] = "skvq"
+    summary: ClassVar[str] = "reordered channels, clipped per-token groups, fp16 window + sinks, fp8 metadata"
+
+    k_bits: float = Field(2, gt=0, le=8, description="Key code bits.")
+    v_bits: float = Field(2, gt=0, le=8, description="Value code bits (1.5 = ternary).")
+    group_size: PositiveInt = Field(128, description="Average channels per group (reordered).")
+    meta_dtype: Literal["fp16", "fp8"] = Field("fp16", description="Scale and zero-point dtype (§4.3: fp8).")
+    window: NonNegativeInt = Field(128, description="Recent tokens kept in fp16.")
+    sinks: NonNegativeInt = Field(5, description="First tokens kept in fp16.")
+
+    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        def tensor(b: float) -> TensorQuant:
+            return TensorQuant(bits=b, storage_bits=math.ceil(b) if b != int(b) else None, group_along="channels",
+                               group_size=self.group_size, mode="asymmetric", scale_dtype=self.meta_dtype,
+                               zero_dtype=self.meta_dtype, window=self.window, sinks=self.sinks)
+
+        cache = standard_cache(self.method, model, tensor(self.k_bits), tensor(self.v_bits), bits=bits)
+        width = model.kv_dim if model.mla is None else model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
+        groups = width // self.group_size
+        per_layer = 2 * (width + groups + 1) * INDEX_BYTES
+        fixed = dict(cache.fixed_bytes, reorder_indices=model.num_layers * per_layer)
+        return CacheModel(cache.method, cache.layers, fixed, cache.baseline_elements)
+
+
+preset("skvq-k2v2", "skvq", "SKVQ K2V2, group 128, fp16 metadata, window 128, 5 sinks")
+preset("skvq-k2v1.5", "skvq", "SKVQ K2V1.5 (ternary V stored in 2 bits), group 128", v_bits=1.5)
+preset("skvq-k2v2-fp8", "skvq", "SKVQ K2V2 with fp8 scale/zero (§4.3)", meta_dtype="fp8")
