@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from roofline import display
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, one_line
 
 EXIT_USAGE = 2
 
@@ -108,13 +108,13 @@ def _show_text(data: dict[str, Any]) -> str:
 # ---- kv --------------------------------------------------------------------------------------------
 
 def cmd_kv(args: argparse.Namespace) -> int:
-    from roofline.catalogue import load_model
+    from roofline.catalogue import load_hardware, load_model
     from roofline.kvreport import kv_report
     from roofline.methods import parse_method
 
     model = load_model(args.model)
     method = parse_method(args.method)
-    report = kv_report(model, method, args.context, args.batch)
+    report = kv_report(model, method, args.context, args.batch, load_hardware(args.hardware))
     emit(report, args.json, _kv_text)
     return 0
 
@@ -125,7 +125,15 @@ def _kv_text(r: dict[str, Any]) -> str:
             f"{r['bytes_per_token']:,.1f} bytes/token; {r['effective_bits']:.4g} effective bits\n")
     rows = [[p, f"{v:,.0f}", display.gib(v)] for p, v in r["parts_bytes"].items()]
     rows += [[f"fixed: {k}", f"{v:,}", display.gib(v)] for k, v in r["fixed_bytes"].items()]
-    return head + "\n" + display.table(["part", "bytes", "GiB"], rows)
+    text = head + "\n" + display.table(["part", "bytes", "GiB"], rows)
+    if "decode_ops" in r:
+        ops = [[f"{o['name']} ({o['group']}) x{o['count']}", f"{o['flops']:.3g}", f"{o['bytes']:.3g}",
+                f"{o['intensity_flops_per_byte']:.2f}", o["bound"], display.seconds(o["time_s"])]
+               for o in r["decode_ops"]]
+        text += (f"\n\ndecode step on {r['hardware']}: {display.seconds(r['decode_step_s'])} "
+                 f"(ridge {r['decode_ops'][0]['ridge_flops_per_byte']:.0f} FLOP/B; rows per layer instance)\n")
+        text += display.table(["op", "FLOPs", "bytes", "FLOP/B", "bound", "time"], ops)
+    return text
 
 
 # ---- parser ----------------------------------------------------------------------------------------
@@ -150,6 +158,7 @@ def build_parser() -> Parser:
     p.add_argument("--context", type=positive_int, required=True, help="tokens per sequence L")
     p.add_argument("--batch", type=positive_int, default=1, help="sequences B")
     p.add_argument("--method", default="bf16", help="preset name or name:key=value,...")
+    p.add_argument("--hardware", default="H100-SXM", help="for the per-op decode costs: name or spec path")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kv)
     return parser
@@ -161,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (RooflineError, ValueError) as err:
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        message = one_line(str(err)) if str(err) else type(err).__name__
         print(f"roofline: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

@@ -7,10 +7,11 @@ from typing import Any
 
 import sympy as sp
 
+from roofline.costmodel import Roofline, build_graph
 from roofline.methods import MethodConfig, build_cache
 from roofline.methods.layout import PARTS
-from roofline.specs import Model
-from roofline.symbols import L
+from roofline.specs import Hardware, Model
+from roofline.symbols import B, L
 
 
 def _num(expr: sp.Expr, context: int) -> sp.Expr:
@@ -20,7 +21,19 @@ def _num(expr: sp.Expr, context: int) -> sp.Expr:
     return value
 
 
-def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1) -> dict[str, Any]:
+KV_OPS = ("kv_update", "attention", "attn_qk", "attn_softmax", "attn_pv")
+
+
+def decode_op_costs(model: Model, method: MethodConfig, hardware: Hardware, context: int, batch: int = 1,
+                    tp: int = 1) -> list[dict[str, Any]]:
+    """Per-op decode costs at (batch, context): FLOPs, bytes by class, intensity, ridge, bound, time.
+    Rows are per layer instance; `count` says how many layers run each."""
+    graph = build_graph(model, method, "decode", tp=tp)
+    return Roofline(hardware, tp=tp).evaluate(graph, {B: batch, L: context})
+
+
+def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
+              hardware: Hardware | None = None) -> dict[str, Any]:
     """KV cache of `batch` sequences at `context` tokens under `method` (exact, no page rounding).
 
     kv_bytes rounds the (possibly fractional-bit) total up to whole bytes; bytes_per_token divides by
@@ -31,7 +44,7 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1) 
     parts = {p: _num(v, context) for p, v in cache.resident_parts().items()}
     total = per_seq * batch
     elements = _num(cache.baseline_elements, context)
-    return {
+    report = {
         "model": model.name,
         "method": method.label(),
         "context": context,
@@ -51,4 +64,12 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1) 
             }
             for layer in cache.layers
         ],
+        "asymptotic_bits": float(cache.asymptotic_bits()),
+        "reserved_bytes": int(math.ceil(_num(cache.reserved_bytes, context) * batch)),
     }
+    if hardware is not None:
+        rows = decode_op_costs(model, method, hardware, context, batch)
+        report["hardware"] = hardware.name
+        report["decode_ops"] = rows
+        report["decode_step_s"] = sum(r["count"] * r["time_s"] for r in rows)
+    return report

@@ -125,7 +125,7 @@ def test_dequant_flops_inner_vs_outer_grouping() -> None:
     ("spec", "needle"),
     [
         ("kivi:bits=0", "bits"),
-        ("kivi:bits=9", "bits"),
+        ("kivi:bits=17", "bits"),
         ("kivi:group_size=48,residual=96", "group_size: 48 does not divide the 1024 channels of V"),
         ("kivi:residual=100", "residual: 100 is not a multiple of group_size 32"),
         ("innerq:group_size=48", "group_size: 48 does not divide the 1024 channels of K"),

@@ -6,7 +6,7 @@ from abc import abstractmethod
 from typing import Any, ClassVar
 
 import sympy as sp
-from pydantic import Field, NonNegativeInt, ValidationError, model_validator
+from pydantic import Field, NonNegativeInt, PrivateAttr, ValidationError, model_validator
 
 from roofline.errors import SpecError, describe_validation_error
 from roofline.loading import validate
@@ -21,13 +21,16 @@ class MethodConfig(Spec):
     method: ClassVar[str]
     family: ClassVar[str] = "quantization"
     summary: ClassVar[str] = ""
+    _spec: str | None = PrivateAttr(None)
 
     @abstractmethod
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
         """What this method stores and does for `model`; `bits` replaces its main bit-width (sweeps)."""
 
     def label(self) -> str:
-        """`name:key=value,...` with the fields that differ from the defaults."""
+        """The spec it was parsed from (e.g. 'kivi-2'), else `name:key=value,...` of non-default fields."""
+        if self._spec:
+            return self._spec
         changed = {k: v for k, v in self.model_dump().items() if v != type(self).model_fields[k].default}
         args = ",".join(f"{k}={_fmt(v)}" for k, v in changed.items())
         return f"{self.method}:{args}" if args else self.method
@@ -94,7 +97,9 @@ def parse_method(spec: str) -> MethodConfig:
         if not eq or not key.strip():
             raise SpecError(f"method {spec!r}: {item!r}: expected key=value")
         fields[key.strip()] = _parse_value(value.strip())
-    return validate(_REGISTRY[method], fields, f"method {spec!r}")
+    config = validate(_REGISTRY[method], fields, f"method {spec!r}")
+    config._spec = spec.strip()
+    return config
 
 
 def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:

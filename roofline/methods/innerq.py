@@ -25,8 +25,8 @@ class InnerQ(MethodConfig):
     method: ClassVar[str] = "innerq"
     summary: ClassVar[str] = "inner-dimension groups (scale reuse), hybrid sym/asym values, sink + recent fp16"
 
-    k_bits: float = Field(3, gt=0, le=8, description="Key bits (symmetric, per-token groups).")
-    v_bits: float = Field(3, gt=0, le=8, description="Value bits (per-channel groups).")
+    k_bits: float = Field(3, gt=0, le=16, description="Key bits (symmetric, per-token groups).")
+    v_bits: float = Field(3, gt=0, le=16, description="Value bits (per-channel groups).")
     v_mode: Literal["symmetric", "asymmetric", "hybrid"] = Field("symmetric", description="Value quantizer mode.")
     group_size: PositiveInt = Field(32, description="G along the reduction dimension.")
     sinks: NonNegativeInt = Field(32, description="First tokens in fp16.")

@@ -25,8 +25,8 @@ class Kivi(MethodConfig):
     method: ClassVar[str] = "kivi"
     summary: ClassVar[str] = "asymmetric per-channel K / per-token V, fp16 residual window"
 
-    bits: float = Field(2, gt=0, le=8, description="Bits of K and V codes (KIVI: 2 or 4).")
-    v_bits: float | None = Field(None, gt=0, le=8, description="Value bits when they differ from `bits`.")
+    bits: float = Field(2, gt=0, le=16, description="Bits of K and V codes (KIVI: 2 or 4).")
+    v_bits: float | None = Field(None, gt=0, le=16, description="Value bits when they differ from `bits`.")
     group_size: PositiveInt = Field(32, description="G: tokens per key group, channels per value group.")
     residual: NonNegativeInt = Field(128, description="R: full-precision residual length (multiple of G).")
     sinks: NonNegativeInt = Field(0, description="First tokens kept in fp16 (KIVI_Sink: 32 with R = 96).")

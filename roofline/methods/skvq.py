@@ -30,8 +30,8 @@ class Skvq(MethodConfig):
     method: ClassVar[str] = "skvq"
     summary: ClassVar[str] = "reordered channels, clipped per-token groups, fp16 window + sinks, fp8 metadata"
 
-    k_bits: float = Field(2, gt=0, le=8, description="Key code bits.")
-    v_bits: float = Field(2, gt=0, le=8, description="Value code bits (1.5 = ternary).")
+    k_bits: float = Field(2, gt=0, le=16, description="Key code bits.")
+    v_bits: float = Field(2, gt=0, le=16, description="Value code bits (1.5 = ternary).")
     group_size: PositiveInt = Field(128, description="Average channels per group (reordered).")
     meta_dtype: Literal["fp16", "fp8"] = Field("fp16", description="Scale and zero-point dtype (§4.3: fp8).")
     window: NonNegativeInt = Field(128, description="Recent tokens kept in fp16.")

@@ -24,8 +24,8 @@ class TurboQuant(MethodConfig):
     method: ClassVar[str] = "turboquant"
     summary: ClassVar[str] = "rotation + non-uniform codebook, one fp32 norm per head vector"
 
-    k_bits: float = Field(4, gt=0, le=8, description="Key codebook bits.")
-    v_bits: float = Field(3, gt=0, le=8, description="Value codebook bits.")
+    k_bits: float = Field(4, gt=0, le=16, description="Key codebook bits.")
+    v_bits: float = Field(3, gt=0, le=16, description="Value codebook bits.")
     window: NonNegativeInt = Field(128, description="Recent tokens in fp16.")
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
