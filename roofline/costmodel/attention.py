@@ -59,8 +59,8 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
     extras = [method_op(ctx, e, B, kvf, method) for e in layer.decode_ops if e.fused]
     if fused:
         core = ctx.op("attention", matmul_flops=2 * B * h * n * (qk + vd),
-                      vector_flops=SOFTMAX_FLOPS * B * h * n + B * kvf * layer.dequant_flops,
-                      traffic=traffic(kv_read=B * kvf * layer.read_bytes, act_read=B * h * qk * ab,
+                      vector_flops=SOFTMAX_FLOPS * B * h * n + B * kvf * layer.attention_dequant,
+                      traffic=traffic(kv_read=B * kvf * layer.attention_reads, act_read=B * h * qk * ab,
                                       act_write=B * h * vd * ab))
         return [merge(core, extras)]
     scores = B * h * n * SCORE_BYTES
@@ -89,12 +89,14 @@ def kv_update(ctx: Ctx, layer: LayerCache, tokens_per_seq, seqs, resident=None) 
 
 def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
     m, s = ctx.model, ctx.shard
-    q, kv = s.heads * m.head_dim, s.kv_heads * m.head_dim
-    kv_out = 2 * kv if layer.kv_projection else 0
+    q, k = s.heads * m.head_dim, s.kv_heads * m.head_dim
+    v = k if layer.v_out_width is None else s.kv_fraction * layer.v_out_width
+    kv_out = k + v if layer.kv_projection else 0
     ops = [linear(ctx, "qkv_proj" if kv_out else "q_proj", tokens, m.hidden_size, q + kv_out, bias=m.qkv_bias)]
+    k_roped = k if layer.kv_projection else 0
     if m.qk_norm:
-        ops.append(elementwise(ctx, "qk_norm", tokens, q + kv_out // 2, NORM_FLOPS))
-    ops.append(elementwise(ctx, "rope", tokens, q + kv_out // 2, ROPE_FLOPS))
+        ops.append(elementwise(ctx, "qk_norm", tokens, q + k_roped, NORM_FLOPS))
+    ops.append(elementwise(ctx, "rope", tokens, q + k_roped, ROPE_FLOPS))
     return ops
 
 
@@ -138,6 +140,8 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
         ops += [method_op(ctx, e, B, kvf, method) for e in layer.prefill_ops]
         ops.append(prefill_attention_core(ctx, layer))
     out_width = s.heads * (m.mla.v_head_dim if m.mla else m.head_dim)
+    if layer.o_in_width is not None:
+        out_width = sp.Rational(layer.o_in_width, s.tp)
     if m.mla and phase == "decode":
         mla = m.mla
         ops.append(ctx.op("o_absorb", matmul_flops=2 * tokens * s.heads * mla.kv_lora_rank * mla.v_head_dim,

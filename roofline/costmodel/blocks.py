@@ -12,16 +12,11 @@ import sympy as sp
 
 from roofline.accounting import dtype_bytes
 from roofline.costmodel.ops import Op, traffic
+from roofline.opcounts import ADD_FLOPS, GATED_ACT_FLOPS, NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS
 from roofline.specs import Model
 from roofline.symbols import ceildiv
 
-# Vector FLOPs per element: RMSNorm (square, sum, scale, weight), RoPE (x*cos + rot(x)*sin),
-# SiLU-gated product (x*sigmoid(x) ~ 4, times up: 1), online softmax per score (max, sub, exp, sum, rescale).
-NORM_FLOPS = 4
-ROPE_FLOPS = 3
-GATED_ACT_FLOPS = 5
-SOFTMAX_FLOPS = 5
-ADD_FLOPS = 1
+__all__ = ["ADD_FLOPS", "GATED_ACT_FLOPS", "NORM_FLOPS", "ROPE_FLOPS", "SOFTMAX_FLOPS"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,18 @@
 """KV-cache methods: one module each, registered by import. See base.py for the interface."""
 
-from roofline.methods import baseline, innerq, kivi, kvquant, skvq, turboquant  # noqa: F401  (registers)
+from roofline.methods import (  # noqa: F401  (importing registers each method)
+    aquakv,
+    baseline,
+    eviction,
+    innerq,
+    kivi,
+    kvquant,
+    skvq,
+    stack,
+    turboquant,
+    xquant,
+    zack,
+)
 from roofline.methods.base import MethodConfig, build_cache, methods, parse_method, presets
 from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from typing import Any, ClassVar
 
 import sympy as sp
@@ -23,9 +22,22 @@ class MethodConfig(Spec):
     summary: ClassVar[str] = ""
     _spec: str | None = PrivateAttr(None)
 
-    @abstractmethod
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
-        """What this method stores and does for `model`; `bits` replaces its main bit-width (sweeps)."""
+        """What this method stores and does for `model`; `bits` replaces its main bit-width (sweeps).
+
+        K/V quantizers implement `kv_quant` (and optionally `extras`); methods that cache something else
+        (XQuant's X, AQUA-KV's residuals) override this."""
+        from roofline.methods.kvcache import standard_cache
+
+        return standard_cache(self.method, model, self.kv_quant(model), bits, extras=self.extras(model))
+
+    def kv_quant(self, model: Model):
+        """The QuantPlan (K and V TensorQuants, layer overrides) of a K/V quantizer; None if not one."""
+        return None
+
+    def extras(self, model: Model):
+        """Ops and fixed memory the method adds to every attending layer (kvcache.Extras), or None."""
+        return None
 
     def label(self) -> str:
         """The spec it was parsed from (e.g. 'kivi-2'), else `name:key=value,...` of non-default fields."""
@@ -80,8 +92,19 @@ def presets() -> dict[str, tuple[str, dict[str, Any], str]]:
 
 
 def parse_method(spec: str) -> MethodConfig:
-    """A preset name (`kivi-2`), a method name (`kivi`), or `name:key=value,...` (name: method or preset)."""
+    """A preset name (`kivi-2`), a method name (`kivi`), `name:key=value,...` (name: method or preset),
+    or parts joined by '+' (a stack: reduction -> quantization -> eviction)."""
     _load_all()
+    if "+" in spec:
+        from roofline.methods.stack import stack_from_parts
+
+        parts = [parse_method(part) for part in spec.split("+")]
+        try:
+            return stack_from_parts(parts, spec.strip())
+        except (ValidationError, ValueError) as err:
+            text = describe_validation_error(err, f"method {spec!r}") if isinstance(err, ValidationError) \
+                else f"method {spec!r}: {err}"
+            raise SpecError(text) from None
     name, _, args = spec.strip().partition(":")
     name = name.strip()
     if name in _PRESETS:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field
 
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import standard_cache
-from roofline.methods.layout import CacheModel
+from roofline.methods.kvcache import QuantPlan
 from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
@@ -24,12 +22,12 @@ class Baseline(MethodConfig):
 
     dtype: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="Storage dtype of K and V.")
 
-    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    def kv_quant(self, model: Model) -> QuantPlan:
         if self.dtype == "fp8":
             q = TensorQuant(bits=8, number_format="float", group_size=None, scale_dtype="none", zero_dtype="none")
         else:
             q = TensorQuant(bits=16, window_dtype=self.dtype, scale_dtype="none", zero_dtype="none")
-        return standard_cache(self.method, model, q, q, bits=bits)
+        return QuantPlan(q, q)
 
 
 preset("bf16", "baseline", "bf16 KV cache (the usual default)", dtype="bf16")

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import standard_cache
-from roofline.methods.layout import CacheModel
+from roofline.methods.kvcache import QuantPlan
 from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
@@ -32,12 +30,12 @@ class InnerQ(MethodConfig):
     sinks: NonNegativeInt = Field(32, description="First tokens in fp16.")
     window: NonNegativeInt = Field(96, description="Recent tokens in fp16.")
 
-    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    def kv_quant(self, model: Model) -> QuantPlan:
         common = dict(group_size=self.group_size, scale_dtype="fp16", sinks=self.sinks, window=self.window)
         k = TensorQuant(bits=self.k_bits, group_along="channels", mode="symmetric", zero_dtype="none", **common)
         v = TensorQuant(bits=self.v_bits, group_along="tokens", mode=self.v_mode,
                         zero_dtype="none" if self.v_mode == "symmetric" else "fp16", **common)
-        return standard_cache(self.method, model, k, v, bits=bits)
+        return QuantPlan(k, v)
 
 
 preset("innerq-base", "innerq", "InnerQ_Base: K3 sym, V3 sym, G=32, 32 sinks + 96 recent")

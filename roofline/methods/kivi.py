@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.methods.base import LayerOverride, MethodConfig, preset, register
-from roofline.methods.kvcache import standard_cache
-from roofline.methods.layout import CacheModel
+from roofline.methods.kvcache import QuantPlan
 from roofline.methods.quant import MetaDtype, TensorQuant
 from roofline.specs import Model
 
@@ -39,13 +37,13 @@ class Kivi(MethodConfig):
             raise ValueError(f"residual: {self.residual} is not a multiple of group_size {self.group_size}")
         return self
 
-    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    def kv_quant(self, model: Model) -> QuantPlan:
         common = dict(group_size=self.group_size, mode="asymmetric", scale_dtype=self.meta_dtype,
                       zero_dtype=self.meta_dtype, sinks=self.sinks)
         k = TensorQuant(bits=self.bits, group_along="tokens", window=self.residual, window_mode="block", **common)
         v = TensorQuant(bits=self.v_bits or self.bits, group_along="channels", window=self.residual,
                         window_mode="sliding", **common)
-        return standard_cache(self.method, model, k, v, self.overrides, bits)
+        return QuantPlan(k, v, self.overrides)
 
 
 preset("kivi-2", "kivi", "KIVI 2-bit, G=32, residual 128", bits=2)

@@ -1,17 +1,66 @@
-"""Build a CacheModel for a K/V (or MLA latent) cache stored through the shared quantizer."""
+"""Build a CacheModel for a K/V (or MLA latent) cache: the one builder every K/V method and every stack
+(dimension reduction -> quantization -> eviction) goes through."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import sympy as sp
 
 from roofline.accounting import cached_tokens, kv_elements_per_token_layer
 from roofline.methods.base import LayerOverride
-from roofline.methods.layout import CacheModel, LayerCache
+from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.methods.quant import TensorQuant, codebook_bytes, tensor_layout
 from roofline.specs import AttentionLayer, Model
 from roofline.symbols import L
+
+UNQUANTIZED = TensorQuant(bits=16, scale_dtype="none", zero_dtype="none")
+
+
+@dataclass(frozen=True)
+class QuantPlan:
+    """How a quantizer stores K and V: one TensorQuant each, plus per-layer bit overrides."""
+
+    k: TensorQuant
+    v: TensorQuant
+    overrides: tuple[LayerOverride, ...] = ()
+
+
+@dataclass(frozen=True)
+class CacheShape:
+    """Per-layer K/V widths after dimension reduction (ZACK): channels cached per token and the mean
+    per-head dims attention runs with. None: the model's own."""
+
+    k_channels: int
+    v_channels: int
+    qk_head_dim: sp.Expr
+    v_head_dim: sp.Expr
+
+
+@dataclass(frozen=True)
+class Extras:
+    """Ops and memory a method adds to every attending layer, beside its cache."""
+
+    decode_ops: tuple[ExtraOp, ...] = ()
+    prefill_ops: tuple[ExtraOp, ...] = ()
+    fixed_bytes: dict[str, int] = field(default_factory=dict)
+    # per-token, per-layer bytes of eviction bookkeeping (accumulated attention scores), resident and
+    # read + written each decode step
+    score_bytes_per_token: int = 0
+    # dimension reduction folded into W_V and W_L (ZACK): V projection output and O projection input widths
+    v_out_width: int | None = None
+    o_in_width: int | None = None
+
+    def merged(self, other: Extras | None) -> Extras:
+        if other is None:
+            return self
+        return Extras(
+            decode_ops=self.decode_ops + other.decode_ops, prefill_ops=self.prefill_ops + other.prefill_ops,
+            fixed_bytes={**self.fixed_bytes, **other.fixed_bytes},
+            score_bytes_per_token=self.score_bytes_per_token + other.score_bytes_per_token,
+            v_out_width=other.v_out_width or self.v_out_width, o_in_width=other.o_in_width or self.o_in_width,
+        )
 
 
 def layer_bits(model: Model, overrides: Sequence[LayerOverride]) -> list[tuple[float | None, float | None]]:
@@ -26,7 +75,7 @@ def layer_bits(model: Model, overrides: Sequence[LayerOverride]) -> list[tuple[f
 
 
 def group_layers(model: Model, overrides: Sequence[LayerOverride] = ()) -> list[tuple[AttentionLayer, tuple, int]]:
-    """Runs of layers sharing (attention kind, bit override): [(kind, override, count)] in first-seen order."""
+    """Layers sharing (attention kind, bit override): [(kind, override, count)] in first-seen order."""
     counts: dict[tuple[AttentionLayer, tuple], int] = {}
     for i, ov in enumerate(layer_bits(model, overrides)):
         key = (model.layer_attention(i), ov)
@@ -48,53 +97,70 @@ def baseline_elements(model: Model, context=L) -> sp.Expr:
     return sp.Add(*(n * per_token * cached_tokens(kind, context) for kind, n in model.attention_groups().items()))
 
 
+def _layer_tensors(model, plan_k, plan_v, tokens, shape: CacheShape | None, sym_bits):
+    """(tensors, fixed codebook bytes, qk dim, v dim) for one attending layer."""
+    g = model.gqa_group
+    if model.mla is not None:
+        if shape is not None:
+            raise ValueError("method: dimension reduction of MLA latents is not modelled")
+        width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
+        plan_k.check_channels(width, "the MLA latent")
+        tensors = (tensor_layout(plan_k, "latent", tokens, width, "channels", model.num_heads, sym_bits),)
+        return tensors, codebook_bytes(plan_k, width), sp.Integer(width), sp.Integer(model.mla.kv_lora_rank)
+    kc = shape.k_channels if shape else model.kv_dim
+    vc = shape.v_channels if shape else model.kv_dim
+    plan_k.check_channels(kc, "K")
+    plan_v.check_channels(vc, "V")
+    tensors = (tensor_layout(plan_k, "K", tokens, kc, "channels", g, sym_bits),
+               tensor_layout(plan_v, "V", tokens, vc, "tokens", g, sym_bits))
+    fixed = codebook_bytes(plan_k, kc) + codebook_bytes(plan_v, vc)
+    qk = shape.qk_head_dim if shape else sp.Integer(model.head_dim)
+    vd = shape.v_head_dim if shape else sp.Integer(model.head_dim)
+    return tensors, fixed, qk, vd
+
+
+def score_tensor(tokens, bytes_per_token: int) -> TensorLayout:
+    """Eviction bookkeeping (H2O/Keyformer accumulated scores): resident metadata, read and rewritten
+    each step."""
+    return TensorLayout(name="scores", elements=sp.Integer(0), resident={"metadata": tokens * bytes_per_token},
+                        channels=0, bits_per_element=sp.Integer(0), append_bytes=tokens * bytes_per_token)
+
+
 def standard_cache(
     method: str,
     model: Model,
-    k: TensorQuant,
-    v: TensorQuant,
-    overrides: Sequence[LayerOverride] = (),
+    plan: QuantPlan | None,
     bits: sp.Expr | None = None,
-    token_budget: int | None = None,
+    shape: CacheShape | None = None,
+    token_budget=None,
+    extras: Extras | None = None,
 ) -> CacheModel:
-    """K and V (or, for MLA, one latent tensor quantized like K) stored per `k`/`v` in every layer.
-
-    `token_budget` caps the tokens a layer holds (eviction, H2O/Keyformer budgets).
-    """
-    layers = []
-    fixed = 0
-    for kind, (k_bits, v_bits), count in group_layers(model, overrides):
+    """Every layer caches K and V (or the MLA latent) stored per `plan` (None: unquantized), with widths
+    from `shape` (dimension reduction), at most `token_budget` tokens (eviction: a number of tokens or an
+    expression of L), and `extras` ops in every attending layer."""
+    plan = plan or QuantPlan(UNQUANTIZED, UNQUANTIZED)
+    extras = extras or Extras()
+    layers, fixed = [], 0
+    for kind, (k_bits, v_bits), count in group_layers(model, plan.overrides):
         tokens = cached_tokens(kind)
-        if token_budget is not None:
+        if token_budget is not None and kind.kind != "none":
             tokens = sp.Min(tokens, token_budget)
-        kq, vq = with_bits(k, k_bits), with_bits(v, v_bits)
-        layer_sym_bits = bits if k_bits is None else None
-        g = model.gqa_group
-        if model.mla is not None:
-            width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
-            kq.check_channels(width, "the MLA latent")
-            tensors = (tensor_layout(kq, "latent", tokens, width, "channels", model.num_heads, layer_sym_bits),)
-            fixed += count * codebook_bytes(kq, width)
-            qk_dim, v_dim = sp.Integer(width), sp.Integer(model.mla.kv_lora_rank)
-        else:
-            kq.check_channels(model.kv_dim, "K")
-            vq.check_channels(model.kv_dim, "V")
-            tensors = (
-                tensor_layout(kq, "K", tokens, model.kv_dim, "channels", g, layer_sym_bits),
-                tensor_layout(vq, "V", tokens, model.kv_dim, "tokens", g, layer_sym_bits),
-            )
-            fixed += count * (codebook_bytes(kq, model.kv_dim) + codebook_bytes(vq, model.kv_dim))
-            qk_dim = v_dim = sp.Integer(model.head_dim)
-        if kind.kind == "none":
-            tensors = ()
+        sym_bits = bits if k_bits is None else None
+        tensors, codebooks, qk, vd = _layer_tensors(model, with_bits(plan.k, k_bits), with_bits(plan.v, v_bits),
+                                                    tokens, shape, sym_bits)
+        attending = kind.kind != "none"
+        fixed += count * codebooks if attending else 0
+        if extras.score_bytes_per_token:
+            tensors += (score_tensor(tokens, extras.score_bytes_per_token),)
         layers.append(LayerCache(
-            count=count, attention=kind, tensors=tensors, tokens=tokens,
-            qk_head_dim=qk_dim, v_head_dim=v_dim,
-            kv_heads=1 if model.mla is not None else model.num_kv_heads,
+            count=count, attention=kind, tensors=tensors if attending else (), tokens=tokens,
+            qk_head_dim=qk, v_head_dim=vd, kv_heads=1 if model.mla is not None else model.num_kv_heads,
+            decode_ops=extras.decode_ops if attending else (),
+            prefill_ops=extras.prefill_ops if attending else (),
+            v_out_width=extras.v_out_width, o_in_width=extras.o_in_width,
         ))
-    return CacheModel(
-        method=method,
-        layers=tuple(layers),
-        fixed_bytes={"codebooks": fixed} if fixed else {},
-        baseline_elements=baseline_elements(model),
-    )
+    fixed_bytes = dict(extras.fixed_bytes)
+    if fixed:
+        fixed_bytes["codebooks"] = fixed
+    return CacheModel(method=method, layers=tuple(layers), fixed_bytes=fixed_bytes,
+                      baseline_elements=baseline_elements(model), baseline_width=kv_elements_per_token_layer(model))

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt
 
 from roofline.methods.base import LayerOverride, MethodConfig, preset, register
-from roofline.methods.kvcache import standard_cache
-from roofline.methods.layout import CacheModel
+from roofline.methods.kvcache import QuantPlan
 from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
@@ -35,14 +33,14 @@ class KVQuant(MethodConfig):
     sinks: NonNegativeInt = Field(1, description="First tokens kept in fp16.")
     overrides: tuple[LayerOverride, ...] = Field((), description="Layer ranges at other bit-widths.")
 
-    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    def kv_quant(self, model: Model) -> QuantPlan:
         common = dict(number_format="codebook", group_size=None, mode="symmetric", scale_dtype="none",
                       zero_dtype="none", sinks=self.sinks, outlier_fraction=self.outlier_fraction,
                       outlier_index_bytes=self.outlier_index_bytes,
                       outlier_row_pointer_bytes=self.row_pointer_bytes)
         k = TensorQuant(bits=self.bits, group_along="tokens", codebook_per_channel=True, **common)
         v = TensorQuant(bits=self.bits, group_along="channels", codebook_per_channel=False, **common)
-        return standard_cache(self.method, model, k, v, self.overrides, bits)
+        return QuantPlan(k, v, self.overrides)
 
 
 for _b in (2, 3, 4):

@@ -89,6 +89,13 @@ class LayerCache:
     prefill_ops: tuple[ExtraOp, ...] = ()
     # The baseline K,V projection of the new token still runs (False for methods that rematerialize it).
     kv_projection: bool = True
+    # ZACK folds V's reduction into W_V and W_L: model-wide V projection output / O projection input widths
+    v_out_width: int | None = None
+    o_in_width: int | None = None
+    # Bytes the attention kernel reads instead of the tensors (XQuant materialized: fp16 K,V) and the
+    # dequantization FLOPs it does then; None: the tensors' read bytes and dequant FLOPs.
+    attention_read_bytes: sp.Expr | None = None
+    attention_dequant_flops: sp.Expr | None = None
 
     def resident(self) -> dict[str, sp.Expr]:
         parts: dict[str, sp.Expr] = {}
@@ -104,6 +111,14 @@ class LayerCache:
     @property
     def read_bytes(self) -> sp.Expr:
         return sp.Add(*(t.read_bytes for t in self.tensors))
+
+    @property
+    def attention_reads(self) -> sp.Expr:
+        return self.read_bytes if self.attention_read_bytes is None else self.attention_read_bytes
+
+    @property
+    def attention_dequant(self) -> sp.Expr:
+        return self.dequant_flops if self.attention_dequant_flops is None else self.attention_dequant_flops
 
     @property
     def written_bytes(self) -> sp.Expr:
@@ -131,6 +146,10 @@ class CacheModel:
     fixed_bytes: dict[str, int] = field(default_factory=dict)
     # Elements of the uncompressed bf16 K,V the cache stands for (the denominator of effective bits).
     baseline_elements: sp.Expr = sp.Integer(0)
+    # Uncompressed K,V elements per token in one attending layer (2 H_kv d_h, or the MLA latent width).
+    baseline_width: int = 0
+    # Per-sequence scratch a decode step needs beside the cache (XQuant-CL's accumulator), bytes at L.
+    workspace_bytes: sp.Expr = sp.Integer(0)
 
     def resident_parts(self) -> dict[str, sp.Expr]:
         """Bytes per sequence by part, summed over all layers."""
@@ -168,12 +187,14 @@ class CacheModel:
         return 8 * self.resident_bytes / self.baseline_elements
 
     def asymptotic_bits(self) -> sp.Expr:
-        """Effective bits as L grows without bound: full-precision windows and sinks vanish, so it is the
-        channel-weighted mean of each tensor's bits per quantized element (metadata and outliers included)
-        over the layers whose cache grows with L. This is what the papers' bit-width tables report."""
+        """Bits per uncompressed K/V element of each stored token, as L grows: full-precision windows and
+        sinks vanish, so it is sum over tensors of (bits per quantized element, metadata and outliers
+        included) x (channels stored) / (K,V elements per token), averaged over the layers whose cache
+        grows with L. Token-count effects (eviction) are not in it. This is what the papers' bit-width
+        tables report (XQuant's normalized sizes are it / 16)."""
         growing = [layer for layer in self.layers if layer.attention.kind == "full"] or list(self.layers)
         num = sp.Add(*(layer.count * t.bits_per_element * t.channels for layer in growing for t in layer.tensors))
-        den = sp.Add(*(layer.count * t.channels for layer in growing for t in layer.tensors))
+        den = sp.Add(*(layer.count * self.baseline_width for layer in growing))
         return sp.nsimplify(num / den) if den else sp.Integer(0)
 
     def compression_ratio(self) -> sp.Expr:

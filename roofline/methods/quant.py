@@ -123,7 +123,7 @@ def tensor_layout(
     name: str,
     tokens: sp.Expr,
     channels: int,
-    reduction: Axis,
+    reduction: Axis | None,
     queries_per_kv: int = 1,
     bits: sp.Expr | None = None,
 ) -> TensorLayout:
@@ -136,7 +136,8 @@ def tensor_layout(
     dequant   = per quantized element, 1 (scale) + 1 (zero) FLOPs when the group runs across the
                 reduction axis of the decode GEMV; when it runs along it (InnerQ §4.1) the scale and zero
                 apply once per group per query head: (1 + 1) x queries_per_kv / G per element.
-    `bits` overrides q.bits symbolically (for sweeps).
+    `bits` overrides q.bits symbolically (for sweeps). `reduction` None: the tensor is dequantized
+    element by element before a GEMM (XQuant's X), so scales are never reused.
     """
     elements = tokens * channels
     full_bytes = dtype_bytes(q.window_dtype)

@@ -13,12 +13,10 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import standard_cache
-from roofline.methods.layout import CacheModel
+from roofline.methods.kvcache import Extras, QuantPlan
 from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
@@ -37,18 +35,19 @@ class Skvq(MethodConfig):
     window: NonNegativeInt = Field(128, description="Recent tokens kept in fp16.")
     sinks: NonNegativeInt = Field(5, description="First tokens kept in fp16.")
 
-    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    def kv_quant(self, model: Model) -> QuantPlan:
         def tensor(b: float) -> TensorQuant:
             return TensorQuant(bits=b, storage_bits=math.ceil(b) if b != int(b) else None, group_along="channels",
                                group_size=self.group_size, mode="asymmetric", scale_dtype=self.meta_dtype,
                                zero_dtype=self.meta_dtype, window=self.window, sinks=self.sinks)
 
-        cache = standard_cache(self.method, model, tensor(self.k_bits), tensor(self.v_bits), bits=bits)
+        return QuantPlan(tensor(self.k_bits), tensor(self.v_bits))
+
+    def extras(self, model: Model) -> Extras:
         width = model.kv_dim if model.mla is None else model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         groups = width // self.group_size
         per_layer = 2 * (width + groups + 1) * INDEX_BYTES
-        fixed = dict(cache.fixed_bytes, reorder_indices=model.num_layers * per_layer)
-        return CacheModel(cache.method, cache.layers, fixed, cache.baseline_elements)
+        return Extras(fixed_bytes={"reorder_indices": model.num_layers * per_layer})
 
 
 preset("skvq-k2v2", "skvq", "SKVQ K2V2, group 128, fp16 metadata, window 128, 5 sinks")

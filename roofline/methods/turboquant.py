@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt
 
 from roofline.accounting import dtype_bytes
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import standard_cache
-from roofline.methods.layout import CacheModel, ExtraOp, LayerCache
+from roofline.methods.kvcache import Extras, QuantPlan
+from roofline.methods.layout import ExtraOp
 from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
@@ -28,27 +27,21 @@ class TurboQuant(MethodConfig):
     v_bits: float = Field(3, gt=0, le=16, description="Value codebook bits.")
     window: NonNegativeInt = Field(128, description="Recent tokens in fp16.")
 
-    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    def kv_quant(self, model: Model) -> QuantPlan:
         if model.mla is not None:
             raise ValueError("method: turboquant rotates per-head K/V vectors; MLA latents are not modelled")
-        d_h = model.head_dim
-        common = dict(number_format="codebook", group_along="channels", group_size=d_h, mode="symmetric",
-                      scale_dtype="fp32", zero_dtype="none", window=self.window)
-        k = TensorQuant(bits=self.k_bits, **common)
-        v = TensorQuant(bits=self.v_bits, **common)
-        base = standard_cache(self.method, model, k, v, bits=bits)
-        g = model.gqa_group
-        rotate = ExtraOp("rotate_q_o", matmul_flops=2 * 2 * g * d_h * d_h,
-                         weight_bytes=sp.Rational(d_h * d_h, model.num_kv_heads) * dtype_bytes("bf16"),
-                         act_read_bytes=2 * g * d_h * 2, act_write_bytes=2 * g * d_h * 2)
-        # one rotation per head pair (Q in, O out); expressed per KV head so TP sharding scales it
-        rotate = ExtraOp(rotate.name, matmul_flops=rotate.matmul_flops * model.num_kv_heads,
-                         weight_bytes=rotate.weight_bytes * model.num_kv_heads,
-                         act_read_bytes=rotate.act_read_bytes * model.num_kv_heads,
-                         act_write_bytes=rotate.act_write_bytes * model.num_kv_heads)
-        layers = tuple(LayerCache(**{**layer.__dict__, "decode_ops": layer.decode_ops + (rotate,)})
-                       for layer in base.layers)
-        return CacheModel(base.method, layers, base.fixed_bytes, base.baseline_elements)
+        common = dict(number_format="codebook", group_along="channels", group_size=model.head_dim,
+                      mode="symmetric", scale_dtype="fp32", zero_dtype="none", window=self.window)
+        return QuantPlan(TensorQuant(bits=self.k_bits, **common), TensorQuant(bits=self.v_bits, **common))
+
+    def extras(self, model: Model) -> Extras:
+        """Rotate each query head in and each output head back: 2 x (2 d_h^2) FLOPs per query head; one
+        d_h x d_h bf16 rotation per layer. Per sequence, all heads (TP scales it by the KV-head share)."""
+        d_h, h = model.head_dim, model.num_heads
+        rotate = ExtraOp("rotate_q_o", matmul_flops=2 * 2 * h * d_h * d_h,
+                         weight_bytes=d_h * d_h * dtype_bytes("bf16"),
+                         act_read_bytes=2 * h * d_h * 2, act_write_bytes=2 * h * d_h * 2)
+        return Extras(decode_ops=(rotate,))
 
 
 preset("turboquant", "turboquant", "TurboQuant K4/V3 codebooks, fp32 norms, window 128 (InnerQ §5.1)")

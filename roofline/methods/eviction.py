@@ -1,0 +1,55 @@
+"""Token eviction (H2O, Keyformer, StreamingLLM-style sinks + recent): the cache keeps at most a budget of
+tokens per layer, either a fixed count or a fraction of the context. H2O and Keyformer accumulate a
+score per (KV head, token) to choose what to evict: fp32, resident, read and rewritten every step.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import sympy as sp
+from pydantic import Field, PositiveInt, model_validator
+
+from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.kvcache import Extras, standard_cache
+from roofline.methods.layout import CacheModel
+from roofline.specs import Model
+from roofline.symbols import L, ceildiv
+
+SCORE_BYTES = 4
+
+
+@register
+class Eviction(MethodConfig):
+    method: ClassVar[str] = "evict"
+    family: ClassVar[str] = "eviction"
+    summary: ClassVar[str] = "keep a budget of tokens (heavy hitters + recent), evict the rest"
+
+    policy: Literal["h2o", "keyformer", "streaming"] = Field("h2o", description="Eviction policy.")
+    budget_tokens: PositiveInt | None = Field(None, description="Tokens kept per layer (fixed budget).")
+    budget_ratio: float | None = Field(None, gt=0, le=1, description="Fraction of the context kept.")
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> Eviction:
+        if (self.budget_tokens is None) == (self.budget_ratio is None):
+            raise ValueError("budget_tokens: give exactly one of budget_tokens and budget_ratio")
+        return self
+
+    def token_budget(self) -> sp.Expr:
+        if self.budget_tokens is not None:
+            return sp.Integer(self.budget_tokens)
+        ratio = sp.nsimplify(self.budget_ratio, rational=True)
+        return ceildiv(L * ratio.p, ratio.q)
+
+    def extras(self, model: Model) -> Extras:
+        heads = 1 if model.mla is not None else model.num_kv_heads
+        scored = self.policy in ("h2o", "keyformer")
+        return Extras(score_bytes_per_token=heads * SCORE_BYTES if scored else 0)
+
+    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        return standard_cache(self.method, model, None, bits, token_budget=self.token_budget(),
+                              extras=self.extras(model))
+
+
+preset("h2o-2048", "evict", "H2O: 2,048 tokens kept per layer, fp32 scores", policy="h2o", budget_tokens=2048)
+preset("keyformer-50", "evict", "Keyformer keeping half the context", policy="keyformer", budget_ratio=0.5)

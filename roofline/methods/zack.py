@@ -1,0 +1,155 @@
+"""ZACK (seed 003, §4-5): per-head SVD dimensionality compression of K (Q-K pair) and V (V-W_L pair).
+
+Kept dims per KV head come from a uniform removal rate p, an explicit list, or a singular-value profile
+with one removal rate r shared by all heads (Eq. 6: keep indices 0..j, j the smallest index whose tail
+sum of singular values is <= r of the total); all rounded up to multiples of 16 (§6.1, the tensor-core
+interface; stored padded too, as the kernel reads it). V's rotation is folded into W_V and W_L (no
+runtime cost, smaller projections); for RoPE models Q and K are compressed online after RoPE: a
+d_h x d_qk GEMV per query head and per KV head per token (§5.1). GQA: one rotation per KV head serves its
+query heads (the paper is silent on GQA; docs/papers/zack.md §2).
+
+Load balance (§5.3): decode runs one task per (sequence, query head) of cost s_kv x (d_qk + d_v + 1);
+`makespan` compares list scheduling in launch order (ZACK/KE) with longest-first (LPT) onto the SMs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import ClassVar, Literal
+
+import sympy as sp
+from pydantic import Field, PositiveInt, model_validator
+
+from roofline.accounting import dtype_bytes
+from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.kvcache import CacheShape, Extras, standard_cache
+from roofline.methods.layout import CacheModel, ExtraOp
+from roofline.specs import Model
+from roofline.symbols import round_up
+
+
+@register
+class Zack(MethodConfig):
+    method: ClassVar[str] = "zack"
+    family: ClassVar[str] = "reduction"
+    summary: ClassVar[str] = "per-head SVD dimension compression of K and V, load-balanced attention"
+
+    qk_rate: float = Field(0.5, ge=0, lt=1, description="Fraction p of Q-K head dims removed (uniform).")
+    v_rate: float = Field(0.5, ge=0, lt=1, description="Fraction p of V-W_L head dims removed (uniform).")
+    qk_dims: list[PositiveInt] | None = Field(None, description="Explicit kept Q-K dims per KV head.")
+    v_dims: list[PositiveInt] | None = Field(None, description="Explicit kept V dims per KV head.")
+    qk_singular_values: list[list[float]] | None = Field(
+        None, description="Per KV head, singular values of the Q-K pair (descending), for Eq. 6.")
+    v_singular_values: list[list[float]] | None = Field(None, description="Per KV head, V-W_L singular values.")
+    removal_rate: float = Field(0.1, ge=0, lt=1, description="r of Eq. 6, shared by all heads and layers.")
+    round_to: PositiveInt = Field(16, description="Kept dims round up to a multiple of this (§6.1).")
+    online_qk: bool = Field(True, description="RoPE model: Q and K compressed online (all catalogue models).")
+    scheduling: Literal["lpt", "naive"] = Field("lpt", description="Decode task assignment to SMs (§5.3).")
+
+    @model_validator(mode="after")
+    def _one_source_per_pair(self) -> Zack:
+        if self.qk_dims is not None and self.qk_singular_values is not None:
+            raise ValueError("qk_dims: give kept dims or singular values, not both")
+        if self.v_dims is not None and self.v_singular_values is not None:
+            raise ValueError("v_dims: give kept dims or singular values, not both")
+        return self
+
+    def kept_dims(self, model: Model) -> tuple[list[int], list[int]]:
+        """(Q-K dims, V dims) per KV head after rounding up to `round_to` (at most head_dim)."""
+        if model.mla is not None:
+            raise ValueError("method: zack compresses per-head K/V; MLA latents are not modelled")
+        d_h, heads = model.head_dim, model.num_kv_heads
+
+        def resolve(field: str, dims, profile, rate) -> list[int]:
+            if dims is not None:
+                raw = dims
+            elif profile is not None:
+                raw = [eq6_kept(values, self.removal_rate) for values in profile]
+            else:
+                raw = [max(1, round(d_h * (1 - rate)))] * heads
+            if len(raw) != heads:
+                raise ValueError(f"{field}: {len(raw)} entries for the model's {heads} KV heads")
+            if max(raw) > d_h:
+                raise ValueError(f"{field}: a kept dim {max(raw)} exceeds head_dim {d_h}")
+            return [min(d_h, int(round_up(d, self.round_to))) for d in raw]
+
+        return (resolve("qk_dims", self.qk_dims, self.qk_singular_values, self.qk_rate),
+                resolve("v_dims", self.v_dims, self.v_singular_values, self.v_rate))
+
+    def shape(self, model: Model) -> CacheShape:
+        qk, v = self.kept_dims(model)
+        return CacheShape(k_channels=sum(qk), v_channels=sum(v),
+                          qk_head_dim=sp.Rational(sum(qk), len(qk)), v_head_dim=sp.Rational(sum(v), len(v)))
+
+    def extras(self, model: Model) -> Extras:
+        """Online Q/K compression (RoPE models): 2 d_h d_qk FLOPs per query head and per KV head per token,
+        with the per-KV-head rotations R (d_h x d_qk, bf16) read once per step; V folded into W_V, W_L."""
+        qk, v = self.kept_dims(model)
+        g, d_h = model.gqa_group, model.head_dim
+        ops: tuple[ExtraOp, ...] = ()
+        if self.online_qk:
+            flops = 2 * d_h * sum(qk) * (g + 1)
+            rot = d_h * sum(qk) * dtype_bytes("bf16")
+            io = (g + 1) * (model.num_kv_heads * d_h + sum(qk)) * 2
+            ops = (ExtraOp("qk_compress", matmul_flops=flops, weight_bytes=rot, act_read_bytes=io // 2,
+                           act_write_bytes=io - io // 2),)
+        return Extras(decode_ops=ops, prefill_ops=ops, v_out_width=sum(v), o_in_width=g * sum(v))
+
+    def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        return standard_cache(self.method, model, None, bits, shape=self.shape(model), extras=self.extras(model))
+
+    def head_costs(self, model: Model) -> list[int]:
+        """d_qk + d_v + 1 of each query head (its KV group's dims): a decode task costs s_kv times this."""
+        qk, v = self.kept_dims(model)
+        return [qk[h // model.gqa_group] + v[h // model.gqa_group] + 1 for h in range(model.num_heads)]
+
+    def imbalance(self, model: Model, batch: int, n_sm: int, policy: str | None = None) -> float:
+        """Decode makespan over the ideal (total work / SMs) for `batch` equal-length sequences."""
+        tasks = self.head_costs(model) * batch
+        ideal = max(sum(tasks) / n_sm, max(tasks))
+        return makespan(tasks, n_sm, policy or self.scheduling) / ideal
+
+
+def eq6_kept(singular_values: list[float], r: float) -> int:
+    """Eq. 6: the smallest j with sum(s[j+1:]) <= r * sum(s); keep j + 1 dims."""
+    total = sum(singular_values)
+    tail = total
+    for j, value in enumerate(singular_values):
+        tail -= value
+        if tail <= r * total:
+            return j + 1
+    return len(singular_values)
+
+
+def makespan(costs: list[float], n_sm: int, policy: str) -> float:
+    """Longest SM load when tasks go one at a time to the least-loaded SM: in launch order ('naive',
+    list scheduling) or longest first ('lpt', ZACK §5.3)."""
+    order = sorted(costs, reverse=True) if policy == "lpt" else list(costs)
+    loads = [0.0] * n_sm
+    heapq.heapify(loads)
+    for cost in order:
+        heapq.heappush(loads, heapq.heappop(loads) + cost)
+    return max(loads)
+
+
+def prefill_row_blocks(head_costs: list[int], block_rows: int = 64, multiple: int = 16) -> list[int]:
+    """§5.3 prefill: head i's row block B_r^i = (d_sum^max / d_sum^i) B_r, rounded up to a multiple of 16,
+    so every task carries about the same work."""
+    top = max(head_costs)
+    return [int(round_up(-(-top * block_rows // c), multiple)) for c in head_costs]
+
+
+def prefill_makespan(head_costs: list[int], prompt: int, batch: int, n_sm: int, rebalance: bool) -> float:
+    """Prefill makespan in units of (rows x d_sum): without rebalancing, 64-row tasks per head in launch
+    order; with it, ZACK's equalized row blocks (the last round split evenly, §5.3)."""
+    if not rebalance:
+        tasks = [64 * c for c in head_costs for _ in range(-(-prompt // 64))] * batch
+        return makespan(tasks, n_sm, "naive")
+    rows = prefill_row_blocks(head_costs)
+    tasks = [r * c for r, c in zip(rows, head_costs, strict=True) for _ in range(-(-prompt // r))] * batch
+    full_rounds, last = divmod(len(tasks), n_sm)
+    per_task = max(tasks)
+    return full_rounds * per_task + (sum(sorted(tasks)[:last]) / n_sm if last else 0)
+
+
+preset("zack-50", "zack", "ZACK, half of every head's Q-K and V dims removed (uniform p = 0.5)")
