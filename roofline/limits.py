@@ -34,7 +34,8 @@ def _solve(flops_per_token, cache_bytes_per_token, weight_bytes, ridge, batch) -
     l = sp.Symbol("l", positive=True)
     if flops_per_token <= ridge * cache_bytes_per_token:
         return sp.oo
-    (root,) = sp.solve(sp.Eq(batch * flops_per_token * l, ridge * (batch * cache_bytes_per_token * l + weight_bytes)), l)
+    balance = sp.Eq(batch * flops_per_token * l, ridge * (batch * cache_bytes_per_token * l + weight_bytes))
+    (root,) = sp.solve(balance, l)
     return sp.nsimplify(root)
 
 

@@ -102,3 +102,13 @@ def test_prefill_attention_flops_causal_by_hand() -> None:
     graph = build_graph(model, parse_method("bf16"), "prefill")
     (attn,) = [op for op in graph.ops if op.name == "attention"]
     assert attn.matmul_flops.subs({B: 2, P: 1000}) == 2 * 2 * 32 * 256 * 1000 * 1001 // 2
+
+
+def test_expressions_stay_exact() -> None:
+    # integer arithmetic must not leak floats into the byte counts (Float != Integer in sympy)
+    model = load_model("Llama-3.1-8B")
+    for name in presets():
+        graph = build_graph(model, parse_method(name), "decode")
+        for op in graph.ops:
+            for expr in (op.matmul_flops, op.vector_flops, *op.traffic.values()):
+                assert not sp.sympify(expr).atoms(sp.Float), (name, op.name, expr)

@@ -177,7 +177,7 @@ def tensor_layout(
     dequant += fraction * quant_elements  # scatter-add of outliers
 
     staged = bool(q.window or q.sinks or (q.group_along == "tokens" and q.group_size and q.group_size > 1))
-    packed_token = channels * stored / 8 + (channels / q.group_size * per_group if q.group_size else 0)
+    packed_token = channels * stored / 8 + (sp.Rational(channels, q.group_size) * per_group if q.group_size else 0)
     if staged:
         # each step one token enters in full precision and (amortized) one leaves the window, quantized
         append = channels * full_bytes

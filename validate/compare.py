@@ -1,0 +1,129 @@
+"""Predicted against measured: every case of a results file, predicted from the hardware spec alone.
+
+Per case:  APE = |t_predicted - t_measured| / t_measured x 100;
+           roofline fraction = t_predicted / t_measured (for ceilings: the fraction of the datasheet peak);
+           achieved bandwidth = bytes / t_measured, as a fraction of the reference bandwidth: the
+           measured streaming read of the same results file (calibrate.stream_bandwidth) when it has
+           ceilings cases, else the datasheet memory_bytes_per_s.
+Suite:     median and 90th percentile (linear interpolation, numpy.percentile) of the APEs of every
+           family except "ceilings" (whose predictions are datasheet peaks), and each family's median.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from validate import registry
+from validate.calibrate import stream_bandwidth
+from validate.results_file import ResultsError, case_of
+
+# Device names as the driver reports them -> catalogue entry (first match wins; PCIe before SXM).
+DEVICE_HARDWARE = (("H200", "H200"), ("H100 PCIe", "H100-PCIe"), ("H100", "H100-SXM"))
+CALIBRATION_FAMILY = "ceilings"
+
+
+def hardware_for_device(device: str) -> str:
+    """The catalogue name for a device name ('NVIDIA H100 80GB HBM3' -> 'H100-SXM')."""
+    for key, name in DEVICE_HARDWARE:
+        if key.lower() in device.lower():
+            return name
+    raise ResultsError(f"hardware: no catalogue entry known for device {device!r}; pass --hardware NAME|PATH")
+
+
+def _reference_bandwidth(results: dict, hardware) -> tuple[float, str]:
+    read = stream_bandwidth(results, "read")
+    if read is not None:
+        return read, "measured streaming read"
+    return hardware.memory_bytes_per_s, "datasheet"
+
+
+def _row(row: dict, hardware, reference: float) -> dict:
+    out = {"name": row["name"], "params": row["params"], "measured_ms": row.get("ms"), "predicted_ms": None,
+           "ape_pct": None, "roofline_fraction": None, "bytes": row.get("bytes"), "flops": row.get("flops"),
+           "bound": None, "achieved_bytes_per_s": None, "bandwidth_fraction": None, "achieved_flops_per_s": None,
+           "note": ""}
+    if row.get("ms") is None:
+        out["note"] = f"not measured: {row.get('skipped') or row.get('error')}"
+        return out
+    family = registry.families().get(row["family"])
+    if family is None:
+        out["note"] = f"family {row['family']!r} not registered here"
+    else:
+        try:
+            pred = family.predict(case_of(row), hardware)
+        except (ValueError, KeyError, TypeError) as err:
+            out["note"] = f"no prediction: {err}"
+        else:
+            out["bound"] = pred["bound"]
+            if pred.get("time_s") is not None:
+                out["predicted_ms"] = pred["time_s"] * 1e3
+                out["ape_pct"] = abs(out["predicted_ms"] - row["ms"]) / row["ms"] * 100
+                out["roofline_fraction"] = out["predicted_ms"] / row["ms"]
+            if out["bytes"] is None:  # a bench without roofline: the prediction's op is the same work
+                out["bytes"], out["flops"] = pred["bytes"], pred["flops"]
+    seconds = row["ms"] * 1e-3
+    if out["bytes"]:
+        out["achieved_bytes_per_s"] = out["bytes"] / seconds
+        out["bandwidth_fraction"] = out["achieved_bytes_per_s"] / reference
+    if out["flops"]:
+        out["achieved_flops_per_s"] = out["flops"] / seconds
+    return out
+
+
+def _stats(apes: list[float]) -> dict:
+    if not apes:
+        return {"cases": 0, "median_ape_pct": None, "p90_ape_pct": None}
+    return {"cases": len(apes), "median_ape_pct": float(np.median(apes)),
+            "p90_ape_pct": float(np.percentile(apes, 90))}
+
+
+def compare(results: dict, hardware) -> dict:
+    """Rows per family, per-family APE statistics and the suite summary (ceilings excluded)."""
+    reference, ref_source = _reference_bandwidth(results, hardware)
+    families: dict[str, dict] = {}
+    for row in results["cases"]:
+        fam = families.setdefault(row["family"], {"rows": []})
+        fam["rows"].append(_row(row, hardware, reference))
+    suite = []
+    for name, fam in families.items():
+        apes = [r["ape_pct"] for r in fam["rows"] if r["ape_pct"] is not None]
+        fam.update(_stats(apes))
+        if name != CALIBRATION_FAMILY:
+            suite += apes
+    return {
+        "hardware": hardware.name,
+        "device": results["env"].get("device"),
+        "reference_bytes_per_s": reference,
+        "reference_source": ref_source,
+        "families": families,
+        "summary": {**_stats(suite), "per_family": {n: f["median_ape_pct"] for n, f in families.items()
+                                                    if n != CALIBRATION_FAMILY}},
+    }
+
+
+def _fmt(value, spec: str, scale: float = 1.0) -> str:
+    """`value * scale` formatted by `spec`, or '-' right-aligned to the spec's width."""
+    if value is None:
+        width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
+        return "-".rjust(int(width or 0))
+    return format(value * scale, spec)
+
+
+def render(report: dict) -> str:
+    """The report as text tables: one per family, then the summary."""
+    lines = [f"device {report['device']}  hardware spec {report['hardware']}  bandwidth reference "
+             f"{report['reference_bytes_per_s'] / 1e12:.3f} TB/s ({report['reference_source']})"]
+    head = (f"{'case':<22}{'measured ms':>13}{'predicted ms':>14}{'APE %':>9}{'GB/s':>9}{'of ref':>8}"
+            f"{'of roof':>9}  bound     note")
+    for name, fam in report["families"].items():
+        lines += ["", f"{name}: {fam['cases']} compared, median APE {_fmt(fam['median_ape_pct'], '.1f')} %", head]
+        for r in fam["rows"]:
+            lines.append(f"{r['name']:<22}{_fmt(r['measured_ms'], '13.4f')}{_fmt(r['predicted_ms'], '14.4f')}"
+                         f"{_fmt(r['ape_pct'], '9.1f')}{_fmt(r['achieved_bytes_per_s'], '9.0f', 1e-9)}"
+                         f"{_fmt(r['bandwidth_fraction'], '8.0%')}{_fmt(r['roofline_fraction'], '9.0%')}"
+                         f"  {r['bound'] or '-':<9} {r['note']}")
+    s = report["summary"]
+    lines += ["", f"suite (excluding {CALIBRATION_FAMILY}): {s['cases']} cases, median APE "
+              f"{_fmt(s['median_ape_pct'], '.1f')} %, 90th percentile {_fmt(s['p90_ape_pct'], '.1f')} %"]
+    lines += [f"  {n}: median APE {_fmt(v, '.1f')} %" for n, v in s["per_family"].items()]
+    return "\n".join(lines)

@@ -1,0 +1,220 @@
+"""Family "ceilings": the microbenchmarks that calibrate a hardware spec.
+
+  read    a Triton kernel streams a buffer and reduces it (one fp32 partial per program): bytes = size
+  copy    a Triton kernel copies a buffer: bytes = read + written = 2 x size
+  gemm    torch.matmul bf16 (and torch._scaled_mm e4m3 for fp8), M = N = K = 8192: flops = 2 M N K
+  launch  an empty Triton kernel launched back to back (in a CUDA graph; and from Python), per launch
+`predict` gives the datasheet figure (bytes / peak bandwidth, flops / dense peak), so compare reports
+the achieved fraction of peak; calibrate turns the measurements into Hardware.measured.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from validate.registry import Case, register
+
+MIB = 1 << 20
+READ_SIZES = [MIB << i for i in range(13)]  # 1 MiB .. 4 GiB
+QUICK_READ_SIZES = [MIB, 16 * MIB, 256 * MIB, 1024 * MIB, 4096 * MIB]
+GEMM_SIZE = 8192
+LAUNCHES = 1000
+LAUNCH_REPEATS = 25
+BLOCK = 4096
+MAX_TILES = 16
+
+
+@triton.jit
+def read_kernel(x_ptr, partial_ptr, n, BLOCK: tl.constexpr, TILES: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for t in range(TILES):
+        offs = (pid * TILES + t) * BLOCK + tl.arange(0, BLOCK)  # [BLOCK] int64
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+    tl.store(partial_ptr + pid, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, TILES: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    for t in range(TILES):
+        offs = (pid * TILES + t) * BLOCK + tl.arange(0, BLOCK)  # [BLOCK] int64
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def empty_kernel(x_ptr):
+    pass
+
+
+def stream_work(kind: str, size: int) -> tuple[int, int]:
+    """(bytes, flops) of streaming `size` bytes of fp32: read moves size and adds size/4 elements;
+    copy moves 2 x size (read + written) and computes nothing."""
+    return (size, size // 4) if kind == "read" else (2 * size, 0)
+
+
+def gemm_work(size: int, dtype: str) -> tuple[int, int]:
+    """(bytes, flops) of an M = N = K = size GEMM: A and B at the input width, C in bf16; 2 M N K."""
+    width = 2 if dtype == "bf16" else 1
+    return 2 * size * size * width + 2 * size * size, 2 * size ** 3
+
+
+def tiles_per_program(n: int, block: int, programs_wanted: int) -> int:
+    """Largest power of two <= MAX_TILES that still leaves >= `programs_wanted` programs (at least 1)."""
+    tiles, per = triton.cdiv(n, block), 1
+    while per * 2 <= MAX_TILES and tiles // (per * 2) >= programs_wanted:
+        per *= 2
+    return per
+
+
+def stream_sum(x, block: int = BLOCK, tiles: int = 1, partial=None):
+    """Partial sums of flat `x`, one per program; their sum is x.sum() (in fp32)."""
+    import torch
+
+    n = x.numel()
+    # one program reduces `tiles` consecutive blocks of `block` elements
+    grid = (triton.cdiv(n, block * tiles),)
+    if partial is None:
+        partial = torch.empty(grid[0], dtype=torch.float32, device=x.device)
+    read_kernel[grid](x, partial, n, BLOCK=block, TILES=tiles, num_warps=8)
+    return partial
+
+
+def stream_copy(x, y, block: int = BLOCK, tiles: int = 1):
+    """y[:] = x[:] for flat contiguous tensors of equal size."""
+    n = x.numel()
+    # one program copies `tiles` consecutive blocks of `block` elements
+    grid = (triton.cdiv(n, block * tiles),)
+    copy_kernel[grid](x, y, n, BLOCK=block, TILES=tiles, num_warps=8)
+    return y
+
+
+def _sm_count() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def _run_stream(case: Case) -> dict:
+    import torch
+
+    from validate.harness import graph_ms, input_sets
+
+    size, kind = case.params["bytes"], case.params["kind"]
+    n = size // 4
+    tiles = tiles_per_program(n, BLOCK, 8 * _sm_count())
+    moved, flops = stream_work(kind, size)
+
+    def make():
+        x = torch.rand(n, dtype=torch.float32, device="cuda")
+        out = torch.empty(triton.cdiv(n, BLOCK * tiles), dtype=torch.float32, device="cuda") if kind == "read" \
+            else torch.empty_like(x)
+        return x, out
+
+    sets = input_sets(make, moved)
+    x, out = sets[0]
+    if kind == "read":
+        got, want = stream_sum(x, tiles=tiles, partial=out).sum().item(), x.sum().item()
+        assert abs(got - want) <= 1e-3 * abs(want), f"read kernel sum {got} != {want}"
+        ms = graph_ms(lambda x, out: stream_sum(x, tiles=tiles, partial=out), sets)
+    else:
+        assert torch.equal(stream_copy(x, out, tiles=tiles), x), "copy kernel output differs"
+        ms = graph_ms(lambda x, out: stream_copy(x, out, tiles=tiles), sets)
+    return {"ms": ms, "bytes": moved, "flops": flops, "tiles": tiles, "rotation": len(sets)}
+
+
+def _run_gemm(case: Case) -> dict:
+    import torch
+
+    from validate.harness import graph_ms
+
+    m = n = k = case.params["size"]
+    dtype = case.params["dtype"]
+    moved, flops = gemm_work(m, dtype)
+    if dtype == "bf16":
+        a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+        b = torch.randn(k, n, dtype=torch.bfloat16, device="cuda")
+        return {"ms": graph_ms(torch.matmul, [(a, b)]), "bytes": moved, "flops": flops}
+    if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+        return {"skipped": f"torch {torch.__version__} has no torch._scaled_mm / float8_e4m3fn"}
+    if torch.cuda.get_device_capability() < (8, 9):
+        return {"skipped": f"fp8 GEMM needs compute capability >= 8.9, have {torch.cuda.get_device_capability()}"}
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+    one = torch.tensor(1.0, device="cuda")
+
+    def fp8_mm(a, b):
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    try:
+        fp8_mm(a, b)
+    except RuntimeError as err:
+        return {"skipped": f"torch._scaled_mm failed: {str(err).splitlines()[0]}"}
+    return {"ms": graph_ms(fp8_mm, [(a, b)]), "bytes": moved, "flops": flops}
+
+
+def _eager_launch_ms(x, count: int) -> float:
+    """Median over LAUNCH_REPEATS of (CUDA events around `count` Python launches) / count: the host's
+    dispatch cost per launch when it exceeds the GPU's."""
+    import statistics
+
+    import torch
+
+    per_launch = []
+    for _ in range(LAUNCH_REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(count):
+            empty_kernel[(1,)](x)
+        end.record()
+        end.synchronize()
+        per_launch.append(start.elapsed_time(end) / count)
+    return statistics.median(per_launch)
+
+
+def _run_launch(case: Case) -> dict:
+    """ms: `launches` empty kernels back to back in one CUDA graph, timed by do_bench (median) and
+    divided by the count (the GPU's cost of a launch); eager_ms: the same from a Python loop."""
+    import torch
+
+    from validate.harness import graph_ms
+
+    x = torch.empty(1, device="cuda")
+    count = case.params["launches"]
+    ms = graph_ms(lambda x: empty_kernel[(1,)](x), [(x,)] * count)
+    return {"ms": ms, "bytes": 0, "flops": 0, "eager_ms": _eager_launch_ms(x, count)}
+
+
+@register
+class Ceilings:
+    name = "ceilings"
+
+    def cases(self, quick: bool) -> list[Case]:
+        sizes = QUICK_READ_SIZES if quick else READ_SIZES
+        out = [Case(self.name, f"{kind}_{s // MIB}MiB", {"kind": kind, "bytes": s, "dtype": "fp32"})
+               for kind in ("read", "copy") for s in sizes]
+        out += [Case(self.name, f"gemm_{d}_{GEMM_SIZE}", {"kind": "gemm", "dtype": d, "size": GEMM_SIZE})
+                for d in ("bf16", "fp8")]
+        out.append(Case(self.name, "launch_empty", {"kind": "launch", "launches": LAUNCHES}))
+        return out
+
+    def run(self, case: Case) -> dict:
+        kind = case.params["kind"]
+        if kind in ("read", "copy"):
+            return _run_stream(case)
+        return _run_gemm(case) if kind == "gemm" else _run_launch(case)
+
+    def predict(self, case: Case, hardware) -> dict:
+        """Datasheet figures only (never the measured section): bytes / memory_bytes_per_s for read and
+        copy, 2 M N K / dense peak of the dtype for gemm, none for a launch."""
+        p = case.params
+        if p["kind"] in ("read", "copy"):
+            moved, flops = stream_work(p["kind"], p["bytes"])
+            return {"time_s": moved / hardware.memory_bytes_per_s, "bytes": moved, "flops": flops, "bound": "memory"}
+        if p["kind"] == "gemm":
+            moved, flops = gemm_work(p["size"], p["dtype"])
+            time = flops / hardware.peak_flops_per_s(p["dtype"]) if hardware.has_dtype(p["dtype"]) else None
+            return {"time_s": time, "bytes": moved, "flops": flops, "bound": "compute"}
+        return {"time_s": None, "bytes": 0, "flops": 0, "bound": "latency"}

@@ -1,0 +1,354 @@
+"""Quantized KV storage exactly as roofline's TensorQuant counts it, in torch: recipes, quantizer, packing.
+
+A recipe mirrors one roofline method config (kivi, innerq, skvq; `recipe("kivi-2")`) without importing
+roofline (the GPU box has no pydantic); tests assert that `layout_bytes` equals roofline's
+`TensorLayout.resident` part by part. Per cached tensor X (K or V) of one layer, batch B, KV heads H,
+head_dim D, context L, split as roofline's `_full_precision_tokens` does into S sinks, nq quantized tokens
+and r recent fp16 tokens (nq = L - S - r):
+
+    codes    int32  [B, H, nq*b/32, D]  groups along tokens (packed along tokens)
+                    [B, H, D*b/32, nq]  groups along channels (packed along channels, token-contiguous)
+    scale    fp16|fp8 [B, H, nq/G, D] or [B, H, D/G, nq];  zero likewise (asymmetric and hybrid only)
+    sinks    fp16   [B, H, S, D];   window  fp16  [B, H, r, D]
+
+so data = B*H*nq*D*b/8, metadata = B*H*nq*D/G*(scale + zero bytes), window = B*H*r*D*2, sinks = B*H*S*D*2.
+Codes are bit planes: b = a + c with a the largest power of two <= b; plane A holds the low a bits
+(32/a codes per word), plane B (rows after plane A) the high c bits, so 3-bit codes cost exactly 3 bits.
+Dequantization: x = s*(u - 2^(b-1)) symmetric, s*u + z asymmetric, |s|*u + (s<0 ? z : -|s|*2^(b-1))
+hybrid (InnerQ §4.1.2: the scale's sign bit flags an asymmetric group; the zero matrix is dense).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+PARTS = ("data", "metadata", "window", "sinks", "outliers")
+META_DTYPES = {"fp16": torch.float16, "fp8": torch.float8_e4m3fn}
+META_BYTES = {"fp16": 2, "fp8": 1}
+MODES = {"symmetric": 0, "asymmetric": 1, "hybrid": 2}
+FULL_BYTES = 2  # sinks and window are fp16
+
+
+@dataclass(frozen=True)
+class TensorRecipe:
+    """How one cached tensor is stored (the fields of roofline's TensorQuant that the kernel uses)."""
+
+    bits: float  # code bits; 1.5 = ternary codes stored in 2 bits
+    group: int
+    along: str  # "tokens": a group is G tokens of one channel; "channels": G channels of one token
+    mode: str = "asymmetric"
+    meta: str = "fp16"
+    sinks: int = 0
+    window: int = 0
+    window_mode: str = "sliding"
+    clip: float = 1.0  # SKVQ's clipped range (Eq. 2): s = clip*(max - min)/(levels - 1), z = clip*min
+
+    @property
+    def storage_bits(self) -> int:
+        return math.ceil(self.bits)
+
+    @property
+    def levels(self) -> int:
+        return round(2 ** self.bits)
+
+    @property
+    def planes(self) -> tuple[int, int]:
+        """(a, c): bits of plane A (a power of two) and plane B (0 or a power of two), a + c = storage bits."""
+        a = 1 << (self.storage_bits.bit_length() - 1)
+        c = self.storage_bits - a
+        if c & (c - 1):
+            raise ValueError(f"bits: {self.storage_bits} is not a sum of two powers of two")
+        return a, c
+
+    @property
+    def meta_bytes(self) -> int:
+        """Bytes of metadata per group: a scale, plus a zero-point unless symmetric."""
+        return META_BYTES[self.meta] * (1 if self.mode == "symmetric" else 2)
+
+    def split(self, tokens: int) -> tuple[int, int, int]:
+        """(sinks, quantized, recent) of `tokens`, as roofline.methods.quant._full_precision_tokens."""
+        sinks = min(tokens, self.sinks)
+        rest = tokens - sinks
+        if self.window_mode == "block" and self.window:
+            recent = rest % self.window
+        else:
+            recent = min(rest, self.window)
+            if self.along == "tokens" and self.group > 1:
+                recent += (rest - recent) % self.group  # leftovers wait until G tokens accumulate
+        return sinks, rest - recent, recent
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A method's K and V storage; `permute`: channels reordered per KV head (SKVQ, folded into W_q/W_o)."""
+
+    spec: str
+    k: TensorRecipe
+    v: TensorRecipe
+    permute: bool = False
+
+
+# Presets and defaults as roofline.methods.{kivi,innerq,skvq} register them (tests compare the bytes).
+PRESETS = {
+    "kivi-2": ("kivi", {"bits": 2}), "kivi-4": ("kivi", {"bits": 4}),
+    "kivi-sink-2": ("kivi", {"bits": 2, "sinks": 32, "residual": 96}),
+    "innerq-base": ("innerq", {}), "innerq-hybrid": ("innerq", {"v_bits": 2, "v_mode": "hybrid"}),
+    "innerq-small": ("innerq", {"v_bits": 2}),
+    "skvq-k2v2": ("skvq", {}), "skvq-k2v1.5": ("skvq", {"v_bits": 1.5}),
+    "skvq-k2v2-fp8": ("skvq", {"meta_dtype": "fp8"}),
+}
+DEFAULTS = {
+    "kivi": {"bits": 2, "v_bits": None, "group_size": 32, "residual": 128, "sinks": 0, "meta_dtype": "fp16"},
+    "innerq": {"k_bits": 3, "v_bits": 3, "v_mode": "symmetric", "group_size": 32, "sinks": 32, "window": 96},
+    "skvq": {"k_bits": 2, "v_bits": 2, "group_size": 128, "meta_dtype": "fp16", "window": 128, "sinks": 5},
+}
+
+
+def _value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return None if text.lower() == "none" else text
+
+
+def recipe(spec: str) -> Recipe:
+    """The storage of a roofline method SPEC (`preset`, `method` or `name:key=value,...`)."""
+    name, _, args = spec.partition(":")
+    method, fields = PRESETS.get(name, (name, {}))
+    if method not in DEFAULTS:
+        raise ValueError(f"method: {name!r} is not one of {sorted(DEFAULTS) + sorted(PRESETS)}")
+    f = {**DEFAULTS[method], **fields}
+    for item in filter(None, args.split(",")):
+        key, _, value = item.partition("=")
+        if key not in f:
+            raise ValueError(f"method {spec!r}: unknown field {key!r}")
+        f[key] = _value(value)
+    g = f["group_size"]
+    if method == "kivi":
+        common = {"group": g, "meta": f["meta_dtype"], "sinks": f["sinks"], "window": f["residual"]}
+        k = TensorRecipe(f["bits"], along="tokens", window_mode="block", **common)
+        v = TensorRecipe(f["v_bits"] or f["bits"], along="channels", **common)
+        return Recipe(spec, k, v)
+    if method == "innerq":
+        common = {"group": g, "sinks": f["sinks"], "window": f["window"]}
+        k = TensorRecipe(f["k_bits"], along="channels", mode="symmetric", **common)
+        v = TensorRecipe(f["v_bits"], along="tokens", mode=f["v_mode"], **common)
+        return Recipe(spec, k, v)
+    common = {"group": g, "along": "channels", "meta": f["meta_dtype"], "sinks": f["sinks"], "window": f["window"]}
+    return Recipe(spec, TensorRecipe(f["k_bits"], **common), TensorRecipe(f["v_bits"], **common), permute=True)
+
+
+def tensor_shapes(t: TensorRecipe, batch: int, heads: int, context: int, dim: int) -> dict[str, tuple]:
+    """{name: (part, shape, dtype)} of what one cached tensor allocates; raises where packing is inexact."""
+    sinks, nq, recent = t.split(context)
+    a, c = t.planes
+    packed = nq if t.along == "tokens" else dim
+    if packed * a % 32 or packed * c % 32 or dim % t.group:
+        raise ValueError(f"group_size: {t.bits}-bit codes along {t.along} need {packed} divisible by 32 "
+                         f"words and G = {t.group} dividing head_dim {dim}")
+    words = packed * t.storage_bits // 32
+    codes = (batch, heads, words, dim) if t.along == "tokens" else (batch, heads, words, nq)
+    meta = (batch, heads, nq // t.group, dim) if t.along == "tokens" else (batch, heads, dim // t.group, nq)
+    shapes = {"codes": ("data", codes, torch.int32), "scale": ("metadata", meta, META_DTYPES[t.meta])}
+    if t.mode != "symmetric":
+        shapes["zero"] = ("metadata", meta, META_DTYPES[t.meta])
+    shapes["sinks"] = ("sinks", (batch, heads, sinks, dim), torch.float16)
+    shapes["window"] = ("window", (batch, heads, recent, dim), torch.float16)
+    return shapes
+
+
+def layout_bytes(params: dict) -> dict[str, int]:
+    """Bytes by part of every cache tensor the kernel allocates and reads (K and V, one layer, the batch)."""
+    r = recipe(params["method"])
+    out = dict.fromkeys(PARTS, 0)
+    for t in (r.k, r.v):
+        shapes = tensor_shapes(t, params["batch"], params["num_kv_heads"], params["context"], params["head_dim"])
+        for part, shape, dtype in shapes.values():
+            out[part] += math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    return out
+
+
+def pack(u: torch.Tensor, t: TensorRecipe) -> torch.Tensor:
+    """Codes u [..., P, O] (0 <= u < 2^b) packed along P into int32 words [..., P*b/32, O], plane A first."""
+    a, c = t.planes
+    words = [_pack_plane(u & ((1 << a) - 1), a)]
+    if c:
+        words.append(_pack_plane(u >> a, c))
+    return torch.cat(words, dim=-2)
+
+
+def _pack_plane(u: torch.Tensor, width: int) -> torch.Tensor:
+    """word[w] = sum_k u[w*n + k] << (k*width), n = 32/width codes per word, as int32 (two's complement)."""
+    n = 32 // width
+    *lead, p, o = u.shape
+    shifts = (torch.arange(n, device=u.device, dtype=torch.int64) * width).view(n, 1)
+    word = (u.to(torch.int64).reshape(*lead, p // n, n, o) << shifts).sum(dim=-2)  # [..., P/n, O] < 2^32
+    return torch.where(word >= 2**31, word - 2**32, word).to(torch.int32)
+
+
+def quantize_groups(g: torch.Tensor, dim: int, t: TensorRecipe):
+    """Groups along `dim` of g -> (codes u, scale, zero or None, dequantized), metadata as stored.
+
+    asym: s = clip*(max - min)/(levels - 1), z = clip*min, u = clamp(round((x - z)/s), 0, levels - 1);
+    sym: s = absmax/(2^(b-1) - 1), u = clamp(round(x/s), -(2^(b-1) - 1), 2^(b-1) - 1) + 2^(b-1);
+    hybrid: per group the one with the lower squared error; asymmetric groups store -s. Codes use the
+    scale and zero after rounding to their storage dtype, so dequantization is exact to what is stored.
+    """
+    meta = META_DTYPES[t.meta]
+    tiny = torch.finfo(meta).tiny
+
+    def stored(x):
+        return x.to(meta).float()
+
+    if t.mode != "symmetric":
+        lo, hi = g.amin(dim, keepdim=True) * t.clip, g.amax(dim, keepdim=True) * t.clip
+        sa, za = stored(((hi - lo) / (t.levels - 1)).clamp_min(tiny)), stored(lo)
+        ua = ((g - za) / sa).round().clamp(0, t.levels - 1)
+        if t.mode == "asymmetric":
+            return ua, sa, za, ua * sa + za
+    off = t.levels // 2
+    ss = stored((g.abs().amax(dim, keepdim=True) / (off - 1)).clamp_min(tiny))
+    qs = (g / ss).round().clamp(1 - off, off - 1)
+    if t.mode == "symmetric":
+        return qs + off, ss, None, qs * ss
+    deq_a, deq_s = ua * sa + za, qs * ss
+    asym = ((deq_a - g) ** 2).sum(dim, keepdim=True) < ((deq_s - g) ** 2).sum(dim, keepdim=True)
+    return (torch.where(asym, ua, qs + off), torch.where(asym, -sa, ss), torch.where(asym, za, 0.0),
+            torch.where(asym, deq_a, deq_s))
+
+
+@dataclass
+class QuantTensor:
+    """One stored tensor: its parts (tensors named as in `tensor_shapes`) and its token split."""
+
+    recipe: TensorRecipe
+    tensors: dict[str, torch.Tensor]
+    sinks: int
+    nq: int
+    recent: int
+
+
+def quantize(x: torch.Tensor, t: TensorRecipe) -> tuple[QuantTensor, torch.Tensor]:
+    """x [B, H, L, D] -> (stored tensor, its dequantized values [B, H, L, D] fp32)."""
+    batch, heads, context, dim = x.shape
+    sinks, nq, recent = t.split(context)
+    x = x.float()
+    mid = x[:, :, sinks:sinks + nq]
+    if t.along == "tokens":
+        u, s, z, deq = quantize_groups(mid.reshape(batch, heads, nq // t.group, t.group, dim), 3, t)
+        codes, meta = u.reshape(batch, heads, nq, dim), lambda m: m.squeeze(3)
+    else:
+        u, s, z, deq = quantize_groups(mid.reshape(batch, heads, nq, dim // t.group, t.group), 4, t)
+        codes = u.reshape(batch, heads, nq, dim).transpose(2, 3)
+        meta = lambda m: m.squeeze(4).transpose(2, 3)  # noqa: E731  [B, H, D/G, nq]
+    meta_dtype = META_DTYPES[t.meta]
+    tensors = {"codes": pack(codes.to(torch.int64), t), "scale": meta(s).to(meta_dtype).contiguous()}
+    if z is not None:
+        tensors["zero"] = meta(z).to(meta_dtype).contiguous()
+    tensors["sinks"] = x[:, :, :sinks].to(torch.float16).contiguous()
+    tensors["window"] = x[:, :, sinks + nq:].to(torch.float16).contiguous()
+    full = torch.cat([tensors["sinks"].float(), deq.reshape(batch, heads, nq, dim), tensors["window"].float()], 2)
+    return QuantTensor(t, tensors, sinks, nq, recent), full
+
+
+@dataclass
+class QuantCache:
+    """K and V of one layer as stored; perm_k, perm_v [H, D] (SKVQ) map stored channel c to c's source."""
+
+    recipe: Recipe
+    k: QuantTensor
+    v: QuantTensor
+    context: int
+    perm_k: torch.Tensor | None = None
+    perm_v: torch.Tensor | None = None
+    dequantized: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False)
+
+
+def reorder_index(x: torch.Tensor) -> torch.Tensor:
+    """Per KV head, channels sorted by absolute range over batch and tokens [H, D]: neighbours in the
+    stored order have similar ranges, so a group of G of them shares a tight scale (SKVQ §3.1, whose
+    KMeans clusters channels by range; sorting is its one-dimensional case)."""
+    return x.abs().amax(dim=(0, 2)).argsort(dim=-1)
+
+
+def permute_channels(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """y[b, h, ..., c] = x[b, h, ..., perm[h // group, c]], group = heads per KV head; x [B, heads, (L,) D]."""
+    group = x.shape[1] // perm.shape[0]
+    idx = perm.repeat_interleave(group, dim=0)  # [heads, D]
+    idx = idx.view(1, idx.shape[0], *([1] * (x.dim() - 3)), idx.shape[1]).expand_as(x)
+    return x.gather(-1, idx)
+
+
+def unpermute_channels(y: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """Inverse of permute_channels for y [B, heads, D]: x[..., perm[c]] = y[..., c]."""
+    group = y.shape[1] // perm.shape[0]
+    idx = perm.repeat_interleave(group, dim=0).unsqueeze(0).expand_as(y)
+    return torch.empty_like(y).scatter_(-1, idx, y)
+
+
+def build_cache(k: torch.Tensor, v: torch.Tensor, r: Recipe, keep_dequantized: bool = True,
+                perms: tuple | None = None) -> QuantCache:
+    """Quantize K, V [B, H, L, D] per the recipe, reordering channels first when it permutes (by `perms`,
+    one layer's (perm_k, perm_v), or else by these K and V's own ranges)."""
+    perm_k = perm_v = None
+    if r.permute:
+        perm_k, perm_v = perms or (reorder_index(k), reorder_index(v))
+        k, v = permute_channels(k, perm_k), permute_channels(v, perm_v)
+    qk, kf = quantize(k, r.k)
+    qv, vf = quantize(v, r.v)
+    if qk.sinks != qv.sinks:
+        raise ValueError("sinks: K and V must keep the same sink tokens")
+    return QuantCache(r, qk, qv, k.shape[2], perm_k, perm_v, (kf, vf) if keep_dequantized else None)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: float | None = None) -> torch.Tensor:
+    """softmax(q k^T * sm_scale) v in fp32, GQA: q [B, HQ, D], k, v [B, H, L, D] -> [B, HQ, D]."""
+    batch, heads, dim = q.shape
+    kv_heads = k.shape[1]
+    sm_scale = dim ** -0.5 if sm_scale is None else sm_scale
+    qf = q.float().view(batch, kv_heads, heads // kv_heads, dim)
+    scores = torch.einsum("bhgd,bhtd->bhgt", qf, k.float()) * sm_scale
+    return torch.einsum("bhgt,bhtd->bhgd", scores.softmax(-1), v.float()).reshape(batch, heads, dim)
+
+
+def reference(q: torch.Tensor, cache: QuantCache) -> torch.Tensor:
+    """The kernel's result in torch on the same dequantized values: attention in the stored (permuted)
+    channel order, the query permuted like K and the output un-permuted like V (SKVQ folds both into
+    W_q and W_o)."""
+    kf, vf = cache.dequantized
+    if cache.perm_k is None:
+        return attend(q, kf, vf)
+    return unpermute_channels(attend(permute_channels(q, cache.perm_k), kf, vf), cache.perm_v)
+
+
+def random_cache(r: Recipe, batch: int, heads: int, context: int, dim: int, device="cpu",
+                 keep_dequantized: bool = False, generator: torch.Generator | None = None) -> QuantCache:
+    """Fresh random K, V (never zeros; key channels with log-normal ranges, as real keys have), quantized
+    one sequence at a time so that fp32 temporaries stay one sequence big; one reorder for the layer."""
+    def randn(*shape):
+        return torch.randn(*shape, device=device, generator=generator)
+
+    spread = torch.exp(0.5 * randn(1, heads, 1, dim))
+    caches: list[QuantCache] = []
+    for _ in range(batch):
+        perms = (caches[0].perm_k, caches[0].perm_v) if caches and r.permute else None
+        caches.append(build_cache(randn(1, heads, context, dim) * spread, randn(1, heads, context, dim), r,
+                                  keep_dequantized, perms))
+    if batch == 1:
+        return caches[0]
+    first = caches[0]
+
+    def cat(role: str) -> QuantTensor:
+        parts = [getattr(c, role) for c in caches]
+        tensors = {name: torch.cat([p.tensors[name] for p in parts]) for name in parts[0].tensors}
+        return QuantTensor(parts[0].recipe, tensors, parts[0].sinks, parts[0].nq, parts[0].recent)
+
+    deq = None
+    if keep_dequantized:
+        deq = tuple(torch.cat([c.dequantized[i] for c in caches]) for i in range(2))
+    return QuantCache(r, cat("k"), cat("v"), context, first.perm_k, first.perm_v, deq)

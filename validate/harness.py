@@ -1,0 +1,211 @@
+"""GPU timing harness: medians from triton.testing.do_bench, rotated inputs, the environment record,
+and the results file {"env": {...}, "cases": [{family, name, params, ms, bytes, flops, ...}]}.
+
+Timing rules (DESIGN "Validation method"): median of repeated runs (do_bench) after a warm-up, fresh
+random inputs (never zeros), and working sets well past L2: when one input set is smaller than 4x the
+L2, each timed run goes through ceil(4 * L2 / set) copies so that no call finds its inputs in cache.
+Kernels run from a CUDA graph (`graph_ms`) so that the time is the GPU's, not Python's launch cost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+WARMUP_MS = 25
+REP_MS = 100
+MAX_ROTATION = 256
+DEFAULT_L2_BYTES = 50 * 1024 * 1024
+
+
+def median_ms(fn: Callable[[], object], warmup_ms: int = WARMUP_MS, rep_ms: int = REP_MS) -> float:
+    """Median milliseconds of fn() over the repetitions do_bench fits in `rep_ms` (L2 flushed between)."""
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+
+
+def l2_bytes() -> int:
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or DEFAULT_L2_BYTES)
+
+
+def rotation_count(set_bytes: int, l2: int | None = None, cap_bytes: int | None = None) -> int:
+    """Copies of an input set to rotate among: ceil(4 * L2 / set_bytes), at least 1, at most
+    MAX_ROTATION and at most what fits in `cap_bytes` (default: a quarter of the free device memory)."""
+    l2 = l2_bytes() if l2 is None else l2
+    if cap_bytes is None:
+        import torch
+
+        cap_bytes = torch.cuda.mem_get_info()[0] // 4
+    want = -(-4 * l2 // max(set_bytes, 1))
+    return max(1, min(want, MAX_ROTATION, cap_bytes // max(set_bytes, 1)))
+
+
+def input_sets(make_inputs: Callable[[], tuple], set_bytes: int, l2: int | None = None) -> list[tuple]:
+    """`rotation_count(set_bytes)` freshly made input sets (each a tuple of arguments)."""
+    return [make_inputs() for _ in range(rotation_count(set_bytes, l2))]
+
+
+def graph_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WARMUP_MS,
+             rep_ms: int = REP_MS) -> float:
+    """Median milliseconds of one call(*inputs): a CUDA graph runs `call` once on each input set in
+    turn, do_bench times its replay (median, L2 flushed before each replay), divided by len(sets).
+
+    The graph keeps the host's per-launch cost (Python argument binding, tens of microseconds) out
+    of the time, so a small kernel is timed as the GPU runs it, as in a graph-captured decode step.
+    """
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # compile, autotune and allocate before capture
+        for inputs in sets:
+            call(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for inputs in sets:
+            call(*inputs)
+    return median_ms(graph.replay, warmup_ms, rep_ms) / len(sets)
+
+
+def eager_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WARMUP_MS,
+             rep_ms: int = REP_MS) -> float:
+    """Median milliseconds of call(*inputs) launched from Python, cycling through the input sets
+    (host launch overhead included when it exceeds the GPU time)."""
+    cycle = itertools.cycle(sets)
+    return median_ms(lambda: call(*next(cycle)), warmup_ms, rep_ms)
+
+
+def _driver() -> str:
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20, check=True).stdout
+            if out.strip():
+                return out.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    import torch
+
+    return f"unknown (torch built for CUDA {torch.version.cuda})"
+
+
+def _git_sha() -> str | None:
+    """ROOFLINE_GIT_SHA when set (a GPU box without git), else `git rev-parse HEAD` of this checkout."""
+    sha = os.environ.get("ROOFLINE_GIT_SHA")
+    if sha:
+        return sha
+    git = shutil.which("git")
+    if not git:
+        return None
+    try:
+        out = subprocess.run([git, "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def environment() -> dict:
+    """Device, driver, torch, triton, python, date (UTC ISO) and git SHA of this measurement."""
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {
+        "device": torch.cuda.get_device_name(),
+        "capability": list(torch.cuda.get_device_capability()),
+        "sm_count": props.multi_processor_count,
+        "memory_bytes": props.total_memory,
+        "l2_cache_bytes": l2_bytes(),
+        "driver": _driver(),
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "git_sha": _git_sha(),
+    }
+
+
+def device_slug(device: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3' (the results file name)."""
+    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "device"
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically: a temporary file in the same folder, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _run_case(family, case) -> dict:
+    import torch
+
+    try:
+        measured = family.run(case)
+    except torch.cuda.OutOfMemoryError as err:
+        measured = {"skipped": f"out of memory: {str(err).splitlines()[0]}"}
+    except Exception as err:  # one failed case must not lose the others: record it and go on
+        measured = {"error": f"{type(err).__name__}: {err}".splitlines()[0],
+                    "traceback": traceback.format_exc(limit=4)}
+    finally:
+        torch.cuda.empty_cache()
+    return {**case.as_dict(), **measured}
+
+
+def _describe(row: dict) -> str:
+    if "ms" in row and row["ms"] is not None:
+        extra = f"  {row['bytes'] / row['ms'] / 1e6:,.0f} GB/s" if row.get("bytes") else ""
+        return f"{row['ms']:.4f} ms{extra}"
+    return row.get("skipped") or row.get("error") or "no result"
+
+
+def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callable[[str], None] = print) -> dict:
+    """Run every case of `families`, printing one line per case; the results file is rewritten after
+    each case (atomically), so a run cut short keeps what it measured."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("bench: no CUDA device visible to torch")
+    env = environment()
+    out = out or RESULTS_DIR / f"{device_slug(env['device'])}.json"
+    results = {"env": {**env, "quick": quick}, "cases": []}
+    plan = [(family, case) for family in families for case in family.cases(quick)]
+    log(f"bench: {len(plan)} cases on {env['device']} -> {out}")
+    for i, (family, case) in enumerate(plan, 1):
+        log(f"[{i}/{len(plan)}] {family.name}/{case.name} ...")
+        row = _run_case(family, case)
+        results["cases"].append(row)
+        write_json(out, results)
+        log(f"[{i}/{len(plan)}] {family.name}/{case.name}: {_describe(row)}")
+        sys.stdout.flush()
+    return results

@@ -1,0 +1,73 @@
+"""Predict one op of the roofline op graph, from the specs alone (no per-kernel fitting).
+
+A measured kernel and its prediction describe the same work by construction: the kernel's bytes and
+FLOPs are the op's own sympy expressions (`op_work`), and its time is Roofline.evaluate on that op:
+    time_s = max(F_matmul / peak_dtype + F_vector / peak_fp32, bytes / bandwidth, launch floor)
+with the measured ceilings when the hardware spec has a `measured` section (roofline.costmodel.roofline).
+roofline (pydantic, sympy) is imported lazily so that a GPU box without it can still run the bench.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+_GRAPHS: dict[tuple[str, str, str], Any] = {}
+
+
+def _graph(model, method_config, phase: str):
+    """build_graph once per (model, method, phase): sympy graphs are slow to build and immutable."""
+    from roofline.costmodel import build_graph
+
+    key = (model.model_dump_json(), f"{type(method_config).__name__}:{method_config.model_dump_json()}", phase)
+    if key not in _GRAPHS:
+        _GRAPHS[key] = build_graph(model, method_config, phase)
+    return _GRAPHS[key]
+
+
+def find_op(model, method_config, op_name: str, phase: str = "decode"):
+    """(graph, op) for the first op named `op_name` of the graph; raises listing the valid names."""
+    graph = _graph(model, method_config, phase)
+    for op in graph.ops:
+        if op.name == op_name:
+            return graph, op
+    names = ", ".join(sorted({op.name for op in graph.ops}))
+    raise KeyError(f"op: no {op_name!r} in the {phase} graph; valid: {names}")
+
+
+def _symbols(values: dict) -> dict:
+    """Accept {"B": 8, "L": 4096} as well as {B: 8, L: 4096} (sympy symbols of roofline.symbols)."""
+    from roofline import symbols
+
+    return {getattr(symbols, k) if isinstance(k, str) else k: v for k, v in values.items()}
+
+
+def op_work(model, method_config, op_name: str, values: dict, phase: str = "decode") -> dict:
+    """Hardware-free work of one op instance: {"bytes": sum of its traffic, "flops": matmul + vector}."""
+    from roofline.symbols import evaluate
+
+    _, op = find_op(model, method_config, op_name, phase)
+    at = _symbols(values)
+    return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
+
+
+def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode") -> dict:
+    """Roofline numbers of one op instance on `hardware`: time_s, bytes, flops, bound (+ the split times)."""
+    from roofline.costmodel import Roofline
+
+    graph, op = find_op(model, method_config, op_name, phase)
+    row = Roofline(hardware).evaluate(replace(graph, ops=(op,)), _symbols(values))[0]
+    return {"time_s": row["time_s"], "bytes": int(round(row["bytes"])), "flops": int(round(row["flops"])),
+            "bound": row["bound"], "compute_s": row["compute_s"], "memory_s": row["memory_s"]}
+
+
+def decode_model(name: str, num_heads: int, num_kv_heads: int, head_dim: int):
+    """A one-layer roofline Model with these attention heads; the other sizes are arbitrary but valid
+    (the attention op depends only on heads, head_dim and the cache)."""
+    from roofline.specs import Model
+
+    return Model(name=name, source="validate: synthetic one-layer model for a kernel case",
+                 architecture="LlamaForCausalLM", num_layers=1, hidden_size=num_heads * head_dim,
+                 num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                 intermediate_size=4 * num_heads * head_dim, vocab_size=32000, tie_word_embeddings=False,
+                 max_position_embeddings=1 << 20)
