@@ -34,6 +34,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive finite number")
+    return value
+
+
 def emit(data: Any, as_json: bool, human: Callable[[Any], str]) -> None:
     print(json.dumps(data, indent=2, default=str) if as_json else human(data))
 
@@ -136,6 +146,35 @@ def _kv_text(r: dict[str, Any]) -> str:
     return text
 
 
+# ---- limits ----------------------------------------------------------------------------------------
+
+def cmd_limits(args: argparse.Namespace) -> int:
+    from roofline.catalogue import load_hardware, load_model
+    from roofline.limits import remat_limit, remat_limit_paper
+
+    model = load_model(args.model)
+    if args.paper_assumptions:
+        result = remat_limit_paper(model, args.bits)
+    else:
+        result = remat_limit(model, load_hardware(args.hardware), args.bits, args.batch)
+    emit(result, args.json, _limits_text)
+    return 0
+
+
+def _limits_text(r: dict[str, Any]) -> str:
+    where = f"paper assumptions ({r['equation']})" if r["mode"] == "paper" else f"{r['hardware']}, batch {r['batch']}"
+    limit = r["limit_tokens"]
+    value = "never compute-bound" if limit == float("inf") else f"{limit:,.0f} tokens ({limit / 1000:.1f}K)"
+    rows = [["ridge point", f"{r['ridge_flops_per_byte']:.1f} FLOP/byte"],
+            ["remat FLOPs per cached token per layer", f"{r['remat_flops_per_token']:,.0f}"],
+            ["cache bytes per token per layer", f"{r['cache_bytes_per_token']:,.2f}"],
+            ["weight bytes per layer (overlapped)", f"{r['weight_bytes_per_layer']:,.0f}"]]
+    text = f"XQuant rematerialization limit: {r['model']}, {r['bits']:g} bits, {where}\n  {value}\n\n"
+    text += display.table(["term", "value"], rows, align="ll")
+    note = r.get("assumptions") or r.get("formula")
+    return text + (f"\n\n{note}" if note else "")
+
+
 # ---- parser ----------------------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -161,6 +200,17 @@ def build_parser() -> Parser:
     p.add_argument("--hardware", default="H100-SXM", help="for the per-op decode costs: name or spec path")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kv)
+
+    p = sub.add_parser("limits", help="closed-form limits of compute-for-memory methods")
+    p.add_argument("which", choices=["remat"], help="remat: XQuant's rematerialization limit (Eq. 3/4)")
+    p.add_argument("--model", default="Llama-3.1-8B")
+    p.add_argument("--hardware", default="H100-SXM")
+    p.add_argument("--bits", type=positive_float, default=2.0, help="bits of the cached X / latents")
+    p.add_argument("--batch", type=positive_int, default=1)
+    p.add_argument("--paper-assumptions", action="store_true",
+                   help="the paper's Eq. 3/4 as printed: ridge 378, d = 4096, batch 1")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_limits)
     return parser
 
 
