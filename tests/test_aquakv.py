@@ -186,7 +186,7 @@ def test_table2_aqua_rows_use_the_3b_bit_width() -> None:
 
 def predictor_op(spec: str, phase: str = "decode"):
     graph = build_graph(load_model("Llama-3.2-1B"), parse_method(spec), phase)
-    (op,) = [op for op in graph.ops if op.source == "aquakv" or op.name.startswith("aquakv")]
+    (op,) = [op for op in graph.ops if op.name.startswith("aquakv")]
     return op
 
 

@@ -6,8 +6,8 @@ Q(V_i - f_value([V^_{i-1}; K^_i])); f_key maps d_kv -> d_kv, f_value 2 d_kv -> d
 (reference code: fit_intercept=True). Layer 0 has no predictor and is kept at `first_layer_bits`
 (§4.1: 4-bit HIGGS "as our default configuration for Llama models"; 16 for Qwen, Tables 13-14).
 4 fp16 sink tokens (§3.3) and a 128-token fp16 buffer, flushed when full (§3.3: "When the buffer is
-filled, its contents are quantized incrementally"). Predictor weights are 2 B each (reproduces
-Table 1's 162 / 540 / 68 MiB and Table 2's cache sizes; the paper does not state the dtype).
+filled, its contents are quantized incrementally"). Predictor weights are 2 B each (the paper does not
+state the dtype; 2 B reproduces Table 1's 162 / 68 MiB, 540 MiB of MLP matrices, and 41 MiB for GPTQ-4).
 
 Decode cost (Alg. 3-4): reconstructing K^_i for a cached token needs K^_{i-1} of the same token, so the
 reference runs both predictors over every quantized token l_q of every layer at every step:
@@ -176,7 +176,7 @@ def _with_predictors(config: AquaKV, layer: LayerCache, q: TensorQuant, d: int, 
 
 
 def predictor_flops_per_token(model: Model, config: AquaKV) -> int:
-    """Predictor FLOPs to encode one new token: 2 x matrix params x (layers - 1); linear: 6 d_kv^2 (L - 1)
+    """Predictor FLOPs to encode one new token: 2 x matrix params x (layers - 1); linear: 6 d_kv^2 (layers - 1)
     (§3.2; 497.0 MFLOPs for Llama-3.1-70B)."""
     return 2 * predictor_params(config, model.kv_dim)["matrices"] * (model.num_layers - 1)
 
@@ -194,10 +194,11 @@ def model_flops_per_token(model: Model) -> sp.Expr:
 def predictor_overhead_ratio(model: Model, config: AquaKV, context: int) -> float:
     """Base-model FLOPs per token at `context` over predictor FLOPs per token (§3.2's "at least 500x").
 
-    Llama-3.1-70B at short context: ~2 x 70 G / 497.0 M = ~280x (the notes' 284x counts the embedding
-    too); 500x is reached only once attention FLOPs grow the base cost, at ~42K tokens (see
-    `context_for_overhead_ratio`), or if a predictor MAC is counted as 1 FLOP. Per new token only: the
-    reference decode also reruns the predictors over all cached tokens every step.
+    Llama-3.1-70B (linear): base(L) = 139,023,695,872 + 2,647,040 L FLOPs over 6 x 1024^2 x 79 =
+    497,025,024, so 279.7x at L = 1 (the notes' 284x also counts the 1.05 G embedding parameters, which
+    cost no FLOPs). The claim holds from L = 41,363 tokens (`context_for_overhead_ratio`; Qwen2.5-72B:
+    287.6x, 39,884), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
+    only: the reference decode also reruns the predictors over all l_q cached tokens every step.
     """
     return float(model_flops_per_token(model).subs(L, context)) / predictor_flops_per_token(model, config)
 
@@ -220,10 +221,6 @@ def context_for_overhead_ratio(model: Model, config: AquaKV, target: float = 500
     return hi
 
 
-def _preset_bits(b: int) -> None:
-    preset(f"aquakv-{b}", "aquakv", f"AQUA-KV: linear predictors, HIGGS-{b} residual (d=2, n={2 ** (2 * b)}), "
-           "layer 0 HIGGS-4, 4 sinks, 128-token buffer (Table 2)", bits=b)
-
-
 for _b in (2, 3, 4):
-    _preset_bits(_b)
+    preset(f"aquakv-{_b}", "aquakv", f"AQUA-KV: linear predictors, HIGGS-{_b} residual (d=2, n={4 ** _b}), "
+           "layer 0 HIGGS-4, 4 sinks, 128-token buffer (Table 2)", bits=_b)

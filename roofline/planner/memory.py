@@ -1,0 +1,112 @@
+"""The memory budget of one GPU (the fullest pipeline stage) and what a sequence needs.
+
+usable   = capacity x utilization                      (vLLM gpu_memory_utilization, default 0.90)
+kv_pool  = usable - runtime reserve - weights (sharded) - method parameters (sharded)
+           - activation workspace at the prefill peak
+per sequence: the method's reserved KV bytes at the context, rounded up to whole pages of `page_tokens`
+(vLLM block size 16), times this GPU's share of the KV heads and of the layers, plus any per-sequence
+workspace (XQuant-CL's accumulator).
+
+Defaults and their sources (each overridable through the Workload):
+- runtime reserve: 1 GiB (CUDA context ~0.3-0.5 GiB, cuBLAS workspaces, allocator slack, CUDA graphs; vLLM
+  profiles this as "non-torch" memory) + 0.5 GiB of NCCL buffers when more than one GPU; an estimate.
+- prefill chunk: the Workload's prefill_chunk_tokens (None: 8192, vLLM's default max_num_batched_tokens
+  with chunked prefill).
+- activation peak: chunk tokens x (residual, normed input, attention output, QKV and the gated MLP
+  intermediate of this shard) at activation dtype, plus fp32 logits of the sequences finishing prefill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from roofline.accounting import dtype_bytes, parameter_count
+from roofline.costmodel.blocks import Shard
+from roofline.methods import CacheModel
+from roofline.specs import Hardware, Model, Workload
+from roofline.symbols import L, ceildiv, window_occupancy
+
+GIB = 1 << 30
+RESERVE_SINGLE_BYTES = GIB
+RESERVE_NCCL_BYTES = GIB // 2
+DEFAULT_PREFILL_CHUNK = 8192
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Bytes on the fullest GPU; `kv_pool` is what is left for KV pages."""
+
+    capacity: int
+    usable: float
+    reserve: int
+    weights: float
+    method_params: float
+    activations: float
+
+    @property
+    def kv_pool(self) -> float:
+        return self.usable - self.reserve - self.weights - self.method_params - self.activations
+
+    def as_dict(self) -> dict[str, float]:
+        return {"capacity_bytes": self.capacity, "usable_bytes": self.usable, "reserve_bytes": self.reserve,
+                "weights_bytes": self.weights, "method_params_bytes": self.method_params,
+                "activations_bytes": self.activations, "kv_pool_bytes": self.kv_pool}
+
+
+def weights_per_gpu(model: Model, workload: Workload) -> float:
+    """Weight bytes on the fullest GPU: matrices split over tp, norms replicated; layers split over pp
+    with the embedding on the first stage and the LM head on the last (the larger stage counts)."""
+    pc = parameter_count(model)
+    wb = float(dtype_bytes(workload.weight_dtype))
+    tp, pp = workload.tp, workload.pp
+    per_layer = (pc.attention + pc.mlp_dense + pc.mlp_experts_total + pc.router) / model.num_layers
+    norms_per_layer = model.norms_per_layer * model.hidden_size
+    layers = -(-model.num_layers // pp)
+    body = layers * (per_layer / tp + norms_per_layer)
+    if pp == 1:
+        return wb * (body + (pc.embedding + pc.lm_head) / tp + model.hidden_size)
+    ends = max(pc.embedding, pc.lm_head + model.hidden_size) / tp
+    return wb * (body + ends)
+
+
+def activation_peak(model: Model, workload: Workload) -> float:
+    """Prefill activation workspace on one GPU: chunk x (4 d + (q + 2 kv + 2 I) / tp) x act bytes, plus
+    the fp32 logits of `batch` last positions over this shard of the vocabulary."""
+    chunk = min(workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK, workload.batch * workload.prompt)
+    shard = Shard.of(model, workload.tp)
+    inter = shard.expert_intermediate * model.moe.experts_per_token if model.moe else shard.intermediate
+    width = 4 * model.hidden_size + (model.q_dim + 2 * model.kv_dim) / workload.tp + 2 * inter
+    logits = workload.batch * int(shard.vocab) * 4
+    return chunk * width * workload.activation_bytes + logits
+
+
+def default_reserve(workload: Workload) -> int:
+    if workload.runtime_reserve_bytes is not None:
+        return workload.runtime_reserve_bytes
+    return RESERVE_SINGLE_BYTES + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)
+
+
+def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache: CacheModel) -> MemoryBudget:
+    """The fullest GPU's budget for this workload and method."""
+    fixed = cache.fixed_total / workload.tp / workload.pp
+    return MemoryBudget(
+        capacity=hardware.memory_bytes,
+        usable=hardware.memory_bytes * workload.gpu_memory_utilization,
+        reserve=default_reserve(workload),
+        weights=weights_per_gpu(model, workload),
+        method_params=fixed,
+        activations=activation_peak(model, workload),
+    )
+
+
+def sequence_kv_expr(model: Model, workload: Workload, cache: CacheModel) -> sp.Expr:
+    """KV bytes one sequence needs on the fullest GPU at context L: the method's peak reservation at L
+    rounded up to whole pages, this GPU's share of KV heads (tp) and layers (pp), plus its workspace."""
+    shard = Shard.of(model, workload.tp)
+    paged = ceildiv(L, workload.page_tokens) * workload.page_tokens
+    per_seq = cache.reserved_bytes.subs(L, paged) * shard.kv_fraction
+    stage_share = sp.Rational(-(-model.num_layers // workload.pp), model.num_layers)
+    workspace = window_occupancy(cache.workspace_bytes, "peak").subs(L, paged) * shard.kv_fraction
+    return per_seq * stage_share + workspace * stage_share

@@ -1,0 +1,118 @@
+"""Phase times for a plan: decode step at (B, L), its closed-form average over a generation, prefill,
+and the pipeline-parallel schedule.
+
+Pipeline (pp stages, m micro-batches of B/m sequences): one decode step for all B sequences takes
+(m + pp - 1) stage-times of a micro-batch (the bubble is the pp - 1), a stage-time being the whole-model
+time for B/m sequences over pp plus one activation hand-off (B/m x d x act bytes over the link).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from roofline.costmodel import Graph, Roofline, build_graph
+from roofline.methods import CacheModel
+from roofline.specs import Hardware, Model, Workload
+from roofline.symbols import B, L, P
+from roofline.symbols import lambdify as compile_expr
+
+
+@dataclass
+class PhaseModel:
+    """Compiled decode and prefill times of one (model, method, hardware, workload) on its GPUs."""
+
+    model: Model
+    hardware: Hardware
+    workload: Workload
+    cache: CacheModel
+    roofline: Roofline
+    decode: Graph
+    decode_mean: Graph
+    prefill: Graph
+
+    @classmethod
+    def build(cls, model: Model, hardware: Hardware, workload: Workload, cache: CacheModel,
+              roofline: Roofline | None = None) -> PhaseModel:
+        kw = dict(tp=workload.tp, weight_dtype=workload.weight_dtype, compute_dtype=workload.compute_dtype,
+                  act_bytes=workload.activation_bytes)
+        roof = roofline or Roofline(hardware, tp=workload.tp)
+        return cls(model, hardware, workload, cache, roof,
+                   build_graph(model, cache, "decode", **kw),
+                   build_graph(model, cache, "decode", occupancy="mean", **kw),
+                   build_graph(model, cache, "prefill", **kw))
+
+    def _handoff(self, seqs) -> float:
+        """Activation transfer between pipeline stages for `seqs` sequences (scale-up link, else out)."""
+        link = self.hardware.scale_up or self.hardware.scale_out
+        if self.workload.pp == 1 or link is None:
+            return 0.0
+        return float(seqs * self.model.hidden_size * self.workload.activation_bytes / link.bytes_per_s
+                     + link.latency_s)
+
+    def pipeline(self, whole_model_time, batch) -> float:
+        """Step time with pp stages and m micro-batches (whole_model_time: a function of sequences)."""
+        pp, m = self.workload.pp, min(self.workload.micro_batches, batch)
+        if pp == 1:
+            return float(whole_model_time(batch))
+        micro = batch / m
+        stage = float(whole_model_time(micro)) / pp + self._handoff(micro)
+        return (m + pp - 1) * stage
+
+    def decode_time(self, batch: int, context: int) -> float:
+        """TPOT: one decode step for `batch` sequences at `context` cached tokens."""
+        expr = self.roofline.time(self.decode).subs(L, context)
+        return self.pipeline(lambda b: expr.subs(B, b), batch)
+
+    def decode_time_fn(self):
+        """numpy function (B, L) -> whole-model decode time (no pipeline), for sweeps and bisection."""
+        return compile_expr([B, L], self.roofline.time(self.decode))
+
+    def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
+        """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
+        time over L (residual windows at their mean fill), in closed form per op, divided by `tokens`."""
+        if tokens <= 0:
+            return self.decode_time(batch, start)
+
+        def whole(b) -> float:
+            total = sp.Integer(0)
+            for op in self.decode_mean.ops:
+                t = self.roofline.op_times(op).total.subs(B, b)
+                if L not in t.free_symbols:
+                    total += op.count * t * tokens
+                    continue
+                piecewise = sp.piecewise_fold(t.rewrite(sp.Piecewise))
+                total += op.count * sp.integrate(piecewise, (L, start, start + tokens))
+            return float(total) / tokens
+
+        return self.pipeline(whole, batch)
+
+    def prefill_time(self, batch: int, prompt: int) -> float:
+        """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
+        weights once per chunk."""
+        chunk = self.workload.prefill_chunk_tokens or 8192
+        chunks = -(-batch * prompt // chunk)
+        total = sp.Integer(0)
+        for op in self.prefill.ops:
+            if "weights" in op.traffic and chunks > 1:
+                extra = dict(op.traffic)
+                extra["weights"] = extra["weights"] * chunks
+                op = type(op)(op.name, op.group, op.count, op.matmul_flops, op.vector_flops, extra, op.dtype,
+                              op.source, op.comm_bytes)
+            total += op.count * self.roofline.op_times(op).total
+        expr = total.subs(P, prompt)
+        return self.pipeline(lambda b: expr.subs(B, b), batch)
+
+    def dominant(self, phase: str, batch: int, context: int) -> dict:
+        """The op taking the most time in a phase, its share, and the phase's bound."""
+        graph = self.decode if phase == "decode" else self.prefill
+        rows = self.roofline.evaluate(graph, {B: batch, L: context, P: context})
+        total = sum(r["count"] * r["time_s"] for r in rows) or 1.0
+        top = max(rows, key=lambda r: r["count"] * r["time_s"])
+        compute = sum(r["count"] * r["compute_s"] for r in rows)
+        memory = sum(r["count"] * r["memory_s"] for r in rows)
+        comm = sum(r["count"] * r["comm_s"] for r in rows)
+        bound = max((("compute", compute), ("memory", memory), ("communication", comm)), key=lambda x: x[1])[0]
+        return {"bound": bound, "dominant_op": top["name"], "dominant_share": top["count"] * top["time_s"] / total,
+                "dominant_bound": top["bound"], "compute_s": compute, "memory_s": memory, "comm_s": comm}
