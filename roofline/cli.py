@@ -201,6 +201,10 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kv)
 
+    from roofline.cli_plan import add_plan_parser
+
+    add_plan_parser(sub, positive_int, positive_float)
+
     p = sub.add_parser("limits", help="closed-form limits of compute-for-memory methods")
     p.add_argument("which", choices=["remat"], help="remat: XQuant's rematerialization limit (Eq. 3/4)")
     p.add_argument("--model", default="Llama-3.1-8B")

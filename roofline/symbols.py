@@ -59,14 +59,19 @@ def window_occupancy(expr, how: str):
 
     'exact': unchanged; 'peak': Min(x, R - 1), the most the window ever holds, so bytes never decrease
     with the context (what capacity planning must reserve); 'mean': Min(x, (R - 1)/2), its average over
-    a block (what a decode step reads on average, and what integrates in closed form).
+    a block (what a decode step reads on average, and what integrates in closed form), and ceil-divs at
+    their mean too.
     """
     if how == "exact":
         return expr
     if how not in ("peak", "mean"):
         raise ValueError(f"occupancy: {how!r} is not 'exact', 'peak' or 'mean'")
     top = (lambda b: b - 1) if how == "peak" else (lambda b: (b - 1) / sp.Integer(2))
-    return sp.sympify(expr).replace(sp.Mod, lambda a, b: sp.Min(a, top(b)))
+    expr = sp.sympify(expr).replace(sp.Mod, lambda a, b: sp.Min(a, top(b)))
+    if how == "mean":
+        # ceil(a/b) averages a/b + (b - 1)/(2b) over a: keeps the mean integrable in closed form
+        expr = expr.replace(CeilDiv, lambda a, b: a / b + (b - 1) / (2 * b))
+    return expr
 
 
 def round_up(a, multiple):

@@ -46,6 +46,7 @@ class Roofline:
     hardware: Hardware
     options: RooflineOptions = field(default_factory=RooflineOptions)
     tp: int = 1
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def measured(self):
@@ -84,6 +85,15 @@ class Roofline:
         return hw.scale_out
 
     def op_times(self, op: Op) -> OpTimes:
+        key = id(op)
+        cached = self._memo.get(key)
+        if cached is not None and cached[0] is op:
+            return cached[1]
+        times = self._op_times(op)
+        self._memo[key] = (op, times)
+        return times
+
+    def _op_times(self, op: Op) -> OpTimes:
         zero = sp.Integer(0)
         if op.is_comm:
             link = self.link()
@@ -92,10 +102,11 @@ class Roofline:
             return OpTimes(zero, zero, comm, comm)
         compute = op.matmul_flops / self.matmul_peak(op.dtype) + op.vector_flops / self.vector_peak()
         memory = op.bytes / self.bandwidth()
-        total = sp.Max(compute, memory) if self.options.overlap == "max" else compute + memory
+        # unevaluated Max: sympy's argument comparison is the slow part, and numpy evaluates it anyway
+        total = sp.Max(compute, memory, evaluate=False) if self.options.overlap == "max" else compute + memory
         floor = self.latency_floor()
         if floor:
-            total = sp.Max(total, floor)
+            total = sp.Max(total, floor, evaluate=False)
         return OpTimes(compute, memory, zero, total)
 
     def time(self, graph: Graph) -> sp.Expr:
@@ -134,7 +145,7 @@ class Roofline:
 
 
 def _scalar(expr, values) -> float:
-    value = sp.sympify(expr).subs(values)
+    value = sp.sympify(expr).xreplace({k: sp.sympify(v) for k, v in values.items()})
     if value.free_symbols:
         raise ValueError(f"evaluate: no value for {sorted(map(str, value.free_symbols))}")
     return float(value)

@@ -113,6 +113,7 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
     if zack is not None:  # ZACK's heterogeneous heads: the attention kernel's SM imbalance (§5.3)
         tpot, tpot_avg, tpot_max_batch = (t * _attention_slowdown(phases, zack, model, hardware, n, ctx)
                                           for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
+    decode = phases.dominant("decode", b, ctx)
     result.data = {
         **capacity,
         "effective_bits": float(cache.effective_bits().subs(L, ctx)),
@@ -120,8 +121,7 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
         "prefill_s": ttft, "ttft_s": ttft,
         "decode_step_s": tpot, "tpot_s": tpot, "tpot_avg_s": tpot_avg,
         "tokens_per_s": b / tpot, "tokens_per_s_max_batch": mb / tpot_max_batch if mb else 0.0,
-        "decode": phases.dominant("decode", b, ctx), "prefill": phases.dominant("prefill", b, prompt),
-        "bound": phases.dominant("decode", b, ctx)["bound"],
+        "decode": decode, "prefill": phases.dominant("prefill", b, prompt), "bound": decode["bound"],
         "limits": _method_limits(model, hardware, workload, method, cache, ctx),
     }
     if not capacity["fits"]:
