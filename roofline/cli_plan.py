@@ -116,8 +116,9 @@ def _ctx(n: float) -> str:
 def plan_text(result: dict[str, Any]) -> str:
     w = result["workload"]
     first = result["results"][0]["memory"]
+    prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
     head = (f"{result['model']} on {result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}): "
-            f"batch {w['batch']}, context {w['context_tokens']:,}, prompt {w['prompt_tokens'] or w['context_tokens'] - w['generated_tokens']:,}, "
+            f"batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
             f"generated {w['generated_tokens']:,}\n"
             f"memory per GPU: {display.gib(first['capacity_bytes'])} x {w['gpu_memory_utilization']} usable; weights "
             f"{display.gib(first['weights_bytes'])}, activations {display.gib(first['activations_bytes'])}, "
@@ -131,7 +132,8 @@ def plan_text(result: dict[str, Any]) -> str:
         rows.append([r["method"], f"{r['effective_bits']:.2f}", display.gib(r["kv_bytes_per_sequence"]),
                      _ctx(r["max_context"]), f"{r['max_batch']:,}", display.seconds(r["ttft_s"]),
                      display.seconds(r["tpot_s"]), display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}",
-                     f"{r['tokens_per_s_max_batch']:,.0f}", f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"])
+                     f"{r['tokens_per_s_max_batch']:,.0f}",
+                     f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"])
         limits = r["limits"]
         if "remat_limit_tokens" in limits:
             notes.append(f"{r['method']}: remat stays memory-bound up to {_ctx(round(limits['remat_limit_tokens']))}"

@@ -178,7 +178,8 @@ def _label_attention(ax, points) -> None:
     for i, p in enumerate(attention):
         ax.annotate(p["label"], (p["intensity"], p["flops_per_s"]), xytext=(0.62, 0.44 - i * step),
                     textcoords="axes fraction", fontsize=8.5, color=colours[p["method"]], va="center",
-                    arrowprops=dict(arrowstyle="-", color=colours[p["method"]], lw=0.8, shrinkB=5, alpha=0.8))
+                    arrowprops=dict(arrowstyle="-", color=colours[p["method"]], lw=0.8, shrinkA=2, shrinkB=5,
+                                    relpos=(0.0, 0.5), alpha=0.8))
 
 
 def _legends(ax, points) -> None:
