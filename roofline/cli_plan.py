@@ -72,9 +72,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     workload = _workload(args)
     specs = args.method or sorted(presets())
     methods = [parse_method(s) for s in specs]
-    result = plan(model, hardware, workload, methods)
-    if args.fewest_gpus or args.tpot_target_ms:
-        _extras(result, model, hardware, workload, methods, args)
+    if args.fewest_gpus:
+        result = _plan_on_fewest_gpus(model, hardware, workload, methods)
+    else:
+        result = plan(model, hardware, workload, methods)
+    if args.tpot_target_ms:
+        _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)
     if args.plot:
         from roofline.plots import write_plots
 
@@ -94,19 +97,30 @@ def _json_default(value):
     return str(value)
 
 
-def _extras(result, model, hardware, workload, methods, args) -> None:
-    from roofline.planner.inversions import max_batch_for_tpot, max_context_for_tpot
+def _plan_on_fewest_gpus(model, hardware, workload, methods) -> dict[str, Any]:
+    """Each method planned on the fewest GPUs of this kind that hold its batch at the context."""
+    from roofline.planner import plan_method
     from roofline.planner.parallel import fewest_gpus
 
+    rows = []
+    for method in methods:
+        fit = fewest_gpus(model, hardware, workload, method)
+        row = plan_method(model, hardware, fit["workload"], method).as_dict()
+        row["fewest_gpus"] = {k: fit[k] for k in ("gpus", "tp", "pp", "nodes")}
+        rows.append(row)
+    return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
+            "gpus": max(r["fewest_gpus"]["gpus"] for r in rows), "results": rows}
+
+
+def _sla(result, model, hardware, workload, methods, target: float) -> None:
+    from roofline.planner.inversions import max_batch_for_tpot, max_context_for_tpot
+
     for row, method in zip(result["results"], methods, strict=True):
-        if args.fewest_gpus:
-            fit = fewest_gpus(model, hardware, workload, method)
-            row["fewest_gpus"] = {k: fit[k] for k in ("gpus", "tp", "pp", "nodes")}
-        if args.tpot_target_ms:
-            target = args.tpot_target_ms / 1e3
-            row["sla"] = {"tpot_target_s": target,
-                          "max_context": max_context_for_tpot(model, hardware, workload, method, target),
-                          "max_batch": max_batch_for_tpot(model, hardware, workload, method, target)}
+        fit = row.get("fewest_gpus")
+        w = workload.model_copy(update={"tp": fit["tp"], "pp": fit["pp"]}) if fit else workload
+        row["sla"] = {"tpot_target_s": target,
+                      "max_context": max_context_for_tpot(model, hardware, w, method, target),
+                      "max_batch": max_batch_for_tpot(model, hardware, w, method, target)}
 
 
 def _ctx(n: float) -> str:
@@ -117,7 +131,9 @@ def plan_text(result: dict[str, Any]) -> str:
     w = result["workload"]
     first = result["results"][0]["memory"]
     prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
-    head = (f"{result['model']} on {result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}): "
+    where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
+             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']})")
+    head = (f"{result['model']} on {where}: "
             f"batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
             f"generated {w['generated_tokens']:,}\n"
             f"memory per GPU: {display.gib(first['capacity_bytes'])} x {w['gpu_memory_utilization']} usable; weights "

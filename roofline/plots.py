@@ -184,6 +184,8 @@ def _label_attention(ax, points) -> None:
 
 def _legends(ax, points) -> None:
     methods = _methods(points)
+    if not methods:
+        return
     handles = [Line2D([], [], ls="none", marker="o", mfc="none", mec=f"C{i % 10}", mew=1.6, ms=8, label=m)
                for i, m in enumerate(methods)]
     first = ax.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(1.01, 1.0),
@@ -233,18 +235,18 @@ def memory_figure(plan: dict) -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ys = list(range(len(results)))[::-1]
-    present = [k for k, _, _ in SEGMENTS if any(s[k] > 0 for s in segs)]
+    left = [0.0] * len(results)
     for key, name, colour in SEGMENTS:
-        if key not in present:
-            continue
-        left = [sum(s[k] for k, _, _ in SEGMENTS[:[x[0] for x in SEGMENTS].index(key)]) / GIB for s in segs]
         widths = [s[key] / GIB for s in segs]
+        if not any(widths):
+            continue
         bars = ax.barh(ys, widths, left=left, height=0.6, color=colour, edgecolor="white", linewidth=0.6,
                        label=name, gid=f"segment-{key}")
         for bar, r in zip(bars, results, strict=True):
             bar.set_gid(f"segment-{key}-{r['method']}")
         texts = [f"{w:.1f}" if w >= 0.04 * capacity / GIB else "" for w in widths]
         ax.bar_label(bars, labels=texts, label_type="center", fontsize=8, color="black")
+        left = [a + w for a, w in zip(left, widths, strict=True)]
     ax.axvline(capacity / GIB, color="black", lw=1.5, gid="capacity")
     ax.axvline(usable / GIB, color="black", lw=1, ls="--", gid="usable")
     ax.set_yticks(ys, [_bar_label(r) for r in results])

@@ -116,3 +116,62 @@ def test_console_script_runs_as_a_module() -> None:
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert "2,097,152 bytes" in result.stdout  # 16 x 131,072
+
+
+# ---- plan and limits ------------------------------------------------------------------------------------
+
+PLAN_KEYS = {"method", "max_context", "max_batch", "decode_step_s", "prefill_s", "tokens_per_s", "bound",
+             "kv_bytes", "memory", "tpot_s", "tpot_avg_s", "ttft_s", "tokens_per_s_max_batch", "limits",
+             "effective_bits", "warnings"}
+
+
+def test_plan_json_contract(capsys) -> None:
+    code, out, err = run(capsys, "plan", "--method", "kivi-2", "--method", "xquant-2", "--batch", "4",
+                         "--context", "16384", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["model"] == "Llama-3.1-8B" and data["hardware"] == "H100-SXM"
+    assert [r["method"] for r in data["results"]] == ["kivi-2", "xquant-2"]
+    for row in data["results"]:
+        assert PLAN_KEYS <= set(row)
+        assert {"weights_bytes", "kv_pool_bytes", "kv_parts_bytes"} <= set(row["memory"])
+    assert "remat_limit_tokens" in data["results"][1]["limits"]
+
+
+def test_plan_text_extras(capsys) -> None:
+    code, out, _ = run(capsys, "plan", "--model", "Llama-3.1-70B", "--method", "fp8", "--batch", "8",
+                       "--context", "32768", "--fewest-gpus", "--tpot-target-ms", "50")
+    assert code == 0
+    assert "fewest GPUs that fit" in out and "TPOT <= 50 ms" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["plan", "--utilization", "1.5"], "gpu_memory_utilization"),
+        (["plan", "--model", "Llama-3.1-70B", "--tp", "3", "--method", "bf16"], "tp: 3 does not divide"),
+        (["plan", "--model", "Llama-3.1-405B", "--context", "1", "--method", "bf16"], "not even context 1"),
+        (["plan", "--generated", "100", "--context", "50"], "generated_tokens"),
+        (["plan", "--reserve-gib", "-1"], "--reserve-gib"),
+        (["plan", "--method", "kivi-2+kivi-4"], "both fill it"),
+        (["limits", "remat", "--bits", "nan"], "--bits"),
+        (["limits", "remat", "--hardware", "Z100"], "hardware: unknown name 'Z100'"),
+    ],
+)
+def test_plan_and_limits_bad_input(capsys, argv, needle) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_limits_paper_values_via_cli(capsys) -> None:
+    code, out, _ = run(capsys, "limits", "remat", "--model", "Llama-2-7B", "--paper-assumptions", "--json")
+    assert code == 0 and round(json.loads(out)["limit_tokens"]) == 2281
+    code, out, _ = run(capsys, "limits", "remat", "--model", "Llama-3.1-8B", "--paper-assumptions")
+    assert code == 0 and "40,627 tokens (40.6K)" in out
+
+
+def test_plan_warns_past_max_positions(capsys) -> None:
+    code, out, _ = run(capsys, "plan", "--model", "Phi-3-mini", "--method", "bf16", "--batch", "1",
+                       "--context", "8192")
+    assert code == 0 and "exceeds Phi-3-mini's max_position_embeddings 4,096" in out

@@ -1,0 +1,192 @@
+"""The capacity planner pinned on hand-computed cases, and its properties (issue 5)."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.catalogue import load_hardware, load_model
+from roofline.costmodel import Roofline, build_graph
+from roofline.errors import RooflineError, SpecError
+from roofline.loading import validate
+from roofline.methods import parse_method
+from roofline.planner import plan_method
+from roofline.planner.parallel import fewest_gpus
+from roofline.specs import Hardware, Workload
+from roofline.symbols import B, L
+
+GIB = 1 << 30
+H100 = load_hardware("H100-SXM")
+LLAMA8, LLAMA70, LLAMA405 = load_model("Llama-3.1-8B"), load_model("Llama-3.1-70B"), load_model("Llama-3.1-405B")
+
+
+def test_single_gpu_capacity_by_hand() -> None:
+    w = Workload(batch=4, context_tokens=8192)
+    r = plan_method(LLAMA8, H100, w, parse_method("bf16")).as_dict()
+    usable = 80 * GIB * 0.9
+    weights = 8_030_261_248 * 2
+    # prefill chunk min(8192, 4 x 8192) x (4d + q + 2kv + 2I) x 2 B, plus fp32 logits of 4 sequences
+    activations = 8192 * (4 * 4096 + 4096 + 2 * 1024 + 2 * 14336) * 2 + 4 * 128_256 * 4
+    pool = usable - GIB - weights - activations
+    assert r["memory"]["kv_pool_bytes"] == pytest.approx(pool)
+    per_seq = 131_072 * 8192
+    assert r["kv_bytes_per_sequence"] == per_seq
+    assert r["max_batch"] == int(pool // per_seq) == 55
+    # largest L with 4 x 131,072 x (L rounded up to pages of 16) <= pool
+    assert r["max_context"] == int(pool / 4 / 131_072) // 16 * 16 == 113_168
+    assert r["fits"] and not r["warnings"]
+
+
+def test_single_gpu_decode_is_bytes_over_bandwidth_when_memory_bound() -> None:
+    w = Workload(batch=4, context_tokens=8192)
+    r = plan_method(LLAMA8, H100, w, parse_method("bf16")).as_dict()
+    graph = build_graph(LLAMA8, parse_method("bf16"), "decode")
+    total_bytes = float(graph.total("bytes").subs({B: 4, L: 8192}))
+    weights = 2 * (8_030_261_248 - 128_256 * 4096) + 4 * 4096 * 2  # all but the embedding table, + 4 rows
+    kv = 4 * 8192 * 131_072
+    assert float(graph.traffic_total("weights").subs({B: 4})) == weights
+    assert float(graph.traffic_total("kv_read").subs({B: 4, L: 8192})) == kv
+    assert weights + kv < total_bytes < (weights + kv) * 1.01  # activations are under 1%
+    assert r["tpot_s"] == pytest.approx(total_bytes / 3.35e12, rel=1e-3)
+    assert r["tokens_per_s"] == pytest.approx(4 / r["tpot_s"])
+    assert r["bound"] == "memory"
+
+
+def test_tp8_70b_by_hand() -> None:
+    w = Workload(batch=32, context_tokens=32_768, tp=8)
+    r = plan_method(LLAMA70, H100, w, parse_method("bf16")).as_dict()
+    # weights: matrices split 8 ways, norms replicated; 70,553,706,496 params, norms 80 x 2 x 8192 + 8192
+    norms = 80 * 2 * 8192 + 8192
+    assert r["memory"]["weights_bytes"] == pytest.approx(2 * ((70_553_706_496 - norms) / 8 + norms))
+    # 8 KV heads over 8 GPUs: one head each: 2 x 128 x 80 layers x 2 B = 40,960 B per token per GPU
+    assert r["kv_bytes_per_sequence"] == 40_960 * 32_768
+    assert r["memory"]["reserve_bytes"] == GIB + GIB // 2
+    # two ring all-reduces per layer of B x d x 2 bytes over NVLink: 2(n-1)/n x bytes / bw + 2(n-1) hops
+    graph = build_graph(LLAMA70, parse_method("bf16"), "decode", tp=8)
+    roof = Roofline(H100, tp=8)
+    (attn_ar,) = [op for op in graph.ops if op.name == "attn_allreduce"]
+    message = 32 * 8192 * 2
+    expected = 2 * 7 / 8 * message / 450e9 + 2 * 7 * 1e-6
+    assert float(roof.op_times(attn_ar).total.subs(B, 32)) == pytest.approx(expected)
+    comm = r["decode"]["comm_s"]
+    assert comm == pytest.approx(160 * expected, rel=1e-9)
+
+
+def test_405b_needs_pipeline_stages() -> None:
+    w = Workload(batch=1, context_tokens=8192)
+    fit = fewest_gpus(LLAMA405, H100, w, parse_method("bf16"))
+    # 405.85 B params x 2 B = 811.7 GB: 8 GPUs (tp 8) hold 101 GB each > 72 GiB usable; tp must divide 128
+    # heads and stay in the 8-GPU NVLink domain, so more GPUs means pipeline stages
+    assert fit["pp"] > 1 and fit["tp"] <= 8
+    assert fit["gpus"] == fit["tp"] * fit["pp"]
+    per_gpu = 405_853_388_800 * 2 / fit["gpus"]
+    assert per_gpu < 80 * GIB * 0.9
+    smaller = fit["gpus"] - 1
+    assert 405_853_388_800 * 2 / smaller > 80 * GIB * 0.9 - 6 * GIB or smaller < 8
+    r = plan_method(LLAMA405, H100, fit["workload"], parse_method("bf16")).as_dict()
+    assert r["fits"]
+    # the pipeline step is (m + pp - 1) stage times: with m = 1 the whole model runs stage after stage
+    assert r["tpot_s"] > 0
+
+
+def test_pipeline_bubble_with_micro_batches() -> None:
+    base = Workload(batch=8, context_tokens=4096, pp=4, micro_batches=1)
+    more = base.model_copy(update={"micro_batches": 8})
+    one = plan_method(LLAMA70, H100, base, parse_method("fp8"))
+    many = plan_method(LLAMA70, H100, more, parse_method("fp8"))
+    # m = 1: 4 stage-times of the whole batch = the whole model; m = 8: 11 stage-times of one sequence each
+    assert many.data["tpot_s"] != one.data["tpot_s"]
+
+
+def test_model_that_does_not_fit_at_context_one() -> None:
+    with pytest.raises(RooflineError, match="does not fit on H100-SXM .*not even context 1"):
+        plan_method(LLAMA405, H100, Workload(batch=1, context_tokens=1), parse_method("bf16"))
+
+
+def test_tp_that_does_not_divide_heads() -> None:
+    with pytest.raises((SpecError, ValueError), match="tp: 3 does not divide the 64 attention heads"):
+        plan_method(LLAMA70, H100, Workload(batch=1, context_tokens=1024, tp=3), parse_method("bf16"))
+
+
+def test_utilization_out_of_range() -> None:
+    with pytest.raises(SpecError, match="gpu_memory_utilization"):
+        validate(Workload, {"context_tokens": 10, "gpu_memory_utilization": 0}, "workload")
+
+
+def test_context_beyond_max_positions_warns() -> None:
+    r = plan_method(load_model("Phi-3-mini"), H100, Workload(batch=1, context_tokens=8192), parse_method("bf16"))
+    assert any("max_position_embeddings" in msg for msg in r.warnings)
+
+
+def test_average_tpot_between_its_ends() -> None:
+    w = Workload(batch=8, context_tokens=65_536, generated_tokens=4096)
+    r = plan_method(LLAMA8, H100, w, parse_method("kivi-2")).as_dict()
+    start = plan_method(LLAMA8, H100, w.model_copy(update={"context_tokens": 61_440, "generated_tokens": 0}),
+                        parse_method("kivi-2")).as_dict()["tpot_s"]
+    assert start * 0.98 <= r["tpot_avg_s"] <= r["tpot_s"] * 1.02
+
+
+# ---- properties ---------------------------------------------------------------------------------------
+
+METHODS = ["bf16", "fp8", "kivi-2", "innerq-base", "xquant-2", "zack-50", "h2o-2048", "kvquant-4", "aquakv-2"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(method=st.sampled_from(METHODS), batch=st.integers(1, 64), more=st.integers(1, 64))
+def test_max_context_never_grows_with_batch(method, batch, more) -> None:
+    from roofline.planner.plan import _capacity
+    from roofline.methods import build_cache
+    from roofline.planner.memory import memory_budget
+
+    cache = build_cache(parse_method(method), LLAMA8)
+    w1 = Workload(batch=batch, context_tokens=4096)
+    w2 = Workload(batch=batch + more, context_tokens=4096)
+    c1 = _capacity(LLAMA8, w1, cache, memory_budget(LLAMA8, H100, w1, cache), batch, 4096)["max_context"]
+    c2 = _capacity(LLAMA8, w2, cache, memory_budget(LLAMA8, H100, w2, cache), batch + more, 4096)["max_context"]
+    assert c2 <= c1
+
+
+@settings(max_examples=10, deadline=None)
+@given(method=st.sampled_from(["kivi", "innerq", "skvq", "kvquant", "xquant"]), bits=st.sampled_from([2, 3]))
+def test_max_context_never_grows_with_bits(method, bits) -> None:
+    from roofline.planner.plan import max_context_by_bits
+
+    w = Workload(batch=8, context_tokens=4096)
+    contexts = max_context_by_bits(LLAMA8, H100, w, parse_method(method), [bits, bits + 1, bits + 2])
+    assert contexts[0] >= contexts[1] >= contexts[2]
+
+
+def _with(hw: Hardware, **changes) -> Hardware:
+    data = hw.model_dump()
+    data.update(changes)
+    return Hardware.model_validate(data)
+
+
+@settings(max_examples=10, deadline=None)
+@given(batch=st.integers(1, 64), factor=st.floats(1.01, 10))
+def test_faster_link_never_slows_tp(batch, factor) -> None:
+    link = H100.scale_up.model_copy(update={"bytes_per_s": H100.scale_up.bytes_per_s * factor})
+    fast = _with(H100, scale_up=link.model_dump())
+    graph = build_graph(LLAMA70, parse_method("bf16"), "decode", tp=8)
+    slow_t = float(Roofline(H100, tp=8).time(graph).subs({B: batch, L: 8192}))
+    fast_t = float(Roofline(fast, tp=8).time(graph).subs({B: batch, L: 8192}))
+    assert fast_t <= slow_t
+
+
+@settings(max_examples=10, deadline=None)
+@given(method=st.sampled_from(METHODS), batch=st.integers(1, 8), context=st.integers(1024, 131_072))
+def test_doubling_bandwidth_never_slows_a_memory_bound_step(method, batch, context) -> None:
+    fast = _with(H100, memory_bytes_per_s=2 * H100.memory_bytes_per_s)
+    graph = build_graph(LLAMA8, parse_method(method), "decode")
+    t1 = float(Roofline(H100).time(graph).subs({B: batch, L: context}))
+    t2 = float(Roofline(fast).time(graph).subs({B: batch, L: context}))
+    assert t2 <= t1
+    rows = Roofline(H100).evaluate(graph, {B: batch, L: context})
+    if all(r["bound"] == "memory" for r in rows if r["bytes"]):
+        assert t2 < t1
+
+
+def test_unbounded_context_with_eviction() -> None:
+    r = plan_method(LLAMA8, H100, Workload(batch=4, context_tokens=8192), parse_method("h2o-2048")).as_dict()
+    assert r["max_context"] == math.inf
