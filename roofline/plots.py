@@ -171,15 +171,22 @@ def _draw_points(ax, points) -> None:
 
 def _label_attention(ax, points) -> None:
     """Name the attention points (the ops a KV method changes) from a column in the empty lower right,
-    highest point first so that the leader lines do not cross."""
+    highest point first. The column stands right of the points when they lie left of it (leader lines from
+    the labels' left ends), else left of them (from the right ends), so no line crosses a label."""
     colours = {m: f"C{i % 10}" for i, m in enumerate(_methods(points))}
     attention = sorted((p for p in points if p.get("kind") == "attention"), key=lambda p: -p["flops_per_s"])
-    step = min(0.055, 0.42 / max(len(attention), 1))
+    if not attention:
+        return
+    to_axes = ax.transScale + ax.transLimits  # data -> axes fraction, before any layout
+    xs = sorted(to_axes.transform((p["intensity"], p["flops_per_s"]))[0] for p in attention)
+    right_of_points = xs[-1] < 0.55
+    x_text, ha, relpos = (0.62, "left", (0.0, 0.5)) if right_of_points else (xs[0] - 0.06, "right", (1.0, 0.5))
+    step = min(0.055, 0.42 / len(attention))
     for i, p in enumerate(attention):
-        ax.annotate(p["label"], (p["intensity"], p["flops_per_s"]), xytext=(0.62, 0.44 - i * step),
-                    textcoords="axes fraction", fontsize=8.5, color=colours[p["method"]], va="center",
+        ax.annotate(p["label"], (p["intensity"], p["flops_per_s"]), xytext=(x_text, 0.44 - i * step),
+                    textcoords="axes fraction", fontsize=8.5, color=colours[p["method"]], va="center", ha=ha,
                     arrowprops=dict(arrowstyle="-", color=colours[p["method"]], lw=0.8, shrinkA=2, shrinkB=5,
-                                    relpos=(0.0, 0.5), alpha=0.8))
+                                    relpos=relpos, alpha=0.8))
 
 
 def _legends(ax, points) -> None:

@@ -135,9 +135,9 @@ METHODS = ["bf16", "fp8", "kivi-2", "innerq-base", "xquant-2", "zack-50", "h2o-2
 @settings(max_examples=15, deadline=None)
 @given(method=st.sampled_from(METHODS), batch=st.integers(1, 64), more=st.integers(1, 64))
 def test_max_context_never_grows_with_batch(method, batch, more) -> None:
-    from roofline.planner.plan import _capacity
     from roofline.methods import build_cache
     from roofline.planner.memory import memory_budget
+    from roofline.planner.plan import _capacity
 
     cache = build_cache(parse_method(method), LLAMA8)
     w1 = Workload(batch=batch, context_tokens=4096)
