@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -279,8 +279,10 @@ def _save_all(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
         for name, fig in figures.items():
             for fmt in ("png", "svg"):
                 target = out_dir / f"{name}.{fmt}"
-                fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{target.name}.", suffix=".tmp")
-                temps.append((Path(tmp), target))
+                tmp = out_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+                # os.open with 0o666 keeps the umask's permissions (mkstemp would leave the file 0600)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                temps.append((tmp, target))
                 with os.fdopen(fd, "wb") as fh:
                     fig.savefig(fh, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
         for tmp, target in temps:
