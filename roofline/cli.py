@@ -175,6 +175,42 @@ def _limits_text(r: dict[str, Any]) -> str:
     return text + (f"\n\n{note}" if note else "")
 
 
+# ---- claims ----------------------------------------------------------------------------------------
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from roofline.claims import claims
+
+    emit(claims(), args.json, _claims_text)
+    return 0
+
+
+def _fmt_value(value: Any, unit: str) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_fmt_value(v, "") for v in value) + "]" + (f" {unit}" if unit else "")
+    if isinstance(value, float):
+        text = f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+    elif isinstance(value, int):
+        text = f"{value:,}"
+    else:
+        text = str(value)
+    return f"{text} {unit}".strip()
+
+
+def _claims_text(rows: list[dict[str, Any]]) -> str:
+    blocks = []
+    for c in rows:
+        blocks.append(f"[{c['verdict']}] {c['id']} — {c['seed']}, {c['section']}\n"
+                      f"  claim:    {c['statement']}\n"
+                      f"  computed: {_fmt_value(c['computed'], c.get('unit', ''))}\n"
+                      f"  assumes:  {c['assumptions']}\n"
+                      f"  why:      {c['detail']}")
+    counts: dict[str, int] = {}
+    for c in rows:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    summary = "; ".join(f"{n} {v}" for v, n in counts.items())
+    return "\n\n".join(blocks) + f"\n\n{len(rows)} claims: {summary}"
+
+
 # ---- parser ----------------------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -204,6 +240,10 @@ def build_parser() -> Parser:
     from roofline.cli_plan import add_plan_parser
 
     add_plan_parser(sub, positive_int, positive_float)
+
+    p = sub.add_parser("claims", help="the seed papers' headline claims, computed, with verdicts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("limits", help="closed-form limits of compute-for-memory methods")
     p.add_argument("which", choices=["remat"], help="remat: XQuant's rematerialization limit (Eq. 3/4)")

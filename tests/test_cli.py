@@ -175,3 +175,14 @@ def test_plan_warns_past_max_positions(capsys) -> None:
     code, out, _ = run(capsys, "plan", "--model", "Phi-3-mini", "--method", "bf16", "--batch", "1",
                        "--context", "8192")
     assert code == 0 and "exceeds Phi-3-mini's max_position_embeddings 4,096" in out
+
+
+def test_claims_cli(capsys) -> None:
+    code, out, _ = run(capsys, "claims", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    ids = {r["id"] for r in rows}
+    assert {"skvq-1m-context", "skvq-7x-decode", "xquant-remat-2.3k", "xquant-remat-40.6k", "aquakv-15gb",
+            "aquakv-42.9gb", "aquakv-500x", "innerq-table3-bits"} <= ids
+    code, out, _ = run(capsys, "claims")
+    assert code == 0 and "claims:" in out.splitlines()[-1]
