@@ -1,6 +1,7 @@
 """python -m validate bench | compare | calibrate  (bad input: one line on stderr, exit status 2).
 
   bench     [--family F ...] [--quick] [--out FILE]     measure on this GPU -> validate/results/<device>.json
+                                                       (<device>-quick.json with --quick)
   compare   [--results FILE] [--hardware NAME|PATH] [--json]
                                                        predicted vs measured; without --results, every
                                                        committed file in validate/results/
@@ -30,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measure every case on this GPU")
     b.add_argument("--family", action="append", help="family to run (repeatable; default: all)")
     b.add_argument("--quick", action="store_true", help="a few cases per family")
-    b.add_argument("--out", type=Path, help="results file (default validate/results/<device>.json)")
+    b.add_argument("--out", type=Path, help="results file (default validate/results/<device>[-quick].json)")
     c = sub.add_parser("compare", help="predicted vs measured for a results file")
     c.add_argument("--results", type=Path, help="results file (default: every file in validate/results)")
     c.add_argument("--hardware", help="catalogue name or spec path (default: from the device name)")

@@ -5,6 +5,8 @@
     gemm_flops_per_s   2 M N K / time per dtype measured (fp8 absent when it was skipped)
     launch_latency_s   the empty-kernel launch time
     bandwidth_curve    every read case as (bytes, bytes / time), by size
+    memory_latency_s,  alpha and 1/beta of time = alpha + bytes / stream_bytes_per_s fitted to every read
+    stream_bytes_per_s case by least squares on relative residuals (a latency-bandwidth law)
 The YAML file is rewritten as text: its `measured:` block (if any) is replaced and every other line,
 comments included, is kept; the result is validated as a Hardware spec before an atomic rename.
 """
@@ -40,6 +42,23 @@ def stream_bandwidth(results: dict, kind: str = "read") -> float | None:
     return statistics.median(_rate(r) for r in rows[-LARGEST_SIZES:]) if rows else None
 
 
+def latency_bandwidth_fit(results: dict) -> tuple[float, float]:
+    """(alpha_s, bytes_per_s) minimizing sum(((alpha + S/bw) - t) / t)^2 over the read cases: linear least
+    squares in (alpha, 1/bw) after dividing each equation by its measured time."""
+    import numpy as np
+
+    rows = _stream_rows(results, "read")
+    if len(rows) < 2:
+        raise ResultsError("calibrate: the latency-bandwidth fit needs at least two read sizes")
+    sizes = np.array([r["bytes"] for r in rows], dtype=float)
+    times = np.array([r["ms"] * 1e-3 for r in rows])
+    design = np.stack([1 / times, sizes / times], axis=1)
+    (alpha, inverse_bw), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
+    if alpha <= 0 or inverse_bw <= 0:
+        raise ResultsError(f"calibrate: latency-bandwidth fit is not physical (alpha {alpha}, 1/bw {inverse_bw})")
+    return float(alpha), float(1 / inverse_bw)
+
+
 def measured_section(results: dict, source: str) -> dict:
     """The `measured:` mapping for roofline.specs.Measured, from a results file's ceilings cases."""
     env = results["env"]
@@ -63,6 +82,8 @@ def measured_section(results: dict, source: str) -> dict:
         "copy_bytes_per_s": _sig(copy),
         "gemm_flops_per_s": {dtype: _sig(v) for dtype, v in sorted(gemm.items())},
         "launch_latency_s": _sig(launch[0]["ms"] * 1e-3),
+        "memory_latency_s": _sig(latency_bandwidth_fit(results)[0]),
+        "stream_bytes_per_s": _sig(latency_bandwidth_fit(results)[1]),
         "bandwidth_curve": [[int(r["bytes"]), _sig(_rate(r))] for r in _stream_rows(results, "read")],
         "source": source,
     }

@@ -197,7 +197,8 @@ def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callabl
     if not torch.cuda.is_available():
         raise RuntimeError("bench: no CUDA device visible to torch")
     env = environment()
-    out = out or RESULTS_DIR / f"{device_slug(env['device'])}.json"
+    # a quick run never overwrites the committed full grid of the same device
+    out = out or RESULTS_DIR / f"{device_slug(env['device'])}{'-quick' if quick else ''}.json"
     results = {"env": {**env, "quick": quick}, "cases": []}
     plan = [(family, case) for family in families for case in family.cases(quick)]
     log(f"bench: {len(plan)} cases on {env['device']} -> {out}")

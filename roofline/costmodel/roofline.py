@@ -2,12 +2,15 @@
 
 For an op with matmul FLOPs F_m (at its dtype), vector FLOPs F_v and bytes M:
     t_compute = F_m / (peak_dtype * e_gemm) + F_v / peak_fp32
-    t_memory  = M / (bandwidth * e_mem)
+    t_memory  = alpha + M / bandwidth
     t         = max(t_compute, t_memory)          (overlap "max": compute hides under memory or vice versa)
               = t_compute + t_memory              (overlap "sum": no overlap)
     t         = max(t, launch latency)            (a kernel never takes less than its launch)
-e_gemm, e_mem and the launch latency come from the hardware's measured section when it has one
-(and `use_measured`), else 1, 1 and 0: the pure datasheet roofline.
+e_gemm (measured GEMM rate over peak), the bandwidth, alpha and the launch latency come from the
+hardware's measured section when it has one (and `use_measured`): the bandwidth and alpha are the fit
+time = alpha + bytes / bandwidth of the streaming-read microbenchmark over every size measured (a
+latency-bandwidth law, one per device, no per-kernel fitting). Without it: peak, datasheet bandwidth,
+alpha = 0, no floor — the pure datasheet roofline.
 All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency.
 """
 
@@ -53,9 +56,17 @@ class Roofline:
         return self.hardware.measured if self.options.use_measured else None
 
     def bandwidth(self) -> float:
-        """Effective memory bandwidth, bytes/s (measured streaming read when calibrated)."""
+        """Effective memory bandwidth, bytes/s: the fitted streaming bandwidth when calibrated (else the
+        measured large-size read, else the datasheet)."""
         m = self.measured
-        return m.read_bytes_per_s if m is not None else self.hardware.memory_bytes_per_s
+        if m is None:
+            return self.hardware.memory_bytes_per_s
+        return m.stream_bytes_per_s or m.read_bytes_per_s
+
+    def memory_latency(self) -> float:
+        """alpha of the measured latency-bandwidth law (0 when not calibrated)."""
+        m = self.measured
+        return m.memory_latency_s or 0.0 if m is not None else 0.0
 
     def matmul_peak(self, dtype: str) -> float:
         m = self.measured
@@ -102,6 +113,9 @@ class Roofline:
             return OpTimes(zero, zero, comm, comm)
         compute = op.matmul_flops / self.matmul_peak(op.dtype) + op.vector_flops / self.vector_peak()
         memory = op.bytes / self.bandwidth()
+        alpha = self.memory_latency()
+        if alpha and op.bytes != 0:
+            memory = alpha + memory
         # unevaluated Max: sympy's argument comparison is the slow part, and numpy evaluates it anyway
         total = sp.Max(compute, memory, evaluate=False) if self.options.overlap == "max" else compute + memory
         floor = self.latency_floor()

@@ -55,6 +55,11 @@ class Measured(Spec):
         description="Achieved dense GEMM throughput per dtype on large random matrices, FLOP/s."
     )
     launch_latency_s: PositiveFloat = Field(description="Time of an empty kernel launch, seconds.")
+    memory_latency_s: PositiveFloat | None = Field(
+        None, description="alpha of the streaming-read curve fitted as time = alpha + bytes / stream_bytes_per_s "
+        "(relative least squares over every measured size): a kernel's ramp-up and drain, seconds.")
+    stream_bytes_per_s: PositiveFloat | None = Field(
+        None, description="1/beta of that fit: the bandwidth a streaming kernel sustains across sizes, bytes/s.")
     bandwidth_curve: list[tuple[PositiveInt, PositiveFloat]] = Field(
         default_factory=list,
         description="Streaming-read bandwidth against bytes moved: (bytes, bytes_per_s) pairs.",

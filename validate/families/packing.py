@@ -6,14 +6,15 @@ roofline (the GPU box has no pydantic); tests assert that `layout_bytes` equals 
 head_dim D, context L, split as roofline's `_full_precision_tokens` does into S sinks, nq quantized tokens
 and r recent fp16 tokens (nq = L - S - r):
 
-    codes    int32  [B, H, nq*b/32, D]  groups along tokens (packed along tokens)
-                    [B, H, D*b/32, nq]  groups along channels (packed along channels, token-contiguous)
-    scale    fp16|fp8 [B, H, nq/G, D] or [B, H, D/G, nq];  zero likewise (asymmetric and hybrid only)
+    codes    uint8  [B, H, nq*b/8, D]  groups along tokens: byte row r holds tokens r*8/b.. of each channel
+                    [B, H, nq, D*b/8]  groups along channels: a token's row of bytes (token-major)
+    scale    fp16|fp8 [B, H, nq/G, D] or [B, H, nq, D/G];  zero likewise (asymmetric and hybrid only)
     sinks    fp16   [B, H, S, D];   window  fp16  [B, H, r, D]
 
 so data = B*H*nq*D*b/8, metadata = B*H*nq*D/G*(scale + zero bytes), window = B*H*r*D*2, sinks = B*H*S*D*2.
 Codes are bit planes: b = a + c with a the largest power of two <= b; plane A holds the low a bits
-(32/a codes per word), plane B (rows after plane A) the high c bits, so 3-bit codes cost exactly 3 bits.
+(8/a codes per byte, code k at bits k*a), plane B (after plane A along the packed axis) the high c bits,
+so 3-bit codes cost exactly 3 bits.
 Dequantization: x = s*(u - 2^(b-1)) symmetric, s*u + z asymmetric, |s|*u + (s<0 ? z : -|s|*2^(b-1))
 hybrid (InnerQ §4.1.2: the scale's sign bit flags an asymmetric group; the zero matrix is dense).
 """
@@ -148,13 +149,13 @@ def tensor_shapes(t: TensorRecipe, batch: int, heads: int, context: int, dim: in
     sinks, nq, recent = t.split(context)
     a, c = t.planes
     packed = nq if t.along == "tokens" else dim
-    if packed * a % 32 or packed * c % 32 or dim % t.group:
-        raise ValueError(f"group_size: {t.bits}-bit codes along {t.along} need {packed} divisible by 32 "
-                         f"words and G = {t.group} dividing head_dim {dim}")
-    words = packed * t.storage_bits // 32
-    codes = (batch, heads, words, dim) if t.along == "tokens" else (batch, heads, words, nq)
-    meta = (batch, heads, nq // t.group, dim) if t.along == "tokens" else (batch, heads, dim // t.group, nq)
-    shapes = {"codes": ("data", codes, torch.int32), "scale": ("metadata", meta, META_DTYPES[t.meta])}
+    if packed * a % 8 or packed * c % 8 or dim % t.group:
+        raise ValueError(f"group_size: {t.bits}-bit codes along {t.along} need {packed} to fill whole bytes "
+                         f"and G = {t.group} dividing head_dim {dim}")
+    row_bytes = packed * t.storage_bits // 8
+    codes = (batch, heads, row_bytes, dim) if t.along == "tokens" else (batch, heads, nq, row_bytes)
+    meta = (batch, heads, nq // t.group, dim) if t.along == "tokens" else (batch, heads, nq, dim // t.group)
+    shapes = {"codes": ("data", codes, torch.uint8), "scale": ("metadata", meta, META_DTYPES[t.meta])}
     if t.mode != "symmetric":
         shapes["zero"] = ("metadata", meta, META_DTYPES[t.meta])
     shapes["sinks"] = ("sinks", (batch, heads, sinks, dim), torch.float16)
@@ -173,22 +174,22 @@ def layout_bytes(params: dict) -> dict[str, int]:
     return out
 
 
-def pack(u: torch.Tensor, t: TensorRecipe) -> torch.Tensor:
-    """Codes u [..., P, O] (0 <= u < 2^b) packed along P into int32 words [..., P*b/32, O], plane A first."""
+def pack(u: torch.Tensor, t: TensorRecipe, dim: int) -> torch.Tensor:
+    """Codes u (0 <= u < 2^b) packed along `dim` into bytes (P -> P*b/8 along dim), plane A first."""
     a, c = t.planes
-    words = [_pack_plane(u & ((1 << a) - 1), a)]
+    planes = [_pack_plane(u & ((1 << a) - 1), a, dim)]
     if c:
-        words.append(_pack_plane(u >> a, c))
-    return torch.cat(words, dim=-2)
+        planes.append(_pack_plane(u >> a, c, dim))
+    return torch.cat(planes, dim=dim).contiguous()
 
 
-def _pack_plane(u: torch.Tensor, width: int) -> torch.Tensor:
-    """word[w] = sum_k u[w*n + k] << (k*width), n = 32/width codes per word, as int32 (two's complement)."""
-    n = 32 // width
-    *lead, p, o = u.shape
-    shifts = (torch.arange(n, device=u.device, dtype=torch.int64) * width).view(n, 1)
-    word = (u.to(torch.int64).reshape(*lead, p // n, n, o) << shifts).sum(dim=-2)  # [..., P/n, O] < 2^32
-    return torch.where(word >= 2**31, word - 2**32, word).to(torch.int32)
+def _pack_plane(u: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    """byte[w] = sum_k u[w*n + k] << (k*width) along `dim`, n = 8/width codes per byte."""
+    n = 8 // width
+    u = u.movedim(dim, -1).to(torch.int64)
+    shifts = torch.arange(n, device=u.device, dtype=torch.int64) * width
+    byte = (u.reshape(*u.shape[:-1], u.shape[-1] // n, n) << shifts).sum(dim=-1)  # < 256
+    return byte.to(torch.uint8).movedim(-1, dim)
 
 
 def quantize_groups(g: torch.Tensor, dim: int, t: TensorRecipe):
@@ -241,13 +242,12 @@ def quantize(x: torch.Tensor, t: TensorRecipe) -> tuple[QuantTensor, torch.Tenso
     mid = x[:, :, sinks:sinks + nq]
     if t.along == "tokens":
         u, s, z, deq = quantize_groups(mid.reshape(batch, heads, nq // t.group, t.group, dim), 3, t)
-        codes, meta = u.reshape(batch, heads, nq, dim), lambda m: m.squeeze(3)
+        codes, packed_dim, meta = u.reshape(batch, heads, nq, dim), 2, lambda m: m.squeeze(3)  # [B, H, nq/G, D]
     else:
         u, s, z, deq = quantize_groups(mid.reshape(batch, heads, nq, dim // t.group, t.group), 4, t)
-        codes = u.reshape(batch, heads, nq, dim).transpose(2, 3)
-        meta = lambda m: m.squeeze(4).transpose(2, 3)  # noqa: E731  [B, H, D/G, nq]
+        codes, packed_dim, meta = u.reshape(batch, heads, nq, dim), 3, lambda m: m.squeeze(4)  # [B, H, nq, D/G]
     meta_dtype = META_DTYPES[t.meta]
-    tensors = {"codes": pack(codes.to(torch.int64), t), "scale": meta(s).to(meta_dtype).contiguous()}
+    tensors = {"codes": pack(codes.to(torch.int64), t, packed_dim), "scale": meta(s).to(meta_dtype).contiguous()}
     if z is not None:
         tensors["zero"] = meta(z).to(meta_dtype).contiguous()
     tensors["sinks"] = x[:, :, :sinks].to(torch.float16).contiguous()
