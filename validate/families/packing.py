@@ -30,7 +30,6 @@ PARTS = ("data", "metadata", "window", "sinks", "outliers")
 META_DTYPES = {"fp16": torch.float16, "fp8": torch.float8_e4m3fn}
 META_BYTES = {"fp16": 2, "fp8": 1}
 MODES = {"symmetric": 0, "asymmetric": 1, "hybrid": 2}
-FULL_BYTES = 2  # sinks and window are fp16
 
 
 @dataclass(frozen=True)

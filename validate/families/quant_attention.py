@@ -1,11 +1,13 @@
 """Family "quant_attention": GQA decode attention over a quantized KV cache, dequantization fused.
 
 The cache is stored exactly as roofline's TensorQuant counts it (packing.py: codes, scales, zeros, fp16
-sinks and window, bytes by part = `layout_bytes`). Kernel 1 gives each program one KV head of one
-sequence (its GROUP query heads, padded to >= 16 rows for tl.dot) and one part of the context: either a
-chunk of the middle, where both K and V are quantized, or a chunk of the "tail" (the sinks, the fp16
-windows and the tokens where only one of K, V is still fp16). Each part writes the flash-decoding
-partials m, l, acc (log2 domain, as attention_fp16) and attention_fp16.reduce_kernel merges them.
+sinks and window, bytes by part = `layout_bytes`). One program covers one KV head of one sequence (its
+GROUP query heads, padded to >= 16 rows for tl.dot) over one part of the context; two launches of
+quant_decode_kernel cover the parts: TAIL=False the chunks of the middle, where both K and V are
+quantized (packed bytes unpacked in registers with tl.interleave, scales loaded once per group), TAIL=True
+the "tail" (the sinks, the fp16 windows and the tokens where only one of K, V is quantized, dequantized
+element by element). Each part writes the flash-decoding partials m, l, acc (log2 domain, as
+attention_fp16) and attention_fp16.reduce_kernel merges them.
 
 Per group of G elements with dequantization x = a*u + c (packing.py), the middle applies (a, c):
   outer groups (the group runs across the reduction: KIVI's K over tokens, per-token V over channels):

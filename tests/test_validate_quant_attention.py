@@ -1,0 +1,173 @@
+"""quant_attention: fused-dequant decode attention over a KV cache laid out as roofline counts it.
+
+Bytes allocated equal roofline's resident bytes part by part; the Triton kernel (interpreted, tiny
+shapes) matches the torch reference on the same dequantized values and full-precision attention within
+what the bit-width allows; every variant compiles for sm_90 within an H100's shared memory.
+"""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+
+import functools  # noqa: E402
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from roofline.catalogue import load_hardware, load_model  # noqa: E402
+from roofline.methods import build_cache, parse_method  # noqa: E402
+from roofline.symbols import L  # noqa: E402
+from validate.families import packing  # noqa: E402
+from validate.families.attention_fp16 import relative_rms  # noqa: E402
+from validate.families.quant_attention import (  # noqa: E402
+    QuantAttention,
+    attention,
+    case_work,
+    layout_bytes,
+    sm90_spec,
+)
+from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+
+LLAMA3 = load_model("Llama-3.1-8B")
+LAYOUT_SPECS = ["kivi-2", "kivi-4", "kivi-sink-2", "kivi:bits=2,group_size=128", "innerq-base", "innerq-hybrid",
+                "innerq-small", "skvq-k2v2", "skvq-k2v2-fp8", "skvq-k2v1.5", "skvq:group_size=32"]
+
+
+@functools.cache
+def roofline_layer(spec: str):
+    return build_cache(parse_method(spec), LLAMA3).layers[0]
+
+
+def roofline_parts(spec: str, context: int, batch: int) -> dict[str, int]:
+    layer = roofline_layer(spec)
+    assert layer.kv_heads == LLAMA3.num_kv_heads and layer.count == LLAMA3.num_layers
+    parts = dict.fromkeys(packing.PARTS, 0)
+    for tensor in layer.tensors:
+        for part, value in tensor.resident.items():
+            exact = value.subs(L, context)
+            assert exact.is_Integer, f"{spec} {tensor.name} {part} at L={context}: {exact}"
+            parts[part] += batch * int(exact)
+    return parts
+
+
+@pytest.mark.parametrize("spec", LAYOUT_SPECS)
+@pytest.mark.parametrize(("context", "batch"), [(37, 1), (129, 3), (1000, 2), (4096, 1), (5003, 4), (131072, 32)])
+def test_layout_bytes_equal_roofline_resident(spec: str, context: int, batch: int) -> None:
+    params = {"method": spec, "batch": batch, "context": context, "num_kv_heads": LLAMA3.num_kv_heads,
+              "head_dim": LLAMA3.head_dim}
+    assert layout_bytes(params) == roofline_parts(spec, context, batch)
+
+
+@pytest.mark.parametrize("spec", LAYOUT_SPECS)
+def test_allocated_tensors_are_the_layout(spec: str) -> None:
+    batch, heads, context, dim = 2, 2, 300, 128
+    cache = packing.random_cache(packing.recipe(spec), batch, heads, context, dim, generator=torch.Generator())
+    allocated = dict.fromkeys(packing.PARTS, 0)
+    for tensor in (cache.k, cache.v):
+        shapes = packing.tensor_shapes(tensor.recipe, batch, heads, context, dim)
+        assert set(tensor.tensors) == set(shapes)
+        for name, (part, shape, dtype) in shapes.items():
+            got = tensor.tensors[name]
+            assert (tuple(got.shape), got.dtype) == (shape, dtype) and got.is_contiguous(), name
+            allocated[part] += got.numel() * got.element_size()
+    params = {"method": spec, "batch": batch, "context": context, "num_kv_heads": heads, "head_dim": dim}
+    assert allocated == layout_bytes(params)
+
+
+def test_packing_is_dense_and_exact() -> None:
+    # 3-bit codes along tokens: a 2-bit plane (4 per byte) then a 1-bit plane (8 per byte): 3 bytes per 8 codes
+    t = packing.TensorRecipe(bits=3, group=32, along="tokens")
+    u = torch.randint(0, 8, (64, 5), generator=torch.Generator().manual_seed(0))
+    packed = packing.pack(u, t, dim=0)
+    assert packed.shape == (24, 5) and packed.dtype == torch.uint8
+    w, i, col = packed.to(torch.int64), torch.arange(64).view(64, 1), torch.arange(5)
+    low = (w[i // 4, col] >> (2 * (i % 4))) & 3
+    high = (w[16 + i // 8, col] >> (i % 8)) & 1
+    assert torch.equal(low | (high << 2), u)
+
+
+def test_reorder_folded_into_query_and_output_is_exact() -> None:
+    g = torch.Generator().manual_seed(1)
+    k, v = torch.randn(1, 2, 40, 64, generator=g), torch.randn(1, 2, 40, 64, generator=g)
+    q = torch.randn(1, 8, 64, generator=g)
+    pk, pv = packing.reorder_index(k), packing.reorder_index(v)
+    assert not torch.equal(pk, torch.arange(64).expand_as(pk))
+    permuted = packing.attend(packing.permute_channels(q, pk), packing.permute_channels(k, pk),
+                              packing.permute_channels(v, pv))
+    torch.testing.assert_close(packing.unpermute_channels(permuted, pv), packing.attend(q, k, v))
+
+
+# (spec, batch, kv heads, context, head_dim, bound on relative RMS vs full precision). Random Gaussian K, V
+# and a flat softmax are the hard case for low bits (an all-zero output scores 1.0): 2-bit codes leave
+# ~0.4 relative error per element, and the output ~0.7; bounds sit ~25% above what each case measures.
+KERNEL_CASES = [
+    ("kivi:bits=2,residual=32", 2, 2, 100, 64, 0.9),  # K 96 quantized, V 68: a mixed tail
+    ("kivi:bits=4,residual=32,sinks=3", 1, 2, 75, 64, 0.15),
+    ("innerq:sinks=4,window=8", 2, 2, 100, 64, 0.55),  # K3/V3 symmetric, inner groups
+    ("innerq-hybrid:sinks=4,window=8", 1, 2, 300, 128, 0.7),
+    ("innerq:k_bits=4,v_bits=4,v_mode=hybrid,sinks=4,window=8", 1, 2, 100, 64, 0.2),
+    ("skvq:group_size=32,window=16", 2, 2, 37, 64, 0.9),
+    ("skvq:k_bits=4,v_bits=4,meta_dtype=fp8,group_size=32,window=16", 1, 2, 300, 128, 0.2),
+    ("skvq:k_bits=4,v_bits=1.5,group_size=32,window=16", 1, 2, 100, 64, 0.75),  # ternary V in 2-bit slots
+    ("innerq:sinks=4,window=8", 1, 2, 10, 64, 0.01),  # nothing quantized yet: sinks and window only
+]
+
+
+@pytest.mark.parametrize(("spec", "batch", "kv_heads", "context", "dim", "loose"), KERNEL_CASES)
+def test_kernel_matches_reference(spec, batch, kv_heads, context, dim, loose, capsys) -> None:
+    g = torch.Generator().manual_seed(0)
+    spread = torch.exp(0.5 * torch.randn(1, kv_heads, 1, dim, generator=g))  # key channels differ in range
+    k = torch.randn(batch, kv_heads, context, dim, generator=g) * spread
+    v = torch.randn(batch, kv_heads, context, dim, generator=g)
+    q = torch.randn(batch, 4 * kv_heads, dim, generator=g).to(torch.bfloat16)
+    cache = packing.build_cache(k, v, packing.recipe(spec))
+    out, work = torch.full(q.shape, float("nan")), {}
+    attention(q, cache, num_splits=3, out=out, work=work)
+    for buf in ("m", "l", "acc"):  # every partial is rewritten: unwritten ones would poison the output
+        work[buf].fill_(float("nan"))
+    out.fill_(float("nan"))
+    got = attention(q, cache, num_splits=3, out=out, work=work)
+    assert torch.isfinite(out).all()
+    if "hybrid" in spec:  # both kinds of group occur, so both branches of the flag are exercised
+        flags = torch.signbit(cache.v.tensors["scale"])
+        assert flags.any() and not flags.all()
+    tight = relative_rms(got, packing.reference(q, cache))
+    full = relative_rms(got, packing.attend(q, k, v))
+    with capsys.disabled():
+        print(f"\n  {spec} B={batch} Hkv={kv_heads} L={context} D={dim}: vs reference {tight:.2e}, "
+              f"vs full precision {full:.3f}")
+    assert tight < 1e-3
+    assert full < loose
+
+
+def test_every_variant_fits_an_h100_sm() -> None:
+    # KIVI: K outer (token groups) / V outer (channel groups); InnerQ hybrid: K inner 3-bit symmetric /
+    # V inner hybrid; SKVQ fp8: K inner asymmetric / V outer, fp8 metadata; the tail kernel of one
+    specs = [sm90_spec("kivi-2"), sm90_spec("kivi-2", tail=True), sm90_spec("innerq-hybrid"),
+             sm90_spec("skvq-k2v2-fp8")]
+    results = shared_bytes(specs)
+    shared = [(s["constexprs"]["TAIL"], r["shared"]) for s, r in zip(specs, results, strict=True)]
+    print("\n  sm_90 shared bytes (tail?, bytes):", shared)
+    assert all(0 < r["shared"] <= H100_SHARED_BYTES for r in results)
+
+
+def test_cases_grid_and_quick() -> None:
+    family = QuantAttention()
+    full, quick = family.cases(False), family.cases(True)
+    assert len(full) == 5 * 3 * 4 and len(quick) == 5
+    assert {c.params["method"] for c in quick} == {c.params["method"] for c in full}
+    for case in full:
+        json.dumps(case.as_dict())
+        assert sum(layout_bytes(case.params).values()) > 0  # every grid point packs into whole bytes
+
+
+@pytest.mark.parametrize("case", QuantAttention().cases(True), ids=lambda c: c.name)
+def test_kernel_bytes_are_the_roofline_op(case) -> None:
+    # the roofline "attention" op reads the cache once (the layout) plus the query and writes the output
+    p = case.params
+    work = case_work(case)
+    activations = 2 * p["batch"] * p["num_heads"] * p["head_dim"] * 2  # bf16 q in, out
+    assert work["bytes"] == sum(layout_bytes(p).values()) + activations
+    predicted = QuantAttention().predict(case, load_hardware("H200"))
+    assert predicted["bytes"] == work["bytes"] and predicted["time_s"] > 0
