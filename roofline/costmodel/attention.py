@@ -27,7 +27,7 @@ def causal_pairs(prompt, attention) -> sp.Expr:
 
 def method_op(ctx: Ctx, e: ExtraOp, seqs, kvf, method: str) -> Op:
     """A method's per-sequence ExtraOp for `seqs` sequences on this GPU's share `kvf` of the KV heads."""
-    return ctx.op(e.name, source=method,
+    return ctx.op(e.name, source=method, int_ops=seqs * kvf * e.int_ops,
                   matmul_flops=seqs * kvf * e.matmul_flops, vector_flops=seqs * kvf * e.vector_flops,
                   traffic=traffic(weights=kvf * e.weight_bytes, act_read=seqs * kvf * e.act_read_bytes,
                                   act_write=seqs * kvf * e.act_write_bytes, kv_read=seqs * kvf * e.kv_read_bytes,
@@ -41,7 +41,8 @@ def merge(base: Op, extra: list[Op]) -> Op:
         for k, v in e.traffic.items():
             t[k] = t.get(k, 0) + v
     return Op(base.name, base.group, base.count, base.matmul_flops + sum(e.matmul_flops for e in extra),
-              base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source)
+              base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source,
+              int_ops=base.int_ops + sum(e.int_ops for e in extra))
 
 
 def _tensor_reads(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
@@ -52,20 +53,24 @@ def _tensor_dequant(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
     return sp.Add(*(t.dequant_flops for t in layer.tensors if t.name in names))
 
 
+def _tensor_int_ops(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
+    return sp.Add(*(t.dequant_int_ops for t in layer.tensors if t.name in names))
+
+
 def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool) -> list[Op]:
     """QK^T, softmax, PV over the cache for one new token per sequence (flash-decoding when fused)."""
     h, kvf, ab = ctx.shard.heads, ctx.shard.kv_fraction, ctx.act_bytes
     n, qk, vd = layer.tokens, layer.qk_head_dim, layer.v_head_dim
     extras = [method_op(ctx, e, B, kvf, method) for e in layer.decode_ops if e.fused]
     if fused:
-        core = ctx.op("attention", matmul_flops=2 * B * h * n * (qk + vd),
+        core = ctx.op("attention", matmul_flops=2 * B * h * n * (qk + vd), int_ops=B * kvf * layer.attention_int_ops,
                       vector_flops=SOFTMAX_FLOPS * B * h * n + B * kvf * layer.attention_dequant,
                       traffic=traffic(kv_read=B * kvf * layer.attention_reads, act_read=B * h * qk * ab,
                                       act_write=B * h * vd * ab))
         return [merge(core, extras)]
     scores = B * h * n * SCORE_BYTES
     k_names, v_names = ("K", "latent", "X", "XK"), ("V", "XV")
-    qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk,
+    qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk, int_ops=B * kvf * _tensor_int_ops(layer, k_names),
                    vector_flops=B * kvf * _tensor_dequant(layer, k_names),
                    traffic=traffic(kv_read=B * kvf * _tensor_reads(layer, k_names), act_read=B * h * qk * ab,
                                    act_write=scores))
@@ -73,7 +78,7 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
                      traffic=traffic(act_read=scores, act_write=scores))
     pv_reads = _tensor_reads(layer, v_names) if any(t.name in v_names for t in layer.tensors) \
         else _tensor_reads(layer, k_names)  # MLA: PV reads the latent again
-    pv = ctx.op("attn_pv", matmul_flops=2 * B * h * n * vd,
+    pv = ctx.op("attn_pv", matmul_flops=2 * B * h * n * vd, int_ops=B * kvf * _tensor_int_ops(layer, v_names),
                 vector_flops=B * kvf * _tensor_dequant(layer, v_names),
                 traffic=traffic(kv_read=B * kvf * pv_reads, act_read=scores, act_write=B * h * vd * ab))
     return [merge(qk_op, extras), softmax, pv]

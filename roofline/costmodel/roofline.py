@@ -1,7 +1,7 @@
 """Roofline times of ops on a device: compute and memory times kept apart until the overlap rule.
 
 For an op with matmul FLOPs F_m (at its dtype), vector FLOPs F_v and bytes M:
-    t_compute = F_m / (peak_dtype * e_gemm) + F_v / peak_fp32
+    t_compute = F_m / (peak_dtype * e_gemm) + F_v / peak_fp32 + I / int_rate   (I: dequant int ops)
     t_memory  = alpha + M / bandwidth
     t         = max(t_compute, t_memory)          (overlap "max": compute hides under memory or vice versa)
               = t_compute + t_memory              (overlap "sum": no overlap)
@@ -112,6 +112,8 @@ class Roofline:
             comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
             return OpTimes(zero, zero, comm, comm)
         compute = op.matmul_flops / self.matmul_peak(op.dtype) + op.vector_flops / self.vector_peak()
+        if op.int_ops != 0:
+            compute += op.int_ops / self.hardware.int_ops_per_s()
         memory = op.bytes / self.bandwidth()
         alpha = self.memory_latency()
         if alpha and op.bytes != 0:

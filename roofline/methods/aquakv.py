@@ -170,9 +170,11 @@ def _with_predictors(config: AquaKV, layer: LayerCache, q: TensorQuant, d: int, 
         return replace(layer, decode_ops=layer.decode_ops + (decode,), prefill_ops=layer.prefill_ops + (prefill,))
     op = _predict(config, "aquakv_reconstruct", _quantized_tokens(q, layer.tokens), q, d, sp.Integer(weight))
     compressed = sp.Add(*(v for t in layer.tensors for part, v in t.resident.items() if part not in FP16_PARTS))
-    decode = replace(op, vector_flops=op.vector_flops + layer.dequant_flops, kv_read_bytes=compressed)
+    decode = replace(op, vector_flops=op.vector_flops + layer.dequant_flops, kv_read_bytes=compressed,
+                     int_ops=layer.dequant_int_ops)
     return replace(layer, decode_ops=layer.decode_ops + (decode,), prefill_ops=layer.prefill_ops + (prefill,),
-                   attention_read_bytes=layer.tokens * 2 * d * ACT_BYTES, attention_dequant_flops=sp.Integer(0))
+                   attention_read_bytes=layer.tokens * 2 * d * ACT_BYTES, attention_dequant_flops=sp.Integer(0),
+                   attention_dequant_int_ops=sp.Integer(0))
 
 
 def predictor_flops_per_token(model: Model, config: AquaKV) -> int:

@@ -35,6 +35,8 @@ class TensorLayout:
     # bits one quantized element costs with its share of metadata and outliers (16 if unquantized)
     bits_per_element: sp.Expr = sp.Integer(16)
     dequant_flops: sp.Expr = sp.Integer(0)
+    # integer instructions per decode step to unpack and convert codes for the tensor cores
+    dequant_int_ops: sp.Expr = sp.Integer(0)
     quantize_flops: sp.Expr = sp.Integer(0)
     quantize_bytes: sp.Expr = sp.Integer(0)
     append_bytes: sp.Expr = sp.Integer(0)
@@ -72,6 +74,7 @@ class ExtraOp:
     kv_write_bytes: sp.Expr = sp.Integer(0)
     # Fused into the attention kernel: its time is added inside the attention op (one launch, one roofline).
     fused: bool = False
+    int_ops: sp.Expr = sp.Integer(0)
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class LayerCache:
     # dequantization FLOPs it does then; None: the tensors' read bytes and dequant FLOPs.
     attention_read_bytes: sp.Expr | None = None
     attention_dequant_flops: sp.Expr | None = None
+    attention_dequant_int_ops: sp.Expr | None = None
 
     def resident(self) -> dict[str, sp.Expr]:
         parts: dict[str, sp.Expr] = {}
@@ -119,6 +123,14 @@ class LayerCache:
     @property
     def attention_dequant(self) -> sp.Expr:
         return self.dequant_flops if self.attention_dequant_flops is None else self.attention_dequant_flops
+
+    @property
+    def attention_int_ops(self) -> sp.Expr:
+        return self.dequant_int_ops if self.attention_dequant_int_ops is None else self.attention_dequant_int_ops
+
+    @property
+    def dequant_int_ops(self) -> sp.Expr:
+        return sp.Add(*(t.dequant_int_ops for t in self.tensors))
 
     @property
     def written_bytes(self) -> sp.Expr:

@@ -175,6 +175,7 @@ def tensor_layout(
     else:
         dequant = quant_elements * ops_per_group
     dequant += fraction * quant_elements  # scatter-add of outliers
+    int_ops = quant_elements * dequant_int_ops_per_element(q, stored)
 
     staged = bool(q.window or q.sinks or (q.group_along == "tokens" and q.group_size and q.group_size > 1))
     packed_token = channels * stored / 8 + (sp.Rational(channels, q.group_size) * per_group if q.group_size else 0)
@@ -191,10 +192,23 @@ def tensor_layout(
         channels=channels,
         bits_per_element=bits_per_element,
         dequant_flops=dequant,
+        dequant_int_ops=int_ops,
         quantize_flops=QUANTIZE_FLOPS_PER_ELEMENT * channels,
         quantize_bytes=quantize_bytes,
         append_bytes=append,
     )
+
+
+def dequant_int_ops_per_element(q: TensorQuant, stored_bits) -> sp.Expr:
+    """Integer/convert instructions per quantized element to reach a bf16 tensor-core operand:
+    unpack (shift + mask) when codes are packed below 8 bits, the int-to-float conversion or the codebook
+    lookup, and the rounding to bf16; an fp8 value only converts. (FLOPs of the scale and zero are
+    counted apart, in dequant_flops.)"""
+    if q.number_format == "float":
+        return 1
+    stored = sp.sympify(stored_bits)
+    packed = (2 if stored < 8 else 0) if stored.is_number else sp.Piecewise((2, stored < 8), (0, True))
+    return packed + 1 + 1
 
 
 def codebook_bytes(q: TensorQuant, channels: int) -> int:

@@ -116,9 +116,10 @@ class XQuant(MethodConfig):
         reads = sp.Add(*(t.read_bytes for t in tensors))
         dequant = sp.Add(*(t.dequant_flops for t in tensors))
         remat = ExtraOp("remat", remat.matmul_flops, remat.vector_flops + dequant, remat.weight_bytes,
-                        kv_read_bytes=remat.kv_read_bytes + reads, kv_write_bytes=remat.kv_write_bytes + fp16_kv)
+                        kv_read_bytes=remat.kv_read_bytes + reads, kv_write_bytes=remat.kv_write_bytes + fp16_kv,
+                        int_ops=sp.Add(*(t.dequant_int_ops for t in tensors)))
         return LayerCache(**{**layer.__dict__, "decode_ops": (remat,), "attention_read_bytes": fp16_kv,
-                             "attention_dequant_flops": sp.Integer(0)})
+                             "attention_dequant_flops": sp.Integer(0), "attention_dequant_int_ops": sp.Integer(0)})
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
         if model.mla is not None:

@@ -92,6 +92,9 @@ class Hardware(Spec):
     int8_dense_ops_per_s: PositiveFloat | None = Field(None, description="Dense INT8 matrix peak, OP/s.")
     fp4_dense_flops_per_s: PositiveFloat | None = Field(None, description="Dense FP4 matrix peak, FLOP/s.")
     int4_dense_ops_per_s: PositiveFloat | None = Field(None, description="Dense INT4 matrix peak, OP/s.")
+    int32_vector_ops_per_s: PositiveFloat | None = Field(
+        None, description="Vector (non-tensor) INT32 instruction throughput, ops/s: unpacking and converting "
+        "quantized codes; None: half the FP32 FLOP/s (one int op per FP32 lane-cycle).")
     scale_up: Link | None = Field(None, description="Link to peer GPUs in one node; None for none.")
     scale_out: Link | None = Field(None, description="Link to other nodes (per GPU); None if not specified.")
     tdp_watts: PositiveFloat = Field(description="Board power (TDP / TBP), watts.")
@@ -126,6 +129,10 @@ class Hardware(Spec):
         if value is None:
             raise ValueError(f"dtype: {self.name} has no dense {dtype} peak in its spec")
         return float(value)
+
+    def int_ops_per_s(self) -> float:
+        """Rate of the integer unpack/convert work of dequantization (see int32_vector_ops_per_s)."""
+        return float(self.int32_vector_ops_per_s or self.fp32_dense_flops_per_s / 2)
 
     def has_dtype(self, dtype: str) -> bool:
         return dtype in DTYPES and getattr(self, DTYPES[dtype]) is not None

@@ -1,0 +1,365 @@
+"""What the dashboard (app/) shows, computed here and tested without Streamlit (STYLE 14: the app only draws).
+
+Inputs are hashable (catalogue names, upload text, SPEC strings, numbers) so the app can cache each call with
+st.cache_data; specs are rebuilt from them here. Uploads are parsed as data only (roofline.loading: safe YAML
+or strict JSON, at most MAX_SPEC_BYTES) and every failure is one SpecError line for an inline error.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError, SpecError, one_line
+from roofline.loading import MAX_SPEC_BYTES, parse_text, validate
+from roofline.specs import Hardware, Model, Workload
+
+GIB = 1 << 30
+APP_ENTRY = "main.py"
+# planned on first render (< 3 s together); AQUA-KV and InnerQ plans take ~1 s each (the averaged-TPOT integral)
+DEFAULT_METHODS = ("bf16", "fp8", "kivi-2", "xquant-2", "skvq-k2v2")
+ROOFLINE_EXTRA = ("aquakv-2",)  # added on the roofline page: its predictor ops are the point of that chart
+WORKLOAD_DEFAULTS = {"batch": 16, "context_tokens": 32_768, "generated_tokens": 1024, "tp": 1, "pp": 1,
+                     "gpu_memory_utilization": 0.90}
+Source = tuple[str, ...]  # ("catalogue", name) or ("upload", filename, text)
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def app_path() -> Path:
+    """The dashboard's entry script: `roofline/_app/main.py` when the wheel ships it, else the checkout's app/."""
+    for candidate in (Path(__file__).resolve().parent / "_app" / APP_ENTRY, repo_root() / "app" / APP_ENTRY):
+        if candidate.is_file():
+            return candidate
+    raise RooflineError("app: the dashboard (app/main.py) is not installed; run it from a checkout of the repository")
+
+
+def streamlit_command(port: int | None = None, python: str | None = None) -> list[str]:
+    """`python -m streamlit run <entry>` bound to 127.0.0.1 (never all interfaces), headless, no telemetry."""
+    cmd = [python or sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.address", "127.0.0.1",
+           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    if port is not None:
+        cmd += ["--server.port", str(port)]
+    return cmd
+
+
+def catalogue_source(name: str) -> Source:
+    return ("catalogue", name)
+
+
+def upload_source(filename: str, data: bytes) -> Source:
+    """An uploaded spec file as a Source: size-limited, UTF-8, and it must validate (else SpecError)."""
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"{filename}: (file): {len(data)} bytes exceeds the {MAX_SPEC_BYTES}-byte limit for a spec")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{filename}: (file): not UTF-8 text") from None
+    return ("upload", filename, text)
+
+
+def _json_object(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        at = f"line {err.lineno}, column {err.colno}"
+        raise SpecError(f"{where}: (root): not valid JSON at {at}: {err.msg}") from None
+    except RecursionError:
+        raise SpecError(f"{where}: (root): JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: (root): expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
+    """Validate uploaded text as a Hardware or Model spec (YAML or JSON; a model may be a HF config.json)."""
+    data = _json_object(text, filename) if filename.lower().endswith(".json") else parse_text(text, filename)
+    if kind == "hardware":
+        return validate(Hardware, data, filename)
+    if kind != "model":
+        raise ValueError(f"kind: {kind!r} is not 'hardware' or 'model'")
+    if "architectures" in data or "model_type" in data:
+        from roofline.hf import model_from_hf_config
+
+        # an upload has no parent folder to name it: the file's stem, unless the config names itself
+        stem = Path(filename).stem
+        name = None if data.get("_name_or_path") else stem if stem.lower() != "config" else "uploaded-model"
+        try:
+            return model_from_hf_config(data, where=filename, name=name)
+        except (ValueError, TypeError, KeyError) as err:  # SpecError included; anything else as one line
+            raise SpecError(one_line(str(err)) if isinstance(err, SpecError) else f"{filename}: {err}") from None
+    return validate(Model, data, filename)
+
+
+def load_source(kind: str, source: Source) -> Hardware | Model:
+    from roofline.catalogue import load_hardware, load_model
+
+    if source[0] == "catalogue":
+        return load_hardware(source[1]) if kind == "hardware" else load_model(source[1])
+    return spec_from_text(kind, source[2], source[1])
+
+
+def source_label(source: Source) -> str:
+    return source[1] if source[0] == "catalogue" else f"uploaded: {source[1]}"
+
+
+def workload_from(fields: Mapping[str, Any]) -> Workload:
+    """A Workload from the app's fields (batch, context_tokens, generated_tokens, tp, pp, utilization); pipeline
+    stages get min(pp, batch) micro-batches, as `roofline plan` gives them."""
+    data = {**WORKLOAD_DEFAULTS, **fields}
+    if data["pp"] > 1 and "micro_batches" not in fields:
+        data["micro_batches"] = min(data["pp"], data["batch"])
+    return validate(Workload, data, "workload")
+
+
+def split_specs(text: str) -> list[str]:
+    """Custom SPECs typed one per line or separated by ';' (a SPEC itself may hold ',' and '+')."""
+    return [part.strip() for line in text.splitlines() for part in line.split(";") if part.strip()]
+
+
+def check_spec(spec: str) -> str:
+    """The SPEC if it parses (raises SpecError with the one-line reason if not)."""
+    from roofline.methods import parse_method
+
+    parse_method(spec)
+    return spec
+
+
+def method_result(model: Model, hardware: Hardware, workload: Workload, spec: str) -> dict[str, Any]:
+    """`roofline plan`'s result for one method (planner.plan_method)."""
+    from roofline.methods import parse_method
+    from roofline.planner import plan_method
+
+    return plan_method(model, hardware, workload, parse_method(spec)).as_dict()
+
+
+def plan_dict(model: Model, hardware: Hardware, workload: Workload, results: Sequence[dict]) -> dict[str, Any]:
+    """The same shape as planner.plan (and `roofline plan --json`)."""
+    return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
+            "gpus": workload.gpus, "results": list(results)}
+
+
+def summary_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per method: capacity at the scenario, latency, throughput, and what bounds the decode step."""
+    rows = []
+    for r in plan["results"]:
+        d = r["decode"]
+        rows.append({
+            "method": r["method"], "family": r["family"], "effective bits": r["effective_bits"],
+            "KV per sequence (GiB)": r["kv_bytes_per_sequence"] / GIB, "max context at batch": r["max_context"],
+            "max batch at context": r["max_batch"], "fits": r["fits"], "TTFT (s)": r["ttft_s"],
+            "TPOT (ms)": r["tpot_s"] * 1e3, "TPOT avg (ms)": r["tpot_avg_s"] * 1e3, "tokens/s": r["tokens_per_s"],
+            "tokens/s at max batch": r["tokens_per_s_max_batch"], "bound": d["bound"],
+            "dominant op": f"{d['dominant_op']} ({d['dominant_share']:.0%})",
+        })
+    return rows
+
+
+def memory_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One GPU's memory by segment and method (roofline.plots.memory_segments), in GiB, stacking order kept."""
+    from roofline.plots import SEGMENTS, memory_segments
+
+    rows = []
+    for r in plan["results"]:
+        seg = memory_segments(r)
+        name = r["method"] if r["fits"] else f"{r['method']} (does not fit: max batch {r['max_batch']})"
+        rows += [{"method": r["method"], "label": name, "segment": label, "order": i, "colour": colour,
+                  "GiB": seg[key] / GIB} for i, (key, label, colour) in enumerate(SEGMENTS) if seg[key] > 0]
+    return rows
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else "-inf" if value < 0 else "nan"
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def plan_json(plan: Mapping[str, Any]) -> str:
+    """The plan as strict JSON (infinite contexts as the string "inf", as `roofline plan --json` writes them)."""
+    return json.dumps(_finite(plan), indent=2, allow_nan=False)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    if isinstance(value, list | tuple):
+        return {prefix[:-1]: "; ".join(str(v) for v in value)}
+    return {prefix[:-1]: value}
+
+
+def plan_csv(plan: Mapping[str, Any]) -> str:
+    """One CSV row per method: the scenario, then every result field flattened with dotted names (memory.*)."""
+    scenario = {"model": plan["model"], "hardware": plan["hardware"], "gpus": plan["gpus"],
+                **_flatten(plan["workload"], "workload.")}
+    rows = [{**scenario, **_flatten(r)} for r in plan["results"]]
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def context_options(current: int) -> list[int]:
+    """Contexts for the roofline slider: powers of two from 128 to 1Mi tokens, plus the scenario's own."""
+    return sorted({1 << n for n in range(7, 21)} | {int(current)})
+
+
+def roofline_data(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
+                  context: int) -> dict[str, Any]:
+    """The device ceilings (dense peaks, ridge points, bandwidth: Roofline of the scenario's tp) and every
+    method's decode ops at `context` (roofline.plots.op_points)."""
+    from roofline.costmodel import Roofline
+    from roofline.methods import parse_method
+    from roofline.plots import CEILING_DTYPES, op_points
+
+    at = workload_from({**workload.model_dump(), "context_tokens": context, "prompt_tokens": None,
+                        "generated_tokens": min(workload.generated_tokens, context - 1)})
+    roof = Roofline(hardware, tp=workload.tp)
+    ceilings = [{"dtype": d, "peak_flops_per_s": roof.matmul_peak(d), "ridge_flops_per_byte": roof.ridge_point(d)}
+                for d in CEILING_DTYPES if hardware.has_dtype(d)]
+    points = [p for s in specs for p in op_points(model, hardware, at, parse_method(s), "decode")]
+    return {"hardware": hardware.name, "bandwidth_bytes_per_s": roof.bandwidth(), "ceilings": ceilings,
+            "measured": roof.measured is not None, "points": points, "context": context, "batch": at.batch}
+
+
+def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
+                context: int) -> list[dict[str, Any]]:
+    """The closed-form limits beside the roofline: XQuant's remat limit l* (roofline.limits.remat_limit at the
+    scenario's batch) and AQUA-KV's model/predictor FLOP ratio at `context` (methods.aquakv)."""
+    from roofline.limits import remat_limit
+    from roofline.methods import parse_method
+    from roofline.methods.aquakv import context_for_overhead_ratio, predictor_overhead_ratio
+
+    rows = []
+    for spec in specs:
+        config = parse_method(spec)
+        try:
+            if config.method == "xquant":
+                lim = remat_limit(model, hardware, config.bits, workload.batch, workload.compute_dtype)
+                rows.append({"method": spec, "limit": "remat stays memory-bound up to l* tokens",
+                             "value": lim["limit_tokens"], "unit": "tokens",
+                             "at this context": "memory-bound" if context <= lim["limit_tokens"] else "compute-bound",
+                             "detail": f"{lim['formula']}; ridge {lim['ridge_flops_per_byte']:,.0f} FLOP/B, "
+                                       f"batch {workload.batch}"})
+            elif config.method == "aquakv":
+                ratio = predictor_overhead_ratio(model, config, context)
+                try:
+                    reach = f"{context_for_overhead_ratio(model, config, 500):,} tokens"
+                except ValueError as err:
+                    reach = one_line(str(err))
+                rows.append({"method": spec, "limit": "model FLOPs / predictor FLOPs per new token",
+                             "value": ratio, "unit": "x", "at this context": f"{ratio:,.0f}x",
+                             "detail": f"paper claims >= 500x; reached from {reach}"})
+        except (RooflineError, ValueError) as err:
+            rows.append({"method": spec, "limit": "not computable", "value": None, "unit": "",
+                         "at this context": "", "detail": one_line(str(err))})
+    return rows
+
+
+def compare_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Methods side by side: effective bits, compression against a 16-bit cache, capacity and TPOT."""
+    return [{"method": r["method"], "family": r["family"], "effective bits": r["effective_bits"],
+             "compression vs 16-bit": 16 / r["effective_bits"] if r["effective_bits"] else math.inf,
+             "max context at batch": r["max_context"], "max batch at context": r["max_batch"],
+             "TPOT (ms)": r["tpot_s"] * 1e3, "tokens/s": r["tokens_per_s"], "bound": r["bound"]}
+            for r in plan["results"]]
+
+
+def quality_rows(benchmark: str, context: int) -> list[dict[str, Any]]:
+    """The paper's figures for one benchmark, each beside the effective bits our model computes for its SPEC on
+    the catalogue model at `context` (None where the row has no SPEC or the model is not catalogued)."""
+    from roofline.catalogue import load_model
+    from roofline.methods import build_cache, parse_method
+    from roofline.quality import for_benchmark
+    from roofline.symbols import L
+
+    rows = []
+    for f in for_benchmark(benchmark):
+        bits = None
+        if f.spec and f.catalogue_model:
+            cache = build_cache(parse_method(f.spec), load_model(f.catalogue_model))
+            bits = float(cache.effective_bits().subs(L, context))
+        rows.append({"method": f.method, "value": f.value, "baseline": f.baseline, "metric": f.metric,
+                     "higher is better": f.higher_is_better, "paper memory": f.paper_memory, "spec": f.spec,
+                     "catalogue model": f.catalogue_model, "computed bits": bits,
+                     "computed compression": 16 / bits if bits else None, "source": f.source, "note": f.note})
+    return rows
+
+
+def results_files(results_dir: Path | None = None) -> list[Path]:
+    return sorted((results_dir or repo_root() / "validate" / "results").glob("*.json"))
+
+
+def _validate_package():
+    # validate/ is a folder of the checkout (never installed): importable once the repository root is on the path
+    root = str(repo_root())
+    if root not in sys.path:
+        sys.path.append(root)
+    from validate import compare, results_file
+
+    return compare, results_file
+
+
+def validation_report(path: Path) -> dict[str, Any]:
+    """validate.compare.compare of one committed results file against the catalogue entry of its device."""
+    from roofline.catalogue import load_hardware
+
+    compare, results_file = _validate_package()
+    results = results_file.load(Path(path))
+    report = compare.compare(results, load_hardware(compare.hardware_for_device(results["env"].get("device", ""))))
+    return {"file": Path(path).name, "env": results["env"], "report": report}
+
+
+def validation_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every case of a comparison report, one row each."""
+    return [{"family": family, "case": r["name"], "measured (ms)": r["measured_ms"],
+             "predicted (ms)": r["predicted_ms"], "APE (%)": r["ape_pct"], "bound": r["bound"],
+             "bandwidth fraction": r["bandwidth_fraction"],
+             "achieved GB/s": None if r["achieved_bytes_per_s"] is None else r["achieved_bytes_per_s"] / 1e9,
+             "achieved TFLOP/s": None if r["achieved_flops_per_s"] is None else r["achieved_flops_per_s"] / 1e12,
+             "note": r["note"]}
+            for family, fam in report["families"].items() for r in fam["rows"]]
+
+
+def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per kernel family: cases compared, median and 90th-percentile APE, median achieved bandwidth fraction."""
+    import numpy as np
+
+    out = []
+    for family, fam in report["families"].items():
+        apes = [r["ape_pct"] for r in fam["rows"] if r["ape_pct"] is not None]
+        fractions = [r["bandwidth_fraction"] for r in fam["rows"] if r["bandwidth_fraction"] is not None]
+        out.append({"family": family, "cases": fam["cases"], "median APE (%)": fam["median_ape_pct"],
+                    "p90 APE (%)": float(np.percentile(apes, 90)) if apes else None,
+                    "median bandwidth fraction": float(np.median(fractions)) if fractions else None})
+    return out
+
+
+def claims_rows() -> list[dict[str, Any]]:
+    """roofline.claims.claims(), with `computed` as text (it may be a number, a list or a sentence)."""
+    from roofline.claims import claims
+    from roofline.quality import SEEDS
+
+    papers = {seed: name for name, seed in SEEDS.items()}
+    rows = []
+    for c in claims():
+        computed = c["computed"] if isinstance(c["computed"], str) else json.dumps(_finite(c["computed"]))
+        rows.append({"paper": papers.get(c["seed"], c["seed"]), **c, "computed": computed,
+                     "result": f"{computed} ({c['unit']})"})
+    return rows
