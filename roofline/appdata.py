@@ -307,10 +307,11 @@ def results_files(results_dir: Path | None = None) -> list[Path]:
 
 
 def _validate_package():
-    # validate/ is a folder of the checkout (never installed): importable once the repository root is on the path
+    # validate/ is a folder of the checkout (never installed): importable once the repository root is on the path,
+    # ahead of any distribution that also calls itself `validate`
     root = str(repo_root())
     if root not in sys.path:
-        sys.path.append(root)
+        sys.path.insert(0, root)
     from validate import compare, results_file
 
     return compare, results_file

@@ -228,9 +228,11 @@ def test_predictor_overhead_ratio_70b_by_hand() -> None:
     predictor = 6 * 1024**2 * 79  # 497,025,024 FLOPs per new token
     # base model at L = 1: 2 x (attention 12,079,595,520 + MLP 56,371,445,760 + lm_head 1,050,673,152)
     # + attention 4 x 64 heads x 128 x 80 layers x L; vector: norms 4 x 8192 x 161, RoPE 3 x 9216 x 80,
-    # residual adds 2 x 8192 x 80, SwiGLU 5 x 28672 x 80, softmax 5 x 64 x 80 x L
+    # residual adds 2 x 8192 x 80, SwiGLU 5 x 28672 x 80, softmax 5 x 64 x 80 x L, and the flash-decoding
+    # reduce merging one split's partials (3 x 64 heads x 128 per layer at L = 1)
     matmul = 2 * (12_079_595_520 + 56_371_445_760 + 1_050_673_152) + 4 * 64 * 128 * 80
-    vector = 4 * 8192 * 161 + 3 * 9216 * 80 + 2 * 8192 * 80 + 5 * 28672 * 80 + 5 * 64 * 80
+    vector = (4 * 8192 * 161 + 3 * 9216 * 80 + 2 * 8192 * 80 + 5 * 28672 * 80 + 5 * 64 * 80
+              + 3 * 64 * 128 * 80)
     ratio = predictor_overhead_ratio(L70B, AquaKV(), 1)
     assert ratio == pytest.approx((matmul + vector) / predictor, rel=1e-12)
     # 279.7x; the notes' 284x counts the 1.05 G embedding parameters as FLOPs too (2 x 70.55 G / 497.0 M)

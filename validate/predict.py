@@ -42,23 +42,40 @@ def _symbols(values: dict) -> dict:
     return {getattr(symbols, k) if isinstance(k, str) else k: v for k, v in values.items()}
 
 
+# Decode attention is flash-decoding: the split kernel (op "attention") and the reduce kernel that merges
+# the splits ("attention_reduce") are one measured kernel pair, so asking for one gives both.
+COMPANIONS = {"attention": ("attention_reduce",)}
+
+
+def find_ops(model, method_config, op_name: str, phase: str = "decode"):
+    """(graph, [op, companions...]) for `op_name` (see COMPANIONS)."""
+    graph, op = find_op(model, method_config, op_name, phase)
+    group = [op] + [o for o in graph.ops if o.name in COMPANIONS.get(op_name, ()) and o.group == op.group]
+    return graph, group
+
+
 def op_work(model, method_config, op_name: str, values: dict, phase: str = "decode") -> dict:
-    """Hardware-free work of one op instance: {"bytes": sum of its traffic, "flops": matmul + vector}."""
+    """Hardware-free work of one op instance (and its companions): {"bytes": traffic, "flops": matmul + vector}."""
     from roofline.symbols import evaluate
 
-    _, op = find_op(model, method_config, op_name, phase)
+    _, ops = find_ops(model, method_config, op_name, phase)
     at = _symbols(values)
-    return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
+    return {"bytes": int(round(sum(evaluate(op.bytes, at) for op in ops))),
+            "flops": int(round(sum(evaluate(op.flops, at) for op in ops)))}
 
 
 def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode") -> dict:
-    """Roofline numbers of one op instance on `hardware`: time_s, bytes, flops, bound (+ the split times)."""
+    """Roofline numbers of one op instance (plus its companion kernels) on `hardware`: time_s, bytes, flops,
+    bound of the longest kernel (+ the summed split times)."""
     from roofline.costmodel import Roofline
 
-    graph, op = find_op(model, method_config, op_name, phase)
-    row = Roofline(hardware).evaluate(replace(graph, ops=(op,)), _symbols(values))[0]
-    return {"time_s": row["time_s"], "bytes": int(round(row["bytes"])), "flops": int(round(row["flops"])),
-            "bound": row["bound"], "compute_s": row["compute_s"], "memory_s": row["memory_s"]}
+    graph, ops = find_ops(model, method_config, op_name, phase)
+    rows = Roofline(hardware).evaluate(replace(graph, ops=tuple(ops)), _symbols(values))
+    top = max(rows, key=lambda r: r["time_s"])
+    return {"time_s": sum(r["time_s"] for r in rows), "bytes": int(round(sum(r["bytes"] for r in rows))),
+            "flops": int(round(sum(r["flops"] for r in rows))), "bound": top["bound"],
+            "compute_s": sum(r["compute_s"] for r in rows), "memory_s": sum(r["memory_s"] for r in rows),
+            "kernels": len(rows)}
 
 
 def decode_model(name: str, num_heads: int, num_kv_heads: int, head_dim: int):

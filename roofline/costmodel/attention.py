@@ -11,9 +11,12 @@ import sympy as sp
 from roofline.costmodel.blocks import NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, Ctx, allreduce, elementwise, linear, norm
 from roofline.costmodel.ops import Op, traffic
 from roofline.methods.layout import ExtraOp, LayerCache
-from roofline.symbols import B, L, P
+from roofline.symbols import B, L, P, ceildiv
 
 SCORE_BYTES = 4  # unfused attention keeps fp32 scores in memory
+# Flash-decoding splits the context so enough programs run: one split per SPLIT_TOKENS cached tokens, whose
+# fp32 partial state (max, sum, d_v accumulators per query head) a second, reduce kernel merges.
+SPLIT_TOKENS = 2048
 
 
 def causal_pairs(prompt, attention) -> sp.Expr:
@@ -67,7 +70,14 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
                       vector_flops=SOFTMAX_FLOPS * B * h * n + B * kvf * layer.attention_dequant,
                       traffic=traffic(kv_read=B * kvf * layer.attention_reads, act_read=B * h * qk * ab,
                                       act_write=B * h * vd * ab))
-        return [merge(core, extras)]
+        splits = sp.Max(1, ceildiv(n, SPLIT_TOKENS))
+        partials = B * h * splits * (vd + 2) * 4
+        reduce = ctx.op("attention_reduce", vector_flops=3 * B * h * splits * vd,
+                        traffic=traffic(act_read=partials, act_write=B * h * vd * ab))
+        core = Op(core.name, core.group, core.count, core.matmul_flops, core.vector_flops,
+                  {**core.traffic, "act_write": core.traffic.get("act_write", 0) - B * h * vd * ab + partials},
+                  core.dtype, core.source, int_ops=core.int_ops)
+        return [merge(core, extras), reduce]
     scores = B * h * n * SCORE_BYTES
     k_names, v_names = ("K", "latent", "X", "XK"), ("V", "XV")
     qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk, int_ops=B * kvf * _tensor_int_ops(layer, k_names),
