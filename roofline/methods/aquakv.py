@@ -198,7 +198,7 @@ def predictor_overhead_ratio(model: Model, config: AquaKV, context: int) -> floa
 
     Llama-3.1-70B (linear): base(L) = 139,023,695,872 + 2,647,040 L FLOPs over 6 x 1024^2 x 79 =
     497,025,024, so 279.7x at L = 1 (the notes' 284x also counts the 1.05 G embedding parameters, which
-    cost no FLOPs). The claim holds from L = 41,363 tokens (`context_for_overhead_ratio`; Qwen2.5-72B:
+    cost no FLOPs). The claim holds from L = 41,348 tokens (`context_for_overhead_ratio`; Qwen2.5-72B:
     287.6x, 39,884), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
     only: the reference decode also reruns the predictors over all l_q cached tokens every step.
     """
