@@ -8,7 +8,8 @@ runtime cost, smaller projections); for RoPE models Q and K are compressed onlin
 d_h x d_qk GEMV per query head and per KV head per token (§5.1). GQA: one rotation per KV head serves its
 query heads (the paper is silent on GQA; docs/papers/zack.md §2).
 
-Load balance (§5.3): decode runs one task per (sequence, query head) of cost s_kv x (d_qk + d_v + 1);
+Load balance (§5.3): decode runs one task per (sequence, head) of cost s_kv x (d_qk + d_v + 1) (with GQA the
+query heads of one KV head run together: one task per KV head);
 `makespan` compares list scheduling in launch order (ZACK/KE) with longest-first (LPT) onto the SMs.
 """
 
@@ -103,9 +104,17 @@ class Zack(MethodConfig):
         qk, v = self.kept_dims(model)
         return [qk[h // model.gqa_group] + v[h // model.gqa_group] + 1 for h in range(model.num_heads)]
 
+    def kv_task_costs(self, model: Model) -> list[int]:
+        """A decode kernel runs the g query heads of one KV head together (flash-decoding's GQA tiling, and
+        the kernel in validate/): one task per (sequence, KV head), costing g x (d_qk + d_v + 1)."""
+        per_query = self.head_costs(model)
+        g = model.gqa_group
+        return [sum(per_query[h * g:(h + 1) * g]) for h in range(model.num_kv_heads)]
+
     def imbalance(self, model: Model, batch: int, n_sm: int, policy: str | None = None) -> float:
-        """Decode makespan over the ideal (total work / SMs) for `batch` equal-length sequences."""
-        tasks = self.head_costs(model) * batch
+        """Decode makespan over the ideal (total work / SMs, or the longest task) for `batch` equal-length
+        sequences, with (sequence, KV head) tasks."""
+        tasks = self.kv_task_costs(model) * batch
         ideal = max(sum(tasks) / n_sm, max(tasks))
         return makespan(tasks, n_sm, policy or self.scheduling) / ideal
 

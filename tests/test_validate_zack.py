@@ -1,0 +1,153 @@
+"""zack: the persistent heterogeneous-head decode kernel against its torch reference under the interpreter,
+its task lists against roofline's makespan, its bytes against roofline's ZACK cache and attention op,
+its sm_90 shared memory, and the prediction (roofline time x roofline imbalance)."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: kernels run on the CPU
+
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from roofline.catalogue import load_hardware  # noqa: E402
+from roofline.costmodel.attention import SPLIT_TOKENS  # noqa: E402
+from roofline.methods import build_cache  # noqa: E402
+from roofline.methods.zack import Zack, makespan  # noqa: E402
+from roofline.symbols import B, L  # noqa: E402
+from validate.families import zack as fam  # noqa: E402
+from validate.families.attention_fp16 import relative_rms  # noqa: E402
+from validate.predict import decode_model, find_op  # noqa: E402
+from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+
+# (batch, query heads, KV heads, context, head_dim, d_qk per KV head, d_v per KV head, programs, policy):
+# non-power-of-two dims (48, 80: padded classes 64, 128), GQA groups 2, 4 and 1, fewer programs than
+# tasks (several tasks per program) and more (idle programs), non-power-of-two contexts
+SHAPES = [
+    (2, 6, 3, 37, 64, [16, 48, 64], [32, 16, 48], 4, "lpt"),
+    (3, 8, 2, 100, 128, [80, 32], [128, 16], 3, "naive"),
+    (1, 4, 4, 300, 64, [16, 32, 48, 64], [64, 48, 32, 16], 5, "lpt"),
+    (2, 8, 2, 77, 128, [128, 48], [96, 112], 7, "naive"),
+]
+
+
+def inputs(batch, heads, kv_heads, context, qk, v):
+    g = torch.Generator().manual_seed(1234 + context)
+    group = heads // kv_heads
+    return (torch.randn(batch, group * sum(qk), generator=g).to(torch.bfloat16),
+            torch.randn(batch, context * sum(qk), generator=g).to(torch.bfloat16),
+            torch.randn(batch, context * sum(v), generator=g).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize(("batch", "heads", "kv_heads", "context", "dim", "qk", "v", "programs", "policy"), SHAPES)
+def test_kernel_matches_reference(batch, heads, kv_heads, context, dim, qk, v, programs, policy, capsys) -> None:
+    q, k, vv = inputs(batch, heads, kv_heads, context, qk, v)
+    group, scale = heads // kv_heads, dim ** -0.5
+    offsets, tasks = fam.schedule(qk, v, group, batch, programs, policy)
+    want = fam.reference(q, k, vv, qk, v, context, scale)
+    errors = []
+    for dtype in (torch.float32, torch.bfloat16):  # fp32: no output rounding; bf16 as on the GPU
+        out = torch.full((batch, group * sum(v)), float("nan"), dtype=dtype)
+        fam.decode(q, k, vv, qk, v, context, offsets, tasks, scale, out, block_n=16)
+        assert torch.isfinite(out).all(), "unwritten output elements"
+        errors.append(relative_rms(out, want))
+    with capsys.disabled():
+        print(f"\n  B={batch} H={heads} Hkv={kv_heads} L={context} d_qk={qk} d_v={v} P={programs} {policy}: "
+              f"fp32 out {errors[0]:.1e}, bf16 out {errors[1]:.1e}")
+    assert errors[0] < 1e-5
+    assert errors[1] < 1e-2  # the interpreter truncates fp32 -> bf16 where the GPU rounds to nearest
+
+
+def test_reference_is_softmax_attention_per_head() -> None:
+    # two KV heads of 16 and 32 dims, one query each, one token each: the output is that token's value
+    qk, v = [16, 32], [32, 16]
+    q, k, vv = inputs(1, 2, 2, 1, qk, v)
+    torch.testing.assert_close(fam.reference(q, k, vv, qk, v, 1, 1.0), vv.float())
+
+
+@pytest.mark.parametrize("policy", fam.POLICIES)
+def test_task_lists_are_roofline_makespan(policy: str) -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        costs = [rng.choice([65, 97, 161, 257]) * 4 for _ in range(rng.randint(1, 300))]
+        programs = rng.randint(1, 140)
+        lists = fam.assign(costs, programs, policy)
+        assert sorted(t for tasks in lists for t in tasks) == list(range(len(costs)))
+        assert max(sum(costs[t] for t in tasks) for tasks in lists) == makespan(costs, programs, policy)
+        if policy == "lpt":
+            assert all(costs[a] >= costs[b] for tasks in lists for a, b in zip(tasks, tasks[1:], strict=False))
+    offsets, tasks = fam.csr([[2, 0], [], [1]])
+    assert (offsets, tasks) == ([0, 2, 2, 3], [2, 0, 1])
+
+
+def test_task_costs_are_roofline_head_costs() -> None:
+    model = decode_model("zack-test", 32, 8, 128)
+    zack = Zack(qk_dims=fam.DIMS, v_dims=fam.DIMS)
+    per_query = zack.head_costs(model)
+    per_kv = [sum(per_query[h * 4:(h + 1) * 4]) for h in range(8)]
+    assert fam.task_costs(fam.DIMS, fam.DIMS, 4, 3) == per_kv * 3
+    assert per_kv[:2] == [4 * 65, 4 * 257]
+
+
+@pytest.mark.parametrize(("batch", "context"), [(1, 37), (3, 4096), (32, 131072)])
+@pytest.mark.parametrize(("heads", "kv_heads", "dim", "qk", "v"), [
+    (32, 8, 128, fam.DIMS, fam.DIMS), (6, 3, 64, [16, 48, 64], [32, 16, 48]), (8, 2, 128, [80, 32], [128, 16])])
+def test_bytes_are_roofline_cache_and_attention_op(batch, context, heads, kv_heads, dim, qk, v) -> None:
+    model = decode_model("zack-test", heads, kv_heads, dim)
+    zack = Zack(qk_dims=qk, v_dims=v)
+    sizes = fam.layout_bytes(batch, context, qk, v, heads // kv_heads)
+    (layer,) = build_cache(zack, model).layers
+    resident = {t.name: int(t.resident["data"].subs(L, context)) for t in layer.tensors}
+    assert {"k": sizes["k"], "v": sizes["v"]} == {"k": batch * resident["K"], "v": batch * resident["V"]}
+    assert sum(int(t.resident_bytes.subs(L, context)) for t in layer.tensors) * batch == sizes["k"] + sizes["v"]
+    # roofline's fused decode attention is split-K: its writes are fp32 partials per split of SPLIT_TOKENS,
+    # merged by "attention_reduce", which writes the output; this kernel runs whole heads and writes it itself
+    at = {B: batch, L: context}
+    _, attention = find_op(model, zack, "attention")
+    _, reduce = find_op(model, zack, "attention_reduce")
+    assert int(attention.traffic["kv_read"].subs(at)) == sizes["k"] + sizes["v"]
+    assert int(attention.traffic["act_read"].subs(at)) == sizes["q"]
+    assert int(reduce.traffic["act_write"].subs(at)) == sizes["out"]
+    splits = max(1, -(-context // SPLIT_TOKENS))
+    assert int(attention.traffic["act_write"].subs(at)) == batch * heads * splits * (sum(v) // kv_heads + 2) * 4
+
+
+def test_allocated_tensors_are_the_layout() -> None:
+    batch, heads, kv_heads, context, _, qk, v, *_ = SHAPES[0]
+    tensors = (*inputs(batch, heads, kv_heads, context, qk, v), torch.empty(batch, 2 * sum(v), dtype=torch.bfloat16))
+    sizes = fam.layout_bytes(batch, context, qk, v, heads // kv_heads)
+    assert [x.numel() * x.element_size() for x in tensors] == [sizes["q"], sizes["k"], sizes["v"], sizes["out"]]
+
+
+def test_head_table_and_classes() -> None:
+    assert fam.head_table([16, 48, 128], [32, 80, 16]) == [
+        [16, 48, 128], [32, 80, 16], [0, 16, 64], [0, 32, 112], [16, 64, 128], [32, 128, 16]]
+    with pytest.raises(ValueError, match="multiple of 16"):
+        fam.dim_class(40)
+
+
+def test_shared_memory_fits_h100() -> None:
+    mixed = [16, 32, 48, 64, 80, 96, 112, 128]
+    results = shared_bytes([fam.sm90_spec(), fam.sm90_spec(mixed, mixed[::-1])])
+    for r in results:
+        assert 0 < r["shared"] <= H100_SHARED_BYTES, r
+
+
+def test_grid_and_prediction() -> None:
+    family = fam.ZackAttention()
+    full = family.cases(quick=False)
+    assert len(full) == 18 and all(c.params["qk_dims"] == [32, 128] * 4 for c in full)
+    assert len(family.cases(quick=True)) < len(full)
+    hw = load_hardware("H100-SXM").model_copy(update={"measured": None})
+    model = decode_model("zack-test", 32, 8, 128)
+    by_name = {c.name: c for c in full}
+    for policy in fam.POLICIES:
+        case = by_name[f"{policy}_b32_l131072"]
+        pred = family.predict(case, hw)
+        imbalance = Zack(qk_dims=fam.DIMS, v_dims=fam.DIMS).imbalance(model, 32, 132, policy)
+        assert pred["imbalance"] == imbalance and pred["n_sm"] == 132
+        assert pred["bound"] == "memory" and pred["balanced_time_s"] == pytest.approx(pred["bytes"] / 3.35e12)
+        assert pred["time_s"] == pytest.approx(pred["memory_s"] * imbalance)
+    lpt, naive = (family.predict(by_name[f"{s}_b32_l131072"], hw)["imbalance"] for s in ("lpt", "naive"))
+    assert 1 <= lpt < naive
