@@ -6,7 +6,9 @@ gives one block. The compiler cannot run in a process that imported triton with 
 (triton's own library functions are then interpreted), so `shared_bytes` compiles in a child process
 without it: `python -m validate.sm90` reads a JSON list of kernel specs on stdin and prints the results.
 A spec: {"module", "kernel", "signature": {arg: "*bf16" | "i32" | "fp32" ...}, "constexprs": {ARG: value},
-"num_warps", "num_stages"}.
+"num_warps", "num_stages", "divisible": [int args that are multiples of 16 at run time]}. Pointer arguments
+are taken as 16-byte aligned (as torch's allocations are), like the JIT specializes them on a GPU, so the
+pipelining and shared memory match what the GPU compiles.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def compile_sm90(kernel, signature: dict[str, str], constexprs: dict[str, object], num_warps: int = 4,
-                 num_stages: int = 3, capability: int = 90):
+                 num_stages: int = 3, capability: int = 90, divisible: tuple[str, ...] = ()):
     """Compile a JITFunction: `signature` types the runtime arguments, `constexprs` gives the others."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -38,14 +40,17 @@ def compile_sm90(kernel, signature: dict[str, str], constexprs: dict[str, object
     full = {a: signature.get(a, "constexpr") for a in kernel.arg_names}
     target = GPUTarget("cuda", capability, 32)
     options = make_backend(target).parse_options({"num_warps": num_warps, "num_stages": num_stages})
-    return triton.compile(ASTSource(fn=kernel, signature=full, constexprs=dict(constexprs)),
+    aligned = [a for a, t in full.items() if t.startswith("*") or a in divisible]
+    attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+    return triton.compile(ASTSource(fn=kernel, signature=full, constexprs=dict(constexprs), attrs=attrs),
                           target=target, options=options.__dict__)
 
 
 def _compile_spec(spec: dict) -> dict:
     kernel = getattr(import_module(spec["module"]), spec["kernel"])
     compiled = compile_sm90(kernel, spec["signature"], spec.get("constexprs", {}),
-                            spec.get("num_warps", 4), spec.get("num_stages", 3))
+                            spec.get("num_warps", 4), spec.get("num_stages", 3),
+                            divisible=tuple(spec.get("divisible", ())))
     return {"kernel": spec["kernel"], "shared": int(compiled.metadata.shared),
             "num_warps": spec.get("num_warps", 4), "num_stages": spec.get("num_stages", 3)}
 
