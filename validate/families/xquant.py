@@ -1,0 +1,435 @@
+"""Family "xquant": XQuant decode (seed 000 §3) on the GPU, fused and materialized, and XQuant-CL's
+accumulator update, each case predicted from the roofline op that counts the same work.
+
+Variants (kernels in xquant_kernels.py; storage as roofline's TensorQuant counts it, `layout_bytes`):
+  fused         GQA, Llama-3.1-8B heads (32 q, 8 kv, d_h 128, latents d/g = 1024): dequant + remat +
+                RoPE + split-K attention in one kernel: roofline op "attention" of xquant:bits=2
+                (the remat ExtraOp merged into it)
+  materialized  the same remat writing bf16 K, V, then attention_fp16 reading them: "remat" + "attention"
+                of xquant:bits=2,fused=false
+  mha_fused     MHA, Llama-2-7B heads (32 q, 32 kv, X 4096 wide, W_k, W_v 4096 x 4096)
+  acc_update    XQuant-CL accumulator (d = 4096) += dequant(delta) (GQA: @ U_kv^T), e_b = 4 or 16 bits
+Per sequence, step and layer (fused GQA, context L, e = 2): bytes = 576 L (+ 1760 (L mod 128) of fp16
+window) + 4 MiB of Sigma B^T (shared by the batch); FLOPs = 4 L (d/g)^2 + 2 H L (2 d_h) + ..., so the
+op is memory-bound only while B L is a few hundred tokens: `crossover` locates that point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from validate.families import xquant_kernels as xk
+from validate.families.attention_fp16 import choose_splits, decode_attention, relative_rms
+from validate.families.packing import PARTS, QuantTensor, TensorRecipe, quantize, tensor_shapes
+from validate.harness import eager_ms, graph_ms, input_sets
+from validate.predict import decode_model, find_op, find_ops, op_work, predict_op
+from validate.registry import Case, register
+
+HEADS, KV_HEADS, HEAD_DIM, LATENT = 32, 8, 128, 1024  # Llama-3.1-8B: d = 4096, g = 4
+MHA_KV_HEADS, MHA_LATENT = 32, 4096  # Llama-2-7B
+BITS, GROUP = 2, 128
+BATCHES = (1, 8, 32)
+# powers of two and a few between, multiples of G = 128 (no fp16 K window), the short end bracketing the
+# modelled crossover (B L ~ 300 tokens); WINDOWED adds contexts whose last L mod 128 K latents are fp16
+CONTEXTS = (128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384, 32768, 65536, 131072)
+WINDOWED = (100, 4196)
+MHA_GRID = tuple((1, n) for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)) + ((8, 1024), (8, 8192))
+# (e_b, B, L, GQA up-projection through U_kv^T)
+ACC_GRID = ((4, 1, 4096, False), (4, 8, 32768, False), (16, 8, 32768, False), (4, 32, 131072, False),
+            (16, 32, 131072, False), (16, 8, 16384, True))
+QUICK = (("fused", 1, 512), ("fused", 1, 8192), ("fused", 8, 4096), ("fused", 32, 65536), ("materialized", 8, 4096),
+         ("mha_fused", 1, 2048))
+QUICK_ACC = ((4, 8, 32768, False),)
+SPECS = {"fused": "xquant:bits=2", "materialized": "xquant:bits=2,fused=false", "mha_fused": "xquant:bits=2"}
+CHECK_TOKENS = 2048
+
+
+def acc_spec(acc_bits: int) -> str:
+    """A one-delta-layer XQuant-CL config: layer 0 the base, layer 1 stores e-bit deltas."""
+    return f"xquant:bits={BITS},cross_layer=true,high_precision_layers=1,accumulator_bits={acc_bits}"
+
+
+def params(variant: str, batch: int, context: int, acc_bits: int | None = None, up: bool = False) -> dict:
+    """A case's parameters; acc_update is MHA-CL (delta d wide) unless `up` (GQA-CL, delta 2 d/g wide)."""
+    mha = variant == "mha_fused" or (variant == "acc_update" and not up)
+    p = {"variant": variant, "method": SPECS.get(variant) or acc_spec(acc_bits), "bits": BITS, "group_size": GROUP,
+         "batch": batch, "context": context, "num_heads": HEADS, "num_kv_heads": MHA_KV_HEADS if mha else KV_HEADS,
+         "head_dim": HEAD_DIM, "latent": MHA_LATENT if mha else LATENT}
+    if variant == "acc_update":
+        p.update(accumulator_bits=acc_bits, up_projection=up, delta_width=2 * LATENT if up else HEADS * HEAD_DIM)
+    return p
+
+
+def recipes(p: dict) -> tuple[TensorRecipe, TensorRecipe | None]:
+    if p["variant"] == "acc_update":
+        return TensorRecipe(p["bits"], p["group_size"], along="channels"), None
+    return xk.recipes(p["bits"], p["group_size"], p["variant"] == "mha_fused")
+
+
+def _shapes(p: dict) -> list[tuple[str, tuple, object]]:
+    """(part, shape, dtype) of every tensor a case's kernel reads or writes, for the whole batch."""
+    batch, context = p["batch"], p["context"]
+    rk, rv = recipes(p)
+    if p["variant"] == "acc_update":
+        d = p["num_heads"] * p["head_dim"]
+        acc = ((batch, context, d // 2), torch.uint8) if p["accumulator_bits"] == 4 else ((batch, context, d),
+                                                                                          torch.bfloat16)
+        out = [(part, s, t) for part, s, t in tensor_shapes(rk, batch, 1, context, p["delta_width"]).values()]
+        out += [("accumulator_read", *acc), ("accumulator_write", *acc)]
+        return out + ([("weights", (p["delta_width"], d), torch.bfloat16)] if p["up_projection"] else [])
+    out = []
+    for rec in filter(None, (rk, rv)):
+        out += list(tensor_shapes(rec, batch, 1, context, p["latent"]).values())
+    kv_dim = p["num_kv_heads"] * p["head_dim"]
+    return out + [("weights", (p["latent"], kv_dim), torch.bfloat16)] * 2
+
+
+def layout_bytes(p: dict) -> dict[str, int]:
+    """Bytes by part of what the case's kernel allocates and reads (the batch): latent codes (data),
+    scales and zeros (metadata), fp16 window, remat weights; for acc_update, the delta, the accumulator
+    read and written, U_kv^T."""
+    out = dict.fromkeys((*PARTS, "weights", "accumulator_read", "accumulator_write"), 0)
+    for part, shape, dtype in _shapes(p):
+        out[part] += int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
+    return out
+
+
+def random_tensor(rec: TensorRecipe, batch: int, context: int, width: int, device) -> QuantTensor:
+    """Random stored latent (codes any byte, scales in [0.01, 0.06), zeros and window ~ N(0, 0.1)): a timing
+    input, never zeros, without quantizing a full-size fp32 tensor first."""
+    tensors = {}
+    for name, (_, shape, dtype) in tensor_shapes(rec, batch, 1, context, width).items():
+        if name == "codes":
+            tensors[name] = torch.randint(0, 256, shape, dtype=dtype, device=device)
+        elif name == "scale":
+            tensors[name] = (torch.rand(shape, device=device) * 0.05 + 0.01).to(dtype)
+        else:
+            tensors[name] = (torch.randn(shape, device=device) * 0.1).to(dtype)
+    sinks, nq, recent = rec.split(context)
+    return QuantTensor(rec, tensors, sinks, nq, recent)
+
+
+def random_weights(p: dict, device):
+    shape = (p["latent"], p["num_kv_heads"] * p["head_dim"])
+    return tuple((torch.randn(shape, device=device) * p["latent"] ** -0.5).to(torch.bfloat16) for _ in range(2))
+
+
+def random_layer(p: dict, weights, device):
+    rk, rv = recipes(p)
+    x_k = random_tensor(rk, p["batch"], p["context"], p["latent"], device)
+    x_v = random_tensor(rv, p["batch"], p["context"], p["latent"], device) if rv else None
+    return xk.XLayer(x_k, x_v, *weights, p["num_kv_heads"], p["context"])
+
+
+def check(p: dict, device="cuda") -> float:
+    """Relative RMS of the case's kernel against the float32 torch reference on really quantized random
+    latents (one sequence, <= CHECK_TOKENS tokens); raises above 2e-2."""
+
+    g = torch.Generator(device=device).manual_seed(0)
+    n, r = min(p["context"], CHECK_TOKENS), p["latent"]
+    spread = torch.exp(0.5 * torch.randn(1, 1, r, device=device, generator=g))
+    x_k = torch.randn(1, n, r, device=device, generator=g) * spread
+    x_v = None if p["variant"] == "mha_fused" else torch.randn(1, n, r, device=device, generator=g)
+    w = [torch.randn(r, p["num_kv_heads"] * p["head_dim"], device=device, generator=g) * r ** -0.5 for _ in "kv"]
+    layer = xk.build_layer(x_k, x_v, *w, p["num_kv_heads"], p["bits"], p["group_size"])
+    q = torch.randn(1, p["num_heads"], p["head_dim"], device=device, generator=g).to(torch.bfloat16)
+    got = xk.materialized_decode(q, layer, 4) if p["variant"] == "materialized" else xk.decode(q, layer)
+    error = relative_rms(got, xk.reference(q, layer))
+    if error > 2e-2:
+        raise AssertionError(f"kernel differs from the torch reference: relative RMS {error:.3g}")
+    return error
+
+
+def _bench(set_bytes: int, make, call, extra: dict | None = None) -> dict:
+    sets = input_sets(make, set_bytes)
+    out = {"ms": graph_ms(call, sets), "eager_ms": eager_ms(call, sets), "rotation": len(sets)}
+    for name, fn in (extra or {}).items():
+        out[name] = graph_ms(fn, sets)
+    return out
+
+
+def _set_bytes(p: dict) -> int:
+    """Bytes of one input set (what rotates to defeat L2): all but the weights, which every set shares."""
+    return sum(v for k, v in layout_bytes(p).items() if k != "weights")
+
+
+def _run_attention(p: dict) -> dict:
+
+    error = check(p)
+    batch, heads, dim, context = p["batch"], p["num_heads"], p["head_dim"], p["context"]
+    weights = random_weights(p, "cuda")
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    out, work = torch.empty(batch, heads, dim, dtype=torch.bfloat16, device="cuda"), {}
+    if p["variant"] != "materialized":
+        def make():
+            return torch.randn(batch, heads, dim, dtype=torch.bfloat16, device="cuda"), random_layer(p, weights, "cuda")
+
+        timed = _bench(_set_bytes(p), make, lambda q, layer: xk.decode(q, layer, None, out, work))
+        return {**timed, "check_rel_rms": error}
+    splits = choose_splits(batch * p["num_kv_heads"], context, sms, 128)
+    shape = (batch, p["num_kv_heads"], context, dim)
+
+    def make_kv():
+        q = torch.randn(batch, heads, dim, dtype=torch.bfloat16, device="cuda")
+        kv = tuple(torch.empty(shape, dtype=torch.bfloat16, device="cuda") for _ in "kv")
+        return q, random_layer(p, weights, "cuda"), kv
+
+    def remat(q, layer, kv):
+        return xk.materialize(layer, kv)
+
+    def attention(q, layer, kv):
+        return decode_attention(q, *kv, splits, out=out)
+
+    kv_bytes = 2 * 2 * batch * p["num_kv_heads"] * context * dim
+    timed = _bench(_set_bytes(p) + kv_bytes, make_kv,
+                   lambda q, layer, kv: xk.materialized_decode(q, layer, splits, out, kv),
+                   {"remat_ms": remat, "attention_ms": attention})
+    return {**timed, "num_splits": splits, "check_rel_rms": error}
+
+
+def check_acc(p: dict, u_t, device="cuda") -> float:
+    """The accumulator update against acc_reference on a really quantized delta (<= CHECK_TOKENS tokens):
+    relative RMS (bf16) or the fraction of 4-bit codes that differ; raises above 1e-2."""
+    n, d = min(p["context"], CHECK_TOKENS), p["num_heads"] * p["head_dim"]
+    delta, deq = quantize(torch.randn(1, 1, n, p["delta_width"], device=device), recipes(p)[0])
+    if p["accumulator_bits"] == 4:
+        acc = torch.randint(0, 256, (1, n, d // 2), dtype=torch.uint8, device=device)
+    else:
+        acc = torch.randn(1, n, d, device=device).to(torch.bfloat16)
+    want = xk.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.05)
+    got = xk.acc_update(delta, acc, u_t, step=0.05)
+    error = (got != want).float().mean().item() if p["accumulator_bits"] == 4 else relative_rms(got, want)
+    if error > 1e-2:
+        raise AssertionError(f"accumulator update differs from the torch reference: {error:.3g}")
+    return error
+
+
+def _run_acc(p: dict) -> dict:
+
+    batch, context, d = p["batch"], p["context"], p["num_heads"] * p["head_dim"]
+    rec, _ = recipes(p)
+    u_t = (torch.randn(p["delta_width"], d, device="cuda") * p["delta_width"] ** -0.5).to(torch.bfloat16) \
+        if p["up_projection"] else None
+    error = check_acc(p, u_t)
+
+    def make():
+        delta = random_tensor(rec, batch, context, p["delta_width"], "cuda")
+        if p["accumulator_bits"] == 4:
+            return delta, torch.randint(0, 256, (batch, context, d // 2), dtype=torch.uint8, device="cuda")
+        return delta, torch.randn(batch, context, d, device="cuda").to(torch.bfloat16)
+
+    timed = _bench(_set_bytes(p), make, lambda delta, acc: xk.acc_update(delta, acc, u_t, step=0.05))
+    return {**timed, "check_error": error}
+
+
+def _model(p: dict):
+    name = f"xquant-h{p['num_heads']}-kv{p['num_kv_heads']}-d{p['head_dim']}"
+    model = decode_model(name, p["num_heads"], p["num_kv_heads"], p["head_dim"])
+    # XQuant-CL: layer 0 is the base, layer 1 the delta layer whose accumulator update is measured
+    return model.model_copy(update={"num_layers": 2}) if p["variant"] == "acc_update" else model
+
+
+def _ops(p: dict) -> list[str]:
+    """The roofline ops the case's kernels do (predict_op adds each op's companions, the split-K reduce)."""
+    return ["remat", "attention"] if p["variant"] == "materialized" else ["attention"]
+
+
+def acc_op(p: dict):
+    """The accumulator update's share of XQuant-CL's "remat" ExtraOp (roofline.methods.xquant), for the
+    batch: delta read (the dX TensorLayout) + accumulator read (e_b/8 L d (rw - 1)) and write (e_b/8 L d),
+    dequant FLOPs and integer unpack ops + the 2 L d accumulate, and for GQA the up-projection
+    2 L (2d/g) d with U_kv^T's bytes."""
+    from roofline.costmodel.ops import Op, traffic
+    from roofline.methods import build_cache, parse_method
+    from roofline.symbols import B, L
+
+    model = _model(p)
+    (layer,) = [g for g in build_cache(parse_method(p["method"]), model).layers if g.tensors[0].name == "dX"]
+    (dx,), (remat,) = layer.tensors, layer.decode_ops
+    d = model.hidden_size
+    up_bytes = remat.weight_bytes - d * 2 * model.kv_dim * 2  # U_kv^T beside W_kv (0 for MHA)
+    up_flops = 2 * L * dx.channels * d if p["up_projection"] else 0
+    reads = B * (dx.read_bytes + remat.kv_read_bytes)
+    return Op("acc_update", "attention", 1, matmul_flops=B * up_flops, vector_flops=B * (dx.dequant_flops + 2 * L * d),
+              int_ops=B * dx.dequant_int_ops,
+              traffic=traffic(weights=up_bytes, kv_read=reads, kv_write=B * remat.kv_write_bytes))
+
+
+def predict_case(p: dict, hardware) -> dict:
+    """Roofline numbers of the case: the op(s) of a one-layer model (predict_op), summed for materialized;
+    acc_update evaluates `acc_op` with the same Roofline."""
+    from roofline.methods import parse_method
+
+    values = {"B": p["batch"], "L": p["context"]}
+    model, method = _model(p), parse_method(p["method"])
+    if p["variant"] == "acc_update":
+        from dataclasses import replace
+
+        from roofline.costmodel import Roofline
+        from roofline.symbols import B, L
+
+        graph, _ = find_op(model, method, "attention")
+        row = Roofline(hardware).evaluate(replace(graph, ops=(acc_op(p),)), {B: p["batch"], L: p["context"]})[0]
+        rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
+    else:
+        rows = [predict_op(model, method, name, values, hardware) for name in _ops(p)]
+    out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
+    out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
+               bound=max(rows, key=lambda r: r["time_s"])["bound"])
+    if len(rows) > 1:
+        out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
+    return out
+
+
+def work(case: Case) -> dict:
+    """Bytes and FLOPs of the case from the roofline op(s); None without roofline (a GPU box)."""
+    try:
+        model = _model(case.params)
+    except ImportError as err:
+        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
+    p = case.params
+    if p["variant"] == "acc_update":
+        from roofline.symbols import B, L, evaluate
+
+        op, at = acc_op(p), {B: p["batch"], L: p["context"]}
+        return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
+    from roofline.methods import parse_method
+
+    rows = [op_work(model, parse_method(p["method"]), name, {"B": p["batch"], "L": p["context"]}) for name in _ops(p)]
+    return {"bytes": sum(r["bytes"] for r in rows), "flops": sum(r["flops"] for r in rows)}
+
+
+def case_name(p: dict) -> str:
+    if p["variant"] == "acc_update":
+        return f"acc{p['accumulator_bits']}{'_up' if p['up_projection'] else ''}_b{p['batch']}_l{p['context']}"
+    return f"{p['variant']}_b{p['batch']}_l{p['context']}"
+
+
+@register
+class XQuantFamily:
+    name = "xquant"
+
+    def cases(self, quick: bool) -> list[Case]:
+        if quick:
+            grid = [params(v, b, n) for v, b, n in QUICK] + [params("acc_update", b, n, e, up)
+                                                            for e, b, n, up in QUICK_ACC]
+        else:
+            grid = [params(v, b, n) for v in ("fused", "materialized") for b in BATCHES for n in CONTEXTS + WINDOWED]
+            grid += [params("mha_fused", b, n) for b, n in MHA_GRID]
+            grid += [params("acc_update", b, n, e, up) for e, b, n, up in ACC_GRID]
+        return [Case(self.name, case_name(p), p) for p in grid]
+
+    def run(self, case: Case) -> dict:
+        p = case.params
+        timed = _run_acc(p) if p["variant"] == "acc_update" else _run_attention(p)
+        return {**timed, **work(case)}
+
+    def predict(self, case: Case, hardware) -> dict:
+        return predict_case(case.params, hardware)
+
+
+def _first_from(ls: np.ndarray, ok: np.ndarray) -> int | None:
+    """The smallest ls[i] with ok[j] for every j >= i; None when ok[-1] is False."""
+    if not ok[-1]:
+        return None
+    bad = np.flatnonzero(~ok)
+    return int(ls[bad[-1] + 1]) if bad.size else int(ls[0])
+
+
+def predicted_crossover(p: dict, hardware, longest: int = 1 << 20) -> dict:
+    """From the roofline alone, at the case's batch: `compute_eq_memory`, the smallest context L from which
+    on (L = 1 .. `longest`) the op's compute time F_m/peak + F_v/peak_fp32 reaches its memory time
+    bytes/bandwidth (Roofline.op_times of the ops `predict` sums: companions and materialized's remat); `knee`, the
+    same against max(memory time, launch floor), which is what a measured curve shows when a calibrated
+    spec's launch floor exceeds the memory time."""
+    from roofline.costmodel import Roofline
+    from roofline.methods import parse_method
+    from roofline.symbols import B, L, lambdify
+
+    roof = Roofline(hardware)
+    model, method = _model(p), parse_method(p["method"])
+    times = [roof.op_times(op) for name in _ops(p) for op in find_ops(model, method, name)[1]]
+    fn = lambdify([B, L], [sum(t.compute for t in times), sum(t.memory for t in times)])
+    ls = np.arange(1, longest + 1)
+    compute, memory = (np.broadcast_to(np.asarray(x, dtype=float), ls.shape) for x in fn(p["batch"], ls))
+    return {"compute_eq_memory": _first_from(ls, compute >= memory),
+            "knee": _first_from(ls, compute >= np.maximum(memory, roof.latency_floor()))}
+
+
+def _line(ls: np.ndarray, ts: np.ndarray) -> tuple[float, float, float]:
+    """(a, b, sum of squared relative residuals) of t = a + b L, least squares in relative error."""
+    design = np.stack([1 / ts, ls / ts], axis=1)
+    (a, b), *_ = np.linalg.lstsq(design, np.ones_like(ts), rcond=None)
+    resid = design @ np.array([a, b]) - 1
+    return float(a), float(b), float(resid @ resid)
+
+
+def measured_crossover(ls, ts) -> dict:
+    """Two regimes fitted to measured (context, seconds): for each split k (>= 2 points each side),
+    t = a_m + b_m L on the k shortest contexts and t = a_c + b_c L on the rest (`_line`); the split with
+    the least total residual wins, and the crossover is where its lines meet, L_x = (a_m - a_c)/(b_c - b_m)
+    (None if b_c <= b_m or L_x <= 0)."""
+    order = np.argsort(ls)
+    ls, ts = np.asarray(ls, dtype=float)[order], np.asarray(ts, dtype=float)[order]
+    fits = [(k, _line(ls[:k], ts[:k]), _line(ls[k:], ts[k:])) for k in range(2, len(ls) - 1)]
+    if not fits:
+        return {"context": None, "points": len(ls)}
+    k, (am, bm, em), (ac, bc, ec) = min(fits, key=lambda f: f[1][2] + f[2][2])
+    lx = (am - ac) / (bc - bm) if bc > bm else None
+    return {"context": lx if lx is not None and lx > 0 else None, "points": len(ls), "split_context": int(ls[k]),
+            "memory_line": {"intercept_s": am, "s_per_token": bm},
+            "compute_line": {"intercept_s": ac, "s_per_token": bc}, "relative_residual": (em + ec) ** 0.5}
+
+
+def crossover(results: dict, hardware, variant: str = "fused") -> dict[int, dict]:
+    """Per batch of `variant`'s measured cases in `results`: the measured crossover context
+    (`measured_crossover`: where the time per step leaves the fitted memory-bound line along the fitted
+    compute-bound one), the model's (`predicted_crossover`: where the op's compute time equals its memory
+    time, and the knee with the launch floor) and measured / predicted, for a "within 20%" check. Only
+    contexts that fill whole groups of G tokens are fitted: an fp16 K window adds its own tail programs."""
+    from validate.results_file import measured
+
+    rows = [r for r in measured(results, "xquant") if r["params"]["variant"] == variant
+            and r["params"]["context"] % r["params"]["group_size"] == 0]
+    out = {}
+    for batch in sorted({r["params"]["batch"] for r in rows}):
+        mine = [r for r in rows if r["params"]["batch"] == batch]
+        fit = measured_crossover([r["params"]["context"] for r in mine], [r["ms"] * 1e-3 for r in mine])
+        pred = predicted_crossover(mine[0]["params"], hardware)
+        ratio = fit["context"] / pred["compute_eq_memory"] if fit["context"] and pred["compute_eq_memory"] else None
+        out[batch] = {"measured": fit["context"], "predicted": pred["compute_eq_memory"],
+                      "predicted_knee": pred["knee"], "ratio": ratio, "fit": fit}
+    return out
+
+
+def sm90_specs() -> list[dict]:
+    """validate.sm90 compile specs of every kernel at the bench shapes (d_h 128, latents 1024 / 4096)."""
+
+    ints = ("context", "nq_k", "win_k")
+    lat = {**dict.fromkeys(("kc", "vc"), "*u8"), **dict.fromkeys(("ks", "kz", "kw", "vs", "vz"), "*fp16"),
+           "wk": "*bf16", "wv": "*bf16", "log2_theta": "fp32", **dict.fromkeys(ints, "i32")}
+    sigs = {"fused_kernel": {**lat, "q_ptr": "*bf16", **dict.fromkeys(("m_ptr", "l_ptr", "acc_ptr"), "*fp32"),
+                             "qk_scale": "fp32", **dict.fromkeys(("chunk", "num_mid", "num_parts"), "i32")},
+            "remat_kernel": {**lat, "k_out": "*bf16", "v_out": "*bf16"}}
+    specs = []
+    for variant, kernel, tail in (("fused", "fused_kernel", False), ("fused", "fused_kernel", True),
+                                  ("mha_fused", "fused_kernel", False), ("materialized", "remat_kernel", False),
+                                  ("materialized", "remat_kernel", True)):
+        p = params(variant, 1, 4096)
+        ce = {**xk.constexprs(recipes(p)[0], p["latent"], p["num_kv_heads"], HEAD_DIM, xk.BLOCK_N, xk.R_BLOCK, False),
+              "TAIL": tail}
+        if kernel == "fused_kernel":
+            group = HEADS // p["num_kv_heads"]
+            ce.update(GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()))
+        specs.append({"module": xk.__name__, "kernel": kernel, "signature": sigs[kernel], "constexprs": ce,
+                      "num_warps": xk.NUM_WARPS, "num_stages": xk.NUM_STAGES})
+    acc = {"dc": "*u8", "ds": "*fp16", "dz": "*fp16", "u_ptr": "*bf16", "step": "fp32", "inv_step": "fp32",
+           "tokens": "i32"}
+    for bits, up in ((4, False), (16, True)):
+        p = params("acc_update", 1, 4096, bits, up)
+        ce = xk.acc_constexprs(recipes(p)[0], HEADS * HEAD_DIM, p["delta_width"], up, bits, xk.BLOCK_T, xk.BLOCK_D,
+                               xk.R_BLOCK, False)
+        specs.append({"module": xk.__name__, "kernel": "acc_update_kernel", "constexprs": ce, "num_warps": xk.NUM_WARPS,
+                      "signature": {**acc, "acc_ptr": "*u8" if bits == 4 else "*bf16"}, "num_stages": xk.NUM_STAGES})
+    return specs
