@@ -1,0 +1,40 @@
+"""CI gate (issue 6): `compare` re-run on the committed GPU measurements. Model changes that break the
+agreement between the roofline and kernels that reach the device's ceilings fail here.
+
+The gate is the median APE <= 10% over the gated suite: the families whose kernels reach >= 85% of the
+measured ceilings (validate.compare.kernel_efficiency, from physical bytes and FLOPs over measured time,
+no prediction involved). Families below it are printed with their shortfall: there the error measures the
+kernel, not the model.
+"""
+
+import os
+from pathlib import Path
+
+os.environ["TRITON_INTERPRET"] = "1"  # validate.families imports triton kernels; never compiled here
+
+import pytest  # noqa: E402
+
+from validate.compare import compare, hardware_for_device, render  # noqa: E402
+from validate.results_file import load as load_results  # noqa: E402
+
+RESULTS = sorted(p for p in (Path(__file__).resolve().parents[1] / "validate" / "results").glob("*.json")
+                 if not p.stem.endswith("-quick"))
+
+
+def test_measurements_are_committed() -> None:
+    assert RESULTS, "issue 6 requires at least one committed GPU run in validate/results/"
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.stem)
+def test_gated_median_ape_within_10_percent(path: Path) -> None:
+    from roofline.catalogue import load_hardware
+
+    results = load_results(path)
+    env = results["env"]
+    for key in ("device", "driver", "torch", "triton", "date"):
+        assert env.get(key), f"{path.name}: env.{key} missing"
+    report = compare(results, load_hardware(hardware_for_device(env["device"])))
+    print("\n" + render(report))
+    gated = report["summary"]["gated"]
+    assert "fp16_attention" in gated["families"], "the bf16 reference kernel must reach the ceilings"
+    assert gated["median_ape_pct"] <= 10.0, f"gated median APE {gated['median_ape_pct']:.1f}% > 10%"
