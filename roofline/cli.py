@@ -211,6 +211,24 @@ def _claims_text(rows: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks) + f"\n\n{len(rows)} claims: {summary}"
 
 
+# ---- app -------------------------------------------------------------------------------------------
+
+def cmd_app(args: argparse.Namespace) -> int:
+    import importlib.util
+    import subprocess
+
+    from roofline.appdata import streamlit_command
+
+    if importlib.util.find_spec("streamlit") is None:
+        raise RooflineError("app: streamlit is not installed; pip install 'roofline[app]'")
+    command = streamlit_command(port=args.port)
+    print(f"roofline: serving the dashboard on http://127.0.0.1:{args.port or 8501}", file=sys.stderr)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 0
+
+
 # ---- parser ----------------------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -240,6 +258,10 @@ def build_parser() -> Parser:
     from roofline.cli_plan import add_plan_parser
 
     add_plan_parser(sub, positive_int, positive_float)
+
+    p = sub.add_parser("app", help="the Streamlit dashboard on 127.0.0.1")
+    p.add_argument("--port", type=positive_int, help="port (default 8501)")
+    p.set_defaults(func=cmd_app)
 
     p = sub.add_parser("claims", help="the seed papers' headline claims, computed, with verdicts")
     p.add_argument("--json", action="store_true")

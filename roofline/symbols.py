@@ -74,6 +74,45 @@ def window_occupancy(expr, how: str):
     return expr
 
 
+def piecewise_linear_integral(expr, symbol: sp.Symbol, lo: float, hi: float) -> float:
+    """Exact integral over [lo, hi] of an expression that is affine in `symbol` between kinks made by its
+    Min/Max nodes (roofline step times: affine compute and memory terms under Max, windows under Min).
+
+    The kinks are where two arguments of one Min/Max are equal (linear roots); between consecutive kinks the
+    expression is affine, so the trapezoid rule on those pieces is exact. A piece that is still not affine
+    (a kink this search missed) is split further until its midpoint agrees.
+    """
+    expr = sp.sympify(expr)
+    if symbol not in expr.free_symbols:
+        return float(expr) * (hi - lo)
+    points = {float(lo), float(hi)}
+    for node in expr.atoms(sp.Min, sp.Max):
+        args = node.args
+        for i in range(len(args)):
+            for j in range(i + 1, len(args)):
+                diff = sp.expand(args[i] - args[j])
+                if diff.atoms(sp.Min, sp.Max, sp.Mod, sp.Piecewise, CeilDiv):
+                    continue
+                poly = sp.Poly(diff, symbol) if diff.is_polynomial(symbol) else None
+                if poly is None or poly.degree() != 1:
+                    continue
+                root = -float(poly.all_coeffs()[1]) / float(poly.all_coeffs()[0])
+                if lo < root < hi:
+                    points.add(root)
+    f = sp.lambdify([symbol], expr, modules="numpy")
+
+    def piece(a: float, b: float, fa: float, fb: float, depth: int) -> float:
+        mid = (a + b) / 2
+        fm = float(f(mid))
+        if depth == 0 or abs(fm - (fa + fb) / 2) <= 1e-12 * max(abs(fm), 1e-30):
+            return (fa + fb) / 2 * (b - a)
+        return piece(a, mid, fa, fm, depth - 1) + piece(mid, b, fm, fb, depth - 1)
+
+    xs = sorted(points)
+    ys = [float(f(x)) for x in xs]
+    return sum(piece(xs[k], xs[k + 1], ys[k], ys[k + 1], 30) for k in range(len(xs) - 1))
+
+
 def round_up(a, multiple):
     """Smallest multiple of `multiple` that is >= a."""
     return ceildiv(a, multiple) * multiple

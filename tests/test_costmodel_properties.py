@@ -1,6 +1,7 @@
 """Properties of the cost model (issue 3): monotone in bits, context and batch; "no compression" reduces
 exactly to the baseline; per-op roofline bookkeeping is self-consistent."""
 
+import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,3 +113,16 @@ def test_expressions_stay_exact() -> None:
         for op in graph.ops:
             for expr in (op.matmul_flops, op.vector_flops, *op.traffic.values()):
                 assert not sp.sympify(expr).atoms(sp.Float), (name, op.name, expr)
+
+
+def test_piecewise_linear_integral_is_exact() -> None:
+    from roofline.symbols import piecewise_linear_integral
+
+    # ∫_0^20 max(2L, L + 10) dL = ∫_0^10 (L + 10) + ∫_10^20 2L = 150 + 300
+    assert piecewise_linear_integral(sp.Max(2 * L, L + 10), L, 0, 20) == pytest.approx(450, rel=1e-12)
+    # ∫_0^10 min(L, 4) dL = 8 + 24; a constant integrates to c (hi - lo)
+    assert piecewise_linear_integral(sp.Min(L, 4), L, 0, 10) == pytest.approx(32, rel=1e-12)
+    assert piecewise_linear_integral(sp.Integer(3), L, 2, 5) == 9
+    # nested: max(min(L, 6), 10 - L) on [0, 10]: 10 - L to L = 5, then L to 6, then 6
+    expected = (10 + 5) / 2 * 5 + (5 + 6) / 2 * 1 + 6 * 4
+    assert piecewise_linear_integral(sp.Max(sp.Min(L, 6), 10 - L), L, 0, 10) == pytest.approx(expected, rel=1e-12)

@@ -15,7 +15,7 @@ import sympy as sp
 from roofline.costmodel import Graph, Roofline, build_graph
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import B, L, P
+from roofline.symbols import B, L, P, piecewise_linear_integral
 from roofline.symbols import lambdify as compile_expr
 
 
@@ -71,20 +71,17 @@ class PhaseModel:
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
-        time over L (residual windows at their mean fill), in closed form per op, divided by `tokens`."""
+        time over L (residual windows at their mean fill) divided by `tokens`. Each op's time is piecewise
+        affine in L, so the integral is exact on its kinks (symbols.piecewise_linear_integral)."""
         if tokens <= 0:
             return self.decode_time(batch, start)
 
         def whole(b) -> float:
-            total = sp.Integer(0)
+            total = 0.0
             for op in self.decode_mean.ops:
                 t = self.roofline.op_times(op).total.subs(B, b)
-                if L not in t.free_symbols:
-                    total += op.count * t * tokens
-                    continue
-                piecewise = sp.piecewise_fold(t.rewrite(sp.Piecewise))
-                total += op.count * sp.integrate(piecewise, (L, start, start + tokens))
-            return float(total) / tokens
+                total += op.count * piecewise_linear_integral(t, L, start, start + tokens)
+            return total / tokens
 
         return self.pipeline(whole, batch)
 

@@ -1,0 +1,27 @@
+"""roofline dashboard: `streamlit run app/main.py --server.address 127.0.0.1` (or `roofline app`).
+
+The sidebar holds the scenario every page uses; each page draws numbers from roofline.appdata (STYLE 14).
+"""
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the helper package beside this script (streamlit adds it; AppTest may not)
+    sys.path.insert(0, str(HERE))
+
+from roofline_app.scenario import sidebar  # noqa: E402
+
+st.set_page_config(page_title="roofline", layout="wide")
+PAGES = [
+    st.Page(HERE / "views" / "plan.py", title="Plan", url_path="plan", default=True),
+    st.Page(HERE / "views" / "roofline_page.py", title="Roofline", url_path="roofline"),
+    st.Page(HERE / "views" / "compare.py", title="Compare", url_path="compare"),
+    st.Page(HERE / "views" / "validation.py", title="Validation", url_path="validation"),
+    st.Page(HERE / "views" / "claims.py", title="Claims", url_path="claims"),
+]
+page = st.navigation(PAGES)
+sidebar()
+page.run()

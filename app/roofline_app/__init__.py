@@ -1,0 +1,1 @@
+"""Helpers of the Streamlit dashboard: the shared scenario sidebar, cached library calls, and Altair charts."""

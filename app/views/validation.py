@@ -1,0 +1,45 @@
+"""Validation: the cost model's predictions against the committed GPU measurements (validate/results/)."""
+
+import streamlit as st
+from roofline_app import cache
+
+from roofline import appdata
+
+ENV_KEYS = ("device", "driver", "cuda", "torch", "triton", "python", "date", "git_sha")
+
+st.title("Validation")
+st.caption("Every kernel in validate/ is predicted from the hardware spec alone (no per-kernel fitting) and timed "
+           "on a GPU; APE = |predicted - measured| / measured.")
+reports = cache.validation_reports()
+if not reports:
+    st.info("No validation results are committed yet (validate/results/*.json); run `python -m validate bench` on "
+            "a GPU and commit the file.")
+for entry in reports:
+    st.subheader(entry["file"])
+    if "error" in entry:
+        st.error(entry["error"])
+        continue
+    env, report = entry["env"], entry["report"]
+    st.markdown(" · ".join(f"**{k}** {env[k]}" for k in ENV_KEYS if env.get(k) is not None)
+                + f" · compared with the **{report['hardware']}** spec")
+    summary = report["summary"]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("cases compared (calibration excluded)", summary["cases"])
+    c2.metric("median APE", "-" if summary["median_ape_pct"] is None else f"{summary['median_ape_pct']:.1f} %")
+    c3.metric("90th percentile APE", "-" if summary["p90_ape_pct"] is None else f"{summary['p90_ape_pct']:.1f} %")
+    rows = appdata.validation_rows(report)
+    if any(r["predicted (ms)"] and r["measured (ms)"] for r in rows):
+        cache.draw("validation_chart", rows, key=f"validation_chart_{entry['file']}")
+        st.caption("One point per measured case; points on the dashed line were predicted exactly.")
+    st.markdown("**Per kernel family**")
+    st.dataframe(appdata.family_rows(report), hide_index=True, key=f"families_{entry['file']}", column_config={
+        "median APE (%)": st.column_config.NumberColumn(format="%.1f"),
+        "p90 APE (%)": st.column_config.NumberColumn(format="%.1f"),
+        "median bandwidth fraction": st.column_config.NumberColumn(format="percent")})
+    st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
+               f"({report['reference_bytes_per_s'] / 1e12:.2f} TB/s). 'ceilings' calibrates the spec and is left "
+               "out of the suite's APE.")
+    with st.expander("Every case"):
+        st.dataframe(rows, hide_index=True, key=f"cases_{entry['file']}", column_config={
+            "APE (%)": st.column_config.NumberColumn(format="%.1f"),
+            "bandwidth fraction": st.column_config.NumberColumn(format="percent")})

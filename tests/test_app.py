@@ -1,0 +1,403 @@
+"""The dashboard, driven headless by streamlit.testing's AppTest: every page renders without an exception element,
+the numbers it shows equal the library's (called again here, outside the app), bad uploads give the inline one-line
+error and keep the selection; and the library side (roofline.appdata, roofline.quality) without Streamlit.
+
+Render and interaction times are printed (run with -s to see them), not asserted."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from roofline import appdata, quality
+from roofline.catalogue import load_hardware, load_model
+from roofline.errors import SpecError
+from roofline.loading import MAX_SPEC_BYTES
+from roofline.methods import build_cache, parse_method
+from roofline.planner import plan
+
+AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
+ROOT = Path(__file__).resolve().parent.parent
+ENTRY = ROOT / "app" / "main.py"
+TIMINGS: dict[str, float] = {}
+
+
+def timed(label: str, at):
+    start = time.perf_counter()
+    at.run()
+    TIMINGS[label] = time.perf_counter() - start
+    return at
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_timings():
+    yield
+    lines = [f"  {label:<48} {seconds * 1e3:8.0f} ms" for label, seconds in TIMINGS.items()]
+    text = "app render times (AppTest, this process):\n" + "\n".join(lines) + "\n"
+    print("\n" + text)
+    out = ROOT / "ci-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "app_timings.txt").write_text(text)
+
+
+def fresh() -> AppTest:
+    return AppTest.from_file(str(ENTRY), default_timeout=120)
+
+
+def no_exception(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def library_plan(hardware="H100-SXM", model="Llama-3.1-8B", specs=appdata.DEFAULT_METHODS, **fields):
+    workload = appdata.workload_from(fields)
+    return plan(load_model(model), load_hardware(hardware), workload, [parse_method(s) for s in specs])
+
+
+def frame_equals(frame, rows) -> None:
+    """A displayed dataframe against the library's rows: same columns, same values (floats to 1e-9)."""
+    assert list(frame.columns) == list(rows[0])
+    assert len(frame) == len(rows)
+    for shown, row in zip(frame.to_dict("records"), rows, strict=True):
+        for key, value in row.items():
+            if isinstance(value, float):
+                assert shown[key] == pytest.approx(value, rel=1e-9), key
+            else:
+                assert shown[key] == value, key
+
+
+def table(at, column: str):
+    """The first displayed dataframe with `column` (st.dataframe keys are not kept by AppTest)."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise KeyError(f"no dataframe with a {column!r} column")
+
+
+def chart_frames(at) -> list:
+    """Every dataset of every Vega-Lite chart on the page, as pandas frames."""
+    frames = []
+    for element in at.main:
+        if getattr(element, "type", None) == "vega_lite_chart":
+            frames += [pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets]
+    return frames
+
+
+@pytest.fixture(scope="module")
+def app() -> AppTest:
+    at = timed("first render (Plan, default scenario, cold)", fresh())
+    no_exception(at)
+    return at
+
+
+# --- Plan page -----------------------------------------------------------------------------------------------
+
+
+def test_plan_page_shows_the_library_plan(app):
+    frame_equals(table(app, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+    text = " ".join(m.value for m in app.markdown)
+    assert "Llama-3.1-8B" in text and "H100-SXM" in text
+    assert len(chart_frames(app)) >= 3  # capacity, memory, latency
+    assert app.get("download_button")
+
+
+def test_plan_rerun_is_cached(app):
+    timed("rerun, nothing changed (Plan)", app)
+    no_exception(app)
+
+
+def test_workload_change_replans(app):
+    app.number_input(key="batch").set_value(4)
+    app.number_input(key="context").set_value(65_536)
+    app.button(key="apply").click()
+    timed("apply batch 4, context 65,536 (5 new plans)", app)
+    no_exception(app)
+    expected = library_plan(batch=4, context_tokens=65_536)
+    frame_equals(table(app, "TPOT avg (ms)"), appdata.summary_rows(expected))
+    memory = next(f for f in chart_frames(app) if "segment" in f.columns)
+    assert memory["GiB"].sum() == pytest.approx(sum(r["GiB"] for r in appdata.memory_rows(expected)))
+    app.number_input(key="batch").set_value(16)
+    app.number_input(key="context").set_value(32_768)
+    app.button(key="apply").click()
+    timed("apply back to the default workload (cached)", app)
+    frame_equals(table(app, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+
+
+def test_methods_custom_specs_and_a_bad_spec():
+    at = fresh().run()
+    at.multiselect(key="methods").set_value(["kivi-2"])
+    at.text_area(key="custom_specs").set_value("zack-50+kvquant-4; kivi:bits=99")
+    at.button(key="apply").click()
+    timed("apply methods kivi-2 + custom SPEC", at)
+    no_exception(at)
+    assert any("kivi:bits=99" in e.value and "bits" in e.value for e in at.sidebar.error)
+    expected = library_plan(specs=["kivi-2", "zack-50+kvquant-4"])
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(expected))
+
+
+def test_bad_workload_keeps_the_last_valid_one():
+    at = fresh().run()
+    at.number_input(key="context").set_value(1000)
+    at.number_input(key="generated").set_value(2000)
+    at.button(key="apply").click().run()
+    no_exception(at)
+    assert any("generated_tokens" in e.value for e in at.sidebar.error)
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+
+
+def test_hardware_and_tp_change():
+    at = fresh().run()
+    at.selectbox(key="hardware_choice").set_value("H200")
+    timed("select hardware H200 (5 new plans)", at)
+    at.selectbox(key="tp").set_value(2)
+    at.button(key="apply").click().run()
+    no_exception(at)
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan("H200", tp=2)))
+
+
+def test_pipeline_stages_survive_a_smaller_model():
+    at = fresh().run()
+    at.number_input(key="pp").set_value(32)
+    at.button(key="apply").click().run()
+    no_exception(at)
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan(pp=32)))
+    at.selectbox(key="model_choice").set_value("Llama-3.2-1B")
+    timed("select a 16-layer model with pp = 32 set", at)
+    no_exception(at)
+    assert at.number_input(key="pp").value == 16
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan(model="Llama-3.2-1B", pp=16)))
+
+
+def test_downloads_are_the_library_serializations(app):
+    expected = library_plan()
+    downloads = {b.proto.label: b for b in app.get("download_button")}
+    assert set(downloads) == {"Download plan (JSON)", "Download plan (CSV)"}
+    assert json.loads(appdata.plan_json(expected))["results"][0]["method"] == "bf16"
+
+
+# --- uploads -------------------------------------------------------------------------------------------------
+
+
+def upload(at, kind: str, name: str, content: bytes, label: str):
+    at.get_by_key(f"{kind}_upload").set_value((name, content, "application/octet-stream"))
+    return timed(label, at)
+
+
+def test_valid_hardware_upload_becomes_the_selection():
+    at = fresh().run()
+    text = (ROOT / "hardware" / "H200.yaml").read_text().replace("name: H200", "name: my-H200")
+    upload(at, "hardware", "mine.yaml", text.encode(), "upload a valid hardware YAML")
+    no_exception(at)
+    assert at.selectbox(key="hardware_choice").value == "uploaded: my-H200 (mine.yaml)"
+    assert not at.sidebar.error
+    assert "my-H200" in " ".join(m.value for m in at.markdown)
+    expected = library_plan("H200")
+    rows = appdata.summary_rows(expected)
+    frame_equals(table(at, "TPOT avg (ms)"), rows)
+
+
+@pytest.mark.parametrize("name,content,fragment", [
+    ("bad.yaml", b"name: [unclosed", "not valid YAML/JSON"),
+    ("list.yaml", b"- 1\n- 2\n", "expected a mapping"),
+    ("fields.yaml", b"name: x\nvendor: y\n", None),
+    ("binary.yaml", b"\xff\xfe\x00bad", "not UTF-8"),
+    ("huge.yaml", b"#" * (MAX_SPEC_BYTES + 1), "byte limit"),
+    ("code.yaml", b"!!python/object/apply:os.system ['true']", "not valid YAML/JSON"),
+])
+def test_bad_hardware_upload_shows_one_line_and_keeps_the_selection(name, content, fragment):
+    at = fresh().run()
+    upload(at, "hardware", name, content, f"upload a bad hardware file ({name})")
+    no_exception(at)
+    errors = [e.value for e in at.sidebar.error]
+    assert len(errors) == 1 and "\n" not in errors[0] and name in errors[0]
+    assert fragment is None or fragment in errors[0]
+    assert at.selectbox(key="hardware_choice").value == "H100-SXM"
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+
+
+def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
+    at = fresh().run()
+    config = (ROOT / "tests" / "data" / "hf" / "Llama-3.2-1B" / "config.json").read_bytes()
+    upload(at, "model", "config.json", config, "upload a Hugging Face config.json")
+    no_exception(at)
+    chosen = at.selectbox(key="model_choice").value
+    assert chosen.startswith("uploaded: ") and chosen.endswith("(config.json)")
+    model = appdata.spec_from_text("model", config.decode(), "config.json")
+    workload = appdata.workload_from({})
+    expected = plan(model, load_hardware("H100-SXM"), workload, [parse_method(s) for s in appdata.DEFAULT_METHODS])
+    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(expected))
+    upload(at, "model", "broken.json", b'{"model_type": "llama",', "upload a broken config.json")
+    no_exception(at)
+    assert any("broken.json" in e.value and "not valid JSON" in e.value for e in at.sidebar.error)
+    assert at.selectbox(key="model_choice").value == chosen
+
+
+# --- other pages ---------------------------------------------------------------------------------------------
+
+
+def test_roofline_page_points_and_limits():
+    at = fresh().run()
+    at.switch_page("views/roofline_page.py")
+    timed("switch to Roofline", at)
+    no_exception(at)
+    specs = tuple(at.multiselect(key="roofline_methods").value)
+    assert "aquakv-2" in specs and set(appdata.DEFAULT_METHODS) <= set(specs)
+    model, hardware, workload = load_model("Llama-3.1-8B"), load_hardware("H100-SXM"), appdata.workload_from({})
+    for context, label in ((32_768, None), (4096, "roofline slider to 4Ki (new context)"),
+                           (32_768, "roofline slider back to 32Ki (cached)")):
+        if label:
+            at.select_slider(key="roofline_context").set_value(context)
+            timed(label, at)
+            no_exception(at)
+        data = appdata.roofline_data(model, hardware, workload, specs, context)
+        ops = next(f for f in chart_frames(at) if "intensity" in f.columns)
+        assert sorted(ops["intensity"]) == pytest.approx(sorted(p["intensity"] for p in data["points"]))
+        assert sorted(ops["flops_per_s"]) == pytest.approx(sorted(p["flops_per_s"] for p in data["points"]))
+        frame_equals(table(at, "limit"),
+                     appdata.limits_rows(model, hardware, workload, specs, context))
+
+
+def test_compare_page_table_and_quality():
+    at = fresh().run()
+    at.switch_page("views/compare.py")
+    timed("switch to Compare", at)
+    no_exception(at)
+    frame_equals(table(at, "compression vs 16-bit"), appdata.compare_rows(library_plan()))
+    benchmark = "AQUA-KV Table 2: Llama-3.1-8B, LongBench (average score)"
+    at.selectbox(key="benchmark").set_value(benchmark)
+    timed("select a quality benchmark", at)
+    no_exception(at)
+    rows = appdata.quality_rows(benchmark, 32_768)
+    shown = table(at, "paper memory")
+    assert list(shown["method"]) == [r["method"] for r in rows]
+    assert list(shown["value"]) == [r["value"] for r in rows]
+    assert shown["computed bits"].tolist() == pytest.approx(
+        [math.nan if r["computed bits"] is None else r["computed bits"] for r in rows], nan_ok=True)
+
+
+def test_validation_page_matches_compare():
+    at = fresh().run()
+    at.switch_page("views/validation.py")
+    timed("switch to Validation", at)
+    no_exception(at)
+    files = appdata.results_files()
+    if not files:
+        assert any("No validation results" in i.value for i in at.info)
+        return
+    report = appdata.validation_report(files[0])["report"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["cases compared (calibration excluded)"] == str(report["summary"]["cases"])
+    assert metrics["median APE"] == f"{report['summary']['median_ape_pct']:.1f} %"
+    frame_equals(table(at, "median bandwidth fraction"), appdata.family_rows(report))
+
+
+def test_validation_page_without_results(monkeypatch):
+    monkeypatch.setattr(appdata, "results_files", lambda results_dir=None: [])
+    at = fresh().run()
+    at.switch_page("views/validation.py").run()
+    no_exception(at)
+    assert any("No validation results are committed yet" in i.value for i in at.info)
+
+
+def test_claims_page_is_the_claims_table():
+    at = fresh().run()
+    at.switch_page("views/claims.py")
+    timed("switch to Claims (first: recomputes every claim)", at)
+    no_exception(at)
+    rows = appdata.claims_rows()
+    shown = table(at, "verdict")
+    assert list(shown["id"]) == [r["id"] for r in rows]
+    assert list(shown["verdict"]) == [r["verdict"] for r in rows]
+    counts = {m.label: m.value for m in at.metric}
+    for verdict in {r["verdict"] for r in rows}:
+        assert counts[verdict] == str(sum(r["verdict"] == verdict for r in rows))
+
+
+# --- library side, without Streamlit -------------------------------------------------------------------------
+
+
+def test_app_path_and_command_bind_localhost():
+    assert appdata.app_path() == ENTRY
+    cmd = appdata.streamlit_command(port=8765)
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(ENTRY)
+    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--server.port") + 1] == "8765"
+
+
+def test_plan_csv_and_json():
+    p = library_plan(specs=["bf16", "h2o-2048"])
+    rows = list(csv.DictReader(io.StringIO(appdata.plan_csv(p))))
+    assert [r["method"] for r in rows] == ["bf16", "h2o-2048"]
+    assert float(rows[0]["memory.weights_bytes"]) == p["results"][0]["memory"]["weights_bytes"]
+    assert rows[1]["max_context"] == "inf" and rows[0]["workload.batch"] == "16"
+    data = json.loads(appdata.plan_json(p))
+    assert data["results"][1]["max_context"] == "inf"
+    assert data["results"][0]["max_batch"] == p["results"][0]["max_batch"]
+
+
+def test_upload_parsing_errors_are_one_line():
+    with pytest.raises(SpecError, match="byte limit"):
+        appdata.upload_source("x.yaml", b"a" * (MAX_SPEC_BYTES + 1))
+    with pytest.raises(SpecError, match="not UTF-8"):
+        appdata.upload_source("x.yaml", b"\xff")
+    with pytest.raises(SpecError, match="expected a JSON object"):
+        appdata.spec_from_text("model", "[1, 2]", "config.json")
+    with pytest.raises(SpecError) as err:
+        appdata.spec_from_text("hardware", "name: x\n", "h.yaml")
+    assert "\n" not in str(err.value) and str(err.value).startswith("h.yaml: ")
+    source = appdata.upload_source("h.yaml", (ROOT / "hardware" / "L4.yaml").read_bytes())
+    assert appdata.load_source("hardware", source) == load_hardware("L4")
+
+
+def test_workload_and_spec_helpers():
+    assert appdata.workload_from({"pp": 4, "batch": 2}).micro_batches == 2
+    with pytest.raises(SpecError, match="generated_tokens"):
+        appdata.workload_from({"context_tokens": 10, "generated_tokens": 10})
+    assert appdata.split_specs("kivi:bits=3,group_size=64; xquant-2\nzack-50+kvquant-4\n") == [
+        "kivi:bits=3,group_size=64", "xquant-2", "zack-50+kvquant-4"]
+    with pytest.raises(SpecError):
+        appdata.check_spec("nonsense-7")
+    assert appdata.context_options(3000)[:3] == [128, 256, 512] and 3000 in appdata.context_options(3000)
+
+
+def quoted(notes: str, names: set[str], value: float) -> bool:
+    """`value` is a cell of a markdown table row of `notes` that names one of `names` (method or model)."""
+    cells = {f"{value:g}", f"{value:.2f}", f"{value:.1f}", f"{value:.3f}"}
+    for line in notes.splitlines():
+        if line.startswith("|") and any(n in line for n in names):
+            if cells & {c.strip().strip("*") for c in line.split("|")}:
+                return True
+    return False
+
+
+def test_quality_figures_are_quoted_from_the_notes():
+    """Every figure's value and baseline are cells of a table row of its paper's notes that names its method or
+    model (InnerQ Table 2's means are computed from quoted cells instead), and every SPEC builds on its model."""
+    notes = {paper: (ROOT / path).read_text() for paper, path in quality.DOCS.items()}
+    for f in quality.figures():
+        if f.paper == "InnerQ" and f.table == "Table 2":
+            continue
+        names = {re.sub(r"-\d+bit(-1%)?$", "", f.method), f.model}
+        assert quoted(notes[f.paper], names, f.value), (f.benchmark, f.method, f.value)
+        assert f.baseline is None or quoted(notes[f.paper], {f.model, "Baseline", "baseline", "Uncompressed",
+                                                             "FP16"}, f.baseline), (f.benchmark, f.baseline)
+    for spec, model in {(f.spec, f.catalogue_model) for f in quality.figures() if f.spec}:
+        assert build_cache(parse_method(spec), load_model(model)).effective_bits() is not None
+
+
+def test_quality_benchmarks_and_innerq_means():
+    assert len(quality.benchmarks()) == len(set(quality.benchmarks())) > 20
+    assert quality.innerq_longbench_mean(0) == pytest.approx((44.58 + 34.61 + 26.95 + 39.50 + 91.64 + 43.57
+                                                              + 43.02 + 38.26) / 8, abs=1e-4)
+    rows = appdata.quality_rows("XQuant Table 1: Llama-3.1-8B, WikiText-2 (perplexity)", 32_768)
+    xq2 = next(r for r in rows if r["method"] == "XQuant-2bit")
+    assert xq2["value"] == 7.74 and xq2["baseline"] == 6.24 and xq2["computed bits"] == pytest.approx(2.25)
+    with pytest.raises(ValueError, match="benchmark"):
+        quality.for_benchmark("nope")
