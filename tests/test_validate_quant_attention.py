@@ -1,8 +1,10 @@
 """quant_attention: fused-dequant decode attention over a KV cache laid out as roofline counts it.
 
-Bytes allocated equal roofline's resident bytes part by part; the Triton kernel (interpreted, tiny
-shapes) matches the torch reference on the same dequantized values and full-precision attention within
-what the bit-width allows; every variant compiles for sm_90 within an H100's shared memory.
+Bytes allocated equal roofline's resident bytes part by part, in the plain and the tiled layouts alike
+(the tiled one only moves bits: same codes, same metadata); the Triton kernels (interpreted, small
+shapes: quant_kernels' fast kernel for tiled caches, quant_attention's for plain ones) match the torch
+reference on the same dequantized values and full-precision attention within what the bit-width allows;
+every variant compiles for sm_90 within an H100's shared memory.
 """
 
 import os
@@ -18,7 +20,7 @@ import torch  # noqa: E402
 from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.symbols import L  # noqa: E402
-from validate.families import packing  # noqa: E402
+from validate.families import packing, quant_kernels  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
 from validate.families.quant_attention import (  # noqa: E402
     QuantAttention,
@@ -87,6 +89,66 @@ def test_packing_is_dense_and_exact() -> None:
     assert torch.equal(low | (high << 2), u)
 
 
+def _plain_codes(t: packing.QuantTensor, dim: int) -> torch.Tensor:
+    """Codes u [B, H, nq, D] of a plain-layout tensor (packing.pack's bit planes)."""
+    a, c = t.recipe.planes
+    raw = t.tensors["codes"].to(torch.int64)
+    tokens = t.recipe.along == "tokens"
+    axis, split = (2, t.nq * a // 8) if tokens else (3, dim * a // 8)
+
+    def plane(x, width):
+        n = 8 // width
+        bits = (x.unsqueeze(axis + 1) >> (torch.arange(n) * width).view(*([1] * (axis + 1)), n, *([1] * (3 - axis))))
+        bits = bits & ((1 << width) - 1)
+        return bits.movedim(axis + 1, axis + 1).flatten(axis, axis + 1)
+
+    low, high = raw.narrow(axis, 0, split), raw.narrow(axis, split, raw.shape[axis] - split)
+    return plane(low, a) | (plane(high, c) << a if c else 0)
+
+
+@pytest.mark.parametrize("spec", ["kivi-2", "kivi-4", "innerq-base", "innerq-hybrid", "skvq-k2v2", "skvq-k2v2-fp8",
+                                  "skvq-k2v1.5", "skvq:k_bits=4,v_bits=4,group_size=32", "kivi:bits=2,group_size=128"])
+@pytest.mark.parametrize("rows", [32, 64])
+def test_tiled_layout_moves_bits_only(spec: str, rows: int) -> None:
+    # the same codes and metadata as the plain layout, in the same tensors: only bit positions differ
+    r = packing.recipe(spec)
+    g = torch.Generator().manual_seed(2)
+    k, v = torch.randn(2, 2, 1000, 128, generator=g), torch.randn(2, 2, 1000, 128, generator=g)
+    tiled, plain = packing.build_cache(k, v, r, tiled=rows), packing.build_cache(k, v, r, tiled=False)
+    if rows == 64 and tiled.k.tiling is None:
+        return  # a group along tokens shorter than 64 tokens: plain
+    assert tiled.k.tiling is not None and tiled.v.tiling is not None and plain.k.tiling is None
+    for x, (a, b) in zip("kv", ((tiled.k, plain.k), (tiled.v, plain.v)), strict=True):
+        assert all(a.tensors[n].shape == b.tensors[n].shape and a.tensors[n].dtype == b.tensors[n].dtype
+                   for n in b.tensors), x
+        u = packing.unpack_tiled(a.tensors["codes"], a.recipe, a.tiling, a.nq, 128)
+        assert torch.equal(u, _plain_codes(b, 128)), x
+        where = packing.meta_positions(a.tiling, a.recipe, a.nq, 128).reshape(-1)
+        for name in ("scale", "zero"):
+            if name in b.tensors:
+                moved = a.tensors[name].reshape(4, -1)[:, where].view(torch.uint8)
+                assert torch.equal(moved, b.tensors[name].reshape(4, -1).view(torch.uint8)), (x, name)
+    torch.testing.assert_close(tiled.dequantized[0], plain.dequantized[0], rtol=0, atol=0)
+    torch.testing.assert_close(tiled.dequantized[1], plain.dequantized[1], rtol=0, atol=0)
+
+
+def test_presets_take_the_fast_kernel() -> None:
+    # every preset of the bench grid is stored tiled at head_dim 128; a 3-bit K grouped along tokens is not
+    for spec in QuantAttention().cases(True):
+        tk, tv = packing.cache_tilings(packing.recipe(spec.params["method"]), 128)
+        assert tk is not None and tv is not None, spec.name
+    assert packing.cache_tilings(packing.recipe("kivi:bits=3"), 128) == (None, None)
+
+
+def test_splits_fill_whole_waves() -> None:
+    # 64 (sequence, KV head) pairs, 4 resident programs on each of 132 SMs: 8 splits (512 programs), not 9
+    assert quant_kernels.choose_splits(64, 65536, 132, 128, 4) == 8
+    assert quant_kernels.choose_splits(256, 16384, 132, 128, 4) == 2
+    assert quant_kernels.choose_splits(8, 131072, 132, 128, 4) == 64  # at most MAX_SPLITS
+    assert quant_kernels.choose_splits(8, 300, 132, 128, 4) == 2  # each split at least one step
+    assert quant_kernels.resident(117, 30720, 4) == 4 and quant_kernels.resident(168, 29184, 2) == 6
+
+
 def test_reorder_folded_into_query_and_output_is_exact() -> None:
     g = torch.Generator().manual_seed(1)
     k, v = torch.randn(1, 2, 40, 64, generator=g), torch.randn(1, 2, 40, 64, generator=g)
@@ -111,6 +173,12 @@ KERNEL_CASES = [
     ("skvq:k_bits=4,v_bits=4,meta_dtype=fp8,group_size=32,window=16", 1, 2, 300, 128, 0.2),
     ("skvq:k_bits=4,v_bits=1.5,group_size=32,window=16", 1, 2, 100, 64, 0.75),  # ternary V in 2-bit slots
     ("innerq:sinks=4,window=8", 1, 2, 10, 64, 0.01),  # nothing quantized yet: sinks and window only
+    # the presets at head_dim 128 (tiled, quant_kernels): several middle steps per split, leftovers in the tail
+    ("kivi-2", 1, 2, 700, 128, 0.85),
+    ("kivi-4", 2, 2, 600, 128, 0.15),
+    ("innerq-base", 1, 2, 700, 128, 0.6),
+    ("skvq-k2v2", 1, 2, 600, 128, 2.3),  # one 2-bit group of 128 channels per token: coarse on Gaussian data
+    ("kivi:bits=3", 1, 2, 300, 128, 0.35),  # 3-bit K along tokens: plain layout, quant_attention's kernel
 ]
 
 
@@ -145,7 +213,7 @@ def test_every_variant_fits_an_h100_sm() -> None:
     # KIVI: K outer (token groups) / V outer (channel groups); InnerQ hybrid: K inner 3-bit symmetric /
     # V inner hybrid; SKVQ fp8: K inner asymmetric / V outer, fp8 metadata; the tail kernel of one
     specs = [sm90_spec("kivi-2"), sm90_spec("kivi-2", tail=True), sm90_spec("innerq-hybrid"),
-             sm90_spec("skvq-k2v2-fp8")]
+             sm90_spec("skvq-k2v2-fp8"), sm90_spec("kivi:bits=3")]  # the last: plain storage, quant_decode_kernel
     results = shared_bytes(specs)
     shared = [(s["constexprs"]["TAIL"], r["shared"]) for s, r in zip(specs, results, strict=True)]
     print("\n  sm_90 shared bytes (tail?, bytes):", shared)
@@ -164,10 +232,14 @@ def test_cases_grid_and_quick() -> None:
 
 @pytest.mark.parametrize("case", QuantAttention().cases(True), ids=lambda c: c.name)
 def test_kernel_bytes_are_the_roofline_op(case) -> None:
-    # the roofline "attention" op reads the cache once (the layout) plus the query and writes the output
+    # the roofline "attention" op reads the cache once (the layout) plus the query; with its flash-decoding
+    # reduce companion, the fp32 split partials (max, sum, head_dim accumulators per query head, one split per
+    # 2048 cached tokens) are written and read once, and the output is written
     p = case.params
     work = case_work(case)
-    activations = 2 * p["batch"] * p["num_heads"] * p["head_dim"] * 2  # bf16 q in, out
+    splits = max(1, -(-p["context"] // 2048))
+    partials = p["batch"] * p["num_heads"] * splits * (p["head_dim"] + 2) * 4
+    activations = 2 * p["batch"] * p["num_heads"] * p["head_dim"] * 2 + 2 * partials  # bf16 q in, out
     assert work["bytes"] == sum(layout_bytes(p).values()) + activations
     predicted = QuantAttention().predict(case, load_hardware("H200"))
     assert predicted["bytes"] == work["bytes"] and predicted["time_s"] > 0

@@ -1,7 +1,11 @@
 """Family "quant_attention": GQA decode attention over a quantized KV cache, dequantization fused.
 
 The cache is stored exactly as roofline's TensorQuant counts it (packing.py: codes, scales, zeros, fp16
-sinks and window, bytes by part = `layout_bytes`). One program covers one KV head of one sequence (its
+sinks and window, bytes by part = `layout_bytes`). `decode` runs quant_kernels' fast kernel on caches
+stored in a tiled layout (packing.cache_tilings: every bench preset at head_dim 128; same bytes, bits
+placed for it; QUANT_NOTES.md) and the kernel below on the plain layout (any other recipe or shape).
+
+Plain-layout kernel: one program covers one KV head of one sequence (its
 GROUP query heads, padded to >= 16 rows for tl.dot) over one part of the context; two launches of
 quant_decode_kernel cover the parts: TAIL=False the chunks of the middle, where both K and V are
 quantized (packed bytes unpacked in registers with tl.interleave, scales loaded once per group), TAIL=True
@@ -25,8 +29,19 @@ import os
 import triton
 import triton.language as tl
 
+from validate.families import quant_kernels
 from validate.families.attention_fp16 import reduce_kernel, relative_rms
-from validate.families.packing import MODES, QuantCache, Recipe, layout_bytes, random_cache, recipe, reference
+from validate.families.packing import (
+    MODES,
+    QuantCache,
+    Recipe,
+    cache_tilings,
+    layout_bytes,
+    random_cache,
+    recipe,
+    reference,
+)
+from validate.families.quant_kernels import fast_decode
 from validate.registry import Case, register
 
 __all__ = ["QuantAttention", "decode", "layout_bytes", "quant_decode_kernel", "sm90_spec"]
@@ -342,6 +357,9 @@ def decode(q, cache: QuantCache, num_splits: int | None = None, out=None, work: 
     q [B, HQ, D] bf16 (contiguous) -> out [B, HQ, D]. `work` (a dict) keeps the partials between calls."""
     import torch
 
+    if cache.k.tiling is not None:  # stored tiled: quant_kernels' fast kernel, its launch defaults
+        return fast_decode(q, cache, num_splits, out, work, None if num_warps == 4 else num_warps,
+                           2 if num_stages is None else num_stages)
     batch, heads, dim = q.shape
     k, v = cache.k, cache.v
     kv_heads = k.tensors["codes"].shape[1]
@@ -396,9 +414,17 @@ def attention(q, cache: QuantCache, **kwargs):
 
 
 def sm90_spec(method: str, tail: bool = False, heads: int = HEADS, kv_heads: int = KV_HEADS, dim: int = HEAD_DIM,
-              num_warps: int = 4) -> dict:
-    """A validate.sm90 compile spec of quant_decode_kernel (middle or tail) for `method`'s storage on a GPU."""
+              num_warps: int | None = None, num_stages: int | None = None) -> dict:
+    """A validate.sm90 compile spec of the kernel that runs `method`'s storage (quant_kernels' fast kernel
+    where the cache is stored tiled, else quant_decode_kernel), middle or tail part."""
     r = recipe(method)
+    tk, tv = cache_tilings(r, dim)
+    if tk is not None:
+        ce = quant_kernels.plan(r, tk, tv, heads, kv_heads, dim, emu=False)
+        warps = num_warps or quant_kernels.launch_defaults(tk, tv)[0]
+        return {"module": quant_kernels.__name__, "kernel": "fast_decode_kernel",
+                "signature": quant_kernels.signature(r), "constexprs": {**ce, "TAIL": tail},
+                "num_warps": 4 if tail else warps, "num_stages": 1 if tail else (num_stages or 2)}
     sig = {"q_ptr": "*bf16", "m_ptr": "*fp32", "l_ptr": "*fp32", "acc_ptr": "*fp32", "qk_scale": "fp32"}
     for x, t in (("k", r.k), ("v", r.v)):
         meta = "*fp16" if t.meta == "fp16" else "*fp8e4nv"
@@ -408,7 +434,7 @@ def sm90_spec(method: str, tail: bool = False, heads: int = HEADS, kv_heads: int
         sig[name] = "i32"
     return {"module": __name__, "kernel": "quant_decode_kernel", "signature": sig,
             "constexprs": {**constexprs(r, heads, kv_heads, dim, upcast=False), "TAIL": tail},
-            "num_warps": num_warps, "num_stages": 1 if tail else default_stages(r)}
+            "num_warps": num_warps or 4, "num_stages": 1 if tail else (num_stages or default_stages(r))}
 
 
 def _params(method: str, batch: int, context: int) -> dict:
@@ -465,14 +491,17 @@ def _run(case: Case) -> dict:
     sets = input_sets(make, sum(layout_bytes(p).values()))
     cache = sets[0][1]
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    splits = choose_splits(batch * kv_heads, min(cache.k.nq, cache.v.nq), sms)
+    # the fast kernel (tiled storage) picks its splits from its occupancy; the plain one here
+    splits = None if cache.k.tiling else choose_splits(batch * kv_heads, min(cache.k.nq, cache.v.nq), sms)
     out, work = torch.empty_like(sets[0][0]), {}
 
     def kernel(q, cache):
         return decode(q, cache, splits, out, work)
 
-    return {"ms": graph_ms(kernel, sets), **case_work(case), "eager_ms": eager_ms(kernel, sets),
-            "num_splits": splits, "rotation": len(sets), "check_rel_rms": error}
+    ms = graph_ms(kernel, sets)
+    return {"ms": ms, **case_work(case), "eager_ms": eager_ms(kernel, sets),
+            "num_splits": splits or work.get("num_splits"), "kernel": "tiled" if cache.k.tiling else "plain",
+            "rotation": len(sets), "check_rel_rms": error}
 
 
 @register
