@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, SpecError, one_line
-from roofline.loading import MAX_SPEC_BYTES, parse_text, validate
+from roofline.loading import MAX_SPEC_BYTES, parse_json_object, parse_text, validate
 from roofline.specs import Hardware, Model, Workload
 
 GIB = 1 << 30
@@ -67,22 +67,9 @@ def upload_source(filename: str, data: bytes) -> Source:
     return ("upload", filename, text)
 
 
-def _json_object(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        at = f"line {err.lineno}, column {err.colno}"
-        raise SpecError(f"{where}: (root): not valid JSON at {at}: {err.msg}") from None
-    except RecursionError:
-        raise SpecError(f"{where}: (root): JSON nested too deeply") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{where}: (root): expected a JSON object, got {type(data).__name__}")
-    return data
-
-
 def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
     """Validate uploaded text as a Hardware or Model spec (YAML or JSON; a model may be a HF config.json)."""
-    data = _json_object(text, filename) if filename.lower().endswith(".json") else parse_text(text, filename)
+    data = parse_json_object(text, filename) if filename.lower().endswith(".json") else parse_text(text, filename)
     if kind == "hardware":
         return validate(Hardware, data, filename)
     if kind != "model":

@@ -64,18 +64,23 @@ def load_spec(cls: type[T], path: Path) -> T:
     return validate(cls, parse_text(read_text(path), str(path)), str(path))
 
 
-def load_json_object(path: Path) -> dict[str, Any]:
-    """Read a JSON object (e.g. a Hugging Face config.json) strictly."""
-    text = read_text(path)
+def parse_json_object(text: str, where: str) -> dict[str, Any]:
+    """Parse a JSON object (e.g. a Hugging Face config.json) strictly; failures are one SpecError line."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise SpecError(f"{path}: (root): not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+        at = f"line {err.lineno}, column {err.colno}"
+        raise SpecError(f"{where}: (root): not valid JSON at {at}: {err.msg}") from None
     except RecursionError:
-        raise SpecError(f"{path}: (root): JSON nested too deeply") from None
+        raise SpecError(f"{where}: (root): JSON nested too deeply") from None
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: (root): expected a JSON object, got {_kind(data)}")
+        raise SpecError(f"{where}: (root): expected a JSON object, got {_kind(data)}")
     return data
+
+
+def load_json_object(path: Path) -> dict[str, Any]:
+    """Read a JSON object file strictly."""
+    return parse_json_object(read_text(path), str(path))
 
 
 def _kind(value: Any) -> str:
