@@ -21,7 +21,7 @@ from matplotlib.transforms import offset_copy
 
 from roofline.costmodel import Roofline
 from roofline.display import GIB, tb_per_s, tflops
-from roofline.methods import MethodConfig, build_cache, parse_method
+from roofline.methods import MethodConfig, parse_method
 from roofline.planner.timing import PhaseModel
 from roofline.specs import Hardware, Model, Workload
 from roofline.symbols import B, L, P
@@ -66,7 +66,7 @@ def op_points(model: Model, hardware: Hardware, workload: Workload, method: Meth
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
-    phases = PhaseModel.build(model, hardware, workload, build_cache(method, model))
+    phases = PhaseModel.build(model, hardware, workload, method)
     graph = phases.decode if phase == "decode" else phases.prefill
     rows = phases.roofline.evaluate(graph, {B: workload.batch, L: workload.context_tokens, P: workload.prompt})
     groups: dict[str, set[str]] = {}

@@ -15,6 +15,7 @@ L = sp.Symbol("L", positive=True, integer=True)  # context: tokens in the cache 
 P = sp.Symbol("P", positive=True, integer=True)  # prompt tokens prefilled at once
 T = sp.Symbol("T", nonnegative=True, integer=True)  # tokens generated per request
 BITS = sp.Symbol("bits", positive=True)  # a swept bit-width (methods substitute it for their own)
+CHUNKS = sp.Symbol("chunks", positive=True, integer=True)  # prefill passes (chunked prefill re-reads weights)
 
 WORKLOAD_SYMBOLS: tuple[sp.Symbol, ...] = (B, L, P)
 
@@ -74,42 +75,68 @@ def window_occupancy(expr, how: str):
     return expr
 
 
-def piecewise_linear_integral(expr, symbol: sp.Symbol, lo: float, hi: float) -> float:
-    """Exact integral over [lo, hi] of an expression that is affine in `symbol` between kinks made by its
-    Min/Max nodes (roofline step times: affine compute and memory terms under Max, windows under Min).
-
-    The kinks are where two arguments of one Min/Max are equal (linear roots); between consecutive kinks the
-    expression is affine, so the trapezoid rule on those pieces is exact. A piece that is still not affine
-    (a kink this search missed) is split further until its midpoint agrees.
-    """
-    expr = sp.sympify(expr)
-    if symbol not in expr.free_symbols:
-        return float(expr) * (hi - lo)
-    points = {float(lo), float(hi)}
+def _kink_pairs(expr, symbol) -> list:
+    """Differences of the argument pairs of every Min/Max node that are affine in `symbol` (other symbols
+    may remain, to be fixed later)."""
+    pairs = []
     for node in expr.atoms(sp.Min, sp.Max):
         args = node.args
         for i in range(len(args)):
             for j in range(i + 1, len(args)):
                 diff = sp.expand(args[i] - args[j])
-                if diff.atoms(sp.Min, sp.Max, sp.Mod, sp.Piecewise, CeilDiv):
-                    continue
-                poly = sp.Poly(diff, symbol) if diff.is_polynomial(symbol) else None
-                if poly is None or poly.degree() != 1:
-                    continue
-                root = -float(poly.all_coeffs()[1]) / float(poly.all_coeffs()[0])
-                if lo < root < hi:
-                    points.add(root)
-    f = sp.lambdify([symbol], expr, modules="numpy")
+                if symbol in diff.free_symbols and not diff.atoms(sp.Min, sp.Max, sp.Mod, sp.Piecewise, CeilDiv):
+                    pairs.append(diff)
+    return pairs
+
+
+_INTEGRAL_CACHE: dict[int, tuple] = {}
+
+
+def piecewise_linear_integral(expr, symbol: sp.Symbol, lo: float, hi: float, fixed: dict | None = None) -> float:
+    """Exact integral over [lo, hi] of an expression that is affine in `symbol` between kinks made by its
+    Min/Max nodes (roofline step times: affine compute and memory terms under Max, windows under Min);
+    `fixed` gives numbers for its other symbols.
+
+    The kinks are where two arguments of one Min/Max are equal (linear roots); between consecutive kinks the
+    expression is affine, so the trapezoid rule on those pieces is exact. A piece that is still not affine
+    (a kink this search missed) is split further until its midpoint agrees. The kink pairs and the compiled
+    expression are cached per expression object.
+    """
+    expr = sp.sympify(expr)
+    fixed = fixed or {}
+    if symbol not in expr.free_symbols:
+        return float(expr.xreplace({k: sp.sympify(v) for k, v in fixed.items()})) * (hi - lo)
+    others = tuple(sorted(fixed, key=str))
+    cached = _INTEGRAL_CACHE.get(id(expr))
+    if cached is None or cached[0] is not expr or cached[1] != others:
+        cached = (expr, others, _kink_pairs(expr, symbol), sp.lambdify([symbol, *others], expr, modules="numpy"))
+        _INTEGRAL_CACHE[id(expr)] = cached
+    _, _, pairs, fn = cached
+    values = [float(fixed[k]) for k in others]
+    f = lambda x: float(fn(x, *values))  # noqa: E731
+    points = {float(lo), float(hi)}
+    subs = {k: sp.sympify(v) for k, v in fixed.items()}
+    for diff in pairs:
+        d = diff.xreplace(subs)
+        if d.free_symbols != {symbol} or not d.is_polynomial(symbol):
+            continue
+        poly = sp.Poly(d, symbol)
+        if poly.degree() != 1:
+            continue
+        slope, intercept = (float(c) for c in poly.all_coeffs())
+        root = -intercept / slope
+        if lo < root < hi:
+            points.add(root)
 
     def piece(a: float, b: float, fa: float, fb: float, depth: int) -> float:
         mid = (a + b) / 2
-        fm = float(f(mid))
+        fm = f(mid)
         if depth == 0 or abs(fm - (fa + fb) / 2) <= 1e-12 * max(abs(fm), 1e-30):
             return (fa + fb) / 2 * (b - a)
         return piece(a, mid, fa, fm, depth - 1) + piece(mid, b, fm, fb, depth - 1)
 
     xs = sorted(points)
-    ys = [float(f(x)) for x in xs]
+    ys = [f(x) for x in xs]
     return sum(piece(xs[k], xs[k + 1], ys[k], ys[k + 1], 30) for k in range(len(xs) - 1))
 
 

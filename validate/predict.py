@@ -9,7 +9,6 @@ roofline (pydantic, sympy) is imported lazily so that a GPU box without it can s
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 _GRAPHS: dict[tuple[str, str, str], Any] = {}
@@ -67,10 +66,12 @@ def op_work(model, method_config, op_name: str, values: dict, phase: str = "deco
 def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode") -> dict:
     """Roofline numbers of one op instance (plus its companion kernels) on `hardware`: time_s, bytes, flops,
     bound of the longest kernel (+ the summed split times)."""
-    from roofline.costmodel import Roofline
+    from roofline.costmodel import roofline_for
 
     graph, ops = find_ops(model, method_config, op_name, phase)
-    rows = Roofline(hardware).evaluate(replace(graph, ops=tuple(ops)), _symbols(values))
+    # evaluate the whole (cached, compiled once per hardware) graph and keep this kernel's rows
+    every = roofline_for(hardware).evaluate(graph, _symbols(values))
+    rows = [row for op, row in zip(graph.ops, every, strict=True) if any(op is o for o in ops)]
     top = max(rows, key=lambda r: r["time_s"])
     return {"time_s": sum(r["time_s"] for r in rows), "bytes": int(round(sum(r["bytes"] for r in rows))),
             "flops": int(round(sum(r["flops"] for r in rows))), "bound": top["bound"],

@@ -2,6 +2,6 @@
 
 from roofline.costmodel.graph import Graph, build_graph
 from roofline.costmodel.ops import TRAFFIC, Op
-from roofline.costmodel.roofline import Roofline, RooflineOptions
+from roofline.costmodel.roofline import Roofline, RooflineOptions, roofline_for
 
-__all__ = ["TRAFFIC", "Graph", "Op", "Roofline", "RooflineOptions", "build_graph"]
+__all__ = ["TRAFFIC", "Graph", "Op", "Roofline", "RooflineOptions", "build_graph", "roofline_for"]

@@ -45,6 +45,10 @@ def _group_label(layer) -> str:
     return f"sliding{kind.window}" if kind.kind == "sliding" else kind.kind
 
 
+_GRAPHS: dict[tuple, Graph] = {}
+_GRAPH_CACHE_SIZE = 256
+
+
 def build_graph(
     model: Model,
     method: MethodConfig | CacheModel,
@@ -65,6 +69,23 @@ def build_graph(
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
+    key = None
+    if not isinstance(method, CacheModel):
+        # graphs are immutable: a workload change (batch, context) reuses them; specs are frozen, so their
+        # JSON names them exactly
+        key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
+               weight_dtype, compute_dtype, act_bytes, fused, str(bits), occupancy)
+        if key in _GRAPHS:
+            return _GRAPHS[key]
+    graph = _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy)
+    if key is not None:
+        if len(_GRAPHS) >= _GRAPH_CACHE_SIZE:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+        _GRAPHS[key] = graph
+    return graph
+
+
+def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy) -> Graph:
     cache = method if isinstance(method, CacheModel) else build_cache(method, model, bits)
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P

@@ -129,18 +129,45 @@ class Roofline:
         """Seconds for the whole phase: sum over ops of count x op time (kernels run one after another)."""
         return sp.Add(*(op.count * self.op_times(op).total for op in graph.ops))
 
-    def compile(self, graph: Graph, symbols) -> callable:
-        """A numpy function of `symbols` giving the phase time (lambdified once, cse)."""
-        return lambdify(symbols, self.time(graph))
+    def compile(self, graph: Graph, symbols, cse: bool = True) -> callable:
+        """A numpy function of `symbols` giving the phase time, lambdified once per graph and symbols (cse for
+        array sweeps; without it the compile is cheaper, for scalar points)."""
+        key = ("time", id(graph), tuple(symbols), cse)
+        cached = self._memo.get(key)
+        if cached is None or cached[0] is not graph:
+            cached = (graph, lambdify(symbols, self.time(graph), cse=cse))
+            self._memo[key] = cached
+        return cached[1]
 
-    def evaluate(self, graph: Graph, values: dict[sp.Symbol, float]) -> list[dict]:
-        """Per-op numbers at one point: FLOPs, bytes by class, intensity, ridge, bound, times (per instance)."""
-        rows = []
+    def _compiled_rows(self, graph: Graph):
+        """(symbols, numpy function -> per-op [7 numbers + traffic]) for `graph`, lambdified once."""
+        key = ("rows", id(graph))
+        cached = self._memo.get(key)
+        if cached is not None and cached[0] is graph:
+            return cached[1]
+        exprs = []
         for op in graph.ops:
             t = self.op_times(op)
-            num = {k: _scalar(v, values) for k, v in
-                   dict(matmul_flops=op.matmul_flops, vector_flops=op.vector_flops, bytes=op.bytes,
-                        compute_s=t.compute, memory_s=t.memory, comm_s=t.comm, time_s=t.total).items()}
+            exprs.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
+                          *(op.traffic.get(c, 0) for c in TRAFFIC)])
+        symbols = sorted(set().union(*(sp.sympify(e).free_symbols for row in exprs for e in row)), key=str)
+        compiled = (symbols, lambdify(symbols, exprs, cse=False))
+        self._memo[key] = (graph, compiled)
+        return compiled
+
+    def evaluate(self, graph: Graph, values: dict[sp.Symbol, float]) -> list[dict]:
+        """Per-op numbers at one point: FLOPs, bytes by class, intensity, ridge, bound, times (per instance).
+        The graph's expressions are compiled once (numpy) and reused for every point."""
+        symbols, fn = self._compiled_rows(graph)
+        missing = [str(s) for s in symbols if s not in values]
+        if missing:
+            raise ValueError(f"evaluate: no value for {sorted(missing)}")
+        table = fn(*(float(values[s]) for s in symbols))
+        names = ("matmul_flops", "vector_flops", "bytes", "compute_s", "memory_s", "comm_s", "time_s")
+        rows = []
+        for op, numbers in zip(graph.ops, table, strict=True):
+            t = self.op_times(op)
+            num = {k: float(v) for k, v in zip(names, numbers[:7], strict=True)}
             flops = num["matmul_flops"] + num["vector_flops"]
             intensity = flops / num["bytes"] if num["bytes"] else float("inf")
             if op.is_comm:
@@ -152,7 +179,7 @@ class Roofline:
             rows.append({
                 "name": op.name, "group": op.group, "count": op.count, "source": op.source, "dtype": op.dtype,
                 **num, "flops": flops,
-                "traffic": {c: _scalar(op.traffic.get(c, 0), values) for c in TRAFFIC},
+                "traffic": {c: float(v) for c, v in zip(TRAFFIC, numbers[7:], strict=True)},
                 "intensity_flops_per_byte": intensity,
                 "ridge_flops_per_byte": self.ridge_point(op.dtype),
                 "bound": bound,
@@ -160,11 +187,18 @@ class Roofline:
         return rows
 
 
-def _scalar(expr, values) -> float:
-    value = sp.sympify(expr).xreplace({k: sp.sympify(v) for k, v in values.items()})
-    if value.free_symbols:
-        raise ValueError(f"evaluate: no value for {sorted(map(str, value.free_symbols))}")
-    return float(value)
+_ROOFLINES: dict[tuple, Roofline] = {}
+
+
+def roofline_for(hardware: Hardware, tp: int = 1, options: RooflineOptions | None = None) -> Roofline:
+    """A shared Roofline per (hardware spec, tp, options), so its compiled graphs are reused across plans."""
+    options = options or RooflineOptions()
+    key = (hardware.model_dump_json(), tp, options)
+    if key not in _ROOFLINES:
+        if len(_ROOFLINES) >= 64:
+            _ROOFLINES.pop(next(iter(_ROOFLINES)))
+        _ROOFLINES[key] = Roofline(hardware, options, tp)
+    return _ROOFLINES[key]
 
 
 def as_array(x) -> np.ndarray:

@@ -103,7 +103,7 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
         raise_no_room(model, hardware, workload, budget)
     b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
     capacity = _capacity(model, workload, cache, budget, b, ctx)
-    phases = PhaseModel.build(model, hardware, workload, cache)
+    phases = PhaseModel.build(model, hardware, workload, method)
     tpot = phases.decode_time(b, ctx)
     tpot_avg = phases.average_decode_time(b, prompt, gen) if gen else tpot
     ttft = phases.prefill_time(b, prompt)

@@ -8,15 +8,13 @@ time for B/m sequences over pp plus one activation hand-off (B/m x d x act bytes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
-import sympy as sp
-
-from roofline.costmodel import Graph, Roofline, build_graph
-from roofline.methods import CacheModel
+from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
+from roofline.methods import CacheModel, MethodConfig
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import B, L, P, piecewise_linear_integral
-from roofline.symbols import lambdify as compile_expr
+from roofline.symbols import CHUNKS, B, L, P, piecewise_linear_integral
 
 
 @dataclass
@@ -33,15 +31,16 @@ class PhaseModel:
     prefill: Graph
 
     @classmethod
-    def build(cls, model: Model, hardware: Hardware, workload: Workload, cache: CacheModel,
+    def build(cls, model: Model, hardware: Hardware, workload: Workload, method: MethodConfig | CacheModel,
               roofline: Roofline | None = None) -> PhaseModel:
+        """Pass the method config (not its CacheModel) so graphs are shared across workloads."""
         kw = dict(tp=workload.tp, weight_dtype=workload.weight_dtype, compute_dtype=workload.compute_dtype,
                   act_bytes=workload.activation_bytes)
-        roof = roofline or Roofline(hardware, tp=workload.tp)
-        return cls(model, hardware, workload, cache, roof,
-                   build_graph(model, cache, "decode", **kw),
-                   build_graph(model, cache, "decode", occupancy="mean", **kw),
-                   build_graph(model, cache, "prefill", **kw))
+        roof = roofline or roofline_for(hardware, tp=workload.tp)
+        decode = build_graph(model, method, "decode", **kw)
+        return cls(model, hardware, workload, decode.cache, roof, decode,
+                   build_graph(model, method, "decode", occupancy="mean", **kw),
+                   build_graph(model, method, "prefill", **kw))
 
     def _handoff(self, seqs) -> float:
         """Activation transfer between pipeline stages for `seqs` sequences (scale-up link, else out)."""
@@ -62,12 +61,12 @@ class PhaseModel:
 
     def decode_time(self, batch: int, context: int) -> float:
         """TPOT: one decode step for `batch` sequences at `context` cached tokens."""
-        expr = self.roofline.time(self.decode).subs(L, context)
-        return self.pipeline(lambda b: expr.subs(B, b), batch)
+        fn = self.decode_time_fn()
+        return self.pipeline(lambda b: fn(b, context), batch)
 
     def decode_time_fn(self):
         """numpy function (B, L) -> whole-model decode time (no pipeline), for sweeps and bisection."""
-        return compile_expr([B, L], self.roofline.time(self.decode))
+        return self.roofline.compile(self.decode, [B, L], cse=False)
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
@@ -79,27 +78,26 @@ class PhaseModel:
         def whole(b) -> float:
             total = 0.0
             for op in self.decode_mean.ops:
-                t = self.roofline.op_times(op).total.subs(B, b)
-                total += op.count * piecewise_linear_integral(t, L, start, start + tokens)
+                t = self.roofline.op_times(op).total
+                total += op.count * piecewise_linear_integral(t, L, start, start + tokens, {B: b})
             return total / tokens
 
         return self.pipeline(whole, batch)
 
     def prefill_time(self, batch: int, prompt: int) -> float:
         """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
-        weights once per chunk."""
+        weights once per chunk (ceil(B P / chunk) passes)."""
         chunk = self.workload.prefill_chunk_tokens or 8192
         chunks = -(-batch * prompt // chunk)
-        total = sp.Integer(0)
-        for op in self.prefill.ops:
-            if "weights" in op.traffic and chunks > 1:
-                extra = dict(op.traffic)
-                extra["weights"] = extra["weights"] * chunks
-                op = type(op)(op.name, op.group, op.count, op.matmul_flops, op.vector_flops, extra, op.dtype,
-                              op.source, op.comm_bytes)
-            total += op.count * self.roofline.op_times(op).total
-        expr = total.subs(P, prompt)
-        return self.pipeline(lambda b: expr.subs(B, b), batch)
+        fn = self.roofline.compile(self.chunked_prefill, [B, P, CHUNKS], cse=False)
+        return self.pipeline(lambda b: fn(b, prompt, chunks), batch)
+
+    @cached_property
+    def chunked_prefill(self) -> Graph:
+        """The prefill graph with each op's weight traffic times CHUNKS."""
+        ops = tuple(replace(op, traffic={**op.traffic, "weights": op.traffic["weights"] * CHUNKS})
+                    if "weights" in op.traffic else op for op in self.prefill.ops)
+        return replace(self.prefill, ops=ops)
 
     def dominant(self, phase: str, batch: int, context: int) -> dict:
         """The op taking the most time in a phase, its share, and the phase's bound."""
