@@ -41,6 +41,7 @@ from validate.families.packing import (
     recipe,
     reference,
 )
+from validate.families.quant_kernels import affine_masked as _affine  # noqa: F401  (aquakv imports it here too)
 from validate.families.quant_kernels import fast_decode
 from validate.registry import Case, register
 
@@ -86,23 +87,6 @@ def _float(u):
 def _repeat(x, N: tl.constexpr):
     """[R, C] -> [R, C*N], each column repeated N times (one group's scale over its G elements)."""
     return tl.reshape(tl.broadcast_to(x[:, :, None], [x.shape[0], x.shape[1], N]), [x.shape[0], x.shape[1] * N])
-
-
-@triton.jit
-def _affine(scale, zero, off, mask, MODE: tl.constexpr, OFFSET: tl.constexpr):
-    """(a, c) with x = a*u + c: symmetric (s, -s*OFFSET), asymmetric (s, z), hybrid (|s|, z if the
-    scale's sign bit is set else -|s|*OFFSET)."""
-    raw = tl.load(scale + off, mask=mask, other=0.0)
-    a = tl.abs(raw.to(tl.float32))
-    if MODE == 0:
-        c = -a * OFFSET
-    else:
-        z = tl.load(zero + off, mask=mask, other=0.0).to(tl.float32)
-        if MODE == 1:
-            c = z
-        else:
-            c = tl.where(raw.to(tl.int16, bitcast=True) < 0, z, -a * OFFSET)
-    return a, c
 
 
 @triton.jit

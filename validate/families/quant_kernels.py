@@ -238,6 +238,23 @@ def _meta_at(j, ch, nq, KIND: tl.constexpr, G: tl.constexpr, D: tl.constexpr, R:
 
 
 @triton.jit
+def affine_masked(scale, zero, off, mask, MODE: tl.constexpr, OFFSET: tl.constexpr):
+    """(a, c) with x = a*u + c, loads masked: symmetric (s, -s*OFFSET), asymmetric (s, z), hybrid (|s|, z if the
+    scale's sign bit is set else -|s|*OFFSET)."""
+    raw = tl.load(scale + off, mask=mask, other=0.0)
+    a = tl.abs(raw.to(tl.float32))
+    if MODE == 0:
+        c = -a * OFFSET
+    else:
+        z = tl.load(zero + off, mask=mask, other=0.0).to(tl.float32)
+        if MODE == 1:
+            c = z
+        else:
+            c = tl.where(raw.to(tl.int16, bitcast=True) < 0, z, -a * OFFSET)
+    return a, c
+
+
+@triton.jit
 def _tail_values(codes, scale, zero, sinks, window, tok, ch, ok, num_sinks, nq, KIND: tl.constexpr,
                  A: tl.constexpr, B: tl.constexpr, G: tl.constexpr, MODE: tl.constexpr, OFFSET: tl.constexpr,
                  D: tl.constexpr, R: tl.constexpr):
@@ -247,16 +264,7 @@ def _tail_values(codes, scale, zero, sinks, window, tok, ch, ok, num_sinks, nq, 
     jq = tl.where(in_q, j, 0)
     u = _code_at(codes, jq, ch, nq, in_q, KIND, A, B, D, R)
     meta = _meta_at(jq, ch, nq, KIND, G, D, R)
-    raw = tl.load(scale + meta, mask=in_q, other=0.0)
-    a = tl.abs(raw.to(tl.float32))
-    if MODE == 0:
-        c = -a * OFFSET
-    else:
-        z = tl.load(zero + meta, mask=in_q, other=0.0).to(tl.float32)
-        if MODE == 1:
-            c = z
-        else:
-            c = tl.where(raw.to(tl.int16, bitcast=True) < 0, z, -a * OFFSET)
+    a, c = affine_masked(scale, zero, meta, in_q, MODE, OFFSET)
     xq = a * u.to(tl.float32) + c
     x = tl.load(sinks + tok * D + ch, mask=ok & (j < 0), other=0.0).to(tl.float32)
     xw = tl.load(window + (j - nq) * D + ch, mask=ok & (j >= nq), other=0.0).to(tl.float32)
