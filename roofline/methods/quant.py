@@ -200,15 +200,26 @@ def tensor_layout(
 
 
 def dequant_int_ops_per_element(q: TensorQuant, stored_bits) -> sp.Expr:
-    """Integer/convert instructions per quantized element to reach a bf16 tensor-core operand:
-    unpack (shift + mask) when codes are packed below 8 bits, the int-to-float conversion or the codebook
-    lookup, and the rounding to bf16; an fp8 value only converts. (FLOPs of the scale and zero are
-    counted apart, in dequant_flops.)"""
+    """Integer instructions per quantized element to reach an fp16 tensor-core operand, with the
+    magic-number conversion fast dequant kernels use (validate/families/quant_kernels.py, and the
+    lop3/prmt kernels it follows): a 32-bit word of four code bytes is masked once (`and`) and two
+    `prmt`s drop field f of each byte into the mantissa of an fp16 whose exponent makes it 1024 + 2^(af) u
+    (the 1024 and 2^(af) fold into the scale FMA, counted in dequant_flops): 3 per 4 elements for 1-, 2- and
+    4-bit codes; a second bit plane (3-bit codes) adds shl, and, or per fp16 pair: 9 per 4; 8-bit codes
+    need only the two prmts: 2 per 4. No shifts, no int-to-float conversion, no rounding. A codebook
+    needs the index extracted (shift + mask when packed) and looked up, then rounded (1 + 1); an fp8
+    value converts once."""
     if q.number_format == "float":
-        return 1
+        return sp.Integer(1)
     stored = sp.sympify(stored_bits)
-    packed = (2 if stored < 8 else 0) if stored.is_number else sp.Piecewise((2, stored < 8), (0, True))
-    return packed + 1 + 1
+    if q.number_format == "codebook":
+        packed = (2 if stored < 8 else 0) if stored.is_number else sp.Piecewise((2, stored < 8), (0, True))
+        return packed + 1 + 1
+    if stored.is_number:
+        if stored >= 8:
+            return sp.Rational(2, 4)
+        return sp.Rational(3, 4) if int(stored) in (1, 2, 4) else sp.Rational(9, 4)
+    return sp.Piecewise((sp.Rational(2, 4), stored >= 8), (sp.Rational(3, 4), True))
 
 
 def codebook_bytes(q: TensorQuant, channels: int) -> int:
