@@ -31,8 +31,11 @@ from validate.families.quant_attention import _float, _online, _operand, _repeat
 
 LOG2E = 1.4426950408889634
 ROPE_THETA = 500000.0  # Llama-3.1
-# launch defaults (the sm_90 specs compile the same): tokens per block, latent channels per MMA step
-BLOCK_N, R_BLOCK, NUM_WARPS, NUM_STAGES = 64, 64, 4, 3
+# launch defaults (the sm_90 specs compile the same): tokens per block, latent channels per MMA step. H200 sweep
+# (benchmarks/gpu_sweep_xquant.py, validate/results/nvidia-h200-xquant-sweep.txt): r 128 with 2 stages beat 64 with
+# 3 by 1.10-1.23x (fused b8 L16K 2.56 -> 2.10 ms, remat 2.41 -> 2.08, MHA b1 L8K 2.11 -> 1.91); 128 tokens needs
+# 8 warps and gave 2.66-2.80 ms
+BLOCK_N, R_BLOCK, NUM_WARPS, NUM_STAGES = 64, 128, 4, 2
 BLOCK_T, BLOCK_D = 32, 128  # accumulator update: tokens x channels per program
 
 
