@@ -105,8 +105,9 @@ class Zack(MethodConfig):
         return [qk[h // model.gqa_group] + v[h // model.gqa_group] + 1 for h in range(model.num_heads)]
 
     def kv_task_costs(self, model: Model) -> list[int]:
-        """A decode kernel runs the g query heads of one KV head together (flash-decoding's GQA tiling, and
-        the kernel in validate/): one task per (sequence, KV head), costing g x (d_qk + d_v + 1)."""
+        """A decode kernel runs the g query heads of one KV head together (flash-decoding's GQA tiling): one
+        task per (sequence, KV head), costing g x (d_qk + d_v + 1) per token (validate/'s zack kernel splits
+        each into context chunks, of cost this x the chunk's tokens)."""
         per_query = self.head_costs(model)
         g = model.gqa_group
         return [sum(per_query[h * g:(h + 1) * g]) for h in range(model.num_kv_heads)]
@@ -114,9 +115,7 @@ class Zack(MethodConfig):
     def imbalance(self, model: Model, batch: int, n_sm: int, policy: str | None = None) -> float:
         """Decode makespan over the ideal (total work / SMs, or the longest task) for `batch` equal-length
         sequences, with (sequence, KV head) tasks."""
-        tasks = self.kv_task_costs(model) * batch
-        ideal = max(sum(tasks) / n_sm, max(tasks))
-        return makespan(tasks, n_sm, policy or self.scheduling) / ideal
+        return task_imbalance(self.kv_task_costs(model) * batch, n_sm, policy or self.scheduling)
 
 
 def eq6_kept(singular_values: list[float], r: float) -> int:
@@ -139,6 +138,12 @@ def makespan(costs: list[float], n_sm: int, policy: str) -> float:
     for cost in order:
         heapq.heappush(loads, heapq.heappop(loads) + cost)
     return max(loads)
+
+
+def task_imbalance(costs: list[float], n_sm: int, policy: str) -> float:
+    """makespan(costs, n_sm, policy) / max(sum(costs) / n_sm, max(costs)): the longest load over the ideal
+    (perfect balance, or the longest task when it exceeds that)."""
+    return makespan(costs, n_sm, policy) / max(sum(costs) / n_sm, max(costs))
 
 
 def prefill_row_blocks(head_costs: list[int], block_rows: int = 64, multiple: int = 16) -> list[int]:

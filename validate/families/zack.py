@@ -1,29 +1,41 @@
-"""Family "zack": decode attention over KV heads with unequal kept dims (ZACK §5.3), a persistent kernel.
+"""Family "zack": decode attention over KV heads with unequal kept dims (ZACK §5.3), persistent split-K.
 
 KV head h keeps d_qk^h key dims and d_v^h value dims (multiples of 16; ZACK's SVD projections are folded
-into W_Q/W_K and W_V/W_O, so queries arrive and outputs leave in the reduced dims). One task is one
-(sequence b, KV head h): the GROUP query heads of h attend over all `context` tokens, flash-style
-(online softmax in the log2 domain, rows padded to >= 16 for tl.dot), and write their normalized output.
-The score scale stays 1/sqrt(head_dim): a projection onto kept singular directions preserves q . k.
+into W_Q/W_K and W_V/W_O, so queries arrive and outputs leave in the reduced dims). The score scale stays
+1/sqrt(head_dim): a projection onto kept singular directions preserves q . k.
 
-A fixed grid of P programs (PROGRAMS_PER_SM per SM) walks a task list in CSR form: program p runs
-tasks[offsets[p]:offsets[p+1]] in order. The host builds the lists (`assign`), list-scheduling the
-tasks one at a time onto the least-loaded program, with the cost roofline gives a decode task,
-    cost(b, h) = GROUP x s_kv x (d_qk^h + d_v^h + 1)      (roofline.methods.zack.Zack.head_costs, per query head),
-taken in launch order (task b * H_kv + h; "naive") or longest first ("lpt"): the program loads are those
-of roofline.methods.zack.makespan for the same costs.
+Flash-decoding with per-head widths: the context of each (sequence b, KV head h) is cut into S chunks of
+C tokens (the last shorter); task (b H_kv + h) S + c runs the GROUP query heads of h (rows padded to >= 16
+for tl.dot) over chunk c and writes the chunk's fp32 partials, log2 domain:
+    m_c = max_t s_t,  l_c = sum_t 2^(s_t - m_c),  acc_c = sum_t 2^(s_t - m_c) v_t,  s_t = q . k_t x scale x log2 e;
+`merge_kernel` then gives o = sum_c 2^(m_c - M) acc_c / sum_c 2^(m_c - M) l_c, M = max_c m_c (the merge of
+attention_fp16.reduce_kernel, whose uniform [B, H, S, D] partials cannot hold per-head widths).
 
-Prediction (`predict`): roofline's decode "attention" op of a one-layer model under Zack(qk_dims, v_dims)
-(bytes = K, V at the kept dims + q + fp32 split partials, the last < 0.3% here: roofline models split-K
-flash-decoding, this kernel whole heads), timed by Roofline(hardware), then
-    time_s = max(max(compute_s, memory_s) x Zack.imbalance(model, batch, n_sm, policy), launch floor),
-n_sm = the program count. Zack.imbalance = makespan / max(total / n_sm, longest task) over per-query-head
-tasks; "kernel_imbalance" (reported, not used) is makespan / (total / n_sm) over this kernel's tasks.
+Chunking (`chunk_tokens`): S = clamp(ceil(TASKS_PER_PROGRAM x P / (B x H_kv)), 1, min(MAX_SPLITS,
+floor(L / MIN_CHUNK_TOKENS))), C = ceil(L / S) rounded up to BLOCK_N, then S = ceil(L / C): about
+TASKS_PER_PROGRAM tasks per program for list scheduling to balance, no chunk under MIN_CHUNK_TOKENS (each
+task refills the load pipeline and writes partials), at most MAX_SPLITS (the merge holds them in registers).
+
+A fixed grid of P = PROGRAMS_PER_SM x SMs programs (co-resident: sm90_specs) walks a task list in CSR form:
+program p runs tasks[offsets[p]:offsets[p+1]] in order. The host builds the lists (`assign`), list-scheduling
+the tasks one at a time onto the least-loaded program, with roofline's decode cost scaled to the chunk,
+    cost(b, h, c) = GROUP x n_c x (d_qk^h + d_v^h + 1)      (Zack.kv_task_costs x the chunk's tokens n_c),
+taken in launch order ("naive") or longest first ("lpt"): the program loads are those of
+roofline.methods.zack.makespan for the same costs.
+
+Prediction (`predict`): roofline's decode "attention" op and its "attention_reduce" for a one-layer model
+under Zack(qk_dims, v_dims), timed by Roofline(hardware), then
+    time_s = max(max(compute_s, memory_s) x task_imbalance(costs, P, policy), launch floor)
+with this kernel's task costs (makespan / max(total / P, longest task); roofline.methods.zack). Bytes: K, V
+at the kept dims, q, out, and the partials written and read back, 4 B H S (mean d_v + 2) each way
+(`layout_bytes`); roofline counts S = ceil(L / SPLIT_TOKENS), the kernel its own S: at most 1.2% of the bytes
+apart over the bench grid.
 
 Layouts (flat bf16, per-head widths): q [B, sum_h GROUP d_qk^h] (head h's GROUP rows of d_qk^h at
 GROUP * qk_off[h]), k [B, L * sum_h d_qk^h] (head h's [L, d_qk^h] slab at L * qk_off[h]), v likewise with
-d_v, out [B, sum_h GROUP d_v^h]. A tile of a head is padded to the next power of two >= 16 (its "class");
-the kernel holds one compiled body per class pair present and masks the padded channels.
+d_v, out [B, sum_h GROUP d_v^h]; fp32 partials m, l [B, H_kv, S, GROUP] and acc [B, S * GROUP * sum_h d_v^h]
+(head h's [S, GROUP, d_v^h] at S * GROUP * v_off[h]). A tile of a head is padded to the next power of two
+>= 16 (its "class"); the kernel holds one compiled body per class pair present and masks the padded channels.
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ import os
 import triton
 import triton.language as tl
 
-from validate.families.attention_fp16 import relative_rms
+from validate.families.attention_fp16 import MAX_SPLITS, relative_rms
 from validate.families.quant_attention import LOG2E, _online, _operand
 from validate.registry import Case, register
 
@@ -44,18 +56,22 @@ BATCHES = (1, 8, 32)
 CONTEXTS = (4096, 32768, 131072)
 POLICIES = ("naive", "lpt")
 QUICK = ((1, 4096, "lpt"), (8, 32768, "naive"), (32, 131072, "lpt"), (32, 131072, "naive"))
-# One program per SM. On an H200 two per SM stream 4.1 TB/s at batch 32 (one: 2.6 TB/s), but then each of
-# the bench's <= 256 tasks has a program of its own and the policies cannot differ.
-PROGRAMS_PER_SM = 1
+# H200, LPT, batch 32 at 131K tokens: 2.87 ms at two programs per SM (74 KB of shared memory each at 2 stages),
+# 3.30 ms at one (3 stages), 3.23 ms at three; 8 tasks per program 2.79 ms but naive 3.49 ms (4: 3.05 ms);
+# 1024-token chunks: 35 vs 43 us at batch 1, 32K tokens, but 21 vs 15 us at 4K, 128 vs 114 us at batch 32, 4K.
+PROGRAMS_PER_SM = 2
+TASKS_PER_PROGRAM = 4
+MIN_CHUNK_TOKENS = 512
 CLASSES = (16, 32, 64, 128, 256)
-BLOCK_N = 128  # tokens per loop step (H200, 132 programs: 4.19 ms vs 5.43 ms at 64, batch 32, 131K tokens)
+BLOCK_N = 128  # tokens per loop step (64 tokens at 3 stages: within 5% either way)
+NUM_STAGES = 2
 CHECK_TOKENS = 4096
 
 
 @triton.jit
-def _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr,
-            BQK: tl.constexpr, BV: tl.constexpr, BLOCK_N: tl.constexpr, UPCAST: tl.constexpr):
-    """One task: o[j, :dv] = softmax_t(q[j, :dqk] . k[t, :dqk] * scale) v[t, :dv] for the GROUP rows j."""
+def _attend(q, k, v, m_out, l_out, acc_out, dqk, dv, start, end, qk_scale, GROUP: tl.constexpr,
+            GROUP_PAD: tl.constexpr, BQK: tl.constexpr, BV: tl.constexpr, BLOCK_N: tl.constexpr, UPCAST: tl.constexpr):
+    """One task: the flash partials m, l, acc of the GROUP rows q[j, :dqk] over tokens [start, end)."""
     rows = tl.arange(0, GROUP_PAD)
     row_ok = rows < GROUP
     cq = tl.arange(0, BQK)
@@ -67,53 +83,48 @@ def _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP: tl.constexpr, GROUP_P
     m_i = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
     l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
     acc = tl.zeros([GROUP_PAD, BV], dtype=tl.float32)
-    for n0 in range(0, context, BLOCK_N):
+    for n0 in range(start, end, BLOCK_N):
         toks = n0 + tl.arange(0, BLOCK_N)
-        t_ok = toks < context
+        t_ok = toks < end
         t64 = toks.to(tl.int64)
         kt = tl.load(k + t64[:, None] * dqk + cq[None, :], mask=t_ok[:, None] & cq_ok[None, :], other=0.0)
         s = tl.dot(qt, tl.trans(_operand(kt, UPCAST))) * qk_scale  # [GROUP_PAD, BLOCK_N]
         p, m_i, l_i, acc = _online(s, t_ok, m_i, l_i, acc)
         vt = tl.load(v + t64[:, None] * dv + cv[None, :], mask=t_ok[:, None] & cv_ok[None, :], other=0.0)
         acc += tl.dot(_operand(p, UPCAST), _operand(vt, UPCAST))  # [GROUP_PAD, BV]
-    out = acc / l_i[:, None]
-    tl.store(o + rows[:, None] * dv + cv[None, :], out.to(o.dtype.element_ty), mask=row_ok[:, None] & cv_ok[None, :])
+    tl.store(m_out + rows, m_i, mask=row_ok)
+    tl.store(l_out + rows, l_i, mask=row_ok)
+    tl.store(acc_out + rows[:, None] * dv + cv[None, :], acc, mask=row_ok[:, None] & cv_ok[None, :])
 
 
 @triton.jit
-def _by_v_class(q, k, v, o, dqk, dv, v_cls, context, qk_scale, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr,
-                BQK: tl.constexpr, V_SET: tl.constexpr, BLOCK_N: tl.constexpr, UPCAST: tl.constexpr):
-    """_attend compiled for each V class in V_SET (a bitmask of classes: 16 | 32 | ... | 256)."""
-    if V_SET & 16:
-        if v_cls == 16:
-            _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP, GROUP_PAD, BQK, 16, BLOCK_N, UPCAST)
-    if V_SET & 32:
-        if v_cls == 32:
-            _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP, GROUP_PAD, BQK, 32, BLOCK_N, UPCAST)
-    if V_SET & 64:
-        if v_cls == 64:
-            _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP, GROUP_PAD, BQK, 64, BLOCK_N, UPCAST)
-    if V_SET & 128:
-        if v_cls == 128:
-            _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP, GROUP_PAD, BQK, 128, BLOCK_N, UPCAST)
-    if V_SET & 256:
-        if v_cls == 256:
-            _attend(q, k, v, o, dqk, dv, context, qk_scale, GROUP, GROUP_PAD, BQK, 256, BLOCK_N, UPCAST)
+def _by_v_class(q, k, v, m_out, l_out, acc_out, dqk, dv, v_cls, start, end, qk_scale, GROUP: tl.constexpr,
+                GROUP_PAD: tl.constexpr, BQK: tl.constexpr, V_SET: tl.constexpr, BLOCK_N: tl.constexpr,
+                UPCAST: tl.constexpr):
+    """_attend compiled for each V class in V_SET (a bitmask of the classes 16 << i: 16 | 32 | ... | 256)."""
+    for i in tl.static_range(5):
+        if V_SET & (16 << i):
+            if v_cls == (16 << i):
+                _attend(q, k, v, m_out, l_out, acc_out, dqk, dv, start, end, qk_scale, GROUP, GROUP_PAD, BQK,
+                        16 << i, BLOCK_N, UPCAST)
 
 
 @triton.jit
-def zack_decode_kernel(q_ptr, k_ptr, v_ptr, o_ptr, heads_ptr, offsets_ptr, tasks_ptr, context, qk_total, v_total,
-                       qk_scale, KV_HEADS: tl.constexpr, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr,
-                       QK_SET: tl.constexpr, V_SET: tl.constexpr, BLOCK_N: tl.constexpr, UPCAST: tl.constexpr):
-    """Program p runs tasks[offsets[p]:offsets[p+1]]; heads [6, KV_HEADS] int32 holds per KV head
-    d_qk, d_v, qk_off, v_off (prefix sums of the dims) and the qk and v classes."""
+def zack_decode_kernel(q_ptr, k_ptr, v_ptr, m_ptr, l_ptr, acc_ptr, heads_ptr, offsets_ptr, tasks_ptr, context,
+                       chunk_tokens, chunks, qk_total, v_total, qk_scale, KV_HEADS: tl.constexpr,
+                       GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, QK_SET: tl.constexpr, V_SET: tl.constexpr,
+                       BLOCK_N: tl.constexpr, UPCAST: tl.constexpr):
+    """Program p runs tasks[offsets[p]:offsets[p+1]], task (b H_kv + h) S + c: chunk c of KV head h of
+    sequence b; heads [6, KV_HEADS] int32 holds per KV head d_qk, d_v, qk_off, v_off (prefix sums of the
+    dims) and the qk and v classes."""
     pid = tl.program_id(0)
     start = tl.load(offsets_ptr + pid)
     end = tl.load(offsets_ptr + pid + 1)
     for i in range(start, end):
-        task = tl.load(tasks_ptr + i)
-        b = (task // KV_HEADS).to(tl.int64)
-        h = task % KV_HEADS
+        task = tl.load(tasks_ptr + i).to(tl.int64)
+        c = task % chunks
+        b = task // chunks // KV_HEADS
+        h = (task // chunks % KV_HEADS).to(tl.int32)
         # dims and offsets are multiples of 16: rows start 32-byte aligned, loads vectorize
         dqk = tl.multiple_of(tl.load(heads_ptr + h), 16)
         dv = tl.multiple_of(tl.load(heads_ptr + KV_HEADS + h), 16)
@@ -121,27 +132,44 @@ def zack_decode_kernel(q_ptr, k_ptr, v_ptr, o_ptr, heads_ptr, offsets_ptr, tasks
         v_off = tl.multiple_of(tl.load(heads_ptr + 3 * KV_HEADS + h), 16).to(tl.int64)
         qk_cls = tl.load(heads_ptr + 4 * KV_HEADS + h)
         v_cls = tl.load(heads_ptr + 5 * KV_HEADS + h)
+        t0 = (c * chunk_tokens).to(tl.int32)
+        t1 = tl.minimum(t0 + chunk_tokens, context)
         q = q_ptr + (b * qk_total + qk_off) * GROUP
         k = k_ptr + (b * qk_total + qk_off) * context
         v = v_ptr + (b * v_total + v_off) * context
-        o = o_ptr + (b * v_total + v_off) * GROUP
-        if QK_SET & 16:
-            if qk_cls == 16:
-                _by_v_class(q, k, v, o, dqk, dv, v_cls, context, qk_scale, GROUP, GROUP_PAD, 16, V_SET, BLOCK_N, UPCAST)
-        if QK_SET & 32:
-            if qk_cls == 32:
-                _by_v_class(q, k, v, o, dqk, dv, v_cls, context, qk_scale, GROUP, GROUP_PAD, 32, V_SET, BLOCK_N, UPCAST)
-        if QK_SET & 64:
-            if qk_cls == 64:
-                _by_v_class(q, k, v, o, dqk, dv, v_cls, context, qk_scale, GROUP, GROUP_PAD, 64, V_SET, BLOCK_N, UPCAST)
-        if QK_SET & 128:
-            if qk_cls == 128:
-                _by_v_class(q, k, v, o, dqk, dv, v_cls, context, qk_scale, GROUP, GROUP_PAD, 128, V_SET, BLOCK_N,
-                            UPCAST)
-        if QK_SET & 256:
-            if qk_cls == 256:
-                _by_v_class(q, k, v, o, dqk, dv, v_cls, context, qk_scale, GROUP, GROUP_PAD, 256, V_SET, BLOCK_N,
-                            UPCAST)
+        m_out = m_ptr + task * GROUP
+        l_out = l_ptr + task * GROUP
+        acc_out = acc_ptr + ((b * v_total + v_off) * chunks + c * dv) * GROUP
+        for i in tl.static_range(5):
+            if QK_SET & (16 << i):
+                if qk_cls == (16 << i):
+                    _by_v_class(q, k, v, m_out, l_out, acc_out, dqk, dv, v_cls, t0, t1, qk_scale, GROUP, GROUP_PAD,
+                                16 << i, V_SET, BLOCK_N, UPCAST)
+
+
+@triton.jit
+def merge_kernel(m_ptr, l_ptr, acc_ptr, o_ptr, heads_ptr, chunks, v_total, KV_HEADS: tl.constexpr,
+                 GROUP: tl.constexpr, BV: tl.constexpr, CHUNKS_PAD: tl.constexpr):
+    """One (sequence b, query head j = h GROUP + g): o = sum_c 2^(m_c - M) acc_c / sum_c 2^(m_c - M) l_c,
+    M = max_c m_c, over the S chunks of KV head h; BV = the widest d_v class (columns >= d_v^h masked)."""
+    row = tl.program_id(0)
+    b = (row // (KV_HEADS * GROUP)).to(tl.int64)
+    h = row // GROUP % KV_HEADS
+    g = row % GROUP
+    dv = tl.multiple_of(tl.load(heads_ptr + KV_HEADS + h), 16)
+    v_off = tl.multiple_of(tl.load(heads_ptr + 3 * KV_HEADS + h), 16).to(tl.int64)
+    cs = tl.arange(0, CHUNKS_PAD)
+    c_ok = cs < chunks
+    cols = tl.arange(0, BV)
+    col_ok = cols < dv
+    task = (b * KV_HEADS + h) * chunks + cs  # [CHUNKS_PAD]
+    m = tl.load(m_ptr + task * GROUP + g, mask=c_ok, other=float("-inf"))
+    l_c = tl.load(l_ptr + task * GROUP + g, mask=c_ok, other=0.0)
+    acc_rows = ((b * v_total + v_off) * chunks + cs * dv) * GROUP + g * dv  # [CHUNKS_PAD]
+    acc = tl.load(acc_ptr + acc_rows[:, None] + cols[None, :], mask=c_ok[:, None] & col_ok[None, :], other=0.0)
+    w = tl.exp2(m - tl.max(m, axis=0))  # [CHUNKS_PAD]; 0 for the padding
+    out = tl.sum(acc * w[:, None], axis=0) / tl.sum(l_c * w, axis=0)  # [BV]
+    tl.store(o_ptr + (b * v_total + v_off) * GROUP + g * dv + cols, out.to(o_ptr.dtype.element_ty), mask=col_ok)
 
 
 def dim_class(d: int) -> int:
@@ -163,10 +191,21 @@ def head_table(qk_dims: list[int], v_dims: list[int]) -> list[list[int]]:
             [dim_class(d) for d in v_dims]]
 
 
-def task_costs(qk_dims: list[int], v_dims: list[int], group: int, batch: int) -> list[int]:
-    """Per task in launch order (b * H_kv + h): GROUP x (d_qk^h + d_v^h + 1), roofline's per-query-head
-    decode cost (Zack.head_costs) summed over the KV head's query heads; s_kv is common to all tasks."""
-    return [group * (q + v + 1) for q, v in zip(qk_dims, v_dims, strict=True)] * batch
+def chunk_tokens(batch: int, kv_heads: int, context: int, programs: int) -> int:
+    """Tokens per chunk C: S = clamp(ceil(TASKS_PER_PROGRAM x P / (B x H_kv)), 1, min(MAX_SPLITS,
+    floor(L / MIN_CHUNK_TOKENS))) chunks per (sequence, KV head), then C = ceil(L / S) rounded up to a
+    multiple of BLOCK_N (whole tiles but the last); the kernel runs S = ceil(L / C) chunks."""
+    most = max(1, min(MAX_SPLITS, context // MIN_CHUNK_TOKENS))
+    splits = max(1, min(triton.cdiv(TASKS_PER_PROGRAM * programs, batch * kv_heads), most))
+    return triton.cdiv(triton.cdiv(context, splits), BLOCK_N) * BLOCK_N
+
+
+def task_costs(qk_dims: list[int], v_dims: list[int], group: int, batch: int, context: int,
+               chunk: int) -> list[int]:
+    """Per task (b H_kv + h) S + c: GROUP x n_c x (d_qk^h + d_v^h + 1), n_c = min(C, L - c C) the chunk's
+    tokens: roofline's per-query-head decode cost (Zack.head_costs) summed over the KV head's query heads."""
+    tokens = [min(chunk, context - start) for start in range(0, context, chunk)]
+    return [group * n * (q + v + 1) for q, v in zip(qk_dims, v_dims, strict=True) for n in tokens] * batch
 
 
 def assign(costs: list[int], programs: int, policy: str) -> list[list[int]]:
@@ -193,37 +232,58 @@ def csr(lists: list[list[int]]) -> tuple[list[int], list[int]]:
     return offsets, [t for tasks in lists for t in tasks]
 
 
-def schedule(qk_dims, v_dims, group: int, batch: int, programs: int, policy: str, device="cpu"):
-    """(offsets, tasks) int32 tensors of the policy's assignment."""
+def schedule(qk_dims, v_dims, group: int, batch: int, context: int, chunk: int, programs: int, policy: str,
+             device="cpu"):
+    """(offsets, tasks) int32 tensors of the policy's assignment of the chunked tasks."""
     import torch
 
-    offsets, tasks = csr(assign(task_costs(qk_dims, v_dims, group, batch), programs, policy))
+    offsets, tasks = csr(assign(task_costs(qk_dims, v_dims, group, batch, context, chunk), programs, policy))
     return (torch.tensor(offsets, dtype=torch.int32, device=device),
             torch.tensor(tasks, dtype=torch.int32, device=device))
 
 
-def decode(q, k, v, qk_dims: list[int], v_dims: list[int], context: int, offsets, tasks, sm_scale: float,
-           out=None, heads=None, block_n: int = BLOCK_N, num_warps: int = 4, num_stages: int = 3):
-    """softmax(q k^T * sm_scale) v per query head over its KV head's reduced dims (layouts above);
-    q [B, GROUP * sum d_qk] bf16 -> out [B, GROUP * sum d_v]. `heads`: the head table on q's device
-    (made here when None; pass it in to launch inside a CUDA graph)."""
+def partials(batch: int, group: int, v_dims: list[int], chunks: int, device) -> tuple:
+    """The fp32 flash partials (layouts above): m, l [B * H_kv * S * GROUP], acc [B * S * GROUP * sum d_v]."""
+    import torch
+
+    m = torch.empty(batch * len(v_dims) * chunks * group, dtype=torch.float32, device=device)
+    return m, torch.empty_like(m), torch.empty(batch * chunks * group * sum(v_dims), dtype=torch.float32, device=device)
+
+
+def _constexprs(table: list[list[int]], group: int, block_n: int, upcast: bool) -> dict:
+    """zack_decode_kernel's compile-time parameters (decode and sm90_specs share them)."""
+    return {"KV_HEADS": len(table[0]), "GROUP": group, "GROUP_PAD": max(16, triton.next_power_of_2(group)),
+            "QK_SET": sum(set(table[4])), "V_SET": sum(set(table[5])), "BLOCK_N": block_n, "UPCAST": upcast}
+
+
+def decode(q, k, v, qk_dims: list[int], v_dims: list[int], context: int, chunk: int, offsets, tasks,
+           sm_scale: float, out=None, heads=None, block_n: int = BLOCK_N, num_warps: int = 4,
+           num_stages: int = NUM_STAGES):
+    """softmax(q k^T * sm_scale) v per query head over its KV head's reduced dims (layouts above), the
+    context in chunks of `chunk` tokens; q [B, GROUP * sum d_qk] bf16 -> out [B, GROUP * sum d_v].
+    `heads`: the head table on q's device (made here when None; pass it in to launch inside a CUDA graph)."""
     import torch
 
     batch = q.shape[0]
     kv_heads, qk_total, v_total = len(qk_dims), sum(qk_dims), sum(v_dims)
     group = q.shape[1] // qk_total
-    assert q.shape[1] == group * qk_total and k.numel() == batch * context * qk_total
+    chunks = triton.cdiv(context, chunk)
+    assert q.shape[1] == group * qk_total and k.numel() == batch * context * qk_total and chunks <= MAX_SPLITS
     assert v.numel() == batch * context * v_total and all(x.is_contiguous() for x in (q, k, v))
     table = head_table(qk_dims, v_dims)
     heads = torch.tensor(table, dtype=torch.int32, device=q.device) if heads is None else heads
     out = q.new_empty(batch, group * v_total) if out is None else out
+    m, l_c, acc = partials(batch, group, v_dims, chunks, q.device)
     upcast = os.environ.get("TRITON_INTERPRET", "0") == "1"  # the interpreter has no bf16 tl.dot
-    # one program: its CSR task list, each task all `group` query heads of one KV head of one sequence
+    # one program: its CSR task list, each task all `group` query heads of one KV head over one chunk
     grid = (offsets.numel() - 1,)
-    zack_decode_kernel[grid](q, k, v, out, heads, offsets, tasks, context, qk_total, v_total, sm_scale * LOG2E,
-                             KV_HEADS=kv_heads, GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)),
-                             QK_SET=sum(set(table[4])), V_SET=sum(set(table[5])), BLOCK_N=block_n, UPCAST=upcast,
-                             num_warps=num_warps, num_stages=num_stages)
+    zack_decode_kernel[grid](q, k, v, m, l_c, acc, heads, offsets, tasks, context, chunk, chunks, qk_total, v_total,
+                             sm_scale * LOG2E, **_constexprs(table, group, block_n, upcast), num_warps=num_warps,
+                             num_stages=num_stages)
+    # one program: one query head of one sequence, merging its chunks
+    grid = (batch * kv_heads * group,)
+    merge_kernel[grid](m, l_c, acc, out, heads, chunks, v_total, KV_HEADS=kv_heads, GROUP=group,
+                       BV=max(table[5]), CHUNKS_PAD=max(2, triton.next_power_of_2(chunks)), num_warps=4)
     return out
 
 
@@ -235,13 +295,6 @@ def split_heads(flat, dims: list[int], rows: int) -> list:
     return [flat[:, offs[h]:offs[h + 1]].view(batch, rows, d) for h, d in enumerate(dims)]
 
 
-def join_heads(parts: list):
-    """Inverse of split_heads: [B, rows, d^h] per head -> [B, rows * sum d], head after head."""
-    import torch
-
-    return torch.cat([p.reshape(p.shape[0], -1) for p in parts], dim=1).contiguous()
-
-
 def reference(q, k, v, qk_dims: list[int], v_dims: list[int], context: int, sm_scale: float):
     """The same attention in fp32 torch, one KV head at a time."""
     import torch
@@ -251,28 +304,36 @@ def reference(q, k, v, qk_dims: list[int], v_dims: list[int], context: int, sm_s
     for qh, kh, vh in zip(split_heads(q, qk_dims, group), split_heads(k, qk_dims, context),
                           split_heads(v, v_dims, context), strict=True):
         scores = torch.einsum("bgd,btd->bgt", qh.float(), kh.float()) * sm_scale
-        parts.append(torch.einsum("bgt,btd->bgd", scores.softmax(-1), vh.float()))
-    return join_heads(parts)
+        parts.append(torch.einsum("bgt,btd->bgd", scores.softmax(-1), vh.float()).flatten(1))
+    return torch.cat(parts, dim=1)  # [B, GROUP * sum d_v], head after head
 
 
-def layout_bytes(batch: int, context: int, qk_dims: list[int], v_dims: list[int], group: int) -> dict[str, int]:
-    """Bytes of the kernel's tensors (bf16): the cache K, V and the query and output rows."""
+def layout_bytes(batch: int, context: int, qk_dims: list[int], v_dims: list[int], group: int,
+                 chunks: int) -> dict[str, int]:
+    """Bytes of the kernel's tensors: the bf16 cache K, V, query and output rows, and the fp32 partials
+    of S = `chunks` chunks, 4 B S GROUP (sum_h d_v^h + 2 H_kv) (written by one kernel, read by the merge)."""
     return {"k": 2 * batch * context * sum(qk_dims), "v": 2 * batch * context * sum(v_dims),
-            "q": 2 * batch * group * sum(qk_dims), "out": 2 * batch * group * sum(v_dims)}
+            "q": 2 * batch * group * sum(qk_dims), "out": 2 * batch * group * sum(v_dims),
+            "partials": 4 * batch * chunks * group * (sum(v_dims) + 2 * len(v_dims))}
 
 
-def sm90_spec(qk_dims=DIMS, v_dims=DIMS, heads: int = HEADS, num_warps: int = 4, num_stages: int = 3) -> dict:
-    """A validate.sm90 compile spec of the kernel at the bench configuration (Llama-3.1-8B heads)."""
-    table = head_table(qk_dims, v_dims)
-    group = heads // len(qk_dims)
-    sig = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "o_ptr": "*bf16", "heads_ptr": "*i32",
-           "offsets_ptr": "*i32", "tasks_ptr": "*i32", "context": "i32", "qk_total": "i32", "v_total": "i32",
+def sm90_specs(qk_dims=DIMS, v_dims=DIMS, heads: int = HEADS, num_warps: int = 4,
+               num_stages: int = NUM_STAGES) -> list[dict]:
+    """validate.sm90 compile specs of both kernels at the bench configuration (Llama-3.1-8B heads)."""
+    table, group = head_table(qk_dims, v_dims), heads // len(qk_dims)
+    ints = ("context", "chunk_tokens", "chunks", "qk_total", "v_total")
+    sig = {**{a: "*bf16" for a in ("q_ptr", "k_ptr", "v_ptr")}, **{a: "*fp32" for a in ("m_ptr", "l_ptr", "acc_ptr")},
+           **{a: "*i32" for a in ("heads_ptr", "offsets_ptr", "tasks_ptr")}, **{a: "i32" for a in ints},
            "qk_scale": "fp32"}
-    ce = {"KV_HEADS": len(qk_dims), "GROUP": group, "GROUP_PAD": max(16, triton.next_power_of_2(group)),
-          "QK_SET": sum(set(table[4])), "V_SET": sum(set(table[5])), "BLOCK_N": BLOCK_N, "UPCAST": False}
-    divisible = [a for a in sig if a not in ("qk_scale",)]  # multiples of 16 on a GPU (the bench contexts)
-    return {"module": __name__, "kernel": "zack_decode_kernel", "signature": sig, "num_warps": num_warps,
-            "num_stages": num_stages, "constexprs": ce, "divisible": divisible}
+    merge = {**{a: "*fp32" for a in ("m_ptr", "l_ptr", "acc_ptr")}, "o_ptr": "*bf16", "heads_ptr": "*i32",
+             "chunks": "i32", "v_total": "i32"}
+    merge_ce = {"KV_HEADS": len(qk_dims), "GROUP": group, "BV": max(table[5]), "CHUNKS_PAD": MAX_SPLITS}
+    # the ints but `chunks` are multiples of 16 on a GPU at the bench contexts
+    return [{"module": __name__, "kernel": "zack_decode_kernel", "signature": sig, "num_warps": num_warps,
+             "num_stages": num_stages, "constexprs": _constexprs(table, group, BLOCK_N, False),
+             "divisible": [a for a in ints if a != "chunks"]},
+            {"module": __name__, "kernel": "merge_kernel", "signature": merge, "num_warps": 4, "num_stages": 2,
+             "constexprs": merge_ce}]
 
 
 def _model_and_method(p: dict):
@@ -285,7 +346,7 @@ def _model_and_method(p: dict):
 
 
 def case_work(case: Case) -> dict:
-    """Bytes and FLOPs from the roofline "attention" op; None without roofline (GPU box)."""
+    """Bytes and FLOPs from the roofline "attention" op and its reduce; None without roofline (GPU box)."""
     try:
         from validate.predict import op_work
 
@@ -317,30 +378,27 @@ def _run(case: Case) -> dict:
     programs = sms * p["programs_per_sm"]
     qk_dims, v_dims = p["qk_dims"], p["v_dims"]
     check_len = min(p["context"], CHECK_TOKENS)
+    chunk = chunk_tokens(2, p["num_kv_heads"], check_len, programs)
     q, k, v, out = _inputs(p, 2, check_len)
-    sched = schedule(qk_dims, v_dims, group, 2, programs, p["policy"], "cuda")
-    error = relative_rms(decode(q, k, v, qk_dims, v_dims, check_len, *sched, scale, out),
+    sched = schedule(qk_dims, v_dims, group, 2, check_len, chunk, programs, p["policy"], "cuda")
+    error = relative_rms(decode(q, k, v, qk_dims, v_dims, check_len, chunk, *sched, scale, out),
                          reference(q, k, v, qk_dims, v_dims, check_len, scale))
     if error > 2e-2:
         raise AssertionError(f"kernel differs from the torch reference: relative RMS {error:.3g}")
-    offsets, tasks = schedule(qk_dims, v_dims, group, p["batch"], programs, p["policy"], "cuda")
+    chunk = chunk_tokens(p["batch"], p["num_kv_heads"], p["context"], programs)
+    offsets, tasks = schedule(qk_dims, v_dims, group, p["batch"], p["context"], chunk, programs, p["policy"], "cuda")
     heads = torch.tensor(head_table(qk_dims, v_dims), dtype=torch.int32, device="cuda")
 
     def kernel(q, k, v, out):
-        return decode(q, k, v, qk_dims, v_dims, p["context"], offsets, tasks, scale, out, heads)
+        return decode(q, k, v, qk_dims, v_dims, p["context"], chunk, offsets, tasks, scale, out, heads)
 
-    sizes = layout_bytes(p["batch"], p["context"], qk_dims, v_dims, group)
-    sets = input_sets(lambda: _inputs(p, p["batch"], p["context"]), sum(sizes.values()))
-    costs = task_costs(qk_dims, v_dims, group, p["batch"])
+    sizes = layout_bytes(p["batch"], p["context"], qk_dims, v_dims, group, 1)
+    sets = input_sets(lambda: _inputs(p, p["batch"], p["context"]), sizes["q"] + sizes["k"] + sizes["v"] + sizes["out"])
+    costs = task_costs(qk_dims, v_dims, group, p["batch"], p["context"], chunk)
     loads = [sum(costs[t] for t in tasks) for tasks in assign(costs, programs, p["policy"])]
     return {"ms": graph_ms(kernel, sets), **case_work(case), "eager_ms": eager_ms(kernel, sets), "programs": programs,
-            "max_load": max(loads), "mean_load": sum(loads) / programs, "rotation": len(sets), "check_rel_rms": error}
-
-
-def predict_time(pred: dict, imbalance: float, floor_s: float) -> float:
-    """time_s = max(max(compute_s, memory_s) x imbalance, launch floor): the op's roofline time, stretched
-    by the makespan over the ideal, then floored as roofline floors every kernel."""
-    return max(max(pred["compute_s"], pred["memory_s"]) * imbalance, floor_s)
+            "chunk_tokens": chunk, "tasks": len(costs), "max_load": max(loads), "mean_load": sum(loads) / programs,
+            "rotation": len(sets), "check_rel_rms": error}
 
 
 @register
@@ -358,24 +416,22 @@ class ZackAttention:
         return _run(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """The roofline "attention" op of a one-layer model with these heads under Zack(qk_dims, v_dims),
-        decode at B = batch, L = context, times Zack.imbalance(model, batch, n_sm, policy) with n_sm = the
-        kernel's program count, hardware.sm_count x programs_per_sm (`predict_time`). Also, not used for
-        time_s: "kernel_imbalance" = makespan / (total / n_sm) of the kernel's own tasks, one per
-        (sequence, KV head) with the summed roofline cost of its query heads (makespan, head_costs)."""
+        """The roofline "attention" op (with its "attention_reduce") of a one-layer model with these heads
+        under Zack(qk_dims, v_dims), decode at B = batch, L = context, times the imbalance of this kernel's
+        own task list: task_imbalance(task_costs, P, policy) (roofline.methods.zack), P = hardware.sm_count x
+        programs_per_sm programs, the chunks of `chunk_tokens` at P: the op's roofline time stretched by the
+        makespan over the ideal, then floored as roofline floors every kernel."""
         from roofline.costmodel import Roofline
-        from roofline.methods.zack import makespan
+        from roofline.methods.zack import task_imbalance
         from validate.predict import predict_op
 
         p = case.params
         m, method = _model_and_method(p)
-        n_sm = hardware.sm_count * p["programs_per_sm"]
+        programs = hardware.sm_count * p["programs_per_sm"]
+        chunk = chunk_tokens(p["batch"], p["num_kv_heads"], p["context"], programs)
+        costs = task_costs(p["qk_dims"], p["v_dims"], m.gqa_group, p["batch"], p["context"], chunk)
+        imbalance = task_imbalance(costs, programs, p["policy"])
         pred = predict_op(m, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware)
-        imbalance = method.imbalance(m, p["batch"], n_sm, p["policy"])
-        floor = Roofline(hardware).latency_floor()
-        per_query, g = method.head_costs(m), m.gqa_group
-        costs = [sum(per_query[h * g:(h + 1) * g]) for h in range(m.num_kv_heads)] * p["batch"]
-        kernel = makespan(costs, n_sm, p["policy"]) / (sum(costs) / n_sm)
-        return {**pred, "time_s": predict_time(pred, imbalance, floor), "balanced_time_s": pred["time_s"],
-                "imbalance": imbalance, "n_sm": n_sm, "kernel_imbalance": kernel,
-                "kernel_makespan_time_s": predict_time(pred, kernel, floor)}
+        time_s = max(max(pred["compute_s"], pred["memory_s"]) * imbalance, Roofline(hardware).latency_floor())
+        return {**pred, "time_s": time_s, "balanced_time_s": pred["time_s"], "imbalance": imbalance,
+                "programs": programs, "chunk_tokens": chunk}
