@@ -75,18 +75,19 @@ def _result_paths(args) -> list[Path]:
 
 def _compare(args) -> int:
     from roofline.catalogue import load_hardware
-    from validate import compare, results_file
+    from validate import compare, results_file, targets
 
     reports = []
     for path in _result_paths(args):
         results = results_file.load(path)
         device = str(results["env"].get("device", ""))
         hardware = load_hardware(args.hardware or compare.hardware_for_device(device))
-        reports.append({"results": str(path), **compare.compare(results, hardware)})
+        report = compare.compare(results, hardware)
+        reports.append({"results": str(path), **report, "targets": targets.targets(results, report, hardware)})
     if args.json:
         print(json.dumps(reports[0] if args.results is not None else reports, indent=1))
     else:
-        print("\n\n".join(f"== {r['results']}\n{compare.render(r)}" for r in reports))
+        print("\n\n".join(f"== {r['results']}\n{compare.render(r)}\n\n{targets.render(r['targets'])}" for r in reports))
     return 0
 
 
