@@ -300,19 +300,39 @@ def _validate_package():
     root = str(repo_root())
     if root not in sys.path:
         sys.path.insert(0, root)
-    from validate import compare, results_file
+    from validate import compare, results_file, targets
 
-    return compare, results_file
+    return compare, results_file, targets
 
 
 def validation_report(path: Path) -> dict[str, Any]:
     """validate.compare.compare of one committed results file against the catalogue entry of its device."""
     from roofline.catalogue import load_hardware
 
-    compare, results_file = _validate_package()
+    compare, results_file, targets = _validate_package()
     results = results_file.load(Path(path))
-    report = compare.compare(results, load_hardware(compare.hardware_for_device(results["env"].get("device", ""))))
-    return {"file": Path(path).name, "env": results["env"], "report": report}
+    hardware = load_hardware(compare.hardware_for_device(results["env"].get("device", "")))
+    report = compare.compare(results, hardware)
+    return {"file": Path(path).name, "env": results["env"], "report": report,
+            "targets": targets.targets(results, report, hardware)}
+
+
+def target_rows(t: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """validate.targets' four verdicts, one row each, with the figures that decide them."""
+    s, b, q, x = t["suite"], t["bandwidth"], t["quant_speedup"], t["xquant_crossover"]
+    fractions = [c["fraction"] for c in q["cases"]]
+    judged = {n: c for n, c in x["batches"].items() if c["ratio"] is not None}
+    return [
+        {"target": "suite APE: median <= 5 %, p90 <= 15 %", "verdict": s["verdict"],
+         "measured": "-" if s["median_ape_pct"] is None else f"{s['median_ape_pct']:.1f} %, {s['p90_ape_pct']:.1f} %"},
+        {"target": "kernels at large shapes >= 85 % of the measured ceilings", "verdict": b["verdict"],
+         "measured": ", ".join(f"{n} {e:.0%}" for n, e in b["families"].items()) or "-"},
+        {"target": "quantized speedup >= 80 % of the byte ratio (batch >= 8, context >= 64K)", "verdict": q["verdict"],
+         "measured": f"{min(fractions):.0%} - {max(fractions):.0%} over {len(fractions)} cases" if fractions else "-"},
+        {"target": "XQuant crossover within 20 % of the model", "verdict": x["verdict"],
+         "measured": ", ".join(f"batch {n}: {c['measured']:.0f} vs {c['predicted']} tokens" for n, c in judged.items())
+         or "-"},
+    ]
 
 
 def validation_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -327,7 +347,8 @@ def validation_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per kernel family: cases compared, median and 90th-percentile APE, median achieved bandwidth fraction."""
+    """Per kernel family: cases compared, median and 90th-percentile APE, median achieved bandwidth fraction and
+    kernel efficiency (validate.compare.kernel_efficiency)."""
     import numpy as np
 
     out = []
@@ -336,7 +357,8 @@ def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         fractions = [r["bandwidth_fraction"] for r in fam["rows"] if r["bandwidth_fraction"] is not None]
         out.append({"family": family, "cases": fam["cases"], "median APE (%)": fam["median_ape_pct"],
                     "p90 APE (%)": float(np.percentile(apes, 90)) if apes else None,
-                    "median bandwidth fraction": float(np.median(fractions)) if fractions else None})
+                    "median bandwidth fraction": float(np.median(fractions)) if fractions else None,
+                    "kernel efficiency": fam.get("kernel_efficiency")})
     return out
 
 

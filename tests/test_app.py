@@ -291,11 +291,14 @@ def test_validation_page_matches_compare():
     if not files:
         assert any("No validation results" in i.value for i in at.info)
         return
-    report = appdata.validation_report(files[0])["report"]
+    entry = appdata.validation_report(files[0])
+    report = entry["report"]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["cases compared (calibration excluded)"] == str(report["summary"]["cases"])
     assert metrics["median APE"] == f"{report['summary']['median_ape_pct']:.1f} %"
     frame_equals(table(at, "median bandwidth fraction"), appdata.family_rows(report))
+    frame_equals(table(at, "target"), appdata.target_rows(entry["targets"]))
+    assert {r["verdict"] for r in appdata.target_rows(entry["targets"])} <= {"met", "missed", "not measured"}
 
 
 def test_validation_page_without_results(monkeypatch):

@@ -31,11 +31,14 @@ for entry in reports:
     if any(r["predicted (ms)"] and r["measured (ms)"] for r in rows):
         cache.draw("validation_chart", rows, key=f"validation_chart_{entry['file']}")
         st.caption("One point per measured case; points on the dashed line were predicted exactly.")
+    st.markdown("**Targets**")
+    st.dataframe(appdata.target_rows(entry["targets"]), hide_index=True, key=f"targets_{entry['file']}")
     st.markdown("**Per kernel family**")
     st.dataframe(appdata.family_rows(report), hide_index=True, key=f"families_{entry['file']}", column_config={
         "median APE (%)": st.column_config.NumberColumn(format="%.1f"),
         "p90 APE (%)": st.column_config.NumberColumn(format="%.1f"),
-        "median bandwidth fraction": st.column_config.NumberColumn(format="percent")})
+        "median bandwidth fraction": st.column_config.NumberColumn(format="percent"),
+        "kernel efficiency": st.column_config.NumberColumn(format="percent")})
     st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
                f"({report['reference_bytes_per_s'] / 1e12:.2f} TB/s). 'ceilings' calibrates the spec and is left "
                "out of the suite's APE.")
