@@ -417,13 +417,15 @@ def sm90_specs() -> list[dict]:
                                   ("mha_fused", "fused_kernel", False), ("materialized", "remat_kernel", False),
                                   ("materialized", "remat_kernel", True)):
         p = params(variant, 1, 4096)
-        ce = {**xk.constexprs(recipes(p)[0], p["latent"], p["num_kv_heads"], HEAD_DIM, xk.BLOCK_N, xk.R_BLOCK, False),
+        remat = kernel == "remat_kernel"
+        r_block, stages = (xk.REMAT_R_BLOCK, xk.REMAT_STAGES) if remat else (xk.R_BLOCK, xk.NUM_STAGES)
+        ce = {**xk.constexprs(recipes(p)[0], p["latent"], p["num_kv_heads"], HEAD_DIM, xk.BLOCK_N, r_block, False),
               "TAIL": tail}
         if kernel == "fused_kernel":
             group = HEADS // p["num_kv_heads"]
             ce.update(GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()))
         specs.append({"module": xk.__name__, "kernel": kernel, "signature": sigs[kernel], "constexprs": ce,
-                      "num_warps": xk.NUM_WARPS, "num_stages": xk.NUM_STAGES})
+                      "num_warps": xk.NUM_WARPS, "num_stages": stages})
     acc = {"dc": "*u8", "ds": "*fp16", "dz": "*fp16", "u_ptr": "*bf16", "step": "fp32", "inv_step": "fp32",
            "tokens": "i32"}
     for bits, up in ((4, False), (16, True)):

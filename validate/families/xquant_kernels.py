@@ -11,7 +11,7 @@ every KV head), per sequence at context L, group G, b-bit asymmetric codes with 
 Remat of KV head h at token t (position t; RoPE after the remat, rotate-half pairs (i, i + d_h/2)):
   k_t = rope(x^K_t W_k[:, h d_h : (h+1) d_h]),   v_t = x^V_t W_v[:, h d_h : (h+1) d_h]   (2 r d_h MACs)
   rope: (k1, k2) -> (k1 cos a - k2 sin a, k2 cos a + k1 sin a),  a_ti = t theta^(-i / (d_h/2))
-The fused kernel keeps K^T [d_h, N] and V [N, d_h] of a block of N tokens in registers, attends with
+The fused kernel keeps K and V [N, d_h] of a block of N tokens in registers, attends with
 the flash-decoding partials of attention_fp16 (log2 domain) and its reduce kernel merges the parts.
 """
 
@@ -34,8 +34,10 @@ ROPE_THETA = 500000.0  # Llama-3.1
 # launch defaults (the sm_90 specs compile the same): tokens per block, latent channels per MMA step. H200 sweep
 # (benchmarks/gpu_sweep_xquant.py, validate/results/nvidia-h200-xquant-sweep.txt): r 128 with 2 stages beat 64 with
 # 3 by 1.10-1.23x (fused b8 L16K 2.56 -> 2.10 ms, remat 2.41 -> 2.08, MHA b1 L8K 2.11 -> 1.91); 128 tokens needs
-# 8 warps and gave 2.66-2.80 ms
+# 8 warps and gave 2.66-2.80 ms. With the keys as rows (_keys), remat_kernel runs best at r 64 and 3 stages
+# (b8 L16K 1.94-1.96 ms vs 2.10 at r 128, 2 stages); fused_kernel there: GQA 1.02x, MHA 0.89x
 BLOCK_N, R_BLOCK, NUM_WARPS, NUM_STAGES = 64, 128, 4, 2
+REMAT_R_BLOCK, REMAT_STAGES = 64, 3
 BLOCK_T, BLOCK_D = 32, 128  # accumulator update: tokens x channels per program
 
 
@@ -72,14 +74,15 @@ def _x_channels(codes, scale, zero, toks, ok, c0, LAT: tl.constexpr, R: tl.const
 
 
 @triton.jit
-def _xt_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL: tl.constexpr, K_TOKENS: tl.constexpr, LAT: tl.constexpr,
+def _xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL: tl.constexpr, K_TOKENS: tl.constexpr, LAT: tl.constexpr,
              R: tl.constexpr, BLOCK_N: tl.constexpr, BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr):
-    """The K latent's x^T [R, BLOCK_N] at channels c0..: from the fp16 window (TAIL); from codes packed
+    """The K latent's x [BLOCK_N, R] at channels c0..: from the fp16 window (TAIL); from codes packed
     along tokens (byte row r of a plane holds tokens 8r/b.. of every channel, plane B's rows after plane
-    A's nq*A/8; the block lies in group j0 // G as BLOCK_N <= G); or per-token codes (MHA's X)."""
+    A's nq*A/8; the block lies in group j0 // G as BLOCK_N <= G), dequantized as x^T [R, BLOCK_N]; or
+    per-token codes (MHA's X)."""
     cc = c0 + tl.arange(0, R)
     if TAIL:
-        xt = tl.load(kw + (toks - nq_k)[None, :].to(tl.int64) * LAT + cc[:, None], mask=ok[None, :], other=0.0)
+        x = tl.load(kw + (toks - nq_k)[:, None].to(tl.int64) * LAT + cc[None, :], mask=ok[:, None], other=0.0)
     elif K_TOKENS:
         ra = tl.arange(0, BLOCK_N * BITS_A // 8)
         wa = tl.load(kc + (j0 * BITS_A // 8 + ra[None, :]).to(tl.int64) * LAT + cc[:, None])  # [R, BLOCK_N*A/8]
@@ -88,18 +91,18 @@ def _xt_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL: tl.constexpr, K_TOKEN
             rb = tl.arange(0, BLOCK_N * BITS_B // 8)
             wb = tl.load(kc + (nq_k * BITS_A // 8 + j0 * BITS_B // 8 + rb[None, :]).to(tl.int64) * LAT + cc[:, None])
         meta = (j0 // G) * LAT + cc[:, None]
-        xt = _dequant(wa, wb, tl.load(ks + meta), tl.load(kz + meta), BITS_A, BITS_B, G)
+        x = tl.trans(_dequant(wa, wb, tl.load(ks + meta), tl.load(kz + meta), BITS_A, BITS_B, G))
     else:
-        xt = tl.trans(_x_channels(kc, ks, kz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G))
-    return xt
+        x = _x_channels(kc, ks, kz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G)
+    return x
 
 
 @triton.jit
-def _rope_t(kl, kh, toks, log2_theta, HALF: tl.constexpr):
-    """Rotate K^T halves [HALF, N]: a = t * 2^(-(i/HALF) log2 theta), reduced to [-pi, pi] by
+def _rope(kl, kh, toks, log2_theta, HALF: tl.constexpr):
+    """Rotate K's halves [N, HALF]: a = t * 2^(-(i/HALF) log2 theta), reduced to [-pi, pi] by
     a - n*6.28125 - n*(2pi - 6.28125) (n*6.28125 is exact for n < 2^15) before cos and sin."""
     inv = tl.exp2(-(tl.arange(0, HALF).to(tl.float32) / HALF) * log2_theta)  # [HALF]
-    ang = inv[:, None] * toks.to(tl.float32)[None, :]  # [HALF, N]
+    ang = toks.to(tl.float32)[:, None] * inv[None, :]  # [N, HALF]
     n = tl.floor(ang * 0.15915494309189535 + 0.5)
     red = (ang - n * 6.28125) - n * 0.0019353071795864769
     cos, sin = tl.cos(red), tl.sin(red)
@@ -110,20 +113,21 @@ def _rope_t(kl, kh, toks, log2_theta, HALF: tl.constexpr):
 def _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL: tl.constexpr, K_TOKENS: tl.constexpr,
           LAT: tl.constexpr, KV_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr,
           BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr):
-    """K^T halves [HALF, BLOCK_N] of the head whose columns start at col0: rope(W_k[:, h]^T x^T).
-    (Loading step c0 + R's latent while dequantizing step c0's, by hand, lowered the one-block latency
-    ~30% but cost 10-13% of throughput at long contexts on the H200: not done.)"""
+    """K's halves [BLOCK_N, HALF] of the head whose columns start at col0: rope(x W_k[:, h]), the dequantized
+    latent the MMA's register operand and W_k's rows streaming through the pipeline as the other. H200 vs
+    K^T = W_k^T x^T (each x^T tile stored to shared memory as the B operand): fused_kernel GQA 0.99x, MHA
+    1.04x; remat_kernel 1.08x (2.11 -> 1.95 ms at b8 L16K, its best launch each)."""
     rr = tl.arange(0, R)
     ii = tl.arange(0, HALF)
-    kl = tl.zeros([HALF, BLOCK_N], dtype=tl.float32)
-    kh = tl.zeros([HALF, BLOCK_N], dtype=tl.float32)
+    kl = tl.zeros([BLOCK_N, HALF], dtype=tl.float32)
+    kh = tl.zeros([BLOCK_N, HALF], dtype=tl.float32)
     for c0 in range(0, LAT, R):
-        xt = _operand(_xt_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL, K_TOKENS, LAT, R, BLOCK_N, BITS_A,
-                               BITS_B, G), UPCAST)  # [R, BLOCK_N]
-        w = wk + (c0 + rr)[None, :].to(tl.int64) * KV_DIM + col0 + ii[:, None]  # [HALF, R] of W_k^T
-        kl += tl.dot(_operand(tl.load(w), UPCAST), xt)
-        kh += tl.dot(_operand(tl.load(w + HALF), UPCAST), xt)
-    return _rope_t(kl, kh, toks, log2_theta, HALF)
+        x = _operand(_xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL, K_TOKENS, LAT, R, BLOCK_N, BITS_A,
+                              BITS_B, G), UPCAST)  # [BLOCK_N, R]
+        w = wk + (c0 + rr)[:, None].to(tl.int64) * KV_DIM + col0 + ii[None, :]  # [R, HALF] of W_k
+        kl += tl.dot(x, _operand(tl.load(w), UPCAST))
+        kh += tl.dot(x, _operand(tl.load(w + HALF), UPCAST))
+    return _rope(kl, kh, toks, log2_theta, HALF)
 
 
 @triton.jit
@@ -183,7 +187,8 @@ def fused_kernel(q_ptr, kc, ks, kz, kw, vc, vs, vz, wk, wv, m_ptr, l_ptr, acc_pt
         ok = toks < hi
         kl, kh = _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL, K_TOKENS, LAT,
                        KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST)
-        s = tl.dot(q_lo, _operand(kl, UPCAST)) + tl.dot(q_hi, _operand(kh, UPCAST))  # [GROUP_PAD, BLOCK_N]
+        kl, kh = tl.trans(_operand(kl, UPCAST)), tl.trans(_operand(kh, UPCAST))  # [HALF, BLOCK_N]
+        s = tl.dot(q_lo, kl) + tl.dot(q_hi, kh)  # [GROUP_PAD, BLOCK_N]
         p, m_i, l_i, acc = _online(s * qk_scale, ok, m_i, l_i, acc)
         v = _values(vc, vs, vz, wv, toks, ok, col0, LAT, KV_HEADS * HEAD_DIM, HEAD_DIM, BLOCK_N, R, BITS_A,
                     BITS_B, G, UPCAST)
@@ -218,9 +223,9 @@ def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, c
                 UPCAST)
     rows = (b * KV_HEADS + h) * context + toks.to(tl.int64)  # [BLOCK_N] rows of K, V [B * H_kv * L, HEAD_DIM]
     ii = tl.arange(0, HALF)
-    kt = k_out + rows[None, :] * HEAD_DIM + ii[:, None]  # [HALF, BLOCK_N]
-    tl.store(kt, kl.to(k_out.dtype.element_ty), mask=ok[None, :])
-    tl.store(kt + HALF, kh.to(k_out.dtype.element_ty), mask=ok[None, :])
+    kt = k_out + rows[:, None] * HEAD_DIM + ii[None, :]  # [BLOCK_N, HALF]
+    tl.store(kt, kl.to(k_out.dtype.element_ty), mask=ok[:, None])
+    tl.store(kt + HALF, kh.to(k_out.dtype.element_ty), mask=ok[:, None])
     dd = tl.arange(0, HEAD_DIM)
     tl.store(v_out + rows[:, None] * HEAD_DIM + dd[None, :], v.to(v_out.dtype.element_ty), mask=ok[:, None])
 
@@ -404,8 +409,8 @@ def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict
     return out
 
 
-def materialize(layer: XLayer, kv: tuple | None = None, block_n: int = BLOCK_N, r_block: int = R_BLOCK,
-                num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES) -> tuple[torch.Tensor, torch.Tensor]:
+def materialize(layer: XLayer, kv: tuple | None = None, block_n: int = BLOCK_N, r_block: int = REMAT_R_BLOCK,
+                num_warps: int = NUM_WARPS, num_stages: int = REMAT_STAGES) -> tuple[torch.Tensor, torch.Tensor]:
     """K (RoPE applied) and V [B, H_kv, L, d_h] bf16 written to memory from the latents."""
     ce = _layer_constexprs(layer, block_n, r_block)
     codes = layer.xk.tensors["codes"]
