@@ -342,8 +342,7 @@ def decode(q, cache: QuantCache, num_splits: int | None = None, out=None, work: 
     import torch
 
     if cache.k.tiling is not None:  # stored tiled: quant_kernels' fast kernel, its launch defaults
-        return fast_decode(q, cache, num_splits, out, work, None if num_warps == 4 else num_warps,
-                           2 if num_stages is None else num_stages)
+        return fast_decode(q, cache, num_splits, out, work, None if num_warps == 4 else num_warps, num_stages)
     batch, heads, dim = q.shape
     k, v = cache.k, cache.v
     kv_heads = k.tensors["codes"].shape[1]
@@ -405,10 +404,11 @@ def sm90_spec(method: str, tail: bool = False, heads: int = HEADS, kv_heads: int
     tk, tv = cache_tilings(r, dim)
     if tk is not None:
         ce = quant_kernels.plan(r, tk, tv, heads, kv_heads, dim, emu=False)
-        warps = num_warps or quant_kernels.launch_defaults(tk, tv)[0]
+        warps, _, stages = quant_kernels.launch_defaults(tk, tv)
+        warps = num_warps or warps
         return {"module": quant_kernels.__name__, "kernel": "fast_decode_kernel",
                 "signature": quant_kernels.signature(r), "constexprs": {**ce, "TAIL": tail},
-                "num_warps": 4 if tail else warps, "num_stages": 1 if tail else (num_stages or 2)}
+                "num_warps": 4 if tail else warps, "num_stages": 1 if tail else (num_stages or stages)}
     sig = {"q_ptr": "*bf16", "m_ptr": "*fp32", "l_ptr": "*fp32", "acc_ptr": "*fp32", "qk_scale": "fp32"}
     for x, t in (("k", r.k), ("v", r.v)):
         meta = "*fp16" if t.meta == "fp16" else "*fp8e4nv"

@@ -621,21 +621,22 @@ def _args(q, k, v, work, out, dim: int, nq_mid: int) -> tuple:
             v.recent, nq_mid)
 
 
-# launch defaults by (K, V) tiling kinds: (warps, register cap or None), the best measured on an H200
-# (QUANT_NOTES.md): 4 warps for KIVI, 2 for InnerQ, 2 capped at 168 registers (6 programs/SM) for SKVQ
-LAUNCH = {("TK", "CVT"): (4, None), ("TK", "CVC"): (4, None), ("CK", "TV"): (2, None), ("CK", "CVT"): (2, 168),
-          ("CK", "CVC"): (2, 168)}
+# launch defaults by (K, V) tiling kinds: (warps, register cap or None, pipeline stages), the best measured on an
+# H200 (QUANT_NOTES.md): 4 warps for KIVI, 2 for InnerQ, 2 uncapped with 3 stages for SKVQ
+LAUNCH = {("TK", "CVT"): (4, None, 2), ("TK", "CVC"): (4, None, 2), ("CK", "TV"): (2, None, 2),
+          ("CK", "CVT"): (2, None, 3), ("CK", "CVC"): (2, None, 3)}
 
 
-def launch_defaults(tk, tv) -> tuple[int, int | None]:
-    """(num_warps, maxnreg) of LAUNCH for tilings tk, tv."""
-    return LAUNCH.get((tk.kind, tv.kind), (4, None))
+def launch_defaults(tk, tv) -> tuple[int, int | None, int]:
+    """(num_warps, maxnreg, num_stages) of LAUNCH for tilings tk, tv."""
+    return LAUNCH.get((tk.kind, tv.kind), (4, None, 2))
 
 
 def fast_decode(q, cache, num_splits: int | None = None, out=None, work: dict | None = None,
-                num_warps: int | None = None, num_stages: int = 2, waves: int = WAVES, maxnreg: int | None = 0):
+                num_warps: int | None = None, num_stages: int | None = None, waves: int = WAVES,
+                maxnreg: int | None = 0):
     """quant_attention.decode for a cache stored tiled (packing.cache_tilings): q [B, HQ, D] bf16 -> out.
-    num_warps None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no register cap)."""
+    num_warps, num_stages None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no cap)."""
     import torch
 
     from validate.families.attention_fp16 import reduce_kernel
@@ -644,8 +645,9 @@ def fast_decode(q, cache, num_splits: int | None = None, out=None, work: dict | 
     k, v = cache.k, cache.v
     kv_heads = k.tensors["codes"].shape[1]
     ce = plan(cache.recipe, k.tiling, v.tiling, heads, kv_heads, dim)
-    warps0, cap0 = launch_defaults(k.tiling, v.tiling)
+    warps0, cap0, stages0 = launch_defaults(k.tiling, v.tiling)
     num_warps = warps0 if num_warps is None else num_warps
+    num_stages = stages0 if num_stages is None else num_stages
     maxnreg = cap0 if maxnreg == 0 else maxnreg
     step = step_tokens(ce)
     launch = {"num_warps": num_warps, "num_stages": num_stages}
