@@ -5,6 +5,9 @@ Per case:  APE = |t_predicted - t_measured| / t_measured x 100;
            achieved bandwidth = bytes / t_measured, as a fraction of the reference bandwidth: the
            measured streaming read of the same results file (calibrate.stream_bandwidth) when it has
            ceilings cases, else the datasheet memory_bytes_per_s.
+Ceilings:  each results file is predicted with its own device's measured ceilings (`calibrated`: the
+           measured section `calibrate` would write, applied in memory), so a catalogue entry left at
+           its datasheet figures (H100-SXM: the planner's default) still predicts with the measured law.
 Suite:     median and 90th percentile (linear interpolation, numpy.percentile) of the APEs of every
            family except "ceilings" (whose predictions are datasheet peaks), and each family's median.
 Kernel efficiency, per family: at its largest quarter of cases (by bytes), the median of the larger of
@@ -19,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from validate import registry
-from validate.calibrate import stream_bandwidth
+from validate.calibrate import measured_section, stream_bandwidth
 from validate.results_file import ResultsError, case_of
 
 # Device names as the driver reports them -> catalogue entry (first match wins; PCIe before SXM).
@@ -34,6 +37,20 @@ def hardware_for_device(device: str) -> str:
         if key.lower() in device.lower():
             return name
     raise ResultsError(f"hardware: no catalogue entry known for device {device!r}; pass --hardware NAME|PATH")
+
+
+def calibrated(hardware, results: dict):
+    """`hardware` with the measured section of `results`' ceilings cases (unchanged when it has none)."""
+    from roofline.specs.hardware import Measured
+
+    if not any(r["family"] == CALIBRATION_FAMILY and r["params"].get("kind") == "read" and r.get("ms")
+               for r in results["cases"]):
+        return hardware
+    try:
+        section = measured_section(results, "this results file")
+    except ResultsError:
+        return hardware
+    return hardware.model_copy(update={"measured": Measured(**section)})
 
 
 def _reference_bandwidth(results: dict, hardware) -> tuple[float, str]:
@@ -102,7 +119,9 @@ def kernel_efficiency(rows: list[dict], gemm: float, reference: float) -> float 
 
 
 def compare(results: dict, hardware) -> dict:
-    """Rows per family, per-family APE statistics and the suite summary (ceilings excluded)."""
+    """Rows per family, per-family APE statistics and the suite summary (ceilings excluded), predicted with
+    the results' own measured ceilings (`calibrated`)."""
+    hardware = calibrated(hardware, results)
     reference, ref_source = _reference_bandwidth(results, hardware)
     families: dict[str, dict] = {}
     for row in results["cases"]:
@@ -123,6 +142,7 @@ def compare(results: dict, hardware) -> dict:
         "device": results["env"].get("device"),
         "reference_bytes_per_s": reference,
         "reference_source": ref_source,
+        "measured_source": hardware.measured.source if hardware.measured is not None else None,
         "families": families,
         "summary": {**_stats(suite), "per_family": {n: f["median_ape_pct"] for n, f in families.items()
                                                     if n != CALIBRATION_FAMILY},
@@ -141,7 +161,8 @@ def _fmt(value, spec: str, scale: float = 1.0) -> str:
 
 def render(report: dict) -> str:
     """The report as text tables: one per family, then the summary."""
-    lines = [f"device {report['device']}  hardware spec {report['hardware']}  bandwidth reference "
+    lines = [f"device {report['device']}  hardware spec {report['hardware']} with the measured ceilings of "
+             f"{report['measured_source'] or 'none (datasheet only)'}  bandwidth reference "
              f"{report['reference_bytes_per_s'] / 1e12:.3f} TB/s ({report['reference_source']})"]
     head = (f"{'case':<22}{'measured ms':>13}{'predicted ms':>14}{'APE %':>9}{'GB/s':>9}{'of ref':>8}"
             f"{'of roof':>9}  bound     note")
@@ -152,7 +173,7 @@ def render(report: dict) -> str:
             lines.append(f"{r['name']:<22}{_fmt(r['measured_ms'], '13.4f')}{_fmt(r['predicted_ms'], '14.4f')}"
                          f"{_fmt(r['ape_pct'], '9.1f')}{_fmt(r['achieved_bytes_per_s'], '9.0f', 1e-9)}"
                          f"{_fmt(r['bandwidth_fraction'], '8.0%')}{_fmt(r['roofline_fraction'], '9.0%')}"
-                         f"  {r['bound'] or '-':<9} {r['note']}")
+                         f"  {r['bound'] or '-':<9} {r['note'][:110]}")
     s = report["summary"]
     lines += ["", f"suite (excluding {CALIBRATION_FAMILY}): {s['cases']} cases, median APE "
               f"{_fmt(s['median_ape_pct'], '.1f')} %, 90th percentile {_fmt(s['p90_ape_pct'], '.1f')} %"]

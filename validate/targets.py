@@ -52,9 +52,10 @@ def targets(results: dict, report: dict, hardware) -> dict:
     speedups = quant_speedups(results)
     crossover, judged = {}, []
     if measured(results, "xquant"):
+        from validate.compare import calibrated
         from validate.families.xquant import crossover as xquant_crossover
 
-        crossover = xquant_crossover(results, hardware)
+        crossover = xquant_crossover(results, calibrated(hardware, results))
     judged = [c for c in crossover.values() if c["ratio"] is not None]
     return {
         "suite": {"median_ape_pct": s["median_ape_pct"], "p90_ape_pct": s["p90_ape_pct"],
