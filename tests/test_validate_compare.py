@@ -140,3 +140,27 @@ def test_registry_has_the_families() -> None:
         assert isinstance(family, registry.Family) and family.cases(quick=True)
     with pytest.raises(KeyError, match="valid"):
         registry.get("nope")
+
+
+def test_each_results_file_predicts_with_its_own_ceilings(hw) -> None:
+    from validate.compare import calibrated
+
+    results = copy.deepcopy(RESULTS)
+    results["cases"][:2] = [
+        {"family": "ceilings", "name": f"{kind}_{n}GiB", "params": {"kind": kind, "bytes": n * GIB, "dtype": "fp32"},
+         "ms": ms, "bytes": n * GIB * (2 if kind == "copy" else 1), "flops": 0}
+        for kind, n, ms in (("read", 1, 0.40), ("read", 2, 0.75), ("copy", 1, 0.8))]
+    results["cases"] += [
+        {"family": "ceilings", "name": "gemm_bf16_8192", "params": {"kind": "gemm", "dtype": "bf16", "size": 8192},
+         "ms": 1.6, "bytes": 3 * 8192 ** 2 * 2, "flops": 2 * 8192 ** 3},
+        {"family": "ceilings", "name": "launch_empty", "params": {"kind": "launch"}, "ms": 0.001, "bytes": 0,
+         "flops": 0}]
+    m = calibrated(hw, results).measured
+    # two read sizes fit t = alpha + bytes / bw exactly: 0.35 ms per GiB, alpha = 0.40 - 0.35 = 0.05 ms
+    assert m.stream_bytes_per_s == pytest.approx(GIB / 0.35e-3, rel=1e-3)
+    assert m.memory_latency_s == pytest.approx(0.05e-3, rel=1e-3)
+    assert m.gemm_flops_per_s == {"bf16": pytest.approx(2 * 8192 ** 3 / 1.6e-3, rel=1e-3)}
+    assert m.launch_latency_s == pytest.approx(1e-6) and m.source == "this results file"
+    assert compare(results, hw)["measured_source"] == "this results file"
+    assert calibrated(hw, RESULTS) is hw  # no copy, gemm or launch ceilings: the spec as given
+    assert compare(copy.deepcopy(RESULTS), hw)["measured_source"] is None
