@@ -190,3 +190,23 @@ def test_doubling_bandwidth_never_slows_a_memory_bound_step(method, batch, conte
 def test_unbounded_context_with_eviction() -> None:
     r = plan_method(LLAMA8, H100, Workload(batch=4, context_tokens=8192), parse_method("h2o-2048")).as_dict()
     assert r["max_context"] == math.inf
+
+
+def test_phase_bound_is_the_bound_of_most_of_the_time() -> None:
+    # KVQuant-4 on the default scenario: attention (codebook lookups at the INT32 rate) is compute-bound and takes
+    # two thirds of the step, while the step's other ops move more bytes than the whole step computes: the
+    # phase reads "compute" (the time-weighted bound), not the larger of the summed compute and memory times
+    from roofline.methods import build_cache
+    from roofline.planner.timing import PhaseModel
+
+    model, hw = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
+    phase = PhaseModel.build(model, hw, Workload(batch=16, context_tokens=32768),
+                             build_cache(parse_method("kvquant-4"), model))
+    got = phase.dominant("decode", 16, 32768)
+    rows = Roofline(hw).evaluate(phase.decode, {B: 16, L: 32768})
+    by_bound = {}
+    for r in rows:
+        by_bound[r["bound"]] = by_bound.get(r["bound"], 0.0) + r["count"] * r["time_s"]
+    assert got["memory_s"] > got["compute_s"]  # the summed rule would say memory
+    assert got["dominant_op"] == "attention" and got["dominant_bound"] == "compute"
+    assert by_bound["compute"] > by_bound["memory"] and got["bound"] == "compute"

@@ -100,7 +100,9 @@ class PhaseModel:
         return replace(self.prefill, ops=ops)
 
     def dominant(self, phase: str, batch: int, context: int) -> dict:
-        """The op taking the most time in a phase, its share, and the phase's bound."""
+        """The op taking the most time in a phase, its share, and the phase's bound: the bound (compute, memory,
+        communication or launch latency) of the ops that take most of the phase's time, so a step whose
+        largest op is ALU-bound reads "compute" even when its other ops move more bytes than they compute."""
         graph = self.decode if phase == "decode" else self.prefill
         rows = self.roofline.evaluate(graph, {B: batch, L: context, P: context})
         total = sum(r["count"] * r["time_s"] for r in rows) or 1.0
@@ -108,6 +110,9 @@ class PhaseModel:
         compute = sum(r["count"] * r["compute_s"] for r in rows)
         memory = sum(r["count"] * r["memory_s"] for r in rows)
         comm = sum(r["count"] * r["comm_s"] for r in rows)
-        bound = max((("compute", compute), ("memory", memory), ("communication", comm)), key=lambda x: x[1])[0]
+        by_bound: dict[str, float] = {}
+        for r in rows:
+            by_bound[r["bound"]] = by_bound.get(r["bound"], 0.0) + r["count"] * r["time_s"]
+        bound = max(by_bound, key=by_bound.get)
         return {"bound": bound, "dominant_op": top["name"], "dominant_share": top["count"] * top["time_s"] / total,
                 "dominant_bound": top["bound"], "compute_s": compute, "memory_s": memory, "comm_s": comm}
