@@ -164,3 +164,13 @@ def test_each_results_file_predicts_with_its_own_ceilings(hw) -> None:
     assert compare(results, hw)["measured_source"] == "this results file"
     assert calibrated(hw, RESULTS) is hw  # no copy, gemm or launch ceilings: the spec as given
     assert compare(copy.deepcopy(RESULTS), hw)["measured_source"] is None
+
+
+def test_case_work_without_roofline_is_none_with_the_reason() -> None:
+    from validate.predict import case_op_work
+
+    def no_roofline(params):
+        raise ImportError("No module named 'pydantic'")
+
+    got = case_op_work(no_roofline, "attention", {"batch": 1, "context": 4096})
+    assert got == {"bytes": None, "flops": None, "work": "not computed here (No module named 'pydantic')"}

@@ -63,6 +63,17 @@ def op_work(model, method_config, op_name: str, values: dict, phase: str = "deco
             "flops": int(round(sum(evaluate(op.flops, at) for op in ops)))}
 
 
+def case_op_work(model_and_method, op_name: str, params: dict) -> dict:
+    """`op_work` of a decode case (B = params["batch"], L = params["context"]) whose model and method come from
+    `model_and_method(params)`; bytes and FLOPs None, with the reason, where roofline cannot be imported (a
+    GPU box without pydantic: compare fills them in from the same op)."""
+    try:
+        model, method = model_and_method(params)
+    except ImportError as err:
+        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
+    return op_work(model, method, op_name, {"B": params["batch"], "L": params["context"]})
+
+
 def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode") -> dict:
     """Roofline numbers of one op instance (plus its companion kernels) on `hardware`: time_s, bytes, flops,
     bound of the longest kernel (+ the summed split times)."""

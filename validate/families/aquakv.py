@@ -297,13 +297,9 @@ def _model_and_method(p: dict):
 
 def case_work(case: Case) -> dict:
     """Bytes and FLOPs from the roofline "aquakv_reconstruct" op; None without roofline (GPU box)."""
-    try:
-        from validate.predict import op_work
+    from validate.predict import case_op_work
 
-        m, method = _model_and_method(case.params)
-    except ImportError as err:
-        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
-    return op_work(m, method, "aquakv_reconstruct", {"B": case.params["batch"], "L": case.params["context"]})
+    return case_op_work(_model_and_method, "aquakv_reconstruct", case.params)
 
 
 def _check(t: TensorRecipe, kv_dim: int, rows: int) -> float:

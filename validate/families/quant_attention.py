@@ -436,13 +436,9 @@ def _model_and_method(p: dict):
 
 def case_work(case: Case) -> dict:
     """Bytes and FLOPs of the case from the roofline "attention" op; None without roofline (GPU box)."""
-    try:
-        from validate.predict import op_work
+    from validate.predict import case_op_work
 
-        model, method = _model_and_method(case.params)
-    except ImportError as err:
-        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
-    return op_work(model, method, "attention", {"B": case.params["batch"], "L": case.params["context"]})
+    return case_op_work(_model_and_method, "attention", case.params)
 
 
 def _check(r: Recipe, p: dict) -> float:

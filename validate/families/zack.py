@@ -347,13 +347,9 @@ def _model_and_method(p: dict):
 
 def case_work(case: Case) -> dict:
     """Bytes and FLOPs from the roofline "attention" op and its reduce; None without roofline (GPU box)."""
-    try:
-        from validate.predict import op_work
+    from validate.predict import case_op_work
 
-        m, method = _model_and_method(case.params)
-    except ImportError as err:
-        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
-    return op_work(m, method, "attention", {"B": case.params["batch"], "L": case.params["context"]})
+    return case_op_work(_model_and_method, "attention", case.params)
 
 
 def _inputs(p: dict, batch: int, context: int):
