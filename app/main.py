@@ -1,6 +1,6 @@
 """roofline dashboard: `streamlit run app/main.py --server.address 127.0.0.1` (or `roofline app`).
 
-The sidebar holds the scenario every page uses; each page draws numbers from roofline.appdata (STYLE 14).
+The sidebar holds the scenario every page uses; each page draws numbers from roofline.report.dashboard (STYLE 14).
 """
 
 import sys

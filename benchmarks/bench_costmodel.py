@@ -28,7 +28,7 @@ def main() -> None:
     from roofline.catalogue import load_hardware, load_model
     from roofline.costmodel import Roofline, build_graph
     from roofline.methods import parse_method
-    from roofline.symbols import BITS, B, L, P
+    from roofline.units import BITS, B, L, P
     import_s = time.perf_counter() - t0
 
     model, hardware = load_model(args.model), load_hardware(args.hardware)

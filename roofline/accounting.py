@@ -1,7 +1,7 @@
 """Exact accounting from the specs: parameter counts, weight bytes, baseline KV-cache bytes.
 
 All counts are integers; anything that depends on the workload is a sympy expression in the shared
-symbols (roofline.symbols), e.g. KV bytes as a function of the context L.
+symbols (roofline.units), e.g. KV bytes as a function of the context L.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from roofline.specs import Model
-from roofline.symbols import L
+from roofline.units import L
 
 # Bytes per element of the storage dtypes (fp4/int4 pack two to a byte).
 DTYPE_BYTES: dict[str, sp.Rational] = {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline import appdata
+from roofline.report import dashboard as appdata
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,6 +11,7 @@ import sympy as sp
 from roofline.catalogue import load_model
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
+from roofline.kv.builder import QuantPlan, standard_cache
 from roofline.methods import build_cache, parse_method
 from roofline.methods.aquakv import (
     AquaKV,
@@ -19,9 +20,8 @@ from roofline.methods.aquakv import (
     predictor_overhead_ratio,
     predictor_params,
 )
-from roofline.methods.kvcache import QuantPlan, standard_cache
 from roofline.specs import Model
-from roofline.symbols import B, L
+from roofline.units import B, L
 
 L3B = load_model("Llama-3.2-3B")
 L70B = load_model("Llama-3.1-70B")
@@ -218,7 +218,7 @@ def test_decode_incremental_encodes_one_token_per_step() -> None:
 
 
 def test_prefill_encodes_the_prompt() -> None:
-    from roofline.symbols import P
+    from roofline.units import P
 
     op = predictor_op("aquakv:sinks=0,buffer=0", "prefill")
     assert op.matmul_flops == 6 * 512**2 * B * P

@@ -3,8 +3,7 @@ library computes checked against numbers derived by hand from the papers' tables
 
 import pytest
 
-from roofline.catalogue import load_hardware, load_model
-from roofline.claims import (
+from roofline.analysis.claims import (
     CLAIMS,
     FAILS,
     HOLDS,
@@ -17,6 +16,7 @@ from roofline.claims import (
     llm_viewer_step_s,
     tiered,
 )
+from roofline.catalogue import load_hardware, load_model
 
 KEYS = {"id", "seed", "section", "statement", "computed", "unit", "assumptions", "verdict", "detail"}
 GIB = 1 << 30

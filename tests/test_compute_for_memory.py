@@ -4,13 +4,13 @@ and bad input."""
 import pytest
 import sympy as sp
 
+from roofline.analysis.limits import remat_limit, remat_limit_paper
 from roofline.catalogue import load_hardware, load_model
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
-from roofline.limits import remat_limit, remat_limit_paper
 from roofline.methods import build_cache, parse_method
 from roofline.methods.zack import eq6_kept, makespan, prefill_makespan
-from roofline.symbols import B, L
+from roofline.units import B, L
 
 LLAMA2, LLAMA3 = load_model("Llama-2-7B"), load_model("Llama-3.1-8B")
 

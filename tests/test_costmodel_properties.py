@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from roofline.catalogue import load_hardware, load_model
 from roofline.costmodel import Roofline, build_graph
 from roofline.methods import build_cache, parse_method, presets
-from roofline.symbols import BITS, B, L, P
+from roofline.units import BITS, B, L, P
 
 MODELS = ["Llama-3.1-8B", "Llama-2-7B", "Gemma-2-9B", "Mixtral-8x7B", "Qwen3-8B"]
 QUANT_PRESETS = sorted(p for p, (method, _, _) in presets().items() if method != "baseline")
@@ -116,7 +116,7 @@ def test_expressions_stay_exact() -> None:
 
 
 def test_piecewise_linear_integral_is_exact() -> None:
-    from roofline.symbols import piecewise_linear_integral
+    from roofline.units import piecewise_linear_integral
 
     # ∫_0^20 max(2L, L + 10) dL = ∫_0^10 (L + 10) + ∫_10^20 2L = 150 + 300
     assert piecewise_linear_integral(sp.Max(2 * L, L + 10), L, 0, 20) == pytest.approx(450, rel=1e-12)

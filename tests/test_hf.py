@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from roofline.catalogue import load_model
+from roofline.catalogue.hf import HANDLERS, model_from_hf_config
 from roofline.errors import SpecError
-from roofline.hf import HANDLERS, model_from_hf_config
 
 DATA = Path(__file__).parent / "data" / "hf"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "config.json").is_file())

@@ -5,9 +5,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.catalogue.hf import model_from_hf_config
+from roofline.catalogue.loading import parse_text, validate
 from roofline.errors import SpecError
-from roofline.hf import model_from_hf_config
-from roofline.loading import parse_text, validate
 from roofline.specs import Hardware, Model, Workload
 
 SCALARS = st.one_of(

@@ -7,14 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.catalogue.loading import validate
 from roofline.costmodel import Roofline, build_graph
 from roofline.errors import RooflineError, SpecError
-from roofline.loading import validate
 from roofline.methods import parse_method
 from roofline.planner import plan_method
 from roofline.planner.parallel import fewest_gpus
 from roofline.specs import Hardware, Workload
-from roofline.symbols import B, L
+from roofline.units import B, L
 
 GIB = 1 << 30
 H100 = load_hardware("H100-SXM")
@@ -197,7 +197,7 @@ def test_phase_bound_is_the_bound_of_most_of_the_time() -> None:
     # two thirds of the step, while the step's other ops move more bytes than the whole step computes: the
     # phase reads "compute" (the time-weighted bound), not the larger of the summed compute and memory times
     from roofline.methods import build_cache
-    from roofline.planner.timing import PhaseModel
+    from roofline.planner.phases import PhaseModel
 
     model, hw = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
     phase = PhaseModel.build(model, hw, Workload(batch=16, context_tokens=32768),

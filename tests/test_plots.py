@@ -11,12 +11,12 @@ from collections import defaultdict
 import pytest
 from matplotlib.figure import Figure
 
-from roofline import plots
 from roofline.catalogue import load_hardware, load_model
 from roofline.methods import parse_method
-from roofline.opcounts import SOFTMAX_FLOPS
 from roofline.planner import plan
+from roofline.report import plots
 from roofline.specs import Workload
+from roofline.units import SOFTMAX_FLOPS
 
 GIB = 1 << 30
 # Llama-3.1-8B decode on one H100-SXM: B = 16 sequences at L = 32,768 cached tokens
@@ -90,7 +90,7 @@ def test_attention_point_matches_hand_derivation(scenario, method, flops, n_byte
 
 def test_points_are_flops_over_bytes_and_skip_ops_without_flops(scenario):
     from roofline.costmodel import Roofline, build_graph
-    from roofline.symbols import B, L, P
+    from roofline.units import B, L, P
 
     model, hw, wl = scenario
     method = parse_method("bf16")

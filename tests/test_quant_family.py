@@ -10,7 +10,7 @@ from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method
 from roofline.methods.base import LayerOverride
 from roofline.methods.kivi import Kivi
-from roofline.symbols import L
+from roofline.units import L
 
 LLAMA3 = load_model("Llama-3.1-8B")
 LLAMA2 = load_model("Llama-2-7B")

@@ -4,8 +4,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.catalogue.loading import validate
 from roofline.errors import SpecError
-from roofline.loading import validate
 from roofline.specs import MLA, AttentionLayer, Hardware, Link, Measured, Model, MoE, Workload
 
 SPECS = [Hardware, Link, Measured, Model, AttentionLayer, MLA, MoE, Workload]

@@ -10,7 +10,7 @@ import torch  # noqa: E402
 
 from roofline.catalogue import load_hardware  # noqa: E402
 from roofline.methods import parse_method  # noqa: E402
-from roofline.symbols import L  # noqa: E402
+from roofline.units import L  # noqa: E402
 from validate.families import aquakv as fam  # noqa: E402
 from validate.families import packing  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
@@ -126,7 +126,7 @@ def test_kernel_bytes_are_the_op_traffic(spec: str, batch: int, context: int) ->
 
 
 def _at(expr, batch: int, context: int) -> int:
-    from roofline.symbols import B
+    from roofline.units import B
 
     value = expr.subs({B: batch, L: context})
     assert value.is_Integer

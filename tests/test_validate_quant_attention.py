@@ -19,7 +19,7 @@ import torch  # noqa: E402
 
 from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
-from roofline.symbols import L  # noqa: E402
+from roofline.units import L  # noqa: E402
 from validate.families import packing, quant_kernels  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
 from validate.families.quant_attention import (  # noqa: E402

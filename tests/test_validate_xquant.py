@@ -18,7 +18,7 @@ import torch  # noqa: E402
 
 from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
-from roofline.symbols import L  # noqa: E402
+from roofline.units import L  # noqa: E402
 from validate.families import xquant as fam  # noqa: E402
 from validate.families import xquant_kernels as xk  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402

@@ -16,7 +16,7 @@ from roofline.catalogue import load_hardware  # noqa: E402
 from roofline.costmodel.attention import SPLIT_TOKENS  # noqa: E402
 from roofline.methods import build_cache  # noqa: E402
 from roofline.methods.zack import Zack, makespan, task_imbalance  # noqa: E402
-from roofline.symbols import B, L  # noqa: E402
+from roofline.units import B, L  # noqa: E402
 from validate.families import zack as fam  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
 from validate.predict import decode_model, find_op  # noqa: E402

@@ -118,7 +118,7 @@ def _source_path(results_path: Path) -> str:
 
 def calibrate(results: dict, results_path: Path, hardware_file: Path) -> dict:
     """Write the measured ceilings into `hardware_file`; returns the section written."""
-    from roofline.loading import parse_text, read_text, validate
+    from roofline.catalogue.loading import parse_text, read_text, validate
     from roofline.specs import Hardware
 
     section = measured_section(results, _source_path(Path(results_path)))

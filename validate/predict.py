@@ -3,7 +3,7 @@
 A measured kernel and its prediction describe the same work by construction: the kernel's bytes and
 FLOPs are the op's own sympy expressions (`op_work`), and its time is Roofline.evaluate on that op:
     time_s = max(F_matmul / peak_dtype + F_vector / peak_fp32, bytes / bandwidth, launch floor)
-with the measured ceilings when the hardware spec has a `measured` section (roofline.costmodel.roofline).
+with the measured ceilings when the hardware spec has a `measured` section (roofline.costmodel.device).
 roofline (pydantic, sympy) is imported lazily so that a GPU box without it can still run the bench.
 """
 
@@ -35,8 +35,8 @@ def find_op(model, method_config, op_name: str, phase: str = "decode"):
 
 
 def _symbols(values: dict) -> dict:
-    """Accept {"B": 8, "L": 4096} as well as {B: 8, L: 4096} (sympy symbols of roofline.symbols)."""
-    from roofline import symbols
+    """Accept {"B": 8, "L": 4096} as well as {B: 8, L: 4096} (sympy symbols of roofline.units)."""
+    from roofline import units as symbols
 
     return {getattr(symbols, k) if isinstance(k, str) else k: v for k, v in values.items()}
 
@@ -55,7 +55,7 @@ def find_ops(model, method_config, op_name: str, phase: str = "decode"):
 
 def op_work(model, method_config, op_name: str, values: dict, phase: str = "decode") -> dict:
     """Hardware-free work of one op instance (and its companions): {"bytes": traffic, "flops": matmul + vector}."""
-    from roofline.symbols import evaluate
+    from roofline.units import evaluate
 
     _, ops = find_ops(model, method_config, op_name, phase)
     at = _symbols(values)

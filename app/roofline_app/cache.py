@@ -1,4 +1,4 @@
-"""Cached calls into roofline.appdata, keyed on hashable inputs (sources, SPEC strings, numbers), never on
+"""Cached calls into roofline.report.dashboard, keyed on hashable inputs (sources, SPEC strings, numbers), never on
 pydantic objects: a repeated interaction costs a dictionary lookup, not a sympy evaluation."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from roofline import appdata
 from roofline.errors import RooflineError, one_line
+from roofline.report import dashboard as appdata
 
 
 class Scenario(NamedTuple):

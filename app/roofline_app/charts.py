@@ -1,4 +1,4 @@
-"""Altair charts of numbers roofline.appdata computed: these functions only arrange and draw them.
+"""Altair charts of numbers roofline.report.dashboard computed: these functions only arrange and draw them.
 
 Vega-Lite renders in the browser, so a re-render costs the server a JSON spec, not a rasterized figure.
 """

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from roofline import appdata
 from roofline.catalogue import hardware_names, model_names
+from roofline.catalogue.loading import MAX_SPEC_BYTES
 from roofline.errors import RooflineError, one_line
-from roofline.loading import MAX_SPEC_BYTES
 from roofline.methods import presets
 from roofline.planner.parallel import tp_degrees
 from roofline.planner.plan import DEFAULT_SCENARIO
+from roofline.report import dashboard as appdata
 from roofline_app import cache
 from roofline_app.cache import Scenario
 

@@ -3,7 +3,8 @@
 import streamlit as st
 from roofline_app import cache
 
-from roofline import appdata, quality
+from roofline.analysis import quality
+from roofline.report import dashboard as appdata
 
 scenario = st.session_state["scenario"]
 workload = cache.workload(scenario)

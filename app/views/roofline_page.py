@@ -3,9 +3,9 @@
 import streamlit as st
 from roofline_app import cache
 
-from roofline import appdata
-from roofline.display import tokens
 from roofline.methods import presets
+from roofline.report import dashboard as appdata
+from roofline.report import tokens
 
 scenario = st.session_state["scenario"]
 workload = cache.workload(scenario)

@@ -3,7 +3,7 @@
 import streamlit as st
 from roofline_app import cache
 
-from roofline import appdata
+from roofline.report import dashboard as appdata
 
 ENV_KEYS = ("device", "driver", "cuda", "torch", "triton", "python", "date", "git_sha")
 

@@ -10,8 +10,8 @@ import sympy as sp
 
 from roofline.costmodel.blocks import NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, Ctx, allreduce, elementwise, linear, norm
 from roofline.costmodel.ops import Op, traffic
-from roofline.methods.layout import ExtraOp, LayerCache
-from roofline.symbols import B, L, P, ceildiv
+from roofline.kv.layout import ExtraOp, LayerCache
+from roofline.units import B, L, P, ceildiv
 
 SCORE_BYTES = 4  # unfused attention keeps fp32 scores in memory
 # Flash-decoding splits the context so enough programs run: one split per SPLIT_TOKENS cached tokens, whose

@@ -12,9 +12,8 @@ import sympy as sp
 
 from roofline.accounting import dtype_bytes
 from roofline.costmodel.ops import Op, traffic
-from roofline.opcounts import ADD_FLOPS, GATED_ACT_FLOPS, NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS
 from roofline.specs import Model
-from roofline.symbols import ceildiv
+from roofline.units import ADD_FLOPS, GATED_ACT_FLOPS, NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, ceildiv
 
 __all__ = ["ADD_FLOPS", "GATED_ACT_FLOPS", "NORM_FLOPS", "ROPE_FLOPS", "SOFTMAX_FLOPS"]
 

@@ -12,7 +12,7 @@ from roofline.costmodel.blocks import Ctx, Shard, allreduce, dense_mlp, linear, 
 from roofline.costmodel.ops import Op, traffic
 from roofline.methods import CacheModel, MethodConfig, build_cache
 from roofline.specs import Model
-from roofline.symbols import B, P, window_occupancy
+from roofline.units import B, P, window_occupancy
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """KV-cache methods: one module each, registered by import. See base.py for the interface."""
 
+from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.methods import (  # noqa: F401  (importing registers each method)
     aquakv,
     baseline,
@@ -14,7 +15,6 @@ from roofline.methods import (  # noqa: F401  (importing registers each method)
     zack,
 )
 from roofline.methods.base import MethodConfig, build_cache, methods, parse_method, presets
-from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 
 __all__ = [
     "CacheModel",

@@ -25,12 +25,12 @@ from typing import ClassVar, Literal
 import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
+from roofline.kv.builder import QuantPlan, standard_cache
+from roofline.kv.layout import CacheModel, ExtraOp, LayerCache
+from roofline.kv.quant import TensorQuant, _full_precision_tokens
 from roofline.methods.base import LayerOverride, MethodConfig, preset, register
-from roofline.methods.kvcache import QuantPlan, standard_cache
-from roofline.methods.layout import CacheModel, ExtraOp, LayerCache
-from roofline.methods.quant import TensorQuant, _full_precision_tokens
 from roofline.specs import Model
-from roofline.symbols import L, P
+from roofline.units import L, P
 
 PREDICTOR_BYTES = 2  # bf16/fp16 predictor weights (§5 of the notes: reproduces Table 1 and Table 2)
 ACT_BYTES = 2  # reconstructed K^, V^ are materialized in the activation dtype (bf16)
@@ -187,7 +187,7 @@ def model_flops_per_token(model: Model) -> sp.Expr:
     """FLOPs (matrix + vector) of one bf16 decode step, batch 1, as a function of the context L."""
     from roofline.costmodel import build_graph  # the cost model imports the methods: import it lazily
     from roofline.methods.baseline import Baseline
-    from roofline.symbols import B
+    from roofline.units import B
 
     graph = build_graph(model, Baseline(), "decode")
     return (graph.total("matmul_flops") + graph.total("vector_flops")).subs(B, 1)

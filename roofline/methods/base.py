@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 import sympy as sp
 from pydantic import Field, NonNegativeInt, PrivateAttr, ValidationError, model_validator
 
+from roofline.catalogue.loading import validate
 from roofline.errors import SpecError, describe_validation_error
-from roofline.loading import validate
-from roofline.methods.layout import CacheModel
+from roofline.kv.layout import CacheModel
 from roofline.specs import Model
 from roofline.specs.base import Spec
 
@@ -27,7 +27,7 @@ class MethodConfig(Spec):
 
         K/V quantizers implement `kv_quant` (and optionally `extras`); methods that cache something else
         (XQuant's X, AQUA-KV's residuals) override this."""
-        from roofline.methods.kvcache import standard_cache
+        from roofline.kv.builder import standard_cache
 
         return standard_cache(self.method, model, self.kv_quant(model), bits, extras=self.extras(model))
 

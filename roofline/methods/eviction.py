@@ -10,11 +10,11 @@ from typing import ClassVar, Literal
 import sympy as sp
 from pydantic import Field, PositiveInt, model_validator
 
+from roofline.kv.builder import Extras, standard_cache
+from roofline.kv.layout import CacheModel
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import Extras, standard_cache
-from roofline.methods.layout import CacheModel
 from roofline.specs import Model
-from roofline.symbols import L, ceildiv
+from roofline.units import L, ceildiv
 
 SCORE_BYTES = 4
 

@@ -12,9 +12,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt
 
+from roofline.kv.builder import QuantPlan
+from roofline.kv.quant import TensorQuant
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import QuantPlan
-from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
 

@@ -12,9 +12,9 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
+from roofline.kv.builder import QuantPlan
+from roofline.kv.quant import MetaDtype, TensorQuant
 from roofline.methods.base import LayerOverride, MethodConfig, preset, register
-from roofline.methods.kvcache import QuantPlan
-from roofline.methods.quant import MetaDtype, TensorQuant
 from roofline.specs import Model
 
 

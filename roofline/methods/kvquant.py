@@ -15,9 +15,9 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeInt
 
+from roofline.kv.builder import QuantPlan
+from roofline.kv.quant import TensorQuant
 from roofline.methods.base import LayerOverride, MethodConfig, preset, register
-from roofline.methods.kvcache import QuantPlan
-from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
 

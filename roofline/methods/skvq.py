@@ -15,9 +15,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt
 
+from roofline.kv.builder import Extras, QuantPlan
+from roofline.kv.quant import TensorQuant
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import Extras, QuantPlan
-from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
 INDEX_BYTES = 2  # int16 permutation and group-start entries

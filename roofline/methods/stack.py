@@ -13,10 +13,10 @@ from typing import ClassVar
 import sympy as sp
 from pydantic import Field, SerializeAsAny, model_validator
 
+from roofline.kv.builder import Extras, standard_cache
+from roofline.kv.layout import CacheModel
 from roofline.methods.base import MethodConfig, register
 from roofline.methods.eviction import Eviction
-from roofline.methods.kvcache import Extras, standard_cache
-from roofline.methods.layout import CacheModel
 from roofline.methods.zack import Zack
 from roofline.specs import Model
 

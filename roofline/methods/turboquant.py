@@ -11,10 +11,10 @@ from typing import ClassVar
 from pydantic import Field, NonNegativeInt
 
 from roofline.accounting import dtype_bytes
+from roofline.kv.builder import Extras, QuantPlan
+from roofline.kv.layout import ExtraOp
+from roofline.kv.quant import TensorQuant
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import Extras, QuantPlan
-from roofline.methods.layout import ExtraOp
-from roofline.methods.quant import TensorQuant
 from roofline.specs import Model
 
 

@@ -23,12 +23,12 @@ import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.accounting import cached_tokens, dtype_bytes, kv_elements_per_token_layer
+from roofline.kv.builder import baseline_elements
+from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
+from roofline.kv.quant import TensorQuant, tensor_layout
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import baseline_elements
-from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
-from roofline.methods.quant import TensorQuant, tensor_layout
-from roofline.opcounts import ROPE_FLOPS
 from roofline.specs import Model
+from roofline.units import ROPE_FLOPS
 
 WB = dtype_bytes("bf16")
 

@@ -22,11 +22,11 @@ import sympy as sp
 from pydantic import Field, PositiveInt, model_validator
 
 from roofline.accounting import dtype_bytes
+from roofline.kv.builder import CacheShape, Extras, standard_cache
+from roofline.kv.layout import CacheModel, ExtraOp
 from roofline.methods.base import MethodConfig, preset, register
-from roofline.methods.kvcache import CacheShape, Extras, standard_cache
-from roofline.methods.layout import CacheModel, ExtraOp
 from roofline.specs import Model
-from roofline.symbols import round_up
+from roofline.units import round_up
 
 
 @register

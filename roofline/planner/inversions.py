@@ -19,8 +19,8 @@ from roofline.methods import MethodConfig, build_cache
 from roofline.planner.memory import memory_budget, sequence_kv_expr
 from roofline.planner.plan import MAX_SEARCH_CONTEXT, largest_true
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import BITS, B, L
-from roofline.symbols import lambdify as compile_expr
+from roofline.units import BITS, B, L
+from roofline.units import lambdify as compile_expr
 
 
 def _decode_fn(model, hardware, workload, method):

@@ -14,7 +14,7 @@ from roofline.errors import RooflineError
 from roofline.methods import MethodConfig, build_cache
 from roofline.planner.memory import memory_budget, sequence_kv_expr
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import L
+from roofline.units import L
 
 MAX_GPUS = 4096
 

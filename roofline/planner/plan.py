@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from roofline.kv.layout import PARTS
 from roofline.methods import MethodConfig, build_cache
-from roofline.methods.layout import PARTS
 from roofline.planner.memory import MemoryBudget, memory_budget, sequence_kv_expr
-from roofline.planner.timing import PhaseModel
+from roofline.planner.phases import PhaseModel
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import L, window_occupancy
-from roofline.symbols import lambdify as compile_expr
+from roofline.units import L, window_occupancy
+from roofline.units import lambdify as compile_expr
 
 MAX_SEARCH_CONTEXT = 1 << 34  # past this a cache that still fits is reported as unbounded (windows, eviction)
 
@@ -80,7 +80,7 @@ def _method_limits(model, hardware, workload, method: MethodConfig, cache, conte
     limits: dict[str, Any] = {"effective_bits": float(cache.effective_bits().subs(L, context)),
                               "asymptotic_bits": float(cache.asymptotic_bits())}
     if method.method == "xquant":
-        from roofline.limits import remat_limit
+        from roofline.analysis.limits import remat_limit
 
         limits["remat_limit_tokens"] = remat_limit(model, hardware, method.bits, workload.batch,
                                                    workload.compute_dtype)["limit_tokens"]
@@ -137,7 +137,7 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
 
 def _attention_slowdown(phases: PhaseModel, zack, model, hardware, batch, context) -> float:
     """Whole-step factor from ZACK's attention imbalance: the attention op's time x (makespan / ideal)."""
-    from roofline.symbols import B
+    from roofline.units import B
 
     imbalance = zack.imbalance(model, batch, hardware.sm_count)
     if imbalance <= 1:
@@ -167,7 +167,7 @@ def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[Met
 
 def max_context_by_bits(model, hardware, workload, method: MethodConfig, bits_values) -> np.ndarray:
     """Max context at the workload's batch for each bit-width (the method's bits symbol substituted)."""
-    from roofline.symbols import BITS
+    from roofline.units import BITS
 
     cache = build_cache(method, model, bits=BITS)
     budget = memory_budget(model, hardware, workload, cache)

@@ -75,7 +75,7 @@ class TensorRecipe:
         return META_BYTES[self.meta] * (1 if self.mode == "symmetric" else 2)
 
     def split(self, tokens: int) -> tuple[int, int, int]:
-        """(sinks, quantized, recent) of `tokens`, as roofline.methods.quant._full_precision_tokens."""
+        """(sinks, quantized, recent) of `tokens`, as roofline.kv.quant._full_precision_tokens."""
         sinks = min(tokens, self.sinks)
         rest = tokens - sinks
         if self.window_mode == "block" and self.window:

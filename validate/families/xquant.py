@@ -242,7 +242,7 @@ def acc_op(p: dict):
     2 L (2d/g) d with U_kv^T's bytes."""
     from roofline.costmodel.ops import Op, traffic
     from roofline.methods import build_cache, parse_method
-    from roofline.symbols import B, L
+    from roofline.units import B, L
 
     model = _model(p)
     (layer,) = [g for g in build_cache(parse_method(p["method"]), model).layers if g.tensors[0].name == "dX"]
@@ -267,7 +267,7 @@ def predict_case(p: dict, hardware) -> dict:
         from dataclasses import replace
 
         from roofline.costmodel import Roofline
-        from roofline.symbols import B, L
+        from roofline.units import B, L
 
         graph, _ = find_op(model, method, "attention")
         row = Roofline(hardware).evaluate(replace(graph, ops=(acc_op(p),)), {B: p["batch"], L: p["context"]})[0]
@@ -290,7 +290,7 @@ def work(case: Case) -> dict:
         return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
     p = case.params
     if p["variant"] == "acc_update":
-        from roofline.symbols import B, L, evaluate
+        from roofline.units import B, L, evaluate
 
         op, at = acc_op(p), {B: p["batch"], L: p["context"]}
         return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
@@ -345,7 +345,7 @@ def predicted_crossover(p: dict, hardware, longest: int = 1 << 20) -> dict:
     spec's launch floor exceeds the memory time."""
     from roofline.costmodel import Roofline
     from roofline.methods import parse_method
-    from roofline.symbols import B, L, lambdify
+    from roofline.units import B, L, lambdify
 
     roof = Roofline(hardware)
     model, method = _model(p), parse_method(p["method"])

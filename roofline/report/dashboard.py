@@ -1,7 +1,7 @@
 """What the dashboard (app/) shows, computed here and tested without Streamlit (STYLE 14: the app only draws).
 
 Inputs are hashable (catalogue names, upload text, SPEC strings, numbers) so the app can cache each call with
-st.cache_data; specs are rebuilt from them here. Uploads are parsed as data only (roofline.loading: safe YAML
+st.cache_data; specs are rebuilt from them here. Uploads are parsed as data only (roofline.catalogue.loading: safe YAML
 or strict JSON, at most MAX_SPEC_BYTES) and every failure is one SpecError line for an inline error.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from roofline.catalogue.loading import MAX_SPEC_BYTES, parse_json_object, parse_text, validate
 from roofline.errors import RooflineError, SpecError, one_line
-from roofline.loading import MAX_SPEC_BYTES, parse_json_object, parse_text, validate
 from roofline.specs import Hardware, Model, Workload
 
 GIB = 1 << 30
@@ -32,12 +32,12 @@ Source = tuple[str, ...]  # ("catalogue", name) or ("upload", filename, text)
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parent.parent.parent
 
 
 def app_path() -> Path:
     """The dashboard's entry script: `roofline/_app/main.py` when the wheel ships it, else the checkout's app/."""
-    for candidate in (Path(__file__).resolve().parent / "_app" / APP_ENTRY, repo_root() / "app" / APP_ENTRY):
+    for candidate in (Path(__file__).resolve().parent.parent / "_app" / APP_ENTRY, repo_root() / "app" / APP_ENTRY):
         if candidate.is_file():
             return candidate
     raise RooflineError("app: the dashboard (app/main.py) is not installed; run it from a checkout of the repository")
@@ -75,7 +75,7 @@ def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
     if kind != "model":
         raise ValueError(f"kind: {kind!r} is not 'hardware' or 'model'")
     if "architectures" in data or "model_type" in data:
-        from roofline.hf import model_from_hf_config
+        from roofline.catalogue.hf import model_from_hf_config
 
         # an upload has no parent folder to name it: the file's stem, unless the config names itself
         stem = Path(filename).stem
@@ -152,8 +152,8 @@ def summary_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def memory_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One GPU's memory by segment and method (roofline.plots.memory_segments), in GiB, stacking order kept."""
-    from roofline.plots import SEGMENTS, memory_segments
+    """One GPU's memory by segment and method (roofline.report.plots.memory_segments), in GiB, stacking order kept."""
+    from roofline.report.plots import SEGMENTS, memory_segments
 
     rows = []
     for r in plan["results"]:
@@ -211,10 +211,10 @@ def context_options(current: int) -> list[int]:
 def roofline_data(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
                   context: int) -> dict[str, Any]:
     """The device ceilings (dense peaks, ridge points, bandwidth: Roofline of the scenario's tp) and every
-    method's decode ops at `context` (roofline.plots.op_points)."""
+    method's decode ops at `context` (roofline.report.plots.op_points)."""
     from roofline.costmodel import Roofline
     from roofline.methods import parse_method
-    from roofline.plots import CEILING_DTYPES, op_points
+    from roofline.report.plots import CEILING_DTYPES, op_points
 
     at = workload_from({**workload.model_dump(), "context_tokens": context, "prompt_tokens": None,
                         "generated_tokens": min(workload.generated_tokens, context - 1)})
@@ -228,9 +228,9 @@ def roofline_data(model: Model, hardware: Hardware, workload: Workload, specs: I
 
 def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
                 context: int) -> list[dict[str, Any]]:
-    """The closed-form limits beside the roofline: XQuant's remat limit l* (roofline.limits.remat_limit at the
+    """The closed-form limits beside the roofline: XQuant's remat limit l* (roofline.analysis.limits.remat_limit at the
     scenario's batch) and AQUA-KV's model/predictor FLOP ratio at `context` (methods.aquakv)."""
-    from roofline.limits import remat_limit
+    from roofline.analysis.limits import remat_limit
     from roofline.methods import parse_method
     from roofline.methods.aquakv import context_for_overhead_ratio, predictor_overhead_ratio
 
@@ -272,10 +272,10 @@ def compare_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
 def quality_rows(benchmark: str, context: int) -> list[dict[str, Any]]:
     """The paper's figures for one benchmark, each beside the effective bits our model computes for its SPEC on
     the catalogue model at `context` (None where the row has no SPEC or the model is not catalogued)."""
+    from roofline.analysis.quality import for_benchmark
     from roofline.catalogue import load_model
     from roofline.methods import build_cache, parse_method
-    from roofline.quality import for_benchmark
-    from roofline.symbols import L
+    from roofline.units import L
 
     rows = []
     for f in for_benchmark(benchmark):
@@ -363,9 +363,9 @@ def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def claims_rows() -> list[dict[str, Any]]:
-    """roofline.claims.claims(), with `computed` as text (it may be a number, a list or a sentence)."""
-    from roofline.claims import claims
-    from roofline.quality import SEEDS
+    """roofline.analysis.claims.claims(), with `computed` as text (it may be a number, a list or a sentence)."""
+    from roofline.analysis.claims import claims
+    from roofline.analysis.quality import SEEDS
 
     papers = {seed: name for name, seed in SEEDS.items()}
     rows = []

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from roofline import display
+from roofline import report as display
 
 PLAN_HELP = "capacity plan per method (no arguments: the embedded default scenario, all presets)"
 
@@ -35,7 +35,7 @@ def add_plan_parser(sub, positive_int, positive_float) -> None:
 
 
 def _workload(args: argparse.Namespace):
-    from roofline.loading import validate
+    from roofline.catalogue.loading import validate
     from roofline.planner.plan import DEFAULT_SCENARIO
     from roofline.specs import Workload
 
@@ -79,7 +79,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)
     if args.plot:
-        from roofline.plots import write_plots
+        from roofline.report.plots import write_plots
 
         result["plots"] = [str(p) for p in write_plots(result, model, hardware, workload, methods, args.plot)]
     if args.json:

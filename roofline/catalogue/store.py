@@ -9,11 +9,11 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from roofline.catalogue.loading import load_json_object, load_spec
 from roofline.errors import SpecError
-from roofline.loading import load_json_object, load_spec
 from roofline.specs import Hardware, Model
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def catalogue_dir(kind: str) -> Path:
@@ -70,7 +70,7 @@ def load_model(ref: str) -> Model:
         if path.suffix == ".json":
             data = load_json_object(path)
             if "architectures" in data or "model_type" in data:
-                from roofline.hf import model_from_hf_config
+                from roofline.catalogue.hf import model_from_hf_config
 
                 return model_from_hf_config(data, where=str(path))
         return load_spec(Model, path)

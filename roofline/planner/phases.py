@@ -14,7 +14,7 @@ from functools import cached_property
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.methods import CacheModel, MethodConfig
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import CHUNKS, B, L, P, piecewise_linear_integral
+from roofline.units import CHUNKS, B, L, P, piecewise_linear_integral
 
 
 @dataclass

@@ -23,7 +23,7 @@ from roofline.costmodel import Roofline, build_graph
 from roofline.methods import build_cache
 from roofline.methods.xquant import XQuant
 from roofline.specs import Hardware, Model
-from roofline.symbols import B, L
+from roofline.units import B, L
 
 PAPER_RIDGE = sp.Rational(756, 2)  # XQuant §3.4: "756 TFLOPs / 2 TB/s = 378" (H100 PCIe figures)
 PAPER_D = 4096

@@ -15,7 +15,7 @@ import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.accounting import dtype_bytes
-from roofline.methods.layout import TensorLayout
+from roofline.kv.layout import TensorLayout
 from roofline.specs.base import Spec
 
 MetaDtype = Literal["fp32", "fp16", "bf16", "fp8", "none"]

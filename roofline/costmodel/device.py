@@ -25,7 +25,7 @@ import sympy as sp
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import TRAFFIC, Op
 from roofline.specs import Hardware, Link
-from roofline.symbols import lambdify
+from roofline.units import lambdify
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from roofline import display
+from roofline import report as display
 from roofline.errors import RooflineError, one_line
 
 EXIT_USAGE = 2
@@ -118,8 +118,8 @@ def _show_text(data: dict[str, Any]) -> str:
 # ---- kv --------------------------------------------------------------------------------------------
 
 def cmd_kv(args: argparse.Namespace) -> int:
+    from roofline.analysis.kvreport import kv_report
     from roofline.catalogue import load_hardware, load_model
-    from roofline.kvreport import kv_report
     from roofline.methods import parse_method
 
     model = load_model(args.model)
@@ -149,8 +149,8 @@ def _kv_text(r: dict[str, Any]) -> str:
 # ---- limits ----------------------------------------------------------------------------------------
 
 def cmd_limits(args: argparse.Namespace) -> int:
+    from roofline.analysis.limits import remat_limit, remat_limit_paper
     from roofline.catalogue import load_hardware, load_model
-    from roofline.limits import remat_limit, remat_limit_paper
 
     model = load_model(args.model)
     if args.paper_assumptions:
@@ -178,7 +178,7 @@ def _limits_text(r: dict[str, Any]) -> str:
 # ---- claims ----------------------------------------------------------------------------------------
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from roofline.claims import claims
+    from roofline.analysis.claims import claims
 
     emit(claims(), args.json, _claims_text)
     return 0
@@ -217,7 +217,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     import importlib.util
     import subprocess
 
-    from roofline.appdata import streamlit_command
+    from roofline.report.dashboard import streamlit_command
 
     if importlib.util.find_spec("streamlit") is None:
         raise RooflineError("app: streamlit is not installed; pip install 'roofline[app]'")
@@ -255,7 +255,7 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kv)
 
-    from roofline.cli_plan import add_plan_parser
+    from roofline.cli.plan import add_plan_parser
 
     add_plan_parser(sub, positive_int, positive_float)
 
@@ -292,6 +292,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

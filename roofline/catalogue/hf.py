@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
+from roofline.catalogue.loading import validate
 from roofline.errors import SpecError
-from roofline.loading import validate
 from roofline.specs import Model
 
 _MISSING = object()

@@ -8,10 +8,10 @@ from typing import Any
 import sympy as sp
 
 from roofline.costmodel import Roofline, build_graph
+from roofline.kv.layout import PARTS
 from roofline.methods import MethodConfig, build_cache
-from roofline.methods.layout import PARTS
 from roofline.specs import Hardware, Model
-from roofline.symbols import B, L
+from roofline.units import B, L
 
 
 def _num(expr: sp.Expr, context: int) -> sp.Expr:

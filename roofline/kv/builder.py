@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from roofline.accounting import cached_tokens, kv_elements_per_token_layer
+from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
+from roofline.kv.quant import TensorQuant, codebook_bytes, tensor_layout
 from roofline.methods.base import LayerOverride
-from roofline.methods.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
-from roofline.methods.quant import TensorQuant, codebook_bytes, tensor_layout
 from roofline.specs import AttentionLayer, Model
-from roofline.symbols import L
+from roofline.units import L
 
 UNQUANTIZED = TensorQuant(bits=16, scale_dtype="none", zero_dtype="none")
 

@@ -20,11 +20,11 @@ from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
 
 from roofline.costmodel import Roofline
-from roofline.display import GIB, tb_per_s, tflops
 from roofline.methods import MethodConfig, parse_method
-from roofline.planner.timing import PhaseModel
+from roofline.planner.phases import PhaseModel
+from roofline.report import GIB, tb_per_s, tflops
 from roofline.specs import Hardware, Model, Workload
-from roofline.symbols import B, L, P
+from roofline.units import B, L, P
 
 CEILING_DTYPES = ("fp32", "bf16", "fp8")  # drawn when the device has a dense peak for them
 ATTENTION_OPS = ("attention", "attn_qk", "attn_pv", "attn_softmax")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from roofline.specs import AttentionLayer
-from roofline.symbols import window_occupancy
+from roofline.units import window_occupancy
 
 # Parts of a cache, for breakdowns: quantized codes, scales/zeros/norms, full-precision tokens, outliers.
 PARTS = ("data", "metadata", "window", "sinks", "outliers")

@@ -1,0 +1,7 @@
+"""`python -m roofline.cli`: the console script."""
+
+import sys
+
+from roofline.cli import main
+
+sys.exit(main())
