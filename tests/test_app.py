@@ -1,6 +1,6 @@
 """The dashboard, driven headless by streamlit.testing's AppTest: every page renders without an exception element,
 the numbers it shows equal the library's (called again here, outside the app), bad uploads give the inline one-line
-error and keep the selection; and the library side (roofline.report.dashboard, roofline.analysis.quality) without Streamlit.
+error and keep the selection; and the library side (report.dashboard, analysis.quality) without Streamlit.
 
 Render and interaction times are printed (run with -s to see them), not asserted."""
 
