@@ -13,11 +13,8 @@ import sympy as sp
 B = sp.Symbol("B", positive=True, integer=True)  # batch: concurrent sequences
 L = sp.Symbol("L", positive=True, integer=True)  # context: tokens in the cache at a decode step
 P = sp.Symbol("P", positive=True, integer=True)  # prompt tokens prefilled at once
-T = sp.Symbol("T", nonnegative=True, integer=True)  # tokens generated per request
 BITS = sp.Symbol("bits", positive=True)  # a swept bit-width (methods substitute it for their own)
 CHUNKS = sp.Symbol("chunks", positive=True, integer=True)  # prefill passes (chunked prefill re-reads weights)
-
-WORKLOAD_SYMBOLS: tuple[sp.Symbol, ...] = (B, L, P)
 
 
 class CeilDiv(sp.Function):

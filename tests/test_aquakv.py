@@ -8,18 +8,13 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 import sympy as sp
 
+from roofline.analysis.limits import context_for_overhead_ratio, predictor_overhead_ratio
 from roofline.catalogue import load_model
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
 from roofline.kv.builder import QuantPlan, standard_cache
 from roofline.methods import build_cache, parse_method
-from roofline.methods.aquakv import (
-    AquaKV,
-    context_for_overhead_ratio,
-    predictor_bytes,
-    predictor_overhead_ratio,
-    predictor_params,
-)
+from roofline.methods.aquakv import AquaKV, predictor_bytes, predictor_params
 from roofline.specs import Model
 from roofline.units import B, L
 

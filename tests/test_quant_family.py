@@ -7,8 +7,8 @@ import sympy as sp
 
 from roofline.catalogue import load_model
 from roofline.errors import SpecError
+from roofline.kv.builder import LayerOverride
 from roofline.methods import build_cache, parse_method
-from roofline.methods.base import LayerOverride
 from roofline.methods.kivi import Kivi
 from roofline.units import L
 

@@ -17,10 +17,15 @@ from typing import Any
 import sympy as sp
 
 from roofline.accounting import kv_bytes, weight_bytes
-from roofline.analysis.limits import remat_limit, remat_limit_paper
+from roofline.analysis.limits import (
+    context_for_overhead_ratio,
+    predictor_overhead_ratio,
+    remat_limit,
+    remat_limit_paper,
+)
 from roofline.catalogue import hardware_names, load_hardware, load_model
 from roofline.methods import build_cache, parse_method
-from roofline.methods.aquakv import AquaKV, context_for_overhead_ratio, predictor_overhead_ratio
+from roofline.methods.aquakv import AquaKV
 from roofline.planner import memory_budget, plan_method
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import MAX_SEARCH_CONTEXT, largest_true

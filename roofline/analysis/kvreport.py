@@ -21,9 +21,6 @@ def _num(expr: sp.Expr, context: int) -> sp.Expr:
     return value
 
 
-KV_OPS = ("kv_update", "attention", "attn_qk", "attn_softmax", "attn_pv")
-
-
 def decode_op_costs(model: Model, method: MethodConfig, hardware: Hardware, context: int, batch: int = 1,
                     tp: int = 1) -> list[dict[str, Any]]:
     """Per-op decode costs at (batch, context): FLOPs, bytes by class, intensity, ridge, bound, time.

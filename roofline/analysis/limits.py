@@ -1,4 +1,4 @@
-"""Closed-form limits of the compute-for-memory methods.
+"""Closed-form limits of the compute-for-memory methods (the cost-model side: roofline/costmodel/limits.py).
 
 Rematerialization limit (XQuant §3.4, Eq. 3-4): per layer and decode step, remat does F·l FLOPs
 (F per cached token) while the step moves B·C·l bytes of cache plus W bytes of layer weights (overlapped
@@ -19,24 +19,15 @@ from typing import Any
 
 import sympy as sp
 
-from roofline.costmodel import Roofline, build_graph
-from roofline.methods import build_cache
+from roofline.costmodel import limits as costmodel_limits
+from roofline.methods.aquakv import AquaKV, predictor_flops_per_token
+from roofline.methods.baseline import Baseline
 from roofline.methods.xquant import XQuant
 from roofline.specs import Hardware, Model
-from roofline.units import B, L
+from roofline.units import L
 
 PAPER_RIDGE = sp.Rational(756, 2)  # XQuant §3.4: "756 TFLOPs / 2 TB/s = 378" (H100 PCIe figures)
 PAPER_D = 4096
-
-
-def _solve(flops_per_token, cache_bytes_per_token, weight_bytes, ridge, batch) -> sp.Expr:
-    """The l solving B F l / (B C l + W) = R; oo when remat never crosses the ridge."""
-    l = sp.Symbol("l", positive=True)
-    if flops_per_token <= ridge * cache_bytes_per_token:
-        return sp.oo
-    balance = sp.Eq(batch * flops_per_token * l, ridge * (batch * cache_bytes_per_token * l + weight_bytes))
-    (root,) = sp.solve(balance, l)
-    return sp.nsimplify(root)
 
 
 def remat_limit_paper(model: Model, bits: float = 2) -> dict[str, Any]:
@@ -49,7 +40,7 @@ def remat_limit_paper(model: Model, bits: float = 2) -> dict[str, Any]:
     else:
         dg = d / g
         flops, cache, weights, eq = 4 * dg**2, e / 8 * dg, 2 * 13 * d**2 + 2 * 2 * dg**2, "Eq. 4"
-    limit = _solve(flops, cache, weights, PAPER_RIDGE, 1)
+    limit = costmodel_limits.solve_balance(flops, cache, weights, PAPER_RIDGE, 1)
     return {"model": model.name, "mode": "paper", "equation": eq, "bits": float(e), "batch": 1,
             "ridge_flops_per_byte": float(PAPER_RIDGE), "remat_flops_per_token": int(flops),
             "cache_bytes_per_token": float(cache), "weight_bytes_per_layer": int(weights),
@@ -57,40 +48,45 @@ def remat_limit_paper(model: Model, bits: float = 2) -> dict[str, Any]:
             "weights overlapped, numerator = remat FLOPs only, no quantization metadata"}
 
 
-def per_token_slope(expr) -> sp.Expr:
-    """d expr / d L for large L, exactly: the expressions are affine in L once L passes every window and
-    sink, and L = 2^40, 2^41 are multiples of every group and window size (so Mod terms vanish)."""
-    lo, hi = sp.Integer(2) ** 40, sp.Integer(2) ** 41
-    expr = sp.sympify(expr)
-    return sp.nsimplify((expr.subs(L, hi) - expr.subs(L, lo)) / (hi - lo))
-
-
-def layer_terms(model: Model, bits: float, tp: int = 1, weight_dtype: str = "bf16") -> dict[str, sp.Expr]:
-    """F (remat FLOPs per cached token), C (cache bytes read per token) and W (weight bytes) of one
-    full-attention layer of XQuant at `bits`, from the op graph."""
-    config = XQuant(bits=bits)
-    cache = build_cache(config, model)
-    layer = next((lay for lay in cache.layers if lay.attention.kind == "full"), cache.layers[0])
-    remat = next(op for op in layer.decode_ops if op.name == "remat")
-    per_token = per_token_slope
-    graph = build_graph(model, cache, "decode", tp=tp, weight_dtype=weight_dtype)
-    per_layer_ops = [op for op in graph.ops if op.group not in ("model",)]
-    # the remat op (fused into attention or not) already carries its weights (W_k, W_v or Σ B^T)
-    weights = sp.Add(*(op.count * op.traffic.get("weights", 0) for op in per_layer_ops)) / model.num_layers
-    return {"flops": per_token(remat.matmul_flops), "cache": per_token(layer.read_bytes),
-            "weights": sp.nsimplify(weights.subs(B, 1))}
-
-
 def remat_limit(model: Model, hardware: Hardware, bits: float = 2, batch: int = 1,
                 compute_dtype: str = "bf16") -> dict[str, Any]:
-    """The catalogue form: l* = R W / (B (F - R C)) with F, C, W from the graph and R from the hardware."""
-    terms = layer_terms(model, bits)
-    ridge = sp.nsimplify(Roofline(hardware).ridge_point(compute_dtype), rational=True)
-    limit = _solve(terms["flops"], terms["cache"], terms["weights"], ridge, batch)
-    general = sp.Symbol("R") * sp.Symbol("W") / (B * (sp.Symbol("F") - sp.Symbol("R") * sp.Symbol("C")))
-    return {"model": model.name, "hardware": hardware.name, "mode": "catalogue", "bits": bits, "batch": batch,
-            "compute_dtype": compute_dtype, "ridge_flops_per_byte": float(ridge),
-            "remat_flops_per_token": float(terms["flops"]), "cache_bytes_per_token": float(terms["cache"]),
-            "weight_bytes_per_layer": float(terms["weights"]),
-            "limit_tokens": float(limit) if limit != sp.oo else float("inf"),
-            "formula": f"l* = {general}", "svd": XQuant(bits=bits).uses_svd(model)}
+    """XQuant at `bits` on the model: l* = R W / (B (F - R C)) (costmodel.limits.remat_limit), and whether
+    the model caches SVD latents (GQA) or X (MHA)."""
+    config = XQuant(bits=bits)
+    result = costmodel_limits.remat_limit(model, hardware, config, batch, compute_dtype)
+    return {**result, "svd": config.uses_svd(model)}
+
+
+def model_flops_per_token(model: Model) -> sp.Expr:
+    """FLOPs (matrix + vector) of one bf16 decode step, batch 1, as a function of the context L."""
+    return costmodel_limits.model_flops_per_token(model, Baseline())
+
+
+def predictor_overhead_ratio(model: Model, config: AquaKV, context: int) -> float:
+    """Base-model FLOPs per token at `context` over predictor FLOPs per token (§3.2's "at least 500x").
+
+    Llama-3.1-70B (linear): base(L) = 139,023,695,872 + 2,647,040 L FLOPs over 6 x 1024^2 x 79 =
+    497,025,024, so 279.7x at L = 1 (the notes' 284x also counts the 1.05 G embedding parameters, which
+    cost no FLOPs). The claim holds from L = 41,348 tokens (`context_for_overhead_ratio`; Qwen2.5-72B:
+    287.6x, 39,884), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
+    only: the reference decode also reruns the predictors over all l_q cached tokens every step.
+    """
+    return float(model_flops_per_token(model).subs(L, context)) / predictor_flops_per_token(model, config)
+
+
+def context_for_overhead_ratio(model: Model, config: AquaKV, target: float = 500, limit: int = 1 << 30) -> int:
+    """Smallest context at which `predictor_overhead_ratio` reaches `target` (bisection; the base cost
+    never falls as the context grows)."""
+    need = target * predictor_flops_per_token(model, config)
+    base = model_flops_per_token(model)
+
+    def reaches(context: int) -> bool:
+        return base.subs(L, context) >= need
+
+    if not reaches(limit):
+        raise ValueError(f"target: the ratio stays below {target} up to {limit} tokens on {model.name}")
+    lo, hi = 0, limit  # reaches(hi) holds; reaches(lo) does not (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
+    return hi

@@ -48,16 +48,9 @@ def merge(base: Op, extra: list[Op]) -> Op:
               int_ops=base.int_ops + sum(e.int_ops for e in extra))
 
 
-def _tensor_reads(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
-    return sp.Add(*(t.read_bytes for t in layer.tensors if t.name in names))
-
-
-def _tensor_dequant(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
-    return sp.Add(*(t.dequant_flops for t in layer.tensors if t.name in names))
-
-
-def _tensor_int_ops(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:
-    return sp.Add(*(t.dequant_int_ops for t in layer.tensors if t.name in names))
+def _tensor_sum(layer: LayerCache, role: str, attr: str) -> sp.Expr:
+    """Sum of `attr` over the layer's tensors of `role` (TensorLayout.role: "key", "value")."""
+    return sp.Add(*(getattr(t, attr) for t in layer.tensors if t.role == role))
 
 
 def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool) -> list[Op]:
@@ -79,18 +72,20 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
                   core.dtype, core.source, int_ops=core.int_ops)
         return [merge(core, extras), reduce]
     scores = B * h * n * SCORE_BYTES
-    k_names, v_names = ("K", "latent", "X", "XK"), ("V", "XV")
-    qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk, int_ops=B * kvf * _tensor_int_ops(layer, k_names),
-                   vector_flops=B * kvf * _tensor_dequant(layer, k_names),
-                   traffic=traffic(kv_read=B * kvf * _tensor_reads(layer, k_names), act_read=B * h * qk * ab,
-                                   act_write=scores))
+    qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk,
+                   int_ops=B * kvf * _tensor_sum(layer, "key", "dequant_int_ops"),
+                   vector_flops=B * kvf * _tensor_sum(layer, "key", "dequant_flops"),
+                   traffic=traffic(kv_read=B * kvf * _tensor_sum(layer, "key", "read_bytes"),
+                                   act_read=B * h * qk * ab, act_write=scores))
     softmax = ctx.op("attn_softmax", vector_flops=SOFTMAX_FLOPS * B * h * n,
                      traffic=traffic(act_read=scores, act_write=scores))
-    pv_reads = _tensor_reads(layer, v_names) if any(t.name in v_names for t in layer.tensors) \
-        else _tensor_reads(layer, k_names)  # MLA: PV reads the latent again
-    pv = ctx.op("attn_pv", matmul_flops=2 * B * h * n * vd, int_ops=B * kvf * _tensor_int_ops(layer, v_names),
-                vector_flops=B * kvf * _tensor_dequant(layer, v_names),
-                traffic=traffic(kv_read=B * kvf * pv_reads, act_read=scores, act_write=B * h * vd * ab))
+    # no "value" tensor (MLA): PV reads the latent again
+    pv_role = "value" if any(t.role == "value" for t in layer.tensors) else "key"
+    pv = ctx.op("attn_pv", matmul_flops=2 * B * h * n * vd,
+                int_ops=B * kvf * _tensor_sum(layer, "value", "dequant_int_ops"),
+                vector_flops=B * kvf * _tensor_sum(layer, "value", "dequant_flops"),
+                traffic=traffic(kv_read=B * kvf * _tensor_sum(layer, pv_role, "read_bytes"),
+                                act_read=scores, act_write=B * h * vd * ab))
     return [merge(qk_op, extras), softmax, pv]
 
 

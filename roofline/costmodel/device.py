@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
 import sympy as sp
 
 from roofline.costmodel.graph import Graph
@@ -199,7 +198,3 @@ def roofline_for(hardware: Hardware, tp: int = 1, options: RooflineOptions | Non
             _ROOFLINES.pop(next(iter(_ROOFLINES)))
         _ROOFLINES[key] = Roofline(hardware, options, tp)
     return _ROOFLINES[key]
-
-
-def as_array(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)

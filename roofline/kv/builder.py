@@ -7,13 +7,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sympy as sp
+from pydantic import Field, NonNegativeInt, model_validator
 
 from roofline.accounting import cached_tokens, kv_elements_per_token_layer
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.kv.quant import TensorQuant, codebook_bytes, tensor_layout
-from roofline.methods.base import LayerOverride
 from roofline.specs import AttentionLayer, Model
+from roofline.specs.base import Spec
 from roofline.units import L
+
+
+class LayerOverride(Spec):
+    """Layers [start, stop) stored at other bit-widths (e.g. XQuant's first 3 layers at 4 bits)."""
+
+    start: NonNegativeInt = Field(description="First layer (0-based) of the range.")
+    stop: NonNegativeInt = Field(description="One past the last layer of the range.")
+    k_bits: float = Field(gt=0, le=16, description="Key (or first tensor) bits in the range; 16 = unquantized.")
+    v_bits: float = Field(gt=0, le=16, description="Value (or second tensor) bits in the range; 16 = unquantized.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LayerOverride:
+        if self.stop <= self.start:
+            raise ValueError(f"stop: {self.stop} must be above start {self.start}")
+        return self
+
 
 UNQUANTIZED = TensorQuant(bits=16, scale_dtype="none", zero_dtype="none")
 
@@ -105,14 +122,14 @@ def _layer_tensors(model, plan_k, plan_v, tokens, shape: CacheShape | None, sym_
             raise ValueError("method: dimension reduction of MLA latents is not modelled")
         width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         plan_k.check_channels(width, "the MLA latent")
-        tensors = (tensor_layout(plan_k, "latent", tokens, width, "channels", model.num_heads, sym_bits),)
+        tensors = (tensor_layout(plan_k, "latent", tokens, width, "channels", model.num_heads, sym_bits, "key"),)
         return tensors, codebook_bytes(plan_k, width), sp.Integer(width), sp.Integer(model.mla.kv_lora_rank)
     kc = shape.k_channels if shape else model.kv_dim
     vc = shape.v_channels if shape else model.kv_dim
     plan_k.check_channels(kc, "K")
     plan_v.check_channels(vc, "V")
-    tensors = (tensor_layout(plan_k, "K", tokens, kc, "channels", g, sym_bits),
-               tensor_layout(plan_v, "V", tokens, vc, "tokens", g, sym_bits))
+    tensors = (tensor_layout(plan_k, "K", tokens, kc, "channels", g, sym_bits, "key"),
+               tensor_layout(plan_v, "V", tokens, vc, "tokens", g, sym_bits, "value"))
     fixed = codebook_bytes(plan_k, kc) + codebook_bytes(plan_v, vc)
     qk = shape.qk_head_dim if shape else sp.Integer(model.head_dim)
     vd = shape.v_head_dim if shape else sp.Integer(model.head_dim)

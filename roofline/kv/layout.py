@@ -32,6 +32,9 @@ class TensorLayout:
     elements: sp.Expr
     resident: dict[str, sp.Expr]
     channels: int = 0
+    # what attention does with it: "key" (read by QK^T; also by PV when the layer caches no "value", as
+    # MLA's latent), "value" (read by PV), "aux" (read by the method's own ops, not by attention)
+    role: str = "aux"
     # bits one quantized element costs with its share of metadata and outliers (16 if unquantized)
     bits_per_element: sp.Expr = sp.Integer(16)
     dequant_flops: sp.Expr = sp.Integer(0)

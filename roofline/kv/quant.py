@@ -126,6 +126,7 @@ def tensor_layout(
     reduction: Axis | None,
     queries_per_kv: int = 1,
     bits: sp.Expr | None = None,
+    role: str = "aux",
 ) -> TensorLayout:
     """Bytes and FLOPs of one tensor of `tokens` x `channels` per layer per sequence.
 
@@ -136,14 +137,15 @@ def tensor_layout(
     dequant   = per quantized element, 1 (scale) + 1 (zero) FLOPs when the group runs across the
                 reduction axis of the decode GEMV; when it runs along it (InnerQ §4.1) the scale and zero
                 apply once per group per query head: (1 + 1) x queries_per_kv / G per element.
-    `bits` overrides q.bits symbolically (for sweeps). `reduction` None: the tensor is dequantized
+    `role` says what attention reads it for (TensorLayout.role). `bits` overrides q.bits symbolically
+    (for sweeps). `reduction` None: the tensor is dequantized
     element by element before a GEMM (XQuant's X), so scales are never reused.
     """
     elements = tokens * channels
     full_bytes = dtype_bytes(q.window_dtype)
     if not q.quantized and bits is None:
         return TensorLayout(
-            name=name, elements=elements, resident={"data": elements * full_bytes}, channels=channels,
+            name=name, elements=elements, resident={"data": elements * full_bytes}, channels=channels, role=role,
             bits_per_element=8 * full_bytes, append_bytes=channels * full_bytes,
         )
     b = exact(q.bits) if bits is None else bits
@@ -190,6 +192,7 @@ def tensor_layout(
         elements=elements,
         resident=resident,
         channels=channels,
+        role=role,
         bits_per_element=bits_per_element,
         dequant_flops=dequant,
         dequant_int_ops=int_ops,

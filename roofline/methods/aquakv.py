@@ -25,10 +25,11 @@ from typing import ClassVar, Literal
 import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from roofline.kv.builder import QuantPlan, standard_cache
+from roofline.kv.builder import LayerOverride, QuantPlan, standard_cache
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache
 from roofline.kv.quant import TensorQuant, _full_precision_tokens
-from roofline.methods.base import LayerOverride, MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
+from roofline.methods.baseline import Baseline
 from roofline.specs import Model
 from roofline.units import L, P
 
@@ -37,7 +38,6 @@ ACT_BYTES = 2  # reconstructed K^, V^ are materialized in the activation dtype (
 FP16_PARTS = ("window", "sinks")  # cache parts stored unquantized: read as they are, never reconstructed
 
 
-@register
 class AquaKV(MethodConfig):
     method: ClassVar[str] = "aquakv"
     summary: ClassVar[str] = "cross-layer K/V predictors + HIGGS-quantized residual, 4-bit first layer"
@@ -102,6 +102,12 @@ class AquaKV(MethodConfig):
         layers = (base.layers[0],) + tuple(_with_predictors(self, layer, q, d, weight) for layer in base.layers[1:])
         fixed = dict(base.fixed_bytes, predictors=(model.num_layers - 1) * weight)
         return replace(base, layers=layers, fixed_bytes=fixed)
+
+    def limits(self, model: Model, probe) -> dict:
+        """The predictor's FLOPs per new token against the model's own decode FLOPs at the plan's context
+        (§3.2's "at least 500x"; per new token only: the reference decode re-predicts every cached token)."""
+        base = probe.model_flops_per_token(Baseline())
+        return {"predictor_overhead_ratio": base / predictor_flops_per_token(model, self)}
 
 
 def predictor_params(config: AquaKV, kv_dim: int) -> dict[str, int]:
@@ -183,46 +189,8 @@ def predictor_flops_per_token(model: Model, config: AquaKV) -> int:
     return 2 * predictor_params(config, model.kv_dim)["matrices"] * (model.num_layers - 1)
 
 
-def model_flops_per_token(model: Model) -> sp.Expr:
-    """FLOPs (matrix + vector) of one bf16 decode step, batch 1, as a function of the context L."""
-    from roofline.costmodel import build_graph  # the cost model imports the methods: import it lazily
-    from roofline.methods.baseline import Baseline
-    from roofline.units import B
-
-    graph = build_graph(model, Baseline(), "decode")
-    return (graph.total("matmul_flops") + graph.total("vector_flops")).subs(B, 1)
-
-
-def predictor_overhead_ratio(model: Model, config: AquaKV, context: int) -> float:
-    """Base-model FLOPs per token at `context` over predictor FLOPs per token (§3.2's "at least 500x").
-
-    Llama-3.1-70B (linear): base(L) = 139,023,695,872 + 2,647,040 L FLOPs over 6 x 1024^2 x 79 =
-    497,025,024, so 279.7x at L = 1 (the notes' 284x also counts the 1.05 G embedding parameters, which
-    cost no FLOPs). The claim holds from L = 41,348 tokens (`context_for_overhead_ratio`; Qwen2.5-72B:
-    287.6x, 39,884), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
-    only: the reference decode also reruns the predictors over all l_q cached tokens every step.
-    """
-    return float(model_flops_per_token(model).subs(L, context)) / predictor_flops_per_token(model, config)
-
-
-def context_for_overhead_ratio(model: Model, config: AquaKV, target: float = 500, limit: int = 1 << 30) -> int:
-    """Smallest context at which `predictor_overhead_ratio` reaches `target` (bisection; the base cost
-    never falls as the context grows)."""
-    need = target * predictor_flops_per_token(model, config)
-    base = model_flops_per_token(model)
-
-    def reaches(context: int) -> bool:
-        return base.subs(L, context) >= need
-
-    if not reaches(limit):
-        raise ValueError(f"target: the ratio stays below {target} up to {limit} tokens on {model.name}")
-    lo, hi = 0, limit  # reaches(hi) holds; reaches(lo) does not (or lo = 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
-    return hi
-
-
-for _b in (2, 3, 4):
-    preset(f"aquakv-{_b}", "aquakv", f"AQUA-KV: linear predictors, HIGGS-{_b} residual (d=2, n={4 ** _b}), "
+PRESETS = (
+    *(preset(f"aquakv-{_b}", "aquakv", f"AQUA-KV: linear predictors, HIGGS-{_b} residual (d=2, n={4 ** _b}), "
            "layer 0 HIGGS-4, 4 sinks, 128-token buffer (Table 2)", bits=_b)
+    for _b in (2, 3, 4)),
+)

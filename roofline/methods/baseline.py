@@ -8,11 +8,10 @@ from pydantic import Field
 
 from roofline.kv.builder import QuantPlan
 from roofline.kv.quant import TensorQuant
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 
 
-@register
 class Baseline(MethodConfig):
     """K and V stored as they are computed, in `dtype` (fp8: e4m3 with one per-tensor scale, negligible)."""
 
@@ -30,6 +29,8 @@ class Baseline(MethodConfig):
         return QuantPlan(q, q)
 
 
-preset("bf16", "baseline", "bf16 KV cache (the usual default)", dtype="bf16")
-preset("fp16", "baseline", "fp16 KV cache", dtype="fp16")
-preset("fp8", "baseline", "fp8 (e4m3) KV cache with a per-tensor scale", dtype="fp8")
+PRESETS = (
+    preset("bf16", "baseline", "bf16 KV cache (the usual default)", dtype="bf16"),
+    preset("fp16", "baseline", "fp16 KV cache", dtype="fp16"),
+    preset("fp8", "baseline", "fp8 (e4m3) KV cache with a per-tensor scale", dtype="fp8"),
+)

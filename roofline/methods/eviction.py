@@ -12,14 +12,13 @@ from pydantic import Field, PositiveInt, model_validator
 
 from roofline.kv.builder import Extras, standard_cache
 from roofline.kv.layout import CacheModel
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 from roofline.units import L, ceildiv
 
 SCORE_BYTES = 4
 
 
-@register
 class Eviction(MethodConfig):
     method: ClassVar[str] = "evict"
     family: ClassVar[str] = "eviction"
@@ -51,5 +50,7 @@ class Eviction(MethodConfig):
                               extras=self.extras(model))
 
 
-preset("h2o-2048", "evict", "H2O: 2,048 tokens kept per layer, fp32 scores", policy="h2o", budget_tokens=2048)
-preset("keyformer-50", "evict", "Keyformer keeping half the context", policy="keyformer", budget_ratio=0.5)
+PRESETS = (
+    preset("h2o-2048", "evict", "H2O: 2,048 tokens kept per layer, fp32 scores", policy="h2o", budget_tokens=2048),
+    preset("keyformer-50", "evict", "Keyformer keeping half the context", policy="keyformer", budget_ratio=0.5),
+)

@@ -14,11 +14,10 @@ from pydantic import Field, NonNegativeInt, PositiveInt
 
 from roofline.kv.builder import QuantPlan
 from roofline.kv.quant import TensorQuant
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 
 
-@register
 class InnerQ(MethodConfig):
     method: ClassVar[str] = "innerq"
     summary: ClassVar[str] = "inner-dimension groups (scale reuse), hybrid sym/asym values, sink + recent fp16"
@@ -38,6 +37,8 @@ class InnerQ(MethodConfig):
         return QuantPlan(k, v)
 
 
-preset("innerq-base", "innerq", "InnerQ_Base: K3 sym, V3 sym, G=32, 32 sinks + 96 recent")
-preset("innerq-hybrid", "innerq", "InnerQ_Hybrid: K3 sym, V2 hybrid sym/asym", v_bits=2, v_mode="hybrid")
-preset("innerq-small", "innerq", "InnerQ_Small: K3 sym, V2 sym", v_bits=2)
+PRESETS = (
+    preset("innerq-base", "innerq", "InnerQ_Base: K3 sym, V3 sym, G=32, 32 sinks + 96 recent"),
+    preset("innerq-hybrid", "innerq", "InnerQ_Hybrid: K3 sym, V2 hybrid sym/asym", v_bits=2, v_mode="hybrid"),
+    preset("innerq-small", "innerq", "InnerQ_Small: K3 sym, V2 sym", v_bits=2),
+)

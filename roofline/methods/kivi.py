@@ -12,13 +12,12 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from roofline.kv.builder import QuantPlan
+from roofline.kv.builder import LayerOverride, QuantPlan
 from roofline.kv.quant import MetaDtype, TensorQuant
-from roofline.methods.base import LayerOverride, MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 
 
-@register
 class Kivi(MethodConfig):
     method: ClassVar[str] = "kivi"
     summary: ClassVar[str] = "asymmetric per-channel K / per-token V, fp16 residual window"
@@ -46,6 +45,8 @@ class Kivi(MethodConfig):
         return QuantPlan(k, v, self.overrides)
 
 
-preset("kivi-2", "kivi", "KIVI 2-bit, G=32, residual 128", bits=2)
-preset("kivi-4", "kivi", "KIVI 4-bit, G=32, residual 128", bits=4)
-preset("kivi-sink-2", "kivi", "KIVI_Sink 2-bit (InnerQ §5.1): 32 sinks + 96 recent", bits=2, sinks=32, residual=96)
+PRESETS = (
+    preset("kivi-2", "kivi", "KIVI 2-bit, G=32, residual 128", bits=2),
+    preset("kivi-4", "kivi", "KIVI 4-bit, G=32, residual 128", bits=4),
+    preset("kivi-sink-2", "kivi", "KIVI_Sink 2-bit (InnerQ §5.1): 32 sinks + 96 recent", bits=2, sinks=32, residual=96),
+)

@@ -15,13 +15,12 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeInt
 
-from roofline.kv.builder import QuantPlan
+from roofline.kv.builder import LayerOverride, QuantPlan
 from roofline.kv.quant import TensorQuant
-from roofline.methods.base import LayerOverride, MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 
 
-@register
 class KVQuant(MethodConfig):
     method: ClassVar[str] = "kvquant"
     summary: ClassVar[str] = "non-uniform codes, per-channel K lookup tables, 1% fp16 outliers"
@@ -43,5 +42,7 @@ class KVQuant(MethodConfig):
         return QuantPlan(k, v, self.overrides)
 
 
-for _b in (2, 3, 4):
-    preset(f"kvquant-{_b}", "kvquant", f"KVQuant nuq{_b} with 1% fp16 outliers and an fp16 sink", bits=_b)
+PRESETS = (
+    *(preset(f"kvquant-{_b}", "kvquant", f"KVQuant nuq{_b} with 1% fp16 outliers and an fp16 sink", bits=_b)
+    for _b in (2, 3, 4)),
+)

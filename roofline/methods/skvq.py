@@ -17,13 +17,12 @@ from pydantic import Field, NonNegativeInt, PositiveInt
 
 from roofline.kv.builder import Extras, QuantPlan
 from roofline.kv.quant import TensorQuant
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 
 INDEX_BYTES = 2  # int16 permutation and group-start entries
 
 
-@register
 class Skvq(MethodConfig):
     method: ClassVar[str] = "skvq"
     summary: ClassVar[str] = "reordered channels, clipped per-token groups, fp16 window + sinks, fp8 metadata"
@@ -50,6 +49,8 @@ class Skvq(MethodConfig):
         return Extras(fixed_bytes={"reorder_indices": model.num_layers * per_layer})
 
 
-preset("skvq-k2v2", "skvq", "SKVQ K2V2, group 128, fp16 metadata, window 128, 5 sinks")
-preset("skvq-k2v1.5", "skvq", "SKVQ K2V1.5 (ternary V stored in 2 bits), group 128", v_bits=1.5)
-preset("skvq-k2v2-fp8", "skvq", "SKVQ K2V2 with fp8 scale/zero (§4.3)", meta_dtype="fp8")
+PRESETS = (
+    preset("skvq-k2v2", "skvq", "SKVQ K2V2, group 128, fp16 metadata, window 128, 5 sinks"),
+    preset("skvq-k2v1.5", "skvq", "SKVQ K2V1.5 (ternary V stored in 2 bits), group 128", v_bits=1.5),
+    preset("skvq-k2v2-fp8", "skvq", "SKVQ K2V2 with fp8 scale/zero (§4.3)", meta_dtype="fp8"),
+)

@@ -15,13 +15,12 @@ from pydantic import Field, SerializeAsAny, model_validator
 
 from roofline.kv.builder import Extras, standard_cache
 from roofline.kv.layout import CacheModel
-from roofline.methods.base import MethodConfig, register
+from roofline.methods.base import MethodConfig
 from roofline.methods.eviction import Eviction
 from roofline.methods.zack import Zack
 from roofline.specs import Model
 
 
-@register
 class Stack(MethodConfig):
     method: ClassVar[str] = "stack"
     family: ClassVar[str] = "stack"
@@ -56,6 +55,20 @@ class Stack(MethodConfig):
             token_budget=self.evict.token_budget() if self.evict else None,
             extras=extras,
         )
+
+    def _parts(self) -> tuple[MethodConfig, ...]:
+        return tuple(p for p in (self.reduce, self.quant, self.evict) if p is not None)
+
+    def limits(self, model: Model, probe) -> dict:
+        """The parts' limits, merged."""
+        out: dict = {}
+        for part in self._parts():
+            out.update(part.limits(model, probe))
+        return out
+
+    def attention_imbalance(self, model: Model, batch: int, sm_count: int) -> float:
+        """The reduction's imbalance (the quantizer and eviction keep heads uniform)."""
+        return self.reduce.attention_imbalance(model, batch, sm_count) if self.reduce else 1.0
 
 
 def stack_from_parts(parts: list[MethodConfig], spec: str) -> Stack:

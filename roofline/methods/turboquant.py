@@ -14,11 +14,10 @@ from roofline.accounting import dtype_bytes
 from roofline.kv.builder import Extras, QuantPlan
 from roofline.kv.layout import ExtraOp
 from roofline.kv.quant import TensorQuant
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 
 
-@register
 class TurboQuant(MethodConfig):
     method: ClassVar[str] = "turboquant"
     summary: ClassVar[str] = "rotation + non-uniform codebook, one fp32 norm per head vector"
@@ -44,4 +43,6 @@ class TurboQuant(MethodConfig):
         return Extras(decode_ops=(rotate,))
 
 
-preset("turboquant", "turboquant", "TurboQuant K4/V3 codebooks, fp32 norms, window 128 (InnerQ §5.1)")
+PRESETS = (
+    preset("turboquant", "turboquant", "TurboQuant K4/V3 codebooks, fp32 norms, window 128 (InnerQ §5.1)"),
+)

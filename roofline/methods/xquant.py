@@ -26,14 +26,13 @@ from roofline.accounting import cached_tokens, dtype_bytes, kv_elements_per_toke
 from roofline.kv.builder import baseline_elements
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.kv.quant import TensorQuant, tensor_layout
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 from roofline.units import ROPE_FLOPS
 
 WB = dtype_bytes("bf16")
 
 
-@register
 class XQuant(MethodConfig):
     method: ClassVar[str] = "xquant"
     family: ClassVar[str] = "rematerialization"
@@ -75,10 +74,10 @@ class XQuant(MethodConfig):
             width = 2 * kv if self.uses_svd(model) else d
             return (tensor_layout(self._quant(bits, "channels"), "dX", tokens, width, None, 1, sym_bits),)
         if not self.uses_svd(model):
-            return (tensor_layout(self._quant(bits, "channels"), "X", tokens, d, None, 1, sym_bits),)
+            return (tensor_layout(self._quant(bits, "channels"), "X", tokens, d, None, 1, sym_bits, "key"),)
         k_channels = kv - 1 if self.fp16_first_channel else kv
-        tensors = (tensor_layout(self._quant(bits, "tokens"), "XK", tokens, k_channels, None, 1, sym_bits),
-                   tensor_layout(self._quant(bits, "channels"), "XV", tokens, kv, None, 1, sym_bits))
+        tensors = (tensor_layout(self._quant(bits, "tokens"), "XK", tokens, k_channels, None, 1, sym_bits, "key"),
+                   tensor_layout(self._quant(bits, "channels"), "XV", tokens, kv, None, 1, sym_bits, "value"))
         if self.fp16_first_channel:
             tensors += (tensor_layout(self._quant(16, "channels"), "XK0", tokens, 1, None, 1),)
         return tensors
@@ -147,8 +146,15 @@ class XQuant(MethodConfig):
                           baseline_elements=baseline_elements(model),
                           baseline_width=kv_elements_per_token_layer(model), workspace_bytes=workspace)
 
+    def limits(self, model: Model, probe) -> dict:
+        """The rematerialization limit l* (§3.4, Eq. 3-4, catalogue form) of XQuant at this config's bits."""
+        return {"remat_limit_tokens": probe.remat_limit(XQuant(bits=self.bits))["limit_tokens"]}
 
-for _e in (2, 3, 4):
-    preset(f"xquant-{_e}", "xquant", f"XQuant {_e}-bit (X on MHA, SVD latents on GQA), group 128", bits=_e)
-    preset(f"xquant-cl-{_e}", "xquant", f"XQuant-CL {_e}-bit deltas, first 3 layers 4-bit (Table 4)",
+
+PRESETS = (
+    *(preset(f"xquant-{_e}", "xquant", f"XQuant {_e}-bit (X on MHA, SVD latents on GQA), group 128", bits=_e)
+    for _e in (2, 3, 4)),
+    *(preset(f"xquant-cl-{_e}", "xquant", f"XQuant-CL {_e}-bit deltas, first 3 layers 4-bit (Table 4)",
            bits=_e, cross_layer=True, high_precision_layers=3)
+    for _e in (2, 3, 4)),
+)

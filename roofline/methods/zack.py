@@ -24,12 +24,11 @@ from pydantic import Field, PositiveInt, model_validator
 from roofline.accounting import dtype_bytes
 from roofline.kv.builder import CacheShape, Extras, standard_cache
 from roofline.kv.layout import CacheModel, ExtraOp
-from roofline.methods.base import MethodConfig, preset, register
+from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 from roofline.units import round_up
 
 
-@register
 class Zack(MethodConfig):
     method: ClassVar[str] = "zack"
     family: ClassVar[str] = "reduction"
@@ -117,6 +116,14 @@ class Zack(MethodConfig):
         sequences, with (sequence, KV head) tasks."""
         return task_imbalance(self.kv_task_costs(model) * batch, n_sm, policy or self.scheduling)
 
+    def limits(self, model: Model, probe) -> dict:
+        """The decode kernel's load imbalance over the SMs (§5.3) at the plan's batch."""
+        return {"zack_decode_imbalance": self.imbalance(model, probe.batch, probe.sm_count)}
+
+    def attention_imbalance(self, model: Model, batch: int, sm_count: int) -> float:
+        """Heterogeneous heads: the makespan of (sequence, KV head) tasks over the ideal (§5.3)."""
+        return self.imbalance(model, batch, sm_count)
+
 
 def eq6_kept(singular_values: list[float], r: float) -> int:
     """Eq. 6: the smallest j with sum(s[j+1:]) <= r * sum(s); keep j + 1 dims."""
@@ -166,4 +173,6 @@ def prefill_makespan(head_costs: list[int], prompt: int, batch: int, n_sm: int, 
     return full_rounds * per_task + (sum(sorted(tasks)[:last]) / n_sm if last else 0)
 
 
-preset("zack-50", "zack", "ZACK, half of every head's Q-K and V dims removed (uniform p = 0.5)")
+PRESETS = (
+    preset("zack-50", "zack", "ZACK, half of every head's Q-K and V dims removed (uniform p = 0.5)"),
+)

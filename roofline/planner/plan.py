@@ -13,6 +13,7 @@ import sympy as sp
 
 from roofline.kv.layout import PARTS
 from roofline.methods import MethodConfig, build_cache
+from roofline.planner.limits import Probe
 from roofline.planner.memory import MemoryBudget, memory_budget, sequence_kv_expr
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Hardware, Model, Workload
@@ -79,18 +80,7 @@ def _capacity(model, workload, cache, budget: MemoryBudget, batch: int, context:
 def _method_limits(model, hardware, workload, method: MethodConfig, cache, context) -> dict[str, Any]:
     limits: dict[str, Any] = {"effective_bits": float(cache.effective_bits().subs(L, context)),
                               "asymptotic_bits": float(cache.asymptotic_bits())}
-    if method.method == "xquant":
-        from roofline.analysis.limits import remat_limit
-
-        limits["remat_limit_tokens"] = remat_limit(model, hardware, method.bits, workload.batch,
-                                                   workload.compute_dtype)["limit_tokens"]
-    if method.method == "aquakv":
-        from roofline.methods.aquakv import predictor_overhead_ratio
-
-        limits["predictor_overhead_ratio"] = float(predictor_overhead_ratio(model, method, context))
-    if method.method == "zack" or getattr(method, "reduce", None) is not None:
-        zack = method if method.method == "zack" else method.reduce
-        limits["zack_decode_imbalance"] = zack.imbalance(model, workload.batch, hardware.sm_count)
+    limits.update(method.limits(model, Probe(model, hardware, workload, context)))
     return limits
 
 
@@ -109,10 +99,9 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
     ttft = phases.prefill_time(b, prompt)
     mb = capacity["max_batch"]
     tpot_max_batch = phases.decode_time(mb, ctx) if mb else math.inf
-    zack = method if method.method == "zack" else getattr(method, "reduce", None)
-    if zack is not None:  # ZACK's heterogeneous heads: the attention kernel's SM imbalance (§5.3)
-        tpot, tpot_avg, tpot_max_batch = (t * _attention_slowdown(phases, zack, model, hardware, n, ctx)
-                                          for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
+    # heterogeneous heads (ZACK): the attention kernel's SM imbalance (§5.3)
+    tpot, tpot_avg, tpot_max_batch = (t * _attention_slowdown(phases, method, model, hardware, n, ctx)
+                                      for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
     decode = phases.dominant("decode", b, ctx)
     result.data = {
         **capacity,
@@ -135,11 +124,11 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
     return result
 
 
-def _attention_slowdown(phases: PhaseModel, zack, model, hardware, batch, context) -> float:
-    """Whole-step factor from ZACK's attention imbalance: the attention op's time x (makespan / ideal)."""
+def _attention_slowdown(phases: PhaseModel, method: MethodConfig, model, hardware, batch, context) -> float:
+    """Whole-step factor from the method's attention imbalance: the attention op's time x (makespan / ideal)."""
     from roofline.units import B
 
-    imbalance = zack.imbalance(model, batch, hardware.sm_count)
+    imbalance = method.attention_imbalance(model, batch, hardware.sm_count)
     if imbalance <= 1:
         return 1.0
     rows = phases.roofline.evaluate(phases.decode, {B: batch, L: context})

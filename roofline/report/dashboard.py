@@ -229,10 +229,9 @@ def roofline_data(model: Model, hardware: Hardware, workload: Workload, specs: I
 def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
                 context: int) -> list[dict[str, Any]]:
     """The closed-form limits beside the roofline: XQuant's remat limit l* (roofline.analysis.limits.remat_limit at the
-    scenario's batch) and AQUA-KV's model/predictor FLOP ratio at `context` (methods.aquakv)."""
-    from roofline.analysis.limits import remat_limit
+    scenario's batch) and AQUA-KV's model/predictor FLOP ratio at `context` (analysis.limits)."""
+    from roofline.analysis.limits import context_for_overhead_ratio, predictor_overhead_ratio, remat_limit
     from roofline.methods import parse_method
-    from roofline.methods.aquakv import context_for_overhead_ratio, predictor_overhead_ratio
 
     rows = []
     for spec in specs:

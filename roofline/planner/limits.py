@@ -1,0 +1,41 @@
+"""What a method's limits hook may ask of the cost model at a plan's point (MethodConfig.limits).
+
+The planner hands each method a Probe instead of the method importing the cost model (a floor above it):
+the method decides which of its limits to report; the probe computes them at this model, device and workload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.costmodel import limits as costmodel_limits
+from roofline.specs import Hardware, Model, Workload
+from roofline.units import L
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The plan's point: the model, the device, the workload and the context a row reports at."""
+
+    model: Model
+    hardware: Hardware
+    workload: Workload
+    context: int
+
+    @property
+    def batch(self) -> int:
+        return self.workload.batch
+
+    @property
+    def sm_count(self) -> int:
+        return self.hardware.sm_count
+
+    def remat_limit(self, config) -> dict[str, Any]:
+        """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits)."""
+        return costmodel_limits.remat_limit(self.model, self.hardware, config, self.workload.batch,
+                                            self.workload.compute_dtype)
+
+    def model_flops_per_token(self, baseline) -> float:
+        """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache."""
+        return float(costmodel_limits.model_flops_per_token(self.model, baseline).subs(L, self.context))
