@@ -58,6 +58,17 @@ def run(argv: list[str]) -> object:
         return {"code": code, "text": text}
 
 
+def same(a: object, b: object, rel: float = 1e-9) -> bool:
+    """Equal, floats within `rel` (compiled arithmetic may round the last digits differently)."""
+    if isinstance(a, float) and isinstance(b, int | float) or isinstance(b, float) and isinstance(a, int | float):
+        return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -71,7 +82,7 @@ def main() -> int:
         (out / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True))
         if args.diff:
             ref = json.loads((Path(args.diff) / f"{name}.json").read_text())
-            if ref != json.loads(json.dumps(result)):
+            if not same(ref, json.loads(json.dumps(result))):
                 failures += 1
                 print(f"DIFF {name}")
     print(f"{failures} scenarios differ" if args.diff else f"wrote {out}")

@@ -10,6 +10,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# compiled plans go to a cache folder of this run (roofline.codegen), never the user's ~/.cache
+if "ROOFLINE_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["ROOFLINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="roofline-test-cache-")
 
 
 @pytest.fixture(scope="session")

@@ -135,22 +135,21 @@ METHODS = ["bf16", "fp8", "kivi-2", "innerq-base", "xquant-2", "zack-50", "h2o-2
 @settings(max_examples=15, deadline=None)
 @given(method=st.sampled_from(METHODS), batch=st.integers(1, 64), more=st.integers(1, 64))
 def test_max_context_never_grows_with_batch(method, batch, more) -> None:
-    from roofline.methods import build_cache
+    from roofline.planner.capacity import capacity, capacity_kernel
     from roofline.planner.memory import memory_budget
-    from roofline.planner.plan import _capacity
 
-    cache = build_cache(parse_method(method), LLAMA8)
     w1 = Workload(batch=batch, context_tokens=4096)
     w2 = Workload(batch=batch + more, context_tokens=4096)
-    c1 = _capacity(LLAMA8, w1, cache, memory_budget(LLAMA8, H100, w1, cache), batch, 4096)["max_context"]
-    c2 = _capacity(LLAMA8, w2, cache, memory_budget(LLAMA8, H100, w2, cache), batch + more, 4096)["max_context"]
+    kernel = capacity_kernel(LLAMA8, w1, parse_method(method))
+    c1 = capacity(kernel, memory_budget(LLAMA8, H100, w1, kernel), batch, 4096)["max_context"]
+    c2 = capacity(kernel, memory_budget(LLAMA8, H100, w2, kernel), batch + more, 4096)["max_context"]
     assert c2 <= c1
 
 
 @settings(max_examples=10, deadline=None)
 @given(method=st.sampled_from(["kivi", "innerq", "skvq", "kvquant", "xquant"]), bits=st.sampled_from([2, 3]))
 def test_max_context_never_grows_with_bits(method, bits) -> None:
-    from roofline.planner.plan import max_context_by_bits
+    from roofline.planner.capacity import max_context_by_bits
 
     w = Workload(batch=8, context_tokens=4096)
     contexts = max_context_by_bits(LLAMA8, H100, w, parse_method(method), [bits, bits + 1, bits + 2])

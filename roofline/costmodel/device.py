@@ -16,6 +16,7 @@ All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link +
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,6 +26,8 @@ from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import TRAFFIC, Op
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
+
+MEMO_ENTRIES = 20_000  # op times and compiled graphs kept per device (the long-running app must not grow)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,11 @@ class Roofline:
     hardware: Hardware
     options: RooflineOptions = field(default_factory=RooflineOptions)
     tp: int = 1
-    _memo: dict = field(default_factory=dict, repr=False, compare=False)
+    _memo: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
+
+    def content(self) -> tuple:
+        """What the times depend on, for content keys: the hardware spec, the options and tp."""
+        return (self.hardware.model_dump_json(), self.options.overlap, self.options.use_measured, self.tp)
 
     @property
     def measured(self):
@@ -94,14 +101,19 @@ class Roofline:
             raise ValueError(f"tp: {self.tp} GPUs exceed {hw.name}'s scale-up domain and it has no scale-out link")
         return hw.scale_out
 
+    def _remember(self, key, owner, value):
+        """Keep `value` for (key, owner) in a bounded memo (the owner is held, so its id is not reused)."""
+        self._memo[key] = (owner, value)
+        while len(self._memo) > MEMO_ENTRIES:
+            self._memo.popitem(last=False)
+        return value
+
     def op_times(self, op: Op) -> OpTimes:
         key = id(op)
         cached = self._memo.get(key)
         if cached is not None and cached[0] is op:
             return cached[1]
-        times = self._op_times(op)
-        self._memo[key] = (op, times)
-        return times
+        return self._remember(key, op, self._op_times(op))
 
     def _op_times(self, op: Op) -> OpTimes:
         zero = sp.Integer(0)
@@ -133,10 +145,9 @@ class Roofline:
         array sweeps; without it the compile is cheaper, for scalar points)."""
         key = ("time", id(graph), tuple(symbols), cse)
         cached = self._memo.get(key)
-        if cached is None or cached[0] is not graph:
-            cached = (graph, lambdify(symbols, self.time(graph), cse=cse))
-            self._memo[key] = cached
-        return cached[1]
+        if cached is not None and cached[0] is graph:
+            return cached[1]
+        return self._remember(key, graph, lambdify(symbols, self.time(graph), cse=cse))
 
     def _compiled_rows(self, graph: Graph):
         """(symbols, numpy function -> per-op [7 numbers + traffic]) for `graph`, lambdified once."""
@@ -150,9 +161,7 @@ class Roofline:
             exprs.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
                           *(op.traffic.get(c, 0) for c in TRAFFIC)])
         symbols = sorted(set().union(*(sp.sympify(e).free_symbols for row in exprs for e in row)), key=str)
-        compiled = (symbols, lambdify(symbols, exprs, cse=False))
-        self._memo[key] = (graph, compiled)
-        return compiled
+        return self._remember(key, graph, (symbols, lambdify(symbols, exprs, cse=False)))
 
     def evaluate(self, graph: Graph, values: dict[sp.Symbol, float]) -> list[dict]:
         """Per-op numbers at one point: FLOPs, bytes by class, intensity, ridge, bound, times (per instance).

@@ -13,10 +13,12 @@ included, every weight of the layer) and R from the device's ridge for the compu
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import sympy as sp
 
+from roofline import codegen
 from roofline.costmodel.device import Roofline
 from roofline.costmodel.graph import build_graph
 from roofline.methods import MethodConfig, build_cache
@@ -24,14 +26,12 @@ from roofline.specs import Hardware, Model
 from roofline.units import B, L
 
 
+@lru_cache(maxsize=4096)
 def solve_balance(flops_per_token, cache_bytes_per_token, weight_bytes, ridge, batch) -> sp.Expr:
-    """The l solving B F l / (B C l + W) = R; oo when remat never crosses the ridge."""
-    l = sp.Symbol("l", positive=True)
+    """The l solving B F l / (B C l + W) = R; oo when remat never crosses the ridge (exact, memoized)."""
     if flops_per_token <= ridge * cache_bytes_per_token:
         return sp.oo
-    balance = sp.Eq(batch * flops_per_token * l, ridge * (batch * cache_bytes_per_token * l + weight_bytes))
-    (root,) = sp.solve(balance, l)
-    return sp.nsimplify(root)
+    return sp.nsimplify(ridge * weight_bytes / (batch * (flops_per_token - ridge * cache_bytes_per_token)))
 
 
 def per_token_slope(expr) -> sp.Expr:
@@ -44,31 +44,44 @@ def per_token_slope(expr) -> sp.Expr:
 
 def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: str = "bf16") -> dict[str, sp.Expr]:
     """F (remat FLOPs per cached token), C (cache bytes read per token) and W (weight bytes) of one
-    full-attention layer of a rematerializing method (its decode op named "remat"), from the op graph."""
-    cache = build_cache(config, model)
-    layer = next((lay for lay in cache.layers if lay.attention.kind == "full"), cache.layers[0])
-    remat = next(op for op in layer.decode_ops if op.name == "remat")
-    graph = build_graph(model, cache, "decode", tp=tp, weight_dtype=weight_dtype)
-    per_layer_ops = [op for op in graph.ops if op.group not in ("model",)]
-    # the remat op (fused into attention or not) already carries its weights (W_k, W_v or Σ B^T)
-    weights = sp.Add(*(op.count * op.traffic.get("weights", 0) for op in per_layer_ops)) / model.num_layers
-    return {"flops": per_token_slope(remat.matmul_flops), "cache": per_token_slope(layer.read_bytes),
-            "weights": sp.nsimplify(weights.subs(B, 1))}
+    full-attention layer of a rematerializing method (its decode op named "remat"), from the op graph; exact
+    rationals, kept by content (roofline.codegen) so a plan does not rebuild the graph."""
+
+    def compute() -> dict[str, str]:
+        cache = build_cache(config, model)
+        layer = next((lay for lay in cache.layers if lay.attention.kind == "full"), cache.layers[0])
+        remat = next(op for op in layer.decode_ops if op.name == "remat")
+        graph = build_graph(model, config, "decode", tp=tp, weight_dtype=weight_dtype)
+        per_layer_ops = [op for op in graph.ops if op.group not in ("model",)]
+        # the remat op (fused into attention or not) already carries its weights (W_k, W_v or Σ B^T)
+        weights = sp.Add(*(op.count * op.traffic.get("weights", 0) for op in per_layer_ops)) / model.num_layers
+        return {"flops": str(per_token_slope(remat.matmul_flops)), "cache": str(per_token_slope(layer.read_bytes)),
+                "weights": str(sp.nsimplify(weights.subs(B, 1)))}
+
+    key = codegen.content_key("remat", model, config, tp, weight_dtype)
+    return {k: sp.Rational(v) for k, v in codegen.cached_json(key, compute).items()}
+
+
+@lru_cache(maxsize=1024)
+def _rational(value: float) -> sp.Expr:
+    """sympy's nsimplify(value, rational=True), memoized (it searches for a simple form: milliseconds)."""
+    return sp.nsimplify(value, rational=True)
+
+
+GENERAL = "l* = R*W/(B*(-C*R + F))"  # the general form, as sympy prints it
 
 
 def remat_limit(model: Model, hardware: Hardware, config: MethodConfig, batch: int = 1,
                 compute_dtype: str = "bf16") -> dict[str, Any]:
     """The catalogue form: l* = R W / (B (F - R C)) with F, C, W from the graph and R from the hardware."""
     terms = remat_terms(model, config)
-    ridge = sp.nsimplify(Roofline(hardware).ridge_point(compute_dtype), rational=True)
+    ridge = _rational(Roofline(hardware).ridge_point(compute_dtype))
     limit = solve_balance(terms["flops"], terms["cache"], terms["weights"], ridge, batch)
-    general = sp.Symbol("R") * sp.Symbol("W") / (B * (sp.Symbol("F") - sp.Symbol("R") * sp.Symbol("C")))
     return {"model": model.name, "hardware": hardware.name, "mode": "catalogue", "bits": config.bits, "batch": batch,
             "compute_dtype": compute_dtype, "ridge_flops_per_byte": float(ridge),
             "remat_flops_per_token": float(terms["flops"]), "cache_bytes_per_token": float(terms["cache"]),
             "weight_bytes_per_layer": float(terms["weights"]),
-            "limit_tokens": float(limit) if limit != sp.oo else float("inf"),
-            "formula": f"l* = {general}"}
+            "limit_tokens": float(limit) if limit != sp.oo else float("inf"), "formula": GENERAL}
 
 
 def model_flops_per_token(model: Model, baseline: MethodConfig) -> sp.Expr:

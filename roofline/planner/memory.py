@@ -88,14 +88,17 @@ def default_reserve(workload: Workload) -> int:
     return RESERVE_SINGLE_BYTES + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)
 
 
-def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache: CacheModel) -> MemoryBudget:
-    """The fullest GPU's budget for this workload and method."""
+def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, weights: float | None = None
+                  ) -> MemoryBudget:
+    """The fullest GPU's budget for this workload and method (`cache`: a CacheModel, or anything with the
+    method's `fixed_total` bytes, e.g. a compiled planner.capacity.CapacityKernel); `weights`: the weight bytes
+    per GPU when already known for this model, tp, pp and weight dtype."""
     fixed = cache.fixed_total / workload.tp / workload.pp
     return MemoryBudget(
         capacity=hardware.memory_bytes,
         usable=hardware.memory_bytes * workload.gpu_memory_utilization,
         reserve=default_reserve(workload),
-        weights=weights_per_gpu(model, workload),
+        weights=weights_per_gpu(model, workload) if weights is None else weights,
         method_params=fixed,
         activations=activation_peak(model, workload),
     )

@@ -1,20 +1,28 @@
 """Phase times for a plan: decode step at (B, L), its closed-form average over a generation, prefill,
-and the pipeline-parallel schedule.
+and the pipeline-parallel schedule — the one step-time path (plan, inversions, plots and serving use it).
 
 Pipeline (pp stages, m micro-batches of B/m sequences): one decode step for all B sequences takes
 (m + pp - 1) stage-times of a micro-batch (the bubble is the pp - 1), a stage-time being the whole-model
 time for B/m sequences over pp plus one activation hand-off (B/m x d x act bytes over the link).
+
+The graphs are compiled once per (model, method, device, tp, dtypes) into numeric functions
+(costmodel.compiled, cached by content in memory and on disk); the sympy graphs are built only on a miss, or
+when a caller asks for them (`graph`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass, field, replace
 
+from roofline import codegen
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
+from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.methods import CacheModel, MethodConfig
+from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import CHUNKS, B, L, P, piecewise_linear_integral
+from roofline.units import CHUNKS, B, L, P
+
+_GRAPH_ARGS = {"decode": (B, L), "decode_mean": (B, L), "prefill": (B, P, CHUNKS)}
 
 
 @dataclass
@@ -24,23 +32,58 @@ class PhaseModel:
     model: Model
     hardware: Hardware
     workload: Workload
-    cache: CacheModel
+    method: MethodConfig | CacheModel
     roofline: Roofline
-    decode: Graph
-    decode_mean: Graph
-    prefill: Graph
+    flavour: str = "scalar"
+    _kernels: dict[str, GraphKernel] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, model: Model, hardware: Hardware, workload: Workload, method: MethodConfig | CacheModel,
-              roofline: Roofline | None = None) -> PhaseModel:
-        """Pass the method config (not its CacheModel) so graphs are shared across workloads."""
-        kw = dict(tp=workload.tp, weight_dtype=workload.weight_dtype, compute_dtype=workload.compute_dtype,
-                  act_bytes=workload.activation_bytes)
+              roofline: Roofline | None = None, flavour: str = "scalar") -> PhaseModel:
+        """Pass the method config (not its CacheModel) so compiled graphs are cached by content and shared
+        across workloads; `flavour` 'vector' takes numpy arrays of batch and context."""
         roof = roofline or roofline_for(hardware, tp=workload.tp)
-        decode = build_graph(model, method, "decode", **kw)
-        return cls(model, hardware, workload, decode.cache, roof, decode,
-                   build_graph(model, method, "decode", occupancy="mean", **kw),
-                   build_graph(model, method, "prefill", **kw))
+        return cls(model, hardware, workload, method, roof, flavour)
+
+    def _graph_kwargs(self, phase: str) -> dict:
+        w = self.workload
+        return dict(tp=w.tp, weight_dtype=w.weight_dtype, compute_dtype=w.compute_dtype, act_bytes=w.activation_bytes,
+                    occupancy="mean" if phase == "decode_mean" else "exact")
+
+    def graph(self, phase: str) -> Graph:
+        """The sympy op graph of 'decode', 'decode_mean' (windows at their mean fill) or 'prefill' (weights read
+        once per chunk: CHUNKS)."""
+        graph = build_graph(self.model, self.method, "prefill" if phase == "prefill" else "decode",
+                            **self._graph_kwargs(phase))
+        if phase != "prefill":
+            return graph
+        ops = tuple(replace(op, traffic={**op.traffic, "weights": op.traffic["weights"] * CHUNKS})
+                    if "weights" in op.traffic else op for op in graph.ops)
+        return replace(graph, ops=ops)
+
+    @property
+    def decode(self) -> Graph:
+        return self.graph("decode")
+
+    @property
+    def prefill(self) -> Graph:
+        return self.graph("prefill")
+
+    @property
+    def cache(self) -> CacheModel:
+        return self.decode.cache
+
+    def kernel(self, phase: str) -> GraphKernel:
+        """The compiled graph of `phase` (see `graph`), loaded or compiled once."""
+        if phase not in self._kernels:
+            key = None
+            if isinstance(self.method, MethodConfig):
+                key = codegen.content_key("graph", self.model, self.method, self.roofline.content(), phase,
+                                          self._graph_kwargs(phase))
+            self._kernels[phase] = graph_kernel(self.roofline, key, lambda: self.graph(phase), _GRAPH_ARGS[phase],
+                                                self.flavour, kinks_in=L if phase == "decode_mean" else None,
+                                                rows=phase != "decode_mean")
+        return self._kernels[phase]
 
     def _handoff(self, seqs) -> float:
         """Activation transfer between pipeline stages for `seqs` sequences (scale-up link, else out)."""
@@ -50,69 +93,72 @@ class PhaseModel:
         return float(seqs * self.model.hidden_size * self.workload.activation_bytes / link.bytes_per_s
                      + link.latency_s)
 
-    def pipeline(self, whole_model_time, batch) -> float:
+    def pipeline(self, whole_model_time, batch):
         """Step time with pp stages and m micro-batches (whole_model_time: a function of sequences)."""
         pp, m = self.workload.pp, min(self.workload.micro_batches, batch)
         if pp == 1:
-            return float(whole_model_time(batch))
+            return whole_model_time(batch)
         micro = batch / m
-        stage = float(whole_model_time(micro)) / pp + self._handoff(micro)
+        stage = whole_model_time(micro) / pp + self._handoff(micro)
         return (m + pp - 1) * stage
 
-    def decode_time(self, batch: int, context: int) -> float:
-        """TPOT: one decode step for `batch` sequences at `context` cached tokens."""
-        fn = self.decode_time_fn()
-        return self.pipeline(lambda b: fn(b, context), batch)
-
-    def decode_time_fn(self):
-        """numpy function (B, L) -> whole-model decode time (no pipeline), for sweeps and bisection."""
-        return self.roofline.compile(self.decode, [B, L], cse=False)
+    def decode_time(self, batch, context):
+        """TPOT: one decode step for `batch` sequences at `context` cached tokens (pipeline included)."""
+        total = self.kernel("decode").total
+        return self.pipeline(lambda b: total(b, context), batch)
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
-        time over L (residual windows at their mean fill) divided by `tokens`. Each op's time is piecewise
-        affine in L, so the integral is exact on its kinks (symbols.piecewise_linear_integral)."""
+        time over L (residual windows at their mean fill) divided by `tokens`. The step time is piecewise
+        affine in L between the kinks of its Min/Max nodes, so the trapezoid rule on those pieces is exact
+        (a piece that is still not affine, a kink the search missed, is split until its midpoint agrees)."""
         if tokens <= 0:
             return self.decode_time(batch, start)
-
-        def whole(b) -> float:
-            total = 0.0
-            for op in self.decode_mean.ops:
-                t = self.roofline.op_times(op).total
-                total += op.count * piecewise_linear_integral(t, L, start, start + tokens, {B: b})
-            return total / tokens
-
-        return self.pipeline(whole, batch)
+        kernel = self.kernel("decode_mean")
+        return self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, batch)
 
     def prefill_time(self, batch: int, prompt: int) -> float:
         """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
         weights once per chunk (ceil(B P / chunk) passes)."""
-        chunk = self.workload.prefill_chunk_tokens or 8192
+        chunk = self.workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK
         chunks = -(-batch * prompt // chunk)
-        fn = self.roofline.compile(self.chunked_prefill, [B, P, CHUNKS], cse=False)
-        return self.pipeline(lambda b: fn(b, prompt, chunks), batch)
+        total = self.kernel("prefill").total
+        return self.pipeline(lambda b: total(b, prompt, chunks), batch)
 
-    @cached_property
-    def chunked_prefill(self) -> Graph:
-        """The prefill graph with each op's weight traffic times CHUNKS."""
-        ops = tuple(replace(op, traffic={**op.traffic, "weights": op.traffic["weights"] * CHUNKS})
-                    if "weights" in op.traffic else op for op in self.prefill.ops)
-        return replace(self.prefill, ops=ops)
+    def rows(self, phase: str, batch, context) -> list[dict]:
+        """Per-op rows (Roofline.evaluate's) of 'decode' at (batch, context) or 'prefill' at P = context."""
+        if phase == "decode":
+            return self.kernel("decode").rows(batch, context)
+        return self.kernel("prefill").rows(batch, context, 1)
 
     def dominant(self, phase: str, batch: int, context: int) -> dict:
         """The op taking the most time in a phase, its share, and the phase's bound: the bound (compute, memory,
         communication or launch latency) of the ops that take most of the phase's time, so a step whose
         largest op is ALU-bound reads "compute" even when its other ops move more bytes than they compute."""
-        graph = self.decode if phase == "decode" else self.prefill
-        rows = self.roofline.evaluate(graph, {B: batch, L: context, P: context})
-        total = sum(r["count"] * r["time_s"] for r in rows) or 1.0
-        top = max(rows, key=lambda r: r["count"] * r["time_s"])
-        compute = sum(r["count"] * r["compute_s"] for r in rows)
-        memory = sum(r["count"] * r["memory_s"] for r in rows)
-        comm = sum(r["count"] * r["comm_s"] for r in rows)
-        by_bound: dict[str, float] = {}
-        for r in rows:
-            by_bound[r["bound"]] = by_bound.get(r["bound"], 0.0) + r["count"] * r["time_s"]
-        bound = max(by_bound, key=by_bound.get)
-        return {"bound": bound, "dominant_op": top["name"], "dominant_share": top["count"] * top["time_s"] / total,
-                "dominant_bound": top["bound"], "compute_s": compute, "memory_s": memory, "comm_s": comm}
+        s = self.kernel("decode").summary(batch, context) if phase == "decode" \
+            else self.kernel("prefill").summary(batch, context, 1)
+        return {"bound": s["bound"], "dominant_op": s["dominant_op"],
+                "dominant_share": s["dominant_time_s"] / (s["total_s"] or 1.0), "dominant_bound": s["dominant_bound"],
+                "compute_s": s["compute_s"], "memory_s": s["memory_s"], "comm_s": s["comm_s"]}
+
+
+def _integral(kernel: GraphKernel, batch, lo: float, hi: float) -> float:
+    """Exact integral over L in [lo, hi] of the kernel's total at `batch` (piecewise affine between kinks)."""
+    f = lambda x: float(kernel.total(batch, x))  # noqa: E731
+    points = {float(lo), float(hi)}
+    for slope, intercept in kernel.kinks(batch, lo):
+        if slope:
+            root = -float(intercept) / float(slope)
+            if lo < root < hi:
+                points.add(root)
+
+    def piece(a: float, b: float, fa: float, fb: float, depth: int) -> float:
+        mid = (a + b) / 2
+        fm = f(mid)
+        if depth == 0 or abs(fm - (fa + fb) / 2) <= 1e-12 * max(abs(fm), 1e-30):
+            return (fa + fb) / 2 * (b - a)
+        return piece(a, mid, fa, fm, depth - 1) + piece(mid, b, fm, fb, depth - 1)
+
+    xs = sorted(points)
+    ys = [f(x) for x in xs]
+    return sum(piece(xs[k], xs[k + 1], ys[k], ys[k + 1], 30) for k in range(len(xs) - 1))

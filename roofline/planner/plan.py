@@ -1,6 +1,11 @@
 """`roofline plan`: for each method on (model, hardware, workload) — max context at the batch, max batch at
 the context, the memory breakdown, TTFT, TPOT (at the context and averaged over the generation), tokens/s
-at the batch and at max batch, bounds, and the method's own limits."""
+at the batch and at max batch, bounds, and the method's own limits.
+
+A MethodPlanner compiles one (model, hardware, method, tp/pp/dtypes/page size) once (phases and capacity:
+numeric functions cached by content, roofline.codegen) and then plans any batch, context, prompt and
+generation length from those functions alone: `point` for one workload, `grid` for arrays of them.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +14,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
-from roofline.kv.layout import PARTS
-from roofline.methods import MethodConfig, build_cache
+from roofline import codegen
+from roofline.methods import MethodConfig
+from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe
-from roofline.planner.memory import MemoryBudget, memory_budget, sequence_kv_expr
+from roofline.planner.memory import MemoryBudget, memory_budget, weights_per_gpu
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import L, window_occupancy
-from roofline.units import lambdify as compile_expr
 
-MAX_SEARCH_CONTEXT = 1 << 34  # past this a cache that still fits is reported as unbounded (windows, eviction)
+__all__ = ["MAX_SEARCH_CONTEXT", "largest_true"]
 
 DEFAULT_SCENARIO = {"model": "Llama-3.1-8B", "hardware": "H100-SXM", "batch": 16, "context_tokens": 32_768,
                     "generated_tokens": 1024}
+ATTENTION_OPS = ("attention", "attn_qk", "attn_pv")
+PLANNERS = 256  # MethodPlanners kept per process (content-keyed LRU)
 
 
 @dataclass
@@ -37,104 +42,111 @@ class MethodPlan:
         return {"method": self.method, "family": self.family, **self.data, "warnings": self.warnings}
 
 
-def largest_true(predicate, lo: int, hi: int) -> int:
-    """Largest integer n in [lo, hi] with predicate(n), for a predicate true up to some n then false;
-    lo - 1 if predicate(lo) is false."""
-    if not predicate(lo):
-        return lo - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if predicate(mid) else (lo, mid - 1)
-    return lo
+class MethodPlanner:
+    """One method on one (model, hardware) with the workload's parallelism, dtypes and page size, compiled."""
+
+    def __init__(self, model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
+                 flavour: str = "scalar") -> None:
+        self.model, self.hardware, self.method, self.workload = model, hardware, method, workload
+        self.phases = PhaseModel.build(model, hardware, workload, method, flavour=flavour)
+        self.capacity: CapacityKernel = capacity_kernel(model, workload, method, flavour)
+        self.weights = weights_per_gpu(model, workload)  # depends on tp, pp and the weight dtype only
+
+    def budget(self, workload: Workload) -> MemoryBudget:
+        """The memory budget at `workload` (its batch, prompt, utilization and reserve)."""
+        return memory_budget(self.model, self.hardware, workload, self.capacity, self.weights)
+
+    def point(self, workload: Workload) -> MethodPlan:
+        """Everything `roofline plan` reports for this method at `workload` (same structure as at build)."""
+        model, hardware, method, phases = self.model, self.hardware, self.method, self.phases
+        budget = self.budget(workload)
+        result = MethodPlan(method.label(), method.family)
+        if budget.kv_pool <= 0:
+            raise_no_room(model, hardware, workload, budget)
+        b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
+        fit = capacity(self.capacity, budget, b, ctx)
+        tpot = phases.decode_time(b, ctx)
+        tpot_avg = phases.average_decode_time(b, prompt, gen) if gen else tpot
+        ttft = phases.prefill_time(b, prompt)
+        mb = fit["max_batch"]
+        tpot_max_batch = phases.decode_time(mb, ctx) if mb else math.inf
+        # heterogeneous heads (ZACK): the attention kernel's SM imbalance (§5.3)
+        tpot, tpot_avg, tpot_max_batch = (t * self._attention_slowdown(n, ctx)
+                                          for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
+        decode = phases.dominant("decode", b, ctx)
+        effective_bits = float(self.capacity.effective_bits(ctx))
+        limits = {"effective_bits": effective_bits, "asymptotic_bits": self.capacity.asymptotic_bits,
+                  **method.limits(model, Probe(model, hardware, workload, ctx))}
+        result.data = {
+            **fit,
+            "effective_bits": effective_bits,
+            "memory": {**budget.as_dict(), "kv_parts_bytes": self.capacity.kv_parts(ctx, b, workload.page_tokens)},
+            "prefill_s": ttft, "ttft_s": ttft,
+            "decode_step_s": tpot, "tpot_s": tpot, "tpot_avg_s": tpot_avg,
+            "tokens_per_s": b / tpot, "tokens_per_s_max_batch": mb / tpot_max_batch if mb else 0.0,
+            "decode": decode, "prefill": phases.dominant("prefill", b, prompt), "bound": decode["bound"],
+            "limits": limits,
+        }
+        result.warnings += _warnings(model, fit, b, ctx)
+        return result
+
+    def _attention_slowdown(self, batch: int, context: int) -> float:
+        """Whole-step factor from the method's attention imbalance: the attention ops' time x (makespan / ideal)."""
+        imbalance = self.method.attention_imbalance(self.model, batch, self.hardware.sm_count)
+        if imbalance <= 1:
+            return 1.0
+        kernel = self.phases.kernel("decode")
+        times = [(op["name"], op["count"] * r[6]) for op, r in zip(kernel.ops, kernel.raw_rows(batch, context),
+                                                                   strict=True)]
+        total = sum(t for _, t in times)
+        attn = sum(t for name, t in times if name in ATTENTION_OPS)
+        return (total + attn * (imbalance - 1)) / total
+
+    def grid(self, batch, context, workload: Workload | None = None) -> dict[str, np.ndarray]:
+        """Plans over arrays of batch and context (broadcast together): KV bytes per sequence, max batch,
+        whether the batch fits, decode step (TPOT) and tokens/s; needs the 'vector' flavour."""
+        if self.phases.flavour != "vector":
+            raise ValueError("flavour: grid() needs a MethodPlanner built with flavour='vector'")
+        if self.workload.pp != 1:
+            raise ValueError("pp: grid() covers pp = 1 (the pipeline schedule is per scalar batch)")
+        batch, context = np.broadcast_arrays(np.asarray(batch, dtype=float), np.asarray(context, dtype=float))
+        pool = self.budget(workload or self.workload).kv_pool
+        need = np.broadcast_to(self.capacity.per_sequence(context), context.shape).astype(float)
+        max_batch = np.floor(pool / need) if pool > 0 else np.zeros_like(need)
+        step = np.broadcast_to(self.phases.kernel("decode").total(batch, context), batch.shape)
+        return {"kv_bytes_per_sequence": need, "max_batch": max_batch, "fits": max_batch >= batch,
+                "decode_step_s": step, "tokens_per_s": batch / step}
 
 
-def _kv_parts(model: Model, workload: Workload, cache, context: int, seqs: int) -> dict[str, float]:
-    """Per-GPU KV bytes of `seqs` sequences at `context`, by part (reserved, paged)."""
-    from roofline.costmodel.blocks import Shard
-
-    share = float(Shard.of(model, workload.tp).kv_fraction) * -(-model.num_layers // workload.pp) / model.num_layers
-    paged = -(-context // workload.page_tokens) * workload.page_tokens
-    parts = {p: float(v.subs(L, paged)) * share * seqs for p, v in cache.reserved_parts().items() if p in PARTS}
-    workspace = float(window_occupancy(cache.workspace_bytes, "peak").subs(L, paged)) * share * seqs
-    if workspace:
-        parts["workspace"] = workspace
-    return {k: v for k, v in parts.items() if v}
-
-
-def _capacity(model, workload, cache, budget: MemoryBudget, batch: int, context: int) -> dict[str, Any]:
-    per_seq = compile_expr([L], sequence_kv_expr(model, workload, cache))
-    pool = budget.kv_pool
-    need = float(per_seq(context))
-    max_batch = int(pool // need) if pool > 0 and need > 0 else 0
-    fits = lambda n: batch * float(per_seq(n)) <= pool  # noqa: E731
-    if pool <= 0 or not fits(1):
-        max_context = 0
-    elif fits(MAX_SEARCH_CONTEXT):
-        max_context = math.inf
-    else:
-        max_context = largest_true(fits, 1, MAX_SEARCH_CONTEXT)
-    return {"kv_bytes_per_sequence": need, "kv_bytes": need * batch, "max_batch": max_batch,
-            "max_context": max_context, "fits": max_batch >= batch}
+def _warnings(model: Model, fit: dict, batch: int, context: int) -> list[str]:
+    out = []
+    if not fit["fits"]:
+        out.append(f"batch {batch} at context {context:,} does not fit: at most {fit['max_batch']} sequences")
+    if context > model.max_position_embeddings:
+        out.append(f"context {context:,} exceeds {model.name}'s max_position_embeddings "
+                   f"{model.max_position_embeddings:,}")
+    mc = fit["max_context"]
+    if mc != math.inf and mc > model.max_position_embeddings:
+        out.append(f"max context {mc:,} is beyond the model's {model.max_position_embeddings:,} positions")
+    return out
 
 
-def _method_limits(model, hardware, workload, method: MethodConfig, cache, context) -> dict[str, Any]:
-    limits: dict[str, Any] = {"effective_bits": float(cache.effective_bits().subs(L, context)),
-                              "asymptotic_bits": float(cache.asymptotic_bits())}
-    limits.update(method.limits(model, Probe(model, hardware, workload, context)))
-    return limits
+_PLANNERS = codegen._LRU(PLANNERS)
+
+
+def method_planner(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
+                   flavour: str = "scalar") -> MethodPlanner:
+    """A MethodPlanner for the workload's structure (tp, pp, dtypes, page size), shared within the process."""
+    w = workload
+    key = codegen.content_key("planner", model, hardware, method, flavour, w.tp, w.pp, w.weight_dtype,
+                              w.compute_dtype, w.activation_bytes, w.page_tokens, w.prefill_chunk_tokens,
+                              w.micro_batches)
+    return _PLANNERS.get_or(key, lambda: MethodPlanner(model, hardware, workload, method, flavour))
 
 
 def plan_method(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig) -> MethodPlan:
     """Everything `roofline plan` reports for one method."""
-    cache = build_cache(method, model)
-    budget = memory_budget(model, hardware, workload, cache)
-    result = MethodPlan(method.label(), method.family)
-    if budget.kv_pool <= 0:
-        raise_no_room(model, hardware, workload, budget)
-    b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
-    capacity = _capacity(model, workload, cache, budget, b, ctx)
-    phases = PhaseModel.build(model, hardware, workload, method)
-    tpot = phases.decode_time(b, ctx)
-    tpot_avg = phases.average_decode_time(b, prompt, gen) if gen else tpot
-    ttft = phases.prefill_time(b, prompt)
-    mb = capacity["max_batch"]
-    tpot_max_batch = phases.decode_time(mb, ctx) if mb else math.inf
-    # heterogeneous heads (ZACK): the attention kernel's SM imbalance (§5.3)
-    tpot, tpot_avg, tpot_max_batch = (t * _attention_slowdown(phases, method, model, hardware, n, ctx)
-                                      for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
-    decode = phases.dominant("decode", b, ctx)
-    result.data = {
-        **capacity,
-        "effective_bits": float(cache.effective_bits().subs(L, ctx)),
-        "memory": {**budget.as_dict(), "kv_parts_bytes": _kv_parts(model, workload, cache, ctx, b)},
-        "prefill_s": ttft, "ttft_s": ttft,
-        "decode_step_s": tpot, "tpot_s": tpot, "tpot_avg_s": tpot_avg,
-        "tokens_per_s": b / tpot, "tokens_per_s_max_batch": mb / tpot_max_batch if mb else 0.0,
-        "decode": decode, "prefill": phases.dominant("prefill", b, prompt), "bound": decode["bound"],
-        "limits": _method_limits(model, hardware, workload, method, cache, ctx),
-    }
-    if not capacity["fits"]:
-        result.warnings.append(f"batch {b} at context {ctx:,} does not fit: at most {mb} sequences")
-    if ctx > model.max_position_embeddings:
-        result.warnings.append(f"context {ctx:,} exceeds {model.name}'s max_position_embeddings "
-                               f"{model.max_position_embeddings:,}")
-    mc = capacity["max_context"]
-    if mc != math.inf and mc > model.max_position_embeddings:
-        result.warnings.append(f"max context {mc:,} is beyond the model's {model.max_position_embeddings:,} positions")
-    return result
-
-
-def _attention_slowdown(phases: PhaseModel, method: MethodConfig, model, hardware, batch, context) -> float:
-    """Whole-step factor from the method's attention imbalance: the attention op's time x (makespan / ideal)."""
-    from roofline.units import B
-
-    imbalance = method.attention_imbalance(model, batch, hardware.sm_count)
-    if imbalance <= 1:
-        return 1.0
-    rows = phases.roofline.evaluate(phases.decode, {B: batch, L: context})
-    total = sum(r["count"] * r["time_s"] for r in rows)
-    attn = sum(r["count"] * r["time_s"] for r in rows if r["name"] in ("attention", "attn_qk", "attn_pv"))
-    return (total + attn * (imbalance - 1)) / total
+    return method_planner(model, hardware, workload, method).point(workload)
 
 
 def raise_no_room(model, hardware, workload, budget: MemoryBudget) -> None:
@@ -152,18 +164,3 @@ def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[Met
     results = [plan_method(model, hardware, workload, m).as_dict() for m in methods]
     return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
             "gpus": workload.gpus, "results": results}
-
-
-def max_context_by_bits(model, hardware, workload, method: MethodConfig, bits_values) -> np.ndarray:
-    """Max context at the workload's batch for each bit-width (the method's bits symbol substituted)."""
-    from roofline.units import BITS
-
-    cache = build_cache(method, model, bits=BITS)
-    budget = memory_budget(model, hardware, workload, cache)
-    expr = sequence_kv_expr(model, workload, cache)
-    out = []
-    for value in bits_values:
-        per_seq = compile_expr([L], expr.subs(BITS, sp.nsimplify(value)))
-        fits = lambda n: workload.batch * float(per_seq(n)) <= budget.kv_pool  # noqa: E731, B023
-        out.append(largest_true(fits, 1, MAX_SEARCH_CONTEXT) if budget.kv_pool > 0 else 0)
-    return np.asarray(out, dtype=float)

@@ -24,7 +24,6 @@ from roofline.methods import MethodConfig, parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.report import GIB, tb_per_s, tflops
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import B, L, P
 
 CEILING_DTYPES = ("fp32", "bf16", "fp8")  # drawn when the device has a dense peak for them
 ATTENTION_OPS = ("attention", "attn_qk", "attn_pv", "attn_softmax")
@@ -67,8 +66,7 @@ def op_points(model: Model, hardware: Hardware, workload: Workload, method: Meth
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
     phases = PhaseModel.build(model, hardware, workload, method)
-    graph = phases.decode if phase == "decode" else phases.prefill
-    rows = phases.roofline.evaluate(graph, {B: workload.batch, L: workload.context_tokens, P: workload.prompt})
+    rows = phases.rows(phase, workload.batch, workload.context_tokens if phase == "decode" else workload.prompt)
     groups: dict[str, set[str]] = {}
     for row in rows:
         groups.setdefault(row["name"], set()).add(row["group"])

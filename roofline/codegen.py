@@ -1,0 +1,231 @@
+"""Numeric functions compiled from sympy expressions once, and kept by content: in memory (bounded LRU) and on
+disk (generated Python source in the user's cache directory, bounded), so a new process skips both the
+symbolic build and the printing for any (model, method, device, parallelism) it has met before.
+
+Why generated source on disk: building the op graph (sympy) and printing it (lambdify) cost seconds per
+method, evaluating the printed code costs microseconds. The key is a hash of the inputs' content (pydantic JSON)
+and of roofline's own source files, so an edit to the model invalidates every entry; nothing is keyed by `id()`.
+
+Two flavours of the same expressions: `scalar` prints with Python's `math` (builtin max/min, `%`, `//` on
+floats: ~10x faster per call than numpy on scalars) and `vector` with numpy (arrays of batch/context).
+The cache folder is $ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline, else ~/.cache/roofline; set
+ROOFLINE_CACHE_DIR=off to keep everything in memory. An unwritable folder is skipped silently.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy
+
+MEMORY_ENTRIES = 512  # compiled function sets kept per process
+DISK_ENTRIES = 4096  # files kept on disk; the oldest tenth goes when exceeded
+_FORMAT = 1
+
+
+class _LRU(OrderedDict):
+    """A dict bounded to `size` entries, least recently used dropped first."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get_or(self, key: str, make: Callable[[], Any]) -> Any:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = make()
+        self[key] = value
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+_MEMORY = _LRU(MEMORY_ENTRIES)
+
+
+@cache
+def code_version() -> str:
+    """Hash of roofline's Python sources and the sympy version: a change to either invalidates the cache."""
+    import sympy
+
+    digest = hashlib.sha256(sympy.__version__.encode())
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def content_key(kind: str, *parts: Any) -> str:
+    """A stable key for `parts` (JSON-able, or pydantic models: their JSON), prefixed by `kind`."""
+    def plain(part: Any) -> Any:
+        if hasattr(part, "model_dump_json"):
+            return [type(part).__name__, part.model_dump_json()]
+        return part
+
+    text = json.dumps([_FORMAT, code_version(), [plain(p) for p in parts]], sort_keys=True, default=str)
+    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+def cache_dir() -> Path | None:
+    """The on-disk cache folder, or None when disabled."""
+    env = os.environ.get("ROOFLINE_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "none") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "roofline"
+
+
+def _disk_read(key: str) -> dict | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / f"{key}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == _FORMAT else None
+
+
+def _disk_write(key: str, data: dict) -> None:
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as tmp:
+            json.dump({"format": _FORMAT, **data}, tmp)
+        os.replace(tmp.name, folder / f"{key}.json")
+        entries = list(folder.glob("*.json"))
+        if len(entries) > DISK_ENTRIES:
+            entries.sort(key=lambda p: p.stat().st_mtime)
+            for old in entries[: len(entries) - DISK_ENTRIES * 9 // 10]:
+                old.unlink(missing_ok=True)
+    except OSError:
+        return
+
+
+def cached_json(key: str, compute: Callable[[], Any]) -> Any:
+    """`compute()` (JSON-able) once per key: memory, then disk, then computed and stored."""
+    def load() -> Any:
+        hit = _disk_read(key)
+        if hit is not None and "value" in hit:
+            return hit["value"]
+        value = compute()
+        _disk_write(key, {"value": value})
+        return value
+
+    return _MEMORY.get_or(key, load)
+
+
+@cache
+def _unevaluated():
+    """Max and Min that never evaluate (sympy's compare their arguments on every rebuild, which makes common-
+    subexpression elimination slow), printed as Python's max/min or numpy's maximum/minimum; and Mod printed
+    with its parentheses."""
+    import sympy as sp
+
+    def make(name: str, builtin: str, ufunc: str):
+        def pycode(self, printer) -> str:
+            return f"{builtin}({', '.join(printer.doprint(a) for a in self.args)})"
+
+        def npcode(self, printer) -> str:
+            text = printer.doprint(self.args[0])
+            for arg in self.args[1:]:
+                text = f"numpy.{ufunc}({text}, {printer.doprint(arg)})"
+            return text
+
+        return type(name, (sp.Function,), {"_pythoncode": pycode, "_lambdacode": pycode, "_numpycode": npcode})
+
+    def mod_py(self, printer) -> str:
+        # parenthesized: sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5`, which Python reads as (3*x) % 5
+        a, b = (printer.doprint(arg) for arg in self.args)
+        return f"(({a}) % ({b}))"
+
+    def mod_np(self, printer) -> str:
+        a, b = (printer.doprint(arg) for arg in self.args)
+        return f"numpy.mod({a}, {b})"
+
+    mod = type("ModU", (sp.Function,), {"_pythoncode": mod_py, "_lambdacode": mod_py, "_numpycode": mod_np})
+    return {sp.Max: make("MaxU", "max", "maximum"), sp.Min: make("MinU", "min", "minimum"), sp.Mod: mod}
+
+
+def _plain(expr: Any) -> Any:
+    """`expr` (or nested lists of expressions) with Max/Min/Mod swapped for their unevaluated twins."""
+    import sympy as sp
+
+    if isinstance(expr, list | tuple):
+        return [_plain(e) for e in expr]
+    expr = sp.sympify(expr)
+    swaps = _unevaluated()
+
+    def walk(node):
+        if not node.args:
+            return node
+        args = [walk(a) for a in node.args]
+        if node.func in swaps:
+            return swaps[node.func](*args)
+        return node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
+
+    return walk(expr)
+
+
+def _source(symbols: list, expr: Any, name: str, flavour: str) -> str:
+    """Python source of `def name(*symbols)` returning expr (a sympy expression or nested lists of them)."""
+    import inspect
+
+    import sympy as sp
+
+    fn = sp.lambdify(list(symbols), _plain(expr), modules="math" if flavour == "scalar" else "numpy", cse=False)
+    text = inspect.getsource(fn)
+    return text.replace("def _lambdifygenerated(", f"def {name}(", 1)
+
+
+def _exec(sources: dict[str, str], flavour: str) -> dict[str, Callable]:
+    # lambdify's own namespaces: the module's names bare (mod, floor, ...) and the module itself
+    module = math if flavour == "scalar" else numpy
+    namespace = {**vars(module), "math": math, "numpy": numpy, "builtins": builtins}
+    for text in sources.values():
+        exec(compile(text, "<roofline-codegen>", "exec"), namespace)  # noqa: S102  (our own generated code)
+    return {name: namespace[name] for name in sources}
+
+
+def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any], dict[str, Any]]],
+             flavour: str = "scalar") -> tuple[dict[str, Callable], dict[str, Any]]:
+    """(functions by name, metadata) for `key`; `build()` -> (symbols, {name: expression}, metadata) runs only on a
+    miss (memory and disk). `flavour` 'scalar' (math) or 'vector' (numpy arrays). `key` None: built and
+    compiled every call, nothing kept (expressions without a content key)."""
+    if flavour not in ("scalar", "vector"):
+        raise ValueError(f"flavour: {flavour!r} is not 'scalar' or 'vector'")
+
+    def make() -> tuple[dict[str, str], dict[str, Any]]:
+        symbols, exprs, meta = build()
+        symbols = list(symbols)
+        return {name: _source(symbols, expr, name, flavour) for name, expr in exprs.items()}, meta
+
+    if key is None:
+        sources, meta = make()
+        return _exec(sources, flavour), meta
+    full_key = f"{key}-{flavour}"
+
+    def load() -> tuple[dict[str, Callable], dict[str, Any]]:
+        hit = _disk_read(full_key)
+        if hit is not None and "sources" in hit:
+            return _exec(hit["sources"], flavour), hit.get("meta", {})
+        sources, meta = make()
+        _disk_write(full_key, {"sources": sources, "meta": meta})
+        return _exec(sources, flavour), meta
+
+    return _MEMORY.get_or(full_key, load)

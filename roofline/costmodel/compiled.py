@@ -1,0 +1,144 @@
+"""A phase's op graph on one device, compiled to numeric functions once (roofline.codegen): the per-op rows
+(FLOPs, bytes, compute / memory / communication time, time) and the phase total, of the workload symbols.
+
+This is what the planner evaluates; the sympy graph is built only when the compiled form is not cached
+(key: the content of model, method, device, options and graph parameters). Rows carry the same numbers as
+Roofline.evaluate on the graph, in the same op order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import sympy as sp
+
+from roofline import codegen
+from roofline.costmodel.device import Roofline
+from roofline.costmodel.graph import Graph
+from roofline.costmodel.ops import TRAFFIC
+from roofline.units import _kink_pairs
+
+ROW_FIELDS = ("matmul_flops", "vector_flops", "bytes", "compute_s", "memory_s", "comm_s", "time_s")
+
+
+@dataclass
+class GraphKernel:
+    """Compiled rows and total of one graph on one device; `symbols` name the functions' arguments."""
+
+    symbols: tuple[str, ...]
+    ops: tuple[dict[str, Any], ...]  # name, group, count, source, dtype, is_comm, timed
+    functions: dict[str, Callable]
+    roof: Roofline
+
+    @cached_property
+    def _static(self) -> tuple[tuple[str, int, bool, bool], ...]:
+        return tuple((op["name"], op["count"], op["is_comm"], op["timed"]) for op in self.ops)
+
+    def total(self, *args: float) -> float:
+        """Phase time: sum over ops of count x op time."""
+        return self.functions["total"](*args)
+
+    def kinks(self, *args: float) -> list[tuple[float, float]]:
+        """(slope, intercept) in the last symbol of every Min/Max argument difference that is affine in it."""
+        return self.functions["kinks"](*args) if "kinks" in self.functions else []
+
+    def raw_rows(self, *args: float) -> list[list[float]]:
+        """Per op: ROW_FIELDS then the bytes of each TRAFFIC class (per instance)."""
+        return self.functions["rows"](*args)
+
+    def summary(self, *args: float) -> dict[str, Any]:
+        """The phase at this point without building rows: total time, summed compute / memory / communication
+        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op."""
+        floor = self.roof.latency_floor()
+        total = compute = memory = comm = 0.0
+        by_bound: dict[str, float] = {}
+        top, top_time, top_bound = None, -1.0, ""
+        for (name, n, is_comm, timed), r in zip(self._static, self.raw_rows(*args), strict=True):
+            t = n * r[6]
+            total += t
+            compute += n * r[3]
+            memory += n * r[4]
+            comm += n * r[5]
+            if is_comm:
+                bound = "communication"
+            elif timed and floor > 0 and r[6] <= floor:
+                bound = "latency"
+            else:
+                bound = "compute" if r[3] > r[4] else "memory"
+            by_bound[bound] = by_bound.get(bound, 0.0) + t
+            if t > top_time:
+                top, top_time, top_bound = name, t, bound
+        return {"total_s": total, "compute_s": compute, "memory_s": memory, "comm_s": comm,
+                "bound": max(by_bound, key=by_bound.get), "dominant_op": top, "dominant_time_s": top_time,
+                "dominant_bound": top_bound}
+
+    def rows(self, *args: float) -> list[dict[str, Any]]:
+        """Roofline.evaluate's rows at this point (per-op numbers, intensity, ridge, bound)."""
+        floor = self.roof.latency_floor()
+        out = []
+        for op, numbers in zip(self.ops, self.raw_rows(*args), strict=True):
+            num = {k: float(v) for k, v in zip(ROW_FIELDS, numbers[:7], strict=True)}
+            flops = num["matmul_flops"] + num["vector_flops"]
+            if op["is_comm"]:
+                bound = "communication"
+            elif op["timed"] and floor > 0 and num["time_s"] <= floor:
+                bound = "latency"
+            else:
+                bound = "compute" if num["compute_s"] > num["memory_s"] else "memory"
+            out.append({
+                "name": op["name"], "group": op["group"], "count": op["count"], "source": op["source"],
+                "dtype": op["dtype"], **num, "flops": flops,
+                "traffic": {c: float(v) for c, v in zip(TRAFFIC, numbers[7:], strict=True)},
+                "intensity_flops_per_byte": flops / num["bytes"] if num["bytes"] else float("inf"),
+                "ridge_flops_per_byte": self.roof.ridge_point(op["dtype"]),
+                "bound": bound,
+            })
+        return out
+
+
+def _kink_coefficients(total: sp.Expr, symbol: sp.Symbol) -> list[list[sp.Expr]]:
+    """[slope, intercept] in `symbol` of each affine Min/Max argument difference of `total` (other symbols free)."""
+    out, seen = [], set()
+    for diff in _kink_pairs(total, symbol):
+        try:
+            poly = sp.Poly(diff, symbol)
+        except sp.PolynomialError:
+            continue
+        if poly.degree() != 1:
+            continue
+        slope, intercept = poly.all_coeffs()
+        if (slope, intercept) not in seen:
+            seen.add((slope, intercept))
+            out.append([slope, intercept])
+    return out
+
+
+def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], symbols: tuple[sp.Symbol, ...],
+                 flavour: str = "scalar", kinks_in: sp.Symbol | None = None, rows: bool = True) -> GraphKernel:
+    """Compile (or load) `build()`'s graph on `roof` as functions of `symbols`; `kinks_in`: also the kinks of the
+    total in that symbol, as functions of the other symbols. `key` None: no caching (the graph has no content
+    key, e.g. one built from a bare CacheModel). `rows` False: only the total (and kinks)."""
+
+    with_rows = rows
+
+    def make() -> tuple[list, dict[str, Any], dict[str, Any]]:
+        graph = build()
+        rows, ops = [], []
+        for op in graph.ops:
+            t = roof.op_times(op)
+            rows.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
+                         *(op.traffic.get(c, 0) for c in TRAFFIC)])
+            ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
+                        "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
+        total = roof.time(graph)
+        exprs: dict[str, Any] = {"rows": rows, "total": total} if with_rows else {"total": total}
+        if kinks_in is not None:
+            # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
+            exprs["kinks"] = _kink_coefficients(total, kinks_in)
+        return list(symbols), exprs, {"ops": ops}
+
+    functions, meta = codegen.compiled(key, make, flavour)
+    return GraphKernel(tuple(str(s) for s in symbols), tuple(meta["ops"]), functions, roof)

@@ -1,0 +1,89 @@
+"""roofline.codegen and the compiled graphs: generated code equals sympy's exact evaluation, and the cache is
+keyed by content, bounded, and survives a new process (disk)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline import codegen
+from roofline.catalogue import load_hardware, load_model
+from roofline.methods import parse_method
+from roofline.planner.phases import PhaseModel
+from roofline.specs import Workload
+from roofline.units import B, L, ceildiv
+
+LLAMA8, H100 = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
+
+
+def _function(expr, flavour="scalar"):
+    fns, _ = codegen.compiled(None, lambda: ([B, L], {"f": expr}, {}), flavour)
+    return fns["f"]
+
+
+def test_mod_inside_a_product_keeps_its_parentheses() -> None:
+    # sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5` ((3x) mod 5): 25604 x 124 by hand, not (25604 x 32764) % 128
+    expr = B * (25604 * L - 25604 * sp.Mod(sp.Max(0, L - 4), 128) - 25604 * sp.Min(4, L))
+    assert _function(expr)(16, 32768) == 16 * 25604 * (32768 - 124 - 4)
+    assert float(_function(expr, "vector")(16, 32768)) == 16 * 25604 * (32768 - 124 - 4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=st.integers(1, 512), l=st.integers(1, 1 << 22))
+def test_generated_code_equals_exact_evaluation(b: int, l: int) -> None:
+    expr = (3 * sp.Mod(L, 96) + ceildiv(L, 2048) * B - sp.Min(L, 4096) / 7 + sp.Max(B * L / 3, 10**6)) * B
+    exact = float(expr.subs({B: b, L: l}))
+    assert _function(expr)(b, l) == pytest.approx(exact, rel=1e-12)
+    assert float(_function(expr, "vector")(b, l)) == pytest.approx(exact, rel=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["bf16", "kivi-2", "aquakv-2", "xquant-cl-2", "zack-50+kvquant-4+keyformer-50"])
+def test_compiled_step_equals_the_sympy_graph(spec: str, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    w = Workload(batch=16, context_tokens=32768)
+    phases = PhaseModel.build(LLAMA8, H100, w, parse_method(spec))
+    graph_time = phases.roofline.time(phases.decode)
+    for b, ctx in ((1, 1), (16, 32768), (7, 100_003)):
+        assert phases.decode_time(b, ctx) == pytest.approx(float(graph_time.subs({B: b, L: ctx})), rel=1e-12)
+
+
+def test_cache_is_keyed_by_content_and_kept_on_disk(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    built = []
+
+    def build():
+        built.append(1)
+        return [B, L], {"f": B * L + 1}, {"note": "meta"}
+
+    key = codegen.content_key("test", LLAMA8, "x")
+    assert key != codegen.content_key("test", LLAMA8, "y")
+    assert key != codegen.content_key("test", LLAMA8.model_copy(update={"num_layers": 31}), "x")
+    fns, meta = codegen.compiled(key, build)
+    assert fns["f"](2, 3) == 7 and meta == {"note": "meta"} and len(built) == 1
+    codegen._MEMORY.clear()  # a new process: memory empty, disk kept
+    fns, _ = codegen.compiled(key, build)
+    assert fns["f"](2, 3) == 7 and len(built) == 1
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1 and "sources" in json.loads(files[0].read_text())
+
+
+def test_cache_off_writes_nothing_and_memory_is_bounded(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", "off")
+    lru = codegen._LRU(3)
+    for i in range(10):
+        lru.get_or(str(i), lambda i=i: i)
+    assert list(lru) == ["7", "8", "9"]
+    codegen.compiled(codegen.content_key("test-off", 1), lambda: ([B], {"f": B}, {}))
+    assert not list(tmp_path.iterdir())
+
+
+def test_unwritable_cache_folder_is_skipped(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(blocker / "cache"))
+    fns, _ = codegen.compiled(codegen.content_key("test-unwritable", 2), lambda: ([B], {"f": 2 * B}, {}))
+    assert fns["f"](4) == 8
