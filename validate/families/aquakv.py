@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
+from roofline.validation.families import aquakv as predicted
 from validate.families.attention_fp16 import relative_rms
 from validate.families.packing import MODES, QuantTensor, TensorRecipe, quantize, tensor_shapes
 from validate.families.quant_attention import _affine, _channel_codes, _float, _operand, _repeat
@@ -279,29 +280,6 @@ def sm90_specs(kv_dim: int = KV_DIM, method: str = METHOD) -> list[dict]:
     return specs
 
 
-def model(kv_heads: int = KV_HEADS, head_dim: int = HEAD_DIM, heads: int = HEADS):
-    """A two-layer roofline Model with these attention heads: layer 1 is the predicted layer group."""
-    from roofline.specs import Model
-
-    return Model(name=f"aquakv-h{heads}-kv{kv_heads}-d{head_dim}", source="validate: synthetic two-layer model",
-                 architecture="LlamaForCausalLM", num_layers=2, hidden_size=heads * head_dim, num_heads=heads,
-                 num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=4 * heads * head_dim,
-                 vocab_size=32000, tie_word_embeddings=False, max_position_embeddings=1 << 20)
-
-
-def _model_and_method(p: dict):
-    from roofline.methods import parse_method
-
-    return model(p["num_kv_heads"], p["head_dim"], p["num_heads"]), parse_method(p["method"])
-
-
-def case_work(case: Case) -> dict:
-    """Bytes and FLOPs from the roofline "aquakv_reconstruct" op; None without roofline (GPU box)."""
-    from validate.predict import case_op_work
-
-    return case_op_work(_model_and_method, "aquakv_reconstruct", case.params)
-
-
 def _check(t: TensorRecipe, kv_dim: int, rows: int) -> float:
     """Relative RMS of the kernel against the torch reference on random rows, with the tiles of `rows`."""
     check = BIG_ROWS if rows >= BIG_ROWS else CHECK_ROWS
@@ -334,7 +312,7 @@ def _run(case: Case) -> dict:
     probe = make()
     set_bytes = sum(x.numel() * x.element_size() for xs in kernel_io(*probe).values() for x in xs)
     sets = [probe] + [make() for _ in range(rotation_count(set_bytes) - 1)]
-    return {"ms": graph_ms(reconstruct, sets), **case_work(case), "eager_ms": eager_ms(reconstruct, sets),
+    return {"ms": graph_ms(reconstruct, sets), **predicted.work(case.params), "eager_ms": eager_ms(reconstruct, sets),
             "rows": rows, "rotation": len(sets), "check_rel_rms": error, "tiles": list(tiles(t, kv_dim, rows, False))}
 
 
@@ -352,10 +330,4 @@ class AquaKVReconstruct:
         return _run(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """The roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer
-        model with these heads, decode at B = batch, L = context (validate.predict.predict_op)."""
-        from validate.predict import predict_op
-
-        m, method = _model_and_method(case.params)
-        return predict_op(m, method, "aquakv_reconstruct", {"B": case.params["batch"], "L": case.params["context"]},
-                          hardware)
+        return predicted.predict(case, hardware)
