@@ -79,7 +79,7 @@ def test_allocated_tensors_are_the_layout(spec: str) -> None:
 
 def test_packing_is_dense_and_exact() -> None:
     # 3-bit codes along tokens: a 2-bit plane (4 per byte) then a 1-bit plane (8 per byte): 3 bytes per 8 codes
-    t = packing.TensorRecipe(bits=3, group=32, along="tokens")
+    t = packing.TensorRecipe.make(bits=3, group=32, along="tokens")
     u = torch.randint(0, 8, (64, 5), generator=torch.Generator().manual_seed(0))
     packed = packing.pack(u, t, dim=0)
     assert packed.shape == (24, 5) and packed.dtype == torch.uint8

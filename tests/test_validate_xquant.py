@@ -159,7 +159,8 @@ def test_rope_and_remat_reference_by_hand() -> None:
 def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) -> None:
     g = torch.Generator().manual_seed(3)
     d = 128
-    delta, deq = quantize(torch.randn(batch, 1, tokens, width or d, generator=g), TensorRecipe(2, 32, along="channels"))
+    rec = TensorRecipe.make(2, 32, along="channels")
+    delta, deq = quantize(torch.randn(batch, 1, tokens, width or d, generator=g), rec)
     u_t = None if width is None else (torch.randn(width, d, generator=g) * width ** -0.5).to(torch.bfloat16)
     if acc_bits == 16:
         acc = torch.randn(batch, tokens, d, generator=g).to(torch.bfloat16)

@@ -38,9 +38,6 @@ METHOD = "aquakv-2"
 BATCHES = (1, 8)
 CONTEXTS = (1024, 4096, 16384, 65536)
 QUICK = ((1, 4096), (8, 65536))
-# AQUA-KV's fields as roofline.methods.aquakv.AquaKV defines them (tests compare the storage)
-DEFAULTS = {"bits": 2, "grid_dim": 2, "quantizer": "higgs", "hadamard_group": 1024, "group_size": 64, "sinks": 4,
-            "buffer": 128, "buffer_mode": "block", "predictor": "linear", "decode": "reference"}
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the best of 8 configurations on an H200 (triton 3.6),
 # 528 TFLOP/s at 130K rows; below BIG_ROWS the small tiles fill the SMs (214 vs 132 TFLOP/s at 896 rows)
 GPU_TILES = {"big": (128, 256, 64, 8, 3), "small": (64, 128, 64, 4, 3)}
@@ -91,29 +88,19 @@ def predict_kernel(x1_ptr, x2_ptr, w_ptr, bias_ptr, codes_ptr, scale_ptr, zero_p
 
 
 def storage(spec: str, kv_dim: int) -> TensorRecipe:
-    """The residual's storage for an AQUA-KV SPEC (`aquakv`, `aquakv-B`, `...:key=value,...`), as
-    roofline's AquaKV.residual_quant: HIGGS b bits + one fp16 norm per min(hadamard_group, d_kv) channels,
-    or uniform b bits + fp16 scale and zero per group_size channels; sinks and a block buffer in fp16."""
-    name, _, args = spec.partition(":")
-    f = dict(DEFAULTS)
-    if name.startswith("aquakv-"):
-        f["bits"] = int(name.removeprefix("aquakv-"))
-    elif name != "aquakv":
-        raise ValueError(f"method: {name!r} is not aquakv or aquakv-B")
-    for item in filter(None, args.split(",")):
-        key, _, value = item.partition("=")
-        if key not in f:
-            raise ValueError(f"method {spec!r}: unknown field {key!r}")
-        f[key] = value if isinstance(f[key], str) else float(value) if key == "bits" else int(value)
-    if f["predictor"] != "linear" or f["decode"] != "reference":
+    """The residual's storage for an AQUA-KV SPEC: roofline's AquaKV.residual_quant(d_kv) (HIGGS b bits + one
+    fp16 norm per min(hadamard_group, d_kv) channels, stored here as a symmetric uniform grid of the same bytes;
+    or uniform b bits + fp16 scale and zero per group_size channels; sinks and a block buffer in fp16)."""
+    from roofline.methods import parse_method
+
+    config = parse_method(spec)
+    if config.method != "aquakv":
+        raise ValueError(f"method: {spec!r} is not aquakv")
+    if config.predictor != "linear" or config.decode != "reference":
         raise ValueError(f"method {spec!r}: the kernel runs linear predictors in the reference decode only")
-    if float(f["bits"]) != int(f["bits"]):
-        raise ValueError(f"bits: {f['bits']} is not a whole number of bits per packed value")
-    common = {"bits": int(f["bits"]), "along": "channels", "sinks": f["sinks"], "window": f["buffer"],
-              "window_mode": f["buffer_mode"]}
-    if f["quantizer"] == "higgs":
-        return TensorRecipe(group=min(f["hadamard_group"], kv_dim), mode="symmetric", **common)
-    return TensorRecipe(group=f["group_size"], mode="asymmetric", **common)
+    if float(config.bits) != int(config.bits):
+        raise ValueError(f"bits: {config.bits} is not a whole number of bits per packed value")
+    return TensorRecipe(config.residual_quant(kv_dim))
 
 
 @dataclass

@@ -63,7 +63,7 @@ def params(variant: str, batch: int, context: int, acc_bits: int | None = None, 
 
 def recipes(p: dict) -> tuple[TensorRecipe, TensorRecipe | None]:
     if p["variant"] == "acc_update":
-        return TensorRecipe(p["bits"], p["group_size"], along="channels"), None
+        return xk.recipes(p["bits"], p["group_size"], mha=True)  # XQuant-CL's delta: per-token groups, no window
     return xk.recipes(p["bits"], p["group_size"], p["variant"] == "mha_fused")
 
 
