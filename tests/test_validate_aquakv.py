@@ -11,10 +11,11 @@ import torch  # noqa: E402
 from roofline.catalogue import load_hardware  # noqa: E402
 from roofline.methods import parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
+from roofline.validation.families import aquakv as predicted  # noqa: E402
+from roofline.validation.predict import _graph, op_work  # noqa: E402
 from validate.families import aquakv as fam  # noqa: E402
 from validate.families import packing  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
-from validate.predict import _graph, op_work  # noqa: E402
 from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 
 SPECS = ["aquakv-2", "aquakv-3", "aquakv-4", "aquakv:buffer=16", "aquakv-2:sinks=0,buffer=32",
@@ -87,7 +88,7 @@ def test_storage_is_roofline_residual_quant(spec: str) -> None:
 
 
 def predicted_group(spec: str, kv_dim_heads: int = fam.KV_HEADS):
-    m = fam.model(kv_dim_heads, fam.HEAD_DIM, fam.HEADS)
+    m = predicted.model(kv_dim_heads, fam.HEAD_DIM, fam.HEADS)
     graph = _graph(m, parse_method(spec), "decode")
     ops = [op for op in graph.ops if op.name == "aquakv_reconstruct"]
     assert len(ops) == 1 and ops[0].group == "full#2" and ops[0].count == m.num_layers - 1
@@ -151,4 +152,4 @@ def test_grid_and_prediction() -> None:
     rows = 8 * (65536 - 4 - (65532 % 128))
     assert pred["flops"] > 6 * fam.KV_DIM ** 2 * rows and pred["bound"] == "compute"
     assert pred["time_s"] == pytest.approx(pred["compute_s"]) and pred["compute_s"] > pred["memory_s"]
-    assert fam.case_work(case) == {"bytes": pred["bytes"], "flops": pred["flops"]}
+    assert predicted.work(case.params) == {"bytes": pred["bytes"], "flops": pred["flops"]}

@@ -8,6 +8,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: kernels run o
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from roofline.validation.families import fp16_attention as predicted  # noqa: E402
 from validate.families import attention_fp16 as fam  # noqa: E402
 from validate.registry import Case  # noqa: E402
 from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
@@ -61,7 +62,7 @@ def test_case_work_is_the_roofline_attention_op() -> None:
     # + 2 splits' fp32 partials (32 x 2 x 130 x 4) written and read by the reduce, which merges them (3 FLOPs each)
     case = fam.FP16Attention().cases(quick=True)[0]
     assert (case.params["batch"], case.params["context"]) == (1, 4096)
-    assert fam.work(case) == {"bytes": 2 * 4096 * 8 * 128 * 2 + 2 * 32 * 128 * 2 + 2 * 32 * 2 * 130 * 4,
+    assert predicted.work(case.params) == {"bytes": 2 * 4096 * 8 * 128 * 2 + 2 * 32 * 128 * 2 + 2 * 32 * 2 * 130 * 4,
                               "flops": 2 * 32 * 4096 * 256 + 5 * 32 * 4096 + 3 * 32 * 2 * 128}
 
 

@@ -20,12 +20,12 @@ import torch  # noqa: E402
 from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
+from roofline.validation.families.quant_attention import work as case_work  # noqa: E402
 from validate.families import packing, quant_kernels  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
 from validate.families.quant_attention import (  # noqa: E402
     QuantAttention,
     attention,
-    case_work,
     layout_bytes,
     sm90_spec,
 )
@@ -79,7 +79,7 @@ def test_allocated_tensors_are_the_layout(spec: str) -> None:
 
 def test_packing_is_dense_and_exact() -> None:
     # 3-bit codes along tokens: a 2-bit plane (4 per byte) then a 1-bit plane (8 per byte): 3 bytes per 8 codes
-    t = packing.TensorRecipe(bits=3, group=32, along="tokens")
+    t = packing.TensorRecipe.make(bits=3, group=32, along="tokens")
     u = torch.randint(0, 8, (64, 5), generator=torch.Generator().manual_seed(0))
     packed = packing.pack(u, t, dim=0)
     assert packed.shape == (24, 5) and packed.dtype == torch.uint8
@@ -236,7 +236,7 @@ def test_kernel_bytes_are_the_roofline_op(case) -> None:
     # reduce companion, the fp32 split partials (max, sum, head_dim accumulators per query head, one split per
     # 2048 cached tokens) are written and read once, and the output is written
     p = case.params
-    work = case_work(case)
+    work = case_work(case.params)
     splits = max(1, -(-p["context"] // 2048))
     partials = p["batch"] * p["num_heads"] * splits * (p["head_dim"] + 2) * 4
     activations = 2 * p["batch"] * p["num_heads"] * p["head_dim"] * 2 + 2 * partials  # bf16 q in, out

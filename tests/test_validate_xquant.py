@@ -19,6 +19,7 @@ import torch  # noqa: E402
 from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
+from roofline.validation.families import xquant as predicted  # noqa: E402
 from validate.families import xquant as fam  # noqa: E402
 from validate.families import xquant_kernels as xk  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
@@ -158,7 +159,8 @@ def test_rope_and_remat_reference_by_hand() -> None:
 def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) -> None:
     g = torch.Generator().manual_seed(3)
     d = 128
-    delta, deq = quantize(torch.randn(batch, 1, tokens, width or d, generator=g), TensorRecipe(2, 32, along="channels"))
+    rec = TensorRecipe.make(2, 32, along="channels")
+    delta, deq = quantize(torch.randn(batch, 1, tokens, width or d, generator=g), rec)
     u_t = None if width is None else (torch.randn(width, d, generator=g) * width ** -0.5).to(torch.bfloat16)
     if acc_bits == 16:
         acc = torch.randn(batch, tokens, d, generator=g).to(torch.bfloat16)
@@ -189,7 +191,7 @@ def test_grid_work_and_prediction() -> None:
     hw = load_hardware("H100-SXM").model_copy(update={"measured": None})
     for case in quick:
         pred = family.predict(case, hw)
-        assert fam.work(case) == {"bytes": pred["bytes"], "flops": pred["flops"]}
+        assert predicted.work(case.params) == {"bytes": pred["bytes"], "flops": pred["flops"]}
         # one kernel per op (attention, its split-K reduce, the remat): the sum of each op's max
         assert pred["time_s"] >= max(pred["compute_s"], pred["memory_s"]) * (1 - 1e-12)
     p = fam.params("fused", 32, 131072)
@@ -207,7 +209,7 @@ def test_grid_work_and_prediction() -> None:
 def test_measured_crossover_recovers_two_lines() -> None:
     ls = np.array([64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384])
     memory, compute = 8e-6 + 1e-10 * ls, 1e-6 + 4e-9 * ls  # meet at L = 7e-6 / 3.9e-9
-    fit = fam.measured_crossover(ls, np.maximum(memory, compute))
+    fit = predicted.measured_crossover(ls, np.maximum(memory, compute))
     assert fit["context"] == pytest.approx(7e-6 / 3.9e-9, rel=1e-6)
     assert fit["compute_line"]["s_per_token"] == pytest.approx(4e-9)
 
@@ -216,17 +218,17 @@ def test_predicted_crossover_is_the_roofline_balance() -> None:
     hw = load_hardware("H100-SXM").model_copy(update={"measured": None})
     for batch in (1, 8, 32):
         p = fam.params("fused", batch, 4096)
-        lx = fam.predicted_crossover(p, hw)["compute_eq_memory"]
+        lx = predicted.predicted_crossover(p, hw)["compute_eq_memory"]
 
         def balance(n: int, p: dict = p) -> float:
-            row = fam.predict_case({**p, "context": n}, hw)  # the same op(s), evaluated one point at a time
+            row = predicted.predict_params({**p, "context": n}, hw)  # the same op(s), evaluated one point at a time
             return row["compute_s"] - row["memory_s"]
 
         # compute reaches memory at lx and stays there (L mod 128 windows make it saw-toothed below)
         assert balance(lx) >= 0 > balance(lx - 1) if lx > 1 else balance(1) >= 0
         assert all(balance(n) >= 0 for n in (lx + 1, lx + 127, 2 * lx + 5, 4096, 131072))
     # one sequence: the 4 MiB of Sigma B^T against 4 L (d/g)^2 FLOPs; a few hundred tokens
-    assert 200 < fam.predicted_crossover(fam.params("fused", 1, 4096), hw)["compute_eq_memory"] < 400
+    assert 200 < predicted.predicted_crossover(fam.params("fused", 1, 4096), hw)["compute_eq_memory"] < 400
 
 
 def test_crossover_over_a_results_file() -> None:
@@ -237,8 +239,9 @@ def test_crossover_over_a_results_file() -> None:
             p = fam.params("fused", batch, n)
             ms = 1e3 * max(10e-6 * batch, 2.5e-8 * batch * n)  # a flat floor, then 25 ns per token and sequence
             rows.append({"family": "xquant", "name": fam.case_name(p), "params": p, "ms": ms})
-    out = fam.crossover({"env": {}, "cases": rows}, hw)
+    out = predicted.crossover({"env": {}, "cases": rows}, hw)
     assert set(out) == {1, 2}
     for batch, row in out.items():
         assert row["measured"] == pytest.approx(400, rel=1e-6) and row["fit"]["points"] == 8
-        assert row["predicted"] == fam.predicted_crossover(fam.params("fused", batch, 4096), hw)["compute_eq_memory"]
+        want = predicted.predicted_crossover(fam.params("fused", batch, 4096), hw)["compute_eq_memory"]
+        assert row["predicted"] == want

@@ -17,9 +17,10 @@ from roofline.costmodel.attention import SPLIT_TOKENS  # noqa: E402
 from roofline.methods import build_cache  # noqa: E402
 from roofline.methods.zack import Zack, makespan, task_imbalance  # noqa: E402
 from roofline.units import B, L  # noqa: E402
+from roofline.validation.families import zack as predicted  # noqa: E402
+from roofline.validation.predict import decode_model, find_op  # noqa: E402
 from validate.families import zack as fam  # noqa: E402
 from validate.families.attention_fp16 import relative_rms  # noqa: E402
-from validate.predict import decode_model, find_op  # noqa: E402
 from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 
 # (batch, query heads, KV heads, context, head_dim, d_qk per KV head, d_v per KV head, programs, policy, chunk):
@@ -90,7 +91,8 @@ def test_task_costs_are_roofline_costs_per_token() -> None:
     per_kv = Zack(qk_dims=fam.DIMS, v_dims=fam.DIMS).kv_task_costs(model)  # g x (d_qk + d_v + 1) per token
     assert per_kv[:2] == [4 * 65, 4 * 257]
     # 300 tokens in chunks of 128: 128, 128, 44 tokens, chunk fastest within (sequence, KV head)
-    assert fam.task_costs(fam.DIMS, fam.DIMS, 4, 3, 300, 128) == [c * n for c in per_kv for n in (128, 128, 44)] * 3
+    got = predicted.task_costs(fam.DIMS, fam.DIMS, 4, 3, 300, 128)
+    assert got == [c * n for c in per_kv for n in (128, 128, 44)] * 3
 
 
 @pytest.mark.parametrize(("batch", "context", "programs", "want"), [
@@ -102,10 +104,10 @@ def test_task_costs_are_roofline_costs_per_token() -> None:
     (1, 300, 264, 384),  # shorter than a chunk: one
 ])
 def test_chunk_rule(batch, context, programs, want) -> None:
-    chunk = fam.chunk_tokens(batch, 8, context, programs)
-    assert chunk == want and chunk % fam.BLOCK_N == 0
+    chunk = predicted.chunk_tokens(batch, 8, context, programs)
+    assert chunk == want and chunk % predicted.BLOCK_N == 0
     chunks = -(-context // chunk)
-    assert chunks <= fam.MAX_SPLITS and (chunks == 1 or chunk >= fam.MIN_CHUNK_TOKENS)
+    assert chunks <= predicted.MAX_SPLITS and (chunks == 1 or chunk >= predicted.MIN_CHUNK_TOKENS)
 
 
 @pytest.mark.parametrize(("batch", "context"), [(1, 37), (3, 4096), (32, 131072)])
@@ -139,7 +141,7 @@ def test_bench_bytes_within_chunking_difference() -> None:
     worst = 0.0
     for batch in fam.BATCHES:
         for context in fam.CONTEXTS:
-            chunks = -(-context // fam.chunk_tokens(batch, fam.KV_HEADS, context, programs))
+            chunks = -(-context // predicted.chunk_tokens(batch, fam.KV_HEADS, context, programs))
             ours, roof = (fam.layout_bytes(batch, context, fam.DIMS, fam.DIMS, group, s)
                           for s in (chunks, max(1, -(-context // SPLIT_TOKENS))))
             moved = [sum(x.values()) + x["partials"] for x in (ours, roof)]  # partials written and read
@@ -184,8 +186,8 @@ def test_grid_and_prediction() -> None:
     for policy in fam.POLICIES:
         case = by_name[f"{policy}_b32_l131072"]
         pred = family.predict(case, hw)
-        chunk = fam.chunk_tokens(32, 8, 131072, programs)
-        imbalance = task_imbalance(fam.task_costs(fam.DIMS, fam.DIMS, 4, 32, 131072, chunk), programs, policy)
+        chunk = predicted.chunk_tokens(32, 8, 131072, programs)
+        imbalance = task_imbalance(predicted.task_costs(fam.DIMS, fam.DIMS, 4, 32, 131072, chunk), programs, policy)
         assert pred["imbalance"] == imbalance and pred["programs"] == programs and pred["chunk_tokens"] == chunk
         assert pred["bound"] == "memory" and pred["balanced_time_s"] == pytest.approx(pred["bytes"] / 3.35e12)
         assert pred["time_s"] == pytest.approx(pred["memory_s"] * imbalance)

@@ -16,7 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from validate.results_file import ResultsError
+from roofline.errors import RooflineError
+from roofline.validation.results_file import ResultsError
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"  # the committed measurements of this checkout
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,28 +46,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bench(args) -> int:
-    from validate import harness, registry
+    from roofline.validation.families import FAMILIES as PREDICTED
 
-    names = args.family or sorted(registry.families())
-    chosen = []
+    names = args.family or sorted(PREDICTED)
     for name in names:
-        try:
-            chosen.append(registry.get(name))
-        except KeyError as err:
-            raise ResultsError(str(err.args[0])) from None
+        if name not in PREDICTED:
+            raise ResultsError(f"family: unknown {name!r}; valid: {', '.join(sorted(PREDICTED))}")
     try:
         import torch
     except ImportError:
         raise ResultsError("bench: torch is not installed") from None
     if not torch.cuda.is_available():
         raise ResultsError("bench: no CUDA device visible to torch")
-    harness.bench(chosen, args.quick, args.out)
+    from validate import harness, registry
+
+    harness.bench([registry.get(name) for name in names], args.quick, args.out)
     return 0
 
 
 def _result_paths(args) -> list[Path]:
-    from validate.harness import RESULTS_DIR
-
     if args.results is not None:
         return [args.results]
     paths = sorted(RESULTS_DIR.glob("*.json"))
@@ -75,7 +75,7 @@ def _result_paths(args) -> list[Path]:
 
 def _compare(args) -> int:
     from roofline.catalogue import load_hardware
-    from validate import compare, results_file, targets
+    from roofline.validation import compare, results_file, targets
 
     reports = []
     for path in _result_paths(args):
@@ -92,7 +92,7 @@ def _compare(args) -> int:
 
 
 def _calibrate(args) -> int:
-    from validate import calibrate, results_file
+    from roofline.validation import calibrate, results_file
 
     section = calibrate.calibrate(results_file.load(args.results), args.results, args.hardware_file)
     print(f"calibrate: wrote measured ceilings of {section['device']} into {args.hardware_file}: "
@@ -103,10 +103,6 @@ def _calibrate(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        from roofline.errors import RooflineError
-    except ImportError:  # a GPU box without pydantic can still bench
-        RooflineError = ResultsError  # noqa: N806
     commands = {"bench": _bench, "compare": _compare, "calibrate": _calibrate}
     try:
         args = _parser().parse_args(argv)

@@ -8,20 +8,9 @@ returns {"time_s", "bytes", "flops", "bound"} with time_s None where the spec ha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-
-@dataclass(frozen=True)
-class Case:
-    """One measured point: `params` is JSON-serializable and fully describes the work."""
-
-    family: str
-    name: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "name": self.name, "params": dict(self.params)}
+from roofline.validation.results_file import Case
 
 
 @runtime_checkable

@@ -290,25 +290,18 @@ def quality_rows(benchmark: str, context: int) -> list[dict[str, Any]]:
 
 
 def results_files(results_dir: Path | None = None) -> list[Path]:
-    return sorted((results_dir or repo_root() / "validate" / "results").glob("*.json"))
+    """The committed results files (roofline.validation.results_file.committed: the wheel's, else the checkout's)."""
+    from roofline.validation.results_file import committed
 
-
-def _validate_package():
-    # validate/ is a folder of the checkout (never installed): importable once the repository root is on the path,
-    # ahead of any distribution that also calls itself `validate`
-    root = str(repo_root())
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from validate import compare, results_file, targets
-
-    return compare, results_file, targets
+    return committed(results_dir)
 
 
 def validation_report(path: Path) -> dict[str, Any]:
-    """validate.compare.compare of one committed results file against the catalogue entry of its device."""
+    """roofline.validation.compare.compare of one committed results file against the catalogue entry of its
+    device, with its four targets."""
     from roofline.catalogue import load_hardware
+    from roofline.validation import compare, results_file, targets
 
-    compare, results_file, targets = _validate_package()
     results = results_file.load(Path(path))
     hardware = load_hardware(compare.hardware_for_device(results["env"].get("device", "")))
     report = compare.compare(results, hardware)
@@ -317,7 +310,7 @@ def validation_report(path: Path) -> dict[str, Any]:
 
 
 def target_rows(t: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """validate.targets' four verdicts, one row each, with the figures that decide them."""
+    """roofline.validation.targets' four verdicts, one row each, with the figures that decide them."""
     s, b, q, x = t["suite"], t["bandwidth"], t["quant_speedup"], t["xquant_crossover"]
     fractions = [c["fraction"] for c in q["cases"]]
     judged = {n: c for n, c in x["batches"].items() if c["ratio"] is not None}
@@ -347,7 +340,7 @@ def validation_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per kernel family: cases compared, median and 90th-percentile APE, median achieved bandwidth fraction and
-    kernel efficiency (validate.compare.kernel_efficiency)."""
+    kernel efficiency (roofline.validation.compare.kernel_efficiency)."""
     import numpy as np
 
     out = []

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
+from roofline.validation.families import aquakv as predicted
 from validate.families.attention_fp16 import relative_rms
 from validate.families.packing import MODES, QuantTensor, TensorRecipe, quantize, tensor_shapes
 from validate.families.quant_attention import _affine, _channel_codes, _float, _operand, _repeat
@@ -37,9 +38,6 @@ METHOD = "aquakv-2"
 BATCHES = (1, 8)
 CONTEXTS = (1024, 4096, 16384, 65536)
 QUICK = ((1, 4096), (8, 65536))
-# AQUA-KV's fields as roofline.methods.aquakv.AquaKV defines them (tests compare the storage)
-DEFAULTS = {"bits": 2, "grid_dim": 2, "quantizer": "higgs", "hadamard_group": 1024, "group_size": 64, "sinks": 4,
-            "buffer": 128, "buffer_mode": "block", "predictor": "linear", "decode": "reference"}
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the best of 8 configurations on an H200 (triton 3.6),
 # 528 TFLOP/s at 130K rows; below BIG_ROWS the small tiles fill the SMs (214 vs 132 TFLOP/s at 896 rows)
 GPU_TILES = {"big": (128, 256, 64, 8, 3), "small": (64, 128, 64, 4, 3)}
@@ -90,29 +88,19 @@ def predict_kernel(x1_ptr, x2_ptr, w_ptr, bias_ptr, codes_ptr, scale_ptr, zero_p
 
 
 def storage(spec: str, kv_dim: int) -> TensorRecipe:
-    """The residual's storage for an AQUA-KV SPEC (`aquakv`, `aquakv-B`, `...:key=value,...`), as
-    roofline's AquaKV.residual_quant: HIGGS b bits + one fp16 norm per min(hadamard_group, d_kv) channels,
-    or uniform b bits + fp16 scale and zero per group_size channels; sinks and a block buffer in fp16."""
-    name, _, args = spec.partition(":")
-    f = dict(DEFAULTS)
-    if name.startswith("aquakv-"):
-        f["bits"] = int(name.removeprefix("aquakv-"))
-    elif name != "aquakv":
-        raise ValueError(f"method: {name!r} is not aquakv or aquakv-B")
-    for item in filter(None, args.split(",")):
-        key, _, value = item.partition("=")
-        if key not in f:
-            raise ValueError(f"method {spec!r}: unknown field {key!r}")
-        f[key] = value if isinstance(f[key], str) else float(value) if key == "bits" else int(value)
-    if f["predictor"] != "linear" or f["decode"] != "reference":
+    """The residual's storage for an AQUA-KV SPEC: roofline's AquaKV.residual_quant(d_kv) (HIGGS b bits + one
+    fp16 norm per min(hadamard_group, d_kv) channels, stored here as a symmetric uniform grid of the same bytes;
+    or uniform b bits + fp16 scale and zero per group_size channels; sinks and a block buffer in fp16)."""
+    from roofline.methods import parse_method
+
+    config = parse_method(spec)
+    if config.method != "aquakv":
+        raise ValueError(f"method: {spec!r} is not aquakv")
+    if config.predictor != "linear" or config.decode != "reference":
         raise ValueError(f"method {spec!r}: the kernel runs linear predictors in the reference decode only")
-    if float(f["bits"]) != int(f["bits"]):
-        raise ValueError(f"bits: {f['bits']} is not a whole number of bits per packed value")
-    common = {"bits": int(f["bits"]), "along": "channels", "sinks": f["sinks"], "window": f["buffer"],
-              "window_mode": f["buffer_mode"]}
-    if f["quantizer"] == "higgs":
-        return TensorRecipe(group=min(f["hadamard_group"], kv_dim), mode="symmetric", **common)
-    return TensorRecipe(group=f["group_size"], mode="asymmetric", **common)
+    if float(config.bits) != int(config.bits):
+        raise ValueError(f"bits: {config.bits} is not a whole number of bits per packed value")
+    return TensorRecipe(config.residual_quant(kv_dim))
 
 
 @dataclass
@@ -279,29 +267,6 @@ def sm90_specs(kv_dim: int = KV_DIM, method: str = METHOD) -> list[dict]:
     return specs
 
 
-def model(kv_heads: int = KV_HEADS, head_dim: int = HEAD_DIM, heads: int = HEADS):
-    """A two-layer roofline Model with these attention heads: layer 1 is the predicted layer group."""
-    from roofline.specs import Model
-
-    return Model(name=f"aquakv-h{heads}-kv{kv_heads}-d{head_dim}", source="validate: synthetic two-layer model",
-                 architecture="LlamaForCausalLM", num_layers=2, hidden_size=heads * head_dim, num_heads=heads,
-                 num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=4 * heads * head_dim,
-                 vocab_size=32000, tie_word_embeddings=False, max_position_embeddings=1 << 20)
-
-
-def _model_and_method(p: dict):
-    from roofline.methods import parse_method
-
-    return model(p["num_kv_heads"], p["head_dim"], p["num_heads"]), parse_method(p["method"])
-
-
-def case_work(case: Case) -> dict:
-    """Bytes and FLOPs from the roofline "aquakv_reconstruct" op; None without roofline (GPU box)."""
-    from validate.predict import case_op_work
-
-    return case_op_work(_model_and_method, "aquakv_reconstruct", case.params)
-
-
 def _check(t: TensorRecipe, kv_dim: int, rows: int) -> float:
     """Relative RMS of the kernel against the torch reference on random rows, with the tiles of `rows`."""
     check = BIG_ROWS if rows >= BIG_ROWS else CHECK_ROWS
@@ -334,7 +299,7 @@ def _run(case: Case) -> dict:
     probe = make()
     set_bytes = sum(x.numel() * x.element_size() for xs in kernel_io(*probe).values() for x in xs)
     sets = [probe] + [make() for _ in range(rotation_count(set_bytes) - 1)]
-    return {"ms": graph_ms(reconstruct, sets), **case_work(case), "eager_ms": eager_ms(reconstruct, sets),
+    return {"ms": graph_ms(reconstruct, sets), **predicted.work(case.params), "eager_ms": eager_ms(reconstruct, sets),
             "rows": rows, "rotation": len(sets), "check_rel_rms": error, "tiles": list(tiles(t, kv_dim, rows, False))}
 
 
@@ -352,10 +317,4 @@ class AquaKVReconstruct:
         return _run(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """The roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer
-        model with these heads, decode at B = batch, L = context (validate.predict.predict_op)."""
-        from validate.predict import predict_op
-
-        m, method = _model_and_method(case.params)
-        return predict_op(m, method, "aquakv_reconstruct", {"B": case.params["batch"], "L": case.params["context"]},
-                          hardware)
+        return predicted.predict(case, hardware)

@@ -7,7 +7,7 @@ one context split, and writes the split's partial softmax state in the log2 doma
     s_t = (q . k_t) * sm_scale * log2(e).
 Kernel 2 merges the splits:  M = max_s m_s,  o = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
 Layouts: q [B, H, D], k and v [B, H_kv, L, D] (each head's context contiguous), out [B, H, D].
-Bytes and FLOPs of a case are the roofline's own "attention" op (validate.predict), so the measured
+Bytes and FLOPs of a case are the roofline's own "attention" op (roofline.validation.predict), so the measured
 bandwidth and the prediction count the same work.
 """
 
@@ -18,6 +18,7 @@ import os
 import triton
 import triton.language as tl
 
+from roofline.validation.families import fp16_attention as predicted
 from validate.registry import Case, register
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128  # Llama-3.1-8B
@@ -172,25 +173,6 @@ def relative_rms(got, want) -> float:
     return float(((got.float() - want).pow(2).mean() / want.pow(2).mean()).sqrt())
 
 
-def _model_and_method(p: dict):
-    from roofline.methods.baseline import Baseline
-    from validate.predict import decode_model
-
-    name = f"fp16-attention-h{p['num_heads']}-kv{p['num_kv_heads']}-d{p['head_dim']}"
-    return decode_model(name, p["num_heads"], p["num_kv_heads"], p["head_dim"]), Baseline(dtype="bf16")
-
-
-def work(case: Case) -> dict:
-    """Bytes and FLOPs of the case from the roofline "attention" op; {"bytes": None, ...} without roofline."""
-    try:
-        from validate.predict import op_work
-
-        model, method = _model_and_method(case.params)
-    except ImportError as err:  # a GPU box without pydantic: compare fills these from the same op
-        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
-    return op_work(model, method, "attention", {"B": case.params["batch"], "L": case.params["context"]})
-
-
 def _run(case: Case) -> dict:
     import torch
     import torch.nn.functional as F
@@ -218,7 +200,7 @@ def _run(case: Case) -> dict:
     error = relative_rms(kernel(*sets[0]), sdpa(*sets[0]).view_as(sets[0][0]))
     if error > 2e-2:
         raise AssertionError(f"kernel differs from torch SDPA: relative RMS {error:.3g}")
-    return {"ms": graph_ms(kernel, sets), **work(case), "eager_ms": eager_ms(kernel, sets),
+    return {"ms": graph_ms(kernel, sets), **predicted.work(case.params), "eager_ms": eager_ms(kernel, sets),
             "sdpa_ms": graph_ms(sdpa, sets), "num_splits": splits, "rotation": len(sets), "check_rel_rms": error}
 
 
@@ -236,10 +218,4 @@ class FP16Attention:
         return _run(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """The roofline "attention" op of a one-layer model with these heads, bf16 baseline cache,
-        decode at B = batch, L = context (validate.predict.predict_op)."""
-        from validate.predict import predict_op
-
-        model, method = _model_and_method(case.params)
-        values = {"B": case.params["batch"], "L": case.params["context"]}
-        return predict_op(model, method, "attention", values, hardware)
+        return predicted.predict(case, hardware)

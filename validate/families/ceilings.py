@@ -13,6 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from roofline.validation.families import ceilings as predicted
+from roofline.validation.families.ceilings import gemm_work, stream_work
 from validate.registry import Case, register
 
 MIB = 1 << 20
@@ -51,18 +53,6 @@ def sm90_specs() -> list[dict]:
     return [{**stream, "kernel": "read_kernel", "signature": {"x_ptr": "*fp32", "partial_ptr": "*fp32", "n": "i64"}},
             {**stream, "kernel": "copy_kernel", "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i64"}},
             {"module": __name__, "kernel": "empty_kernel", "signature": {"x_ptr": "*fp32"}, "constexprs": {}}]
-
-
-def stream_work(kind: str, size: int) -> tuple[int, int]:
-    """(bytes, flops) of streaming `size` bytes of fp32: read moves size and adds size/4 elements;
-    copy moves 2 x size (read + written) and computes nothing."""
-    return (size, size // 4) if kind == "read" else (2 * size, 0)
-
-
-def gemm_work(size: int, dtype: str) -> tuple[int, int]:
-    """(bytes, flops) of an M = N = K = size GEMM: A and B at the input width, C in bf16; 2 M N K."""
-    width = 2 if dtype == "bf16" else 1
-    return 2 * size * size * width + 2 * size * size, 2 * size ** 3
 
 
 def stream_sum(x, block: int = BLOCK, partial=None):
@@ -197,14 +187,4 @@ class Ceilings:
         return _run_gemm(case) if kind == "gemm" else _run_launch(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """Datasheet figures only (never the measured section): bytes / memory_bytes_per_s for read and
-        copy, 2 M N K / dense peak of the dtype for gemm, none for a launch."""
-        p = case.params
-        if p["kind"] in ("read", "copy"):
-            moved, flops = stream_work(p["kind"], p["bytes"])
-            return {"time_s": moved / hardware.memory_bytes_per_s, "bytes": moved, "flops": flops, "bound": "memory"}
-        if p["kind"] == "gemm":
-            moved, flops = gemm_work(p["size"], p["dtype"])
-            time = flops / hardware.peak_flops_per_s(p["dtype"]) if hardware.has_dtype(p["dtype"]) else None
-            return {"time_s": time, "bytes": moved, "flops": flops, "bound": "compute"}
-        return {"time_s": None, "bytes": 0, "flops": 0, "bound": "latency"}
+        return predicted.predict(case, hardware)

@@ -1,10 +1,9 @@
 """Quantized KV storage exactly as roofline's TensorQuant counts it, in torch: recipes, quantizer, packing.
 
-A recipe mirrors one roofline method config (kivi, innerq, skvq; `recipe("kivi-2")`) without importing
-roofline (the GPU box has no pydantic); tests assert that `layout_bytes` equals roofline's
-`TensorLayout.resident` part by part. Per cached tensor X (K or V) of one layer, batch B, KV heads H,
-head_dim D, context L, split as roofline's `_full_precision_tokens` does into S sinks, nq quantized tokens
-and r recent fp16 tokens (nq = L - S - r):
+A recipe is one roofline method config's TensorQuant for K and V (`recipe("kivi-2")`: parse_method, then the
+config's kv_quant); tests assert that `layout_bytes` equals roofline's `TensorLayout.resident` part by part.
+Per cached tensor X (K or V) of one layer, batch B, KV heads H, head_dim D, context L, split by roofline's
+`_full_precision_tokens` into S sinks, nq quantized tokens and r recent fp16 tokens (nq = L - S - r):
 
     codes    uint8  [B, H, nq*b/8, D]  groups along tokens: byte row r holds tokens r*8/b.. of each channel
                     [B, H, nq, D*b/8]  groups along channels: a token's row of bytes (token-major)
@@ -30,7 +29,10 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+import sympy as sp
 import torch
+
+from roofline.kv.quant import TensorQuant, _full_precision_tokens
 
 PARTS = ("data", "metadata", "window", "sinks", "outliers")
 META_DTYPES = {"fp16": torch.float16, "fp8": torch.float8_e4m3fn}
@@ -40,21 +42,57 @@ MODES = {"symmetric": 0, "asymmetric": 1, "hybrid": 2}
 
 @dataclass(frozen=True)
 class TensorRecipe:
-    """How one cached tensor is stored (the fields of roofline's TensorQuant that the kernel uses)."""
+    """How one cached tensor is stored: roofline's own TensorQuant (the method config's numbers: bits, group
+    size and axis, mode, metadata dtype, sinks, window), seen through the fields the kernels read."""
 
-    bits: float  # code bits; 1.5 = ternary codes stored in 2 bits
-    group: int
-    along: str  # "tokens": a group is G tokens of one channel; "channels": G channels of one token
-    mode: str = "asymmetric"
-    meta: str = "fp16"
-    sinks: int = 0
-    window: int = 0
-    window_mode: str = "sliding"
+    quant: TensorQuant
     clip: float = 1.0  # SKVQ's clipped range (Eq. 2): s = clip*(max - min)/(levels - 1), z = clip*min
+
+    @classmethod
+    def make(cls, bits: float, group: int, along: str, mode: str = "asymmetric", meta: str = "fp16", sinks: int = 0,
+             window: int = 0, window_mode: str = "sliding") -> TensorRecipe:
+        """A recipe for a storage no method names (tests, XQuant-CL's delta): the TensorQuant of these fields."""
+        storage = math.ceil(bits) if bits != int(bits) else None
+        return cls(TensorQuant(bits=bits, storage_bits=storage, group_size=group, group_along=along, mode=mode,
+                               scale_dtype=meta, zero_dtype="none" if mode == "symmetric" else meta, sinks=sinks,
+                               window=window, window_mode=window_mode))
+
+    @property
+    def bits(self) -> float:
+        return self.quant.bits
+
+    @property
+    def group(self) -> int:
+        return self.quant.group_size
+
+    @property
+    def along(self) -> str:
+        """"tokens": a group is G tokens of one channel; "channels": G channels of one token."""
+        return self.quant.group_along
+
+    @property
+    def mode(self) -> str:
+        return self.quant.mode
+
+    @property
+    def meta(self) -> str:
+        return self.quant.scale_dtype
+
+    @property
+    def sinks(self) -> int:
+        return self.quant.sinks
+
+    @property
+    def window(self) -> int:
+        return self.quant.window
+
+    @property
+    def window_mode(self) -> str:
+        return self.quant.window_mode
 
     @property
     def storage_bits(self) -> int:
-        return math.ceil(self.bits)
+        return math.ceil(self.quant.storage_bits or self.quant.bits)
 
     @property
     def levels(self) -> int:
@@ -75,16 +113,9 @@ class TensorRecipe:
         return META_BYTES[self.meta] * (1 if self.mode == "symmetric" else 2)
 
     def split(self, tokens: int) -> tuple[int, int, int]:
-        """(sinks, quantized, recent) of `tokens`, as roofline.kv.quant._full_precision_tokens."""
-        sinks = min(tokens, self.sinks)
-        rest = tokens - sinks
-        if self.window_mode == "block" and self.window:
-            recent = rest % self.window
-        else:
-            recent = min(rest, self.window)
-            if self.along == "tokens" and self.group > 1:
-                recent += (rest - recent) % self.group  # leftovers wait until G tokens accumulate
-        return sinks, rest - recent, recent
+        """(sinks, quantized, recent) of `tokens`: roofline.kv.quant's own split of the full-precision tokens."""
+        sinks, recent = (int(x) for x in _full_precision_tokens(self.quant, sp.Integer(tokens)))
+        return sinks, tokens - sinks - recent, recent
 
 
 @dataclass(frozen=True)
@@ -97,56 +128,17 @@ class Recipe:
     permute: bool = False
 
 
-# Presets and defaults as roofline.methods.{kivi,innerq,skvq} register them (tests compare the bytes).
-PRESETS = {
-    "kivi-2": ("kivi", {"bits": 2}), "kivi-4": ("kivi", {"bits": 4}),
-    "kivi-sink-2": ("kivi", {"bits": 2, "sinks": 32, "residual": 96}),
-    "innerq-base": ("innerq", {}), "innerq-hybrid": ("innerq", {"v_bits": 2, "v_mode": "hybrid"}),
-    "innerq-small": ("innerq", {"v_bits": 2}),
-    "skvq-k2v2": ("skvq", {}), "skvq-k2v1.5": ("skvq", {"v_bits": 1.5}),
-    "skvq-k2v2-fp8": ("skvq", {"meta_dtype": "fp8"}),
-}
-DEFAULTS = {
-    "kivi": {"bits": 2, "v_bits": None, "group_size": 32, "residual": 128, "sinks": 0, "meta_dtype": "fp16"},
-    "innerq": {"k_bits": 3, "v_bits": 3, "v_mode": "symmetric", "group_size": 32, "sinks": 32, "window": 96},
-    "skvq": {"k_bits": 2, "v_bits": 2, "group_size": 128, "meta_dtype": "fp16", "window": 128, "sinks": 5},
-}
+def recipe(spec: str, model=None) -> Recipe:
+    """The K and V storage of a roofline method SPEC (roofline.methods.parse_method, then the config's
+    kv_quant for `model`, default a one-layer Llama-3.1-8B-headed model); SKVQ reorders channels."""
+    from roofline.methods import parse_method
+    from roofline.validation.predict import decode_model
 
-
-def _value(text: str):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return None if text.lower() == "none" else text
-
-
-def recipe(spec: str) -> Recipe:
-    """The storage of a roofline method SPEC (`preset`, `method` or `name:key=value,...`)."""
-    name, _, args = spec.partition(":")
-    method, fields = PRESETS.get(name, (name, {}))
-    if method not in DEFAULTS:
-        raise ValueError(f"method: {name!r} is not one of {sorted(DEFAULTS) + sorted(PRESETS)}")
-    f = {**DEFAULTS[method], **fields}
-    for item in filter(None, args.split(",")):
-        key, _, value = item.partition("=")
-        if key not in f:
-            raise ValueError(f"method {spec!r}: unknown field {key!r}")
-        f[key] = _value(value)
-    g = f["group_size"]
-    if method == "kivi":
-        common = {"group": g, "meta": f["meta_dtype"], "sinks": f["sinks"], "window": f["residual"]}
-        k = TensorRecipe(f["bits"], along="tokens", window_mode="block", **common)
-        v = TensorRecipe(f["v_bits"] or f["bits"], along="channels", **common)
-        return Recipe(spec, k, v)
-    if method == "innerq":
-        common = {"group": g, "sinks": f["sinks"], "window": f["window"]}
-        k = TensorRecipe(f["k_bits"], along="channels", mode="symmetric", **common)
-        v = TensorRecipe(f["v_bits"], along="tokens", mode=f["v_mode"], **common)
-        return Recipe(spec, k, v)
-    common = {"group": g, "along": "channels", "meta": f["meta_dtype"], "sinks": f["sinks"], "window": f["window"]}
-    return Recipe(spec, TensorRecipe(f["k_bits"], **common), TensorRecipe(f["v_bits"], **common), permute=True)
+    config = parse_method(spec)
+    if not hasattr(config, "kv_quant"):
+        raise ValueError(f"method: {spec!r} stores no quantized K and V (kivi, innerq, skvq do)")
+    plan = config.kv_quant(model or decode_model("recipe", 32, 8, 128))
+    return Recipe(spec, TensorRecipe(plan.k), TensorRecipe(plan.v), permute=config.method == "skvq")
 
 
 def tensor_shapes(t: TensorRecipe, batch: int, heads: int, context: int, dim: int) -> dict[str, tuple]:

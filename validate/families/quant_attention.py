@@ -29,6 +29,7 @@ import os
 import triton
 import triton.language as tl
 
+from roofline.validation.families import quant_attention as predicted
 from validate.families import quant_kernels
 from validate.families.attention_fp16 import reduce_kernel, relative_rms
 from validate.families.packing import (
@@ -426,21 +427,6 @@ def _params(method: str, batch: int, context: int) -> dict:
             "head_dim": HEAD_DIM}
 
 
-def _model_and_method(p: dict):
-    from roofline.methods import parse_method
-    from validate.predict import decode_model
-
-    name = f"quant-attention-h{p['num_heads']}-kv{p['num_kv_heads']}-d{p['head_dim']}"
-    return decode_model(name, p["num_heads"], p["num_kv_heads"], p["head_dim"]), parse_method(p["method"])
-
-
-def case_work(case: Case) -> dict:
-    """Bytes and FLOPs of the case from the roofline "attention" op; None without roofline (GPU box)."""
-    from validate.predict import case_op_work
-
-    return case_op_work(_model_and_method, "attention", case.params)
-
-
 def _check(r: Recipe, p: dict) -> float:
     """Relative RMS of the kernel against the torch reference at one sequence of <= CHECK_TOKENS tokens."""
     import torch
@@ -479,7 +465,7 @@ def _run(case: Case) -> dict:
         return decode(q, cache, splits, out, work)
 
     ms = graph_ms(kernel, sets)
-    return {"ms": ms, **case_work(case), "eager_ms": eager_ms(kernel, sets),
+    return {"ms": ms, **predicted.work(case.params), "eager_ms": eager_ms(kernel, sets),
             "num_splits": splits or work.get("num_splits"), "kernel": "tiled" if cache.k.tiling else "plain",
             "rotation": len(sets), "check_rel_rms": error}
 
@@ -496,10 +482,4 @@ class QuantAttention:
         return _run(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """The roofline "attention" op of a one-layer model with these heads and the case's method,
-        decode at B = batch, L = context (validate.predict.predict_op)."""
-        from validate.predict import predict_op
-
-        model, method = _model_and_method(case.params)
-        return predict_op(model, method, "attention", {"B": case.params["batch"], "L": case.params["context"]},
-                          hardware)
+        return predicted.predict(case, hardware)

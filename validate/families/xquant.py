@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from roofline.validation.families import xquant as predicted
 from validate.families import xquant_kernels as xk
 from validate.families.attention_fp16 import choose_splits, decode_attention, relative_rms
 from validate.families.packing import PARTS, QuantTensor, TensorRecipe, quantize, tensor_shapes
 from validate.harness import eager_ms, graph_ms, input_sets
-from validate.predict import decode_model, find_op, find_ops, op_work, predict_op
 from validate.registry import Case, register
 
 HEADS, KV_HEADS, HEAD_DIM, LATENT = 32, 8, 128, 1024  # Llama-3.1-8B: d = 4096, g = 4
@@ -63,7 +63,7 @@ def params(variant: str, batch: int, context: int, acc_bits: int | None = None, 
 
 def recipes(p: dict) -> tuple[TensorRecipe, TensorRecipe | None]:
     if p["variant"] == "acc_update":
-        return TensorRecipe(p["bits"], p["group_size"], along="channels"), None
+        return xk.recipes(p["bits"], p["group_size"], mha=True)  # XQuant-CL's delta: per-token groups, no window
     return xk.recipes(p["bits"], p["group_size"], p["variant"] == "mha_fused")
 
 
@@ -223,83 +223,6 @@ def _run_acc(p: dict) -> dict:
     return {**timed, "check_error": error}
 
 
-def _model(p: dict):
-    name = f"xquant-h{p['num_heads']}-kv{p['num_kv_heads']}-d{p['head_dim']}"
-    model = decode_model(name, p["num_heads"], p["num_kv_heads"], p["head_dim"])
-    # XQuant-CL: layer 0 is the base, layer 1 the delta layer whose accumulator update is measured
-    return model.model_copy(update={"num_layers": 2}) if p["variant"] == "acc_update" else model
-
-
-def _ops(p: dict) -> list[str]:
-    """The roofline ops the case's kernels do (predict_op adds each op's companions, the split-K reduce)."""
-    return ["remat", "attention"] if p["variant"] == "materialized" else ["attention"]
-
-
-def acc_op(p: dict):
-    """The accumulator update's share of XQuant-CL's "remat" ExtraOp (roofline.methods.xquant), for the
-    batch: delta read (the dX TensorLayout) + accumulator read (e_b/8 L d (rw - 1)) and write (e_b/8 L d),
-    dequant FLOPs and integer unpack ops + the 2 L d accumulate, and for GQA the up-projection
-    2 L (2d/g) d with U_kv^T's bytes."""
-    from roofline.costmodel.ops import Op, traffic
-    from roofline.methods import build_cache, parse_method
-    from roofline.units import B, L
-
-    model = _model(p)
-    (layer,) = [g for g in build_cache(parse_method(p["method"]), model).layers if g.tensors[0].name == "dX"]
-    (dx,), (remat,) = layer.tensors, layer.decode_ops
-    d = model.hidden_size
-    up_bytes = remat.weight_bytes - d * 2 * model.kv_dim * 2  # U_kv^T beside W_kv (0 for MHA)
-    up_flops = 2 * L * dx.channels * d if p["up_projection"] else 0
-    reads = B * (dx.read_bytes + remat.kv_read_bytes)
-    return Op("acc_update", "attention", 1, matmul_flops=B * up_flops, vector_flops=B * (dx.dequant_flops + 2 * L * d),
-              int_ops=B * dx.dequant_int_ops,
-              traffic=traffic(weights=up_bytes, kv_read=reads, kv_write=B * remat.kv_write_bytes))
-
-
-def predict_case(p: dict, hardware) -> dict:
-    """Roofline numbers of the case: the op(s) of a one-layer model (predict_op), summed for materialized;
-    acc_update evaluates `acc_op` with the same Roofline."""
-    from roofline.methods import parse_method
-
-    values = {"B": p["batch"], "L": p["context"]}
-    model, method = _model(p), parse_method(p["method"])
-    if p["variant"] == "acc_update":
-        from dataclasses import replace
-
-        from roofline.costmodel import Roofline
-        from roofline.units import B, L
-
-        graph, _ = find_op(model, method, "attention")
-        row = Roofline(hardware).evaluate(replace(graph, ops=(acc_op(p),)), {B: p["batch"], L: p["context"]})[0]
-        rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
-    else:
-        rows = [predict_op(model, method, name, values, hardware) for name in _ops(p)]
-    out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
-    out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
-               bound=max(rows, key=lambda r: r["time_s"])["bound"])
-    if len(rows) > 1:
-        out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
-    return out
-
-
-def work(case: Case) -> dict:
-    """Bytes and FLOPs of the case from the roofline op(s); None without roofline (a GPU box)."""
-    try:
-        model = _model(case.params)
-    except ImportError as err:
-        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
-    p = case.params
-    if p["variant"] == "acc_update":
-        from roofline.units import B, L, evaluate
-
-        op, at = acc_op(p), {B: p["batch"], L: p["context"]}
-        return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
-    from roofline.methods import parse_method
-
-    rows = [op_work(model, parse_method(p["method"]), name, {"B": p["batch"], "L": p["context"]}) for name in _ops(p)]
-    return {"bytes": sum(r["bytes"] for r in rows), "flops": sum(r["flops"] for r in rows)}
-
-
 def case_name(p: dict) -> str:
     if p["variant"] == "acc_update":
         return f"acc{p['accumulator_bits']}{'_up' if p['up_projection'] else ''}_b{p['batch']}_l{p['context']}"
@@ -323,84 +246,10 @@ class XQuantFamily:
     def run(self, case: Case) -> dict:
         p = case.params
         timed = _run_acc(p) if p["variant"] == "acc_update" else _run_attention(p)
-        return {**timed, **work(case)}
+        return {**timed, **predicted.work(p)}
 
     def predict(self, case: Case, hardware) -> dict:
-        return predict_case(case.params, hardware)
-
-
-def _first_from(ls: np.ndarray, ok: np.ndarray) -> int | None:
-    """The smallest ls[i] with ok[j] for every j >= i; None when ok[-1] is False."""
-    if not ok[-1]:
-        return None
-    bad = np.flatnonzero(~ok)
-    return int(ls[bad[-1] + 1]) if bad.size else int(ls[0])
-
-
-def predicted_crossover(p: dict, hardware, longest: int = 1 << 20) -> dict:
-    """From the roofline alone, at the case's batch: `compute_eq_memory`, the smallest context L from which
-    on (L = 1 .. `longest`) the op's compute time F_m/peak + F_v/peak_fp32 reaches its memory time
-    bytes/bandwidth (Roofline.op_times of the ops `predict` sums: companions and materialized's remat); `knee`, the
-    same against max(memory time, launch floor), which is what a measured curve shows when a calibrated
-    spec's launch floor exceeds the memory time."""
-    from roofline.costmodel import Roofline
-    from roofline.methods import parse_method
-    from roofline.units import B, L, lambdify
-
-    roof = Roofline(hardware)
-    model, method = _model(p), parse_method(p["method"])
-    times = [roof.op_times(op) for name in _ops(p) for op in find_ops(model, method, name)[1]]
-    fn = lambdify([B, L], [sum(t.compute for t in times), sum(t.memory for t in times)])
-    ls = np.arange(1, longest + 1)
-    compute, memory = (np.broadcast_to(np.asarray(x, dtype=float), ls.shape) for x in fn(p["batch"], ls))
-    return {"compute_eq_memory": _first_from(ls, compute >= memory),
-            "knee": _first_from(ls, compute >= np.maximum(memory, roof.latency_floor()))}
-
-
-def _line(ls: np.ndarray, ts: np.ndarray) -> tuple[float, float, float]:
-    """(a, b, sum of squared relative residuals) of t = a + b L, least squares in relative error."""
-    design = np.stack([1 / ts, ls / ts], axis=1)
-    (a, b), *_ = np.linalg.lstsq(design, np.ones_like(ts), rcond=None)
-    resid = design @ np.array([a, b]) - 1
-    return float(a), float(b), float(resid @ resid)
-
-
-def measured_crossover(ls, ts) -> dict:
-    """Two regimes fitted to measured (context, seconds): for each split k (>= 2 points each side),
-    t = a_m + b_m L on the k shortest contexts and t = a_c + b_c L on the rest (`_line`); the split with
-    the least total residual wins, and the crossover is where its lines meet, L_x = (a_m - a_c)/(b_c - b_m)
-    (None if b_c <= b_m or L_x <= 0)."""
-    order = np.argsort(ls)
-    ls, ts = np.asarray(ls, dtype=float)[order], np.asarray(ts, dtype=float)[order]
-    fits = [(k, _line(ls[:k], ts[:k]), _line(ls[k:], ts[k:])) for k in range(2, len(ls) - 1)]
-    if not fits:
-        return {"context": None, "points": len(ls)}
-    k, (am, bm, em), (ac, bc, ec) = min(fits, key=lambda f: f[1][2] + f[2][2])
-    lx = (am - ac) / (bc - bm) if bc > bm else None
-    return {"context": lx if lx is not None and lx > 0 else None, "points": len(ls), "split_context": int(ls[k]),
-            "memory_line": {"intercept_s": am, "s_per_token": bm},
-            "compute_line": {"intercept_s": ac, "s_per_token": bc}, "relative_residual": (em + ec) ** 0.5}
-
-
-def crossover(results: dict, hardware, variant: str = "fused") -> dict[int, dict]:
-    """Per batch of `variant`'s measured cases in `results`: the measured crossover context
-    (`measured_crossover`: where the time per step leaves the fitted memory-bound line along the fitted
-    compute-bound one), the model's (`predicted_crossover`: where the op's compute time equals its memory
-    time, and the knee with the launch floor) and measured / predicted, for a "within 20%" check. Only
-    contexts that fill whole groups of G tokens are fitted: an fp16 K window adds its own tail programs."""
-    from validate.results_file import measured
-
-    rows = [r for r in measured(results, "xquant") if r["params"]["variant"] == variant
-            and r["params"]["context"] % r["params"]["group_size"] == 0]
-    out = {}
-    for batch in sorted({r["params"]["batch"] for r in rows}):
-        mine = [r for r in rows if r["params"]["batch"] == batch]
-        fit = measured_crossover([r["params"]["context"] for r in mine], [r["ms"] * 1e-3 for r in mine])
-        pred = predicted_crossover(mine[0]["params"], hardware)
-        ratio = fit["context"] / pred["compute_eq_memory"] if fit["context"] and pred["compute_eq_memory"] else None
-        out[batch] = {"measured": fit["context"], "predicted": pred["compute_eq_memory"],
-                      "predicted_knee": pred["knee"], "ratio": ratio, "fit": fit}
-    return out
+        return predicted.predict(case, hardware)
 
 
 def sm90_specs() -> list[dict]:

@@ -287,12 +287,14 @@ class XLayer:
 
 
 def recipes(bits: float, group: int, mha: bool) -> tuple[TensorRecipe, TensorRecipe | None]:
-    """The roofline XQuant storage (methods/xquant.py `_quant`): X per token; XK per channel with a block
-    window of G tokens; XV per token."""
+    """The roofline XQuant storage (roofline.methods.xquant's per-tensor TensorQuant): X per token; XK per
+    channel with a block window of G tokens; XV per token."""
+    from roofline.methods import parse_method
+
+    config = parse_method(f"xquant:bits={bits:g},group_size={group}")
     if mha:
-        return TensorRecipe(bits, group, along="channels"), None
-    return (TensorRecipe(bits, group, along="tokens", window=group, window_mode="block"),
-            TensorRecipe(bits, group, along="channels"))
+        return TensorRecipe(config._quant(bits, "channels")), None
+    return TensorRecipe(config._quant(bits, "tokens")), TensorRecipe(config._quant(bits, "channels"))
 
 
 def build_layer(xk: torch.Tensor, xv: torch.Tensor | None, wk: torch.Tensor, wv: torch.Tensor, kv_heads: int,

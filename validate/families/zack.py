@@ -46,7 +46,9 @@ import os
 import triton
 import triton.language as tl
 
-from validate.families.attention_fp16 import MAX_SPLITS, relative_rms
+from roofline.validation.families import zack as predicted
+from roofline.validation.families.zack import BLOCK_N, MAX_SPLITS, chunk_tokens, task_costs
+from validate.families.attention_fp16 import relative_rms
 from validate.families.quant_attention import LOG2E, _online, _operand
 from validate.registry import Case, register
 
@@ -60,10 +62,7 @@ QUICK = ((1, 4096, "lpt"), (8, 32768, "naive"), (32, 131072, "lpt"), (32, 131072
 # 3.30 ms at one (3 stages), 3.23 ms at three; 8 tasks per program 2.79 ms but naive 3.49 ms (4: 3.05 ms);
 # 1024-token chunks: 35 vs 43 us at batch 1, 32K tokens, but 21 vs 15 us at 4K, 128 vs 114 us at batch 32, 4K.
 PROGRAMS_PER_SM = 2
-TASKS_PER_PROGRAM = 4
-MIN_CHUNK_TOKENS = 512
 CLASSES = (16, 32, 64, 128, 256)
-BLOCK_N = 128  # tokens per loop step (64 tokens at 3 stages: within 5% either way)
 NUM_STAGES = 2
 CHECK_TOKENS = 4096
 
@@ -189,23 +188,6 @@ def head_table(qk_dims: list[int], v_dims: list[int]) -> list[list[int]]:
 
     return [list(qk_dims), list(v_dims), prefix(qk_dims), prefix(v_dims), [dim_class(d) for d in qk_dims],
             [dim_class(d) for d in v_dims]]
-
-
-def chunk_tokens(batch: int, kv_heads: int, context: int, programs: int) -> int:
-    """Tokens per chunk C: S = clamp(ceil(TASKS_PER_PROGRAM x P / (B x H_kv)), 1, min(MAX_SPLITS,
-    floor(L / MIN_CHUNK_TOKENS))) chunks per (sequence, KV head), then C = ceil(L / S) rounded up to a
-    multiple of BLOCK_N (whole tiles but the last); the kernel runs S = ceil(L / C) chunks."""
-    most = max(1, min(MAX_SPLITS, context // MIN_CHUNK_TOKENS))
-    splits = max(1, min(triton.cdiv(TASKS_PER_PROGRAM * programs, batch * kv_heads), most))
-    return triton.cdiv(triton.cdiv(context, splits), BLOCK_N) * BLOCK_N
-
-
-def task_costs(qk_dims: list[int], v_dims: list[int], group: int, batch: int, context: int,
-               chunk: int) -> list[int]:
-    """Per task (b H_kv + h) S + c: GROUP x n_c x (d_qk^h + d_v^h + 1), n_c = min(C, L - c C) the chunk's
-    tokens: roofline's per-query-head decode cost (Zack.head_costs) summed over the KV head's query heads."""
-    tokens = [min(chunk, context - start) for start in range(0, context, chunk)]
-    return [group * n * (q + v + 1) for q, v in zip(qk_dims, v_dims, strict=True) for n in tokens] * batch
 
 
 def assign(costs: list[int], programs: int, policy: str) -> list[list[int]]:
@@ -336,22 +318,6 @@ def sm90_specs(qk_dims=DIMS, v_dims=DIMS, heads: int = HEADS, num_warps: int = 4
              "constexprs": merge_ce}]
 
 
-def _model_and_method(p: dict):
-    from roofline.methods.zack import Zack
-    from validate.predict import decode_model
-
-    name = f"zack-h{p['num_heads']}-kv{p['num_kv_heads']}-d{p['head_dim']}"
-    return (decode_model(name, p["num_heads"], p["num_kv_heads"], p["head_dim"]),
-            Zack(qk_dims=p["qk_dims"], v_dims=p["v_dims"], scheduling=p["policy"]))
-
-
-def case_work(case: Case) -> dict:
-    """Bytes and FLOPs from the roofline "attention" op and its reduce; None without roofline (GPU box)."""
-    from validate.predict import case_op_work
-
-    return case_op_work(_model_and_method, "attention", case.params)
-
-
 def _inputs(p: dict, batch: int, context: int):
     import torch
 
@@ -392,9 +358,9 @@ def _run(case: Case) -> dict:
     sets = input_sets(lambda: _inputs(p, p["batch"], p["context"]), sizes["q"] + sizes["k"] + sizes["v"] + sizes["out"])
     costs = task_costs(qk_dims, v_dims, group, p["batch"], p["context"], chunk)
     loads = [sum(costs[t] for t in tasks) for tasks in assign(costs, programs, p["policy"])]
-    return {"ms": graph_ms(kernel, sets), **case_work(case), "eager_ms": eager_ms(kernel, sets), "programs": programs,
-            "chunk_tokens": chunk, "tasks": len(costs), "max_load": max(loads), "mean_load": sum(loads) / programs,
-            "rotation": len(sets), "check_rel_rms": error}
+    return {"ms": graph_ms(kernel, sets), **predicted.work(case.params), "eager_ms": eager_ms(kernel, sets),
+            "programs": programs, "chunk_tokens": chunk, "tasks": len(costs), "max_load": max(loads),
+            "mean_load": sum(loads) / programs, "rotation": len(sets), "check_rel_rms": error}
 
 
 @register
@@ -412,22 +378,4 @@ class ZackAttention:
         return _run(case)
 
     def predict(self, case: Case, hardware) -> dict:
-        """The roofline "attention" op (with its "attention_reduce") of a one-layer model with these heads
-        under Zack(qk_dims, v_dims), decode at B = batch, L = context, times the imbalance of this kernel's
-        own task list: task_imbalance(task_costs, P, policy) (roofline.methods.zack), P = hardware.sm_count x
-        programs_per_sm programs, the chunks of `chunk_tokens` at P: the op's roofline time stretched by the
-        makespan over the ideal, then floored as roofline floors every kernel."""
-        from roofline.costmodel import Roofline
-        from roofline.methods.zack import task_imbalance
-        from validate.predict import predict_op
-
-        p = case.params
-        m, method = _model_and_method(p)
-        programs = hardware.sm_count * p["programs_per_sm"]
-        chunk = chunk_tokens(p["batch"], p["num_kv_heads"], p["context"], programs)
-        costs = task_costs(p["qk_dims"], p["v_dims"], m.gqa_group, p["batch"], p["context"], chunk)
-        imbalance = task_imbalance(costs, programs, p["policy"])
-        pred = predict_op(m, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware)
-        time_s = max(max(pred["compute_s"], pred["memory_s"]) * imbalance, Roofline(hardware).latency_floor())
-        return {**pred, "time_s": time_s, "balanced_time_s": pred["time_s"], "imbalance": imbalance,
-                "programs": programs, "chunk_tokens": chunk}
+        return predicted.predict(case, hardware)

@@ -2,23 +2,20 @@
 agreement between the roofline and kernels that reach the device's ceilings fail here.
 
 The gate is the median APE <= 10% over the gated suite: the families whose kernels reach >= 85% of the
-measured ceilings (validate.compare.kernel_efficiency, from physical bytes and FLOPs over measured time,
+measured ceilings (roofline.validation.compare.kernel_efficiency, from physical bytes and FLOPs over measured time,
 no prediction involved). Families below it are printed with their shortfall: there the error measures the
 kernel, not the model. The XQuant crossover (where remat turns the step compute-bound) is a ratio of two
 measured slopes, so it tests the model's compute/memory balance even where the kernel is slow: it must stay
 within 20% of the prediction wherever a batch's crossover was measured.
 """
 
-import os
 from pathlib import Path
 
-os.environ["TRITON_INTERPRET"] = "1"  # validate.families imports triton kernels; never compiled here
+import pytest
 
-import pytest  # noqa: E402
-
-from validate import targets  # noqa: E402
-from validate.compare import compare, hardware_for_device, render  # noqa: E402
-from validate.results_file import load as load_results  # noqa: E402
+from roofline.validation import targets
+from roofline.validation.compare import compare, hardware_for_device, render
+from roofline.validation.results_file import load as load_results
 
 RESULTS = sorted(p for p in (Path(__file__).resolve().parents[1] / "validate" / "results").glob("*.json")
                  if not p.stem.endswith("-quick"))

@@ -1,19 +1,16 @@
 """compare(): APE and bandwidth figures on a synthetic results file, computed by hand; the CLI's one-line
-errors; the registry."""
+errors; compare of the committed results without torch or triton, as it printed before the move."""
 
 import copy
 import json
-import os
 import subprocess
 import sys
 
-os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (validate.families holds kernels)
+import pytest
 
-import pytest  # noqa: E402
-
-from validate import registry  # noqa: E402
-from validate.__main__ import main  # noqa: E402
-from validate.compare import compare, hardware_for_device  # noqa: E402
+from roofline.validation.compare import compare, hardware_for_device
+from roofline.validation.families import FAMILIES
+from validate.__main__ import main
 
 HEADS = {"num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "dtype": "bf16", "block_n": 128}
 GIB = 1 << 30
@@ -133,17 +130,14 @@ def test_cli_json_and_bad_hardware(tmp_path, capsys) -> None:
     assert "H999" in capsys.readouterr().err
 
 
-def test_registry_has_the_families() -> None:
-    names = registry.families()
-    assert {"ceilings", "fp16_attention"} <= set(names)
-    for family in names.values():
-        assert isinstance(family, registry.Family) and family.cases(quick=True)
-    with pytest.raises(KeyError, match="valid"):
-        registry.get("nope")
+def test_the_explicit_list_of_predicted_families() -> None:
+    assert list(FAMILIES) == ["ceilings", "fp16_attention", "quant_attention", "xquant", "aquakv", "zack"]
+    for name, module in FAMILIES.items():
+        assert module.NAME == name and callable(module.predict) and callable(module.work)
 
 
 def test_each_results_file_predicts_with_its_own_ceilings(hw) -> None:
-    from validate.compare import calibrated
+    from roofline.validation.compare import calibrated
 
     results = copy.deepcopy(RESULTS)
     results["cases"][:2] = [
@@ -166,11 +160,28 @@ def test_each_results_file_predicts_with_its_own_ceilings(hw) -> None:
     assert compare(copy.deepcopy(RESULTS), hw)["measured_source"] is None
 
 
-def test_case_work_without_roofline_is_none_with_the_reason() -> None:
-    from validate.predict import case_op_work
+NO_TORCH = """
+import runpy, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("torch", "triton"):
+            raise ImportError(f"{name} is blocked in this test")
+sys.meta_path.insert(0, Block())
+sys.argv = ["validate", *sys.argv[1:]]
+try:
+    runpy.run_module("validate", run_name="__main__", alter_sys=True)
+finally:
+    print("imported:", sorted(m for m in sys.modules if m.partition(".")[0] in ("torch", "triton")), file=sys.stderr)
+"""
 
-    def no_roofline(params):
-        raise ImportError("No module named 'pydantic'")
 
-    got = case_op_work(no_roofline, "attention", {"batch": 1, "context": 4096})
-    assert got == {"bytes": None, "flops": None, "work": "not computed here (No module named 'pydantic')"}
+@pytest.mark.parametrize("device", ["nvidia-h200", "nvidia-h100"])
+def test_compare_without_torch_or_triton_prints_the_committed_report(root, device: str) -> None:
+    """`python -m validate compare` on a box where torch and triton cannot be imported prints, byte for byte,
+    the report committed beside the measurements (validate/results/<device>-compare.txt)."""
+    results = root / "validate" / "results" / f"{device}.json"
+    done = subprocess.run([sys.executable, "-c", NO_TORCH, "compare", "--results", str(results.relative_to(root))],
+                          cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().endswith("imported: []")
+    assert done.stdout == (root / "validate" / "results" / f"{device}-compare.txt").read_text()

@@ -1,16 +1,12 @@
 """calibrate: measured ceilings into a hardware YAML, the rest of the file kept, validated, atomic."""
 
-import os
+import copy
+import json
 
-os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (validate.families holds kernels)
+import pytest
 
-import copy  # noqa: E402
-import json  # noqa: E402
-
-import pytest  # noqa: E402
-
-from validate.__main__ import main  # noqa: E402
-from validate.calibrate import measured_section  # noqa: E402
+from roofline.validation.calibrate import measured_section
+from validate.__main__ import main
 
 MIB = 1 << 20
 

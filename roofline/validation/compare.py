@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from validate import registry
-from validate.calibrate import measured_section, stream_bandwidth
-from validate.results_file import ResultsError, case_of
+from roofline.validation.calibrate import measured_section, stream_bandwidth
+from roofline.validation.families import FAMILIES
+from roofline.validation.results_file import ResultsError, case_of
 
 # Device names as the driver reports them -> catalogue entry (first match wins; PCIe before SXM).
 DEVICE_HARDWARE = (("H200", "H200"), ("H100 PCIe", "H100-PCIe"), ("H100", "H100-SXM"))
@@ -68,7 +68,7 @@ def _row(row: dict, hardware, reference: float) -> dict:
     if row.get("ms") is None:
         out["note"] = f"not measured: {row.get('skipped') or row.get('error')}"
         return out
-    family = registry.families().get(row["family"])
+    family = FAMILIES.get(row["family"])
     if family is None:
         out["note"] = f"family {row['family']!r} not registered here"
     else:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import yaml
 
-from validate.results_file import ResultsError, measured
+from roofline.validation.results_file import ResultsError, measured
 
 LARGEST_SIZES = 3
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (a results file's source is relative to it)
 
 
 def _rate(row: dict, what: str = "bytes") -> float:

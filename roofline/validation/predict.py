@@ -4,7 +4,6 @@ A measured kernel and its prediction describe the same work by construction: the
 FLOPs are the op's own sympy expressions (`op_work`), and its time is Roofline.evaluate on that op:
     time_s = max(F_matmul / peak_dtype + F_vector / peak_fp32, bytes / bandwidth, launch floor)
 with the measured ceilings when the hardware spec has a `measured` section (roofline.costmodel.device).
-roofline (pydantic, sympy) is imported lazily so that a GPU box without it can still run the bench.
 """
 
 from __future__ import annotations
@@ -63,15 +62,9 @@ def op_work(model, method_config, op_name: str, values: dict, phase: str = "deco
             "flops": int(round(sum(evaluate(op.flops, at) for op in ops)))}
 
 
-def case_op_work(model_and_method, op_name: str, params: dict) -> dict:
-    """`op_work` of a decode case (B = params["batch"], L = params["context"]) whose model and method come from
-    `model_and_method(params)`; bytes and FLOPs None, with the reason, where roofline cannot be imported (a
-    GPU box without pydantic: compare fills them in from the same op)."""
-    try:
-        model, method = model_and_method(params)
-    except ImportError as err:
-        return {"bytes": None, "flops": None, "work": f"not computed here ({err})"}
-    return op_work(model, method, op_name, {"B": params["batch"], "L": params["context"]})
+def decode_work(model, method_config, op_name: str, params: dict) -> dict:
+    """`op_work` of a decode case: B = params["batch"], L = params["context"]."""
+    return op_work(model, method_config, op_name, {"B": params["batch"], "L": params["context"]})
 
 
 def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode") -> dict:
@@ -90,13 +83,20 @@ def predict_op(model, method_config, op_name: str, values: dict, hardware, phase
             "kernels": len(rows)}
 
 
-def decode_model(name: str, num_heads: int, num_kv_heads: int, head_dim: int):
-    """A one-layer roofline Model with these attention heads; the other sizes are arbitrary but valid
-    (the attention op depends only on heads, head_dim and the cache)."""
+def decode_model(name: str, num_heads: int, num_kv_heads: int, head_dim: int, num_layers: int = 1,
+                 source: str = "validate: synthetic one-layer model for a kernel case"):
+    """A roofline Model (one layer unless told) with these attention heads; the other sizes are arbitrary but
+    valid (the attention op depends only on heads, head_dim and the cache)."""
     from roofline.specs import Model
 
-    return Model(name=name, source="validate: synthetic one-layer model for a kernel case",
-                 architecture="LlamaForCausalLM", num_layers=1, hidden_size=num_heads * head_dim,
-                 num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+    return Model(name=name, source=source, architecture="LlamaForCausalLM", num_layers=num_layers,
+                 hidden_size=num_heads * head_dim, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                  intermediate_size=4 * num_heads * head_dim, vocab_size=32000, tie_word_embeddings=False,
                  max_position_embeddings=1 << 20)
+
+
+def case_model(prefix: str, params: dict, num_layers: int = 1, source: str | None = None):
+    """`decode_model` named `<prefix>-h<H>-kv<H_kv>-d<d_h>` with the heads of a case's params."""
+    extra = {"source": source} if source else {}
+    return decode_model(f"{prefix}-h{params['num_heads']}-kv{params['num_kv_heads']}-d{params['head_dim']}",
+                        params["num_heads"], params["num_kv_heads"], params["head_dim"], num_layers, **extra)

@@ -1,4 +1,4 @@
-"""The issue's four validation targets, decided from a results file and its comparison (validate.compare).
+"""The issue's four validation targets, decided from a results file and its comparison (compare.py).
 
 1. prediction error over the suite (ceilings excluded): median APE <= 5 %, 90th percentile <= 15 %;
 2. memory-bound kernels at large shapes reach >= 85 % of the measured streaming bandwidth: per family, the
@@ -7,13 +7,13 @@
    batch, context and heads: speedup = t_bf16 / t_quant, byte ratio = bytes_bf16 / bytes_quant, and the
    speedup as a fraction of the byte ratio, >= 80 %;
 4. XQuant: the measured crossover context (remat turns the step compute-bound) within 20 % of the model's,
-   |measured / predicted - 1| <= 0.2, per batch (validate.families.xquant.crossover).
+   |measured / predicted - 1| <= 0.2, per batch (families.xquant.crossover).
 Each target reads "met" or "missed", or "not measured" when the results lack the cases it needs.
 """
 
 from __future__ import annotations
 
-from validate.results_file import measured
+from roofline.validation.results_file import measured
 
 SUITE_MEDIAN, SUITE_P90 = 5.0, 15.0
 BANDWIDTH = 0.85
@@ -52,8 +52,8 @@ def targets(results: dict, report: dict, hardware) -> dict:
     speedups = quant_speedups(results)
     crossover, judged = {}, []
     if measured(results, "xquant"):
-        from validate.compare import calibrated
-        from validate.families.xquant import crossover as xquant_crossover
+        from roofline.validation.compare import calibrated
+        from roofline.validation.families.xquant import crossover as xquant_crossover
 
         crossover = xquant_crossover(results, calibrated(hardware, results))
     judged = [c for c in crossover.values() if c["ratio"] is not None]

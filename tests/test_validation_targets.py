@@ -1,10 +1,10 @@
-"""validate.targets: the issue's four targets decided from hand-made results and reports."""
+"""roofline.validation.targets: the issue's four targets decided from hand-made results and reports."""
 
 from __future__ import annotations
 
 import pytest
 
-from validate import targets
+from roofline.validation import targets
 
 SHAPE = {"num_heads": 32, "num_kv_heads": 8, "head_dim": 128}
 
