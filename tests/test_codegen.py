@@ -26,7 +26,7 @@ def _function(expr, flavour="scalar"):
 
 
 def test_mod_inside_a_product_keeps_its_parentheses() -> None:
-    # sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5` ((3x) mod 5): by hand 25604 x 124, not (25604 x 32764) % 128
+    # sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5`, i.e. (3x) mod 5: by hand 25604 x 124 here
     expr = B * (25604 * L - 25604 * sp.Mod(sp.Max(0, L - 4), 128) - 25604 * sp.Min(4, L))
     assert _function(expr)(16, 32768) == 16 * 25604 * (32768 - 124 - 4)
     assert float(_function(expr, "vector")(16, 32768)) == 16 * 25604 * (32768 - 124 - 4)
