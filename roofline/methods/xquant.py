@@ -148,6 +148,26 @@ class XQuant(MethodConfig):
                           baseline_width=kv_elements_per_token_layer(model), workspace_bytes=workspace)
 
 
+    def plan_notes(self, model: Model, hardware, workload, data: dict) -> list[str]:
+        """Why a 3-bit row is slower than the 2- and 4-bit ones: codes that straddle bytes unpack with a second
+        bit plane, 9 integer ops per 4 elements against 3 (kv.quant.dequant_int_ops_per_element); the extra
+        is the step's integer work above the same cache at 4 bits (same elements, 3 ops per 4)."""
+        from roofline.units import L
+
+        def int_ops(cache: CacheModel) -> sp.Expr:
+            return sp.Add(*(layer.count * layer.dequant_int_ops for layer in cache.layers))
+
+        extra = int_ops(self.cache(model)) - int_ops(self.cache(model, bits=sp.Integer(4)))
+        seconds = float(extra.subs(L, workload.context_tokens)) * workload.batch / hardware.int_ops_per_s()
+        if seconds <= 0:
+            return []
+        shows = "the step is compute-bound, so it adds to TPOT" if data["bound"] == "compute" else \
+            "hidden under the memory time"
+        return [f"{self.bits:g}-bit codes straddle bytes: unpacking takes 9 integer ops per 4 elements (a second "
+                f"bit plane) against 3 for 2- or 4-bit codes, +{seconds * 1e3:.2f} ms of integer work per step; "
+                f"{shows}"]
+
+
 for _e in (2, 3, 4):
     preset(f"xquant-{_e}", "xquant", f"XQuant {_e}-bit (X on MHA, SVD latents on GQA), group 128", bits=_e)
     preset(f"xquant-cl-{_e}", "xquant", f"XQuant-CL {_e}-bit deltas, first 3 layers 4-bit (Table 4)",

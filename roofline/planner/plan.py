@@ -51,10 +51,12 @@ def _kv_parts(model: Model, workload: Workload, cache, context: int, seqs: int) 
     """Per-GPU KV bytes of `seqs` sequences at `context`, by part (reserved, paged)."""
     from roofline.costmodel.blocks import Shard
 
-    share = float(Shard.of(model, workload.tp).kv_fraction) * -(-model.num_layers // workload.pp) / model.num_layers
+    heads = float(Shard.of(model, workload.tp).kv_fraction)
+    share = heads * -(-model.num_layers // workload.pp) / model.num_layers
     paged = -(-context // workload.page_tokens) * workload.page_tokens
     parts = {p: float(v.subs(L, paged)) * share * seqs for p, v in cache.reserved_parts().items() if p in PARTS}
-    workspace = float(window_occupancy(cache.workspace_bytes, "peak").subs(L, paged)) * share * seqs
+    # one layer's scratch (memory.sequence_kv_expr): whole on every pipeline stage
+    workspace = float(window_occupancy(cache.workspace_bytes, "peak").subs(L, paged)) * heads * seqs
     if workspace:
         parts["workspace"] = workspace
     return {k: v for k, v in parts.items() if v}
@@ -124,6 +126,8 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
         "decode": decode, "prefill": phases.dominant("prefill", b, prompt), "bound": decode["bound"],
         "limits": _method_limits(model, hardware, workload, method, cache, ctx),
     }
+    notes = getattr(method, "plan_notes", None)  # a method's own words on why its row looks as it does
+    result.data["notes"] = notes(model, hardware, workload, result.data) if notes is not None else []
     if not capacity["fits"]:
         result.warnings.append(f"batch {b} at context {ctx:,} does not fit: at most {mb} sequences")
     if ctx > model.max_position_embeddings:
