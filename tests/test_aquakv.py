@@ -270,3 +270,47 @@ def test_bad_configs_name_the_field(spec: str, model: Model, needle: str) -> Non
         build_cache(parse_method(spec), model)
     assert needle in str(err.value)
     assert "\n" not in str(err.value)
+
+
+# ---- the reference decode's reconstructed layer (§3.3 "materialize a single layer at a time", Alg. 4) --------
+
+def test_reference_decode_workspace_is_one_bf16_layer() -> None:
+    # K^ and V^ of every token of one layer in bf16: 131,072 x 2 x 1024 x 2 B = 0.5 GiB on Llama-3.1-70B, about
+    # a tenth of its compressed cache (5.14 GiB); the incremental lower bound keeps no such copy
+    assert build_cache(parse_method("aquakv-2"), L70B).workspace_bytes.subs(L, 131_072) == 536_870_912 == GIB // 2
+    assert build_cache(parse_method("aquakv-2:decode=incremental"), L70B).workspace_bytes == 0
+
+
+def test_reference_decode_workspace_is_in_the_memory_budget() -> None:
+    from roofline.catalogue import load_hardware
+    from roofline.planner import plan_method
+    from roofline.planner.memory import sequence_kv_expr
+    from roofline.specs import Workload
+
+    # Llama-3.1-8B (32 layers, d_kv 1024) at 32,768 tokens: 4 sinks + a full 127-token buffer in bf16,
+    # 32,637 quantized tokens at 2048 x (4 + 1/64) / 8 = 1,028 B (layer 0) + 31 x 2048 x (2 + 1/64) / 8 = 516 B,
+    # and one reconstructed layer, 32,768 x 2 x 1024 x 2 B
+    l8b = load_model("Llama-3.1-8B")
+    need = 131 * 2 * 1024 * 2 * 32 + 32_637 * (1028 + 31 * 516) + 32_768 * 4096
+    data = plan_method(l8b, load_hardware("H100-SXM"), Workload(batch=16, context_tokens=32_768),
+                       parse_method("aquakv-2")).data
+    assert data["kv_bytes_per_sequence"] == need == 707_000_448
+    assert data["max_batch"] == int(data["memory"]["kv_pool_bytes"] // need)
+    assert data["memory"]["kv_parts_bytes"]["workspace"] == 16 * 32_768 * 4096
+    # with two pipeline stages each holds half the layers but a whole reconstructed layer per sequence
+    cache = build_cache(parse_method("aquakv-2"), l8b)
+    half = sequence_kv_expr(l8b, Workload(context_tokens=32_768, pp=2), cache).subs(L, 32_768)
+    assert half == (need - 32_768 * 4096) // 2 + 32_768 * 4096
+
+
+def test_reference_step_re_predicts_every_cached_token() -> None:
+    from roofline.analysis.limits import reference_step_ratio
+    from roofline.methods.aquakv import reference_predictor_flops
+
+    # 70B at 131,072 tokens: 4 sinks, (131,072 - 4) mod 128 = 124 buffered, 130,944 re-predicted per step at
+    # 6 x 1024^2 x 79 = 497,025,024 FLOPs each; over base(L) = 139,023,695,872 + 2,647,040 L + 1,966,080 x 64
+    flops = reference_predictor_flops(L70B, AquaKV(), 131_072)
+    assert flops == 130_944 * 497_025_024
+    base = 139_023_695_872 + 2_647_040 * 131_072 + 1_966_080 * 64
+    assert reference_step_ratio(L70B, AquaKV(), 131_072) == pytest.approx(flops / base, rel=1e-9)
+    assert round(flops / base) == 134

@@ -100,8 +100,23 @@ def test_zack_dims_rounding_and_bytes() -> None:
     z = parse_method("zack:qk_rate=0.6,v_rate=0.3")
     qk, v = z.kept_dims(LLAMA3)
     assert qk == [64] * 8 and v == [96] * 8  # 128*0.4 = 51.2 -> 51 -> 64; 128*0.7 = 89.6 -> 90 -> 96
-    cache = build_cache(z, LLAMA3)
-    assert cache.resident_bytes.subs(L, 100) == 32 * 100 * (8 * 64 + 8 * 96) * 2
+    # §6.1 rounds the kernel's tiles up to 16 (zeros filled in); the cache stores the kept dims unless told
+    assert z.exact_dims(LLAMA3) == z.stored_dims(LLAMA3) == ([51] * 8, [90] * 8)
+    assert build_cache(z, LLAMA3).resident_bytes.subs(L, 100) == 32 * 100 * (8 * 51 + 8 * 90) * 2
+    padded = parse_method("zack:qk_rate=0.6,v_rate=0.3,store_padded=true")
+    assert build_cache(padded, LLAMA3).resident_bytes.subs(L, 100) == 32 * 100 * (8 * 64 + 8 * 96) * 2
+    # attention runs on the padded dims either way: QK^T and PV FLOPs per cached token, 32 query heads
+    for config in (z, padded):
+        (layer,) = build_cache(config, LLAMA3).layers
+        assert (layer.qk_head_dim, layer.v_head_dim) == (64, 96)
+
+
+@pytest.mark.parametrize(("padded", "removed"), [(False, 1 - 54 / 128), (True, 0.5)])
+def test_zack_stored_padding_decides_the_saving(padded: bool, removed: float) -> None:
+    # p = 0.58: round(128 x 0.42) = round(53.76) = 54 dims kept, stored exactly (57.8% less) or padded to 64
+    # (only 50% less): the padding alone moves a ZACK rate by 8 points
+    z = parse_method(f"zack:qk_rate=0.58,v_rate=0.58,store_padded={padded}")
+    assert 1 - build_cache(z, LLAMA3).asymptotic_bits() / 16 == pytest.approx(removed)
 
 
 def test_zack_eq6() -> None:

@@ -209,3 +209,42 @@ def test_phase_bound_is_the_bound_of_most_of_the_time() -> None:
     assert got["memory_s"] > got["compute_s"]  # the summed rule would say memory
     assert got["dominant_op"] == "attention" and got["dominant_bound"] == "compute"
     assert by_bound["compute"] > by_bound["memory"] and got["bound"] == "compute"
+
+
+# ---- the default plan's surprising rows carry their reason (issue 18) ---------------------------------------
+
+DEFAULT = Workload(batch=16, context_tokens=32_768, generated_tokens=1024)
+
+
+def test_xquant_3_is_slower_by_its_unpack_and_says_so() -> None:
+    # Llama-3.1-8B, SVD latents XK and XV (2 x 1024 channels), 32 layers, 32,768 tokens (a whole number of
+    # 128-token groups, so none waits in the window), 16 sequences: 3-bit codes take 9 integer ops per 4 elements,
+    # 2- and 4-bit 3 (kv.quant), at the H100's integer rate; the fused step is compute-bound, so TPOT shows it
+    extra_s = 32 * 32_768 * 2048 * 16 * (9 - 3) / 4 / H100.int_ops_per_s()
+    rows = {s: plan_method(LLAMA8, H100, DEFAULT, parse_method(s)).data for s in ("xquant-3", "xquant-4")}
+    assert rows["xquant-3"]["tpot_s"] - rows["xquant-4"]["tpot_s"] == pytest.approx(extra_s, rel=1e-4)  # of ~80 ms
+    (note,) = rows["xquant-3"]["notes"]
+    assert f"+{extra_s * 1e3:.2f} ms" in note and "9 integer ops per 4" in note
+    assert rows["xquant-4"]["notes"] == []
+
+
+def test_zack_max_batch_pays_a_second_round_and_says_so() -> None:
+    # §5.3: one decode task per (sequence, KV head), the context unsplit. Batch 16: 128 tasks on 132 SMs, one round;
+    # max batch 27 (2 GiB per sequence): 216 tasks, 2 rounds where 216 / 132 = 1.64 would do: attention x 1.22
+    data = plan_method(LLAMA8, H100, DEFAULT, parse_method("zack-50")).data
+    assert data["max_batch"] == 27
+    assert data["tokens_per_s_max_batch"] < data["tokens_per_s"]
+    (note,) = data["notes"]
+    assert "216 tasks take 2 rounds (ideal 1.64): attention x1.22" in note
+    assert "128 tasks take 1 round (ideal 0.97): attention x1.00" in note
+
+
+def test_aquakv_note_tells_per_token_from_per_step() -> None:
+    from roofline.analysis.limits import predictor_overhead_ratio, reference_step_ratio
+
+    config = parse_method("aquakv-2")
+    (note,) = plan_method(LLAMA8, H100, DEFAULT, config).data["notes"]
+    per_token, per_step = predictor_overhead_ratio(LLAMA8, config, 32_768), reference_step_ratio(LLAMA8, config, 32_768)
+    assert per_token < 190 < per_step  # 1/166 of the model per new token, yet ~197x the model per step
+    assert f"1/{per_token:,.0f} of the model's FLOPs per new token" in note
+    assert f"{per_step:,.0f}x the model's own FLOPs" in note and "re-predicts every cached token" in note

@@ -20,7 +20,7 @@ from typing import Any
 import sympy as sp
 
 from roofline.costmodel import limits as costmodel_limits
-from roofline.methods.aquakv import AquaKV, predictor_flops_per_token
+from roofline.methods.aquakv import AquaKV, predictor_flops_per_token, reference_predictor_flops
 from roofline.methods.baseline import Baseline
 from roofline.methods.xquant import XQuant
 from roofline.specs import Hardware, Model
@@ -68,7 +68,7 @@ def predictor_overhead_ratio(model: Model, config: AquaKV, context: int) -> floa
     Llama-3.1-70B (linear): base(L) = 139,023,695,872 + 2,647,040 L FLOPs over 6 x 1024^2 x 79 =
     497,025,024, so 279.7x at L = 1 (the notes' 284x also counts the 1.05 G embedding parameters, which
     cost no FLOPs). The claim holds from L = 41,348 tokens (`context_for_overhead_ratio`; Qwen2.5-72B:
-    287.6x, 39,884), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
+    287.6x, 39,870), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
     only: the reference decode also reruns the predictors over all l_q cached tokens every step.
     """
     return float(model_flops_per_token(model).subs(L, context)) / predictor_flops_per_token(model, config)
@@ -90,3 +90,9 @@ def context_for_overhead_ratio(model: Model, config: AquaKV, target: float = 500
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
     return hi
+
+
+def reference_step_ratio(model: Model, config: AquaKV, context: int) -> float:
+    """Predictor FLOPs of a reference decode step over the model's own FLOPs of that step (batch 1): the cost
+    the "500x less per token" (§3.2) leaves out. Llama-3.1-70B: 134x at 131,072 tokens."""
+    return reference_predictor_flops(model, config, context) / float(model_flops_per_token(model).subs(L, context))

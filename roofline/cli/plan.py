@@ -154,9 +154,7 @@ def plan_text(result: dict[str, Any]) -> str:
         if "remat_limit_tokens" in limits:
             notes.append(f"{r['method']}: remat stays memory-bound up to {_ctx(round(limits['remat_limit_tokens']))}"
                          f" tokens at batch {w['batch']}")
-        if "predictor_overhead_ratio" in limits:
-            notes.append(f"{r['method']}: model FLOPs per token / predictor FLOPs = "
-                         f"{limits['predictor_overhead_ratio']:,.0f}x")
+        notes += [f"{r['method']}: {note}" for note in r.get("notes", ())]
         if "fewest_gpus" in r:
             f = r["fewest_gpus"]
             notes.append(f"{r['method']}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']})")

@@ -14,6 +14,9 @@ reference runs both predictors over every quantized token l_q of every layer at 
 2 x (3 d_kv^2) x l_q = 6 d_kv^2 l_q FLOPs per layer (linear). `decode="incremental"` charges only the
 token being encoded (6 d_kv^2 per layer per step): a LOWER BOUND that assumes the reconstruction of cached
 tokens is free (amortized), which only holds if dequantized copies were kept (undoing the compression).
+Memory: the reference decode materializes one layer's K^ and V^ for every cached token in bf16 before
+attention ("materialize (de-quantize) a single layer at a time", §3.3): a per-sequence workspace of
+tokens x 2 d_kv x 2 B beside the compressed cache (0.5 GiB at 131,072 tokens on Llama-3.1-70B).
 """
 
 from __future__ import annotations
@@ -101,7 +104,33 @@ class AquaKV(MethodConfig):
         weight = predictor_bytes(self, d)
         layers = (base.layers[0],) + tuple(_with_predictors(self, layer, q, d, weight) for layer in base.layers[1:])
         fixed = dict(base.fixed_bytes, predictors=(model.num_layers - 1) * weight)
-        return replace(base, layers=layers, fixed_bytes=fixed)
+        return replace(base, layers=layers, fixed_bytes=fixed, workspace_bytes=self.decode_workspace_bytes(base, d))
+
+    def decode_workspace_bytes(self, cache: CacheModel, kv_dim: int) -> sp.Expr:
+        """Per-sequence bytes of the reference decode's reconstructed layer: K^ and V^ of every token of one
+        layer in bf16, tokens x 2 d_kv x 2 B (the largest layer group; one layer at a time, §3.3, Alg. 4).
+        The incremental lower bound reconstructs nothing: 0."""
+        if self.decode == "incremental":
+            return sp.Integer(0)
+        tokens = sorted({layer.tokens for layer in cache.layers[1:]}, key=sp.default_sort_key)
+        return (tokens[0] if len(tokens) == 1 else sp.Max(*tokens)) * 2 * kv_dim * ACT_BYTES
+
+    def plan_notes(self, model: Model, probe, data: dict) -> list[str]:
+        """Why the plan's row looks as it does: the predictors' cost per new token against the model's (§3.2),
+        and what the reference decode pays by re-predicting every cached token each step (Alg. 4)."""
+        context = probe.context
+        base = probe.model_flops_per_token(Baseline())
+        per_token = base / predictor_flops_per_token(model, self)
+        if self.decode == "incremental":
+            return [f"predictors cost 1/{per_token:,.0f} of the model's FLOPs per new token (incremental: a lower "
+                    "bound that assumes cached tokens are never re-predicted)"]
+        step = reference_predictor_flops(model, self, context) / base
+        decode = data["decode"]
+        share = decode["dominant_share"] if decode["dominant_op"] == "aquakv_reconstruct" else None
+        where = f"; reconstructing takes {share:.0%} of the step" if share is not None else ""
+        return [f"predictors cost 1/{per_token:,.0f} of the model's FLOPs per new token, but the reference decode "
+                f"re-predicts every cached token each step: {step:,.0f}x the model's own FLOPs at {context:,} "
+                f"tokens{where}"]
 
     def limits(self, model: Model, probe) -> dict:
         """The predictor's FLOPs per new token against the model's own decode FLOPs at the plan's context
@@ -187,6 +216,13 @@ def predictor_flops_per_token(model: Model, config: AquaKV) -> int:
     """Predictor FLOPs to encode one new token: 2 x matrix params x (layers - 1); linear: 6 d_kv^2 (layers - 1)
     (§3.2; 497.0 MFLOPs for Llama-3.1-70B)."""
     return 2 * predictor_params(config, model.kv_dim)["matrices"] * (model.num_layers - 1)
+
+
+def reference_predictor_flops(model: Model, config: AquaKV, context: int) -> int:
+    """Predictor matmul FLOPs of one reference decode step, one sequence: 2 x matrix params x l_q x
+    (layers - 1), l_q = the quantized tokens at `context` (context - sinks - buffered; Alg. 4)."""
+    l_q = int(_quantized_tokens(config.residual_quant(model.kv_dim), L).subs(L, context))
+    return predictor_flops_per_token(model, config) * l_q
 
 
 PRESETS = (

@@ -45,6 +45,11 @@ class MethodConfig(Spec):
         `probe.model_flops_per_token()`, `probe.batch`, `probe.context`, `probe.sm_count`. Default: none."""
         return {}
 
+    def plan_notes(self, model: Model, probe, data: dict[str, Any]) -> list[str]:
+        """A method's own words on why its plan row looks as it does (`data`: the row's numbers so far; `probe`:
+        as for `limits`). Default: none."""
+        return []
+
     def attention_imbalance(self, model: Model, batch: int, sm_count: int) -> float:
         """Decode attention's makespan over its balanced time on `sm_count` SMs (1: balanced heads)."""
         return 1.0

@@ -28,7 +28,7 @@ from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.kv.quant import TensorQuant, tensor_layout
 from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
-from roofline.units import ROPE_FLOPS
+from roofline.units import ROPE_FLOPS, L
 
 WB = dtype_bytes("bf16")
 
@@ -149,6 +149,28 @@ class XQuant(MethodConfig):
     def limits(self, model: Model, probe) -> dict:
         """The rematerialization limit l* (§3.4, Eq. 3-4, catalogue form) of XQuant at this config's bits."""
         return {"remat_limit_tokens": probe.remat_limit(XQuant(bits=self.bits))["limit_tokens"]}
+
+    def plan_notes(self, model: Model, probe, data: dict) -> list[str]:
+        """Why a 3-bit row is slower than the 2- and 4-bit ones: codes that straddle bytes unpack with a second
+        bit plane, 9 integer ops per 4 elements against 3 (kv.quant.dequant_int_ops_per_element); the extra
+        is the step's integer work above the same cache at 4 bits (same elements, 3 ops per 4)."""
+
+        def int_ops(cache: CacheModel) -> sp.Expr:
+            return sp.Add(*(layer.count * layer.dequant_int_ops for layer in cache.layers))
+
+        def extra_per_sequence() -> float:
+            extra = int_ops(self.cache(model)) - int_ops(self.cache(model, bits=sp.Integer(4)))
+            return float(extra.subs(L, probe.context))
+
+        extra = probe.cached(self, "extra_int_ops_vs_4bit", extra_per_sequence)
+        seconds = extra * probe.batch / probe.hardware.int_ops_per_s()
+        if seconds <= 0:
+            return []
+        shows = "the step is compute-bound, so it adds to TPOT" if data["bound"] == "compute" else \
+            "hidden under the memory time"
+        return [f"{self.bits:g}-bit codes straddle bytes: unpacking takes 9 integer ops per 4 elements (a second "
+                f"bit plane) against 3 for 2- or 4-bit codes, +{seconds * 1e3:.2f} ms of integer work per step; "
+                f"{shows}"]
 
 
 PRESETS = (

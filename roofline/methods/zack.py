@@ -2,8 +2,11 @@
 
 Kept dims per KV head come from a uniform removal rate p, an explicit list, or a singular-value profile
 with one removal rate r shared by all heads (Eq. 6: keep indices 0..j, j the smallest index whose tail
-sum of singular values is <= r of the total); all rounded up to multiples of 16 (§6.1, the tensor-core
-interface; stored padded too, as the kernel reads it). V's rotation is folded into W_V and W_L (no
+sum of singular values is <= r of the total). The attention kernel rounds d_qk and d_v up to multiples of 16
+and fills the padding with zeros (§6.1, the tensor-core interface): attention FLOPs and the load balance
+use the padded dims. The paper states the round-up for the kernel's tiles only, so the cache stores the kept
+dims exactly by default (`store_padded` stores them padded, as a kernel reading tiles straight from HBM
+would). V's rotation is folded into W_V and W_L (no
 runtime cost, smaller projections); for RoPE models Q and K are compressed online after RoPE: a
 d_h x d_qk GEMV per query head and per KV head per token (§5.1). GQA: one rotation per KV head serves its
 query heads (the paper is silent on GQA; docs/papers/zack.md §2).
@@ -42,7 +45,10 @@ class Zack(MethodConfig):
         None, description="Per KV head, singular values of the Q-K pair (descending), for Eq. 6.")
     v_singular_values: list[list[float]] | None = Field(None, description="Per KV head, V-W_L singular values.")
     removal_rate: float = Field(0.1, ge=0, lt=1, description="r of Eq. 6, shared by all heads and layers.")
-    round_to: PositiveInt = Field(16, description="Kept dims round up to a multiple of this (§6.1).")
+    round_to: PositiveInt = Field(16, description="Kernel tiles: d_qk, d_v round up to a multiple of this, the "
+                                  "padding zero-filled (§6.1: 16, the tensor-core interface).")
+    store_padded: bool = Field(False, description="Store K, V padded to round_to too; §6.1 states the round-up "
+                               "for the kernel's tiles, not the cache, so by default the kept dims are stored.")
     online_qk: bool = Field(True, description="RoPE model: Q and K compressed online (all catalogue models).")
     scheduling: Literal["lpt", "naive"] = Field("lpt", description="Decode task assignment to SMs (§5.3).")
 
@@ -55,7 +61,19 @@ class Zack(MethodConfig):
         return self
 
     def kept_dims(self, model: Model) -> tuple[list[int], list[int]]:
-        """(Q-K dims, V dims) per KV head after rounding up to `round_to` (at most head_dim)."""
+        """(Q-K dims, V dims) per KV head as the attention kernel runs them: rounded up to `round_to` (at most
+        head_dim, §6.1)."""
+        qk, v = self.exact_dims(model)
+        d_h = model.head_dim
+        return ([min(d_h, int(round_up(d, self.round_to))) for d in qk],
+                [min(d_h, int(round_up(d, self.round_to))) for d in v])
+
+    def stored_dims(self, model: Model) -> tuple[list[int], list[int]]:
+        """(Q-K dims, V dims) per KV head as the cache stores them: exact, or padded if `store_padded`."""
+        return self.kept_dims(model) if self.store_padded else self.exact_dims(model)
+
+    def exact_dims(self, model: Model) -> tuple[list[int], list[int]]:
+        """(Q-K dims, V dims) per KV head before padding: explicit, from Eq. 6, or round(d_h (1 - p))."""
         if model.mla is not None:
             raise ValueError("method: zack compresses per-head K/V; MLA latents are not modelled")
         d_h, heads = model.head_dim, model.num_kv_heads
@@ -71,20 +89,23 @@ class Zack(MethodConfig):
                 raise ValueError(f"{field}: {len(raw)} entries for the model's {heads} KV heads")
             if max(raw) > d_h:
                 raise ValueError(f"{field}: a kept dim {max(raw)} exceeds head_dim {d_h}")
-            return [min(d_h, int(round_up(d, self.round_to))) for d in raw]
+            return list(raw)
 
         return (resolve("qk_dims", self.qk_dims, self.qk_singular_values, self.qk_rate),
                 resolve("v_dims", self.v_dims, self.v_singular_values, self.v_rate))
 
     def shape(self, model: Model) -> CacheShape:
+        """Stored channels (exact or padded) and the kernel's mean head dims (padded)."""
         qk, v = self.kept_dims(model)
-        return CacheShape(k_channels=sum(qk), v_channels=sum(v),
+        stored_qk, stored_v = self.stored_dims(model)
+        return CacheShape(k_channels=sum(stored_qk), v_channels=sum(stored_v),
                           qk_head_dim=sp.Rational(sum(qk), len(qk)), v_head_dim=sp.Rational(sum(v), len(v)))
 
     def extras(self, model: Model) -> Extras:
         """Online Q/K compression (RoPE models): 2 d_h d_qk FLOPs per query head and per KV head per token,
-        with the per-KV-head rotations R (d_h x d_qk, bf16) read once per step; V folded into W_V, W_L."""
-        qk, v = self.kept_dims(model)
+        with the per-KV-head rotations R (d_h x d_qk, bf16) read once per step; V folded into W_V, W_L.
+        d_qk, d_v here are the stored dims (the zero padding costs the projections nothing)."""
+        qk, v = self.stored_dims(model)
         g, d_h = model.gqa_group, model.head_dim
         ops: tuple[ExtraOp, ...] = ()
         if self.online_qk:
@@ -123,6 +144,22 @@ class Zack(MethodConfig):
     def attention_imbalance(self, model: Model, batch: int, sm_count: int) -> float:
         """Heterogeneous heads: the makespan of (sequence, KV head) tasks over the ideal (§5.3)."""
         return self.imbalance(model, batch, sm_count)
+
+    def plan_notes(self, model: Model, probe, data: dict) -> list[str]:
+        """Why tokens/s can fall at the max batch: ZACK's decode runs one task per (sequence, KV head) with no
+        split of the context (§5.3), so batch x KV heads tasks fill the SMs in whole rounds."""
+        sm, heads = probe.sm_count, model.num_kv_heads
+        parts = []
+        for label, n in (("batch", probe.batch), ("max batch", data["max_batch"])):
+            if n:
+                rounds = -(-n * heads // sm)
+                parts.append(f"at {label} {n:,}, {n * heads:,} tasks take {rounds} round{'s' * (rounds > 1)} "
+                             f"(ideal {n * heads / sm:.2f}): attention x{self.imbalance(model, n, sm):.2f}")
+        note = (f"decode runs one task per (sequence, KV head) over {sm} SMs, the context unsplit (§5.3); "
+                + "; ".join(parts))
+        if data["tokens_per_s_max_batch"] < data["tokens_per_s"]:
+            note += ", so tok/s at the max batch falls below tok/s at the batch"
+        return [note]
 
 
 def eq6_kept(singular_values: list[float], r: float) -> int:

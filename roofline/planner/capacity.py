@@ -71,19 +71,23 @@ class CapacityKernel:
     effective_bits: Callable  # L -> bits per cached element, everything included
     asymptotic_bits: float
     fixed_total: float  # method parameters (predictors, SVD factors, codebooks), whole model
-    share: float  # this GPU's share of the KV heads times its share of the layers
+    heads: float  # this GPU's share of the KV heads
+    share: float  # ... times its share of the layers (pipeline stage)
 
     def kv_parts(self, context: int, seqs: int, page_tokens: int) -> dict[str, float]:
-        """Per-GPU KV bytes of `seqs` sequences at `context`, by part (reserved, paged)."""
+        """Per-GPU KV bytes of `seqs` sequences at `context`, by part (reserved, paged); the workspace (one layer's
+        scratch, memory.sequence_kv_expr) is whole on every pipeline stage."""
         paged = -(-context // page_tokens) * page_tokens
-        values = self.parts(paged)
-        out = {p: float(v) * self.share * seqs for p, v in zip((*PARTS, "workspace"), values, strict=True)}
+        *parts, workspace = self.parts(paged)
+        out = {p: float(v) * self.share * seqs for p, v in zip(PARTS, parts, strict=True)}
+        out["workspace"] = float(workspace) * self.heads * seqs
         return {k: v for k, v in out.items() if v}
 
 
 def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flavour: str = "scalar") -> CapacityKernel:
     """The compiled memory side (cached by content; the method's cache is built only on a miss)."""
-    share = float(Shard.of(model, workload.tp).kv_fraction) * -(-model.num_layers // workload.pp) / model.num_layers
+    heads = float(Shard.of(model, workload.tp).kv_fraction)
+    share = heads * -(-model.num_layers // workload.pp) / model.num_layers
 
     def build():
         cache = build_cache(method, model)
@@ -97,7 +101,7 @@ def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flav
     key = codegen.content_key("capacity", model, method, workload.tp, workload.pp, workload.page_tokens)
     fns, meta = codegen.compiled(key, build, flavour)
     return CapacityKernel(fns["per_sequence"], fns["parts"], fns["effective_bits"], meta["asymptotic_bits"],
-                          meta["fixed_total"], share)
+                          meta["fixed_total"], heads, share)
 
 
 def capacity(kernel: CapacityKernel, budget: MemoryBudget, batch: int, context: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from roofline import codegen
 from roofline.costmodel import limits as costmodel_limits
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import L
@@ -30,6 +31,11 @@ class Probe:
     @property
     def sm_count(self) -> int:
         return self.hardware.sm_count
+
+    def cached(self, config, name: str, compute) -> Any:
+        """`compute()` (a JSON-able value of this model, config and context) once, kept by content (codegen)."""
+        key = codegen.content_key("probe", self.model, config, name, self.context)
+        return codegen.cached_json(key, compute)
 
     def remat_limit(self, config) -> dict[str, Any]:
         """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits)."""

@@ -5,7 +5,8 @@ kv_pool  = usable - runtime reserve - weights (sharded) - method parameters (sha
            - activation workspace at the prefill peak
 per sequence: the method's reserved KV bytes at the context, rounded up to whole pages of `page_tokens`
 (vLLM block size 16), times this GPU's share of the KV heads and of the layers, plus any per-sequence
-workspace (XQuant-CL's accumulator).
+workspace (XQuant-CL's accumulator, AQUA-KV's reconstructed layer): one per sequence on every pipeline stage,
+since it serves one layer (or carries across the stage's layers) at a time, so it is not split over stages.
 
 Defaults and their sources (each overridable through the Workload):
 - runtime reserve: 1 GiB (CUDA context ~0.3-0.5 GiB, cuBLAS workspaces, allocator slack, CUDA graphs; vLLM
@@ -106,10 +107,11 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
 
 def sequence_kv_expr(model: Model, workload: Workload, cache: CacheModel) -> sp.Expr:
     """KV bytes one sequence needs on the fullest GPU at context L: the method's peak reservation at L
-    rounded up to whole pages, this GPU's share of KV heads (tp) and layers (pp), plus its workspace."""
+    rounded up to whole pages, this GPU's share of KV heads (tp) and layers (pp), plus its workspace (this
+    GPU's share of KV heads; whole on every stage)."""
     shard = Shard.of(model, workload.tp)
     paged = ceildiv(L, workload.page_tokens) * workload.page_tokens
     per_seq = cache.reserved_bytes.subs(L, paged) * shard.kv_fraction
     stage_share = sp.Rational(-(-model.num_layers // workload.pp), model.num_layers)
     workspace = window_occupancy(cache.workspace_bytes, "peak").subs(L, paged) * shard.kv_fraction
-    return per_seq * stage_share + workspace * stage_share
+    return per_seq * stage_share + workspace

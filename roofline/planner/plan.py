@@ -75,8 +75,9 @@ class MethodPlanner:
                                           for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
         decode = phases.dominant("decode", b, ctx)
         effective_bits = float(self.capacity.effective_bits(ctx))
+        probe = Probe(model, hardware, workload, ctx)
         limits = {"effective_bits": effective_bits, "asymptotic_bits": self.capacity.asymptotic_bits,
-                  **method.limits(model, Probe(model, hardware, workload, ctx))}
+                  **method.limits(model, probe)}
         result.data = {
             **fit,
             "effective_bits": effective_bits,
@@ -87,6 +88,7 @@ class MethodPlanner:
             "decode": decode, "prefill": phases.dominant("prefill", b, prompt), "bound": decode["bound"],
             "limits": limits,
         }
+        result.data["notes"] = method.plan_notes(model, probe, result.data)  # why the row looks as it does
         result.warnings += _warnings(model, fit, b, ctx)
         return result
 
