@@ -1,10 +1,11 @@
 """The largest request rate that meets an SLO, GPUs for a target rate, and cost per million tokens.
 
 Search: the same requests (lengths and the shape of the arrival pattern: common random numbers) are replayed
-at each rate. The saturated run (everything at once) gives the throughput no rate can exceed in requests
-per second; below it, bisection on the rate for `iterations` rounds, keeping the largest rate whose TTFT p99
-and TPOT p99 are within the SLO. If even a rate of 1/1000 of saturation misses the SLO (a lone request's
-prefill or decode step is too slow), there is no such rate and the reason says which target failed.
+at each rate. The saturated run (everything at once) gives the requests per second the replica sustains; a
+finite run may still meet the SLO a little above it, so the bracket doubles until a rate fails, then
+bisection for at most `iterations` rounds keeps the largest rate whose TTFT p99 and TPOT p99 are within the
+SLO. If even 1/1000 of the saturated rate misses the SLO (a lone request's prefill or decode step is too
+slow), there is no such rate and the reason says which target failed.
 Replicas are independent and take equal shares of a Poisson stream (a random split of a Poisson process is
 Poisson), so GPUs for a target rate = ceil(target / max rate) x tp x pp.
 """
@@ -48,6 +49,12 @@ def max_rate_at_slo(sim: Simulator, requests: Requests, slo: Slo, iterations: in
     if not ok:
         return {"rate_per_s": None, "reason": f"no rate meets the SLO: at {lo:.3g} req/s (1/1000 of saturation) "
                 f"{why}", "saturated_rate_per_s": sat_rate, "runs": runs}
+    for _ in range(iterations):  # a finite run can meet the SLO a little past the saturated rate
+        ok, _ = _verdict(sim.run(requests.at_rate(hi)), slo)
+        runs += 1
+        if not ok:
+            break
+        lo, hi = hi, 2 * hi
     for _ in range(iterations):
         if hi - lo <= rel_tol * hi:
             break

@@ -99,8 +99,11 @@ class Simulator:
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs
         self.steps = StepModel(self.phases, self.max_tokens, step_tokens)
         if self.pool is None:
-            self.pool = KVPool.from_planner(self.model, self.hardware, self.workload, self.phases.cache,
-                                            self.max_tokens)
+            # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
+            peak = self.workload.model_copy(update={
+                "batch": self.scheduler.max_num_seqs, "prompt_tokens": None, "generated_tokens": 0,
+                "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
+            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, self.max_tokens)
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
               output_field: str = "--output-tokens") -> None:
