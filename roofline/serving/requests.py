@@ -1,0 +1,165 @@
+"""Requests to simulate: arrival times and (prompt, output) lengths, from distributions or a trace file.
+
+Length distributions (the CLI's DIST): `4096` (fixed), `uniform:1024:4096` (integers, both ends included),
+`lognormal:mean=2048,sigma=0.5[,max=N]` (mean of the distribution, sigma of its log; draws rounded to at
+least 1 token and, with max, clipped at N). Arrivals: Poisson at a rate (exponential gaps), or the trace.
+A trace is a CSV file of rows `arrival_s,prompt_tokens,output_tokens` (an optional header row naming those
+columns; blank lines and lines starting with # are skipped).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from roofline.errors import SpecError
+
+TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+
+
+@dataclass(frozen=True)
+class LengthDist:
+    """A distribution of token counts (see the module docstring for the syntax)."""
+
+    kind: str
+    low: float
+    high: float
+    sigma: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str, field: str) -> LengthDist:
+        """Parse DIST; errors name `field` (e.g. --prompt-tokens)."""
+        text = text.strip()
+        try:
+            if text.isdigit():
+                return cls._checked(cls("fixed", int(text), int(text)), field, text)
+            kind, _, rest = text.partition(":")
+            if kind == "uniform":
+                low, high = (int(x) for x in rest.split(":"))
+                return cls._checked(cls("uniform", low, high), field, text)
+            if kind == "lognormal":
+                args = dict(kv.split("=", 1) for kv in rest.split(","))
+                unknown = set(args) - {"mean", "sigma", "max"}
+                if unknown or "mean" not in args or "sigma" not in args:
+                    raise ValueError
+                high = float(args["max"]) if "max" in args else math.inf
+                return cls._checked(cls("lognormal", float(args["mean"]), high, float(args["sigma"])), field, text)
+        except ValueError:
+            pass
+        raise SpecError(f"{field}: {text!r} is not a length distribution: use N, uniform:LO:HI or "
+                        "lognormal:mean=M,sigma=S[,max=N]")
+
+    @classmethod
+    def _checked(cls, dist: LengthDist, field: str, text: str) -> LengthDist:
+        ok = dist.low >= 1 and dist.high >= dist.low and dist.sigma >= 0 and math.isfinite(dist.sigma)
+        if dist.kind == "lognormal":
+            ok = ok and math.isfinite(dist.low)
+        if not ok:
+            raise SpecError(f"{field}: {text!r} needs lengths >= 1, low <= high and sigma >= 0")
+        return dist
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """n integer lengths >= 1."""
+        if self.kind == "fixed":
+            return np.full(n, int(self.low), dtype=np.int64)
+        if self.kind == "uniform":
+            return rng.integers(int(self.low), int(self.high) + 1, size=n, dtype=np.int64)
+        mu = math.log(self.low) - self.sigma ** 2 / 2  # so the mean of the draws is `low`
+        draws = np.rint(rng.lognormal(mu, self.sigma, size=n))
+        return np.clip(draws, 1, min(self.high, 2 ** 40)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Arrival times (s, sorted) and token counts of the requests of one simulation."""
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest sequence any request reaches (prompt + output)."""
+        return int((self.prompt_tokens + self.output_tokens).max())
+
+    def at_rate(self, rate: float) -> Requests:
+        """The same requests with arrival gaps scaled so the mean rate is `rate` (common random numbers
+        across a rate search: the arrival pattern keeps its shape)."""
+        scale = self.offered_rate / rate
+        return Requests(self.arrival_s * scale, self.prompt_tokens, self.output_tokens)
+
+    @property
+    def offered_rate(self) -> float:
+        """Requests per second offered: n / last arrival."""
+        last = float(self.arrival_s[-1])
+        return len(self) / last if last > 0 else math.inf
+
+    def check_positions(self, max_positions: int, prompt_field: str, output_field: str) -> None:
+        """A request beyond the model's positions is an input error naming the length field."""
+        total = self.prompt_tokens + self.output_tokens
+        worst = int(np.argmax(total))
+        if total[worst] > max_positions:
+            field = prompt_field if self.prompt_tokens[worst] > max_positions // 2 else output_field
+            raise SpecError(f"{field}: a request of {int(self.prompt_tokens[worst]):,} prompt + "
+                            f"{int(self.output_tokens[worst]):,} output tokens exceeds the model's "
+                            f"{max_positions:,} max positions")
+
+
+def poisson_requests(rate: float, n: int, prompt: LengthDist, output: LengthDist, seed: int) -> Requests:
+    """n requests with exponential gaps of mean 1/rate, lengths drawn from the distributions."""
+    if not (rate > 0 and math.isfinite(rate)):
+        raise SpecError(f"--rate: {rate} must be a positive finite number of requests per second")
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1.0 / rate, size=n))
+    return Requests(arrivals, prompt.sample(rng, n), output.sample(rng, n))
+
+
+def load_trace(path: str | Path, limit: int | None = None) -> Requests:
+    """Rows (arrival_s, prompt_tokens, output_tokens) from a CSV file; a malformed row is an error naming
+    the file, line and column."""
+    rows: list[tuple[float, int, int]] = []
+    try:
+        handle = open(path, newline="")  # noqa: SIM115
+    except OSError as err:
+        raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
+    with handle:
+        for lineno, row in enumerate(csv.reader(handle), start=1):
+            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+                continue
+            if lineno == 1 and [c.strip() for c in row] == list(TRACE_COLUMNS):
+                continue
+            rows.append(_trace_row(path, lineno, row))
+            if limit is not None and len(rows) >= limit:
+                break
+    if not rows:
+        raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
+    data = np.array(rows, dtype=np.float64)
+    order = np.argsort(data[:, 0], kind="stable")
+    data = data[order]
+    return Requests(data[:, 0], data[:, 1].astype(np.int64), data[:, 2].astype(np.int64))
+
+
+def _trace_row(path, lineno: int, row: list[str]) -> tuple[float, int, int]:
+    where = f"--trace: {path} line {lineno}"
+    if len(row) != 3:
+        raise SpecError(f"{where}: expected 3 fields {','.join(TRACE_COLUMNS)}, got {len(row)}")
+    try:
+        arrival = float(row[0])
+    except ValueError:
+        raise SpecError(f"{where}: arrival_s {row[0].strip()!r} is not a number") from None
+    if not (arrival >= 0 and math.isfinite(arrival)):
+        raise SpecError(f"{where}: arrival_s {row[0].strip()} must be a finite number >= 0")
+    counts = []
+    for name, text in zip(TRACE_COLUMNS[1:], row[1:], strict=True):
+        text = text.strip()
+        if not text.isdigit() or int(text) < 1:
+            raise SpecError(f"{where}: {name} {text!r} must be a whole number >= 1")
+        counts.append(int(text))
+    return arrival, counts[0], counts[1]

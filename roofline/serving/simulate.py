@@ -1,0 +1,177 @@
+"""Request-level simulation: SimPy drives arrivals and engine steps; each step's time is the step model's.
+
+Two SimPy processes share one clock: arrivals (a timeout per request gap, each request joins the queue at
+its arrival time and wakes an idle engine) and the engine (schedule a step, hold the clock for its predicted
+time, commit it). The engine records per step the requests in the system, the pool's use and the
+preemptions so far, for the time series and the Little's-law check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from roofline.methods import MethodConfig
+from roofline.planner.phases import PhaseModel
+from roofline.serving.pool import KVPool
+from roofline.serving.requests import Requests
+from roofline.serving.scheduler import Scheduler, SchedulerConfig
+from roofline.serving.stepmodel import StepModel
+from roofline.specs import Hardware, Model, Workload
+
+BLOCK_STEPS = 256  # most decode-only steps evaluated at once
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency targets of one request: time to first token and time per output token (p99 of each)."""
+
+    ttft_s: float
+    tpot_s: float
+
+    def __post_init__(self) -> None:
+        for name, value in (("--slo-ttft-ms", self.ttft_s), ("--slo-tpot-ms", self.tpot_s)):
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name}: {value * 1e3:g} must be a positive finite number of milliseconds")
+
+
+@dataclass
+class Trace:
+    """Per-request times and per-step engine records of one run."""
+
+    requests: Requests
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    steps: np.ndarray  # rows: start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens
+    kv_capacity_bytes: float
+    preemptions: int
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.first_token_s - self.requests.arrival_s
+
+    @property
+    def e2e_s(self) -> np.ndarray:
+        return self.finish_s - self.requests.arrival_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """(finish - first token) / (output - 1), for requests of more than one output token."""
+        out = self.requests.output_tokens
+        many = out > 1
+        return (self.finish_s[many] - self.first_token_s[many]) / (out[many] - 1)
+
+    @property
+    def horizon_s(self) -> float:
+        """From time 0 (arrivals start then) to the last completion."""
+        return float(np.max(self.finish_s))
+
+    def meets(self, slo: Slo) -> np.ndarray:
+        """Per request: both its TTFT and its TPOT within the SLO (a one-token request has no TPOT)."""
+        out = self.requests.output_tokens
+        tpot = np.zeros(len(out))
+        many = out > 1
+        tpot[many] = self.tpot_s
+        return (self.ttft_s <= slo.ttft_s) & (tpot <= slo.tpot_s)
+
+
+@dataclass
+class Simulator:
+    """Everything compiled once per (model, method, hardware, workload, scheduler): the step model and the
+    KV pool; `run` then simulates any set of requests."""
+
+    model: Model
+    hardware: Hardware
+    workload: Workload
+    method: MethodConfig
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    max_tokens: int = 0
+    pool: KVPool | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens <= 0:
+            raise ValueError("serving: max_tokens (longest request) must be positive")
+        self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
+        step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs
+        self.steps = StepModel(self.phases, self.max_tokens, step_tokens)
+        if self.pool is None:
+            # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
+            peak = self.workload.model_copy(update={
+                "batch": self.scheduler.max_num_seqs, "prompt_tokens": None, "generated_tokens": 0,
+                "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
+            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, self.max_tokens)
+
+    def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
+              output_field: str = "--output-tokens") -> None:
+        """Requests the model or the pool cannot hold are input errors naming the length field."""
+        from roofline.errors import SpecError
+
+        requests.check_positions(self.model.max_position_embeddings, prompt_field, output_field)
+        if requests.max_tokens > self.max_tokens:
+            raise ValueError(f"serving: a request of {requests.max_tokens} tokens exceeds the simulator's "
+                             f"max_tokens {self.max_tokens}")
+        total = requests.prompt_tokens + requests.output_tokens
+        worst = int(np.argmax(total))
+        need = float(self.pool.seq_bytes[total[worst]])
+        if need > self.pool.capacity_bytes:
+            raise SpecError(f"{prompt_field}: a request of {int(total[worst]):,} tokens needs {need / 2**30:.2f} GiB "
+                            f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
+                            f"{self.hardware.name} with tp={self.workload.tp}")
+
+    def _times(self, sched: Scheduler, plan, now: float) -> tuple[int, float]:
+        """(steps, seconds) of the next block: one step, or decode-only steps back to back until the next
+        arrival, completion or page shortage (the same steps one at a time would take; pp = 1 only)."""
+        context = sched.computed[plan.decode] + 1
+        limit = BLOCK_STEPS if self.workload.pp == 1 else 1
+        steps = sched.block_length(plan, limit)
+        if steps == 1:
+            return 1, self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done)
+        ends = np.cumsum(self.steps.decode_block(context, steps))
+        arrivals = sched.requests.arrival_s
+        if sched.arrived < len(arrivals):
+            # the step during which the next request arrives is the block's last: it is seen at the next
+            steps = min(steps, int(np.searchsorted(ends, arrivals[sched.arrived] - now)) + 1)
+        return steps, float(ends[steps - 1])
+
+    def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None) -> Trace:
+        """Simulate `requests` to completion."""
+        self.check(requests)
+        sched = Scheduler(requests, self.pool, self.scheduler)
+        env = simpy.Environment()
+        state = {"idle": None}
+        records: list[tuple] = []
+
+        def arrivals():
+            for i, t in enumerate(requests.arrival_s.tolist()):
+                if t > env.now:
+                    yield env.timeout(t - env.now)
+                sched.waiting.append(i)
+                sched.arrived += 1
+                if state["idle"] is not None and not state["idle"].triggered:
+                    state["idle"].succeed()
+
+        def engine():
+            total = len(requests)
+            while sched.finished < total:
+                in_system = (len(sched.running), len(sched.waiting))
+                plan = sched.schedule()
+                if plan is None:
+                    state["idle"] = env.event()
+                    yield state["idle"]
+                    continue
+                steps, dt = self._times(sched, plan, env.now)
+                records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
+                yield env.timeout(dt)
+                if sched.commit_block(plan, steps, env.now) and progress is not None:
+                    progress(sched.finished, total)
+
+        env.process(arrivals())
+        env.process(engine())
+        env.run()
+        steps = np.array(records, dtype=np.float64).reshape(-1, 7)
+        return Trace(requests, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes,
+                     sched.preemptions)

@@ -1,0 +1,183 @@
+"""The time of one engine step with an arbitrary mix of decode tokens and prefill chunks, from the cost model.
+
+A continuous-batching step runs one forward pass over the flattened tokens of every scheduled sequence, so
+a mixed step is not the sum of a prefill phase and a decode phase. Per op k of the decode and prefill graphs
+(matched by name and layer group) the step adds up, over its parts,
+
+    FLOPs_k, int ops_k, non-weight bytes_k, all-reduce bytes_k
+      = sum over decode sequences i      D_k(L_i)                                 (decode graph at B = 1)
+      + sum over prefill chunks (s, c)   F_k(s + c) - F_k(s)                      (prefill graph at B = 1)
+                                         + D_k(s) - D_k(0)                        (the cached prefix is read)
+                                         + F_k(0) if the chunk ends the prompt   (its logits row)
+    weight bytes_k = W_k(T), T = all tokens of the step       (decode graph at B = T: read once per step)
+
+and then times each op once with the device's roofline (Roofline.op_times on the aggregated numbers:
+max(compute, alpha + bytes / bandwidth), the launch floor, the ring all-reduce), summing count x time.
+So weights are read once per step, GEMM FLOPs and activations scale with all the step's tokens, and attention
+runs per sequence at its own context: F(s + c) - F(s) holds the causal pairs c s + c (c + 1) / 2 of the chunk,
+D(s) - D(0) the reads, dequantization and rematerialization of its s cached tokens, as a decode step over s
+tokens does them (its one extra query's FLOPs are a 1/c over-count). A lone prompt is exactly the prefill
+graph at B = 1, a lone decode exactly the decode graph at B = 1.
+
+Everything is compiled once per (model, method, hardware, workload): the per-part quantities are affine in
+the batch (checked at build), so each op's per-sequence work is tabulated over the context 0..max_tokens
+(or kept as slope and intercept where it is affine in the context) and a step is a few numpy gathers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from roofline.costmodel import Op
+from roofline.planner.phases import PhaseModel
+from roofline.units import B, L, P, lambdify
+
+QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes")
+# the aggregated quantities of one op in one step, timed by the roofline's own op-time formula
+_FM, _FV, _INT, _BYTES, _COMM = sp.symbols("step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm",
+                                           nonnegative=True)
+
+
+def _quantities(op: Op | None) -> list[sp.Expr]:
+    """Non-weight work of an op: FLOPs by unit, int ops, activation + KV bytes, all-reduce bytes."""
+    if op is None:
+        return [sp.Integer(0)] * len(QUANTITIES)
+    nonweight = sp.Add(*(v for k, v in op.traffic.items() if k != "weights"))
+    return [sp.sympify(op.matmul_flops), sp.sympify(op.vector_flops), sp.sympify(op.int_ops), nonweight,
+            sp.sympify(op.comm_bytes)]
+
+
+def _table(exprs: list[list[sp.Expr]], symbol: sp.Symbol, n: int) -> np.ndarray:
+    """exprs[q][j] evaluated at symbol = 0..n-1: array (len(exprs), len(exprs[0]), n)."""
+    if not exprs or not exprs[0]:
+        return np.zeros((len(QUANTITIES), 0, n))
+    xs = np.arange(n, dtype=np.float64)
+    values = lambdify([symbol], exprs, cse=True)(xs)
+    return np.array([[np.broadcast_to(np.asarray(v, dtype=np.float64), xs.shape) for v in row] for row in values])
+
+
+@dataclass
+class StepModel:
+    """Compiled step time of one (model, method, hardware, workload); see the module docstring."""
+
+    phases: PhaseModel
+    max_tokens: int
+    max_step_tokens: int
+
+    def __post_init__(self) -> None:
+        decode = {(op.name, op.group): op for op in self.phases.decode.ops}
+        prefill = {(op.name, op.group): op for op in self.phases.prefill.ops}
+        keys = list(decode) + [k for k in prefill if k not in decode]
+        self.keys = keys
+        ops = [decode.get(k) or prefill[k] for k in keys]
+        self.counts = np.array([op.count for op in ops], dtype=np.float64)
+        n = self.max_tokens + 1
+        dec = [[e.subs(B, 1) for e in _quantities(decode.get(k))] for k in keys]  # [op][q]
+        pre = [[e.subs(B, 1) for e in _quantities(prefill.get(k))] for k in keys]
+        self._check_affine_in_batch(decode, prefill, keys)
+        # decode: ops whose work depends on the context are tabulated over L, the rest are constants
+        dec_tab = [j for j, row in enumerate(dec) if any(L in e.free_symbols for e in row)]
+        self.dec_tab = np.array(dec_tab, dtype=np.int64)
+        self.dec_const = np.array([[float(dec[j][q]) if j not in dec_tab else 0.0 for j in range(len(keys))]
+                                   for q in range(len(QUANTITIES))])
+        self.dec_table = _table([[dec[j][q] for j in dec_tab] for q in range(len(QUANTITIES))], L, n)
+        # prefill: affine in P -> slope and intercept; otherwise tabulated over P
+        affine = [all(e.is_polynomial(P) and sp.degree(e, P) <= 1 for e in row) for row in pre]
+        pre_tab = [j for j in range(len(keys)) if not affine[j]]
+        self.pre_tab = np.array(pre_tab, dtype=np.int64)
+        self.pre_slope = np.array([[float(sp.diff(pre[j][q], P)) if affine[j] else 0.0 for j in range(len(keys))]
+                                   for q in range(len(QUANTITIES))])
+        self.pre_intercept = np.array([[float(pre[j][q].subs(P, 0)) if affine[j] else 0.0
+                                        for j in range(len(keys))] for q in range(len(QUANTITIES))])
+        self.pre_table = _table([[pre[j][q] for j in pre_tab] for q in range(len(QUANTITIES))], P, n)
+        weights = [(decode[k].traffic.get("weights", 0) if k in decode
+                    else prefill[k].traffic.get("weights", 0).subs({B: 1, P: B})) for k in keys]
+        self.weights = _table([weights], B, self.max_step_tokens + 1)[0]  # (ops, T)
+        self._groups = self._compile_times(ops)
+
+    def _check_affine_in_batch(self, decode, prefill, keys) -> None:
+        """Per-part sums are exact only if each op's non-weight work is B x its work at B = 1."""
+        for graph in (decode, prefill):
+            for k in keys:
+                for e in _quantities(graph.get(k)):
+                    if sp.simplify(e.subs(B, 3) - 3 * e.subs(B, 1)) != 0:
+                        raise ValueError(f"serving: op {k[0]} ({k[1]}) is not linear in the batch; "
+                                         "the step model cannot split it per sequence")
+
+    def _compile_times(self, ops: list[Op]) -> list[tuple[np.ndarray, bool, callable]]:
+        """One numpy function per (dtype, communication?) giving op times from aggregated quantities."""
+        roof = self.phases.roofline
+        groups: dict[tuple[str, bool], list[int]] = {}
+        for j, op in enumerate(ops):
+            groups.setdefault((op.dtype, op.is_comm), []).append(j)
+        compiled = []
+        for (dtype, comm), idx in groups.items():
+            if comm:
+                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype)
+                fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
+            else:
+                template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
+                              traffic={"act_read": _BYTES}, dtype=dtype)
+                fn = lambdify([_FM, _FV, _INT, _BYTES], roof.op_times(template).total, cse=False)
+            compiled.append((np.array(idx, dtype=np.int64), comm, fn))
+        return compiled
+
+    def work(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
+             chunk_done: np.ndarray) -> np.ndarray:
+        """Aggregated non-weight quantities (QUANTITIES x ops) of a step: decode sequences at their contexts
+        (tokens attended, the new one included) and prefill chunks (cached prefix s, c new tokens, ending
+        the prompt or not)."""
+        q = self.dec_const * len(decode_context)
+        if len(decode_context) and len(self.dec_tab):
+            q[:, self.dec_tab] += self.dec_table[:, :, decode_context].sum(axis=-1)
+        if len(chunk_tokens):
+            done = float(np.count_nonzero(chunk_done))
+            q += self.pre_slope * float(chunk_tokens.sum()) + self.pre_intercept * done
+            if len(self.pre_tab):
+                end = chunk_start + chunk_tokens
+                t = self.pre_table
+                q[:, self.pre_tab] += (t[:, :, end].sum(-1) - t[:, :, chunk_start].sum(-1)
+                                       + t[:, :, 0] * done)
+            if len(self.dec_tab):
+                d = self.dec_table
+                q[:, self.dec_tab] += d[:, :, chunk_start].sum(-1) - d[:, :, 0] * len(chunk_start)
+        return q
+
+    def time_of(self, q: np.ndarray, tokens) -> np.ndarray | float:
+        """Whole-model time (no pipeline) of a step with aggregated work `q` (QUANTITIES x ops) over `tokens`
+        tokens; with q of shape (QUANTITIES, ops, k) and k token counts, the times of k steps."""
+        tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.weights.shape[1] - 1)
+        w = self.weights[:, tokens]
+        if q.ndim == 3 and w.ndim == 1:
+            w = w[:, None]
+        t = np.zeros(q.shape[1:])
+        for idx, comm, fn in self._groups:
+            if comm:
+                t[idx] = fn(q[4, idx])
+            else:
+                t[idx] = fn(q[0, idx], q[1, idx], q[2, idx], q[3, idx] + w[idx])
+        active = (q.sum(axis=0) + w) > 0  # an op with no work in this step does not launch
+        total = self.counts @ np.where(active, t, 0.0)
+        return float(total) if np.ndim(total) == 0 else total
+
+    def decode_block(self, context: np.ndarray, steps: int) -> np.ndarray:
+        """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`
+        (each step every sequence gains one token); only for pp = 1."""
+        j = np.arange(steps)
+        q = np.repeat((self.dec_const * len(context))[:, :, None], steps, axis=2)
+        if len(self.dec_tab):
+            q[:, self.dec_tab] += self.dec_table[:, :, context[:, None] + j].sum(axis=2)
+        return self.time_of(q, len(context))
+
+    def step_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
+                  chunk_done: np.ndarray) -> float:
+        """Seconds for one step (the pipeline schedule of PhaseModel.pipeline when pp > 1)."""
+        q = self.work(decode_context, chunk_start, chunk_tokens, chunk_done)
+        tokens = len(decode_context) + int(chunk_tokens.sum())
+        if self.phases.workload.pp == 1:
+            return self.time_of(q, tokens)
+        seqs = len(decode_context) + len(chunk_tokens)
+        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs), seqs)

@@ -1,0 +1,141 @@
+"""Serving simulation: the step model against the planner's phases, and the queueing checks of issue 17.
+
+Expected numbers come from the planner's own path (PhaseModel: graphs compiled by Roofline.compile, the
+plan's capacity), never from the serving tables under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.catalogue import load_hardware, load_model
+from roofline.methods import parse_method
+from roofline.planner import plan_method
+from roofline.planner.phases import PhaseModel
+from roofline.serving.metrics import littles_law, summarize
+from roofline.serving.requests import LengthDist, poisson_requests
+from roofline.serving.scheduler import SchedulerConfig
+from roofline.serving.search import max_rate_at_slo
+from roofline.serving.simulate import Simulator, Slo
+from roofline.serving.stepmodel import StepModel
+from roofline.specs import Workload
+
+E = np.zeros(0, dtype=np.int64)
+MODEL, H100 = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
+
+
+def workload(context: int, tp: int = 1, **kw) -> Workload:
+    return Workload(context_tokens=context, tp=tp, prefill_chunk_tokens=8192, **kw)
+
+
+def simulator(spec: str, max_tokens: int, **config) -> Simulator:
+    return Simulator(MODEL, H100, workload(max_tokens), parse_method(spec), SchedulerConfig(**config),
+                     max_tokens=max_tokens)
+
+
+def requests(rate: float, n: int, prompt: int, output: int, seed: int = 0):
+    return poisson_requests(rate, n, LengthDist.parse(str(prompt), "p"), LengthDist.parse(str(output), "o"), seed)
+
+
+@pytest.mark.parametrize("spec,tp", [("bf16", 1), ("kivi-2", 1), ("xquant-2", 1), ("innerq-base", 2)])
+def test_lone_prompt_and_lone_decode_are_the_planner_phases(spec, tp):
+    phases = PhaseModel.build(MODEL, H100, workload(8192, tp), parse_method(spec))
+    steps = StepModel(phases, 8192, 8192 + 256)
+    prefill = steps.step_time(E, np.array([0]), np.array([3000]), np.array([True]))
+    assert prefill == pytest.approx(phases.prefill_time(1, 3000), rel=1e-9)
+    decode = steps.step_time(np.array([5000]), E, E, E.astype(bool))
+    assert decode == pytest.approx(phases.decode_time(1, 5000), rel=1e-9)
+
+
+def test_mixed_step_reads_weights_once():
+    """A decode token riding on a prefill chunk costs far less than a decode step of its own (the weights
+    are read once), and the mix costs at least its larger part."""
+    phases = PhaseModel.build(MODEL, H100, workload(8192), parse_method("bf16"))
+    steps = StepModel(phases, 8192, 8192 + 256)
+    alone_decode = steps.step_time(np.arange(2000, 2032), E, E, E.astype(bool))
+    alone_chunk = steps.step_time(E, np.array([1024]), np.array([512]), np.array([False]))
+    mixed = steps.step_time(np.arange(2000, 2032), np.array([1024]), np.array([512]), np.array([False]))
+    assert max(alone_decode, alone_chunk) <= mixed < alone_decode + alone_chunk
+    # the cached prefix of a later chunk is read: a chunk at prefix 4096 costs more than the same at 0
+    later = steps.step_time(E, np.array([4096]), np.array([512]), np.array([False]))
+    assert later > alone_chunk
+
+
+def test_low_rate_ttft_is_the_prefill_and_tpot_the_batch_one_step():
+    prompt, output = 1024, 64
+    sim = simulator("bf16", prompt + output)
+    trace = sim.run(requests(0.001, 20, prompt, output))  # mean gap 1000 s: every request is alone
+    phases = sim.phases
+    assert np.median(trace.ttft_s) == pytest.approx(phases.prefill_time(1, prompt), rel=0.02)
+    assert np.percentile(trace.ttft_s, 99) == pytest.approx(phases.prefill_time(1, prompt), rel=0.02)
+    expected_tpot = phases.average_decode_time(1, prompt, output - 1)
+    assert np.median(trace.tpot_s) == pytest.approx(expected_tpot, rel=0.02)
+
+
+def test_saturated_throughput_is_the_plans_max_batch_throughput():
+    """All requests at once, the sequence cap at the plan's max batch for prompt + output: the decode waves
+    run at the plan's steady-state throughput max_batch / mean TPOT over the generation."""
+    prompt, output = 64, 2048
+    # the planner's max batch with the engine's peak step (8192 prefill tokens, 256 sequences' logits)
+    plan = plan_method(MODEL, H100, Workload(batch=256, context_tokens=prompt + output, prompt_tokens=prompt,
+                                             generated_tokens=output, prefill_chunk_tokens=8192),
+                       parse_method("bf16"))
+    mb = plan.data["max_batch"]
+    assert 16 < mb < 256
+    sim = simulator("bf16", prompt + output, max_num_seqs=mb)
+    trace = sim.run(requests(1e9, 2 * mb, prompt, output))
+    simulated = summarize(trace, None)["throughput_tokens_per_s"]
+    steady = mb / sim.phases.average_decode_time(mb, prompt, output)
+    assert trace.preemptions == 0
+    assert simulated == pytest.approx(steady, rel=0.05)
+
+
+def test_littles_law_on_the_simulated_queue():
+    prompt, output = 2048, 256
+    sim = simulator("bf16", prompt + output)
+    trace = sim.run(requests(4.0, 400, prompt, output, seed=3))
+    law = littles_law(trace)
+    assert law["mean_in_system"] > 5  # a real queue, not an empty system
+    assert law["mean_in_system"] == pytest.approx(law["rate_x_time"], rel=0.02)
+
+
+def test_same_seed_same_numbers_other_seed_other_numbers():
+    sim = simulator("kivi-2", 2048 + 256)
+    runs = [summarize(sim.run(requests(6.0, 150, 2048, 256, seed=s)), None) for s in (7, 7, 8)]
+    assert runs[0]["ttft_s"] == runs[1]["ttft_s"] and runs[0]["e2e_s"] == runs[1]["e2e_s"]
+    assert runs[0]["ttft_s"] != runs[2]["ttft_s"]
+
+
+def test_a_method_that_fits_more_tokens_admits_more_and_queues_less():
+    """Everything arrives at once: the pool decides how many run, and a queue drains faster the more run."""
+    prompt, output = 8192, 512
+    reqs = requests(1e9, 150, prompt, output, seed=1)
+    bf16, kivi = (simulator(s, prompt + output) for s in ("bf16", "kivi-2"))
+    assert kivi.pool.tokens_that_fit(prompt + output) > 3 * bf16.pool.tokens_that_fit(prompt + output)
+    a, b = summarize(bf16.run(reqs), None), summarize(kivi.run(reqs), None)
+    assert b["max_running"] > a["max_running"]
+    assert b["preemptions"] <= a["preemptions"]
+    assert b["ttft_s"]["p99"] < a["ttft_s"]["p99"]
+
+
+def test_max_rate_search_brackets_the_slo():
+    prompt, output = 1024, 128
+    sim = simulator("bf16", prompt + output)
+    reqs = requests(1.0, 200, prompt, output)
+    slo = Slo(ttft_s=0.5, tpot_s=0.030)
+    found = max_rate_at_slo(sim, reqs, slo, iterations=12)
+    rate = found["rate_per_s"]
+    assert rate is not None
+    ok = sim.run(reqs.at_rate(rate))
+    assert np.percentile(ok.ttft_s, 99) <= slo.ttft_s and np.percentile(ok.tpot_s, 99) <= slo.tpot_s
+    low, high = found["bracket_per_s"]
+    assert high - low <= 0.02 * high
+    bad = sim.run(reqs.at_rate(rate * 1.25))
+    assert np.percentile(bad.ttft_s, 99) > slo.ttft_s or np.percentile(bad.tpot_s, 99) > slo.tpot_s
+
+
+def test_an_unreachable_slo_has_no_rate_and_says_why():
+    sim = simulator("bf16", 4096 + 16)
+    found = max_rate_at_slo(sim, requests(1.0, 50, 4096, 16), Slo(ttft_s=0.001, tpot_s=1.0))
+    assert found["rate_per_s"] is None and "TTFT" in found["reason"]
