@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import sympy as sp
 
+GIB = 1 << 30  # bytes in a GiB: memory capacities are shown in GiB (say so), bandwidths in decimal units
+
 B = sp.Symbol("B", positive=True, integer=True)  # batch: concurrent sequences
 L = sp.Symbol("L", positive=True, integer=True)  # context: tokens in the cache at a decode step
 P = sp.Symbol("P", positive=True, integer=True)  # prompt tokens prefilled at once

@@ -34,14 +34,13 @@ from roofline.planner import memory_budget, plan_method
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import MAX_SEARCH_CONTEXT, largest_true
 from roofline.specs import Workload
-from roofline.units import L, lambdify
+from roofline.units import GIB, L, lambdify
 
 HOLDS, QUALIFIED, FAILS, UNCHECKABLE = (
     "holds", "holds only under stated assumptions", "does not hold", "not checkable by the model")
 VERDICTS = (HOLDS, QUALIFIED, FAILS, UNCHECKABLE)
 SEEDS = {"xquant": "000_a607c3ad204fc52b.txt", "aquakv": "001_6a95a518950107cd.txt",
          "innerq": "002_74442fd528a9c58d.txt", "zack": "003_7ecb4415d61e84e3.txt", "skvq": "004_3b18b267e69fb508.txt"}
-GIB = 1 << 30
 SPEEDUP_REL = 0.05  # "up to 7x", "2x": a claimed factor is met within 5%
 FACTOR_REL = 0.01  # XQuant's memory factors: within 1% of the exact ratio
 RATE_ABS = 0.005  # ZACK's compression rates are printed to 2 decimals

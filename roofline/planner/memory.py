@@ -27,9 +27,8 @@ from roofline.accounting import dtype_bytes, parameter_count
 from roofline.costmodel.blocks import Shard
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import L, ceildiv, window_occupancy
+from roofline.units import GIB, L, ceildiv, window_occupancy
 
-GIB = 1 << 30
 RESERVE_SINGLE_BYTES = GIB
 RESERVE_NCCL_BYTES = GIB // 2
 DEFAULT_PREFILL_CHUNK = 8192

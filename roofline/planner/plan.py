@@ -22,6 +22,7 @@ from roofline.planner.limits import Probe
 from roofline.planner.memory import MemoryBudget, memory_budget, weights_per_gpu
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Hardware, Model, Workload
+from roofline.units import GIB
 
 __all__ = ["MAX_SEARCH_CONTEXT", "largest_true"]
 
@@ -156,8 +157,8 @@ def raise_no_room(model, hardware, workload, budget: MemoryBudget) -> None:
 
     raise RooflineError(
         f"model: {model.name} does not fit on {hardware.name} with tp={workload.tp}, pp={workload.pp}: "
-        f"weights {budget.weights / 2**30:.1f} GiB + reserve {budget.reserve / 2**30:.1f} GiB + activations "
-        f"{budget.activations / 2**30:.1f} GiB exceed the usable {budget.usable / 2**30:.1f} GiB (not even context 1)"
+        f"weights {budget.weights / GIB:.1f} GiB + reserve {budget.reserve / GIB:.1f} GiB + activations "
+        f"{budget.activations / GIB:.1f} GiB exceed the usable {budget.usable / GIB:.1f} GiB (not even context 1)"
     )
 
 

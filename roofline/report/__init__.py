@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-GIB = 1 << 30
+from roofline.units import GIB
 
 
 def gib(n_bytes: float) -> str:
