@@ -1,33 +1,29 @@
-"""Inversions of the plan: the largest context or batch under a TPOT target, the bit-width a context
-needs, and the context where two methods' decode steps cross.
+"""Inversions of the plan: the largest context or batch under a TPOT target.
 
-Memory per sequence is linear in the bit-width at a fixed context, so the bits that fit are solved
-symbolically; TPOT is monotone in L and B (residual windows at their mean fill), so the SLA inversions
-bisect the compiled expression; a crossover is a sign change of the difference of two steps.
+The step is the plan's own (MethodPlanner.step_time), so the answer and the table agree, pp > 1 included. TPOT
+grows with L and B up to the residual windows' sawtooth (a window flushes every R tokens), so the bisection's
+answer is exact to within one window of tokens where the target falls inside a sawtooth tooth.
 """
 
 from __future__ import annotations
 
 import math
 
-from roofline.costmodel import Roofline, build_graph
 from roofline.methods import MethodConfig
-from roofline.planner.plan import MAX_SEARCH_CONTEXT, largest_true
+from roofline.planner.plan import MAX_SEARCH_CONTEXT, largest_true, method_planner
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import B, L
-from roofline.units import lambdify as compile_expr
 
 
-def _decode_fn(model, hardware, workload, method):
-    graph = build_graph(model, method, "decode", tp=workload.tp, weight_dtype=workload.weight_dtype,
-                        compute_dtype=workload.compute_dtype, occupancy="mean")
-    return compile_expr([B, L], Roofline(hardware, tp=workload.tp).time(graph))
+def _step(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig):
+    """(batch, context) -> TPOT: the plan's own step time (MethodPlanner.step_time: pipeline and attention
+    imbalance included), so an inversion and the plan table agree."""
+    return method_planner(model, hardware, workload, method).step_time
 
 
 def max_context_for_tpot(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
                          target_s: float) -> float:
     """Largest L with decode step(B, L) <= target (0 if even L = 1 misses; inf if it never does)."""
-    step = _decode_fn(model, hardware, workload, method)
+    step = _step(model, hardware, workload, method)
     ok = lambda n: float(step(workload.batch, n)) <= target_s  # noqa: E731
     if ok(MAX_SEARCH_CONTEXT):
         return math.inf
@@ -37,5 +33,5 @@ def max_context_for_tpot(model: Model, hardware: Hardware, workload: Workload, m
 def max_batch_for_tpot(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
                        target_s: float, limit: int = 1 << 20) -> int:
     """Largest B with decode step(B, L) <= target at the workload's context (memory not considered)."""
-    step = _decode_fn(model, hardware, workload, method)
+    step = _step(model, hardware, workload, method)
     return largest_true(lambda n: float(step(n, workload.context_tokens)) <= target_s, 1, limit)

@@ -66,14 +66,11 @@ class MethodPlanner:
             raise_no_room(model, hardware, workload, budget)
         b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
         fit = capacity(self.capacity, budget, b, ctx)
-        tpot = phases.decode_time(b, ctx)
-        tpot_avg = phases.average_decode_time(b, prompt, gen) if gen else tpot
+        tpot = self.step_time(b, ctx)
+        tpot_avg = phases.average_decode_time(b, prompt, gen) * self._attention_slowdown(b, ctx) if gen else tpot
         ttft = phases.prefill_time(b, prompt)
         mb = fit["max_batch"]
-        tpot_max_batch = phases.decode_time(mb, ctx) if mb else math.inf
-        # heterogeneous heads (ZACK): the attention kernel's SM imbalance (§5.3)
-        tpot, tpot_avg, tpot_max_batch = (t * self._attention_slowdown(n, ctx)
-                                          for t, n in ((tpot, b), (tpot_avg, b), (tpot_max_batch, max(mb, 1))))
+        tpot_max_batch = self.step_time(mb, ctx) if mb else math.inf
         decode = phases.dominant("decode", b, ctx)
         effective_bits = float(self.capacity.effective_bits(ctx))
         probe = Probe(model, hardware, workload, ctx)
@@ -92,6 +89,11 @@ class MethodPlanner:
         result.data["notes"] = method.plan_notes(model, probe, result.data)  # why the row looks as it does
         result.warnings += _warnings(model, fit, b, ctx)
         return result
+
+    def step_time(self, batch: int, context: int) -> float:
+        """TPOT: one decode step of `batch` sequences at `context` (pipeline included), with the method's attention
+        imbalance (heterogeneous heads, ZACK §5.3) — the one step time the plan, the inversions and the notes use."""
+        return self.phases.decode_time(batch, context) * self._attention_slowdown(batch, context)
 
     def _attention_slowdown(self, batch: int, context: int) -> float:
         """Whole-step factor from the method's attention imbalance: the attention ops' time x (makespan / ideal)."""
