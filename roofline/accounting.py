@@ -27,6 +27,8 @@ DTYPE_BYTES: dict[str, sp.Rational] = {
 
 
 def dtype_bytes(dtype: str) -> sp.Rational:
+    """Bytes per element of a storage dtype (exact: int4/fp4 are 1/2). Raises ValueError naming the valid
+    dtypes if `dtype` is unknown."""
     try:
         return DTYPE_BYTES[dtype]
     except KeyError:
@@ -48,6 +50,7 @@ class ParameterCount:
 
     @property
     def total(self) -> int:
+        """Every parameter stored, all experts included."""
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
                 + self.mlp_experts_total + self.router + self.norms)
 
@@ -91,11 +94,13 @@ def attention_params_per_layer(model: Model) -> int:
 
 
 def mlp_params(model: Model, intermediate: int) -> int:
+    """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), else 2·d·i."""
     matrices = 3 if model.mlp == "gated" else 2
     return matrices * model.hidden_size * intermediate
 
 
 def moe_layer_count(model: Model) -> int:
+    """Layers with a mixture-of-experts MLP: num_layers - first_dense_layers, 0 for a dense model."""
     return 0 if model.moe is None else model.num_layers - model.moe.first_dense_layers
 
 

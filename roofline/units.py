@@ -28,6 +28,8 @@ class CeilDiv(sp.Function):
 
     @classmethod
     def eval(cls, a, b):
+        """ceil(a / b) as an Integer when both are integers, `a` when b is 1, else None (stays symbolic).
+        Raises ValueError if an integer divisor is not positive."""
         if a.is_Integer and b.is_Integer:
             if b <= 0:
                 raise ValueError(f"CeilDiv: divisor must be positive, got {b}")
@@ -159,6 +161,7 @@ def evaluate(expr, values: dict[sp.Symbol, object]) -> float:
 
 
 def as_int_array(x) -> np.ndarray:
+    """`x` as a numpy int64 array (exact integer sweeps)."""
     return np.asarray(x, dtype=np.int64)
 
 

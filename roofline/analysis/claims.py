@@ -48,6 +48,8 @@ RATE_ABS = 0.005  # ZACK's compression rates are printed to 2 decimals
 
 @dataclass(frozen=True)
 class Claim:
+    """One headline claim: its quote (paper, section, statement, unit, assumptions), a `compute` returning the
+    values the verdict needs (`computed` among them) and a `judge` mapping them to (verdict, one-sentence detail)."""
     id: str
     paper: str
     section: str
@@ -82,6 +84,8 @@ def skvq_1m() -> dict[str, Any]:
 
 
 def judge_skvq_1m(v) -> tuple[str, str]:
+    """HOLDS if SKVQ K2V2 as stored reaches 1M tokens on one A100-80GB, QUALIFIED if only idealized
+    2-bit KV does, else FAILS; with a detail in tokens and GB."""
     return tiered(v["full"] >= 1e6, v["ideal"] >= 1e6), (
         f"SKVQ K2V2 as stored (2.25 bits + fp16 window and sinks) reaches {v['full']:,} tokens in the "
         f"{v['pool'] / 1e9:.1f} GB KV pool, while idealized 2-bit KV ({v['ideal_kv_1m'] / 1e9:.1f} GB at 1M) "
@@ -98,6 +102,9 @@ def llm_viewer_step_s(model, hw, kv_bits: int, batch: int, context: int) -> floa
 
 
 def skvq_7x() -> dict[str, Any]:
+    """SKVQ's "up to 7x" decode (App. C, Table 5): fp16 over SKVQ K2V2 step time on Llama-2-7B, A100-80GB,
+    batch 128, 200,000 tokens, by the planner's phase model and by `llm_viewer_step_s`; plus the bytes the
+    K2V2 cache needs (`kv_needed`) and the GPU's `capacity`."""
     model, hw, b, s = load_model("Llama-2-7B"), load_hardware("A100-80GB"), 128, 200_000
     wl = Workload(batch=b, context_tokens=s)
     step = {spec: PhaseModel.build(model, hw, wl, build_cache(parse_method(spec), model)).decode_time(b, s)
@@ -110,6 +117,8 @@ def skvq_7x() -> dict[str, Any]:
 
 
 def judge_skvq_7x(v) -> tuple[str, str]:
+    """HOLDS if the full model reaches 7x (less SPEEDUP_REL) with a cache that fits one GPU, QUALIFIED
+    if the full model or LLM-Viewer's convention reaches it otherwise, else FAILS."""
     ok_full, ok_viewer = (v[k] >= 7 * (1 - SPEEDUP_REL) for k in ("full", "viewer"))
     # a speedup at a point one GPU cannot hold is the paper's theoretical convention, not a deployable one
     return tiered(ok_full and v["kv_needed"] <= v["capacity"], ok_full or ok_viewer), (
@@ -119,27 +128,36 @@ def judge_skvq_7x(v) -> tuple[str, str]:
 
 
 def skvq_fp8() -> dict[str, Any]:
+    """SKVQ §4.3's fp8 metadata at group 32 on Llama-2-7B: `computed` = 1 - bits_fp8 / bits_fp16 (the whole
+    cache), `overhead` = 1 - (bits_fp8 - 2) / (bits_fp16 - 2) (the metadata alone), bits per element."""
     fp16, fp8 = (float(_bits(f"skvq:group_size=32,meta_dtype={m}", "Llama-2-7B")) for m in ("fp16", "fp8"))
     return {"computed": round(1 - fp8 / fp16, 4), "fp16": fp16, "fp8": fp8, "overhead": 1 - (fp8 - 2) / (fp16 - 2)}
 
 
 def judge_skvq_fp8(v) -> tuple[str, str]:
+    """HOLDS if the whole cache shrinks by 50 % (within RATE_ABS), QUALIFIED if only the metadata
+    overhead does, else FAILS."""
     return tiered(abs(v["computed"] - 0.5) <= RATE_ABS, abs(v["overhead"] - 0.5) <= RATE_ABS), (
         f"{v['fp16']:g} -> {v['fp8']:g} bits is {v['computed']:.1%} smaller in total; the 50% is the "
         f"metadata overhead alone ({v['fp16'] - 2:g} -> {v['fp8'] - 2:g} bits, {v['overhead']:.0%})")
 
 
 def same(values: list[float], stated: list[float]) -> bool:
+    """True if each value equals its stated one within 1e-9; raises ValueError if the lengths differ."""
     return all(abs(a - b) < 1e-9 for a, b in zip(values, stated, strict=True))
 
 
 def skvq_table4() -> dict[str, Any]:
+    """SKVQ's asymptotic bits per element at groups 128, 64, 32 on Mistral-7B-v0.1 (Table 4), with fp16
+    and with fp8 scale and zero; `computed` is the fp8 list."""
     lists = {m: [float(_bits(f"skvq:group_size={g},meta_dtype={m}", "Mistral-7B-v0.1")) for g in (128, 64, 32)]
              for m in ("fp16", "fp8")}
     return {"computed": lists["fp8"], **lists}
 
 
 def judge_skvq_table4(v) -> tuple[str, str]:
+    """HOLDS if fp8 metadata gives Table 4's 2.125 / 2.25 / 2.5 bits, QUALIFIED if only fp16
+    metadata does, else FAILS."""
     stated = [2.125, 2.25, 2.5]
     return tiered(same(v["fp8"], stated), same(v["fp16"], stated)), (
         f"With FP8 (E4M3) scale and zero, which Table 3 lists among SKVQ's components (and §4.3 uses for its "
@@ -147,6 +165,8 @@ def judge_skvq_table4(v) -> tuple[str, str]:
 
 
 def xquant_saving(spec: str) -> Callable[[], dict[str, Any]]:
+    """A `compute` for XQuant's memory saving of `spec` on Llama-2-7B (Tables 1 and 4): the ratio
+    16 / bits, the bits, and the normalized size 1 / ratio rounded to two decimals as the tables print it."""
     def compute() -> dict[str, Any]:
         ratio = float(build_cache(parse_method(spec), load_model("Llama-2-7B")).compression_ratio())
         size = round(1 / ratio, 2)  # the normalized size as Tables 1 and 4 print it
@@ -155,6 +175,8 @@ def xquant_saving(spec: str) -> Callable[[], dict[str, Any]]:
 
 
 def judge_saving(stated: float) -> Callable[[dict[str, Any]], tuple[str, str]]:
+    """A `judge` for a `stated` saving factor: HOLDS if the exact ratio is within FACTOR_REL of it,
+    QUALIFIED if only 1 / (the printed normalized size), to one decimal, equals it, else FAILS."""
     def judge(v) -> tuple[str, str]:
         verdict = tiered(v["computed"] >= stated * (1 - FACTOR_REL), round(v["from_size"], 1) == stated)
         return verdict, (f"{v['bits']:.4f} bits against 16 is {v['computed']:.2f}x exactly; {stated}x is 1 / "
@@ -173,18 +195,23 @@ def xquant_vs_kivi(bits: int) -> Callable[[], dict[str, Any]]:
 
 
 def judge_2x(v) -> tuple[str, str]:
+    """HOLDS if KIVI*-4 over XQuant-4 bytes on MHA Llama-2-7B is 2 within 2·SPEEDUP_REL, else FAILS;
+    the detail adds the GQA Llama-3.1-8B ratio."""
     return tiered(abs(v["computed"] - 2) <= 2 * SPEEDUP_REL, False), (
         f"At equal bits X (d wide) is {v['computed']:.2f}x smaller than K and V (2d) on MHA Llama-2-7B; on GQA "
         f"Llama-3.1-8B the SVD latents make it {v['gqa']:.2f}x")
 
 
 def judge_2x_kivi2(v) -> tuple[str, str]:
+    """HOLDS if KIVI*-2bit is at least 2x (less SPEEDUP_REL) XQuant-4bit's bytes, else FAILS."""
     return tiered(v["computed"] >= 2 * (1 - SPEEDUP_REL), False), (
         f"KIVI*-2bit (2.25 bits over K and V) is only {v['computed']:.2f}x the size of XQuant-4bit; the 2x holds "
         f"against KIVI*-4bit ({v['vs4']:.2f}x)")
 
 
 def remat_paper(model: str) -> Callable[[], dict[str, Any]]:
+    """A `compute` for XQuant's rematerialization limit l* (tokens) of `model` from §3.4's Eq. 3 (MHA)
+    or Eq. 4 (GQA) as printed (`remat_limit_paper`)."""
     def compute() -> dict[str, Any]:
         r = remat_limit_paper(load_model(model))
         return {"computed": round(r["limit_tokens"]), "equation": r["equation"]}
@@ -192,6 +219,8 @@ def remat_paper(model: str) -> Callable[[], dict[str, Any]]:
 
 
 def judge_remat(stated_k: float) -> Callable[[dict[str, Any]], tuple[str, str]]:
+    """A `judge`: HOLDS if l* in thousands of tokens, rounded to one decimal, equals `stated_k`,
+    else FAILS."""
     def judge(v) -> tuple[str, str]:
         return tiered(round(v["computed"] / 1000, 1) == stated_k, False), (
             f"{v['equation']} as printed (P = 378, d = 4096, e = 2, batch 1) solves to l* = {v['computed']:,} "
@@ -200,6 +229,8 @@ def judge_remat(stated_k: float) -> Callable[[dict[str, Any]], tuple[str, str]]:
 
 
 def xquant_ridge() -> dict[str, Any]:
+    """Catalogue ridges (FLOP/byte) of H100-SXM and H100-PCIe and XQuant-2's remat limits l* (tokens,
+    batch 1) on Llama-2-7B and Llama-3.1-8B there, keyed (hardware, "ridge") and (hardware, model)."""
     out: dict[str, Any] = {}
     for hw in ("H100-SXM", "H100-PCIe"):
         for model in ("Llama-2-7B", "Llama-3.1-8B"):
@@ -209,6 +240,8 @@ def xquant_ridge() -> dict[str, Any]:
 
 
 def judge_ridge(v) -> tuple[str, str]:
+    """HOLDS if H100-SXM's catalogue ridge is §3.4's 378 FLOP/byte within FACTOR_REL, QUALIFIED if only
+    H100-PCIe's is, else FAILS."""
     sxm, pcie = v["H100-SXM", "ridge"], v["H100-PCIe", "ridge"]
     return tiered(abs(sxm - 378) <= FACTOR_REL * 378, abs(pcie - 378) <= FACTOR_REL * 378), (
         f"756 TFLOP/s over 2 TB/s is the H100 PCIe (catalogue ridge {pcie:.1f}: limits "
@@ -217,6 +250,8 @@ def judge_ridge(v) -> tuple[str, str]:
 
 
 def bf16_cache_bytes(*models: str) -> Callable[[], dict[str, Any]]:
+    """A `compute` for the bf16 K and V bytes of each of `models` at 131,072 tokens, batch 1
+    (AQUA-KV §1, footnote 1); `computed` is the first model's."""
     def compute() -> dict[str, Any]:
         sizes = [int(kv_bytes(load_model(m), "bf16", 131_072)) for m in models]
         return {"computed": sizes[0], "sizes": dict(zip(models, sizes, strict=True))}
@@ -224,6 +259,8 @@ def bf16_cache_bytes(*models: str) -> Callable[[], dict[str, Any]]:
 
 
 def judge_gb(stated: float) -> Callable[[dict[str, Any]], tuple[str, str]]:
+    """A `judge`: HOLDS if every size is `stated` in GB (1e9 bytes, one decimal), QUALIFIED if only in GiB,
+    else FAILS."""
     def judge(v) -> tuple[str, str]:
         gb, gib = ([round(n / unit, 1) == stated for n in v["sizes"].values()] for unit in (1e9, GIB))
         sizes = "; ".join(f"{m} {n:,} B = {n / 1e9:.2f} GB ({n / GIB:.1f} GiB)" for m, n in v["sizes"].items())
@@ -232,6 +269,9 @@ def judge_gb(stated: float) -> Callable[[dict[str, Any]], tuple[str, str]]:
 
 
 def aquakv_500x() -> dict[str, Any]:
+    """AQUA-KV §3.2's "500x" on Llama-3.1-70B: base over predictor FLOPs per new token at context 1
+    (`computed`), the context where it reaches 500 (`from`, tokens), and the reference decode's predictor over
+    model FLOPs per step at 1,024 and 131,072 tokens (`step`)."""
     model, config = load_model("Llama-3.1-70B"), AquaKV()
     short, from_ctx = predictor_overhead_ratio(model, config, 1), context_for_overhead_ratio(model, config, 500)
     step = {ctx: reference_step_ratio(model, config, ctx) for ctx in (1024, 131_072)}
@@ -239,6 +279,8 @@ def aquakv_500x() -> dict[str, Any]:
 
 
 def judge_500x(v) -> tuple[str, str]:
+    """HOLDS if the ratio is 500 at short context, QUALIFIED if it reaches 500 within the model's
+    maximum context, else FAILS."""
     (lo_ctx, lo), (hi_ctx, hi) = v["step"].items()
     return tiered(v["computed"] >= 500, v["from"] <= v["max_ctx"]), (
         f"Per new token, Llama-3.1-70B's decode FLOPs are {v['computed']:.0f}x its linear predictors' (6 d_kv^2 x 79 "
@@ -274,6 +316,8 @@ def table2_row(method: str, bits: str, printed: str) -> Callable[[], dict[str, A
 
 
 def judge_table2(v) -> tuple[str, str]:
+    """HOLDS if the bits column gives the printed GiB (rounded half up to one decimal); for AQUA-KV rows
+    HOLDS needs the 70B's own bits to give it and the bits column alone makes it QUALIFIED; else FAILS."""
     printed = gib(v["printed"])
     by_column = gib(f"{v['size']:.6f}") == printed
     plus = f" + {v['predictors']:.3f} GiB of predictors" if v["predictors"] else ""
@@ -294,10 +338,12 @@ INNERQ_TABLE3 = ("kivi-2", "turboquant", "innerq-base", "innerq-hybrid", "innerq
 
 
 def innerq_bits() -> dict[str, Any]:
+    """Asymptotic bits per element of INNERQ_TABLE3's methods on Llama-3.1-8B (InnerQ Table 3)."""
     return {"computed": [float(_bits(spec, "Llama-3.1-8B")) for spec in INNERQ_TABLE3]}
 
 
 def judge_innerq_bits(v) -> tuple[str, str]:
+    """HOLDS if the bits are Table 3's 3 / 3.75 / 3.5 / 3.25 / 3 exactly, else FAILS."""
     stated = [3, 3.75, 3.5, 3.25, 3]
     return tiered(same(v["computed"], stated), False), (
         f"Asymptotic bits of {', '.join(INNERQ_TABLE3)} on Llama-3.1-8B (d_h = 128, G = 32, fp16 scale/zero, fp32 "
@@ -305,12 +351,15 @@ def judge_innerq_bits(v) -> tuple[str, str]:
 
 
 def innerq_speedup() -> dict[str, Any]:
+    """Bytes-only bound on InnerQ's attention GEMV speedup, 16 / InnerQ_Base bits on Llama-3.1-8B,
+    and the catalogue's Jetson entries (§5.3, Table 4 measures 2.7x on a Jetson Xavier NX)."""
     jetsons = [n for n in hardware_names() if "jetson" in n.lower()]
     bound = float(16 / _bits("innerq-base", "Llama-3.1-8B"))
     return {"computed": round(bound, 3), "jetsons": jetsons}
 
 
 def judge_innerq_speedup(v) -> tuple[str, str]:
+    """Always UNCHECKABLE: a measured kernel time on hardware the catalogue does not model."""
     where = "which the catalogue lacks" if not v["jetsons"] else f"modelled only as {v['jetsons']}"
     return UNCHECKABLE, (f"Measured kernel time on a Jetson Xavier NX, {where}; bytes alone bound the attention "
                          f"GEMVs at {v['computed']:.2f}x (16 / InnerQ_Base bits), above the measured 2.7x")
@@ -326,6 +375,9 @@ def zack_rate(p: float, quant: str, padded: bool = False) -> float:
 
 
 def zack_089() -> dict[str, Any]:
+    """ZACK §6.1 / Table 8's 0.89: compression rate 1 - bits / 16 of ZACK at p = 0.56 on KVQuant-4
+    (Llama-3.1-8B), kept dims stored exact and padded to 16, on KVQuant at exactly 4 bits (`paper`),
+    KVQuant-4's own rate and the share of its bytes ZACK keeps."""
     exact, padded = zack_rate(0.56, "kvquant-4"), zack_rate(0.56, "kvquant-4", padded=True)
     kvq = 1 - float(_bits("kvquant-4", "Llama-3.1-8B")) / 16
     return {"computed": f"{exact:.4f} stored exact / {padded:.4f} padded to 16", "exact": exact, "padded": padded,
@@ -333,6 +385,8 @@ def zack_089() -> dict[str, Any]:
 
 
 def judge_089(v) -> tuple[str, str]:
+    """HOLDS if ZACK + KVQuant-4 stored exact gives 0.89 within RATE_ABS, QUALIFIED if only KVQuant at
+    exactly 4 bits does, else FAILS."""
     return tiered(abs(v["exact"] - 0.89) <= RATE_ABS, abs(v["paper"] - 0.89) <= RATE_ABS), (
         f"ZACK keeps {v['kept']:.4f} of KVQuant-4's bytes, the 0.11 / 0.25 = 0.44 the rows imply, but KVQuant-4 "
         f"is {v['kvquant']:.3f} here (outliers, row pointers), so the stack is {v['exact']:.4f}; 1 - (1 - 0.56)(1 - "
@@ -340,6 +394,9 @@ def judge_089(v) -> tuple[str, str]:
 
 
 def zack_68() -> dict[str, Any]:
+    """ZACK's "68 %" further compression over KVQuant (Tables 8-11): 1 - (1 - rate_stack) / (1 - rate_kvquant)
+    at the dim share implied by 0.92 against 0.75, for KVQuant-4 stored exact, padded to 16, and at exactly
+    4 bits (`paper`)."""
     implied = 1 - (1 - 0.92) / (1 - 0.75)  # ZACK's share of the best KVQuant-Z row (Tables 8-11)
 
     def further(quant: str, padded: bool = False) -> float:
@@ -351,6 +408,8 @@ def zack_68() -> dict[str, Any]:
 
 
 def judge_68(v) -> tuple[str, str]:
+    """HOLDS if KVQuant-4 stored exact gives 68 % within RATE_ABS, QUALIFIED if only KVQuant at exactly 4
+    bits does, else FAILS."""
     return tiered(abs(v["exact"] - 0.68) <= RATE_ABS, abs(v["paper"] - 0.68) <= RATE_ABS), (
         f"The 68% is KVQuant-Z 0.92 against KVQuant 0.75, i.e. ZACK removing {v['implied']:.2f} of the dims: "
         f"{v['paper']:.4f} with KVQuant at exactly 4 bits, {v['exact']:.4f} with KVQuant-4's per-token row pointer "
@@ -397,6 +456,8 @@ CLAIMS: tuple[Claim, ...] = tuple(Claim(i, compute=c, judge=j, **QUOTES[i]) for 
 
 
 def evaluate(claim: Claim) -> dict[str, Any]:
+    """The claim recomputed now: its quote fields with its seed file, `computed`, verdict and detail.
+    Raises ValueError if the judge returns a verdict outside VERDICTS."""
     values = claim.compute()
     verdict, detail = claim.judge(values)
     if verdict not in VERDICTS:

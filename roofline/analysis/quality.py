@@ -40,10 +40,12 @@ class QualityFigure:
 
     @property
     def benchmark(self) -> str:
+        """The group it belongs to: '<paper> <table>: <model>, <dataset> (<metric>)'."""
         return f"{self.paper} {self.table}: {self.model}, {self.dataset} ({self.metric})"
 
     @property
     def source(self) -> str:
+        """Where the figure is printed: paper, seed file and table, and the notes that quote it."""
         return f"{self.paper} ({SEEDS[self.paper]}), {self.table}; quoted in {DOCS[self.paper]}"
 
 
@@ -268,6 +270,7 @@ def benchmarks() -> list[str]:
 
 
 def for_benchmark(benchmark: str) -> list[QualityFigure]:
+    """The figures of one `benchmark` group, in paper order; raises ValueError if none has that name."""
     found = [f for f in figures() if f.benchmark == benchmark]
     if not found:
         raise ValueError(f"benchmark: unknown {benchmark!r}")

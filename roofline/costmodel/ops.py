@@ -36,14 +36,17 @@ class Op:
 
     @property
     def flops(self) -> sp.Expr:
+        """FLOPs of one instance: matmul_flops + vector_flops."""
         return self.matmul_flops + self.vector_flops
 
     @property
     def bytes(self) -> sp.Expr:
+        """Memory bytes of one instance: the sum over traffic classes (0 when it has none)."""
         return sp.Add(*self.traffic.values()) if self.traffic else ZERO
 
     @property
     def is_comm(self) -> bool:
+        """True for a communication op (nonzero `comm_bytes`)."""
         return self.comm_bytes != 0
 
     def scaled(self, factor: sp.Expr) -> Op:

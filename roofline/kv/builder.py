@@ -70,6 +70,8 @@ class Extras:
     o_in_width: int | None = None
 
     def merged(self, other: Extras | None) -> Extras:
+        """These extras and `other`'s together: ops concatenated, fixed bytes and score bytes combined,
+        `other`'s V/O widths where set; `self` unchanged if `other` is None."""
         if other is None:
             return self
         return Extras(
@@ -101,6 +103,8 @@ def group_layers(model: Model, overrides: Sequence[LayerOverride] = ()) -> list[
 
 
 def with_bits(q: TensorQuant, bits: float | None) -> TensorQuant:
+    """`q` at a layer override's `bits` (16 or more: unquantized, bits 16; storage_bits cleared to follow bits),
+    or `q` itself when `bits` is None."""
     if bits is None:
         return q
     if bits >= 16:

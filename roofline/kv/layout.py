@@ -47,10 +47,12 @@ class TensorLayout:
 
     @property
     def resident_bytes(self) -> sp.Expr:
+        """Bytes held per sequence at context L: the sum over parts of `resident`."""
         return sp.Add(*self.resident.values())
 
     @property
     def read_bytes(self) -> sp.Expr:
+        """Bytes a decode step reads per sequence: the sum of `read`, or of `resident` if None."""
         return sp.Add(*(self.read if self.read is not None else self.resident).values())
 
     @property
@@ -105,6 +107,7 @@ class LayerCache:
     attention_dequant_int_ops: sp.Expr | None = None
 
     def resident(self) -> dict[str, sp.Expr]:
+        """Bytes per sequence by part for one layer of the group, summed over its tensors."""
         parts: dict[str, sp.Expr] = {}
         for t in self.tensors:
             for part, value in t.resident.items():
@@ -113,42 +116,56 @@ class LayerCache:
 
     @property
     def resident_bytes(self) -> sp.Expr:
+        """Bytes resident per sequence in one layer of the group: the sum over its tensors."""
         return sp.Add(*(t.resident_bytes for t in self.tensors))
 
     @property
     def read_bytes(self) -> sp.Expr:
+        """Bytes one decode step reads per sequence from one layer's tensors."""
         return sp.Add(*(t.read_bytes for t in self.tensors))
 
     @property
     def attention_reads(self) -> sp.Expr:
+        """Bytes the attention kernel reads per sequence and decode step in one layer:
+        `attention_read_bytes` if set, else `read_bytes`."""
         return self.read_bytes if self.attention_read_bytes is None else self.attention_read_bytes
 
     @property
     def attention_dequant(self) -> sp.Expr:
+        """Dequantization FLOPs the attention kernel does per sequence and decode step in one
+        layer: `attention_dequant_flops` if set, else `dequant_flops`."""
         return self.dequant_flops if self.attention_dequant_flops is None else self.attention_dequant_flops
 
     @property
     def attention_int_ops(self) -> sp.Expr:
+        """Integer instructions the attention kernel spends unpacking codes per sequence and
+        decode step in one layer: `attention_dequant_int_ops` if set, else `dequant_int_ops`."""
         return self.dequant_int_ops if self.attention_dequant_int_ops is None else self.attention_dequant_int_ops
 
     @property
     def dequant_int_ops(self) -> sp.Expr:
+        """Integer instructions per decode step to unpack one layer's tensors, summed."""
         return sp.Add(*(t.dequant_int_ops for t in self.tensors))
 
     @property
     def written_bytes(self) -> sp.Expr:
+        """Bytes written per sequence and decode step in one layer: the new token plus the
+        amortized quantization, summed over its tensors."""
         return sp.Add(*(t.written_bytes for t in self.tensors))
 
     @property
     def elements(self) -> sp.Expr:
+        """Elements stored per sequence in one layer at context L, summed over its tensors."""
         return sp.Add(*(t.elements for t in self.tensors))
 
     @property
     def dequant_flops(self) -> sp.Expr:
+        """Vector FLOPs per decode step to dequantize one layer's tensors, summed."""
         return sp.Add(*(t.dequant_flops for t in self.tensors))
 
     @property
     def quantize_flops(self) -> sp.Expr:
+        """Amortized vector FLOPs per decode step to quantize one layer's tensors, summed."""
         return sp.Add(*(t.quantize_flops for t in self.tensors))
 
 
@@ -191,10 +208,13 @@ class CacheModel:
         return window_occupancy(self.resident_bytes, "peak")
 
     def reserved_parts(self) -> dict[str, sp.Expr]:
+        """Bytes per sequence by part that reaching context L reserves: each part of
+        `resident_parts` at its peak window occupancy (their sum is `reserved_bytes`)."""
         return {part: window_occupancy(v, "peak") for part, v in self.resident_parts().items()}
 
     @property
     def fixed_total(self) -> int:
+        """Fixed bytes (predictors, SVD factors, codebooks) held once per model, summed."""
         return int(sum(self.fixed_bytes.values()))
 
     def effective_bits(self) -> sp.Expr:

@@ -26,6 +26,7 @@ QUANTIZE_FLOPS_PER_ELEMENT = 5
 
 
 def meta_bytes(dtype: str) -> sp.Expr:
+    """Bytes of one metadata value of `dtype` (0 for 'none'); raises ValueError on an unknown dtype."""
     return sp.Integer(0) if dtype == "none" else dtype_bytes(dtype)
 
 
@@ -93,6 +94,7 @@ class TensorQuant(Spec):
 
     @property
     def quantized(self) -> bool:
+        """True below 16 bits (codes plus metadata), False for unquantized storage."""
         return self.bits < 16
 
     def check_channels(self, channels: int, what: str) -> None:

@@ -42,6 +42,8 @@ FP16_PARTS = ("window", "sinks")  # cache parts stored unquantized: read as they
 
 
 class AquaKV(MethodConfig):
+    """AQUA-KV (seed 001, §3): per-layer linear (or reduced-rank, MLP, GPTQ) predictors guess K_i and V_i
+    from layer i-1, and only the residual is quantized (HIGGS by default); layer 0 at `first_layer_bits`."""
     method: ClassVar[str] = "aquakv"
     summary: ClassVar[str] = "cross-layer K/V predictors + HIGGS-quantized residual, 4-bit first layer"
 
@@ -88,6 +90,10 @@ class AquaKV(MethodConfig):
         return TensorQuant(bits=self.bits, group_size=self.group_size, mode="asymmetric", **common)
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        """Layer 0 at `first_layer_bits`, every other layer's residual per `residual_quant` with predictor
+        ops (decode: 6·d_kv^2·l_q FLOPs per layer for linear in the reference decode, Alg. 3-4; prefill: encode
+        l_q tokens), fixed predictor bytes (layers - 1)·`predictor_bytes` and the reconstruction workspace.
+        Raises ValueError on an MLA or one-layer model, or a reduced rank not below d_kv."""
         if model.mla is not None:
             raise ValueError("method: aquakv predicts per-layer K and V; MLA latents are not modelled")
         if model.num_layers < 2:

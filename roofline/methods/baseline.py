@@ -22,6 +22,8 @@ class Baseline(MethodConfig):
     dtype: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="Storage dtype of K and V.")
 
     def kv_quant(self, model: Model) -> QuantPlan:
+        """K and V unquantized in `dtype` (16 bits, no metadata), or fp8 floats (8 bits; the per-tensor
+        scale is not counted)."""
         if self.dtype == "fp8":
             q = TensorQuant(bits=8, number_format="float", group_size=None, scale_dtype="none", zero_dtype="none")
         else:

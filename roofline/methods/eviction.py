@@ -20,6 +20,8 @@ SCORE_BYTES = 4
 
 
 class Eviction(MethodConfig):
+    """Token eviction (H2O, Keyformer, StreamingLLM-style): each layer keeps at most `budget_tokens`, or
+    ceil(budget_ratio·L), unquantized tokens; H2O and Keyformer add fp32 per-(KV head, token) scores."""
     method: ClassVar[str] = "evict"
     family: ClassVar[str] = "eviction"
     summary: ClassVar[str] = "keep a budget of tokens (heavy hitters + recent), evict the rest"
@@ -35,17 +37,22 @@ class Eviction(MethodConfig):
         return self
 
     def token_budget(self) -> sp.Expr:
+        """Tokens kept per layer and sequence: `budget_tokens`, or ceil(L·budget_ratio), exact."""
         if self.budget_tokens is not None:
             return sp.Integer(self.budget_tokens)
         ratio = sp.nsimplify(self.budget_ratio, rational=True)
         return ceildiv(L * ratio.p, ratio.q)
 
     def extras(self, model: Model) -> Extras:
+        """Score bookkeeping: H2O and Keyformer keep one fp32 score per KV head and token, 4·H_kv bytes per
+        token and layer (one head for an MLA latent); 'streaming' keeps none."""
         heads = 1 if model.mla is not None else model.num_kv_heads
         scored = self.policy in ("h2o", "keyformer")
         return Extras(score_bytes_per_token=heads * SCORE_BYTES if scored else 0)
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        """The model's own unquantized K and V (or MLA latent), at most `token_budget` tokens per layer,
+        plus the score bytes of `extras`; `bits` replaces the 16-bit width (sweeps)."""
         return standard_cache(self.method, model, None, bits, token_budget=self.token_budget(),
                               extras=self.extras(model))
 

@@ -19,6 +19,8 @@ from roofline.specs import Model
 
 
 class InnerQ(MethodConfig):
+    """InnerQ (seed 002, §4): groups of G along each decode GEMV's reduction dimension (keys per-token,
+    values per-channel), symmetric 3-bit keys, values Base / Hybrid / Small, fp16 sinks and recent window."""
     method: ClassVar[str] = "innerq"
     summary: ClassVar[str] = "inner-dimension groups (scale reuse), hybrid sym/asym values, sink + recent fp16"
 
@@ -30,6 +32,9 @@ class InnerQ(MethodConfig):
     window: NonNegativeInt = Field(96, description="Recent tokens in fp16.")
 
     def kv_quant(self, model: Model) -> QuantPlan:
+        """Keys: `k_bits` symmetric, one fp16 scale per G channels; values: `v_bits` in `v_mode`, groups
+        of G tokens, fp16 scale (and fp16 zero unless symmetric); both with `sinks` + `window` fp16 tokens.
+        Bits per element, windows aside (§5.2, Table 3): b + 16/G per scale + 16/G per zero (G = 32: Base 3.5)."""
         common = dict(group_size=self.group_size, scale_dtype="fp16", sinks=self.sinks, window=self.window)
         k = TensorQuant(bits=self.k_bits, group_along="channels", mode="symmetric", zero_dtype="none", **common)
         v = TensorQuant(bits=self.v_bits, group_along="tokens", mode=self.v_mode,

@@ -19,6 +19,8 @@ from roofline.specs import Model
 
 
 class Kivi(MethodConfig):
+    """KIVI (Liu et al. 2024): asymmetric 2/4-bit, keys per-channel (groups of G tokens) with a block fp16
+    residual of R tokens, values per-token (groups of G channels) with a sliding one, scale and zero per group."""
     method: ClassVar[str] = "kivi"
     summary: ClassVar[str] = "asymmetric per-channel K / per-token V, fp16 residual window"
 
@@ -37,6 +39,9 @@ class Kivi(MethodConfig):
         return self
 
     def kv_quant(self, model: Model) -> QuantPlan:
+        """Keys grouped along tokens with a block residual, values along channels with a sliding residual,
+        both asymmetric with `meta_dtype` scale and zero: b + 2·16/G bits per element with fp16 metadata (InnerQ
+        Table 3: 3 bits at b = 2, G = 32); plus the layer `overrides`."""
         common = dict(group_size=self.group_size, mode="asymmetric", scale_dtype=self.meta_dtype,
                       zero_dtype=self.meta_dtype, sinks=self.sinks)
         k = TensorQuant(bits=self.bits, group_along="tokens", window=self.residual, window_mode="block", **common)

@@ -22,6 +22,8 @@ from roofline.specs import Model
 
 
 class KVQuant(MethodConfig):
+    """KVQuant (Hooper et al. 2024): nuq codebook codes (per-channel tables for keys, per-layer for values),
+    a fraction of fp16 outliers stored CSR-style, and fp16 sink tokens."""
     method: ClassVar[str] = "kvquant"
     summary: ClassVar[str] = "non-uniform codes, per-channel K lookup tables, 1% fp16 outliers"
 
@@ -33,6 +35,10 @@ class KVQuant(MethodConfig):
     overrides: tuple[LayerOverride, ...] = Field((), description="Layer ranges at other bit-widths.")
 
     def kv_quant(self, model: Model) -> QuantPlan:
+        """Codebook codes of `bits` with no scale or zero; keys grouped along tokens with a codebook per
+        channel, values along channels with one per layer; each with `outlier_fraction` fp16 outliers (value +
+        index bytes) and a `row_pointer_bytes` pointer per token: about 2.33-2.35 bits at 2 bits + 1 % (SKVQ Table 2
+        quotes 2.32-2.35); plus the layer `overrides`."""
         common = dict(number_format="codebook", group_size=None, mode="symmetric", scale_dtype="none",
                       zero_dtype="none", sinks=self.sinks, outlier_fraction=self.outlier_fraction,
                       outlier_index_bytes=self.outlier_index_bytes,

@@ -25,6 +25,8 @@ INDEX_BYTES = 2  # int16 permutation and group-start entries
 
 
 class Skvq(MethodConfig):
+    """SKVQ (seed 004, §3): reordered channels, clipped asymmetric per-token groups with fp16 or fp8 scale
+    and zero, a 128-token fp16 sliding window and 5 fp16 sinks; 1.5-bit values stored in 2-bit slots."""
     method: ClassVar[str] = "skvq"
     summary: ClassVar[str] = "reordered channels, clipped per-token groups, fp16 window + sinks, fp16/fp8 metadata"
 
@@ -39,6 +41,9 @@ class Skvq(MethodConfig):
     sinks: NonNegativeInt = Field(5, description="First tokens kept in fp16.")
 
     def kv_quant(self, model: Model) -> QuantPlan:
+        """K and V per-token groups of G reordered channels, asymmetric, `meta_dtype` scale and zero: b +
+        2·b_meta/G bits per element (§4.3; Table 4: 2.125 / 2.25 / 2.5 at G = 128 / 64 / 32 with fp8); a
+        fractional b occupies ceil(b) bits in memory."""
         def tensor(b: float) -> TensorQuant:
             return TensorQuant(bits=b, storage_bits=math.ceil(b) if b != int(b) else None, group_along="channels",
                                group_size=self.group_size, mode="asymmetric", scale_dtype=self.meta_dtype,
@@ -47,6 +52,8 @@ class Skvq(MethodConfig):
         return QuantPlan(tensor(self.k_bits), tensor(self.v_bits))
 
     def extras(self, model: Model) -> Extras:
+        """Fixed bytes of the reordering, per layer: two int16 permutations of the KV width w and two int16
+        group-start arrays, 2·(w + w // G + 1)·2 B, times the layers (MLA: w = latent + RoPE width)."""
         width = model.kv_dim if model.mla is None else model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         groups = width // self.group_size
         per_layer = 2 * (width + groups + 1) * INDEX_BYTES

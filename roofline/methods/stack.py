@@ -22,6 +22,8 @@ from roofline.specs import Model
 
 
 class Stack(MethodConfig):
+    """A composition, dimension reduction (ZACK) -> quantization -> eviction, at least two parts, built as
+    one CacheModel through the same builder as each part alone."""
     method: ClassVar[str] = "stack"
     family: ClassVar[str] = "stack"
     summary: ClassVar[str] = "reduction -> quantization -> eviction"
@@ -39,11 +41,14 @@ class Stack(MethodConfig):
         return self
 
     def label(self) -> str:
+        """The spec it was parsed from, else its parts' labels joined by '+' (reduce, quant, evict)."""
         if self._spec:
             return self._spec
         return "+".join(p.label() for p in (self.reduce, self.quant, self.evict) if p is not None)
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        """The quantizer's QuantPlan on ZACK's reduced widths, capped at the eviction budget, with every
+        part's extras merged; `bits` replaces the quantizer's main bit-width (sweeps)."""
         extras = Extras()
         for part in (self.reduce, self.quant, self.evict):
             if part is not None:

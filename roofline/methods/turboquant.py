@@ -19,6 +19,8 @@ from roofline.specs import Model
 
 
 class TurboQuant(MethodConfig):
+    """TurboQuant as InnerQ configures it (seed 002 §5.1, Table 3): a random rotation, per-coordinate
+    codebooks (K 4-bit, V 3-bit), one fp32 norm per head vector, a 128-token fp16 window."""
     method: ClassVar[str] = "turboquant"
     summary: ClassVar[str] = "rotation + non-uniform codebook, one fp32 norm per head vector"
 
@@ -27,6 +29,8 @@ class TurboQuant(MethodConfig):
     window: NonNegativeInt = Field(128, description="Recent tokens in fp16.")
 
     def kv_quant(self, model: Model) -> QuantPlan:
+        """K and V codebook codes with one fp32 norm per head vector (group = d_h): b + 32/d_h bits
+        per element (Table 3: 4.25 and 3.25, 3.75 on average at d_h = 128). Raises ValueError on an MLA model."""
         if model.mla is not None:
             raise ValueError("method: turboquant rotates per-head K/V vectors; MLA latents are not modelled")
         common = dict(number_format="codebook", group_along="channels", group_size=model.head_dim,

@@ -34,6 +34,8 @@ WB = dtype_bytes("bf16")
 
 
 class XQuant(MethodConfig):
+    """XQuant / XQuant-CL (seed 000, §3): caches e-bit X (MHA) or its SVD latents X U_k, X U_v (GQA), or
+    cross-layer deltas (CL), and rematerializes K and V every decode step (costs: module docstring)."""
     method: ClassVar[str] = "xquant"
     family: ClassVar[str] = "rematerialization"
     summary: ClassVar[str] = "cache quantized X (or SVD latents), rematerialize K,V each step"
@@ -57,6 +59,8 @@ class XQuant(MethodConfig):
         return self
 
     def uses_svd(self, model: Model) -> bool:
+        """True if the model caches SVD latents (GQA, §3.3.1): 'svd', or 'auto' with d_kv < d. Raises
+        ValueError when 'svd' is asked of a model whose d_kv is not below d."""
         if self.latent == "x" or (self.latent == "auto" and model.kv_dim >= model.hidden_size):
             return False
         if model.kv_dim >= model.hidden_size:
@@ -121,6 +125,10 @@ class XQuant(MethodConfig):
                              "attention_dequant_flops": sp.Integer(0), "attention_dequant_int_ops": sp.Integer(0)})
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        """Per layer group: the quantized X, latents or deltas (groups of 128, fp16 scale and zero) and the
+        remat op (4·l·d^2 FLOPs MHA, 4·l·(d/g)^2 GQA, 8·l·d^2/g + 2·l·d CL GQA; §3.3-3.4); fixed SVD factors
+        (2·d_kv^2·2 B per layer) and U_kv for CL GQA; the CL accumulator as workspace (l·d·e_b/8 bytes).
+        `bits` replaces the main bits (not the high-precision layers'). Raises ValueError on an MLA model."""
         if model.mla is not None:
             raise ValueError("method: xquant caches X for MHA/GQA layers; MLA is not modelled")
         self.uses_svd(model)

@@ -26,10 +26,12 @@ class Probe:
 
     @property
     def batch(self) -> int:
+        """Sequences decoded together: the workload's batch."""
         return self.workload.batch
 
     @property
     def sm_count(self) -> int:
+        """Streaming multiprocessors of the device (hardware.sm_count)."""
         return self.hardware.sm_count
 
     def cached(self, config, name: str, compute) -> Any:

@@ -47,9 +47,11 @@ class MemoryBudget:
 
     @property
     def kv_pool(self) -> float:
+        """Bytes left for KV pages: usable - reserve - weights - method_params - activations."""
         return self.usable - self.reserve - self.weights - self.method_params - self.activations
 
     def as_dict(self) -> dict[str, float]:
+        """Every field and `kv_pool`, in bytes, keyed '<name>_bytes' (JSON output)."""
         return {"capacity_bytes": self.capacity, "usable_bytes": self.usable, "reserve_bytes": self.reserve,
                 "weights_bytes": self.weights, "method_params_bytes": self.method_params,
                 "activations_bytes": self.activations, "kv_pool_bytes": self.kv_pool}
@@ -83,6 +85,8 @@ def activation_peak(model: Model, workload: Workload) -> float:
 
 
 def default_reserve(workload: Workload) -> int:
+    """Runtime reserve in bytes: the workload's `runtime_reserve_bytes` if set, else 1 GiB, plus
+    0.5 GiB for NCCL buffers when it spans more than one GPU."""
     if workload.runtime_reserve_bytes is not None:
         return workload.runtime_reserve_bytes
     return RESERVE_SINGLE_BYTES + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)

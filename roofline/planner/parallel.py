@@ -20,6 +20,8 @@ MAX_GPUS = 4096
 
 
 def tp_degrees(model: Model) -> list[int]:
+    """Tensor-parallel degrees 1..num_heads that `Shard.of` accepts: dividing the heads, MLP and expert widths, and
+    the KV heads when tp does not exceed them (above, each GPU keeps a replica)."""
     out = []
     for tp in range(1, model.num_heads + 1):
         try:
@@ -31,6 +33,8 @@ def tp_degrees(model: Model) -> list[int]:
 
 
 def fits(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig) -> bool:
+    """True if `batch` sequences at `context_tokens` fit the KV pool of the fullest GPU under the workload's
+    tp and pp: batch x bytes per sequence <= kv_pool (False when the pool is empty or negative)."""
     cache = build_cache(method, model)
     budget = memory_budget(model, hardware, workload, cache)
     if budget.kv_pool <= 0:

@@ -63,14 +63,17 @@ class PhaseModel:
 
     @property
     def decode(self) -> Graph:
+        """The sympy op graph of one decode step (`graph('decode')`)."""
         return self.graph("decode")
 
     @property
     def prefill(self) -> Graph:
+        """The sympy op graph of prefill, weights read once per chunk (`graph('prefill')`)."""
         return self.graph("prefill")
 
     @property
     def cache(self) -> CacheModel:
+        """The method's CacheModel on this model, as the decode graph built it."""
         return self.decode.cache
 
     def kernel(self, phase: str) -> GraphKernel:

@@ -34,12 +34,15 @@ PLANNERS = 256  # MethodPlanners kept per process (content-keyed LRU)
 
 @dataclass
 class MethodPlan:
+    """One method's plan: its label, its family, the figures `roofline plan` reports for it (`data`: SI
+    units, fields named by unit) and the warnings raised while computing them."""
     method: str
     family: str
     data: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        """The plan flat for JSON output: method, family, every `data` field, then warnings."""
         return {"method": self.method, "family": self.family, **self.data, "warnings": self.warnings}
 
 
@@ -155,6 +158,8 @@ def plan_method(model: Model, hardware: Hardware, workload: Workload, method: Me
 
 
 def raise_no_room(model, hardware, workload, budget: MemoryBudget) -> None:
+    """Raises RooflineError: weights + reserve + activations exceed the usable memory of one GPU at this
+    tp and pp, so not even context 1 fits; the message gives each term in GiB."""
     from roofline.errors import RooflineError
 
     raise RooflineError(

@@ -8,22 +8,27 @@ from roofline.units import GIB
 
 
 def gib(n_bytes: float) -> str:
+    """Bytes as GiB (2^30), two decimals: '1,234.57 GiB'."""
     return f"{n_bytes / GIB:,.2f} GiB"
 
 
 def gb(n_bytes: float) -> str:
+    """Bytes as GB (1e9), two decimals: '1.50 GB'."""
     return f"{n_bytes / 1e9:,.2f} GB"
 
 
 def tb_per_s(bytes_per_s: float) -> str:
+    """Bytes/s as TB/s (1e12), two decimals."""
     return f"{bytes_per_s / 1e12:,.2f} TB/s"
 
 
 def tflops(flops_per_s: float) -> str:
+    """FLOP/s as TFLOP/s (1e12), one decimal."""
     return f"{flops_per_s / 1e12:,.1f} TFLOP/s"
 
 
 def seconds(s: float) -> str:
+    """Seconds as 's' from 1 s, 'ms' from 1 ms (three decimals), else 'us' (one decimal)."""
     if s >= 1:
         return f"{s:,.3f} s"
     if s >= 1e-3:
@@ -32,6 +37,7 @@ def seconds(s: float) -> str:
 
 
 def tokens(n: float) -> str:
+    """A token count with thousands separators, prefixed '<n>Mi' or '<n>Ki' when an exact multiple of 2^20 or 1024."""
     n = int(n)
     if n >= 1 << 20 and n % (1 << 20) == 0:
         return f"{n >> 20}Mi ({n:,})"

@@ -39,6 +39,7 @@ class KVPool:
 
     @property
     def max_tokens(self) -> int:
+        """Longest sequence, in tokens, that `seq_bytes` covers (its length - 1)."""
         return len(self.seq_bytes) - 1
 
     @property

@@ -51,6 +51,7 @@ class StepPlan:
 
     @property
     def tokens(self) -> int:
+        """Tokens the step computes: one per decoding sequence plus every chunk's new tokens."""
         return len(self.decode) + int(self.chunk_tokens.sum())
 
 

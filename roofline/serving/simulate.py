@@ -52,10 +52,12 @@ class Trace:
 
     @property
     def ttft_s(self) -> np.ndarray:
+        """Time to first token per request, seconds: first token - arrival."""
         return self.first_token_s - self.requests.arrival_s
 
     @property
     def e2e_s(self) -> np.ndarray:
+        """End-to-end latency per request, seconds: finish - arrival."""
         return self.finish_s - self.requests.arrival_s
 
     @property
