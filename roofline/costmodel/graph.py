@@ -64,7 +64,7 @@ def build_graph(
 ) -> Graph:
     """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence).
 
-    `occupancy` says how full the methods' residual windows are taken to be (symbols.window_occupancy):
+    `occupancy` says how full the methods' residual windows are taken to be (units.window_occupancy):
     'exact' at this L, 'mean' over a flush block (for averages), 'peak'.
     """
     if phase not in ("decode", "prefill"):

@@ -36,7 +36,7 @@ class MethodConfig(Spec):
         return None
 
     def extras(self, model: Model):
-        """Ops and fixed memory the method adds to every attending layer (kvcache.Extras), or None."""
+        """Ops and fixed memory the method adds to every attending layer (kv.builder.Extras), or None."""
         return None
 
     def limits(self, model: Model, probe) -> dict[str, Any]:

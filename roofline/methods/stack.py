@@ -2,7 +2,7 @@
 
 Spec syntax: parts joined by '+', e.g. `zack-50+kvquant-4+keyformer-50`. Whatever the order written,
 the mechanism applies ZACK's reduced widths, then the quantizer's TensorQuants on those widths, then the
-eviction budget on the tokens, through the one builder (kvcache.standard_cache): each part alone is the
+eviction budget on the tokens, through the one builder (kv.builder.standard_cache): each part alone is the
 same code path, so a stack's storage and decode cost agree with its parts by construction.
 """
 
