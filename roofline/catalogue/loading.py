@@ -73,12 +73,12 @@ def read_text(path: Path) -> str:
     before parsing, UTF-8; every refusal is one line."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise SpecError(f"{path}: (file): not a regular file (a folder, FIFO or device is not a spec)")
+            raise SpecError(f"{_short(path)}: (file): not a regular file (a folder, FIFO or device is not a spec)")
         # O_NONBLOCK: should the path become a FIFO between the two checks, open() still returns at once
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise SpecError(f"{path}: (file): not a regular file (a folder, FIFO or device is not a spec)")
+                raise SpecError(f"{_short(path)}: (file): not a regular file (a folder, FIFO or device is not a spec)")
             data = fh.read(MAX_SPEC_BYTES + 1)
     except SpecError:
         raise
@@ -86,11 +86,11 @@ def read_text(path: Path) -> str:
         reason = getattr(err, "strerror", None) or str(err)
         raise SpecError(f"{_short(path)}: (file): cannot read: {reason}") from None
     if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: (file): more than the {MAX_SPEC_BYTES}-byte limit for a spec")
+        raise SpecError(f"{_short(path)}: (file): more than the {MAX_SPEC_BYTES}-byte limit for a spec")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise SpecError(f"{path}: (file): not UTF-8 text") from None
+        raise SpecError(f"{_short(path)}: (file): not UTF-8 text") from None
 
 
 def _short(path: Path) -> str:
@@ -113,7 +113,8 @@ def validate(cls: type[T], data: Any, where: str) -> T:
 
 def load_spec(cls: type[T], path: Path) -> T:
     """Load one spec file (YAML or JSON) as `cls`."""
-    return validate(cls, parse_text(read_text(path), str(path)), str(path))
+    where = _short(path)
+    return validate(cls, parse_text(read_text(path), where), where)
 
 
 def parse_json_object(text: str, where: str) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def parse_json_object(text: str, where: str) -> dict[str, Any]:
 
 def load_json_object(path: Path) -> dict[str, Any]:
     """Read a JSON object file strictly."""
-    return parse_json_object(read_text(path), str(path))
+    return parse_json_object(read_text(path), _short(path))
 
 
 def _kind(value: Any) -> str:

@@ -37,9 +37,12 @@ def bounded_int(limit: int, minimum: int = 1) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         digits = text.strip().replace("_", "")
-        if not digits.lstrip("+-").isdigit() or len(digits) > 30:
+        try:
+            value = int(digits) if len(digits) <= 30 else None
+        except ValueError:
+            value = None
+        if value is None:
             raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number")
-        value = int(digits)
         if value < minimum:
             rule = "must be positive" if minimum == 1 else f"must be at least {minimum}"
             raise argparse.ArgumentTypeError(f"{value} {rule}")

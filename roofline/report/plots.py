@@ -282,8 +282,9 @@ def output_dir(out_dir: str | os.PathLike) -> Path:
                 raise RooflineError(f"--plot: {out} exists and is not a directory")
         else:
             out.mkdir(parents=True)
-    except OSError as err:
-        raise RooflineError(f"--plot: cannot create {out}: {err.strerror or err}") from None
+    except (OSError, ValueError) as err:
+        raise RooflineError(f"--plot: cannot create {str(out)[:200]!r}: {getattr(err, 'strerror', None) or err}") \
+            from None
     return out
 
 
