@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from pydantic import ValidationError
+
 from roofline import report as display
-from roofline.errors import PlausibilityWarning, RooflineError, one_line
+from roofline.errors import PlausibilityWarning, RooflineError, describe_validation_error, one_line
+from roofline.specs.workload import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_GPUS
 
 EXIT_USAGE = 2
 
@@ -26,10 +28,9 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"roofline: error: {self.prog.removeprefix('roofline ')}: {message}\n")
 
 
-# Flags are bounded so every expression is evaluated on a plausible domain (Workload has the same caps).
-MAX_CONTEXT = 1 << 30   # tokens per sequence: 1,073,741,824, past any model's positions (specs.bounds)
-MAX_BATCH = 1 << 20     # concurrent sequences
-MAX_COUNT = 1 << 20     # GPUs, stages, micro-batches, ports and other counts
+# Flags are bounded so every expression is evaluated on a plausible domain (the Workload's own caps).
+MAX_CONTEXT = MAX_CONTEXT_TOKENS
+MAX_COUNT = MAX_GPUS
 
 
 def bounded_int(limit: int, minimum: int = 1) -> Callable[[str], int]:
@@ -74,30 +75,8 @@ def bounded_float(limit: float) -> Callable[[str], float]:
 positive_float = bounded_float(1e12)
 
 
-def finite(data: Any) -> Any:
-    """`data` with every non-finite float replaced by None; a key `k` that held one gains `k_reason`
-    (unless present): +inf 'unbounded', NaN 'undefined'. JSON output never holds Infinity or NaN."""
-    if isinstance(data, dict):
-        out = {}
-        for key, value in data.items():
-            out[key] = finite(value)
-            if isinstance(value, float) and not math.isfinite(value) and f"{key}_reason" not in data:
-                out[f"{key}_reason"] = "undefined" if value != value else "unbounded" if value > 0 else "-inf"
-        return out
-    if isinstance(data, list | tuple):
-        return [finite(v) for v in data]
-    if isinstance(data, float) and not math.isfinite(data):
-        return None
-    return data
-
-
-def to_json(data: Any) -> str:
-    """Strict JSON (allow_nan=False after `finite`)."""
-    return json.dumps(finite(data), indent=2, default=str, allow_nan=False)
-
-
 def emit(data: Any, as_json: bool, human: Callable[[Any], str]) -> None:
-    print(to_json(data) if as_json else human(data))
+    print(display.to_json(data) if as_json else human(data))
 
 
 # ---- list / show -----------------------------------------------------------------------------------
@@ -356,7 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = args.func(args)
         except (RooflineError, ValueError) as err:
             _print_warnings(caught)
-            message = one_line(str(err)) if str(err) else type(err).__name__
+            if isinstance(err, ValidationError):  # a spec built inside a command (e.g. XQuant(bits=...))
+                message = describe_validation_error(err, err.title)
+            else:
+                message = one_line(str(err)) if str(err) else type(err).__name__
             print(f"roofline: error: {message}", file=sys.stderr)
             return EXIT_USAGE
         except BrokenPipeError:

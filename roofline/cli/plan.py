@@ -95,9 +95,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         result["plots"] = [str(p) for p in write_plots(result, model, hardware, workload, methods, args.plot)]
     if args.json:
-        from roofline.cli import to_json
-
-        print(to_json(result))
+        print(display.to_json(result))
     else:
         print(plan_text(result))
     return 0
