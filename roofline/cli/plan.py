@@ -198,7 +198,7 @@ def _row(r: dict[str, Any]) -> list[str]:
             f"{r['tokens_per_s_max_batch']:,.0f}", f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"]
 
 
-def _notes(r: dict[str, Any], batch: int) -> list[str]:
+def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset()) -> list[str]:
     notes, limits, name = [], r["limits"], r["method"]
     if "remat_limit_tokens" in limits:
         limit = limits["remat_limit_tokens"]
@@ -214,7 +214,7 @@ def _notes(r: dict[str, Any], batch: int) -> list[str]:
         notes.append(f"{name}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context {_ctx(s['max_context'])} "
                      f"({s['max_context_bound']}-bound) at batch {batch}, batch {s['max_batch']:,} "
                      f"({s['max_batch_bound']}-bound) at this context")
-    return notes + [f"{name}: warning: {msg}" for msg in r["warnings"]]
+    return notes + [f"{name}: warning: {msg}" for msg in r["warnings"] if msg not in common]
 
 
 def plan_text(result: dict[str, Any]) -> str:
@@ -232,7 +232,11 @@ def plan_text(result: dict[str, Any]) -> str:
             f"reserve {display.gib(first['reserve_bytes'])}\n")
     headers = ["method", "bits", "KV/seq/GPU", "max ctx@B", "max B@L", "TTFT", "TPOT@L", "TPOT avg", "tok/s",
                "tok/s@maxB", "bound (top op)"]
-    notes = [n for r in result["results"] for n in _notes(r, w["batch"])]
+    rows = result["results"]
+    # a warning every method shares (e.g. the context past the model's positions) is said once
+    common = set.intersection(*(set(r["warnings"]) for r in rows)) if len(rows) > 1 else set()
+    notes = [f"warning: {msg}" for msg in sorted(common)]
+    notes += [n for r in rows for n in _notes(r, w["batch"], common)]
     notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
     text = head + "\n" + display.table(headers, [_row(r) for r in result["results"]]) + "\n" + LEGEND
     if notes:
