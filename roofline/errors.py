@@ -13,6 +13,10 @@ class SpecError(RooflineError, ValueError):
     """A spec (file, dict or flag) failed validation; the message names the field and the rule."""
 
 
+class PlausibilityWarning(UserWarning):
+    """A figure inside its hard range but outside the usual one (the CLI prints it as one stderr line)."""
+
+
 def one_line(text: str) -> str:
     """Collapse control characters (a key or value may hold newlines) so a message stays on one line."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

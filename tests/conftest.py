@@ -1,3 +1,4 @@
+import collections
 import os
 import sys
 from pathlib import Path
@@ -20,3 +21,34 @@ if "ROOFLINE_CACHE_DIR" not in os.environ:
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+class HostileCounts(collections.Counter):
+    """(category, outcome) -> cases, and the failing cases' lines, for the hostile-input harness."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures: list[str] = []
+
+
+HOSTILE = pytest.StashKey[HostileCounts]()
+
+
+@pytest.fixture(scope="session")
+def hostile_counts(request) -> HostileCounts:
+    return request.config.stash.setdefault(HOSTILE, HostileCounts())
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    counts = config.stash.get(HOSTILE, None)
+    if not counts:
+        return
+    kinds = ["ok", "error", "traceback", "hang", "bad-error", "bad-json"]
+    categories = sorted({c for c, _ in counts})
+    terminalreporter.section("hostile-input harness")
+    terminalreporter.write_line(f"{'category':<18}" + "".join(f"{k:>11}" for k in kinds) + f"{'total':>8}")
+    for cat in categories + ["all"]:
+        row = [sum(n for (c, k), n in counts.items() if k == kind and cat in (c, "all")) for kind in kinds]
+        terminalreporter.write_line(f"{cat:<18}" + "".join(f"{n:>11}" for n in row) + f"{sum(row):>8}")
+    for line in counts.failures[:40]:
+        terminalreporter.write_line(line[:300])

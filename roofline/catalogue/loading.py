@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from roofline.catalogue.strict_yaml import StrictLoader
 from roofline.errors import SpecError, describe_validation_error
 
 T = TypeVar("T", bound=BaseModel)
 
 # Spec files are small; anything larger is not a spec (and an app upload must not exhaust memory).
 MAX_SPEC_BYTES = 1 << 20
+# A spec nests a few levels (hardware.measured.bandwidth_curve[i]); aliases can make a small file a huge tree.
+MAX_DEPTH = 32
+MAX_NODES = 100_000
 
 
 def parse_text(text: str, where: str) -> dict[str, Any]:
-    """Parse YAML (a superset of JSON) with the safe loader; the top level must be a mapping."""
+    """Parse YAML (a superset of JSON) with the strict loader (YAML 1.2 scalars, duplicate keys refused,
+    data types only); the top level must be a mapping of plain data with finite numbers."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 (StrictLoader is a SafeLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -30,29 +38,73 @@ def parse_text(text: str, where: str) -> dict[str, Any]:
         raise SpecError(f"{where}: (root): not valid YAML/JSON: {err}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{where}: (root): expected a mapping of field names to values, got {_kind(data)}")
+    check_plain_data(data, where)
     return data
 
 
+def check_plain_data(data: Any, where: str) -> None:
+    """Refuse what a spec never holds: non-finite numbers, non-string keys, other types, deep or huge trees
+    (YAML aliases share nodes, so a small file can expand exponentially; the walk is bounded)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    nodes = 0
+    while stack:
+        value, loc, depth = stack.pop()
+        nodes += 1
+        name = loc or "(root)"
+        if nodes > MAX_NODES:
+            raise SpecError(f"{where}: (root): more than {MAX_NODES:,} values (aliases expanding?); not a spec")
+        if depth > MAX_DEPTH:
+            raise SpecError(f"{where}: {name}: nested deeper than {MAX_DEPTH} levels; not a spec")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise SpecError(f"{where}: {name}: key {key!r} is not a string")
+                stack.append((item, f"{loc}.{key}" if loc else key, depth + 1))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, f"{name}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise SpecError(f"{where}: {name}: {value} is not a finite number")
+        elif not isinstance(value, str | int | float | bool | None):
+            raise SpecError(f"{where}: {name}: {type(value).__name__} values are not allowed in a spec")
+
+
 def read_text(path: Path) -> str:
-    """Read a spec file, refusing missing, oversized or undecodable files with one line."""
+    """Read a spec file: a regular file (never a FIFO, device or folder), at most MAX_SPEC_BYTES read
+    before parsing, UTF-8; every refusal is one line."""
     try:
-        size = path.stat().st_size
-    except OSError as err:
-        raise SpecError(f"{path}: (file): cannot read: {err.strerror or err}") from None
-    if size > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: (file): {size} bytes exceeds the {MAX_SPEC_BYTES}-byte limit for a spec")
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SpecError(f"{_short(path)}: (file): not a regular file (a folder, FIFO or device is not a spec)")
+        # O_NONBLOCK: should the path become a FIFO between the two checks, open() still returns at once
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SpecError(f"{_short(path)}: (file): not a regular file (a folder, FIFO or device is not a spec)")
+            data = fh.read(MAX_SPEC_BYTES + 1)
+    except SpecError:
+        raise
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise SpecError(f"{_short(path)}: (file): cannot read: {reason}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"{_short(path)}: (file): more than the {MAX_SPEC_BYTES}-byte limit for a spec")
     try:
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise SpecError(f"{path}: (file): not UTF-8 text") from None
-    except OSError as err:
-        raise SpecError(f"{path}: (file): cannot read: {err.strerror or err}") from None
+        raise SpecError(f"{_short(path)}: (file): not UTF-8 text") from None
+
+
+def _short(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 200 else text[:100] + "..." + text[-40:]
 
 
 def validate(cls: type[T], data: Any, where: str) -> T:
-    """Validate a mapping against a spec class; errors become one line naming the field and rule."""
+    """Validate a mapping against a spec class strictly (pydantic's JSON mode: `true` is not 1, "5" and 5.0
+    are not integers; ISO date strings and lists for tuples are accepted); errors become one line naming
+    the field and rule."""
+    check_plain_data(data, where)
     try:
-        return cls.model_validate(data)
+        return cls.model_validate_json(json.dumps(data, allow_nan=False), strict=True)
     except ValidationError as err:
         raise SpecError(describe_validation_error(err, where)) from None
     except (ValueError, TypeError, RecursionError) as err:
@@ -61,27 +113,35 @@ def validate(cls: type[T], data: Any, where: str) -> T:
 
 def load_spec(cls: type[T], path: Path) -> T:
     """Load one spec file (YAML or JSON) as `cls`."""
-    return validate(cls, parse_text(read_text(path), str(path)), str(path))
+    where = _short(path)
+    return validate(cls, parse_text(read_text(path), where), where)
 
 
 def parse_json_object(text: str, where: str) -> dict[str, Any]:
     """Parse a JSON object (e.g. a Hugging Face config.json) strictly; failures are one SpecError line."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         at = f"line {err.lineno}, column {err.colno}"
         raise SpecError(f"{where}: (root): not valid JSON at {at}: {err.msg}") from None
     except RecursionError:
         raise SpecError(f"{where}: (root): JSON nested too deeply") from None
+    except ValueError as err:  # e.g. an integer literal past Python's digit limit
+        raise SpecError(f"{where}: (root): not valid JSON: {err}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{where}: (root): expected a JSON object, got {_kind(data)}")
+    check_plain_data(data, where)
     return data
 
 
 def load_json_object(path: Path) -> dict[str, Any]:
     """Read a JSON object file strictly."""
-    return parse_json_object(read_text(path), str(path))
+    return parse_json_object(read_text(path), _short(path))
 
 
 def _kind(value: Any) -> str:
     return "nothing" if value is None else type(value).__name__
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON (no Infinity or NaN in a spec)")

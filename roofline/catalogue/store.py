@@ -6,11 +6,12 @@ Inside a wheel the YAML files live in `roofline/_catalogue/`; in a checkout they
 
 from __future__ import annotations
 
+import warnings
 from functools import cache
 from pathlib import Path
 
 from roofline.catalogue.loading import load_json_object, load_spec
-from roofline.errors import SpecError
+from roofline.errors import PlausibilityWarning, SpecError
 from roofline.specs import Hardware, Model
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -49,29 +50,49 @@ def _load_catalogue_model(name: str) -> Model:
 
 
 def _looks_like_path(ref: str) -> bool:
-    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json"))
+    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")) or _is_file(ref)
+
+
+def _is_file(ref: str) -> bool:
+    """Path(ref).is_file() that is False, not an OSError, for a name too long or otherwise unusable."""
+    try:
+        return Path(ref).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _checked(spec, where: str):
+    """`spec`, after each of its plausibility warnings is issued as a PlausibilityWarning naming `where`."""
+    for line in spec.plausibility_warnings():
+        warnings.warn(f"{where}: {line}", PlausibilityWarning, stacklevel=3)
+    return spec
+
+
+def _unknown(kind: str, ref: str, names: list[str]) -> SpecError:
+    shown = ref if len(ref) <= 80 else ref[:60] + "..."
+    return SpecError(f"{kind}: unknown name {shown!r}; valid: {', '.join(names)}")
 
 
 def load_hardware(ref: str) -> Hardware:
     """A catalogue name (exact) or a path to a YAML/JSON Hardware spec."""
     if ref in _files("hardware"):
         return _load_catalogue_hardware(ref)
-    if _looks_like_path(ref) or Path(ref).is_file():
-        return load_spec(Hardware, Path(ref))
-    raise SpecError(f"hardware: unknown name {ref!r}; valid: {', '.join(hardware_names())}")
+    if _looks_like_path(ref):
+        return _checked(load_spec(Hardware, Path(ref)), ref)
+    raise _unknown("hardware", ref, hardware_names())
 
 
 def load_model(ref: str) -> Model:
     """A catalogue name (exact), a YAML/JSON Model spec, or a Hugging Face config.json."""
     if ref in _files("models"):
         return _load_catalogue_model(ref)
-    if _looks_like_path(ref) or Path(ref).is_file():
+    if _looks_like_path(ref):
         path = Path(ref)
         if path.suffix == ".json":
             data = load_json_object(path)
             if "architectures" in data or "model_type" in data:
                 from roofline.catalogue.hf import model_from_hf_config
 
-                return model_from_hf_config(data, where=str(path))
-        return load_spec(Model, path)
-    raise SpecError(f"model: unknown name {ref!r}; valid: {', '.join(model_names())}")
+                return _checked(model_from_hf_config(data, where=str(path)), ref)
+        return _checked(load_spec(Model, path), ref)
+    raise _unknown("model", ref, model_names())

@@ -8,11 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from pydantic import ValidationError
+
 from roofline import report as display
-from roofline.errors import RooflineError, one_line
+from roofline.errors import PlausibilityWarning, RooflineError, describe_validation_error, one_line
+from roofline.specs.workload import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_GPUS
 
 EXIT_USAGE = 2
 
@@ -24,28 +28,55 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"roofline: error: {self.prog.removeprefix('roofline ')}: {message}\n")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be positive")
-    return value
+# Flags are bounded so every expression is evaluated on a plausible domain (the Workload's own caps).
+MAX_CONTEXT = MAX_CONTEXT_TOKENS
+MAX_COUNT = MAX_GPUS
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive finite number")
-    return value
+def bounded_int(limit: int, minimum: int = 1) -> Callable[[str], int]:
+    """An argparse type: a whole number in [minimum, limit] ('_' separators allowed)."""
+
+    def parse(text: str) -> int:
+        digits = text.strip().replace("_", "")
+        try:
+            value = int(digits) if len(digits) <= 30 else None
+        except ValueError:
+            value = None
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number")
+        if value < minimum:
+            rule = "must be positive" if minimum == 1 else f"must be at least {minimum}"
+            raise argparse.ArgumentTypeError(f"{value} {rule}")
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value:,} exceeds the limit {limit:,}")
+        return value
+
+    return parse
+
+
+positive_int = bounded_int(MAX_COUNT)
+
+
+def bounded_float(limit: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in (0, limit]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+        if not 0 < value <= limit:
+            raise argparse.ArgumentTypeError(f"{text[:40]} must be a positive finite number at most {limit:g}")
+        return value
+
+    return parse
+
+
+positive_float = bounded_float(1e12)
 
 
 def emit(data: Any, as_json: bool, human: Callable[[Any], str]) -> None:
-    print(json.dumps(data, indent=2, default=str) if as_json else human(data))
+    print(display.to_json(data) if as_json else human(data))
 
 
 # ---- list / show -----------------------------------------------------------------------------------
@@ -67,7 +98,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             [[x["name"], display.gib(x["memory_bytes"]), display.tb_per_s(x["memory_bytes_per_s"]),
               display.tflops(x["bf16_dense_flops_per_s"]), f"{x['ridge_bf16_flops_per_byte']:.0f}"] for x in r]))
     elif args.what == "models":
-        from roofline.accounting import kv_bytes_per_token, parameter_count
+        from roofline.accounting import parameter_count
 
         rows = []
         for name in model_names():
@@ -75,13 +106,15 @@ def cmd_list(args: argparse.Namespace) -> int:
             pc = parameter_count(m)
             rows.append({"name": name, "params_total": pc.total, "params_active": pc.active,
                          "layers": m.num_layers, "heads": m.num_heads, "kv_heads": m.num_kv_heads,
-                         "bf16_kv_bytes_per_token": int(kv_bytes_per_token(m)),
-                         "max_position_embeddings": m.max_position_embeddings})
+                         **_kv_figures(m), "max_position_embeddings": m.max_position_embeddings})
         emit(rows, args.json, lambda r: display.table(
-            ["model", "params", "active", "layers", "heads/kv", "KV B/token (bf16)", "max ctx"],
+            ["model", "params", "active", "layers", "heads/kv", "KV B/token (bf16)", "KV/seq at max ctx",
+             "max ctx"],
             [[x["name"], f"{x['params_total'] / 1e9:.2f} B", f"{x['params_active'] / 1e9:.2f} B", x["layers"],
               f"{x['heads']}/{x['kv_heads']}", f"{x['bf16_kv_bytes_per_token']:,}",
-              display.tokens(x["max_position_embeddings"])] for x in r]))
+              display.gib(x["bf16_kv_bytes_at_max_context"]), display.tokens(x["max_position_embeddings"])]
+             for x in r]) + "\nKV B/token: bf16 bytes one token adds over every attending layer (while sliding "
+            "windows fill); KV/seq: one sequence at the model's max positions, windows capped")
     else:
         rows = [{"name": name, "method": method, "description": desc, "fields": fields}
                 for name, (method, fields, desc) in sorted(presets().items())]
@@ -97,13 +130,22 @@ def cmd_show(args: argparse.Namespace) -> int:
     spec = load_hardware(args.name) if args.what == "hardware" else load_model(args.name)
     data = spec.model_dump(mode="json")
     if args.what == "model":
-        from roofline.accounting import kv_bytes_per_token, parameter_count
+        from roofline.accounting import parameter_count
 
         pc = parameter_count(spec)
-        data["derived"] = {"params_total": pc.total, "params_active": pc.active,
-                           "bf16_kv_bytes_per_token": int(kv_bytes_per_token(spec))}
+        data["derived"] = {"params_total": pc.total, "params_active": pc.active, **_kv_figures(spec)}
     emit(data, args.json, _show_text)
     return 0
+
+
+def _kv_figures(model) -> dict[str, int]:
+    """bf16 KV bytes per token over every attending layer (windows not yet full), per token past every window
+    (full-attention layers only: 0 for an all-sliding model) and for one sequence at the model's positions."""
+    from roofline.accounting import kv_bytes, kv_bytes_per_token
+
+    return {"bf16_kv_bytes_per_token": int(kv_bytes(model, context=1)),
+            "bf16_kv_bytes_per_token_past_windows": int(kv_bytes_per_token(model)),
+            "bf16_kv_bytes_at_max_context": int(kv_bytes(model, context=model.max_position_embeddings))}
 
 
 def _show_text(data: dict[str, Any]) -> str:
@@ -125,6 +167,9 @@ def cmd_kv(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     method = parse_method(args.method)
     report = kv_report(model, method, args.context, args.batch, load_hardware(args.hardware))
+    if args.context > model.max_position_embeddings:
+        report["warnings"] = [f"context {args.context:,} exceeds {model.name}'s max_position_embeddings "
+                              f"{model.max_position_embeddings:,}: the model was not trained that long"]
     emit(report, args.json, _kv_text)
     return 0
 
@@ -143,7 +188,7 @@ def _kv_text(r: dict[str, Any]) -> str:
         text += (f"\n\ndecode step on {r['hardware']}: {display.seconds(r['decode_step_s'])} "
                  f"(ridge {r['decode_ops'][0]['ridge_flops_per_byte']:.0f} FLOP/B; rows per layer instance)\n")
         text += display.table(["op", "FLOPs", "bytes", "FLOP/B", "bound", "time"], ops)
-    return text
+    return text + "".join(f"\nwarning: {w}" for w in r.get("warnings", ()))
 
 
 # ---- limits ----------------------------------------------------------------------------------------
@@ -248,8 +293,8 @@ def build_parser() -> Parser:
 
     p = sub.add_parser("kv", help="KV-cache size, bytes per token and effective bits for a method")
     p.add_argument("--model", default="Llama-3.1-8B", help="catalogue name, YAML spec or HF config.json")
-    p.add_argument("--context", type=positive_int, required=True, help="tokens per sequence L")
-    p.add_argument("--batch", type=positive_int, default=1, help="sequences B")
+    p.add_argument("--context", type=bounded_int(MAX_CONTEXT), required=True, help="tokens per sequence L")
+    p.add_argument("--batch", type=bounded_int(MAX_BATCH), default=1, help="sequences B")
     p.add_argument("--method", default="bf16", help="preset name or name:key=value,...")
     p.add_argument("--hardware", default="H100-SXM", help="for the per-op decode costs: name or spec path")
     p.add_argument("--json", action="store_true")
@@ -257,14 +302,14 @@ def build_parser() -> Parser:
 
     from roofline.cli.plan import add_plan_parser
 
-    add_plan_parser(sub, positive_int, positive_float)
+    add_plan_parser(sub)
 
     from roofline.cli.simulate import add_simulate_parser
 
     add_simulate_parser(sub, positive_int, positive_float)
 
     p = sub.add_parser("app", help="the Streamlit dashboard on 127.0.0.1")
-    p.add_argument("--port", type=positive_int, help="port (default 8501)")
+    p.add_argument("--port", type=bounded_int(65535), help="port (default 8501)")
     p.set_defaults(func=cmd_app)
 
     p = sub.add_parser("claims", help="the seed papers' headline claims, computed, with verdicts")
@@ -275,8 +320,8 @@ def build_parser() -> Parser:
     p.add_argument("which", choices=["remat"], help="remat: XQuant's rematerialization limit (Eq. 3/4)")
     p.add_argument("--model", default="Llama-3.1-8B")
     p.add_argument("--hardware", default="H100-SXM")
-    p.add_argument("--bits", type=positive_float, default=2.0, help="bits of the cached X / latents")
-    p.add_argument("--batch", type=positive_int, default=1)
+    p.add_argument("--bits", type=bounded_float(32), default=2.0, help="bits of the cached X / latents")
+    p.add_argument("--batch", type=bounded_int(MAX_BATCH), default=1)
     p.add_argument("--paper-assumptions", action="store_true",
                    help="the paper's Eq. 3/4 as printed: ridge 378, d = 4096, batch 1")
     p.add_argument("--json", action="store_true")
@@ -285,14 +330,31 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; warnings (implausible figures) go to stderr as `roofline: warning: ...` lines."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (RooflineError, ValueError) as err:
-        message = one_line(str(err)) if str(err) else type(err).__name__
-        print(f"roofline: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:
-        return 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PlausibilityWarning)
+        try:
+            status = args.func(args)
+        except (RooflineError, ValueError) as err:
+            _print_warnings(caught)
+            if isinstance(err, ValidationError):  # a spec built inside a command (e.g. XQuant(bits=...))
+                message = describe_validation_error(err, err.title)
+            else:
+                message = one_line(str(err)) if str(err) else type(err).__name__
+            print(f"roofline: error: {message}", file=sys.stderr)
+            return EXIT_USAGE
+        except BrokenPipeError:
+            return 0
+    _print_warnings(caught)
+    return status
+
+
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    for w in caught:
+        if issubclass(w.category, PlausibilityWarning):
+            print(f"roofline: warning: {one_line(str(w.message))}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 

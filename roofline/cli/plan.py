@@ -11,24 +11,29 @@ from roofline import report as display
 PLAN_HELP = "capacity plan per method (no arguments: the embedded default scenario, all presets)"
 
 
-def add_plan_parser(sub, positive_int, positive_float) -> None:
+def add_plan_parser(sub) -> None:
+    from roofline.cli import MAX_BATCH, MAX_CONTEXT, bounded_float, bounded_int, positive_int
+
+    context, batch = bounded_int(MAX_CONTEXT), bounded_int(MAX_BATCH)
     p = sub.add_parser("plan", help=PLAN_HELP)
     p.add_argument("--model", help="catalogue name, YAML spec or HF config.json (default Llama-3.1-8B)")
     p.add_argument("--hardware", help="catalogue name or YAML spec (default H100-SXM)")
     p.add_argument("--method", action="append", help="method SPEC; repeat to compare (default: all presets)")
-    p.add_argument("--batch", type=positive_int, help="concurrent sequences B (default 16)")
-    p.add_argument("--context", type=positive_int, help="tokens per sequence L (default 32768)")
-    p.add_argument("--prompt", type=positive_int, help="prompt tokens P (default L - generated)")
-    p.add_argument("--generated", type=int, help="generated tokens T for the averaged TPOT (default 1024)")
+    p.add_argument("--batch", type=batch, help="concurrent sequences B (default 16)")
+    p.add_argument("--context", type=context, help="tokens per sequence L (default 32768)")
+    p.add_argument("--prompt", type=context, help="prompt tokens P (default L - generated)")
+    p.add_argument("--generated", type=bounded_int(MAX_CONTEXT, minimum=0),
+                   help="generated tokens T for the averaged TPOT (default 1024)")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
-    p.add_argument("--micro-batches", type=positive_int, help="micro-batches through the pipeline (default pp)")
+    p.add_argument("--micro-batches", type=batch, help="micro-batches through the pipeline (default pp)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
     p.add_argument("--reserve-gib", type=float, help="runtime reserve in GiB (default 1, +0.5 with >1 GPU)")
-    p.add_argument("--prefill-chunk", type=positive_int, help="chunked-prefill tokens (default 8192)")
-    p.add_argument("--weight-dtype", help="bf16 (default), fp16, fp8, int8, int4, fp4")
+    p.add_argument("--prefill-chunk", type=context, help="chunked-prefill tokens (default 8192)")
+    p.add_argument("--weight-dtype", choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"],
+                   help="bf16 (default), fp16, fp8, int8, int4, fp4")
     p.add_argument("--fewest-gpus", action="store_true", help="also: fewest GPUs of this kind that fit")
-    p.add_argument("--tpot-target-ms", type=positive_float, help="also: largest context / batch under this TPOT")
+    p.add_argument("--tpot-target-ms", type=bounded_float(1e9), help="also: largest context / batch under this TPOT")
     p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
@@ -53,29 +58,36 @@ def _workload(args: argparse.Namespace):
     return validate(Workload, data, "workload")
 
 
+MAX_RESERVE_GIB = 1 << 20
+
+
 def _gib_to_bytes(gib: float) -> int:
     from roofline.errors import SpecError
 
-    if not gib >= 0 or math.isinf(gib):
-        raise SpecError(f"--reserve-gib: {gib} must be a finite number >= 0")
+    if not 0 <= gib <= MAX_RESERVE_GIB:
+        raise SpecError(f"--reserve-gib: {gib} must be a number in 0 .. {MAX_RESERVE_GIB:,}")
     return int(gib * display.GIB)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
-    from roofline.methods import parse_method, presets
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
 
+    if args.plot:  # refuse an unusable output path before any planning
+        from roofline.report.plots import output_dir
+
+        output_dir(args.plot)
     model = load_model(args.model or DEFAULT_SCENARIO["model"])
     hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     workload = _workload(args)
-    specs = args.method or sorted(presets())
-    methods = [parse_method(s) for s in specs]
+    methods, skipped = _methods(args.method, model)
     if args.fewest_gpus:
         result = _plan_on_fewest_gpus(model, hardware, workload, methods)
     else:
         result = plan(model, hardware, workload, methods)
+    _annotate(result, model)
+    result["skipped"] = skipped
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)
     if args.plot:
@@ -83,18 +95,54 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         result["plots"] = [str(p) for p in write_plots(result, model, hardware, workload, methods, args.plot)]
     if args.json:
-        import json
-
-        print(json.dumps(result, indent=2, default=_json_default))
+        print(display.to_json(result))
     else:
         print(plan_text(result))
     return 0
 
 
-def _json_default(value):
-    if isinstance(value, float) and math.isinf(value):
-        return "inf"
-    return str(value)
+def _methods(requested: list[str] | None, model) -> tuple[list, list[dict[str, str]]]:
+    """The methods to plan: every requested SPEC (one that does not apply to the model is an error), or
+    every preset that applies to it, with each skipped preset and its reason (e.g. AQUA-KV on MLA)."""
+    from roofline.errors import SpecError
+    from roofline.methods import applies, parse_method, presets
+
+    if requested:
+        return [parse_method(s) for s in requested], []
+    methods, skipped = [], []
+    for name in sorted(presets()):
+        method = parse_method(name)
+        reason = applies(method, model)
+        if reason is not None:
+            skipped.append({"method": name, "reason": reason.removeprefix(f"method {name!r} on {model.name}: ")})
+            continue
+        methods.append(method)
+    if not methods:
+        raise SpecError(f"method: no preset applies to {model.name} ({skipped[0]['reason']})")
+    return methods, skipped
+
+
+def _unbounded_reason(model) -> str:
+    if all(layer.kind != "full" for layer in model.attention):
+        return "unbounded: all layers are sliding-window (the cache stops growing past the windows)"
+    return "unbounded: the method's cache stops growing with the context (eviction budget or windows)"
+
+
+def _annotate(result: dict[str, Any], model) -> None:
+    """Per row: the memory-bound max context capped at the model's positions (`max_context` keeps the
+    uncapped value; None with a reason when unbounded), and reasons for every other infinite figure."""
+    positions = model.max_position_embeddings
+    for row in result["results"]:
+        mc = row["max_context"]
+        row["max_context_capped"] = min(mc, positions)
+        row["max_context_capped_by"] = "max_position_embeddings" if mc > positions else "memory"
+        if mc == math.inf:
+            row["max_context_reason"] = _unbounded_reason(model)
+        if row["limits"].get("remat_limit_tokens") == math.inf:
+            row["limits"]["remat_limit_tokens_reason"] = (
+                "unbounded: remat never becomes compute-bound (its FLOPs per cached token stay under ridge x "
+                "cache bytes per token" + ("; every layer is sliding-window)" if "sliding" in
+                                           _unbounded_reason(model) else ")"))
 
 
 def _plan_on_fewest_gpus(model, hardware, workload, methods) -> dict[str, Any]:
@@ -113,21 +161,62 @@ def _plan_on_fewest_gpus(model, hardware, workload, methods) -> dict[str, Any]:
 
 
 def _sla(result, model, hardware, workload, methods, target: float) -> None:
+    """Largest context (at the batch) and batch (at the context) under the TPOT target, each capped by
+    what memory holds (the plan's max_context / max_batch); `*_bound` says which limit binds."""
     from roofline.planner.inversions import max_batch_for_tpot, max_context_for_tpot
 
     for row, method in zip(result["results"], methods, strict=True):
         fit = row.get("fewest_gpus")
         w = workload.model_copy(update={"tp": fit["tp"], "pp": fit["pp"]}) if fit else workload
+        ctx_tpot = max_context_for_tpot(model, hardware, w, method, target)
+        batch_tpot = max_batch_for_tpot(model, hardware, w, method, target)
+        ctx_mem, batch_mem = row["max_context"], row["max_batch"]
         row["sla"] = {"tpot_target_s": target,
-                      "max_context": max_context_for_tpot(model, hardware, w, method, target),
-                      "max_batch": max_batch_for_tpot(model, hardware, w, method, target)}
+                      "max_context": min(ctx_tpot, ctx_mem), "max_context_tpot": ctx_tpot,
+                      "max_context_bound": "memory" if ctx_mem < ctx_tpot else "tpot",
+                      "max_batch": min(batch_tpot, batch_mem), "max_batch_tpot": batch_tpot,
+                      "max_batch_bound": "memory" if batch_mem < batch_tpot else "tpot"}
+
+
+LEGEND = ("legend: KV/seq/GPU = KV cache of one sequence at L on one GPU; max ctx@B = longest context that "
+          "holds B sequences (^ = capped at the model's max_position_embeddings; JSON max_context has the memory "
+          "bound); max B@L = most sequences at L; TTFT = prefill of the batch; TPOT@L = decode step at L, TPOT avg "
+          "= its mean over the generated tokens; tok/s at B and at max B; ! = B sequences at L do not fit")
 
 
 def _ctx(n: float) -> str:
     return "unbounded" if n == math.inf else f"{int(n):,}"
 
 
+def _row(r: dict[str, Any]) -> list[str]:
+    d = r["decode"]
+    capped = _ctx(r["max_context_capped"]) + ("^" if r["max_context_capped_by"] != "memory" else "")
+    return [r["method"] + ("" if r["fits"] else " !"), f"{r['effective_bits']:.2f}",
+            display.gib(r["kv_bytes_per_sequence"]), capped, f"{r['max_batch']:,}", display.seconds(r["ttft_s"]),
+            display.seconds(r["tpot_s"]), display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}",
+            f"{r['tokens_per_s_max_batch']:,.0f}", f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"]
+
+
+def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset()) -> list[str]:
+    notes, limits, name = [], r["limits"], r["method"]
+    if "remat_limit_tokens" in limits:
+        limit = limits["remat_limit_tokens"]
+        where = "at any context" if limit == math.inf else f"up to {round(limit):,} tokens"
+        notes.append(f"{name}: remat stays memory-bound {where} at batch {batch}")
+    notes += [f"{name}: {note}" for note in r.get("notes", ())]
+    if "fewest_gpus" in r:
+        f = r["fewest_gpus"]
+        notes.append(f"{name}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']})")
+    if "sla" in r:
+        s = r["sla"]
+        notes.append(f"{name}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context {_ctx(s['max_context'])} "
+                     f"({s['max_context_bound']}-bound) at batch {batch}, batch {s['max_batch']:,} "
+                     f"({s['max_batch_bound']}-bound) at this context")
+    return notes + [f"{name}: warning: {msg}" for msg in r["warnings"] if msg not in common]
+
+
 def plan_text(result: dict[str, Any]) -> str:
+    """The plan as a text table with its legend, notes, warnings and skipped presets."""
     w = result["workload"]
     first = result["results"][0]["memory"]
     prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
@@ -139,31 +228,15 @@ def plan_text(result: dict[str, Any]) -> str:
             f"memory per GPU: {display.gib(first['capacity_bytes'])} x {w['gpu_memory_utilization']} usable; weights "
             f"{display.gib(first['weights_bytes'])}, activations {display.gib(first['activations_bytes'])}, "
             f"reserve {display.gib(first['reserve_bytes'])}\n")
-    headers = ["method", "bits", "KV/seq", "max ctx@B", "max B@L", "TTFT", "TPOT@L", "TPOT avg", "tok/s",
+    headers = ["method", "bits", "KV/seq/GPU", "max ctx@B", "max B@L", "TTFT", "TPOT@L", "TPOT avg", "tok/s",
                "tok/s@maxB", "bound (top op)"]
-    rows = []
-    notes = []
-    for r in result["results"]:
-        d = r["decode"]
-        rows.append([r["method"], f"{r['effective_bits']:.2f}", display.gib(r["kv_bytes_per_sequence"]),
-                     _ctx(r["max_context"]), f"{r['max_batch']:,}", display.seconds(r["ttft_s"]),
-                     display.seconds(r["tpot_s"]), display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}",
-                     f"{r['tokens_per_s_max_batch']:,.0f}",
-                     f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"])
-        limits = r["limits"]
-        if "remat_limit_tokens" in limits:
-            notes.append(f"{r['method']}: remat stays memory-bound up to {_ctx(round(limits['remat_limit_tokens']))}"
-                         f" tokens at batch {w['batch']}")
-        notes += [f"{r['method']}: {note}" for note in r.get("notes", ())]
-        if "fewest_gpus" in r:
-            f = r["fewest_gpus"]
-            notes.append(f"{r['method']}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']})")
-        if "sla" in r:
-            s = r["sla"]
-            notes.append(f"{r['method']}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context "
-                         f"{_ctx(s['max_context'])} at batch {w['batch']}, batch {s['max_batch']:,} at this context")
-        notes += [f"{r['method']}: warning: {msg}" for msg in r["warnings"]]
-    text = head + "\n" + display.table(headers, rows)
+    rows = result["results"]
+    # a warning every method shares (e.g. the context past the model's positions) is said once
+    common = set.intersection(*(set(r["warnings"]) for r in rows)) if len(rows) > 1 else set()
+    notes = [f"warning: {msg}" for msg in sorted(common)]
+    notes += [n for r in rows for n in _notes(r, w["batch"], common)]
+    notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
+    text = head + "\n" + display.table(headers, [_row(r) for r in result["results"]]) + "\n" + LEGEND
     if notes:
         text += "\n\n" + "\n".join(notes)
     if "plots" in result:

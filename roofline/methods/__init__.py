@@ -2,13 +2,14 @@
 
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.methods.base import MethodConfig
-from roofline.methods.registry import build_cache, methods, parse_method, presets
+from roofline.methods.registry import applies, build_cache, methods, parse_method, presets
 
 __all__ = [
     "CacheModel",
     "ExtraOp",
     "LayerCache",
     "MethodConfig",
+    "applies",
     "TensorLayout",
     "build_cache",
     "methods",

@@ -14,6 +14,7 @@ from typing import Any
 import sympy as sp
 from pydantic import ValidationError
 
+from roofline import codegen
 from roofline.catalogue.loading import validate
 from roofline.errors import SpecError, describe_validation_error
 from roofline.kv.layout import CacheModel
@@ -107,6 +108,20 @@ def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None)
         raise SpecError(describe_validation_error(err, where)) from None
     except ValueError as err:
         raise SpecError(f"{where}: {err}") from None
+
+
+def applies(config: MethodConfig, model: Model) -> str | None:
+    """None when `config` applies to `model`, else the one-line reason (build_cache's error), kept by content
+    (roofline.codegen) so a plan over every preset does not rebuild each cache to find out."""
+
+    def check() -> str | None:
+        try:
+            build_cache(config, model)
+        except SpecError as err:
+            return str(err)
+        return None
+
+    return codegen.cached_json(codegen.content_key("applies", model, config), check)
 
 
 def _parse_value(text: str) -> Any:

@@ -1,8 +1,11 @@
-"""Human units at display time only (SI base units everywhere else), and plain-text tables."""
+"""Human units at display time only (SI base units everywhere else), plain-text tables, and strict JSON."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
+from typing import Any
 
 from roofline.units import GIB
 
@@ -58,3 +61,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str |
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([fmt(cells[0]), rule, *(fmt(r) for r in cells[1:])])
+
+
+def finite(data: Any) -> Any:
+    """`data` with every non-finite float replaced by None; a key `k` that held one gains `k_reason`
+    (unless present): +inf 'unbounded', NaN 'undefined'. JSON output never holds Infinity or NaN."""
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            out[key] = finite(value)
+            if isinstance(value, float) and not math.isfinite(value) and f"{key}_reason" not in data:
+                out[f"{key}_reason"] = "undefined" if value != value else "unbounded" if value > 0 else "-inf"
+        return out
+    if isinstance(data, list | tuple):
+        return [finite(v) for v in data]
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    return data
+
+
+def to_json(data: Any) -> str:
+    """Strict JSON (allow_nan=False after `finite`)."""
+    return json.dumps(finite(data), indent=2, default=str, allow_nan=False)

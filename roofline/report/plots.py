@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
 
 from roofline.costmodel import Roofline
+from roofline.errors import RooflineError
 from roofline.methods import MethodConfig, parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.report import GIB, tb_per_s, tflops
@@ -269,6 +270,22 @@ def memory_figure(plan: dict) -> Figure:
     return fig
 
 
+def output_dir(out_dir: str | os.PathLike) -> Path:
+    """`out_dir` as an existing directory: created (with parents) if missing; refused, never written
+    through, when it is a file, a device such as /dev/null, or a link to one."""
+    out = Path(out_dir)
+    try:
+        if out.exists() or out.is_symlink():
+            if not out.is_dir():
+                raise RooflineError(f"--plot: {out} exists and is not a directory")
+        else:
+            out.mkdir(parents=True)
+    except (OSError, ValueError) as err:
+        raise RooflineError(f"--plot: cannot create {str(out)[:200]!r}: {getattr(err, 'strerror', None) or err}") \
+            from None
+    return out
+
+
 def _save_all(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
     """Render every file to a temporary name beside its target, then rename them all into place: a
     failure while rendering leaves the old files (or none), never a half-written one."""
@@ -284,7 +301,11 @@ def _save_all(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
                 with os.fdopen(fd, "wb") as fh:
                     fig.savefig(fh, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
         for tmp, target in temps:
+            if target.is_dir():
+                raise RooflineError(f"--plot: {target} is a directory; not replaced")
             os.replace(tmp, target)
+    except OSError as err:
+        raise RooflineError(f"--plot: cannot write into {out_dir}: {err.strerror or err}") from None
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
@@ -294,9 +315,9 @@ def _save_all(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
 def write_plots(plan: dict, model: Model, hardware: Hardware, workload: Workload,
                 methods: Sequence[MethodConfig | str], out_dir: str | os.PathLike) -> list[Path]:
     """roofline.png/.svg (every method's decode ops on one roofline) and memory.png/.svg (from `plan`)
-    in `out_dir` (created if missing); returns the four paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    in `out_dir` (created if missing); returns the four paths. A path that is not a directory, or one that
+    cannot be created or written, is one RooflineError line; each file is written atomically."""
+    out = output_dir(out_dir)
     configs = [parse_method(m) if isinstance(m, str) else m for m in methods]
     points = [p for m in configs for p in op_points(model, hardware, workload, m, "decode")]
     title = (f"Decode roofline: {model.name} on {hardware.name}, batch {workload.batch} at context "

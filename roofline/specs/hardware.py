@@ -7,10 +7,11 @@ Measured derates live in `measured`, never folded into the peaks.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from roofline.specs import bounds
 from roofline.specs.base import Spec
 
 # Compute dtypes -> the field holding their dense peak (int dtypes count operations, not FLOPs).
@@ -29,6 +30,8 @@ DTYPES: dict[str, str] = {
 class Link(Spec):
     """A GPU's link to its peers (scale-up domain) or to other nodes (scale-out)."""
 
+    BOUNDS: ClassVar = bounds.LINK_FIELDS
+
     kind: str = Field(description="Link technology, e.g. 'nvlink4', 'pcie5', 'infinity-fabric', 'roce'.")
     bytes_per_s: PositiveFloat = Field(
         description="Bandwidth per GPU per direction, bytes/s (a bidirectional datasheet figure halved)."
@@ -41,6 +44,8 @@ class Link(Spec):
 
 class Measured(Spec):
     """Ceilings measured by `python -m validate calibrate` on a real device."""
+
+    BOUNDS: ClassVar = bounds.MEASURED
 
     device: str = Field(description="Device name as the driver reports it.")
     date: dt.date = Field(description="Date of the measurement.")
@@ -71,11 +76,19 @@ class Measured(Spec):
         for dtype in self.gemm_flops_per_s:
             if dtype not in DTYPES:
                 raise ValueError(f"gemm_flops_per_s: unknown dtype {dtype!r}; valid: {sorted(DTYPES)}")
+        bounds.check({f"gemm_flops_per_s.{k}": v for k, v in self.gemm_flops_per_s.items()},
+                     {f"gemm_flops_per_s.{k}": bounds.PEAK for k in self.gemm_flops_per_s})
+        for size, rate in self.bandwidth_curve:
+            if size > 1e13 or rate > bounds.BANDWIDTH.hard_hi:
+                raise ValueError(f"bandwidth_curve: ({size}, {rate:g}) is outside 1 .. 1e13 bytes at "
+                                 f"most {bounds.BANDWIDTH.hard_hi:g} bytes/s")
         return self
 
 
 class Hardware(Spec):
     """One accelerator (per GPU, even when sold in a multi-GPU package)."""
+
+    BOUNDS: ClassVar = bounds.HARDWARE
 
     name: str = Field(description="Catalogue name, e.g. 'H100-SXM'.")
     vendor: Literal["nvidia", "amd", "intel"] = Field(description="Vendor.")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
+from roofline.specs import bounds
 from roofline.specs.base import Spec
 
 
 class AttentionLayer(Spec):
     """How one layer attends: to the whole context, to a sliding window, or not at all."""
+
+    BOUNDS: ClassVar = bounds.ATTENTION
 
     kind: Literal["full", "sliding", "none"] = Field(description="Attention kind of the layer.")
     window: PositiveInt | None = Field(None, description="Sliding-window length in tokens (kind 'sliding').")
@@ -27,6 +30,8 @@ class AttentionLayer(Spec):
 class MLA(Spec):
     """Multi-head latent attention (DeepSeek-V2/V3): the cache holds a compressed latent plus a RoPE key."""
 
+    BOUNDS: ClassVar = bounds.MLA_FIELDS
+
     q_lora_rank: PositiveInt | None = Field(None, description="Rank of the query down-projection; None: full.")
     kv_lora_rank: PositiveInt = Field(description="Width of the cached KV latent c_kv.")
     qk_nope_head_dim: PositiveInt = Field(description="Per-head query/key dims without RoPE.")
@@ -36,6 +41,8 @@ class MLA(Spec):
 
 class MoE(Spec):
     """Mixture of experts in the MLP; dense-first layers keep the dense MLP."""
+
+    BOUNDS: ClassVar = bounds.MOE
 
     num_experts: PositiveInt = Field(description="Routed experts per MoE layer.")
     experts_per_token: PositiveInt = Field(description="Routed experts each token activates (top-k).")
@@ -55,6 +62,8 @@ class MoE(Spec):
 class Model(Spec):
     """A decoder-only transformer as the cost model sees it."""
 
+    BOUNDS: ClassVar = bounds.MODEL
+
     name: str = Field(description="Catalogue name, e.g. 'Llama-3.1-8B'.")
     source: str = Field(description="Where the shapes come from (the model's config.json URL).")
     architecture: str = Field(description="Hugging Face architecture, e.g. 'LlamaForCausalLM'.")
@@ -71,7 +80,7 @@ class Model(Spec):
     mlp: Literal["gated", "plain"] = Field("gated", description="Gated (SwiGLU/GeGLU, 3 matrices) or plain MLP.")
     norms_per_layer: PositiveInt = Field(2, description="Norm layers per decoder layer (Gemma-2: 4).")
     attention: list[AttentionLayer] = Field(
-        default_factory=lambda: [AttentionLayer(kind="full")],
+        default_factory=lambda: [AttentionLayer(kind="full")], min_length=1,
         description="Per-layer attention kinds, repeated cyclically over the layers (Gemma-2: sliding, full).",
     )
     mla: MLA | None = Field(None, description="Latent attention dims when the model uses MLA.")
@@ -104,11 +113,11 @@ class Model(Spec):
 
     def attention_groups(self) -> dict[AttentionLayer, int]:
         """Distinct attention kinds and how many layers have each (costs are per kind, times count)."""
-        groups: dict[AttentionLayer, int] = {}
-        for layer in range(self.num_layers):
-            kind = self.layer_attention(layer)
-            groups[kind] = groups.get(kind, 0) + 1
-        return groups
+        # counted per pattern entry, not per layer: layer i has entry i % period
+        period, groups = len(self.attention), {}
+        for i, kind in enumerate(self.attention):
+            groups[kind] = groups.get(kind, 0) + self.num_layers // period + (i < self.num_layers % period)
+        return {kind: n for kind, n in groups.items() if n}
 
     @property
     def gqa_group(self) -> int:

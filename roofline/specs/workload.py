@@ -8,6 +8,11 @@ from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.specs.base import Spec
 
+# Bounded domains (the CLI flags have the same caps): every planner expression is evaluated inside them.
+MAX_CONTEXT_TOKENS = 1 << 30
+MAX_BATCH = 1 << 20
+MAX_GPUS = 1 << 20
+
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
@@ -18,8 +23,9 @@ class Workload(Spec):
     "at context L" attends over L cached tokens.
     """
 
-    batch: PositiveInt = Field(1, description="Concurrent sequences B.")
-    context_tokens: PositiveInt = Field(description="Sequence length L per request (prompt + generated).")
+    batch: PositiveInt = Field(1, le=MAX_BATCH, description="Concurrent sequences B.")
+    context_tokens: PositiveInt = Field(le=MAX_CONTEXT_TOKENS,
+                                        description="Sequence length L per request (prompt + generated).")
     prompt_tokens: PositiveInt | None = Field(
         None, description="Prompt length P prefilled at once; default L - generated_tokens."
     )
@@ -29,8 +35,8 @@ class Workload(Spec):
         "bf16", description="Dtype of the matrix math (selects the peak and the ridge point)."
     )
     activation_bytes: PositiveInt = Field(2, description="Bytes per activation element (2 for bf16).")
-    tp: PositiveInt = Field(1, description="Tensor-parallel degree.")
-    pp: PositiveInt = Field(1, description="Pipeline-parallel stages.")
+    tp: PositiveInt = Field(1, le=MAX_GPUS, description="Tensor-parallel degree.")
+    pp: PositiveInt = Field(1, le=MAX_GPUS, description="Pipeline-parallel stages.")
     micro_batches: PositiveInt = Field(1, description="Micro-batches in flight through the pipeline.")
     prefill_chunk_tokens: PositiveInt | None = Field(
         None, description="Chunked-prefill size (tokens per prefill pass); None: the whole prompt at once."
@@ -39,7 +45,7 @@ class Workload(Spec):
         0.90, gt=0.0, le=1.0, description="Fraction of device memory the engine may use (vLLM default 0.90)."
     )
     runtime_reserve_bytes: NonNegativeInt | None = Field(
-        None, description="CUDA context, allocator and communication buffers; None: the planner's default."
+        None, le=1 << 60, description="CUDA context, allocator and communication buffers; None: the planner's default."
     )
     page_tokens: PositiveInt = Field(16, description="KV pages hold this many tokens (vLLM block size 16).")
 
