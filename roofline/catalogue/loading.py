@@ -42,7 +42,7 @@ def parse_text(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-def check_plain_data(data: Any, where: str) -> None:
+def check_plain_data(data: Any, where: str, max_nodes: int = MAX_NODES) -> None:
     """Refuse what a spec never holds: non-finite numbers, non-string keys, other types, deep or huge trees
     (YAML aliases share nodes, so a small file can expand exponentially; the walk is bounded)."""
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
@@ -51,8 +51,8 @@ def check_plain_data(data: Any, where: str) -> None:
         value, loc, depth = stack.pop()
         nodes += 1
         name = loc or "(root)"
-        if nodes > MAX_NODES:
-            raise SpecError(f"{where}: (root): more than {MAX_NODES:,} values (aliases expanding?); not a spec")
+        if nodes > max_nodes:
+            raise SpecError(f"{where}: (root): more than {max_nodes:,} values (aliases expanding?); not a spec")
         if depth > MAX_DEPTH:
             raise SpecError(f"{where}: {name}: nested deeper than {MAX_DEPTH} levels; not a spec")
         if isinstance(value, dict):
@@ -68,8 +68,8 @@ def check_plain_data(data: Any, where: str) -> None:
             raise SpecError(f"{where}: {name}: {type(value).__name__} values are not allowed in a spec")
 
 
-def read_text(path: Path) -> str:
-    """Read a spec file: a regular file (never a FIFO, device or folder), at most MAX_SPEC_BYTES read
+def read_text(path: Path, max_bytes: int = MAX_SPEC_BYTES) -> str:
+    """Read a spec file: a regular file (never a FIFO, device or folder), at most `max_bytes` read
     before parsing, UTF-8; every refusal is one line."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
@@ -79,14 +79,14 @@ def read_text(path: Path) -> str:
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise SpecError(f"{_short(path)}: (file): not a regular file (a folder, FIFO or device is not a spec)")
-            data = fh.read(MAX_SPEC_BYTES + 1)
+            data = fh.read(max_bytes + 1)
     except SpecError:
         raise
     except (OSError, ValueError) as err:
         reason = getattr(err, "strerror", None) or str(err)
         raise SpecError(f"{_short(path)}: (file): cannot read: {reason}") from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{_short(path)}: (file): more than the {MAX_SPEC_BYTES}-byte limit for a spec")
+    if len(data) > max_bytes:
+        raise SpecError(f"{_short(path)}: (file): more than the {max_bytes:,}-byte limit for this file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -117,7 +117,7 @@ def load_spec(cls: type[T], path: Path) -> T:
     return validate(cls, parse_text(read_text(path), where), where)
 
 
-def parse_json_object(text: str, where: str) -> dict[str, Any]:
+def parse_json_object(text: str, where: str, max_nodes: int = MAX_NODES) -> dict[str, Any]:
     """Parse a JSON object (e.g. a Hugging Face config.json) strictly; failures are one SpecError line."""
     try:
         data = json.loads(text, parse_constant=_refuse_constant)
@@ -130,7 +130,7 @@ def parse_json_object(text: str, where: str) -> dict[str, Any]:
         raise SpecError(f"{where}: (root): not valid JSON: {err}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{where}: (root): expected a JSON object, got {_kind(data)}")
-    check_plain_data(data, where)
+    check_plain_data(data, where, max_nodes)
     return data
 
 

@@ -46,11 +46,19 @@ def calibrated(hardware, results: dict):
     if not any(r["family"] == CALIBRATION_FAMILY and r["params"].get("kind") == "read" and r.get("ms")
                for r in results["cases"]):
         return hardware
+    from pydantic import ValidationError
+
+    from roofline.errors import describe_validation_error
+
     try:
         section = measured_section(results, "this results file")
     except ResultsError:
         return hardware
-    return hardware.model_copy(update={"measured": Measured(**section)})
+    try:
+        measured = Measured(**section)
+    except ValidationError as err:  # e.g. ceilings that fit a bandwidth no memory has
+        raise ResultsError(describe_validation_error(err, "results: the ceilings' calibration")) from None
+    return hardware.model_copy(update={"measured": measured})
 
 
 def _reference_bandwidth(results: dict, hardware) -> tuple[float, str]:

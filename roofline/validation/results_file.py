@@ -6,11 +6,13 @@ Every problem is one line naming the case and the field (ResultsError), for the 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from roofline.catalogue.loading import parse_json_object, read_text
+from roofline.errors import SpecError
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -84,16 +86,17 @@ def check(results, where: str = "results") -> dict:
     return results
 
 
+MAX_RESULTS_BYTES = 64 << 20  # a committed run is ~120 KB; a results file is never this large
+MAX_RESULTS_VALUES = 2_000_000
+
+
 def load(path: Path) -> dict:
-    """The checked results file at `path` (ResultsError when unreadable, not JSON or misshapen)."""
+    """The checked results file at `path` (ResultsError when unreadable, not JSON or misshapen): a regular file
+    only (never a FIFO or device), read up to MAX_RESULTS_BYTES, strict JSON (no NaN, bounded depth and size)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ResultsError(f"{path}: cannot read: {getattr(err, 'strerror', None) or err}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ResultsError(f"{path}: not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+        data = parse_json_object(read_text(Path(path), MAX_RESULTS_BYTES), str(path), MAX_RESULTS_VALUES)
+    except SpecError as err:
+        raise ResultsError(str(err)) from None
     return check(data, str(path))
 
 
