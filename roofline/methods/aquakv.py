@@ -84,6 +84,11 @@ class AquaKV(MethodConfig):
                                mode="symmetric", scale_dtype="fp16", zero_dtype="none", **common)
         return TensorQuant(bits=self.bits, group_size=self.group_size, mode="asymmetric", **common)
 
+    def not_applicable(self, model: Model) -> str | None:
+        if model.linear_attention is not None:
+            return "aquakv predicts layer i's K,V from layer i-1's; recurrent layers sit between the attention layers"
+        return None
+
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
         if model.mla is not None:
             raise ValueError("method: aquakv predicts per-layer K and V; MLA latents are not modelled")

@@ -120,6 +120,11 @@ class XQuant(MethodConfig):
         return LayerCache(**{**layer.__dict__, "decode_ops": (remat,), "attention_read_bytes": fp16_kv,
                              "attention_dequant_flops": sp.Integer(0), "attention_dequant_int_ops": sp.Integer(0)})
 
+    def not_applicable(self, model: Model) -> str | None:
+        if self.cross_layer and model.linear_attention is not None:
+            return "XQuant-CL accumulates deltas of X across adjacent layers; recurrent layers sit between them"
+        return None
+
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
         if model.mla is not None:
             raise ValueError("method: xquant caches X for MHA/GQA layers; MLA is not modelled")

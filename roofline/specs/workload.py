@@ -8,7 +8,9 @@ from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.specs.base import Spec
 
-WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+# mxfp4: fp4 + one e8m0 scale per 32 (4.25 bits); nvfp4: fp4 + one fp8 scale per 16 (4.5 bits)
+WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"]
+Engine = Literal["ideal", "vllm", "sglang", "trtllm", "llamacpp"]
 
 
 class Workload(Spec):
@@ -42,6 +44,8 @@ class Workload(Spec):
         None, description="CUDA context, allocator and communication buffers; None: the planner's default."
     )
     page_tokens: PositiveInt = Field(16, description="KV pages hold this many tokens (vLLM block size 16).")
+    engine: Engine = Field(
+        "ideal", description="Whose memory conventions size the KV pool (roofline.engines); 'ideal': the planner's.")
 
     @model_validator(mode="after")
     def _lengths_consistent(self) -> Workload:
