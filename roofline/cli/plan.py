@@ -27,6 +27,8 @@ def add_plan_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--reserve-gib", type=float, help="runtime reserve in GiB (default 1, +0.5 with >1 GPU)")
     p.add_argument("--prefill-chunk", type=positive_int, help="chunked-prefill tokens (default 8192)")
     p.add_argument("--weight-dtype", help="bf16 (default), fp16, fp8, int8, int4, fp4")
+    p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
+                   help="size the KV pool by this engine's rules and page size (default ideal; see `capacity`)")
     p.add_argument("--fewest-gpus", action="store_true", help="also: fewest GPUs of this kind that fit")
     p.add_argument("--tpot-target-ms", type=positive_float, help="also: largest context / batch under this TPOT")
     p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR")
@@ -48,9 +50,35 @@ def _workload(args: argparse.Namespace):
     optional = {"prompt_tokens": args.prompt, "gpu_memory_utilization": args.utilization,
                 "prefill_chunk_tokens": args.prefill_chunk, "weight_dtype": args.weight_dtype,
                 "micro_batches": args.micro_batches or (min(args.pp, data["batch"]) if args.pp > 1 else None),
-                "runtime_reserve_bytes": None if args.reserve_gib is None else _gib_to_bytes(args.reserve_gib)}
+                "runtime_reserve_bytes": None if args.reserve_gib is None else _gib_to_bytes(args.reserve_gib),
+                **_engine_fields(args.engine)}
     data.update({k: v for k, v in optional.items() if v is not None})
     return validate(Workload, data, "workload")
+
+
+def _engine_fields(engine: str | None) -> dict[str, Any]:
+    if engine is None:
+        return {}
+    from roofline.engines import PAGE_TOKENS
+
+    return {"engine": engine, "page_tokens": PAGE_TOKENS[engine]}
+
+
+def _applicable(specs: list[str], model) -> tuple[list, list[dict[str, str]]]:
+    """Methods that apply to the model; with all presets, the others are skipped with their one-line reason."""
+    from roofline.errors import SpecError
+    from roofline.methods import build_cache, parse_method
+
+    methods, skipped = [], []
+    for spec in specs:
+        method = parse_method(spec)
+        try:
+            build_cache(method, model)
+        except SpecError as err:
+            skipped.append({"method": spec, "reason": str(err)})
+            continue
+        methods.append(method)
+    return methods, skipped
 
 
 def _gib_to_bytes(gib: float) -> int:
@@ -70,12 +98,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     model = load_model(args.model or DEFAULT_SCENARIO["model"])
     hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     workload = _workload(args)
-    specs = args.method or sorted(presets())
-    methods = [parse_method(s) for s in specs]
+    skipped: list[dict[str, str]] = []
+    if args.method:
+        methods = [parse_method(s) for s in args.method]
+    else:
+        methods, skipped = _applicable(sorted(presets()), model)
     if args.fewest_gpus:
         result = _plan_on_fewest_gpus(model, hardware, workload, methods)
     else:
         result = plan(model, hardware, workload, methods)
+    if skipped:
+        result["skipped"] = skipped
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)
     if args.plot:
@@ -165,6 +198,7 @@ def plan_text(result: dict[str, Any]) -> str:
             notes.append(f"{r['method']}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context "
                          f"{_ctx(s['max_context'])} at batch {w['batch']}, batch {s['max_batch']:,} at this context")
         notes += [f"{r['method']}: warning: {msg}" for msg in r["warnings"]]
+    notes += [f"{s['method']}: skipped: {s['reason']}" for s in result.get("skipped", [])]
     text = head + "\n" + display.table(headers, rows)
     if notes:
         text += "\n\n" + "\n".join(notes)

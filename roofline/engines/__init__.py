@@ -14,6 +14,9 @@ from roofline.errors import SpecError
 from roofline.specs import Model
 
 ENGINES = ("ideal", "vllm", "sglang", "trtllm", "llamacpp")
+# default allocation granularity in tokens: vLLM block 16, SGLang page 1, TensorRT-LLM tokens_per_block 32,
+# llama.cpp cells padded to 256 (sources in each profile's docstring)
+PAGE_TOKENS = {"ideal": 16, "vllm": 16, "sglang": 1, "trtllm": 32, "llamacpp": 256}
 _PROFILES = {"ideal": ideal, "vllm": vllm, "sglang": sglang, "trtllm": trtllm, "llamacpp": llamacpp}
 _BUDGET_RULES = {
     "ideal": "ideal: pool = total x utilization - weights - activations - reserve (planner.memory)",
@@ -26,7 +29,7 @@ _BUDGET_RULES = {
     "llamacpp": "llamacpp: the cache follows n_ctx; room = total - weights - compute buffers - reserve",
 }
 
-__all__ = ["ENGINES", "GIB", "BudgetParts", "Capacity", "EngineOptions", "capacity", "kv_pool"]
+__all__ = ["ENGINES", "GIB", "PAGE_TOKENS", "BudgetParts", "Capacity", "EngineOptions", "capacity", "kv_pool"]
 
 
 def _profile(engine: str):
