@@ -185,7 +185,9 @@ def plan_text(result: dict[str, Any]) -> str:
                      f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"])
         limits = r["limits"]
         if "remat_limit_tokens" in limits:
-            notes.append(f"{r['method']}: remat stays memory-bound up to {_ctx(round(limits['remat_limit_tokens']))}"
+            remat = limits["remat_limit_tokens"]  # infinite when every layer's window caps the cache
+            remat = remat if math.isinf(remat) else round(remat)
+            notes.append(f"{r['method']}: remat stays memory-bound up to {_ctx(remat)}"
                          f" tokens at batch {w['batch']}")
         if "predictor_overhead_ratio" in limits:
             notes.append(f"{r['method']}: model FLOPs per token / predictor FLOPs = "
