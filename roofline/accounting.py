@@ -23,6 +23,10 @@ DTYPE_BYTES: dict[str, sp.Rational] = {
     "int8": sp.Integer(1),
     "int4": sp.Rational(1, 2),
     "fp4": sp.Rational(1, 2),
+    # OCP MX: 32 fp4 elements share one e8m0 scale byte -> 17/32 bytes per element
+    "mxfp4": sp.Rational(17, 32),
+    # NVIDIA NVFP4: 16 fp4 elements share one fp8 scale byte -> 9/16 (the per-tensor fp32 scale is negligible)
+    "nvfp4": sp.Rational(9, 16),
 }
 
 
@@ -68,10 +72,12 @@ class ParameterCount:
 
 
 def attention_params_per_layer(model: Model) -> int:
-    """Q, K, V, O projections (+QKV bias, +QK norms); for MLA the low-rank factors and their norms.
+    """Q, K, V, O projections (+QKV bias, +QK norms, +output gate); for MLA the low-rank factors and norms.
 
     MLA (DeepSeek-V3 modeling code): q_a (d x r_q) + q_a_norm (r_q) + q_b (r_q x H(d_nope + d_rope)),
     kv_a (d x (r_kv + d_rope)) + kv_a_norm (r_kv) + kv_b (r_kv x H(d_nope + d_v)) + o (H d_v x d).
+    DSA adds the indexer (DeepSeek-V3.2 inference/model.py, Indexer): wq_b (r_q x H_i d_i), wk (d x d_i),
+    k_norm (2 d_i, LayerNorm) and weights_proj (d x H_i).
     """
     d, h = model.hidden_size, model.num_heads
     if model.mla is not None:
@@ -83,14 +89,47 @@ def attention_params_per_layer(model: Model) -> int:
             q = d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk
         kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv += m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
-        return q + kv + h * m.v_head_dim * d
+        return q + kv + h * m.v_head_dim * d + indexer_params(model)
     q, kv = model.q_dim, model.kv_dim
     params = d * q + 2 * d * kv + q * d
+    if model.attn_output_gate:
+        params += d * q
     if model.qkv_bias:
         params += q + 2 * kv
     if model.qk_norm:
         params += 2 * model.head_dim
     return params
+
+
+def indexer_params(model: Model) -> int:
+    """DeepSeek Sparse Attention's lightning indexer (0 without DSA); see attention_params_per_layer."""
+    dsa = model.sparse_attention
+    if dsa is None or model.mla is None:
+        return 0
+    q_in = model.mla.q_lora_rank or model.hidden_size
+    width = dsa.index_heads * dsa.index_head_dim
+    return q_in * width + model.hidden_size * dsa.index_head_dim + 2 * dsa.index_head_dim \
+        + model.hidden_size * dsa.index_heads
+
+
+def linear_params_per_layer(model: Model) -> int:
+    """A recurrent layer's weights (0 without linear_attention).
+
+    Gated DeltaNet (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz d x (conv_channels + H_v d_v),
+    in_proj_ba d x 2 H_v, conv1d (kernel x conv_channels), dt_bias and A_log (H_v each), gated RMSNorm (d_v),
+    out_proj H_v d_v x d. Mamba-2 (Mamba2Mixer): in_proj d x (conv_channels + H_v d_v + H_v) (z, xBC, dt),
+    conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj.
+    """
+    la = model.linear_attention
+    if la is None:
+        return 0
+    d, inner = model.hidden_size, la.value_heads * la.value_head_dim
+    conv = la.conv_kernel * la.conv_channels
+    if la.kind == "gated_deltanet":
+        return d * (la.conv_channels + inner) + d * 2 * la.value_heads + conv + 2 * la.value_heads \
+            + la.value_head_dim + inner * d
+    return d * (la.conv_channels + inner + la.value_heads) + conv + la.conv_channels + 3 * la.value_heads \
+        + inner + inner * d
 
 
 def mlp_params(model: Model, intermediate: int) -> int:
@@ -113,7 +152,7 @@ def parameter_count(model: Model) -> ParameterCount:
     if model.moe is not None:
         moe = model.moe
         per_expert = mlp_params(model, moe.expert_intermediate_size)
-        shared = moe.num_shared_experts * per_expert
+        shared = mlp_params(model, moe.shared_width) if moe.num_shared_experts else 0
         experts_total = n_moe * (moe.num_experts * per_expert + shared)
         experts_active = n_moe * (moe.experts_per_token * per_expert + shared)
         router = n_moe * d * moe.num_experts
@@ -121,13 +160,18 @@ def parameter_count(model: Model) -> ParameterCount:
     return ParameterCount(
         embedding=embedding,
         lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
-        attention=model.num_layers * attention_params_per_layer(model),
+        attention=_attention_layers(model) * attention_params_per_layer(model)
+        + model.layer_counts().get("linear", 0) * linear_params_per_layer(model),
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
         router=router,
         norms=model.num_layers * model.norms_per_layer * d + d,
     )
+
+
+def _attention_layers(model: Model) -> int:
+    return model.num_layers - model.layer_counts().get("linear", 0)
 
 
 def weight_bytes(model: Model, dtype: str = "bf16") -> int:
@@ -142,28 +186,51 @@ def kv_elements_per_token_layer(model: Model) -> int:
     return 2 * model.kv_dim
 
 
+def indexer_bytes_per_token_layer(model: Model) -> int:
+    """DSA indexer key cache per token per layer: index_head_dim fp8 bytes + one fp32 scale per 128
+    (DeepSeek-V3.2 inference/model.py: act_quant block 128; SGLang NSATokenToKVPool: 128 + 4 = 132 B)."""
+    dsa = model.sparse_attention
+    if dsa is None:
+        return 0
+    return dsa.index_head_dim + 4 * -(-dsa.index_head_dim // 128)
+
+
+def state_bytes_per_layer(model: Model) -> int:
+    """Recurrent + conv state bytes per sequence in one 'linear' layer (0 without linear_attention)."""
+    la = model.linear_attention
+    if la is None:
+        return 0
+    return int((la.state_elements + la.conv_elements) * dtype_bytes(la.state_dtype))
+
+
+def state_bytes_per_sequence(model: Model) -> int:
+    """Fixed state bytes of one sequence over all 'linear' layers (independent of the context)."""
+    return model.layer_counts().get("linear", 0) * state_bytes_per_layer(model)
+
+
 def cached_tokens(layer_kind, context=L):
-    """Tokens a layer holds at context L: all of them, at most W for a sliding window, none for 'none'."""
-    if layer_kind.kind == "none":
+    """Tokens a layer holds at context L: all of them, at most W for a sliding window or a chunk (the peak of
+    chunked local attention), none for 'linear' (a fixed state) or 'none'."""
+    if layer_kind.kind in ("none", "linear"):
         return sp.Integer(0)
-    if layer_kind.kind == "sliding":
+    if layer_kind.kind in ("sliding", "chunked"):
         return sp.Min(context, layer_kind.window)
     return context
 
 
 def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
-    """Bytes per cached token summed over the layers that attend to the full context.
+    """Bytes per cached token summed over the layers that attend to the full context (+ the DSA indexer).
 
-    Sliding-window layers are excluded once the context passes their window; use kv_bytes(L) for totals.
-    For Llama-3.1-8B in bf16: 2 (K,V) x 8 heads x 128 x 32 layers x 2 bytes = 131,072.
+    Windowed layers are excluded once the context passes their window, and recurrent state is per sequence;
+    use kv_bytes(L) for totals. For Llama-3.1-8B in bf16: 2 (K,V) x 8 heads x 128 x 32 layers x 2 bytes = 131,072.
     """
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype)
-    full_layers = sum(n for kind, n in model.attention_groups().items() if kind.kind == "full")
-    return per_layer * full_layers
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
+    return per_layer * model.layer_counts().get("full", 0)
 
 
 def kv_bytes(model: Model, dtype: str = "bf16", context=L, batch=1) -> sp.Expr:
-    """Total KV-cache bytes for `batch` sequences at `context` tokens (sliding layers capped at W)."""
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype)
+    """Total cache bytes for `batch` sequences at `context` tokens (windowed layers capped at W, recurrent
+    layers' fixed state included)."""
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
     tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
-    return sp.sympify(batch * per_layer * tokens)
+    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))

@@ -23,8 +23,9 @@ def test_catalogues_cover_the_required_entries() -> None:
 def test_every_hardware_file_validates(name: str) -> None:
     hw = load_hardware(name)
     assert hw.name == name
-    # dense peaks only: no device here has a dense bf16 peak above 2.5 PFLOP/s per GPU
-    assert hw.bf16_dense_flops_per_s <= 2.5e15
+    # dense peaks only: no device here has a dense bf16 peak above 2.6 PFLOP/s per GPU (MI355X: 2.52 dense,
+    # 5.0 with structured sparsity; a 2:4-sparse figure would exceed the bound)
+    assert hw.bf16_dense_flops_per_s <= 2.6e15
     assert hw.ridge_point("bf16") > 1
 
 

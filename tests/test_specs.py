@@ -43,7 +43,7 @@ def _llama(**changes):
         ({"num_layers": 0}, "num_layers", "greater than 0"),
         ({"hidden_size": -4096}, "hidden_size", "greater than 0"),
         ({"attention": [{"kind": "sliding"}]}, "attention.0", "needs a window"),
-        ({"attention": [{"kind": "full", "window": 4}]}, "attention.0", "only sliding layers take a window"),
+        ({"attention": [{"kind": "full", "window": 4}]}, "attention.0", "only sliding or chunked layers take a window"),
         ({"num_layers": "many"}, "num_layers", "valid integer"),
     ],
 )

@@ -13,136 +13,19 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
+from roofline.catalogue.hf_archs import ARCHITECTURES_2025
+from roofline.catalogue.hfconfig import (
+    _Config,
+    _core,
+    _from_layer_types,
+    _full,
+    _qwen_windows,
+    _sliding,
+    _uniform_window,
+)
 from roofline.catalogue.loading import validate
 from roofline.errors import SpecError
 from roofline.specs import Model
-
-_MISSING = object()
-
-
-class _Config:
-    """Typed access to one config.json mapping; errors name `where`, the key and the architecture."""
-
-    def __init__(self, data: dict[str, Any], where: str, arch: str):
-        self.data, self.where, self.arch = data, where, arch
-
-    def error(self, key: str, rule: str) -> SpecError:
-        return SpecError(f"{self.where}: {key}: {rule}")
-
-    def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
-
-    def _get(self, key: str, default: Any) -> Any:
-        value = self.data.get(key, _MISSING)
-        if value is _MISSING or value is None:
-            if default is _MISSING:
-                raise self.error(key, f"missing (required for {self.arch})")
-            return default
-        return value
-
-    def integer(self, key: str, default: Any = _MISSING, minimum: int = 1) -> int:
-        """An integer >= minimum (bools and floats are refused: 4096.0 is not a layer count)."""
-        value = self._get(key, default)
-        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected {kind}, got {type(value).__name__} {value!r}")
-        if value < minimum:
-            raise self.error(key, f"expected {kind}, got {value}")
-        return value
-
-    def optional_integer(self, key: str) -> int | None:
-        """A positive integer, or None where the key is absent or null (e.g. q_lora_rank)."""
-        return self.integer(key) if self.has(key) else None
-
-    def flag(self, key: str, default: Any = _MISSING) -> bool:
-        value = self._get(key, default)
-        if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {type(value).__name__} {value!r}")
-        return value
-
-
-def _head_dim(cfg: _Config, hidden: int, heads: int, required: bool) -> int:
-    """Config head_dim when present, else hidden_size / num_attention_heads (which must divide)."""
-    if cfg.has("head_dim") or required:
-        return cfg.integer("head_dim")
-    if hidden % heads:
-        raise cfg.error("head_dim", f"missing, and hidden_size {hidden} is not divisible by "
-                                    f"num_attention_heads {heads}")
-    return hidden // heads
-
-
-def _core(cfg: _Config, *, kv_default_heads: bool = False, head_dim_required: bool = False,
-          tie_default: bool = False) -> dict[str, Any]:
-    """The fields every decoder shares: depth, widths, heads, vocabulary, context, tying."""
-    hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
-    kv_heads = cfg.integer("num_key_value_heads", heads if kv_default_heads else _MISSING)
-    if heads % kv_heads:
-        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
-    return {
-        "num_layers": cfg.integer("num_hidden_layers"),
-        "hidden_size": hidden,
-        "num_heads": heads,
-        "num_kv_heads": kv_heads,
-        "head_dim": _head_dim(cfg, hidden, heads, head_dim_required),
-        "intermediate_size": cfg.integer("intermediate_size"),
-        "vocab_size": cfg.integer("vocab_size"),
-        "tie_word_embeddings": cfg.flag("tie_word_embeddings", tie_default),
-        "max_position_embeddings": cfg.integer("max_position_embeddings"),
-    }
-
-
-def _full() -> dict[str, Any]:
-    return {"kind": "full"}
-
-
-def _sliding(window: int) -> dict[str, Any]:
-    return {"kind": "sliding", "window": window}
-
-
-def _shortest_cycle(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The shortest prefix that, repeated, reproduces the per-layer list (Model.attention is cyclic)."""
-    for period in range(1, len(layers) + 1):
-        if all(layers[i] == layers[i % period] for i in range(len(layers))):
-            return layers[:period]
-    return layers
-
-
-def _from_layer_types(cfg: _Config, num_layers: int) -> list[dict[str, Any]]:
-    """Newer configs list every layer: 'full_attention' or 'sliding_attention' (window: sliding_window)."""
-    types = cfg.data["layer_types"]
-    if not isinstance(types, list) or len(types) != num_layers:
-        raise cfg.error("layer_types", f"expected a list of {num_layers} layer kinds, got {types!r}")
-    layers = []
-    for kind in types:
-        if kind == "full_attention":
-            layers.append(_full())
-        elif kind == "sliding_attention":
-            layers.append(_sliding(cfg.integer("sliding_window")))
-        else:
-            raise cfg.error("layer_types", f"unsupported kind {kind!r} (full_attention, sliding_attention)")
-    return _shortest_cycle(layers)
-
-
-def _uniform_window(cfg: _Config, num_layers: int, *, key_required: bool) -> list[dict[str, Any]]:
-    """Mistral, Mixtral, Phi-3: sliding_window (int) applies to every layer; null means full.
-
-    Mistral needs the key present: MistralConfig's default is 4096, so absence is ambiguous.
-    """
-    if cfg.has("layer_types"):
-        return _from_layer_types(cfg, num_layers)
-    if key_required and "sliding_window" not in cfg.data:
-        raise cfg.error("sliding_window", f"missing (required for {cfg.arch}); null means full attention")
-    return [_sliding(cfg.integer("sliding_window"))] if cfg.has("sliding_window") else [_full()]
-
-
-def _qwen_windows(cfg: _Config, num_layers: int) -> list[dict[str, Any]]:
-    """Qwen2/Qwen3: with use_sliding_window, layers from max_window_layers on use sliding_window."""
-    if cfg.has("layer_types"):
-        return _from_layer_types(cfg, num_layers)
-    if not cfg.flag("use_sliding_window", False):
-        return [_full()]
-    window, first = cfg.integer("sliding_window"), cfg.integer("max_window_layers")
-    return _shortest_cycle([_full() if i < first else _sliding(window) for i in range(num_layers)])
 
 
 def _llama(cfg: _Config) -> dict[str, Any]:
@@ -243,6 +126,13 @@ def _deepseek_v3(cfg: _Config) -> dict[str, Any]:
     }
 
 
+def _deepseek_v32(cfg: _Config) -> dict[str, Any]:
+    """DeepSeek-V3.2: DeepSeek-V3 plus the DSA lightning indexer (index_n_heads, index_head_dim, index_topk)."""
+    sparse = {"index_heads": cfg.integer("index_n_heads"), "index_head_dim": cfg.integer("index_head_dim"),
+              "index_topk": cfg.integer("index_topk")}
+    return _deepseek_v3(cfg) | {"sparse_attention": sparse}
+
+
 HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "LlamaForCausalLM": _llama,
     "MistralForCausalLM": _mistral,
@@ -252,6 +142,9 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "Gemma2ForCausalLM": _gemma2,
     "DeepseekV3ForCausalLM": _deepseek_v3,
     "Phi3ForCausalLM": _phi3,
+    "DeepseekV2ForCausalLM": _deepseek_v3,
+    "DeepseekV32ForCausalLM": _deepseek_v32,
+    **ARCHITECTURES_2025,
 }
 
 

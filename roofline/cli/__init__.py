@@ -308,6 +308,10 @@ def build_parser() -> Parser:
 
     add_simulate_parser(sub, positive_int, positive_float)
 
+    from roofline.cli.capacity import add_capacity_parser
+
+    add_capacity_parser(sub, positive_int, positive_float)
+
     p = sub.add_parser("app", help="the Streamlit dashboard on 127.0.0.1")
     p.add_argument("--port", type=bounded_int(65535), help="port (default 8501)")
     p.set_defaults(func=cmd_app)

@@ -30,8 +30,10 @@ def add_plan_parser(sub) -> None:
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
     p.add_argument("--reserve-gib", type=float, help="runtime reserve in GiB (default 1, +0.5 with >1 GPU)")
     p.add_argument("--prefill-chunk", type=context, help="chunked-prefill tokens (default 8192)")
-    p.add_argument("--weight-dtype", choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"],
-                   help="bf16 (default), fp16, fp8, int8, int4, fp4")
+    p.add_argument("--weight-dtype", choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"],
+                   help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4")
+    p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
+                   help="size the KV pool by this engine's rules and page size (default ideal; see `capacity`)")
     p.add_argument("--fewest-gpus", action="store_true", help="also: fewest GPUs of this kind that fit")
     p.add_argument("--tpot-target-ms", type=bounded_float(1e9), help="also: largest context / batch under this TPOT")
     p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR")
@@ -53,12 +55,21 @@ def _workload(args: argparse.Namespace):
     optional = {"prompt_tokens": args.prompt, "gpu_memory_utilization": args.utilization,
                 "prefill_chunk_tokens": args.prefill_chunk, "weight_dtype": args.weight_dtype,
                 "micro_batches": args.micro_batches or (min(args.pp, data["batch"]) if args.pp > 1 else None),
-                "runtime_reserve_bytes": None if args.reserve_gib is None else _gib_to_bytes(args.reserve_gib)}
+                "runtime_reserve_bytes": None if args.reserve_gib is None else _gib_to_bytes(args.reserve_gib),
+                **_engine_fields(args.engine)}
     data.update({k: v for k, v in optional.items() if v is not None})
     return validate(Workload, data, "workload")
 
 
 MAX_RESERVE_GIB = 1 << 20
+
+
+def _engine_fields(engine: str | None) -> dict[str, Any]:
+    if engine is None:
+        return {}
+    from roofline.engines import PAGE_TOKENS
+
+    return {"engine": engine, "page_tokens": PAGE_TOKENS[engine]}
 
 
 def _gib_to_bytes(gib: float) -> int:

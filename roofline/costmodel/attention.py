@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import sympy as sp
 
-from roofline.costmodel.blocks import NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, Ctx, allreduce, elementwise, linear, norm
+from roofline.accounting import indexer_bytes_per_token_layer
+from roofline.costmodel.blocks import (
+    GATED_ACT_FLOPS,
+    NORM_FLOPS,
+    ROPE_FLOPS,
+    SOFTMAX_FLOPS,
+    Ctx,
+    allreduce,
+    elementwise,
+    linear,
+    norm,
+)
+from roofline.costmodel.linear import linear_block
 from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import ExtraOp, LayerCache
 from roofline.units import B, L, P, ceildiv
@@ -19,12 +31,17 @@ SCORE_BYTES = 4  # unfused attention keeps fp32 scores in memory
 SPLIT_TOKENS = 2048
 
 
-def causal_pairs(prompt, attention) -> sp.Expr:
-    """(query, key) pairs of causal attention over `prompt` tokens: P(P+1)/2, or with a window W:
-    m(m+1)/2 + (P - m) W where m = min(P, W)."""
-    if attention.kind == "sliding":
+def causal_pairs(prompt, attention, topk: int | None = None) -> sp.Expr:
+    """(query, key) pairs of causal attention over `prompt` tokens: P(P+1)/2, or with a window W (or DSA's
+    top-k): m(m+1)/2 + (P - m) W where m = min(P, W); chunked local attention (chunk C, Llama-4): each query
+    sees its own chunk so far, m(m+1)/2 + (P - m)(C+1)/2 (exact when P is a multiple of C)."""
+    window = attention.window if attention.kind == "sliding" else topk
+    if window is not None:
+        m = sp.Min(prompt, window)
+        return m * (m + 1) / 2 + (prompt - m) * window
+    if attention.kind == "chunked":
         m = sp.Min(prompt, attention.window)
-        return m * (m + 1) / 2 + (prompt - m) * attention.window
+        return m * (m + 1) / 2 + (prompt - m) * sp.Rational(attention.window + 1, 2)
     return prompt * (prompt + 1) / 2
 
 
@@ -58,9 +75,11 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
     h, kvf, ab = ctx.shard.heads, ctx.shard.kv_fraction, ctx.act_bytes
     n, qk, vd = layer.tokens, layer.qk_head_dim, layer.v_head_dim
     extras = [method_op(ctx, e, B, kvf, method) for e in layer.decode_ops if e.fused]
+    # learned sinks (gpt-oss): one more logit per head in the softmax
+    n_soft = n + 1 if layer.attention.sinks else n
     if fused:
         core = ctx.op("attention", matmul_flops=2 * B * h * n * (qk + vd), int_ops=B * kvf * layer.attention_int_ops,
-                      vector_flops=SOFTMAX_FLOPS * B * h * n + B * kvf * layer.attention_dequant,
+                      vector_flops=SOFTMAX_FLOPS * B * h * n_soft + B * kvf * layer.attention_dequant,
                       traffic=traffic(kv_read=B * kvf * layer.attention_reads, act_read=B * h * qk * ab,
                                       act_write=B * h * vd * ab))
         splits = sp.Max(1, ceildiv(n, SPLIT_TOKENS))
@@ -77,7 +96,7 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
                    vector_flops=B * kvf * _tensor_sum(layer, "key", "dequant_flops"),
                    traffic=traffic(kv_read=B * kvf * _tensor_sum(layer, "key", "read_bytes"),
                                    act_read=B * h * qk * ab, act_write=scores))
-    softmax = ctx.op("attn_softmax", vector_flops=SOFTMAX_FLOPS * B * h * n,
+    softmax = ctx.op("attn_softmax", vector_flops=SOFTMAX_FLOPS * B * h * n_soft,
                      traffic=traffic(act_read=scores, act_write=scores))
     # no "value" tensor (MLA): PV reads the latent again
     pv_role = "value" if any(t.role == "value" for t in layer.tensors) else "key"
@@ -102,7 +121,9 @@ def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
     q, k = s.heads * m.head_dim, s.kv_heads * m.head_dim
     v = k if layer.v_out_width is None else s.kv_fraction * layer.v_out_width
     kv_out = k + v if layer.kv_projection else 0
-    ops = [linear(ctx, "qkv_proj" if kv_out else "q_proj", tokens, m.hidden_size, q + kv_out, bias=m.qkv_bias)]
+    gate = q if m.attn_output_gate else 0  # Qwen3-Next: q_proj also yields a per-channel output gate
+    ops = [linear(ctx, "qkv_proj" if kv_out else "q_proj", tokens, m.hidden_size, q + gate + kv_out,
+                  bias=m.qkv_bias)]
     k_roped = k if layer.kv_projection else 0
     if m.qk_norm:
         ops.append(elementwise(ctx, "qk_norm", tokens, q + k_roped, NORM_FLOPS))
@@ -134,12 +155,37 @@ def _mla_projections(ctx: Ctx, tokens, prefill: bool) -> list[Op]:
     return ops
 
 
+def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2 report §2.1, Eq. 1): projections
+    q (r_q -> H_i d_i), k (d -> d_i), head weights (d -> H_i); then fp8 scores I = sum_j w_j ReLU(q_j . k) over
+    every cached token (2 H_i d_i FLOPs per token pair, reading the indexer cache once per step in decode) and a
+    top-k selection; prefill scores all causal pairs."""
+    m, dsa = ctx.model, ctx.model.sparse_attention
+    q_in = m.mla.q_lora_rank or m.hidden_size
+    width = dsa.index_heads * dsa.index_head_dim
+    ops = [linear(ctx, "indexer_q", tokens, q_in, width), linear(ctx, "indexer_k", tokens, m.hidden_size,
+                                                                  dsa.index_head_dim),
+           linear(ctx, "indexer_weights", tokens, m.hidden_size, dsa.index_heads)]
+    pairs = B * L if phase == "decode" else B * P * (P + 1) / 2
+    read = B * L * indexer_bytes_per_token_layer(m) if phase == "decode" else B * P * dsa.index_head_dim
+    ops.append(ctx.op("indexer", matmul_flops=2 * dsa.index_heads * dsa.index_head_dim * pairs,
+                      vector_flops=3 * dsa.index_heads * pairs + 2 * pairs,
+                      traffic=traffic(kv_read=read, act_read=tokens * width * ctx.act_bytes,
+                                      act_write=B * dsa.index_topk * 4)))
+    return ops
+
+
 def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused: bool = True) -> list[Op]:
-    """Norm, projections, RoPE, cache write, attention, (MLA absorption), output projection, all-reduce, add."""
+    """Norm, projections, RoPE, cache write, attention, (MLA absorption), output projection, all-reduce, add;
+    a recurrent layer's ops (costmodel.linear) for layers of kind 'linear'."""
+    if layer.attention.kind == "linear":
+        return linear_block(ctx, layer, phase)
     m, s = ctx.model, ctx.shard
     tokens = B if phase == "decode" else B * P
     ops = [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _mla_projections(ctx, tokens, phase == "prefill") if m.mla else _q_and_kv_projections(ctx, tokens, layer)
+    if m.sparse_attention is not None:
+        ops += indexer_ops(ctx, tokens, phase)
     kvf = s.kv_fraction
     if phase == "decode":
         ops.append(kv_update(ctx, layer, 1, B))
@@ -158,6 +204,8 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
                           traffic=traffic(weights=s.heads * mla.kv_lora_rank * mla.v_head_dim * ctx.wb,
                                           act_read=tokens * s.heads * mla.kv_lora_rank * ctx.act_bytes,
                                           act_write=tokens * out_width * ctx.act_bytes)))
+    if m.attn_output_gate:
+        ops.append(elementwise(ctx, "attn_gate", tokens, out_width, GATED_ACT_FLOPS, reads=2))
     ops.append(linear(ctx, "o_proj", tokens, out_width, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)
     return ops + ([ar] if ar else [])
@@ -166,7 +214,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
 def prefill_attention_core(ctx: Ctx, layer: LayerCache) -> Op:
     """Causal flash attention over the prompt: Q, K, V read once, O written once (scores stay on chip)."""
     m, s, ab = ctx.model, ctx.shard, ctx.act_bytes
-    pairs = causal_pairs(P, layer.attention)
+    pairs = causal_pairs(P, layer.attention, m.sparse_attention.index_topk if m.sparse_attention else None)
     if m.mla:
         qk, vd = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
         kv_width = s.heads * (qk + vd)

@@ -29,6 +29,7 @@ class Shard:
     expert_intermediate: int
     vocab: int
     model_kv_heads: int
+    shared_intermediate: int = 0
 
     @property
     def kv_fraction(self) -> sp.Rational:
@@ -52,10 +53,18 @@ class Shard:
         expert = model.moe.expert_intermediate_size if model.moe else 0
         if expert % tp:
             raise ValueError(f"tp: {tp} does not divide expert_intermediate_size {expert}")
+        shared = model.moe.shared_width if model.moe else 0
+        if shared % tp:
+            raise ValueError(f"tp: {tp} does not divide the shared expert width {shared}")
+        la = model.linear_attention
+        if la is not None and (la.key_heads % tp or la.value_heads % tp):
+            raise ValueError(f"tp: {tp} does not divide the recurrent layers' {la.key_heads} key / "
+                             f"{la.value_heads} value heads of {model.name}")
         return cls(tp=tp, heads=model.num_heads // tp, kv_heads=kv_heads,
                    intermediate=model.intermediate_size // tp, expert_intermediate=expert // tp,
                    vocab=ceildiv(model.vocab_size, tp),
-                   model_kv_heads=1 if model.mla is not None else model.num_kv_heads)
+                   model_kv_heads=1 if model.mla is not None else model.num_kv_heads,
+                   shared_intermediate=shared // tp)
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,7 @@ def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
                                act_write=routed_tokens * d * ctx.act_bytes)),
     ]
     if moe.num_shared_experts:
-        ops += dense_mlp(ctx, tokens, moe.num_shared_experts * i_e, prefix="shared_expert")
+        ops += dense_mlp(ctx, tokens, ctx.shard.shared_intermediate, prefix="shared_expert")
     return ops
 
 

@@ -15,8 +15,9 @@ import sympy as sp
 from roofline.specs import AttentionLayer
 from roofline.units import window_occupancy
 
-# Parts of a cache, for breakdowns: quantized codes, scales/zeros/norms, full-precision tokens, outliers.
-PARTS = ("data", "metadata", "window", "sinks", "outliers")
+# Parts of a cache, for breakdowns: quantized codes, scales/zeros/norms, full-precision tokens, outliers,
+# the DSA indexer's keys, recurrent layers' fixed state.
+PARTS = ("data", "metadata", "window", "sinks", "outliers", "indexer", "state")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class TensorLayout:
     resident: dict[str, sp.Expr]
     channels: int = 0
     # what attention does with it: "key" (read by QK^T; also by PV when the layer caches no "value", as
-    # MLA's latent), "value" (read by PV), "aux" (read by the method's own ops, not by attention)
+    # MLA's latent), "value" (read by PV), "aux" (read by the method's own ops, not by attention), "state"
+    # (a recurrent layer's fixed state, read and rewritten by its recurrence)
     role: str = "aux"
     # bits one quantized element costs with its share of metadata and outliers (16 if unquantized)
     bits_per_element: sp.Expr = sp.Integer(16)

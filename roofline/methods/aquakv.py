@@ -89,6 +89,11 @@ class AquaKV(MethodConfig):
                                mode="symmetric", scale_dtype="fp16", zero_dtype="none", **common)
         return TensorQuant(bits=self.bits, group_size=self.group_size, mode="asymmetric", **common)
 
+    def not_applicable(self, model: Model) -> str | None:
+        if model.linear_attention is not None:
+            return "aquakv predicts layer i's K,V from layer i-1's; recurrent layers sit between the attention layers"
+        return None
+
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
         """Layer 0 at `first_layer_bits`, every other layer's residual per `residual_quant` with predictor
         ops (decode: 6·d_kv^2·l_q FLOPs per layer for linear in the reference decode, Alg. 3-4; prefill: encode

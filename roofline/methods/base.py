@@ -39,6 +39,11 @@ class MethodConfig(Spec):
         """Ops and fixed memory the method adds to every attending layer (kv.builder.Extras), or None."""
         return None
 
+    def not_applicable(self, model: Model) -> str | None:
+        """Why this method cannot apply to `model` (one line), or None. Methods see only the attention
+        layers (kv.hybrid.attention_view); one that needs adjacent attention layers refuses hybrids."""
+        return None
+
     def limits(self, model: Model, probe) -> dict[str, Any]:
         """Method-specific limits for a plan row (e.g. XQuant's remat limit). `probe` is the planner's
         access to the cost model at the plan's point (planner.limits.Probe): `probe.remat_limit(config)`,

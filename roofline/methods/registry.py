@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from roofline import codegen
 from roofline.catalogue.loading import validate
 from roofline.errors import SpecError, describe_validation_error
+from roofline.kv.hybrid import attention_view, complete_cache
 from roofline.kv.layout import CacheModel
 from roofline.methods import (
     aquakv,
@@ -102,8 +103,11 @@ def parse_method(spec: str) -> MethodConfig:
 def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
     """config.cache(model), with any rule the model/config pair breaks reported as one SpecError line."""
     where = f"method {config.label()!r} on {model.name}"
+    reason = config.not_applicable(model)
+    if reason:
+        raise SpecError(f"{where}: does not apply: {reason}")
     try:
-        return config.cache(model, bits=bits)
+        return complete_cache(config.cache(attention_view(model), bits=bits), model)
     except ValidationError as err:
         raise SpecError(describe_validation_error(err, where)) from None
     except ValueError as err:

@@ -124,6 +124,11 @@ class XQuant(MethodConfig):
         return LayerCache(**{**layer.__dict__, "decode_ops": (remat,), "attention_read_bytes": fp16_kv,
                              "attention_dequant_flops": sp.Integer(0), "attention_dequant_int_ops": sp.Integer(0)})
 
+    def not_applicable(self, model: Model) -> str | None:
+        if self.cross_layer and model.linear_attention is not None:
+            return "XQuant-CL accumulates deltas of X across adjacent layers; recurrent layers sit between them"
+        return None
+
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
         """Per layer group: the quantized X, latents or deltas (groups of 128, fp16 scale and zero) and the
         remat op (4·l·d^2 FLOPs MHA, 4·l·(d/g)^2 GQA, 8·l·d^2/g + 2·l·d CL GQA; §3.3-3.4); fixed SVD factors

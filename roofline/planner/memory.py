@@ -3,6 +3,7 @@
 usable   = capacity x utilization                      (vLLM gpu_memory_utilization, default 0.90)
 kv_pool  = usable - runtime reserve - weights (sharded) - method parameters (sharded)
            - activation workspace at the prefill peak
+With an engine (Workload.engine), kv_pool follows that engine's budget rule instead (roofline.engines).
 per sequence: the method's reserved KV bytes at the context, rounded up to whole pages of `page_tokens`
 (vLLM block size 16), times this GPU's share of the KV heads and of the layers, plus any per-sequence
 workspace (XQuant-CL's accumulator, AQUA-KV's reconstructed layer): one per sequence on every pipeline stage,
@@ -25,6 +26,7 @@ import sympy as sp
 
 from roofline.accounting import dtype_bytes, parameter_count
 from roofline.costmodel.blocks import Shard
+from roofline.engines import BudgetParts, EngineOptions, kv_pool
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB, L, ceildiv, window_occupancy
@@ -44,10 +46,15 @@ class MemoryBudget:
     weights: float
     method_params: float
     activations: float
+    # the KV budget by a serving engine's rule (roofline.engines.kv_pool); None: the planner's own
+    engine_pool: float | None = None
 
     @property
     def kv_pool(self) -> float:
-        """Bytes left for KV pages: usable - reserve - weights - method_params - activations."""
+        """Bytes left for KV pages: usable - reserve - weights - method_params - activations, or the engine's
+        own pool (engines.kv_pool) less the method's parameters."""
+        if self.engine_pool is not None:
+            return self.engine_pool - self.method_params
         return self.usable - self.reserve - self.weights - self.method_params - self.activations
 
     def as_dict(self) -> dict[str, float]:
@@ -98,13 +105,21 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     method's `fixed_total` bytes, e.g. a compiled planner.capacity.CapacityKernel); `weights`: the weight bytes
     per GPU when already known for this model, tp, pp and weight dtype."""
     fixed = cache.fixed_total / workload.tp / workload.pp
+    weights = weights_per_gpu(model, workload) if weights is None else weights
+    activations, reserve = activation_peak(model, workload), default_reserve(workload)
+    engine_pool = None
+    if workload.engine != "ideal":
+        engine_pool = kv_pool(workload.engine, BudgetParts(hardware.memory_bytes, weights, activations, reserve),
+                              EngineOptions(tp=workload.tp, pp=workload.pp,
+                                            gpu_memory_utilization=workload.gpu_memory_utilization))
     return MemoryBudget(
         capacity=hardware.memory_bytes,
         usable=hardware.memory_bytes * workload.gpu_memory_utilization,
-        reserve=default_reserve(workload),
-        weights=weights_per_gpu(model, workload) if weights is None else weights,
+        reserve=reserve,
+        weights=weights,
         method_params=fixed,
-        activations=activation_peak(model, workload),
+        activations=activations,
+        engine_pool=engine_pool,
     )
 
 

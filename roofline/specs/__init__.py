@@ -2,7 +2,7 @@
 
 from roofline.specs.base import Spec
 from roofline.specs.hardware import DTYPES, Hardware, Link, Measured
-from roofline.specs.model import MLA, AttentionLayer, Model, MoE
+from roofline.specs.model import MLA, AttentionLayer, LinearAttention, Model, MoE, SparseAttention
 from roofline.specs.workload import Workload
 
 __all__ = [
@@ -10,10 +10,12 @@ __all__ = [
     "MLA",
     "AttentionLayer",
     "Hardware",
+    "LinearAttention",
     "Link",
     "Measured",
     "MoE",
     "Model",
+    "SparseAttention",
     "Spec",
     "Workload",
 ]

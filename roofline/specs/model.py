@@ -9,22 +9,77 @@ from pydantic import Field, PositiveInt, model_validator
 from roofline.specs import bounds
 from roofline.specs.base import Spec
 
+WINDOWED = ("sliding", "chunked")
+
 
 class AttentionLayer(Spec):
-    """How one layer attends: to the whole context, to a sliding window, or not at all."""
+    """How one layer mixes tokens: attention to the whole context, to a sliding window, within fixed chunks
+    (Llama-4's chunked local attention), a recurrent state (kind 'linear': Gated DeltaNet, Mamba-2; shapes in
+    Model.linear_attention), or not at all."""
 
     BOUNDS: ClassVar = bounds.ATTENTION
 
-    kind: Literal["full", "sliding", "none"] = Field(description="Attention kind of the layer.")
-    window: PositiveInt | None = Field(None, description="Sliding-window length in tokens (kind 'sliding').")
+    kind: Literal["full", "sliding", "chunked", "linear", "none"] = Field(description="Kind of the layer.")
+    window: PositiveInt | None = Field(
+        None, description="Sliding-window length, or chunk length for 'chunked', in tokens.")
+    sinks: bool = Field(False, description="Learned per-head sink logits in the softmax (gpt-oss); no cached tokens.")
 
     @model_validator(mode="after")
     def _window_matches_kind(self) -> AttentionLayer:
-        if self.kind == "sliding" and self.window is None:
-            raise ValueError("window: a sliding layer needs a window length")
-        if self.kind != "sliding" and self.window is not None:
-            raise ValueError(f"window: only sliding layers take a window (kind is {self.kind!r})")
+        if self.kind in WINDOWED and self.window is None:
+            raise ValueError(f"window: a {self.kind} layer needs a window length")
+        if self.kind not in WINDOWED and self.window is not None:
+            raise ValueError(f"window: only sliding or chunked layers take a window (kind is {self.kind!r})")
+        if self.sinks and self.kind in ("linear", "none"):
+            raise ValueError(f"sinks: only attention layers have sink logits (kind is {self.kind!r})")
         return self
+
+    @property
+    def attends(self) -> bool:
+        """The layer keeps a per-token K/V (or latent) cache."""
+        return self.kind in ("full", "sliding", "chunked")
+
+
+class LinearAttention(Spec):
+    """Recurrent layers (kind 'linear') with a fixed state per sequence: Gated DeltaNet (Qwen3-Next) or Mamba-2.
+
+    One shape covers both: the recurrent state is value_heads x key_head_dim x value_head_dim per sequence
+    (Mamba-2: n_heads x d_state x head_dim, key_heads = n_groups, key_head_dim = d_state), and the causal
+    conv1d keeps conv_kernel - 1 past inputs of conv_channels = 2 key_heads key_head_dim + value_heads
+    value_head_dim (Gated DeltaNet's q, k, v; Mamba-2's x, B, C).
+    """
+
+    kind: Literal["gated_deltanet", "mamba2"] = Field(description="Recurrence: Gated DeltaNet or Mamba-2 (SSD).")
+    key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
+    value_heads: PositiveInt = Field(description="Value heads (Mamba-2: n_heads).")
+    key_head_dim: PositiveInt = Field(description="Key width per head (Mamba-2: d_state).")
+    value_head_dim: PositiveInt = Field(description="Value width per head (Mamba-2: head_dim).")
+    conv_kernel: PositiveInt = Field(description="Causal conv1d kernel width (its state keeps kernel - 1 inputs).")
+    state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
+        "bf16", description="Dtype of the recurrent and conv states (vLLM/SGLang: the model dtype by default).")
+
+    @property
+    def conv_channels(self) -> int:
+        return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
+
+    @property
+    def state_elements(self) -> int:
+        """Recurrent-state elements per sequence per layer: value_heads x key_head_dim x value_head_dim."""
+        return self.value_heads * self.key_head_dim * self.value_head_dim
+
+    @property
+    def conv_elements(self) -> int:
+        return (self.conv_kernel - 1) * self.conv_channels
+
+
+class SparseAttention(Spec):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer scores every cached token with its own
+    small key cache (index_head_dim fp8 elements plus one fp32 scale per 128), and attention reads only the
+    top-k tokens (DeepSeek-V3.2 technical report, §2.1)."""
+
+    index_heads: PositiveInt = Field(description="Indexer query heads.")
+    index_head_dim: PositiveInt = Field(description="Indexer key/query width (cached per token, fp8).")
+    index_topk: PositiveInt = Field(description="Tokens each query attends to (top-k of the indexer scores).")
 
 
 class MLA(Spec):
@@ -48,6 +103,8 @@ class MoE(Spec):
     experts_per_token: PositiveInt = Field(description="Routed experts each token activates (top-k).")
     num_shared_experts: int = Field(0, ge=0, description="Always-active shared experts per MoE layer.")
     expert_intermediate_size: PositiveInt = Field(description="Intermediate width of one expert's MLP.")
+    shared_expert_intermediate_size: PositiveInt | None = Field(
+        None, description="Width of the shared expert(s) together; None: num_shared_experts x expert width.")
     first_dense_layers: int = Field(0, ge=0, description="Leading layers with a dense MLP instead of MoE.")
 
     @model_validator(mode="after")
@@ -56,7 +113,16 @@ class MoE(Spec):
             raise ValueError(
                 f"experts_per_token: {self.experts_per_token} exceeds num_experts {self.num_experts}"
             )
+        if self.shared_expert_intermediate_size is not None and self.num_shared_experts == 0:
+            raise ValueError("shared_expert_intermediate_size: set, but num_shared_experts is 0")
         return self
+
+    @property
+    def shared_width(self) -> int:
+        """Intermediate width of the shared expert MLP (all shared experts as one)."""
+        if self.shared_expert_intermediate_size is not None:
+            return self.shared_expert_intermediate_size
+        return self.num_shared_experts * self.expert_intermediate_size
 
 
 class Model(Spec):
@@ -77,6 +143,8 @@ class Model(Spec):
     tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix.")
     qkv_bias: bool = Field(False, description="Q, K and V projections carry a bias.")
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3).")
+    attn_output_gate: bool = Field(
+        False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next).")
     mlp: Literal["gated", "plain"] = Field("gated", description="Gated (SwiGLU/GeGLU, 3 matrices) or plain MLP.")
     norms_per_layer: PositiveInt = Field(2, description="Norm layers per decoder layer (Gemma-2: 4).")
     attention: list[AttentionLayer] = Field(
@@ -85,6 +153,10 @@ class Model(Spec):
     )
     mla: MLA | None = Field(None, description="Latent attention dims when the model uses MLA.")
     moe: MoE | None = Field(None, description="Mixture-of-experts MLP, if any.")
+    linear_attention: LinearAttention | None = Field(
+        None, description="Shapes of the 'linear' (recurrent-state) layers, when the model has any.")
+    sparse_attention: SparseAttention | None = Field(
+        None, description="DeepSeek Sparse Attention indexer (with MLA), if any.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
 
     @model_validator(mode="after")
@@ -103,6 +175,15 @@ class Model(Spec):
             )
         if self.mla is not None and self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim != self.head_dim:
             raise ValueError("head_dim: with MLA it must equal qk_nope_head_dim + qk_rope_head_dim")
+        kinds = {a.kind for a in self.attention}
+        if ("linear" in kinds) != (self.linear_attention is not None):
+            raise ValueError("linear_attention: needed exactly when some layer has kind 'linear'")
+        if "linear" in kinds and "none" in kinds:
+            raise ValueError("attention: a model mixes 'linear' and 'none' layers (not modelled)")
+        if not any(a.attends for a in self.attention) and "linear" not in kinds:
+            raise ValueError("attention: no layer attends or keeps a state")
+        if self.sparse_attention is not None and self.mla is None:
+            raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
         return self
 
     def layer_attention(self, layer: int) -> AttentionLayer:
@@ -118,6 +199,13 @@ class Model(Spec):
         for i, kind in enumerate(self.attention):
             groups[kind] = groups.get(kind, 0) + self.num_layers // period + (i < self.num_layers % period)
         return {kind: n for kind, n in groups.items() if n}
+
+    def layer_counts(self) -> dict[str, int]:
+        """Layers of each kind ('full', 'sliding', 'chunked', 'linear', 'none')."""
+        counts: dict[str, int] = {}
+        for kind, n in self.attention_groups().items():
+            counts[kind.kind] = counts.get(kind.kind, 0) + n
+        return counts
 
     @property
     def gqa_group(self) -> int:

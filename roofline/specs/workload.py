@@ -13,7 +13,9 @@ MAX_CONTEXT_TOKENS = 1 << 30
 MAX_BATCH = 1 << 20
 MAX_GPUS = 1 << 20
 
-WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+# mxfp4: fp4 + one e8m0 scale per 32 (4.25 bits); nvfp4: fp4 + one fp8 scale per 16 (4.5 bits)
+WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"]
+Engine = Literal["ideal", "vllm", "sglang", "trtllm", "llamacpp"]
 
 
 class Workload(Spec):
@@ -48,6 +50,8 @@ class Workload(Spec):
         None, le=1 << 60, description="CUDA context, allocator and communication buffers; None: the planner's default."
     )
     page_tokens: PositiveInt = Field(16, description="KV pages hold this many tokens (vLLM block size 16).")
+    engine: Engine = Field(
+        "ideal", description="Whose memory conventions size the KV pool (roofline.engines); 'ideal': the planner's.")
 
     @model_validator(mode="after")
     def _lengths_consistent(self) -> Workload:

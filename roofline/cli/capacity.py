@@ -1,0 +1,107 @@
+"""`roofline capacity`: the KV pool as a serving engine allocates and logs it."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from roofline import report as display
+
+HELP = "KV pool, logged tokens and concurrency as vLLM / SGLang / TensorRT-LLM / llama.cpp size them"
+
+
+def add_capacity_parser(sub, positive_int, positive_float) -> None:
+    from roofline.engines import ENGINES
+
+    p = sub.add_parser("capacity", help=HELP)
+    p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
+    p.add_argument("--hardware", help="catalogue name or YAML spec (default H100-SXM; unused with --kv-memory-gib)")
+    p.add_argument("--engine", required=True, choices=ENGINES)
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel ranks")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (the first, fullest, is reported)")
+    p.add_argument("--dp", type=positive_int, default=1, help="data-parallel replicas (SGLang: DP attention)")
+    p.add_argument("--kv-cache-dtype", default="auto", help="the engine's own KV dtype names (default auto)")
+    p.add_argument("--block-size", type=positive_int, help="block / page / tokens_per_block (engine default)")
+    p.add_argument("--max-model-len", type=positive_int, help="tokens per request (llama.cpp: n_ctx)")
+    p.add_argument("--gpu-memory-utilization", type=positive_float,
+                   help="vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free_gpu_memory_fraction")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, help="profile-run / chunked-prefill tokens")
+    p.add_argument("--kv-memory-gib", type=positive_float,
+                   help="KV budget per rank in GiB (e.g. a logged 'Available KV cache memory'); replaces the estimate")
+    p.add_argument("--weight-dtype", default="bf16", help="weights for the budget estimate (bf16, fp8, mxfp4, ...)")
+    p.add_argument("--parallel", type=positive_int, default=1, help="llama.cpp -np: sequences")
+    p.add_argument("--no-kv-unified", action="store_true", help="llama.cpp: one KV stream per sequence")
+    p.add_argument("--swa-full", action="store_true", help="llama.cpp --swa-full: SWA layers keep n_ctx cells")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_capacity)
+
+
+def _options(args: argparse.Namespace):
+    from roofline.engines import GIB, EngineOptions
+    from roofline.errors import SpecError
+
+    util = args.gpu_memory_utilization
+    if util is not None and util > 1:
+        raise SpecError(f"--gpu-memory-utilization: {util} must be at most 1")
+    return EngineOptions(
+        tp=args.tp, pp=args.pp, dp=args.dp, kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size,
+        max_model_len=args.max_model_len, gpu_memory_utilization=util,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        kv_memory_bytes=None if args.kv_memory_gib is None else args.kv_memory_gib * GIB,
+        parallel=args.parallel, kv_unified=not args.no_kv_unified, swa_full=args.swa_full)
+
+
+def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: str):
+    """The planner's estimates of what sits beside the KV cache on the fullest GPU."""
+    from roofline.catalogue.loading import validate
+    from roofline.engines import BudgetParts
+    from roofline.planner.memory import activation_peak, default_reserve, weights_per_gpu
+    from roofline.specs import Workload
+
+    workload = validate(Workload, {"batch": 1, "context_tokens": chunk + 1, "prompt_tokens": chunk,
+                                   "prefill_chunk_tokens": chunk, "tp": tp, "pp": pp,
+                                   "weight_dtype": weight_dtype}, "workload")
+    return BudgetParts(total=hardware.memory_bytes, weights=weights_per_gpu(model, workload),
+                       activations=activation_peak(model, workload), non_torch=default_reserve(workload))
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    from roofline.catalogue import load_hardware, load_model
+    from roofline.engines import capacity
+    from roofline.engines.vllm import DEFAULT_BATCHED_TOKENS
+
+    model = load_model(args.model)
+    options = _options(args)
+    parts = None
+    if options.kv_memory_bytes is None:
+        hardware = load_hardware(args.hardware or "H100-SXM")
+        chunk = args.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
+        parts = budget_parts(model, hardware, args.tp, args.pp, chunk, args.weight_dtype)
+    result = capacity(model, args.engine, options, parts).as_dict()
+    result["model"] = model.name
+    if args.json:
+        import json
+
+        print(json.dumps(result, indent=2, default=_json_default))
+    else:
+        print(capacity_text(result))
+    return 0
+
+
+def _json_default(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
+
+
+def capacity_text(r: dict[str, Any]) -> str:
+    longest = r["max_model_len_that_fits"]
+    rows = [["KV pool per GPU", display.gib(r["kv_pool_bytes"])],
+            ["bytes per token per GPU (long context)", f"{r['bytes_per_token']:,.0f}"],
+            ["pool tokens (as the engine logs)", f"{r['pool_tokens']:,}"],
+            [f"max concurrency at {r['max_model_len']:,} tokens", f"{r['max_concurrency']:,.2f}x"],
+            ["fits one request of max_model_len", "yes" if r["fits"] else "no"],
+            ["longest request that fits", "unbounded" if longest is None else f"{longest:,}"]]
+    text = f"{r['model']} under {r['engine']}\n" + display.table(["quantity", "value"], rows, align="ll")
+    return text + "\n\nrules:\n" + "\n".join(f"  {rule}" for rule in r["rules"])

@@ -1,0 +1,147 @@
+"""What every engine profile shares: its options, the memory it may use, the result, and the layer
+groups of the fullest pipeline stage with their per-rank sizes.
+
+Sources of the rules: /docs/engines.md lists every rule with the engine file, commit and function it
+was read from (the research notes are in the profiles' docstrings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline.accounting import dtype_bytes
+from roofline.errors import SpecError
+from roofline.specs import Model
+
+GIB = 1 << 30
+MAX_SEARCH_TOKENS = 1 << 34  # past this a request that still fits is reported as unbounded
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The engine flags `roofline capacity` takes; None means the engine's own default."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    kv_cache_dtype: str = "auto"
+    block_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_batched_tokens: int | None = None
+    kv_memory_bytes: float | None = None
+    # llama.cpp: -np (sequences), --kv-unified, --swa-full, -ub
+    parallel: int = 1
+    kv_unified: bool = True
+    swa_full: bool = False
+    ubatch: int = 512
+
+    def model_len(self, model: Model) -> int:
+        return self.max_model_len or model.max_position_embeddings
+
+
+@dataclass(frozen=True)
+class BudgetParts:
+    """Bytes on the fullest GPU that an engine's budget rule combines (from the planner's estimates)."""
+
+    total: float
+    weights: float
+    activations: float  # peak of a forward pass of max_num_batched_tokens tokens
+    non_torch: float  # CUDA context, NCCL and cuBLAS buffers (vLLM's "non-torch" memory)
+
+
+@dataclass
+class Capacity:
+    """What `roofline capacity` reports (JSON keys follow the interface contract)."""
+
+    engine: str
+    bytes_per_token: float
+    kv_pool_bytes: float
+    pool_tokens: int
+    max_concurrency: float
+    fits: bool
+    max_model_len_that_fits: int | None
+    rules: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "bytes_per_token": self.bytes_per_token, "kv_pool_bytes": self.kv_pool_bytes,
+                "pool_tokens": self.pool_tokens, "max_concurrency": self.max_concurrency, "fits": self.fits,
+                "max_model_len_that_fits": self.max_model_len_that_fits, "rules": self.rules, **self.details}
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Layers of one kind on the fullest stage: `token_bytes` per cached token per layer on one rank
+    (attention), `state_bytes` per sequence per layer on one rank (recurrent)."""
+
+    kind: str  # "full", "sliding", "chunked", "state"
+    layers: int
+    window: int | None = None
+    token_bytes: float = 0.0
+    state_bytes: float = 0.0
+
+
+def refuse(flag: str, rule: str) -> SpecError:
+    """The error for an option the engine itself would refuse: names the flag and the rule."""
+    return SpecError(f"{flag}: {rule}")
+
+
+def stage_kinds(model: Model, pp: int) -> dict[tuple[str, int | None], int]:
+    """(kind, window) -> layers on the first pipeline stage, the fullest: layers [0, ceil(n / pp))."""
+    if pp > model.num_layers:
+        raise refuse("--pp", f"{pp} stages exceed the {model.num_layers} layers of {model.name}")
+    counts: dict[tuple[str, int | None], int] = {}
+    for i in range(-(-model.num_layers // pp)):
+        a = model.layer_attention(i)
+        key = ("state" if a.kind == "linear" else a.kind, a.window)
+        if a.kind != "none":
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def kv_heads_per_rank(model: Model, tp: int) -> int:
+    """KV heads one rank caches: H_kv / tp, at least 1 (replicated when tp > H_kv; vLLM
+    ModelConfig.get_num_kv_heads, SGLang get_num_kv_heads, TensorRT-LLM mapping)."""
+    return max(1, model.num_kv_heads // tp)
+
+
+def check_heads(model: Model, tp: int, engine: str) -> None:
+    """vLLM, SGLang and TensorRT-LLM shard attention heads over tp: the heads must divide (vLLM:
+    'Total number of attention heads must be divisible by tensor parallel size')."""
+    if model.num_heads % tp:
+        raise refuse("--tp", f"{engine} needs tp to divide the {model.num_heads} attention heads of {model.name}")
+    if model.num_kv_heads > tp and model.num_kv_heads % tp and model.mla is None:
+        raise refuse("--tp", f"{engine} needs tp to divide the {model.num_kv_heads} KV heads of {model.name} "
+                             "(or exceed them, replicating one per rank)")
+    la = model.linear_attention
+    if la is not None and (la.value_heads % tp or la.key_heads % tp):
+        raise refuse("--tp", f"{engine} shards the recurrent heads ({la.key_heads} key, {la.value_heads} value) "
+                             f"over tp; {tp} does not divide them")
+
+
+def state_bytes_per_rank(model: Model, tp: int, elem_bytes: float) -> float:
+    """Conv + recurrent state of one recurrent layer for one sequence on one rank (heads split over tp)."""
+    la = model.linear_attention
+    if la is None:
+        return 0.0
+    return (la.state_elements + la.conv_elements) * elem_bytes / tp
+
+
+def model_dtype_bytes() -> int:
+    """'auto' KV dtype = the model's dtype; every catalogue model is bf16 (2 bytes)."""
+    return int(dtype_bytes("bf16"))
+
+
+def largest_fitting(fits, hi: int = MAX_SEARCH_TOKENS) -> int | None:
+    """Largest n in [1, hi] with fits(n) (true up to some n, then false); 0 if none; None if all fit."""
+    if not fits(1):
+        return 0
+    if fits(hi):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo

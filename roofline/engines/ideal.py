@@ -1,0 +1,49 @@
+"""The 'ideal' profile: the planner's own memory model (roofline.planner.memory), as a capacity report.
+
+Budget: total x utilization - weights - activations at the prefill peak - runtime reserve; KV bytes per
+sequence from the model's exact accounting (sliding and chunked layers capped at their window, recurrent
+state per sequence, the DSA indexer) on this rank's share of KV heads, rounded up to pages of 16 tokens.
+"""
+
+from __future__ import annotations
+
+from roofline.accounting import kv_bytes, kv_bytes_per_token
+from roofline.costmodel.blocks import Shard
+from roofline.engines.base import BudgetParts, Capacity, EngineOptions, largest_fitting, refuse
+from roofline.specs import Model
+
+KV_DTYPES = {"auto": "bf16", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+DEFAULT_UTILIZATION = 0.90
+PAGE = 16
+
+
+def budget(parts: BudgetParts, opts: EngineOptions) -> float:
+    """total x utilization - weights - activations - runtime reserve (planner.memory.memory_budget)."""
+    util = opts.gpu_memory_utilization or DEFAULT_UTILIZATION
+    return parts.total * util - parts.weights - parts.activations - parts.non_torch
+
+
+def capacity(model: Model, opts: EngineOptions, pool: float, rules: list[str]) -> Capacity:
+    """Sequences of max_model_len that fit in `pool` bytes per rank, pages of 16 tokens."""
+    if opts.kv_cache_dtype not in KV_DTYPES:
+        raise refuse("--kv-cache-dtype", f"ideal takes {', '.join(KV_DTYPES)}")
+    dtype = KV_DTYPES[opts.kv_cache_dtype]
+    try:
+        share = float(Shard.of(model, opts.tp).kv_fraction) * -(-model.num_layers // opts.pp) / model.num_layers
+    except ValueError as err:
+        raise refuse("--tp", str(err)) from None
+    page = opts.block_size or PAGE
+
+    def need(n: int) -> float:
+        return float(kv_bytes(model, dtype, -(-n // page) * page)) * share
+
+    length = opts.model_len(model)
+    per_token = float(kv_bytes_per_token(model, dtype)) * share
+    concurrency = max(pool, 0) / need(length)
+    rules.append(f"ideal: exact {dtype} cache bytes per sequence x this rank's share {share:.4g}, pages of {page} "
+                 "(planner.memory.sequence_kv_expr)")
+    tokens = int(max(pool, 0) // per_token) // page * page if per_token else int(concurrency * length)
+    return Capacity(engine="ideal", bytes_per_token=per_token, kv_pool_bytes=pool, pool_tokens=tokens,
+                    max_concurrency=concurrency * opts.dp, fits=concurrency >= 1,
+                    max_model_len_that_fits=largest_fitting(lambda n: need(n) <= pool), rules=rules,
+                    details={"page_size": page, "max_model_len": length})

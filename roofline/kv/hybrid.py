@@ -1,0 +1,76 @@
+"""What a KV method does not see: recurrent-state layers and the DSA indexer, put around its cache.
+
+A KV method compresses the per-token cache of attention layers. `attention_view` shows it the model with
+its recurrent ('linear') layers as layers that cache nothing; `complete_cache` then replaces those layers
+with their fixed per-sequence state (kept in its own dtype, never compressed) and, for DeepSeek Sparse
+Attention, adds the indexer's key cache to every attending layer and caps the tokens attention reads at
+the top-k (DeepSeek-V3.2 technical report, §2.1: the indexer scores all L tokens, attention reads k).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy as sp
+
+from roofline.accounting import dtype_bytes, indexer_bytes_per_token_layer
+from roofline.kv.layout import CacheModel, LayerCache, TensorLayout
+from roofline.specs import AttentionLayer, Model
+
+NO_CACHE = AttentionLayer(kind="none")
+
+
+def attention_view(model: Model) -> Model:
+    """The model as a KV method sees it: 'linear' layers become layers without a cache (kind 'none')."""
+    if model.linear_attention is None:
+        return model
+    attention = [NO_CACHE if a.kind == "linear" else a for a in model.attention]
+    return model.model_copy(update={"attention": attention, "linear_attention": None})
+
+
+def state_layer(model: Model, count: int) -> LayerCache:
+    """`count` recurrent layers: the recurrent state (value_heads x d_k x d_v) and the conv state
+    ((kernel - 1) x conv_channels), both in the state dtype, read and rewritten whole every decode step."""
+    la = model.linear_attention
+    assert la is not None
+    elements = la.state_elements + la.conv_elements
+    size = dtype_bytes(la.state_dtype)
+    state = TensorLayout(name="state", elements=sp.Integer(elements), resident={"state": elements * size},
+                         channels=0, role="state", bits_per_element=8 * size, append_bytes=elements * size)
+    linear = next(a for a in model.attention if a.kind == "linear")
+    return LayerCache(count=count, attention=linear, tensors=(state,), tokens=sp.Integer(0),
+                      qk_head_dim=sp.Integer(la.key_head_dim), v_head_dim=sp.Integer(la.value_head_dim),
+                      kv_heads=la.value_heads, kv_projection=False)
+
+
+def _with_indexer(layer: LayerCache, model: Model) -> LayerCache:
+    """Add the DSA indexer cache (resident, written per token; read by the indexer op, not by attention)
+    and cap the tokens attention reads at the top-k."""
+    dsa = model.sparse_attention
+    assert dsa is not None
+    per_token = indexer_bytes_per_token_layer(model)
+    tokens = layer.tokens
+    indexer = TensorLayout(name="indexer", elements=tokens * dsa.index_head_dim,
+                           resident={"indexer": tokens * per_token},
+                           channels=0, role="aux", bits_per_element=sp.Integer(0), append_bytes=sp.Integer(per_token),
+                           read={})
+    kept = sp.Min(tokens, dsa.index_topk)
+    share = kept / tokens
+    tensors = tuple(replace(t, read={p: v * share for p, v in (t.read if t.read is not None else t.resident).items()})
+                    for t in layer.tensors) + (indexer,)
+    return replace(layer, tensors=tensors, tokens=kept)
+
+
+def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
+    """`cache` (built on attention_view(model)) with the recurrent layers' states and the DSA indexer."""
+    if model.linear_attention is None and model.sparse_attention is None:
+        return cache
+    layers = []
+    for layer in cache.layers:
+        if model.linear_attention is not None and layer.attention.kind == "none":
+            layers.append(state_layer(model, layer.count))
+        elif model.sparse_attention is not None and layer.attention.attends:
+            layers.append(_with_indexer(layer, model))
+        else:
+            layers.append(layer)
+    return replace(cache, layers=tuple(layers))
