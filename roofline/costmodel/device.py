@@ -55,7 +55,7 @@ class Roofline:
 
     def content(self) -> tuple:
         """What the times depend on, for content keys: the hardware spec, the options and tp."""
-        return (self.hardware.model_dump_json(), self.options.overlap, self.options.use_measured, self.tp)
+        return (self.hardware.model_dump_json(), repr(self.options), self.tp)
 
     @property
     def measured(self):
