@@ -8,11 +8,10 @@ import sympy as sp
 
 from roofline.accounting import kv_bytes, kv_bytes_per_token, state_bytes_per_sequence
 from roofline.catalogue import load_model
-from roofline.cli.plan import _applicable
 from roofline.costmodel import build_graph
 from roofline.costmodel.attention import causal_pairs
 from roofline.errors import SpecError
-from roofline.methods import build_cache, parse_method
+from roofline.methods import applies, build_cache, parse_method
 from roofline.specs import AttentionLayer
 from roofline.units import B, L, P
 
@@ -53,8 +52,8 @@ def test_methods_compress_attention_layers_only():
 def test_a_method_that_cannot_apply_says_so(spec, model):
     with pytest.raises(SpecError, match=r"^method .*: "):
         build_cache(parse_method(spec), load_model(model))
-    kept, skipped = _applicable([spec, "bf16"], load_model(model))
-    assert [m.label() for m in kept] == ["bf16"] and skipped[0]["method"] == spec
+    assert applies(parse_method(spec), load_model(model)).startswith(f"method {spec!r}")
+    assert applies(parse_method("bf16"), load_model(model)) is None
 
 
 def test_gated_deltanet_decode_ops():
