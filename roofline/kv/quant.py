@@ -103,7 +103,7 @@ class TensorQuant(Spec):
             )
 
 
-def _full_precision_tokens(q: TensorQuant, tokens: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+def full_precision_tokens(q: TensorQuant, tokens: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """(sink tokens, recent tokens) kept in full precision out of `tokens`, per the residual semantics."""
     sinks = sp.Min(tokens, q.sinks)
     rest = sp.Max(tokens - q.sinks, 0)
@@ -150,7 +150,7 @@ def tensor_layout(
         )
     b = exact(q.bits) if bits is None else bits
     stored = exact(q.storage_bits) if (q.storage_bits is not None and bits is None) else b
-    sinks, recent = _full_precision_tokens(q, tokens)
+    sinks, recent = full_precision_tokens(q, tokens)
     quant_tokens = tokens - sinks - recent
     quant_elements = quant_tokens * channels
     resident = {

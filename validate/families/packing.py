@@ -3,7 +3,7 @@
 A recipe is one roofline method config's TensorQuant for K and V (`recipe("kivi-2")`: parse_method, then the
 config's kv_quant); tests assert that `layout_bytes` equals roofline's `TensorLayout.resident` part by part.
 Per cached tensor X (K or V) of one layer, batch B, KV heads H, head_dim D, context L, split by roofline's
-`_full_precision_tokens` into S sinks, nq quantized tokens and r recent fp16 tokens (nq = L - S - r):
+`full_precision_tokens` into S sinks, nq quantized tokens and r recent fp16 tokens (nq = L - S - r):
 
     codes    uint8  [B, H, nq*b/8, D]  groups along tokens: byte row r holds tokens r*8/b.. of each channel
                     [B, H, nq, D*b/8]  groups along channels: a token's row of bytes (token-major)
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 import torch
 
-from roofline.kv.quant import TensorQuant, _full_precision_tokens
+from roofline.kv.quant import TensorQuant, full_precision_tokens
 
 PARTS = ("data", "metadata", "window", "sinks", "outliers")
 META_DTYPES = {"fp16": torch.float16, "fp8": torch.float8_e4m3fn}
@@ -114,7 +114,7 @@ class TensorRecipe:
 
     def split(self, tokens: int) -> tuple[int, int, int]:
         """(sinks, quantized, recent) of `tokens`: roofline.kv.quant's own split of the full-precision tokens."""
-        sinks, recent = (int(x) for x in _full_precision_tokens(self.quant, sp.Integer(tokens)))
+        sinks, recent = (int(x) for x in full_precision_tokens(self.quant, sp.Integer(tokens)))
         return sinks, tokens - sinks - recent, recent
 
 

@@ -293,8 +293,8 @@ def recipes(bits: float, group: int, mha: bool) -> tuple[TensorRecipe, TensorRec
 
     config = parse_method(f"xquant:bits={bits:g},group_size={group}")
     if mha:
-        return TensorRecipe(config._quant(bits, "channels")), None
-    return TensorRecipe(config._quant(bits, "tokens")), TensorRecipe(config._quant(bits, "channels"))
+        return TensorRecipe(config.quant_for(bits, "channels")), None
+    return TensorRecipe(config.quant_for(bits, "tokens")), TensorRecipe(config.quant_for(bits, "channels"))
 
 
 def build_layer(xk: torch.Tensor, xv: torch.Tensor | None, wk: torch.Tensor, wv: torch.Tensor, kv_heads: int,
