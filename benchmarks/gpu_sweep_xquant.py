@@ -13,9 +13,11 @@ import time
 
 import torch
 
-from validate.families import xquant as xf
-from validate.families import xquant_kernels as xk
-from validate.harness import graph_ms, input_sets
+from validate.common.harness import graph_ms, input_sets
+from validate.common.testing import relative_rms
+from validate.ops.xquant import cases as xf
+from validate.ops.xquant import launch as xk
+from validate.ops.xquant import reference as xref
 
 GRID = [dict(block_n=bn, r_block=r, num_warps=w, num_stages=s)
         for bn, r, w, s in itertools.product((64, 128), (64, 128), (4, 8), (2, 3))]
@@ -57,10 +59,10 @@ def check(p: dict, cfg: dict, kind: str) -> float:
     ws = [torch.randn(r, p["num_kv_heads"] * p["head_dim"], device="cuda", generator=g) * r ** -0.5 for _ in "kv"]
     layer = xk.build_layer(x_k, x_v, *ws, p["num_kv_heads"], 2, 128)
     if kind == "remat":
-        (k, v), (k_ref, v_ref) = xk.materialize(layer, **cfg), xk.remat_reference(layer)
-        return max(xf.relative_rms(k, k_ref), xf.relative_rms(v, v_ref))
+        (k, v), (k_ref, v_ref) = xk.materialize(layer, **cfg), xref.remat_reference(layer)
+        return max(relative_rms(k, k_ref), relative_rms(v, v_ref))
     q = torch.randn(1, p["num_heads"], p["head_dim"], device="cuda", generator=g).to(torch.bfloat16)
-    return xf.relative_rms(xk.decode(q, layer, **cfg), xk.reference(q, layer))
+    return relative_rms(xk.decode(q, layer, **cfg), xref.reference(q, layer))
 
 
 def main(which: list[str]) -> None:

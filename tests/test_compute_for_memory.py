@@ -9,7 +9,7 @@ from roofline.catalogue import load_hardware, load_model
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method
-from roofline.methods.zack import eq6_kept, makespan, prefill_makespan
+from roofline.methods.zack import assign, eq6_kept, makespan, prefill_makespan
 from roofline.units import B, L
 
 LLAMA2, LLAMA3 = load_model("Llama-2-7B"), load_model("Llama-3.1-8B")
@@ -141,6 +141,19 @@ def test_makespan_lpt_beats_launch_order() -> None:
     # (at long prompts the row rounding of our model costs more than the tail it saves: reported, not hidden)
     costs = [33, 49, 65, 97, 129, 161, 193, 257] * 4
     assert prefill_makespan(costs, 1024, 1, 108, rebalance=True) < prefill_makespan(costs, 1024, 1, 108, False)
+
+
+def test_assign_is_list_scheduling_and_makespan_its_longest_load() -> None:
+    # by hand: 2 SMs, tasks 3, 1, 2, 2 in launch order: SM0 <- 3, SM1 <- 1, SM1 <- 2 (load 1 < 3), then both at 3:
+    # the last 2 to SM0 (the lower index): loads 5, 3. Longest first (3, 2, 2, 1): SM0 <- 3, SM1 <- 2, SM1 <- 2
+    # (2 < 3), SM0 <- 1 (3 < 4): loads 4, 4
+    assert assign([3, 1, 2, 2], 2, "naive") == [[0, 3], [1, 2]]
+    assert makespan([3, 1, 2, 2], 2, "naive") == 5
+    assert assign([3, 1, 2, 2], 2, "lpt") == [[0, 1], [2, 3]]
+    assert makespan([3, 1, 2, 2], 2, "lpt") == 4
+    assert makespan([], 3, "lpt") == 0
+    with pytest.raises(ValueError, match="policy"):
+        assign([1], 1, "random")
 
 
 def test_zack_heterogeneous_heads_imbalance() -> None:

@@ -13,10 +13,11 @@ from roofline.methods import parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
 from roofline.validation.families import aquakv as predicted  # noqa: E402
 from roofline.validation.predict import _graph, op_work  # noqa: E402
-from validate.families import aquakv as fam  # noqa: E402
-from validate.families import packing  # noqa: E402
-from validate.families.attention_fp16 import relative_rms  # noqa: E402
-from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common import quantize, recipes  # noqa: E402
+from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common.testing import relative_rms  # noqa: E402
+from validate.ops.aquakv import cases as fam  # noqa: E402
+from validate.ops.aquakv import kernel, reference, storage  # noqa: E402
 
 SPECS = ["aquakv-2", "aquakv-3", "aquakv-4", "aquakv:buffer=16", "aquakv-2:sinks=0,buffer=32",
          "aquakv:quantizer=uniform,bits=4", "aquakv:quantizer=uniform,bits=2,group_size=32,buffer_mode=sliding"]
@@ -35,13 +36,13 @@ KERNEL_CASES = [
 def layer(spec: str, batch: int, context: int, kv_dim: int):
     """A layer encoded by AQUA-KV from K, V that its predictors explain up to a 0.3 noise."""
     g = torch.Generator().manual_seed(0)
-    t = fam.storage(spec, kv_dim)
-    pred = fam.Predictors.random(kv_dim, generator=g)
+    t = storage.storage(spec, kv_dim)
+    pred = storage.Predictors.random(kv_dim, generator=g)
     k_prev, v_prev = (torch.randn(batch, context, kv_dim, generator=g).to(torch.bfloat16) for _ in range(2))
     k = k_prev.float() @ pred.w_k.float() + pred.b_k.float() + 0.3 * torch.randn(batch, context, kv_dim, generator=g)
     x = torch.cat([v_prev, k.to(torch.bfloat16)], dim=-1).float()
     v = x @ pred.w_v.float() + pred.b_v.float() + 0.3 * torch.randn(batch, context, kv_dim, generator=g)
-    qk, qv = fam.encode(k, v, k_prev, v_prev, pred, t)
+    qk, qv = reference.encode(k, v, k_prev, v_prev, pred, t)
     mid = slice(qk.sinks, qk.sinks + qk.nq)
     return qk, qv, k_prev[:, mid].contiguous(), v_prev[:, mid].contiguous(), pred, k[:, mid], v[:, mid]
 
@@ -52,12 +53,12 @@ def test_kernel_matches_reference(spec, batch, context, kv_dim, loose, capsys) -
     assert qk.nq > 0
     # fp32 outputs: the same arithmetic as the reference, no rounding of the result
     out = [torch.full(k_prev.shape, float("nan")) for _ in range(2)]
-    got32 = fam.reconstruct(qk, qv, k_prev, v_prev, pred, *out)
-    want32 = fam.reference(qk, qv, k_prev, v_prev, pred, dtype=torch.float32)
+    got32 = kernel.reconstruct(qk, qv, k_prev, v_prev, pred, *out)
+    want32 = reference.reference(qk, qv, k_prev, v_prev, pred, dtype=torch.float32)
     # bf16 outputs, as on the GPU (the interpreter truncates fp32 -> bf16 where the GPU rounds to nearest)
     out = [torch.full(k_prev.shape, float("nan"), dtype=torch.bfloat16) for _ in range(2)]
-    got = fam.reconstruct(qk, qv, k_prev, v_prev, pred, *out)
-    want = fam.reference(qk, qv, k_prev, v_prev, pred)
+    got = kernel.reconstruct(qk, qv, k_prev, v_prev, pred, *out)
+    want = reference.reference(qk, qv, k_prev, v_prev, pred)
     assert all(torch.isfinite(x).all() for x in (*got32, *got))
     exact = [relative_rms(g, w) for g, w in zip(got32, want32, strict=True)]
     rounded = [relative_rms(g, w) for g, w in zip(got, want, strict=True)]
@@ -71,17 +72,17 @@ def test_kernel_matches_reference(spec, batch, context, kv_dim, loose, capsys) -
 
 
 def test_dequantize_inverts_packing() -> None:
-    t = fam.storage("aquakv:bits=3,buffer=0,sinks=0", 64)
+    t = storage.storage("aquakv:bits=3,buffer=0,sinks=0", 64)
     x = torch.randn(2, 1, 40, 64, generator=torch.Generator().manual_seed(3))
-    stored, deq = packing.quantize(x, t)
-    torch.testing.assert_close(fam.dequantize(stored), deq[:, 0], rtol=0, atol=1e-6)
+    stored, deq = quantize.quantize(x, t)
+    torch.testing.assert_close(reference.dequantize(stored), deq[:, 0], rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_storage_is_roofline_residual_quant(spec: str) -> None:
     for kv_dim in (256, 1024, 2048):
         q = parse_method(spec).residual_quant(kv_dim)
-        t = fam.storage(spec, kv_dim)
+        t = storage.storage(spec, kv_dim)
         assert (t.bits, t.group, t.along, t.mode, t.sinks, t.window, t.window_mode) == (
             q.bits, q.group_size, q.group_along, q.mode, q.sinks, q.window, q.window_mode)
         assert t.meta_bytes == 2 + (2 if q.mode != "symmetric" else 0)
@@ -99,14 +100,14 @@ def predicted_group(spec: str, kv_dim_heads: int = fam.KV_HEADS):
 @pytest.mark.parametrize(("batch", "context"), [(1, 1024), (3, 1000), (8, 65536), (2, 5003)])
 def test_stored_layer_is_roofline_resident(spec: str, batch: int, context: int) -> None:
     _, group, _ = predicted_group(spec)
-    want = dict.fromkeys(packing.PARTS, 0)
+    want = dict.fromkeys(recipes.PARTS, 0)
     for tensor in group.tensors:
         for part, value in tensor.resident.items():
             want[part] += batch * int(value.subs(L, context))
-    t = fam.storage(spec, fam.KV_DIM)
-    got = dict.fromkeys(packing.PARTS, 0)
+    t = storage.storage(spec, fam.KV_DIM)
+    got = dict.fromkeys(recipes.PARTS, 0)
     for _ in ("K", "V"):
-        for part, shape, dtype in packing.tensor_shapes(t, batch, 1, context, fam.KV_DIM).values():
+        for part, shape, dtype in recipes.tensor_shapes(t, batch, 1, context, fam.KV_DIM).values():
             got[part] += torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
     assert got == want
 
@@ -116,9 +117,9 @@ def test_stored_layer_is_roofline_resident(spec: str, batch: int, context: int) 
 def test_kernel_bytes_are_the_op_traffic(spec: str, batch: int, context: int) -> None:
     """What the launcher hands the kernel (read and written), by class, is the op's traffic exactly."""
     m, _, op = predicted_group(spec)
-    k, v, k_prev, v_prev = fam.random_layer(fam.storage(spec, fam.KV_DIM), batch, context, fam.KV_DIM)
-    pred = fam.Predictors.random(fam.KV_DIM)
-    io = fam.kernel_io(k, v, k_prev, v_prev, pred, torch.empty_like(k_prev), torch.empty_like(v_prev))
+    k, v, k_prev, v_prev = storage.random_layer(storage.storage(spec, fam.KV_DIM), batch, context, fam.KV_DIM)
+    pred = storage.Predictors.random(fam.KV_DIM)
+    io = kernel.kernel_io(k, v, k_prev, v_prev, pred, torch.empty_like(k_prev), torch.empty_like(v_prev))
     got = {cls: sum(x.numel() * x.element_size() for x in xs) for cls, xs in io.items()}
     want = {cls: _at(expr, batch, context) for cls, expr in op.traffic.items()}
     assert got == want

@@ -9,9 +9,12 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from roofline.validation.families import fp16_attention as predicted  # noqa: E402
-from validate.families import attention_fp16 as fam  # noqa: E402
-from validate.registry import Case  # noqa: E402
-from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from roofline.validation.results_file import Case  # noqa: E402
+from validate.common.flash_decode import decode_attention, decode_splits  # noqa: E402
+from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common.testing import relative_rms  # noqa: E402
+from validate.ops.fp16_attention import cases as fam  # noqa: E402
+from validate.ops.fp16_attention.reference import reference  # noqa: E402
 
 # (batch, query heads, kv heads, context, head_dim, splits, block_n): non-powers of two in the context
 # and the GQA group (3), groups 4 and 1 (MHA), one split and uneven splits
@@ -30,9 +33,9 @@ def test_kernel_matches_reference(batch, heads, kv_heads, context, dim, splits, 
     k = torch.randn(batch, kv_heads, context, dim, generator=gen).to(torch.bfloat16)
     v = torch.randn(batch, kv_heads, context, dim, generator=gen).to(torch.bfloat16)
     out = torch.full((batch, heads, dim), float("nan"), dtype=torch.bfloat16)
-    fam.decode_attention(q, k, v, splits, block_n, out=out)
+    decode_attention(q, k, v, splits, block_n, out=out)
     assert not out.isnan().any(), "unwritten output elements"
-    assert fam.relative_rms(out, fam.reference(q, k, v)) < 2e-2
+    assert relative_rms(out, reference(q, k, v)) < 2e-2
 
 
 def test_reference_is_softmax_attention() -> None:
@@ -41,7 +44,7 @@ def test_reference_is_softmax_attention() -> None:
     k = torch.tensor([[[[2.0, 0, 0, 0], [0.0, 0, 0, 0]]]])
     v = torch.tensor([[[[1.0, 0, 0, 0], [0.0, 1, 0, 0]]]])
     w = torch.softmax(torch.tensor([1.0, 0.0]), 0)  # 2 / sqrt(4) = 1
-    assert torch.allclose(fam.reference(q, k, v)[0, 0], torch.tensor([w[0], w[1], 0, 0]))
+    assert torch.allclose(reference(q, k, v)[0, 0], torch.tensor([w[0], w[1], 0, 0]))
 
 
 def test_shared_memory_fits_h100() -> None:
@@ -52,9 +55,9 @@ def test_shared_memory_fits_h100() -> None:
 
 
 def test_splits_cover_the_context() -> None:
-    assert fam.choose_splits(8, 4096, 132, 128) == 32  # wants 33, at most 4096 / 128
-    assert fam.choose_splits(512, 131072, 132, 128) == 1
-    assert fam.choose_splits(8, 131072, 132, 128) == 33
+    assert decode_splits(8, 4096, 132, 128) == 32  # wants 33, at most 4096 / 128
+    assert decode_splits(512, 131072, 132, 128) == 1
+    assert decode_splits(8, 131072, 132, 128) == 33
 
 
 def test_case_work_is_the_roofline_attention_op() -> None:

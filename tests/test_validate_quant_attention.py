@@ -2,7 +2,7 @@
 
 Bytes allocated equal roofline's resident bytes part by part, in the plain and the tiled layouts alike
 (the tiled one only moves bits: same codes, same metadata); the Triton kernels (interpreted, small
-shapes: quant_kernels' fast kernel for tiled caches, quant_attention's for plain ones) match the torch
+shapes: the fast kernel (tiled_*.py) for tiled caches, plain.py's for plain ones) match the torch
 reference on the same dequantized values and full-precision attention within what the bit-width allows;
 every variant compiles for sm_90 within an H100's shared memory.
 """
@@ -21,15 +21,16 @@ from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
 from roofline.validation.families.quant_attention import work as case_work  # noqa: E402
-from validate.families import packing, quant_kernels  # noqa: E402
-from validate.families.attention_fp16 import relative_rms  # noqa: E402
-from validate.families.quant_attention import (  # noqa: E402
-    QuantAttention,
-    attention,
-    layout_bytes,
-    sm90_spec,
-)
-from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common import quantize, recipes, tiling  # noqa: E402
+from validate.common.recipes import layout_bytes  # noqa: E402
+from validate.common.reference import attend  # noqa: E402
+from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common.testing import relative_rms  # noqa: E402
+from validate.ops.quant_attention import cache as qcache  # noqa: E402
+from validate.ops.quant_attention import tiled_launch  # noqa: E402
+from validate.ops.quant_attention.cases import QuantAttention  # noqa: E402
+from validate.ops.quant_attention.kernel import attention, sm90_spec  # noqa: E402
+from validate.ops.quant_attention.reference import reference  # noqa: E402
 
 LLAMA3 = load_model("Llama-3.1-8B")
 LAYOUT_SPECS = ["kivi-2", "kivi-4", "kivi-sink-2", "kivi:bits=2,group_size=128", "innerq-base", "innerq-hybrid",
@@ -44,7 +45,7 @@ def roofline_layer(spec: str):
 def roofline_parts(spec: str, context: int, batch: int) -> dict[str, int]:
     layer = roofline_layer(spec)
     assert layer.kv_heads == LLAMA3.num_kv_heads and layer.count == LLAMA3.num_layers
-    parts = dict.fromkeys(packing.PARTS, 0)
+    parts = dict.fromkeys(recipes.PARTS, 0)
     for tensor in layer.tensors:
         for part, value in tensor.resident.items():
             exact = value.subs(L, context)
@@ -64,10 +65,10 @@ def test_layout_bytes_equal_roofline_resident(spec: str, context: int, batch: in
 @pytest.mark.parametrize("spec", LAYOUT_SPECS)
 def test_allocated_tensors_are_the_layout(spec: str) -> None:
     batch, heads, context, dim = 2, 2, 300, 128
-    cache = packing.random_cache(packing.recipe(spec), batch, heads, context, dim, generator=torch.Generator())
-    allocated = dict.fromkeys(packing.PARTS, 0)
+    cache = qcache.random_cache(recipes.recipe(spec), batch, heads, context, dim, generator=torch.Generator())
+    allocated = dict.fromkeys(recipes.PARTS, 0)
     for tensor in (cache.k, cache.v):
-        shapes = packing.tensor_shapes(tensor.recipe, batch, heads, context, dim)
+        shapes = recipes.tensor_shapes(tensor.recipe, batch, heads, context, dim)
         assert set(tensor.tensors) == set(shapes)
         for name, (part, shape, dtype) in shapes.items():
             got = tensor.tensors[name]
@@ -79,9 +80,9 @@ def test_allocated_tensors_are_the_layout(spec: str) -> None:
 
 def test_packing_is_dense_and_exact() -> None:
     # 3-bit codes along tokens: a 2-bit plane (4 per byte) then a 1-bit plane (8 per byte): 3 bytes per 8 codes
-    t = packing.TensorRecipe.make(bits=3, group=32, along="tokens")
+    t = recipes.TensorRecipe.make(bits=3, group=32, along="tokens")
     u = torch.randint(0, 8, (64, 5), generator=torch.Generator().manual_seed(0))
-    packed = packing.pack(u, t, dim=0)
+    packed = quantize.pack(u, t, dim=0)
     assert packed.shape == (24, 5) and packed.dtype == torch.uint8
     w, i, col = packed.to(torch.int64), torch.arange(64).view(64, 1), torch.arange(5)
     low = (w[i // 4, col] >> (2 * (i % 4))) & 3
@@ -89,8 +90,8 @@ def test_packing_is_dense_and_exact() -> None:
     assert torch.equal(low | (high << 2), u)
 
 
-def _plain_codes(t: packing.QuantTensor, dim: int) -> torch.Tensor:
-    """Codes u [B, H, nq, D] of a plain-layout tensor (packing.pack's bit planes)."""
+def _plain_codes(t: quantize.QuantTensor, dim: int) -> torch.Tensor:
+    """Codes u [B, H, nq, D] of a plain-layout tensor (quantize.pack's bit planes)."""
     a, c = t.recipe.planes
     raw = t.tensors["codes"].to(torch.int64)
     tokens = t.recipe.along == "tokens"
@@ -111,19 +112,19 @@ def _plain_codes(t: packing.QuantTensor, dim: int) -> torch.Tensor:
 @pytest.mark.parametrize("rows", [32, 64])
 def test_tiled_layout_moves_bits_only(spec: str, rows: int) -> None:
     # the same codes and metadata as the plain layout, in the same tensors: only bit positions differ
-    r = packing.recipe(spec)
+    r = recipes.recipe(spec)
     g = torch.Generator().manual_seed(2)
     k, v = torch.randn(2, 2, 1000, 128, generator=g), torch.randn(2, 2, 1000, 128, generator=g)
-    tiled, plain = packing.build_cache(k, v, r, tiled=rows), packing.build_cache(k, v, r, tiled=False)
+    tiled, plain = qcache.build_cache(k, v, r, tiled=rows), qcache.build_cache(k, v, r, tiled=False)
     if rows == 64 and tiled.k.tiling is None:
         return  # a group along tokens shorter than 64 tokens: plain
     assert tiled.k.tiling is not None and tiled.v.tiling is not None and plain.k.tiling is None
     for x, (a, b) in zip("kv", ((tiled.k, plain.k), (tiled.v, plain.v)), strict=True):
         assert all(a.tensors[n].shape == b.tensors[n].shape and a.tensors[n].dtype == b.tensors[n].dtype
                    for n in b.tensors), x
-        u = packing.unpack_tiled(a.tensors["codes"], a.recipe, a.tiling, a.nq, 128)
+        u = tiling.unpack_tiled(a.tensors["codes"], a.recipe, a.tiling, a.nq, 128)
         assert torch.equal(u, _plain_codes(b, 128)), x
-        where = packing.meta_positions(a.tiling, a.recipe, a.nq, 128).reshape(-1)
+        where = tiling.meta_positions(a.tiling, a.recipe, a.nq, 128).reshape(-1)
         for name in ("scale", "zero"):
             if name in b.tensors:
                 moved = a.tensors[name].reshape(4, -1)[:, where].view(torch.uint8)
@@ -135,29 +136,29 @@ def test_tiled_layout_moves_bits_only(spec: str, rows: int) -> None:
 def test_presets_take_the_fast_kernel() -> None:
     # every preset of the bench grid is stored tiled at head_dim 128; a 3-bit K grouped along tokens is not
     for spec in QuantAttention().cases(True):
-        tk, tv = packing.cache_tilings(packing.recipe(spec.params["method"]), 128)
+        tk, tv = qcache.cache_tilings(recipes.recipe(spec.params["method"]), 128)
         assert tk is not None and tv is not None, spec.name
-    assert packing.cache_tilings(packing.recipe("kivi:bits=3"), 128) == (None, None)
+    assert qcache.cache_tilings(recipes.recipe("kivi:bits=3"), 128) == (None, None)
 
 
 def test_splits_fill_whole_waves() -> None:
     # 64 (sequence, KV head) pairs, 4 resident programs on each of 132 SMs: 8 splits (512 programs), not 9
-    assert quant_kernels.choose_splits(64, 65536, 132, 128, 4) == 8
-    assert quant_kernels.choose_splits(256, 16384, 132, 128, 4) == 2
-    assert quant_kernels.choose_splits(8, 131072, 132, 128, 4) == 64  # at most MAX_SPLITS
-    assert quant_kernels.choose_splits(8, 300, 132, 128, 4) == 2  # each split at least one step
-    assert quant_kernels.resident(117, 30720, 4) == 4 and quant_kernels.resident(168, 29184, 2) == 6
+    assert tiled_launch.choose_splits(64, 65536, 132, 128, 4) == 8
+    assert tiled_launch.choose_splits(256, 16384, 132, 128, 4) == 2
+    assert tiled_launch.choose_splits(8, 131072, 132, 128, 4) == 64  # at most MAX_SPLITS
+    assert tiled_launch.choose_splits(8, 300, 132, 128, 4) == 2  # each split at least one step
+    assert tiled_launch.resident(117, 30720, 4) == 4 and tiled_launch.resident(168, 29184, 2) == 6
 
 
 def test_reorder_folded_into_query_and_output_is_exact() -> None:
     g = torch.Generator().manual_seed(1)
     k, v = torch.randn(1, 2, 40, 64, generator=g), torch.randn(1, 2, 40, 64, generator=g)
     q = torch.randn(1, 8, 64, generator=g)
-    pk, pv = packing.reorder_index(k), packing.reorder_index(v)
+    pk, pv = qcache.reorder_index(k), qcache.reorder_index(v)
     assert not torch.equal(pk, torch.arange(64).expand_as(pk))
-    permuted = packing.attend(packing.permute_channels(q, pk), packing.permute_channels(k, pk),
-                              packing.permute_channels(v, pv))
-    torch.testing.assert_close(packing.unpermute_channels(permuted, pv), packing.attend(q, k, v))
+    permuted = attend(qcache.permute_channels(q, pk), qcache.permute_channels(k, pk),
+                              qcache.permute_channels(v, pv))
+    torch.testing.assert_close(qcache.unpermute_channels(permuted, pv), attend(q, k, v))
 
 
 # (spec, batch, kv heads, context, head_dim, bound on relative RMS vs full precision). Random Gaussian K, V
@@ -173,7 +174,7 @@ KERNEL_CASES = [
     ("skvq:k_bits=4,v_bits=4,meta_dtype=fp8,group_size=32,window=16", 1, 2, 300, 128, 0.2),
     ("skvq:k_bits=4,v_bits=1.5,group_size=32,window=16", 1, 2, 100, 64, 0.75),  # ternary V in 2-bit slots
     ("innerq:sinks=4,window=8", 1, 2, 10, 64, 0.01),  # nothing quantized yet: sinks and window only
-    # the presets at head_dim 128 (tiled, quant_kernels): several middle steps per split, leftovers in the tail
+    # the presets at head_dim 128 (tiled, the fast kernel): several middle steps per split, leftovers in the tail
     ("kivi-2", 1, 2, 700, 128, 0.85),
     ("kivi-4", 2, 2, 600, 128, 0.15),
     ("innerq-base", 1, 2, 700, 128, 0.6),
@@ -189,7 +190,7 @@ def test_kernel_matches_reference(spec, batch, kv_heads, context, dim, loose, ca
     k = torch.randn(batch, kv_heads, context, dim, generator=g) * spread
     v = torch.randn(batch, kv_heads, context, dim, generator=g)
     q = torch.randn(batch, 4 * kv_heads, dim, generator=g).to(torch.bfloat16)
-    cache = packing.build_cache(k, v, packing.recipe(spec))
+    cache = qcache.build_cache(k, v, recipes.recipe(spec))
     out, work = torch.full(q.shape, float("nan")), {}
     attention(q, cache, num_splits=3, out=out, work=work)
     for buf in ("m", "l", "acc"):  # every partial is rewritten: unwritten ones would poison the output
@@ -200,8 +201,8 @@ def test_kernel_matches_reference(spec, batch, kv_heads, context, dim, loose, ca
     if "hybrid" in spec:  # both kinds of group occur, so both branches of the flag are exercised
         flags = torch.signbit(cache.v.tensors["scale"])
         assert flags.any() and not flags.all()
-    tight = relative_rms(got, packing.reference(q, cache))
-    full = relative_rms(got, packing.attend(q, k, v))
+    tight = relative_rms(got, reference(q, cache))
+    full = relative_rms(got, attend(q, k, v))
     with capsys.disabled():
         print(f"\n  {spec} B={batch} Hkv={kv_heads} L={context} D={dim}: vs reference {tight:.2e}, "
               f"vs full precision {full:.3f}")

@@ -20,12 +20,16 @@ from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
 from roofline.validation.families import xquant as predicted  # noqa: E402
-from validate.families import xquant as fam  # noqa: E402
-from validate.families import xquant_kernels as xk  # noqa: E402
-from validate.families.attention_fp16 import relative_rms  # noqa: E402
-from validate.families.packing import TensorRecipe, attend, quantize  # noqa: E402
-from validate.registry import Case, get  # noqa: E402
-from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from roofline.validation.results_file import Case  # noqa: E402
+from validate.common.quantize import quantize  # noqa: E402
+from validate.common.recipes import TensorRecipe  # noqa: E402
+from validate.common.reference import attend  # noqa: E402
+from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common.testing import relative_rms  # noqa: E402
+from validate.ops import get  # noqa: E402
+from validate.ops.xquant import cases as fam  # noqa: E402
+from validate.ops.xquant import launch as xk  # noqa: E402
+from validate.ops.xquant import reference as xref  # noqa: E402
 
 PARTS = ("data", "metadata", "window", "sinks")
 
@@ -111,9 +115,9 @@ def test_fused_matches_reference(batch, heads, kv_heads, dim, latent, context, g
     out.fill_(float("nan"))
     got = xk.decode(q, layer, splits, out, work, block_n, r_block)
     assert torch.isfinite(got).all()
-    tight = relative_rms(got, xk.reference(q, layer))
+    tight = relative_rms(got, xref.reference(q, layer))
     full = xk.XLayer(layer.xk, layer.xv, layer.wk, layer.wv, kv_heads, context, dequantized=(x_k, x_v))
-    loose = relative_rms(got, xk.reference(q, full))
+    loose = relative_rms(got, xref.reference(q, full))
     with capsys.disabled():
         print(f"\n  fused {'MHA' if mha else 'GQA'} {bits}-bit B={batch} L={context} r={latent}: vs reference "
               f"{tight:.2e}, vs unquantized latents {loose:.3f}")
@@ -130,14 +134,14 @@ def test_materialized_matches_reference(batch, heads, kv_heads, dim, latent, con
     kv = (torch.full(shape, float("nan"), dtype=torch.bfloat16), torch.full(shape, float("nan"), dtype=torch.bfloat16))
     k, v = xk.materialize(layer, kv, block_n, r_block)
     assert torch.isfinite(k).all() and torch.isfinite(v).all()
-    k_ref, v_ref = xk.remat_reference(layer)
+    k_ref, v_ref = xref.remat_reference(layer)
     assert relative_rms(k, k_ref) < 1e-2 and relative_rms(v, v_ref) < 1e-2
     q = torch.randn(batch, heads, dim, generator=g).to(torch.bfloat16)
     out = torch.full(q.shape, float("nan"), dtype=torch.bfloat16)
     got = xk.materialized_decode(q, layer, splits, out, kv, block_n=block_n, r_block=r_block)
     # tight against attention over the bf16 K, V it wrote; the bf16 rounding of K, V adds ~3e-3 per hop
     assert relative_rms(got, attend(q, k, v)) < 1e-2
-    assert relative_rms(got, xk.reference(q, layer)) < 2e-2
+    assert relative_rms(got, xref.reference(q, layer)) < 2e-2
 
 
 def test_rope_and_remat_reference_by_hand() -> None:
@@ -145,13 +149,13 @@ def test_rope_and_remat_reference_by_hand() -> None:
     x = torch.tensor([[[1.0, 0.0], [1.0, 0.0], [0.0, 2.0]]])
     eye = torch.eye(2)
     layer = xk.XLayer(None, None, eye, eye, 1, 3, dequantized=(x, x))
-    k, v = xk.remat_reference(layer)
+    k, v = xref.remat_reference(layer)
     c1, s1, c2, s2 = np.cos(1.0), np.sin(1.0), np.cos(2.0), np.sin(2.0)
     want = torch.tensor([[1.0, 0.0], [c1, s1], [-2 * s2, 2 * c2]], dtype=torch.float32)
     torch.testing.assert_close(k[0, 0], want)
     torch.testing.assert_close(v[0, 0], x[0])
     q = torch.tensor([[[1.0, 0.0]]])
-    torch.testing.assert_close(xk.reference(q, layer), attend(q, k, v))
+    torch.testing.assert_close(xref.reference(q, layer), attend(q, k, v))
 
 
 @pytest.mark.parametrize(("acc_bits", "width", "tokens", "batch"),
@@ -166,7 +170,7 @@ def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) ->
         acc = torch.randn(batch, tokens, d, generator=g).to(torch.bfloat16)
     else:
         acc = torch.randint(0, 256, (batch, tokens, d // 2), generator=g, dtype=torch.uint8)
-    want = xk.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.25)
+    want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.25)
     got = xk.acc_update(delta, acc, u_t, step=0.25, block_t=16, block_d=64, r_block=32)
     assert got is acc  # in place
     if acc_bits == 16:

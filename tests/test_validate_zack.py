@@ -15,13 +15,14 @@ import torch  # noqa: E402
 from roofline.catalogue import load_hardware  # noqa: E402
 from roofline.costmodel.attention import SPLIT_TOKENS  # noqa: E402
 from roofline.methods import build_cache  # noqa: E402
-from roofline.methods.zack import Zack, makespan, task_imbalance  # noqa: E402
+from roofline.methods.zack import POLICIES, Zack, assign, makespan, task_imbalance  # noqa: E402
 from roofline.units import B, L  # noqa: E402
 from roofline.validation.families import zack as predicted  # noqa: E402
 from roofline.validation.predict import decode_model, find_op  # noqa: E402
-from validate.families import zack as fam  # noqa: E402
-from validate.families.attention_fp16 import relative_rms  # noqa: E402
-from validate.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
+from validate.common.testing import relative_rms  # noqa: E402
+from validate.ops.zack import cases as fam  # noqa: E402
+from validate.ops.zack import kernel, reference  # noqa: E402
 
 # (batch, query heads, KV heads, context, head_dim, d_qk per KV head, d_v per KV head, programs, policy, chunk):
 # non-power-of-two dims (48, 80: padded classes 64, 128), GQA groups 2, 4 and 1, fewer programs than
@@ -49,12 +50,12 @@ def test_kernel_matches_reference(batch, heads, kv_heads, context, dim, qk, v, p
                                   capsys) -> None:
     q, k, vv = inputs(batch, heads, kv_heads, context, qk, v)
     group, scale = heads // kv_heads, dim ** -0.5
-    offsets, tasks = fam.schedule(qk, v, group, batch, context, chunk, programs, policy)
-    want = fam.reference(q, k, vv, qk, v, context, scale)
+    offsets, tasks = kernel.schedule(qk, v, group, batch, context, chunk, programs, policy)
+    want = reference.reference(q, k, vv, qk, v, context, scale)
     errors = []
     for dtype in (torch.float32, torch.bfloat16):  # fp32: no output rounding; bf16 as on the GPU
         out = torch.full((batch, group * sum(v)), float("nan"), dtype=dtype)
-        fam.decode(q, k, vv, qk, v, context, chunk, offsets, tasks, scale, out, block_n=16)
+        kernel.decode(q, k, vv, qk, v, context, chunk, offsets, tasks, scale, out, block_n=16)
         assert torch.isfinite(out).all(), "unwritten output elements"
         errors.append(relative_rms(out, want))
     with capsys.disabled():
@@ -68,21 +69,21 @@ def test_reference_is_softmax_attention_per_head() -> None:
     # two KV heads of 16 and 32 dims, one query each, one token each: the output is that token's value
     qk, v = [16, 32], [32, 16]
     q, k, vv = inputs(1, 2, 2, 1, qk, v)
-    torch.testing.assert_close(fam.reference(q, k, vv, qk, v, 1, 1.0), vv.float())
+    torch.testing.assert_close(reference.reference(q, k, vv, qk, v, 1, 1.0), vv.float())
 
 
-@pytest.mark.parametrize("policy", fam.POLICIES)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_task_lists_are_roofline_makespan(policy: str) -> None:
     rng = random.Random(7)
     for _ in range(50):
         costs = [rng.choice([65, 97, 161, 257]) * 4 for _ in range(rng.randint(1, 300))]
         programs = rng.randint(1, 140)
-        lists = fam.assign(costs, programs, policy)
+        lists = assign(costs, programs, policy)
         assert sorted(t for tasks in lists for t in tasks) == list(range(len(costs)))
         assert max(sum(costs[t] for t in tasks) for tasks in lists) == makespan(costs, programs, policy)
         if policy == "lpt":
             assert all(costs[a] >= costs[b] for tasks in lists for a, b in zip(tasks, tasks[1:], strict=False))
-    offsets, tasks = fam.csr([[2, 0], [], [1]])
+    offsets, tasks = kernel.csr([[2, 0], [], [1]])
     assert (offsets, tasks) == ([0, 2, 2, 3], [2, 0, 1])
 
 
@@ -156,15 +157,15 @@ def test_allocated_tensors_are_the_layout() -> None:
     tensors = (*inputs(batch, heads, kv_heads, context, qk, v), out)
     sizes = fam.layout_bytes(batch, context, qk, v, group, chunks)
     assert [x.numel() * x.element_size() for x in tensors] == [sizes["q"], sizes["k"], sizes["v"], sizes["out"]]
-    partials = fam.partials(batch, group, v, chunks, "cpu")
+    partials = kernel.partials(batch, group, v, chunks, "cpu")
     assert sum(x.numel() * x.element_size() for x in partials) == sizes["partials"]
 
 
 def test_head_table_and_classes() -> None:
-    assert fam.head_table([16, 48, 128], [32, 80, 16]) == [
+    assert kernel.head_table([16, 48, 128], [32, 80, 16]) == [
         [16, 48, 128], [32, 80, 16], [0, 16, 64], [0, 32, 112], [16, 64, 128], [32, 128, 16]]
     with pytest.raises(ValueError, match="multiple of 16"):
-        fam.dim_class(40)
+        kernel.dim_class(40)
 
 
 def test_shared_memory_fits_h100() -> None:
@@ -183,7 +184,7 @@ def test_grid_and_prediction() -> None:
     hw = load_hardware("H100-SXM").model_copy(update={"measured": None})
     by_name = {c.name: c for c in full}
     programs = 132 * fam.PROGRAMS_PER_SM
-    for policy in fam.POLICIES:
+    for policy in POLICIES:
         case = by_name[f"{policy}_b32_l131072"]
         pred = family.predict(case, hw)
         chunk = predicted.chunk_tokens(32, 8, 131072, programs)

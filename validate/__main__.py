@@ -58,9 +58,10 @@ def _bench(args) -> int:
         raise ResultsError("bench: torch is not installed") from None
     if not torch.cuda.is_available():
         raise ResultsError("bench: no CUDA device visible to torch")
-    from validate import harness, registry
+    from validate import ops
+    from validate.common import harness
 
-    harness.bench([registry.get(name) for name in names], args.quick, args.out)
+    harness.bench([ops.get(name) for name in names], args.quick, args.out)
     return 0
 
 

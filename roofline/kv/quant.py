@@ -105,7 +105,7 @@ class TensorQuant(Spec):
             )
 
 
-def _full_precision_tokens(q: TensorQuant, tokens: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+def full_precision_tokens(q: TensorQuant, tokens: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """(sink tokens, recent tokens) kept in full precision out of `tokens`, per the residual semantics."""
     sinks = sp.Min(tokens, q.sinks)
     rest = sp.Max(tokens - q.sinks, 0)
@@ -152,7 +152,7 @@ def tensor_layout(
         )
     b = exact(q.bits) if bits is None else bits
     stored = exact(q.storage_bits) if (q.storage_bits is not None and bits is None) else b
-    sinks, recent = _full_precision_tokens(q, tokens)
+    sinks, recent = full_precision_tokens(q, tokens)
     quant_tokens = tokens - sinks - recent
     quant_elements = quant_tokens * channels
     resident = {
@@ -206,7 +206,7 @@ def tensor_layout(
 
 def dequant_int_ops_per_element(q: TensorQuant, stored_bits) -> sp.Expr:
     """Integer instructions per quantized element to reach an fp16 tensor-core operand, with the
-    magic-number conversion fast dequant kernels use (validate/families/quant_kernels.py, and the
+    magic-number conversion fast dequant kernels use (validate/ops/quant_attention/tiled_dequant.py, and the
     lop3/prmt kernels it follows): a 32-bit word of four code bytes is masked once (`and`) and two
     `prmt`s drop field f of each byte into the mantissa of an fp16 whose exponent makes it 1024 + 2^(af) u
     (the 1024 and 2^(af) fold into the scale FMA, counted in dequant_flops): 3 per 4 elements for 1-, 2- and

@@ -30,7 +30,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.kv.builder import LayerOverride, QuantPlan, standard_cache
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache
-from roofline.kv.quant import TensorQuant, _full_precision_tokens
+from roofline.kv.quant import TensorQuant, full_precision_tokens
 from roofline.methods.base import MethodConfig, preset
 from roofline.methods.baseline import Baseline
 from roofline.specs import Model
@@ -178,7 +178,7 @@ def predictor_bytes(config: AquaKV, kv_dim: int) -> int:
 
 
 def _quantized_tokens(q: TensorQuant, tokens: sp.Expr) -> sp.Expr:
-    sinks, recent = _full_precision_tokens(q, tokens)
+    sinks, recent = full_precision_tokens(q, tokens)
     return tokens - sinks - recent
 
 

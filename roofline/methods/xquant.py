@@ -67,7 +67,9 @@ class XQuant(MethodConfig):
             raise ValueError(f"latent: SVD latents need kv dims ({model.kv_dim}) below d ({model.hidden_size})")
         return True
 
-    def _quant(self, bits: float, along: str) -> TensorQuant:
+    def quant_for(self, bits: float, along: str) -> TensorQuant:
+        """The storage of a latent quantized to `bits` with groups along "tokens" (XK: per channel, the last
+        L mod G tokens in an fp16 block window) or "channels" (X, XV, the deltas: per token, no window)."""
         window = self.group_size if along == "tokens" else 0  # §4: residual up to a group for per-channel
         return TensorQuant(bits=bits, group_along=along, group_size=self.group_size, mode="asymmetric",
                            scale_dtype="fp16", zero_dtype="fp16", window=window, window_mode="block")
@@ -76,14 +78,14 @@ class XQuant(MethodConfig):
         d, kv = model.hidden_size, model.kv_dim
         if delta:
             width = 2 * kv if self.uses_svd(model) else d
-            return (tensor_layout(self._quant(bits, "channels"), "dX", tokens, width, None, 1, sym_bits),)
+            return (tensor_layout(self.quant_for(bits, "channels"), "dX", tokens, width, None, 1, sym_bits),)
         if not self.uses_svd(model):
-            return (tensor_layout(self._quant(bits, "channels"), "X", tokens, d, None, 1, sym_bits, "key"),)
+            return (tensor_layout(self.quant_for(bits, "channels"), "X", tokens, d, None, 1, sym_bits, "key"),)
         k_channels = kv - 1 if self.fp16_first_channel else kv
-        tensors = (tensor_layout(self._quant(bits, "tokens"), "XK", tokens, k_channels, None, 1, sym_bits, "key"),
-                   tensor_layout(self._quant(bits, "channels"), "XV", tokens, kv, None, 1, sym_bits, "value"))
+        tensors = (tensor_layout(self.quant_for(bits, "tokens"), "XK", tokens, k_channels, None, 1, sym_bits, "key"),
+                   tensor_layout(self.quant_for(bits, "channels"), "XV", tokens, kv, None, 1, sym_bits, "value"))
         if self.fp16_first_channel:
-            tensors += (tensor_layout(self._quant(16, "channels"), "XK0", tokens, 1, None, 1),)
+            tensors += (tensor_layout(self.quant_for(16, "channels"), "XK0", tokens, 1, None, 1),)
         return tensors
 
     def _remat(self, model: Model, tokens, delta: bool) -> ExtraOp:

@@ -13,7 +13,8 @@ query heads (the paper is silent on GQA; docs/papers/zack.md §2).
 
 Load balance (§5.3): decode runs one task per (sequence, head) of cost s_kv x (d_qk + d_v + 1) (with GQA the
 query heads of one KV head run together: one task per KV head);
-`makespan` compares list scheduling in launch order (ZACK/KE) with longest-first (LPT) onto the SMs.
+`assign` list-schedules the tasks onto the SMs in launch order (ZACK/KE) or longest first (LPT); `makespan`
+is its longest load.
 """
 
 from __future__ import annotations
@@ -173,15 +174,35 @@ def eq6_kept(singular_values: list[float], r: float) -> int:
     return len(singular_values)
 
 
+POLICIES = ("naive", "lpt")
+
+
+def assign(costs: list[float], n_sm: int, policy: str) -> list[list[int]]:
+    """Task indices per SM when tasks go one at a time to the least-loaded SM (ties: the lowest index), in
+    launch order ('naive', list scheduling) or longest first ('lpt', ZACK §5.3; ties in launch order)."""
+    return _list_schedule(costs, n_sm, policy)[0]
+
+
 def makespan(costs: list[float], n_sm: int, policy: str) -> float:
-    """Longest SM load when tasks go one at a time to the least-loaded SM: in launch order ('naive',
-    list scheduling) or longest first ('lpt', ZACK §5.3)."""
-    order = sorted(costs, reverse=True) if policy == "lpt" else list(costs)
+    """Longest SM load of `assign(costs, n_sm, policy)`."""
+    return max(_list_schedule(costs, n_sm, policy)[1])
+
+
+def _list_schedule(costs: list[float], n_sm: int, policy: str) -> tuple[list[list[int]], list[float]]:
+    """(task lists, loads) per SM of `assign`."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy: {policy!r} is not one of {POLICIES}")
+    order = sorted(range(len(costs)), key=lambda i: -costs[i]) if policy == "lpt" else range(len(costs))
+    heap = [(0.0, sm) for sm in range(n_sm)]  # (load, SM): sorted, so already a heap
+    lists: list[list[int]] = [[] for _ in range(n_sm)]
+    for task in order:
+        load, sm = heapq.heappop(heap)
+        lists[sm].append(task)
+        heapq.heappush(heap, (load + costs[task], sm))
     loads = [0.0] * n_sm
-    heapq.heapify(loads)
-    for cost in order:
-        heapq.heappush(loads, heapq.heappop(loads) + cost)
-    return max(loads)
+    for load, sm in heap:
+        loads[sm] = load
+    return lists, loads
 
 
 def task_imbalance(costs: list[float], n_sm: int, policy: str) -> float:

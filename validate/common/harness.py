@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"  # validate/results
 WARMUP_MS = 25
 REP_MS = 100
 MAX_ROTATION = 256

@@ -1,21 +1,14 @@
-"""Family "ceilings": the microbenchmarks that calibrate a hardware spec.
-
-  read    a Triton kernel streams a buffer and reduces it (one fp32 partial per program): bytes = size
-  copy    a Triton kernel copies a buffer: bytes = read + written = 2 x size
-  gemm    torch.matmul bf16 (and torch._scaled_mm e4m3 for fp8), M = N = K = 8192: flops = 2 M N K
-  launch  an empty Triton kernel launched back to back (in a CUDA graph; and from Python), per launch
-`predict` gives the datasheet figure (bytes / peak bandwidth, flops / dense peak), so compare reports
-the achieved fraction of peak; calibrate turns the measurements into Hardware.measured.
-"""
+"""The ceilings' grid, how a case runs on the GPU, and the datasheet prediction (roofline.validation)."""
 
 from __future__ import annotations
 
 import triton
-import triton.language as tl
 
 from roofline.validation.families import ceilings as predicted
 from roofline.validation.families.ceilings import gemm_work, stream_work
-from validate.registry import Case, register
+from roofline.validation.results_file import Case
+from validate.ops.ceilings import kernel
+from validate.ops.ceilings.kernel import BLOCK, empty_kernel, stream_copy, stream_sum
 
 MIB = 1 << 20
 READ_SIZES = [MIB << i for i in range(13)]  # 1 MiB .. 4 GiB
@@ -23,65 +16,20 @@ QUICK_READ_SIZES = [MIB, 16 * MIB, 256 * MIB, 1024 * MIB, 4096 * MIB]
 GEMM_SIZE = 8192
 LAUNCHES = 1000
 LAUNCH_REPEATS = 25
-BLOCK = 4096
-
-
-@triton.jit
-def read_kernel(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)  # [BLOCK] int64
-    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
-    tl.store(partial_ptr + pid, tl.sum(x, axis=0))
-
-
-@triton.jit
-def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)  # [BLOCK] int64
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
-
-
-@triton.jit
-def empty_kernel(x_ptr):
-    pass
 
 
 def sm90_specs() -> list[dict]:
-    """validate.sm90 compile specs of the read, copy and empty kernels as the bench launches them."""
-    stream = {"constexprs": {"BLOCK": BLOCK}, "num_warps": 8, "num_stages": 3, "module": __name__}
+    """validate.common.sm90 compile specs of the read, copy and empty kernels as the bench launches them."""
+    stream = {"constexprs": {"BLOCK": BLOCK}, "num_warps": 8, "num_stages": 3, "module": kernel.__name__}
     return [{**stream, "kernel": "read_kernel", "signature": {"x_ptr": "*fp32", "partial_ptr": "*fp32", "n": "i64"}},
             {**stream, "kernel": "copy_kernel", "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i64"}},
-            {"module": __name__, "kernel": "empty_kernel", "signature": {"x_ptr": "*fp32"}, "constexprs": {}}]
-
-
-def stream_sum(x, block: int = BLOCK, partial=None):
-    """Partial sums of flat `x`, one per program; their sum is x.sum() (in fp32)."""
-    import torch
-
-    n = x.numel()
-    # one program reduces one block of `block` consecutive elements (more, smaller programs measured
-    # faster on H200 than programs looping over several blocks: no tail wave)
-    grid = (triton.cdiv(n, block),)
-    if partial is None:
-        partial = torch.empty(grid[0], dtype=torch.float32, device=x.device)
-    read_kernel[grid](x, partial, n, BLOCK=block, num_warps=8)
-    return partial
-
-
-def stream_copy(x, y, block: int = BLOCK):
-    """y[:] = x[:] for flat contiguous tensors of equal size."""
-    n = x.numel()
-    # one program copies one block of `block` consecutive elements
-    grid = (triton.cdiv(n, block),)
-    copy_kernel[grid](x, y, n, BLOCK=block, num_warps=8)
-    return y
+            {"module": kernel.__name__, "kernel": "empty_kernel", "signature": {"x_ptr": "*fp32"}, "constexprs": {}}]
 
 
 def _run_stream(case: Case) -> dict:
     import torch
 
-    from validate.harness import graph_ms, input_sets
+    from validate.common.harness import graph_ms, input_sets
 
     size, kind = case.params["bytes"], case.params["kind"]
     n = size // 4
@@ -108,7 +56,7 @@ def _run_stream(case: Case) -> dict:
 def _run_gemm(case: Case) -> dict:
     import torch
 
-    from validate.harness import graph_ms
+    from validate.common.harness import graph_ms
 
     m = n = k = case.params["size"]
     dtype = case.params["dtype"]
@@ -159,7 +107,7 @@ def _run_launch(case: Case) -> dict:
     divided by the count (the GPU's cost of a launch); eager_ms: the same from a Python loop."""
     import torch
 
-    from validate.harness import graph_ms
+    from validate.common.harness import graph_ms
 
     x = torch.empty(1, device="cuda")
     count = case.params["launches"]
@@ -167,7 +115,6 @@ def _run_launch(case: Case) -> dict:
     return {"ms": ms, "bytes": 0, "flops": 0, "eager_ms": _eager_launch_ms(x, count)}
 
 
-@register
 class Ceilings:
     name = "ceilings"
 

@@ -1,18 +1,5 @@
-"""Family "xquant": XQuant decode (seed 000 §3) on the GPU, fused and materialized, and XQuant-CL's
-accumulator update, each case predicted from the roofline op that counts the same work.
-
-Variants (kernels in xquant_kernels.py; storage as roofline's TensorQuant counts it, `layout_bytes`):
-  fused         GQA, Llama-3.1-8B heads (32 q, 8 kv, d_h 128, latents d/g = 1024): dequant + remat +
-                RoPE + split-K attention in one kernel: roofline op "attention" of xquant:bits=2
-                (the remat ExtraOp merged into it)
-  materialized  the same remat writing bf16 K, V, then attention_fp16 reading them: "remat" + "attention"
-                of xquant:bits=2,fused=false
-  mha_fused     MHA, Llama-2-7B heads (32 q, 32 kv, X 4096 wide, W_k, W_v 4096 x 4096)
-  acc_update    XQuant-CL accumulator (d = 4096) += dequant(delta) (GQA: @ U_kv^T), e_b = 4 or 16 bits
-Per sequence, step and layer (fused GQA, context L, e = 2): bytes = 576 L (+ 1760 (L mod 128) of fp16
-window) + 4 MiB of Sigma B^T (shared by the batch); FLOPs = 4 L (d/g)^2 + 2 H L (2 d_h) + ..., so the
-op is memory-bound only while B L is a few hundred tokens: `crossover` locates that point.
-"""
+"""XQuant's grid, its storage and inputs, how a case runs on the GPU, the sm_90 compile specs and the
+prediction (roofline.validation: the roofline op that counts the same work)."""
 
 from __future__ import annotations
 
@@ -20,11 +7,15 @@ import numpy as np
 import torch
 
 from roofline.validation.families import xquant as predicted
-from validate.families import xquant_kernels as xk
-from validate.families.attention_fp16 import choose_splits, decode_attention, relative_rms
-from validate.families.packing import PARTS, QuantTensor, TensorRecipe, quantize, tensor_shapes
-from validate.harness import eager_ms, graph_ms, input_sets
-from validate.registry import Case, register
+from roofline.validation.results_file import Case
+from validate.common.flash_decode import decode_attention, decode_splits
+from validate.common.harness import eager_ms, graph_ms, input_sets
+from validate.common.quantize import QuantTensor, quantize
+from validate.common.recipes import PARTS, TensorRecipe, tensor_shapes
+from validate.common.testing import relative_rms
+from validate.ops.xquant import kernel as xkernel
+from validate.ops.xquant import launch as xk
+from validate.ops.xquant import reference as xref
 
 HEADS, KV_HEADS, HEAD_DIM, LATENT = 32, 8, 128, 1024  # Llama-3.1-8B: d = 4096, g = 4
 MHA_KV_HEADS, MHA_LATENT = 32, 4096  # Llama-2-7B
@@ -135,7 +126,7 @@ def check(p: dict, device="cuda") -> float:
     layer = xk.build_layer(x_k, x_v, *w, p["num_kv_heads"], p["bits"], p["group_size"])
     q = torch.randn(1, p["num_heads"], p["head_dim"], device=device, generator=g).to(torch.bfloat16)
     got = xk.materialized_decode(q, layer, 4) if p["variant"] == "materialized" else xk.decode(q, layer)
-    error = relative_rms(got, xk.reference(q, layer))
+    error = relative_rms(got, xref.reference(q, layer))
     if error > 2e-2:
         raise AssertionError(f"kernel differs from the torch reference: relative RMS {error:.3g}")
     return error
@@ -167,7 +158,7 @@ def _run_attention(p: dict) -> dict:
 
         timed = _bench(_set_bytes(p), make, lambda q, layer: xk.decode(q, layer, None, out, work))
         return {**timed, "check_rel_rms": error}
-    splits = choose_splits(batch * p["num_kv_heads"], context, sms, 128)
+    splits = decode_splits(batch * p["num_kv_heads"], context, sms, 128)
     shape = (batch, p["num_kv_heads"], context, dim)
 
     def make_kv():
@@ -197,7 +188,7 @@ def check_acc(p: dict, u_t, device="cuda") -> float:
         acc = torch.randint(0, 256, (1, n, d // 2), dtype=torch.uint8, device=device)
     else:
         acc = torch.randn(1, n, d, device=device).to(torch.bfloat16)
-    want = xk.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.05)
+    want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.05)
     got = xk.acc_update(delta, acc, u_t, step=0.05)
     error = (got != want).float().mean().item() if p["accumulator_bits"] == 4 else relative_rms(got, want)
     if error > 1e-2:
@@ -229,7 +220,6 @@ def case_name(p: dict) -> str:
     return f"{p['variant']}_b{p['batch']}_l{p['context']}"
 
 
-@register
 class XQuantFamily:
     name = "xquant"
 
@@ -253,7 +243,7 @@ class XQuantFamily:
 
 
 def sm90_specs() -> list[dict]:
-    """validate.sm90 compile specs of every kernel at the bench shapes (d_h 128, latents 1024 / 4096)."""
+    """validate.common.sm90 compile specs of every kernel at the bench shapes (d_h 128, latents 1024 / 4096)."""
 
     ints = ("context", "nq_k", "win_k")
     lat = {**dict.fromkeys(("kc", "vc"), "*u8"), **dict.fromkeys(("ks", "kz", "kw", "vs", "vz"), "*fp16"),
@@ -273,7 +263,7 @@ def sm90_specs() -> list[dict]:
         if kernel == "fused_kernel":
             group = HEADS // p["num_kv_heads"]
             ce.update(GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()))
-        specs.append({"module": xk.__name__, "kernel": kernel, "signature": sigs[kernel], "constexprs": ce,
+        specs.append({"module": xkernel.__name__, "kernel": kernel, "signature": sigs[kernel], "constexprs": ce,
                       "num_warps": xk.NUM_WARPS, "num_stages": stages})
     acc = {"dc": "*u8", "ds": "*fp16", "dz": "*fp16", "u_ptr": "*bf16", "step": "fp32", "inv_step": "fp32",
            "tokens": "i32"}
@@ -281,6 +271,7 @@ def sm90_specs() -> list[dict]:
         p = params("acc_update", 1, 4096, bits, up)
         ce = xk.acc_constexprs(recipes(p)[0], HEADS * HEAD_DIM, p["delta_width"], up, bits, xk.BLOCK_T, xk.BLOCK_D,
                                xk.R_BLOCK, False)
-        specs.append({"module": xk.__name__, "kernel": "acc_update_kernel", "constexprs": ce, "num_warps": xk.NUM_WARPS,
-                      "signature": {**acc, "acc_ptr": "*u8" if bits == 4 else "*bf16"}, "num_stages": xk.NUM_STAGES})
+        specs.append({"module": xkernel.__name__, "kernel": "acc_update_kernel", "constexprs": ce,
+                      "num_warps": xk.NUM_WARPS, "signature": {**acc, "acc_ptr": "*u8" if bits == 4 else "*bf16"},
+                      "num_stages": xk.NUM_STAGES})
     return specs

@@ -4,7 +4,7 @@
 (ptxas ships with the triton wheel); tests use it to keep every kernel within the 227 KiB an H100 SM
 gives one block. The compiler cannot run in a process that imported triton with TRITON_INTERPRET=1
 (triton's own library functions are then interpreted), so `shared_bytes` compiles in a child process
-without it: `python -m validate.sm90` reads a JSON list of kernel specs on stdin and prints the results.
+without it: `python -m validate.common.sm90` reads a JSON list of kernel specs on stdin and prints the results.
 A spec: {"module", "kernel", "signature": {arg: "*bf16" | "i32" | "fp32" ...}, "constexprs": {ARG: value},
 "num_warps", "num_stages", "divisible": [int args that are multiples of 16 at run time]}. Pointer arguments
 are taken as 16-byte aligned (as torch's allocations are), like the JIT specializes them on a GPU, so the
@@ -21,7 +21,7 @@ from importlib import import_module
 from pathlib import Path
 
 H100_SHARED_BYTES = 227 * 1024
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
 
 
 def compile_sm90(kernel, signature: dict[str, str], constexprs: dict[str, object], num_warps: int = 4,
@@ -59,7 +59,7 @@ def shared_bytes(specs: list[dict], timeout_s: float = 600) -> list[dict]:
     """Compile each spec for sm_90 in a child process without TRITON_INTERPRET; one result per spec."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-m", "validate.sm90"], input=json.dumps(specs), env=env, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "validate.common.sm90"], input=json.dumps(specs), env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
         raise RuntimeError(f"sm_90 compile failed:\n{done.stderr[-4000:]}")

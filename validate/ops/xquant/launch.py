@@ -1,0 +1,195 @@
+"""XQuant's storage of a layer (`XLayer`, as roofline's XQuant counts it) and the launchers of its kernels:
+fused decode, materialize (remat to bf16 K, V) then flash-decoding, XQuant-CL's accumulator update."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from validate.common.flash_decode import MAX_SPLITS, decode_attention, reduce_kernel
+from validate.common.quantize import QuantTensor, quantize
+from validate.common.recipes import TensorRecipe
+from validate.common.triton_helpers import LOG2E, interpreting
+from validate.ops.xquant.kernel import acc_update_kernel, fused_kernel, remat_kernel
+
+ROPE_THETA = 500000.0  # Llama-3.1
+# launch defaults (the sm_90 specs compile the same): tokens per block, latent channels per MMA step. H200 sweep
+# (benchmarks/gpu_sweep_xquant.py, validate/results/nvidia-h200-xquant-sweep.txt): r 128 with 2 stages beat 64 with
+# 3 by 1.10-1.23x (fused b8 L16K 2.56 -> 2.10 ms, remat 2.41 -> 2.08, MHA b1 L8K 2.11 -> 1.91); 128 tokens needs
+# 8 warps and gave 2.66-2.80 ms. With the keys as rows (_keys), remat_kernel runs best at r 64 and 3 stages
+# (b8 L16K 1.94-1.96 ms vs 2.10 at r 128, 2 stages); fused_kernel there: GQA 1.02x, MHA 0.89x
+BLOCK_N, R_BLOCK, NUM_WARPS, NUM_STAGES = 64, 128, 4, 2
+REMAT_R_BLOCK, REMAT_STAGES = 64, 3
+BLOCK_T, BLOCK_D = 32, 128  # accumulator update: tokens x channels per program
+
+
+@dataclass
+class XLayer:
+    """One layer's XQuant storage for a batch (QuantTensor, heads dimension 1) and its remat weights."""
+
+    xk: QuantTensor  # X U_k (GQA) or X (MHA)
+    xv: QuantTensor | None  # X U_v (GQA); None: V from xk (MHA)
+    wk: torch.Tensor  # [r, H_kv d_h] bf16
+    wv: torch.Tensor
+    kv_heads: int
+    context: int
+    theta: float = ROPE_THETA
+    dequantized: tuple | None = None  # (x^K, x^V) [B, L, r] fp32, as the kernels see them
+
+    @property
+    def v_latent(self) -> QuantTensor:
+        return self.xk if self.xv is None else self.xv
+
+
+def recipes(bits: float, group: int, mha: bool) -> tuple[TensorRecipe, TensorRecipe | None]:
+    """The roofline XQuant storage (roofline.methods.xquant's per-tensor TensorQuant): X per token; XK per
+    channel with a block window of G tokens; XV per token."""
+    from roofline.methods import parse_method
+
+    config = parse_method(f"xquant:bits={bits:g},group_size={group}")
+    if mha:
+        return TensorRecipe(config.quant_for(bits, "channels")), None
+    return TensorRecipe(config.quant_for(bits, "tokens")), TensorRecipe(config.quant_for(bits, "channels"))
+
+
+def build_layer(xk: torch.Tensor, xv: torch.Tensor | None, wk: torch.Tensor, wv: torch.Tensor, kv_heads: int,
+                bits: float = 2, group: int = 128, keep_dequantized: bool = True) -> XLayer:
+    """Quantize latents [B, L, r] (xv None: MHA, one X) as roofline counts them."""
+    rk, rv = recipes(bits, group, xv is None)
+    qk, fk = quantize(xk[:, None], rk)
+    qv, fv = quantize(xv[:, None], rv) if xv is not None else (None, fk)
+    deq = (fk[:, 0], fv[:, 0]) if keep_dequantized else None
+    return XLayer(qk, qv, wk.to(torch.bfloat16).contiguous(), wv.to(torch.bfloat16).contiguous(), kv_heads,
+                  xk.shape[1], dequantized=deq)
+
+
+def _args(layer: XLayer, fallback: torch.Tensor) -> list:
+    """kc, ks, kz, kw, vc, vs, vz: empty tensors point at `fallback` (never read)."""
+    k, v = layer.xk.tensors, layer.v_latent.tensors
+    ts = [k["codes"], k["scale"], k["zero"], k["window"], v["codes"], v["scale"], v["zero"]]
+    return [t if t.numel() else fallback for t in ts]
+
+
+def constexprs(rec: TensorRecipe, latent: int, kv_heads: int, head_dim: int, block_n: int, r_block: int,
+               upcast: bool | None = None) -> dict:
+    """Compile-time parameters of fused_kernel / remat_kernel (launchers and sm_90 specs share them);
+    `rec` is the K latent's recipe (along tokens: GQA's XK; along channels: MHA's X)."""
+    k_tokens = rec.along == "tokens"
+    if k_tokens and rec.group % block_n:
+        raise ValueError(f"block_n: {block_n} must divide the K latent's token groups of {rec.group}")
+    if latent % r_block or (r_block % rec.group and rec.group % r_block):
+        raise ValueError(f"r_block: {r_block} must divide the latent {latent} and nest with groups of {rec.group}")
+    upcast = interpreting() if upcast is None else upcast
+    return {"K_TOKENS": k_tokens, "KV_HEADS": kv_heads, "HEAD_DIM": head_dim, "LAT": latent, "BLOCK_N": block_n,
+            "R": r_block, "BITS_A": rec.planes[0], "BITS_B": rec.planes[1], "G": rec.group, "UPCAST": upcast}
+
+
+def acc_constexprs(rec: TensorRecipe, d: int, dw: int, up: bool, acc_bits: int, block_t: int, block_d: int,
+                   r_block: int, upcast: bool | None = None) -> dict:
+    """Compile-time parameters of acc_update_kernel."""
+    if acc_bits not in (4, 16) or d % block_d or (up and dw % r_block):
+        raise ValueError(f"accumulator: bits {acc_bits} (4 or 16), d {d} / block_d {block_d}, width {dw} / {r_block}")
+    upcast = interpreting() if upcast is None else upcast
+    return {"D": d, "DW": dw, "BLOCK_T": block_t, "BLOCK_D": block_d, "R": r_block, "UP": up, "ACC_BITS": acc_bits,
+            "BITS_A": rec.planes[0], "BITS_B": rec.planes[1], "G": rec.group, "UPCAST": upcast}
+
+
+def _layer_constexprs(layer: XLayer, block_n: int, r_block: int) -> dict:
+    latent, kv_dim = layer.wk.shape
+    return constexprs(layer.xk.recipe, latent, layer.kv_heads, kv_dim // layer.kv_heads, block_n, r_block)
+
+
+def fused_splits(nq_k: int, block_n: int) -> int:
+    """Splits per (sequence, KV head): MAX_SPLITS, down to one block each. The remat makes the kernel
+    compute-bound, and more, shorter programs even out the SMs' last wave (H200, batch 8, 16K tokens:
+    132 TFLOP/s at flash_decode's 2 programs per SM, 213 at 64 splits; batch 1 and 32 gain 1-6%)."""
+    return max(1, min(MAX_SPLITS, triton.cdiv(nq_k, block_n)))
+
+
+def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict | None = None,
+           block_n: int = BLOCK_N, r_block: int = R_BLOCK, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES):
+    """Fused XQuant decode attention; q [B, H, d_h] bf16 contiguous (RoPE applied) -> out [B, H, d_h].
+    `work` (a dict) keeps the partials between calls."""
+    batch, heads, dim = q.shape
+    ce = _layer_constexprs(layer, block_n, r_block)
+    group = heads // layer.kv_heads
+    nq_k, win_k = layer.xk.nq, layer.xk.recent
+    num_splits = fused_splits(nq_k, block_n) if num_splits is None else num_splits
+    chunk = triton.cdiv(triton.cdiv(max(nq_k, 1), num_splits), block_n) * block_n
+    num_mid = triton.cdiv(nq_k, chunk)
+    num_tail = triton.cdiv(win_k, block_n)
+    num_parts = num_mid + num_tail
+    work = {} if work is None else work
+    if work.get("key") != (batch, heads, num_parts, dim, q.device):
+        m = torch.empty(batch, heads, num_parts, dtype=torch.float32, device=q.device)
+        work.update(key=(batch, heads, num_parts, dim, q.device), m=m, l=torch.empty_like(m),
+                    acc=torch.empty(*m.shape, dim, dtype=torch.float32, device=q.device))
+    out = torch.empty_like(q) if out is None else out
+    assert q.is_contiguous() and heads % layer.kv_heads == 0 and dim == ce["HEAD_DIM"]
+    args = (q, *_args(layer, q), layer.wk, layer.wv, work["m"], work["l"], work["acc"], dim ** -0.5 * LOG2E,
+            math.log2(layer.theta), layer.context, nq_k, win_k, chunk, num_mid, num_parts)
+    ce.update(GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)))
+    if num_mid:
+        # one program: the GROUP query heads of KV head h of one sequence, over `chunk` tokens whose K latent
+        # is quantized; KV head fastest, so the heads of one chunk share its latent rows in L2
+        fused_kernel[(layer.kv_heads, num_mid, batch)](*args, TAIL=False, **ce, num_warps=num_warps,
+                                                       num_stages=num_stages)
+    if num_tail:
+        # one program: the GROUP query heads of KV head h of one sequence, over BLOCK_N tokens of K's fp16 window
+        fused_kernel[(layer.kv_heads, num_tail, batch)](*args, TAIL=True, **ce, num_warps=num_warps,
+                                                        num_stages=num_stages)
+    # one program: one query head of one sequence, merging its parts
+    grid = (batch * heads,)
+    reduce_kernel[grid](work["m"], work["l"], work["acc"], out, num_parts, out.stride(0), out.stride(1),
+                        HEADS=heads, HEAD_DIM=dim, SPLITS_PAD=max(2, triton.next_power_of_2(num_parts)), num_warps=4)
+    return out
+
+
+def materialize(layer: XLayer, kv: tuple | None = None, block_n: int = BLOCK_N, r_block: int = REMAT_R_BLOCK,
+                num_warps: int = NUM_WARPS, num_stages: int = REMAT_STAGES) -> tuple[torch.Tensor, torch.Tensor]:
+    """K (RoPE applied) and V [B, H_kv, L, d_h] bf16 written to memory from the latents."""
+    ce = _layer_constexprs(layer, block_n, r_block)
+    codes = layer.xk.tensors["codes"]
+    batch, dim = codes.shape[0], ce["HEAD_DIM"]
+    shape = (batch, layer.kv_heads, layer.context, dim)
+    k, v = kv or (torch.empty(shape, dtype=torch.bfloat16, device=codes.device),
+                  torch.empty(shape, dtype=torch.bfloat16, device=codes.device))
+    nq_k, win_k = layer.xk.nq, layer.xk.recent
+    args = (*_args(layer, k), layer.wk, layer.wv, k, v, math.log2(layer.theta), layer.context,
+            nq_k, win_k)
+    for tail, tokens in ((False, nq_k), (True, win_k)):
+        if tokens:
+            # one program: K and V of KV head h of one sequence at BLOCK_N tokens
+            grid = (layer.kv_heads, triton.cdiv(tokens, block_n), batch)
+            remat_kernel[grid](*args, TAIL=tail, **ce, num_warps=num_warps, num_stages=num_stages)
+    return k, v
+
+
+def materialized_decode(q, layer: XLayer, num_splits: int = 1, out=None, kv: tuple | None = None, **kwargs):
+    """materialize() then flash_decode.decode_attention over the bf16 K, V it wrote."""
+    k, v = materialize(layer, kv, **kwargs)
+    return decode_attention(q, k, v, num_splits, out=out)
+
+
+def acc_update(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None = None, step: float = 1.0,
+               block_t: int = BLOCK_T, block_d: int = BLOCK_D, r_block: int = R_BLOCK, num_warps: int = NUM_WARPS):
+    """XQuant-CL: acc[b, t] += dequant(delta)[b, t] (@ U_kv^T when u_t [2r, d] is given), in place.
+    acc is bf16 [B, L, d] or 4-bit codes uint8 [B, L, d/2] with x = step (u - 8): roofline counts the
+    accumulator as e_b/8 L d bytes with no metadata (methods/xquant.py), so the 4-bit one has a single
+    layer-wide step, a scalar argument, and is re-rounded after each add."""
+    codes = delta.tensors["codes"]
+    batch, tokens = codes.shape[0], delta.nq
+    four = acc.dtype == torch.uint8
+    d = acc.shape[-1] * (2 if four else 1)
+    dw = u_t.shape[0] if u_t is not None else d
+    if delta.recent or delta.sinks or delta.recipe.along != "channels":
+        raise ValueError("delta: per-token groups with no fp16 tokens (roofline's dX)")
+    ce = acc_constexprs(delta.recipe, d, dw, u_t is not None, 4 if four else 16, block_t, block_d, r_block)
+    # one program: BLOCK_T tokens x BLOCK_D channels of one sequence's accumulator
+    grid = (triton.cdiv(tokens, block_t), d // block_d, batch)
+    acc_update_kernel[grid](codes, delta.tensors["scale"], delta.tensors["zero"], acc if u_t is None else u_t, acc,
+                            step, 1.0 / step, tokens, **ce, num_warps=num_warps)
+    return acc
