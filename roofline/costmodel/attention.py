@@ -45,7 +45,7 @@ def merge(base: Op, extra: list[Op]) -> Op:
             t[k] = t.get(k, 0) + v
     return Op(base.name, base.group, base.count, base.matmul_flops + sum(e.matmul_flops for e in extra),
               base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source,
-              int_ops=base.int_ops + sum(e.int_ops for e in extra))
+              int_ops=base.int_ops + sum(e.int_ops for e in extra), kernels=base.kernels)
 
 
 def _tensor_reads(layer: LayerCache, names: tuple[str, ...]) -> sp.Expr:

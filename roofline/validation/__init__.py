@@ -1,0 +1,1 @@
+"""Pure-Python validation of the roofline against measurements (no torch)."""
