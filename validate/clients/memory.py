@@ -23,13 +23,14 @@ def _fits(decoder: Decoder, dims: Dims, batch: int, length: int) -> bool:
     held: dict = {}
     try:
         held["caches"] = make_caches(dims, batch, length, "cuda")
-        tok = torch.randint(0, dims.vocab, (batch, 1), device="cuda")
-        pos = torch.tensor([length - 1], device="cuda")
-        held["graph"] = capture(lambda: decoder.step(tok, held["caches"], pos, True), warm_calls=1)
-        held["graph"].replay()
         chunk = min(length, CHUNK)
         decoder.step(torch.randint(0, dims.vocab, (1, chunk), device="cuda"), held["caches"],
                      torch.arange(chunk, device="cuda"), False)
+        tok = torch.randint(0, dims.vocab, (batch, 1), device="cuda")
+        pos = torch.tensor([length - 1], device="cuda")
+        # the eager warm-up call inside capture() meets an out-of-memory before the capture itself would
+        held["graph"] = capture(lambda: decoder.step(tok, held["caches"], pos, True), warm_calls=1)
+        held["graph"].replay()
         torch.cuda.synchronize()
         return True
     except torch.cuda.OutOfMemoryError:
