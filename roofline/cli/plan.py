@@ -165,6 +165,8 @@ def plan_text(result: dict[str, Any]) -> str:
             notes.append(f"{r['method']}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context "
                          f"{_ctx(s['max_context'])} at batch {w['batch']}, batch {s['max_batch']:,} at this context")
         notes += [f"{r['method']}: warning: {msg}" for msg in r["warnings"]]
+    if "ceilings" in result:
+        head += f"ceilings: {result['ceilings']}\n"
     text = head + "\n" + display.table(headers, rows)
     if notes:
         text += "\n\n" + "\n".join(notes)

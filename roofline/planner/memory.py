@@ -91,9 +91,11 @@ def default_reserve(workload: Workload) -> int:
 def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache: CacheModel) -> MemoryBudget:
     """The fullest GPU's budget for this workload and method."""
     fixed = cache.fixed_total / workload.tp / workload.pp
+    # what CUDA reports when the catalogue has it (a program allocates from that), else the datasheet figure
+    capacity = hardware.driver_memory_bytes or hardware.memory_bytes
     return MemoryBudget(
-        capacity=hardware.memory_bytes,
-        usable=hardware.memory_bytes * workload.gpu_memory_utilization,
+        capacity=capacity,
+        usable=capacity * workload.gpu_memory_utilization,
         reserve=default_reserve(workload),
         weights=weights_per_gpu(model, workload),
         method_params=fixed,
