@@ -247,6 +247,8 @@ def plan_text(result: dict[str, Any]) -> str:
     notes = [f"warning: {msg}" for msg in sorted(common)]
     notes += [n for r in rows for n in _notes(r, w["batch"], common)]
     notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
+    if "ceilings" in result:
+        head += f"ceilings: {result['ceilings']}\n"
     text = head + "\n" + display.table(headers, [_row(r) for r in result["results"]]) + "\n" + LEGEND
     if notes:
         text += "\n\n" + "\n".join(notes)

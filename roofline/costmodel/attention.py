@@ -45,6 +45,12 @@ def causal_pairs(prompt, attention, topk: int | None = None) -> sp.Expr:
     return prompt * (prompt + 1) / 2
 
 
+def _head_dim(qk) -> int:
+    """The query/key head dim as an integer (0 when a method makes it fractional or symbolic)."""
+    value = sp.sympify(qk)
+    return int(value) if value.is_Integer else 0
+
+
 def method_op(ctx: Ctx, e: ExtraOp, seqs, kvf, method: str) -> Op:
     """A method's per-sequence ExtraOp for `seqs` sequences on this GPU's share `kvf` of the KV heads."""
     return ctx.op(e.name, source=method, int_ops=seqs * kvf * e.int_ops,
@@ -62,7 +68,8 @@ def merge(base: Op, extra: list[Op]) -> Op:
             t[k] = t.get(k, 0) + v
     return Op(base.name, base.group, base.count, base.matmul_flops + sum(e.matmul_flops for e in extra),
               base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source,
-              int_ops=base.int_ops + sum(e.int_ops for e in extra))
+              int_ops=base.int_ops + sum(e.int_ops for e in extra), kernels=base.kernels, kind=base.kind,
+              head_dim=base.head_dim)
 
 
 def _tensor_sum(layer: LayerCache, role: str, attr: str) -> sp.Expr:
@@ -78,7 +85,8 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
     # learned sinks (gpt-oss): one more logit per head in the softmax
     n_soft = n + 1 if layer.attention.sinks else n
     if fused:
-        core = ctx.op("attention", matmul_flops=2 * B * h * n * (qk + vd), int_ops=B * kvf * layer.attention_int_ops,
+        core = ctx.op("attention", kind="attention", head_dim=_head_dim(qk),
+                      matmul_flops=2 * B * h * n * (qk + vd), int_ops=B * kvf * layer.attention_int_ops,
                       vector_flops=SOFTMAX_FLOPS * B * h * n_soft + B * kvf * layer.attention_dequant,
                       traffic=traffic(kv_read=B * kvf * layer.attention_reads, act_read=B * h * qk * ab,
                                       act_write=B * h * vd * ab))
@@ -88,7 +96,7 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
                         traffic=traffic(act_read=partials, act_write=B * h * vd * ab))
         core = Op(core.name, core.group, core.count, core.matmul_flops, core.vector_flops,
                   {**core.traffic, "act_write": core.traffic.get("act_write", 0) - B * h * vd * ab + partials},
-                  core.dtype, core.source, int_ops=core.int_ops)
+                  core.dtype, core.source, int_ops=core.int_ops, kind=core.kind, head_dim=core.head_dim)
         return [merge(core, extras), reduce]
     scores = B * h * n * SCORE_BYTES
     qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk,
@@ -221,7 +229,8 @@ def prefill_attention_core(ctx: Ctx, layer: LayerCache) -> Op:
     else:
         qk, vd = layer.qk_head_dim, layer.v_head_dim
         kv_width = s.kv_heads * (qk + vd)
-    return ctx.op("attention", matmul_flops=2 * B * s.heads * pairs * (qk + vd),
+    return ctx.op("attention", kind="attention", head_dim=_head_dim(qk),
+                  matmul_flops=2 * B * s.heads * pairs * (qk + vd),
                   vector_flops=SOFTMAX_FLOPS * B * s.heads * pairs,
                   traffic=traffic(act_read=B * P * (s.heads * qk + kv_width) * ab,
                                   act_write=B * P * s.heads * vd * ab))

@@ -90,7 +90,7 @@ class Ctx:
 def linear(ctx: Ctx, name: str, tokens, d_in, d_out, bias: bool = False) -> Op:
     """y = x W (+ b): 2*tokens*d_in*d_out FLOPs; weights d_in*d_out (+ d_out) read once."""
     weights = (d_in * d_out + (d_out if bias else 0)) * ctx.wb
-    return ctx.op(name, matmul_flops=2 * tokens * d_in * d_out,
+    return ctx.op(name, kind="gemm", matmul_flops=2 * tokens * d_in * d_out,
                   vector_flops=tokens * d_out if bias else 0,
                   traffic=traffic(weights=weights, act_read=tokens * d_in * ctx.act_bytes,
                                   act_write=tokens * d_out * ctx.act_bytes))
@@ -140,7 +140,7 @@ def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
     up = 2 * i_e if ctx.model.mlp == "gated" else i_e
     ops = [
         linear(ctx, "router", tokens, d, moe.num_experts),
-        ctx.op("experts", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
+        ctx.op("experts", kind="gemm", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
                vector_flops=GATED_ACT_FLOPS * routed_tokens * i_e,
                traffic=traffic(weights=touched * per_expert_weights,
                                act_read=routed_tokens * d * ctx.act_bytes,

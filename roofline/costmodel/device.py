@@ -2,15 +2,18 @@
 
 For an op with matmul FLOPs F_m (at its dtype), vector FLOPs F_v and bytes M:
     t_compute = F_m / (peak_dtype * e_gemm) + F_v / peak_fp32 + I / int_rate   (I: dequant int ops)
-    t_memory  = alpha + M / bandwidth
+    t_memory  = M / bandwidth
     t         = max(t_compute, t_memory)          (overlap "max": compute hides under memory or vice versa)
               = t_compute + t_memory              (overlap "sum": no overlap)
-    t         = max(t, launch latency)            (a kernel never takes less than its launch)
-e_gemm (measured GEMM rate over peak), the bandwidth, alpha and the launch latency come from the
-hardware's measured section when it has one (and `use_measured`): the bandwidth and alpha are the fit
-time = alpha + bytes / bandwidth of the streaming-read microbenchmark over every size measured (a
-latency-bandwidth law, one per device, no per-kernel fitting). Without it: peak, datasheet bandwidth,
-alpha = 0, no floor — the pure datasheet roofline.
+    t        += kernels x t_kernel                (each kernel the op launches, by the graph's fusion level)
+A spec whose measured section has no per-kernel time (kernel_overhead_s: a kernel family's own results) keeps
+the single-kernel law t_memory = alpha + M / bandwidth, t = max(t, launch latency).
+e_gemm (measured GEMM rate over peak), the bandwidth and t_kernel come from the hardware's measured section
+when it has one (and `use_measured`): the bandwidth is the fit time = alpha + bytes / bandwidth of the
+streaming-read microbenchmark over every size measured (a latency-bandwidth law, one per device, no
+per-kernel fitting); t_kernel the per-kernel time of a CUDA graph of dependent small kernels (else that
+fit's alpha, the same constant). Without it: peak, datasheet bandwidth, t_kernel = 0 — the pure datasheet
+roofline.
 All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency.
 """
 
@@ -87,6 +90,33 @@ class Roofline:
         m = self.measured
         return m.launch_latency_s if m is not None else 0.0
 
+    def kernel_time(self) -> float:
+        """Per-kernel time of a kernel in a CUDA graph of dependent kernels (launch, ramp-up, drain), s:
+        the measured chain of small kernels when calibrated, else alpha of the streaming fit (the same
+        constant, read off single streaming kernels in a graph); 0 for the datasheet roofline."""
+        m = self.measured
+        if m is None:
+            return 0.0
+        return m.kernel_overhead_s or m.memory_latency_s or 0.0
+
+    def _ceilings_of(self, op: Op) -> tuple[float, float, float]:
+        """(matmul FLOP/s, bytes/s, per-kernel s) that bound `op`: a GEMM meets the GEMM laws measured at the
+        model shapes (weights streamed at M <= 64, FLOP/s at M >= 2048), attention its own kernels' ceilings
+        (decode: KV bytes at the one-query latency-bandwidth law; prefill: the causal flash rate of its head
+        dim), every other op the streaming bandwidth and the graph's per-kernel time."""
+        peak, bandwidth, per_kernel = self.matmul_peak(op.dtype), self.bandwidth(), self.kernel_time()
+        m = self.measured
+        if m is None:
+            return peak, bandwidth, per_kernel
+        if op.kind == "gemm" and m.gemm_stream_bytes_per_s:
+            return (m.gemm_shape_flops_per_s.get(op.dtype, peak), m.gemm_stream_bytes_per_s,
+                    m.gemm_latency_s or per_kernel)
+        if op.kind == "attention" and "kv_read" in op.traffic and m.decode_attention_bytes_per_s:
+            return peak, m.decode_attention_bytes_per_s, m.decode_attention_latency_s or per_kernel
+        if op.kind == "attention" and "kv_read" not in op.traffic and op.head_dim in m.attention_flops_per_s:
+            return m.attention_flops_per_s[op.head_dim], bandwidth, per_kernel
+        return peak, bandwidth, per_kernel
+
     def ridge_point(self, dtype: str) -> float:
         """FLOP/byte where this dtype's (effective) peak meets the (effective) bandwidth."""
         return self.matmul_peak(dtype) / self.bandwidth()
@@ -122,18 +152,22 @@ class Roofline:
             n = self.tp
             comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
             return OpTimes(zero, zero, comm, comm)
-        compute = op.matmul_flops / self.matmul_peak(op.dtype) + op.vector_flops / self.vector_peak()
+        peak, bandwidth, per_kernel = self._ceilings_of(op)
+        compute = op.matmul_flops / peak + op.vector_flops / self.vector_peak()
         if op.int_ops != 0:
             compute += op.int_ops / self.hardware.int_ops_per_s()
-        memory = op.bytes / self.bandwidth()
-        alpha = self.memory_latency()
-        if alpha and op.bytes != 0:
-            memory = alpha + memory
+        memory = op.bytes / bandwidth
+        m = self.measured
+        additive = m is not None and m.kernel_overhead_s is not None
+        if not additive and m is not None and m.memory_latency_s and op.bytes != 0:
+            memory = m.memory_latency_s + memory  # a kernel family's own ceilings: alpha inside the memory term
         # unevaluated Max: sympy's argument comparison is the slow part, and numpy evaluates it anyway
         total = sp.Max(compute, memory, evaluate=False) if self.options.overlap == "max" else compute + memory
-        floor = self.latency_floor()
-        if floor:
-            total = sp.Max(total, floor, evaluate=False)
+        if additive and op.kernels:
+            # each kernel the op launches pays the graph's per-kernel time before its own work
+            total = op.kernels * per_kernel + total
+        elif not additive and self.latency_floor():
+            total = sp.Max(total, self.latency_floor(), evaluate=False)
         return OpTimes(compute, memory, zero, total)
 
     def time(self, graph: Graph) -> sp.Expr:
@@ -174,14 +208,13 @@ class Roofline:
         names = ("matmul_flops", "vector_flops", "bytes", "compute_s", "memory_s", "comm_s", "time_s")
         rows = []
         for op, numbers in zip(graph.ops, table, strict=True):
-            t = self.op_times(op)
             num = {k: float(v) for k, v in zip(names, numbers[:7], strict=True)}
             flops = num["matmul_flops"] + num["vector_flops"]
             intensity = flops / num["bytes"] if num["bytes"] else float("inf")
             if op.is_comm:
                 bound = "communication"
-            elif t.total != 0 and num["time_s"] <= self.latency_floor() and self.latency_floor() > 0:
-                bound = "latency"
+            elif op.kernels and self.kernel_time() * op.kernels >= max(num["compute_s"], num["memory_s"]) > 0:
+                bound = "latency"  # the kernels' fixed time outweighs the work they do
             else:
                 bound = "compute" if num["compute_s"] > num["memory_s"] else "memory"
             rows.append({

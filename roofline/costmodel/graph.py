@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
 from roofline.accounting import moe_layer_count
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import Ctx, Shard, allreduce, dense_mlp, linear, moe_mlp, norm, residual_add
+from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
 from roofline.methods import CacheModel, MethodConfig, build_cache
 from roofline.specs import Model
@@ -61,11 +62,13 @@ def build_graph(
     fused: bool = True,
     bits: sp.Expr | None = None,
     occupancy: str = "exact",
+    fusion: str = "typical",
 ) -> Graph:
     """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence).
 
     `occupancy` says how full the methods' residual windows are taken to be (units.window_occupancy):
-    'exact' at this L, 'mean' over a flush block (for averages), 'peak'.
+    'exact' at this L, 'mean' over a flush block (for averages), 'peak'. `fusion` sets the kernels each op
+    launches (costmodel.fusion: 'none' eager, 'typical' vLLM/SGLang, 'full' torch.compile).
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
@@ -74,10 +77,11 @@ def build_graph(
         # graphs are immutable: a workload change (batch, context) reuses them; specs are frozen, so their
         # JSON names them exactly
         key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
-               weight_dtype, compute_dtype, act_bytes, fused, str(bits), occupancy)
+               weight_dtype, compute_dtype, act_bytes, fused, str(bits), occupancy, check_level(fusion))
         if key in _GRAPHS:
             return _GRAPHS[key]
     graph = _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy)
+    graph = replace(graph, ops=tuple(apply_fusion(list(graph.ops), fusion)))
     if key is not None:
         if len(_GRAPHS) >= _GRAPH_CACHE_SIZE:
             _GRAPHS.pop(next(iter(_GRAPHS)))
@@ -129,4 +133,4 @@ def _smoothed(op: Op, how: str) -> Op:
     return Op(op.name, op.group, op.count, window_occupancy(op.matmul_flops, how),
               window_occupancy(op.vector_flops, how),
               {k: window_occupancy(v, how) for k, v in op.traffic.items()}, op.dtype, op.source, op.comm_bytes,
-              window_occupancy(op.int_ops, how))
+              window_occupancy(op.int_ops, how), op.kernels, op.kind, op.head_dim)

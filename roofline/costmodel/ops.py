@@ -28,6 +28,9 @@ class Op:
     source: str = "model"  # "model", or the method that adds the op
     comm_bytes: sp.Expr = ZERO  # all-reduce message per GPU (TP), bytes
     int_ops: sp.Expr = ZERO  # vector integer instructions (unpacking quantized codes)
+    kernels: int = 1  # kernel launches per instance (the fusion level sets it; 0: fused into a neighbour)
+    kind: str = ""  # "gemm" (weights x activations), "attention" (flash / flash-decoding), "" (other)
+    head_dim: int = 0  # attention: the query/key head dim (its measured flash rate is per head dim)
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -53,7 +56,7 @@ class Op:
         """The same op doing `factor` times the work (e.g. weights read once per prefill chunk)."""
         return Op(self.name, self.group, self.count, self.matmul_flops * factor, self.vector_flops * factor,
                   {k: v * factor for k, v in self.traffic.items()}, self.dtype, self.source,
-                  self.comm_bytes * factor, self.int_ops * factor)
+                  self.comm_bytes * factor, self.int_ops * factor, self.kernels, self.kind, self.head_dim)
 
 
 def traffic(weights=ZERO, act_read=ZERO, act_write=ZERO, kv_read=ZERO, kv_write=ZERO) -> dict[str, sp.Expr]:

@@ -107,14 +107,16 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     fixed = cache.fixed_total / workload.tp / workload.pp
     weights = weights_per_gpu(model, workload) if weights is None else weights
     activations, reserve = activation_peak(model, workload), default_reserve(workload)
+    # what CUDA reports when the catalogue has it (a program allocates from that), else the datasheet figure
+    capacity = hardware.driver_memory_bytes or hardware.memory_bytes
     engine_pool = None
     if workload.engine != "ideal":
-        engine_pool = kv_pool(workload.engine, BudgetParts(hardware.memory_bytes, weights, activations, reserve),
+        engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, reserve),
                               EngineOptions(tp=workload.tp, pp=workload.pp,
                                             gpu_memory_utilization=workload.gpu_memory_utilization))
     return MemoryBudget(
-        capacity=hardware.memory_bytes,
-        usable=hardware.memory_bytes * workload.gpu_memory_utilization,
+        capacity=capacity,
+        usable=capacity * workload.gpu_memory_utilization,
         reserve=reserve,
         weights=weights,
         method_params=fixed,

@@ -173,4 +173,12 @@ def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[Met
     """Plans for several methods on one scenario."""
     results = [plan_method(model, hardware, workload, m).as_dict() for m in methods]
     return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
-            "gpus": workload.gpus, "results": results}
+            "gpus": workload.gpus, "ceilings": ceilings_label(hardware), "results": results}
+
+
+def ceilings_label(hardware: Hardware) -> str:
+    """Which ceilings the step times use: the measured section (device, date, source) or the datasheet."""
+    m = hardware.measured
+    if m is None:
+        return "datasheet (no measured section for this device)"
+    return f"measured on {m.device} ({m.date}, {m.source})"

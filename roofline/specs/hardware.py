@@ -70,6 +70,26 @@ class Measured(Spec):
         description="Streaming-read bandwidth against bytes moved: (bytes, bytes_per_s) pairs.",
     )
     source: str = Field(description="Path of the committed results file the figures come from.")
+    # from the decoder clients' microbenchmarks (validate/clients/micro.py, python -m validate.clients.calibrate)
+    kernel_overhead_s: PositiveFloat | None = Field(
+        None, description="Per-kernel time of dependent small kernels in a CUDA graph (a chain of adds), s.")
+    gemm_latency_s: PositiveFloat | None = Field(
+        None, description="alpha of time = alpha + weight bytes / gemm_stream_bytes_per_s fitted to the bf16 GEMMs "
+        "of the model shapes at M <= 64 tokens (cuBLAS, split-K reduce included), s.")
+    gemm_stream_bytes_per_s: PositiveFloat | None = Field(
+        None, description="1/beta of that fit: the rate at which skinny GEMMs stream their weights, bytes/s.")
+    gemm_shape_flops_per_s: dict[str, PositiveFloat] = Field(
+        default_factory=dict,
+        description="Median GEMM throughput per dtype over the model shapes at M >= 2048, FLOP/s.")
+    attention_flops_per_s: dict[int, PositiveFloat] = Field(
+        default_factory=dict, description="Causal flash attention (SDPA, GQA) throughput per head dim at the longest "
+        "prompt measured, FLOP/s.")
+    decode_attention_latency_s: PositiveFloat | None = Field(
+        None,
+        description="alpha of time = alpha + KV bytes / decode_attention_bytes_per_s fitted to one-query SDPA, s.")
+    decode_attention_bytes_per_s: PositiveFloat | None = Field(
+        None, description="1/beta of that fit: the KV read rate of decode attention, bytes/s.")
+    client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
 
     @model_validator(mode="after")
     def _dtypes_known(self) -> Measured:
@@ -94,6 +114,9 @@ class Hardware(Spec):
     vendor: Literal["nvidia", "amd", "intel"] = Field(description="Vendor.")
     description: str = Field(description="SKU, form factor and memory type in words.")
     memory_bytes: PositiveInt = Field(description="Device memory capacity, bytes (decimal datasheet GB).")
+    driver_memory_bytes: PositiveInt | None = Field(
+        None, description="Device memory as CUDA reports it (cudaGetDeviceProperties totalGlobalMem), bytes: what a "
+        "program can allocate from, below the marketing figure.")
     memory_bytes_per_s: PositiveFloat = Field(description="Peak device-memory bandwidth, bytes/s.")
     l2_cache_bytes: PositiveInt = Field(description="Last-level on-chip cache, bytes.")
     sm_count: PositiveInt = Field(description="Streaming multiprocessors (NVIDIA) or compute units (AMD, Intel).")

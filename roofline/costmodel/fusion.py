@@ -1,0 +1,65 @@
+"""Fusion levels: how many kernels each op of the graph launches, and the activation traffic they move.
+
+    none     eager PyTorch: every aten op of the usual formulation (Hugging Face / gpt-fast) its own kernel
+    typical  what vLLM and SGLang run: the residual add fused into the next RMSNorm (fused_add_rms_norm),
+             RoPE one kernel, the cache write one kernel (reshape_and_cache), SiLU x up one kernel
+    full     torch.compile (Inductor): as typical, and RoPE, the per-head q/k norm and the cache write in one
+             kernel
+Ops not named launch one kernel whatever the level (GEMMs, attention, embedding, all-reduce).
+
+Eager kernel counts are the aten ops of the reference code (validate/clients/decoder.py; tests count them):
+  RMSNorm   x.float(), pow(2), mean(-1), + eps, rsqrt, x * r, .type_as(x), * weight             8 kernels
+            activation bytes per element: reads 2+4+4+4+4+2 = 20, writes 4+4+4+2+2 = 16: 36 = 9 x (2 + 2)
+  RoPE      per tensor (q, k): -x2, cat, x cos, rot sin, add                                   2 x 5 kernels
+            bytes per element: (1+1)/2 + (2+2) + (2+2) + (2+2) + (4+2) = 19 ~ 5 x (2 + 2)
+  q/k norm  an RMSNorm on q and one on k                                                      2 x 8 kernels
+  SiLU x up silu(gate), gate * up: reads 2 + 4, writes 2 + 2 per element = 10 = 10/6 x (4 + 2)    2 kernels
+  KV write  one index_put for K and one for V                                                     2 kernels
+  experts   (MoE, the client's grouped form) topk, softmax, sort, scatter counts, cumsum, gather, 2 grouped
+            GEMMs, silu, mul, gate scale, index_add and their casts/allocations: 18 eager; vLLM's fused_moe
+            path 5 (topk_softmax, align, two fused GEMMs, silu_and_mul); Inductor 8 (sort, topk, scans and
+            grouped GEMMs stay their own kernels, the elementwise ops between them fuse)
+A kernel moving its bytes costs `kernels` x the device's per-kernel time on top of its roofline time
+(Roofline._op_times); an op fused into a neighbour (0 kernels) keeps its bytes and FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+
+import sympy as sp
+
+from roofline.costmodel.ops import Op
+
+LEVELS = ("none", "typical", "full")
+NORMS = ("attn_norm", "mlp_norm", "final_norm", "q_a_norm", "kv_a_norm")
+RESIDUALS = ("attn_residual", "mlp_residual")
+
+# op name -> (kernels, factor on its activation bytes) per level
+_EAGER = {**{n: (8, Fraction(9)) for n in NORMS}, "qk_norm": (16, Fraction(9)), "rope": (10, Fraction(19, 4)),
+          "mlp_act": (2, Fraction(10, 6)), "shared_expert_act": (2, Fraction(10, 6)), "kv_update": (2, Fraction(1)),
+          "experts": (18, Fraction(1))}
+_TYPICAL = {**{n: (0, Fraction(1)) for n in RESIDUALS}, "experts": (5, Fraction(1))}
+_FULL = {**_TYPICAL, "qk_norm": (0, Fraction(1)), "kv_update": (0, Fraction(1)), "experts": (8, Fraction(1))}
+FUSION: dict[str, dict[str, tuple[int, Fraction]]] = {"none": _EAGER, "typical": _TYPICAL, "full": _FULL}
+
+
+def check_level(level: str) -> str:
+    if level not in FUSION:
+        raise ValueError(f"fusion: {level!r} is not one of {', '.join(LEVELS)}")
+    return level
+
+
+def apply_fusion(ops: list[Op], level: str) -> list[Op]:
+    """`ops` with the kernel counts (and, eagerly, the extra activation bytes) of fusion `level`."""
+    table = FUSION[check_level(level)]
+    out = []
+    for op in ops:
+        kernels, factor = table.get(op.name, (1, Fraction(1)))
+        if factor != 1:
+            scale = {k: v * sp.Rational(factor.numerator, factor.denominator) if k in ("act_read", "act_write") else v
+                     for k, v in op.traffic.items()}
+            op = replace(op, traffic=scale)
+        out.append(replace(op, kernels=kernels) if kernels != op.kernels else op)
+    return out
