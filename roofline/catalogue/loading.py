@@ -57,8 +57,9 @@ def check_plain_data(data: Any, where: str, max_nodes: int = MAX_NODES) -> None:
             raise SpecError(f"{where}: {name}: nested deeper than {MAX_DEPTH} levels; not a spec")
         if isinstance(value, dict):
             for key, item in value.items():
-                if not isinstance(key, str):
-                    raise SpecError(f"{where}: {name}: key {key!r} is not a string")
+                # YAML keys are strings, or integers where a spec maps a size to a figure (head dim -> FLOP/s)
+                if not isinstance(key, str | int) or isinstance(key, bool):
+                    raise SpecError(f"{where}: {name}: key {key!r} is not a string or an integer")
                 stack.append((item, f"{loc}.{key}" if loc else key, depth + 1))
         elif isinstance(value, list | tuple):
             stack.extend((item, f"{name}[{i}]", depth + 1) for i, item in enumerate(value))

@@ -32,10 +32,12 @@ def _files(kind: str) -> dict[str, Path]:
 
 
 def hardware_names() -> list[str]:
+    """Names of the shipped hardware specs, case-insensitively sorted."""
     return sorted(_files("hardware"), key=str.lower)
 
 
 def model_names() -> list[str]:
+    """Names of the shipped model specs, case-insensitively sorted."""
     return sorted(_files("models"), key=str.lower)
 
 

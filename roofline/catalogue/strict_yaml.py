@@ -30,6 +30,7 @@ class StrictLoader(yaml.SafeLoader):
     yaml_implicit_resolvers: dict = {}
 
     def construct_mapping(self, node, deep=False):
+        """A mapping with every key once (a duplicate key is an error, not 'last wins')."""
         if not isinstance(node, MappingNode):
             raise ConstructorError(None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
         seen = set()
@@ -47,6 +48,7 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node):
+        """A YAML 1.2 integer: decimal, 0o octal or 0x hex (no 1.1 sexagesimal, underscores or leading-0 octal)."""
         text = self.construct_scalar(node)
         if text.startswith("0o"):
             return int(text[2:], 8)
@@ -55,6 +57,7 @@ class StrictLoader(yaml.SafeLoader):
         return int(text, 10)
 
     def construct_yaml_float(self, node):
+        """A YAML 1.2 float (.inf, .nan spelled as such; finiteness is checked later)."""
         text = self.construct_scalar(node).lower()
         if text.lstrip("+-") == ".inf":
             return -math.inf if text.startswith("-") else math.inf
@@ -63,9 +66,11 @@ class StrictLoader(yaml.SafeLoader):
         return float(text)
 
     def construct_yaml_bool(self, node):
+        """A YAML 1.2 boolean: only true/false (yes, on, y stay strings)."""
         return self.construct_scalar(node).lower() == "true"
 
     def construct_refused(self, node):
+        """Refuse a tag a spec never holds (YAML 1.1 timestamps, sets, binary, Python objects)."""
         raise ConstructorError(None, None, f"the tag {node.tag!r} is not allowed in a spec", node.start_mark)
 
 

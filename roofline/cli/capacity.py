@@ -12,6 +12,7 @@ HELP = "KV pool, logged tokens and concurrency as vLLM / SGLang / TensorRT-LLM /
 
 
 def add_capacity_parser(sub, positive_int, positive_float) -> None:
+    """Register `roofline capacity` and its engine flags on the subcommand parser."""
     from roofline.engines import ENGINES
 
     p = sub.add_parser("capacity", help=HELP)
@@ -67,6 +68,7 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
+    """`roofline capacity`: the engine's KV pool, pool tokens and concurrency for the model; 0 on success."""
     from roofline.catalogue import load_hardware, load_model
     from roofline.engines import capacity
     from roofline.engines.vllm import DEFAULT_BATCHED_TOKENS
@@ -96,6 +98,7 @@ def _json_default(value):
 
 
 def capacity_text(r: dict[str, Any]) -> str:
+    """The capacity result as a two-column text table with the rules applied."""
     longest = r["max_model_len_that_fits"]
     rows = [["KV pool per GPU", display.gib(r["kv_pool_bytes"])],
             ["bytes per token per GPU (long context)", f"{r['bytes_per_token']:,.0f}"],

@@ -38,6 +38,7 @@ class Shard:
 
     @classmethod
     def of(cls, model: Model, tp: int) -> Shard:
+        """This GPU's shard at `tp`; ValueError naming `tp` when it does not divide heads, KV heads or the MLP."""
         if model.num_heads % tp:
             raise ValueError(f"tp: {tp} does not divide the {model.num_heads} attention heads of {model.name}")
         if model.intermediate_size % tp:
@@ -81,9 +82,11 @@ class Ctx:
 
     @property
     def wb(self) -> sp.Expr:
+        """Bytes per weight element of the weight dtype."""
         return dtype_bytes(self.weight_dtype)
 
     def op(self, name: str, **kwargs) -> Op:
+        """An Op of this context's group, layer count and compute dtype."""
         return Op(name=name, group=self.group, count=self.count, dtype=self.compute_dtype, **kwargs)
 
 
@@ -97,18 +100,21 @@ def linear(ctx: Ctx, name: str, tokens, d_in, d_out, bias: bool = False) -> Op:
 
 
 def norm(ctx: Ctx, name: str, tokens, width) -> Op:
+    """RMSNorm over `width`: NORM_FLOPS x tokens x width vector FLOPs; weights and input read, output written."""
     return ctx.op(name, vector_flops=NORM_FLOPS * tokens * width,
                   traffic=traffic(weights=width * ctx.wb, act_read=tokens * width * ctx.act_bytes,
                                   act_write=tokens * width * ctx.act_bytes))
 
 
 def elementwise(ctx: Ctx, name: str, tokens, width, flops_per_element, reads: int = 1) -> Op:
+    """Elementwise: flops_per_element x tokens x width FLOPs, `reads` inputs read, one output written."""
     return ctx.op(name, vector_flops=flops_per_element * tokens * width,
                   traffic=traffic(act_read=reads * tokens * width * ctx.act_bytes,
                                   act_write=tokens * width * ctx.act_bytes))
 
 
 def residual_add(ctx: Ctx, name: str, tokens) -> Op:
+    """x + f(x) over the hidden size: 1 FLOP per element, two inputs read, one output written."""
     return elementwise(ctx, name, tokens, ctx.model.hidden_size, ADD_FLOPS, reads=2)
 
 

@@ -46,6 +46,7 @@ FUSION: dict[str, dict[str, tuple[int, Fraction]]] = {"none": _EAGER, "typical":
 
 
 def check_level(level: str) -> str:
+    """`level` if it is a fusion level (none, typical, full); ValueError naming `fusion` otherwise."""
     if level not in FUSION:
         raise ValueError(f"fusion: {level!r} is not one of {', '.join(LEVELS)}")
     return level

@@ -32,9 +32,11 @@ class Graph:
         return sp.Add(*(op.count * getattr(op, attr) for op in self.ops))
 
     def traffic_total(self, cls: str) -> sp.Expr:
+        """Bytes of traffic class `cls` (ops.TRAFFIC) over the whole pass: sum of count x op bytes."""
         return sp.Add(*(op.count * op.traffic.get(cls, 0) for op in self.ops))
 
     def by_name(self) -> dict[str, list[Op]]:
+        """The ops grouped by name, in graph order."""
         out: dict[str, list[Op]] = {}
         for op in self.ops:
             out.setdefault(op.name, []).append(op)

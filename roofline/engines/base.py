@@ -38,6 +38,7 @@ class EngineOptions:
     ubatch: int = 512
 
     def model_len(self, model: Model) -> int:
+        """The engine's max model length: --max-model-len, else the model's max positions."""
         return self.max_model_len or model.max_position_embeddings
 
 
@@ -66,6 +67,7 @@ class Capacity:
     details: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The `roofline capacity --json` object (the interface contract's keys plus details)."""
         return {"engine": self.engine, "bytes_per_token": self.bytes_per_token, "kv_pool_bytes": self.kv_pool_bytes,
                 "pool_tokens": self.pool_tokens, "max_concurrency": self.max_concurrency, "fits": self.fits,
                 "max_model_len_that_fits": self.max_model_len_that_fits, "rules": self.rules, **self.details}

@@ -90,6 +90,7 @@ class AquaKV(MethodConfig):
         return TensorQuant(bits=self.bits, group_size=self.group_size, mode="asymmetric", **common)
 
     def not_applicable(self, model: Model) -> str | None:
+        """Why AQUA-KV cannot apply to `model` (recurrent layers between attention layers), or None."""
         if model.linear_attention is not None:
             return "aquakv predicts layer i's K,V from layer i-1's; recurrent layers sit between the attention layers"
         return None

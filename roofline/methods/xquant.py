@@ -127,6 +127,7 @@ class XQuant(MethodConfig):
                              "attention_dequant_flops": sp.Integer(0), "attention_dequant_int_ops": sp.Integer(0)})
 
     def not_applicable(self, model: Model) -> str | None:
+        """Why this config cannot apply to `model` (XQuant-CL across recurrent layers), or None."""
         if self.cross_layer and model.linear_attention is not None:
             return "XQuant-CL accumulates deltas of X across adjacent layers; recurrent layers sit between them"
         return None

@@ -34,6 +34,8 @@ from roofline.units import round_up
 
 
 class Zack(MethodConfig):
+    """ZACK (§4-§5): per-KV-head SVD compression of K and V to kept dims (uniform rate p, Eq. 6 rates, or explicit),
+    padded to kernel tiles, with naive or longest-first scheduling of the decode tasks."""
     method: ClassVar[str] = "zack"
     family: ClassVar[str] = "reduction"
     summary: ClassVar[str] = "per-head SVD dimension compression of K and V, load-balanced attention"
@@ -118,6 +120,7 @@ class Zack(MethodConfig):
         return Extras(decode_ops=ops, prefill_ops=ops, v_out_width=sum(v), o_in_width=g * sum(v))
 
     def cache(self, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+        """K and V cached at the kept dims (CacheShape), with the rotation ops and fixed factors of `extras`."""
         return standard_cache(self.method, model, None, bits, shape=self.shape(model), extras=self.extras(model))
 
     def head_costs(self, model: Model) -> list[int]:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 
 class Bound(NamedTuple):
+    """A field's range: outside [hard_lo, hard_hi] an error, outside [soft_lo, soft_hi] a warning."""
     hard_lo: float
     soft_lo: float
     soft_hi: float

@@ -60,6 +60,7 @@ class LinearAttention(Spec):
 
     @property
     def conv_channels(self) -> int:
+        """Channels of the short causal convolution: 2 x key heads x key dim + value heads x value dim."""
         return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
 
     @property
@@ -69,6 +70,7 @@ class LinearAttention(Spec):
 
     @property
     def conv_elements(self) -> int:
+        """Convolution-state elements per sequence per layer: (kernel - 1) x conv channels."""
         return (self.conv_kernel - 1) * self.conv_channels
 
 
@@ -219,4 +221,5 @@ class Model(Spec):
 
     @property
     def q_dim(self) -> int:
+        """Query projection width: num_heads x head_dim."""
         return self.num_heads * self.head_dim

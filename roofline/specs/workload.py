@@ -75,4 +75,5 @@ class Workload(Spec):
 
     @property
     def gpus(self) -> int:
+        """GPUs the workload spans: tp x pp."""
         return self.tp * self.pp
