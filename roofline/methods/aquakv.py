@@ -136,7 +136,8 @@ class AquaKV(MethodConfig):
         if self.decode == "incremental":
             return [f"predictors cost 1/{per_token:,.0f} of the model's FLOPs per new token (incremental: a lower "
                     "bound that assumes cached tokens are never re-predicted)"]
-        step = reference_predictor_flops(model, self, context) / base
+        step = probe.cached(self, "reference_predictor_flops",
+                            lambda: reference_predictor_flops(model, self, context)) / base
         decode = data["decode"]
         share = decode["dominant_share"] if decode["dominant_op"] == "aquakv_reconstruct" else None
         where = f"; reconstructing takes {share:.0%} of the step" if share is not None else ""

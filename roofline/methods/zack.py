@@ -20,10 +20,11 @@ is its longest load.
 from __future__ import annotations
 
 import heapq
+from functools import lru_cache
 from typing import ClassVar, Literal
 
 import sympy as sp
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, PrivateAttr, model_validator
 
 from roofline.accounting import dtype_bytes
 from roofline.kv.builder import CacheShape, Extras, standard_cache
@@ -39,6 +40,7 @@ class Zack(MethodConfig):
     method: ClassVar[str] = "zack"
     family: ClassVar[str] = "reduction"
     summary: ClassVar[str] = "per-head SVD dimension compression of K and V, load-balanced attention"
+    _costs: dict = PrivateAttr(default_factory=dict)  # id(model) -> (model, decode task costs)
 
     qk_rate: float = Field(0.5, ge=0, lt=1, description="Fraction p of Q-K head dims removed (uniform).")
     v_rate: float = Field(0.5, ge=0, lt=1, description="Fraction p of V-W_L head dims removed (uniform).")
@@ -132,14 +134,21 @@ class Zack(MethodConfig):
         """A decode kernel runs the g query heads of one KV head together (flash-decoding's GQA tiling): one
         task per (sequence, KV head), costing g x (d_qk + d_v + 1) per token (validate/'s zack kernel splits
         each into context chunks, of cost this x the chunk's tokens)."""
+        hit = self._costs.get(id(model))
+        if hit is not None and hit[0] is model:  # the model is held, so its id is not reused
+            return list(hit[1])
         per_query = self.head_costs(model)
         g = model.gqa_group
-        return [sum(per_query[h * g:(h + 1) * g]) for h in range(model.num_kv_heads)]
+        costs = [sum(per_query[h * g:(h + 1) * g]) for h in range(model.num_kv_heads)]
+        if len(self._costs) >= 16:
+            self._costs.clear()
+        self._costs[id(model)] = (model, tuple(costs))
+        return costs
 
     def imbalance(self, model: Model, batch: int, n_sm: int, policy: str | None = None) -> float:
         """Decode makespan over the ideal (total work / SMs, or the longest task) for `batch` equal-length
         sequences, with (sequence, KV head) tasks."""
-        return task_imbalance(self.kv_task_costs(model) * batch, n_sm, policy or self.scheduling)
+        return _imbalance(tuple(self.kv_task_costs(model)), batch, n_sm, policy or self.scheduling)
 
     def limits(self, model: Model, probe) -> dict:
         """The decode kernel's load imbalance over the SMs (§5.3) at the plan's batch."""
@@ -206,6 +215,12 @@ def _list_schedule(costs: list[float], n_sm: int, policy: str) -> tuple[list[lis
     for load, sm in heap:
         loads[sm] = load
     return lists, loads
+
+
+@lru_cache(maxsize=4096)
+def _imbalance(costs: tuple[int, ...], batch: int, n_sm: int, policy: str) -> float:
+    """task_imbalance of `batch` copies of the per-sequence task costs (memoized: the planner asks per point)."""
+    return task_imbalance(list(costs) * batch, n_sm, policy)
 
 
 def task_imbalance(costs: list[float], n_sm: int, policy: str) -> float:

@@ -45,5 +45,9 @@ class Probe:
                                             self.workload.compute_dtype)
 
     def model_flops_per_token(self, baseline) -> float:
-        """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache."""
-        return float(costmodel_limits.model_flops_per_token(self.model, baseline).subs(L, self.context))
+        """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache (compiled once
+        per model and baseline, roofline.codegen)."""
+        key = codegen.content_key("model-flops", self.model, baseline)
+        fns, _ = codegen.compiled(key, lambda: ([L], {"f": costmodel_limits.model_flops_per_token(self.model,
+                                                                                                  baseline)}, {}))
+        return float(fns["f"](self.context))
