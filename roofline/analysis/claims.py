@@ -28,6 +28,7 @@ from roofline.analysis.limits import (
     remat_limit_paper,
 )
 from roofline.catalogue import hardware_names, load_hardware, load_model
+from roofline.catalogue.ceilings import with_ceilings
 from roofline.methods import build_cache, parse_method
 from roofline.methods.aquakv import AquaKV
 from roofline.planner import memory_budget, plan_method
@@ -62,9 +63,10 @@ class Claim:
 
 
 def datasheet_hardware(name: str):
-    """A catalogue device with datasheet ceilings only: the papers' claims are computed from the figures the
-    papers used, never from a measured section (which the planner uses by default)."""
-    return load_hardware(name).model_copy(update={"measured": None})
+    """A catalogue device with datasheet ceilings only (roofline.catalogue.ceilings.with_ceilings): the papers'
+    claims are computed from the figures the papers used, never from a measured section (which the planner
+    uses by default)."""
+    return with_ceilings(load_hardware(name), "datasheet")
 
 def tiered(full_model: bool, paper_convention: bool) -> str:
     """HOLDS if the full model meets the claim, QUALIFIED if only the paper's convention does, else FAILS."""

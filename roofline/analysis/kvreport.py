@@ -22,15 +22,16 @@ def _num(expr: sp.Expr, context: int) -> sp.Expr:
 
 
 def decode_op_costs(model: Model, method: MethodConfig, hardware: Hardware, context: int, batch: int = 1,
-                    tp: int = 1) -> list[dict[str, Any]]:
-    """Per-op decode costs at (batch, context): FLOPs, bytes by class, intensity, ridge, bound, time.
-    Rows are per layer instance; `count` says how many layers run each."""
-    graph = build_graph(model, method, "decode", tp=tp)
-    return Roofline(hardware, tp=tp).evaluate(graph, {B: batch, L: context})
+                    tp: int = 1, fusion: str = "typical") -> list[dict[str, Any]]:
+    """Per-op decode costs at (batch, context): FLOPs, bytes by class, intensity, ridge, bound, time, and the
+    kernels each op launches at `fusion`. Rows are per layer instance; `count` says how many layers run each."""
+    graph = build_graph(model, method, "decode", tp=tp, fusion=fusion)
+    rows = Roofline(hardware, tp=tp).evaluate(graph, {B: batch, L: context})
+    return [{**row, "kernels": op.kernels} for row, op in zip(rows, graph.ops, strict=True)]
 
 
 def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
-              hardware: Hardware | None = None) -> dict[str, Any]:
+              hardware: Hardware | None = None, fusion: str = "typical") -> dict[str, Any]:
     """KV cache of `batch` sequences at `context` tokens under `method` (exact, no page rounding).
 
     kv_bytes rounds the (possibly fractional-bit) total up to whole bytes; bytes_per_token divides by
@@ -65,8 +66,9 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
         "reserved_bytes": int(math.ceil(_num(cache.reserved_bytes, context) * batch)),
     }
     if hardware is not None:
-        rows = decode_op_costs(model, method, hardware, context, batch)
+        rows = decode_op_costs(model, method, hardware, context, batch, fusion=fusion)
         report["hardware"] = hardware.name
         report["decode_ops"] = rows
         report["decode_step_s"] = sum(r["count"] * r["time_s"] for r in rows)
+        report["decode_kernels"] = sum(r["count"] * r["kernels"] for r in rows)
     return report

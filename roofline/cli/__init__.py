@@ -162,11 +162,14 @@ def _show_text(data: dict[str, Any]) -> str:
 def cmd_kv(args: argparse.Namespace) -> int:
     from roofline.analysis.kvreport import kv_report
     from roofline.catalogue import load_hardware, load_model
+    from roofline.catalogue.ceilings import ceilings_label, with_ceilings
     from roofline.methods import parse_method
 
     model = load_model(args.model)
     method = parse_method(args.method)
-    report = kv_report(model, method, args.context, args.batch, load_hardware(args.hardware))
+    hardware = with_ceilings(load_hardware(args.hardware), args.ceilings)
+    report = kv_report(model, method, args.context, args.batch, hardware, fusion=args.fusion)
+    report.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=args.fusion)
     if args.context > model.max_position_embeddings:
         report["warnings"] = [f"context {args.context:,} exceeds {model.name}'s max_position_embeddings "
                               f"{model.max_position_embeddings:,}: the model was not trained that long"]
@@ -186,7 +189,8 @@ def _kv_text(r: dict[str, Any]) -> str:
                 f"{o['intensity_flops_per_byte']:.2f}", o["bound"], display.seconds(o["time_s"])]
                for o in r["decode_ops"]]
         text += (f"\n\ndecode step on {r['hardware']}: {display.seconds(r['decode_step_s'])} "
-                 f"(ridge {r['decode_ops'][0]['ridge_flops_per_byte']:.0f} FLOP/B; rows per layer instance)\n")
+                 f"(ridge {r['decode_ops'][0]['ridge_flops_per_byte']:.0f} FLOP/B; {r['decode_kernels']:,} kernels at "
+                 f"fusion {r['fusion']}; rows per layer instance)\nceilings: {r['ceilings']}\n")
         text += display.table(["op", "FLOPs", "bytes", "FLOP/B", "bound", "time"], ops)
     return text + "".join(f"\nwarning: {w}" for w in r.get("warnings", ()))
 
@@ -300,7 +304,9 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kv)
 
-    from roofline.cli.plan import add_plan_parser
+    from roofline.cli.plan import add_ceilings_fusion, add_plan_parser
+
+    add_ceilings_fusion(p)
 
     add_plan_parser(sub)
 

@@ -34,11 +34,21 @@ def add_plan_parser(sub) -> None:
                    help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
                    help="size the KV pool by this engine's rules and page size (default ideal; see `capacity`)")
+    add_ceilings_fusion(p)
     p.add_argument("--fewest-gpus", action="store_true", help="also: fewest GPUs of this kind that fit")
     p.add_argument("--tpot-target-ms", type=bounded_float(1e9), help="also: largest context / batch under this TPOT")
     p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
+
+
+def add_ceilings_fusion(p: argparse.ArgumentParser) -> None:
+    """--ceilings and --fusion, shared by `plan` and `kv`."""
+    p.add_argument("--ceilings", choices=("measured", "datasheet"), default="measured",
+                   help="measured (default): the device's measured section, else an estimate from measured devices "
+                   "of its architecture and memory generation, else the datasheet; datasheet: peaks only")
+    p.add_argument("--fusion", choices=("none", "typical", "full"), default="typical",
+                   help="kernels per op: none (eager PyTorch), typical (vLLM/SGLang, default), full (torch.compile)")
 
 
 def _workload(args: argparse.Namespace):
@@ -48,7 +58,7 @@ def _workload(args: argparse.Namespace):
 
     data: dict[str, Any] = {"batch": args.batch or DEFAULT_SCENARIO["batch"],
                             "context_tokens": args.context or DEFAULT_SCENARIO["context_tokens"],
-                            "tp": args.tp, "pp": args.pp}
+                            "tp": args.tp, "pp": args.pp, "fusion": args.fusion}
     generated = args.generated if args.generated is not None else min(DEFAULT_SCENARIO["generated_tokens"],
                                                                        data["context_tokens"] - 1)
     data["generated_tokens"] = generated
@@ -82,6 +92,7 @@ def _gib_to_bytes(gib: float) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
+    from roofline.catalogue.ceilings import ceilings_label, with_ceilings
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
 
@@ -90,13 +101,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         output_dir(args.plot)
     model = load_model(args.model or DEFAULT_SCENARIO["model"])
-    hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
+    hardware = with_ceilings(load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"]), args.ceilings)
     workload = _workload(args)
     methods, skipped = _methods(args.method, model)
     if args.fewest_gpus:
         result = _plan_on_fewest_gpus(model, hardware, workload, methods)
     else:
         result = plan(model, hardware, workload, methods)
+    result.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=workload.fusion)
     _annotate(result, model)
     result["skipped"] = skipped
     if args.tpot_target_ms:
@@ -248,7 +260,7 @@ def plan_text(result: dict[str, Any]) -> str:
     notes += [n for r in rows for n in _notes(r, w["batch"], common)]
     notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
     if "ceilings" in result:
-        head += f"ceilings: {result['ceilings']}\n"
+        head += f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}\n"
     text = head + "\n" + display.table(headers, [_row(r) for r in result["results"]]) + "\n" + LEGEND
     if notes:
         text += "\n\n" + "\n".join(notes)

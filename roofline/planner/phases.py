@@ -48,7 +48,7 @@ class PhaseModel:
     def _graph_kwargs(self, phase: str) -> dict:
         w = self.workload
         return dict(tp=w.tp, weight_dtype=w.weight_dtype, compute_dtype=w.compute_dtype, act_bytes=w.activation_bytes,
-                    occupancy="mean" if phase == "decode_mean" else "exact")
+                    occupancy="mean" if phase == "decode_mean" else "exact", fusion=w.fusion)
 
     def graph(self, phase: str) -> Graph:
         """The sympy op graph of 'decode', 'decode_mean' (windows at their mean fill) or 'prefill' (weights read

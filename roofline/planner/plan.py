@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from roofline import codegen
+from roofline.catalogue.ceilings import ceilings_label, with_ceilings
 from roofline.methods import MethodConfig
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe
@@ -148,7 +149,7 @@ def method_planner(model: Model, hardware: Hardware, workload: Workload, method:
     w = workload
     key = codegen.content_key("planner", model, hardware, method, flavour, w.tp, w.pp, w.weight_dtype,
                               w.compute_dtype, w.activation_bytes, w.page_tokens, w.prefill_chunk_tokens,
-                              w.micro_batches)
+                              w.micro_batches, w.fusion)
     return _PLANNERS.get_or(key, lambda: MethodPlanner(model, hardware, workload, method, flavour))
 
 
@@ -169,16 +170,15 @@ def raise_no_room(model, hardware, workload, budget: MemoryBudget) -> None:
     )
 
 
-def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[MethodConfig]) -> dict[str, Any]:
-    """Plans for several methods on one scenario."""
+def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[MethodConfig],
+         ceilings: str | None = None) -> dict[str, Any]:
+    """Plans for several methods on one scenario. `ceilings` 'measured' or 'datasheet' first applies
+    roofline.catalogue.ceilings.with_ceilings to `hardware` (None: `hardware` as given); the result's
+    "ceilings" says which were used and "fusion" the workload's fusion level."""
+    asked = ceilings or "measured"
+    if ceilings is not None:
+        hardware = with_ceilings(hardware, ceilings)
     results = [plan_method(model, hardware, workload, m).as_dict() for m in methods]
     return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
-            "gpus": workload.gpus, "ceilings": ceilings_label(hardware), "results": results}
-
-
-def ceilings_label(hardware: Hardware) -> str:
-    """Which ceilings the step times use: the measured section (device, date, source) or the datasheet."""
-    m = hardware.measured
-    if m is None:
-        return "datasheet (no measured section for this device)"
-    return f"measured on {m.device} ({m.date}, {m.source})"
+            "gpus": workload.gpus, "ceilings": ceilings_label(hardware, asked), "fusion": workload.fusion,
+            "results": results}

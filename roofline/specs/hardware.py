@@ -90,6 +90,10 @@ class Measured(Spec):
     decode_attention_bytes_per_s: PositiveFloat | None = Field(
         None, description="1/beta of that fit: the KV read rate of decode attention, bytes/s.")
     client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
+    estimate: str | None = Field(
+        None, description="Set when this section was not measured on the device but carried over from measured "
+        "devices of the same architecture and memory technology (roofline.catalogue.ceilings): from which, and the "
+        "spread of their fractions of datasheet.")
 
     @model_validator(mode="after")
     def _dtypes_known(self) -> Measured:
@@ -118,6 +122,11 @@ class Hardware(Spec):
         None, description="Device memory as CUDA reports it (cudaGetDeviceProperties totalGlobalMem), bytes: what a "
         "program can allocate from, below the marketing figure.")
     memory_bytes_per_s: PositiveFloat = Field(description="Peak device-memory bandwidth, bytes/s.")
+    memory_type: str | None = Field(
+        None, description="Memory technology as the datasheet names it, e.g. 'HBM3', 'HBM3e', 'GDDR6': devices of "
+        "one architecture and memory generation (HBM3 and HBM3e alike) share achievable fractions of datasheet.")
+    architecture: str | None = Field(
+        None, description="GPU architecture (lower case), e.g. 'hopper', 'ampere', 'blackwell', 'cdna3'.")
     l2_cache_bytes: PositiveInt = Field(description="Last-level on-chip cache, bytes.")
     sm_count: PositiveInt = Field(description="Streaming multiprocessors (NVIDIA) or compute units (AMD, Intel).")
     fp32_dense_flops_per_s: PositiveFloat = Field(description="Dense FP32 (non-tensor) peak, FLOP/s.")

@@ -50,6 +50,10 @@ class Workload(Spec):
         None, le=1 << 60, description="CUDA context, allocator and communication buffers; None: the planner's default."
     )
     page_tokens: PositiveInt = Field(16, description="KV pages hold this many tokens (vLLM block size 16).")
+    fusion: Literal["none", "typical", "full"] = Field(
+        "typical", description="Kernels each op launches (roofline.costmodel.fusion): 'none' eager PyTorch, 'typical' "
+        "vLLM/SGLang's fused norms and activations, 'full' torch.compile; each kernel pays the device's per-kernel "
+        "time when its measured section has one.")
     engine: Engine = Field(
         "ideal", description="Whose memory conventions size the KV pool (roofline.engines); 'ideal': the planner's.")
 

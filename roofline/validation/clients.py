@@ -44,8 +44,9 @@ def predict_case(params: dict[str, Any], hardware, ceilings: str = "measured", f
         raise ValueError(f"ceilings: {ceilings!r} is not 'measured' or 'datasheet'")
     fusion = fusion or CLIENT_FUSION[params["client"]]
     phase = params["phase"]
-    graph = build_graph(_model(params), parse_method("bf16"), phase, fusion=fusion)
-    roof = roofline_for(hardware, options=RooflineOptions(use_measured=ceilings == "measured"))
+    tp = int(params.get("tp", 1))
+    graph = build_graph(_model(params), parse_method("bf16"), phase, fusion=fusion, tp=tp)
+    roof = roofline_for(hardware, tp=tp, options=RooflineOptions(use_measured=ceilings == "measured"))
     n = params["context"] if phase == "decode" else params["prompt"]
     rows = roof.evaluate(graph, {B: params["batch"], L: n, P: n})
     total = sum(r["count"] * r["time_s"] for r in rows)
