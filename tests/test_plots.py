@@ -12,6 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.catalogue.ceilings import with_ceilings
 from roofline.methods import parse_method
 from roofline.planner import plan
 from roofline.report import plots
@@ -27,7 +28,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def scenario():
-    return (load_model("Llama-3.1-8B"), load_hardware("H100-SXM"),
+    # the hand derivations below are on the datasheet roofline (the catalogue's H100-SXM also carries measured
+    # ceilings, which the planner uses by default)
+    return (load_model("Llama-3.1-8B"), with_ceilings(load_hardware("H100-SXM"), "datasheet"),
             Workload(batch=BATCH, context_tokens=CONTEXT, generated_tokens=1024))
 
 
@@ -154,7 +157,9 @@ def test_memory_bars_sum_to_capacity(the_plan):
     fig = plots.memory_figure(the_plan)
     bars = _bars(fig)
     assert len(bars) == 3
-    capacity = 80 * GIB  # H100-SXM
+    # what CUDA reports on an H100-SXM (79.18 GiB, the real-decode issue's measurement), not the marketing 80 GiB
+    capacity = load_hardware("H100-SXM").driver_memory_bytes
+    assert capacity / GIB == pytest.approx(79.18, abs=0.005)
     for (_, patches), result in zip(sorted(bars.items(), reverse=True), the_plan["results"], strict=True):
         patches.sort(key=lambda p: p.get_x())
         for a, b in zip(patches, patches[1:], strict=False):  # stacked end to end from 0
@@ -170,7 +175,7 @@ def test_memory_bars_sum_to_capacity(the_plan):
             assert result["method"] == "bf16" and used > capacity
             assert total == pytest.approx(used / GIB, rel=1e-12)
     capacity_line = [line for line in fig.axes[0].lines if line.get_gid() == "capacity"]
-    assert capacity_line[0].get_xdata()[0] == pytest.approx(80.0)
+    assert capacity_line[0].get_xdata()[0] == pytest.approx(79.18, abs=0.005)
 
 
 def test_memory_segments(the_plan):
