@@ -87,8 +87,8 @@ def sweep(s: Scenario, axis: str) -> list[dict]:
     return explore.sweep(*specs_of(s), s.specs, axis)
 
 
-@st.cache_resource(show_spinner=False)
 def latency_index() -> dict:
+    """trust's content-kept data (a digest of the files and a dictionary lookup once computed): never stale."""
     return trust.latency_index()
 
 
@@ -130,12 +130,10 @@ def benchmark_specs(benchmark: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f.spec for f in for_benchmark(benchmark) if f.spec))
 
 
-@st.cache_resource(show_spinner=False)
 def claims() -> list[dict]:
     return trust.claims_rows()
 
 
-@st.cache_resource(show_spinner=False)
 def validation_reports() -> list[dict]:
     return trust.validation_reports()
 
