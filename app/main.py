@@ -5,6 +5,7 @@ from roofline.report (STYLE 14).
 """
 
 import sys
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -16,6 +17,7 @@ if str(HERE) not in sys.path:  # the helper package beside this script (streamli
 from roofline_app import cache  # noqa: E402
 from roofline_app.scenario import sidebar  # noqa: E402
 
+START = time.perf_counter()
 st.set_page_config(page_title="roofline", layout="wide")
 PAGES = [
     st.Page(HERE / "views" / "plan.py", title="Plan", url_path="plan", default=True),
@@ -28,5 +30,8 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 cache.start_warmup()
-sidebar()
-page.run()
+try:
+    sidebar()
+    page.run()
+finally:  # st.stop() ends a page early: its run still counts
+    cache.record_run(page.title, time.perf_counter() - START)

@@ -62,6 +62,11 @@ def summary(plan_, model="Llama-3.1-8B", hardware="H100-SXM", compute_dtype="bf1
     return display.summary_table(plan_, load_model(model).max_position_embeddings, errors)
 
 
+def plain(text: str) -> str:
+    """A Markdown-escaped line as the user reads it (report.md_escape undone)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
 def no_exception(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -112,9 +117,9 @@ def app() -> AppTest:
 
 def test_plan_page_shows_the_library_plan(app):
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
-    text = " ".join(m.value for m in app.markdown)
-    assert "Llama-3.1-8B" in text and "H100-SXM" in text
-    assert len(chart_frames(app)) >= 3  # capacity, memory, latency
+    text = " ".join(m.value for m in app.caption)
+    assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
+    assert len(chart_frames(app)) >= 3  # capacity, memory, latency (tabs)
     assert app.get("download_button")
 
 
@@ -143,11 +148,11 @@ def test_workload_change_replans(app):
 def test_methods_custom_specs_and_a_bad_spec():
     at = fresh().run()
     at.multiselect(key="methods").set_value(["kivi-2"])
-    at.text_area(key="custom_specs").set_value("zack-50+kvquant-4; kivi:bits=99")
+    at.text_area(key="custom").set_value("zack-50+kvquant-4; kivi:bits=99")
     at.button(key="apply").click()
     timed("apply methods kivi-2 + custom SPEC", at)
     no_exception(at)
-    assert any("kivi:bits=99" in e.value and "bits" in e.value for e in at.sidebar.error)
+    assert any("kivi:bits=99" in plain(e.value) and "bits" in plain(e.value) for e in at.sidebar.error)
     expected = library_plan(specs=["kivi-2", "zack-50+kvquant-4"])
     frame_equals(table(at, "TPOT avg"), summary(expected))
 
@@ -158,7 +163,7 @@ def test_bad_workload_keeps_the_last_valid_one():
     at.number_input(key="generated").set_value(2000)
     at.button(key="apply").click().run()
     no_exception(at)
-    assert any("generated_tokens" in e.value for e in at.sidebar.error)
+    assert any("generated_tokens" in plain(e.value) for e in at.sidebar.error)
     frame_equals(table(at, "TPOT avg"), summary(library_plan()))
 
 
@@ -226,7 +231,7 @@ def test_bad_hardware_upload_shows_one_line_and_keeps_the_selection(name, conten
     at = fresh().run()
     upload(at, "hardware", name, content, f"upload a bad hardware file ({name})")
     no_exception(at)
-    errors = [e.value for e in at.sidebar.error]
+    errors = [plain(e.value) for e in at.sidebar.error]
     assert len(errors) == 1 and "\n" not in errors[0] and name in errors[0]
     assert fragment is None or fragment in errors[0]
     assert at.selectbox(key="hardware").value == "H100-SXM"
@@ -247,7 +252,7 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
     assert list(shown["TPOT"]) == [r["TPOT"] for r in display.summary_table(expected, model.max_position_embeddings)]
     upload(at, "model", "broken.json", b'{"model_type": "llama",', "upload a broken config.json")
     no_exception(at)
-    assert any("broken.json" in e.value and "not valid JSON" in e.value for e in at.sidebar.error)
+    assert any("broken.json" in plain(e.value) and "not valid JSON" in plain(e.value) for e in at.sidebar.error)
     assert at.selectbox(key="model").value == chosen
 
 
@@ -291,7 +296,8 @@ def test_side_by_side_pins_a_and_diffs_b():
     no_exception(at)
     expected = explore.diff_rows(library_plan(), library_plan("H200"))
     frame_equals(table(at, "TPOT change"), display.diff_table(expected))
-    assert all(r["change tpot_s"] < 0 for r in expected)  # H200's bandwidth is higher: every step is faster
+    # H200's bandwidth is higher, its peaks the same: no step is slower, the memory-bound ones are faster
+    assert all(r["change tpot_s"] <= 0 for r in expected) and any(r["change tpot_s"] < 0 for r in expected)
 
 
 def test_sweeps_page_is_the_library_sweep():

@@ -6,6 +6,7 @@ objects: a repeated interaction costs a dictionary lookup. The planners themselv
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,6 +41,15 @@ def start_warmup() -> subprocess.Popen | None:
                                 stderr=subprocess.DEVNULL)
     except OSError:
         return None
+
+
+def record_run(page: str, seconds: float) -> None:
+    """One line per script run (page, server-side seconds) appended to $ROOFLINE_APP_TIMINGS when set: what the
+    browser test reports as the server-side time of an interaction."""
+    path = os.environ.get("ROOFLINE_APP_TIMINGS")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps({"page": page, "seconds": seconds}) + "\n")
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
