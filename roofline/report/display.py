@@ -17,7 +17,7 @@ def context_text(n: float, max_positions: int | None = None) -> str:
         return "unbounded"
     text = f"{int(n):,}"
     if max_positions is not None and n > max_positions:
-        return f">= {max_positions:,} (model max; memory: {text})"
+        return f">= {max_positions:,} (model max)"
     return text
 
 
@@ -31,12 +31,12 @@ def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[
         row = {"method": r["method"], "bits": f"{r['effective_bits']:.2f}",
                "KV / seq": fmt.gib(r["kv_bytes_per_sequence"]),
                "max context @ batch": context_text(r["max_context"], max_positions),
-               "max batch @ context": fmt.count(r["max_batch"]), "fits": "yes" if r["fits"] else "no",
+               "max batch @ context": fmt.count(r["max_batch"]) + ("" if r["fits"] else " (< batch)"),
                "TTFT": fmt.seconds(r["ttft_s"]), "TPOT": fmt.ms(r["tpot_s"]), "TPOT avg": fmt.ms(r["tpot_avg_s"]),
                "tokens/s": fmt.rate(r["tokens_per_s"]), "bound (top op)":
                    f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"}
         if errors:
-            row["TPOT error (measured)"] = errors[i]["text"]
+            row["TPOT error"] = errors[i]["text"]
         rows.append(row)
     return rows
 
