@@ -1,9 +1,11 @@
-"""roofline dashboard: `streamlit run app/main.py --server.address 127.0.0.1` (or `roofline app`).
+"""roofline dashboard: `streamlit run app/main.py` (app/.streamlit/config.toml binds 127.0.0.1) or `roofline app`.
 
-The sidebar holds the scenario every page uses; each page draws numbers from roofline.report.dashboard (STYLE 14).
+The sidebar holds the scenario every page uses (and the URL's query string mirrors it); each page draws numbers
+from roofline.report (STYLE 14).
 """
 
 import sys
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -12,16 +14,24 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the helper package beside this script (streamlit adds it; AppTest may not)
     sys.path.insert(0, str(HERE))
 
+from roofline_app import cache  # noqa: E402
 from roofline_app.scenario import sidebar  # noqa: E402
 
+START = time.perf_counter()
 st.set_page_config(page_title="roofline", layout="wide")
 PAGES = [
     st.Page(HERE / "views" / "plan.py", title="Plan", url_path="plan", default=True),
+    st.Page(HERE / "views" / "sweeps.py", title="Sweeps", url_path="sweeps"),
+    st.Page(HERE / "views" / "compare.py", title="Side by side", url_path="compare"),
+    st.Page(HERE / "views" / "pareto.py", title="Pareto", url_path="pareto"),
     st.Page(HERE / "views" / "roofline_page.py", title="Roofline", url_path="roofline"),
-    st.Page(HERE / "views" / "compare.py", title="Compare", url_path="compare"),
     st.Page(HERE / "views" / "validation.py", title="Validation", url_path="validation"),
     st.Page(HERE / "views" / "claims.py", title="Claims", url_path="claims"),
 ]
 page = st.navigation(PAGES)
-sidebar()
-page.run()
+cache.start_warmup()
+try:
+    sidebar()
+    page.run()
+finally:  # st.stop() ends a page early: its run still counts
+    cache.record_run(page.title, time.perf_counter() - START)

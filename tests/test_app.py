@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method
 from roofline.planner import plan
 from roofline.report import dashboard as appdata
+from roofline.report import display, explore, rooflinepage, share
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +51,20 @@ def report_timings():
 
 def fresh() -> AppTest:
     return AppTest.from_file(str(ENTRY), default_timeout=120)
+
+
+def summary(plan_, model="Llama-3.1-8B", hardware="H100-SXM", compute_dtype="bf16"):
+    """The Plan page's table as the library builds it (with each TPOT's measured error)."""
+    from roofline.report import trust
+
+    errors = [trust.latency_error(trust.latency_index(), hardware, r["method"], r["decode"], compute_dtype)
+              for r in plan_["results"]]
+    return display.summary_table(plan_, load_model(model).max_position_embeddings, errors)
+
+
+def plain(text: str) -> str:
+    """A Markdown-escaped line as the user reads it (report.md_escape undone)."""
+    return re.sub(r"\\(.)", r"\1", text)
 
 
 def no_exception(at) -> None:
@@ -102,10 +116,10 @@ def app() -> AppTest:
 
 
 def test_plan_page_shows_the_library_plan(app):
-    frame_equals(table(app, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
-    text = " ".join(m.value for m in app.markdown)
-    assert "Llama-3.1-8B" in text and "H100-SXM" in text
-    assert len(chart_frames(app)) >= 3  # capacity, memory, latency
+    frame_equals(table(app, "TPOT avg"), summary(library_plan()))
+    text = " ".join(m.value for m in app.caption)
+    assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
+    assert len(chart_frames(app)) >= 3  # capacity, memory, latency (tabs)
     assert app.get("download_button")
 
 
@@ -121,26 +135,26 @@ def test_workload_change_replans(app):
     timed("apply batch 4, context 65,536 (5 new plans)", app)
     no_exception(app)
     expected = library_plan(batch=4, context_tokens=65_536)
-    frame_equals(table(app, "TPOT avg (ms)"), appdata.summary_rows(expected))
+    frame_equals(table(app, "TPOT avg"), summary(expected))
     memory = next(f for f in chart_frames(app) if "segment" in f.columns)
     assert memory["GiB"].sum() == pytest.approx(sum(r["GiB"] for r in appdata.memory_rows(expected)))
     app.number_input(key="batch").set_value(16)
     app.number_input(key="context").set_value(32_768)
     app.button(key="apply").click()
     timed("apply back to the default workload (cached)", app)
-    frame_equals(table(app, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+    frame_equals(table(app, "TPOT avg"), summary(library_plan()))
 
 
 def test_methods_custom_specs_and_a_bad_spec():
     at = fresh().run()
     at.multiselect(key="methods").set_value(["kivi-2"])
-    at.text_area(key="custom_specs").set_value("zack-50+kvquant-4; kivi:bits=99")
+    at.text_area(key="custom").set_value("zack-50+kvquant-4; kivi:bits=99")
     at.button(key="apply").click()
     timed("apply methods kivi-2 + custom SPEC", at)
     no_exception(at)
-    assert any("kivi:bits=99" in e.value and "bits" in e.value for e in at.sidebar.error)
+    assert any("kivi:bits=99" in plain(e.value) and "bits" in plain(e.value) for e in at.sidebar.error)
     expected = library_plan(specs=["kivi-2", "zack-50+kvquant-4"])
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(expected))
+    frame_equals(table(at, "TPOT avg"), summary(expected))
 
 
 def test_bad_workload_keeps_the_last_valid_one():
@@ -149,18 +163,18 @@ def test_bad_workload_keeps_the_last_valid_one():
     at.number_input(key="generated").set_value(2000)
     at.button(key="apply").click().run()
     no_exception(at)
-    assert any("generated_tokens" in e.value for e in at.sidebar.error)
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+    assert any("generated_tokens" in plain(e.value) for e in at.sidebar.error)
+    frame_equals(table(at, "TPOT avg"), summary(library_plan()))
 
 
 def test_hardware_and_tp_change():
     at = fresh().run()
-    at.selectbox(key="hardware_choice").set_value("H200")
+    at.selectbox(key="hardware").set_value("H200")
     timed("select hardware H200 (5 new plans)", at)
     at.selectbox(key="tp").set_value(2)
     at.button(key="apply").click().run()
     no_exception(at)
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan("H200", tp=2)))
+    frame_equals(table(at, "TPOT avg"), summary(library_plan("H200", tp=2), hardware="H200"))
 
 
 def test_pipeline_stages_survive_a_smaller_model():
@@ -168,18 +182,18 @@ def test_pipeline_stages_survive_a_smaller_model():
     at.number_input(key="pp").set_value(32)
     at.button(key="apply").click().run()
     no_exception(at)
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan(pp=32)))
-    at.selectbox(key="model_choice").set_value("Llama-3.2-1B")
+    frame_equals(table(at, "TPOT avg"), summary(library_plan(pp=32)))
+    at.selectbox(key="model").set_value("Llama-3.2-1B")
     timed("select a 16-layer model with pp = 32 set", at)
     no_exception(at)
     assert at.number_input(key="pp").value == 16
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan(model="Llama-3.2-1B", pp=16)))
+    frame_equals(table(at, "TPOT avg"), summary(library_plan(model="Llama-3.2-1B", pp=16), model="Llama-3.2-1B"))
 
 
 def test_downloads_are_the_library_serializations(app):
     expected = library_plan()
     downloads = {b.proto.label: b for b in app.get("download_button")}
-    assert set(downloads) == {"Download plan (JSON)", "Download plan (CSV)"}
+    assert set(downloads) == {"Download JSON", "Download CSV"}
     assert json.loads(appdata.plan_json(expected))["results"][0]["method"] == "bf16"
 
 
@@ -196,12 +210,13 @@ def test_valid_hardware_upload_becomes_the_selection():
     text = (ROOT / "hardware" / "H200.yaml").read_text().replace("name: H200", "name: my-H200")
     upload(at, "hardware", "mine.yaml", text.encode(), "upload a valid hardware YAML")
     no_exception(at)
-    assert at.selectbox(key="hardware_choice").value == "uploaded: my-H200 (mine.yaml)"
+    label = at.selectbox(key="hardware").value
+    assert label.startswith("uploaded: my-H200 (mine.yaml, ") and len(label.split(", ")[-1]) == 9
     assert not at.sidebar.error
-    assert "my-H200" in " ".join(m.value for m in at.markdown)
+    assert "my\\-H200" in " ".join(m.value for m in at.caption)  # escaped: shown as text
     expected = library_plan("H200")
-    rows = appdata.summary_rows(expected)
-    frame_equals(table(at, "TPOT avg (ms)"), rows)
+    rows = summary(expected, hardware="my-H200")
+    frame_equals(table(at, "TPOT avg"), rows)
 
 
 @pytest.mark.parametrize("name,content,fragment", [
@@ -216,11 +231,11 @@ def test_bad_hardware_upload_shows_one_line_and_keeps_the_selection(name, conten
     at = fresh().run()
     upload(at, "hardware", name, content, f"upload a bad hardware file ({name})")
     no_exception(at)
-    errors = [e.value for e in at.sidebar.error]
+    errors = [plain(e.value) for e in at.sidebar.error]
     assert len(errors) == 1 and "\n" not in errors[0] and name in errors[0]
     assert fragment is None or fragment in errors[0]
-    assert at.selectbox(key="hardware_choice").value == "H100-SXM"
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(library_plan()))
+    assert at.selectbox(key="hardware").value == "H100-SXM"
+    frame_equals(table(at, "TPOT avg"), summary(library_plan()))
 
 
 def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
@@ -228,16 +243,17 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
     config = (ROOT / "tests" / "data" / "hf" / "Llama-3.2-1B" / "config.json").read_bytes()
     upload(at, "model", "config.json", config, "upload a Hugging Face config.json")
     no_exception(at)
-    chosen = at.selectbox(key="model_choice").value
-    assert chosen.startswith("uploaded: ") and chosen.endswith("(config.json)")
+    chosen = at.selectbox(key="model").value
+    assert chosen.startswith("uploaded: ") and "(config.json, " in chosen
     model = appdata.spec_from_text("model", config.decode(), "config.json")
     workload = appdata.workload_from({})
     expected = plan(model, load_hardware("H100-SXM"), workload, [parse_method(s) for s in appdata.DEFAULT_METHODS])
-    frame_equals(table(at, "TPOT avg (ms)"), appdata.summary_rows(expected))
+    shown = table(at, "TPOT avg")
+    assert list(shown["TPOT"]) == [r["TPOT"] for r in display.summary_table(expected, model.max_position_embeddings)]
     upload(at, "model", "broken.json", b'{"model_type": "llama",', "upload a broken config.json")
     no_exception(at)
-    assert any("broken.json" in e.value and "not valid JSON" in e.value for e in at.sidebar.error)
-    assert at.selectbox(key="model_choice").value == chosen
+    assert any("broken.json" in plain(e.value) and "not valid JSON" in plain(e.value) for e in at.sidebar.error)
+    assert at.selectbox(key="model").value == chosen
 
 
 # --- other pages ---------------------------------------------------------------------------------------------
@@ -257,30 +273,83 @@ def test_roofline_page_points_and_limits():
             at.select_slider(key="roofline_context").set_value(context)
             timed(label, at)
             no_exception(at)
-        data = appdata.roofline_data(model, hardware, workload, specs, context)
+        data = rooflinepage.roofline_data(model, hardware, workload, specs, context)
         ops = next(f for f in chart_frames(at) if "intensity" in f.columns)
         assert sorted(ops["intensity"]) == pytest.approx(sorted(p["intensity"] for p in data["points"]))
         assert sorted(ops["flops_per_s"]) == pytest.approx(sorted(p["flops_per_s"] for p in data["points"]))
         frame_equals(table(at, "limit"),
-                     appdata.limits_rows(model, hardware, workload, specs, context))
+                     display.limits_table(rooflinepage.limits_rows(model, hardware, workload, specs, context)))
+        axes = rooflinepage.roofline_axes(model, hardware, workload, specs)
+        spec = next(e for e in at.main if getattr(e, "type", None) == "vega_lite_chart" and "intensity" in
+                    e.proto.spec)
+        assert f'"domain": [{axes["x_lo"]}' in spec.proto.spec.replace(".0,", ",")
 
 
-def test_compare_page_table_and_quality():
+def test_side_by_side_pins_a_and_diffs_b():
     at = fresh().run()
     at.switch_page("views/compare.py")
-    timed("switch to Compare", at)
+    timed("switch to Side by side", at)
+    at.button(key="pin").click()
+    timed("pin scenario A", at)
+    at.selectbox(key="hardware").set_value("H200")
+    timed("B: select hardware H200", at)
     no_exception(at)
-    frame_equals(table(at, "compression vs 16-bit"), appdata.compare_rows(library_plan()))
-    benchmark = "AQUA-KV Table 2: Llama-3.1-8B, LongBench (average score)"
-    at.selectbox(key="benchmark").set_value(benchmark)
-    timed("select a quality benchmark", at)
+    expected = explore.diff_rows(library_plan(), library_plan("H200"))
+    frame_equals(table(at, "TPOT change"), display.diff_table(expected))
+    assert any(r["change tpot_s"] < 0 for r in expected)  # H200's 4.8 TB/s against 3.35: memory-bound steps faster
+
+
+def test_sweeps_page_is_the_library_sweep():
+    at = fresh().run()
+    at.switch_page("views/sweeps.py")
+    timed("switch to Sweeps", at)
     no_exception(at)
-    rows = appdata.quality_rows(benchmark, 32_768)
-    shown = table(at, "paper memory")
-    assert list(shown["method"]) == [r["method"] for r in rows]
-    assert list(shown["value"]) == [r["value"] for r in rows]
-    assert shown["computed bits"].tolist() == pytest.approx(
-        [math.nan if r["computed bits"] is None else r["computed bits"] for r in rows], nan_ok=True)
+    model, hardware = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
+    rows = explore.sweep(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS, "context")
+    frame = next(f for f in chart_frames(at) if "tpot_s" in f.columns)
+    assert list(frame["context"]) == [r["context"] for r in rows]
+    assert frame["tpot_s"].tolist() == pytest.approx([r["tpot_s"] for r in rows], rel=1e-12)
+    assert frame["context"].max() == model.max_position_embeddings
+    at.radio(key="sweep_axis").set_value("batch")
+    timed("sweep against batch", at)
+    no_exception(at)
+
+
+def test_pareto_page_lists_methods_without_figures_apart():
+    at = fresh().run()
+    at.switch_page("views/pareto.py")
+    timed("switch to Pareto", at)
+    no_exception(at)
+    shown = table(at, "on the front")
+    missing = shown[shown["quality (paper)"] == "no figure in this table"]
+    assert "bf16" in list(missing["method"]) or len(missing) == 0
+    assert any("No figure" in c.value for c in at.caption) == (len(missing) > 0)
+
+
+def test_model_that_does_not_fit_gets_the_fit_solver_not_a_wall_of_errors():
+    at = fresh().run()
+    at.selectbox(key="hardware").set_value("H200")
+    at.selectbox(key="model").set_value("Llama-3.1-70B")
+    timed("select Llama-3.1-70B on one H200 (fit solver)", at)
+    no_exception(at)
+    assert not at.error
+    assert len(at.warning) == 1 and "do not fit" in at.warning[0].value
+    model, hardware = load_model("Llama-3.1-70B"), load_hardware("H200")
+    expected = explore.fit_solver(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS)
+    frame_equals(table(at, "fewest GPUs (tp x pp)"), display.fit_table(expected))
+
+
+def test_a_shared_link_reproduces_the_scenario():
+    at = fresh()
+    at.query_params.update({"hardware": "H200", "batch": "4", "tp": "2", "methods": "kivi-2,bf16",
+                            "weight_dtype": "fp8", "context": "oops"})
+    timed("open a shared link", at)
+    no_exception(at)
+    assert any("context" in w.value for w in at.sidebar.warning)  # the bad value named, the default kept
+    expected = library_plan("H200", specs=["kivi-2", "bf16"], batch=4, tp=2, weight_dtype="fp8")
+    frame_equals(table(at, "TPOT avg"), summary(expected, hardware="H200"))
+    assert share.from_query(at.query_params)[0] == {"hardware": "H200", "batch": 4, "tp": 2,
+                                                    "methods": ["kivi-2", "bf16"], "weight_dtype": "fp8"}
 
 
 def test_validation_page_matches_compare():
@@ -299,7 +368,7 @@ def test_validation_page_matches_compare():
         metrics.setdefault(m.label, m.value)
     assert metrics["cases compared (calibration excluded)"] == str(report["summary"]["cases"])
     assert metrics["median APE"] == f"{report['summary']['median_ape_pct']:.1f} %"
-    frame_equals(table(at, "median bandwidth fraction"), appdata.family_rows(report))
+    frame_equals(table(at, "median bandwidth fraction"), display.family_table(appdata.family_rows(report)))
     frame_equals(table(at, "target"), appdata.target_rows(entry["targets"]))
     assert {r["verdict"] for r in appdata.target_rows(entry["targets"])} <= {"met", "missed", "not measured"}
 
@@ -324,6 +393,12 @@ def test_claims_page_is_the_claims_table():
     counts = {m.label: m.value for m in at.metric}
     for verdict in {r["verdict"] for r in rows}:
         assert counts[verdict] == str(sum(r["verdict"] == verdict for r in rows))
+    paper = rows[0]["paper"]
+    at.multiselect(key="claims_papers").set_value([paper])
+    timed("filter Claims to one paper", at)
+    counts = {m.label: m.value for m in at.metric}
+    mine = [r for r in rows if r["paper"] == paper]
+    assert counts == {v: str(sum(r["verdict"] == v for r in mine)) for v in {r["verdict"] for r in mine}}
 
 
 # --- library side, without Streamlit -------------------------------------------------------------------------
@@ -370,7 +445,7 @@ def test_workload_and_spec_helpers():
         "kivi:bits=3,group_size=64", "xquant-2", "zack-50+kvquant-4"]
     with pytest.raises(SpecError):
         appdata.check_spec("nonsense-7")
-    assert appdata.context_options(3000)[:3] == [128, 256, 512] and 3000 in appdata.context_options(3000)
+    assert rooflinepage.context_options(3000)[:3] == [128, 256, 512] and 3000 in rooflinepage.context_options(3000)
 
 
 def quoted(notes: str, names: set[str], value: float) -> bool:

@@ -1,11 +1,15 @@
 """The dashboard in a real browser: `streamlit run` on 127.0.0.1, Debian's Chromium through Playwright, every page
-clicked, no exception block anywhere, a screenshot of each page under ci-artifacts/screenshots/.
+and every new view clicked, no exception block anywhere, a sweep's download equal to the library's sweep, a shared
+link's plan download equal to the library's plan, a screenshot of each view under ci-artifacts/screenshots/, and
+each interaction's time: server-side (the app's own script-run time, $ROOFLINE_APP_TIMINGS) and in the browser
+(action until the page has no stale element and no running script), written to ci-artifacts/browser_timings.txt.
 
 Skipped only when /usr/bin/chromium is missing outside CI; in CI (env CI set) a missing browser fails the test.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -21,7 +25,7 @@ from roofline.report import dashboard as appdata
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "ci-artifacts" / "screenshots"
-PAGES = ("Plan", "Roofline", "Compare", "Validation", "Claims")
+TIMINGS_FILE = ROOT / "ci-artifacts" / "app_runs.jsonl"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 SETTLE_S = 90
@@ -62,7 +66,9 @@ def server():
     log = (ROOT / "ci-artifacts")
     log.mkdir(parents=True, exist_ok=True)
     with open(log / "streamlit.log", "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        TIMINGS_FILE.unlink(missing_ok=True)
+        env = {**os.environ, "ROOFLINE_APP_TIMINGS": str(TIMINGS_FILE)}
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_healthy(url, proc)
@@ -76,43 +82,145 @@ def server():
                 proc.wait()
 
 
-def _settle(page) -> None:
-    """Wait until the script has finished (no status widget for a while) and the charts have drawn."""
-    deadline = time.monotonic() + SETTLE_S
-    quiet_since = None
-    while time.monotonic() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        spinning = page.locator('[data-testid="stSpinner"]').count() > 0
-        if running or spinning:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
-            break
-        page.wait_for_timeout(250)
-    else:
+def _runs() -> list[dict]:
+    if not TIMINGS_FILE.exists():
+        return []
+    return [json.loads(line) for line in TIMINGS_FILE.read_text().splitlines() if line.strip()]
+
+
+class Clock:
+    """Times interactions: server-side (the script runs the action caused) and in the browser (until settled)."""
+
+    def __init__(self, page) -> None:
+        self.page, self.rows = page, []
+
+    def settle(self, before: int, timeout_s: float = SETTLE_S) -> float:
+        start = time.perf_counter()
+        deadline = start + timeout_s
+        while time.perf_counter() < deadline:
+            if len(_runs()) > before:
+                busy = self.page.locator('[data-testid="stStatusWidget"], [data-stale="true"], '
+                                         '[data-testid="stSpinner"]').count()
+                if not busy:
+                    return time.perf_counter() - start
+            self.page.wait_for_timeout(25)
         raise TimeoutError("the app kept running")
-    for chart in page.locator('[data-testid="stVegaLiteChart"]').all():
-        chart.locator("canvas, svg").first.wait_for(timeout=20_000)
+
+    def time(self, label: str, action) -> None:
+        before = len(_runs())
+        start = time.perf_counter()
+        action()
+        self.settle(before)
+        for chart in self.page.locator('[data-testid="stVegaLiteChart"]').all():
+            if chart.is_visible():  # charts in a tab not shown are not drawn
+                chart.locator("canvas, svg").first.wait_for(timeout=20_000)
+        browser = time.perf_counter() - start
+        server = max(r["seconds"] for r in _runs()[before:])
+        self.rows.append((label, server, browser))
+        assert self.page.locator('[data-testid="stException"]').count() == 0, f"exception after: {label}"
+
+    def report(self) -> str:
+        load = os.getloadavg()
+        lines = [f"{label:<52} {server * 1e3:8.0f} ms {browser * 1e3:8.0f} ms" for label, server, browser in self.rows]
+        return (f"interaction times (server-side script run, browser until settled); load average "
+                f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs\n" + "\n".join(lines) + "\n")
 
 
-def test_every_page_renders_without_exception(server):
+def _shot(page, name: str) -> None:
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def _nav(page, title: str):
+    return lambda: page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+
+
+def _select(page, label: str, option: str):
+    def act():
+        box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+        box.click()
+        page.get_by_role("option", name=option, exact=True).click()
+    return act
+
+
+def _apply(page, **numbers):
+    def act():
+        for label, value in numbers.items():
+            field = page.get_by_label(label, exact=True)
+            field.fill(str(value))
+            field.press("Tab")
+        page.get_by_role("button", name="Apply").click()
+    return act
+
+
+def _download(page, button: str) -> str:
+    with page.expect_download() as info:
+        page.get_by_role("button", name=button).first.click()
+    return Path(info.value.path()).read_text()
+
+
+def test_every_view_renders_fast_and_matches_the_library(server):
+    from roofline.catalogue import load_hardware, load_model
+    from roofline.methods import parse_method
+    from roofline.planner import plan
+    from roofline.report import explore
+
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 4000})
-            start = time.perf_counter()
-            page.goto(server, wait_until="domcontentloaded")
-            for i, title in enumerate(PAGES):
-                if i:
-                    start = time.perf_counter()
-                    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-                page.locator("h1", has_text=title).first.wait_for(timeout=60_000)
-                _settle(page)
-                # the settle check waits 1.5 s of quiet after the script ends: not part of the render
-                print(f"\nbrowser: {title} rendered in {time.perf_counter() - start - 1.5:.1f} s (first visit)")
-                assert page.locator('[data-testid="stException"]').count() == 0, f"exception on {title}"
-                page.screenshot(path=str(SCREENSHOTS / f"{i + 1}_{title.lower()}.png"), full_page=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+            clock = Clock(page)
+            clock.time("cold first load (Plan)", lambda: page.goto(server, wait_until="domcontentloaded"))
+            _shot(page, "01_plan")
+            clock.time("batch 8, context 65,536 + Apply", _apply(page, **{"Batch (sequences)": 8,
+                                                                          "Context (tokens)": 65536}))
+            clock.time("back to batch 16, context 32,768 + Apply", _apply(page, **{"Batch (sequences)": 16,
+                                                                                   "Context (tokens)": 32768}))
+            clock.time("new hardware: H200", _select(page, "Hardware", "H200"))
+            clock.time("new model: Qwen2.5-7B", _select(page, "Model", "Qwen2.5-7B"))
+            clock.time("tp 2 + Apply", lambda: (_select(page, "Tensor parallel", "2")(),
+                                               page.get_by_role("button", name="Apply").click()))
+            clock.time("new model: Llama-3.1-70B on tp 2", _select(page, "Model", "Llama-3.1-70B"))
+            clock.time("tp 1 + Apply (fit solver)", lambda: (_select(page, "Tensor parallel", "1")(),
+                                                            page.get_by_role("button", name="Apply").click()))
+            _shot(page, "02_fit_solver_70b_on_h200")
+            clock.time("model back to Llama-3.1-8B", _select(page, "Model", "Llama-3.1-8B"))
+            clock.time("hardware back to H100-SXM", _select(page, "Hardware", "H100-SXM"))
+            clock.time("page: Sweeps", _nav(page, "Sweeps"))
+            _shot(page, "03_sweeps_context")
+            rows = explore.sweep(load_model("Llama-3.1-8B"), load_hardware("H100-SXM"), appdata.workload_from({}),
+                                 appdata.DEFAULT_METHODS, "context")
+            assert _download(page, "Download CSV") == appdata.rows_csv(rows)
+            clock.time("sweep against batch", lambda: page.get_by_text("batch", exact=True).first.click())
+            _shot(page, "04_sweeps_batch")
+            clock.time("page: Side by side", _nav(page, "Side by side"))
+            clock.time("pin A", lambda: page.get_by_role("button", name="Pin the current scenario as A").click())
+            clock.time("B: hardware H200", _select(page, "Hardware", "H200"))
+            _shot(page, "05_side_by_side")
+            clock.time("page: Pareto", _nav(page, "Pareto"))
+            _shot(page, "06_pareto")
+            clock.time("page: Roofline", _nav(page, "Roofline"))
+            clock.time("roofline slider one step", lambda: (page.get_by_role("slider").first.focus(),
+                                                           page.keyboard.press("ArrowLeft")))
+            _shot(page, "07_roofline")
+            clock.time("page: Validation (first visit)", _nav(page, "Validation"))
+            _shot(page, "08_validation")
+            clock.time("page: Claims (first visit)", _nav(page, "Claims"))
+            _shot(page, "09_claims")
+            clock.time("page: Plan", _nav(page, "Plan"))
+
+            link = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+            clock.page = link
+            clock.time("open a shared link (H200, batch 4, 2 methods, fp8 weights)", lambda: link.goto(
+                f"{server}/?hardware=H200&batch=4&methods=kivi-2%2Cbf16&weight_dtype=fp8",
+                wait_until="domcontentloaded"))
+            link.screenshot(path=str(SCREENSHOTS / "10_shared_link_1366x768.png"))
+            expected = plan(load_model("Llama-3.1-8B"), load_hardware("H200"),
+                            appdata.workload_from({"batch": 4, "weight_dtype": "fp8"}),
+                            [parse_method("kivi-2"), parse_method("bf16")])
+            assert json.loads(_download(link, "Download JSON")) == json.loads(appdata.plan_json(expected))
+            text = clock.report()
+            print("\n" + text)
+            (ROOT / "ci-artifacts" / "browser_timings.txt").write_text(text)
         finally:
             browser.close()

@@ -1,30 +1,65 @@
-"""Cached calls into roofline.report.dashboard, keyed on hashable inputs (sources, SPEC strings, numbers), never on
-pydantic objects: a repeated interaction costs a dictionary lookup, not a sympy evaluation."""
+"""Cached calls into roofline.report, keyed on hashable inputs (sources, SPEC strings, numbers), never on pydantic
+objects: a repeated interaction costs a dictionary lookup. The planners themselves are compiled once per content
+(roofline.codegen), so a new batch or context costs microseconds per method; the warm-up process
+(roofline.report.warm) fills the disk cache for new GPUs and models before they are asked for.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import os
+import subprocess
+import sys
 from typing import Any, NamedTuple
 
 import streamlit as st
 
 from roofline.errors import RooflineError, one_line
 from roofline.report import dashboard as appdata
+from roofline.report import explore, rooflinepage, trust
 
 
 class Scenario(NamedTuple):
-    """What every page plans: hardware and model sources, method SPECs, workload fields (sorted items)."""
+    """What every page plans: hardware and model sources, method SPECs, workload fields (sorted items), and the
+    TPOT target in seconds (None: no SLO)."""
 
     hardware: appdata.Source
     model: appdata.Source
     specs: tuple[str, ...]
     workload: tuple[tuple[str, Any], ...]
+    tpot_target_s: float | None = None
+
+
+@st.cache_resource(show_spinner=False)
+def start_warmup() -> subprocess.Popen | None:
+    """The cache warm-up process, once per server (niced; its writes are the entries the app would compute);
+    ROOFLINE_APP_WARMUP=off skips it."""
+    if os.environ.get("ROOFLINE_APP_WARMUP", "").lower() in ("off", "0", "no"):
+        return None
+    try:
+        return subprocess.Popen([sys.executable, "-m", "roofline.report.warm"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def record_run(page: str, seconds: float) -> None:
+    """One line per script run (page, server-side seconds) appended to $ROOFLINE_APP_TIMINGS when set: what the
+    browser test reports as the server-side time of an interaction."""
+    path = os.environ.get("ROOFLINE_APP_TIMINGS")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps({"page": page, "seconds": seconds}) + "\n")
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def load(kind: str, source: appdata.Source):
     """A Hardware or Model spec (frozen pydantic objects: shared, never copied)."""
     return appdata.load_source(kind, source)
+
+
+def specs_of(s: Scenario):
+    return load("model", s.model), load("hardware", s.hardware), workload(s)
 
 
 def workload(s: Scenario):
@@ -41,24 +76,56 @@ def method_result(hardware: appdata.Source, model: appdata.Source, workload_item
         return {"error": f"{spec}: {one_line(str(err))}"}
 
 
-def plan(s: Scenario) -> tuple[dict | None, list[str]]:
-    """The plan dict of the scenario's methods that could be planned, and one error line per other method."""
-    outcomes = [method_result(s.hardware, s.model, s.workload, spec) for spec in s.specs]
+def plan(s: Scenario, extra: tuple[str, ...] = ()) -> tuple[dict | None, list[str]]:
+    """The plan dict of the scenario's methods (and `extra`) that could be planned, and one error line per other."""
+    specs = tuple(dict.fromkeys([*s.specs, *extra]))
+    outcomes = [method_result(s.hardware, s.model, s.workload, spec) for spec in specs]
     results = [o["result"] for o in outcomes if "result" in o]
     errors = [o["error"] for o in outcomes if "error" in o]
     if not results:
         return None, errors
-    return appdata.plan_dict(load("model", s.model), load("hardware", s.hardware), workload(s), results), errors
+    return appdata.plan_dict(*specs_of(s), results), errors
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def fit(s: Scenario) -> list[dict]:
+    return explore.fit_solver(*specs_of(s), s.specs, s.tpot_target_s)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def sweep(s: Scenario, axis: str) -> list[dict]:
+    return explore.sweep(*specs_of(s), s.specs, axis)
+
+
+def latency_index() -> dict:
+    """trust's content-kept data (a digest of the files and a dictionary lookup once computed): never stale."""
+    return trust.latency_index()
+
+
+def latency_errors(s: Scenario, plan_: dict) -> list[dict]:
+    hardware, w = load("hardware", s.hardware), workload(s)
+    return [trust.latency_error(latency_index(), hardware.name, r["method"], r["decode"], w.compute_dtype)
+            for r in plan_["results"]]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def roofline_data(s: Scenario, specs: tuple[str, ...], context: int) -> dict:
-    return appdata.roofline_data(load("model", s.model), load("hardware", s.hardware), workload(s), specs, context)
+    return rooflinepage.roofline_data(*specs_of(s), specs, context)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def roofline_axes(s: Scenario, specs: tuple[str, ...]) -> dict:
+    return rooflinepage.roofline_axes(*specs_of(s), specs)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def movement(s: Scenario, specs: tuple[str, ...]) -> str:
+    return rooflinepage.movement_caption(rooflinepage.own_op_movement(*specs_of(s), specs))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def limits(s: Scenario, specs: tuple[str, ...], context: int) -> list[dict]:
-    return appdata.limits_rows(load("model", s.model), load("hardware", s.hardware), workload(s), specs, context)
+    return rooflinepage.limits_rows(*specs_of(s), specs, context)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -67,21 +134,18 @@ def quality(benchmark: str, context: int) -> list[dict]:
 
 
 @st.cache_data(show_spinner=False)
+def benchmark_specs(benchmark: str) -> tuple[str, ...]:
+    from roofline.analysis.quality import for_benchmark
+
+    return tuple(dict.fromkeys(f.spec for f in for_benchmark(benchmark) if f.spec))
+
+
 def claims() -> list[dict]:
-    return appdata.claims_rows()
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def validation(path: str, mtime_ns: int) -> dict:
-    """One results file's comparison ({"error": line} if it cannot be read); keyed on the file's mtime."""
-    try:
-        return appdata.validation_report(Path(path))
-    except (RooflineError, ValueError, OSError) as err:
-        return {"file": Path(path).name, "error": one_line(str(err))}
+    return trust.claims_rows()
 
 
 def validation_reports() -> list[dict]:
-    return [validation(str(p), p.stat().st_mtime_ns) for p in appdata.results_files()]
+    return trust.validation_reports()
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -95,3 +159,12 @@ def chart(name: str, *args) -> dict:
 
 def draw(name: str, *args, key: str) -> None:
     st.vega_lite_chart(spec=chart(name, *args), key=key)
+
+
+def downloads(stem: str, rows: Any, key: str, csv_text: str | None = None, json_text: str | None = None) -> None:
+    """CSV and JSON download buttons for a table (the library's serializations)."""
+    c1, c2, _ = st.columns([1, 1, 4])
+    c1.download_button("Download CSV", csv_text or appdata.rows_csv(rows), file_name=f"{stem}.csv", mime="text/csv",
+                       on_click="ignore", key=f"{key}_csv")
+    c2.download_button("Download JSON", json_text or appdata.rows_json(rows), file_name=f"{stem}.json",
+                       mime="application/json", on_click="ignore", key=f"{key}_json")

@@ -22,23 +22,30 @@ def _title(text: str, subtitle: str) -> alt.TitleParams:
     return alt.TitleParams(text, subtitle=subtitle, anchor="start", fontSize=15, subtitleFontSize=12)
 
 
-def capacity_chart(rows: Sequence[dict]) -> alt.HConcatChart:
-    """Max context at the batch (unbounded drawn past the longest finite bar and labelled) and max batch."""
+def capacity_chart(rows: Sequence[dict], max_positions: int) -> alt.HConcatChart:
+    """Max context at the batch, drawn up to the model's max positions (a longer one is labelled, never drawn
+    past it; unbounded likewise), and max batch at the context."""
     df = pd.DataFrame(rows)
-    finite = [v for v in df["max context at batch"] if math.isfinite(v) and v > 0]
-    edge = max(finite) * 1.15 if finite else 1 << 20
-    df["context shown"] = [v if math.isfinite(v) else edge for v in df["max context at batch"]]
-    df["context label"] = [f"{int(v):,}" if math.isfinite(v) else "unbounded" for v in df["max context at batch"]]
+    mc = df["max context at batch"]
+    df["context shown"] = [min(v, max_positions) for v in mc]
+    df["context label"] = ["unbounded (model max " + f"{max_positions:,})" if not math.isfinite(v) else
+                           f"{int(v):,} > model max {max_positions:,}" if v > max_positions else f"{int(v):,}"
+                           for v in mc]
     order = list(df["method"])
     base = alt.Chart(df).encode(y=alt.Y("method:N", sort=order, title=None))
-    ctx = base.mark_bar(color="#1f77b4").encode(
-        x=alt.X("context shown:Q", title="max context at the batch (tokens)", axis=alt.Axis(format="~s")),
-        tooltip=["method", alt.Tooltip("context label:N", title="max context")])
-    ctx = (ctx + base.mark_text(align="left", dx=3).encode(x="context shown:Q", text="context label:N")).properties(
-        width=WIDTH // 2 - 40, title=_title("Longest context", "every sequence of the batch at this length"))
+    x_ctx = alt.X("context shown:Q", title="max context at the batch (tokens)", axis=alt.Axis(format="~s"),
+                  scale=alt.Scale(domain=[0, max_positions * 1.45]))
+    ctx = base.mark_bar(color="#1f77b4").encode(x=x_ctx, tooltip=["method", alt.Tooltip("context label:N",
+                                                                                          title="max context")])
+    rule = alt.Chart(pd.DataFrame({"x": [max_positions]})).mark_rule(strokeDash=[4, 3], color="black").encode(x="x:Q")
+    ctx = (ctx + rule + base.mark_text(align="left", dx=3, fontSize=11).encode(x="context shown:Q",
+                                                                               text="context label:N")).properties(
+        width=WIDTH // 2 - 40, title=_title("Longest context", "every sequence of the batch; dashed: the model's "
+                                            f"max positions ({max_positions:,})"))
     bat = base.mark_bar(color="#ff7f0e").encode(x=alt.X("max batch at context:Q", title="max batch at the context"),
-                                                 tooltip=["method", "max batch at context"])
-    bat = (bat + base.mark_text(align="left", dx=3).encode(x="max batch at context:Q", text="max batch at context:Q")
+                                                 tooltip=["method", alt.Tooltip("max batch at context:Q", format=",")])
+    bat = (bat + base.mark_text(align="left", dx=3).encode(x="max batch at context:Q",
+                                                           text=alt.Text("max batch at context:Q", format=","))
            ).properties(width=WIDTH // 2 - 40, title=_title("Largest batch", "sequences at the scenario's context"))
     return alt.hconcat(ctx, bat)
 
@@ -70,7 +77,7 @@ def latency_chart(rows: Sequence[dict]) -> alt.HConcatChart:
     base = alt.Chart(df).encode(y=alt.Y("method:N", sort=list(df["method"]), title=None))
     tpot = base.mark_bar().encode(
         x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),
-        color=alt.Color("bound:N", scale=BOUND_COLOURS, title="decode bound"),
+        color=alt.Color("bound:N", scale=BOUND_COLOURS, title="decode bound", legend=alt.Legend(orient="bottom")),
         tooltip=["method", alt.Tooltip("TPOT (ms):Q", format=",.2f"), "bound", "dominant op"]).properties(
         width=WIDTH // 2 - 60, title=_title("Decode step (TPOT)", "one step for the whole batch at the context"))
     ttft = base.mark_bar(color="#7f7f7f").encode(
@@ -96,18 +103,14 @@ def _ceiling_frames(data: dict, x_lo: float, x_hi: float) -> tuple[pd.DataFrame,
     return pd.DataFrame(lines), pd.DataFrame(ridges)
 
 
-def roofline_chart(data: dict) -> alt.LayerChart:
+def roofline_chart(data: dict, axes: dict) -> alt.LayerChart:
     """Log-log roofline: bandwidth slope, one ceiling per dense dtype peak with its ridge point (diamond), and
-    every method's decode ops (colour: method, shape: op kind)."""
+    every method's decode ops (colour: method, shape: op kind); `axes` (report.rooflinepage.roofline_axes) holds the
+    domains fixed over every slider context."""
     pts = pd.DataFrame(data["points"])
     pts["op kind"] = [KIND_LABELS[k] for k in pts["kind"]]
-    xs = list(pts["intensity"]) + [c["ridge_flops_per_byte"] for c in data["ceilings"]]
-    x_lo = 10 ** math.floor(math.log10(min(xs) / 2))
-    x_hi = 10 ** math.ceil(math.log10(max(xs) * 30))  # room for the ceiling labels right of the ridges
+    x_lo, x_hi, y_lo, y_hi = axes["x_lo"], axes["x_hi"], axes["y_lo"], axes["y_hi"]
     lines, ridges = _ceiling_frames(data, x_lo, x_hi)
-    ys = list(pts["flops_per_s"]) + [c["peak_flops_per_s"] for c in data["ceilings"]]
-    y_lo = 10 ** math.floor(math.log10(min(min(ys), data["bandwidth_bytes_per_s"] * x_lo) / 2))
-    y_hi = 10 ** math.ceil(math.log10(max(ys) * 3))
     width, height = WIDTH + 80, 560
     # the slope's on-screen angle: one decade of x and of y in pixels (Vega's angle turns clockwise)
     angle = -math.degrees(math.atan((height / math.log10(y_hi / y_lo)) / (width / math.log10(x_hi / x_lo))))
@@ -159,21 +162,18 @@ def compare_chart(rows: Sequence[dict]) -> alt.HConcatChart:
 
 def quality_chart(rows: Sequence[dict], benchmark: str) -> alt.LayerChart:
     """The paper's quality (y) against the effective bits our model computes for the same configuration (x);
-    of two points at nearly the same x, the higher one is labelled above and the lower one below."""
+    points are named by the legend (colour and shape), not by labels that would overlap."""
     df = pd.DataFrame([r for r in rows if r["computed bits"] is not None])
-    df["place"] = _label_places(list(df["computed bits"]), list(df["value"]))
     metric = rows[0]["metric"]
     better = "higher is better" if rows[0]["higher is better"] else "lower is better"
     x = alt.X("computed bits:Q", scale=alt.Scale(zero=False, padding=30),
               title="effective bits per K/V element (computed by roofline)")
     y = alt.Y("value:Q", scale=alt.Scale(zero=False, padding=30), title=f"{metric} (paper; {better})")
-    points = alt.Chart(df).mark_point(size=100, filled=True).encode(
-        x=x, y=y, color=alt.Color("method:N", title="paper's row", scale=SCHEME),
+    chart = alt.Chart(df).mark_point(size=120, filled=True).encode(
+        x=x, y=y, color=alt.Color("method:N", title="paper's row", scale=alt.Scale(scheme="tableau20"),
+                                  legend=alt.Legend(labelLimit=260)),
+        shape=alt.Shape("method:N", title="paper's row", legend=alt.Legend(labelLimit=260)),
         tooltip=["method", "value", "paper memory", "spec", alt.Tooltip("computed bits:Q", format=".3f")])
-    chart = points
-    for place, dy in (("above", -10), ("below", 12), ("right", 0)):
-        text = alt.Chart(df[df["place"] == place]).mark_text(align="left", dx=8, dy=dy, fontSize=12, color="#222")
-        chart = chart + text.encode(x=x, y=y, text="method:N")
     baseline = rows[0]["baseline"]
     if baseline is not None:
         frame = pd.DataFrame({"value": [baseline], "label": [f"uncompressed: {baseline:g}"]})
@@ -182,17 +182,6 @@ def quality_chart(rows: Sequence[dict], benchmark: str) -> alt.LayerChart:
             y="value:Q", text="label:N")
         chart = chart + rule + text
     return chart.properties(width=WIDTH - 160, height=420, title=_title("Quality against memory", benchmark))
-
-
-def _label_places(xs: list[float], ys: list[float]) -> list[str]:
-    """'above' / 'below' for the highest / lowest of points within 4% of the x range of each other, else 'right'."""
-    near = 0.04 * ((max(xs) - min(xs)) or 1.0)
-    places = []
-    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        others = [ys[j] for j in range(len(xs)) if j != i and abs(xs[j] - x) < near]
-        places.append("right" if not others else "above" if y >= max(others) else
-                      "below" if y <= min(others) else "right")
-    return places
 
 
 def validation_chart(rows: Sequence[dict]) -> alt.LayerChart:
@@ -210,3 +199,63 @@ def validation_chart(rows: Sequence[dict]) -> alt.LayerChart:
                  alt.Tooltip("predicted (ms):Q", format=".4f"), alt.Tooltip("APE (%):Q", format=".1f")])
     sub = "dashed: y = x (a perfect prediction); above it the model predicts more time than measured"
     return (diag + pts).properties(width=WIDTH, height=420, title=_title("Predicted against measured", sub))
+
+
+SWEEP_METRICS = {"tpot_s": ("TPOT (ms)", 1e3, True), "tokens_per_s": ("tokens/s", 1.0, True),
+                 "max_batch": ("max batch that fits", 1.0, True)}
+
+
+def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: str,
+                slo_s: float | None) -> alt.LayerChart:
+    """One line per method of `metric` against `axis` (log-log), points where the scenario's batch does not fit
+    hollow, vertical rules at each method's fit boundary and at the model's max positions, the SLO as a rule."""
+    title, scale, log_y = SWEEP_METRICS[metric]
+    df = pd.DataFrame(rows)
+    df["y"] = df[metric] * scale
+    df = df[df["y"] > 0] if log_y else df
+    df["fits"] = ["fits" if f else "does not fit" for f in df["fits"]]
+    x = alt.X(f"{axis}:Q", scale=alt.Scale(type="log"), title=f"{axis} ({'tokens' if axis == 'context' else 'seqs'})",
+              axis=alt.Axis(format="~s"))
+    y = alt.Y("y:Q", scale=alt.Scale(type="log" if log_y else "linear"), title=title, axis=alt.Axis(format="~s"))
+    colour = alt.Color("method:N", scale=SCHEME, sort=list(dict.fromkeys(df["method"])), title="method")
+    line = alt.Chart(df).mark_line(strokeWidth=2).encode(x=x, y=y, color=colour)
+    pts = alt.Chart(df).mark_point(size=28).encode(
+        x=x, y=y, color=colour, fill=alt.condition("datum.fits == 'fits'", colour, alt.value("white")),
+        tooltip=["method", alt.Tooltip(f"{axis}:Q", format=","), alt.Tooltip("y:Q", title=title, format=",.4~f"),
+                 "fits"])
+    chart = line + pts
+    if marks:
+        m = pd.DataFrame(marks)
+        chart += alt.Chart(m).mark_rule(strokeDash=[4, 3]).encode(
+            x=alt.X("x:Q"), color=alt.condition("datum.method == ''", alt.value("black"), colour), tooltip=["label"])
+    if slo_s is not None and metric == "tpot_s":
+        slo = pd.DataFrame({"y": [slo_s * 1e3], "label": [f"TPOT target {slo_s * 1e3:g} ms"]})
+        chart += alt.Chart(slo).mark_rule(color="#d62728", strokeDash=[6, 3]).encode(y="y:Q", tooltip=["label"])
+    sub = ("dashed: each method's fit boundary (its colour) and the model's max positions (black); hollow points: "
+           "the batch does not fit")
+    return chart.properties(width=WIDTH, height=420, title=_title(f"{title} against {axis}", sub))
+
+
+def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> alt.Chart:
+    """Paper quality (y) against KV GiB per sequence on the scenario (x), size and tooltip TPOT; filled: meets the
+    SLO; the front joined by a line. Only methods with a figure are drawn (the others are listed apart)."""
+    df = pd.DataFrame([r for r in rows if r["quality"] is not None])
+    df["KV GiB per sequence"] = df["kv_bytes_per_sequence"] / (1 << 30)
+    df["TPOT (ms)"] = df["tpot_s"] * 1e3
+    df["SLO"] = ["meets the SLO" if m else "misses the SLO" for m in df["meets_slo"]]
+    x = alt.X("KV GiB per sequence:Q", scale=alt.Scale(type="log"), title="KV cache per sequence on this scenario "
+              "(GiB, log)")
+    y = alt.Y("quality:Q", scale=alt.Scale(zero=False, padding=20),
+              title=f"{metric} (paper; {'higher' if higher_is_better else 'lower'} is better)")
+    colour = alt.Color("method:N", scale=alt.Scale(scheme="tableau20"), title="method")
+    pts = alt.Chart(df).mark_point(strokeWidth=2).encode(
+        x=x, y=y, color=colour, shape=alt.Shape("SLO:N", scale=alt.Scale(domain=["meets the SLO", "misses the SLO"],
+                                                                         range=["circle", "cross"])),
+        size=alt.Size("TPOT (ms):Q", scale=alt.Scale(range=[60, 600]), title="TPOT (ms)"),
+        tooltip=["method", "paper_row", alt.Tooltip("quality:Q"), alt.Tooltip("KV GiB per sequence:Q", format=",.3f"),
+                 alt.Tooltip("TPOT (ms):Q", format=",.2f"), "SLO"])
+    front = alt.Chart(df[df["on_front"]]).mark_line(color="black", strokeDash=[3, 2]).encode(
+        x=x, y=y, order="KV GiB per sequence:Q")
+    return (front + pts).properties(width=WIDTH - 120, height=420, title=_title(
+        "Memory, quality and TPOT", "dashed: the front (no method with a figure is smaller and better); "
+        "size: TPOT; x: cross misses the SLO"))

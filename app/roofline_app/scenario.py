@@ -1,28 +1,39 @@
-"""The sidebar every page shares: hardware, model (catalogue or upload), methods and the workload.
+"""The sidebar every page shares, drawn from roofline.report.share.FIELDS (a new select box is one Field line there),
+seeded from the URL's query string on a session's first run and written back to it on every run (a link reproduces
+the page).
 
-An upload is validated in its on_change callback: a valid spec joins the options and becomes the selection;
-an invalid one leaves the selection as it was and shows its one-line reason. Workload and method fields sit
-in a form, so a sweep of edits re-plans once, on Apply.
+An upload is validated in its on_change callback: a valid spec joins the options (labelled with a digest of its
+content, so two files never share a label) and becomes the selection; an invalid one leaves the selection as it was
+and shows its one-line reason, escaped. Method and workload fields sit in a form whose Apply button comes first.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
-from roofline.catalogue import hardware_names, model_names
-from roofline.catalogue.loading import MAX_SPEC_BYTES
+from roofline import report as fmt
 from roofline.errors import RooflineError, one_line
-from roofline.methods import presets
 from roofline.planner.parallel import tp_degrees
-from roofline.planner.plan import DEFAULT_SCENARIO
 from roofline.report import dashboard as appdata
+from roofline.report import share
 from roofline_app import cache
 from roofline_app.cache import Scenario
 
-KINDS = {"hardware": (hardware_names, DEFAULT_SCENARIO["hardware"]),
-         "model": (model_names, DEFAULT_SCENARIO["model"])}
 UPLOAD_HELP = {"hardware": "A Hardware spec (YAML or JSON) like the files in hardware/.",
                "model": "A Model spec (YAML or JSON) like the files in models/, or a Hugging Face config.json."}
+
+
+def _seed_from_link() -> None:
+    """On a session's first run: every field's default, then what the link's query string sets."""
+    if st.session_state.get("_seeded"):
+        return
+    st.session_state["_seeded"] = True
+    state, errors = share.from_query(st.query_params.to_dict())
+    for key, value in {**share.defaults(), **state}.items():
+        st.session_state[key] = value
+    st.session_state["link_errors"] = errors
 
 
 def _uploads(kind: str) -> dict[str, appdata.Source]:
@@ -34,64 +45,60 @@ def _on_upload(kind: str) -> None:
     if file is None:  # the file was removed from the uploader: keep whatever is selected
         return
     try:
-        source = appdata.upload_source(file.name, file.getvalue())
+        data = file.getvalue()
+        source = appdata.upload_source(file.name, data)
         spec = cache.load(kind, source)
     except RooflineError as err:
         st.session_state[f"{kind}_error"] = one_line(str(err))
         return
-    label = f"uploaded: {spec.name} ({file.name})"
+    label = f"uploaded: {spec.name} ({file.name}, {hashlib.sha256(data).hexdigest()[:8]})"
     _uploads(kind)[label] = source
-    st.session_state[f"{kind}_choice"] = label
+    st.session_state[kind] = label
     st.session_state[f"{kind}_error"] = None
 
 
 def _spec_picker(kind: str) -> appdata.Source:
-    names, default = KINDS[kind]
-    options = names() + list(_uploads(kind))
-    if st.session_state.get(f"{kind}_choice") not in options:
-        st.session_state[f"{kind}_choice"] = default
-    choice = st.sidebar.selectbox(kind.capitalize(), options, key=f"{kind}_choice")
+    f = share.BY_KEY[kind]
+    options = list(f.options()) + list(_uploads(kind))
+    if st.session_state.get(kind) not in options:
+        st.session_state[kind] = f.default
+    choice = st.sidebar.selectbox(f.label, options, key=kind)
     with st.sidebar.expander(f"Upload a {kind} spec"):
         st.file_uploader(f"{kind} spec file", type=["yaml", "yml", "json"], key=f"{kind}_upload",
-                         on_change=_on_upload, args=(kind,), max_upload_size=max(1, MAX_SPEC_BYTES >> 20),
+                         on_change=_on_upload, args=(kind,), max_upload_size=appdata.UPLOAD_LIMIT_MB,
                          help=UPLOAD_HELP[kind])
     if st.session_state.get(f"{kind}_error"):
-        st.sidebar.error(st.session_state[f"{kind}_error"])
+        st.sidebar.error(fmt.md_escape(st.session_state[f"{kind}_error"]))
     source = _uploads(kind).get(choice) or appdata.catalogue_source(choice)
     try:
         cache.load(kind, source)
     except RooflineError as err:  # a catalogue file that does not validate: keep the last spec that did
-        source = st.session_state.get(f"{kind}_last", appdata.catalogue_source(default))
-        st.sidebar.error(f"{one_line(str(err))} (still using {appdata.source_label(source)})")
+        source = st.session_state.get(f"{kind}_last", appdata.catalogue_source(f.default))
+        st.sidebar.error(fmt.md_escape(f"{one_line(str(err))} (still using {appdata.source_label(source)})"))
     st.session_state[f"{kind}_last"] = source
     return source
 
 
-def _method_fields() -> tuple[list[str], str]:
-    names = sorted(presets())
-    chosen = st.multiselect("Methods (presets)", names, default=list(appdata.DEFAULT_METHODS), key="methods",
-                            help="Each preset is a configuration from a seed paper or a baseline; `roofline list "
-                                 "methods` describes them.")
-    custom = st.text_area("Custom method SPECs (one per line, or separated by ';')", key="custom_specs",
-                          placeholder="kivi:bits=3\nzack-50+kvquant-4", height=80)
-    return chosen, custom
-
-
-def _workload_fields(model) -> dict:
-    defaults = appdata.WORKLOAD_DEFAULTS
-    c1, c2 = st.columns(2)
-    batch = c1.number_input("Batch (sequences)", 1, 1 << 16, defaults["batch"], key="batch")
-    context = c2.number_input("Context (tokens)", 2, 1 << 30, defaults["context_tokens"], step=1024, key="context")
-    generated = c1.number_input("Generated tokens", 0, 1 << 30, defaults["generated_tokens"], step=256,
-                                key="generated")
-    utilization = c2.number_input("GPU memory utilization", 0.05, 1.0, defaults["gpu_memory_utilization"],
-                                  step=0.05, key="utilization")
-    tp = c1.selectbox("Tensor parallel", tp_degrees(model), key="tp", help="Degrees that divide the heads.")
-    # the value lives in session state alone, so a smaller model than the last one can clamp it
-    st.session_state["pp"] = min(st.session_state.get("pp", 1), model.num_layers)
-    pp = c2.number_input("Pipeline stages", 1, model.num_layers, key="pp")
-    return {"batch": int(batch), "context_tokens": int(context), "generated_tokens": int(generated), "tp": int(tp),
-            "pp": int(pp), "gpu_memory_utilization": float(utilization)}
+def _widget(f: share.Field, where, model) -> None:
+    """One field's widget, its value in st.session_state[f.key] (seeded before, so no `value=` here)."""
+    if f.key == "tp":  # degrees that divide the heads
+        degrees = tp_degrees(model)
+        if st.session_state.get("tp") not in degrees:
+            st.session_state["tp"] = 1
+        where.selectbox(f.label, degrees, key=f.key, help=f.help)
+    elif f.kind == "choice":
+        where.selectbox(f.label, list(f.options()), key=f.key, help=f.help or None)
+    elif f.kind == "multi":
+        options = list(f.options())
+        st.session_state[f.key] = [v for v in st.session_state.get(f.key, []) if v in options]
+        where.multiselect(f.label, options, key=f.key, help=f.help or None)
+    elif f.kind == "text":
+        where.text_area(f.label, key=f.key, height=68, placeholder="kivi:bits=3\nzack-50+kvquant-4")
+    else:
+        hi = model.num_layers if f.key == "pp" else f.hi  # a smaller model than the last one clamps pp
+        cast = int if f.kind == "int" else float
+        st.session_state[f.key] = cast(min(max(st.session_state.get(f.key, f.default), f.lo), hi))
+        where.number_input(f.label, cast(f.lo), cast(hi), step=cast(f.step or 1), key=f.key, help=f.help or None)
 
 
 def _valid_specs(chosen: list[str], custom: str) -> list[str]:
@@ -100,7 +107,7 @@ def _valid_specs(chosen: list[str], custom: str) -> list[str]:
         try:
             specs.append(appdata.check_spec(spec))
         except RooflineError as err:
-            st.sidebar.error(one_line(str(err)))
+            st.sidebar.error(fmt.md_escape(one_line(str(err))))
     return list(dict.fromkeys(specs))
 
 
@@ -108,26 +115,37 @@ def _valid_workload(fields: dict) -> dict:
     try:
         appdata.workload_from(fields)
     except RooflineError as err:
-        st.sidebar.error(f"{one_line(str(err))} (still planning the last valid workload)")
-        return st.session_state.get("last_workload", appdata.WORKLOAD_DEFAULTS)
+        st.sidebar.error(fmt.md_escape(f"{one_line(str(err))} (still planning the last valid workload)"))
+        return st.session_state.get("last_workload", share.workload_fields(share.defaults()))
     st.session_state["last_workload"] = fields
     return fields
 
 
 def sidebar() -> Scenario:
-    """Draw the scenario controls and return the scenario (also kept as st.session_state['scenario'])."""
+    """Draw the scenario controls, write the scenario to the URL and return it (also st.session_state['scenario'])."""
+    _seed_from_link()
     st.sidebar.header("Scenario")
+    for line in st.session_state.get("link_errors", []):
+        st.sidebar.warning(fmt.md_escape(line))
     hardware = _spec_picker("hardware")
     model = _spec_picker("model")
-    with st.sidebar.form("plan_form"):
-        chosen, custom = _method_fields()
-        fields = _workload_fields(cache.load("model", model))
-        st.form_submit_button("Apply", type="primary", key="apply")
-    specs = _valid_specs(chosen, custom)
+    spec_model = cache.load("model", model)
+    with st.sidebar.form("plan_form", border=False):
+        st.form_submit_button("Apply", type="primary", key="apply", use_container_width=True)
+        c1, c2 = st.columns(2)
+        for i, f in enumerate(x for x in share.FIELDS if x.group in ("workload", "target")):
+            _widget(f, (c1, c2)[i % 2], spec_model)
+        for f in (x for x in share.FIELDS if x.group == "methods"):
+            _widget(f, st, spec_model)
+    state = {f.key: st.session_state.get(f.key, f.default) for f in share.FIELDS}
+    specs = _valid_specs(state["methods"], state["custom"])
     if not specs:
         st.sidebar.warning("No method selected: planning bf16.")
         specs = ["bf16"]
-    workload = _valid_workload(fields)
-    scenario = Scenario(hardware, model, tuple(specs), tuple(sorted(workload.items())))
+    workload = _valid_workload({**share.workload_fields(state), "tp": int(state["tp"]), "pp": int(state["pp"])})
+    target = state["tpot_target_ms"] / 1e3 if state["tpot_target_ms"] else None
+    scenario = Scenario(hardware, model, tuple(specs), tuple(sorted(workload.items())), target)
     st.session_state["scenario"] = scenario
+    shared = {k: v for k, v in state.items() if not (k in ("hardware", "model") and str(v).startswith("uploaded: "))}
+    st.query_params.from_dict(share.to_query(shared))
     return scenario

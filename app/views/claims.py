@@ -5,19 +5,18 @@ from collections import Counter
 import streamlit as st
 from roofline_app import cache
 
-st.title("Claims")
+st.header("Claims")
 st.caption("Each row quotes a paper, states what the computation assumes, and gives the value roofline computes "
            "now and the verdict (holds / holds only under stated assumptions / does not hold / not checkable).")
-with st.spinner("Recomputing the claims..."):
-    rows = cache.claims()
-counts = Counter(r["verdict"] for r in rows)
-cols = st.columns(max(len(counts), 1))
-for col, (verdict, n) in zip(cols, sorted(counts.items()), strict=False):
-    col.metric(verdict, n)
+rows = cache.claims()
 papers = list(dict.fromkeys(r["paper"] for r in rows))
 chosen = st.multiselect("Papers", papers, default=papers, key="claims_papers")
 shown = [r for r in rows if r["paper"] in chosen]
-st.dataframe(shown, hide_index=True, key="claims_table", height=38 + 35 * len(shown),
+counts = Counter(r["verdict"] for r in shown)  # the counts follow the paper filter
+cols = st.columns(max(len(counts), 1))
+for col, (verdict, n) in zip(cols, sorted(counts.items()), strict=False):
+    col.metric(verdict, n)
+st.dataframe(shown, hide_index=True, key="claims_table", height=38 + 35 * min(len(shown), 20),
              column_order=["paper", "id", "verdict", "statement", "result"],
              column_config={"paper": st.column_config.TextColumn(width=70),
                             "id": st.column_config.TextColumn(width=170),
@@ -27,7 +26,6 @@ st.dataframe(shown, hide_index=True, key="claims_table", height=38 + 35 * len(sh
 st.caption("Hover a cell to read it whole; every claim's assumptions and the verdict's reason are below.")
 for r in shown:
     with st.expander(f"{r['paper']} · {r['id']}: {r['verdict']}"):
-        st.markdown(f"> {r['statement']}\n\n**{r['section']}** ({r['seed']})")
-        st.markdown(f"**Computed:** {r['computed']} {r['unit']}")
-        st.markdown(f"**Verdict:** {r['verdict']}: {r['detail']}")
-        st.markdown(f"**Assumptions:** {r['assumptions']}")
+        st.text(f"“{r['statement']}”\n{r['section']} ({r['seed']})\n\nComputed: {r['computed']} {r['unit']}\n"
+                f"Verdict: {r['verdict']}: {r['detail']}\nAssumptions: {r['assumptions']}")
+cache.downloads("claims", shown, key="claims")

@@ -1,45 +1,41 @@
-"""Compare: the scenario's methods side by side, and the papers' quality figures against computed memory."""
+"""Side by side: pin the current scenario as A, change anything in the sidebar for B, and read both and the change."""
 
 import streamlit as st
 from roofline_app import cache
 
-from roofline.analysis import quality
-from roofline.report import dashboard as appdata
+from roofline import report as fmt
+from roofline.report import display, explore
+
+
+def describe(s) -> str:
+    model, hardware, w = cache.specs_of(s)
+    return (f"{model.name} on {w.gpus} x {hardware.name} (tp {w.tp}, pp {w.pp}, weights {w.weight_dtype}), batch "
+            f"{w.batch:,}, context {w.context_tokens:,}; methods {', '.join(s.specs)}")
+
 
 scenario = st.session_state["scenario"]
-workload = cache.workload(scenario)
-st.title("Compare")
-
-plan, errors = cache.plan(scenario)
-for line in errors:
-    st.error(line)
-if plan is not None:
-    rows = appdata.compare_rows(plan)
-    st.dataframe(rows, hide_index=True, key="compare_table", column_config={
-        "effective bits": st.column_config.NumberColumn(format="%.3f"),
-        "compression vs 16-bit": st.column_config.NumberColumn(format="%.2fx"),
-        "max context at batch": st.column_config.NumberColumn(format="localized"),
-        "max batch at context": st.column_config.NumberColumn(format="localized"),
-        "TPOT (ms)": st.column_config.NumberColumn(format="%.2f"),
-        "tokens/s": st.column_config.NumberColumn(format="localized")})
-    cache.draw("compare_chart", rows, key="compare_chart")
-    st.caption(f"At batch {workload.batch} and context {workload.context_tokens:,}: bits per K/V element (metadata "
-               "and fp16 windows included), compression = 16 / bits, the longest context that fits (unbounded "
-               "eviction methods left out of that panel), and the decode step.")
-
-st.subheader("Quality against memory (paper figures)")
-benchmarks = quality.benchmarks()
-benchmark = st.selectbox("Benchmark (paper, table, model, dataset)", benchmarks, key="benchmark")
-rows = cache.quality(benchmark, workload.context_tokens)
-if any(r["computed bits"] is not None for r in rows):
-    cache.draw("quality_chart", rows, benchmark, key="quality_chart")
-    st.caption("Each point is a row of the paper's table: its reported quality (y) against the bits per K/V element "
-               "roofline computes for the same configuration on the catalogue model at the scenario's context (x). "
-               "Dashed: the paper's uncompressed baseline.")
-else:
-    st.info("None of this benchmark's rows maps to a roofline SPEC on a catalogue model; the figures are below.")
-st.dataframe(rows, hide_index=True, key="quality_table",
-             column_order=["method", "value", "baseline", "paper memory", "spec", "computed bits",
-                           "computed compression", "catalogue model", "source", "note"],
-             column_config={"computed bits": st.column_config.NumberColumn(format="%.3f"),
-                            "computed compression": st.column_config.NumberColumn(format="%.2fx")})
+st.header("Side by side")
+if st.button("Pin the current scenario as A", key="pin"):
+    st.session_state["pinned"] = scenario
+pinned = st.session_state.get("pinned")
+if pinned is None:
+    st.info("Pin a scenario, then change anything in the sidebar (GPU, tp, methods, batch...) to compare with it.")
+    st.stop()
+st.caption(fmt.md_escape(f"A (pinned): {describe(pinned)}"))
+st.caption(fmt.md_escape(f"B (sidebar): {describe(scenario)}"))
+plan_a, errors_a = cache.plan(pinned)
+plan_b, errors_b = cache.plan(scenario)
+for side, errors in (("A", errors_a), ("B", errors_b)):
+    for line in errors:
+        st.text(f"{side}: {line}")
+if plan_a is None or plan_b is None:
+    st.stop()
+rows = explore.diff_rows(plan_a, plan_b)
+st.dataframe(display.diff_table(rows), hide_index=True, key="diff_table")
+st.caption("change = (B - A) / A; '-' where a side lacks the method or A's value is unbounded.")
+c1, c2 = st.columns(2)
+for col, s, p, name in ((c1, pinned, plan_a, "A"), (c2, scenario, plan_b, "B")):
+    model = cache.load("model", s.model)
+    col.dataframe(display.summary_table(p, model.max_position_embeddings), hide_index=True, key=f"summary_{name}",
+                  column_order=["method", "max context @ batch", "max batch @ context", "TPOT", "tokens/s"])
+cache.downloads("side-by-side", rows, key="diff")

@@ -3,11 +3,13 @@
 import streamlit as st
 from roofline_app import cache
 
+from roofline import report as fmt
 from roofline.report import dashboard as appdata
+from roofline.report import display
 
 ENV_KEYS = ("device", "driver", "cuda", "torch", "triton", "python", "date", "git_sha")
 
-st.title("Validation")
+st.header("Validation")
 st.caption("Every kernel in validate/ is predicted from the hardware spec alone (no per-kernel fitting) and timed "
            "on a GPU; APE = |predicted - measured| / measured.")
 reports = cache.validation_reports()
@@ -15,13 +17,13 @@ if not reports:
     st.info("No validation results are committed yet (validate/results/*.json); run `python -m validate bench` on "
             "a GPU and commit the file.")
 for entry in reports:
-    st.subheader(entry["file"])
+    st.subheader(fmt.md_escape(entry["file"]))
     if "error" in entry:
-        st.error(entry["error"])
+        st.error(fmt.md_escape(entry["error"]))
         continue
     env, report = entry["env"], entry["report"]
-    st.markdown(" · ".join(f"**{k}** {env[k]}" for k in ENV_KEYS if env.get(k) is not None)
-                + f" · compared with the **{report['hardware']}** spec")
+    st.caption(fmt.md_escape(" · ".join(f"{k} {env[k]}" for k in ENV_KEYS if env.get(k) is not None)
+                             + f" · compared with the {report['hardware']} spec"))
     summary = report["summary"]
     c1, c2, c3 = st.columns(3)
     c1.metric("cases compared (calibration excluded)", summary["cases"])
@@ -30,19 +32,11 @@ for entry in reports:
     rows = appdata.validation_rows(report)
     if any(r["predicted (ms)"] and r["measured (ms)"] for r in rows):
         cache.draw("validation_chart", rows, key=f"validation_chart_{entry['file']}")
-        st.caption("One point per measured case; points on the dashed line were predicted exactly.")
-    st.markdown("**Targets**")
     st.dataframe(appdata.target_rows(entry["targets"]), hide_index=True, key=f"targets_{entry['file']}")
-    st.markdown("**Per kernel family**")
-    st.dataframe(appdata.family_rows(report), hide_index=True, key=f"families_{entry['file']}", column_config={
-        "median APE (%)": st.column_config.NumberColumn(format="%.1f"),
-        "p90 APE (%)": st.column_config.NumberColumn(format="%.1f"),
-        "median bandwidth fraction": st.column_config.NumberColumn(format="percent"),
-        "kernel efficiency": st.column_config.NumberColumn(format="percent")})
+    st.dataframe(display.family_table(appdata.family_rows(report)), hide_index=True, key=f"families_{entry['file']}")
     st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
-               f"({report['reference_bytes_per_s'] / 1e12:.2f} TB/s). 'ceilings' calibrates the spec and is left "
+               f"({fmt.tb_per_s(report['reference_bytes_per_s'])}). 'ceilings' calibrates the spec and is left "
                "out of the suite's APE.")
     with st.expander("Every case"):
-        st.dataframe(rows, hide_index=True, key=f"cases_{entry['file']}", column_config={
-            "APE (%)": st.column_config.NumberColumn(format="%.1f"),
-            "bandwidth fraction": st.column_config.NumberColumn(format="percent")})
+        st.dataframe(display.validation_table(rows), hide_index=True, key=f"cases_{entry['file']}")
+    cache.downloads(entry["file"].removesuffix(".json") + "-cases", rows, key=f"dl_{entry['file']}")

@@ -7,6 +7,7 @@ whose fullest GPU fits the batch at the context wins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from roofline.costmodel.blocks import Shard
@@ -43,8 +44,10 @@ def fits(model: Model, hardware: Hardware, workload: Workload, method: MethodCon
     return workload.batch * need <= budget.kv_pool
 
 
-def fewest_gpus(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig) -> dict[str, Any]:
-    """Smallest tp x pp (tp within the scale-up domain preferred) holding the workload."""
+def fewest_gpus(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
+                fits_fn: Callable[[Workload], bool] | None = None) -> dict[str, Any]:
+    """Smallest tp x pp (tp within the scale-up domain preferred) holding the workload; `fits_fn(trial)` may
+    replace `fits` with an equivalent test (the app's, on compiled capacity kernels)."""
     domain = hardware.scale_up.max_gpus if hardware.scale_up else 1
     candidates = []
     for tp in tp_degrees(model):
@@ -54,7 +57,7 @@ def fewest_gpus(model: Model, hardware: Hardware, workload: Workload, method: Me
             candidates.append((tp * pp, tp > domain, pp, tp))
     for gpus, _, pp, tp in sorted(candidates):
         trial = workload.model_copy(update={"tp": tp, "pp": pp, "micro_batches": min(pp, workload.batch)})
-        if fits(model, hardware, trial, method):
+        if fits_fn(trial) if fits_fn else fits(model, hardware, trial, method):
             return {"gpus": gpus, "tp": tp, "pp": pp, "nodes": -(-gpus // domain), "workload": trial}
     raise RooflineError(f"model: {model.name} with {method.label()} does not fit {workload.batch} x "
                         f"{workload.context_tokens:,} tokens on up to {MAX_GPUS} {hardware.name} GPUs")

@@ -12,7 +12,7 @@ import io
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from roofline.specs import Hardware, Model, Workload
 
 GIB = 1 << 30
 APP_ENTRY = "main.py"
+UPLOAD_LIMIT_MB = max(1, MAX_SPEC_BYTES >> 20)  # server.maxUploadSize: the server refuses larger bodies
 # planned on first render (< 3 s together): SKVQ, AQUA-KV and InnerQ plans take 1 s or more each (the symbolic
 # integral of the averaged TPOT, planner.timing), so they are a click away rather than defaults
 DEFAULT_METHODS = ("bf16", "fp8", "kivi-2", "xquant-2", "zack-50")
@@ -44,9 +45,11 @@ def app_path() -> Path:
 
 
 def streamlit_command(port: int | None = None, python: str | None = None) -> list[str]:
-    """`python -m streamlit run <entry>` bound to 127.0.0.1 (never all interfaces), headless, no telemetry."""
+    """`python -m streamlit run <entry>` bound to 127.0.0.1 (never all interfaces), headless, no telemetry, uploads
+    limited to the spec size on the server (app/.streamlit/config.toml says the same for `streamlit run`)."""
     cmd = [python or sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.address", "127.0.0.1",
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.maxUploadSize", str(UPLOAD_LIMIT_MB)]
     if port is not None:
         cmd += ["--server.port", str(port)]
     return cmd
@@ -190,6 +193,22 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: value}
 
 
+def rows_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Any table of the app as CSV (nested values flattened with dotted names, infinities as "inf")."""
+    flat = [_flatten(_finite(dict(r))) for r in rows]
+    columns = list(dict.fromkeys(k for row in flat for k in row))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(flat)
+    return buf.getvalue()
+
+
+def rows_json(rows: Any) -> str:
+    """Any table or record of the app as strict JSON (infinities as "inf")."""
+    return json.dumps(_finite(rows), indent=2, allow_nan=False, default=str)
+
+
 def plan_csv(plan: Mapping[str, Any]) -> str:
     """One CSV row per method: the scenario, then every result field flattened with dotted names (memory.*)."""
     scenario = {"model": plan["model"], "hardware": plan["hardware"], "gpus": plan["gpus"],
@@ -201,62 +220,6 @@ def plan_csv(plan: Mapping[str, Any]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
-
-
-def context_options(current: int) -> list[int]:
-    """Contexts for the roofline slider: powers of two from 128 to 1Mi tokens, plus the scenario's own."""
-    return sorted({1 << n for n in range(7, 21)} | {int(current)})
-
-
-def roofline_data(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
-                  context: int) -> dict[str, Any]:
-    """The device ceilings (dense peaks, ridge points, bandwidth: Roofline of the scenario's tp) and every
-    method's decode ops at `context` (roofline.report.plots.op_points)."""
-    from roofline.costmodel import Roofline
-    from roofline.methods import parse_method
-    from roofline.report.plots import CEILING_DTYPES, op_points
-
-    at = workload_from({**workload.model_dump(), "context_tokens": context, "prompt_tokens": None,
-                        "generated_tokens": min(workload.generated_tokens, context - 1)})
-    roof = Roofline(hardware, tp=workload.tp)
-    ceilings = [{"dtype": d, "peak_flops_per_s": roof.matmul_peak(d), "ridge_flops_per_byte": roof.ridge_point(d)}
-                for d in CEILING_DTYPES if hardware.has_dtype(d)]
-    points = [p for s in specs for p in op_points(model, hardware, at, parse_method(s), "decode")]
-    return {"hardware": hardware.name, "bandwidth_bytes_per_s": roof.bandwidth(), "ceilings": ceilings,
-            "measured": roof.measured is not None, "points": points, "context": context, "batch": at.batch}
-
-
-def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
-                context: int) -> list[dict[str, Any]]:
-    """The closed-form limits beside the roofline: XQuant's remat limit l* (roofline.analysis.limits.remat_limit at the
-    scenario's batch) and AQUA-KV's model/predictor FLOP ratio at `context` (analysis.limits)."""
-    from roofline.analysis.limits import context_for_overhead_ratio, predictor_overhead_ratio, remat_limit
-    from roofline.methods import parse_method
-
-    rows = []
-    for spec in specs:
-        config = parse_method(spec)
-        try:
-            if config.method == "xquant":
-                lim = remat_limit(model, hardware, config.bits, workload.batch, workload.compute_dtype)
-                rows.append({"method": spec, "limit": "remat stays memory-bound up to l* tokens",
-                             "value": lim["limit_tokens"], "unit": "tokens",
-                             "at this context": "memory-bound" if context <= lim["limit_tokens"] else "compute-bound",
-                             "detail": f"{lim['formula']}; ridge {lim['ridge_flops_per_byte']:,.0f} FLOP/B, "
-                                       f"batch {workload.batch}"})
-            elif config.method == "aquakv":
-                ratio = predictor_overhead_ratio(model, config, context)
-                try:
-                    reach = f"{context_for_overhead_ratio(model, config, 500):,} tokens"
-                except ValueError as err:
-                    reach = one_line(str(err))
-                rows.append({"method": spec, "limit": "model FLOPs / predictor FLOPs per new token",
-                             "value": ratio, "unit": "x", "at this context": f"{ratio:,.0f}x",
-                             "detail": f"paper claims >= 500x; reached from {reach}"})
-        except (RooflineError, ValueError) as err:
-            rows.append({"method": spec, "limit": "not computable", "value": None, "unit": "",
-                         "at this context": "", "detail": one_line(str(err))})
-    return rows
 
 
 def compare_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:

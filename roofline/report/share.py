@@ -1,0 +1,138 @@
+"""The dashboard's scenario fields, declared once: each field's widget kind, default, bounds and query-string name.
+
+The app draws one widget per field (a new select box is one `Field(...)` line in FIELDS), reads a shared link's
+query string through `from_query` (each bad value is one line naming the field and the rule, and the default stays),
+and writes the scenario back with `to_query`, so a link reproduces the page. Everything here is plain data that tests
+cover without Streamlit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
+PAGES = ("plan", "roofline", "compare", "pareto", "validation", "claims")
+
+
+def _hardware_names() -> list[str]:
+    from roofline.catalogue import hardware_names
+
+    return hardware_names()
+
+
+def _model_names() -> list[str]:
+    from roofline.catalogue import model_names
+
+    return model_names()
+
+
+def _preset_names() -> list[str]:
+    from roofline.methods import presets
+
+    return sorted(presets())
+
+
+@dataclass(frozen=True)
+class Field:
+    """One scenario field: `kind` is 'choice' (one of options()), 'multi' (several), 'int', 'float' or 'text';
+    `group` is 'spec' (hardware/model), 'methods', 'workload' (a Workload field named `target`) or 'target'
+    (a planning target such as the TPOT SLO, not part of the workload)."""
+
+    key: str
+    label: str
+    kind: str
+    default: Any
+    group: str
+    target: str = ""
+    options: Callable[[], Sequence[Any]] | None = None
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    help: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("hardware", "Hardware", "choice", "H100-SXM", "spec", options=_hardware_names),
+    Field("model", "Model", "choice", "Llama-3.1-8B", "spec", options=_model_names),
+    Field("methods", "Methods (presets)", "multi", ("bf16", "fp8", "kivi-2", "xquant-2", "zack-50"), "methods",
+          options=_preset_names, help="Configurations from the seed papers and baselines (`roofline list methods`)."),
+    Field("custom", "Custom method SPECs (one per line, or separated by ';')", "text", "", "methods"),
+    Field("batch", "Batch (sequences)", "int", 16, "workload", "batch", lo=1, hi=1 << 16),
+    Field("context", "Context (tokens)", "int", 32_768, "workload", "context_tokens", lo=2, hi=1 << 30, step=1024),
+    Field("generated", "Generated tokens", "int", 1024, "workload", "generated_tokens", lo=0, hi=1 << 30, step=256),
+    Field("utilization", "GPU memory utilization", "float", 0.90, "workload", "gpu_memory_utilization", lo=0.05,
+          hi=1.0, step=0.05),
+    Field("tp", "Tensor parallel", "int", 1, "workload", "tp", lo=1, hi=4096, help="Degrees that divide the heads."),
+    Field("pp", "Pipeline stages", "int", 1, "workload", "pp", lo=1, hi=4096),
+    Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=lambda: WEIGHT_DTYPES,
+          help="Storage dtype of the weights (the CLI's --weight-dtype)."),
+    Field("tpot_target_ms", "TPOT target (ms, 0: none)", "float", 0.0, "target", lo=0.0, hi=1e6, step=5.0,
+          help="The SLO: largest context and batch under it (the CLI's --tpot-target-ms), and the SLO line."),
+)
+BY_KEY = {f.key: f for f in FIELDS}
+
+
+def defaults() -> dict[str, Any]:
+    """Every field's default value (lists for 'multi')."""
+    return {f.key: list(f.default) if f.kind == "multi" else f.default for f in FIELDS}
+
+
+def _parse(f: Field, raw: str) -> Any:
+    """One query-string value as the field's type (ValueError naming the field and the rule if not)."""
+    if f.kind == "multi":
+        values = [v for v in raw.split(",") if v]
+        bad = [v for v in values if v not in f.options()]
+        if bad:
+            raise ValueError(f"{f.key}: {', '.join(bad[:3])} is not a preset (roofline list methods)")
+        return values
+    if f.kind == "text":
+        if len(raw) > 2000:
+            raise ValueError(f"{f.key}: at most 2,000 characters")
+        return raw
+    if f.kind == "choice":
+        options = list(f.options())
+        if raw not in options:
+            raise ValueError(f"{f.key}: {raw[:60]!r} is not one of the catalogue's names")
+        return raw
+    try:
+        value = int(raw) if f.kind == "int" else float(raw)
+    except ValueError:
+        raise ValueError(f"{f.key}: {raw[:60]!r} is not a{'n integer' if f.kind == 'int' else ' number'}") from None
+    if not (f.lo <= value <= f.hi):
+        raise ValueError(f"{f.key}: {value} is outside [{f.lo:g}, {f.hi:g}]")
+    return value
+
+
+def from_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The fields a query string sets (unknown names ignored) and one error line per value that is not valid."""
+    state, errors = {}, []
+    for key, raw in params.items():
+        f = BY_KEY.get(key)
+        if f is None:
+            continue
+        raw = raw[-1] if isinstance(raw, list | tuple) else raw
+        try:
+            state[key] = _parse(f, str(raw))
+        except ValueError as err:
+            errors.append(f"link: {err}")
+    return state, errors
+
+
+def to_query(state: Mapping[str, Any]) -> dict[str, str]:
+    """The query string of a scenario: only the fields that differ from their defaults, so links stay short."""
+    out = {}
+    base = defaults()
+    for f in FIELDS:
+        if f.key not in state or state[f.key] == base[f.key]:
+            continue
+        value = state[f.key]
+        out[f.key] = ",".join(value) if f.kind == "multi" else f"{value:g}" if f.kind == "float" else str(value)
+    return out
+
+
+def workload_fields(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The Workload fields of a scenario state (its 'workload' group, renamed to the Workload's names)."""
+    return {f.target: state.get(f.key, f.default) for f in FIELDS if f.group == "workload"}

@@ -1,0 +1,57 @@
+"""`python -m roofline.report.warm`: fill the content-keyed caches the dashboard reads (roofline.codegen's compiled
+planners on disk, report.trust's page data) in a separate, niced process, so that a first visit to a page, a new
+GPU or a new model costs a disk read instead of a symbolic build. The dashboard starts it once per server; every
+entry it writes is one the app would otherwise compute on the request (same keys), so it never changes a number.
+
+Order: the slow pages (validation, claims), then the default model on every GPU, then every model on the default
+GPU, each with the default methods in both flavours (point plans and sweeps).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from roofline.errors import RooflineError
+
+
+def _plan(model, hardware, workload, specs) -> None:
+    from roofline.methods import parse_method
+    from roofline.planner.plan import method_planner
+    from roofline.report.explore import sweep
+
+    for spec in specs:
+        try:
+            method_planner(model, hardware, workload, parse_method(spec)).point(workload)
+        except (RooflineError, ValueError):
+            continue  # does not fit: the fit solver's planners are built on demand
+    sweep(model, hardware, workload, specs, "context")
+
+
+def warm(limit: int | None = None) -> int:
+    """Fill the caches; returns how many (model, hardware) pairs were planned (at most `limit`)."""
+    from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
+    from roofline.report import trust
+    from roofline.report.dashboard import workload_from
+    from roofline.report.share import defaults
+
+    trust.latency_index()
+    trust.claims_rows()
+    base = defaults()
+    workload = workload_from({})
+    pairs = [(base["model"], h) for h in hardware_names()] + [(m, base["hardware"]) for m in model_names()]
+    done = 0
+    for model_name, hardware_name in dict.fromkeys(pairs):
+        if limit is not None and done >= limit:
+            break
+        _plan(load_model(model_name), load_hardware(hardware_name), workload, base["methods"])
+        done += 1
+    return done
+
+
+if __name__ == "__main__":
+    try:
+        os.nice(10)  # the server's requests come first
+    except OSError:
+        pass
+    sys.exit(0 if warm() >= 0 else 1)
