@@ -171,26 +171,60 @@ def _plain(expr: Any) -> Any:
     expr = sp.sympify(expr)
     swaps = _unevaluated()
 
+    seen: dict = {}
+
     def walk(node):
         if not node.args:
             return node
+        hit = seen.get(node)
+        if hit is not None:
+            return hit
         args = [walk(a) for a in node.args]
         if node.func in swaps:
-            return swaps[node.func](*args)
-        return node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
+            out = swaps[node.func](*args)
+        else:
+            out = node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
+        seen[node] = out
+        return out
 
     return walk(expr)
 
 
-def _source(symbols: list, expr: Any, name: str, flavour: str) -> str:
-    """Python source of `def name(*symbols)` returning expr (a sympy expression or nested lists of them)."""
-    import inspect
+@cache
+def _printer_class(flavour: str):
+    """sympy's code printer for `flavour` (what lambdify uses for math / numpy), remembering the text of every
+    subexpression it printed: a phase's rows and its total share most of their subtrees, printed once."""
+    from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.pycode import PythonCodePrinter
 
-    import sympy as sp
+    base = PythonCodePrinter if flavour == "scalar" else NumPyPrinter
 
-    fn = sp.lambdify(list(symbols), _plain(expr), modules="math" if flavour == "scalar" else "numpy", cse=False)
-    text = inspect.getsource(fn)
-    return text.replace("def _lambdifygenerated(", f"def {name}(", 1)
+    class MemoPrinter(base):
+        def __init__(self) -> None:
+            super().__init__({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
+                              "user_functions": {}})
+            self._memo: dict = {}
+
+        def _print(self, expr, **kwargs):
+            if kwargs:
+                return super()._print(expr, **kwargs)
+            try:
+                return self._memo[expr]
+            except KeyError:
+                text = self._memo[expr] = super()._print(expr)
+                return text
+            except TypeError:  # lists and other unhashable containers
+                return super()._print(expr)
+
+    return MemoPrinter
+
+
+def _source(symbols: list, expr: Any, name: str, flavour: str, printer=None) -> str:
+    """Python source of `def name(*symbols)` returning expr (a sympy expression or nested lists of them);
+    `printer` (from _printer_class) may be shared by the functions of one compile to reuse its memo."""
+    printer = printer or _printer_class(flavour)()
+    args = ", ".join(str(s) for s in symbols)
+    return f"def {name}({args}):\n    return {printer.doprint(_plain(expr))}\n"
 
 
 def _exec(sources: dict[str, str], flavour: str) -> dict[str, Callable]:
@@ -212,8 +246,8 @@ def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any]
 
     def make() -> tuple[dict[str, str], dict[str, Any]]:
         symbols, exprs, meta = build()
-        symbols = list(symbols)
-        return {name: _source(symbols, expr, name, flavour) for name, expr in exprs.items()}, meta
+        symbols, printer = list(symbols), _printer_class(flavour)()
+        return {name: _source(symbols, expr, name, flavour, printer) for name, expr in exprs.items()}, meta
 
     if key is None:
         sources, meta = make()
