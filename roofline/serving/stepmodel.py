@@ -33,6 +33,7 @@ import sympy as sp
 
 from roofline.costmodel import Op
 from roofline.planner.phases import PhaseModel
+from roofline.planner.plan import ATTENTION_OPS
 from roofline.units import B, L, P, lambdify
 
 QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes")
@@ -48,6 +49,12 @@ def _quantities(op: Op | None) -> list[sp.Expr]:
     nonweight = sp.Add(*(v for k, v in op.traffic.items() if k != "weights"))
     return [sp.sympify(op.matmul_flops), sp.sympify(op.vector_flops), sp.sympify(op.int_ops), nonweight,
             sp.sympify(op.comm_bytes)]
+
+
+def _key(op: Op, phase: str) -> tuple[str, str, str]:
+    """An op's key across the two graphs: (name, group), attention kernels apart per phase (decode attention and
+    prefill attention are different kernels with their own measured ceilings)."""
+    return op.name, op.group, phase if op.kind == "attention" or op.name in ATTENTION_OPS else ""
 
 
 def _table(exprs: list[list[sp.Expr]], symbol: sp.Symbol, n: int) -> np.ndarray:
@@ -68,11 +75,14 @@ class StepModel:
     max_step_tokens: int
 
     def __post_init__(self) -> None:
-        decode = {(op.name, op.group): op for op in self.phases.decode.ops}
-        prefill = {(op.name, op.group): op for op in self.phases.prefill.ops}
+        decode = {_key(op, "decode"): op for op in self.phases.decode.ops}
+        prefill = {_key(op, "prefill"): op for op in self.phases.prefill.ops}
         keys = list(decode) + [k for k in prefill if k not in decode]
         self.keys = keys
         ops = [decode.get(k) or prefill[k] for k in keys]
+        # a chunk's cached prefix is read by its own (prefill) attention kernel, at that kernel's ceilings
+        self.prefix_target = np.array([keys.index(_key(decode[k], "prefill")) if _key(decode[k], "prefill") in prefill
+                                       else j for j, k in enumerate(keys) if k in decode], dtype=np.int64)
         self.counts = np.array([op.count for op in ops], dtype=np.float64)
         n = self.max_tokens + 1
         dec = [[e.subs(B, 1) for e in _quantities(decode.get(k))] for k in keys]  # [op][q]
@@ -94,8 +104,11 @@ class StepModel:
                                         for j in range(len(keys))] for q in range(len(QUANTITIES))])
         self.pre_table = _table([[pre[j][q] for j in pre_tab] for q in range(len(QUANTITIES))], P, n)
         weights = [(decode[k].traffic.get("weights", 0) if k in decode
-                    else prefill[k].traffic.get("weights", 0).subs({B: 1, P: B})) for k in keys]
+                    else sp.sympify(prefill[k].traffic.get("weights", 0)).subs({B: 1, P: B})) for k in keys]
         self.weights = _table([weights], B, self.max_step_tokens + 1)[0]  # (ops, T)
+        # a phase's own kernel (decode or prefill attention) reads its weights only when that phase is in the step
+        self.decode_only = np.array([k[2] == "decode" for k in keys])
+        self.prefill_only = np.array([k[2] == "prefill" for k in keys])
         self._groups = self._compile_times(ops)
 
     def _check_affine_in_batch(self, decode, prefill, keys) -> None:
@@ -108,19 +121,22 @@ class StepModel:
                                          "the step model cannot split it per sequence")
 
     def _compile_times(self, ops: list[Op]) -> list[tuple[np.ndarray, bool, callable]]:
-        """One numpy function per (dtype, communication?) giving op times from aggregated quantities."""
+        """One numpy function per kind of op (what picks its ceilings: dtype, communication, kind, head dim, KV
+        read or not, kernels per instance) giving op times from aggregated quantities."""
         roof = self.phases.roofline
-        groups: dict[tuple[str, bool], list[int]] = {}
+        groups: dict[tuple, list[int]] = {}
         for j, op in enumerate(ops):
-            groups.setdefault((op.dtype, op.is_comm), []).append(j)
+            cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
+            groups.setdefault((op.dtype, op.is_comm, op.kind, op.head_dim, cls, op.kernels), []).append(j)
         compiled = []
-        for (dtype, comm), idx in groups.items():
+        for (dtype, comm, kind, head_dim, cls, kernels), idx in groups.items():
             if comm:
-                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype)
+                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels)
                 fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
             else:
                 template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
-                              traffic={"act_read": _BYTES}, dtype=dtype)
+                              traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
+                              head_dim=head_dim)
                 fn = lambdify([_FM, _FV, _INT, _BYTES], roof.op_times(template).total, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
         return compiled
@@ -143,14 +159,18 @@ class StepModel:
                                        + t[:, :, 0] * done)
             if len(self.dec_tab):
                 d = self.dec_table
-                q[:, self.dec_tab] += d[:, :, chunk_start].sum(-1) - d[:, :, 0] * len(chunk_start)
+                q[:, self.prefix_target[self.dec_tab]] += d[:, :, chunk_start].sum(-1) - d[:, :, 0] * len(chunk_start)
         return q
 
-    def time_of(self, q: np.ndarray, tokens) -> np.ndarray | float:
+    def time_of(self, q: np.ndarray, tokens, decodes: bool = True, chunks: bool = True) -> np.ndarray | float:
         """Whole-model time (no pipeline) of a step with aggregated work `q` (QUANTITIES x ops) over `tokens`
-        tokens; with q of shape (QUANTITIES, ops, k) and k token counts, the times of k steps."""
+        tokens, with decode sequences and prefill chunks or not; with q of shape (QUANTITIES, ops, k) and k
+        token counts, the times of k steps."""
         tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.weights.shape[1] - 1)
         w = self.weights[:, tokens]
+        if not decodes or not chunks:
+            w = np.where((self.decode_only if not decodes else self.prefill_only).reshape((-1,) + (1,) * (w.ndim - 1)),
+                         0.0, w)
         if q.ndim == 3 and w.ndim == 1:
             w = w[:, None]
         t = np.zeros(q.shape[1:])
@@ -170,14 +190,15 @@ class StepModel:
         q = np.repeat((self.dec_const * len(context))[:, :, None], steps, axis=2)
         if len(self.dec_tab):
             q[:, self.dec_tab] += self.dec_table[:, :, context[:, None] + j].sum(axis=2)
-        return self.time_of(q, len(context))
+        return self.time_of(q, len(context), chunks=False)
 
     def step_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
                   chunk_done: np.ndarray) -> float:
         """Seconds for one step (the pipeline schedule of PhaseModel.pipeline when pp > 1)."""
         q = self.work(decode_context, chunk_start, chunk_tokens, chunk_done)
         tokens = len(decode_context) + int(chunk_tokens.sum())
+        flags = {"decodes": len(decode_context) > 0, "chunks": len(chunk_tokens) > 0}
         if self.phases.workload.pp == 1:
-            return self.time_of(q, tokens)
+            return self.time_of(q, tokens, **flags)
         seqs = len(decode_context) + len(chunk_tokens)
-        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs), seqs)
+        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs, **flags), seqs)
