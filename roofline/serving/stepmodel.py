@@ -26,6 +26,7 @@ the batch (checked at build), so each op's per-sequence work is tabulated over t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,6 +111,7 @@ class StepModel:
         self.decode_only = np.array([k[2] == "decode" for k in keys])
         self.prefill_only = np.array([k[2] == "prefill" for k in keys])
         self._groups = self._compile_times(ops)
+        self._flatten()
 
     def _check_affine_in_batch(self, decode, prefill, keys) -> None:
         """Per-part sums are exact only if each op's non-weight work is B x its work at B = 1."""
@@ -141,44 +143,85 @@ class StepModel:
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
         return compiled
 
+    def _flatten(self) -> None:
+        """Row-major copies for the per-step path: a row per context of the nonzero context-dependent
+        (quantity, op) columns, flat (QUANTITIES x ops) constants, weights per token count and phase mix."""
+        nops = len(self.keys)
+
+        def rows(table: np.ndarray, ops: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
+            flat = table.transpose(2, 0, 1).reshape(table.shape[2], -1)  # (n, QUANTITIES x tabulated ops)
+            cols = (np.arange(len(QUANTITIES))[:, None] * nops + target[None, :]).ravel()
+            keep = np.flatnonzero(np.any(flat != 0, axis=0))
+            return np.ascontiguousarray(flat[:, keep]), cols[keep], (np.arange(len(QUANTITIES))[:, None] * nops
+                                                                     + ops[None, :]).ravel()[keep]
+
+        self._dec_rows, self._dec_cols, _ = rows(self.dec_table, self.dec_tab, self.dec_tab)
+        _, self._prefix_cols, _ = rows(self.dec_table, self.dec_tab, self.prefix_target[self.dec_tab])
+        self._pre_rows, self._pre_cols, _ = rows(self.pre_table, self.pre_tab, self.pre_tab)
+        self._dec_const, self._pre_slope = self.dec_const.ravel(), self.pre_slope.ravel()
+        self._pre_intercept = self.pre_intercept.ravel()
+        w = np.ascontiguousarray(self.weights.T)  # (T, ops)
+        # by (decodes?, chunks?): a phase's own kernel reads its weights only when that phase is in the step
+        self._w = {(True, True): w, (True, False): np.where(self.prefill_only, 0.0, w),
+                   (False, True): np.where(self.decode_only, 0.0, w)}
+        self._w[(False, False)] = self._w[(False, True)]
+        self._slices = [(slice(idx[0], idx[-1] + 1) if np.array_equal(idx, np.arange(idx[0], idx[-1] + 1)) else idx,
+                         comm, fn) for idx, comm, fn in self._groups]
+        # ZACK's attention imbalance (MethodConfig.attention_imbalance) on the decode attention kernels
+        names = np.array([k[0] in ATTENTION_OPS and k[2] == "decode" for k in self.keys])
+        self._imbalanced = np.flatnonzero(names)
+        self._imbalance: dict[int, float] = {}
+
+    def imbalance(self, batch: int) -> float:
+        """The method's decode attention makespan over its balanced time at `batch` decode sequences (ZACK
+        §5.3 for heterogeneous heads; 1 for every other method), as PlanResult's TPOT applies it."""
+        if batch < 1 or not len(self._imbalanced):
+            return 1.0
+        value = self._imbalance.get(batch)
+        if value is None:
+            phases = self.phases
+            value = float(phases.method.attention_imbalance(phases.model, batch, phases.hardware.sm_count))
+            self._imbalance[batch] = value
+        return value
+
     def work(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
              chunk_done: np.ndarray) -> np.ndarray:
         """Aggregated non-weight quantities (QUANTITIES x ops) of a step: decode sequences at their contexts
         (tokens attended, the new one included) and prefill chunks (cached prefix s, c new tokens, ending
-        the prompt or not)."""
-        q = self.dec_const * len(decode_context)
-        if len(decode_context) and len(self.dec_tab):
-            q[:, self.dec_tab] += self.dec_table[:, :, decode_context].sum(axis=-1)
+        the prompt or not). Every tabulated value is a whole number far below 2^53, so these sums are exact
+        in any order."""
+        q = self._dec_const * len(decode_context)
+        if len(decode_context) and len(self._dec_cols):
+            q[self._dec_cols] += self._dec_rows[decode_context].sum(axis=0)
         if len(chunk_tokens):
             done = float(np.count_nonzero(chunk_done))
-            q += self.pre_slope * float(chunk_tokens.sum()) + self.pre_intercept * done
-            if len(self.pre_tab):
+            q += self._pre_slope * float(chunk_tokens.sum()) + self._pre_intercept * done
+            if len(self._pre_cols):
+                t = self._pre_rows
                 end = chunk_start + chunk_tokens
-                t = self.pre_table
-                q[:, self.pre_tab] += (t[:, :, end].sum(-1) - t[:, :, chunk_start].sum(-1)
-                                       + t[:, :, 0] * done)
-            if len(self.dec_tab):
-                d = self.dec_table
-                q[:, self.prefix_target[self.dec_tab]] += d[:, :, chunk_start].sum(-1) - d[:, :, 0] * len(chunk_start)
-        return q
+                q[self._pre_cols] += t[end].sum(axis=0) - t[chunk_start].sum(axis=0) + t[0] * done
+            if len(self._prefix_cols):
+                d = self._dec_rows
+                q[self._prefix_cols] += d[chunk_start].sum(axis=0) - d[0] * len(chunk_start)
+        return q.reshape(len(QUANTITIES), -1)
 
-    def time_of(self, q: np.ndarray, tokens, decodes: bool = True, chunks: bool = True) -> np.ndarray | float:
+    def time_of(self, q: np.ndarray, tokens, decodes: int = 1, chunks: bool = True) -> np.ndarray | float:
         """Whole-model time (no pipeline) of a step with aggregated work `q` (QUANTITIES x ops) over `tokens`
-        tokens, with decode sequences and prefill chunks or not; with q of shape (QUANTITIES, ops, k) and k
-        token counts, the times of k steps."""
-        tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.weights.shape[1] - 1)
-        w = self.weights[:, tokens]
-        if not decodes or not chunks:
-            w = np.where((self.decode_only if not decodes else self.prefill_only).reshape((-1,) + (1,) * (w.ndim - 1)),
-                         0.0, w)
+        tokens, with `decodes` decode sequences and prefill chunks or not; with q of shape (QUANTITIES, ops, k)
+        and k token counts, the times of k steps."""
+        tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.max_step_tokens)
+        w = self._w[(decodes > 0, bool(chunks))][tokens].T
         if q.ndim == 3 and w.ndim == 1:
             w = w[:, None]
-        t = np.zeros(q.shape[1:])
-        for idx, comm, fn in self._groups:
+        t = np.empty(q.shape[1:])
+        for idx, comm, fn in self._slices:
             if comm:
                 t[idx] = fn(q[4, idx])
             else:
                 t[idx] = fn(q[0, idx], q[1, idx], q[2, idx], q[3, idx] + w[idx])
+        slow = self.imbalance(decodes)
+        if slow > 1:
+            t[self._imbalanced] *= slow
         active = (q.sum(axis=0) + w) > 0  # an op with no work in this step does not launch
         total = self.counts @ np.where(active, t, 0.0)
         return float(total) if np.ndim(total) == 0 else total
@@ -186,19 +229,19 @@ class StepModel:
     def decode_block(self, context: np.ndarray, steps: int) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`
         (each step every sequence gains one token); only for pp = 1."""
-        j = np.arange(steps)
-        q = np.repeat((self.dec_const * len(context))[:, :, None], steps, axis=2)
-        if len(self.dec_tab):
-            q[:, self.dec_tab] += self.dec_table[:, :, context[:, None] + j].sum(axis=2)
-        return self.time_of(q, len(context), chunks=False)
+        q = np.repeat((self._dec_const * len(context))[:, None], steps, axis=1)
+        if len(self._dec_cols):
+            q[self._dec_cols] += self._dec_rows[context[:, None] + np.arange(steps)].sum(axis=0).T
+        return self.time_of(q.reshape(len(QUANTITIES), -1, steps), len(context), len(context), chunks=False)
 
     def step_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
                   chunk_done: np.ndarray) -> float:
         """Seconds for one step (the pipeline schedule of PhaseModel.pipeline when pp > 1)."""
         q = self.work(decode_context, chunk_start, chunk_tokens, chunk_done)
         tokens = len(decode_context) + int(chunk_tokens.sum())
-        flags = {"decodes": len(decode_context) > 0, "chunks": len(chunk_tokens) > 0}
         if self.phases.workload.pp == 1:
-            return self.time_of(q, tokens, **flags)
+            return self.time_of(q, tokens, len(decode_context), len(chunk_tokens) > 0)
         seqs = len(decode_context) + len(chunk_tokens)
-        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs, **flags), seqs)
+        n_dec = len(decode_context)
+        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs,
+                                                           math.ceil(n_dec * b / seqs), len(chunk_tokens) > 0), seqs)
