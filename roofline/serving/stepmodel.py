@@ -165,8 +165,12 @@ class StepModel:
         self._w = {(True, True): w, (True, False): np.where(self.prefill_only, 0.0, w),
                    (False, True): np.where(self.decode_only, 0.0, w)}
         self._w[(False, False)] = self._w[(False, True)]
-        self._slices = [(slice(idx[0], idx[-1] + 1) if np.array_equal(idx, np.arange(idx[0], idx[-1] + 1)) else idx,
-                         comm, fn) for idx, comm, fn in self._groups]
+        # ops reordered so each kind's ops are one slice: one gather in, one out, per step
+        self._perm = np.concatenate([idx for idx, _, _ in self._groups])
+        self._unperm = np.argsort(self._perm)
+        bounds = np.cumsum([0] + [len(idx) for idx, _, _ in self._groups])
+        self._slices = [(slice(a, b), comm, fn) for a, b, (_, comm, fn) in zip(bounds[:-1], bounds[1:], self._groups,
+                                                                               strict=True)]
         # ZACK's attention imbalance (MethodConfig.attention_imbalance) on the decode attention kernels
         names = np.array([k[0] in ATTENTION_OPS and k[2] == "decode" for k in self.keys])
         self._imbalanced = np.flatnonzero(names)
@@ -213,12 +217,14 @@ class StepModel:
         w = self._w[(decodes > 0, bool(chunks))][tokens].T
         if q.ndim == 3 and w.ndim == 1:
             w = w[:, None]
+        qp, wp = q[:, self._perm], w[self._perm]
         t = np.empty(q.shape[1:])
         for idx, comm, fn in self._slices:
             if comm:
-                t[idx] = fn(q[4, idx])
+                t[idx] = fn(qp[4, idx])
             else:
-                t[idx] = fn(q[0, idx], q[1, idx], q[2, idx], q[3, idx] + w[idx])
+                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx])
+        t = t[self._unperm]
         slow = self.imbalance(decodes)
         if slow > 1:
             t[self._imbalanced] *= slow
