@@ -139,3 +139,17 @@ def test_an_unreachable_slo_has_no_rate_and_says_why():
     sim = simulator("bf16", 4096 + 16)
     found = max_rate_at_slo(sim, requests(1.0, 50, 4096, 16), Slo(ttft_s=0.001, tpot_s=1.0))
     assert found["rate_per_s"] is None and "TTFT" in found["reason"]
+
+
+def test_zack_attention_imbalance_slows_the_decode_step_as_the_plan_does():
+    """ZACK's (sequence, KV head) tasks fill the SMs in whole rounds (§5.3): at 20 sequences the planner's TPOT
+    is the decode phase with the attention kernels x the method's imbalance; the step model applies the same."""
+    method, batch, context = parse_method("zack-50"), 20, 4096
+    assert method.attention_imbalance(MODEL, batch, H100.sm_count) > 1.2
+    plan = plan_method(MODEL, H100, Workload(batch=batch, context_tokens=context, prompt_tokens=context - 1,
+                                             generated_tokens=1, prefill_chunk_tokens=8192), method)
+    phases = PhaseModel.build(MODEL, H100, workload(context), method)
+    steps = StepModel(phases, context, 8192 + 256)
+    step = steps.step_time(np.full(batch, context), E, E, E.astype(bool))
+    assert step == pytest.approx(plan.data["tpot_s"], rel=1e-9)
+    assert step > 1.1 * phases.decode_time(batch, context)  # the factor is really there

@@ -41,79 +41,85 @@ class SchedulerConfig:
 
 @dataclass
 class StepPlan:
-    """What one step computes: decoding sequences, and chunks (sequence, cached prefix, new tokens, ends?)."""
+    """What one step computes: decoding sequences (positions in the scheduler's running arrays, a slice when
+    all of them decode) at their contexts, and chunks (position, cached prefix, new tokens, ends the prompt?)."""
 
-    decode: np.ndarray
-    chunk_ids: np.ndarray
+    decode: np.ndarray | slice
+    context: np.ndarray
+    chunk_pos: np.ndarray
     chunk_start: np.ndarray
     chunk_tokens: np.ndarray
     chunk_done: np.ndarray
-
-    @property
-    def tokens(self) -> int:
-        """Tokens the step computes: one per decoding sequence plus every chunk's new tokens."""
-        return len(self.decode) + int(self.chunk_tokens.sum())
+    tokens: int  # one per decoding sequence plus every chunk's new tokens
 
 
 class Scheduler:
-    """Request state (arrays over all requests) and the running / waiting queues."""
+    """Request state: per request (first token, finish, tokens generated while waiting), and the running
+    sequences in admission order as compact arrays (id, computed, known = prompt + generated, generated,
+    output, bytes held) over positions 0..n_running-1; the waiting queue of ids."""
 
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig) -> None:
         n = len(requests)
         self.requests, self.pool, self.config = requests, pool, config
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
-        self.computed = np.zeros(n, dtype=np.int64)
-        self.generated = np.zeros(n, dtype=np.int64)
-        self.held = np.zeros(n, dtype=np.float64)
+        self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
-        self.running: list[int] = []
+        cap = config.max_num_seqs
+        self.ids, self.comp, self.known, self.gen, self.out = (np.zeros(cap, dtype=np.int64) for _ in range(5))
+        self.held = np.zeros(cap, dtype=np.float64)
+        self.n_running = 0
         self.waiting: deque[int] = deque()
         self.used_bytes = 0.0
         self.preemptions = 0
         self.finished = 0
         self.arrived = 0
-        self._run = EMPTY
 
-    def _set_running(self, ids: list[int]) -> None:
-        self.running = ids
-        self._run = np.array(ids, dtype=np.int64)
+    @property
+    def running(self) -> list[int]:
+        """Ids of the running sequences, in admission order."""
+        return self.ids[:self.n_running].tolist()
 
     def _preempt_last(self) -> None:
-        victim = self.running[-1]
-        self._set_running(self.running[:-1])
-        self.used_bytes -= self.held[victim]
-        self.held[victim] = 0.0
-        self.computed[victim] = 0
+        self.n_running -= 1
+        last = self.n_running
+        victim = int(self.ids[last])
+        self.used_bytes -= self.held[last]
+        self.generated[victim] = self.gen[last]
         self.waiting.appendleft(victim)
         self.preemptions += 1
 
     def _plan_running(self) -> tuple[StepPlan, float]:
         """Tokens for the running sequences (decodes first, then chunks) and the bytes they need."""
-        run, seq = self._run, self.pool.seq_bytes
-        computed = self.computed[run]
-        todo = self.prompt[run] + self.generated[run] - computed
-        is_dec = (todo == 1) & (computed > 0)
-        dec = run[is_dec]
-        need = float((seq[computed[is_dec] + 1] - self.held[dec]).sum()) if len(dec) else 0.0
-        budget = self.config.max_num_batched_tokens - len(dec)
-        ids, starts, counts, done = [], [], [], []
-        for i, c, t in zip(run[~is_dec].tolist(), computed[~is_dec].tolist(), todo[~is_dec].tolist(), strict=True):
+        n, seq = self.n_running, self.pool.seq_bytes
+        comp = self.comp[:n]
+        todo = self.known[:n] - comp
+        is_dec = (todo == 1) & (comp > 0)
+        n_dec = int(np.count_nonzero(is_dec))
+        dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec)
+        context = comp[dec] + 1
+        need = float((seq[context] - self.held[dec]).sum()) if n_dec else 0.0
+        budget = self.config.max_num_batched_tokens - n_dec
+        if n_dec == n:
+            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec), need
+        pos, starts, counts, done = [], [], [], []
+        rest = np.flatnonzero(~is_dec)
+        for i, c, t in zip(rest.tolist(), comp[rest].tolist(), todo[rest].tolist(), strict=True):
             if budget <= 0:
                 break
-            n = min(t, budget)
-            budget -= n
-            ids.append(i), starts.append(c), counts.append(n), done.append(n == t)
-            need += float(seq[c + n] - self.held[i])
-        plan = StepPlan(dec, np.array(ids, dtype=np.int64), np.array(starts, dtype=np.int64),
-                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool))
+            k = min(t, budget)
+            budget -= k
+            pos.append(i), starts.append(c), counts.append(k), done.append(k == t)
+            need += float(seq[c + k] - self.held[i])
+        plan = StepPlan(dec, context, np.array(pos, dtype=np.int64), np.array(starts, dtype=np.int64),
+                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec + sum(counts))
         return plan, need
 
     def schedule(self) -> StepPlan | None:
         """The next step's work, or None when nothing is running or admissible."""
         plan, need = self._plan_running()
         preempted = False
-        while need > self.pool.capacity_bytes - self.used_bytes and self.running:
+        while need > self.pool.capacity_bytes - self.used_bytes and self.n_running:
             self._preempt_last()
             preempted = True
             plan, need = self._plan_running()
@@ -126,71 +132,85 @@ class Scheduler:
         free = self.pool.capacity_bytes - self.used_bytes - need
         admitted = []
         seq = self.pool.seq_bytes
-        while self.waiting and budget > 0 and len(self.running) + len(admitted) < self.config.max_num_seqs:
+        while self.waiting and budget > 0 and self.n_running + len(admitted) < self.config.max_num_seqs:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
             n = min(todo, budget)
             if seq[n] > free:
                 break
             self.waiting.popleft()
-            admitted.append((i, n, n == todo))
+            admitted.append((i, n, n == todo, todo))
             budget -= n
             free -= seq[n]
             need += seq[n]
         if not admitted:
             return plan, need
-        self._set_running(self.running + [a[0] for a in admitted])
-        ids, counts, done = zip(*admitted, strict=True)
-        plan = StepPlan(plan.decode, np.concatenate([plan.chunk_ids, np.array(ids, dtype=np.int64)]),
+        ids, counts, done, todo = (np.array(col) for col in zip(*admitted, strict=True))
+        at = slice(self.n_running, self.n_running + len(ids))
+        self.ids[at], self.comp[at], self.known[at] = ids, 0, todo
+        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], 0.0
+        self.n_running = at.stop
+        plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
                         np.concatenate([plan.chunk_start, np.zeros(len(ids), dtype=np.int64)]),
-                        np.concatenate([plan.chunk_tokens, np.array(counts, dtype=np.int64)]),
-                        np.concatenate([plan.chunk_done, np.array(done, dtype=bool)]))
+                        np.concatenate([plan.chunk_tokens, counts.astype(np.int64)]),
+                        np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()))
         return plan, need
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
         the first completion and while the pool holds every sequence's next page (arrivals are the
         caller's cut). 1 when the plan has chunks or waiting requests could be admitted."""
-        if len(plan.chunk_ids) or not len(plan.decode) or limit <= 1:
+        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1:
             return 1
         dec = plan.decode
-        k = int(min(limit, (self.output[dec] - self.generated[dec]).min()))
+        k = int(min(limit, (self.out[dec] - self.gen[dec]).min()))
         if k <= 1:
             return 1
-        after = self.computed[dec][:, None] + 1 + np.arange(k)  # tokens held after step j
+        after = self.comp[dec][:, None] + 1 + np.arange(k)  # tokens held after step j
         used = self.pool.seq_bytes[after].sum(axis=0) + (self.used_bytes - self.held[dec].sum())
         over = np.flatnonzero(used > self.pool.capacity_bytes)
         return int(over[0]) if len(over) and over[0] > 0 else k if not len(over) else 1
 
     def commit_block(self, plan: StepPlan, steps: int, now: float) -> int:
         """Apply `steps` decode-only steps of `plan` ending at `now`."""
-        if steps == 1:
-            return self.commit(plan, now)
-        dec = plan.decode
-        self.computed[dec] += steps - 1
-        self.generated[dec] += steps - 1
+        if steps > 1:
+            dec = plan.decode
+            self.comp[dec] += steps - 1
+            self.gen[dec] += steps - 1
+            self.known[dec] += steps - 1
         return self.commit(plan, now)
 
     def commit(self, plan: StepPlan, now: float) -> int:
         """Apply a finished step at time `now`: progress, pages, emitted tokens, completions. Returns the
         number of requests that finished."""
-        seq = self.pool.seq_bytes
-        ids = np.concatenate([plan.decode, plan.chunk_ids])
-        self.computed[plan.decode] += 1
-        self.computed[plan.chunk_ids] += plan.chunk_tokens
-        new_held = seq[self.computed[ids]]
-        self.used_bytes += float((new_held - self.held[ids]).sum())
-        self.held[ids] = new_held
-        emitted = np.concatenate([plan.decode, plan.chunk_ids[plan.chunk_done]])
-        self.generated[emitted] += 1
-        first = emitted[np.isnan(self.first_token_s[emitted])]
+        seq, n = self.pool.seq_bytes, self.n_running
+        dec, chunks = plan.decode, plan.chunk_pos
+        self.comp[dec] += 1
+        if len(chunks):
+            self.comp[chunks] += plan.chunk_tokens
+            pos = np.concatenate([np.arange(n)[dec], chunks])
+            emitted = np.concatenate([np.arange(n)[dec], chunks[plan.chunk_done]])
+        else:
+            pos = emitted = dec
+        new_held = seq[self.comp[pos]]
+        self.used_bytes += float((new_held - self.held[pos]).sum())
+        self.held[pos] = new_held
+        self.gen[emitted] += 1
+        self.known[emitted] += 1
+        gen, who = self.gen[emitted], self.ids[emitted]
+        first = who[np.isnan(self.first_token_s[who])]
         self.first_token_s[first] = now
-        ended = emitted[self.generated[emitted] >= self.output[emitted]]
-        if len(ended):
-            self.finish_s[ended] = now
-            self.used_bytes -= float(self.held[ended].sum())
-            self.held[ended] = 0.0
-            gone = set(ended.tolist())
-            self._set_running([i for i in self.running if i not in gone])
-            self.finished += len(ended)
+        ended = np.flatnonzero(gen >= self.out[emitted])
+        if not len(ended):
+            return 0
+        ended = np.arange(n)[emitted][ended]
+        self.finish_s[self.ids[ended]] = now
+        self.used_bytes -= float(self.held[ended].sum())
+        keep = np.ones(n, dtype=bool)
+        keep[ended] = False
+        m = n - len(ended)
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.held):
+            arr[:m] = arr[:n][keep]
+        self.n_running = m
+        self.finished += len(ended)
         return len(ended)

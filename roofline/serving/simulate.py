@@ -1,9 +1,9 @@
 """Request-level simulation: SimPy drives arrivals and engine steps; each step's time is the step model's.
 
-Two SimPy processes share one clock: arrivals (a timeout per request gap, each request joins the queue at
-its arrival time and wakes an idle engine) and the engine (schedule a step, hold the clock for its predicted
-time, commit it). The engine records per step the requests in the system, the pool's use and the
-preemptions so far, for the time series and the Little's-law check.
+One SimPy process holds the clock: the engine queues the requests that have arrived by now, schedules a
+step, holds the clock for its predicted time (or, idle, until the next arrival) and commits it. It records
+per step the requests in the system, the pool's use and the preemptions so far, for the time series and
+the Little's-law check.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Simulator:
     def _times(self, sched: Scheduler, plan, now: float) -> tuple[int, float]:
         """(steps, seconds) of the next block: one step, or decode-only steps back to back until the next
         arrival, completion or page shortage (the same steps one at a time would take; pp = 1 only)."""
-        context = sched.computed[plan.decode] + 1
+        context = plan.context
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
         if steps == 1:
@@ -144,26 +144,19 @@ class Simulator:
         self.check(requests)
         sched = Scheduler(requests, self.pool, self.scheduler)
         env = simpy.Environment()
-        state = {"idle": None}
         records: list[tuple] = []
-
-        def arrivals():
-            for i, t in enumerate(requests.arrival_s.tolist()):
-                if t > env.now:
-                    yield env.timeout(t - env.now)
-                sched.waiting.append(i)
-                sched.arrived += 1
-                if state["idle"] is not None and not state["idle"].triggered:
-                    state["idle"].succeed()
+        arrival = _clock_arrivals(requests.arrival_s)
 
         def engine():
-            total = len(requests)
+            total, n = len(requests), len(requests)
             while sched.finished < total:
-                in_system = (len(sched.running), len(sched.waiting))
+                while sched.arrived < n and arrival[sched.arrived] <= env.now:
+                    sched.waiting.append(sched.arrived)
+                    sched.arrived += 1
+                in_system = (sched.n_running, len(sched.waiting))
                 plan = sched.schedule()
-                if plan is None:
-                    state["idle"] = env.event()
-                    yield state["idle"]
+                if plan is None:  # idle until the next arrival
+                    yield env.timeout(_delay_to(env.now, arrival[sched.arrived]))
                     continue
                 steps, dt = self._times(sched, plan, env.now)
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
@@ -171,9 +164,29 @@ class Simulator:
                 if sched.commit_block(plan, steps, env.now) and progress is not None:
                     progress(sched.finished, total)
 
-        env.process(arrivals())
         env.process(engine())
         env.run()
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
         return Trace(requests, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes,
                      sched.preemptions)
+
+
+def _clock_arrivals(arrival_s: np.ndarray) -> list[float]:
+    """The clock readings at which requests join the queue: each arrival is a wait from the previous one
+    (now + (t - now) in floating point, as a timeout from the previous arrival reads the clock)."""
+    out, now = [], 0.0
+    for t in arrival_s.tolist():
+        if t > now:
+            now = now + (t - now)
+        out.append(now)
+    return out
+
+
+def _delay_to(now: float, t: float) -> float:
+    """A delay d with now + d == t exactly (the idle engine wakes at the arrival's own clock reading)."""
+    d = t - now
+    while now + d < t:
+        d = math.nextafter(d, math.inf)
+    while now + d > t:
+        d = math.nextafter(d, -math.inf)
+    return d

@@ -26,6 +26,7 @@ the batch (checked at build), so each op's per-sequence work is tabulated over t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ import sympy as sp
 
 from roofline.costmodel import Op
 from roofline.planner.phases import PhaseModel
+from roofline.planner.plan import ATTENTION_OPS
 from roofline.units import B, L, P, lambdify
 
 QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes")
@@ -48,6 +50,12 @@ def _quantities(op: Op | None) -> list[sp.Expr]:
     nonweight = sp.Add(*(v for k, v in op.traffic.items() if k != "weights"))
     return [sp.sympify(op.matmul_flops), sp.sympify(op.vector_flops), sp.sympify(op.int_ops), nonweight,
             sp.sympify(op.comm_bytes)]
+
+
+def _key(op: Op, phase: str) -> tuple[str, str, str]:
+    """An op's key across the two graphs: (name, group), attention kernels apart per phase (decode attention and
+    prefill attention are different kernels with their own measured ceilings)."""
+    return op.name, op.group, phase if op.kind == "attention" or op.name in ATTENTION_OPS else ""
 
 
 def _table(exprs: list[list[sp.Expr]], symbol: sp.Symbol, n: int) -> np.ndarray:
@@ -68,11 +76,14 @@ class StepModel:
     max_step_tokens: int
 
     def __post_init__(self) -> None:
-        decode = {(op.name, op.group): op for op in self.phases.decode.ops}
-        prefill = {(op.name, op.group): op for op in self.phases.prefill.ops}
+        decode = {_key(op, "decode"): op for op in self.phases.decode.ops}
+        prefill = {_key(op, "prefill"): op for op in self.phases.prefill.ops}
         keys = list(decode) + [k for k in prefill if k not in decode]
         self.keys = keys
         ops = [decode.get(k) or prefill[k] for k in keys]
+        # a chunk's cached prefix is read by its own (prefill) attention kernel, at that kernel's ceilings
+        self.prefix_target = np.array([keys.index(_key(decode[k], "prefill")) if _key(decode[k], "prefill") in prefill
+                                       else j for j, k in enumerate(keys) if k in decode], dtype=np.int64)
         self.counts = np.array([op.count for op in ops], dtype=np.float64)
         n = self.max_tokens + 1
         dec = [[e.subs(B, 1) for e in _quantities(decode.get(k))] for k in keys]  # [op][q]
@@ -94,9 +105,13 @@ class StepModel:
                                         for j in range(len(keys))] for q in range(len(QUANTITIES))])
         self.pre_table = _table([[pre[j][q] for j in pre_tab] for q in range(len(QUANTITIES))], P, n)
         weights = [(decode[k].traffic.get("weights", 0) if k in decode
-                    else prefill[k].traffic.get("weights", 0).subs({B: 1, P: B})) for k in keys]
+                    else sp.sympify(prefill[k].traffic.get("weights", 0)).subs({B: 1, P: B})) for k in keys]
         self.weights = _table([weights], B, self.max_step_tokens + 1)[0]  # (ops, T)
+        # a phase's own kernel (decode or prefill attention) reads its weights only when that phase is in the step
+        self.decode_only = np.array([k[2] == "decode" for k in keys])
+        self.prefill_only = np.array([k[2] == "prefill" for k in keys])
         self._groups = self._compile_times(ops)
+        self._flatten()
 
     def _check_affine_in_batch(self, decode, prefill, keys) -> None:
         """Per-part sums are exact only if each op's non-weight work is B x its work at B = 1."""
@@ -108,57 +123,111 @@ class StepModel:
                                          "the step model cannot split it per sequence")
 
     def _compile_times(self, ops: list[Op]) -> list[tuple[np.ndarray, bool, callable]]:
-        """One numpy function per (dtype, communication?) giving op times from aggregated quantities."""
+        """One numpy function per kind of op (what picks its ceilings: dtype, communication, kind, head dim, KV
+        read or not, kernels per instance) giving op times from aggregated quantities."""
         roof = self.phases.roofline
-        groups: dict[tuple[str, bool], list[int]] = {}
+        groups: dict[tuple, list[int]] = {}
         for j, op in enumerate(ops):
-            groups.setdefault((op.dtype, op.is_comm), []).append(j)
+            cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
+            groups.setdefault((op.dtype, op.is_comm, op.kind, op.head_dim, cls, op.kernels), []).append(j)
         compiled = []
-        for (dtype, comm), idx in groups.items():
+        for (dtype, comm, kind, head_dim, cls, kernels), idx in groups.items():
             if comm:
-                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype)
+                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels)
                 fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
             else:
                 template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
-                              traffic={"act_read": _BYTES}, dtype=dtype)
+                              traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
+                              head_dim=head_dim)
                 fn = lambdify([_FM, _FV, _INT, _BYTES], roof.op_times(template).total, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
         return compiled
+
+    def _flatten(self) -> None:
+        """Row-major copies for the per-step path: a row per context of the nonzero context-dependent
+        (quantity, op) columns, flat (QUANTITIES x ops) constants, weights per token count and phase mix."""
+        nops = len(self.keys)
+
+        def rows(table: np.ndarray, ops: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
+            flat = table.transpose(2, 0, 1).reshape(table.shape[2], -1)  # (n, QUANTITIES x tabulated ops)
+            cols = (np.arange(len(QUANTITIES))[:, None] * nops + target[None, :]).ravel()
+            keep = np.flatnonzero(np.any(flat != 0, axis=0))
+            return np.ascontiguousarray(flat[:, keep]), cols[keep], (np.arange(len(QUANTITIES))[:, None] * nops
+                                                                     + ops[None, :]).ravel()[keep]
+
+        self._dec_rows, self._dec_cols, _ = rows(self.dec_table, self.dec_tab, self.dec_tab)
+        _, self._prefix_cols, _ = rows(self.dec_table, self.dec_tab, self.prefix_target[self.dec_tab])
+        self._pre_rows, self._pre_cols, _ = rows(self.pre_table, self.pre_tab, self.pre_tab)
+        self._dec_const, self._pre_slope = self.dec_const.ravel(), self.pre_slope.ravel()
+        self._pre_intercept = self.pre_intercept.ravel()
+        w = np.ascontiguousarray(self.weights.T)  # (T, ops)
+        # by (decodes?, chunks?): a phase's own kernel reads its weights only when that phase is in the step
+        self._w = {(True, True): w, (True, False): np.where(self.prefill_only, 0.0, w),
+                   (False, True): np.where(self.decode_only, 0.0, w)}
+        self._w[(False, False)] = self._w[(False, True)]
+        # ops reordered so each kind's ops are one slice: one gather in, one out, per step
+        self._perm = np.concatenate([idx for idx, _, _ in self._groups])
+        self._unperm = np.argsort(self._perm)
+        bounds = np.cumsum([0] + [len(idx) for idx, _, _ in self._groups])
+        self._slices = [(slice(a, b), comm, fn) for a, b, (_, comm, fn) in zip(bounds[:-1], bounds[1:], self._groups,
+                                                                               strict=True)]
+        # ZACK's attention imbalance (MethodConfig.attention_imbalance) on the decode attention kernels
+        names = np.array([k[0] in ATTENTION_OPS and k[2] == "decode" for k in self.keys])
+        self._imbalanced = np.flatnonzero(names)
+        self._imbalance: dict[int, float] = {}
+
+    def imbalance(self, batch: int) -> float:
+        """The method's decode attention makespan over its balanced time at `batch` decode sequences (ZACK
+        §5.3 for heterogeneous heads; 1 for every other method), as PlanResult's TPOT applies it."""
+        if batch < 1 or not len(self._imbalanced):
+            return 1.0
+        value = self._imbalance.get(batch)
+        if value is None:
+            phases = self.phases
+            value = float(phases.method.attention_imbalance(phases.model, batch, phases.hardware.sm_count))
+            self._imbalance[batch] = value
+        return value
 
     def work(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
              chunk_done: np.ndarray) -> np.ndarray:
         """Aggregated non-weight quantities (QUANTITIES x ops) of a step: decode sequences at their contexts
         (tokens attended, the new one included) and prefill chunks (cached prefix s, c new tokens, ending
-        the prompt or not)."""
-        q = self.dec_const * len(decode_context)
-        if len(decode_context) and len(self.dec_tab):
-            q[:, self.dec_tab] += self.dec_table[:, :, decode_context].sum(axis=-1)
+        the prompt or not). Every tabulated value is a whole number far below 2^53, so these sums are exact
+        in any order."""
+        q = self._dec_const * len(decode_context)
+        if len(decode_context) and len(self._dec_cols):
+            q[self._dec_cols] += self._dec_rows[decode_context].sum(axis=0)
         if len(chunk_tokens):
             done = float(np.count_nonzero(chunk_done))
-            q += self.pre_slope * float(chunk_tokens.sum()) + self.pre_intercept * done
-            if len(self.pre_tab):
+            q += self._pre_slope * float(chunk_tokens.sum()) + self._pre_intercept * done
+            if len(self._pre_cols):
+                t = self._pre_rows
                 end = chunk_start + chunk_tokens
-                t = self.pre_table
-                q[:, self.pre_tab] += (t[:, :, end].sum(-1) - t[:, :, chunk_start].sum(-1)
-                                       + t[:, :, 0] * done)
-            if len(self.dec_tab):
-                d = self.dec_table
-                q[:, self.dec_tab] += d[:, :, chunk_start].sum(-1) - d[:, :, 0] * len(chunk_start)
-        return q
+                q[self._pre_cols] += t[end].sum(axis=0) - t[chunk_start].sum(axis=0) + t[0] * done
+            if len(self._prefix_cols):
+                d = self._dec_rows
+                q[self._prefix_cols] += d[chunk_start].sum(axis=0) - d[0] * len(chunk_start)
+        return q.reshape(len(QUANTITIES), -1)
 
-    def time_of(self, q: np.ndarray, tokens) -> np.ndarray | float:
+    def time_of(self, q: np.ndarray, tokens, decodes: int = 1, chunks: bool = True) -> np.ndarray | float:
         """Whole-model time (no pipeline) of a step with aggregated work `q` (QUANTITIES x ops) over `tokens`
-        tokens; with q of shape (QUANTITIES, ops, k) and k token counts, the times of k steps."""
-        tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.weights.shape[1] - 1)
-        w = self.weights[:, tokens]
+        tokens, with `decodes` decode sequences and prefill chunks or not; with q of shape (QUANTITIES, ops, k)
+        and k token counts, the times of k steps."""
+        tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.max_step_tokens)
+        w = self._w[(decodes > 0, bool(chunks))][tokens].T
         if q.ndim == 3 and w.ndim == 1:
             w = w[:, None]
-        t = np.zeros(q.shape[1:])
-        for idx, comm, fn in self._groups:
+        qp, wp = q[:, self._perm], w[self._perm]
+        t = np.empty(q.shape[1:])
+        for idx, comm, fn in self._slices:
             if comm:
-                t[idx] = fn(q[4, idx])
+                t[idx] = fn(qp[4, idx])
             else:
-                t[idx] = fn(q[0, idx], q[1, idx], q[2, idx], q[3, idx] + w[idx])
+                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx])
+        t = t[self._unperm]
+        slow = self.imbalance(decodes)
+        if slow > 1:
+            t[self._imbalanced] *= slow
         active = (q.sum(axis=0) + w) > 0  # an op with no work in this step does not launch
         total = self.counts @ np.where(active, t, 0.0)
         return float(total) if np.ndim(total) == 0 else total
@@ -166,11 +235,10 @@ class StepModel:
     def decode_block(self, context: np.ndarray, steps: int) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`
         (each step every sequence gains one token); only for pp = 1."""
-        j = np.arange(steps)
-        q = np.repeat((self.dec_const * len(context))[:, :, None], steps, axis=2)
-        if len(self.dec_tab):
-            q[:, self.dec_tab] += self.dec_table[:, :, context[:, None] + j].sum(axis=2)
-        return self.time_of(q, len(context))
+        q = np.repeat((self._dec_const * len(context))[:, None], steps, axis=1)
+        if len(self._dec_cols):
+            q[self._dec_cols] += self._dec_rows[context[:, None] + np.arange(steps)].sum(axis=0).T
+        return self.time_of(q.reshape(len(QUANTITIES), -1, steps), len(context), len(context), chunks=False)
 
     def step_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
                   chunk_done: np.ndarray) -> float:
@@ -178,6 +246,8 @@ class StepModel:
         q = self.work(decode_context, chunk_start, chunk_tokens, chunk_done)
         tokens = len(decode_context) + int(chunk_tokens.sum())
         if self.phases.workload.pp == 1:
-            return self.time_of(q, tokens)
+            return self.time_of(q, tokens, len(decode_context), len(chunk_tokens) > 0)
         seqs = len(decode_context) + len(chunk_tokens)
-        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs), seqs)
+        n_dec = len(decode_context)
+        return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs,
+                                                           math.ceil(n_dec * b / seqs), len(chunk_tokens) > 0), seqs)
