@@ -153,3 +153,16 @@ def test_zack_attention_imbalance_slows_the_decode_step_as_the_plan_does():
     step = steps.step_time(np.full(batch, context), E, E, E.astype(bool))
     assert step == pytest.approx(plan.data["tpot_s"], rel=1e-9)
     assert step > 1.1 * phases.decode_time(batch, context)  # the factor is really there
+
+
+def test_first_token_after_a_one_token_last_chunk_is_not_stamped_at_a_block_end():
+    """A prompt one token past the chunk budget: the first chunk takes 512 tokens, the last prompt token runs as a
+    decode-like step, and the first output token is due right then. Its TTFT is two steps (the chunk, then the
+    one-token step), never the end of a block of decode steps (the bug: 63 steps later)."""
+    budget, output = 512, 64
+    sim = simulator("bf16", budget + 1 + output, max_num_batched_tokens=budget)
+    trace = sim.run(requests(0.001, 3, budget + 1, output))
+    steps = StepModel(sim.phases, budget + 1 + output, budget + 256)
+    chunk = steps.step_time(E, np.array([0]), np.array([budget]), np.array([False]))
+    last = steps.step_time(np.array([budget + 1]), E, E, E.astype(bool))
+    assert np.median(trace.ttft_s) == pytest.approx(chunk + last, rel=0.02)

@@ -159,10 +159,13 @@ class Scheduler:
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
         the first completion and while the pool holds every sequence's next page (arrivals are the
-        caller's cut). 1 when the plan has chunks or waiting requests could be admitted."""
+        caller's cut). 1 when the plan has chunks, waiting requests could be admitted, or a sequence is about
+        to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end)."""
         if len(plan.chunk_pos) or not len(plan.context) or limit <= 1:
             return 1
         dec = plan.decode
+        if (self.gen[dec] == 0).any():  # a first token is due: its time stamps the TTFT, so step alone
+            return 1
         k = int(min(limit, (self.out[dec] - self.gen[dec]).min()))
         if k <= 1:
             return 1
