@@ -69,7 +69,8 @@ def merge(base: Op, extra: list[Op]) -> Op:
     return Op(base.name, base.group, base.count, base.matmul_flops + sum(e.matmul_flops for e in extra),
               base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source,
               int_ops=base.int_ops + sum(e.int_ops for e in extra), kernels=base.kernels, kind=base.kind,
-              head_dim=base.head_dim)
+              head_dim=base.head_dim, shared_bytes=base.shared_bytes + sum(e.shared_bytes for e in extra),
+              programs=base.programs)
 
 
 def _tensor_sum(layer: LayerCache, role: str, attr: str) -> sp.Expr:
@@ -85,18 +86,21 @@ def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool)
     # learned sinks (gpt-oss): one more logit per head in the softmax
     n_soft = n + 1 if layer.attention.sinks else n
     if fused:
+        splits = sp.Max(1, ceildiv(n, SPLIT_TOKENS))
+        # one program per (sequence, KV head, split): the query heads of a KV head share its tiles
         core = ctx.op("attention", kind="attention", head_dim=_head_dim(qk),
+                      shared_bytes=B * kvf * layer.attention_shared_bytes, programs=B * ctx.shard.kv_heads * splits,
                       matmul_flops=2 * B * h * n * (qk + vd), int_ops=B * kvf * layer.attention_int_ops,
                       vector_flops=SOFTMAX_FLOPS * B * h * n_soft + B * kvf * layer.attention_dequant,
                       traffic=traffic(kv_read=B * kvf * layer.attention_reads, act_read=B * h * qk * ab,
                                       act_write=B * h * vd * ab))
-        splits = sp.Max(1, ceildiv(n, SPLIT_TOKENS))
         partials = B * h * splits * (vd + 2) * 4
         reduce = ctx.op("attention_reduce", vector_flops=3 * B * h * splits * vd,
                         traffic=traffic(act_read=partials, act_write=B * h * vd * ab))
         core = Op(core.name, core.group, core.count, core.matmul_flops, core.vector_flops,
                   {**core.traffic, "act_write": core.traffic.get("act_write", 0) - B * h * vd * ab + partials},
-                  core.dtype, core.source, int_ops=core.int_ops, kind=core.kind, head_dim=core.head_dim)
+                  core.dtype, core.source, int_ops=core.int_ops, kind=core.kind, head_dim=core.head_dim,
+                  shared_bytes=core.shared_bytes, programs=core.programs)
         return [merge(core, extras), reduce]
     scores = B * h * n * SCORE_BYTES
     qk_op = ctx.op("attn_qk", matmul_flops=2 * B * h * n * qk,

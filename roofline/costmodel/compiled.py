@@ -16,7 +16,7 @@ from typing import Any
 import sympy as sp
 
 from roofline import codegen
-from roofline.costmodel.device import Roofline
+from roofline.costmodel.device import CEILING_FIELDS, Roofline, binding_ceiling
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import TRAFFIC
 from roofline.units import _kink_pairs
@@ -46,7 +46,7 @@ class GraphKernel:
         return self.functions["kinks"](*args) if "kinks" in self.functions else []
 
     def raw_rows(self, *args: float) -> list[list[float]]:
-        """Per op: ROW_FIELDS then the bytes of each TRAFFIC class (per instance)."""
+        """Per op: ROW_FIELDS, the bytes of each TRAFFIC class (per instance), then CEILING_FIELDS."""
         return self.functions["rows"](*args)
 
     def summary(self, *args: float) -> dict[str, Any]:
@@ -67,7 +67,7 @@ class GraphKernel:
             elif timed and floor > 0 and r[6] <= floor:
                 bound = "latency"
             else:
-                bound = "compute" if r[3] > r[4] else "memory"
+                bound = binding_ceiling(r[3], r[4], *r[7 + len(TRAFFIC):])
             by_bound[bound] = by_bound.get(bound, 0.0) + t
             if t > top_time:
                 top, top_time, top_bound = name, t, bound
@@ -81,17 +81,18 @@ class GraphKernel:
         out = []
         for op, numbers in zip(self.ops, self.raw_rows(*args), strict=True):
             num = {k: float(v) for k, v in zip(ROW_FIELDS, numbers[:7], strict=True)}
+            ceil = {k: float(v) for k, v in zip(CEILING_FIELDS, numbers[7 + len(TRAFFIC):], strict=True)}
             flops = num["matmul_flops"] + num["vector_flops"]
             if op["is_comm"]:
                 bound = "communication"
             elif op["timed"] and floor > 0 and num["time_s"] <= floor:
                 bound = "latency"
             else:
-                bound = "compute" if num["compute_s"] > num["memory_s"] else "memory"
+                bound = binding_ceiling(num["compute_s"], num["memory_s"], *ceil.values())
             out.append({
                 "name": op["name"], "group": op["group"], "count": op["count"], "source": op["source"],
-                "dtype": op["dtype"], **num, "flops": flops,
-                "traffic": {c: float(v) for c, v in zip(TRAFFIC, numbers[7:], strict=True)},
+                "dtype": op["dtype"], **num, **ceil, "flops": flops,
+                "traffic": {c: float(v) for c, v in zip(TRAFFIC, numbers[7:7 + len(TRAFFIC)], strict=True)},
                 "intensity_flops_per_byte": flops / num["bytes"] if num["bytes"] else float("inf"),
                 "ridge_flops_per_byte": self.roof.ridge_point(op["dtype"]),
                 "bound": bound,
@@ -130,7 +131,7 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
         for op in graph.ops:
             t = roof.op_times(op)
             rows.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
-                         *(op.traffic.get(c, 0) for c in TRAFFIC)])
+                         *(op.traffic.get(c, 0) for c in TRAFFIC), t.shared, t.l2, t.latency, t.issue])
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
         total = roof.time(graph)

@@ -1,4 +1,5 @@
-"""Roofline times of ops on a device: compute and memory times kept apart until the overlap rule.
+"""Roofline times of ops on a device: compute and memory times kept apart until the overlap rule; a hierarchical
+roofline where the spec has on-chip ceilings (shared memory, L2, bytes in flight).
 
 For an op with matmul FLOPs F_m (at its dtype), vector FLOPs F_v and bytes M:
     t_compute = F_m / (peak_dtype * e_gemm) + F_v / peak_fp32 + I / int_rate   (I: dequant int ops)
@@ -14,6 +15,11 @@ streaming-read microbenchmark over every size measured (a latency-bandwidth law,
 per-kernel fitting); t_kernel the per-kernel time of a CUDA graph of dependent small kernels (else that
 fit's alpha, the same constant). Without it: peak, datasheet bandwidth, t_kernel = 0 — the pure datasheet
 roofline.
+On-chip ceilings (`_on_chip`), each applied where the spec has it, and t = max(t, t_shared, t_l2, t_latency):
+    t_shared  = shared bytes / (B/clock/SM x SMs x clock)   shared bytes: the op's staged operands and metadata
+    t_l2      = bytes / L2 bandwidth                                       loads (kv.quant.metadata_loads)
+    t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)
+The plan names the binding ceiling (binding_ceiling): memory, compute, issue, shared-memory, l2, latency.
 All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency.
 """
 
@@ -41,10 +47,34 @@ class RooflineOptions:
 
 @dataclass(frozen=True)
 class OpTimes:
+    """An op's time by ceiling (s): compute (tensor + vector + integer, with `issue` the vector + integer part),
+    DRAM, communication, shared memory, L2, Little's-law latency; `total` the overlap rule over them."""
+
     compute: sp.Expr
     memory: sp.Expr
     comm: sp.Expr
     total: sp.Expr
+    shared: sp.Expr = sp.Integer(0)
+    l2: sp.Expr = sp.Integer(0)
+    latency: sp.Expr = sp.Integer(0)
+    issue: sp.Expr = sp.Integer(0)
+
+
+# Extra per-op row entries (after the traffic classes) that name the binding ceiling.
+CEILING_FIELDS = ("shared_s", "l2_s", "latency_s", "issue_s")
+
+
+def binding_ceiling(compute: float, memory: float, shared: float = 0.0, l2: float = 0.0, latency: float = 0.0,
+                    issue: float = 0.0) -> str:
+    """The ceiling with the longest time: "memory" (DRAM), "compute" (tensor cores) or "issue" (vector and
+    integer instructions, when they are most of the compute time), "shared-memory", "l2" or "latency" (Little's
+    law: too few bytes in flight); ties go to memory."""
+    best, value = "memory", memory
+    on_cores = "issue" if issue > compute - issue else "compute"
+    for name, t in ((on_cores, compute), ("shared-memory", shared), ("l2", l2), ("latency", latency)):
+        if t > value:
+            best, value = name, t
+    return best
 
 
 @dataclass
@@ -84,7 +114,35 @@ class Roofline:
         return self.hardware.peak_flops_per_s(dtype)
 
     def vector_peak(self) -> float:
-        return self.hardware.fp32_dense_flops_per_s
+        """FP32 vector FLOP/s: measured (FMA issue microbenchmark) when calibrated, else the datasheet."""
+        m = self.measured
+        return m.fp32_flops_per_s if m is not None and m.fp32_flops_per_s else self.hardware.fp32_dense_flops_per_s
+
+    def int_rate(self) -> float:
+        """Vector integer ops/s: measured when calibrated, else the spec's INT32 rate (Hardware.int_ops_per_s)."""
+        m = self.measured
+        return m.int32_ops_per_s if m is not None and m.int32_ops_per_s else self.hardware.int_ops_per_s()
+
+    def shared_bandwidth(self) -> float | None:
+        """Shared-memory bandwidth of the device, bytes/s: measured, else B/clock/SM x SMs x clock; None: unknown."""
+        m = self.measured
+        if m is not None and m.shared_memory_bytes_per_s:
+            return m.shared_memory_bytes_per_s
+        return self.hardware.shared_memory_bytes_per_s_total()
+
+    def l2_bandwidth(self) -> float | None:
+        """L2 bandwidth, bytes/s: measured, else the spec's; None: no L2 ceiling."""
+        m = self.measured
+        return (m.l2_bytes_per_s if m is not None and m.l2_bytes_per_s else None) or self.hardware.l2_bytes_per_s
+
+    def little(self) -> tuple[float, float] | None:
+        """(DRAM latency s, bytes in flight per SM) for Little's law: measured, else the spec's latency and its
+        shared memory per SM (asynchronous copies land there); None when either is unknown."""
+        m, hw = self.measured, self.hardware
+        latency = (m.dram_latency_s if m is not None and m.dram_latency_s else None) or hw.dram_latency_s
+        inflight = (m.bytes_in_flight_per_sm if m is not None and m.bytes_in_flight_per_sm else None) \
+            or hw.shared_memory_bytes_per_sm
+        return (latency, float(inflight)) if latency and inflight else None
 
     def latency_floor(self) -> float:
         m = self.measured
@@ -153,22 +211,42 @@ class Roofline:
             comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
             return OpTimes(zero, zero, comm, comm)
         peak, bandwidth, per_kernel = self._ceilings_of(op)
-        compute = op.matmul_flops / peak + op.vector_flops / self.vector_peak()
+        issue = op.vector_flops / self.vector_peak()
         if op.int_ops != 0:
-            compute += op.int_ops / self.hardware.int_ops_per_s()
+            issue += op.int_ops / self.int_rate()
+        compute = op.matmul_flops / peak + issue
         memory = op.bytes / bandwidth
         m = self.measured
         additive = m is not None and m.kernel_overhead_s is not None
         if not additive and m is not None and m.memory_latency_s and op.bytes != 0:
             memory = m.memory_latency_s + memory  # a kernel family's own ceilings: alpha inside the memory term
+        shared, l2, latency = self._on_chip(op)
         # unevaluated Max: sympy's argument comparison is the slow part, and numpy evaluates it anyway
-        total = sp.Max(compute, memory, evaluate=False) if self.options.overlap == "max" else compute + memory
+        work = sp.Max(compute, memory, evaluate=False) if self.options.overlap == "max" else compute + memory
+        on_chip = [t for t in (shared, l2, latency) if t != 0]
+        total = sp.Max(work, *on_chip, evaluate=False) if on_chip else work
         if additive and op.kernels:
             # each kernel the op launches pays the graph's per-kernel time before its own work
             total = op.kernels * per_kernel + total
         elif not additive and self.latency_floor():
             total = sp.Max(total, self.latency_floor(), evaluate=False)
-        return OpTimes(compute, memory, zero, total)
+        return OpTimes(compute, memory, zero, total, shared, l2, latency, issue)
+
+    def _on_chip(self, op: Op) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+        """(shared-memory, L2, latency) times of `op`, 0 where the device spec lacks the ceiling:
+            t_shared  = shared bytes / (shared-memory bandwidth)
+            t_l2      = bytes / L2 bandwidth                    (every DRAM byte passes L2)
+            t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)   (Little's law)."""
+        zero = sp.Integer(0)
+        smem, l2_bw, little = self.shared_bandwidth(), self.l2_bandwidth(), self.little()
+        shared = op.shared_bytes / smem if smem and op.shared_bytes != 0 else zero
+        l2 = op.bytes / l2_bw if l2_bw and op.bytes != 0 else zero
+        latency = zero
+        if little is not None and op.bytes != 0:
+            sms = self.hardware.sm_count
+            active = sp.Min(sms, op.programs, evaluate=False) if op.programs != 0 else sms
+            latency = op.bytes * little[0] / (active * little[1])
+        return shared, l2, latency
 
     def time(self, graph: Graph) -> sp.Expr:
         """Seconds for the whole phase: sum over ops of count x op time (kernels run one after another)."""
@@ -193,7 +271,7 @@ class Roofline:
         for op in graph.ops:
             t = self.op_times(op)
             exprs.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
-                          *(op.traffic.get(c, 0) for c in TRAFFIC)])
+                          *(op.traffic.get(c, 0) for c in TRAFFIC), t.shared, t.l2, t.latency, t.issue])
         symbols = sorted(set().union(*(sp.sympify(e).free_symbols for row in exprs for e in row)), key=str)
         return self._remember(key, graph, (symbols, lambdify(symbols, exprs, cse=False)))
 
@@ -209,6 +287,7 @@ class Roofline:
         rows = []
         for op, numbers in zip(graph.ops, table, strict=True):
             num = {k: float(v) for k, v in zip(names, numbers[:7], strict=True)}
+            ceil = {k: float(v) for k, v in zip(CEILING_FIELDS, numbers[7 + len(TRAFFIC):], strict=True)}
             flops = num["matmul_flops"] + num["vector_flops"]
             intensity = flops / num["bytes"] if num["bytes"] else float("inf")
             if op.is_comm:
@@ -216,11 +295,11 @@ class Roofline:
             elif op.kernels and self.kernel_time() * op.kernels >= max(num["compute_s"], num["memory_s"]) > 0:
                 bound = "latency"  # the kernels' fixed time outweighs the work they do
             else:
-                bound = "compute" if num["compute_s"] > num["memory_s"] else "memory"
+                bound = binding_ceiling(num["compute_s"], num["memory_s"], *ceil.values())
             rows.append({
                 "name": op.name, "group": op.group, "count": op.count, "source": op.source, "dtype": op.dtype,
-                **num, "flops": flops,
-                "traffic": {c: float(v) for c, v in zip(TRAFFIC, numbers[7:], strict=True)},
+                **num, **ceil, "flops": flops,
+                "traffic": {c: float(v) for c, v in zip(TRAFFIC, numbers[7:7 + len(TRAFFIC)], strict=True)},
                 "intensity_flops_per_byte": intensity,
                 "ridge_flops_per_byte": self.ridge_point(op.dtype),
                 "bound": bound,

@@ -31,6 +31,10 @@ class Op:
     kernels: int = 1  # kernel launches per instance (the fusion level sets it; 0: fused into a neighbour)
     kind: str = ""  # "gemm" (weights x activations), "attention" (flash / flash-decoding), "" (other)
     head_dim: int = 0  # attention: the query/key head dim (its measured flash rate is per head dim)
+    # hierarchical roofline: bytes through shared memory (staged operands, metadata loads) and the programs
+    # (thread blocks) that run at once (0: enough to fill every SM)
+    shared_bytes: sp.Expr = ZERO
+    programs: sp.Expr = ZERO
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -56,7 +60,8 @@ class Op:
         """The same op doing `factor` times the work (e.g. weights read once per prefill chunk)."""
         return Op(self.name, self.group, self.count, self.matmul_flops * factor, self.vector_flops * factor,
                   {k: v * factor for k, v in self.traffic.items()}, self.dtype, self.source,
-                  self.comm_bytes * factor, self.int_ops * factor, self.kernels, self.kind, self.head_dim)
+                  self.comm_bytes * factor, self.int_ops * factor, self.kernels, self.kind, self.head_dim,
+                  self.shared_bytes * factor, self.programs)
 
 
 def traffic(weights=ZERO, act_read=ZERO, act_write=ZERO, kv_read=ZERO, kv_write=ZERO) -> dict[str, sp.Expr]:

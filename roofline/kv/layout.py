@@ -46,6 +46,8 @@ class TensorLayout:
     quantize_bytes: sp.Expr = sp.Integer(0)
     append_bytes: sp.Expr = sp.Integer(0)
     read: dict[str, sp.Expr] | None = None
+    # scale/zero bytes loaded from shared memory into registers per decode step (kv.quant.metadata_loads)
+    metadata_loads: sp.Expr = sp.Integer(0)
 
     @property
     def resident_bytes(self) -> sp.Expr:
@@ -61,6 +63,12 @@ class TensorLayout:
     def written_bytes(self) -> sp.Expr:
         """Bytes written per decode step: the new token plus the amortized quantization of old ones."""
         return self.append_bytes + self.quantize_bytes
+
+    @property
+    def shared_bytes(self) -> sp.Expr:
+        """Bytes a fused decode kernel moves through shared memory per step: every byte read once (staged by
+        asynchronous copies, then loaded into the dot's operand layout) plus the metadata loads."""
+        return self.read_bytes + self.metadata_loads
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,15 @@ class LayerCache:
         """Integer instructions the attention kernel spends unpacking codes per sequence and
         decode step in one layer: `attention_dequant_int_ops` if set, else `dequant_int_ops`."""
         return self.dequant_int_ops if self.attention_dequant_int_ops is None else self.attention_dequant_int_ops
+
+    @property
+    def attention_shared_bytes(self) -> sp.Expr:
+        """Bytes the fused attention kernel moves through shared memory per sequence and step in one layer: the
+        attention reads when they replace the tensors (fp16, read once, no metadata), else the shared bytes of the
+        tensors attention reads (role "key"/"value")."""
+        if self.attention_read_bytes is not None:
+            return self.attention_read_bytes
+        return sp.Add(*(t.shared_bytes for t in self.tensors if t.role in ("key", "value")))
 
     @property
     def dequant_int_ops(self) -> sp.Expr:

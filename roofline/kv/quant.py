@@ -139,6 +139,7 @@ def tensor_layout(
     dequant   = per quantized element, 1 (scale) + 1 (zero) FLOPs when the group runs across the
                 reduction axis of the decode GEMV; when it runs along it (InnerQ §4.1) the scale and zero
                 apply once per group per query head: (1 + 1) x queries_per_kv / G per element.
+    metadata_loads = `metadata_loads` (scale/zero bytes into registers per step).
     `role` says what attention reads it for (TensorLayout.role). `bits` overrides q.bits symbolically
     (for sweeps). `reduction` None: the tensor is dequantized
     element by element before a GEMM (XQuant's X), so scales are never reused.
@@ -181,6 +182,7 @@ def tensor_layout(
     dequant += fraction * quant_elements  # scatter-add of outliers
     int_ops = quant_elements * dequant_int_ops_per_element(q, stored)
 
+    loads = metadata_loads(q, quant_elements, per_group, reduction)
     staged = bool(q.window or q.sinks or (q.group_along == "tokens" and q.group_size and q.group_size > 1))
     packed_token = channels * stored / 8 + (sp.Rational(channels, q.group_size) * per_group if q.group_size else 0)
     if staged:
@@ -201,7 +203,24 @@ def tensor_layout(
         quantize_flops=QUANTIZE_FLOPS_PER_ELEMENT * channels,
         quantize_bytes=quantize_bytes,
         append_bytes=append,
+        metadata_loads=loads,
     )
+
+
+def metadata_loads(q: TensorQuant, quant_elements: sp.Expr, per_group: sp.Expr, reduction: Axis | None) -> sp.Expr:
+    """Scale/zero bytes a fused decode kernel loads from shared memory into registers per step, by grouping axis
+    (InnerQ §4.4, Fig. 1). Groups along the dot's reduction axis: the scale (and zero) multiplies a partial dot
+    product once per group, so it is loaded once per group: elements / G x (scale + zero bytes), the stored
+    metadata itself. Groups across it (KIVI's per-channel K, per-token V): the scale changes along the
+    reduction, so every element is dequantized with its own scale and zero before the dot: (scale + zero bytes)
+    per element; the dequantized operand is shared by the query heads of its KV head (one tensor-core operand),
+    so this is once per element, not per query row (a kernel that dequantizes per query head loads
+    queries_per_kv times as much). `reduction` None (dequantized element by element before a GEMM): per element."""
+    if not q.group_size or per_group == 0:
+        return sp.Integer(0)
+    if q.group_along == reduction:
+        return quant_elements / q.group_size * per_group
+    return quant_elements * per_group
 
 
 def dequant_int_ops_per_element(q: TensorQuant, stored_bits) -> sp.Expr:

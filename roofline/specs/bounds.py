@@ -22,8 +22,10 @@ class Bound(NamedTuple):
     what: str
 
 
-BANDWIDTH = Bound(1e9, 1e11, 3e13, 1e14, "bytes/s", "a device-memory bandwidth (1 GB/s .. 100 TB/s)")
-PEAK = Bound(1e11, 1e12, 3e16, 1e17, "FLOP/s", "a dense peak (0.1 TFLOP/s .. 100 PFLOP/s)")
+# soft_lo of 30 GB/s and 0.3 TFLOP/s: the Jetson modules (LPDDR4x/LPDDR5, 59.7 GB/s on a Xavier NX; 0.84 TFLOP/s
+# of FP32 and 0.42 Tops of INT32 on its 6 Volta SMs) are real parts, not unit typos
+BANDWIDTH = Bound(1e9, 3e10, 3e13, 1e14, "bytes/s", "a device-memory bandwidth (1 GB/s .. 100 TB/s)")
+PEAK = Bound(1e11, 3e11, 3e16, 1e17, "FLOP/s", "a dense peak (0.1 TFLOP/s .. 100 PFLOP/s)")
 LATENCY = Bound(1e-9, 1e-7, 1e-3, 1.0, "s", "a latency (1 ns .. 1 s)")
 LINK = Bound(1e8, 1e9, 1e13, 1e14, "bytes/s", "a link bandwidth (0.1 GB/s .. 100 TB/s)")
 
@@ -42,6 +44,11 @@ HARDWARE: dict[str, Bound] = {
     "int4_dense_ops_per_s": PEAK,
     "int32_vector_ops_per_s": PEAK,
     "tdp_watts": Bound(1, 10, 5000, 100_000, "W", "a board power (1 W .. 100 kW)"),
+    "sm_clock_hz": Bound(1e7, 3e8, 4e9, 1e10, "Hz", "an SM clock (10 MHz .. 10 GHz)"),
+    "shared_memory_bytes_per_clock_per_sm": Bound(4, 32, 1024, 8192, "bytes", "shared-memory bytes per clock per SM"),
+    "shared_memory_bytes_per_sm": Bound(1024, 16_384, 1 << 20, 1 << 24, "bytes", "shared memory per SM (1 KB+)"),
+    "l2_bytes_per_s": BANDWIDTH,
+    "dram_latency_s": LATENCY,
 }
 LINK_FIELDS: dict[str, Bound] = {
     "bytes_per_s": LINK,
@@ -54,6 +61,12 @@ MEASURED: dict[str, Bound] = {
     "stream_bytes_per_s": BANDWIDTH,
     "launch_latency_s": LATENCY,
     "memory_latency_s": LATENCY,
+    "shared_memory_bytes_per_s": BANDWIDTH,
+    "l2_bytes_per_s": BANDWIDTH,
+    "int32_ops_per_s": PEAK,
+    "fp32_flops_per_s": PEAK,
+    "bytes_in_flight_per_sm": Bound(64, 1024, 1 << 20, 1 << 24, "bytes", "bytes in flight per SM"),
+    "dram_latency_s": LATENCY,
 }
 _WIDTH = Bound(1, 64, 1 << 16, 1 << 20, "", "a hidden width (1 .. 1,048,576)")
 MODEL: dict[str, Bound] = {

@@ -90,6 +90,25 @@ class Measured(Spec):
     decode_attention_bytes_per_s: PositiveFloat | None = Field(
         None, description="1/beta of that fit: the KV read rate of decode attention, bytes/s.")
     client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
+    # on-chip ceilings of the hierarchical roofline (validate/ops/ceilings, microbenchmarks to come; each None until
+    # measured, and the datasheet-derived figure of the Hardware spec stands)
+    shared_memory_bytes_per_s: PositiveFloat | None = Field(
+        None, description="Shared-memory read bandwidth of the whole device, bytes/s: ld.shared of conflict-free "
+        "128-byte wavefronts by every SM at once (ceilings microbenchmark 'smem_read').")
+    l2_bytes_per_s: PositiveFloat | None = Field(
+        None, description="L2 read bandwidth, bytes/s: streaming reads of a buffer that fits in L2, after a warm-up "
+        "pass (ceilings microbenchmark 'l2_read').")
+    int32_ops_per_s: PositiveFloat | None = Field(
+        None, description="Vector integer issue rate, ops/s: dependent-free chains of lop3/prmt/shift per thread "
+        "(ceilings microbenchmark 'int_issue').")
+    fp32_flops_per_s: PositiveFloat | None = Field(
+        None, description="Vector FP32 FMA rate, FLOP/s (ceilings microbenchmark 'fma_issue').")
+    bytes_in_flight_per_sm: PositiveFloat | None = Field(
+        None, description="Bytes of DRAM reads one SM keeps in flight at most, bytes: bandwidth x latency / SMs at "
+        "the knee of a sweep of outstanding cp.async bytes per SM (ceilings microbenchmark 'inflight').")
+    dram_latency_s: PositiveFloat | None = Field(
+        None, description="Unloaded DRAM load latency, s: a dependent pointer chase over a buffer past L2 "
+        "(ceilings microbenchmark 'pointer_chase').")
     estimate: str | None = Field(
         None, description="Set when this section was not measured on the device but carried over from measured "
         "devices of the same architecture and memory technology (roofline.catalogue.ceilings): from which, and the "
@@ -140,6 +159,18 @@ class Hardware(Spec):
     int32_vector_ops_per_s: PositiveFloat | None = Field(
         None, description="Vector (non-tensor) INT32 instruction throughput, ops/s: unpacking and converting "
         "quantized codes; None: half the FP32 FLOP/s (one int op per FP32 lane-cycle).")
+    sm_clock_hz: PositiveFloat | None = Field(
+        None, description="SM (boost) clock, Hz: turns per-clock datasheet figures into rates.")
+    shared_memory_bytes_per_clock_per_sm: PositiveInt | None = Field(
+        None, description="Shared-memory (L1) bandwidth of one SM, bytes per clock: 32 banks x 4 B = 128 on NVIDIA "
+        "Volta .. Hopper; the shared-memory ceiling is this x SMs x sm_clock_hz.")
+    shared_memory_bytes_per_sm: PositiveInt | None = Field(
+        None, description="Largest shared memory one SM gives its blocks, bytes: asynchronous copies (cp.async, TMA) "
+        "land there, so it bounds the DRAM bytes an SM keeps in flight (Little's law).")
+    l2_bytes_per_s: PositiveFloat | None = Field(None, description="L2 read bandwidth, bytes/s (every DRAM byte "
+                                                 "passes L2); None: no L2 ceiling.")
+    dram_latency_s: PositiveFloat | None = Field(
+        None, description="Unloaded DRAM load latency, s (Little's law: bandwidth <= SMs x bytes in flight / latency).")
     scale_up: Link | None = Field(None, description="Link to peer GPUs in one node; None for none.")
     scale_out: Link | None = Field(None, description="Link to other nodes (per GPU); None if not specified.")
     tdp_watts: PositiveFloat = Field(description="Board power (TDP / TBP), watts.")
@@ -178,6 +209,12 @@ class Hardware(Spec):
     def int_ops_per_s(self) -> float:
         """Rate of the integer unpack/convert work of dequantization (see int32_vector_ops_per_s)."""
         return float(self.int32_vector_ops_per_s or self.fp32_dense_flops_per_s / 2)
+
+    def shared_memory_bytes_per_s_total(self) -> float | None:
+        """Datasheet shared-memory bandwidth of the device, bytes/s: B/clock/SM x SMs x clock (None if unknown)."""
+        if self.shared_memory_bytes_per_clock_per_sm is None or self.sm_clock_hz is None:
+            return None
+        return float(self.shared_memory_bytes_per_clock_per_sm * self.sm_count * self.sm_clock_hz)
 
     def has_dtype(self, dtype: str) -> bool:
         return dtype in DTYPES and getattr(self, DTYPES[dtype]) is not None
