@@ -482,3 +482,18 @@ def test_quality_benchmarks_and_innerq_means():
     assert xq2["value"] == 7.74 and xq2["baseline"] == 6.24 and xq2["computed bits"] == pytest.approx(2.25)
     with pytest.raises(ValueError, match="benchmark"):
         quality.for_benchmark("nope")
+
+
+def test_serving_page_draws_latency_curves_and_the_max_rate():
+    at = fresh().run()
+    at.switch_page("views/serving.py").run()
+    no_exception(at)
+    at.number_input(key="srv_prompt").set_value(1024)
+    at.number_input(key="srv_output").set_value(64)
+    at.number_input(key="srv_requests").set_value(50)
+    next(b for b in at.button if b.label == "Simulate").click()
+    timed("serving: simulate 5 methods x 8 rates (50 requests)", at)
+    no_exception(at)
+    assert not at.error
+    best = table(at, "max requests/s at the SLO")
+    assert list(best["method"]) == list(appdata.DEFAULT_METHODS)

@@ -166,3 +166,23 @@ def test_first_token_after_a_one_token_last_chunk_is_not_stamped_at_a_block_end(
     chunk = steps.step_time(E, np.array([0]), np.array([budget]), np.array([False]))
     last = steps.step_time(np.array([budget + 1]), E, E, E.astype(bool))
     assert np.median(trace.ttft_s) == pytest.approx(chunk + last, rel=0.02)
+
+
+def test_latency_curves_for_the_serving_page():
+    """The dashboard's Serving page: p99 latencies at 5-120 % of each method's saturated rate. No request is faster
+    than a lone prefill; latencies grow with the rate; each row's SLO flag follows its p99s; the max rate at the
+    SLO is at least the lowest rate, which meets it."""
+    from roofline.report.serving_curves import FRACTIONS, latency_vs_rate
+    from roofline.serving.simulate import Slo
+
+    slo = Slo(ttft_s=2.0, tpot_s=0.05)
+    result = latency_vs_rate(MODEL, H100, workload(2048), ["bf16"], 1024, 64, 60, slo)
+    rows = result["rows"]
+    assert [r["rate_per_s"] / rows[-1]["rate_per_s"] for r in rows] == pytest.approx(
+        [f / FRACTIONS[-1] for f in FRACTIONS])
+    lone = PhaseModel.build(MODEL, H100, workload(2048), parse_method("bf16")).prefill_time(1, 1024)
+    assert rows[0]["ttft_p99_s"] >= lone * 0.98
+    assert rows[-1]["ttft_p99_s"] > rows[0]["ttft_p99_s"]
+    for r in rows:
+        assert r["meets_slo"] == (r["ttft_p99_s"] <= slo.ttft_s and r["tpot_p99_s"] <= slo.tpot_s)
+    assert result["max_rate"]["bf16"] is not None and result["max_rate"]["bf16"] >= rows[0]["rate_per_s"]

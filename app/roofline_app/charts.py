@@ -259,3 +259,20 @@ def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> a
     return (front + pts).properties(width=WIDTH - 120, height=420, title=_title(
         "Memory, quality and TPOT", "dashed: the front (no method with a figure is smaller and better); "
         "size: TPOT; x: cross misses the SLO"))
+
+
+def serving_chart(rows: Sequence[dict], ttft_slo_s: float, tpot_slo_s: float) -> alt.HConcatChart:
+    """TTFT p99 and TPOT p99 against the request rate, one line per method, each with its SLO as a rule."""
+    frame = pd.DataFrame([{**r, "ttft_p99_ms": r["ttft_p99_s"] * 1e3, "tpot_p99_ms": r["tpot_p99_s"] * 1e3}
+                          for r in rows])
+    panels = []
+    for field, title, slo in (("ttft_p99_ms", "TTFT p99 (ms)", ttft_slo_s), ("tpot_p99_ms", "TPOT p99 (ms)",
+                                                                            tpot_slo_s)):
+        lines = alt.Chart(frame).mark_line(point=True).encode(
+            x=alt.X("rate_per_s:Q", title="requests/s"),
+            y=alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log")),
+            color=alt.Color("method:N", scale=SCHEME), tooltip=["method", "rate_per_s", field, "meets_slo"])
+        rule = alt.Chart(pd.DataFrame([{"slo": slo * 1e3}])).mark_rule(strokeDash=[6, 3], color="black").encode(
+            y="slo:Q")
+        panels.append((lines + rule).properties(width=WIDTH // 2 - 40, height=300, title=f"{title}; dashed: SLO"))
+    return alt.hconcat(*panels)

@@ -127,3 +127,9 @@ def family_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     return [{"family": r["family"], "cases": fmt.count(r["cases"]), "median APE": pct(r["median APE (%)"]),
              "p90 APE": pct(r["p90 APE (%)"]), "median bandwidth fraction": fmt.percent(r["median bandwidth fraction"]),
              "kernel efficiency": fmt.percent(r["kernel efficiency"])} for r in rows]
+
+
+def serving_table(result: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The Serving page's largest request rate per method that meets the SLO (report.serving_curves), or why none."""
+    return [{"method": m, "max requests/s at the SLO": fmt.rate(r, "req/s") if r is not None else "none",
+             "why not": result["reasons"].get(m, "")} for m, r in result["max_rate"].items()]

@@ -1,0 +1,47 @@
+"""Latency against request rate per method, for the dashboard's Serving page (roofline.serving underneath).
+
+For each method the same requests (common random numbers) are replayed at rates from 5 % to 120 % of the
+replica's saturated rate (every request at once): TTFT and TPOT p99 at each rate, and the largest rate that
+meets the SLO (serving.search.max_rate_at_slo).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from roofline.methods import parse_method
+from roofline.serving.requests import LengthDist, poisson_requests
+from roofline.serving.scheduler import SchedulerConfig
+from roofline.serving.search import SATURATED_RATE, max_rate_at_slo
+from roofline.serving.simulate import Simulator, Slo
+from roofline.specs import Hardware, Model, Workload
+
+FRACTIONS = (0.05, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2)  # of the saturated rate
+
+
+def latency_vs_rate(model: Model, hardware: Hardware, workload: Workload, specs: list[str], prompt_tokens: int,
+                    output_tokens: int, requests: int, slo: Slo, seed: int = 0) -> dict[str, Any]:
+    """{"rows": [{method, rate_per_s, ttft_p99_s, tpot_p99_s, meets_slo}], "max_rate": {method: rate or None},
+    "reasons": {method: why no rate meets the SLO}} for `requests` Poisson requests of fixed lengths."""
+    base = poisson_requests(1.0, requests, LengthDist.parse(str(prompt_tokens), "prompt tokens"),
+                            LengthDist.parse(str(output_tokens), "output tokens"), seed)
+    rows, best, reasons = [], {}, {}
+    for spec in specs:
+        sim = Simulator(model, hardware, workload, parse_method(spec), SchedulerConfig(),
+                        max_tokens=prompt_tokens + output_tokens)
+        sim.check(base, "prompt tokens", "output tokens")
+        saturated = sim.run(base.at_rate(SATURATED_RATE))
+        sat = len(base) / saturated.horizon_s
+        for fraction in FRACTIONS:
+            trace = sim.run(base.at_rate(sat * fraction))
+            ttft = float(np.percentile(trace.ttft_s, 99))
+            tpot = float(np.percentile(trace.tpot_s, 99)) if len(trace.tpot_s) else 0.0
+            rows.append({"method": spec, "rate_per_s": sat * fraction, "ttft_p99_s": ttft, "tpot_p99_s": tpot,
+                         "meets_slo": ttft <= slo.ttft_s and tpot <= slo.tpot_s})
+        found = max_rate_at_slo(sim, base, slo, iterations=5)
+        best[spec] = found["rate_per_s"]
+        if found["reason"]:
+            reasons[spec] = found["reason"]
+    return {"rows": rows, "max_rate": best, "reasons": reasons}
