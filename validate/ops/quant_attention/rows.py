@@ -160,8 +160,8 @@ def _scores_tk(qs, kc16, ks, kz, j0, rr, NSUB: tl.constexpr, D: tl.constexpr, R:
 
 @triton.jit
 def _scores_ck(qs, kc, kc16, ks, kz, j0, rr, HP: tl.constexpr, NSUB: tl.constexpr, D: tl.constexpr,
-               R: tl.constexpr, K_A: tl.constexpr, K_B: tl.constexpr, K_G: tl.constexpr, K_MODE: tl.constexpr, K_OFF: tl.constexpr,
-               EMU: tl.constexpr):
+               R: tl.constexpr, K_A: tl.constexpr, K_B: tl.constexpr, K_G: tl.constexpr, K_MODE: tl.constexpr,
+               K_OFF: tl.constexpr, EMU: tl.constexpr):
     """Scores s^T [R, HP] per sub-tile, K grouped along channels ("CK", token rows of words whose bytes are
     channels f 2W + i and f 2W + W + i; per-token metadata chunk-transposed): (a, c) one [R, 1] column per
     sub-tile and channel piece."""
