@@ -19,8 +19,8 @@ from validate.ops.quant_attention.cache import permute_channels, random_cache, u
 from validate.ops.quant_attention.cases import HEAD_DIM, HEADS, KV_HEADS, METHODS
 from validate.ops.quant_attention.reference import reference
 
-SHAPES = ((8, 65536), (32, 16384), (8, 131072), (32, 65536))
-VARIANTS = {"old": None, "rows-w2s2": (2, 2, 4), "rows-w4s2": (4, 2, 4), "rows-w2s3": (2, 3, 4)}
+SHAPES = ((8, 65536), (32, 16384), (8, 131072))
+VARIANTS = {"old": None, "rows-w2s2": (2, 2, 4), "rows-w2s3": (2, 3, 4)}
 
 
 def _call(name: str):
@@ -103,8 +103,8 @@ def main(path: str) -> None:
                       f"{ratio:.2f}  splits {row['splits']}", flush=True)
             del sets
             torch.cuda.empty_cache()
-    with open(path, "w") as f:
-        json.dump({"env": {**env, "copy_gbps": ceiling}, "rows": rows}, f, indent=1)
+        with open(path, "w") as f:  # after each shape: a run cut short keeps what it measured
+            json.dump({"env": {**env, "copy_gbps": ceiling}, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
