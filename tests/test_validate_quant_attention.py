@@ -244,3 +244,38 @@ def test_kernel_bytes_are_the_roofline_op(case) -> None:
     assert work["bytes"] == sum(layout_bytes(p).values()) + activations
     predicted = QuantAttention().predict(case, load_hardware("H200"))
     assert predicted["bytes"] == work["bytes"] and predicted["time_s"] > 0
+
+
+@pytest.mark.parametrize(("spec", "batch", "kv_heads", "context"),
+                         [("kivi-2", 3, 1, 1500), ("kivi-4", 2, 2, 600), ("innerq-hybrid", 1, 2, 1000),
+                          ("skvq-k2v2-fp8", 2, 1, 900)])
+def test_rows_kernel_matches_reference(spec, batch, kv_heads, context) -> None:
+    # the rows kernel (issue 14 step 1, not the default: slower on an H200, ROWS_NOTES.md) on the same layouts
+    from validate.ops.quant_attention.rows_launch import rows_decode
+
+    g = torch.Generator().manual_seed(0)
+    k = torch.randn(batch, kv_heads, context, 128, generator=g) * torch.exp(0.5 * torch.randn(1, kv_heads, 1, 128,
+                                                                                               generator=g))
+    q = torch.randn(batch, 4 * kv_heads, 128, generator=g).to(torch.bfloat16)
+    cache = qcache.build_cache(k, torch.randn(batch, kv_heads, context, 128, generator=g), recipes.recipe(spec))
+    qs = q if cache.perm_k is None else qcache.permute_channels(q, cache.perm_k).contiguous()
+    out, work = torch.full(q.shape, float("nan")), {}
+    rows_decode(qs, cache, 3, out, work)
+    for buf in ("m", "l", "acc"):
+        work[buf].fill_(float("nan"))
+    out.fill_(float("nan"))
+    got = rows_decode(qs, cache, 3, out, work)
+    got = got if cache.perm_v is None else qcache.unpermute_channels(got, cache.perm_v)
+    assert torch.isfinite(got).all() and work["num_splits"] == 3
+    assert relative_rms(got, reference(q, cache)) < 1e-3
+
+
+def test_rows_kernel_fits_an_h100_sm() -> None:
+    from validate.ops.quant_attention import rows_launch
+
+    r = recipes.recipe("innerq-base")
+    tk, tv = qcache.cache_tilings(r, 128)
+    spec = {"module": "validate.ops.quant_attention.rows", "kernel": "rows_decode_kernel",
+            "signature": rows_launch.signature(r), "constexprs": rows_launch.plan(r, tk, tv, 32, 8, 128, emu=False),
+            "num_warps": rows_launch.NUM_WARPS, "num_stages": rows_launch.NUM_STAGES}
+    assert 0 < shared_bytes([spec])[0]["shared"] <= H100_SHARED_BYTES
