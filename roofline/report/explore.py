@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import RooflineError, one_line
-from roofline.planner.capacity import MAX_SEARCH_CONTEXT, largest_true
+from roofline.methods import parse_method
+from roofline.planner.inversions import max_batch_for_tpot, max_context_for_tpot
 from roofline.specs import Hardware, Model, Workload
 
 GIB = 1 << 30
@@ -23,7 +24,6 @@ MAX_SWEEP_BATCH = 4096
 
 
 def _planner(model: Model, hardware: Hardware, workload: Workload, spec: str, flavour: str = "scalar"):
-    from roofline.methods import parse_method
     from roofline.planner.plan import method_planner
 
     return method_planner(model, hardware, workload, parse_method(spec), flavour=flavour)
@@ -97,20 +97,13 @@ def sweep_marks(model: Model, plan: Mapping[str, Any], axis: str) -> list[dict]:
     return marks
 
 
-def decode_time_mean(model: Model, hardware: Hardware, workload: Workload, spec: str):
-    """The decode step with residual windows at their mean fill, a function of (batch, context): the expression
-    `roofline plan --tpot-target-ms` inverts (planner.inversions), from the compiled planner."""
-    return _planner(model, hardware, workload, spec).phases.kernel("decode_mean").total
-
-
 def tpot_limits(model: Model, hardware: Hardware, workload: Workload, spec: str, target_s: float) -> dict:
-    """Largest context at the batch and largest batch at the context whose decode step stays <= target_s
-    (planner.inversions' answers, bisected on the compiled step): context inf when it never misses."""
-    step = decode_time_mean(model, hardware, workload, spec)
-    ok_ctx = lambda n: float(step(workload.batch, n)) <= target_s  # noqa: E731
-    max_context = math.inf if ok_ctx(MAX_SEARCH_CONTEXT) else largest_true(ok_ctx, 1, MAX_SEARCH_CONTEXT)
-    max_batch = largest_true(lambda n: float(step(n, workload.context_tokens)) <= target_s, 1, 1 << 20)
-    return {"tpot_target_s": target_s, "max_context": max_context, "max_batch": max_batch}
+    """Largest context at the batch and largest batch at the context whose decode step stays <= target_s: the
+    CLI's `--tpot-target-ms` answers (planner.inversions, the plan's own step); context inf when it never misses."""
+    method = parse_method(spec)
+    return {"tpot_target_s": target_s,
+            "max_context": max_context_for_tpot(model, hardware, workload, method, target_s),
+            "max_batch": max_batch_for_tpot(model, hardware, workload, method, target_s)}
 
 
 def fit_solver(model: Model, hardware: Hardware, workload: Workload, specs: Sequence[str],
