@@ -28,6 +28,16 @@ def _plan(model, hardware, workload, specs) -> None:
     sweep(model, hardware, workload, specs, "context")
 
 
+def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> None:
+    """Fill the caches of one scenario with the default methods, as the app's first visit to it would."""
+    from roofline.catalogue import load_hardware, load_model
+    from roofline.report.dashboard import workload_from
+    from roofline.report.share import defaults
+
+    _plan(load_model(model_name), load_hardware(hardware_name), workload_from(workload_fields),
+          defaults()["methods"])
+
+
 def warm(limit: int | None = None) -> int:
     """Fill the caches; returns how many (model, hardware) pairs were planned (at most `limit`)."""
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
