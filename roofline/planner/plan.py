@@ -179,6 +179,11 @@ def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[Met
     if ceilings is not None:
         hardware = with_ceilings(hardware, ceilings)
     results = [plan_method(model, hardware, workload, m).as_dict() for m in methods]
+    return {**plan_header(model, hardware, workload, asked), "results": results}
+
+
+def plan_header(model: Model, hardware: Hardware, workload: Workload, asked: str = "measured") -> dict[str, Any]:
+    """The plan's fields beside its results (`roofline plan --json` and the dashboard's download share them):
+    model, hardware, workload, GPUs, which ceilings and fusion level the step times used."""
     return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
-            "gpus": workload.gpus, "ceilings": ceilings_label(hardware, asked), "fusion": workload.fusion,
-            "results": results}
+            "gpus": workload.gpus, "ceilings": ceilings_label(hardware, asked), "fusion": workload.fusion}

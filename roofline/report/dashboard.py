@@ -133,9 +133,10 @@ def method_result(model: Model, hardware: Hardware, workload: Workload, spec: st
 
 
 def plan_dict(model: Model, hardware: Hardware, workload: Workload, results: Sequence[dict]) -> dict[str, Any]:
-    """The same shape as planner.plan (and `roofline plan --json`)."""
-    return {"model": model.name, "hardware": hardware.name, "workload": workload.model_dump(mode="json"),
-            "gpus": workload.gpus, "results": list(results)}
+    """The same shape as planner.plan (and `roofline plan --json`): planner.plan.plan_header plus the results."""
+    from roofline.planner.plan import plan_header
+
+    return {**plan_header(model, hardware, workload), "results": list(results)}
 
 
 def summary_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
