@@ -129,6 +129,13 @@ def piecewise_linear_integral(expr, symbol: sp.Symbol, lo: float, hi: float, fix
         if lo < root < hi:
             points.add(root)
 
+    return integrate_pieces(f, points)
+
+
+def integrate_pieces(f, points) -> float:
+    """Integral of a numeric function that is affine between consecutive `points` (its kinks and the two ends):
+    the trapezoid rule per piece, exact there; a piece whose midpoint disagrees (a kink the caller missed) is
+    split until it agrees (at most 30 halvings)."""
     def piece(a: float, b: float, fa: float, fb: float, depth: int) -> float:
         mid = (a + b) / 2
         fm = f(mid)

@@ -20,7 +20,7 @@ from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.methods import CacheModel, MethodConfig
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import CHUNKS, B, L, P
+from roofline.units import CHUNKS, B, L, P, integrate_pieces
 
 _GRAPH_ARGS = {"decode": (B, L), "decode_mean": (B, L), "prefill": (B, P, CHUNKS)}
 
@@ -155,13 +155,4 @@ def _integral(kernel: GraphKernel, batch, lo: float, hi: float) -> float:
             if lo < root < hi:
                 points.add(root)
 
-    def piece(a: float, b: float, fa: float, fb: float, depth: int) -> float:
-        mid = (a + b) / 2
-        fm = f(mid)
-        if depth == 0 or abs(fm - (fa + fb) / 2) <= 1e-12 * max(abs(fm), 1e-30):
-            return (fa + fb) / 2 * (b - a)
-        return piece(a, mid, fa, fm, depth - 1) + piece(mid, b, fm, fb, depth - 1)
-
-    xs = sorted(points)
-    ys = [f(x) for x in xs]
-    return sum(piece(xs[k], xs[k + 1], ys[k], ys[k + 1], 30) for k in range(len(xs) - 1))
+    return integrate_pieces(f, points)
