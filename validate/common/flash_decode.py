@@ -120,3 +120,17 @@ def decode_attention(q, k, v, num_splits: int = 1, block_n: int = BLOCK_N, sm_sc
     reduce_kernel[grid](m, l_s, acc, out, num_splits, out.stride(0), out.stride(1), HEADS=heads, HEAD_DIM=dim,
                         SPLITS_PAD=max(2, triton.next_power_of_2(num_splits)), num_warps=4)
     return out
+
+
+def split_state(work: dict | None, batch: int, heads: int, num_parts: int, dim: int, device) -> dict:
+    """fp32 partial softmax state of split-K decode (max m, sum l: [B, H, parts]; acc: [B, H, parts, D]) kept in
+    `work` and reallocated only when the shape changes (graph replays reuse the same buffers)."""
+    import torch
+
+    work = {} if work is None else work
+    key = (batch, heads, num_parts, dim, device)
+    if work.get("key") != key:
+        m = torch.empty(batch, heads, num_parts, dtype=torch.float32, device=device)
+        work.update(key=key, m=m, l=torch.empty_like(m),
+                    acc=torch.empty(*m.shape, dim, dtype=torch.float32, device=device))
+    return work

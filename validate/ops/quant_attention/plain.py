@@ -6,7 +6,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from validate.common.flash_decode import reduce_kernel
+from validate.common.flash_decode import reduce_kernel, split_state
 from validate.common.quant_triton import affine_masked, channel_codes, code_float, repeat, unpack
 from validate.common.recipes import MODES, Recipe
 from validate.common.triton_helpers import LOG2E, interpreting, online, operand
@@ -255,12 +255,7 @@ def decode_plain(q, cache: QuantCache, num_splits: int | None = None, out=None, 
     num_mid = triton.cdiv(nq_mid, chunk)
     tail_chunk = triton.cdiv(TAIL_TOKENS, block) * block
     num_parts = num_mid + triton.cdiv(tail_len, tail_chunk)
-    work = {} if work is None else work
-    key = (batch, heads, num_parts, dim, q.device)
-    if work.get("key") != key:
-        m = torch.empty(batch, heads, num_parts, dtype=torch.float32, device=q.device)
-        work.update(key=key, m=m, l=torch.empty_like(m), acc=torch.empty(*m.shape, dim, dtype=torch.float32,
-                                                                          device=q.device))
+    work = split_state(work, batch, heads, num_parts, dim, q.device)
     out = torch.empty_like(q) if out is None else out
     assert q.is_contiguous() and heads % kv_heads == 0
     args = (q, *_pointers(k, q), *_pointers(v, q), work["m"], work["l"], work["acc"], dim ** -0.5 * LOG2E,

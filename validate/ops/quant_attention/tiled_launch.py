@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import triton
 
-from validate.common.flash_decode import reduce_kernel
+from validate.common.flash_decode import reduce_kernel, split_state
 from validate.common.recipes import MODES
 from validate.common.triton_helpers import LOG2E, interpreting
 from validate.common.triton_helpers import choose_splits as choose_splits_for
@@ -154,14 +154,8 @@ def fast_decode(q, cache, num_splits: int | None = None, out=None, work: dict | 
         num_splits = choose_splits(batch * kv_heads, nq_mid, sms, step, slots, waves)
     chunk, num_mid = split_plan(nq_mid, step, num_splits) if nq_mid else (step, 0)
     num_parts = num_mid + triton.cdiv(tail_len, TAIL_TOKENS.value)
-    work = {} if work is None else work
+    work = split_state(work, batch, heads, num_parts, dim, q.device)
     work["num_splits"] = num_mid
-    work = {} if work is None else work
-    key = (batch, heads, num_parts, dim, q.device)
-    if work.get("key") != key:
-        m = torch.empty(batch, heads, num_parts, dtype=torch.float32, device=q.device)
-        work.update(key=key, m=m, l=torch.empty_like(m), acc=torch.empty(*m.shape, dim, dtype=torch.float32,
-                                                                          device=q.device))
     out = torch.empty_like(q) if out is None else out
     assert q.is_contiguous() and heads % kv_heads == 0
     args = _args(q, k, v, work, out, dim, nq_mid)
