@@ -7,36 +7,42 @@ symbols (roofline.units), e.g. KV bytes as a function of the context L.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
-import sympy as sp
-
+from roofline.lazy import sp
 from roofline.specs import Model
-from roofline.units import L
 
-# Bytes per element of the storage dtypes (fp4/int4 pack two to a byte).
-DTYPE_BYTES: dict[str, sp.Rational] = {
-    "fp32": sp.Integer(4),
-    "tf32": sp.Integer(4),
-    "bf16": sp.Integer(2),
-    "fp16": sp.Integer(2),
-    "fp8": sp.Integer(1),
-    "int8": sp.Integer(1),
-    "int4": sp.Rational(1, 2),
-    "fp4": sp.Rational(1, 2),
+# Bytes per element of the storage dtypes (fp4/int4 pack two to a byte), exact.
+DTYPE_BYTES: dict[str, Fraction] = {
+    "fp32": Fraction(4),
+    "tf32": Fraction(4),
+    "bf16": Fraction(2),
+    "fp16": Fraction(2),
+    "fp8": Fraction(1),
+    "int8": Fraction(1),
+    "int4": Fraction(1, 2),
+    "fp4": Fraction(1, 2),
     # OCP MX: 32 fp4 elements share one e8m0 scale byte -> 17/32 bytes per element
-    "mxfp4": sp.Rational(17, 32),
+    "mxfp4": Fraction(17, 32),
     # NVIDIA NVFP4: 16 fp4 elements share one fp8 scale byte -> 9/16 (the per-tensor fp32 scale is negligible)
-    "nvfp4": sp.Rational(9, 16),
+    "nvfp4": Fraction(9, 16),
 }
 
 
-def dtype_bytes(dtype: str) -> sp.Rational:
-    """Bytes per element of a storage dtype (exact: int4/fp4 are 1/2). Raises ValueError naming the valid
-    dtypes if `dtype` is unknown."""
+def dtype_size(dtype: str) -> Fraction:
+    """Bytes per element of a storage dtype as an exact Fraction (no sympy: for plain arithmetic). Raises
+    ValueError naming the valid dtypes if `dtype` is unknown."""
     try:
         return DTYPE_BYTES[dtype]
     except KeyError:
         raise ValueError(f"dtype: unknown {dtype!r}; valid: {sorted(DTYPE_BYTES)}") from None
+
+
+def dtype_bytes(dtype: str) -> sp.Rational:
+    """Bytes per element of a storage dtype, a sympy Rational for expressions (exact: int4/fp4 are 1/2). Raises
+    ValueError naming the valid dtypes if `dtype` is unknown."""
+    size = dtype_size(dtype)
+    return sp.Rational(size.numerator, size.denominator)
 
 
 @dataclass(frozen=True)
@@ -176,7 +182,7 @@ def _attention_layers(model: Model) -> int:
 
 def weight_bytes(model: Model, dtype: str = "bf16") -> int:
     """Bytes of all weights stored in `dtype` (norms and router included at that dtype)."""
-    return int(parameter_count(model).total * dtype_bytes(dtype))
+    return int(parameter_count(model).total * dtype_size(dtype))
 
 
 def kv_elements_per_token_layer(model: Model) -> int:
@@ -200,7 +206,7 @@ def state_bytes_per_layer(model: Model) -> int:
     la = model.linear_attention
     if la is None:
         return 0
-    return int((la.state_elements + la.conv_elements) * dtype_bytes(la.state_dtype))
+    return int((la.state_elements + la.conv_elements) * dtype_size(la.state_dtype))
 
 
 def state_bytes_per_sequence(model: Model) -> int:
@@ -208,9 +214,13 @@ def state_bytes_per_sequence(model: Model) -> int:
     return model.layer_counts().get("linear", 0) * state_bytes_per_layer(model)
 
 
-def cached_tokens(layer_kind, context=L):
+def cached_tokens(layer_kind, context=None):
     """Tokens a layer holds at context L: all of them, at most W for a sliding window or a chunk (the peak of
     chunked local attention), none for 'linear' (a fixed state) or 'none'."""
+    if context is None:
+        from roofline.units import L
+
+        context = L
     if layer_kind.kind in ("none", "linear"):
         return sp.Integer(0)
     if layer_kind.kind in ("sliding", "chunked"):
@@ -228,9 +238,13 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     return per_layer * model.layer_counts().get("full", 0)
 
 
-def kv_bytes(model: Model, dtype: str = "bf16", context=L, batch=1) -> sp.Expr:
+def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1) -> sp.Expr:
     """Total cache bytes for `batch` sequences at `context` tokens (windowed layers capped at W, recurrent
     layers' fixed state included)."""
+    if context is None:
+        from roofline.units import L
+
+        context = L
     per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
     tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
     return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -25,8 +26,6 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import numpy
 
 MEMORY_ENTRIES = 512  # compiled function sets kept per process
 DISK_ENTRIES = 4096  # files kept on disk; the oldest tenth goes when exceeded
@@ -57,9 +56,9 @@ _MEMORY = _LRU(MEMORY_ENTRIES)
 @cache
 def code_version() -> str:
     """Hash of roofline's Python sources and the sympy version: a change to either invalidates the cache."""
-    import sympy
+    from importlib.metadata import version
 
-    digest = hashlib.sha256(sympy.__version__.encode())
+    digest = hashlib.sha256(version("sympy").encode())
     root = Path(__file__).resolve().parent
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode())
@@ -229,6 +228,9 @@ def _source(symbols: list, expr: Any, name: str, flavour: str, printer=None) -> 
 
 def _exec(sources: dict[str, str], flavour: str) -> dict[str, Callable]:
     # lambdify's own namespaces: the module's names bare (mod, floor, ...) and the module itself
+    # (numpy is imported only when the code uses it: the scalar flavour prints with math)
+    numpy = importlib.import_module("numpy") if flavour == "vector" or any("numpy" in t for t in sources.values()) \
+        else None
     module = math if flavour == "scalar" else numpy
     namespace = {**vars(module), "math": math, "numpy": numpy, "builtins": builtins}
     for text in sources.values():

@@ -6,54 +6,75 @@ Methods never create their own symbols (STYLE 5): they take these, or numbers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
-import numpy as np
-import sympy as sp
+from roofline.lazy import np, sp
 
 GIB = 1 << 30  # bytes in a GiB: memory capacities are shown in GiB (say so), bandwidths in decimal units
 
-B = sp.Symbol("B", positive=True, integer=True)  # batch: concurrent sequences
-L = sp.Symbol("L", positive=True, integer=True)  # context: tokens in the cache at a decode step
-P = sp.Symbol("P", positive=True, integer=True)  # prompt tokens prefilled at once
-BITS = sp.Symbol("bits", positive=True)  # a swept bit-width (methods substitute it for their own)
-CHUNKS = sp.Symbol("chunks", positive=True, integer=True)  # prefill passes (chunked prefill re-reads weights)
+# The shared symbols, made on first use (sympy loads lazily: roofline.lazy):
+#   B       batch: concurrent sequences
+#   L       context: tokens in the cache at a decode step
+#   P       prompt tokens prefilled at once
+#   BITS    a swept bit-width (methods substitute it for their own)
+#   CHUNKS  prefill passes (chunked prefill re-reads weights)
+_SYMBOLS = {"B": ("B", True), "L": ("L", True), "P": ("P", True), "BITS": ("bits", False), "CHUNKS": ("chunks", True)}
 
 
-class CeilDiv(sp.Function):
-    """ceil(a / b) for positive integers, exact: evaluates to an Integer on integer arguments and
-    prints as floor division of negatives (`-((-a) // b)`) for numpy and Python, never a float ceil."""
+def __getattr__(name: str):
+    """The symbols above and CeilDiv, built on first access (PEP 562)."""
+    if name in _SYMBOLS:
+        text, integer = _SYMBOLS[name]
+        value = sp.Symbol(text, positive=True, integer=True) if integer else sp.Symbol(text, positive=True)
+    elif name == "CeilDiv":
+        value = _ceildiv_class()
+    else:
+        raise AttributeError(f"module 'roofline.units' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-    is_integer = True
-    is_nonnegative = True
 
-    @classmethod
-    def eval(cls, a, b):
-        """ceil(a / b) as an Integer when both are integers, `a` when b is 1, else None (stays symbolic).
-        Raises ValueError if an integer divisor is not positive."""
-        if a.is_Integer and b.is_Integer:
-            if b <= 0:
-                raise ValueError(f"CeilDiv: divisor must be positive, got {b}")
-            return sp.Integer(-((-int(a)) // int(b)))
-        if b == 1:
-            return a
-        return None
+@cache
+def _ceildiv_class():
+    """CeilDiv, a sympy Function (defined on first use: sympy loads lazily)."""
 
-    def _numpycode(self, printer):
-        a, b = (printer.doprint(arg) for arg in self.args)
-        return f"(-((-({a})) // ({b})))"
+    class CeilDiv(sp.Function):
+        """ceil(a / b) for positive integers, exact: evaluates to an Integer on integer arguments and
+        prints as floor division of negatives (`-((-a) // b)`) for numpy and Python, never a float ceil."""
 
-    _pythoncode = _numpycode
-    _lambdacode = _numpycode
+        is_integer = True
+        is_nonnegative = True
 
-    def _eval_rewrite_as_ceiling(self, a, b, **kwargs):
-        return sp.ceiling(a / b)
+        @classmethod
+        def eval(cls, a, b):
+            """ceil(a / b) as an Integer when both are integers, `a` when b is 1, else None (stays symbolic).
+            Raises ValueError if an integer divisor is not positive."""
+            if a.is_Integer and b.is_Integer:
+                if b <= 0:
+                    raise ValueError(f"CeilDiv: divisor must be positive, got {b}")
+                return sp.Integer(-((-int(a)) // int(b)))
+            if b == 1:
+                return a
+            return None
+
+        def _numpycode(self, printer):
+            a, b = (printer.doprint(arg) for arg in self.args)
+            return f"(-((-({a})) // ({b})))"
+
+        _pythoncode = _numpycode
+        _lambdacode = _numpycode
+
+        def _eval_rewrite_as_ceiling(self, a, b, **kwargs):
+            return sp.ceiling(a / b)
+
+    return CeilDiv
 
 
 def ceildiv(a, b):
     """Exact ceil-div of sympy expressions or Python ints."""
     if isinstance(a, int) and isinstance(b, int):
         return -((-a) // b)
-    return CeilDiv(sp.sympify(a), sp.sympify(b))
+    return _ceildiv_class()(sp.sympify(a), sp.sympify(b))
 
 
 def window_occupancy(expr, how: str):
@@ -72,7 +93,7 @@ def window_occupancy(expr, how: str):
     expr = sp.sympify(expr).replace(sp.Mod, lambda a, b: sp.Min(a, top(b)))
     if how == "mean":
         # ceil(a/b) averages a/b + (b - 1)/(2b) over a: keeps the mean integrable in closed form
-        expr = expr.replace(CeilDiv, lambda a, b: a / b + (b - 1) / (2 * b))
+        expr = expr.replace(_ceildiv_class(), lambda a, b: a / b + (b - 1) / (2 * b))
     return expr
 
 
@@ -85,7 +106,8 @@ def _kink_pairs(expr, symbol) -> list:
         for i in range(len(args)):
             for j in range(i + 1, len(args)):
                 diff = sp.expand(args[i] - args[j])
-                if symbol in diff.free_symbols and not diff.atoms(sp.Min, sp.Max, sp.Mod, sp.Piecewise, CeilDiv):
+                nonaffine = (sp.Min, sp.Max, sp.Mod, sp.Piecewise, _ceildiv_class())
+                if symbol in diff.free_symbols and not diff.atoms(*nonaffine):
                     pairs.append(diff)
     return pairs
 

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-import sympy as sp
-
 from roofline.accounting import kv_bytes
 from roofline.analysis.claim_quotes import AQUAKV_TABLE2, AQUAKV_TABLE2_QUOTE, QUOTES
 from roofline.analysis.claims_skvq_innerq_zack import (
@@ -61,6 +59,7 @@ from roofline.analysis.verdicts import (
     tiered,
 )
 from roofline.catalogue import load_model
+from roofline.lazy import sp
 from roofline.methods import build_cache, parse_method
 from roofline.methods.aquakv import AquaKV
 from roofline.units import GIB

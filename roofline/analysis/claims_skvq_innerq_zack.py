@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sympy as sp
-
 from roofline.accounting import kv_bytes, weight_bytes
 from roofline.analysis.verdicts import (
     RATE_ABS,
@@ -18,16 +16,18 @@ from roofline.analysis.verdicts import (
     tiered,
 )
 from roofline.catalogue import hardware_names, load_model
+from roofline.lazy import sp
 from roofline.methods import build_cache, parse_method
 from roofline.planner import memory_budget, plan_method
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import MAX_SEARCH_CONTEXT, largest_true
 from roofline.specs import Workload
-from roofline.units import L, lambdify
+from roofline.units import lambdify
 
 
 def skvq_1m() -> dict[str, Any]:
     """(a) the planner with SKVQ K2V2 as stored; (b) 2-bit KV and nothing else, weights + KV in the whole GPU."""
+    from roofline.units import L
     model, hw = load_model("Llama-2-7B"), datasheet_hardware("A100-80GB")
     full = plan_method(model, hw, Workload(context_tokens=1_000_000), parse_method("skvq-k2v2")).data
     ideal = build_cache(parse_method("fp16"), model, bits=sp.Integer(2))  # 2 bits per element, no metadata
@@ -62,6 +62,7 @@ def skvq_7x() -> dict[str, Any]:
     """SKVQ's "up to 7x" decode (App. C, Table 5): fp16 over SKVQ K2V2 step time on Llama-2-7B, A100-80GB,
     batch 128, 200,000 tokens, by the planner's phase model and by `llm_viewer_step_s`; plus the bytes the
     K2V2 cache needs (`kv_needed`) and the GPU's `capacity`."""
+    from roofline.units import L
     model, hw, b, s = load_model("Llama-2-7B"), datasheet_hardware("A100-80GB"), 128, 200_000
     wl = Workload(batch=b, context_tokens=s)
     step = {spec: PhaseModel.build(model, hw, wl, build_cache(parse_method(spec), model)).decode_time(b, s)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import sympy as sp
-
 from roofline.costmodel import Roofline, build_graph
 from roofline.kv.layout import PARTS
+from roofline.lazy import sp
 from roofline.methods import MethodConfig, build_cache
 from roofline.specs import Hardware, Model
-from roofline.units import B, L
 
 
 def _num(expr: sp.Expr, context: int) -> sp.Expr:
+    from roofline.units import L
     value = sp.sympify(expr).subs(L, context)
     if value.free_symbols:
         raise ValueError(f"kv: expression still depends on {sorted(map(str, value.free_symbols))}")
@@ -25,6 +24,7 @@ def decode_op_costs(model: Model, method: MethodConfig, hardware: Hardware, cont
                     tp: int = 1, fusion: str = "typical") -> list[dict[str, Any]]:
     """Per-op decode costs at (batch, context): FLOPs, bytes by class, intensity, ridge, bound, time, and the
     kernels each op launches at `fusion`. Rows are per layer instance; `count` says how many layers run each."""
+    from roofline.units import B, L
     graph = build_graph(model, method, "decode", tp=tp, fusion=fusion)
     rows = Roofline(hardware, tp=tp).evaluate(graph, {B: batch, L: context})
     return [{**row, "kernels": op.kernels} for row, op in zip(rows, graph.ops, strict=True)]

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import sympy as sp
-
 from roofline.costmodel import limits as costmodel_limits
+from roofline.lazy import sp
 from roofline.methods.aquakv import AquaKV, predictor_flops_per_token, reference_predictor_flops
 from roofline.methods.baseline import Baseline
 from roofline.methods.xquant import XQuant
 from roofline.specs import Hardware, Model
-from roofline.units import L
 
 PAPER_RIDGE = sp.Rational(756, 2)  # XQuant §3.4: "756 TFLOPs / 2 TB/s = 378" (H100 PCIe figures)
 PAPER_D = 4096
@@ -71,12 +69,14 @@ def predictor_overhead_ratio(model: Model, config: AquaKV, context: int) -> floa
     287.6x, 39,870), or at any context if a predictor MAC is counted as 1 FLOP (~560x). Per new token
     only: the reference decode also reruns the predictors over all l_q cached tokens every step.
     """
+    from roofline.units import L
     return float(model_flops_per_token(model).subs(L, context)) / predictor_flops_per_token(model, config)
 
 
 def context_for_overhead_ratio(model: Model, config: AquaKV, target: float = 500, limit: int = 1 << 30) -> int:
     """Smallest context at which `predictor_overhead_ratio` reaches `target` (bisection; the base cost
     never falls as the context grows)."""
+    from roofline.units import L
     need = target * predictor_flops_per_token(model, config)
     base = model_flops_per_token(model)
 
@@ -95,4 +95,5 @@ def context_for_overhead_ratio(model: Model, config: AquaKV, target: float = 500
 def reference_step_ratio(model: Model, config: AquaKV, context: int) -> float:
     """Predictor FLOPs of a reference decode step over the model's own FLOPs of that step (batch 1): the cost
     the "500x less per token" (§3.2) leaves out. Llama-3.1-70B: 134x at 131,072 tokens."""
+    from roofline.units import L
     return reference_predictor_flops(model, config, context) / float(model_flops_per_token(model).subs(L, context))

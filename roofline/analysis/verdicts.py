@@ -7,10 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sympy as sp
-
 from roofline.catalogue import load_hardware, load_model
 from roofline.catalogue.ceilings import with_ceilings
+from roofline.lazy import sp
 from roofline.methods import build_cache, parse_method
 
 HOLDS, QUALIFIED, FAILS, UNCHECKABLE = (

@@ -6,8 +6,6 @@ attended and per-head dims (all per sequence, times the batch and this GPU's sha
 
 from __future__ import annotations
 
-import sympy as sp
-
 from roofline.accounting import indexer_bytes_per_token_layer
 from roofline.costmodel.blocks import (
     GATED_ACT_FLOPS,
@@ -23,7 +21,8 @@ from roofline.costmodel.blocks import (
 from roofline.costmodel.linear import linear_block
 from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import ExtraOp, LayerCache
-from roofline.units import B, L, P, ceildiv
+from roofline.lazy import sp
+from roofline.units import ceildiv
 
 SCORE_BYTES = 4  # unfused attention keeps fp32 scores in memory
 # Flash-decoding splits the context so enough programs run: one split per SPLIT_TOKENS cached tokens, whose
@@ -80,6 +79,7 @@ def _tensor_sum(layer: LayerCache, role: str, attr: str) -> sp.Expr:
 
 def decode_attention_core(ctx: Ctx, layer: LayerCache, method: str, fused: bool) -> list[Op]:
     """QK^T, softmax, PV over the cache for one new token per sequence (flash-decoding when fused)."""
+    from roofline.units import B
     h, kvf, ab = ctx.shard.heads, ctx.shard.kv_fraction, ctx.act_bytes
     n, qk, vd = layer.tokens, layer.qk_head_dim, layer.v_head_dim
     extras = [method_op(ctx, e, B, kvf, method) for e in layer.decode_ops if e.fused]
@@ -172,6 +172,7 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
     q (r_q -> H_i d_i), k (d -> d_i), head weights (d -> H_i); then fp8 scores I = sum_j w_j ReLU(q_j . k) over
     every cached token (2 H_i d_i FLOPs per token pair, reading the indexer cache once per step in decode) and a
     top-k selection; prefill scores all causal pairs."""
+    from roofline.units import B, L, P
     m, dsa = ctx.model, ctx.model.sparse_attention
     q_in = m.mla.q_lora_rank or m.hidden_size
     width = dsa.index_heads * dsa.index_head_dim
@@ -190,6 +191,7 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
 def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused: bool = True) -> list[Op]:
     """Norm, projections, RoPE, cache write, attention, (MLA absorption), output projection, all-reduce, add;
     a recurrent layer's ops (costmodel.linear) for layers of kind 'linear'."""
+    from roofline.units import B, L, P
     if layer.attention.kind == "linear":
         return linear_block(ctx, layer, phase)
     m, s = ctx.model, ctx.shard
@@ -225,6 +227,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
 
 def prefill_attention_core(ctx: Ctx, layer: LayerCache) -> Op:
     """Causal flash attention over the prompt: Q, K, V read once, O written once (scores stay on chip)."""
+    from roofline.units import B, P
     m, s, ab = ctx.model, ctx.shard, ctx.act_bytes
     pairs = causal_pairs(P, layer.attention, m.sparse_attention.index_topk if m.sparse_attention else None)
     if m.mla:

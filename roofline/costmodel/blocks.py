@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sympy as sp
-
 from roofline.accounting import dtype_bytes
 from roofline.costmodel.ops import Op, traffic
+from roofline.lazy import sp
 from roofline.specs import Model
 from roofline.units import ADD_FLOPS, GATED_ACT_FLOPS, NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, ceildiv
 
@@ -35,6 +34,11 @@ class Shard:
     def kv_fraction(self) -> sp.Rational:
         """Share of the model's K/V heads cached on this GPU (> 1/tp when heads are replicated)."""
         return sp.Rational(self.kv_heads, self.model_kv_heads)
+
+    @property
+    def kv_share(self) -> float:
+        """kv_fraction as a float (no sympy: for numeric callers)."""
+        return self.kv_heads / self.model_kv_heads
 
     @classmethod
     def of(cls, model: Model, tp: int) -> Shard:

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import sympy as sp
-
-from roofline import codegen
+from roofline import codegen, units
 from roofline.costmodel.device import CEILING_FIELDS, Roofline, binding_ceiling
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import TRAFFIC
+from roofline.lazy import sp
 from roofline.units import _kink_pairs
 
 ROW_FIELDS = ("matmul_flops", "vector_flops", "bytes", "compute_s", "memory_s", "comm_s", "time_s")
@@ -117,10 +116,11 @@ def _kink_coefficients(total: sp.Expr, symbol: sp.Symbol) -> list[list[sp.Expr]]
     return out
 
 
-def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], symbols: tuple[sp.Symbol, ...],
-                 flavour: str = "scalar", kinks_in: sp.Symbol | None = None, rows: bool = True) -> GraphKernel:
-    """Compile (or load) `build()`'s graph on `roof` as functions of `symbols`; `kinks_in`: also the kinks of the
-    total in that symbol, as functions of the other symbols. `key` None: no caching (the graph has no content
+def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], symbols: tuple[str, ...],
+                 flavour: str = "scalar", kinks_in: str | None = None, rows: bool = True) -> GraphKernel:
+    """Compile (or load) `build()`'s graph on `roof` as functions of `symbols` (names of roofline.units' symbols,
+    resolved only on a miss: a cached kernel needs no sympy); `kinks_in`: also the kinks of the total in that
+    symbol, as functions of the other symbols. `key` None: no caching (the graph has no content
     key, e.g. one built from a bare CacheModel). `rows` False: only the total (and kinks)."""
 
     with_rows = rows
@@ -138,8 +138,8 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
         exprs: dict[str, Any] = {"rows": rows, "total": total} if with_rows else {"total": total}
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
-            exprs["kinks"] = _kink_coefficients(total, kinks_in)
-        return list(symbols), exprs, {"ops": ops}
+            exprs["kinks"] = _kink_coefficients(total, getattr(units, kinks_in))
+        return [getattr(units, name) for name in symbols], exprs, {"ops": ops}
 
     functions, meta = codegen.compiled(key, make, flavour)
-    return GraphKernel(tuple(str(s) for s in symbols), tuple(meta["ops"]), functions, roof)
+    return GraphKernel(tuple(symbols), tuple(meta["ops"]), functions, roof)

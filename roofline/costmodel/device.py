@@ -29,10 +29,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
-import sympy as sp
-
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import TRAFFIC, Op
+from roofline.lazy import sp
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
 
@@ -54,10 +53,10 @@ class OpTimes:
     memory: sp.Expr
     comm: sp.Expr
     total: sp.Expr
-    shared: sp.Expr = sp.Integer(0)
-    l2: sp.Expr = sp.Integer(0)
-    latency: sp.Expr = sp.Integer(0)
-    issue: sp.Expr = sp.Integer(0)
+    shared: sp.Expr = field(default_factory=lambda: sp.S.Zero)
+    l2: sp.Expr = field(default_factory=lambda: sp.S.Zero)
+    latency: sp.Expr = field(default_factory=lambda: sp.S.Zero)
+    issue: sp.Expr = field(default_factory=lambda: sp.S.Zero)
 
 
 # Extra per-op row entries (after the traffic classes) that name the binding ceiling.

@@ -28,9 +28,8 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-import sympy as sp
-
 from roofline.costmodel.ops import Op
+from roofline.lazy import sp
 
 LEVELS = ("none", "typical", "full")
 NORMS = ("attn_norm", "mlp_norm", "final_norm", "q_a_norm", "kv_a_norm")

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import sympy as sp
-
 from roofline.accounting import moe_layer_count
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import Ctx, Shard, allreduce, dense_mlp, linear, moe_mlp, norm, residual_add
 from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
+from roofline.lazy import sp
 from roofline.methods import CacheModel, MethodConfig, build_cache
 from roofline.specs import Model
-from roofline.units import B, P, window_occupancy
+from roofline.units import window_occupancy
 
 
 @dataclass(frozen=True)
@@ -92,6 +91,7 @@ def build_graph(
 
 
 def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy) -> Graph:
+    from roofline.units import B, P
     cache = method if isinstance(method, CacheModel) else build_cache(method, model, bits)
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P

@@ -16,14 +16,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import sympy as sp
-
 from roofline import codegen
 from roofline.costmodel.device import Roofline
 from roofline.costmodel.graph import build_graph
+from roofline.lazy import sp
 from roofline.methods import MethodConfig, build_cache
 from roofline.specs import Hardware, Model
-from roofline.units import B, L
 
 
 @lru_cache(maxsize=4096)
@@ -37,6 +35,7 @@ def solve_balance(flops_per_token, cache_bytes_per_token, weight_bytes, ridge, b
 def per_token_slope(expr) -> sp.Expr:
     """d expr / d L for large L, exactly: the expressions are affine in L once L passes every window and
     sink, and L = 2^40, 2^41 are multiples of every group and window size (so Mod terms vanish)."""
+    from roofline.units import L
     lo, hi = sp.Integer(2) ** 40, sp.Integer(2) ** 41
     expr = sp.sympify(expr)
     return sp.nsimplify((expr.subs(L, hi) - expr.subs(L, lo)) / (hi - lo))
@@ -46,6 +45,7 @@ def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: s
     """F (remat FLOPs per cached token), C (cache bytes read per token) and W (weight bytes) of one
     full-attention layer of a rematerializing method (its decode op named "remat"), from the op graph; exact
     rationals, kept by content (roofline.codegen) so a plan does not rebuild the graph."""
+    from roofline.units import B
 
     def compute() -> dict[str, str]:
         cache = build_cache(config, model)
@@ -87,5 +87,6 @@ def remat_limit(model: Model, hardware: Hardware, config: MethodConfig, batch: i
 def model_flops_per_token(model: Model, baseline: MethodConfig) -> sp.Expr:
     """FLOPs (matrix + vector) of one decode step of `model` with an uncompressed cache (`baseline`), batch 1,
     as a function of the context L."""
+    from roofline.units import B
     graph = build_graph(model, baseline, "decode")
     return (graph.total("matmul_flops") + graph.total("vector_flops")).subs(B, 1)

@@ -15,13 +15,11 @@ gated norm  RMSNorm(o) x SiLU(z) over H_v d_v; out_proj H_v d_v -> d; all-reduce
 
 from __future__ import annotations
 
-import sympy as sp
-
 from roofline.accounting import dtype_bytes
 from roofline.costmodel.blocks import GATED_ACT_FLOPS, NORM_FLOPS, Ctx, allreduce, elementwise, linear, norm
 from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
-from roofline.units import B, P
+from roofline.lazy import sp
 
 CHUNK = 64
 STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5}
@@ -29,6 +27,7 @@ STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5}
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     """Norm, in_proj, conv1d, recurrence, gated norm, out_proj, all-reduce of `layer.count` recurrent layers."""
+    from roofline.units import B, P
     m, tp = ctx.model, ctx.shard.tp
     la = m.linear_attention
     assert la is not None

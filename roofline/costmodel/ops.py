@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
+from roofline.lazy import sp
 
 TRAFFIC = ("weights", "act_read", "act_write", "kv_read", "kv_write")
-ZERO = sp.Integer(0)
+
+
+def _zero():
+    return sp.S.Zero  # sympy's 0 (made on first use: sympy loads lazily)
+
 
 
 @dataclass(frozen=True)
@@ -21,20 +25,20 @@ class Op:
     name: str
     group: str
     count: int
-    matmul_flops: sp.Expr = ZERO
-    vector_flops: sp.Expr = ZERO
+    matmul_flops: sp.Expr = field(default_factory=_zero)
+    vector_flops: sp.Expr = field(default_factory=_zero)
     traffic: dict[str, sp.Expr] = field(default_factory=dict)
     dtype: str = "bf16"
     source: str = "model"  # "model", or the method that adds the op
-    comm_bytes: sp.Expr = ZERO  # all-reduce message per GPU (TP), bytes
-    int_ops: sp.Expr = ZERO  # vector integer instructions (unpacking quantized codes)
+    comm_bytes: sp.Expr = field(default_factory=_zero)  # all-reduce message per GPU (TP), bytes
+    int_ops: sp.Expr = field(default_factory=_zero)  # vector integer instructions (unpacking quantized codes)
     kernels: int = 1  # kernel launches per instance (the fusion level sets it; 0: fused into a neighbour)
     kind: str = ""  # "gemm" (weights x activations), "attention" (flash / flash-decoding), "" (other)
     head_dim: int = 0  # attention: the query/key head dim (its measured flash rate is per head dim)
     # hierarchical roofline: bytes through shared memory (staged operands, metadata loads) and the programs
     # (thread blocks) that run at once (0: enough to fill every SM)
-    shared_bytes: sp.Expr = ZERO
-    programs: sp.Expr = ZERO
+    shared_bytes: sp.Expr = field(default_factory=_zero)
+    programs: sp.Expr = field(default_factory=_zero)
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -49,7 +53,7 @@ class Op:
     @property
     def bytes(self) -> sp.Expr:
         """Memory bytes of one instance: the sum over traffic classes (0 when it has none)."""
-        return sp.Add(*self.traffic.values()) if self.traffic else ZERO
+        return sp.Add(*self.traffic.values()) if self.traffic else sp.S.Zero
 
     @property
     def is_comm(self) -> bool:
@@ -64,7 +68,7 @@ class Op:
                   self.shared_bytes * factor, self.programs)
 
 
-def traffic(weights=ZERO, act_read=ZERO, act_write=ZERO, kv_read=ZERO, kv_write=ZERO) -> dict[str, sp.Expr]:
+def traffic(weights=0, act_read=0, act_write=0, kv_read=0, kv_write=0) -> dict[str, sp.Expr]:
     """Bytes by class, dropping zero classes."""
     values = dict(weights=weights, act_read=act_read, act_write=act_write, kv_read=kv_read, kv_write=kv_write)
     return {k: sp.sympify(v) for k, v in values.items() if sp.sympify(v) != 0}

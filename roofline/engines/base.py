@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.accounting import dtype_bytes
+from roofline.accounting import dtype_size
 from roofline.errors import SpecError
 from roofline.specs import Model
 
@@ -133,7 +133,7 @@ def state_bytes_per_rank(model: Model, tp: int, elem_bytes: float) -> float:
 
 def model_dtype_bytes() -> int:
     """'auto' KV dtype = the model's dtype; every catalogue model is bf16 (2 bytes)."""
-    return int(dtype_bytes("bf16"))
+    return int(dtype_size("bf16"))
 
 
 def largest_fitting(fits, hi: int = MAX_SEARCH_TOKENS) -> int | None:

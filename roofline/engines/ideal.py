@@ -29,7 +29,7 @@ def capacity(model: Model, opts: EngineOptions, pool: float, rules: list[str]) -
         raise refuse("--kv-cache-dtype", f"ideal takes {', '.join(KV_DTYPES)}")
     dtype = KV_DTYPES[opts.kv_cache_dtype]
     try:
-        share = float(Shard.of(model, opts.tp).kv_fraction) * -(-model.num_layers // opts.pp) / model.num_layers
+        share = Shard.of(model, opts.tp).kv_share * -(-model.num_layers // opts.pp) / model.num_layers
     except ValueError as err:
         raise refuse("--tp", str(err)) from None
     page = opts.block_size or PAGE

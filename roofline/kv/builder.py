@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, model_validator
 
 from roofline.accounting import cached_tokens, kv_elements_per_token_layer
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.kv.quant import TensorQuant, codebook_bytes, tensor_layout
+from roofline.lazy import sp
 from roofline.specs import AttentionLayer, Model
 from roofline.specs.base import Spec
-from roofline.units import L
 
 
 class LayerOverride(Spec):
@@ -112,8 +111,12 @@ def with_bits(q: TensorQuant, bits: float | None) -> TensorQuant:
     return q.model_copy(update={"bits": bits, "storage_bits": None})
 
 
-def baseline_elements(model: Model, context=L) -> sp.Expr:
+def baseline_elements(model: Model, context=None) -> sp.Expr:
     """Elements of the uncompressed K,V (or MLA latent) cache at `context`, all layers."""
+    if context is None:
+        from roofline.units import L
+
+        context = L
     per_token = kv_elements_per_token_layer(model)
     return sp.Add(*(n * per_token * cached_tokens(kind, context) for kind, n in model.attention_groups().items()))
 

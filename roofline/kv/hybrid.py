@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import sympy as sp
-
 from roofline.accounting import dtype_bytes, indexer_bytes_per_token_layer
 from roofline.kv.layout import CacheModel, LayerCache, TensorLayout
+from roofline.lazy import sp
 from roofline.specs import AttentionLayer, Model
 
 NO_CACHE = AttentionLayer(kind="none")

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-
+from roofline.lazy import sp
 from roofline.specs import AttentionLayer
 from roofline.units import window_occupancy
 
@@ -38,16 +37,16 @@ class TensorLayout:
     # (a recurrent layer's fixed state, read and rewritten by its recurrence)
     role: str = "aux"
     # bits one quantized element costs with its share of metadata and outliers (16 if unquantized)
-    bits_per_element: sp.Expr = sp.Integer(16)
-    dequant_flops: sp.Expr = sp.Integer(0)
+    bits_per_element: sp.Expr = field(default_factory=lambda: sp.Integer(16))
+    dequant_flops: sp.Expr = field(default_factory=lambda: sp.Integer(0))
     # integer instructions per decode step to unpack and convert codes for the tensor cores
-    dequant_int_ops: sp.Expr = sp.Integer(0)
-    quantize_flops: sp.Expr = sp.Integer(0)
-    quantize_bytes: sp.Expr = sp.Integer(0)
-    append_bytes: sp.Expr = sp.Integer(0)
+    dequant_int_ops: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    quantize_flops: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    quantize_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    append_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
     read: dict[str, sp.Expr] | None = None
     # scale/zero bytes loaded from shared memory into registers per decode step (kv.quant.metadata_loads)
-    metadata_loads: sp.Expr = sp.Integer(0)
+    metadata_loads: sp.Expr = field(default_factory=lambda: sp.Integer(0))
 
     @property
     def resident_bytes(self) -> sp.Expr:
@@ -80,16 +79,16 @@ class ExtraOp:
     """
 
     name: str
-    matmul_flops: sp.Expr = sp.Integer(0)
-    vector_flops: sp.Expr = sp.Integer(0)
-    weight_bytes: sp.Expr = sp.Integer(0)
-    act_read_bytes: sp.Expr = sp.Integer(0)
-    act_write_bytes: sp.Expr = sp.Integer(0)
-    kv_read_bytes: sp.Expr = sp.Integer(0)
-    kv_write_bytes: sp.Expr = sp.Integer(0)
+    matmul_flops: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    vector_flops: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    weight_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    act_read_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    act_write_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    kv_read_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
+    kv_write_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
     # Fused into the attention kernel: its time is added inside the attention op (one launch, one roofline).
     fused: bool = False
-    int_ops: sp.Expr = sp.Integer(0)
+    int_ops: sp.Expr = field(default_factory=lambda: sp.Integer(0))
 
 
 @dataclass(frozen=True)
@@ -196,11 +195,11 @@ class CacheModel:
     layers: tuple[LayerCache, ...]
     fixed_bytes: dict[str, int] = field(default_factory=dict)
     # Elements of the uncompressed bf16 K,V the cache stands for (the denominator of effective bits).
-    baseline_elements: sp.Expr = sp.Integer(0)
+    baseline_elements: sp.Expr = field(default_factory=lambda: sp.Integer(0))
     # Uncompressed K,V elements per token in one attending layer (2 H_kv d_h, or the MLA latent width).
     baseline_width: int = 0
     # Per-sequence scratch a decode step needs beside the cache (XQuant-CL's accumulator), bytes at L.
-    workspace_bytes: sp.Expr = sp.Integer(0)
+    workspace_bytes: sp.Expr = field(default_factory=lambda: sp.Integer(0))
 
     def resident_parts(self) -> dict[str, sp.Expr]:
         """Bytes per sequence by part, summed over all layers."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.accounting import dtype_bytes
 from roofline.kv.layout import TensorLayout
+from roofline.lazy import sp
 from roofline.specs.base import Spec
 
 MetaDtype = Literal["fp32", "fp16", "bf16", "fp8", "none"]

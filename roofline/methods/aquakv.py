@@ -25,16 +25,15 @@ import math
 from dataclasses import replace
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.kv.builder import LayerOverride, QuantPlan, standard_cache
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache
 from roofline.kv.quant import TensorQuant, full_precision_tokens
+from roofline.lazy import sp
 from roofline.methods.base import MethodConfig, preset
 from roofline.methods.baseline import Baseline
 from roofline.specs import Model
-from roofline.units import L, P
 
 PREDICTOR_BYTES = 2  # bf16/fp16 predictor weights (§5 of the notes: reproduces Table 1 and Table 2)
 ACT_BYTES = 2  # reconstructed K^, V^ are materialized in the activation dtype (bf16)
@@ -210,6 +209,7 @@ def _with_predictors(config: AquaKV, layer: LayerCache, q: TensorQuant, d: int, 
         kernel as for a plain quantized cache. A block buffer of r tokens reads the weights once per flush.
     prefill: encode the l_q quantized tokens at L = P.
     """
+    from roofline.units import L, P
     prefill = _predict(config, "aquakv_encode", _quantized_tokens(q, layer.tokens.subs(L, P)), q, d,
                        sp.Integer(weight))
     if config.decode == "incremental":
@@ -234,6 +234,7 @@ def predictor_flops_per_token(model: Model, config: AquaKV) -> int:
 def reference_predictor_flops(model: Model, config: AquaKV, context: int) -> int:
     """Predictor matmul FLOPs of one reference decode step, one sequence: 2 x matrix params x l_q x
     (layers - 1), l_q = the quantized tokens at `context` (context - sinks - buffered; Alg. 4)."""
+    from roofline.units import L
     l_q = int(_quantized_tokens(config.residual_quant(model.kv_dim), L).subs(L, context))
     return predictor_flops_per_token(model, config) * l_q
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import sympy as sp
 from pydantic import PrivateAttr
 
 from roofline.kv.builder import standard_cache
 from roofline.kv.layout import CacheModel
+from roofline.lazy import sp
 from roofline.specs import Model
 from roofline.specs.base import Spec
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field, PositiveInt, model_validator
 
 from roofline.kv.builder import Extras, standard_cache
 from roofline.kv.layout import CacheModel
+from roofline.lazy import sp
 from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
-from roofline.units import L, ceildiv
+from roofline.units import ceildiv
 
 SCORE_BYTES = 4
 
@@ -38,6 +38,7 @@ class Eviction(MethodConfig):
 
     def token_budget(self) -> sp.Expr:
         """Tokens kept per layer and sequence: `budget_tokens`, or ceil(L·budget_ratio), exact."""
+        from roofline.units import L
         if self.budget_tokens is not None:
             return sp.Integer(self.budget_tokens)
         ratio = sp.nsimplify(self.budget_ratio, rational=True)

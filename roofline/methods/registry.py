@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import sympy as sp
 from pydantic import ValidationError
 
 from roofline import codegen
@@ -19,6 +18,7 @@ from roofline.catalogue.loading import validate
 from roofline.errors import SpecError, describe_validation_error
 from roofline.kv.hybrid import attention_view, complete_cache
 from roofline.kv.layout import CacheModel
+from roofline.lazy import sp
 from roofline.methods import (
     aquakv,
     baseline,

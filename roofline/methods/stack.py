@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import sympy as sp
 from pydantic import Field, SerializeAsAny, model_validator
 
 from roofline.kv.builder import Extras, standard_cache
 from roofline.kv.layout import CacheModel
+from roofline.lazy import sp
 from roofline.methods.base import MethodConfig
 from roofline.methods.eviction import Eviction
 from roofline.methods.zack import Zack

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from roofline.accounting import cached_tokens, dtype_bytes, kv_elements_per_token_layer
+from roofline.accounting import cached_tokens, dtype_size, kv_elements_per_token_layer
 from roofline.kv.builder import baseline_elements
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.kv.quant import TensorQuant, tensor_layout
+from roofline.lazy import sp
 from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
-from roofline.units import ROPE_FLOPS, L
+from roofline.units import ROPE_FLOPS
 
-WB = dtype_bytes("bf16")
+WB = int(dtype_size("bf16"))  # bytes per bf16 element
 
 
 class XQuant(MethodConfig):
@@ -170,11 +170,12 @@ class XQuant(MethodConfig):
         """Why a 3-bit row is slower than the 2- and 4-bit ones: codes that straddle bytes unpack with a second
         bit plane, 9 integer ops per 4 elements against 3 (kv.quant.dequant_int_ops_per_element); the extra
         is the step's integer work above the same cache at 4 bits (same elements, 3 ops per 4)."""
-
         def int_ops(cache: CacheModel) -> sp.Expr:
             return sp.Add(*(layer.count * layer.dequant_int_ops for layer in cache.layers))
 
         def extra_per_sequence() -> float:
+            from roofline.units import L
+
             extra = int_ops(self.cache(model)) - int_ops(self.cache(model, bits=sp.Integer(4)))
             return float(extra.subs(L, probe.context))
 

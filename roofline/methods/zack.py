@@ -23,12 +23,12 @@ import heapq
 from functools import lru_cache
 from typing import ClassVar, Literal
 
-import sympy as sp
 from pydantic import Field, PositiveInt, PrivateAttr, model_validator
 
 from roofline.accounting import dtype_bytes
 from roofline.kv.builder import CacheShape, Extras, standard_cache
 from roofline.kv.layout import CacheModel, ExtraOp
+from roofline.lazy import sp
 from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
 from roofline.units import round_up

@@ -13,17 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import sympy as sp
-
 from roofline import codegen
 from roofline.costmodel.blocks import Shard
 from roofline.kv.layout import PARTS
+from roofline.lazy import np, sp
 from roofline.methods import MethodConfig, build_cache
 from roofline.planner.memory import MemoryBudget, memory_budget, sequence_kv_expr
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import BITS, L, window_occupancy
 from roofline.units import lambdify as compile_expr
+from roofline.units import window_occupancy
 
 MAX_SEARCH_CONTEXT = 1 << 34  # past this a cache that still fits is reported as unbounded (windows, eviction)
 
@@ -86,10 +84,12 @@ class CapacityKernel:
 
 def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flavour: str = "scalar") -> CapacityKernel:
     """The compiled memory side (cached by content; the method's cache is built only on a miss)."""
-    heads = float(Shard.of(model, workload.tp).kv_fraction)
+    heads = Shard.of(model, workload.tp).kv_share
     share = heads * -(-model.num_layers // workload.pp) / model.num_layers
 
     def build():
+        from roofline.units import L
+
         cache = build_cache(method, model)
         reserved = cache.reserved_parts()
         parts = [reserved.get(p, sp.Integer(0)) for p in PARTS] + [window_occupancy(cache.workspace_bytes, "peak")]
@@ -123,6 +123,7 @@ def capacity(kernel: CapacityKernel, budget: MemoryBudget, batch: int, context: 
 def max_context_by_bits(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
                         bits_values) -> np.ndarray:
     """Max context at the workload's batch for each bit-width (the method's bits symbol substituted)."""
+    from roofline.units import BITS, L
     cache = build_cache(method, model, bits=BITS)
     budget = memory_budget(model, hardware, workload, cache)
     expr = sequence_kv_expr(model, workload, cache)

@@ -12,7 +12,6 @@ from typing import Any
 from roofline import codegen
 from roofline.costmodel import limits as costmodel_limits
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import L
 
 
 @dataclass(frozen=True)
@@ -40,14 +39,20 @@ class Probe:
         return codegen.cached_json(key, compute)
 
     def remat_limit(self, config) -> dict[str, Any]:
-        """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits)."""
-        return costmodel_limits.remat_limit(self.model, self.hardware, config, self.workload.batch,
-                                            self.workload.compute_dtype)
+        """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits), kept by
+        content (codegen)."""
+        w = self.workload
+        key = codegen.content_key("remat-limit", self.model, self.hardware, config, w.batch, w.compute_dtype)
+        return codegen.cached_json(key, lambda: costmodel_limits.remat_limit(self.model, self.hardware, config,
+                                                                             w.batch, w.compute_dtype))
 
     def model_flops_per_token(self, baseline) -> float:
         """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache (compiled once
         per model and baseline, roofline.codegen)."""
-        key = codegen.content_key("model-flops", self.model, baseline)
-        fns, _ = codegen.compiled(key, lambda: ([L], {"f": costmodel_limits.model_flops_per_token(self.model,
-                                                                                                  baseline)}, {}))
+        def build():
+            from roofline.units import L
+
+            return [L], {"f": costmodel_limits.model_flops_per_token(self.model, baseline)}, {}
+
+        fns, _ = codegen.compiled(codegen.content_key("model-flops", self.model, baseline), build)
         return float(fns["f"](self.context))

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sympy as sp
-
-from roofline.accounting import dtype_bytes, parameter_count
+from roofline.accounting import dtype_size, parameter_count
 from roofline.costmodel.blocks import Shard
 from roofline.engines import BudgetParts, EngineOptions, kv_pool
+from roofline.lazy import sp
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import GIB, L, ceildiv, window_occupancy
+from roofline.units import GIB, ceildiv, window_occupancy
 
 RESERVE_SINGLE_BYTES = GIB
 RESERVE_NCCL_BYTES = GIB // 2
@@ -68,7 +67,7 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     """Weight bytes on the fullest GPU: matrices split over tp, norms replicated; layers split over pp
     with the embedding on the first stage and the LM head on the last (the larger stage counts)."""
     pc = parameter_count(model)
-    wb = float(dtype_bytes(workload.weight_dtype))
+    wb = float(dtype_size(workload.weight_dtype))
     tp, pp = workload.tp, workload.pp
     per_layer = (pc.attention + pc.mlp_dense + pc.mlp_experts_total + pc.router) / model.num_layers
     norms_per_layer = model.norms_per_layer * model.hidden_size
@@ -129,6 +128,7 @@ def sequence_kv_expr(model: Model, workload: Workload, cache: CacheModel) -> sp.
     """KV bytes one sequence needs on the fullest GPU at context L: the method's peak reservation at L
     rounded up to whole pages, this GPU's share of KV heads (tp) and layers (pp), plus its workspace (this
     GPU's share of KV heads; whole on every stage)."""
+    from roofline.units import L
     shard = Shard.of(model, workload.tp)
     paged = ceildiv(L, workload.page_tokens) * workload.page_tokens
     per_seq = cache.reserved_bytes.subs(L, paged) * shard.kv_fraction

@@ -15,7 +15,6 @@ from roofline.errors import RooflineError
 from roofline.methods import MethodConfig, build_cache
 from roofline.planner.memory import memory_budget, sequence_kv_expr
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import L
 
 MAX_GPUS = 4096
 
@@ -36,6 +35,7 @@ def tp_degrees(model: Model) -> list[int]:
 def fits(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig) -> bool:
     """True if `batch` sequences at `context_tokens` fit the KV pool of the fullest GPU under the workload's
     tp and pp: batch x bytes per sequence <= kv_pool (False when the pool is empty or negative)."""
+    from roofline.units import L
     cache = build_cache(method, model)
     budget = memory_budget(model, hardware, workload, cache)
     if budget.kv_pool <= 0:

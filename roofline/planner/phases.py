@@ -20,9 +20,9 @@ from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.methods import CacheModel, MethodConfig
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import CHUNKS, B, L, P, integrate_pieces
+from roofline.units import integrate_pieces
 
-_GRAPH_ARGS = {"decode": (B, L), "decode_mean": (B, L), "prefill": (B, P, CHUNKS)}
+_GRAPH_ARGS = {"decode": ("B", "L"), "decode_mean": ("B", "L"), "prefill": ("B", "P", "CHUNKS")}  # units.*
 
 
 @dataclass
@@ -53,6 +53,7 @@ class PhaseModel:
     def graph(self, phase: str) -> Graph:
         """The sympy op graph of 'decode', 'decode_mean' (windows at their mean fill) or 'prefill' (weights read
         once per chunk: CHUNKS)."""
+        from roofline.units import CHUNKS
         graph = build_graph(self.model, self.method, "prefill" if phase == "prefill" else "decode",
                             **self._graph_kwargs(phase))
         if phase != "prefill":
@@ -84,7 +85,7 @@ class PhaseModel:
                 key = codegen.content_key("graph", self.model, self.method, self.roofline.content(), phase,
                                           self._graph_kwargs(phase))
             self._kernels[phase] = graph_kernel(self.roofline, key, lambda: self.graph(phase), _GRAPH_ARGS[phase],
-                                                self.flavour, kinks_in=L if phase == "decode_mean" else None,
+                                                self.flavour, kinks_in="L" if phase == "decode_mean" else None,
                                                 rows=phase != "decode_mean")
         return self._kernels[phase]
 

@@ -13,10 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from roofline import codegen
 from roofline.catalogue.ceilings import ceilings_label, with_ceilings
+from roofline.lazy import np
 from roofline.methods import MethodConfig
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe

@@ -21,7 +21,7 @@ import numpy as np
 from roofline.methods import CacheModel
 from roofline.planner.memory import memory_budget, sequence_kv_expr
 from roofline.specs import Hardware, Model, Workload
-from roofline.units import L, lambdify
+from roofline.units import lambdify
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class KVPool:
     def from_planner(cls, model: Model, hardware: Hardware, workload: Workload, cache: CacheModel,
                      max_tokens: int) -> KVPool:
         """roofline's own budget and per-sequence reservation (planner/memory.py), tabulated to max_tokens."""
+        from roofline.units import L
         budget = memory_budget(model, hardware, workload, cache)
         per_seq = lambdify([L], sequence_kv_expr(model, workload, cache), cse=True)
         n = np.arange(max_tokens + 1, dtype=np.float64)

@@ -30,12 +30,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
 from roofline.costmodel import Op
+from roofline.lazy import sp
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import ATTENTION_OPS
-from roofline.units import B, L, P, lambdify
+from roofline.units import lambdify
 
 QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes")
 # the aggregated quantities of one op in one step, timed by the roofline's own op-time formula
@@ -76,6 +76,7 @@ class StepModel:
     max_step_tokens: int
 
     def __post_init__(self) -> None:
+        from roofline.units import B, L, P
         decode = {_key(op, "decode"): op for op in self.phases.decode.ops}
         prefill = {_key(op, "prefill"): op for op in self.phases.prefill.ops}
         keys = list(decode) + [k for k in prefill if k not in decode]
@@ -115,6 +116,7 @@ class StepModel:
 
     def _check_affine_in_batch(self, decode, prefill, keys) -> None:
         """Per-part sums are exact only if each op's non-weight work is B x its work at B = 1."""
+        from roofline.units import B
         for graph in (decode, prefill):
             for k in keys:
                 for e in _quantities(graph.get(k)):
