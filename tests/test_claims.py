@@ -230,8 +230,8 @@ def test_zack_rates(table) -> None:
 
 
 def test_quotes_are_data_and_complete() -> None:
-    from roofline.analysis.claim_quotes import AQUAKV_TABLE2, QUOTES
+    from roofline.analysis.claim_quotes import AQUAKV_TABLE2, LATENCY_QUOTES, QUOTES
 
-    assert len(CLAIMS) == len(QUOTES) + len(AQUAKV_TABLE2) == 19 + 13
+    assert len(CLAIMS) == len(QUOTES) + len(AQUAKV_TABLE2) + len(LATENCY_QUOTES) == 19 + 13 + 6
     assert len({c.id for c in CLAIMS}) == len(CLAIMS)
     assert "Table 5" not in QUOTES["skvq-1m-context"]["section"]  # Table 5 stops at 200k tokens
