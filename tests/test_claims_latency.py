@@ -4,9 +4,11 @@ section), the verdict, and the planner's number against a hand calculation of th
 import pytest
 
 from roofline.analysis.claim_quotes import INNERQ_TABLE4_TOTAL_US, LATENCY_QUOTES, SKVQ_TABLE5_MS
+from roofline.analysis.claims import CLAIMS
 from roofline.analysis.claims_latency import (
     LATENCY_CLAIMS,
     aquakv_overhead,
+    innerq_speedup,
     innerq_table4,
     skvq_table5,
     xquant_crossover,
@@ -100,6 +102,27 @@ def test_innerq_table4_on_the_xavier_nx(table) -> None:
     assert 268_435_456 / 4593e-6 / 59.7e9 > 0.95
     assert v["expanded_fp16_us"][-1] == pytest.approx(4 * 134_217_728 / 59.7e9 * 1e6, rel=0.005)
     assert v["mean"]["expanded"] < 1 and table["innerq-table4-vs-kivi"][0] == FAILS
+
+
+def test_innerq_2_7x_on_the_xavier_nx() -> None:
+    # InnerQ §5.3, Table 4 "Total" rows: FP16 over InnerQ_Base, averaged over the seven lengths: 2.70 ("an average
+    # speedup of 2.7x", Fig. 4 left)
+    fp16 = (153, 295, 582, 1174, 2320, 4638, 9516)
+    base = (64, 118, 220, 420, 822, 1633, 3276)
+    assert INNERQ_TABLE4_TOTAL_US["fp16"] == fp16
+    v = innerq_speedup()
+    assert v["mean"]["paper"] == pytest.approx(sum(f / b for f, b in zip(fp16, base, strict=True)) / 7)
+    assert round(v["mean"]["paper"], 1) == 2.7
+    # the model at 32K, DRAM-bound: fp16 reads 2 x 128 x 2 B = 512 B per token and KV head, InnerQ-Base 112 B, both
+    # with the same 128 fp16 tokens (32 sinks + 96 recent), x 8 KV heads, plus the same 548,864 B of q, split-K
+    # partials (32 heads x 16 splits x 130 fp32 values) and their reduce for both: 134,766,592 / 30,318,592 = 4.445
+    kv_fp16, kv_innerq = 8 * 32_768 * 512, 8 * (32_640 * 112 + 128 * 512)
+    assert v["at_32k"]["model"] == pytest.approx((kv_fp16 + 548_864) / (kv_innerq + 548_864), rel=0.005)
+    # the paper's FP16 kernel at 95 % of the DRAM time of 4 x 134,217,728 B, its InnerQ kernel far below
+    assert v["share"]["fp16"] == pytest.approx(4 * 134_217_728 / 59.7e9 / 9516e-6, rel=0.005)
+    assert v["share"]["innerq"] < 0.7
+    claim = next(c for c in CLAIMS if c.id == "innerq-2.7x")
+    assert claim.judge(claim.compute())[0] == FAILS
 
 
 def test_aquakv_overhead(table) -> None:

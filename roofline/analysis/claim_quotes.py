@@ -100,9 +100,10 @@ QUOTES: dict[str, dict[str, str]] = {
     "innerq-2.7x": dict(
         paper="innerq", section="Abstract; §1; §5.3, Table 4",
         statement="InnerQ achieves an average speedup of 2.7x relative to a non-quantized FP16 cache",
-        unit="x (byte-ratio bound of the attention GEMVs)",
-        assumptions="A kernel measurement (one Llama-3.1-8B layer, batch 1, Jetson Xavier NX); the model can only "
-        "bound it by bytes."),
+        unit="x (FP16 / InnerQ_Base attention time, mean over Table 4's lengths)",
+        assumptions="A kernel measurement: one layer of Llama-3.1-8B, batch 1, the seven lengths 512..32768, Jetson "
+        "Xavier NX (catalogue: Jetson-Xavier-NX-8GB, datasheet ceilings); the planner's attention ops of fp16 and "
+        "innerq-base, also with K and V read once per query head (GQA expanded), as Table 4's FP16 row implies."),
     "zack-kvquant-z-0.89": dict(
         paper="zack", section="§6.1; §6.3, Table 8",
         statement="KVQuant 0.75, KVQuant-Z 0.89 (Llama-3.1 8B, IMDb)", unit="overall compression rate",
@@ -165,7 +166,8 @@ LATENCY_QUOTES: dict[str, dict[str, str]] = {
         assumptions="One layer of Llama-3.1-8B, batch 1, the seven lengths 512..32768, NVIDIA Jetson Xavier NX "
         "(the paper does not say 8 or 16 GB; both modules have the same GPU and 59.7 GB/s): the planner's attention "
         "ops (attention + split-K reduce) of kivi-2 and innerq-base/-hybrid/-small, datasheet ceilings; also with K "
-        "and V read once per query head (GQA expanded), which the paper's FP16 GEMV row implies."),
+        "and V read once per query head (GQA expanded: §5.3's kernel multiplies 'a quantized matrix and an FP16 "
+        "vector', and the FP16 row's time is that traffic at 59.7 GB/s)."),
     "aquakv-latency-overhead": dict(
         paper="aquakv", section="§5 (Inference time); App. H, Fig. 6",
         statement="our implementation introduces an average inference overhead of 60% for shorter sequences (fewer "

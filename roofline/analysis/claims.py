@@ -21,14 +21,12 @@ import sympy as sp
 
 from roofline.accounting import kv_bytes
 from roofline.analysis.claim_quotes import AQUAKV_TABLE2, AQUAKV_TABLE2_QUOTE, QUOTES
-from roofline.analysis.claims_latency import LATENCY_CLAIMS
+from roofline.analysis.claims_latency import LATENCY_CLAIMS, innerq_speedup, judge_innerq_speedup
 from roofline.analysis.claims_skvq_innerq_zack import (
     innerq_bits,
-    innerq_speedup,
     judge_089,
     judge_68,
     judge_innerq_bits,
-    judge_innerq_speedup,
     judge_skvq_1m,
     judge_skvq_7x,
     judge_skvq_fp8,
