@@ -7,7 +7,8 @@ from roofline.catalogue import hardware_names, load_hardware, load_model, model_
 from roofline.errors import SpecError
 
 REQUIRED_HARDWARE = {"H100-SXM", "H100-PCIe", "H200", "A100-40GB", "A100-80GB", "L40S", "L4", "A10",
-                     "RTX-4090", "B200", "GB200", "MI300X", "MI325X", "Gaudi3"}
+                     "RTX-4090", "B200", "GB200", "MI300X", "MI325X", "Gaudi3", "Jetson-AGX-Orin-64GB",
+                     "Jetson-Xavier-NX-8GB"}
 REQUIRED_MODELS = {"Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3.1-8B", "Llama-3.1-70B",
                    "Llama-3.1-405B", "Llama-3.2-1B", "Llama-3.2-3B", "Mistral-7B-v0.1", "Mistral-7B-v0.3",
                    "Mixtral-8x7B", "Qwen2.5-7B", "Qwen2.5-72B", "Qwen3-8B", "Qwen3-32B", "DeepSeek-V3",
@@ -42,6 +43,34 @@ def test_unknown_names_list_the_valid_ones() -> None:
         load_hardware("H100")
     with pytest.raises(SpecError, match="unknown name 'llama-3.1-8b'"):
         load_model("llama-3.1-8b")  # exact names only, no case folding
+
+
+# ---- the papers' devices (issue 14): figures re-derived from the datasheets' own terms ------------------
+
+
+def test_jetson_figures_from_their_datasheets() -> None:
+    orin, nx = load_hardware("Jetson-AGX-Orin-64GB"), load_hardware("Jetson-Xavier-NX-8GB")
+    # LPDDR5 256-bit at 6400 MT/s; LPDDR4x 128-bit at 3733 MT/s (1866 MHz, double data rate)
+    assert orin.memory_bytes_per_s == 256 / 8 * 6400e6 == 204.8e9
+    assert nx.memory_bytes_per_s == pytest.approx(128 / 8 * 3733e6, rel=1e-3)
+    # 2048 CUDA cores in 16 SMs at 1.3 GHz; 384 Volta cores (64 per SM) at 1.1 GHz
+    assert (orin.sm_count, nx.sm_count) == (2048 // 128, 384 // 64) == (16, 6)
+    assert orin.fp32_dense_flops_per_s == pytest.approx(2048 * 2 * 1.3e9, rel=1e-3)
+    assert nx.fp32_dense_flops_per_s == pytest.approx(384 * 2 * 1.1e9, rel=1e-3)
+    # Orin's GPU: 170 sparse INT8 TOPS, dense half, FP16 half of INT8; Xavier NX: 48 Tensor Cores x 64 FMA x 2 x 1.1 GHz
+    assert (orin.int8_dense_ops_per_s, orin.fp16_dense_flops_per_s) == (170e12 / 2, 170e12 / 4)
+    assert nx.fp16_dense_flops_per_s == pytest.approx(48 * 64 * 2 * 1.1e9, rel=1e-3)
+    # memory shared with the CPU: 64 and 8 GiB of LPDDR
+    assert (orin.memory_bytes, nx.memory_bytes) == (64 << 30, 8 << 30)
+
+
+@pytest.mark.parametrize("name", ["A100-40GB", "A100-80GB"])
+def test_a100_on_chip_figures(name: str) -> None:
+    hw = load_hardware(name)
+    # 19.5 TFLOPS FP32 = 108 SMs x 64 lanes x 2 x 1.41 GHz; INT32 64 per clock per SM (compute capability 8.0)
+    assert hw.fp32_dense_flops_per_s == pytest.approx(108 * 64 * 2 * hw.sm_clock_hz, rel=2e-3)
+    assert hw.int32_vector_ops_per_s == pytest.approx(108 * 64 * 1.41e9, rel=1e-3)
+    assert (hw.shared_memory_bytes_per_clock_per_sm, hw.shared_memory_bytes_per_sm) == (128, 164 * 1024)
 
 
 # ---- golden KV values (issue 2) ---------------------------------------------------------------------

@@ -100,9 +100,10 @@ QUOTES: dict[str, dict[str, str]] = {
     "innerq-2.7x": dict(
         paper="innerq", section="Abstract; §1; §5.3, Table 4",
         statement="InnerQ achieves an average speedup of 2.7x relative to a non-quantized FP16 cache",
-        unit="x (byte-ratio bound of the attention GEMVs)",
-        assumptions="A kernel measurement (one Llama-3.1-8B layer, batch 1, Jetson Xavier NX); the model can only "
-        "bound it by bytes."),
+        unit="x (FP16 / InnerQ_Base attention time, mean over Table 4's lengths)",
+        assumptions="A kernel measurement: one layer of Llama-3.1-8B, batch 1, the seven lengths 512..32768, Jetson "
+        "Xavier NX (catalogue: Jetson-Xavier-NX-8GB, datasheet ceilings); the planner's attention ops of fp16 and "
+        "innerq-base, also with K and V read once per query head (GQA expanded), as Table 4's FP16 row implies."),
     "zack-kvquant-z-0.89": dict(
         paper="zack", section="§6.1; §6.3, Table 8",
         statement="KVQuant 0.75, KVQuant-Z 0.89 (Llama-3.1 8B, IMDb)", unit="overall compression rate",
@@ -131,3 +132,76 @@ AQUAKV_TABLE2_QUOTE = dict(
     assumptions="The row's bits column x 40 GiB (bf16 K and V of Llama-3.1-70B at 131,072 tokens) / 16, plus "
     "0.463 GiB of bf16 linear predictors for AQUA-KV; sinks and buffer excluded, as the caption's total does. "
     "AQUA-KV rows also by the library's aquakv-N on the 70B (its own bits).")
+
+# ---- latency claims (claims_latency.py): the papers' timed or roofline latencies, and the tables they print ----
+
+LATENCY_QUOTES: dict[str, dict[str, str]] = {
+    "zack-tbt-cocktail": dict(
+        paper="zack", section="§3 (setup, Tables 2-3, 10); §6.3, Fig. 14",
+        statement="For IMDb, arXiv, Cocktail, and HumanEval, ZACK reduces TBT by 23%-47%, 25%-54%, 57%-61%, and "
+        "25%-45%, respectively, compared to the baseline", unit="fraction of TBT removed (Cocktail)",
+        assumptions="Cocktail (Table 3: prompt 16.2K, output 159 tokens on average), A100 80 GiB (p4de), 16 "
+        "concurrent clients read as a decode batch of 16, vLLM's fp16 PagedAttention as the baseline; ZACK at Table "
+        "10's Cocktail rate (Mistral-v0.3 7B 0.58 on one GPU, Llama-3.1 70B 0.59 at TP 4) stored exactly; TBT = the "
+        "planner's mean TPOT over the 159 generated tokens. Queueing and prefill interference are not modelled."),
+    "zack-ttft-cocktail": dict(
+        paper="zack", section="§6.3, Fig. 13",
+        statement="For IMDb, arXiv, Cocktail, and HumanEval, ZACK reduces TTFT by 17%-33%, 34%-42%, 37%-48%, and "
+        "18%-29%, respectively, compared to the baseline", unit="fraction of TTFT removed (Cocktail)",
+        assumptions="As zack-tbt-cocktail; TTFT = the planner's prefill of one 16,200-token prompt (vLLM prefills "
+        "an arriving prompt on its own), queueing not modelled."),
+    "skvq-table5-latency": dict(
+        paper="skvq", section="App. C, Table 5",
+        statement="LLaMA-7B memory and latency analysis with roof line model. The hardware platform is A100 80G, we "
+        "assume flash-attention is used (Inference Time, ms: FP16 / KV4 / KV2 at batch 1, 64, 128 and 32k, 128k, "
+        "200k tokens)", unit="ms (decode step: FP16 / KV2, full model, 128 x 200k)",
+        assumptions="Llama-2-7B on A100-80GB (datasheet 2,039 GB/s), a decode step at each printed (batch, length), "
+        "k = 1,000 tokens; LLM-Viewer's convention (llm_viewer_step_s: KV counted once, no metadata) for all 27 "
+        "cells and the planner's full model (fp16 and SKVQ K2V2 with metadata and windows) for FP16 and KV2."),
+    "innerq-table4-vs-kivi": dict(
+        paper="innerq", section="Abstract; §5.3, Table 4, Fig. 4",
+        statement="We also compare the latency of InnerQ with prominent KV cache quantization methods KIVI [14] and "
+        "TurboQuant [23] and observe an average speedup of 1.3x and 1.2x, respectively",
+        unit="x (KIVI / InnerQ_Base time, mean over Table 4's lengths)",
+        assumptions="One layer of Llama-3.1-8B, batch 1, the seven lengths 512..32768, NVIDIA Jetson Xavier NX "
+        "(the paper does not say 8 or 16 GB; both modules have the same GPU and 59.7 GB/s): the planner's attention "
+        "ops (attention + split-K reduce) of kivi-2 and innerq-base/-hybrid/-small, datasheet ceilings; also with K "
+        "and V read once per query head (GQA expanded: §5.3's kernel multiplies 'a quantized matrix and an FP16 "
+        "vector', and the FP16 row's time is that traffic at 59.7 GB/s)."),
+    "aquakv-latency-overhead": dict(
+        paper="aquakv", section="§5 (Inference time); App. H, Fig. 6",
+        statement="our implementation introduces an average inference overhead of 60% for shorter sequences (fewer "
+        "than 10k tokens), and an average overhead of 18% for longer sequences (10k to 32k tokens)",
+        unit="fraction over bf16 (mean TPOT, reference decode: <10K / 10-32K)",
+        assumptions="Llama-3.2-3B, batch 1, one A100 (80 GB: the 70B's bf16 weights need two), generation from 1 to "
+        "32,768 tokens; the bf16 baseline is Hugging Face Transformers, AQUA-KV adds PyTorch predictors and custom "
+        "HIGGS CUDA kernels. The planner's mean TPOT of aquakv-2 (reference decode, Alg. 4, and the incremental "
+        "lower bound) over bf16 on [1, 10,000) and [10,000, 32,768]."),
+    "xquant-remat-crossover": dict(
+        paper="xquant", section="§1; §3.4, Eq. 3-4",
+        statement="we can overlap the KV cache recomputation with loading the model weights ... We can solve for "
+        "the maximum amount that we can reconstruct without compute becoming the bottleneck",
+        unit="x (XQuant-2 / fp16 decode step at the paper's l*: Llama-2-7B / Llama-3.1-8B)",
+        assumptions="H100 PCIe (the paper's 756 TFLOP/s / 2 TB/s), batch 1, XQuant-2 fused (remat inside "
+        "attention), the planner's op-by-op step (each kernel max(compute, memory)) at l* = 2,281 / 40,627 tokens; "
+        "and the step with every op overlapped (max of summed compute and summed memory), the paper's assumption."),
+}
+
+# InnerQ Table 4, "Total" rows (us; Jetson Xavier NX, one layer of Llama 3.1-8B, batch 1), by sequence length.
+INNERQ_TABLE4_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+INNERQ_TABLE4_TOTAL_US: dict[str, tuple[int, ...]] = {
+    "fp16": (153, 295, 582, 1174, 2320, 4638, 9516),
+    "kivi": (79, 146, 278, 543, 1074, 2142, 4331),
+    "turboquant": (75, 140, 267, 516, 1017, 2027, 4046),
+    "innerq-base": (64, 118, 220, 420, 822, 1633, 3276),
+    "innerq-hybrid": (63, 112, 210, 406, 801, 1591, 3180),
+    "innerq-small": (62, 110, 208, 403, 795, 1575, 3136),
+}
+INNERQ_TABLE4_FP16_KEY_US = (76, 147, 291, 576, 1148, 2291, 4593)  # "Key Cache (Equation (3))", Baseline (FP16)
+
+# SKVQ Table 5 "Inference Time" (ms; LLM-Viewer's roofline, LLaMA-7B, A100 80G): (batch, k tokens) -> FP16, KV4, KV2.
+SKVQ_TABLE5_MS: dict[tuple[int, int], tuple[float, float, float]] = {
+    (1, 32): (10.6, 7.5, 7.0), (1, 128): (23.1, 10.8, 8.7), (1, 200): (32.5, 13.3, 10.0),
+    (64, 32): (274.1, 76.6, 43.7), (64, 128): (1100, 286.4, 154.8), (64, 200): (1700, 443, 238.1),
+    (128, 32): (541.8, 146.8, 81.0), (128, 128): (2100, 566.4, 303.1), (128, 200): (3300, 881.1, 469.7),
+}

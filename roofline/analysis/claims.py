@@ -1,5 +1,6 @@
 """The papers' headline claims, recomputed now by the library, each with a verdict decided by code (XQuant and
-AQUA-KV here, SKVQ, InnerQ and ZACK in claims_skvq_innerq_zack, the shared vocabulary in verdicts).
+AQUA-KV here, SKVQ, InnerQ and ZACK in claims_skvq_innerq_zack, the papers' latency figures in claims_latency, the
+shared vocabulary in verdicts).
 
 `CLAIMS` pairs each quote of claim_quotes.QUOTES (seed, section, the paper's words, unit, what the computation
 assumes: data) with a `compute` returning the values it needs (`computed` is reported) and a `judge` turning them
@@ -18,13 +19,12 @@ from typing import Any
 
 from roofline.accounting import kv_bytes
 from roofline.analysis.claim_quotes import AQUAKV_TABLE2, AQUAKV_TABLE2_QUOTE, QUOTES
+from roofline.analysis.claims_latency import LATENCY_CLAIMS, innerq_speedup, judge_innerq_speedup
 from roofline.analysis.claims_skvq_innerq_zack import (
     innerq_bits,
-    innerq_speedup,
     judge_089,
     judge_68,
     judge_innerq_bits,
-    judge_innerq_speedup,
     judge_skvq_1m,
     judge_skvq_7x,
     judge_skvq_fp8,
@@ -273,7 +273,7 @@ def table2_claims() -> tuple[Claim, ...]:
 
 
 CLAIMS: tuple[Claim, ...] = tuple(Claim(i, compute=c, judge=j, **QUOTES[i]) for i, c, j in COMPUTATIONS) + \
-    table2_claims()
+    table2_claims() + LATENCY_CLAIMS
 
 
 def evaluate(claim: Claim) -> dict[str, Any]:

@@ -10,12 +10,11 @@ from roofline.accounting import kv_bytes, weight_bytes
 from roofline.analysis.verdicts import (
     RATE_ABS,
     SPEEDUP_REL,
-    UNCHECKABLE,
     datasheet_hardware,
     preset_bits,
     tiered,
 )
-from roofline.catalogue import hardware_names, load_model
+from roofline.catalogue import load_model
 from roofline.lazy import sp
 from roofline.methods import build_cache, parse_method
 from roofline.planner import memory_budget, plan_method
@@ -136,21 +135,6 @@ def judge_innerq_bits(v) -> tuple[str, str]:
     return tiered(same(v["computed"], stated), False), (
         f"Asymptotic bits of {', '.join(INNERQ_TABLE3)} on Llama-3.1-8B (d_h = 128, G = 32, fp16 scale/zero, fp32 "
         f"norms): {v['computed']} against the printed {stated}")
-
-
-def innerq_speedup() -> dict[str, Any]:
-    """Bytes-only bound on InnerQ's attention GEMV speedup, 16 / InnerQ_Base bits on Llama-3.1-8B,
-    and the catalogue's Jetson entries (§5.3, Table 4 measures 2.7x on a Jetson Xavier NX)."""
-    jetsons = [n for n in hardware_names() if "jetson" in n.lower()]
-    bound = float(16 / preset_bits("innerq-base", "Llama-3.1-8B"))
-    return {"computed": round(bound, 3), "jetsons": jetsons}
-
-
-def judge_innerq_speedup(v) -> tuple[str, str]:
-    """Always UNCHECKABLE: a measured kernel time on hardware the catalogue does not model."""
-    where = "which the catalogue lacks" if not v["jetsons"] else f"modelled only as {v['jetsons']}"
-    return UNCHECKABLE, (f"Measured kernel time on a Jetson Xavier NX, {where}; bytes alone bound the attention "
-                         f"GEMVs at {v['computed']:.2f}x (16 / InnerQ_Base bits), above the measured 2.7x")
 
 
 PAPER_KVQUANT = "kvquant:bits=4,outlier_fraction=0,row_pointer_bytes=0,sinks=0"  # exactly 4 bits, as Tables 8-11
