@@ -203,6 +203,46 @@ def state_bytes_per_layer(model: Model) -> int:
     return int((la.state_elements + la.conv_elements) * dtype_bytes(la.state_dtype))
 
 
+def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
+    """(key heads, value heads) of one recurrent layer on one tensor-parallel rank. Value heads (Mamba-2's
+    n_heads) split over tp and must divide; key heads (Mamba-2's n_groups of B and C) split while tp <= their
+    number and are replicated above it, one whole group per rank (vLLM MambaMixer2: extra_groups_for_head_shards;
+    SGLang likewise), so a rank never holds less than a whole head nor more than its share. ValueError naming
+    tp otherwise."""
+    la = model.linear_attention
+    assert la is not None
+    if la.value_heads % tp:
+        raise ValueError(f"tp: {tp} does not divide the {la.value_heads} recurrent value heads of {model.name}")
+    if tp <= la.key_heads:
+        if la.key_heads % tp:
+            raise ValueError(f"tp: {tp} does not divide the {la.key_heads} recurrent key heads of {model.name}")
+        return la.key_heads // tp, la.value_heads // tp
+    if tp % la.key_heads:
+        raise ValueError(f"tp: {tp} exceeds the {la.key_heads} recurrent key heads of {model.name} and is not "
+                         "a multiple of them (each rank replicates one whole key head)")
+    return 1, la.value_heads // tp
+
+
+def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Expr:
+    """One recurrent layer's state for one sequence on one rank: value heads / tp x d_k x d_v recurrent state
+    plus (kernel - 1) x (2 x key heads on the rank x d_k + value heads / tp x d_v) conv state, in the state
+    dtype (or `elem_bytes` per element). 0 without linear_attention."""
+    la = model.linear_attention
+    if la is None:
+        return sp.Integer(0)
+    key, value = state_heads_per_rank(model, tp)
+    size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
+    elements = value * la.key_head_dim * la.value_head_dim
+    elements += (la.conv_kernel - 1) * la.conv_channels_for(key, value)
+    return sp.sympify(elements * size)
+
+
+def state_fraction(model: Model, tp: int) -> sp.Rational:
+    """Share of a recurrent layer's state one rank holds at `tp` (1 without recurrent layers)."""
+    whole = state_bytes_per_layer(model)
+    return sp.Integer(1) if not whole else sp.nsimplify(state_bytes_per_layer_rank(model, tp) / whole)
+
+
 def state_bytes_per_sequence(model: Model) -> int:
     """Fixed state bytes of one sequence over all 'linear' layers (independent of the context)."""
     return model.layer_counts().get("linear", 0) * state_bytes_per_layer(model)

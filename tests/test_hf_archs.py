@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from roofline.accounting import kv_bytes, kv_bytes_per_token, parameter_count
+from roofline.accounting import (
+    kv_bytes,
+    kv_bytes_per_token,
+    parameter_count,
+    state_bytes_per_layer_rank,
+    state_heads_per_rank,
+)
 from roofline.catalogue import load_model
 from roofline.catalogue.hf import model_from_hf_config
 from roofline.cli import main
@@ -100,3 +106,20 @@ def test_plan_runs_on_the_config(name, tp, capsys):
     model = _model(name)
     share = max(1, model.num_kv_heads // tp) / model.num_kv_heads
     assert by_method["bf16"]["kv_bytes_per_sequence"] == pytest.approx(float(kv_bytes(model, context=2048)) * share)
+
+
+def test_recurrent_state_per_gpu_splits_by_its_own_heads(capsys):
+    # Qwen3-Next-80B-A3B (tests/data/hf/Qwen3-Next-80B-A3B/config.json): 2 KV heads, Gated DeltaNet with 16 key and
+    # 32 value heads of 128, conv kernel 4. At tp = 4 each GPU keeps a replica of one of the 2 KV heads (half the
+    # attention cache) but only a quarter of the recurrent state: 8 value heads and 4 key heads.
+    model = load_model("Qwen3-Next-80B-A3B")
+    attention = 12 * 2 * 2 * 256 * 2 * 2048 // 2  # 12 full layers, K+V, 2 heads x 256, bf16, 2,048 tokens, 1 of 2 heads
+    state = 36 * (8 * 128 * 128 + 3 * (2 * 4 * 128 + 8 * 128)) * 2  # 36 DeltaNet layers: recurrent + conv, bf16
+    assert state_bytes_per_layer_rank(model, 4) == (8 * 128 * 128 + 3 * (2 * 4 * 128 + 8 * 128)) * 2
+    code = main(["plan", "--model", "Qwen3-Next-80B-A3B", "--method", "bf16", "--context", "2048", "--tp", "4",
+                 "--json"])
+    row = json.loads(capsys.readouterr().out)["results"][0]
+    assert code == 0
+    assert row["kv_bytes_per_sequence"] == attention + state
+    with pytest.raises(ValueError, match="tp: 3 does not divide the 32 recurrent value heads"):
+        state_heads_per_rank(model, 3)

@@ -1,4 +1,5 @@
-"""A recurrent layer (Gated DeltaNet, Mamba-2) as ops, decode and prefill, per GPU (heads split over tp).
+"""A recurrent layer (Gated DeltaNet, Mamba-2) as ops, decode and prefill, per GPU (value heads split over tp;
+key heads split, or replicated one per GPU when tp exceeds them: accounting.state_heads_per_rank).
 
 in_proj   d -> conv_channels + H_v d_v (+ 2 H_v gates for Gated DeltaNet: beta, g; + H_v dt for Mamba-2)
 conv1d    causal depthwise conv of width K over conv_channels: 2 K FLOPs per channel per token; decode reads
@@ -15,9 +16,7 @@ gated norm  RMSNorm(o) x SiLU(z) over H_v d_v; out_proj H_v d_v -> d; all-reduce
 
 from __future__ import annotations
 
-import sympy as sp
-
-from roofline.accounting import dtype_bytes
+from roofline.accounting import dtype_bytes, state_heads_per_rank
 from roofline.costmodel.blocks import GATED_ACT_FLOPS, NORM_FLOPS, Ctx, allreduce, elementwise, linear, norm
 from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
@@ -32,7 +31,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     m, tp = ctx.model, ctx.shard.tp
     la = m.linear_attention
     assert la is not None
-    hk, hv = sp.Rational(la.key_heads, tp), sp.Rational(la.value_heads, tp)
+    hk, hv = state_heads_per_rank(m, tp)  # key heads replicated when tp exceeds them
     dk, dv = la.key_head_dim, la.value_head_dim
     conv_ch, inner = 2 * hk * dk + hv * dv, hv * dv
     gates = 2 * hv if la.kind == "gated_deltanet" else hv

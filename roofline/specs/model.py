@@ -61,7 +61,11 @@ class LinearAttention(Spec):
     @property
     def conv_channels(self) -> int:
         """Channels of the short causal convolution: 2 x key heads x key dim + value heads x value dim."""
-        return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
+        return self.conv_channels_for(self.key_heads, self.value_heads)
+
+    def conv_channels_for(self, key_heads, value_heads):
+        """Conv channels of `key_heads` key and `value_heads` value heads (one tensor-parallel rank's)."""
+        return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim
 
     @property
     def state_elements(self) -> int:
