@@ -125,6 +125,8 @@ def linear_params_per_layer(model: Model) -> int:
         return 0
     d, inner = model.hidden_size, la.value_heads * la.value_head_dim
     conv = la.conv_kernel * la.conv_channels
+    if la.kind == "mamba1":
+        return mamba1_params(d, inner, la.key_head_dim, la.dt_rank, la.conv_kernel)
     if la.kind == "gated_deltanet":
         return d * (la.conv_channels + inner) + d * 2 * la.value_heads + conv + 2 * la.value_heads \
             + la.value_head_dim + inner * d
@@ -132,15 +134,29 @@ def linear_params_per_layer(model: Model) -> int:
         + inner + inner * d
 
 
+def mamba1_params(d: int, inner: int, d_state: int, dt_rank: int, kernel: int) -> int:
+    """Mamba-1 mixer (transformers MambaMixer): in_proj d x 2 d_inner (x, z), conv1d kernel x d_inner + bias,
+    x_proj d_inner x (dt_rank + 2 d_state), dt_proj dt_rank x d_inner + bias, A_log d_inner x d_state, D d_inner,
+    out_proj d_inner x d (in/out biases, off in the checkpoints, and Jamba's dt/B/C norms are left out)."""
+    return d * 2 * inner + (kernel + 1) * inner + inner * (dt_rank + 2 * d_state) + (dt_rank + 1) * inner \
+        + inner * d_state + inner + inner * d
+
+
 def mlp_params(model: Model, intermediate: int) -> int:
-    """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), else 2·d·i."""
+    """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), 2·d·i if plain,
+    0 for a model without MLPs (pure Mamba)."""
+    if model.mlp == "none":
+        return 0
     matrices = 3 if model.mlp == "gated" else 2
     return matrices * model.hidden_size * intermediate
 
 
 def moe_layer_count(model: Model) -> int:
-    """Layers with a mixture-of-experts MLP: num_layers - first_dense_layers, 0 for a dense model."""
-    return 0 if model.moe is None else model.num_layers - model.moe.first_dense_layers
+    """Layers with a mixture-of-experts MLP (MoE.is_moe_layer: after first_dense_layers, every layer_period-th),
+    0 for a dense model."""
+    if model.moe is None:
+        return 0
+    return sum(model.moe.is_moe_layer(i) for i in range(model.num_layers))
 
 
 def parameter_count(model: Model) -> ParameterCount:
@@ -161,7 +177,7 @@ def parameter_count(model: Model) -> ParameterCount:
         embedding=embedding,
         lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
         attention=_attention_layers(model) * attention_params_per_layer(model)
-        + model.layer_counts().get("linear", 0) * linear_params_per_layer(model),
+        + model.state_layers() * linear_params_per_layer(model),
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
@@ -244,8 +260,9 @@ def state_fraction(model: Model, tp: int) -> sp.Rational:
 
 
 def state_bytes_per_sequence(model: Model) -> int:
-    """Fixed state bytes of one sequence over all 'linear' layers (independent of the context)."""
-    return model.layer_counts().get("linear", 0) * state_bytes_per_layer(model)
+    """Fixed state bytes of one sequence over all recurrent layers (Model.state_layers; independent of the
+    context)."""
+    return model.state_layers() * state_bytes_per_layer(model)
 
 
 def cached_tokens(layer_kind, context=L):

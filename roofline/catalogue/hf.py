@@ -15,6 +15,7 @@ from typing import Any
 
 from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
+from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hfconfig import (
     _Config,
     _core,
@@ -147,6 +148,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "DeepseekV32ForCausalLM": _deepseek_v32,
     **ARCHITECTURES_2025,
     **ARCHITECTURES_2024,
+    **ARCHITECTURES_SSM,
 }
 
 
