@@ -123,3 +123,11 @@ def test_recurrent_state_per_gpu_splits_by_its_own_heads(capsys):
     assert row["kv_bytes_per_sequence"] == attention + state
     with pytest.raises(ValueError, match="tp: 3 does not divide the 32 recurrent value heads"):
         state_heads_per_rank(model, 3)
+
+
+def test_a_window_as_long_as_the_context_is_full_attention():
+    # Phi-3.5-MoE's published config sets sliding_window to its max_position_embeddings (131,072): nothing slides out
+    phi = model_from_hf_config(_config("Phi-3.5-MoE") | {"sliding_window": 131072}, name="p")
+    assert phi.layer_counts() == {"full": 32}
+    shorter = model_from_hf_config(_config("Phi-3.5-MoE") | {"sliding_window": 4096}, name="p")
+    assert shorter.layer_counts() == {"sliding": 32}

@@ -18,6 +18,18 @@ from typing import Any
 from roofline.catalogue.hfconfig import _Config, _core, _from_layer_types, _full, _shortest_cycle, _sliding
 
 
+def _every_layer(cfg: _Config, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """One sliding_window for every layer (Phi-MoE, Starcoder2), or layer_types; null means full attention, and
+    so does a window that covers max_position_embeddings (Phi-3.5-MoE publishes 131,072 for both): no
+    allowed context ever slides out of it."""
+    if cfg.has("layer_types"):
+        return _from_layer_types(cfg, fields["num_layers"])
+    if not cfg.has("sliding_window"):
+        return [_full()]
+    window = cfg.integer("sliding_window")
+    return [_full()] if window >= fields["max_position_embeddings"] else [_sliding(window)]
+
+
 def _qwen2_moe(cfg: _Config) -> dict[str, Any]:
     """Qwen2-MoE (Qwen1.5-MoE): q/k/v bias (qkv_bias, default true), routed experts of moe_intermediate_size
     and one shared expert of shared_expert_intermediate_size behind a sigmoid gate (d x 1, not counted).
@@ -82,15 +94,11 @@ def _olmo2(cfg: _Config) -> dict[str, Any]:
 def _phimoe(cfg: _Config) -> dict[str, Any]:
     """Phi-MoE (Phi-3.5-MoE): Mixtral-style top-k experts of width intermediate_size, LayerNorms (their bias
     not counted), attention_bias on q/k/v/o (PhimoeConfig default false), lm_head bias (not counted);
-    sliding_window null means full attention."""
+    sliding_window null, or as long as max_position_embeddings, means full attention."""
     fields = _core(cfg, kv_default_heads=True)
     moe = {"num_experts": cfg.integer("num_local_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": fields["intermediate_size"]}
-    if cfg.has("layer_types"):
-        attention = _from_layer_types(cfg, fields["num_layers"])
-    else:
-        attention = [_sliding(cfg.integer("sliding_window"))] if cfg.has("sliding_window") else [_full()]
-    return fields | {"qkv_bias": cfg.flag("attention_bias", False), "moe": moe, "attention": attention}
+    return fields | {"qkv_bias": cfg.flag("attention_bias", False), "moe": moe, "attention": _every_layer(cfg, fields)}
 
 
 def _glm(cfg: _Config) -> dict[str, Any]:
@@ -138,12 +146,8 @@ def _starcoder2(cfg: _Config) -> dict[str, Any]:
     MLP biases not counted), LayerNorms, tied embeddings by default (Starcoder2Config); sliding_window (4096 in
     the checkpoints) on every layer, null meaning full attention."""
     fields = _core(cfg)
-    if cfg.has("layer_types"):
-        attention = _from_layer_types(cfg, fields["num_layers"])
-    else:
-        attention = [_sliding(cfg.integer("sliding_window"))] if cfg.has("sliding_window") else [_full()]
     return fields | {"tie_word_embeddings": cfg.flag("tie_word_embeddings", True), "mlp": "plain",
-                     "qkv_bias": cfg.flag("use_bias", True), "attention": attention}
+                     "qkv_bias": cfg.flag("use_bias", True), "attention": _every_layer(cfg, fields)}
 
 
 ARCHITECTURES_2024: dict[str, Callable[[_Config], dict[str, Any]]] = {
