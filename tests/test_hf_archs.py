@@ -126,7 +126,7 @@ def test_recurrent_state_per_gpu_splits_by_its_own_heads(capsys):
 
 
 def test_a_window_as_long_as_the_context_is_full_attention():
-    # Phi-3.5-MoE's published config sets sliding_window to its max_position_embeddings (131,072): nothing slides out
+    # a window as long as max_position_embeddings (131,072 here) never slides anything out: full attention
     phi = model_from_hf_config(_config("Phi-3.5-MoE") | {"sliding_window": 131072}, name="p")
     assert phi.layer_counts() == {"full": 32}
     shorter = model_from_hf_config(_config("Phi-3.5-MoE") | {"sliding_window": 4096}, name="p")

@@ -20,8 +20,8 @@ from roofline.catalogue.hfconfig import _Config, _core, _from_layer_types, _full
 
 def _every_layer(cfg: _Config, fields: dict[str, Any]) -> list[dict[str, Any]]:
     """One sliding_window for every layer (Phi-MoE, Starcoder2), or layer_types; null means full attention, and
-    so does a window that covers max_position_embeddings (Phi-3.5-MoE publishes 131,072 for both): no
-    allowed context ever slides out of it."""
+    so does a window that covers max_position_embeddings (configs that set both to one value): no allowed
+    context ever slides out of it."""
     if cfg.has("layer_types"):
         return _from_layer_types(cfg, fields["num_layers"])
     if not cfg.has("sliding_window"):
