@@ -115,3 +115,13 @@ def test_plan_runs_on_the_config(name, tp, methods, capsys):
     assert code == 0
     assert [row["method"] for row in report["results"]] == methods
     assert all(row["kv_bytes_per_sequence"] > 0 for row in report["results"])
+
+
+def test_ideal_engine_counts_the_state_by_its_own_heads():
+    # Qwen3-Next at tp 4, 2,048-token requests in a 1 GiB pool: per request one of the 2 KV heads of its 12 attention
+    # layers (2 x 256 x 2 B per layer and token) and a quarter of its 36 DeltaNet states (8 value, 4 key heads).
+    model = load_model("Qwen3-Next-80B-A3B")
+    attention = 12 * 2 * 1 * 256 * 2 * 2048
+    state = 36 * (8 * 128 * 128 + 3 * (2 * 4 * 128 + 8 * 128)) * 2
+    result = capacity(model, "ideal", EngineOptions(tp=4, max_model_len=2048, kv_memory_bytes=2**30))
+    assert result.max_concurrency == pytest.approx(2**30 / (attention + state))
