@@ -131,6 +131,8 @@ def linear_params_per_layer(model: Model) -> int:
         return 0
     d, inner = model.hidden_size, la.value_heads * la.value_head_dim
     conv = la.conv_kernel * la.conv_channels
+    if la.kind == "mamba1":
+        return mamba1_params(d, inner, la.key_head_dim, la.dt_rank, la.conv_kernel)
     if la.kind == "gated_deltanet":
         return d * (la.conv_channels + inner) + d * 2 * la.value_heads + conv + 2 * la.value_heads \
             + la.value_head_dim + inner * d
@@ -138,15 +140,29 @@ def linear_params_per_layer(model: Model) -> int:
         + inner + inner * d
 
 
+def mamba1_params(d: int, inner: int, d_state: int, dt_rank: int, kernel: int) -> int:
+    """Mamba-1 mixer (transformers MambaMixer): in_proj d x 2 d_inner (x, z), conv1d kernel x d_inner + bias,
+    x_proj d_inner x (dt_rank + 2 d_state), dt_proj dt_rank x d_inner + bias, A_log d_inner x d_state, D d_inner,
+    out_proj d_inner x d (in/out biases, off in the checkpoints, and Jamba's dt/B/C norms are left out)."""
+    return d * 2 * inner + (kernel + 1) * inner + inner * (dt_rank + 2 * d_state) + (dt_rank + 1) * inner \
+        + inner * d_state + inner + inner * d
+
+
 def mlp_params(model: Model, intermediate: int) -> int:
-    """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), else 2·d·i."""
+    """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), 2·d·i if plain,
+    0 for a model without MLPs (pure Mamba)."""
+    if model.mlp == "none":
+        return 0
     matrices = 3 if model.mlp == "gated" else 2
     return matrices * model.hidden_size * intermediate
 
 
 def moe_layer_count(model: Model) -> int:
-    """Layers with a mixture-of-experts MLP: num_layers - first_dense_layers, 0 for a dense model."""
-    return 0 if model.moe is None else model.num_layers - model.moe.first_dense_layers
+    """Layers with a mixture-of-experts MLP (MoE.is_moe_layer: after first_dense_layers, every layer_period-th),
+    0 for a dense model."""
+    if model.moe is None:
+        return 0
+    return sum(model.moe.is_moe_layer(i) for i in range(model.num_layers))
 
 
 def parameter_count(model: Model) -> ParameterCount:
@@ -167,7 +183,7 @@ def parameter_count(model: Model) -> ParameterCount:
         embedding=embedding,
         lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
         attention=_attention_layers(model) * attention_params_per_layer(model)
-        + model.layer_counts().get("linear", 0) * linear_params_per_layer(model),
+        + model.state_layers() * linear_params_per_layer(model),
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
@@ -209,9 +225,50 @@ def state_bytes_per_layer(model: Model) -> int:
     return int((la.state_elements + la.conv_elements) * dtype_size(la.state_dtype))
 
 
+def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
+    """(key heads, value heads) of one recurrent layer on one tensor-parallel rank. Value heads (Mamba-2's
+    n_heads) split over tp and must divide; key heads (Mamba-2's n_groups of B and C) split while tp <= their
+    number and are replicated above it, one whole group per rank (vLLM MambaMixer2: extra_groups_for_head_shards;
+    SGLang likewise), so a rank never holds less than a whole head nor more than its share. ValueError naming
+    tp otherwise."""
+    la = model.linear_attention
+    assert la is not None
+    if la.value_heads % tp:
+        raise ValueError(f"tp: {tp} does not divide the {la.value_heads} recurrent value heads of {model.name}")
+    if tp <= la.key_heads:
+        if la.key_heads % tp:
+            raise ValueError(f"tp: {tp} does not divide the {la.key_heads} recurrent key heads of {model.name}")
+        return la.key_heads // tp, la.value_heads // tp
+    if tp % la.key_heads:
+        raise ValueError(f"tp: {tp} exceeds the {la.key_heads} recurrent key heads of {model.name} and is not "
+                         "a multiple of them (each rank replicates one whole key head)")
+    return 1, la.value_heads // tp
+
+
+def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Expr:
+    """One recurrent layer's state for one sequence on one rank: value heads / tp x d_k x d_v recurrent state
+    plus (kernel - 1) x (2 x key heads on the rank x d_k + value heads / tp x d_v) conv state, in the state
+    dtype (or `elem_bytes` per element). 0 without linear_attention."""
+    la = model.linear_attention
+    if la is None:
+        return sp.Integer(0)
+    key, value = state_heads_per_rank(model, tp)
+    size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
+    elements = value * la.key_head_dim * la.value_head_dim
+    elements += (la.conv_kernel - 1) * la.conv_channels_for(key, value)
+    return sp.sympify(elements * size)
+
+
+def state_fraction(model: Model, tp: int) -> Fraction:
+    """Share of a recurrent layer's state one rank holds at `tp` (1 without recurrent layers), exact."""
+    whole = state_bytes_per_layer(model)
+    return Fraction(1) if not whole else Fraction(state_bytes_per_layer_rank(model, tp), whole)
+
+
 def state_bytes_per_sequence(model: Model) -> int:
-    """Fixed state bytes of one sequence over all 'linear' layers (independent of the context)."""
-    return model.layer_counts().get("linear", 0) * state_bytes_per_layer(model)
+    """Fixed state bytes of one sequence over all recurrent layers (Model.state_layers; independent of the
+    context)."""
+    return model.state_layers() * state_bytes_per_layer(model)
 
 
 def cached_tokens(layer_kind, context=None):

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalogue import load_model
+from roofline.catalogue import load_model, model_names
 from roofline.catalogue.hf import HANDLERS, model_from_hf_config
 from roofline.errors import SpecError
 
 DATA = Path(__file__).parent / "data" / "hf"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "config.json").is_file())
+# fixtures named after a catalogue entry must import to exactly that entry; the others (architectures without a
+# catalogue model yet) are checked by hand in tests/test_hf_archs.py
+CATALOGUED = [name for name in FIXTURES if name in model_names()]
 
 
 def _config(name: str) -> dict:
@@ -26,7 +29,7 @@ def test_every_supported_architecture_has_a_fixture():
     assert covered == set(HANDLERS.values())
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("name", CATALOGUED)
 def test_fixture_matches_catalogue(name):
     imported = model_from_hf_config(_config(name), where=f"{name}/config.json", name=name)
     # Each fixture folder is named after its catalogue entry.

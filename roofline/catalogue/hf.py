@@ -14,6 +14,8 @@ from pathlib import PurePath
 from typing import Any
 
 from roofline.catalogue.hf_archs import ARCHITECTURES_2025
+from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
+from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hfconfig import (
     _Config,
     _core,
@@ -145,6 +147,8 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "DeepseekV2ForCausalLM": _deepseek_v3,
     "DeepseekV32ForCausalLM": _deepseek_v32,
     **ARCHITECTURES_2025,
+    **ARCHITECTURES_2024,
+    **ARCHITECTURES_SSM,
 }
 
 

@@ -7,8 +7,9 @@ weights are read once per pass whatever the batch; a MAC is 2 FLOPs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
-from roofline.accounting import dtype_bytes
+from roofline.accounting import dtype_bytes, state_fraction
 from roofline.costmodel.ops import Op, traffic
 from roofline.lazy import sp
 from roofline.specs import Model
@@ -29,6 +30,9 @@ class Shard:
     vocab: int
     model_kv_heads: int
     shared_intermediate: int = 0
+    # share of a recurrent layer's state on this GPU (accounting.state_heads_per_rank: value heads split, key
+    # heads split or replicated); 1 without recurrent layers
+    state_fraction: Fraction = Fraction(1)  # of a recurrent layer's state (accounting.state_fraction)
 
     @property
     def kv_fraction(self) -> sp.Rational:
@@ -61,15 +65,11 @@ class Shard:
         shared = model.moe.shared_width if model.moe else 0
         if shared % tp:
             raise ValueError(f"tp: {tp} does not divide the shared expert width {shared}")
-        la = model.linear_attention
-        if la is not None and (la.key_heads % tp or la.value_heads % tp):
-            raise ValueError(f"tp: {tp} does not divide the recurrent layers' {la.key_heads} key / "
-                             f"{la.value_heads} value heads of {model.name}")
         return cls(tp=tp, heads=model.num_heads // tp, kv_heads=kv_heads,
                    intermediate=model.intermediate_size // tp, expert_intermediate=expert // tp,
                    vocab=ceildiv(model.vocab_size, tp),
                    model_kv_heads=1 if model.mla is not None else model.num_kv_heads,
-                   shared_intermediate=shared // tp)
+                   shared_intermediate=shared // tp, state_fraction=state_fraction(model, tp))
 
 
 @dataclass(frozen=True)

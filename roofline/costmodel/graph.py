@@ -114,7 +114,7 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
 
     n_moe = moe_layer_count(model)
     for label, count, moe in (("mlp", model.num_layers - n_moe, False), ("moe", n_moe, True)):
-        if count == 0:
+        if count == 0 or model.mlp == "none":  # pure Mamba: the mixer is the whole layer
             continue
         mc = ctx(label, count)
         ops.append(norm(mc, "mlp_norm", tokens, model.hidden_size))

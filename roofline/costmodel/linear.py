@@ -1,4 +1,5 @@
-"""A recurrent layer (Gated DeltaNet, Mamba-2) as ops, decode and prefill, per GPU (heads split over tp).
+"""A recurrent layer (Gated DeltaNet, Mamba-2, Mamba-1) as ops, decode and prefill, per GPU (value heads split over tp;
+key heads split, or replicated one per GPU when tp exceeds them: accounting.state_heads_per_rank).
 
 in_proj   d -> conv_channels + H_v d_v (+ 2 H_v gates for Gated DeltaNet: beta, g; + H_v dt for Mamba-2)
 conv1d    causal depthwise conv of width K over conv_channels: 2 K FLOPs per channel per token; decode reads
@@ -11,18 +12,24 @@ recurrence per head and token, on the d_k x d_v state S:
           and head 2 C (d_k + d_v) FLOPs inside the chunk plus 4 d_k d_v for the state hand-off (+ 2 C d_k for
           Gated DeltaNet's WY / UT transform), and writes the final state once.
 gated norm  RMSNorm(o) x SiLU(z) over H_v d_v; out_proj H_v d_v -> d; all-reduce under tp.
+
+Mamba-1 (Gu & Dao 2023, "Mamba", Alg. 2 and Eq. 2a-2b; transformers MambaMixer): in_proj d -> 2 d_inner (x, z),
+conv1d over d_inner, x_proj d_inner -> dt_rank + 2 d_state, dt_proj dt_rank -> d_inner, then per channel and
+state element h <- exp(dt A) h + dt B x, y = C h: dA (1 multiply + 1 exp, counted as 1), dt B x (1), update (2),
+output (2) = 6 FLOPs per element of the d_inner x d_state state, elementwise (no matmul), the same per token in
+prefill (the selective scan is sequential in the state); y x SiLU(z) (no norm), out_proj d_inner -> d.
+A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
 """
 
 from __future__ import annotations
 
-from roofline.accounting import dtype_bytes
+from roofline.accounting import dtype_bytes, state_heads_per_rank
 from roofline.costmodel.blocks import GATED_ACT_FLOPS, NORM_FLOPS, Ctx, allreduce, elementwise, linear, norm
 from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
-from roofline.lazy import sp
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5}
+STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5, "mamba1": 6}
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -31,32 +38,69 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     m, tp = ctx.model, ctx.shard.tp
     la = m.linear_attention
     assert la is not None
-    hk, hv = sp.Rational(la.key_heads, tp), sp.Rational(la.value_heads, tp)
+    hk, hv = state_heads_per_rank(m, tp)  # key heads replicated when tp exceeds them
     dk, dv = la.key_head_dim, la.value_head_dim
-    conv_ch, inner = 2 * hk * dk + hv * dv, hv * dv
-    gates = 2 * hv if la.kind == "gated_deltanet" else hv
+    conv_ch, inner = la.conv_channels_for(hk, hv), hv * dv
     tokens = B if phase == "decode" else B * P
     sb = dtype_bytes(la.state_dtype)
     state = hv * dk * dv * sb
     conv_state = (la.conv_kernel - 1) * conv_ch * sb
-    ops = [norm(ctx, "attn_norm", tokens, m.hidden_size),
-           linear(ctx, "in_proj", tokens, m.hidden_size, conv_ch + inner + gates)]
+    ops = [] if m.linear_parallel else [norm(ctx, "attn_norm", tokens, m.hidden_size)]
+    ops += _projections_in(ctx, tokens, conv_ch, inner)
     conv_io = {"kv_read": B * conv_state, "kv_write": B * conv_state} if phase == "decode" else {
         "kv_write": B * conv_state}
     ops.append(ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
                       traffic=traffic(weights=la.conv_kernel * conv_ch * ctx.wb,
                                       act_read=tokens * conv_ch * ctx.act_bytes,
                                       act_write=tokens * conv_ch * ctx.act_bytes, **conv_io)))
-    if phase == "decode":
-        ops.append(ctx.op("recurrence", matmul_flops=STEP_FLOPS[la.kind] * B * hv * dk * dv,
-                          traffic=traffic(kv_read=B * state, kv_write=B * state,
-                                          act_read=B * conv_ch * ctx.act_bytes, act_write=B * inner * ctx.act_bytes)))
-    else:
-        per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + (2 * CHUNK * dk if la.kind == "gated_deltanet" else 0)
-        ops.append(ctx.op("recurrence", matmul_flops=tokens * hv * per_token,
-                          traffic=traffic(kv_write=B * state, act_read=tokens * conv_ch * ctx.act_bytes,
-                                          act_write=tokens * inner * ctx.act_bytes)))
-    ops += [elementwise(ctx, "gated_norm", tokens, inner, NORM_FLOPS + GATED_ACT_FLOPS, reads=2),
+    if la.kind == "mamba1":
+        ops += _mamba1_dt(ctx, tokens, inner)
+    ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
+    gate_flops = GATED_ACT_FLOPS + (0 if la.kind == "mamba1" else NORM_FLOPS)
+    ops += [elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2),
             linear(ctx, "out_proj", tokens, inner, m.hidden_size)]
     ar = allreduce(ctx, "attn_allreduce", tokens)
     return ops + ([ar] if ar else [])
+
+
+def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
+    """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z."""
+    la = ctx.model.linear_attention
+    assert la is not None
+    if la.kind == "mamba1":
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 2 * inner)]
+    hv = inner // la.value_head_dim
+    gates = 2 * hv if la.kind == "gated_deltanet" else hv
+    return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + inner + gates)]
+
+
+def _mamba1_dt(ctx: Ctx, tokens, inner) -> list[Op]:
+    """Mamba-1's x_proj (this GPU's channels -> dt_rank + 2 d_state) and dt_proj (dt_rank -> its channels)."""
+    la = ctx.model.linear_attention
+    assert la is not None and la.dt_rank is not None
+    return [linear(ctx, "x_proj", tokens, inner, la.dt_rank + 2 * la.key_head_dim),
+            linear(ctx, "dt_proj", tokens, la.dt_rank, inner)]
+
+
+def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
+    """The state update: decode reads and rewrites the state; prefill runs the chunked form (Mamba-1: the scan)
+    and writes the final state once."""
+    from roofline.units import B
+
+    la = ctx.model.linear_attention
+    assert la is not None
+    dk, dv = la.key_head_dim, la.value_head_dim
+    io = traffic(act_read=tokens * conv_ch * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
+    if phase == "decode":
+        io = io | traffic(kv_read=B * state, kv_write=B * state)
+        work = STEP_FLOPS[la.kind] * B * hv * dk * dv
+    else:
+        io = io | traffic(kv_write=B * state)
+        if la.kind == "mamba1":
+            work = tokens * hv * STEP_FLOPS["mamba1"] * dk * dv
+        else:
+            per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + (2 * CHUNK * dk if la.kind == "gated_deltanet" else 0)
+            work = tokens * hv * per_token
+    if la.kind == "mamba1":
+        return ctx.op("recurrence", vector_flops=work, traffic=io)
+    return ctx.op("recurrence", matmul_flops=work, traffic=io)

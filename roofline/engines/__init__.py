@@ -59,4 +59,7 @@ def capacity(model: Model, engine: str, options: EngineOptions, parts: BudgetPar
         rules.append(_BUDGET_RULES[engine])
     else:
         raise SpecError("--kv-memory-gib: needed when no hardware is given to estimate the budget")
+    if model.linear_parallel and engine != "ideal":
+        raise SpecError(f"--engine: {engine}'s layout of a parallel attention + Mamba hybrid ({model.name}) is not "
+                        "modelled; use --engine ideal")
     return profile.capacity(model, options, pool, rules)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.accounting import dtype_size
+from roofline.accounting import dtype_size, state_bytes_per_layer_rank, state_heads_per_rank
 from roofline.errors import SpecError
 from roofline.specs import Model
 
@@ -117,18 +117,19 @@ def check_heads(model: Model, tp: int, engine: str) -> None:
     if model.num_kv_heads > tp and model.num_kv_heads % tp and model.mla is None:
         raise refuse("--tp", f"{engine} needs tp to divide the {model.num_kv_heads} KV heads of {model.name} "
                              "(or exceed them, replicating one per rank)")
-    la = model.linear_attention
-    if la is not None and (la.value_heads % tp or la.key_heads % tp):
-        raise refuse("--tp", f"{engine} shards the recurrent heads ({la.key_heads} key, {la.value_heads} value) "
-                             f"over tp; {tp} does not divide them")
+    if model.linear_attention is not None:
+        try:
+            state_heads_per_rank(model, tp)
+        except ValueError as err:
+            raise refuse("--tp", f"{engine} shards the recurrent heads over tp: {err}") from None
 
 
 def state_bytes_per_rank(model: Model, tp: int, elem_bytes: float) -> float:
-    """Conv + recurrent state of one recurrent layer for one sequence on one rank (heads split over tp)."""
-    la = model.linear_attention
-    if la is None:
+    """Conv + recurrent state of one recurrent layer for one sequence on one rank: value heads split over tp,
+    key heads (Mamba-2 groups) split or replicated one per rank (accounting.state_bytes_per_layer_rank)."""
+    if model.linear_attention is None:
         return 0.0
-    return (la.state_elements + la.conv_elements) * elem_bytes / tp
+    return float(state_bytes_per_layer_rank(model, tp, elem_bytes))
 
 
 def model_dtype_bytes() -> int:

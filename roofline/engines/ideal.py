@@ -7,7 +7,7 @@ state per sequence, the DSA indexer) on this rank's share of KV heads, rounded u
 
 from __future__ import annotations
 
-from roofline.accounting import kv_bytes, kv_bytes_per_token
+from roofline.accounting import kv_bytes, kv_bytes_per_token, state_bytes_per_sequence
 from roofline.costmodel.blocks import Shard
 from roofline.engines.base import BudgetParts, Capacity, EngineOptions, largest_fitting, refuse
 from roofline.specs import Model
@@ -29,13 +29,17 @@ def capacity(model: Model, opts: EngineOptions, pool: float, rules: list[str]) -
         raise refuse("--kv-cache-dtype", f"ideal takes {', '.join(KV_DTYPES)}")
     dtype = KV_DTYPES[opts.kv_cache_dtype]
     try:
-        share = Shard.of(model, opts.tp).kv_share * -(-model.num_layers // opts.pp) / model.num_layers
+        shard = Shard.of(model, opts.tp)
     except ValueError as err:
         raise refuse("--tp", str(err)) from None
+    stage = -(-model.num_layers // opts.pp) / model.num_layers
+    share = shard.kv_share * stage
+    # recurrent state: its own head split (accounting.state_heads_per_rank), not the KV heads'
+    state = float(state_bytes_per_sequence(model)) * (float(shard.state_fraction) * stage - share)
     page = opts.block_size or PAGE
 
     def need(n: int) -> float:
-        return float(kv_bytes(model, dtype, -(-n // page) * page)) * share
+        return float(kv_bytes(model, dtype, -(-n // page) * page)) * share + state
 
     length = opts.model_len(model)
     per_token = float(kv_bytes_per_token(model, dtype)) * share

@@ -17,14 +17,16 @@ from roofline.lazy import sp
 from roofline.specs import AttentionLayer, Model
 
 NO_CACHE = AttentionLayer(kind="none")
+RECURRENT = AttentionLayer(kind="linear")
 
 
 def attention_view(model: Model) -> Model:
-    """The model as a KV method sees it: 'linear' layers become layers without a cache (kind 'none')."""
+    """The model as a KV method sees it: 'linear' layers become layers without a cache (kind 'none'); a
+    parallel hybrid (Falcon-H1) loses its mixers."""
     if model.linear_attention is None:
         return model
     attention = [NO_CACHE if a.kind == "linear" else a for a in model.attention]
-    return model.model_copy(update={"attention": attention, "linear_attention": None})
+    return model.model_copy(update={"attention": attention, "linear_attention": None, "linear_parallel": False})
 
 
 def state_layer(model: Model, count: int) -> LayerCache:
@@ -36,8 +38,7 @@ def state_layer(model: Model, count: int) -> LayerCache:
     size = dtype_bytes(la.state_dtype)
     state = TensorLayout(name="state", elements=sp.Integer(elements), resident={"state": elements * size},
                          channels=0, role="state", bits_per_element=8 * size, append_bytes=elements * size)
-    linear = next(a for a in model.attention if a.kind == "linear")
-    return LayerCache(count=count, attention=linear, tensors=(state,), tokens=sp.Integer(0),
+    return LayerCache(count=count, attention=RECURRENT, tensors=(state,), tokens=sp.Integer(0),
                       qk_head_dim=sp.Integer(la.key_head_dim), v_head_dim=sp.Integer(la.value_head_dim),
                       kv_heads=la.value_heads, kv_projection=False)
 
@@ -61,7 +62,9 @@ def _with_indexer(layer: LayerCache, model: Model) -> LayerCache:
 
 
 def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
-    """`cache` (built on attention_view(model)) with the recurrent layers' states and the DSA indexer."""
+    """`cache` (built on attention_view(model)) with the recurrent layers' states and the DSA indexer; a parallel
+    hybrid's mixers get one more group of state layers beside its attention layers (the cost model gives it
+    the mixer's ops, costmodel.linear)."""
     if model.linear_attention is None and model.sparse_attention is None:
         return cache
     layers = []
@@ -72,4 +75,6 @@ def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
             layers.append(_with_indexer(layer, model))
         else:
             layers.append(layer)
+    if model.linear_parallel:
+        layers.append(state_layer(model, model.state_layers()))
     return replace(cache, layers=tuple(layers))

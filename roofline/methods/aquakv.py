@@ -90,7 +90,7 @@ class AquaKV(MethodConfig):
 
     def not_applicable(self, model: Model) -> str | None:
         """Why AQUA-KV cannot apply to `model` (recurrent layers between attention layers), or None."""
-        if model.linear_attention is not None:
+        if model.layer_counts().get("linear"):
             return "aquakv predicts layer i's K,V from layer i-1's; recurrent layers sit between the attention layers"
         return None
 

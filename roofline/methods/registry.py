@@ -104,6 +104,8 @@ def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None)
     """config.cache(model), with any rule the model/config pair breaks reported as one SpecError line."""
     where = f"method {config.label()!r} on {model.name}"
     reason = config.not_applicable(model)
+    if not reason and config.family != "baseline" and not any(a.attends for a in model.attention):
+        reason = "every layer is recurrent: there is no KV cache to compress (the state keeps its dtype)"
     if reason:
         raise SpecError(f"{where}: does not apply: {reason}")
     try:

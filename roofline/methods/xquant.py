@@ -128,7 +128,7 @@ class XQuant(MethodConfig):
 
     def not_applicable(self, model: Model) -> str | None:
         """Why this config cannot apply to `model` (XQuant-CL across recurrent layers), or None."""
-        if self.cross_layer and model.linear_attention is not None:
+        if self.cross_layer and model.layer_counts().get("linear"):
             return "XQuant-CL accumulates deltas of X across adjacent layers; recurrent layers sit between them"
         return None
 

@@ -71,21 +71,24 @@ class CapacityKernel:
     fixed_total: float  # method parameters (predictors, SVD factors, codebooks), whole model
     heads: float  # this GPU's share of the KV heads
     share: float  # ... times its share of the layers (pipeline stage)
+    state_share: float = 1.0  # this GPU's share of the recurrent state times its share of the layers
 
     def kv_parts(self, context: int, seqs: int, page_tokens: int) -> dict[str, float]:
         """Per-GPU KV bytes of `seqs` sequences at `context`, by part (reserved, paged); the workspace (one layer's
         scratch, memory.sequence_kv_expr) is whole on every pipeline stage."""
         paged = -(-context // page_tokens) * page_tokens
         *parts, workspace = self.parts(paged)
-        out = {p: float(v) * self.share * seqs for p, v in zip(PARTS, parts, strict=True)}
+        out = {p: float(v) * (self.state_share if p == "state" else self.share) * seqs
+               for p, v in zip(PARTS, parts, strict=True)}
         out["workspace"] = float(workspace) * self.heads * seqs
         return {k: v for k, v in out.items() if v}
 
 
 def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flavour: str = "scalar") -> CapacityKernel:
     """The compiled memory side (cached by content; the method's cache is built only on a miss)."""
-    heads = Shard.of(model, workload.tp).kv_share
-    share = heads * -(-model.num_layers // workload.pp) / model.num_layers
+    shard = Shard.of(model, workload.tp)
+    heads, stage = shard.kv_share, -(-model.num_layers // workload.pp) / model.num_layers
+    share, state_share = heads * stage, float(shard.state_fraction) * stage
 
     def build():
         from roofline.units import L
@@ -101,7 +104,7 @@ def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flav
     key = codegen.content_key("capacity", model, method, workload.tp, workload.pp, workload.page_tokens)
     fns, meta = codegen.compiled(key, build, flavour)
     return CapacityKernel(fns["per_sequence"], fns["parts"], fns["effective_bits"], meta["asymptotic_bits"],
-                          meta["fixed_total"], heads, share)
+                          meta["fixed_total"], heads, share, state_share)
 
 
 def capacity(kernel: CapacityKernel, budget: MemoryBudget, batch: int, context: int) -> dict[str, Any]:

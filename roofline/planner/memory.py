@@ -126,12 +126,14 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
 
 def sequence_kv_expr(model: Model, workload: Workload, cache: CacheModel) -> sp.Expr:
     """KV bytes one sequence needs on the fullest GPU at context L: the method's peak reservation at L
-    rounded up to whole pages, this GPU's share of KV heads (tp) and layers (pp), plus its workspace (this
-    GPU's share of KV heads; whole on every stage)."""
+    rounded up to whole pages, this GPU's share of KV heads (tp; of the recurrent heads for the recurrent
+    layers' state) and layers (pp), plus its workspace (this GPU's share of KV heads; whole on every stage)."""
     from roofline.units import L
+
     shard = Shard.of(model, workload.tp)
     paged = ceildiv(L, workload.page_tokens) * workload.page_tokens
-    per_seq = cache.reserved_bytes.subs(L, paged) * shard.kv_fraction
+    state = cache.reserved_parts().get("state", sp.Integer(0))  # recurrent layers: their own head split
+    per_seq = (cache.reserved_bytes - state).subs(L, paged) * shard.kv_fraction + state * shard.state_fraction
     stage_share = sp.Rational(-(-model.num_layers // workload.pp), model.num_layers)
     workspace = window_occupancy(cache.workspace_bytes, "peak").subs(L, paged) * shard.kv_fraction
     return per_seq * stage_share + workspace

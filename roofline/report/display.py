@@ -28,7 +28,8 @@ def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[
     rows = []
     for i, r in enumerate(plan["results"]):
         d = r["decode"]
-        row = {"method": r["method"], "bits": f"{r['effective_bits']:.2f}",
+        bits = r["effective_bits"]  # NaN (null in JSON) when no layer caches K/V: a pure state-space model
+        row = {"method": r["method"], "bits": "-" if bits is None or math.isnan(bits) else f"{bits:.2f}",
                "KV / seq": fmt.gib(r["kv_bytes_per_sequence"]),
                "max context @ batch": context_text(r["max_context"], max_positions),
                "max batch @ context": fmt.count(r["max_batch"]) + ("" if r["fits"] else " (< batch)"),

@@ -41,15 +41,21 @@ class AttentionLayer(Spec):
 
 
 class LinearAttention(Spec):
-    """Recurrent layers (kind 'linear') with a fixed state per sequence: Gated DeltaNet (Qwen3-Next) or Mamba-2.
+    """Recurrent layers (kind 'linear') with a fixed state per sequence: Gated DeltaNet (Qwen3-Next), Mamba-2 or
+    Mamba-1.
 
-    One shape covers both: the recurrent state is value_heads x key_head_dim x value_head_dim per sequence
+    One shape covers them: the recurrent state is value_heads x key_head_dim x value_head_dim per sequence
     (Mamba-2: n_heads x d_state x head_dim, key_heads = n_groups, key_head_dim = d_state), and the causal
     conv1d keeps conv_kernel - 1 past inputs of conv_channels = 2 key_heads key_head_dim + value_heads
-    value_head_dim (Gated DeltaNet's q, k, v; Mamba-2's x, B, C).
+    value_head_dim (Gated DeltaNet's q, k, v; Mamba-2's x, B, C). Mamba-1 (Gu & Dao 2023) has a d_state state
+    per channel of d_inner and convolves x only: its d_inner channels are written as value_heads blocks of
+    value_head_dim channels (the importer takes blocks of 64; bytes and FLOPs do not depend on the blocking,
+    which only sets how tensor parallelism splits them), key_head_dim = d_state, key_heads = 1 (B and C come
+    from x_proj after the convolution, shared by all channels), conv_channels = d_inner.
     """
 
-    kind: Literal["gated_deltanet", "mamba2"] = Field(description="Recurrence: Gated DeltaNet or Mamba-2 (SSD).")
+    kind: Literal["gated_deltanet", "mamba2", "mamba1"] = Field(
+        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD) or Mamba-1 (selective scan).")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
     value_heads: PositiveInt = Field(description="Value heads (Mamba-2: n_heads).")
     key_head_dim: PositiveInt = Field(description="Key width per head (Mamba-2: d_state).")
@@ -57,11 +63,26 @@ class LinearAttention(Spec):
     conv_kernel: PositiveInt = Field(description="Causal conv1d kernel width (its state keeps kernel - 1 inputs).")
     state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
         "bf16", description="Dtype of the recurrent and conv states (vLLM/SGLang: the model dtype by default).")
+    dt_rank: PositiveInt | None = Field(
+        None, description="Mamba-1 only: rank of the low-rank time-step projection (x_proj -> dt_proj).")
+
+    @model_validator(mode="after")
+    def _dt_rank_matches_kind(self) -> LinearAttention:
+        if (self.kind == "mamba1") != (self.dt_rank is not None):
+            raise ValueError("dt_rank: needed exactly for kind 'mamba1'")
+        return self
 
     @property
     def conv_channels(self) -> int:
         """Channels of the short causal convolution: 2 x key heads x key dim + value heads x value dim."""
-        return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
+        return self.conv_channels_for(self.key_heads, self.value_heads)
+
+    def conv_channels_for(self, key_heads, value_heads):
+        """Conv channels of `key_heads` key and `value_heads` value heads (one tensor-parallel rank's);
+        Mamba-1 convolves its value channels only."""
+        if self.kind == "mamba1":
+            return value_heads * self.value_head_dim
+        return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim
 
     @property
     def state_elements(self) -> int:
@@ -108,6 +129,10 @@ class MoE(Spec):
     shared_expert_intermediate_size: PositiveInt | None = Field(
         None, description="Width of the shared expert(s) together; None: num_shared_experts x expert width.")
     first_dense_layers: int = Field(0, ge=0, description="Leading layers with a dense MLP instead of MoE.")
+    layer_period: PositiveInt = Field(
+        1, description="After the dense-first layers, layer i is MoE when i % layer_period == layer_offset "
+                       "(Jamba: expert_layer_period 2, offset 1); 1: every layer.")
+    layer_offset: int = Field(0, ge=0, description="See layer_period.")
 
     @model_validator(mode="after")
     def _topk_fits(self) -> MoE:
@@ -117,7 +142,13 @@ class MoE(Spec):
             )
         if self.shared_expert_intermediate_size is not None and self.num_shared_experts == 0:
             raise ValueError("shared_expert_intermediate_size: set, but num_shared_experts is 0")
+        if self.layer_offset >= self.layer_period:
+            raise ValueError(f"layer_offset: {self.layer_offset} must be below layer_period {self.layer_period}")
         return self
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Layer `layer` (0-based) has the MoE MLP."""
+        return layer >= self.first_dense_layers and layer % self.layer_period == self.layer_offset
 
     @property
     def shared_width(self) -> int:
@@ -147,7 +178,8 @@ class Model(Spec):
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3).")
     attn_output_gate: bool = Field(
         False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next).")
-    mlp: Literal["gated", "plain"] = Field("gated", description="Gated (SwiGLU/GeGLU, 3 matrices) or plain MLP.")
+    mlp: Literal["gated", "plain", "none"] = Field(
+        "gated", description="Gated (SwiGLU/GeGLU, 3 matrices), plain, or none (pure Mamba: the mixer is the layer).")
     norms_per_layer: PositiveInt = Field(2, description="Norm layers per decoder layer (Gemma-2: 4).")
     attention: list[AttentionLayer] = Field(
         default_factory=lambda: [AttentionLayer(kind="full")], min_length=1,
@@ -157,6 +189,9 @@ class Model(Spec):
     moe: MoE | None = Field(None, description="Mixture-of-experts MLP, if any.")
     linear_attention: LinearAttention | None = Field(
         None, description="Shapes of the 'linear' (recurrent-state) layers, when the model has any.")
+    linear_parallel: bool = Field(
+        False, description="Every attending layer also runs the linear_attention mixer in parallel on the same "
+                           "normed input, outputs summed (Falcon-H1): it keeps both a KV cache and a state.")
     sparse_attention: SparseAttention | None = Field(
         None, description="DeepSeek Sparse Attention indexer (with MLA), if any.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
@@ -178,8 +213,13 @@ class Model(Spec):
         if self.mla is not None and self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim != self.head_dim:
             raise ValueError("head_dim: with MLA it must equal qk_nope_head_dim + qk_rope_head_dim")
         kinds = {a.kind for a in self.attention}
-        if ("linear" in kinds) != (self.linear_attention is not None):
-            raise ValueError("linear_attention: needed exactly when some layer has kind 'linear'")
+        if ("linear" in kinds or self.linear_parallel) != (self.linear_attention is not None):
+            raise ValueError("linear_attention: needed exactly when some layer has kind 'linear' or "
+                             "linear_parallel is set")
+        if self.linear_parallel and not kinds <= {"full", "sliding", "chunked"}:
+            raise ValueError("linear_parallel: every layer must attend (the mixer runs beside attention)")
+        if self.mlp == "none" and self.moe is not None:
+            raise ValueError("mlp: 'none' (no MLP) contradicts moe")
         if "linear" in kinds and "none" in kinds:
             raise ValueError("attention: a model mixes 'linear' and 'none' layers (not modelled)")
         if not any(a.attends for a in self.attention) and "linear" not in kinds:
@@ -201,6 +241,12 @@ class Model(Spec):
         for i, kind in enumerate(self.attention):
             groups[kind] = groups.get(kind, 0) + self.num_layers // period + (i < self.num_layers % period)
         return {kind: n for kind, n in groups.items() if n}
+
+    def state_layers(self) -> int:
+        """Layers that keep a recurrent state: the 'linear' ones, or every layer of a linear_parallel model."""
+        if self.linear_attention is None:
+            return 0
+        return self.num_layers if self.linear_parallel else self.layer_counts().get("linear", 0)
 
     def layer_counts(self) -> dict[str, int]:
         """Layers of each kind ('full', 'sliding', 'chunked', 'linear', 'none')."""
