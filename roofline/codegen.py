@@ -32,7 +32,7 @@ DISK_ENTRIES = 4096  # files kept on disk; the oldest tenth goes when exceeded
 _FORMAT = 1
 
 
-class _LRU(OrderedDict):
+class LRU(OrderedDict):
     """A dict bounded to `size` entries, least recently used dropped first."""
 
     def __init__(self, size: int) -> None:
@@ -50,7 +50,7 @@ class _LRU(OrderedDict):
         return value
 
 
-_MEMORY = _LRU(MEMORY_ENTRIES)
+_MEMORY = LRU(MEMORY_ENTRIES)
 
 
 @cache

@@ -57,6 +57,8 @@ class GraphKernel:
         top, top_time, top_bound = None, -1.0, ""
         for (name, n, is_comm, timed), r in zip(self._static, self.raw_rows(*args), strict=True):
             t = n * r[6]
+            if t == 0 and top is not None and not is_comm:
+                continue  # nothing to add: every time of an op is at most its total
             total += t
             compute += n * r[3]
             memory += n * r[4]

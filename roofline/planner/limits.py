@@ -6,7 +6,8 @@ the method decides which of its limits to report; the probe computes them at thi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from roofline import codegen
@@ -22,6 +23,12 @@ class Probe:
     hardware: Hardware
     workload: Workload
     context: int
+    # answers already given for this (model, device, method) — the planner's, so warm points skip the content
+    # keys (JSON of the specs) of the disk cache; None: none kept
+    memo: codegen.LRU | None = field(default=None, compare=False, repr=False)
+
+    def _recall(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        return compute() if self.memo is None else self.memo.get_or(key, compute)
 
     @property
     def batch(self) -> int:
@@ -35,16 +42,22 @@ class Probe:
 
     def cached(self, config, name: str, compute) -> Any:
         """`compute()` (a JSON-able value of this model, config and context) once, kept by content (codegen)."""
-        key = codegen.content_key("probe", self.model, config, name, self.context)
-        return codegen.cached_json(key, compute)
+        def stored() -> Any:
+            return codegen.cached_json(codegen.content_key("probe", self.model, config, name, self.context), compute)
+
+        return self._recall(("probe", name, self.context, config.model_dump_json()), stored)
 
     def remat_limit(self, config) -> dict[str, Any]:
         """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits), kept by
         content (codegen)."""
         w = self.workload
-        key = codegen.content_key("remat-limit", self.model, self.hardware, config, w.batch, w.compute_dtype)
-        return codegen.cached_json(key, lambda: costmodel_limits.remat_limit(self.model, self.hardware, config,
-                                                                             w.batch, w.compute_dtype))
+
+        def stored() -> dict[str, Any]:
+            key = codegen.content_key("remat-limit", self.model, self.hardware, config, w.batch, w.compute_dtype)
+            return codegen.cached_json(key, lambda: costmodel_limits.remat_limit(self.model, self.hardware, config,
+                                                                                 w.batch, w.compute_dtype))
+
+        return self._recall(("remat", w.batch, w.compute_dtype, config.model_dump_json()), stored)
 
     def model_flops_per_token(self, baseline) -> float:
         """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache (compiled once
@@ -54,5 +67,7 @@ class Probe:
 
             return [L], {"f": costmodel_limits.model_flops_per_token(self.model, baseline)}, {}
 
-        fns, _ = codegen.compiled(codegen.content_key("model-flops", self.model, baseline), build)
-        return float(fns["f"](self.context))
+        def load() -> Callable:
+            return codegen.compiled(codegen.content_key("model-flops", self.model, baseline), build)[0]["f"]
+
+        return float(self._recall(("model-flops", baseline.model_dump_json()), load)(self.context))

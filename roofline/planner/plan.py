@@ -30,6 +30,7 @@ DEFAULT_SCENARIO = {"model": "Llama-3.1-8B", "hardware": "H100-SXM", "batch": 16
                     "generated_tokens": 1024}
 ATTENTION_OPS = ("attention", "attn_qk", "attn_pv")
 PLANNERS = 256  # MethodPlanners kept per process (content-keyed LRU)
+PROBE_MEMO = 1024  # limits-hook answers kept per planner
 
 
 @dataclass
@@ -55,6 +56,8 @@ class MethodPlanner:
         self.phases = PhaseModel.build(model, hardware, workload, method, flavour=flavour)
         self.capacity: CapacityKernel = capacity_kernel(model, workload, method, flavour)
         self.weights = weights_per_gpu(model, workload)  # depends on tp, pp and the weight dtype only
+        self.label = method.label()
+        self._probe_memo = codegen.LRU(PROBE_MEMO)  # the methods' limits hooks' answers (Probe.memo)
 
     def budget(self, workload: Workload) -> MemoryBudget:
         """The memory budget at `workload` (its batch, prompt, utilization and reserve)."""
@@ -64,7 +67,7 @@ class MethodPlanner:
         """Everything `roofline plan` reports for this method at `workload` (same structure as at build)."""
         model, hardware, method, phases = self.model, self.hardware, self.method, self.phases
         budget = self.budget(workload)
-        result = MethodPlan(method.label(), method.family)
+        result = MethodPlan(self.label, method.family)
         if budget.kv_pool <= 0:
             raise_no_room(model, hardware, workload, budget)
         b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
@@ -76,7 +79,7 @@ class MethodPlanner:
         tpot_max_batch = self.step_time(mb, ctx) if mb else math.inf
         decode = phases.dominant("decode", b, ctx)
         effective_bits = float(self.capacity.effective_bits(ctx))
-        probe = Probe(model, hardware, workload, ctx)
+        probe = Probe(model, hardware, workload, ctx, self._probe_memo)
         limits = {"effective_bits": effective_bits, "asymptotic_bits": self.capacity.asymptotic_bits,
                   **method.limits(model, probe)}
         result.data = {
@@ -139,7 +142,7 @@ def _warnings(model: Model, fit: dict, batch: int, context: int) -> list[str]:
     return out
 
 
-_PLANNERS = codegen._LRU(PLANNERS)
+_PLANNERS = codegen.LRU(PLANNERS)
 
 
 def method_planner(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
