@@ -67,6 +67,8 @@ MEASURED: dict[str, Bound] = {
     "fp32_flops_per_s": PEAK,
     "bytes_in_flight_per_sm": Bound(64, 1024, 1 << 20, 1 << 24, "bytes", "bytes in flight per SM"),
     "dram_latency_s": LATENCY,
+    "cuda_context_bytes": Bound(1 << 20, 64 << 20, 4 << 30, 64 << 30, "bytes",
+                                "a CUDA context's device memory (1 MiB .. 64 GiB)"),
 }
 _WIDTH = Bound(1, 64, 1 << 16, 1 << 20, "", "a hidden width (1 .. 1,048,576)")
 MODEL: dict[str, Bound] = {

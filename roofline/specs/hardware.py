@@ -89,6 +89,10 @@ class Measured(Spec):
         description="alpha of time = alpha + KV bytes / decode_attention_bytes_per_s fitted to one-query SDPA, s.")
     decode_attention_bytes_per_s: PositiveFloat | None = Field(
         None, description="1/beta of that fit: the KV read rate of decode attention, bytes/s.")
+    cuda_context_bytes: PositiveInt | None = Field(
+        None, description="Device memory the CUDA context takes before the first allocation: total - free right "
+        "after CUDA init with nothing allocated (validate/clients/micro.py cuda_context), bytes. The planner's default "
+        "runtime reserve counts it in place of its estimate (planner.memory.default_reserve).")
     client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
     # on-chip ceilings of the hierarchical roofline (validate/ops/ceilings, microbenchmarks to come; each None until
     # measured, and the datasheet-derived figure of the Hardware spec stands)

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     for part in args.part:
         log(f"part {part}")
         if part == "micro":
-            results["cases"] += micro.all_micro(l2_bytes(), log)
+            results["cases"] += micro.all_micro(l2_bytes(), log, free_at_start)
         elif part == "hf":
             results["cases"] += hf.run_hf(HF_MODEL, load_model(HF_MODEL).model_dump(), deadline, log)
         elif part == "memory":

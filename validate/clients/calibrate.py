@@ -10,6 +10,9 @@ The decoder clients' microbenchmarks (validate/clients/micro.py) -> the hardware
   attention_flops_per_s         per head dim: FLOPs / time of the causal flash case at the longest prompt
   decode_attention_latency_s,   alpha, 1/beta of time = alpha + KV bytes / bw over the one-query SDPA cases
   decode_attention_bytes_per_s
+  cuda_context_bytes            total - free right after CUDA init, nothing allocated: the `cuda_context` row, or
+                                (runs before it existed) env memory_bytes - env free_at_start_bytes, the same
+                                figure taken by `python -m validate.clients` before its first part
 Pure Python (no torch): runs where the results are committed.
 """
 
@@ -41,6 +44,19 @@ def latency_bandwidth(sizes: list[float], times: list[float]) -> tuple[float, fl
     return float(alpha), float(1 / inverse)
 
 
+def cuda_context_bytes(results: dict) -> int | None:
+    """The CUDA context's device bytes: the `cuda_context` microbenchmark row, else total - free at start as the
+    run's env recorded them (taken right after CUDA init, before any allocation); None when neither is there."""
+    row = next((r for r in results["cases"] if r.get("family") == "client_ceilings"
+                and r["params"].get("kind") == "cuda_context"), None)
+    if row is not None:
+        return int(row["bytes"])
+    env = results.get("env", {})
+    if env.get("free_at_start_bytes") and env.get("memory_bytes"):
+        return int(env["memory_bytes"]) - int(env["free_at_start_bytes"])
+    return None
+
+
 def client_ceilings(results: dict, source: str) -> dict:
     """The measured fields above, from a clients results file."""
     chain = [r for r in _rows(results, "kernel") if r["params"]["tokens"] == 1]
@@ -61,6 +77,7 @@ def client_ceilings(results: dict, source: str) -> dict:
             "gemm_stream_bytes_per_s": sig(g_bw), "gemm_shape_flops_per_s": {"bf16": sig(statistics.median(large))},
             "attention_flops_per_s": {d: sig(r["flops"] / (r["ms"] * 1e-3)) for d, r in sorted(flash.items())},
             "decode_attention_latency_s": sig(d_alpha), "decode_attention_bytes_per_s": sig(d_bw),
+            **({"cuda_context_bytes": context} if (context := cuda_context_bytes(results)) else {}),
             "client_source": source}
 
 
@@ -72,7 +89,7 @@ def calibrate(results_path: Path, hardware_file: Path) -> dict:
 
     from roofline.catalogue.loading import parse_text, validate
     from roofline.specs import Hardware
-    from validate.calibrate import replace_measured_block
+    from roofline.validation.calibrate import replace_measured_block
 
     results = json.loads(Path(results_path).read_text())
     text = Path(hardware_file).read_text()
@@ -96,8 +113,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     section = calibrate(args.results, args.hardware_file)
     keys = ("kernel_overhead_s", "gemm_latency_s", "gemm_stream_bytes_per_s", "gemm_shape_flops_per_s",
-            "attention_flops_per_s", "decode_attention_latency_s", "decode_attention_bytes_per_s")
-    print("\n".join(f"{k}: {section[k]}" for k in keys))
+            "attention_flops_per_s", "decode_attention_latency_s", "decode_attention_bytes_per_s", "cuda_context_bytes")
+    print("\n".join(f"{k}: {section[k]}" for k in keys if k in section))
     return 0
 
 
