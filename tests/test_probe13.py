@@ -4,22 +4,22 @@ import json
 
 import pytest
 
-from validate.clients import probe13
+from validate.clients import probe13, probe13_core
 
 
 def test_flops_by_hand():
     # Llama-3.1-8B fused qkv at 512 tokens: 2 x 512 x 6144 x 4096
-    assert probe13.gemm_flops(512, 6144, 4096) == 25_769_803_776
+    assert probe13_core.gemm_flops(512, 6144, 4096) == 25_769_803_776
     # causal flash, 32 heads, d 128, P 4: 4 x 32 x 128 x (4 x 5 / 2) = 163,840
-    assert probe13.flash_flops(4) == 163_840
-    names = [g["name"] for g in probe13.plan()["h1"]["gemm"]]
+    assert probe13_core.flash_flops(4) == 163_840
+    names = [g["name"] for g in probe13_core.plan()["h1"]["gemm"]]
     assert len(names) == 16 and "gemm_down_m16384" in names
 
 
 def test_rate_summary_by_hand():
     # four 1 s-work replays: two of 0.25 s (4/s), then two of 0.5 s (2/s); settle after 0.5 s
     starts, durations = [0.0, 0.25, 0.5, 1.0], [0.25, 0.25, 0.5, 0.5]
-    s = probe13.rate_summary(starts, durations, 1.0, settle_s=0.5, bin_s=0.5)
+    s = probe13_core.rate_summary(starts, durations, 1.0, settle_s=0.5, bin_s=0.5)
     assert s["first"] == 4.0 and s["steady"] == 2.0 and s["all"] == pytest.approx(4 / 1.5)
     assert s["last_half_s"] == 2.0  # only the replay starting at 1.0 (end 1.5, window from 1.0)
     assert s["series"] == [[0.0, 4.0], [0.5, 2.0], [1.0, 2.0]]
@@ -27,17 +27,17 @@ def test_rate_summary_by_hand():
 
 def test_clock_summary_window_and_nearest():
     samples = [[0.0, 1980, 300.0, 40, "0x0"], [0.1, 1755, 700.0, 60, "0x4"], [0.2, 1755, None, 61, "0x4"]]
-    inside = probe13.clock_summary(samples, 0.05, 0.25)
+    inside = probe13_core.clock_summary(samples, 0.05, 0.25)
     assert inside["samples"] == 2 and inside["sm_mhz"] == 1755 and inside["power_w"] == 700.0
     assert inside["reasons"] == ["0x4"]
-    nearest = probe13.clock_summary(samples, 0.01, 0.02)  # a burst between two samples: the nearest one
+    nearest = probe13_core.clock_summary(samples, 0.01, 0.02)  # a burst between two samples: the nearest one
     assert nearest["samples"] == 1 and nearest["sm_mhz"] == 1980
-    assert probe13.clock_summary([], 0.0, 1.0) is None
+    assert probe13_core.clock_summary([], 0.0, 1.0) is None
 
 
 def test_moe_law():
     # 2 experts x 28672 x 4096 bf16 = 469,762,048 bytes at 2.748 TB/s + 4.941 us
-    assert probe13.moe_law(2, 28672, 4096, 4.941e-6, 2.748e12) == pytest.approx(4.941e-6 + 469_762_048 / 2.748e12)
+    assert probe13_core.moe_law(2, 28672, 4096, 4.941e-6, 2.748e12) == pytest.approx(4.941e-6 + 469_762_048 / 2.748e12)
 
 
 def test_dry_run_cli(tmp_path):

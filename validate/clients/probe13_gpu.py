@@ -1,4 +1,4 @@
-"""The GPU side of validate.clients.probe13 (torch): what each part measures is said there."""
+"""The GPU side of validate.clients.probe13 (torch): what each part measures is said in validate/clients/probe13.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from validate.clients import probe13 as P
+from validate.clients import probe13_core as P
 from validate.clients.decoder import (
     Decoder,
     Dims,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validate.clients import probe13 as P
+from validate.clients import probe13_core as P
 
 
 def _micro(results: dict, kind: str) -> list[dict]:
