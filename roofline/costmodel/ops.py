@@ -35,6 +35,7 @@ class Op:
     # (thread blocks) that run at once (0: enough to fill every SM)
     shared_bytes: sp.Expr = ZERO
     programs: sp.Expr = ZERO
+    aten: bool = False  # eager aten kernels (fusion 'none', not GEMM/attention): per-kernel time aten_kernel_s
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -61,7 +62,7 @@ class Op:
         return Op(self.name, self.group, self.count, self.matmul_flops * factor, self.vector_flops * factor,
                   {k: v * factor for k, v in self.traffic.items()}, self.dtype, self.source,
                   self.comm_bytes * factor, self.int_ops * factor, self.kernels, self.kind, self.head_dim,
-                  self.shared_bytes * factor, self.programs)
+                  self.shared_bytes * factor, self.programs, self.aten)
 
 
 def traffic(weights=ZERO, act_read=ZERO, act_write=ZERO, kv_read=ZERO, kv_write=ZERO) -> dict[str, sp.Expr]:
