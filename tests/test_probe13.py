@@ -43,11 +43,25 @@ def test_moe_law():
 def test_dry_run_cli(tmp_path):
     out = tmp_path / "probe.json"
     assert probe13.main(["--out", str(out), "--dry-run"]) == 0
-    data = json.loads(out.read_text())
-    synthetic = data["cases"][0]
-    # 800 TFLOP/s for the first 0.2 s, then 700: the steady part (after 0.5 s) is 700, the first replay 800
-    assert synthetic["tflops"]["first"] == pytest.approx(800) and synthetic["tflops"]["steady"] == pytest.approx(700)
-    assert synthetic["clocks"]["steady"]["sm_mhz"] == 1755.0
+    gemm = json.loads(out.read_text())["cases"][0]
+    # 800 TFLOP/s for the first 0.2 s, then 700: the first replay 800, the steady part (after 0.5 s) 700
+    assert gemm["sustained"]["first"] == pytest.approx(800) and gemm["steady_tflops"] == pytest.approx(700)
+    assert gemm["burst_tflops"] == pytest.approx(800) and gemm["steady_over_burst"] == pytest.approx(0.875)
+    assert gemm["sustained"]["clocks"]["steady"]["sm_mhz"] == 1755.0 and gemm["burst_clocks"]["sm_mhz"] == 1980.0
+
+
+def test_dry_run_rows_calibrate():
+    # the probe's row shapes are what validate.clients.calibrate reads: the synthetic run's figures come back
+    from validate.clients.calibrate import EAGER_LAYER_CALLS, probe_ceilings
+
+    assert set(EAGER_LAYER_CALLS) <= set(probe13_core.CHAIN_KINDS)
+    out = probe_ceilings(probe13_core.dry_run(), "dry.json")
+    assert out["sustained_gemm_flops_per_s"]["bf16"] == pytest.approx(700e12, rel=1e-3)
+    assert out["sustained_attention_flops_per_s"][128] == pytest.approx(700e12, rel=1e-3)
+    assert out["burst_sm_clock_hz"] == 1980e6 and out["sustained_sm_clock_hz"] == 1755e6
+    assert out["aten_kernel_s"] == pytest.approx(2e-6)
+    # 800 until 0.2 s, 700 after: the first settled 50 ms bin starts at 0.2 s and ends at 0.25 s
+    assert out["sustained_after_s"] == pytest.approx(0.25)
 
 
 def test_cli_rejects_unknown_part(tmp_path):

@@ -17,6 +17,11 @@ CHAIN = 2000
 MOE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 MOE_EXPERTS, MOE_TOP_K, MOE_INTER = 8, 2, 14336
 PARTS = ("h1", "h2", "h3")
+# the h2 chains (probe13_gpu._chain_kinds): the small ops of the eager decode layer, then tiny GEMMs
+CHAIN_KINDS = ("add_inplace_1x4096", "add", "mul_weight", "to_fp32", "to_bf16", "pow2_fp32", "mean_fp32", "add_eps",
+               "rsqrt", "mul_fp32_bcast", "neg_strided", "cat_rope", "mul_rope", "index_put_kv", "silu_strided",
+               "mul_silu_up", "rms_norm", "rope", "linear_1x4096_n128", "linear_1x4096_n4096_l2",
+               "linear_1x4096_n4096_dram")
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -81,18 +86,49 @@ def moe_law(active_experts: float, n: int, k: int, latency_s: float, stream_byte
     return latency_s + active_experts * n * k * 2 / stream_bytes_per_s
 
 
+def sustained_view(summary: dict, samples: list[list], h0: float, h1: float, unit: float = 1e12) -> dict:
+    """rate_summary's rates in `unit` (TFLOP/s), with the clocks of the first 0.1 s and of the steady part of the
+    window [h0, h1] (host seconds since the probe started)."""
+    rates = {k: (summary[k] / unit if summary[k] is not None else None) for k in ("first", "all", "steady",
+                                                                                  "last_half_s")}
+    return {**rates, "series": [[t, r / unit] for t, r in summary["series"]], "replays": summary["replays"],
+            "clocks": {"first_0.1s": clock_summary(samples, h0, h0 + 0.1),
+                       "steady": clock_summary(samples, h0 + SETTLE_S, h1)}, "window_s": [h0, h1]}
+
+
+def rate_row(name: str, kind: str, flops: int, burst_s: float, burst_clocks: dict | None, sustained: dict,
+             **extra) -> dict:
+    """One h1 case: the burst rate (micro.py's procedure), the steady one (sustained_view) and their ratio."""
+    burst = flops / burst_s / 1e12
+    steady = sustained["steady"]
+    return {"name": name, "part": "h1", "kind": kind, **extra, "flops": flops, "burst_tflops": burst,
+            "burst_clocks": burst_clocks, "steady_tflops": steady,
+            "steady_over_burst": steady / burst if steady else None, "sustained": sustained}
+
+
+def chain_row(kind: str, calls: int, census: dict, ms: float) -> dict:
+    """One h2 chain: `calls` calls of one op in a graph, replayed in `ms`; per call and per kernel launched."""
+    kernels = census["kernels"]
+    return {"name": f"chain_{kind}", "part": "h2", "kind": kind, "calls": calls, "kernels_per_call": kernels,
+            "top_kernels": census["top_kernels"], "ms": ms, "per_call_s": ms * 1e-3 / calls,
+            "per_kernel_s": ms * 1e-3 / (calls * kernels) if kernels else None}
+
+
 def dry_run() -> dict:
-    """The plan and synthetic results through the same shaping (no torch): 0.2 s at 800 TFLOP/s, then 700."""
+    """The plan and synthetic rows through the same shaping as the GPU run (no torch): a GEMM at 800 TFLOP/s for
+    0.2 s, then 700 (SM clock 1980 -> 1755 MHz), and 2 us per call of every chain kind."""
     work, starts, durations, t = 2.0e12, [], [], 0.0
-    while t < 1.5:
+    while t < SUSTAIN_S:
         starts.append(t)
         durations.append(work / (800e12 if t < 0.2 else 700e12))
         t += durations[-1]
     samples = [[i * 0.02, 1980.0 if i < 10 else 1755.0, 690.0, 60.0, "0x0"] for i in range(100)]
-    return {"env": {"dry_run": True}, "plan": plan(), "cases": [
-        {"name": "synthetic", "tflops": {k: (v / 1e12 if isinstance(v, float) and k != "span_s" else v)
-                                         for k, v in rate_summary(starts, durations, work).items() if k != "series"},
-         "clocks": {"burst": clock_summary(samples, 0.0, 0.01), "steady": clock_summary(samples, 0.5, 2.0)}}]}
+    sustained = sustained_view(rate_summary(starts, durations, work), samples, 0.0, SUSTAIN_S)
+    cases = [rate_row("gemm_synthetic_m8192", "gemm", int(work), work / 800e12, clock_summary(samples, 0.0, 0.01),
+                      sustained, m=8192, n=28672, k=4096),
+             rate_row("flash_synthetic_p16384", "flash", int(work), work / 800e12, None, sustained, prompt=16384)]
+    cases += [chain_row(kind, CHAIN, {"kernels": 1, "top_kernels": []}, CHAIN * 2e-3) for kind in CHAIN_KINDS]
+    return {"env": {"dry_run": True}, "plan": plan(), "cases": cases}
 
 
 class ClockSampler:

@@ -74,7 +74,7 @@ class Run:
 
 def sustain(run: Run, graph, work: float) -> dict:
     """IDLE_S idle, then back-to-back replays for SUSTAIN_S, each timed by events (<= 3 in flight, so the GPU never
-    waits on the host): rates in units/s (probe13.rate_summary) and the clocks of its first 0.1 s and steady part."""
+    waits on the host): TFLOP/s and clocks (probe13_core.sustained_view)."""
     torch.cuda.synchronize()
     time.sleep(P.IDLE_S)
     h0, pairs = run.now(), []
@@ -90,12 +90,7 @@ def sustain(run: Run, graph, work: float) -> dict:
     h1 = run.now()
     starts = [pairs[0][0].elapsed_time(s) / 1e3 for s, _ in pairs]
     durations = [s.elapsed_time(e) / 1e3 for s, e in pairs]
-    out = P.rate_summary(starts, durations, work)
-    samples = run.sampler.samples
-    out["clocks"] = {"first_0.1s": P.clock_summary(samples, h0, h0 + 0.1),
-                     "steady": P.clock_summary(samples, h0 + P.SETTLE_S, h1)}
-    out["window_s"] = [h0, h1]
-    return out
+    return P.sustained_view(P.rate_summary(starts, durations, work), run.sampler.samples, h0, h1)
 
 
 def _burst(run: Run, fn, calls: int) -> tuple[float, dict | None]:
@@ -106,13 +101,6 @@ def _burst(run: Run, fn, calls: int) -> tuple[float, dict | None]:
     clocks = P.clock_summary(run.sampler.samples, h0, run.now())
     del graph
     return ms * 1e-3 / calls, clocks
-
-
-def _tflops(summary: dict, per_s_unit: float = 1e12) -> dict:
-    keys = ("first", "all", "steady", "last_half_s")
-    out = {k: (summary[k] / per_s_unit if summary[k] is not None else None) for k in keys}
-    return {**out, "series": [[t, r / per_s_unit] for t, r in summary["series"]], "replays": summary["replays"],
-            "clocks": summary["clocks"], "window_s": summary["window_s"]}
 
 
 def h1_gemm(run: Run, l2: int):
@@ -134,12 +122,10 @@ def h1_gemm(run: Run, l2: int):
                         F.linear(x, w)
 
             graph = capture(many)
-            sustained = _tflops(sustain(run, graph, flops * reps * copies))
+            sustained = sustain(run, graph, flops * reps * copies)
             run.bursts[name] = burst_s
-            run.add({"name": name, "part": "h1", "kind": "gemm", "m": m, "n": n, "k": k, "copies": copies,
-                     "calls_per_replay": reps * copies, "flops": flops, "burst_tflops": flops / burst_s / 1e12,
-                     "burst_clocks": burst_clocks, "steady_tflops": sustained["steady"],
-                     "steady_over_burst": sustained["steady"] / (flops / burst_s / 1e12), "sustained": sustained})
+            run.add(P.rate_row(name, "gemm", flops, burst_s, burst_clocks, sustained, m=m, n=n, k=k, copies=copies,
+                               calls_per_replay=reps * copies))
             del graph, x
         del ws
         torch.cuda.empty_cache()
@@ -175,12 +161,10 @@ def h1_flash(run: Run):
                 _sdpa(q, k, v)  # each output dropped: the graph's pool reuses one buffer
 
         graph = capture(many)
-        sustained = _tflops(sustain(run, graph, flops * reps))
+        sustained = sustain(run, graph, flops * reps)
         run.bursts[name] = burst_s
-        run.add({"name": name, "part": "h1", "kind": "flash", "prompt": p, "flops": flops,
-                 "burst_tflops": flops / burst_s / 1e12, "burst_contiguous_tflops": flops / contiguous_s / 1e12,
-                 "burst_clocks": burst_clocks, "steady_tflops": sustained["steady"],
-                 "steady_over_burst": sustained["steady"] / (flops / burst_s / 1e12), "sustained": sustained})
+        run.add(P.rate_row(name, "flash", flops, burst_s, burst_clocks, sustained, prompt=p,
+                           burst_contiguous_tflops=flops / contiguous_s / 1e12))
         graph = q = k = v = qc = kc = vc = None
         torch.cuda.empty_cache()
     run.save()
@@ -207,7 +191,7 @@ def h1_mix(run: Run):
     parts = [f"gemm_{label}_m{p}" for label in P.GEMM_SHAPES] + [f"flash_p{p}"]
     sum_bursts = P.LAYERS * sum(run.bursts[x] for x in parts) if all(x in run.bursts for x in parts) else None
     graph = capture(step, warm_calls=1)
-    sustained = _tflops(sustain(run, graph, flops))
+    sustained = sustain(run, graph, flops)
     run.add({"name": name, "part": "h1", "kind": "mix", "prompt": p, "flops": flops,
              "sum_of_bursts_s": sum_bursts, "first_replay_s": flops / (sustained["first"] * 1e12),
              "steady_replay_s": flops / (sustained["steady"] * 1e12) if sustained["steady"] else None,
@@ -218,7 +202,7 @@ def h1_mix(run: Run):
     run.save()
 
 
-def _chain_kinds() -> dict:
+def _chain_kinds() -> dict:  # keys: probe13_core.CHAIN_KINDS
     """Each small aten op the eager decode layer issues at batch 1 (decoder.layer), on its decode-size operands."""
     x, r, w, x2 = _randn(1, 1, 4096), _randn(1, 1, 4096), _randn(4096), _randn(1, 4096)
     xf = x.float()
@@ -246,17 +230,16 @@ def _chain_kinds() -> dict:
 
 
 def h2_chains(run: Run):
-    for kind, fn in _chain_kinds().items():
+    kinds = _chain_kinds()
+    if tuple(kinds) != P.CHAIN_KINDS:
+        raise RuntimeError("probe13_core.CHAIN_KINDS must name _chain_kinds(), in order")
+    for kind, fn in kinds.items():
         name = f"chain_{kind}"
         if run.late(name):
             continue
         census = kernel_census(fn)
         graph = capture(lambda fn=fn: [fn() for _ in range(P.CHAIN)])
-        ms = replay_ms(graph, timed=20)["ms"]
-        kernels = census["kernels"]
-        run.add({"name": name, "part": "h2", "kind": kind, "calls": P.CHAIN, "kernels_per_call": kernels,
-                 "top_kernels": census["top_kernels"], "ms": ms, "per_call_s": ms * 1e-3 / P.CHAIN,
-                 "per_kernel_s": ms * 1e-3 / (P.CHAIN * kernels) if kernels else None})
+        run.add(P.chain_row(kind, P.CHAIN, census, replay_ms(graph, timed=20)["ms"]))
         del graph
     torch.cuda.empty_cache()
     run.save()
