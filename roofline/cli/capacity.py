@@ -64,7 +64,7 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
                                    "prefill_chunk_tokens": chunk, "tp": tp, "pp": pp,
                                    "weight_dtype": weight_dtype}, "workload")
     return BudgetParts(total=hardware.memory_bytes, weights=weights_per_gpu(model, workload),
-                       activations=activation_peak(model, workload), non_torch=default_reserve(workload))
+                       activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware))
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:

@@ -174,6 +174,33 @@ class Roofline:
             return m.attention_flops_per_s[op.head_dim], bandwidth, per_kernel
         return peak, bandwidth, per_kernel
 
+    def steady_state(self, op: Op, rate: float, per_kernel: float) -> tuple[float, float]:
+        """(tensor-core FLOP/s, per-kernel s) of `op` in the planner's steady state, from _ceilings_of's burst figures:
+        - a GEMM or prefill attention takes the sustained rate (measured sustained_gemm_flops_per_s per dtype,
+          sustained_attention_flops_per_s per head dim; else its burst rate x sustained / burst SM clock when both
+          clocks are measured). The mechanism: under back-to-back tensor-core load the board reaches its power limit
+          and the SM clock settles lower within sustained_after_s (tens of ms); a phase is long when the device runs
+          it back to back for longer than that, and the planner's phases are steady-state serving (steps back to
+          back, as are the clients' 30-replay medians), so every such op is in one. Only the compute term changes:
+          a memory-bound op (decode GEMMs at the streaming law) keeps its time.
+        - an eager aten kernel (op.aten, fusion 'none') costs the measured aten_kernel_s instead of the chain of
+          minimal adds.
+        Absent fields leave the burst figures as they are."""
+        m = self.measured
+        if m is None:
+            return rate, per_kernel
+        if op.aten and m.aten_kernel_s:
+            per_kernel = m.aten_kernel_s
+        prefill_attention = op.kind == "attention" and "kv_read" not in op.traffic
+        if op.kind == "gemm" or prefill_attention:
+            sustained = (m.sustained_gemm_flops_per_s.get(op.dtype) if op.kind == "gemm"
+                         else m.sustained_attention_flops_per_s.get(op.head_dim))
+            if sustained:
+                rate = sustained
+            elif m.burst_sm_clock_hz and m.sustained_sm_clock_hz:
+                rate = rate * min(1.0, m.sustained_sm_clock_hz / m.burst_sm_clock_hz)
+        return rate, per_kernel
+
     def ridge_point(self, dtype: str) -> float:
         """FLOP/byte where this dtype's (effective) peak meets the (effective) bandwidth."""
         return self.matmul_peak(dtype) / self.bandwidth()
@@ -210,6 +237,7 @@ class Roofline:
             comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
             return OpTimes(zero, zero, comm, comm)
         peak, bandwidth, per_kernel = self._ceilings_of(op)
+        peak, per_kernel = self.steady_state(op, peak, per_kernel)
         issue = op.vector_flops / self.vector_peak()
         if op.int_ops != 0:
             issue += op.int_ops / self.int_rate()

@@ -20,7 +20,9 @@ Eager kernel counts are the aten ops of the reference code (validate/clients/dec
             path 5 (topk_softmax, align, two fused GEMMs, silu_and_mul); Inductor 8 (sort, topk, scans and
             grouped GEMMs stay their own kernels, the elementwise ops between them fuse)
 A kernel moving its bytes costs `kernels` x the device's per-kernel time on top of its roofline time
-(Roofline._op_times); an op fused into a neighbour (0 kernels) keeps its bytes and FLOPs.
+(Roofline._op_times); an op fused into a neighbour (0 kernels) keeps its bytes and FLOPs. At level none the
+ops other than GEMMs and attention are marked `aten` (their kernels are eager aten kernels: the device's
+aten_kernel_s, when measured, is their per-kernel time).
 """
 
 from __future__ import annotations
@@ -61,5 +63,6 @@ def apply_fusion(ops: list[Op], level: str) -> list[Op]:
             scale = {k: v * sp.Rational(factor.numerator, factor.denominator) if k in ("act_read", "act_write") else v
                      for k, v in op.traffic.items()}
             op = replace(op, traffic=scale)
-        out.append(replace(op, kernels=kernels) if kernels != op.kernels else op)
+        aten = level == "none" and op.kind == "" and not op.is_comm
+        out.append(replace(op, kernels=kernels, aten=aten) if (kernels, aten) != (op.kernels, op.aten) else op)
     return out

@@ -136,4 +136,4 @@ def _smoothed(op: Op, how: str) -> Op:
               window_occupancy(op.vector_flops, how),
               {k: window_occupancy(v, how) for k, v in op.traffic.items()}, op.dtype, op.source, op.comm_bytes,
               window_occupancy(op.int_ops, how), op.kernels, op.kind, op.head_dim,
-              window_occupancy(op.shared_bytes, how), op.programs)
+              window_occupancy(op.shared_bytes, how), op.programs, op.aten)

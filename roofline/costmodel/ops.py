@@ -39,6 +39,7 @@ class Op:
     # (thread blocks) that run at once (0: enough to fill every SM)
     shared_bytes: sp.Expr = field(default_factory=_zero)
     programs: sp.Expr = field(default_factory=_zero)
+    aten: bool = False  # eager aten kernels (fusion 'none', not GEMM/attention): per-kernel time aten_kernel_s
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -65,7 +66,7 @@ class Op:
         return Op(self.name, self.group, self.count, self.matmul_flops * factor, self.vector_flops * factor,
                   {k: v * factor for k, v in self.traffic.items()}, self.dtype, self.source,
                   self.comm_bytes * factor, self.int_ops * factor, self.kernels, self.kind, self.head_dim,
-                  self.shared_bytes * factor, self.programs)
+                  self.shared_bytes * factor, self.programs, self.aten)
 
 
 def traffic(weights=0, act_read=0, act_write=0, kv_read=0, kv_write=0) -> dict[str, sp.Expr]:

@@ -11,7 +11,10 @@ since it serves one layer (or carries across the stage's layers) at a time, so i
 
 Defaults and their sources (each overridable through the Workload):
 - runtime reserve: 1 GiB (CUDA context ~0.3-0.5 GiB, cuBLAS workspaces, allocator slack, CUDA graphs; vLLM
-  profiles this as "non-torch" memory) + 0.5 GiB of NCCL buffers when more than one GPU; an estimate.
+  profiles this as "non-torch" memory) + 0.5 GiB of NCCL buffers when more than one GPU; an estimate. When the
+  device's measured section has the CUDA context (cuda_context_bytes, total - free after CUDA init), that figure
+  replaces the context's 0.5 GiB share of the estimate; the other 0.5 GiB (workspaces, module code loaded after
+  init, graphs, allocator slack) stays an estimate.
 - prefill chunk: the Workload's prefill_chunk_tokens (None: 8192, vLLM's default max_num_batched_tokens
   with chunked prefill).
 - activation peak: chunk tokens x (residual, normed input, attention output, QKV and the gated MLP
@@ -31,6 +34,7 @@ from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB, ceildiv, window_occupancy
 
 RESERVE_SINGLE_BYTES = GIB
+RESERVE_CONTEXT_BYTES = GIB // 2  # the CUDA context's share of RESERVE_SINGLE_BYTES when it is not measured
 RESERVE_NCCL_BYTES = GIB // 2
 DEFAULT_PREFILL_CHUNK = 8192
 
@@ -90,12 +94,17 @@ def activation_peak(model: Model, workload: Workload) -> float:
     return chunk * width * workload.activation_bytes + logits
 
 
-def default_reserve(workload: Workload) -> int:
-    """Runtime reserve in bytes: the workload's `runtime_reserve_bytes` if set, else 1 GiB, plus
-    0.5 GiB for NCCL buffers when it spans more than one GPU."""
+def default_reserve(workload: Workload, hardware: Hardware | None = None) -> int:
+    """Runtime reserve in bytes: the workload's `runtime_reserve_bytes` if set (all of it, context included), else
+    1 GiB, plus 0.5 GiB for NCCL buffers when it spans more than one GPU; with `hardware` whose measured section has
+    cuda_context_bytes, that measured context stands in for the context's 0.5 GiB share of the 1 GiB (counted once)."""
     if workload.runtime_reserve_bytes is not None:
         return workload.runtime_reserve_bytes
-    return RESERVE_SINGLE_BYTES + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)
+    single = RESERVE_SINGLE_BYTES
+    context = hardware.measured.cuda_context_bytes if hardware is not None and hardware.measured else None
+    if context is not None:
+        single = RESERVE_SINGLE_BYTES - RESERVE_CONTEXT_BYTES + context
+    return single + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)
 
 
 def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, weights: float | None = None
@@ -105,7 +114,7 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     per GPU when already known for this model, tp, pp and weight dtype."""
     fixed = cache.fixed_total / workload.tp / workload.pp
     weights = weights_per_gpu(model, workload) if weights is None else weights
-    activations, reserve = activation_peak(model, workload), default_reserve(workload)
+    activations, reserve = activation_peak(model, workload), default_reserve(workload, hardware)
     # what CUDA reports when the catalogue has it (a program allocates from that), else the datasheet figure
     capacity = hardware.driver_memory_bytes or hardware.memory_bytes
     engine_pool = None

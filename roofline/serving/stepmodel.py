@@ -126,21 +126,21 @@ class StepModel:
 
     def _compile_times(self, ops: list[Op]) -> list[tuple[np.ndarray, bool, callable]]:
         """One numpy function per kind of op (what picks its ceilings: dtype, communication, kind, head dim, KV
-        read or not, kernels per instance) giving op times from aggregated quantities."""
+        read or not, kernels per instance, eager aten or not) giving op times from aggregated quantities."""
         roof = self.phases.roofline
         groups: dict[tuple, list[int]] = {}
         for j, op in enumerate(ops):
             cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
-            groups.setdefault((op.dtype, op.is_comm, op.kind, op.head_dim, cls, op.kernels), []).append(j)
+            groups.setdefault((op.dtype, op.is_comm, op.kind, op.head_dim, cls, op.kernels, op.aten), []).append(j)
         compiled = []
-        for (dtype, comm, kind, head_dim, cls, kernels), idx in groups.items():
+        for (dtype, comm, kind, head_dim, cls, kernels, aten), idx in groups.items():
             if comm:
                 template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels)
                 fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
             else:
                 template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
-                              head_dim=head_dim)
+                              head_dim=head_dim, aten=aten)
                 fn = lambdify([_FM, _FV, _INT, _BYTES], roof.op_times(template).total, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
         return compiled

@@ -67,6 +67,12 @@ MEASURED: dict[str, Bound] = {
     "fp32_flops_per_s": PEAK,
     "bytes_in_flight_per_sm": Bound(64, 1024, 1 << 20, 1 << 24, "bytes", "bytes in flight per SM"),
     "dram_latency_s": LATENCY,
+    "cuda_context_bytes": Bound(1 << 20, 64 << 20, 4 << 30, 64 << 30, "bytes",
+                                "a CUDA context's device memory (1 MiB .. 64 GiB)"),
+    "burst_sm_clock_hz": Bound(1e8, 3e8, 4e9, 1e10, "Hz", "an SM clock (0.1 .. 10 GHz)"),
+    "sustained_sm_clock_hz": Bound(1e8, 3e8, 4e9, 1e10, "Hz", "an SM clock (0.1 .. 10 GHz)"),
+    "sustained_after_s": Bound(1e-4, 1e-3, 10.0, 100.0, "s", "a settling time (0.1 ms .. 100 s)"),
+    "aten_kernel_s": LATENCY,
 }
 _WIDTH = Bound(1, 64, 1 << 16, 1 << 20, "", "a hidden width (1 .. 1,048,576)")
 MODEL: dict[str, Bound] = {

@@ -89,7 +89,34 @@ class Measured(Spec):
         description="alpha of time = alpha + KV bytes / decode_attention_bytes_per_s fitted to one-query SDPA, s.")
     decode_attention_bytes_per_s: PositiveFloat | None = Field(
         None, description="1/beta of that fit: the KV read rate of decode attention, bytes/s.")
+    cuda_context_bytes: PositiveInt | None = Field(
+        None, description="Device memory the CUDA context takes before the first allocation: total - free right "
+        "after CUDA init with nothing allocated (validate/clients/micro.py cuda_context), bytes. The planner's default "
+        "runtime reserve counts it in place of its estimate (planner.memory.default_reserve).")
     client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
+    # from the issue-13 probe (validate/clients/probe13.py, python -m validate.clients.calibrate --probe)
+    sustained_gemm_flops_per_s: dict[str, PositiveFloat] = Field(
+        default_factory=dict, description="Steady GEMM throughput per dtype with the tensor cores under back-to-back "
+        "load past sustained_after_s (median over the prefill shapes at M >= 2048), FLOP/s: the power-capped rate "
+        "compute-bound ops of steady-state phases meet (gemm_shape_flops_per_s is the rate of a burst of ms).")
+    sustained_attention_flops_per_s: dict[int, PositiveFloat] = Field(
+        default_factory=dict, description="Steady causal flash throughput per head dim under back-to-back load, at the "
+        "longest prompt measured, FLOP/s.")
+    burst_sm_clock_hz: PositiveFloat | None = Field(
+        None, description="SM clock during the GEMM bursts (median over the probe's shapes), Hz.")
+    sustained_sm_clock_hz: PositiveFloat | None = Field(
+        None, description="SM clock in the steady window of the back-to-back GEMMs, Hz: with burst_sm_clock_hz it "
+        "scales the tensor-core rates that have no sustained measurement of their own.")
+    sustained_after_s: PositiveFloat | None = Field(
+        None, description="Settling time of the tensor-core rate under back-to-back load from idle (the end of the "
+        "first 50 ms bin after which every bin stays within 2 % of the steady rate; median over the shapes), s: "
+        "compute-bound work running back to back for longer than this is a long phase.")
+    aten_kernel_s: PositiveFloat | None = Field(
+        None, description="Per-kernel time of eager aten kernels in a CUDA graph, s: the probe's 2000-op chains of "
+        "each small op of the eager decode layer (casts, pow/mean, rsqrt, broadcast muls, RoPE neg/cat, index_put, "
+        "strided SiLU), weighted by how many of each one layer launches (fusion 'none').")
+    probe_source: str | None = Field(None, description="Results file of the issue-13 probe the six fields above "
+                                     "come from.")
     # on-chip ceilings of the hierarchical roofline (validate/ops/ceilings, microbenchmarks to come; each None until
     # measured, and the datasheet-derived figure of the Hardware spec stands)
     shared_memory_bytes_per_s: PositiveFloat | None = Field(
@@ -116,9 +143,10 @@ class Measured(Spec):
 
     @model_validator(mode="after")
     def _dtypes_known(self) -> Measured:
-        for dtype in self.gemm_flops_per_s:
-            if dtype not in DTYPES:
-                raise ValueError(f"gemm_flops_per_s: unknown dtype {dtype!r}; valid: {sorted(DTYPES)}")
+        for field_name in ("gemm_flops_per_s", "sustained_gemm_flops_per_s"):
+            for dtype in getattr(self, field_name):
+                if dtype not in DTYPES:
+                    raise ValueError(f"{field_name}: unknown dtype {dtype!r}; valid: {sorted(DTYPES)}")
         bounds.check({f"gemm_flops_per_s.{k}": v for k, v in self.gemm_flops_per_s.items()},
                      {f"gemm_flops_per_s.{k}": bounds.PEAK for k in self.gemm_flops_per_s})
         for size, rate in self.bandwidth_curve:

@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     from roofline.catalogue import load_model
     from validate.clients import cases, hf, memory, micro
     from validate.clients.grid import HF_MODEL, MEMORY_BATCH, MEMORY_MODEL, moe_layers
-    from validate.harness import environment, l2_bytes, write_json
+    from validate.common.harness import environment, l2_bytes, write_json
 
     torch.backends.cuda.matmul.allow_tf32 = False
     import torch._dynamo
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     for part in args.part:
         log(f"part {part}")
         if part == "micro":
-            results["cases"] += micro.all_micro(l2_bytes(), log)
+            results["cases"] += micro.all_micro(l2_bytes(), log, free_at_start)
         elif part == "hf":
             results["cases"] += hf.run_hf(HF_MODEL, load_model(HF_MODEL).model_dump(), deadline, log)
         elif part == "memory":

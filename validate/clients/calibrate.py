@@ -1,4 +1,4 @@
-"""python -m validate.clients.calibrate --results FILE --hardware-file FILE.yaml
+"""python -m validate.clients.calibrate [--results FILE] [--probe FILE] --hardware-file FILE.yaml
 
 The decoder clients' microbenchmarks (validate/clients/micro.py) -> the hardware spec's measured section
 (its other fields kept; validate.calibrate writes those from the kernel families):
@@ -10,6 +10,18 @@ The decoder clients' microbenchmarks (validate/clients/micro.py) -> the hardware
   attention_flops_per_s         per head dim: FLOPs / time of the causal flash case at the longest prompt
   decode_attention_latency_s,   alpha, 1/beta of time = alpha + KV bytes / bw over the one-query SDPA cases
   decode_attention_bytes_per_s
+  cuda_context_bytes            total - free right after CUDA init, nothing allocated: the `cuda_context` row, or
+                                (runs before it existed) env memory_bytes - env free_at_start_bytes, the same
+                                figure taken by `python -m validate.clients` before its first part
+From the issue-13 probe (validate/clients/probe13.py, --probe FILE):
+  sustained_gemm_flops_per_s    median steady rate (back to back, past SETTLE_S) of the GEMMs at M >= 2048 (bf16)
+  sustained_attention_flops_per_s  steady causal flash rate at the longest prompt (head dim 128)
+  burst_sm_clock_hz,            median SM clock of those GEMMs' bursts and of their steady windows
+  sustained_sm_clock_hz
+  sustained_after_s             median over those GEMMs of the end of the first 50 ms bin from which every bin
+                                stays within 2 % of the steady rate
+  aten_kernel_s                 per-call time of the eager aten chains, weighted by the calls one eager decode
+                                layer makes of each (EAGER_LAYER_CALLS, decoder.layer / fusion.py's table)
 Pure Python (no torch): runs where the results are committed.
 """
 
@@ -22,6 +34,12 @@ from pathlib import Path
 
 SKINNY_TOKENS = 64
 LARGE_TOKENS = 2048
+SETTLED = 0.02
+# calls one eager decode layer (decoder.layer, batch 1) makes of each probe13 chain kind: two RMSNorms of 8 aten ops,
+# RoPE on q and k (neg, cat, 2 muls, add each), two residual adds, the K and V index_put, SiLU and its product
+EAGER_LAYER_CALLS = {"to_fp32": 2, "pow2_fp32": 2, "mean_fp32": 2, "add_eps": 2, "rsqrt": 2, "mul_fp32_bcast": 2,
+                     "to_bf16": 2, "mul_weight": 2, "neg_strided": 2, "cat_rope": 2, "mul_rope": 4, "add": 4,
+                     "index_put_kv": 2, "silu_strided": 1, "mul_silu_up": 1}
 
 
 def _rows(results: dict, kind: str) -> list[dict]:
@@ -39,6 +57,19 @@ def latency_bandwidth(sizes: list[float], times: list[float]) -> tuple[float, fl
     if alpha <= 0 or inverse <= 0:
         raise ValueError(f"calibrate: latency-bandwidth fit is not physical (alpha {alpha}, 1/bw {inverse})")
     return float(alpha), float(1 / inverse)
+
+
+def cuda_context_bytes(results: dict) -> int | None:
+    """The CUDA context's device bytes: the `cuda_context` microbenchmark row, else total - free at start as the
+    run's env recorded them (taken right after CUDA init, before any allocation); None when neither is there."""
+    row = next((r for r in results["cases"] if r.get("family") == "client_ceilings"
+                and r["params"].get("kind") == "cuda_context"), None)
+    if row is not None:
+        return int(row["bytes"])
+    env = results.get("env", {})
+    if env.get("free_at_start_bytes") and env.get("memory_bytes"):
+        return int(env["memory_bytes"]) - int(env["free_at_start_bytes"])
+    return None
 
 
 def client_ceilings(results: dict, source: str) -> dict:
@@ -61,28 +92,74 @@ def client_ceilings(results: dict, source: str) -> dict:
             "gemm_stream_bytes_per_s": sig(g_bw), "gemm_shape_flops_per_s": {"bf16": sig(statistics.median(large))},
             "attention_flops_per_s": {d: sig(r["flops"] / (r["ms"] * 1e-3)) for d, r in sorted(flash.items())},
             "decode_attention_latency_s": sig(d_alpha), "decode_attention_bytes_per_s": sig(d_bw),
+            **({"cuda_context_bytes": context} if (context := cuda_context_bytes(results)) else {}),
             "client_source": source}
 
 
-def calibrate(results_path: Path, hardware_file: Path) -> dict:
-    """Merge the client ceilings into `hardware_file`'s measured section (validated before it is written)."""
+def settling_time(series: list[list[float]], steady: float, bin_s: float) -> float:
+    """End of the first bin of `series` ([[start_s, rate], ...]) from which every bin is within SETTLED of `steady`."""
+    settled = len(series)
+    for i in range(len(series) - 1, -1, -1):
+        if abs(series[i][1] - steady) > SETTLED * steady:
+            break
+        settled = i
+    return series[min(settled, len(series) - 1)][0] + bin_s
+
+
+def probe_ceilings(probe: dict, source: str) -> dict:
+    """The Measured fields above from a probe13 results file (only those whose cases it has)."""
+    from validate.clients.probe13_core import BIN_S
+
+    sig = lambda x: float(f"{x:.4g}")  # noqa: E731
+    gemms = [c for c in probe["cases"] if c.get("kind") == "gemm" and c["m"] >= LARGE_TOKENS and c.get("steady_tflops")]
+    flash = [c for c in probe["cases"] if c.get("kind") == "flash" and c.get("steady_tflops")]
+    chains = {c["kind"]: c["per_call_s"] for c in probe["cases"] if c.get("part") == "h2" and "per_call_s" in c}
+    out: dict = {}
+    if gemms:
+        out["sustained_gemm_flops_per_s"] = {"bf16": sig(statistics.median(c["steady_tflops"] for c in gemms) * 1e12)}
+        out["sustained_after_s"] = sig(statistics.median(
+            settling_time(c["sustained"]["series"], c["sustained"]["steady"], BIN_S) for c in gemms))
+        burst = [c["burst_clocks"]["sm_mhz"] for c in gemms if (c.get("burst_clocks") or {}).get("sm_mhz")]
+        steady = [c["sustained"]["clocks"]["steady"]["sm_mhz"] for c in gemms
+                  if (c["sustained"]["clocks"].get("steady") or {}).get("sm_mhz")]
+        if burst and steady:
+            out["burst_sm_clock_hz"] = sig(statistics.median(burst) * 1e6)
+            out["sustained_sm_clock_hz"] = sig(statistics.median(steady) * 1e6)
+    if flash:
+        longest = max(flash, key=lambda c: c["prompt"])
+        out["sustained_attention_flops_per_s"] = {128: sig(longest["steady_tflops"] * 1e12)}
+    if all(k in chains for k in EAGER_LAYER_CALLS):
+        calls = sum(EAGER_LAYER_CALLS.values())
+        out["aten_kernel_s"] = sig(sum(n * chains[k] for k, n in EAGER_LAYER_CALLS.items()) / calls)
+    if out:
+        out["probe_source"] = source
+    return out
+
+
+def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path | None = None) -> dict:
+    """Merge the client ceilings (`results_path`) and the probe's (`probe_path`) into `hardware_file`'s measured
+    section (validated before it is written)."""
     import json
 
     import yaml
 
     from roofline.catalogue.loading import parse_text, validate
     from roofline.specs import Hardware
-    from validate.calibrate import replace_measured_block
+    from roofline.validation.calibrate import replace_measured_block
 
-    results = json.loads(Path(results_path).read_text())
     text = Path(hardware_file).read_text()
     current = yaml.safe_load(text).get("measured")
     if not current:
         raise SystemExit(f"{hardware_file}: measured: calibrate the kernel families first (python -m validate "
                          "calibrate)")
-    section = {**current, **client_ceilings(results, str(results_path))}
+    section = dict(current)
+    if results_path is not None:
+        section.update(client_ceilings(json.loads(Path(results_path).read_text()), str(results_path)))
+    if probe_path is not None:
+        section.update(probe_ceilings(json.loads(Path(probe_path).read_text()), str(probe_path)))
+    sources = " and ".join(str(x) for x in (section.get("client_source"), section.get("probe_source")) if x)
     note = (f"Measured by `python -m validate calibrate` from {current['source']} and `python -m validate.clients"
-            f".calibrate` from {results_path}; datasheet figures above stand.")
+            f".calibrate` from {sources}; datasheet figures above stand.")
     new_text = replace_measured_block(text, section, note)
     validate(Hardware, parse_text(new_text, str(hardware_file)), str(hardware_file))
     Path(hardware_file).write_text(new_text)
@@ -91,13 +168,18 @@ def calibrate(results_path: Path, hardware_file: Path) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="validate.clients.calibrate")
-    p.add_argument("--results", type=Path, required=True)
+    p.add_argument("--results", type=Path, help="client results (python -m validate.clients)")
+    p.add_argument("--probe", type=Path, help="issue-13 probe results (python -m validate.clients.probe13)")
     p.add_argument("--hardware-file", type=Path, required=True)
     args = p.parse_args(argv)
-    section = calibrate(args.results, args.hardware_file)
+    if args.results is None and args.probe is None:
+        p.error("--results or --probe: give at least one results file")
+    section = calibrate(args.results, args.hardware_file, args.probe)
     keys = ("kernel_overhead_s", "gemm_latency_s", "gemm_stream_bytes_per_s", "gemm_shape_flops_per_s",
-            "attention_flops_per_s", "decode_attention_latency_s", "decode_attention_bytes_per_s")
-    print("\n".join(f"{k}: {section[k]}" for k in keys))
+            "attention_flops_per_s", "decode_attention_latency_s", "decode_attention_bytes_per_s", "cuda_context_bytes",
+            "sustained_gemm_flops_per_s", "sustained_attention_flops_per_s", "burst_sm_clock_hz",
+            "sustained_sm_clock_hz", "sustained_after_s", "aten_kernel_s")
+    print("\n".join(f"{k}: {section[k]}" for k in keys if k in section))
     return 0
 
 

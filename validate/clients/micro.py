@@ -9,6 +9,7 @@
   decode    scaled_dot_product_attention of one query token over a cache of L (enable_gqa): bytes read
             2 B Hkv L D x 2 (K and V, bf16)
   stream    a large device-to-device copy (bytes read + written)
+  context   the CUDA context's device memory: total - free right after CUDA init, nothing allocated yet
 Rows: {"family": "client_ceilings", "name", "params": {"kind", ...}, "ms", "bytes", "flops"}.
 """
 
@@ -33,6 +34,18 @@ HEADS, KV_HEADS = 32, 8
 
 def _row(name: str, params: dict, ms: float, moved: int = 0, flops: int = 0) -> dict:
     return {"family": "client_ceilings", "name": name, "params": params, "ms": ms, "bytes": moved, "flops": flops}
+
+
+def cuda_context(free_at_start: int | None = None) -> list[dict]:
+    """total - free of the device before the first allocation (`free_at_start`: taken by the caller right after
+    CUDA init; None: taken now, which must then be before anything is allocated)."""
+    if free_at_start is None:
+        if torch.cuda.memory_reserved() != 0:
+            raise RuntimeError("cuda_context: the caching allocator already holds memory; measure before allocating")
+        free_at_start, _ = torch.cuda.mem_get_info()
+    total = torch.cuda.get_device_properties(0).total_memory
+    return [{"family": "client_ceilings", "name": "cuda_context", "params": {"kind": "cuda_context"},
+             "bytes": total - free_at_start, "total_memory_bytes": total, "free_at_start_bytes": free_at_start}]
 
 
 def kernel_overhead() -> list[dict]:
@@ -110,8 +123,10 @@ def stream_copy() -> list[dict]:
     return [_row("copy_1GiB", {"kind": "copy", "bytes": n}, ms, 2 * n, 0)]
 
 
-def all_micro(l2_bytes: int, log=print) -> list[dict]:
-    rows = []
+def all_micro(l2_bytes: int, log=print, free_at_start: int | None = None) -> list[dict]:
+    """Every microbenchmark above; `free_at_start`: free device bytes right after CUDA init (see cuda_context)."""
+    rows = cuda_context(free_at_start)
+    log(f"  cuda_context: {rows[0]['bytes']} bytes")
     for fn in (kernel_overhead, stream_copy, lambda: decode_attention(l2_bytes), flash_prefill,
                lambda: gemm_grid(l2_bytes)):
         got = fn()
