@@ -11,8 +11,18 @@ from roofline.units import B, L, P
 from validate.clients.calibrate import EAGER_LAYER_CALLS, probe_ceilings, settling_time
 
 
-def _with(**fields):
+_PROBE_FIELDS = {"sustained_gemm_flops_per_s": {}, "sustained_attention_flops_per_s": {}, "burst_sm_clock_hz": None,
+                 "sustained_sm_clock_hz": None, "aten_kernel_s": None}
+
+
+def _bare():
+    """H100-SXM's calibrated spec without the probe's steady-state figures (the catalogue now carries them)."""
     hw = load_hardware("H100-SXM")
+    return hw.model_copy(update={"measured": hw.measured.model_copy(update=_PROBE_FIELDS)})
+
+
+def _with(**fields):
+    hw = _bare()
     return hw.model_copy(update={"measured": hw.measured.model_copy(update=fields)})
 
 
@@ -54,7 +64,7 @@ def test_probe_ceilings_by_hand():
 
 
 def test_sustained_rate_prices_compute_bound_gemms_only():
-    hw = load_hardware("H100-SXM")
+    hw = _bare()
     burst = hw.measured.gemm_shape_flops_per_s["bf16"]
     slow = _with(sustained_gemm_flops_per_s={"bf16": burst / 2})
     alpha = hw.measured.gemm_latency_s  # a GEMM kernel's per-kernel time, outside the roofline max()
@@ -68,7 +78,7 @@ def test_sustained_rate_prices_compute_bound_gemms_only():
 
 
 def test_clock_ratio_scales_rates_without_their_own_measurement():
-    hw = load_hardware("H100-SXM")
+    hw = _bare()
     clocked = _with(burst_sm_clock_hz=2.0e9, sustained_sm_clock_hz=1.5e9)
     alpha = hw.measured.gemm_latency_s
     base, slow = _rows(hw, "prefill", "full", 8192), _rows(clocked, "prefill", "full", 8192)
@@ -76,7 +86,7 @@ def test_clock_ratio_scales_rates_without_their_own_measurement():
 
 
 def test_aten_kernel_time_for_eager_kernels_only():
-    hw = load_hardware("H100-SXM")
+    hw = _bare()
     aten = _with(aten_kernel_s=2.0e-6)
     chain = hw.measured.kernel_overhead_s
 
