@@ -44,7 +44,10 @@ def capacity(model: Model, opts: EngineOptions, pool: float, rules: list[str]) -
     length = opts.model_len(model)
     per_token = float(kv_bytes_per_token(model, dtype)) * share
     concurrency = max(pool, 0) / need(length)
-    rules.append(f"ideal: exact {dtype} cache bytes per sequence x this rank's share {share:.4g}, pages of {page} "
+    state_share = float(shard.state_fraction) * stage
+    held = f"KV x this rank's share {share:.4g}" + (f", recurrent state x its own share {state_share:.4g}"
+                                                     if state_bytes_per_sequence(model) else "")
+    rules.append(f"ideal: exact {dtype} cache bytes per sequence, {held}, pages of {page} "
                  "(planner.memory.sequence_kv_expr)")
     tokens = int(max(pool, 0) // per_token) // page * page if per_token else int(concurrency * length)
     return Capacity(engine="ideal", bytes_per_token=per_token, kv_pool_bytes=pool, pool_tokens=tokens,
