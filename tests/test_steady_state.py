@@ -10,7 +10,6 @@ from roofline.methods import parse_method
 from roofline.units import B, L, P
 from validate.clients.calibrate import EAGER_LAYER_CALLS, probe_ceilings, settling_time
 
-
 _PROBE_FIELDS = {"sustained_gemm_flops_per_s": {}, "sustained_attention_flops_per_s": {}, "burst_sm_clock_hz": None,
                  "sustained_sm_clock_hz": None, "aten_kernel_s": None}
 

@@ -26,12 +26,10 @@ def test_compiled_decode_gate_h100():
     assert s["n"] >= 45 and s["median_ape"] <= CI_DECODE_MEDIAN_APE
 
 
-@pytest.mark.xfail(strict=True, reason="H200 compiled decode median APE is 7.04 % (> 7): Mixtral's grouped-GEMM "
-                   "experts run 31-37 % slower than the dense-GEMM law prices them, and the dense 3B-8B models sit "
-                   "3-8 % under (see validate/clients/README.md)")
 def test_compiled_decode_gate_h200():
+    # met since Mixtral's experts take the probe's grouped-GEMM law and its routing kernels (was 7.04 % before)
     s = _report("nvidia-h200", "H200")["summary"]["compiled/decode"]
-    assert s["median_ape"] <= CI_DECODE_MEDIAN_APE
+    assert s["n"] >= 45 and s["median_ape"] <= CI_DECODE_MEDIAN_APE
 
 
 def test_latency_bandwidth_fit_by_hand():

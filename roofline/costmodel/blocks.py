@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from roofline.accounting import dtype_bytes, state_fraction
-from roofline.costmodel.ops import Op, traffic
+from roofline.costmodel.ops import EXPERTS, ROUTING, Op, traffic
 from roofline.lazy import sp
 from roofline.specs import Model
 from roofline.units import ADD_FLOPS, GATED_ACT_FLOPS, NORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS, ceildiv
@@ -140,7 +140,9 @@ def experts_touched(num_experts: int, top_k: int, tokens) -> sp.Expr:
 
 
 def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
-    """Router (d -> E), routed experts (weights of the experts touched, FLOPs of top-k per token), shared."""
+    """Router (d -> E); routing (top-k of the router logits and softmax of the k scores: reads tokens x E logits,
+    writes the routed tokens' int64 expert ids and gate weights; its kernels by fusion level); routed experts
+    (weights of the experts touched, FLOPs of top-k per token: two grouped GEMM calls); shared experts."""
     moe = ctx.model.moe
     assert moe is not None
     d, i_e = ctx.model.hidden_size, ctx.shard.expert_intermediate
@@ -150,7 +152,10 @@ def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
     up = 2 * i_e if ctx.model.mlp == "gated" else i_e
     ops = [
         linear(ctx, "router", tokens, d, moe.num_experts),
-        ctx.op("experts", kind="gemm", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
+        ctx.op("routing", kind=ROUTING, vector_flops=SOFTMAX_FLOPS * routed_tokens,
+               traffic=traffic(act_read=tokens * moe.num_experts * ctx.act_bytes,
+                               act_write=routed_tokens * (8 + ctx.act_bytes))),
+        ctx.op(EXPERTS, kind="gemm", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
                vector_flops=GATED_ACT_FLOPS * routed_tokens * i_e,
                traffic=traffic(weights=touched * per_expert_weights,
                                act_read=routed_tokens * d * ctx.act_bytes,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from roofline.costmodel.graph import Graph
-from roofline.costmodel.ops import TRAFFIC, Op
+from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.lazy import sp
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
@@ -158,13 +158,20 @@ class Roofline:
 
     def _ceilings_of(self, op: Op) -> tuple[float, float, float]:
         """(matmul FLOP/s, bytes/s, per-kernel s) that bound `op`: a GEMM meets the GEMM laws measured at the
-        model shapes (weights streamed at M <= 64, FLOP/s at M >= 2048), attention its own kernels' ceilings
-        (decode: KV bytes at the one-query latency-bandwidth law; prefill: the causal flash rate of its head
-        dim), every other op the streaming bandwidth and the graph's per-kernel time."""
+        model shapes (weights streamed at M <= 64, FLOP/s at M >= 2048), the routed experts (blocks.moe_mlp) the
+        grouped-GEMM law (active experts' weights at grouped_gemm_stream_bytes_per_s, grouped_gemm_latency_s per
+        call; FLOP/s as a GEMM: the grouped rate is not measured), routing kernels routing_kernel_s, attention its
+        own kernels' ceilings (decode: KV bytes at the one-query latency-bandwidth law; prefill: the causal flash
+        rate of its head dim), every other op the streaming bandwidth and the graph's per-kernel time."""
         peak, bandwidth, per_kernel = self.matmul_peak(op.dtype), self.bandwidth(), self.kernel_time()
         m = self.measured
         if m is None:
             return peak, bandwidth, per_kernel
+        if op.name == EXPERTS and op.kind == "gemm" and m.grouped_gemm_stream_bytes_per_s:  # grouped-GEMM law
+            return (m.gemm_shape_flops_per_s.get(op.dtype, peak), m.grouped_gemm_stream_bytes_per_s,
+                    m.grouped_gemm_latency_s or per_kernel)
+        if op.kind == ROUTING and m.routing_kernel_s:
+            return peak, bandwidth, m.routing_kernel_s
         if op.kind == "gemm" and m.gemm_stream_bytes_per_s:
             return (m.gemm_shape_flops_per_s.get(op.dtype, peak), m.gemm_stream_bytes_per_s,
                     m.gemm_latency_s or per_kernel)

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from roofline.lazy import sp
 
 TRAFFIC = ("weights", "act_read", "act_write", "kv_read", "kv_write")
+# a routed MLP (blocks.moe_mlp): the op of the experts' grouped GEMMs (kind "gemm", one kernel per grouped GEMM call,
+# priced at the measured grouped-GEMM law where the device has one) and the kind of its routing op (topk, sort,
+# scatter, gathers, index_add: small kernels whose count the fusion level sets, at the measured routing_kernel_s)
+EXPERTS = "experts"
+ROUTING = "routing"
 
 
 def _zero():
@@ -33,7 +38,7 @@ class Op:
     comm_bytes: sp.Expr = field(default_factory=_zero)  # all-reduce message per GPU (TP), bytes
     int_ops: sp.Expr = field(default_factory=_zero)  # vector integer instructions (unpacking quantized codes)
     kernels: int = 1  # kernel launches per instance (the fusion level sets it; 0: fused into a neighbour)
-    kind: str = ""  # "gemm" (weights x activations), "attention" (flash / flash-decoding), "" (other)
+    kind: str = ""  # "gemm" (weights x activations), "attention" (flash / flash-decoding), "routing", "" (other)
     head_dim: int = 0  # attention: the query/key head dim (its measured flash rate is per head dim)
     # hierarchical roofline: bytes through shared memory (staged operands, metadata loads) and the programs
     # (thread blocks) that run at once (0: enough to fill every SM)

@@ -115,7 +115,18 @@ class Measured(Spec):
         None, description="Per-kernel time of eager aten kernels in a CUDA graph, s: the probe's 2000-op chains of "
         "each small op of the eager decode layer (casts, pow/mean, rsqrt, broadcast muls, RoPE neg/cat, index_put, "
         "strided SiLU), weighted by how many of each one layer launches (fusion 'none').")
-    probe_source: str | None = Field(None, description="Results file of the issue-13 probe the six fields above "
+    grouped_gemm_latency_s: PositiveFloat | None = Field(
+        None, description="alpha of time = alpha + active experts' weight bytes / grouped_gemm_stream_bytes_per_s "
+        "fitted (relative least squares) to the probe's torch._grouped_mm calls of Mixtral-8x7B's w13 and w2 at decode "
+        "batches 1 .. 64 (CUTLASS grouped GEMM, its prepare_grouped_gemm_data kernel included), s per call.")
+    grouped_gemm_stream_bytes_per_s: PositiveFloat | None = Field(
+        None, description="1/beta of that fit: the rate at which a grouped GEMM streams the active experts' weights, "
+        "bytes/s (the routed experts op, blocks.moe_mlp, is priced at this law instead of the dense-GEMM one).")
+    routing_kernel_s: PositiveFloat | None = Field(
+        None, description="Per-kernel time of the routing kernels of a routed MLP in a CUDA graph (topk, sort, "
+        "scatter, cumsum, gathers, index_add, their casts and fills), s: the probe's whole moe_mlp less its two "
+        "grouped GEMM calls and the router GEMM (at the GEMM law), over the kernels left (median over batches).")
+    probe_source: str | None = Field(None, description="Results file of the issue-13 probe the fields above "
                                      "come from.")
     # on-chip ceilings of the hierarchical roofline (validate/ops/ceilings, microbenchmarks to come; each None until
     # measured, and the datasheet-derived figure of the Hardware spec stands)

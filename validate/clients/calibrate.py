@@ -22,6 +22,13 @@ From the issue-13 probe (validate/clients/probe13.py, --probe FILE):
                                 stays within 2 % of the steady rate
   aten_kernel_s                 per-call time of the eager aten chains, weighted by the calls one eager decode
                                 layer makes of each (EAGER_LAYER_CALLS, decoder.layer / fusion.py's table)
+  grouped_gemm_latency_s,       alpha, 1/beta of time = alpha + active experts' weight bytes / bw, relative least
+  grouped_gemm_stream_bytes_per_s  squares over the h3 rows' two torch._grouped_mm calls (w13, w2) at every batch
+                                (bytes: the mean experts the two layers touched x bytes per expert)
+  routing_kernel_s              median over the h3 rows of (moe_mlp - the two grouped calls - the router GEMM at
+                                the section's GEMM law) / the kernels left (the census less the grouped GEMMs'
+                                prepare + CUTLASS kernels and the router's cuBLAS ones); needs gemm_latency_s and
+                                gemm_stream_bytes_per_s (from --results or already in the file)
 Pure Python (no torch): runs where the results are committed.
 """
 
@@ -96,6 +103,41 @@ def client_ceilings(results: dict, source: str) -> dict:
             "client_source": source}
 
 
+GROUPED_KERNELS = ("prepare_grouped_gemm_data", "cutlass")  # a torch._grouped_mm call's two kernels
+GEMM_KERNELS = ("nvjet", "splitKreduce", "gemm")  # cuBLAS / cuBLASLt kernels of the router's F.linear
+
+
+def grouped_gemm_law(rows: list[dict]) -> tuple[float, float]:
+    """(alpha_s, bytes_per_s) of the grouped GEMM calls of the h3 rows: time = alpha + active bytes / bw."""
+    sizes, times = [], []
+    for r in rows:
+        active = statistics.mean(r["active_experts"])
+        sizes += [active * r["w13_bytes_per_expert"], active * r["w2_bytes_per_expert"]]
+        times += [r["grouped_w13_s"], r["grouped_w2_s"]]
+    return latency_bandwidth(sizes, times)
+
+
+def routing_kernels(row: dict) -> int:
+    """Kernels of one moe_mlp call besides the grouped GEMMs and the router GEMM (named in its census)."""
+    grouped = sum(n for name, n in row["top_kernels"] if any(k in name for k in GROUPED_KERNELS))
+    gemm = sum(n for name, n in row["top_kernels"]
+               if not any(k in name for k in GROUPED_KERNELS) and any(k in name for k in GEMM_KERNELS))
+    return row["kernels"] - grouped - gemm
+
+
+def routing_kernel_time(rows: list[dict], gemm_latency_s: float, gemm_bytes_per_s: float) -> float:
+    """Median over `rows` of (moe_mlp - grouped calls - router GEMM) / routing kernels; the router [E, d] bf16 at
+    the GEMM law gemm_latency_s + bytes / gemm_bytes_per_s."""
+    from validate.clients.probe13_core import MOE_EXPERTS, MOE_INTER
+
+    out = []
+    for r in rows:
+        d = r["w2_bytes_per_expert"] // (2 * MOE_INTER)
+        router = gemm_latency_s + MOE_EXPERTS * d * 2 / gemm_bytes_per_s
+        out.append((r["moe_mlp_s"] - r["grouped_w13_s"] - r["grouped_w2_s"] - router) / routing_kernels(r))
+    return statistics.median(out)
+
+
 def settling_time(series: list[list[float]], steady: float, bin_s: float) -> float:
     """End of the first bin of `series` ([[start_s, rate], ...]) from which every bin is within SETTLED of `steady`."""
     settled = len(series)
@@ -106,8 +148,9 @@ def settling_time(series: list[list[float]], steady: float, bin_s: float) -> flo
     return series[min(settled, len(series) - 1)][0] + bin_s
 
 
-def probe_ceilings(probe: dict, source: str) -> dict:
-    """The Measured fields above from a probe13 results file (only those whose cases it has)."""
+def probe_ceilings(probe: dict, source: str, section: dict | None = None) -> dict:
+    """The Measured fields above from a probe13 results file (only those whose cases it has); `section` (the
+    measured section so far) gives the GEMM law the router is priced at."""
     from validate.clients.probe13_core import BIN_S
 
     sig = lambda x: float(f"{x:.4g}")  # noqa: E731
@@ -131,6 +174,13 @@ def probe_ceilings(probe: dict, source: str) -> dict:
     if all(k in chains for k in EAGER_LAYER_CALLS):
         calls = sum(EAGER_LAYER_CALLS.values())
         out["aten_kernel_s"] = sig(sum(n * chains[k] for k, n in EAGER_LAYER_CALLS.items()) / calls)
+    moe = [c for c in probe["cases"] if c.get("part") == "h3" and c.get("moe_mlp_s")]
+    if moe:
+        alpha, bw = grouped_gemm_law(moe)
+        out["grouped_gemm_latency_s"], out["grouped_gemm_stream_bytes_per_s"] = sig(alpha), sig(bw)
+        law = (section or {}).get("gemm_latency_s"), (section or {}).get("gemm_stream_bytes_per_s")
+        if all(law):
+            out["routing_kernel_s"] = sig(routing_kernel_time(moe, *law))
     if out:
         out["probe_source"] = source
     return out
@@ -156,7 +206,7 @@ def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path |
     if results_path is not None:
         section.update(client_ceilings(json.loads(Path(results_path).read_text()), str(results_path)))
     if probe_path is not None:
-        section.update(probe_ceilings(json.loads(Path(probe_path).read_text()), str(probe_path)))
+        section.update(probe_ceilings(json.loads(Path(probe_path).read_text()), str(probe_path), section))
     sources = " and ".join(str(x) for x in (section.get("client_source"), section.get("probe_source")) if x)
     note = (f"Measured by `python -m validate calibrate` from {current['source']} and `python -m validate.clients"
             f".calibrate` from {sources}; datasheet figures above stand.")
@@ -178,7 +228,8 @@ def main(argv=None) -> int:
     keys = ("kernel_overhead_s", "gemm_latency_s", "gemm_stream_bytes_per_s", "gemm_shape_flops_per_s",
             "attention_flops_per_s", "decode_attention_latency_s", "decode_attention_bytes_per_s", "cuda_context_bytes",
             "sustained_gemm_flops_per_s", "sustained_attention_flops_per_s", "burst_sm_clock_hz",
-            "sustained_sm_clock_hz", "sustained_after_s", "aten_kernel_s")
+            "sustained_sm_clock_hz", "sustained_after_s", "aten_kernel_s", "grouped_gemm_latency_s",
+            "grouped_gemm_stream_bytes_per_s", "routing_kernel_s")
     print("\n".join(f"{k}: {section[k]}" for k in keys if k in section))
     return 0
 

@@ -114,9 +114,42 @@ def chain_row(kind: str, calls: int, census: dict, ms: float) -> dict:
             "per_kernel_s": ms * 1e-3 / (calls * kernels) if kernels else None}
 
 
+def moe_row(batch: int, active: list[int], moe_s: float, up_s: float, down_s: float, census: dict) -> dict:
+    """One h3 case: decoder.moe_mlp of Mixtral-8x7B at decode batch `batch` (seconds per call, two layers
+    alternating), its two grouped GEMM calls alone, the experts each layer touched, bytes per expert and the census
+    of one moe_mlp call."""
+    return {"name": f"moe_b{batch}", "part": "h3", "kind": "moe", "batch": batch, "active_experts": active,
+            "moe_mlp_s": moe_s, "grouped_w13_s": up_s, "grouped_w2_s": down_s,
+            "w13_bytes_per_expert": 2 * MOE_INTER * D_MODEL * 2, "w2_bytes_per_expert": D_MODEL * MOE_INTER * 2,
+            "kernels": census["kernels"], "top_kernels": census["top_kernels"]}
+
+
+# the dry run's synthetic routed MLP: grouped GEMM calls at 10 us + bytes / 2.5 TB/s, the router GEMM at 5 us +
+# bytes / 2.5 TB/s (its 2 kernels: nvjet + split-K reduce), 23 routing kernels of 3 us, 2 x 2 grouped GEMM kernels
+DRY_GROUPED = (10e-6, 2.5e12)
+DRY_ROUTER = (5e-6, 2.5e12)
+DRY_ROUTING_KERNEL_S = 3e-6
+DRY_CENSUS = {"kernels": 29, "top_kernels": [
+    ["Memcpy DtoD (Device -> Device)", 3], ["void at::cuda::detail::prepare_grouped_gemm_data<cutlass::bfloat16_t", 2],
+    ["_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm9x", 2],
+    ["nvjet_sm90_tst_64x8_64x16_1x1_h_bz_splitK_TNT", 1], ["void cublasLt::splitKreduce_kernel<32, 16, int, float", 1],
+    ["void at::native::sbtopk::gatherTopK<c10::BFloat16, unsigned int, 1>", 1]]}
+
+
+def _dry_moe(batch: int) -> dict:
+    active = [min(MOE_EXPERTS, MOE_TOP_K * batch)] * 2
+    row = moe_row(batch, active, 0.0, 0.0, 0.0, DRY_CENSUS)
+    up, down = (DRY_GROUPED[0] + active[0] * row[k] / DRY_GROUPED[1] for k in ("w13_bytes_per_expert",
+                                                                                "w2_bytes_per_expert"))
+    router = DRY_ROUTER[0] + MOE_EXPERTS * D_MODEL * 2 / DRY_ROUTER[1]
+    moe = up + down + router + 23 * DRY_ROUTING_KERNEL_S
+    return {**row, "grouped_w13_s": up, "grouped_w2_s": down, "moe_mlp_s": moe}
+
+
 def dry_run() -> dict:
     """The plan and synthetic rows through the same shaping as the GPU run (no torch): a GEMM at 800 TFLOP/s for
-    0.2 s, then 700 (SM clock 1980 -> 1755 MHz), and 2 us per call of every chain kind."""
+    0.2 s, then 700 (SM clock 1980 -> 1755 MHz), 2 us per call of every chain kind, and routed MLPs of the
+    DRY_* figures above."""
     work, starts, durations, t = 2.0e12, [], [], 0.0
     while t < SUSTAIN_S:
         starts.append(t)
@@ -128,6 +161,7 @@ def dry_run() -> dict:
                       sustained, m=8192, n=28672, k=4096),
              rate_row("flash_synthetic_p16384", "flash", int(work), work / 800e12, None, sustained, prompt=16384)]
     cases += [chain_row(kind, CHAIN, {"kernels": 1, "top_kernels": []}, CHAIN * 2e-3) for kind in CHAIN_KINDS]
+    cases += [_dry_moe(b) for b in MOE_BATCHES]
     return {"env": {"dry_run": True}, "plan": plan(), "cases": cases}
 
 

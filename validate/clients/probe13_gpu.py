@@ -307,10 +307,7 @@ def h3_moe(run: Run):
                                                      for xs, _, offs, w in routed], 2)
         down_s, _ = _burst(run, lambda routed=routed: [torch._grouped_mm(ys, w["w2"].transpose(-2, -1), offs=offs)
                                                        for _, ys, offs, w in routed], 2)
-        run.add({"name": name, "part": "h3", "kind": "moe", "batch": b, "active_experts": active,
-                 "moe_mlp_s": moe_s, "grouped_w13_s": up_s, "grouped_w2_s": down_s,
-                 "w13_bytes_per_expert": 2 * ie * d * 2, "w2_bytes_per_expert": d * ie * 2,
-                 "kernels": census["kernels"], "top_kernels": census["top_kernels"]})
+        run.add(P.moe_row(b, active, moe_s, up_s, down_s, census))
     layers = None
     gc.collect()
     torch.cuda.empty_cache()
