@@ -240,7 +240,8 @@ def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset(), ep: in
                      f"over ep {ep}, dispatch and combine per MoE layer, plus any tp all-reduce); tok/s per replica")
     if "fewest_gpus" in r:
         f = r["fewest_gpus"]
-        notes.append(f"{name}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']})")
+        replicas = f", ep {ep}" if ep > 1 else ""
+        notes.append(f"{name}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']}{replicas})")
     if "sla" in r:
         s = r["sla"]
         notes.append(f"{name}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context {_ctx(s['max_context'])} "
