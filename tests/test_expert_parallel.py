@@ -153,3 +153,22 @@ def test_gpt_oss_expert_dtype_in_the_graph() -> None:
     # batch 1 touches its 4 experts: 4 x 3 x 2880^2 x 17/32 bytes; the router stays bf16 (2880 x 32 x 2)
     assert ops["experts"][0].traffic["weights"].subs(B, 1) == 4 * 3 * 2880**2 * 17 // 32
     assert ops["router"][0].traffic["weights"] == 2880 * 32 * 2
+
+
+def test_prefill_dispatch_carries_every_prompt_token() -> None:
+    from roofline.units import P
+
+    graph = build_graph(load_model("Mixtral-8x7B"), parse_method("bf16"), "prefill", ep=2)
+    dispatch = graph.by_name()["moe_dispatch"][0]
+    # B P tokens x top-2 x d x 2 bytes, half of them bound for the other replica
+    assert dispatch.comm_bytes.subs({B: 3, P: 1000}) == 3 * 1000 * TOP_K * D * 2 // 2
+
+
+def test_shared_experts_keep_the_weight_dtype() -> None:
+    # DeepSeek-V3 (models/DeepSeek-V3.yaml, its config.json): d = 7168, one shared expert and 256 routed experts of
+    # width 2048, top-8; routed experts in fp8, everything else (the shared expert included) in bf16
+    ops = build_graph(load_model("DeepSeek-V3"), parse_method("bf16"), "decode", weight_dtype="bf16",
+                      expert_weight_dtype="fp8").by_name()
+    assert ops["shared_expert_up"][0].traffic["weights"] == 7168 * 2 * 2048 * 2
+    # batch 1 touches 8 experts: 8 x 3 x 7168 x 2048 x 1 byte
+    assert ops["experts"][0].traffic["weights"].subs(B, 1) == 8 * 3 * 7168 * 2048
