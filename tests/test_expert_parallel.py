@@ -172,3 +172,17 @@ def test_shared_experts_keep_the_weight_dtype() -> None:
     assert ops["shared_expert_up"][0].traffic["weights"] == 7168 * 2 * 2048 * 2
     # batch 1 touches 8 experts: 8 x 3 x 7168 x 2048 x 1 byte
     assert ops["experts"][0].traffic["weights"].subs(B, 1) == 8 * 3 * 7168 * 2048
+
+
+def test_capacity_pool_grows_by_the_experts_saved(capsys) -> None:
+    # vLLM's budget subtracts the weights one for one: storing gpt-oss-120b's routed experts
+    # (36 layers x 128 x 3 x 2880^2) in MXFP4 instead of bf16 frees (2 - 17/32) bytes each
+    routed = 36 * 128 * 3 * 2880**2
+    pools = []
+    for extra in ([], ["--expert-weight-dtype", "mxfp4"]):
+        code, out, _ = run(capsys, "capacity", "--model", "gpt-oss-120b", "--engine", "vllm", "--hardware", "H100-SXM",
+                           "--json", *extra)
+        assert code == 0
+        pools.append(json.loads(out)["kv_pool_bytes"])
+    assert pools[1] - pools[0] == pytest.approx(routed * 47 / 32, rel=1e-12)
+    assert pools[0] < 0 < pools[1]  # bf16 experts do not fit one H100; as shipped they do
