@@ -192,6 +192,14 @@ def parameter_count(model: Model) -> ParameterCount:
     )
 
 
+def routed_expert_params(model: Model) -> int:
+    """Parameters of the routed experts over every MoE layer (shared experts and the router excluded):
+    MoE layers x num_experts x the MLP parameters of one expert's width; 0 for a dense model."""
+    if model.moe is None:
+        return 0
+    return moe_layer_count(model) * model.moe.num_experts * mlp_params(model, model.moe.expert_intermediate_size)
+
+
 def _attention_layers(model: Model) -> int:
     return model.num_layers - model.layer_counts().get("linear", 0)
 

@@ -156,7 +156,8 @@ def flag_cases() -> list[tuple[str, list[str]]]:
              (["plan", "--method", "bf16"], "--prompt", []), (["plan", "--method", "bf16"], "--weight-dtype", []),
              (["plan", "--method", "bf16"], "--tpot-target-ms", []), (["plan", "--method", "bf16"], "--prefill-chunk",
                                                                        []),
-             (["plan", "--method", "bf16"], "--micro-batches", []), (["plan"], "--method", [])]
+             (["plan", "--method", "bf16"], "--micro-batches", []), (["plan"], "--method", []),
+             (["plan", "--method", "bf16"], "--ep", []), (["plan", "--method", "bf16"], "--expert-weight-dtype", [])]
     cases = []
     for head, flag, tail in flags:
         for value in FLAG_VALUES:

@@ -31,6 +31,8 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--kv-memory-gib", type=positive_float,
                    help="KV budget per rank in GiB (e.g. a logged 'Available KV cache memory'); replaces the estimate")
     p.add_argument("--weight-dtype", default="bf16", help="weights for the budget estimate (bf16, fp8, mxfp4, ...)")
+    p.add_argument("--expert-weight-dtype", help="routed experts for the budget estimate (default: --weight-dtype; "
+                   "gpt-oss ships mxfp4)")
     p.add_argument("--parallel", type=positive_int, default=1, help="llama.cpp -np: sequences")
     p.add_argument("--no-kv-unified", action="store_true", help="llama.cpp: one KV stream per sequence")
     p.add_argument("--swa-full", action="store_true", help="llama.cpp --swa-full: SWA layers keep n_ctx cells")
@@ -53,8 +55,10 @@ def _options(args: argparse.Namespace):
         parallel=args.parallel, kv_unified=not args.no_kv_unified, swa_full=args.swa_full)
 
 
-def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: str):
-    """The planner's estimates of what sits beside the KV cache on the fullest GPU."""
+def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: str,
+                 expert_weight_dtype: str | None = None):
+    """The planner's estimates of what sits beside the KV cache on the fullest GPU (routed experts at
+    `expert_weight_dtype` when given, else at `weight_dtype`)."""
     from roofline.catalogue.loading import validate
     from roofline.engines import BudgetParts
     from roofline.planner.memory import activation_peak, default_reserve, weights_per_gpu
@@ -62,7 +66,9 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
 
     workload = validate(Workload, {"batch": 1, "context_tokens": chunk + 1, "prompt_tokens": chunk,
                                    "prefill_chunk_tokens": chunk, "tp": tp, "pp": pp,
-                                   "weight_dtype": weight_dtype}, "workload")
+                                   "weight_dtype": weight_dtype,
+                                   **({"expert_weight_dtype": expert_weight_dtype} if expert_weight_dtype else {})},
+                        "workload")
     return BudgetParts(total=hardware.memory_bytes, weights=weights_per_gpu(model, workload),
                        activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware))
 
@@ -79,7 +85,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     if options.kv_memory_bytes is None:
         hardware = load_hardware(args.hardware or "H100-SXM")
         chunk = args.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
-        parts = budget_parts(model, hardware, args.tp, args.pp, chunk, args.weight_dtype)
+        parts = budget_parts(model, hardware, args.tp, args.pp, chunk, args.weight_dtype, args.expert_weight_dtype)
     result = capacity(model, args.engine, options, parts).as_dict()
     result["model"] = model.name
     if args.json:

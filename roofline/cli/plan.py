@@ -8,6 +8,7 @@ from typing import Any
 
 from roofline import report as display
 
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4")
 PLAN_HELP = "capacity plan per method (no arguments: the embedded default scenario, all presets)"
 
 
@@ -30,8 +31,13 @@ def add_plan_parser(sub) -> None:
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
     p.add_argument("--reserve-gib", type=float, help="runtime reserve in GiB (default 1, +0.5 with >1 GPU)")
     p.add_argument("--prefill-chunk", type=context, help="chunked-prefill tokens (default 8192)")
-    p.add_argument("--weight-dtype", choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"],
+    p.add_argument("--ep", type=positive_int, default=1,
+                   help="expert-parallel replicas of tp x pp GPUs, each serving its own batch and holding 1/ep of "
+                   "the routed experts; all-to-all dispatch and combine per MoE layer (default 1; MoE models only)")
+    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES,
                    help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4")
+    p.add_argument("--expert-weight-dtype", choices=WEIGHT_DTYPES,
+                   help="storage dtype of the routed experts (default: --weight-dtype); gpt-oss ships mxfp4 experts")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
                    help="size the KV pool by this engine's rules and page size (default ideal; see `capacity`)")
     add_ceilings_fusion(p)
@@ -58,12 +64,13 @@ def _workload(args: argparse.Namespace):
 
     data: dict[str, Any] = {"batch": args.batch or DEFAULT_SCENARIO["batch"],
                             "context_tokens": args.context or DEFAULT_SCENARIO["context_tokens"],
-                            "tp": args.tp, "pp": args.pp, "fusion": args.fusion}
+                            "tp": args.tp, "pp": args.pp, "ep": args.ep, "fusion": args.fusion}
     generated = args.generated if args.generated is not None else min(DEFAULT_SCENARIO["generated_tokens"],
                                                                        data["context_tokens"] - 1)
     data["generated_tokens"] = generated
     optional = {"prompt_tokens": args.prompt, "gpu_memory_utilization": args.utilization,
                 "prefill_chunk_tokens": args.prefill_chunk, "weight_dtype": args.weight_dtype,
+                "expert_weight_dtype": args.expert_weight_dtype,
                 "micro_batches": args.micro_batches or (min(args.pp, data["batch"]) if args.pp > 1 else None),
                 "runtime_reserve_bytes": None if args.reserve_gib is None else _gib_to_bytes(args.reserve_gib),
                 **_engine_fields(args.engine)}
@@ -220,16 +227,21 @@ def _row(r: dict[str, Any]) -> list[str]:
             f"{r['tokens_per_s_max_batch']:,.0f}", f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"]
 
 
-def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset()) -> list[str]:
+def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset(), ep: int = 1) -> list[str]:
     notes, limits, name = [], r["limits"], r["method"]
     if "remat_limit_tokens" in limits:
         limit = limits["remat_limit_tokens"]
         where = "at any context" if limit == math.inf else f"up to {round(limit):,} tokens"
         notes.append(f"{name}: remat stays memory-bound {where} at batch {batch}")
     notes += [f"{name}: {note}" for note in r.get("notes", ())]
+    if ep > 1:
+        d = r["decode"]
+        notes.append(f"{name}: communication {display.seconds(d['comm_s'])} of the decode step (expert all-to-all "
+                     f"over ep {ep}, dispatch and combine per MoE layer, plus any tp all-reduce); tok/s per replica")
     if "fewest_gpus" in r:
         f = r["fewest_gpus"]
-        notes.append(f"{name}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']})")
+        replicas = f", ep {ep}" if ep > 1 else ""
+        notes.append(f"{name}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']}{replicas})")
     if "sla" in r:
         s = r["sla"]
         notes.append(f"{name}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context {_ctx(s['max_context'])} "
@@ -238,13 +250,18 @@ def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset()) -> lis
     return notes + [f"{name}: warning: {msg}" for msg in r["warnings"] if msg not in common]
 
 
+def _ep_label(w: dict[str, Any]) -> str:
+    ep, experts = w.get("ep", 1), w.get("expert_weight_dtype")
+    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; experts {experts}" if experts else "")
+
+
 def plan_text(result: dict[str, Any]) -> str:
     """The plan as a text table with its legend, notes, warnings and skipped presets."""
     w = result["workload"]
     first = result["results"][0]["memory"]
     prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
     where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
-             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']})")
+             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{_ep_label(w)})")
     head = (f"{result['model']} on {where}: "
             f"batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
             f"generated {w['generated_tokens']:,}\n"
@@ -257,7 +274,7 @@ def plan_text(result: dict[str, Any]) -> str:
     # a warning every method shares (e.g. the context past the model's positions) is said once
     common = set.intersection(*(set(r["warnings"]) for r in rows)) if len(rows) > 1 else set()
     notes = [f"warning: {msg}" for msg in sorted(common)]
-    notes += [n for r in rows for n in _notes(r, w["batch"], common)]
+    notes += [n for r in rows for n in _notes(r, w["batch"], common, w.get("ep", 1))]
     notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
     if "ceilings" in result:
         head += f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}\n"

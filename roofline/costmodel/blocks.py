@@ -83,11 +83,18 @@ class Ctx:
     compute_dtype: str
     group: str
     count: int
+    ep: int = 1  # expert-parallel degree (check_ep): replicas sharing the routed experts
+    expert_dtype: str = ""  # storage dtype of the routed experts; "": weight_dtype
 
     @property
     def wb(self) -> sp.Expr:
         """Bytes per weight element of the weight dtype."""
         return dtype_bytes(self.weight_dtype)
+
+    @property
+    def ewb(self) -> sp.Expr:
+        """Bytes per weight element of the routed experts (expert_dtype, else the weight dtype)."""
+        return dtype_bytes(self.expert_dtype or self.weight_dtype)
 
     def op(self, name: str, **kwargs) -> Op:
         """An Op of this context's group, layer count and compute dtype."""
@@ -139,31 +146,63 @@ def experts_touched(num_experts: int, top_k: int, tokens) -> sp.Expr:
     return num_experts * (1 - (1 - sp.Rational(top_k, num_experts)) ** tokens)
 
 
+def check_ep(model: Model, ep: int) -> None:
+    """ValueError naming `ep` unless ep is 1, or the model has routed experts and ep divides their number (each
+    replica holds E/ep whole experts)."""
+    if ep == 1:
+        return
+    if model.moe is None:
+        raise ValueError(f"ep: {ep} needs a mixture-of-experts model; {model.name} has no routed experts (use ep 1)")
+    if model.moe.num_experts % ep:
+        raise ValueError(f"ep: {ep} does not divide the {model.moe.num_experts} routed experts of {model.name}")
+
+
 def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
     """Router (d -> E); routing (top-k of the router logits and softmax of the k scores: reads tokens x E logits,
-    writes the routed tokens' int64 expert ids and gate weights; its kernels by fusion level); routed experts
-    (weights of the experts touched, FLOPs of top-k per token: two grouped GEMM calls); shared experts."""
+    writes the routed tokens' int64 expert ids and gate weights; its kernels by fusion level); dispatch all-to-all
+    (ep > 1); routed experts (two grouped GEMM calls); combine all-to-all (ep > 1); shared experts.
+
+    Routed experts on one GPU (tokens: this replica's rows; ep replicas share the E experts, E/ep each, uniform
+    top-k routing): weights of the local experts that the ep x tokens rows of all replicas touch,
+    (E/ep) (1 - (1 - k/E)^(ep tokens)) x (3 d I_e / tp) x expert dtype bytes; FLOPs of tokens x k routed rows (the
+    group's ep tokens k rows spread over ep replicas), 2 (d up + I_e d) each. Shared experts stay dense and
+    tensor-parallel, replicated on every expert-parallel replica, at the weight dtype."""
     moe = ctx.model.moe
     assert moe is not None
-    d, i_e = ctx.model.hidden_size, ctx.shard.expert_intermediate
-    per_expert_weights = (3 if ctx.model.mlp == "gated" else 2) * d * i_e * ctx.wb
+    d, i_e, ep = ctx.model.hidden_size, ctx.shard.expert_intermediate, ctx.ep
+    per_expert_weights = (3 if ctx.model.mlp == "gated" else 2) * d * i_e * ctx.ewb
     touched = experts_touched(moe.num_experts, moe.experts_per_token, tokens)
+    if ep > 1:
+        touched = experts_touched(moe.num_experts, moe.experts_per_token, ep * tokens) / ep
     routed_tokens = tokens * moe.experts_per_token
     up = 2 * i_e if ctx.model.mlp == "gated" else i_e
-    ops = [
-        linear(ctx, "router", tokens, d, moe.num_experts),
-        ctx.op("routing", kind=ROUTING, vector_flops=SOFTMAX_FLOPS * routed_tokens,
-               traffic=traffic(act_read=tokens * moe.num_experts * ctx.act_bytes,
-                               act_write=routed_tokens * (8 + ctx.act_bytes))),
-        ctx.op(EXPERTS, kind="gemm", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
-               vector_flops=GATED_ACT_FLOPS * routed_tokens * i_e,
-               traffic=traffic(weights=touched * per_expert_weights,
-                               act_read=routed_tokens * d * ctx.act_bytes,
-                               act_write=routed_tokens * d * ctx.act_bytes)),
-    ]
+    routing = ctx.op("routing", kind=ROUTING, vector_flops=SOFTMAX_FLOPS * routed_tokens,
+                     traffic=traffic(act_read=tokens * moe.num_experts * ctx.act_bytes,
+                                     act_write=routed_tokens * (8 + ctx.act_bytes)))
+    experts = ctx.op(EXPERTS, kind="gemm", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
+                     vector_flops=GATED_ACT_FLOPS * routed_tokens * i_e,
+                     traffic=traffic(weights=touched * per_expert_weights,
+                                     act_read=routed_tokens * d * ctx.act_bytes,
+                                     act_write=routed_tokens * d * ctx.act_bytes))
+    ops = [linear(ctx, "router", tokens, d, moe.num_experts), routing]
+    ops += [op for op in (alltoall(ctx, "moe_dispatch", tokens), experts, alltoall(ctx, "moe_combine", tokens)) if op]
     if moe.num_shared_experts:
         ops += dense_mlp(ctx, tokens, ctx.shard.shared_intermediate, prefix="shared_expert")
     return ops
+
+
+def alltoall(ctx: Ctx, name: str, tokens) -> Op | None:
+    """Expert parallelism (ep > 1): the all-to-all that sends each token's hidden state to its k experts (dispatch)
+    or brings the k outputs back (combine). Message per GPU, uniform routing: the (ep - 1)/ep of its tokens x k rows
+    whose expert lives on another replica, tokens x k x d x act bytes x (ep - 1)/ep (one copy per routed expert, as
+    DeepEP's low-latency kernels send; DeepSeek-V3 paper, Sec. 3.4: dispatch and combine by all-to-all). Its time:
+    costmodel.collectives.alltoall_seconds."""
+    if ctx.ep == 1:
+        return None
+    moe = ctx.model.moe
+    assert moe is not None
+    message = tokens * moe.experts_per_token * ctx.model.hidden_size * ctx.act_bytes * sp.Rational(ctx.ep - 1, ctx.ep)
+    return ctx.op(name, comm_bytes=message, collective="alltoall", ranks=ctx.ep)
 
 
 def allreduce(ctx: Ctx, name: str, tokens) -> Op | None:

@@ -20,7 +20,8 @@ On-chip ceilings (`_on_chip`), each applied where the spec has it, and t = max(t
     t_l2      = bytes / L2 bandwidth                                       loads (kv.quant.metadata_loads)
     t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)
 The plan names the binding ceiling (binding_ceiling): memory, compute, issue, shared-memory, l2, latency.
-All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency.
+All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency;
+all-to-all ops (expert parallelism) take costmodel.collectives.alltoall_seconds.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
+from roofline.costmodel.collectives import alltoall_seconds
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.lazy import sp
@@ -238,6 +240,9 @@ class Roofline:
 
     def _op_times(self, op: Op) -> OpTimes:
         zero = sp.Integer(0)
+        if op.is_comm and op.collective == "alltoall":  # expert parallelism: ranks = ep replicas of tp GPUs each
+            comm = alltoall_seconds(self.hardware, op.comm_bytes, op.ranks, op.ranks * self.tp)
+            return OpTimes(zero, zero, comm, comm)
         if op.is_comm:
             link = self.link()
             n = self.tp

@@ -6,7 +6,17 @@ from dataclasses import dataclass, replace
 
 from roofline.accounting import moe_layer_count
 from roofline.costmodel.attention import attention_block
-from roofline.costmodel.blocks import Ctx, Shard, allreduce, dense_mlp, linear, moe_mlp, norm, residual_add
+from roofline.costmodel.blocks import (
+    Ctx,
+    Shard,
+    allreduce,
+    check_ep,
+    dense_mlp,
+    linear,
+    moe_mlp,
+    norm,
+    residual_add,
+)
 from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
 from roofline.lazy import sp
@@ -64,12 +74,16 @@ def build_graph(
     bits: sp.Expr | None = None,
     occupancy: str = "exact",
     fusion: str = "typical",
+    ep: int = 1,
+    expert_weight_dtype: str | None = None,
 ) -> Graph:
     """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence).
 
     `occupancy` says how full the methods' residual windows are taken to be (units.window_occupancy):
     'exact' at this L, 'mean' over a flush block (for averages), 'peak'. `fusion` sets the kernels each op
-    launches (costmodel.fusion: 'none' eager, 'typical' vLLM/SGLang, 'full' torch.compile).
+    launches (costmodel.fusion: 'none' eager, 'typical' vLLM/SGLang, 'full' torch.compile). `ep` replicas share
+    the routed experts (blocks.moe_mlp, with the dispatch and combine all-to-alls); `expert_weight_dtype` stores
+    the routed experts (None: weight_dtype).
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
@@ -78,10 +92,14 @@ def build_graph(
         # graphs are immutable: a workload change (batch, context) reuses them; specs are frozen, so their
         # JSON names them exactly
         key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
-               weight_dtype, compute_dtype, act_bytes, fused, str(bits), occupancy, check_level(fusion))
+               weight_dtype, compute_dtype, act_bytes, fused, str(bits), occupancy, check_level(fusion), ep,
+               expert_weight_dtype)
         if key in _GRAPHS:
             return _GRAPHS[key]
-    graph = _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy)
+    check_ep(model, ep)
+    experts = (ep, expert_weight_dtype or "")
+    graph = _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy,
+                         experts)
     graph = replace(graph, ops=tuple(apply_fusion(list(graph.ops), fusion)))
     if key is not None:
         if len(_GRAPHS) >= _GRAPH_CACHE_SIZE:
@@ -90,14 +108,15 @@ def build_graph(
     return graph
 
 
-def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy) -> Graph:
+def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy,
+                 experts: tuple[int, str] = (1, "")) -> Graph:
     from roofline.units import B, P
     cache = method if isinstance(method, CacheModel) else build_cache(method, model, bits)
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P
 
     def ctx(group: str, count: int) -> Ctx:
-        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count)
+        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count, *experts)
 
     top = ctx("model", 1)
     ops: list[Op] = [top.op("embedding", traffic=traffic(weights=tokens * model.hidden_size * top.wb,
@@ -132,8 +151,7 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
 
 
 def _smoothed(op: Op, how: str) -> Op:
-    return Op(op.name, op.group, op.count, window_occupancy(op.matmul_flops, how),
-              window_occupancy(op.vector_flops, how),
-              {k: window_occupancy(v, how) for k, v in op.traffic.items()}, op.dtype, op.source, op.comm_bytes,
-              window_occupancy(op.int_ops, how), op.kernels, op.kind, op.head_dim,
-              window_occupancy(op.shared_bytes, how), op.programs, op.aten)
+    return replace(op, matmul_flops=window_occupancy(op.matmul_flops, how),
+                   vector_flops=window_occupancy(op.vector_flops, how),
+                   traffic={k: window_occupancy(v, how) for k, v in op.traffic.items()},
+                   int_ops=window_occupancy(op.int_ops, how), shared_bytes=window_occupancy(op.shared_bytes, how))

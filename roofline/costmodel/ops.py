@@ -1,12 +1,12 @@
 """One op of the graph: FLOPs by unit, bytes by traffic class, for one instance; `count` instances per pass.
 
 Traffic classes (STYLE 6): weights read, activations read / written, KV read / written. Communication
-ops carry `comm_bytes` (the message each GPU all-reduces) instead of memory traffic.
+ops carry `comm_bytes` (the message each GPU all-reduces, or sends in an all-to-all) instead of memory traffic.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from roofline.lazy import sp
 
@@ -45,6 +45,10 @@ class Op:
     shared_bytes: sp.Expr = field(default_factory=_zero)
     programs: sp.Expr = field(default_factory=_zero)
     aten: bool = False  # eager aten kernels (fusion 'none', not GEMM/attention): per-kernel time aten_kernel_s
+    # a communication op's collective: "allreduce" (tensor parallelism, over tp) or "alltoall" (expert parallelism,
+    # over `ranks` = ep replicas; costmodel.collectives)
+    collective: str = "allreduce"
+    ranks: int = 0
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -68,10 +72,9 @@ class Op:
 
     def scaled(self, factor: sp.Expr) -> Op:
         """The same op doing `factor` times the work (e.g. weights read once per prefill chunk)."""
-        return Op(self.name, self.group, self.count, self.matmul_flops * factor, self.vector_flops * factor,
-                  {k: v * factor for k, v in self.traffic.items()}, self.dtype, self.source,
-                  self.comm_bytes * factor, self.int_ops * factor, self.kernels, self.kind, self.head_dim,
-                  self.shared_bytes * factor, self.programs, self.aten)
+        return replace(self, matmul_flops=self.matmul_flops * factor, vector_flops=self.vector_flops * factor,
+                       traffic={k: v * factor for k, v in self.traffic.items()}, comm_bytes=self.comm_bytes * factor,
+                       int_ops=self.int_ops * factor, shared_bytes=self.shared_bytes * factor)
 
 
 def traffic(weights=0, act_read=0, act_write=0, kv_read=0, kv_write=0) -> dict[str, sp.Expr]:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline.accounting import dtype_size, parameter_count
-from roofline.costmodel.blocks import Shard
+from roofline.accounting import dtype_size, parameter_count, routed_expert_params
+from roofline.costmodel.blocks import Shard, check_ep
 from roofline.engines import BudgetParts, EngineOptions, kv_pool
 from roofline.lazy import sp
 from roofline.methods import CacheModel
@@ -69,18 +69,24 @@ class MemoryBudget:
 
 def weights_per_gpu(model: Model, workload: Workload) -> float:
     """Weight bytes on the fullest GPU: matrices split over tp, norms replicated; layers split over pp
-    with the embedding on the first stage and the LM head on the last (the larger stage counts)."""
+    with the embedding on the first stage and the LM head on the last (the larger stage counts). The routed
+    experts are stored at the workload's expert dtype and split over ep as well (E/ep whole experts per replica,
+    each over tp: costmodel.blocks.check_ep); shared experts and the router stay at the weight dtype, whole on
+    every replica."""
+    check_ep(model, workload.ep)
     pc = parameter_count(model)
-    wb = float(dtype_size(workload.weight_dtype))
+    wb, web = float(dtype_size(workload.weight_dtype)), float(dtype_size(workload.expert_dtype))
     tp, pp = workload.tp, workload.pp
-    per_layer = (pc.attention + pc.mlp_dense + pc.mlp_experts_total + pc.router) / model.num_layers
+    routed = routed_expert_params(model)
+    per_layer = (wb * (pc.attention + pc.mlp_dense + pc.mlp_experts_total - routed + pc.router)
+                 + web * routed / workload.ep) / model.num_layers
     norms_per_layer = model.norms_per_layer * model.hidden_size
     layers = -(-model.num_layers // pp)
-    body = layers * (per_layer / tp + norms_per_layer)
+    body = layers * (per_layer / tp + wb * norms_per_layer)
     if pp == 1:
-        return wb * (body + (pc.embedding + pc.lm_head) / tp + model.hidden_size)
+        return body + wb * ((pc.embedding + pc.lm_head) / tp + model.hidden_size)
     ends = max(pc.embedding, pc.lm_head + model.hidden_size) / tp
-    return wb * (body + ends)
+    return body + wb * ends
 
 
 def activation_peak(model: Model, workload: Workload) -> float:

@@ -58,6 +58,7 @@ def fewest_gpus(model: Model, hardware: Hardware, workload: Workload, method: Me
     for gpus, _, pp, tp in sorted(candidates):
         trial = workload.model_copy(update={"tp": tp, "pp": pp, "micro_batches": min(pp, workload.batch)})
         if fits_fn(trial) if fits_fn else fits(model, hardware, trial, method):
+            gpus = trial.gpus  # x ep: the expert-parallel replicas (Workload.ep) each take tp x pp
             return {"gpus": gpus, "tp": tp, "pp": pp, "nodes": -(-gpus // domain), "workload": trial}
     raise RooflineError(f"model: {model.name} with {method.label()} does not fit {workload.batch} x "
                         f"{workload.context_tokens:,} tokens on up to {MAX_GPUS} {hardware.name} GPUs")

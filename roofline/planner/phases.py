@@ -47,8 +47,12 @@ class PhaseModel:
 
     def _graph_kwargs(self, phase: str) -> dict:
         w = self.workload
-        return dict(tp=w.tp, weight_dtype=w.weight_dtype, compute_dtype=w.compute_dtype, act_bytes=w.activation_bytes,
-                    occupancy="mean" if phase == "decode_mean" else "exact", fusion=w.fusion)
+        kwargs = dict(tp=w.tp, weight_dtype=w.weight_dtype, compute_dtype=w.compute_dtype,
+                      act_bytes=w.activation_bytes, occupancy="mean" if phase == "decode_mean" else "exact",
+                      fusion=w.fusion)
+        if w.ep != 1 or w.expert_weight_dtype is not None:  # expert parallelism / mixed dtypes (keys unchanged without)
+            kwargs.update(ep=w.ep, expert_weight_dtype=w.expert_weight_dtype)
+        return kwargs
 
     def graph(self, phase: str) -> Graph:
         """The sympy op graph of 'decode', 'decode_mean' (windows at their mean fill) or 'prefill' (weights read

@@ -55,7 +55,7 @@ class MethodPlanner:
         self.model, self.hardware, self.method, self.workload = model, hardware, method, workload
         self.phases = PhaseModel.build(model, hardware, workload, method, flavour=flavour)
         self.capacity: CapacityKernel = capacity_kernel(model, workload, method, flavour)
-        self.weights = weights_per_gpu(model, workload)  # depends on tp, pp and the weight dtype only
+        self.weights = weights_per_gpu(model, workload)  # depends on tp, pp, ep and the weight dtypes only
         self.label = method.label()
         self._probe_memo = codegen.LRU(PROBE_MEMO)  # the methods' limits hooks' answers (Probe.memo)
 
@@ -151,7 +151,7 @@ def method_planner(model: Model, hardware: Hardware, workload: Workload, method:
     w = workload
     key = codegen.content_key("planner", model, hardware, method, flavour, w.tp, w.pp, w.weight_dtype,
                               w.compute_dtype, w.activation_bytes, w.page_tokens, w.prefill_chunk_tokens,
-                              w.micro_batches, w.fusion)
+                              w.micro_batches, w.fusion, w.ep, w.expert_weight_dtype)
     return _PLANNERS.get_or(key, lambda: MethodPlanner(model, hardware, workload, method, flavour))
 
 

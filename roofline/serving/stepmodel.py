@@ -131,11 +131,13 @@ class StepModel:
         groups: dict[tuple, list[int]] = {}
         for j, op in enumerate(ops):
             cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
-            groups.setdefault((op.dtype, op.is_comm, op.kind, op.head_dim, cls, op.kernels, op.aten), []).append(j)
+            comm = (op.collective, op.ranks) if op.is_comm else None  # all-reduce or expert all-to-all
+            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten), []).append(j)
         compiled = []
         for (dtype, comm, kind, head_dim, cls, kernels, aten), idx in groups.items():
             if comm:
-                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels)
+                template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels, collective=comm[0],
+                              ranks=comm[1])
                 fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
             else:
                 template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,

@@ -33,12 +33,19 @@ class Workload(Spec):
     )
     generated_tokens: NonNegativeInt = Field(0, description="Tokens decoded per request (for averaged TPOT).")
     weight_dtype: WeightDtype = Field("bf16", description="Storage dtype of the weights.")
+    expert_weight_dtype: WeightDtype | None = Field(
+        None, description="Storage dtype of the routed experts' weights (gpt-oss ships MXFP4 experts beside bf16 "
+        "attention); None: weight_dtype. Shared experts, the router and dense MLPs keep weight_dtype.")
     compute_dtype: Literal["bf16", "fp16", "fp8", "fp32"] = Field(
         "bf16", description="Dtype of the matrix math (selects the peak and the ridge point)."
     )
     activation_bytes: PositiveInt = Field(2, description="Bytes per activation element (2 for bf16).")
     tp: PositiveInt = Field(1, le=MAX_GPUS, description="Tensor-parallel degree.")
     pp: PositiveInt = Field(1, le=MAX_GPUS, description="Pipeline-parallel stages.")
+    ep: PositiveInt = Field(
+        1, le=MAX_GPUS, description="Expert-parallel degree: ep data-parallel replicas of tp GPUs each (every one "
+        "serving its own `batch` sequences) share the routed experts, E/ep per replica, tokens dispatched and "
+        "combined by all-to-all (vLLM --data-parallel-size ep --enable-expert-parallel); 1: no expert parallelism.")
     micro_batches: PositiveInt = Field(1, description="Micro-batches in flight through the pipeline.")
     prefill_chunk_tokens: PositiveInt | None = Field(
         None, description="Chunked-prefill size (tokens per prefill pass); None: the whole prompt at once."
@@ -68,6 +75,8 @@ class Workload(Spec):
                 "prompt_tokens: prompt_tokens + generated_tokens must not exceed context_tokens "
                 f"({self.prompt_tokens} + {self.generated_tokens} > {self.context_tokens})"
             )
+        if self.tp * self.pp * self.ep > MAX_GPUS:
+            raise ValueError(f"ep: tp x pp x ep = {self.tp * self.pp * self.ep:,} GPUs exceeds the limit {MAX_GPUS:,}")
         if self.micro_batches > self.batch:
             raise ValueError(f"micro_batches: {self.micro_batches} exceeds batch {self.batch}")
         return self
@@ -79,5 +88,10 @@ class Workload(Spec):
 
     @property
     def gpus(self) -> int:
-        """GPUs the workload spans: tp x pp."""
-        return self.tp * self.pp
+        """GPUs the workload spans: tp x pp x ep (ep replicas of the tp x pp layout, sharing the experts)."""
+        return self.tp * self.pp * self.ep
+
+    @property
+    def expert_dtype(self) -> str:
+        """Storage dtype of the routed experts: expert_weight_dtype, else weight_dtype."""
+        return self.expert_weight_dtype or self.weight_dtype
