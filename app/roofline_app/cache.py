@@ -135,9 +135,9 @@ def quality(benchmark: str, context: int) -> list[dict]:
 
 @st.cache_data(show_spinner=False)
 def benchmark_specs(benchmark: str) -> tuple[str, ...]:
-    from roofline.analysis.quality import for_benchmark
+    from roofline.analysis.quality import benchmark_specs as specs
 
-    return tuple(dict.fromkeys(f.spec for f in for_benchmark(benchmark) if f.spec))
+    return specs(benchmark)
 
 
 def claims() -> list[dict]:

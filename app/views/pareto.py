@@ -10,7 +10,7 @@ from roofline.report import display, explore
 scenario = st.session_state["scenario"]
 st.header("Pareto front")
 benchmarks = quality.benchmarks()
-default = next((i for i, b in enumerate(benchmarks) if "LongBench" in b), 0)
+default = benchmarks.index(quality.default_benchmark())
 benchmark = st.selectbox("Quality figures (paper, table, model, dataset)", benchmarks, index=default,
                          key="benchmark")
 plan, errors = cache.plan(scenario, cache.benchmark_specs(benchmark))

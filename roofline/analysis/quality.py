@@ -269,6 +269,17 @@ def benchmarks() -> list[str]:
     return list(dict.fromkeys(f.benchmark for f in figures()))
 
 
+def default_benchmark() -> str:
+    """The group the dashboard's Pareto page opens on: the first LongBench table, else the first group."""
+    names = benchmarks()
+    return next((b for b in names if "LongBench" in b), names[0])
+
+
+def benchmark_specs(benchmark: str) -> tuple[str, ...]:
+    """The method SPECs one `benchmark` group has figures for (what a Pareto front of it plans), in paper order."""
+    return tuple(dict.fromkeys(f.spec for f in for_benchmark(benchmark) if f.spec))
+
+
 def for_benchmark(benchmark: str) -> list[QualityFigure]:
     """The figures of one `benchmark` group, in paper order; raises ValueError if none has that name."""
     found = [f for f in figures() if f.benchmark == benchmark]

@@ -3,8 +3,9 @@ planners on disk, report.trust's page data) in a separate, niced process, so tha
 GPU or a new model costs a disk read instead of a symbolic build. The dashboard starts it once per server; every
 entry it writes is one the app would otherwise compute on the request (same keys), so it never changes a number.
 
-Order: the slow pages (validation, claims), then the default model on every GPU, then every model on the default
-GPU, each with the default methods in both flavours (point plans and sweeps).
+Order: the slow pages (validation, claims), the Pareto page's default table on the default scenario, then the default
+model on every GPU, then every model on the default GPU, each with the default methods in both flavours (point plans
+and sweeps).
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ import sys
 from roofline.errors import RooflineError
 
 
-def _plan(model, hardware, workload, specs) -> None:
+def _points(model, hardware, workload, specs) -> None:
     from roofline.methods import parse_method
     from roofline.planner.plan import method_planner
-    from roofline.report.explore import sweep
 
     for spec in specs:
         try:
             method_planner(model, hardware, workload, parse_method(spec)).point(workload)
         except (RooflineError, ValueError):
-            continue  # does not fit: the fit solver's planners are built on demand
+            continue  # does not fit or does not apply: built on demand if ever asked for
+
+
+def _plan(model, hardware, workload, specs) -> None:
+    from roofline.report.explore import sweep
+
+    _points(model, hardware, workload, specs)
     sweep(model, hardware, workload, specs, "context")
 
 
@@ -40,6 +46,7 @@ def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> Non
 
 def warm(limit: int | None = None) -> int:
     """Fill the caches; returns how many (model, hardware) pairs were planned (at most `limit`)."""
+    from roofline.analysis.quality import benchmark_specs, default_benchmark
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
     from roofline.report import trust
     from roofline.report.dashboard import workload_from
@@ -49,6 +56,8 @@ def warm(limit: int | None = None) -> int:
     trust.claims_rows()
     base = defaults()
     workload = workload_from({})
+    _points(load_model(base["model"]), load_hardware(base["hardware"]), workload,
+            benchmark_specs(default_benchmark()))
     pairs = [(base["model"], h) for h in hardware_names()] + [(m, base["hardware"]) for m in model_names()]
     done = 0
     for model_name, hardware_name in dict.fromkeys(pairs):
