@@ -14,8 +14,8 @@ from roofline.catalogue.ceilings import with_ceilings
 from roofline.costmodel import Roofline, RooflineOptions, build_graph, roofline_for
 from roofline.methods import parse_method
 from roofline.planner import phases, plan_method
-from roofline.planner.plan import _PLANNERS
 from roofline.planner.phases import PhaseModel
+from roofline.planner.plan import _PLANNERS
 from roofline.specs import Hardware, Workload
 
 LLAMA8, QWEN_MOE = load_model("Llama-3.1-8B"), load_model("Qwen3-30B-A3B")
