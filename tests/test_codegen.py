@@ -73,7 +73,7 @@ def test_cache_is_keyed_by_content_and_kept_on_disk(tmp_path, monkeypatch) -> No
 
 def test_cache_off_writes_nothing_and_memory_is_bounded(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", "off")
-    lru = codegen._LRU(3)
+    lru = codegen.LRU(3)
     for i in range(10):
         lru.get_or(str(i), lambda i=i: i)
     assert list(lru) == ["7", "8", "9"]
