@@ -27,6 +27,7 @@ Keys (None: the device lacks the ceiling; a key per dtype or head dim is present
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from roofline.specs import Hardware
 from roofline.specs.hardware import DTYPES
@@ -102,6 +103,7 @@ def structure(values: Ceilings, options, tp: int) -> tuple:
     return (tuple(sorted((key, flag(v)) for key, v in values.items())), repr(options), tp)
 
 
+@cache
 def symbol_name(key: str) -> str:
     """The Python identifier of a ceiling in symbolic expressions and generated code: c_<key>, ':' -> '_'."""
     return "c_" + re.sub(r"[^0-9A-Za-z_]", "_", key)

@@ -109,10 +109,18 @@ class Roofline:
     def structure(self) -> tuple:
         """What the symbolic times depend on besides the workload (ceilings.structure): devices of one structure
         share compiled graphs, bound to their own numbers (`bindings`)."""
-        return ceil.structure(self.ceilings, self.options, self.tp)
+        return self._structure
 
     def bindings(self) -> dict[str, float]:
         """The symbolic ceilings' names and this device's numbers."""
+        return self._bindings
+
+    @cached_property
+    def _structure(self) -> tuple:
+        return ceil.structure(self.ceilings, self.options, self.tp)
+
+    @cached_property
+    def _bindings(self) -> dict[str, float]:
         return ceil.bindings(self.ceilings)
 
     @cached_property
