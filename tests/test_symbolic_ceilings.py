@@ -86,6 +86,8 @@ def test_structure_names_the_branches_not_the_numbers() -> None:
     assert measured.structure() != datasheet.structure()
     assert roofline_for(H100).structure() == roofline_for(H200).structure()  # both calibrated by the same probes
     assert roofline_for(H100, tp=2).structure() != measured.structure()  # the all-reduce's link
+    # peaks are checked per graph, not part of the structure: L40S differs from L40 by its INT4 peak alone
+    assert roofline_for(load_hardware("L40")).structure() == roofline_for(load_hardware("L40S")).structure()
 
 
 def _plans(hardware, workload, specs, baked: bool, monkeypatch) -> list[dict]:
@@ -175,3 +177,19 @@ def test_bind_gives_each_binding_its_numbers_from_one_build() -> None:
     f2 = codegen.compiled(key, build, bind={"c_bandwidth": 2.0})[0]["f"]
     f4 = codegen.compiled(key, build, bind={"c_bandwidth": 4.0})[0]["f"]
     assert (f2(8), f4(8), len(builds)) == (5.0, 3.0, 1)
+
+
+def test_a_shared_graph_still_refuses_a_dtype_the_device_lacks(tmp_path, monkeypatch) -> None:
+    # H100-PCIe and A10 share a structure (peaks are not part of it), but A10 has no fp8 tensor cores
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    pcie, a10 = load_hardware("H100-PCIe"), load_hardware("A10")
+    assert roofline_for(pcie).structure() == roofline_for(a10).structure() and not a10.has_dtype("fp8")
+    w, method = Workload(batch=4, context_tokens=2048, compute_dtype="fp8"), parse_method("bf16")
+    PhaseModel.build(LLAMA8, pcie, w, method).kernel("decode")
+    graph = PhaseModel.build(LLAMA8, a10, w, method).graph("decode")
+    gemm = next(op for op in graph.ops if op.kind == "gemm")
+    with pytest.raises(ValueError) as built:  # the error of timing the graph on A10 itself
+        roofline_for(a10).op_times(gemm)
+    with pytest.raises(ValueError) as loaded:
+        PhaseModel.build(LLAMA8, a10, w, method).kernel("decode")
+    assert str(loaded.value) == str(built.value) and "fp8" in str(built.value)

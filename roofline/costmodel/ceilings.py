@@ -99,8 +99,12 @@ def flag(value: float | None) -> str:
 
 
 def structure(values: Ceilings, options, tp: int) -> tuple:
-    """What the symbolic op times depend on besides the workload: each key with its flag, the options and tp."""
-    return (tuple(sorted((key, flag(v)) for key, v in values.items())), repr(options), tp)
+    """What the symbolic op times depend on besides the workload: each key with its flag, the options and tp.
+    The matmul peaks (peak:<dtype>) are left out: whether a device has one decides only whether an op of that
+    dtype can be timed at all (else an error), never the shape of an expression, so a graph's loader checks its
+    ops' dtypes against the device instead (costmodel.compiled.graph_kernel)."""
+    return (tuple(sorted((key, flag(v)) for key, v in values.items() if not key.startswith("peak:"))),
+            repr(options), tp)
 
 
 @cache

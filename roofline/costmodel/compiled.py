@@ -144,7 +144,10 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
             exprs["kinks"] = _kink_coefficients(total, getattr(units, kinks_in))
-        return [getattr(units, name) for name in symbols], exprs, {"ops": ops}
+        dtypes = sorted({op.dtype for op in graph.ops if not op.is_comm})  # each needs the device's peak
+        return [getattr(units, name) for name in symbols], exprs, {"ops": ops, "dtypes": dtypes}
 
     functions, meta = codegen.compiled(key, make, flavour, bind=roof.bindings())
+    for dtype in meta["dtypes"]:
+        roof.matmul_peak(dtype)  # raises as building the graph on `roof` would: the device lacks this dtype
     return GraphKernel(tuple(symbols), tuple(meta["ops"]), functions, roof)
