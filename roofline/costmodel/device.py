@@ -21,6 +21,9 @@ On-chip ceilings (`_on_chip`), each applied where the spec has it, and t = max(t
     t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)
 The plan names the binding ceiling (binding_ceiling): memory, compute, issue, shared-memory, l2, latency.
 All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency.
+Every number above is read from one flat dict of named ceilings (roofline.costmodel.ceilings), never from the spec
+directly; Roofline(symbolic=True) puts those ceilings into the times as symbols, so compiled graphs are shared by
+the devices of one structure and bound to each one's numbers (costmodel.compiled).
 """
 
 from __future__ import annotations
