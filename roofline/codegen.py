@@ -4,7 +4,11 @@ symbolic build and the printing for any (model, method, device, parallelism) it 
 
 Why generated source on disk: building the op graph (sympy) and printing it (lambdify) cost seconds per
 method, evaluating the printed code costs microseconds. The key is a hash of the inputs' content (pydantic JSON)
-and of roofline's own source files, so an edit to the model invalidates every entry; nothing is keyed by `id()`.
+and of roofline's own source files (all but roofline/report and roofline/cli, which present numbers and never
+feed an expression), so an edit to the model invalidates every entry; nothing is keyed by `id()`. Numbers that
+change more often than the expressions' shape (a device's ceilings) stay free symbols of the generated code and
+are bound by name when an entry is loaded (`compiled(..., bind=...)`): one entry serves every device of a
+structure.
 
 Two flavours of the same expressions: `scalar` prints with Python's `math` (builtin max/min, `%`, `//` on
 floats: ~10x faster per call than numpy on scalars) and `vector` with numpy (arrays of batch/context).
@@ -53,14 +57,22 @@ class LRU(OrderedDict):
 _MEMORY = LRU(MEMORY_ENTRIES)
 
 
+# Floors of roofline that never feed a compiled expression (presentation and the command line): an edit there
+# keeps the cache.
+_NOT_HASHED = ("report", "cli")
+
+
 @cache
 def code_version() -> str:
-    """Hash of roofline's Python sources and the sympy version: a change to either invalidates the cache."""
+    """Hash of roofline's Python sources (all but report/ and cli/, which only present numbers) and the sympy
+    version: a change to either invalidates the cache."""
     from importlib.metadata import version
 
     digest = hashlib.sha256(version("sympy").encode())
     root = Path(__file__).resolve().parent
     for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] in _NOT_HASHED:
+            continue
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -226,23 +238,32 @@ def _source(symbols: list, expr: Any, name: str, flavour: str, printer=None) -> 
     return f"def {name}({args}):\n    return {printer.doprint(_plain(expr))}\n"
 
 
-def _exec(sources: dict[str, str], flavour: str) -> dict[str, Callable]:
-    # lambdify's own namespaces: the module's names bare (mod, floor, ...) and the module itself
-    # (numpy is imported only when the code uses it: the scalar flavour prints with math)
-    numpy = importlib.import_module("numpy") if flavour == "vector" or any("numpy" in t for t in sources.values()) \
-        else None
+def _code(sources: dict[str, str]) -> dict[str, Any]:
+    """The generated sources compiled to code objects (once per entry; binding them is cheap)."""
+    return {name: compile(text, "<roofline-codegen>", "exec") for name, text in sources.items()}
+
+
+def _exec(codes: dict[str, Any], flavour: str, numpy_used: bool, bind: dict[str, float] | None = None
+          ) -> dict[str, Callable]:
+    """The functions of `codes`, their free names resolved in a fresh namespace: the math (scalar) or numpy
+    (vector) module's names bare (mod, floor, ...) and the module itself, as lambdify's namespaces, and `bind`'s
+    names (a graph's ceilings) as globals: looked up per call like constants, no arguments to pass."""
+    numpy = importlib.import_module("numpy") if flavour == "vector" or numpy_used else None
     module = math if flavour == "scalar" else numpy
-    namespace = {**vars(module), "math": math, "numpy": numpy, "builtins": builtins}
-    for text in sources.values():
-        exec(compile(text, "<roofline-codegen>", "exec"), namespace)  # noqa: S102  (our own generated code)
-    return {name: namespace[name] for name in sources}
+    namespace = {**vars(module), "math": math, "numpy": numpy, "builtins": builtins, **(bind or {})}
+    for code in codes.values():
+        exec(code, namespace)  # noqa: S102  (our own generated code)
+    return {name: namespace[name] for name in codes}
 
 
 def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any], dict[str, Any]]],
-             flavour: str = "scalar") -> tuple[dict[str, Callable], dict[str, Any]]:
+             flavour: str = "scalar", bind: dict[str, float] | None = None
+             ) -> tuple[dict[str, Callable], dict[str, Any]]:
     """(functions by name, metadata) for `key`; `build()` -> (symbols, {name: expression}, metadata) runs only on a
     miss (memory and disk). `flavour` 'scalar' (math) or 'vector' (numpy arrays). `key` None: built and
-    compiled every call, nothing kept (expressions without a content key)."""
+    compiled every call, nothing kept (expressions without a content key). `bind`: numbers for the expressions'
+    other free symbols (by name; not arguments of the functions): the entry is one per key whatever the numbers,
+    and binding it costs microseconds (a device's ceilings, roofline.costmodel.ceilings)."""
     if flavour not in ("scalar", "vector"):
         raise ValueError(f"flavour: {flavour!r} is not 'scalar' or 'vector'")
 
@@ -251,17 +272,27 @@ def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any]
         symbols, printer = list(symbols), _printer_class(flavour)()
         return {name: _source(symbols, expr, name, flavour, printer) for name, expr in exprs.items()}, meta
 
+    def entry(sources: dict[str, str], meta: dict[str, Any]) -> tuple:
+        codes, numpy_used = _code(sources), any("numpy" in t for t in sources.values())
+        return codes, numpy_used, meta, (None if bind else _exec(codes, flavour, numpy_used))
+
     if key is None:
-        sources, meta = make()
-        return _exec(sources, flavour), meta
+        codes, numpy_used, meta, _ = entry(*make())
+        return _exec(codes, flavour, numpy_used, bind), meta
     full_key = f"{key}-{flavour}"
 
-    def load() -> tuple[dict[str, Callable], dict[str, Any]]:
+    def load() -> tuple:
         hit = _disk_read(full_key)
         if hit is not None and "sources" in hit:
-            return _exec(hit["sources"], flavour), hit.get("meta", {})
+            return entry(hit["sources"], hit.get("meta", {}))
         sources, meta = make()
         _disk_write(full_key, {"sources": sources, "meta": meta})
-        return _exec(sources, flavour), meta
+        return entry(sources, meta)
 
-    return _MEMORY.get_or(full_key, load)
+    codes, numpy_used, meta, unbound = _MEMORY.get_or(full_key, load)
+    if bind:
+        return _exec(codes, flavour, numpy_used, bind), meta
+    if unbound is None:  # first met with a binding: bind nothing once and keep it
+        unbound = _exec(codes, flavour, numpy_used)
+        _MEMORY[full_key] = (codes, numpy_used, meta, unbound)
+    return unbound, meta

@@ -196,7 +196,7 @@ def alltoall(ctx: Ctx, name: str, tokens) -> Op | None:
     or brings the k outputs back (combine). Message per GPU, uniform routing: the (ep - 1)/ep of its tokens x k rows
     whose expert lives on another replica, tokens x k x d x act bytes x (ep - 1)/ep (one copy per routed expert, as
     DeepEP's low-latency kernels send; DeepSeek-V3 paper, Sec. 3.4: dispatch and combine by all-to-all). Its time:
-    costmodel.collectives.alltoall_seconds."""
+    costmodel.collectives.alltoall_time."""
     if ctx.ep == 1:
         return None
     moe = ctx.model.moe

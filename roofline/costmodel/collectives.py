@@ -15,22 +15,10 @@ tp x ep GPUs: inside the scale-up domain the scale-up link carries it, else the 
 from __future__ import annotations
 
 from roofline.lazy import sp
-from roofline.specs import Hardware, Link
 
 
-def alltoall_link(hardware: Hardware, ranks: int, gpus: int) -> Link:
-    """The link an all-to-all over `ranks` expert-parallel replicas spanning `gpus` GPUs (tp x ep) runs on:
-    scale-up when they fit its domain, else scale-out; ValueError naming `ep` when the device has neither."""
-    if hardware.scale_up is not None and gpus <= hardware.scale_up.max_gpus:
-        return hardware.scale_up
-    if hardware.scale_out is None:
-        raise ValueError(f"ep: {ranks} replicas ({gpus} GPUs with tp) exceed {hardware.name}'s scale-up domain "
-                         "and it has no scale-out link")
-    return hardware.scale_out
-
-
-def alltoall_seconds(hardware: Hardware, message_bytes, ranks: int, gpus: int) -> sp.Expr:
-    """Seconds of one all-to-all in which each GPU sends `message_bytes` to the other ranks - 1 replicas:
-    message / link bandwidth + (ranks - 1) x hop latency (module docstring)."""
-    link = alltoall_link(hardware, ranks, gpus)
-    return sp.sympify(message_bytes) / link.bytes_per_s + (ranks - 1) * link.latency_s
+def alltoall_time(message_bytes, ranks: int, bandwidth, latency) -> sp.Expr:
+    """Seconds of one all-to-all in which each GPU sends `message_bytes` to the other ranks - 1 replicas over a
+    link of `bandwidth` bytes/s and `latency` s per hop (numbers, or the symbolic ceilings of costmodel.ceilings):
+    message / bandwidth + (ranks - 1) x latency (module docstring). The link is chosen by Roofline._alltoall_link."""
+    return sp.sympify(message_bytes) / bandwidth + (ranks - 1) * latency

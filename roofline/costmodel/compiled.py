@@ -2,8 +2,9 @@
 (FLOPs, bytes, compute / memory / communication time, time) and the phase total, of the workload symbols.
 
 This is what the planner evaluates; the sympy graph is built only when the compiled form is not cached
-(key: the content of model, method, device, options and graph parameters). Rows carry the same numbers as
-Roofline.evaluate on the graph, in the same op order.
+(key: the content of model, method, the device's ceiling structure (which ceilings it has, not their numbers),
+options and graph parameters); the device's numbers are bound when the compiled form is loaded. Rows carry the
+same numbers as Roofline.evaluate on the graph, in the same op order.
 """
 
 from __future__ import annotations
@@ -123,25 +124,30 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
     """Compile (or load) `build()`'s graph on `roof` as functions of `symbols` (names of roofline.units' symbols,
     resolved only on a miss: a cached kernel needs no sympy); `kinks_in`: also the kinks of the total in that
     symbol, as functions of the other symbols. `key` None: no caching (the graph has no content
-    key, e.g. one built from a bare CacheModel). `rows` False: only the total (and kinks)."""
+    key, e.g. one built from a bare CacheModel). `rows` False: only the total (and kinks).
+    The expressions hold the device's ceilings as symbols (Roofline.as_symbolic), bound to `roof`'s numbers on
+    load: `key` names the device by `roof.structure()`, not its numbers, so devices of one structure share it."""
 
-    with_rows = rows
+    with_rows, symbolic = rows, roof.as_symbolic()
 
     def make() -> tuple[list, dict[str, Any], dict[str, Any]]:
         graph = build()
         rows, ops = [], []
         for op in graph.ops:
-            t = roof.op_times(op)
+            t = symbolic.op_times(op)
             rows.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
                          *(op.traffic.get(c, 0) for c in TRAFFIC), t.shared, t.l2, t.latency, t.issue])
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
-        total = roof.time(graph)
+        total = symbolic.time(graph)
         exprs: dict[str, Any] = {"rows": rows, "total": total} if with_rows else {"total": total}
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
             exprs["kinks"] = _kink_coefficients(total, getattr(units, kinks_in))
-        return [getattr(units, name) for name in symbols], exprs, {"ops": ops}
+        dtypes = sorted({op.dtype for op in graph.ops if not op.is_comm})  # each needs the device's peak
+        return [getattr(units, name) for name in symbols], exprs, {"ops": ops, "dtypes": dtypes}
 
-    functions, meta = codegen.compiled(key, make, flavour)
+    functions, meta = codegen.compiled(key, make, flavour, bind=roof.bindings())
+    for dtype in meta["dtypes"]:
+        roof.matmul_peak(dtype)  # raises as building the graph on `roof` would: the device lacks this dtype
     return GraphKernel(tuple(symbols), tuple(meta["ops"]), functions, roof)

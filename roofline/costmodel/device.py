@@ -21,16 +21,21 @@ On-chip ceilings (`_on_chip`), each applied where the spec has it, and t = max(t
     t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)
 The plan names the binding ceiling (binding_ceiling): memory, compute, issue, shared-memory, l2, latency.
 All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency;
-all-to-all ops (expert parallelism) take costmodel.collectives.alltoall_seconds.
+all-to-all ops (expert parallelism) take costmodel.collectives.alltoall_time on the link their tp x ep GPUs meet.
+Every number above is read from one flat dict of named ceilings (roofline.costmodel.ceilings), never from the spec
+directly; Roofline(symbolic=True) puts those ceilings into the times as symbols, so compiled graphs are shared by
+the devices of one structure and bound to each one's numbers (costmodel.compiled).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
-from roofline.costmodel.collectives import alltoall_seconds
+from roofline.costmodel import ceilings as ceil
+from roofline.costmodel.collectives import alltoall_time
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.lazy import sp
@@ -80,16 +85,56 @@ def binding_ceiling(compute: float, memory: float, shared: float = 0.0, l2: floa
 
 @dataclass
 class Roofline:
-    """A device's ceilings, and the times of ops and graphs on it."""
+    """A device's ceilings, and the times of ops and graphs on it. Every number it puts into an op's time comes
+    from `ceilings` (roofline.costmodel.ceilings); `symbolic`: the non-zero ceilings enter the times as symbols
+    (c_<key>) instead of numbers, the branches still decided on the numbers (`structure` sums them up)."""
 
     hardware: Hardware
     options: RooflineOptions = field(default_factory=RooflineOptions)
     tp: int = 1
+    symbolic: bool = False
     _memo: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
 
     def content(self) -> tuple:
-        """What the times depend on, for content keys: the hardware spec, the options and tp."""
+        """What the numeric times depend on, for content keys: the hardware spec, the options and tp."""
         return (self.hardware.model_dump_json(), repr(self.options), self.tp)
+
+    @cached_property
+    def ceilings(self) -> ceil.Ceilings:
+        """The device's named ceilings under the options and tp (ceilings.ceilings): all _op_times reads."""
+        return ceil.ceilings(self.hardware, self.options, self.tp)
+
+    @cached_property
+    def _values(self) -> dict:
+        """What the op times use for each ceiling: its number, or (symbolic) its symbol when non-zero."""
+        if not self.symbolic:
+            return dict(self.ceilings)
+        return {k: sp.Symbol(ceil.symbol_name(k), positive=True) if v else v for k, v in self.ceilings.items()}
+
+    def structure(self) -> tuple:
+        """What the symbolic times depend on besides the workload (ceilings.structure): devices of one structure
+        share compiled graphs, bound to their own numbers (`bindings`)."""
+        return self._structure
+
+    def bindings(self) -> dict[str, float]:
+        """The symbolic ceilings' names and this device's numbers."""
+        return self._bindings
+
+    @cached_property
+    def _structure(self) -> tuple:
+        return ceil.structure(self.ceilings, self.options, self.tp)
+
+    @cached_property
+    def _bindings(self) -> dict[str, float]:
+        return ceil.bindings(self.ceilings)
+
+    @cached_property
+    def _twin(self) -> Roofline:
+        return Roofline(self.hardware, self.options, self.tp, symbolic=True)
+
+    def as_symbolic(self) -> Roofline:
+        """This device with symbolic ceilings (its own memo of op times)."""
+        return self if self.symbolic else self._twin
 
     @property
     def measured(self):
@@ -98,93 +143,83 @@ class Roofline:
     def bandwidth(self) -> float:
         """Effective memory bandwidth, bytes/s: the fitted streaming bandwidth when calibrated (else the
         measured large-size read, else the datasheet)."""
-        m = self.measured
-        if m is None:
-            return self.hardware.memory_bytes_per_s
-        return m.stream_bytes_per_s or m.read_bytes_per_s
+        return self.ceilings["bandwidth"]
 
     def memory_latency(self) -> float:
         """alpha of the measured latency-bandwidth law (0 when not calibrated)."""
-        m = self.measured
-        return m.memory_latency_s or 0.0 if m is not None else 0.0
+        return self.ceilings["memory_latency"]
 
     def matmul_peak(self, dtype: str) -> float:
-        m = self.measured
-        if m is not None and dtype in m.gemm_flops_per_s:
-            return m.gemm_flops_per_s[dtype]
-        return self.hardware.peak_flops_per_s(dtype)
+        """Matmul FLOP/s of `dtype`: measured large-GEMM rate, else the datasheet peak (raises if it has none)."""
+        value = self.ceilings.get(f"peak:{dtype}")
+        return value if value is not None else self.hardware.peak_flops_per_s(dtype)
 
     def vector_peak(self) -> float:
         """FP32 vector FLOP/s: measured (FMA issue microbenchmark) when calibrated, else the datasheet."""
-        m = self.measured
-        return m.fp32_flops_per_s if m is not None and m.fp32_flops_per_s else self.hardware.fp32_dense_flops_per_s
+        return self.ceilings["vector_peak"]
 
     def int_rate(self) -> float:
         """Vector integer ops/s: measured when calibrated, else the spec's INT32 rate (Hardware.int_ops_per_s)."""
-        m = self.measured
-        return m.int32_ops_per_s if m is not None and m.int32_ops_per_s else self.hardware.int_ops_per_s()
+        return self.ceilings["int_rate"]
 
     def shared_bandwidth(self) -> float | None:
         """Shared-memory bandwidth of the device, bytes/s: measured, else B/clock/SM x SMs x clock; None: unknown."""
-        m = self.measured
-        if m is not None and m.shared_memory_bytes_per_s:
-            return m.shared_memory_bytes_per_s
-        return self.hardware.shared_memory_bytes_per_s_total()
+        return self.ceilings["smem_bw"]
 
     def l2_bandwidth(self) -> float | None:
         """L2 bandwidth, bytes/s: measured, else the spec's; None: no L2 ceiling."""
-        m = self.measured
-        return (m.l2_bytes_per_s if m is not None and m.l2_bytes_per_s else None) or self.hardware.l2_bytes_per_s
+        return self.ceilings["l2_bw"]
 
     def little(self) -> tuple[float, float] | None:
         """(DRAM latency s, bytes in flight per SM) for Little's law: measured, else the spec's latency and its
         shared memory per SM (asynchronous copies land there); None when either is unknown."""
-        m, hw = self.measured, self.hardware
-        latency = (m.dram_latency_s if m is not None and m.dram_latency_s else None) or hw.dram_latency_s
-        inflight = (m.bytes_in_flight_per_sm if m is not None and m.bytes_in_flight_per_sm else None) \
-            or hw.shared_memory_bytes_per_sm
-        return (latency, float(inflight)) if latency and inflight else None
+        latency, inflight = self.ceilings["dram_latency"], self.ceilings["inflight_per_sm"]
+        return (latency, inflight) if latency and inflight else None
 
     def latency_floor(self) -> float:
-        m = self.measured
-        return m.launch_latency_s if m is not None else 0.0
+        """Measured launch latency, s (0 uncalibrated): the floor of a single-kernel op."""
+        return self.ceilings["latency_floor"]
 
     def kernel_time(self) -> float:
         """Per-kernel time of a kernel in a CUDA graph of dependent kernels (launch, ramp-up, drain), s:
         the measured chain of small kernels when calibrated, else alpha of the streaming fit (the same
         constant, read off single streaming kernels in a graph); 0 for the datasheet roofline."""
-        m = self.measured
-        if m is None:
-            return 0.0
-        return m.kernel_overhead_s or m.memory_latency_s or 0.0
+        return self.ceilings["kernel_time"]
 
-    def _ceilings_of(self, op: Op) -> tuple[float, float, float]:
-        """(matmul FLOP/s, bytes/s, per-kernel s) that bound `op`: a GEMM meets the GEMM laws measured at the
-        model shapes (weights streamed at M <= 64, FLOP/s at M >= 2048), the routed experts (blocks.moe_mlp) the
-        grouped-GEMM law (active experts' weights at grouped_gemm_stream_bytes_per_s, grouped_gemm_latency_s per
-        call; FLOP/s as a GEMM: the grouped rate is not measured), routing kernels routing_kernel_s, attention its
-        own kernels' ceilings (decode: KV bytes at the one-query latency-bandwidth law; prefill: the causal flash
-        rate of its head dim), every other op the streaming bandwidth and the graph's per-kernel time."""
-        peak, bandwidth, per_kernel = self.matmul_peak(op.dtype), self.bandwidth(), self.kernel_time()
-        m = self.measured
-        if m is None:
-            return peak, bandwidth, per_kernel
-        if op.name == EXPERTS and op.kind == "gemm" and m.grouped_gemm_stream_bytes_per_s:  # grouped-GEMM law
-            return (m.gemm_shape_flops_per_s.get(op.dtype, peak), m.grouped_gemm_stream_bytes_per_s,
-                    m.grouped_gemm_latency_s or per_kernel)
-        if op.kind == ROUTING and m.routing_kernel_s:
-            return peak, bandwidth, m.routing_kernel_s
-        if op.kind == "gemm" and m.gemm_stream_bytes_per_s:
-            return (m.gemm_shape_flops_per_s.get(op.dtype, peak), m.gemm_stream_bytes_per_s,
-                    m.gemm_latency_s or per_kernel)
-        if op.kind == "attention" and "kv_read" in op.traffic and m.decode_attention_bytes_per_s:
-            return peak, m.decode_attention_bytes_per_s, m.decode_attention_latency_s or per_kernel
-        if op.kind == "attention" and "kv_read" not in op.traffic and op.head_dim in m.attention_flops_per_s:
-            return m.attention_flops_per_s[op.head_dim], bandwidth, per_kernel
-        return peak, bandwidth, per_kernel
+    def _peak_key(self, dtype: str) -> str:
+        key = f"peak:{dtype}"
+        if key not in self.ceilings:
+            self.hardware.peak_flops_per_s(dtype)  # raises: unknown dtype, or the device has no such peak
+        return key
 
-    def steady_state(self, op: Op, rate: float, per_kernel: float) -> tuple[float, float]:
-        """(tensor-core FLOP/s, per-kernel s) of `op` in the planner's steady state, from _ceilings_of's burst figures:
+    def _ceilings_of(self, op: Op) -> tuple[str, str, str]:
+        """Keys of the (matmul FLOP/s, bytes/s, per-kernel s) that bound `op`: a GEMM meets the GEMM laws measured
+        at the model shapes (weights streamed at M <= 64, FLOP/s at M >= 2048), the routed experts (blocks.moe_mlp)
+        the grouped-GEMM law (active experts' weights at grouped_gemm_bw, grouped_gemm_latency per call; FLOP/s as
+        a GEMM: the grouped rate is not measured), routing kernels routing_kernel, attention its own kernels'
+        ceilings (decode: KV bytes at the one-query latency-bandwidth law; prefill: the causal flash rate of its
+        head dim), every other op the streaming bandwidth and the graph's per-kernel time. Uncalibrated devices
+        have none of the kernels' laws (None), so every op meets peak, bandwidth and kernel_time."""
+        c, peak = self.ceilings, self._peak_key(op.dtype)
+        if op.name == EXPERTS and op.kind == "gemm" and c["grouped_gemm_bw"]:  # grouped-GEMM law
+            shape = f"gemm_shape:{op.dtype}"
+            return (shape if shape in c else peak, "grouped_gemm_bw",
+                    "grouped_gemm_latency" if c["grouped_gemm_latency"] else "kernel_time")
+        if op.kind == ROUTING and c["routing_kernel"]:
+            return peak, "bandwidth", "routing_kernel"
+        if op.kind == "gemm" and c["gemm_stream_bw"]:
+            shape = f"gemm_shape:{op.dtype}"
+            return (shape if shape in c else peak, "gemm_stream_bw",
+                    "gemm_latency" if c["gemm_latency"] else "kernel_time")
+        if op.kind == "attention" and "kv_read" in op.traffic and c["attn_decode_bw"]:
+            return peak, "attn_decode_bw", "attn_decode_latency" if c["attn_decode_latency"] else "kernel_time"
+        if op.kind == "attention" and "kv_read" not in op.traffic and f"attn_flops:{op.head_dim}" in c:
+            return f"attn_flops:{op.head_dim}", "bandwidth", "kernel_time"
+        return peak, "bandwidth", "kernel_time"
+
+    def steady_state(self, op: Op, rate, per_kernel):
+        """(tensor-core FLOP/s, per-kernel s) of `op` in the planner's steady state, from _ceilings_of's burst figures
+        (numbers or, symbolic, expressions in the ceilings):
         - a GEMM or prefill attention takes the sustained rate (measured sustained_gemm_flops_per_s per dtype,
           sustained_attention_flops_per_s per head dim; else its burst rate x sustained / burst SM clock when both
           clocks are measured). The mechanism: under back-to-back tensor-core load the board reaches its power limit
@@ -195,19 +230,15 @@ class Roofline:
         - an eager aten kernel (op.aten, fusion 'none') costs the measured aten_kernel_s instead of the chain of
           minimal adds.
         Absent fields leave the burst figures as they are."""
-        m = self.measured
-        if m is None:
-            return rate, per_kernel
-        if op.aten and m.aten_kernel_s:
-            per_kernel = m.aten_kernel_s
-        prefill_attention = op.kind == "attention" and "kv_read" not in op.traffic
-        if op.kind == "gemm" or prefill_attention:
-            sustained = (m.sustained_gemm_flops_per_s.get(op.dtype) if op.kind == "gemm"
-                         else m.sustained_attention_flops_per_s.get(op.head_dim))
-            if sustained:
-                rate = sustained
-            elif m.burst_sm_clock_hz and m.sustained_sm_clock_hz:
-                rate = rate * min(1.0, m.sustained_sm_clock_hz / m.burst_sm_clock_hz)
+        c, v = self.ceilings, self._values
+        if op.aten and c["aten_kernel_time"]:
+            per_kernel = v["aten_kernel_time"]
+        if op.kind == "gemm" or (op.kind == "attention" and "kv_read" not in op.traffic):
+            sustained = f"sustained_gemm:{op.dtype}" if op.kind == "gemm" else f"sustained_attn:{op.head_dim}"
+            if c.get(sustained):
+                rate = v[sustained]
+            elif c["clock_ratio"]:
+                rate = rate * v["clock_ratio"]
         return rate, per_kernel
 
     def ridge_point(self, dtype: str) -> float:
@@ -215,6 +246,8 @@ class Roofline:
         return self.matmul_peak(dtype) / self.bandwidth()
 
     def link(self) -> Link | None:
+        """The link tensor parallelism's all-reduce meets: none at tp 1, the scale-up link when the group fits in
+        its domain, else the scale-out link (raises when there is none)."""
         hw = self.hardware
         if self.tp == 1:
             return None
@@ -223,6 +256,17 @@ class Roofline:
         if hw.scale_out is None:
             raise ValueError(f"tp: {self.tp} GPUs exceed {hw.name}'s scale-up domain and it has no scale-out link")
         return hw.scale_out
+
+    def _alltoall_link(self, ranks: int) -> str:
+        """'scale_up' or 'scale_out': the link an all-to-all over `ranks` expert-parallel replicas of tp GPUs meets
+        (scale-up when the tp x ep GPUs fit its domain); ValueError naming `ep` when the device has neither."""
+        c, gpus = self.ceilings, ranks * self.tp
+        if c["scale_up_bw"] and gpus <= c["scale_up_max_gpus"]:
+            return "scale_up"
+        if not c["scale_out_bw"]:
+            raise ValueError(f"ep: {ranks} replicas ({gpus} GPUs with tp) exceed {self.hardware.name}'s scale-up "
+                             "domain and it has no scale-out link")
+        return "scale_out"
 
     def _remember(self, key, owner, value):
         """Keep `value` for (key, owner) in a bounded memo (the owner is held, so its id is not reused)."""
@@ -239,26 +283,30 @@ class Roofline:
         return self._remember(key, op, self._op_times(op))
 
     def _op_times(self, op: Op) -> OpTimes:
+        """The op's times from the ceilings alone: `c` (numbers) decides every branch, `v` (numbers, or symbols
+        in the symbolic mode) goes into the expressions."""
+        c, v = self.ceilings, self._values
         zero = sp.Integer(0)
         if op.is_comm and op.collective == "alltoall":  # expert parallelism: ranks = ep replicas of tp GPUs each
-            comm = alltoall_seconds(self.hardware, op.comm_bytes, op.ranks, op.ranks * self.tp)
+            link = self._alltoall_link(op.ranks)
+            comm = alltoall_time(op.comm_bytes, op.ranks, v[f"{link}_bw"], v[f"{link}_latency"])
             return OpTimes(zero, zero, comm, comm)
         if op.is_comm:
-            link = self.link()
             n = self.tp
-            comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
+            if not c["link_bw"]:
+                self.link()  # raises: the group exceeds the scale-up domain and there is no scale-out link
+            comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / v["link_bw"] + 2 * (n - 1) * v["link_latency"]
             return OpTimes(zero, zero, comm, comm)
-        peak, bandwidth, per_kernel = self._ceilings_of(op)
+        peak, bandwidth, per_kernel = (v[k] for k in self._ceilings_of(op))
         peak, per_kernel = self.steady_state(op, peak, per_kernel)
-        issue = op.vector_flops / self.vector_peak()
+        issue = op.vector_flops / v["vector_peak"]
         if op.int_ops != 0:
-            issue += op.int_ops / self.int_rate()
+            issue += op.int_ops / v["int_rate"]
         compute = op.matmul_flops / peak + issue
         memory = op.bytes / bandwidth
-        m = self.measured
-        additive = m is not None and m.kernel_overhead_s is not None
-        if not additive and m is not None and m.memory_latency_s and op.bytes != 0:
-            memory = m.memory_latency_s + memory  # a kernel family's own ceilings: alpha inside the memory term
+        additive = c["kernel_overhead"] is not None
+        if not additive and c["memory_latency"] and op.bytes != 0:
+            memory = v["memory_latency"] + memory  # a kernel family's own ceilings: alpha inside the memory term
         shared, l2, latency = self._on_chip(op)
         # unevaluated Max: sympy's argument comparison is the slow part, and numpy evaluates it anyway
         work = sp.Max(compute, memory, evaluate=False) if self.options.overlap == "max" else compute + memory
@@ -267,8 +315,8 @@ class Roofline:
         if additive and op.kernels:
             # each kernel the op launches pays the graph's per-kernel time before its own work
             total = op.kernels * per_kernel + total
-        elif not additive and self.latency_floor():
-            total = sp.Max(total, self.latency_floor(), evaluate=False)
+        elif not additive and c["latency_floor"]:
+            total = sp.Max(total, v["latency_floor"], evaluate=False)
         return OpTimes(compute, memory, zero, total, shared, l2, latency, issue)
 
     def _on_chip(self, op: Op) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
@@ -276,15 +324,15 @@ class Roofline:
             t_shared  = shared bytes / (shared-memory bandwidth)
             t_l2      = bytes / L2 bandwidth                    (every DRAM byte passes L2)
             t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)   (Little's law)."""
+        c, v = self.ceilings, self._values
         zero = sp.Integer(0)
-        smem, l2_bw, little = self.shared_bandwidth(), self.l2_bandwidth(), self.little()
-        shared = op.shared_bytes / smem if smem and op.shared_bytes != 0 else zero
-        l2 = op.bytes / l2_bw if l2_bw and op.bytes != 0 else zero
+        shared = op.shared_bytes / v["smem_bw"] if c["smem_bw"] and op.shared_bytes != 0 else zero
+        l2 = op.bytes / v["l2_bw"] if c["l2_bw"] and op.bytes != 0 else zero
         latency = zero
-        if little is not None and op.bytes != 0:
-            sms = self.hardware.sm_count
+        if c["dram_latency"] and c["inflight_per_sm"] and op.bytes != 0:
+            sms = v["sm_count"]
             active = sp.Min(sms, op.programs, evaluate=False) if op.programs != 0 else sms
-            latency = op.bytes * little[0] / (active * little[1])
+            latency = op.bytes * v["dram_latency"] / (active * v["inflight_per_sm"])
         return shared, l2, latency
 
     def time(self, graph: Graph) -> sp.Expr:

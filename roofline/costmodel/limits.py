@@ -13,6 +13,7 @@ included, every weight of the layer) and R from the device's ridge for the compu
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -41,13 +42,14 @@ def per_token_slope(expr) -> sp.Expr:
     return sp.nsimplify((expr.subs(L, hi) - expr.subs(L, lo)) / (hi - lo))
 
 
-def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: str = "bf16") -> dict[str, sp.Expr]:
+def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: str = "bf16") -> dict[str, Fraction]:
     """F (remat FLOPs per cached token), C (cache bytes read per token) and W (weight bytes) of one
     full-attention layer of a rematerializing method (its decode op named "remat"), from the op graph; exact
-    rationals, kept by content (roofline.codegen) so a plan does not rebuild the graph."""
-    from roofline.units import B
-
+    rationals, kept by content (roofline.codegen, as 'p/q' texts) so a plan neither rebuilds the graph nor
+    imports sympy."""
     def compute() -> dict[str, str]:
+        from roofline.units import B
+
         cache = build_cache(config, model)
         layer = next((lay for lay in cache.layers if lay.attention.kind == "full"), cache.layers[0])
         remat = next(op for op in layer.decode_ops if op.name == "remat")
@@ -59,13 +61,7 @@ def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: s
                 "weights": str(sp.nsimplify(weights.subs(B, 1)))}
 
     key = codegen.content_key("remat", model, config, tp, weight_dtype)
-    return {k: sp.Rational(v) for k, v in codegen.cached_json(key, compute).items()}
-
-
-@lru_cache(maxsize=1024)
-def _rational(value: float) -> sp.Expr:
-    """sympy's nsimplify(value, rational=True), memoized (it searches for a simple form: milliseconds)."""
-    return sp.nsimplify(value, rational=True)
+    return {k: Fraction(v) for k, v in codegen.cached_json(key, compute).items()}
 
 
 GENERAL = "l* = R*W/(B*(-C*R + F))"  # the general form, as sympy prints it
@@ -73,15 +69,18 @@ GENERAL = "l* = R*W/(B*(-C*R + F))"  # the general form, as sympy prints it
 
 def remat_limit(model: Model, hardware: Hardware, config: MethodConfig, batch: int = 1,
                 compute_dtype: str = "bf16") -> dict[str, Any]:
-    """The catalogue form: l* = R W / (B (F - R C)) with F, C, W from the graph and R from the hardware."""
+    """The catalogue form: l* = R W / (B (F - R C)) with F, C, W from the graph and R from the hardware (the
+    float ridge as its exact rational). Exact rationals of the standard library, not sympy: a plan on a new device
+    reads the terms from the cache and imports no sympy."""
     terms = remat_terms(model, config)
-    ridge = _rational(Roofline(hardware).ridge_point(compute_dtype))
-    limit = solve_balance(terms["flops"], terms["cache"], terms["weights"], ridge, batch)
+    ridge = Fraction(Roofline(hardware).ridge_point(compute_dtype))
+    f, c, w = terms["flops"], terms["cache"], terms["weights"]
+    limit = ridge * w / (batch * (f - ridge * c)) if f > ridge * c else None
     return {"model": model.name, "hardware": hardware.name, "mode": "catalogue", "bits": config.bits, "batch": batch,
             "compute_dtype": compute_dtype, "ridge_flops_per_byte": float(ridge),
             "remat_flops_per_token": float(terms["flops"]), "cache_bytes_per_token": float(terms["cache"]),
             "weight_bytes_per_layer": float(terms["weights"]),
-            "limit_tokens": float(limit) if limit != sp.oo else float("inf"), "formula": GENERAL}
+            "limit_tokens": float(limit) if limit is not None else float("inf"), "formula": GENERAL}
 
 
 def model_flops_per_token(model: Model, baseline: MethodConfig) -> sp.Expr:

@@ -5,9 +5,10 @@ Pipeline (pp stages, m micro-batches of B/m sequences): one decode step for all 
 (m + pp - 1) stage-times of a micro-batch (the bubble is the pp - 1), a stage-time being the whole-model
 time for B/m sequences over pp plus one activation hand-off (B/m x d x act bytes over the link).
 
-The graphs are compiled once per (model, method, device, tp, dtypes) into numeric functions
-(costmodel.compiled, cached by content in memory and on disk); the sympy graphs are built only on a miss, or
-when a caller asks for them (`graph`).
+The graphs are compiled once per (model, method, device structure, tp, dtypes) into numeric functions
+(costmodel.compiled, cached by content in memory and on disk); the device's numbers are bound on load, so
+another GPU with the same ceilings present (a structure) reuses them. The sympy graphs are built only on a miss,
+or when a caller asks for them (`graph`).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class PhaseModel:
         if phase not in self._kernels:
             key = None
             if isinstance(self.method, MethodConfig):
-                key = codegen.content_key("graph", self.model, self.method, self.roofline.content(), phase,
+                key = codegen.content_key("graph", self.model, self.method, self.roofline.structure(), phase,
                                           self._graph_kwargs(phase))
             self._kernels[phase] = graph_kernel(self.roofline, key, lambda: self.graph(phase), _GRAPH_ARGS[phase],
                                                 self.flavour, kinks_in="L" if phase == "decode_mean" else None,
