@@ -52,8 +52,9 @@ def test_fusion_levels_set_the_kernel_census(capsys):
         r = json.loads(capsys.readouterr().out)
         assert r["fusion"] == level
         kernels[level] = r["decode_kernels"]
-    # full fuses the cache write into RoPE: one kernel fewer per layer (32 layers)
-    assert kernels["typical"] - kernels["full"] == 32
+    # torch.compile fuses the K write into RoPE but writes V in a kernel of its own (the compiled client's census,
+    # triton_poi_..._index_put_2 once per layer): as many kernels as the typical engine's separate cache write
+    assert kernels["typical"] == kernels["full"]
     # eager per layer: 2 norms x (8 - 1), RoPE 10 - 1, SiLU x up 2 - 1, cache write 2 - 1, 2 residual adds
     # unfused = 27; plus the final norm's 7
     assert kernels["none"] - kernels["typical"] == 32 * 27 + 7
@@ -66,8 +67,8 @@ def test_fusion_reaches_the_planner_and_its_cache():
         w = Workload(batch=1, context_tokens=4096, generated_tokens=1, fusion=level)
         steps.setdefault(level, []).append(plan(model, hw, w, method)["results"][0]["tpot_s"])
     assert steps["full"][0] == steps["full"][1]
-    # 1226 - 323 = 903 more kernels, each at least the measured per-kernel 1.024 us
-    assert steps["none"][0] - steps["full"][0] >= 903 * 1.024e-6
+    # 1226 - 355 = 871 more kernels, each at least the measured per-kernel 1.024 us
+    assert steps["none"][0] - steps["full"][0] >= 871 * 1.024e-6
 
 
 def test_estimate_for_gh200_from_h100_and_h200():

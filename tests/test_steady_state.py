@@ -11,6 +11,7 @@ from roofline.units import B, L, P
 from validate.clients.calibrate import EAGER_LAYER_CALLS, probe_ceilings, settling_time
 
 _PROBE_FIELDS = {"sustained_gemm_flops_per_s": {}, "sustained_attention_flops_per_s": {}, "burst_sm_clock_hz": None,
+                 "fused_kernel_s": None,
                  "sustained_sm_clock_hz": None, "aten_kernel_s": None}
 
 
@@ -97,3 +98,28 @@ def test_aten_kernel_time_for_eager_kernels_only():
     # + final norm 8 = 1065
     assert step(aten, "none") - step(hw, "none") == pytest.approx(1065 * (2.0e-6 - chain), rel=1e-9)
     assert step(aten, "full") == step(hw, "full")  # compiled kernels keep the chain's per-kernel time
+
+
+def test_fused_kernel_time_for_compiled_kernels_only():
+    hw = _bare()
+    fused = _with(fused_kernel_s=2.0e-6)
+    chain = hw.measured.kernel_overhead_s
+
+    def step(h, fusion):
+        return sum(r["count"] * r["time_s"] for r in _rows(h, "decode", fusion, 1024).values())
+
+    # Inductor's fused kernels of Llama-3.1-8B's compiled layer (fusion.py's 'full' table, the client's census): two
+    # RMSNorms, RoPE + K write, V write, SiLU x up = 5 per layer x 32 layers + the final norm = 161
+    assert step(fused, "full") - step(hw, "full") == pytest.approx(161 * (2.0e-6 - chain), rel=1e-9)
+    assert step(fused, "none") == step(hw, "none")  # eager kernels keep theirs (aten_kernel_s or the chain)
+
+
+def test_fused_kernel_time_weights_the_layers_kernels_by_hand():
+    from validate.clients.calibrate import FUSED_LAYER_CALLS, fused_kernel_time
+
+    rows = [{"name": "fused_rms_norm", "per_kernel_s": 2e-6}, {"name": "fused_add_rms_norm", "per_kernel_s": 2.2e-6},
+            {"name": "fused_rope", "per_kernel_s": 1.3e-6}, {"name": "fused_silu_mul", "per_kernel_s": 1.5e-6}]
+    # one layer: 1 norm, 1 add + norm, 3 pointwise (RoPE + K write, V write, attention inputs), 1 SiLU x up
+    assert sum(FUSED_LAYER_CALLS.values()) == 6
+    assert fused_kernel_time({"rows": rows}) == pytest.approx((2e-6 + 2.2e-6 + 3 * 1.3e-6 + 1.5e-6) / 6)
+    assert fused_kernel_time({"rows": rows[:2]}) is None  # a kind missing: nothing calibrated

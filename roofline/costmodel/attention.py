@@ -69,7 +69,7 @@ def merge(base: Op, extra: list[Op]) -> Op:
               base.vector_flops + sum(e.vector_flops for e in extra), t, base.dtype, base.source,
               int_ops=base.int_ops + sum(e.int_ops for e in extra), kernels=base.kernels, kind=base.kind,
               head_dim=base.head_dim, shared_bytes=base.shared_bytes + sum(e.shared_bytes for e in extra),
-              programs=base.programs, aten=base.aten)
+              programs=base.programs, aten=base.aten, fused=base.fused)
 
 
 def _tensor_sum(layer: LayerCache, role: str, attr: str) -> sp.Expr:

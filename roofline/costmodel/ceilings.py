@@ -20,7 +20,7 @@ Keys (None: the device lacks the ceiling; a key per dtype or head dim is present
     gemm_shape:<dtype>, gemm_stream_bw, gemm_latency          the GEMM laws at the model shapes
     attn_decode_bw, attn_decode_latency, attn_flops:<head dim> attention kernels' laws
     sustained_gemm:<dtype>, sustained_attn:<head dim>, clock_ratio (min(1, sustained / burst SM clock))
-    aten_kernel_time     s: per-kernel time of eager aten kernels
+    aten_kernel_time     s: per-kernel time of eager aten kernels; fused_kernel_time: of Inductor's fused kernels
     grouped_gemm_bw, grouped_gemm_latency, routing_kernel    the routed experts' grouped-GEMM law, routing kernels
     link_bw, link_latency  the link tensor parallelism's all-reduce meets (tp > 1: scale-up when the group fits)
     scale_up_bw, scale_up_latency, scale_up_max_gpus, scale_out_bw, scale_out_latency   both links, for the
@@ -49,14 +49,16 @@ def _measured(hardware: Hardware, options) -> Ceilings:
     m = hardware.measured if options.use_measured else None
     if m is None:
         names = ("gemm_stream_bw", "gemm_latency", "attn_decode_bw", "attn_decode_latency", "clock_ratio",
-                 "aten_kernel_time", "kernel_overhead", "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel")
+                 "aten_kernel_time", "fused_kernel_time", "kernel_overhead", "grouped_gemm_bw", "grouped_gemm_latency",
+                 "routing_kernel")
         return dict.fromkeys(names)
     c: Ceilings = {
         "gemm_stream_bw": m.gemm_stream_bytes_per_s, "gemm_latency": m.gemm_latency_s,
         "attn_decode_bw": m.decode_attention_bytes_per_s, "attn_decode_latency": m.decode_attention_latency_s,
         "clock_ratio": (min(1.0, m.sustained_sm_clock_hz / m.burst_sm_clock_hz)
                         if m.burst_sm_clock_hz and m.sustained_sm_clock_hz else None),
-        "aten_kernel_time": m.aten_kernel_s, "kernel_overhead": m.kernel_overhead_s,
+        "aten_kernel_time": m.aten_kernel_s, "fused_kernel_time": m.fused_kernel_s,
+        "kernel_overhead": m.kernel_overhead_s,
         "grouped_gemm_bw": m.grouped_gemm_stream_bytes_per_s, "grouped_gemm_latency": m.grouped_gemm_latency_s,
         "routing_kernel": m.routing_kernel_s,
     }

@@ -227,12 +227,15 @@ class Roofline:
           it back to back for longer than that, and the planner's phases are steady-state serving (steps back to
           back, as are the clients' 30-replay medians), so every such op is in one. Only the compute term changes:
           a memory-bound op (decode GEMMs at the streaming law) keeps its time.
-        - an eager aten kernel (op.aten, fusion 'none') costs the measured aten_kernel_s instead of the chain of
-          minimal adds.
+        - an eager aten kernel (op.aten, fusion 'none') costs the measured aten_kernel_s, and a fused Triton kernel
+          of torch.compile (op.fused, fusion 'full') the measured fused_kernel_s, instead of the chain of minimal
+          adds (validate.clients.probe13 h2, probe_fused: 1.3-3.2 us against ~1 us).
         Absent fields leave the burst figures as they are."""
         c, v = self.ceilings, self._values
         if op.aten and c["aten_kernel_time"]:
             per_kernel = v["aten_kernel_time"]
+        if op.fused and c["fused_kernel_time"]:
+            per_kernel = v["fused_kernel_time"]
         if op.kind == "gemm" or (op.kind == "attention" and "kv_read" not in op.traffic):
             sustained = f"sustained_gemm:{op.dtype}" if op.kind == "gemm" else f"sustained_attn:{op.head_dim}"
             if c.get(sustained):

@@ -55,7 +55,10 @@ _EAGER = {**{n: (8, Fraction(9)) for n in NORMS}, "qk_norm": (16, Fraction(9)), 
           "mlp_act": (2, Fraction(10, 6)), "shared_expert_act": (2, Fraction(10, 6)), "kv_update": (2, Fraction(1)),
           "experts": (2, Fraction(1)), "routing": (23, Fraction(1))}
 _TYPICAL = {**{n: (0, Fraction(1)) for n in RESIDUALS}, "experts": (2, Fraction(1)), "routing": (3, Fraction(1))}
-_FULL = {**_TYPICAL, "qk_norm": (0, Fraction(1)), "kv_update": (0, Fraction(1)), "routing": (18, Fraction(1))}
+# kv_update 1 under torch.compile: the compiled client's census (validate/results/clients/nvidia-h{100,200}.json,
+# compiled decode top_kernels; validate/results/clients/experiments/*-profile-*.json) has per layer one Triton
+# kernel writing K with RoPE (fused into 'rope') and one more writing V (triton_poi_..._index_put_..._2)
+_FULL = {**_TYPICAL, "qk_norm": (0, Fraction(1)), "kv_update": (1, Fraction(1)), "routing": (18, Fraction(1))}
 FUSION: dict[str, dict[str, tuple[int, Fraction]]] = {"none": _EAGER, "typical": _TYPICAL, "full": _FULL}
 
 
@@ -77,5 +80,9 @@ def apply_fusion(ops: list[Op], level: str) -> list[Op]:
                      for k, v in op.traffic.items()}
             op = replace(op, traffic=scale)
         aten = level == "none" and op.kind == "" and not op.is_comm
-        out.append(replace(op, kernels=kernels, aten=aten) if (kernels, aten) != (op.kernels, op.aten) else op)
+        # Inductor generates the elementwise and normalization kernels (the ops the eager table splits into aten
+        # kernels); the embedding gather and the attention library's split-K reduce are not its kernels
+        fused = level == "full" and op.kind == "" and op.name in _EAGER and kernels > 0 and not op.is_comm
+        changed = (kernels, aten, fused) != (op.kernels, op.aten, op.fused)
+        out.append(replace(op, kernels=kernels, aten=aten, fused=fused) if changed else op)
     return out

@@ -45,6 +45,7 @@ class Op:
     shared_bytes: sp.Expr = field(default_factory=_zero)
     programs: sp.Expr = field(default_factory=_zero)
     aten: bool = False  # eager aten kernels (fusion 'none', not GEMM/attention): per-kernel time aten_kernel_s
+    fused: bool = False  # Inductor's fused Triton kernels (fusion 'full', not GEMM/attention): fused_kernel_s
     # a communication op's collective: "allreduce" (tensor parallelism, over tp) or "alltoall" (expert parallelism,
     # over `ranks` = ep replicas; costmodel.collectives)
     collective: str = "allreduce"

@@ -126,15 +126,16 @@ class StepModel:
 
     def _compile_times(self, ops: list[Op]) -> list[tuple[np.ndarray, bool, callable]]:
         """One numpy function per kind of op (what picks its ceilings: dtype, communication, kind, head dim, KV
-        read or not, kernels per instance, eager aten or not) giving op times from aggregated quantities."""
+        read or not, kernels per instance, eager aten or fused Triton or neither) giving op times from aggregated
+        quantities."""
         roof = self.phases.roofline
         groups: dict[tuple, list[int]] = {}
         for j, op in enumerate(ops):
             cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
             comm = (op.collective, op.ranks) if op.is_comm else None  # all-reduce or expert all-to-all
-            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten), []).append(j)
+            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused), []).append(j)
         compiled = []
-        for (dtype, comm, kind, head_dim, cls, kernels, aten), idx in groups.items():
+        for (dtype, comm, kind, head_dim, cls, kernels, aten, fused), idx in groups.items():
             if comm:
                 template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels, collective=comm[0],
                               ranks=comm[1])
@@ -142,7 +143,7 @@ class StepModel:
             else:
                 template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
-                              head_dim=head_dim, aten=aten)
+                              head_dim=head_dim, aten=aten, fused=fused)
                 fn = lambdify([_FM, _FV, _INT, _BYTES], roof.op_times(template).total, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
         return compiled

@@ -73,6 +73,7 @@ MEASURED: dict[str, Bound] = {
     "sustained_sm_clock_hz": Bound(1e8, 3e8, 4e9, 1e10, "Hz", "an SM clock (0.1 .. 10 GHz)"),
     "sustained_after_s": Bound(1e-4, 1e-3, 10.0, 100.0, "s", "a settling time (0.1 ms .. 100 s)"),
     "aten_kernel_s": LATENCY,
+    "fused_kernel_s": LATENCY,
     "grouped_gemm_latency_s": LATENCY,
     "grouped_gemm_stream_bytes_per_s": BANDWIDTH,
     "routing_kernel_s": LATENCY,

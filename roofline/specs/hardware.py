@@ -115,6 +115,10 @@ class Measured(Spec):
         None, description="Per-kernel time of eager aten kernels in a CUDA graph, s: the probe's 2000-op chains of "
         "each small op of the eager decode layer (casts, pow/mean, rsqrt, broadcast muls, RoPE neg/cat, index_put, "
         "strided SiLU), weighted by how many of each one layer launches (fusion 'none').")
+    fused_kernel_s: PositiveFloat | None = Field(
+        None, description="Per-kernel time of Inductor's small fused Triton kernels in a CUDA graph, s: the chains of "
+        "validate.clients.probe_fused (RMSNorm, residual add + RMSNorm, RoPE, SiLU x up at decode size), weighted by "
+        "how many of each one compiled layer launches (fusion 'full').")
     grouped_gemm_latency_s: PositiveFloat | None = Field(
         None, description="alpha of time = alpha + active experts' weight bytes / grouped_gemm_stream_bytes_per_s "
         "fitted (relative least squares) to the probe's torch._grouped_mm calls of Mixtral-8x7B's w13 and w2 at decode "

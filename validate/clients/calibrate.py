@@ -138,6 +138,21 @@ def routing_kernel_time(rows: list[dict], gemm_latency_s: float, gemm_bytes_per_
     return statistics.median(out)
 
 
+# Inductor's fused kernels one compiled decode layer launches besides GEMMs and attention (the compiled client's
+# census: triton_red_fused ..._rsqrt_0 and _4, the two RMSNorms, one with the residual add; triton_poi_fused ...
+# cat_index_put (RoPE + K write), ..._index_put_2 (V write), ..._sdpa_... (attention inputs); ..._mul_silu_5)
+FUSED_LAYER_CALLS = {"rms_norm": 1, "add_rms_norm": 1, "rope": 3, "silu_mul": 1}
+
+
+def fused_kernel_time(fused: dict) -> float | None:
+    """fused_kernel_s from a probe_fused results file: the per-kernel times of its chains weighted by
+    FUSED_LAYER_CALLS (None unless it has every kind)."""
+    per = {r["name"].removeprefix("fused_"): r["per_kernel_s"] for r in fused["rows"]}
+    if not all(k in per for k in FUSED_LAYER_CALLS):
+        return None
+    return sum(n * per[k] for k, n in FUSED_LAYER_CALLS.items()) / sum(FUSED_LAYER_CALLS.values())
+
+
 def settling_time(series: list[list[float]], steady: float, bin_s: float) -> float:
     """End of the first bin of `series` ([[start_s, rate], ...]) from which every bin is within SETTLED of `steady`."""
     settled = len(series)
@@ -186,7 +201,8 @@ def probe_ceilings(probe: dict, source: str, section: dict | None = None) -> dic
     return out
 
 
-def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path | None = None) -> dict:
+def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path | None = None,
+              fused_path: Path | None = None) -> dict:
     """Merge the client ceilings (`results_path`) and the probe's (`probe_path`) into `hardware_file`'s measured
     section (validated before it is written)."""
     import json
@@ -207,7 +223,13 @@ def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path |
         section.update(client_ceilings(json.loads(Path(results_path).read_text()), str(results_path)))
     if probe_path is not None:
         section.update(probe_ceilings(json.loads(Path(probe_path).read_text()), str(probe_path), section))
-    sources = " and ".join(str(x) for x in (section.get("client_source"), section.get("probe_source")) if x)
+    if fused_path is not None:
+        value = fused_kernel_time(json.loads(Path(fused_path).read_text()))
+        if value is None:
+            raise SystemExit(f"{fused_path}: rows: needs every kind of {sorted(FUSED_LAYER_CALLS)}")
+        section["fused_kernel_s"] = float(f"{value:.4g}")
+    sources = " and ".join(str(x) for x in (section.get("client_source"), section.get("probe_source"), fused_path)
+                           if x)
     note = (f"Measured by `python -m validate calibrate` from {current['source']} and `python -m validate.clients"
             f".calibrate` from {sources}; datasheet figures above stand.")
     new_text = replace_measured_block(text, section, note)
@@ -220,16 +242,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="validate.clients.calibrate")
     p.add_argument("--results", type=Path, help="client results (python -m validate.clients)")
     p.add_argument("--probe", type=Path, help="issue-13 probe results (python -m validate.clients.probe13)")
+    p.add_argument("--fused", type=Path, help="fused-kernel chains (python -m validate.clients.probe_fused)")
     p.add_argument("--hardware-file", type=Path, required=True)
     args = p.parse_args(argv)
-    if args.results is None and args.probe is None:
-        p.error("--results or --probe: give at least one results file")
-    section = calibrate(args.results, args.hardware_file, args.probe)
+    if args.results is None and args.probe is None and args.fused is None:
+        p.error("--results, --probe or --fused: give at least one results file")
+    section = calibrate(args.results, args.hardware_file, args.probe, args.fused)
     keys = ("kernel_overhead_s", "gemm_latency_s", "gemm_stream_bytes_per_s", "gemm_shape_flops_per_s",
             "attention_flops_per_s", "decode_attention_latency_s", "decode_attention_bytes_per_s", "cuda_context_bytes",
             "sustained_gemm_flops_per_s", "sustained_attention_flops_per_s", "burst_sm_clock_hz",
             "sustained_sm_clock_hz", "sustained_after_s", "aten_kernel_s", "grouped_gemm_latency_s",
-            "grouped_gemm_stream_bytes_per_s", "routing_kernel_s")
+            "grouped_gemm_stream_bytes_per_s", "routing_kernel_s", "fused_kernel_s")
     print("\n".join(f"{k}: {section[k]}" for k in keys if k in section))
     return 0
 
