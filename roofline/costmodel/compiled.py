@@ -49,10 +49,16 @@ class GraphKernel:
         """Per op: ROW_FIELDS, the bytes of each TRAFFIC class (per instance), then CEILING_FIELDS."""
         return self.functions["rows"](*args)
 
+    @cached_property
+    def _floor(self) -> float:
+        return self.roof.latency_floor()
+
     def summary(self, *args: float) -> dict[str, Any]:
         """The phase at this point without building rows: total time, summed compute / memory / communication
-        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op."""
-        floor = self.roof.latency_floor()
+        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op.
+        (binding_ceiling inlined: this runs twice per plan point, over every op.)"""
+        floor = self._floor
+        at = 7 + len(TRAFFIC)
         total = compute = memory = comm = 0.0
         by_bound: dict[str, float] = {}
         top, top_time, top_bound = None, -1.0, ""
@@ -60,16 +66,26 @@ class GraphKernel:
             t = n * r[6]
             if t == 0 and top is not None and not is_comm:
                 continue  # nothing to add: every time of an op is at most its total
+            c, m = r[3], r[4]
             total += t
-            compute += n * r[3]
-            memory += n * r[4]
+            compute += n * c
+            memory += n * m
             comm += n * r[5]
             if is_comm:
                 bound = "communication"
             elif timed and floor > 0 and r[6] <= floor:
                 bound = "latency"
-            else:
-                bound = binding_ceiling(r[3], r[4], *r[7 + len(TRAFFIC):])
+            else:  # binding_ceiling(c, m, shared, l2, latency, issue)
+                shared, l2, latency, issue = r[at], r[at + 1], r[at + 2], r[at + 3]
+                bound, value = "memory", m
+                if c > value:
+                    bound, value = ("issue" if issue > c - issue else "compute"), c
+                if shared > value:
+                    bound, value = "shared-memory", shared
+                if l2 > value:
+                    bound, value = "l2", l2
+                if latency > value:
+                    bound = "latency"
             by_bound[bound] = by_bound.get(bound, 0.0) + t
             if t > top_time:
                 top, top_time, top_bound = name, t, bound
