@@ -152,7 +152,7 @@ def _select(page, label: str, option: str):
     def act():
         box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
         box.click()
-        # the list is virtualized (34 models): type to filter so the option is rendered, then pick it
+        # the list is virtualized (35 models): type to filter so the option is rendered, then pick it
         page.keyboard.type(option)
         page.get_by_role("option", name=option, exact=True).click()
     return act
