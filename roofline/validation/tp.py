@@ -37,7 +37,10 @@ def predictions(hardware, sizes: list[int], shapes: list[tuple[int, int]], gpus:
     from roofline.validation.clients import predict_case
 
     link = hardware.scale_up
-    ar = [dict(zip(("bytes", "time_s", "protocol"), (s, *nccl_allreduce(hardware, s, gpus)))) for s in sizes]
+    ar = []
+    for s in sizes:
+        t, proto = nccl_allreduce(hardware, s, gpus)
+        ar.append({"bytes": s, "time_s": t, "protocol": proto})
     steps = []
     for b, n in shapes:
         params = {"model": "Llama-3.1-8B", "client": "compiled", "phase": "decode", "batch": b, "context": n,
