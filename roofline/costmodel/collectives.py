@@ -36,6 +36,8 @@ def alltoall_time(message_bytes, ranks: int, bandwidth, latency) -> sp.Expr:
 # and ncclTopoGetAlgoTime (l. 599) predicts time_p = latency_p + bytes / algoBw_p; the tuner runs the algorithm and
 # protocol of the smallest predicted time. So for a ring all-reduce of S bytes over n GPUs:
 #   t = min over p of [ latency_p(n) + 2(n - 1)/n x S / busBw_p ]
+# A tp group beyond the scale-up domain is priced with every step on the network row (NCCL runs the intra-node
+# steps at the NVLink latency and 2(nNodes - 1) steps at the network's, l. 371-379): an upper bound there.
 # Tables in microseconds (and GB/s), as in tuning.cc l. 143-172:
 PROTOCOLS = ("LL", "LL128", "Simple")
 RING_BASE_LATENCY_US = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}  # baseLatencies[Ring]
