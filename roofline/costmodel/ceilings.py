@@ -22,7 +22,11 @@ Keys (None: the device lacks the ceiling; a key per dtype or head dim is present
     sustained_gemm:<dtype>, sustained_attn:<head dim>, clock_ratio (min(1, sustained / burst SM clock))
     aten_kernel_time     s: per-kernel time of eager aten kernels; fused_kernel_time: of Inductor's fused kernels
     grouped_gemm_bw, grouped_gemm_latency, routing_kernel    the routed experts' grouped-GEMM law, routing kernels
-    link_bw, link_latency  the link tensor parallelism's all-reduce meets (tp > 1: scale-up when the group fits)
+    link_bw              bytes/s: bus bandwidth of the link tensor parallelism's all-reduce meets (tp > 1:
+                         scale-up when the group fits)
+    allreduce_latency:<p>   s: NCCL's ring all-reduce latency over tp GPUs per protocol p (LL, LL128, Simple) on
+                         that link's hardware class (costmodel.collectives.ring_latencies)
+    allreduce_ll_max_bw  bytes/s: NCCL's cap on LL's bus bandwidth inside a node (None: no cap)
     scale_up_bw, scale_up_latency, scale_up_max_gpus, scale_out_bw, scale_out_latency   both links, for the
                          all-to-all of expert parallelism (its tp x ep GPUs choose one: scale_up_max_gpus is
                          part of the structure by value, since it decides that branch)
@@ -33,6 +37,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from roofline.costmodel.collectives import PROTOCOLS, ll_max_bw, nccl_hw, ring_latencies
 from roofline.specs import Hardware
 from roofline.specs.hardware import DTYPES
 
@@ -69,6 +74,17 @@ def _measured(hardware: Hardware, options) -> Ceilings:
     return c
 
 
+def _allreduce(hw: Hardware, link, tp: int) -> Ceilings:
+    """NCCL's ring all-reduce constants for `tp` GPUs on `link` (None: no link): per-protocol latencies and the
+    LL bandwidth cap (costmodel.collectives)."""
+    if link is None:
+        return {f"allreduce_latency:{p}": None for p in PROTOCOLS} | {"allreduce_ll_max_bw": None}
+    kind = nccl_hw(link.kind, scale_out=link is not hw.scale_up)
+    lat = ring_latencies(kind, tp)
+    return {f"allreduce_latency:{p}": lat[p] for p in PROTOCOLS} | {"allreduce_ll_max_bw": ll_max_bw(
+        hw.architecture, kind)}
+
+
 def ceilings(hardware: Hardware, options, tp: int) -> Ceilings:
     """The named ceilings of `hardware` under `options` (RooflineOptions: use_measured) with `tp` GPUs (see the
     module docstring for the keys); link_bw None with tp > 1: no link spans the group (an all-reduce raises)."""
@@ -97,7 +113,8 @@ def ceilings(hardware: Hardware, options, tp: int) -> Ceilings:
     link = None
     if tp > 1:
         link = hw.scale_up if hw.scale_up is not None and tp <= hw.scale_up.max_gpus else hw.scale_out
-    c["link_bw"], c["link_latency"] = (link.bytes_per_s, link.latency_s) if link is not None else (None, None)
+    c["link_bw"] = link.bytes_per_s if link is not None else None
+    c.update(_allreduce(hw, link, tp))
     for name, lk in (("scale_up", hw.scale_up), ("scale_out", hw.scale_out)):
         c[f"{name}_bw"], c[f"{name}_latency"] = (lk.bytes_per_s, lk.latency_s) if lk is not None else (None, None)
     c["scale_up_max_gpus"] = hw.scale_up.max_gpus if hw.scale_up is not None else None

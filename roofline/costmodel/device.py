@@ -20,7 +20,8 @@ On-chip ceilings (`_on_chip`), each applied where the spec has it, and t = max(t
     t_l2      = bytes / L2 bandwidth                                       loads (kv.quant.metadata_loads)
     t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)
 The plan names the binding ceiling (binding_ceiling): memory, compute, issue, shared-memory, l2, latency.
-All-reduce ops (tensor parallelism) take the ring time 2(n-1)/n * bytes / link + 2(n-1) * hop latency;
+All-reduce ops (tensor parallelism) take NCCL's tuner model (costmodel.collectives.allreduce_time): the smallest
+over its protocols p (LL, LL128, Simple) of latency_p(n) + 2(n-1)/n * bytes / (link bus bandwidth x factor_p);
 all-to-all ops (expert parallelism) take costmodel.collectives.alltoall_time on the link their tp x ep GPUs meet.
 Every number above is read from one flat dict of named ceilings (roofline.costmodel.ceilings), never from the spec
 directly; Roofline(symbolic=True) puts those ceilings into the times as symbols, so compiled graphs are shared by
@@ -35,7 +36,7 @@ from functools import cached_property
 from typing import Literal
 
 from roofline.costmodel import ceilings as ceil
-from roofline.costmodel.collectives import alltoall_time
+from roofline.costmodel.collectives import PROTOCOLS, allreduce_time, alltoall_time
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.lazy import sp
@@ -298,7 +299,9 @@ class Roofline:
             n = self.tp
             if not c["link_bw"]:
                 self.link()  # raises: the group exceeds the scale-up domain and there is no scale-out link
-            comm = 2 * sp.Rational(n - 1, n) * op.comm_bytes / v["link_bw"] + 2 * (n - 1) * v["link_latency"]
+            cap = v["allreduce_ll_max_bw"] if c["allreduce_ll_max_bw"] else None
+            comm = allreduce_time(op.comm_bytes, n, v["link_bw"], {p: v[f"allreduce_latency:{p}"] for p in PROTOCOLS},
+                                  cap)
             return OpTimes(zero, zero, comm, comm)
         peak, bandwidth, per_kernel = (v[k] for k in self._ceilings_of(op))
         peak, per_kernel = self.steady_state(op, peak, per_kernel)

@@ -36,7 +36,8 @@ class Link(Spec):
     bytes_per_s: PositiveFloat = Field(
         description="Bandwidth per GPU per direction, bytes/s (a bidirectional datasheet figure halved)."
     )
-    latency_s: PositiveFloat = Field(description="Per-hop latency of one transfer, seconds.")
+    latency_s: PositiveFloat = Field(description="Per-hop latency of one transfer, seconds (the all-to-all of expert "
+                                     "parallelism, the pipeline hand-off; the all-reduce takes NCCL's constants).")
     max_gpus: PositiveInt = Field(
         description="Largest group of GPUs this link connects all-to-all (e.g. 8 in an HGX board)."
     )

@@ -1,11 +1,11 @@
 """Tensor parallelism on one host: NCCL all-reduce and the tp decode step (validate/clients/tp.py) against the
-link model of the hardware's scale-up link, and the link fitted from the measured all-reduces.
+all-reduce model on the hardware's scale-up link.
 
-Link model (roofline.costmodel.device, ring all-reduce over n GPUs of S bytes):
-    t = 2 (n - 1) / n x S / link.bytes_per_s + 2 (n - 1) x link.latency_s
-so the fit of t = alpha + (2 (n - 1) / n x S) / bw to the measured sizes (relative least squares, the
-latency-bandwidth law of validate.clients.calibrate; validate/clients/tpfit.py) gives bytes_per_s = bw and
-latency_s = alpha / (2 (n - 1)).
+All-reduce model (roofline.costmodel.collectives, NCCL's tuner; ring over n GPUs of S bytes):
+    t = min over p in (LL, LL128, Simple) of [ latency_p(n) + 2 (n - 1) / n x S / (link.bytes_per_s x factor_p) ]
+latency_p(n) = NCCL's base + 2 (n - 1) hop latencies of the link's class, factor 0.5 / 0.92 / 1 (LL capped per
+architecture). link.bytes_per_s is the measured bus bandwidth 2 (n - 1) / n x S / t of the largest size
+(validate/clients/tpfit.py calibrate: Simple's asymptote, read off one measurement, nothing fitted).
 Pure Python (no torch).
 """
 
@@ -18,10 +18,17 @@ TP_DECODE_TARGET_APE = 10.0
 ALLREDUCE_TARGET_APE = 15.0
 
 
-def ring_allreduce_s(link, size_bytes: float, gpus: int) -> float:
-    """Time of one ring all-reduce of `size_bytes` over `gpus` GPUs on `link` (the formula above)."""
-    n = gpus
-    return 2 * (n - 1) / n * size_bytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
+def nccl_allreduce(hardware, size_bytes: int, gpus: int) -> tuple[float, str]:
+    """(seconds, protocol) of one all-reduce of `size_bytes` over `gpus` GPUs on `hardware`'s scale-up link: the
+    formula above, the protocol NCCL's tuner would pick (the smallest predicted time)."""
+    from roofline.costmodel.collectives import ll_max_bw, nccl_hw, protocol_times, ring_latencies
+
+    link = hardware.scale_up
+    hw = nccl_hw(link.kind, scale_out=False)
+    times = protocol_times(size_bytes, gpus, link.bytes_per_s, ring_latencies(hw, gpus),
+                           ll_max_bw(hardware.architecture, hw))
+    proto = min(times, key=lambda p: float(times[p]))
+    return float(times[proto]), proto
 
 
 def predictions(hardware, sizes: list[int], shapes: list[tuple[int, int]], gpus: int) -> dict[str, Any]:
@@ -30,7 +37,10 @@ def predictions(hardware, sizes: list[int], shapes: list[tuple[int, int]], gpus:
     from roofline.validation.clients import predict_case
 
     link = hardware.scale_up
-    ar = [{"bytes": s, "time_s": ring_allreduce_s(link, s, gpus)} for s in sizes]
+    ar = []
+    for s in sizes:
+        t, proto = nccl_allreduce(hardware, s, gpus)
+        ar.append({"bytes": s, "time_s": t, "protocol": proto})
     steps = []
     for b, n in shapes:
         params = {"model": "Llama-3.1-8B", "client": "compiled", "phase": "decode", "batch": b, "context": n,
@@ -57,9 +67,9 @@ def compare(results: dict, hardware) -> dict[str, Any]:
             continue
         p = case["params"]
         if case["family"] == "allreduce":
-            pred = ring_allreduce_s(link, p["bytes"], p["gpus"])
+            pred, proto = nccl_allreduce(hardware, p["bytes"], p["gpus"])
             ar.append({"bytes": p["bytes"], "measured_ms": case["ms"], "predicted_ms": pred * 1e3,
-                       "ape": _ape(pred, case["ms"] * 1e-3)})
+                       "protocol": proto, "ape": _ape(pred, case["ms"] * 1e-3)})
         elif case["family"] == "client_tp":
             pred = predict_case(p, hardware)
             dec.append({"name": case["name"], "batch": p["batch"], "context": p["context"], "measured_ms": case["ms"],
@@ -81,11 +91,11 @@ def compare(results: dict, hardware) -> dict[str, Any]:
 def compare_text(report: dict) -> str:
     """The comparison as two small tables."""
     link = report["link"]
-    lines = [f"{report['hardware']} scale-up link: {link['bytes_per_s'] / 1e9:.1f} GB/s, latency "
-             f"{link['latency_s'] * 1e6:.2f} us (ring all-reduce model)", "",
-             f"{'all-reduce bytes':>16} {'measured us':>12} {'predicted us':>13} {'APE %':>7}"]
-    lines += [f"{r['bytes']:>16,} {r['measured_ms'] * 1e3:>12.1f} {r['predicted_ms'] * 1e3:>13.1f} {r['ape']:>7.1f}"
-              for r in report["allreduce"]]
+    lines = [f"{report['hardware']} scale-up link: {link['bytes_per_s'] / 1e9:.1f} GB/s bus bandwidth, {link['kind']} "
+             "(NCCL tuner model: min over LL / LL128 / Simple of latency + bytes / bandwidth)", "",
+             f"{'all-reduce bytes':>16} {'measured us':>12} {'predicted us':>13} {'protocol':>9} {'APE %':>7}"]
+    lines += [f"{r['bytes']:>16,} {r['measured_ms'] * 1e3:>12.1f} {r['predicted_ms'] * 1e3:>13.1f} "
+              f"{r['protocol']:>9} {r['ape']:>7.1f}" for r in report["allreduce"]]
     lines += ["", f"{'tp decode case':<28} {'measured ms':>12} {'predicted ms':>13} {'of which comm':>14} {'APE %':>7}"]
     lines += [f"{r['name']:<28} {r['measured_ms']:>12.3f} {r['predicted_ms']:>13.3f} {r['comm_ms']:>14.3f} "
               f"{r['ape']:>7.1f}" for r in report["decode"]]

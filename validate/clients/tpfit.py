@@ -2,8 +2,9 @@
 
 predict    --hardware H200 --gpus 2 --out FILE    all-reduce times from the scale-up link and tp decode steps
            (roofline's compiled-client prediction at tp), written and committed before the run
-calibrate  --results FILE --hardware-file FILE    fit the ring model (latency + bandwidth) to the measured
-           all-reduces into the spec's scale_up link (its source note says so)
+calibrate  --results FILE --hardware-file FILE    the spec's scale_up bytes_per_s := the bus bandwidth of the
+           largest measured all-reduce (its source note says so); the all-reduce's latencies are NCCL's
+           constants (roofline.costmodel.collectives), nothing is fitted
 compare    --results FILE --hardware H200 [--out FILE]   the tables of roofline.validation.tp.compare
 """
 
@@ -17,44 +18,44 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validate.clients.calibrate import latency_bandwidth
-
 SIZES = [16 << 10 << k for k in range(15)]  # validate/clients/tp.py's (16 KB .. 256 MB)
 SHAPES = [(1, 1024), (1, 8192), (16, 4096), (64, 2048), (64, 8192)]
 
 
-def fit_link(rows: list[dict]) -> dict[str, float]:
-    """{"bytes_per_s", "latency_s"} of the ring model fitted to measured all-reduce rows (params.bytes, ms):
-    t = alpha + (2 (n-1)/n S) / bw, latency = alpha / (2 (n-1))."""
-    n = rows[0]["params"]["gpus"]
-    alpha, bw = latency_bandwidth([2 * (n - 1) / n * r["params"]["bytes"] for r in rows],
-                                  [r["ms"] * 1e-3 for r in rows])
-    return {"bytes_per_s": float(f"{bw:.4g}"), "latency_s": float(f"{alpha / (2 * (n - 1)):.4g}")}
+def bus_bandwidth(rows: list[dict]) -> dict:
+    """{"bytes", "bytes_per_s"}: nccl-tests' bus bandwidth 2 (n-1)/n x S / t of the largest measured all-reduce
+    (params.bytes, params.gpus, ms), to 4 significant digits: NCCL's Simple protocol near its asymptote."""
+    r = max(rows, key=lambda r: r["params"]["bytes"])
+    n, size = r["params"]["gpus"], r["params"]["bytes"]
+    return {"bytes": size, "bytes_per_s": float(f"{2 * (n - 1) / n * size / (r['ms'] * 1e-3):.4g}")}
 
 
 def calibrate(results_path: Path, hardware_file: Path) -> dict:
-    """Write the fitted link into `hardware_file`'s scale_up (bytes_per_s, latency_s) and its source."""
+    """Write the measured bus bandwidth into `hardware_file`'s scale_up bytes_per_s, and its source note
+    (latency_s stays: the all-to-all's per-hop latency; the all-reduce takes NCCL's constants)."""
     from roofline.catalogue.loading import parse_text, validate
     from roofline.specs import Hardware
 
     results = json.loads(results_path.read_text())
     rows = [r for r in results["cases"] if r.get("family") == "allreduce" and r.get("ms")]
-    fit = fit_link(rows)
+    bus = bus_bandwidth(rows)
     text = hardware_file.read_text()
     block = re.search(r"^scale_up:\n((?:  .*\n)+)", text, re.M)
-    body = re.sub(r"^  bytes_per_s: .*$", f"  bytes_per_s: {fit['bytes_per_s']:.4g}     # fitted: {results_path}",
+    body = re.sub(r"^  bytes_per_s: .*$", f"  bytes_per_s: {bus['bytes_per_s']:.4g}     # measured: {results_path}",
                   block.group(1), flags=re.M)
-    body = re.sub(r"^  latency_s: .*$", f"  latency_s: {fit['latency_s']:.4g}", body, flags=re.M)
     text = text[:block.start(1)] + body + text[block.end(1):]
     env = results["env"]
-    note = (f"Fitted by `python -m validate.clients.tpfit calibrate` from {results_path}: ring all-reduce t = "
-            f"2(n-1)/n S / bytes_per_s + 2(n-1) latency_s, relative least squares over {len(rows)} NCCL all-reduces "
-            f"of 16 KB .. 256 MB (bf16, CUDA graph) on {env['gpus']} x {env['device']} ({env['date']}, driver "
-            f"{env['driver']}, NCCL {env['nccl']}, NVLS off); datasheet NVLink 4: 900 GB/s bidirectional per GPU.")
+    note = (f"bytes_per_s measured by `python -m validate.clients.tpfit calibrate` from {results_path}: the bus "
+            f"bandwidth 2(n-1)/n S / t of its largest NCCL all-reduce ({bus['bytes']} bytes, bf16, CUDA graph; "
+            f"NCCL's Simple protocol) on {env['gpus']} x {env['device']} ({env['date']}, driver {env['driver']}, "
+            f"NCCL {env['nccl']}, NVLS off), not fitted; the all-reduce's latencies are NCCL's tuner constants "
+            "(roofline.costmodel.collectives); latency_s (used by the all-to-all and the pipeline hand-off only) is "
+            "left as it was; datasheet NVLink 4: 900 GB/s "
+            "bidirectional per GPU.")
     text = re.sub(r'^  scale_up: ".*"$', lambda _m: f'  scale_up: "{note}"', text, count=1, flags=re.M)
     validate(Hardware, parse_text(text, str(hardware_file)), str(hardware_file))
     hardware_file.write_text(text)
-    return fit
+    return bus
 
 
 def main(argv=None) -> int:
