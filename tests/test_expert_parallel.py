@@ -79,7 +79,9 @@ def test_decode_all_to_all_bytes_and_time() -> None:
     h100 = load_hardware("H100-SXM")
     link = h100.scale_up
     seconds = roofline_for(h100).op_times(ops["moe_dispatch"][0]).total.subs(B, 16)
-    assert float(seconds) == pytest.approx(message / link.bytes_per_s + 3 * link.latency_s, rel=1e-12)
+    # plus, as every kernel of a CUDA graph, the measured per-kernel time of a graph chain (1.024 us on H100)
+    per_kernel = h100.measured.kernel_overhead_s
+    assert float(seconds) == pytest.approx(message / link.bytes_per_s + 3 * link.latency_s + per_kernel, rel=1e-12)
     assert "moe_dispatch" not in build_graph(model, parse_method("bf16"), "decode").by_name()
 
 

@@ -261,6 +261,13 @@ class Roofline:
             raise ValueError(f"tp: {self.tp} GPUs exceed {hw.name}'s scale-up domain and it has no scale-out link")
         return hw.scale_out
 
+    def _launched(self, op: Op, comm):
+        """A collective's time in a CUDA graph: NCCL's own cost model (its time inside the kernel) plus, like every
+        other kernel of the graph, the measured per-kernel time of a graph chain (when the device has one)."""
+        if self.ceilings["kernel_overhead"] is not None and op.kernels and self.ceilings["kernel_time"]:
+            return op.kernels * self._values["kernel_time"] + comm
+        return comm
+
     def _alltoall_link(self, ranks: int) -> str:
         """'scale_up' or 'scale_out': the link an all-to-all over `ranks` expert-parallel replicas of tp GPUs meets
         (scale-up when the tp x ep GPUs fit its domain); ValueError naming `ep` when the device has neither."""
@@ -294,7 +301,7 @@ class Roofline:
         if op.is_comm and op.collective == "alltoall":  # expert parallelism: ranks = ep replicas of tp GPUs each
             link = self._alltoall_link(op.ranks)
             comm = alltoall_time(op.comm_bytes, op.ranks, v[f"{link}_bw"], v[f"{link}_latency"])
-            return OpTimes(zero, zero, comm, comm)
+            return OpTimes(zero, zero, comm, self._launched(op, comm))
         if op.is_comm:
             n = self.tp
             if not c["link_bw"]:
@@ -302,7 +309,7 @@ class Roofline:
             cap = v["allreduce_ll_max_bw"] if c["allreduce_ll_max_bw"] else None
             comm = allreduce_time(op.comm_bytes, n, v["link_bw"], {p: v[f"allreduce_latency:{p}"] for p in PROTOCOLS},
                                   cap)
-            return OpTimes(zero, zero, comm, comm)
+            return OpTimes(zero, zero, comm, self._launched(op, comm))
         peak, bandwidth, per_kernel = (v[k] for k in self._ceilings_of(op))
         peak, per_kernel = self.steady_state(op, peak, per_kernel)
         issue = op.vector_flops / v["vector_peak"]

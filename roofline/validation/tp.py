@@ -19,16 +19,20 @@ ALLREDUCE_TARGET_APE = 15.0
 
 
 def nccl_allreduce(hardware, size_bytes: int, gpus: int) -> tuple[float, str]:
-    """(seconds, protocol) of one all-reduce of `size_bytes` over `gpus` GPUs on `hardware`'s scale-up link: the
-    formula above, the protocol NCCL's tuner would pick (the smallest predicted time)."""
+    """(seconds, protocol) of one all-reduce of `size_bytes` over `gpus` GPUs on `hardware`'s scale-up link as one
+    node of a CUDA graph (the measurement captures 20 per graph): the decode graph's own all-reduce op time
+    (Roofline: the formula above plus the graph's per-kernel time), and the protocol NCCL's tuner would pick."""
+    from roofline.costmodel import roofline_for
     from roofline.costmodel.collectives import ll_max_bw, nccl_hw, protocol_times, ring_latencies
+    from roofline.costmodel.ops import Op
 
     link = hardware.scale_up
     hw = nccl_hw(link.kind, scale_out=False)
     times = protocol_times(size_bytes, gpus, link.bytes_per_s, ring_latencies(hw, gpus),
                            ll_max_bw(hardware.architecture, hw))
     proto = min(times, key=lambda p: float(times[p]))
-    return float(times[proto]), proto
+    op = Op("allreduce", "comm", 1, comm_bytes=size_bytes)
+    return float(roofline_for(hardware, tp=gpus).op_times(op).total), proto
 
 
 def predictions(hardware, sizes: list[int], shapes: list[tuple[int, int]], gpus: int) -> dict[str, Any]:
