@@ -54,6 +54,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="validate.clients.memprofile")
     parser.add_argument("--out", required=True)
     parser.add_argument("--chunk", type=int, default=8192)
+    parser.add_argument("--decode", default=None, help="B-L: profile one compiled decode step of B sequences at L "
+                        "instead (the boundary's other half)")
     args = parser.parse_args(argv)
     import torch
 
@@ -64,23 +66,29 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     weights = model_weights(dims, "cuda")
     decoder = Decoder(dims, weights, compiled=True)
-    caches = make_caches(dims, 1, args.chunk, "cuda")
-    tokens = torch.randint(0, dims.vocab, (1, args.chunk), device="cuda")
-    pos = torch.arange(args.chunk, device="cuda")
-    decoder.step(tokens, caches, pos, False)  # compile
+    if args.decode:
+        batch, length = (int(x) for x in args.decode.split("-"))
+        caches = make_caches(dims, batch, length, "cuda")
+        tokens = torch.randint(0, dims.vocab, (batch, 1), device="cuda")
+        pos, decode = torch.tensor([length - 1], device="cuda"), True
+    else:
+        caches = make_caches(dims, 1, args.chunk, "cuda")
+        tokens = torch.randint(0, dims.vocab, (1, args.chunk), device="cuda")
+        pos, decode = torch.arange(args.chunk, device="cuda"), False
+    decoder.step(tokens, caches, pos, decode)  # compile
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     torch.cuda.memory._record_memory_history(max_entries=200_000)
-    decoder.step(tokens, caches, pos, False)
+    decoder.step(tokens, caches, pos, decode)
     torch.cuda.synchronize()
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
     peak = torch.cuda.max_memory_allocated()
     result = {"env": {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                       "date": time.strftime("%Y-%m-%d")},
-              "chunk": args.chunk, "allocated_before_bytes": base, "peak_allocated_bytes": peak,
+              "chunk": args.chunk, "decode": args.decode, "allocated_before_bytes": base, "peak_allocated_bytes": peak,
               "activation_peak_bytes": peak - base, **peak_composition(snapshot["device_traces"][0])}
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"activation peak {(peak - base) / 1e9:.3f} GB over {base / 1e9:.2f} GB; top groups:")
