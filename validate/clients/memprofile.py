@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk", type=int, default=8192)
     parser.add_argument("--decode", default=None, help="B-L: profile one compiled decode step of B sequences at L "
                         "instead (the boundary's other half)")
+    parser.add_argument("--caches", default=None, help="B-L: prefill against caches of B sequences at L (as the "
+                        "boundary's _fits does: one prompt of --chunk tokens written into a batch-B cache)")
     args = parser.parse_args(argv)
     import torch
 
@@ -72,7 +74,8 @@ def main(argv=None) -> int:
         tokens = torch.randint(0, dims.vocab, (batch, 1), device="cuda")
         pos, decode = torch.tensor([length - 1], device="cuda"), True
     else:
-        caches = make_caches(dims, 1, args.chunk, "cuda")
+        cb, cl = (int(x) for x in args.caches.split("-")) if args.caches else (1, args.chunk)
+        caches = make_caches(dims, cb, cl, "cuda")
         tokens = torch.randint(0, dims.vocab, (1, args.chunk), device="cuda")
         pos, decode = torch.arange(args.chunk, device="cuda"), False
     decoder.step(tokens, caches, pos, decode)  # compile
@@ -88,7 +91,8 @@ def main(argv=None) -> int:
     peak = torch.cuda.max_memory_allocated()
     result = {"env": {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                       "date": time.strftime("%Y-%m-%d")},
-              "chunk": args.chunk, "decode": args.decode, "allocated_before_bytes": base, "peak_allocated_bytes": peak,
+              "chunk": args.chunk, "decode": args.decode, "caches": args.caches,
+              "allocated_before_bytes": base, "peak_allocated_bytes": peak,
               "activation_peak_bytes": peak - base, **peak_composition(snapshot["device_traces"][0])}
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"activation peak {(peak - base) / 1e9:.3f} GB over {base / 1e9:.2f} GB; top groups:")
