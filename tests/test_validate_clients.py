@@ -114,12 +114,26 @@ def test_memory_boundary_context_lowers_it_by_its_bytes():
     assert ctx["max_context"] % 256 == 0 and ctx["max_context"] <= ctx["planner_context"]
 
 
-@pytest.mark.xfail(strict=True, reason="the planner's activation estimate (0.85 GB at an 8192-token chunk) is under "
-                   "the client's measured peak (peak_allocated - weights - KV = 2.02 GB on both GPUs): the predicted "
-                   "boundary stays 1.6 % (H100) / 1.2 % (H200) above the real one with the default reserve")
-def test_memory_boundary_never_above_the_real_one():
+def _dedicated_boundaries():
+    """The memory boundary measured in a process of its own (python -m validate.clients.memory), per device."""
     from roofline.validation.client_memory import compare_memory
 
     for device, hardware in (("nvidia-h100", "H100-SXM"), ("nvidia-h200", "H200")):
-        rows = compare_memory(json.loads((RESULTS / f"{device}.json").read_text()), load_hardware(hardware))
+        results = json.loads((RESULTS / f"{device}-memory.json").read_text())
+        yield device, compare_memory(results, load_hardware(hardware))
+
+
+def test_memory_boundary_within_2_percent_of_the_real_one():
+    # dedicated runs: 31,744 (H100) and 62,720 (H200) tokens at batch 16 (validate/results/clients/*-memory.json)
+    for _, rows in _dedicated_boundaries():
+        default = [r for r in rows if r["reserve"] == "default"]
+        assert default and all(abs(r["error_pct"]) <= 2.0 for r in default)
+
+
+@pytest.mark.xfail(strict=True, reason="H200: the default-reserve boundary is one 256-token granule above the "
+                   "dedicated run's (62,976 vs 62,720, +0.41 %; H100 31,744 = 31,744): the client holds 1.21-1.22 GB "
+                   "over weights + KV at its limit against the planner's 0.84 GB activation formula, of which "
+                   "memprofile finds 0.91 GB in the steady-state prefill chunk; ~0.3 GB is not attributed")
+def test_memory_boundary_never_above_the_real_one():
+    for _, rows in _dedicated_boundaries():
         assert not any(r["above"] for r in rows if r["reserve"] == "default")
