@@ -90,12 +90,18 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
 
 
 def activation_peak(model: Model, workload: Workload) -> float:
-    """Prefill activation workspace on one GPU: chunk x (4 d + (q + 2 kv + 2 I) / tp) x act bytes, plus
-    the fp32 logits of `batch` last positions over this shard of the vocabulary."""
+    """Prefill activation workspace on one GPU: chunk x width x act bytes, plus the fp32 logits of `batch` last
+    positions over this shard of the vocabulary. The width is the larger of a layer's two stages' live tensors per
+    token: attention, the residual stream (3 d: residual, layer input, normed input) + qkv + its output
+    (2 q + 2 kv) / tp; MLP, the residual stream + gate/up (2 I) + SiLU x up (I) = 3 d + 3 I. (The allocator's
+    history of a compiled Llama-3.1-8B prefill chunk of 8192 tokens holds exactly the MLP stage at its peak:
+    gate/up 469.8 MB, SiLU x up 234.9 MB, 3 x 67.1 MB; validate/results/clients/experiments/
+    nvidia-h100-memprofile-prefill8192.json.)"""
     chunk = min(workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK, workload.batch * workload.prompt)
     shard = Shard.of(model, workload.tp)
     inter = shard.expert_intermediate * model.moe.experts_per_token if model.moe else shard.intermediate
-    width = 4 * model.hidden_size + (model.q_dim + 2 * model.kv_dim) / workload.tp + 2 * inter
+    d = model.hidden_size
+    width = max(3 * d + (2 * model.q_dim + 2 * model.kv_dim) / workload.tp, 3 * d + 3 * inter)
     logits = workload.batch * int(shard.vocab) * 4
     return chunk * width * workload.activation_bytes + logits
 
