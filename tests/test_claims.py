@@ -58,13 +58,14 @@ def test_skvq_1m_fits_only_idealized(table) -> None:
     assert v["ideal_kv_1m"] == 65_536_000_000
     assert v["weights"] == LLAMA2_WEIGHT_BYTES
     assert v["ideal"] == (A100_BYTES - LLAMA2_WEIGHT_BYTES) // 65_536 == 1_105_079
-    # as stored: pool = 0.9 x 80 GiB - 1 GiB reserve - weights - activations 8192 x (4 x 4096 + 3 x 4096
-    # + 2 x 11008) x 2 + 32000 x 4 - reorder indices 32 x 2 x (4096 + 33) x 2 = 61,927,709,568 B; a sequence
-    # holds 133 fp16 tokens (window 128 + 5 sinks) and the rest at 2.25 bits (73,728 B per token), paged by 16
-    pool = 0.9 * A100_BYTES - GIB - LLAMA2_WEIGHT_BYTES - (8192 * 50_688 * 2 + 128_000) - 528_512
-    assert v["pool"] == pytest.approx(pool) == 61_927_709_568
-    bound = 133 + (pool - 133 * LLAMA2_FP16_KV_PER_TOKEN) / 73_728  # 839,135.5
-    assert v["full"] == int(bound) // 16 * 16 == 839_120
+    # as stored: pool = 0.9 x 80 GiB - 1 GiB reserve - weights - activations 8192 x (the MLP stage: 3 x 4096
+    # + 3 x 11008 = 45,312 per token, above attention's 3 x 4096 + 2 x 4096 + 2 x 4096) x 2 + 32000 x 4 - reorder
+    # indices 32 x 2 x (4096 + 33) x 2 = 62,015,789,952 B; a sequence holds 133 fp16 tokens (window 128 + 5
+    # sinks) and the rest at 2.25 bits (73,728 B per token), paged by 16
+    pool = 0.9 * A100_BYTES - GIB - LLAMA2_WEIGHT_BYTES - (8192 * 45_312 * 2 + 128_000) - 528_512
+    assert v["pool"] == pytest.approx(pool) == 62_015_789_952
+    bound = 133 + (pool - 133 * LLAMA2_FP16_KV_PER_TOKEN) / 73_728  # 840,330.2
+    assert v["full"] == int(bound) // 16 * 16 == 840_320
     assert table["skvq-1m-context"]["verdict"] == QUALIFIED
 
 
