@@ -6,17 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from roofline.cli import main
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse exits
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_run import run
 
 
 def test_list_models_json(capsys) -> None:

@@ -11,10 +11,10 @@ width 2880, top-4; the checkpoint stores the experts in MXFP4 (quantization_conf
 import json
 
 import pytest
+from cli_run import run
 from pydantic import ValidationError
 
 from roofline.catalogue import load_hardware, load_model
-from roofline.cli import main
 from roofline.costmodel import build_graph, roofline_for
 from roofline.methods import parse_method
 from roofline.planner.memory import weights_per_gpu
@@ -33,13 +33,6 @@ ROUTED = LAYERS * EXPERTS * ONE_EXPERT  # 45,097,156,608
 REST = LAYERS * (ATTENTION + ROUTER + NORMS) + D + 2 * VOCAB * D  # final norm, embedding, LM head
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_hand_count_matches_the_published_total() -> None:

@@ -7,22 +7,15 @@ import os
 
 import pytest
 import yaml
+from cli_run import run
 
 from roofline.catalogue.loading import parse_text
 from roofline.catalogue.strict_yaml import StrictLoader
-from roofline.cli import main
 from roofline.errors import SpecError
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def strict_json(text: str):
