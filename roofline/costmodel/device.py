@@ -96,10 +96,6 @@ class Roofline:
     symbolic: bool = False
     _memo: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
 
-    def content(self) -> tuple:
-        """What the numeric times depend on, for content keys: the hardware spec, the options and tp."""
-        return (self.hardware.model_dump_json(), repr(self.options), self.tp)
-
     @cached_property
     def ceilings(self) -> ceil.Ceilings:
         """The device's named ceilings under the options and tp (ceilings.ceilings): all _op_times reads."""
