@@ -4,8 +4,9 @@ GPU or a new model costs a disk read instead of a symbolic build. The dashboard 
 entry it writes is one the app would otherwise compute on the request (same keys), so it never changes a number.
 
 Order: the slow pages (validation, claims), the Pareto page's default table on the default scenario, then the default
-model on every GPU, then every model on the default GPU, each with the default methods in both flavours (point plans
-and sweeps).
+model on every GPU, then every model on the default GPU (a model whose weights leave no room on one GPU at the
+fewest tp x pp that holds it, as the fit solver proposes), each with the default methods in both flavours (point
+plans and sweeps).
 """
 
 from __future__ import annotations
@@ -63,9 +64,26 @@ def warm(limit: int | None = None) -> int:
     for model_name, hardware_name in dict.fromkeys(pairs):
         if limit is not None and done >= limit:
             break
-        _plan(load_model(model_name), load_hardware(hardware_name), workload, base["methods"])
+        model, hardware = load_model(model_name), load_hardware(hardware_name)
+        _plan(model, hardware, _where_it_fits(model, hardware, workload), base["methods"])
         done += 1
     return done
+
+
+def _where_it_fits(model, hardware, workload):
+    """`workload`, or, when the model's weights leave no KV pool on one GPU (the Plan page then shows its fit
+    solver instead of a plan), the fewest tp x pp that holds it in bf16: what the fit solver proposes."""
+    from roofline.methods import build_cache, parse_method
+    from roofline.planner.memory import memory_budget
+    from roofline.planner.parallel import fewest_gpus
+
+    bf16 = parse_method("bf16")
+    try:
+        if memory_budget(model, hardware, workload, build_cache(bf16, model)).kv_pool > 0:
+            return workload
+        return fewest_gpus(model, hardware, workload, bf16)["workload"]
+    except (RooflineError, ValueError):
+        return workload  # nothing holds it: the planners fail fast and nothing is kept
 
 
 if __name__ == "__main__":
