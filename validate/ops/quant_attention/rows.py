@@ -31,6 +31,7 @@ from validate.ops.quant_attention.tiled_dequant import (
     plane_b,
     put,
     raw_pair,
+    slab,
 )
 
 
@@ -65,15 +66,8 @@ def rows_decode_kernel(
         V_B: tl.constexpr, V_G: tl.constexpr, V_MODE: tl.constexpr, V_OFF: tl.constexpr, EMU: tl.constexpr):
     pid = tl.program_id(0)
     bh = (tl.program_id(2) * KV_HEADS + tl.program_id(1)).to(tl.int64)  # sequence b, KV head h
-    # this (b, h)'s slab of every tensor: [B, H, ...] contiguous
-    kc += bh * (nq_k * D * (K_A + K_B) // 8)
-    kc16 += bh * (nq_k * D * (K_A + K_B) // 16)
-    ks += bh * (nq_k * D // K_G)
-    kz += bh * (nq_k * D // K_G)
-    vc += bh * (nq_v * D * (V_A + V_B) // 8)
-    vc16 += bh * (nq_v * D * (V_A + V_B) // 16)
-    vs += bh * (nq_v * D // V_G)
-    vz += bh * (nq_v * D // V_G)
+    kc, kc16, ks, kz, vc, vc16, vs, vz = slab(bh, kc, kc16, ks, kz, vc, vc16, vs, vz, nq_k, nq_v, D, K_A, K_B, K_G,
+                                              V_A, V_B, V_G)  # this (b, h)'s slab of every tensor
     # q^T pieces: TK two halves of D/2 channels; CK per field f and byte b the W channels f 2W + b W ..
     if K_KIND == TK:
         QW: tl.constexpr = D // 2

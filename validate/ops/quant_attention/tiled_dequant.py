@@ -151,3 +151,14 @@ def put(t, i: tl.constexpr, x):
         else:
             out = out + (t[j],)
     return out
+
+
+@triton.jit
+def slab(bh, kc, kc16, ks, kz, vc, vc16, vs, vz, nq_k, nq_v, D: tl.constexpr, K_A: tl.constexpr, K_B: tl.constexpr,
+         K_G: tl.constexpr, V_A: tl.constexpr, V_B: tl.constexpr, V_G: tl.constexpr):
+    """The eight cache pointers moved to this (sequence b, KV head h) slab: every tensor is [B, H, ...] contiguous
+    (codes in bytes and in 16-bit words, scales and zeros per group)."""
+    return (kc + bh * (nq_k * D * (K_A + K_B) // 8), kc16 + bh * (nq_k * D * (K_A + K_B) // 16),
+            ks + bh * (nq_k * D // K_G), kz + bh * (nq_k * D // K_G),
+            vc + bh * (nq_v * D * (V_A + V_B) // 8), vc16 + bh * (nq_v * D * (V_A + V_B) // 16),
+            vs + bh * (nq_v * D // V_G), vz + bh * (nq_v * D // V_G))

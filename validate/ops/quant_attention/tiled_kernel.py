@@ -36,6 +36,7 @@ from validate.ops.quant_attention.tiled_dequant import (
     put,
     raw_pair,
     row_affine,
+    slab,
 )
 from validate.ops.quant_attention.tiled_tail import tail_part
 
@@ -50,15 +51,8 @@ def fast_decode_kernel(
         V_G: tl.constexpr, V_MODE: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr, EMU: tl.constexpr):
     pid = tl.program_id(0)
     bh = (tl.program_id(2) * KV_HEADS + tl.program_id(1)).to(tl.int64)  # sequence b, KV head h
-    # this (b, h)'s slab of every tensor: [B, H, ...] contiguous
-    kc += bh * (nq_k * D * (K_A + K_B) // 8)
-    kc16 += bh * (nq_k * D * (K_A + K_B) // 16)
-    ks += bh * (nq_k * D // K_G)
-    kz += bh * (nq_k * D // K_G)
-    vc += bh * (nq_v * D * (V_A + V_B) // 8)
-    vc16 += bh * (nq_v * D * (V_A + V_B) // 16)
-    vs += bh * (nq_v * D // V_G)
-    vz += bh * (nq_v * D // V_G)
+    kc, kc16, ks, kz, vc, vc16, vs, vz = slab(bh, kc, kc16, ks, kz, vc, vc16, vs, vz, nq_k, nq_v, D, K_A, K_B, K_G,
+                                              V_A, V_B, V_G)  # this (b, h)'s slab of every tensor
     k_sinks += bh * num_sinks * D
     v_sinks += bh * num_sinks * D
     k_win += bh * win_k * D
