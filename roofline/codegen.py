@@ -28,6 +28,7 @@ import os
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -232,12 +233,86 @@ def _printer_class(flavour: str):
     return MemoPrinter
 
 
-def _source(symbols: list, expr: Any, name: str, flavour: str, printer=None) -> str:
-    """Python source of `def name(*symbols)` returning expr (a sympy expression or nested lists of them);
-    `printer` (from _printer_class) may be shared by the functions of one compile to reuse its memo."""
-    printer = printer or _printer_class(flavour)()
+@dataclass(frozen=True)
+class Program:
+    """A function body instead of one expression: `assign` [(local name, expression)] printed in order, then
+    `body`, lines of Python over those names ending in a return (e.g. a classification by comparisons, which
+    an expression cannot say). Locals start with an underscore so they never shadow a symbol or a bound name."""
+
+    assign: tuple[tuple[str, Any], ...]
+    body: tuple[str, ...]
+
+
+def _repeated_calls(trees: list) -> list:
+    """Function calls (min, max, mod, ceil-div, floor) that occur more than once in one of `trees`' groups
+    (counted over the printed trees: a group is one generated function), inner calls first."""
+    import sympy as sp
+
+    order: dict = {}
+    for group in trees:
+        counts: dict = {}
+
+        def walk(node, counts=counts) -> None:
+            if not node.args:
+                return
+            call = isinstance(node, sp.Function)
+            if call:
+                counts[node] = counts.get(node, 0) + 1
+                if counts[node] > 1:
+                    order[node] = True
+                    return
+            for arg in node.args:
+                walk(arg)
+            if call:
+                order.setdefault(node, False)  # post-order: inner calls before the calls that hold them
+
+        for expr in group:
+            walk(expr)
+    return [node for node, repeated in order.items() if repeated]
+
+
+def _flatten(exprs: Any):
+    if isinstance(exprs, list | tuple):
+        for e in exprs:
+            yield from _flatten(e)
+    else:
+        yield exprs
+
+
+def _sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str]:
+    """Python source of `def name(*symbols)` for each of `exprs` (a sympy expression, nested lists of them, or a
+    Program). A call repeated within a function is computed once into a local `_hN` (named across the whole set,
+    so the shared printer's memo stays valid in every function; each function defines the ones it uses). The
+    text is otherwise the printer's, argument order included, so the floats are the same: a cheap common-
+    subexpression pass (one tree walk; sympy's cse costs more than the whole build)."""
+    import re
+
+    printer = _printer_class(flavour)()
     args = ", ".join(str(s) for s in symbols)
-    return f"def {name}({args}):\n    return {printer.doprint(_plain(expr))}\n"
+    plain = {name: _plain(list(e.assign[k][1] for k in range(len(e.assign))) if isinstance(e, Program) else e)
+             for name, e in exprs.items()}
+    hoisted = _repeated_calls([list(_flatten(tree)) for tree in plain.values()])
+    definitions: dict[str, str] = {}
+    for k, node in enumerate(hoisted):
+        definitions[f"_h{k}"] = printer.doprint(node)  # its inner hoisted calls print as their names
+        printer._memo[node] = f"_h{k}"
+    out = {}
+    for name, expr in exprs.items():
+        if isinstance(expr, Program):
+            body = [f"{local} = {printer.doprint(e)}" for (local, _), e in zip(expr.assign, plain[name], strict=True)]
+            body += list(expr.body)
+        else:
+            body = [f"return {printer.doprint(plain[name])}"]
+        used: set[str] = set()
+        pending = re.findall(r"\b_h\d+\b", "\n".join(body))
+        while pending:
+            local = pending.pop()
+            if local not in used:
+                used.add(local)
+                pending += re.findall(r"\b_h\d+\b", definitions[local])
+        lines = [f"{local} = {definitions[local]}" for local in definitions if local in used] + body
+        out[name] = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in lines)
+    return out
 
 
 def _code(sources: dict[str, str]) -> dict[str, Any]:
@@ -271,8 +346,7 @@ def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any]
 
     def make() -> tuple[dict[str, str], dict[str, Any]]:
         symbols, exprs, meta = build()
-        symbols, printer = list(symbols), _printer_class(flavour)()
-        return {name: _source(symbols, expr, name, flavour, printer) for name, expr in exprs.items()}, meta
+        return _sources(list(symbols), exprs, flavour), meta
 
     def entry(sources: dict[str, str], meta: dict[str, Any]) -> tuple:
         codes, numpy_used = _code(sources), any("numpy" in t for t in sources.values())

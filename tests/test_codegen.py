@@ -87,3 +87,45 @@ def test_unwritable_cache_folder_is_skipped(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(blocker / "cache"))
     fns, _ = codegen.compiled(codegen.content_key("test-unwritable", 2), lambda: ([B], {"f": 2 * B}, {}))
     assert fns["f"](4) == 8
+
+
+def test_a_repeated_call_is_computed_once_and_changes_no_float() -> None:
+    # min(L, 4096) three times and max(B L / 3, 10^6) twice: each becomes one local; the values are those of the
+    # unhoisted expressions (the same operations in the same order), checked against sympy's exact value
+    w = sp.Min(L, 4096)
+    exprs = {"f": 3 * w * B + w / 7 + sp.Max(B * L / 3, 10**6) + w, "g": [sp.Max(B * L / 3, 10**6) * 2, L + 1]}
+    sources = codegen._sources([B, L], exprs, "scalar")
+    assert sources["f"].count("min(") == 1 and sources["f"].count("max(") == 1
+    assert "_h" not in sources["g"] or "max(" in sources["g"]  # g defines what it uses
+    fns, _ = codegen.compiled(None, lambda: ([B, L], exprs, {}), "scalar")
+    for b, l in ((1, 1), (16, 32768), (3, 4096), (7, 100_003)):
+        assert fns["f"](b, l) == pytest.approx(float(exprs["f"].subs({B: b, L: l})), rel=1e-15)
+        assert fns["g"](b, l)[0] == pytest.approx(float(exprs["g"][0].subs({B: b, L: l})), rel=1e-15)
+
+
+def test_a_program_runs_its_assignments_then_its_body() -> None:
+    program = codegen.Program((("_a", sp.Max(B, L)), ("_b", B * L)), ("return 'big' if _a > 100 else _b",))
+    fns, _ = codegen.compiled(None, lambda: ([B, L], {"p": program}, {}), "scalar")
+    assert fns["p"](3, 5) == 15 and fns["p"](3, 500) == "big"
+
+
+@pytest.mark.parametrize("spec", ["bf16", "kivi-2", "aquakv-2", "xquant-2", "zack-50+kvquant-4+keyformer-50"])
+def test_summary_agrees_with_the_rows_it_replaces(spec: str) -> None:
+    # the generated summary classifies each op in code; rows() classifies with device.binding_ceiling: the
+    # phase's bound (time-weighted), top op and time sums must be the same at decode and prefill points
+    w = Workload(batch=16, context_tokens=32768, tp=2)
+    phases = PhaseModel.build(LLAMA8, load_hardware("H200"), w, parse_method(spec))
+    for phase, args in (("decode", (1, 1)), ("decode", (16, 32768)), ("decode", (256, 4096)),
+                        ("prefill", (1, 512, 1)), ("prefill", (8, 8192, 8))):
+        kernel = phases.kernel(phase)
+        rows = kernel.rows(*args)
+        s = kernel.summary(*args)
+        by_bound: dict[str, float] = {}
+        for op, row in zip(kernel.ops, rows, strict=True):
+            by_bound[row["bound"]] = by_bound.get(row["bound"], 0.0) + op["count"] * row["time_s"]
+        top = max(range(len(rows)), key=lambda k: kernel.ops[k]["count"] * rows[k]["time_s"])
+        assert s["bound"] == max(by_bound, key=by_bound.get)
+        assert (s["dominant_op"], s["dominant_bound"]) == (rows[top]["name"], rows[top]["bound"])
+        assert s["total_s"] == pytest.approx(sum(by_bound.values()), rel=1e-12)
+        compute = sum(o["count"] * r["compute_s"] for o, r in zip(kernel.ops, rows, strict=True))
+        assert s["compute_s"] == pytest.approx(compute, rel=1e-12)

@@ -255,3 +255,24 @@ def test_aquakv_note_tells_per_token_from_per_step() -> None:
     assert per_token < 190 < per_step  # 1/166 of the model per new token, yet ~197x the model per step
     assert f"1/{per_token:,.0f} of the model's FLOPs per new token" in note
     assert f"{per_step:,.0f}x the model's own FLOPs" in note and "re-predicts every cached token" in note
+
+
+@settings(max_examples=30, deadline=None)
+@given(spec=st.sampled_from(["bf16", "kivi-2", "xquant-2", "zack-50", "h2o-2048", "kivi-sink-2"]),
+       model=st.sampled_from(["Llama-3.1-8B", "Gemma-2-9B"]), batch=st.integers(1, 300),
+       pool_gib=st.floats(0.01, 200), page=st.sampled_from([1, 16, 256]))
+def test_max_context_equals_a_plain_bisection(spec, model, batch, pool_gib, page) -> None:
+    # the planner's search starts from the long-context line and may stop after two evaluations; its answer
+    # must be the largest context that fits, found here by plain bisection over [1, MAX_SEARCH_CONTEXT]
+    from dataclasses import replace
+
+    from roofline.planner.capacity import MAX_SEARCH_CONTEXT, capacity, capacity_kernel, largest_true
+    from roofline.planner.memory import memory_budget
+
+    m, w = load_model(model), Workload(batch=batch, context_tokens=4096, page_tokens=page)
+    kernel = capacity_kernel(m, w, parse_method(spec))
+    budget = replace(memory_budget(m, load_hardware("H100-SXM"), w, kernel), weights=0.0, activations=0.0,
+                     reserve=0.0, capacity=pool_gib * 2**30, usable=pool_gib * 2**30, method_params=0.0)
+    fits = lambda n: batch * float(kernel.per_sequence(n)) <= budget.kv_pool  # noqa: E731
+    expected = math.inf if fits(MAX_SEARCH_CONTEXT) else largest_true(fits, 1, MAX_SEARCH_CONTEXT)
+    assert capacity(kernel, budget, batch, 4096)["max_context"] == max(expected, 0)

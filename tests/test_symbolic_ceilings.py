@@ -47,7 +47,7 @@ def _printed(roof: Roofline, graph) -> list[str]:
     for op in graph.ops:
         t = roof.op_times(op)
         exprs = [t.compute, t.memory, t.comm, t.total, t.shared, t.l2, t.latency, t.issue]
-        out.append(codegen._source([B, L, P, CHUNKS], exprs, "f", "scalar"))
+        out.append(codegen._sources([B, L, P, CHUNKS], {"f": exprs}, "scalar")["f"])
     return out
 
 

@@ -55,37 +55,23 @@ class GraphKernel:
 
     def summary(self, *args: float) -> dict[str, Any]:
         """The phase at this point without building rows: total time, summed compute / memory / communication
-        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op.
-        (binding_ceiling inlined: this runs twice per plan point, over every op.)"""
+        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op. Each
+        op's ceiling (binding_ceiling) is classified in the generated `summary` (_summary_program); here only
+        the latency floor (the device's, not an expression) and the sums over ops. Scalar flavour only."""
+        if "summary" not in self.functions:
+            raise ValueError("flavour: summary() needs a kernel compiled in the 'scalar' flavour with rows")
+        compute, memory, comm, times, kinds = self.functions["summary"](*args)
         floor = self._floor
-        at = 7 + len(TRAFFIC)
-        total = compute = memory = comm = 0.0
+        total = 0.0
         by_bound: dict[str, float] = {}
         top, top_time, top_bound = None, -1.0, ""
-        for (name, n, is_comm, timed), r in zip(self._static, self.raw_rows(*args), strict=True):
-            t = n * r[6]
+        for (name, n, is_comm, timed), time, bound in zip(self._static, times, kinds, strict=True):
+            t = n * time
             if t == 0 and top is not None and not is_comm:
                 continue  # nothing to add: every time of an op is at most its total
-            c, m = r[3], r[4]
             total += t
-            compute += n * c
-            memory += n * m
-            comm += n * r[5]
-            if is_comm:
-                bound = "communication"
-            elif timed and floor > 0 and r[6] <= floor:
+            if timed and not is_comm and floor > 0 and time <= floor:
                 bound = "latency"
-            else:  # binding_ceiling(c, m, shared, l2, latency, issue)
-                shared, l2, latency, issue = r[at], r[at + 1], r[at + 2], r[at + 3]
-                bound, value = "memory", m
-                if c > value:
-                    bound, value = ("issue" if issue > c - issue else "compute"), c
-                if shared > value:
-                    bound, value = "shared-memory", shared
-                if l2 > value:
-                    bound, value = "l2", l2
-                if latency > value:
-                    bound = "latency"
             by_bound[bound] = by_bound.get(bound, 0.0) + t
             if t > top_time:
                 top, top_time, top_bound = name, t, bound
@@ -135,6 +121,48 @@ def _kink_coefficients(total: sp.Expr, symbol: sp.Symbol) -> list[list[sp.Expr]]
     return out
 
 
+def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
+    """GraphKernel.summary's numbers as straight-line code: per op its time and its binding ceiling
+    (binding_ceiling's comparisons, written out only for the ceilings the op has: a ceiling that is zero in
+    every case is left out), and the count-weighted sums of compute, memory and communication time in op order.
+    Returns (compute, memory, comm, times per op, ceiling per op); comm ops are 'communication'."""
+    at = 7 + len(TRAFFIC)
+    assign: list[tuple[str, Any]] = []
+    body: list[str] = []
+    sums: dict[str, list[str]] = {"c": [], "m": [], "x": []}
+
+    def local(tag: str, k: int, expr) -> str | None:
+        if sp.sympify(expr) == 0:
+            return None
+        assign.append((f"_{tag}{k}", expr))
+        return f"_{tag}{k}"
+
+    for k, (row, op) in enumerate(zip(rows, ops, strict=True)):
+        assign.append((f"_t{k}", row[6]))
+        c, m, x = local("c", k, row[3]), local("m", k, row[4]), local("x", k, row[5])
+        for tag, name in (("c", c), ("m", m), ("x", x)):
+            if name:
+                sums[tag].append(f"{op['count']}*{name}")
+        if op["is_comm"]:
+            body.append(f"_k{k} = 'communication'")
+            continue
+        shared, l2, latency, issue = (local(tag, k, row[at + j]) for j, tag in enumerate("slai"))
+        body.append(f"_k{k} = 'memory'; _v{k} = {m or 0}")
+        if c:
+            kind = f"'issue' if {issue} > {c} - {issue} else 'compute'" if issue else "'compute'"
+            body.append(f"if {c} > _v{k}: _k{k} = {kind}; _v{k} = {c}")
+        for name, label in ((shared, "shared-memory"), (l2, "l2")):
+            if name:
+                body.append(f"if {name} > _v{k}: _k{k} = '{label}'; _v{k} = {name}")
+        if latency:
+            body.append(f"if {latency} > _v{k}: _k{k} = 'latency'")
+    n = len(rows)
+    totals = ", ".join(" + ".join(sums[tag]) or "0.0" for tag in "cmx")
+    body.append(f"return ({totals}, ({''.join(f'_t{k}, ' for k in range(n))}), "
+                f"({''.join(f'_k{k}, ' for k in range(n))}))")
+    return codegen.Program(tuple(assign), tuple(body))
+
+
 def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], symbols: tuple[str, ...],
                  flavour: str = "scalar", kinks_in: str | None = None, rows: bool = True) -> GraphKernel:
     """Compile (or load) `build()`'s graph on `roof` as functions of `symbols` (names of roofline.units' symbols,
@@ -157,6 +185,8 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
         total = symbolic.time(graph)
         exprs: dict[str, Any] = {"rows": rows, "total": total} if with_rows else {"total": total}
+        if with_rows and flavour == "scalar":
+            exprs["summary"] = _summary_program(rows, ops)
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
             exprs["kinks"] = _kink_coefficients(total, getattr(units, kinks_in))

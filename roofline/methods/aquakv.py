@@ -36,6 +36,7 @@ from roofline.methods.baseline import Baseline
 from roofline.specs import Model
 
 PREDICTOR_BYTES = 2  # bf16/fp16 predictor weights (§5 of the notes: reproduces Table 1 and Table 2)
+BASELINE = Baseline()  # the model's own cache, for the predictors' overhead against the model's FLOPs
 ACT_BYTES = 2  # reconstructed K^, V^ are materialized in the activation dtype (bf16)
 FP16_PARTS = ("window", "sinks")  # cache parts stored unquantized: read as they are, never reconstructed
 
@@ -130,7 +131,7 @@ class AquaKV(MethodConfig):
         """Why the plan's row looks as it does: the predictors' cost per new token against the model's (§3.2),
         and what the reference decode pays by re-predicting every cached token each step (Alg. 4)."""
         context = probe.context
-        base = probe.model_flops_per_token(Baseline())
+        base = probe.model_flops_per_token(BASELINE)
         per_token = base / predictor_flops_per_token(model, self)
         if self.decode == "incremental":
             return [f"predictors cost 1/{per_token:,.0f} of the model's FLOPs per new token (incremental: a lower "
@@ -147,7 +148,7 @@ class AquaKV(MethodConfig):
     def limits(self, model: Model, probe) -> dict:
         """The predictor's FLOPs per new token against the model's own decode FLOPs at the plan's context
         (§3.2's "at least 500x"; per new token only: the reference decode re-predicts every cached token)."""
-        base = probe.model_flops_per_token(Baseline())
+        base = probe.model_flops_per_token(BASELINE)
         return {"predictor_overhead_ratio": base / predictor_flops_per_token(model, self)}
 
 

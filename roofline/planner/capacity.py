@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from roofline import codegen
@@ -37,15 +38,21 @@ def largest_true(predicate: Callable[[int], bool], lo: int, hi: int) -> int:
     return lo
 
 
-def _largest_fitting(per_sequence: Callable, fits: Callable[[int], bool], share: float) -> int:
+def _largest_fitting(kernel: CapacityKernel, fits: Callable[[int], bool], share: float) -> int:
     """largest_true(fits, 1, MAX_SEARCH_CONTEXT), started from where the cache's long-context slope says the
-    answer lies (per_sequence is non-decreasing and affine past its windows, up to page rounding), bracketed
-    by doubling steps around that guess, then bisected: a dozen evaluations instead of 35, same answer."""
+    answer lies (per_sequence is non-decreasing and affine past its windows, up to page rounding). The line
+    through two page-aligned points meets the budget inside the answer's page, so the page start below the guess
+    is the answer when it fits and one token more does not (two evaluations); otherwise bracketed by doubling
+    steps around the guess, then bisected: a dozen evaluations instead of 35, same answer."""
     lo, hi = 1 << 20, 1 << 21
-    slope = (float(per_sequence(hi)) - float(per_sequence(lo))) / (hi - lo)
+    at_lo, at_hi = kernel.anchors
+    slope = (at_hi - at_lo) / (hi - lo)
     if slope <= 0:
         return largest_true(fits, 1, MAX_SEARCH_CONTEXT)
-    guess = int(min(max((share - float(per_sequence(lo))) / slope + lo, 1), MAX_SEARCH_CONTEXT))
+    guess = int(min(max((share - at_lo) / slope + lo, 1), MAX_SEARCH_CONTEXT))
+    aligned = guess - guess % kernel.page
+    if aligned >= 1 and fits(aligned) and not fits(aligned + 1):
+        return aligned
     step = 64
     if fits(guess):
         low, high = guess, min(guess + step, MAX_SEARCH_CONTEXT)
@@ -72,6 +79,17 @@ class CapacityKernel:
     heads: float  # this GPU's share of the KV heads
     share: float  # ... times its share of the layers (pipeline stage)
     state_share: float = 1.0  # this GPU's share of the recurrent state times its share of the layers
+    page: int = 1  # tokens per KV page (per_sequence rounds L up to it)
+
+    @cached_property
+    def anchors(self) -> tuple[float, float]:
+        """per_sequence at 2^20 and 2^21 tokens (page-aligned): the long-context line the searches start from."""
+        return float(self.per_sequence(1 << 20)), float(self.per_sequence(1 << 21))
+
+    @cached_property
+    def ends(self) -> tuple[float, float]:
+        """per_sequence at 1 token and at MAX_SEARCH_CONTEXT: nothing fits, or the cache stops growing."""
+        return float(self.per_sequence(1)), float(self.per_sequence(MAX_SEARCH_CONTEXT))
 
     def kv_parts(self, context: int, seqs: int, page_tokens: int) -> dict[str, float]:
         """Per-GPU KV bytes of `seqs` sequences at `context`, by part (reserved, paged); the workspace (one layer's
@@ -104,7 +122,7 @@ def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flav
     key = codegen.content_key("capacity", model, method, workload.tp, workload.pp, workload.page_tokens)
     fns, meta = codegen.compiled(key, build, flavour)
     return CapacityKernel(fns["per_sequence"], fns["parts"], fns["effective_bits"], meta["asymptotic_bits"],
-                          meta["fixed_total"], heads, share, state_share)
+                          meta["fixed_total"], heads, share, state_share, workload.page_tokens)
 
 
 def capacity(kernel: CapacityKernel, budget: MemoryBudget, batch: int, context: int) -> dict[str, Any]:
@@ -113,12 +131,13 @@ def capacity(kernel: CapacityKernel, budget: MemoryBudget, batch: int, context: 
     need = float(kernel.per_sequence(context))
     max_batch = int(pool // need) if pool > 0 and need > 0 else 0
     fits = lambda n: batch * float(kernel.per_sequence(n)) <= pool  # noqa: E731
-    if pool <= 0 or not fits(1):
+    at_one, at_max = kernel.ends
+    if pool <= 0 or not batch * at_one <= pool:
         max_context = 0
-    elif fits(MAX_SEARCH_CONTEXT):
+    elif batch * at_max <= pool:
         max_context = math.inf
     else:
-        max_context = _largest_fitting(kernel.per_sequence, fits, pool / batch)
+        max_context = _largest_fitting(kernel, fits, pool / batch)
     return {"kv_bytes_per_sequence": need, "kv_bytes": need * batch, "max_batch": max_batch,
             "max_context": max_context, "fits": max_batch >= batch}
 

@@ -24,7 +24,8 @@ class Probe:
     workload: Workload
     context: int
     # answers already given for this (model, device, method) — the planner's, so warm points skip the content
-    # keys (JSON of the specs) of the disk cache; None: none kept
+    # keys (JSON of the specs) of the disk cache; keyed by the method configs themselves (frozen pydantic models:
+    # equal and hashed by content); None: none kept
     memo: codegen.LRU | None = field(default=None, compare=False, repr=False)
 
     def _recall(self, key: tuple, compute: Callable[[], Any]) -> Any:
@@ -45,7 +46,7 @@ class Probe:
         def stored() -> Any:
             return codegen.cached_json(codegen.content_key("probe", self.model, config, name, self.context), compute)
 
-        return self._recall(("probe", name, self.context, config.model_dump_json()), stored)
+        return self._recall(("probe", name, self.context, config), stored)
 
     def remat_limit(self, config) -> dict[str, Any]:
         """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits), kept by
@@ -57,7 +58,7 @@ class Probe:
             return codegen.cached_json(key, lambda: costmodel_limits.remat_limit(self.model, self.hardware, config,
                                                                                  w.batch, w.compute_dtype))
 
-        return self._recall(("remat", w.batch, w.compute_dtype, config.model_dump_json()), stored)
+        return self._recall(("remat", w.batch, w.compute_dtype, config), stored)
 
     def model_flops_per_token(self, baseline) -> float:
         """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache (compiled once
@@ -70,4 +71,4 @@ class Probe:
         def load() -> Callable:
             return codegen.compiled(codegen.content_key("model-flops", self.model, baseline), build)[0]["f"]
 
-        return float(self._recall(("model-flops", baseline.model_dump_json()), load)(self.context))
+        return float(self._recall(("model-flops", baseline), load)(self.context))

@@ -89,21 +89,26 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     return body + wb * ends
 
 
-def activation_peak(model: Model, workload: Workload) -> float:
-    """Prefill activation workspace on one GPU: chunk x width x act bytes, plus the fp32 logits of `batch` last
-    positions over this shard of the vocabulary. The width is the larger of a layer's two stages' live tensors per
-    token: attention, the residual stream (3 d: residual, layer input, normed input) + qkv + its output
-    (2 q + 2 kv) / tp; MLP, the residual stream + gate/up (2 I) + SiLU x up (I) = 3 d + 3 I. (The allocator's
-    history of a compiled Llama-3.1-8B prefill chunk of 8192 tokens holds exactly the MLP stage at its peak:
-    gate/up 469.8 MB, SiLU x up 234.9 MB, 3 x 67.1 MB; validate/results/clients/experiments/
-    nvidia-h100-memprofile-prefill8192.json.)"""
-    chunk = min(workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK, workload.batch * workload.prompt)
-    shard = Shard.of(model, workload.tp)
+def activation_width(model: Model, tp: int) -> tuple[float, int]:
+    """(live elements per prefill token, this shard's vocabulary) on one GPU at `tp`, for activation_peak: the
+    larger of a layer's two stages' live tensors per token: attention, the residual stream (3 d: residual, layer
+    input, normed input) + qkv + its output (2 q + 2 kv) / tp; MLP, the residual stream + gate/up (2 I) +
+    SiLU x up (I) = 3 d + 3 I. Fixed for a model and tp (a planner computes it once)."""
+    shard = Shard.of(model, tp)
     inter = shard.expert_intermediate * model.moe.experts_per_token if model.moe else shard.intermediate
     d = model.hidden_size
-    width = max(3 * d + (2 * model.q_dim + 2 * model.kv_dim) / workload.tp, 3 * d + 3 * inter)
-    logits = workload.batch * int(shard.vocab) * 4
-    return chunk * width * workload.activation_bytes + logits
+    return max(3 * d + (2 * model.q_dim + 2 * model.kv_dim) / tp, 3 * d + 3 * inter), int(shard.vocab)
+
+
+def activation_peak(model: Model, workload: Workload, width: tuple[float, int] | None = None) -> float:
+    """Prefill activation workspace on one GPU: chunk x width x act bytes, plus the fp32 logits of `batch` last
+    positions over this shard of the vocabulary (`width`: activation_width(model, tp), computed when None).
+    (The allocator's history of a compiled Llama-3.1-8B prefill chunk of 8192 tokens holds exactly the MLP stage
+    at its peak: gate/up 469.8 MB, SiLU x up 234.9 MB, 3 x 67.1 MB; validate/results/clients/experiments/
+    nvidia-h100-memprofile-prefill8192.json.)"""
+    chunk = min(workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK, workload.batch * workload.prompt)
+    per_token, vocab = width or activation_width(model, workload.tp)
+    return chunk * per_token * workload.activation_bytes + workload.batch * vocab * 4
 
 
 def default_reserve(workload: Workload, hardware: Hardware | None = None) -> int:
@@ -119,14 +124,14 @@ def default_reserve(workload: Workload, hardware: Hardware | None = None) -> int
     return single + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)
 
 
-def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, weights: float | None = None
-                  ) -> MemoryBudget:
+def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, weights: float | None = None,
+                  width: tuple[float, int] | None = None) -> MemoryBudget:
     """The fullest GPU's budget for this workload and method (`cache`: a CacheModel, or anything with the
     method's `fixed_total` bytes, e.g. a compiled planner.capacity.CapacityKernel); `weights`: the weight bytes
-    per GPU when already known for this model, tp, pp and weight dtype."""
+    per GPU and `width` activation_width(model, tp), when already known for this model, tp, pp and dtypes."""
     fixed = cache.fixed_total / workload.tp / workload.pp
     weights = weights_per_gpu(model, workload) if weights is None else weights
-    activations, reserve = activation_peak(model, workload), default_reserve(workload, hardware)
+    activations, reserve = activation_peak(model, workload, width), default_reserve(workload, hardware)
     # what CUDA reports when the catalogue has it (a program allocates from that), else the datasheet figure
     capacity = hardware.driver_memory_bytes or hardware.memory_bytes
     engine_pool = None

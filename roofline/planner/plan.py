@@ -19,7 +19,7 @@ from roofline.lazy import np
 from roofline.methods import MethodConfig
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe
-from roofline.planner.memory import MemoryBudget, memory_budget, weights_per_gpu
+from roofline.planner.memory import MemoryBudget, activation_width, memory_budget, weights_per_gpu
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB
@@ -56,12 +56,13 @@ class MethodPlanner:
         self.phases = PhaseModel.build(model, hardware, workload, method, flavour=flavour)
         self.capacity: CapacityKernel = capacity_kernel(model, workload, method, flavour)
         self.weights = weights_per_gpu(model, workload)  # depends on tp, pp, ep and the weight dtypes only
+        self.width = activation_width(model, workload.tp)
         self.label = method.label()
         self._probe_memo = codegen.LRU(PROBE_MEMO)  # the methods' limits hooks' answers (Probe.memo)
 
     def budget(self, workload: Workload) -> MemoryBudget:
         """The memory budget at `workload` (its batch, prompt, utilization and reserve)."""
-        return memory_budget(self.model, self.hardware, workload, self.capacity, self.weights)
+        return memory_budget(self.model, self.hardware, workload, self.capacity, self.weights, self.width)
 
     def point(self, workload: Workload) -> MethodPlan:
         """Everything `roofline plan` reports for this method at `workload` (same structure as at build)."""
