@@ -49,6 +49,12 @@ class GraphKernel:
         """Per op: ROW_FIELDS, the bytes of each TRAFFIC class (per instance), then CEILING_FIELDS."""
         return self.functions["rows"](*args)
 
+    def op_times(self, *args: float) -> tuple[float, ...]:
+        """Each op's time (one instance; rows' time_s) at this point, from the generated summary (scalar)."""
+        if "summary" not in self.functions:
+            return tuple(row[6] for row in self.raw_rows(*args))
+        return self.functions["summary"](*args)[3]
+
     @cached_property
     def _floor(self) -> float:
         return self.roof.latency_floor()

@@ -17,6 +17,7 @@ writes K, V in fp16 and attention reads them back. First `high_precision_layers`
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
@@ -164,7 +165,7 @@ class XQuant(MethodConfig):
 
     def limits(self, model: Model, probe) -> dict:
         """The rematerialization limit l* (§3.4, Eq. 3-4, catalogue form) of XQuant at this config's bits."""
-        return {"remat_limit_tokens": probe.remat_limit(XQuant(bits=self.bits))["limit_tokens"]}
+        return {"remat_limit_tokens": probe.remat_limit(_catalogue_form(self.bits))["limit_tokens"]}
 
     def plan_notes(self, model: Model, probe, data: dict) -> list[str]:
         """Why a 3-bit row is slower than the 2- and 4-bit ones: codes that straddle bytes unpack with a second
@@ -197,3 +198,9 @@ PRESETS = (
            bits=_e, cross_layer=True, high_precision_layers=3)
     for _e in (2, 3, 4)),
 )
+
+
+@functools.cache
+def _catalogue_form(bits: float) -> XQuant:
+    """XQuant at `bits` with every other option at its default (the config l* is stated for); one per bit width."""
+    return XQuant(bits=bits)

@@ -23,7 +23,7 @@ import heapq
 from functools import lru_cache
 from typing import ClassVar, Literal
 
-from pydantic import Field, PositiveInt, PrivateAttr, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
 from roofline.accounting import dtype_bytes
 from roofline.kv.builder import CacheShape, Extras, standard_cache
@@ -40,7 +40,6 @@ class Zack(MethodConfig):
     method: ClassVar[str] = "zack"
     family: ClassVar[str] = "reduction"
     summary: ClassVar[str] = "per-head SVD dimension compression of K and V, load-balanced attention"
-    _costs: dict = PrivateAttr(default_factory=dict)  # id(model) -> (model, decode task costs)
 
     qk_rate: float = Field(0.5, ge=0, lt=1, description="Fraction p of Q-K head dims removed (uniform).")
     v_rate: float = Field(0.5, ge=0, lt=1, description="Fraction p of V-W_L head dims removed (uniform).")
@@ -134,21 +133,27 @@ class Zack(MethodConfig):
         """A decode kernel runs the g query heads of one KV head together (flash-decoding's GQA tiling): one
         task per (sequence, KV head), costing g x (d_qk + d_v + 1) per token (validate/'s zack kernel splits
         each into context chunks, of cost this x the chunk's tokens)."""
-        hit = self._costs.get(id(model))
-        if hit is not None and hit[0] is model:  # the model is held, so its id is not reused
-            return list(hit[1])
+        return list(self._task_costs(model))
+
+    def _task_costs(self, model: Model) -> tuple[int, ...]:
+        """kv_task_costs as a tuple, kept per (config, model) object pair (both held, so their ids are not
+        reused; a plain dict: pydantic's private attributes cost microseconds per access)."""
+        key = (id(self), id(model))
+        hit = _TASK_COSTS.get(key)
+        if hit is not None and hit[0] is self and hit[1] is model:
+            return hit[2]
         per_query = self.head_costs(model)
         g = model.gqa_group
-        costs = [sum(per_query[h * g:(h + 1) * g]) for h in range(model.num_kv_heads)]
-        if len(self._costs) >= 16:
-            self._costs.clear()
-        self._costs[id(model)] = (model, tuple(costs))
+        costs = tuple(sum(per_query[h * g:(h + 1) * g]) for h in range(model.num_kv_heads))
+        if len(_TASK_COSTS) >= 16:
+            _TASK_COSTS.clear()
+        _TASK_COSTS[key] = (self, model, costs)
         return costs
 
     def imbalance(self, model: Model, batch: int, n_sm: int, policy: str | None = None) -> float:
         """Decode makespan over the ideal (total work / SMs, or the longest task) for `batch` equal-length
         sequences, with (sequence, KV head) tasks."""
-        return _imbalance(tuple(self.kv_task_costs(model)), batch, n_sm, policy or self.scheduling)
+        return _imbalance(self._task_costs(model), batch, n_sm, policy or self.scheduling)
 
     def limits(self, model: Model, probe) -> dict:
         """The decode kernel's load imbalance over the SMs (§5.3) at the plan's batch."""
@@ -187,6 +192,7 @@ def eq6_kept(singular_values: list[float], r: float) -> int:
 
 
 POLICIES = ("naive", "lpt")
+_TASK_COSTS: dict = {}  # (id(config), id(model)) -> (config, model, decode task costs): ZACK._task_costs
 
 
 def assign(costs: list[float], n_sm: int, policy: str) -> list[list[int]]:

@@ -73,8 +73,9 @@ class MethodPlanner:
             raise_no_room(model, hardware, workload, budget)
         b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
         fit = capacity(self.capacity, budget, b, ctx)
-        tpot = self.step_time(b, ctx)
-        tpot_avg = phases.average_decode_time(b, prompt, gen) * self._attention_slowdown(b, ctx) if gen else tpot
+        slowdown = self._attention_slowdown(b, ctx)  # step_time's factor, once for both uses at the batch
+        tpot = phases.decode_time(b, ctx) * slowdown
+        tpot_avg = phases.average_decode_time(b, prompt, gen) * slowdown if gen else tpot
         ttft = phases.prefill_time(b, prompt)
         mb = fit["max_batch"]
         tpot_max_batch = self.step_time(mb, ctx) if mb else math.inf
@@ -108,8 +109,8 @@ class MethodPlanner:
         if imbalance <= 1:
             return 1.0
         kernel = self.phases.kernel("decode")
-        times = [(op["name"], op["count"] * r[6]) for op, r in zip(kernel.ops, kernel.raw_rows(batch, context),
-                                                                   strict=True)]
+        times = [(op["name"], op["count"] * t) for op, t in zip(kernel.ops, kernel.op_times(batch, context),
+                                                                strict=True)]
         total = sum(t for _, t in times)
         attn = sum(t for name, t in times if name in ATTENTION_OPS)
         return (total + attn * (imbalance - 1)) / total
