@@ -293,14 +293,24 @@ def _sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, st
              for name, e in exprs.items()}
     hoisted = _repeated_calls([list(_flatten(tree)) for tree in plain.values()])
     definitions: dict[str, str] = {}
+    names: dict = {}
     for k, node in enumerate(hoisted):
         definitions[f"_h{k}"] = printer.doprint(node)  # its inner hoisted calls print as their names
-        printer._memo[node] = f"_h{k}"
+        printer._memo[node] = names[node] = f"_h{k}"
     out = {}
+    shared = printer._memo
+    # a Program prints from a memo of the hoisted calls only, into which each local goes once printed: a later
+    # subexpression equal to an earlier local prints as its name (the shared memo's texts of larger trees would
+    # hide it), and those names never reach another function
     for name, expr in exprs.items():
         if isinstance(expr, Program):
-            body = [f"{local} = {printer.doprint(e)}" for (local, _), e in zip(expr.assign, plain[name], strict=True)]
+            printer._memo = dict(names)
+            body = []
+            for (local, _), e in zip(expr.assign, plain[name], strict=True):
+                body.append(f"{local} = {printer.doprint(e)}")
+                printer._memo[e] = local
             body += list(expr.body)
+            printer._memo = shared
         else:
             body = [f"return {printer.doprint(plain[name])}"]
         used: set[str] = set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from roofline import codegen, units
@@ -33,10 +32,6 @@ class GraphKernel:
     functions: dict[str, Callable]
     roof: Roofline
 
-    @cached_property
-    def _static(self) -> tuple[tuple[str, int, bool, bool], ...]:
-        return tuple((op["name"], op["count"], op["is_comm"], op["timed"]) for op in self.ops)
-
     def total(self, *args: float) -> float:
         """Phase time: sum over ops of count x op time."""
         return self.functions["total"](*args)
@@ -49,38 +44,17 @@ class GraphKernel:
         """Per op: ROW_FIELDS, the bytes of each TRAFFIC class (per instance), then CEILING_FIELDS."""
         return self.functions["rows"](*args)
 
-    def op_times(self, *args: float) -> tuple[float, ...]:
-        """Each op's time (one instance; rows' time_s) at this point, from the generated summary (scalar)."""
-        if "summary" not in self.functions:
-            return tuple(row[6] for row in self.raw_rows(*args))
-        return self.functions["summary"](*args)[3]
-
-    @cached_property
-    def _floor(self) -> float:
-        return self.roof.latency_floor()
+    def op_times(self, *args: float) -> list[float]:
+        """Each op's time (one instance; rows' time_s) at this point, without the rest of the rows."""
+        return self.functions["times"](*args)
 
     def summary(self, *args: float) -> dict[str, Any]:
         """The phase at this point without building rows: total time, summed compute / memory / communication
-        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op. Each
-        op's ceiling (binding_ceiling) is classified in the generated `summary` (_summary_program); here only
-        the latency floor (the device's, not an expression) and the sums over ops. Scalar flavour only."""
+        times, the time-weighted bound (the bound of the ops that take most of the time) and the top op, all
+        computed by the generated `summary` (_summary_program). Scalar flavour only."""
         if "summary" not in self.functions:
             raise ValueError("flavour: summary() needs a kernel compiled in the 'scalar' flavour with rows")
-        compute, memory, comm, times, kinds = self.functions["summary"](*args)
-        floor = self._floor
-        total = 0.0
-        by_bound: dict[str, float] = {}
-        top, top_time, top_bound = None, -1.0, ""
-        for (name, n, is_comm, timed), time, bound in zip(self._static, times, kinds, strict=True):
-            t = n * time
-            if t == 0 and top is not None and not is_comm:
-                continue  # nothing to add: every time of an op is at most its total
-            total += t
-            if timed and not is_comm and floor > 0 and time <= floor:
-                bound = "latency"
-            by_bound[bound] = by_bound.get(bound, 0.0) + t
-            if t > top_time:
-                top, top_time, top_bound = name, t, bound
+        total, compute, memory, comm, by_bound, top, top_time, top_bound = self.functions["summary"](*args)
         return {"total_s": total, "compute_s": compute, "memory_s": memory, "comm_s": comm,
                 "bound": max(by_bound, key=by_bound.get), "dominant_op": top, "dominant_time_s": top_time,
                 "dominant_bound": top_bound}
@@ -128,10 +102,13 @@ def _kink_coefficients(total: sp.Expr, symbol: sp.Symbol) -> list[list[sp.Expr]]
 
 
 def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
-    """GraphKernel.summary's numbers as straight-line code: per op its time and its binding ceiling
-    (binding_ceiling's comparisons, written out only for the ceilings the op has: a ceiling that is zero in
-    every case is left out), and the count-weighted sums of compute, memory and communication time in op order.
-    Returns (compute, memory, comm, times per op, ceiling per op); comm ops are 'communication'."""
+    """GraphKernel.summary as straight-line code. Per op: its time and its binding ceiling (binding_ceiling's
+    comparisons, written out only for the ceilings the op has: a ceiling that is zero in every case is left
+    out; a timed op at or under the device's latency floor `_latency_floor` is 'latency'; comm ops are
+    'communication'). Then, in op order: the count-weighted time summed overall and per ceiling (an op taking
+    no time adds nothing once a top op exists), the op taking the most time and its ceiling, and the count-
+    weighted sums of compute, memory and communication time. Returns (total, compute, memory, comm, {ceiling:
+    time}, top op, its time, its ceiling)."""
     at = 7 + len(TRAFFIC)
     assign: list[tuple[str, Any]] = []
     body: list[str] = []
@@ -144,15 +121,18 @@ def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
         return f"_{tag}{k}"
 
     for k, (row, op) in enumerate(zip(rows, ops, strict=True)):
-        assign.append((f"_t{k}", row[6]))
+        # the parts before the wholes that hold them (issue inside compute, compute and memory inside the time):
+        # a later expression equal to an earlier local is printed as its name (codegen._sources)
+        shared, l2, latency, issue = ((None,) * 4 if op["is_comm"] else
+                                      tuple(local(tag, k, row[at + j]) for j, tag in enumerate("slai")))
         c, m, x = local("c", k, row[3]), local("m", k, row[4]), local("x", k, row[5])
+        assign.append((f"_t{k}", row[6]))
         for tag, name in (("c", c), ("m", m), ("x", x)):
             if name:
                 sums[tag].append(f"{op['count']}*{name}")
         if op["is_comm"]:
             body.append(f"_k{k} = 'communication'")
             continue
-        shared, l2, latency, issue = (local(tag, k, row[at + j]) for j, tag in enumerate("slai"))
         body.append(f"_k{k} = 'memory'; _v{k} = {m or 0}")
         if c:
             kind = f"'issue' if {issue} > {c} - {issue} else 'compute'" if issue else "'compute'"
@@ -162,10 +142,21 @@ def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
                 body.append(f"if {name} > _v{k}: _k{k} = '{label}'; _v{k} = {name}")
         if latency:
             body.append(f"if {latency} > _v{k}: _k{k} = 'latency'")
-    n = len(rows)
+    body.append("_tot = 0.0; _bb = {}; _top = None; _tt = -1.0; _tb = ''")
+    for k, op in enumerate(ops):
+        body.append(f"_w = {op['count']}*_t{k}")
+        pad = ""
+        if not op["is_comm"]:
+            body.append("if not (_w == 0 and _top is not None):")
+            pad = "    "
+        lines = ["_tot += _w"]
+        if op["timed"] and not op["is_comm"]:
+            lines.append(f"if _latency_floor > 0 and _t{k} <= _latency_floor: _k{k} = 'latency'")
+        lines += [f"_bb[_k{k}] = _bb.get(_k{k}, 0.0) + _w",
+                  f"if _w > _tt: _top = {op['name']!r}; _tt = _w; _tb = _k{k}"]
+        body += [pad + line for line in lines]
     totals = ", ".join(" + ".join(sums[tag]) or "0.0" for tag in "cmx")
-    body.append(f"return ({totals}, ({''.join(f'_t{k}, ' for k in range(n))}), "
-                f"({''.join(f'_k{k}, ' for k in range(n))}))")
+    body.append(f"return (_tot, {totals}, _bb, _top, _tt, _tb)")
     return codegen.Program(tuple(assign), tuple(body))
 
 
@@ -191,6 +182,8 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
         total = symbolic.time(graph)
         exprs: dict[str, Any] = {"rows": rows, "total": total} if with_rows else {"total": total}
+        if with_rows:
+            exprs["times"] = [row[6] for row in rows]
         if with_rows and flavour == "scalar":
             exprs["summary"] = _summary_program(rows, ops)
         if kinks_in is not None:
@@ -199,7 +192,8 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
         dtypes = sorted({op.dtype for op in graph.ops if not op.is_comm})  # each needs the device's peak
         return [getattr(units, name) for name in symbols], exprs, {"ops": ops, "dtypes": dtypes}
 
-    functions, meta = codegen.compiled(key, make, flavour, bind=roof.bindings())
+    functions, meta = codegen.compiled(key, make, flavour,
+                                       bind={**roof.bindings(), "_latency_floor": roof.latency_floor()})
     for dtype in meta["dtypes"]:
         roof.matmul_peak(dtype)  # raises as building the graph on `roof` would: the device lacks this dtype
     return GraphKernel(tuple(symbols), tuple(meta["ops"]), functions, roof)
