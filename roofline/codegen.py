@@ -271,6 +271,22 @@ def _repeated_calls(trees: list) -> list:
     return [node for node, repeated in order.items() if repeated]
 
 
+def _holding(trees: list) -> set:
+    """The nodes of `trees` that are one of the trees or hold one as a subtree."""
+    targets = set(trees)
+    memo: dict = {}
+
+    def holds(node) -> bool:
+        hit = memo.get(node)
+        if hit is None:
+            hit = memo[node] = node in targets or any([holds(arg) for arg in node.args])
+        return hit
+
+    for tree in trees:
+        holds(tree)
+    return {node for node, hit in memo.items() if hit}
+
+
 def _flatten(exprs: Any):
     if isinstance(exprs, list | tuple):
         for e in exprs:
@@ -299,12 +315,13 @@ def _sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, st
         printer._memo[node] = names[node] = f"_h{k}"
     out = {}
     shared = printer._memo
-    # a Program prints from a memo of the hoisted calls only, into which each local goes once printed: a later
-    # subexpression equal to an earlier local prints as its name (the shared memo's texts of larger trees would
-    # hide it), and those names never reach another function
+    # a Program prints from a copy of the memo without the trees that hold one of its locals, and each local
+    # goes into it once printed: a later subexpression equal to an earlier local prints as its name (the shared
+    # memo's text of a larger tree would hide it), and those names never reach another function
     for name, expr in exprs.items():
         if isinstance(expr, Program):
-            printer._memo = dict(names)
+            held = _holding(plain[name])
+            printer._memo = {node: text for node, text in shared.items() if node not in held}
             body = []
             for (local, _), e in zip(expr.assign, plain[name], strict=True):
                 body.append(f"{local} = {printer.doprint(e)}")
