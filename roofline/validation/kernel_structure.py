@@ -40,11 +40,14 @@ def kernels(family: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def structure(family: str, name: str, params: dict) -> dict | None:
-    """The kernel `name` of `family`, when it was compiled at the case's heads (None otherwise)."""
+def structure(family: str, name: str, params: dict, hardware) -> dict | None:
+    """The kernel `name` of `family`, when it was compiled at the case's heads for `hardware`'s architecture
+    (None otherwise: another head count or another GPU generation compiles another loop)."""
     doc = kernels(family)
-    same = all(doc.get(k) == params.get(f"num_{k}" if k != "head_dim" else k) for k in ("heads", "kv_heads"))
-    if not doc or not same or doc.get("head_dim") != params.get("head_dim"):
+    if not doc or doc.get("architecture") != hardware.architecture:
+        return None
+    if (doc["heads"], doc["kv_heads"], doc["head_dim"]) != (params.get("num_heads"), params.get("num_kv_heads"),
+                                                             params.get("head_dim")):
         return None
     return doc["kernels"].get(name)
 

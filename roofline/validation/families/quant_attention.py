@@ -40,7 +40,7 @@ def predict(case: Case, hardware) -> dict:
     B = batch, L = context (predict.predict_op), with the measured kernel's loop structure where it is known."""
     p = case.params
     model, method = model_and_method(p)
-    s = kernel_structure.structure(NAME, p["method"], p)
+    s = kernel_structure.structure(NAME, p["method"], p, hardware)
     transform = (lambda op: kernel_structure.with_loop(op, s, steps(p, s))) if s else None
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
