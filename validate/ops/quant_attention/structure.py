@@ -49,8 +49,8 @@ def main(out: Path = OUT) -> dict:
         kernels = {m: method_structure(m, Path(tmp)) for m in METHODS}
     doc = {"source": "validate/ops/quant_attention/structure.py: fast_decode_kernel (TAIL=False) compiled for "
                      "sm_90 on a CPU, cuobjdump -sass of the longest loop (one 'step' of step_tokens tokens)",
-           "triton": triton.__version__, "architecture": "hopper", "capability": 90, "heads": HEADS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM,
-           "kernels": kernels}
+           "triton": triton.__version__, "architecture": "hopper", "capability": 90,
+           "heads": HEADS, "kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "kernels": kernels}
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
