@@ -105,15 +105,23 @@ def test_measured_innerq_beats_kivi_and_h100_matches_h200() -> None:
             assert pred[0] == pytest.approx(pred[1], rel=0.02)
 
 
-@pytest.mark.xfail(strict=True, reason="direction: the layouts' ceilings put InnerQ-Base at 0.90x of KIVI-2's speed "
-                   "(KIVI shared-memory-bound on its per-element metadata loads, InnerQ issue-bound on its 3-bit "
-                   "unpack); the kernels measure 1.32-1.48x because KIVI's runs at ~36 % of its shared-memory "
-                   "ceiling (ncu: L1 91 %, replicated metadata copies) and InnerQ's at ~55 % of its issue ceiling")
 def test_model_direction_matches_the_measurement() -> None:
-    hw = load_hardware("H200")
+    # issue 14 item 4: with the measured kernel's loop structure (roofline.validation.kernel_structure: wavefronts
+    # and integer instructions per program-step of its sm_90 compile) KIVI-2 is shared-memory bound on the
+    # wavefronts its B-operand metadata copies and q re-reads need (2664 per 128 tokens and KV head against
+    # InnerQ-Base's 752), so InnerQ-Base comes out faster, as measured. The layouts' generic ceilings alone
+    # (test_model_innerq_vs_kivi_from_the_layouts: 1120 B of shared memory per token for KIVI) still say 0.90x.
+    from roofline.validation.compare import calibrated
+    from roofline.validation.results_file import Case
+
+    results = json.loads((RESULTS / "nvidia-h200.json").read_text())
+    hw = calibrated(load_hardware("H200"), results)
     for batch, context in SHAPES:
-        assert _attention_row("kivi-2", hw, batch, context)["time_s"] > \
-            _attention_row("innerq-base", hw, batch, context)["time_s"]
+        rows = {}
+        for method in ("kivi-2", "innerq-base"):
+            params = dict(method=method, batch=batch, context=context, num_heads=32, num_kv_heads=8, head_dim=128)
+            rows[method] = qa.predict(Case("quant_attention", method, params), hw)
+        assert rows["kivi-2"]["time_s"] > rows["innerq-base"]["time_s"]
 
 
 def test_xavier_nx_innerq_table4_against_the_model() -> None:

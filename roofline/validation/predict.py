@@ -67,12 +67,19 @@ def decode_work(model, method_config, op_name: str, params: dict) -> dict:
     return op_work(model, method_config, op_name, {"B": params["batch"], "L": params["context"]})
 
 
-def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode") -> dict:
+def predict_op(model, method_config, op_name: str, values: dict, hardware, phase: str = "decode",
+               transform=None) -> dict:
     """Roofline numbers of one op instance (plus its companion kernels) on `hardware`: time_s, bytes, flops,
-    bound of the longest kernel (+ the summed split times)."""
+    bound of the longest kernel (+ the summed split times). `transform` (op -> op): the op `op_name` as the
+    measured kernel does it (kernel_structure.with_loop), timed in a graph of that op and its companions."""
+    from dataclasses import replace
+
     from roofline.costmodel import roofline_for
 
     graph, ops = find_ops(model, method_config, op_name, phase)
+    if transform is not None:
+        ops = [transform(ops[0]), *ops[1:]]
+        graph = replace(graph, ops=tuple(ops))
     # evaluate the whole (cached, compiled once per hardware) graph and keep this kernel's rows
     every = roofline_for(hardware).evaluate(graph, _symbols(values))
     rows = [row for op, row in zip(graph.ops, every, strict=True) if any(op is o for o in ops)]
@@ -80,6 +87,7 @@ def predict_op(model, method_config, op_name: str, values: dict, hardware, phase
     return {"time_s": sum(r["time_s"] for r in rows), "bytes": int(round(sum(r["bytes"] for r in rows))),
             "flops": int(round(sum(r["flops"] for r in rows))), "bound": top["bound"],
             "compute_s": sum(r["compute_s"] for r in rows), "memory_s": sum(r["memory_s"] for r in rows),
+            "shared_s": sum(r.get("shared_s", 0.0) for r in rows), "issue_s": sum(r.get("issue_s", 0.0) for r in rows),
             "kernels": len(rows)}
 
 

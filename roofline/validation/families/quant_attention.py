@@ -1,11 +1,17 @@
-"""Family "quant_attention" (decode attention over a quantized cache, dequantization fused): work and prediction.
+"""Family "quant_attention" (GQA decode attention over a quantized KV cache, dequantization fused): work
+and prediction. The GPU kernel and the case grid are validate/ops/quant_attention.
 
-The case is the roofline "attention" op of a one-layer model with the case's heads under the case's method
-SPEC (params["method"], parsed by roofline.methods.parse_method), decode at B = batch, L = context.
+Prediction: the roofline "attention" op (+ its "attention_reduce") of a one-layer model with the case's heads
+under the case's method SPEC (params["method"], parsed by roofline.methods.parse_method), decode at B = batch,
+L = context. When the kernel's structure is known (roofline.validation.kernel_structure: the static counts of
+the measured kernel's middle loop), the op's on-chip work is the loop's, over B x H_kv x L / step_tokens
+program-steps: shared-memory wavefronts and integer instructions instead of the layout's estimates, so the
+hierarchical roofline names and times the shared-memory and integer-issue ceilings of this kernel.
 """
 
 from __future__ import annotations
 
+from roofline.validation import kernel_structure
 from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
 
@@ -24,9 +30,19 @@ def work(params: dict) -> dict:
     return decode_work(*model_and_method(params), "attention", params)
 
 
+def steps(params: dict, s: dict) -> float:
+    """Program-steps of the middle loop over the launch: B x H_kv x L / step_tokens."""
+    return params["batch"] * params["num_kv_heads"] * params["context"] / s["step_tokens"]
+
+
 def predict(case: Case, hardware) -> dict:
-    """The roofline "attention" op of a one-layer model with these heads and the case's method,
-    decode at B = batch, L = context (predict.predict_op)."""
-    model, method = model_and_method(case.params)
-    return predict_op(model, method, "attention", {"B": case.params["batch"], "L": case.params["context"]},
-                      hardware)
+    """The roofline "attention" op of a one-layer model with these heads and the case's method, decode at
+    B = batch, L = context (predict.predict_op), with the measured kernel's loop structure where it is known."""
+    p = case.params
+    model, method = model_and_method(p)
+    s = kernel_structure.structure(NAME, p["method"], p, hardware)
+    transform = (lambda op: kernel_structure.with_loop(op, s, steps(p, s))) if s else None
+    out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
+    if s:
+        out["resident_programs"] = kernel_structure.resident_programs(s, hardware)
+    return out

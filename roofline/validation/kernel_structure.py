@@ -1,0 +1,80 @@
+"""A measured kernel's structure for the hierarchical roofline: the on-chip work of its main loop, from the
+static counts of its sm_90 compile (structure/<family>.json, written by validate/ops/<family>/structure.py
+with validate.common.sass; no GPU, no timing in it).
+
+Structural inputs (per program and loop step of `step_tokens` tokens, per warp): warp instructions, integer
+instructions, shared-memory wavefronts (128 B, conflict-free), and per program: warps, registers, shared
+memory. Rates: the device's ceilings (roofline.costmodel.ceilings): shared-memory bandwidth (measured
+`shared_memory_bytes_per_s` of the ceilings microbenchmark 'smem_read' when the spec has it, else the CUDA
+guide's 128 B per clock per SM x SMs x clock) and the integer rate (measured `int32_ops_per_s`, else 64 lanes
+per clock per SM). The loop's op then carries, over every step of every program of the launch,
+    shared_bytes = steps x warps x wavefronts x 128 B          -> t_shared = shared_bytes / smem_bw
+    int_ops      = steps x warps x integer instructions x 32   -> part of t_issue (int_ops / int_rate)
+and Roofline times it as every op (t = max(compute, memory, shared, ...)): nothing is fitted to a timing.
+Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
+run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
+are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent / "structure"
+WAVEFRONT_BYTES = 128  # one shared-memory wavefront: 32 banks x 4 B (CUDA C++ Programming Guide, shared memory)
+LANES = 32  # threads per warp
+# Per-SM limits of compute capability 7.0-9.0 (CUDA C++ Programming Guide, technical specifications per compute
+# capability): 64K 32-bit registers, 64 resident warps, 32 resident blocks; registers are allocated per warp in
+# units of 256, and each block reserves 1 KB of shared memory (cc 8.0+).
+REGISTERS_PER_SM = 65536
+REGISTER_UNIT = 256
+WARPS_PER_SM = 64
+BLOCKS_PER_SM = 32
+RESERVED_SHARED = 1024
+
+
+@cache
+def kernels(family: str) -> dict:
+    """The structure file of `family` ({} when there is none)."""
+    path = HERE / f"{family}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def structure(family: str, name: str, params: dict, hardware) -> dict | None:
+    """The kernel `name` of `family`, when it was compiled at the case's heads for `hardware`'s architecture
+    (None otherwise: another head count or another GPU generation compiles another loop)."""
+    doc = kernels(family)
+    if not doc or doc.get("architecture") != hardware.architecture:
+        return None
+    if (doc["heads"], doc["kv_heads"], doc["head_dim"]) != (params.get("num_heads"), params.get("num_kv_heads"),
+                                                             params.get("head_dim")):
+        return None
+    return doc["kernels"].get(name)
+
+
+def resident_programs(s: dict, hardware) -> int:
+    """Programs of the kernel one SM holds at once: the least of what its registers (per warp, rounded up to
+    REGISTER_UNIT), its shared memory (+ RESERVED_SHARED per block, out of hardware.shared_memory_bytes_per_sm),
+    the warp and the block limits allow."""
+    per_warp = -(-s["registers"] * LANES // REGISTER_UNIT) * REGISTER_UNIT
+    by_regs = REGISTERS_PER_SM // (per_warp * s["warps"])
+    limits = [by_regs, WARPS_PER_SM // s["warps"], BLOCKS_PER_SM]
+    if hardware.shared_memory_bytes_per_sm:
+        limits.append(hardware.shared_memory_bytes_per_sm // (s["shared_bytes"] + RESERVED_SHARED))
+    return max(1, min(limits))
+
+
+def loop_work(s: dict, steps: float) -> dict:
+    """On-chip work of `steps` program-steps of the loop: shared bytes (wavefronts x 128 B) and integer lane-ops."""
+    warp_steps = steps * s["warps"]
+    return {"shared_bytes": warp_steps * s["loop"]["wavefronts"] * WAVEFRONT_BYTES,
+            "int_ops": warp_steps * s["loop"]["int"] * LANES}
+
+
+def with_loop(op, s: dict, steps: float):
+    """`op` with the on-chip work of its kernel's loop (`loop_work`) in place of the layout's estimates."""
+    work = loop_work(s, steps)
+    return replace(op, shared_bytes=work["shared_bytes"], int_ops=work["int_ops"])

@@ -1,0 +1,96 @@
+"""Static counts of a compiled kernel's main loop, read from its SASS (no GPU): what the hierarchical roofline
+takes as the kernel's structure (roofline.validation.structure), with the rates left to the device.
+
+`loop_counts(sass)`: the body of the longest loop (the span from the target of a backward branch to that
+branch), per warp and per trip, counted by what each instruction occupies:
+    instructions   warp instructions issued (the dispatch: one per scheduler and clock)
+    int            integer-pipe instructions (LOP3, PRMT, IADD3, SHF, LEA, SEL, ISETP, IMAD, VIADD, FMNMX, ...):
+                   64 lanes per clock per SM on compute capability 7.0-9.0 (CUDA C++ Programming Guide,
+                   arithmetic instruction throughput), i.e. 2 clocks per warp instruction per scheduler
+    fp             FP32/FP16 vector instructions (FFMA, FMUL, FADD, HFMA2, HMUL2, HADD2): 128 lanes per clock per SM
+    mma            tensor-core instructions (HMMA)
+    wavefronts     shared-memory wavefronts (128 B each, one per clock per SM) a warp's accesses need without
+                   bank conflicts: ldmatrix/stmatrix .x1/.x2/.x4 = 1/2/4, LDS/STS/LDGSTS by width x 32 lanes
+                   / 128 B (8-32 bit: 1, 64: 2, 128: 4)
+    stall_cycles   the fixed-latency stalls the compiler encoded in the control bits (bits 41-44 of each
+                   instruction's second word on sm_70+): the cycles one warp alone needs to issue the body
+    waits          instructions that wait on a scoreboard (variable-latency results: shared/global loads,
+                   barriers, MUFU, shuffles)
+Registers and shared memory per program come from the compiled kernel's metadata (cuobjdump -res-usage).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+INT = ("LOP3", "PRMT", "IADD3", "SHF", "LEA", "SEL", "ISETP", "IMAD", "VIADD", "FMNMX", "SGXT", "IABS", "POPC",
+       "FLO", "BMSK", "IMNMX", "PLOP3")
+FP = ("FFMA", "FMUL", "FADD", "HFMA2", "HMUL2", "HADD2", "FSEL", "FSETP")
+_LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* (0x[0-9a-f]+) \*/")
+_WORD = re.compile(r"/\* (0x[0-9a-f]+) \*/")
+
+
+def instructions(sass: str) -> list[tuple[int, str, int]]:
+    """(address, instruction text, second control word) for each instruction of cuobjdump -sass output."""
+    lines, out, i = sass.splitlines(), [], 0
+    while i < len(lines):
+        m = _LINE.match(lines[i])
+        if m and i + 1 < len(lines) and _WORD.search(lines[i + 1]):
+            out.append((int(m.group(1), 16), m.group(2).strip(), int(_WORD.search(lines[i + 1]).group(1), 16)))
+            i += 2
+            continue
+        i += 1
+    return out
+
+
+def opcode(text: str) -> str:
+    """The opcode with its modifiers ('LDSM.16.M88.4'), predicate guard dropped."""
+    return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0]
+
+
+def wavefronts(op: str) -> int:
+    """Shared-memory wavefronts of one warp instruction `op` without bank conflicts (0: not shared memory)."""
+    base = op.split(".")[0]
+    if base in ("LDSM", "STSM"):
+        return int(op.rsplit(".", 1)[1]) if op.rsplit(".", 1)[1] in ("1", "2", "4") else 1
+    if base in ("LDS", "STS", "LDGSTS"):
+        width = 128 if ".128" in op else 64 if ".64" in op else 32
+        return max(1, 32 * width // 8 // 128)
+    return 0
+
+
+def loop_counts(sass: str) -> dict:
+    """Counts of the longest loop's body (module docstring), per warp and trip."""
+    ins = instructions(sass)
+    loops = [(int(m.group(1), 16), a) for a, t, _ in ins
+             if (m := re.search(r"BRA (0x[0-9a-f]+)", t)) and int(m.group(1), 16) < a]
+    if not loops:
+        raise ValueError("sass: no loop (no backward branch) in the kernel")
+    start, end = max(loops, key=lambda span: span[1] - span[0])
+    body = [(opcode(t), w) for a, t, w in ins if start <= a <= end]
+    ops = Counter(op for op, _ in body)
+    return {
+        "instructions": len(body),
+        "int": sum(n for op, n in ops.items() if op.split(".")[0] in INT),
+        "fp": sum(n for op, n in ops.items() if op.split(".")[0] in FP),
+        "mma": sum(n for op, n in ops.items() if op.startswith("HMMA")),
+        "wavefronts": sum(n * wavefronts(op) for op, n in ops.items()),
+        "stall_cycles": sum((w >> 41) & 0xF for _, w in body),
+        "waits": sum(1 for _, w in body if (w >> 52) & 0x3F),
+    }
+
+
+def cubin_counts(cubin: bytes, workdir: Path) -> dict:
+    """loop_counts and the registers of a cubin, with the cuobjdump that ships in the triton wheel."""
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    path = Path(workdir) / "kernel.cubin"
+    path.write_bytes(cubin)
+    sass = subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    usage = subprocess.run([str(tool), "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
+    registers = int(re.search(r"REG:(\d+)", usage).group(1))
+    return {"registers": registers, "loop": loop_counts(sass)}
