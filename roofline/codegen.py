@@ -1,6 +1,7 @@
 """Numeric functions compiled from sympy expressions once, and kept by content: in memory (bounded LRU) and on
-disk (generated Python source in the user's cache directory, bounded), so a new process skips both the
-symbolic build and the printing for any (model, method, device, parallelism) it has met before.
+disk (generated Python source in the user's cache directory, bounded, with its code objects marshalled as a .pyc
+holds them, for this Python's bytecode only), so a new process skips the symbolic build, the printing and the
+compile for any (model, method, device, parallelism) it has met before. The printing is roofline.codeprint.
 
 Why generated source on disk: building the op graph (sympy) and printing it (lambdify) cost seconds per
 method, evaluating the printed code costs microseconds. The key is a hash of the inputs' content (pydantic JSON)
@@ -18,24 +19,30 @@ ROOFLINE_CACHE_DIR=off to keep everything in memory. An unwritable folder is ski
 
 from __future__ import annotations
 
+import base64
 import builtins
 import hashlib
 import importlib
 import importlib.util
 import json
+import marshal
 import math
 import os
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from roofline.codeprint import Program, sources
+
+__all__ = ["LRU", "Program", "cache_dir", "cached_json", "code_version", "compiled", "content_key"]
+
 MEMORY_ENTRIES = 512  # compiled function sets kept per process
 DISK_ENTRIES = 4096  # files kept on disk; the oldest tenth goes when exceeded
 _FORMAT = 1
+_MAGIC = importlib.util.MAGIC_NUMBER.hex()  # this Python's bytecode version (stored code objects)
 
 
 class LRU(OrderedDict):
@@ -144,207 +151,21 @@ def cached_json(key: str, compute: Callable[[], Any]) -> Any:
     return _MEMORY.get_or(key, load)
 
 
-@cache
-def _unevaluated():
-    """Max and Min that never evaluate (sympy's compare their arguments on every rebuild, which makes common-
-    subexpression elimination slow), printed as Python's max/min or numpy's maximum/minimum; and Mod printed
-    with its parentheses."""
-    import sympy as sp
-
-    def make(name: str, builtin: str, ufunc: str):
-        def pycode(self, printer) -> str:
-            return f"{builtin}({', '.join(printer.doprint(a) for a in self.args)})"
-
-        def npcode(self, printer) -> str:
-            text = printer.doprint(self.args[0])
-            for arg in self.args[1:]:
-                text = f"numpy.{ufunc}({text}, {printer.doprint(arg)})"
-            return text
-
-        return type(name, (sp.Function,), {"_pythoncode": pycode, "_lambdacode": pycode, "_numpycode": npcode})
-
-    def mod_py(self, printer) -> str:
-        # parenthesized: sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5`, which Python reads as (3*x) % 5
-        a, b = (printer.doprint(arg) for arg in self.args)
-        return f"(({a}) % ({b}))"
-
-    def mod_np(self, printer) -> str:
-        a, b = (printer.doprint(arg) for arg in self.args)
-        return f"numpy.mod({a}, {b})"
-
-    mod = type("ModU", (sp.Function,), {"_pythoncode": mod_py, "_lambdacode": mod_py, "_numpycode": mod_np})
-    return {sp.Max: make("MaxU", "max", "maximum"), sp.Min: make("MinU", "min", "minimum"), sp.Mod: mod}
-
-
-def _plain(expr: Any) -> Any:
-    """`expr` (or nested lists of expressions) with Max/Min/Mod swapped for their unevaluated twins."""
-    import sympy as sp
-
-    if isinstance(expr, list | tuple):
-        return [_plain(e) for e in expr]
-    expr = sp.sympify(expr)
-    swaps = _unevaluated()
-
-    seen: dict = {}
-
-    def walk(node):
-        if not node.args:
-            return node
-        hit = seen.get(node)
-        if hit is not None:
-            return hit
-        args = [walk(a) for a in node.args]
-        if node.func in swaps:
-            out = swaps[node.func](*args)
-        else:
-            out = node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
-        seen[node] = out
-        return out
-
-    return walk(expr)
-
-
-@cache
-def _printer_class(flavour: str):
-    """sympy's code printer for `flavour` (what lambdify uses for math / numpy), remembering the text of every
-    subexpression it printed: a phase's rows and its total share most of their subtrees, printed once."""
-    from sympy.printing.numpy import NumPyPrinter
-    from sympy.printing.pycode import PythonCodePrinter
-
-    base = PythonCodePrinter if flavour == "scalar" else NumPyPrinter
-
-    class MemoPrinter(base):
-        def __init__(self) -> None:
-            super().__init__({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
-                              "user_functions": {}})
-            self._memo: dict = {}
-
-        def _print(self, expr, **kwargs):
-            if kwargs:
-                return super()._print(expr, **kwargs)
-            try:
-                return self._memo[expr]
-            except KeyError:
-                text = self._memo[expr] = super()._print(expr)
-                return text
-            except TypeError:  # lists and other unhashable containers
-                return super()._print(expr)
-
-    return MemoPrinter
-
-
-@dataclass(frozen=True)
-class Program:
-    """A function body instead of one expression: `assign` [(local name, expression)] printed in order, then
-    `body`, lines of Python over those names ending in a return (e.g. a classification by comparisons, which
-    an expression cannot say). Locals start with an underscore so they never shadow a symbol or a bound name."""
-
-    assign: tuple[tuple[str, Any], ...]
-    body: tuple[str, ...]
-
-
-def _repeated_calls(trees: list) -> list:
-    """Function calls (min, max, mod, ceil-div, floor) that occur more than once in one of `trees`' groups
-    (counted over the printed trees: a group is one generated function), inner calls first."""
-    import sympy as sp
-
-    order: dict = {}
-    for group in trees:
-        counts: dict = {}
-
-        def walk(node, counts=counts) -> None:
-            if not node.args:
-                return
-            call = isinstance(node, sp.Function)
-            if call:
-                counts[node] = counts.get(node, 0) + 1
-                if counts[node] > 1:
-                    order[node] = True
-                    return
-            for arg in node.args:
-                walk(arg)
-            if call:
-                order.setdefault(node, False)  # post-order: inner calls before the calls that hold them
-
-        for expr in group:
-            walk(expr)
-    return [node for node, repeated in order.items() if repeated]
-
-
-def _holding(trees: list) -> set:
-    """The nodes of `trees` that are one of the trees or hold one as a subtree."""
-    targets = set(trees)
-    memo: dict = {}
-
-    def holds(node) -> bool:
-        hit = memo.get(node)
-        if hit is None:
-            hit = memo[node] = node in targets or any([holds(arg) for arg in node.args])
-        return hit
-
-    for tree in trees:
-        holds(tree)
-    return {node for node, hit in memo.items() if hit}
-
-
-def _flatten(exprs: Any):
-    if isinstance(exprs, list | tuple):
-        for e in exprs:
-            yield from _flatten(e)
-    else:
-        yield exprs
-
-
-def _sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str]:
-    """Python source of `def name(*symbols)` for each of `exprs` (a sympy expression, nested lists of them, or a
-    Program). A call repeated within a function is computed once into a local `_hN` (named across the whole set,
-    so the shared printer's memo stays valid in every function; each function defines the ones it uses). The
-    text is otherwise the printer's, argument order included, so the floats are the same: a cheap common-
-    subexpression pass (one tree walk; sympy's cse costs more than the whole build)."""
-    import re
-
-    printer = _printer_class(flavour)()
-    args = ", ".join(str(s) for s in symbols)
-    plain = {name: _plain(list(e.assign[k][1] for k in range(len(e.assign))) if isinstance(e, Program) else e)
-             for name, e in exprs.items()}
-    hoisted = _repeated_calls([list(_flatten(tree)) for tree in plain.values()])
-    definitions: dict[str, str] = {}
-    names: dict = {}
-    for k, node in enumerate(hoisted):
-        definitions[f"_h{k}"] = printer.doprint(node)  # its inner hoisted calls print as their names
-        printer._memo[node] = names[node] = f"_h{k}"
-    out = {}
-    shared = printer._memo
-    # a Program prints from a copy of the memo without the trees that hold one of its locals, and each local
-    # goes into it once printed: a later subexpression equal to an earlier local prints as its name (the shared
-    # memo's text of a larger tree would hide it), and those names never reach another function
-    for name, expr in exprs.items():
-        if isinstance(expr, Program):
-            held = _holding(plain[name])
-            printer._memo = {node: text for node, text in shared.items() if node not in held}
-            body = []
-            for (local, _), e in zip(expr.assign, plain[name], strict=True):
-                body.append(f"{local} = {printer.doprint(e)}")
-                printer._memo[e] = local
-            body += list(expr.body)
-            printer._memo = shared
-        else:
-            body = [f"return {printer.doprint(plain[name])}"]
-        used: set[str] = set()
-        pending = re.findall(r"\b_h\d+\b", "\n".join(body))
-        while pending:
-            local = pending.pop()
-            if local not in used:
-                used.add(local)
-                pending += re.findall(r"\b_h\d+\b", definitions[local])
-        lines = [f"{local} = {definitions[local]}" for local in definitions if local in used] + body
-        out[name] = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in lines)
-    return out
-
-
-def _code(sources: dict[str, str]) -> dict[str, Any]:
-    """The generated sources compiled to code objects (once per entry; binding them is cheap)."""
+def _code(sources: dict[str, str], stored: dict | None = None) -> dict[str, Any]:
+    """The generated sources compiled to code objects (once per entry; binding them is cheap). `stored`: the
+    entry's code objects as written to disk (_stored_code), used when they were written by this Python's
+    bytecode (its magic number, as a .pyc): compiling the text is most of a warm load."""
+    if stored and stored.get("magic") == _MAGIC and set(stored.get("code", {})) == set(sources):
+        try:
+            return {name: marshal.loads(base64.b64decode(blob)) for name, blob in stored["code"].items()}
+        except (ValueError, TypeError, EOFError):
+            pass
     return {name: compile(text, "<roofline-codegen>", "exec") for name, text in sources.items()}
+
+
+def _stored_code(codes: dict[str, Any]) -> dict:
+    """Code objects for the disk entry: marshal (the .pyc format) of each, with this Python's magic number."""
+    return {"magic": _MAGIC, "code": {name: base64.b64encode(marshal.dumps(c)).decode() for name, c in codes.items()}}
 
 
 def _exec(codes: dict[str, Any], flavour: str, numpy_used: bool, bind: dict[str, float] | None = None
@@ -373,10 +194,10 @@ def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any]
 
     def make() -> tuple[dict[str, str], dict[str, Any]]:
         symbols, exprs, meta = build()
-        return _sources(list(symbols), exprs, flavour), meta
+        return sources(list(symbols), exprs, flavour), meta
 
-    def entry(sources: dict[str, str], meta: dict[str, Any]) -> tuple:
-        codes, numpy_used = _code(sources), any("numpy" in t for t in sources.values())
+    def entry(sources: dict[str, str], meta: dict[str, Any], stored: dict | None = None) -> tuple:
+        codes, numpy_used = _code(sources, stored), any("numpy" in t for t in sources.values())
         return codes, numpy_used, meta, (None if bind else _exec(codes, flavour, numpy_used))
 
     if key is None:
@@ -387,10 +208,11 @@ def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any]
     def load() -> tuple:
         hit = _disk_read(full_key)
         if hit is not None and "sources" in hit:
-            return entry(hit["sources"], hit.get("meta", {}))
+            return entry(hit["sources"], hit.get("meta", {}), hit.get("compiled"))
         sources, meta = make()
-        _disk_write(full_key, {"sources": sources, "meta": meta})
-        return entry(sources, meta)
+        made = entry(sources, meta)
+        _disk_write(full_key, {"sources": sources, "meta": meta, "compiled": _stored_code(made[0])})
+        return made
 
     codes, numpy_used, meta, unbound = _MEMORY.get_or(full_key, load)
     if bind:

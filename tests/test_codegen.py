@@ -10,7 +10,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import codegen
+from roofline import codegen, codeprint
 from roofline.catalogue import load_hardware, load_model
 from roofline.methods import parse_method
 from roofline.planner.phases import PhaseModel
@@ -94,7 +94,7 @@ def test_a_repeated_call_is_computed_once_and_changes_no_float() -> None:
     # unhoisted expressions (the same operations in the same order), checked against sympy's exact value
     w = sp.Min(L, 4096)
     exprs = {"f": 3 * w * B + w / 7 + sp.Max(B * L / 3, 10**6) + w, "g": [sp.Max(B * L / 3, 10**6) * 2, L + 1]}
-    sources = codegen._sources([B, L], exprs, "scalar")
+    sources = codeprint.sources([B, L], exprs, "scalar")
     assert sources["f"].count("min(") == 1 and sources["f"].count("max(") == 1
     assert "_h" not in sources["g"] or "max(" in sources["g"]  # g defines what it uses
     fns, _ = codegen.compiled(None, lambda: ([B, L], exprs, {}), "scalar")
@@ -129,3 +129,25 @@ def test_summary_agrees_with_the_rows_it_replaces(spec: str) -> None:
         assert s["total_s"] == pytest.approx(sum(by_bound.values()), rel=1e-12)
         compute = sum(o["count"] * r["compute_s"] for o, r in zip(kernel.ops, rows, strict=True))
         assert s["compute_s"] == pytest.approx(compute, rel=1e-12)
+
+
+def test_a_disk_hit_loads_code_objects_and_another_python_compiles(tmp_path, monkeypatch) -> None:
+    # the stored code objects are used only under this Python's magic number; otherwise the source is compiled
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    key = codegen.content_key("test-marshal", 1)
+    codegen.compiled(key, lambda: ([B, L], {"f": sp.Max(B, L) * 2}, {}))
+    compiled_texts = []
+
+    def counting_compile(*args, **kwargs):
+        compiled_texts.append(args[0])
+        return compile(*args, **kwargs)
+
+    monkeypatch.setattr(codegen, "compile", counting_compile, raising=False)
+    codegen._MEMORY.clear()
+    assert codegen.compiled(key, lambda: pytest.fail("rebuilt"))[0]["f"](3, 5) == 10 and not compiled_texts
+    path = next(tmp_path.glob("*.json"))
+    data = json.loads(path.read_text())
+    data["compiled"]["magic"] = "00000000"  # written by another Python
+    path.write_text(json.dumps(data))
+    codegen._MEMORY.clear()
+    assert codegen.compiled(key, lambda: pytest.fail("rebuilt"))[0]["f"](7, 5) == 14 and len(compiled_texts) == 1

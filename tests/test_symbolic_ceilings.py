@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from roofline import codegen
+from roofline import codegen, codeprint
 from roofline.catalogue import load_hardware, load_model
 from roofline.catalogue.ceilings import with_ceilings
 from roofline.costmodel import Roofline, RooflineOptions, build_graph, roofline_for
@@ -47,7 +47,7 @@ def _printed(roof: Roofline, graph) -> list[str]:
     for op in graph.ops:
         t = roof.op_times(op)
         exprs = [t.compute, t.memory, t.comm, t.total, t.shared, t.l2, t.latency, t.issue]
-        out.append(codegen._sources([B, L, P, CHUNKS], {"f": exprs}, "scalar")["f"])
+        out.append(codeprint.sources([B, L, P, CHUNKS], {"f": exprs}, "scalar")["f"])
     return out
 
 

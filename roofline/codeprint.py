@@ -1,0 +1,209 @@
+"""Python source printed from sympy expressions for roofline.codegen: Max/Min/Mod as Python's (or numpy's)
+functions, a memo of printed subtrees shared by the functions of one compile, repeated calls computed once into
+locals, and Programs (assignments then a body) for what one expression cannot say.
+
+Split from roofline.codegen (which keeps the cache: keys, memory, disk, binding) so each stays readable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+
+@cache
+def _unevaluated():
+    """Max and Min that never evaluate (sympy's compare their arguments on every rebuild, which makes common-
+    subexpression elimination slow), printed as Python's max/min or numpy's maximum/minimum; and Mod printed
+    with its parentheses."""
+    import sympy as sp
+
+    def make(name: str, builtin: str, ufunc: str):
+        def pycode(self, printer) -> str:
+            return f"{builtin}({', '.join(printer.doprint(a) for a in self.args)})"
+
+        def npcode(self, printer) -> str:
+            text = printer.doprint(self.args[0])
+            for arg in self.args[1:]:
+                text = f"numpy.{ufunc}({text}, {printer.doprint(arg)})"
+            return text
+
+        return type(name, (sp.Function,), {"_pythoncode": pycode, "_lambdacode": pycode, "_numpycode": npcode})
+
+    def mod_py(self, printer) -> str:
+        # parenthesized: sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5`, which Python reads as (3*x) % 5
+        a, b = (printer.doprint(arg) for arg in self.args)
+        return f"(({a}) % ({b}))"
+
+    def mod_np(self, printer) -> str:
+        a, b = (printer.doprint(arg) for arg in self.args)
+        return f"numpy.mod({a}, {b})"
+
+    mod = type("ModU", (sp.Function,), {"_pythoncode": mod_py, "_lambdacode": mod_py, "_numpycode": mod_np})
+    return {sp.Max: make("MaxU", "max", "maximum"), sp.Min: make("MinU", "min", "minimum"), sp.Mod: mod}
+
+
+def _plain(expr: Any) -> Any:
+    """`expr` (or nested lists of expressions) with Max/Min/Mod swapped for their unevaluated twins."""
+    import sympy as sp
+
+    if isinstance(expr, list | tuple):
+        return [_plain(e) for e in expr]
+    expr = sp.sympify(expr)
+    swaps = _unevaluated()
+
+    seen: dict = {}
+
+    def walk(node):
+        if not node.args:
+            return node
+        hit = seen.get(node)
+        if hit is not None:
+            return hit
+        args = [walk(a) for a in node.args]
+        if node.func in swaps:
+            out = swaps[node.func](*args)
+        else:
+            out = node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
+        seen[node] = out
+        return out
+
+    return walk(expr)
+
+
+@cache
+def _printer_class(flavour: str):
+    """sympy's code printer for `flavour` (what lambdify uses for math / numpy), remembering the text of every
+    subexpression it printed: a phase's rows and its total share most of their subtrees, printed once."""
+    from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.pycode import PythonCodePrinter
+
+    base = PythonCodePrinter if flavour == "scalar" else NumPyPrinter
+
+    class MemoPrinter(base):
+        def __init__(self) -> None:
+            super().__init__({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
+                              "user_functions": {}})
+            self._memo: dict = {}
+
+        def _print(self, expr, **kwargs):
+            if kwargs:
+                return super()._print(expr, **kwargs)
+            try:
+                return self._memo[expr]
+            except KeyError:
+                text = self._memo[expr] = super()._print(expr)
+                return text
+            except TypeError:  # lists and other unhashable containers
+                return super()._print(expr)
+
+    return MemoPrinter
+
+
+@dataclass(frozen=True)
+class Program:
+    """A function body instead of one expression: `assign` [(local name, expression)] printed in order, then
+    `body`, lines of Python over those names ending in a return (e.g. a classification by comparisons, which
+    an expression cannot say). Locals start with an underscore so they never shadow a symbol or a bound name."""
+
+    assign: tuple[tuple[str, Any], ...]
+    body: tuple[str, ...]
+
+
+def _repeated_calls(trees: list) -> list:
+    """Function calls (min, max, mod, ceil-div, floor) that occur more than once in one of `trees`' groups
+    (counted over the printed trees: a group is one generated function), inner calls first."""
+    import sympy as sp
+
+    order: dict = {}
+    for group in trees:
+        counts: dict = {}
+
+        def walk(node, counts=counts) -> None:
+            if not node.args:
+                return
+            call = isinstance(node, sp.Function)
+            if call:
+                counts[node] = counts.get(node, 0) + 1
+                if counts[node] > 1:
+                    order[node] = True
+                    return
+            for arg in node.args:
+                walk(arg)
+            if call:
+                order.setdefault(node, False)  # post-order: inner calls before the calls that hold them
+
+        for expr in group:
+            walk(expr)
+    return [node for node, repeated in order.items() if repeated]
+
+
+def _holding(trees: list) -> set:
+    """The nodes of `trees` that are one of the trees or hold one as a subtree."""
+    targets = set(trees)
+    memo: dict = {}
+
+    def holds(node) -> bool:
+        hit = memo.get(node)
+        if hit is None:
+            hit = memo[node] = node in targets or any([holds(arg) for arg in node.args])
+        return hit
+
+    for tree in trees:
+        holds(tree)
+    return {node for node, hit in memo.items() if hit}
+
+
+def _flatten(exprs: Any):
+    if isinstance(exprs, list | tuple):
+        for e in exprs:
+            yield from _flatten(e)
+    else:
+        yield exprs
+
+
+def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str]:
+    """Python source of `def name(*symbols)` for each of `exprs` (a sympy expression, nested lists of them, or a
+    Program). A call repeated within a function is computed once into a local `_hN` (named across the whole set,
+    so the shared printer's memo stays valid in every function; each function defines the ones it uses). The
+    text is otherwise the printer's, argument order included, so the floats are the same: a cheap common-
+    subexpression pass (one tree walk; sympy's cse costs more than the whole build)."""
+    printer = _printer_class(flavour)()
+    args = ", ".join(str(s) for s in symbols)
+    plain = {name: _plain(list(e.assign[k][1] for k in range(len(e.assign))) if isinstance(e, Program) else e)
+             for name, e in exprs.items()}
+    hoisted = _repeated_calls([list(_flatten(tree)) for tree in plain.values()])
+    definitions: dict[str, str] = {}
+    names: dict = {}
+    for k, node in enumerate(hoisted):
+        definitions[f"_h{k}"] = printer.doprint(node)  # its inner hoisted calls print as their names
+        printer._memo[node] = names[node] = f"_h{k}"
+    out = {}
+    shared = printer._memo
+    # a Program prints from a copy of the memo without the trees that hold one of its locals, and each local
+    # goes into it once printed: a later subexpression equal to an earlier local prints as its name (the shared
+    # memo's text of a larger tree would hide it), and those names never reach another function
+    for name, expr in exprs.items():
+        if isinstance(expr, Program):
+            held = _holding(plain[name])
+            printer._memo = {node: text for node, text in shared.items() if node not in held}
+            body = []
+            for (local, _), e in zip(expr.assign, plain[name], strict=True):
+                body.append(f"{local} = {printer.doprint(e)}")
+                printer._memo[e] = local
+            body += list(expr.body)
+            printer._memo = shared
+        else:
+            body = [f"return {printer.doprint(plain[name])}"]
+        used: set[str] = set()
+        pending = re.findall(r"\b_h\d+\b", "\n".join(body))
+        while pending:
+            local = pending.pop()
+            if local not in used:
+                used.add(local)
+                pending += re.findall(r"\b_h\d+\b", definitions[local])
+        lines = [f"{local} = {definitions[local]}" for local in definitions if local in used] + body
+        out[name] = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in lines)
+    return out
