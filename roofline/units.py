@@ -101,14 +101,17 @@ def _kink_pairs(expr, symbol) -> list:
     """Differences of the argument pairs of every Min/Max node that are affine in `symbol` (other symbols
     may remain, to be fixed later)."""
     pairs = []
+    nonaffine = (sp.Min, sp.Max, sp.Mod, sp.Piecewise, _ceildiv_class())
     for node in expr.atoms(sp.Min, sp.Max):
         args = node.args
         for i in range(len(args)):
             for j in range(i + 1, len(args)):
-                diff = sp.expand(args[i] - args[j])
-                nonaffine = (sp.Min, sp.Max, sp.Mod, sp.Piecewise, _ceildiv_class())
-                if symbol in diff.free_symbols and not diff.atoms(*nonaffine):
-                    pairs.append(diff)
+                diff = args[i] - args[j]
+                if symbol not in diff.free_symbols:
+                    continue
+                if diff.atoms(*nonaffine):  # not affine (expanding would re-evaluate every Min/Max: slow)
+                    continue
+                pairs.append(sp.expand(diff))
     return pairs
 
 
