@@ -1,7 +1,8 @@
 """python -m validate bench | compare | calibrate  (bad input: one line on stderr, exit status 2).
 
   bench     [--family F ...] [--quick] [--out FILE]     measure on this GPU -> validate/results/<device>.json
-                                                       (<device>-quick.json with --quick)
+            [--cases DRAW.json]                        (<device>-quick.json with --quick; --cases: exactly the
+                                                       cases of a validate.fresh draw)
   compare   [--results FILE] [--hardware NAME|PATH] [--json]
                                                        predicted vs measured; without --results, every
                                                        committed file in validate/results/
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--family", action="append", help="family to run (repeatable; default: all)")
     b.add_argument("--quick", action="store_true", help="a few cases per family")
     b.add_argument("--out", type=Path, help="results file (default validate/results/<device>[-quick].json)")
+    b.add_argument("--cases", type=Path, help="run exactly these cases (a draw file of validate.fresh)")
     c = sub.add_parser("compare", help="predicted vs measured for a results file")
     c.add_argument("--results", type=Path, help="results file (default: every file in validate/results)")
     c.add_argument("--hardware", help="catalogue name or spec path (default: from the device name)")
@@ -49,6 +51,12 @@ def _bench(args) -> int:
     from roofline.validation.families import FAMILIES as PREDICTED
 
     names = args.family or sorted(PREDICTED)
+    cases = None
+    if args.cases is not None:
+        from validate.fresh import load_cases
+
+        cases = load_cases(args.cases)
+        names = sorted({c.family for c in cases})
     for name in names:
         if name not in PREDICTED:
             raise ResultsError(f"family: unknown {name!r}; valid: {', '.join(sorted(PREDICTED))}")
@@ -61,7 +69,7 @@ def _bench(args) -> int:
     from validate import ops
     from validate.common import harness
 
-    harness.bench([ops.get(name) for name in names], args.quick, args.out)
+    harness.bench([ops.get(name) for name in names], args.quick, args.out, cases=cases)
     return 0
 
 

@@ -189,9 +189,10 @@ def _describe(row: dict) -> str:
     return row.get("skipped") or row.get("error") or "no result"
 
 
-def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callable[[str], None] = print) -> dict:
-    """Run every case of `families`, printing one line per case; the results file is rewritten after
-    each case (atomically), so a run cut short keeps what it measured."""
+def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callable[[str], None] = print,
+          cases: list | None = None) -> dict:
+    """Run every case of `families` (or exactly `cases`, each run by its family), printing one line per case; the
+    results file is rewritten after each case (atomically), so a run cut short keeps what it measured."""
     import torch
 
     if not torch.cuda.is_available():
@@ -200,7 +201,12 @@ def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callabl
     # a quick run never overwrites the committed full grid of the same device
     out = out or RESULTS_DIR / f"{device_slug(env['device'])}{'-quick' if quick else ''}.json"
     results = {"env": {**env, "quick": quick}, "cases": []}
-    plan = [(family, case) for family in families for case in family.cases(quick)]
+    families = list(families)
+    if cases is not None:
+        by_name = {f.name: f for f in families}
+        plan = [(by_name[case.family], case) for case in cases]
+    else:
+        plan = [(family, case) for family in families for case in family.cases(quick)]
     log(f"bench: {len(plan)} cases on {env['device']} -> {out}")
     for i, (family, case) in enumerate(plan, 1):
         log(f"[{i}/{len(plan)}] {family.name}/{case.name} ...")
