@@ -153,7 +153,8 @@ class PhaseModel:
 
 def _integral(kernel: GraphKernel, batch, lo: float, hi: float) -> float:
     """Exact integral over L in [lo, hi] of the kernel's total at `batch` (piecewise affine between kinks)."""
-    f = lambda x: float(kernel.total(batch, x))  # noqa: E731
+    total = kernel.functions["total"]
+    f = lambda x: float(total(batch, x))  # noqa: E731
     points = {float(lo), float(hi)}
     for slope, intercept in kernel.kinks(batch, lo):
         if slope:
