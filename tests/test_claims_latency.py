@@ -93,15 +93,24 @@ def test_innerq_table4_on_the_xavier_nx(table) -> None:
     paper = sum(k / b for k, b in zip(kivi, base, strict=True)) / 7  # 1.281: "an average speedup of 1.3x"
     v = innerq_table4()
     assert v["mean"]["paper"] == pytest.approx(paper) and paper == pytest.approx(1.281, abs=1e-3)
-    # the model at 32K: both DRAM-bound, so time ~ bytes per token and KV head: KIVI-2 2 x (32 B of 2-bit codes +
-    # 16 B of fp16 scale+zero per 32) = 96 B, InnerQ-Base 2 x (48 B of 3-bit codes + 8 B of fp16 scale) = 112 B
-    assert v["model"]["innerq-base"][-1] == pytest.approx(96 / 112, rel=0.01)
+    # the model at 32K: KIVI-2 shared-memory bound on 6 SMs x 128 B x 1.1 GHz = 844.8 GB/s with 1920 B per token
+    # and KV head (96 B staged + 1024 B of per-element scale+zero + 4 warps x 32 B of copies + q 16 x 128 x 2 / 8 =
+    # 512 B + p 16 x 2 x 5 = 160 B), InnerQ-Base DRAM-bound on 59.7 GB/s with 2 x (48 B of 3-bit codes + 8 B of fp16
+    # scale) = 112 B: 2.273 / 1.876 ns = 1.21, less the fp16 window InnerQ reads (128 tokens x 512 B): 1.18
+    hand = (1920 / 844.8e9) / ((32_640 * 112 + 128 * 512) / 32_768 / 59.7e9)
+    assert v["model"]["innerq-base"][-1] == pytest.approx(hand, rel=0.02)
+    assert v["at_32k"]["model", "kivi-2"]["bound"] == "shared-memory"
+    assert v["at_32k"]["model", "innerq-base"]["bound"] == "memory"
     # Table 4's FP16 key row reads 32 query heads x 32,768 x 128 x 2 B = 268,435,456 B in 4,593 us: 58.4 GB/s, 98 %
     # of 59.7 GB/s, so the paper's GEMVs read K once per query head; the model so expanded: 4 x 134,217,728 B of
     # K and V at 59.7 GB/s = 8,993 us against the printed 9,516 total
     assert 268_435_456 / 4593e-6 / 59.7e9 > 0.95
     assert v["expanded_fp16_us"][-1] == pytest.approx(4 * 134_217_728 / 59.7e9 * 1e6, rel=0.005)
-    assert v["mean"]["expanded"] < 1 and table["innerq-table4-vs-kivi"][0] == FAILS
+    # averaged over the seven lengths the model's InnerQ lead at long contexts cancels against its fp16 window at
+    # short ones (0.71x at 512, KIVI's block window holding fewer fp16 tokens): ~1.0x either way, not the 1.28x
+    assert abs(v["mean"]["expanded"] - v["mean"]["model"]) < 0.02 and v["mean"]["model"] < paper - 0.2
+    assert v["model"]["innerq-base"][0] < 1 < v["model"]["innerq-base"][-1]
+    assert table["innerq-table4-vs-kivi"][0] == FAILS
 
 
 def test_innerq_2_7x_on_the_xavier_nx() -> None:

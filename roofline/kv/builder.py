@@ -129,14 +129,16 @@ def _layer_tensors(model, plan_k, plan_v, tokens, shape: CacheShape | None, sym_
             raise ValueError("method: dimension reduction of MLA latents is not modelled")
         width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         plan_k.check_channels(width, "the MLA latent")
-        tensors = (tensor_layout(plan_k, "latent", tokens, width, "channels", model.num_heads, sym_bits, "key"),)
+        tensors = (tensor_layout(plan_k, "latent", tokens, width, "channels", model.num_heads, sym_bits, "key",
+                                 kv_heads=1),)
         return tensors, codebook_bytes(plan_k, width), sp.Integer(width), sp.Integer(model.mla.kv_lora_rank)
     kc = shape.k_channels if shape else model.kv_dim
     vc = shape.v_channels if shape else model.kv_dim
     plan_k.check_channels(kc, "K")
     plan_v.check_channels(vc, "V")
-    tensors = (tensor_layout(plan_k, "K", tokens, kc, "channels", g, sym_bits, "key"),
-               tensor_layout(plan_v, "V", tokens, vc, "tokens", g, sym_bits, "value"))
+    heads = model.num_kv_heads
+    tensors = (tensor_layout(plan_k, "K", tokens, kc, "channels", g, sym_bits, "key", kv_heads=heads),
+               tensor_layout(plan_v, "V", tokens, vc, "tokens", g, sym_bits, "value", kv_heads=heads))
     fixed = codebook_bytes(plan_k, kc) + codebook_bytes(plan_v, vc)
     qk = shape.qk_head_dim if shape else sp.Integer(model.head_dim)
     vd = shape.v_head_dim if shape else sp.Integer(model.head_dim)

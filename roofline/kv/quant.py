@@ -23,6 +23,15 @@ Axis = Literal["channels", "tokens"]
 
 # Vector FLOPs to quantize one element: range (min/max or absmax), scale, shift, round, clamp.
 QUANTIZE_FLOPS_PER_ELEMENT = 5
+# The fused dequant-attention decode kernel the on-chip terms describe (validate/ops/quant_attention, the kernel
+# whose sm_90 SASS is in roofline/validation/structure/quant_attention.json): one program per (sequence, KV head,
+# split); its query rows padded to MMA_ROWS (mma.m16n8k16's M); KERNEL_WARPS warps split each dot's N (the tokens
+# of q.k^T, the channels of p.v), each warp MMA_TOKENS tokens of a q.k^T sub-tile (one m16n8k16 n-tile: 4 warps x
+# 8 = the 32-token sub-tile of the tiled layouts); fp16 operands (OPERAND_BYTES).
+MMA_ROWS = 16
+MMA_TOKENS = 8
+KERNEL_WARPS = 4
+OPERAND_BYTES = 2
 
 
 def meta_bytes(dtype: str) -> sp.Expr:
@@ -129,6 +138,7 @@ def tensor_layout(
     queries_per_kv: int = 1,
     bits: sp.Expr | None = None,
     role: str = "aux",
+    kv_heads: int = 0,
 ) -> TensorLayout:
     """Bytes and FLOPs of one tensor of `tokens` x `channels` per layer per sequence.
 
@@ -139,10 +149,12 @@ def tensor_layout(
     dequant   = per quantized element, 1 (scale) + 1 (zero) FLOPs when the group runs across the
                 reduction axis of the decode GEMV; when it runs along it (InnerQ §4.1) the scale and zero
                 apply once per group per query head: (1 + 1) x queries_per_kv / G per element.
-    metadata_loads = `metadata_loads` (scale/zero bytes into registers per step).
+    metadata_loads = `metadata_loads` (scale/zero bytes into registers per step) + `operand_loads` (the other
+                operand of the fused kernel's dot, re-read from shared memory: q for K, p for V).
     `role` says what attention reads it for (TensorLayout.role). `bits` overrides q.bits symbolically
     (for sweeps). `reduction` None: the tensor is dequantized
-    element by element before a GEMM (XQuant's X), so scales are never reused.
+    element by element before a GEMM (XQuant's X), so scales are never reused. `kv_heads` (the KV heads
+    `channels` spans; 0: unknown, no operand loads) sizes the per-head operand tiles.
     """
     elements = tokens * channels
     full_bytes = dtype_bytes(q.window_dtype)
@@ -183,6 +195,8 @@ def tensor_layout(
     int_ops = quant_elements * dequant_int_ops_per_element(q, stored)
 
     loads = metadata_loads(q, quant_elements, per_group, reduction)
+    if reduction is not None and kv_heads:
+        loads += operand_loads(role, quant_tokens, channels, kv_heads, queries_per_kv)
     staged = bool(q.window or q.sinks or (q.group_along == "tokens" and q.group_size and q.group_size > 1))
     packed_token = channels * stored / 8 + (sp.Rational(channels, q.group_size) * per_group if q.group_size else 0)
     if staged:
@@ -208,19 +222,57 @@ def tensor_layout(
 
 
 def metadata_loads(q: TensorQuant, quant_elements: sp.Expr, per_group: sp.Expr, reduction: Axis | None) -> sp.Expr:
-    """Scale/zero bytes a fused decode kernel loads from shared memory into registers per step, by grouping axis
-    (InnerQ §4.4, Fig. 1). Groups along the dot's reduction axis: the scale (and zero) multiplies a partial dot
-    product once per group, so it is loaded once per group: elements / G x (scale + zero bytes), the stored
-    metadata itself. Groups across it (KIVI's per-channel K, per-token V): the scale changes along the
-    reduction, so every element is dequantized with its own scale and zero before the dot: (scale + zero bytes)
-    per element; the dequantized operand is shared by the query heads of its KV head (one tensor-core operand),
-    so this is once per element, not per query row (a kernel that dequantizes per query head loads
-    queries_per_kv times as much). `reduction` None (dequantized element by element before a GEMM): per element."""
+    """Scale/zero bytes a fused decode kernel reads from shared memory per step, by grouping axis.
+
+    Groups along the dot's reduction (InnerQ/SKVQ: K per token, V per channel): the kernel dots the raw codes
+    over one group and scales (and shifts) the partial result once per group (InnerQ §4.4, Fig. 1b: "compute
+    units processing the same channel group load the scale factor once and reuse it"; the measured kernel scales
+    after the dot, validate/families/QUANT_NOTES.md): elements / G x (scale + zero bytes), the stored metadata,
+    read once (the warps split the tokens of K's per-token groups and the channels of V's per-channel groups, so
+    no two warps need one group).
+    Groups across it (KIVI's per-channel K and per-token V): the scale changes along the reduction, so every
+    element is dequantized with its own scale and zero before the dot, in the dot's B-operand layout:
+        (scale + zero bytes) x elements                      (the dequant layout's reads)
+      + KERNEL_WARPS x elements / G x (scale + zero bytes)   (each warp that splits the dot's N copies every
+                                                              scale of the reduction: "each loads its own scale",
+                                                              InnerQ §4.4)
+    The ncu reading of the measured KIVI-2 kernel (QUANT_NOTES.md, H200, b8 L64K: L1/TEX 91 %) counts these as
+    ~250 + ~190 wavefronts per warp-step of 128 tokens (4 warps): ~1000 B per token and KV head for the first term
+    (this formula: 1024) and ~760 B for the copies, of which Triton's slice layouts replicate 4x more across lane
+    rows than this formula's 64 B (a layout artefact, not something the layout requires). The dequantized operand
+    is shared by the query heads of its KV head (one tensor-core operand), so it is loaded once, not per query
+    row. `reduction` None (dequantized element by element before a GEMM, XQuant's X): per element."""
     if not q.group_size or per_group == 0:
         return sp.Integer(0)
     if q.group_along == reduction:
         return quant_elements / q.group_size * per_group
-    return quant_elements * per_group
+    if reduction is None:
+        return quant_elements * per_group
+    return quant_elements * per_group + KERNEL_WARPS * quant_elements / q.group_size * per_group
+
+
+def operand_loads(role: str, tokens: sp.Expr, channels: int, kv_heads: int, queries_per_kv: int) -> sp.Expr:
+    """Shared-memory bytes per step for the other operand of the fused kernel's dots over `tokens` quantized tokens
+    of a tensor spanning `channels` (kv_heads heads of channels / kv_heads), with the query rows of a KV head
+    padded to M = MMA_ROWS x ceil(queries_per_kv / MMA_ROWS):
+        key   (q.k^T, A = q [M x d]): every warp re-reads its q fragments from shared memory for each n-tile of
+              MMA_TOKENS tokens it computes (q is not held in registers across steps):
+              tokens x kv_heads x M x d x OPERAND_BYTES / MMA_TOKENS = tokens x channels x M x 2 / 8
+        value (p.v, A = p [M x tokens]): p leaves the softmax in registers, is staged once through shared memory
+              and read back by each of the KERNEL_WARPS warps that split the channels:
+              tokens x kv_heads x M x OPERAND_BYTES x (1 + KERNEL_WARPS)
+    Source: the ncu reading of the measured KIVI-2 loop (validate/families/QUANT_NOTES.md: q A-operands re-read
+    every step, 8 tiles x 4 LDSM = ~128 wavefronts per warp-step = 512 B per token and KV head, the formula's
+    16 x 128 x 2 / 8 = 512; p staging ~36 per warp-step = 144 B, the formula's 16 x 2 x 5 = 160), and the SASS
+    counts in roofline/validation/structure/quant_attention.json (KIVI-2 4 x 666 wavefronts per 128 tokens).
+    Only a quantized tensor's fused dequant kernel is charged: unquantized attention is FlashAttention's kernel,
+    measured at 88-91 % of its DRAM ceiling (issue 14). Other roles (aux): 0."""
+    if not kv_heads or role not in ("key", "value"):
+        return sp.Integer(0)
+    rows = MMA_ROWS * -(-queries_per_kv // MMA_ROWS)
+    if role == "key":
+        return tokens * sp.Rational(channels * rows * OPERAND_BYTES, MMA_TOKENS)
+    return tokens * kv_heads * rows * OPERAND_BYTES * (1 + KERNEL_WARPS)
 
 
 def dequant_int_ops_per_element(q: TensorQuant, stored_bits) -> sp.Expr:

@@ -7,15 +7,10 @@ predicts the same case from the roofline spec alone.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from roofline.validation.results_file import Case
-from validate.ops.aquakv.cases import AquaKVReconstruct
-from validate.ops.ceilings.cases import Ceilings
-from validate.ops.fp16_attention.cases import FP16Attention
-from validate.ops.quant_attention.cases import QuantAttention
-from validate.ops.xquant.cases import XQuantFamily
-from validate.ops.zack.cases import ZackAttention
+if TYPE_CHECKING:
+    from roofline.validation.results_file import Case
 
 
 @runtime_checkable
@@ -35,13 +30,36 @@ class Family(Protocol):
         ...
 
 
-FAMILIES: tuple[Family, ...] = (Ceilings(), FP16Attention(), QuantAttention(), XQuantFamily(), AquaKVReconstruct(),
-                                ZackAttention())
+def families() -> tuple[Family, ...]:
+    """The families, imported on first use (so a standalone device script under validate.ops, such as
+    ceilings.onchip, runs on a box without the roofline package's dependencies)."""
+    from validate.ops.aquakv.cases import AquaKVReconstruct
+    from validate.ops.ceilings.cases import Ceilings
+    from validate.ops.fp16_attention.cases import FP16Attention
+    from validate.ops.quant_attention.cases import QuantAttention
+    from validate.ops.xquant.cases import XQuantFamily
+    from validate.ops.zack.cases import ZackAttention
+
+    global _FAMILIES
+    if _FAMILIES is None:
+        _FAMILIES = (Ceilings(), FP16Attention(), QuantAttention(), XQuantFamily(), AquaKVReconstruct(),
+                     ZackAttention())
+    return _FAMILIES
+
+
+_FAMILIES: tuple[Family, ...] | None = None
+
+
+def __getattr__(name: str):
+    """`FAMILIES` (module attribute, PEP 562): the families, imported on first access."""
+    if name == "FAMILIES":
+        return families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get(name: str) -> Family:
     """The family called `name`."""
-    for family in FAMILIES:
+    for family in families():
         if family.name == name:
             return family
-    raise KeyError(f"family: unknown {name!r}; valid: {', '.join(sorted(f.name for f in FAMILIES))}")
+    raise KeyError(f"family: unknown {name!r}; valid: {', '.join(sorted(f.name for f in families()))}")

@@ -1,0 +1,249 @@
+"""On-chip ceilings of the hierarchical roofline (issue 14 item 4): shared-memory read bandwidth ('smem_read'),
+vector integer issue rate ('int_issue') and FP32 FMA rate ('fma_issue'), the `measured` fields
+shared_memory_bytes_per_s, int32_ops_per_s and fp32_flops_per_s of roofline/specs/hardware.py.
+
+    python -m validate.ops.ceilings.onchip OUT.json [--quick]
+
+Needs torch + triton only (no pydantic, no roofline import): it runs on the GPU box as is.
+Each kernel is one Triton program per block whose work is one inline-PTX loop per thread (one element per thread,
+so each asm block is instantiated once per kernel):
+  smem_read  each block stores a 16 KB tile into shared memory once (st.shared), then every thread re-reads it,
+             ld.volatile.shared.v4.u32 (a warp reads 512 contiguous bytes: 4 conflict-free 128 B wavefronts) x
+             UNROLL per iteration, xor-folded so nothing is dead: bytes = threads x iterations x UNROLL x 16.
+  int_issue  8 independent chains per thread of lop3 / prmt / shf (the ops of kv.quant's dequantization), each
+             op reading a neighbouring chain so ptxas cannot fold them: ops = threads x iterations x 96 (lane-ops).
+  fma_issue  8 independent fma.rn.f32 chains per thread, 16 deep per iteration: FLOP = threads x iterations x 256.
+The loop counter (add, setp, bra: 3 per iteration) is not counted: at 16 loads (ptxas unrolls 8 iterations), 96
+integer and 128 FMA payload ops per iteration it is ~3 % of the instructions, so those rates read up to that low.
+Timing: a CUDA graph of REPEATS launches, replayed after a warm-up, torch.cuda.Event, median of TRIALS replays.
+SM count from torch.cuda.get_device_properties; the SM clock is measured in the FMA kernel (%clock64 cycles over
+%globaltimer nanoseconds, per block, median), beside the properties' clock_rate when torch reports one.
+Predicted (datasheet, per SM per clock: 128 B shared memory, 64 INT32 lanes, 128 FP32 lanes x 2 FLOP) at the
+measured clock are written beside each result; validate/results/experiments/onchip-predicted.json has them at the
+spec clocks, committed before any run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+WARPS = 8
+THREADS = 32 * WARPS
+UNROLL = 16  # shared loads per thread and iteration (16 KB tile per block: THREADS x 16 B x 4 regions)
+REGIONS = 4
+TILE_BYTES = THREADS * 16 * REGIONS
+BLOCKS_PER_SM = 4
+REPEATS = 20
+TRIALS = 15
+PER_CLOCK = {"smem_read": 128, "int_issue": 64, "fma_issue": 256}  # per SM: B, lane-ops, FLOP
+
+_LOADS = "\n".join(
+    f"ld.volatile.shared.v4.u32 {{a0, a1, a2, a3}}, [addr+{(k % REGIONS) * THREADS * 16}];\n"
+    "lop3.b32 x, x, a0, a1, 0x96;\nlop3.b32 x, x, a2, a3, 0x96;" for k in range(UNROLL))
+SMEM_ASM = f"""{{
+.shared .align 16 .b8 tile[{TILE_BYTES}];
+.reg .u32 addr, i, x, a0, a1, a2, a3, n;
+.reg .pred p;
+mov.u32 addr, tile;
+and.b32 a0, $1, {THREADS - 1};
+shl.b32 a0, a0, 4;
+add.u32 addr, addr, a0;
+""" + "".join(f"st.shared.v4.u32 [addr+{r * THREADS * 16}], {{$1, $1, $1, $1}};\n" for r in range(REGIONS)) + f"""
+bar.sync 0;
+mov.u32 x, $1;
+mov.u32 n, $2;
+mov.u32 i, 0;
+SMEM_LOOP:
+{_LOADS}
+add.u32 i, i, 1;
+setp.lt.u32 p, i, n;
+@p bra SMEM_LOOP;
+mov.u32 $0, x;
+}}"""
+
+INT_UNROLL = 4
+_INT_BODY = "\n".join(
+    f"lop3.b32 r{c}, r{c}, r{(c + 1) % 8}, k, 0x96;\n"
+    f"prmt.b32 r{c}, r{c}, r{(c + 3) % 8}, 0x5140;\n"
+    f"shf.l.wrap.b32 r{c}, r{c}, r{(c + 5) % 8}, k;" for _ in range(INT_UNROLL) for c in range(8))
+INT_OPS_PER_ITER = 24 * INT_UNROLL
+INT_ASM = """{
+.reg .u32 r0, r1, r2, r3, r4, r5, r6, r7, k, i, n;
+.reg .pred p;
+mov.u32 k, $1;
+""" + "".join(f"add.u32 r{c}, $1, {c};\n" for c in range(8)) + f"""mov.u32 n, $2;
+mov.u32 i, 0;
+INT_LOOP:
+{_INT_BODY}
+add.u32 i, i, 1;
+setp.lt.u32 p, i, n;
+@p bra INT_LOOP;
+xor.b32 r0, r0, r1; xor.b32 r2, r2, r3; xor.b32 r4, r4, r5; xor.b32 r6, r6, r7;
+xor.b32 r0, r0, r2; xor.b32 r4, r4, r6; xor.b32 $0, r0, r4;
+}}"""
+
+FMA_CHAINS, FMA_UNROLL = 8, 16
+_FMA_BODY = "\n".join(f"fma.rn.f32 f{c}, f{c}, m, c;" for _ in range(FMA_UNROLL) for c in range(FMA_CHAINS))
+FMA_FLOP_PER_ITER = 2 * FMA_CHAINS * FMA_UNROLL
+FMA_ASM = """{
+.reg .f32 f0, f1, f2, f3, f4, f5, f6, f7, m, c;
+.reg .u32 i, n;
+.reg .pred p;
+mov.f32 m, 0f3F7FFFFF;
+mov.f32 c, $1;
+""" + "".join(f"add.f32 f{c}, $1, 0f3F800000;\n" for c in range(8)) + f"""mov.u32 n, $2;
+mov.u32 i, 0;
+FMA_LOOP:
+{_FMA_BODY}
+add.u32 i, i, 1;
+setp.lt.u32 p, i, n;
+@p bra FMA_LOOP;
+add.f32 f0, f0, f1; add.f32 f2, f2, f3; add.f32 f4, f4, f5; add.f32 f6, f6, f7;
+add.f32 f0, f0, f2; add.f32 f4, f4, f6; add.f32 $0, f0, f4;
+}}"""
+
+
+@triton.jit
+def smem_kernel(out_ptr, iters, THREADS: tl.constexpr, ASM: tl.constexpr):
+    lane = tl.arange(0, THREADS)
+    n = tl.full([THREADS], 0, tl.int32) + iters
+    x = tl.inline_asm_elementwise(ASM, "=r,r,r", [lane, n], dtype=tl.int32, is_pure=False, pack=1)
+    tl.store(out_ptr + tl.program_id(0) * THREADS + lane, x)
+
+
+@triton.jit
+def int_kernel(out_ptr, iters, THREADS: tl.constexpr, ASM: tl.constexpr):
+    lane = tl.arange(0, THREADS)
+    n = tl.full([THREADS], 0, tl.int32) + iters
+    x = tl.inline_asm_elementwise(ASM, "=r,r,r", [lane + tl.program_id(0), n], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+    tl.store(out_ptr + tl.program_id(0) * THREADS + lane, x)
+
+
+@triton.jit
+def fma_kernel(out_ptr, clock_ptr, iters, THREADS: tl.constexpr, ASM: tl.constexpr):
+    lane = tl.arange(0, THREADS)
+    pid = tl.program_id(0)
+    n = tl.full([THREADS], 0, tl.int32) + iters
+    t0 = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [n], dtype=tl.int64, is_pure=False, pack=1)
+    c0 = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [n], dtype=tl.int64, is_pure=False, pack=1)
+    x = tl.inline_asm_elementwise(ASM, "=f,f,r", [lane.to(tl.float32) * 1e-3, n], dtype=tl.float32,
+                                  is_pure=False, pack=1)
+    c1 = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,f", [x], dtype=tl.int64, is_pure=False, pack=1)
+    t1 = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,f", [x], dtype=tl.int64, is_pure=False, pack=1)
+    tl.store(out_ptr + pid * THREADS + lane, x)
+    first = lane == 0
+    tl.store(clock_ptr + pid * 2 + lane * 0, c1 - c0, mask=first)
+    tl.store(clock_ptr + pid * 2 + 1 + lane * 0, t1 - t0, mask=first)
+
+
+KERNELS = {"smem_read": (smem_kernel, SMEM_ASM), "int_issue": (int_kernel, INT_ASM), "fma_issue": (fma_kernel, FMA_ASM)}
+
+
+def work_per_iter(name: str) -> int:
+    """Bytes (smem_read), integer lane-ops (int_issue) or FLOP (fma_issue) one thread does per loop iteration."""
+    return {"smem_read": UNROLL * 16, "int_issue": INT_OPS_PER_ITER, "fma_issue": FMA_FLOP_PER_ITER}[name]
+
+
+def launch(name: str, blocks: int, iters: int, out, clocks):
+    """One launch of kernel `name` over `blocks` programs of THREADS threads."""
+    kernel, asm = KERNELS[name]
+    if name == "fma_issue":
+        return kernel[(blocks,)](out, clocks, iters, THREADS=THREADS, ASM=asm, num_warps=WARPS, num_stages=1)
+    return kernel[(blocks,)](out, iters, THREADS=THREADS, ASM=asm, num_warps=WARPS, num_stages=1)
+
+
+def graph_seconds(fn, repeats: int = REPEATS, trials: int = TRIALS) -> float:
+    """Median seconds of one fn() call: a CUDA graph of `repeats` calls, timed with CUDA events."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeats):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(trials):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / repeats)
+    return statistics.median(times)
+
+
+def measure(name: str, sms: int, iters: int) -> dict:
+    """Rate of kernel `name` with BLOCKS_PER_SM programs per SM: work / median seconds."""
+    blocks = sms * BLOCKS_PER_SM
+    dtype = torch.float32 if name == "fma_issue" else torch.int32
+    out = torch.empty(blocks * THREADS, dtype=dtype, device="cuda")
+    clocks = torch.zeros(blocks * 2, dtype=torch.int64, device="cuda")
+    seconds = graph_seconds(lambda: launch(name, blocks, iters, out, clocks))
+    work = blocks * THREADS * iters * work_per_iter(name)
+    row = {"blocks": blocks, "threads_per_block": THREADS, "iterations": iters, "work": work, "seconds": seconds,
+           "rate_per_s": work / seconds}
+    if name == "fma_issue":
+        pairs = clocks.view(blocks, 2).double().cpu()
+        row["clock_hz_measured"] = statistics.median((pairs[:, 0] / pairs[:, 1] * 1e9).tolist())
+    return row
+
+
+def properties_clock_hz(props) -> float | None:
+    """The SM clock torch reports (clock_rate, kHz), None where this torch has no such field."""
+    khz = getattr(props, "clock_rate", None)
+    return float(khz) * 1e3 if khz else None
+
+
+def run(out_path: Path, quick: bool = False) -> dict:
+    """Measure the three ceilings on GPU 0 and write them, with the datasheet predictions at the measured clock."""
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    iters = 64 if quick else 4096
+    rows = {"fma_issue": measure("fma_issue", sms, iters)}
+    clock = rows["fma_issue"]["clock_hz_measured"]
+    for name in ("smem_read", "int_issue"):
+        rows[name] = measure(name, sms, iters)
+    for name, row in rows.items():
+        row["predicted_at_measured_clock"] = PER_CLOCK[name] * sms * clock
+        row["per_sm_per_clock"] = row["rate_per_s"] / (sms * clock)
+        row["share_of_predicted"] = row["rate_per_s"] / row["predicted_at_measured_clock"]
+    result = {"device": props.name, "sm_count": sms, "clock_hz_measured": clock,
+              "clock_hz_properties": properties_clock_hz(props), "torch": torch.__version__,
+              "triton": triton.__version__, "quick": quick,
+              "fields": {"shared_memory_bytes_per_s": rows["smem_read"]["rate_per_s"],
+                         "int32_ops_per_s": rows["int_issue"]["rate_per_s"],
+                         "fp32_flops_per_s": rows["fma_issue"]["rate_per_s"]},
+              "benchmarks": rows}
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def main(argv: list[str]) -> int:
+    """`python -m validate.ops.ceilings.onchip OUT.json [--quick]`; exit 2 with one line on bad arguments."""
+    args = [a for a in argv if a != "--quick"]
+    if len(args) != 1:
+        print("usage: python -m validate.ops.ceilings.onchip OUT.json [--quick]", file=sys.stderr)
+        return 2
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        print("onchip: needs a CUDA GPU (inline PTX does not run under TRITON_INTERPRET)", file=sys.stderr)
+        return 2
+    result = run(Path(args[0]), quick="--quick" in argv)
+    for name, row in result["benchmarks"].items():
+        print(f"{name}: {row['rate_per_s']:.4g}/s = {row['per_sm_per_clock']:.1f} per SM per clock "
+              f"({row['share_of_predicted']:.0%} of the datasheet at {result['clock_hz_measured'] / 1e9:.3f} GHz)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
