@@ -133,8 +133,11 @@ class Measured(Spec):
         "grouped GEMM calls and the router GEMM (at the GEMM law), over the kernels left (median over batches).")
     probe_source: str | None = Field(None, description="Results file of the issue-13 probe the fields above "
                                      "come from.")
-    # on-chip ceilings of the hierarchical roofline (validate/ops/ceilings, microbenchmarks to come; each None until
-    # measured, and the datasheet-derived figure of the Hardware spec stands)
+    # on-chip ceilings of the hierarchical roofline (validate/ops/ceilings/onchip.py; each None until measured, and
+    # the datasheet-derived figure of the Hardware spec stands)
+    onchip_source: str | None = Field(
+        None, description="Results file of the on-chip microbenchmarks (validate.ops.ceilings.onchip) the "
+        "shared-memory, integer and FP32 rates come from.")
     shared_memory_bytes_per_s: PositiveFloat | None = Field(
         None, description="Shared-memory read bandwidth of the whole device, bytes/s: ld.shared of conflict-free "
         "128-byte wavefronts by every SM at once (ceilings microbenchmark 'smem_read').")
