@@ -53,9 +53,12 @@ class LRU(OrderedDict):
         self.size = size
 
     def get_or(self, key: str, make: Callable[[], Any]) -> Any:
-        if key in self:
+        """The value for `key`, made by `make()` and kept when absent (then the oldest beyond `size` go)."""
+        try:
             self.move_to_end(key)
             return self[key]
+        except KeyError:
+            pass
         value = make()
         self[key] = value
         while len(self) > self.size:

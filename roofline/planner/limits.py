@@ -6,6 +6,7 @@ the method decides which of its limits to report; the probe computes them at thi
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,24 @@ from typing import Any
 from roofline import codegen
 from roofline.costmodel import limits as costmodel_limits
 from roofline.specs import Hardware, Model, Workload
+
+_TOKENS: dict[int, tuple[Any, int]] = {}  # id(config) -> (config, token): Probe memo keys without hashing fields
+_NEXT = itertools.count(1)
+
+
+def _token(config) -> int:
+    """A small int standing for `config` in the memo's keys (a pydantic model hashes all its fields on every
+    lookup): one per config object, never reused (a counter), and the table holds the object, so its id is not
+    reused while the entry lives. Equal configs that are different objects get different tokens, which costs a
+    recomputation, never a wrong answer."""
+    hit = _TOKENS.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    if len(_TOKENS) >= 256:
+        _TOKENS.clear()
+    token = next(_NEXT)
+    _TOKENS[id(config)] = (config, token)
+    return token
 
 
 @dataclass(frozen=True)
@@ -24,12 +43,12 @@ class Probe:
     workload: Workload
     context: int
     # answers already given for this (model, device, method) — the planner's, so warm points skip the content
-    # keys (JSON of the specs) of the disk cache; keyed by the method configs themselves (frozen pydantic models:
-    # equal and hashed by content); None: none kept
+    # keys (JSON of the specs) of the disk cache; configs enter its keys as _token()s; None: none kept
     memo: codegen.LRU | None = field(default=None, compare=False, repr=False)
 
     def _recall(self, key: tuple, compute: Callable[[], Any]) -> Any:
         return compute() if self.memo is None else self.memo.get_or(key, compute)
+
 
     @property
     def batch(self) -> int:
@@ -46,7 +65,7 @@ class Probe:
         def stored() -> Any:
             return codegen.cached_json(codegen.content_key("probe", self.model, config, name, self.context), compute)
 
-        return self._recall(("probe", name, self.context, config), stored)
+        return self._recall(("probe", name, self.context, _token(config)), stored)
 
     def remat_limit(self, config) -> dict[str, Any]:
         """l* of a rematerializing config at the workload's batch and compute dtype (costmodel.limits), kept by
@@ -58,7 +77,7 @@ class Probe:
             return codegen.cached_json(key, lambda: costmodel_limits.remat_limit(self.model, self.hardware, config,
                                                                                  w.batch, w.compute_dtype))
 
-        return self._recall(("remat", w.batch, w.compute_dtype, config), stored)
+        return self._recall(("remat", w.batch, w.compute_dtype, _token(config)), stored)
 
     def model_flops_per_token(self, baseline) -> float:
         """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache (compiled once
@@ -71,4 +90,4 @@ class Probe:
         def load() -> Callable:
             return codegen.compiled(codegen.content_key("model-flops", self.model, baseline), build)[0]["f"]
 
-        return float(self._recall(("model-flops", baseline), load)(self.context))
+        return float(self._recall(("model-flops", _token(baseline)), load)(self.context))
