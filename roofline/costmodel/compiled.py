@@ -101,6 +101,15 @@ def _kink_coefficients(total: sp.Expr, symbol: sp.Symbol) -> list[list[sp.Expr]]
     return out
 
 
+def _total_program(times: list, counts: list[int]) -> codegen.Program:
+    """The phase time as count x op time summed in op order, each op's time a local: the order in which the
+    generated summary adds them, so `total` and `summary`'s total are the same float (and an op equal to an
+    earlier one is that local, codegen.Program). Equal to Roofline.time(graph) (sympy's Add of the same terms)."""
+    assign = tuple((f"_t{k}", t) for k, t in enumerate(times))
+    terms = " + ".join(f"{n}*_t{k}" for k, n in enumerate(counts))
+    return codegen.Program(assign, (f"return 0.0 + {terms}" if terms else "return 0.0",))
+
+
 def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
     """GraphKernel.summary as straight-line code. Per op: its time and its binding ceiling (binding_ceiling's
     comparisons, written out only for the ceilings the op has: a ceiling that is zero in every case is left
@@ -181,7 +190,8 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
         total = symbolic.time(graph)
-        exprs: dict[str, Any] = {"rows": rows, "total": total} if with_rows else {"total": total}
+        exprs: dict[str, Any] = {"rows": rows} if with_rows else {}
+        exprs["total"] = _total_program([row[6] for row in rows], [op["count"] for op in ops])
         if with_rows:
             exprs["times"] = [row[6] for row in rows]
         if with_rows and flavour == "scalar":

@@ -146,9 +146,19 @@ class PhaseModel:
         largest op is ALU-bound reads "compute" even when its other ops move more bytes than they compute."""
         s = self.kernel("decode").summary(batch, context) if phase == "decode" \
             else self.kernel("prefill").summary(batch, context, 1)
-        return {"bound": s["bound"], "dominant_op": s["dominant_op"],
-                "dominant_share": s["dominant_time_s"] / (s["total_s"] or 1.0), "dominant_bound": s["dominant_bound"],
-                "compute_s": s["compute_s"], "memory_s": s["memory_s"], "comm_s": s["comm_s"]}
+        return dominant_of(s)
+
+    def decode_summary(self, batch: int, context: int) -> dict:
+        """The decode kernel's summary at (batch, context): its total_s is decode_time's whole-model step when
+        pp = 1 (the same float: the generated total adds the ops in the summary's order)."""
+        return self.kernel("decode").summary(batch, context)
+
+
+def dominant_of(s: dict) -> dict:
+    """PhaseModel.dominant's figures from a kernel summary (GraphKernel.summary)."""
+    return {"bound": s["bound"], "dominant_op": s["dominant_op"],
+            "dominant_share": s["dominant_time_s"] / (s["total_s"] or 1.0), "dominant_bound": s["dominant_bound"],
+            "compute_s": s["compute_s"], "memory_s": s["memory_s"], "comm_s": s["comm_s"]}
 
 
 def _integral(kernel: GraphKernel, batch, lo: float, hi: float) -> float:

@@ -20,7 +20,7 @@ from roofline.methods import MethodConfig
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe
 from roofline.planner.memory import MemoryBudget, activation_width, memory_budget, weights_per_gpu
-from roofline.planner.phases import PhaseModel
+from roofline.planner.phases import PhaseModel, dominant_of
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB
 
@@ -74,12 +74,13 @@ class MethodPlanner:
         b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
         fit = capacity(self.capacity, budget, b, ctx)
         slowdown = self._attention_slowdown(b, ctx)  # step_time's factor, once for both uses at the batch
-        tpot = phases.decode_time(b, ctx) * slowdown
+        summary = phases.decode_summary(b, ctx)  # its total is decode_time(b, ctx) when there is no pipeline
+        tpot = (summary["total_s"] if self.workload.pp == 1 else phases.decode_time(b, ctx)) * slowdown
         tpot_avg = phases.average_decode_time(b, prompt, gen) * slowdown if gen else tpot
         ttft = phases.prefill_time(b, prompt)
         mb = fit["max_batch"]
         tpot_max_batch = self.step_time(mb, ctx) if mb else math.inf
-        decode = phases.dominant("decode", b, ctx)
+        decode = dominant_of(summary)
         effective_bits = float(self.capacity.effective_bits(ctx))
         probe = Probe(model, hardware, workload, ctx, self._probe_memo)
         limits = {"effective_bits": effective_bits, "asymptotic_bits": self.capacity.asymptotic_bits,
