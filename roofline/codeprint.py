@@ -147,8 +147,9 @@ def _holding(trees: list) -> set:
 
     def holds(node) -> bool:
         hit = memo.get(node)
-        if hit is None:
-            hit = memo[node] = node in targets or any([holds(arg) for arg in node.args])
+        if hit is None:  # every child is walked: a tree that is itself a target may hold other targets
+            below = [holds(arg) for arg in node.args]
+            hit = memo[node] = node in targets or any(below)
         return hit
 
     for tree in trees:
