@@ -87,11 +87,17 @@ def test_attention_point_matches_hand_derivation(scenario, method, flops, n_byte
         matmul = 2 * BATCH * H * CONTEXT * (2 * D)
         compute = matmul / 989.4e12 + (flops - matmul) / 66.9e12 + int_ops / hw.int_ops_per_s()
         assert compute == pytest.approx(90.0e-6, rel=1e-3) and compute < n_bytes / hw.memory_bytes_per_s
-        # hierarchical roofline: every cache byte passes shared memory once, and each quantized element (K and
-        # V are grouped across their dot's reduction) loads its own fp16 scale + zero (4 B); 128 B/clock x 132
-        # SMs x 1.98 GHz: the op is shared-memory-bound (140 us > 122.5 us of DRAM)
+        # hierarchical roofline (kv.quant.metadata_loads, operand_loads): every cache byte passes shared memory
+        # once; each quantized element (K and V are grouped across their dot's reduction) loads its own fp16
+        # scale + zero (4 B) and each of the kernel's 4 warps copies every group's (4 B / 32 elements); q is
+        # re-read per 8-token MMA tile (16 padded rows x d x 2 B / 8 per token and KV head) and p is staged once
+        # and read by the 4 warps (16 rows x 2 B x 5 per token and KV head); at the datasheet's 128 B/clock x 132
+        # SMs x 1.98 GHz the op is shared-memory-bound
         act = BATCH * H * D * 2 + BATCH * H * (-(-CONTEXT // 2048)) * (D + 2) * 4
-        shared = n_bytes - act + 4 * BATCH * (CONTEXT + CONTEXT - 128) * width
+        quantized = BATCH * (CONTEXT + CONTEXT - 128) * width
+        metadata = 4 * quantized + 4 * quantized // 32 * 4
+        operands = BATCH * CONTEXT * width * 16 * 2 // 8 + BATCH * (CONTEXT - 128) * H_KV * 16 * 2 * 5
+        shared = n_bytes - act + metadata + operands
         t_shared = shared / (128 * 132 * 1.98e9)
         assert t_shared > n_bytes / hw.memory_bytes_per_s
         assert attn["flops_per_s"] == pytest.approx(flops / t_shared, rel=1e-12)

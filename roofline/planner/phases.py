@@ -129,24 +129,35 @@ class PhaseModel:
     def prefill_time(self, batch: int, prompt: int) -> float:
         """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
         weights once per chunk (ceil(B P / chunk) passes)."""
-        chunk = self.workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK
-        chunks = -(-batch * prompt // chunk)
+        chunks = self.prefill_chunks(batch, prompt)
         total = self.kernel("prefill").total
         return self.pipeline(lambda b: total(b, prompt, chunks), batch)
 
+    def prefill_chunks(self, batch: int, prompt: int) -> int:
+        """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's
+        prefill_chunk_tokens: ceil(B P / chunk)."""
+        chunk = self.workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK
+        return -(-batch * prompt // chunk)
+
     def rows(self, phase: str, batch, context) -> list[dict]:
-        """Per-op rows (Roofline.evaluate's) of 'decode' at (batch, context) or 'prefill' at P = context."""
+        """Per-op rows (Roofline.evaluate's) of 'decode' at (batch, context) or 'prefill' at P = context (chunked as
+        prefill_time is: weights read once per chunk)."""
         if phase == "decode":
             return self.kernel("decode").rows(batch, context)
-        return self.kernel("prefill").rows(batch, context, 1)
+        return self.kernel("prefill").rows(batch, context, self.prefill_chunks(batch, context))
 
     def dominant(self, phase: str, batch: int, context: int) -> dict:
         """The op taking the most time in a phase, its share, and the phase's bound: the bound (compute, memory,
         communication or launch latency) of the ops that take most of the phase's time, so a step whose
         largest op is ALU-bound reads "compute" even when its other ops move more bytes than they compute."""
         s = self.kernel("decode").summary(batch, context) if phase == "decode" \
-            else self.kernel("prefill").summary(batch, context, 1)
+            else self.prefill_summary(batch, context)
         return dominant_of(s)
+
+    def prefill_summary(self, batch: int, prompt: int) -> dict:
+        """The prefill kernel's summary for `batch` prompts of `prompt` tokens, chunked as prefill_time is: its
+        total_s is prefill_time's whole-model time when pp = 1 (the same float)."""
+        return self.kernel("prefill").summary(batch, prompt, self.prefill_chunks(batch, prompt))
 
     def decode_summary(self, batch: int, context: int) -> dict:
         """The decode kernel's summary at (batch, context): its total_s is decode_time's whole-model step when

@@ -77,7 +77,8 @@ class MethodPlanner:
         summary = phases.decode_summary(b, ctx)  # its total is decode_time(b, ctx) when there is no pipeline
         tpot = (summary["total_s"] if self.workload.pp == 1 else phases.decode_time(b, ctx)) * slowdown
         tpot_avg = phases.average_decode_time(b, prompt, gen) * slowdown if gen else tpot
-        ttft = phases.prefill_time(b, prompt)
+        prefill = phases.prefill_summary(b, prompt)
+        ttft = prefill["total_s"] if self.workload.pp == 1 else phases.prefill_time(b, prompt)
         mb = fit["max_batch"]
         tpot_max_batch = self.step_time(mb, ctx) if mb else math.inf
         decode = dominant_of(summary)
@@ -92,7 +93,7 @@ class MethodPlanner:
             "prefill_s": ttft, "ttft_s": ttft,
             "decode_step_s": tpot, "tpot_s": tpot, "tpot_avg_s": tpot_avg,
             "tokens_per_s": b / tpot, "tokens_per_s_max_batch": mb / tpot_max_batch if mb else 0.0,
-            "decode": decode, "prefill": phases.dominant("prefill", b, prompt), "bound": decode["bound"],
+            "decode": decode, "prefill": dominant_of(prefill), "bound": decode["bound"],
             "limits": limits,
         }
         result.data["notes"] = method.plan_notes(model, probe, result.data)  # why the row looks as it does
