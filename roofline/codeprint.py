@@ -22,23 +22,23 @@ def _unevaluated():
 
     def make(name: str, builtin: str, ufunc: str):
         def pycode(self, printer) -> str:
-            return f"{builtin}({', '.join(printer.doprint(a) for a in self.args)})"
+            return f"{builtin}({', '.join(printer._print(a) for a in self.args)})"
 
         def npcode(self, printer) -> str:
-            text = printer.doprint(self.args[0])
+            text = printer._print(self.args[0])
             for arg in self.args[1:]:
-                text = f"numpy.{ufunc}({text}, {printer.doprint(arg)})"
+                text = f"numpy.{ufunc}({text}, {printer._print(arg)})"
             return text
 
         return type(name, (sp.Function,), {"_pythoncode": pycode, "_lambdacode": pycode, "_numpycode": npcode})
 
     def mod_py(self, printer) -> str:
         # parenthesized: sympy's Python printer writes 3*Mod(x, 5) as `3*x % 5`, which Python reads as (3*x) % 5
-        a, b = (printer.doprint(arg) for arg in self.args)
+        a, b = (printer._print(arg) for arg in self.args)
         return f"(({a}) % ({b}))"
 
     def mod_np(self, printer) -> str:
-        a, b = (printer.doprint(arg) for arg in self.args)
+        a, b = (printer._print(arg) for arg in self.args)
         return f"numpy.mod({a}, {b})"
 
     mod = type("ModU", (sp.Function,), {"_pythoncode": mod_py, "_lambdacode": mod_py, "_numpycode": mod_np})
@@ -179,7 +179,7 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     definitions: dict[str, str] = {}
     names: dict = {}
     for k, node in enumerate(hoisted):
-        definitions[f"_h{k}"] = printer.doprint(node)  # its inner hoisted calls print as their names
+        definitions[f"_h{k}"] = printer._print(node)  # its inner hoisted calls print as their names
         printer._memo[node] = names[node] = f"_h{k}"
     out = {}
     shared = printer._memo
@@ -192,12 +192,12 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
             printer._memo = {node: text for node, text in shared.items() if node not in held}
             body = []
             for (local, _), e in zip(expr.assign, plain[name], strict=True):
-                body.append(f"{local} = {printer.doprint(e)}")
+                body.append(f"{local} = {printer._print(e)}")
                 printer._memo[e] = local
             body += list(expr.body)
             printer._memo = shared
         else:
-            body = [f"return {printer.doprint(plain[name])}"]
+            body = [f"return {printer._print(plain[name])}"]
         used: set[str] = set()
         pending = re.findall(r"\b_h\d+\b", "\n".join(body))
         while pending:
