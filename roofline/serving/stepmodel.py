@@ -37,19 +37,20 @@ from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import ATTENTION_OPS
 from roofline.units import lambdify
 
-QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes")
+QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes", "shared_bytes")
 # the aggregated quantities of one op in one step, timed by the roofline's own op-time formula
-_FM, _FV, _INT, _BYTES, _COMM = sp.symbols("step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm",
-                                           nonnegative=True)
+_FM, _FV, _INT, _BYTES, _COMM, _SHARED = sp.symbols(
+    "step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm step_shared", nonnegative=True)
 
 
 def _quantities(op: Op | None) -> list[sp.Expr]:
-    """Non-weight work of an op: FLOPs by unit, int ops, activation + KV bytes, all-reduce bytes."""
+    """Non-weight work of an op: FLOPs by unit, int ops, activation + KV bytes, all-reduce bytes, and the bytes
+    its fused kernel moves through shared memory (kv.quant's metadata and operand loads: the on-chip ceiling)."""
     if op is None:
         return [sp.Integer(0)] * len(QUANTITIES)
     nonweight = sp.Add(*(v for k, v in op.traffic.items() if k != "weights"))
     return [sp.sympify(op.matmul_flops), sp.sympify(op.vector_flops), sp.sympify(op.int_ops), nonweight,
-            sp.sympify(op.comm_bytes)]
+            sp.sympify(op.comm_bytes), sp.sympify(op.shared_bytes)]
 
 
 def _key(op: Op, phase: str) -> tuple[str, str, str]:
@@ -143,8 +144,8 @@ class StepModel:
             else:
                 template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
-                              head_dim=head_dim, aten=aten, fused=fused)
-                fn = lambdify([_FM, _FV, _INT, _BYTES], roof.op_times(template).total, cse=False)
+                              head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED)
+                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED], roof.op_times(template).total, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
         return compiled
 
@@ -228,7 +229,7 @@ class StepModel:
             if comm:
                 t[idx] = fn(qp[4, idx])
             else:
-                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx])
+                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx], qp[5, idx])
         t = t[self._unperm]
         slow = self.imbalance(decodes)
         if slow > 1:
