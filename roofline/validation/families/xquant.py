@@ -5,6 +5,13 @@ Variants (params["variant"]): fused (the roofline op "attention" of xquant:bits=
 into it), materialized ("remat" + "attention" of xquant:bits=2,fused=false), mha_fused (MHA heads), and
 acc_update (the accumulator update's share of XQuant-CL's "remat", `acc_op`). The GPU kernels and the case
 grid are validate/ops/xquant.
+
+Kernel structure (roofline.validation.kernel_structure, structure/xquant.json from validate/ops/xquant/structure.py):
+where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kernel; materialized: remat_kernel),
+the op that does its work ("attention" of fused, "remat" of materialized) carries what its warps execute:
+wgmma FLOPs at the measured GEMM rate, HMMA FLOPs at the mma.sync rate, FP32 and integer instructions at the
+measured FMA and integer rates, shared-memory wavefronts; over the launch's program-steps (`launches`), each launch
+scaled by its last wave (`kernel_structure.wave_factor`). Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
@@ -68,13 +75,61 @@ def predict_params(p: dict, hardware) -> dict:
         row = Roofline(hardware).evaluate(replace(graph, ops=(acc_op(p),)), {B: p["batch"], L: p["context"]})[0]
         rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
     else:
-        rows = [predict_op(model, method, name, values, hardware) for name in _ops(p)]
+        rows = [predict_op(model, method, name, values, hardware, transform=structured(p, name, hardware))
+                for name in _ops(p)]
     out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
     out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
                bound=max(rows, key=lambda r: r["time_s"])["bound"])
     if len(rows) > 1:
         out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
     return out
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def launches(p: dict, block_n: int) -> list[tuple[str, int, int]]:
+    """(structure name, programs, program-steps) of each launch of the case's structured kernel (launch.py):
+    fused: B x H_kv x splits programs over the nq quantized tokens (splits = min(64, nq / BLOCK_N), every program
+    whole BLOCK_N steps: B H_kv ceil(nq / BLOCK_N) steps), then one BLOCK_N-token program per block of the fp16
+    window; materialized: one program (one step) per BLOCK_N tokens. nq = L (MHA: per-token groups) or the whole
+    groups of G tokens, L - L mod G (GQA's K latent, per-channel groups along tokens)."""
+    batch, kv, context, group = p["batch"], p["num_kv_heads"], p["context"], p["group_size"]
+    mha = p["variant"] == "mha_fused"
+    nq = context if mha else context // group * group
+    blocks, tail = _cdiv(nq, block_n), _cdiv(context - nq, block_n)
+    name = p["variant"]
+    if name == "materialized":
+        mid = (name, batch * kv * blocks, batch * kv * blocks)
+    else:
+        splits = max(1, min(64, blocks))
+        chunk = _cdiv(_cdiv(max(nq, 1), splits), block_n) * block_n
+        mid = (name, batch * kv * _cdiv(nq, chunk), batch * kv * blocks)
+    out = [mid] if nq else []
+    return out + ([(f"{name}_tail", batch * kv * tail, batch * kv * tail)] if tail else [])
+
+
+def structured(p: dict, op_name: str, hardware):
+    """The transform (op -> op) that puts the measured kernel's executed work into `op_name` (module docstring),
+    or None where the case's kernel or its structure at these heads is not known."""
+    from dataclasses import replace
+
+    from roofline.costmodel import roofline_for
+    from roofline.validation import kernel_structure as ks
+
+    if p["variant"] == "acc_update" or op_name != {"materialized": "remat"}.get(p["variant"], "attention"):
+        return None
+    parts = [(ks.structure(NAME, name, p, hardware), programs, steps)
+             for name, programs, steps in launches(p, ks.kernels(NAME).get("block_n", 64))]
+    if not parts or any(s is None for s, _, _ in parts):
+        return None
+    scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
+    fields = {}
+    for s, programs, steps in parts:
+        work = ks.executed_work(s, steps * ks.wave_factor(programs, hardware.sm_count), scale)
+        fields = {k: fields.get(k, 0) + v for k, v in work.items()}
+    return lambda op: replace(op, **fields)
 
 
 def work(params: dict) -> dict:
