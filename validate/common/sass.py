@@ -135,7 +135,8 @@ def mma_flops(op: str) -> int:
 
 def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
     """Instructions one warp executes per pass of `region` ("kernel": the whole kernel once; "outer": one trip
-    of its longest loop), every loop nested in it run `trips` times and cold_spans left out: instructions,
+    of its longest loop), every loop nested in it run `trips` times (one level: an instruction in two nested
+    loops of the region also counts `trips` times) and cold_spans left out: instructions,
     int, fp (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`), spills (STL
     and LDL: local-memory stores and loads of spilled registers), wavefronts."""
     ins = instructions(sass)

@@ -58,9 +58,11 @@ def acc_op(p: dict):
               traffic=traffic(weights=up_bytes, kv_read=reads, kv_write=B * remat.kv_write_bytes))
 
 
-def predict_params(p: dict, hardware) -> dict:
+def predict_params(p: dict, hardware, structure: bool = True) -> dict:
     """Roofline numbers of the case: the op(s) of a one-layer model (predict_op), summed for materialized;
-    acc_update evaluates `acc_op` with the same Roofline."""
+    acc_update evaluates `acc_op` with the same Roofline. With `structure` (and a known compile), the kernel's
+    executed work times its op (`structured`) while "flops" stays the case's algorithmic FLOPs (`work`); the
+    executed counts' share is in issue_s and compute_s."""
     from roofline.methods import parse_method
 
     values = {"B": p["batch"], "L": p["context"]}
@@ -75,11 +77,14 @@ def predict_params(p: dict, hardware) -> dict:
         row = Roofline(hardware).evaluate(replace(graph, ops=(acc_op(p),)), {B: p["batch"], L: p["context"]})[0]
         rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
     else:
-        rows = [predict_op(model, method, name, values, hardware, transform=structured(p, name, hardware))
-                for name in _ops(p)]
+        transforms = [structured(p, name, hardware) if structure else None for name in _ops(p)]
+        rows = [predict_op(model, method, name, values, hardware, transform=t)
+                for name, t in zip(_ops(p), transforms, strict=True)]
     out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
     out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
                bound=max(rows, key=lambda r: r["time_s"])["bound"])
+    if p["variant"] != "acc_update" and any(transforms):
+        out.update(flops=work(p)["flops"], issue_s=sum(r.get("issue_s", 0.0) for r in rows))
     if len(rows) > 1:
         out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
     return out
@@ -163,7 +168,8 @@ def _first_from(ls: np.ndarray, ok: np.ndarray) -> int | None:
 def predicted_crossover(p: dict, hardware, longest: int = 1 << 20) -> dict:
     """From the roofline alone, at the case's batch: `compute_eq_memory`, the smallest context L from which
     on (L = 1 .. `longest`) the op's compute time F_m/peak + F_v/peak_fp32 reaches its memory time
-    bytes/bandwidth (Roofline.op_times of the ops `predict` sums: companions and materialized's remat); `knee`, the
+    bytes/bandwidth (Roofline.op_times of the ops `predict` sums: companions and materialized's remat; the layouts'
+    roofline, without the kernel structure: predict_params(structure=False)); `knee`, the
     same against max(memory time, launch floor), which is what a measured curve shows when a calibrated
     spec's launch floor exceeds the memory time."""
     from roofline.costmodel import Roofline
