@@ -11,6 +11,10 @@ per clock per SM). The loop's op then carries, over every step of every program 
     shared_bytes = steps x warps x wavefronts x 128 B          -> t_shared = shared_bytes / smem_bw
     int_ops      = steps x warps x integer instructions x 32   -> part of t_issue (int_ops / int_rate)
 and Roofline times it as every op (t = max(compute, memory, shared, ...)): nothing is fitted to a timing.
+Executed work (`executed_work`, XQuant's structure/xquant.json): what a warp executes per program-step with
+nested loops x trips (validate.common.sass.executed_counts), timed as matmul (wgmma FLOPs at the measured GEMM rate,
+HMMA FLOPs at `mma_sync_rate`), FP32 and integer instructions (issue), wavefronts; `wave_factor` for a launch whose
+programs leave the last wave partly empty.
 Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
 run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
 are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).
