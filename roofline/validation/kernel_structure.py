@@ -11,6 +11,10 @@ per clock per SM). The loop's op then carries, over every step of every program 
     shared_bytes = steps x warps x wavefronts x 128 B          -> t_shared = shared_bytes / smem_bw
     int_ops      = steps x warps x integer instructions x 32   -> part of t_issue (int_ops / int_rate)
 and Roofline times it as every op (t = max(compute, memory, shared, ...)): nothing is fitted to a timing.
+Executed work (`executed_work`, XQuant's structure/xquant.json): what a warp executes per program-step with
+nested loops x trips (validate.common.sass.executed_counts), timed as matmul (wgmma FLOPs at the measured GEMM rate,
+HMMA FLOPs at `mma_sync_rate`), FP32 and integer instructions (issue), wavefronts; `wave_factor` for a launch whose
+programs leave the last wave partly empty.
 Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
 run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
 are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).
@@ -47,12 +51,14 @@ def structure(family: str, name: str, params: dict, hardware) -> dict | None:
     """The kernel `name` of `family`, when it was compiled at the case's heads for `hardware`'s architecture
     (None otherwise: another head count or another GPU generation compiles another loop)."""
     doc = kernels(family)
-    if not doc or doc.get("architecture") != hardware.architecture:
+    if not doc or doc.get("architecture") != hardware.architecture or name not in doc["kernels"]:
         return None
-    if (doc["heads"], doc["kv_heads"], doc["head_dim"]) != (params.get("num_heads"), params.get("num_kv_heads"),
-                                                             params.get("head_dim")):
+    kernel = doc["kernels"][name]
+    kv_heads = kernel.get("kv_heads", doc["kv_heads"])  # a kernel compiled at its own KV heads says so
+    if (doc["heads"], kv_heads, doc["head_dim"]) != (params.get("num_heads"), params.get("num_kv_heads"),
+                                                     params.get("head_dim")):
         return None
-    return doc["kernels"].get(name)
+    return kernel
 
 
 def resident_programs(s: dict, hardware) -> int:
@@ -78,3 +84,38 @@ def with_loop(op, s: dict, steps: float):
     """`op` with the on-chip work of its kernel's loop (`loop_work`) in place of the layout's estimates."""
     work = loop_work(s, steps)
     return replace(op, shared_bytes=work["shared_bytes"], int_ops=work["int_ops"])
+
+
+# Datasheet-derived prediction of the mma.sync (HMMA) rate on Hopper until the ceilings family's 'mma_sync'
+# microbenchmark is measured: 2048 dense FLOP per clock per SM, A100's tensor-core rate per SM (312 TFLOP/s /
+# (108 SMs x 1.41 GHz)), which the Ampere-era instruction keeps on sm_90; the 4096 of the H100 datasheet's
+# 989 TFLOP/s are wgmma's (validate/results/experiments/onchip-predicted.json).
+MMA_SYNC_FLOPS_PER_CLOCK_SM = 2048
+
+
+def mma_sync_rate(hardware) -> float:
+    """HMMA FLOP/s: the spec's measured `mma_sync_flops_per_s` when it has one, else the datasheet-derived
+    MMA_SYNC_FLOPS_PER_CLOCK_SM x SMs x SM clock."""
+    measured = getattr(getattr(hardware, "measured", None), "mma_sync_flops_per_s", None)
+    return measured or MMA_SYNC_FLOPS_PER_CLOCK_SM * hardware.sm_count * hardware.sm_clock_hz
+
+
+def wave_factor(programs: int, sm_count: int) -> float:
+    """Work multiplier of a launch of `programs` equal programs: every SM's share is ceil(programs / SMs) of them
+    (the busiest SM sets the time, and a lone program runs at one SM's rate), against the device-wide rate's
+    programs / SMs: ceil(P / S) x S / P (1 for whole waves, S / P for fewer programs than SMs)."""
+    return -(-programs // sm_count) * sm_count / programs
+
+
+def executed_work(s: dict, steps: float, hmma_scale: float) -> dict:
+    """Op fields of `steps` program-steps of a kernel with executed counts s["executed"] per warp and step:
+        matmul_flops = warp-steps x (wgmma FLOPs + HMMA FLOPs x hmma_scale)   (hmma_scale = matmul peak / mma.sync
+                       rate: the op has one matmul rate, so the HMMA FLOPs time F / mma_sync_rate enters as F x scale)
+        vector_flops = warp-steps x FP32 instructions x 32 lanes x 2    (each one a lane slot of the FMA pipe,
+                       whose measured rate counts an FMA as 2 FLOP)
+        int_ops      = warp-steps x integer instructions x 32
+        shared_bytes = warp-steps x wavefronts x 128 B."""
+    e, warp_steps = s["executed"], steps * s["warps"]
+    return {"matmul_flops": warp_steps * (e["hgmma_flops"] + e["hmma_flops"] * hmma_scale),
+            "vector_flops": warp_steps * e["fp"] * LANES * 2, "int_ops": warp_steps * e["int"] * LANES,
+            "shared_bytes": warp_steps * e["wavefronts"] * WAVEFRONT_BYTES}

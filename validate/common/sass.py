@@ -94,3 +94,72 @@ def cubin_counts(cubin: bytes, workdir: Path) -> dict:
     usage = subprocess.run([str(tool), "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
     registers = int(re.search(r"REG:(\d+)", usage).group(1))
     return {"registers": registers, "loop": loop_counts(sass)}
+
+
+def _branch(text: str) -> int | None:
+    """Target of a branch instruction (None: not a branch)."""
+    m = re.search(r"\bBRA (0x[0-9a-f]+)", text)
+    return int(m.group(1), 16) if m else None
+
+
+def cold_spans(ins: list[tuple[int, str, int]]) -> list[tuple[int, int]]:
+    """[start, end) address spans a warp skips: the code under a forward conditional branch that holds a load
+    of the constant global table (LDG.E.CONSTANT): libdevice's sinf/cosf slow path (Payne-Hanek reduction,
+    taken only for |x| >= 105615; the kernels reduce their angles to [-pi, pi] first). Outermost spans only."""
+    spans = []
+    for i, (a, t, _) in enumerate(ins):
+        target = _branch(t)
+        if target is None or target <= a or not t.startswith("@"):
+            continue
+        inside = [x for x in ins[i + 1:] if x[0] < target]
+        if any("LDG.E.CONSTANT" in x[1] for x in inside) and not any(s <= a < e for s, e in spans):
+            spans.append((inside[0][0], target))
+    return spans
+
+
+def _loops(ins) -> list[tuple[int, int]]:
+    return [(target, a) for a, t, _ in ins if (target := _branch(t)) is not None and target < a]
+
+
+def mma_flops(op: str) -> int:
+    """FLOPs of one warp's tensor-core instruction: HMMA.16816 (m16n8k16 per warp) = 2*16*8*16; HGMMA.64xNx16
+    (a warpgroup's m64nNk16, issued by each of its 4 warps) = 2*64*N*16 / 4 per warp."""
+    if op.startswith("HMMA."):
+        m, n, k = (int(x) for x in re.match(r"HMMA\.(\d\d)(\d)(\d+)", op).groups())
+        return 2 * m * n * k
+    if op.startswith("HGMMA."):
+        m, n, k = (int(x) for x in re.match(r"HGMMA\.(\d+)x(\d+)x(\d+)", op).groups())
+        return 2 * m * n * k // 4
+    return 0
+
+
+def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
+    """Instructions one warp executes per pass of `region` ("kernel": the whole kernel once; "outer": one trip
+    of its longest loop), every loop nested in it run `trips` times (one level: an instruction in two nested
+    loops of the region also counts `trips` times) and cold_spans left out: instructions,
+    int, fp (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`), spills (STL
+    and LDL: local-memory stores and loads of spilled registers), wavefronts."""
+    ins = instructions(sass)
+    cold = cold_spans(ins)
+    loops = [s for s in _loops(ins) if not any(c0 <= s[0] < c1 for c0, c1 in cold)]
+    if region == "outer":
+        lo, hi = max(loops, key=lambda s: s[1] - s[0])
+    else:
+        lo, hi = ins[0][0], ins[-1][0]
+    inner = [(s, e) for s, e in loops if lo <= s and e <= hi and (s, e) != (lo, hi)]
+    ops = Counter()
+    for a, t, _ in ins:
+        if lo <= a <= hi and not any(c0 <= a < c1 for c0, c1 in cold):
+            ops[opcode(t)] += trips if any(s <= a <= e for s, e in inner) else 1
+    by = {k: sum(n for op, n in ops.items() if op.split(".")[0] == k) for k in ("HMMA", "HGMMA", "STL", "LDL")}
+    return {
+        "instructions": sum(ops.values()),
+        "int": sum(n for op, n in ops.items() if op.split(".")[0] in INT),
+        "fp": sum(n for op, n in ops.items() if op.split(".")[0] in FP),
+        "hmma": by["HMMA"], "hmma_flops": sum(n * mma_flops(op) for op, n in ops.items() if op.startswith("HMMA.")),
+        "hgmma": by["HGMMA"],
+        "hgmma_flops": sum(n * mma_flops(op) for op, n in ops.items() if op.startswith("HGMMA.")),
+        "spills": by["STL"] + by["LDL"],
+        "wavefronts": sum(n * wavefronts(op) for op, n in ops.items()),
+        "inner_loops": len(inner), "cold_spans": len(cold),
+    }

@@ -5,6 +5,13 @@ Variants (params["variant"]): fused (the roofline op "attention" of xquant:bits=
 into it), materialized ("remat" + "attention" of xquant:bits=2,fused=false), mha_fused (MHA heads), and
 acc_update (the accumulator update's share of XQuant-CL's "remat", `acc_op`). The GPU kernels and the case
 grid are validate/ops/xquant.
+
+Kernel structure (roofline.validation.kernel_structure, structure/xquant.json from validate/ops/xquant/structure.py):
+where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kernel; materialized: remat_kernel),
+the op that does its work ("attention" of fused, "remat" of materialized) carries what its warps execute:
+wgmma FLOPs at the measured GEMM rate, HMMA FLOPs at the mma.sync rate, FP32 and integer instructions at the
+measured FMA and integer rates, shared-memory wavefronts; over the launch's program-steps (`launches`), each launch
+scaled by its last wave (`kernel_structure.wave_factor`). Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
@@ -51,9 +58,11 @@ def acc_op(p: dict):
               traffic=traffic(weights=up_bytes, kv_read=reads, kv_write=B * remat.kv_write_bytes))
 
 
-def predict_params(p: dict, hardware) -> dict:
+def predict_params(p: dict, hardware, structure: bool = True) -> dict:
     """Roofline numbers of the case: the op(s) of a one-layer model (predict_op), summed for materialized;
-    acc_update evaluates `acc_op` with the same Roofline."""
+    acc_update evaluates `acc_op` with the same Roofline. With `structure` (and a known compile), the kernel's
+    executed work times its op (`structured`) while "flops" stays the case's algorithmic FLOPs (`work`); the
+    executed counts' share is in issue_s and compute_s."""
     from roofline.methods import parse_method
 
     values = {"B": p["batch"], "L": p["context"]}
@@ -68,13 +77,64 @@ def predict_params(p: dict, hardware) -> dict:
         row = Roofline(hardware).evaluate(replace(graph, ops=(acc_op(p),)), {B: p["batch"], L: p["context"]})[0]
         rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
     else:
-        rows = [predict_op(model, method, name, values, hardware) for name in _ops(p)]
+        transforms = [structured(p, name, hardware) if structure else None for name in _ops(p)]
+        rows = [predict_op(model, method, name, values, hardware, transform=t)
+                for name, t in zip(_ops(p), transforms, strict=True)]
     out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
     out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
                bound=max(rows, key=lambda r: r["time_s"])["bound"])
+    if p["variant"] != "acc_update" and any(transforms):
+        out.update(flops=work(p)["flops"], issue_s=sum(r.get("issue_s", 0.0) for r in rows))
     if len(rows) > 1:
         out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
     return out
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def launches(p: dict, block_n: int) -> list[tuple[str, int, int]]:
+    """(structure name, programs, program-steps) of each launch of the case's structured kernel (launch.py):
+    fused: B x H_kv x splits programs over the nq quantized tokens (splits = min(64, nq / BLOCK_N), every program
+    whole BLOCK_N steps: B H_kv ceil(nq / BLOCK_N) steps), then one BLOCK_N-token program per block of the fp16
+    window; materialized: one program (one step) per BLOCK_N tokens. nq = L (MHA: per-token groups) or the whole
+    groups of G tokens, L - L mod G (GQA's K latent, per-channel groups along tokens)."""
+    batch, kv, context, group = p["batch"], p["num_kv_heads"], p["context"], p["group_size"]
+    mha = p["variant"] == "mha_fused"
+    nq = context if mha else context // group * group
+    blocks, tail = _cdiv(nq, block_n), _cdiv(context - nq, block_n)
+    name = p["variant"]
+    if name == "materialized":
+        mid = (name, batch * kv * blocks, batch * kv * blocks)
+    else:
+        splits = max(1, min(64, blocks))
+        chunk = _cdiv(_cdiv(max(nq, 1), splits), block_n) * block_n
+        mid = (name, batch * kv * _cdiv(nq, chunk), batch * kv * blocks)
+    out = [mid] if nq else []
+    return out + ([(f"{name}_tail", batch * kv * tail, batch * kv * tail)] if tail else [])
+
+
+def structured(p: dict, op_name: str, hardware):
+    """The transform (op -> op) that puts the measured kernel's executed work into `op_name` (module docstring),
+    or None where the case's kernel or its structure at these heads is not known."""
+    from dataclasses import replace
+
+    from roofline.costmodel import roofline_for
+    from roofline.validation import kernel_structure as ks
+
+    if p["variant"] == "acc_update" or op_name != {"materialized": "remat"}.get(p["variant"], "attention"):
+        return None
+    parts = [(ks.structure(NAME, name, p, hardware), programs, steps)
+             for name, programs, steps in launches(p, ks.kernels(NAME).get("block_n", 64))]
+    if not parts or any(s is None for s, _, _ in parts):
+        return None
+    scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
+    fields = {}
+    for s, programs, steps in parts:
+        work = ks.executed_work(s, steps * ks.wave_factor(programs, hardware.sm_count), scale)
+        fields = {k: fields.get(k, 0) + v for k, v in work.items()}
+    return lambda op: replace(op, **fields)
 
 
 def work(params: dict) -> dict:
@@ -108,7 +168,8 @@ def _first_from(ls: np.ndarray, ok: np.ndarray) -> int | None:
 def predicted_crossover(p: dict, hardware, longest: int = 1 << 20) -> dict:
     """From the roofline alone, at the case's batch: `compute_eq_memory`, the smallest context L from which
     on (L = 1 .. `longest`) the op's compute time F_m/peak + F_v/peak_fp32 reaches its memory time
-    bytes/bandwidth (Roofline.op_times of the ops `predict` sums: companions and materialized's remat); `knee`, the
+    bytes/bandwidth (Roofline.op_times of the ops `predict` sums: companions and materialized's remat; the layouts'
+    roofline, without the kernel structure: predict_params(structure=False)); `knee`, the
     same against max(memory time, launch floor), which is what a measured curve shows when a calibrated
     spec's launch floor exceeds the memory time."""
     from roofline.costmodel import Roofline

@@ -1,6 +1,7 @@
 """On-chip ceilings of the hierarchical roofline (issue 14 item 4): shared-memory read bandwidth ('smem_read'),
-vector integer issue rate ('int_issue') and FP32 FMA rate ('fma_issue'), the `measured` fields
-shared_memory_bytes_per_s, int32_ops_per_s and fp32_flops_per_s of roofline/specs/hardware.py.
+vector integer issue rate ('int_issue'), FP32 FMA rate ('fma_issue') and the mma.sync tensor-core rate
+('mma_sync'), the `measured` fields shared_memory_bytes_per_s, int32_ops_per_s, fp32_flops_per_s and
+mma_sync_flops_per_s (the last not in roofline/specs/hardware.py yet: kernel_structure reads it when it is).
 
     python -m validate.ops.ceilings.onchip OUT.json [--quick]
 
@@ -13,6 +14,12 @@ so each asm block is instantiated once per kernel):
   int_issue  8 independent chains per thread of lop3 / prmt / shf (the ops of kv.quant's dequantization), each
              op reading a neighbouring chain so ptxas cannot fold them: ops = threads x iterations x 96 (lane-ops).
   fma_issue  8 independent fma.rn.f32 chains per thread, 16 deep per iteration: FLOP = threads x iterations x 256.
+  mma_sync   a Triton loop of MMA_ACC independent tl.dot(a, b, acc_i), a [16, 64] x [64, 64] bf16 with fp32
+             accumulators: 16 rows compile to HMMA.16816 (mma.sync; wgmma needs 64 rows per warpgroup), a and b stay
+             in registers but for one re-read per iteration (sm_90 SASS, Triton 3.6, per warp and iteration: 64
+             HMMA.16816, 8 LDSM.x4 = 32 wavefronts, 1 barrier; at the predicted 2048 FLOP/clock/SM the HMMA take
+             128 clocks of the SM's tensor cores per warp-iteration, the wavefronts 32 of its shared memory):
+             FLOP = programs x iterations x MMA_ACC x 2 x 16 x 64 x 64.
 The loop counter (add, setp, bra: 3 per iteration) is not counted: at 16 loads (ptxas unrolls 8 iterations), 96
 integer and 128 FMA payload ops per iteration it is ~3 % of the instructions, so those rates read up to that low.
 Timing: a CUDA graph of REPEATS launches, replayed after a warm-up, torch.cuda.Event, median of TRIALS replays.
@@ -43,7 +50,8 @@ TILE_BYTES = THREADS * 16 * REGIONS
 BLOCKS_PER_SM = 4
 REPEATS = 20
 TRIALS = 15
-PER_CLOCK = {"smem_read": 128, "int_issue": 64, "fma_issue": 256}  # per SM: B, lane-ops, FLOP
+PER_CLOCK = {"smem_read": 128, "int_issue": 64, "fma_issue": 256, "mma_sync": 2048}  # per SM: B, lane-ops, FLOP
+MMA_M, MMA_N, MMA_K, MMA_ACC, MMA_WARPS = 16, 64, 64, 8, 4
 
 _LOADS = "\n".join(
     f"ld.volatile.shared.v4.u32 {{a0, a1, a2, a3}}, [addr+{(k % REGIONS) * THREADS * 16}];\n"
@@ -145,17 +153,37 @@ def fma_kernel(out_ptr, clock_ptr, iters, THREADS: tl.constexpr, ASM: tl.constex
     tl.store(clock_ptr + pid * 2 + 1 + lane * 0, t1 - t0, mask=first)
 
 
-KERNELS = {"smem_read": (smem_kernel, SMEM_ASM), "int_issue": (int_kernel, INT_ASM), "fma_issue": (fma_kernel, FMA_ASM)}
+@triton.jit
+def mma_kernel(a_ptr, b_ptr, out_ptr, iters, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    z = tl.zeros([M, N], dtype=tl.float32)
+    c0, c1, c2, c3, c4, c5, c6, c7 = z, z + 1.0, z + 2.0, z + 3.0, z + 4.0, z + 5.0, z + 6.0, z + 7.0
+    for _ in range(iters):  # MMA_ACC = 8 independent accumulators
+        c0, c1, c2, c3 = tl.dot(a, b, c0), tl.dot(a, b, c1), tl.dot(a, b, c2), tl.dot(a, b, c3)
+        c4, c5, c6, c7 = tl.dot(a, b, c4), tl.dot(a, b, c5), tl.dot(a, b, c6), tl.dot(a, b, c7)
+    out = out_ptr + tl.program_id(0) * M * N + rm[:, None] * N + rn[None, :]
+    tl.store(out, ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)))
+
+
+KERNELS = {"smem_read": (smem_kernel, SMEM_ASM), "int_issue": (int_kernel, INT_ASM), "fma_issue": (fma_kernel, FMA_ASM),
+           "mma_sync": (mma_kernel, None)}
 
 
 def work_per_iter(name: str) -> int:
-    """Bytes (smem_read), integer lane-ops (int_issue) or FLOP (fma_issue) one thread does per loop iteration."""
-    return {"smem_read": UNROLL * 16, "int_issue": INT_OPS_PER_ITER, "fma_issue": FMA_FLOP_PER_ITER}[name]
+    """Bytes (smem_read), integer lane-ops (int_issue) or FLOP (fma_issue) one thread does per loop iteration;
+    mma_sync: the FLOP of one program's iteration (MMA_ACC dots of MMA_M x MMA_N x MMA_K)."""
+    return {"smem_read": UNROLL * 16, "int_issue": INT_OPS_PER_ITER, "fma_issue": FMA_FLOP_PER_ITER,
+            "mma_sync": MMA_ACC * 2 * MMA_M * MMA_N * MMA_K}[name]
 
 
 def launch(name: str, blocks: int, iters: int, out, clocks):
     """One launch of kernel `name` over `blocks` programs of THREADS threads."""
     kernel, asm = KERNELS[name]
+    if name == "mma_sync":
+        a, b = clocks
+        return kernel[(blocks,)](a, b, out, iters, M=MMA_M, N=MMA_N, K=MMA_K, num_warps=MMA_WARPS, num_stages=1)
     if name == "fma_issue":
         return kernel[(blocks,)](out, clocks, iters, THREADS=THREADS, ASM=asm, num_warps=WARPS, num_stages=1)
     return kernel[(blocks,)](out, iters, THREADS=THREADS, ASM=asm, num_warps=WARPS, num_stages=1)
@@ -185,13 +213,18 @@ def graph_seconds(fn, repeats: int = REPEATS, trials: int = TRIALS) -> float:
 def measure(name: str, sms: int, iters: int) -> dict:
     """Rate of kernel `name` with BLOCKS_PER_SM programs per SM: work / median seconds."""
     blocks = sms * BLOCKS_PER_SM
-    dtype = torch.float32 if name == "fma_issue" else torch.int32
-    out = torch.empty(blocks * THREADS, dtype=dtype, device="cuda")
+    dtype = torch.float32 if name in ("fma_issue", "mma_sync") else torch.int32
+    out = torch.empty(blocks * THREADS * (MMA_M * MMA_N // THREADS + 1), dtype=dtype, device="cuda")
     clocks = torch.zeros(blocks * 2, dtype=torch.int64, device="cuda")
+    threads = THREADS
+    if name == "mma_sync":  # operands ~0.01 so the fp32 accumulators stay finite; work per program, not thread
+        clocks = tuple((torch.randn(*shape, device="cuda") * 0.01).to(torch.bfloat16)
+                       for shape in ((MMA_M, MMA_K), (MMA_K, MMA_N)))
+        threads = 1
     seconds = graph_seconds(lambda: launch(name, blocks, iters, out, clocks))
-    work = blocks * THREADS * iters * work_per_iter(name)
-    row = {"blocks": blocks, "threads_per_block": THREADS, "iterations": iters, "work": work, "seconds": seconds,
-           "rate_per_s": work / seconds}
+    work = blocks * threads * iters * work_per_iter(name)
+    row = {"blocks": blocks, "threads_per_block": THREADS if name != "mma_sync" else 32 * MMA_WARPS,
+           "iterations": iters, "work": work, "seconds": seconds, "rate_per_s": work / seconds}
     if name == "fma_issue":
         pairs = clocks.view(blocks, 2).double().cpu()
         row["clock_hz_measured"] = statistics.median((pairs[:, 0] / pairs[:, 1] * 1e9).tolist())
@@ -205,13 +238,13 @@ def properties_clock_hz(props) -> float | None:
 
 
 def run(out_path: Path, quick: bool = False) -> dict:
-    """Measure the three ceilings on GPU 0 and write them, with the datasheet predictions at the measured clock."""
+    """Measure the four ceilings on GPU 0 and write them, with the datasheet predictions at the measured clock."""
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     iters = 64 if quick else 4096
     rows = {"fma_issue": measure("fma_issue", sms, iters)}
     clock = rows["fma_issue"]["clock_hz_measured"]
-    for name in ("smem_read", "int_issue"):
+    for name in ("smem_read", "int_issue", "mma_sync"):
         rows[name] = measure(name, sms, iters)
     for name, row in rows.items():
         row["predicted_at_measured_clock"] = PER_CLOCK[name] * sms * clock
@@ -222,7 +255,8 @@ def run(out_path: Path, quick: bool = False) -> dict:
               "triton": triton.__version__, "quick": quick,
               "fields": {"shared_memory_bytes_per_s": rows["smem_read"]["rate_per_s"],
                          "int32_ops_per_s": rows["int_issue"]["rate_per_s"],
-                         "fp32_flops_per_s": rows["fma_issue"]["rate_per_s"]},
+                         "fp32_flops_per_s": rows["fma_issue"]["rate_per_s"],
+                         "mma_sync_flops_per_s": rows["mma_sync"]["rate_per_s"]},
               "benchmarks": rows}
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(result, indent=1) + "\n")
