@@ -68,6 +68,7 @@ MEASURED: dict[str, Bound] = {
     "l2_bytes_per_s": ON_CHIP,
     "int32_ops_per_s": PEAK,
     "fp32_flops_per_s": PEAK,
+    "mma_sync_flops_per_s": PEAK,
     "bytes_in_flight_per_sm": Bound(64, 1024, 1 << 20, 1 << 24, "bytes", "bytes in flight per SM"),
     "dram_latency_s": LATENCY,
     "cuda_context_bytes": Bound(1 << 20, 64 << 20, 4 << 30, 64 << 30, "bytes",

@@ -149,6 +149,9 @@ class Measured(Spec):
         "(ceilings microbenchmark 'int_issue').")
     fp32_flops_per_s: PositiveFloat | None = Field(
         None, description="Vector FP32 FMA rate, FLOP/s (ceilings microbenchmark 'fma_issue').")
+    mma_sync_flops_per_s: PositiveFloat | None = Field(
+        None, description="bf16 tensor-core rate of warp-level mma.sync (HMMA, what a Triton tl.dot of too few rows "
+        "for wgmma compiles to), FLOP/s (ceilings microbenchmark 'mma_sync').")
     bytes_in_flight_per_sm: PositiveFloat | None = Field(
         None, description="Bytes of DRAM reads one SM keeps in flight at most, bytes: bandwidth x latency / SMs at "
         "the knee of a sweep of outstanding cp.async bytes per SM (ceilings microbenchmark 'inflight').")

@@ -39,6 +39,10 @@ def hardware_for_device(device: str) -> str:
     raise ResultsError(f"hardware: no catalogue entry known for device {device!r}; pass --hardware NAME|PATH")
 
 
+ONCHIP_FIELDS = ("shared_memory_bytes_per_s", "int32_ops_per_s", "fp32_flops_per_s", "mma_sync_flops_per_s",
+                 "onchip_source")
+
+
 def calibrated(hardware, results: dict):
     """`hardware` with the measured section of `results`' ceilings cases (unchanged when it has none)."""
     from roofline.specs.hardware import Measured
@@ -54,8 +58,11 @@ def calibrated(hardware, results: dict):
         section = measured_section(results, "this results file")
     except ResultsError:
         return hardware
+    # the on-chip ceilings are measured by their own microbenchmarks (validate.ops.ceilings.onchip, another results
+    # file of the same device): kept from the spec's measured section beside this file's streaming/GEMM ceilings
+    kept = hardware.measured.model_dump(include=set(ONCHIP_FIELDS), exclude_none=True) if hardware.measured else {}
     try:
-        measured = Measured(**section)
+        measured = Measured(**{**kept, **section})
     except ValidationError as err:  # e.g. ceilings that fit a bandwidth no memory has
         raise ResultsError(describe_validation_error(err, "results: the ceilings' calibration")) from None
     return hardware.model_copy(update={"measured": measured})
