@@ -103,8 +103,8 @@ def latency_index() -> dict:
 
 
 def latency_errors(s: Scenario, plan_: dict) -> list[dict]:
-    hardware, w = load("hardware", s.hardware), workload(s)
-    return [trust.latency_error(latency_index(), hardware.name, r["method"], r["decode"], w.compute_dtype)
+    hardware, w, index = load("hardware", s.hardware), workload(s), latency_index()
+    return [trust.latency_error(index, hardware.name, r["method"], r["decode"], w.compute_dtype)
             for r in plan_["results"]]
 
 
@@ -148,17 +148,12 @@ def validation_reports() -> list[dict]:
     return trust.validation_reports()
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def chart(name: str, *args) -> dict:
-    """The Vega-Lite spec of charts.<name>(*args), built once per input: Altair's schema validation costs
-    more than the whole rest of a re-render."""
+def draw(name: str, *args, key: str) -> None:
+    """st.vega_lite_chart of charts.<name>(*args): a plain Vega-Lite dict with Arrow datasets, built on every run
+    (well under a millisecond; hashing the inputs for a cache would cost more)."""
     from roofline_app import charts
 
-    return getattr(charts, name)(*args).to_dict()
-
-
-def draw(name: str, *args, key: str) -> None:
-    st.vega_lite_chart(spec=chart(name, *args), key=key)
+    st.vega_lite_chart(spec=getattr(charts, name)(*args), key=key)
 
 
 def downloads(stem: str, rows: Any, key: str, csv_text: str | None = None, json_text: str | None = None) -> None:
