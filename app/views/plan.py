@@ -19,7 +19,7 @@ st.caption(fmt.md_escape(
 plan, errors = cache.plan(scenario)
 if errors or (plan and not all(r["fits"] for r in plan["results"])):
     failing = len(errors) + sum(not r["fits"] for r in (plan or {"results": []})["results"])
-    st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:", icon="⚠️")
+    st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:", icon=":material/warning:")
     fit_rows = cache.fit(scenario)
     st.dataframe(display.fit_table(fit_rows), hide_index=True, key="fit_table")
     with st.expander("Why (one line per method)"):

@@ -1,12 +1,15 @@
 """`python -m roofline.report.warm`: fill the content-keyed caches the dashboard reads (roofline.codegen's compiled
-planners on disk, report.trust's page data) in a separate, niced process, so that a first visit to a page, a new
-GPU or a new model costs a disk read instead of a symbolic build. The dashboard starts it once per server; every
-entry it writes is one the app would otherwise compute on the request (same keys), so it never changes a number.
+planners on disk, report.trust's page data) in a separate process at the lowest CPU priority (os.nice 19: a process,
+not a thread, so the server's interpreter never waits on it), so that a first visit to a page, a new GPU or a new
+model costs a disk read instead of a symbolic build. The dashboard starts it once per server, after the first page
+is served; every entry it writes is one the app would otherwise compute on the request (same keys), so it never
+changes a number.
 
-Order: the slow pages (validation, claims), the Pareto page's default table on the default scenario, then the default
-model on every GPU, then every model on the default GPU (a model whose weights leave no room on one GPU at the
-fewest tp x pp that holds it, as the fit solver proposes), each with the default methods in both flavours (point
-plans and sweeps).
+Order (what a visitor is likeliest to ask for next first): the slow pages (validation, claims), the default
+scenario's plan and fit solver, the Pareto page's default table, the default scenario with every weight dtype (a
+shared link), every model on the default GPU (a model whose weights leave no room on one GPU at the fewest tp x pp
+that holds it, as the fit solver proposes), then the default model on every GPU, each with the default methods in
+both flavours (point plans and sweeps).
 """
 
 from __future__ import annotations
@@ -29,10 +32,15 @@ def _points(model, hardware, workload, specs) -> None:
 
 
 def _plan(model, hardware, workload, specs) -> None:
-    from roofline.report.explore import sweep
+    from roofline.report.explore import fit_solver, fits_on, sweep
 
     _points(model, hardware, workload, specs)
     sweep(model, hardware, workload, specs, "context")
+    try:
+        if not all(fits_on(model, hardware, workload, spec) for spec in specs):  # the Plan page shows the solver
+            fit_solver(model, hardware, workload, specs)
+    except (RooflineError, ValueError):
+        pass
 
 
 def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> None:
@@ -51,15 +59,18 @@ def warm(limit: int | None = None) -> int:
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
     from roofline.report import trust
     from roofline.report.dashboard import workload_from
-    from roofline.report.share import defaults
+    from roofline.report.share import WEIGHT_DTYPES, defaults
 
     trust.latency_index()
     trust.claims_rows()
     base = defaults()
     workload = workload_from({})
-    _points(load_model(base["model"]), load_hardware(base["hardware"]), workload,
-            benchmark_specs(default_benchmark()))
-    pairs = [(base["model"], h) for h in hardware_names()] + [(m, base["hardware"]) for m in model_names()]
+    model, hardware = load_model(base["model"]), load_hardware(base["hardware"])
+    _plan(model, hardware, workload, base["methods"])
+    _points(model, hardware, workload, benchmark_specs(default_benchmark()))
+    for dtype in WEIGHT_DTYPES:
+        _points(model, hardware, workload_from({"weight_dtype": dtype}), base["methods"])
+    pairs = [(m, base["hardware"]) for m in model_names()] + [(base["model"], h) for h in hardware_names()]
     done = 0
     for model_name, hardware_name in dict.fromkeys(pairs):
         if limit is not None and done >= limit:
@@ -88,7 +99,7 @@ def _where_it_fits(model, hardware, workload):
 
 if __name__ == "__main__":
     try:
-        os.nice(10)  # the server's requests come first
+        os.nice(19)  # the server's requests come first
     except OSError:
         pass
     sys.exit(0 if warm() >= 0 else 1)
