@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import streamlit as st
@@ -154,6 +155,21 @@ def draw(name: str, *args, key: str) -> None:
     from roofline_app import charts
 
     st.vega_lite_chart(spec=getattr(charts, name)(*args), key=key)
+
+
+def frame(rows: Sequence[dict]) -> Any:
+    """A table for st.dataframe as a pyarrow Table, which Streamlit serializes as is: a list of rows goes through
+    pandas (its import alone was ~0.6 s of the cold first load). Rows Arrow cannot type (a column mixing text and
+    numbers) or rows with different columns go as they are, through Streamlit's own conversion."""
+    import pyarrow as pa
+
+    rows = list(rows)
+    if not rows or any(r.keys() != rows[0].keys() for r in rows):  # Arrow would take the first row's columns
+        return rows
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return rows
 
 
 def downloads(stem: str, rows: Any, key: str, csv_text: str | None = None, json_text: str | None = None) -> None:

@@ -7,7 +7,6 @@ is), built in well under a millisecond: Altair's import (~0.9 s), its pandas fra
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -24,8 +23,10 @@ SWEEP_METRICS = {"tpot_s": ("TPOT (ms)", 1e3, True), "tokens_per_s": ("tokens/s"
 
 
 class Tables:
-    """The named datasets of one chart: `ref(rows)` stores a table as Arrow IPC bytes (named by its content, as
-    Altair names them) and returns the layer's `data` reference."""
+    """The named datasets of one chart: `ref(rows)` stores a table as Arrow IPC bytes and returns the layer's `data`
+    reference. Names are positional ("data-0", ...), so a re-render with new numbers sends the same spec and the
+    browser swaps the tables inside the drawn view instead of compiling and embedding the chart again (Streamlit's
+    frontend re-embeds only when the spec text changes). Data-dependent text therefore stays out of the specs."""
 
     def __init__(self) -> None:
         self.datasets: dict[str, bytes] = {}
@@ -37,9 +38,8 @@ class Tables:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
-        data = sink.getvalue().to_pybytes()
-        name = "data-" + hashlib.md5(data, usedforsecurity=False).hexdigest()
-        self.datasets[name] = data
+        name = f"data-{len(self.datasets)}"
+        self.datasets[name] = sink.getvalue().to_pybytes()
         return {"name": name}
 
     def spec(self, body: dict) -> dict:
@@ -99,9 +99,9 @@ def memory_chart(rows: Sequence[dict], capacity_gib: float, usable_gib: float) -
     """Stacked bars of one GPU's memory by segment, with the usable and total capacity as rules."""
     t = Tables()
     segments = {r["segment"]: r for r in sorted(rows, key=lambda r: r["order"])}
-    labels = list(dict.fromkeys(r["label"] for r in rows))
-    bars = {"data": t.ref(rows), "mark": {"type": "bar"}, "encoding": {
-        "y": n("label", None, sort=labels, axis={"labelLimit": 320}),
+    rank = {m: i for i, m in enumerate(dict.fromkeys(r["method"] for r in rows))}  # bars in the plan's order
+    bars = {"data": t.ref([{**r, "rank": rank[r["method"]]} for r in rows]), "mark": {"type": "bar"}, "encoding": {
+        "y": n("label", None, sort={"field": "rank", "op": "min", "order": "ascending"}, axis={"labelLimit": 320}),
         "x": q("GiB", "memory on one GPU (GiB)", aggregate="sum"),
         "color": n("segment", "segment", sort=list(segments), legend={"orient": "right", "labelLimit": 320},
                    scale={"domain": list(segments), "range": [r["colour"] for r in segments.values()]}),
@@ -112,7 +112,7 @@ def memory_chart(rows: Sequence[dict], capacity_gib: float, usable_gib: float) -
                  "x": q("GiB"), "strokeDash": n("line", legend=None, scale={"range": [[1, 0], [5, 3]]}),
                  "tooltip": [n("line"), q("GiB", format=",.1f")]}}
     sub = f"KV at the scenario's batch and context; solid: capacity {capacity_gib:,.1f} GiB, dashed: usable"
-    height = max(300, 34 * len(labels))  # room for the legend's eleven segments
+    height = max(300, 34 * len(rank))  # room for the legend's eleven segments
     return t.spec({"layer": [bars, rules], "height": height, "title": _title("Memory per GPU", sub),
                    "width": WIDTH - 260})
 
@@ -188,8 +188,8 @@ def roofline_chart(data: dict, axes: dict) -> dict:
              "tooltip": [n("method"), n("op"), n("bound"), q("intensity", "FLOP/byte", format=",.1f"),
                          q("flops_per_s", "FLOP/s", format=".3~s"),
                          q("time_s", "time per instance (s)", format=".3~s"), q("count")]}}]
-    sub = (f"{data['hardware']}, decode at batch {data['batch']} and context {data['context']:,}: ops left of a "
-           "ridge point are memory-bound, right of it compute-bound")
+    sub = (f"{data['hardware']}, decode at batch {data['batch']} and the slider's context: ops left of a ridge point "
+           "are memory-bound, right of it compute-bound")  # the context stays out: a slider step keeps the spec
     return t.spec({"layer": layers, "resolve": {"scale": {"color": "independent"}}, "width": width,
                    "height": height, "title": _title("Roofline", sub)})
 
