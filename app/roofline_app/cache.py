@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import streamlit as st
@@ -172,10 +172,16 @@ def frame(rows: Sequence[dict]) -> Any:
         return rows
 
 
-def downloads(stem: str, rows: Any, key: str, csv_text: str | None = None, json_text: str | None = None) -> None:
-    """CSV and JSON download buttons for a table (the library's serializations)."""
+def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,
+              json_text: Callable[[], str] | None = None) -> None:
+    """CSV and JSON download buttons for a table (the library's serializations), written when clicked: Streamlit
+    calls a callable `data` on the click, so a re-render no longer serializes every table twice (0.1-0.4 s on
+    the Validation page's 250 cases)."""
+    def as_bytes(text: Callable[[], str]) -> Callable[[], bytes]:
+        return lambda: text().encode()
+
     c1, c2, _ = st.columns([1, 1, 4])
-    c1.download_button("Download CSV", csv_text or appdata.rows_csv(rows), file_name=f"{stem}.csv", mime="text/csv",
-                       on_click="ignore", key=f"{key}_csv")
-    c2.download_button("Download JSON", json_text or appdata.rows_json(rows), file_name=f"{stem}.json",
-                       mime="application/json", on_click="ignore", key=f"{key}_json")
+    c1.download_button("Download CSV", as_bytes(csv_text or (lambda: appdata.rows_csv(rows))), file_name=f"{stem}.csv",
+                       mime="text/csv", on_click="ignore", key=f"{key}_csv")
+    c2.download_button("Download JSON", as_bytes(json_text or (lambda: appdata.rows_json(rows))),
+                       file_name=f"{stem}.json", mime="application/json", on_click="ignore", key=f"{key}_json")

@@ -50,4 +50,5 @@ with tab_latency:
     cache.draw("latency_chart", rows, key="latency_chart")
     st.caption("TPOT: one decode step of the batch at the context, coloured by its bound; TTFT: prefill of the "
                "prompts. The Summary's last column gives each TPOT's measured error (validate/results).")
-cache.downloads("plan", plan, key="plan", csv_text=appdata.plan_csv(plan), json_text=appdata.plan_json(plan))
+cache.downloads("plan", plan, key="plan", csv_text=lambda: appdata.plan_csv(plan),
+                json_text=lambda: appdata.plan_json(plan))

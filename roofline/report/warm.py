@@ -1,5 +1,5 @@
 """`python -m roofline.report.warm`: fill the content-keyed caches the dashboard reads (roofline.codegen's compiled
-planners on disk, report.trust's page data) in a separate process at the lowest CPU priority (os.nice 19: a process,
+planners on disk, report.trust's page data) in a separate process at a low CPU priority (os.nice 10: a process,
 not a thread, so the server's interpreter never waits on it), so that a first visit to a page, a new GPU or a new
 model costs a disk read instead of a symbolic build. The dashboard starts it once per server, after the first page
 is served; every entry it writes is one the app would otherwise compute on the request (same keys), so it never
@@ -99,7 +99,7 @@ def _where_it_fits(model, hardware, workload):
 
 if __name__ == "__main__":
     try:
-        os.nice(19)  # the server's requests come first
+        os.nice(10)  # the server's requests come first
     except OSError:
         pass
     sys.exit(0 if warm() >= 0 else 1)
