@@ -60,10 +60,14 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60) -> No
 
 def _prewarm() -> None:
     """Compile what this test visits before the server starts (same content-keyed cache folder: conftest's), as a
-    deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache."""
+    deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache.
+    Llama-3.1-70B and the Pareto table are left to the app's own background warm-up (a race on a loaded box);
+    ROOFLINE_TEST_WARM_ALL=1 runs that whole warm-up first (the case where it has finished)."""
     from roofline.report import trust
-    from roofline.report.warm import warm_scenario
+    from roofline.report.warm import warm, warm_scenario
 
+    if os.environ.get("ROOFLINE_TEST_WARM_ALL") == "1":
+        warm()
     trust.latency_index()
     trust.claims_rows()
     for model, hardware, fields in (("Llama-3.1-8B", "H100-SXM", {}), ("Llama-3.1-8B", "H200", {}),
