@@ -505,3 +505,16 @@ def test_serving_page_draws_latency_curves_and_the_max_rate():
     assert not at.error
     best = table(at, "max requests/s at the SLO")
     assert list(best["method"]) == list(appdata.DEFAULT_METHODS)
+
+
+def test_roofline_page_data_is_kept_by_content():
+    model, hardware, workload = load_model("Llama-3.1-8B"), load_hardware("H100-SXM"), appdata.workload_from({})
+    specs = ("kivi-2", "aquakv-2")
+    direct = rooflinepage.limits_rows(model, hardware, workload, specs, 4096)
+    assert json.loads(json.dumps(rooflinepage.kept("limits_rows", model, hardware, workload, specs, 4096))) == direct
+    data = rooflinepage.kept("roofline_data", model, hardware, workload, specs, 4096)
+    assert data["points"] == rooflinepage.roofline_data(model, hardware, workload, specs, 4096)["points"]
+    other = rooflinepage.kept("roofline_data", model, hardware, appdata.workload_from({"batch": 2}), specs, 4096)
+    assert other["batch"] == 2 and other["points"] != data["points"]  # the workload is part of the key
+    with pytest.raises(ValueError, match="name"):
+        rooflinepage.kept("plan", model, hardware, workload, specs)

@@ -111,22 +111,22 @@ def latency_errors(s: Scenario, plan_: dict) -> list[dict]:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def roofline_data(s: Scenario, specs: tuple[str, ...], context: int) -> dict:
-    return rooflinepage.roofline_data(*specs_of(s), specs, context)
+    return rooflinepage.kept("roofline_data", *specs_of(s), specs, context)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def roofline_axes(s: Scenario, specs: tuple[str, ...]) -> dict:
-    return rooflinepage.roofline_axes(*specs_of(s), specs)
+    return rooflinepage.kept("roofline_axes", *specs_of(s), specs)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def movement(s: Scenario, specs: tuple[str, ...]) -> str:
-    return rooflinepage.movement_caption(rooflinepage.own_op_movement(*specs_of(s), specs))
+    return rooflinepage.movement_caption(rooflinepage.kept("own_op_movement", *specs_of(s), specs))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def limits(s: Scenario, specs: tuple[str, ...], context: int) -> list[dict]:
-    return rooflinepage.limits_rows(*specs_of(s), specs, context)
+    return rooflinepage.kept("limits_rows", *specs_of(s), specs, context)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -132,3 +132,21 @@ def movement_caption(rows: Sequence[dict]) -> str:
     if still:
         text += ". Within 10 % over the whole range: " + ", ".join(still)
     return text + "."
+
+
+KEPT = ("roofline_data", "limits_rows", "roofline_axes", "own_op_movement")
+
+
+def kept(name: str, model: Model, hardware: Hardware, workload: Workload, specs: Sequence[str], *context: int) -> Any:
+    """`name(model, hardware, workload, specs, *context)` (one of KEPT) once per content (roofline.codegen.cached_json:
+    memory, then disk; the key covers roofline's sources, the specs and the arguments): the dashboard's Roofline page
+    and its warm-up process share the entries, so a first visit or a slider step reads JSON instead of evaluating
+    every op and the AQUA-KV bisection (sympy substitutions)."""
+    from roofline import codegen
+
+    if name not in KEPT:
+        raise ValueError(f"name: {name!r} is not one of {', '.join(KEPT)}")
+    fn = globals()[name]
+    key = codegen.content_key(f"app-roofline-{name}", model, hardware, workload, list(specs), *context)
+    return codegen.cached_json(key, lambda: fn(model, hardware, workload, tuple(specs), *context))
+

@@ -6,10 +6,10 @@ is served; every entry it writes is one the app would otherwise compute on the r
 changes a number.
 
 Order (what a visitor is likeliest to ask for next first): the slow pages (validation, claims), the default
-scenario's plan and fit solver, the Pareto page's default table, the default scenario with every weight dtype (a
-shared link), every model on the default GPU (a model whose weights leave no room on one GPU at the fewest tp x pp
-that holds it, as the fit solver proposes), then the default model on every GPU, each with the default methods in
-both flavours (point plans and sweeps).
+scenario's plan and fit solver, the Pareto page's default table, the default scenario's Roofline page at every
+slider context, the default scenario with every weight dtype (a shared link), every model on the default GPU (a
+model whose weights leave no room on one GPU at the fewest tp x pp that holds it, as the fit solver proposes), then
+the default model on every GPU, each with the default methods in both flavours (point plans and sweeps).
 """
 
 from __future__ import annotations
@@ -43,6 +43,21 @@ def _plan(model, hardware, workload, specs) -> None:
         pass
 
 
+def _roofline_page(model, hardware, workload, specs) -> None:
+    """The Roofline page of a scenario: its axes, caption, and the ops and limits at every slider context."""
+    from roofline.report.rooflinepage import context_options, kept
+
+    specs = tuple(dict.fromkeys(specs))
+    try:
+        kept("roofline_axes", model, hardware, workload, specs)
+        kept("own_op_movement", model, hardware, workload, specs)
+        for context in context_options(workload.context_tokens):
+            kept("roofline_data", model, hardware, workload, specs, context)
+            kept("limits_rows", model, hardware, workload, specs, context)
+    except (RooflineError, ValueError):
+        return
+
+
 def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> None:
     """Fill the caches of one scenario with the default methods, as the app's first visit to it would."""
     from roofline.catalogue import load_hardware, load_model
@@ -58,7 +73,7 @@ def warm(limit: int | None = None) -> int:
     from roofline.analysis.quality import benchmark_specs, default_benchmark
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
     from roofline.report import trust
-    from roofline.report.dashboard import workload_from
+    from roofline.report.dashboard import ROOFLINE_EXTRA, workload_from
     from roofline.report.share import WEIGHT_DTYPES, defaults
 
     trust.latency_index()
@@ -68,6 +83,7 @@ def warm(limit: int | None = None) -> int:
     model, hardware = load_model(base["model"]), load_hardware(base["hardware"])
     _plan(model, hardware, workload, base["methods"])
     _points(model, hardware, workload, benchmark_specs(default_benchmark()))
+    _roofline_page(model, hardware, workload, (*base["methods"], *ROOFLINE_EXTRA))
     for dtype in WEIGHT_DTYPES:
         _points(model, hardware, workload_from({"weight_dtype": dtype}), base["methods"])
     pairs = [(m, base["hardware"]) for m in model_names()] + [(base["model"], h) for h in hardware_names()]
