@@ -60,16 +60,16 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60) -> No
 
 def _prewarm() -> None:
     """Compile what this test visits before the server starts (same content-keyed cache folder: conftest's), as a
-    deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache.
-    Llama-3.1-70B and the Pareto table are left to the app's own background warm-up (a race on a loaded box);
-    ROOFLINE_TEST_WARM_ALL=1 runs that whole warm-up first (the case where it has finished)."""
-    from roofline.report import trust
-    from roofline.report.warm import warm, warm_scenario
+    deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache. The
+    default scenario's pages (report.warm.warm_pages: plan, Pareto table, Roofline page, trust data) are the
+    warm-up's first entries; Llama-3.1-70B is left to the app's own background warm-up (on a loaded box it has
+    not reached it when the test asks); ROOFLINE_TEST_WARM_ALL=1 runs that whole warm-up first (the case where it
+    has finished)."""
+    from roofline.report.warm import warm, warm_pages, warm_scenario
 
     if os.environ.get("ROOFLINE_TEST_WARM_ALL") == "1":
         warm()
-    trust.latency_index()
-    trust.claims_rows()
+    warm_pages()
     for model, hardware, fields in (("Llama-3.1-8B", "H100-SXM", {}), ("Llama-3.1-8B", "H200", {}),
                                     ("Qwen2.5-7B", "H200", {}), ("Qwen2.5-7B", "H200", {"tp": 2})):
         warm_scenario(model, hardware, **fields)

@@ -68,13 +68,14 @@ def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> Non
           defaults()["methods"])
 
 
-def warm(limit: int | None = None) -> int:
-    """Fill the caches; returns how many (model, hardware) pairs were planned (at most `limit`)."""
+def warm_pages() -> None:
+    """The default scenario's pages: trust data (Validation, Claims), the plan and its fit solver, the Pareto
+    page's default table and the Roofline page at every slider context."""
     from roofline.analysis.quality import benchmark_specs, default_benchmark
-    from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
+    from roofline.catalogue import load_hardware, load_model
     from roofline.report import trust
     from roofline.report.dashboard import ROOFLINE_EXTRA, workload_from
-    from roofline.report.share import WEIGHT_DTYPES, defaults
+    from roofline.report.share import defaults
 
     trust.latency_index()
     trust.claims_rows()
@@ -84,6 +85,19 @@ def warm(limit: int | None = None) -> int:
     _plan(model, hardware, workload, base["methods"])
     _points(model, hardware, workload, benchmark_specs(default_benchmark()))
     _roofline_page(model, hardware, workload, (*base["methods"], *ROOFLINE_EXTRA))
+
+
+def warm(limit: int | None = None) -> int:
+    """Fill the caches (warm_pages, then the catalogue); returns how many (model, hardware) pairs were planned (at
+    most `limit`)."""
+    from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
+    from roofline.report.dashboard import workload_from
+    from roofline.report.share import WEIGHT_DTYPES, defaults
+
+    warm_pages()
+    base = defaults()
+    workload = workload_from({})
+    model, hardware = load_model(base["model"]), load_hardware(base["hardware"])
     for dtype in WEIGHT_DTYPES:
         _points(model, hardware, workload_from({"weight_dtype": dtype}), base["methods"])
     pairs = [(m, base["hardware"]) for m in model_names()] + [(base["model"], h) for h in hardware_names()]
