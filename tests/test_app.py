@@ -518,3 +518,9 @@ def test_roofline_page_data_is_kept_by_content():
     assert other["batch"] == 2 and other["points"] != data["points"]  # the workload is part of the key
     with pytest.raises(ValueError, match="name"):
         rooflinepage.kept("plan", model, hardware, workload, specs)
+
+
+def test_catalogue_specs_are_kept_by_content():
+    for kind, name, load in (("hardware", "H200", load_hardware), ("model", "Llama-3.1-70B", load_model)):
+        assert appdata.catalogue_spec(kind, name) == load(name)  # validated again from the kept JSON: equal
+    assert appdata.load_source("hardware", appdata.catalogue_source("L4")) == load_hardware("L4")

@@ -91,10 +91,13 @@ def warm(limit: int | None = None) -> int:
     """Fill the caches (warm_pages, then the catalogue); returns how many (model, hardware) pairs were planned (at
     most `limit`)."""
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
-    from roofline.report.dashboard import workload_from
+    from roofline.report.dashboard import catalogue_spec, workload_from
     from roofline.report.share import WEIGHT_DTYPES, defaults
 
     warm_pages()
+    for kind, names in (("hardware", hardware_names()), ("model", model_names())):
+        for name in names:
+            catalogue_spec(kind, name)
     base = defaults()
     workload = workload_from({})
     model, hardware = load_model(base["model"]), load_hardware(base["hardware"])
