@@ -524,3 +524,21 @@ def test_catalogue_specs_are_kept_by_content():
     for kind, name, load in (("hardware", "H200", load_hardware), ("model", "Llama-3.1-70B", load_model)):
         assert appdata.catalogue_spec(kind, name) == load(name)  # validated again from the kept JSON: equal
     assert appdata.load_source("hardware", appdata.catalogue_source("L4")) == load_hardware("L4")
+
+
+def test_arrow_tables_from_buffers_equal_pyarrows():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import arrow
+
+    rows = [{"method": "bf16", "bits": 16.0, "max": 27_856, "fits": False, "note": None, "n": None},
+            {"method": "kivi-2 ünïcode", "bits": None, "max": 2, "fits": True, "note": "x", "n": None},
+            {"method": "", "bits": 3, "max": None, "fits": None, "note": "yz", "n": None}]
+    built = arrow.table(rows)
+    assert built.equals(pa.Table.from_pylist(rows)) and built.to_pylist() == rows
+    for name, plan_rows in (("summary", display.summary_table(library_plan(), 131_072)),
+                            ("memory", appdata.memory_rows(library_plan()))):
+        assert arrow.table(plan_rows).equals(pa.Table.from_pylist(plan_rows)), name
+    assert arrow.table([{"a": 1}, {"a": "text"}]) is None  # a mixed column: the caller falls back
+    assert arrow.table([{"a": 1}, {"b": 1}]) is None  # different columns

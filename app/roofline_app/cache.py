@@ -158,18 +158,14 @@ def draw(name: str, *args, key: str) -> None:
 
 
 def frame(rows: Sequence[dict]) -> Any:
-    """A table for st.dataframe as a pyarrow Table, which Streamlit serializes as is: a list of rows goes through
-    pandas (its import alone was ~0.6 s of the cold first load). Rows Arrow cannot type (a column mixing text and
-    numbers) or rows with different columns go as they are, through Streamlit's own conversion."""
-    import pyarrow as pa
+    """A table for st.dataframe as a pyarrow Table built from buffers (roofline_app.arrow), which Streamlit serializes
+    as is: a list of rows goes through pandas (its import alone was ~0.6 s of the cold first load). Rows of other
+    column types, or with different columns, go as they are, through Streamlit's own conversion."""
+    from roofline_app import arrow
 
     rows = list(rows)
-    if not rows or any(r.keys() != rows[0].keys() for r in rows):  # Arrow would take the first row's columns
-        return rows
-    try:
-        return pa.Table.from_pylist(rows)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return rows
+    table = arrow.table(rows)
+    return rows if table is None else table
 
 
 def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,

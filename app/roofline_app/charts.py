@@ -34,7 +34,12 @@ class Tables:
     def ref(self, rows: Sequence[dict]) -> dict:
         import pyarrow as pa
 
-        table = pa.Table.from_pylist(list(rows))
+        from roofline_app import arrow
+
+        rows = list(rows)
+        table = arrow.table(rows) if rows else None
+        if table is None:
+            table = pa.Table.from_pylist(rows)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)

@@ -21,13 +21,13 @@ if errors or (plan and not all(r["fits"] for r in plan["results"])):
     failing = len(errors) + sum(not r["fits"] for r in (plan or {"results": []})["results"])
     st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:", icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    st.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, key="fit_table")
+    st.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
     with st.expander("Why (one line per method)"):
         for line in errors:
             st.text(line)
     cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    st.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, key="fit_table")
+    st.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False, key="fit_table")
 if plan is None:
     st.stop()
 
@@ -38,7 +38,7 @@ tab_summary, tab_memory, tab_latency = st.tabs(["Summary", "Memory", "Latency"],
 if tab_summary.open:
     with tab_summary:
         st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
-                     hide_index=True, key="summary")
+                     hide_index=True, lazy=False, key="summary")
         for line in display.warning_lines(plan):
             st.caption(fmt.md_escape(f"Note: {line}"))
         cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")

@@ -27,11 +27,11 @@ st.caption("Each point is one decode op of one method (hover for its name, bound
 rows = cache.limits(scenario, specs, context)
 if rows:
     st.subheader("Closed-form limits")
-    st.dataframe(cache.frame(display.limits_table(rows)), hide_index=True, key="limits_table")
+    st.dataframe(cache.frame(display.limits_table(rows)), hide_index=True, lazy=False, key="limits_table")
     st.caption("XQuant: the whole decode step (weight reads included) stays memory-bound up to "
                "l* = R W / (B (F - R C)) "
                "(XQuant §3.4, Eq. 3-4); the fused remat op alone, as plotted, has no weights to amortize. AQUA-KV: "
                "base-model FLOPs per token over predictor FLOPs per token (§3.2 claims at least 500x).")
 with st.expander("Op table"):
-    st.dataframe(cache.frame(display.points_table(data["points"])), hide_index=True, key="points_table")
+    st.dataframe(cache.frame(display.points_table(data["points"])), hide_index=True, lazy=False, key="points_table")
 cache.downloads("roofline-ops", data["points"], key="roofline")
