@@ -37,10 +37,12 @@ PAGES = [
     st.Page(HERE / "views" / "claims.py", title="Claims", url_path="claims"),
 ]
 page = st.navigation(PAGES)
+cache.FULL_RUN.active = True  # cache.fragment records only the runs of a fragment alone
 try:
     sidebar()
     page.run()
 finally:  # st.stop() ends a page early: its run still counts
+    cache.FULL_RUN.active = False  # plain Python: after st.stop() a Streamlit call here may raise
     cache.start_warmup()  # once per server, after the first page is drawn: it competes for no CPU before it
     cache.record_run(page.title, time.perf_counter() - START)
     if PROFILE:

@@ -6,10 +6,13 @@ objects: a repeated interaction costs a dictionary lookup. The planners themselv
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -42,6 +45,26 @@ def start_warmup() -> subprocess.Popen | None:
                                 stderr=subprocess.DEVNULL)
     except OSError:
         return None
+
+
+FULL_RUN = threading.local()  # .active: main.py is running the whole script on this thread
+
+
+def fragment(label: str):
+    """st.fragment whose own reruns (a widget inside it changed; the page and the sidebar do not run) are
+    recorded like a script run (record_run); main.py marks the whole script's runs in FULL_RUN."""
+    def wrap(fn):
+        @st.fragment
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            alone, start = not getattr(FULL_RUN, "active", False), time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if alone:
+                    record_run(label, time.perf_counter() - start)
+        return run
+    return wrap
 
 
 def record_run(page: str, seconds: float) -> None:
