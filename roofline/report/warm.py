@@ -7,15 +7,17 @@ changes a number.
 
 Order (what a visitor is likeliest to ask for next first): the slow pages (validation, claims), the default
 scenario's plan and fit solver, the Pareto page's default table, the default scenario's Roofline page at every
-slider context, the default scenario with every weight dtype (a shared link), every model on the default GPU (a
-model whose weights leave no room on one GPU at the fewest tp x pp that holds it, as the fit solver proposes), then
-the default model on every GPU, each with the default methods in both flavours (point plans and sweeps).
+slider context, every catalogue spec's validated JSON, the default scenario with every weight dtype (a shared
+link), every model on the default GPU (a model whose weights leave no room on one GPU at the fewest tp x pp that
+holds it, as the fit solver proposes), the default model on every GPU, then every model at tp 2, 4 and 8 on the
+default GPU, each with the default methods in both flavours (point plans and sweeps).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from roofline.errors import RooflineError
 
@@ -87,10 +89,12 @@ def warm_pages() -> None:
     _roofline_page(model, hardware, workload, (*base["methods"], *ROOFLINE_EXTRA))
 
 
-def warm(limit: int | None = None) -> int:
-    """Fill the caches (warm_pages, then the catalogue); returns how many (model, hardware) pairs were planned (at
-    most `limit`)."""
+def warm(limit: int | None = None, models: Sequence[str] | None = None,
+         hardware: Sequence[str] | None = None) -> int:
+    """Fill the caches (warm_pages, then the catalogue: `models` and `hardware` restrict it to those names);
+    returns how many (model, GPU, tp) scenarios were planned (at most `limit`)."""
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
+    from roofline.planner.parallel import tp_degrees
     from roofline.report.dashboard import catalogue_spec, workload_from
     from roofline.report.share import WEIGHT_DTYPES, defaults
 
@@ -100,16 +104,24 @@ def warm(limit: int | None = None) -> int:
             catalogue_spec(kind, name)
     base = defaults()
     workload = workload_from({})
-    model, hardware = load_model(base["model"]), load_hardware(base["hardware"])
+    model, gpu = load_model(base["model"]), load_hardware(base["hardware"])
     for dtype in WEIGHT_DTYPES:
-        _points(model, hardware, workload_from({"weight_dtype": dtype}), base["methods"])
-    pairs = [(m, base["hardware"]) for m in model_names()] + [(base["model"], h) for h in hardware_names()]
+        _points(model, gpu, workload_from({"weight_dtype": dtype}), base["methods"])
+    chosen_models = [m for m in model_names() if models is None or m in models]
+    chosen_gpus = [h for h in hardware_names() if hardware is None or h in hardware]
+    # each model where it fits, the default model on each GPU, then each model at the usual tp degrees (a visitor
+    # who set tp 2 and switches model): the GPUs of one structure share their compiled plans (H100, H200, ...)
+    scenarios = ([(m, base["hardware"], None) for m in chosen_models] + [(base["model"], h, None) for h in chosen_gpus]
+                 + [(m, base["hardware"], tp) for tp in (2, 4, 8) for m in chosen_models])
     done = 0
-    for model_name, hardware_name in dict.fromkeys(pairs):
+    for model_name, hardware_name, tp in dict.fromkeys(scenarios):
         if limit is not None and done >= limit:
             break
-        model, hardware = load_model(model_name), load_hardware(hardware_name)
-        _plan(model, hardware, _where_it_fits(model, hardware, workload), base["methods"])
+        model, gpu = load_model(model_name), load_hardware(hardware_name)
+        if tp is None:
+            _plan(model, gpu, _where_it_fits(model, gpu, workload), base["methods"])
+        elif tp in tp_degrees(model):
+            _plan(model, gpu, workload_from({"tp": tp}), base["methods"])
         done += 1
     return done
 
