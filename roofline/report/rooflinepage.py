@@ -116,7 +116,7 @@ def roofline_axes(model: Model, hardware: Hardware, workload: Workload, specs: S
     xs, ys = [], []
     data = None
     for context in context_options(workload.context_tokens):
-        data = kept("roofline_data", model, hardware, workload, specs, context)
+        data = roofline_data(model, hardware, workload, tuple(specs), context)  # kept only as the page asks
         xs += [p["intensity"] for p in data["points"]]
         ys += [p["flops_per_s"] for p in data["points"]]
     xs += [c["ridge_flops_per_byte"] for c in data["ceilings"]]
@@ -131,7 +131,7 @@ def own_op_movement(model: Model, hardware: Hardware, workload: Workload, specs:
     """Each method's own ops (attention, method ops) at the slider's two ends: intensity and bound at each, so the
     caption states what moving the slider does instead of promising it."""
     options = context_options(workload.context_tokens)
-    ends = [kept("roofline_data", model, hardware, workload, specs, c)["points"] for c in (options[0], options[-1])]
+    ends = [roofline_data(model, hardware, workload, tuple(specs), c)["points"] for c in (options[0], options[-1])]
     rows = []
     for p in ends[0]:
         if p["kind"] not in OWN_KINDS:

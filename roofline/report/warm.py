@@ -10,7 +10,8 @@ scenario's plan and fit solver, the Pareto page's default table, the default sce
 slider context, every catalogue spec's validated JSON, the default scenario with every weight dtype (a shared
 link), every model on the default GPU (a model whose weights leave no room on one GPU at the fewest tp x pp that
 holds it, as the fit solver proposes), the default model on every GPU, then every model at tp 2, 4 and 8 on the
-default GPU, each with the default methods in both flavours (point plans and sweeps).
+default GPU, each with the default methods in both flavours (point plans and sweeps). The catalogue passes stop
+while the disk cache still has a quarter of its entries free, so the warm-up never makes it evict.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def warm(limit: int | None = None, models: Sequence[str] | None = None,
                  + [(m, base["hardware"], tp) for tp in (2, 4, 8) for m in chosen_models])
     done = 0
     for model_name, hardware_name, tp in dict.fromkeys(scenarios):
-        if limit is not None and done >= limit:
+        if (limit is not None and done >= limit) or not _room():
             break
         model, gpu = load_model(model_name), load_hardware(hardware_name)
         if tp is None:
@@ -124,6 +125,21 @@ def warm(limit: int | None = None, models: Sequence[str] | None = None,
             _plan(model, gpu, workload_from({"tp": tp}), base["methods"])
         done += 1
     return done
+
+
+def _room() -> bool:
+    """Whether the disk cache has room for another scenario (~20-60 entries) below three quarters of
+    codegen.DISK_ENTRIES: past it codegen evicts the oldest files, which are the warm-up's own first and most
+    useful entries (the default pages); with no disk cache nothing warmed here outlives this process."""
+    from roofline import codegen
+
+    folder = codegen.cache_dir()
+    if folder is None:
+        return False
+    try:
+        return sum(1 for _ in folder.glob("*.json")) < codegen.DISK_ENTRIES * 3 // 4
+    except OSError:
+        return False
 
 
 def _where_it_fits(model, hardware, workload):
