@@ -379,6 +379,10 @@ def test_validation_page_matches_compare():
     frame_equals(table(at, "median bandwidth fraction"), display.family_table(appdata.family_rows(report)))
     frame_equals(table(at, "target"), appdata.target_rows(entry["targets"]))
     assert {r["verdict"] for r in appdata.target_rows(entry["targets"])} <= {"met", "missed", "not measured"}
+    assert not any("case" in f.value.columns for f in at.dataframe)  # "Every case" runs only when opened
+    at.session_state[f"cases_open_{files[0].name}"] = True
+    at.run()
+    frame_equals(table(at, "case"), display.validation_table(appdata.validation_rows(report)))
 
 
 def test_validation_page_without_results(monkeypatch):

@@ -37,9 +37,10 @@ def chart_and_limits(scenario, workload, specs) -> None:
                    "l* = R W / (B (F - R C)) (XQuant §3.4, Eq. 3-4); the fused remat op alone, as plotted, has no "
                    "weights to amortize. AQUA-KV: base-model FLOPs per token over predictor FLOPs per token (§3.2 "
                    "claims at least 500x).")
-    with st.expander("Op table"):
-        st.dataframe(cache.frame(display.points_table(data["points"])), hide_index=True, lazy=False,
-                     key="points_table")
+    ops = st.expander("Op table", key="op_table_open", on_change="rerun")
+    if ops.open:  # computed and sent only when opened (a rerun)
+        ops.dataframe(cache.frame(display.points_table(data["points"])), hide_index=True, lazy=False,
+                      key="points_table")
     cache.downloads("roofline-ops", data["points"], key="roofline")
 
 

@@ -39,7 +39,8 @@ for entry in reports:
     st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
                f"({fmt.tb_per_s(report['reference_bytes_per_s'])}). 'ceilings' calibrates the spec and is left "
                "out of the suite's APE.")
-    with st.expander("Every case"):
-        st.dataframe(cache.frame(display.validation_table(rows)), hide_index=True, lazy=False,
-                     key=f"cases_{entry['file']}")
+    cases = st.expander("Every case", key=f"cases_open_{entry['file']}", on_change="rerun")
+    if cases.open:  # the 250-row table is computed and sent only when opened (a rerun)
+        cases.dataframe(cache.frame(display.validation_table(rows)), hide_index=True, lazy=False,
+                        key=f"cases_{entry['file']}")
     cache.downloads(entry["file"].removesuffix(".json") + "-cases", rows, key=f"dl_{entry['file']}")
