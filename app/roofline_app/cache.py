@@ -118,7 +118,7 @@ def fit(s: Scenario) -> list[dict]:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def sweep(s: Scenario, axis: str) -> list[dict]:
-    return explore.sweep(*specs_of(s), s.specs, axis)
+    return explore.sweep_kept(*specs_of(s), s.specs, axis)
 
 
 def latency_index() -> dict:

@@ -7,11 +7,12 @@ changes a number.
 
 Order (what a visitor is likeliest to ask for next first): the slow pages (validation, claims), the default
 scenario's plan and fit solver, the Pareto page's default table, the default scenario's Roofline page at every
-slider context, every catalogue spec's validated JSON, the default scenario with every weight dtype (a shared
-link), every model on the default GPU (a model whose weights leave no room on one GPU at the fewest tp x pp that
-holds it, as the fit solver proposes), the default model on every GPU, then every model at tp 2, 4 and 8 on the
-default GPU, each with the default methods in both flavours (point plans and sweeps). The catalogue passes stop
-while the disk cache still has a quarter of its entries free, so the warm-up never makes it evict.
+slider context and its Sweeps rows, every catalogue spec's validated JSON, the default scenario with every weight
+dtype (a shared link), every model on the default GPU (a model whose weights leave no room on one GPU at the
+fewest tp x pp that holds it, as the fit solver proposes), the default model on every GPU, then every model at tp
+2, 4 and 8 on the default GPU, each with the default methods in both flavours (point plans and sweeps). The
+catalogue passes stop while the disk cache still has a quarter of its entries free, so the warm-up never makes it
+evict.
 """
 
 from __future__ import annotations
@@ -73,11 +74,12 @@ def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> Non
 
 def warm_pages() -> None:
     """The default scenario's pages: trust data (Validation, Claims), the plan and its fit solver, the Pareto
-    page's default table and the Roofline page at every slider context."""
+    page's default table, the Roofline page at every slider context and the Sweeps page's rows."""
     from roofline.analysis.quality import benchmark_specs, default_benchmark
     from roofline.catalogue import load_hardware, load_model
     from roofline.report import trust
     from roofline.report.dashboard import ROOFLINE_EXTRA, workload_from
+    from roofline.report.explore import sweep_kept
     from roofline.report.share import defaults
 
     trust.latency_index()
@@ -88,6 +90,8 @@ def warm_pages() -> None:
     _plan(model, hardware, workload, base["methods"])
     _points(model, hardware, workload, benchmark_specs(default_benchmark()))
     _roofline_page(model, hardware, workload, (*base["methods"], *ROOFLINE_EXTRA))
+    for axis in ("context", "batch"):  # the Sweeps page's rows
+        sweep_kept(model, hardware, workload, base["methods"], axis)
 
 
 def warm(limit: int | None = None, models: Sequence[str] | None = None,
