@@ -546,3 +546,11 @@ def test_arrow_tables_from_buffers_equal_pyarrows():
         assert arrow.table(plan_rows).equals(pa.Table.from_pylist(plan_rows)), name
     assert arrow.table([{"a": 1}, {"a": "text"}]) is None  # a mixed column: the caller falls back
     assert arrow.table([{"a": 1}, {"b": 1}]) is None  # different columns
+
+
+def test_sweep_rows_are_kept_by_content():
+    model, hardware, workload = load_model("Llama-3.1-8B"), load_hardware("H100-SXM"), appdata.workload_from({})
+    for axis in ("context", "batch"):
+        direct = explore.sweep(model, hardware, workload, ("bf16", "kivi-2"), axis)
+        kept = explore.sweep_kept(model, hardware, workload, ("bf16", "kivi-2"), axis)
+        assert kept == direct and appdata.rows_csv(kept) == appdata.rows_csv(direct)  # the page's download
