@@ -4,6 +4,7 @@ The sidebar holds the scenario every page uses (and the URL's query string mirro
 from roofline.report (STYLE 14).
 """
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,12 @@ from roofline_app import cache  # noqa: E402
 from roofline_app.scenario import sidebar  # noqa: E402
 
 START = time.perf_counter()
+PROFILE = os.environ.get("ROOFLINE_APP_PROFILE")  # a folder: one cProfile file per script run (development)
+if PROFILE:
+    import cProfile
+
+    _profiler = cProfile.Profile()
+    _profiler.enable()
 st.set_page_config(page_title="roofline", layout="wide")
 PAGES = [
     st.Page(HERE / "views" / "plan.py", title="Plan", url_path="plan", default=True),
@@ -30,9 +37,15 @@ PAGES = [
     st.Page(HERE / "views" / "claims.py", title="Claims", url_path="claims"),
 ]
 page = st.navigation(PAGES)
-cache.start_warmup()
+cache.FULL_RUN.active = True  # cache.fragment records only the runs of a fragment alone
 try:
     sidebar()
     page.run()
 finally:  # st.stop() ends a page early: its run still counts
+    cache.FULL_RUN.active = False  # plain Python: after st.stop() a Streamlit call here may raise
+    cache.start_warmup()  # once per server, after the first page is drawn: it competes for no CPU before it
     cache.record_run(page.title, time.perf_counter() - START)
+    if PROFILE:
+        _profiler.disable()
+        os.makedirs(PROFILE, exist_ok=True)
+        _profiler.dump_stats(os.path.join(PROFILE, f"{time.time():.3f}-{page.url_path or 'plan'}.prof"))

@@ -119,7 +119,12 @@ def test_plan_page_shows_the_library_plan(app):
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
     text = " ".join(m.value for m in app.caption)
     assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
-    assert len(chart_frames(app)) >= 3  # capacity, memory, latency (tabs)
+    assert any("context shown" in f.columns for f in chart_frames(app))  # the Summary tab's capacity chart
+    for tab, column in (("Memory", "segment"), ("Latency", "TTFT (s)"), ("Summary", "context shown")):
+        app.session_state["plan_tab"] = tab  # only the open tab runs: each one draws its own chart
+        app.run()
+        no_exception(app)
+        assert [column in f.columns for f in chart_frames(app)].count(True) == 1, tab
     assert app.get("download_button")
 
 
@@ -136,8 +141,11 @@ def test_workload_change_replans(app):
     no_exception(app)
     expected = library_plan(batch=4, context_tokens=65_536)
     frame_equals(table(app, "TPOT avg"), summary(expected))
+    app.session_state["plan_tab"] = "Memory"
+    app.run()
     memory = next(f for f in chart_frames(app) if "segment" in f.columns)
     assert memory["GiB"].sum() == pytest.approx(sum(r["GiB"] for r in appdata.memory_rows(expected)))
+    app.session_state["plan_tab"] = "Summary"
     app.number_input(key="batch").set_value(16)
     app.number_input(key="context").set_value(32_768)
     app.button(key="apply").click()
@@ -371,6 +379,10 @@ def test_validation_page_matches_compare():
     frame_equals(table(at, "median bandwidth fraction"), display.family_table(appdata.family_rows(report)))
     frame_equals(table(at, "target"), appdata.target_rows(entry["targets"]))
     assert {r["verdict"] for r in appdata.target_rows(entry["targets"])} <= {"met", "missed", "not measured"}
+    assert not any("case" in f.value.columns for f in at.dataframe)  # "Every case" runs only when opened
+    at.session_state[f"cases_open_{files[0].name}"] = True
+    at.run()
+    frame_equals(table(at, "case"), display.validation_table(appdata.validation_rows(report)))
 
 
 def test_validation_page_without_results(monkeypatch):
@@ -497,3 +509,48 @@ def test_serving_page_draws_latency_curves_and_the_max_rate():
     assert not at.error
     best = table(at, "max requests/s at the SLO")
     assert list(best["method"]) == list(appdata.DEFAULT_METHODS)
+
+
+def test_roofline_page_data_is_kept_by_content():
+    model, hardware, workload = load_model("Llama-3.1-8B"), load_hardware("H100-SXM"), appdata.workload_from({})
+    specs = ("kivi-2", "aquakv-2")
+    direct = rooflinepage.limits_rows(model, hardware, workload, specs, 4096)
+    assert json.loads(json.dumps(rooflinepage.kept("limits_rows", model, hardware, workload, specs, 4096))) == direct
+    data = rooflinepage.kept("roofline_data", model, hardware, workload, specs, 4096)
+    assert data["points"] == rooflinepage.roofline_data(model, hardware, workload, specs, 4096)["points"]
+    other = rooflinepage.kept("roofline_data", model, hardware, appdata.workload_from({"batch": 2}), specs, 4096)
+    assert other["batch"] == 2 and other["points"] != data["points"]  # the workload is part of the key
+    with pytest.raises(ValueError, match="name"):
+        rooflinepage.kept("plan", model, hardware, workload, specs)
+
+
+def test_catalogue_specs_are_kept_by_content():
+    for kind, name, load in (("hardware", "H200", load_hardware), ("model", "Llama-3.1-70B", load_model)):
+        assert appdata.catalogue_spec(kind, name) == load(name)  # validated again from the kept JSON: equal
+    assert appdata.load_source("hardware", appdata.catalogue_source("L4")) == load_hardware("L4")
+
+
+def test_arrow_tables_from_buffers_equal_pyarrows():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import arrow
+
+    rows = [{"method": "bf16", "bits": 16.0, "max": 27_856, "fits": False, "note": None, "n": None},
+            {"method": "kivi-2 ünïcode", "bits": None, "max": 2, "fits": True, "note": "x", "n": None},
+            {"method": "", "bits": 3, "max": None, "fits": None, "note": "yz", "n": None}]
+    built = arrow.table(rows)
+    assert built.equals(pa.Table.from_pylist(rows)) and built.to_pylist() == rows
+    for name, plan_rows in (("summary", display.summary_table(library_plan(), 131_072)),
+                            ("memory", appdata.memory_rows(library_plan()))):
+        assert arrow.table(plan_rows).equals(pa.Table.from_pylist(plan_rows)), name
+    assert arrow.table([{"a": 1}, {"a": "text"}]) is None  # a mixed column: the caller falls back
+    assert arrow.table([{"a": 1}, {"b": 1}]) is None  # different columns
+
+
+def test_sweep_rows_are_kept_by_content():
+    model, hardware, workload = load_model("Llama-3.1-8B"), load_hardware("H100-SXM"), appdata.workload_from({})
+    for axis in ("context", "batch"):
+        direct = explore.sweep(model, hardware, workload, ("bf16", "kivi-2"), axis)
+        kept = explore.sweep_kept(model, hardware, workload, ("bf16", "kivi-2"), axis)
+        assert kept == direct and appdata.rows_csv(kept) == appdata.rows_csv(direct)  # the page's download

@@ -60,12 +60,17 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60) -> No
 
 def _prewarm() -> None:
     """Compile what this test visits before the server starts (same content-keyed cache folder: conftest's), as a
-    deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache."""
-    from roofline.report import trust
-    from roofline.report.warm import warm_scenario
+    deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache. The
+    default scenario's pages (report.warm.warm_pages: plan, Pareto table, Roofline page, trust data) are the
+    warm-up's first entries; Llama-3.1-70B on tp 2 and the shared link's fp8 weights are left to the app's own
+    background warm-up (on a loaded box it has not reached them when the test asks). ROOFLINE_TEST_WARM_ALL=1
+    first writes everything the finished warm-up holds for the models and GPUs this test visits (report.warm.warm
+    restricted to them): the case where the background work has finished."""
+    from roofline.report.warm import warm, warm_pages, warm_scenario
 
-    trust.latency_index()
-    trust.claims_rows()
+    if os.environ.get("ROOFLINE_TEST_WARM_ALL") == "1":
+        warm(models=("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B"), hardware=("H100-SXM", "H200"))
+    warm_pages()
     for model, hardware, fields in (("Llama-3.1-8B", "H100-SXM", {}), ("Llama-3.1-8B", "H200", {}),
                                     ("Qwen2.5-7B", "H200", {}), ("Qwen2.5-7B", "H200", {"tp": 2})):
         warm_scenario(model, hardware, **fields)

@@ -6,10 +6,14 @@ objects: a repeated interaction costs a dictionary lookup. The planners themselv
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import streamlit as st
@@ -41,6 +45,26 @@ def start_warmup() -> subprocess.Popen | None:
                                 stderr=subprocess.DEVNULL)
     except OSError:
         return None
+
+
+FULL_RUN = threading.local()  # .active: main.py is running the whole script on this thread
+
+
+def fragment(label: str):
+    """st.fragment whose own reruns (a widget inside it changed; the page and the sidebar do not run) are
+    recorded like a script run (record_run); main.py marks the whole script's runs in FULL_RUN."""
+    def wrap(fn):
+        @st.fragment
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            alone, start = not getattr(FULL_RUN, "active", False), time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if alone:
+                    record_run(label, time.perf_counter() - start)
+        return run
+    return wrap
 
 
 def record_run(page: str, seconds: float) -> None:
@@ -94,7 +118,7 @@ def fit(s: Scenario) -> list[dict]:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def sweep(s: Scenario, axis: str) -> list[dict]:
-    return explore.sweep(*specs_of(s), s.specs, axis)
+    return explore.sweep_kept(*specs_of(s), s.specs, axis)
 
 
 def latency_index() -> dict:
@@ -103,29 +127,29 @@ def latency_index() -> dict:
 
 
 def latency_errors(s: Scenario, plan_: dict) -> list[dict]:
-    hardware, w = load("hardware", s.hardware), workload(s)
-    return [trust.latency_error(latency_index(), hardware.name, r["method"], r["decode"], w.compute_dtype)
+    hardware, w, index = load("hardware", s.hardware), workload(s), latency_index()
+    return [trust.latency_error(index, hardware.name, r["method"], r["decode"], w.compute_dtype)
             for r in plan_["results"]]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def roofline_data(s: Scenario, specs: tuple[str, ...], context: int) -> dict:
-    return rooflinepage.roofline_data(*specs_of(s), specs, context)
+    return rooflinepage.kept("roofline_data", *specs_of(s), specs, context)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def roofline_axes(s: Scenario, specs: tuple[str, ...]) -> dict:
-    return rooflinepage.roofline_axes(*specs_of(s), specs)
+    return rooflinepage.kept("roofline_axes", *specs_of(s), specs)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def movement(s: Scenario, specs: tuple[str, ...]) -> str:
-    return rooflinepage.movement_caption(rooflinepage.own_op_movement(*specs_of(s), specs))
+    return rooflinepage.movement_caption(rooflinepage.kept("own_op_movement", *specs_of(s), specs))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def limits(s: Scenario, specs: tuple[str, ...], context: int) -> list[dict]:
-    return rooflinepage.limits_rows(*specs_of(s), specs, context)
+    return rooflinepage.kept("limits_rows", *specs_of(s), specs, context)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -148,23 +172,35 @@ def validation_reports() -> list[dict]:
     return trust.validation_reports()
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def chart(name: str, *args) -> dict:
-    """The Vega-Lite spec of charts.<name>(*args), built once per input: Altair's schema validation costs
-    more than the whole rest of a re-render."""
+def draw(name: str, *args, key: str) -> None:
+    """st.vega_lite_chart of charts.<name>(*args): a plain Vega-Lite dict with Arrow datasets, built on every run
+    (well under a millisecond; hashing the inputs for a cache would cost more)."""
     from roofline_app import charts
 
-    return getattr(charts, name)(*args).to_dict()
+    st.vega_lite_chart(spec=getattr(charts, name)(*args), key=key)
 
 
-def draw(name: str, *args, key: str) -> None:
-    st.vega_lite_chart(spec=chart(name, *args), key=key)
+def frame(rows: Sequence[dict]) -> Any:
+    """A table for st.dataframe as a pyarrow Table built from buffers (roofline_app.arrow), which Streamlit serializes
+    as is: a list of rows goes through pandas (its import alone was ~0.6 s of the cold first load). Rows of other
+    column types, or with different columns, go as they are, through Streamlit's own conversion."""
+    from roofline_app import arrow
+
+    rows = list(rows)
+    table = arrow.table(rows)
+    return rows if table is None else table
 
 
-def downloads(stem: str, rows: Any, key: str, csv_text: str | None = None, json_text: str | None = None) -> None:
-    """CSV and JSON download buttons for a table (the library's serializations)."""
+def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,
+              json_text: Callable[[], str] | None = None) -> None:
+    """CSV and JSON download buttons for a table (the library's serializations), written when clicked: Streamlit
+    calls a callable `data` on the click, so a re-render no longer serializes every table twice (0.1-0.4 s on
+    the Validation page's 250 cases)."""
+    def as_bytes(text: Callable[[], str]) -> Callable[[], bytes]:
+        return lambda: text().encode()
+
     c1, c2, _ = st.columns([1, 1, 4])
-    c1.download_button("Download CSV", csv_text or appdata.rows_csv(rows), file_name=f"{stem}.csv", mime="text/csv",
-                       on_click="ignore", key=f"{key}_csv")
-    c2.download_button("Download JSON", json_text or appdata.rows_json(rows), file_name=f"{stem}.json",
-                       mime="application/json", on_click="ignore", key=f"{key}_json")
+    c1.download_button("Download CSV", as_bytes(csv_text or (lambda: appdata.rows_csv(rows))), file_name=f"{stem}.csv",
+                       mime="text/csv", on_click="ignore", key=f"{key}_csv")
+    c2.download_button("Download JSON", as_bytes(json_text or (lambda: appdata.rows_json(rows))),
+                       file_name=f"{stem}.json", mime="application/json", on_click="ignore", key=f"{key}_json")

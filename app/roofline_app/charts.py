@@ -1,93 +1,145 @@
-"""Altair charts of numbers roofline.report.dashboard computed: these functions only arrange and draw them.
+"""Vega-Lite charts of numbers roofline.report.dashboard computed: these functions only arrange and draw them.
 
-Vega-Lite renders in the browser, so a re-render costs the server a JSON spec, not a rasterized figure.
+Each chart is a plain Vega-Lite dict with its tables as Arrow IPC bytes under "datasets" (what Streamlit sends as
+is), built in well under a millisecond: Altair's import (~0.9 s), its pandas frames and its schema validation
+(0.1-0.3 s per chart and re-render) were most of a re-render's server time. Vega-Lite renders in the browser.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
-import altair as alt
-import pandas as pd
-
-BOUND_COLOURS = alt.Scale(domain=["memory", "compute", "communication"], range=["#1f77b4", "#d62728", "#2ca02c"])
+BOUND_COLOURS = {"domain": ["memory", "compute", "communication"], "range": ["#1f77b4", "#d62728", "#2ca02c"]}
 KIND_LABELS = {"attention": "attention", "matmul": "weight GEMM", "vector": "elementwise", "method": "method op"}
 DASHES = {"fp32": [2, 2], "bf16": [1, 0], "fp8": [6, 3], "memory": [1, 0]}
 WIDTH = 820  # px of a single chart; side-by-side panels share it
-SCHEME = alt.Scale(scheme="category10")
+SCHEME = {"scheme": "category10"}
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
+VIEW = {"view": {"continuousWidth": 300, "continuousHeight": 300}}
+SWEEP_METRICS = {"tpot_s": ("TPOT (ms)", 1e3, True), "tokens_per_s": ("tokens/s", 1.0, True),
+                 "max_batch": ("max batch that fits", 1.0, True)}
 
 
-def _title(text: str, subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text, subtitle=subtitle, anchor="start", fontSize=15, subtitleFontSize=12)
+class Tables:
+    """The named datasets of one chart: `ref(rows)` stores a table as Arrow IPC bytes and returns the layer's `data`
+    reference. Names are positional ("data-0", ...), so a re-render with new numbers sends the same spec and the
+    browser swaps the tables inside the drawn view instead of compiling and embedding the chart again (Streamlit's
+    frontend re-embeds only when the spec text changes). Data-dependent text therefore stays out of the specs."""
+
+    def __init__(self) -> None:
+        self.datasets: dict[str, bytes] = {}
+
+    def ref(self, rows: Sequence[dict]) -> dict:
+        import pyarrow as pa
+
+        from roofline_app import arrow
+
+        rows = list(rows)
+        table = arrow.table(rows) if rows else None
+        if table is None:
+            table = pa.Table.from_pylist(rows)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        name = f"data-{len(self.datasets)}"
+        self.datasets[name] = sink.getvalue().to_pybytes()
+        return {"name": name}
+
+    def spec(self, body: dict) -> dict:
+        return {"config": VIEW, **body, "datasets": self.datasets, "$schema": SCHEMA}
 
 
-def capacity_chart(rows: Sequence[dict], max_positions: int) -> alt.HConcatChart:
+def q(field: str, title: Any = ..., **kw) -> dict:
+    """A quantitative channel (title omitted: Vega-Lite's default; None: no title)."""
+    return {"field": field, "type": "quantitative", **({} if title is ... else {"title": title}), **kw}
+
+
+def n(field: str, title: Any = ..., **kw) -> dict:
+    """A nominal channel."""
+    return {"field": field, "type": "nominal", **({} if title is ... else {"title": title}), **kw}
+
+
+def _title(text: str, subtitle: str) -> dict:
+    return {"text": text, "anchor": "start", "fontSize": 15, "subtitle": subtitle, "subtitleFontSize": 12}
+
+
+def capacity_chart(rows: Sequence[dict], max_positions: int) -> dict:
     """Max context at the batch, drawn up to the model's max positions (a longer one is labelled, never drawn
     past it; unbounded likewise), and max batch at the context."""
-    df = pd.DataFrame(rows)
-    mc = df["max context at batch"]
-    df["context shown"] = [min(v, max_positions) for v in mc]
-    df["context label"] = ["unbounded (model max " + f"{max_positions:,})" if not math.isfinite(v) else
-                           f"{int(v):,} > model max {max_positions:,}" if v > max_positions else f"{int(v):,}"
-                           for v in mc]
-    order = list(df["method"])
-    base = alt.Chart(df).encode(y=alt.Y("method:N", sort=order, title=None))
-    x_ctx = alt.X("context shown:Q", title="max context at the batch (tokens)", axis=alt.Axis(format="~s"),
-                  scale=alt.Scale(domain=[0, max_positions * 1.45]))
-    ctx = base.mark_bar(color="#1f77b4").encode(x=x_ctx, tooltip=["method", alt.Tooltip("context label:N",
-                                                                                          title="max context")])
-    rule = alt.Chart(pd.DataFrame({"x": [max_positions]})).mark_rule(strokeDash=[4, 3], color="black").encode(x="x:Q")
-    ctx = (ctx + rule + base.mark_text(align="left", dx=3, fontSize=11).encode(x="context shown:Q",
-                                                                               text="context label:N")).properties(
-        width=WIDTH // 2 - 40, title=_title("Longest context", "every sequence of the batch; dashed: the model's "
-                                            f"max positions ({max_positions:,})"))
-    bat = base.mark_bar(color="#ff7f0e").encode(x=alt.X("max batch at context:Q", title="max batch at the context"),
-                                                 tooltip=["method", alt.Tooltip("max batch at context:Q", format=",")])
-    bat = (bat + base.mark_text(align="left", dx=3).encode(x="max batch at context:Q",
-                                                           text=alt.Text("max batch at context:Q", format=","))
-           ).properties(width=WIDTH // 2 - 40, title=_title("Largest batch", "sequences at the scenario's context"))
-    return alt.hconcat(ctx, bat)
+    t = Tables()
+    data = t.ref([{"method": r["method"], "max batch at context": r["max batch at context"],
+                   "context shown": min(r["max context at batch"], max_positions),
+                   "context label": _context_label(r["max context at batch"], max_positions)} for r in rows])
+    y = n("method", None, sort=[r["method"] for r in rows])
+    x_ctx = q("context shown", "max context at the batch (tokens)", axis={"format": "~s"},
+              scale={"domain": [0, max_positions * 1.45]})
+    ctx = {"layer": [
+        {"data": data, "mark": {"type": "bar", "color": "#1f77b4"},
+         "encoding": {"x": x_ctx, "y": y, "tooltip": [n("method"), n("context label", "max context")]}},
+        {"data": t.ref([{"x": max_positions}]), "mark": {"type": "rule", "color": "black", "strokeDash": [4, 3]},
+         "encoding": {"x": q("x")}},
+        {"data": data, "mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 11},
+         "encoding": {"x": q("context shown"), "y": y, "text": n("context label")}}],
+        "title": _title("Longest context", f"every sequence of the batch; dashed: the model's max positions "
+                                           f"({max_positions:,})"), "width": WIDTH // 2 - 40}
+    bat = {"layer": [
+        {"mark": {"type": "bar", "color": "#ff7f0e"},
+         "encoding": {"x": q("max batch at context", "max batch at the context"), "y": y,
+                      "tooltip": [n("method"), q("max batch at context", format=",")]}},
+        {"mark": {"type": "text", "align": "left", "dx": 3},
+         "encoding": {"x": q("max batch at context"), "y": y, "text": q("max batch at context", format=",")}}],
+        "data": data, "title": _title("Largest batch", "sequences at the scenario's context"), "width": WIDTH // 2 - 40}
+    return t.spec({"hconcat": [ctx, bat]})
 
 
-def memory_chart(rows: Sequence[dict], capacity_gib: float, usable_gib: float) -> alt.LayerChart:
+def _context_label(v: float, max_positions: int) -> str:
+    if not math.isfinite(v):
+        return f"unbounded (model max {max_positions:,})"
+    return f"{int(v):,} > model max {max_positions:,}" if v > max_positions else f"{int(v):,}"
+
+
+def memory_chart(rows: Sequence[dict], capacity_gib: float, usable_gib: float) -> dict:
     """Stacked bars of one GPU's memory by segment, with the usable and total capacity as rules."""
-    df = pd.DataFrame(rows)
-    segments = df.drop_duplicates("segment").sort_values("order")
-    colour = alt.Scale(domain=list(segments["segment"]), range=list(segments["colour"]))
-    bars = alt.Chart(df).mark_bar().encode(
-        y=alt.Y("label:N", sort=list(dict.fromkeys(df["label"])), title=None, axis=alt.Axis(labelLimit=320)),
-        x=alt.X("sum(GiB):Q", title="memory on one GPU (GiB)"),
-        color=alt.Color("segment:N", scale=colour, sort=list(segments["segment"]), title="segment",
-                        legend=alt.Legend(orient="right", labelLimit=320)),
-        order=alt.Order("order:Q"),
-        tooltip=["label", "segment", alt.Tooltip("GiB:Q", format=",.2f")])
-    lines = pd.DataFrame({"GiB": [capacity_gib, usable_gib], "line": ["capacity", "usable"]})
-    rules = alt.Chart(lines).mark_rule(color="black").encode(
-        x="GiB:Q", strokeDash=alt.StrokeDash("line:N", scale=alt.Scale(range=[[1, 0], [5, 3]]), legend=None),
-        tooltip=["line", alt.Tooltip("GiB:Q", format=",.1f")])
+    t = Tables()
+    segments = {r["segment"]: r for r in sorted(rows, key=lambda r: r["order"])}
+    rank = {m: i for i, m in enumerate(dict.fromkeys(r["method"] for r in rows))}  # bars in the plan's order
+    bars = {"data": t.ref([{**r, "rank": rank[r["method"]]} for r in rows]), "mark": {"type": "bar"}, "encoding": {
+        "y": n("label", None, sort={"field": "rank", "op": "min", "order": "ascending"}, axis={"labelLimit": 320}),
+        "x": q("GiB", "memory on one GPU (GiB)", aggregate="sum"),
+        "color": n("segment", "segment", sort=list(segments), legend={"orient": "right", "labelLimit": 320},
+                   scale={"domain": list(segments), "range": [r["colour"] for r in segments.values()]}),
+        "order": q("order"),
+        "tooltip": [n("label"), n("segment"), q("GiB", format=",.2f")]}}
+    rules = {"data": t.ref([{"GiB": capacity_gib, "line": "capacity"}, {"GiB": usable_gib, "line": "usable"}]),
+             "mark": {"type": "rule", "color": "black"}, "encoding": {
+                 "x": q("GiB"), "strokeDash": n("line", legend=None, scale={"range": [[1, 0], [5, 3]]}),
+                 "tooltip": [n("line"), q("GiB", format=",.1f")]}}
     sub = f"KV at the scenario's batch and context; solid: capacity {capacity_gib:,.1f} GiB, dashed: usable"
-    height = max(300, 34 * df["label"].nunique())  # room for the legend's eleven segments
-    return (bars + rules).properties(width=WIDTH - 260, height=height, title=_title("Memory per GPU", sub))
+    height = max(300, 34 * len(rank))  # room for the legend's eleven segments
+    return t.spec({"layer": [bars, rules], "height": height, "title": _title("Memory per GPU", sub),
+                   "width": WIDTH - 260})
 
 
-def latency_chart(rows: Sequence[dict]) -> alt.HConcatChart:
+def latency_chart(rows: Sequence[dict]) -> dict:
     """TTFT and TPOT per method, TPOT coloured by what bounds the decode step."""
-    df = pd.DataFrame(rows)
-    base = alt.Chart(df).encode(y=alt.Y("method:N", sort=list(df["method"]), title=None))
-    tpot = base.mark_bar().encode(
-        x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),
-        color=alt.Color("bound:N", scale=BOUND_COLOURS, title="decode bound", legend=alt.Legend(orient="bottom")),
-        tooltip=["method", alt.Tooltip("TPOT (ms):Q", format=",.2f"), "bound", "dominant op"]).properties(
-        width=WIDTH // 2 - 60, title=_title("Decode step (TPOT)", "one step for the whole batch at the context"))
-    ttft = base.mark_bar(color="#7f7f7f").encode(
-        x=alt.X("TTFT (s):Q", title="time to first token (s)"),
-        tooltip=["method", alt.Tooltip("TTFT (s):Q", format=",.3f")]).properties(
-        width=WIDTH // 2 - 60, title=_title("Prefill (TTFT)", "the batch's prompts prefilled together"))
-    return alt.hconcat(tpot, ttft)
+    t = Tables()
+    data = t.ref([{k: r[k] for k in ("method", "TPOT (ms)", "TTFT (s)", "bound", "dominant op")} for r in rows])
+    y = n("method", None, sort=[r["method"] for r in rows])
+    tpot = {"mark": {"type": "bar"}, "encoding": {
+        "x": q("TPOT (ms)", "time per output token (ms)"), "y": y,
+        "color": n("bound", "decode bound", scale=BOUND_COLOURS, legend={"orient": "bottom"}),
+        "tooltip": [n("method"), q("TPOT (ms)", format=",.2f"), n("bound"), n("dominant op")]},
+        "title": _title("Decode step (TPOT)", "one step for the whole batch at the context"), "width": WIDTH // 2 - 60}
+    ttft = {"mark": {"type": "bar", "color": "#7f7f7f"}, "encoding": {
+        "x": q("TTFT (s)", "time to first token (s)"), "y": y,
+        "tooltip": [n("method"), q("TTFT (s)", format=",.3f")]},
+        "title": _title("Prefill (TTFT)", "the batch's prompts prefilled together"), "width": WIDTH // 2 - 60}
+    return t.spec({"hconcat": [tpot, ttft], "data": data})
 
 
-def _ceiling_frames(data: dict, x_lo: float, x_hi: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _ceiling_rows(data: dict, x_lo: float, x_hi: float) -> tuple[list[dict], list[dict]]:
     bw = data["bandwidth_bytes_per_s"]
     top = max(c["ridge_flops_per_byte"] for c in data["ceilings"])
     measured = " (measured)" if data["measured"] else ""
@@ -100,179 +152,142 @@ def _ceiling_frames(data: dict, x_lo: float, x_hi: float) -> tuple[pd.DataFrame,
         ridges.append({"x": c["ridge_flops_per_byte"], "y": c["peak_flops_per_s"], "x_end": x_hi,
                        "label": f"{c['dtype']} {c['peak_flops_per_s'] / 1e12:,.0f} TFLOP/s{measured}, "
                                 f"ridge {c['ridge_flops_per_byte']:,.0f} FLOP/B"})
-    return pd.DataFrame(lines), pd.DataFrame(ridges)
+    return lines, ridges
 
 
-def roofline_chart(data: dict, axes: dict) -> alt.LayerChart:
+def roofline_chart(data: dict, axes: dict) -> dict:
     """Log-log roofline: bandwidth slope, one ceiling per dense dtype peak with its ridge point (diamond), and
     every method's decode ops (colour: method, shape: op kind); `axes` (report.rooflinepage.roofline_axes) holds the
     domains fixed over every slider context."""
-    pts = pd.DataFrame(data["points"])
-    pts["op kind"] = [KIND_LABELS[k] for k in pts["kind"]]
+    t = Tables()
     x_lo, x_hi, y_lo, y_hi = axes["x_lo"], axes["x_hi"], axes["y_lo"], axes["y_hi"]
-    lines, ridges = _ceiling_frames(data, x_lo, x_hi)
+    lines, ridges = _ceiling_rows(data, x_lo, x_hi)
     width, height = WIDTH + 80, 560
     # the slope's on-screen angle: one decade of x and of y in pixels (Vega's angle turns clockwise)
     angle = -math.degrees(math.atan((height / math.log10(y_hi / y_lo)) / (width / math.log10(x_hi / x_lo))))
-    x_scale = alt.Scale(type="log", domain=[x_lo, x_hi])
-    y_scale = alt.Scale(type="log", domain=[y_lo, y_hi])
-    x = alt.X("x:Q", scale=x_scale, title="arithmetic intensity (FLOP/byte)", axis=alt.Axis(format="~s"))
-    y = alt.Y("y:Q", scale=y_scale, title="attainable / achieved throughput (FLOP/s)",
-              axis=alt.Axis(format="~s"))
-    dashes = alt.Scale(domain=list(dict.fromkeys(lines["line"])), range=[DASHES.get(n.split()[0], [1, 0])
-                                                                           for n in dict.fromkeys(lines["line"])])
-    roof = alt.Chart(lines).mark_line(color="black", strokeWidth=1.5).encode(
-        x=x, y=y, detail="line:N", strokeDash=alt.StrokeDash("line:N", scale=dashes, legend=None), tooltip=["line"])
-    slope = lines[lines["line"].str.startswith("memory")].iloc[:1].assign(x=lambda f: f["x"] * 1.5)
-    slope = slope.assign(y=slope["x"] * data["bandwidth_bytes_per_s"])
-    slope_label = alt.Chart(slope).mark_text(align="left", dy=14, fontSize=12, angle=angle % 360).encode(
-        x=x, y=y, text="line:N")
-    marks = alt.Chart(ridges).mark_point(shape="diamond", filled=True, color="black", size=80).encode(
-        x=x, y=y, tooltip=["label"])
-    labels = alt.Chart(ridges).mark_text(align="right", dx=-2, dy=-7, fontSize=12).encode(
-        x=alt.X("x_end:Q", scale=x_scale), y=y, text="label")
-    ops = alt.Chart(pts).mark_point(size=110, strokeWidth=2.2, filled=False).encode(
-        x=alt.X("intensity:Q", scale=x_scale),
-        y=alt.Y("flops_per_s:Q", scale=y_scale),
-        color=alt.Color("method:N", title="method", sort=list(dict.fromkeys(pts["method"])), scale=SCHEME),
-        shape=alt.Shape("op kind:N", title="op kind", scale=alt.Scale(
-            domain=list(KIND_LABELS.values()), range=["circle", "square", "triangle-up", "diamond"])),
-        tooltip=["method", "op", "bound", alt.Tooltip("intensity:Q", format=",.1f", title="FLOP/byte"),
-                 alt.Tooltip("flops_per_s:Q", format=".3~s", title="FLOP/s"),
-                 alt.Tooltip("time_s:Q", format=".3~s", title="time per instance (s)"), "count"])
-    sub = (f"{data['hardware']}, decode at batch {data['batch']} and context {data['context']:,}: ops left of a "
-           "ridge point are memory-bound, right of it compute-bound")
-    return (roof + slope_label + marks + labels + ops).resolve_scale(color="independent").properties(
-        width=width, height=height, title=_title("Roofline", sub))
+    x_scale, y_scale = {"type": "log", "domain": [x_lo, x_hi]}, {"type": "log", "domain": [y_lo, y_hi]}
+    x = q("x", "arithmetic intensity (FLOP/byte)", scale=x_scale, axis={"format": "~s"})
+    y = q("y", "attainable / achieved throughput (FLOP/s)", scale=y_scale, axis={"format": "~s"})
+    names = list(dict.fromkeys(r["line"] for r in lines))
+    dashes = {"domain": names, "range": [DASHES.get(name.split()[0], [1, 0]) for name in names]}
+    slope = {**lines[0], "x": lines[0]["x"] * 1.5, "y": lines[0]["x"] * 1.5 * data["bandwidth_bytes_per_s"]}
+    ridge_data = t.ref(ridges)
+    points = [{k: p[k] for k in ("method", "op", "bound", "intensity", "flops_per_s", "time_s", "count")}
+              | {"op kind": KIND_LABELS[p["kind"]]} for p in data["points"]]
+    layers = [
+        {"data": t.ref(lines), "mark": {"type": "line", "color": "black", "strokeWidth": 1.5}, "encoding": {
+            "x": x, "y": y, "detail": n("line"), "strokeDash": n("line", legend=None, scale=dashes),
+            "tooltip": [n("line")]}},
+        {"data": t.ref([slope]), "mark": {"type": "text", "align": "left", "dy": 14, "fontSize": 12,
+                                          "angle": angle % 360}, "encoding": {"x": x, "y": y, "text": n("line")}},
+        {"data": ridge_data, "mark": {"type": "point", "shape": "diamond", "filled": True, "color": "black",
+                                      "size": 80}, "encoding": {"x": x, "y": y, "tooltip": [n("label")]}},
+        {"data": ridge_data, "mark": {"type": "text", "align": "right", "dx": -2, "dy": -7, "fontSize": 12},
+         "encoding": {"x": q("x_end", scale=x_scale), "y": y, "text": n("label")}},
+        {"data": t.ref(points), "mark": {"type": "point", "size": 110, "strokeWidth": 2.2, "filled": False},
+         "encoding": {
+             "x": q("intensity", scale=x_scale), "y": q("flops_per_s", scale=y_scale),
+             "color": n("method", "method", sort=list(dict.fromkeys(p["method"] for p in points)), scale=SCHEME),
+             "shape": n("op kind", "op kind", scale={"domain": list(KIND_LABELS.values()),
+                                                     "range": ["circle", "square", "triangle-up", "diamond"]}),
+             "tooltip": [n("method"), n("op"), n("bound"), q("intensity", "FLOP/byte", format=",.1f"),
+                         q("flops_per_s", "FLOP/s", format=".3~s"),
+                         q("time_s", "time per instance (s)", format=".3~s"), q("count")]}}]
+    sub = (f"{data['hardware']}, decode at batch {data['batch']} and the slider's context: ops left of a ridge point "
+           "are memory-bound, right of it compute-bound")  # the context stays out: a slider step keeps the spec
+    return t.spec({"layer": layers, "resolve": {"scale": {"color": "independent"}}, "width": width,
+                   "height": height, "title": _title("Roofline", sub)})
 
 
-def compare_chart(rows: Sequence[dict]) -> alt.HConcatChart:
-    """Four small bar charts side by side: effective bits, compression, max context, TPOT."""
-    df = pd.DataFrame(rows)
-    df["max context shown"] = [v if math.isfinite(v) else None for v in df["max context at batch"]]
-    panels = [("effective bits", "bits per K/V element"), ("compression vs 16-bit", "x smaller than 16-bit"),
-              ("max context shown", "max context (tokens)"), ("TPOT (ms)", "TPOT (ms)")]
-    charts = [alt.Chart(df).mark_bar().encode(
-        y=alt.Y("method:N", sort=list(df["method"]), title=None, axis=alt.Axis(labels=i == 0)),
-        x=alt.X(f"{col}:Q", title=title), color=alt.Color("family:N", title="family", scale=SCHEME),
-        tooltip=["method", alt.Tooltip(f"{col}:Q", format=",.2f")]).properties(width=160, title=title)
-        for i, (col, title) in enumerate(panels)]
-    return alt.hconcat(*charts)
-
-
-def quality_chart(rows: Sequence[dict], benchmark: str) -> alt.LayerChart:
-    """The paper's quality (y) against the effective bits our model computes for the same configuration (x);
-    points are named by the legend (colour and shape), not by labels that would overlap."""
-    df = pd.DataFrame([r for r in rows if r["computed bits"] is not None])
-    metric = rows[0]["metric"]
-    better = "higher is better" if rows[0]["higher is better"] else "lower is better"
-    x = alt.X("computed bits:Q", scale=alt.Scale(zero=False, padding=30),
-              title="effective bits per K/V element (computed by roofline)")
-    y = alt.Y("value:Q", scale=alt.Scale(zero=False, padding=30), title=f"{metric} (paper; {better})")
-    chart = alt.Chart(df).mark_point(size=120, filled=True).encode(
-        x=x, y=y, color=alt.Color("method:N", title="paper's row", scale=alt.Scale(scheme="tableau20"),
-                                  legend=alt.Legend(labelLimit=260)),
-        shape=alt.Shape("method:N", title="paper's row", legend=alt.Legend(labelLimit=260)),
-        tooltip=["method", "value", "paper memory", "spec", alt.Tooltip("computed bits:Q", format=".3f")])
-    baseline = rows[0]["baseline"]
-    if baseline is not None:
-        frame = pd.DataFrame({"value": [baseline], "label": [f"uncompressed: {baseline:g}"]})
-        rule = alt.Chart(frame).mark_rule(strokeDash=[5, 3], color="gray").encode(y="value:Q", tooltip=["label"])
-        text = alt.Chart(frame).mark_text(align="left", x=4, dy=-7, color="gray", fontSize=11).encode(
-            y="value:Q", text="label:N")
-        chart = chart + rule + text
-    return chart.properties(width=WIDTH - 160, height=420, title=_title("Quality against memory", benchmark))
-
-
-def validation_chart(rows: Sequence[dict]) -> alt.LayerChart:
+def validation_chart(rows: Sequence[dict]) -> dict:
     """Predicted against measured time per case (log-log) with the y = x line."""
-    df = pd.DataFrame([r for r in rows if r["predicted (ms)"] and r["measured (ms)"]])
-    lo = min(df["predicted (ms)"].min(), df["measured (ms)"].min()) / 1.5
-    hi = max(df["predicted (ms)"].max(), df["measured (ms)"].max()) * 1.5
-    scale = alt.Scale(type="log", domain=[lo, hi])
-    diag = alt.Chart(pd.DataFrame({"t": [lo, hi]})).mark_line(color="gray", strokeDash=[5, 3]).encode(
-        x=alt.X("t:Q", scale=scale, title="measured (ms)"), y=alt.Y("t:Q", scale=scale, title="predicted (ms)"))
-    pts = alt.Chart(df).mark_point(size=70, filled=True).encode(
-        x=alt.X("measured (ms):Q", scale=scale), y=alt.Y("predicted (ms):Q", scale=scale),
-        color=alt.Color("family:N", title="kernel family"),
-        tooltip=["family", "case", alt.Tooltip("measured (ms):Q", format=".4f"),
-                 alt.Tooltip("predicted (ms):Q", format=".4f"), alt.Tooltip("APE (%):Q", format=".1f")])
+    t = Tables()
+    shown = [{k: r[k] for k in ("family", "case", "measured (ms)", "predicted (ms)", "APE (%)")}
+             for r in rows if r["predicted (ms)"] and r["measured (ms)"]]
+    lo = min(min(r["predicted (ms)"], r["measured (ms)"]) for r in shown) / 1.5
+    hi = max(max(r["predicted (ms)"], r["measured (ms)"]) for r in shown) * 1.5
+    scale = {"type": "log", "domain": [lo, hi]}
+    diag = {"data": t.ref([{"t": lo}, {"t": hi}]), "mark": {"type": "line", "color": "gray", "strokeDash": [5, 3]},
+            "encoding": {"x": q("t", "measured (ms)", scale=scale), "y": q("t", "predicted (ms)", scale=scale)}}
+    pts = {"data": t.ref(shown), "mark": {"type": "point", "size": 70, "filled": True}, "encoding": {
+        "x": q("measured (ms)", scale=scale), "y": q("predicted (ms)", scale=scale),
+        "color": n("family", "kernel family"),
+        "tooltip": [n("family"), n("case"), q("measured (ms)", format=".4f"), q("predicted (ms)", format=".4f"),
+                    q("APE (%)", format=".1f")]}}
     sub = "dashed: y = x (a perfect prediction); above it the model predicts more time than measured"
-    return (diag + pts).properties(width=WIDTH, height=420, title=_title("Predicted against measured", sub))
+    return t.spec({"layer": [diag, pts], "width": WIDTH, "height": 420,
+                   "title": _title("Predicted against measured", sub)})
 
 
-SWEEP_METRICS = {"tpot_s": ("TPOT (ms)", 1e3, True), "tokens_per_s": ("tokens/s", 1.0, True),
-                 "max_batch": ("max batch that fits", 1.0, True)}
-
-
-def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: str,
-                slo_s: float | None) -> alt.LayerChart:
+def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: str, slo_s: float | None) -> dict:
     """One line per method of `metric` against `axis` (log-log), points where the scenario's batch does not fit
     hollow, vertical rules at each method's fit boundary and at the model's max positions, the SLO as a rule."""
-    title, scale, log_y = SWEEP_METRICS[metric]
-    df = pd.DataFrame(rows)
-    df["y"] = df[metric] * scale
-    df = df[df["y"] > 0] if log_y else df
-    df["fits"] = ["fits" if f else "does not fit" for f in df["fits"]]
-    x = alt.X(f"{axis}:Q", scale=alt.Scale(type="log"), title=f"{axis} ({'tokens' if axis == 'context' else 'seqs'})",
-              axis=alt.Axis(format="~s"))
-    y = alt.Y("y:Q", scale=alt.Scale(type="log" if log_y else "linear"), title=title, axis=alt.Axis(format="~s"))
-    colour = alt.Color("method:N", scale=SCHEME, sort=list(dict.fromkeys(df["method"])), title="method")
-    line = alt.Chart(df).mark_line(strokeWidth=2).encode(x=x, y=y, color=colour)
-    pts = alt.Chart(df).mark_point(size=28).encode(
-        x=x, y=y, color=colour, fill=alt.condition("datum.fits == 'fits'", colour, alt.value("white")),
-        tooltip=["method", alt.Tooltip(f"{axis}:Q", format=","), alt.Tooltip("y:Q", title=title, format=",.4~f"),
-                 "fits"])
-    chart = line + pts
+    t = Tables()
+    title, factor, log_y = SWEEP_METRICS[metric]
+    shown = [{"method": r["method"], axis: r[axis], metric: r[metric], "y": r[metric] * factor,
+              "fits": "fits" if r["fits"] else "does not fit"} for r in rows]
+    shown = [r for r in shown if r["y"] > 0] if log_y else shown
+    x = q(axis, f"{axis} ({'tokens' if axis == 'context' else 'seqs'})", scale={"type": "log"}, axis={"format": "~s"})
+    y = q("y", title, scale={"type": "log" if log_y else "linear"}, axis={"format": "~s"})
+    colour = n("method", "method", scale=SCHEME, sort=list(dict.fromkeys(r["method"] for r in shown)))
+    layers = [
+        {"mark": {"type": "line", "strokeWidth": 2}, "encoding": {"x": x, "y": y, "color": colour}},
+        {"mark": {"type": "point", "size": 28}, "encoding": {
+            "x": x, "y": y, "color": colour, "fill": {"condition": {"test": "datum.fits == 'fits'", **colour},
+                                                      "value": "white"},
+            "tooltip": [n("method"), q(axis, format=","), q("y", title, format=",.4~f"), n("fits")]}}]
     if marks:
-        m = pd.DataFrame(marks)
-        chart += alt.Chart(m).mark_rule(strokeDash=[4, 3]).encode(
-            x=alt.X("x:Q"), color=alt.condition("datum.method == ''", alt.value("black"), colour), tooltip=["label"])
+        layers.append({"data": t.ref(marks), "mark": {"type": "rule", "strokeDash": [4, 3]}, "encoding": {
+            "x": q("x"), "color": {"condition": {"test": "datum.method == ''", "value": "black"}, **colour},
+            "tooltip": [n("label")]}})
     if slo_s is not None and metric == "tpot_s":
-        slo = pd.DataFrame({"y": [slo_s * 1e3], "label": [f"TPOT target {slo_s * 1e3:g} ms"]})
-        chart += alt.Chart(slo).mark_rule(color="#d62728", strokeDash=[6, 3]).encode(y="y:Q", tooltip=["label"])
+        layers.append({"data": t.ref([{"y": slo_s * 1e3, "label": f"TPOT target {slo_s * 1e3:g} ms"}]),
+                       "mark": {"type": "rule", "color": "#d62728", "strokeDash": [6, 3]},
+                       "encoding": {"y": q("y"), "tooltip": [n("label")]}})
     sub = ("dashed: each method's fit boundary (its colour) and the model's max positions (black); hollow points: "
            "the batch does not fit")
-    return chart.properties(width=WIDTH, height=420, title=_title(f"{title} against {axis}", sub))
+    return t.spec({"layer": layers, "data": t.ref(shown), "width": WIDTH, "height": 420,
+                   "title": _title(f"{title} against {axis}", sub)})
 
 
-def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> alt.Chart:
+def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> dict:
     """Paper quality (y) against KV GiB per sequence on the scenario (x), size and tooltip TPOT; filled: meets the
     SLO; the front joined by a line. Only methods with a figure are drawn (the others are listed apart)."""
-    df = pd.DataFrame([r for r in rows if r["quality"] is not None])
-    df["KV GiB per sequence"] = df["kv_bytes_per_sequence"] / (1 << 30)
-    df["TPOT (ms)"] = df["tpot_s"] * 1e3
-    df["SLO"] = ["meets the SLO" if m else "misses the SLO" for m in df["meets_slo"]]
-    x = alt.X("KV GiB per sequence:Q", scale=alt.Scale(type="log"), title="KV cache per sequence on this scenario "
-              "(GiB, log)")
-    y = alt.Y("quality:Q", scale=alt.Scale(zero=False, padding=20),
-              title=f"{metric} (paper; {'higher' if higher_is_better else 'lower'} is better)")
-    colour = alt.Color("method:N", scale=alt.Scale(scheme="tableau20"), title="method")
-    pts = alt.Chart(df).mark_point(strokeWidth=2).encode(
-        x=x, y=y, color=colour, shape=alt.Shape("SLO:N", scale=alt.Scale(domain=["meets the SLO", "misses the SLO"],
-                                                                         range=["circle", "cross"])),
-        size=alt.Size("TPOT (ms):Q", scale=alt.Scale(range=[60, 600]), title="TPOT (ms)"),
-        tooltip=["method", "paper_row", alt.Tooltip("quality:Q"), alt.Tooltip("KV GiB per sequence:Q", format=",.3f"),
-                 alt.Tooltip("TPOT (ms):Q", format=",.2f"), "SLO"])
-    front = alt.Chart(df[df["on_front"]]).mark_line(color="black", strokeDash=[3, 2]).encode(
-        x=x, y=y, order="KV GiB per sequence:Q")
-    return (front + pts).properties(width=WIDTH - 120, height=420, title=_title(
+    t = Tables()
+    shown = [{"method": r["method"], "paper_row": r["paper_row"], "quality": r["quality"], "on_front": r["on_front"],
+              "KV GiB per sequence": r["kv_bytes_per_sequence"] / (1 << 30), "TPOT (ms)": r["tpot_s"] * 1e3,
+              "SLO": "meets the SLO" if r["meets_slo"] else "misses the SLO"} for r in rows if r["quality"] is not None]
+    x = q("KV GiB per sequence", "KV cache per sequence on this scenario (GiB, log)", scale={"type": "log"})
+    y = q("quality", f"{metric} (paper; {'higher' if higher_is_better else 'lower'} is better)",
+          scale={"zero": False, "padding": 20})
+    front = {"data": t.ref([r for r in shown if r["on_front"]]),
+             "mark": {"type": "line", "color": "black", "strokeDash": [3, 2]},
+             "encoding": {"x": x, "y": y, "order": q("KV GiB per sequence")}}
+    pts = {"data": t.ref(shown), "mark": {"type": "point", "strokeWidth": 2}, "encoding": {
+        "x": x, "y": y, "color": n("method", "method", scale={"scheme": "tableau20"}),
+        "shape": n("SLO", scale={"domain": ["meets the SLO", "misses the SLO"], "range": ["circle", "cross"]}),
+        "size": q("TPOT (ms)", "TPOT (ms)", scale={"range": [60, 600]}),
+        "tooltip": [n("method"), n("paper_row"), q("quality"), q("KV GiB per sequence", format=",.3f"),
+                    q("TPOT (ms)", format=",.2f"), n("SLO")]}}
+    return t.spec({"layer": [front, pts], "width": WIDTH - 120, "height": 420, "title": _title(
         "Memory, quality and TPOT", "dashed: the front (no method with a figure is smaller and better); "
-        "size: TPOT; x: cross misses the SLO"))
+        "size: TPOT; x: cross misses the SLO")})
 
 
-def serving_chart(rows: Sequence[dict], ttft_slo_s: float, tpot_slo_s: float) -> alt.HConcatChart:
+def serving_chart(rows: Sequence[dict], ttft_slo_s: float, tpot_slo_s: float) -> dict:
     """TTFT p99 and TPOT p99 against the request rate, one line per method, each with its SLO as a rule."""
-    frame = pd.DataFrame([{**r, "ttft_p99_ms": r["ttft_p99_s"] * 1e3, "tpot_p99_ms": r["tpot_p99_s"] * 1e3}
-                          for r in rows])
+    t = Tables()
+    data = t.ref([{"method": r["method"], "rate_per_s": r["rate_per_s"], "meets_slo": r["meets_slo"],
+                   "ttft_p99_ms": r["ttft_p99_s"] * 1e3, "tpot_p99_ms": r["tpot_p99_s"] * 1e3} for r in rows])
     panels = []
     for field, title, slo in (("ttft_p99_ms", "TTFT p99 (ms)", ttft_slo_s), ("tpot_p99_ms", "TPOT p99 (ms)",
                                                                             tpot_slo_s)):
-        lines = alt.Chart(frame).mark_line(point=True).encode(
-            x=alt.X("rate_per_s:Q", title="requests/s"),
-            y=alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log")),
-            color=alt.Color("method:N", scale=SCHEME), tooltip=["method", "rate_per_s", field, "meets_slo"])
-        rule = alt.Chart(pd.DataFrame([{"slo": slo * 1e3}])).mark_rule(strokeDash=[6, 3], color="black").encode(
-            y="slo:Q")
-        panels.append((lines + rule).properties(width=WIDTH // 2 - 40, height=300, title=f"{title}; dashed: SLO"))
-    return alt.hconcat(*panels)
+        lines = {"data": data, "mark": {"type": "line", "point": True}, "encoding": {
+            "x": q("rate_per_s", "requests/s"), "y": q(field, title, scale={"type": "log"}),
+            "color": n("method", scale=SCHEME),
+            "tooltip": [n("method"), q("rate_per_s"), q(field), n("meets_slo")]}}
+        rule = {"data": t.ref([{"slo": slo * 1e3}]), "mark": {"type": "rule", "color": "black", "strokeDash": [6, 3]},
+                "encoding": {"y": q("slo")}}
+        panels.append({"layer": [lines, rule], "width": WIDTH // 2 - 40, "height": 300,
+                       "title": f"{title}; dashed: SLO"})
+    return t.spec({"hconcat": panels})

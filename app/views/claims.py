@@ -16,7 +16,7 @@ counts = Counter(r["verdict"] for r in shown)  # the counts follow the paper fil
 cols = st.columns(max(len(counts), 1))
 for col, (verdict, n) in zip(cols, sorted(counts.items()), strict=False):
     col.metric(verdict, n)
-st.dataframe(shown, hide_index=True, key="claims_table", height=38 + 35 * min(len(shown), 20),
+st.dataframe(cache.frame(shown), hide_index=True, lazy=False, key="claims_table", height=38 + 35 * min(len(shown), 20),
              column_order=["paper", "id", "verdict", "statement", "result"],
              column_config={"paper": st.column_config.TextColumn(width=70),
                             "id": st.column_config.TextColumn(width=170),

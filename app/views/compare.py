@@ -31,11 +31,12 @@ for side, errors in (("A", errors_a), ("B", errors_b)):
 if plan_a is None or plan_b is None:
     st.stop()
 rows = explore.diff_rows(plan_a, plan_b)
-st.dataframe(display.diff_table(rows), hide_index=True, key="diff_table")
+st.dataframe(cache.frame(display.diff_table(rows)), hide_index=True, lazy=False, key="diff_table")
 st.caption("change = (B - A) / A; '-' where a side lacks the method or A's value is unbounded.")
 c1, c2 = st.columns(2)
 for col, s, p, name in ((c1, pinned, plan_a, "A"), (c2, scenario, plan_b, "B")):
     model = cache.load("model", s.model)
-    col.dataframe(display.summary_table(p, model.max_position_embeddings), hide_index=True, key=f"summary_{name}",
+    col.dataframe(cache.frame(display.summary_table(p, model.max_position_embeddings)), hide_index=True, lazy=False,
+                  key=f"summary_{name}",
                   column_order=["method", "max context @ batch", "max batch @ context", "TPOT", "tokens/s"])
 cache.downloads("side-by-side", rows, key="diff")

@@ -19,35 +19,40 @@ st.caption(fmt.md_escape(
 plan, errors = cache.plan(scenario)
 if errors or (plan and not all(r["fits"] for r in plan["results"])):
     failing = len(errors) + sum(not r["fits"] for r in (plan or {"results": []})["results"])
-    st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:", icon="⚠️")
+    st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:", icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    st.dataframe(display.fit_table(fit_rows), hide_index=True, key="fit_table")
+    st.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
     with st.expander("Why (one line per method)"):
         for line in errors:
             st.text(line)
     cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    st.dataframe(display.fit_table(cache.fit(scenario)), hide_index=True, key="fit_table")
+    st.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False, key="fit_table")
 if plan is None:
     st.stop()
 
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
-tab_summary, tab_memory, tab_latency = st.tabs(["Summary", "Memory", "Latency"])
-with tab_summary:
-    st.dataframe(display.summary_table(plan, model.max_position_embeddings, errors_by_method), hide_index=True,
-                 key="summary")
-    for line in display.warning_lines(plan):
-        st.caption(fmt.md_escape(f"Note: {line}"))
-    cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
-with tab_memory:
-    first = plan["results"][0]["memory"]
-    cache.draw("memory_chart", appdata.memory_rows(plan), first["capacity_bytes"] / appdata.GIB,
-               first["usable_bytes"] / appdata.GIB, key="memory_chart")
-    st.caption("Where one GPU's memory goes: weights, the KV cache (packed data, metadata, fp16 windows and sinks), "
-               "method parameters, activation workspace, runtime reserve, and what is left.")
-with tab_latency:
-    cache.draw("latency_chart", rows, key="latency_chart")
-    st.caption("TPOT: one decode step of the batch at the context, coloured by its bound; TTFT: prefill of the "
-               "prompts. The Summary's last column gives each TPOT's measured error (validate/results).")
-cache.downloads("plan", plan, key="plan", csv_text=appdata.plan_csv(plan), json_text=appdata.plan_json(plan))
+# only the open tab runs and is sent (a tab click reruns): the browser embeds one Vega view, not three
+tab_summary, tab_memory, tab_latency = st.tabs(["Summary", "Memory", "Latency"], key="plan_tab", on_change="rerun")
+if tab_summary.open:
+    with tab_summary:
+        st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
+                     hide_index=True, lazy=False, key="summary")
+        for line in display.warning_lines(plan):
+            st.caption(fmt.md_escape(f"Note: {line}"))
+        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+if tab_memory.open:
+    with tab_memory:
+        first = plan["results"][0]["memory"]
+        cache.draw("memory_chart", appdata.memory_rows(plan), first["capacity_bytes"] / appdata.GIB,
+                   first["usable_bytes"] / appdata.GIB, key="memory_chart")
+        st.caption("Where one GPU's memory goes: weights, the KV cache (packed data, metadata, fp16 windows and "
+                   "sinks), method parameters, activation workspace, runtime reserve, and what is left.")
+if tab_latency.open:
+    with tab_latency:
+        cache.draw("latency_chart", rows, key="latency_chart")
+        st.caption("TPOT: one decode step of the batch at the context, coloured by its bound; TTFT: prefill of the "
+                   "prompts. The Summary's last column gives each TPOT's measured error (validate/results).")
+cache.downloads("plan", plan, key="plan", csv_text=lambda: appdata.plan_csv(plan),
+                json_text=lambda: appdata.plan_json(plan))

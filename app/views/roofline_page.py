@@ -15,23 +15,33 @@ specs = st.multiselect("Methods on this chart", specs_options, key="roofline_met
                        default=list(dict.fromkeys([*scenario.specs, *appdata.ROOFLINE_EXTRA])),
                        help="The sidebar's methods, plus AQUA-KV so its predictor cost is in view.")
 specs = tuple(specs) or scenario.specs
-options = rooflinepage.context_options(workload.context_tokens)
-context = st.select_slider("Context (tokens cached per sequence)", options=options, value=workload.context_tokens,
-                           format_func=tokens, key="roofline_context")
-st.caption(cache.movement(scenario, specs))
-data = cache.roofline_data(scenario, specs, context)
-cache.draw("roofline_chart", data, cache.roofline_axes(scenario, specs), key="roofline_chart")
-st.caption("Each point is one decode op of one method (hover for its name, bound and time). Sloped line: memory "
-           "bandwidth; flat lines: dense peaks per dtype; diamonds: ridge points (peak / bandwidth). The axes cover "
-           "every context of the slider.")
-rows = cache.limits(scenario, specs, context)
-if rows:
-    st.subheader("Closed-form limits")
-    st.dataframe(display.limits_table(rows), hide_index=True, key="limits_table")
-    st.caption("XQuant: the whole decode step (weight reads included) stays memory-bound up to "
-               "l* = R W / (B (F - R C)) "
-               "(XQuant §3.4, Eq. 3-4); the fused remat op alone, as plotted, has no weights to amortize. AQUA-KV: "
-               "base-model FLOPs per token over predictor FLOPs per token (§3.2 claims at least 500x).")
-with st.expander("Op table"):
-    st.dataframe(display.points_table(data["points"]), hide_index=True, key="points_table")
-cache.downloads("roofline-ops", data["points"], key="roofline")
+
+
+@cache.fragment("Roofline (slider)")
+def chart_and_limits(scenario, workload, specs) -> None:
+    """The slider and everything it moves: a slider step reruns this part only (not the sidebar and the page)."""
+    options = rooflinepage.context_options(workload.context_tokens)
+    context = st.select_slider("Context (tokens cached per sequence)", options=options, value=workload.context_tokens,
+                               format_func=tokens, key="roofline_context")
+    st.caption(cache.movement(scenario, specs))
+    data = cache.roofline_data(scenario, specs, context)
+    cache.draw("roofline_chart", data, cache.roofline_axes(scenario, specs), key="roofline_chart")
+    st.caption("Each point is one decode op of one method (hover for its name, bound and time). Sloped line: "
+               "memory bandwidth; flat lines: dense peaks per dtype; diamonds: ridge points (peak / bandwidth). The "
+               "axes cover every context of the slider.")
+    rows = cache.limits(scenario, specs, context)
+    if rows:
+        st.subheader("Closed-form limits")
+        st.dataframe(cache.frame(display.limits_table(rows)), hide_index=True, lazy=False, key="limits_table")
+        st.caption("XQuant: the whole decode step (weight reads included) stays memory-bound up to "
+                   "l* = R W / (B (F - R C)) (XQuant §3.4, Eq. 3-4); the fused remat op alone, as plotted, has no "
+                   "weights to amortize. AQUA-KV: base-model FLOPs per token over predictor FLOPs per token (§3.2 "
+                   "claims at least 500x).")
+    ops = st.expander("Op table", key="op_table_open", on_change="rerun")
+    if ops.open:  # computed and sent only when opened (a rerun)
+        ops.dataframe(cache.frame(display.points_table(data["points"])), hide_index=True, lazy=False,
+                      key="points_table")
+    cache.downloads("roofline-ops", data["points"], key="roofline")
+
+
+chart_and_limits(scenario, workload, specs)

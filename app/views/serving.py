@@ -33,5 +33,5 @@ except (RooflineError, ValueError) as err:
     st.error(one_line(str(err)))
     st.stop()
 cache.draw("serving_chart", result["rows"], slo.ttft_s, slo.tpot_s, key="serving_chart")
-st.dataframe(display.serving_table(result), hide_index=True, key="serving_best")
+st.dataframe(cache.frame(display.serving_table(result)), hide_index=True, lazy=False, key="serving_best")
 cache.downloads("serving", result["rows"], key="serving")

@@ -32,11 +32,15 @@ for entry in reports:
     rows = appdata.validation_rows(report)
     if any(r["predicted (ms)"] and r["measured (ms)"] for r in rows):
         cache.draw("validation_chart", rows, key=f"validation_chart_{entry['file']}")
-    st.dataframe(appdata.target_rows(entry["targets"]), hide_index=True, key=f"targets_{entry['file']}")
-    st.dataframe(display.family_table(appdata.family_rows(report)), hide_index=True, key=f"families_{entry['file']}")
+    st.dataframe(cache.frame(appdata.target_rows(entry["targets"])), hide_index=True, lazy=False,
+                 key=f"targets_{entry['file']}")
+    st.dataframe(cache.frame(display.family_table(appdata.family_rows(report))), hide_index=True, lazy=False,
+                 key=f"families_{entry['file']}")
     st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
                f"({fmt.tb_per_s(report['reference_bytes_per_s'])}). 'ceilings' calibrates the spec and is left "
                "out of the suite's APE.")
-    with st.expander("Every case"):
-        st.dataframe(display.validation_table(rows), hide_index=True, key=f"cases_{entry['file']}")
+    cases = st.expander("Every case", key=f"cases_open_{entry['file']}", on_change="rerun")
+    if cases.open:  # the 250-row table is computed and sent only when opened (a rerun)
+        cases.dataframe(cache.frame(display.validation_table(rows)), hide_index=True, lazy=False,
+                        key=f"cases_{entry['file']}")
     cache.downloads(entry["file"].removesuffix(".json") + "-cases", rows, key=f"dl_{entry['file']}")

@@ -24,23 +24,23 @@ from roofline.methods.baseline import Baseline
 from roofline.methods.xquant import XQuant
 from roofline.specs import Hardware, Model
 
-PAPER_RIDGE = sp.Rational(756, 2)  # XQuant §3.4: "756 TFLOPs / 2 TB/s = 378" (H100 PCIe figures)
+PAPER_RIDGE = (756, 2)  # XQuant §3.4: "756 TFLOPs / 2 TB/s = 378" (H100 PCIe figures); a sympy Rational where used
 PAPER_D = 4096
 
 
 def remat_limit_paper(model: Model, bits: float = 2) -> dict[str, Any]:
     """Eq. 3 (MHA) or Eq. 4 (GQA) exactly as printed, with the paper's constants; d and g from the model's
     attention type, d = 4096 as the paper."""
-    d, e = sp.Integer(PAPER_D), sp.nsimplify(bits)
+    d, e, ridge = sp.Integer(PAPER_D), sp.nsimplify(bits), sp.Rational(*PAPER_RIDGE)
     g = model.gqa_group
     if g == 1:
         flops, cache, weights, eq = 4 * d**2, e / 8 * d, 2 * 12 * d**2, "Eq. 3"
     else:
         dg = d / g
         flops, cache, weights, eq = 4 * dg**2, e / 8 * dg, 2 * 13 * d**2 + 2 * 2 * dg**2, "Eq. 4"
-    limit = costmodel_limits.solve_balance(flops, cache, weights, PAPER_RIDGE, 1)
+    limit = costmodel_limits.solve_balance(flops, cache, weights, ridge, 1)
     return {"model": model.name, "mode": "paper", "equation": eq, "bits": float(e), "batch": 1,
-            "ridge_flops_per_byte": float(PAPER_RIDGE), "remat_flops_per_token": int(flops),
+            "ridge_flops_per_byte": float(ridge), "remat_flops_per_token": int(flops),
             "cache_bytes_per_token": float(cache), "weight_bytes_per_layer": int(weights),
             "limit_tokens": float(limit), "assumptions": "P = 756 TFLOP/s / 2 TB/s = 378, d = 4096, batch 1, "
             "weights overlapped, numerator = remat FLOPs only, no quantization metadata"}

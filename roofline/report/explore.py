@@ -84,6 +84,16 @@ def _grid(model, hardware, workload, spec, batch, context) -> dict[str, np.ndarr
     return {k: np.asarray(v) for k, v in out.items()}
 
 
+def sweep_kept(model: Model, hardware: Hardware, workload: Workload, specs: Sequence[str], axis: str) -> list[dict]:
+    """sweep(), kept by content (roofline.codegen.cached_json: memory, then disk; the key covers roofline's sources,
+    the specs and the arguments): the dashboard's Sweeps page and its warm-up share the rows, so a first visit
+    reads them instead of loading every method's vector kernels (~0.3 s)."""
+    from roofline import codegen
+
+    key = codegen.content_key("app-sweep", model, hardware, workload, list(specs), axis)
+    return codegen.cached_json(key, lambda: sweep(model, hardware, workload, specs, axis))
+
+
 def sweep_marks(model: Model, plan: Mapping[str, Any], axis: str) -> list[dict]:
     """The vertical lines of a sweep: the model's max positions (context axis) and, per method, where the
     scenario stops fitting (max context at its batch, or max batch at its context) when it is finite."""

@@ -12,12 +12,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.transforms import offset_copy
+from typing import TYPE_CHECKING, Any
 
 from roofline.costmodel import Roofline
 from roofline.errors import RooflineError
@@ -25,6 +20,9 @@ from roofline.methods import MethodConfig, parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.report import GIB, tb_per_s, tflops
 from roofline.specs import Hardware, Model, Workload
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: op_points and memory_segments (the dashboard's
+    from matplotlib.figure import Figure  # Roofline and Plan pages) do not need its ~0.9 s import
 
 CEILING_DTYPES = ("fp32", "bf16", "fp8")  # drawn when the device has a dense peak for them
 ATTENTION_OPS = ("attention", "attn_qk", "attn_pv", "attn_softmax")
@@ -106,6 +104,9 @@ def roofline_figure(hardware: Hardware, points: Sequence[dict], title: str | Non
     bandwidth slope, each ridge point (peak / bandwidth) marked, and `points` coloured by method, marked
     by op kind. Ceilings are the effective ones of `roofline` (default Roofline(hardware): measured derates
     when the spec has them), the same ones the points were timed against."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     roof = roofline or Roofline(hardware)
     ceilings, bw = _ceilings(roof), roof.bandwidth()
     fig = Figure(figsize=(11, 6.5), layout="constrained")
@@ -140,6 +141,8 @@ def roofline_figure(hardware: Hardware, points: Sequence[dict], title: str | Non
 def _slope_label(fig, ax, bw, x_lo, text) -> None:
     """The bandwidth label along the slope, just under it (ops sit on the line), at its left end; the
     line's on-screen angle is known once the layout is done."""
+    from matplotlib.transforms import offset_copy
+
     fig.draw_without_rendering()
     x0 = x_lo * 1.3
     (ax0, ay0), (ax1, ay1) = ax.transData.transform([(x0, bw * x0), (x0 * 10, bw * x0 * 10)])
@@ -189,6 +192,8 @@ def _label_attention(ax, points) -> None:
 
 
 def _legends(ax, points) -> None:
+    from matplotlib.lines import Line2D
+
     methods = _methods(points)
     if not methods:
         return
@@ -233,6 +238,9 @@ def memory_figure(plan: dict) -> Figure:
     """Stacked horizontal bars, one per method in `plan` (roofline.planner.plan's dict), of one GPU's memory
     in GiB by segment, KV at the plan's batch and context; vertical lines at the usable memory and the
     capacity; segments wider than 4% of the capacity carry their size."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     results = plan["results"]
     segs = [memory_segments(r) for r in results]
     capacity = results[0]["memory"]["capacity_bytes"]

@@ -45,10 +45,10 @@ def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Ite
     scenario's batch: the whole decode step, weights included, stays memory-bound up to l*) beside the bound of the
     method's own ops as the chart plots them (the fused remat op alone has no weights to amortize, so it can be
     compute-bound while the step is not), and AQUA-KV's model/predictor FLOP ratio at `context` (analysis.limits)."""
-    from roofline.analysis.limits import context_for_overhead_ratio, predictor_overhead_ratio, remat_limit
+    from roofline.analysis.limits import remat_limit
     from roofline.methods import parse_method
 
-    points = roofline_data(model, hardware, workload, tuple(specs), context)["points"]
+    points = kept("roofline_data", model, hardware, workload, specs, context)["points"]
     rows = []
     for spec in specs:
         config = parse_method(spec)
@@ -62,11 +62,8 @@ def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Ite
                              "detail": f"{lim['formula']}; ridge {lim['ridge_flops_per_byte']:,.0f} FLOP/B, "
                                        f"batch {workload.batch}"})
             elif config.method == "aquakv":
-                ratio = predictor_overhead_ratio(model, config, context)
-                try:
-                    reach = f"{context_for_overhead_ratio(model, config, 500):,} tokens"
-                except ValueError as err:
-                    reach = one_line(str(err))
+                ratio = _overhead_ratio(model, config, context)
+                reach = _overhead_reach(model, config, 500)
                 rows.append({"method": spec, "limit": "model FLOPs / predictor FLOPs per new token",
                              "value": ratio, "unit": "x", "at this context": f"{ratio:,.0f}x",
                              "detail": f"paper claims >= 500x; reached from {reach}"})
@@ -74,6 +71,37 @@ def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Ite
             rows.append({"method": spec, "limit": "not computable", "value": None, "unit": "",
                          "at this context": "", "detail": one_line(str(err))})
     return rows
+
+
+def _overhead_ratio(model: Model, config, context: int) -> float:
+    """analysis.limits.predictor_overhead_ratio with the model's FLOPs per token compiled once per model
+    (roofline.codegen; a substitution into the symbolic graph cost ~0.1 s per slider step)."""
+    from roofline import codegen
+    from roofline.analysis.limits import model_flops_per_token
+    from roofline.methods.aquakv import predictor_flops_per_token
+
+    def build():
+        from roofline.units import L
+
+        return [L], {"flops": model_flops_per_token(model)}, {}
+
+    fns, _ = codegen.compiled(codegen.content_key("model-flops-per-token", model), build)
+    return float(fns["flops"](context)) / predictor_flops_per_token(model, config)
+
+
+def _overhead_reach(model: Model, config, target: float) -> str:
+    """analysis.limits.context_for_overhead_ratio as the limits row states it, once per model and config (kept by
+    content: the bisection's 31 substitutions do not depend on the context, the device or the workload)."""
+    from roofline import codegen
+    from roofline.analysis.limits import context_for_overhead_ratio
+
+    def compute() -> str:
+        try:
+            return f"{context_for_overhead_ratio(model, config, target):,} tokens"
+        except ValueError as err:
+            return one_line(str(err))
+
+    return codegen.cached_json(codegen.content_key("aquakv-overhead-reach", model, config, target), compute)
 
 
 def _own_ops(points: Sequence[dict], spec: str) -> str:
@@ -88,7 +116,7 @@ def roofline_axes(model: Model, hardware: Hardware, workload: Workload, specs: S
     xs, ys = [], []
     data = None
     for context in context_options(workload.context_tokens):
-        data = roofline_data(model, hardware, workload, tuple(specs), context)
+        data = roofline_data(model, hardware, workload, tuple(specs), context)  # kept only as the page asks
         xs += [p["intensity"] for p in data["points"]]
         ys += [p["flops_per_s"] for p in data["points"]]
     xs += [c["ridge_flops_per_byte"] for c in data["ceilings"]]
@@ -132,3 +160,21 @@ def movement_caption(rows: Sequence[dict]) -> str:
     if still:
         text += ". Within 10 % over the whole range: " + ", ".join(still)
     return text + "."
+
+
+KEPT = ("roofline_data", "limits_rows", "roofline_axes", "own_op_movement")
+
+
+def kept(name: str, model: Model, hardware: Hardware, workload: Workload, specs: Sequence[str], *context: int) -> Any:
+    """`name(model, hardware, workload, specs, *context)` (one of KEPT) once per content (roofline.codegen.cached_json:
+    memory, then disk; the key covers roofline's sources, the specs and the arguments): the dashboard's Roofline page
+    and its warm-up process share the entries, so a first visit or a slider step reads JSON instead of evaluating
+    every op and the AQUA-KV bisection (sympy substitutions)."""
+    from roofline import codegen
+
+    if name not in KEPT:
+        raise ValueError(f"name: {name!r} is not one of {', '.join(KEPT)}")
+    fn = globals()[name]
+    key = codegen.content_key(f"app-roofline-{name}", model, hardware, workload, list(specs), *context)
+    return codegen.cached_json(key, lambda: fn(model, hardware, workload, tuple(specs), *context))
+

@@ -21,12 +21,22 @@ BASELINE_FAMILY = "fp16_attention"  # the uncompressed cache's attention kernel
 CALIBRATION = "ceilings"
 
 
+_DIGESTS: dict[tuple, str] = {}  # (path, size, mtime_ns) of every file -> their digest: a page's key costs stats
+
+
 def _files_digest(paths) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(Path(p) for p in paths):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    """sha256 of the files' names and bytes, recomputed only when a file's path, size or mtime changes."""
+    files = sorted(Path(p) for p in paths)
+    stats = tuple((str(p), st.st_size, st.st_mtime_ns) for p in files for st in (p.stat(),))
+    if stats not in _DIGESTS:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+        if len(_DIGESTS) > 64:  # edited files leave stale entries behind: keep the dictionary small
+            _DIGESTS.clear()
+        _DIGESTS[stats] = digest.hexdigest()[:16]
+    return _DIGESTS[stats]
 
 
 def data_key(kind: str) -> str:
