@@ -40,7 +40,8 @@ from roofline.codeprint import Program, sources
 __all__ = ["LRU", "Program", "cache_dir", "cached_json", "code_version", "compiled", "content_key"]
 
 MEMORY_ENTRIES = 512  # compiled function sets kept per process
-DISK_ENTRIES = 4096  # files kept on disk; the oldest tenth goes when exceeded
+DISK_ENTRIES = 16384  # files kept on disk (~30 KB each); the least recently read tenth goes when exceeded
+_COUNT_EVERY = 64  # writes between two counts of the folder (listing it costs tens of ms on a busy machine)
 _FORMAT = 1
 _MAGIC = importlib.util.MAGIC_NUMBER.hex()  # this Python's bytecode version (stored code objects)
 
@@ -120,7 +121,16 @@ def _disk_read(key: str) -> dict | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("format") == _FORMAT else None
+    if not (isinstance(data, dict) and data.get("format") == _FORMAT):
+        return None
+    try:
+        os.utime(path)  # read now: eviction goes by modification time, so least recently read goes first
+    except OSError:
+        pass
+    return data
+
+
+_WRITES = [0]  # disk writes by this process (the folder is counted every _COUNT_EVERY of them)
 
 
 def _disk_write(key: str, data: dict) -> None:
@@ -132,6 +142,9 @@ def _disk_write(key: str, data: dict) -> None:
         with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as tmp:
             json.dump({"format": _FORMAT, **data}, tmp)
         os.replace(tmp.name, folder / f"{key}.json")
+        _WRITES[0] += 1
+        if _WRITES[0] % _COUNT_EVERY:
+            return
         entries = list(folder.glob("*.json"))
         if len(entries) > DISK_ENTRIES:
             entries.sort(key=lambda p: p.stat().st_mtime)

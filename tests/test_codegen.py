@@ -151,3 +151,23 @@ def test_a_disk_hit_loads_code_objects_and_another_python_compiles(tmp_path, mon
     path.write_text(json.dumps(data))
     codegen._MEMORY.clear()
     assert codegen.compiled(key, lambda: pytest.fail("rebuilt"))[0]["f"](7, 5) == 14 and len(compiled_texts) == 1
+
+
+def test_the_disk_cache_is_bounded_and_keeps_what_was_read_last(tmp_path, monkeypatch) -> None:
+    # 10 entries at a cap of 10, the oldest written read again, then an 11th: the write that exceeds the cap
+    # removes the least recently *read* files down to 9 (a tenth below it): entries 1 and 2 go, entry 0 stays
+    import os
+
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(codegen, "DISK_ENTRIES", 10)
+    monkeypatch.setattr(codegen, "_COUNT_EVERY", 1)
+    keys = [codegen.content_key("test-bound", i) for i in range(11)]
+    for i, key in enumerate(keys[:10]):
+        codegen.compiled(key, lambda i=i: ([B], {"f": B + i}, {}))
+        os.utime(tmp_path / f"{key}-scalar.json", (1_000_000 + i, 1_000_000 + i))  # written in this order
+    codegen._MEMORY.clear()
+    assert codegen.compiled(keys[0], lambda: pytest.fail("rebuilt"))[0]["f"](1) == 1  # read: now the newest
+    codegen.compiled(keys[10], lambda: ([B], {"f": B + 10}, {}))
+    left = {p.name for p in tmp_path.glob("*.json")}
+    assert len(left) == 9 and f"{keys[0]}-scalar.json" in left
+    assert not {f"{keys[1]}-scalar.json", f"{keys[2]}-scalar.json"} & left
