@@ -20,6 +20,8 @@ so each asm block is instantiated once per kernel):
              HMMA.16816, 8 LDSM.x4 = 32 wavefronts, 1 barrier; at the predicted 2048 FLOP/clock/SM the HMMA take
              128 clocks of the SM's tensor cores per warp-iteration, the wavefronts 32 of its shared memory):
              FLOP = programs x iterations x MMA_ACC x 2 x 16 x 64 x 64.
+Latencies (validate/ops/ceilings/latency.py): dependent chains of one warp timed with %clock64 (lds, shfl, mufu, fma,
+hmma, ldg), cycles per step, written as "latency_cycles" (roofline.validation.latency's classes) beside the rates.
 The loop counter (add, setp, bra: 3 per iteration) is not counted: at 16 loads (ptxas unrolls 8 iterations), 96
 integer and 128 FMA payload ops per iteration it is ~3 % of the instructions, so those rates read up to that low.
 Timing: a CUDA graph of REPEATS launches, replayed after a warm-up, torch.cuda.Event, median of TRIALS replays.
@@ -41,6 +43,8 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+
+from validate.ops.ceilings import latency
 
 WARPS = 8
 THREADS = 32 * WARPS
@@ -238,7 +242,8 @@ def properties_clock_hz(props) -> float | None:
 
 
 def run(out_path: Path, quick: bool = False) -> dict:
-    """Measure the four ceilings on GPU 0 and write them, with the datasheet predictions at the measured clock."""
+    """Measure the four ceilings and the latency chains on GPU 0 and write them, with the datasheet predictions
+    at the measured clock."""
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     iters = 64 if quick else 4096
@@ -258,6 +263,9 @@ def run(out_path: Path, quick: bool = False) -> dict:
                          "fp32_flops_per_s": rows["fma_issue"]["rate_per_s"],
                          "mma_sync_flops_per_s": rows["mma_sync"]["rate_per_s"]},
               "benchmarks": rows}
+    cycles = latency.measure_all()
+    result["latency_cycles"] = latency.classes(cycles)
+    result["latency_benchmarks"] = cycles
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -276,6 +284,8 @@ def main(argv: list[str]) -> int:
     for name, row in result["benchmarks"].items():
         print(f"{name}: {row['rate_per_s']:.4g}/s = {row['per_sm_per_clock']:.1f} per SM per clock "
               f"({row['share_of_predicted']:.0%} of the datasheet at {result['clock_hz_measured'] / 1e9:.3f} GHz)")
+    for name, cycles in result["latency_benchmarks"].items():
+        print(f"{name}: {cycles:.1f} cycles per dependent step")
     return 0
 
 
