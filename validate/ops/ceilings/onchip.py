@@ -57,6 +57,19 @@ TRIALS = 15
 PER_CLOCK = {"smem_read": 128, "int_issue": 64, "fma_issue": 256, "mma_sync": 2048}  # per SM: B, lane-ops, FLOP
 MMA_M, MMA_N, MMA_K, MMA_ACC, MMA_WARPS = 16, 64, 64, 8, 4
 
+def _counted_loop(label: str, body: str) -> str:
+    """PTX of `body` repeated n = $2 times (the register n, counter i and predicate p declared by the caller)."""
+    return f"mov.u32 n, $2;\nmov.u32 i, 0;\n{label}:\n{body}\nadd.u32 i, i, 1;\nsetp.lt.u32 p, i, n;\n@p bra {label};"
+
+
+def _fold(op: str, reg: str) -> str:
+    """PTX folding the 8 chains {reg}0..7 into $0 with `op` (so none of them is dead code)."""
+    r = [f"{reg}{c}" for c in range(8)]
+    return (f"{op} {r[0]}, {r[0]}, {r[1]}; {op} {r[2]}, {r[2]}, {r[3]}; {op} {r[4]}, {r[4]}, {r[5]}; "
+            f"{op} {r[6]}, {r[6]}, {r[7]};\n{op} {r[0]}, {r[0]}, {r[2]}; {op} {r[4]}, {r[4]}, {r[6]}; "
+            f"{op} $0, {r[0]}, {r[4]};")
+
+
 _LOADS = "\n".join(
     f"ld.volatile.shared.v4.u32 {{a0, a1, a2, a3}}, [addr+{(k % REGIONS) * THREADS * 16}];\n"
     "lop3.b32 x, x, a0, a1, 0x96;\nlop3.b32 x, x, a2, a3, 0x96;" for k in range(UNROLL))
@@ -71,13 +84,7 @@ add.u32 addr, addr, a0;
 """ + "".join(f"st.shared.v4.u32 [addr+{r * THREADS * 16}], {{$1, $1, $1, $1}};\n" for r in range(REGIONS)) + f"""
 bar.sync 0;
 mov.u32 x, $1;
-mov.u32 n, $2;
-mov.u32 i, 0;
-SMEM_LOOP:
-{_LOADS}
-add.u32 i, i, 1;
-setp.lt.u32 p, i, n;
-@p bra SMEM_LOOP;
+{_counted_loop("SMEM_LOOP", _LOADS)}
 mov.u32 $0, x;
 }}"""
 
@@ -91,15 +98,8 @@ INT_ASM = """{
 .reg .u32 r0, r1, r2, r3, r4, r5, r6, r7, k, i, n;
 .reg .pred p;
 mov.u32 k, $1;
-""" + "".join(f"add.u32 r{c}, $1, {c};\n" for c in range(8)) + f"""mov.u32 n, $2;
-mov.u32 i, 0;
-INT_LOOP:
-{_INT_BODY}
-add.u32 i, i, 1;
-setp.lt.u32 p, i, n;
-@p bra INT_LOOP;
-xor.b32 r0, r0, r1; xor.b32 r2, r2, r3; xor.b32 r4, r4, r5; xor.b32 r6, r6, r7;
-xor.b32 r0, r0, r2; xor.b32 r4, r4, r6; xor.b32 $0, r0, r4;
+""" + "".join(f"add.u32 r{c}, $1, {c};\n" for c in range(8)) + f"""{_counted_loop("INT_LOOP", _INT_BODY)}
+{_fold("xor.b32", "r")}
 }}"""
 
 FMA_CHAINS, FMA_UNROLL = 8, 16
@@ -111,15 +111,8 @@ FMA_ASM = """{
 .reg .pred p;
 mov.f32 m, 0f3F7FFFFF;
 mov.f32 c, $1;
-""" + "".join(f"add.f32 f{c}, $1, 0f3F800000;\n" for c in range(8)) + f"""mov.u32 n, $2;
-mov.u32 i, 0;
-FMA_LOOP:
-{_FMA_BODY}
-add.u32 i, i, 1;
-setp.lt.u32 p, i, n;
-@p bra FMA_LOOP;
-add.f32 f0, f0, f1; add.f32 f2, f2, f3; add.f32 f4, f4, f5; add.f32 f6, f6, f7;
-add.f32 f0, f0, f2; add.f32 f4, f4, f6; add.f32 $0, f0, f4;
+""" + "".join(f"add.f32 f{c}, $1, 0f3F800000;\n" for c in range(8)) + f"""{_counted_loop("FMA_LOOP", _FMA_BODY)}
+{_fold("add.f32", "f")}
 }}"""
 
 
