@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import torch
 
+from validate.common.events import replay_times_ms
+
 WARMUP_REPLAYS = 5
 TIMED_REPLAYS = 30
 
@@ -34,15 +36,7 @@ def replay_ms(graph: torch.cuda.CUDAGraph, timed: int = TIMED_REPLAYS, warmup: i
     for _ in range(warmup):
         graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(timed):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
+    times = sorted(replay_times_ms(graph, timed))
     return {"ms": statistics.median(times), "ms_p10": times[len(times) // 10], "ms_p90": times[(9 * len(times)) // 10],
             "replays": timed}
 

@@ -44,6 +44,7 @@ import torch
 import triton
 import triton.language as tl
 
+from validate.common.events import replay_times_ms
 from validate.ops.ceilings import latency
 
 WARPS = 8
@@ -196,15 +197,7 @@ def graph_seconds(fn, repeats: int = REPEATS, trials: int = TRIALS) -> float:
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(trials):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / repeats)
-    return statistics.median(times)
+    return statistics.median(t / 1e3 / repeats for t in replay_times_ms(graph, trials))
 
 
 def measure(name: str, sms: int, iters: int) -> dict:
