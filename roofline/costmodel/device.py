@@ -39,6 +39,7 @@ from roofline.costmodel import ceilings as ceil
 from roofline.costmodel.collectives import PROTOCOLS, allreduce_time, alltoall_time
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
+from roofline.costmodel.optimes import CEILING_FIELDS, OpTimes, binding_ceiling
 from roofline.lazy import sp
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
@@ -50,38 +51,6 @@ MEMO_ENTRIES = 20_000  # op times and compiled graphs kept per device (the long-
 class RooflineOptions:
     overlap: Literal["max", "sum"] = "max"
     use_measured: bool = True
-
-
-@dataclass(frozen=True)
-class OpTimes:
-    """An op's time by ceiling (s): compute (tensor + vector + integer, with `issue` the vector + integer part),
-    DRAM, communication, shared memory, L2, Little's-law latency; `total` the overlap rule over them."""
-
-    compute: sp.Expr
-    memory: sp.Expr
-    comm: sp.Expr
-    total: sp.Expr
-    shared: sp.Expr = field(default_factory=lambda: sp.S.Zero)
-    l2: sp.Expr = field(default_factory=lambda: sp.S.Zero)
-    latency: sp.Expr = field(default_factory=lambda: sp.S.Zero)
-    issue: sp.Expr = field(default_factory=lambda: sp.S.Zero)
-
-
-# Extra per-op row entries (after the traffic classes) that name the binding ceiling.
-CEILING_FIELDS = ("shared_s", "l2_s", "latency_s", "issue_s")
-
-
-def binding_ceiling(compute: float, memory: float, shared: float = 0.0, l2: float = 0.0, latency: float = 0.0,
-                    issue: float = 0.0) -> str:
-    """The ceiling with the longest time: "memory" (DRAM), "compute" (tensor cores) or "issue" (vector and
-    integer instructions, when they are most of the compute time), "shared-memory", "l2" or "latency" (Little's
-    law: too few bytes in flight); ties go to memory."""
-    best, value = "memory", memory
-    on_cores = "issue" if issue > compute - issue else "compute"
-    for name, t in ((on_cores, compute), ("shared-memory", shared), ("l2", l2), ("latency", latency)):
-        if t > value:
-            best, value = name, t
-    return best
 
 
 @dataclass
