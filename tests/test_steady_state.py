@@ -85,19 +85,21 @@ def test_clock_ratio_scales_rates_without_their_own_measurement():
     assert slow["mlp_up"]["time_s"] - alpha == pytest.approx((base["mlp_up"]["time_s"] - alpha) * 2.0 / 1.5, rel=1e-9)
 
 
+def _step(h, fusion: str) -> float:
+    """A decode step of Llama-3.1-8B at context 1024, batch 1: the sum of count x time over its rows."""
+    return sum(r["count"] * r["time_s"] for r in _rows(h, "decode", fusion, 1024).values())
+
+
 def test_aten_kernel_time_for_eager_kernels_only():
     hw = _bare()
     aten = _with(aten_kernel_s=2.0e-6)
     chain = hw.measured.kernel_overhead_s
 
-    def step(h, fusion):
-        return sum(r["count"] * r["time_s"] for r in _rows(h, "decode", fusion, 1024).values())
-
     # eager kernels outside GEMMs and attention, Llama-3.1-8B (fusion.py's table): per layer two norms of 8,
     # RoPE 10, KV write 2, attention reduce 1, two residual adds, SiLU x up 2 = 33; x 32 layers + embedding
     # + final norm 8 = 1065
-    assert step(aten, "none") - step(hw, "none") == pytest.approx(1065 * (2.0e-6 - chain), rel=1e-9)
-    assert step(aten, "full") == step(hw, "full")  # compiled kernels keep the chain's per-kernel time
+    assert _step(aten, "none") - _step(hw, "none") == pytest.approx(1065 * (2.0e-6 - chain), rel=1e-9)
+    assert _step(aten, "full") == _step(hw, "full")  # compiled kernels keep the chain's per-kernel time
 
 
 def test_fused_kernel_time_for_compiled_kernels_only():
@@ -105,13 +107,10 @@ def test_fused_kernel_time_for_compiled_kernels_only():
     fused = _with(fused_kernel_s=2.0e-6)
     chain = hw.measured.kernel_overhead_s
 
-    def step(h, fusion):
-        return sum(r["count"] * r["time_s"] for r in _rows(h, "decode", fusion, 1024).values())
-
     # Inductor's fused kernels of Llama-3.1-8B's compiled layer (fusion.py's 'full' table, the client's census): two
     # RMSNorms, RoPE + K write, V write, SiLU x up = 5 per layer x 32 layers + the final norm = 161
-    assert step(fused, "full") - step(hw, "full") == pytest.approx(161 * (2.0e-6 - chain), rel=1e-9)
-    assert step(fused, "none") == step(hw, "none")  # eager kernels keep theirs (aten_kernel_s or the chain)
+    assert _step(fused, "full") - _step(hw, "full") == pytest.approx(161 * (2.0e-6 - chain), rel=1e-9)
+    assert _step(fused, "none") == _step(hw, "none")  # eager kernels keep theirs (aten_kernel_s or the chain)
 
 
 def test_fused_kernel_time_weights_the_layers_kernels_by_hand():
