@@ -45,6 +45,7 @@ import triton
 import triton.language as tl
 
 from validate.common.events import replay_times_ms
+from validate.common.harness import environment
 from validate.ops.ceilings import latency
 
 WARPS = 8
@@ -244,6 +245,7 @@ def run(out_path: Path, quick: bool = False) -> dict:
     result = {"device": props.name, "sm_count": sms, "clock_hz_measured": clock,
               "clock_hz_properties": properties_clock_hz(props), "torch": torch.__version__,
               "triton": triton.__version__, "quick": quick,
+              "env": environment(),  # driver, CUDA, python, date and git SHA, as every results file records them
               "fields": {"shared_memory_bytes_per_s": rows["smem_read"]["rate_per_s"],
                          "int32_ops_per_s": rows["int_issue"]["rate_per_s"],
                          "fp32_flops_per_s": rows["fma_issue"]["rate_per_s"],
