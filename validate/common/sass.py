@@ -9,6 +9,10 @@ branch), per warp and per trip, counted by what each instruction occupies:
                    arithmetic instruction throughput), i.e. 2 clocks per warp instruction per scheduler
     fp             FP32/FP16 vector instructions (FFMA, FMUL, FADD, HFMA2, HMUL2, HADD2): 128 lanes per clock per SM
     mma            tensor-core instructions (HMMA)
+    classes        every instruction by the issue class that times it (`issue_classes`): int, fp (as above),
+                   f2fp (F2FP: fp32 -> bf16/fp16 pack conversions), i2f (I2F, I2FP), f2i (F2I, F2F, FRND: the
+                   other conversions), mufu (MUFU), dispatch (all the rest: uniform, memory, control, moves,
+                   tensor-core issue, barriers; each takes one issue slot of its scheduler)
     wavefronts     shared-memory wavefronts (128 B each, one per clock per SM) a warp's accesses need without
                    bank conflicts: ldmatrix/stmatrix .x1/.x2/.x4 = 1/2/4, LDS/STS/LDGSTS by width x 32 lanes
                    / 128 B (8-32 bit: 1, 64: 2, 128: 4)
@@ -29,6 +33,9 @@ from pathlib import Path
 INT = ("LOP3", "PRMT", "IADD3", "SHF", "LEA", "SEL", "ISETP", "IMAD", "VIADD", "FMNMX", "SGXT", "IABS", "POPC",
        "FLO", "BMSK", "IMNMX", "PLOP3")
 FP = ("FFMA", "FMUL", "FADD", "HFMA2", "HMUL2", "HADD2", "FSEL", "FSETP")
+CONVERSIONS = {"F2FP": "f2fp", "I2F": "i2f", "I2FP": "i2f", "F2I": "f2i", "F2F": "f2i", "FRND": "f2i",
+               "MUFU": "mufu"}
+ISSUE_CLASSES = ("int", "fp", "f2fp", "i2f", "f2i", "mufu", "dispatch")
 _LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* (0x[0-9a-f]+) \*/")
 _WORD = re.compile(r"/\* (0x[0-9a-f]+) \*/")
 
@@ -62,6 +69,20 @@ def wavefronts(op: str) -> int:
     return 0
 
 
+def issue_class(op: str) -> str:
+    """The issue class of opcode `op` (module docstring: int, fp, f2fp, i2f, f2i, mufu or dispatch)."""
+    base = op.split(".")[0]
+    return "int" if base in INT else "fp" if base in FP else CONVERSIONS.get(base, "dispatch")
+
+
+def issue_classes(ops: Counter) -> dict:
+    """Instructions of `ops` (opcode -> count) per issue class (`issue_class`); the classes sum to the total."""
+    out = dict.fromkeys(ISSUE_CLASSES, 0)
+    for op, n in ops.items():
+        out[issue_class(op)] += n
+    return out
+
+
 def loop_counts(sass: str) -> dict:
     """Counts of the longest loop's body (module docstring), per warp and trip."""
     ins = instructions(sass)
@@ -80,6 +101,7 @@ def loop_counts(sass: str) -> dict:
         "wavefronts": sum(n * wavefronts(op) for op, n in ops.items()),
         "stall_cycles": sum((w >> 41) & 0xF for _, w in body),
         "waits": sum(1 for _, w in body if (w >> 52) & 0x3F),
+        "classes": issue_classes(ops),
     }
 
 
@@ -137,7 +159,7 @@ def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
     """Instructions one warp executes per pass of `region` ("kernel": the whole kernel once; "outer": one trip
     of its longest loop), every loop nested in it run `trips` times (one level: an instruction in two nested
     loops of the region also counts `trips` times) and cold_spans left out: instructions,
-    int, fp (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`), spills (STL
+    int, fp, classes (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`), spills (STL
     and LDL: local-memory stores and loads of spilled registers), wavefronts."""
     ins = instructions(sass)
     cold = cold_spans(ins)
@@ -161,5 +183,5 @@ def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
         "hgmma_flops": sum(n * mma_flops(op) for op, n in ops.items() if op.startswith("HGMMA.")),
         "spills": by["STL"] + by["LDL"],
         "wavefronts": sum(n * wavefronts(op) for op, n in ops.items()),
-        "inner_loops": len(inner), "cold_spans": len(cold),
+        "inner_loops": len(inner), "cold_spans": len(cold), "classes": issue_classes(ops),
     }
