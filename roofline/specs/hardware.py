@@ -152,6 +152,18 @@ class Measured(Spec):
     mma_sync_flops_per_s: PositiveFloat | None = Field(
         None, description="bf16 tensor-core rate of warp-level mma.sync (HMMA, what a Triton tl.dot of too few rows "
         "for wgmma compiles to), FLOP/s (ceilings microbenchmark 'mma_sync').")
+    f2fp_ops_per_s: PositiveFloat | None = Field(
+        None, description="fp32 -> bf16x2 pack conversions (cvt.rn.bf16x2.f32, SASS F2FP), thread instructions/s "
+        "(ceilings microbenchmark 'cvt_f2fp').")
+    i2f_ops_per_s: PositiveFloat | None = Field(
+        None, description="int32 -> fp32 conversions (cvt.rn.f32.s32, SASS I2FP), thread instructions/s (ceilings "
+        "microbenchmark 'cvt_i2f').")
+    f2i_ops_per_s: PositiveFloat | None = Field(
+        None, description="fp32 -> int32 conversions (cvt.rzi.s32.f32, SASS F2I; also timing F2F and FRND), thread "
+        "instructions/s (ceilings microbenchmark 'cvt_f2i').")
+    mufu_ops_per_s: PositiveFloat | None = Field(
+        None, description="Special-function unit rate (ex2.approx.ftz.f32, SASS MUFU.EX2), thread instructions/s "
+        "(ceilings microbenchmark 'mufu_issue').")
     bytes_in_flight_per_sm: PositiveFloat | None = Field(
         None, description="Bytes of DRAM reads one SM keeps in flight at most, bytes: bandwidth x latency / SMs at "
         "the knee of a sweep of outstanding cp.async bytes per SM (ceilings microbenchmark 'inflight').")
