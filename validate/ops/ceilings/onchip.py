@@ -20,6 +20,14 @@ so each asm block is instantiated once per kernel):
              HMMA.16816, 8 LDSM.x4 = 32 wavefronts, 1 barrier; at the predicted 2048 FLOP/clock/SM the HMMA take
              128 clocks of the SM's tensor cores per warp-iteration, the wavefronts 32 of its shared memory):
              FLOP = programs x iterations x MMA_ACC x 2 x 16 x 64 x 64.
+  cvt_f2fp / cvt_i2f / cvt_f2i / mufu_issue  8 independent chains per thread of one conversion (cvt.rn.bf16x2.f32:
+             F2FP pack; cvt.rn.f32.s32: I2FP; cvt.rzi.s32.f32: F2I) or of ex2.approx.ftz.f32 (MUFU.EX2), each
+             result's bits fed to the next step of its chain: ops = threads x iterations x 32 (thread instructions):
+             the rates of kernel_structure's issue classes f2fp, i2f, f2i, mufu (fields f2fp_ops_per_s, ...).
+  mixed_issue / mixed_issue_w2  1 lop3 + 2 fma.rn.f32 of 8 independent chains each, x 4 per iteration, at 4 blocks
+             of 8 warps per SM (8 warps per scheduler) and at 1 (2 per scheduler, the fused XQuant kernel's 2 programs
+             of 4 warps): instructions/s, against the model's sum of the INT32 and FP32 pipe times (96 per SM per
+             clock) and full overlap of the two pipes under the dispatch (128): the composition test, no field.
 Latencies (validate/ops/ceilings/latency.py): dependent chains of one warp timed with %clock64 (lds, shfl, mufu, fma,
 hmma, ldg), cycles per step, written as "latency_cycles" (roofline.validation.latency's classes) beside the rates.
 The loop counter (add, setp, bra: 3 per iteration) is not counted: at 16 loads (ptxas unrolls 8 iterations), 96
@@ -56,7 +64,9 @@ TILE_BYTES = THREADS * 16 * REGIONS
 BLOCKS_PER_SM = 4
 REPEATS = 20
 TRIALS = 15
-PER_CLOCK = {"smem_read": 128, "int_issue": 64, "fma_issue": 256, "mma_sync": 2048}  # per SM: B, lane-ops, FLOP
+PER_CLOCK = {"smem_read": 128, "int_issue": 64, "fma_issue": 256, "mma_sync": 2048,  # per SM: B, lane-ops, FLOP
+             "cvt_f2fp": 16, "cvt_i2f": 16, "cvt_f2i": 16, "mufu_issue": 16,  # thread instructions
+             "mixed_issue": 96, "mixed_issue_w2": 96}  # the model's sum composition (issue-classes-predicted.json)
 MMA_M, MMA_N, MMA_K, MMA_ACC, MMA_WARPS = 16, 64, 64, 8, 4
 
 def _counted_loop(label: str, body: str) -> str:
@@ -117,6 +127,34 @@ mov.f32 c, $1;
 {_fold("add.f32", "f")}
 }}"""
 
+CVT_UNROLL = 4
+CVT_OPS_PER_ITER = 8 * CVT_UNROLL
+CONVERSIONS = {"cvt_f2fp": "cvt.rn.bf16x2.f32 r{c}, r{c}, r{n};", "cvt_i2f": "cvt.rn.f32.s32 r{c}, r{c};",
+               "cvt_f2i": "cvt.rzi.s32.f32 r{c}, r{c};", "mufu_issue": "ex2.approx.ftz.f32 r{c}, r{c};"}
+
+
+def conversion_asm(name: str) -> str:
+    """PTX of 8 chains of CONVERSIONS[name] on .b32 registers (each result's bits the next step's operand; the
+    pack reads its neighbour chain too), CVT_UNROLL deep per iteration, xor-folded into $0."""
+    body = "\n".join(CONVERSIONS[name].format(c=c, n=(c + 1) % 8) for _ in range(CVT_UNROLL) for c in range(8))
+    return ("{\n.reg .b32 r0, r1, r2, r3, r4, r5, r6, r7, i, n;\n.reg .pred p;\n"
+            + "".join(f"add.u32 r{c}, $1, {c + 1};\n" for c in range(8))
+            + f"{_counted_loop(name.upper() + '_LOOP', body)}\n{_fold('xor.b32', 'r')}\n}}")
+
+
+MIX_UNROLL = 4
+MIX_OPS_PER_ITER = 24 * MIX_UNROLL  # 8 lop3 + 16 fma per unroll step
+_MIX_BODY = "\n".join(f"lop3.b32 r{c}, r{c}, r{(c + 1) % 8}, k, 0x96;\nfma.rn.f32 f{c}, f{c}, m, g;\n"
+                      f"fma.rn.f32 h{c}, h{c}, m, g;" for _ in range(MIX_UNROLL) for c in range(8))
+MIX_ASM = ("{\n.reg .u32 r0, r1, r2, r3, r4, r5, r6, r7, k, i, n;\n.reg .f32 f0, f1, f2, f3, f4, f5, f6, f7, "
+           "h0, h1, h2, h3, h4, h5, h6, h7, m, g;\n.reg .pred p;\nmov.u32 k, $1;\nmov.f32 m, 0f3F7FFFFF;\n"
+           "cvt.rn.f32.u32 g, $1;\n"
+           + "".join(f"add.u32 r{c}, $1, {c};\ncvt.rn.f32.u32 f{c}, r{c};\nadd.f32 h{c}, f{c}, 0f3F800000;\n"
+                     for c in range(8))
+           + f"{_counted_loop('MIX_LOOP', _MIX_BODY)}\n"
+           + "".join(f"add.f32 f{c}, f{c}, h{c};\nmov.b32 k, f{c};\nxor.b32 r{c}, r{c}, k;\n" for c in range(8))
+           + f"{_fold('xor.b32', 'r')}\n}}")
+
 
 @triton.jit
 def smem_kernel(out_ptr, iters, THREADS: tl.constexpr, ASM: tl.constexpr):
@@ -167,14 +205,19 @@ def mma_kernel(a_ptr, b_ptr, out_ptr, iters, M: tl.constexpr, N: tl.constexpr, K
 
 
 KERNELS = {"smem_read": (smem_kernel, SMEM_ASM), "int_issue": (int_kernel, INT_ASM), "fma_issue": (fma_kernel, FMA_ASM),
-           "mma_sync": (mma_kernel, None)}
+           "mma_sync": (mma_kernel, None), **dict.fromkeys(("mixed_issue", "mixed_issue_w2"), (int_kernel, MIX_ASM)),
+           **{name: (int_kernel, conversion_asm(name)) for name in CONVERSIONS}}
+CLASS_FIELDS = {"cvt_f2fp": "f2fp_ops_per_s", "cvt_i2f": "i2f_ops_per_s", "cvt_f2i": "f2i_ops_per_s",
+                "mufu_issue": "mufu_ops_per_s"}
 
 
 def work_per_iter(name: str) -> int:
     """Bytes (smem_read), integer lane-ops (int_issue) or FLOP (fma_issue) one thread does per loop iteration;
-    mma_sync: the FLOP of one program's iteration (MMA_ACC dots of MMA_M x MMA_N x MMA_K)."""
+    mma_sync: the FLOP of one program's iteration (MMA_ACC dots of MMA_M x MMA_N x MMA_K); conversions, MUFU and
+    mixed: thread instructions."""
     return {"smem_read": UNROLL * 16, "int_issue": INT_OPS_PER_ITER, "fma_issue": FMA_FLOP_PER_ITER,
-            "mma_sync": MMA_ACC * 2 * MMA_M * MMA_N * MMA_K}[name]
+            "mma_sync": MMA_ACC * 2 * MMA_M * MMA_N * MMA_K, "mixed_issue": MIX_OPS_PER_ITER,
+            "mixed_issue_w2": MIX_OPS_PER_ITER, **dict.fromkeys(CONVERSIONS, CVT_OPS_PER_ITER)}[name]
 
 
 def launch(name: str, blocks: int, iters: int, out, clocks):
@@ -202,8 +245,8 @@ def graph_seconds(fn, repeats: int = REPEATS, trials: int = TRIALS) -> float:
 
 
 def measure(name: str, sms: int, iters: int) -> dict:
-    """Rate of kernel `name` with BLOCKS_PER_SM programs per SM: work / median seconds."""
-    blocks = sms * BLOCKS_PER_SM
+    """Rate of kernel `name` with BLOCKS_PER_SM programs per SM (mixed_issue_w2: 1): work / median seconds."""
+    blocks = sms * (1 if name == "mixed_issue_w2" else BLOCKS_PER_SM)
     dtype = torch.float32 if name in ("fma_issue", "mma_sync") else torch.int32
     out = torch.empty(blocks * THREADS * (MMA_M * MMA_N // THREADS + 1), dtype=dtype, device="cuda")
     clocks = torch.zeros(blocks * 2, dtype=torch.int64, device="cuda")
@@ -236,7 +279,7 @@ def run(out_path: Path, quick: bool = False) -> dict:
     iters = 64 if quick else 4096
     rows = {"fma_issue": measure("fma_issue", sms, iters)}
     clock = rows["fma_issue"]["clock_hz_measured"]
-    for name in ("smem_read", "int_issue", "mma_sync"):
+    for name in ("smem_read", "int_issue", "mma_sync", *CONVERSIONS, "mixed_issue", "mixed_issue_w2"):
         rows[name] = measure(name, sms, iters)
     for name, row in rows.items():
         row["predicted_at_measured_clock"] = PER_CLOCK[name] * sms * clock
@@ -249,7 +292,8 @@ def run(out_path: Path, quick: bool = False) -> dict:
               "fields": {"shared_memory_bytes_per_s": rows["smem_read"]["rate_per_s"],
                          "int32_ops_per_s": rows["int_issue"]["rate_per_s"],
                          "fp32_flops_per_s": rows["fma_issue"]["rate_per_s"],
-                         "mma_sync_flops_per_s": rows["mma_sync"]["rate_per_s"]},
+                         "mma_sync_flops_per_s": rows["mma_sync"]["rate_per_s"],
+                         **{field: rows[name]["rate_per_s"] for name, field in CLASS_FIELDS.items()}},
               "benchmarks": rows}
     cycles = latency.measure_all()
     result["latency_cycles"] = latency.classes(cycles)
