@@ -24,7 +24,10 @@ class at its pipe's rate, summed like the integer and FP32 parts always were (a 
     (`f2fp_ops_per_s`, ...: the ceilings family's 'cvt_*' and 'mufu_issue') or the CUDA guide's 16 per SM per clock;
     dispatch: 4 warp instructions per SM per clock (128 lane-slots), also the floor of every other class.
 The op has one integer rate, so the classes beyond int and fp enter its `int_ops` as the integer lane-ops of the
-same time (`extra_int_ops`).
+same time (`extra_int_ops`). The measured rates need the spec: callers pass `hardware` (without it the table's
+ratios to the integer rate stand). The sum is an upper bound of the issue time; full overlap of the pipes under the
+dispatch (max of the classes' times and the instruction count) is the lower one; the ceilings family's 'mixed_issue'
+(8 warps per scheduler) and 'mixed_issue_w2' (2, the fused XQuant kernel's) measure which holds for INT32 + FP32.
 Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
 run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
 are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).
