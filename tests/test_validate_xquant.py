@@ -126,6 +126,28 @@ def test_fused_matches_reference(batch, heads, kv_heads, dim, latent, context, g
 
 
 @pytest.mark.parametrize(("batch", "heads", "kv_heads", "dim", "latent", "context", "group", "mha", "bits", "splits",
+                          "block_n", "r_block"), [SHAPES[0], SHAPES[2], SHAPES[3]])
+def test_shared_matches_reference(batch, heads, kv_heads, dim, latent, context, group, mha, bits, splits, block_n,
+                                  r_block) -> None:
+    # shared_kernel: every KV head of a program (all of them: 2 GQA, 4 MHA; 1 where H_kv is 1) from one dequantized
+    # latent tile, the query rows block-diagonal; NaN-filled partials and output must all be rewritten
+    layer, _, g = small_layer(batch, kv_heads, dim, latent, context, group, mha, bits, seed=2)
+    q = torch.randn(batch, heads, dim, generator=g).to(torch.bfloat16)
+    work = {}
+    xk.decode(q, layer, splits, None, work, block_n, r_block, variant="shared", heads_per_program=kv_heads)
+    for buf in ("m", "l", "acc"):
+        work[buf].fill_(float("nan"))
+    out = torch.full(q.shape, float("nan"), dtype=torch.bfloat16)
+    got = xk.decode(q, layer, splits, out, work, block_n, r_block, variant="shared", heads_per_program=kv_heads)
+    assert torch.isfinite(got).all()
+    assert relative_rms(got, xref.reference(q, layer)) < 1e-2
+    # the same partials as fused_kernel's up to accumulation order
+    assert relative_rms(got, xk.decode(q, layer, splits, None, {}, block_n, r_block)) < 2e-3
+    with pytest.raises(ValueError, match="heads_per_program"):
+        xk.decode(q, layer, splits, None, {}, block_n, r_block, variant="shared", heads_per_program=3)
+
+
+@pytest.mark.parametrize(("batch", "heads", "kv_heads", "dim", "latent", "context", "group", "mha", "bits", "splits",
                           "block_n", "r_block"), SHAPES)
 def test_materialized_matches_reference(batch, heads, kv_heads, dim, latent, context, group, mha, bits, splits,
                                         block_n, r_block) -> None:
@@ -184,6 +206,16 @@ def test_every_kernel_fits_h100_shared_memory() -> None:
     assert [r["kernel"] for r in results] == ["fused_kernel"] * 3 + ["remat_kernel"] * 2 + ["acc_update_kernel"] * 2
     for r in results:
         assert 0 <= r["shared"] <= H100_SHARED_BYTES, r
+
+
+def test_shared_kernel_fits_h100_shared_memory() -> None:
+    from validate.ops.xquant.structure import shared_specs
+
+    specs = shared_specs()
+    results = shared_bytes([specs["shared"], specs["mha_shared"]])
+    assert [r["kernel"] for r in results] == ["shared_kernel"] * 2
+    for r in results:
+        assert 0 < r["shared"] <= H100_SHARED_BYTES, r
 
 
 def test_grid_work_and_prediction() -> None:

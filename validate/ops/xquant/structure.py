@@ -5,6 +5,11 @@ BLOCK_N, R_BLOCK / REMAT_R_BLOCK, warps, stages) and write what one warp execute
 sinf/cosf path left out) with registers, spills and shared memory to roofline/validation/structure/xquant.json.
 
     PYTHONPATH=<triton 3.6>:. python -m validate.ops.xquant.structure [OUT.json]
+    PYTHONPATH=<triton 3.6>:. python -m validate.ops.xquant.structure --shared [HPP,BLOCK_N,WARPS,STAGES,R ...]
+
+--shared compiles shared_kernel (decode(variant="shared"), shared.py) at launch.py's SHARED_* defaults, or at each
+HPP,BLOCK_N,WARPS,STAGES,R given (printed only), and merges it into the file under its own keys (shared,
+shared_tail, mha_shared) beside the fused_kernel entries; a program-step there is BLOCK_N tokens of HPP KV heads.
 
 A program-step: fused_kernel, one trip of its token loop (BLOCK_N tokens of one KV head: the K and V remat GEMMs
 [BLOCK_N, LAT] x [LAT, d_h], the attention dots, the online softmax); remat_kernel, the whole program (K and V
@@ -45,13 +50,14 @@ def kernel_structure(spec: dict, workdir: Path) -> dict:
     sass = subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
     usage = subprocess.run([str(tool), "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
     trips = ce["LAT"] // ce["R"]
-    region = "outer" if spec["kernel"] == "fused_kernel" else "kernel"
+    region = "kernel" if spec["kernel"] == "remat_kernel" else "outer"
     counts = executed_counts(sass, trips, region)
-    remat = 2 * ce["BLOCK_N"] * ce["LAT"] * 2 * ce["HEAD_DIM"]  # K and V: [BLOCK_N, LAT] x [LAT, d_h]
+    remat = 2 * ce["BLOCK_N"] * ce["LAT"] * 2 * ce["HEAD_DIM"] * ce.get("HPP", 1)  # K, V: [BLOCK_N, LAT] x [LAT, d_h]
     if counts["hgmma_flops"] * spec["num_warps"] != remat:
         raise AssertionError(f"{spec['kernel']}: wgmma FLOPs {counts['hgmma_flops']} x warps != remat {remat}")
     ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass, re.M)
-    return {"kernel": spec["kernel"], "kv_heads": ce["KV_HEADS"], "latent": ce["LAT"], "block_n": ce["BLOCK_N"],
+    hpp = {"heads_per_program": ce["HPP"]} if "HPP" in ce else {}  # shared_kernel's KV heads per program
+    return {"kernel": spec["kernel"], "kv_heads": ce["KV_HEADS"], **hpp, "latent": ce["LAT"], "block_n": ce["BLOCK_N"],
             "r_block": ce["R"], "trips": trips, "warps": spec["num_warps"], "stages": spec["num_stages"],
             "registers": int(re.search(r"REG:(\d+)", usage).group(1)),
             "stack_bytes": int(re.search(r"STACK:(\d+)", usage).group(1)),
@@ -74,5 +80,49 @@ def main(out: Path = OUT) -> dict:
     return doc
 
 
+def shared_specs(hpp: int = xk.SHARED_HPP, block_n: int = xk.SHARED_BLOCK_N, warps: int = xk.SHARED_WARPS,
+                 stages: int = xk.SHARED_STAGES, r_block: int = xk.SHARED_R_BLOCK) -> dict[str, dict]:
+    """sm90 specs of shared_kernel, named as in the structure file: GQA middle and fp16-window programs, MHA."""
+    from validate.ops.xquant.shared import rows_pad
+
+    fused = dict(zip(NAMES, (s for s in sm90_specs() if s["kernel"] != "acc_update_kernel"), strict=True))
+    out = {}
+    for name, old in (("shared", "fused"), ("shared_tail", "fused_tail"), ("mha_shared", "mha_fused")):
+        ce = {k: v for k, v in fused[old]["constexprs"].items() if k != "GROUP_PAD"}
+        ce.update(BLOCK_N=block_n, R=r_block, HPP=hpp, ROWS_PAD=rows_pad(hpp, ce["GROUP"]))
+        out[name] = {**fused[old], "module": "validate.ops.xquant.shared", "kernel": "shared_kernel",
+                     "constexprs": ce, "num_warps": warps, "num_stages": stages}
+    return out
+
+
+def per_token(s: dict) -> dict:
+    """A structure entry's executed counts over all warps, per token and KV head (program-step / BLOCK_N HPP)."""
+    scale = s["warps"] / (s["block_n"] * s.get("heads_per_program", 1))
+    return {k: v * scale for k, v in s["executed"].items() if k not in ("inner_loops", "cold_spans")}
+
+
+def shared_main(configs: list[tuple[int, int, int, int]], out: Path = OUT) -> dict:
+    """Compile shared_kernel; with no `configs`, at the launch defaults, merged into `out` under its own keys."""
+    found = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for cfg in configs or [()]:
+            specs = shared_specs(*cfg)
+            names = list(specs) if not cfg else ["shared"]
+            for name in names:
+                s = kernel_structure(specs[name], Path(tmp))
+                found[(cfg, name)] = s
+                print(cfg or "default", name, {k: s[k] for k in ("registers", "stack_bytes", "static_spills",
+                                                                 "shared_bytes")},
+                      {k: round(v, 1) for k, v in per_token(s).items()}, flush=True)
+    if not configs:
+        doc = json.loads(Path(out).read_text())
+        doc["kernels"].update({name: s for (_, name), s in found.items()})
+        Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+    return found
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)
+    if sys.argv[1:2] == ["--shared"]:
+        shared_main([tuple(int(x) for x in a.split(",")) for a in sys.argv[2:]])
+    else:
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)
