@@ -201,6 +201,17 @@ def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) ->
         assert (got != want).float().mean() < 1e-3
 
 
+def test_accumulator_update_default_up_tiles() -> None:
+    # launch.ACC_UP_* (128 tokens x 256 channels, latent steps of 64): 130 tokens leave a partial second block
+    g = torch.Generator().manual_seed(4)
+    rec = TensorRecipe.make(2, 32, along="channels")
+    delta, deq = quantize(torch.randn(1, 1, 130, 64, generator=g), rec)
+    u_t = (torch.randn(64, 256, generator=g) * 0.125).to(torch.bfloat16)
+    acc = torch.randn(1, 130, 256, generator=g).to(torch.bfloat16)
+    want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.25)
+    assert relative_rms(xk.acc_update(delta, acc, u_t, step=0.25), want) < 1e-2
+
+
 def test_every_kernel_fits_h100_shared_memory() -> None:
     results = shared_bytes(fam.sm90_specs())
     assert [r["kernel"] for r in results] == ["fused_kernel"] * 3 + ["remat_kernel"] * 2 + ["acc_update_kernel"] * 2

@@ -52,3 +52,17 @@ def test_prediction_is_the_attention_op_with_the_shared_work() -> None:
 
     assert row["time_s"] >= work["matmul_flops"] / roofline_for(hw).matmul_peak("bf16") * (1 - 1e-9)
     assert row["time_s"] <= row["compute_s"] + row["memory_s"] + row["issue_s"] + row["shared_s"] + 1e-3
+
+
+def test_acc_up_structure_new_against_old() -> None:
+    # per token, all channels: the same up-projection FLOPs (2 x delta width x d), now on wgmma instead of mma.sync
+    doc = ks.kernels("xquant")
+    new, old = doc["kernels"]["acc16_up"], doc["kernels"]["acc16_up_old"]
+
+    def per_token(s: dict) -> dict:
+        scale = s["warps"] * (s["d"] // s["block_d"]) / s["block_t"]
+        return {k: v * scale for k, v in s["executed"].items()}
+
+    pn, po = per_token(new), per_token(old)
+    assert pn["hgmma_flops"] == po["hmma_flops"] == 2 * new["delta_width"] * new["d"] and pn["hmma"] == po["hgmma"] == 0
+    assert pn["instructions"] < po["instructions"] / 4 and new["registers"] <= 255 and new["stack_bytes"] == 0

@@ -89,6 +89,8 @@ def test_structure_file_against_the_kernel_shapes() -> None:
     assert doc["triton"] == "3.6.0" and doc["architecture"] == "hopper"
     hw = load_hardware("H100-SXM")
     for name, s in doc["kernels"].items():
+        if s["kernel"] == "acc_update_kernel":  # XQuant-CL's update (test_validate_xquant_shared)
+            continue
         e = s["executed"]
         # the remat GEMMs, K and V: 2 x BLOCK_N x LAT x 2 d_h per program-step (x HPP KV heads for shared_kernel),
         # all on wgmma

@@ -8,7 +8,8 @@ No GPU; nothing is fitted to a timing.
 
 writes, per committed device (validate/results/nvidia-h{100,200}.json, ceilings calibrated from that file as
 `validate compare` does) and per fused / mha_fused case of the grid (cases.py): the new kernel's predicted time,
-the old kernel's predicted and measured time, and the bench subset's (variant_bench.py) cases marked.
+the old kernel's predicted and measured time, and the bench subset's (variant_bench.py) cases marked; and
+XQuant-CL's update through U_kv^T (acc16_up) at its new and old tiles (structure.py --acc), timed as acc_op.
 """
 
 from __future__ import annotations
@@ -62,6 +63,24 @@ def predict_shared(p: dict, hardware, doc: dict) -> dict:
                       {"B": p["batch"], "L": p["context"]}, hardware, transform=lambda op: replace(op, **fields))
 
 
+def predict_acc(p: dict, hardware, s: dict) -> dict:
+    """XQuant-CL's update (families.xquant.acc_op, the same Roofline evaluation as predict_params) with the executed
+    work of the acc_update_kernel structure `s`: one program per BLOCK_T tokens x BLOCK_D channels of a sequence."""
+    from roofline.costmodel import Roofline, roofline_for
+    from roofline.methods import parse_method
+    from roofline.units import B, L
+    from roofline.validation import kernel_structure as ks
+    from roofline.validation.families.xquant import acc_op
+    from roofline.validation.predict import case_model, find_op
+
+    programs = p["batch"] * _cdiv(p["context"], s["block_t"]) * (s["d"] // s["block_d"])
+    scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
+    fields = ks.executed_work(s, programs * ks.wave_factor(programs, hardware.sm_count), scale)
+    graph, _ = find_op(case_model("xquant", p, num_layers=2), parse_method(p["method"]), "attention")
+    op = replace(acc_op(p), **fields)
+    return Roofline(hardware).evaluate(replace(graph, ops=(op,)), {B: p["batch"], L: p["context"]})[0]
+
+
 def bench_cases() -> list[tuple[str, int, int]]:
     """variant_bench.py's subset: GQA b1/b8/b32 x L 1024/8192/65536, MHA b1/b8 x L 1024/8192."""
     return [("fused", b, n) for b in (1, 8, 32) for n in (1024, 8192, 65536)] + \
@@ -95,10 +114,21 @@ def main(out: Path = OUT) -> dict:
                          "shared_memory_ms": new["memory_s"] * 1e3, "old_predicted_ms": old["time_s"] * 1e3,
                          "old_measured_ms": measured.get(cases.case_name(p)),
                          "predicted_speedup": old["time_s"] / new["time_s"]})
-        devices[name] = {"results": f"validate/results/{file}", "rows": rows}
+        acc = []
+        if "acc16_up" in doc["kernels"]:
+            for bits, batch, context, up in cases.ACC_GRID:
+                p = cases.params("acc_update", batch, context, bits, up)
+                if not up:
+                    continue
+                new, old = (predict_acc(p, hardware, doc["kernels"][k]) for k in ("acc16_up", "acc16_up_old"))
+                acc.append({"case": cases.case_name(p), "new_ms": new["time_s"] * 1e3, "new_bound": new["bound"],
+                            "old_structure_ms": old["time_s"] * 1e3, "old_bound": old["bound"],
+                            "old_predicted_ms": family.predict_params(p, hardware)["time_s"] * 1e3,
+                            "old_measured_ms": measured.get(cases.case_name(p)), "bytes": new["bytes"]})
+        devices[name] = {"results": f"validate/results/{file}", "rows": rows, "acc_update": acc}
     kernels = {k: {f: v for f, v in s.items() if f != "executed"} | {"executed": s["executed"]}
                for k, s in doc["kernels"].items() if k in ("fused", "fused_tail", "mha_fused", "shared", "shared_tail",
-                                                           "mha_shared")}
+                                                           "mha_shared", "acc16_up", "acc16_up_old")}
     result = {"source": "validate/ops/xquant/shared_model.py (committed before the GPU run of "
                         "validate/ops/xquant/variant_bench.py)", "triton": doc["triton"], "kernels": kernels,
               "devices": devices}

@@ -5,7 +5,8 @@ torch reference (cases.check's really quantized latents, one sequence, <= 2048 t
 CUDA-graph medians over rotated inputs (validate.common.harness, as cases._run_attention times the grid), the
 achieved remat TFLOP/s (roofline.validation.families.xquant.work's FLOPs), and the prediction committed before
 the run (validate/results/experiments/xquant-shared-predicted.json) beside each time; environment as
-harness.environment. The JSON is rewritten after each case, so a run cut short keeps what it measured.
+harness.environment. The JSON is rewritten after each case, so a run cut short keeps what it measured. Last,
+XQuant-CL's update through U_kv^T (acc16_up_b8_l16384) at the committed launch's tiles and at launch.ACC_UP_*.
 """
 
 from __future__ import annotations
@@ -75,6 +76,39 @@ def time_case(p: dict) -> dict:
     return out
 
 
+ACC_OLD = {"block_t": xk.BLOCK_T, "block_d": xk.BLOCK_D, "r_block": xk.R_BLOCK, "num_warps": xk.NUM_WARPS,
+           "num_stages": 3}  # the committed results' launch of the update through U_kv^T
+
+
+def acc_case(batch: int = 8, context: int = 16384) -> dict:
+    """XQuant-CL's 16-bit update through U_kv^T (the grid's acc16_up case): old and new tiles, each checked against
+    xref.acc_reference (2048 tokens) and timed as cases._run_acc times it."""
+    import torch
+
+    from validate.common.quantize import quantize
+
+    p = cases.params("acc_update", batch, context, 16, True)
+    d, rec = p["num_heads"] * p["head_dim"], cases.recipes(p)[0]
+    u_t = (torch.randn(p["delta_width"], d, device="cuda") * p["delta_width"] ** -0.5).to(torch.bfloat16)
+    delta, deq = quantize(torch.randn(1, 1, 2048, p["delta_width"], device="cuda"), rec)
+    acc = torch.randn(1, 2048, d, device="cuda").to(torch.bfloat16)
+    want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.05)
+    row = {"case": cases.case_name(p)}
+    for name, kw in (("old", ACC_OLD), ("new", {})):
+        row[f"check_{name}"] = relative_rms(xk.acc_update(delta, acc.clone(), u_t, 0.05, **kw), want)
+
+    def make():
+        return (cases.random_tensor(rec, batch, context, p["delta_width"], "cuda"),
+                torch.randn(batch, context, d, device="cuda").to(torch.bfloat16))
+
+    sets = harness.input_sets(make, cases._set_bytes(p))
+    for name, kw in (("old", ACC_OLD), ("new", {})):
+        row[f"{name}_ms"] = harness.graph_ms(lambda dl, ac, kw=kw: xk.acc_update(dl, ac, u_t, 0.05, **kw), sets)
+    del sets
+    torch.cuda.empty_cache()
+    return row
+
+
 def main(path: str, quick: bool = False) -> None:
     env, rows, start = harness.environment(), [], time.time()
     pred = predictions(env["device"])
@@ -96,7 +130,13 @@ def main(path: str, quick: bool = False) -> None:
         Path(path).write_text(json.dumps({"env": {**env, "shared": {
             "hpp": xk.SHARED_HPP, "block_n": xk.SHARED_BLOCK_N, "warps": xk.SHARED_WARPS,
             "stages": xk.SHARED_STAGES, "r_block": xk.SHARED_R_BLOCK}}, "rows": rows}, indent=1) + "\n")
+    acc = acc_case()
+    print(f"{acc['case']:22s} old {acc['old_ms']:9.4f} ms  new {acc['new_ms']:9.4f} ms  check {acc['check_old']:.1e} / "
+          f"{acc['check_new']:.1e}  [{time.time() - start:.0f} s]", flush=True)
+    doc = json.loads(Path(path).read_text())
+    Path(path).write_text(json.dumps({**doc, "acc_update": [acc]}, indent=1) + "\n")
     bad = [r["case"] for r in rows if not max(r["check_fused"], r["check_shared"]) < 2e-2]
+    bad += [acc["case"]] if not max(acc["check_old"], acc["check_new"]) < 1e-2 else []
     if bad:
         raise SystemExit(f"variant_bench: kernel differs from the torch reference at {bad}")
 
