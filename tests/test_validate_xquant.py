@@ -126,6 +126,28 @@ def test_fused_matches_reference(batch, heads, kv_heads, dim, latent, context, g
 
 
 @pytest.mark.parametrize(("batch", "heads", "kv_heads", "dim", "latent", "context", "group", "mha", "bits", "splits",
+                          "block_n", "r_block"), [SHAPES[0], SHAPES[2], SHAPES[3]])
+def test_shared_matches_reference(batch, heads, kv_heads, dim, latent, context, group, mha, bits, splits, block_n,
+                                  r_block) -> None:
+    # shared_kernel: every KV head of a program (all of them: 2 GQA, 4 MHA; 1 where H_kv is 1) from one dequantized
+    # latent tile, the query rows block-diagonal; NaN-filled partials and output must all be rewritten
+    layer, _, g = small_layer(batch, kv_heads, dim, latent, context, group, mha, bits, seed=2)
+    q = torch.randn(batch, heads, dim, generator=g).to(torch.bfloat16)
+    work = {}
+    xk.decode(q, layer, splits, None, work, block_n, r_block, variant="shared", heads_per_program=kv_heads)
+    for buf in ("m", "l", "acc"):
+        work[buf].fill_(float("nan"))
+    out = torch.full(q.shape, float("nan"), dtype=torch.bfloat16)
+    got = xk.decode(q, layer, splits, out, work, block_n, r_block, variant="shared", heads_per_program=kv_heads)
+    assert torch.isfinite(got).all()
+    assert relative_rms(got, xref.reference(q, layer)) < 1e-2
+    # the same partials as fused_kernel's up to accumulation order
+    assert relative_rms(got, xk.decode(q, layer, splits, None, {}, block_n, r_block)) < 2e-3
+    with pytest.raises(ValueError, match="heads_per_program"):
+        xk.decode(q, layer, splits, None, {}, block_n, r_block, variant="shared", heads_per_program=3)
+
+
+@pytest.mark.parametrize(("batch", "heads", "kv_heads", "dim", "latent", "context", "group", "mha", "bits", "splits",
                           "block_n", "r_block"), SHAPES)
 def test_materialized_matches_reference(batch, heads, kv_heads, dim, latent, context, group, mha, bits, splits,
                                         block_n, r_block) -> None:
@@ -179,11 +201,32 @@ def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) ->
         assert (got != want).float().mean() < 1e-3
 
 
+def test_accumulator_update_default_up_tiles() -> None:
+    # launch.ACC_UP_* (128 tokens x 256 channels, latent steps of 64): 130 tokens leave a partial second block
+    g = torch.Generator().manual_seed(4)
+    rec = TensorRecipe.make(2, 32, along="channels")
+    delta, deq = quantize(torch.randn(1, 1, 130, 64, generator=g), rec)
+    u_t = (torch.randn(64, 256, generator=g) * 0.125).to(torch.bfloat16)
+    acc = torch.randn(1, 130, 256, generator=g).to(torch.bfloat16)
+    want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.25)
+    assert relative_rms(xk.acc_update(delta, acc, u_t, step=0.25), want) < 1e-2
+
+
 def test_every_kernel_fits_h100_shared_memory() -> None:
     results = shared_bytes(fam.sm90_specs())
     assert [r["kernel"] for r in results] == ["fused_kernel"] * 3 + ["remat_kernel"] * 2 + ["acc_update_kernel"] * 2
     for r in results:
         assert 0 <= r["shared"] <= H100_SHARED_BYTES, r
+
+
+def test_shared_kernel_fits_h100_shared_memory() -> None:
+    from validate.ops.xquant.structure import shared_specs
+
+    specs = shared_specs()
+    results = shared_bytes([specs["shared"], specs["mha_shared"]])
+    assert [r["kernel"] for r in results] == ["shared_kernel"] * 2
+    for r in results:
+        assert 0 < r["shared"] <= H100_SHARED_BYTES, r
 
 
 def test_grid_work_and_prediction() -> None:

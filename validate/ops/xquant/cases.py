@@ -269,9 +269,10 @@ def sm90_specs() -> list[dict]:
            "tokens": "i32"}
     for bits, up in ((4, False), (16, True)):
         p = params("acc_update", 1, 4096, bits, up)
-        ce = xk.acc_constexprs(recipes(p)[0], HEADS * HEAD_DIM, p["delta_width"], up, bits, xk.BLOCK_T, xk.BLOCK_D,
-                               xk.R_BLOCK, False)
+        tiles = ((xk.ACC_UP_BLOCK_T, xk.ACC_UP_BLOCK_D, xk.ACC_UP_R_BLOCK, xk.ACC_UP_WARPS, xk.ACC_UP_STAGES) if up
+                 else (xk.BLOCK_T, xk.BLOCK_D, xk.R_BLOCK, xk.NUM_WARPS, xk.NUM_STAGES))
+        ce = xk.acc_constexprs(recipes(p)[0], HEADS * HEAD_DIM, p["delta_width"], up, bits, *tiles[:3], False)
         specs.append({"module": xkernel.__name__, "kernel": "acc_update_kernel", "constexprs": ce,
-                      "num_warps": xk.NUM_WARPS, "signature": {**acc, "acc_ptr": "*u8" if bits == 4 else "*bf16"},
-                      "num_stages": xk.NUM_STAGES})
+                      "num_warps": tiles[3], "signature": {**acc, "acc_ptr": "*u8" if bits == 4 else "*bf16"},
+                      "num_stages": tiles[4]})
     return specs

@@ -14,6 +14,7 @@ from validate.common.quantize import QuantTensor, quantize
 from validate.common.recipes import TensorRecipe
 from validate.common.triton_helpers import LOG2E, interpreting
 from validate.ops.xquant.kernel import acc_update_kernel, fused_kernel, remat_kernel
+from validate.ops.xquant.shared import rows_pad, shared_kernel
 
 ROPE_THETA = 500000.0  # Llama-3.1
 # launch defaults (the sm_90 specs compile the same): tokens per block, latent channels per MMA step. H200 sweep
@@ -24,6 +25,14 @@ ROPE_THETA = 500000.0  # Llama-3.1
 BLOCK_N, R_BLOCK, NUM_WARPS, NUM_STAGES = 64, 128, 4, 2
 REMAT_R_BLOCK, REMAT_STAGES = 64, 3
 BLOCK_T, BLOCK_D = 32, 128  # accumulator update: tokens x channels per program
+# GQA-CL's update through U_kv^T (up=True): at 32 x 128 the dot ran on mma.sync (M < 64), each token's delta was
+# dequantized d / BLOCK_D = 32 times and U_kv^T (16 MiB) re-read from L2 per 32 tokens (512 KiB a token);
+# 128 x 256 with 8 warps is wgmma (64 tokens a warpgroup), 16 dequantizations and 128 KiB of U_kv^T a token:
+# 11,067 warp instructions a token instead of 67,696 (sm_90, Triton 3.6; structure.py --acc)
+ACC_UP_BLOCK_T, ACC_UP_BLOCK_D, ACC_UP_R_BLOCK, ACC_UP_WARPS, ACC_UP_STAGES = 128, 256, 64, 8, 2
+# shared_kernel (decode(variant="shared")): KV heads per program, tokens per block, warps, stages; sm_90 compiles
+# of the candidates (validate/ops/xquant/structure.py --shared) in validate/ops/xquant/SHARED_NOTES.md
+SHARED_HPP, SHARED_BLOCK_N, SHARED_WARPS, SHARED_STAGES, SHARED_R_BLOCK = 2, 128, 8, 2, 64
 
 
 @dataclass
@@ -110,9 +119,20 @@ def fused_splits(nq_k: int, block_n: int) -> int:
 
 
 def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict | None = None,
-           block_n: int = BLOCK_N, r_block: int = R_BLOCK, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES):
+           block_n: int | None = None, r_block: int | None = None, num_warps: int | None = None,
+           num_stages: int | None = None, variant: str = "fused", heads_per_program: int | None = None):
     """Fused XQuant decode attention; q [B, H, d_h] bf16 contiguous (RoPE applied) -> out [B, H, d_h].
-    `work` (a dict) keeps the partials between calls."""
+    `work` (a dict) keeps the partials between calls. variant "fused": fused_kernel, one KV head per program
+    (the committed results' kernel); "shared": shared_kernel, `heads_per_program` KV heads per program sharing
+    each dequantized latent tile (None: SHARED_HPP, at most H_kv). Unset block_n / r_block / warps / stages take the
+    variant's defaults."""
+    if variant not in ("fused", "shared"):
+        raise ValueError(f"variant: {variant!r} is not 'fused' or 'shared'")
+    shared = variant == "shared"
+    block_n = block_n or (SHARED_BLOCK_N if shared else BLOCK_N)
+    r_block = r_block or (SHARED_R_BLOCK if shared else R_BLOCK)
+    num_warps = num_warps or (SHARED_WARPS if shared else NUM_WARPS)
+    num_stages = num_stages or (SHARED_STAGES if shared else NUM_STAGES)
     batch, heads, dim = q.shape
     ce = _layer_constexprs(layer, block_n, r_block)
     group = heads // layer.kv_heads
@@ -131,16 +151,22 @@ def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict
     assert q.is_contiguous() and heads % layer.kv_heads == 0 and dim == ce["HEAD_DIM"]
     args = (q, *_args(layer, q), layer.wk, layer.wv, work["m"], work["l"], work["acc"], dim ** -0.5 * LOG2E,
             math.log2(layer.theta), layer.context, nq_k, win_k, chunk, num_mid, num_parts)
-    ce.update(GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)))
+    kernel, programs = fused_kernel, layer.kv_heads
+    if shared:
+        hpp = heads_per_program or min(SHARED_HPP, layer.kv_heads)
+        if layer.kv_heads % hpp or hpp & (hpp - 1):
+            raise ValueError(f"heads_per_program: {hpp} must be a power of two dividing H_kv {layer.kv_heads}")
+        kernel, programs = shared_kernel, layer.kv_heads // hpp
+        ce.update(GROUP=group, HPP=hpp, ROWS_PAD=rows_pad(hpp, group))
+    else:
+        ce.update(GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)))
     if num_mid:
-        # one program: the GROUP query heads of KV head h of one sequence, over `chunk` tokens whose K latent
-        # is quantized; KV head fastest, so the heads of one chunk share its latent rows in L2
-        fused_kernel[(layer.kv_heads, num_mid, batch)](*args, TAIL=False, **ce, num_warps=num_warps,
-                                                       num_stages=num_stages)
+        # one program: the GROUP query heads of KV head h (shared: of HPP KV heads) of one sequence, over `chunk`
+        # tokens whose K latent is quantized; KV head fastest, so the heads of one chunk share its latent rows in L2
+        kernel[(programs, num_mid, batch)](*args, TAIL=False, **ce, num_warps=num_warps, num_stages=num_stages)
     if num_tail:
-        # one program: the GROUP query heads of KV head h of one sequence, over BLOCK_N tokens of K's fp16 window
-        fused_kernel[(layer.kv_heads, num_tail, batch)](*args, TAIL=True, **ce, num_warps=num_warps,
-                                                        num_stages=num_stages)
+        # one program: the same query heads over BLOCK_N tokens of K's fp16 window
+        kernel[(programs, num_tail, batch)](*args, TAIL=True, **ce, num_warps=num_warps, num_stages=num_stages)
     # one program: one query head of one sequence, merging its parts
     grid = (batch * heads,)
     reduce_kernel[grid](work["m"], work["l"], work["acc"], out, num_parts, out.stride(0), out.stride(1),
@@ -175,11 +201,20 @@ def materialized_decode(q, layer: XLayer, num_splits: int = 1, out=None, kv: tup
 
 
 def acc_update(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None = None, step: float = 1.0,
-               block_t: int = BLOCK_T, block_d: int = BLOCK_D, r_block: int = R_BLOCK, num_warps: int = NUM_WARPS):
+               block_t: int | None = None, block_d: int | None = None, r_block: int | None = None,
+               num_warps: int | None = None, num_stages: int | None = None):
     """XQuant-CL: acc[b, t] += dequant(delta)[b, t] (@ U_kv^T when u_t [2r, d] is given), in place.
     acc is bf16 [B, L, d] or 4-bit codes uint8 [B, L, d/2] with x = step (u - 8): roofline counts the
     accumulator as e_b/8 L d bytes with no metadata (methods/xquant.py), so the 4-bit one has a single
-    layer-wide step, a scalar argument, and is re-rounded after each add."""
+    layer-wide step, a scalar argument, and is re-rounded after each add. Unset tile sizes: ACC_UP_* with u_t,
+    else BLOCK_T x BLOCK_D, R_BLOCK, NUM_WARPS and Triton's default 3 stages (the committed results' launch; the
+    up-projection's was BLOCK_T, BLOCK_D, R_BLOCK, NUM_WARPS, 3)."""
+    up = u_t is not None
+    block_t = block_t or (ACC_UP_BLOCK_T if up else BLOCK_T)
+    block_d = block_d or (ACC_UP_BLOCK_D if up else BLOCK_D)
+    r_block = r_block or (ACC_UP_R_BLOCK if up else R_BLOCK)
+    num_warps = num_warps or (ACC_UP_WARPS if up else NUM_WARPS)
+    num_stages = num_stages or (ACC_UP_STAGES if up else 3)
     codes = delta.tensors["codes"]
     batch, tokens = codes.shape[0], delta.nq
     four = acc.dtype == torch.uint8
@@ -191,5 +226,5 @@ def acc_update(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None =
     # one program: BLOCK_T tokens x BLOCK_D channels of one sequence's accumulator
     grid = (triton.cdiv(tokens, block_t), d // block_d, batch)
     acc_update_kernel[grid](codes, delta.tensors["scale"], delta.tensors["zero"], acc if u_t is None else u_t, acc,
-                            step, 1.0 / step, tokens, **ce, num_warps=num_warps)
+                            step, 1.0 / step, tokens, **ce, num_warps=num_warps, num_stages=num_stages)
     return acc

@@ -1,0 +1,147 @@
+"""Old (fused_kernel, one KV head per program) against new (shared_kernel, decode(variant="shared")) XQuant decode
+on the GPU: `python -m validate.ops.xquant.variant_bench OUT.json [--quick]`. Per case of shared_model.bench_cases
+(GQA b1/b8/b32 x L 1024/8192/65536, MHA b1/b8 x L 1024/8192): a correctness check of each variant against the float32
+torch reference (cases.check's really quantized latents, one sequence, <= 2048 tokens, output pre-filled with NaN),
+CUDA-graph medians over rotated inputs (validate.common.harness, as cases._run_attention times the grid), the
+achieved remat TFLOP/s (roofline.validation.families.xquant.work's FLOPs), and the prediction committed before
+the run (validate/results/experiments/xquant-shared-predicted.json) beside each time; environment as
+harness.environment. The JSON is rewritten after each case, so a run cut short keeps what it measured. Last,
+XQuant-CL's update through U_kv^T (acc16_up_b8_l16384) at the committed launch's tiles and at launch.ACC_UP_*.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from validate.common import harness
+from validate.common.sm90 import ROOT
+from validate.common.testing import relative_rms
+from validate.ops.xquant import cases
+from validate.ops.xquant import launch as xk
+from validate.ops.xquant import reference as xref
+from validate.ops.xquant.shared_model import OUT as PREDICTED
+from validate.ops.xquant.shared_model import bench_cases
+
+VARIANTS = ("fused", "shared")
+
+
+def check(p: dict, variant: str) -> float:
+    """Relative RMS of `variant` against xref.reference on cases.check's inputs (NaN-filled output)."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    n, r = min(p["context"], cases.CHECK_TOKENS), p["latent"]
+    spread = torch.exp(0.5 * torch.randn(1, 1, r, device="cuda", generator=g))
+    x_k = torch.randn(1, n, r, device="cuda", generator=g) * spread
+    x_v = None if p["variant"] == "mha_fused" else torch.randn(1, n, r, device="cuda", generator=g)
+    w = [torch.randn(r, p["num_kv_heads"] * p["head_dim"], device="cuda", generator=g) * r ** -0.5 for _ in "kv"]
+    layer = xk.build_layer(x_k, x_v, *w, p["num_kv_heads"], p["bits"], p["group_size"])
+    q = torch.randn(1, p["num_heads"], p["head_dim"], device="cuda", generator=g).to(torch.bfloat16)
+    out = torch.full_like(q, float("nan"))
+    got = xk.decode(q, layer, None, out, {}, variant=variant)
+    return relative_rms(got, xref.reference(q, layer)) if torch.isfinite(got).all() else float("nan")
+
+
+def predictions(device: str) -> dict:
+    """case name -> the committed prediction row for this device (H100 / H200), {} when none matches."""
+    doc = json.loads(PREDICTED.read_text()) if PREDICTED.exists() else {"devices": {}}
+    key = "H200" if "H200" in device else "H100-SXM"
+    return {r["case"]: r for r in doc["devices"].get(key, {}).get("rows", [])}
+
+
+def time_case(p: dict) -> dict:
+    """Graph medians (ms) of both variants on the same rotated inputs."""
+    import torch
+
+    from roofline.validation.families.xquant import work
+
+    batch, heads, dim = p["batch"], p["num_heads"], p["head_dim"]
+    weights = cases.random_weights(p, "cuda")
+
+    def make():
+        return torch.randn(batch, heads, dim, dtype=torch.bfloat16, device="cuda"), cases.random_layer(p, weights,
+                                                                                                       "cuda")
+
+    sets = harness.input_sets(make, cases._set_bytes(p))
+    out = {"rotation": len(sets), "flops": work(p)["flops"]}
+    for variant in VARIANTS:
+        buf, state = torch.empty(batch, heads, dim, dtype=torch.bfloat16, device="cuda"), {}
+        out[f"{variant}_ms"] = harness.graph_ms(
+            lambda q, layer, v=variant, buf=buf, state=state: xk.decode(q, layer, None, buf, state, variant=v), sets)
+    del sets
+    torch.cuda.empty_cache()
+    return out
+
+
+ACC_OLD = {"block_t": xk.BLOCK_T, "block_d": xk.BLOCK_D, "r_block": xk.R_BLOCK, "num_warps": xk.NUM_WARPS,
+           "num_stages": 3}  # the committed results' launch of the update through U_kv^T
+
+
+def acc_case(batch: int = 8, context: int = 16384) -> dict:
+    """XQuant-CL's 16-bit update through U_kv^T (the grid's acc16_up case): old and new tiles, each checked against
+    xref.acc_reference (2048 tokens) and timed as cases._run_acc times it."""
+    import torch
+
+    from validate.common.quantize import quantize
+
+    p = cases.params("acc_update", batch, context, 16, True)
+    d, rec = p["num_heads"] * p["head_dim"], cases.recipes(p)[0]
+    u_t = (torch.randn(p["delta_width"], d, device="cuda") * p["delta_width"] ** -0.5).to(torch.bfloat16)
+    delta, deq = quantize(torch.randn(1, 1, 2048, p["delta_width"], device="cuda"), rec)
+    acc = torch.randn(1, 2048, d, device="cuda").to(torch.bfloat16)
+    want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.05)
+    row = {"case": cases.case_name(p)}
+    for name, kw in (("old", ACC_OLD), ("new", {})):
+        row[f"check_{name}"] = relative_rms(xk.acc_update(delta, acc.clone(), u_t, 0.05, **kw), want)
+
+    def make():
+        return (cases.random_tensor(rec, batch, context, p["delta_width"], "cuda"),
+                torch.randn(batch, context, d, device="cuda").to(torch.bfloat16))
+
+    sets = harness.input_sets(make, cases._set_bytes(p))
+    for name, kw in (("old", ACC_OLD), ("new", {})):
+        row[f"{name}_ms"] = harness.graph_ms(lambda dl, ac, kw=kw: xk.acc_update(dl, ac, u_t, 0.05, **kw), sets)
+    del sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def main(path: str, quick: bool = False) -> None:
+    env, rows, start = harness.environment(), [], time.time()
+    pred = predictions(env["device"])
+    print(env, flush=True)
+    for variant, batch, context in bench_cases()[:3] if quick else bench_cases():
+        p = cases.params(variant, batch, context)
+        name = cases.case_name(p)
+        row = {"case": name, "variant": variant, "batch": batch, "context": context,
+               **{f"check_{v}": check(p, v) for v in VARIANTS}, **time_case(p)}
+        row["speedup"] = row["fused_ms"] / row["shared_ms"]
+        row.update({f"{v}_tflops": row["flops"] / row[f"{v}_ms"] / 1e9 for v in VARIANTS})
+        guess = pred.get(name, {})
+        row.update(predicted_shared_ms=guess.get("shared_ms"), predicted_old_ms=guess.get("old_predicted_ms"))
+        rows.append(row)
+        print(f"{name:22s} fused {row['fused_ms']:9.4f} ms  shared {row['shared_ms']:9.4f} ms  x{row['speedup']:.2f}"
+              f"  ({row['fused_tflops']:.0f} -> {row['shared_tflops']:.0f} TFLOP/s)  predicted shared "
+              f"{row['predicted_shared_ms'] or float('nan'):.4f} ms  check {row['check_fused']:.1e} / "
+              f"{row['check_shared']:.1e}  [{time.time() - start:.0f} s]", flush=True)
+        Path(path).write_text(json.dumps({"env": {**env, "shared": {
+            "hpp": xk.SHARED_HPP, "block_n": xk.SHARED_BLOCK_N, "warps": xk.SHARED_WARPS,
+            "stages": xk.SHARED_STAGES, "r_block": xk.SHARED_R_BLOCK}}, "rows": rows}, indent=1) + "\n")
+    acc = acc_case()
+    print(f"{acc['case']:22s} old {acc['old_ms']:9.4f} ms  new {acc['new_ms']:9.4f} ms  check {acc['check_old']:.1e} / "
+          f"{acc['check_new']:.1e}  [{time.time() - start:.0f} s]", flush=True)
+    doc = json.loads(Path(path).read_text())
+    Path(path).write_text(json.dumps({**doc, "acc_update": [acc]}, indent=1) + "\n")
+    bad = [r["case"] for r in rows if not max(r["check_fused"], r["check_shared"]) < 2e-2]
+    bad += [acc["case"]] if not max(acc["check_old"], acc["check_new"]) < 1e-2 else []
+    if bad:
+        raise SystemExit(f"variant_bench: kernel differs from the torch reference at {bad}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        raise SystemExit(f"usage: python -m validate.ops.xquant.variant_bench OUT.json [--quick] (root {ROOT})")
+    main(sys.argv[1], "--quick" in sys.argv[2:])
