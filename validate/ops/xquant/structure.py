@@ -105,7 +105,8 @@ def shared_specs(hpp: int = xk.SHARED_HPP, block_n: int = xk.SHARED_BLOCK_N, war
 def per_token(s: dict) -> dict:
     """A structure entry's executed counts over all warps, per token and KV head (program-step / BLOCK_N HPP)."""
     scale = s["warps"] / (s["block_n"] * s.get("heads_per_program", 1))
-    return {k: v * scale for k, v in s["executed"].items() if k not in ("inner_loops", "cold_spans")}
+    return {k: ({c: n * scale for c, n in v.items()} if isinstance(v, dict) else v * scale)
+            for k, v in s["executed"].items() if k not in ("inner_loops", "cold_spans")}
 
 
 def shared_main(configs: list[tuple[int, int, int, int]], out: Path = OUT) -> dict:
@@ -120,7 +121,7 @@ def shared_main(configs: list[tuple[int, int, int, int]], out: Path = OUT) -> di
                 found[(cfg, name)] = s
                 print(cfg or "default", name, {k: s[k] for k in ("registers", "stack_bytes", "static_spills",
                                                                  "shared_bytes")},
-                      {k: round(v, 1) for k, v in per_token(s).items()}, flush=True)
+                      {k: round(v, 1) for k, v in per_token(s).items() if not isinstance(v, dict)}, flush=True)
     if not configs:
         doc = json.loads(Path(out).read_text())
         doc["kernels"].update({name: s for (_, name), s in found.items()})
