@@ -1,0 +1,100 @@
+"""Fixed per-kernel costs of a measured case: how many kernels its launcher issues in the timed call, and what
+each kernel node of the CUDA graph costs besides its work.
+
+Kernels per case (`kernels`): counted from the launch code (validate/ops/*), one entry of LAUNCHERS per launcher:
+the kernels it launches and when (a test reads the launch code and checks the names against this table):
+    fp16_attention   flash_decode.decode_attention   split_kernel + reduce_kernel                        = 2
+    quant_attention  tiled_launch.fast_decode        fast_decode_kernel (middle, when nq_mid > 0)
+                                                     + fast_decode_kernel (TAIL, when L - nq_mid > 0) + reduce_kernel
+    xquant           launch.decode (fused, mha_fused) fused_kernel (middle, nq > 0) + fused_kernel (TAIL, window)
+                                                     + reduce_kernel
+                     launch.materialized_decode      remat_kernel (middle) + remat_kernel (TAIL) + split_kernel
+                                                     + reduce_kernel
+                     launch.acc_update               acc_update_kernel                                   = 1
+    zack             zack.kernel.decode              zack_decode_kernel + merge_kernel                   = 2
+    aquakv           aquakv.kernel.reconstruct       predict_kernel for K^, then for V^                  = 2
+No launcher issues a memset, a torch copy or an allocation kernel inside the timed call (buffers are torch.empty,
+allocated by the graph, not launched).
+
+Per-kernel cost (`extra_kernel_time`): the roofline op already pays one fixed cost per op it times (the intercept
+alpha of the ceilings family's streaming-read curve t(N) = alpha + N / BW, roofline.costmodel.device's
+single-kernel law); a case whose launcher issues more kernels than the ops its prediction sums pays alpha for
+each kernel beyond them: extra = (kernels - ops) x alpha. alpha is a streaming kernel's fixed cost in a CUDA
+graph (launch, first DRAM access, drain) measured by the ceilings family, never fitted to a family's timings.
+"""
+
+from __future__ import annotations
+
+# launcher (module path, function) -> the Triton kernels it launches, in order (the test checks the names)
+LAUNCHERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("validate/common/flash_decode.py", "decode_attention"): ("split_kernel", "reduce_kernel"),
+    ("validate/ops/quant_attention/tiled_launch.py", "fast_decode"): ("fast_decode_kernel", "fast_decode_kernel",
+                                                                      "reduce_kernel"),
+    ("validate/ops/xquant/launch.py", "decode"): ("fused_kernel", "fused_kernel", "reduce_kernel"),
+    ("validate/ops/xquant/launch.py", "materialize"): ("remat_kernel",),
+    ("validate/ops/xquant/launch.py", "acc_update"): ("acc_update_kernel",),
+    ("validate/ops/zack/kernel.py", "decode"): ("zack_decode_kernel", "merge_kernel"),
+    ("validate/ops/aquakv/kernel.py", "reconstruct"): ("predict_kernel",),
+}
+STEP_TOKENS = 128  # quant_attention's middle step (tiled_launch.step_tokens: NSUB x R, 128 for every layout)
+
+
+def _quant_kernels(p: dict) -> int:
+    """fast_decode: the middle launch when nq_mid > 0, the tail launch when L - nq_mid > 0, the reduce.
+    nq_mid = min(nq_K, nq_V) // STEP_TOKENS x STEP_TOKENS, nq = L - sinks - recent (roofline.kv.quant's split)."""
+    from roofline.kv.quant import full_precision_tokens
+    from roofline.lazy import sp
+    from roofline.methods import parse_method
+    from roofline.validation.predict import case_model
+
+    plan, context = parse_method(p["method"]).kv_quant(case_model("kernels", p)), p["context"]
+    nq = []
+    for q in (plan.k, plan.v):
+        sinks, recent = (int(x) for x in full_precision_tokens(q, sp.Integer(context)))
+        nq.append(context - sinks - recent)
+    nq_mid = min(nq) // STEP_TOKENS * STEP_TOKENS
+    return int(nq_mid > 0) + int(context - nq_mid > 0) + 1
+
+
+def _xquant_kernels(p: dict) -> int:
+    """launch.decode / materialized_decode / acc_update: the structured launches of families.xquant.launches
+    (middle when there are quantized tokens, TAIL when there is an fp16 window), then the reduce (fused) or the
+    flash-decode split + reduce (materialized); acc_update is one kernel."""
+    from roofline.validation.families.xquant import launches
+
+    if p["variant"] == "acc_update":
+        return 1
+    block_n = 64  # launch.BLOCK_N: only whether a launch has programs matters here
+    return len(launches(p, block_n)) + (2 if p["variant"] == "materialized" else 1)
+
+
+def kernels(family: str, params: dict) -> int | None:
+    """Kernels the family's launcher issues for one timed call of the case (module docstring); None for a
+    family without a launcher table (ceilings: one kernel, predicted from the datasheet)."""
+    if family == "quant_attention":
+        return _quant_kernels(params)
+    if family == "xquant":
+        return _xquant_kernels(params)
+    return {"fp16_attention": 2, "zack": 2, "aquakv": 2}.get(family)
+
+
+def extra_kernel_time(family: str, params: dict, ops: int, hardware) -> float:
+    """Seconds the case's kernels beyond the `ops` its prediction times cost: (kernels - ops) x alpha, alpha the
+    streaming intercept of the hardware's measured section (0 without one: the datasheet roofline)."""
+    from roofline.costmodel import roofline_for
+
+    count = kernels(family, params)
+    if count is None or count <= ops:
+        return 0.0
+    return (count - ops) * roofline_for(hardware).kernel_time()
+
+
+def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | None = None) -> dict:
+    """A family's prediction `out` with `extra_kernel_time` added to time_s (ops: the kernels the prediction
+    already times, out["kernels"] by default, predict.predict_op's count) and the case's `kernels` recorded."""
+    ops = out.get("kernels", 1) if ops is None else ops
+    count = kernels(family, params)
+    if count is None or out.get("time_s") is None:
+        return out
+    extra = extra_kernel_time(family, params, ops, hardware)
+    return {**out, "time_s": out["time_s"] + extra, "kernels": count, "extra_kernel_s": extra}
