@@ -88,6 +88,7 @@ def test_extra_kernel_time_charges_alpha_per_kernel_beyond_the_ops(monkeypatch):
             return 2.0e-6
 
     monkeypatch.setattr("roofline.costmodel.roofline_for", lambda hw: Roof())
+    monkeypatch.setattr(fixed_costs, "chains", dict)  # no chain floor here (test_chain_floor_by_hand)
     # aquakv: two launches, one op -> one extra kernel at alpha
     assert fixed_costs.extra_kernel_time("aquakv", {}, 1, _Hw()) == pytest.approx(2.0e-6)
     # fp16_attention: split + reduce are the op and its companion -> nothing extra
@@ -95,3 +96,50 @@ def test_extra_kernel_time_charges_alpha_per_kernel_beyond_the_ops(monkeypatch):
     out = fixed_costs.with_fixed_costs({"time_s": 1.0e-5, "kernels": 2}, "quant_attention", _quant("kivi-2", 4096),
                                        _Hw())
     assert out["time_s"] == pytest.approx(1.2e-5) and out["kernels"] == 3
+
+
+def _doc():
+    return {"architecture": "hopper", "kernels": {
+        "fp16_attention/split_kernel": {"pass": 1000.0, "step": 400.0, "warps": 4},
+        "fp16_attention/reduce_kernel": {"pass": 200.0, "step": None, "warps": 4}}}
+
+
+class _Clocked:
+    architecture = "hopper"
+    sm_clock_hz = 1.0e9
+    measured = object()  # a calibrated spec (the floor is off on the datasheet roofline)
+
+
+def test_chain_floor_by_hand(monkeypatch):
+    class Roof:
+        def latency_floor(self):
+            return 1.0e-6
+
+    monkeypatch.setattr("roofline.costmodel.roofline_for", lambda hw: Roof())
+    monkeypatch.setattr(fixed_costs, "chains", _doc)
+    p = {"batch": 1, "context": 16384}
+    # 16384 / 128 = 128 blocks over at most 64 splits: 2 steps per program -> split 1000 + 400, reduce 200 cycles at
+    # 1 GHz, + 2 launches of 1 us = 3.6 us
+    assert fixed_costs.chain_floor("fp16_attention", p, _Clocked()) == pytest.approx(3.6e-6)
+    # 4096 tokens: 32 blocks, one step per program: 1000 + 200 cycles + 2 us
+    assert fixed_costs.chain_floor("fp16_attention", {**p, "context": 4096}, _Clocked()) == pytest.approx(3.2e-6)
+    # a kernel missing from the doc (zack) or another architecture: no floor
+    assert fixed_costs.chain_floor("zack", p, _Clocked()) is None
+    other = type("Ampere", (), {"architecture": "ampere", "sm_clock_hz": 1.0e9, "measured": object()})()
+    assert fixed_costs.chain_floor("fp16_attention", p, other) is None
+    datasheet = type("Datasheet", (), {"architecture": "hopper", "sm_clock_hz": 1.0e9, "measured": None})()
+    assert fixed_costs.chain_floor("fp16_attention", p, datasheet) is None
+
+
+def test_chains_cover_every_committed_case_kernel():
+    import json
+
+    doc = fixed_costs.chains()
+    assert doc["architecture"] == "hopper"
+    rows = json.loads((ROOT / "validate/results/nvidia-h100.json").read_text())["cases"]
+    missing = set()
+    for row in rows:
+        names = fixed_costs.chain_kernels(row["family"], row["params"]) if row["family"] != "ceilings" else None
+        missing |= {n for n, _ in names or [] if n not in doc["kernels"]}
+    # acc16 without the up-projection is the one accumulator variant the sm90 specs do not compile
+    assert missing == {"xquant/acc_update/none"}

@@ -25,6 +25,10 @@ graph (launch, first DRAM access, drain) measured by the ceilings family, never 
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
+
 # launcher (module path, function) -> the Triton kernels it launches, in order (the test checks the names)
 LAUNCHERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("validate/common/flash_decode.py", "decode_attention"): ("split_kernel", "reduce_kernel"),
@@ -97,4 +101,81 @@ def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | 
     if count is None or out.get("time_s") is None:
         return out
     extra = extra_kernel_time(family, params, ops, hardware)
-    return {**out, "time_s": out["time_s"] + extra, "kernels": count, "extra_kernel_s": extra}
+    out = {**out, "time_s": out["time_s"] + extra, "kernels": count, "extra_kernel_s": extra}
+    floor = chain_floor(family, params, hardware)
+    if floor is not None:
+        out.update(chain_floor_s=floor, time_s=max(out["time_s"], floor))
+        if floor >= out["time_s"]:
+            out["bound"] = "latency"
+    return out
+
+
+# ---- the lone-warp chain floor --------------------------------------------------------------------------------
+# Each kernel of a small case runs few programs per SM, so nothing hides a program's latencies: the kernel takes at
+# least the graph's launch (the ceilings family's launch_empty) plus one warp's dependency chain through one
+# program (structure/chains.json: validate.common.chain over the sm_90 compile, with the ceilings family's measured
+# latencies), the prologue-to-epilogue pass plus (steps - 1) trips of its loop. Steps per program use the launchers'
+# split caps (MAX_SPLITS = 64 splits per sequence and KV head), a lower bound on the steps each program walks, and
+# one round of programs: the floor is a lower bound of the case's time, t = max(roofline time, floor).
+MAX_SPLITS = 64
+CHAINS = Path(__file__).resolve().parent / "structure" / "chains.json"
+
+
+@cache
+def chains() -> dict:
+    """structure/chains.json ({} when absent)."""
+    return json.loads(CHAINS.read_text()) if CHAINS.exists() else {}
+
+
+def _steps(tokens: int, block: int) -> int:
+    """Loop steps per program at most MAX_SPLITS programs per (sequence, KV head): ceil(ceil(tokens / block) / 64)."""
+    from roofline.units import ceildiv
+
+    return max(1, ceildiv(ceildiv(tokens, block), MAX_SPLITS))
+
+
+def chain_kernels(family: str, p: dict) -> list[tuple[str, int]] | None:
+    """(chains.json kernel name, loop steps per program) of each kernel the case launches (LAUNCHERS' order);
+    None where the family's kernels are not known by name."""
+    reduce = ("fp16_attention/reduce_kernel", 1)
+    if family == "fp16_attention":
+        return [("fp16_attention/split_kernel", _steps(p["context"], 128)), reduce]
+    if family == "quant_attention":
+        mid = _quant_kernels(p) == 3
+        return [(f"quant_attention/{p['method']}", _steps(p["context"], STEP_TOKENS))] * mid + [
+            (f"quant_attention/{p['method']}/tail", 1), reduce]
+    if family == "xquant":
+        from roofline.validation.families.xquant import launches
+
+        if p["variant"] == "acc_update":
+            compiled = {(4, False): 0, (16, True): 1}  # xquant.cases.sm90_specs' two accumulator compiles
+            return [(f"xquant/acc_update/{compiled.get((p['accumulator_bits'], p['up_projection']), 'none')}", 1)]
+        out = [(f"xquant/{name}", _steps(p["context"], 64) if name in ("fused", "mha_fused") else 1)
+               for name, _, _ in launches(p, 64)]
+        split = [("fp16_attention/split_kernel", _steps(p["context"], 128))] if p["variant"] == "materialized" else []
+        return out + split + [reduce]
+    if family == "zack":
+        # not a path: zack_decode_kernel picks one of its five unrolled dim classes per task at run time, and the
+        # straight-line walk of chains.json sums all five (20 us against the 14.7 us measured at b1, L 4096)
+        return None
+    if family == "aquakv":
+        return [("aquakv/predict_kernel", 1)] * 2
+    return None
+
+
+def chain_floor(family: str, params: dict, hardware) -> float | None:
+    """Seconds: sum over the case's kernels of launch floor + (pass + (steps - 1) x step) cycles / SM clock (the
+    block comment above); None where a kernel's chain is not in chains.json, the spec has no SM clock, or no
+    measured section (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
+    from roofline.costmodel import roofline_for
+
+    doc, kernels_ = chains(), chain_kernels(family, params)
+    if getattr(hardware, "measured", None) is None or not doc or kernels_ is None or not hardware.sm_clock_hz \
+            or doc.get("architecture") != hardware.architecture:
+        return None
+    known = doc["kernels"]
+    if any(name not in known for name, _ in kernels_):
+        return None
+    launch = roofline_for(hardware).latency_floor()
+    cycles = sum(known[n]["pass"] + (steps - 1) * (known[n]["step"] or 0) for n, steps in kernels_)
+    return len(kernels_) * launch + cycles / hardware.sm_clock_hz
