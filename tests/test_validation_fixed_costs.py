@@ -143,3 +143,14 @@ def test_chains_cover_every_committed_case_kernel():
         missing |= {n for n, _ in names or [] if n not in doc["kernels"]}
     # acc16 without the up-projection is the one accumulator variant the sm90 specs do not compile
     assert missing == {"xquant/acc_update/none"}
+
+
+def test_quant_chain_kernels_follow_the_launches(monkeypatch):
+    # KIVI-2 at L = 4096 launches middle (31 steps over <= 64 splits: 1 step a program), tail and reduce
+    got = fixed_costs.chain_kernels("quant_attention", _quant("kivi-2", 4096))
+    assert got == [("quant_attention/kivi-2", 1), ("quant_attention/kivi-2/tail", 1),
+                   ("fp16_attention/reduce_kernel", 1)]
+    # with no tail launch (nq_mid = L), only the middle and the reduce
+    monkeypatch.setattr(fixed_costs, "_quant_launches", lambda p: (True, False))
+    assert [n for n, _ in fixed_costs.chain_kernels("quant_attention", _quant("kivi-2", 16384))] == [
+        "quant_attention/kivi-2", "fp16_attention/reduce_kernel"]

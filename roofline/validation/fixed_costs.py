@@ -44,7 +44,12 @@ STEP_TOKENS = 128  # quant_attention's middle step (tiled_launch.step_tokens: NS
 
 
 def _quant_kernels(p: dict) -> int:
-    """fast_decode: the middle launch when nq_mid > 0, the tail launch when L - nq_mid > 0, the reduce.
+    """fast_decode's launches (`_quant_launches`: middle, tail) + the reduce."""
+    return sum(_quant_launches(p)) + 1
+
+
+def _quant_launches(p: dict) -> tuple[bool, bool]:
+    """(middle, tail) launches of fast_decode: the middle when nq_mid > 0, the tail when L - nq_mid > 0;
     nq_mid = min(nq_K, nq_V) // STEP_TOKENS x STEP_TOKENS, nq = L - sinks - recent (roofline.kv.quant's split)."""
     from roofline.kv.quant import full_precision_tokens
     from roofline.lazy import sp
@@ -57,7 +62,7 @@ def _quant_kernels(p: dict) -> int:
         sinks, recent = (int(x) for x in full_precision_tokens(q, sp.Integer(context)))
         nq.append(context - sinks - recent)
     nq_mid = min(nq) // STEP_TOKENS * STEP_TOKENS
-    return int(nq_mid > 0) + int(context - nq_mid > 0) + 1
+    return nq_mid > 0, context - nq_mid > 0
 
 
 def _xquant_kernels(p: dict) -> int:
@@ -141,9 +146,9 @@ def chain_kernels(family: str, p: dict) -> list[tuple[str, int]] | None:
     if family == "fp16_attention":
         return [("fp16_attention/split_kernel", _steps(p["context"], 128)), reduce]
     if family == "quant_attention":
-        mid = _quant_kernels(p) == 3
+        mid, tail = _quant_launches(p)
         return [(f"quant_attention/{p['method']}", _steps(p["context"], STEP_TOKENS))] * mid + [
-            (f"quant_attention/{p['method']}/tail", 1), reduce]
+            (f"quant_attention/{p['method']}/tail", 1)] * tail + [reduce]
     if family == "xquant":
         from roofline.validation.families.xquant import launches
 
