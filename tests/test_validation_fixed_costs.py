@@ -154,3 +154,12 @@ def test_quant_chain_kernels_follow_the_launches(monkeypatch):
     monkeypatch.setattr(fixed_costs, "_quant_launches", lambda p: (True, False))
     assert [n for n, _ in fixed_costs.chain_kernels("quant_attention", _quant("kivi-2", 16384))] == [
         "quant_attention/kivi-2", "fp16_attention/reduce_kernel"]
+
+
+def test_xquant_launches_agree_with_the_family():
+    from roofline.validation.families.xquant import launches
+
+    for variant in ("fused", "materialized", "mha_fused"):
+        for context in (100, 128, 4096, 4196):
+            p = {**_xq(variant, context), "num_kv_heads": 32 if variant == "mha_fused" else 8}
+            assert fixed_costs._xquant_launches(p) == [name for name, _, _ in launches(p, 64)]

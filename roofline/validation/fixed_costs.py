@@ -69,12 +69,17 @@ def _xquant_kernels(p: dict) -> int:
     """launch.decode / materialized_decode / acc_update: the structured launches of families.xquant.launches
     (middle when there are quantized tokens, TAIL when there is an fp16 window), then the reduce (fused) or the
     flash-decode split + reduce (materialized); acc_update is one kernel."""
-    from roofline.validation.families.xquant import launches
-
     if p["variant"] == "acc_update":
         return 1
-    block_n = 64  # launch.BLOCK_N: only whether a launch has programs matters here
-    return len(launches(p, block_n)) + (2 if p["variant"] == "materialized" else 1)
+    return len(_xquant_launches(p)) + (2 if p["variant"] == "materialized" else 1)
+
+
+def _xquant_launches(p: dict) -> list[str]:
+    """Structure names of the middle and TAIL launches (families.xquant.launches' names, a test checks): the middle
+    when there are quantized tokens nq = L (mha_fused: per-token groups) or L - L mod G, TAIL when L - nq > 0."""
+    context = p["context"]
+    nq = context if p["variant"] == "mha_fused" else context // p["group_size"] * p["group_size"]
+    return [p["variant"]] * (nq > 0) + [f"{p['variant']}_tail"] * (context - nq > 0)
 
 
 def kernels(family: str, params: dict) -> int | None:
@@ -150,13 +155,11 @@ def chain_kernels(family: str, p: dict) -> list[tuple[str, int]] | None:
         return [(f"quant_attention/{p['method']}", _steps(p["context"], STEP_TOKENS))] * mid + [
             (f"quant_attention/{p['method']}/tail", 1)] * tail + [reduce]
     if family == "xquant":
-        from roofline.validation.families.xquant import launches
-
         if p["variant"] == "acc_update":
             compiled = {(4, False): 0, (16, True): 1}  # xquant.cases.sm90_specs' two accumulator compiles
             return [(f"xquant/acc_update/{compiled.get((p['accumulator_bits'], p['up_projection']), 'none')}", 1)]
         out = [(f"xquant/{name}", _steps(p["context"], 64) if name in ("fused", "mha_fused") else 1)
-               for name, _, _ in launches(p, 64)]
+               for name in _xquant_launches(p)]
         split = [("fp16_attention/split_kernel", _steps(p["context"], 128))] if p["variant"] == "materialized" else []
         return out + split + [reduce]
     if family == "zack":

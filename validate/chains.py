@@ -1,7 +1,7 @@
 """Lone-warp chains (validate.common.chain) of every kernel the suite launches, compiled for sm_90 on the CPU from
 each family's own compile specs (sm90_specs), written to roofline/validation/structure/chains.json:
 
-    PYTHONPATH=/tmp/h14/t36:. python -m validate.common.chain_structure [OUT.json [NAME_PREFIX]]
+    PYTHONPATH=/tmp/h14/t36:. python -m validate.chains [OUT.json [NAME_PREFIX]]
 
 Per kernel (named "<family>/<kernel>[/tail]"): "pass" = cycles of one warp through the whole kernel with every
 loop once (prologue, one step, epilogue), "step" = cycles of one trip of its longest loop (xquant's fused kernel:
@@ -90,7 +90,7 @@ def main(out: Path = OUT, only: str = "") -> dict:
             print(name, kernels[name], flush=True)
     from validate.common.chain import LATENCY_CYCLES
 
-    doc = {"source": "validate/common/chain_structure.py: each family's sm90 compile specs, cuobjdump -sass, "
+    doc = {"source": "validate/chains.py: each family's sm90 compile specs, cuobjdump -sass, "
                      "validate.common.chain (a lone warp's chain, cycles)", "triton": triton.__version__,
            "architecture": "hopper", "latency_cycles": LATENCY_CYCLES, "kernels": kernels}
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
