@@ -6,6 +6,7 @@ with the case's heads under the case's method SPEC, decode at B = batch, L = con
 
 from __future__ import annotations
 
+from roofline.validation import fixed_costs
 from roofline.validation.predict import decode_model, decode_work, predict_op
 from roofline.validation.results_file import Case
 
@@ -34,5 +35,6 @@ def predict(case: Case, hardware) -> dict:
     """The roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer
     model with these heads, decode at B = batch, L = context (predict.predict_op)."""
     m, method = model_and_method(case.params)
-    return predict_op(m, method, "aquakv_reconstruct", {"B": case.params["batch"], "L": case.params["context"]},
+    pred = predict_op(m, method, "aquakv_reconstruct", {"B": case.params["batch"], "L": case.params["context"]},
                       hardware)
+    return fixed_costs.with_fixed_costs(pred, NAME, case.params, hardware)  # K^ and V^: two launches, one op

@@ -6,6 +6,7 @@ heads, bf16 baseline cache, decode at B = batch, L = context; bytes and FLOPs ar
 
 from __future__ import annotations
 
+from roofline.validation.fixed_costs import with_fixed_costs
 from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
 
@@ -26,7 +27,8 @@ def work(params: dict) -> dict:
 
 def predict(case: Case, hardware) -> dict:
     """The roofline "attention" op of a one-layer model with these heads, bf16 baseline cache,
-    decode at B = batch, L = context (predict.predict_op)."""
+    decode at B = batch, L = context (predict.predict_op), plus the fixed cost of any kernel beyond those ops
+    (fixed_costs.with_fixed_costs)."""
     model, method = model_and_method(case.params)
     values = {"B": case.params["batch"], "L": case.params["context"]}
-    return predict_op(model, method, "attention", values, hardware)
+    return with_fixed_costs(predict_op(model, method, "attention", values, hardware), NAME, case.params, hardware)

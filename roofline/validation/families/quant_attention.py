@@ -12,6 +12,7 @@ hierarchical roofline names and times the shared-memory and integer-issue ceilin
 from __future__ import annotations
 
 from roofline.validation import kernel_structure
+from roofline.validation.fixed_costs import with_fixed_costs
 from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
 
@@ -37,7 +38,8 @@ def steps(params: dict, s: dict) -> float:
 
 def predict(case: Case, hardware) -> dict:
     """The roofline "attention" op of a one-layer model with these heads and the case's method, decode at
-    B = batch, L = context (predict.predict_op), with the measured kernel's loop structure where it is known."""
+    B = batch, L = context (predict.predict_op), with the measured kernel's loop structure where it is known,
+    plus the fixed cost of the launcher's kernels beyond those ops (the tail launch: fixed_costs)."""
     p = case.params
     model, method = model_and_method(p)
     s = kernel_structure.structure(NAME, p["method"], p, hardware)
@@ -45,4 +47,4 @@ def predict(case: Case, hardware) -> dict:
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
         out["resident_programs"] = kernel_structure.resident_programs(s, hardware)
-    return out
+    return with_fixed_costs(out, NAME, p, hardware)

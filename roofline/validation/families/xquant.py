@@ -81,6 +81,7 @@ def predict_params(p: dict, hardware, structure: bool = True) -> dict:
         rows = [predict_op(model, method, name, values, hardware, transform=t)
                 for name, t in zip(_ops(p), transforms, strict=True)]
     out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
+    out["kernels"] = sum(r.get("kernels", 1) for r in rows)  # the kernels these ops time (predict_op)
     out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
                bound=max(rows, key=lambda r: r["time_s"])["bound"])
     if p["variant"] != "acc_update" and any(transforms):
@@ -153,8 +154,12 @@ def work(params: dict) -> dict:
 
 
 def predict(case: Case, hardware) -> dict:
-    """`predict_params` of the case's params."""
-    return predict_params(case.params, hardware)
+    """`predict_params` of the case's params, plus the fixed cost of the launcher's kernels beyond the ops it times
+    (the fp16-window TAIL launches: fixed_costs.with_fixed_costs)."""
+    from roofline.validation.fixed_costs import with_fixed_costs
+
+    out = predict_params(case.params, hardware)
+    return with_fixed_costs(out, NAME, case.params, hardware, ops=out["kernels"])
 
 
 def _first_from(ls: np.ndarray, ok: np.ndarray) -> int | None:

@@ -14,6 +14,7 @@ with the kernel's task costs (roofline.methods.zack.task_imbalance: makespan / m
 from __future__ import annotations
 
 from roofline.units import ceildiv
+from roofline.validation.fixed_costs import with_fixed_costs
 from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
 
@@ -74,5 +75,6 @@ def predict(case: Case, hardware) -> dict:
     imbalance = task_imbalance(costs, programs, p["policy"])
     pred = predict_op(m, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware)
     time_s = max(max(pred["compute_s"], pred["memory_s"]) * imbalance, Roofline(hardware).latency_floor())
-    return {**pred, "time_s": time_s, "balanced_time_s": pred["time_s"], "imbalance": imbalance,
-            "programs": programs, "chunk_tokens": chunk}
+    out = {**pred, "time_s": time_s, "balanced_time_s": pred["time_s"], "imbalance": imbalance,
+           "programs": programs, "chunk_tokens": chunk}
+    return with_fixed_costs(out, NAME, p, hardware)

@@ -1,0 +1,43 @@
+"""validate.common.chain: a lone warp's chain through hand-built SASS (control words composed bit by bit)."""
+
+from __future__ import annotations
+
+from validate.common.chain import chain_cycles, executed_stream
+
+
+def word(stall: int = 1, write: int = 7, read: int = 7, wait: int = 0) -> int:
+    """A second control word: stall bits 41-44, write barrier 46-48, read barrier 49-51, wait mask 52-57."""
+    return stall << 41 | write << 46 | read << 49 | wait << 52
+
+
+def sass(rows: list[tuple[str, int]]) -> str:
+    lines = []
+    for i, (text, w) in enumerate(rows):
+        lines.append(f"        /*{16 * i:04x}*/                   {text} ;   /* 0x0000000000000000 */")
+        lines.append(f"                                                      /* 0x{w:016x} */")
+    return "\n".join(lines)
+
+
+def test_straight_line_stalls_and_a_global_wait():
+    # LDG sets barrier 0 at t = 0 (ready at 674), FFMA with stall 4 (t 1 -> 5 after the LDG's stall 1), then an
+    # FADD waiting on barrier 0: t = 674, + its stall 2 = 676
+    rows = [("LDG.E R2, [R4.64]", word(stall=1, write=0)), ("FFMA R6, R7, R8, R9", word(stall=4)),
+            ("FADD R10, R2, R6", word(stall=2, wait=0b1))]
+    got = chain_cycles(executed_stream(sass(rows)))
+    assert got == {"cycles": 676.0, "waited": 674.0 - 5.0, "instructions": 3}
+
+
+def test_shared_load_latency_and_zero_stall_counts_one_cycle():
+    rows = [("LDS R2, [R3]", word(stall=0, write=1)), ("IADD3 R4, R5, R6, RZ", word(stall=0)),
+            ("FMUL R7, R2, R2", word(stall=1, wait=0b10))]
+    # LDS at t 0 -> ready 23; IADD3 at t 1; FMUL waits to 23, then + 1
+    assert chain_cycles(executed_stream(sass(rows)))["cycles"] == 24.0
+
+
+def test_inner_loop_runs_trips_times():
+    # a 2-instruction loop (the BRA jumps back to 0x0010) between two straight-line instructions
+    rows = [("MOV R1, RZ", word(stall=1)), ("FFMA R2, R2, R2, R2", word(stall=4)), ("@P0 BRA 0x10", word(stall=5)),
+            ("EXIT", word(stall=5))]
+    stream = executed_stream(sass(rows), "kernel", trips=3)
+    assert [op for op, _ in stream] == ["MOV", "FFMA", "BRA", "FFMA", "BRA", "FFMA", "BRA", "EXIT"]
+    assert chain_cycles(stream)["cycles"] == 1 + 3 * (4 + 5) + 5

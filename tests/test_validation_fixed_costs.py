@@ -1,0 +1,165 @@
+"""fixed_costs: the launch table read back from the launch code, kernel counts by hand, the per-kernel charge."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from roofline.validation import fixed_costs
+from roofline.validation.fixed_costs import LAUNCHERS, kernels
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def launches_in(path: str, function: str) -> list[str]:
+    """Names of the Triton kernels `function` of `path` launches (`name[grid](...)` calls), in source order."""
+    tree = ast.parse((ROOT / path).read_text())
+    (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
+    calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
+             and isinstance(n.func.value, ast.Name)]
+    return [c.func.value.id for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+
+
+@pytest.mark.parametrize(("path", "function"), sorted(LAUNCHERS))
+def test_table_matches_the_launch_code(path, function):
+    assert launches_in(path, function) == list(LAUNCHERS[(path, function)])
+
+
+def test_no_launcher_launches_anything_else():
+    # torch calls inside the timed launchers are allocations (empty/empty_like), never kernels (zeros, fill_, copy_)
+    for path, function in LAUNCHERS:
+        tree = ast.parse((ROOT / path).read_text())
+        (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
+        attrs = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+        assert not attrs & {"zeros", "zeros_like", "fill_", "zero_", "copy_", "matmul", "cat"}, (path, function)
+
+
+def test_materialized_decode_is_materialize_then_flash_decode():
+    assert launches_in("validate/ops/xquant/launch.py", "materialized_decode") == []
+    src = (ROOT / "validate/ops/xquant/launch.py").read_text()
+    assert "k, v = materialize(layer, kv, **kwargs)\n    return decode_attention(q, k, v" in src
+
+
+def _quant(method: str, context: int) -> dict:
+    return {"method": method, "batch": 1, "context": context, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128}
+
+
+def test_quant_attention_counts():
+    # KIVI-2 at L = 4096: V keeps a sliding window of R = 128 fp16 tokens (K a block residual, 4096 mod 128 = 0),
+    # so nq_V = 3968, nq_mid = 3968 (31 whole 128-token steps) and the 128 window tokens go to the tail launch:
+    # middle + tail + reduce = 3
+    assert kernels("quant_attention", _quant("kivi-2", 4096)) == 3
+    # InnerQ: 32 sinks + 96 recent tokens always sit in the tail
+    assert kernels("quant_attention", _quant("innerq-base", 131072)) == 3
+
+
+def _xq(variant: str, context: int) -> dict:
+    return {"variant": variant, "batch": 1, "num_kv_heads": 8, "context": context, "group_size": 128}
+
+
+def test_xquant_counts():
+    # G = 128: L = 128 is one whole group (no fp16 window): middle + reduce; L = 4196 = 32 x 128 + 100: the
+    # window's TAIL launch too; L = 100: no whole group, only the TAIL launch + reduce
+    assert kernels("xquant", _xq("fused", 128)) == 2
+    assert kernels("xquant", _xq("fused", 4196)) == 3
+    assert kernels("xquant", _xq("fused", 100)) == 2
+    # materialized: remat (middle, TAIL) + flash-decode split + reduce
+    assert kernels("xquant", _xq("materialized", 128)) == 3
+    assert kernels("xquant", _xq("materialized", 4196)) == 4
+    assert kernels("xquant", _xq("acc_update", 4096)) == 1
+
+
+def test_fixed_families():
+    assert kernels("fp16_attention", {}) == 2
+    assert kernels("zack", {}) == 2
+    assert kernels("aquakv", {}) == 2
+    assert kernels("ceilings", {}) is None
+
+
+class _Hw:
+    pass
+
+
+def test_extra_kernel_time_charges_alpha_per_kernel_beyond_the_ops(monkeypatch):
+    class Roof:
+        def kernel_time(self):
+            return 2.0e-6
+
+    monkeypatch.setattr("roofline.costmodel.roofline_for", lambda hw: Roof())
+    monkeypatch.setattr(fixed_costs, "chains", dict)  # no chain floor here (test_chain_floor_by_hand)
+    # aquakv: two launches, one op -> one extra kernel at alpha
+    assert fixed_costs.extra_kernel_time("aquakv", {}, 1, _Hw()) == pytest.approx(2.0e-6)
+    # fp16_attention: split + reduce are the op and its companion -> nothing extra
+    assert fixed_costs.extra_kernel_time("fp16_attention", {}, 2, _Hw()) == 0.0
+    out = fixed_costs.with_fixed_costs({"time_s": 1.0e-5, "kernels": 2}, "quant_attention", _quant("kivi-2", 4096),
+                                       _Hw())
+    assert out["time_s"] == pytest.approx(1.2e-5) and out["kernels"] == 3
+
+
+def _doc():
+    return {"architecture": "hopper", "kernels": {
+        "fp16_attention/split_kernel": {"pass": 1000.0, "step": 400.0, "warps": 4},
+        "fp16_attention/reduce_kernel": {"pass": 200.0, "step": None, "warps": 4}}}
+
+
+class _Clocked:
+    architecture = "hopper"
+    sm_clock_hz = 1.0e9
+    measured = object()  # a calibrated spec (the floor is off on the datasheet roofline)
+
+
+def test_chain_floor_by_hand(monkeypatch):
+    class Roof:
+        def latency_floor(self):
+            return 1.0e-6
+
+    monkeypatch.setattr("roofline.costmodel.roofline_for", lambda hw: Roof())
+    monkeypatch.setattr(fixed_costs, "chains", _doc)
+    p = {"batch": 1, "context": 16384}
+    # 16384 / 128 = 128 blocks over at most 64 splits: 2 steps per program -> split 1000 + 400, reduce 200 cycles at
+    # 1 GHz, + 2 launches of 1 us = 3.6 us
+    assert fixed_costs.chain_floor("fp16_attention", p, _Clocked()) == pytest.approx(3.6e-6)
+    # 4096 tokens: 32 blocks, one step per program: 1000 + 200 cycles + 2 us
+    assert fixed_costs.chain_floor("fp16_attention", {**p, "context": 4096}, _Clocked()) == pytest.approx(3.2e-6)
+    # a kernel missing from the doc (zack) or another architecture: no floor
+    assert fixed_costs.chain_floor("zack", p, _Clocked()) is None
+    other = type("Ampere", (), {"architecture": "ampere", "sm_clock_hz": 1.0e9, "measured": object()})()
+    assert fixed_costs.chain_floor("fp16_attention", p, other) is None
+    datasheet = type("Datasheet", (), {"architecture": "hopper", "sm_clock_hz": 1.0e9, "measured": None})()
+    assert fixed_costs.chain_floor("fp16_attention", p, datasheet) is None
+
+
+def test_chains_cover_every_committed_case_kernel():
+    import json
+
+    doc = fixed_costs.chains()
+    assert doc["architecture"] == "hopper"
+    rows = json.loads((ROOT / "validate/results/nvidia-h100.json").read_text())["cases"]
+    missing = set()
+    for row in rows:
+        names = fixed_costs.chain_kernels(row["family"], row["params"]) if row["family"] != "ceilings" else None
+        missing |= {n for n, _ in names or [] if n not in doc["kernels"]}
+    # acc16 without the up-projection is the one accumulator variant the sm90 specs do not compile
+    assert missing == {"xquant/acc_update/none"}
+
+
+def test_quant_chain_kernels_follow_the_launches(monkeypatch):
+    # KIVI-2 at L = 4096 launches middle (31 steps over <= 64 splits: 1 step a program), tail and reduce
+    got = fixed_costs.chain_kernels("quant_attention", _quant("kivi-2", 4096))
+    assert got == [("quant_attention/kivi-2", 1), ("quant_attention/kivi-2/tail", 1),
+                   ("fp16_attention/reduce_kernel", 1)]
+    # with no tail launch (nq_mid = L), only the middle and the reduce
+    monkeypatch.setattr(fixed_costs, "_quant_launches", lambda p: (True, False))
+    assert [n for n, _ in fixed_costs.chain_kernels("quant_attention", _quant("kivi-2", 16384))] == [
+        "quant_attention/kivi-2", "fp16_attention/reduce_kernel"]
+
+
+def test_xquant_launches_agree_with_the_family():
+    from roofline.validation.families.xquant import launches
+
+    for variant in ("fused", "materialized", "mha_fused"):
+        for context in (100, 128, 4096, 4196):
+            p = {**_xq(variant, context), "num_kv_heads": 32 if variant == "mha_fused" else 8}
+            assert fixed_costs._xquant_launches(p) == [name for name, _, _ in launches(p, 64)]

@@ -1,0 +1,101 @@
+"""Lone-warp chains (validate.common.chain) of every kernel the suite launches, compiled for sm_90 on the CPU from
+each family's own compile specs (sm90_specs), written to roofline/validation/structure/chains.json:
+
+    PYTHONPATH=/tmp/h14/t36:. python -m validate.chains [OUT.json [NAME_PREFIX]]
+
+Per kernel (named "<family>/<kernel>[/tail]"): "pass" = cycles of one warp through the whole kernel with every
+loop once (prologue, one step, epilogue), "step" = cycles of one trip of its longest loop (xquant's fused kernel:
+the outer loop with its nested remat loops run `trips` times; the pass counts that step once); remat_kernel (one
+token block per program): its latent loops `trips` times, no step. Run it with the Triton version the results
+were measured with (3.6.0): no GPU, nothing timed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from importlib import import_module
+from pathlib import Path
+
+from validate.common.chain import chain_cycles, executed_stream
+from validate.common.sm90 import ROOT, compile_sm90
+
+OUT = ROOT / "roofline" / "validation" / "structure" / "chains.json"
+
+
+def _sass(spec: dict, workdir: Path) -> str:
+    import triton
+
+    kernel = getattr(import_module(spec["module"]), spec["kernel"])
+    compiled = compile_sm90(kernel, spec["signature"], spec["constexprs"], spec["num_warps"], spec["num_stages"])
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    path = workdir / "kernel.cubin"
+    path.write_bytes(compiled.asm["cubin"])
+    return subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def chains(spec: dict, workdir: Path) -> dict:
+    """{"pass", "step", "warps"} of one compile spec (module docstring)."""
+    sass = _sass(spec, workdir)
+    ce = spec["constexprs"]
+    trips = ce["LAT"] // ce["R"] if "LAT" in ce and "R" in ce else 1
+
+    def cycles(region: str, n: int) -> float:
+        return chain_cycles(executed_stream(sass, region, n))["cycles"]
+
+    if spec["kernel"] == "remat_kernel":  # one token block per program; its loops walk the latent, `trips` times
+        return {"pass": cycles("kernel", trips), "step": None, "warps": spec["num_warps"]}
+    try:
+        step = cycles("loop", trips)
+    except ValueError:  # no loop: the pass is all
+        return {"pass": cycles("kernel", 1), "step": None, "warps": spec["num_warps"]}
+    # the pass with its loop once: the straight-line chain with one trip replaced by the step (nested loops x trips)
+    return {"pass": cycles("kernel", 1) - cycles("loop", 1) + step, "step": step, "warps": spec["num_warps"]}
+
+
+def specs() -> dict[str, dict]:
+    """name -> compile spec of every kernel of the suite's launchers (fixed_costs.LAUNCHERS), at the bench heads."""
+    from validate.ops.aquakv.cases import sm90_specs as aquakv
+    from validate.ops.fp16_attention.cases import sm90_specs as fp16
+    from validate.ops.quant_attention.cases import METHODS
+    from validate.ops.quant_attention.kernel import sm90_spec
+    from validate.ops.xquant.cases import sm90_specs as xquant
+    from validate.ops.xquant.structure import NAMES
+    from validate.ops.zack.cases import sm90_specs as zack
+
+    out = {f"fp16_attention/{s['kernel']}": s for s in fp16()}
+    for method in METHODS:
+        out[f"quant_attention/{method}"] = sm90_spec(method)
+        out[f"quant_attention/{method}/tail"] = sm90_spec(method, tail=True)
+    xs = xquant()
+    out.update({f"xquant/{name}": s for name, s in zip(NAMES, xs, strict=False)})
+    out.update({f"xquant/acc_update/{i}": s for i, s in enumerate(xs[len(NAMES):])})
+    out.update({f"zack/{s['kernel']}": s for s in zack()})
+    out.update({f"aquakv/{s['kernel']}": s for s in aquakv()})
+    return out
+
+
+def main(out: Path = OUT, only: str = "") -> dict:
+    """Compile every kernel (or those whose name starts with `only`, merged into `out`) and write the JSON."""
+    import triton
+
+    with tempfile.TemporaryDirectory() as tmp:
+        kernels = json.loads(Path(out).read_text())["kernels"] if only and Path(out).exists() else {}
+        for name, spec in specs().items():
+            if only and not name.startswith(only):
+                continue
+            kernels[name] = chains(spec, Path(tmp))
+            print(name, kernels[name], flush=True)
+    from validate.common.chain import LATENCY_CYCLES
+
+    doc = {"source": "validate/chains.py: each family's sm90 compile specs, cuobjdump -sass, "
+                     "validate.common.chain (a lone warp's chain, cycles)", "triton": triton.__version__,
+           "architecture": "hopper", "latency_cycles": LATENCY_CYCLES, "kernels": kernels}
+    Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT, sys.argv[2] if len(sys.argv) > 2 else "")
