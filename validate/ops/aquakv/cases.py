@@ -33,7 +33,8 @@ def sm90_specs(kv_dim: int = KV_DIM, method: str = METHOD) -> list[dict]:
         ce = {"D": kv_dim, "G": t.group, "BITS_A": t.planes[0], "BITS_B": t.planes[1], "MODE": MODES[t.mode],
               "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "UPCAST": False}
         specs += [{"module": kernel.__name__, "kernel": "predict_kernel", "signature": sig, "num_warps": warps,
-                   "num_stages": stages, "constexprs": {**ce, "TWO_INPUTS": two}, "divisible": list(sig)}
+                   "num_stages": stages, "constexprs": {**ce, "TWO_INPUTS": two}, "divisible": list(sig),
+                   "rows": rows, "big_rows": BIG_ROWS}
                   for two in (False, True)]
     return specs
 
