@@ -18,10 +18,10 @@ def case(batch: int, context: int) -> dict:
 
 
 # two HGMMA lines in cuobjdump's format: A by descriptor (A and B read from shared memory), A from registers (B only)
-SASS = """        /*0db0*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8].tnspB, RZ, !UPT ;            /* 0x43e00000081879f0 */
-                                                                                                         /* 0x000fde000c7018ff */
-        /*0dd0*/                   HGMMA.64x128x16.F32.BF16 R24, R88, gdesc[UR12].tnspB, R24 ;           /* 0x43e000000c1879f0 */
-                                                                                                         /* 0x000fde000c7018ff */
+SASS = """  /*0db0*/  HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8].tnspB, RZ, !UPT ;  /* 0x43e00000081879f0 */
+    /* 0x000fde000c7018ff */
+  /*0dd0*/  HGMMA.64x128x16.F32.BF16 R24, R88, gdesc[UR12].tnspB, R24 ;  /* 0x43e000000c1879f0 */
+    /* 0x000fde000c7018ff */
 """
 
 

@@ -3,8 +3,9 @@ the CPU exactly as kernel.reconstruct launches it (cases.sm90_specs: the K launc
 and the V launch, two inputs, each with the small tiles used below kernel.BIG_ROWS rows and the big ones from
 there) and write what one warp executes per program (validate.common.sass.executed_counts over the whole kernel:
 Triton unrolls its GEMM loop, d_kv / BLOCK_K k-steps per input, so the kernel has no loop left) and the bytes its
-wgmma operands read from shared memory (`wgmma_shared_bytes`: not LDS/LDSM wavefronts, but the same 128 B per clock
-pipe), with registers, spills and shared memory to roofline/validation/structure/aquakv.json.
+wgmma operands read from shared memory (`wgmma_shared_bytes`: no LDS/LDSM wavefronts, but bytes the model
+charges at the same shared-memory rate), with registers, spills and shared memory to
+roofline/validation/structure/aquakv.json.
 
     PYTHONPATH=<triton 3.6>:. python -m validate.ops.aquakv.structure [OUT.json]
 
