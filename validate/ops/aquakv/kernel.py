@@ -15,6 +15,12 @@ from validate.ops.aquakv.storage import Predictors
 # 528 TFLOP/s at 130K rows; below BIG_ROWS the small tiles fill the SMs (214 vs 132 TFLOP/s at 896 rows)
 GPU_TILES = {"big": (128, 256, 64, 8, 3), "small": (64, 128, 64, 4, 3)}
 BIG_ROWS = 32768
+# The variant "tuned" (reconstruct(..., big_rows=TUNED_BIG_ROWS)): the same kernel with the big tiles from 3,200 rows
+# on. The structure (roofline/validation/structure/aquakv.json, families/aquakv.py) puts the 64 x 128 tiles at the
+# shared-memory ceiling: one warpgroup per tile re-reads W's 64 x 128 slab per 64 rows, 46 KB of shared memory per
+# MFLOP against 31 KB for 128 x 256; the model predicts the big tiles faster on the H100 and H200 from 25 row blocks
+# of 128 (3,072 rows: 0.94 / 1.05 of the small tiles' time; 3,328: 0.71 / 0.79).
+TUNED_BIG_ROWS = 3200
 
 
 @triton.jit
@@ -67,10 +73,12 @@ def kernel_io(k: QuantTensor, v: QuantTensor, k_prev, v_prev, pred: Predictors, 
             "act_read": [k_prev, v_prev, k_hat], "act_write": [k_hat, v_hat]}
 
 
-def tiles(t: TensorRecipe, kv_dim: int, rows: int, interpret: bool) -> tuple[int, int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): GPU_TILES by rows on a GPU, 32-wide under the
-    interpreter; BLOCK_N and BLOCK_K divide d_kv and BLOCK_N is a multiple or a divisor of G."""
-    bm, bn, bk, warps, stages = (32, 32, 32, 4, 1) if interpret else GPU_TILES["big" if rows >= BIG_ROWS else "small"]
+def tiles(t: TensorRecipe, kv_dim: int, rows: int, interpret: bool, big_rows: int = BIG_ROWS
+          ) -> tuple[int, int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): GPU_TILES by rows (big from `big_rows` on) on a GPU,
+    32-wide under the interpreter; BLOCK_N and BLOCK_K divide d_kv and BLOCK_N is a multiple or a divisor of G."""
+    size = "big" if rows >= big_rows else "small"
+    bm, bn, bk, warps, stages = (32, 32, 32, 4, 1) if interpret else GPU_TILES[size]
     while bn > 16 and (kv_dim % bn or (bn % t.group and t.group % bn)):
         bn //= 2
     while bk > 16 and kv_dim % bk:
@@ -80,10 +88,11 @@ def tiles(t: TensorRecipe, kv_dim: int, rows: int, interpret: bool) -> tuple[int
     return bm, bn, bk, warps, stages
 
 
-def reconstruct(k: QuantTensor, v: QuantTensor, k_prev, v_prev, pred: Predictors, k_hat=None, v_hat=None):
+def reconstruct(k: QuantTensor, v: QuantTensor, k_prev, v_prev, pred: Predictors, k_hat=None, v_hat=None,
+                big_rows: int = BIG_ROWS):
     """K^, V^ [B, l_q, d_kv] bf16 of one layer's quantized tokens (the family's docstring) from the stored
     residuals k, v ([B, 1, l_q, ...] plain layout, validate.common.recipes) and the previous layer's K^_prev,
-    V^_prev [B, l_q, d_kv]."""
+    V^_prev [B, l_q, d_kv]; the big tiles from `big_rows` rows on (TUNED_BIG_ROWS: the variant "tuned")."""
     import torch
 
     batch, nq, kv_dim = k_prev.shape
@@ -94,7 +103,7 @@ def reconstruct(k: QuantTensor, v: QuantTensor, k_prev, v_prev, pred: Predictors
     if nq == 0:
         return k_hat, v_hat
     interpret = interpreting()
-    bm, bn, bk, warps, stages = tiles(t, kv_dim, batch * nq, interpret)
+    bm, bn, bk, warps, stages = tiles(t, kv_dim, batch * nq, interpret, big_rows)
     io = kernel_io(k, v, k_prev, v_prev, pred, k_hat, v_hat)
     assert all(x.is_contiguous() for xs in io.values() for x in xs)
     ce = {"D": kv_dim, "G": t.group, "BITS_A": t.planes[0], "BITS_B": t.planes[1], "MODE": MODES[t.mode],
