@@ -170,3 +170,16 @@ def test_tuned_variant_tiles_and_result() -> None:
     want = reference.reference(qk, qv, k_prev, v_prev, pred)
     assert all(torch.equal(g, o) for g, o in zip(got, old, strict=True))
     assert max(relative_rms(g, w) for g, w in zip(got, want, strict=True)) < 1e-2
+
+
+@pytest.mark.parametrize(("spec", "batch", "context", "kv_dim"), [("aquakv-2", 2, 300, 128),
+                                                                  ("aquakv:quantizer=uniform,bits=4,group_size=16,buffer=32",
+                                                                   1, 300, 128)])
+def test_preinit_variant_matches_reference(spec: str, batch: int, context: int, kv_dim: int) -> None:
+    """The variant "preinit" (the residual as the GEMM's initial accumulator) computes the reference's K^, V^ (fp32
+    outputs: the same sums in another order) under the interpreter."""
+    qk, qv, k_prev, v_prev, pred, _, _ = layer(spec, batch, context, kv_dim)
+    out = [torch.full(k_prev.shape, float("nan")) for _ in range(2)]
+    got = kernel.reconstruct(qk, qv, k_prev, v_prev, pred, *out, big_rows=kernel.TUNED_BIG_ROWS, preinit=True)
+    want = reference.reference(qk, qv, k_prev, v_prev, pred, dtype=torch.float32)
+    assert max(relative_rms(g, w) for g, w in zip(got, want, strict=True)) < 1e-5

@@ -58,17 +58,18 @@ def rows(params: dict) -> int:
     return params["batch"] * (params["context"] - sinks - recent)
 
 
-def launches(params: dict, big_rows: int | None = None) -> list[tuple[str, int]]:
+def launches(params: dict, big_rows: int | None = None, variant: str = "") -> list[tuple[str, int]]:
     """(structure name, programs) of the K and V launches of the case: the compiled tiles whose "rows_from" is
     the largest not above the case's rows (`big_rows`: the big tiles from that many rows on, the small ones below:
     the variant "tuned", validate/ops/aquakv/kernel.TUNED_BIG_ROWS); ceil(rows / BLOCK_M) x d_kv / BLOCK_N programs
-    each. [] when structure/aquakv.json has no compile."""
+    each; `variant`: the compiles of that kernel variant ("preinit"; '' the launched kernel). [] when
+    structure/aquakv.json has no compile."""
     from roofline.validation import kernel_structure as ks
 
     n = rows(params)
     kernels = ks.kernels(NAME).get("kernels", {})
     start = {name: (k["rows_from"] if big_rows is None or k["tiles"] != "big" else big_rows)
-             for name, k in kernels.items() if name.endswith("_k") and not k.get("variant")}
+             for name, k in kernels.items() if name.endswith("_k") and k.get("variant", "") == variant}
     fitting = [(first, name) for name, first in start.items() if first <= n]
     if not fitting or n == 0:
         return []
@@ -102,7 +103,7 @@ def _catalogue_burst_clock(name: str) -> float | None:
     return measured.burst_sm_clock_hz if measured is not None else None
 
 
-def structured(params: dict, hardware, big_rows: int | None = None):
+def structured(params: dict, hardware, big_rows: int | None = None, variant: str = ""):
     """The transform (op -> op) that puts the launches' executed work into the op (module docstring), or None
     where the case's kernel or its structure at these heads is not known."""
     from dataclasses import replace
@@ -110,7 +111,8 @@ def structured(params: dict, hardware, big_rows: int | None = None):
     from roofline.costmodel import roofline_for
     from roofline.validation import kernel_structure as ks
 
-    parts = [(ks.structure(NAME, name, params, hardware), programs) for name, programs in launches(params, big_rows)]
+    parts = [(ks.structure(NAME, name, params, hardware), programs)
+             for name, programs in launches(params, big_rows, variant)]
     if not parts or any(s is None for s, _ in parts):
         return None
     scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
@@ -126,16 +128,18 @@ def structured(params: dict, hardware, big_rows: int | None = None):
     return lambda op: replace(op, **fields)
 
 
-def predict_params(params: dict, hardware, big_rows: int | None = None, structure: bool = True) -> dict:
+def predict_params(params: dict, hardware, big_rows: int | None = None, variant: str = "",
+                   structure: bool = True) -> dict:
     """The roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer model with these
     heads, decode at B = batch, L = context (predict.predict_op), timed from the kernel's structure where it is
-    known (`structured`; "flops" and "bytes" stay the op's algorithmic work)."""
+    known (`structured`; "flops" and "bytes" stay the op's algorithmic work); `big_rows` and `variant` time a
+    kernel variant (`launches`)."""
     m, method = model_and_method(params)
-    transform = structured(params, hardware, big_rows) if structure else None
+    transform = structured(params, hardware, big_rows, variant) if structure else None
     out = predict_op(m, method, "aquakv_reconstruct", {"B": params["batch"], "L": params["context"]}, hardware,
                      transform=transform)
     if transform is not None:
-        out.update(work(params), structure=[name for name, _ in launches(params, big_rows)])
+        out.update(work(params), structure=[name for name, _ in launches(params, big_rows, variant)])
     return out
 
 

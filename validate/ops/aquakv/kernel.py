@@ -37,11 +37,28 @@ def _gemm(acc, x_ptr, w_ptr, toks, ok, cols, D: tl.constexpr, BLOCK_K: tl.conste
 
 
 @triton.jit
+def _residual(acc, bias_ptr, codes_ptr, scale_ptr, zero_ptr, toks, ok, c0, cols, D: tl.constexpr, G: tl.constexpr,
+              BITS_A: tl.constexpr, BITS_B: tl.constexpr, MODE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """acc + bias + a*u + c: the dequantized residual of the tile (GT = groups of G channels in the tile, 1 when a
+    group spans several tiles)."""
+    acc += tl.load(bias_ptr + cols).to(tl.float32)[None, :]
+    GT: tl.constexpr = BLOCK_N // G if BLOCK_N > G else 1
+    gi = tl.arange(0, GT)
+    a, c = affine_masked(scale_ptr, zero_ptr, toks[:, None] * (D // G) + c0 // G + gi[None, :], ok[:, None], MODE,
+                         1 << (BITS_A + BITS_B - 1))  # [BLOCK_M, GT]
+    u = channel_codes(codes_ptr, toks, ok, c0, BLOCK_N, D, BITS_A, BITS_B)  # [BLOCK_M, BLOCK_N]
+    acc += repeat(a, BLOCK_N // GT) * code_float(u) + repeat(c, BLOCK_N // GT)
+    return acc
+
+
+@triton.jit
 def predict_kernel(x1_ptr, x2_ptr, w_ptr, bias_ptr, codes_ptr, scale_ptr, zero_ptr, out_ptr, rows,
                    D: tl.constexpr, TWO_INPUTS: tl.constexpr, G: tl.constexpr, BITS_A: tl.constexpr,
                    BITS_B: tl.constexpr, MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_K: tl.constexpr, UPCAST: tl.constexpr):
-    """out = x1 @ w[:D] (+ x2 @ w[D:2D]) + bias + a*u + c, one [BLOCK_M, BLOCK_N] tile per program."""
+                   BLOCK_K: tl.constexpr, UPCAST: tl.constexpr, PREINIT: tl.constexpr = False):
+    """out = x1 @ w[:D] (+ x2 @ w[D:2D]) + bias + a*u + c, one [BLOCK_M, BLOCK_N] tile per program. PREINIT (the
+    variant "preinit"): bias + a*u + c is the GEMM's initial accumulator, dequantized while the first k-steps'
+    loads are in flight, instead of an epilogue after the last wgmma."""
     pid = tl.program_id(0)
     # the D / BLOCK_N programs of one row block run side by side: its x rows are read once from DRAM
     pid_m = pid // (D // BLOCK_N)
@@ -51,17 +68,15 @@ def predict_kernel(x1_ptr, x2_ptr, w_ptr, bias_ptr, codes_ptr, scale_ptr, zero_p
     c0 = pid_n * BLOCK_N
     cols = c0 + tl.arange(0, BLOCK_N)  # [BLOCK_N] output channels
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if PREINIT:
+        acc = _residual(acc, bias_ptr, codes_ptr, scale_ptr, zero_ptr, toks, ok, c0, cols, D, G, BITS_A, BITS_B,
+                        MODE, BLOCK_N)
     acc = _gemm(acc, x1_ptr, w_ptr, toks, ok, cols, D, BLOCK_K, UPCAST)
     if TWO_INPUTS:
         acc = _gemm(acc, x2_ptr, w_ptr + D * D, toks, ok, cols, D, BLOCK_K, UPCAST)
-    acc += tl.load(bias_ptr + cols).to(tl.float32)[None, :]
-    # the residual: GT = groups of G channels in the tile (1 when a group spans several tiles)
-    GT: tl.constexpr = BLOCK_N // G if BLOCK_N > G else 1
-    gi = tl.arange(0, GT)
-    a, c = affine_masked(scale_ptr, zero_ptr, toks[:, None] * (D // G) + c0 // G + gi[None, :], ok[:, None], MODE,
-                   1 << (BITS_A + BITS_B - 1))  # [BLOCK_M, GT]
-    u = channel_codes(codes_ptr, toks, ok, c0, BLOCK_N, D, BITS_A, BITS_B)  # [BLOCK_M, BLOCK_N]
-    acc += repeat(a, BLOCK_N // GT) * code_float(u) + repeat(c, BLOCK_N // GT)
+    if not PREINIT:
+        acc = _residual(acc, bias_ptr, codes_ptr, scale_ptr, zero_ptr, toks, ok, c0, cols, D, G, BITS_A, BITS_B,
+                        MODE, BLOCK_N)
     tl.store(out_ptr + toks[:, None] * D + cols[None, :], acc.to(out_ptr.dtype.element_ty), mask=ok[:, None])
 
 
@@ -89,10 +104,11 @@ def tiles(t: TensorRecipe, kv_dim: int, rows: int, interpret: bool, big_rows: in
 
 
 def reconstruct(k: QuantTensor, v: QuantTensor, k_prev, v_prev, pred: Predictors, k_hat=None, v_hat=None,
-                big_rows: int = BIG_ROWS):
+                big_rows: int = BIG_ROWS, preinit: bool = False):
     """K^, V^ [B, l_q, d_kv] bf16 of one layer's quantized tokens (the family's docstring) from the stored
     residuals k, v ([B, 1, l_q, ...] plain layout, validate.common.recipes) and the previous layer's K^_prev,
-    V^_prev [B, l_q, d_kv]; the big tiles from `big_rows` rows on (TUNED_BIG_ROWS: the variant "tuned")."""
+    V^_prev [B, l_q, d_kv]; the big tiles from `big_rows` rows on (TUNED_BIG_ROWS: the variant "tuned"), the residual
+    as the initial accumulator with `preinit` (predict_kernel's PREINIT)."""
     import torch
 
     batch, nq, kv_dim = k_prev.shape
@@ -114,5 +130,5 @@ def reconstruct(k: QuantTensor, v: QuantTensor, k_prev, v_prev, pred: Predictors
                                       (v, v_prev, k_hat, pred.w_v, pred.b_v, v_hat, True)):
         ts = q.tensors
         predict_kernel[grid](x1, x2, w, b, ts["codes"], ts["scale"], ts.get("zero", ts["scale"]), out, batch * nq,
-                             TWO_INPUTS=two, **ce, num_warps=warps, num_stages=stages)
+                             TWO_INPUTS=two, PREINIT=preinit, **ce, num_warps=warps, num_stages=stages)
     return k_hat, v_hat

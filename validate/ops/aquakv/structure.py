@@ -9,6 +9,7 @@ roofline/validation/structure/aquakv.json.
 
     PYTHONPATH=<triton 3.6>:. python -m validate.ops.aquakv.structure [OUT.json]
 
+The variants' compiles (cases.variant_specs: "preinit") are named '<variant>_<tiles>_<k|v>'.
 A program: one BLOCK_M x BLOCK_N tile of K^ (or V^): the GEMM over d_kv (2 d_kv) inputs, then the epilogue
 (bias, the residual's codes and scales, a*u + c, the bf16 store). Run it with the Triton version the GPU results
 were measured with (env.triton of validate/results/*.json): another version compiles another kernel. No GPU;
@@ -96,9 +97,9 @@ def main(out: Path = OUT) -> dict:
     """Compile the launches (module docstring) and write the JSON."""
     import triton
 
-    from validate.ops.aquakv.cases import HEAD_DIM, HEADS, KV_HEADS, METHOD, sm90_specs
+    from validate.ops.aquakv.cases import HEAD_DIM, HEADS, KV_HEADS, METHOD, sm90_specs, variant_specs
 
-    specs = sm90_specs()
+    specs = sm90_specs() + variant_specs()
     with tempfile.TemporaryDirectory() as tmp:
         kernels = {name: {**kernel_structure(spec, Path(tmp)), "variant": spec.get("variant", ""),
                           "tiles": tiles(spec), "rows_from": spec["big_rows"] if tiles(spec) == "big" else 0}
