@@ -70,10 +70,10 @@ def launches(params: dict, big_rows: int | None = None, variant: str = "") -> li
     kernels = ks.kernels(NAME).get("kernels", {})
     start = {name: (k["rows_from"] if big_rows is None or k["tiles"] != "big" else big_rows)
              for name, k in kernels.items() if name.endswith("_k") and k.get("variant", "") == variant}
-    fitting = [(first, name) for name, first in start.items() if first <= n]
+    fitting = [(first, kernels[name]["tiles"] == "big", name) for name, first in start.items() if first <= n]
     if not fitting or n == 0:
         return []
-    name = max(fitting)[1]
+    name = max(fitting)[2]  # the latest start; at a tie (big_rows <= 0) the big tiles
     k = kernels[name]
     programs = -(-n // k["block_m"]) * (k["d_kv"] // k["block_n"])
     return [(name, programs), (name[:-1] + "v", programs)]
@@ -120,7 +120,7 @@ def structured(params: dict, hardware, big_rows: int | None = None, variant: str
     fields = {}
     for s, programs in parts:
         steps = programs * ks.wave_factor(programs, hardware.sm_count)
-        work = ks.executed_work(s, steps, scale)
+        work = ks.executed_work(s, steps, scale, hardware)
         work["shared_bytes"] += steps * s["warps"] * s["executed"]["wgmma_shared_bytes"]
         for key in ("vector_flops", "int_ops", "shared_bytes"):
             work[key] *= slow

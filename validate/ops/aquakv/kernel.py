@@ -19,7 +19,7 @@ BIG_ROWS = 32768
 # on. The structure (roofline/validation/structure/aquakv.json, families/aquakv.py) puts the 64 x 128 tiles at the
 # shared-memory ceiling: one warpgroup per tile re-reads W's 64 x 128 slab per 64 rows, 46 KB of shared memory per
 # MFLOP against 31 KB for 128 x 256; the model predicts the big tiles faster on the H100 and H200 from 25 row blocks
-# of 128 (3,072 rows: 0.94 / 1.05 of the small tiles' time; 3,328: 0.71 / 0.79).
+# of 128 on (3,072 rows: 1.04 / 1.14 of the small tiles' time; 3,200: 0.78 / 0.86).
 TUNED_BIG_ROWS = 3200
 
 

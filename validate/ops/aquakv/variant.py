@@ -23,10 +23,11 @@ from validate.ops.aquakv import cases, kernel
 VARIANTS = {"tuned": {"big_rows": kernel.TUNED_BIG_ROWS},
             "preinit": {"big_rows": kernel.TUNED_BIG_ROWS, "preinit": True}}
 NOTE = ("tuned: the model puts the 64x128 tiles at the shared-memory ceiling and the 128x256 ones at wgmma + issue, so "
-        "the big tiles from 3,200 rows save 19-29 % where they replace the small ones (rows 3,968-31,744). preinit: "
+        "the big tiles from 3,200 rows save 11-22 % (H100) and 2-14 % (H200) where they replace the small ones (rows "
+        "3,968-31,744). preinit: "
         "the model charges issue in series with the wgmma time wherever it executes, so it predicts preinit 1 % "
         "slower than tuned (more integer instructions); a measured gain would say the epilogue's issue overlaps the "
-        "pipeline's first loads, which the model does not count (the big tiles' remaining 11-19 % under-prediction).")
+        "pipeline's first loads, which the model does not count (the big tiles' committed runs: 2-10 % under).")
 TOLERANCE = 1e-2  # relative RMS against the fp32 torch reference, stored in bf16 (the family's own check)
 
 
