@@ -62,7 +62,9 @@ def measure(params: dict) -> dict:
     set_bytes = sum(x.numel() * x.element_size() for xs in kernel.kernel_io(*probe).values() for x in xs)
     sets = [probe] + [make() for _ in range(rotation_count(set_bytes) - 1)]
     want = reference(*probe[:5])
-    out = {"rows": int(probe[2].shape[0] * probe[2].shape[1])}
+    from roofline.validation.families import aquakv as fam
+
+    out = {"rows": int(probe[2].shape[0] * probe[2].shape[1]), "flops": fam.work(params)["flops"]}
     for name, call in calls().items():
         got = call(*probe[:5])
         error = max(relative_rms(g, w) for g, w in zip(got, want, strict=True))
