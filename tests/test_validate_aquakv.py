@@ -154,3 +154,32 @@ def test_grid_and_prediction() -> None:
     assert pred["flops"] > 6 * fam.KV_DIM ** 2 * rows and pred["bound"] == "compute"
     assert pred["time_s"] == pytest.approx(pred["compute_s"]) and pred["compute_s"] > pred["memory_s"]
     assert predicted.work(case.params) == {"bytes": pred["bytes"], "flops": pred["flops"]}
+
+
+def test_tuned_variant_tiles_and_result() -> None:
+    """The variant "tuned" is the same kernel with the 128 x 256 tiles from kernel.TUNED_BIG_ROWS rows on: 3,968
+    rows (batch 1, 4K context) get the big tiles, 3,072 keep the small ones; under the interpreter (32-wide tiles)
+    it computes what the launched kernel and the reference compute."""
+    t = storage.storage(fam.METHOD, fam.KV_DIM)
+    assert kernel.tiles(t, fam.KV_DIM, 3968, False, kernel.TUNED_BIG_ROWS)[:2] == (128, 256)
+    assert kernel.tiles(t, fam.KV_DIM, 3072, False, kernel.TUNED_BIG_ROWS)[:2] == (64, 128)
+    assert kernel.tiles(t, fam.KV_DIM, 3968, False)[:2] == (64, 128)  # the launched kernel: big from 32,768 rows
+    qk, qv, k_prev, v_prev, pred, _, _ = layer("aquakv-2", 2, 300, 128)
+    got = kernel.reconstruct(qk, qv, k_prev, v_prev, pred, big_rows=kernel.TUNED_BIG_ROWS)
+    old = kernel.reconstruct(qk, qv, k_prev, v_prev, pred)
+    want = reference.reference(qk, qv, k_prev, v_prev, pred)
+    assert all(torch.equal(g, o) for g, o in zip(got, old, strict=True))
+    assert max(relative_rms(g, w) for g, w in zip(got, want, strict=True)) < 1e-2
+
+
+@pytest.mark.parametrize(("spec", "batch", "context", "kv_dim"), [("aquakv-2", 2, 300, 128),
+                                                                  ("aquakv:quantizer=uniform,bits=4,group_size=16,buffer=32",
+                                                                   1, 300, 128)])
+def test_preinit_variant_matches_reference(spec: str, batch: int, context: int, kv_dim: int) -> None:
+    """The variant "preinit" (the residual as the GEMM's initial accumulator) computes the reference's K^, V^ (fp32
+    outputs: the same sums in another order) under the interpreter."""
+    qk, qv, k_prev, v_prev, pred, _, _ = layer(spec, batch, context, kv_dim)
+    out = [torch.full(k_prev.shape, float("nan")) for _ in range(2)]
+    got = kernel.reconstruct(qk, qv, k_prev, v_prev, pred, *out, big_rows=kernel.TUNED_BIG_ROWS, preinit=True)
+    want = reference.reference(qk, qv, k_prev, v_prev, pred, dtype=torch.float32)
+    assert max(relative_rms(g, w) for g, w in zip(got, want, strict=True)) < 1e-5

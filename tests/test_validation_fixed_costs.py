@@ -13,13 +13,29 @@ from roofline.validation.fixed_costs import LAUNCHERS, kernels
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _defaults(fn: ast.FunctionDef) -> dict[str, str]:
+    """A local bound to a kernel (`kernel, programs = fused_kernel, ...`): the name its FIRST assignment gives it,
+    the default path (xquant's decode: fused_kernel unless variant="shared" rebinds it)."""
+    out: dict[str, str] = {}
+    for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        for target in node.targets:
+            pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
+                     and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+            for t, v in pairs:
+                if isinstance(t, ast.Name) and isinstance(v, ast.Name):
+                    out.setdefault(t.id, v.id)
+    return out
+
+
 def launches_in(path: str, function: str) -> list[str]:
-    """Names of the Triton kernels `function` of `path` launches (`name[grid](...)` calls), in source order."""
+    """Names of the Triton kernels `function` of `path` launches (`name[grid](...)` calls), in source order; a local
+    kernel variable resolves to its first (default) binding."""
     tree = ast.parse((ROOT / path).read_text())
     (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
     calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
              and isinstance(n.func.value, ast.Name)]
-    return [c.func.value.id for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+    alias = _defaults(fn)
+    return [alias.get(c.func.value.id, c.func.value.id) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
 
 
 @pytest.mark.parametrize(("path", "function"), sorted(LAUNCHERS))

@@ -2,9 +2,25 @@
 
 The case is the roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer model
 with the case's heads under the case's method SPEC, decode at B = batch, L = context.
+
+Kernel structure (roofline.validation.kernel_structure; structure/aquakv.json from validate/ops/aquakv/structure.py):
+the GPU kernel (validate/ops/aquakv) is one GEMM-with-epilogue launched twice, K^ (d_kv inputs) then V^ (2 d_kv),
+over ceil(rows / BLOCK_M) x d_kv / BLOCK_N programs, rows = B x l_q, with the small tiles below the launcher's
+big-tile threshold and the big ones from there (each kernel's "rows_from"). Where that compile is known, the op
+carries what the launches' warps execute, each launch scaled by its last wave (`kernel_structure.wave_factor`):
+    matmul_flops = wgmma FLOPs                                        at the measured GEMM rate
+    vector_flops, int_ops = FP32 and integer instructions x 32 lanes  at the measured FMA / integer rates (issue)
+    shared_bytes = (wavefronts x 128 B + wgmma operand bytes)         at the measured shared-memory rate
+and Roofline times it as every op: max(matmul + issue, DRAM bytes / bandwidth, shared bytes / shared bandwidth).
+`clock_scale`: the on-chip rates were measured at the boost clock (1.98 GHz), but a kernel that keeps the tensor
+cores busy runs at the clock measured under GEMM load (burst_sm_clock_hz: 1.43 GHz on the H100, 1.50 on the H200),
+so its issue and shared-memory work is charged at the rates of that clock (the GEMM rate already is).
+Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 from roofline.validation import fixed_costs
 from roofline.validation.predict import decode_model, decode_work, predict_op
@@ -31,10 +47,104 @@ def work(params: dict) -> dict:
     return decode_work(*model_and_method(params), "aquakv_reconstruct", params)
 
 
+def rows(params: dict) -> int:
+    """GEMM rows of the case: batch x l_q, the quantized tokens (context less the fp16 sinks and buffer:
+    roofline.kv.quant.full_precision_tokens of the method's residual storage)."""
+    from roofline.kv.quant import full_precision_tokens
+    from roofline.lazy import sp
+
+    _, method = model_and_method(params)
+    q = method.residual_quant(params["num_kv_heads"] * params["head_dim"])
+    sinks, recent = (int(x) for x in full_precision_tokens(q, sp.Integer(params["context"])))
+    return params["batch"] * (params["context"] - sinks - recent)
+
+
+def launches(params: dict, big_rows: int | None = None, variant: str = "") -> list[tuple[str, int]]:
+    """(structure name, programs) of the K and V launches of the case: the compiled tiles whose "rows_from" is
+    the largest not above the case's rows (`big_rows`: the big tiles from that many rows on, the small ones below:
+    the variant "tuned", validate/ops/aquakv/kernel.TUNED_BIG_ROWS); ceil(rows / BLOCK_M) x d_kv / BLOCK_N programs
+    each; `variant`: the compiles of that kernel variant ("preinit"; '' the launched kernel). [] when
+    structure/aquakv.json has no compile."""
+    from roofline.validation import kernel_structure as ks
+
+    n = rows(params)
+    kernels = ks.kernels(NAME).get("kernels", {})
+    start = {name: (k["rows_from"] if big_rows is None or k["tiles"] != "big" else big_rows)
+             for name, k in kernels.items() if name.endswith("_k") and k.get("variant", "") == variant}
+    fitting = [(first, kernels[name]["tiles"] == "big", name) for name, first in start.items() if first <= n]
+    if not fitting or n == 0:
+        return []
+    name = max(fitting)[2]  # the latest start; at a tie (big_rows <= 0) the big tiles
+    k = kernels[name]
+    programs = -(-n // k["block_m"]) * (k["d_kv"] // k["block_n"])
+    return [(name, programs), (name[:-1] + "v", programs)]
+
+
+def clock_scale(hardware) -> float:
+    """SM clock under tensor-core load over the clock the on-chip rates were measured at (hardware.sm_clock_hz, the
+    boost clock validate.ops.ceilings.onchip runs at): measured.burst_sm_clock_hz (the median SM clock of GEMM
+    bursts, validate.clients.calibrate), from the catalogue entry of the same name when the measured section in
+    hand kept only the on-chip rates (validate compare's `calibrated`); 1 without a measured section or clock."""
+    measured = getattr(hardware, "measured", None)
+    if measured is None or not hardware.sm_clock_hz:
+        return 1.0
+    burst = measured.burst_sm_clock_hz or (_catalogue_burst_clock(hardware.name) if measured.onchip_source else None)
+    return min(1.0, burst / hardware.sm_clock_hz) if burst else 1.0
+
+
+@cache
+def _catalogue_burst_clock(name: str) -> float | None:
+    from roofline.catalogue import load_hardware
+    from roofline.errors import RooflineError
+
+    try:
+        measured = load_hardware(name).measured
+    except RooflineError:
+        return None
+    return measured.burst_sm_clock_hz if measured is not None else None
+
+
+def structured(params: dict, hardware, big_rows: int | None = None, variant: str = ""):
+    """The transform (op -> op) that puts the launches' executed work into the op (module docstring), or None
+    where the case's kernel or its structure at these heads is not known."""
+    from dataclasses import replace
+
+    from roofline.costmodel import roofline_for
+    from roofline.validation import kernel_structure as ks
+
+    parts = [(ks.structure(NAME, name, params, hardware), programs)
+             for name, programs in launches(params, big_rows, variant)]
+    if not parts or any(s is None for s, _ in parts):
+        return None
+    scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
+    slow = 1 / clock_scale(hardware)
+    fields = {}
+    for s, programs in parts:
+        steps = programs * ks.wave_factor(programs, hardware.sm_count)
+        work = ks.executed_work(s, steps, scale, hardware)
+        work["shared_bytes"] += steps * s["warps"] * s["executed"]["wgmma_shared_bytes"]
+        for key in ("vector_flops", "int_ops", "shared_bytes"):
+            work[key] *= slow
+        fields = {k: fields.get(k, 0) + v for k, v in work.items()}
+    return lambda op: replace(op, **fields)
+
+
+def predict_params(params: dict, hardware, big_rows: int | None = None, variant: str = "",
+                   structure: bool = True) -> dict:
+    """The roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer model with these
+    heads, decode at B = batch, L = context (predict.predict_op), timed from the kernel's structure where it is
+    known (`structured`; "flops" and "bytes" stay the op's algorithmic work); `big_rows` and `variant` time a
+    kernel variant (`launches`)."""
+    m, method = model_and_method(params)
+    transform = structured(params, hardware, big_rows, variant) if structure else None
+    out = predict_op(m, method, "aquakv_reconstruct", {"B": params["batch"], "L": params["context"]}, hardware,
+                     transform=transform)
+    if transform is not None:
+        out.update(work(params), structure=[name for name, _ in launches(params, big_rows, variant)])
+    return out
+
+
 def predict(case: Case, hardware) -> dict:
-    """The roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer
-    model with these heads, decode at B = batch, L = context (predict.predict_op)."""
-    m, method = model_and_method(case.params)
-    pred = predict_op(m, method, "aquakv_reconstruct", {"B": case.params["batch"], "L": case.params["context"]},
-                      hardware)
-    return fixed_costs.with_fixed_costs(pred, NAME, case.params, hardware)  # K^ and V^: two launches, one op
+    """`predict_params` of the case's params, with the fixed cost of each kernel beyond the op's one
+    (validation.fixed_costs: K^ and V^ are two launches)."""
+    return fixed_costs.with_fixed_costs(predict_params(case.params, hardware), NAME, case.params, hardware)

@@ -31,11 +31,18 @@ def sm90_specs(kv_dim: int = KV_DIM, method: str = METHOD) -> list[dict]:
     for rows in (BIG_ROWS - 1, BIG_ROWS):
         bm, bn, bk, warps, stages = tiles(t, kv_dim, rows, interpret=False)
         ce = {"D": kv_dim, "G": t.group, "BITS_A": t.planes[0], "BITS_B": t.planes[1], "MODE": MODES[t.mode],
-              "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "UPCAST": False}
+              "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "UPCAST": False, "PREINIT": False}
         specs += [{"module": kernel.__name__, "kernel": "predict_kernel", "signature": sig, "num_warps": warps,
-                   "num_stages": stages, "constexprs": {**ce, "TWO_INPUTS": two}, "divisible": list(sig)}
+                   "num_stages": stages, "constexprs": {**ce, "TWO_INPUTS": two}, "divisible": list(sig),
+                   "rows": rows, "big_rows": BIG_ROWS}
                   for two in (False, True)]
     return specs
+
+
+def variant_specs(kv_dim: int = KV_DIM, method: str = METHOD) -> list[dict]:
+    """sm90_specs of the kernel variants (validate.ops.aquakv.variant): "preinit", predict_kernel with PREINIT."""
+    return [{**spec, "constexprs": {**spec["constexprs"], "PREINIT": True}, "variant": "preinit"}
+            for spec in sm90_specs(kv_dim, method)]
 
 
 def _check(t: TensorRecipe, kv_dim: int, rows: int) -> float:
