@@ -145,3 +145,16 @@ def test_onchip_benchmarks_count_what_they_time() -> None:
     assert onchip.work_per_iter("mixed_issue") == 24 * onchip.MIX_UNROLL
     assert onchip.PER_CLOCK["mixed_issue_w2"] * spec["sm_count"] * spec["sm_clock_hz"] == pytest.approx(
         spec["mixed_issue_w2_ops_per_s"])
+
+
+def test_wgmma_benchmarks_count_what_they_time() -> None:
+    from validate.ops.ceilings import wgmma
+
+    assert wgmma.ALU_ASM.count("lop3.b32") == wgmma.ALU_OPS == 8 * 20
+    cfgs = wgmma.configs()
+    # m64 n64 k128: 8 HGMMA.64x64x16 per step (the fused loop's K remat trip); n256 only at 1 and 2 programs per SM
+    assert wgmma.flops_per_step(cfgs["wgmma_n64_rs_p2"]) == 2 * 64 * 64 * 128 == 8 * 2 * 64 * 64 * 16
+    assert wgmma.flops_per_step(cfgs["overlap_alu_p4"]) == 0
+    assert "wgmma_n256_rs_p2" in cfgs and "wgmma_n256_rs_p4" not in cfgs and "wgmma_n128_ss_p4" in cfgs
+    # serial share: W 2, I 1 -> both 3 (they add): 1; both 2 (I hidden): 0; both 2.5: 0.5; clipped
+    assert [wgmma.serial_share(2.0, 1.0, t) for t in (3.0, 2.0, 2.5, 3.5, 1.9)] == [1.0, 0.0, 0.5, 1.0, 0.0]
