@@ -9,7 +9,7 @@ memory. Rates: the device's ceilings (roofline.costmodel.ceilings): shared-memor
 guide's 128 B per clock per SM x SMs x clock) and the integer rate (measured `int32_ops_per_s`, else 64 lanes
 per clock per SM). The loop's op then carries, over every step of every program of the launch,
     shared_bytes = steps x warps x wavefronts x 128 B          -> t_shared = shared_bytes / smem_bw
-    int_ops      = steps x warps x integer instructions x 32   -> part of t_issue (int_ops / int_rate)
+    vector_flops, int_ops = the issue time of its classes (`issue_fields`, below)  -> t_issue
 and Roofline times it as every op (t = max(compute, memory, shared, ...)): nothing is fitted to a timing.
 Executed work (`executed_work`, XQuant's structure/xquant.json): what a warp executes per program-step with
 nested loops x trips (validate.common.sass.executed_counts), timed as matmul (wgmma FLOPs at the measured GEMM rate,
@@ -17,17 +17,20 @@ HMMA FLOPs at `mma_sync_rate`), FP32 and integer instructions (issue), wavefront
 programs leave the last wave partly empty.
 Issue classes (the structure's "classes", validate.common.sass.issue_classes): besides integer and FP32 instructions
 a loop issues conversions (F2FP packs to bf16, I2F/I2FP, F2I/FRND), MUFU and instructions of no arithmetic pipe
-(moves, uniform ops, loads, barriers, wgmma fences, branches). One scheduler issues one warp instruction per clock
-(4 per SM), and an instruction whose pipe has k lanes per SM holds it 32 x 4 / k clocks; `issue_cycles` charges each
-class at its pipe's rate, summed like the integer and FP32 parts always were (a scheduler's classes do not overlap):
-    t_issue = sum_c n_c x 32 / rate_c,   rate_c: int32 and fp32 as before; f2fp, i2f, f2i, mufu: measured
-    (`f2fp_ops_per_s`, ...: the ceilings family's 'cvt_*' and 'mufu_issue') or the CUDA guide's 16 per SM per clock;
-    dispatch: 4 warp instructions per SM per clock (128 lane-slots), also the floor of every other class.
-The op has one integer rate, so the classes beyond int and fp enter its `int_ops` as the integer lane-ops of the
-same time (`extra_int_ops`). The measured rates need the spec: callers pass `hardware` (without it the table's
-ratios to the integer rate stand). The sum is an upper bound of the issue time; full overlap of the pipes under the
-dispatch (max of the classes' times and the instruction count) is the lower one; the ceilings family's 'mixed_issue'
-(8 warps per scheduler) and 'mixed_issue_w2' (2, the fused XQuant kernel's) measure which holds for INT32 + FP32.
+(moves, uniform ops, loads, barriers, wgmma, branches). Measured on an H100 (nvidia-h100-onchip-s6.json):
+F2FP and I2FP issue to the ALU pipe with INT32 (61.4, 62.3 per SM per clock), F2I and MUFU to the XU (16.1), and
+1 LOP3 : 2 FFMA run at 116.5 per SM per clock, 91 % of the dispatch's 128, not the summed pipes' 96: the pipes overlap
+and the instruction count binds. So (`issue_cycles`)
+    t_issue = max(instructions x 32 / dispatch, max over pipes p of sum_{c in p} n_c x 32 / rate_c)
+    pipes: ALU (int, f2fp, i2f), FMA (fp), XU (f2i, mufu); rates: the spec's measured fields (int32_ops_per_s,
+    fp32_flops_per_s / 2, f2fp_ops_per_s, ..., dispatch_ops_per_s) or the per-clock table x SMs x clock
+    (64, 128, 64, 64, 16, 16; dispatch 128),
+carried by the op as vector FLOPs (the FMA pipe's part) and integer lane-ops for the rest (`issue_fields`): the
+Roofline adds F_v / fp32 + I / int, which is t_issue. Callers pass `hardware` for the measured rates.
+wgmma (`executed_work`): each shape's FLOPs (sass.hgmma_shapes) at the spec's measured rate of that shape at the
+kernel's programs per SM (wgmma_flops_per_s, ceilings microbenchmark validate.ops.ceilings.wgmma), else at the GEMM
+rate; the wgmma time W and the issue time I composed as max(W, I) + serial x min(W, I) with the measured
+wgmma_issue_serial at the kernel's programs per SM (else 1: W + I, what the committed model assumed).
 Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
 run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
 are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).

@@ -18,7 +18,7 @@ Needs torch + triton only. Every program is one warpgroup (4 warps) and runs `it
   overlap_both_p{P}  the dot of wgmma_n64_rs and the lop3 block in one loop (W and I per step).
 serial share at P = (t_both - max(t_W, t_I)) / min(t_W, t_I) (t_W: wgmma_n64_rs_pP), clipped to [0, 1]: 1 when the
 warpgroup's issue work and its waited-on wgmma add, 0 when they overlap fully.
-Timing as the other ceilings (onchip.graph_seconds: a CUDA graph of REPEATS launches, median of TRIALS replays).
+Timing as the other ceilings (onchip.graph_seconds: a CUDA graph of 10 launches, median of 9 replays).
 validate/results/experiments/wgmma-overlap-predicted.json has the model's predictions, committed before any run.
 """
 
@@ -100,7 +100,7 @@ def measure(name: str, cfg: dict, sms: int, iters: int) -> dict:
     def launch():
         wgmma_kernel[(blocks,)](a, b, out, 1.0, iters, K=K, ASM=ALU_ASM, num_warps=WARPS, num_stages=1, **ce)
 
-    seconds = graph_seconds(launch)
+    seconds = graph_seconds(launch, repeats=10, trials=9)
     flops = blocks * iters * flops_per_step(cfg)
     return {"programs_per_sm": cfg["programs"], "blocks": blocks, "iterations": iters, "n": cfg["N"],
             "a_operand": "registers" if cfg["RS"] else "shared", "dot": cfg["DOT"],
