@@ -112,15 +112,16 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
     results = json.loads((RESULTS / f"nvidia-{device}.json").read_text())
     hw = calibrated(load_hardware(hardware), results)
     measured = {c["name"]: c for c in results["cases"] if c["family"] == "xquant" and c.get("ms")}
-    # every issue class at its pipe's rate, summed (kernel_structure.issue_cycles; datasheet conversion rates until
-    # the ceilings family measures them): the fused kernel within 10 % (it was 21-22 % under with integer and FP32
-    # only), the materialized remat kernel now over-predicted by 15-25 % (it was 9-13 % under): the sum charges its
-    # classes with no overlap across pipes, which the remat kernel evidently gets in part (committed H100/H200 runs)
-    for name, low, high in (("fused_b8_l16384", -0.10, 0.10), ("materialized_b8_l16384", -0.25, -0.15),
-                            ("materialized_b32_l4096", -0.25, -0.15)):
+    # the issue classes' pipes overlapping under the dispatch (kernel_structure.issue_cycles, the measured rates of
+    # nvidia-h100-onchip-s6.json on the H100, the per-clock table on the H200) and wgmma at the GEMM rate added to it:
+    # the fused kernel 23-24 % under, the materialized remat kernel 12-15 % under (committed H100/H200 runs; the
+    # summed pipes gave -10..10 % and 15-25 % over). The rest is what validate.ops.ceilings.wgmma measures: the
+    # wgmma rate at these kernels' shapes and occupancy, and its overlap with the issue (wgmma-overlap-predicted.json)
+    for name, low, high in (("fused_b8_l16384", 0.18, 0.30), ("materialized_b8_l16384", 0.08, 0.20),
+                            ("materialized_b32_l4096", 0.08, 0.20)):
         case = measured[name]
         pred = xq.predict(Case("xquant", name, case["params"]), hw)
         ape = 1 - pred["time_s"] / (case["ms"] * 1e-3)
-        assert low < ape < high and pred["bound"] == "issue", name
+        assert low < ape < high and pred["bound"] in ("issue", "compute"), name
         # the layouts' roofline alone missed by > 50 %
         assert 1 - xq.predict_params(case["params"], hw, structure=False)["time_s"] / (case["ms"] * 1e-3) > 0.5

@@ -73,6 +73,7 @@ MEASURED: dict[str, Bound] = {
     "i2f_ops_per_s": PEAK,
     "f2i_ops_per_s": PEAK,
     "mufu_ops_per_s": PEAK,
+    "dispatch_ops_per_s": PEAK,
     "bytes_in_flight_per_sm": Bound(64, 1024, 1 << 20, 1 << 24, "bytes", "bytes in flight per SM"),
     "dram_latency_s": LATENCY,
     "cuda_context_bytes": Bound(1 << 20, 64 << 20, 4 << 30, 64 << 30, "bytes",

@@ -7,7 +7,7 @@ Measured derates live in `measured`, never folded into the peaks.
 from __future__ import annotations
 
 import datetime as dt
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
@@ -164,6 +164,18 @@ class Measured(Spec):
     mufu_ops_per_s: PositiveFloat | None = Field(
         None, description="Special-function unit rate (ex2.approx.ftz.f32, SASS MUFU.EX2), thread instructions/s "
         "(ceilings microbenchmark 'mufu_issue').")
+    dispatch_ops_per_s: PositiveFloat | None = Field(
+        None, description="Instruction dispatch rate, thread instructions/s: 1 lop3 : 2 fma.rn.f32 of independent "
+        "chains, neither pipe busy enough to bind (ceilings microbenchmark 'mixed_issue'); the CUDA guide's one warp "
+        "instruction per clock per scheduler is 128 per SM per clock.")
+    wgmma_flops_per_s: dict[str, PositiveFloat] = Field(
+        default_factory=dict, description="wgmma FLOP/s of one warpgroup per program that waits on each dot, by "
+        "'n<N>.<rs|ss>.p<programs per SM>' (m64nNk16 bf16, A from registers or shared memory; ceilings "
+        "microbenchmark 'wgmma_*', validate.ops.ceilings.wgmma).")
+    wgmma_issue_serial: dict[int, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict, description="By programs per SM: (t_both - max(t_W, t_I)) / min(t_W, t_I) of a loop "
+        "of W wgmma (waited on) and I integer instructions per step against each alone (ceilings microbenchmark "
+        "'overlap_*'): 1 when the two add, 0 when they overlap fully.")
     bytes_in_flight_per_sm: PositiveFloat | None = Field(
         None, description="Bytes of DRAM reads one SM keeps in flight at most, bytes: bandwidth x latency / SMs at "
         "the knee of a sweep of outstanding cp.async bytes per SM (ceilings microbenchmark 'inflight').")

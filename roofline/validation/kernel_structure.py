@@ -9,7 +9,7 @@ memory. Rates: the device's ceilings (roofline.costmodel.ceilings): shared-memor
 guide's 128 B per clock per SM x SMs x clock) and the integer rate (measured `int32_ops_per_s`, else 64 lanes
 per clock per SM). The loop's op then carries, over every step of every program of the launch,
     shared_bytes = steps x warps x wavefronts x 128 B          -> t_shared = shared_bytes / smem_bw
-    int_ops      = steps x warps x integer instructions x 32   -> part of t_issue (int_ops / int_rate)
+    vector_flops, int_ops = the issue time of its classes (`issue_fields`, below)  -> t_issue
 and Roofline times it as every op (t = max(compute, memory, shared, ...)): nothing is fitted to a timing.
 Executed work (`executed_work`, XQuant's structure/xquant.json): what a warp executes per program-step with
 nested loops x trips (validate.common.sass.executed_counts), timed as matmul (wgmma FLOPs at the measured GEMM rate,
@@ -17,17 +17,20 @@ HMMA FLOPs at `mma_sync_rate`), FP32 and integer instructions (issue), wavefront
 programs leave the last wave partly empty.
 Issue classes (the structure's "classes", validate.common.sass.issue_classes): besides integer and FP32 instructions
 a loop issues conversions (F2FP packs to bf16, I2F/I2FP, F2I/FRND), MUFU and instructions of no arithmetic pipe
-(moves, uniform ops, loads, barriers, wgmma fences, branches). One scheduler issues one warp instruction per clock
-(4 per SM), and an instruction whose pipe has k lanes per SM holds it 32 x 4 / k clocks; `issue_cycles` charges each
-class at its pipe's rate, summed like the integer and FP32 parts always were (a scheduler's classes do not overlap):
-    t_issue = sum_c n_c x 32 / rate_c,   rate_c: int32 and fp32 as before; f2fp, i2f, f2i, mufu: measured
-    (`f2fp_ops_per_s`, ...: the ceilings family's 'cvt_*' and 'mufu_issue') or the CUDA guide's 16 per SM per clock;
-    dispatch: 4 warp instructions per SM per clock (128 lane-slots), also the floor of every other class.
-The op has one integer rate, so the classes beyond int and fp enter its `int_ops` as the integer lane-ops of the
-same time (`extra_int_ops`). The measured rates need the spec: callers pass `hardware` (without it the table's
-ratios to the integer rate stand). The sum is an upper bound of the issue time; full overlap of the pipes under the
-dispatch (max of the classes' times and the instruction count) is the lower one; the ceilings family's 'mixed_issue'
-(8 warps per scheduler) and 'mixed_issue_w2' (2, the fused XQuant kernel's) measure which holds for INT32 + FP32.
+(moves, uniform ops, loads, barriers, wgmma, branches). Measured on an H100 (nvidia-h100-onchip-s6.json):
+F2FP and I2FP issue to the ALU pipe with INT32 (61.4, 62.3 per SM per clock), F2I and MUFU to the XU (16.1), and
+1 LOP3 : 2 FFMA run at 116.5 per SM per clock, 91 % of the dispatch's 128, not the summed pipes' 96: the pipes overlap
+and the instruction count binds. So (`issue_cycles`)
+    t_issue = max(instructions x 32 / dispatch, max over pipes p of sum_{c in p} n_c x 32 / rate_c)
+    pipes: ALU (int, f2fp, i2f), FMA (fp), XU (f2i, mufu); rates: the spec's measured fields (int32_ops_per_s,
+    fp32_flops_per_s / 2, f2fp_ops_per_s, ..., dispatch_ops_per_s) or the per-clock table x SMs x clock
+    (64, 128, 64, 64, 16, 16; dispatch 128),
+carried by the op as vector FLOPs (the FMA pipe's part) and integer lane-ops for the rest (`issue_fields`): the
+Roofline adds F_v / fp32 + I / int, which is t_issue. Callers pass `hardware` for the measured rates.
+wgmma (`executed_work`): each shape's FLOPs (sass.hgmma_shapes) at the spec's measured rate of that shape at the
+kernel's programs per SM (wgmma_flops_per_s, ceilings microbenchmark validate.ops.ceilings.wgmma), else at the GEMM
+rate; the wgmma time W and the issue time I composed as max(W, I) + serial x min(W, I) with the measured
+wgmma_issue_serial at the kernel's programs per SM (else 1: W + I, what the committed model assumed).
 Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
 run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
 are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).
@@ -87,59 +90,78 @@ def resident_programs(s: dict, hardware) -> int:
 
 
 def loop_work(s: dict, steps: float, hardware=None) -> dict:
-    """On-chip work of `steps` program-steps of the loop: shared bytes (wavefronts x 128 B) and integer lane-ops,
-    the loop's other issue classes included as integer lane-ops of the same time (`extra_int_ops`)."""
+    """On-chip work of `steps` program-steps of the loop: shared bytes (wavefronts x 128 B) and the loop's issue
+    time as vector FLOPs and integer lane-ops (`issue_fields`; a loop without "classes": integer lane-ops only)."""
     warp_steps = steps * s["warps"]
-    return {"shared_bytes": warp_steps * s["loop"]["wavefronts"] * WAVEFRONT_BYTES,
-            "int_ops": warp_steps * (s["loop"]["int"] * LANES + extra_int_ops(s["loop"], hardware))}
+    out = {"shared_bytes": warp_steps * s["loop"]["wavefronts"] * WAVEFRONT_BYTES}
+    if s["loop"].get("classes"):
+        return out | issue_fields(s["loop"], warp_steps, hardware)
+    return out | {"int_ops": warp_steps * s["loop"]["int"] * LANES}
 
 
 def with_loop(op, s: dict, steps: float, hardware=None):
     """`op` with the on-chip work of its kernel's loop (`loop_work`) in place of the layout's estimates."""
-    work = loop_work(s, steps, hardware)
-    return replace(op, shared_bytes=work["shared_bytes"], int_ops=work["int_ops"])
+    return replace(op, **loop_work(s, steps, hardware))
 
 
-# Issue rates per SM per clock of the classes beyond int and fp, in lanes (thread instructions), from the CUDA C++
-# Programming Guide's throughput table of native arithmetic instructions (section "Arithmetic Instructions",
-# compute capability 9.0 column): "all other type conversions" 16 (F2FP, I2F/I2FP, F2I/F2F/FRND), "32-bit
-# floating-point reciprocal, reciprocal square root, base-2 logarithm, base 2 exponential, sine, cosine" 16 (MUFU);
-# and the dispatch: one warp instruction per clock per scheduler, 4 schedulers per SM (CUDA guide, "Hardware
-# Multithreading" / the Hopper tuning guide's SM description) = 128 lane-slots. INT32: 64 lanes (the same table).
-CLASS_LANES_PER_CLOCK_SM = {"f2fp": 16, "i2f": 16, "f2i": 16, "mufu": 16, "dispatch": 128}
+# Issue rates per SM per clock, in lanes (thread instructions), used where a spec has no measured field:
+#   int 64, fp 128: the CUDA C++ Programming Guide's throughput table (section "Arithmetic Instructions", cc 9.0);
+#   f2fp, i2f 64: the ALU pipe that also runs INT32 (the guide's "all other type conversions" row says 16, but the
+#     ceilings family's cvt_f2fp / cvt_i2f measured 61.4 / 62.3 on an H100, validate/results/experiments/
+#     nvidia-h100-onchip-s6.json: these conversions issue to the ALU pipe, like the compile's fixed-latency
+#     control bits said, issue-classes-predicted.json);
+#   f2i, mufu 16: the XU pipe (the table's 16; measured 16.1 and 16.1);
+#   dispatch 128: one warp instruction per clock per scheduler, 4 schedulers per SM (CUDA guide, "Hardware
+#     Multithreading"; the Hopper tuning guide's SM description).
+CLASS_LANES_PER_CLOCK_SM = {"f2fp": 64, "i2f": 64, "f2i": 16, "mufu": 16, "dispatch": 128}
 INT_LANES_PER_CLOCK_SM = 64
-CLASS_FIELDS = {"f2fp": "f2fp_ops_per_s", "i2f": "i2f_ops_per_s", "f2i": "f2i_ops_per_s", "mufu": "mufu_ops_per_s"}
+FP_LANES_PER_CLOCK_SM = 128
+CLASS_FIELDS = {"f2fp": "f2fp_ops_per_s", "i2f": "i2f_ops_per_s", "f2i": "f2i_ops_per_s", "mufu": "mufu_ops_per_s",
+                "dispatch": "dispatch_ops_per_s"}
+# The pipes of an SM's schedulers (Hopper): each class of a pipe holds it n x 32 / rate; the "dispatch" class (moves,
+# uniform ops, loads, barriers, wgmma, branches) has no arithmetic pipe and counts only in the instruction total.
+PIPES = {"alu": ("int", "f2fp", "i2f"), "fma": ("fp",), "xu": ("f2i", "mufu")}
 
 
 def class_rates(hardware=None) -> dict:
-    """Lane-instructions per second of each class of CLASS_LANES_PER_CLOCK_SM and of "int": the spec's measured
-    field (CLASS_FIELDS; int: int32_ops_per_s) when it has one, else the table's lanes x SMs x SM clock; without a
-    `hardware`, the table's lanes per SM per clock (only their ratios matter to `extra_int_ops`)."""
+    """Lane-instructions per second of each issue class (and "dispatch": instructions of any class): the spec's
+    measured field (CLASS_FIELDS; int: int32_ops_per_s; fp: fp32_flops_per_s / 2) when it has one, else the
+    per-clock table x SMs x SM clock (int: Hardware.int_ops_per_s, fp: the FP32 peak / 2); without a `hardware`,
+    the table's lanes per SM per clock (only the ratios matter then)."""
     if hardware is None:
-        return {**CLASS_LANES_PER_CLOCK_SM, "int": INT_LANES_PER_CLOCK_SM}
+        return {**CLASS_LANES_PER_CLOCK_SM, "int": INT_LANES_PER_CLOCK_SM, "fp": FP_LANES_PER_CLOCK_SM}
     m = getattr(hardware, "measured", None)
     scale = hardware.sm_count * hardware.sm_clock_hz
-    out = {c: (getattr(m, CLASS_FIELDS[c], None) if c in CLASS_FIELDS else None) or lanes * scale
-           for c, lanes in CLASS_LANES_PER_CLOCK_SM.items()}
+    out = {c: getattr(m, CLASS_FIELDS[c], None) or lanes * scale for c, lanes in CLASS_LANES_PER_CLOCK_SM.items()}
     out["int"] = getattr(m, "int32_ops_per_s", None) or hardware.int_ops_per_s()
+    out["fp"] = (getattr(m, "fp32_flops_per_s", None) or hardware.fp32_dense_flops_per_s) / 2
+    return out
+
+
+def pipe_cycles(classes: dict, rates: dict) -> dict:
+    """Time of one warp's instructions `classes` (class -> count) on each pipe (PIPES: the sum of n_c x 32 / rate_c
+    of its classes) and on the dispatch (every instruction x 32 / rates["dispatch"]), in the units of 32 / rates."""
+    out = {pipe: sum(classes.get(c, 0) * LANES / rates[c] for c in members) for pipe, members in PIPES.items()}
+    out["dispatch"] = sum(classes.values()) * LANES / rates["dispatch"]
     return out
 
 
 def issue_cycles(classes: dict, rates: dict) -> float:
-    """Issue time of one warp's instructions `classes` (class -> count) in the units of 32 / rates: the sum over
-    classes of n_c x 32 / rate_c, int at rates["int"], fp at rates["fp"], the other classes at theirs (module
-    docstring). With rates in lanes per SM per clock x 1/4 (per scheduler) it is scheduler clocks."""
-    return sum(n * LANES / rates[c] for c, n in classes.items() if n)
+    """Issue time of one warp's instructions `classes`: the pipes overlap under the dispatch, so the longest of
+    `pipe_cycles` binds (measured: 1 LOP3 : 2 FFMA ran at 91 % of the dispatch, not at the summed pipes' 75 %;
+    nvidia-h100-onchip-s6.json mixed_issue): max(instructions x 32 / dispatch, max over pipes of sum n_c x 32 / rate_c).
+    With rates in lanes per SM per clock / 4 (per scheduler) it is scheduler clocks."""
+    return max(pipe_cycles(classes, rates).values())
 
 
-def extra_int_ops(counts: dict, hardware=None) -> float:
-    """Integer lane-ops taking the time of the classes beyond int and fp of `counts` (its "classes"; 0 without):
-    sum_c n_c x 32 x int_rate / rate_c (`class_rates`)."""
-    classes = counts.get("classes")
-    if not classes:
-        return 0.0
-    rates = class_rates(hardware)
-    return issue_cycles({c: n for c, n in classes.items() if c not in ("int", "fp")}, rates) * rates["int"]
+def issue_fields(counts: dict, warp_steps: float, hardware=None) -> dict:
+    """Op fields carrying the issue time of `warp_steps` warp-steps of `counts` (with "classes"), T = warp-steps x
+    `issue_cycles` (s): vector_flops = warp-steps x fp x 32 x 2 (the FMA pipe's part, timed at the FP32 rate) and
+    int_ops = (T - that part) x int rate, so the op's vector + integer time (Roofline: F_v / fp32 + I / int) is T."""
+    rates, classes = class_rates(hardware), counts["classes"]
+    fp_time = classes.get("fp", 0) * LANES / rates["fp"]
+    extra = issue_cycles(classes, rates) - fp_time
+    return {"vector_flops": warp_steps * classes.get("fp", 0) * LANES * 2, "int_ops": warp_steps * extra * rates["int"]}
 
 
 # Datasheet-derived prediction of the mma.sync (HMMA) rate on Hopper until the ceilings family's 'mma_sync'
@@ -163,16 +185,78 @@ def wave_factor(programs: int, sm_count: int) -> float:
     return -(-programs // sm_count) * sm_count / programs
 
 
-def executed_work(s: dict, steps: float, hmma_scale: float, hardware=None) -> dict:
+# The wgmma of a structure without per-shape counts (validate.common.sass.hgmma_shapes): m64n64k16, A from registers.
+WGMMA_SHAPE = "n64.rs"
+
+
+def _at_programs(table: dict, prefix: str, resident: int):
+    """table[f"{prefix}p<p>"] at the largest measured p <= `resident` (None when none is)."""
+    keys = {int(k[len(prefix) + 1:]): v for k, v in table.items() if k.startswith(prefix + "p")}
+    fits = [p for p in keys if p <= resident]
+    return keys[max(fits)] if fits else None
+
+
+def wgmma_rate(s: dict, hardware, shape: str = WGMMA_SHAPE) -> float | None:
+    """wgmma FLOP/s of `shape` ("n<N>.<rs|ss>") at kernel `s`'s occupancy: the spec's measured
+    wgmma_flops_per_s["<shape>.p<programs>"] (ceilings microbenchmark 'wgmma_*', validate.ops.ceilings.wgmma: one
+    warpgroup per program waiting on each dot, p programs per SM) at `resident_programs` (the largest measured p at
+    or below it); None without a measurement."""
+    table = getattr(getattr(hardware, "measured", None), "wgmma_flops_per_s", None) or {}
+    return _at_programs(table, shape + ".", resident_programs(s, hardware))
+
+
+def wgmma_scale(s: dict, hardware, matmul_peak: float) -> float:
+    """Multiplier of the kernel's wgmma FLOPs so the op's one matmul rate `matmul_peak` times them as measured:
+    sum over shapes of F_shape x peak / rate_shape, over F (shapes: e["hgmma_shapes"], else all WGMMA_SHAPE; a shape
+    without a measured `wgmma_rate` at the GEMM rate, 1)."""
+    e = s["executed"]
+    shapes = e.get("hgmma_shapes") or {WGMMA_SHAPE: e["hgmma_flops"]}
+    total = sum(shapes.values())
+    if not total:
+        return 1.0
+    return sum(f * matmul_peak / (wgmma_rate(s, hardware, k) or matmul_peak) for k, f in shapes.items()) / total
+
+
+def wgmma_serial(s: dict, hardware) -> float:
+    """Share of the shorter of a warpgroup's wgmma time and issue time that adds to the longer: the spec's measured
+    wgmma_issue_serial[programs] (ceilings microbenchmark 'overlap_*': (t_both - max(t_W, t_I)) / min(t_W, t_I)) at
+    `resident_programs` (the nearest measured programs at or below it); 1 without a measurement (time = W + I)."""
+    table = getattr(getattr(hardware, "measured", None), "wgmma_issue_serial", None) or {}
+    got = _at_programs({f"p{p}": v for p, v in table.items()}, "", resident_programs(s, hardware))
+    return 1.0 if got is None else got
+
+
+def compose(fields: dict, matmul_time: float, issue_time: float, serial: float) -> dict:
+    """`fields` with the shorter of its matmul (wgmma) and issue parts scaled by `serial`, so that the op's summed
+    compute time (Roofline: matmul / peak + vector / fp32 + int / int rate) is
+        t = max(W, I) + serial x min(W, I)        (serial 1: W + I; 0: the two overlap fully).
+    The op's times are sums of its fields, so the overlap enters as the shorter part's share."""
+    if serial >= 1:
+        return fields
+    if matmul_time >= issue_time:
+        return fields | {"vector_flops": fields["vector_flops"] * serial, "int_ops": fields["int_ops"] * serial}
+    return fields | {"matmul_flops": fields["matmul_flops"] * serial}
+
+
+def executed_work(s: dict, steps: float, hmma_scale: float, hardware=None, matmul_peak: float | None = None) -> dict:
     """Op fields of `steps` program-steps of a kernel with executed counts s["executed"] per warp and step:
-        matmul_flops = warp-steps x (wgmma FLOPs + HMMA FLOPs x hmma_scale)   (hmma_scale = matmul peak / mma.sync
-                       rate: the op has one matmul rate, so the HMMA FLOPs time F / mma_sync_rate enters as F x scale)
-        vector_flops = warp-steps x FP32 instructions x 32 lanes x 2    (each one a lane slot of the FMA pipe,
-                       whose measured rate counts an FMA as 2 FLOP)
-        int_ops      = warp-steps x (integer instructions x 32 + `extra_int_ops`: the other issue classes)
-        shared_bytes = warp-steps x wavefronts x 128 B."""
+        matmul_flops = warp-steps x (wgmma FLOPs x `wgmma_scale` + HMMA FLOPs x hmma_scale)   (the op has one
+                       matmul rate, `matmul_peak`: hmma_scale = peak / mma.sync rate; wgmma_scale: peak / the measured
+                       rate of each wgmma shape at the kernel's occupancy, else 1: the GEMM rate)
+        vector_flops, int_ops = `issue_fields` of the executed classes (without "classes": FP32 instructions x 64
+                       and integer instructions x 32)
+        shared_bytes = warp-steps x wavefronts x 128 B,
+    and the wgmma and issue parts composed by `compose` at the measured `wgmma_serial` (1, their sum, without)."""
     e, warp_steps = s["executed"], steps * s["warps"]
-    return {"matmul_flops": warp_steps * (e["hgmma_flops"] + e["hmma_flops"] * hmma_scale),
-            "vector_flops": warp_steps * e["fp"] * LANES * 2,
-            "int_ops": warp_steps * (e["int"] * LANES + extra_int_ops(e, hardware)),
-            "shared_bytes": warp_steps * e["wavefronts"] * WAVEFRONT_BYTES}
+    scale = wgmma_scale(s, hardware, matmul_peak) if hardware is not None and matmul_peak else 1.0
+    out = {"matmul_flops": warp_steps * (e["hgmma_flops"] * scale + e["hmma_flops"] * hmma_scale),
+           "shared_bytes": warp_steps * e["wavefronts"] * WAVEFRONT_BYTES}
+    if e.get("classes"):
+        out |= issue_fields(e, warp_steps, hardware)
+    else:
+        out |= {"vector_flops": warp_steps * e["fp"] * LANES * 2, "int_ops": warp_steps * e["int"] * LANES}
+    if hardware is None or not matmul_peak:
+        return out
+    rates = class_rates(hardware)
+    issue = out["vector_flops"] / (2 * rates["fp"]) + out["int_ops"] / rates["int"]
+    return compose(out, out["matmul_flops"] / matmul_peak, issue, wgmma_serial(s, hardware))

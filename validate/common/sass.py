@@ -155,11 +155,30 @@ def mma_flops(op: str) -> int:
     return 0
 
 
+_RS = re.compile(r"HGMMA\S*\s+R\d+,\s*R\d+,")  # HGMMA D, A (a register), B descriptor: A from registers
+
+
+def hgmma_shapes(ins, lo: int, hi: int, cold, inner, trips: int) -> dict:
+    """wgmma FLOPs per warp by shape, "n<N>.rs" (A from registers: HGMMA's second operand a register) or "n<N>.ss"
+    (both from shared-memory descriptors), over the region lo..hi with the trips of `executed_counts`."""
+    out: dict[str, int] = {}
+    for a, t, _ in ins:
+        if not (lo <= a <= hi and opcode(t).startswith("HGMMA.")) or any(
+                c0 <= a < c1 for c0, c1 in cold):
+            continue
+        op = opcode(t)
+        n = int(re.match(r"HGMMA\.\d+x(\d+)x", op).group(1))
+        key = f"n{n}." + ("rs" if _RS.search(t) else "ss")
+        out[key] = out.get(key, 0) + mma_flops(op) * (trips if any(s <= a <= e for s, e in inner) else 1)
+    return out
+
+
 def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
     """Instructions one warp executes per pass of `region` ("kernel": the whole kernel once; "outer": one trip
     of its longest loop), every loop nested in it run `trips` times (one level: an instruction in two nested
     loops of the region also counts `trips` times) and cold_spans left out: instructions,
-    int, fp, classes (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`), spills (STL
+    int, fp, classes (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`; hgmma_shapes:
+    by shape and A operand, `hgmma_shapes`), spills (STL
     and LDL: local-memory stores and loads of spilled registers), wavefronts."""
     ins = instructions(sass)
     cold = cold_spans(ins)
@@ -181,6 +200,7 @@ def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
         "hmma": by["HMMA"], "hmma_flops": sum(n * mma_flops(op) for op, n in ops.items() if op.startswith("HMMA.")),
         "hgmma": by["HGMMA"],
         "hgmma_flops": sum(n * mma_flops(op) for op, n in ops.items() if op.startswith("HGMMA.")),
+        "hgmma_shapes": hgmma_shapes(ins, lo, hi, cold, inner, trips),
         "spills": by["STL"] + by["LDL"],
         "wavefronts": sum(n * wavefronts(op) for op, n in ops.items()),
         "inner_loops": len(inner), "cold_spans": len(cold), "classes": issue_classes(ops),

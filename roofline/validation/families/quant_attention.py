@@ -43,7 +43,7 @@ def predict(case: Case, hardware) -> dict:
     p = case.params
     model, method = model_and_method(p)
     s = kernel_structure.structure(NAME, p["method"], p, hardware)
-    transform = (lambda op: kernel_structure.with_loop(op, s, steps(p, s))) if s else None
+    transform = (lambda op: kernel_structure.with_loop(op, s, steps(p, s), hardware)) if s else None
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
         out["resident_programs"] = kernel_structure.resident_programs(s, hardware)

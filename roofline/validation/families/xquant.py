@@ -133,7 +133,8 @@ def structured(p: dict, op_name: str, hardware):
     scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
     fields = {}
     for s, programs, steps in parts:
-        work = ks.executed_work(s, steps * ks.wave_factor(programs, hardware.sm_count), scale)
+        work = ks.executed_work(s, steps * ks.wave_factor(programs, hardware.sm_count), scale, hardware,
+                                roofline_for(hardware).matmul_peak("bf16"))
         fields = {k: fields.get(k, 0) + v for k, v in work.items()}
     return lambda op: replace(op, **fields)
 
