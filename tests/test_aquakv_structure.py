@@ -78,13 +78,17 @@ def test_structured_prediction_work_and_ceiling() -> None:
     assert pred["shared_s"] == pytest.approx(shared / (m.shared_memory_bytes_per_s * scale))
     # matmul: the two launches' GEMMs 2 x 64 x 128 x (1 + 2) d_kv per program at the measured GEMM rate
     mma = steps * 2 * 64 * 128 * 3 * D / m.gemm_flops_per_s["bf16"]
-    # issue: integer and FP32 instructions at the measured rates, the other classes (bf16 packs, instructions of no
-    # arithmetic pipe) at theirs (kernel_structure.class_rates), all at the GEMM-load clock
+    # issue: the longest of the dispatch (every instruction at the measured mixed rate) and the pipes (ALU: integer,
+    # bf16 packs, I2F; FMA: FP32; XU: F2I, MUFU), each class at its rate (kernel_structure.class_rates), all at the
+    # GEMM-load clock
     rates = ks.class_rates(hw)
-    issue = sum(steps * s["warps"] * 32 * (s["executed"]["int"] / m.int32_ops_per_s
-                                           + 2 * s["executed"]["fp"] / m.fp32_flops_per_s
-                                           + sum(n / rates[c] for c, n in s["executed"]["classes"].items()
-                                                 if c not in ("int", "fp"))) for s in (k, v)) / scale
+
+    def warp_issue(c: dict) -> float:
+        alu = 32 * (c.get("int", 0) / rates["int"] + c.get("f2fp", 0) / rates["f2fp"] + c.get("i2f", 0) / rates["i2f"])
+        xu = 32 * (c.get("f2i", 0) / rates["f2i"] + c.get("mufu", 0) / rates["mufu"])
+        return max(32 * sum(c.values()) / rates["dispatch"], alu, 32 * c.get("fp", 0) / rates["fp"], xu)
+
+    issue = sum(steps * s["warps"] * warp_issue(s["executed"]["classes"]) for s in (k, v)) / scale
     assert pred["compute_s"] == pytest.approx(mma + issue)
     assert pred["bound"] == ("shared-memory" if pred["shared_s"] > pred["compute_s"] else "compute")
     # the catalogue's measured section charges each kernel the op launches its fixed time on top (one: the op's count)
