@@ -78,7 +78,9 @@ def test_fused_xquant_step_is_dispatch_bound_at_the_measured_rates() -> None:
 
 
 def test_wgmma_scale_and_composition_follow_the_measured_fields() -> None:
-    hw = load_hardware("H100-SXM")
+    full = load_hardware("H100-SXM")  # its measured section has both fields: clear them to start from nothing
+    hw = full.model_copy(update={"measured": full.measured.model_copy(update={"wgmma_flops_per_s": {},
+                                                                               "wgmma_issue_serial": {}})})
     s = {"warps": 4, "registers": 255, "shared_bytes": 79872,  # the fused kernel: 2 programs per SM (regs, smem)
          "executed": {"hgmma_flops": 400, "hgmma_shapes": {"n64.rs": 100, "n128.rs": 300}}}
     assert ks.resident_programs(s, hw) == 2

@@ -112,13 +112,14 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
     results = json.loads((RESULTS / f"nvidia-{device}.json").read_text())
     hw = calibrated(load_hardware(hardware), results)
     measured = {c["name"]: c for c in results["cases"] if c["family"] == "xquant" and c.get("ms")}
-    # the issue classes' pipes overlapping under the dispatch (kernel_structure.issue_cycles, the measured rates of
-    # nvidia-h100-onchip-s6.json on the H100, the per-clock table on the H200) and wgmma at the GEMM rate added to it:
-    # the fused kernel 23-24 % under, the materialized remat kernel 12-15 % under (committed H100/H200 runs; the
-    # summed pipes gave -10..10 % and 15-25 % over). The rest is what validate.ops.ceilings.wgmma measures: the
-    # wgmma rate at these kernels' shapes and occupancy, and its overlap with the issue (wgmma-overlap-predicted.json)
-    for name, low, high in (("fused_b8_l16384", 0.18, 0.30), ("materialized_b8_l16384", 0.08, 0.20),
-                            ("materialized_b32_l4096", 0.08, 0.20)):
+    # the issue classes' pipes overlapping under the dispatch (kernel_structure.issue_cycles at the measured rates of
+    # nvidia-h{100,200}-onchip-s6.json) and wgmma at its measured rate by shape and occupancy, composed with the issue
+    # by the measured overlap (nvidia-h{100,200}-wgmma.json: serial 0.70 at 2 programs per SM): the fused kernel
+    # 35-38 % under, the materialized remat kernel 24-27 % under on both devices. The rest is latency: Nsight Compute
+    # on the H200 (nvidia-h200-ncu-xquant.txt) finds the fused loop issuing 0.41 instructions per scheduler and clock
+    # with 0.51 of its 1.97 warps eligible, 4.86 cycles per issued instruction, which no throughput ceiling covers
+    for name, low, high in (("fused_b8_l16384", 0.30, 0.42), ("materialized_b8_l16384", 0.18, 0.32),
+                            ("materialized_b32_l4096", 0.18, 0.32)):
         case = measured[name]
         pred = xq.predict(Case("xquant", name, case["params"]), hw)
         ape = 1 - pred["time_s"] / (case["ms"] * 1e-3)
