@@ -36,13 +36,13 @@ class Scenario(NamedTuple):
 
 @st.cache_resource(show_spinner=False)
 def start_warmup() -> subprocess.Popen | None:
-    """The cache warm-up process, once per server (niced; its writes are the entries the app would compute);
-    ROOFLINE_APP_WARMUP=off skips it."""
+    """The cache warm-up process, once per server (niced; its writes are the entries the app would compute; it ends
+    with the server: roofline_app/warmup.py); ROOFLINE_APP_WARMUP=off skips it."""
     if os.environ.get("ROOFLINE_APP_WARMUP", "").lower() in ("off", "0", "no"):
         return None
     try:
-        return subprocess.Popen([sys.executable, "-m", "roofline.report.warm"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        return subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "warmup.py"),
+                                 str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return None
 
@@ -199,8 +199,8 @@ def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None
     def as_bytes(text: Callable[[], str]) -> Callable[[], bytes]:
         return lambda: text().encode()
 
-    c1, c2, _ = st.columns([1, 1, 4])
-    c1.download_button("Download CSV", as_bytes(csv_text or (lambda: appdata.rows_csv(rows))), file_name=f"{stem}.csv",
-                       mime="text/csv", on_click="ignore", key=f"{key}_csv")
-    c2.download_button("Download JSON", as_bytes(json_text or (lambda: appdata.rows_json(rows))),
-                       file_name=f"{stem}.json", mime="application/json", on_click="ignore", key=f"{key}_json")
+    row = st.container(horizontal=True)  # one block of two buttons (columns were four blocks)
+    row.download_button("Download CSV", as_bytes(csv_text or (lambda: appdata.rows_csv(rows))), file_name=f"{stem}.csv",
+                        mime="text/csv", on_click="ignore", key=f"{key}_csv")
+    row.download_button("Download JSON", as_bytes(json_text or (lambda: appdata.rows_json(rows))),
+                        file_name=f"{stem}.json", mime="application/json", on_click="ignore", key=f"{key}_json")
