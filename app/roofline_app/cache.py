@@ -199,8 +199,8 @@ def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None
     def as_bytes(text: Callable[[], str]) -> Callable[[], bytes]:
         return lambda: text().encode()
 
-    row = st.container(horizontal=True)  # one block of two buttons (columns were four blocks)
-    row.download_button("Download CSV", as_bytes(csv_text or (lambda: appdata.rows_csv(rows))), file_name=f"{stem}.csv",
-                        mime="text/csv", on_click="ignore", key=f"{key}_csv")
-    row.download_button("Download JSON", as_bytes(json_text or (lambda: appdata.rows_json(rows))),
-                        file_name=f"{stem}.json", mime="application/json", on_click="ignore", key=f"{key}_json")
+    c1, c2, _ = st.columns([1, 1, 4])
+    c1.download_button("Download CSV", as_bytes(csv_text or (lambda: appdata.rows_csv(rows))), file_name=f"{stem}.csv",
+                       mime="text/csv", on_click="ignore", key=f"{key}_csv")
+    c2.download_button("Download JSON", as_bytes(json_text or (lambda: appdata.rows_json(rows))),
+                       file_name=f"{stem}.json", mime="application/json", on_click="ignore", key=f"{key}_json")
