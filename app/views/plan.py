@@ -14,7 +14,8 @@ st.header("Plan")
 st.caption(fmt.md_escape(
     f"{model.name} on {workload.gpus} x {hardware.name} (tp {workload.tp}, pp {workload.pp}, weights "
     f"{workload.weight_dtype}): batch {workload.batch}, context {workload.context_tokens:,} tokens, "
-    f"{workload.generated_tokens:,} generated, memory utilization {workload.gpu_memory_utilization:.2f}"))
+    f"{workload.generated_tokens:,} generated, memory utilization {workload.gpu_memory_utilization:.2f}; the model's "
+    f"max positions {model.max_position_embeddings:,}"))
 
 plan, errors = cache.plan(scenario)
 # the fit solver's slot is always there (empty when all fits): what it holds never moves the elements after it, so
