@@ -36,13 +36,13 @@ class Scenario(NamedTuple):
 
 @st.cache_resource(show_spinner=False)
 def start_warmup() -> subprocess.Popen | None:
-    """The cache warm-up process, once per server (niced; its writes are the entries the app would compute);
-    ROOFLINE_APP_WARMUP=off skips it."""
+    """The cache warm-up process, once per server (niced; its writes are the entries the app would compute; it ends
+    with the server: roofline_app/warmup.py); ROOFLINE_APP_WARMUP=off skips it."""
     if os.environ.get("ROOFLINE_APP_WARMUP", "").lower() in ("off", "0", "no"):
         return None
     try:
-        return subprocess.Popen([sys.executable, "-m", "roofline.report.warm"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        return subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "warmup.py"),
+                                 str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return None
 

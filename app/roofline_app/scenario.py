@@ -147,5 +147,7 @@ def sidebar() -> Scenario:
     scenario = Scenario(hardware, model, tuple(specs), tuple(sorted(workload.items())), target)
     st.session_state["scenario"] = scenario
     shared = {k: v for k, v in state.items() if not (k in ("hardware", "model") and str(v).startswith("uploaded: "))}
-    st.query_params.from_dict(share.to_query(shared))
+    query = share.to_query(shared)
+    if query != st.query_params.to_dict():  # each write is a message and a history entry in the browser: only changes
+        st.query_params.from_dict(query)
     return scenario

@@ -23,9 +23,16 @@ st.dataframe(cache.frame(shown), hide_index=True, lazy=False, key="claims_table"
                             "verdict": st.column_config.TextColumn(width=250),
                             "statement": st.column_config.TextColumn(width=330),
                             "result": st.column_config.TextColumn("computed (unit)", width=300)})
-st.caption("Hover a cell to read it whole; every claim's assumptions and the verdict's reason are below.")
-for r in shown:
-    with st.expander(f"{r['paper']} · {r['id']}: {r['verdict']}"):
-        st.text(f"“{r['statement']}”\n{r['section']} ({r['seed']})\n\nComputed: {r['computed']} {r['unit']}\n"
-                f"Verdict: {r['verdict']}: {r['detail']}\nAssumptions: {r['assumptions']}")
+st.caption("Hover a cell to read it whole; every claim's assumptions and the verdict's reason are in the expander "
+           "below.")
+# one expander for all the claims, filled only when opened (a rerun): the first visit mounts one element, not one
+# expander and one text per claim (76 of them)
+details = st.expander("Every claim: source, computed value, verdict's reason and assumptions", key="claims_details",
+                      on_change="rerun")
+if details.open:
+    details.text("\n\n".join(
+        f"{r['paper']} · {r['id']}: {r['verdict']}\n“{r['statement']}”\n{r['section']} ({r['seed']})\n"
+        f"Computed: {r['computed']} {r['unit']}\nVerdict: {r['verdict']}: {r['detail']}\n"
+        f"Assumptions: {r['assumptions']}"
+        for r in shown))
 cache.downloads("claims", shown, key="claims")

@@ -25,9 +25,10 @@ st.caption(fmt.md_escape(f"A (pinned): {describe(pinned)}"))
 st.caption(fmt.md_escape(f"B (sidebar): {describe(scenario)}"))
 plan_a, errors_a = cache.plan(pinned)
 plan_b, errors_b = cache.plan(scenario)
-for side, errors in (("A", errors_a), ("B", errors_b)):
-    for line in errors:
-        st.text(f"{side}: {line}")
+lines = [f"{side}: {line}" for side, errors in (("A", errors_a), ("B", errors_b)) for line in errors]
+errors_slot = st.empty()  # always there (one element): a B that plans again keeps the tables below in place
+if lines:
+    errors_slot.text("\n".join(lines))
 if plan_a is None or plan_b is None:
     st.stop()
 rows = explore.diff_rows(plan_a, plan_b)

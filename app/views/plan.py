@@ -14,20 +14,26 @@ st.header("Plan")
 st.caption(fmt.md_escape(
     f"{model.name} on {workload.gpus} x {hardware.name} (tp {workload.tp}, pp {workload.pp}, weights "
     f"{workload.weight_dtype}): batch {workload.batch}, context {workload.context_tokens:,} tokens, "
-    f"{workload.generated_tokens:,} generated, memory utilization {workload.gpu_memory_utilization:.2f}"))
+    f"{workload.generated_tokens:,} generated, memory utilization {workload.gpu_memory_utilization:.2f}; the model's "
+    f"max positions {model.max_position_embeddings:,}"))
 
 plan, errors = cache.plan(scenario)
+# the fit solver's slot is always there (empty when all fits): what it holds never moves the elements after it, so
+# an Apply that makes a method fit (or not) updates the tabs, tables and chart in place instead of remounting them
+fit_slot = st.container()
 if errors or (plan and not all(r["fits"] for r in plan["results"])):
     failing = len(errors) + sum(not r["fits"] for r in (plan or {"results": []})["results"])
-    st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:", icon=":material/warning:")
+    fit_slot.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
+                     icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    st.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
-    with st.expander("Why (one line per method)"):
-        for line in errors:
-            st.text(line)
-    cache.downloads("fit", fit_rows, key="fit")
+    fit_slot.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
+    if errors:
+        fit_slot.expander("Why (one line per method)").text("\n".join(errors))
+    with fit_slot:
+        cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    st.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False, key="fit_table")
+    fit_slot.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False,
+                       key="fit_table")
 if plan is None:
     st.stop()
 
@@ -39,9 +45,9 @@ if tab_summary.open:
     with tab_summary:
         st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
                      hide_index=True, lazy=False, key="summary")
-        for line in display.warning_lines(plan):
-            st.caption(fmt.md_escape(f"Note: {line}"))
         cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+        notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
+        st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
 if tab_memory.open:
     with tab_memory:
         first = plan["results"][0]["memory"]

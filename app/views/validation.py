@@ -9,18 +9,12 @@ from roofline.report import display
 
 ENV_KEYS = ("device", "driver", "cuda", "torch", "triton", "python", "date", "git_sha")
 
-st.header("Validation")
-st.caption("Every kernel in validate/ is predicted from the hardware spec alone (no per-kernel fitting) and timed "
-           "on a GPU; APE = |predicted - measured| / measured.")
-reports = cache.validation_reports()
-if not reports:
-    st.info("No validation results are committed yet (validate/results/*.json); run `python -m validate bench` on "
-            "a GPU and commit the file.")
-for entry in reports:
-    st.subheader(fmt.md_escape(entry["file"]))
+
+def show(entry: dict) -> None:
+    """One results file: its environment, summary metrics, chart, target and family tables, and (opened) every case."""
     if "error" in entry:
         st.error(fmt.md_escape(entry["error"]))
-        continue
+        return
     env, report = entry["env"], entry["report"]
     st.caption(fmt.md_escape(" · ".join(f"{k} {env[k]}" for k in ENV_KEYS if env.get(k) is not None)
                              + f" · compared with the {report['hardware']} spec"))
@@ -44,3 +38,21 @@ for entry in reports:
         cases.dataframe(cache.frame(display.validation_table(rows)), hide_index=True, lazy=False,
                         key=f"cases_{entry['file']}")
     cache.downloads(entry["file"].removesuffix(".json") + "-cases", rows, key=f"dl_{entry['file']}")
+
+
+st.header("Validation")
+st.caption("Every kernel in validate/ is predicted from the hardware spec alone (no per-kernel fitting) and timed "
+           "on a GPU; APE = |predicted - measured| / measured.")
+reports = cache.validation_reports()
+if not reports:
+    st.info("No validation results are committed yet (validate/results/*.json); run `python -m validate bench` on "
+            "a GPU and commit the file.")
+
+# one tab per results file, and only the open one runs and is sent (a tab click reruns): the first visit mounts one
+# chart and two tables, not one set per GPU
+if reports:
+    tabs = st.tabs([entry["file"] for entry in reports], key="validation_file", on_change="rerun")
+    for entry, tab in zip(reports, tabs, strict=True):
+        if tab.open:
+            with tab:
+                show(entry)
