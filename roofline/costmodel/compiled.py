@@ -189,7 +189,6 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
                          *(op.traffic.get(c, 0) for c in TRAFFIC), t.shared, t.l2, t.latency, t.issue])
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
-        total = symbolic.time(graph)
         exprs: dict[str, Any] = {"rows": rows} if with_rows else {}
         exprs["total"] = _total_program([row[6] for row in rows], [op["count"] for op in ops])
         if with_rows:
@@ -198,7 +197,7 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
             exprs["summary"] = _summary_program(rows, ops)
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
-            exprs["kinks"] = _kink_coefficients(total, getattr(units, kinks_in))
+            exprs["kinks"] = _kink_coefficients(symbolic.time(graph), getattr(units, kinks_in))
         dtypes = sorted({op.dtype for op in graph.ops if not op.is_comm})  # each needs the device's peak
         return [getattr(units, name) for name in symbols], exprs, {"ops": ops, "dtypes": dtypes}
 
