@@ -192,23 +192,6 @@ def _repeated_calls(trees: list) -> list:
     return [node for node, repeated in order.items() if repeated]
 
 
-def _holding(trees: list, targets: set | None = None) -> set:
-    """The nodes of `trees` that are one of `targets` (default: the trees) or hold one as a subtree."""
-    targets = set(trees) if targets is None else targets
-    memo: dict = {}
-
-    def holds(node) -> bool:
-        hit = memo.get(node)
-        if hit is None:  # every child is walked: a tree that is itself a target may hold other targets
-            below = [holds(arg) for arg in node.args]
-            hit = memo[node] = node in targets or any(below)
-        return hit
-
-    for tree in trees:
-        holds(tree)
-    return {node for node, hit in memo.items() if hit}
-
-
 def _above(trees: list, targets: set) -> set:
     """The nodes of `trees` that hold one of `targets` as a proper subtree."""
     memo: dict = {}
@@ -264,9 +247,10 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     # memo's text of a larger tree would hide it), and those names never reach another function
     for name, expr in exprs.items():
         if isinstance(expr, Program):
-            held = _holding(plain[name])
+            above_locals = _above(plain[name], set(plain[name]))
+            held = above_locals.union(plain[name])  # a local, or holding one
             printer._memo = {node: text for node, text in shared.items() if node not in held}
-            printer._local = above_hoisted | _above(plain[name], set(hoisted).union(plain[name]))
+            printer._local = above_hoisted | above_locals
             body = []
             for (local, _), e in zip(expr.assign, plain[name], strict=True):
                 body.append(f"{local} = {printer._print(e)}")
