@@ -231,10 +231,11 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     args = ", ".join(str(s) for s in symbols)
     plain = {name: _plain(list(e.assign[k][1] for k in range(len(e.assign))) if isinstance(e, Program) else e)
              for name, e in exprs.items()}
-    hoisted = _repeated_calls([list(_flatten(tree)) for tree in plain.values()])
+    flat = [list(_flatten(tree)) for tree in plain.values()]
+    hoisted = _repeated_calls(flat)
     # subtrees printed with a local's name inside (above a hoisted call; in a Program, above one of its
     # assignments too) are printed per compile, never taken from or put into _TEXTS
-    above_hoisted = printer._local = _above(list(_flatten(list(plain.values()))), set(hoisted))
+    above_hoisted = printer._local = _above([e for group in flat for e in group], set(hoisted)) if hoisted else set()
     definitions: dict[str, str] = {}
     names: dict = {}
     for k, node in enumerate(hoisted):
