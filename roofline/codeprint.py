@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-MEMO_NODES = 200_000  # subtrees remembered by each process-wide memo below (cleared whole when exceeded)
+MEMO_NODES = 50_000  # subtrees remembered by each process-wide memo below (cleared whole when exceeded; a new
+# model or tp adds about 450 for the dashboard's five default methods, 1,600 for every preset)
 _PLAINED: dict = {}  # subtree -> its twin with unevaluated Max/Min/Mod (_plain)
 _TEXTS: dict[str, dict] = {"scalar": {}, "vector": {}}  # subtree -> its text, per flavour, when it holds no local
 _PRECEDENCE: dict = {}  # subtree -> sympy's precedence of it (a function of the subtree alone)
