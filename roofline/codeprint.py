@@ -2,6 +2,11 @@
 functions, a memo of printed subtrees shared by the functions of one compile, repeated calls computed once into
 locals, and Programs (assignments then a body) for what one expression cannot say.
 
+Both passes remember across compiles (process-wide, bounded): the unevaluated twin of every subtree (_plain) and
+the text of every subtree that holds no local (_TEXTS). The functions of one model share most of their subtrees
+(the phases, and every method's dense layers), so a new model or tp prints each of them once, not once per
+function set. Text is the printer's either way, so the generated code is the same as without the memos.
+
 Split from roofline.codegen (which keeps the cache: keys, memory, disk, binding) so each stays readable.
 """
 
@@ -11,6 +16,26 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+MEMO_NODES = 50_000  # subtrees remembered by each process-wide memo below (cleared whole when exceeded; a new
+# model or tp adds about 450 for the dashboard's five default methods, 1,600 for every preset)
+_PLAINED: dict = {}  # subtree -> its twin with unevaluated Max/Min/Mod (_plain)
+_TEXTS: dict[str, dict] = {"scalar": {}, "vector": {}}  # subtree -> its text, per flavour, when it holds no local
+_PRECEDENCE: dict = {}  # subtree -> sympy's precedence of it (a function of the subtree alone)
+_ORDERED: dict = {}  # (sum, order) -> its terms in the printer's order (Expr.as_ordered_terms: slow, pure)
+
+
+def _remembered(memo: dict, key, compute):
+    """memo[key], computed by compute() once (memo emptied whole past MEMO_NODES); unhashable keys not kept."""
+    try:
+        return memo[key]
+    except KeyError:
+        if len(memo) > MEMO_NODES:
+            memo.clear()
+        value = memo[key] = compute()
+        return value
+    except TypeError:
+        return compute()
 
 
 @cache
@@ -53,8 +78,9 @@ def _plain(expr: Any) -> Any:
         return [_plain(e) for e in expr]
     expr = sp.sympify(expr)
     swaps = _unevaluated()
-
-    seen: dict = {}
+    seen = _PLAINED
+    if len(seen) > MEMO_NODES:
+        seen.clear()
 
     def walk(node):
         if not node.args:
@@ -78,15 +104,23 @@ def _printer_class(flavour: str):
     """sympy's code printer for `flavour` (what lambdify uses for math / numpy), remembering the text of every
     subexpression it printed: a phase's rows and its total share most of their subtrees, printed once."""
     from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.precedence import precedence
     from sympy.printing.pycode import PythonCodePrinter
 
     base = PythonCodePrinter if flavour == "scalar" else NumPyPrinter
 
     class MemoPrinter(base):
+        """`_memo`: this compile's texts (locals' names included); `_TEXTS[flavour]`: every compile's texts of
+        subtrees outside `_local` (those holding a local below them: printed per compile)."""
+
         def __init__(self) -> None:
             super().__init__({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
                               "user_functions": {}})
             self._memo: dict = {}
+            self._local: set = set()
+            self._texts = _TEXTS[flavour]
+            if len(self._texts) > MEMO_NODES:
+                self._texts.clear()
 
         def _print(self, expr, **kwargs):
             if kwargs:
@@ -94,10 +128,29 @@ def _printer_class(flavour: str):
             try:
                 return self._memo[expr]
             except KeyError:
-                text = self._memo[expr] = super()._print(expr)
-                return text
+                pass
             except TypeError:  # lists and other unhashable containers
                 return super()._print(expr)
+            if expr in self._local:
+                text = self._memo[expr] = super()._print(expr)
+                return text
+            text = self._texts.get(expr)
+            if text is None:
+                text = self._texts[expr] = super()._print(expr)
+            self._memo[expr] = text
+            return text
+
+        def parenthesize(self, item, level, strict=False) -> str:
+            """StrPrinter.parenthesize with the item's precedence computed once per process."""
+            prec = _remembered(_PRECEDENCE, item, lambda: precedence(item))
+            if prec < level or (not strict and prec <= level):
+                return f"({self._print(item)})"
+            return self._print(item)
+
+        def _as_ordered_terms(self, expr, order=None):
+            """Printer._as_ordered_terms, each sum's order computed once per process."""
+            return list(_remembered(_ORDERED, (expr, order), lambda: tuple(super(MemoPrinter, self)
+                                                                                ._as_ordered_terms(expr, order))))
 
     return MemoPrinter
 
@@ -140,21 +193,25 @@ def _repeated_calls(trees: list) -> list:
     return [node for node, repeated in order.items() if repeated]
 
 
-def _holding(trees: list) -> set:
-    """The nodes of `trees` that are one of the trees or hold one as a subtree."""
-    targets = set(trees)
+def _above(trees: list, targets: set) -> set:
+    """The nodes of `trees` that hold one of `targets` as a proper subtree."""
     memo: dict = {}
+    out: set = set()
 
-    def holds(node) -> bool:
+    def within(node) -> bool:  # node is or holds a target
         hit = memo.get(node)
-        if hit is None:  # every child is walked: a tree that is itself a target may hold other targets
-            below = [holds(arg) for arg in node.args]
-            hit = memo[node] = node in targets or any(below)
+        if hit is None:
+            if any([within(arg) for arg in node.args]):  # a list: every child is walked
+                out.add(node)
+                hit = True
+            else:
+                hit = node in targets
+            memo[node] = hit
         return hit
 
     for tree in trees:
-        holds(tree)
-    return {node for node, hit in memo.items() if hit}
+        within(tree)
+    return out
 
 
 def _flatten(exprs: Any):
@@ -175,7 +232,11 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     args = ", ".join(str(s) for s in symbols)
     plain = {name: _plain(list(e.assign[k][1] for k in range(len(e.assign))) if isinstance(e, Program) else e)
              for name, e in exprs.items()}
-    hoisted = _repeated_calls([list(_flatten(tree)) for tree in plain.values()])
+    flat = [list(_flatten(tree)) for tree in plain.values()]
+    hoisted = _repeated_calls(flat)
+    # subtrees printed with a local's name inside (above a hoisted call; in a Program, above one of its
+    # assignments too) are printed per compile, never taken from or put into _TEXTS
+    above_hoisted = printer._local = _above([e for group in flat for e in group], set(hoisted)) if hoisted else set()
     definitions: dict[str, str] = {}
     names: dict = {}
     for k, node in enumerate(hoisted):
@@ -188,14 +249,16 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     # memo's text of a larger tree would hide it), and those names never reach another function
     for name, expr in exprs.items():
         if isinstance(expr, Program):
-            held = _holding(plain[name])
+            above_locals = _above(plain[name], set(plain[name]))
+            held = above_locals.union(plain[name])  # a local, or holding one
             printer._memo = {node: text for node, text in shared.items() if node not in held}
+            printer._local = above_hoisted | above_locals
             body = []
             for (local, _), e in zip(expr.assign, plain[name], strict=True):
                 body.append(f"{local} = {printer._print(e)}")
                 printer._memo[e] = local
             body += list(expr.body)
-            printer._memo = shared
+            printer._memo, printer._local = shared, above_hoisted
         else:
             body = [f"return {printer._print(plain[name])}"]
         used: set[str] = set()

@@ -103,6 +103,33 @@ def test_a_repeated_call_is_computed_once_and_changes_no_float() -> None:
         assert fns["g"](b, l)[0] == pytest.approx(float(exprs["g"][0].subs({B: b, L: l})), rel=1e-15)
 
 
+def _clear_print_memos() -> None:
+    for memo in (codeprint._PLAINED, codeprint._PRECEDENCE, codeprint._ORDERED, *codeprint._TEXTS.values()):
+        memo.clear()
+
+
+@pytest.mark.parametrize("flavour", ["scalar", "vector"])
+def test_the_process_wide_print_memos_change_no_text(flavour: str) -> None:
+    # the same subtrees as a Program's local, a hoisted call and plain text in other function sets printed first:
+    # a text that names a local of another set must never be reused, so the set prints as in a fresh process
+    x, w, v = sp.Max(B * L / 3, 2 * L + 7), sp.Min(L, 4096), 2 * B * L + 3
+    y = w + x / 5
+    exprs = {"rows": [[x, y, x + y], [y * B, sp.Mod(L, 128) + w]],
+             "total": codegen.Program((("_t0", x), ("_t1", y), ("_t2", v), ("_t3", v * L + 1)), ("return _t3",)),
+             "sum": x + y + x * y}
+    # each of these holds min(L, 4096) once (printed inline), where `exprs`' rows hoist it; u holds v, total's _t2
+    others = {"q": x + y, "r": y * B, "s": sp.Mod(L, 128) + w, "t": codegen.Program((("_t0", x + y),), ("return 1",)),
+              "u": v * L + 1}
+    fresh = {}
+    for name, functions in (("exprs", exprs), ("others", others)):
+        _clear_print_memos()
+        fresh[name] = codeprint.sources([B, L], functions, flavour)
+    for first, then in (("others", "exprs"), ("exprs", "others")):
+        _clear_print_memos()
+        codeprint.sources([B, L], {"exprs": exprs, "others": others}[first], flavour)
+        assert codeprint.sources([B, L], {"exprs": exprs, "others": others}[then], flavour) == fresh[then]
+
+
 def test_a_program_runs_its_assignments_then_its_body() -> None:
     program = codegen.Program((("_a", sp.Max(B, L)), ("_b", B * L)), ("return 'big' if _a > 100 else _b",))
     fns, _ = codegen.compiled(None, lambda: ([B, L], {"p": program}, {}), "scalar")

@@ -10,7 +10,7 @@ same numbers as Roofline.evaluate on the graph, in the same op order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from roofline import codegen, units
@@ -25,12 +25,15 @@ ROW_FIELDS = ("matmul_flops", "vector_flops", "bytes", "compute_s", "memory_s", 
 
 @dataclass
 class GraphKernel:
-    """Compiled rows and total of one graph on one device; `symbols` name the functions' arguments."""
+    """Compiled rows and total of one graph on one device; `symbols` name the functions' arguments. The rows are
+    a compile of their own, loaded on first use (`load_rows`): a plan needs only the total, the summary and the
+    op times, and the rows were a third of the text to print and compile."""
 
     symbols: tuple[str, ...]
     ops: tuple[dict[str, Any], ...]  # name, group, count, source, dtype, is_comm, timed
     functions: dict[str, Callable]
     roof: Roofline
+    load_rows: Callable[[], Callable] | None = field(default=None, repr=False)  # None: compiled without rows
 
     def total(self, *args: float) -> float:
         """Phase time: sum over ops of count x op time."""
@@ -42,6 +45,8 @@ class GraphKernel:
 
     def raw_rows(self, *args: float) -> list[list[float]]:
         """Per op: ROW_FIELDS, the bytes of each TRAFFIC class (per instance), then CEILING_FIELDS."""
+        if "rows" not in self.functions and self.load_rows is not None:
+            self.functions["rows"] = self.load_rows()
         return self.functions["rows"](*args)
 
     def op_times(self, *args: float) -> list[float]:
@@ -180,30 +185,40 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
 
     with_rows, symbolic = rows, roof.as_symbolic()
 
-    def make() -> tuple[list, dict[str, Any], dict[str, Any]]:
-        graph = build()
-        rows, ops = [], []
+    def op_rows(graph: Graph) -> list[list]:
+        out = []
         for op in graph.ops:
             t = symbolic.op_times(op)
-            rows.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
-                         *(op.traffic.get(c, 0) for c in TRAFFIC), t.shared, t.l2, t.latency, t.issue])
+            out.append([op.matmul_flops, op.vector_flops, op.bytes, t.compute, t.memory, t.comm, t.total,
+                        *(op.traffic.get(c, 0) for c in TRAFFIC), t.shared, t.l2, t.latency, t.issue])
+        return out
+
+    def make() -> tuple[list, dict[str, Any], dict[str, Any]]:
+        graph = build()
+        rows, ops = op_rows(graph), []
+        for op, row in zip(graph.ops, rows, strict=True):
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
-                        "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(t.total != 0)})
-        total = symbolic.time(graph)
-        exprs: dict[str, Any] = {"rows": rows} if with_rows else {}
-        exprs["total"] = _total_program([row[6] for row in rows], [op["count"] for op in ops])
+                        "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(row[6] != 0)})
+        exprs: dict[str, Any] = {"total": _total_program([row[6] for row in rows], [op["count"] for op in ops])}
         if with_rows:
             exprs["times"] = [row[6] for row in rows]
         if with_rows and flavour == "scalar":
             exprs["summary"] = _summary_program(rows, ops)
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
-            exprs["kinks"] = _kink_coefficients(total, getattr(units, kinks_in))
+            exprs["kinks"] = _kink_coefficients(symbolic.time(graph), getattr(units, kinks_in))
         dtypes = sorted({op.dtype for op in graph.ops if not op.is_comm})  # each needs the device's peak
         return [getattr(units, name) for name in symbols], exprs, {"ops": ops, "dtypes": dtypes}
 
-    functions, meta = codegen.compiled(key, make, flavour,
-                                       bind={**roof.bindings(), "_latency_floor": roof.latency_floor()})
+    bind = {**roof.bindings(), "_latency_floor": roof.latency_floor()}
+
+    def load_rows() -> Callable:
+        def make_rows() -> tuple[list, dict[str, Any], dict[str, Any]]:
+            return [getattr(units, name) for name in symbols], {"rows": op_rows(build())}, {}
+
+        return codegen.compiled(None if key is None else f"{key}-rows", make_rows, flavour, bind=bind)[0]["rows"]
+
+    functions, meta = codegen.compiled(key, make, flavour, bind=bind)
     for dtype in meta["dtypes"]:
         roof.matmul_peak(dtype)  # raises as building the graph on `roof` would: the device lacks this dtype
-    return GraphKernel(tuple(symbols), tuple(meta["ops"]), functions, roof)
+    return GraphKernel(tuple(symbols), tuple(meta["ops"]), functions, roof, load_rows if with_rows else None)

@@ -31,7 +31,7 @@ the devices of one structure and bound to each one's numbers (costmodel.compiled
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Literal
 
@@ -252,11 +252,17 @@ class Roofline:
         return value
 
     def op_times(self, op: Op) -> OpTimes:
+        """The op's times on this device (_op_times), once per op object and once per content: equal ops of
+        different graphs (the dense layers of every method, a phase's ops the occupancy rewrite left as they were)
+        share one symbolic computation."""
         key = id(op)
         cached = self._memo.get(key)
         if cached is not None and cached[0] is op:
             return cached[1]
-        return self._remember(key, op, self._op_times(op))
+        content = _content(op)
+        hit = self._memo.get(content)
+        times = hit[1] if hit is not None else self._remember(content, None, self._op_times(op))
+        return self._remember(key, op, times)
 
     def _op_times(self, op: Op) -> OpTimes:
         """The op's times from the ceilings alone: `c` (numbers) decides every branch, `v` (numbers, or symbols
@@ -370,6 +376,12 @@ class Roofline:
                 "bound": bound,
             })
         return rows
+
+
+def _content(op: Op) -> tuple:
+    """Every field of `op` that its times read (all but its place in the graph: group, count, source), hashable."""
+    return ("op", *(tuple(op.traffic.items()) if f.name == "traffic" else getattr(op, f.name)
+                    for f in fields(Op) if f.name not in ("group", "count", "source")))
 
 
 _ROOFLINES: dict[tuple, Roofline] = {}

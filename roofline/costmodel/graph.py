@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from roofline.accounting import moe_layer_count
+from roofline.codegen import LRU
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import (
     Ctx,
@@ -59,6 +60,19 @@ def _group_label(layer) -> str:
 
 _GRAPHS: dict[tuple, Graph] = {}
 _GRAPH_CACHE_SIZE = 256
+# the graphs before the occupancy rewrite and the fusion level (decode at 'exact' and at 'mean' share one build),
+# the methods' caches (each phase's graph and the capacity side build the same one), and window_occupancy's
+# answers per subexpression (the ops of a model share most of theirs): all kept per content, bounded
+_RAW = LRU(64)
+_CACHES = LRU(64)
+_OCCUPIED = LRU(20_000)
+
+
+def method_cache(method: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    """build_cache(method, model, bits), built once per content (model, method and its label, bits) and shared:
+    CacheModels are frozen. Errors are raised (and not kept) as build_cache raises them."""
+    key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), method.label(), str(bits))
+    return _CACHES.get_or(key, lambda: build_cache(method, model, bits))
 
 
 def build_graph(
@@ -87,19 +101,26 @@ def build_graph(
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
-    key = None
+    if occupancy not in ("exact", "mean", "peak"):
+        raise ValueError(f"occupancy: {occupancy!r} is not 'exact', 'peak' or 'mean'")
+    key = raw_key = None
     if not isinstance(method, CacheModel):
         # graphs are immutable: a workload change (batch, context) reuses them; specs are frozen, so their
         # JSON names them exactly
-        key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
-               weight_dtype, compute_dtype, act_bytes, fused, str(bits), occupancy, check_level(fusion), ep,
-               expert_weight_dtype)
+        raw_key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
+                   weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype)
+        key = (*raw_key, occupancy, check_level(fusion))
         if key in _GRAPHS:
             return _GRAPHS[key]
     check_ep(model, ep)
     experts = (ep, expert_weight_dtype or "")
-    graph = _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy,
-                         experts)
+
+    def raw() -> Graph:
+        return _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, experts)
+
+    graph = raw() if raw_key is None else _RAW.get_or(raw_key, raw)
+    if occupancy != "exact":
+        graph = replace(graph, ops=tuple(_smoothed(op, occupancy) for op in graph.ops))
     graph = replace(graph, ops=tuple(apply_fusion(list(graph.ops), fusion)))
     if key is not None:
         if len(_GRAPHS) >= _GRAPH_CACHE_SIZE:
@@ -108,10 +129,11 @@ def build_graph(
     return graph
 
 
-def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, occupancy,
+def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits,
                  experts: tuple[int, str] = (1, "")) -> Graph:
+    """The phase's ops with the windows at their exact occupancy, before the fusion level (build_graph)."""
     from roofline.units import B, P
-    cache = method if isinstance(method, CacheModel) else build_cache(method, model, bits)
+    cache = method if isinstance(method, CacheModel) else method_cache(method, model, bits)
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P
 
@@ -145,13 +167,15 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
     # only the last position of each sequence needs logits, in prefill as in decode
     ops += [norm(top, "final_norm", B, model.hidden_size),
             linear(top, "lm_head", B, model.hidden_size, shard.vocab)]
-    if occupancy != "exact":
-        ops = [_smoothed(op, occupancy) for op in ops]
     return Graph(model=model, method=cache.method, phase=phase, tp=tp, ops=tuple(ops), cache=cache)
 
 
 def _smoothed(op: Op, how: str) -> Op:
-    return replace(op, matmul_flops=window_occupancy(op.matmul_flops, how),
-                   vector_flops=window_occupancy(op.vector_flops, how),
-                   traffic={k: window_occupancy(v, how) for k, v in op.traffic.items()},
-                   int_ops=window_occupancy(op.int_ops, how), shared_bytes=window_occupancy(op.shared_bytes, how))
+    """`op` with every expression at the windows' `how` occupancy (units.window_occupancy), each distinct
+    expression rewritten once per process (_OCCUPIED)."""
+    def occupied(expr):
+        return _OCCUPIED.get_or((how, expr), lambda: window_occupancy(expr, how))
+
+    return replace(op, matmul_flops=occupied(op.matmul_flops), vector_flops=occupied(op.vector_flops),
+                   traffic={k: occupied(v) for k, v in op.traffic.items()}, int_ops=occupied(op.int_ops),
+                   shared_bytes=occupied(op.shared_bytes))

@@ -19,9 +19,9 @@ from typing import Any
 
 from roofline import codegen
 from roofline.costmodel.device import Roofline
-from roofline.costmodel.graph import build_graph
+from roofline.costmodel.graph import build_graph, method_cache
 from roofline.lazy import sp
-from roofline.methods import MethodConfig, build_cache
+from roofline.methods import MethodConfig
 from roofline.specs import Hardware, Model
 
 
@@ -50,7 +50,7 @@ def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: s
     def compute() -> dict[str, str]:
         from roofline.units import B
 
-        cache = build_cache(config, model)
+        cache = method_cache(config, model)
         layer = next((lay for lay in cache.layers if lay.attention.kind == "full"), cache.layers[0])
         remat = next(op for op in layer.decode_ops if op.name == "remat")
         graph = build_graph(model, config, "decode", tp=tp, weight_dtype=weight_dtype)

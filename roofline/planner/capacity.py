@@ -16,6 +16,7 @@ from typing import Any
 
 from roofline import codegen
 from roofline.costmodel.blocks import Shard
+from roofline.costmodel.graph import method_cache
 from roofline.kv.layout import PARTS
 from roofline.lazy import np, sp
 from roofline.methods import MethodConfig, build_cache
@@ -111,7 +112,7 @@ def capacity_kernel(model: Model, workload: Workload, method: MethodConfig, flav
     def build():
         from roofline.units import L
 
-        cache = build_cache(method, model)
+        cache = method_cache(method, model)
         reserved = cache.reserved_parts()
         parts = [reserved.get(p, sp.Integer(0)) for p in PARTS] + [window_occupancy(cache.workspace_bytes, "peak")]
         exprs = {"per_sequence": sequence_kv_expr(model, workload, cache), "parts": parts,

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.costmodel.blocks import Shard
+from roofline.costmodel.graph import method_cache
 from roofline.errors import RooflineError
-from roofline.methods import MethodConfig, build_cache
+from roofline.methods import MethodConfig
 from roofline.planner.memory import memory_budget, sequence_kv_expr
 from roofline.specs import Hardware, Model, Workload
 
@@ -36,7 +37,7 @@ def fits(model: Model, hardware: Hardware, workload: Workload, method: MethodCon
     """True if `batch` sequences at `context_tokens` fit the KV pool of the fullest GPU under the workload's
     tp and pp: batch x bytes per sequence <= kv_pool (False when the pool is empty or negative)."""
     from roofline.units import L
-    cache = build_cache(method, model)
+    cache = method_cache(method, model)
     budget = memory_budget(model, hardware, workload, cache)
     if budget.kv_pool <= 0:
         return False
