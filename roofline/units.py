@@ -102,8 +102,8 @@ def _kink_pairs(expr, symbol) -> list:
     may remain, to be fixed later)."""
     pairs = []
     nonaffine = (sp.Min, sp.Max, sp.Mod, sp.Piecewise, _ceildiv_class())
-    for node in expr.atoms(sp.Min, sp.Max):
-        args = node.args
+    for node in sorted(expr.atoms(sp.Min, sp.Max), key=sp.default_sort_key):  # a set: sorted, so generated code
+        args = node.args                                                     # is the same in every process
         for i in range(len(args)):
             for j in range(i + 1, len(args)):
                 diff = args[i] - args[j]

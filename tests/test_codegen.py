@@ -198,3 +198,18 @@ def test_the_disk_cache_is_bounded_and_keeps_what_was_read_last(tmp_path, monkey
     left = {p.name for p in tmp_path.glob("*.json")}
     assert len(left) == 9 and f"{keys[0]}-scalar.json" in left
     assert not {f"{keys[1]}-scalar.json", f"{keys[2]}-scalar.json"} & left
+
+
+def test_kink_pairs_do_not_depend_on_the_hash_seed() -> None:
+    """The kinks of a total come from a set of Min/Max nodes: their order (and so the generated `kinks` code, and the
+    disk cache's text) must be the same in every process, whatever PYTHONHASHSEED is."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from roofline.lazy import sp\nfrom roofline.units import B, L, _kink_pairs\n"
+            "e = sp.Max(3*L, 7*B + 2) + sp.Min(L, 4096) + sp.Max(B*L, 5*L + 9) + sp.Min(2*L + 1, 11*B)\n"
+            "print(_kink_pairs(e, L))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "2", "3")}
+    assert len(outs) == 1 and outs.pop().count(",") >= 3
