@@ -19,7 +19,7 @@ def _defaults(fn: ast.FunctionDef) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         for target in node.targets:
-            pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
+            pairs = (zip(target.elts, node.value.elts, strict=True) if isinstance(target, ast.Tuple)
                      and isinstance(node.value, ast.Tuple) else [(target, node.value)])
             for t, v in pairs:
                 if isinstance(t, ast.Name) and isinstance(v, ast.Name):
