@@ -24,7 +24,7 @@ def test_straight_line_stalls_and_a_global_wait():
     rows = [("LDG.E R2, [R4.64]", word(stall=1, write=0)), ("FFMA R6, R7, R8, R9", word(stall=4)),
             ("FADD R10, R2, R6", word(stall=2, wait=0b1))]
     got = chain_cycles(executed_stream(sass(rows)))
-    assert got == {"cycles": 676.0, "waited": 674.0 - 5.0, "instructions": 3}
+    assert got == {"cycles": 676.0, "waited": 674.0 - 5.0, "wgmma_waited": 0.0, "instructions": 3}
 
 
 def test_shared_load_latency_and_zero_stall_counts_one_cycle():
@@ -41,3 +41,21 @@ def test_inner_loop_runs_trips_times():
     stream = executed_stream(sass(rows), "kernel", trips=3)
     assert [op for op, _ in stream] == ["MOV", "FFMA", "BRA", "FFMA", "BRA", "FFMA", "BRA", "EXIT"]
     assert chain_cycles(stream)["cycles"] == 1 + 3 * (4 + 5) + 5
+
+
+def test_wgmma_depbar_waits_for_its_pending_groups():
+    # two dependent HGMMA.64x64x16 (WGMMA_CYCLES[64]: latency 96, interval 32) issued at t 0 and t 1; the first
+    # completes at 96, the second at max(1 + 96, 96 + 32) = 128. DEPBAR.LE 0x1 at t 2 waits for the older one (96),
+    # DEPBAR.LE 0x0 right after for the newer (128); each instruction then adds its stall of 1
+    from validate.common.chain import WGMMA_CYCLES
+
+    assert WGMMA_CYCLES[64] == (96.0, 32.0)
+    rows = [("HGMMA.64x64x16.F32.BF16 R24, R56, gdesc[UR4].tnspB, R24, gsb0", word()),
+            ("HGMMA.64x64x16.F32.BF16 R24, R60, gdesc[UR8].tnspB, R24, gsb0", word()),
+            ("WARPGROUP.DEPBAR.LE gsb0, 0x1", word()), ("WARPGROUP.DEPBAR.LE gsb0, 0x0", word()),
+            ("WARPGROUP.DEPBAR.LE gsb0, 0x7", word())]
+    stream = executed_stream(sass(rows))
+    assert [op for op, _ in stream][2:] == ["WARPGROUP.DEPBAR.LE.1", "WARPGROUP.DEPBAR.LE.0", "WARPGROUP.DEPBAR.LE.7"]
+    got = chain_cycles(stream)
+    # t: 0 -> 1 -> 2; wait to 96, +1 = 97; wait to 128, +1 = 129; nothing pending, +1 = 130
+    assert got["cycles"] == 130.0 and got["wgmma_waited"] == (96 - 2) + (128 - 97)

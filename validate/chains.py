@@ -88,11 +88,13 @@ def main(out: Path = OUT, only: str = "") -> dict:
                 continue
             kernels[name] = chains(spec, Path(tmp))
             print(name, kernels[name], flush=True)
-    from validate.common.chain import LATENCY_CYCLES
+    from validate.common.chain import LATENCY_CYCLES, WGMMA_CYCLES
 
     doc = {"source": "validate/chains.py: each family's sm90 compile specs, cuobjdump -sass, "
                      "validate.common.chain (a lone warp's chain, cycles)", "triton": triton.__version__,
-           "architecture": "hopper", "latency_cycles": LATENCY_CYCLES, "kernels": kernels}
+           "architecture": "hopper", "latency_cycles": LATENCY_CYCLES,
+           "wgmma_cycles": {f"n{n}": {"latency": lat, "interval": gap} for n, (lat, gap) in WGMMA_CYCLES.items()},
+           "kernels": kernels}
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 

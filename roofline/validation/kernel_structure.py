@@ -31,9 +31,14 @@ wgmma (`executed_work`): each shape's FLOPs (sass.hgmma_shapes) at the spec's me
 kernel's programs per SM (wgmma_flops_per_s, ceilings microbenchmark validate.ops.ceilings.wgmma), else at the GEMM
 rate; the wgmma time W and the issue time I composed as max(W, I) + serial x min(W, I) with the measured
 wgmma_issue_serial at the kernel's programs per SM (else 1: W + I, what the committed model assumed).
-Not modelled yet: the latency of a warp's dependency chains when few warps share a scheduler (InnerQ/SKVQ's loops
-run 2-3 warps per scheduler at ~45 % of their issue ceiling; the loop's encoded stall cycles and scoreboard waits
-are recorded here for that, but the variable latencies they wait on are not measured by the ceilings family).
+Latency (`latency_seconds`): when a program's warps are latency-bound, an SM completes `active` program-steps per
+chain time, the lone warp's dependency chain through one step of the loop (structure/chains.json "step", the pass
+for a kernel of one step per program: validate.common.chain with the ceilings family's measured latencies and the
+wgmma completion of validate.ops.ceilings.wgmma_latency), so over the launch
+    t_latency = program-steps x wave_factor x chain_cycles / (active x SMs x SM clock),
+    active = min(resident_programs, ceil(programs / SMs)),
+one more ceiling in the max beside issue, tensor and shared memory (`with_latency`: the bound is then "latency").
+It is a lower bound: the chain leaves out other warps sharing the scheduler and the tensor core.
 """
 
 from __future__ import annotations
@@ -260,3 +265,30 @@ def executed_work(s: dict, steps: float, hmma_scale: float, hardware=None, matmu
     rates = class_rates(hardware)
     issue = out["vector_flops"] / (2 * rates["fp"]) + out["int_ops"] / rates["int"]
     return compose(out, out["matmul_flops"] / matmul_peak, issue, wgmma_serial(s, hardware))
+
+
+def chain_cycles(key: str) -> float | None:
+    """Cycles of one warp through one program-step of kernel `key` ("<family>/<kernel>") in structure/chains.json:
+    its "step", or its "pass" where the kernel runs one step per program; None when the kernel is not there."""
+    row = kernels("chains").get("kernels", {}).get(key)
+    return None if row is None else (row["step"] or row["pass"])
+
+
+def latency_seconds(s: dict, key: str, steps: float, programs: int, hardware) -> float:
+    """t_latency of `steps` program-steps of kernel `s` launched as `programs` programs (module docstring), chain
+    `key` of structure/chains.json; 0 where the chain, the spec's SM clock or its architecture's chains are missing."""
+    cycles, doc = chain_cycles(key), kernels("chains")
+    if cycles is None or not hardware.sm_clock_hz or doc.get("architecture") != hardware.architecture:
+        return 0.0
+    sms = hardware.sm_count
+    active = max(1, min(resident_programs(s, hardware), -(-programs // sms)))
+    return steps * wave_factor(programs, sms) * cycles / (active * sms * hardware.sm_clock_hz)
+
+
+def with_latency(row: dict, t_latency: float) -> dict:
+    """`row` (predict.predict_op's numbers, "op_s" the structured op's own time) with the latency ceiling in the
+    op's max: time_s grows by max(0, t_latency - op_s), and the bound is "latency" where it binds."""
+    out = row | {"latency_s": t_latency}
+    if t_latency > row["op_s"]:
+        out.update(time_s=row["time_s"] + t_latency - row["op_s"], op_s=t_latency, bound="latency")
+    return out

@@ -84,11 +84,12 @@ def predict_op(model, method_config, op_name: str, values: dict, hardware, phase
     every = roofline_for(hardware).evaluate(graph, _symbols(values))
     rows = [row for op, row in zip(graph.ops, every, strict=True) if any(op is o for o in ops)]
     top = max(rows, key=lambda r: r["time_s"])
+    own = next(r for o, r in zip(graph.ops, every, strict=True) if o is ops[0])  # the op itself, not its companions
     return {"time_s": sum(r["time_s"] for r in rows), "bytes": int(round(sum(r["bytes"] for r in rows))),
             "flops": int(round(sum(r["flops"] for r in rows))), "bound": top["bound"],
             "compute_s": sum(r["compute_s"] for r in rows), "memory_s": sum(r["memory_s"] for r in rows),
             "shared_s": sum(r.get("shared_s", 0.0) for r in rows), "issue_s": sum(r.get("issue_s", 0.0) for r in rows),
-            "kernels": len(rows)}
+            "kernels": len(rows), "op_s": own["time_s"]}
 
 
 def decode_model(name: str, num_heads: int, num_kv_heads: int, head_dim: int, num_layers: int = 1,

@@ -9,13 +9,20 @@ warp walks through its instruction stream. Walking the executed stream in order 
     stall  (w >> 41) & 0xF    the fixed-latency cycles the compiler encoded before the next issue: t += max(1, stall)
 The latencies of the variable-latency instructions are the ceilings family's measured dependent-chain latencies
 (validate.ops.ceilings.latency: LDS/LDSM 23, SHFL 26, MUFU 17, HMMA 24.3, global loads past L2 674 cycles on the
-H100), `LATENCY_CYCLES`; an opcode not measured waits DEFAULT_CYCLES. What it leaves out: warpgroup MMA
-completion (WARPGROUP.DEPBAR is not a scoreboard wait: its time is the wgmma work itself), barriers between warps
-(BAR.SYNC waits for the slowest warp, which this one warp is taken to be), and L2 hits (every global load pays the
-DRAM latency).
+H100), `LATENCY_CYCLES`; an opcode not measured waits DEFAULT_CYCLES.
+Warpgroup MMA (`_Wgmma`): each HGMMA.64xNx16 is one wgmma group (gsb0) that completes at
+    done_i = max(t_issue + latency_N, done_(i-1) + interval_N)
+(the tensor core runs a warpgroup's groups in order, each `interval_N` cycles when queued back to back, and a lone
+one takes `latency_N` from issue to completion: WGMMA_CYCLES, validate.ops.ceilings.wgmma_latency's chain_n{N} and
+wait0_n{N}), and WARPGROUP.DEPBAR.LE gsb0, k waits until at most k groups are pending: t = max(t, done of the
+(k+1)-th newest). WARPGROUP.ARRIVE (a register fence before the wgmma reads its A registers) does not wait.
+What it leaves out: barriers between warps (BAR.SYNC waits for the slowest warp, which this one warp is taken to
+be), other warps sharing the scheduler and the tensor core, and L2 hits (every global load pays the DRAM latency).
 """
 
 from __future__ import annotations
+
+import re
 
 from validate.common.sass import _loops, cold_spans, instructions, opcode
 
@@ -24,6 +31,46 @@ LATENCY_CYCLES = {"LDS": 23.0, "LDSM": 23.0, "LDL": 23.0, "SHFL": 26.0, "MUFU": 
                   "LDGSTS": 674.0}
 DEFAULT_CYCLES = 20.0  # other variable-latency producers (S2R, conversions): about the measured LDS/MUFU latencies
 NO_BARRIER = 7
+# HGMMA.64xNx16 (bf16, A from registers): N -> (latency from issue to completion when waited alone, interval between
+# dependent groups queued back to back), SM clock cycles. PREDICTED until validate.ops.ceilings.wgmma_latency runs
+# (validate/results/experiments/wgmma-latency-predicted.json: wait0_n{N}, chain_n{N}); another N scales from N 64:
+# interval N / 2 (4096 dense FLOP per SM per clock), latency interval + WGMMA_FIXED_CYCLES.
+WGMMA_CYCLES = {64: (96.0, 32.0), 128: (128.0, 64.0)}
+WGMMA_FIXED_CYCLES = 64.0
+_HGMMA_N = re.compile(r"HGMMA\.64x(\d+)x")
+_DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+|\d+)")
+
+
+def wgmma_cycles(n: int) -> tuple[float, float]:
+    """(latency, interval) of an HGMMA.64x`n`x16 (WGMMA_CYCLES)."""
+    return WGMMA_CYCLES.get(n) or (n / 2 + WGMMA_FIXED_CYCLES, n / 2)
+
+
+def stream_opcode(text: str) -> str:
+    """`opcode`, with a WARPGROUP.DEPBAR's pending-group bound appended ('WARPGROUP.DEPBAR.LE.7')."""
+    m = _DEPBAR.search(text)
+    return f"WARPGROUP.DEPBAR.LE.{int(m.group(1), 0)}" if m else opcode(text)
+
+
+class _Wgmma:
+    """A warpgroup's pending wgmma groups (module docstring)."""
+
+    def __init__(self) -> None:
+        self.done: list[float] = []
+
+    def issue(self, op: str, t: float) -> None:
+        latency, interval = wgmma_cycles(int(_HGMMA_N.match(op).group(1)))
+        last = self.done[-1] if self.done else 0.0
+        self.done.append(max(t + latency, last + interval))
+
+    def wait(self, op: str, t: float) -> float:
+        """The time the DEPBAR `op` releases the warp at (t when no more than its bound are pending)."""
+        bound = int(op.rsplit(".", 1)[1])
+        self.done = [d for d in self.done if d > t]
+        if len(self.done) > bound:
+            t = self.done[len(self.done) - bound - 1]
+            self.done = self.done[len(self.done) - bound:]
+        return t
 
 
 def region_bounds(sass: str, region: str) -> tuple[int, int]:
@@ -49,26 +96,32 @@ def executed_stream(sass: str, region: str = "kernel", trips: int = 1) -> list[t
     while i < len(body):
         span = next(((s, e) for s, e in inner if s == body[i][0]), None)
         block = [x for x in body if span[0] <= x[0] <= span[1]] if span else [body[i]]
-        out += [(opcode(t), w) for _, t, w in block] * (trips if span else 1)
+        out += [(stream_opcode(t), w) for _, t, w in block] * (trips if span else 1)
         i += len(block)
     return out
 
 
 def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None = None) -> dict:
     """{"cycles": the lone warp's chain through `stream` (module docstring), "waited": cycles spent in scoreboard
-    waits, "instructions": len(stream)}."""
+    waits, "wgmma_waited": cycles spent in WARPGROUP.DEPBAR waits, "instructions": len(stream)}."""
     lat = LATENCY_CYCLES if latency is None else latency
-    t, waited, ready = 0.0, 0.0, [0.0] * 6
+    t, waited, wg_waited, ready, wgmma = 0.0, 0.0, 0.0, [0.0] * 6, _Wgmma()
     for op, w in stream:
+        if op.startswith("WARPGROUP.DEPBAR.LE."):
+            release = wgmma.wait(op, t)
+            wg_waited += release - t
+            t = release
         mask = (w >> 52) & 0x3F
         if mask:
             need = max(ready[b] for b in range(6) if mask >> b & 1)
             waited += max(0.0, need - t)
             t = max(t, need)
+        if op.startswith("HGMMA."):
+            wgmma.issue(op, t)
         write, read = (w >> 46) & 7, (w >> 49) & 7
         if write != NO_BARRIER:
             ready[write] = t + lat.get(op.split(".")[0], DEFAULT_CYCLES)
         if read != NO_BARRIER:
             ready[read] = max(ready[read], t + 2)
         t += max(1, (w >> 41) & 0xF)
-    return {"cycles": t, "waited": waited, "instructions": len(stream)}
+    return {"cycles": t, "waited": waited, "wgmma_waited": wg_waited, "instructions": len(stream)}

@@ -6,7 +6,9 @@ under the case's method SPEC (params["method"], parsed by roofline.methods.parse
 L = context. When the kernel's structure is known (roofline.validation.kernel_structure: the static counts of
 the measured kernel's middle loop), the op's on-chip work is the loop's, over B x H_kv x L / step_tokens
 program-steps: shared-memory wavefronts and integer instructions instead of the layout's estimates, so the
-hierarchical roofline names and times the shared-memory and integer-issue ceilings of this kernel.
+hierarchical roofline names and times the shared-memory and integer-issue ceilings of this kernel, and the latency
+ceiling of its loop (kernel_structure.latency_seconds, chain "quant_attention/<method>" of structure/chains.json,
+B x H_kv x min(64, ceil(L / step_tokens)) programs: the launcher's split cap) joins the op's max.
 """
 
 from __future__ import annotations
@@ -46,5 +48,8 @@ def predict(case: Case, hardware) -> dict:
     transform = (lambda op: kernel_structure.with_loop(op, s, steps(p, s), hardware)) if s else None
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
+        programs = p["batch"] * p["num_kv_heads"] * min(64, -(-p["context"] // s["step_tokens"]))
+        out = kernel_structure.with_latency(out, kernel_structure.latency_seconds(
+            s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware))
         out["resident_programs"] = kernel_structure.resident_programs(s, hardware)
     return with_fixed_costs(out, NAME, p, hardware)

@@ -11,7 +11,9 @@ where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kern
 the op that does its work ("attention" of fused, "remat" of materialized) carries what its warps execute:
 wgmma FLOPs at the measured GEMM rate, HMMA FLOPs at the mma.sync rate, FP32 and integer instructions at the
 measured FMA and integer rates, shared-memory wavefronts; over the launch's program-steps (`launches`), each launch
-scaled by its last wave (`kernel_structure.wave_factor`). Nothing is fitted to these kernels' timings.
+scaled by its last wave (`kernel_structure.wave_factor`), and the latency ceiling of those launches
+(`latency_s`: kernel_structure.latency_seconds with the lone-warp chains of structure/chains.json) joins that op's
+max. Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
@@ -78,14 +80,19 @@ def predict_params(p: dict, hardware, structure: bool = True) -> dict:
         rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
     else:
         transforms = [structured(p, name, hardware) if structure else None for name in _ops(p)]
+        from roofline.validation.kernel_structure import with_latency
+
         rows = [predict_op(model, method, name, values, hardware, transform=t)
                 for name, t in zip(_ops(p), transforms, strict=True)]
+        rows = [with_latency(r, latency_s(p, name, hardware)) if t else r
+                for r, name, t in zip(rows, _ops(p), transforms, strict=True)]
     out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
     out["kernels"] = sum(r.get("kernels", 1) for r in rows)  # the kernels these ops time (predict_op)
     out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
                bound=max(rows, key=lambda r: r["time_s"])["bound"])
     if p["variant"] != "acc_update" and any(transforms):
-        out.update(flops=work(p)["flops"], issue_s=sum(r.get("issue_s", 0.0) for r in rows))
+        out.update(flops=work(p)["flops"], issue_s=sum(r.get("issue_s", 0.0) for r in rows),
+                   latency_s=sum(r.get("latency_s", 0.0) for r in rows))
     if len(rows) > 1:
         out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
     return out
@@ -137,6 +144,21 @@ def structured(p: dict, op_name: str, hardware):
                                 roofline_for(hardware).matmul_peak("bf16"))
         fields = {k: fields.get(k, 0) + v for k, v in work.items()}
     return lambda op: replace(op, **fields)
+
+
+def latency_s(p: dict, op_name: str, hardware) -> float:
+    """The latency ceiling of the launches `structured` puts into `op_name`: kernel_structure.latency_seconds of
+    each (structure, programs, program-steps) of `launches`, chain "xquant/<name>" of structure/chains.json, summed
+    (the launches run one after another); 0 where a structure is not known."""
+    from roofline.validation import kernel_structure as ks
+
+    total = 0.0
+    for name, programs, steps in launches(p, ks.kernels(NAME).get("block_n", 64)):
+        s = ks.structure(NAME, name, p, hardware)
+        if s is None:
+            return 0.0
+        total += ks.latency_seconds(s, f"{NAME}/{name}", steps, programs, hardware)
+    return total
 
 
 def work(params: dict) -> dict:
