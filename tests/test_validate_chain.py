@@ -59,3 +59,29 @@ def test_wgmma_depbar_waits_for_its_pending_groups():
     got = chain_cycles(stream)
     # t: 0 -> 1 -> 2; wait to 96, +1 = 97; wait to 128, +1 = 129; nothing pending, +1 = 130
     assert got["cycles"] == 130.0 and got["wgmma_waited"] == (96 - 2) + (128 - 97)
+
+
+def test_local_latency_follows_the_l1_left_by_shared_memory():
+    # 2 programs x 80 KB of shared memory (+1 KB each) need the 164 KB carve-out: 92 KB of L1 left; 45 KB of spills
+    # fit (L1 hit), 100 KB do not (L2); with no shared memory all 256 KB are L1
+    from validate.common.chain import LOCAL_CYCLES, local_cycles
+
+    shared = 2 * (80 * 1024 + 1024)
+    assert local_cycles(shared, 45 * 1024) == LOCAL_CYCLES["l1"]
+    assert local_cycles(shared, 100 * 1024) == LOCAL_CYCLES["l2"]
+    assert local_cycles(0, 200 * 1024) == LOCAL_CYCLES["l1"]
+
+
+def test_fetch_interval_of_a_loop_beyond_l0():
+    # a 2-instruction inner loop (32 B: L0) inside a region whose body is padded past 16 KB: the first trip of the
+    # inner loop and the straight-line code issue at the region's fetch cycles, later trips at L0's (1 per clock)
+    from validate.common.chain import FETCH_LEVELS, fetch_intervals
+
+    pad = [("IADD3 R1, R1, R1, RZ", word(stall=1))] * (16 * 1024 // 16)
+    rows = [("FFMA R2, R2, R2, R2", word(stall=1)), ("@P0 BRA 0x0", word(stall=1))] + pad
+    text = sass(rows)
+    slow = FETCH_LEVELS[1][1]
+    fetch = fetch_intervals(text, "kernel", trips=3)
+    assert fetch == [slow, slow, 1.0, 1.0, 1.0, 1.0] + [slow] * len(pad)
+    stream = executed_stream(text, "kernel", trips=3)
+    assert chain_cycles(stream, fetch=fetch)["cycles"] == slow * (2 + len(pad)) + 4 * 1.0

@@ -37,7 +37,9 @@ def test_sass_loop_counts_by_hand() -> None:
     got = loop_counts(sass)
     # classes: LOP3 + PRMT int, HFMA2 fp, LDSM, LDGSTS, HMMA and BRA one dispatch slot each
     assert got == {"instructions": 7, "int": 2, "fp": 1, "mma": 1, "wavefronts": 4 + 2, "stall_cycles": 29,
-                   "waits": 1, "classes": {"int": 2, "fp": 1, "f2fp": 0, "i2f": 0, "f2i": 0, "mufu": 0, "dispatch": 4}}
+                   "waits": 1, "classes": {"int": 2, "fp": 1, "f2fp": 0, "i2f": 0, "f2i": 0, "mufu": 0, "dispatch": 4},
+                   # the LDGSTS is the one global load; no spills; 7 instructions x 16 B of loop body
+                   "ldl": 0, "stl": 0, "ldg": 1, "body_bytes": 7 * 16}
     assert [wavefronts(op) for op in ("LDS.U16", "LDS.64", "STS.128", "STSM.16.M88.2", "FFMA")] == [1, 2, 4, 2, 0]
 
 

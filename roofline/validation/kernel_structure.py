@@ -34,7 +34,10 @@ wgmma_issue_serial at the kernel's programs per SM (else 1: W + I, what the comm
 Latency (`latency_seconds`): when a program's warps are latency-bound, an SM completes `active` program-steps per
 chain time, the lone warp's dependency chain through one step of the loop (structure/chains.json "step", the pass
 for a kernel of one step per program: validate.common.chain with the ceilings family's measured latencies and the
-wgmma completion of validate.ops.ceilings.wgmma_latency), so over the launch
+wgmma completion of validate.ops.ceilings.wgmma_latency; spill reloads, LDL, at the local-memory latency of the L1
+the kernel's shared memory leaves, and the step's instructions no faster than the instruction fetch allows a loop
+body of its size: validate.common.chain local_cycles, fetch_intervals, PREDICTED values until
+validate.ops.ceilings.stalls runs, recorded in chains.json), so over the launch
     t_latency = program-steps x wave_factor x chain_cycles / (active x SMs x SM clock),
     active = min(resident_programs, ceil(programs / SMs)),
 one more ceiling in the max beside issue, tensor and shared memory (`with_latency`: the bound is then "latency").

@@ -16,6 +16,12 @@ Warpgroup MMA (`_Wgmma`): each HGMMA.64xNx16 is one wgmma group (gsb0) that comp
 one takes `latency_N` from issue to completion: WGMMA_CYCLES, validate.ops.ceilings.wgmma_latency's chain_n{N} and
 wait0_n{N}), and WARPGROUP.DEPBAR.LE gsb0, k waits until at most k groups are pending: t = max(t, done of the
 (k+1)-th newest). WARPGROUP.ARRIVE (a register fence before the wgmma reads its A registers) does not wait.
+Local memory (`local_cycles`): an LDL (a spilled register's reload) goes through L1; it hits while the spills of
+the SM's resident programs fit the L1 the shared-memory carve-out leaves (256 KB less the smallest carve-out that
+holds the programs' shared memory), else it pays an L2 hit: LOCAL_CYCLES, validate.ops.ceilings.stalls.
+Instruction fetch (`fetch_intervals`): a loop body beyond a scheduler's instruction cache cannot issue faster than
+the next cache level delivers: each instruction waits max(1, stall, FETCH cycles of the level that holds the loop it
+runs in), FETCH_LEVELS (body bytes up to -> cycles per instruction), validate.ops.ceilings.stalls.
 What it leaves out: barriers between warps (BAR.SYNC waits for the slowest warp, which this one warp is taken to
 be), other warps sharing the scheduler and the tensor core, and L2 hits (every global load pays the DRAM latency).
 """
@@ -37,6 +43,14 @@ NO_BARRIER = 7
 # interval N / 2 (4096 dense FLOP per SM per clock), latency interval + WGMMA_FIXED_CYCLES.
 WGMMA_CYCLES = {64: (96.0, 32.0), 128: (128.0, 64.0)}
 WGMMA_FIXED_CYCLES = 64.0
+# PREDICTED until validate.ops.ceilings.stalls runs (validate/results/experiments/stalls-predicted.json): a dependent
+# LDL's cycles when it hits L1 / when it pays L2; Hopper's unified L1 + shared memory per SM and its carve-outs
+# (CUDA C++ Programming Guide, compute capability 9.0); the fetch cycles per instruction of a loop body up to
+# L0 (16 KB) / the SM's L1 instruction cache (128 KB) / beyond.
+LOCAL_CYCLES = {"l1": 33.0, "l2": 262.0}
+L1_SHARED_BYTES = 256 * 1024
+CARVEOUTS_KB = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+FETCH_LEVELS = ((16 * 1024, 1.0), (128 * 1024, 1.5), (None, 4.0))
 _HGMMA_N = re.compile(r"HGMMA\.64x(\d+)x")
 _DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+|\d+)")
 
@@ -44,6 +58,18 @@ _DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+|\d+)")
 def wgmma_cycles(n: int) -> tuple[float, float]:
     """(latency, interval) of an HGMMA.64x`n`x16 (WGMMA_CYCLES)."""
     return WGMMA_CYCLES.get(n) or (n / 2 + WGMMA_FIXED_CYCLES, n / 2)
+
+
+def local_cycles(shared_per_sm: int, spill_per_sm: int) -> float:
+    """Cycles of a dependent LDL on an SM whose resident programs hold `shared_per_sm` bytes of shared memory and
+    `spill_per_sm` bytes of local memory (module docstring: L1 while the spills fit beside the carve-out)."""
+    carve = min((c for c in CARVEOUTS_KB if c * 1024 >= shared_per_sm), default=CARVEOUTS_KB[-1]) * 1024
+    return LOCAL_CYCLES["l1"] if spill_per_sm <= L1_SHARED_BYTES - carve else LOCAL_CYCLES["l2"]
+
+
+def fetch_cycles(body_bytes: int) -> float:
+    """Cycles per instruction the fetch allows a loop body of `body_bytes` (FETCH_LEVELS)."""
+    return next(c for size, c in FETCH_LEVELS if size is None or body_bytes <= size)
 
 
 def stream_opcode(text: str) -> str:
@@ -101,12 +127,36 @@ def executed_stream(sass: str, region: str = "kernel", trips: int = 1) -> list[t
     return out
 
 
-def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None = None) -> dict:
+def fetch_intervals(sass: str, region: str = "kernel", trips: int = 1) -> list[float]:
+    """Per instruction of executed_stream(sass, region, trips): the fetch cycles (`fetch_cycles`) of the code it is
+    fetched from: a loop nested in the region, from its second trip on, its own body; else the region's body
+    (static bytes, cold spans left out; 16 B an instruction)."""
+    ins = instructions(sass)
+    cold = cold_spans(ins)
+    lo, hi = region_bounds(sass, region)
+    inner = [(s, e) for s, e in _loops(ins) if lo <= s and e <= hi and (s, e) != (lo, hi)]
+    body = [(a, t, w) for a, t, w in ins if lo <= a <= hi and not any(c0 <= a < c1 for c0, c1 in cold)]
+    outer = fetch_cycles(16 * len(body))
+    out, i = [], 0
+    while i < len(body):
+        span = next(((s, e) for s, e in inner if s == body[i][0]), None)
+        block = [x for x in body if span[0] <= x[0] <= span[1]] if span else [body[i]]
+        out += [outer] * len(block)
+        if span:
+            out += [fetch_cycles(16 * len(block))] * (len(block) * (trips - 1))
+        i += len(block)
+    return out
+
+
+def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None = None,
+                 fetch: list[float] | None = None) -> dict:
     """{"cycles": the lone warp's chain through `stream` (module docstring), "waited": cycles spent in scoreboard
-    waits, "wgmma_waited": cycles spent in WARPGROUP.DEPBAR waits, "instructions": len(stream)}."""
+    waits, "wgmma_waited": cycles spent in WARPGROUP.DEPBAR waits, "instructions": len(stream)}; `fetch` (one per
+    instruction, `fetch_intervals`): the fetch's cycles per instruction, each issue then waits max(1, stall, fetch)."""
     lat = LATENCY_CYCLES if latency is None else latency
     t, waited, wg_waited, ready, wgmma = 0.0, 0.0, 0.0, [0.0] * 6, _Wgmma()
-    for op, w in stream:
+    fetch = fetch or [1.0] * len(stream)
+    for (op, w), interval in zip(stream, fetch, strict=True):
         if op.startswith("WARPGROUP.DEPBAR.LE."):
             release = wgmma.wait(op, t)
             wg_waited += release - t
@@ -123,5 +173,5 @@ def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None
             ready[write] = t + lat.get(op.split(".")[0], DEFAULT_CYCLES)
         if read != NO_BARRIER:
             ready[read] = max(ready[read], t + 2)
-        t += max(1, (w >> 41) & 0xF)
+        t += max(1, (w >> 41) & 0xF, interval)
     return {"cycles": t, "waited": waited, "wgmma_waited": wg_waited, "instructions": len(stream)}

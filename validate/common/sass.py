@@ -20,6 +20,10 @@ branch), per warp and per trip, counted by what each instruction occupies:
                    instruction's second word on sm_70+): the cycles one warp alone needs to issue the body
     waits          instructions that wait on a scoreboard (variable-latency results: shared/global loads,
                    barriers, MUFU, shuffles)
+    ldl, stl, ldg  local-memory loads and stores (register spills) and global loads (LDG, LDGSTS): the
+                   long-scoreboard producers (`memory_counts`)
+    body_bytes     the loop body's code, 16 B per instruction: what the instruction caches must hold
+                   (executed_counts: the region's static instructions, cold spans left out, each counted once)
 Registers and shared memory per program come from the compiled kernel's metadata (cuobjdump -res-usage).
 """
 
@@ -36,6 +40,7 @@ FP = ("FFMA", "FMUL", "FADD", "HFMA2", "HMUL2", "HADD2", "FSEL", "FSETP")
 CONVERSIONS = {"F2FP": "f2fp", "I2F": "i2f", "I2FP": "i2f", "F2I": "f2i", "F2F": "f2i", "FRND": "f2i",
                "MUFU": "mufu"}
 ISSUE_CLASSES = ("int", "fp", "f2fp", "i2f", "f2i", "mufu", "dispatch")
+INSTRUCTION_BYTES = 16  # one sm_70+ SASS instruction (two 64-bit words)
 _LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* (0x[0-9a-f]+) \*/")
 _WORD = re.compile(r"/\* (0x[0-9a-f]+) \*/")
 
@@ -102,7 +107,17 @@ def loop_counts(sass: str) -> dict:
         "stall_cycles": sum((w >> 41) & 0xF for _, w in body),
         "waits": sum(1 for _, w in body if (w >> 52) & 0x3F),
         "classes": issue_classes(ops),
+        **memory_counts(ops), "body_bytes": INSTRUCTION_BYTES * len(body),
     }
+
+
+def memory_counts(ops: Counter) -> dict:
+    """Long-scoreboard loads and spills of `ops` (opcode -> count): ldl / stl (local memory: spilled registers),
+    ldg (global loads, LDG, and global-to-shared copies, LDGSTS)."""
+    by = Counter()
+    for op, n in ops.items():
+        by[op.split(".")[0]] += n
+    return {"ldl": by["LDL"], "stl": by["STL"], "ldg": by["LDG"] + by["LDGSTS"]}
 
 
 def cubin_counts(cubin: bytes, workdir: Path) -> dict:
@@ -179,7 +194,8 @@ def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
     loops of the region also counts `trips` times) and cold_spans left out: instructions,
     int, fp, classes (as loop_counts), hmma / hgmma instructions with their FLOPs per warp (`mma_flops`; hgmma_shapes:
     by shape and A operand, `hgmma_shapes`), spills (STL
-    and LDL: local-memory stores and loads of spilled registers), wavefronts."""
+    and LDL: local-memory stores and loads of spilled registers; also apart as stl, ldl, with ldg: `memory_counts`),
+    wavefronts, body_bytes (the region's static code, cold spans left out)."""
     ins = instructions(sass)
     cold = cold_spans(ins)
     loops = [s for s in _loops(ins) if not any(c0 <= s[0] < c1 for c0, c1 in cold)]
@@ -204,4 +220,7 @@ def executed_counts(sass: str, trips: int, region: str = "kernel") -> dict:
         "spills": by["STL"] + by["LDL"],
         "wavefronts": sum(n * wavefronts(op) for op, n in ops.items()),
         "inner_loops": len(inner), "cold_spans": len(cold), "classes": issue_classes(ops),
+        **memory_counts(ops),
+        "body_bytes": INSTRUCTION_BYTES * sum(1 for a, _, _ in ins if lo <= a <= hi
+                                              and not any(c0 <= a < c1 for c0, c1 in cold)),
     }
