@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from validate.common.chain import chain_cycles, executed_stream
 
 
@@ -44,12 +46,13 @@ def test_inner_loop_runs_trips_times():
 
 
 def test_wgmma_depbar_waits_for_its_pending_groups():
-    # two dependent HGMMA.64x64x16 (WGMMA_CYCLES[64]: latency 96, interval 32) issued at t 0 and t 1; the first
-    # completes at 96, the second at max(1 + 96, 96 + 32) = 128. DEPBAR.LE 0x1 at t 2 waits for the older one (96),
-    # DEPBAR.LE 0x0 right after for the newer (128); each instruction then adds its stall of 1
+    # two dependent HGMMA.64x64x16 (WGMMA_CYCLES[64]: latency 137.6, interval 32, measured on the H100: wait0_n64
+    # and chain_n64 of nvidia-h100-wgmma-latency.json) issued at t 0 and t 1; the first completes at 137.6, the
+    # second at max(1 + 137.6, 137.6 + 32) = 169.6. DEPBAR.LE 0x1 at t 2 waits for the older one (137.6), DEPBAR.LE
+    # 0x0 right after for the newer (169.6); each instruction then adds its stall of 1
     from validate.common.chain import WGMMA_CYCLES
 
-    assert WGMMA_CYCLES[64] == (96.0, 32.0)
+    assert WGMMA_CYCLES[64] == (137.6, 32.0)
     rows = [("HGMMA.64x64x16.F32.BF16 R24, R56, gdesc[UR4].tnspB, R24, gsb0", word()),
             ("HGMMA.64x64x16.F32.BF16 R24, R60, gdesc[UR8].tnspB, R24, gsb0", word()),
             ("WARPGROUP.DEPBAR.LE gsb0, 0x1", word()), ("WARPGROUP.DEPBAR.LE gsb0, 0x0", word()),
@@ -57,31 +60,35 @@ def test_wgmma_depbar_waits_for_its_pending_groups():
     stream = executed_stream(sass(rows))
     assert [op for op, _ in stream][2:] == ["WARPGROUP.DEPBAR.LE.1", "WARPGROUP.DEPBAR.LE.0", "WARPGROUP.DEPBAR.LE.7"]
     got = chain_cycles(stream)
-    # t: 0 -> 1 -> 2; wait to 96, +1 = 97; wait to 128, +1 = 129; nothing pending, +1 = 130
-    assert got["cycles"] == 130.0 and got["wgmma_waited"] == (96 - 2) + (128 - 97)
+    # t: 0 -> 1 -> 2; wait to 137.6, +1 = 138.6; wait to 169.6, +1 = 170.6; nothing pending, +1 = 171.6
+    assert got["cycles"] == pytest.approx(171.6) and got["wgmma_waited"] == pytest.approx((137.6 - 2) + (169.6 - 138.6))
 
 
 def test_local_latency_follows_the_l1_left_by_shared_memory():
-    # 2 programs x 80 KB of shared memory (+1 KB each) need the 164 KB carve-out: 92 KB of L1 left; 45 KB of spills
-    # fit (L1 hit), 100 KB do not (L2); with no shared memory all 256 KB are L1
+    # a kernel with shared memory gets the 228 KB carve-out (measured: beside 160 KB of shared memory a 64 KB local
+    # footprint paid L2, nvidia-h100-stalls.json), leaving 28 KB of L1: 16 KB of spills hit, the fused XQuant
+    # kernel's 45 KB (2 programs x 128 threads x 176 B) do not; with no shared memory all 256 KB are L1
     from validate.common.chain import LOCAL_CYCLES, local_cycles
 
     shared = 2 * (80 * 1024 + 1024)
-    assert local_cycles(shared, 45 * 1024) == LOCAL_CYCLES["l1"]
-    assert local_cycles(shared, 100 * 1024) == LOCAL_CYCLES["l2"]
+    assert LOCAL_CYCLES == {"l1": 29.1, "l2": 288.4}
+    assert local_cycles(shared, 16 * 1024) == LOCAL_CYCLES["l1"]
+    assert local_cycles(shared, 45 * 1024) == LOCAL_CYCLES["l2"]
     assert local_cycles(0, 200 * 1024) == LOCAL_CYCLES["l1"]
 
 
 def test_fetch_interval_of_a_loop_beyond_l0():
-    # a 2-instruction inner loop (32 B: L0) inside a region whose body is padded past 16 KB: the first trip of the
-    # inner loop and the straight-line code issue at the region's fetch cycles, later trips at L0's (1 per clock)
+    # a 2-instruction inner loop (32 B: up to 16 KB, 1.05 cycles measured) inside a region whose body is padded past
+    # 16 KB (16,416 B: the 32 KB level, 1.15): the first trip of the inner loop and the straight-line code issue at the
+    # region's fetch cycles, later trips at the small body's
     from validate.common.chain import FETCH_LEVELS, fetch_intervals
 
     pad = [("IADD3 R1, R1, R1, RZ", word(stall=1))] * (16 * 1024 // 16)
     rows = [("FFMA R2, R2, R2, R2", word(stall=1)), ("@P0 BRA 0x0", word(stall=1))] + pad
     text = sass(rows)
-    slow = FETCH_LEVELS[1][1]
+    fast, slow = FETCH_LEVELS[0][1], FETCH_LEVELS[1][1]
+    assert (fast, slow) == (1.05, 1.15)
     fetch = fetch_intervals(text, "kernel", trips=3)
-    assert fetch == [slow, slow, 1.0, 1.0, 1.0, 1.0] + [slow] * len(pad)
+    assert fetch == [slow, slow, fast, fast, fast, fast] + [slow] * len(pad)
     stream = executed_stream(text, "kernel", trips=3)
-    assert chain_cycles(stream, fetch=fetch)["cycles"] == slow * (2 + len(pad)) + 4 * 1.0
+    assert chain_cycles(stream, fetch=fetch)["cycles"] == pytest.approx(slow * (2 + len(pad)) + 4 * fast)

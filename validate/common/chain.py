@@ -17,8 +17,9 @@ one takes `latency_N` from issue to completion: WGMMA_CYCLES, validate.ops.ceili
 wait0_n{N}), and WARPGROUP.DEPBAR.LE gsb0, k waits until at most k groups are pending: t = max(t, done of the
 (k+1)-th newest). WARPGROUP.ARRIVE (a register fence before the wgmma reads its A registers) does not wait.
 Local memory (`local_cycles`): an LDL (a spilled register's reload) goes through L1; it hits while the spills of
-the SM's resident programs fit the L1 the shared-memory carve-out leaves (256 KB less the smallest carve-out that
-holds the programs' shared memory), else it pays an L2 hit: LOCAL_CYCLES, validate.ops.ceilings.stalls.
+the SM's resident programs fit the L1 the shared-memory carve-out leaves (256 KB less the carve-out: none without
+shared memory, else the largest, 228 KB, as measured; CARVEOUTS_KB), else it pays an L2 hit: LOCAL_CYCLES,
+validate.ops.ceilings.stalls.
 Instruction fetch (`fetch_intervals`): a loop body beyond a scheduler's instruction cache cannot issue faster than
 the next cache level delivers: each instruction waits max(1, stall, FETCH cycles of the level that holds the loop it
 runs in), FETCH_LEVELS (body bytes up to -> cycles per instruction), validate.ops.ceilings.stalls.
@@ -38,19 +39,26 @@ LATENCY_CYCLES = {"LDS": 23.0, "LDSM": 23.0, "LDL": 23.0, "SHFL": 26.0, "MUFU": 
 DEFAULT_CYCLES = 20.0  # other variable-latency producers (S2R, conversions): about the measured LDS/MUFU latencies
 NO_BARRIER = 7
 # HGMMA.64xNx16 (bf16, A from registers): N -> (latency from issue to completion when waited alone, interval between
-# dependent groups queued back to back), SM clock cycles. PREDICTED until validate.ops.ceilings.wgmma_latency runs
-# (validate/results/experiments/wgmma-latency-predicted.json: wait0_n{N}, chain_n{N}); another N scales from N 64:
-# interval N / 2 (4096 dense FLOP per SM per clock), latency interval + WGMMA_FIXED_CYCLES.
-WGMMA_CYCLES = {64: (96.0, 32.0), 128: (128.0, 64.0)}
-WGMMA_FIXED_CYCLES = 64.0
-# PREDICTED until validate.ops.ceilings.stalls runs (validate/results/experiments/stalls-predicted.json): a dependent
-# LDL's cycles when it hits L1 / when it pays L2; Hopper's unified L1 + shared memory per SM and its carve-outs
-# (CUDA C++ Programming Guide, compute capability 9.0); the fetch cycles per instruction of a loop body up to
-# L0 (16 KB) / the SM's L1 instruction cache (128 KB) / beyond.
-LOCAL_CYCLES = {"l1": 33.0, "l2": 262.0}
+# dependent groups queued back to back), SM clock cycles, MEASURED on the H100 by validate.ops.ceilings.wgmma_latency
+# (validate/results/experiments/nvidia-h100-wgmma-latency.json: wait0_n{N}, chain_n{N}; predicted 96/32, 128/64 in
+# wgmma-latency-predicted.json); another N scales from them: interval N / 2 (4096 dense FLOP per SM per clock),
+# latency interval + WGMMA_FIXED_CYCLES (measured 105.6 at N 64, 105.7 at N 128).
+WGMMA_CYCLES = {64: (137.6, 32.0), 128: (169.7, 64.0)}
+WGMMA_FIXED_CYCLES = 105.7
+# MEASURED on the H100 by validate.ops.ceilings.stalls (validate/results/experiments/nvidia-h100-stalls.json;
+# predicted in stalls-predicted.json): a dependent LDL's cycles when it hits L1 (29.1-33.4 at 16-128 KB with no
+# shared memory, 30.6 at 16 KB beside 160 KB of shared memory) / when it pays L2 (257.7-290.5, median 288.4). The L1
+# left beside shared memory: Hopper's 256 KB unified L1 + shared memory per SM less the carve-out (CUDA C++
+# Programming Guide, compute capability 9.0). A kernel with shared memory gets the largest carve-out, 228 KB, not the
+# smallest that fits: beside 160 KB of shared memory a 64 KB footprint already paid L2 (287.8 cycles; the smallest
+# fitting carve-out, 164 KB, would leave 92 KB), and Nsight Compute reports a 233 KB shared-memory configuration for
+# the fused XQuant kernel (80 KB per block; nvidia-h200-ncu-xquant.txt). Fetch: one warp per scheduler issuing a loop
+# of independent FFMAs with a body up to 16 / 32 / 64 / 128 KB / beyond (256 KB) ran at 1.05 / 1.15 / 2.22 / 2.57 /
+# 5.72 cycles per instruction; a lone warp's chain waits that long per instruction at least.
+LOCAL_CYCLES = {"l1": 29.1, "l2": 288.4}
 L1_SHARED_BYTES = 256 * 1024
-CARVEOUTS_KB = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
-FETCH_LEVELS = ((16 * 1024, 1.0), (128 * 1024, 1.5), (None, 4.0))
+CARVEOUTS_KB = (0, 228)
+FETCH_LEVELS = ((16 * 1024, 1.05), (32 * 1024, 1.15), (64 * 1024, 2.22), (128 * 1024, 2.57), (None, 5.72))
 _HGMMA_N = re.compile(r"HGMMA\.64x(\d+)x")
 _DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+|\d+)")
 
