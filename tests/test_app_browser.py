@@ -230,6 +230,10 @@ def test_every_view_renders_fast_and_matches_the_library(server):
             clock.time("page: Claims (first visit)", _nav(page, "Claims"))
             _shot(page, "09_claims")
             clock.time("page: Plan", _nav(page, "Plan"))
+            # the capacity chart has its own tab (the first paint draws no Vega view): drawn when opened
+            clock.time("Plan tab: Capacity", lambda: page.get_by_role("tab", name="Capacity").click())
+            assert page.locator('[data-testid="stVegaLiteChart"]').count() == 1
+            _shot(page, "01b_plan_capacity")
 
             link = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
             link.set_default_timeout(SETTLE_S * 1000)

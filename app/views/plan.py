@@ -26,28 +26,35 @@ if errors or (plan and not all(r["fits"] for r in plan["results"])):
     fit_slot.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
                      icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    fit_slot.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
+    with fit_slot:
+        cache.static_table(display.fit_table(fit_rows))
     if errors:
         fit_slot.expander("Why (one line per method)").text("\n".join(errors))
     with fit_slot:
         cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    fit_slot.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False,
-                       key="fit_table")
+    with fit_slot:
+        cache.static_table(display.fit_table(cache.fit(scenario)))
 if plan is None:
     st.stop()
 
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
-# only the open tab runs and is sent (a tab click reruns): the browser embeds one Vega view, not three
-tab_summary, tab_memory, tab_latency = st.tabs(["Summary", "Memory", "Latency"], key="plan_tab", on_change="rerun")
+# only the open tab runs and is sent (a tab click reruns): the browser embeds at most one Vega view, and the first
+# paint (Summary: a static table and a caption) none, nor a data grid: a cold load or a shared link does not load or
+# compile the Vega and data-grid bundles, and a rerun re-renders a plain table instead of a chart and a grid
+tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
+                                                             key="plan_tab", on_change="rerun")
 if tab_summary.open:
     with tab_summary:
-        st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
-                     hide_index=True, lazy=False, key="summary")
-        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+        cache.static_table(display.summary_table(plan, model.max_position_embeddings, errors_by_method))
         notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
+if tab_capacity.open:
+    with tab_capacity:
+        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+        st.caption("Per method: the longest context that fits at the batch (drawn up to the model's max positions) "
+                   "and the largest batch that fits at the context.")
 if tab_memory.open:
     with tab_memory:
         first = plan["results"][0]["memory"]
