@@ -218,6 +218,8 @@ def test_downloads_are_the_library_serializations(app):
 
 
 def upload(at, kind: str, name: str, content: bytes, label: str):
+    at.session_state["upload_open"] = True  # the uploaders are drawn only when their expander is open
+    at.run()
     at.get_by_key(f"{kind}_upload").set_value((name, content, "application/octet-stream"))
     return timed(label, at)
 
