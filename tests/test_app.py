@@ -89,15 +89,11 @@ def frame_equals(frame, rows) -> None:
 
 
 def table(at, column: str):
-    """The first displayed dataframe, or static table (its Markdown-escaped cells as the user reads them), with
-    `column` (st.dataframe keys are not kept by AppTest)."""
+    """The first displayed dataframe with `column` (st.dataframe keys are not kept by AppTest)."""
     for frame in at.dataframe:
         if column in frame.value.columns:
             return frame.value
-    for static in at.table:  # the Plan page's small tables (cache.static_table): cells escaped, shown as text
-        if column in static.value.columns:
-            return static.value.map(lambda v: plain(v) if isinstance(v, str) else v)
-    raise KeyError(f"no table with a {column!r} column")
+    raise KeyError(f"no dataframe with a {column!r} column")
 
 
 def chart_frames(at) -> list:
@@ -123,9 +119,9 @@ def test_plan_page_shows_the_library_plan(app):
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
     text = " ".join(m.value for m in app.caption)
     assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
-    # the first paint (Summary) draws no chart and no data grid (the browser loads neither bundle): the capacity
-    # chart moved to its own tab, checked below with the others
-    assert not chart_frames(app) and not app.dataframe
+    # the first paint (Summary) draws no chart (the browser loads no Vega bundle): the capacity chart moved to its
+    # own tab, checked below with the others
+    assert not chart_frames(app)
     for tab, column in (("Capacity", "context shown"), ("Memory", "segment"), ("Latency", "TTFT (s)")):
         app.session_state["plan_tab"] = tab  # only the open tab runs: each one draws its own chart
         app.run()

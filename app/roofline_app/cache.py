@@ -191,18 +191,6 @@ def frame(rows: Sequence[dict]) -> Any:
     return rows if table is None else table
 
 
-def static_table(rows: Sequence[dict]) -> None:
-    """A small table of text cells as st.table, each cell Markdown-escaped (st.table renders cells as Markdown, so a
-    user-supplied string stays literal: report.md_escape). Where a data grid adds nothing (a handful of rows of
-    text), st.table costs the browser no data-grid bundle and a light re-render; the cells read as the rows.
-    Its price: st.table's data-format check imports pandas, once per server process (0.6-0.9 s of the first
-    session's first run on the 2-core box; measured against st.dataframe, the shared link gained ~0.9 s)."""
-    from roofline import report as fmt
-
-    st.table(frame([{k: fmt.md_escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]),
-             hide_index=True)
-
-
 def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,
               json_text: Callable[[], str] | None = None) -> None:
     """CSV and JSON download buttons for a table (the library's serializations), written when clicked: Streamlit

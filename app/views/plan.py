@@ -26,28 +26,29 @@ if errors or (plan and not all(r["fits"] for r in plan["results"])):
     fit_slot.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
                      icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    with fit_slot:
-        cache.static_table(display.fit_table(fit_rows))
+    fit_slot.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
     if errors:
         fit_slot.expander("Why (one line per method)").text("\n".join(errors))
     with fit_slot:
         cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    with fit_slot:
-        cache.static_table(display.fit_table(cache.fit(scenario)))
+    fit_slot.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False,
+                       key="fit_table")
 if plan is None:
     st.stop()
 
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
 # only the open tab runs and is sent (a tab click reruns): the browser embeds at most one Vega view, and the first
-# paint (Summary: a static table and a caption) none, nor a data grid: a cold load or a shared link does not load or
-# compile the Vega and data-grid bundles, and a rerun re-renders a plain table instead of a chart and a grid
+# paint (Summary) none: a cold load or a shared link does not load or compile the Vega bundle, and a rerun redraws
+# no chart. The summary stays a data grid: st.table (no grid bundle) imports pandas in its data-format check, which
+# cost the cold first load more than the grid (paired browser runs, commit message)
 tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
                                                              key="plan_tab", on_change="rerun")
 if tab_summary.open:
     with tab_summary:
-        cache.static_table(display.summary_table(plan, model.max_position_embeddings, errors_by_method))
+        st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
+                     hide_index=True, lazy=False, key="summary")
         notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
 if tab_capacity.open:
