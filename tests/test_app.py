@@ -119,12 +119,17 @@ def test_plan_page_shows_the_library_plan(app):
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
     text = " ".join(m.value for m in app.caption)
     assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
-    assert any("context shown" in f.columns for f in chart_frames(app))  # the Summary tab's capacity chart
-    for tab, column in (("Memory", "segment"), ("Latency", "TTFT (s)"), ("Summary", "context shown")):
+    # the first paint (Summary) draws no chart (the browser loads no Vega bundle): the capacity chart moved to its
+    # own tab, checked below with the others
+    assert not chart_frames(app)
+    for tab, column in (("Capacity", "context shown"), ("Memory", "segment"), ("Latency", "TTFT (s)")):
         app.session_state["plan_tab"] = tab  # only the open tab runs: each one draws its own chart
         app.run()
         no_exception(app)
         assert [column in f.columns for f in chart_frames(app)].count(True) == 1, tab
+    app.session_state["plan_tab"] = "Summary"  # back to the first paint for the tests that share this app
+    app.run()
+    frame_equals(table(app, "TPOT avg"), summary(library_plan()))
     assert app.get("download_button")
 
 
@@ -209,6 +214,8 @@ def test_downloads_are_the_library_serializations(app):
 
 
 def upload(at, kind: str, name: str, content: bytes, label: str):
+    at.session_state["upload_open"] = True  # the uploaders are drawn only when their expander is open
+    at.run()
     at.get_by_key(f"{kind}_upload").set_value((name, content, "application/octet-stream"))
     return timed(label, at)
 

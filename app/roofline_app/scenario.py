@@ -24,6 +24,8 @@ from roofline_app.cache import Scenario
 UPLOAD_HELP = {"hardware": "A Hardware spec (YAML or JSON) like the files in hardware/.",
                "model": "A Model spec (YAML or JSON) like the files in models/, or a Hugging Face config.json."}
 
+COMMON = ("batch", "context", "tp", "weight_dtype", "methods")  # the form's fields shown outside "More settings"
+
 
 def _seed_from_link() -> None:
     """On a session's first run: every field's default, then what the link's query string sets."""
@@ -63,12 +65,6 @@ def _spec_picker(kind: str) -> appdata.Source:
     if st.session_state.get(kind) not in options:
         st.session_state[kind] = f.default
     choice = st.sidebar.selectbox(f.label, options, key=kind)
-    with st.sidebar.expander(f"Upload a {kind} spec"):
-        st.file_uploader(f"{kind} spec file", type=["yaml", "yml", "json"], key=f"{kind}_upload",
-                         on_change=_on_upload, args=(kind,), max_upload_size=appdata.UPLOAD_LIMIT_MB,
-                         help=UPLOAD_HELP[kind])
-    if st.session_state.get(f"{kind}_error"):
-        st.sidebar.error(fmt.md_escape(st.session_state[f"{kind}_error"]))
     source = _uploads(kind).get(choice) or appdata.catalogue_source(choice)
     try:
         cache.load(kind, source)
@@ -77,6 +73,21 @@ def _spec_picker(kind: str) -> appdata.Source:
         st.sidebar.error(fmt.md_escape(f"{one_line(str(err))} (still using {appdata.source_label(source)})"))
     st.session_state[f"{kind}_last"] = source
     return source
+
+
+def _upload_box() -> None:
+    """Both uploaders in one expander that runs (and sends them) only when opened: most reruns draw neither file
+    drop zone. An upload's callback still picks it (its result lives in st.session_state, not in the widget)."""
+    box = st.sidebar.expander("Upload a hardware or model spec", key="upload_open", on_change="rerun")
+    if box.open:
+        with box:
+            for kind in ("hardware", "model"):
+                st.file_uploader(f"{kind} spec file", type=["yaml", "yml", "json"], key=f"{kind}_upload",
+                                 on_change=_on_upload, args=(kind,), max_upload_size=appdata.UPLOAD_LIMIT_MB,
+                                 help=UPLOAD_HELP[kind])
+    for kind in ("hardware", "model"):
+        if st.session_state.get(f"{kind}_error"):
+            st.sidebar.error(fmt.md_escape(st.session_state[f"{kind}_error"]))
 
 
 def _widget(f: share.Field, where, model) -> None:
@@ -129,14 +140,26 @@ def sidebar() -> Scenario:
         st.sidebar.warning(fmt.md_escape(line))
     hardware = _spec_picker("hardware")
     model = _spec_picker("model")
+    _upload_box()
     spec_model = cache.load("model", model)
     with st.sidebar.form("plan_form", border=False):
         st.form_submit_button("Apply", type="primary", key="apply", use_container_width=True)
+        fields = [f for f in share.FIELDS if f.group in ("workload", "target", "methods")]
         c1, c2 = st.columns(2)
-        for i, f in enumerate(x for x in share.FIELDS if x.group in ("workload", "target")):
+        for i, f in enumerate(f for f in fields if f.key in COMMON and f.kind != "multi"):
             _widget(f, (c1, c2)[i % 2], spec_model)
-        for f in (x for x in share.FIELDS if x.group == "methods"):
+        for f in (f for f in fields if f.key in COMMON and f.kind == "multi"):
             _widget(f, st, spec_model)
+        # the rarely changed ones in an expander, closed (not laid out) unless one of them is set: values and link
+        # work as before
+        rare = [f for f in fields if f.key not in COMMON]
+        with st.expander("More settings", expanded=any(st.session_state.get(f.key, f.default) != f.default
+                                                       for f in rare)):
+            c1, c2 = st.columns(2)
+            for i, f in enumerate(f for f in rare if f.kind != "text"):
+                _widget(f, (c1, c2)[i % 2], spec_model)
+            for f in (f for f in rare if f.kind == "text"):
+                _widget(f, st, spec_model)
     state = {f.key: st.session_state.get(f.key, f.default) for f in share.FIELDS}
     specs = _valid_specs(state["methods"], state["custom"])
     if not specs:

@@ -39,15 +39,23 @@ if plan is None:
 
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
-# only the open tab runs and is sent (a tab click reruns): the browser embeds one Vega view, not three
-tab_summary, tab_memory, tab_latency = st.tabs(["Summary", "Memory", "Latency"], key="plan_tab", on_change="rerun")
+# only the open tab runs and is sent (a tab click reruns): the browser embeds at most one Vega view, and the first
+# paint (Summary) none: a cold load or a shared link does not load or compile the Vega bundle, and a rerun redraws
+# no chart. The summary stays a data grid: st.table (no grid bundle) imports pandas in its data-format check, which
+# cost the cold first load more than the grid (paired browser runs, commit message)
+tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
+                                                             key="plan_tab", on_change="rerun")
 if tab_summary.open:
     with tab_summary:
         st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
                      hide_index=True, lazy=False, key="summary")
-        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
         notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
+if tab_capacity.open:
+    with tab_capacity:
+        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+        st.caption("Per method: the longest context that fits at the batch (drawn up to the model's max positions) "
+                   "and the largest batch that fits at the context.")
 if tab_memory.open:
     with tab_memory:
         first = plan["results"][0]["memory"]
