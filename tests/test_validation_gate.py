@@ -50,3 +50,20 @@ def test_xquant_crossover_within_20_percent(path: Path) -> None:
     print("\n" + targets.render(verdicts))
     t = verdicts["xquant_crossover"]
     assert t["verdict"] != "missed", {b: c["ratio"] for b, c in t["batches"].items()}
+
+
+GATE_MISSED = ("issue 14's gate is not met yet: suite median APE 31.8 % (H100) / 34.3 % (H200); the fused XQuant "
+               "and InnerQ/SKVQ loops are latency-bound with two warps per scheduler (Nsight Compute: "
+               "validate/results/experiments/SESSION6.md), which no measured ceiling covers yet")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=GATE_MISSED)
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.stem)
+def test_suite_median_ape_within_12_percent(path: Path) -> None:
+    """Issue 14's CI gate: the median APE over EVERY family (ceilings excluded), not only those at their ceilings,
+    <= 12 % per committed device. Strict xfail while missed: it fails the day the model meets it, so the mark goes."""
+    from roofline.catalogue import load_hardware
+
+    results = load_results(path)
+    report = compare(results, load_hardware(hardware_for_device(results["env"]["device"])))
+    assert report["summary"]["median_ape_pct"] <= 12.0
