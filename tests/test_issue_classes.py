@@ -160,3 +160,24 @@ def test_wgmma_benchmarks_count_what_they_time() -> None:
     assert "wgmma_n256_rs_p2" in cfgs and "wgmma_n256_rs_p4" not in cfgs and "wgmma_n128_ss_p4" in cfgs
     # serial share: W 2, I 1 -> both 3 (they add): 1; both 2 (I hidden): 0; both 2.5: 0.5; clipped
     assert [wgmma.serial_share(2.0, 1.0, t) for t in (3.0, 2.0, 2.5, 3.5, 1.9)] == [1.0, 0.0, 0.5, 1.0, 0.0]
+
+
+def test_device_scripts_refuse_bad_arguments_and_a_missing_gpu(capsys) -> None:
+    # validate.common.harness.script_args, shared by the on-chip, wgmma and wgmma-latency scripts: one line on stderr
+    # and exit 2 for wrong arguments, and for no CUDA GPU (this machine) or Triton's interpreter
+    from validate.ops.ceilings import onchip, wgmma, wgmma_latency
+
+    assert onchip.main([]) == 2 and wgmma.main(["a.json", "b.json", "--quick"]) == 2
+    assert wgmma_latency.main(["a.json", "--quick"]) == 2  # takes no --quick
+    usage = capsys.readouterr().err.splitlines()
+    assert usage == ["usage: python -m validate.ops.ceilings.onchip OUT.json [--quick]",
+                     "usage: python -m validate.ops.ceilings.wgmma OUT.json [--quick]",
+                     "usage: python -m validate.ops.ceilings.wgmma_latency OUT.json"]
+    import torch
+
+    if torch.cuda.is_available():
+        return  # the rest is the no-GPU refusal
+    assert onchip.main(["out.json", "--quick"]) == 2 and wgmma_latency.main(["out.json"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "onchip: needs a CUDA GPU (inline PTX does not run under TRITON_INTERPRET)",
+        "wgmma_latency: needs a CUDA GPU with wgmma (sm_90)"]

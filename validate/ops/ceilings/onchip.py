@@ -43,7 +43,6 @@ spec clocks, committed before any run.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -53,7 +52,7 @@ import triton
 import triton.language as tl
 
 from validate.common.events import replay_times_ms
-from validate.common.harness import environment
+from validate.common.harness import environment, script_args
 from validate.ops.ceilings import latency
 
 WARPS = 8
@@ -305,14 +304,10 @@ def run(out_path: Path, quick: bool = False) -> dict:
 
 def main(argv: list[str]) -> int:
     """`python -m validate.ops.ceilings.onchip OUT.json [--quick]`; exit 2 with one line on bad arguments."""
-    args = [a for a in argv if a != "--quick"]
-    if len(args) != 1:
-        print("usage: python -m validate.ops.ceilings.onchip OUT.json [--quick]", file=sys.stderr)
+    parsed = script_args(argv, "onchip", "a CUDA GPU (inline PTX does not run under TRITON_INTERPRET)")
+    if parsed is None:
         return 2
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        print("onchip: needs a CUDA GPU (inline PTX does not run under TRITON_INTERPRET)", file=sys.stderr)
-        return 2
-    result = run(Path(args[0]), quick="--quick" in argv)
+    result = run(*parsed)
     for name, row in result["benchmarks"].items():
         print(f"{name}: {row['rate_per_s']:.4g}/s = {row['per_sm_per_clock']:.1f} per SM per clock "
               f"({row['share_of_predicted']:.0%} of the datasheet at {result['clock_hz_measured'] / 1e9:.3f} GHz)")

@@ -25,7 +25,6 @@ validate/results/experiments/wgmma-overlap-predicted.json has the model's predic
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from validate.common.harness import environment
+from validate.common.harness import environment, script_args
 from validate.ops.ceilings.onchip import graph_seconds
 
 M, K, WARPS = 64, 128, 4
@@ -136,14 +135,10 @@ def run(out_path: Path, quick: bool = False) -> dict:
 
 def main(argv: list[str]) -> int:
     """`python -m validate.ops.ceilings.wgmma OUT.json [--quick]`; exit 2 with one line on bad arguments."""
-    args = [a for a in argv if a != "--quick"]
-    if len(args) != 1:
-        print("usage: python -m validate.ops.ceilings.wgmma OUT.json [--quick]", file=sys.stderr)
+    parsed = script_args(argv, "wgmma", "a CUDA GPU with wgmma (sm_90)")
+    if parsed is None:
         return 2
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        print("wgmma: needs a CUDA GPU with wgmma (sm_90)", file=sys.stderr)
-        return 2
-    result = run(Path(args[0]), quick="--quick" in argv)
+    result = run(*parsed)
     for name, row in result["benchmarks"].items():
         rate = f"{row['flops_per_s'] / 1e12:.1f} TFLOP/s" if row["flops_per_s"] else "-"
         print(f"{name}: {row['seconds'] * 1e3:.3f} ms, {rate}, {row['ns_per_step']:.1f} ns per program-step")

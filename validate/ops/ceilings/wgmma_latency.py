@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from validate.common.harness import environment
+from validate.common.harness import environment, script_args
 
 NS = (64, 128)
 ITERS, TRIALS = 4096, 5
@@ -82,13 +82,10 @@ def run(out_path: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     """`python -m validate.ops.ceilings.wgmma_latency OUT.json`; exit 2 with one line on bad arguments."""
-    if len(argv) != 1:
-        print("usage: python -m validate.ops.ceilings.wgmma_latency OUT.json", file=sys.stderr)
+    parsed = script_args(argv, "wgmma_latency", "a CUDA GPU with wgmma (sm_90)", quick=False, interpreter=False)
+    if parsed is None:
         return 2
-    if not torch.cuda.is_available():
-        print("wgmma_latency: needs a CUDA GPU with wgmma (sm_90)", file=sys.stderr)
-        return 2
-    for name, cycles in run(Path(argv[0]))["cycles_per_wgmma"].items():
+    for name, cycles in run(parsed[0])["cycles_per_wgmma"].items():
         print(f"{name}: {cycles:.1f} cycles per wgmma")
     return 0
 
