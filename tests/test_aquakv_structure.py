@@ -2,6 +2,9 @@
 family's prediction from it (roofline.validation.families.aquakv): launches, wgmma operand bytes, the clock the
 on-chip rates run at, and the ceiling that binds. Pure Python: no GPU, no compile."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from roofline.catalogue import load_hardware
@@ -58,9 +61,13 @@ def test_clock_scale() -> None:
     h100 = load_hardware("H100-SXM")
     assert fam.clock_scale(h100) == pytest.approx(1.432 / 1.98)
     assert fam.clock_scale(h100.model_copy(update={"measured": None})) == 1.0
-    # a measured section without the clock (validate compare's `calibrated`) takes it from the catalogue entry
-    kept = h100.measured.model_copy(update={"burst_sm_clock_hz": None})
-    assert fam.clock_scale(h100.model_copy(update={"measured": kept})) == pytest.approx(1.432 / 1.98)
+    # validate compare's `calibrated` rebuilds the measured section from a results file and keeps the clock
+    from roofline.validation.compare import calibrated
+
+    results = json.loads((Path(__file__).resolve().parents[1] / "validate/results/nvidia-h100.json").read_text())
+    assert fam.clock_scale(calibrated(h100, results)) == pytest.approx(1.432 / 1.98)
+    assert fam.clock_scale(h100.model_copy(update={"measured": h100.measured.model_copy(
+        update={"burst_sm_clock_hz": None})})) == 1.0
 
 
 def test_structured_prediction_work_and_ceiling() -> None:

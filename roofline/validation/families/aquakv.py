@@ -20,8 +20,6 @@ Nothing is fitted to these kernels' timings.
 
 from __future__ import annotations
 
-from functools import cache
-
 from roofline.validation import fixed_costs
 from roofline.validation.predict import decode_model, decode_work, predict_op
 from roofline.validation.results_file import Case
@@ -83,25 +81,12 @@ def launches(params: dict, big_rows: int | None = None, variant: str = "") -> li
 def clock_scale(hardware) -> float:
     """SM clock under tensor-core load over the clock the on-chip rates were measured at (hardware.sm_clock_hz, the
     boost clock validate.ops.ceilings.onchip runs at): measured.burst_sm_clock_hz (the median SM clock of GEMM
-    bursts, validate.clients.calibrate), from the catalogue entry of the same name when the measured section in
-    hand kept only the on-chip rates (validate compare's `calibrated`); 1 without a measured section or clock."""
+    bursts, validate.clients.calibrate; validate compare's `calibrated` keeps it beside the on-chip rates, compare.
+    ONCHIP_FIELDS); 1 without a measured section or clock."""
     measured = getattr(hardware, "measured", None)
-    if measured is None or not hardware.sm_clock_hz:
+    if measured is None or not hardware.sm_clock_hz or not measured.burst_sm_clock_hz:
         return 1.0
-    burst = measured.burst_sm_clock_hz or (_catalogue_burst_clock(hardware.name) if measured.onchip_source else None)
-    return min(1.0, burst / hardware.sm_clock_hz) if burst else 1.0
-
-
-@cache
-def _catalogue_burst_clock(name: str) -> float | None:
-    from roofline.catalogue import load_hardware
-    from roofline.errors import RooflineError
-
-    try:
-        measured = load_hardware(name).measured
-    except RooflineError:
-        return None
-    return measured.burst_sm_clock_hz if measured is not None else None
+    return min(1.0, measured.burst_sm_clock_hz / hardware.sm_clock_hz)
 
 
 def structured(params: dict, hardware, big_rows: int | None = None, variant: str = ""):
