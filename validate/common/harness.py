@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -34,7 +35,12 @@ def median_ms(fn: Callable[[], object], warmup_ms: int = WARMUP_MS, rep_ms: int 
     """Median milliseconds of fn() over the repetitions do_bench fits in `rep_ms` (L2 flushed between)."""
     from triton.testing import do_bench
 
-    return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    from validate.common import clocks
+
+    start = time.time()
+    out = float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    clocks.mark(start, time.time())
+    return out
 
 
 def l2_bytes() -> int:
@@ -227,11 +233,20 @@ def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callabl
     else:
         plan = [(family, case) for family in families for case in family.cases(quick)]
     log(f"bench: {len(plan)} cases on {env['device']} -> {out}")
-    for i, (family, case) in enumerate(plan, 1):
-        log(f"[{i}/{len(plan)}] {family.name}/{case.name} ...")
-        row = _run_case(family, case)
-        results["cases"].append(row)
-        write_json(out, results)
-        log(f"[{i}/{len(plan)}] {family.name}/{case.name}: {_describe(row)}")
-        sys.stdout.flush()
+    from validate.common.clocks import Sampler, take_windows
+
+    sampler = Sampler().start()
+    try:
+        for i, (family, case) in enumerate(plan, 1):
+            log(f"[{i}/{len(plan)}] {family.name}/{case.name} ...")
+            take_windows()
+            row = _run_case(family, case)
+            if (clock := sampler.case_clocks()) is not None:
+                row["clocks"] = clock  # SM clock and power while it was timed (validate.common.clocks)
+            results["cases"].append(row)
+            write_json(out, results)
+            log(f"[{i}/{len(plan)}] {family.name}/{case.name}: {_describe(row)}")
+            sys.stdout.flush()
+    finally:
+        sampler.stop()
     return results

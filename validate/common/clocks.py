@@ -1,0 +1,98 @@
+"""The SM clock and board power while each case is timed: `nvidia-smi` sampled in the background during a bench,
+and each case's samples (those inside the windows its timings ran in, `harness.median_ms`) reduced to medians.
+
+Why: the on-chip rates of the ceilings family run at the boost clock, while a kernel that draws the board's power
+limit runs slower; a results file that records each case's clock lets `validate compare` tell a clock effect from
+a modelling one instead of assuming one (AQUA-KV's clock_scale assumed the clock of large cuBLAS GEMMs).
+
+The sampler writes `nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits -lms 20`
+to a file; nvidia-smi's timestamps are local time, read back with the same clock as `time.time()`. Without
+nvidia-smi every case gets no "clocks" and the bench runs as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+QUERY = ["--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "20"]
+WINDOWS: list[tuple[float, float]] = []  # (start, end) of every timing since the last `take_windows`
+
+
+def mark(start: float, end: float) -> None:
+    """Record one timing's wall-clock window (harness.median_ms calls it around do_bench)."""
+    WINDOWS.append((start, end))
+
+
+def take_windows() -> list[tuple[float, float]]:
+    """The windows recorded since the last call, and forget them."""
+    out = WINDOWS[:]
+    WINDOWS.clear()
+    return out
+
+
+def parse_line(line: str) -> tuple[float, float, float] | None:
+    """(epoch seconds, SM MHz, watts) of one sample line, None for a line that is not one (a header, "[N/A]")."""
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) != 3:
+        return None
+    try:
+        stamp = dt.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()  # local time, as time.time()
+        return stamp, float(parts[1]), float(parts[2])
+    except ValueError:
+        return None
+
+
+def summarize(samples: list[tuple[float, float, float]], windows: list[tuple[float, float]]) -> dict | None:
+    """Median SM clock (MHz) and power (W) of the samples inside any of `windows`, with their count and the
+    lowest clock; None when no sample falls inside."""
+    inside = [s for s in samples if any(a <= s[0] <= b for a, b in windows)]
+    if not inside:
+        return None
+    clocks, watts = [s[1] for s in inside], [s[2] for s in inside]
+    return {"sm_mhz": statistics.median(clocks), "sm_mhz_min": min(clocks), "power_w": statistics.median(watts),
+            "samples": len(inside)}
+
+
+class Sampler:
+    """nvidia-smi writing samples to a temporary file from `start` to `stop`; `case_clocks` reduces the samples of
+    the windows timed since the last call."""
+
+    def __init__(self) -> None:
+        self.proc = None
+        self.path = Path(tempfile.mkstemp(prefix="clocks-", suffix=".csv")[1])
+        self.offset = 0  # bytes of the file already parsed
+        self.samples: list[tuple[float, float, float]] = []
+
+    def start(self) -> Sampler:
+        exe = shutil.which("nvidia-smi")
+        if exe:
+            self.proc = subprocess.Popen([exe, *QUERY], stdout=self.path.open("w"), stderr=subprocess.DEVNULL)
+            time.sleep(0.1)
+        return self
+
+    def case_clocks(self) -> dict | None:
+        """The clocks of the windows timed since the last call (`take_windows`), or None without a sampler."""
+        windows = take_windows()
+        if self.proc is None or not windows:
+            return None
+        time.sleep(0.05)  # the last sample of the window reaches the file
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written waits for the next call
+        self.offset += len(complete)
+        self.samples = [s for s in self.samples if s[0] >= windows[0][0]]
+        self.samples += [s for s in map(parse_line, complete.decode(errors="replace").splitlines()) if s]
+        return summarize(self.samples, windows)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=5)
+        self.path.unlink(missing_ok=True)
