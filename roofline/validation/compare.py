@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.validation.calibrate import measured_section, stream_bandwidth
+from roofline.validation.case_clock import at_case_clock, case_mhz, scale
 from roofline.validation.families import FAMILIES
 from roofline.validation.results_file import ResultsError, case_of
 
@@ -41,8 +42,7 @@ def hardware_for_device(device: str) -> str:
 
 ONCHIP_FIELDS = ("shared_memory_bytes_per_s", "int32_ops_per_s", "fp32_flops_per_s", "mma_sync_flops_per_s",
                  "f2fp_ops_per_s", "i2f_ops_per_s", "f2i_ops_per_s", "mufu_ops_per_s", "dispatch_ops_per_s",
-                 "wgmma_flops_per_s", "wgmma_issue_serial", "onchip_source",
-                 "burst_sm_clock_hz")  # the clock the on-chip rates run at under GEMM load (families.aquakv)
+                 "wgmma_flops_per_s", "wgmma_issue_serial", "onchip_source")
 
 
 def calibrated(hardware, results: dict):
@@ -90,11 +90,13 @@ def _row(row: dict, hardware, reference: float) -> dict:
         out["note"] = f"family {row['family']!r} not registered here"
     else:
         try:
-            pred = family.predict(case_of(row), hardware)
+            pred = family.predict(case_of(row), at_case_clock(hardware, row))
         except (ValueError, KeyError, TypeError) as err:
             out["note"] = f"no prediction: {err}"
         else:
             out["bound"] = pred["bound"]
+            if scale(hardware, row) < 1:
+                out["note"] = f"at {case_mhz(row):.0f} MHz"  # the on-chip rates at the case's clock (case_clock)
             if pred.get("time_s") is not None:
                 out["predicted_ms"] = pred["time_s"] * 1e3
                 out["ape_pct"] = abs(out["predicted_ms"] - row["ms"]) / row["ms"] * 100

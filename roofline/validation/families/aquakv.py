@@ -12,9 +12,8 @@ carries what the launches' warps execute, each launch scaled by its last wave (`
     vector_flops, int_ops = FP32 and integer instructions x 32 lanes  at the measured FMA / integer rates (issue)
     shared_bytes = (wavefronts x 128 B + wgmma operand bytes)         at the measured shared-memory rate
 and Roofline times it as every op: max(matmul + issue, DRAM bytes / bandwidth, shared bytes / shared bandwidth).
-`clock_scale`: the on-chip rates were measured at the boost clock (1.98 GHz), but a kernel that keeps the tensor
-cores busy runs at the clock measured under GEMM load (burst_sm_clock_hz: 1.43 GHz on the H100, 1.50 on the H200),
-so its issue and shared-memory work is charged at the rates of that clock (the GEMM rate already is).
+The clock: a large case runs below the boost clock the on-chip rates were measured at (the board's power limit);
+`validate compare` times each case at the SM clock recorded while it ran (roofline.validation.case_clock).
 Nothing is fitted to these kernels' timings.
 """
 
@@ -78,17 +77,6 @@ def launches(params: dict, big_rows: int | None = None, variant: str = "") -> li
     return [(name, programs), (name[:-1] + "v", programs)]
 
 
-def clock_scale(hardware) -> float:
-    """SM clock under tensor-core load over the clock the on-chip rates were measured at (hardware.sm_clock_hz, the
-    boost clock validate.ops.ceilings.onchip runs at): measured.burst_sm_clock_hz (the median SM clock of GEMM
-    bursts, validate.clients.calibrate; validate compare's `calibrated` keeps it beside the on-chip rates, compare.
-    ONCHIP_FIELDS); 1 without a measured section or clock."""
-    measured = getattr(hardware, "measured", None)
-    if measured is None or not hardware.sm_clock_hz or not measured.burst_sm_clock_hz:
-        return 1.0
-    return min(1.0, measured.burst_sm_clock_hz / hardware.sm_clock_hz)
-
-
 def structured(params: dict, hardware, big_rows: int | None = None, variant: str = ""):
     """The transform (op -> op) that puts the launches' executed work into the op (module docstring), or None
     where the case's kernel or its structure at these heads is not known."""
@@ -102,14 +90,11 @@ def structured(params: dict, hardware, big_rows: int | None = None, variant: str
     if not parts or any(s is None for s, _ in parts):
         return None
     scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
-    slow = 1 / clock_scale(hardware)
     fields = {}
     for s, programs in parts:
         steps = programs * ks.wave_factor(programs, hardware.sm_count)
         work = ks.executed_work(s, steps, scale, hardware)
         work["shared_bytes"] += steps * s["warps"] * s["executed"]["wgmma_shared_bytes"]
-        for key in ("vector_flops", "int_ops", "shared_bytes"):
-            work[key] *= slow
         fields = {k: fields.get(k, 0) + v for k, v in work.items()}
     return lambda op: replace(op, **fields)
 

@@ -1,0 +1,52 @@
+"""roofline.validation.case_clock: a case is predicted at the SM clock recorded while it was timed."""
+
+import pytest
+
+from roofline.catalogue import load_hardware
+from roofline.validation import case_clock
+
+
+def test_case_mhz_rounds_to_the_clock_steps_and_ignores_bad_values() -> None:
+    assert case_clock.case_mhz({"clocks": {"sm_mhz": 1837.5}}) in (1830, 1845)  # between two 15 MHz steps
+    assert case_clock.case_mhz({"clocks": {"sm_mhz": 1605.0}}) == 1605
+    for bad in ({}, {"clocks": None}, {"clocks": {"sm_mhz": None}}, {"clocks": {"sm_mhz": -5}},
+                {"clocks": {"sm_mhz": True}}, {"clocks": {"sm_mhz": "1980"}}):
+        assert case_clock.case_mhz(bad) is None
+
+
+def test_onchip_rates_scale_with_the_case_clock_and_dram_does_not() -> None:
+    h100 = load_hardware("H100-SXM")  # sm_clock_hz 1.98 GHz, the boost clock of the on-chip microbenchmarks
+    row = {"clocks": {"sm_mhz": 1605.0}}  # aquakv-2_b8_l65536 on the H100, nvidia-h100-clocked.json
+    s = 1605 / 1980
+    assert case_clock.scale(h100, row) == pytest.approx(s)
+    hw = case_clock.at_case_clock(h100, row)
+    m, m0 = hw.measured, h100.measured
+    assert hw.sm_clock_hz == pytest.approx(1.605e9)
+    assert m.dispatch_ops_per_s == pytest.approx(m0.dispatch_ops_per_s * s)  # 116.5 x 132 x 1.605 GHz
+    assert m.dispatch_ops_per_s == pytest.approx(116.5 * 132 * 1.605e9, rel=2e-3)
+    assert m.shared_memory_bytes_per_s == pytest.approx(m0.shared_memory_bytes_per_s * s)
+    assert m.read_bytes_per_s == m0.read_bytes_per_s  # HBM: its own clock
+    assert m.wgmma_flops_per_s == m0.wgmma_flops_per_s and m.gemm_flops_per_s == m0.gemm_flops_per_s
+    assert m.mma_sync_flops_per_s == m0.mma_sync_flops_per_s
+    assert h100.measured.dispatch_ops_per_s == m0.dispatch_ops_per_s  # the catalogue's spec is not changed
+
+
+def test_no_clock_or_boost_clock_keeps_the_spec() -> None:
+    h100 = load_hardware("H100-SXM")
+    assert case_clock.at_case_clock(h100, {}) is h100
+    assert case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": 1980.0}}) is h100
+    assert case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": 2100.0}}) is h100  # never faster than the boost
+
+
+def test_compare_predicts_a_clocked_row_slower_and_says_so() -> None:
+    from roofline.validation.compare import compare
+
+    h100 = load_hardware("H100-SXM")
+    params = {"method": "aquakv:bits=2", "num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "batch": 8,
+              "context": 65536}
+    base = {"family": "aquakv", "name": "aquakv-2_b8_l65536", "params": params, "ms": 6.5}
+    rows = [base, {**base, "name": "slow", "clocks": {"sm_mhz": 1605.0}}]
+    report = compare({"env": {"device": "NVIDIA H100 80GB HBM3"}, "cases": rows}, h100)
+    got = {r["name"]: r for r in report["families"]["aquakv"]["rows"]}
+    assert got["slow"]["note"] == "at 1605 MHz" and got["aquakv-2_b8_l65536"]["note"] == ""
+    assert got["slow"]["predicted_ms"] > got["aquakv-2_b8_l65536"]["predicted_ms"]
