@@ -13,7 +13,7 @@ B x H_kv x min(64, ceil(L / step_tokens)) programs: the launcher's split cap) jo
 
 from __future__ import annotations
 
-from roofline.validation import kernel_structure
+from roofline.validation import contention, kernel_structure
 from roofline.validation.fixed_costs import with_fixed_costs
 from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
@@ -49,7 +49,11 @@ def predict(case: Case, hardware) -> dict:
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
         programs = p["batch"] * p["num_kv_heads"] * min(64, -(-p["context"] // s["step_tokens"]))
-        out = kernel_structure.with_latency(out, kernel_structure.latency_seconds(
-            s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware))
+        got = contention.contention_seconds(s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware)
+        if got is None:
+            out = kernel_structure.with_latency(out, kernel_structure.latency_seconds(
+                s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware))
+        else:
+            out = contention.with_contention(out, got["seconds"], got["bound"])
         out["resident_programs"] = kernel_structure.resident_programs(s, hardware)
     return with_fixed_costs(out, NAME, p, hardware)
