@@ -25,11 +25,14 @@ Exact MVA (`mva`): Q_k(0) = 0; for n = 1..N: R_k = D_k (1 + Q_k(n-1)), X = n / (
 X(N) is customer-steps per cycle per SM; a program-step is warps / width of a customer-step (width = the warps
 of a customer, 4 unless the SM holds fewer), so over a launch
     t = program-steps x wave_factor x warps / (width x X(N) x SMs x clock)     (`contention_seconds`)
-and the bound is the station with the largest residence time R_k ("issue", "tensor", "shared", or "latency" for
-Z). DRAM stays a ceiling: the op's time is max(t, its DRAM time) (`with_contention`).
-Validation on microbenchmarks (validate/results/experiments/mva-microbench.md): the wgmma/ALU overlap loop alone
-per SM matches; the 1 LOP3 : 2 FFMA mix is issue-bound at any N, as measured, but 9 % below the dispatch's 1 per
-clock, a per-instruction cost MVA does not produce: the kernels' issue station uses the measured dispatch rate.
+and the bound is the station with the largest residence time R_k, by the Roofline's ceiling names (`BOUNDS`:
+"issue", "compute" for the tensor core, "shared-memory", or "latency" for Z).
+DRAM stays a ceiling: the op's time is max(t, its DRAM time) (`with_contention`).
+Validation on microbenchmarks (validate/results/experiments/MVA.md, mva-microbench.json): the wgmma/ALU overlap
+loop at one warpgroup per SM within 2 % of the measured times (its serial share 0.865 vs 0.90); at 2 and 4 the
+runs' clocks were not recorded (MVA.md). The 1 LOP3 : 2 FFMA mix is issue-bound at 2 and 8 warps per scheduler, as
+measured, but the MVA at one dispatch per clock is 6 % above it, a per-instruction cost a queue does not produce:
+the kernels' issue station uses the measured dispatch rate (dispatch_ops_per_s).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from roofline.validation import kernel_structure as ks
 
 SCHEDULERS = 4  # warp schedulers per SM (Hopper SM: 4 sub-partitions; CUDA C++ Programming Guide, cc 9.0)
 MMA_SYNC_FLOPS = 2 * 16 * 8 * 16  # one HMMA.16816 (m16n8k16) per warp
+# the bound a station names: the Roofline's ceiling names (roofline.costmodel.optimes.binding_ceiling)
+BOUNDS = {"issue": "issue", "tensor": "compute", "shared": "shared-memory", "latency": "latency"}
 
 
 def mva(demands: dict[str, float], think: float, customers: int) -> tuple[float, dict[str, float]]:
@@ -114,7 +119,7 @@ def step_cycles(s: dict, key: str, programs: int, hardware) -> dict | None:
     d = demands(s, hardware, width)
     think = max(0.0, chain - sum(d.values()))
     x, r = mva(d, think, n)
-    bound = max({**r, "latency": think}.items(), key=lambda kv: kv[1])[0]
+    bound = BOUNDS[max({**r, "latency": think}.items(), key=lambda kv: kv[1])[0]]
     # a customer-step is width / warps program-steps
     return {"cycles": s["warps"] / (width * x), "bound": bound, "customers": n, "think": think, "residence": r,
             "demands": d}

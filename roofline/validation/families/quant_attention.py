@@ -6,9 +6,11 @@ under the case's method SPEC (params["method"], parsed by roofline.methods.parse
 L = context. When the kernel's structure is known (roofline.validation.kernel_structure: the static counts of
 the measured kernel's middle loop), the op's on-chip work is the loop's, over B x H_kv x L / step_tokens
 program-steps: shared-memory wavefronts and integer instructions instead of the layout's estimates, so the
-hierarchical roofline names and times the shared-memory and integer-issue ceilings of this kernel, and the latency
-ceiling of its loop (kernel_structure.latency_seconds, chain "quant_attention/<method>" of structure/chains.json,
-B x H_kv x min(64, ceil(L / step_tokens)) programs: the launcher's split cap) joins the op's max.
+hierarchical roofline names the shared-memory and integer-issue ceilings of this kernel; its on-chip time is the
+contention between the SM's warps (roofline.validation.contention: exact MVA over issue, tensor core and shared
+memory with the loop's chain "quant_attention/<method>" of structure/chains.json as the delay, B x H_kv x
+min(64, ceil(L / step_tokens)) programs: the launcher's split cap), DRAM kept as a ceiling; without a chain the
+latency ceiling (kernel_structure.latency_seconds) joins the op's max instead.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kern
 the op that does its work ("attention" of fused, "remat" of materialized) carries what its warps execute:
 wgmma FLOPs at the measured GEMM rate, HMMA FLOPs at the mma.sync rate, FP32 and integer instructions at the
 measured FMA and integer rates, shared-memory wavefronts; over the launch's program-steps (`launches`), each launch
-scaled by its last wave (`kernel_structure.wave_factor`), and the latency ceiling of those launches
-(`latency_s`: kernel_structure.latency_seconds with the lone-warp chains of structure/chains.json) joins that op's
-max. Nothing is fitted to these kernels' timings.
+scaled by its last wave (`kernel_structure.wave_factor`). That op's on-chip time is then the contention between
+the SM's warps (`on_chip`: roofline.validation.contention, exact MVA with the lone-warp chains of
+structure/chains.json as the delay), DRAM kept as a ceiling; without a chain the latency ceiling (`latency_s`)
+joins the op's max instead. Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
