@@ -239,8 +239,11 @@ def test_grid_work_and_prediction() -> None:
     for case in quick:
         pred = family.predict(case, hw)
         assert predicted.work(case.params) == {"bytes": pred["bytes"], "flops": pred["flops"]}
-        # one kernel per op (attention, its split-K reduce, the remat): the sum of each op's max
-        assert pred["time_s"] >= max(pred["compute_s"], pred["memory_s"]) * (1 - 1e-12)
+        # one kernel per op (attention, its split-K reduce, the remat): the sum of each op's max; a structured op's
+        # compute composition is replaced by the contention of its warps (roofline.validation.contention), so only
+        # its DRAM time stays a floor there
+        floor = pred["memory_s"] if pred.get("contention_s") else max(pred["compute_s"], pred["memory_s"])
+        assert pred["time_s"] >= floor * (1 - 1e-12)
     p = fam.params("fused", 32, 131072)
     pred = family.predict(Case("xquant", "x", p), hw)
     # remat 4 L (d/g)^2 + attention 2 H L 2 d_h per sequence, on the tensor cores; with the kernel's sm_90 structure

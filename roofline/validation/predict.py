@@ -89,7 +89,7 @@ def predict_op(model, method_config, op_name: str, values: dict, hardware, phase
             "flops": int(round(sum(r["flops"] for r in rows))), "bound": top["bound"],
             "compute_s": sum(r["compute_s"] for r in rows), "memory_s": sum(r["memory_s"] for r in rows),
             "shared_s": sum(r.get("shared_s", 0.0) for r in rows), "issue_s": sum(r.get("issue_s", 0.0) for r in rows),
-            "kernels": len(rows), "op_s": own["time_s"]}
+            "kernels": len(rows), "op_s": own["time_s"], "op_memory_s": own["memory_s"]}
 
 
 def decode_model(name: str, num_heads: int, num_kv_heads: int, head_dim: int, num_layers: int = 1,

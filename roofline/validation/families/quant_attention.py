@@ -6,14 +6,16 @@ under the case's method SPEC (params["method"], parsed by roofline.methods.parse
 L = context. When the kernel's structure is known (roofline.validation.kernel_structure: the static counts of
 the measured kernel's middle loop), the op's on-chip work is the loop's, over B x H_kv x L / step_tokens
 program-steps: shared-memory wavefronts and integer instructions instead of the layout's estimates, so the
-hierarchical roofline names and times the shared-memory and integer-issue ceilings of this kernel, and the latency
-ceiling of its loop (kernel_structure.latency_seconds, chain "quant_attention/<method>" of structure/chains.json,
-B x H_kv x min(64, ceil(L / step_tokens)) programs: the launcher's split cap) joins the op's max.
+hierarchical roofline names the shared-memory and integer-issue ceilings of this kernel; its on-chip time is the
+contention between the SM's warps (roofline.validation.contention: exact MVA over issue, tensor core and shared
+memory with the loop's chain "quant_attention/<method>" of structure/chains.json as the delay, B x H_kv x
+min(64, ceil(L / step_tokens)) programs: the launcher's split cap), DRAM kept as a ceiling; without a chain the
+latency ceiling (kernel_structure.latency_seconds) joins the op's max instead.
 """
 
 from __future__ import annotations
 
-from roofline.validation import kernel_structure
+from roofline.validation import contention, kernel_structure
 from roofline.validation.fixed_costs import with_fixed_costs
 from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
@@ -49,7 +51,11 @@ def predict(case: Case, hardware) -> dict:
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
         programs = p["batch"] * p["num_kv_heads"] * min(64, -(-p["context"] // s["step_tokens"]))
-        out = kernel_structure.with_latency(out, kernel_structure.latency_seconds(
-            s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware))
+        got = contention.contention_seconds(s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware)
+        if got is None:
+            out = kernel_structure.with_latency(out, kernel_structure.latency_seconds(
+                s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware))
+        else:
+            out = contention.with_contention(out, got["seconds"], got["bound"])
         out["resident_programs"] = kernel_structure.resident_programs(s, hardware)
     return with_fixed_costs(out, NAME, p, hardware)

@@ -11,9 +11,10 @@ where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kern
 the op that does its work ("attention" of fused, "remat" of materialized) carries what its warps execute:
 wgmma FLOPs at the measured GEMM rate, HMMA FLOPs at the mma.sync rate, FP32 and integer instructions at the
 measured FMA and integer rates, shared-memory wavefronts; over the launch's program-steps (`launches`), each launch
-scaled by its last wave (`kernel_structure.wave_factor`), and the latency ceiling of those launches
-(`latency_s`: kernel_structure.latency_seconds with the lone-warp chains of structure/chains.json) joins that op's
-max. Nothing is fitted to these kernels' timings.
+scaled by its last wave (`kernel_structure.wave_factor`). That op's on-chip time is then the contention between
+the SM's warps (`on_chip`: roofline.validation.contention, exact MVA with the lone-warp chains of
+structure/chains.json as the delay), DRAM kept as a ceiling; without a chain the latency ceiling (`latency_s`)
+joins the op's max instead. Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
@@ -80,19 +81,17 @@ def predict_params(p: dict, hardware, structure: bool = True) -> dict:
         rows = [{k: row[k] for k in ("time_s", "bytes", "flops", "bound", "compute_s", "memory_s")}]
     else:
         transforms = [structured(p, name, hardware) if structure else None for name in _ops(p)]
-        from roofline.validation.kernel_structure import with_latency
-
         rows = [predict_op(model, method, name, values, hardware, transform=t)
                 for name, t in zip(_ops(p), transforms, strict=True)]
-        rows = [with_latency(r, latency_s(p, name, hardware)) if t else r
-                for r, name, t in zip(rows, _ops(p), transforms, strict=True)]
+        rows = [on_chip(r, p, name, hardware) if t else r for r, name, t in zip(rows, _ops(p), transforms, strict=True)]
     out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
     out["kernels"] = sum(r.get("kernels", 1) for r in rows)  # the kernels these ops time (predict_op)
     out.update(bytes=int(round(out["bytes"])), flops=int(round(out["flops"])),
                bound=max(rows, key=lambda r: r["time_s"])["bound"])
     if p["variant"] != "acc_update" and any(transforms):
         out.update(flops=work(p)["flops"], issue_s=sum(r.get("issue_s", 0.0) for r in rows),
-                   latency_s=sum(r.get("latency_s", 0.0) for r in rows))
+                   latency_s=sum(r.get("latency_s", 0.0) for r in rows),
+                   contention_s=sum(r.get("contention_s", 0.0) for r in rows))
     if len(rows) > 1:
         out["parts"] = {name: r for name, r in zip(_ops(p), rows, strict=True)}
     return out
@@ -144,6 +143,21 @@ def structured(p: dict, op_name: str, hardware):
                                 roofline_for(hardware).matmul_peak("bf16"))
         fields = {k: fields.get(k, 0) + v for k, v in work.items()}
     return lambda op: replace(op, **fields)
+
+
+def on_chip(row: dict, p: dict, op_name: str, hardware) -> dict:
+    """`row` of the structured op `op_name` with its on-chip time from the contention between the SM's warps
+    (roofline.validation.contention: MVA over the launches of `launches`, chains "xquant/<name>"), DRAM kept as a
+    ceiling; where a chain is missing, the latency ceiling joins the op's max instead (`latency_s`)."""
+    from roofline.validation import contention
+    from roofline.validation import kernel_structure as ks
+
+    parts = [(name, ks.structure(NAME, name, p, hardware), programs, steps)
+             for name, programs, steps in launches(p, ks.kernels(NAME).get("block_n", 64))]
+    got = None if any(s is None for _, s, _, _ in parts) else contention.launches_seconds(NAME, parts, hardware)
+    if got is None:
+        return ks.with_latency(row, latency_s(p, op_name, hardware))
+    return contention.with_contention(row, got["seconds"], got["bound"])
 
 
 def latency_s(p: dict, op_name: str, hardware) -> float:
