@@ -105,28 +105,45 @@ def extra_kernel_time(family: str, params: dict, ops: int, hardware) -> float:
 
 def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | None = None) -> dict:
     """A family's prediction `out` with `extra_kernel_time` added to time_s (ops: the kernels the prediction
-    already times, out["kernels"] by default, predict.predict_op's count) and the case's `kernels` recorded."""
+    already times, out["kernels"] by default, predict.predict_op's count) and the case's `kernels` recorded; then
+    the chain terms (`chain_terms`, block comment below): time = max(time, floor) + exposed."""
     ops = out.get("kernels", 1) if ops is None else ops
     count = kernels(family, params)
     if count is None or out.get("time_s") is None:
         return out
     extra = extra_kernel_time(family, params, ops, hardware)
     out = {**out, "time_s": out["time_s"] + extra, "kernels": count, "extra_kernel_s": extra}
-    floor = chain_floor(family, params, hardware)
-    if floor is not None:
-        out.update(chain_floor_s=floor, time_s=max(out["time_s"], floor))
+    terms = chain_terms(family, params, hardware)
+    if terms is not None:
+        floor, exposed = terms
         if floor >= out["time_s"]:
             out["bound"] = "latency"
+        out.update(chain_floor_s=floor + exposed, exposed_s=exposed, time_s=max(out["time_s"], floor) + exposed)
     return out
 
 
-# ---- the lone-warp chain floor --------------------------------------------------------------------------------
+# ---- the lone-warp chain floor and the exposed prologue ---------------------------------------------------------
 # Each kernel of a small case runs few programs per SM, so nothing hides a program's latencies: the kernel takes at
 # least the graph's launch (the ceilings family's launch_empty) plus one warp's dependency chain through one
 # program (structure/chains.json: validate.common.chain over the sm_90 compile, with the ceilings family's measured
-# latencies), the prologue-to-epilogue pass plus (steps - 1) trips of its loop. Steps per program use the launchers'
-# split caps (MAX_SPLITS = 64 splits per sequence and KV head), a lower bound on the steps each program walks, and
-# one round of programs: the floor is a lower bound of the case's time, t = max(roofline time, floor).
+# latencies), the prologue-to-epilogue pass plus (steps - 1) trips of its loop, plus the DRAIN: a kernel completes
+# when its last stores are acknowledged, one L2 round trip after its last warp's last store (chains.json
+# local_cycles.l2: validate.ops.ceilings.stalls' dependent load that pays L2, 288 cycles on the H100 and H200), which
+# the chain (stores fire and forget) leaves out. Steps per program use the launchers' split caps (MAX_SPLITS = 64
+# splits per sequence and KV head), a lower bound on the steps each program walks, and one round of programs.
+# The split-K launchers (quant_attention, xquant) size their splits to one wave of resident programs, so every
+# program runs its prologue (the first dependent loads at the global latency) and its epilogue (the partials' stores)
+# at the same time as every other: while they run, no loop streams bytes or issues work, so the kernel's
+# non-loop chain, pass - step (`exposed`), adds to its loop's time instead of overlapping it:
+#     t = sum_k exposed_k / f + max(roofline time, sum_k (launch + drain / f + steps_k x step_k / f))
+# with a kernel without a loop (reduce, remat, predict) keeping its whole pass inside the max. The roofline's per-op
+# intercept (kernel_time: a measured chain of small kernels in a graph) already holds their launch and drain.
+# Checked on the lone-program microbenchmark (validate/ops/ceilings/lone.py, nvidia-h100-lone.json), not on any
+# case: one read program of 16 KB takes 1594 cycles past the empty kernel, the chain 1265 and the chain with its
+# drain 1553; 132 programs take 2.77 us: launch + chain + drain + bytes / bandwidth gives 2.60 us, the max of that
+# floor (1.91 us) and the streaming roofline (1.72 us) 1.91 us.
+# fp16_attention's decode law (decode_attention_latency_s) carries its own measured intercept: no exposed part there.
+EXPOSED_FAMILIES = ("quant_attention", "xquant")
 MAX_SPLITS = 64
 CHAINS = Path(__file__).resolve().parent / "structure" / "chains.json"
 
@@ -171,10 +188,18 @@ def chain_kernels(family: str, p: dict) -> list[tuple[str, int]] | None:
     return None
 
 
-def chain_floor(family: str, params: dict, hardware) -> float | None:
-    """Seconds: sum over the case's kernels of launch floor + (pass + (steps - 1) x step) cycles / SM clock (the
-    block comment above); None where a kernel's chain is not in chains.json, the spec has no SM clock, or no
-    measured section (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
+def drain_cycles() -> float:
+    """Cycles a kernel waits for its last stores after its last instruction: one L2 round trip (chains.json
+    local_cycles.l2; 0 without it)."""
+    return float(chains().get("local_cycles", {}).get("l2", 0.0))
+
+
+def chain_terms(family: str, params: dict, hardware) -> tuple[float, float] | None:
+    """(floor, exposed) seconds of the block comment above: floor = sum over the case's kernels of launch floor +
+    (drain + loop chain) / SM clock, the loop chain steps x step for a kernel whose prologue is exposed (a loop
+    kernel of EXPOSED_FAMILIES), else pass + (steps - 1) x step; exposed = sum of (pass - step) / SM clock of the
+    exposed kernels. None where a kernel's chain is not in chains.json, the spec has no SM clock, or no measured
+    section (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
     from roofline.costmodel import roofline_for
 
     doc, kernels_ = chains(), chain_kernels(family, params)
@@ -184,6 +209,21 @@ def chain_floor(family: str, params: dict, hardware) -> float | None:
     known = doc["kernels"]
     if any(name not in known for name, _ in kernels_):
         return None
+    loop = exposed = 0.0
+    for name, steps in kernels_:
+        k = known[name]
+        if family in EXPOSED_FAMILIES and k["step"] is not None:
+            exposed += k["pass"] - k["step"]
+            loop += steps * k["step"]
+        else:
+            loop += k["pass"] + (steps - 1) * (k["step"] or 0)
     launch = roofline_for(hardware).latency_floor()
-    cycles = sum(known[n]["pass"] + (steps - 1) * (known[n]["step"] or 0) for n, steps in kernels_)
-    return len(kernels_) * launch + cycles / hardware.sm_clock_hz
+    cycles = loop + len(kernels_) * drain_cycles()
+    return len(kernels_) * launch + cycles / hardware.sm_clock_hz, exposed / hardware.sm_clock_hz
+
+
+def chain_floor(family: str, params: dict, hardware) -> float | None:
+    """Seconds: the lone-program bound of the case, floor + exposed of `chain_terms` (a kernel's launch floor +
+    (pass + (steps - 1) x step + drain) cycles / SM clock, summed); None where chain_terms is None."""
+    terms = chain_terms(family, params, hardware)
+    return None if terms is None else sum(terms)
