@@ -189,36 +189,47 @@ def _doc_drain():
         "fp16_attention/reduce_kernel": {"pass": 200.0, "step": None, "warps": 4}}}
 
 
-def test_chain_terms_drain_and_exposed_prologue_by_hand(monkeypatch):
+def test_chain_terms_drain_exposed_prologue_and_lone_kernels_by_hand(monkeypatch):
     class Roof:
         def latency_floor(self):
             return 1.0e-6
 
+        def kernel_time(self):
+            return 0.5e-6
+
     monkeypatch.setattr("roofline.costmodel.roofline_for", lambda hw: Roof())
     monkeypatch.setattr(fixed_costs, "chains", _doc_drain)
     assert fixed_costs.drain_cycles() == 300.0
-    # fp16_attention at L 16384 (2 steps a program): no exposed part; floor = 2 launches + split 1000 + 400 +
-    # reduce 200 + 2 drains of 300 cycles at 1 GHz = 2 + 2.2 us
-    assert fixed_costs.chain_terms("fp16_attention", {"batch": 1, "context": 16384}, _Clocked()) == pytest.approx(
-        (4.2e-6, 0.0))
-    assert fixed_costs.chain_floor("fp16_attention", {"batch": 1, "context": 16384}, _Clocked()) == pytest.approx(
-        4.2e-6)
-    # quant_attention: middle (3 steps), tail (1 step), reduce: exposed = (1000 - 400) + (2000 - 1500) = 1100 cycles;
-    # floor = 3 launches + (3 x 400 + 1 x 1500 + 200 + 3 x 300) cycles = 3 us + 3.8 us
+    # fp16_attention at L 16384 (2 steps a program): no exposed or lone part; floor = 2 launches + split 1000 + 400
+    # + reduce 200 + 2 drains of 300 cycles at 1 GHz = 2 + 2.2 us
+    p16 = {"batch": 1, "context": 16384}
+    assert fixed_costs.chain_terms("fp16_attention", p16, _Clocked()) == pytest.approx(
+        {"floor": 4.2e-6, "lone": 0.0, "exposed": 0.0, "lone_kernels": 0})
+    assert fixed_costs.chain_floor("fp16_attention", p16, _Clocked()) == pytest.approx(4.2e-6)
+    # quant_attention: middle (3 steps) exposed 1000 - 400 = 600 cycles, floor 1 us + (3 x 400 + 300) cycles =
+    # 2.5 us; the tail and the reduce are lone: 1 us + (2000 + 300) cycles and 1 us + (200 + 300) cycles = 4.8 us
     monkeypatch.setattr(fixed_costs, "chain_kernels", lambda family, p: [
         ("quant_attention/kivi-2", 3), ("quant_attention/kivi-2/tail", 1), ("fp16_attention/reduce_kernel", 1)])
-    floor, exposed = fixed_costs.chain_terms("quant_attention", {}, _Clocked())
-    assert (floor, exposed) == pytest.approx((6.8e-6, 1.1e-6))
-    # the roofline above the floor: time = roofline + exposed; below it: floor + exposed, bound "latency"
+    assert fixed_costs.chain_terms("quant_attention", {}, _Clocked()) == pytest.approx(
+        {"floor": 2.5e-6, "lone": 4.8e-6, "exposed": 0.6e-6, "lone_kernels": 2})
+    # roofline 10 us (its 3 kernels' intercepts of 0.5 us in it): the lone kernels' 1 us of intercepts leaves 9 us
+    # above the 2.5 us floor: 9 + 4.8 + 0.6 = 14.4 us; roofline 3 us: 2 us < 2.5 us -> 2.5 + 5.4 = 7.9 us, "latency"
     monkeypatch.setattr(fixed_costs, "kernels", lambda family, p: 3)
     monkeypatch.setattr(fixed_costs, "extra_kernel_time", lambda *a: 0.0)
     high = fixed_costs.with_fixed_costs({"time_s": 1.0e-5, "kernels": 3, "bound": "memory"}, "quant_attention", {},
                                         _Clocked())
-    assert high["time_s"] == pytest.approx(1.11e-5) and high["bound"] == "memory"
-    low = fixed_costs.with_fixed_costs({"time_s": 2.0e-6, "kernels": 3, "bound": "memory"}, "quant_attention", {},
+    assert high["time_s"] == pytest.approx(1.44e-5) and high["bound"] == "memory"
+    low = fixed_costs.with_fixed_costs({"time_s": 3.0e-6, "kernels": 3, "bound": "memory"}, "quant_attention", {},
                                        _Clocked())
     assert low["time_s"] == pytest.approx(7.9e-6) and low["bound"] == "latency"
-    assert low["chain_floor_s"] == pytest.approx(7.9e-6) and low["exposed_s"] == pytest.approx(1.1e-6)
+    assert low["chain_floor_s"] == pytest.approx(7.9e-6) and low["lone_s"] == pytest.approx(4.8e-6)
+
+
+def test_lone_kernels_are_the_tails_and_the_reduce():
+    assert [fixed_costs._lone(n) for n in ("quant_attention/kivi-2/tail", "xquant/fused_tail",
+                                           "fp16_attention/reduce_kernel", "quant_attention/kivi-2", "xquant/fused",
+                                           "fp16_attention/split_kernel", "aquakv/predict_kernel")] == [
+        True, True, True, False, False, False, False]
 
 
 def test_lone_read_program_agrees_with_chain_and_drain():

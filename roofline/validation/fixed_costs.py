@@ -106,7 +106,8 @@ def extra_kernel_time(family: str, params: dict, ops: int, hardware) -> float:
 def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | None = None) -> dict:
     """A family's prediction `out` with `extra_kernel_time` added to time_s (ops: the kernels the prediction
     already times, out["kernels"] by default, predict.predict_op's count) and the case's `kernels` recorded; then
-    the chain terms (`chain_terms`, block comment below): time = max(time, floor) + exposed."""
+    the chain terms (`chain_terms`, block comment below): time = max(time - lone kernels' intercepts, floor) + lone
+    + exposed."""
     ops = out.get("kernels", 1) if ops is None else ops
     count = kernels(family, params)
     if count is None or out.get("time_s") is None:
@@ -115,10 +116,14 @@ def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | 
     out = {**out, "time_s": out["time_s"] + extra, "kernels": count, "extra_kernel_s": extra}
     terms = chain_terms(family, params, hardware)
     if terms is not None:
-        floor, exposed = terms
-        if floor >= out["time_s"]:
+        from roofline.costmodel import roofline_for
+
+        # the lone kernels' share of the roofline is their per-kernel intercept: charged as their own floor instead
+        through = out["time_s"] - terms["lone_kernels"] * roofline_for(hardware).kernel_time()
+        if terms["floor"] >= through:
             out["bound"] = "latency"
-        out.update(chain_floor_s=floor + exposed, exposed_s=exposed, time_s=max(out["time_s"], floor) + exposed)
+        out.update(chain_floor_s=terms["floor"] + terms["lone"] + terms["exposed"], exposed_s=terms["exposed"],
+                   lone_s=terms["lone"], time_s=max(through, terms["floor"]) + terms["lone"] + terms["exposed"])
     return out
 
 
@@ -142,7 +147,15 @@ def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | 
 # case: one read program of 16 KB takes 1594 cycles past the empty kernel, the chain 1265 and the chain with its
 # drain 1553; 132 programs take 2.77 us: launch + chain + drain + bytes / bandwidth gives 2.60 us, the max of that
 # floor (1.91 us) and the streaming roofline (1.72 us) 1.91 us.
-# fp16_attention's decode law (decode_attention_latency_s) carries its own measured intercept: no exposed part there.
+# LONE kernels: dependent launches on one stream run one after another, so the case's time is the sum of each
+# kernel's own bound, not the max of the summed roofline and the summed floors. The split-K launchers' tail launches
+# (quant_attention ".../tail", xquant "*_tail": a few sinks, leftover and fp16-window tokens) and the reduce carry
+# almost none of the op's bytes or issue: their bound is their floor (launch + pass + drain), added to the
+# throughput kernels' max(roofline less the lone kernels' per-kernel intercepts, their floors):
+#     t = max(roofline - n_lone x kernel_time, floor of the others) + sum_lone floor_k + sum exposed_k
+# (Nsight Compute times the quant tail alone at 13.6-15.2 us against its 10.8 us floor: SESSION6.md).
+# fp16_attention's decode law (decode_attention_latency_s) carries its own measured intercept for its split and
+# reduce: neither an exposed nor a lone part there.
 EXPOSED_FAMILIES = ("quant_attention", "xquant")
 MAX_SPLITS = 64
 CHAINS = Path(__file__).resolve().parent / "structure" / "chains.json"
@@ -194,12 +207,18 @@ def drain_cycles() -> float:
     return float(chains().get("local_cycles", {}).get("l2", 0.0))
 
 
-def chain_terms(family: str, params: dict, hardware) -> tuple[float, float] | None:
-    """(floor, exposed) seconds of the block comment above: floor = sum over the case's kernels of launch floor +
-    (drain + loop chain) / SM clock, the loop chain steps x step for a kernel whose prologue is exposed (a loop
-    kernel of EXPOSED_FAMILIES), else pass + (steps - 1) x step; exposed = sum of (pass - step) / SM clock of the
-    exposed kernels. None where a kernel's chain is not in chains.json, the spec has no SM clock, or no measured
-    section (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
+def _lone(name: str) -> bool:
+    """A launch that carries almost none of the op's work: a tail launch or the split-K reduce (block comment)."""
+    return name.endswith(("/tail", "_tail", "/reduce_kernel"))
+
+
+def chain_terms(family: str, params: dict, hardware) -> dict | None:
+    """{"floor", "lone", "exposed", "lone_kernels"} of the block comment above, seconds: each kernel's own floor is
+    launch floor + (drain + loop chain) / SM clock, its loop chain steps x step when its prologue is exposed (a loop
+    kernel of EXPOSED_FAMILIES, `exposed` += (pass - step) / SM clock), else pass + (steps - 1) x step; a lone
+    kernel (`_lone`, EXPOSED_FAMILIES) adds its floor to "lone" (and counts in lone_kernels), every other to
+    "floor". None where a kernel's chain is not in chains.json, the spec has no SM clock, or no measured section
+    (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
     from roofline.costmodel import roofline_for
 
     doc, kernels_ = chains(), chain_kernels(family, params)
@@ -209,21 +228,23 @@ def chain_terms(family: str, params: dict, hardware) -> tuple[float, float] | No
     known = doc["kernels"]
     if any(name not in known for name, _ in kernels_):
         return None
-    loop = exposed = 0.0
+    launch, f = roofline_for(hardware).latency_floor(), hardware.sm_clock_hz
+    out = {"floor": 0.0, "lone": 0.0, "exposed": 0.0, "lone_kernels": 0}
     for name, steps in kernels_:
-        k = known[name]
-        if family in EXPOSED_FAMILIES and k["step"] is not None:
-            exposed += k["pass"] - k["step"]
-            loop += steps * k["step"]
+        k, ours = known[name], family in EXPOSED_FAMILIES
+        if ours and k["step"] is not None and not _lone(name):
+            out["exposed"] += (k["pass"] - k["step"]) / f
+            loop = steps * k["step"]
         else:
-            loop += k["pass"] + (steps - 1) * (k["step"] or 0)
-    launch = roofline_for(hardware).latency_floor()
-    cycles = loop + len(kernels_) * drain_cycles()
-    return len(kernels_) * launch + cycles / hardware.sm_clock_hz, exposed / hardware.sm_clock_hz
+            loop = k["pass"] + (steps - 1) * (k["step"] or 0)
+        lone = ours and _lone(name)
+        out["lone" if lone else "floor"] += launch + (loop + drain_cycles()) / f
+        out["lone_kernels"] += lone
+    return out
 
 
 def chain_floor(family: str, params: dict, hardware) -> float | None:
-    """Seconds: the lone-program bound of the case, floor + exposed of `chain_terms` (a kernel's launch floor +
-    (pass + (steps - 1) x step + drain) cycles / SM clock, summed); None where chain_terms is None."""
+    """Seconds: the lone-program bound of the case, floor + lone + exposed of `chain_terms` (a kernel's launch floor
+    + (pass + (steps - 1) x step + drain) cycles / SM clock, summed); None where chain_terms is None."""
     terms = chain_terms(family, params, hardware)
-    return None if terms is None else sum(terms)
+    return None if terms is None else terms["floor"] + terms["lone"] + terms["exposed"]
