@@ -225,11 +225,13 @@ def test_chain_terms_drain_exposed_prologue_and_lone_kernels_by_hand(monkeypatch
     assert low["chain_floor_s"] == pytest.approx(7.9e-6) and low["lone_s"] == pytest.approx(4.8e-6)
 
 
-def test_lone_kernels_are_the_tails_and_the_reduce():
-    assert [fixed_costs._lone(n) for n in ("quant_attention/kivi-2/tail", "xquant/fused_tail",
-                                           "fp16_attention/reduce_kernel", "quant_attention/kivi-2", "xquant/fused",
-                                           "fp16_attention/split_kernel", "aquakv/predict_kernel")] == [
-        True, True, True, False, False, False, False]
+def test_lone_kernels_are_the_reduce_and_tails_beside_their_middle():
+    names = ["quant_attention/kivi-2", "quant_attention/kivi-2/tail", "xquant/fused", "xquant/fused_tail",
+             "fp16_attention/reduce_kernel", "fp16_attention/split_kernel", "aquakv/predict_kernel"]
+    assert [fixed_costs._lone(n, names) for n in names] == [False, True, False, True, True, False, False]
+    # a tail without its middle (L below one step: the tail holds every token) is not lone
+    alone = ["xquant/materialized_tail", "fp16_attention/split_kernel"]
+    assert not fixed_costs._lone("xquant/materialized_tail", alone)
 
 
 def test_lone_read_program_agrees_with_chain_and_drain():

@@ -149,9 +149,10 @@ def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | 
 # floor (1.91 us) and the streaming roofline (1.72 us) 1.91 us.
 # LONE kernels: dependent launches on one stream run one after another, so the case's time is the sum of each
 # kernel's own bound, not the max of the summed roofline and the summed floors. The split-K launchers' tail launches
-# (quant_attention ".../tail", xquant "*_tail": a few sinks, leftover and fp16-window tokens) and the reduce carry
-# almost none of the op's bytes or issue: their bound is their floor (launch + pass + drain), added to the
-# throughput kernels' max(roofline less the lone kernels' per-kernel intercepts, their floors):
+# (quant_attention ".../tail", xquant "*_tail": a few sinks, leftover and fp16-window tokens, beside a middle launch
+# that holds the rest) and the reduce carry almost none of the op's bytes or issue: their bound is their floor
+# (launch + pass + drain), added to the other kernels' max(roofline less the lone kernels' per-kernel intercepts,
+# their floors):
 #     t = max(roofline - n_lone x kernel_time, floor of the others) + sum_lone floor_k + sum exposed_k
 # (Nsight Compute times the quant tail alone at 13.6-15.2 us against its 10.8 us floor: SESSION6.md).
 # fp16_attention's decode law (decode_attention_latency_s) carries its own measured intercept for its split and
@@ -207,16 +208,20 @@ def drain_cycles() -> float:
     return float(chains().get("local_cycles", {}).get("l2", 0.0))
 
 
-def _lone(name: str) -> bool:
-    """A launch that carries almost none of the op's work: a tail launch or the split-K reduce (block comment)."""
-    return name.endswith(("/tail", "_tail", "/reduce_kernel"))
+def _lone(name: str, names: list[str]) -> bool:
+    """A launch that carries almost none of the op's work (block comment): the split-K reduce, or a tail launch
+    beside its middle launch (in `names`; without one, L below a step, the tail holds all the tokens)."""
+    if name.endswith("/reduce_kernel"):
+        return True
+    middle = name.removesuffix("/tail").removesuffix("_tail")
+    return middle != name and middle in names
 
 
 def chain_terms(family: str, params: dict, hardware) -> dict | None:
     """{"floor", "lone", "exposed", "lone_kernels"} of the block comment above, seconds: each kernel's own floor is
     launch floor + (drain + loop chain) / SM clock, its loop chain steps x step when its prologue is exposed (a loop
-    kernel of EXPOSED_FAMILIES, `exposed` += (pass - step) / SM clock), else pass + (steps - 1) x step; a lone
-    kernel (`_lone`, EXPOSED_FAMILIES) adds its floor to "lone" (and counts in lone_kernels), every other to
+    kernel of EXPOSED_FAMILIES, not lone: `exposed` += (pass - step) / SM clock), else pass + (steps - 1) x step;
+    a lone kernel (`_lone`, EXPOSED_FAMILIES) adds its floor to "lone" (and counts in lone_kernels), every other to
     "floor". None where a kernel's chain is not in chains.json, the spec has no SM clock, or no measured section
     (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
     from roofline.costmodel import roofline_for
@@ -230,14 +235,15 @@ def chain_terms(family: str, params: dict, hardware) -> dict | None:
         return None
     launch, f = roofline_for(hardware).latency_floor(), hardware.sm_clock_hz
     out = {"floor": 0.0, "lone": 0.0, "exposed": 0.0, "lone_kernels": 0}
+    names = [name for name, _ in kernels_]
     for name, steps in kernels_:
         k, ours = known[name], family in EXPOSED_FAMILIES
-        if ours and k["step"] is not None and not _lone(name):
+        lone = ours and _lone(name, names)
+        if ours and k["step"] is not None and not lone:
             out["exposed"] += (k["pass"] - k["step"]) / f
             loop = steps * k["step"]
         else:
             loop = k["pass"] + (steps - 1) * (k["step"] or 0)
-        lone = ours and _lone(name)
         out["lone" if lone else "floor"] += launch + (loop + drain_cycles()) / f
         out["lone_kernels"] += lone
     return out
