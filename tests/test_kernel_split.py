@@ -1,4 +1,4 @@
-"""validate.ops.ceilings.kernel_split: the per-kernel split of a profiled graph replay, by hand; the script's
+"""validate.kernel_split: the per-kernel split of a profiled graph replay, by hand; the script's
 refusals without a GPU; the committed prediction covers every case on both devices."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from validate.ops.ceilings import kernel_split
+from validate import kernel_split
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ def test_split_by_hand():
 
 def test_script_refuses_bad_arguments_and_a_missing_gpu(capsys):
     assert kernel_split.cli([]) == 2
-    assert capsys.readouterr().err.strip() == "usage: python -m validate.ops.ceilings.kernel_split OUT.json [--quick]"
+    assert capsys.readouterr().err.strip() == "usage: python -m validate.kernel_split OUT.json [--quick]"
     import torch
 
     if torch.cuda.is_available():

@@ -8,7 +8,7 @@ exactly as its family's `run` does, timing the graph as graph_ms does, and profi
 graph (torch.profiler, CUDA activity: CUPTI reports each kernel node of a graph replay) to read each kernel's
 duration and the gap from one kernel's end to the next one's start:
 
-    python -m validate.ops.ceilings.kernel_split OUT.json [--quick]      (about 2 minutes on an H100)
+    python -m validate.kernel_split OUT.json [--quick]      (about 2 minutes on an H100)
 
 Per case: "ms" (graph_ms, as the suite), "rotation", "dirty_ms" / "clean_ms" (the same graph after do_bench's
 memset flush, which leaves the L2 full of dirty lines, and after that flush plus a read that cleans them: the
@@ -197,8 +197,8 @@ def predict(out: str) -> dict:
     from roofline.catalogue import load_hardware
     from roofline.validation.compare import calibrated
 
-    doc = {"source": "validate.ops.ceilings.kernel_split.predict (roofline.validation.fixed_costs at this commit)",
-           "command": "python -m validate.ops.ceilings.kernel_split OUT.json",
+    doc = {"source": "validate.kernel_split.predict (roofline.validation.fixed_costs at this commit)",
+           "command": "python -m validate.kernel_split OUT.json",
            "claims": ["each kernel's duration >= its lone_us (the lone-warp chain + drain, a lower bound)",
                       "the gap before each kernel + its duration sums, over a call's kernels, to ms within 5 %",
                       "the gap between dependent kernels is the empty kernel's (launch_gap_us minus its duration)",
@@ -216,10 +216,10 @@ def predict(out: str) -> dict:
 
 
 def cli(argv: list[str]) -> int:
-    """`python -m validate.ops.ceilings.kernel_split OUT.json [--quick]`: 0, or 2 after one line on stderr."""
+    """`python -m validate.kernel_split OUT.json [--quick]`: 0, or 2 after one line on stderr."""
     from validate.common.harness import script_args
 
-    parsed = script_args(argv, "kernel_split", "a CUDA GPU")
+    parsed = script_args(argv, "validate.kernel_split", "a CUDA GPU")
     if parsed is None:
         return 2
     main(*parsed)
