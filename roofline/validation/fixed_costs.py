@@ -105,28 +105,59 @@ def extra_kernel_time(family: str, params: dict, ops: int, hardware) -> float:
 
 def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | None = None) -> dict:
     """A family's prediction `out` with `extra_kernel_time` added to time_s (ops: the kernels the prediction
-    already times, out["kernels"] by default, predict.predict_op's count) and the case's `kernels` recorded."""
+    already times, out["kernels"] by default, predict.predict_op's count) and the case's `kernels` recorded; then
+    the chain terms (`chain_terms`, block comment below): time = max(time - lone kernels' intercepts, floor) + lone
+    + exposed."""
     ops = out.get("kernels", 1) if ops is None else ops
     count = kernels(family, params)
     if count is None or out.get("time_s") is None:
         return out
     extra = extra_kernel_time(family, params, ops, hardware)
     out = {**out, "time_s": out["time_s"] + extra, "kernels": count, "extra_kernel_s": extra}
-    floor = chain_floor(family, params, hardware)
-    if floor is not None:
-        out.update(chain_floor_s=floor, time_s=max(out["time_s"], floor))
-        if floor >= out["time_s"]:
+    terms = chain_terms(family, params, hardware)
+    if terms is not None:
+        from roofline.costmodel import roofline_for
+
+        # the lone kernels' share of the roofline is their per-kernel intercept: charged as their own floor instead
+        through = out["time_s"] - terms["lone_kernels"] * roofline_for(hardware).kernel_time()
+        if terms["floor"] >= through:
             out["bound"] = "latency"
+        out.update(chain_floor_s=terms["floor"] + terms["lone"] + terms["exposed"], exposed_s=terms["exposed"],
+                   lone_s=terms["lone"], time_s=max(through, terms["floor"]) + terms["lone"] + terms["exposed"])
     return out
 
 
-# ---- the lone-warp chain floor --------------------------------------------------------------------------------
+# ---- the lone-warp chain floor and the exposed prologue ---------------------------------------------------------
 # Each kernel of a small case runs few programs per SM, so nothing hides a program's latencies: the kernel takes at
 # least the graph's launch (the ceilings family's launch_empty) plus one warp's dependency chain through one
 # program (structure/chains.json: validate.common.chain over the sm_90 compile, with the ceilings family's measured
-# latencies), the prologue-to-epilogue pass plus (steps - 1) trips of its loop. Steps per program use the launchers'
-# split caps (MAX_SPLITS = 64 splits per sequence and KV head), a lower bound on the steps each program walks, and
-# one round of programs: the floor is a lower bound of the case's time, t = max(roofline time, floor).
+# latencies), the prologue-to-epilogue pass plus (steps - 1) trips of its loop, plus the DRAIN: a kernel completes
+# when its last stores are acknowledged, one L2 round trip after its last warp's last store (chains.json
+# local_cycles.l2: validate.ops.ceilings.stalls' dependent load that pays L2, 288 cycles on the H100 and H200), which
+# the chain (stores fire and forget) leaves out. Steps per program use the launchers' split caps (MAX_SPLITS = 64
+# splits per sequence and KV head), a lower bound on the steps each program walks, and one round of programs.
+# The split-K launchers (quant_attention, xquant) size their splits to one wave of resident programs, so every
+# program runs its prologue (the first dependent loads at the global latency) and its epilogue (the partials' stores)
+# at the same time as every other: while they run, no loop streams bytes or issues work, so the kernel's
+# non-loop chain, pass - step (`exposed`), adds to its loop's time instead of overlapping it:
+#     t = sum_k exposed_k / f + max(roofline time, sum_k (launch + drain / f + steps_k x step_k / f))
+# with a kernel without a loop (reduce, remat, predict) keeping its whole pass inside the max. The roofline's per-op
+# intercept (kernel_time: a measured chain of small kernels in a graph) already holds their launch and drain.
+# Checked on the lone-program microbenchmark (validate/ops/ceilings/lone.py, nvidia-h100-lone.json), not on any
+# case: one read program of 16 KB takes 1594 cycles past the empty kernel, the chain 1265 and the chain with its
+# drain 1553; 132 programs take 2.77 us: launch + chain + drain + bytes / bandwidth gives 2.60 us, the max of that
+# floor (1.91 us) and the streaming roofline (1.72 us) 1.91 us.
+# LONE kernels: dependent launches on one stream run one after another, so the case's time is the sum of each
+# kernel's own bound, not the max of the summed roofline and the summed floors. The split-K launchers' tail launches
+# (quant_attention ".../tail", xquant "*_tail": a few sinks, leftover and fp16-window tokens, beside a middle launch
+# that holds the rest) and the reduce carry almost none of the op's bytes or issue: their bound is their floor
+# (launch + pass + drain), added to the other kernels' max(roofline less the lone kernels' per-kernel intercepts,
+# their floors):
+#     t = max(roofline - n_lone x kernel_time, floor of the others) + sum_lone floor_k + sum exposed_k
+# (Nsight Compute times the quant tail alone at 13.6-15.2 us against its 10.8 us floor: SESSION6.md).
+# fp16_attention's decode law (decode_attention_latency_s) carries its own measured intercept for its split and
+# reduce: neither an exposed nor a lone part there.
+EXPOSED_FAMILIES = ("quant_attention", "xquant")
 MAX_SPLITS = 64
 CHAINS = Path(__file__).resolve().parent / "structure" / "chains.json"
 
@@ -171,10 +202,28 @@ def chain_kernels(family: str, p: dict) -> list[tuple[str, int]] | None:
     return None
 
 
-def chain_floor(family: str, params: dict, hardware) -> float | None:
-    """Seconds: sum over the case's kernels of launch floor + (pass + (steps - 1) x step) cycles / SM clock (the
-    block comment above); None where a kernel's chain is not in chains.json, the spec has no SM clock, or no
-    measured section (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
+def drain_cycles() -> float:
+    """Cycles a kernel waits for its last stores after its last instruction: one L2 round trip (chains.json
+    local_cycles.l2; 0 without it)."""
+    return float(chains().get("local_cycles", {}).get("l2", 0.0))
+
+
+def _lone(name: str, names: list[str]) -> bool:
+    """A launch that carries almost none of the op's work (block comment): the split-K reduce, or a tail launch
+    beside its middle launch (in `names`; without one, L below a step, the tail holds all the tokens)."""
+    if name.endswith("/reduce_kernel"):
+        return True
+    middle = name.removesuffix("/tail").removesuffix("_tail")
+    return middle != name and middle in names
+
+
+def chain_terms(family: str, params: dict, hardware) -> dict | None:
+    """{"floor", "lone", "exposed", "lone_kernels"} of the block comment above, seconds: each kernel's own floor is
+    launch floor + (drain + loop chain) / SM clock, its loop chain steps x step when its prologue is exposed (a loop
+    kernel of EXPOSED_FAMILIES, not lone: `exposed` += (pass - step) / SM clock), else pass + (steps - 1) x step;
+    a lone kernel (`_lone`, EXPOSED_FAMILIES) adds its floor to "lone" (and counts in lone_kernels), every other to
+    "floor". None where a kernel's chain is not in chains.json, the spec has no SM clock, or no measured section
+    (the datasheet roofline stays the pure roofline, as extra_kernel_time's alpha is 0 there)."""
     from roofline.costmodel import roofline_for
 
     doc, kernels_ = chains(), chain_kernels(family, params)
@@ -184,6 +233,24 @@ def chain_floor(family: str, params: dict, hardware) -> float | None:
     known = doc["kernels"]
     if any(name not in known for name, _ in kernels_):
         return None
-    launch = roofline_for(hardware).latency_floor()
-    cycles = sum(known[n]["pass"] + (steps - 1) * (known[n]["step"] or 0) for n, steps in kernels_)
-    return len(kernels_) * launch + cycles / hardware.sm_clock_hz
+    launch, f = roofline_for(hardware).latency_floor(), hardware.sm_clock_hz
+    out = {"floor": 0.0, "lone": 0.0, "exposed": 0.0, "lone_kernels": 0}
+    names = [name for name, _ in kernels_]
+    for name, steps in kernels_:
+        k, ours = known[name], family in EXPOSED_FAMILIES
+        lone = ours and _lone(name, names)
+        if ours and k["step"] is not None and not lone:
+            out["exposed"] += (k["pass"] - k["step"]) / f
+            loop = steps * k["step"]
+        else:
+            loop = k["pass"] + (steps - 1) * (k["step"] or 0)
+        out["lone" if lone else "floor"] += launch + (loop + drain_cycles()) / f
+        out["lone_kernels"] += lone
+    return out
+
+
+def chain_floor(family: str, params: dict, hardware) -> float | None:
+    """Seconds: the lone-program bound of the case, floor + lone + exposed of `chain_terms` (a kernel's launch floor
+    + (pass + (steps - 1) x step + drain) cycles / SM clock, summed); None where chain_terms is None."""
+    terms = chain_terms(family, params, hardware)
+    return None if terms is None else terms["floor"] + terms["lone"] + terms["exposed"]

@@ -102,18 +102,20 @@ def eager_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WA
 def script_args(argv: list[str], module: str, gpu: str, quick: bool = True,
                 interpreter: bool = True) -> tuple[Path, bool] | None:
     """(OUT.json, --quick given) of a device script `python -m validate.ops.ceilings.<module> OUT.json [--quick]`
-    (`quick`: whether it takes --quick), or None after one line on stderr: the usage when the arguments are wrong,
-    "<module>: needs <gpu>" without a CUDA GPU or, with `interpreter`, under TRITON_INTERPRET=1 (inline PTX and
-    wgmma do not run in Triton's interpreter). The caller exits 2 on None."""
+    (a dotted `module`: that module's full path; `quick`: whether it takes --quick), or None after one line on
+    stderr: the usage when the arguments are wrong, "<module's last name>: needs <gpu>" without a CUDA GPU or, with
+    `interpreter`, under TRITON_INTERPRET=1 (inline PTX and wgmma do not run in Triton's interpreter). The caller
+    exits 2 on None."""
     import torch
 
     args = [a for a in argv if not (quick and a == "--quick")]
     if len(args) != 1:
-        print(f"usage: python -m validate.ops.ceilings.{module} OUT.json" + (" [--quick]" if quick else ""),
+        path = module if "." in module else f"validate.ops.ceilings.{module}"
+        print(f"usage: python -m {path} OUT.json" + (" [--quick]" if quick else ""),
               file=sys.stderr)
         return None
     if (interpreter and os.environ.get("TRITON_INTERPRET") == "1") or not torch.cuda.is_available():
-        print(f"{module}: needs {gpu}", file=sys.stderr)
+        print(f"{module.rsplit('.', 1)[-1]}: needs {gpu}", file=sys.stderr)
         return None
     return Path(args[0]), quick and "--quick" in argv
 
