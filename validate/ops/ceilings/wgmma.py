@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
+from validate.common import clocks
 from validate.common.harness import environment, script_args
 from validate.ops.ceilings.onchip import graph_seconds
 
@@ -99,7 +101,11 @@ def measure(name: str, cfg: dict, sms: int, iters: int) -> dict:
     def launch():
         wgmma_kernel[(blocks,)](a, b, out, 1.0, iters, K=K, ASM=ALU_ASM, num_warps=WARPS, num_stages=1, **ce)
 
+    launch()  # compile outside the clocked window
+    torch.cuda.synchronize()
+    start = time.time()
     seconds = graph_seconds(launch, repeats=10, trials=9)
+    clocks.mark(start, time.time())
     flops = blocks * iters * flops_per_step(cfg)
     return {"programs_per_sm": cfg["programs"], "blocks": blocks, "iterations": iters, "n": cfg["N"],
             "a_operand": "registers" if cfg["RS"] else "shared", "dot": cfg["DOT"],
@@ -117,7 +123,16 @@ def run(out_path: Path, quick: bool = False) -> dict:
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     iters = 64 if quick else 4096
-    rows = {name: measure(name, cfg, sms, iters) for name, cfg in configs().items()}
+    sampler = clocks.Sampler().start()  # each row's SM clock while timed (none without nvidia-smi)
+    try:
+        rows = {}
+        for name, cfg in configs().items():
+            clocks.take_windows()
+            rows[name] = measure(name, cfg, sms, iters)
+            if (clock := sampler.case_clocks()) is not None:
+                rows[name]["clocks"] = clock
+    finally:
+        sampler.stop()
     fields = {"wgmma_flops_per_s": {f"n{r['n']}.{'rs' if r['a_operand'] == 'registers' else 'ss'}."
                                     f"p{r['programs_per_sm']}": r["flops_per_s"]
                                     for name, r in rows.items() if name.startswith("wgmma_")},
@@ -141,7 +156,9 @@ def main(argv: list[str]) -> int:
     result = run(*parsed)
     for name, row in result["benchmarks"].items():
         rate = f"{row['flops_per_s'] / 1e12:.1f} TFLOP/s" if row["flops_per_s"] else "-"
-        print(f"{name}: {row['seconds'] * 1e3:.3f} ms, {rate}, {row['ns_per_step']:.1f} ns per program-step")
+        mhz = (row.get("clocks") or {}).get("sm_mhz")
+        at = f", {mhz:.0f} MHz" if mhz else ""
+        print(f"{name}: {row['seconds'] * 1e3:.3f} ms, {rate}, {row['ns_per_step']:.1f} ns per program-step{at}")
     print("wgmma_issue_serial:", result["fields"]["wgmma_issue_serial"])
     return 0
 
