@@ -176,6 +176,12 @@ class Measured(Spec):
         default_factory=dict, description="By programs per SM: (t_both - max(t_W, t_I)) / min(t_W, t_I) of a loop "
         "of W wgmma (waited on) and I integer instructions per step against each alone (ceilings microbenchmark "
         "'overlap_*'): 1 when the two add, 0 when they overlap fully.")
+    wgmma_issue_block: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="Share of a warpgroup's wgmma tensor-core cycles during which the SM issues no other "
+        "warp's instruction: the b for which the contention model (roofline.validation.contention, issue demand "
+        "I + b W, tensor (1 - b) W) gives the overlap loop's cycles per step at 2 and 4 programs per SM, each row "
+        "read at the SM clock recorded while it ran (ceilings microbenchmark 'overlap_*', "
+        "validate.ops.ceilings.mva_micro --block).")
     bytes_in_flight_per_sm: PositiveFloat | None = Field(
         None, description="Bytes of DRAM reads one SM keeps in flight at most, bytes: bandwidth x latency / SMs at "
         "the knee of a sweep of outstanding cp.async bytes per SM (ceilings microbenchmark 'inflight').")

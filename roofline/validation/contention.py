@@ -17,6 +17,10 @@ Reiser and Lavenberg, "Mean-value analysis of closed multichain queuing networks
                 measured mma.sync rate per SM per clock;
       shared    the quad's wavefronts x 128 B (+ wgmma operands read from shared memory) at the measured
                 shared-memory bytes per SM per clock;
+                a share b of the wgmma cycles W holds the issue station too (issue I + b W, tensor - b W,
+                `split_tensor`): measured.wgmma_issue_block, the b that gives the overlap microbenchmark's cycles at
+                2 and 4 warpgroups per SM at their recorded clocks (H100 0.80 / 0.77, H200 0.85 / 0.80:
+                nvidia-h{100,200}-wgmma-clocked.json); without it b = 0, separate stations;
     delay       Z = max(0, chain - sum of the demands): the chain is what one warp alone takes, its issue, its
                 waits on its own wgmma and everything else (fixed latencies, scoreboard waits, fetch); the demands
                 are taken to lie inside it, so N = 1 gives max(chain, sum of demands). Where the demands exceed
@@ -29,8 +33,9 @@ and the bound is the station with the largest residence time R_k, by the Rooflin
 "issue", "compute" for the tensor core, "shared-memory", or "latency" for Z).
 DRAM stays a ceiling: the op's time is max(t, its DRAM time) (`with_contention`).
 Validation on microbenchmarks (validate/results/experiments/MVA.md, mva-microbench.json): the wgmma/ALU overlap
-loop at one warpgroup per SM within 2 % of the measured times (its serial share 0.865 vs 0.90); at 2 and 4 the
-runs' clocks were not recorded (MVA.md). The 1 LOP3 : 2 FFMA mix is issue-bound at 2 and 8 warps per scheduler, as
+loop at one warpgroup per SM within 2 % of the measured times (its serial share 0.865 vs 0.90); at 2 and 4, read
+at their recorded clocks, separate stations are 22 and 41 % too fast (MVA.md), which b removes (one b for both).
+The 1 LOP3 : 2 FFMA mix is issue-bound at 2 and 8 warps per scheduler, as
 measured, but the MVA at one dispatch per clock is 6 % above it, a per-instruction cost a queue does not produce:
 the kernels' issue station uses the measured dispatch rate (dispatch_ops_per_s).
 """
@@ -60,6 +65,32 @@ def mva(demands: dict[str, float], think: float, customers: int) -> tuple[float,
         throughput = n / (think + sum(residence.values()))
         queue = {k: throughput * r for k, r in residence.items()}
     return throughput, residence
+
+
+def solve_issue_block(demands: dict[str, float], think: float, customers: int, cycles: float) -> float:
+    """The share b in [0, 1] of the "tensor" demand moved to the "issue" station (`split_tensor`) for which `mva`
+    gives `cycles` per customer-step with `customers` customers (bisection: the cycles grow with b, from separate
+    stations at b = 0 to one station at b = 1; 0 or 1 when `cycles` lies outside that range)."""
+    def at(b: float) -> float:
+        return 1 / mva(split_tensor(demands, b), think, customers)[0]
+
+    lo, hi = 0.0, 1.0
+    if cycles <= at(lo):
+        return lo
+    if cycles >= at(hi):
+        return hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at(mid) < cycles else (lo, mid)
+    return (lo + hi) / 2
+
+
+def split_tensor(demands: dict[str, float], block: float, wgmma: float | None = None) -> dict[str, float]:
+    """`demands` with `block` x the wgmma cycles (`wgmma`, else all of "tensor") also holding the issue station:
+    issue + b W, tensor - b W (a warpgroup's wgmma, A read from registers, keeps the SM's schedulers from issuing
+    other warps' instructions for that share of its cycles: hardware.measured.wgmma_issue_block)."""
+    moved = block * (demands["tensor"] if wgmma is None else wgmma)
+    return demands | {"issue": demands["issue"] + moved, "tensor": demands["tensor"] - moved}
 
 
 def per_clock(hardware) -> dict:
@@ -97,9 +128,11 @@ def demands(s: dict, hardware, width: int = SCHEDULERS) -> dict[str, float]:
                                             else {})
     intervals = ks.kernels("chains").get("wgmma_cycles", {})
     hmma = counts.get("hmma_flops", counts.get("mma", 0) * MMA_SYNC_FLOPS)
-    tensor = wgmma_cycles(shapes, intervals) * width / SCHEDULERS + width * hmma / rates["mma_sync"]
+    wgmma = wgmma_cycles(shapes, intervals) * width / SCHEDULERS
+    tensor = wgmma + width * hmma / rates["mma_sync"]
     shared = width * (counts["wavefronts"] * ks.WAVEFRONT_BYTES + counts.get("wgmma_shared_bytes", 0))
-    return {"issue": issue, "tensor": tensor, "shared": shared / rates["shared"]}
+    block = getattr(getattr(hardware, "measured", None), "wgmma_issue_block", None) or 0.0
+    return split_tensor({"issue": issue, "tensor": tensor, "shared": shared / rates["shared"]}, block, wgmma)
 
 
 def customers(s: dict, programs: int, hardware) -> tuple[int, int]:

@@ -5,6 +5,7 @@ PYTHONPATH=/tmp/h14/t36:$PWD), their loop counted (validate.common.sass.loop_cou
 one trip walked (validate.common.chain), and the MVA's cycles per program-step written beside them:
 
     python -m validate.ops.ceilings.mva_micro OUT.json
+    python -m validate.ops.ceilings.mva_micro --block OUT.json nvidia-h100-wgmma-clocked.json   (wgmma_issue_block)
 
 Demands per customer (a warpgroup: one warp on each scheduler) and trip: issue = kernel_structure.issue_cycles of
 the loop's classes at the datasheet's per-scheduler lanes (INT32 16, FP32 32, dispatch 1 instruction per clock:
@@ -92,12 +93,39 @@ def predict(rows: dict) -> dict:
     return out
 
 
+def issue_block(micro: dict, clocked: dict) -> dict:
+    """measured.wgmma_issue_block from a wgmma run that recorded each row's clock (`clocked`, validate.ops.ceilings.
+    wgmma) and the overlap loop's demands (`micro`, this script's output): per P in 2, 4 the b of
+    contention.solve_issue_block for overlap_both_p<P>'s cycles per program-step (ns x recorded MHz / 1000), and
+    their mean ("block"). At P = 1 every b gives the same cycles (one customer), so P = 1 is no evidence."""
+    from roofline.validation.contention import solve_issue_block
+
+    loop = micro["predicted"]["overlap_both_p1"]
+    out = {}
+    for p in (2, 4):
+        row = clocked["benchmarks"][f"overlap_both_p{p}"]
+        cycles = row["ns_per_step"] * row["clocks"]["sm_mhz"] / 1000
+        out[f"p{p}"] = {"cycles": cycles, "block": solve_issue_block(loop["demands"], loop["think"], p, cycles)}
+    out["block"] = sum(v["block"] for v in out.values()) / 2
+    return out
+
+
 def main(argv: list[str]) -> int:
-    """`python -m validate.ops.ceilings.mva_micro OUT.json`: compile, count, predict, write."""
+    """`python -m validate.ops.ceilings.mva_micro OUT.json`: compile, count, predict, write;
+    `... --block MICRO.json CLOCKED.json`: print `issue_block` as JSON."""
     import tempfile
 
+    if len(argv) == 3 and argv[0] == "--block":
+        try:
+            micro, clocked = (json.loads(Path(a).read_text()) for a in argv[1:])
+            print(json.dumps(issue_block(micro, clocked), indent=1))
+        except (OSError, ValueError, KeyError) as err:
+            print(f"mva_micro: {type(err).__name__}: {err}", file=sys.stderr)
+            return 2
+        return 0
     if len(argv) != 1:
-        print("usage: python -m validate.ops.ceilings.mva_micro OUT.json", file=sys.stderr)
+        print("usage: python -m validate.ops.ceilings.mva_micro OUT.json | --block MICRO.json CLOCKED.json",
+              file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         rows = loops(Path(tmp))
