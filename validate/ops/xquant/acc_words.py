@@ -33,8 +33,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-BIAS = 112  # k + BIAS in [96, 128]: u + k + BIAS in [96, 143], a byte with no carry out
-SIGN = 0xBA98  # prmt selector: byte i <- byte i's sign (bit 7) replicated over 8 bits
+BIAS = tl.constexpr(112)  # k + BIAS in [96, 128]: u + k + BIAS in [96, 143], a byte with no carry out
+SIGN = tl.constexpr(0xBA98)  # prmt selector: byte i <- byte i's sign (bit 7) replicated over 8 bits
 
 
 @triton.jit
@@ -92,36 +92,51 @@ def _update(h, a, lut, EMU: tl.constexpr):
         " prmt.b32 m, e, 0, 0xBA98; shl.b32 t, e, 3; prmt.b32 t, t, 0, 0xBA98; and.b32 e, e, t; or.b32 e, e, m;"
         " prmt.b32 k, $5, 0, so; shr.u32 o, $3, 4; and.b32 o, o, 0x0F0F0F0F; add.u32 o, o, k;"
         " prmt.b32 m, o, 0, 0xBA98; shl.b32 t, o, 3; prmt.b32 t, t, 0, 0xBA98; and.b32 o, o, t; or.b32 o, o, m;"
-        " shl.b32 o, o, 4; and.b32 e, e, 0x0F0F0F0F; and.b32 o, o, 0xF0F0F0F0; or.b32 $0, e, o;"
+        " shl.b32 o, o, 4; lop3.b32 $0, e, o, 0x0F0F0F0F, 0xE4;"
         " shr.u32 se, se, 16; shr.u32 so, so, 16;"
         " prmt.b32 k, $6, 0, se; and.b32 e, $4, 0x0F0F0F0F; add.u32 e, e, k;"
         " prmt.b32 m, e, 0, 0xBA98; shl.b32 t, e, 3; prmt.b32 t, t, 0, 0xBA98; and.b32 e, e, t; or.b32 e, e, m;"
         " prmt.b32 k, $6, 0, so; shr.u32 o, $4, 4; and.b32 o, o, 0x0F0F0F0F; add.u32 o, o, k;"
         " prmt.b32 m, o, 0, 0xBA98; shl.b32 t, o, 3; prmt.b32 t, t, 0, 0xBA98; and.b32 o, o, t; or.b32 o, o, m;"
-        " shl.b32 o, o, 4; and.b32 e, e, 0x0F0F0F0F; and.b32 o, o, 0xF0F0F0F0; or.b32 $1, e, o; }",
+        " shl.b32 o, o, 4; lop3.b32 $1, e, o, 0x0F0F0F0F, 0xE4; }",
         "=r,=r,r,r,r,r,r", [h, a, lut], dtype=tl.int32, is_pure=True, pack=2)
 
 
 @triton.jit
-def acc4_words_kernel(dw_ptr, ds, dz, aw_ptr, inv_step, tokens, D: tl.constexpr, BLOCK_T: tl.constexpr,
-                      BLOCK_D: tl.constexpr, G: tl.constexpr, EMU: tl.constexpr):
-    """One program: BLOCK_T tokens x BLOCK_D channels of one sequence. dw_ptr: the 2-bit delta codes as int16
-    [B, L, D/8] (one per accumulator word), ds, dz: fp16 [B, L, D/G], aw_ptr: the 4-bit accumulator as int32
-    [B, L, D/8]; held as [BLOCK_T, BLOCK_D/G groups, G/8 words] so each group's lut is computed once per thread."""
-    NG: tl.constexpr = BLOCK_D // G
-    WG: tl.constexpr = G // 8
-    b = tl.program_id(2).to(tl.int64)
-    toks = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
-    ok = toks < tokens
-    rows = b * tokens + toks.to(tl.int64)  # [BLOCK_T]
-    g0 = tl.program_id(1) * NG
-    meta = rows[:, None] * (D // G) + g0 + tl.arange(0, NG)[None, :]  # [BLOCK_T, NG]
+def _load(dw_ptr, ds, dz, aw_ptr, inv_step, words0, meta0, toks0, i, tokens, D: tl.constexpr, STEP_T: tl.constexpr,
+          G: tl.constexpr):
+    """Step i's (delta bits, accumulator words, luts, word offsets, mask): the first step's offsets plus a constant."""
+    ok = (toks0 + i * STEP_T) < tokens
+    meta = meta0 + i * STEP_T * (D // G)
+    words = words0 + i * STEP_T * (D // 8)
     lut = _lut(tl.load(ds + meta, mask=ok[:, None], other=0.0), tl.load(dz + meta, mask=ok[:, None], other=0.0),
                inv_step)
-    words = (rows[:, None, None] * (D // 8) + (g0 + tl.arange(0, NG))[None, :, None] * WG
-             + tl.arange(0, WG)[None, None, :])  # [BLOCK_T, NG, WG]
     mask = ok[:, None, None]
     h = tl.load(dw_ptr + words, mask=mask, other=0)
     a = tl.load(aw_ptr + words, mask=mask, other=0)
-    new = _update(h, a, tl.broadcast_to(lut[:, :, None], [BLOCK_T, NG, WG]), EMU)
-    tl.store(aw_ptr + words, new, mask=mask)
+    return h, a, tl.broadcast_to(lut[:, :, None], h.shape), words, mask
+
+
+@triton.jit
+def acc4_words_kernel(dw_ptr, ds, dz, aw_ptr, inv_step, tokens, D: tl.constexpr, BLOCK_T: tl.constexpr,
+                      STEP_T: tl.constexpr, BLOCK_D: tl.constexpr, G: tl.constexpr, EMU: tl.constexpr):
+    """One program: BLOCK_T tokens x BLOCK_D channels of one sequence, in BLOCK_T / STEP_T unrolled steps of
+    STEP_T tokens, the next step's loads issued before this step's stores. dw_ptr: the 2-bit delta codes as int16
+    [B, L, D/8] (one per accumulator word), ds, dz: fp16 [B, L, D/G], aw_ptr: the 4-bit accumulator as int32
+    [B, L, D/8]; a step holds [STEP_T, BLOCK_D/G groups, G/8 words], so each thread computes the lut of a group
+    once for the words it holds of it."""
+    NG: tl.constexpr = BLOCK_D // G
+    WG: tl.constexpr = G // 8
+    toks0 = tl.program_id(0) * BLOCK_T + tl.arange(0, STEP_T)
+    rows = tl.program_id(2).to(tl.int64) * tokens + toks0  # [STEP_T]
+    g0 = tl.program_id(1) * NG
+    meta0 = rows[:, None] * (D // G) + g0 + tl.arange(0, NG)[None, :]  # [STEP_T, NG]
+    words0 = (rows[:, None, None] * (D // 8) + (g0 + tl.arange(0, NG))[None, :, None] * WG
+              + tl.arange(0, WG)[None, None, :])  # [STEP_T, NG, WG]
+    h, a, lut, words, mask = _load(dw_ptr, ds, dz, aw_ptr, inv_step, words0, meta0, toks0, 0, tokens, D, STEP_T, G)
+    for i in tl.static_range(1, BLOCK_T // STEP_T + 1):
+        if i < BLOCK_T // STEP_T:
+            nxt = _load(dw_ptr, ds, dz, aw_ptr, inv_step, words0, meta0, toks0, i, tokens, D, STEP_T, G)
+        tl.store(aw_ptr + words, _update(h, a, lut, EMU), mask=mask)
+        if i < BLOCK_T // STEP_T:
+            h, a, lut, words, mask = nxt

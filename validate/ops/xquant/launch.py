@@ -31,10 +31,11 @@ BLOCK_T, BLOCK_D = 32, 128  # accumulator update: tokens x channels per program
 # 128 x 256 with 8 warps is wgmma (64 tokens a warpgroup), 16 dequantizations and 128 KiB of U_kv^T a token:
 # 11,067 warp instructions a token instead of 67,696 (sm_90, Triton 3.6; structure.py --acc)
 ACC_UP_BLOCK_T, ACC_UP_BLOCK_D, ACC_UP_R_BLOCK, ACC_UP_WARPS, ACC_UP_STAGES = 128, 256, 64, 8, 2
-# the 4-bit update on packed words (acc_words.acc4_words_kernel, acc_update(variant="words")): tokens x channels per
-# program and warps; 8 accumulator words (64 channels) a thread: 16-byte delta loads, 2 x 16-byte accumulator
-# loads and stores (validate/ops/xquant/ACC_NOTES.md)
-ACC4_BLOCK_T, ACC4_BLOCK_D, ACC4_WARPS = 8, 1024, 4
+# the 4-bit update on packed words (acc_words.acc4_words_kernel, acc_update(variant="words")): tokens per program,
+# tokens per unrolled step, channels per program, warps; a step gives each thread 4 accumulator words (32 channels,
+# one 16-byte load and store) and their delta bits (one 8-byte load): 4.4 lane instructions per element against
+# the old kernel's 20.3 (sm_90, Triton 3.6; validate/ops/xquant/ACC_NOTES.md)
+ACC4_BLOCK_T, ACC4_STEP_T, ACC4_BLOCK_D, ACC4_WARPS = 16, 4, 1024, 4
 # shared_kernel (decode(variant="shared")): KV heads per program, tokens per block, warps, stages; sm_90 compiles
 # of the candidates (validate/ops/xquant/structure.py --shared) in validate/ops/xquant/SHARED_NOTES.md
 SHARED_HPP, SHARED_BLOCK_N, SHARED_WARPS, SHARED_STAGES, SHARED_R_BLOCK = 2, 128, 8, 2, 64
@@ -229,7 +230,8 @@ def acc_update(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None =
     if variant is None:
         variant = acc_variant(delta, acc, u_t, block_d or ACC4_BLOCK_D)
     if variant == "words":
-        return _acc_words(delta, acc, step, block_t or ACC4_BLOCK_T, block_d or ACC4_BLOCK_D, num_warps or ACC4_WARPS)
+        return _acc_words(delta, acc, step, block_t or ACC4_BLOCK_T, block_d or ACC4_BLOCK_D,
+                          num_warps or ACC4_WARPS)
     if variant != "elements":
         raise ValueError(f"variant: {variant!r} is not 'elements' or 'words'")
     block_t = block_t or (ACC_UP_BLOCK_T if up else BLOCK_T)
@@ -256,13 +258,18 @@ def _check_delta(delta: QuantTensor) -> None:
         raise ValueError("delta: per-token groups with no fp16 tokens (roofline's dX)")
 
 
-def acc4_constexprs(rec: TensorRecipe, d: int, block_t: int, block_d: int, emu: bool | None = None) -> dict:
+def acc4_constexprs(rec: TensorRecipe, d: int, block_t: int, block_d: int, step_t: int | None = None,
+                    emu: bool | None = None) -> dict:
     """Compile-time parameters of acc4_words_kernel; raises where the words layout does not apply."""
     g = rec.group
     if rec.planes != (2, 0) or g % 8 or (g // 8) & (g // 8 - 1) or block_d % g or d % block_d:
         raise ValueError(f"variant 'words': 2-bit delta codes ({rec.planes}), group {g} = 8 x a power of two, "
                          f"dividing block_d {block_d}, dividing d {d}")
-    return {"D": d, "BLOCK_T": block_t, "BLOCK_D": block_d, "G": g, "EMU": interpreting() if emu is None else emu}
+    step_t = step_t or min(block_t, ACC4_STEP_T)
+    if block_t % step_t:
+        raise ValueError(f"variant 'words': step_t {step_t} must divide block_t {block_t}")
+    return {"D": d, "BLOCK_T": block_t, "STEP_T": step_t, "BLOCK_D": block_d, "G": g,
+            "EMU": interpreting() if emu is None else emu}
 
 
 def _acc_words(delta: QuantTensor, acc: torch.Tensor, step: float, block_t: int, block_d: int, num_warps: int):
