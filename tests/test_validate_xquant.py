@@ -7,6 +7,7 @@ latents; every kernel compiles for sm_90 at the bench shapes within an H100's sh
 crossover helpers recover a known two-regime curve and the roofline's own balance point.
 """
 
+import math
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
@@ -180,9 +181,10 @@ def test_rope_and_remat_reference_by_hand() -> None:
     torch.testing.assert_close(xref.reference(q, layer), attend(q, k, v))
 
 
-@pytest.mark.parametrize(("acc_bits", "width", "tokens", "batch"),
-                         [(16, None, 37, 2), (4, None, 37, 2), (16, 64, 50, 1), (4, 64, 50, 1)])
-def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) -> None:
+@pytest.mark.parametrize(("acc_bits", "width", "tokens", "batch", "variant"),
+                         [(16, None, 37, 2, None), (4, None, 37, 2, "elements"), (4, None, 37, 2, "words"),
+                          (16, 64, 50, 1, None), (4, 64, 50, 1, None)])
+def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch, variant) -> None:
     g = torch.Generator().manual_seed(3)
     d = 128
     rec = TensorRecipe.make(2, 32, along="channels")
@@ -193,12 +195,54 @@ def test_accumulator_update_matches_reference(acc_bits, width, tokens, batch) ->
     else:
         acc = torch.randint(0, 256, (batch, tokens, d // 2), generator=g, dtype=torch.uint8)
     want = xref.acc_reference(deq[:, 0], acc.clone(), u_t, step=0.25)
-    got = xk.acc_update(delta, acc, u_t, step=0.25, block_t=16, block_d=64, r_block=32)
+    got = xk.acc_update(delta, acc, u_t, step=0.25, block_t=16, block_d=64, r_block=32, variant=variant)
     assert got is acc  # in place
     if acc_bits == 16:
         assert relative_rms(got, want) < 1e-2
     else:  # codes: the same rounding in the kernel and the reference
         assert (got != want).float().mean() < 1e-3
+
+
+def _codes(acc: torch.Tensor) -> torch.Tensor:
+    a = acc.to(torch.int32)
+    return torch.stack([a & 15, a >> 4], -1).flatten(-2)
+
+
+@pytest.mark.parametrize(("step", "group", "d", "tokens", "tiles"),
+                         [(0.25, 32, 128, 37, (16, 64, 4)), (2.0 ** -6, 128, 1024, 21, (None, None, None)),
+                          (0.05, 32, 256, 45, (8, 128, 2)), (0.0123, 128, 1024, 21, (None, None, None))])
+def test_accumulator_words_kernel(step, group, d, tokens, tiles) -> None:
+    # acc_words.acc4_words_kernel (prmt emulated under the interpreter) against acc_reference, on deltas of a few
+    # steps (codes mostly in range, some clamped at 0 and 15) and partial token blocks; default tiles: launch.ACC4_*
+    g = torch.Generator().manual_seed(5)
+    rec = TensorRecipe.make(2, group, along="channels")
+    delta, deq = quantize(torch.randn(2, 1, tokens, d, generator=g) * 4 * step, rec)
+    acc = torch.randint(0, 256, (2, tokens, d // 2), generator=g, dtype=torch.uint8)
+    before, want = _codes(acc), _codes(xref.acc_reference(deq[:, 0], acc.clone(), step=step))
+    block_t, block_d, step_t = tiles
+    assert xk.acc_variant(delta, acc, None, block_d or xk.ACC4_BLOCK_D) == "words"
+    ce = xk.acc4_constexprs(rec, d, block_t or xk.ACC4_BLOCK_T, block_d or xk.ACC4_BLOCK_D, step_t)
+    got = _codes(xk.acc_update(delta, acc, step=step, block_t=block_t, block_d=block_d, variant="words"))
+    assert ce["BLOCK_T"] > ce["STEP_T"] and tokens % ce["BLOCK_T"]  # several steps, a partial last block
+    clamped = ((want == 0) | (want == 15)).float().mean()
+    assert 0.02 < clamped < 0.5 and (want != before).float().mean() > 0.5
+    if math.log2(step).is_integer():  # every sum exact in fp32: the same floor as the reference's
+        assert torch.equal(got, want)
+    else:  # floor((x + delta)/step + 8.5) vs u + floor(delta/step + 0.5): ties within ~1e-5 may differ by one code
+        assert (got - want).abs().max() <= 1 and (got != want).float().mean() < 1e-3
+
+
+def test_accumulator_variant_choice() -> None:
+    g = torch.Generator().manual_seed(6)
+    two, three = TensorRecipe.make(2, 128, along="channels"), TensorRecipe.make(3, 128, along="channels")
+    delta = quantize(torch.randn(1, 1, 8, 1024, generator=g), two)[0]
+    acc4, acc16 = torch.zeros(1, 8, 512, dtype=torch.uint8), torch.zeros(1, 8, 1024, dtype=torch.bfloat16)
+    assert xk.acc_variant(delta, acc4, None, xk.ACC4_BLOCK_D) == "words"
+    assert xk.acc_variant(delta, acc16, None, xk.ACC4_BLOCK_D) == "elements"
+    assert xk.acc_variant(delta, acc4, torch.zeros(1024, 1024), xk.ACC4_BLOCK_D) == "elements"
+    assert xk.acc_variant(quantize(torch.randn(1, 1, 8, 1024, generator=g), three)[0], acc4, None, 1024) == "elements"
+    with pytest.raises(ValueError, match="variant"):
+        xk.acc_update(delta, acc4, variant="bytes")
 
 
 def test_accumulator_update_default_up_tiles() -> None:
@@ -214,7 +258,8 @@ def test_accumulator_update_default_up_tiles() -> None:
 
 def test_every_kernel_fits_h100_shared_memory() -> None:
     results = shared_bytes(fam.sm90_specs())
-    assert [r["kernel"] for r in results] == ["fused_kernel"] * 3 + ["remat_kernel"] * 2 + ["acc_update_kernel"] * 2
+    assert [r["kernel"] for r in results] == (["fused_kernel"] * 3 + ["remat_kernel"] * 2 + ["acc_update_kernel"] * 2
+                                              + ["acc4_words_kernel"])
     for r in results:
         assert 0 <= r["shared"] <= H100_SHARED_BYTES, r
 

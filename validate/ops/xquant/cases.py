@@ -275,4 +275,10 @@ def sm90_specs() -> list[dict]:
         specs.append({"module": xkernel.__name__, "kernel": "acc_update_kernel", "constexprs": ce,
                       "num_warps": tiles[3], "signature": {**acc, "acc_ptr": "*u8" if bits == 4 else "*bf16"},
                       "num_stages": tiles[4]})
+    p = params("acc_update", 1, 4096, 4, False)  # the 4-bit update's default kernel (launch.acc_variant: "words")
+    specs.append({"module": "validate.ops.xquant.acc_words", "kernel": "acc4_words_kernel",
+                  "constexprs": xk.acc4_constexprs(recipes(p)[0], HEADS * HEAD_DIM, xk.ACC4_BLOCK_T, xk.ACC4_BLOCK_D,
+                                                   xk.ACC4_STEP_T, False),
+                  "signature": {"dw_ptr": "*i16", "ds": "*fp16", "dz": "*fp16", "aw_ptr": "*i32", "inv_step": "fp32",
+                                "tokens": "i32"}, "num_warps": xk.ACC4_WARPS, "num_stages": 3})
     return specs

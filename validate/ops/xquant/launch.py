@@ -13,6 +13,7 @@ from validate.common.flash_decode import MAX_SPLITS, decode_attention, reduce_ke
 from validate.common.quantize import QuantTensor, quantize
 from validate.common.recipes import TensorRecipe
 from validate.common.triton_helpers import LOG2E, interpreting
+from validate.ops.xquant.acc_words import acc4_words_kernel
 from validate.ops.xquant.kernel import acc_update_kernel, fused_kernel, remat_kernel
 from validate.ops.xquant.shared import rows_pad, shared_kernel
 
@@ -30,6 +31,11 @@ BLOCK_T, BLOCK_D = 32, 128  # accumulator update: tokens x channels per program
 # 128 x 256 with 8 warps is wgmma (64 tokens a warpgroup), 16 dequantizations and 128 KiB of U_kv^T a token:
 # 11,067 warp instructions a token instead of 67,696 (sm_90, Triton 3.6; structure.py --acc)
 ACC_UP_BLOCK_T, ACC_UP_BLOCK_D, ACC_UP_R_BLOCK, ACC_UP_WARPS, ACC_UP_STAGES = 128, 256, 64, 8, 2
+# the 4-bit update on packed words (acc_words.acc4_words_kernel, acc_update(variant="words")): tokens per program,
+# tokens per unrolled step, channels per program, warps; a step gives each thread 4 accumulator words (32 channels,
+# one 16-byte load and store) and their delta bits (one 8-byte load): 4.4 lane instructions per element against
+# the old kernel's 20.3 (sm_90, Triton 3.6; validate/ops/xquant/ACC_NOTES.md)
+ACC4_BLOCK_T, ACC4_STEP_T, ACC4_BLOCK_D, ACC4_WARPS = 16, 4, 1024, 4
 # shared_kernel (decode(variant="shared")): KV heads per program, tokens per block, warps, stages; sm_90 compiles
 # of the candidates (validate/ops/xquant/structure.py --shared) in validate/ops/xquant/SHARED_NOTES.md
 SHARED_HPP, SHARED_BLOCK_N, SHARED_WARPS, SHARED_STAGES, SHARED_R_BLOCK = 2, 128, 8, 2, 64
@@ -200,16 +206,34 @@ def materialized_decode(q, layer: XLayer, num_splits: int = 1, out=None, kv: tup
     return decode_attention(q, k, v, num_splits, out=out)
 
 
+def acc_variant(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None, block_d: int) -> str:
+    """The update's default kernel: "words" (acc4_words_kernel) for a 4-bit accumulator, no U_kv^T, 2-bit delta
+    codes in one plane and groups of 8 k channels (k a power of two) that tile block_d; else "elements"."""
+    g = delta.recipe.group
+    words = (acc.dtype == torch.uint8 and u_t is None and delta.recipe.planes == (2, 0) and g % 8 == 0
+             and (g // 8) & (g // 8 - 1) == 0 and block_d % g == 0 and acc.shape[-1] * 2 % block_d == 0)
+    return "words" if words else "elements"
+
+
 def acc_update(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None = None, step: float = 1.0,
                block_t: int | None = None, block_d: int | None = None, r_block: int | None = None,
-               num_warps: int | None = None, num_stages: int | None = None):
+               num_warps: int | None = None, num_stages: int | None = None, variant: str | None = None):
     """XQuant-CL: acc[b, t] += dequant(delta)[b, t] (@ U_kv^T when u_t [2r, d] is given), in place.
     acc is bf16 [B, L, d] or 4-bit codes uint8 [B, L, d/2] with x = step (u - 8): roofline counts the
     accumulator as e_b/8 L d bytes with no metadata (methods/xquant.py), so the 4-bit one has a single
-    layer-wide step, a scalar argument, and is re-rounded after each add. Unset tile sizes: ACC_UP_* with u_t,
-    else BLOCK_T x BLOCK_D, R_BLOCK, NUM_WARPS and Triton's default 3 stages (the committed results' launch; the
-    up-projection's was BLOCK_T, BLOCK_D, R_BLOCK, NUM_WARPS, 3)."""
+    layer-wide step, a scalar argument, and is re-rounded after each add. `variant` "elements":
+    kernel.acc_update_kernel, one fp32 lane per element; unset tile sizes: ACC_UP_* with u_t, else BLOCK_T x
+    BLOCK_D, R_BLOCK, NUM_WARPS and Triton's default 3 stages (the committed results' launch; the up-projection's
+    was BLOCK_T, BLOCK_D, R_BLOCK, NUM_WARPS, 3). "words": acc_words.acc4_words_kernel, the 4-bit update on packed
+    words (ACC4_* tiles). None: `acc_variant`'s choice."""
     up = u_t is not None
+    if variant is None:
+        variant = acc_variant(delta, acc, u_t, block_d or ACC4_BLOCK_D)
+    if variant == "words":
+        return _acc_words(delta, acc, step, block_t or ACC4_BLOCK_T, block_d or ACC4_BLOCK_D,
+                          num_warps or ACC4_WARPS)
+    if variant != "elements":
+        raise ValueError(f"variant: {variant!r} is not 'elements' or 'words'")
     block_t = block_t or (ACC_UP_BLOCK_T if up else BLOCK_T)
     block_d = block_d or (ACC_UP_BLOCK_D if up else BLOCK_D)
     r_block = r_block or (ACC_UP_R_BLOCK if up else R_BLOCK)
@@ -220,11 +244,45 @@ def acc_update(delta: QuantTensor, acc: torch.Tensor, u_t: torch.Tensor | None =
     four = acc.dtype == torch.uint8
     d = acc.shape[-1] * (2 if four else 1)
     dw = u_t.shape[0] if u_t is not None else d
-    if delta.recent or delta.sinks or delta.recipe.along != "channels":
-        raise ValueError("delta: per-token groups with no fp16 tokens (roofline's dX)")
+    _check_delta(delta)
     ce = acc_constexprs(delta.recipe, d, dw, u_t is not None, 4 if four else 16, block_t, block_d, r_block)
     # one program: BLOCK_T tokens x BLOCK_D channels of one sequence's accumulator
     grid = (triton.cdiv(tokens, block_t), d // block_d, batch)
     acc_update_kernel[grid](codes, delta.tensors["scale"], delta.tensors["zero"], acc if u_t is None else u_t, acc,
                             step, 1.0 / step, tokens, **ce, num_warps=num_warps, num_stages=num_stages)
+    return acc
+
+
+def _check_delta(delta: QuantTensor) -> None:
+    if delta.recent or delta.sinks or delta.recipe.along != "channels":
+        raise ValueError("delta: per-token groups with no fp16 tokens (roofline's dX)")
+
+
+def acc4_constexprs(rec: TensorRecipe, d: int, block_t: int, block_d: int, step_t: int | None = None,
+                    emu: bool | None = None) -> dict:
+    """Compile-time parameters of acc4_words_kernel; raises where the words layout does not apply."""
+    g = rec.group
+    if rec.planes != (2, 0) or g % 8 or (g // 8) & (g // 8 - 1) or block_d % g or d % block_d:
+        raise ValueError(f"variant 'words': 2-bit delta codes ({rec.planes}), group {g} = 8 x a power of two, "
+                         f"dividing block_d {block_d}, dividing d {d}")
+    step_t = step_t or min(block_t, ACC4_STEP_T)
+    if block_t % step_t:
+        raise ValueError(f"variant 'words': step_t {step_t} must divide block_t {block_t}")
+    return {"D": d, "BLOCK_T": block_t, "STEP_T": step_t, "BLOCK_D": block_d, "G": g,
+            "EMU": interpreting() if emu is None else emu}
+
+
+def _acc_words(delta: QuantTensor, acc: torch.Tensor, step: float, block_t: int, block_d: int, num_warps: int):
+    """acc_update(variant="words"): the 4-bit accumulator [B, L, d/2] uint8 viewed as int32 words, the delta's codes
+    [B, 1, L, d/4] as int16 (one per word), no copies."""
+    _check_delta(delta)
+    if acc.dtype != torch.uint8 or not acc.is_contiguous():
+        raise ValueError("variant 'words': the accumulator must be contiguous 4-bit codes (uint8)")
+    codes = delta.tensors["codes"]
+    batch, tokens, d = codes.shape[0], delta.nq, acc.shape[-1] * 2
+    ce = acc4_constexprs(delta.recipe, d, block_t, block_d)
+    grid = (triton.cdiv(tokens, block_t), d // block_d, batch)
+    # one program: BLOCK_T tokens x BLOCK_D channels of one sequence's accumulator
+    acc4_words_kernel[grid](codes.view(torch.int16), delta.tensors["scale"], delta.tensors["zero"],
+                            acc.view(torch.int32), 1.0 / step, tokens, **ce, num_warps=num_warps)
     return acc

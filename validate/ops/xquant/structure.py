@@ -36,6 +36,7 @@ from validate.ops.xquant.cases import HEAD_DIM, HEADS, sm90_specs
 OUT = ROOT / "roofline" / "validation" / "structure" / "xquant.json"
 # sm90_specs order: (variant, kernel, tail) -> the structure's name
 NAMES = ("fused", "fused_tail", "mha_fused", "materialized", "materialized_tail")
+ACC_KERNELS = ("acc_update_kernel", "acc4_words_kernel")  # XQuant-CL's update: --acc
 OPCODE = r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)"
 
 
@@ -76,7 +77,7 @@ def main(out: Path = OUT) -> dict:
     """Compile the attention kernels and write the JSON (module docstring)."""
     import triton
 
-    specs = [s for s in sm90_specs() if s["kernel"] != "acc_update_kernel"]
+    specs = [s for s in sm90_specs() if s["kernel"] not in ACC_KERNELS]
     with tempfile.TemporaryDirectory() as tmp:
         kernels = {name: kernel_structure(spec, Path(tmp)) for name, spec in zip(NAMES, specs, strict=True)}
     doc = {"source": "validate/ops/xquant/structure.py: fused_kernel and remat_kernel compiled for sm_90 on a CPU "
@@ -92,7 +93,7 @@ def shared_specs(hpp: int = xk.SHARED_HPP, block_n: int = xk.SHARED_BLOCK_N, war
     """sm90 specs of shared_kernel, named as in the structure file: GQA middle and fp16-window programs, MHA."""
     from validate.ops.xquant.shared import rows_pad
 
-    fused = dict(zip(NAMES, (s for s in sm90_specs() if s["kernel"] != "acc_update_kernel"), strict=True))
+    fused = dict(zip(NAMES, (s for s in sm90_specs() if s["kernel"] not in ACC_KERNELS), strict=True))
     out = {}
     for name, old in (("shared", "fused"), ("shared_tail", "fused_tail"), ("mha_shared", "mha_fused")):
         ce = {k: v for k, v in fused[old]["constexprs"].items() if k != "GROUP_PAD"}
