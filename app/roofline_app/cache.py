@@ -191,6 +191,26 @@ def frame(rows: Sequence[dict]) -> Any:
     return rows if table is None else table
 
 
+def text_table(rows: Sequence[dict]) -> None:
+    """A small table of text cells as one Markdown (GFM) table: the browser draws it with the Markdown code every
+    page already loads, where st.dataframe loads and evaluates the data-grid bundle (1.2 MB of JS) and st.table
+    imports pandas on the server. Every cell is Markdown-escaped (report.md_escape; a newline becomes a space), so a
+    user-supplied string stays literal text. For a handful of rows that need no sorting or scrolling."""
+    from roofline import report as fmt
+
+    rows = list(rows)
+    if not rows:
+        return
+
+    def cell(value: Any) -> str:
+        return fmt.md_escape(" ".join(str(value).split()))
+
+    head = list(rows[0])
+    lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "|".join([":--"] + ["--:"] * (len(head) - 1)) + "|"]
+    lines += ["| " + " | ".join(cell(r.get(h, "")) for h in head) + " |" for r in rows]
+    st.markdown("\n".join(lines))
+
+
 def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,
               json_text: Callable[[], str] | None = None) -> None:
     """CSV and JSON download buttons for a table (the library's serializations), written when clicked: Streamlit

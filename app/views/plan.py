@@ -26,14 +26,15 @@ if errors or (plan and not all(r["fits"] for r in plan["results"])):
     fit_slot.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
                      icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    fit_slot.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
+    with fit_slot:
+        cache.text_table(display.fit_table(fit_rows))
     if errors:
         fit_slot.expander("Why (one line per method)").text("\n".join(errors))
     with fit_slot:
         cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    fit_slot.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False,
-                       key="fit_table")
+    with fit_slot:
+        cache.text_table(display.fit_table(cache.fit(scenario)))
 if plan is None:
     st.stop()
 
@@ -47,8 +48,7 @@ tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capaci
                                                              key="plan_tab", on_change="rerun")
 if tab_summary.open:
     with tab_summary:
-        st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
-                     hide_index=True, lazy=False, key="summary")
+        cache.text_table(display.summary_table(plan, model.max_position_embeddings, errors_by_method))
         notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
 if tab_capacity.open:
