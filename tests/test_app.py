@@ -10,8 +10,10 @@ import csv
 import io
 import json
 import re
+import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -88,12 +90,36 @@ def frame_equals(frame, rows) -> None:
                 assert shown[key] == value, key
 
 
+def markdown_tables(at) -> list:
+    """Every Markdown table on the page (cache.text_table) as a pandas frame of its cells, backslash escapes read
+    back to the characters (a cell is text as written, never Markdown)."""
+    import pandas as pd
+
+    def cells(line: str) -> list[str]:
+        out, text, chars = [], "", iter(line.strip().removeprefix("|").removesuffix("|"))
+        for c in chars:
+            if c == "\\":
+                text += next(chars)
+            elif c == "|":
+                out, text = [*out, text.strip()], ""
+            else:
+                text += c
+        return [*out, text.strip()]
+
+    frames = []
+    for element in at.markdown:
+        lines = element.value.split("\n")
+        if len(lines) >= 2 and lines[0].startswith("| ") and re.fullmatch(r"\|(:?-+:?\|)+", lines[1]):
+            frames.append(pd.DataFrame([cells(line) for line in lines[2:]], columns=cells(lines[0])))
+    return frames
+
+
 def table(at, column: str):
-    """The first displayed dataframe with `column` (st.dataframe keys are not kept by AppTest)."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
-    raise KeyError(f"no dataframe with a {column!r} column")
+    """The first displayed dataframe or Markdown table with `column` (st.dataframe keys are not kept by AppTest)."""
+    for frame in [f.value for f in at.dataframe] + markdown_tables(at):
+        if column in frame.columns:
+            return frame
+    raise KeyError(f"no table with a {column!r} column")
 
 
 def chart_frames(at) -> list:
@@ -553,6 +579,19 @@ def test_arrow_tables_from_buffers_equal_pyarrows():
         assert arrow.table(plan_rows).equals(pa.Table.from_pylist(plan_rows)), name
     assert arrow.table([{"a": 1}, {"a": "text"}]) is None  # a mixed column: the caller falls back
     assert arrow.table([{"a": 1}, {"b": 1}]) is None  # different columns
+
+
+def test_markdown_tables_show_cells_as_text():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app.cache import markdown_table
+
+    hostile = ["[x](javascript:alert(1))", "![i](http://example.com/i.png)", "a | b", "<b>x</b>\nline", "\\", "*y*"]
+    rows = [{"method": name, "TPOT": "1.00 ms"} for name in hostile]
+    text = markdown_table(rows)
+    assert len(text.split("\n")) == 2 + len(rows)  # a newline in a cell never starts a row
+    assert "](" not in text and "<b>" not in text and " | b" not in text
+    shown = markdown_tables(SimpleNamespace(markdown=[SimpleNamespace(value=text)]))[0]
+    assert shown.to_dict("records") == [{"method": " ".join(r["method"].split()), "TPOT": "1.00 ms"} for r in rows]
 
 
 def test_sweep_rows_are_kept_by_content():

@@ -191,24 +191,28 @@ def frame(rows: Sequence[dict]) -> Any:
     return rows if table is None else table
 
 
-def text_table(rows: Sequence[dict]) -> None:
-    """A small table of text cells as one Markdown (GFM) table: the browser draws it with the Markdown code every
-    page already loads, where st.dataframe loads and evaluates the data-grid bundle (1.2 MB of JS) and st.table
-    imports pandas on the server. Every cell is Markdown-escaped (report.md_escape; a newline becomes a space), so a
-    user-supplied string stays literal text. For a handful of rows that need no sorting or scrolling."""
+def markdown_table(rows: Sequence[dict]) -> str:
+    """Rows of cells (the same keys in each) as one GFM table: first column left, the others right aligned; every
+    cell Markdown-escaped (report.md_escape, runs of whitespace and newlines as one space), so a user-supplied
+    string (an uploaded model's name, a custom SPEC) is shown as literal text: no link, image, HTML or column."""
     from roofline import report as fmt
-
-    rows = list(rows)
-    if not rows:
-        return
 
     def cell(value: Any) -> str:
         return fmt.md_escape(" ".join(str(value).split()))
 
     head = list(rows[0])
     lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "|".join([":--"] + ["--:"] * (len(head) - 1)) + "|"]
-    lines += ["| " + " | ".join(cell(r.get(h, "")) for h in head) + " |" for r in rows]
-    st.markdown("\n".join(lines))
+    return "\n".join(lines + ["| " + " | ".join(cell(r[h]) for h in head) + " |" for r in rows])
+
+
+def text_table(rows: Sequence[dict]) -> None:
+    """A small table of text cells as Markdown (markdown_table): the browser draws it with the Markdown code every
+    page already loads, where st.dataframe loads and evaluates the data-grid bundle (1.2 MB of JS: the cold first
+    load and a shared link's) and st.table imports pandas on the server. For a handful of rows that need no
+    sorting or scrolling; the page's CSV/JSON downloads hold the raw numbers."""
+    rows = list(rows)
+    if rows:
+        st.markdown(markdown_table(rows))
 
 
 def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,
