@@ -41,9 +41,8 @@ if plan is None:
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
 # only the open tab runs and is sent (a tab click reruns): the browser embeds at most one Vega view, and the first
-# paint (Summary) none: a cold load or a shared link does not load or compile the Vega bundle, and a rerun redraws
-# no chart. The summary stays a data grid: st.table (no grid bundle) imports pandas in its data-format check, which
-# cost the cold first load more than the grid (paired browser runs, commit message)
+# paint (Summary) none, nor a data grid: the summary and the fit solver are Markdown tables (cache.text_table), so a
+# cold load or a shared link loads no Vega or data-grid bundle and imports no pandas
 tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
                                                              key="plan_tab", on_change="rerun")
 if tab_summary.open:
