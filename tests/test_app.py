@@ -6,12 +6,14 @@ Render and interaction times are printed (run with -s to see them), not asserted
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
 import re
 import sys
 import time
+from html import escape
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -340,20 +342,53 @@ def test_side_by_side_pins_a_and_diffs_b():
     assert any(r["change tpot_s"] < 0 for r in expected)  # H200's 4.8 TB/s against 3.35: memory-bound steps faster
 
 
+def svg_image(at) -> str:
+    """The page's first st.image, an SVG data URI (svgchart), as SVG text."""
+    image = next(e for e in at.main if e.type == "image")
+    head, data = image.value[0].split(",", 1)
+    assert head == "data:image/svg+xml;base64"
+    return base64.b64decode(data).decode()
+
+
 def test_sweeps_page_is_the_library_sweep():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import charts
+
     at = fresh().run()
     at.switch_page("views/sweeps.py")
     timed("switch to Sweeps", at)
     no_exception(at)
     model, hardware = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
-    rows = explore.sweep(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS, "context")
-    frame = next(f for f in chart_frames(at) if "tpot_s" in f.columns)
-    assert list(frame["context"]) == [r["context"] for r in rows]
-    assert frame["tpot_s"].tolist() == pytest.approx([r["tpot_s"] for r in rows], rel=1e-12)
-    assert frame["context"].max() == model.max_position_embeddings
-    at.radio(key="sweep_axis").set_value("batch")
-    timed("sweep against batch", at)
-    no_exception(at)
+    for axis in ("context", "batch"):
+        rows = explore.sweep(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS, axis)
+        marks = explore.sweep_marks(model, library_plan(), axis)
+        svg = svg_image(at)
+        assert svg == charts.sweep_chart(rows, marks, axis, "tpot_s", None)  # the library's sweep, drawn
+        assert svg.count("<circle") == len(rows) and svg.count("<polyline") == len(appdata.DEFAULT_METHODS)
+        assert ("Llama-3.1-8B max positions" in svg) == (axis == "context")
+        if axis == "context":
+            assert max(r["context"] for r in rows) == model.max_position_embeddings
+            at.radio(key="sweep_axis").set_value("batch")
+            timed("sweep against batch", at)
+            no_exception(at)
+
+
+def test_sweep_svg_places_points_on_its_axes():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import svgchart
+
+    points = [svgchart.Point(10.0, 1.0, True, "a <b>"), svgchart.Point(1000.0, 100.0, False, "c")]
+    svg = svgchart.line_chart([svgchart.Series("m & n", points)], title="t", subtitle="s", x_title="x",
+                              y_title="y", x_log=True, y_log=True, vrules=[svgchart.Rule(100.0, "black", "r")])
+    x = svgchart.Axis([10.0, 1000.0, 100.0], True, 64, 820 - 230)
+    y = svgchart.Axis([1.0, 100.0], True, 420 - 46, 58)
+    circles = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]* fill="([^"]+)"><title>([^<]*)</title>', svg)
+    assert [(float(cx), float(cy), fill != "white", tip) for cx, cy, fill, tip in circles] == [
+        (pytest.approx(x.px(p.x), abs=0.05), pytest.approx(y.px(p.y), abs=0.05), p.filled, escape(p.tip))
+        for p in points]
+    assert x.px(100.0) == pytest.approx((x.px(10.0) + x.px(1000.0)) / 2)  # log axis: a decade per equal step
+    assert "m &amp; n" in svg and "<b>" not in svg
+    assert svgchart.si(131072) == "131k" and svgchart.si(0.0005) == "500µ" and svgchart.si(2000) == "2k"
 
 
 def test_pareto_page_lists_methods_without_figures_apart():

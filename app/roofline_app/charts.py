@@ -3,6 +3,7 @@
 Each chart is a plain Vega-Lite dict with its tables as Arrow IPC bytes under "datasets" (what Streamlit sends as
 is), built in well under a millisecond: Altair's import (~0.9 s), its pandas frames and its schema validation
 (0.1-0.3 s per chart and re-render) were most of a re-render's server time. Vega-Lite renders in the browser.
+The Sweeps chart is the exception: a static SVG (roofline_app.svgchart), which the browser draws without Vega.
 """
 
 from __future__ import annotations
@@ -224,35 +225,29 @@ def validation_chart(rows: Sequence[dict]) -> dict:
                    "title": _title("Predicted against measured", sub)})
 
 
-def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: str, slo_s: float | None) -> dict:
+def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: str, slo_s: float | None) -> str:
     """One line per method of `metric` against `axis` (log-log), points where the scenario's batch does not fit
-    hollow, vertical rules at each method's fit boundary and at the model's max positions, the SLO as a rule."""
-    t = Tables()
+    hollow, dashed vertical rules at each method's fit boundary (its colour) and at the model's max positions
+    (black), the TPOT target as a red dashed rule: a static SVG (svgchart; each point's <title> holds its values)."""
+    from roofline_app import svgchart
+
     title, factor, log_y = SWEEP_METRICS[metric]
-    shown = [{"method": r["method"], axis: r[axis], metric: r[metric], "y": r[metric] * factor,
-              "fits": "fits" if r["fits"] else "does not fit"} for r in rows]
-    shown = [r for r in shown if r["y"] > 0] if log_y else shown
-    x = q(axis, f"{axis} ({'tokens' if axis == 'context' else 'seqs'})", scale={"type": "log"}, axis={"format": "~s"})
-    y = q("y", title, scale={"type": "log" if log_y else "linear"}, axis={"format": "~s"})
-    colour = n("method", "method", scale=SCHEME, sort=list(dict.fromkeys(r["method"] for r in shown)))
-    layers = [
-        {"mark": {"type": "line", "strokeWidth": 2}, "encoding": {"x": x, "y": y, "color": colour}},
-        {"mark": {"type": "point", "size": 28}, "encoding": {
-            "x": x, "y": y, "color": colour, "fill": {"condition": {"test": "datum.fits == 'fits'", **colour},
-                                                      "value": "white"},
-            "tooltip": [n("method"), q(axis, format=","), q("y", title, format=",.4~f"), n("fits")]}}]
-    if marks:
-        layers.append({"data": t.ref(marks), "mark": {"type": "rule", "strokeDash": [4, 3]}, "encoding": {
-            "x": q("x"), "color": {"condition": {"test": "datum.method == ''", "value": "black"}, **colour},
-            "tooltip": [n("label")]}})
-    if slo_s is not None and metric == "tpot_s":
-        layers.append({"data": t.ref([{"y": slo_s * 1e3, "label": f"TPOT target {slo_s * 1e3:g} ms"}]),
-                       "mark": {"type": "rule", "color": "#d62728", "strokeDash": [6, 3]},
-                       "encoding": {"y": q("y"), "tooltip": [n("label")]}})
-    sub = ("dashed: each method's fit boundary (its colour) and the model's max positions (black); hollow points: "
-           "the batch does not fit")
-    return t.spec({"layer": layers, "data": t.ref(shown), "width": WIDTH, "height": 420,
-                   "title": _title(f"{title} against {axis}", sub)})
+    unit = "tokens" if axis == "context" else "seqs"
+    series: dict[str, list] = {}
+    for r in rows:
+        value = r[metric] * factor
+        series.setdefault(r["method"], []).append(svgchart.Point(
+            r[axis], value, r["fits"], f"{r['method']}: {axis} {r[axis]:,} {unit}, {title} {value:,.4g}"
+                                       f"{'' if r['fits'] else ' (the batch does not fit)'}"))
+    vrules = [svgchart.Rule(m["x"], m["method"] or "black", m["label"]) for m in marks]
+    hrules = ([svgchart.Rule(slo_s * 1e3, "#d62728", f"TPOT target {slo_s * 1e3:g} ms")]
+              if slo_s is not None and metric == "tpot_s" else [])
+    return svgchart.line_chart(
+        [svgchart.Series(name, points) for name, points in series.items()], title=f"{title} against {axis}",
+        subtitle="dashed: each method's fit boundary (its colour), the model's max positions (black); hollow "
+                 "points: the batch does not fit", x_title=f"{axis} ({unit}, log)",
+        y_title=f"{title}{', log' if log_y else ''}", x_log=True, y_log=log_y, vrules=vrules, hrules=hrules,
+        width=WIDTH + 120)
 
 
 def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> dict:

@@ -1,0 +1,144 @@
+"""Static line charts as SVG text, drawn on the server and shown with st.image (an <img>: no script, no fetch).
+
+The browser decodes an image in milliseconds; a Vega-Lite view costs it the Vega bundle (775 kB of JS, evaluated on
+the first chart of a session) and 0.4-0.8 s of compiling and drawing per embed on the 2-core box, which kept the
+Sweeps page over its 1 s target. Each point carries a <title> with its exact values (a tooltip where the SVG is
+opened on its own; the CSV/JSON downloads hold the same numbers). Every text is XML-escaped: a user's SPEC or model
+name is text, never markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+from typing import NamedTuple
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")  # Vega's category10, as the other charts
+FONT = 'font-family="Source Sans Pro, sans-serif"'
+
+
+class Point(NamedTuple):
+    x: float
+    y: float
+    filled: bool  # hollow: the point is drawn but does not hold (e.g. the batch does not fit)
+    tip: str
+
+
+class Series(NamedTuple):
+    name: str
+    points: Sequence[Point]
+
+
+class Rule(NamedTuple):
+    at: float
+    colour: str
+    label: str
+
+
+def text(value: object) -> str:
+    """XML-escaped text without control characters (XML 1.0 forbids them)."""
+    return escape("".join(c for c in str(value) if c >= " " or c == "\t"), quote=True)
+
+
+def si(v: float) -> str:
+    """A tick label: SI prefix (k, M, G; m, µ below 1) and at most 3 significant digits, trailing zeros dropped."""
+    if v == 0:
+        return "0"
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ")):
+        if abs(v) >= factor * 0.9995:
+            return f"{v / factor:.3g}{prefix}"
+    return f"{v:.3g}"
+
+
+class Axis:
+    """A linear or log10 axis from the data range to pixels [a, b] (b < a for y: up is larger)."""
+
+    def __init__(self, values: Sequence[float], log: bool, a: float, b: float) -> None:
+        values = [v for v in values if math.isfinite(v) and (v > 0 or not log)] or [1.0]
+        lo, hi = min(values), max(values)
+        self.log, self.a, self.b = log, a, b
+        if log:  # the data's range and a margin: a decade of empty plot would squeeze the lines
+            self.lo, self.hi = lo / 1.2, hi * 1.2
+        else:
+            lo = min(lo, 0.0)  # linear axes here count things: from zero
+            step = nice_step((hi - lo) / 5 if hi > lo else 1.0)
+            self.lo, self.hi = math.floor(lo / step) * step, math.ceil(hi / step) * step or step
+
+    def px(self, v: float) -> float:
+        f = ((math.log10(v) - math.log10(self.lo)) / (math.log10(self.hi) - math.log10(self.lo)) if self.log
+             else (v - self.lo) / (self.hi - self.lo))
+        return self.a + f * (self.b - self.a)
+
+    def ticks(self) -> list[float]:
+        if self.log:
+            decades = range(math.floor(math.log10(self.lo)), math.ceil(math.log10(self.hi)) + 1)
+            steps = (1, 2, 5) if len(decades) <= 5 else (1,)
+            return [m * 10 ** d for d in decades for m in steps if self.lo <= m * 10 ** d <= self.hi]
+        step = nice_step((self.hi - self.lo) / 5)
+        return [self.lo + i * step for i in range(round((self.hi - self.lo) / step) + 1)]
+
+
+def nice_step(raw: float) -> float:
+    """1, 2 or 5 times a power of ten, at least `raw`."""
+    base = 10 ** math.floor(math.log10(raw))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= raw * 0.9999)
+
+
+def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: str, y_title: str, x_log: bool,
+               y_log: bool, vrules: Sequence[Rule] = (), hrules: Sequence[Rule] = (), width: int = 820,
+               height: int = 420) -> str:
+    """One line and its points per series (colours by order, legend on the right), dashed vertical and horizontal
+    rules with their labels in the legend, tick labels with SI prefixes; an SVG document as text."""
+    left, right, top, bottom = 64, 230, 58, 46
+    xs = [p.x for s in series for p in s.points] + [r.at for r in vrules]
+    ys = [p.y for s in series for p in s.points] + [r.at for r in hrules]
+    x, y = Axis(xs, x_log, left, width - right), Axis(ys, y_log, height - bottom, top)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="15" font-weight="bold">{text(title)}</text>',
+           f'<text x="{left}" y="38" font-size="12" fill="#555">{text(subtitle)}</text>']
+    for t in x.ticks():
+        px = x.px(t)
+        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" stroke="#eee"/>'
+                   f'<text x="{px:.1f}" y="{height - bottom + 14}" text-anchor="middle">{si(t)}</text>')
+    for t in y.ticks():
+        py = y.px(t)
+        out.append(f'<line x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}" stroke="#eee"/>'
+                   f'<text x="{left - 6}" y="{py + 4:.1f}" text-anchor="end">{si(t)}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{width - right - left}" height="{height - bottom - top}" '
+               f'fill="none" stroke="#888"/>')
+    out.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 8}" text-anchor="middle" font-size="12">'
+               f'{text(x_title)}</text>')
+    out.append(f'<text transform="translate(16 {(top + height - bottom) / 2:.0f}) rotate(-90)" text-anchor="middle" '
+               f'font-size="12">{text(y_title)}</text>')
+    legend: list[tuple[str, str, str]] = []  # (colour, dash, label)
+    colour_of = {}
+    for i, s in enumerate(series):
+        colour = colour_of[s.name] = PALETTE[i % len(PALETTE)]
+        legend.append((colour, "", s.name if len(s.name) <= 34 else s.name[:33] + "…"))
+        pts = [p for p in s.points if math.isfinite(p.x) and math.isfinite(p.y) and (p.y > 0 or not y_log)]
+        path = " ".join(f"{x.px(p.x):.1f},{y.px(p.y):.1f}" for p in pts)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out += [f'<circle cx="{x.px(p.x):.1f}" cy="{y.px(p.y):.1f}" r="3" stroke="{colour}" stroke-width="1.5" '
+                f'fill="{colour if p.filled else "white"}"><title>{text(p.tip)}</title></circle>' for p in pts]
+    for rule, vertical in [(r, True) for r in vrules] + [(r, False) for r in hrules]:
+        colour = colour_of.get(rule.colour, rule.colour)
+        if vertical:
+            px = x.px(rule.at)
+            ends = f'x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}"'
+        else:
+            py = y.px(rule.at)
+            ends = f'x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}"'
+        out.append(f'<line {ends} stroke="{colour}" stroke-dasharray="4 3" stroke-width="1.5">'
+                   f'<title>{text(rule.label)}</title></line>')
+        legend.append((colour, "4 3", rule.label if len(rule.label) <= 34 else rule.label[:33] + "…"))
+    lx = width - right + 14
+    for i, (colour, dash, label) in enumerate(legend):
+        ly = top + 8 + 17 * i
+        out.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2" '
+                   f'stroke-dasharray="{dash or "none"}"/><text x="{lx + 24}" y="{ly + 4}">{text(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
