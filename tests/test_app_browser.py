@@ -135,6 +135,9 @@ class Clock:
         for chart in self.page.locator('[data-testid="stVegaLiteChart"]').all():
             if chart.is_visible():  # charts in a tab not shown are not drawn
                 chart.locator("canvas, svg").first.wait_for(timeout=20_000)
+        # a static chart (an SVG image, the Sweeps page): decoded and laid out
+        self.page.wait_for_function("[...document.querySelectorAll('[data-testid=\"stImage\"] img')]"
+                                    ".every(img => img.complete && img.naturalWidth > 0)", timeout=20_000)
         browser = time.perf_counter() - start
         server = max(r["seconds"] for r in _runs()[before:])
         self.rows.append((label, server, browser))

@@ -24,7 +24,7 @@ if with_figure:
 slo = f"TPOT target {scenario.tpot_target_s * 1e3:g} ms" if scenario.tpot_target_s else "no TPOT target (sidebar)"
 st.caption(f"Quality is the paper's figure for the same SPEC (on the paper's model); memory and TPOT are computed on "
            f"this scenario; {slo}.")
-st.dataframe(cache.frame(display.pareto_table(rows)), hide_index=True, lazy=False, key="pareto_table")
+cache.text_table(display.pareto_table(rows))
 apart = [r["method"] for r in rows if r["quality"] is None]
 if apart:
     st.caption("No figure in this table (shown apart, not on the chart): " + ", ".join(apart))

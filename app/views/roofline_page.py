@@ -32,7 +32,7 @@ def chart_and_limits(scenario, workload, specs) -> None:
     rows = cache.limits(scenario, specs, context)
     if rows:
         st.subheader("Closed-form limits")
-        st.dataframe(cache.frame(display.limits_table(rows)), hide_index=True, lazy=False, key="limits_table")
+        cache.text_table(display.limits_table(rows))
         st.caption("XQuant: the whole decode step (weight reads included) stays memory-bound up to "
                    "l* = R W / (B (F - R C)) (XQuant §3.4, Eq. 3-4); the fused remat op alone, as plotted, has no "
                    "weights to amortize. AQUA-KV: base-model FLOPs per token over predictor FLOPs per token (§3.2 "
