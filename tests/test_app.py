@@ -400,6 +400,9 @@ def test_pareto_page_lists_methods_without_figures_apart():
     missing = shown[shown["quality (paper)"] == "no figure in this table"]
     assert "bf16" in list(missing["method"]) or len(missing) == 0
     assert any("No figure" in c.value for c in at.caption) == (len(missing) > 0)
+    drawn = [m for m in shown["method"] if m not in set(missing["method"])]  # one mark per method with a figure
+    svg = svg_image(at)
+    assert all(f"<title>{escape(m)} (" in svg for m in drawn) and svg.count("<title>") == len(drawn)
 
 
 def test_model_that_does_not_fit_gets_the_fit_solver_not_a_wall_of_errors():

@@ -3,7 +3,7 @@
 Each chart is a plain Vega-Lite dict with its tables as Arrow IPC bytes under "datasets" (what Streamlit sends as
 is), built in well under a millisecond: Altair's import (~0.9 s), its pandas frames and its schema validation
 (0.1-0.3 s per chart and re-render) were most of a re-render's server time. Vega-Lite renders in the browser.
-The Sweeps chart is the exception: a static SVG (roofline_app.svgchart), which the browser draws without Vega.
+The Sweeps and Pareto charts are static SVGs (roofline_app.svgchart), which the browser draws without Vega.
 """
 
 from __future__ import annotations
@@ -250,28 +250,33 @@ def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: 
         width=WIDTH + 120)
 
 
-def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> dict:
-    """Paper quality (y) against KV GiB per sequence on the scenario (x), size and tooltip TPOT; filled: meets the
-    SLO; the front joined by a line. Only methods with a figure are drawn (the others are listed apart)."""
-    t = Tables()
-    shown = [{"method": r["method"], "paper_row": r["paper_row"], "quality": r["quality"], "on_front": r["on_front"],
-              "KV GiB per sequence": r["kv_bytes_per_sequence"] / (1 << 30), "TPOT (ms)": r["tpot_s"] * 1e3,
-              "SLO": "meets the SLO" if r["meets_slo"] else "misses the SLO"} for r in rows if r["quality"] is not None]
-    x = q("KV GiB per sequence", "KV cache per sequence on this scenario (GiB, log)", scale={"type": "log"})
-    y = q("quality", f"{metric} (paper; {'higher' if higher_is_better else 'lower'} is better)",
-          scale={"zero": False, "padding": 20})
-    front = {"data": t.ref([r for r in shown if r["on_front"]]),
-             "mark": {"type": "line", "color": "black", "strokeDash": [3, 2]},
-             "encoding": {"x": x, "y": y, "order": q("KV GiB per sequence")}}
-    pts = {"data": t.ref(shown), "mark": {"type": "point", "strokeWidth": 2}, "encoding": {
-        "x": x, "y": y, "color": n("method", "method", scale={"scheme": "tableau20"}),
-        "shape": n("SLO", scale={"domain": ["meets the SLO", "misses the SLO"], "range": ["circle", "cross"]}),
-        "size": q("TPOT (ms)", "TPOT (ms)", scale={"range": [60, 600]}),
-        "tooltip": [n("method"), n("paper_row"), q("quality"), q("KV GiB per sequence", format=",.3f"),
-                    q("TPOT (ms)", format=",.2f"), n("SLO")]}}
-    return t.spec({"layer": [front, pts], "width": WIDTH - 120, "height": 420, "title": _title(
-        "Memory, quality and TPOT", "dashed: the front (no method with a figure is smaller and better); "
-        "size: TPOT; x: cross misses the SLO")})
+def pareto_chart(rows: Sequence[dict], metric: str, higher_is_better: bool) -> str:
+    """Paper quality (y) against KV GiB per sequence on the scenario (x, log), radius by TPOT, a cross where the
+    SLO is missed, the front joined by a dashed line: a static SVG (svgchart; each point's <title> and the page's
+    table hold the values). Only methods with a figure are drawn (the others are listed apart)."""
+    from roofline_app import svgchart
+
+    shown = [r for r in rows if r["quality"] is not None]
+    tpots = [r["tpot_s"] for r in shown]
+    lo, hi = min(tpots), max(tpots)
+
+    def radius(tpot: float) -> float:  # area from 60 to 600 px^2 over the TPOT range, as Vega's size scale had it
+        area = 60 + (540 * (tpot - lo) / (hi - lo) if hi > lo else 0)
+        return math.sqrt(area / math.pi)
+
+    series = [svgchart.Series(r["method"], [svgchart.Point(
+        r["kv_bytes_per_sequence"] / (1 << 30), r["quality"], True,
+        f"{r['method']} ({r['paper_row']}): {metric} {r['quality']:g}, KV "
+        f"{r['kv_bytes_per_sequence'] / (1 << 30):,.3f} GiB per sequence, TPOT {r['tpot_s'] * 1e3:,.2f} ms, "
+        f"{'meets' if r['meets_slo'] else 'misses'} the SLO", "circle" if r["meets_slo"] else "cross",
+        radius(r["tpot_s"]))], joined=False) for r in shown]
+    front = sorted((r["kv_bytes_per_sequence"] / (1 << 30), r["quality"]) for r in shown if r["on_front"])
+    return svgchart.line_chart(
+        series, title="Memory, quality and TPOT", subtitle="dashed: the front (no method with a figure is smaller "
+        "and better); radius: TPOT; x: cross misses the SLO", x_title="KV cache per sequence on this scenario "
+        "(GiB, log)", y_title=f"{metric} (paper; {'higher' if higher_is_better else 'lower'} is better)",
+        x_log=True, y_log=False, y_zero=False, lines=[svgchart.Line(front, "black", "the front")] if front else [],
+        width=WIDTH + 120)
 
 
 def serving_chart(rows: Sequence[dict], ttft_slo_s: float, tpot_slo_s: float) -> dict:

@@ -24,11 +24,21 @@ class Point(NamedTuple):
     y: float
     filled: bool  # hollow: the point is drawn but does not hold (e.g. the batch does not fit)
     tip: str
+    shape: str = "circle"  # or "cross"
+    r: float = 3.0  # px
 
 
 class Series(NamedTuple):
     name: str
     points: Sequence[Point]
+    joined: bool = True  # a line through the points in their order
+
+
+class Line(NamedTuple):
+    """A dashed line through (x, y) pairs, named in the legend."""
+    points: Sequence[tuple[float, float]]
+    colour: str
+    label: str
 
 
 class Rule(NamedTuple):
@@ -55,15 +65,16 @@ def si(v: float) -> str:
 class Axis:
     """A linear or log10 axis from the data range to pixels [a, b] (b < a for y: up is larger)."""
 
-    def __init__(self, values: Sequence[float], log: bool, a: float, b: float) -> None:
+    def __init__(self, values: Sequence[float], log: bool, a: float, b: float, zero: bool = True) -> None:
         values = [v for v in values if math.isfinite(v) and (v > 0 or not log)] or [1.0]
         lo, hi = min(values), max(values)
         self.log, self.a, self.b = log, a, b
         if log:  # the data's range and a margin: a decade of empty plot would squeeze the lines
             self.lo, self.hi = lo / 1.2, hi * 1.2
         else:
-            lo = min(lo, 0.0)  # linear axes here count things: from zero
-            step = nice_step((hi - lo) / 5 if hi > lo else 1.0)
+            pad = 0.0 if zero else 0.06 * ((hi - lo) or abs(hi) or 1.0)  # room for the marks at the ends
+            lo, hi = (min(lo, 0.0), hi) if zero else (lo - pad, hi + pad)  # counts start at zero; a quality need not
+            step = nice_step((hi - lo) / 5 if hi > lo else abs(hi) / 10 or 1.0)
             self.lo, self.hi = math.floor(lo / step) * step, math.ceil(hi / step) * step or step
 
     def px(self, v: float) -> float:
@@ -87,14 +98,15 @@ def nice_step(raw: float) -> float:
 
 
 def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: str, y_title: str, x_log: bool,
-               y_log: bool, vrules: Sequence[Rule] = (), hrules: Sequence[Rule] = (), width: int = 820,
-               height: int = 420) -> str:
-    """One line and its points per series (colours by order, legend on the right), dashed vertical and horizontal
-    rules with their labels in the legend, tick labels with SI prefixes; an SVG document as text."""
+               y_log: bool, vrules: Sequence[Rule] = (), hrules: Sequence[Rule] = (), lines: Sequence[Line] = (),
+               width: int = 820, height: int = 420, y_zero: bool = True, notes: Sequence[str] = ()) -> str:
+    """One line (unless not joined) and its points per series (colours by order, legend on the right), dashed
+    lines, vertical and horizontal rules with their labels in the legend, `notes` as legend text, tick labels with
+    SI prefixes; an SVG document as text."""
     left, right, top, bottom = 64, 230, 58, 46
-    xs = [p.x for s in series for p in s.points] + [r.at for r in vrules]
-    ys = [p.y for s in series for p in s.points] + [r.at for r in hrules]
-    x, y = Axis(xs, x_log, left, width - right), Axis(ys, y_log, height - bottom, top)
+    xs = [p.x for s in series for p in s.points] + [r.at for r in vrules] + [x for ln in lines for x, _ in ln.points]
+    ys = [p.y for s in series for p in s.points] + [r.at for r in hrules] + [y for ln in lines for _, y in ln.points]
+    x, y = Axis(xs, x_log, left, width - right), Axis(ys, y_log, height - bottom, top, zero=y_zero)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -118,12 +130,17 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
     colour_of = {}
     for i, s in enumerate(series):
         colour = colour_of[s.name] = PALETTE[i % len(PALETTE)]
-        legend.append((colour, "", s.name if len(s.name) <= 34 else s.name[:33] + "…"))
+        legend.append((colour, "" if s.joined else "dot", s.name if len(s.name) <= 34 else s.name[:33] + "…"))
         pts = [p for p in s.points if math.isfinite(p.x) and math.isfinite(p.y) and (p.y > 0 or not y_log)]
-        path = " ".join(f"{x.px(p.x):.1f},{y.px(p.y):.1f}" for p in pts)
-        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        out += [f'<circle cx="{x.px(p.x):.1f}" cy="{y.px(p.y):.1f}" r="3" stroke="{colour}" stroke-width="1.5" '
-                f'fill="{colour if p.filled else "white"}"><title>{text(p.tip)}</title></circle>' for p in pts]
+        if s.joined:
+            path = " ".join(f"{x.px(p.x):.1f},{y.px(p.y):.1f}" for p in pts)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out += [_mark(x.px(p.x), y.px(p.y), p, colour) for p in pts]
+    for ln in lines:
+        path = " ".join(f"{x.px(a):.1f},{y.px(b):.1f}" for a, b in ln.points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{ln.colour}" stroke-dasharray="3 2" '
+                   f'stroke-width="1.5"/>')
+        legend.append((ln.colour, "3 2", ln.label))
     for rule, vertical in [(r, True) for r in vrules] + [(r, False) for r in hrules]:
         colour = colour_of.get(rule.colour, rule.colour)
         if vertical:
@@ -135,10 +152,24 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
         out.append(f'<line {ends} stroke="{colour}" stroke-dasharray="4 3" stroke-width="1.5">'
                    f'<title>{text(rule.label)}</title></line>')
         legend.append((colour, "4 3", rule.label if len(rule.label) <= 34 else rule.label[:33] + "…"))
+    legend += [("none", "", note) for note in notes]
     lx = width - right + 14
     for i, (colour, dash, label) in enumerate(legend):
         ly = top + 8 + 17 * i
-        out.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2" '
-                   f'stroke-dasharray="{dash or "none"}"/><text x="{lx + 24}" y="{ly + 4}">{text(label)}</text>')
+        key = (f'<circle cx="{lx + 9}" cy="{ly}" r="4" fill="{colour}"/>' if dash == "dot" else
+               f'<line x1="{lx}" x2="{lx + 18}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2" '
+               f'stroke-dasharray="{dash or "none"}"/>')
+        out.append(f'{key}<text x="{lx + 24}" y="{ly + 4}">{text(label)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _mark(cx: float, cy: float, p: Point, colour: str) -> str:
+    """A point's mark (a circle, hollow unless filled, or an x cross) with its <title>."""
+    tip = f"<title>{text(p.tip)}</title>"
+    if p.shape == "cross":
+        d = p.r * 0.8
+        return (f'<path d="M{cx - d:.1f},{cy - d:.1f}L{cx + d:.1f},{cy + d:.1f}M{cx - d:.1f},{cy + d:.1f}'
+                f'L{cx + d:.1f},{cy - d:.1f}" stroke="{colour}" stroke-width="2.5">{tip}</path>')
+    return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{p.r:g}" stroke="{colour}" stroke-width="1.5" '
+            f'fill="{colour if p.filled else "white"}">{tip}</circle>')
