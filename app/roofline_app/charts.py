@@ -3,7 +3,8 @@
 Each chart is a plain Vega-Lite dict with its tables as Arrow IPC bytes under "datasets" (what Streamlit sends as
 is), built in well under a millisecond: Altair's import (~0.9 s), its pandas frames and its schema validation
 (0.1-0.3 s per chart and re-render) were most of a re-render's server time. Vega-Lite renders in the browser.
-The Sweeps and Pareto charts are static SVGs (roofline_app.svgchart), which the browser draws without Vega.
+The Sweeps, Pareto, Roofline and Validation charts are static SVGs (roofline_app.svgchart), which the browser draws
+without the Vega bundle (0.5-0.8 s of JS on the first Vega chart of a session on the 2-core box).
 """
 
 from __future__ import annotations
@@ -161,68 +162,63 @@ def _ceiling_rows(data: dict, x_lo: float, x_hi: float) -> tuple[list[dict], lis
     return lines, ridges
 
 
-def roofline_chart(data: dict, axes: dict) -> dict:
-    """Log-log roofline: bandwidth slope, one ceiling per dense dtype peak with its ridge point (diamond), and
-    every method's decode ops (colour: method, shape: op kind); `axes` (report.rooflinepage.roofline_axes) holds the
-    domains fixed over every slider context."""
-    t = Tables()
+KIND_SHAPES = {"attention": "circle", "matmul": "square", "vector": "triangle", "method": "diamond"}
+
+
+def roofline_chart(data: dict, axes: dict) -> str:
+    """Log-log roofline: bandwidth slope, one ceiling per dense dtype peak (dashes by dtype) with its ridge point
+    (diamond), and every method's decode ops (colour: method, shape: op kind); `axes`
+    (report.rooflinepage.roofline_axes) holds the domains fixed over every slider context. A static SVG (svgchart;
+    each op's <title> holds what the Op table has)."""
+    from roofline_app import svgchart
+
     x_lo, x_hi, y_lo, y_hi = axes["x_lo"], axes["x_hi"], axes["y_lo"], axes["y_hi"]
-    lines, ridges = _ceiling_rows(data, x_lo, x_hi)
-    width, height = WIDTH + 80, 560
-    # the slope's on-screen angle: one decade of x and of y in pixels (Vega's angle turns clockwise)
-    angle = -math.degrees(math.atan((height / math.log10(y_hi / y_lo)) / (width / math.log10(x_hi / x_lo))))
-    x_scale, y_scale = {"type": "log", "domain": [x_lo, x_hi]}, {"type": "log", "domain": [y_lo, y_hi]}
-    x = q("x", "arithmetic intensity (FLOP/byte)", scale=x_scale, axis={"format": "~s"})
-    y = q("y", "attainable / achieved throughput (FLOP/s)", scale=y_scale, axis={"format": "~s"})
-    names = list(dict.fromkeys(r["line"] for r in lines))
-    dashes = {"domain": names, "range": [DASHES.get(name.split()[0], [1, 0]) for name in names]}
-    slope = {**lines[0], "x": lines[0]["x"] * 1.5, "y": lines[0]["x"] * 1.5 * data["bandwidth_bytes_per_s"]}
-    ridge_data = t.ref(ridges)
-    points = [{k: p[k] for k in ("method", "op", "bound", "intensity", "flops_per_s", "time_s", "count")}
-              | {"op kind": KIND_LABELS[p["kind"]]} for p in data["points"]]
-    layers = [
-        {"data": t.ref(lines), "mark": {"type": "line", "color": "black", "strokeWidth": 1.5}, "encoding": {
-            "x": x, "y": y, "detail": n("line"), "strokeDash": n("line", legend=None, scale=dashes),
-            "tooltip": [n("line")]}},
-        {"data": t.ref([slope]), "mark": {"type": "text", "align": "left", "dy": 14, "fontSize": 12,
-                                          "angle": angle % 360}, "encoding": {"x": x, "y": y, "text": n("line")}},
-        {"data": ridge_data, "mark": {"type": "point", "shape": "diamond", "filled": True, "color": "black",
-                                      "size": 80}, "encoding": {"x": x, "y": y, "tooltip": [n("label")]}},
-        {"data": ridge_data, "mark": {"type": "text", "align": "right", "dx": -2, "dy": -7, "fontSize": 12},
-         "encoding": {"x": q("x_end", scale=x_scale), "y": y, "text": n("label")}},
-        {"data": t.ref(points), "mark": {"type": "point", "size": 110, "strokeWidth": 2.2, "filled": False},
-         "encoding": {
-             "x": q("intensity", scale=x_scale), "y": q("flops_per_s", scale=y_scale),
-             "color": n("method", "method", sort=list(dict.fromkeys(p["method"] for p in points)), scale=SCHEME),
-             "shape": n("op kind", "op kind", scale={"domain": list(KIND_LABELS.values()),
-                                                     "range": ["circle", "square", "triangle-up", "diamond"]}),
-             "tooltip": [n("method"), n("op"), n("bound"), q("intensity", "FLOP/byte", format=",.1f"),
-                         q("flops_per_s", "FLOP/s", format=".3~s"),
-                         q("time_s", "time per instance (s)", format=".3~s"), q("count")]}}]
+    rows, ridges = _ceiling_rows(data, x_lo, x_hi)
+    lines = []
+    for name in dict.fromkeys(r["line"] for r in rows):
+        pts = [(r["x"], r["y"]) for r in rows if r["line"] == name]
+        first = name.split()[0]  # a dtype, or "memory"
+        label = next((r["label"] for r in ridges if r["label"].startswith(first + " ")), name)
+        lines.append(svgchart.Line(pts, "black", label, {"fp32": "2 2", "fp8": "6 3"}.get(first, "none")))
+    diamonds = svgchart.Series("ridge points", [svgchart.Point(r["x"], r["y"], True, r["label"], "diamond", 4.5)
+                                                for r in ridges], joined=False, colour="black")
+    methods: dict[str, list] = {}
+    for p in data["points"]:
+        methods.setdefault(p["method"], []).append(svgchart.Point(
+            p["intensity"], p["flops_per_s"], False,
+            f"{p['method']} · {p['op']} ({KIND_LABELS[p['kind']]}): {p['bound']}-bound, {p['intensity']:,.1f} "
+            f"FLOP/byte, {p['flops_per_s']:.3g} FLOP/s, {p['time_s']:.3g} s per instance x {p['count']:,}",
+            KIND_SHAPES[p["kind"]], 5.0))
+    series = [svgchart.Series(m, pts, joined=False) for m, pts in methods.items()] + [diamonds]
     sub = (f"{data['hardware']}, decode at batch {data['batch']} and the slider's context: ops left of a ridge point "
-           "are memory-bound, right of it compute-bound")  # the context stays out: a slider step keeps the spec
-    return t.spec({"layer": layers, "resolve": {"scale": {"color": "independent"}}, "width": width,
-                   "height": height, "title": _title("Roofline", sub)})
+           "are memory-bound, right of it compute-bound")
+    return svgchart.line_chart(
+        series, title="Roofline", subtitle=sub, x_title="arithmetic intensity (FLOP/byte, log)",
+        y_title="attainable / achieved throughput (FLOP/s, log)", x_log=True, y_log=True, lines=lines,
+        x_domain=(x_lo, x_hi), y_domain=(y_lo, y_hi), width=WIDTH + 300, height=560, legend_width=380,
+        notes=[f"{KIND_SHAPES[k]}: {v}" for k, v in KIND_LABELS.items()])
 
 
-def validation_chart(rows: Sequence[dict]) -> dict:
-    """Predicted against measured time per case (log-log) with the y = x line."""
-    t = Tables()
-    shown = [{k: r[k] for k in ("family", "case", "measured (ms)", "predicted (ms)", "APE (%)")}
-             for r in rows if r["predicted (ms)"] and r["measured (ms)"]]
+def validation_chart(rows: Sequence[dict]) -> str:
+    """Predicted against measured time per case (log-log, the same range on both axes) with the y = x line, one
+    colour per kernel family: a static SVG (svgchart; each case's <title> holds its numbers)."""
+    from roofline_app import svgchart
+
+    shown = [r for r in rows if r["predicted (ms)"] and r["measured (ms)"]]
     lo = min(min(r["predicted (ms)"], r["measured (ms)"]) for r in shown) / 1.5
     hi = max(max(r["predicted (ms)"], r["measured (ms)"]) for r in shown) * 1.5
-    scale = {"type": "log", "domain": [lo, hi]}
-    diag = {"data": t.ref([{"t": lo}, {"t": hi}]), "mark": {"type": "line", "color": "gray", "strokeDash": [5, 3]},
-            "encoding": {"x": q("t", "measured (ms)", scale=scale), "y": q("t", "predicted (ms)", scale=scale)}}
-    pts = {"data": t.ref(shown), "mark": {"type": "point", "size": 70, "filled": True}, "encoding": {
-        "x": q("measured (ms)", scale=scale), "y": q("predicted (ms)", scale=scale),
-        "color": n("family", "kernel family"),
-        "tooltip": [n("family"), n("case"), q("measured (ms)", format=".4f"), q("predicted (ms)", format=".4f"),
-                    q("APE (%)", format=".1f")]}}
-    sub = "dashed: y = x (a perfect prediction); above it the model predicts more time than measured"
-    return t.spec({"layer": [diag, pts], "width": WIDTH, "height": 420,
-                   "title": _title("Predicted against measured", sub)})
+    families: dict[str, list] = {}
+    for r in shown:
+        families.setdefault(r["family"], []).append(svgchart.Point(
+            r["measured (ms)"], r["predicted (ms)"], True,
+            f"{r['family']} · {r['case']}: measured {r['measured (ms)']:.4f} ms, predicted "
+            f"{r['predicted (ms)']:.4f} ms, APE {r['APE (%)']:.1f} %", r=3.5))
+    return svgchart.line_chart(
+        [svgchart.Series(f, pts, joined=False) for f, pts in families.items()], title="Predicted against measured",
+        subtitle="dashed: y = x (a perfect prediction); above it the model predicts more time than measured",
+        x_title="measured (ms, log)", y_title="predicted (ms, log)", x_log=True, y_log=True,
+        lines=[svgchart.Line([(lo, lo), (hi, hi)], "gray", "y = x", "5 3")], x_domain=(lo, hi), y_domain=(lo, hi),
+        width=WIDTH + 120)
 
 
 def sweep_chart(rows: Sequence[dict], marks: Sequence[dict], axis: str, metric: str, slo_s: float | None) -> str:

@@ -24,7 +24,7 @@ class Point(NamedTuple):
     y: float
     filled: bool  # hollow: the point is drawn but does not hold (e.g. the batch does not fit)
     tip: str
-    shape: str = "circle"  # or "cross"
+    shape: str = "circle"  # or "cross", "square", "triangle", "diamond"
     r: float = 3.0  # px
 
 
@@ -32,6 +32,7 @@ class Series(NamedTuple):
     name: str
     points: Sequence[Point]
     joined: bool = True  # a line through the points in their order
+    colour: str | None = None  # None: the next colour of the palette
 
 
 class Line(NamedTuple):
@@ -39,6 +40,7 @@ class Line(NamedTuple):
     points: Sequence[tuple[float, float]]
     colour: str
     label: str
+    dash: str = "3 2"  # SVG stroke-dasharray; "none": solid
 
 
 class Rule(NamedTuple):
@@ -53,10 +55,11 @@ def text(value: object) -> str:
 
 
 def si(v: float) -> str:
-    """A tick label: SI prefix (k, M, G; m, µ below 1) and at most 3 significant digits, trailing zeros dropped."""
+    """A tick label: SI prefix (k, M, G, T, P; m, µ below 1), at most 3 significant digits, no trailing zeros."""
     if v == 0:
         return "0"
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ")):
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"),
+                           (1e-6, "µ")):
         if abs(v) >= factor * 0.9995:
             return f"{v / factor:.3g}{prefix}"
     return f"{v:.3g}"
@@ -65,11 +68,14 @@ def si(v: float) -> str:
 class Axis:
     """A linear or log10 axis from the data range to pixels [a, b] (b < a for y: up is larger)."""
 
-    def __init__(self, values: Sequence[float], log: bool, a: float, b: float, zero: bool = True) -> None:
+    def __init__(self, values: Sequence[float], log: bool, a: float, b: float, zero: bool = True,
+                 domain: tuple[float, float] | None = None) -> None:
         values = [v for v in values if math.isfinite(v) and (v > 0 or not log)] or [1.0]
         lo, hi = min(values), max(values)
         self.log, self.a, self.b = log, a, b
-        if log:  # the data's range and a margin: a decade of empty plot would squeeze the lines
+        if domain:  # fixed by the caller (e.g. over every context of a slider)
+            self.lo, self.hi = domain
+        elif log:  # the data's range and a margin: a decade of empty plot would squeeze the lines
             self.lo, self.hi = lo / 1.2, hi * 1.2
         else:
             pad = 0.0 if zero else 0.06 * ((hi - lo) or abs(hi) or 1.0)  # room for the marks at the ends
@@ -99,17 +105,22 @@ def nice_step(raw: float) -> float:
 
 def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: str, y_title: str, x_log: bool,
                y_log: bool, vrules: Sequence[Rule] = (), hrules: Sequence[Rule] = (), lines: Sequence[Line] = (),
-               width: int = 820, height: int = 420, y_zero: bool = True, notes: Sequence[str] = ()) -> str:
+               width: int = 820, height: int = 420, y_zero: bool = True, notes: Sequence[str] = (),
+               x_domain: tuple[float, float] | None = None, y_domain: tuple[float, float] | None = None,
+               legend_width: int = 230) -> str:
     """One line (unless not joined) and its points per series (colours by order, legend on the right), dashed
     lines, vertical and horizontal rules with their labels in the legend, `notes` as legend text, tick labels with
-    SI prefixes; an SVG document as text."""
-    left, right, top, bottom = 64, 230, 58, 46
+    SI prefixes; axes from the data unless a domain is given; an SVG document as text."""
+    left, right, top, bottom = 64, legend_width, 58, 46
     xs = [p.x for s in series for p in s.points] + [r.at for r in vrules] + [x for ln in lines for x, _ in ln.points]
     ys = [p.y for s in series for p in s.points] + [r.at for r in hrules] + [y for ln in lines for _, y in ln.points]
-    x, y = Axis(xs, x_log, left, width - right), Axis(ys, y_log, height - bottom, top, zero=y_zero)
+    x = Axis(xs, x_log, left, width - right, domain=x_domain)
+    y = Axis(ys, y_log, height - bottom, top, zero=y_zero, domain=y_domain)
+    clip = (f'<clipPath id="plot"><rect x="{left}" y="{top}" width="{width - right - left}" '
+            f'height="{height - bottom - top}"/></clipPath>')
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<rect width="{width}" height="{height}" fill="white"/>', clip,
            f'<text x="{left}" y="20" font-size="15" font-weight="bold">{text(title)}</text>',
            f'<text x="{left}" y="38" font-size="12" fill="#555">{text(subtitle)}</text>']
     for t in x.ticks():
@@ -128,19 +139,19 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
                f'font-size="12">{text(y_title)}</text>')
     legend: list[tuple[str, str, str]] = []  # (colour, dash, label)
     colour_of = {}
+    for ln in lines:  # under the points
+        path = " ".join(f"{x.px(a):.1f},{y.px(b):.1f}" for a, b in ln.points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{ln.colour}" stroke-dasharray="{ln.dash}" '
+                   f'stroke-width="1.5" clip-path="url(#plot)"/>')
+    legend += [(ln.colour, ln.dash, ln.label) for ln in lines]
     for i, s in enumerate(series):
-        colour = colour_of[s.name] = PALETTE[i % len(PALETTE)]
-        legend.append((colour, "" if s.joined else "dot", s.name if len(s.name) <= 34 else s.name[:33] + "…"))
+        colour = colour_of[s.name] = s.colour or PALETTE[i % len(PALETTE)]
+        legend.append((colour, "" if s.joined else "dot", s.name))
         pts = [p for p in s.points if math.isfinite(p.x) and math.isfinite(p.y) and (p.y > 0 or not y_log)]
         if s.joined:
             path = " ".join(f"{x.px(p.x):.1f},{y.px(p.y):.1f}" for p in pts)
             out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         out += [_mark(x.px(p.x), y.px(p.y), p, colour) for p in pts]
-    for ln in lines:
-        path = " ".join(f"{x.px(a):.1f},{y.px(b):.1f}" for a, b in ln.points)
-        out.append(f'<polyline points="{path}" fill="none" stroke="{ln.colour}" stroke-dasharray="3 2" '
-                   f'stroke-width="1.5"/>')
-        legend.append((ln.colour, "3 2", ln.label))
     for rule, vertical in [(r, True) for r in vrules] + [(r, False) for r in hrules]:
         colour = colour_of.get(rule.colour, rule.colour)
         if vertical:
@@ -151,10 +162,11 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
             ends = f'x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}"'
         out.append(f'<line {ends} stroke="{colour}" stroke-dasharray="4 3" stroke-width="1.5">'
                    f'<title>{text(rule.label)}</title></line>')
-        legend.append((colour, "4 3", rule.label if len(rule.label) <= 34 else rule.label[:33] + "…"))
+        legend.append((colour, "4 3", rule.label))
     legend += [("none", "", note) for note in notes]
-    lx = width - right + 14
+    lx, chars = width - right + 14, (right - 40) // 6  # about 6 px per character at 11 px
     for i, (colour, dash, label) in enumerate(legend):
+        label = label if len(label) <= chars else label[:chars - 1] + "…"
         ly = top + 8 + 17 * i
         key = (f'<circle cx="{lx + 9}" cy="{ly}" r="4" fill="{colour}"/>' if dash == "dot" else
                f'<line x1="{lx}" x2="{lx + 18}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2" '
@@ -167,9 +179,17 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
 def _mark(cx: float, cy: float, p: Point, colour: str) -> str:
     """A point's mark (a circle, hollow unless filled, or an x cross) with its <title>."""
     tip = f"<title>{text(p.tip)}</title>"
+    fill = colour if p.filled else "white"
+    if p.shape in ("square", "triangle", "diamond"):
+        d = p.r
+        corners = {"square": ((-d, -d), (d, -d), (d, d), (-d, d)), "triangle": ((0, -d * 1.2), (d, d * 0.8),
+                                                                               (-d, d * 0.8)),
+                   "diamond": ((0, -d * 1.3), (d, 0), (0, d * 1.3), (-d, 0))}[p.shape]
+        pts = " ".join(f"{cx + a:.1f},{cy + b:.1f}" for a, b in corners)
+        return f'<polygon points="{pts}" stroke="{colour}" stroke-width="1.5" fill="{fill}">{tip}</polygon>'
     if p.shape == "cross":
         d = p.r * 0.8
         return (f'<path d="M{cx - d:.1f},{cy - d:.1f}L{cx + d:.1f},{cy + d:.1f}M{cx - d:.1f},{cy + d:.1f}'
                 f'L{cx + d:.1f},{cy - d:.1f}" stroke="{colour}" stroke-width="2.5">{tip}</path>')
     return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{p.r:g}" stroke="{colour}" stroke-width="1.5" '
-            f'fill="{colour if p.filled else "white"}">{tip}</circle>')
+            f'fill="{fill}">{tip}</circle>')

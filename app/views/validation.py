@@ -1,7 +1,7 @@
 """Validation: the cost model's predictions against the committed GPU measurements (validate/results/)."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline import report as fmt
 from roofline.report import dashboard as appdata
@@ -25,7 +25,7 @@ def show(entry: dict) -> None:
     c3.metric("90th percentile APE", "-" if summary["p90_ape_pct"] is None else f"{summary['p90_ape_pct']:.1f} %")
     rows = appdata.validation_rows(report)
     if any(r["predicted (ms)"] and r["measured (ms)"] for r in rows):
-        cache.draw("validation_chart", rows, key=f"validation_chart_{entry['file']}")
+        st.image(charts.validation_chart(rows))
     cache.text_table(appdata.target_rows(entry["targets"]))
     cache.text_table(display.family_table(appdata.family_rows(report)))
     st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
