@@ -124,13 +124,27 @@ def table(at, column: str):
     raise KeyError(f"no table with a {column!r} column")
 
 
-def chart_frames(at) -> list:
-    """Every dataset of every Vega-Lite chart on the page, as pandas frames."""
-    frames = []
+def svg_images(at) -> list[str]:
+    """Every st.image of the page (static SVG charts: roofline_app.charts) as SVG text."""
+    out = []
     for element in at.main:
-        if getattr(element, "type", None) == "vega_lite_chart":
-            frames += [pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets]
-    return frames
+        if getattr(element, "type", None) == "image":
+            head, data = element.value[0].split(",", 1)
+            assert head == "data:image/svg+xml;base64"
+            out.append(base64.b64decode(data).decode())
+    return out
+
+
+def svg_image(at) -> str:
+    """The page's first chart."""
+    return svg_images(at)[0]
+
+
+def app_charts():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import charts
+
+    return charts
 
 
 @pytest.fixture(scope="module")
@@ -147,14 +161,19 @@ def test_plan_page_shows_the_library_plan(app):
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
     text = " ".join(m.value for m in app.caption)
     assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
-    # the first paint (Summary) draws no chart (the browser loads no Vega bundle): the capacity chart moved to its
-    # own tab, checked below with the others
-    assert not chart_frames(app)
-    for tab, column in (("Capacity", "context shown"), ("Memory", "segment"), ("Latency", "TTFT (s)")):
+    # the first paint (Summary) draws no chart: the charts have their own tabs, checked below
+    assert not svg_images(app)
+    expected, charts = library_plan(), app_charts()
+    rows, first = appdata.summary_rows(expected), expected["results"][0]["memory"]
+    max_positions = load_model("Llama-3.1-8B").max_position_embeddings
+    memory = charts.memory_chart(appdata.memory_rows(expected), first["capacity_bytes"] / appdata.GIB,
+                                 first["usable_bytes"] / appdata.GIB)
+    for tab, drawn in (("Capacity", charts.capacity_chart(rows, max_positions)),
+                       ("Latency", charts.latency_chart(rows)), ("Memory", (memory,))):
         app.session_state["plan_tab"] = tab  # only the open tab runs: each one draws its own chart
         app.run()
         no_exception(app)
-        assert [column in f.columns for f in chart_frames(app)].count(True) == 1, tab
+        assert svg_images(app) == list(drawn), tab  # the library's plan drawn
     app.session_state["plan_tab"] = "Summary"  # back to the first paint for the tests that share this app
     app.run()
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
@@ -176,8 +195,9 @@ def test_workload_change_replans(app):
     frame_equals(table(app, "TPOT avg"), summary(expected))
     app.session_state["plan_tab"] = "Memory"
     app.run()
-    memory = next(f for f in chart_frames(app) if "segment" in f.columns)
-    assert memory["GiB"].sum() == pytest.approx(sum(r["GiB"] for r in appdata.memory_rows(expected)))
+    segments = appdata.memory_rows(expected)
+    assert svg_image(app).count("</title></rect>") == len(segments)  # one bar segment per method and segment
+    assert all(f"{escape(r['label'])}: {escape(r['segment'])} {r['GiB']:,.2f} GiB" in svg_image(app) for r in segments)
     app.session_state["plan_tab"] = "Summary"
     app.number_input(key="batch").set_value(16)
     app.number_input(key="context").set_value(32_768)
@@ -303,9 +323,7 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
 
 
 def test_roofline_page_points_and_limits():
-    sys.path.insert(0, str(ROOT / "app"))
-    from roofline_app import charts
-
+    charts = app_charts()
     at = fresh().run()
     at.switch_page("views/roofline_page.py")
     timed("switch to Roofline", at)
@@ -347,18 +365,8 @@ def test_side_by_side_pins_a_and_diffs_b():
     assert any(r["change tpot_s"] < 0 for r in expected)  # H200's 4.8 TB/s against 3.35: memory-bound steps faster
 
 
-def svg_image(at) -> str:
-    """The page's first st.image, an SVG data URI (svgchart), as SVG text."""
-    image = next(e for e in at.main if e.type == "image")
-    head, data = image.value[0].split(",", 1)
-    assert head == "data:image/svg+xml;base64"
-    return base64.b64decode(data).decode()
-
-
 def test_sweeps_page_is_the_library_sweep():
-    sys.path.insert(0, str(ROOT / "app"))
-    from roofline_app import charts
-
+    charts = app_charts()
     at = fresh().run()
     at.switch_page("views/sweeps.py")
     timed("switch to Sweeps", at)
@@ -588,6 +596,8 @@ def test_serving_page_draws_latency_curves_and_the_max_rate():
     assert not at.error
     best = table(at, "max requests/s at the SLO")
     assert list(best["method"]) == list(appdata.DEFAULT_METHODS)
+    ttft, tpot = svg_images(at)  # TTFT and TPOT p99 against the rate, one line per method
+    assert ttft.count("<polyline") == tpot.count("<polyline") == len(appdata.DEFAULT_METHODS)
 
 
 def test_roofline_page_data_is_kept_by_content():

@@ -172,12 +172,13 @@ def validation_reports() -> list[dict]:
     return trust.validation_reports()
 
 
-def draw(name: str, *args, key: str) -> None:
-    """st.vega_lite_chart of charts.<name>(*args): a plain Vega-Lite dict with Arrow datasets, built on every run
-    (well under a millisecond; hashing the inputs for a cache would cost more)."""
-    from roofline_app import charts
-
-    st.vega_lite_chart(spec=getattr(charts, name)(*args), key=key)
+def images(*svgs: str) -> None:
+    """Static SVG charts (roofline_app.charts) as st.image: one, or several side by side in columns."""
+    if len(svgs) == 1:
+        st.image(svgs[0])
+        return
+    for col, svg in zip(st.columns(len(svgs)), svgs, strict=True):
+        col.image(svg)
 
 
 def frame(rows: Sequence[dict]) -> Any:

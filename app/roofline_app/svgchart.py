@@ -1,10 +1,11 @@
-"""Static line charts as SVG text, drawn on the server and shown with st.image (an <img>: no script, no fetch).
+"""Static charts (lines and points, horizontal bars) as SVG text, drawn on the server and shown with st.image (an
+<img>: no script, no fetch).
 
-The browser decodes an image in milliseconds; a Vega-Lite view costs it the Vega bundle (775 kB of JS, evaluated on
-the first chart of a session) and 0.4-0.8 s of compiling and drawing per embed on the 2-core box, which kept the
-Sweeps page over its 1 s target. Each point carries a <title> with its exact values (a tooltip where the SVG is
-opened on its own; the CSV/JSON downloads hold the same numbers). Every text is XML-escaped: a user's SPEC or model
-name is text, never markup.
+The browser decodes an image in milliseconds; a Vega-Lite view (what the dashboard drew before) cost it the Vega
+bundle (775 kB of JS, evaluated on the first chart of a session) and 0.3-0.8 s of compiling and drawing per embed on
+the 2-core box, which kept the page of the session's first chart over its 1 s target. Each mark carries a <title>
+with its exact values (a tooltip where the SVG is opened on its own; the CSV/JSON downloads hold the same numbers).
+Every text is XML-escaped: a user's SPEC or model name is text, never markup.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from html import escape
 from typing import NamedTuple
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")  # Vega's category10, as the other charts
+           "#17becf")  # category10 (d3, Vega)
 FONT = 'font-family="Source Sans Pro, sans-serif"'
 
 
@@ -47,6 +48,14 @@ class Rule(NamedTuple):
     at: float
     colour: str
     label: str
+    dash: str = "4 3"  # "none": solid
+
+
+class Bar(NamedTuple):
+    """One row of a bar chart: its label, the stacked segments (value, colour, tip) and a text right of it."""
+    label: str
+    segments: Sequence[tuple[float, str, str]]
+    text: str = ""
 
 
 def text(value: object) -> str:
@@ -160,9 +169,9 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
         else:
             py = y.px(rule.at)
             ends = f'x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}"'
-        out.append(f'<line {ends} stroke="{colour}" stroke-dasharray="4 3" stroke-width="1.5">'
+        out.append(f'<line {ends} stroke="{colour}" stroke-dasharray="{rule.dash}" stroke-width="1.5">'
                    f'<title>{text(rule.label)}</title></line>')
-        legend.append((colour, "4 3", rule.label))
+        legend.append((colour, rule.dash, rule.label))
     legend += [("none", "", note) for note in notes]
     lx, chars = width - right + 14, (right - 40) // 6  # about 6 px per character at 11 px
     for i, (colour, dash, label) in enumerate(legend):
@@ -193,3 +202,49 @@ def _mark(cx: float, cy: float, p: Point, colour: str) -> str:
                 f'L{cx + d:.1f},{cy - d:.1f}" stroke="{colour}" stroke-width="2.5">{tip}</path>')
     return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{p.r:g}" stroke="{colour}" stroke-width="1.5" '
             f'fill="{fill}">{tip}</circle>')
+
+
+def bar_chart(bars: Sequence[Bar], *, title: str, subtitle: str, x_title: str, rules: Sequence[Rule] = (),
+              legend: Sequence[tuple[str, str]] = (), width: int = 420, label_width: int = 110, room: float = 1.0,
+              legend_width: int = 0) -> str:
+    """Horizontal bars, one row per Bar (segments stacked from zero, its text right of it), vertical rules, a legend
+    of (colour, label) squares on the right; the linear axis reaches `room` times the largest bar or rule (room for
+    the texts); an SVG document as text."""
+    top, bottom, row = 58, 46, 26
+    left, right = label_width, width - 16 - legend_width
+    height = top + bottom + row * max(len(bars), 1)
+    ends = [sum(v for v, _, _ in b.segments) for b in bars] + [r.at for r in rules]
+    x = Axis([0.0, max(ends or [1.0]) * room], False, left, right)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="8" y="20" font-size="15" font-weight="bold">{text(title)}</text>',
+           f'<text x="8" y="38" font-size="12" fill="#555">{text(subtitle)}</text>']
+    for t in x.ticks():
+        px = x.px(t)
+        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" stroke="#eee"/>'
+                   f'<text x="{px:.1f}" y="{height - bottom + 14}" text-anchor="middle">{si(t)}</text>')
+    out.append(f'<text x="{(left + right) / 2:.0f}" y="{height - 8}" text-anchor="middle" font-size="12">'
+               f'{text(x_title)}</text>')
+    for i, b in enumerate(bars):
+        y0, at = top + row * i + 4, 0.0
+        label = b.label if len(b.label) <= left // 6 else b.label[:left // 6 - 1] + "…"
+        out.append(f'<text x="{left - 6}" y="{y0 + row / 2:.0f}" text-anchor="end">{text(label)}</text>')
+        for value, colour, tip in b.segments:
+            a, z = x.px(at), x.px(at + value)
+            out.append(f'<rect x="{a:.1f}" y="{y0}" width="{max(z - a, 0):.1f}" height="{row - 8}" fill="{colour}">'
+                       f'<title>{text(tip)}</title></rect>')
+            at += value
+        if b.text:
+            out.append(f'<text x="{x.px(at) + 4:.1f}" y="{y0 + row / 2:.0f}">{text(b.text)}</text>')
+    for r in rules:
+        px = x.px(r.at)
+        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top - 4}" y2="{height - bottom}" stroke="{r.colour}" '
+                   f'stroke-dasharray="{r.dash}" stroke-width="1.5"><title>{text(r.label)}</title></line>')
+    out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="#888"/>')
+    for i, (colour, label) in enumerate(legend):
+        ly = top + 8 + 17 * i
+        out.append(f'<rect x="{right + 16}" y="{ly - 6}" width="12" height="12" fill="{colour}"/>'
+                   f'<text x="{right + 34}" y="{ly + 4}">{text(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -2,7 +2,7 @@
 trust it; when something does not fit, the fit solver says what would."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline import report as fmt
 from roofline.report import dashboard as appdata
@@ -40,9 +40,9 @@ if plan is None:
 
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
-# only the open tab runs and is sent (a tab click reruns): the browser embeds at most one Vega view, and the first
-# paint (Summary) none, nor a data grid: the summary and the fit solver are Markdown tables (cache.text_table), so a
-# cold load or a shared link loads no Vega or data-grid bundle and imports no pandas
+# only the open tab runs and is sent (a tab click reruns): at most one chart (static SVG images, roofline_app.charts),
+# and the first paint (Summary) none, nor a data grid: the summary and the fit solver are Markdown tables
+# (cache.text_table), so a cold load or a shared link loads no data-grid bundle and imports no pandas
 tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
                                                              key="plan_tab", on_change="rerun")
 if tab_summary.open:
@@ -52,19 +52,19 @@ if tab_summary.open:
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
 if tab_capacity.open:
     with tab_capacity:
-        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+        cache.images(*charts.capacity_chart(rows, model.max_position_embeddings))
         st.caption("Per method: the longest context that fits at the batch (drawn up to the model's max positions) "
                    "and the largest batch that fits at the context.")
 if tab_memory.open:
     with tab_memory:
         first = plan["results"][0]["memory"]
-        cache.draw("memory_chart", appdata.memory_rows(plan), first["capacity_bytes"] / appdata.GIB,
-                   first["usable_bytes"] / appdata.GIB, key="memory_chart")
+        cache.images(charts.memory_chart(appdata.memory_rows(plan), first["capacity_bytes"] / appdata.GIB,
+                                         first["usable_bytes"] / appdata.GIB))
         st.caption("Where one GPU's memory goes: weights, the KV cache (packed data, metadata, fp16 windows and "
                    "sinks), method parameters, activation workspace, runtime reserve, and what is left.")
 if tab_latency.open:
     with tab_latency:
-        cache.draw("latency_chart", rows, key="latency_chart")
+        cache.images(*charts.latency_chart(rows))
         st.caption("TPOT: one decode step of the batch at the context, coloured by its bound; TTFT: prefill of the "
                    "prompts. The Summary's last column gives each TPOT's measured error (validate/results).")
 cache.downloads("plan", plan, key="plan", csv_text=lambda: appdata.plan_csv(plan),

@@ -1,6 +1,5 @@
 """Sweeps: TPOT, tokens/s and the largest batch that fits against context or batch, one line per method, with
-each method's fit boundary and the model's max positions marked. The chart is a static SVG image (charts.sweep_chart):
-no Vega view to load and compile on the page's first visit."""
+each method's fit boundary and the model's max positions marked (a static SVG image: charts.sweep_chart)."""
 
 import streamlit as st
 from roofline_app import cache, charts
