@@ -93,11 +93,14 @@ class Axis:
             self.lo, self.hi = math.floor(lo / step) * step, math.ceil(hi / step) * step or step
 
     def px(self, v: float) -> float:
+        """The pixel coordinate of `v`."""
         f = ((math.log10(v) - math.log10(self.lo)) / (math.log10(self.hi) - math.log10(self.lo)) if self.log
              else (v - self.lo) / (self.hi - self.lo))
         return self.a + f * (self.b - self.a)
 
     def ticks(self) -> list[float]:
+        """Tick values inside the domain: 1, 2, 5 per decade (only 1 over more than five decades) on a log axis,
+        nice steps (1, 2 or 5 times a power of ten) on a linear one."""
         if self.log:
             decades = range(math.floor(math.log10(self.lo)), math.ceil(math.log10(self.hi)) + 1)
             steps = (1, 2, 5) if len(decades) <= 5 else (1,)
@@ -127,11 +130,7 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
     y = Axis(ys, y_log, height - bottom, top, zero=y_zero, domain=y_domain)
     clip = (f'<clipPath id="plot"><rect x="{left}" y="{top}" width="{width - right - left}" '
             f'height="{height - bottom - top}"/></clipPath>')
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>', clip,
-           f'<text x="{left}" y="20" font-size="15" font-weight="bold">{text(title)}</text>',
-           f'<text x="{left}" y="38" font-size="12" fill="#555">{text(subtitle)}</text>']
+    out = _head(width, height, title, subtitle, left) + [clip]
     for t in x.ticks():
         px = x.px(t)
         out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" stroke="#eee"/>'
@@ -173,16 +172,32 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
                    f'<title>{text(rule.label)}</title></line>')
         legend.append((colour, rule.dash, rule.label))
     legend += [("none", "", note) for note in notes]
-    lx, chars = width - right + 14, (right - 40) // 6  # about 6 px per character at 11 px
-    for i, (colour, dash, label) in enumerate(legend):
+    out += _legend(legend, width - right + 14, top, (right - 40) // 6)  # about 6 px per character at 11 px
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _head(width: int, height: int, title: str, subtitle: str, left: int) -> list[str]:
+    """An SVG document's opening: the canvas, a white background, the title and the subtitle."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
+            f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<text x="{left}" y="20" font-size="15" font-weight="bold">{text(title)}</text>',
+            f'<text x="{left}" y="38" font-size="12" fill="#555">{text(subtitle)}</text>']
+
+
+def _legend(entries: Sequence[tuple[str, str, str]], lx: float, top: int, chars: int) -> list[str]:
+    """Legend rows from (colour, dash, label): a dot ("dot"), a line (solid "" or "none", else dashed) or nothing
+    (colour "none") before each label, cut to `chars` characters."""
+    out = []
+    for i, (colour, dash, label) in enumerate(entries):
         label = label if len(label) <= chars else label[:chars - 1] + "…"
         ly = top + 8 + 17 * i
         key = (f'<circle cx="{lx + 9}" cy="{ly}" r="4" fill="{colour}"/>' if dash == "dot" else
                f'<line x1="{lx}" x2="{lx + 18}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2" '
                f'stroke-dasharray="{dash or "none"}"/>')
         out.append(f'{key}<text x="{lx + 24}" y="{ly + 4}">{text(label)}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
+    return out
 
 
 def _mark(cx: float, cy: float, p: Point, colour: str) -> str:
@@ -215,11 +230,7 @@ def bar_chart(bars: Sequence[Bar], *, title: str, subtitle: str, x_title: str, r
     height = top + bottom + row * max(len(bars), 1)
     ends = [sum(v for v, _, _ in b.segments) for b in bars] + [r.at for r in rules]
     x = Axis([0.0, max(ends or [1.0]) * room], False, left, right)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" {FONT} font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="8" y="20" font-size="15" font-weight="bold">{text(title)}</text>',
-           f'<text x="8" y="38" font-size="12" fill="#555">{text(subtitle)}</text>']
+    out = _head(width, height, title, subtitle, 8)
     for t in x.ticks():
         px = x.px(t)
         out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" stroke="#eee"/>'
