@@ -192,8 +192,11 @@ def frame(rows: Sequence[dict]) -> Any:
     return rows if table is None else table
 
 
+NUMERIC_START = set("0123456789-+.<>")
+
+
 def markdown_table(rows: Sequence[dict]) -> str:
-    """Rows of cells (the same keys in each) as one GFM table: first column left, the others right aligned; every
+    """Rows of cells (the same keys in each) as one GFM table: columns of numbers right aligned, text left; every
     cell Markdown-escaped (report.md_escape, runs of whitespace and newlines as one space), so a user-supplied
     string (an uploaded model's name, a custom SPEC) is shown as literal text: no link, image, HTML or column."""
     from roofline import report as fmt
@@ -202,7 +205,9 @@ def markdown_table(rows: Sequence[dict]) -> str:
         return fmt.md_escape(" ".join(str(value).split()))
 
     head = list(rows[0])
-    lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "|".join([":--"] + ["--:"] * (len(head) - 1)) + "|"]
+    numeric = [all(str(r[h])[:1] in NUMERIC_START for r in rows) for h in head]
+    lines = ["| " + " | ".join(cell(h) for h in head) + " |",
+             "|" + "|".join("--:" if right else ":--" for right in numeric) + "|"]
     return "\n".join(lines + ["| " + " | ".join(cell(r[h]) for h in head) + " |" for r in rows])
 
 
