@@ -25,6 +25,12 @@ if PROFILE:
 
     _profiler = cProfile.Profile()
     _profiler.enable()
+# Streamlit's one-time "use `streamlit run`" check (delta_generator._maybe_print_use_warning) calls inspect.stack()
+# with source context on the first element a server sends: a realpath of every imported module, 0.1-0.3 s of the cold
+# first load on the 2-core box. This script always runs under `streamlit run` (or AppTest): mark it done.
+import streamlit.delta_generator as _delta_generator  # noqa: E402
+
+_delta_generator._use_warning_has_been_displayed = True
 st.set_page_config(page_title="roofline", layout="wide")
 PAGES = [
     st.Page(HERE / "views" / "plan.py", title="Plan", url_path="plan", default=True),

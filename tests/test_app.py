@@ -6,12 +6,16 @@ Render and interaction times are printed (run with -s to see them), not asserted
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
 import re
+import sys
 import time
+from html import escape
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -88,21 +92,59 @@ def frame_equals(frame, rows) -> None:
                 assert shown[key] == value, key
 
 
-def table(at, column: str):
-    """The first displayed dataframe with `column` (st.dataframe keys are not kept by AppTest)."""
-    for frame in at.dataframe:
-        if column in frame.value.columns:
-            return frame.value
-    raise KeyError(f"no dataframe with a {column!r} column")
+def markdown_tables(at) -> list:
+    """Every Markdown table on the page (cache.text_table) as a pandas frame of its cells, backslash escapes read
+    back to the characters (a cell is text as written, never Markdown)."""
+    import pandas as pd
 
+    def cells(line: str) -> list[str]:
+        out, text, chars = [], "", iter(line.strip().removeprefix("|").removesuffix("|"))
+        for c in chars:
+            if c == "\\":
+                text += next(chars)
+            elif c == "|":
+                out, text = [*out, text.strip()], ""
+            else:
+                text += c
+        return [*out, text.strip()]
 
-def chart_frames(at) -> list:
-    """Every dataset of every Vega-Lite chart on the page, as pandas frames."""
     frames = []
-    for element in at.main:
-        if getattr(element, "type", None) == "vega_lite_chart":
-            frames += [pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets]
+    for element in at.markdown:
+        lines = element.value.split("\n")
+        if len(lines) >= 2 and lines[0].startswith("| ") and re.fullmatch(r"\|(:?-+:?\|)+", lines[1]):
+            frames.append(pd.DataFrame([cells(line) for line in lines[2:]], columns=cells(lines[0])))
     return frames
+
+
+def table(at, column: str):
+    """The first displayed dataframe or Markdown table with `column` (st.dataframe keys are not kept by AppTest)."""
+    for frame in [f.value for f in at.dataframe] + markdown_tables(at):
+        if column in frame.columns:
+            return frame
+    raise KeyError(f"no table with a {column!r} column")
+
+
+def svg_images(at) -> list[str]:
+    """Every st.image of the page (static SVG charts: roofline_app.charts) as SVG text."""
+    out = []
+    for element in at.main:
+        if getattr(element, "type", None) == "image":
+            head, data = element.value[0].split(",", 1)
+            assert head == "data:image/svg+xml;base64"
+            out.append(base64.b64decode(data).decode())
+    return out
+
+
+def svg_image(at) -> str:
+    """The page's first chart."""
+    return svg_images(at)[0]
+
+
+def app_charts():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import charts
+
+    return charts
 
 
 @pytest.fixture(scope="module")
@@ -119,14 +161,19 @@ def test_plan_page_shows_the_library_plan(app):
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
     text = " ".join(m.value for m in app.caption)
     assert "Llama\\-3\\.1\\-8B" in text and "H100\\-SXM" in text  # Markdown-escaped names
-    # the first paint (Summary) draws no chart (the browser loads no Vega bundle): the capacity chart moved to its
-    # own tab, checked below with the others
-    assert not chart_frames(app)
-    for tab, column in (("Capacity", "context shown"), ("Memory", "segment"), ("Latency", "TTFT (s)")):
+    # the first paint (Summary) draws no chart: the charts have their own tabs, checked below
+    assert not svg_images(app)
+    expected, charts = library_plan(), app_charts()
+    rows, first = appdata.summary_rows(expected), expected["results"][0]["memory"]
+    max_positions = load_model("Llama-3.1-8B").max_position_embeddings
+    memory = charts.memory_chart(appdata.memory_rows(expected), first["capacity_bytes"] / appdata.GIB,
+                                 first["usable_bytes"] / appdata.GIB)
+    for tab, drawn in (("Capacity", charts.capacity_chart(rows, max_positions)),
+                       ("Latency", charts.latency_chart(rows)), ("Memory", (memory,))):
         app.session_state["plan_tab"] = tab  # only the open tab runs: each one draws its own chart
         app.run()
         no_exception(app)
-        assert [column in f.columns for f in chart_frames(app)].count(True) == 1, tab
+        assert svg_images(app) == list(drawn), tab  # the library's plan drawn
     app.session_state["plan_tab"] = "Summary"  # back to the first paint for the tests that share this app
     app.run()
     frame_equals(table(app, "TPOT avg"), summary(library_plan()))
@@ -148,8 +195,9 @@ def test_workload_change_replans(app):
     frame_equals(table(app, "TPOT avg"), summary(expected))
     app.session_state["plan_tab"] = "Memory"
     app.run()
-    memory = next(f for f in chart_frames(app) if "segment" in f.columns)
-    assert memory["GiB"].sum() == pytest.approx(sum(r["GiB"] for r in appdata.memory_rows(expected)))
+    segments = appdata.memory_rows(expected)
+    assert svg_image(app).count("</title></rect>") == len(segments)  # one bar segment per method and segment
+    assert all(f"{escape(r['label'])}: {escape(r['segment'])} {r['GiB']:,.2f} GiB" in svg_image(app) for r in segments)
     app.session_state["plan_tab"] = "Summary"
     app.number_input(key="batch").set_value(16)
     app.number_input(key="context").set_value(32_768)
@@ -275,6 +323,7 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
 
 
 def test_roofline_page_points_and_limits():
+    charts = app_charts()
     at = fresh().run()
     at.switch_page("views/roofline_page.py")
     timed("switch to Roofline", at)
@@ -289,15 +338,17 @@ def test_roofline_page_points_and_limits():
             timed(label, at)
             no_exception(at)
         data = rooflinepage.roofline_data(model, hardware, workload, specs, context)
-        ops = next(f for f in chart_frames(at) if "intensity" in f.columns)
-        assert sorted(ops["intensity"]) == pytest.approx(sorted(p["intensity"] for p in data["points"]))
-        assert sorted(ops["flops_per_s"]) == pytest.approx(sorted(p["flops_per_s"] for p in data["points"]))
+        axes = rooflinepage.roofline_axes(model, hardware, workload, specs)
+        svg = svg_image(at)
+        assert svg == charts.roofline_chart(data, axes)  # the library's ops on the library's fixed axes
+        assert svg.count(" FLOP/byte, ") == len(data["points"])  # one mark per op
+        assert all(f"{escape(p['method'])} · {escape(p['op'])} (" in svg for p in data["points"])
         frame_equals(table(at, "limit"),
                      display.limits_table(rooflinepage.limits_rows(model, hardware, workload, specs, context)))
-        axes = rooflinepage.roofline_axes(model, hardware, workload, specs)
-        spec = next(e for e in at.main if getattr(e, "type", None) == "vega_lite_chart" and "intensity" in
-                    e.proto.spec)
-        assert f'"domain": [{axes["x_lo"]}' in spec.proto.spec.replace(".0,", ",")
+        frame = [line for line in svg.split("\n") if 'stroke="#eee"' in line or 'stroke="black" stroke-dash' in line]
+        if label is None:
+            first = frame
+        assert frame == first  # grid, ticks and ceilings stay put while the slider moves the ops
 
 
 def test_side_by_side_pins_a_and_diffs_b():
@@ -315,19 +366,42 @@ def test_side_by_side_pins_a_and_diffs_b():
 
 
 def test_sweeps_page_is_the_library_sweep():
+    charts = app_charts()
     at = fresh().run()
     at.switch_page("views/sweeps.py")
     timed("switch to Sweeps", at)
     no_exception(at)
     model, hardware = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
-    rows = explore.sweep(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS, "context")
-    frame = next(f for f in chart_frames(at) if "tpot_s" in f.columns)
-    assert list(frame["context"]) == [r["context"] for r in rows]
-    assert frame["tpot_s"].tolist() == pytest.approx([r["tpot_s"] for r in rows], rel=1e-12)
-    assert frame["context"].max() == model.max_position_embeddings
-    at.radio(key="sweep_axis").set_value("batch")
-    timed("sweep against batch", at)
-    no_exception(at)
+    for axis in ("context", "batch"):
+        rows = explore.sweep(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS, axis)
+        marks = explore.sweep_marks(model, library_plan(), axis)
+        svg = svg_image(at)
+        assert svg == charts.sweep_chart(rows, marks, axis, "tpot_s", None)  # the library's sweep, drawn
+        assert svg.count("</title></circle>") == len(rows) and svg.count("<polyline") == len(appdata.DEFAULT_METHODS)
+        assert ("Llama-3.1-8B max positions" in svg) == (axis == "context")
+        if axis == "context":
+            assert max(r["context"] for r in rows) == model.max_position_embeddings
+            at.radio(key="sweep_axis").set_value("batch")
+            timed("sweep against batch", at)
+            no_exception(at)
+
+
+def test_sweep_svg_places_points_on_its_axes():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import svgchart
+
+    points = [svgchart.Point(10.0, 1.0, True, "a <b>"), svgchart.Point(1000.0, 100.0, False, "c")]
+    svg = svgchart.line_chart([svgchart.Series("m & n", points)], title="t", subtitle="s", x_title="x",
+                              y_title="y", x_log=True, y_log=True, vrules=[svgchart.Rule(100.0, "black", "r")])
+    x = svgchart.Axis([10.0, 1000.0, 100.0], True, 64, 820 - 230)
+    y = svgchart.Axis([1.0, 100.0], True, 420 - 46, 58)
+    circles = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]* fill="([^"]+)"><title>([^<]*)</title>', svg)
+    assert [(float(cx), float(cy), fill != "white", tip) for cx, cy, fill, tip in circles] == [
+        (pytest.approx(x.px(p.x), abs=0.05), pytest.approx(y.px(p.y), abs=0.05), p.filled, escape(p.tip))
+        for p in points]
+    assert x.px(100.0) == pytest.approx((x.px(10.0) + x.px(1000.0)) / 2)  # log axis: a decade per equal step
+    assert "m &amp; n" in svg and "<b>" not in svg
+    assert svgchart.si(131072) == "131k" and svgchart.si(0.0005) == "500µ" and svgchart.si(2000) == "2k"
 
 
 def test_pareto_page_lists_methods_without_figures_apart():
@@ -339,6 +413,9 @@ def test_pareto_page_lists_methods_without_figures_apart():
     missing = shown[shown["quality (paper)"] == "no figure in this table"]
     assert "bf16" in list(missing["method"]) or len(missing) == 0
     assert any("No figure" in c.value for c in at.caption) == (len(missing) > 0)
+    drawn = [m for m in shown["method"] if m not in set(missing["method"])]  # one mark per method with a figure
+    svg = svg_image(at)
+    assert all(f"<title>{escape(m)} (" in svg for m in drawn) and svg.count("<title>") == len(drawn)
 
 
 def test_model_that_does_not_fit_gets_the_fit_solver_not_a_wall_of_errors():
@@ -385,6 +462,9 @@ def test_validation_page_matches_compare():
     assert metrics["median APE"] == f"{report['summary']['median_ape_pct']:.1f} %"
     frame_equals(table(at, "median bandwidth fraction"), display.family_table(appdata.family_rows(report)))
     frame_equals(table(at, "target"), appdata.target_rows(entry["targets"]))
+    rows = appdata.validation_rows(report)
+    drawn = sum(1 for r in rows if r["predicted (ms)"] and r["measured (ms)"])
+    assert svg_image(at).count("</title></circle>") == drawn  # one mark per case with both times
     assert {r["verdict"] for r in appdata.target_rows(entry["targets"])} <= {"met", "missed", "not measured"}
     assert not any("case" in f.value.columns for f in at.dataframe)  # "Every case" runs only when opened
     at.session_state[f"cases_open_{files[0].name}"] = True
@@ -516,6 +596,8 @@ def test_serving_page_draws_latency_curves_and_the_max_rate():
     assert not at.error
     best = table(at, "max requests/s at the SLO")
     assert list(best["method"]) == list(appdata.DEFAULT_METHODS)
+    ttft, tpot = svg_images(at)  # TTFT and TPOT p99 against the rate, one line per method
+    assert ttft.count("<polyline") == tpot.count("<polyline") == len(appdata.DEFAULT_METHODS)
 
 
 def test_roofline_page_data_is_kept_by_content():
@@ -553,6 +635,19 @@ def test_arrow_tables_from_buffers_equal_pyarrows():
         assert arrow.table(plan_rows).equals(pa.Table.from_pylist(plan_rows)), name
     assert arrow.table([{"a": 1}, {"a": "text"}]) is None  # a mixed column: the caller falls back
     assert arrow.table([{"a": 1}, {"b": 1}]) is None  # different columns
+
+
+def test_markdown_tables_show_cells_as_text():
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app.cache import markdown_table
+
+    hostile = ["[x](javascript:alert(1))", "![i](http://example.com/i.png)", "a | b", "<b>x</b>\nline", "\\", "*y*"]
+    rows = [{"method": name, "TPOT": "1.00 ms"} for name in hostile]
+    text = markdown_table(rows)
+    assert len(text.split("\n")) == 2 + len(rows)  # a newline in a cell never starts a row
+    assert "](" not in text and "<b>" not in text and " | b" not in text
+    shown = markdown_tables(SimpleNamespace(markdown=[SimpleNamespace(value=text)]))[0]
+    assert shown.to_dict("records") == [{"method": " ".join(r["method"].split()), "TPOT": "1.00 ms"} for r in rows]
 
 
 def test_sweep_rows_are_kept_by_content():

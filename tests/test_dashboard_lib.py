@@ -157,8 +157,10 @@ def test_server_binds_localhost_and_limits_uploads():
     for path in (ROOT / ".streamlit" / "config.toml", ROOT / "app" / ".streamlit" / "config.toml"):
         server = tomllib.loads(path.read_text())["server"]
         assert server["address"] == "127.0.0.1" and server["maxUploadSize"] == 1
+        assert server["fileWatcherType"] == "none"  # no per-session scan of every module (load time)
     cmd = appdata.streamlit_command()
     assert cmd[cmd.index("--server.maxUploadSize") + 1] == "1"
+    assert cmd[cmd.index("--server.fileWatcherType") + 1] == "none"
 
 
 def test_rows_csv_and_json():

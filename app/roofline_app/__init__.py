@@ -1,1 +1,1 @@
-"""Helpers of the Streamlit dashboard: the shared scenario sidebar, cached library calls, and Altair charts."""
+"""Helpers of the Streamlit dashboard: the shared scenario sidebar, cached library calls, and static SVG charts."""

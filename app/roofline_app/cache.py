@@ -172,12 +172,13 @@ def validation_reports() -> list[dict]:
     return trust.validation_reports()
 
 
-def draw(name: str, *args, key: str) -> None:
-    """st.vega_lite_chart of charts.<name>(*args): a plain Vega-Lite dict with Arrow datasets, built on every run
-    (well under a millisecond; hashing the inputs for a cache would cost more)."""
-    from roofline_app import charts
-
-    st.vega_lite_chart(spec=getattr(charts, name)(*args), key=key)
+def images(*svgs: str) -> None:
+    """Static SVG charts (roofline_app.charts) as st.image: one, or several side by side in columns."""
+    if len(svgs) == 1:
+        st.image(svgs[0])
+        return
+    for col, svg in zip(st.columns(len(svgs)), svgs, strict=True):
+        col.image(svg)
 
 
 def frame(rows: Sequence[dict]) -> Any:
@@ -189,6 +190,35 @@ def frame(rows: Sequence[dict]) -> Any:
     rows = list(rows)
     table = arrow.table(rows)
     return rows if table is None else table
+
+
+NUMERIC_START = set("0123456789-+.<>")
+
+
+def markdown_table(rows: Sequence[dict]) -> str:
+    """Rows of cells (the same keys in each) as one GFM table: columns of numbers right aligned, text left; every
+    cell Markdown-escaped (report.md_escape, runs of whitespace and newlines as one space), so a user-supplied
+    string (an uploaded model's name, a custom SPEC) is shown as literal text: no link, image, HTML or column."""
+    from roofline import report as fmt
+
+    def cell(value: Any) -> str:
+        return fmt.md_escape(" ".join(str(value).split()))
+
+    head = list(rows[0])
+    numeric = [all(str(r[h])[:1] in NUMERIC_START for r in rows) for h in head]
+    lines = ["| " + " | ".join(cell(h) for h in head) + " |",
+             "|" + "|".join("--:" if right else ":--" for right in numeric) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(cell(r[h]) for h in head) + " |" for r in rows])
+
+
+def text_table(rows: Sequence[dict]) -> None:
+    """A small table of text cells as Markdown (markdown_table): the browser draws it with the Markdown code every
+    page already loads, where st.dataframe loads and evaluates the data-grid bundle (1.2 MB of JS: the cold first
+    load and a shared link's) and st.table imports pandas on the server. For a handful of rows that need no
+    sorting or scrolling; the page's CSV/JSON downloads hold the raw numbers."""
+    rows = list(rows)
+    if rows:
+        st.markdown(markdown_table(rows))
 
 
 def downloads(stem: str, rows: Any, key: str, csv_text: Callable[[], str] | None = None,

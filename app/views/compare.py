@@ -32,12 +32,12 @@ if lines:
 if plan_a is None or plan_b is None:
     st.stop()
 rows = explore.diff_rows(plan_a, plan_b)
-st.dataframe(cache.frame(display.diff_table(rows)), hide_index=True, lazy=False, key="diff_table")
+cache.text_table(display.diff_table(rows))
 st.caption("change = (B - A) / A; '-' where a side lacks the method or A's value is unbounded.")
+SHOWN = ("method", "max context @ batch", "max batch @ context", "TPOT", "tokens/s")
 c1, c2 = st.columns(2)
-for col, s, p, name in ((c1, pinned, plan_a, "A"), (c2, scenario, plan_b, "B")):
-    model = cache.load("model", s.model)
-    col.dataframe(cache.frame(display.summary_table(p, model.max_position_embeddings)), hide_index=True, lazy=False,
-                  key=f"summary_{name}",
-                  column_order=["method", "max context @ batch", "max batch @ context", "TPOT", "tokens/s"])
+for col, s, p in ((c1, pinned, plan_a), (c2, scenario, plan_b)):  # A left, B right
+    with col:
+        table = display.summary_table(p, cache.load("model", s.model).max_position_embeddings)
+        cache.text_table([{k: r[k] for k in SHOWN} for r in table])
 cache.downloads("side-by-side", rows, key="diff")

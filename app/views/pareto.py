@@ -2,7 +2,7 @@
 methods the chosen table has no figure for are listed apart, never given one."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline.analysis import quality
 from roofline.report import display, explore
@@ -20,11 +20,11 @@ if plan is None:
 rows = explore.pareto_rows(plan, benchmark, scenario.tpot_target_s)
 with_figure = [r for r in rows if r["quality"] is not None]
 if with_figure:
-    cache.draw("pareto_chart", rows, with_figure[0]["metric"], with_figure[0]["higher_is_better"], key="pareto_chart")
+    st.image(charts.pareto_chart(rows, with_figure[0]["metric"], with_figure[0]["higher_is_better"]))
 slo = f"TPOT target {scenario.tpot_target_s * 1e3:g} ms" if scenario.tpot_target_s else "no TPOT target (sidebar)"
 st.caption(f"Quality is the paper's figure for the same SPEC (on the paper's model); memory and TPOT are computed on "
            f"this scenario; {slo}.")
-st.dataframe(cache.frame(display.pareto_table(rows)), hide_index=True, lazy=False, key="pareto_table")
+cache.text_table(display.pareto_table(rows))
 apart = [r["method"] for r in rows if r["quality"] is None]
 if apart:
     st.caption("No figure in this table (shown apart, not on the chart): " + ", ".join(apart))

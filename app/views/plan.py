@@ -2,7 +2,7 @@
 trust it; when something does not fit, the fit solver says what would."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline import report as fmt
 from roofline.report import dashboard as appdata
@@ -26,46 +26,45 @@ if errors or (plan and not all(r["fits"] for r in plan["results"])):
     fit_slot.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
                      icon=":material/warning:")
     fit_rows = cache.fit(scenario)
-    fit_slot.dataframe(cache.frame(display.fit_table(fit_rows)), hide_index=True, lazy=False, key="fit_table")
+    with fit_slot:
+        cache.text_table(display.fit_table(fit_rows))
     if errors:
         fit_slot.expander("Why (one line per method)").text("\n".join(errors))
     with fit_slot:
         cache.downloads("fit", fit_rows, key="fit")
 elif scenario.tpot_target_s:
-    fit_slot.dataframe(cache.frame(display.fit_table(cache.fit(scenario))), hide_index=True, lazy=False,
-                       key="fit_table")
+    with fit_slot:
+        cache.text_table(display.fit_table(cache.fit(scenario)))
 if plan is None:
     st.stop()
 
 errors_by_method = cache.latency_errors(scenario, plan)
 rows = appdata.summary_rows(plan)
-# only the open tab runs and is sent (a tab click reruns): the browser embeds at most one Vega view, and the first
-# paint (Summary) none: a cold load or a shared link does not load or compile the Vega bundle, and a rerun redraws
-# no chart. The summary stays a data grid: st.table (no grid bundle) imports pandas in its data-format check, which
-# cost the cold first load more than the grid (paired browser runs, commit message)
+# only the open tab runs and is sent (a tab click reruns): at most one chart (static SVG images, roofline_app.charts),
+# and the first paint (Summary) none, nor a data grid: the summary and the fit solver are Markdown tables
+# (cache.text_table), so a cold load or a shared link loads no data-grid bundle and imports no pandas
 tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
                                                              key="plan_tab", on_change="rerun")
 if tab_summary.open:
     with tab_summary:
-        st.dataframe(cache.frame(display.summary_table(plan, model.max_position_embeddings, errors_by_method)),
-                     hide_index=True, lazy=False, key="summary")
+        cache.text_table(display.summary_table(plan, model.max_position_embeddings, errors_by_method))
         notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
 if tab_capacity.open:
     with tab_capacity:
-        cache.draw("capacity_chart", rows, model.max_position_embeddings, key="capacity_chart")
+        cache.images(*charts.capacity_chart(rows, model.max_position_embeddings))
         st.caption("Per method: the longest context that fits at the batch (drawn up to the model's max positions) "
                    "and the largest batch that fits at the context.")
 if tab_memory.open:
     with tab_memory:
         first = plan["results"][0]["memory"]
-        cache.draw("memory_chart", appdata.memory_rows(plan), first["capacity_bytes"] / appdata.GIB,
-                   first["usable_bytes"] / appdata.GIB, key="memory_chart")
+        cache.images(charts.memory_chart(appdata.memory_rows(plan), first["capacity_bytes"] / appdata.GIB,
+                                         first["usable_bytes"] / appdata.GIB))
         st.caption("Where one GPU's memory goes: weights, the KV cache (packed data, metadata, fp16 windows and "
                    "sinks), method parameters, activation workspace, runtime reserve, and what is left.")
 if tab_latency.open:
     with tab_latency:
-        cache.draw("latency_chart", rows, key="latency_chart")
+        cache.images(*charts.latency_chart(rows))
         st.caption("TPOT: one decode step of the batch at the context, coloured by its bound; TTFT: prefill of the "
                    "prompts. The Summary's last column gives each TPOT's measured error (validate/results).")
 cache.downloads("plan", plan, key="plan", csv_text=lambda: appdata.plan_csv(plan),

@@ -1,7 +1,7 @@
 """Roofline: the device's ceilings with every method's decode ops; the slider moves the ops, the axes stay."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline.methods import presets
 from roofline.report import dashboard as appdata
@@ -25,14 +25,15 @@ def chart_and_limits(scenario, workload, specs) -> None:
                                format_func=tokens, key="roofline_context")
     st.caption(cache.movement(scenario, specs))
     data = cache.roofline_data(scenario, specs, context)
-    cache.draw("roofline_chart", data, cache.roofline_axes(scenario, specs), key="roofline_chart")
-    st.caption("Each point is one decode op of one method (hover for its name, bound and time). Sloped line: "
+    st.image(charts.roofline_chart(data, cache.roofline_axes(scenario, specs)))
+    st.caption("Each point is one decode op of one method (its name, bound and time: the Op table below, or hover "
+               "it in the chart image opened on its own). Sloped line: "
                "memory bandwidth; flat lines: dense peaks per dtype; diamonds: ridge points (peak / bandwidth). The "
                "axes cover every context of the slider.")
     rows = cache.limits(scenario, specs, context)
     if rows:
         st.subheader("Closed-form limits")
-        st.dataframe(cache.frame(display.limits_table(rows)), hide_index=True, lazy=False, key="limits_table")
+        cache.text_table(display.limits_table(rows))
         st.caption("XQuant: the whole decode step (weight reads included) stays memory-bound up to "
                    "l* = R W / (B (F - R C)) (XQuant §3.4, Eq. 3-4); the fused remat op alone, as plotted, has no "
                    "weights to amortize. AQUA-KV: base-model FLOPs per token over predictor FLOPs per token (§3.2 "

@@ -2,7 +2,7 @@
 (roofline.serving: continuous batching, chunked prefill, the paged pool, preemption by recompute)."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline.errors import RooflineError, one_line
 from roofline.report import display
@@ -32,6 +32,6 @@ try:
 except (RooflineError, ValueError) as err:
     st.error(one_line(str(err)))
     st.stop()
-cache.draw("serving_chart", result["rows"], slo.ttft_s, slo.tpot_s, key="serving_chart")
+cache.images(*charts.serving_chart(result["rows"], slo.ttft_s, slo.tpot_s))
 st.dataframe(cache.frame(display.serving_table(result)), hide_index=True, lazy=False, key="serving_best")
 cache.downloads("serving", result["rows"], key="serving")

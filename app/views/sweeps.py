@@ -1,8 +1,8 @@
 """Sweeps: TPOT, tokens/s and the largest batch that fits against context or batch, one line per method, with
-each method's fit boundary and the model's max positions marked."""
+each method's fit boundary and the model's max positions marked (a static SVG image: charts.sweep_chart)."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 from roofline_app.charts import SWEEP_METRICS
 
 from roofline.report import explore
@@ -20,8 +20,9 @@ if not rows or plan is None:
     st.info("No method fits this scenario: the Plan page's fit solver says what would.")
     st.stop()
 marks = explore.sweep_marks(model, plan, axis)
-cache.draw("sweep_chart", rows, marks, axis, metric, scenario.tpot_target_s, key="sweep_chart")
+st.image(charts.sweep_chart(rows, marks, axis, metric, scenario.tpot_target_s))
 at = f"at batch {workload.batch:,}" if axis == "context" else f"at context {workload.context_tokens:,}"
 st.caption(f"{SWEEP_METRICS[metric][0]} {at}, from the compiled planner (MethodPlanner.grid); contexts stop at "
-           f"{model.max_position_embeddings:,}, the model's max positions.")
+           f"{model.max_position_embeddings:,}, the model's max positions. Every point's values: the CSV/JSON below "
+           "(or open the chart image on its own and hover a point).")
 cache.downloads(f"sweep-{axis}", rows, key="sweep")

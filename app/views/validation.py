@@ -1,7 +1,7 @@
 """Validation: the cost model's predictions against the committed GPU measurements (validate/results/)."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, charts
 
 from roofline import report as fmt
 from roofline.report import dashboard as appdata
@@ -25,11 +25,9 @@ def show(entry: dict) -> None:
     c3.metric("90th percentile APE", "-" if summary["p90_ape_pct"] is None else f"{summary['p90_ape_pct']:.1f} %")
     rows = appdata.validation_rows(report)
     if any(r["predicted (ms)"] and r["measured (ms)"] for r in rows):
-        cache.draw("validation_chart", rows, key=f"validation_chart_{entry['file']}")
-    st.dataframe(cache.frame(appdata.target_rows(entry["targets"])), hide_index=True, lazy=False,
-                 key=f"targets_{entry['file']}")
-    st.dataframe(cache.frame(display.family_table(appdata.family_rows(report))), hide_index=True, lazy=False,
-                 key=f"families_{entry['file']}")
+        st.image(charts.validation_chart(rows))
+    cache.text_table(appdata.target_rows(entry["targets"]))
+    cache.text_table(display.family_table(appdata.family_rows(report)))
     st.caption(f"Bandwidth fraction = achieved bytes/s over the {report['reference_source']} bandwidth "
                f"({fmt.tb_per_s(report['reference_bytes_per_s'])}). 'ceilings' calibrates the spec and is left "
                "out of the suite's APE.")

@@ -46,11 +46,12 @@ def app_path() -> Path:
 
 def streamlit_command(port: int | None = None, python: str | None = None) -> list[str]:
     """`python -m streamlit run <entry>` bound to 127.0.0.1 (never all interfaces), headless, no telemetry, uploads
-    limited to the spec size on the server, no full garbage collection after each run (app/.streamlit/config.toml
-    says the same for `streamlit run`)."""
+    limited to the spec size on the server, no full garbage collection after each run, no source-file watcher
+    (app/.streamlit/config.toml says the same for `streamlit run`)."""
     cmd = [python or sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.address", "127.0.0.1",
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.maxUploadSize", str(UPLOAD_LIMIT_MB), "--runner.postScriptGC", "false"]
+           "--server.maxUploadSize", str(UPLOAD_LIMIT_MB), "--runner.postScriptGC", "false",
+           "--server.fileWatcherType", "none"]
     if port is not None:
         cmd += ["--server.port", str(port)]
     return cmd
