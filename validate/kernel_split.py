@@ -90,22 +90,10 @@ def replay_ms(graph, clean: bool, reps: int = REPS) -> float:
 
 def profiled_graph_ms(log: list):
     """A stand-in for harness.graph_ms that times the graph as graph_ms does and appends its kernel split."""
-    import torch
-
-    from validate.common.harness import median_ms
+    from validate.common.harness import capture_graph, median_ms
 
     def graph_ms(call, sets, warmup_ms: int = 25, rep_ms: int = 100) -> float:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for inputs in sets:
-                call(*inputs)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for inputs in sets:
-                call(*inputs)
+        graph = capture_graph(call, sets)
         ms = median_ms(graph.replay, warmup_ms, rep_ms) / len(sets)
         log.append({"ms": ms, "rotation": len(sets), "dirty_ms": replay_ms(graph, False) / len(sets),
                     "clean_ms": replay_ms(graph, True) / len(sets), **split(kernel_events(graph), len(sets))})

@@ -131,10 +131,7 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
     clip = (f'<clipPath id="plot"><rect x="{left}" y="{top}" width="{width - right - left}" '
             f'height="{height - bottom - top}"/></clipPath>')
     out = _head(width, height, title, subtitle, left) + [clip]
-    for t in x.ticks():
-        px = x.px(t)
-        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" stroke="#eee"/>'
-                   f'<text x="{px:.1f}" y="{height - bottom + 14}" text-anchor="middle">{si(t)}</text>')
+    out += _x_grid(x, top, height - bottom)
     for t in y.ticks():
         py = y.px(t)
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}" stroke="#eee"/>'
@@ -175,6 +172,12 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
     out += _legend(legend, width - right + 14, top, (right - 40) // 6)  # about 6 px per character at 11 px
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _x_grid(x, top: float, base: float) -> list[str]:
+    """A vertical grid line from `top` to `base` and its tick label under `base` at each of `x`'s ticks."""
+    return [f'<line x1="{x.px(t):.1f}" x2="{x.px(t):.1f}" y1="{top}" y2="{base}" stroke="#eee"/>'
+            f'<text x="{x.px(t):.1f}" y="{base + 14}" text-anchor="middle">{si(t)}</text>' for t in x.ticks()]
 
 
 def _head(width: int, height: int, title: str, subtitle: str, left: int) -> list[str]:
@@ -231,10 +234,7 @@ def bar_chart(bars: Sequence[Bar], *, title: str, subtitle: str, x_title: str, r
     ends = [sum(v for v, _, _ in b.segments) for b in bars] + [r.at for r in rules]
     x = Axis([0.0, max(ends or [1.0]) * room], False, left, right)
     out = _head(width, height, title, subtitle, 8)
-    for t in x.ticks():
-        px = x.px(t)
-        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" stroke="#eee"/>'
-                   f'<text x="{px:.1f}" y="{height - bottom + 14}" text-anchor="middle">{si(t)}</text>')
+    out += _x_grid(x, top, height - bottom)
     out.append(f'<text x="{(left + right) / 2:.0f}" y="{height - 8}" text-anchor="middle" font-size="12">'
                f'{text(x_title)}</text>')
     for i, b in enumerate(bars):

@@ -75,11 +75,17 @@ def graph_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WA
     The graph keeps the host's per-launch cost (Python argument binding, tens of microseconds) out
     of the time, so a small kernel is timed as the GPU runs it, as in a graph-captured decode step.
     """
+    return median_ms(capture_graph(call, sets).replay, warmup_ms, rep_ms) / len(sets)
+
+
+def capture_graph(call: Callable[..., object], sets: list[tuple]):
+    """A CUDA graph of call(*inputs) on each input set in turn, after one eager pass on a side stream (compile,
+    autotune and allocate before capture)."""
     import torch
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # compile, autotune and allocate before capture
+    with torch.cuda.stream(side):
         for inputs in sets:
             call(*inputs)
     torch.cuda.current_stream().wait_stream(side)
@@ -88,7 +94,7 @@ def graph_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WA
     with torch.cuda.graph(graph):
         for inputs in sets:
             call(*inputs)
-    return median_ms(graph.replay, warmup_ms, rep_ms) / len(sets)
+    return graph
 
 
 def eager_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WARMUP_MS,
