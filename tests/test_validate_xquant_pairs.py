@@ -1,7 +1,7 @@
 """xquant dequant="pairs" (validate/ops/xquant/deq_pairs.py): fused and materialized XQuant with the 2-bit latent
 dequantized two bf16 to a register, run under the interpreter (its EMU path: the inline PTX's values from fp32
 arithmetic, in the same operand column order), against the float32 torch reference on the same dequantized latents
-with the fp32 path's tolerances, and against the fp32 path itself (bf16 rounding of a and c only)."""
+with the fp32 path's tolerances, and against the fp32 path itself."""
 
 import os
 
@@ -48,8 +48,9 @@ def test_fused_pairs_matches_reference(batch, heads, kv_heads, dim, latent, cont
     got = xk.decode(q, layer, splits, out, work, block_n, r_block, dequant="pairs")
     assert torch.isfinite(got).all()
     assert relative_rms(got, xref.reference(q, layer)) < 1e-2
-    # the fp32 path's output up to the bf16 rounding of scale and zero
-    assert relative_rms(got, xk.decode(q, layer, splits, None, {}, block_n, r_block)) < 5e-3
+    # the fp32 path's output up to the bf16 rounding of x, the scale and the centre (under the interpreter the fp32
+    # path rounds none of them); a column order that did not match W's rows would be O(1) off
+    assert relative_rms(got, xk.decode(q, layer, splits, None, {}, block_n, r_block)) < 1e-2
 
 
 @pytest.mark.parametrize(("batch", "heads", "kv_heads", "dim", "latent", "context", "group", "mha", "splits",
@@ -64,7 +65,7 @@ def test_materialized_pairs_matches_reference(batch, heads, kv_heads, dim, laten
     k_ref, v_ref = xref.remat_reference(layer)
     assert relative_rms(k, k_ref) < 1e-2 and relative_rms(v, v_ref) < 1e-2
     k32, v32 = xk.materialize(layer, None, block_n, r_block)
-    assert relative_rms(k, k32) < 5e-3 and relative_rms(v, v32) < 5e-3
+    assert relative_rms(k, k32) < 1e-2 and relative_rms(v, v32) < 1e-2
 
 
 def test_pairs_refuses_other_layouts() -> None:
