@@ -259,7 +259,7 @@ def sm90_specs() -> list[dict]:
         remat = kernel == "remat_kernel"
         r_block, stages = (xk.REMAT_R_BLOCK, xk.REMAT_STAGES) if remat else (xk.R_BLOCK, xk.NUM_STAGES)
         ce = {**xk.constexprs(recipes(p)[0], p["latent"], p["num_kv_heads"], HEAD_DIM, xk.BLOCK_N, r_block, False),
-              "TAIL": tail}
+              "TAIL": tail, "PACKED": False, "EMU": False}
         if kernel == "fused_kernel":
             group = HEADS // p["num_kv_heads"]
             ce.update(GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()))

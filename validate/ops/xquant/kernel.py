@@ -22,6 +22,7 @@ import triton.language as tl
 
 from validate.common.quant_triton import code_float, repeat, unpack
 from validate.common.triton_helpers import online, operand
+from validate.ops.xquant.deq_pairs import pair_channels, x_pairs, xt_pairs
 
 
 @triton.jit
@@ -35,6 +36,14 @@ def _dequant(wa, wb, a, c, BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.con
     if a.shape[1] * G == u.shape[1]:
         a, c = repeat(a, G), repeat(c, G)
     return a * code_float(u) + c
+
+
+@triton.jit
+def _order(R: tl.constexpr, PAIRS: tl.constexpr):
+    """The latent channels (0..R) of a tile's operand columns: deq_pairs.pair_channels with PAIRS, else in order."""
+    if PAIRS:
+        return pair_channels(R)
+    return tl.arange(0, R)
 
 
 @triton.jit
@@ -58,14 +67,17 @@ def _x_channels(codes, scale, zero, toks, ok, c0, LAT: tl.constexpr, R: tl.const
 
 @triton.jit
 def _xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL: tl.constexpr, K_TOKENS: tl.constexpr, LAT: tl.constexpr,
-             R: tl.constexpr, BLOCK_N: tl.constexpr, BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr):
+             R: tl.constexpr, BLOCK_N: tl.constexpr, BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr,
+             PACKED: tl.constexpr = False, EMU: tl.constexpr = False):
     """The K latent's x [BLOCK_N, R] at channels c0..: from the fp16 window (TAIL); from codes packed
     along tokens (byte row r of a plane holds tokens 8r/b.. of every channel, plane B's rows after plane
     A's nq*A/8; the block lies in group j0 // G as BLOCK_N <= G), dequantized as x^T [R, BLOCK_N]; or
-    per-token codes (MHA's X)."""
-    cc = c0 + tl.arange(0, R)
+    per-token codes (MHA's X; PACKED: deq_pairs.x_pairs, columns in pair_channels' order, as the window's then)."""
+    cc = c0 + _order(R, PACKED and not K_TOKENS)
     if TAIL:
         x = tl.load(kw + (toks - nq_k)[:, None].to(tl.int64) * LAT + cc[None, :], mask=ok[:, None], other=0.0)
+    elif K_TOKENS and PACKED:
+        x = xt_pairs(kc, ks, kz, j0, c0, LAT, R, BLOCK_N, G, EMU)
     elif K_TOKENS:
         ra = tl.arange(0, BLOCK_N * BITS_A // 8)
         wa = tl.load(kc + (j0 * BITS_A // 8 + ra[None, :]).to(tl.int64) * LAT + cc[:, None])  # [R, BLOCK_N*A/8]
@@ -75,6 +87,8 @@ def _xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL: tl.constexpr, K_TOKEN
             wb = tl.load(kc + (nq_k * BITS_A // 8 + j0 * BITS_B // 8 + rb[None, :]).to(tl.int64) * LAT + cc[:, None])
         meta = (j0 // G) * LAT + cc[:, None]
         x = tl.trans(_dequant(wa, wb, tl.load(ks + meta), tl.load(kz + meta), BITS_A, BITS_B, G))
+    elif PACKED:
+        x = x_pairs(kc, ks, kz, toks, ok, c0, LAT, R, G, EMU)
     else:
         x = _x_channels(kc, ks, kz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G)
     return x
@@ -95,18 +109,20 @@ def _rope(kl, kh, toks, log2_theta, HALF: tl.constexpr):
 @triton.jit
 def _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL: tl.constexpr, K_TOKENS: tl.constexpr,
           LAT: tl.constexpr, KV_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr,
-          BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr):
+          BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr,
+          PACKED: tl.constexpr = False, EMU: tl.constexpr = False):
     """K's halves [BLOCK_N, HALF] of the head whose columns start at col0: rope(x W_k[:, h]), the dequantized
     latent the MMA's register operand and W_k's rows streaming through the pipeline as the other. H200 vs
     K^T = W_k^T x^T (each x^T tile stored to shared memory as the B operand): fused_kernel GQA 0.99x, MHA
-    1.04x; remat_kernel 1.08x (2.11 -> 1.95 ms at b8 L16K, its best launch each)."""
-    rr = tl.arange(0, R)
+    1.04x; remat_kernel 1.08x (2.11 -> 1.95 ms at b8 L16K, its best launch each). PACKED: W_k's rows in the
+    operand's column order."""
+    rr = _order(R, PACKED and not K_TOKENS)
     ii = tl.arange(0, HALF)
     kl = tl.zeros([BLOCK_N, HALF], dtype=tl.float32)
     kh = tl.zeros([BLOCK_N, HALF], dtype=tl.float32)
     for c0 in range(0, LAT, R):
         x = operand(_xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL, K_TOKENS, LAT, R, BLOCK_N, BITS_A,
-                              BITS_B, G), UPCAST)  # [BLOCK_N, R]
+                              BITS_B, G, PACKED, EMU), UPCAST)  # [BLOCK_N, R]
         w = wk + (c0 + rr)[:, None].to(tl.int64) * KV_DIM + col0 + ii[None, :]  # [R, HALF] of W_k
         kl += tl.dot(x, operand(tl.load(w), UPCAST))
         kh += tl.dot(x, operand(tl.load(w + HALF), UPCAST))
@@ -116,13 +132,17 @@ def _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL: tl.con
 @triton.jit
 def _values(vc, vs, vz, wv, toks, ok, col0, LAT: tl.constexpr, KV_DIM: tl.constexpr, HEAD_DIM: tl.constexpr,
             BLOCK_N: tl.constexpr, R: tl.constexpr, BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr,
-            UPCAST: tl.constexpr):
-    """V [BLOCK_N, HEAD_DIM] = x^V W_v[:, h] (per-token groups along the latent)."""
-    rr = tl.arange(0, R)
+            UPCAST: tl.constexpr, PACKED: tl.constexpr = False, EMU: tl.constexpr = False):
+    """V [BLOCK_N, HEAD_DIM] = x^V W_v[:, h] (per-token groups along the latent; PACKED: deq_pairs.x_pairs, W_v's
+    rows in its column order)."""
+    rr = _order(R, PACKED)
     dd = tl.arange(0, HEAD_DIM)
     v = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     for c0 in range(0, LAT, R):
-        x = operand(_x_channels(vc, vs, vz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G), UPCAST)  # [BLOCK_N, R]
+        if PACKED:
+            x = operand(x_pairs(vc, vs, vz, toks, ok, c0, LAT, R, G, EMU), UPCAST)  # [BLOCK_N, R]
+        else:
+            x = operand(_x_channels(vc, vs, vz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G), UPCAST)
         w = tl.load(wv + (c0 + rr)[:, None].to(tl.int64) * KV_DIM + col0 + dd[None, :])  # [R, HEAD_DIM]
         v += tl.dot(x, operand(w, UPCAST))
     return v
@@ -143,7 +163,8 @@ def fused_kernel(q_ptr, kc, ks, kz, kw, vc, vs, vz, wk, wv, m_ptr, l_ptr, acc_pt
                  nq_k, win_k, chunk, num_mid, num_parts, TAIL: tl.constexpr, K_TOKENS: tl.constexpr,
                  KV_HEADS: tl.constexpr, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
                  LAT: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr, BITS_A: tl.constexpr,
-                 BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr):
+                 BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr, PACKED: tl.constexpr = False,
+                 EMU: tl.constexpr = False):
     h = tl.program_id(0)
     pid = tl.program_id(1)
     b = tl.program_id(2).to(tl.int64)
@@ -169,12 +190,12 @@ def fused_kernel(q_ptr, kc, ks, kz, kw, vc, vs, vz, wk, wv, m_ptr, l_ptr, acc_pt
         toks = j0 + tl.arange(0, BLOCK_N)
         ok = toks < hi
         kl, kh = _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL, K_TOKENS, LAT,
-                       KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST)
+                       KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST, PACKED, EMU)
         kl, kh = tl.trans(operand(kl, UPCAST)), tl.trans(operand(kh, UPCAST))  # [HALF, BLOCK_N]
         s = tl.dot(q_lo, kl) + tl.dot(q_hi, kh)  # [GROUP_PAD, BLOCK_N]
         p, m_i, l_i, acc = online(s * qk_scale, ok, m_i, l_i, acc)
         v = _values(vc, vs, vz, wv, toks, ok, col0, LAT, KV_HEADS * HEAD_DIM, HEAD_DIM, BLOCK_N, R, BITS_A,
-                    BITS_B, G, UPCAST)
+                    BITS_B, G, UPCAST, PACKED, EMU)
         acc += tl.dot(operand(p, UPCAST), operand(v, UPCAST))
     out = heads * num_parts + part  # [GROUP_PAD] row of (b, query head, part)
     dd = tl.arange(0, HEAD_DIM)
@@ -187,7 +208,8 @@ def fused_kernel(q_ptr, kc, ks, kz, kw, vc, vs, vz, wk, wv, m_ptr, l_ptr, acc_pt
 def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, context, nq_k, win_k,
                  TAIL: tl.constexpr, K_TOKENS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
                  LAT: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr, BITS_A: tl.constexpr,
-                 BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr):
+                 BITS_B: tl.constexpr, G: tl.constexpr, UPCAST: tl.constexpr, PACKED: tl.constexpr = False,
+                 EMU: tl.constexpr = False):
     h = tl.program_id(0)
     b = tl.program_id(2).to(tl.int64)
     kc, ks, kz, kw, vc, vs, vz = _slabs(kc, ks, kz, kw, vc, vs, vz, b, nq_k, win_k, context, LAT, BITS_A + BITS_B, G)
@@ -201,9 +223,9 @@ def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, c
     ok = toks < end
     col0 = h * HEAD_DIM
     kl, kh = _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL, K_TOKENS, LAT,
-                   KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST)
+                   KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST, PACKED, EMU)
     v = _values(vc, vs, vz, wv, toks, ok, col0, LAT, KV_HEADS * HEAD_DIM, HEAD_DIM, BLOCK_N, R, BITS_A, BITS_B, G,
-                UPCAST)
+                UPCAST, PACKED, EMU)
     rows = (b * KV_HEADS + h) * context + toks.to(tl.int64)  # [BLOCK_N] rows of K, V [B * H_kv * L, HEAD_DIM]
     ii = tl.arange(0, HALF)
     kt = k_out + rows[:, None] * HEAD_DIM + ii[None, :]  # [BLOCK_N, HALF]

@@ -39,6 +39,10 @@ ACC4_BLOCK_T, ACC4_STEP_T, ACC4_BLOCK_D, ACC4_WARPS = 16, 4, 1024, 4
 # shared_kernel (decode(variant="shared")): KV heads per program, tokens per block, warps, stages; sm_90 compiles
 # of the candidates (validate/ops/xquant/structure.py --shared) in validate/ops/xquant/SHARED_NOTES.md
 SHARED_HPP, SHARED_BLOCK_N, SHARED_WARPS, SHARED_STAGES, SHARED_R_BLOCK = 2, 128, 8, 2, 64
+# dequant="pairs" (deq_pairs.py, 2-bit codes to bf16x2 by inline PTX): fused_kernel's latent channels per MMA step;
+# at 128 its loop spills 190 registers a step (sm_90, Triton 3.6), at 64 28 (DEQ_NOTES.md)
+PAIRS_R_BLOCK = 64
+DEQUANTS = ("fp32", "pairs")
 
 
 @dataclass
@@ -117,6 +121,20 @@ def _layer_constexprs(layer: XLayer, block_n: int, r_block: int) -> dict:
     return constexprs(layer.xk.recipe, latent, layer.kv_heads, kv_dim // layer.kv_heads, block_n, r_block)
 
 
+def pairs_constexprs(layer: XLayer, ce: dict, dequant: str) -> dict:
+    """PACKED and EMU of fused_kernel / remat_kernel for `dequant` ("fp32": kernel._dequant; "pairs":
+    deq_pairs.py); raises where the pairs layout does not apply."""
+    if dequant not in DEQUANTS:
+        raise ValueError(f"dequant: {dequant!r} is not one of {DEQUANTS}")
+    if dequant == "fp32":
+        return {"PACKED": False, "EMU": False}
+    recs = [layer.xk.recipe] + ([layer.xv.recipe] if layer.xv is not None else [])
+    if any(r.planes != (2, 0) or r.group % 16 for r in recs) or ce["R"] % 16 or ce["LAT"] % 16 or ce["BLOCK_N"] % 4:
+        raise ValueError(f"dequant 'pairs': 2-bit codes in one plane ({[r.planes for r in recs]}), groups, r_block "
+                         f"{ce['R']} and latent {ce['LAT']} multiples of 16, block_n {ce['BLOCK_N']} of 4")
+    return {"PACKED": True, "EMU": interpreting()}
+
+
 def fused_splits(nq_k: int, block_n: int) -> int:
     """Splits per (sequence, KV head): MAX_SPLITS, down to one block each. The remat makes the kernel
     compute-bound, and more, shorter programs even out the SMs' last wave (H200, batch 8, 16K tokens:
@@ -126,17 +144,21 @@ def fused_splits(nq_k: int, block_n: int) -> int:
 
 def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict | None = None,
            block_n: int | None = None, r_block: int | None = None, num_warps: int | None = None,
-           num_stages: int | None = None, variant: str = "fused", heads_per_program: int | None = None):
+           num_stages: int | None = None, variant: str = "fused", heads_per_program: int | None = None,
+           dequant: str = "fp32"):
     """Fused XQuant decode attention; q [B, H, d_h] bf16 contiguous (RoPE applied) -> out [B, H, d_h].
     `work` (a dict) keeps the partials between calls. variant "fused": fused_kernel, one KV head per program
     (the committed results' kernel); "shared": shared_kernel, `heads_per_program` KV heads per program sharing
     each dequantized latent tile (None: SHARED_HPP, at most H_kv). Unset block_n / r_block / warps / stages take the
-    variant's defaults."""
+    variant's defaults. `dequant` (fused only): "fp32", the committed kernel's; "pairs", deq_pairs.py's bf16x2
+    dequantization (2-bit codes; r_block PAIRS_R_BLOCK unless given)."""
     if variant not in ("fused", "shared"):
         raise ValueError(f"variant: {variant!r} is not 'fused' or 'shared'")
     shared = variant == "shared"
     block_n = block_n or (SHARED_BLOCK_N if shared else BLOCK_N)
-    r_block = r_block or (SHARED_R_BLOCK if shared else R_BLOCK)
+    if shared and dequant != "fp32":
+        raise ValueError(f"dequant: {dequant!r} is fused_kernel's only (variant 'fused')")
+    r_block = r_block or (SHARED_R_BLOCK if shared else PAIRS_R_BLOCK if dequant == "pairs" else R_BLOCK)
     num_warps = num_warps or (SHARED_WARPS if shared else NUM_WARPS)
     num_stages = num_stages or (SHARED_STAGES if shared else NUM_STAGES)
     batch, heads, dim = q.shape
@@ -165,7 +187,7 @@ def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict
         kernel, programs = shared_kernel, layer.kv_heads // hpp
         ce.update(GROUP=group, HPP=hpp, ROWS_PAD=rows_pad(hpp, group))
     else:
-        ce.update(GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)))
+        ce.update(GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), **pairs_constexprs(layer, ce, dequant))
     if num_mid:
         # one program: the GROUP query heads of KV head h (shared: of HPP KV heads) of one sequence, over `chunk`
         # tokens whose K latent is quantized; KV head fastest, so the heads of one chunk share its latent rows in L2
@@ -181,9 +203,11 @@ def decode(q, layer: XLayer, num_splits: int | None = None, out=None, work: dict
 
 
 def materialize(layer: XLayer, kv: tuple | None = None, block_n: int = BLOCK_N, r_block: int = REMAT_R_BLOCK,
-                num_warps: int = NUM_WARPS, num_stages: int = REMAT_STAGES) -> tuple[torch.Tensor, torch.Tensor]:
-    """K (RoPE applied) and V [B, H_kv, L, d_h] bf16 written to memory from the latents."""
+                num_warps: int = NUM_WARPS, num_stages: int = REMAT_STAGES,
+                dequant: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
+    """K (RoPE applied) and V [B, H_kv, L, d_h] bf16 written to memory from the latents (`dequant` as decode's)."""
     ce = _layer_constexprs(layer, block_n, r_block)
+    ce.update(pairs_constexprs(layer, ce, dequant))
     codes = layer.xk.tensors["codes"]
     batch, dim = codes.shape[0], ce["HEAD_DIM"]
     shape = (batch, layer.kv_heads, layer.context, dim)

@@ -96,7 +96,7 @@ def shared_specs(hpp: int = xk.SHARED_HPP, block_n: int = xk.SHARED_BLOCK_N, war
     fused = dict(zip(NAMES, (s for s in sm90_specs() if s["kernel"] not in ACC_KERNELS), strict=True))
     out = {}
     for name, old in (("shared", "fused"), ("shared_tail", "fused_tail"), ("mha_shared", "mha_fused")):
-        ce = {k: v for k, v in fused[old]["constexprs"].items() if k != "GROUP_PAD"}
+        ce = {k: v for k, v in fused[old]["constexprs"].items() if k not in ("GROUP_PAD", "PACKED", "EMU")}
         ce.update(BLOCK_N=block_n, R=r_block, HPP=hpp, ROWS_PAD=rows_pad(hpp, ce["GROUP"]))
         out[name] = {**fused[old], "module": "validate.ops.xquant.shared", "kernel": "shared_kernel",
                      "constexprs": ce, "num_warps": warps, "num_stages": stages}
