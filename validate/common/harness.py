@@ -97,6 +97,19 @@ def capture_graph(call: Callable[..., object], sets: list[tuple]):
     return graph
 
 
+def committed_devices(devices: dict[str, str], family: str):
+    """(catalogue name, hardware calibrated by its committed results file, {case name: measured ms} of `family`) for
+    each item of `devices` (catalogue name -> results file name under validate/results/), for the model scripts that
+    predict a kernel variant on every committed device."""
+    from roofline.catalogue import load_hardware
+    from roofline.validation import compare, results_file
+
+    for name, file in devices.items():
+        results = results_file.load(RESULTS_DIR / file)
+        measured = {r["name"]: r.get("ms") for r in results["cases"] if r["family"] == family}
+        yield name, compare.calibrated(load_hardware(name), results), measured
+
+
 def eager_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WARMUP_MS,
              rep_ms: int = REP_MS) -> float:
     """Median milliseconds of call(*inputs) launched from Python, cycling through the input sets

@@ -68,18 +68,14 @@ def predict(p: dict, hardware, kernels: dict | None) -> dict:
 
 def main(out: Path = OUT) -> dict:
     """Compile, predict every BENCH case on each committed device, write both files."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation import compare, results_file
+    from validate.common.harness import committed_devices
     from validate.ops.xquant import cases
 
     kernels = compile_pairs()
     STRUCTURE.write_text(json.dumps({"source": "validate/ops/xquant/deq_model.py (PACKED, launch.py's pairs tiles)",
                                      "kernels": kernels}, indent=1) + "\n")
     devices = {}
-    for name, file in DEVICES.items():
-        results = results_file.load(ROOT / "validate" / "results" / file)
-        hardware = compare.calibrated(load_hardware(name), results)
-        measured = {r["name"]: r.get("ms") for r in results["cases"] if r["family"] == "xquant"}
+    for name, hardware, measured in committed_devices(DEVICES, "xquant"):
         rows = []
         for variant, batch, context in BENCH:
             p = cases.params(variant, batch, context)
@@ -90,7 +86,7 @@ def main(out: Path = OUT) -> dict:
                          "old_bound": old["bound"], "old_measured_ms": measured.get(cases.case_name(p)),
                          "predicted_speedup": old["time_s"] / new["time_s"]})
             print(name, rows[-1], flush=True)
-        devices[name] = {"results": f"validate/results/{file}", "rows": rows}
+        devices[name] = {"results": f"validate/results/{DEVICES[name]}", "rows": rows}
     doc = {"source": "validate/ops/xquant/deq_model.py (committed before the GPU run of "
                      "validate/ops/xquant/deq_bench.py)", "structure": str(STRUCTURE.relative_to(ROOT)),
            "devices": devices}

@@ -89,9 +89,8 @@ def bench_cases() -> list[tuple[str, int, int]]:
 
 def main(out: Path = OUT) -> dict:
     """Predict every fused / mha_fused grid case and the bench subset on each committed device; write the JSON."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation import compare, results_file
     from roofline.validation.families import xquant as family
+    from validate.common.harness import committed_devices
     from validate.ops.xquant import cases
 
     doc = json.loads((ROOT / "roofline" / "validation" / "structure" / "xquant.json").read_text())
@@ -99,10 +98,7 @@ def main(out: Path = OUT) -> dict:
             if c.params["variant"] in NAMES}
     wanted = sorted(grid | set(bench_cases()))
     devices = {}
-    for name, file in DEVICES.items():
-        results = results_file.load(ROOT / "validate" / "results" / file)
-        hardware = compare.calibrated(load_hardware(name), results)
-        measured = {r["name"]: r.get("ms") for r in results["cases"] if r["family"] == "xquant"}
+    for name, hardware, measured in committed_devices(DEVICES, "xquant"):
         rows = []
         for variant, batch, context in wanted:
             p = cases.params(variant, batch, context)
@@ -125,7 +121,7 @@ def main(out: Path = OUT) -> dict:
                             "old_structure_ms": old["time_s"] * 1e3, "old_bound": old["bound"],
                             "old_predicted_ms": family.predict_params(p, hardware)["time_s"] * 1e3,
                             "old_measured_ms": measured.get(cases.case_name(p)), "bytes": new["bytes"]})
-        devices[name] = {"results": f"validate/results/{file}", "rows": rows, "acc_update": acc}
+        devices[name] = {"results": f"validate/results/{DEVICES[name]}", "rows": rows, "acc_update": acc}
     kernels = {k: {f: v for f, v in s.items() if f != "executed"} | {"executed": s["executed"]}
                for k, s in doc["kernels"].items() if k in ("fused", "fused_tail", "mha_fused", "shared", "shared_tail",
                                                            "mha_shared", "acc16_up", "acc16_up_old")}
