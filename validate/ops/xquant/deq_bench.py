@@ -23,6 +23,7 @@ from validate.ops.xquant import launch as xk
 from validate.ops.xquant import reference as xref
 from validate.ops.xquant.deq_model import BENCH
 from validate.ops.xquant.deq_model import OUT as PREDICTED
+from validate.ops.xquant.pair_bench import check_inputs, pair_line, pair_row, predictions
 
 DEQUANTS = ("fp32", "pairs")
 
@@ -32,15 +33,7 @@ def check(p: dict, dequant: str) -> float:
     flash-decoding) on cases.check's inputs; NaN where the output is not finite."""
     import torch
 
-    g = torch.Generator(device="cuda").manual_seed(0)
-    n, r = min(p["context"], cases.CHECK_TOKENS), p["latent"]
-    spread = torch.exp(0.5 * torch.randn(1, 1, r, device="cuda", generator=g))
-    x_k = torch.randn(1, n, r, device="cuda", generator=g) * spread
-    x_v = None if p["variant"] == "mha_fused" else torch.randn(1, n, r, device="cuda", generator=g)
-    w = [torch.randn(r, p["num_kv_heads"] * p["head_dim"], device="cuda", generator=g) * r ** -0.5 for _ in "kv"]
-    layer = xk.build_layer(x_k, x_v, *w, p["num_kv_heads"], p["bits"], p["group_size"])
-    q = torch.randn(1, p["num_heads"], p["head_dim"], device="cuda", generator=g).to(torch.bfloat16)
-    out = torch.full_like(q, float("nan"))
+    q, layer, out = check_inputs(p)
     if p["variant"] == "materialized":
         got = xk.materialized_decode(q, layer, 1, out, dequant=dequant)
     else:
@@ -89,31 +82,17 @@ def time_case(p: dict) -> dict:
     return out
 
 
-def predictions(device: str) -> dict:
-    """case name -> the committed prediction row for this device (H100 / H200), {} when none matches."""
-    doc = json.loads(PREDICTED.read_text()) if PREDICTED.exists() else {"devices": {}}
-    key = "H200" if "H200" in device else "H100-SXM"
-    return {r["case"]: r for r in doc["devices"].get(key, {}).get("rows", [])}
-
-
 def main(path: str) -> None:
     env, rows, start = harness.environment(), [], time.time()
-    pred = predictions(env["device"])
+    pred = predictions(PREDICTED, env["device"])
     print(env, flush=True)
     for variant, batch, context in BENCH:
         p = cases.params(variant, batch, context)
-        name = cases.case_name(p)
-        row = {"case": name, "variant": variant, "batch": batch, "context": context,
-               **{f"check_{d}": check(p, d) for d in DEQUANTS}, **time_case(p)}
-        row["speedup"] = row["fp32_ms"] / row["pairs_ms"]
-        row.update({f"{d}_tflops": row["flops"] / row[f"{d}_ms"] / 1e9 for d in DEQUANTS})
-        guess = pred.get(name, {})
-        row.update(predicted_pairs_ms=guess.get("pairs_ms"), predicted_fp32_ms=guess.get("old_predicted_ms"))
+        row = pair_row(p, (variant, batch, context), cases.case_name(p), DEQUANTS, check, time_case,
+                       pred.get(cases.case_name(p), {}),
+                       {"predicted_pairs_ms": "pairs_ms", "predicted_fp32_ms": "old_predicted_ms"})
         rows.append(row)
-        print(f"{name:24s} fp32 {row['fp32_ms']:9.4f} ms  pairs {row['pairs_ms']:9.4f} ms  x{row['speedup']:.3f}"
-              f"  ({row['fp32_tflops']:.0f} -> {row['pairs_tflops']:.0f} TFLOP/s)  predicted pairs "
-              f"{row['predicted_pairs_ms'] or float('nan'):.4f} ms  check {row['check_fp32']:.1e} / "
-              f"{row['check_pairs']:.1e}  [{time.time() - start:.0f} s]", flush=True)
+        print(pair_line(row, DEQUANTS, "predicted_pairs_ms", time.time() - start, 24, 3), flush=True)
         Path(path).write_text(json.dumps({"env": {**env, "pairs_r_block": xk.PAIRS_R_BLOCK}, "rows": rows},
                                          indent=1) + "\n")
     bad = [r["case"] for r in rows if not max(r["check_fp32"], r["check_pairs"]) < 2e-2]

@@ -22,6 +22,7 @@ from validate.common.testing import relative_rms
 from validate.ops.xquant import cases
 from validate.ops.xquant import launch as xk
 from validate.ops.xquant import reference as xref
+from validate.ops.xquant.pair_bench import check_inputs, pair_line, pair_row, predictions
 from validate.ops.xquant.shared_model import OUT as PREDICTED
 from validate.ops.xquant.shared_model import bench_cases
 
@@ -32,24 +33,9 @@ def check(p: dict, variant: str) -> float:
     """Relative RMS of `variant` against xref.reference on cases.check's inputs (NaN-filled output)."""
     import torch
 
-    g = torch.Generator(device="cuda").manual_seed(0)
-    n, r = min(p["context"], cases.CHECK_TOKENS), p["latent"]
-    spread = torch.exp(0.5 * torch.randn(1, 1, r, device="cuda", generator=g))
-    x_k = torch.randn(1, n, r, device="cuda", generator=g) * spread
-    x_v = None if p["variant"] == "mha_fused" else torch.randn(1, n, r, device="cuda", generator=g)
-    w = [torch.randn(r, p["num_kv_heads"] * p["head_dim"], device="cuda", generator=g) * r ** -0.5 for _ in "kv"]
-    layer = xk.build_layer(x_k, x_v, *w, p["num_kv_heads"], p["bits"], p["group_size"])
-    q = torch.randn(1, p["num_heads"], p["head_dim"], device="cuda", generator=g).to(torch.bfloat16)
-    out = torch.full_like(q, float("nan"))
+    q, layer, out = check_inputs(p)
     got = xk.decode(q, layer, None, out, {}, variant=variant)
     return relative_rms(got, xref.reference(q, layer)) if torch.isfinite(got).all() else float("nan")
-
-
-def predictions(device: str) -> dict:
-    """case name -> the committed prediction row for this device (H100 / H200), {} when none matches."""
-    doc = json.loads(PREDICTED.read_text()) if PREDICTED.exists() else {"devices": {}}
-    key = "H200" if "H200" in device else "H100-SXM"
-    return {r["case"]: r for r in doc["devices"].get(key, {}).get("rows", [])}
 
 
 def time_case(p: dict) -> dict:
@@ -111,22 +97,15 @@ def acc_case(batch: int = 8, context: int = 16384) -> dict:
 
 def main(path: str, quick: bool = False) -> None:
     env, rows, start = harness.environment(), [], time.time()
-    pred = predictions(env["device"])
+    pred = predictions(PREDICTED, env["device"])
     print(env, flush=True)
     for variant, batch, context in bench_cases()[:3] if quick else bench_cases():
         p = cases.params(variant, batch, context)
-        name = cases.case_name(p)
-        row = {"case": name, "variant": variant, "batch": batch, "context": context,
-               **{f"check_{v}": check(p, v) for v in VARIANTS}, **time_case(p)}
-        row["speedup"] = row["fused_ms"] / row["shared_ms"]
-        row.update({f"{v}_tflops": row["flops"] / row[f"{v}_ms"] / 1e9 for v in VARIANTS})
-        guess = pred.get(name, {})
-        row.update(predicted_shared_ms=guess.get("shared_ms"), predicted_old_ms=guess.get("old_predicted_ms"))
+        row = pair_row(p, (variant, batch, context), cases.case_name(p), VARIANTS, check, time_case,
+                       pred.get(cases.case_name(p), {}),
+                       {"predicted_shared_ms": "shared_ms", "predicted_old_ms": "old_predicted_ms"})
         rows.append(row)
-        print(f"{name:22s} fused {row['fused_ms']:9.4f} ms  shared {row['shared_ms']:9.4f} ms  x{row['speedup']:.2f}"
-              f"  ({row['fused_tflops']:.0f} -> {row['shared_tflops']:.0f} TFLOP/s)  predicted shared "
-              f"{row['predicted_shared_ms'] or float('nan'):.4f} ms  check {row['check_fused']:.1e} / "
-              f"{row['check_shared']:.1e}  [{time.time() - start:.0f} s]", flush=True)
+        print(pair_line(row, VARIANTS, "predicted_shared_ms", time.time() - start, 22, 2), flush=True)
         Path(path).write_text(json.dumps({"env": {**env, "shared": {
             "hpp": xk.SHARED_HPP, "block_n": xk.SHARED_BLOCK_N, "warps": xk.SHARED_WARPS,
             "stages": xk.SHARED_STAGES, "r_block": xk.SHARED_R_BLOCK}}, "rows": rows}, indent=1) + "\n")
