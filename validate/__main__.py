@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="a few cases per family")
     b.add_argument("--out", type=Path, help="results file (default validate/results/<device>[-quick].json)")
     b.add_argument("--cases", type=Path, help="run exactly these cases (a draw file of validate.fresh)")
+    b.add_argument("--probe-clock", action="store_true",
+                   help="also read each case's effective SM clock inside the GPU (validate.common.clocks)")
     c = sub.add_parser("compare", help="predicted vs measured for a results file")
     c.add_argument("--results", type=Path, help="results file (default: every file in validate/results)")
     c.add_argument("--hardware", help="catalogue name or spec path (default: from the device name)")
@@ -69,7 +71,7 @@ def _bench(args) -> int:
     from validate import ops
     from validate.common import harness
 
-    harness.bench([ops.get(name) for name in names], args.quick, args.out, cases=cases)
+    harness.bench([ops.get(name) for name in names], args.quick, args.out, cases=cases, probe=args.probe_clock)
     return 0
 
 

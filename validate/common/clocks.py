@@ -96,3 +96,80 @@ class Sampler:
             self.proc.terminate()
             self.proc.wait(timeout=5)
         self.path.unlink(missing_ok=True)
+
+
+# ---- the effective SM clock, read inside the GPU -------------------------------------------------------------------
+# nvidia-smi's clocks.sm is a driver reading, sampled every 20 ms. The probe reads the clock the SMs actually run at:
+# one warp on a side stream reads %clock64 (SM cycles) and %globaltimer (ns) at its start and at its end while the
+# case's CUDA graph replays on the main stream; f = d(clock64) / d(globaltimer). Where the probe waits for a free
+# slot on a full SM does not matter: it measures only between its own two readings. `validate bench --probe-clock`
+# turns it on (harness.graph_ms calls `probe_graph` after timing); each case's probes reduce to "probe_mhz".
+PROBE = {"on": False, "mhz": []}
+PROBE_SECONDS = 0.3  # the replays' span; the probe spins half of it at the boost clock
+BOOST_HZ = 1.98e9
+
+
+def _probe_kernel():
+    import triton
+    import triton.language as tl
+    from triton.language.extra.cuda import globaltimer
+
+    @triton.jit
+    def clock64():
+        return tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+    @triton.jit
+    def probe_kernel(out_ptr, spin):
+        t0 = globaltimer()
+        c0 = clock64()
+        c = c0
+        while c - c0 < spin:
+            c = clock64()
+        t1 = globaltimer()
+        tl.store(out_ptr, t0)
+        tl.store(out_ptr + 1, c0)
+        tl.store(out_ptr + 2, t1)
+        tl.store(out_ptr + 3, c)
+
+    return probe_kernel
+
+
+_KERNEL: list = []
+
+
+def probe_mhz(replay, replay_ms: float, seconds: float = PROBE_SECONDS) -> float:
+    """The SMs' clock (MHz) while `replay` (one CUDA graph replay of `replay_ms`) runs back to back for about
+    `seconds`: the probe kernel on a side stream, started after two replays are queued."""
+    import torch
+
+    if not _KERNEL:
+        _KERNEL.append(_probe_kernel())
+    kernel = _KERNEL[0]
+    out = torch.zeros(4, dtype=torch.int64, device="cuda")
+    kernel[(1,)](out, 1000, num_warps=1)  # compile outside the window
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    n = max(4, int(seconds * 1e3 / max(replay_ms, 1e-3)))
+    for _ in range(2):
+        replay()
+    with torch.cuda.stream(side):
+        kernel[(1,)](out, int(seconds / 2 * BOOST_HZ), num_warps=1)
+    for _ in range(n):
+        replay()
+    torch.cuda.synchronize()
+    t0, c0, t1, c1 = out.tolist()
+    return (c1 - c0) / max(t1 - t0, 1) * 1e3
+
+
+def probe_graph(graph, replay_ms: float) -> None:
+    """Record the probe's clock for one timed graph (`PROBE` on), else nothing."""
+    if PROBE["on"]:
+        PROBE["mhz"].append(probe_mhz(graph.replay, replay_ms))
+
+
+def take_probes() -> dict:
+    """{"probe_mhz", "probe_mhz_min", "probes"} of the probes since the last call ({} without any), and forget them."""
+    got, PROBE["mhz"] = PROBE["mhz"], []
+    if not got:
+        return {}
+    return {"probe_mhz": round(statistics.median(got), 1), "probe_mhz_min": round(min(got), 1), "probes": len(got)}

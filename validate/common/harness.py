@@ -75,7 +75,12 @@ def graph_ms(call: Callable[..., object], sets: list[tuple], warmup_ms: int = WA
     The graph keeps the host's per-launch cost (Python argument binding, tens of microseconds) out
     of the time, so a small kernel is timed as the GPU runs it, as in a graph-captured decode step.
     """
-    return median_ms(capture_graph(call, sets).replay, warmup_ms, rep_ms) / len(sets)
+    from validate.common import clocks
+
+    graph = capture_graph(call, sets)
+    ms = median_ms(graph.replay, warmup_ms, rep_ms)
+    clocks.probe_graph(graph, ms)
+    return ms / len(sets)
 
 
 def capture_graph(call: Callable[..., object], sets: list[tuple]):
@@ -236,7 +241,7 @@ def _describe(row: dict) -> str:
 
 
 def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callable[[str], None] = print,
-          cases: list | None = None) -> dict:
+          cases: list | None = None, probe: bool = False) -> dict:
     """Run every case of `families` (or exactly `cases`, each run by its family), printing one line per case; the
     results file is rewritten after each case (atomically), so a run cut short keeps what it measured."""
     import torch
@@ -254,15 +259,18 @@ def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callabl
     else:
         plan = [(family, case) for family in families for case in family.cases(quick)]
     log(f"bench: {len(plan)} cases on {env['device']} -> {out}")
-    from validate.common.clocks import Sampler, take_windows
+    from validate.common.clocks import PROBE, Sampler, take_probes, take_windows
 
+    PROBE["on"] = probe
     sampler = Sampler().start()
     try:
         for i, (family, case) in enumerate(plan, 1):
             log(f"[{i}/{len(plan)}] {family.name}/{case.name} ...")
             take_windows()
+            take_probes()
             row = _run_case(family, case)
-            if (clock := sampler.case_clocks()) is not None:
+            clock = {**(sampler.case_clocks() or {}), **take_probes()}
+            if clock:
                 row["clocks"] = clock  # SM clock and power while it was timed (validate.common.clocks)
             results["cases"].append(row)
             write_json(out, results)
