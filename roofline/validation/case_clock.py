@@ -13,6 +13,14 @@ by shape, mma.sync, the GEMM ceilings) stay as measured: their microbenchmarks r
 lowered clock of their own (the wgmma microbenchmark's samples above 550 W: 1.64 GHz on the H100), which was not
 recorded per case.
 
+Which clock: nvidia-smi's reading is not the clock the SMs run at. `validate bench --probe-clock` reads it inside
+the GPU (validate.common.clocks.probe_mhz: %clock64 over %globaltimer on a side stream while the case's graph
+replays). On the H100 (validate/results/experiments/nvidia-h100-probe.json) the probe read 1858-1866 MHz where
+nvidia-smi said 1980 (light XQuant and quantized-attention cases, 128-510 W), and 1788-1837 where it said 1815-1920
+(the heavy XQuant cases): the effective clocks differ less between cases than the readings do, as the H100's and
+the H200's equal times of the same cases had said. So a row's "probe_mhz" is used where it has one, and nvidia-smi's
+"sm_mhz" only for rows timed before the probe existed.
+
 Without a recorded clock (every row of a bench before validate.common.clocks) the spec is used as it is: the
 boost clock.
 """
@@ -25,8 +33,10 @@ STEP_MHZ = 15  # nvidia-smi's SM clock steps: a median between two steps is roun
 
 
 def case_mhz(row: dict) -> float | None:
-    """The SM clock (MHz) recorded while `row` was timed, rounded to STEP_MHZ; None when the row has none."""
-    mhz = (row.get("clocks") or {}).get("sm_mhz")
+    """The SM clock (MHz) recorded while `row` was timed, rounded to STEP_MHZ: the probe's ("probe_mhz", read inside
+    the GPU) where the row has one, else nvidia-smi's ("sm_mhz"); None when the row has neither."""
+    clocks = row.get("clocks") or {}
+    mhz = clocks.get("probe_mhz", clocks.get("sm_mhz"))
     if not isinstance(mhz, int | float) or isinstance(mhz, bool) or mhz <= 0:
         return None
     return round(mhz / STEP_MHZ) * STEP_MHZ

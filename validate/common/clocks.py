@@ -161,6 +161,21 @@ def probe_mhz(replay, replay_ms: float, seconds: float = PROBE_SECONDS) -> float
     return (c1 - c0) / max(t1 - t0, 1) * 1e3
 
 
+def idle_probe() -> dict:
+    """The probe on an idle GPU ("idle_mhz"), and torch.cuda._sleep's clock64 spin timed by CUDA events
+    ("sleep_event_mhz": another timer than %globaltimer, as a check on the probe's)."""
+    import torch
+
+    idle = probe_mhz(lambda: None, 1.0)
+    cycles = int(PROBE_SECONDS / 2 * BOOST_HZ)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    return {"idle_mhz": round(idle, 1), "sleep_event_mhz": round(cycles / (start.elapsed_time(end) * 1e3), 1)}
+
+
 def probe_graph(graph, replay_ms: float) -> None:
     """Record the probe's clock for one timed graph (`PROBE` on), else nothing."""
     if PROBE["on"]:

@@ -262,6 +262,11 @@ def bench(families: Iterable, quick: bool, out: Path | None = None, log: Callabl
     from validate.common.clocks import PROBE, Sampler, take_probes, take_windows
 
     PROBE["on"] = probe
+    if probe:
+        from validate.common.clocks import idle_probe
+
+        results["env"]["clock_probe"] = idle_probe()  # the effective SM clock with nothing else running
+        log(f"bench: clock probe {results['env']['clock_probe']}")
     sampler = Sampler().start()
     try:
         for i, (family, case) in enumerate(plan, 1):
