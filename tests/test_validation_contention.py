@@ -119,3 +119,25 @@ def test_issue_block_of_the_spec_is_the_clocked_overlap_runs(device: str, spec: 
     got = issue_block({"predicted": _micro()}, clocked)
     assert abs(got["p2"]["block"] - got["p4"]["block"]) < 0.06
     assert load_hardware(spec).measured.wgmma_issue_block == pytest.approx(got["block"], abs=5e-4)
+
+
+def test_rounds_of_the_busiest_sm_by_hand() -> None:
+    # 384 programs, 2 resident, 132 SMs: ceil(384 / 132) = 3 on the busiest SM: one round of 2, then 1 alone
+    assert contention.rounds(384, 2, 132) == [(2, 1), (1, 1)]
+    assert contention.rounds(512, 2, 132) == [(2, 2)]  # ceil = 4: two full rounds
+    assert contention.rounds(100, 2, 132) == [(1, 1)]  # fewer programs than SMs: one alone on each
+    assert contention.rounds(4096, 2, 132) == [(2, 16)]  # ceil(4096 / 132) = 32
+
+
+def test_a_last_round_of_fewer_programs_runs_at_its_own_occupancy() -> None:
+    # fused XQuant, 2 resident programs: 512 programs (4 a SM) take 2 rounds of 2 at the 2-program step cycles;
+    # 384 (3 a SM) one round of 2 and one program alone at its chain, so more than 3/4 of the 512-program time
+    hw = load_hardware("H100-SXM")
+    s = ks.kernels("xquant")["kernels"]["fused"]
+    two = contention.step_cycles(s, "xquant/fused", 264, hw)["cycles"]
+    lone = contention.step_cycles(s, "xquant/fused", 132, hw)["cycles"]
+    t4 = contention.contention_seconds(s, "xquant/fused", 512, 512, hw)["seconds"]
+    t3 = contention.contention_seconds(s, "xquant/fused", 384, 384, hw)["seconds"]
+    assert t4 == pytest.approx(4 * two / hw.sm_clock_hz)
+    assert t3 == pytest.approx((2 * two + lone) / hw.sm_clock_hz)
+    assert t3 > 0.75 * t4

@@ -29,6 +29,7 @@ Exact MVA (`mva`): Q_k(0) = 0; for n = 1..N: R_k = D_k (1 + Q_k(n-1)), X = n / (
 X(N) is customer-steps per cycle per SM; a program-step is warps / width of a customer-step (width = the warps
 of a customer, 4 unless the SM holds fewer), so over a launch
     t = program-steps x wave_factor x warps / (width x X(N) x SMs x clock)     (`contention_seconds`)
+when every round of the busiest SM is full; a last round of fewer programs runs at its own N (`rounds`)
 and the bound is the station with the largest residence time R_k, by the Roofline's ceiling names (`BOUNDS`:
 "issue", "compute" for the tensor core, "shared-memory", or "latency" for Z).
 DRAM stays a ceiling: the op's time is max(t, its DRAM time) (`with_contention`).
@@ -158,17 +159,33 @@ def step_cycles(s: dict, key: str, programs: int, hardware) -> dict | None:
             "demands": d}
 
 
+def rounds(programs: int, resident: int, sm_count: int) -> list[tuple[int, int]]:
+    """[(programs active on the busiest SM, rounds at that occupancy)] of a launch of `programs` equal programs:
+    the busiest SM runs k = ceil(programs / SMs) of them, `resident` at a time, so k // resident rounds with every
+    slot busy, then the k mod resident left over run together (the block scheduler starts a waiting program on the
+    least-loaded SM, so the last programs spread one per SM: 384 programs, 2 resident, 132 SMs: 264 at once, then
+    120 alone)."""
+    k = -(-programs // sm_count)
+    full, rest = divmod(k, max(1, resident))
+    return [(n, r) for n, r in ((resident, full), (rest, 1)) if n and r]
+
+
 def contention_seconds(s: dict, key: str, steps: float, programs: int, hardware,
                        clock_hz: float | None = None) -> dict | None:
-    """{"seconds", "bound", ...} of `steps` program-steps of kernel `s` launched as `programs` programs:
-    steps x wave_factor x `step_cycles` / (SMs x clock) (`clock_hz`, else the spec's SM clock); None where
-    `step_cycles` is."""
-    got = step_cycles(s, key, programs, hardware)
-    if got is None:
+    """{"seconds", "bound", ...} of `steps` program-steps of kernel `s` launched as `programs` programs: each of
+    the busiest SM's rounds (`rounds`) takes its programs' steps at the MVA of that many programs,
+    n x steps-per-program x `step_cycles`(n) / clock (`clock_hz`, else the spec's SM clock); None where
+    `step_cycles` is. With every round full this is steps x wave_factor x step_cycles / (SMs x clock); a last round
+    of fewer programs runs at its own, lower occupancy (a lone program at its chain)."""
+    sms = hardware.sm_count
+    plan = rounds(programs, ks.resident_programs(s, hardware), sms)
+    got = [(n, r, step_cycles(s, key, n * sms, hardware)) for n, r in plan]
+    if not got or any(g is None for _, _, g in got):
         return None
     clock = clock_hz or hardware.sm_clock_hz
-    seconds = steps * ks.wave_factor(programs, hardware.sm_count) * got["cycles"] / (hardware.sm_count * clock)
-    return got | {"seconds": seconds}
+    per_program = steps / programs
+    seconds = sum(n * r * per_program * g["cycles"] for n, r, g in got) / clock
+    return got[0][2] | {"seconds": seconds, "rounds": [(n, r) for n, r, _ in got]}
 
 
 def with_contention(row: dict, t: float, bound: str) -> dict:
