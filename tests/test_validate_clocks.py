@@ -55,3 +55,21 @@ def test_sampler_reads_only_new_complete_lines(tmp_path) -> None:
     assert sampler.case_clocks() == {"sm_mhz": 1650, "sm_mhz_min": 1650, "power_w": 700, "samples": 1}
     sampler.proc = None
     sampler.stop()
+
+
+def test_probes_reduce_to_their_median_and_are_taken_once() -> None:
+    clocks.take_probes()
+    assert clocks.take_probes() == {}
+    clocks.PROBE["mhz"] += [1858.04, 1700.0, 1866.5]  # three graphs timed in one case
+    assert clocks.take_probes() == {"probe_mhz": 1858.0, "probe_mhz_min": 1700.0, "probes": 3}
+    assert clocks.take_probes() == {}
+
+
+def test_probe_graph_records_nothing_unless_on() -> None:
+    class Graph:
+        def replay(self) -> None:
+            raise AssertionError("the probe must not run when PROBE is off")
+
+    clocks.PROBE["on"] = False
+    clocks.probe_graph(Graph(), 1.0)
+    assert clocks.take_probes() == {}

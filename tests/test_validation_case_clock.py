@@ -50,3 +50,12 @@ def test_compare_predicts_a_clocked_row_slower_and_says_so() -> None:
     got = {r["name"]: r for r in report["families"]["aquakv"]["rows"]}
     assert got["slow"]["note"] == "at 1605 MHz" and got["aquakv-2_b8_l65536"]["note"] == ""
     assert got["slow"]["predicted_ms"] > got["aquakv-2_b8_l65536"]["predicted_ms"]
+
+
+def test_the_probe_clock_is_preferred_to_nvidia_smi() -> None:
+    # fused_b8_l16384 on the H100 (nvidia-h100-probe-grid-xq.json): nvidia-smi 1980, the in-GPU probe 1853.9
+    row = {"clocks": {"sm_mhz": 1980.0, "probe_mhz": 1853.9}}
+    assert case_clock.case_mhz(row) == 1860  # 1853.9 rounded to the 15 MHz steps
+    h100 = load_hardware("H100-SXM")
+    assert case_clock.at_case_clock(h100, row).sm_clock_hz == pytest.approx(1.86e9)
+    assert case_clock.case_mhz({"clocks": {"probe_mhz": 1500.0}}) == 1500  # a probe without nvidia-smi
