@@ -55,7 +55,8 @@ def test_xquant_crossover_within_20_percent(path: Path) -> None:
 GATE_MISSED = ("issue 14's gate is not met yet: suite median APE 13.6 % (H100) / 12.3 % (H200) at each case's "
                "effective SM clock (the probe); every remaining family is under-predicted (XQuant fused 0.87-0.89 of "
                "measured): per-instruction dispatch and math-throttle stalls and the warpgroup barrier, which the "
-               "contention model's stations do not carry (validate/results/experiments/SESSION7.md, MVA.md, SESSION8.md)")
+               "contention model's stations do not carry (validate/results/experiments/SESSION7.md, MVA.md, "
+               "SESSION8.md)")
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=GATE_MISSED)

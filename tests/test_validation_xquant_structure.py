@@ -117,7 +117,8 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
     # b of its cycles holding the issue station, nvidia-h{100,200}-wgmma-clocked.json; delay = the lone-warp chain
     # less the demands) at each case's effective SM clock, read inside the GPU (roofline.validation.case_clock, the
     # probe's 1805-1854 MHz): the fused kernel 11-13 % under, the materialized remat kernel 6-8 % under on both
-    # devices (at nvidia-smi's clocks, 1875-1980 MHz, they were 19 % and 9-14 %). The rest is what the network leaves out:
+    # devices (at nvidia-smi's clocks, 1875-1980 MHz, they were 19 % and 9-14 %). The rest is what the network
+    # leaves out:
     # Nsight Compute on the fused loop (validate/results/experiments/SESSION6.md, SESSION7.md) finds 4.86 cycles per
     # issued instruction at b8 L16384 with dispatch (0.19), math-throttle (0.13) and barrier (0.13) stalls, a cost
     # per instruction and the warpgroup's barrier, which no queue at these stations produces.
