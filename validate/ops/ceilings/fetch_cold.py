@@ -9,8 +9,8 @@ The loop of validate.ops.ceilings.stalls' fetch microbenchmark (independent FFMA
     second  cycles(2 trips) - cycles(1 trip): the same body again, now cached as far as it fits.
 Each at three states of the caches before the launch:
     dram    the L2 flushed (a 256 MB buffer written) and another kernel launched: the code comes from DRAM;
-    l2      the same kernel launched just before on another SM's worth of work (grid of 1, so possibly the same SM):
-            the code is in L2 and perhaps in this SM's caches;
+    l2      the same kernel (one program) launched just before: its code is in L2, and in this SM's caches where
+            that program ran on the same SM;
     same    launched just before with 132 programs (every SM ran this code): does an SM keep a kernel's code in its
             instruction caches from one launch to the next?
 Cycles per instruction per warp: cycles / (body instructions x trips). The chain (validate.common.chain) charges a
