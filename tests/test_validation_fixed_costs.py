@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,23 @@ def test_lone_read_program_agrees_with_chain_and_drain():
         "chain_cycles"]["read_kernel"]
     assert abs(chain - past_empty) / past_empty > 0.2
     assert abs(chain + fixed_costs.drain_cycles() - past_empty) / past_empty < 0.05
+
+
+@pytest.mark.parametrize("name", ["skvq-k2v2_b8_l4096", "kivi-2_b32_l131072", "innerq-base_b1_l4096"])
+def test_quant_middle_programs_are_the_launchers(name: str) -> None:
+    # families.quant_attention.middle_programs against the launcher's own functions (tiled_launch.choose_splits with
+    # its WAVES = 1 and split_plan), at the committed H200 case's heads and the kernel's resident programs
+    pytest.importorskip("triton")
+    from roofline.catalogue import load_hardware
+    from roofline.validation import kernel_structure as ks
+    from roofline.validation.families import quant_attention as qa
+    from roofline.validation.fixed_costs import quant_middle_tokens
+    from validate.ops.quant_attention.tiled_launch import choose_splits, split_plan
+
+    hw = load_hardware("H200")
+    rows = json.loads((ROOT / "validate" / "results" / "nvidia-h200.json").read_text())["cases"]
+    p = next(r["params"] for r in rows if r["family"] == "quant_attention" and r["name"] == name)
+    s = ks.structure("quant_attention", p["method"], p, hw)
+    nq_mid, heads = quant_middle_tokens(p), p["batch"] * p["num_kv_heads"]
+    splits = choose_splits(heads, nq_mid, hw.sm_count, s["step_tokens"], ks.resident_programs(s, hw))
+    assert qa.middle_programs(p, s, hw) == heads * split_plan(nq_mid, s["step_tokens"], splits)[1]

@@ -49,8 +49,14 @@ def _quant_kernels(p: dict) -> int:
 
 
 def _quant_launches(p: dict) -> tuple[bool, bool]:
-    """(middle, tail) launches of fast_decode: the middle when nq_mid > 0, the tail when L - nq_mid > 0;
-    nq_mid = min(nq_K, nq_V) // STEP_TOKENS x STEP_TOKENS, nq = L - sinks - recent (roofline.kv.quant's split)."""
+    """(middle, tail) launches of fast_decode: the middle when nq_mid > 0, the tail when L - nq_mid > 0."""
+    nq_mid = quant_middle_tokens(p)
+    return nq_mid > 0, p["context"] - nq_mid > 0
+
+
+def quant_middle_tokens(p: dict) -> int:
+    """fast_decode's nq_mid: min(nq_K, nq_V) // STEP_TOKENS x STEP_TOKENS, nq = L - sinks - recent (roofline.kv.quant's
+    split)."""
     from roofline.kv.quant import full_precision_tokens
     from roofline.lazy import sp
     from roofline.methods import parse_method
@@ -61,8 +67,7 @@ def _quant_launches(p: dict) -> tuple[bool, bool]:
     for q in (plan.k, plan.v):
         sinks, recent = (int(x) for x in full_precision_tokens(q, sp.Integer(context)))
         nq.append(context - sinks - recent)
-    nq_mid = min(nq) // STEP_TOKENS * STEP_TOKENS
-    return nq_mid > 0, context - nq_mid > 0
+    return min(nq) // STEP_TOKENS * STEP_TOKENS
 
 
 def _xquant_kernels(p: dict) -> int:

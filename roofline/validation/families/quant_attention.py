@@ -8,8 +8,8 @@ the measured kernel's middle loop), the op's on-chip work is the loop's, over B 
 program-steps: shared-memory wavefronts and integer instructions instead of the layout's estimates, so the
 hierarchical roofline names the shared-memory and integer-issue ceilings of this kernel; its on-chip time is the
 contention between the SM's warps (roofline.validation.contention: exact MVA over issue, tensor core and shared
-memory with the loop's chain "quant_attention/<method>" of structure/chains.json as the delay, B x H_kv x
-min(64, ceil(L / step_tokens)) programs: the launcher's split cap), DRAM kept as a ceiling; without a chain the
+memory with the loop's chain "quant_attention/<method>" of structure/chains.json as the delay, the middle launch's
+programs as its launcher sizes them: `middle_programs`), DRAM kept as a ceiling; without a chain the
 latency ceiling (kernel_structure.latency_seconds) joins the op's max instead.
 """
 
@@ -40,6 +40,24 @@ def steps(params: dict, s: dict) -> float:
     return params["batch"] * params["num_kv_heads"] * params["context"] / s["step_tokens"]
 
 
+def middle_programs(p: dict, s: dict, hardware) -> int:
+    """Programs of fast_decode's middle launch, as its launcher sizes them (validate/ops/quant_attention/tiled_launch:
+    choose_splits with WAVES = 1, split_plan): splits = max(1, min(R x SMs // (B x H_kv), nq_mid // step, 64)) per
+    (sequence, KV head), R the programs an SM holds (kernel_structure.resident_programs, the launcher's `resident`
+    formula), then chunk = ceil(ceil(nq_mid / splits) / step) x step tokens and B x H_kv x ceil(nq_mid / chunk)
+    programs: one whole wave of resident programs at most."""
+    from roofline.units import ceildiv
+    from roofline.validation.fixed_costs import quant_middle_tokens
+
+    nq_mid, step, heads = quant_middle_tokens(p), s["step_tokens"], p["batch"] * p["num_kv_heads"]
+    if nq_mid <= 0:
+        return heads
+    slots = kernel_structure.resident_programs(s, hardware) * hardware.sm_count
+    splits = max(1, min(slots // heads, nq_mid // step, 64))
+    chunk = ceildiv(ceildiv(nq_mid, splits), step) * step
+    return heads * ceildiv(nq_mid, chunk)
+
+
 def predict(case: Case, hardware) -> dict:
     """The roofline "attention" op of a one-layer model with these heads and the case's method, decode at
     B = batch, L = context (predict.predict_op), with the measured kernel's loop structure where it is known,
@@ -50,7 +68,7 @@ def predict(case: Case, hardware) -> dict:
     transform = (lambda op: kernel_structure.with_loop(op, s, steps(p, s), hardware)) if s else None
     out = predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware, transform=transform)
     if s:
-        programs = p["batch"] * p["num_kv_heads"] * min(64, -(-p["context"] // s["step_tokens"]))
+        programs = middle_programs(p, s, hardware)
         got = contention.contention_seconds(s, f"{NAME}/{p['method']}", steps(p, s), programs, hardware)
         if got is None:
             out = kernel_structure.with_latency(out, kernel_structure.latency_seconds(
