@@ -137,6 +137,11 @@ def _probe_kernel():
 _KERNEL: list = []
 
 
+def _spin_cycles(seconds: float) -> int:
+    """The probe's spin: half of `seconds` at the boost clock (it ends inside the replays at any lower clock)."""
+    return int(seconds / 2 * BOOST_HZ)
+
+
 def probe_mhz(replay, replay_ms: float, seconds: float = PROBE_SECONDS) -> float:
     """The SMs' clock (MHz) while `replay` (one CUDA graph replay of `replay_ms`) runs back to back for about
     `seconds`: the probe kernel on a side stream, started after two replays are queued."""
@@ -153,7 +158,7 @@ def probe_mhz(replay, replay_ms: float, seconds: float = PROBE_SECONDS) -> float
     for _ in range(2):
         replay()
     with torch.cuda.stream(side):
-        kernel[(1,)](out, int(seconds / 2 * BOOST_HZ), num_warps=1)
+        kernel[(1,)](out, _spin_cycles(seconds), num_warps=1)
     for _ in range(n):
         replay()
     torch.cuda.synchronize()
@@ -167,7 +172,7 @@ def idle_probe() -> dict:
     import torch
 
     idle = probe_mhz(lambda: None, 1.0)
-    cycles = int(PROBE_SECONDS / 2 * BOOST_HZ)
+    cycles = _spin_cycles(PROBE_SECONDS)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     torch.cuda._sleep(cycles)
