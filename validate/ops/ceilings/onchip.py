@@ -51,6 +51,7 @@ import torch
 import triton
 import triton.language as tl
 
+from validate.common import clocks as smclock
 from validate.common.events import replay_times_ms
 from validate.common.harness import environment, script_args
 from validate.ops.ceilings import latency
@@ -240,7 +241,21 @@ def graph_seconds(fn, repeats: int = REPEATS, trials: int = TRIALS) -> float:
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    return statistics.median(t / 1e3 / repeats for t in replay_times_ms(graph, trials))
+    seconds = statistics.median(t / 1e3 / repeats for t in replay_times_ms(graph, trials))
+    PROBES.append(smclock.probe_mhz(graph.replay, seconds * 1e3 * repeats))
+    return seconds
+
+
+PROBES: list[float] = []  # graph_seconds' probe clocks (MHz), one per call: the SM clock each rate was measured at
+
+
+def probe_row(row: dict) -> dict:
+    """`row` with "probe_mhz": the SMs' clock read inside the GPU (validate.common.clocks.probe_mhz) while the
+    graph that timed it replayed, so that its per-second rate converts to a per-clock one at that clock."""
+    if PROBES:
+        row["probe_mhz"] = round(PROBES.pop(), 1)
+    PROBES.clear()
+    return row
 
 
 def measure(name: str, sms: int, iters: int) -> dict:
@@ -255,9 +270,10 @@ def measure(name: str, sms: int, iters: int) -> dict:
                        for shape in ((MMA_M, MMA_K), (MMA_K, MMA_N)))
         threads = 1
     seconds = graph_seconds(lambda: launch(name, blocks, iters, out, clocks))
+    probe = probe_row({})
     work = blocks * threads * iters * work_per_iter(name)
     row = {"blocks": blocks, "threads_per_block": THREADS if name != "mma_sync" else 32 * MMA_WARPS,
-           "iterations": iters, "work": work, "seconds": seconds, "rate_per_s": work / seconds}
+           "iterations": iters, "work": work, "seconds": seconds, "rate_per_s": work / seconds, **probe}
     if name == "fma_issue":
         pairs = clocks.view(blocks, 2).double().cpu()
         row["clock_hz_measured"] = statistics.median((pairs[:, 0] / pairs[:, 1] * 1e9).tolist())

@@ -35,7 +35,7 @@ import triton.language as tl
 
 from validate.common import clocks
 from validate.common.harness import environment, script_args
-from validate.ops.ceilings.onchip import graph_seconds
+from validate.ops.ceilings.onchip import graph_seconds, probe_row
 
 M, K, WARPS = 64, 128, 4
 NS = (64, 128, 256)
@@ -107,10 +107,10 @@ def measure(name: str, cfg: dict, sms: int, iters: int) -> dict:
     seconds = graph_seconds(launch, repeats=10, trials=9)
     clocks.mark(start, time.time())
     flops = blocks * iters * flops_per_step(cfg)
-    return {"programs_per_sm": cfg["programs"], "blocks": blocks, "iterations": iters, "n": cfg["N"],
+    return probe_row({"programs_per_sm": cfg["programs"], "blocks": blocks, "iterations": iters, "n": cfg["N"],
             "a_operand": "registers" if cfg["RS"] else "shared", "dot": cfg["DOT"],
             "alu_ops_per_thread_step": ALU_OPS if cfg["ALU"] else 0, "seconds": seconds,
-            "flops_per_s": flops / seconds if flops else None}
+            "flops_per_s": flops / seconds if flops else None})
 
 
 def serial_share(t_w: float, t_i: float, t_both: float) -> float:
@@ -157,7 +157,7 @@ def main(argv: list[str]) -> int:
     for name, row in result["benchmarks"].items():
         rate = f"{row['flops_per_s'] / 1e12:.1f} TFLOP/s" if row["flops_per_s"] else "-"
         mhz = (row.get("clocks") or {}).get("sm_mhz")
-        at = f", {mhz:.0f} MHz" if mhz else ""
+        at = (f", {mhz:.0f} MHz" if mhz else "") + (f", probe {row['probe_mhz']:.0f} MHz" if "probe_mhz" in row else "")
         print(f"{name}: {row['seconds'] * 1e3:.3f} ms, {rate}, {row['ns_per_step']:.1f} ns per program-step{at}")
     print("wgmma_issue_serial:", result["fields"]["wgmma_issue_serial"])
     return 0
