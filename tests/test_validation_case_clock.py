@@ -26,16 +26,36 @@ def test_onchip_rates_scale_with_the_case_clock_and_dram_does_not() -> None:
     assert m.dispatch_ops_per_s == pytest.approx(116.5 * 132 * 1.605e9, rel=2e-3)
     assert m.shared_memory_bytes_per_s == pytest.approx(m0.shared_memory_bytes_per_s * s)
     assert m.read_bytes_per_s == m0.read_bytes_per_s  # HBM: its own clock
-    assert m.wgmma_flops_per_s == m0.wgmma_flops_per_s and m.gemm_flops_per_s == m0.gemm_flops_per_s
-    assert m.mma_sync_flops_per_s == m0.mma_sync_flops_per_s
+    assert m.gemm_flops_per_s == m0.gemm_flops_per_s  # the big-GEMM ceiling: no recorded clock, not rescaled
     assert h100.measured.dispatch_ops_per_s == m0.dispatch_ops_per_s  # the catalogue's spec is not changed
 
 
-def test_no_clock_or_boost_clock_keeps_the_spec() -> None:
+def test_tensor_rates_rescale_from_the_clock_they_were_measured_at() -> None:
+    # validate/results/experiments/nvidia-h100-wgmma-probe.json: wgmma_n64_rs_p1 0.628 ms -> 902.5 TFLOP/s while the
+    # probe read 1754 MHz; nvidia-h100-onchip-probe.json: mma_sync 6.463e14 FLOP/s at 1833.8 MHz
+    h100 = load_hardware("H100-SXM")
+    m0 = h100.measured
+    assert m0.wgmma_clock_hz["n64.rs.p1"] == pytest.approx(1.754e9, rel=1e-3)
+    assert m0.mma_sync_clock_hz == pytest.approx(1.834e9, rel=1e-3)
+    for mhz in (1605.0, 1980.0):  # below the wgmma's own clock, and above it (a light case at the boost clock)
+        m = case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": mhz}}).measured
+        assert m.wgmma_flops_per_s["n64.rs.p1"] == pytest.approx(902.5e12 * mhz / 1754.3, rel=2e-3)
+        assert m.mma_sync_flops_per_s == pytest.approx(6.463e14 * mhz / 1833.8, rel=2e-3)
+        # the same per-clock rate at every case clock: 4096 FLOP per SM per clock within the probe's 5 %
+        assert m.wgmma_flops_per_s["n64.rs.p1"] / (132 * mhz * 1e6) == pytest.approx(4096, rel=0.06)
+
+
+def test_no_clock_keeps_the_spec_and_the_boost_clock_caps_it() -> None:
     h100 = load_hardware("H100-SXM")
     assert case_clock.at_case_clock(h100, {}) is h100
-    assert case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": 1980.0}}) is h100
-    assert case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": 2100.0}}) is h100  # never faster than the boost
+    at_boost = case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": 1980.0}})
+    above = case_clock.at_case_clock(h100, {"clocks": {"sm_mhz": 2100.0}})  # never faster than the boost
+    assert at_boost.sm_clock_hz == above.sm_clock_hz == h100.sm_clock_hz
+    assert at_boost.measured.shared_memory_bytes_per_s == h100.measured.shared_memory_bytes_per_s
+    assert above.measured.wgmma_flops_per_s == at_boost.measured.wgmma_flops_per_s
+    bare = h100.model_copy(update={"measured": h100.measured.model_copy(update={"wgmma_clock_hz": {},
+                                                                               "mma_sync_clock_hz": None})})
+    assert case_clock.at_case_clock(bare, {"clocks": {"sm_mhz": 1980.0}}) is bare  # nothing recorded to rescale
 
 
 def test_compare_predicts_a_clocked_row_slower_and_says_so() -> None:

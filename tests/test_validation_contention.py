@@ -111,11 +111,13 @@ def test_split_tensor_and_its_inverse_by_hand() -> None:
 @pytest.mark.parametrize("device,spec", [("h100", "H100-SXM"), ("h200", "H200")])
 def test_issue_block_of_the_spec_is_the_clocked_overlap_runs(device: str, spec: str) -> None:
     """measured.wgmma_issue_block is what validate.ops.ceilings.mva_micro --block gives from the committed overlap
-    runs with recorded clocks (nvidia-<device>-wgmma-clocked.json), and one b serves 2 and 4 programs per SM within
-    0.06: the MVA with separate stations is 22 / 41 % (H100) too fast there, read at the recorded clocks."""
+    runs read at the clock the probe saw inside the GPU (nvidia-<device>-wgmma-probe.json, session 9: 1818-1840 MHz
+    where nvidia-smi said 1920-1980), and one b serves 2 and 4 programs per SM within 0.06."""
     from validate.ops.ceilings.mva_micro import issue_block
 
-    clocked = json.loads((EXPERIMENTS / f"nvidia-{device}-wgmma-clocked.json").read_text())
+    clocked = json.loads((EXPERIMENTS / f"nvidia-{device}-wgmma-probe.json").read_text())
+    for p in (2, 4):
+        assert "probe_mhz" in clocked["benchmarks"][f"overlap_both_p{p}"]
     got = issue_block({"predicted": _micro()}, clocked)
     assert abs(got["p2"]["block"] - got["p4"]["block"]) < 0.06
     assert load_hardware(spec).measured.wgmma_issue_block == pytest.approx(got["block"], abs=5e-4)

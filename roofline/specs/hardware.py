@@ -172,6 +172,13 @@ class Measured(Spec):
         default_factory=dict, description="wgmma FLOP/s of one warpgroup per program that waits on each dot, by "
         "'n<N>.<rs|ss>.p<programs per SM>' (m64nNk16 bf16, A from registers or shared memory; ceilings "
         "microbenchmark 'wgmma_*', validate.ops.ceilings.wgmma).")
+    wgmma_clock_hz: dict[str, Annotated[float, Field(ge=1e8, le=1e10)]] = Field(
+        default_factory=dict, description="SM clock each wgmma_flops_per_s key was measured at, Hz, read inside the "
+        "GPU while it ran (validate.common.clocks.probe_mhz): the tensor core runs its full m64nNk16 rate per clock "
+        "at a clock the board's power limit lowers; roofline.validation.case_clock rescales each rate to a case's "
+        "clock.")
+    mma_sync_clock_hz: Annotated[float, Field(ge=1e8, le=1e10)] | None = Field(
+        None, description="SM clock mma_sync_flops_per_s was measured at, Hz (the probe, as wgmma_clock_hz).")
     wgmma_issue_serial: dict[int, Annotated[float, Field(ge=0, le=1)]] = Field(
         default_factory=dict, description="By programs per SM: (t_both - max(t_W, t_I)) / min(t_W, t_I) of a loop "
         "of W wgmma (waited on) and I integer instructions per step against each alone (ceilings microbenchmark "

@@ -8,10 +8,17 @@ the heavy XQuant cases at 1730-1890 on the H100, every quantized-attention case 
 clock times the clock, so the rates that the ceilings family measured at the boost clock (ONCHIP_AT_BOOST: the
 ALU/FMA/XU pipes, the dispatch, shared memory; validate.ops.ceilings.onchip ran them at 1980 MHz,
 SESSION6.md) scale by f_case / f_boost, and so does the clock that turns a chain's cycles into seconds
-(hardware.sm_clock_hz). DRAM bandwidth does not (HBM has its own clock). The tensor-core rates (wgmma
-by shape, mma.sync, the GEMM ceilings) stay as measured: their microbenchmarks ran under tensor-core load at a
-lowered clock of their own (the wgmma microbenchmark's samples above 550 W: 1.64 GHz on the H100), which was not
-recorded per case.
+(hardware.sm_clock_hz). DRAM bandwidth does not (HBM has its own clock). The tensor-core rates run at a clock of
+their own: the power limit lowers it under tensor load. Read inside the GPU (session 9,
+validate/results/experiments/nvidia-h{100,200}-wgmma-probe.json), every wgmma row ran at its full m64nNk16 rate of
+4096 FLOP per SM per clock within 1-9 % at its own probe clock: 1.49-1.75 GHz on the H100, 1.53-1.74 on the H200
+(nvidia-smi said 1575-1965 and 1710-1965), and mma.sync at 1834 / 1786 MHz (the on-chip run, where the ALU, FMA, XU
+and shared-memory rows read 1974-1980: measured at the boost clock as ONCHIP_AT_BOOST assumes). So each measured
+tensor rate with a recorded clock (TENSOR_CLOCKS: measured.wgmma_clock_hz per shape, measured.mma_sync_clock_hz)
+is rescaled by f_case / f_measured, above 1 where a case runs faster than its microbenchmark did (a light decode at
+1.86 GHz against a wgmma row at 1.6). The GEMM ceilings (gemm_flops_per_s: the planner's sustained rate of large
+GEMMs at 1.27-1.41 GHz under the power limit) are not rescaled: structured kernels take their wgmma / mma.sync
+rates, and a case without structure runs no measured clock.
 
 Which clock: nvidia-smi's reading is not the clock the SMs run at. `validate bench --probe-clock` reads it inside
 the GPU (validate.common.clocks.probe_mhz: %clock64 over %globaltimer on a side stream while the case's graph
@@ -51,13 +58,36 @@ def scale(hardware, row: dict) -> float:
     return min(1.0, mhz * 1e6 / hardware.sm_clock_hz)
 
 
+def tensor_rates(measured, hz: float) -> dict:
+    """The measured tensor-core rates that have a recorded clock, rescaled from it to `hz` (module docstring):
+    {"wgmma_flops_per_s": {shape: rate x hz / wgmma_clock_hz[shape], ...}, "mma_sync_flops_per_s": rate x hz /
+    mma_sync_clock_hz}, each only where both the rate and its clock are recorded; {} when none is."""
+    out = {}
+    clocks = measured.wgmma_clock_hz
+    if clocks and measured.wgmma_flops_per_s:
+        out["wgmma_flops_per_s"] = {k: v * hz / clocks[k] if k in clocks else v
+                                    for k, v in measured.wgmma_flops_per_s.items()}
+    if measured.mma_sync_clock_hz and measured.mma_sync_flops_per_s:
+        out["mma_sync_flops_per_s"] = measured.mma_sync_flops_per_s * hz / measured.mma_sync_clock_hz
+    return out
+
+
 def at_case_clock(hardware, row: dict):
-    """`hardware` with sm_clock_hz and the measured ONCHIP_AT_BOOST rates times `scale` (the spec itself at 1)."""
-    s = scale(hardware, row)
-    if s >= 1.0:
+    """`hardware` as it ran `row`: sm_clock_hz and the measured ONCHIP_AT_BOOST rates times `scale`, and the tensor
+    rates with a recorded clock at the case's clock (`tensor_rates`); the spec itself without a recorded case
+    clock, or where nothing changes."""
+    mhz = case_mhz(row)
+    if mhz is None or not hardware.sm_clock_hz:
         return hardware
-    update = {"sm_clock_hz": hardware.sm_clock_hz * s}
-    if hardware.measured is not None:
-        rates = {k: getattr(hardware.measured, k) * s for k in ONCHIP_AT_BOOST if getattr(hardware.measured, k)}
-        update["measured"] = hardware.measured.model_copy(update=rates)
-    return hardware.model_copy(update=update)
+    s = scale(hardware, row)
+    update, rates = {}, {}
+    if s < 1.0:
+        update["sm_clock_hz"] = hardware.sm_clock_hz * s
+    m = hardware.measured
+    if m is not None:
+        if s < 1.0:
+            rates = {k: getattr(m, k) * s for k in ONCHIP_AT_BOOST if getattr(m, k)}
+        rates.update(tensor_rates(m, min(mhz * 1e6, hardware.sm_clock_hz)))
+        if rates:
+            update["measured"] = m.model_copy(update=rates)
+    return hardware.model_copy(update=update) if update else hardware

@@ -96,7 +96,8 @@ def predict(rows: dict) -> dict:
 def issue_block(micro: dict, clocked: dict) -> dict:
     """measured.wgmma_issue_block from a wgmma run that recorded each row's clock (`clocked`, validate.ops.ceilings.
     wgmma) and the overlap loop's demands (`micro`, this script's output): per P in 2, 4 the b of
-    contention.solve_issue_block for overlap_both_p<P>'s cycles per program-step (ns x recorded MHz / 1000), and
+    contention.solve_issue_block for overlap_both_p<P>'s cycles per program-step (ns x MHz / 1000, at the probe's
+    clock where the row has one, else nvidia-smi's), and
     their mean ("block"). At P = 1 every b gives the same cycles (one customer), so P = 1 is no evidence."""
     from roofline.validation.contention import solve_issue_block
 
@@ -104,7 +105,7 @@ def issue_block(micro: dict, clocked: dict) -> dict:
     out = {}
     for p in (2, 4):
         row = clocked["benchmarks"][f"overlap_both_p{p}"]
-        cycles = row["ns_per_step"] * row["clocks"]["sm_mhz"] / 1000
+        cycles = row["ns_per_step"] * row.get("probe_mhz", row["clocks"]["sm_mhz"]) / 1000
         out[f"p{p}"] = {"cycles": cycles, "block": solve_issue_block(loop["demands"], loop["think"], p, cycles)}
     out["block"] = sum(v["block"] for v in out.values()) / 2
     return out

@@ -118,6 +118,19 @@ def serial_share(t_w: float, t_i: float, t_both: float) -> float:
     return min(1.0, max(0.0, (t_both - max(t_w, t_i)) / min(t_w, t_i)))
 
 
+def row_cycles(row: dict) -> float:
+    """A row's time in SM cycles at the clock the probe read while it ran ("probe_mhz"), else its seconds: the three
+    rows of an overlap share run at different clocks (the wgmma loop at ~1.6 GHz, the integer loop at ~1.98 under
+    the power limit), and the model composes them per clock."""
+    return row["seconds"] * row.get("probe_mhz", 1e-6) * 1e6
+
+
+def serial_shares(rows: dict) -> dict[int, float]:
+    """`serial_share` of each programs-per-SM count, in cycles (`row_cycles`)."""
+    return {p: serial_share(row_cycles(rows[f"wgmma_n64_rs_p{p}"]), row_cycles(rows[f"overlap_alu_p{p}"]),
+                            row_cycles(rows[f"overlap_both_p{p}"])) for p in PROGRAMS}
+
+
 def run(out_path: Path, quick: bool = False) -> dict:
     """Measure every benchmark of `configs` on GPU 0; write the rows, the per-clock figures and the fields."""
     props = torch.cuda.get_device_properties(0)
@@ -136,9 +149,10 @@ def run(out_path: Path, quick: bool = False) -> dict:
     fields = {"wgmma_flops_per_s": {f"n{r['n']}.{'rs' if r['a_operand'] == 'registers' else 'ss'}."
                                     f"p{r['programs_per_sm']}": r["flops_per_s"]
                                     for name, r in rows.items() if name.startswith("wgmma_")},
-              "wgmma_issue_serial": {p: serial_share(rows[f"wgmma_n64_rs_p{p}"]["seconds"],
-                                                     rows[f"overlap_alu_p{p}"]["seconds"],
-                                                     rows[f"overlap_both_p{p}"]["seconds"]) for p in PROGRAMS}}
+              "wgmma_issue_serial": serial_shares(rows),
+              "wgmma_clock_hz": {f"n{r['n']}.{'rs' if r['a_operand'] == 'registers' else 'ss'}."
+                                 f"p{r['programs_per_sm']}": r["probe_mhz"] * 1e6
+                                 for name, r in rows.items() if name.startswith("wgmma_") and "probe_mhz" in r}}
     for r in rows.values():  # one SM's time per program-step (its P programs share it)
         r["ns_per_step"] = r["seconds"] * 1e9 / (r["iterations"] * r["programs_per_sm"])
     result = {"device": props.name, "sm_count": sms, "torch": torch.__version__, "triton": triton.__version__,
