@@ -7,10 +7,14 @@ every later one is a plain attribute of this object. (importlib's LazyLoader doe
 the module's `__spec__`, which loads it.) Nothing at module level may touch `sp`. numpy (~0.15 s) likewise as
 `np`: only the vectorized paths (grids, vector-flavour compiled functions) need it.
 Set ROOFLINE_TRACE_SYMPY=N to print N frames of the stack that first imports sympy (to keep it off a hot path).
+
+Once sympy is loaded here, Min and Max are built through sympy's own cache (`_cache_min_max`), as sympy already
+builds Add, Mul, Pow and applied functions.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -29,9 +33,48 @@ class _Module:
             raise AttributeError(attr)
         if self._name == "sympy" and "sympy" not in sys.modules and os.environ.get("ROOFLINE_TRACE_SYMPY"):
             traceback.print_stack(limit=int(os.environ["ROOFLINE_TRACE_SYMPY"]), file=sys.stderr)
-        value = getattr(importlib.import_module(self._name), attr)
+        module = importlib.import_module(self._name)
+        if self._name == "sympy":
+            _cache_min_max(module)
+        value = getattr(module, attr)
         setattr(self, attr, value)
         return value
+
+
+MIN_MAX_CACHE = 20_000  # Min/Max nodes kept (a cold plan of every preset makes ~300 distinct ones)
+
+
+def _cache_min_max(sympy: Any) -> None:
+    """Build Min and Max through a memo of their arguments (an LRU registered with sympy's cache, so
+    sympy.core.cache.clear_cache and sympy's `evaluate` switch empty it too), once per process.
+
+    sympy caches the constructors of Add, Mul, Pow and applied functions (`cacheit`) but not MinMaxBase's, whose
+    argument reduction (`_find_localzeros`: a pairwise `>=`/`<=` over assumptions, then `factor_terms` of each
+    difference) was a third of a cold plan's symbolic build, mostly for arguments met before: the same windows and
+    sinks (`Min(L, 128)`, `Max(L - 4, 0)`) in every method and model, and every `subs`/`xreplace` of an expression
+    rebuilding each of its Min/Max nodes. The memo returns the node that the same arguments built before (a pure
+    function of them: sympy's expressions are immutable), so nothing built changes."""
+    from sympy.core.cache import CACHE
+    from sympy.functions.elementary.miscellaneous import MinMaxBase
+
+    if getattr(MinMaxBase, "_roofline_cached", False):
+        return
+    build = MinMaxBase.__new__
+    memo = functools.lru_cache(MIN_MAX_CACHE, typed=True)(build)
+
+    @functools.wraps(build)
+    def new(cls, *args, **assumptions):
+        try:
+            return memo(cls, *args, **assumptions)
+        except TypeError as err:  # an unhashable argument (as sympy's cacheit): built without the memo
+            if not err.args or not str(err.args[0]).startswith("unhashable type:"):
+                raise
+            return build(cls, *args, **assumptions)
+
+    new.cache_info, new.cache_clear = memo.cache_info, memo.cache_clear
+    CACHE.append(new)
+    MinMaxBase.__new__ = staticmethod(new)
+    MinMaxBase._roofline_cached = True
 
 
 sp: Any = _Module("sympy")

@@ -6,7 +6,7 @@ Methods never create their own symbols (STYLE 5): they take these, or numbers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from roofline.lazy import np, sp
 
@@ -75,6 +75,14 @@ def ceildiv(a, b):
     if isinstance(a, int) and isinstance(b, int):
         return -((-a) // b)
     return _ceildiv_class()(sp.sympify(a), sp.sympify(b))
+
+
+@lru_cache(maxsize=8192, typed=True)
+def nsimplified(value, rational: bool | None = None):
+    """sympy.nsimplify(value, rational=rational), once per (value, rational) in a process: config floats (bits,
+    fractions) and exact ratios recur in every method and model, and nsimplify of a float costs ~2 ms. A pure
+    function of its (immutable) argument, so the memo changes nothing built."""
+    return sp.nsimplify(value, rational=rational)
 
 
 def window_occupancy(expr, how: str):

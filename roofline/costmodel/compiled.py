@@ -50,8 +50,11 @@ class GraphKernel:
         return self.functions["rows"](*args)
 
     def op_times(self, *args: float) -> list[float]:
-        """Each op's time (one instance; rows' time_s) at this point, without the rest of the rows."""
-        return self.functions["times"](*args)
+        """Each op's time (one instance; rows' time_s) at this point, without the rest of the rows: the generated
+        summary's op times in the scalar flavour (the same expressions, so the same floats), else `times`."""
+        if "times" in self.functions:
+            return self.functions["times"](*args)
+        return list(self.functions["summary"](*args)[8])
 
     def summary(self, *args: float) -> dict[str, Any]:
         """The phase at this point without building rows: total time, summed compute / memory / communication
@@ -59,7 +62,7 @@ class GraphKernel:
         computed by the generated `summary` (_summary_program). Scalar flavour only."""
         if "summary" not in self.functions:
             raise ValueError("flavour: summary() needs a kernel compiled in the 'scalar' flavour with rows")
-        total, compute, memory, comm, by_bound, top, top_time, top_bound = self.functions["summary"](*args)
+        total, compute, memory, comm, by_bound, top, top_time, top_bound, _ = self.functions["summary"](*args)
         return {"total_s": total, "compute_s": compute, "memory_s": memory, "comm_s": comm,
                 "bound": max(by_bound, key=by_bound.get), "dominant_op": top, "dominant_time_s": top_time,
                 "dominant_bound": top_bound}
@@ -122,7 +125,8 @@ def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
     'communication'). Then, in op order: the count-weighted time summed overall and per ceiling (an op taking
     no time adds nothing once a top op exists), the op taking the most time and its ceiling, and the count-
     weighted sums of compute, memory and communication time. Returns (total, compute, memory, comm, {ceiling:
-    time}, top op, its time, its ceiling)."""
+    time}, top op, its time, its ceiling, (each op's time)): the last GraphKernel.op_times, so the scalar flavour
+    compiles no separate `times` function."""
     at = 7 + len(TRAFFIC)
     assign: list[tuple[str, Any]] = []
     body: list[str] = []
@@ -170,7 +174,8 @@ def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
                   f"if _w > _tt: _top = {op['name']!r}; _tt = _w; _tb = _k{k}"]
         body += [pad + line for line in lines]
     totals = ", ".join(" + ".join(sums[tag]) or "0.0" for tag in "cmx")
-    body.append(f"return (_tot, {totals}, _bb, _top, _tt, _tb)")
+    times = "".join(f"_t{k}, " for k in range(len(ops)))
+    body.append(f"return (_tot, {totals}, _bb, _top, _tt, _tb, ({times}))")
     return codegen.Program(tuple(assign), tuple(body))
 
 
@@ -200,9 +205,9 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(row[6] != 0)})
         exprs: dict[str, Any] = {"total": _total_program([row[6] for row in rows], [op["count"] for op in ops])}
-        if with_rows:
+        if with_rows and flavour != "scalar":
             exprs["times"] = [row[6] for row in rows]
-        if with_rows and flavour == "scalar":
+        if with_rows and flavour == "scalar":  # op times: the summary's
             exprs["summary"] = _summary_program(rows, ops)
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored

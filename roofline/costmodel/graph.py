@@ -21,7 +21,7 @@ from roofline.costmodel.blocks import (
 from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
 from roofline.lazy import sp
-from roofline.methods import CacheModel, MethodConfig, build_cache
+from roofline.methods import CacheModel, MethodConfig, shared_cache
 from roofline.specs import Model
 from roofline.units import window_occupancy
 
@@ -64,15 +64,14 @@ _GRAPH_CACHE_SIZE = 256
 # the methods' caches (each phase's graph and the capacity side build the same one), and window_occupancy's
 # answers per subexpression (the ops of a model share most of theirs): all kept per content, bounded
 _RAW = LRU(64)
-_CACHES = LRU(64)
 _OCCUPIED = LRU(20_000)
 
 
 def method_cache(method: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
-    """build_cache(method, model, bits), built once per content (model, method and its label, bits) and shared:
-    CacheModels are frozen. Errors are raised (and not kept) as build_cache raises them."""
-    key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), method.label(), str(bits))
-    return _CACHES.get_or(key, lambda: build_cache(method, model, bits))
+    """build_cache(method, model, bits), built once per content (model, method and its label, bits) and shared
+    with methods.applies (methods.registry.shared_cache): CacheModels are frozen. Errors are raised (and not kept)
+    as build_cache raises them."""
+    return shared_cache(method, model, bits)
 
 
 def build_graph(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from roofline.lazy import sp
 from roofline.specs import AttentionLayer
-from roofline.units import window_occupancy
+from roofline.units import nsimplified, window_occupancy
 
 # Parts of a cache, for breakdowns: quantized codes, scales/zeros/norms, full-precision tokens, outliers,
 # the DSA indexer's keys, recurrent layers' fixed state.
@@ -248,7 +248,7 @@ class CacheModel:
         growing = [layer for layer in self.layers if layer.attention.kind == "full"] or list(self.layers)
         num = sp.Add(*(layer.count * t.bits_per_element * t.channels for layer in growing for t in layer.tensors))
         den = sp.Add(*(layer.count * self.baseline_width for layer in growing))
-        return sp.nsimplify(num / den) if den else sp.Integer(0)
+        return nsimplified(num / den) if den else sp.Integer(0)
 
     def compression_ratio(self) -> sp.Expr:
         """bf16 bytes over this method's bytes, asymptotically (16 / asymptotic bits)."""

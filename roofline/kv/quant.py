@@ -17,6 +17,7 @@ from roofline.accounting import dtype_bytes
 from roofline.kv.layout import TensorLayout
 from roofline.lazy import sp
 from roofline.specs.base import Spec
+from roofline.units import nsimplified
 
 MetaDtype = Literal["fp32", "fp16", "bf16", "fp8", "none"]
 Axis = Literal["channels", "tokens"]
@@ -41,7 +42,7 @@ def meta_bytes(dtype: str) -> sp.Expr:
 
 def exact(value: float) -> sp.Expr:
     """A config float (bits, fractions) as an exact rational, so 1.5 bits and 1% stay exact."""
-    return sp.nsimplify(value, rational=True) if not isinstance(value, sp.Basic) else value
+    return nsimplified(value, rational=True) if not isinstance(value, sp.Basic) else value
 
 
 class TensorQuant(Spec):

@@ -2,7 +2,7 @@
 
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.methods.base import MethodConfig
-from roofline.methods.registry import applies, build_cache, methods, parse_method, presets
+from roofline.methods.registry import applies, build_cache, methods, parse_method, presets, shared_cache
 
 __all__ = [
     "CacheModel",
@@ -15,4 +15,5 @@ __all__ = [
     "methods",
     "parse_method",
     "presets",
+    "shared_cache",
 ]

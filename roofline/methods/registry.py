@@ -116,13 +116,25 @@ def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None)
         raise SpecError(f"{where}: {err}") from None
 
 
+_CACHES = codegen.LRU(64)
+
+
+def shared_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
+    """build_cache(config, model, bits), built once per content (model, method and its label, bits) and shared
+    (CacheModels are frozen) by `applies` and the graphs and capacity of a plan (costmodel.graph.method_cache).
+    Errors are raised (and not kept) as build_cache raises them."""
+    key = (model.model_dump_json(), type(config).__name__, config.model_dump_json(), config.label(), str(bits))
+    return _CACHES.get_or(key, lambda: build_cache(config, model, bits))
+
+
 def applies(config: MethodConfig, model: Model) -> str | None:
     """None when `config` applies to `model`, else the one-line reason (build_cache's error), kept by content
-    (roofline.codegen) so a plan over every preset does not rebuild each cache to find out."""
+    (roofline.codegen) so a plan over every preset does not rebuild each cache to find out; a cache built to
+    find out is the one the plan then uses (shared_cache)."""
 
     def check() -> str | None:
         try:
-            build_cache(config, model)
+            shared_cache(config, model)
         except SpecError as err:
             return str(err)
         return None

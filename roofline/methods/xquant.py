@@ -30,7 +30,7 @@ from roofline.kv.quant import TensorQuant, tensor_layout
 from roofline.lazy import sp
 from roofline.methods.base import MethodConfig, preset
 from roofline.specs import Model
-from roofline.units import ROPE_FLOPS
+from roofline.units import ROPE_FLOPS, nsimplified
 
 WB = int(dtype_size("bf16"))  # bytes per bf16 element
 
@@ -95,7 +95,7 @@ class XQuant(MethodConfig):
         d, kv = model.hidden_size, model.kv_dim
         rope = ROPE_FLOPS * tokens * kv
         if delta:
-            acc = tokens * d * sp.nsimplify(self.accumulator_bits) / 8
+            acc = tokens * d * nsimplified(self.accumulator_bits) / 8
             inner = 2 * kv if self.uses_svd(model) else d
             matmul = 2 * tokens * d * 2 * kv + (2 * tokens * inner * d if self.uses_svd(model) else 0)
             weights = d * 2 * kv * WB + (inner * d * WB if self.uses_svd(model) else 0)
@@ -158,7 +158,7 @@ class XQuant(MethodConfig):
             fixed["u_kv"] = model.num_layers * model.hidden_size * 2 * model.kv_dim * int(WB)
         workspace = sp.Integer(0)
         if self.cross_layer:
-            workspace = cached_tokens(model.layer_attention(0)) * model.hidden_size * sp.nsimplify(
+            workspace = cached_tokens(model.layer_attention(0)) * model.hidden_size * nsimplified(
                 self.accumulator_bits) / 8
         return CacheModel(method=self.method, layers=layers, fixed_bytes=fixed,
                           baseline_elements=baseline_elements(model),
