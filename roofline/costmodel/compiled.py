@@ -205,10 +205,10 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
             ops.append({"name": op.name, "group": op.group, "count": op.count, "source": op.source,
                         "dtype": op.dtype, "is_comm": bool(op.is_comm), "timed": bool(row[6] != 0)})
         exprs: dict[str, Any] = {"total": _total_program([row[6] for row in rows], [op["count"] for op in ops])}
-        if with_rows and flavour != "scalar":
-            exprs["times"] = [row[6] for row in rows]
         if with_rows and flavour == "scalar":  # op times: the summary's
             exprs["summary"] = _summary_program(rows, ops)
+        elif with_rows:
+            exprs["times"] = [row[6] for row in rows]
         if kinks_in is not None:
             # slope and intercept are free of `kinks_in`: compiled with the same arguments, it is ignored
             exprs["kinks"] = _kink_coefficients(symbolic.time(graph), getattr(units, kinks_in))
