@@ -26,7 +26,7 @@ def test_straight_line_stalls_and_a_global_wait():
     rows = [("LDG.E R2, [R4.64]", word(stall=1, write=0)), ("FFMA R6, R7, R8, R9", word(stall=4)),
             ("FADD R10, R2, R6", word(stall=2, wait=0b1))]
     got = chain_cycles(executed_stream(sass(rows)))
-    assert got == {"cycles": 676.0, "waited": 674.0 - 5.0, "wgmma_waited": 0.0, "instructions": 3}
+    assert got == {"cycles": 676.0, "waited": 674.0 - 5.0, "wgmma_waited": 0.0, "copy_waited": 0.0, "instructions": 3}
 
 
 def test_shared_load_latency_and_zero_stall_counts_one_cycle():
@@ -62,6 +62,26 @@ def test_wgmma_depbar_waits_for_its_pending_groups():
     got = chain_cycles(stream)
     # t: 0 -> 1 -> 2; wait to 137.6, +1 = 138.6; wait to 169.6, +1 = 170.6; nothing pending, +1 = 171.6
     assert got["cycles"] == pytest.approx(171.6) and got["wgmma_waited"] == pytest.approx((137.6 - 2) + (169.6 - 138.6))
+
+
+def test_async_copies_wait_at_depbar_for_their_groups():
+    # Triton's two-stage loop: two copy groups (LDGSTS ... LDGDEPBAR), then DEPBAR.LE SB0, 0x1 (one may pend) and
+    # DEPBAR.LE SB0, 0x0 (none). LDGSTS at t 0 and 1 (group 1 done at 1 + 674 = 675), LDGDEPBAR at 2 (its write
+    # barrier 0 is the group counter: the FADD waiting on barrier 0 at t 3 does not wait), LDGSTS at 4 (group 2
+    # done at 678), LDGDEPBAR at 5, DEPBAR.LE 0x1 at 6 waits for group 1 (675), +1 = 676; DEPBAR.LE 0x0 waits for
+    # group 2 (678), +1 = 679. LATENCY_CYCLES["LDGSTS"] is the measured global latency (674, an LDG's)
+    from validate.common.chain import LATENCY_CYCLES
+
+    assert LATENCY_CYCLES["LDGSTS"] == LATENCY_CYCLES["LDG"] == 674.0
+    copy = "LDGSTS.E.BYPASS.128 [R9], desc[UR22][R12.64]"
+    rows = [(copy, word()), (copy, word()), ("LDGDEPBAR", word(write=0)), ("FADD R1, R2, R3", word(wait=0b1)),
+            (copy, word()), ("LDGDEPBAR", word(write=0)), ("DEPBAR.LE SB0, 0x1", word()),
+            ("DEPBAR.LE SB0, 0x0", word())]
+    stream = executed_stream(sass(rows))
+    assert [op for op, _ in stream][-2:] == ["DEPBAR.LE.SB0.1", "DEPBAR.LE.SB0.0"]
+    got = chain_cycles(stream)
+    assert got["cycles"] == pytest.approx(679.0)
+    assert got["copy_waited"] == pytest.approx((675 - 6) + (678 - 676)) and got["waited"] == 0.0
 
 
 def test_local_latency_follows_the_l1_left_by_shared_memory():

@@ -116,15 +116,16 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
     # the measured rates of nvidia-h{100,200}-onchip-s6.json, wgmma at its measured interval with the measured share
     # b of its cycles holding the issue station, nvidia-h{100,200}-wgmma-clocked.json; delay = the lone-warp chain
     # less the demands) at each case's effective SM clock, read inside the GPU (roofline.validation.case_clock, the
-    # probe's 1805-1854 MHz): the fused kernel 11-13 % under, the materialized remat kernel 6-8 % under on both
-    # devices (at nvidia-smi's clocks, 1875-1980 MHz, they were 19 % and 9-14 %). The rest is what the network
+    # probe's 1805-1854 MHz): the fused kernel within 5 % (11-13 % under until the chain waited for its pipelined
+    # cp.async copies at DEPBAR.LE SB0: validate.common.chain._CopyGroups), the materialized remat kernel 6-8 % under
+    # on both devices (at nvidia-smi's clocks, 1875-1980 MHz, they were 19 % and 9-14 %). The rest is what the network
     # leaves out:
     # Nsight Compute on the fused loop (validate/results/experiments/SESSION6.md, SESSION7.md) finds 4.86 cycles per
     # issued instruction at b8 L16384 with dispatch (0.19), math-throttle (0.13) and barrier (0.13) stalls, a cost
     # per instruction and the warpgroup's barrier, which no queue at these stations produces.
     from roofline.validation.case_clock import at_case_clock
 
-    for name, low, high in (("fused_b8_l16384", 0.06, 0.20), ("materialized_b8_l16384", 0.03, 0.15),
+    for name, low, high in (("fused_b8_l16384", -0.05, 0.05), ("materialized_b8_l16384", 0.03, 0.15),
                             ("materialized_b32_l4096", 0.03, 0.15)):
         case = measured[name]
         pred = xq.predict(Case("xquant", name, case["params"]), at_case_clock(hw, case))

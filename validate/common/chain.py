@@ -16,6 +16,13 @@ Warpgroup MMA (`_Wgmma`): each HGMMA.64xNx16 is one wgmma group (gsb0) that comp
 one takes `latency_N` from issue to completion: WGMMA_CYCLES, validate.ops.ceilings.wgmma_latency's chain_n{N} and
 wait0_n{N}), and WARPGROUP.DEPBAR.LE gsb0, k waits until at most k groups are pending: t = max(t, done of the
 (k+1)-th newest). WARPGROUP.ARRIVE (a register fence before the wgmma reads its A registers) does not wait.
+Asynchronous copies (`_CopyGroups`; cp.async, Triton's pipelined loads): an LDGSTS sets no scoreboard of its own; the
+LDGDEPBAR after a batch of them closes a copy group on the counting scoreboard SB0 (its write barrier, 0, is that
+counter, which no wait mask reads), and DEPBAR.LE SB0, k waits until at most k groups are pending. A group completes
+at its last LDGSTS's issue + LATENCY_CYCLES["LDGSTS"] (the global latency, as every LDG: a copy is a global load
+that lands in shared memory), so DEPBAR.LE SB0, k: t = max(t, completion of the (k+1)-th newest group). Without it
+(the walker before this) a kernel's pipelined loads never waited: Triton 3.6's two-stage loops issue trip i + 1's
+copies at the end of trip i and wait for all of them (DEPBAR.LE SB0, 0x0) at the top of trip i + 1.
 Local memory (`local_cycles`): an LDL (a spilled register's reload) goes through L1; it hits while the spills of
 the SM's resident programs fit the L1 the shared-memory carve-out leaves (256 KB less the carve-out: none without
 shared memory, else the largest, 228 KB, as measured; CARVEOUTS_KB), else it pays an L2 hit: LOCAL_CYCLES,
@@ -61,6 +68,7 @@ CARVEOUTS_KB = (0, 228)
 FETCH_LEVELS = ((16 * 1024, 1.05), (32 * 1024, 1.15), (64 * 1024, 2.22), (128 * 1024, 2.57), (None, 5.72))
 _HGMMA_N = re.compile(r"HGMMA\.64x(\d+)x")
 _DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+|\d+)")
+_SB_DEPBAR = re.compile(r"^(?:@!?U?P\w+\s+)?DEPBAR\.LE\s+SB(\d),\s*(0x[0-9a-f]+|\d+)")
 
 
 def wgmma_cycles(n: int) -> tuple[float, float]:
@@ -81,9 +89,13 @@ def fetch_cycles(body_bytes: int) -> float:
 
 
 def stream_opcode(text: str) -> str:
-    """`opcode`, with a WARPGROUP.DEPBAR's pending-group bound appended ('WARPGROUP.DEPBAR.LE.7')."""
+    """`opcode`, with a WARPGROUP.DEPBAR's pending-group bound appended ('WARPGROUP.DEPBAR.LE.7') and a
+    scoreboard DEPBAR's counter and bound ('DEPBAR.LE.SB0.1')."""
     m = _DEPBAR.search(text)
-    return f"WARPGROUP.DEPBAR.LE.{int(m.group(1), 0)}" if m else opcode(text)
+    if m:
+        return f"WARPGROUP.DEPBAR.LE.{int(m.group(1), 0)}"
+    m = _SB_DEPBAR.match(text)
+    return f"DEPBAR.LE.SB{m.group(1)}.{int(m.group(2), 0)}" if m else opcode(text)
 
 
 class _Wgmma:
@@ -104,6 +116,30 @@ class _Wgmma:
         if len(self.done) > bound:
             t = self.done[len(self.done) - bound - 1]
             self.done = self.done[len(self.done) - bound:]
+        return t
+
+
+class _CopyGroups:
+    """A warp's pending asynchronous-copy groups on SB0 (module docstring)."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency, self.open, self.done = latency, None, []
+
+    def copy(self, t: float) -> None:
+        """An LDGSTS issued at t joins the open group."""
+        self.open = t + self.latency
+
+    def commit(self, t: float) -> None:
+        """LDGDEPBAR at t: the open group (its last copy's completion; an empty group completes at once) pends."""
+        self.done.append(t if self.open is None else self.open)
+        self.open = None
+
+    def wait(self, bound: int, t: float) -> float:
+        """The time DEPBAR.LE SB0, `bound` releases the warp at (t when no more than `bound` groups pend)."""
+        self.done = [d for d in self.done if d > t]
+        if len(self.done) > bound:
+            t = sorted(self.done)[len(self.done) - bound - 1]
+            self.done = [d for d in self.done if d > t]
         return t
 
 
@@ -159,15 +195,21 @@ def fetch_intervals(sass: str, region: str = "kernel", trips: int = 1) -> list[f
 def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None = None,
                  fetch: list[float] | None = None) -> dict:
     """{"cycles": the lone warp's chain through `stream` (module docstring), "waited": cycles spent in scoreboard
-    waits, "wgmma_waited": cycles spent in WARPGROUP.DEPBAR waits, "instructions": len(stream)}; `fetch` (one per
+    waits, "wgmma_waited": cycles spent in WARPGROUP.DEPBAR waits, "copy_waited": cycles spent in DEPBAR.LE SB0
+    waits on asynchronous copies (`_CopyGroups`), "instructions": len(stream)}; `fetch` (one per
     instruction, `fetch_intervals`): the fetch's cycles per instruction, each issue then waits max(1, stall, fetch)."""
     lat = LATENCY_CYCLES if latency is None else latency
     t, waited, wg_waited, ready, wgmma = 0.0, 0.0, 0.0, [0.0] * 6, _Wgmma()
+    copies, copy_waited = _CopyGroups(lat.get("LDGSTS", DEFAULT_CYCLES)), 0.0
     fetch = fetch or [1.0] * len(stream)
     for (op, w), interval in zip(stream, fetch, strict=True):
         if op.startswith("WARPGROUP.DEPBAR.LE."):
             release = wgmma.wait(op, t)
             wg_waited += release - t
+            t = release
+        elif op.startswith("DEPBAR.LE.SB0."):
+            release = copies.wait(int(op.rsplit(".", 1)[1]), t)
+            copy_waited += release - t
             t = release
         mask = (w >> 52) & 0x3F
         if mask:
@@ -176,10 +218,15 @@ def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None
             t = max(t, need)
         if op.startswith("HGMMA."):
             wgmma.issue(op, t)
+        elif op.startswith("LDGSTS"):
+            copies.copy(t)
         write, read = (w >> 46) & 7, (w >> 49) & 7
-        if write != NO_BARRIER:
+        if op == "LDGDEPBAR":  # its write barrier is SB0's group counter (`_CopyGroups`), not a ready time
+            copies.commit(t)
+        elif write != NO_BARRIER:
             ready[write] = t + lat.get(op.split(".")[0], DEFAULT_CYCLES)
         if read != NO_BARRIER:
             ready[read] = max(ready[read], t + 2)
         t += max(1, (w >> 41) & 0xF, interval)
-    return {"cycles": t, "waited": waited, "wgmma_waited": wg_waited, "instructions": len(stream)}
+    return {"cycles": t, "waited": waited, "wgmma_waited": wg_waited, "copy_waited": copy_waited,
+            "instructions": len(stream)}
