@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from validate.common.chain import chain_cycles, executed_stream
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def word(stall: int = 1, write: int = 7, read: int = 7, wait: int = 0) -> int:
@@ -82,6 +86,19 @@ def test_async_copies_wait_at_depbar_for_their_groups():
     got = chain_cycles(stream)
     assert got["cycles"] == pytest.approx(679.0)
     assert got["copy_waited"] == pytest.approx((675 - 6) + (678 - 676)) and got["waited"] == 0.0
+
+
+def test_bar_sync_takes_the_measured_barrier_round_trip():
+    # a BAR.SYNC whose stall bits say 6 holds the warp 20.2 cycles (one warpgroup's bar.sync back to back,
+    # nvidia-h100-waits.json bar_sync: 20.17 measured); the FADDs around it at stall 1: 1 + 20.2 + 1 = 22.2
+    import json
+
+    from validate.common.chain import BAR_SYNC_CYCLES
+
+    measured = json.loads((ROOT / "validate/results/experiments/nvidia-h100-waits.json").read_text())["cycles"]
+    assert BAR_SYNC_CYCLES == pytest.approx(measured["bar_sync"], abs=0.05)
+    rows = [("FADD R1, R2, R3", word()), ("BAR.SYNC.DEFER_BLOCKING 0x0", word(stall=6)), ("FADD R1, R2, R3", word())]
+    assert chain_cycles(executed_stream(sass(rows)))["cycles"] == pytest.approx(22.2)
 
 
 def test_local_latency_follows_the_l1_left_by_shared_memory():

@@ -30,8 +30,11 @@ validate.ops.ceilings.stalls.
 Instruction fetch (`fetch_intervals`): a loop body beyond a scheduler's instruction cache cannot issue faster than
 the next cache level delivers: each instruction waits max(1, stall, FETCH cycles of the level that holds the loop it
 runs in), FETCH_LEVELS (body bytes up to -> cycles per instruction), validate.ops.ceilings.stalls.
-What it leaves out: barriers between warps (BAR.SYNC waits for the slowest warp, which this one warp is taken to
-be), other warps sharing the scheduler and the tensor core, and L2 hits (every global load pays the DRAM latency).
+Barriers (BAR.SYNC of one warpgroup): issue to the next issue takes BAR_SYNC_CYCLES when the warps arrive together
+(the barrier unit's round trip; measured 20.2 cycles a barrier against the 8 of its stall bits,
+validate.ops.ceilings.waits bar_sync, nvidia-h100-waits.json): t += max(1, stall, fetch, BAR_SYNC_CYCLES).
+What it leaves out: waiting at a barrier for a slower warp (this one warp is taken to be the slowest), other warps
+sharing the scheduler and the tensor core, and L2 hits (every global load pays the DRAM latency).
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ WGMMA_FIXED_CYCLES = 105.7
 # of independent FFMAs with a body up to 16 / 32 / 64 / 128 KB / beyond (256 KB) ran at 1.05 / 1.15 / 2.22 / 2.57 /
 # 5.72 cycles per instruction; a lone warp's chain waits that long per instruction at least.
 LOCAL_CYCLES = {"l1": 29.1, "l2": 288.4}
+# MEASURED on the H100 by validate.ops.ceilings.waits (validate/results/experiments/nvidia-h100-waits.json bar_sync;
+# predicted 20 in waits-predicted.json): one warpgroup's 4 warps running bar.sync 0 back to back, cycles a barrier
+BAR_SYNC_CYCLES = 20.2
 L1_SHARED_BYTES = 256 * 1024
 CARVEOUTS_KB = (0, 228)
 FETCH_LEVELS = ((16 * 1024, 1.05), (32 * 1024, 1.15), (64 * 1024, 2.22), (128 * 1024, 2.57), (None, 5.72))
@@ -227,6 +233,6 @@ def chain_cycles(stream: list[tuple[str, int]], latency: dict[str, float] | None
             ready[write] = t + lat.get(op.split(".")[0], DEFAULT_CYCLES)
         if read != NO_BARRIER:
             ready[read] = max(ready[read], t + 2)
-        t += max(1, (w >> 41) & 0xF, interval)
+        t += max(1, (w >> 41) & 0xF, interval, BAR_SYNC_CYCLES if op.startswith("BAR.SYNC") else 0)
     return {"cycles": t, "waited": waited, "wgmma_waited": wg_waited, "copy_waited": copy_waited,
             "instructions": len(stream)}
