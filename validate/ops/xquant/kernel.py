@@ -236,6 +236,48 @@ def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, c
 
 
 @triton.jit
+def dequant_kernel(kc, ks, kz, kw, vc, vs, vz, x_out, context, nq_k, win_k, TAIL: tl.constexpr,
+                   K_TOKENS: tl.constexpr, LAT: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr,
+                   BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr):
+    """x^K, x^V [2, B*L, LAT] bf16 (x^K the first plane): remat_kernel's latent loads and fp32 dequant, stored
+    instead of multiplied (the cuBLAS materialized path, launch.dequantize)."""
+    c0 = tl.program_id(0) * R
+    b = tl.program_id(2).to(tl.int64)
+    kc, ks, kz, kw, vc, vs, vz = _slabs(kc, ks, kz, kw, vc, vs, vz, b, nq_k, win_k, context, LAT, BITS_A + BITS_B, G)
+    j0 = tl.program_id(1) * BLOCK_N
+    end = nq_k
+    if TAIL:
+        j0 += nq_k
+        end = context
+    toks = j0 + tl.arange(0, BLOCK_N)
+    ok = toks < end
+    xk = _xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL, K_TOKENS, LAT, R, BLOCK_N, BITS_A, BITS_B, G)
+    xv = _x_channels(vc, vs, vz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G)
+    rows = b * context + toks.to(tl.int64)  # [BLOCK_N] rows of x [B*L, LAT]
+    ptr = x_out + rows[:, None] * LAT + c0 + tl.arange(0, R)[None, :]  # [BLOCK_N, R]
+    tl.store(ptr, xk.to(x_out.dtype.element_ty), mask=ok[:, None])
+    plane = tl.num_programs(2).to(tl.int64) * context * LAT  # x^V after the B*L rows of x^K
+    tl.store(ptr + plane, xv.to(x_out.dtype.element_ty), mask=ok[:, None])
+
+
+@triton.jit
+def rope_kernel(k_ptr, log2_theta, rows, context, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
+                BLOCK_T: tl.constexpr):
+    """K [rows = B*L, KV_HEADS*HEAD_DIM] bf16 rotated in place (`_rope`), row r at position r mod context."""
+    r = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    ok = r < rows
+    HALF: tl.constexpr = HEAD_DIM // 2
+    ii = tl.arange(0, HALF)
+    for h in tl.static_range(KV_HEADS):
+        lo = k_ptr + r[:, None].to(tl.int64) * (KV_HEADS * HEAD_DIM) + h * HEAD_DIM + ii[None, :]  # [BLOCK_T, HALF]
+        kl = tl.load(lo, mask=ok[:, None], other=0.0).to(tl.float32)
+        kh = tl.load(lo + HALF, mask=ok[:, None], other=0.0).to(tl.float32)
+        kl, kh = _rope(kl, kh, r % context, log2_theta, HALF)
+        tl.store(lo, kl.to(k_ptr.dtype.element_ty), mask=ok[:, None])
+        tl.store(lo + HALF, kh.to(k_ptr.dtype.element_ty), mask=ok[:, None])
+
+
+@triton.jit
 def acc_update_kernel(dc, ds, dz, u_ptr, acc_ptr, step, inv_step, tokens, D: tl.constexpr, DW: tl.constexpr,
                       BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, R: tl.constexpr, UP: tl.constexpr,
                       ACC_BITS: tl.constexpr, BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr,
