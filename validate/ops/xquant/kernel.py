@@ -205,6 +205,19 @@ def fused_kernel(q_ptr, kc, ks, kz, kw, vc, vs, vz, wk, wv, m_ptr, l_ptr, acc_pt
 
 
 @triton.jit
+def _block(nq_k, context, TAIL: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(j0, toks, ok) of program_id(1)'s BLOCK_N tokens: of the nq_k quantized K tokens, or (TAIL) of K's fp16
+    window after them, up to the context."""
+    j0 = tl.program_id(1) * BLOCK_N
+    end = nq_k
+    if TAIL:
+        j0 += nq_k
+        end = context
+    toks = j0 + tl.arange(0, BLOCK_N)
+    return j0, toks, toks < end
+
+
+@triton.jit
 def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, context, nq_k, win_k,
                  TAIL: tl.constexpr, K_TOKENS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
                  LAT: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr, BITS_A: tl.constexpr,
@@ -214,13 +227,7 @@ def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, c
     b = tl.program_id(2).to(tl.int64)
     kc, ks, kz, kw, vc, vs, vz = _slabs(kc, ks, kz, kw, vc, vs, vz, b, nq_k, win_k, context, LAT, BITS_A + BITS_B, G)
     HALF: tl.constexpr = HEAD_DIM // 2
-    j0 = tl.program_id(1) * BLOCK_N
-    end = nq_k
-    if TAIL:
-        j0 += nq_k
-        end = context
-    toks = j0 + tl.arange(0, BLOCK_N)
-    ok = toks < end
+    j0, toks, ok = _block(nq_k, context, TAIL, BLOCK_N)
     col0 = h * HEAD_DIM
     kl, kh = _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL, K_TOKENS, LAT,
                    KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST, PACKED, EMU)
@@ -244,13 +251,7 @@ def dequant_kernel(kc, ks, kz, kw, vc, vs, vz, x_out, context, nq_k, win_k, TAIL
     c0 = tl.program_id(0) * R
     b = tl.program_id(2).to(tl.int64)
     kc, ks, kz, kw, vc, vs, vz = _slabs(kc, ks, kz, kw, vc, vs, vz, b, nq_k, win_k, context, LAT, BITS_A + BITS_B, G)
-    j0 = tl.program_id(1) * BLOCK_N
-    end = nq_k
-    if TAIL:
-        j0 += nq_k
-        end = context
-    toks = j0 + tl.arange(0, BLOCK_N)
-    ok = toks < end
+    j0, toks, ok = _block(nq_k, context, TAIL, BLOCK_N)
     xk = _xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL, K_TOKENS, LAT, R, BLOCK_N, BITS_A, BITS_B, G)
     xv = _x_channels(vc, vs, vz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G)
     rows = b * context + toks.to(tl.int64)  # [BLOCK_N] rows of x [B*L, LAT]
