@@ -129,3 +129,21 @@ def test_cublas_kernels_fit_h100_shared_memory() -> None:
     results = shared_bytes(fam.cublas_sm90_specs())
     assert [r["kernel"] for r in results] == ["dequant_kernel"] * 2 + ["rope_kernel"]
     assert all(0 <= r["shared"] <= H100_SHARED_BYTES for r in results)
+
+
+def test_committed_prediction_is_this_model() -> None:
+    import json
+
+    from validate.fresh import load_cases
+    from validate.ops.xquant import cublas_predict
+
+    assert [c.as_dict() for c in load_cases(cublas_predict.CASES)] == [c.as_dict() for c in cublas_predict.grid_cases()]
+    doc = json.loads(cublas_predict.OUT.read_text())
+    for name, device in doc["devices"].items():
+        hw = load_hardware(name)
+        rows = {r["case"]: r for r in device["rows"]}
+        assert len(rows) == 54
+        for case in [c for c in cublas_predict.grid_cases() if c.name in ("materialized_cublas_b8_l4096",
+                                                                           "materialized_cublas_b1_l4196")]:
+            pred = get("xquant").predict(case, hw)
+            assert rows[case.name]["predicted_ms"] == pytest.approx(pred["time_s"] * 1e3, rel=1e-9)
