@@ -1,6 +1,7 @@
 """XQuant's Triton kernels (seed 000 §3): decode attention that rematerializes K and V from cached quantized
-latents, the kernel that materializes K and V instead, and XQuant-CL's accumulator update; their torch
-references are reference.py's.
+latents, the kernel that materializes K and V instead, the cuBLAS path's two memory-bound kernels (dequant_kernel:
+the latents to bf16; rope_kernel: RoPE on K in place), and XQuant-CL's accumulator update; their torch references
+are reference.py's.
 
 Storage (validate.common.recipes, exactly as roofline's TensorQuant counts it; one latent row per token, shared by
 every KV head), per sequence at context L, group G, b-bit asymmetric codes with fp16 scale and zero:
