@@ -279,7 +279,7 @@ def test_grid_work_and_prediction() -> None:
     full, quick = family.cases(quick=False), family.cases(quick=True)
     assert 4 <= len(quick) < len(full) and len({c.name for c in full}) == len(full)
     variants = {c.params["variant"] for c in full}
-    assert variants == {"fused", "materialized", "mha_fused", "acc_update"}
+    assert variants == {"fused", "materialized", "materialized_cublas", "mha_fused", "acc_update"}
     hw = load_hardware("H100-SXM").model_copy(update={"measured": None})
     for case in quick:
         pred = family.predict(case, hw)

@@ -29,7 +29,10 @@ SKIP = ("ceilings",)  # the ceilings measure the device itself: no shape to draw
 
 
 def _grid(family) -> list[Case]:
-    return family.cases(False)
+    """The family's full grid less the variants it added after the committed draw (its `undrawn`, e.g. xquant's
+    materialized_cublas): a template pool of a new length would change every later draw of a seed."""
+    undrawn = getattr(family, "undrawn", ())
+    return [c for c in family.cases(False) if c.params.get("variant") not in undrawn]
 
 
 def draw(families, seed: int, count: int) -> list[Case]:

@@ -10,6 +10,9 @@ the kernels it launches and when (a test reads the launch code and checks the na
                                                      + reduce_kernel
                      launch.materialized_decode      remat_kernel (middle) + remat_kernel (TAIL) + split_kernel
                                                      + reduce_kernel
+                     launch.cublas_decode            dequant_kernel (middle) + dequant_kernel (TAIL) + one torch.bmm
+                                                     (taken as one cuBLAS kernel) + rope_kernel + split_kernel
+                                                     + reduce_kernel
                      launch.acc_update               acc_update_kernel                                   = 1
     zack             zack.kernel.decode              zack_decode_kernel + merge_kernel                   = 2
     aquakv           aquakv.kernel.reconstruct       predict_kernel for K^, then for V^                  = 2
@@ -36,6 +39,8 @@ LAUNCHERS: dict[tuple[str, str], tuple[str, ...]] = {
                                                                       "reduce_kernel"),
     ("validate/ops/xquant/launch.py", "decode"): ("fused_kernel", "fused_kernel", "reduce_kernel"),
     ("validate/ops/xquant/launch.py", "materialize"): ("remat_kernel",),
+    ("validate/ops/xquant/launch.py", "dequantize"): ("dequant_kernel",),
+    ("validate/ops/xquant/launch.py", "rope_"): ("rope_kernel",),
     ("validate/ops/xquant/launch.py", "acc_update"): ("acc_update_kernel",),
     ("validate/ops/zack/kernel.py", "decode"): ("zack_decode_kernel", "merge_kernel"),
     ("validate/ops/aquakv/kernel.py", "reconstruct"): ("predict_kernel",),
@@ -71,12 +76,13 @@ def quant_middle_tokens(p: dict) -> int:
 
 
 def _xquant_kernels(p: dict) -> int:
-    """launch.decode / materialized_decode / acc_update: the structured launches of families.xquant.launches
-    (middle when there are quantized tokens, TAIL when there is an fp16 window), then the reduce (fused) or the
-    flash-decode split + reduce (materialized); acc_update is one kernel."""
+    """launch.decode / materialized_decode / cublas_decode / acc_update: the structured launches of
+    families.xquant.launches (middle when there are quantized tokens, TAIL when there is an fp16 window; cublas:
+    dequant_kernel's, the same split), then the reduce (fused), the flash-decode split + reduce (materialized), or
+    the GEMM, rope_kernel, split + reduce (materialized_cublas); acc_update is one kernel."""
     if p["variant"] == "acc_update":
         return 1
-    return len(_xquant_launches(p)) + (2 if p["variant"] == "materialized" else 1)
+    return len(_xquant_launches(p)) + {"materialized": 2, "materialized_cublas": 4}.get(p["variant"], 1)
 
 
 def _xquant_launches(p: dict) -> list[str]:
@@ -194,6 +200,8 @@ def chain_kernels(family: str, p: dict) -> list[tuple[str, int]] | None:
         if p["variant"] == "acc_update":
             compiled = {(4, False): 0, (16, True): 1}  # xquant.cases.sm90_specs' two accumulator compiles
             return [(f"xquant/acc_update/{compiled.get((p['accumulator_bits'], p['up_projection']), 'none')}", 1)]
+        if p["variant"] == "materialized_cublas":
+            return None  # a cuBLAS GEMM among its kernels: no sm_90 compile of it to walk
         out = [(f"xquant/{name}", _steps(p["context"], 64) if name in ("fused", "mha_fused") else 1)
                for name in _xquant_launches(p)]
         split = [("fp16_attention/split_kernel", _steps(p["context"], 128))] if p["variant"] == "materialized" else []

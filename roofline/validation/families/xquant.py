@@ -2,9 +2,9 @@
 prediction and the crossover context where the step turns compute-bound (seed 000 §3).
 
 Variants (params["variant"]): fused (the roofline op "attention" of xquant:bits=2, the remat ExtraOp merged
-into it), materialized ("remat" + "attention" of xquant:bits=2,fused=false), mha_fused (MHA heads), and
-acc_update (the accumulator update's share of XQuant-CL's "remat", `acc_op`). The GPU kernels and the case
-grid are validate/ops/xquant.
+into it), materialized ("remat" + "attention" of xquant:bits=2,fused=false), materialized_cublas (that "remat"
+split into the three kernels that run it, `cublas_ops`, + "attention"), mha_fused (MHA heads), and acc_update (the
+accumulator update's share of XQuant-CL's "remat", `acc_op`). The GPU kernels and the case grid are validate/ops/xquant.
 
 Kernel structure (roofline.validation.kernel_structure, structure/xquant.json from validate/ops/xquant/structure.py):
 where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kernel; materialized: remat_kernel),
@@ -61,6 +61,94 @@ def acc_op(p: dict):
               traffic=traffic(weights=up_bytes, kv_read=reads, kv_write=B * remat.kv_write_bytes))
 
 
+# cuBLAS's output tile (rows x columns of K or V per CTA) assumed for its sm_90 bf16 GEMM, one CTA per SM at a time:
+# the 128 x 256 tile of CUTLASS's sm_90 warp-specialized kernels with two consumer warpgroups (two m64n256 wgmma
+# rows). Only small B L depend on it (fewer tiles than SMs); the bench records the kernel cuBLAS ran ("gemm_kernels")
+GEMM_TILE = (128, 256)
+WB = 2  # bytes per bf16 element
+
+
+def cublas_ops(p: dict) -> tuple:
+    """materialized_cublas's remat as its three kernels, per batch (sympy in B, L): the "remat" op of
+    xquant:bits=2,fused=false split by what each kernel reads and writes, with the traffic between them:
+      remat_dequant  latents' codes, scales and fp16 window read (remat's kv_read), bf16 x^K, x^V written
+                     (B L 2 r 2 bytes); the layouts' dequant FLOPs and integer ops
+      remat_gemm     x^K, x^V read, W_k, W_v read (remat's weights), K, V written (remat's kv_write); remat's matmul
+      remat_rope     K read and written in place (B L H_kv d_h 2 bytes each way); remat's vector FLOPs less the
+                     dequant's (RoPE's 3 per element)."""
+    from dataclasses import replace
+
+    from roofline.costmodel.ops import traffic
+    from roofline.lazy import sp
+    from roofline.methods import build_cache, parse_method
+    from roofline.units import B
+
+    model, method = _model(p), parse_method(p["method"])
+    _, remat = find_op(model, method, "remat")
+    (layer,) = build_cache(method, model).layers
+    latents = B * layer.tokens * sum(t.channels for t in layer.tensors) * WB
+    dequant_flops = B * sp.Add(*(t.dequant_flops for t in layer.tensors))
+    k_bytes = B * layer.tokens * model.kv_dim * WB
+    zero = sp.Integer(0)
+    return (replace(remat, name="remat_dequant", matmul_flops=zero, vector_flops=dequant_flops,
+                    traffic=traffic(kv_read=remat.traffic["kv_read"], act_write=latents)),
+            replace(remat, name="remat_gemm", vector_flops=zero, int_ops=zero,
+                    traffic=traffic(weights=remat.traffic["weights"], act_read=latents,
+                                    kv_write=remat.traffic["kv_write"])),
+            replace(remat, name="remat_rope", matmul_flops=zero, vector_flops=remat.vector_flops - dequant_flops,
+                    int_ops=zero, traffic=traffic(kv_read=k_bytes, kv_write=k_bytes)))
+
+
+def gemm_tiles(p: dict) -> int:
+    """CTAs of the batched GEMM: 2 (K and V) x ceil(B L / 128) x ceil(H_kv d_h / 256) (GEMM_TILE)."""
+    rows, cols = GEMM_TILE
+    return 2 * _cdiv(p["batch"] * p["context"], rows) * _cdiv(p["num_kv_heads"] * p["head_dim"], cols)
+
+
+def predict_cublas(p: dict, hardware) -> dict:
+    """materialized_cublas: `cublas_ops` on the device's roofline (each kernel max(compute, DRAM) + its per-kernel
+    time), the GEMM's FLOPs at the measured GEMM ceiling (gemm_flops_per_s) times the wave factor of its tiles
+    (kernel_structure.wave_factor: the busiest SM runs ceil(tiles / SMs) tiles, each at one SM's share of the
+    ceiling; 1 for whole waves), then "attention" as materialized's. "gemm_ceiling_fraction": the GEMM's FLOPs over
+    its predicted time, per measured ceiling; "remat_ceiling_fraction" the same over the three remat kernels."""
+    from dataclasses import replace
+
+    from roofline.costmodel import roofline_for
+    from roofline.methods import parse_method
+    from roofline.units import B, L
+    from roofline.validation import kernel_structure as ks
+
+    model, method = _model(p), parse_method(p["method"])
+    dequant, gemm, rope = cublas_ops(p)
+    timed = replace(gemm, matmul_flops=gemm.matmul_flops * ks.wave_factor(gemm_tiles(p), hardware.sm_count))
+    graph, _ = find_op(model, method, "remat")
+    roof = roofline_for(hardware)
+    rows = roof.evaluate(replace(graph, ops=(dequant, timed, rope)), {B: p["batch"], L: p["context"]})
+    rows = [{**r, "kernels": 1} for r in rows]
+    rows.append(predict_op(model, method, "attention", {"B": p["batch"], "L": p["context"]}, hardware))
+    names = ("dequant", "gemm", "rope", "attention")
+    works = [work_of(op, p) for op in (dequant, gemm, rope)] + [{k: rows[3][k] for k in ("bytes", "flops")}]
+    out = {k: sum(r[k] for r in rows) for k in ("time_s", "bytes", "flops", "compute_s", "memory_s")}
+    gemm_flops = works[1]["flops"]
+    remat_s = sum(r["time_s"] for r in rows[:3])
+    peak = roof.matmul_peak("bf16")
+    out.update(kernels=sum(r["kernels"] for r in rows), bytes=int(round(out["bytes"])), flops=work(p)["flops"],
+               bound=max(rows, key=lambda r: r["time_s"])["bound"], remat_s=remat_s,
+               gemm_ceiling_fraction=gemm_flops / rows[1]["time_s"] / peak,
+               remat_ceiling_fraction=gemm_flops / remat_s / peak,
+               parts={n: {**{k: r[k] for k in ("time_s", "bound", "compute_s", "memory_s")}, **w}
+                      for n, r, w in zip(names, rows, works, strict=True)})
+    return out
+
+
+def work_of(op, p: dict) -> dict:
+    """Bytes and FLOPs of one op (sympy in B, L) at the case's batch and context."""
+    from roofline.units import B, L, evaluate
+
+    at = {B: p["batch"], L: p["context"]}
+    return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
+
+
 def predict_params(p: dict, hardware, structure: bool = True) -> dict:
     """Roofline numbers of the case: the op(s) of a one-layer model (predict_op), summed for materialized;
     acc_update evaluates `acc_op` with the same Roofline. With `structure` (and a known compile), the kernel's
@@ -68,6 +156,8 @@ def predict_params(p: dict, hardware, structure: bool = True) -> dict:
     executed counts' share is in issue_s and compute_s."""
     from roofline.methods import parse_method
 
+    if p["variant"] == "materialized_cublas":
+        return predict_cublas(p, hardware)
     values = {"B": p["batch"], "L": p["context"]}
     model, method = _model(p), parse_method(p["method"])
     if p["variant"] == "acc_update":
@@ -179,14 +269,13 @@ def work(params: dict) -> dict:
     """Bytes and FLOPs of the case from the roofline op(s) (`acc_op` for acc_update)."""
     p = params
     if p["variant"] == "acc_update":
-        from roofline.units import B, L, evaluate
-
-        op, at = acc_op(p), {B: p["batch"], L: p["context"]}
-        return {"bytes": int(round(evaluate(op.bytes, at))), "flops": int(round(evaluate(op.flops, at)))}
+        return work_of(acc_op(p), p)
     from roofline.methods import parse_method
 
     model = _model(p)
     rows = [op_work(model, parse_method(p["method"]), name, {"B": p["batch"], "L": p["context"]}) for name in _ops(p)]
+    if p["variant"] == "materialized_cublas":  # _ops: "attention" only; the remat is cublas_ops' three kernels
+        rows += [work_of(op, p) for op in cublas_ops(p)]
     return {"bytes": sum(r["bytes"] for r in rows), "flops": sum(r["flops"] for r in rows)}
 
 

@@ -7,6 +7,9 @@ Variants (kernels in kernel.py, launched by launch.py; storage as roofline's Ten
                 (the remat ExtraOp merged into it)
   materialized  the same remat writing bf16 K, V, then validate.common.flash_decode reading them: "remat" + "attention"
                 of xquant:bits=2,fused=false
+  materialized_cublas  the same work as materialized in four kernels: dequant_kernel (bf16 latents), one batched
+                torch.bmm (cuBLAS) writing K, V in flash-decoding's strided layout, rope_kernel (K in place), then
+                flash-decoding (launch.cublas_decode); predicted by families.xquant.cublas_ops (cublas_predict.py)
   mha_fused     MHA, Llama-2-7B heads (32 q, 32 kv, X 4096 wide, W_k, W_v 4096 x 4096)
   acc_update    XQuant-CL accumulator (d = 4096) += dequant(delta) (GQA: @ U_kv^T), e_b = 4 or 16 bits
 fused's kernel has a second form, launch.decode(variant="shared") (shared.py: HPP KV heads per program share each

@@ -30,9 +30,14 @@ MHA_GRID = tuple((1, n) for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384))
 ACC_GRID = ((4, 1, 4096, False), (4, 8, 32768, False), (16, 8, 32768, False), (4, 32, 131072, False),
             (16, 32, 131072, False), (16, 8, 16384, True))
 QUICK = (("fused", 1, 512), ("fused", 1, 8192), ("fused", 8, 4096), ("fused", 32, 65536), ("materialized", 8, 4096),
-         ("mha_fused", 1, 2048))
+         ("mha_fused", 1, 2048), ("materialized_cublas", 8, 4096))
+# GQA variants over BATCHES x (CONTEXTS + WINDOWED); materialized_cublas (launch.cublas_decode) came after the
+# committed fresh draw (validate/results/fresh/cases.json), so validate.fresh leaves it out of its templates (UNDRAWN)
+GRID_VARIANTS = ("fused", "materialized", "materialized_cublas")
+UNDRAWN = ("materialized_cublas",)
 QUICK_ACC = ((4, 8, 32768, False),)
-SPECS = {"fused": "xquant:bits=2", "materialized": "xquant:bits=2,fused=false", "mha_fused": "xquant:bits=2"}
+SPECS = {"fused": "xquant:bits=2", "materialized": "xquant:bits=2,fused=false",
+         "materialized_cublas": "xquant:bits=2,fused=false", "mha_fused": "xquant:bits=2"}
 CHECK_TOKENS = 2048
 
 
@@ -125,7 +130,10 @@ def check(p: dict, device="cuda") -> float:
     w = [torch.randn(r, p["num_kv_heads"] * p["head_dim"], device=device, generator=g) * r ** -0.5 for _ in "kv"]
     layer = xk.build_layer(x_k, x_v, *w, p["num_kv_heads"], p["bits"], p["group_size"])
     q = torch.randn(1, p["num_heads"], p["head_dim"], device=device, generator=g).to(torch.bfloat16)
-    got = xk.materialized_decode(q, layer, 4) if p["variant"] == "materialized" else xk.decode(q, layer)
+    if p["variant"] == "materialized_cublas":
+        got = xk.cublas_decode(q, layer, xk.stacked_weights(layer), 4)
+    else:
+        got = xk.materialized_decode(q, layer, 4) if p["variant"] == "materialized" else xk.decode(q, layer)
     error = relative_rms(got, xref.reference(q, layer))
     if error > 2e-2:
         raise AssertionError(f"kernel differs from the torch reference: relative RMS {error:.3g}")
@@ -179,6 +187,58 @@ def _run_attention(p: dict) -> dict:
     return {**timed, "num_splits": splits, "check_rel_rms": error}
 
 
+def _run_cublas(p: dict) -> dict:
+    """launch.cublas_decode timed as _run_attention times materialized (graph replays over rotated input sets, each
+    with its own bf16 latents x and K, V buffer kv), split into remat_ms (dequant_ms + gemm_ms + rope_ms, each also
+    timed alone) and attention_ms; gemm_kernels: the CUDA kernels one torch.bmm call ran (the tile cuBLAS chose)."""
+    error = check(p)
+    batch, heads, dim, context, kv_heads = p["batch"], p["num_heads"], p["head_dim"], p["context"], p["num_kv_heads"]
+    weights = random_weights(p, "cuda")
+    w = torch.stack(weights).contiguous()  # launch.stacked_weights' [2, r, H_kv d_h], shared by the sets
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    splits = decode_splits(batch * kv_heads, context, sms, 128)
+    out, rows = torch.empty(batch, heads, dim, dtype=torch.bfloat16, device="cuda"), batch * context
+
+    def make():
+        q = torch.randn(batch, heads, dim, dtype=torch.bfloat16, device="cuda")
+        x = torch.empty(2, rows, p["latent"], dtype=torch.bfloat16, device="cuda")
+        kv = torch.empty(2, rows, kv_heads * dim, dtype=torch.bfloat16, device="cuda")
+        return q, random_layer(p, weights, "cuda"), x, kv
+
+    def remat(q, layer, x, kv):
+        return xk.cublas_remat(layer, w, x, kv)
+
+    def attention(q, layer, x, kv):
+        return decode_attention(q, *xk.kv_views(kv, batch, kv_heads), splits, out=out)
+
+    parts = {"remat_ms": remat, "attention_ms": attention,
+             "dequant_ms": lambda q, layer, x, kv: xk.dequantize(layer, x),
+             "gemm_ms": lambda q, layer, x, kv: torch.bmm(x, w, out=kv),
+             "rope_ms": lambda q, layer, x, kv: xk.rope_(kv[0], context, kv_heads)}
+    buffers = 2 * 2 * rows * (p["latent"] + kv_heads * dim)  # x and kv: bf16, two planes each
+    timed = _bench(_set_bytes(p) + buffers, make, lambda q, layer, x, kv: xk.cublas_decode(
+        q, layer, w, splits, out, x, kv), parts)
+    return {**timed, "num_splits": splits, "check_rel_rms": error, "gemm_kernels": _gemm_kernels(p, w)}
+
+
+def _gemm_kernels(p: dict, w) -> list[str] | None:
+    """Names of the CUDA kernels of one torch.bmm at the case's shape (torch.profiler; None where it fails): cuBLAS's
+    kernel name carries its tile, which families.xquant.GEMM_TILE assumes."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        x = torch.ones(2, p["batch"] * p["context"], p["latent"], dtype=torch.bfloat16, device="cuda")
+        kv = torch.empty(2, x.shape[1], w.shape[2], dtype=torch.bfloat16, device="cuda")
+        torch.bmm(x, w, out=kv)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            torch.bmm(x, w, out=kv)
+            torch.cuda.synchronize()
+        return sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+    except Exception:  # the profiler is a diagnostic here, never a reason to lose the case
+        return None
+
+
 def check_acc(p: dict, u_t, device="cuda") -> float:
     """The accumulator update against acc_reference on a really quantized delta (<= CHECK_TOKENS tokens):
     relative RMS (bf16) or the fraction of 4-bit codes that differ; raises above 1e-2."""
@@ -222,20 +282,22 @@ def case_name(p: dict) -> str:
 
 class XQuantFamily:
     name = "xquant"
+    undrawn = UNDRAWN  # validate.fresh: not a template of its draws
 
     def cases(self, quick: bool) -> list[Case]:
         if quick:
             grid = [params(v, b, n) for v, b, n in QUICK] + [params("acc_update", b, n, e, up)
                                                             for e, b, n, up in QUICK_ACC]
         else:
-            grid = [params(v, b, n) for v in ("fused", "materialized") for b in BATCHES for n in CONTEXTS + WINDOWED]
+            grid = [params(v, b, n) for v in GRID_VARIANTS for b in BATCHES for n in CONTEXTS + WINDOWED]
             grid += [params("mha_fused", b, n) for b, n in MHA_GRID]
             grid += [params("acc_update", b, n, e, up) for e, b, n, up in ACC_GRID]
         return [Case(self.name, case_name(p), p) for p in grid]
 
     def run(self, case: Case) -> dict:
         p = case.params
-        timed = _run_acc(p) if p["variant"] == "acc_update" else _run_attention(p)
+        runs = {"acc_update": _run_acc, "materialized_cublas": _run_cublas}
+        timed = runs.get(p["variant"], _run_attention)(p)
         return {**timed, **predicted.work(p)}
 
     def predict(self, case: Case, hardware) -> dict:
@@ -282,3 +344,19 @@ def sm90_specs() -> list[dict]:
                   "signature": {"dw_ptr": "*i16", "ds": "*fp16", "dz": "*fp16", "aw_ptr": "*i32", "inv_step": "fp32",
                                 "tokens": "i32"}, "num_warps": xk.ACC4_WARPS, "num_stages": 3})
     return specs
+
+
+def cublas_sm90_specs() -> list[dict]:
+    """validate.common.sm90 compile specs of the cuBLAS path's Triton kernels as launch.dequantize (middle, TAIL)
+    and launch.rope_ launch them at the bench shapes."""
+    p = params("materialized_cublas", 1, 4096)
+    ce = xk.constexprs(recipes(p)[0], p["latent"], p["num_kv_heads"], HEAD_DIM, xk.DEQ_BLOCK_N, xk.DEQ_R_BLOCK, False)
+    ce = {k: ce[k] for k in ("K_TOKENS", "LAT", "BLOCK_N", "R", "BITS_A", "BITS_B", "G")}
+    sig = {**dict.fromkeys(("kc", "vc"), "*u8"), **dict.fromkeys(("ks", "kz", "kw", "vs", "vz"), "*fp16"),
+           "x_out": "*bf16", **dict.fromkeys(("context", "nq_k", "win_k"), "i32")}
+    specs = [{"module": xkernel.__name__, "kernel": "dequant_kernel", "signature": sig,
+              "constexprs": {**ce, "TAIL": tail}, "num_warps": xk.DEQ_WARPS, "num_stages": 3} for tail in (False, True)]
+    return specs + [{"module": xkernel.__name__, "kernel": "rope_kernel",
+                     "signature": {"k_ptr": "*bf16", "log2_theta": "fp32", "rows": "i32", "context": "i32"},
+                     "constexprs": {"KV_HEADS": p["num_kv_heads"], "HEAD_DIM": HEAD_DIM, "BLOCK_T": xk.ROPE_BLOCK_T},
+                     "num_warps": xk.ROPE_WARPS, "num_stages": 3}]

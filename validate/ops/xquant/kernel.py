@@ -1,6 +1,7 @@
 """XQuant's Triton kernels (seed 000 §3): decode attention that rematerializes K and V from cached quantized
-latents, the kernel that materializes K and V instead, and XQuant-CL's accumulator update; their torch
-references are reference.py's.
+latents, the kernel that materializes K and V instead, the cuBLAS path's two memory-bound kernels (dequant_kernel:
+the latents to bf16; rope_kernel: RoPE on K in place), and XQuant-CL's accumulator update; their torch references
+are reference.py's.
 
 Storage (validate.common.recipes, exactly as roofline's TensorQuant counts it; one latent row per token, shared by
 every KV head), per sequence at context L, group G, b-bit asymmetric codes with fp16 scale and zero:
@@ -205,6 +206,19 @@ def fused_kernel(q_ptr, kc, ks, kz, kw, vc, vs, vz, wk, wv, m_ptr, l_ptr, acc_pt
 
 
 @triton.jit
+def _block(nq_k, context, TAIL: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(j0, toks, ok) of program_id(1)'s BLOCK_N tokens: of the nq_k quantized K tokens, or (TAIL) of K's fp16
+    window after them, up to the context."""
+    j0 = tl.program_id(1) * BLOCK_N
+    end = nq_k
+    if TAIL:
+        j0 += nq_k
+        end = context
+    toks = j0 + tl.arange(0, BLOCK_N)
+    return j0, toks, toks < end
+
+
+@triton.jit
 def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, context, nq_k, win_k,
                  TAIL: tl.constexpr, K_TOKENS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
                  LAT: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr, BITS_A: tl.constexpr,
@@ -214,13 +228,7 @@ def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, c
     b = tl.program_id(2).to(tl.int64)
     kc, ks, kz, kw, vc, vs, vz = _slabs(kc, ks, kz, kw, vc, vs, vz, b, nq_k, win_k, context, LAT, BITS_A + BITS_B, G)
     HALF: tl.constexpr = HEAD_DIM // 2
-    j0 = tl.program_id(1) * BLOCK_N
-    end = nq_k
-    if TAIL:
-        j0 += nq_k
-        end = context
-    toks = j0 + tl.arange(0, BLOCK_N)
-    ok = toks < end
+    j0, toks, ok = _block(nq_k, context, TAIL, BLOCK_N)
     col0 = h * HEAD_DIM
     kl, kh = _keys(kc, ks, kz, kw, wk, toks, ok, j0, nq_k, log2_theta, col0, TAIL, K_TOKENS, LAT,
                    KV_HEADS * HEAD_DIM, HALF, BLOCK_N, R, BITS_A, BITS_B, G, UPCAST, PACKED, EMU)
@@ -233,6 +241,42 @@ def remat_kernel(kc, ks, kz, kw, vc, vs, vz, wk, wv, k_out, v_out, log2_theta, c
     tl.store(kt + HALF, kh.to(k_out.dtype.element_ty), mask=ok[:, None])
     dd = tl.arange(0, HEAD_DIM)
     tl.store(v_out + rows[:, None] * HEAD_DIM + dd[None, :], v.to(v_out.dtype.element_ty), mask=ok[:, None])
+
+
+@triton.jit
+def dequant_kernel(kc, ks, kz, kw, vc, vs, vz, x_out, context, nq_k, win_k, TAIL: tl.constexpr,
+                   K_TOKENS: tl.constexpr, LAT: tl.constexpr, BLOCK_N: tl.constexpr, R: tl.constexpr,
+                   BITS_A: tl.constexpr, BITS_B: tl.constexpr, G: tl.constexpr):
+    """x^K, x^V [2, B*L, LAT] bf16 (x^K the first plane): remat_kernel's latent loads and fp32 dequant, stored
+    instead of multiplied (the cuBLAS materialized path, launch.dequantize)."""
+    c0 = tl.program_id(0) * R
+    b = tl.program_id(2).to(tl.int64)
+    kc, ks, kz, kw, vc, vs, vz = _slabs(kc, ks, kz, kw, vc, vs, vz, b, nq_k, win_k, context, LAT, BITS_A + BITS_B, G)
+    j0, toks, ok = _block(nq_k, context, TAIL, BLOCK_N)
+    xk = _xk_tile(kc, ks, kz, kw, toks, ok, j0, nq_k, c0, TAIL, K_TOKENS, LAT, R, BLOCK_N, BITS_A, BITS_B, G)
+    xv = _x_channels(vc, vs, vz, toks, ok, c0, LAT, R, BITS_A, BITS_B, G)
+    rows = b * context + toks.to(tl.int64)  # [BLOCK_N] rows of x [B*L, LAT]
+    ptr = x_out + rows[:, None] * LAT + c0 + tl.arange(0, R)[None, :]  # [BLOCK_N, R]
+    tl.store(ptr, xk.to(x_out.dtype.element_ty), mask=ok[:, None])
+    plane = tl.num_programs(2).to(tl.int64) * context * LAT  # x^V after the B*L rows of x^K
+    tl.store(ptr + plane, xv.to(x_out.dtype.element_ty), mask=ok[:, None])
+
+
+@triton.jit
+def rope_kernel(k_ptr, log2_theta, rows, context, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
+                BLOCK_T: tl.constexpr):
+    """K [rows = B*L, KV_HEADS*HEAD_DIM] bf16 rotated in place (`_rope`), row r at position r mod context."""
+    r = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    ok = r < rows
+    HALF: tl.constexpr = HEAD_DIM // 2
+    ii = tl.arange(0, HALF)
+    for h in tl.static_range(KV_HEADS):
+        lo = k_ptr + r[:, None].to(tl.int64) * (KV_HEADS * HEAD_DIM) + h * HEAD_DIM + ii[None, :]  # [BLOCK_T, HALF]
+        kl = tl.load(lo, mask=ok[:, None], other=0.0).to(tl.float32)
+        kh = tl.load(lo + HALF, mask=ok[:, None], other=0.0).to(tl.float32)
+        kl, kh = _rope(kl, kh, r % context, log2_theta, HALF)
+        tl.store(lo, kl.to(k_ptr.dtype.element_ty), mask=ok[:, None])
+        tl.store(lo + HALF, kh.to(k_ptr.dtype.element_ty), mask=ok[:, None])
 
 
 @triton.jit

@@ -1,5 +1,6 @@
 """XQuant's storage of a layer (`XLayer`, as roofline's XQuant counts it) and the launchers of its kernels:
-fused decode, materialize (remat to bf16 K, V) then flash-decoding, XQuant-CL's accumulator update."""
+fused decode, materialize (remat to bf16 K, V) then flash-decoding, the same through cuBLAS (dequantize, one
+batched torch.bmm, rope_, flash-decoding: cublas_decode), XQuant-CL's accumulator update."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from validate.common.quantize import QuantTensor, quantize
 from validate.common.recipes import TensorRecipe
 from validate.common.triton_helpers import LOG2E, interpreting
 from validate.ops.xquant.acc_words import acc4_words_kernel
-from validate.ops.xquant.kernel import acc_update_kernel, fused_kernel, remat_kernel
+from validate.ops.xquant.kernel import acc_update_kernel, dequant_kernel, fused_kernel, remat_kernel, rope_kernel
 from validate.ops.xquant.shared import rows_pad, shared_kernel
 
 ROPE_THETA = 500000.0  # Llama-3.1
@@ -43,6 +44,10 @@ SHARED_HPP, SHARED_BLOCK_N, SHARED_WARPS, SHARED_STAGES, SHARED_R_BLOCK = 2, 128
 # at 128 its loop spills 190 registers a step (sm_90, Triton 3.6), at 64 28 (DEQ_NOTES.md)
 PAIRS_R_BLOCK = 64
 DEQUANTS = ("fp32", "pairs")
+# the cuBLAS path's memory-bound kernels: dequant_kernel's tokens x latent channels per program (64: the K latent's
+# token blocks must divide its groups of G = 128), warps; rope_kernel's tokens per program. Not tuned on a GPU
+DEQ_BLOCK_N, DEQ_R_BLOCK, DEQ_WARPS = 64, 128, 4
+ROPE_BLOCK_T, ROPE_WARPS = 32, 4
 
 
 @dataclass
@@ -227,6 +232,68 @@ def materialize(layer: XLayer, kv: tuple | None = None, block_n: int = BLOCK_N, 
 def materialized_decode(q, layer: XLayer, num_splits: int = 1, out=None, kv: tuple | None = None, **kwargs):
     """materialize() then flash_decode.decode_attention over the bf16 K, V it wrote."""
     k, v = materialize(layer, kv, **kwargs)
+    return decode_attention(q, k, v, num_splits, out=out)
+
+
+def dequantize(layer: XLayer, x: torch.Tensor | None = None, block_n: int = DEQ_BLOCK_N, r_block: int = DEQ_R_BLOCK,
+               num_warps: int = DEQ_WARPS) -> torch.Tensor:
+    """x^K and x^V stacked, [2, B*L, r] bf16 (torch.bmm's batch of two), from a GQA layer's latents: dequant_kernel
+    over the quantized K tokens, then over K's fp16 window (TAIL), as materialize launches remat_kernel."""
+    if layer.xv is None:
+        raise ValueError("dequantize: the cuBLAS path takes GQA's two latents (MHA's one X is not stacked)")
+    ce = _layer_constexprs(layer, block_n, r_block)
+    ce = {k: ce[k] for k in ("K_TOKENS", "LAT", "BLOCK_N", "R", "BITS_A", "BITS_B", "G")}
+    codes = layer.xk.tensors["codes"]
+    batch, latent = codes.shape[0], ce["LAT"]
+    x = torch.empty(2, batch * layer.context, latent, dtype=torch.bfloat16, device=codes.device) if x is None else x
+    nq_k, win_k = layer.xk.nq, layer.xk.recent
+    args = (*_args(layer, x), x, layer.context, nq_k, win_k)
+    for tail, tokens in ((False, nq_k), (True, win_k)):
+        if tokens:
+            # one program: x^K and x^V of BLOCK_N tokens x R latent channels of one sequence
+            grid = (latent // r_block, triton.cdiv(tokens, block_n), batch)
+            dequant_kernel[grid](*args, TAIL=tail, **ce, num_warps=num_warps)
+    return x
+
+
+def rope_(k: torch.Tensor, context: int, kv_heads: int, theta: float = ROPE_THETA, block_t: int = ROPE_BLOCK_T,
+          num_warps: int = ROPE_WARPS) -> torch.Tensor:
+    """K [B*L, H_kv d_h] bf16 (row b L + t: token t of sequence b) rotated in place: rope_kernel."""
+    rows, width = k.shape
+    assert k.is_contiguous() and width % kv_heads == 0
+    # one program: BLOCK_T rows (tokens) of every KV head
+    grid = (triton.cdiv(rows, block_t),)
+    rope_kernel[grid](k, math.log2(theta), rows, context, KV_HEADS=kv_heads, HEAD_DIM=width // kv_heads,
+                      BLOCK_T=block_t, num_warps=num_warps)
+    return k
+
+
+def stacked_weights(layer: XLayer) -> torch.Tensor:
+    """[W_k, W_v] as one [2, r, H_kv d_h] bf16 tensor (the batched GEMM's B operand; made once, outside the step)."""
+    return torch.stack((layer.wk, layer.wv)).contiguous()
+
+
+def kv_views(kv: torch.Tensor, batch: int, kv_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """K, V [B, H_kv, L, d_h] views of the GEMM's output kv [2, B*L, H_kv d_h]: strides (L H_kv d_h, d_h, H_kv d_h, 1),
+    which decode_attention reads as they are (no transposing copy)."""
+    _, rows, width = kv.shape
+    shape = (batch, rows // batch, kv_heads, width // kv_heads)
+    return tuple(kv[i].view(shape).permute(0, 2, 1, 3) for i in range(2))
+
+
+def cublas_remat(layer: XLayer, w: torch.Tensor, x: torch.Tensor | None = None, kv: torch.Tensor | None = None,
+                 **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+    """K (RoPE applied) and V as `kv_views`: dequantize (its tiles in kwargs) -> torch.bmm(x, w) (cuBLAS, both
+    latents in one call) into kv [2, B*L, H_kv d_h] -> rope_ on K. `w`: stacked_weights(layer)."""
+    x = dequantize(layer, x, **kwargs)
+    kv = torch.bmm(x, w, out=kv)
+    rope_(kv[0], layer.context, layer.kv_heads, layer.theta)
+    return kv_views(kv, layer.xk.tensors["codes"].shape[0], layer.kv_heads)
+
+
+def cublas_decode(q, layer: XLayer, w: torch.Tensor, num_splits: int = 1, out=None, x=None, kv=None, **kwargs):
+    """cublas_remat then flash_decode.decode_attention over the K, V views it wrote."""
+    k, v = cublas_remat(layer, w, x, kv, **kwargs)
     return decode_attention(q, k, v, num_splits, out=out)
 
 
