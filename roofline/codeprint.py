@@ -100,6 +100,28 @@ def _plain(expr: Any) -> Any:
 
 
 @cache
+def _remember_precedence() -> None:
+    """sympy's `precedence` as the str, code and Python printers call it (module globals: _print_Add per term,
+    _print_Mul per product) through the process-wide memo, once per process. It is a pure function of the
+    expression (Mul's asks could_extract_minus_sign: assumptions, slow on new expressions), so every printer's
+    text stays the same; a subtree's precedence was asked about five times per printing of a new model."""
+    import importlib
+
+    from sympy import Basic
+    from sympy.printing.precedence import precedence
+
+    def remembered(item) -> int:
+        if not isinstance(item, Basic):
+            return precedence(item)
+        return _remembered(_PRECEDENCE, (type(item), item), lambda: precedence(item))
+
+    for name in ("str", "codeprinter", "pycode"):  # sympy.printing.str is also a function's name: by import
+        module = importlib.import_module(f"sympy.printing.{name}")
+        if module.precedence is precedence:
+            module.precedence = remembered
+
+
+@cache
 def _printer_class(flavour: str):
     """sympy's code printer for `flavour` (what lambdify uses for math / numpy), remembering the text of every
     subexpression it printed: a phase's rows and its total share most of their subtrees, printed once."""
@@ -108,6 +130,7 @@ def _printer_class(flavour: str):
     from sympy.printing.pycode import PythonCodePrinter
 
     base = PythonCodePrinter if flavour == "scalar" else NumPyPrinter
+    _remember_precedence()
 
     class MemoPrinter(base):
         """`_memo`: this compile's texts (locals' names included); `_TEXTS[flavour]`: every compile's texts of
@@ -142,7 +165,7 @@ def _printer_class(flavour: str):
 
         def parenthesize(self, item, level, strict=False) -> str:
             """StrPrinter.parenthesize with the item's precedence computed once per process."""
-            prec = _remembered(_PRECEDENCE, item, lambda: precedence(item))
+            prec = _remembered(_PRECEDENCE, (type(item), item), lambda: precedence(item))
             if prec < level or (not strict and prec <= level):
                 return f"({self._print(item)})"
             return self._print(item)
