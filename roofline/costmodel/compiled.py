@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from roofline import codegen, units
@@ -56,6 +57,15 @@ class GraphKernel:
             return self.functions["times"](*args)
         return [values[0] for values in self.functions["summary"](*args)]
 
+    @cached_property
+    def _static(self) -> tuple[tuple[int, bool, bool, str], ...]:
+        """Per op what `summarize` needs besides the numbers: (count, is_comm, timed, name)."""
+        return tuple((op["count"], op["is_comm"], op["timed"], op["name"]) for op in self.ops)
+
+    @cached_property
+    def _latency_floor(self) -> float:
+        return self.roof.latency_floor()
+
     def summary(self, *args: float) -> dict[str, Any]:
         """The phase at this point without building rows: total time, summed compute / memory / communication
         times, the time-weighted bound (the bound of the ops that take most of the time) and the top op, all
@@ -63,7 +73,7 @@ class GraphKernel:
         if "summary" not in self.functions:
             raise ValueError("flavour: summary() needs a kernel compiled in the 'scalar' flavour with rows")
         total, compute, memory, comm, by_bound, top, top_time, top_bound = summarize(
-            self.functions["summary"](*args), self.ops, self.roof.latency_floor())
+            self.functions["summary"](*args), self._static, self._latency_floor)
         return {"total_s": total, "compute_s": compute, "memory_s": memory, "comm_s": comm,
                 "bound": max(by_bound, key=by_bound.get), "dominant_op": top, "dominant_time_s": top_time,
                 "dominant_bound": top_bound}
@@ -146,22 +156,25 @@ def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
     return codegen.Program(tuple(assign), (f"return ({''.join(v + ', ' for v in values)})",))
 
 
-def summarize(values: tuple[tuple, ...], ops: tuple[dict[str, Any], ...], latency_floor: float) -> tuple:
-    """GraphKernel.summary's figures from the generated summary's values (_summary_program). Per op its binding
-    ceiling (binding_ceiling's comparisons over the parts it has; a timed op at or under the device's latency floor
-    is 'latency'; comm ops are 'communication'). Then, in op order: the count-weighted time summed overall and per
-    ceiling (an op taking no time adds nothing once a top op exists), the op taking the most time and its ceiling,
-    and the count-weighted sums of compute, memory and communication time (each summed from its first present
-    term, left to right). Returns (total, compute, memory, comm, {ceiling: time}, top op, its time, its ceiling)."""
+def summarize(values: tuple[tuple, ...], ops: tuple[tuple[int, bool, bool, str], ...], latency_floor: float) -> tuple:
+    """GraphKernel.summary's figures from the generated summary's values (_summary_program) and per op (count,
+    is_comm, timed, name). Per op its binding ceiling (binding_ceiling's comparisons over the parts it has; a timed
+    op at or under the device's latency floor is 'latency'; comm ops are 'communication'). Then, in op order: the
+    count-weighted time summed overall and per ceiling (an op taking no time adds nothing once a top op exists),
+    the op taking the most time and its ceiling, and the count-weighted sums of compute, memory and communication
+    time (each summed from its first present term, left to right). Returns (total, compute, memory, comm,
+    {ceiling: time}, top op, its time, its ceiling)."""
     total, by_bound, top, top_time, top_bound = 0.0, {}, None, -1.0, ""
-    sums: list[Any] = [None, None, None]
-    for (t, c, m, x, shared, l2, latency, issue), op in zip(values, ops, strict=True):
-        count = op["count"]
-        for j, part in enumerate((c, m, x)):
-            if part is not None:
-                sums[j] = count * part if sums[j] is None else sums[j] + count * part
+    compute = memory = comm = None
+    for (t, c, m, x, shared, l2, latency, issue), (count, is_comm, timed, name) in zip(values, ops, strict=True):
+        if c is not None:
+            compute = count * c if compute is None else compute + count * c
+        if m is not None:
+            memory = count * m if memory is None else memory + count * m
+        if x is not None:
+            comm = count * x if comm is None else comm + count * x
         w = count * t
-        if op["is_comm"]:
+        if is_comm:
             kind = "communication"
         else:
             if w == 0 and top is not None:
@@ -175,14 +188,14 @@ def summarize(values: tuple[tuple, ...], ops: tuple[dict[str, Any], ...], latenc
                 kind, v = "l2", l2
             if latency is not None and latency > v:
                 kind = "latency"
-            if op["timed"] and latency_floor > 0 and t <= latency_floor:
+            if timed and latency_floor > 0 and t <= latency_floor:
                 kind = "latency"
         total += w
         by_bound[kind] = by_bound.get(kind, 0.0) + w
         if w > top_time:
-            top, top_time, top_bound = op["name"], w, kind
-    compute, memory, comm = (0.0 if v is None else v for v in sums)
-    return total, compute, memory, comm, by_bound, top, top_time, top_bound
+            top, top_time, top_bound = name, w, kind
+    return (total, 0.0 if compute is None else compute, 0.0 if memory is None else memory,
+            0.0 if comm is None else comm, by_bound, top, top_time, top_bound)
 
 
 def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], symbols: tuple[str, ...],
