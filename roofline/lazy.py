@@ -10,6 +10,11 @@ Set ROOFLINE_TRACE_SYMPY=N to print N frames of the stack that first imports sym
 
 Once sympy is loaded here, Min and Max are built through sympy's own cache (`_cache_min_max`), as sympy already
 builds Add, Mul, Pow and applied functions.
+
+The garbage collector: sympy's import and every symbolic build (roofline.codegen.compiled) run with it paused
+(`gc_paused`), and the objects alive once sympy is imported (modules, classes, sympy's tables) are frozen
+(gc.freeze: never scanned again), so a full collection scans what the plans made, not the ~70,000 objects of
+the imports: ~5 ms instead of ~45 ms on the 2-core machine.
 """
 
 from __future__ import annotations
