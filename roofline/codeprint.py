@@ -22,6 +22,7 @@ MEMO_NODES = 50_000  # subtrees remembered by each process-wide memo below (clea
 _PLAINED: dict = {}  # subtree -> its twin with unevaluated Max/Min/Mod (_plain)
 _TEXTS: dict[str, dict] = {"scalar": {}, "vector": {}}  # subtree -> its text, per flavour, when it holds no local
 _PRECEDENCE: dict = {}  # subtree -> sympy's precedence of it (a function of the subtree alone)
+_CALL_FREE: dict = {}  # subtree -> whether it holds no function call (_call_free)
 _ORDERED: dict = {}  # (sum, order) -> its terms in the printer's order (Expr.as_ordered_terms: slow, pure)
 
 
@@ -245,52 +246,76 @@ class Program:
     body: tuple[str, ...]
 
 
+def _call_free(node, function: type) -> bool:
+    """Whether `node` (not an atom) holds no function call, itself included (kept process-wide in _CALL_FREE):
+    the walks below skip such subtrees, where they would find nothing."""
+    hit = _CALL_FREE.get(node)
+    if hit is None:
+        if len(_CALL_FREE) > MEMO_NODES:
+            _CALL_FREE.clear()
+        hit = _CALL_FREE[node] = not isinstance(node, function) and all(
+            [_call_free(arg, function) for arg in node.args if arg.args])
+    return hit
+
+
 def _repeated_calls(trees: list) -> list:
     """Function calls (min, max, mod, ceil-div, floor) that occur more than once in one of `trees`' groups
     (counted over the printed trees: a group is one generated function), inner calls first."""
     import sympy as sp
 
+    function = sp.Function
     order: dict = {}
     for group in trees:
         counts: dict = {}
 
         def walk(node, counts=counts) -> None:
-            if not node.args:
-                return
-            call = isinstance(node, sp.Function)
+            call = isinstance(node, function)
             if call:
                 counts[node] = counts.get(node, 0) + 1
                 if counts[node] > 1:
                     order[node] = True
                     return
             for arg in node.args:
-                walk(arg)
+                if arg.args and not _call_free(arg, function):
+                    walk(arg)
             if call:
                 order.setdefault(node, False)  # post-order: inner calls before the calls that hold them
 
         for expr in group:
-            walk(expr)
+            if expr.args:
+                walk(expr)
     return [node for node, repeated in order.items() if repeated]
 
 
-def _above(trees: list, targets: set) -> set:
-    """The nodes of `trees` that hold one of `targets` as a proper subtree."""
+def _above(trees: list, targets: set, calls: bool = False) -> set:
+    """The nodes of `trees` that hold one of `targets` as a proper subtree. `calls`: every target is a function
+    call (then subtrees without one are not walked)."""
+    import sympy as sp
+
+    function = sp.Function
     memo: dict = {}
     out: set = set()
 
-    def within(node) -> bool:  # node is or holds a target
+    def within(node) -> bool:  # node (not an atom) is or holds a target
         hit = memo.get(node)
         if hit is None:
-            if any([within(arg) for arg in node.args]):  # a list: every child is walked
+            hit = False
+            for arg in node.args:  # every child is walked
+                if arg.args:
+                    if not (calls and _call_free(arg, function)) and within(arg):
+                        hit = True
+                elif arg in targets:
+                    hit = True
+            if hit:
                 out.add(node)
-                hit = True
             else:
                 hit = node in targets
             memo[node] = hit
         return hit
 
     for tree in trees:
-        within(tree)
+        if tree.args:
+            within(tree)
     return out
 
 
@@ -316,7 +341,8 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     hoisted = _repeated_calls(flat)
     # subtrees printed with a local's name inside (above a hoisted call; in a Program, above one of its
     # assignments too) are printed per compile, never taken from or put into _TEXTS
-    above_hoisted = printer._local = _above([e for group in flat for e in group], set(hoisted)) if hoisted else set()
+    above_hoisted = printer._local = (_above([e for group in flat for e in group], set(hoisted), calls=True)
+                                      if hoisted else set())
     definitions: dict[str, str] = {}
     names: dict = {}
     for k, node in enumerate(hoisted):
