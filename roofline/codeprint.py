@@ -92,8 +92,14 @@ def _plain(expr: Any) -> Any:
         args = [walk(a) for a in node.args]
         if node.func in swaps:
             out = swaps[node.func](*args)
+        elif not any(a is not b for a, b in zip(args, node.args, strict=True)):
+            out = node
+        elif isinstance(node, (sp.Add, sp.Mul)):
+            # a sum or product keeps its (canonical) order of arguments: evaluating it again (sympy's flatten) would
+            # only sort them among the twins, and the printer orders terms and factors itself
+            out = node.func._from_args(args)
         else:
-            out = node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
+            out = node.func(*args)
         seen[node] = out
         return out
 
