@@ -22,6 +22,7 @@ MEMO_NODES = 50_000  # subtrees remembered by each process-wide memo below (clea
 _PLAINED: dict = {}  # subtree -> its twin with unevaluated Max/Min/Mod (_plain)
 _TEXTS: dict[str, dict] = {"scalar": {}, "vector": {}}  # subtree -> its text, per flavour, when it holds no local
 _PRECEDENCE: dict = {}  # subtree -> sympy's precedence of it (a function of the subtree alone)
+_CALL_FREE: dict = {}  # subtree -> whether it holds no function call (_call_free)
 _ORDERED: dict = {}  # (sum, order) -> its terms in the printer's order (Expr.as_ordered_terms: slow, pure)
 
 
@@ -91,12 +92,40 @@ def _plain(expr: Any) -> Any:
         args = [walk(a) for a in node.args]
         if node.func in swaps:
             out = swaps[node.func](*args)
+        elif not any(a is not b for a, b in zip(args, node.args, strict=True)):
+            out = node
+        elif isinstance(node, (sp.Add, sp.Mul)):
+            # a sum or product keeps its (canonical) order of arguments: evaluating it again (sympy's flatten) would
+            # only sort them among the twins, and the printer orders terms and factors itself
+            out = node.func._from_args(args)
         else:
-            out = node.func(*args) if any(a is not b for a, b in zip(args, node.args, strict=True)) else node
+            out = node.func(*args)
         seen[node] = out
         return out
 
     return walk(expr)
+
+
+@cache
+def _remember_precedence() -> None:
+    """sympy's `precedence` as the str, code and Python printers call it (module globals: _print_Add per term,
+    _print_Mul per product) through the process-wide memo, once per process. It is a pure function of the
+    expression (Mul's asks could_extract_minus_sign: assumptions, slow on new expressions), so every printer's
+    text stays the same; a subtree's precedence was asked about five times per printing of a new model."""
+    import importlib
+
+    from sympy import Basic
+    from sympy.printing.precedence import precedence
+
+    def remembered(item) -> int:
+        if not isinstance(item, Basic):
+            return precedence(item)
+        return _remembered(_PRECEDENCE, (type(item), item), lambda: precedence(item))
+
+    for name in ("str", "codeprinter", "pycode"):  # sympy.printing.str is also a function's name: by import
+        module = importlib.import_module(f"sympy.printing.{name}")
+        if module.precedence is precedence:
+            module.precedence = remembered
 
 
 @cache
@@ -108,6 +137,7 @@ def _printer_class(flavour: str):
     from sympy.printing.pycode import PythonCodePrinter
 
     base = PythonCodePrinter if flavour == "scalar" else NumPyPrinter
+    _remember_precedence()
 
     class MemoPrinter(base):
         """`_memo`: this compile's texts (locals' names included); `_TEXTS[flavour]`: every compile's texts of
@@ -142,17 +172,74 @@ def _printer_class(flavour: str):
 
         def parenthesize(self, item, level, strict=False) -> str:
             """StrPrinter.parenthesize with the item's precedence computed once per process."""
-            prec = _remembered(_PRECEDENCE, item, lambda: precedence(item))
+            prec = _remembered(_PRECEDENCE, (type(item), item), lambda: precedence(item))
             if prec < level or (not strict and prec <= level):
                 return f"({self._print(item)})"
             return self._print(item)
 
         def _as_ordered_terms(self, expr, order=None):
-            """Printer._as_ordered_terms, each sum's order computed once per process."""
-            return list(_remembered(_ORDERED, (expr, order), lambda: tuple(super(MemoPrinter, self)
-                                                                                ._as_ordered_terms(expr, order))))
+            """Printer._as_ordered_terms, each sum's order computed once per process (ordered_terms: sympy's
+            order, found faster for sums of real rational terms)."""
+            def compute() -> tuple:
+                if (order or self.order) is None:
+                    terms = ordered_terms(expr)
+                    if terms is not None:
+                        return tuple(terms)
+                return tuple(super(MemoPrinter, self)._as_ordered_terms(expr, order))
+
+            return list(_remembered(_ORDERED, (expr, order), compute))
 
     return MemoPrinter
+
+
+def ordered_terms(expr: Any) -> list | None:
+    """`expr.as_ordered_terms()` (sympy's default order, the printers') for a sum whose terms are a real rational
+    or float coefficient times commutative non-numeric factors; None for any other expression (then ask sympy).
+
+    The same steps as sympy's Expr.as_ordered_terms and Expr.as_terms (sympy 1.14): the special case of a
+    positive number plus a negative multiple, then terms sorted by their monomials over the sorted generators
+    (descending, lexicographic), then by coefficient. One shortcut: the coefficient as float(c) where sympy takes
+    complex(c), whose evalf and as_real_imag were most of the printing of a new model; both are c rounded to the
+    nearest double (mpmath at 53 bits). tests/test_codegen.py compares the two on the graphs' own sums."""
+    import sympy as sp
+    from sympy.core.exprtools import decompose_power
+    from sympy.polys.orderings import monomial_key
+
+    if not isinstance(expr, sp.Add):
+        return None
+    numeric = (sp.Number, sp.NumberSymbol)
+    args = sorted(expr.args, key=lambda x: not isinstance(x, numeric))
+    if len(args) == 2 and isinstance(args[0], numeric) and isinstance(args[1], sp.Mul):
+        factors = sorted(args[1].args, key=lambda x: not isinstance(x, numeric))
+        if (len(factors) == 2 and isinstance(factors[0], sp.Number) and args[0].is_positive
+                and factors[0].is_negative):
+            return args
+    gens, terms = set(), []
+    for term in expr.args:
+        if term.is_Order:
+            return None
+        coeff, rest = term.as_coeff_Mul()
+        if not (coeff.is_Rational or coeff.is_Float):
+            return None
+        powers = {}
+        if rest is not sp.S.One:
+            for factor in sp.Mul.make_args(rest):
+                if factor.is_number or not factor.is_commutative:
+                    return None
+                base, exp = decompose_power(factor)
+                powers[base] = exp
+                gens.add(base)
+        terms.append((term, float(coeff), powers))
+    index = {g: i for i, g in enumerate(sorted(gens, key=sp.default_sort_key))}
+    order = monomial_key(None)
+    keyed = []
+    for term, coeff, powers in terms:
+        monom = [0] * len(index)
+        for base, exp in powers.items():
+            monom[index[base]] = exp
+        # sympy's key: (negated monomial key, non-commutative parts (none), ((imag != 0, imag), (real, imag)))
+        keyed.append(((tuple(-m for m in order(tuple(monom))), (), ((False, 0.0), (coeff, 0.0))), term))
+    return [term for _, term in sorted(keyed, key=lambda pair: pair[0])]
 
 
 @dataclass(frozen=True)
@@ -165,52 +252,76 @@ class Program:
     body: tuple[str, ...]
 
 
+def _call_free(node, function: type) -> bool:
+    """Whether `node` (not an atom) holds no function call, itself included (kept process-wide in _CALL_FREE):
+    the walks below skip such subtrees, where they would find nothing."""
+    hit = _CALL_FREE.get(node)
+    if hit is None:
+        if len(_CALL_FREE) > MEMO_NODES:
+            _CALL_FREE.clear()
+        hit = _CALL_FREE[node] = not isinstance(node, function) and all(
+            [_call_free(arg, function) for arg in node.args if arg.args])
+    return hit
+
+
 def _repeated_calls(trees: list) -> list:
     """Function calls (min, max, mod, ceil-div, floor) that occur more than once in one of `trees`' groups
     (counted over the printed trees: a group is one generated function), inner calls first."""
     import sympy as sp
 
+    function = sp.Function
     order: dict = {}
     for group in trees:
         counts: dict = {}
 
         def walk(node, counts=counts) -> None:
-            if not node.args:
-                return
-            call = isinstance(node, sp.Function)
+            call = isinstance(node, function)
             if call:
                 counts[node] = counts.get(node, 0) + 1
                 if counts[node] > 1:
                     order[node] = True
                     return
             for arg in node.args:
-                walk(arg)
+                if arg.args and not _call_free(arg, function):
+                    walk(arg)
             if call:
                 order.setdefault(node, False)  # post-order: inner calls before the calls that hold them
 
         for expr in group:
-            walk(expr)
+            if expr.args:
+                walk(expr)
     return [node for node, repeated in order.items() if repeated]
 
 
-def _above(trees: list, targets: set) -> set:
-    """The nodes of `trees` that hold one of `targets` as a proper subtree."""
+def _above(trees: list, targets: set, calls: bool = False) -> set:
+    """The nodes of `trees` that hold one of `targets` as a proper subtree. `calls`: every target is a function
+    call (then subtrees without one are not walked)."""
+    import sympy as sp
+
+    function = sp.Function
     memo: dict = {}
     out: set = set()
 
-    def within(node) -> bool:  # node is or holds a target
+    def within(node) -> bool:  # node (not an atom) is or holds a target
         hit = memo.get(node)
         if hit is None:
-            if any([within(arg) for arg in node.args]):  # a list: every child is walked
+            hit = False
+            for arg in node.args:  # every child is walked
+                if arg.args:
+                    if not (calls and _call_free(arg, function)) and within(arg):
+                        hit = True
+                elif arg in targets:
+                    hit = True
+            if hit:
                 out.add(node)
-                hit = True
             else:
                 hit = node in targets
             memo[node] = hit
         return hit
 
     for tree in trees:
-        within(tree)
+        if tree.args:
+            within(tree)
     return out
 
 
@@ -236,7 +347,8 @@ def sources(symbols: list, exprs: dict[str, Any], flavour: str) -> dict[str, str
     hoisted = _repeated_calls(flat)
     # subtrees printed with a local's name inside (above a hoisted call; in a Program, above one of its
     # assignments too) are printed per compile, never taken from or put into _TEXTS
-    above_hoisted = printer._local = _above([e for group in flat for e in group], set(hoisted)) if hoisted else set()
+    above_hoisted = printer._local = (_above([e for group in flat for e in group], set(hoisted), calls=True)
+                                      if hoisted else set())
     definitions: dict[str, str] = {}
     names: dict = {}
     for k, node in enumerate(hoisted):

@@ -105,13 +105,32 @@ def window_occupancy(expr, how: str):
     return expr
 
 
+def _first_seen(expr, kinds: tuple) -> list:
+    """The distinct subexpressions of `expr` of the classes `kinds`, in the order a depth-first walk meets them
+    (sympy keeps every node's arguments in a canonical order, so the list is the same in every process, unlike
+    the set `atoms` returns; and it needs no sort by sympy's sort keys, slow on new expressions)."""
+    found: dict = {}
+    visited: set = set()
+
+    def walk(node) -> None:
+        if isinstance(node, kinds) and node not in found:
+            found[node] = None
+        for arg in node.args:
+            if arg.args and arg not in visited:
+                visited.add(arg)
+                walk(arg)
+
+    walk(expr)
+    return list(found)
+
+
 def _kink_pairs(expr, symbol) -> list:
     """Differences of the argument pairs of every Min/Max node that are affine in `symbol` (other symbols
     may remain, to be fixed later)."""
     pairs = []
     nonaffine = (sp.Min, sp.Max, sp.Mod, sp.Piecewise, _ceildiv_class())
-    for node in sorted(expr.atoms(sp.Min, sp.Max), key=sp.default_sort_key):  # a set: sorted, so generated code
-        args = node.args                                                     # is the same in every process
+    for node in _first_seen(expr, (sp.Min, sp.Max)):
+        args = node.args
         for i in range(len(args)):
             for j in range(i + 1, len(args)):
                 diff = args[i] - args[j]

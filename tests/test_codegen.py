@@ -130,6 +130,28 @@ def test_the_process_wide_print_memos_change_no_text(flavour: str) -> None:
         assert codeprint.sources([B, L], {"exprs": exprs, "others": others}[then], flavour) == fresh[then]
 
 
+def test_ordered_terms_is_sympys_order() -> None:
+    # codeprint.ordered_terms must give sympy's as_ordered_terms on every sum of the graphs it prints (decode and
+    # prefill, dense, MoE and windowed methods, with the device's ceilings as symbols), else None
+    sums = [3 - 2 * L, 2 * L - 3, L / 3 + sp.Rational(5, 7) * B + 2, sp.sqrt(2) * L + B, sp.I * L + B,
+            sp.Float(0.5) * B * L**2 + L + sp.Min(L, 4096) / 7, 4 * sp.Mod(L, 96) - sp.Max(B, L) ** 2 + B * L]
+    for model in (LLAMA8, load_model("Qwen3-30B-A3B")):
+        for spec in ("bf16", "kivi-2", "xquant-cl-2"):
+            phases = PhaseModel.build(model, H100, Workload(batch=16, context_tokens=32768, tp=2), parse_method(spec))
+            roof = phases.roofline.as_symbolic()
+            for phase in ("decode", "prefill"):
+                for op in phases.graph(phase).ops:
+                    sums += [e for e in sp.preorder_traversal(roof.op_times(op).total) if isinstance(e, sp.Add)]
+    fast = 0
+    for expr in sums:
+        terms = codeprint.ordered_terms(expr)
+        if terms is not None:
+            fast += 1
+            assert list(terms) == expr.as_ordered_terms(), expr
+    assert codeprint.ordered_terms(sp.sqrt(2) * L + B) is None and codeprint.ordered_terms(sp.I * L + B) is None
+    assert fast > 100
+
+
 def test_a_program_runs_its_assignments_then_its_body() -> None:
     program = codegen.Program((("_a", sp.Max(B, L)), ("_b", B * L)), ("return 'big' if _a > 100 else _b",))
     fns, _ = codegen.compiled(None, lambda: ([B, L], {"p": program}, {}), "scalar")

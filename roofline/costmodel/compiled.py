@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from roofline import codegen, units
@@ -54,15 +55,25 @@ class GraphKernel:
         summary's op times in the scalar flavour (the same expressions, so the same floats), else `times`."""
         if "times" in self.functions:
             return self.functions["times"](*args)
-        return list(self.functions["summary"](*args)[8])
+        return [values[0] for values in self.functions["summary"](*args)]
+
+    @cached_property
+    def _static(self) -> tuple[tuple[int, bool, bool, str], ...]:
+        """Per op what `summarize` needs besides the numbers: (count, is_comm, timed, name)."""
+        return tuple((op["count"], op["is_comm"], op["timed"], op["name"]) for op in self.ops)
+
+    @cached_property
+    def _latency_floor(self) -> float:
+        return self.roof.latency_floor()
 
     def summary(self, *args: float) -> dict[str, Any]:
         """The phase at this point without building rows: total time, summed compute / memory / communication
         times, the time-weighted bound (the bound of the ops that take most of the time) and the top op, all
-        computed by the generated `summary` (_summary_program). Scalar flavour only."""
+        computed from the generated `summary`'s numbers (_summary_program, summarize). Scalar flavour only."""
         if "summary" not in self.functions:
             raise ValueError("flavour: summary() needs a kernel compiled in the 'scalar' flavour with rows")
-        total, compute, memory, comm, by_bound, top, top_time, top_bound, _ = self.functions["summary"](*args)
+        total, compute, memory, comm, by_bound, top, top_time, top_bound = summarize(
+            self.functions["summary"](*args), self._static, self._latency_floor)
         return {"total_s": total, "compute_s": compute, "memory_s": memory, "comm_s": comm,
                 "bound": max(by_bound, key=by_bound.get), "dominant_op": top, "dominant_time_s": top_time,
                 "dominant_bound": top_bound}
@@ -119,64 +130,72 @@ def _total_program(times: list, counts: list[int]) -> codegen.Program:
 
 
 def _summary_program(rows: list[list], ops: list[dict]) -> codegen.Program:
-    """GraphKernel.summary as straight-line code. Per op: its time and its binding ceiling (binding_ceiling's
-    comparisons, written out only for the ceilings the op has: a ceiling that is zero in every case is left
-    out; a timed op at or under the device's latency floor `_latency_floor` is 'latency'; comm ops are
-    'communication'). Then, in op order: the count-weighted time summed overall and per ceiling (an op taking
-    no time adds nothing once a top op exists), the op taking the most time and its ceiling, and the count-
-    weighted sums of compute, memory and communication time. Returns (total, compute, memory, comm, {ceiling:
-    time}, top op, its time, its ceiling, (each op's time)): the last GraphKernel.op_times, so the scalar flavour
-    compiles no separate `times` function."""
+    """The numbers GraphKernel.summary needs, as straight-line code: per op its time and the parts its bound is
+    chosen from (compute, memory, communication; shared memory, L2, launch latency and issue where the op has
+    them: a part that is zero in every case is None, left out). Returns per op (time, compute, memory, comm, shared,
+    l2, latency, issue); the classification and the sums over ops are `summarize`, plain Python over those numbers
+    (generated straight-line per op, they were three quarters of the text to compile)."""
     at = 7 + len(TRAFFIC)
     assign: list[tuple[str, Any]] = []
-    body: list[str] = []
-    sums: dict[str, list[str]] = {"c": [], "m": [], "x": []}
+    values: list[str] = []
 
-    def local(tag: str, k: int, expr) -> str | None:
+    def local(tag: str, k: int, expr) -> str:
         if sp.sympify(expr) == 0:
-            return None
+            return "None"
         assign.append((f"_{tag}{k}", expr))
         return f"_{tag}{k}"
 
     for k, (row, op) in enumerate(zip(rows, ops, strict=True)):
         # the parts before the wholes that hold them (issue inside compute, compute and memory inside the time):
         # a later expression equal to an earlier local is printed as its name (codegen._sources)
-        shared, l2, latency, issue = ((None,) * 4 if op["is_comm"] else
+        shared, l2, latency, issue = (("None",) * 4 if op["is_comm"] else
                                       tuple(local(tag, k, row[at + j]) for j, tag in enumerate("slai")))
         c, m, x = local("c", k, row[3]), local("m", k, row[4]), local("x", k, row[5])
         assign.append((f"_t{k}", row[6]))
-        for tag, name in (("c", c), ("m", m), ("x", x)):
-            if name:
-                sums[tag].append(f"{op['count']}*{name}")
-        if op["is_comm"]:
-            body.append(f"_k{k} = 'communication'")
-            continue
-        body.append(f"_k{k} = 'memory'; _v{k} = {m or 0}")
-        if c:
-            kind = f"'issue' if {issue} > {c} - {issue} else 'compute'" if issue else "'compute'"
-            body.append(f"if {c} > _v{k}: _k{k} = {kind}; _v{k} = {c}")
-        for name, label in ((shared, "shared-memory"), (l2, "l2")):
-            if name:
-                body.append(f"if {name} > _v{k}: _k{k} = '{label}'; _v{k} = {name}")
-        if latency:
-            body.append(f"if {latency} > _v{k}: _k{k} = 'latency'")
-    body.append("_tot = 0.0; _bb = {}; _top = None; _tt = -1.0; _tb = ''")
-    for k, op in enumerate(ops):
-        body.append(f"_w = {op['count']}*_t{k}")
-        pad = ""
-        if not op["is_comm"]:
-            body.append("if not (_w == 0 and _top is not None):")
-            pad = "    "
-        lines = ["_tot += _w"]
-        if op["timed"] and not op["is_comm"]:
-            lines.append(f"if _latency_floor > 0 and _t{k} <= _latency_floor: _k{k} = 'latency'")
-        lines += [f"_bb[_k{k}] = _bb.get(_k{k}, 0.0) + _w",
-                  f"if _w > _tt: _top = {op['name']!r}; _tt = _w; _tb = _k{k}"]
-        body += [pad + line for line in lines]
-    totals = ", ".join(" + ".join(sums[tag]) or "0.0" for tag in "cmx")
-    times = "".join(f"_t{k}, " for k in range(len(ops)))
-    body.append(f"return (_tot, {totals}, _bb, _top, _tt, _tb, ({times}))")
-    return codegen.Program(tuple(assign), tuple(body))
+        values.append(f"(_t{k}, {c}, {m}, {x}, {shared}, {l2}, {latency}, {issue})")
+    return codegen.Program(tuple(assign), (f"return ({''.join(v + ', ' for v in values)})",))
+
+
+def summarize(values: tuple[tuple, ...], ops: tuple[tuple[int, bool, bool, str], ...], latency_floor: float) -> tuple:
+    """GraphKernel.summary's figures from the generated summary's values (_summary_program) and per op (count,
+    is_comm, timed, name). Per op its binding ceiling (binding_ceiling's comparisons over the parts it has; a timed
+    op at or under the device's latency floor is 'latency'; comm ops are 'communication'). Then, in op order: the
+    count-weighted time summed overall and per ceiling (an op taking no time adds nothing once a top op exists),
+    the op taking the most time and its ceiling, and the count-weighted sums of compute, memory and communication
+    time (each summed from its first present term, left to right). Returns (total, compute, memory, comm,
+    {ceiling: time}, top op, its time, its ceiling)."""
+    total, by_bound, top, top_time, top_bound = 0.0, {}, None, -1.0, ""
+    compute = memory = comm = None
+    for (t, c, m, x, shared, l2, latency, issue), (count, is_comm, timed, name) in zip(values, ops, strict=True):
+        if c is not None:
+            compute = count * c if compute is None else compute + count * c
+        if m is not None:
+            memory = count * m if memory is None else memory + count * m
+        if x is not None:
+            comm = count * x if comm is None else comm + count * x
+        w = count * t
+        if is_comm:
+            kind = "communication"
+        else:
+            if w == 0 and top is not None:
+                continue
+            kind, v = "memory", (0 if m is None else m)
+            if c is not None and c > v:
+                kind, v = ("issue" if issue is not None and issue > c - issue else "compute"), c
+            if shared is not None and shared > v:
+                kind, v = "shared-memory", shared
+            if l2 is not None and l2 > v:
+                kind, v = "l2", l2
+            if latency is not None and latency > v:
+                kind = "latency"
+            if timed and latency_floor > 0 and t <= latency_floor:
+                kind = "latency"
+        total += w
+        by_bound[kind] = by_bound.get(kind, 0.0) + w
+        if w > top_time:
+            top, top_time, top_bound = name, w, kind
+    return (total, 0.0 if compute is None else compute, 0.0 if memory is None else memory,
+            0.0 if comm is None else comm, by_bound, top, top_time, top_bound)
 
 
 def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], symbols: tuple[str, ...],
@@ -215,7 +234,7 @@ def graph_kernel(roof: Roofline, key: str | None, build: Callable[[], Graph], sy
         dtypes = sorted({op.dtype for op in graph.ops if not op.is_comm})  # each needs the device's peak
         return [getattr(units, name) for name in symbols], exprs, {"ops": ops, "dtypes": dtypes}
 
-    bind = {**roof.bindings(), "_latency_floor": roof.latency_floor()}
+    bind = roof.bindings()
 
     def load_rows() -> Callable:
         def make_rows() -> tuple[list, dict[str, Any], dict[str, Any]]:
