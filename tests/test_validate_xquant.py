@@ -292,9 +292,12 @@ def test_grid_work_and_prediction() -> None:
     p = fam.params("fused", 32, 131072)
     pred = family.predict(Case("xquant", "x", p), hw)
     # remat 4 L (d/g)^2 + attention 2 H L 2 d_h per sequence, on the tensor cores; with the kernel's sm_90 structure
-    # the dequantization's integer and FP32 instructions outweigh the wgmma time (issue-bound), without it compute
+    # its warps' contention outweighs the wgmma time: at the datasheet's issue rates the lone chain's waits on its
+    # pipelined copies dominate (the delay: "latency"), at the H100's measured, slower dispatch rate the issue station
+    # does ("issue", as nvidia-h100-compare.txt says of this case); without the structure: compute
     assert pred["flops"] > 32 * 131072 * (4 * 1024 ** 2 + 2 * 32 * 256)
-    assert pred["bound"] == "issue" and predicted.predict_params(p, hw, structure=False)["bound"] == "compute"
+    assert pred["bound"] == "latency" and predicted.predict_params(p, hw, structure=False)["bound"] == "compute"
+    assert family.predict(Case("xquant", "x", p), load_hardware("H100-SXM"))["bound"] == "issue"
     p = fam.params("materialized", 8, 4096)
     mat = family.predict(Case("xquant", "x", p), hw)
     assert {"remat", "attention"} <= set(mat["parts"]) and mat["parts"]["attention"]["bound"] == "memory"
