@@ -3,11 +3,12 @@ chains and the family's prediction, computed on the CPU before any GPU run:
 
     PYTHONPATH=/tmp/t36k:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
 
-A variant is (tiled_kernel VAR bits, register cap): "default" is the committed kernel (LAUNCH's warps and stages,
-VAR 0), "qall" shares one unmasked q per half between the NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is
-the same capped at 128 registers (the default's 4 programs per SM). Counts as structure.py
-(validate.common.sass.cubin_counts), chains as validate/chains.py; the prediction is roofline.validation.families.quant_attention.predict with the variant's
-structure and chain in place of the committed ones (`swapped`). Run with Triton 3.6.0 (the GPU's); nothing is timed.
+A variant is (tiled_kernel VAR bits, register cap): "default" is the committed kernel (LAUNCH's warps and stages, VAR
+0), "qall" shares one unmasked q per half between the NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is the
+same capped at 128 registers (the default's 4 programs per SM). Counts as structure.py
+(validate.common.sass.cubin_counts), chains as validate/chains.py; the prediction is
+roofline.validation.families.quant_attention.predict with the variant's structure and chain in place of the committed
+ones (`swapped`). Run with Triton 3.6.0 (the GPU's); nothing is timed.
 """
 
 from __future__ import annotations
@@ -111,6 +112,9 @@ def main(out: Path = OUT, hardware_names=("H100-SXM", "H200")) -> dict:
                      f"{triton.__version__}, validate.common.sass / validate.chains, "
                      "roofline.validation.families.quant_attention.predict with the variant's structure and chain, "
                      "the catalogue's measured sections (spec SM clock)",
+           "note": "predicted at the spec's SM clock (the compare reports predict at each case's measured clock, "
+                   "e.g. kivi-2 b8 L64K default 0.399 ms at 1845 MHz on the H100): compare the ratios to default. The "
+                   "model counts shared-memory wavefronts (LDSM/LDS/STS/LDGSTS), not the L1 traffic of global loads",
            "variants": {k: {"VAR": v, "maxnreg": c} for k, (v, c) in VARIANTS.items()},
            "kernels": {}, "predicted": {}}
     with tempfile.TemporaryDirectory() as tmp:
