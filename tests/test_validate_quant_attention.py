@@ -279,3 +279,22 @@ def test_rows_kernel_fits_an_h100_sm() -> None:
             "signature": rows_launch.signature(r), "constexprs": rows_launch.plan(r, tk, tv, 32, 8, 128, emu=False),
             "num_warps": rows_launch.NUM_WARPS, "num_stages": rows_launch.NUM_STAGES}
     assert 0 < shared_bytes([spec])[0]["shared"] <= H100_SHARED_BYTES
+
+
+@pytest.mark.parametrize(("spec", "context"), [("kivi-2", 420), ("kivi-4", 400)])
+def test_kivi_variants_match_reference(spec, context) -> None:
+    # KIVI variants of the fast kernel (kivi_variants.py, KIVI_NOTES.md): the same attention as the default kernel,
+    # 2 middle programs of one step each (256 quantized tokens in K and V) and the tail
+    from validate.ops.quant_attention.kivi_variants import VARIANTS
+
+    g = torch.Generator().manual_seed(0)
+    k = torch.randn(1, 2, context, 128, generator=g) * torch.exp(0.5 * torch.randn(1, 2, 1, 128, generator=g))
+    q = torch.randn(1, 8, 128, generator=g).to(torch.bfloat16)
+    cache = qcache.build_cache(k, torch.randn(1, 2, context, 128, generator=g), recipes.recipe(spec))
+    want = reference(q, cache)
+    for name, (var, _) in VARIANTS.items():
+        out = torch.full(q.shape, float("nan"))
+        work = {}
+        got = tiled_launch.fast_decode(q, cache, 2, out, work, variant=var)
+        assert torch.isfinite(got).all() and work["num_splits"] == 2, name
+        assert relative_rms(got, want) < 1e-3, name

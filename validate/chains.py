@@ -42,7 +42,8 @@ def _sass(spec: dict, workdir: Path) -> tuple[str, dict]:
     import triton
 
     kernel = getattr(import_module(spec["module"]), spec["kernel"])
-    compiled = compile_sm90(kernel, spec["signature"], spec["constexprs"], spec["num_warps"], spec["num_stages"])
+    compiled = compile_sm90(kernel, spec["signature"], spec["constexprs"], spec["num_warps"], spec["num_stages"],
+                            maxnreg=spec.get("maxnreg"))
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     path = workdir / "kernel.cubin"
     path.write_bytes(compiled.asm["cubin"])

@@ -25,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout
 
 
 def compile_sm90(kernel, signature: dict[str, str], constexprs: dict[str, object], num_warps: int = 4,
-                 num_stages: int = 3, capability: int = 90, divisible: tuple[str, ...] = ()):
-    """Compile a JITFunction: `signature` types the runtime arguments, `constexprs` gives the others."""
+                 num_stages: int = 3, capability: int = 90, divisible: tuple[str, ...] = (),
+                 maxnreg: int | None = None):
+    """Compile a JITFunction: `signature` types the runtime arguments, `constexprs` gives the others; `maxnreg`
+    caps the registers per thread as the launch option of that name does (None: no cap)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
@@ -39,7 +41,8 @@ def compile_sm90(kernel, signature: dict[str, str], constexprs: dict[str, object
         raise ValueError(f"signature: no type or constexpr value for {missing}")
     full = {a: signature.get(a, "constexpr") for a in kernel.arg_names}
     target = GPUTarget("cuda", capability, 32)
-    options = make_backend(target).parse_options({"num_warps": num_warps, "num_stages": num_stages})
+    launch = {"num_warps": num_warps, "num_stages": num_stages} | ({"maxnreg": maxnreg} if maxnreg else {})
+    options = make_backend(target).parse_options(launch)
     aligned = [a for a, t in full.items() if t.startswith("*") or a in divisible]
     attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
     return triton.compile(ASTSource(fn=kernel, signature=full, constexprs=dict(constexprs), attrs=attrs),

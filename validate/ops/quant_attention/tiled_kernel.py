@@ -40,6 +40,10 @@ from validate.ops.quant_attention.tiled_dequant import (
 )
 from validate.ops.quant_attention.tiled_tail import tail_part
 
+# VAR bits (issue 14, KIVI variants; 0: the default kernel, unchanged): QALL, the q.k dots of K grouped along tokens
+# share one unmasked q per half (KIVI_NOTES.md)
+QALL = tl.constexpr(1)
+
 
 @triton.jit(do_not_specialize=["num_sinks", "win_k", "win_v", "num_mid", "tail_len", "num_parts"])
 def fast_decode_kernel(
@@ -48,7 +52,8 @@ def fast_decode_kernel(
         TAIL: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr, GP: tl.constexpr, NSUB: tl.constexpr,
         D: tl.constexpr, R: tl.constexpr, K_KIND: tl.constexpr, K_A: tl.constexpr, K_B: tl.constexpr,
         K_G: tl.constexpr, K_MODE: tl.constexpr, V_KIND: tl.constexpr, V_A: tl.constexpr, V_B: tl.constexpr,
-        V_G: tl.constexpr, V_MODE: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr, EMU: tl.constexpr):
+        V_G: tl.constexpr, V_MODE: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr, EMU: tl.constexpr,
+        VAR: tl.constexpr):
     pid = tl.program_id(0)
     bh = (tl.program_id(2) * KV_HEADS + tl.program_id(1)).to(tl.int64)  # sequence b, KV head h
     kc, kc16, ks, kz, vc, vc16, vs, vz = slab(bh, kc, kc16, ks, kz, vc, vc16, vs, vz, nq_k, nq_v, D, K_A, K_B, K_G,
@@ -64,7 +69,7 @@ def fast_decode_kernel(
     else:
         _middle_part(q_ptr, kc, kc16, ks, kz, vc, vc16, vs, vz, m_ptr, l_ptr, acc_ptr, bh, pid, qk_scale, nq_v,
                      nq_mid, chunk, num_parts, GROUP, GP, NSUB, D, R, K_KIND, K_A, K_B, K_G, K_MODE, K_OFF, V_KIND,
-                     V_A, V_B, V_G, V_MODE, V_OFF, EMU)
+                     V_A, V_B, V_G, V_MODE, V_OFF, EMU, VAR)
 
 
 @triton.jit
@@ -72,7 +77,8 @@ def _middle_part(q_ptr, kc, kc16, ks, kz, vc, vc16, vs, vz, m_ptr, l_ptr, acc_pt
                  chunk, num_parts, GROUP: tl.constexpr, GP: tl.constexpr, NSUB: tl.constexpr, D: tl.constexpr,
                  R: tl.constexpr, K_KIND: tl.constexpr, K_A: tl.constexpr, K_B: tl.constexpr, K_G: tl.constexpr,
                  K_MODE: tl.constexpr, K_OFF: tl.constexpr, V_KIND: tl.constexpr, V_A: tl.constexpr,
-                 V_B: tl.constexpr, V_G: tl.constexpr, V_MODE: tl.constexpr, V_OFF: tl.constexpr, EMU: tl.constexpr):
+                 V_B: tl.constexpr, V_G: tl.constexpr, V_MODE: tl.constexpr, V_OFF: tl.constexpr, EMU: tl.constexpr,
+                 VAR: tl.constexpr):
     """Middle part `pid`: quantized tokens [pid chunk, min((pid + 1) chunk, nq_mid)) of (b, h), NSUB * R per step
     (row block kb attends tokens j0 + kb R + rr), its partials stored as part `pid`."""
     ROWS: tl.constexpr = NSUB * GP
@@ -83,7 +89,7 @@ def _middle_part(q_ptr, kc, kc16, ks, kz, vc, vc16, vs, vz, m_ptr, l_ptr, acc_pt
     q_rows = q_ptr + (bh * GROUP + hh)[:, None] * D
     rr = tl.arange(0, R)
     if K_KIND == TK:
-        qops = _q_halves(q_rows, row_ok, kb, NSUB, D, EMU)
+        qops = _q_halves(q_rows, row_ok, kb, 1 if QALL & VAR else NSUB, D, EMU, QALL & VAR)
         qsums = ()
         qoffs = ()
     else:
@@ -106,7 +112,8 @@ def _middle_part(q_ptr, kc, kc16, ks, kz, vc, vc16, vs, vz, m_ptr, l_ptr, acc_pt
     lo = pid * chunk
     for j0 in range(lo, tl.minimum(lo + chunk, nq_mid), NSUB * R):
         if K_KIND == TK:
-            s = _scores_along(qops, kc16, ks, kz, j0, rr, ROWS, NSUB, D, R, K_A, K_G, K_MODE, K_OFF, EMU)
+            s = _scores_along(qops, kc16, ks, kz, j0, rr, kb, ROWS, NSUB, D, R, K_A, K_G, K_MODE, K_OFF, EMU,
+                              QALL & VAR)
         else:
             s = _scores_across(qops, qsums, qoffs, kc, kc16, ks, kz, j0, rr, kb, ROWS, NSUB, D, R, K_A, K_B, K_G,
                                K_MODE, K_OFF, EMU)  # [ROWS, R]
@@ -127,15 +134,16 @@ def _middle_part(q_ptr, kc, kc16, ks, kz, vc, vc16, vs, vz, m_ptr, l_ptr, acc_pt
 
 
 @triton.jit
-def _q_halves(q_rows, row_ok, kb, NSUB: tl.constexpr, D: tl.constexpr, EMU: tl.constexpr):
+def _q_halves(q_rows, row_ok, kb, NSUB: tl.constexpr, D: tl.constexpr, EMU: tl.constexpr, ALL: tl.constexpr):
     """K grouped along tokens: per row block qb and half of the channels, row block qb's copy of q [ROWS, D/2]
-    (zero elsewhere), loop-invariant operands of the q.k dots."""
+    (zero elsewhere), loop-invariant operands of the q.k dots; ALL (variant QALL, NSUB 1): every row's q."""
     QH: tl.constexpr = D // 2
     qcol = tl.arange(0, QH)
     qops = ()
     for qb in tl.static_range(NSUB):
         for qsec in tl.static_range(2):
-            x = tl.load(q_rows + qsec * QH + qcol[None, :], mask=(row_ok & (kb == qb))[:, None], other=0.0)
+            ok = row_ok if ALL else row_ok & (kb == qb)
+            x = tl.load(q_rows + qsec * QH + qcol[None, :], mask=ok[:, None], other=0.0)
             qops = qops + (op(x, EMU),)
     return qops
 
@@ -170,10 +178,12 @@ def _q_fields(q_rows, row_ok, kb, NSUB: tl.constexpr, D: tl.constexpr, R: tl.con
 
 
 @triton.jit
-def _scores_along(qops, kc16, ks, kz, j0, rr, ROWS: tl.constexpr, NSUB: tl.constexpr, D: tl.constexpr,
+def _scores_along(qops, kc16, ks, kz, j0, rr, kb, ROWS: tl.constexpr, NSUB: tl.constexpr, D: tl.constexpr,
                   R: tl.constexpr, K_A: tl.constexpr, K_G: tl.constexpr, K_MODE: tl.constexpr, K_OFF: tl.constexpr,
-                  EMU: tl.constexpr):
-    """Scores [ROWS, R] of a step, K grouped along tokens ("TK"): each word dequantized per element (deq_pair)."""
+                  EMU: tl.constexpr, ALL: tl.constexpr):
+    """Scores [ROWS, R] of a step, K grouped along tokens ("TK"): each word dequantized per element (deq_pair).
+    ALL (variant QALL): one unmasked q per half for every sub-tile, the row block's rows kept by a select (the
+    A operands of the 2 NSUB dots are 2 tiles, not 2 NSUB)."""
     FK: tl.constexpr = 8 // K_A
     H2: tl.constexpr = D // 2
     col = tl.arange(0, H2)
@@ -186,8 +196,13 @@ def _scores_along(qops, kc16, ks, kz, j0, rr, ROWS: tl.constexpr, NSUB: tl.const
             a0, c0 = affine16(ks, kz, t * D + col, K_MODE, K_OFF, EMU)
             a1, c1 = affine16(ks, kz, t * D + H2 + col, K_MODE, K_OFF, EMU)
             x0, x1 = deq_pair(w, a0[None, :], c0[None, :], a1[None, :], c1[None, :], K_A, f, EMU)
-            s = tl.dot(qops[2 * (c * FK + f)], tl.trans(op(x0, EMU)), s)  # (constexpr index)
-            s = tl.dot(qops[2 * (c * FK + f) + 1], tl.trans(op(x1, EMU)), s)
+            if ALL:
+                d = tl.dot(qops[0], tl.trans(op(x0, EMU)))
+                d = tl.dot(qops[1], tl.trans(op(x1, EMU)), d)
+                s = tl.where((kb == c * FK + f)[:, None], d, s)
+            else:
+                s = tl.dot(qops[2 * (c * FK + f)], tl.trans(op(x0, EMU)), s)  # (constexpr index)
+                s = tl.dot(qops[2 * (c * FK + f) + 1], tl.trans(op(x1, EMU)), s)
     return s
 
 

@@ -14,8 +14,9 @@ from validate.ops.quant_attention.tiled_kernel import fast_decode_kernel
 from validate.ops.quant_attention.tiled_tail import TAIL_TOKENS
 
 
-def plan(r, tk, tv, heads: int, kv_heads: int, dim: int, emu: bool | None = None) -> dict:
-    """The kernel's compile-time parameters for recipe r stored with tilings (tk, tv) (cache.cache_tilings)."""
+def plan(r, tk, tv, heads: int, kv_heads: int, dim: int, emu: bool | None = None, variant: int = 0) -> dict:
+    """The kernel's compile-time parameters for recipe r stored with tilings (tk, tv) (cache.cache_tilings);
+    `variant`: the VAR bits of tiled_kernel (0: the default kernel)."""
     emu = interpreting() if emu is None else emu
     group = heads // kv_heads
     gp = triton.next_power_of_2(group)
@@ -23,7 +24,8 @@ def plan(r, tk, tv, heads: int, kv_heads: int, dim: int, emu: bool | None = None
     nsub = max([*along_tokens, 16 // gp if gp < 16 else 1, 2 if tv.kind == "CVT" else 1])
     if tk.rows != tv.rows:
         raise ValueError("tiling: K and V sub-tiles differ")
-    out = {"KV_HEADS": kv_heads, "GROUP": group, "GP": gp, "NSUB": nsub, "D": dim, "R": tk.rows, "EMU": emu}
+    out = {"KV_HEADS": kv_heads, "GROUP": group, "GP": gp, "NSUB": nsub, "D": dim, "R": tk.rows, "EMU": emu,
+           "VAR": variant}
     for name, t, til in (("K", r.k, tk), ("V", r.v, tv)):
         out.update({f"{name}_KIND": KINDS[til.kind], f"{name}_A": t.planes[0], f"{name}_B": t.planes[1],
                     f"{name}_G": t.group, f"{name}_MODE": MODES[t.mode], f"{name}_OFF": t.levels // 2})
@@ -120,15 +122,16 @@ def launch_defaults(tk, tv) -> tuple[int, int | None, int]:
 
 def fast_decode(q, cache, num_splits: int | None = None, out=None, work: dict | None = None,
                 num_warps: int | None = None, num_stages: int | None = None, waves: int = WAVES,
-                maxnreg: int | None = 0):
+                maxnreg: int | None = 0, variant: int = 0):
     """kernel.decode for a cache stored tiled (cache.cache_tilings): q [B, HQ, D] bf16 -> out.
-    num_warps, num_stages None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no cap)."""
+    num_warps, num_stages None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no cap);
+    `variant`: tiled_kernel's VAR bits (0: the default kernel; KIVI_NOTES.md)."""
     import torch
 
     batch, heads, dim = q.shape
     k, v = cache.k, cache.v
     kv_heads = k.tensors["codes"].shape[1]
-    ce = plan(cache.recipe, k.tiling, v.tiling, heads, kv_heads, dim)
+    ce = plan(cache.recipe, k.tiling, v.tiling, heads, kv_heads, dim, variant=variant)
     warps0, cap0, stages0 = launch_defaults(k.tiling, v.tiling)
     num_warps = warps0 if num_warps is None else num_warps
     num_stages = stages0 if num_stages is None else num_stages

@@ -1,0 +1,146 @@
+"""KIVI variants of the fast kernel's middle loop (issue 14 item 1, KIVI_NOTES.md): their sm_90 static counts, lone-warp
+chains and the family's prediction, computed on the CPU before any GPU run:
+
+    PYTHONPATH=/tmp/t36k:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
+
+A variant is (tiled_kernel VAR bits, register cap): "default" is the committed kernel (LAUNCH's warps and stages, VAR
+0), "qall" shares one unmasked q per half between the NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is the
+same capped at 128 registers (the default's 4 programs per SM). Counts as structure.py
+(validate.common.sass.cubin_counts), chains as validate/chains.py; the prediction is
+roofline.validation.families.quant_attention.predict with the variant's structure and chain in place of the committed
+ones (`swapped`). Run with Triton 3.6.0 (the GPU's); nothing is timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from validate.common.sass import cubin_counts
+from validate.common.sm90 import ROOT, compile_sm90
+from validate.ops.quant_attention import tiled_kernel
+from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS, sm90_spec
+
+OUT = ROOT / "validate" / "results" / "experiments" / "kivi-variants-predicted.json"
+METHODS = ("kivi-2", "kivi-4")
+SHAPES = ((8, 65536), (32, 16384), (8, 131072), (1, 16384))  # (batch, context)
+# name -> (VAR bits, maxnreg or None)
+VARIANTS = {"default": (0, None), "qall": (tiled_kernel.QALL.value, None), "qall-r128": (tiled_kernel.QALL.value, 128)}
+
+
+def spec(method: str, variant: str) -> dict:
+    """The validate.common.sm90 compile spec of `method`'s middle kernel as `variant` launches it ("maxnreg" added)."""
+    var, cap = VARIANTS[variant]
+    s = sm90_spec(method)
+    return s | {"constexprs": s["constexprs"] | {"VAR": var}, "maxnreg": cap}
+
+
+def structure(method: str, variant: str, workdir: Path) -> dict:
+    """structure.py's counts of `method`'s middle kernel as `variant`, plus the per-opcode shared-memory counts."""
+    s = spec(method, variant)
+    compiled = compile_sm90(tiled_kernel.fast_decode_kernel, s["signature"], s["constexprs"], s["num_warps"],
+                            s["num_stages"], maxnreg=s["maxnreg"])
+    counts = cubin_counts(compiled.asm["cubin"], workdir)
+    ce = s["constexprs"]
+    return {"warps": s["num_warps"], "stages": s["num_stages"], "step_tokens": ce["NSUB"] * ce["R"],
+            "shared_bytes": int(compiled.metadata.shared), **counts}
+
+
+def shared_ops(method: str, variant: str, workdir: Path) -> dict:
+    """Loop counts per warp-step of LDSM, LDS, STS, STSM, LDGSTS, BAR, HMMA, LDL/STL (opcode family -> count)."""
+    import re
+    import subprocess
+    from collections import Counter
+
+    import triton
+
+    from validate.common.sass import instructions, opcode
+
+    s = spec(method, variant)
+    compiled = compile_sm90(tiled_kernel.fast_decode_kernel, s["signature"], s["constexprs"], s["num_warps"],
+                            s["num_stages"], maxnreg=s["maxnreg"])
+    path = workdir / "k.cubin"
+    path.write_bytes(compiled.asm["cubin"])
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    ins = instructions(subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True,
+                                      check=True).stdout)
+    loops = [(int(m.group(1), 16), a) for a, t, _ in ins if (m := re.search(r"BRA (0x[0-9a-f]+)", t))
+             and int(m.group(1), 16) < a]
+    lo, hi = max(loops, key=lambda x: x[1] - x[0])
+    ops = Counter(opcode(t).split(".")[0] for a, t, _ in ins if lo <= a <= hi)
+    return {k: ops[k] for k in ("LDSM", "LDS", "STS", "STSM", "LDGSTS", "BAR", "HMMA", "HFMA2", "PRMT", "LDL", "STL")}
+
+
+@contextlib.contextmanager
+def swapped(method: str, s: dict, chain: dict):
+    """The committed structure of `method` (structure/quant_attention.json) and its chain (chains.json) replaced by
+    `s` and `chain` inside the block (kernel_structure.kernels is cached: its dicts are patched and restored)."""
+    from roofline.validation import kernel_structure as ks
+
+    table, chains = ks.kernels("quant_attention")["kernels"], ks.kernels("chains")["kernels"]
+    key = f"quant_attention/{method}"
+    old = table[method], chains[key]
+    table[method], chains[key] = s, chain
+    try:
+        yield
+    finally:
+        table[method], chains[key] = old
+
+
+def predicted_ms(method: str, batch: int, context: int, hardware) -> dict:
+    """The family's prediction (ms, bound, resident programs) of `method` at (batch, context) on `hardware`."""
+    from roofline.validation.families.quant_attention import predict
+    from roofline.validation.results_file import Case
+
+    params = {"method": method, "batch": batch, "context": context, "num_heads": HEADS, "num_kv_heads": KV_HEADS,
+              "head_dim": HEAD_DIM}
+    got = predict(Case("quant_attention", f"{method}_b{batch}_l{context}", params), hardware)
+    return {"ms": got["time_s"] * 1e3, "bound": got["bound"], "resident_programs": got.get("resident_programs")}
+
+
+def main(out: Path = OUT, hardware_names=("H100-SXM", "H200")) -> dict:
+    """Counts, chains and predictions of every (method, variant); written to `out` (module docstring)."""
+    import triton
+
+    from roofline.catalogue import load_hardware
+    from validate.chains import chains
+
+    doc = {"source": "python -m validate.ops.quant_attention.kivi_variants (no GPU): sm_90 compile with Triton "
+                     f"{triton.__version__}, validate.common.sass / validate.chains, "
+                     "roofline.validation.families.quant_attention.predict with the variant's structure and chain, "
+                     "the catalogue's measured sections (spec SM clock)",
+           "note": "predicted at the spec's SM clock (the compare reports predict at each case's measured clock, "
+                   "e.g. kivi-2 b8 L64K default 0.399 ms at 1845 MHz on the H100): compare the ratios to default. The "
+                   "model counts shared-memory wavefronts (LDSM/LDS/STS/LDGSTS), not the L1 traffic of global loads",
+           "variants": {k: {"VAR": v, "maxnreg": c} for k, (v, c) in VARIANTS.items()},
+           "kernels": {}, "predicted": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in METHODS:
+            for variant in VARIANTS:
+                s = structure(method, variant, Path(tmp))
+                chain = chains(spec(method, variant), Path(tmp))
+                doc["kernels"][f"{method}/{variant}"] = {**s, "ops": shared_ops(method, variant, Path(tmp)),
+                                                         "chain": chain}
+                print(method, variant, {k: s[k] for k in ("registers", "shared_bytes")}, s["loop"]["wavefronts"],
+                      s["loop"]["instructions"], round(chain["step"]), flush=True)
+    for hw_name in hardware_names:
+        hw = load_hardware(hw_name)
+        rows = doc["predicted"][hw_name] = {}
+        for method in METHODS:
+            for batch, context in SHAPES:
+                row = rows[f"{method}_b{batch}_l{context}"] = {}
+                for variant in VARIANTS:
+                    k = doc["kernels"][f"{method}/{variant}"]
+                    s = {key: k[key] for key in ("warps", "stages", "step_tokens", "shared_bytes", "registers", "loop")}
+                    with swapped(method, s, k["chain"]):
+                        row[variant] = predicted_ms(method, batch, context, hw)
+                print(hw_name, method, batch, context, {v: round(r["ms"], 4) for v, r in row.items()}, flush=True)
+    Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)
