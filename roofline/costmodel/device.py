@@ -17,7 +17,8 @@ fit's alpha, the same constant). Without it: peak, datasheet bandwidth, t_kernel
 roofline.
 On-chip ceilings (`_on_chip`), each applied where the spec has it, and t = max(t, t_shared, t_l2, t_latency):
     t_shared  = shared bytes / (B/clock/SM x SMs x clock)   shared bytes: the op's staged operands and metadata
-    t_l2      = bytes / L2 bandwidth                                       loads (kv.quant.metadata_loads)
+    t_l2      = L2 bytes / L2 bandwidth                                    loads (kv.quant.metadata_loads);
+                L2 bytes: the op's re-read tiles where it has them (op.l2_bytes), else its DRAM bytes
     t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)
 The plan names the binding ceiling (binding_ceiling): memory, compute, issue, shared-memory, l2, latency.
 All-reduce ops (tensor parallelism) take NCCL's tuner model (costmodel.collectives.allreduce_time): the smallest
@@ -306,12 +307,14 @@ class Roofline:
     def _on_chip(self, op: Op) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         """(shared-memory, L2, latency) times of `op`, 0 where the device spec lacks the ceiling:
             t_shared  = shared bytes / (shared-memory bandwidth)
-            t_l2      = bytes / L2 bandwidth                    (every DRAM byte passes L2)
+            t_l2      = L2 bytes / L2 bandwidth                 (op.l2_bytes where the op re-reads tiles through L2,
+                                                                 else its DRAM bytes: every DRAM byte passes L2)
             t_latency = bytes x DRAM latency / (min(SMs, programs) x bytes in flight per SM)   (Little's law)."""
         c, v = self.ceilings, self._values
         zero = sp.Integer(0)
         shared = op.shared_bytes / v["smem_bw"] if c["smem_bw"] and op.shared_bytes != 0 else zero
-        l2 = op.bytes / v["l2_bw"] if c["l2_bw"] and op.bytes != 0 else zero
+        l2_bytes = op.l2_bytes if op.l2_bytes != 0 else op.bytes
+        l2 = l2_bytes / v["l2_bw"] if c["l2_bw"] and l2_bytes != 0 else zero
         latency = zero
         if c["dram_latency"] and c["inflight_per_sm"] and op.bytes != 0:
             sms = v["sm_count"]

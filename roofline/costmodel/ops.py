@@ -44,6 +44,8 @@ class Op:
     # (thread blocks) that run at once (0: enough to fill every SM)
     shared_bytes: sp.Expr = field(default_factory=_zero)
     programs: sp.Expr = field(default_factory=_zero)
+    # bytes through L2 where programs re-read what others brought in (a GEMM's operand tiles); 0: its DRAM bytes
+    l2_bytes: sp.Expr = field(default_factory=_zero)
     aten: bool = False  # eager aten kernels (fusion 'none', not GEMM/attention): per-kernel time aten_kernel_s
     fused: bool = False  # Inductor's fused Triton kernels (fusion 'full', not GEMM/attention): fused_kernel_s
     # a communication op's collective: "allreduce" (tensor parallelism, over tp) or "alltoall" (expert parallelism,

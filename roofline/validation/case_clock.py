@@ -29,7 +29,9 @@ the H200's equal times of the same cases had said. So a row's "probe_mhz" is use
 "sm_mhz" only for rows timed before the probe existed.
 
 Without a recorded clock (every row of a bench before validate.common.clocks) the spec is used as it is: the
-boost clock.
+boost clock. The L2 read rate (measured.l2_bytes_per_s) is not rescaled: like DRAM's, it is taken in bytes/s as the
+ceilings family measured it (validate.ops.ceilings.l2; whether Hopper's L2 runs in the SMs' clock domain is not
+measured here).
 """
 
 from __future__ import annotations

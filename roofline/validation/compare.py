@@ -42,7 +42,7 @@ def hardware_for_device(device: str) -> str:
 
 ONCHIP_FIELDS = ("shared_memory_bytes_per_s", "int32_ops_per_s", "fp32_flops_per_s", "mma_sync_flops_per_s",
                  "f2fp_ops_per_s", "i2f_ops_per_s", "f2i_ops_per_s", "mufu_ops_per_s", "dispatch_ops_per_s",
-                 "wgmma_flops_per_s", "wgmma_issue_serial", "wgmma_issue_block", "onchip_source")
+                 "wgmma_flops_per_s", "wgmma_issue_serial", "wgmma_issue_block", "l2_bytes_per_s", "onchip_source")
 
 
 def calibrated(hardware, results: dict):

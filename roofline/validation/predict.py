@@ -88,7 +88,8 @@ def predict_op(model, method_config, op_name: str, values: dict, hardware, phase
     return {"time_s": sum(r["time_s"] for r in rows), "bytes": int(round(sum(r["bytes"] for r in rows))),
             "flops": int(round(sum(r["flops"] for r in rows))), "bound": top["bound"],
             "compute_s": sum(r["compute_s"] for r in rows), "memory_s": sum(r["memory_s"] for r in rows),
-            "shared_s": sum(r.get("shared_s", 0.0) for r in rows), "issue_s": sum(r.get("issue_s", 0.0) for r in rows),
+            "shared_s": sum(r.get("shared_s", 0.0) for r in rows), "l2_s": sum(r.get("l2_s", 0.0) for r in rows),
+            "issue_s": sum(r.get("issue_s", 0.0) for r in rows),
             "kernels": len(rows), "op_s": own["time_s"], "op_memory_s": own["memory_s"]}
 
 

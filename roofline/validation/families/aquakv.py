@@ -11,7 +11,10 @@ carries what the launches' warps execute, each launch scaled by its last wave (`
     matmul_flops = wgmma FLOPs                                        at the measured GEMM rate
     vector_flops, int_ops = FP32 and integer instructions x 32 lanes  at the measured FMA / integer rates (issue)
     shared_bytes = (wavefronts x 128 B + wgmma operand bytes)         at the measured shared-memory rate
-and Roofline times it as every op: max(matmul + issue, DRAM bytes / bandwidth, shared bytes / shared bandwidth).
+    l2_bytes     = the op's bytes + the operand tiles each program re-reads from L2 (`tile_rereads`)
+                                                                      at the measured L2 read rate
+and Roofline times it as every op: max(matmul + issue, DRAM bytes / bandwidth, shared bytes / shared bandwidth,
+L2 bytes / L2 bandwidth). The L2 rate is taken as measured (bytes/s, as DRAM's), not scaled by the case's SM clock.
 The clock: a large case runs below the boost clock the on-chip rates were measured at (the board's power limit);
 `validate compare` times each case at the SM clock recorded while it ran (roofline.validation.case_clock).
 Nothing is fitted to these kernels' timings.
@@ -96,7 +99,17 @@ def structured(params: dict, hardware, big_rows: int | None = None, variant: str
         work = ks.executed_work(s, steps, scale, hardware)
         work["shared_bytes"] += steps * s["warps"] * s["executed"]["wgmma_shared_bytes"]
         fields = {k: fields.get(k, 0) + v for k, v in work.items()}
-    return lambda op: replace(op, **fields)
+    reread = sum(tile_rereads(s, rows(params)) for s, _ in parts)
+    return lambda op: replace(op, **fields, l2_bytes=op.bytes + reread)
+
+
+def tile_rereads(s: dict, n: int) -> int:
+    """Bytes one launch of compile `s` reads from L2 beyond the op's own traffic, at `n` GEMM rows: each of its
+    d_kv / BLOCK_N column tiles reads all `n` rows of its `inputs` bf16 activations [n, d_kv], and each of its
+    ceil(n / BLOCK_M) row tiles the whole bf16 weight [inputs x d_kv, d_kv]; the op's bytes count each once
+    (Nsight Compute: 81-91 % L2 hits, L2 at 72-84 % of its peak, nvidia-h{100,200}-ncu-aquakv.txt)."""
+    cols, row_tiles, width = s["d_kv"] // s["block_n"], -(-n // s["block_m"]), s["inputs"] * s["d_kv"] * 2
+    return (cols - 1) * n * width + (row_tiles - 1) * width * s["d_kv"]
 
 
 def predict_params(params: dict, hardware, big_rows: int | None = None, variant: str = "",
