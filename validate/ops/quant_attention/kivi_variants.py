@@ -106,10 +106,10 @@ def main(out: Path = OUT, hardware_names=("H100-SXM", "H200")) -> dict:
     import triton
 
     from roofline.catalogue import load_hardware
-    from validate.chains import chains
+    from validate.common.spec_chain import chains
 
     doc = {"source": "python -m validate.ops.quant_attention.kivi_variants (no GPU): sm_90 compile with Triton "
-                     f"{triton.__version__}, validate.common.sass / validate.chains, "
+                     f"{triton.__version__}, validate.common.sass / validate.common.spec_chain, "
                      "roofline.validation.families.quant_attention.predict with the variant's structure and chain, "
                      "the catalogue's measured sections (spec SM clock)",
            "note": "predicted at the spec's SM clock (the compare reports predict at each case's measured clock, "
