@@ -236,6 +236,18 @@ def test_kivi_launches_qall_capped_at_128_registers() -> None:
         assert (spec["constexprs"]["VAR"], spec["maxnreg"]) == (0, None), method
 
 
+def test_kivi_grid_cases_file_is_the_grids_kivi_cases() -> None:
+    # the draw file `validate bench --cases` re-times the launched KIVI kernel with: 2 methods x 3 batches x 4 contexts
+    from validate.fresh import load_cases
+    from validate.ops.quant_attention.kivi_grid_predict import CASES, OUT
+
+    got = load_cases(CASES)
+    assert len(got) == 2 * 3 * 4 and len({c.name for c in got}) == 24
+    assert got == [c for c in QuantAttention().cases(False) if c.params["method"] in ("kivi-2", "kivi-4")]
+    predicted = json.loads(OUT.read_text())["devices"]
+    assert all([r["case"] for r in d["rows"]] == [c.name for c in got] for d in predicted.values())
+
+
 def test_cases_grid_and_quick() -> None:
     family = QuantAttention()
     full, quick = family.cases(False), family.cases(True)

@@ -16,7 +16,7 @@ from validate.ops.quant_attention.tiled_tail import TAIL_TOKENS
 
 def plan(r, tk, tv, heads: int, kv_heads: int, dim: int, emu: bool | None = None, variant: int = 0) -> dict:
     """The kernel's compile-time parameters for recipe r stored with tilings (tk, tv) (cache.cache_tilings);
-    `variant`: the VAR bits of tiled_kernel (0: the default kernel)."""
+    `variant`: the VAR bits of tiled_kernel (0: none; tiled_launch.LAUNCH's default is QALL for KIVI)."""
     emu = interpreting() if emu is None else emu
     group = heads // kv_heads
     gp = triton.next_power_of_2(group)
