@@ -248,6 +248,20 @@ def test_kivi_grid_cases_file_is_the_grids_kivi_cases() -> None:
     assert all([r["case"] for r in d["rows"]] == [c.name for c in got] for d in predicted.values())
 
 
+def test_swapped_replaces_both_copies_of_a_chain() -> None:
+    # kivi_variants.swapped (the variants' and kivi_grid_predict's old-kernel predictions): the step's chain
+    # (kernel_structure) and the fixed costs' (fixed_costs.chains) are two cached copies of chains.json; both change
+    from roofline.validation import fixed_costs
+    from roofline.validation import kernel_structure as ks
+    from validate.ops.quant_attention.kivi_variants import swapped
+
+    key, chain = "quant_attention/kivi-2", {"pass": 1.0, "step": 1.0, "warps": 4, "ldl_cycles": 29.1}
+    committed = fixed_costs.chains()["kernels"][key], ks.kernels("chains")["kernels"][key]
+    with swapped("kivi-2", ks.kernels("quant_attention")["kernels"]["kivi-2"], chain):
+        assert fixed_costs.chains()["kernels"][key] is chain and ks.kernels("chains")["kernels"][key] is chain
+    assert (fixed_costs.chains()["kernels"][key], ks.kernels("chains")["kernels"][key]) == committed
+
+
 def test_cases_grid_and_quick() -> None:
     family = QuantAttention()
     full, quick = family.cases(False), family.cases(True)

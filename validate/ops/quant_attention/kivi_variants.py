@@ -82,17 +82,25 @@ def shared_ops(method: str, variant: str, workdir: Path) -> dict:
 @contextlib.contextmanager
 def swapped(method: str, s: dict, chain: dict):
     """The committed structure of `method` (structure/quant_attention.json) and its chain (chains.json) replaced by
-    `s` and `chain` inside the block (kernel_structure.kernels is cached: its dicts are patched and restored)."""
+    `s` and `chain` inside the block. Both copies of chains.json are patched: kernel_structure.kernels' (the step's
+    chain) and fixed_costs.chains' (the launches' pass and step in the fixed costs); each is cached, so its dicts are
+    patched and restored."""
+    from roofline.validation import fixed_costs
     from roofline.validation import kernel_structure as ks
 
-    table, chains = ks.kernels("quant_attention")["kernels"], ks.kernels("chains")["kernels"]
+    table = ks.kernels("quant_attention")["kernels"]
+    chain_tables = [ks.kernels("chains")["kernels"], fixed_costs.chains()["kernels"]]
     key = f"quant_attention/{method}"
-    old = table[method], chains[key]
-    table[method], chains[key] = s, chain
+    old = table[method], [c[key] for c in chain_tables]
+    table[method] = s
+    for c in chain_tables:
+        c[key] = chain
     try:
         yield
     finally:
-        table[method], chains[key] = old
+        table[method] = old[0]
+        for c, row in zip(chain_tables, old[1], strict=True):
+            c[key] = row
 
 
 def predicted_ms(method: str, batch: int, context: int, hardware) -> dict:
