@@ -221,6 +221,47 @@ def test_every_variant_fits_an_h100_sm() -> None:
     assert all(0 < r["shared"] <= H100_SHARED_BYTES for r in results)
 
 
+def test_kivi_launches_qall_capped_at_128_registers() -> None:
+    # KIVI (K grouped along tokens) launches variant qall-r128 by default, the other presets VAR 0 uncapped
+    # (KIVI_NOTES.md: 11-14 % faster on an H100 and an H200); the compile specs (structure.py, validate/chains.py)
+    # describe that launch, the tail part uncapped (fast_decode launches it without a cap)
+    for method in ("kivi-2", "kivi-4"):
+        tk, tv = qcache.cache_tilings(recipes.recipe(method), 128)
+        assert tiled_launch.launch_defaults(tk, tv) == (4, 128, 2, 1)  # QALL is VAR bit 1
+        middle, tail = sm90_spec(method), sm90_spec(method, tail=True)
+        assert (middle["constexprs"]["VAR"], middle["maxnreg"], middle["num_warps"]) == (1, 128, 4)
+        assert (tail["constexprs"]["VAR"], tail["maxnreg"], tail["num_warps"]) == (1, None, 4)
+    for method in ("innerq-base", "innerq-hybrid", "skvq-k2v2"):
+        spec = sm90_spec(method)
+        assert (spec["constexprs"]["VAR"], spec["maxnreg"]) == (0, None), method
+
+
+def test_kivi_grid_cases_file_is_the_grids_kivi_cases() -> None:
+    # the draw file `validate bench --cases` re-times the launched KIVI kernel with: 2 methods x 3 batches x 4 contexts
+    from validate.fresh import load_cases
+    from validate.ops.quant_attention.kivi_grid_predict import CASES, OUT
+
+    got = load_cases(CASES)
+    assert len(got) == 2 * 3 * 4 and len({c.name for c in got}) == 24
+    assert got == [c for c in QuantAttention().cases(False) if c.params["method"] in ("kivi-2", "kivi-4")]
+    predicted = json.loads(OUT.read_text())["devices"]
+    assert all([r["case"] for r in d["rows"]] == [c.name for c in got] for d in predicted.values())
+
+
+def test_swapped_replaces_both_copies_of_a_chain() -> None:
+    # kivi_variants.swapped (the variants' and kivi_grid_predict's old-kernel predictions): the step's chain
+    # (kernel_structure) and the fixed costs' (fixed_costs.chains) are two cached copies of chains.json; both change
+    from roofline.validation import fixed_costs
+    from roofline.validation import kernel_structure as ks
+    from validate.ops.quant_attention.kivi_variants import swapped
+
+    key, chain = "quant_attention/kivi-2", {"pass": 1.0, "step": 1.0, "warps": 4, "ldl_cycles": 29.1}
+    committed = fixed_costs.chains()["kernels"][key], ks.kernels("chains")["kernels"][key]
+    with swapped("kivi-2", ks.kernels("quant_attention")["kernels"]["kivi-2"], chain):
+        assert fixed_costs.chains()["kernels"][key] is chain and ks.kernels("chains")["kernels"][key] is chain
+    assert (fixed_costs.chains()["kernels"][key], ks.kernels("chains")["kernels"][key]) == committed
+
+
 def test_cases_grid_and_quick() -> None:
     family = QuantAttention()
     full, quick = family.cases(False), family.cases(True)
@@ -283,8 +324,8 @@ def test_rows_kernel_fits_an_h100_sm() -> None:
 
 @pytest.mark.parametrize(("spec", "context"), [("kivi-2", 420), ("kivi-4", 400)])
 def test_kivi_variants_match_reference(spec, context) -> None:
-    # KIVI variants of the fast kernel (kivi_variants.py, KIVI_NOTES.md): the same attention as the default kernel,
-    # 2 middle programs of one step each (256 quantized tokens in K and V) and the tail
+    # KIVI variants of the fast kernel (kivi_variants.py, KIVI_NOTES.md): the same attention as the old kernel (VAR
+    # 0) and as LAUNCH's default (variant None), 2 middle programs of one step each (256 quantized tokens) and the tail
     from validate.ops.quant_attention.kivi_variants import VARIANTS
 
     g = torch.Generator().manual_seed(0)
@@ -292,7 +333,7 @@ def test_kivi_variants_match_reference(spec, context) -> None:
     q = torch.randn(1, 8, 128, generator=g).to(torch.bfloat16)
     cache = qcache.build_cache(k, torch.randn(1, 2, context, 128, generator=g), recipes.recipe(spec))
     want = reference(q, cache)
-    for name, (var, _) in VARIANTS.items():
+    for name, var in [*((n, v) for n, (v, _) in VARIANTS.items()), ("launched", None)]:
         out = torch.full(q.shape, float("nan"))
         work = {}
         got = tiled_launch.fast_decode(q, cache, 2, out, work, variant=var)

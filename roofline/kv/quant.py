@@ -265,7 +265,9 @@ def operand_loads(role: str, tokens: sp.Expr, channels: int, kv_heads: int, quer
     Source: the ncu reading of the measured KIVI-2 loop (validate/families/QUANT_NOTES.md: q A-operands re-read
     every step, 8 tiles x 4 LDSM = ~128 wavefronts per warp-step = 512 B per token and KV head, the formula's
     16 x 128 x 2 / 8 = 512; p staging ~36 per warp-step = 144 B, the formula's 16 x 2 x 5 = 160), and the SASS
-    counts in roofline/validation/structure/quant_attention.json (KIVI-2 4 x 666 wavefronts per 128 tokens).
+    counts of that kernel (KIVI-2 4 x 666 wavefronts per 128 tokens; KIVI_NOTES.md). The kernel the validation suite
+    launches for KIVI since (qall-r128, roofline/validation/structure/quant_attention.json: 4 x 570) reads q as 2
+    tiles a step, not 8; this planner formula still charges the 8.
     Only a quantized tensor's fused dequant kernel is charged: unquantized attention is FlashAttention's kernel,
     measured at 88-91 % of its DRAM ceiling (issue 14). Other roles (aux): 0."""
     if not kv_heads or role not in ("key", "value"):

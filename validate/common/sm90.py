@@ -6,9 +6,9 @@ gives one block. The compiler cannot run in a process that imported triton with 
 (triton's own library functions are then interpreted), so `shared_bytes` compiles in a child process
 without it: `python -m validate.common.sm90` reads a JSON list of kernel specs on stdin and prints the results.
 A spec: {"module", "kernel", "signature": {arg: "*bf16" | "i32" | "fp32" ...}, "constexprs": {ARG: value},
-"num_warps", "num_stages", "divisible": [int args that are multiples of 16 at run time]}. Pointer arguments
-are taken as 16-byte aligned (as torch's allocations are), like the JIT specializes them on a GPU, so the
-pipelining and shared memory match what the GPU compiles.
+"num_warps", "num_stages", "divisible": [int args that are multiples of 16 at run time], "maxnreg" (optional: the
+register cap, as the launch option)}. Pointer arguments are taken as 16-byte aligned (as torch's allocations are),
+like the JIT specializes them on a GPU, so the pipelining and shared memory match what the GPU compiles.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _compile_spec(spec: dict) -> dict:
     kernel = getattr(import_module(spec["module"]), spec["kernel"])
     compiled = compile_sm90(kernel, spec["signature"], spec.get("constexprs", {}),
                             spec.get("num_warps", 4), spec.get("num_stages", 3),
-                            divisible=tuple(spec.get("divisible", ())))
+                            divisible=tuple(spec.get("divisible", ())), maxnreg=spec.get("maxnreg"))
     return {"kernel": spec["kernel"], "shared": int(compiled.metadata.shared),
             "num_warps": spec.get("num_warps", 4), "num_stages": spec.get("num_stages", 3)}
 

@@ -32,16 +32,18 @@ def attention(q, cache: QuantCache, **kwargs):
 def sm90_spec(method: str, tail: bool = False, heads: int = HEADS, kv_heads: int = KV_HEADS, dim: int = HEAD_DIM,
               num_warps: int | None = None, num_stages: int | None = None) -> dict:
     """A validate.common.sm90 compile spec of the kernel that runs `method`'s storage (the fast kernel
-    where the cache is stored tiled, else quant_decode_kernel), middle or tail part."""
+    where the cache is stored tiled, else quant_decode_kernel), middle or tail part; the fast kernel's as
+    tiled_launch.fast_decode launches it by default (LAUNCH: warps, stages, VAR bits and, middle only, "maxnreg")."""
     r = recipe(method)
     tk, tv = cache_tilings(r, dim)
     if tk is not None:
-        ce = tiled_launch.plan(r, tk, tv, heads, kv_heads, dim, emu=False)
-        warps, _, stages = tiled_launch.launch_defaults(tk, tv)
+        warps, cap, stages, var = tiled_launch.launch_defaults(tk, tv)
+        ce = tiled_launch.plan(r, tk, tv, heads, kv_heads, dim, emu=False, variant=var)
         warps = num_warps or warps
         return {"module": tiled_kernel.__name__, "kernel": "fast_decode_kernel",
                 "signature": tiled_launch.signature(r), "constexprs": {**ce, "TAIL": tail},
-                "num_warps": 4 if tail else warps, "num_stages": 1 if tail else (num_stages or stages)}
+                "num_warps": 4 if tail else warps, "num_stages": 1 if tail else (num_stages or stages),
+                "maxnreg": None if tail else cap}
     sig = {"q_ptr": "*bf16", "m_ptr": "*fp32", "l_ptr": "*fp32", "acc_ptr": "*fp32", "qk_scale": "fp32"}
     for x, t in (("k", r.k), ("v", r.v)):
         meta = "*fp16" if t.meta == "fp16" else "*fp8e4nv"

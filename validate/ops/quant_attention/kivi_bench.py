@@ -1,9 +1,12 @@
-"""The fast kernel's KIVI variants (kivi_variants.VARIANTS: default, qall, qall-r128) timed on the GPU at the shapes of
-kivi-variants-predicted.json: `python -m validate.ops.quant_attention.kivi_bench OUT.json`. Per method: a reference
-check of every variant (one sequence of 4096 tokens, output pre-filled with NaN; relative RMS against the torch
-reference), then per shape CUDA-graph medians over rotated inputs (validate.common.harness), achieved bytes/s from the
-roofline op's bytes, the bf16 flash-decode time and the copy ceiling (rows_bench's), the prediction committed before
-the run beside each time; environment as harness.environment (git SHA from ROOFLINE_GIT_SHA)."""
+"""The fast kernel's KIVI variants (kivi_variants.VARIANTS: old, qall, qall-r128) timed on the GPU at the shapes of
+kivi-variants-predicted.json: `python -m validate.ops.quant_attention.kivi_bench OUT.json`. Every variant is
+launched with its own VAR bits and register cap, not LAUNCH's: "old" (VAR 0, no cap) is the kernel KIVI ran before
+qall-r128 became LAUNCH's KIVI default, and was named "default" in the files written before
+(nvidia-h{100,200}-kivi-variants.json), so this bench times the same kernels as it did then. Per method: a
+reference check of every variant (one sequence of 4096 tokens, output pre-filled with NaN; relative RMS against the
+torch reference), then per shape CUDA-graph medians over rotated inputs (validate.common.harness), achieved bytes/s
+from the roofline op's bytes, the bf16 flash-decode time and the copy ceiling (rows_bench's), the prediction
+committed before the run beside each time; environment as harness.environment (git SHA from ROOFLINE_GIT_SHA)."""
 
 from __future__ import annotations
 
@@ -17,15 +20,15 @@ from validate.common.testing import relative_rms
 from validate.ops.quant_attention import tiled_launch
 from validate.ops.quant_attention.cache import random_cache
 from validate.ops.quant_attention.cases import HEAD_DIM, HEADS, KV_HEADS
-from validate.ops.quant_attention.kivi_variants import METHODS, OUT, SHAPES, VARIANTS
+from validate.ops.quant_attention.kivi_variants import FORMERLY, METHODS, OUT, SHAPES, VARIANTS
 from validate.ops.quant_attention.reference import reference
 from validate.ops.quant_attention.rows_bench import bf16_ms, copy_gbps
 
 
 def _call(name: str):
-    """decode(q, cache, out, work) of variant `name` (maxnreg 0: LAUNCH's default, no cap for KIVI)."""
+    """decode(q, cache, out, work) of variant `name`: its VAR bits and register cap (None: no cap), never LAUNCH's."""
     var, cap = VARIANTS[name]
-    return lambda q, c, out, work: tiled_launch.fast_decode(q, c, None, out, work, maxnreg=cap or 0, variant=var)
+    return lambda q, c, out, work: tiled_launch.fast_decode(q, c, None, out, work, maxnreg=cap, variant=var)
 
 
 def _check(method: str, call) -> float:
@@ -69,7 +72,8 @@ def main(path: str) -> None:
             for name in VARIANTS:
                 out, work, call = torch.empty_like(sets[0][0]), {}, _call(name)
                 ms = harness.graph_ms(lambda q, c, call=call, out=out, work=work: call(q, c, out, work), sets)
-                pred = predicted.get(f"{method}_b{batch}_l{context}", {}).get(name, {}).get("ms")
+                got = predicted.get(f"{method}_b{batch}_l{context}", {})
+                pred = got.get(name, got.get(FORMERLY.get(name), {})).get("ms")
                 row = {"method": method, "batch": batch, "context": context, "variant": name, "ms": ms,
                        "predicted_ms": pred, "bytes": w["bytes"], "gbps": w["bytes"] / ms / 1e6,
                        "of_copy": w["bytes"] / ms / 1e6 / ceiling, "bf16_ms": ref, "speedup": ref / ms,

@@ -3,9 +3,12 @@ chains and the family's prediction, computed on the CPU before any GPU run:
 
     PYTHONPATH=/tmp/t36k:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
 
-A variant is (tiled_kernel VAR bits, register cap): "default" is the committed kernel (LAUNCH's warps and stages, VAR
-0), "qall" shares one unmasked q per half between the NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is the
-same capped at 128 registers (the default's 4 programs per SM). Counts as structure.py
+A variant is (tiled_kernel VAR bits, register cap), at LAUNCH's warps and stages: "old" is the kernel KIVI ran before
+qall-r128 became its default (VAR 0, no register cap; named "default" in kivi-variants-predicted.json and
+nvidia-h{100,200}-kivi-variants.json, which were written before), "qall" shares one unmasked q per half between the
+NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is the same capped at 128 registers (old's 4 programs per SM):
+LAUNCH's KIVI default since (KIVI_NOTES.md). Each variant names its VAR bits and cap explicitly, so its numbers do not
+move with LAUNCH. Counts as structure.py
 (validate.common.sass.cubin_counts), chains as validate/chains.py; the prediction is
 roofline.validation.families.quant_attention.predict with the variant's structure and chain in place of the committed
 ones (`swapped`). Run with Triton 3.6.0 (the GPU's); nothing is timed.
@@ -27,12 +30,14 @@ from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS, sm90_
 OUT = ROOT / "validate" / "results" / "experiments" / "kivi-variants-predicted.json"
 METHODS = ("kivi-2", "kivi-4")
 SHAPES = ((8, 65536), (32, 16384), (8, 131072), (1, 16384))  # (batch, context)
-# name -> (VAR bits, maxnreg or None)
-VARIANTS = {"default": (0, None), "qall": (tiled_kernel.QALL.value, None), "qall-r128": (tiled_kernel.QALL.value, 128)}
+# name -> (VAR bits, maxnreg or None: no cap)
+VARIANTS = {"old": (0, None), "qall": (tiled_kernel.QALL.value, None), "qall-r128": (tiled_kernel.QALL.value, 128)}
+FORMERLY = {"old": "default"}  # the names the files written before the rename give a variant
 
 
 def spec(method: str, variant: str) -> dict:
-    """The validate.common.sm90 compile spec of `method`'s middle kernel as `variant` launches it ("maxnreg" added)."""
+    """The validate.common.sm90 compile spec of `method`'s middle kernel as `variant` launches it (its VAR bits and
+    "maxnreg" in place of LAUNCH's)."""
     var, cap = VARIANTS[variant]
     s = sm90_spec(method)
     return s | {"constexprs": s["constexprs"] | {"VAR": var}, "maxnreg": cap}
@@ -77,17 +82,25 @@ def shared_ops(method: str, variant: str, workdir: Path) -> dict:
 @contextlib.contextmanager
 def swapped(method: str, s: dict, chain: dict):
     """The committed structure of `method` (structure/quant_attention.json) and its chain (chains.json) replaced by
-    `s` and `chain` inside the block (kernel_structure.kernels is cached: its dicts are patched and restored)."""
+    `s` and `chain` inside the block. Both copies of chains.json are patched: kernel_structure.kernels' (the step's
+    chain) and fixed_costs.chains' (the launches' pass and step in the fixed costs); each is cached, so its dicts are
+    patched and restored."""
+    from roofline.validation import fixed_costs
     from roofline.validation import kernel_structure as ks
 
-    table, chains = ks.kernels("quant_attention")["kernels"], ks.kernels("chains")["kernels"]
+    table = ks.kernels("quant_attention")["kernels"]
+    chain_tables = [ks.kernels("chains")["kernels"], fixed_costs.chains()["kernels"]]
     key = f"quant_attention/{method}"
-    old = table[method], chains[key]
-    table[method], chains[key] = s, chain
+    old = table[method], [c[key] for c in chain_tables]
+    table[method] = s
+    for c in chain_tables:
+        c[key] = chain
     try:
         yield
     finally:
-        table[method], chains[key] = old
+        table[method] = old[0]
+        for c, row in zip(chain_tables, old[1], strict=True):
+            c[key] = row
 
 
 def predicted_ms(method: str, batch: int, context: int, hardware) -> dict:
@@ -113,7 +126,7 @@ def main(out: Path = OUT, hardware_names=("H100-SXM", "H200")) -> dict:
                      "roofline.validation.families.quant_attention.predict with the variant's structure and chain, "
                      "the catalogue's measured sections (spec SM clock)",
            "note": "predicted at the spec's SM clock (the compare reports predict at each case's measured clock, "
-                   "e.g. kivi-2 b8 L64K default 0.399 ms at 1845 MHz on the H100): compare the ratios to default. The "
+                   "e.g. kivi-2 b8 L64K old 0.399 ms at 1845 MHz on the H100): compare the ratios to old. The "
                    "model counts shared-memory wavefronts (LDSM/LDS/STS/LDGSTS), not the L1 traffic of global loads",
            "variants": {k: {"VAR": v, "maxnreg": c} for k, (v, c) in VARIANTS.items()},
            "kernels": {}, "predicted": {}}

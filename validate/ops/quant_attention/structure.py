@@ -1,6 +1,7 @@
 """The fast kernel's structure for the hierarchical roofline: compile the middle loop of every bench preset for
-sm_90 on the CPU (validate.common.sm90) exactly as tiled_launch launches it (plan, LAUNCH's warps and stages)
-and write its static counts (validate.common.sass) to roofline/validation/structure/quant_attention.json.
+sm_90 on the CPU (validate.common.sm90) exactly as tiled_launch launches it (kernel.sm90_spec: plan, LAUNCH's warps,
+stages, VAR bits and register cap) and write its static counts (validate.common.sass) to
+roofline/validation/structure/quant_attention.json.
 
     PYTHONPATH=. python -m validate.ops.quant_attention.structure [OUT.json]
 
@@ -15,13 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from validate.common.recipes import recipe
 from validate.common.sass import cubin_counts
 from validate.common.sm90 import ROOT, compile_sm90
 from validate.ops.quant_attention import tiled_launch
-from validate.ops.quant_attention.cache import cache_tilings
 from validate.ops.quant_attention.cases import METHODS
-from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS
+from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS, sm90_spec
 from validate.ops.quant_attention.tiled_kernel import fast_decode_kernel
 
 OUT = ROOT / "roofline" / "validation" / "structure" / "quant_attention.json"
@@ -29,16 +28,15 @@ OUT = ROOT / "roofline" / "validation" / "structure" / "quant_attention.json"
 
 def method_structure(method: str, workdir: Path) -> dict:
     """Warps, stages, tokens per step, registers, shared memory per program and the loop's counts of the
-    middle kernel (TAIL=False) for `method` at the bench's heads."""
-    r = recipe(method)
-    tk, tv = cache_tilings(r, HEAD_DIM)
-    ce = tiled_launch.plan(r, tk, tv, HEADS, KV_HEADS, HEAD_DIM, emu=False)
-    warps, _, stages = tiled_launch.launch_defaults(tk, tv)
-    compiled = compile_sm90(fast_decode_kernel, tiled_launch.signature(r), {**ce, "TAIL": False},
-                            num_warps=warps, num_stages=stages)
+    middle kernel (TAIL=False) for `method` at the bench's heads, compiled from kernel.sm90_spec (LAUNCH's
+    warps, stages, VAR bits and register cap)."""
+    s = sm90_spec(method, heads=HEADS, kv_heads=KV_HEADS, dim=HEAD_DIM)
+    compiled = compile_sm90(fast_decode_kernel, s["signature"], s["constexprs"], num_warps=s["num_warps"],
+                            num_stages=s["num_stages"], maxnreg=s["maxnreg"])
     counts = cubin_counts(compiled.asm["cubin"], workdir)
-    return {"warps": warps, "stages": stages, "step_tokens": tiled_launch.step_tokens(ce),
-            "shared_bytes": int(compiled.metadata.shared), **counts}
+    return {"warps": s["num_warps"], "stages": s["num_stages"],
+            "step_tokens": tiled_launch.step_tokens(s["constexprs"]), "shared_bytes": int(compiled.metadata.shared),
+            **counts}
 
 
 def main(out: Path = OUT) -> dict:

@@ -10,13 +10,13 @@ from validate.common.recipes import MODES
 from validate.common.triton_helpers import LOG2E, interpreting
 from validate.common.triton_helpers import choose_splits as choose_splits_for
 from validate.ops.quant_attention.tiled_dequant import KINDS
-from validate.ops.quant_attention.tiled_kernel import fast_decode_kernel
+from validate.ops.quant_attention.tiled_kernel import QALL, fast_decode_kernel
 from validate.ops.quant_attention.tiled_tail import TAIL_TOKENS
 
 
 def plan(r, tk, tv, heads: int, kv_heads: int, dim: int, emu: bool | None = None, variant: int = 0) -> dict:
     """The kernel's compile-time parameters for recipe r stored with tilings (tk, tv) (cache.cache_tilings);
-    `variant`: the VAR bits of tiled_kernel (0: the default kernel)."""
+    `variant`: the VAR bits of tiled_kernel (0: none; tiled_launch.LAUNCH's default is QALL for KIVI)."""
     emu = interpreting() if emu is None else emu
     group = heads // kv_heads
     gp = triton.next_power_of_2(group)
@@ -109,30 +109,32 @@ def _args(q, k, v, work, out, dim: int, nq_mid: int) -> tuple:
             v.recent, nq_mid)
 
 
-# launch defaults by (K, V) tiling kinds: (warps, register cap or None, pipeline stages), the best measured on an
-# H200 (QUANT_NOTES.md): 4 warps for KIVI, 2 for InnerQ, 2 uncapped with 3 stages for SKVQ
-LAUNCH = {("TK", "CVT"): (4, None, 2), ("TK", "CVC"): (4, None, 2), ("CK", "TV"): (2, None, 2),
-          ("CK", "CVT"): (2, None, 3), ("CK", "CVC"): (2, None, 3)}
+# launch defaults by (K, V) tiling kinds: (warps, register cap or None, pipeline stages, tiled_kernel VAR bits), the
+# best measured on an H200 (QUANT_NOTES.md): 4 warps for KIVI, 2 for InnerQ, 2 uncapped with 3 stages for SKVQ; KIVI
+# (K along tokens) runs variant QALL capped at 128 registers, "qall-r128": 11-14 % faster than VAR 0 uncapped at
+# large shapes on an H100 and an H200 (KIVI_NOTES.md, nvidia-h{100,200}-kivi-variants.json)
+LAUNCH = {("TK", "CVT"): (4, 128, 2, QALL.value), ("TK", "CVC"): (4, 128, 2, QALL.value), ("CK", "TV"): (2, None, 2, 0),
+          ("CK", "CVT"): (2, None, 3, 0), ("CK", "CVC"): (2, None, 3, 0)}
 
 
-def launch_defaults(tk, tv) -> tuple[int, int | None, int]:
-    """(num_warps, maxnreg, num_stages) of LAUNCH for tilings tk, tv."""
-    return LAUNCH.get((tk.kind, tv.kind), (4, None, 2))
+def launch_defaults(tk, tv) -> tuple[int, int | None, int, int]:
+    """(num_warps, maxnreg, num_stages, VAR bits) of LAUNCH for tilings tk, tv."""
+    return LAUNCH.get((tk.kind, tv.kind), (4, None, 2, 0))
 
 
 def fast_decode(q, cache, num_splits: int | None = None, out=None, work: dict | None = None,
                 num_warps: int | None = None, num_stages: int | None = None, waves: int = WAVES,
-                maxnreg: int | None = 0, variant: int = 0):
+                maxnreg: int | None = 0, variant: int | None = None):
     """kernel.decode for a cache stored tiled (cache.cache_tilings): q [B, HQ, D] bf16 -> out.
-    num_warps, num_stages None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no cap);
-    `variant`: tiled_kernel's VAR bits (0: the default kernel; KIVI_NOTES.md)."""
+    num_warps, num_stages, variant None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no cap);
+    `variant`: tiled_kernel's VAR bits (0: the kernel without variants, KIVI's before qall-r128; KIVI_NOTES.md)."""
     import torch
 
     batch, heads, dim = q.shape
     k, v = cache.k, cache.v
     kv_heads = k.tensors["codes"].shape[1]
-    ce = plan(cache.recipe, k.tiling, v.tiling, heads, kv_heads, dim, variant=variant)
-    warps0, cap0, stages0 = launch_defaults(k.tiling, v.tiling)
+    warps0, cap0, stages0, var0 = launch_defaults(k.tiling, v.tiling)
+    ce = plan(cache.recipe, k.tiling, v.tiling, heads, kv_heads, dim, variant=var0 if variant is None else variant)
     num_warps = warps0 if num_warps is None else num_warps
     num_stages = stages0 if num_stages is None else num_stages
     maxnreg = cap0 if maxnreg == 0 else maxnreg
