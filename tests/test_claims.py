@@ -86,16 +86,16 @@ def test_skvq_7x_decode(table) -> None:
     # 108 SMs x 1.41 GHz = 9.75 T/s: 128 x 199,867 x 8,192 x 32 x 3/4 / 9.75e12 = 0.516 s, under the memory
     # time. Shared memory binds (kv.quant's fused kernel; per quantized token and KV head, MHA: M = 16 rows for one
     # query row; the preset stores 2-bit codes with an fp16 scale+zero per group of 128): staged 2 x (32 + 4) B;
-    # K's groups along q.k's reduction: the 4 B stored once, q 16 x 128 x 2 / 8 = 512 B; V's per-token groups
-    # across p.v's reduction: 128 x 4 B per element + 4 warps x 4 B of copies = 528 B, p 16 x 2 x 5 = 160 B;
-    # 1276 B x 128 x 199,867 x 32 KV heads x 32 layers / (128 B x 108 x 1.41 GHz) = 1.715 s
+    # K's groups along q.k's reduction: the 4 B stored once, q read once a step 16 x 128 x 2 / 32 = 128 B; V's
+    # per-token groups across p.v's reduction: 128 x 4 B per element + 4 warps x 4 B of copies = 528 B, p 16 x 2 x 5
+    # = 160 B; 892 B x 128 x 199,867 x 32 KV heads x 32 layers / (128 B x 108 x 1.41 GHz) = 1.199 s
     assert v["kv_needed"] == 128 * (133 * LLAMA2_FP16_KV_PER_TOKEN + 199_867 * 73_728)
     assert v["fp16_s"] == pytest.approx((LLAMA2_WEIGHT_BYTES + 128 * 200_000 * LLAMA2_FP16_KV_PER_TOKEN) / 2.039e12,
                                         rel=0.01)
     kv_s = v["kv_needed"] / 2.039e12
-    shared_s = 1276 * 128 * 199_867 * 1024 / (128 * 108 * 1.41e9)
+    shared_s = 892 * 128 * 199_867 * 1024 / (128 * 108 * 1.41e9)
     assert 128 * 199_867 * 8192 * 32 * 3 / 4 / 9.75e12 < kv_s < shared_s < v["skvq_s"] < shared_s * 1.02
-    assert v["full"] == pytest.approx(v["fp16_s"] / v["skvq_s"]) and v["full"] < 4  # 3.82x: 7x only under
+    assert v["full"] == pytest.approx(v["fp16_s"] / v["skvq_s"]) and v["full"] < 6  # 5.45x: 7x only under
     # LLM-Viewer's DRAM-only convention, at a point no GPU holds
     assert v["kv_needed"] > 20 * A100_BYTES
     assert table["skvq-7x-decode"]["verdict"] == QUALIFIED

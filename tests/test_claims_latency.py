@@ -93,11 +93,12 @@ def test_innerq_table4_on_the_xavier_nx(table) -> None:
     paper = sum(k / b for k, b in zip(kivi, base, strict=True)) / 7  # 1.281: "an average speedup of 1.3x"
     v = innerq_table4()
     assert v["mean"]["paper"] == pytest.approx(paper) and paper == pytest.approx(1.281, abs=1e-3)
-    # the model at 32K: KIVI-2 shared-memory bound on 6 SMs x 128 B x 1.1 GHz = 844.8 GB/s with 1920 B per token
-    # and KV head (96 B staged + 1024 B of per-element scale+zero + 4 warps x 32 B of copies + q 16 x 128 x 2 / 8 =
-    # 512 B + p 16 x 2 x 5 = 160 B), InnerQ-Base DRAM-bound on 59.7 GB/s with 2 x (48 B of 3-bit codes + 8 B of fp16
-    # scale) = 112 B: 2.273 / 1.876 ns = 1.21, less the fp16 window InnerQ reads (128 tokens x 512 B): 1.18
-    hand = (1920 / 844.8e9) / ((32_640 * 112 + 128 * 512) / 32_768 / 59.7e9)
+    # the model at 32K: KIVI-2 shared-memory bound on 6 SMs x 128 B x 1.1 GHz = 844.8 GB/s with 1536 B per token
+    # and KV head (96 B staged + 1024 B of per-element scale+zero + 4 warps x 32 B of copies + q read once a step,
+    # 16 x 128 x 2 / 32 = 128 B + p 16 x 2 x 5 = 160 B), InnerQ-Base DRAM-bound on 59.7 GB/s with 2 x (48 B of
+    # 3-bit codes + 8 B of fp16 scale) = 112 B: 1.818 / 1.876 ns = 0.97, less the fp16 window InnerQ reads
+    # (128 tokens x 512 B): 0.95 - KIVI-2 the faster (with q re-read per sub-tile, 512 B, it was 1.18)
+    hand = (1536 / 844.8e9) / ((32_640 * 112 + 128 * 512) / 32_768 / 59.7e9)
     assert v["model"]["innerq-base"][-1] == pytest.approx(hand, rel=0.02)
     assert v["at_32k"]["model", "kivi-2"]["bound"] == "shared-memory"
     assert v["at_32k"]["model", "innerq-base"]["bound"] == "memory"
@@ -106,10 +107,10 @@ def test_innerq_table4_on_the_xavier_nx(table) -> None:
     # K and V at 59.7 GB/s = 8,993 us against the printed 9,516 total
     assert 268_435_456 / 4593e-6 / 59.7e9 > 0.95
     assert v["expanded_fp16_us"][-1] == pytest.approx(4 * 134_217_728 / 59.7e9 * 1e6, rel=0.005)
-    # averaged over the seven lengths the model's InnerQ lead at long contexts cancels against its fp16 window at
-    # short ones (0.71x at 512, KIVI's block window holding fewer fp16 tokens): ~1.0x either way, not the 1.28x
-    assert abs(v["mean"]["expanded"] - v["mean"]["model"]) < 0.02 and v["mean"]["model"] < paper - 0.2
-    assert v["model"]["innerq-base"][0] < 1 < v["model"]["innerq-base"][-1]
+    # averaged over the seven lengths KIVI-2 leads at every length (0.71x at 512, InnerQ's fp16 window holding more
+    # fp16 tokens than KIVI's block window, up to 0.95x at 32K): ~0.85x either way, not the 1.28x
+    assert abs(v["mean"]["expanded"] - v["mean"]["model"]) < 0.02 and v["mean"]["model"] < paper - 0.4
+    assert max(v["model"]["innerq-base"]) < 1
     assert table["innerq-table4-vs-kivi"][0] == FAILS
 
 

@@ -23,19 +23,20 @@ SHAPES = [(8, 16384), (8, 65536), (8, 131072), (32, 16384), (32, 65536), (32, 13
 
 # Hand derivation per cached token and KV head (Llama-3.1-8B heads: d = 128, 4 query heads per KV head padded to
 # M = 16 rows), long context (windows negligible), datasheet ceilings of H100-SXM and H200 (same GH100 SMs:
-# 132 x 1.98 GHz), the fused kernel of kv.quant (4 warps split each dot's N, q fragments re-read per n-tile of 8):
+# 132 x 1.98 GHz), the fused kernel of kv.quant (4 warps split each dot's N, q fragments read once a step for the 4
+# sub-tile dots of 8 tokens that share them: 2 tiles, the qall-r128 KIVI kernel):
 #   KIVI-2: K and V 2-bit codes 2 x 32 B + fp16 scale+zero per 32 elements 2 x 16 B = 96 B from DRAM, staged once;
 #           both tensors grouped across the dot's reduction: each of the 256 elements loads its own scale+zero
-#           (1024 B) and each of the 4 warps copies the 32 B of stored metadata (128 B); q: 16 x 128 x 2 / 8 = 512 B;
-#           p: 16 rows x 2 B written once, read by 4 warps: 160 B. Shared memory 96 + 1152 + 512 + 160 = 1920 B
-#           -> 1920 / (128 B x 132 x 1.98e9) = 57.39 ps   (binding)
+#           (1024 B) and each of the 4 warps copies the 32 B of stored metadata (128 B); q: 16 x 128 x 2 / 32 = 128 B;
+#           p: 16 rows x 2 B written once, read by 4 warps: 160 B. Shared memory 96 + 1152 + 128 + 160 = 1536 B
+#           -> 1536 / (128 B x 132 x 1.98e9) = 45.91 ps   (binding)
 #           issue: 256 x 3/4 int ops / 16.73e12 + (512 dequant + 20 softmax) / 66.9e12 + 2048 / 989.4e12 = 21.5 ps
 #   InnerQ-Base: 3-bit codes 2 x 48 B + fp16 scale per 32: 2 x 8 B = 112 B; groups along the reduction: metadata
-#           read once per group after the dot (16 B); q 512 B, p 160 B: shared 800 B -> 23.9 ps
+#           read once per group after the dot (16 B); q 128 B, p 160 B: shared 416 B -> 12.4 ps
 #           issue: 256 x 9/4 int ops / 16.73e12 + (32 + 20) / 66.9e12 + 2048 / 989.4e12 = 37.28 ps   (binding)
-KIVI_PS = 1920 / (128 * 132 * 1.98e9) * 1e12
+KIVI_PS = 1536 / (128 * 132 * 1.98e9) * 1e12
 INNERQ_PS = (256 * 9 / 4 / 1.673e13 + 52 / 66.9e12 + 2048 / 989.4e12) * 1e12
-HAND_SPEED = KIVI_PS / INNERQ_PS  # InnerQ-Base speed over KIVI-2's: 1.539
+HAND_SPEED = KIVI_PS / INNERQ_PS  # InnerQ-Base speed over KIVI-2's: 1.231
 
 
 def _attention_row(method: str, hw, batch: int, context: int, measured: bool = False) -> dict:
@@ -100,9 +101,9 @@ def test_model_innerq_vs_kivi_from_the_layouts(device: str) -> None:
 @pytest.mark.parametrize("device", ["h200", "h100"])
 def test_planner_direction_as_measured(device: str) -> None:
     # the planner (layouts, measured ceilings as `roofline plan` uses them) against the committed runs: InnerQ-Base
-    # faster than KIVI-2 wherever measured (batch >= 8, context >= 16K), by a ratio within 6 % of the measured one at
-    # context >= 64K (1.41-1.48 measured, 1.48-1.51 predicted) and 12 % at 16K (where the measured kernels' fp16
-    # tails and split reduce weigh more: 1.27-1.41 measured)
+    # faster than KIVI-2 wherever measured (batch >= 8, context >= 16K), by a ratio within 10 % of the measured one
+    # (1.15-1.30 measured with the qall-r128 KIVI kernel, 1.16-1.19 predicted: the planner's generic kernel does not
+    # grow the KIVI / InnerQ ratio with context as the measured kernels' splits and tails do)
     hw = load_hardware({"h200": "H200", "h100": "H100-SXM"}[device])
     measured = _measured_ms(device)
     for batch, context in SHAPES:
@@ -110,13 +111,14 @@ def test_planner_direction_as_measured(device: str) -> None:
                 / _attention_row("innerq-base", hw, batch, context, measured=True)["time_s"])
         meas = measured[("kivi-2", batch, context)] / measured[("innerq-base", batch, context)]
         assert pred > 1 and meas > 1
-        assert pred == pytest.approx(meas, rel=0.06 if context >= 65536 else 0.12)
+        assert pred == pytest.approx(meas, rel=0.10)
 
 
 def test_measured_innerq_beats_kivi_and_h100_matches_h200() -> None:
     h200, h100 = _measured_ms("h200"), _measured_ms("h100")
     speedups = [h200[("kivi-2", b, L)] / h200[("innerq-base", b, L)] for b, L in SHAPES]
-    assert 1.30 <= min(speedups) and max(speedups) <= 1.50  # 1.32 .. 1.48
+    # 1.18 .. 1.30 with the qall-r128 KIVI kernel (the earlier kernel, which re-read q per sub-tile: 1.32 .. 1.48)
+    assert 1.15 <= min(speedups) and max(speedups) <= 1.35
     # both kernels run at the same speed on the two GH100 parts despite 4.8 vs 3.35 TB/s: on-chip bound, as the
     # model's shared-memory / issue ceilings (same SMs and clock) say
     for method in ("kivi-2", "innerq-base"):
@@ -153,11 +155,12 @@ def test_xavier_nx_innerq_table4_against_the_model() -> None:
     assert min(paper.values()) > 1.2  # 1.23 .. 1.32: InnerQ faster
     hw = load_hardware("Jetson-Xavier-NX-8GB")
     row_k, row_i = (_attention_row(m, hw, 1, 32768) for m in ("kivi-2", "innerq-base"))
-    # the model: KIVI-2 shared-memory bound on 844.8 GB/s (6 SMs x 128 B x 1.1 GHz) with its 1920 B per token and
-    # KV head (hand derivation above), InnerQ-Base DRAM-bound on 59.7 GB/s with 112 B (its 800 B of shared memory
-    # fit): 2.273 / 1.876 ns = 1.21x, below the paper's 1.23 .. 1.32x (its kernels are CUDA-core GEMVs, one per
-    # query head, reading FP16 K at 14.6 GB/s per KV head: not the tensor-core kernel the model describes)
+    # the model: KIVI-2 shared-memory bound on 844.8 GB/s (6 SMs x 128 B x 1.1 GHz) with its 1536 B per token and
+    # KV head (hand derivation above), InnerQ-Base DRAM-bound on 59.7 GB/s with 112 B (its 416 B of shared memory
+    # fit): 1.818 / 1.876 ns = 0.97x: KIVI-2 the faster, against the paper's 1.23 .. 1.32x for InnerQ (its kernels
+    # are CUDA-core GEMVs, one per query head, reading FP16 K at 14.6 GB/s per KV head: not the tensor-core kernel
+    # the model describes; with q re-read per sub-tile, 1920 B, the model gave 1.21x)
     assert row_k["bound"] == "shared-memory" and row_i["bound"] == "memory"
-    hand = (1920 / 844.8e9) / (112 / 59.7e9)
+    hand = (1536 / 844.8e9) / (112 / 59.7e9)
     assert row_k["time_s"] / row_i["time_s"] == pytest.approx(hand, rel=0.03)
-    assert 1 < row_k["time_s"] / row_i["time_s"] < min(paper.values())
+    assert row_k["time_s"] / row_i["time_s"] < 1 < min(paper.values())

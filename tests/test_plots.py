@@ -90,13 +90,14 @@ def test_attention_point_matches_hand_derivation(scenario, method, flops, n_byte
         # hierarchical roofline (kv.quant.metadata_loads, operand_loads): every cache byte passes shared memory
         # once; each quantized element (K and V are grouped across their dot's reduction) loads its own fp16
         # scale + zero (4 B) and each of the kernel's 4 warps copies every group's (4 B / 32 elements); q is
-        # re-read per 8-token MMA tile (16 padded rows x d x 2 B / 8 per token and KV head) and p is staged once
+        # read once a step for the 4 sub-tile dots of 8 tokens (16 padded rows x d x 2 B / 32 per token and KV
+        # head) and p is staged once
         # and read by the 4 warps (16 rows x 2 B x 5 per token and KV head); at the datasheet's 128 B/clock x 132
         # SMs x 1.98 GHz the op is shared-memory-bound
         act = BATCH * H * D * 2 + BATCH * H * (-(-CONTEXT // 2048)) * (D + 2) * 4
         quantized = BATCH * (CONTEXT + CONTEXT - 128) * width
         metadata = 4 * quantized + 4 * quantized // 32 * 4
-        operands = BATCH * CONTEXT * width * 16 * 2 // 8 + BATCH * (CONTEXT - 128) * H_KV * 16 * 2 * 5
+        operands = BATCH * CONTEXT * width * 16 * 2 // 32 + BATCH * (CONTEXT - 128) * H_KV * 16 * 2 * 5
         shared = n_bytes - act + metadata + operands
         t_shared = shared / (128 * 132 * 1.98e9)
         assert t_shared > n_bytes / hw.memory_bytes_per_s

@@ -33,6 +33,9 @@ MMA_ROWS = 16
 MMA_TOKENS = 8
 KERNEL_WARPS = 4
 OPERAND_BYTES = 2
+# q.k^T sub-tile dots of one step (NSUB) that share one read of q's A fragments: the KIVI kernel the suite launches
+# (qall-r128, validate/ops/quant_attention/KIVI_NOTES.md) reads q as 2 tiles a warp-step where the earlier kernel read 8
+Q_SHARED_DOTS = 4
 
 
 def meta_bytes(dtype: str) -> sp.Expr:
@@ -256,25 +259,26 @@ def operand_loads(role: str, tokens: sp.Expr, channels: int, kv_heads: int, quer
     """Shared-memory bytes per step for the other operand of the fused kernel's dots over `tokens` quantized tokens
     of a tensor spanning `channels` (kv_heads heads of channels / kv_heads), with the query rows of a KV head
     padded to M = MMA_ROWS x ceil(queries_per_kv / MMA_ROWS):
-        key   (q.k^T, A = q [M x d]): every warp re-reads its q fragments from shared memory for each n-tile of
-              MMA_TOKENS tokens it computes (q is not held in registers across steps):
-              tokens x kv_heads x M x d x OPERAND_BYTES / MMA_TOKENS = tokens x channels x M x 2 / 8
+        key   (q.k^T, A = q [M x d]): every warp re-reads its q fragments from shared memory once per step for
+              the Q_SHARED_DOTS sub-tile dots of MMA_TOKENS tokens each that share them (q is not held in
+              registers across steps):
+              tokens x kv_heads x M x d x OPERAND_BYTES / (MMA_TOKENS x Q_SHARED_DOTS) = tokens x channels x M x 2 / 32
         value (p.v, A = p [M x tokens]): p leaves the softmax in registers, is staged once through shared memory
               and read back by each of the KERNEL_WARPS warps that split the channels:
               tokens x kv_heads x M x OPERAND_BYTES x (1 + KERNEL_WARPS)
-    Source: the ncu reading of the measured KIVI-2 loop (validate/families/QUANT_NOTES.md: q A-operands re-read
-    every step, 8 tiles x 4 LDSM = ~128 wavefronts per warp-step = 512 B per token and KV head, the formula's
-    16 x 128 x 2 / 8 = 512; p staging ~36 per warp-step = 144 B, the formula's 16 x 2 x 5 = 160), and the SASS
-    counts of that kernel (KIVI-2 4 x 666 wavefronts per 128 tokens; KIVI_NOTES.md). The kernel the validation suite
-    launches for KIVI since (qall-r128, roofline/validation/structure/quant_attention.json: 4 x 570) reads q as 2
-    tiles a step, not 8; this planner formula still charges the 8.
+    Source: the SASS of the KIVI kernel the suite launches (qall-r128, roofline/validation/structure/
+    quant_attention.json: 4 x 570 wavefronts per 128 tokens; KIVI_NOTES.md): q read as 2 tiles x 4 LDSM = 32
+    wavefronts per warp-step = 128 B per token and KV head, the formula's 16 x 128 x 2 / 32 = 128 (the earlier kernel
+    re-read it per sub-tile: 8 tiles, 128 wavefronts, 512 B: the ncu reading of QUANT_NOTES.md); p staging ~36 per
+    warp-step = 144 B, the formula's 16 x 2 x 5 = 160. Measured on both GPUs: KIVI-2 over InnerQ-Base 1.15-1.30x
+    (validate/results/nvidia-h{100,200}.json).
     Only a quantized tensor's fused dequant kernel is charged: unquantized attention is FlashAttention's kernel,
     measured at 88-91 % of its DRAM ceiling (issue 14). Other roles (aux): 0."""
     if not kv_heads or role not in ("key", "value"):
         return sp.Integer(0)
     rows = MMA_ROWS * -(-queries_per_kv // MMA_ROWS)
     if role == "key":
-        return tokens * sp.Rational(channels * rows * OPERAND_BYTES, MMA_TOKENS)
+        return tokens * sp.Rational(channels * rows * OPERAND_BYTES, MMA_TOKENS * Q_SHARED_DOTS)
     return tokens * kv_heads * rows * OPERAND_BYTES * (1 + KERNEL_WARPS)
 
 
