@@ -44,12 +44,15 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 cache.FULL_RUN.active = True  # cache.fragment records only the runs of a fragment alone
+cache.hold_warmup()  # the warm-up process waits while this run computes
 try:
     sidebar()
     page.run()
 finally:  # st.stop() ends a page early: its run still counts
     cache.FULL_RUN.active = False  # plain Python: after st.stop() a Streamlit call here may raise
+    cache.release_warmup()
     cache.start_warmup()  # once per server, after the first page is drawn: it competes for no CPU before it
+    cache.preload_symbolic()  # likewise: sympy imported before the first compile asks for it
     cache.record_run(page.title, time.perf_counter() - START)
     if PROFILE:
         _profiler.disable()

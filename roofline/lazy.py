@@ -41,8 +41,8 @@ class _Module:
             raise AttributeError(attr)
         if self._name == "sympy" and "sympy" not in sys.modules and os.environ.get("ROOFLINE_TRACE_SYMPY"):
             traceback.print_stack(limit=int(os.environ["ROOFLINE_TRACE_SYMPY"]), file=sys.stderr)
-        if self._name in sys.modules:
-            module = sys.modules[self._name]
+        if self._name in sys.modules:  # import_module, not sys.modules: it waits for another thread's import
+            module = importlib.import_module(self._name)
         else:
             with gc_paused():
                 module = importlib.import_module(self._name)

@@ -656,3 +656,40 @@ def test_sweep_rows_are_kept_by_content():
         direct = explore.sweep(model, hardware, workload, ("bf16", "kivi-2"), axis)
         kept = explore.sweep_kept(model, hardware, workload, ("bf16", "kivi-2"), axis)
         assert kept == direct and appdata.rows_csv(kept) == appdata.rows_csv(direct)  # the page's download
+
+
+def _process_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat ('T': stopped by a signal)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process state from /proc (Linux)")
+def test_warmup_waits_while_any_script_runs(monkeypatch) -> None:
+    # two overlapping runs (two sessions): the warm-up stops at the first hold and goes on only after the last release
+    import subprocess
+
+    sys.path.insert(0, str(ROOT / "app"))
+    from roofline_app import cache
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.setattr(cache, "WARMUP", [proc])
+    monkeypatch.setitem(cache._HOLDS, "runs", 0)
+    try:
+        def state(want: str) -> bool:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                if (_process_state(proc.pid) == "T") == (want == "T"):
+                    return True
+                time.sleep(0.01)
+            return False
+
+        cache.hold_warmup()
+        cache.hold_warmup()
+        assert state("T")
+        cache.release_warmup()
+        assert state("T") and cache._HOLDS["runs"] == 1
+        cache.release_warmup()
+        assert state("running") and cache._HOLDS["runs"] == 0
+    finally:
+        proc.kill()
+        proc.wait()
