@@ -6,6 +6,7 @@ objects: a repeated interaction costs a dictionary lookup. The planners themselv
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -48,7 +49,13 @@ def start_warmup() -> subprocess.Popen | None:
     except OSError:
         return None
     WARMUP.append(proc)
+    atexit.register(_end_warmup, proc)  # a server that exits (SIGTERM, Ctrl-C) ends it, stopped or not
     return proc
+
+
+def _end_warmup(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
 
 
 @st.cache_resource(show_spinner=False)
