@@ -31,6 +31,8 @@ from pathlib import Path
 import triton
 import triton.language as tl
 
+from validate.ops.ceilings.latency import ldg_kernel as chase_kernel  # one warp chasing a chain: cycles, its end
+
 UNROLL = 16
 DRAM_HOPS, DRAM_STRIDE = 2048, 64 * 1024  # 128 MB
 L2_HOPS, L2_STRIDE = 512, 4 * 1024  # 2 MB
@@ -56,18 +58,6 @@ BAR_ASM = ("{\n.reg .u64 c0, c1; .reg .u32 i; .reg .pred q;\nbar.sync 0;\nmov.u6
            "\nadd.u32 i, i, 1;\nsetp.lt.u32 q, i, $2;\n@q bra BAR_LOOP;\nmov.u64 c1, %clock64;\n"
            "sub.s64 $0, c1, c0;\nmov.u32 $1, i;\n}")
 CHASES = {"ldg": LDG_ASM, "ldgsts": LDGSTS_ASM}
-
-
-@triton.jit
-def chase_kernel(out_ptr, start, iters, ASM: tl.constexpr):
-    """One warp chasing the chain from address `start` (every lane the same chain); lane 0 stores the cycles."""
-    lane = tl.arange(0, 32)
-    n = tl.full([32], 0, tl.int32) + iters
-    p = tl.full([32], 0, tl.int64) + start
-    cycles, x = tl.inline_asm_elementwise(ASM, "=l,=l,l,r", [p, n], dtype=(tl.int64, tl.int64), is_pure=False,
-                                          pack=1)
-    tl.store(out_ptr + lane, cycles, mask=lane == 0)
-    tl.store(out_ptr + 32 + lane, x)  # the chain's end: kept live, so ptxas keeps the chain
 
 
 @triton.jit
@@ -138,7 +128,7 @@ def check_sass() -> dict:
 
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     found = {}
-    cases = [(kind, chase_kernel, {"out_ptr": "*i64", "start": "i64", "iters": "i32"}, {"ASM": asm}, 1)
+    cases = [(kind, chase_kernel, {"cycles_ptr": "*i64", "start": "i64", "iters": "i32"}, {"ASM": asm}, 1)
              for kind, asm in CHASES.items()]
     cases.append(("bar_sync", bar_kernel, {"out_ptr": "*i64", "iters": "i32"},
                   {"ASM": BAR_ASM, "THREADS": 32 * WARPS}, WARPS))

@@ -13,32 +13,15 @@ from __future__ import annotations
 import json
 import sys
 
-from roofline.validation.families.quant_attention import work as case_work
-from validate.common import harness
-from validate.common.recipes import layout_bytes, recipe
-from validate.common.testing import relative_rms
 from validate.ops.quant_attention import tiled_launch
-from validate.ops.quant_attention.cache import random_cache
-from validate.ops.quant_attention.cases import HEAD_DIM, HEADS, KV_HEADS
 from validate.ops.quant_attention.kivi_variants import FORMERLY, METHODS, OUT, SHAPES, VARIANTS
-from validate.ops.quant_attention.reference import reference
-from validate.ops.quant_attention.rows_bench import bf16_ms, copy_gbps
+from validate.ops.quant_attention.rows_bench import bench
 
 
 def _call(name: str):
     """decode(q, cache, out, work) of variant `name`: its VAR bits and register cap (None: no cap), never LAUNCH's."""
     var, cap = VARIANTS[name]
     return lambda q, c, out, work: tiled_launch.fast_decode(q, c, None, out, work, maxnreg=cap, variant=var)
-
-
-def _check(method: str, call) -> float:
-    import torch
-
-    c = random_cache(recipe(method), 1, KV_HEADS, 4096, HEAD_DIM, "cuda", True)
-    q = torch.randn(1, HEADS, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
-    out = torch.full_like(q, float("nan"))
-    got = call(q, c, out, {})
-    return relative_rms(got, reference(q, c)) if torch.isfinite(got).all() else float("nan")
 
 
 def _predicted(device: str) -> dict:
@@ -48,46 +31,16 @@ def _predicted(device: str) -> dict:
 
 
 def main(path: str) -> None:
+    """Every variant of kivi-2 and kivi-4 at SHAPES beside its committed prediction (module docstring)."""
     import torch
 
-    rows, env = [], harness.environment()
-    ceiling = copy_gbps()
-    predicted = _predicted(torch.cuda.get_device_name())
-    print(f"{env}\ncopy ceiling {ceiling:.0f} GB/s", flush=True)
-    errors = {(m, n): _check(m, _call(n)) for m in METHODS for n in VARIANTS}
-    print("check rel RMS:", {f"{m}/{n}": f"{e:.1e}" for (m, n), e in errors.items()}, flush=True)
-    for batch, context in SHAPES:
-        ref = bf16_ms(batch, context)
-        for method in METHODS:
-            p = {"method": method, "batch": batch, "context": context, "num_heads": HEADS, "num_kv_heads": KV_HEADS,
-                 "head_dim": HEAD_DIM}
-            w = case_work(p)
-            ratio = 2 * batch * KV_HEADS * context * HEAD_DIM * 2 / sum(layout_bytes(p).values())
+    table = _predicted(torch.cuda.get_device_name())
 
-            def make(batch=batch, method=method, context=context):
-                q = torch.randn(batch, HEADS, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
-                return q, random_cache(recipe(method), batch, KV_HEADS, context, HEAD_DIM, "cuda")
+    def predicted(method: str, batch: int, context: int, name: str):
+        got = table.get(f"{method}_b{batch}_l{context}", {})
+        return got.get(name, got.get(FORMERLY.get(name), {})).get("ms")
 
-            sets = harness.input_sets(make, sum(layout_bytes(p).values()))
-            for name in VARIANTS:
-                out, work, call = torch.empty_like(sets[0][0]), {}, _call(name)
-                ms = harness.graph_ms(lambda q, c, call=call, out=out, work=work: call(q, c, out, work), sets)
-                got = predicted.get(f"{method}_b{batch}_l{context}", {})
-                pred = got.get(name, got.get(FORMERLY.get(name), {})).get("ms")
-                row = {"method": method, "batch": batch, "context": context, "variant": name, "ms": ms,
-                       "predicted_ms": pred, "bytes": w["bytes"], "gbps": w["bytes"] / ms / 1e6,
-                       "of_copy": w["bytes"] / ms / 1e6 / ceiling, "bf16_ms": ref, "speedup": ref / ms,
-                       "byte_ratio": ratio, "of_ratio": ref / ms / ratio, "splits": work.get("num_splits"),
-                       "check_rel_rms": errors[(method, name)]}
-                rows.append(row)
-                print(f"{method:7s} b{batch:<3d} L{context:<7d} {name:10s} {ms:8.4f} ms (pred "
-                      f"{pred or float('nan'):.4f}) {row['gbps']:6.0f} GB/s {row['of_copy']:5.0%} of copy  "
-                      f"x{row['speedup']:.2f} bf16 = {row['of_ratio']:4.0%} of {ratio:.2f}  splits {row['splits']}",
-                      flush=True)
-            del sets
-            torch.cuda.empty_cache()
-        with open(path, "w") as f:  # after each shape: a run cut short keeps what it measured
-            json.dump({"env": {**env, "copy_gbps": ceiling}, "rows": rows}, f, indent=1)
+    bench(path, METHODS, SHAPES, VARIANTS, _call, predicted)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ def _call(name: str):
     return lambda q, c, out, work: rows_launch.rows_decode(q, c, None, out, work, warps, stages, nsub)
 
 
-def _check(method: str, call) -> float:
+def check(method: str, call) -> float:
+    """Relative RMS of `call` (decode(q, cache, out, work)) against the torch reference on one sequence of 4096
+    tokens of `method`'s cache, output pre-filled with NaN (NaN where any output is not finite)."""
     import torch
 
     c = random_cache(recipe(method), 1, KV_HEADS, 4096, HEAD_DIM, "cuda", True)
@@ -68,43 +70,53 @@ def bf16_ms(batch: int, context: int) -> float:
     return harness.graph_ms(lambda q, k, v: decode_attention(q, k, v, splits), sets)
 
 
-def main(path: str) -> None:
+def bench(path: str, methods, shapes, variants, call_of, predicted=None) -> None:
+    """Time every variant (call_of(name): decode(q, cache, out, work)) of every method at every (batch, context) of
+    `shapes` (module docstring), writing {"env", "rows"} to `path` after each shape; `predicted(method, batch,
+    context, variant)`: the ms committed before the run, printed and kept beside each time (None: none)."""
     import torch
 
     rows, env = [], harness.environment()
     ceiling = copy_gbps()
     print(f"{env}\ncopy ceiling {ceiling:.0f} GB/s", flush=True)
-    errors = {(m, n): _check(m, _call(n)) for m in METHODS for n in VARIANTS}
+    errors = {(m, n): check(m, call_of(n)) for m in methods for n in variants}
     print("check rel RMS:", {f"{m}/{n}": f"{e:.1e}" for (m, n), e in errors.items()}, flush=True)
-    for batch, context in SHAPES:
+    for batch, context in shapes:
         ref = bf16_ms(batch, context)
-        for method in METHODS:
+        for method in methods:
             p = {"method": method, "batch": batch, "context": context, "num_heads": HEADS, "num_kv_heads": KV_HEADS,
                  "head_dim": HEAD_DIM}
             w = case_work(p)
-            bf16_bytes = 2 * batch * KV_HEADS * context * HEAD_DIM * 2
-            ratio = bf16_bytes / sum(layout_bytes(p).values())
+            ratio = 2 * batch * KV_HEADS * context * HEAD_DIM * 2 / sum(layout_bytes(p).values())
 
             def make(batch=batch, method=method, context=context):
                 q = torch.randn(batch, HEADS, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
                 return q, random_cache(recipe(method), batch, KV_HEADS, context, HEAD_DIM, "cuda")
 
             sets = harness.input_sets(make, sum(layout_bytes(p).values()))
-            for name in VARIANTS:
-                out, work, call = torch.empty_like(sets[0][0]), {}, _call(name)
+            for name in variants:
+                out, work, call = torch.empty_like(sets[0][0]), {}, call_of(name)
                 ms = harness.graph_ms(lambda q, c, call=call, out=out, work=work: call(q, c, out, work), sets)
+                pred = predicted(method, batch, context, name) if predicted else None
                 row = {"method": method, "batch": batch, "context": context, "variant": name, "ms": ms,
-                       "bytes": w["bytes"], "gbps": w["bytes"] / ms / 1e6, "of_copy": w["bytes"] / ms / 1e6 / ceiling,
-                       "bf16_ms": ref, "speedup": ref / ms, "byte_ratio": ratio, "of_ratio": ref / ms / ratio,
+                       **({"predicted_ms": pred} if predicted else {}), "bytes": w["bytes"],
+                       "gbps": w["bytes"] / ms / 1e6, "of_copy": w["bytes"] / ms / 1e6 / ceiling, "bf16_ms": ref,
+                       "speedup": ref / ms, "byte_ratio": ratio, "of_ratio": ref / ms / ratio,
                        "splits": work.get("num_splits"), "check_rel_rms": errors[(method, name)]}
                 rows.append(row)
-                print(f"{method:14s} b{batch:<3d} L{context:<7d} {name:10s} {ms:8.4f} ms {row['gbps']:6.0f} GB/s "
-                      f"{row['of_copy']:5.0%} of copy  x{row['speedup']:.2f} bf16 = {row['of_ratio']:4.0%} of "
+                shown = f" (pred {pred or float('nan'):.4f})" if predicted else ""
+                print(f"{method:14s} b{batch:<3d} L{context:<7d} {name:10s} {ms:8.4f} ms{shown} {row['gbps']:6.0f} "
+                      f"GB/s {row['of_copy']:5.0%} of copy  x{row['speedup']:.2f} bf16 = {row['of_ratio']:4.0%} of "
                       f"{ratio:.2f}  splits {row['splits']}", flush=True)
             del sets
             torch.cuda.empty_cache()
         with open(path, "w") as f:  # after each shape: a run cut short keeps what it measured
             json.dump({"env": {**env, "copy_gbps": ceiling}, "rows": rows}, f, indent=1)
+
+
+def main(path: str) -> None:
+    """The old kernel against the rows variants at SHAPES (module docstring)."""
+    bench(path, METHODS, SHAPES, VARIANTS, _call)
 
 
 if __name__ == "__main__":
