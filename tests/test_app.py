@@ -658,14 +658,10 @@ def test_sweep_rows_are_kept_by_content():
         assert kept == direct and appdata.rows_csv(kept) == appdata.rows_csv(direct)  # the page's download
 
 
-def _process_state(pid: int) -> str:
-    """The state letter of /proc/PID/stat ('T': stopped by a signal)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process state from /proc (Linux)")
 def test_warmup_waits_while_any_script_runs(monkeypatch) -> None:
-    # two overlapping runs (two sessions): the warm-up stops at the first hold and goes on only after the last release
+    # two overlapping runs (two sessions): the warm-up stops at the first hold and goes on only after the last
+    # release; the stand-in is this process's child, so waitpid reports each stop and continue (POSIX)
+    import os
     import subprocess
 
     sys.path.insert(0, str(ROOT / "app"))
@@ -674,22 +670,25 @@ def test_warmup_waits_while_any_script_runs(monkeypatch) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     monkeypatch.setattr(cache, "WARMUP", [proc])
     monkeypatch.setitem(cache._HOLDS, "runs", 0)
-    try:
-        def state(want: str) -> bool:
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                if (_process_state(proc.pid) == "T") == (want == "T"):
-                    return True
-                time.sleep(0.01)
-            return False
 
+    def change(flags: int, wait_s: float = 5.0) -> int | None:
+        """The child's next reported state change under `flags` within wait_s (None: none)."""
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(proc.pid, flags | os.WNOHANG)
+            if pid:
+                return status
+            time.sleep(0.01)
+        return None
+
+    try:
         cache.hold_warmup()
         cache.hold_warmup()
-        assert state("T")
+        assert os.WIFSTOPPED(change(os.WUNTRACED))
         cache.release_warmup()
-        assert state("T") and cache._HOLDS["runs"] == 1
+        assert change(os.WCONTINUED, 0.3) is None and cache._HOLDS["runs"] == 1  # one run still holds it
         cache.release_warmup()
-        assert state("running") and cache._HOLDS["runs"] == 0
+        assert os.WIFCONTINUED(change(os.WCONTINUED)) and cache._HOLDS["runs"] == 0
     finally:
         proc.kill()
         proc.wait()

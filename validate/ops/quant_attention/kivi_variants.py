@@ -22,8 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from validate.common.sass import cubin_counts
-from validate.common.sm90 import ROOT, compile_sm90
+from validate.common.sm90 import ROOT
 from validate.ops.quant_attention import tiled_kernel
 from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS, sm90_spec
 
@@ -44,38 +43,24 @@ def spec(method: str, variant: str) -> dict:
 
 
 def structure(method: str, variant: str, workdir: Path) -> dict:
-    """structure.py's counts of `method`'s middle kernel as `variant`, plus the per-opcode shared-memory counts."""
-    s = spec(method, variant)
-    compiled = compile_sm90(tiled_kernel.fast_decode_kernel, s["signature"], s["constexprs"], s["num_warps"],
-                            s["num_stages"], maxnreg=s["maxnreg"])
-    counts = cubin_counts(compiled.asm["cubin"], workdir)
-    ce = s["constexprs"]
-    return {"warps": s["num_warps"], "stages": s["num_stages"], "step_tokens": ce["NSUB"] * ce["R"],
-            "shared_bytes": int(compiled.metadata.shared), **counts}
+    """structure.py's counts of `method`'s middle kernel as `variant` (structure.spec_structure)."""
+    from validate.ops.quant_attention.structure import spec_structure
+
+    return spec_structure(spec(method, variant), workdir)
 
 
 def shared_ops(method: str, variant: str, workdir: Path) -> dict:
-    """Loop counts per warp-step of LDSM, LDS, STS, STSM, LDGSTS, BAR, HMMA, LDL/STL (opcode family -> count)."""
-    import re
-    import subprocess
+    """Loop counts per warp-step of LDSM, LDS, STS, STSM, LDGSTS, BAR, HMMA, LDL/STL (opcode family -> count): the
+    longest loop of the variant's SASS (validate.common.chain.region_bounds)."""
     from collections import Counter
 
-    import triton
-
+    from validate.common.chain import region_bounds
     from validate.common.sass import instructions, opcode
+    from validate.common.spec_chain import sass_of
 
-    s = spec(method, variant)
-    compiled = compile_sm90(tiled_kernel.fast_decode_kernel, s["signature"], s["constexprs"], s["num_warps"],
-                            s["num_stages"], maxnreg=s["maxnreg"])
-    path = workdir / "k.cubin"
-    path.write_bytes(compiled.asm["cubin"])
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    ins = instructions(subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True,
-                                      check=True).stdout)
-    loops = [(int(m.group(1), 16), a) for a, t, _ in ins if (m := re.search(r"BRA (0x[0-9a-f]+)", t))
-             and int(m.group(1), 16) < a]
-    lo, hi = max(loops, key=lambda x: x[1] - x[0])
-    ops = Counter(opcode(t).split(".")[0] for a, t, _ in ins if lo <= a <= hi)
+    sass, _ = sass_of(spec(method, variant), workdir)
+    lo, hi = region_bounds(sass, "loop")
+    ops = Counter(opcode(t).split(".")[0] for a, t, _ in instructions(sass) if lo <= a <= hi)
     return {k: ops[k] for k in ("LDSM", "LDS", "STS", "STSM", "LDGSTS", "BAR", "HMMA", "HFMA2", "PRMT", "LDL", "STL")}
 
 

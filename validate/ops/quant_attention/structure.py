@@ -30,7 +30,12 @@ def method_structure(method: str, workdir: Path) -> dict:
     """Warps, stages, tokens per step, registers, shared memory per program and the loop's counts of the
     middle kernel (TAIL=False) for `method` at the bench's heads, compiled from kernel.sm90_spec (LAUNCH's
     warps, stages, VAR bits and register cap)."""
-    s = sm90_spec(method, heads=HEADS, kv_heads=KV_HEADS, dim=HEAD_DIM)
+    return spec_structure(sm90_spec(method, heads=HEADS, kv_heads=KV_HEADS, dim=HEAD_DIM), workdir)
+
+
+def spec_structure(s: dict, workdir: Path) -> dict:
+    """`method_structure`'s counts of the fast kernel compiled from the sm_90 spec `s` (kernel.sm90_spec's form,
+    whose constexprs and register cap a kernel variant may replace: kivi_variants)."""
     compiled = compile_sm90(fast_decode_kernel, s["signature"], s["constexprs"], num_warps=s["num_warps"],
                             num_stages=s["num_stages"], maxnreg=s["maxnreg"])
     counts = cubin_counts(compiled.asm["cubin"], workdir)
