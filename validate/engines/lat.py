@@ -1,0 +1,81 @@
+"""Offline step timing of a real vLLM (the LLM class, dummy weights): decode steps and prefills of cases.json.
+
+Usage (on the GPU machine, vLLM importable): python3 lat.py MODEL_DIR NAME OUT_JSON
+Decode step at (B, P): fresh random prompts, t(out=N) and t(out=1) with ignore_eos; step = (t_N - t_1) / (N - 1),
+the mean over contexts P+1 .. P+N-1 (prefill and the first token cancel). Prefill: B = 1, max_tokens = 1 (what an
+offline user waits for one prompt). Prefix caching is off, so no run reuses another's blocks. One warm-up generate
+after start-up; cases of more than 100K prompt tokens in all are timed once, the others twice (median).
+The engine's own configuration (attention backend from the log, CUDA-graph sizes, scheduler limits, KV blocks) is
+recorded beside the times.
+"""
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from vllm import LLM, SamplingParams
+
+model_dir, name, out = sys.argv[1], sys.argv[2], sys.argv[3]
+CASES = json.loads((Path(__file__).resolve().parent / "cases.json").read_text())
+case = CASES["models"][name]
+N = CASES["out_tokens"]
+
+t0 = time.time()
+llm = LLM(model=model_dir, load_format="dummy", dtype="bfloat16", max_model_len=case["max_model_len"],
+          gpu_memory_utilization=CASES["gpu_memory_utilization"], enable_prefix_caching=False, seed=0)
+t_init = time.time() - t0
+cfg = llm.llm_engine.vllm_config
+vocab = llm.llm_engine.model_config.get_vocab_size()
+rng = np.random.default_rng(0)
+
+
+def engine_config() -> dict:
+    """What the engine chose: scheduler limits, CUDA-graph capture sizes and mode, cache layout."""
+    cc, sc, ca = cfg.compilation_config, cfg.scheduler_config, cfg.cache_config
+    return {"max_num_seqs": sc.max_num_seqs, "max_num_batched_tokens": sc.max_num_batched_tokens,
+            "chunked_prefill": getattr(sc, "enable_chunked_prefill", None),
+            "cudagraph_capture_sizes": list(getattr(cc, "cudagraph_capture_sizes", None) or []),
+            "cudagraph_mode": str(getattr(cc, "cudagraph_mode", "")),
+            "max_cudagraph_capture_size": getattr(cc, "max_cudagraph_capture_size", None),
+            "block_size": ca.block_size, "num_gpu_blocks": ca.num_gpu_blocks,
+            "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization}
+
+
+def prompts(B, L):
+    return [{"prompt_token_ids": rng.integers(1000, vocab - 1000, size=L).tolist()} for _ in range(B)]
+
+
+def timed(B, L, O, reps):
+    sp = SamplingParams(max_tokens=O, ignore_eos=True, temperature=1.0, top_p=1.0, detokenize=False)
+    ts = []
+    for _ in range(reps):
+        p = prompts(B, L)
+        t = time.perf_counter()
+        outs = llm.generate(p, sp, use_tqdm=False)
+        ts.append(time.perf_counter() - t)
+        assert all(len(o.outputs[0].token_ids) == O for o in outs)
+    return {"B": B, "P": L, "out": O, "times_s": ts, "median_s": statistics.median(ts)}
+
+
+res = {"model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "out_tokens": N,
+       "engine": engine_config(), "decode": [], "prefill": []}
+print("ENGINE", json.dumps(res["engine"]), flush=True)
+timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation
+for B, P in case["decode"]:
+    reps = 1 if B * P > 100_000 else 2
+    a, b = timed(B, P, N, reps), timed(B, P, 1, reps)
+    step = (a["median_s"] - b["median_s"]) / (N - 1)
+    res["decode"].append({"B": B, "P": P, "t_outN": a, "t_out1": b, "decode_step_s": step})
+    print(f"decode B={B} P={P} step={step * 1e3:.3f} ms", flush=True)
+for P in case["prefill"]:
+    p = timed(1, P, 1, 3)
+    res["prefill"].append(p)
+    print(f"prefill P={P} {p['median_s'] * 1e3:.2f} ms", flush=True)
+with open(out, "w") as f:
+    json.dump(res, f, indent=1)
+print("LAT_DONE", flush=True)
+import os  # noqa: E402
+
+os._exit(0)  # the engine's worker processes would otherwise hold the interpreter

@@ -1,0 +1,98 @@
+"""Weight-less Hugging Face model folders for an engine's `--load-format dummy`, from the published configs the
+roofline catalogue was imported from (tests/data/hf/<name>/config.json, each a vendored copy of the model's
+config.json on the Hub), plus a tiny model whose step time is the engine's own fixed cost.
+
+Standard library only (it runs on the GPU machine). The tokenizer is a WordLevel model over the words w0..w{V-1}
+(special tokens at the config's bos/eos ids), WhitespaceSplit, no decoder, so decode(ids) re-encodes to the same ids
+and `vllm bench serve --dataset-name random` hits its lengths (recipe: ../shared/recipes/vllm-h200/make_models.py).
+
+Usage: python3 -m validate.engines.models OUTDIR [NAME ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HF = Path(__file__).resolve().parents[2] / "tests" / "data" / "hf"
+
+# Llama-2-7B (multi-head attention) has no vendored copy: its published config.json
+# (https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json), the fields roofline's catalogue
+# models/Llama-2-7B.yaml was written from.
+LLAMA2_7B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
+    "max_position_embeddings": 4096, "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "torch_dtype": "float16", "use_cache": True, "vocab_size": 32000,
+}
+
+# The engine's fixed cost per step: a model whose GPU work is negligible (2 layers of width 256), so its decode step
+# is the scheduler, input preparation, graph launch, sampling and output processing (a microbenchmark of the engine,
+# not one of the judged models).
+TINY = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 512, "max_position_embeddings": 32768,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4, "head_dim": 64,
+    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 32000,
+}
+
+INLINE = {"Llama-2-7B": LLAMA2_7B, "tiny-llama": TINY}
+
+
+def config(name: str) -> dict:
+    """The config.json of `name`: an inline published config, else the vendored copy under tests/data/hf."""
+    if name in INLINE:
+        return dict(INLINE[name])
+    return json.loads((HF / name / "config.json").read_text())
+
+
+def _ids(value) -> list[int]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def write(outdir: str, name: str) -> str:
+    """Write OUTDIR/name/{config,tokenizer,tokenizer_config,generation_config}.json; return the folder."""
+    cfg = config(name)
+    cfg.pop("quantization_config", None)  # dummy weights are bf16 here; a quantized run names it explicitly
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    text = cfg.get("text_config", cfg)
+    vocab_size = text["vocab_size"]
+    bos, eos = _ids(text.get("bos_token_id", cfg.get("bos_token_id"))), _ids(
+        text.get("eos_token_id", cfg.get("eos_token_id")))
+    special = {"<unk>": 0}
+    for i, tid in enumerate(bos[:1]):
+        special["<s>"] = tid
+    for i, tid in enumerate(eos):
+        special[f"</s>{i or ''}"] = tid
+    by_id = {i: t for t, i in special.items()}
+    vocab = {by_id.get(i, f"w{i}"): i for i in range(vocab_size)}
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for t, i in sorted(special.items(), key=lambda x: x[1])]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+           "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}}
+    with open(os.path.join(d, "tokenizer.json"), "w") as f:
+        json.dump(tok, f, separators=(",", ":"))
+    tc = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>" if bos else None,
+          "eos_token": "</s>" if eos else None, "unk_token": "<unk>",
+          "model_max_length": text.get("max_position_embeddings", 32768), "add_bos_token": False,
+          "add_eos_token": False, "clean_up_tokenization_spaces": False}
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump(tc, f, indent=1)
+    with open(os.path.join(d, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": bos[0] if bos else None, "eos_token_id": eos[0] if eos else None}, f)
+    return d
+
+
+if __name__ == "__main__":
+    for n in sys.argv[2:]:
+        print(write(sys.argv[1], n))

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Driver, run detached on the GPU machine (setsid): env, model folders, kernel microbenchmarks, offline timing of
+# each model in ORDER, the serving runs after the first model. vLLM unpacked in $SITE (default ~/site).
+# Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage.
+set -u
+R=$1; shift
+HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+SITE=${SITE:-$HOME/site}
+mkdir -p $R $HOME/bin $HOME/models
+printf '#!/bin/sh\nexec python3 -m vllm.entrypoints.cli.main "$@"\n' > $HOME/bin/vllm; chmod +x $HOME/bin/vllm
+export PYTHONPATH=$SITE PATH=$HOME/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
+  TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+SERVE=$(python3 -c "import json; print(json.load(open('$HERE/cases.json'))['serve']['model'])")
+{
+echo "== env $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
+(cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models "$@")
+echo "== micro $(date -u +%T)"
+timeout 150 python3 $HERE/micro.py $R/micro.json > $R/micro.log 2>&1; echo "micro rc $?"; tail -3 $R/micro.log
+for N in "$@"; do
+  echo "== lat $N $(date -u +%T)"
+  setsid timeout 330 python3 $HERE/lat.py $HOME/models/$N $N $R/$N-lat.json > $R/$N-lat.log 2>&1 &
+  LP=$!; wait $LP; echo "lat rc $?"; kill -KILL -$LP 2>/dev/null; sleep 2
+  grep -E "ENGINE|step=|prefill P=|KV cache|concurrency|Error|backend" $R/$N-lat.log | cut -c1-300 | tail -24
+  if [ "$N" = "$SERVE" ] && [ "${SKIP_SERVE:-0}" != 1 ]; then
+    echo "== serve $N $(date -u +%T)"; bash $HERE/serve.sh $HOME/models/$N $N $R
+  fi
+done
+echo "ALL_DONE $(date -u +%T)"
+} > $R/driver.log 2>&1

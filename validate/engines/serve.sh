@@ -1,0 +1,42 @@
+#!/bin/bash
+# `vllm serve` (dummy weights) and `vllm bench serve` at the Poisson rates of cases.json, one run with a shared
+# prefix (prefix caching on: vLLM's default), one closed-loop --max-concurrency run, then /metrics.
+# A distinct --seed per run, so no run re-sends another's prompts. Usage: serve.sh MODEL_DIR NAME RESDIR
+M=$1; N=$2; R=$3
+HERE=$(dirname "$0")
+S() { python3 -c "import json,sys; c=json.load(open('$HERE/cases.json'))['serve']; print(eval(sys.argv[1]))" "$1"; }
+L=$(S "c['max_model_len']"); U=$(S "c['gpu_memory_utilization']")
+IN=$(S "c['input_len']"); OUTL=$(S "c['output_len']")
+PORT=8000
+setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len $L --gpu-memory-utilization $U \
+  --port $PORT --seed 0 > $R/$N-server.log 2>&1 &
+SPID=$!
+T0=$(date +%s)
+for i in $(seq 1 150); do
+  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health',timeout=2)" 2>/dev/null && break
+  kill -0 $SPID 2>/dev/null || { echo "server died"; tail -30 $R/$N-server.log; exit 1; }
+  sleep 2
+done
+echo "server up after $(( $(date +%s) - T0 )) s"
+COMMON="--backend vllm --model $M --port $PORT --dataset-name random --random-input-len $IN --random-output-len $OUTL --ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --save-result --result-dir $R"
+SEED=100
+for pair in $(S "' '.join(f'{r}:{n}' for r, n in c['rates'])"); do
+  rate=${pair%%:*}; np=${pair##*:}; SEED=$((SEED+1))
+  timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $np --request-rate $rate \
+    --result-filename $N-rate$rate.json > $R/$N-bench-rate$rate.log 2>&1
+  echo "rate $rate: $(grep -E 'Output token throughput|Median TPOT' $R/$N-bench-rate$rate.log | tr -s ' ' | tr '\n' ' ')"
+done
+PR=$(S "c['prefix']['rate']"); PN=$(S "c['prefix']['prompts']"); PL=$(S "c['prefix']['prefix_len']")
+SEED=$((SEED+1))
+timeout 120 vllm bench serve $COMMON --seed $SEED --num-prompts $PN --request-rate $PR --random-prefix-len $PL \
+  --result-filename $N-prefix.json > $R/$N-bench-prefix.log 2>&1
+echo "prefix: $(grep -E 'Output token throughput|Median TTFT' $R/$N-bench-prefix.log | tr -s ' ' | tr '\n' ' ')"
+MC=$(S "c['concurrency']['max_concurrency']"); MN=$(S "c['concurrency']['prompts']")
+SEED=$((SEED+1))
+timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $MN --request-rate inf --max-concurrency $MC \
+  --result-filename $N-conc$MC.json > $R/$N-bench-conc.log 2>&1
+echo "conc $MC: $(grep -E 'Output token throughput|Median TPOT' $R/$N-bench-conc.log | tr -s ' ' | tr '\n' ' ')"
+python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
+  | grep -E "^vllm:(prefix_cache|num_preemptions|kv_cache_usage|cache_config_info|prompt_tokens_total|generation_tokens_total|num_requests)" > $R/$N-metrics.txt
+kill -TERM -$SPID; sleep 6; kill -KILL -$SPID 2>/dev/null; wait $SPID 2>/dev/null
+echo "SERVE_DONE $N"
