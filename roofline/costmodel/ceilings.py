@@ -110,6 +110,8 @@ def ceilings(hardware: Hardware, options, tp: int) -> Ceilings:
         elif hw.has_dtype(dtype):
             c[f"peak:{dtype}"] = hw.peak_flops_per_s(dtype)
     c.update(_measured(hw, options))
+    if m is not None:  # an engine's kernels measured on this device (RooflineOptions.kernels) replace its laws
+        c.update(dict(getattr(options, "kernels", ())))
     link = None
     if tp > 1:
         link = hw.scale_up if hw.scale_up is not None and tp <= hw.scale_up.max_gpus else hw.scale_out

@@ -52,6 +52,9 @@ MEMO_ENTRIES = 20_000  # op times and compiled graphs kept per device (the long-
 class RooflineOptions:
     overlap: Literal["max", "sum"] = "max"
     use_measured: bool = True
+    # an engine's own kernels on this device (roofline.engines.timing): ceilings keys replaced by their measured
+    # laws; left out of repr, so the structure (and the compile cache) changes only where a key's flag does
+    kernels: tuple[tuple[str, float | None], ...] = field(default=(), repr=False)
 
 
 @dataclass
@@ -393,7 +396,7 @@ _ROOFLINES: dict[tuple, Roofline] = {}
 def roofline_for(hardware: Hardware, tp: int = 1, options: RooflineOptions | None = None) -> Roofline:
     """A shared Roofline per (hardware spec, tp, options), so its compiled graphs are reused across plans."""
     options = options or RooflineOptions()
-    key = (hardware.model_dump_json(), tp, options)
+    key = (hardware.model_dump_json(), tp, options, options.kernels)
     if key not in _ROOFLINES:
         if len(_ROOFLINES) >= 64:
             _ROOFLINES.pop(next(iter(_ROOFLINES)))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from roofline import codegen
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
+from roofline.engines.timing import IDEAL, EngineTiming, engine_options, timing
 from roofline.methods import CacheModel, MethodConfig
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
 from roofline.specs import Hardware, Model, Workload
@@ -42,9 +43,15 @@ class PhaseModel:
     def build(cls, model: Model, hardware: Hardware, workload: Workload, method: MethodConfig | CacheModel,
               roofline: Roofline | None = None, flavour: str = "scalar") -> PhaseModel:
         """Pass the method config (not its CacheModel) so compiled graphs are cached by content and shared
-        across workloads; `flavour` 'vector' takes numpy arrays of batch and context."""
-        roof = roofline or roofline_for(hardware, tp=workload.tp)
+        across workloads; `flavour` 'vector' takes numpy arrays of batch and context. The workload's engine sets
+        the kernels' ceilings it measured on this device (engines.timing) and its step costs (`engine`)."""
+        roof = roofline or roofline_for(hardware, tp=workload.tp, options=engine_options(workload.engine, hardware))
         return cls(model, hardware, workload, method, roof, flavour)
+
+    @property
+    def engine(self) -> EngineTiming:
+        """The workload's engine's time profile (IDEAL: the GPU work alone)."""
+        return timing(self.workload.engine)
 
     def _graph_kwargs(self, phase: str) -> dict:
         w = self.workload
@@ -112,9 +119,14 @@ class PhaseModel:
         return (m + pp - 1) * stage
 
     def decode_time(self, batch, context):
-        """TPOT: one decode step for `batch` sequences at `context` cached tokens (pipeline included)."""
+        """TPOT: one decode step for `batch` sequences at `context` cached tokens (pipeline included); under an
+        engine the GPU runs the batch padded to its CUDA-graph size and the step pays its host work
+        (EngineTiming.step)."""
         total = self.kernel("decode").total
-        return self.pipeline(lambda b: total(b, context), batch)
+        engine = self.engine
+        if engine is IDEAL:
+            return self.pipeline(lambda b: total(b, context), batch)
+        return engine.step(self.pipeline(lambda b: total(b, context), engine.padded(batch)), batch)
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
@@ -124,14 +136,20 @@ class PhaseModel:
         if tokens <= 0:
             return self.decode_time(batch, start)
         kernel = self.kernel("decode_mean")
-        return self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, batch)
+        engine = self.engine
+        if engine is IDEAL:
+            return self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, batch)
+        gpu = self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, engine.padded(batch))
+        return engine.step(gpu, batch)
 
     def prefill_time(self, batch: int, prompt: int) -> float:
         """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
         weights once per chunk (ceil(B P / chunk) passes)."""
         chunks = self.prefill_chunks(batch, prompt)
         total = self.kernel("prefill").total
-        return self.pipeline(lambda b: total(b, prompt, chunks), batch)
+        gpu = self.pipeline(lambda b: total(b, prompt, chunks), batch)
+        # the first step of a request has no step before it to hide its host work behind
+        return gpu if self.engine is IDEAL else gpu + self.engine.host_s(batch)
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:
         """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's

@@ -20,6 +20,7 @@ from roofline.methods import MethodConfig
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe
 from roofline.planner.memory import MemoryBudget, activation_width, memory_budget, weights_per_gpu
+from roofline.engines.timing import IDEAL
 from roofline.planner.phases import PhaseModel, dominant_of
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB
@@ -75,10 +76,11 @@ class MethodPlanner:
         fit = capacity(self.capacity, budget, b, ctx)
         slowdown = self._attention_slowdown(b, ctx)  # step_time's factor, once for both uses at the batch
         summary = phases.decode_summary(b, ctx)  # its total is decode_time(b, ctx) when there is no pipeline
-        tpot = (summary["total_s"] if self.workload.pp == 1 else phases.decode_time(b, ctx)) * slowdown
+        plain = self.workload.pp == 1 and phases.engine is IDEAL  # the summary's total is the step itself
+        tpot = (summary["total_s"] if plain else phases.decode_time(b, ctx)) * slowdown
         tpot_avg = phases.average_decode_time(b, prompt, gen) * slowdown if gen else tpot
         prefill = phases.prefill_summary(b, prompt)
-        ttft = prefill["total_s"] if self.workload.pp == 1 else phases.prefill_time(b, prompt)
+        ttft = prefill["total_s"] if plain else phases.prefill_time(b, prompt)
         mb = fit["max_batch"]
         tpot_max_batch = self.step_time(mb, ctx) if mb else math.inf
         decode = dominant_of(summary)
@@ -96,6 +98,8 @@ class MethodPlanner:
             "decode": decode, "prefill": dominant_of(prefill), "bound": decode["bound"],
             "limits": limits,
         }
+        if phases.engine is not IDEAL:
+            result.data["engine_step"] = engine_step(phases, b, ctx)
         result.data["notes"] = method.plan_notes(model, probe, result.data)  # why the row looks as it does
         result.warnings += _warnings(model, fit, b, ctx)
         return result
@@ -131,6 +135,17 @@ class MethodPlanner:
         step = np.broadcast_to(self.phases.kernel("decode").total(batch, context), batch.shape)
         return {"kv_bytes_per_sequence": need, "max_batch": max_batch, "fits": max_batch >= batch,
                 "decode_step_s": step, "tokens_per_s": batch / step}
+
+
+def engine_step(phases: PhaseModel, batch: int, context: int) -> dict[str, Any]:
+    """How the engine's time profile shapes the step at (batch, context): the padded batch its CUDA graph runs,
+    the GPU time there, the host work, and whether the host binds (engines.timing)."""
+    engine = phases.engine
+    padded = engine.padded(batch)
+    gpu = phases.kernel("decode").total(padded, context)
+    host = engine.host_s(batch)
+    return {"engine": engine.engine, "version": engine.version, "padded_batch": padded, "gpu_s": float(gpu),
+            "host_s": host, "overlap": engine.overlap, "host_bound": bool(engine.overlap and host > gpu)}
 
 
 def _warnings(model: Model, fit: dict, batch: int, context: int) -> list[str]:

@@ -39,6 +39,8 @@ def engine_config() -> dict:
             "cudagraph_capture_sizes": list(getattr(cc, "cudagraph_capture_sizes", None) or []),
             "cudagraph_mode": str(getattr(cc, "cudagraph_mode", "")),
             "max_cudagraph_capture_size": getattr(cc, "max_cudagraph_capture_size", None),
+            "async_scheduling": getattr(sc, "async_scheduling", None),
+            "attention_backend": str(getattr(getattr(cfg, "attention_config", None), "backend", "")),
             "block_size": ca.block_size, "num_gpu_blocks": ca.num_gpu_blocks,
             "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization}
 
@@ -59,7 +61,9 @@ def timed(B, L, O, reps):
     return {"B": B, "P": L, "out": O, "times_s": ts, "median_s": statistics.median(ts)}
 
 
-res = {"model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "out_tokens": N,
+import vllm  # noqa: E402
+
+res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "out_tokens": N,
        "engine": engine_config(), "decode": [], "prefill": []}
 print("ENGINE", json.dumps(res["engine"]), flush=True)
 timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation

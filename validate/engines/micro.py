@@ -12,8 +12,8 @@ import torch
 from triton.testing import do_bench
 
 dev = "cuda"
-res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "fused_moe": [],
-       "errors": []}
+res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "fa3_prefill": [],
+       "fused_moe": [], "errors": []}
 
 
 def bench(fn):
@@ -47,6 +47,24 @@ def fa3_decode(B, L, hq, hk, d, window=None, block=16):
             "kv_bytes_read": read, "bytes_per_s": read / t}
 
 
+def fa3_prefill(P, hq, hk, d, window=None):
+    """One causal prompt of P tokens (varlen, not paged): FLOPs 4 P^2 hq d / 2 (QK and PV, causal half)."""
+    from vllm.vllm_flash_attn.flash_attn_interface import flash_attn_varlen_func
+    q = torch.randn(P, hq, d, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(P, hk, d, device=dev, dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    out = torch.empty_like(q)
+    cu = torch.tensor([0, P], device=dev, dtype=torch.int32)
+    ws = [window - 1, 0] if window else [-1, -1]
+
+    def run():
+        flash_attn_varlen_func(q, k, v, max_seqlen_q=P, cu_seqlens_q=cu, max_seqlen_k=P, cu_seqlens_k=cu,
+                               softmax_scale=d ** -0.5, causal=True, window_size=ws, out=out, fa_version=3)
+    t = bench(run)
+    flops = 4 * P * P * hq * d / 2
+    return {"P": P, "hq": hq, "hk": hk, "d": d, "window": window, "s": t, "flops": flops, "flops_per_s": flops / t}
+
+
 def fused_moe(M, E, topk, H, inter):
     from vllm.model_executor.layers.fused_moe.fused_moe import fused_experts
     x = torch.randn(M, H, device=dev, dtype=torch.bfloat16)
@@ -74,6 +92,14 @@ for args in [(1, 1024), (1, 16384), (8, 1024), (8, 8192), (32, 1024), (64, 1024)
             res["fa3_decode"].append(r)
             print(f"fa3 B={r['B']} L={r['L']} hk={hk} w={w} {r['s'] * 1e6:.1f} us {r['bytes_per_s'] / 1e12:.2f} TB/s",
                   flush=True)
+        except Exception:
+            res["errors"].append(traceback.format_exc()[-800:])
+for P in (256, 2048, 8192, 16384):
+    for hq, hk, d in [(32, 8, 128), (32, 32, 128)]:
+        try:
+            r = fa3_prefill(P, hq, hk, d)
+            res["fa3_prefill"].append(r)
+            print(f"fa3 prefill P={P} hk={hk} {r['s'] * 1e6:.1f} us {r['flops_per_s'] / 1e12:.0f} TFLOP/s", flush=True)
         except Exception:
             res["errors"].append(traceback.format_exc()[-800:])
 for E, topk, H, inter in [(128, 8, 2048, 768), (64, 6, 2048, 1408)]:

@@ -37,7 +37,7 @@ TINY = {
     "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 512, "max_position_embeddings": 32768,
     "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4, "head_dim": 64,
     "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-    "vocab_size": 32000,
+    "vocab_size": 128256,  # Llama-3's vocabulary, so the sampler's per-step work is the judged Llama's
 }
 
 INLINE = {"Llama-2-7B": LLAMA2_7B, "tiny-llama": TINY}

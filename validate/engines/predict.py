@@ -51,13 +51,23 @@ def capacity(name: str, model_path: str, max_len: int, util: float, hardware: st
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
 
 
+def capacity_from_log(name: str, max_len: int, kv_gib: float) -> dict:
+    """The engine's block and token rules alone, on the budget its log states (`--kv-memory-gib`)."""
+    from roofline.engines import GIB, EngineOptions
+    from roofline.engines import capacity as engine_capacity
+
+    r = engine_capacity(model_of(name), "vllm", EngineOptions(max_model_len=max_len, kv_memory_bytes=kv_gib * GIB))
+    d = r.as_dict()
+    return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
+
+
 def predict(hardware: str) -> dict:
     hw = load_hardware(hardware)
     n = CASES["out_tokens"]
     out = {}
     for name, case in CASES["models"].items():
         model = model_of(name)
-        wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"]}, "workload")
+        wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm"}, "workload")
         pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
         dec = [{"B": b, "P": p, "decode_step_s": pm.average_decode_time(b, p + 1, n - 1)} for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]

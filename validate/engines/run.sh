@@ -22,6 +22,9 @@ for N in "$@"; do
   setsid timeout 330 python3 $HERE/lat.py $HOME/models/$N $N $R/$N-lat.json > $R/$N-lat.log 2>&1 &
   LP=$!; wait $LP; echo "lat rc $?"; kill -KILL -$LP 2>/dev/null; sleep 2
   grep -E "ENGINE|step=|prefill P=|KV cache|concurrency|Error|backend" $R/$N-lat.log | cut -c1-300 | tail -24
+  if [ "$N" = tiny-llama ] && [ "${SKIP_SERVE:-0}" != 1 ]; then
+    echo "== serve tiny $(date -u +%T)"; bash $HERE/serve_tiny.sh $HOME/models/$N $R
+  fi
   if [ "$N" = "$SERVE" ] && [ "${SKIP_SERVE:-0}" != 1 ]; then
     echo "== serve $N $(date -u +%T)"; bash $HERE/serve.sh $HOME/models/$N $N $R
   fi

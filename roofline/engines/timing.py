@@ -1,0 +1,117 @@
+"""What a serving engine costs in time beside the GPU work of the model: an engine's time profile.
+
+The planner's op graph gives the GPU time of one step on a device's ceilings. A real engine adds, each a mechanism
+measured on its own (validate/engines/, never fitted to the end-to-end runs it is judged on):
+
+1. **Host work per step** (scheduling, input preparation, sampling, output processing):
+       host_s(B) = step_s + per_seq_s x B
+   measured as the decode step of a model whose GPU work is negligible (validate/engines `tiny-llama`: 2 layers of
+   width 256, Llama-3's vocabulary), offline at B = 1 .. 256, fitted by least squares.
+2. **Overlap**: with asynchronous scheduling (vLLM's `async_scheduling`, recorded in the engine's config) the host
+   work of step n+1 runs while the GPU runs step n, so a step takes max(gpu, host); without it, gpu + host.
+3. **CUDA-graph padding**: a decode batch of B sequences runs the graph captured for the next capture size >= B
+   (vLLM `cudagraph_capture_sizes`, recorded from the engine), so its GEMMs and per-sequence kernels run at the
+   padded size; past the largest size the step runs at B (piecewise graphs).
+4. **The engine's own kernels**: ceilings that replace the device's generic laws when this engine runs on that
+   device (attention decode latency + KV bytes / rate of FlashAttention-3's paged decode, prefill attention FLOP/s
+   per head dim, the fused Triton MoE's law), measured alone by validate/engines/micro.py on that GPU. On a GPU with
+   no such measurement the device's own measured (or datasheet) laws stand.
+5. **The API server's per-request cost** (HTTP, tokenization, detokenization, streaming): TTFT of a short prompt at
+   concurrency 1 on the tiny model, less its prefill step; added to a served request's TTFT (serving only).
+
+Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
+results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from roofline.errors import SpecError
+
+PROFILES = Path(__file__).resolve().parent / "profiles"
+# ceilings (roofline.costmodel.ceilings keys) an engine's kernels may replace on a GPU they were measured on
+KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel")
+
+
+@dataclass(frozen=True)
+class EngineTiming:
+    """One engine's time profile (module docstring); every figure carries its source in `sources`."""
+
+    engine: str
+    version: str
+    step_s: float = 0.0
+    per_seq_s: float = 0.0
+    overlap: bool = False
+    capture_sizes: tuple[int, ...] = ()
+    api_request_s: float = 0.0
+    kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU name -> {ceiling key: value}
+    attention_flops: dict[str, dict[int, float]] = field(default_factory=dict)  # GPU -> head dim -> FLOP/s
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def host_s(self, batch) -> float:
+        """Host work of one step of `batch` sequences, s: step_s + per_seq_s x batch."""
+        return self.step_s + self.per_seq_s * batch
+
+    def padded(self, batch: int) -> int:
+        """The batch a decode step runs at: the smallest capture size >= batch (batch itself past the largest)."""
+        sizes = self.capture_sizes
+        if not sizes or batch > sizes[-1]:
+            return batch
+        return sizes[bisect.bisect_left(sizes, batch)]
+
+    def step(self, gpu_s: float, batch: int) -> float:
+        """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host."""
+        host = self.host_s(batch)
+        return max(gpu_s, host) if self.overlap else gpu_s + host
+
+    def kernel_ceilings(self, hardware_name: str) -> dict[str, float]:
+        """Ceilings this engine's kernels set on `hardware_name` (empty where they were not measured there)."""
+        return dict(self.kernels.get(hardware_name, {}))
+
+    def attention_rates(self, hardware_name: str) -> dict[int, float]:
+        """Prefill attention FLOP/s per head dim of this engine's kernel on `hardware_name` (empty: unmeasured)."""
+        return dict(self.attention_flops.get(hardware_name, {}))
+
+
+IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the GPU work alone"})
+
+
+@cache
+def timing(engine: str) -> EngineTiming:
+    """The time profile of `engine` from profiles/<engine>.json; IDEAL (no engine cost) when none is committed."""
+    path = PROFILES / f"{engine}.json"
+    if engine == "ideal" or not path.is_file():
+        return IDEAL if engine == "ideal" else EngineTiming(engine=engine, version="unmeasured",
+                                                            sources={"all": "no time profile measured"})
+    try:
+        d = json.loads(path.read_text())
+        return EngineTiming(
+            engine=engine, version=d["version"], step_s=float(d["step_s"]), per_seq_s=float(d["per_seq_s"]),
+            overlap=bool(d["overlap"]), capture_sizes=tuple(sorted(int(s) for s in d["capture_sizes"])),
+            api_request_s=float(d["api_request_s"]),
+            kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
+            attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
+                                                                                          {}).items()},
+            sources=dict(d["sources"]))
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+        raise SpecError(f"engine profile {path.name}: {exc}") from None
+
+
+def engine_options(engine: str, hardware):
+    """RooflineOptions carrying `engine`'s kernels measured on `hardware` (None: the device's own laws stand)."""
+    t = timing(engine)
+    kernels = t.kernel_ceilings(hardware.name)
+    rates = t.attention_rates(hardware.name)
+    if not kernels and not rates:
+        return None
+    from roofline.costmodel.device import RooflineOptions
+
+    # a burst-measured prefill rate takes the clock ratio like every burst figure (Roofline.steady_state): the
+    # device's sustained figure for that head dim is the generic kernel's, so it steps aside
+    extra = [(f"attn_flops:{h}", r) for h, r in rates.items()] + [(f"sustained_attn:{h}", None) for h in rates]
+    return RooflineOptions(kernels=tuple(sorted(kernels.items())) + tuple(extra))

@@ -1,0 +1,95 @@
+"""The engine's time profile from its own microbenchmarks (never from the runs it is judged on):
+roofline/engines/profiles/<engine>.json.
+
+python -m validate.engines.derive RESULTS_DIR [--hardware H200] [--out roofline/engines/profiles/vllm.json]
+
+- host work per step: the tiny model's offline decode steps (RESULTS_DIR/tiny-llama-lat.json), whose GPU work the
+  planner puts at ~0.1 ms: with asynchronous scheduling the step is max(gpu, host) = host; without it, host =
+  step - gpu. host(B) = step_s + per_seq_s x B by relative least squares over B = 1 .. 256.
+- capture sizes and async scheduling: what the engine recorded choosing (the first judged model's config).
+- the API server's per-request cost: the tiny server's median TTFT at concurrency 1 (128-token prompts) less the
+  offline time of one such request (prefill + one step, generate() at B = 1, out = 1, interpolated in P).
+- kernels on the device: FlashAttention-3 paged decode, time = alpha + KV bytes / rate over the GQA and MHA cases
+  (micro.json fa3_decode, no window); the fused Triton MoE, time = alpha + active experts' weight bytes / rate at the
+  decode batches M <= 64; prefill attention FLOP/s per head dim at the longest prompt (fa3_prefill, GQA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+
+def fit_affine(xs, ts) -> tuple[float, float]:
+    """(alpha, rate) of t = alpha + x / rate by relative least squares (weights 1/t^2), alpha clipped at 0."""
+    w = [1.0 / t ** 2 for t in ts]
+    sw, sx, st = sum(w), sum(wi * x for wi, x in zip(w, xs)), sum(wi * t for wi, t in zip(w, ts))
+    sxx, sxt = sum(wi * x * x for wi, x in zip(w, xs)), sum(wi * x * t for wi, x, t in zip(w, xs, ts))
+    beta = (sw * sxt - sx * st) / (sw * sxx - sx * sx)
+    alpha = (st - beta * sx) / sw
+    if alpha < 0:  # through the origin
+        alpha, beta = 0.0, sxt / sxx
+    return alpha, 1.0 / beta
+
+
+def fit_host(batches, steps) -> tuple[float, float]:
+    """(step_s, per_seq_s) of host = step_s + per_seq_s x B (relative least squares)."""
+    alpha, rate = fit_affine(batches, steps)
+    return alpha, 1.0 / rate
+
+
+def derive(results: Path, hardware: str) -> dict:
+    tiny = json.loads((results / "tiny-llama-lat.json").read_text())
+    micro = json.loads((results / "micro.json").read_text())
+    eng = tiny["engine"]
+    overlap = bool(eng.get("async_scheduling"))
+    batches = [d["B"] for d in tiny["decode"]]
+    steps = [d["decode_step_s"] for d in tiny["decode"]]
+    step_s, per_seq_s = fit_host(batches, steps)
+    sources = {"step_s": f"{results}/tiny-llama-lat.json decode (B, step) fitted host = a + b B",
+               "overlap": f"{results}/tiny-llama-lat.json engine.async_scheduling = {eng.get('async_scheduling')}",
+               "capture_sizes": f"{results}/tiny-llama-lat.json engine.cudagraph_capture_sizes"}
+    api = 0.0
+    conc1 = results / "tiny-conc1.json"
+    if conc1.is_file():
+        ttft = json.loads(conc1.read_text())["median_ttft_ms"] * 1e-3
+        pre = {p["P"]: p["median_s"] for p in tiny["prefill"]}
+        api = max(0.0, ttft - pre[min(pre)])
+        sources["api_request_s"] = f"{conc1} median_ttft_ms less {results}/tiny-llama-lat.json prefill P={min(pre)}"
+    dec = [r for r in micro["fa3_decode"] if not r["window"]]
+    a_att, r_att = fit_affine([r["kv_bytes_read"] for r in dec], [r["s"] for r in dec])
+    kernels = {"attn_decode_latency": a_att, "attn_decode_bw": r_att}
+    sources["attn_decode"] = f"{results}/micro.json fa3_decode (no window), t = alpha + KV bytes / rate"
+    moe = [r for r in micro["fused_moe"] if r["M"] <= 64]
+    if moe:
+        a_moe, r_moe = fit_affine([r["active_weight_bytes"] for r in moe], [r["s"] for r in moe])
+        kernels.update(grouped_gemm_latency=a_moe, grouped_gemm_bw=r_moe)
+        sources["fused_moe"] = f"{results}/micro.json fused_moe M <= 64, t = alpha + active weight bytes / rate"
+    flops = {}
+    for d in sorted({r["d"] for r in micro["fa3_prefill"]}):
+        rows = [r for r in micro["fa3_prefill"] if r["d"] == d and r["hk"] < r["hq"]]
+        if rows:
+            flops[d] = max(rows, key=lambda r: r["P"])["flops_per_s"]
+    sources["attention_flops"] = f"{results}/micro.json fa3_prefill, longest prompt, GQA"
+    return {"version": tiny.get("vllm", ""), "step_s": step_s, "per_seq_s": per_seq_s, "overlap": overlap,
+            "capture_sizes": sorted(eng["cudagraph_capture_sizes"]), "api_request_s": api,
+            "kernels": {hardware: kernels}, "attention_flops": {hardware: flops}, "sources": sources,
+            "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4) for b, s in zip(batches, steps)],
+                              "attn_decode_median_ape": statistics.median(
+                                  abs((a_att + r["kv_bytes_read"] / r_att) / r["s"] - 1) for r in dec)}}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("results", type=Path)
+    p.add_argument("--hardware", default="H200")
+    p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
+    a = p.parse_args()
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(derive(a.results, a.hardware), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
