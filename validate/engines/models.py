@@ -60,6 +60,7 @@ def write(outdir: str, name: str) -> str:
     """Write OUTDIR/name/{config,tokenizer,tokenizer_config,generation_config}.json; return the folder."""
     cfg = config(name)
     cfg.pop("quantization_config", None)  # dummy weights are bf16 here; a quantized run names it explicitly
+    cfg.pop("auto_map", None)  # the engine's own implementation, never the Hub's remote code
     d = os.path.join(outdir, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "config.json"), "w") as f:

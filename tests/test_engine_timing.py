@@ -1,0 +1,67 @@
+"""An engine's time profile (roofline.engines.timing) and the lab's derivation of it (validate/engines): padding to
+CUDA-graph sizes, host work and overlap, the affine fits, the start-up log lines. Expected values by hand."""
+
+import json
+
+import pytest
+
+from roofline.engines.timing import IDEAL, EngineTiming, timing
+from validate.engines.compare import parse_log
+from validate.engines.derive import fit_affine, fit_host
+
+# vLLM 0.24.0 default capture sizes: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16) (vllm/config/vllm.py:1644)
+SIZES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128)
+
+
+def test_a_decode_batch_runs_at_the_next_captured_size():
+    t = EngineTiming(engine="x", version="0", capture_sizes=SIZES)
+    assert [t.padded(b) for b in (1, 3, 8, 9, 17, 128)] == [1, 4, 8, 16, 24, 128]
+    assert t.padded(129) == 129  # past the largest graph the step runs at its own size
+
+
+def test_host_work_adds_without_overlap_and_binds_with_it():
+    t = EngineTiming(engine="x", version="0", step_s=1e-3, per_seq_s=1e-5)
+    assert t.host_s(100) == pytest.approx(2e-3)
+    assert t.step(5e-3, 100) == pytest.approx(7e-3)
+    o = EngineTiming(engine="x", version="0", step_s=1e-3, per_seq_s=1e-5, overlap=True)
+    assert o.step(5e-3, 100) == pytest.approx(5e-3)  # the GPU binds
+    assert o.step(1e-3, 100) == pytest.approx(2e-3)  # the host binds
+
+
+def test_ideal_costs_nothing_beyond_the_gpu():
+    assert timing("ideal") is IDEAL
+    assert IDEAL.step(3e-3, 256) == 3e-3 and IDEAL.padded(7) == 7
+
+
+def test_affine_fit_recovers_a_known_law():
+    alpha, rate = 12e-6, 3.2e12  # 12 us + bytes / 3.2 TB/s
+    xs = [2 ** k * 1e6 for k in range(10)]
+    ts = [alpha + x / rate for x in xs]
+    a, r = fit_affine(xs, ts)
+    assert a == pytest.approx(alpha, rel=1e-9) and r == pytest.approx(rate, rel=1e-9)
+    s, p = fit_host([1, 8, 64, 256], [4e-3 + 2e-6 * b for b in (1, 8, 64, 256)])
+    assert s == pytest.approx(4e-3) and p == pytest.approx(2e-6)
+
+
+def test_the_engines_start_up_lines_are_read():
+    # the format strings of vLLM 0.24: v1/worker/gpu_worker.py "Available KV cache memory: %s GiB",
+    # v1/core/kv_cache_utils.py "GPU KV cache size: %s tokens" (f"{num_tokens:,}") and
+    # "Maximum concurrency for %s tokens per request: %.2fx"
+    text = ("(EngineCore pid=1) INFO gpu_worker.py:509] Available KV cache memory: 112.6 GiB\n"
+            "INFO kv_cache_utils.py:2146] GPU KV cache size: 922,416 tokens\n"
+            "INFO kv_cache_utils.py:2148] Maximum concurrency for 32,768 tokens per request: 28.15x\n")
+    assert parse_log(text) == {"kv_gib": 112.6, "pool_tokens": 922416.0, "max_concurrency": 28.15}
+
+
+def test_a_profile_file_with_a_missing_field_is_refused(tmp_path, monkeypatch):
+    from roofline.engines import timing as mod
+    from roofline.errors import SpecError
+
+    (tmp_path / "broken.json").write_text(json.dumps({"version": "1"}))
+    monkeypatch.setattr(mod, "PROFILES", tmp_path)
+    mod.timing.cache_clear()
+    try:
+        with pytest.raises(SpecError, match="broken.json"):
+            mod.timing("broken")
+    finally:
+        mod.timing.cache_clear()
