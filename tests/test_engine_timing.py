@@ -65,3 +65,26 @@ def test_a_profile_file_with_a_missing_field_is_refused(tmp_path, monkeypatch):
             mod.timing("broken")
     finally:
         mod.timing.cache_clear()
+
+
+def _vllm_concurrency(model, **flags):
+    from roofline.catalogue.store import load_model
+    from roofline.engines import GIB, EngineOptions, capacity
+
+    m = load_model(model)
+    return capacity(m, "vllm", EngineOptions(max_model_len=32768, kv_memory_bytes=100 * GIB, **flags)).max_concurrency
+
+
+def test_prefix_caching_on_a_hybrid_holds_more_mamba_blocks_per_request():
+    # vLLM 0.24.0 MambaSpec.max_memory_usage_bytes: 'none' 1 block, 'align' 2, 'all' cdiv(max_model_len, block).
+    # Qwen3-Next-80B-A3B: 12 full-attention + 36 Gated DeltaNet layers -> groups of 12: 1 attention group, 3 mamba
+    # groups; block raised to 544 tokens (tp 1 as tp 2 here: the ratio is what is checked). A request of 32,768
+    # tokens holds cdiv(32768, 544) = 61 attention blocks + 3 x 1 (none) or 3 x 2 (align: no 'all' for Qwen3-Next).
+    none = _vllm_concurrency("Qwen3-Next-80B-A3B")
+    align = _vllm_concurrency("Qwen3-Next-80B-A3B", enable_prefix_caching=True)
+    assert align / none == pytest.approx(64 / 67, rel=1e-12)
+    # Jamba-1.5-Mini: 4 attention + 28 Mamba layers -> 1 + 7 groups, block 80: 410 + 7 (none) against 410 + 7 x 410
+    # ('all': JambaForCausalLM implements SupportsMambaPrefixCaching)
+    jamba = "tests/data/hf/Jamba-1.5-Mini/config.json"
+    assert _vllm_concurrency(jamba, enable_prefix_caching=True) / _vllm_concurrency(jamba) == pytest.approx(
+        417 / 3280, rel=1e-12)

@@ -33,6 +33,10 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--weight-dtype", default="bf16", help="weights for the budget estimate (bf16, fp8, mxfp4, ...)")
     p.add_argument("--expert-weight-dtype", help="routed experts for the budget estimate (default: --weight-dtype; "
                    "gpt-oss ships mxfp4)")
+    p.add_argument("--enable-prefix-caching", action="store_true",
+                   help="vLLM: prefix caching on (hybrid models: their mamba cache mode holds more blocks)")
+    p.add_argument("--mamba-cache-mode", choices=("none", "align", "all"),
+                   help="vLLM --mamba-cache-mode (default: the engine's choice for the model)")
     p.add_argument("--parallel", type=positive_int, default=1, help="llama.cpp -np: sequences")
     p.add_argument("--no-kv-unified", action="store_true", help="llama.cpp: one KV stream per sequence")
     p.add_argument("--swa-full", action="store_true", help="llama.cpp --swa-full: SWA layers keep n_ctx cells")
@@ -52,7 +56,8 @@ def _options(args: argparse.Namespace):
         max_model_len=args.max_model_len, gpu_memory_utilization=util,
         max_num_batched_tokens=args.max_num_batched_tokens,
         kv_memory_bytes=None if args.kv_memory_gib is None else args.kv_memory_gib * GIB,
-        parallel=args.parallel, kv_unified=not args.no_kv_unified, swa_full=args.swa_full)
+        parallel=args.parallel, kv_unified=not args.no_kv_unified, swa_full=args.swa_full,
+        enable_prefix_caching=args.enable_prefix_caching, mamba_cache_mode=args.mamba_cache_mode)
 
 
 def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: str,

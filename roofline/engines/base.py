@@ -31,6 +31,9 @@ class EngineOptions:
     gpu_memory_utilization: float | None = None
     max_num_batched_tokens: int | None = None
     kv_memory_bytes: float | None = None
+    # vLLM: --enable-prefix-caching (hybrids default off in 0.24) and --mamba-cache-mode
+    enable_prefix_caching: bool = False
+    mamba_cache_mode: str | None = None
     # llama.cpp: -np (sequences), --kv-unified, --swa-full, -ub
     parallel: int = 1
     kv_unified: bool = True

@@ -108,15 +108,44 @@ def _group_size(counts: dict) -> int:
     return hi if hi < 1.5 * lo else lo
 
 
-def _blocks_for(kind: str, window: int | None, length: int, block: int, batched: int) -> int:
-    """Blocks one request of `length` tokens holds in one group (KVCacheSpec.max_memory_usage_bytes)."""
+# architectures whose model class implements SupportsMambaPrefixCaching in vLLM 0.24.0 (models/falcon_h1.py,
+# granitemoehybrid.py, jamba.py, mamba.py, mamba2.py, nemotron_h.py, zamba2.py): prefix caching on gives them
+# mamba_cache_mode 'all'; every other hybrid (Qwen3-Next / Qwen3.5 Gated DeltaNet, ...) gets 'align'
+MAMBA_ALL = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM", "MambaForCausalLM",
+             "Mamba2ForCausalLM", "NemotronHForCausalLM", "Zamba2ForCausalLM")
+MAMBA_MODES = ("none", "align", "all")
+
+
+def mamba_cache_mode(model: Model, opts: EngineOptions, rules: list[str]) -> str:
+    """vLLM 0.24.0's mamba_cache_mode (model_executor/models/config.py MambaModelConfig.verify_and_update_config):
+    'none' without prefix caching — hybrids leave it off by default (config/model.py is_prefix_caching_supported:
+    attn_type 'hybrid' -> False); with --enable-prefix-caching, 'all' for the architectures of MAMBA_ALL, else
+    'align'; an explicit --mamba-cache-mode stands ('all' falls back to 'align' where unsupported)."""
+    mode = opts.mamba_cache_mode
+    if mode is not None and mode not in MAMBA_MODES:
+        raise refuse("--mamba-cache-mode", f"vLLM accepts {', '.join(MAMBA_MODES)} (config/cache.py MambaCacheMode)")
+    if not opts.enable_prefix_caching:
+        return "none"
+    supports_all = model.architecture in MAMBA_ALL
+    mode = mode if mode not in (None, "none") else ("all" if supports_all else "align")
+    if mode == "all" and not supports_all:
+        mode = "align"
+    rules.append(f"vllm: prefix caching on a hybrid sets mamba_cache_mode '{mode}' (models/config.py MambaModelConfig"
+                 "; v0.24.0): a request holds " + ("cdiv(max_model_len, block) mamba blocks" if mode == "all"
+                                                   else "2 mamba blocks"))
+    return mode
+
+
+def _blocks_for(kind: str, window: int | None, length: int, block: int, batched: int, mamba: str = "none") -> int:
+    """Blocks one request of `length` tokens holds in one group (KVCacheSpec.max_memory_usage_bytes; MambaSpec:
+    mamba_cache_mode 'all' cdiv(L, mamba block = block), 'align' 2, 'none' 1)."""
     if kind == "full":
         return ceildiv(length, block)
     if kind == "sliding":
         return ceildiv(min(window - 1 + batched, length), block) + 1
     if kind == "chunked":
         return ceildiv(min(window + batched, length), block)
-    return 1  # mamba state, mamba_cache_mode 'none'
+    return {"all": ceildiv(length, block), "align": 2}.get(mamba, 1)
 
 
 def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) -> Capacity:
@@ -125,6 +154,7 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
     token_bytes = _token_bytes(model, opts, rules)
     block = _block_size(model, opts, rules)
     kinds = stage_kinds(model, opts.pp)
+    mamba_mode = mamba_cache_mode(model, opts, rules) if ("state", None) in kinds else "none"
     if ("state", None) in kinds:
         mamba = state_bytes_per_rank(model, opts.tp, model_dtype_bytes())
         if not any(k != "state" for k, _ in kinds):
@@ -147,7 +177,7 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
     length = opts.model_len(model)
 
     def per_request(n: int) -> int:
-        return sum(g * _blocks_for(kind, window, n, block, batched) for (kind, window), g in groups.items())
+        return sum(g * _blocks_for(kind, window, n, block, batched, mamba_mode) for (kind, window), g in groups.items())
 
     concurrency = num_blocks / per_request(length)
     rules.append(f"vllm: num_blocks = floor(avail / (block {block} x page x {size} layers)); logged tokens = "
