@@ -15,12 +15,12 @@ from typing import Any
 
 from roofline import codegen
 from roofline.catalogue.ceilings import ceilings_label, with_ceilings
+from roofline.engines.timing import IDEAL
 from roofline.lazy import np
 from roofline.methods import MethodConfig
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
 from roofline.planner.limits import Probe
 from roofline.planner.memory import MemoryBudget, activation_width, memory_budget, weights_per_gpu
-from roofline.engines.timing import IDEAL
 from roofline.planner.phases import PhaseModel, dominant_of
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB

@@ -45,10 +45,10 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
             continue
         meas = json.loads(lat.read_text())
         pre, cur = predicted["models"][name], current[name]
-        for m, p, c in zip(meas["decode"], pre["decode"], cur["decode"]):
+        for m, p, c in zip(meas["decode"], pre["decode"], cur["decode"], strict=False):
             rows["decode"].append({"model": name, "B": m["B"], "P": m["P"], "measured_s": m["decode_step_s"],
                                    "before_s": p["decode_step_s"], "now_s": c["decode_step_s"]})
-        for m, p, c in zip(meas["prefill"], pre["prefill"], cur["prefill"]):
+        for m, p, c in zip(meas["prefill"], pre["prefill"], cur["prefill"], strict=False):
             rows["prefill"].append({"model": name, "P": m["P"], "measured_s": m["median_s"],
                                     "before_s": p["prefill_s"], "now_s": c["prefill_s"]})
         log = parse_log((results / f"{name}-lat.log").read_text(errors="replace"))
@@ -104,7 +104,8 @@ def report(rows: dict) -> str:
                      f"({_signed(b['pool_tokens'], lg['pool_tokens']):+.2f})")
     lines.append("")
     for k, v in summary(rows).items():
-        lines.append(f"{k:16s} median APE {v['median_ape']:5.1f} %  worst {v['worst_ape']:5.1f} %  ({v['cases']} cases)")
+        lines.append(f"{k:16s} median APE {v['median_ape']:5.1f} %  worst {v['worst_ape']:5.1f} %  "
+                     f"({v['cases']} cases)")
     return "\n".join(lines)
 
 

@@ -25,8 +25,9 @@ from pathlib import Path
 def fit_affine(xs, ts) -> tuple[float, float]:
     """(alpha, rate) of t = alpha + x / rate by relative least squares (weights 1/t^2), alpha clipped at 0."""
     w = [1.0 / t ** 2 for t in ts]
-    sw, sx, st = sum(w), sum(wi * x for wi, x in zip(w, xs)), sum(wi * t for wi, t in zip(w, ts))
-    sxx, sxt = sum(wi * x * x for wi, x in zip(w, xs)), sum(wi * x * t for wi, x, t in zip(w, xs, ts))
+    rows = list(zip(w, xs, ts, strict=True))
+    sw, sx, st = sum(w), sum(wi * x for wi, x, _ in rows), sum(wi * t for wi, _, t in rows)
+    sxx, sxt = sum(wi * x * x for wi, x, _ in rows), sum(wi * x * t for wi, x, t in rows)
     beta = (sw * sxt - sx * st) / (sw * sxx - sx * sx)
     alpha = (st - beta * sx) / sw
     if alpha < 0:  # through the origin
@@ -76,7 +77,8 @@ def derive(results: Path, hardware: str) -> dict:
     return {"version": tiny.get("vllm", ""), "step_s": step_s, "per_seq_s": per_seq_s, "overlap": overlap,
             "capture_sizes": sorted(eng["cudagraph_capture_sizes"]), "api_request_s": api,
             "kernels": {hardware: kernels}, "attention_flops": {hardware: flops}, "sources": sources,
-            "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4) for b, s in zip(batches, steps)],
+            "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4)
+                                       for b, s in zip(batches, steps, strict=True)],
                               "attn_decode_median_ape": statistics.median(
                                   abs((a_att + r["kv_bytes_read"] / r_att) / r["s"] - 1) for r in dec)}}
 

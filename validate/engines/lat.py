@@ -63,7 +63,8 @@ def timed(B, L, O, reps):
 
 import vllm  # noqa: E402
 
-res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "out_tokens": N,
+res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init,
+       "out_tokens": N,
        "engine": engine_config(), "decode": [], "prefill": []}
 print("ENGINE", json.dumps(res["engine"]), flush=True)
 timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation

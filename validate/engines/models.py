@@ -70,8 +70,8 @@ def write(outdir: str, name: str) -> str:
     bos, eos = _ids(text.get("bos_token_id", cfg.get("bos_token_id"))), _ids(
         text.get("eos_token_id", cfg.get("eos_token_id")))
     special = {"<unk>": 0}
-    for i, tid in enumerate(bos[:1]):
-        special["<s>"] = tid
+    if bos:
+        special["<s>"] = bos[0]
     for i, tid in enumerate(eos):
         special[f"</s>{i or ''}"] = tid
     by_id = {i: t for t, i in special.items()}
