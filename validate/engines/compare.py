@@ -15,7 +15,10 @@ from pathlib import Path
 from validate.engines.predict import CASES, capacity_from_log, predict
 
 LOG = {"kv_gib": r"Available KV cache memory: ([\d.,]+) GiB", "pool_tokens": r"GPU KV cache size: ([\d,]+) tokens",
-       "max_concurrency": r"Maximum concurrency for [\d,]+ tokens per request: ([\d.,]+)x"}
+       "max_concurrency": r"Maximum concurrency for [\d,]+ tokens per request: ([\d.,]+)x",
+       # gpu_worker.py: the CUDA-graph memory estimate, as the utilization it is equivalent to without it
+       "cudagraph_equiv_util": r"equivalent to --gpu-memory-utilization=([\d.]+) without",
+       "weights_gib": r"Model loading took ([\d.]+) GiB"}
 
 
 def parse_log(text: str) -> dict:
