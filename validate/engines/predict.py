@@ -81,6 +81,32 @@ def predict(hardware: str) -> dict:
     return out
 
 
+def serve_predictions(hardware: str) -> dict:
+    """`roofline simulate` of each `vllm bench serve` run of cases.json, as a user runs it: the API server's scheduler
+    defaults on a >= 70 GiB GPU (max_num_seqs 1024, max_num_batched_tokens 8192: vllm/engine/arg_utils.py
+    _set_default_max_num_seqs_and_batched_tokens_args), fixed lengths (the random dataset at range ratio 0), the
+    same request count. Runs the simulator cannot express (a shared prefix, a closed-loop client) are recorded
+    as such."""
+    import sys
+
+    s = CASES["serve"]
+    common = ["--model", s["model"], "--hardware", hardware, "--method", "bf16", "--prompt-tokens",
+              str(s["input_len"]), "--output-tokens", str(s["output_len"]), "--max-num-seqs", "1024",
+              "--max-num-batched-tokens", "8192", "--utilization", str(s["gpu_memory_utilization"]),
+              "--no-search", "--json"]
+    out = {}
+    for rate, n in s["rates"]:
+        r = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", "--rate", str(rate), "--requests",
+                            str(n), *common], capture_output=True, text=True, check=True)
+        d = json.loads(r.stdout)
+        d = d[0] if isinstance(d, list) else d
+        out[f"rate{rate}"] = {k: d[k] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s",
+                                                "requests_per_s", "preemptions")}
+    out["prefix"] = {"expressible": False, "why": "roofline simulate has no prefix caching (issue 33)"}
+    out["concurrency"] = {"expressible": False, "why": "roofline simulate has no closed-loop client (issue 33)"}
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
@@ -89,7 +115,7 @@ def main() -> None:
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {"about": "roofline's prediction of validate/engines/cases.json on a real vLLM, written before the run",
            "hardware": a.hardware, "engine": "vllm", "git_sha": sha, "date": dt.date.today().isoformat(),
-           "models": predict(a.hardware)}
+           "models": predict(a.hardware), "serve": serve_predictions(a.hardware)}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
