@@ -1,7 +1,8 @@
 #!/bin/bash
 # Driver, run detached on the GPU machine (setsid): env, model folders, kernel microbenchmarks, offline timing of
 # each model in ORDER, the serving runs after the first model. vLLM unpacked in $SITE (default ~/site).
-# Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage.
+# Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage. On a machine of several GPUs
+# one driver per GPU (CUDA_VISIBLE_DEVICES) runs its own models; SKIP_MICRO=1 / SKIP_SERVE=1 leave those stages out.
 set -u
 R=$1; shift
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
@@ -15,8 +16,10 @@ SERVE=$(python3 -c "import json; print(json.load(open('$HERE/cases.json'))['serv
 echo "== env $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
 (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models "$@")
-echo "== micro $(date -u +%T)"
-timeout 150 python3 $HERE/micro.py $R/micro.json > $R/micro.log 2>&1; echo "micro rc $?"; tail -3 $R/micro.log
+if [ "${SKIP_MICRO:-0}" != 1 ]; then
+  echo "== micro $(date -u +%T)"
+  timeout 150 python3 $HERE/micro.py $R/micro.json > $R/micro.log 2>&1; echo "micro rc $?"; tail -3 $R/micro.log
+fi
 for N in "$@"; do
   echo "== lat $N $(date -u +%T)"
   setsid timeout 330 python3 $HERE/lat.py $HOME/models/$N $N $R/$N-lat.json > $R/$N-lat.log 2>&1 &
