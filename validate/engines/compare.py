@@ -31,6 +31,14 @@ def parse_log(text: str) -> dict:
     return out
 
 
+def from_log(text: str) -> dict:
+    """The cases a timed-out lat.py run printed before its limit ("decode B=.. P=.. step=.. ms")."""
+    dec = [{"B": int(b), "P": int(p), "decode_step_s": float(t) * 1e-3}
+           for b, p, t in re.findall(r"decode B=(\d+) P=(\d+) step=([\d.]+) ms", text)]
+    pre = [{"P": int(p), "median_s": float(t) * 1e-3} for p, t in re.findall(r"prefill P=(\d+) ([\d.]+) ms", text)]
+    return {"decode": dec, "prefill": pre, "recovered_from_log": True}
+
+
 def ape(pred: float, meas: float) -> float:
     """Absolute percentage error of `pred` against `meas`, %."""
     return abs(pred / meas - 1) * 100
@@ -44,9 +52,13 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
     rows = {"decode": [], "prefill": [], "capacity": []}
     for name in CASES["models"]:
         lat = results / f"{name}-lat.json"
-        if not lat.is_file():
+        log_file = results / f"{name}-lat.log"
+        if lat.is_file():
+            meas = json.loads(lat.read_text())
+        elif log_file.is_file():
+            meas = from_log(log_file.read_text(errors="replace"))  # a run stopped by its time limit
+        else:
             continue
-        meas = json.loads(lat.read_text())
         pre, cur = predicted["models"][name], current[name]
         for m, p, c in zip(meas["decode"], pre["decode"], cur["decode"], strict=False):
             rows["decode"].append({"model": name, "B": m["B"], "P": m["P"], "measured_s": m["decode_step_s"],
