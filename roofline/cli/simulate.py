@@ -32,8 +32,12 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--usd-per-gpu-hour", type=positive_float, help="price: cost per million output tokens")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs per replica")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages per replica")
-    p.add_argument("--max-num-seqs", type=positive_int, default=256, help="running-sequence cap (vLLM 256)")
-    p.add_argument("--max-num-batched-tokens", type=positive_int, default=8192, help="token budget per step")
+    p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"), default="ideal",
+                   help="whose scheduler and memory conventions (roofline.engines.scheduling); default ideal")
+    p.add_argument("--entry-point", choices=("api", "offline"), default="api",
+                   help="vLLM's defaults differ: 'api' (vllm serve) or 'offline' (the LLM class)")
+    p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
     p.add_argument("--seed", type=int, default=0, help="random seed of arrivals and lengths")
     p.add_argument("--json", action="store_true")
@@ -80,26 +84,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue.loading import validate
     from roofline.methods import parse_method
     from roofline.serving.metrics import summarize
-    from roofline.serving.scheduler import SchedulerConfig
     from roofline.serving.search import fleet, max_rate_at_slo
-    from roofline.serving.simulate import Simulator
     from roofline.specs import Workload
 
     model, hardware = load_model(args.model), load_hardware(args.hardware)
     methods = [parse_method(s) for s in args.method]
     requests, slo = _inputs(args)
     requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
+    profile = _engine_profile(args, hardware, requests)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
-                            "prefill_chunk_tokens": args.max_num_batched_tokens}
+                            "prefill_chunk_tokens": profile.max_num_batched_tokens, "engine": args.engine,
+                            "page_tokens": profile.page_tokens}
     if args.utilization is not None:
         data["gpu_memory_utilization"] = args.utilization
     workload = validate(Workload, data, "workload")
-    config = SchedulerConfig(args.max_num_batched_tokens, args.max_num_seqs)
     results = []
     for method in methods:
-        sim = Simulator(model, hardware, workload, method, config, max_tokens=requests.max_tokens)
+        sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
-                  "pp": args.pp, **summarize(sim.run(requests, _progress()), slo)}
+                  "pp": args.pp, "engine": _engine_json(sim.engine),
+                  **summarize(sim.run(requests, _progress()), slo)}
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
         else:
@@ -118,6 +122,47 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         print(_text(results))
     return 0
+
+
+def _engine_profile(args: argparse.Namespace, hardware, requests):
+    """The engine's scheduler defaults for this GPU, with the flags the user gave (an omitted flag keeps the
+    engine's own default)."""
+    from roofline.engines.scheduling import scheduling
+
+    profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2))
+    profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens)
+    if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:
+        from roofline.errors import SpecError
+        raise SpecError(f"--max-num-batched-tokens: {args.engine} runs without chunked prefill, so a prompt of "
+                        f"{int(requests.prompt_tokens.max()):,} tokens needs a step budget of at least that "
+                        f"(it is {profile.max_num_batched_tokens:,})")
+    return profile
+
+
+def _simulator(args: argparse.Namespace, model, hardware, workload, method, profile, max_tokens: int):
+    """The simulator of one method; SGLang's running-request cap follows its pool's tokens, known once the pool is
+    sized (sglang_max_running), unless --max-num-seqs was given."""
+    from dataclasses import replace
+
+    from roofline.engines.scheduling import sglang_max_running
+    from roofline.serving.scheduler import SchedulerConfig
+    from roofline.serving.simulate import Simulator
+
+    sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile)
+    if args.engine == "sglang" and args.max_num_seqs is None:
+        pool_tokens = sim.pool.capacity_pages * sim.pool.page_tokens
+        sim.engine = replace(profile, max_num_seqs=sglang_max_running(pool_tokens, max(max_tokens, 2)))
+        sim.scheduler = SchedulerConfig.of(sim.engine)
+    return sim
+
+
+def _engine_json(engine) -> dict[str, Any]:
+    """The scheduler the run used, as JSON."""
+    return {"name": engine.engine, "max_num_seqs": engine.max_num_seqs,
+            "max_num_batched_tokens": engine.max_num_batched_tokens, "chunked_prefill": engine.chunked_prefill,
+            "mixed_steps": engine.mixed_steps, "preemption": engine.preemption, "pad_scope": engine.pad_scope,
+            "capture_sizes_max": engine.capture_sizes[-1] if engine.capture_sizes else None,
+            "page_tokens": engine.page_tokens, "notes": list(engine.notes)}
 
 
 def _strict(value: Any) -> Any:

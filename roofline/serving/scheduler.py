@@ -12,6 +12,11 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    sequence cap (max_num_seqs) and the pool allow their first chunk.
 A sequence's known tokens are its prompt plus the tokens generated so far; a step that computes the last
 of them emits a token (the first one ends the prefill).
+Engine variants (SchedulerConfig, from roofline.engines.scheduling): without mixed steps (SGLang) a step that can
+prefill (a running prompt's next chunk, or an admission) carries only prefill, and decodes run when nothing can;
+without chunked prefill (TensorRT-LLM) a prompt is admitted only when the step's budget holds all of it; with
+reserve_full (TensorRT-LLM's GUARANTEED_NO_EVICT, llama.cpp's slots) a request is admitted only when the pool holds
+it to its last output token, and it keeps that reservation, so nothing is preempted.
 """
 
 from __future__ import annotations
@@ -33,10 +38,19 @@ class SchedulerConfig:
 
     max_num_batched_tokens: int = 8192  # vLLM's chunked-prefill token budget per step
     max_num_seqs: int = 256  # vLLM's default cap on running sequences
+    chunked_prefill: bool = True  # False: a prompt is admitted only when the step's budget holds all of it
+    mixed_steps: bool = True  # False: a step is all prefill or all decode, prefill first (SGLang)
+    reserve_full: bool = False  # admit only what the pool holds to its last token; never preempt (TensorRT-LLM)
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
             raise ValueError("scheduler: max_num_batched_tokens and max_num_seqs must be >= 1")
+
+    @classmethod
+    def of(cls, engine) -> SchedulerConfig:
+        """The scheduling part of an engine profile (roofline.engines.scheduling.EngineScheduling)."""
+        return cls(engine.max_num_batched_tokens, engine.max_num_seqs, engine.chunked_prefill, engine.mixed_steps,
+                   engine.preemption == "none")
 
 
 @dataclass
@@ -66,7 +80,8 @@ class Scheduler:
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         cap = config.max_num_seqs
-        self.ids, self.comp, self.known, self.gen, self.out = (np.zeros(cap, dtype=np.int64) for _ in range(5))
+        self.ids, self.comp, self.known, self.gen, self.out, self.res = (np.zeros(cap, dtype=np.int64)
+                                                                         for _ in range(6))
         self.held = np.zeros(cap, dtype=np.float64)
         self.n_running = 0
         self.waiting: deque[int] = deque()
@@ -89,18 +104,19 @@ class Scheduler:
         self.waiting.appendleft(victim)
         self.preemptions += 1
 
-    def _plan_running(self) -> tuple[StepPlan, float]:
-        """Tokens for the running sequences (decodes first, then chunks) and the bytes they need."""
+    def _plan_running(self, decodes: bool = True, chunks: bool = True) -> tuple[StepPlan, float]:
+        """Tokens for the running sequences (decodes first, then chunks; either left out on request) and the bytes
+        they need beyond what they hold."""
         n, seq = self.n_running, self.pool.seq_bytes
         comp = self.comp[:n]
         todo = self.known[:n] - comp
         is_dec = (todo == 1) & (comp > 0)
-        n_dec = int(np.count_nonzero(is_dec))
-        dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec)
+        n_dec = int(np.count_nonzero(is_dec)) if decodes else 0
+        dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec) if decodes else EMPTY
         context = comp[dec] + 1
-        need = float((seq[context] - self.held[dec]).sum()) if n_dec else 0.0
+        need = float(np.maximum(seq[context] - self.held[dec], 0.0).sum()) if n_dec else 0.0
         budget = self.config.max_num_batched_tokens - n_dec
-        if n_dec == n:
+        if n_dec == n or not chunks:
             return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec), need
         pos, starts, counts, done = [], [], [], []
         rest = np.flatnonzero(~is_dec)
@@ -110,24 +126,39 @@ class Scheduler:
             k = min(t, budget)
             budget -= k
             pos.append(i), starts.append(c), counts.append(k), done.append(k == t)
-            need += float(seq[c + k] - self.held[i])
+            need += max(float(seq[c + k] - self.held[i]), 0.0)
         plan = StepPlan(dec, context, np.array(pos, dtype=np.int64), np.array(starts, dtype=np.int64),
                         np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec + sum(counts))
         return plan, need
 
     def schedule(self) -> StepPlan | None:
-        """The next step's work, or None when nothing is running or admissible."""
-        plan, need = self._plan_running()
+        """The next step's work, or None when nothing is running or admissible. With mixed steps (vLLM, TensorRT-LLM,
+        llama.cpp) decodes, chunks and admissions share one step; without (SGLang) a step that can prefill (a running
+        prompt's next chunk or a new admission) prefills only, and decodes run when nothing can."""
+        if not self.config.mixed_steps:
+            plan, need = self._plan_running(decodes=False)
+            if self._fits(need):
+                plan, need = self._admit(plan, need)
+                if plan.tokens:
+                    return plan
+        mixed = self.config.mixed_steps
+        plan, need = self._plan_running(chunks=mixed)
         preempted = False
-        while need > self.pool.capacity_bytes - self.used_bytes and self.n_running:
+        while not self._fits(need) and self.n_running:
             self._preempt_last()
             preempted = True
-            plan, need = self._plan_running()
-        if not preempted:
+            plan, need = self._plan_running(chunks=mixed)
+        if not preempted and mixed:
             plan, need = self._admit(plan, need)
         return plan if plan.tokens else None
 
+    def _fits(self, need: float) -> bool:
+        return need <= self.pool.capacity_bytes - self.used_bytes
+
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
+        """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
+        first chunk (with reserve_full: their whole sequence, to the last output token; without chunked prefill:
+        only a prompt the step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
         free = self.pool.capacity_bytes - self.used_bytes - need
         admitted = []
@@ -136,19 +167,23 @@ class Scheduler:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
             n = min(todo, budget)
-            if seq[n] > free:
+            if n < todo and not self.config.chunked_prefill:
+                break
+            cost = seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[n]
+            if cost > free:
                 break
             self.waiting.popleft()
             admitted.append((i, n, n == todo, todo))
             budget -= n
-            free -= seq[n]
-            need += seq[n]
+            free -= cost
+            need += cost
         if not admitted:
             return plan, need
         ids, counts, done, todo = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
         self.ids[at], self.comp[at], self.known[at] = ids, 0, todo
         self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], 0.0
+        self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
         self.n_running = at.stop
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
                         np.concatenate([plan.chunk_start, np.zeros(len(ids), dtype=np.int64)]),
@@ -169,7 +204,7 @@ class Scheduler:
         k = int(min(limit, (self.out[dec] - self.gen[dec]).min()))
         if k <= 1:
             return 1
-        after = self.comp[dec][:, None] + 1 + np.arange(k)  # tokens held after step j
+        after = np.maximum(self.comp[dec][:, None] + 1 + np.arange(k), self.res[dec][:, None])  # tokens held
         used = self.pool.seq_bytes[after].sum(axis=0) + (self.used_bytes - self.held[dec].sum())
         over = np.flatnonzero(used > self.pool.capacity_bytes)
         return int(over[0]) if len(over) and over[0] > 0 else k if not len(over) else 1
@@ -195,7 +230,7 @@ class Scheduler:
             emitted = np.concatenate([np.arange(n)[dec], chunks[plan.chunk_done]])
         else:
             pos = emitted = dec
-        new_held = seq[self.comp[pos]]
+        new_held = seq[np.maximum(self.comp[pos], self.res[pos])]
         self.used_bytes += float((new_held - self.held[pos]).sum())
         self.held[pos] = new_held
         self.gen[emitted] += 1
@@ -212,7 +247,7 @@ class Scheduler:
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
         m = n - len(ended)
-        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.held):
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.held):
             arr[:m] = arr[:n][keep]
         self.n_running = m
         self.finished += len(ended)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from roofline.engines.scheduling import EngineScheduling
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.pool import KVPool
@@ -93,10 +94,15 @@ class Simulator:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     max_tokens: int = 0
     pool: KVPool | None = None
+    engine: EngineScheduling | None = None  # the engine's scheduler, graph padding and overheads (None: ideal)
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
             raise ValueError("serving: max_tokens (longest request) must be positive")
+        if self.engine is None:
+            self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens)
+        else:
+            self.scheduler = SchedulerConfig.of(self.engine)
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs
         self.steps = StepModel(self.phases, self.max_tokens, step_tokens)
@@ -124,16 +130,17 @@ class Simulator:
                             f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
                             f"{self.hardware.name} with tp={self.workload.tp}")
 
-    def _times(self, sched: Scheduler, plan, now: float) -> tuple[int, float]:
+    def _times(self, sched: Scheduler, plan, now: float, arrivals: list[float]) -> tuple[int, float]:
         """(steps, seconds) of the next block: one step, or decode-only steps back to back until the next
         arrival, completion or page shortage (the same steps one at a time would take; pp = 1 only)."""
-        context = plan.context
+        context, engine = plan.context, self.engine
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
+        pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
+        cpu_s = engine.overheads.step(len(context) + len(plan.chunk_tokens))
         if steps == 1:
-            return 1, self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done)
-        ends = np.cumsum(self.steps.decode_block(context, steps))
-        arrivals = sched.requests.arrival_s
+            return 1, cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+        ends = np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
         if sched.arrived < len(arrivals):
             # the step during which the next request arrives is the block's last: it is seen at the next
             steps = min(steps, int(np.searchsorted(ends, arrivals[sched.arrived] - now)) + 1)
@@ -145,7 +152,8 @@ class Simulator:
         sched = Scheduler(requests, self.pool, self.scheduler)
         env = simpy.Environment()
         records: list[tuple] = []
-        arrival = _clock_arrivals(requests.arrival_s)
+        # an API server's own per-request time (tokenising, HTTP) delays the request's arrival at the engine
+        arrival = _clock_arrivals(requests.arrival_s + self.engine.overheads.api_request_s)
 
         def engine():
             total, n = len(requests), len(requests)
@@ -158,7 +166,7 @@ class Simulator:
                 if plan is None:  # idle until the next arrival
                     yield env.timeout(_delay_to(env.now, arrival[sched.arrived]))
                     continue
-                steps, dt = self._times(sched, plan, env.now)
+                steps, dt = self._times(sched, plan, env.now, arrival)
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
                 yield env.timeout(dt)
                 if sched.commit_block(plan, steps, env.now) and progress is not None:
