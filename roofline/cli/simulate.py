@@ -20,11 +20,20 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--hardware", required=True, help="catalogue name or YAML spec")
     p.add_argument("--method", action="append", required=True, help="KV method SPEC; repeat to compare")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second")
+    src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second (inf: all at time 0)")
     src.add_argument("--trace", help="CSV of arrival_s,prompt_tokens,output_tokens rows")
     p.add_argument("--prompt-tokens", default="4096", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
     p.add_argument("--output-tokens", default="512", help="DIST, as --prompt-tokens")
-    p.add_argument("--requests", type=positive_int, default=1000, help="requests to simulate (default 1000)")
+    p.add_argument("--requests", type=positive_int,
+                   help="requests to simulate (default 1000; with --trace, every row unless this says fewer)")
+    p.add_argument("--max-concurrency", type=positive_int,
+                   help="at most N requests outstanding (vLLM benchmark_serving --max-concurrency); a closed loop "
+                        "of N clients with --rate inf")
+    p.add_argument("--think-time-s", type=float, default=0.0,
+                   help="seconds between a completion and the next send on that slot or session (default 0)")
+    p.add_argument("--session-turns", type=positive_int, default=1,
+                   help="chat sessions of T turns: each turn's prompt holds the conversation so far, the next turn "
+                        "is sent think time after the answer")
     p.add_argument("--slo-ttft-ms", type=float, help="SLO: TTFT p99 in ms (with --slo-tpot-ms)")
     p.add_argument("--slo-tpot-ms", type=float, help="SLO: TPOT p99 in ms (with --slo-ttft-ms)")
     p.add_argument("--no-search", action="store_true", help="skip the max-rate search under the SLO")
@@ -53,13 +62,17 @@ def _inputs(args: argparse.Namespace):
         missing = "--slo-tpot-ms" if args.slo_tpot_ms is None else "--slo-ttft-ms"
         raise SpecError(f"{missing}: an SLO needs both --slo-ttft-ms and --slo-tpot-ms")
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
+    notes = []
     if args.trace:
-        requests = load_trace(args.trace, limit=args.requests)
+        requests = load_trace(args.trace)
+        if args.requests is not None and args.requests < len(requests):
+            notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
+            requests = requests.first(args.requests)
     else:
         prompt = LengthDist.parse(args.prompt_tokens, "--prompt-tokens")
         output = LengthDist.parse(args.output_tokens, "--output-tokens")
-        requests = poisson_requests(args.rate, args.requests, prompt, output, args.seed)
-    return requests, slo
+        requests = poisson_requests(args.rate, args.requests or 1000, prompt, output, args.seed)
+    return requests, slo, notes
 
 
 def _progress():
@@ -89,7 +102,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     model, hardware = load_model(args.model), load_hardware(args.hardware)
     methods = [parse_method(s) for s in args.method]
-    requests, slo = _inputs(args)
+    requests, slo, notes = _inputs(args)
+    clients = _clients(args)
     requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
     profile = _engine_profile(args, hardware, requests)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
@@ -103,11 +117,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
                   "pp": args.pp, "engine": _engine_json(sim.engine),
-                  **summarize(sim.run(requests, _progress()), slo)}
+                  "clients": _clients_json(clients), "notes": notes,
+                  **summarize(sim.run(requests, _progress(), clients), slo)}
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
+        elif not math.isfinite(requests.offered_rate):
+            search = {"rate_per_s": None, "reason": "every request arrives at time 0 (--rate inf): no rate to scale"}
         else:
-            search = max_rate_at_slo(sim, requests, slo)
+            search = max_rate_at_slo(sim, requests, slo, clients)
         result["max_rate_at_slo"] = search["rate_per_s"]
         result["max_rate_reason"] = search["reason"]
         result["max_rate_search"] = search
@@ -122,6 +139,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         print(_text(results))
     return 0
+
+
+def _clients(args: argparse.Namespace):
+    """How requests are released (serving.clients): open loop, a concurrency cap, or chat sessions."""
+    from roofline.errors import SpecError
+    from roofline.serving.clients import Clients
+
+    try:
+        return Clients(args.max_concurrency, args.think_time_s, args.session_turns)
+    except ValueError as err:
+        raise SpecError(str(err)) from None
+
+
+def _clients_json(clients) -> dict[str, Any]:
+    return {"max_concurrency": clients.max_concurrency, "think_time_s": clients.think_s,
+            "session_turns": clients.session_turns}
 
 
 def _engine_profile(args: argparse.Namespace, hardware, requests):
@@ -194,7 +227,7 @@ def _text(results: list[dict[str, Any]]) -> str:
                      f"{rate:.3g}" if rate else "-"])
     text = head + display.table(["method", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "out tok/s",
                                  "goodput req/s", "KV max", "preempt", "max req/s @SLO"], rows)
-    notes = [f"{r['method']}: {r['max_rate_reason']}" for r in results if r["max_rate_reason"]]
+    notes = list(r0["notes"]) + [f"{r['method']}: {r['max_rate_reason']}" for r in results if r["max_rate_reason"]]
     for r in results:
         f = r["fleet"]
         if f.get("gpus"):

@@ -89,6 +89,7 @@ class Scheduler:
         self.preemptions = 0
         self.finished = 0
         self.arrived = 0
+        self.last_finished = EMPTY  # ids the last commit completed
 
     @property
     def running(self) -> list[int]:
@@ -242,7 +243,8 @@ class Scheduler:
         if not len(ended):
             return 0
         ended = np.arange(n)[emitted][ended]
-        self.finish_s[self.ids[ended]] = now
+        self.last_finished = self.ids[ended].copy()
+        self.finish_s[self.last_finished] = now
         self.used_bytes -= float(self.held[ended].sum())
         keep = np.ones(n, dtype=bool)
         keep[ended] = False

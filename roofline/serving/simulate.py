@@ -18,6 +18,7 @@ import simpy
 from roofline.engines.scheduling import EngineScheduling
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
+from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.pool import KVPool
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
@@ -130,7 +131,7 @@ class Simulator:
                             f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
                             f"{self.hardware.name} with tp={self.workload.tp}")
 
-    def _times(self, sched: Scheduler, plan, now: float, arrivals: list[float]) -> tuple[int, float]:
+    def _times(self, sched: Scheduler, plan, now: float, next_arrival: float) -> tuple[int, float]:
         """(steps, seconds) of the next block: one step, or decode-only steps back to back until the next
         arrival, completion or page shortage (the same steps one at a time would take; pp = 1 only)."""
         context, engine = plan.context, self.engine
@@ -141,53 +142,45 @@ class Simulator:
         if steps == 1:
             return 1, cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
         ends = np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
-        if sched.arrived < len(arrivals):
+        if next_arrival < math.inf:
             # the step during which the next request arrives is the block's last: it is seen at the next
-            steps = min(steps, int(np.searchsorted(ends, arrivals[sched.arrived] - now)) + 1)
+            steps = min(steps, int(np.searchsorted(ends, next_arrival - now)) + 1)
         return steps, float(ends[steps - 1])
 
-    def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None) -> Trace:
-        """Simulate `requests` to completion."""
+    def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
+            clients: Clients | None = None) -> Trace:
+        """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
         sched = Scheduler(requests, self.pool, self.scheduler)
         env = simpy.Environment()
         records: list[tuple] = []
-        # an API server's own per-request time (tokenising, HTTP) delays the request's arrival at the engine
-        arrival = _clock_arrivals(requests.arrival_s + self.engine.overheads.api_request_s)
+        arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
 
         def engine():
-            total, n = len(requests), len(requests)
+            total = len(requests)
             while sched.finished < total:
-                while sched.arrived < n and arrival[sched.arrived] <= env.now:
-                    sched.waiting.append(sched.arrived)
-                    sched.arrived += 1
+                due = arrivals.due(env.now)
+                if due:
+                    sched.waiting.extend(due)
+                    sched.arrived += len(due)
                 in_system = (sched.n_running, len(sched.waiting))
                 plan = sched.schedule()
                 if plan is None:  # idle until the next arrival
-                    yield env.timeout(_delay_to(env.now, arrival[sched.arrived]))
+                    yield env.timeout(_delay_to(env.now, arrivals.next_time()))
                     continue
-                steps, dt = self._times(sched, plan, env.now, arrival)
+                steps, dt = self._times(sched, plan, env.now, arrivals.next_time())
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
                 yield env.timeout(dt)
-                if sched.commit_block(plan, steps, env.now) and progress is not None:
-                    progress(sched.finished, total)
+                if sched.commit_block(plan, steps, env.now):
+                    arrivals.finished(sched.last_finished, env.now)
+                    if progress is not None:
+                        progress(sched.finished, total)
 
         env.process(engine())
         env.run()
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
-        return Trace(requests, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes,
-                     sched.preemptions)
-
-
-def _clock_arrivals(arrival_s: np.ndarray) -> list[float]:
-    """The clock readings at which requests join the queue: each arrival is a wait from the previous one
-    (now + (t - now) in floating point, as a timeout from the previous arrival reads the clock)."""
-    out, now = [], 0.0
-    for t in arrival_s.tolist():
-        if t > now:
-            now = now + (t - now)
-        out.append(now)
-    return out
+        sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens)
+        return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions)
 
 
 def _delay_to(now: float, t: float) -> float:
