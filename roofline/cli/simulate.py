@@ -22,6 +22,10 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second (inf: all at time 0)")
     src.add_argument("--trace", help="CSV of arrival_s,prompt_tokens,output_tokens rows")
+    p.add_argument("--prefix", help="shared prompt content: system:TOKENS[:COUNT] (system prompts prepended), "
+                                    "hit:RATE (that share of each prompt is shared), tree:FxT[,FxT...] (levels of "
+                                    "fan-out F and T tokens)")
+    p.add_argument("--prefix-caching", choices=("on", "off"), help="automatic prefix caching (default: the engine's)")
     p.add_argument("--prompt-tokens", default="4096", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
     p.add_argument("--output-tokens", default="512", help="DIST, as --prompt-tokens")
     p.add_argument("--requests", type=positive_int,
@@ -55,6 +59,7 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
 
 def _inputs(args: argparse.Namespace):
     from roofline.errors import SpecError
+    from roofline.serving.prefix import parse_prefix, sessions
     from roofline.serving.requests import LengthDist, load_trace, poisson_requests
     from roofline.serving.simulate import Slo
 
@@ -72,6 +77,12 @@ def _inputs(args: argparse.Namespace):
         prompt = LengthDist.parse(args.prompt_tokens, "--prompt-tokens")
         output = LengthDist.parse(args.output_tokens, "--output-tokens")
         requests = poisson_requests(args.rate, args.requests or 1000, prompt, output, args.seed)
+    if args.session_turns > 1 and args.prefix:
+        raise SpecError("--prefix: sessions (--session-turns) already share their conversation; give one or the other")
+    if args.session_turns > 1:
+        requests, _ = sessions(requests, args.session_turns)
+    elif args.prefix:
+        requests, _ = parse_prefix(args.prefix, requests, args.seed)
     return requests, slo, notes
 
 
@@ -163,7 +174,8 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
     from roofline.engines.scheduling import scheduling
 
     profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2))
-    profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens)
+    caching = None if args.prefix_caching is None else args.prefix_caching == "on"
+    profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
     if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:
         from roofline.errors import SpecError
         raise SpecError(f"--max-num-batched-tokens: {args.engine} runs without chunked prefill, so a prompt of "
@@ -195,7 +207,7 @@ def _engine_json(engine) -> dict[str, Any]:
             "max_num_batched_tokens": engine.max_num_batched_tokens, "chunked_prefill": engine.chunked_prefill,
             "mixed_steps": engine.mixed_steps, "preemption": engine.preemption, "pad_scope": engine.pad_scope,
             "capture_sizes_max": engine.capture_sizes[-1] if engine.capture_sizes else None,
-            "page_tokens": engine.page_tokens, "notes": list(engine.notes)}
+            "page_tokens": engine.page_tokens, "prefix_caching": engine.prefix_caching, "notes": list(engine.notes)}
 
 
 def _strict(value: Any) -> Any:

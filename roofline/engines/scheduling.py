@@ -44,7 +44,7 @@ llama.cpp (ggml-org/llama.cpp, tools/server/server.cpp, common/arg.cpp): the ser
   every slot and the decode tokens share it: a continuous, mixed batch), no CUDA-graph padding, and no preemption:
   a slot holds its context for the whole request.
 'ideal': the planner's own idealised engine: 256 sequences, 8192 tokens a step, mixed chunked prefill, no graphs,
-  recompute preemption, prefix caching off unless asked.
+  recompute preemption, prefix caching on (it changes nothing unless the workload shares a prefix).
 """
 
 from __future__ import annotations
@@ -217,7 +217,8 @@ def llamacpp() -> EngineScheduling:
 
 def ideal() -> EngineScheduling:
     """The planner's idealised engine (the simulator's defaults before engine profiles existed)."""
-    return EngineScheduling("ideal", 256, 8192, notes=("ideal: 256 sequences, 8192 tokens a step",))
+    return EngineScheduling("ideal", 256, 8192, prefix_caching=True,
+                            notes=("ideal: 256 sequences, 8192 tokens a step, prefix caching",))
 
 
 def scheduling(engine: str, hardware: Hardware, entry: str = "api", tp: int = 1, pool_tokens: int | None = None,

@@ -13,6 +13,7 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,7 @@ class Requests:
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
+    prefix: Any = None  # serving.prefix.PrefixTree: content the prompts share (None: nothing shared)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -91,13 +93,15 @@ class Requests:
 
     def first(self, n: int) -> Requests:
         """The first n requests by arrival."""
+        if self.prefix is not None:
+            raise ValueError("serving: cut the requests before giving them a shared prefix")
         return Requests(self.arrival_s[:n], self.prompt_tokens[:n], self.output_tokens[:n])
 
     def at_rate(self, rate: float) -> Requests:
         """The same requests with arrival gaps scaled so the mean rate is `rate` (common random numbers
         across a rate search: the arrival pattern keeps its shape)."""
         scale = self.offered_rate / rate
-        return Requests(self.arrival_s * scale, self.prompt_tokens, self.output_tokens)
+        return Requests(self.arrival_s * scale, self.prompt_tokens, self.output_tokens, self.prefix)
 
     @property
     def offered_rate(self) -> float:

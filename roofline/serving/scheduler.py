@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.serving.pool import KVPool
+from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -72,16 +73,19 @@ class Scheduler:
     sequences in admission order as compact arrays (id, computed, known = prompt + generated, generated,
     output, bytes held) over positions 0..n_running-1; the waiting queue of ids."""
 
-    def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig) -> None:
+    def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
+                 cache: PrefixCache | None = None) -> None:
         n = len(requests)
-        self.requests, self.pool, self.config = requests, pool, config
+        self.requests, self.pool, self.config, self.cache = requests, pool, config, cache
+        self.now = 0.0  # the engine's clock, set by the simulator before each schedule (the cache's LRU order)
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
         self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         cap = config.max_num_seqs
-        self.ids, self.comp, self.known, self.gen, self.out, self.res = (np.zeros(cap, dtype=np.int64)
-                                                                         for _ in range(6))
+        # base: leading tokens the prefix cache owns (a hit, or pages this sequence published to it)
+        self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base = (
+            np.zeros(cap, dtype=np.int64) for _ in range(7))
         self.held = np.zeros(cap, dtype=np.float64)
         self.n_running = 0
         self.waiting: deque[int] = deque()
@@ -100,7 +104,9 @@ class Scheduler:
         self.n_running -= 1
         last = self.n_running
         victim = int(self.ids[last])
-        self.used_bytes -= self.held[last]
+        self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
+        if self.cache is not None:
+            self.cache.release(victim, self.now)
         self.generated[victim] = self.gen[last]
         self.waiting.appendleft(victim)
         self.preemptions += 1
@@ -138,14 +144,14 @@ class Scheduler:
         prompt's next chunk or a new admission) prefills only, and decodes run when nothing can."""
         if not self.config.mixed_steps:
             plan, need = self._plan_running(decodes=False)
-            if self._fits(need):
+            if self._room(need):
                 plan, need = self._admit(plan, need)
                 if plan.tokens:
                     return plan
         mixed = self.config.mixed_steps
         plan, need = self._plan_running(chunks=mixed)
         preempted = False
-        while not self._fits(need) and self.n_running:
+        while not self._room(need) and self.n_running:
             self._preempt_last()
             preempted = True
             plan, need = self._plan_running(chunks=mixed)
@@ -153,44 +159,66 @@ class Scheduler:
             plan, need = self._admit(plan, need)
         return plan if plan.tokens else None
 
-    def _fits(self, need: float) -> bool:
-        return need <= self.pool.capacity_bytes - self.used_bytes
+    def _room(self, need: float) -> bool:
+        """Whether `need` more bytes fit, after evicting unused cached prefixes if they must make room."""
+        short = need - (self.pool.capacity_bytes - self.used_bytes)
+        if short > 0 and self.cache is not None:
+            self.used_bytes -= self.cache.evict(short)
+            short = need - (self.pool.capacity_bytes - self.used_bytes)
+        return short <= 0
 
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
         """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
         first chunk (with reserve_full: their whole sequence, to the last output token; without chunked prefill:
         only a prompt the step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
-        free = self.pool.capacity_bytes - self.used_bytes - need
         admitted = []
         seq = self.pool.seq_bytes
         while self.waiting and budget > 0 and self.n_running + len(admitted) < self.config.max_num_seqs:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
-            n = min(todo, budget)
-            if n < todo and not self.config.chunked_prefill:
+            took = self._take(i, todo, budget, self.pool.capacity_bytes - self.used_bytes - need)
+            if took is None:
                 break
-            cost = seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[n]
-            if cost > free:
-                break
+            n, hit, cost = took
             self.waiting.popleft()
-            admitted.append((i, n, n == todo, todo))
+            admitted.append((i, n, n == todo - hit, todo, hit))
             budget -= n
-            free -= cost
             need += cost
         if not admitted:
             return plan, need
-        ids, counts, done, todo = (np.array(col) for col in zip(*admitted, strict=True))
+        ids, counts, done, todo, hits = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
-        self.ids[at], self.comp[at], self.known[at] = ids, 0, todo
-        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], 0.0
+        self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, hits
+        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], seq[hits]
         self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
         self.n_running = at.stop
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
-                        np.concatenate([plan.chunk_start, np.zeros(len(ids), dtype=np.int64)]),
+                        np.concatenate([plan.chunk_start, hits.astype(np.int64)]),
                         np.concatenate([plan.chunk_tokens, counts.astype(np.int64)]),
                         np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()))
         return plan, need
+
+    def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float] | None:
+        """(first chunk, prefix-cache hit, bytes) if request i can start now with `budget` tokens and `free` bytes
+        (evicting unused cached prefixes, never its own, to make room), else None."""
+        cache, seq = self.cache, self.pool.seq_bytes
+        hit = cache.hit(i, todo) if cache is not None else 0
+        n = min(todo - hit, budget)
+        if n < todo - hit and not self.config.chunked_prefill:
+            return None
+        cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[hit + n]) - seq[hit]
+        if cache is None:
+            return (n, hit, cost) if cost <= free else None
+        cache.acquire(i, self.now)
+        if cost > free:
+            freed = cache.evict(cost - free)
+            self.used_bytes -= freed
+            if cost > free + freed:
+                cache.release(i, None)
+                return None
+        cache.count(hit, todo)
+        return n, hit, cost
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
@@ -234,6 +262,8 @@ class Scheduler:
         new_held = seq[np.maximum(self.comp[pos], self.res[pos])]
         self.used_bytes += float((new_held - self.held[pos]).sum())
         self.held[pos] = new_held
+        if self.cache is not None:
+            self._publish(np.arange(n)[pos])
         self.gen[emitted] += 1
         self.known[emitted] += 1
         gen, who = self.gen[emitted], self.ids[emitted]
@@ -245,12 +275,27 @@ class Scheduler:
         ended = np.arange(n)[emitted][ended]
         self.last_finished = self.ids[ended].copy()
         self.finish_s[self.last_finished] = now
-        self.used_bytes -= float(self.held[ended].sum())
+        self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())
+        if self.cache is not None:
+            for i in self.last_finished.tolist():
+                self.cache.release(i, now)
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
         m = n - len(ended)
-        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.held):
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.held):
             arr[:m] = arr[:n][keep]
         self.n_running = m
         self.finished += len(ended)
         return len(ended)
+
+    def _publish(self, pos: np.ndarray) -> None:
+        """Shared tokens these sequences have computed, in whole pages, join the prefix cache; a sequence's own copy
+        of pages the cache already held (computed while another request published them) is freed."""
+        seq, page = self.pool.seq_bytes, self.cache.page
+        ids = self.ids[pos]
+        upto = np.minimum(self.comp[pos], self.cache.tree.shared[ids]) // page * page
+        for j in np.flatnonzero(upto > self.base[pos]).tolist():
+            p, u = int(pos[j]), int(upto[j])
+            before = self.cache.publish(int(ids[j]), u)
+            self.used_bytes -= float(seq[min(before, u)] - seq[self.base[p]]) if before > self.base[p] else 0.0
+            self.base[p] = u

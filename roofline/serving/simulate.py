@@ -20,6 +20,7 @@ from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.pool import KVPool
+from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
 from roofline.serving.stepmodel import StepModel
@@ -51,6 +52,7 @@ class Trace:
     steps: np.ndarray  # rows: start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens
     kv_capacity_bytes: float
     preemptions: int
+    prefix_cache: dict | None = None  # PrefixCache.stats() when the run cached shared prefixes
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -101,7 +103,8 @@ class Simulator:
         if self.max_tokens <= 0:
             raise ValueError("serving: max_tokens (longest request) must be positive")
         if self.engine is None:
-            self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens)
+            self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens,
+                                           prefix_caching=True)
         else:
             self.scheduler = SchedulerConfig.of(self.engine)
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
@@ -151,7 +154,10 @@ class Simulator:
             clients: Clients | None = None) -> Trace:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
-        sched = Scheduler(requests, self.pool, self.scheduler)
+        cache = None
+        if requests.prefix is not None and self.engine.prefix_caching:
+            cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)
+        sched = Scheduler(requests, self.pool, self.scheduler, cache)
         env = simpy.Environment()
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
@@ -164,6 +170,7 @@ class Simulator:
                     sched.waiting.extend(due)
                     sched.arrived += len(due)
                 in_system = (sched.n_running, len(sched.waiting))
+                sched.now = env.now
                 plan = sched.schedule()
                 if plan is None:  # idle until the next arrival
                     yield env.timeout(_delay_to(env.now, arrivals.next_time()))
@@ -179,8 +186,9 @@ class Simulator:
         env.process(engine())
         env.run()
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
-        sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens)
-        return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions)
+        sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
+        return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
+                     cache.stats() if cache is not None else None)
 
 
 def _delay_to(now: float, t: float) -> float:
