@@ -9,6 +9,8 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
+
 from roofline import report as display
 
 SIMULATE_HELP = "request-level serving simulation: latency percentiles, goodput, max rate at an SLO"
@@ -43,6 +45,11 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--no-search", action="store_true", help="skip the max-rate search under the SLO")
     p.add_argument("--target-rate", type=positive_float, help="requests/s to serve: GPUs needed")
     p.add_argument("--usd-per-gpu-hour", type=positive_float, help="price: cost per million output tokens")
+    p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
+    p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
+                   default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
+    p.add_argument("--size-fleet", action="store_true",
+                   help="with --target-rate and an SLO: the fewest replicas behind --router that meet it, simulated")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs per replica")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages per replica")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"), default="ideal",
@@ -107,7 +114,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
     from roofline.methods import parse_method
-    from roofline.serving.metrics import summarize
     from roofline.serving.search import fleet, max_rate_at_slo
     from roofline.specs import Workload
 
@@ -128,8 +134,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
                   "pp": args.pp, "engine": _engine_json(sim.engine),
-                  "clients": _clients_json(clients), "notes": notes,
-                  **summarize(sim.run(requests, _progress(), clients), slo)}
+                  "clients": _clients_json(clients), "notes": notes, **_serve(args, sim, requests, clients, slo)}
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
         elif not math.isfinite(requests.offered_rate):
@@ -143,6 +148,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                          if search["rate_per_s"] else None)
         result["fleet"] = fleet(search["rate_per_s"], args.tp * args.pp, args.target_rate, args.usd_per_gpu_hour,
                                 tokens_at_max)
+        if args.size_fleet:
+            result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"))
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
     if args.json:
@@ -150,6 +157,42 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         print(_text(results))
     return 0
+
+
+def _serve(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
+    """The run's summary: one replica, or --replicas behind --router (serving.fleet)."""
+    from roofline.serving.fleet import Fleet
+    from roofline.serving.metrics import summarize
+
+    if args.replicas == 1:
+        return summarize(sim.run(requests, _progress(), clients), slo)
+    run = Fleet(sim, args.replicas, args.router).run(requests, clients)
+    out = summarize(run.trace, slo)
+    out["replicas"] = {"count": args.replicas, "router": args.router,
+                       "requests": np.bincount(run.routed, minlength=args.replicas).tolist(),
+                       "kv_max_utilization": [float(t.steps[:, 4].max() / t.kv_capacity_bytes) if len(t.steps)
+                                              else 0.0 for t in run.replicas]}
+    return out
+
+
+def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: int | None) -> dict[str, Any]:
+    """The fewest replicas meeting the SLO at --target-rate (fleet simulated at each size), GPUs and cost."""
+    from roofline.errors import SpecError
+    from roofline.serving.fleet import fewest_replicas
+
+    if args.target_rate is None or slo is None:
+        raise SpecError("--size-fleet: needs --target-rate and an SLO (--slo-ttft-ms, --slo-tpot-ms)")
+    if not math.isfinite(requests.offered_rate):
+        raise SpecError("--size-fleet: needs arrivals to scale to --target-rate (not --rate inf)")
+    found = fewest_replicas(sim, requests.at_rate(args.target_rate), slo, args.router, start or 1, clients)
+    out = {"target_rate_per_s": args.target_rate, "router": args.router, **found}
+    if found["replicas"]:
+        gpus = found["replicas"] * args.tp * args.pp
+        out["gpus"] = gpus
+        if args.usd_per_gpu_hour:
+            tokens_per_s = args.target_rate * float(requests.output_tokens.mean())
+            out["usd_per_million_output_tokens"] = args.usd_per_gpu_hour * gpus / 3600 / tokens_per_s * 1e6
+    return out
 
 
 def _clients(args: argparse.Namespace):

@@ -134,21 +134,27 @@ class Simulator:
                             f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
                             f"{self.hardware.name} with tp={self.workload.tp}")
 
-    def _times(self, sched: Scheduler, plan, now: float, next_arrival: float) -> tuple[int, float]:
-        """(steps, seconds) of the next block: one step, or decode-only steps back to back until the next
-        arrival, completion or page shortage (the same steps one at a time would take; pp = 1 only)."""
+    def block_ends(self, sched: Scheduler, plan) -> np.ndarray:
+        """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
+        until a completion or a page shortage (the same steps one at a time would take; pp = 1 only). The caller
+        cuts it at the next arrival (`cut`)."""
         context, engine = plan.context, self.engine
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
         cpu_s = engine.overheads.step(len(context) + len(plan.chunk_tokens))
         if steps == 1:
-            return 1, cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
-        ends = np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
-        if next_arrival < math.inf:
-            # the step during which the next request arrives is the block's last: it is seen at the next
-            steps = min(steps, int(np.searchsorted(ends, next_arrival - now)) + 1)
-        return steps, float(ends[steps - 1])
+            return np.array([cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens,
+                                                          plan.chunk_done, pad)])
+        return np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
+
+    @staticmethod
+    def cut(ends: np.ndarray, now: float, next_arrival: float) -> int:
+        """Steps of a block started at `now` that run: the step during which the next request arrives is the
+        block's last (the request is seen at the next step)."""
+        if next_arrival < math.inf and len(ends) > 1:
+            return min(len(ends), int(np.searchsorted(ends, next_arrival - now)) + 1)
+        return len(ends)
 
     def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
             clients: Clients | None = None) -> Trace:
@@ -175,7 +181,9 @@ class Simulator:
                 if plan is None:  # idle until the next arrival
                     yield env.timeout(_delay_to(env.now, arrivals.next_time()))
                     continue
-                steps, dt = self._times(sched, plan, env.now, arrivals.next_time())
+                ends = self.block_ends(sched, plan)
+                steps = self.cut(ends, env.now, arrivals.next_time())
+                dt = float(ends[steps - 1])
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
                 yield env.timeout(dt)
                 if sched.commit_block(plan, steps, env.now):
