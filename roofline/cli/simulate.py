@@ -45,6 +45,8 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--no-search", action="store_true", help="skip the max-rate search under the SLO")
     p.add_argument("--target-rate", type=positive_float, help="requests/s to serve: GPUs needed")
     p.add_argument("--usd-per-gpu-hour", type=positive_float, help="price: cost per million output tokens")
+    p.add_argument("--speculative", help="speculative decoding METHOD:K:ACCEPTANCE[,...]: eagle:3:0.8, mtp:1:0.9, "
+                                         "draft=Llama-3.2-1B:4:0.8,0.7,0.6,0.5 (acceptance per draft position)")
     p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
     p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
                    default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
@@ -134,7 +136,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
                   "pp": args.pp, "engine": _engine_json(sim.engine),
-                  "clients": _clients_json(clients), "notes": notes, **_serve(args, sim, requests, clients, slo)}
+                  "clients": _clients_json(clients), "notes": notes, "speculative": _spec_json(sim),
+                  **_serve(args, sim, requests, clients, slo)}
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
         elif not math.isfinite(requests.offered_rate):
@@ -233,15 +236,26 @@ def _simulator(args: argparse.Namespace, model, hardware, workload, method, prof
     from dataclasses import replace
 
     from roofline.engines.scheduling import sglang_max_running
-    from roofline.serving.scheduler import SchedulerConfig
     from roofline.serving.simulate import Simulator
 
-    sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile)
+    spec = None
+    if args.speculative:
+        from roofline.serving.speculative import Speculative
+        spec = Speculative.parse(args.speculative)
+    sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile, speculative=spec)
     if args.engine == "sglang" and args.max_num_seqs is None:
         pool_tokens = sim.pool.capacity_pages * sim.pool.page_tokens
-        sim.engine = replace(profile, max_num_seqs=sglang_max_running(pool_tokens, max(max_tokens, 2)))
-        sim.scheduler = SchedulerConfig.of(sim.engine)
+        sim.set_engine(replace(profile, max_num_seqs=sglang_max_running(pool_tokens, max(max_tokens, 2))))
     return sim
+
+
+def _spec_json(sim) -> dict[str, Any] | None:
+    spec = sim.speculative
+    if spec is None:
+        return None
+    return {"method": spec.method, "draft_model": spec.draft_model, "tokens": spec.tokens,
+            "acceptance": list(spec.acceptance), "expected_tokens_per_step": spec.expected_tokens(),
+            "draft_weights_bytes": sim.draft.weights_bytes}
 
 
 def _engine_json(engine) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler
-from roofline.serving.simulate import Simulator, Slo, Trace
+from roofline.serving.simulate import SPEC_SEED, Simulator, Slo, Trace
 
 ROUTERS = ("round-robin", "least-outstanding", "prefix-aware")
 
@@ -110,6 +110,7 @@ class Fleet:
                                    if caching else None)) for _ in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)
+        rng = np.random.default_rng(SPEC_SEED)
         events: list = []
         done, k = 0, 0
         while done < len(requests):
@@ -118,7 +119,7 @@ class Fleet:
                 end, _, version, r = heapq.heappop(events)
                 if version != r.version:
                     continue
-                finished = r.sched.commit_block(r.plan, r.steps, end)
+                finished = r.sched.commit_block(r.plan, r.steps, end, sim.accepted(r.sched, r.plan, rng))
                 if finished:
                     done += finished
                     arrivals.finished(r.sched.last_finished, end)

@@ -42,16 +42,17 @@ class SchedulerConfig:
     chunked_prefill: bool = True  # False: a prompt is admitted only when the step's budget holds all of it
     mixed_steps: bool = True  # False: a step is all prefill or all decode, prefill first (SGLang)
     reserve_full: bool = False  # admit only what the pool holds to its last token; never preempt (TensorRT-LLM)
+    spec_tokens: int = 0  # speculative decoding: drafts a decoding sequence verifies per step (serving.speculative)
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
             raise ValueError("scheduler: max_num_batched_tokens and max_num_seqs must be >= 1")
 
     @classmethod
-    def of(cls, engine) -> SchedulerConfig:
+    def of(cls, engine, spec_tokens: int = 0) -> SchedulerConfig:
         """The scheduling part of an engine profile (roofline.engines.scheduling.EngineScheduling)."""
         return cls(engine.max_num_batched_tokens, engine.max_num_seqs, engine.chunked_prefill, engine.mixed_steps,
-                   engine.preemption == "none")
+                   engine.preemption == "none", spec_tokens)
 
 
 @dataclass
@@ -121,10 +122,12 @@ class Scheduler:
         n_dec = int(np.count_nonzero(is_dec)) if decodes else 0
         dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec) if decodes else EMPTY
         context = comp[dec] + 1
-        need = float(np.maximum(seq[context] - self.held[dec], 0.0).sum()) if n_dec else 0.0
-        budget = self.config.max_num_batched_tokens - n_dec
+        k = self.config.spec_tokens  # a verifying sequence also holds pages for its drafts
+        held_to = np.minimum(context + k, self.pool.max_tokens) if k else context
+        need = float(np.maximum(seq[held_to] - self.held[dec], 0.0).sum()) if n_dec else 0.0
+        budget = self.config.max_num_batched_tokens - n_dec * (1 + k)
         if n_dec == n or not chunks:
-            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec), need
+            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec * (1 + k)), need
         pos, starts, counts, done = [], [], [], []
         rest = np.flatnonzero(~is_dec)
         for i, c, t in zip(rest.tolist(), comp[rest].tolist(), todo[rest].tolist(), strict=True):
@@ -135,7 +138,7 @@ class Scheduler:
             pos.append(i), starts.append(c), counts.append(k), done.append(k == t)
             need += max(float(seq[c + k] - self.held[i]), 0.0)
         plan = StepPlan(dec, context, np.array(pos, dtype=np.int64), np.array(starts, dtype=np.int64),
-                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec + sum(counts))
+                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec * (1 + k) + sum(counts))
         return plan, need
 
     def schedule(self) -> StepPlan | None:
@@ -225,7 +228,7 @@ class Scheduler:
         the first completion and while the pool holds every sequence's next page (arrivals are the
         caller's cut). 1 when the plan has chunks, waiting requests could be admitted, or a sequence is about
         to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end)."""
-        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1:
+        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens:
             return 1
         dec = plan.decode
         if (self.gen[dec] == 0).any():  # a first token is due: its time stamps the TTFT, so step alone
@@ -238,21 +241,26 @@ class Scheduler:
         over = np.flatnonzero(used > self.pool.capacity_bytes)
         return int(over[0]) if len(over) and over[0] > 0 else k if not len(over) else 1
 
-    def commit_block(self, plan: StepPlan, steps: int, now: float) -> int:
-        """Apply `steps` decode-only steps of `plan` ending at `now`."""
+    def commit_block(self, plan: StepPlan, steps: int, now: float, extra: np.ndarray | None = None) -> int:
+        """Apply `steps` decode-only steps of `plan` ending at `now` (`extra`: see commit)."""
         if steps > 1:
             dec = plan.decode
             self.comp[dec] += steps - 1
             self.gen[dec] += steps - 1
             self.known[dec] += steps - 1
-        return self.commit(plan, now)
+        return self.commit(plan, now, extra)
 
-    def commit(self, plan: StepPlan, now: float) -> int:
+    def commit(self, plan: StepPlan, now: float, extra: np.ndarray | None = None) -> int:
         """Apply a finished step at time `now`: progress, pages, emitted tokens, completions. Returns the
-        number of requests that finished."""
+        number of requests that finished. `extra`: tokens each decoding sequence emitted beyond its one (accepted
+        speculative drafts); they are computed tokens too."""
         seq, n = self.pool.seq_bytes, self.n_running
         dec, chunks = plan.decode, plan.chunk_pos
         self.comp[dec] += 1
+        if extra is not None:
+            self.comp[dec] += extra
+            self.gen[dec] += extra
+            self.known[dec] += extra
         if len(chunks):
             self.comp[chunks] += plan.chunk_tokens
             pos = np.concatenate([np.arange(n)[dec], chunks])

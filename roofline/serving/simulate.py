@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import simpy
@@ -23,10 +23,12 @@ from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
+from roofline.serving.speculative import DraftCost, Speculative, speculative_pool
 from roofline.serving.stepmodel import StepModel
 from roofline.specs import Hardware, Model, Workload
 
 BLOCK_STEPS = 256  # most decode-only steps evaluated at once
+SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
 @dataclass(frozen=True)
@@ -98,24 +100,46 @@ class Simulator:
     max_tokens: int = 0
     pool: KVPool | None = None
     engine: EngineScheduling | None = None  # the engine's scheduler, graph padding and overheads (None: ideal)
+    speculative: Speculative | None = None  # speculative decoding (serving.speculative)
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
             raise ValueError("serving: max_tokens (longest request) must be positive")
+        k = self.speculative.tokens if self.speculative else 0
         if self.engine is None:
             self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens,
                                            prefix_caching=True)
+            if k:
+                self.scheduler = replace(self.scheduler, spec_tokens=k)
         else:
-            self.scheduler = SchedulerConfig.of(self.engine)
+            self.scheduler = SchedulerConfig.of(self.engine, k)
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
-        step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs
-        self.steps = StepModel(self.phases, self.max_tokens, step_tokens)
+        step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
+        table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
+        self.steps = StepModel(self.phases, table, step_tokens)
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
                 "batch": self.scheduler.max_num_seqs, "prompt_tokens": None, "generated_tokens": 0,
                 "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
-            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, self.max_tokens)
+            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, table)
+        self.draft = None
+        if k:
+            self.draft = DraftCost(self.speculative, self, table)
+            self.pool = speculative_pool(self.pool, self.draft, table)
+
+    def set_engine(self, engine: EngineScheduling) -> None:
+        """Run under another profile of the same engine (e.g. SGLang's running cap once its pool is known)."""
+        self.engine = engine
+        self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
+
+    def accepted(self, sched: Scheduler, plan, rng: np.random.Generator) -> np.ndarray | None:
+        """Tokens each decoding sequence of a finished step emits beyond its one: accepted drafts, drawn at the
+        per-position rates, at most what the request has left to generate (None without speculative decoding)."""
+        if self.speculative is None or not len(plan.context):
+            return None
+        room = sched.out[plan.decode] - sched.gen[plan.decode]
+        return np.minimum(self.speculative.draw(rng, len(plan.context)) + 1, room) - 1
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
               output_field: str = "--output-tokens") -> None:
@@ -143,6 +167,15 @@ class Simulator:
         steps = sched.block_length(plan, limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
         cpu_s = engine.overheads.step(len(context) + len(plan.chunk_tokens))
+        if self.draft is not None and len(context):
+            # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
+            k1 = self.speculative.tokens + 1
+            starts = np.concatenate([context - 1, plan.chunk_start])
+            counts = np.concatenate([np.full(len(context), k1), plan.chunk_tokens])
+            done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
+            empty = np.zeros(0, dtype=np.int64)
+            verify = self.steps.step_time(empty, starts, counts, done, pad)
+            return np.array([cpu_s + verify + self.draft.time_s(context)])
         if steps == 1:
             return np.array([cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens,
                                                           plan.chunk_done, pad)])
@@ -167,6 +200,7 @@ class Simulator:
         env = simpy.Environment()
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
+        rng = np.random.default_rng(SPEC_SEED)
 
         def engine():
             total = len(requests)
@@ -186,7 +220,7 @@ class Simulator:
                 dt = float(ends[steps - 1])
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
                 yield env.timeout(dt)
-                if sched.commit_block(plan, steps, env.now):
+                if sched.commit_block(plan, steps, env.now, self.accepted(sched, plan, rng)):
                     arrivals.finished(sched.last_finished, env.now)
                     if progress is not None:
                         progress(sched.finished, total)
