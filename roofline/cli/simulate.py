@@ -47,6 +47,12 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--usd-per-gpu-hour", type=positive_float, help="price: cost per million output tokens")
     p.add_argument("--speculative", help="speculative decoding METHOD:K:ACCEPTANCE[,...]: eagle:3:0.8, mtp:1:0.9, "
                                          "draft=Llama-3.2-1B:4:0.8,0.7,0.6,0.5 (acceptance per draft position)")
+    p.add_argument("--disaggregate", help="P:D: P prefill replicas and D decode replicas (the decode pool is "
+                                          "--hardware / --tp; the prefill pool --prefill-hardware / --prefill-tp)")
+    p.add_argument("--prefill-hardware", help="the prefill pool's GPU (default: --hardware)")
+    p.add_argument("--prefill-tp", type=positive_int, help="the prefill pool's tensor parallelism (default: --tp)")
+    p.add_argument("--kv-link-bytes-per-s", type=positive_float,
+                   help="KV transfer link per GPU between the pools (default: the slower scale-out link)")
     p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
     p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
                    default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
@@ -167,6 +173,8 @@ def _serve(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, A
     from roofline.serving.fleet import Fleet
     from roofline.serving.metrics import summarize
 
+    if args.disaggregate:
+        return _disaggregated(args, sim, requests, clients, slo)
     if args.replicas == 1:
         return summarize(sim.run(requests, _progress(), clients), slo)
     run = Fleet(sim, args.replicas, args.router).run(requests, clients)
@@ -176,6 +184,36 @@ def _serve(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, A
                        "kv_max_utilization": [float(t.steps[:, 4].max() / t.kv_capacity_bytes) if len(t.steps)
                                               else 0.0 for t in run.replicas]}
     return out
+
+
+def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
+    """Prefill and decode pools (serving.disagg): the decode pool is `sim`, the prefill pool its own."""
+    from roofline.catalogue import load_hardware
+    from roofline.errors import SpecError
+    from roofline.serving.disagg import Disaggregated, KvLink
+    from roofline.serving.metrics import summarize
+    from roofline.serving.simulate import Simulator
+
+    try:
+        p_rep, d_rep = (int(x) for x in args.disaggregate.split(":"))
+        if p_rep < 1 or d_rep < 1:
+            raise ValueError
+    except ValueError:
+        raise SpecError(f"--disaggregate: {args.disaggregate!r} is not P:D with P, D >= 1 replicas") from None
+    if not clients.open_loop or requests.prefix is not None or args.replicas != 1:
+        raise SpecError("--disaggregate: open-loop arrivals only, without --prefix, --session-turns, "
+                        "--max-concurrency or --replicas (the pools are sized by P:D)")
+    hw = load_hardware(args.prefill_hardware) if args.prefill_hardware else sim.hardware
+    wl = sim.workload.model_copy(update={"tp": args.prefill_tp or args.tp})
+    prefill = Simulator(sim.model, hw, wl, sim.method, max_tokens=sim.max_tokens, engine=sim.engine)
+    try:
+        link = (KvLink(args.kv_link_bytes_per_s, 5e-6) if args.kv_link_bytes_per_s
+                else KvLink.between(hw, sim.hardware))
+    except ValueError as err:
+        raise SpecError(str(err)) from None
+    pools = Disaggregated(prefill, sim, p_rep, d_rep, link, args.router)
+    run = pools.run(requests)
+    return {**summarize(run.trace, slo), "disaggregated": pools.summary(run)}
 
 
 def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: int | None) -> dict[str, Any]:

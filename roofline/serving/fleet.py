@@ -100,14 +100,16 @@ class Fleet:
         r.records[-1][6] = r.plan.tokens * r.steps
         heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), id(r), r.version, r))
 
-    def run(self, requests: Requests, clients: Clients | None = None) -> FleetTrace:
-        """Simulate the fleet serving `requests` to completion."""
+    def run(self, requests: Requests, clients: Clients | None = None,
+            preloaded: np.ndarray | None = None) -> FleetTrace:
+        """Simulate the fleet serving `requests` to completion (`preloaded`: tokens of KV each request brings,
+        Scheduler's)."""
         sim = self.sim
         sim.check(requests)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if caching else None)) for _ in range(self.n)]
+                                   if caching else None, preloaded)) for _ in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)
         rng = np.random.default_rng(SPEC_SEED)

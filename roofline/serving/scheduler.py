@@ -75,9 +75,11 @@ class Scheduler:
     output, bytes held) over positions 0..n_running-1; the waiting queue of ids."""
 
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
-                 cache: PrefixCache | None = None) -> None:
+                 cache: PrefixCache | None = None, preloaded: np.ndarray | None = None) -> None:
         n = len(requests)
         self.requests, self.pool, self.config, self.cache = requests, pool, config, cache
+        # tokens whose KV arrives with the request (a disaggregated prefill's transfer); lost if it is preempted
+        self.preloaded = None if preloaded is None else np.array(preloaded, dtype=np.int64)
         self.now = 0.0  # the engine's clock, set by the simulator before each schedule (the cache's LRU order)
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
         self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
@@ -108,6 +110,8 @@ class Scheduler:
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
             self.cache.release(victim, self.now)
+        if self.preloaded is not None:
+            self.preloaded[victim] = 0
         self.generated[victim] = self.gen[last]
         self.waiting.appendleft(victim)
         self.preemptions += 1
@@ -176,24 +180,23 @@ class Scheduler:
         only a prompt the step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
         admitted = []
-        seq = self.pool.seq_bytes
         while self.waiting and budget > 0 and self.n_running + len(admitted) < self.config.max_num_seqs:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
             took = self._take(i, todo, budget, self.pool.capacity_bytes - self.used_bytes - need)
             if took is None:
                 break
-            n, hit, cost = took
+            n, hit, cost, held, base = took
             self.waiting.popleft()
-            admitted.append((i, n, n == todo - hit, todo, hit))
+            admitted.append((i, n, n == todo - hit, todo, hit, held, base))
             budget -= n
             need += cost
         if not admitted:
             return plan, need
-        ids, counts, done, todo, hits = (np.array(col) for col in zip(*admitted, strict=True))
+        ids, counts, done, todo, hits, held, base = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
-        self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, hits
-        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], seq[hits]
+        self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, base
+        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], held
         self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
         self.n_running = at.stop
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
@@ -202,17 +205,21 @@ class Scheduler:
                         np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()))
         return plan, need
 
-    def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float] | None:
-        """(first chunk, prefix-cache hit, bytes) if request i can start now with `budget` tokens and `free` bytes
-        (evicting unused cached prefixes, never its own, to make room), else None."""
+    def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
+        """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
+        owns) if request i can start now with `budget` tokens and `free` bytes (evicting unused cached prefixes,
+        never its own, to make room), else None. Computed tokens are a prefix-cache hit (pages the cache holds) or
+        preloaded KV (pages this request brings: they need room too)."""
         cache, seq = self.cache, self.pool.seq_bytes
         hit = cache.hit(i, todo) if cache is not None else 0
-        n = min(todo - hit, budget)
-        if n < todo - hit and not self.config.chunked_prefill:
+        pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
+        start, held, base = (pre, 0.0, 0) if pre > hit else (hit, float(seq[hit]), hit)
+        n = min(todo - start, budget)
+        if n < todo - start and not self.config.chunked_prefill:
             return None
-        cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[hit + n]) - seq[hit]
+        cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[start + n]) - held
         if cache is None:
-            return (n, hit, cost) if cost <= free else None
+            return (n, start, cost, held, base) if cost <= free else None
         cache.acquire(i, self.now)
         if cost > free:
             freed = cache.evict(cost - free)
@@ -221,7 +228,7 @@ class Scheduler:
                 cache.release(i, None)
                 return None
         cache.count(hit, todo)
-        return n, hit, cost
+        return n, start, cost, held, base
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
