@@ -28,8 +28,10 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                                     "hit:RATE (that share of each prompt is shared), tree:FxT[,FxT...] (levels of "
                                     "fan-out F and T tokens)")
     p.add_argument("--prefix-caching", choices=("on", "off"), help="automatic prefix caching (default: the engine's)")
-    p.add_argument("--prompt-tokens", default="4096", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
-    p.add_argument("--output-tokens", default="512", help="DIST, as --prompt-tokens")
+    p.add_argument("--dataset", choices=("sharegpt", "alpaca", "agentic-claude", "agentic-codex"),
+                   help="prompt and output lengths from a dataset's published statistics (serving.datasets)")
+    p.add_argument("--prompt-tokens", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
+    p.add_argument("--output-tokens", help="DIST, as --prompt-tokens (default 512)")
     p.add_argument("--requests", type=positive_int,
                    help="requests to simulate (default 1000; with --trace, every row unless this says fewer)")
     p.add_argument("--max-concurrency", type=positive_int,
@@ -74,6 +76,7 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
 
 def _inputs(args: argparse.Namespace):
     from roofline.errors import SpecError
+    from roofline.serving.datasets import dataset
     from roofline.serving.prefix import parse_prefix, sessions
     from roofline.serving.requests import LengthDist, load_trace, poisson_requests
     from roofline.serving.simulate import Slo
@@ -89,8 +92,14 @@ def _inputs(args: argparse.Namespace):
             notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
             requests = requests.first(args.requests)
     else:
-        prompt = LengthDist.parse(args.prompt_tokens, "--prompt-tokens")
-        output = LengthDist.parse(args.output_tokens, "--output-tokens")
+        if args.dataset:
+            if args.prompt_tokens or args.output_tokens:
+                raise SpecError("--dataset: gives the prompt and output lengths; drop --prompt-tokens/--output-tokens")
+            prompt, output, source = dataset(args.dataset)
+            notes.append(f"--dataset {args.dataset}: lengths from {source}")
+        else:
+            prompt = LengthDist.parse(args.prompt_tokens or "4096", "--prompt-tokens")
+            output = LengthDist.parse(args.output_tokens or "512", "--output-tokens")
         requests = poisson_requests(args.rate, args.requests or 1000, prompt, output, args.seed)
     if args.session_turns > 1 and args.prefix:
         raise SpecError("--prefix: sessions (--session-turns) already share their conversation; give one or the other")
