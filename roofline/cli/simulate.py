@@ -9,6 +9,8 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
+
 from roofline import report as display
 
 SIMULATE_HELP = "request-level serving simulation: latency percentiles, goodput, max rate at an SLO"
@@ -20,20 +22,52 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--hardware", required=True, help="catalogue name or YAML spec")
     p.add_argument("--method", action="append", required=True, help="KV method SPEC; repeat to compare")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second")
+    src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second (inf: all at time 0)")
     src.add_argument("--trace", help="CSV of arrival_s,prompt_tokens,output_tokens rows")
-    p.add_argument("--prompt-tokens", default="4096", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
-    p.add_argument("--output-tokens", default="512", help="DIST, as --prompt-tokens")
-    p.add_argument("--requests", type=positive_int, default=1000, help="requests to simulate (default 1000)")
+    p.add_argument("--prefix", help="shared prompt content: system:TOKENS[:COUNT] (system prompts prepended), "
+                                    "hit:RATE (that share of each prompt is shared), tree:FxT[,FxT...] (levels of "
+                                    "fan-out F and T tokens)")
+    p.add_argument("--prefix-caching", choices=("on", "off"), help="automatic prefix caching (default: the engine's)")
+    p.add_argument("--dataset", choices=("sharegpt", "alpaca", "agentic-claude", "agentic-codex"),
+                   help="prompt and output lengths from a dataset's published statistics (serving.datasets)")
+    p.add_argument("--prompt-tokens", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
+    p.add_argument("--output-tokens", help="DIST, as --prompt-tokens (default 512)")
+    p.add_argument("--requests", type=positive_int,
+                   help="requests to simulate (default 1000; with --trace, every row unless this says fewer)")
+    p.add_argument("--max-concurrency", type=positive_int,
+                   help="at most N requests outstanding (vLLM benchmark_serving --max-concurrency); a closed loop "
+                        "of N clients with --rate inf")
+    p.add_argument("--think-time-s", type=float, default=0.0,
+                   help="seconds between a completion and the next send on that slot or session (default 0)")
+    p.add_argument("--session-turns", type=positive_int, default=1,
+                   help="chat sessions of T turns: each turn's prompt holds the conversation so far, the next turn "
+                        "is sent think time after the answer")
     p.add_argument("--slo-ttft-ms", type=float, help="SLO: TTFT p99 in ms (with --slo-tpot-ms)")
     p.add_argument("--slo-tpot-ms", type=float, help="SLO: TPOT p99 in ms (with --slo-ttft-ms)")
     p.add_argument("--no-search", action="store_true", help="skip the max-rate search under the SLO")
     p.add_argument("--target-rate", type=positive_float, help="requests/s to serve: GPUs needed")
     p.add_argument("--usd-per-gpu-hour", type=positive_float, help="price: cost per million output tokens")
+    p.add_argument("--speculative", help="speculative decoding METHOD:K:ACCEPTANCE[,...]: eagle:3:0.8, mtp:1:0.9, "
+                                         "draft=Llama-3.2-1B:4:0.8,0.7,0.6,0.5 (acceptance per draft position)")
+    p.add_argument("--disaggregate", help="P:D: P prefill replicas and D decode replicas (the decode pool is "
+                                          "--hardware / --tp; the prefill pool --prefill-hardware / --prefill-tp)")
+    p.add_argument("--prefill-hardware", help="the prefill pool's GPU (default: --hardware)")
+    p.add_argument("--prefill-tp", type=positive_int, help="the prefill pool's tensor parallelism (default: --tp)")
+    p.add_argument("--kv-link-bytes-per-s", type=positive_float,
+                   help="KV transfer link per GPU between the pools (default: the slower scale-out link)")
+    p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
+    p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
+                   default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
+    p.add_argument("--size-fleet", action="store_true",
+                   help="with --target-rate and an SLO: the fewest replicas behind --router that meet it, simulated")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs per replica")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages per replica")
-    p.add_argument("--max-num-seqs", type=positive_int, default=256, help="running-sequence cap (vLLM 256)")
-    p.add_argument("--max-num-batched-tokens", type=positive_int, default=8192, help="token budget per step")
+    p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"), default="ideal",
+                   help="whose scheduler and memory conventions (roofline.engines.scheduling); default ideal")
+    p.add_argument("--entry-point", choices=("api", "offline"), default="api",
+                   help="vLLM's defaults differ: 'api' (vllm serve) or 'offline' (the LLM class)")
+    p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
     p.add_argument("--seed", type=int, default=0, help="random seed of arrivals and lengths")
     p.add_argument("--json", action="store_true")
@@ -42,6 +76,8 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
 
 def _inputs(args: argparse.Namespace):
     from roofline.errors import SpecError
+    from roofline.serving.datasets import dataset
+    from roofline.serving.prefix import parse_prefix, sessions
     from roofline.serving.requests import LengthDist, load_trace, poisson_requests
     from roofline.serving.simulate import Slo
 
@@ -49,13 +85,29 @@ def _inputs(args: argparse.Namespace):
         missing = "--slo-tpot-ms" if args.slo_tpot_ms is None else "--slo-ttft-ms"
         raise SpecError(f"{missing}: an SLO needs both --slo-ttft-ms and --slo-tpot-ms")
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
+    notes = []
     if args.trace:
-        requests = load_trace(args.trace, limit=args.requests)
+        requests = load_trace(args.trace)
+        if args.requests is not None and args.requests < len(requests):
+            notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
+            requests = requests.first(args.requests)
     else:
-        prompt = LengthDist.parse(args.prompt_tokens, "--prompt-tokens")
-        output = LengthDist.parse(args.output_tokens, "--output-tokens")
-        requests = poisson_requests(args.rate, args.requests, prompt, output, args.seed)
-    return requests, slo
+        if args.dataset:
+            if args.prompt_tokens or args.output_tokens:
+                raise SpecError("--dataset: gives the prompt and output lengths; drop --prompt-tokens/--output-tokens")
+            prompt, output, source = dataset(args.dataset)
+            notes.append(f"--dataset {args.dataset}: lengths from {source}")
+        else:
+            prompt = LengthDist.parse(args.prompt_tokens or "4096", "--prompt-tokens")
+            output = LengthDist.parse(args.output_tokens or "512", "--output-tokens")
+        requests = poisson_requests(args.rate, args.requests or 1000, prompt, output, args.seed)
+    if args.session_turns > 1 and args.prefix:
+        raise SpecError("--prefix: sessions (--session-turns) already share their conversation; give one or the other")
+    if args.session_turns > 1:
+        requests, _ = sessions(requests, args.session_turns)
+    elif args.prefix:
+        requests, _ = parse_prefix(args.prefix, requests, args.seed)
+    return requests, slo, notes
 
 
 def _progress():
@@ -79,31 +131,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
     from roofline.methods import parse_method
-    from roofline.serving.metrics import summarize
-    from roofline.serving.scheduler import SchedulerConfig
     from roofline.serving.search import fleet, max_rate_at_slo
-    from roofline.serving.simulate import Simulator
     from roofline.specs import Workload
 
     model, hardware = load_model(args.model), load_hardware(args.hardware)
     methods = [parse_method(s) for s in args.method]
-    requests, slo = _inputs(args)
+    requests, slo, notes = _inputs(args)
+    clients = _clients(args)
     requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
+    profile = _engine_profile(args, hardware, requests)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
-                            "prefill_chunk_tokens": args.max_num_batched_tokens}
+                            "prefill_chunk_tokens": profile.max_num_batched_tokens, "engine": args.engine,
+                            "page_tokens": profile.page_tokens}
     if args.utilization is not None:
         data["gpu_memory_utilization"] = args.utilization
     workload = validate(Workload, data, "workload")
-    config = SchedulerConfig(args.max_num_batched_tokens, args.max_num_seqs)
     results = []
     for method in methods:
-        sim = Simulator(model, hardware, workload, method, config, max_tokens=requests.max_tokens)
+        sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
-                  "pp": args.pp, **summarize(sim.run(requests, _progress()), slo)}
+                  "pp": args.pp, "engine": _engine_json(sim.engine),
+                  "clients": _clients_json(clients), "notes": notes, "speculative": _spec_json(sim),
+                  **_serve(args, sim, requests, clients, slo)}
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
+        elif not math.isfinite(requests.offered_rate):
+            search = {"rate_per_s": None, "reason": "every request arrives at time 0 (--rate inf): no rate to scale"}
         else:
-            search = max_rate_at_slo(sim, requests, slo)
+            search = max_rate_at_slo(sim, requests, slo, clients)
         result["max_rate_at_slo"] = search["rate_per_s"]
         result["max_rate_reason"] = search["reason"]
         result["max_rate_search"] = search
@@ -111,6 +166,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                          if search["rate_per_s"] else None)
         result["fleet"] = fleet(search["rate_per_s"], args.tp * args.pp, args.target_rate, args.usd_per_gpu_hour,
                                 tokens_at_max)
+        if args.size_fleet:
+            result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"))
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
     if args.json:
@@ -118,6 +175,143 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         print(_text(results))
     return 0
+
+
+def _serve(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
+    """The run's summary: one replica, or --replicas behind --router (serving.fleet)."""
+    from roofline.serving.fleet import Fleet
+    from roofline.serving.metrics import summarize
+
+    if args.disaggregate:
+        return _disaggregated(args, sim, requests, clients, slo)
+    if args.replicas == 1:
+        return summarize(sim.run(requests, _progress(), clients), slo)
+    run = Fleet(sim, args.replicas, args.router).run(requests, clients)
+    out = summarize(run.trace, slo)
+    out["replicas"] = {"count": args.replicas, "router": args.router,
+                       "requests": np.bincount(run.routed, minlength=args.replicas).tolist(),
+                       "kv_max_utilization": [float(t.steps[:, 4].max() / t.kv_capacity_bytes) if len(t.steps)
+                                              else 0.0 for t in run.replicas]}
+    return out
+
+
+def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
+    """Prefill and decode pools (serving.disagg): the decode pool is `sim`, the prefill pool its own."""
+    from roofline.catalogue import load_hardware
+    from roofline.errors import SpecError
+    from roofline.serving.disagg import Disaggregated, KvLink
+    from roofline.serving.metrics import summarize
+    from roofline.serving.simulate import Simulator
+
+    try:
+        p_rep, d_rep = (int(x) for x in args.disaggregate.split(":"))
+        if p_rep < 1 or d_rep < 1:
+            raise ValueError
+    except ValueError:
+        raise SpecError(f"--disaggregate: {args.disaggregate!r} is not P:D with P, D >= 1 replicas") from None
+    if not clients.open_loop or requests.prefix is not None or args.replicas != 1:
+        raise SpecError("--disaggregate: open-loop arrivals only, without --prefix, --session-turns, "
+                        "--max-concurrency or --replicas (the pools are sized by P:D)")
+    hw = load_hardware(args.prefill_hardware) if args.prefill_hardware else sim.hardware
+    wl = sim.workload.model_copy(update={"tp": args.prefill_tp or args.tp})
+    prefill = Simulator(sim.model, hw, wl, sim.method, max_tokens=sim.max_tokens, engine=sim.engine)
+    try:
+        link = (KvLink(args.kv_link_bytes_per_s, 5e-6) if args.kv_link_bytes_per_s
+                else KvLink.between(hw, sim.hardware))
+    except ValueError as err:
+        raise SpecError(str(err)) from None
+    pools = Disaggregated(prefill, sim, p_rep, d_rep, link, args.router)
+    run = pools.run(requests)
+    return {**summarize(run.trace, slo), "disaggregated": pools.summary(run)}
+
+
+def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: int | None) -> dict[str, Any]:
+    """The fewest replicas meeting the SLO at --target-rate (fleet simulated at each size), GPUs and cost."""
+    from roofline.errors import SpecError
+    from roofline.serving.fleet import fewest_replicas
+
+    if args.target_rate is None or slo is None:
+        raise SpecError("--size-fleet: needs --target-rate and an SLO (--slo-ttft-ms, --slo-tpot-ms)")
+    if not math.isfinite(requests.offered_rate):
+        raise SpecError("--size-fleet: needs arrivals to scale to --target-rate (not --rate inf)")
+    found = fewest_replicas(sim, requests.at_rate(args.target_rate), slo, args.router, start or 1, clients)
+    out = {"target_rate_per_s": args.target_rate, "router": args.router, **found}
+    if found["replicas"]:
+        gpus = found["replicas"] * args.tp * args.pp
+        out["gpus"] = gpus
+        if args.usd_per_gpu_hour:
+            tokens_per_s = args.target_rate * float(requests.output_tokens.mean())
+            out["usd_per_million_output_tokens"] = args.usd_per_gpu_hour * gpus / 3600 / tokens_per_s * 1e6
+    return out
+
+
+def _clients(args: argparse.Namespace):
+    """How requests are released (serving.clients): open loop, a concurrency cap, or chat sessions."""
+    from roofline.errors import SpecError
+    from roofline.serving.clients import Clients
+
+    try:
+        return Clients(args.max_concurrency, args.think_time_s, args.session_turns)
+    except ValueError as err:
+        raise SpecError(str(err)) from None
+
+
+def _clients_json(clients) -> dict[str, Any]:
+    return {"max_concurrency": clients.max_concurrency, "think_time_s": clients.think_s,
+            "session_turns": clients.session_turns}
+
+
+def _engine_profile(args: argparse.Namespace, hardware, requests):
+    """The engine's scheduler defaults for this GPU, with the flags the user gave (an omitted flag keeps the
+    engine's own default)."""
+    from roofline.engines.scheduling import scheduling
+
+    profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2))
+    caching = None if args.prefix_caching is None else args.prefix_caching == "on"
+    profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
+    if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:
+        from roofline.errors import SpecError
+        raise SpecError(f"--max-num-batched-tokens: {args.engine} runs without chunked prefill, so a prompt of "
+                        f"{int(requests.prompt_tokens.max()):,} tokens needs a step budget of at least that "
+                        f"(it is {profile.max_num_batched_tokens:,})")
+    return profile
+
+
+def _simulator(args: argparse.Namespace, model, hardware, workload, method, profile, max_tokens: int):
+    """The simulator of one method; SGLang's running-request cap follows its pool's tokens, known once the pool is
+    sized (sglang_max_running), unless --max-num-seqs was given."""
+    from dataclasses import replace
+
+    from roofline.engines.scheduling import sglang_max_running
+    from roofline.serving.simulate import Simulator
+
+    spec = None
+    if args.speculative:
+        from roofline.serving.speculative import Speculative
+        spec = Speculative.parse(args.speculative)
+    sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile, speculative=spec)
+    if args.engine == "sglang" and args.max_num_seqs is None:
+        pool_tokens = sim.pool.capacity_pages * sim.pool.page_tokens
+        sim.set_engine(replace(profile, max_num_seqs=sglang_max_running(pool_tokens, max(max_tokens, 2))))
+    return sim
+
+
+def _spec_json(sim) -> dict[str, Any] | None:
+    spec = sim.speculative
+    if spec is None:
+        return None
+    return {"method": spec.method, "draft_model": spec.draft_model, "tokens": spec.tokens,
+            "acceptance": list(spec.acceptance), "expected_tokens_per_step": spec.expected_tokens(),
+            "draft_weights_bytes": sim.draft.weights_bytes}
+
+
+def _engine_json(engine) -> dict[str, Any]:
+    """The scheduler the run used, as JSON."""
+    return {"name": engine.engine, "max_num_seqs": engine.max_num_seqs,
+            "max_num_batched_tokens": engine.max_num_batched_tokens, "chunked_prefill": engine.chunked_prefill,
+            "mixed_steps": engine.mixed_steps, "preemption": engine.preemption, "pad_scope": engine.pad_scope,
+            "capture_sizes_max": engine.capture_sizes[-1] if engine.capture_sizes else None,
+            "page_tokens": engine.page_tokens, "prefix_caching": engine.prefix_caching, "notes": list(engine.notes)}
 
 
 def _strict(value: Any) -> Any:
@@ -149,7 +343,7 @@ def _text(results: list[dict[str, Any]]) -> str:
                      f"{rate:.3g}" if rate else "-"])
     text = head + display.table(["method", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "out tok/s",
                                  "goodput req/s", "KV max", "preempt", "max req/s @SLO"], rows)
-    notes = [f"{r['method']}: {r['max_rate_reason']}" for r in results if r["max_rate_reason"]]
+    notes = list(r0["notes"]) + [f"{r['method']}: {r['max_rate_reason']}" for r in results if r["max_rate_reason"]]
     for r in results:
         f = r["fleet"]
         if f.get("gpus"):

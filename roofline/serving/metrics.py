@@ -65,6 +65,7 @@ def summarize(trace: Trace, slo: Slo | None) -> dict[str, Any]:
                     "mean_utilization": float((kv_use * steps[:, 1]).sum() / busy) if busy else 0.0,
                     "max_utilization": float(kv_use.max()) if len(kv_use) else 0.0},
         "preemptions": trace.preemptions,
+        "prefix_cache": trace.prefix_cache,
         "max_running": int(steps[:, 2].max()) if len(steps) else 0,
         "littles_law": littles_law(trace),
         "timeline": timeline(trace),

@@ -13,6 +13,7 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,7 @@ class Requests:
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
+    prefix: Any = None  # serving.prefix.PrefixTree: content the prompts share (None: nothing shared)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -89,11 +91,17 @@ class Requests:
         """The longest sequence any request reaches (prompt + output)."""
         return int((self.prompt_tokens + self.output_tokens).max())
 
+    def first(self, n: int) -> Requests:
+        """The first n requests by arrival."""
+        if self.prefix is not None:
+            raise ValueError("serving: cut the requests before giving them a shared prefix")
+        return Requests(self.arrival_s[:n], self.prompt_tokens[:n], self.output_tokens[:n])
+
     def at_rate(self, rate: float) -> Requests:
         """The same requests with arrival gaps scaled so the mean rate is `rate` (common random numbers
         across a rate search: the arrival pattern keeps its shape)."""
         scale = self.offered_rate / rate
-        return Requests(self.arrival_s * scale, self.prompt_tokens, self.output_tokens)
+        return Requests(self.arrival_s * scale, self.prompt_tokens, self.output_tokens, self.prefix)
 
     @property
     def offered_rate(self) -> float:
@@ -114,16 +122,17 @@ class Requests:
 
 def poisson_requests(rate: float, n: int, prompt: LengthDist, output: LengthDist, seed: int) -> Requests:
     """n requests with exponential gaps of mean 1/rate, lengths drawn from the distributions."""
-    if not (rate > 0 and math.isfinite(rate)):
-        raise SpecError(f"--rate: {rate} must be a positive finite number of requests per second")
+    if not rate > 0:
+        raise SpecError(f"--rate: {rate} must be a positive number of requests per second (inf: all at once)")
     rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1.0 / rate, size=n))
+    arrivals = np.cumsum(rng.exponential(1.0 / rate, size=n)) if math.isfinite(rate) else np.zeros(n)
     return Requests(arrivals, prompt.sample(rng, n), output.sample(rng, n))
 
 
-def load_trace(path: str | Path, limit: int | None = None) -> Requests:
-    """Rows (arrival_s, prompt_tokens, output_tokens) from a CSV file; a malformed row is an error naming
-    the file, line and column."""
+def load_trace(path: str | Path) -> Requests:
+    """Every row (arrival_s, prompt_tokens, output_tokens) of a CSV file, sorted by arrival; a malformed row is an
+    error naming the file, line and column. Nothing is cut here: the caller decides, and says so, if it replays
+    fewer rows (Requests.first)."""
     rows: list[tuple[float, int, int]] = []
     try:
         handle = open(path, newline="")  # noqa: SIM115
@@ -136,8 +145,6 @@ def load_trace(path: str | Path, limit: int | None = None) -> Requests:
             if lineno == 1 and [c.strip() for c in row] == list(TRACE_COLUMNS):
                 continue
             rows.append(_trace_row(path, lineno, row))
-            if limit is not None and len(rows) >= limit:
-                break
     if not rows:
         raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
     data = np.array(rows, dtype=np.float64)

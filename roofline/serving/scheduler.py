@@ -12,6 +12,11 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    sequence cap (max_num_seqs) and the pool allow their first chunk.
 A sequence's known tokens are its prompt plus the tokens generated so far; a step that computes the last
 of them emits a token (the first one ends the prefill).
+Engine variants (SchedulerConfig, from roofline.engines.scheduling): without mixed steps (SGLang) a step that can
+prefill (a running prompt's next chunk, or an admission) carries only prefill, and decodes run when nothing can;
+without chunked prefill (TensorRT-LLM) a prompt is admitted only when the step's budget holds all of it; with
+reserve_full (TensorRT-LLM's GUARANTEED_NO_EVICT, llama.cpp's slots) a request is admitted only when the pool holds
+it to its last output token, and it keeps that reservation, so nothing is preempted.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.serving.pool import KVPool
+from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -33,10 +39,20 @@ class SchedulerConfig:
 
     max_num_batched_tokens: int = 8192  # vLLM's chunked-prefill token budget per step
     max_num_seqs: int = 256  # vLLM's default cap on running sequences
+    chunked_prefill: bool = True  # False: a prompt is admitted only when the step's budget holds all of it
+    mixed_steps: bool = True  # False: a step is all prefill or all decode, prefill first (SGLang)
+    reserve_full: bool = False  # admit only what the pool holds to its last token; never preempt (TensorRT-LLM)
+    spec_tokens: int = 0  # speculative decoding: drafts a decoding sequence verifies per step (serving.speculative)
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
             raise ValueError("scheduler: max_num_batched_tokens and max_num_seqs must be >= 1")
+
+    @classmethod
+    def of(cls, engine, spec_tokens: int = 0) -> SchedulerConfig:
+        """The scheduling part of an engine profile (roofline.engines.scheduling.EngineScheduling)."""
+        return cls(engine.max_num_batched_tokens, engine.max_num_seqs, engine.chunked_prefill, engine.mixed_steps,
+                   engine.preemption == "none", spec_tokens)
 
 
 @dataclass
@@ -58,15 +74,21 @@ class Scheduler:
     sequences in admission order as compact arrays (id, computed, known = prompt + generated, generated,
     output, bytes held) over positions 0..n_running-1; the waiting queue of ids."""
 
-    def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig) -> None:
+    def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
+                 cache: PrefixCache | None = None, preloaded: np.ndarray | None = None) -> None:
         n = len(requests)
-        self.requests, self.pool, self.config = requests, pool, config
+        self.requests, self.pool, self.config, self.cache = requests, pool, config, cache
+        # tokens whose KV arrives with the request (a disaggregated prefill's transfer); lost if it is preempted
+        self.preloaded = None if preloaded is None else np.array(preloaded, dtype=np.int64)
+        self.now = 0.0  # the engine's clock, set by the simulator before each schedule (the cache's LRU order)
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
         self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         cap = config.max_num_seqs
-        self.ids, self.comp, self.known, self.gen, self.out = (np.zeros(cap, dtype=np.int64) for _ in range(5))
+        # base: leading tokens the prefix cache owns (a hit, or pages this sequence published to it)
+        self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base = (
+            np.zeros(cap, dtype=np.int64) for _ in range(7))
         self.held = np.zeros(cap, dtype=np.float64)
         self.n_running = 0
         self.waiting: deque[int] = deque()
@@ -74,6 +96,7 @@ class Scheduler:
         self.preemptions = 0
         self.finished = 0
         self.arrived = 0
+        self.last_finished = EMPTY  # ids the last commit completed
 
     @property
     def running(self) -> list[int]:
@@ -84,24 +107,31 @@ class Scheduler:
         self.n_running -= 1
         last = self.n_running
         victim = int(self.ids[last])
-        self.used_bytes -= self.held[last]
+        self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
+        if self.cache is not None:
+            self.cache.release(victim, self.now)
+        if self.preloaded is not None:
+            self.preloaded[victim] = 0
         self.generated[victim] = self.gen[last]
         self.waiting.appendleft(victim)
         self.preemptions += 1
 
-    def _plan_running(self) -> tuple[StepPlan, float]:
-        """Tokens for the running sequences (decodes first, then chunks) and the bytes they need."""
+    def _plan_running(self, decodes: bool = True, chunks: bool = True) -> tuple[StepPlan, float]:
+        """Tokens for the running sequences (decodes first, then chunks; either left out on request) and the bytes
+        they need beyond what they hold."""
         n, seq = self.n_running, self.pool.seq_bytes
         comp = self.comp[:n]
         todo = self.known[:n] - comp
         is_dec = (todo == 1) & (comp > 0)
-        n_dec = int(np.count_nonzero(is_dec))
-        dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec)
+        n_dec = int(np.count_nonzero(is_dec)) if decodes else 0
+        dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec) if decodes else EMPTY
         context = comp[dec] + 1
-        need = float((seq[context] - self.held[dec]).sum()) if n_dec else 0.0
-        budget = self.config.max_num_batched_tokens - n_dec
-        if n_dec == n:
-            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec), need
+        k = self.config.spec_tokens  # a verifying sequence also holds pages for its drafts
+        held_to = np.minimum(context + k, self.pool.max_tokens) if k else context
+        need = float(np.maximum(seq[held_to] - self.held[dec], 0.0).sum()) if n_dec else 0.0
+        budget = self.config.max_num_batched_tokens - n_dec * (1 + k)
+        if n_dec == n or not chunks:
+            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec * (1 + k)), need
         pos, starts, counts, done = [], [], [], []
         rest = np.flatnonzero(~is_dec)
         for i, c, t in zip(rest.tolist(), comp[rest].tolist(), todo[rest].tolist(), strict=True):
@@ -110,58 +140,102 @@ class Scheduler:
             k = min(t, budget)
             budget -= k
             pos.append(i), starts.append(c), counts.append(k), done.append(k == t)
-            need += float(seq[c + k] - self.held[i])
+            need += max(float(seq[c + k] - self.held[i]), 0.0)
         plan = StepPlan(dec, context, np.array(pos, dtype=np.int64), np.array(starts, dtype=np.int64),
-                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec + sum(counts))
+                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec * (1 + k) + sum(counts))
         return plan, need
 
     def schedule(self) -> StepPlan | None:
-        """The next step's work, or None when nothing is running or admissible."""
-        plan, need = self._plan_running()
+        """The next step's work, or None when nothing is running or admissible. With mixed steps (vLLM, TensorRT-LLM,
+        llama.cpp) decodes, chunks and admissions share one step; without (SGLang) a step that can prefill (a running
+        prompt's next chunk or a new admission) prefills only, and decodes run when nothing can."""
+        if not self.config.mixed_steps:
+            plan, need = self._plan_running(decodes=False)
+            if self._room(need):
+                plan, need = self._admit(plan, need)
+                if plan.tokens:
+                    return plan
+        mixed = self.config.mixed_steps
+        plan, need = self._plan_running(chunks=mixed)
         preempted = False
-        while need > self.pool.capacity_bytes - self.used_bytes and self.n_running:
+        while not self._room(need) and self.n_running:
             self._preempt_last()
             preempted = True
-            plan, need = self._plan_running()
-        if not preempted:
+            plan, need = self._plan_running(chunks=mixed)
+        if not preempted and mixed:
             plan, need = self._admit(plan, need)
         return plan if plan.tokens else None
 
+    def _room(self, need: float) -> bool:
+        """Whether `need` more bytes fit, after evicting unused cached prefixes if they must make room."""
+        short = need - (self.pool.capacity_bytes - self.used_bytes)
+        if short > 0 and self.cache is not None:
+            self.used_bytes -= self.cache.evict(short)
+            short = need - (self.pool.capacity_bytes - self.used_bytes)
+        return short <= 0
+
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
+        """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
+        first chunk (with reserve_full: their whole sequence, to the last output token; without chunked prefill:
+        only a prompt the step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
-        free = self.pool.capacity_bytes - self.used_bytes - need
         admitted = []
-        seq = self.pool.seq_bytes
         while self.waiting and budget > 0 and self.n_running + len(admitted) < self.config.max_num_seqs:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
-            n = min(todo, budget)
-            if seq[n] > free:
+            took = self._take(i, todo, budget, self.pool.capacity_bytes - self.used_bytes - need)
+            if took is None:
                 break
+            n, hit, cost, held, base = took
             self.waiting.popleft()
-            admitted.append((i, n, n == todo, todo))
+            admitted.append((i, n, n == todo - hit, todo, hit, held, base))
             budget -= n
-            free -= seq[n]
-            need += seq[n]
+            need += cost
         if not admitted:
             return plan, need
-        ids, counts, done, todo = (np.array(col) for col in zip(*admitted, strict=True))
+        ids, counts, done, todo, hits, held, base = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
-        self.ids[at], self.comp[at], self.known[at] = ids, 0, todo
-        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], 0.0
+        self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, base
+        self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], held
+        self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
         self.n_running = at.stop
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
-                        np.concatenate([plan.chunk_start, np.zeros(len(ids), dtype=np.int64)]),
+                        np.concatenate([plan.chunk_start, hits.astype(np.int64)]),
                         np.concatenate([plan.chunk_tokens, counts.astype(np.int64)]),
                         np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()))
         return plan, need
+
+    def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
+        """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
+        owns) if request i can start now with `budget` tokens and `free` bytes (evicting unused cached prefixes,
+        never its own, to make room), else None. Computed tokens are a prefix-cache hit (pages the cache holds) or
+        preloaded KV (pages this request brings: they need room too)."""
+        cache, seq = self.cache, self.pool.seq_bytes
+        hit = cache.hit(i, todo) if cache is not None else 0
+        pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
+        start, held, base = (pre, 0.0, 0) if pre > hit else (hit, float(seq[hit]), hit)
+        n = min(todo - start, budget)
+        if n < todo - start and not self.config.chunked_prefill:
+            return None
+        cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[start + n]) - held
+        if cache is None:
+            return (n, start, cost, held, base) if cost <= free else None
+        cache.acquire(i, self.now)
+        if cost > free:
+            freed = cache.evict(cost - free)
+            self.used_bytes -= freed
+            if cost > free + freed:
+                cache.release(i, None)
+                return None
+        cache.count(hit, todo)
+        return n, start, cost, held, base
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
         the first completion and while the pool holds every sequence's next page (arrivals are the
         caller's cut). 1 when the plan has chunks, waiting requests could be admitted, or a sequence is about
         to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end)."""
-        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1:
+        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens:
             return 1
         dec = plan.decode
         if (self.gen[dec] == 0).any():  # a first token is due: its time stamps the TTFT, so step alone
@@ -169,35 +243,42 @@ class Scheduler:
         k = int(min(limit, (self.out[dec] - self.gen[dec]).min()))
         if k <= 1:
             return 1
-        after = self.comp[dec][:, None] + 1 + np.arange(k)  # tokens held after step j
+        after = np.maximum(self.comp[dec][:, None] + 1 + np.arange(k), self.res[dec][:, None])  # tokens held
         used = self.pool.seq_bytes[after].sum(axis=0) + (self.used_bytes - self.held[dec].sum())
         over = np.flatnonzero(used > self.pool.capacity_bytes)
         return int(over[0]) if len(over) and over[0] > 0 else k if not len(over) else 1
 
-    def commit_block(self, plan: StepPlan, steps: int, now: float) -> int:
-        """Apply `steps` decode-only steps of `plan` ending at `now`."""
+    def commit_block(self, plan: StepPlan, steps: int, now: float, extra: np.ndarray | None = None) -> int:
+        """Apply `steps` decode-only steps of `plan` ending at `now` (`extra`: see commit)."""
         if steps > 1:
             dec = plan.decode
             self.comp[dec] += steps - 1
             self.gen[dec] += steps - 1
             self.known[dec] += steps - 1
-        return self.commit(plan, now)
+        return self.commit(plan, now, extra)
 
-    def commit(self, plan: StepPlan, now: float) -> int:
+    def commit(self, plan: StepPlan, now: float, extra: np.ndarray | None = None) -> int:
         """Apply a finished step at time `now`: progress, pages, emitted tokens, completions. Returns the
-        number of requests that finished."""
+        number of requests that finished. `extra`: tokens each decoding sequence emitted beyond its one (accepted
+        speculative drafts); they are computed tokens too."""
         seq, n = self.pool.seq_bytes, self.n_running
         dec, chunks = plan.decode, plan.chunk_pos
         self.comp[dec] += 1
+        if extra is not None:
+            self.comp[dec] += extra
+            self.gen[dec] += extra
+            self.known[dec] += extra
         if len(chunks):
             self.comp[chunks] += plan.chunk_tokens
             pos = np.concatenate([np.arange(n)[dec], chunks])
             emitted = np.concatenate([np.arange(n)[dec], chunks[plan.chunk_done]])
         else:
             pos = emitted = dec
-        new_held = seq[self.comp[pos]]
+        new_held = seq[np.maximum(self.comp[pos], self.res[pos])]
         self.used_bytes += float((new_held - self.held[pos]).sum())
         self.held[pos] = new_held
+        if self.cache is not None:
+            self._publish(np.arange(n)[pos])
         self.gen[emitted] += 1
         self.known[emitted] += 1
         gen, who = self.gen[emitted], self.ids[emitted]
@@ -207,13 +288,29 @@ class Scheduler:
         if not len(ended):
             return 0
         ended = np.arange(n)[emitted][ended]
-        self.finish_s[self.ids[ended]] = now
-        self.used_bytes -= float(self.held[ended].sum())
+        self.last_finished = self.ids[ended].copy()
+        self.finish_s[self.last_finished] = now
+        self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())
+        if self.cache is not None:
+            for i in self.last_finished.tolist():
+                self.cache.release(i, now)
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
         m = n - len(ended)
-        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.held):
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.held):
             arr[:m] = arr[:n][keep]
         self.n_running = m
         self.finished += len(ended)
         return len(ended)
+
+    def _publish(self, pos: np.ndarray) -> None:
+        """Shared tokens these sequences have computed, in whole pages, join the prefix cache; a sequence's own copy
+        of pages the cache already held (computed while another request published them) is freed."""
+        seq, page = self.pool.seq_bytes, self.cache.page
+        ids = self.ids[pos]
+        upto = np.minimum(self.comp[pos], self.cache.tree.shared[ids]) // page * page
+        for j in np.flatnonzero(upto > self.base[pos]).tolist():
+            p, u = int(pos[j]), int(upto[j])
+            before = self.cache.publish(int(ids[j]), u)
+            self.used_bytes -= float(seq[min(before, u)] - seq[self.base[p]]) if before > self.base[p] else 0.0
+            self.base[p] = u

@@ -12,13 +12,19 @@ Poisson), so GPUs for a target rate = ceil(target / max rate) x tp x pp.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
+from roofline.serving.clients import Clients
 from roofline.serving.requests import Requests
 from roofline.serving.simulate import Simulator, Slo, Trace
 
 SATURATED_RATE = 1e9  # requests/s: every request is there at once
+
+
+def _run(sim: Simulator, clients: Clients | None, requests: Requests) -> Trace:
+    return sim.run(requests, clients=clients)
 
 
 def _p99(trace: Trace) -> tuple[float, float]:
@@ -37,20 +43,22 @@ def _verdict(trace: Trace, slo: Slo) -> tuple[bool, str]:
     return True, ""
 
 
-def max_rate_at_slo(sim: Simulator, requests: Requests, slo: Slo, iterations: int = 8,
-                    rel_tol: float = 0.02) -> dict[str, Any]:
-    """{"rate_per_s": float | None, "reason": str | None, "saturated_rate_per_s", "runs"}."""
-    saturated = sim.run(requests.at_rate(SATURATED_RATE))
+def max_rate_at_slo(sim: Simulator, requests: Requests, slo: Slo, clients: Clients | None = None,
+                    iterations: int = 8, rel_tol: float = 0.02) -> dict[str, Any]:
+    """{"rate_per_s": float | None, "reason": str | None, "saturated_rate_per_s", "runs"}; each run releases the
+    requests through `clients` (open loop by default)."""
+    run = functools.partial(_run, sim, clients)
+    saturated = run(requests.at_rate(SATURATED_RATE))
     sat_rate = len(requests) / saturated.horizon_s
     runs = 1
     lo, hi = sat_rate / 1000, sat_rate
-    ok, why = _verdict(sim.run(requests.at_rate(lo)), slo)
+    ok, why = _verdict(run(requests.at_rate(lo)), slo)
     runs += 1
     if not ok:
         return {"rate_per_s": None, "reason": f"no rate meets the SLO: at {lo:.3g} req/s (1/1000 of saturation) "
                 f"{why}", "saturated_rate_per_s": sat_rate, "runs": runs}
     for _ in range(iterations):  # a finite run can meet the SLO a little past the saturated rate
-        ok, _ = _verdict(sim.run(requests.at_rate(hi)), slo)
+        ok, _ = _verdict(run(requests.at_rate(hi)), slo)
         runs += 1
         if not ok:
             break
@@ -59,7 +67,7 @@ def max_rate_at_slo(sim: Simulator, requests: Requests, slo: Slo, iterations: in
         if hi - lo <= rel_tol * hi:
             break
         mid = math.sqrt(lo * hi) if hi > 10 * lo else (lo + hi) / 2
-        ok, _ = _verdict(sim.run(requests.at_rate(mid)), slo)
+        ok, _ = _verdict(run(requests.at_rate(mid)), slo)
         runs += 1
         lo, hi = (mid, hi) if ok else (lo, mid)
     return {"rate_per_s": lo, "reason": None, "saturated_rate_per_s": sat_rate, "runs": runs,

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import simpy
 
+from roofline.engines.scheduling import EngineScheduling
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
+from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.pool import KVPool
+from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
+from roofline.serving.speculative import DraftCost, Speculative, speculative_pool
 from roofline.serving.stepmodel import StepModel
 from roofline.specs import Hardware, Model, Workload
 
 BLOCK_STEPS = 256  # most decode-only steps evaluated at once
+SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class Trace:
     steps: np.ndarray  # rows: start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens
     kv_capacity_bytes: float
     preemptions: int
+    prefix_cache: dict | None = None  # PrefixCache.stats() when the run cached shared prefixes
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -93,19 +99,47 @@ class Simulator:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     max_tokens: int = 0
     pool: KVPool | None = None
+    engine: EngineScheduling | None = None  # the engine's scheduler, graph padding and overheads (None: ideal)
+    speculative: Speculative | None = None  # speculative decoding (serving.speculative)
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
             raise ValueError("serving: max_tokens (longest request) must be positive")
+        k = self.speculative.tokens if self.speculative else 0
+        if self.engine is None:
+            self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens,
+                                           prefix_caching=True)
+            if k:
+                self.scheduler = replace(self.scheduler, spec_tokens=k)
+        else:
+            self.scheduler = SchedulerConfig.of(self.engine, k)
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
-        step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs
-        self.steps = StepModel(self.phases, self.max_tokens, step_tokens)
+        step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
+        table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
+        self.steps = StepModel(self.phases, table, step_tokens)
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
                 "batch": self.scheduler.max_num_seqs, "prompt_tokens": None, "generated_tokens": 0,
                 "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
-            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, self.max_tokens)
+            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, table)
+        self.draft = None
+        if k:
+            self.draft = DraftCost(self.speculative, self, table)
+            self.pool = speculative_pool(self.pool, self.draft, table)
+
+    def set_engine(self, engine: EngineScheduling) -> None:
+        """Run under another profile of the same engine (e.g. SGLang's running cap once its pool is known)."""
+        self.engine = engine
+        self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
+
+    def accepted(self, sched: Scheduler, plan, rng: np.random.Generator) -> np.ndarray | None:
+        """Tokens each decoding sequence of a finished step emits beyond its one: accepted drafts, drawn at the
+        per-position rates, at most what the request has left to generate (None without speculative decoding)."""
+        if self.speculative is None or not len(plan.context):
+            return None
+        room = sched.out[plan.decode] - sched.gen[plan.decode]
+        return np.minimum(self.speculative.draw(rng, len(plan.context)) + 1, room) - 1
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
               output_field: str = "--output-tokens") -> None:
@@ -124,62 +158,79 @@ class Simulator:
                             f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
                             f"{self.hardware.name} with tp={self.workload.tp}")
 
-    def _times(self, sched: Scheduler, plan, now: float) -> tuple[int, float]:
-        """(steps, seconds) of the next block: one step, or decode-only steps back to back until the next
-        arrival, completion or page shortage (the same steps one at a time would take; pp = 1 only)."""
-        context = plan.context
+    def block_ends(self, sched: Scheduler, plan) -> np.ndarray:
+        """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
+        until a completion or a page shortage (the same steps one at a time would take; pp = 1 only). The caller
+        cuts it at the next arrival (`cut`)."""
+        context, engine = plan.context, self.engine
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
+        pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
+        cpu_s = engine.overheads.step(len(context) + len(plan.chunk_tokens))
+        if self.draft is not None and len(context):
+            # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
+            k1 = self.speculative.tokens + 1
+            starts = np.concatenate([context - 1, plan.chunk_start])
+            counts = np.concatenate([np.full(len(context), k1), plan.chunk_tokens])
+            done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
+            empty = np.zeros(0, dtype=np.int64)
+            verify = self.steps.step_time(empty, starts, counts, done, pad)
+            return np.array([cpu_s + verify + self.draft.time_s(context)])
         if steps == 1:
-            return 1, self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done)
-        ends = np.cumsum(self.steps.decode_block(context, steps))
-        arrivals = sched.requests.arrival_s
-        if sched.arrived < len(arrivals):
-            # the step during which the next request arrives is the block's last: it is seen at the next
-            steps = min(steps, int(np.searchsorted(ends, arrivals[sched.arrived] - now)) + 1)
-        return steps, float(ends[steps - 1])
+            return np.array([cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens,
+                                                          plan.chunk_done, pad)])
+        return np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
 
-    def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None) -> Trace:
-        """Simulate `requests` to completion."""
+    @staticmethod
+    def cut(ends: np.ndarray, now: float, next_arrival: float) -> int:
+        """Steps of a block started at `now` that run: the step during which the next request arrives is the
+        block's last (the request is seen at the next step)."""
+        if next_arrival < math.inf and len(ends) > 1:
+            return min(len(ends), int(np.searchsorted(ends, next_arrival - now)) + 1)
+        return len(ends)
+
+    def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
+            clients: Clients | None = None) -> Trace:
+        """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
-        sched = Scheduler(requests, self.pool, self.scheduler)
+        cache = None
+        if requests.prefix is not None and self.engine.prefix_caching:
+            cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)
+        sched = Scheduler(requests, self.pool, self.scheduler, cache)
         env = simpy.Environment()
         records: list[tuple] = []
-        arrival = _clock_arrivals(requests.arrival_s)
+        arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
+        rng = np.random.default_rng(SPEC_SEED)
 
         def engine():
-            total, n = len(requests), len(requests)
+            total = len(requests)
             while sched.finished < total:
-                while sched.arrived < n and arrival[sched.arrived] <= env.now:
-                    sched.waiting.append(sched.arrived)
-                    sched.arrived += 1
+                due = arrivals.due(env.now)
+                if due:
+                    sched.waiting.extend(due)
+                    sched.arrived += len(due)
                 in_system = (sched.n_running, len(sched.waiting))
+                sched.now = env.now
                 plan = sched.schedule()
                 if plan is None:  # idle until the next arrival
-                    yield env.timeout(_delay_to(env.now, arrival[sched.arrived]))
+                    yield env.timeout(_delay_to(env.now, arrivals.next_time()))
                     continue
-                steps, dt = self._times(sched, plan, env.now)
+                ends = self.block_ends(sched, plan)
+                steps = self.cut(ends, env.now, arrivals.next_time())
+                dt = float(ends[steps - 1])
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
                 yield env.timeout(dt)
-                if sched.commit_block(plan, steps, env.now) and progress is not None:
-                    progress(sched.finished, total)
+                if sched.commit_block(plan, steps, env.now, self.accepted(sched, plan, rng)):
+                    arrivals.finished(sched.last_finished, env.now)
+                    if progress is not None:
+                        progress(sched.finished, total)
 
         env.process(engine())
         env.run()
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
-        return Trace(requests, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes,
-                     sched.preemptions)
-
-
-def _clock_arrivals(arrival_s: np.ndarray) -> list[float]:
-    """The clock readings at which requests join the queue: each arrival is a wait from the previous one
-    (now + (t - now) in floating point, as a timeout from the previous arrival reads the clock)."""
-    out, now = [], 0.0
-    for t in arrival_s.tolist():
-        if t > now:
-            now = now + (t - now)
-        out.append(now)
-    return out
+        sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
+        return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
+                     cache.stats() if cache is not None else None)
 
 
 def _delay_to(now: float, t: float) -> float:

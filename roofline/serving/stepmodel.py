@@ -219,6 +219,18 @@ class StepModel:
         """Whole-model time (no pipeline) of a step with aggregated work `q` (QUANTITIES x ops) over `tokens`
         tokens, with `decodes` decode sequences and prefill chunks or not; with q of shape (QUANTITIES, ops, k)
         and k token counts, the times of k steps."""
+        t, active = self._op_times(q, tokens, decodes, chunks)
+        total = self.counts @ np.where(active, t, 0.0)
+        return float(total) if np.ndim(total) == 0 else total
+
+    def once_time(self, q: np.ndarray, tokens: int, decodes: int = 1, chunks: bool = True) -> float:
+        """A step's time with every op run once instead of `count` times: one decoder layer of each kind plus the
+        embedding and the LM head (what an EAGLE head or an MTP module costs per draft token)."""
+        t, active = self._op_times(q, tokens, decodes, chunks)
+        return float(np.where(active, t, 0.0).sum())
+
+    def _op_times(self, q: np.ndarray, tokens, decodes: int, chunks: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per-op times (one instance each) of aggregated work `q`, and which ops launch at all."""
         tokens = np.minimum(np.rint(np.asarray(tokens)).astype(np.int64), self.max_step_tokens)
         w = self._w[(decodes > 0, bool(chunks))][tokens].T
         if q.ndim == 3 and w.ndim == 1:
@@ -235,22 +247,25 @@ class StepModel:
         if slow > 1:
             t[self._imbalanced] *= slow
         active = (q.sum(axis=0) + w) > 0  # an op with no work in this step does not launch
-        total = self.counts @ np.where(active, t, 0.0)
-        return float(total) if np.ndim(total) == 0 else total
+        return t, active
 
-    def decode_block(self, context: np.ndarray, steps: int) -> np.ndarray:
+    def decode_block(self, context: np.ndarray, steps: int, pad: int = 0) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`
-        (each step every sequence gains one token); only for pp = 1."""
-        q = np.repeat((self._dec_const * len(context))[:, None], steps, axis=1)
+        (each step every sequence gains one token), each padded by `pad` dummy tokens; only for pp = 1."""
+        q = np.repeat((self._dec_const * (len(context) + pad))[:, None], steps, axis=1)
         if len(self._dec_cols):
             q[self._dec_cols] += self._dec_rows[context[:, None] + np.arange(steps)].sum(axis=0).T
-        return self.time_of(q.reshape(len(QUANTITIES), -1, steps), len(context), len(context), chunks=False)
+        return self.time_of(q.reshape(len(QUANTITIES), -1, steps), len(context) + pad, len(context), chunks=False)
 
     def step_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
-                  chunk_done: np.ndarray) -> float:
-        """Seconds for one step (the pipeline schedule of PhaseModel.pipeline when pp > 1)."""
+                  chunk_done: np.ndarray, pad: int = 0) -> float:
+        """Seconds for one step (the pipeline schedule of PhaseModel.pipeline when pp > 1). `pad` dummy tokens (a
+        CUDA graph's padding to its captured size) cost what a decode token costs outside attention: they run
+        through every GEMM and norm, and attend to nothing (the per-sequence constant part of the decode graph)."""
         q = self.work(decode_context, chunk_start, chunk_tokens, chunk_done)
-        tokens = len(decode_context) + int(chunk_tokens.sum())
+        if pad:
+            q = q + (self._dec_const * pad).reshape(q.shape)
+        tokens = len(decode_context) + int(chunk_tokens.sum()) + pad
         if self.phases.workload.pp == 1:
             return self.time_of(q, tokens, len(decode_context), len(chunk_tokens) > 0)
         seqs = len(decode_context) + len(chunk_tokens)

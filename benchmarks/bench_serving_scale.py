@@ -1,0 +1,69 @@
+"""Speed of the serving simulator at scale (issue 33's targets: 1,000,000 requests <= 60 s on one core; a fleet of
+32 replicas x 100,000 requests <= 60 s).
+
+    python benchmarks/bench_serving_scale.py single 20000      # one replica, N requests (a day at ~12 req/s)
+    python benchmarks/bench_serving_scale.py fleet 32 2000     # R replicas x N requests each, least-outstanding
+
+Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
+~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, engine records (steps or
+decode blocks evaluated), requests and records per second, and the extrapolation to the targets at that speed.
+Results are in benchmarks/serving_scale.md.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from roofline.catalogue import load_hardware, load_model
+from roofline.methods import parse_method
+from roofline.serving.fleet import Fleet
+from roofline.serving.requests import LengthDist, poisson_requests
+from roofline.serving.simulate import Simulator
+from roofline.specs import Workload
+
+PROMPT, OUTPUT = "lognormal:mean=1024,sigma=0.8,max=8192", "lognormal:mean=256,sigma=0.8,max=2048"
+RATE_PER_REPLICA = 12.0
+
+
+def _sim(max_tokens: int) -> Simulator:
+    wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192)
+    return Simulator(load_model("Llama-3.1-8B"), load_hardware("H200"), wl, parse_method("bf16"),
+                     max_tokens=max_tokens)
+
+
+def _requests(rate: float, n: int):
+    return poisson_requests(rate, n, LengthDist.parse(PROMPT, "p"), LengthDist.parse(OUTPUT, "o"), seed=0)
+
+
+def single(n: int) -> None:
+    reqs = _requests(RATE_PER_REPLICA, n)
+    t0 = time.perf_counter()
+    sim = _sim(reqs.max_tokens)
+    t1 = time.perf_counter()
+    trace = sim.run(reqs)
+    t2 = time.perf_counter()
+    per = (t2 - t1) / n
+    print(f"single: build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s ({n / (t2 - t1):,.0f} req/s, "
+          f"{len(trace.steps):,} records, {len(trace.steps) / (t2 - t1):,.0f} records/s); "
+          f"1,000,000 requests at this speed: {per * 1e6:,.0f} s")
+
+
+def fleet(replicas: int, per_replica: int) -> None:
+    n = replicas * per_replica
+    reqs = _requests(RATE_PER_REPLICA * replicas, n)
+    sim = _sim(reqs.max_tokens)
+    t1 = time.perf_counter()
+    run = Fleet(sim, replicas, "least-outstanding").run(reqs)
+    t2 = time.perf_counter()
+    per = (t2 - t1) / n
+    print(f"fleet: {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s ({n / (t2 - t1):,.0f} req/s, "
+          f"{len(run.trace.steps):,} records); 32 x 100,000 at this speed: {per * 3.2e6:,.0f} s")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "single"
+    if what == "single":
+        single(int(sys.argv[2]) if len(sys.argv) > 2 else 20000)
+    else:
+        fleet(int(sys.argv[2]) if len(sys.argv) > 2 else 32, int(sys.argv[3]) if len(sys.argv) > 3 else 2000)

@@ -1,0 +1,239 @@
+"""Each serving engine's scheduler defaults: the batch limits, chunked prefill, which steps run as captured CUDA
+graphs (and so are padded to a captured size), what happens when the KV pool runs out, and whether a step may mix
+prefill chunks with decodes; plus the hook for the engines' time costs (`EngineOverheads`).
+
+`scheduling(engine, hardware, ...)` returns what the engine itself would pick when a flag is omitted. Sources, each
+read from the engine's source (repository, file @ commit, function):
+
+vLLM (V1 engine; vllm-project/vllm):
+- max_num_batched_tokens / max_num_seqs depend on the entry point and the GPU (vllm/engine/arg_utils.py@99d7eb5,
+  EngineArgs._set_default_args): a GPU of >= 70 GiB whose name does not contain "a100" gets {offline `LLM` class:
+  16384, OpenAI API server: 8192} tokens and 1024 sequences for both; other GPUs 8192 / 2048 tokens and 256 sequences;
+  max_num_seqs is then min(that, max_num_batched_tokens). Chunked prefill is always on for generative models, prefix
+  caching on except for hybrid (Mamba-type) models (same function).
+- CUDA-graph capture sizes (vllm/config/vllm.py@09f030e, VllmConfig._set_cudagraph_sizes): max capture size =
+  min(max_num_seqs x (1 + speculative tokens) x 2, 512, max_num_batched_tokens); sizes [1, 2, 4] + range(8, 256, 8)
+  + range(256, max + 1, 16), each <= max. A step of n <= max tokens is padded to the smallest captured size >= n (the
+  docstring there: "If batch size <= one of the cudagraph_capture_sizes, the closest padded CUDA graph will be used";
+  larger steps run without a graph, unpadded). The default cudagraph mode captures mixed steps piecewise, so the pad
+  applies to the step's token count whatever its mix.
+- preemption by recompute of the most recently admitted running request, FCFS admission (vllm/v1/core/sched/
+  scheduler.py: `preempted_req = self.running.pop()`, RequestStatus.PREEMPTED, policy "fcfs" default).
+SGLang (sgl-project/sglang, python/sglang/srt/server_args.py@469c63e, ServerArgs._handle_gpu_memory_settings and
+  _generate_cuda_graph_batch_sizes):
+- chunked_prefill_size by GPU memory (MiB): < 20 GiB and < 35 GiB 2048, < 60 GiB 4096, < 90 GiB and < 160 GiB 8192,
+  larger 16384; cuda_graph_max_bs 8 / 24 (tp < 4, else 80) / 32 (else 160) / 256 (else 512) / 256 (else 512) / 512.
+- decode capture sizes [1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + range(512, max + 1, 32), <= max;
+  a decode batch is padded to the next captured size (cuda_graph_runner.py; `disable_cuda_graph_padding` False).
+- max_running_requests = min(max_total_num_tokens // 2, req_to_token_pool size) with the pool of
+  min(max(int(max_total_num_tokens / context_len x 512), 2048), 4096) requests (managers/tp_worker.py and
+  model_executor/model_runner.py init_memory_pool).
+- a step is either a prefill (extend) batch or a decode batch, prefill first: Scheduler.get_next_batch_to_run runs a
+  new prefill batch when one can be formed, else decodes (enable_mixed_chunk defaults to False); when the pool runs
+  out, running decodes are retracted and recomputed (ScheduleBatch.retract_decode). Page size 1.
+TensorRT-LLM (NVIDIA/TensorRT-LLM, PyTorch backend, tensorrt_llm/llmapi/llm_args.py):
+- max_batch_size 2048, max_num_tokens 8192, enable_chunked_prefill False (BaseLlmArgs defaults);
+  capacity scheduler GUARANTEED_NO_EVICT by default (docs "Useful Runtime Options": a request is admitted only when
+  the pool can hold it to its last token, so nothing is ever preempted); in-flight batching mixes context and
+  generation requests in one step.
+- CudaGraphConfig: max_batch_size 0 -> 128, enable_padding False, sizes 1..31, 32, 64, 128 (+ powers of two up to
+  the max) (CudaGraphConfig._generate_cuda_graph_batch_sizes); without padding a batch of another size runs eagerly:
+  no pad. tokens_per_block 32 (KvCacheConfig).
+llama.cpp (ggml-org/llama.cpp, tools/server/server.cpp, common/arg.cpp): the server runs -np 4 slots by default
+  (n_parallel -1 -> 4 with a unified KV cache, PR ggml-org/llama.cpp#16736), -b 2048 logical batch (prompt tokens of
+  every slot and the decode tokens share it: a continuous, mixed batch), no CUDA-graph padding, and no preemption:
+  a slot holds its context for the whole request.
+'ideal': the planner's own idealised engine: 256 sequences, 8192 tokens a step, mixed chunked prefill, no graphs,
+  recompute preemption, prefix caching on (it changes nothing unless the workload shares a prefix).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from roofline.errors import SpecError
+from roofline.specs import Hardware
+
+GIB = 1 << 30
+MIB = 1 << 20
+ENTRY_POINTS = ("api", "offline")
+SCHEDULING_ENGINES = ("ideal", "vllm", "sglang", "trtllm", "llamacpp")
+
+
+@dataclass(frozen=True)
+class EngineOverheads:
+    """Time an engine spends outside the GPU's kernels, added by the step model: per step (scheduler, sampling,
+    launch), per running sequence in the step, and per request on an API server's path (tokenisation, detokenisation,
+    HTTP; added to each request's TTFT). Zero until roofline/engines/timing.py fills them from measurements."""
+
+    step_s: float = 0.0
+    per_seq_s: float = 0.0
+    api_request_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("step_s", "per_seq_s", "api_request_s"):
+            value = getattr(self, name)
+            if not value >= 0:
+                raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
+
+    def step(self, sequences: int) -> float:
+        """CPU seconds added to a step that runs `sequences` sequences."""
+        return self.step_s + self.per_seq_s * sequences
+
+
+@dataclass(frozen=True)
+class EngineScheduling:
+    """One engine's scheduler, as the simulator runs it (see the module docstring for each engine's sources)."""
+
+    engine: str
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool = True  # a prompt may be split over steps; if not, it needs a whole step's budget
+    mixed_steps: bool = True  # prefill chunks ride with decodes in one step (False: SGLang's prefill-or-decode)
+    capture_sizes: tuple[int, ...] = ()  # captured CUDA-graph sizes, ascending (empty: no graphs)
+    pad_scope: Literal["tokens", "decode", "none"] = "none"  # what is padded: any step's tokens, decode-only steps
+    preemption: Literal["recompute", "none"] = "recompute"  # "none": admit only what fits to the last token
+    prefix_caching: bool = False
+    page_tokens: int = 16
+    overheads: EngineOverheads = field(default_factory=EngineOverheads)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1:
+            raise ValueError("scheduler: max_num_seqs and max_num_batched_tokens must be >= 1")
+        if list(self.capture_sizes) != sorted(set(self.capture_sizes)):
+            raise ValueError("scheduler: capture sizes must be distinct and ascending")
+
+    def padded_tokens(self, tokens: int, decode_only: bool) -> int:
+        """Tokens the GPU computes for a step of `tokens` tokens: the smallest captured size >= tokens when the step
+        runs as a graph (vLLM: any step up to the largest size; SGLang: decode-only steps), else `tokens`."""
+        if self.pad_scope == "none" or not self.capture_sizes or (self.pad_scope == "decode" and not decode_only):
+            return tokens
+        i = bisect.bisect_left(self.capture_sizes, tokens)
+        return self.capture_sizes[i] if i < len(self.capture_sizes) else tokens
+
+    def with_overrides(self, max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+                       prefix_caching: bool | None = None) -> EngineScheduling:
+        """The same engine with the user's flags; an omitted flag keeps the engine's default."""
+        out = self
+        if max_num_batched_tokens is not None:
+            out = replace(out, max_num_batched_tokens=max_num_batched_tokens)
+        if max_num_seqs is not None:
+            out = replace(out, max_num_seqs=max_num_seqs)
+        if prefix_caching is not None:
+            out = replace(out, prefix_caching=prefix_caching)
+        return out
+
+
+def device_memory_bytes(hardware: Hardware) -> int:
+    """What the engines read as the device's memory: CUDA's totalGlobalMem when the catalogue has it, else the
+    datasheet capacity (vLLM current_platform.get_device_total_memory, SGLang get_device_memory_capacity)."""
+    return int(hardware.driver_memory_bytes or hardware.memory_bytes)
+
+
+def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:
+    """vLLM's default CUDA-graph capture sizes (VllmConfig._set_cudagraph_sizes, see the module docstring)."""
+    top = min(max_num_seqs * (1 + speculative_tokens) * 2, 512, max_num_batched_tokens)
+    sizes = [i for i in (1, 2, 4) if i <= top]
+    if top >= 8:
+        sizes += list(range(8, min(top + 1, 256), 8))
+    if top >= 256:
+        sizes += list(range(256, top + 1, 16))
+    return tuple(sizes)
+
+
+def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0) -> EngineScheduling:
+    """vLLM's defaults for this GPU and entry point ('api': `vllm serve`; 'offline': the `LLM` class)."""
+    big = device_memory_bytes(hardware) >= 70 * GIB and "a100" not in hardware.name.lower()
+    tokens = {"offline": 16384, "api": 8192}[entry] if big else {"offline": 8192, "api": 2048}[entry]
+    seqs = min(1024 if big else 256, tokens)
+    return EngineScheduling(
+        "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
+        prefix_caching=True, page_tokens=16,
+        notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
+               f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",))
+
+
+def sglang_graph_max_bs(memory_mib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) by GPU memory in MiB (_handle_gpu_memory_settings)."""
+    small_tp = tp < 4
+    if memory_mib < 20 * 1024:
+        return 2048, 8
+    if memory_mib < 35 * 1024:
+        return 2048, 24 if small_tp else 80
+    if memory_mib < 60 * 1024:
+        return 4096, 32 if small_tp else 160
+    if memory_mib < 160 * 1024:
+        return 8192, 256 if small_tp else 512
+    return 16384, 512
+
+
+def sglang_capture_sizes(max_bs: int) -> tuple[int, ...]:
+    """SGLang's decode capture sizes without speculative decoding (_generate_cuda_graph_batch_sizes)."""
+    sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, max_bs + 1, 32))
+    return tuple(s for s in sizes if s <= max_bs)
+
+
+def sglang_max_running(pool_tokens: int, context_len: int) -> int:
+    """max_running_requests = min(pool tokens // 2, the request pool min(max(pool / context x 512, 2048), 4096))."""
+    req_pool = min(max(int(pool_tokens / context_len * 512), 2048), 4096)
+    return max(1, min(pool_tokens // 2, req_pool))
+
+
+def sglang(hardware: Hardware, tp: int, pool_tokens: int | None, context_len: int) -> EngineScheduling:
+    """SGLang's defaults for this GPU; max running requests from the pool's tokens (4096 when unknown)."""
+    chunk, max_bs = sglang_graph_max_bs(device_memory_bytes(hardware) / MIB, tp)
+    running = sglang_max_running(pool_tokens, context_len) if pool_tokens else 4096
+    return EngineScheduling(
+        "sglang", running, chunk, mixed_steps=False, capture_sizes=sglang_capture_sizes(max_bs), pad_scope="decode",
+        prefix_caching=True, page_tokens=1,
+        notes=(f"sglang: chunked_prefill_size {chunk}, cuda_graph_max_bs {max_bs}, max_running_requests {running} "
+               "(server_args.py@469c63e _handle_gpu_memory_settings; prefill and decode in separate steps)",))
+
+
+def trtllm_capture_sizes(max_bs: int = 128) -> tuple[int, ...]:
+    """TensorRT-LLM CudaGraphConfig sizes without padding: 1..31, 32, 64, 128 and powers of two up to max_bs."""
+    sizes = set(range(1, 32)) | {32, 64, 128} | {2 ** i for i in range(8, max_bs.bit_length())}
+    return tuple(sorted(s for s in sizes if s <= max_bs))
+
+
+def trtllm() -> EngineScheduling:
+    """TensorRT-LLM's LLM API defaults (PyTorch backend)."""
+    return EngineScheduling(
+        "trtllm", 2048, 8192, chunked_prefill=False, capture_sizes=trtllm_capture_sizes(), pad_scope="none",
+        preemption="none", prefix_caching=True, page_tokens=32,
+        notes=("trtllm: max_batch_size 2048, max_num_tokens 8192, no chunked prefill, GUARANTEED_NO_EVICT "
+               "(llm_args.py defaults); CUDA graphs of 1..128 unpadded",))
+
+
+def llamacpp() -> EngineScheduling:
+    """llama-server's defaults: 4 slots, a 2048-token logical batch shared by prompts and decodes."""
+    return EngineScheduling(
+        "llamacpp", 4, 2048, preemption="none", prefix_caching=True, page_tokens=256,
+        notes=("llamacpp: -np 4 slots (unified KV), -b 2048, no preemption (server.cpp; PR #16736)",))
+
+
+def ideal() -> EngineScheduling:
+    """The planner's idealised engine (the simulator's defaults before engine profiles existed)."""
+    return EngineScheduling("ideal", 256, 8192, prefix_caching=True,
+                            notes=("ideal: 256 sequences, 8192 tokens a step, prefix caching",))
+
+
+def scheduling(engine: str, hardware: Hardware, entry: str = "api", tp: int = 1, pool_tokens: int | None = None,
+               context_len: int = 4096, speculative_tokens: int = 0) -> EngineScheduling:
+    """The engine's own scheduler defaults for this GPU (see the module docstring for each source)."""
+    if entry not in ENTRY_POINTS:
+        raise SpecError(f"--entry-point: {entry!r} is not one of {', '.join(ENTRY_POINTS)}")
+    if engine == "vllm":
+        return vllm(hardware, entry, speculative_tokens)
+    if engine == "sglang":
+        return sglang(hardware, tp, pool_tokens, context_len)
+    if engine == "trtllm":
+        return trtllm()
+    if engine == "llamacpp":
+        return llamacpp()
+    if engine == "ideal":
+        return ideal()
+    raise SpecError(f"--engine: unknown engine {engine!r}; valid: {', '.join(SCHEDULING_ENGINES)}")

@@ -1,0 +1,130 @@
+"""When each request reaches the engine: open-loop arrivals, a concurrency-limited client, or chat sessions.
+
+- Open loop: request i is sent at its arrival time a_i (Poisson or a trace).
+- `max_concurrency` N (vLLM's `benchmark_serving.py --max-concurrency`, an asyncio semaphore around each request;
+  vllm-project/vllm benchmarks/benchmark_serving.py): requests are sent in order, request i at
+  max(a_i, the time a slot frees + think time), with at most N outstanding. With a_i = 0 (`--rate inf`) that is a
+  closed loop of N clients.
+- Sessions of T turns: requests i = kT .. kT + T - 1 are the turns of one chat; the first is sent at its arrival
+  time, turn j + 1 think time after turn j finishes (a user reads the answer, then types); the later turns' own
+  arrival times are not used.
+An API server's own per-request time (EngineOverheads.api_request_s) delays each request's arrival at the engine;
+latencies are measured from the send time, as a benchmark client measures them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.serving.requests import Requests
+
+
+@dataclass(frozen=True)
+class Clients:
+    """How requests are released: open loop (the defaults), at most `max_concurrency` outstanding, or sessions of
+    `session_turns` turns; `think_s` between a completion and the next send on the freed slot or session."""
+
+    max_concurrency: int | None = None
+    think_s: float = 0.0
+    session_turns: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"--max-concurrency: {self.max_concurrency} must be >= 1")
+        if not (self.think_s >= 0 and math.isfinite(self.think_s)):
+            raise ValueError(f"--think-time-s: {self.think_s} must be a finite number of seconds >= 0")
+        if self.session_turns < 1:
+            raise ValueError(f"--session-turns: {self.session_turns} must be >= 1")
+        if self.max_concurrency is not None and self.session_turns > 1:
+            raise ValueError("--max-concurrency: cannot be combined with --session-turns (sessions are the clients)")
+
+    @property
+    def open_loop(self) -> bool:
+        """Every send time is known in advance (the arrival times)."""
+        return self.max_concurrency is None and self.session_turns == 1
+
+
+class Arrivals:
+    """The engine's view of the clients: the next arrival time, the requests due by now, and completions."""
+
+    def __init__(self, requests: Requests, clients: Clients, api_s: float = 0.0) -> None:
+        self.clients, self.api_s = clients, api_s
+        n = len(requests)
+        self.arrival_s = requests.arrival_s
+        self.send_s = np.full(n, np.nan)
+        self._heap: list[tuple[float, int]] = []  # (engine arrival time, id) of requests sent, not yet arrived
+        self.arrived = 0
+        if clients.open_loop:
+            self.send_s = requests.arrival_s.copy()
+            self._clock = _clock_arrivals(requests.arrival_s + api_s)
+            return
+        self._clock = None
+        if clients.max_concurrency is not None:
+            self._next = 0  # next request to send, in order
+            self._slots = [0.0] * min(clients.max_concurrency, n)  # times the free slots became free
+            self._release_slots()
+        else:
+            for first in range(0, n, clients.session_turns):
+                self._send(first, float(self.arrival_s[first]))
+
+    def _send(self, i: int, t: float) -> None:
+        self.send_s[i] = t
+        heapq.heappush(self._heap, (t + self.api_s, i))
+
+    def _release_slots(self) -> None:
+        n = len(self.arrival_s)
+        while self._slots and self._next < n:
+            free = heapq.heappop(self._slots)
+            self._send(self._next, max(float(self.arrival_s[self._next]), free))
+            self._next += 1
+
+    def next_time(self) -> float:
+        """Engine time of the next arrival (inf while none is known: every client waits on a request in flight)."""
+        if self._clock is not None:
+            return self._clock[self.arrived] if self.arrived < len(self._clock) else math.inf
+        return self._heap[0][0] if self._heap else math.inf
+
+    def due(self, now: float) -> list[int]:
+        """Ids of the requests that reach the engine by `now`, in arrival order."""
+        out = []
+        if self._clock is not None:
+            clock = self._clock
+            while self.arrived < len(clock) and clock[self.arrived] <= now:
+                out.append(self.arrived)
+                self.arrived += 1
+            return out
+        while self._heap and self._heap[0][0] <= now:
+            out.append(heapq.heappop(self._heap)[1])
+        self.arrived += len(out)
+        return out
+
+    def finished(self, ids: np.ndarray, now: float) -> None:
+        """Requests `ids` completed at `now`: their slots (or their sessions' next turns) are released."""
+        if self._clock is not None or not len(ids):
+            return
+        think = self.clients.think_s
+        if self.clients.max_concurrency is not None:
+            for _ in range(len(ids)):
+                heapq.heappush(self._slots, now + think)
+            self._release_slots()
+            return
+        turns = self.clients.session_turns
+        for i in ids.tolist():
+            nxt = i + 1
+            if nxt % turns and nxt < len(self.arrival_s):
+                self._send(nxt, now + think)
+
+
+def _clock_arrivals(arrival_s: np.ndarray) -> list[float]:
+    """The clock readings at which requests join the queue: each arrival is a wait from the previous one
+    (now + (t - now) in floating point, as a timeout from the previous arrival reads the clock)."""
+    out, now = [], 0.0
+    for t in arrival_s.tolist():
+        if t > now:
+            now = now + (t - now)
+        out.append(now)
+    return out

@@ -1,0 +1,101 @@
+"""Disaggregated serving: a prefill pool and a decode pool, each of its own size, GPU kind and parallelism, the KV
+of every prompt sent from one to the other.
+
+How the engines run it (vLLM's disaggregated prefill with a KV connector, vllm-project/vllm
+examples/online_serving/disaggregated_serving; llm-d / NVIDIA Dynamo likewise): the router sends the request to a
+prefill instance with max_tokens = 1; the prefill instance computes the prompt's KV; the KV moves to a decode
+instance, which loads it and generates every output token, the first included. So:
+- prefill pool: the request's prompt, one output token (its time and queueing are the prefill fleet's);
+- transfer: the prompt's KV bytes (the prefill side's pool table x its GPUs holding them, the method's compressed
+  bytes when a method compresses) over the link between the pools, `min(GPUs of either side)` NICs in parallel:
+  bytes / (NICs x link bytes/s) + link latency; transfers do not contend with each other (a dedicated NIC per GPU);
+- decode pool: the request arrives with its prompt's KV but the last token preloaded (the decode side computes that
+  token to emit the first output token), needs pages for all of it, and decodes to the end.
+TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's first step; TPOT is the
+decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
+side never waits on the decode side: no back-pressure, the decode pool queues what it cannot admit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.serving.fleet import Fleet
+from roofline.serving.requests import Requests
+from roofline.serving.simulate import Simulator, Trace
+
+
+@dataclass(frozen=True)
+class KvLink:
+    """The link the KV crosses between the pools (per GPU, per direction)."""
+
+    bytes_per_s: float
+    latency_s: float
+
+    @classmethod
+    def between(cls, a, b) -> KvLink:
+        """The slower scale-out link of two devices (a GPU's NIC to the other node), else their scale-up link."""
+        links = [h.scale_out or h.scale_up for h in (a, b)]
+        if any(lk is None for lk in links):
+            raise ValueError("--kv-link-bytes-per-s: a device has no link to another node; give the link's speed")
+        return cls(min(lk.bytes_per_s for lk in links), max(lk.latency_s for lk in links))
+
+
+@dataclass
+class DisaggTrace:
+    """The merged per-request trace (client view) and each pool's own."""
+
+    trace: Trace
+    prefill: Trace
+    decode: Trace
+    transfer_s: np.ndarray
+
+
+class Disaggregated:
+    """`prefill_replicas` replicas of `prefill` and `decode_replicas` of `decode` behind one router each."""
+
+    def __init__(self, prefill: Simulator, decode: Simulator, prefill_replicas: int, decode_replicas: int,
+                 link: KvLink, router: str = "least-outstanding") -> None:
+        self.prefill, self.decode, self.link = prefill, decode, link
+        self.fleets = (Fleet(prefill, prefill_replicas, router), Fleet(decode, decode_replicas, router))
+
+    def transfer_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        """KV transfer time of each prompt: its bytes on the prefill side over the parallel NICs."""
+        p, d = self.prefill.workload, self.decode.workload
+        gpus_p, gpus_d = p.tp * p.pp, d.tp * d.pp
+        total = self.prefill.pool.seq_bytes[prompt_tokens] * gpus_p
+        return total / (min(gpus_p, gpus_d) * self.link.bytes_per_s) + self.link.latency_s
+
+    def run(self, requests: Requests) -> DisaggTrace:
+        """Both stages for open-loop `requests`."""
+        n = len(requests)
+        first = Requests(requests.arrival_s, requests.prompt_tokens, np.ones(n, dtype=np.int64))
+        pre = self.fleets[0].run(first).trace
+        transfer = self.transfer_s(requests.prompt_tokens)
+        ready = pre.finish_s + transfer
+        order = np.argsort(ready, kind="stable")
+        second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
+        dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1).trace
+        first_token, finish = np.empty(n), np.empty(n)
+        first_token[order], finish[order] = dec.first_token_s, dec.finish_s
+        merged = Trace(requests, first_token, finish, dec.steps, dec.kv_capacity_bytes,
+                       dec.preemptions + pre.preemptions)
+        return DisaggTrace(merged, pre, dec, transfer)
+
+    def summary(self, run: DisaggTrace) -> dict[str, Any]:
+        """What the pools add to a run's report: sizes, the transfer, each pool's busy time."""
+        p, d = self.prefill.workload, self.decode.workload
+        pct = np.percentile(run.transfer_s, [50, 99])
+        return {"prefill": {"hardware": self.prefill.hardware.name, "tp": p.tp, "pp": p.pp,
+                            "replicas": self.fleets[0].n, "gpus": self.fleets[0].n * p.tp * p.pp,
+                            "busy_fraction": float(run.prefill.steps[:, 1].sum() / run.trace.horizon_s
+                                                   / self.fleets[0].n)},
+                "decode": {"hardware": self.decode.hardware.name, "tp": d.tp, "pp": d.pp,
+                           "replicas": self.fleets[1].n, "gpus": self.fleets[1].n * d.tp * d.pp,
+                           "busy_fraction": float(run.decode.steps[:, 1].sum() / run.trace.horizon_s
+                                                  / self.fleets[1].n)},
+                "kv_link": {"bytes_per_s": self.link.bytes_per_s, "latency_s": self.link.latency_s},
+                "transfer_s": {"p50": float(pct[0]), "p99": float(pct[1]), "mean": float(run.transfer_s.mean())}}

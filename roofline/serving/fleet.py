@@ -1,0 +1,199 @@
+"""A fleet: N identical replicas behind a router, simulated together on one clock.
+
+Each replica is the single-replica engine (its own scheduler, KV pool and prefix cache, the same step model); a
+request is routed when it arrives:
+- round-robin: request k to replica k mod N;
+- least-outstanding: the replica with the fewest requests running or waiting (ties: the lowest index) - the
+  "least request" policy of Envoy / the llm-d inference scheduler's queue scorer;
+- prefix-aware: the replica whose cache holds the longest prefix of the request (in whole pages), ties by least
+  outstanding (SGLang's cache-aware router, llm-d's prefix-cache scorer).
+The event loop is the single replica's, kept per replica: a replica's decode-only block is cut at the step during
+which a request is routed to it (its outstanding count cannot change inside a block: blocks end at the first
+completion). With one replica it replays Simulator.run exactly (tested). The prefix-aware router reads a replica's
+cache as of its last committed step.
+
+Sizing: the fewest replicas whose fleet meets the SLO (TTFT p99 and TPOT p99) at a target rate, searched by
+bisection on N with the fleet simulated at each N; cost per million output tokens = $/GPU-hour x GPUs / 3600 /
+output tokens per second x 1e6.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roofline.serving.clients import Arrivals, Clients
+from roofline.serving.prefix import PrefixCache
+from roofline.serving.requests import Requests
+from roofline.serving.scheduler import Scheduler
+from roofline.serving.simulate import SPEC_SEED, Simulator, Slo, Trace
+
+ROUTERS = ("round-robin", "least-outstanding", "prefix-aware")
+
+
+@dataclass
+class _Replica:
+    sched: Scheduler
+    records: list[tuple] = field(default_factory=list)
+    plan: Any = None
+    start: float = 0.0
+    ends: np.ndarray | None = None
+    steps: int = 0
+    version: int = 0  # bumps when the block in flight is cut: stale heap entries are skipped
+
+    @property
+    def outstanding(self) -> int:
+        return self.sched.n_running + len(self.sched.waiting)
+
+
+@dataclass
+class FleetTrace:
+    """One fleet run: the merged per-request trace and each replica's own."""
+
+    trace: Trace
+    replicas: list[Trace]
+    routed: np.ndarray  # replica of each request
+
+
+class Fleet:
+    """N replicas of one Simulator's engine behind a router."""
+
+    def __init__(self, sim: Simulator, replicas: int, router: str = "least-outstanding") -> None:
+        if replicas < 1:
+            raise ValueError(f"--replicas: {replicas} must be >= 1")
+        if router not in ROUTERS:
+            raise ValueError(f"--router: {router!r} is not one of {', '.join(ROUTERS)}")
+        self.sim, self.n, self.router = sim, replicas, router
+
+    def _route(self, i: int, reps: list[_Replica], k: int) -> int:
+        if self.router == "round-robin":
+            return k % self.n
+        load = [r.outstanding for r in reps]
+        if self.router == "prefix-aware" and reps[0].sched.cache is not None:
+            todo = int(reps[0].sched.prompt[i])
+            hits = [r.sched.cache.hit(i, todo) for r in reps]
+            return min(range(self.n), key=lambda j: (-hits[j], load[j], j))
+        return min(range(self.n), key=lambda j: (load[j], j))
+
+    def _start(self, r: _Replica, now: float, next_arrival: float, events: list) -> None:
+        """Begin replica r's next block at `now` (nothing if it has nothing to run)."""
+        r.sched.now = now
+        in_system = (r.sched.n_running, len(r.sched.waiting))
+        plan = r.sched.schedule()
+        if plan is None:
+            r.plan = None
+            return
+        r.plan, r.start = plan, now
+        r.ends = self.sim.block_ends(r.sched, plan)
+        # one replica cuts its block at the next arrival as Simulator.run does; several cut when one is routed to them
+        r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf)
+        r.records.append([now, 0.0, *in_system, r.sched.used_bytes, r.sched.preemptions, plan.tokens])
+        self._push(r, events)
+
+    def _push(self, r: _Replica, events: list) -> None:
+        r.version += 1
+        r.records[-1][1] = float(r.ends[r.steps - 1])
+        r.records[-1][6] = r.plan.tokens * r.steps
+        heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), id(r), r.version, r))
+
+    def run(self, requests: Requests, clients: Clients | None = None,
+            preloaded: np.ndarray | None = None) -> FleetTrace:
+        """Simulate the fleet serving `requests` to completion (`preloaded`: tokens of KV each request brings,
+        Scheduler's)."""
+        sim = self.sim
+        sim.check(requests)
+        caching = requests.prefix is not None and sim.engine.prefix_caching
+        reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
+                                   PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
+                                   if caching else None, preloaded)) for _ in range(self.n)]
+        arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
+        routed = np.full(len(requests), -1)
+        rng = np.random.default_rng(SPEC_SEED)
+        events: list = []
+        done, k = 0, 0
+        while done < len(requests):
+            t_arr = arrivals.next_time()
+            if events and events[0][0] < t_arr or (events and t_arr == math.inf):
+                end, _, version, r = heapq.heappop(events)
+                if version != r.version:
+                    continue
+                finished = r.sched.commit_block(r.plan, r.steps, end, sim.accepted(r.sched, r.plan, rng))
+                if finished:
+                    done += finished
+                    arrivals.finished(r.sched.last_finished, end)
+                self._start(r, end, arrivals.next_time(), events)
+                continue
+            if t_arr == math.inf:
+                raise RuntimeError("fleet: no event left with requests outstanding")
+            for i in arrivals.due(t_arr):
+                j = self._route(i, reps, k)
+                k += 1
+                routed[i] = j
+                r = reps[j]
+                r.sched.waiting.append(i)
+                r.sched.arrived += 1
+                if r.plan is None:
+                    self._start(r, t_arr, arrivals.next_time(), events)
+                elif r.steps > 1 and r.start + float(r.ends[r.steps - 1]) > t_arr:
+                    r.steps = min(r.steps, int(np.searchsorted(r.ends, t_arr - r.start)) + 1)
+                    self._push(r, events)
+        return self._traces(requests, reps, arrivals, routed)
+
+    def _traces(self, requests: Requests, reps: list[_Replica], arrivals: Arrivals, routed) -> FleetTrace:
+        sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
+        first = np.full(len(requests), np.nan)
+        finish = np.full(len(requests), np.nan)
+        per = []
+        cap = self.sim.pool.capacity_bytes
+        for j, r in enumerate(reps):
+            mine = routed == j
+            first[mine], finish[mine] = r.sched.first_token_s[mine], r.sched.finish_s[mine]
+            steps = np.array(r.records, dtype=np.float64).reshape(-1, 7)
+            stats = r.sched.cache.stats() if r.sched.cache is not None else None
+            per.append(Trace(sent, r.sched.first_token_s, r.sched.finish_s, steps, cap, r.sched.preemptions, stats))
+        steps = np.concatenate([t.steps for t in per])
+        steps = steps[np.argsort(steps[:, 0], kind="stable")]
+        stats = None
+        if per[0].prefix_cache is not None:
+            hit = sum(t.prefix_cache["hit_tokens"] for t in per)
+            query = sum(t.prefix_cache["query_tokens"] for t in per)
+            stats = {"workload": per[0].prefix_cache["workload"], "hit_rate": hit / query if query else 0.0,
+                     "hit_tokens": hit, "query_tokens": query}
+        merged = Trace(sent, first, finish, steps, cap * self.n, sum(t.preemptions for t in per), stats)
+        return FleetTrace(merged, per, routed)
+
+
+def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, start: int,
+                    clients: Clients | None = None, most: int = 4096) -> dict[str, Any]:
+    """The fewest replicas whose fleet meets `slo` on `requests` (at their own rate), by bisection from `start`
+    (the independent-replicas estimate): doubled until a size meets it, then halved down."""
+    def meets(n: int) -> bool:
+        trace = Fleet(sim, n, router).run(requests, clients).trace
+        tpot = trace.tpot_s
+        return (float(np.percentile(trace.ttft_s, 99)) <= slo.ttft_s
+                and (not len(tpot) or float(np.percentile(tpot, 99)) <= slo.tpot_s))
+
+    runs = 0
+    hi = max(1, start)
+    while True:
+        runs += 1
+        if meets(hi):
+            break
+        if hi >= most:
+            return {"replicas": None, "reason": f"{most} replicas do not meet the SLO", "runs": runs}
+        hi = min(2 * hi, most)
+    lo = 0  # largest size known to fail (0: none tried)
+    probe = hi // 2
+    while probe > lo:
+        runs += 1
+        if meets(probe):
+            hi = probe
+            probe = (lo + hi) // 2
+        else:
+            lo = probe
+            probe = (lo + hi) // 2
+    return {"replicas": hi, "reason": None, "runs": runs}

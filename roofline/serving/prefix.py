@@ -1,0 +1,252 @@
+"""Prefix caching: shared prompt content as a tree of token segments, and the pool's cache of its pages.
+
+Workload (PrefixTree): node k is a segment of `length[k]` tokens starting at token `start[k]` of every sequence
+whose path runs through it (its parent's segment ends where it starts). Request i's sequence begins with the content
+of the path from a root to its node `leaf[i]`, for its first `shared[i]` tokens. Builders: `system_prompts` (K roots
+of S tokens, prepended to every prompt), `hit_rate` (one root: request i shares floor(h x prompt_i) tokens),
+`prefix_tree` (levels of fan-out and length, e.g. 4 templates x 8 few-shot sets) and `sessions` (a chat: turn j's
+prompt is turn j - 1's prompt and answer plus the new user message; each turn is a child of the last).
+
+Cache (PrefixCache), as vLLM's automatic prefix caching keeps it (vllm-project/vllm vllm/v1/core/kv_cache_utils.py,
+FreeKVCacheBlockQueue; vllm/v1/core/block_pool.py): a page is cached once it is full of computed tokens; a new request
+reuses the longest cached prefix of its path, in whole pages, leaving at least its last token to compute (the hit
+skips those tokens' prefill: the chunk starts at the hit, and attention still reads them); pages no running request
+uses stay cached until the pool needs room, evicted least recently used first, a sequence's tail page first (vLLM's
+free queue: "the least recent used block is at the front ... the one with more hash tokens (the tail of a block
+chain) is at the front"). A cached segment holds the method's own bytes for those tokens (the pool's per-sequence
+table: seq_bytes[start + cached] - seq_bytes[start]), so a compressed method keeps more prefixes warm in the same
+pool. For methods whose bytes per token are not uniform (full-precision windows, sinks) that difference is the
+marginal cost of extending a sequence, an approximation for a segment shared by many sequences.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from roofline.errors import SpecError
+from roofline.serving.requests import Requests
+
+
+@dataclass(frozen=True)
+class PrefixTree:
+    """Shared content: nodes (parent, start, length) and per request its deepest node and shared tokens."""
+
+    parent: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    leaf: np.ndarray
+    shared: np.ndarray
+    kind: str
+
+    def path(self, node: int) -> list[int]:
+        """Nodes from the root to `node`."""
+        out = []
+        while node >= 0:
+            out.append(node)
+            node = int(self.parent[node])
+        return out[::-1]
+
+
+def _tree(parent, start, length, leaf, shared, kind: str) -> PrefixTree:
+    a = (np.asarray(x, dtype=np.int64) for x in (parent, start, length, leaf, shared))
+    return PrefixTree(*a, kind)
+
+
+def system_prompts(requests: Requests, tokens: int, count: int, seed: int) -> tuple[Requests, PrefixTree]:
+    """Every prompt starts with one of `count` system prompts of `tokens` tokens (chosen uniformly)."""
+    if tokens < 1 or count < 1:
+        raise SpecError("--prefix: system:TOKENS[:COUNT] needs TOKENS >= 1 and COUNT >= 1")
+    n = len(requests)
+    pick = np.random.default_rng(seed + 1).integers(0, count, size=n)
+    tree = _tree(np.full(count, -1), np.zeros(count), np.full(count, tokens), pick, np.full(n, tokens), "system")
+    return replace(requests, prompt_tokens=requests.prompt_tokens + tokens, prefix=tree), tree
+
+
+def hit_rate(requests: Requests, rate: float) -> tuple[Requests, PrefixTree]:
+    """One shared root: request i's first floor(rate x prompt_i) tokens are shared content."""
+    if not 0 <= rate < 1:
+        raise SpecError(f"--prefix: hit:{rate:g} needs a rate in [0, 1)")
+    top = int(requests.prompt_tokens.max())
+    shared = np.floor(rate * requests.prompt_tokens).astype(np.int64)
+    tree = _tree([-1], [0], [top], np.zeros(len(requests)), shared, "hit")
+    return replace(requests, prefix=tree), tree
+
+
+def prefix_tree(requests: Requests, levels: list[tuple[int, int]], seed: int) -> tuple[Requests, PrefixTree]:
+    """Levels of (fan-out, tokens): each request follows a uniformly chosen root-to-leaf path; its prompt is the
+    path's content followed by its own tokens."""
+    if not levels or any(f < 1 or t < 1 for f, t in levels):
+        raise SpecError("--prefix: tree:FxT[,FxT...] needs fan-outs and token counts >= 1")
+    parent, start, length = [], [], []
+    frontier = [(-1, 0)]
+    for fan, tokens in levels:
+        nxt = []
+        for node, end in frontier:
+            for _ in range(fan):
+                parent.append(node), start.append(end), length.append(tokens)
+                nxt.append((len(parent) - 1, end + tokens))
+        frontier = nxt
+    leaves = np.array([node for node, _ in frontier])
+    depth = sum(t for _, t in levels)
+    pick = leaves[np.random.default_rng(seed + 2).integers(0, len(leaves), size=len(requests))]
+    tree = _tree(parent, start, length, pick, np.full(len(requests), depth), "tree")
+    return replace(requests, prompt_tokens=requests.prompt_tokens + depth, prefix=tree), tree
+
+
+def sessions(requests: Requests, turns: int) -> tuple[Requests, PrefixTree]:
+    """Chats of `turns` turns (requests kT .. kT + T - 1): turn j's prompt = turn j - 1's prompt + answer + its own
+    drawn prompt (the new message); each turn's node extends the last turn's by its whole sequence."""
+    prompt = requests.prompt_tokens.copy()
+    out = requests.output_tokens
+    n = len(prompt)
+    parent, start, length = np.full(n, -1), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        if i % turns:
+            prompt[i] += prompt[i - 1] + out[i - 1]
+            parent[i], start[i] = i - 1, prompt[i - 1] + out[i - 1]
+        length[i] = prompt[i] + out[i] - start[i]
+    tree = _tree(parent, start, length, np.arange(n), prompt + out, "sessions")
+    return replace(requests, prompt_tokens=prompt, prefix=tree), tree
+
+
+def parse_prefix(text: str, requests: Requests, seed: int) -> tuple[Requests, PrefixTree]:
+    """--prefix system:TOKENS[:COUNT] | hit:RATE | tree:FxT[,FxT...]."""
+    kind, _, rest = text.partition(":")
+    try:
+        if kind == "system":
+            parts = [int(x) for x in rest.split(":")]
+            if len(parts) in (1, 2):
+                return system_prompts(requests, parts[0], parts[1] if len(parts) == 2 else 1, seed)
+        elif kind == "hit":
+            return hit_rate(requests, float(rest))
+        elif kind == "tree":
+            levels = [tuple(int(x) for x in lvl.split("x")) for lvl in rest.split(",")]
+            if all(len(lvl) == 2 for lvl in levels):
+                return prefix_tree(requests, levels, seed)
+    except ValueError:
+        pass
+    raise SpecError(f"--prefix: {text!r} is not a prefix workload: use system:TOKENS[:COUNT], hit:RATE or "
+                    "tree:FxT[,FxT...]")
+
+
+class PrefixCache:
+    """The cached pages of a PrefixTree in one pool: per node the tokens cached (a prefix of its segment, whole
+    pages within the request's view), running requests using it, last use; LRU eviction of unused tails."""
+
+    def __init__(self, tree: PrefixTree, seq_bytes: np.ndarray, page_tokens: int) -> None:
+        self.tree, self.seq, self.page = tree, seq_bytes, page_tokens
+        k = len(tree.parent)
+        self.cached = np.zeros(k, dtype=np.int64)
+        self.refs = np.zeros(k, dtype=np.int64)
+        self.cached_children = np.zeros(k, dtype=np.int64)
+        self.last_use = np.zeros(k)
+        self.depth = np.array([len(tree.path(j)) for j in range(k)])
+        self._paths: dict[int, list[int]] = {}
+        self._heap: list[tuple[float, int, int]] = []
+        self.bytes = 0.0
+        self.hit_tokens = 0
+        self.query_tokens = 0
+
+    def path(self, i: int) -> list[int]:
+        """Request i's nodes, root first (memoised by leaf)."""
+        leaf = int(self.tree.leaf[i])
+        if leaf not in self._paths:
+            self._paths[leaf] = self.tree.path(leaf) if leaf >= 0 else []
+        return self._paths[leaf]
+
+    def cached_prefix(self, i: int) -> int:
+        """Tokens of request i's path cached contiguously from its start."""
+        h = 0
+        for node in self.path(i):
+            c = int(self.cached[node])
+            h += c
+            if c < self.tree.length[node]:
+                break
+        return h
+
+    def hit(self, i: int, todo: int) -> int:
+        """Tokens request i would skip: its shared, cached prefix in whole pages, at most todo - 1 (the last token
+        is computed to produce the next one)."""
+        h = min(self.cached_prefix(i), int(self.tree.shared[i]), todo - 1)
+        return max(h, 0) // self.page * self.page
+
+    def count(self, hit: int, todo: int) -> None:
+        """An admission asked for `todo` prompt tokens and found `hit` cached."""
+        self.hit_tokens += hit
+        self.query_tokens += todo
+
+    def _node_bytes(self, node: int, cached: int) -> float:
+        s = int(self.tree.start[node])
+        return float(self.seq[s + cached] - self.seq[s])
+
+    def acquire(self, i: int, now: float) -> None:
+        """Request i runs: its nodes cannot be evicted."""
+        for node in self.path(i):
+            self.refs[node] += 1
+            self.last_use[node] = now
+
+    def release(self, i: int, now: float | None) -> None:
+        """Request i left (finished or preempted) at `now`, or was not admitted after all (None: its last use is
+        left as it was): nodes nobody uses become evictable, least recently used first."""
+        for node in self.path(i):
+            self.refs[node] -= 1
+            if now is not None:
+                self.last_use[node] = now
+            if self.cached[node] and not self.refs[node]:
+                heapq.heappush(self._heap, (self.last_use[node], -int(self.depth[node]), node))
+
+    def publish(self, i: int, upto: int) -> int:
+        """Request i has computed its first `upto` shared tokens (whole pages): they join the cache. Returns the
+        cached prefix before (the caller frees its own copy of what was already cached)."""
+        before = self.cached_prefix(i)
+        if upto <= before:
+            return before
+        for node in self.path(i):
+            s, length = int(self.tree.start[node]), int(self.tree.length[node])
+            if upto <= s:
+                break
+            want = min(upto - s, length)
+            old = int(self.cached[node])
+            if want > old:
+                self.bytes += self._node_bytes(node, want) - self._node_bytes(node, old)
+                self.cached[node] = want
+                if old == 0 and self.tree.parent[node] >= 0:
+                    self.cached_children[self.tree.parent[node]] += 1
+        return before
+
+    def _evictable(self, node: int) -> bool:
+        return self.refs[node] == 0 and self.cached[node] > 0 and self.cached_children[node] == 0
+
+    def evict(self, need_bytes: float) -> float:
+        """Free at least `need_bytes` (if the unused cache holds them) from the least recently used tails, page by
+        page; returns the bytes freed."""
+        freed = 0.0
+        while freed < need_bytes and self._heap:
+            t, _, node = heapq.heappop(self._heap)
+            if not self._evictable(node) or t != self.last_use[node]:
+                continue
+            while freed < need_bytes and self.cached[node] > 0:
+                old = int(self.cached[node])
+                new = max(0, (old - 1) // self.page * self.page)
+                freed += self._node_bytes(node, old) - self._node_bytes(node, new)
+                self.cached[node] = new
+            if self.cached[node] > 0:
+                heapq.heappush(self._heap, (t, -int(self.depth[node]), node))
+            else:
+                parent = int(self.tree.parent[node])
+                if parent >= 0:
+                    self.cached_children[parent] -= 1
+                    if self._evictable(parent):
+                        heapq.heappush(self._heap, (self.last_use[parent], -int(self.depth[parent]), parent))
+        self.bytes -= freed
+        return freed
+
+    def stats(self) -> dict[str, float | int | str]:
+        """Hit statistics: prompt tokens skipped over prompt tokens asked for, at every admission (vLLM's
+        prefix cache hit rate: hits / queries in tokens)."""
+        rate = self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
+        return {"workload": self.tree.kind, "hit_rate": rate, "hit_tokens": int(self.hit_tokens),
+                "query_tokens": int(self.query_tokens)}

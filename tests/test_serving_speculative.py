@@ -1,0 +1,96 @@
+"""Speculative decoding (serving.speculative): acceptance, the draft's step cost and KV, and TPOT.
+
+Expectations: E[tokens per step] = 1 + sum_k prod_{j<=k} a_j by hand (Leviathan et al. 2023, Sec. 3); a lone
+request's TPOT composed by hand from the step path's own pieces (a verify chunk of K + 1 tokens after the cached
+context, K draft passes) at the contexts the request walks through; the draft's KV and weights from the target's
+accounting (one layer's share for EAGLE / MTP, Llama-3.1-8B has 32 layers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.catalogue import load_hardware, load_model
+from roofline.errors import SpecError
+from roofline.methods import parse_method
+from roofline.planner.memory import weights_per_gpu
+from roofline.serving.requests import Requests
+from roofline.serving.simulate import Simulator
+from roofline.serving.speculative import Speculative
+from roofline.specs import Workload
+
+MODEL, H200 = load_model("Llama-3.1-8B"), load_hardware("H200")
+E = np.zeros(0, dtype=np.int64)
+
+
+def sim(spec: str | None, max_tokens: int) -> Simulator:
+    wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192)
+    return Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=max_tokens,
+                     speculative=Speculative.parse(spec) if spec else None)
+
+
+def lone(prompt: int, output: int) -> Requests:
+    return Requests(np.array([0.0]), np.array([prompt]), np.array([output]))
+
+
+def test_expected_tokens_per_step_and_parsing():
+    assert Speculative.parse("eagle:3:0.8").expected_tokens() == pytest.approx(1 + 0.8 + 0.64 + 0.512)
+    assert Speculative.parse("mtp:2:0.9,0.5").expected_tokens() == pytest.approx(1 + 0.9 + 0.45)
+    spec = Speculative.parse("draft=Llama-3.2-1B:4:0.7")
+    assert spec.draft_model == "Llama-3.2-1B" and spec.acceptance == (0.7,) * 4
+    for bad in ("eagle:3", "eagle:3:1.5", "mtp:2:0.9,0.5,0.1", "medusa:2:0.5", "eagle:0:0.5", "draft:2:0.5"):
+        with pytest.raises(SpecError, match="--speculative"):
+            Speculative.parse(bad)
+
+
+def test_acceptance_draws_have_the_expected_mean():
+    spec = Speculative.parse("eagle:4:0.9,0.7,0.5,0.3")
+    drawn = spec.draw(np.random.default_rng(1), 200_000)
+    assert drawn.mean() + 1 == pytest.approx(spec.expected_tokens(), rel=0.01)
+    assert drawn.min() == 0 and drawn.max() == 4
+
+
+@pytest.mark.parametrize("spec", ["eagle:3:1.0", "draft=Llama-3.2-1B:3:1.0"])
+def test_lone_request_tpot_is_verify_plus_drafts_per_token(spec):
+    """All drafts accepted: 4 tokens a step; 40 tokens after the first are 10 steps at contexts P+1, P+5, ..."""
+    prompt, output = 1000, 41
+    s = sim(spec, prompt + output)
+    trace = s.run(lone(prompt, output))
+    def verify(ctx):
+        return s.steps.step_time(E, ctx - 1, np.array([4]), np.array([True]))
+
+    def drafts(ctx):
+        if s.draft.steps is None:
+            return sum(s.steps.once_time(s.steps.work(ctx + k, E, E, E.astype(bool)), 1, 1, False) for k in range(3))
+        return sum(s.draft.steps.step_time(ctx + k, E, E, E.astype(bool)) for k in range(3))
+
+    total = sum(verify(c) + drafts(c) for c in (np.array([prompt + 1 + 4 * j]) for j in range(10)))
+    assert float(trace.tpot_s[0]) == pytest.approx(total / 40, rel=1e-9)
+    # the planner-side formula at the middle context agrees with the simulated TPOT
+    mid = np.array([prompt + 21])
+    assert s.speculative.tpot_s(verify(mid), drafts(mid)) == pytest.approx(float(trace.tpot_s[0]), rel=0.01)
+    plain = sim(None, prompt + output).run(lone(prompt, output))
+    assert trace.tpot_s[0] < plain.tpot_s[0]  # four tokens a step beat one (memory-bound decode at batch 1)
+
+
+def test_steps_taken_follow_the_acceptance():
+    prompt, output = 512, 4001
+    spec = Speculative.parse("mtp:2:0.6")
+    trace = sim("mtp:2:0.6", prompt + output).run(lone(prompt, output))
+    decode_steps = len(trace.steps) - 1  # one prefill step
+    assert decode_steps == pytest.approx((output - 1) / spec.expected_tokens(), rel=0.03)
+
+
+def test_the_draft_takes_its_weights_and_kv_from_the_pool():
+    target, eagle = sim(None, 4096), sim("eagle:2:0.5", 4096)
+    layers = MODEL.num_layers  # 32: EAGLE / MTP cost one layer's share
+    assert eagle.pool.capacity_bytes == pytest.approx(
+        target.pool.capacity_bytes - float(weights_per_gpu(MODEL, target.workload)) / layers, rel=1e-12)
+    assert eagle.pool.seq_bytes[4096] == pytest.approx(target.pool.seq_bytes[4096] * (1 + 1 / layers), rel=1e-12)
+    drafted = sim("draft=Llama-3.2-1B:2:0.5", 4096)
+    small = Simulator(load_model("Llama-3.2-1B"), H200, Workload(context_tokens=4098, prefill_chunk_tokens=8192),
+                      parse_method("bf16"), max_tokens=4096)
+    # Llama-3.2-1B: 16 layers x 8 KV heads x 64 dims x 2 (K, V) x 2 bytes = 32 KiB per token
+    assert drafted.pool.seq_bytes[4096] - target.pool.seq_bytes[4096] == 4096 * 16 * 8 * 64 * 2 * 2
+    assert small.pool.seq_bytes[4096] == 4096 * 32768
