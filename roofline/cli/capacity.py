@@ -33,6 +33,9 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--weight-dtype", default="bf16", help="weights for the budget estimate (bf16, fp8, mxfp4, ...)")
     p.add_argument("--expert-weight-dtype", help="routed experts for the budget estimate (default: --weight-dtype; "
                    "gpt-oss ships mxfp4)")
+    p.add_argument("--entry-point", choices=("api", "offline"), default="api",
+                   help="how the engine is started: 'api' its server (vllm serve), 'offline' its Python LLM class; "
+                   "vLLM's default token budget differs (8192 / 16384 on a >= 70 GiB GPU)")
     p.add_argument("--enable-prefix-caching", action="store_true",
                    help="vLLM: prefix caching on (hybrid models: their mamba cache mode holds more blocks)")
     p.add_argument("--mamba-cache-mode", choices=("none", "align", "all"),
@@ -74,23 +77,31 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
                                    "weight_dtype": weight_dtype,
                                    **({"expert_weight_dtype": expert_weight_dtype} if expert_weight_dtype else {})},
                         "workload")
-    return BudgetParts(total=hardware.memory_bytes, weights=weights_per_gpu(model, workload),
+    # what CUDA reports (torch total_memory, what every engine reads), else the datasheet capacity
+    return BudgetParts(total=hardware.driver_memory_bytes or hardware.memory_bytes,
+                       weights=weights_per_gpu(model, workload),
                        activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware))
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
     """`roofline capacity`: the engine's KV pool, pool tokens and concurrency for the model; 0 on success."""
+    from dataclasses import replace
+
     from roofline.catalogue import load_hardware, load_model
     from roofline.engines import capacity
-    from roofline.engines.vllm import DEFAULT_BATCHED_TOKENS
+    from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling
 
     model = load_model(args.model)
     options = _options(args)
+    hardware = load_hardware(args.hardware or "H100-SXM")
+    if options.max_num_batched_tokens is None and args.engine in SCHEDULING_ENGINES:
+        # the engine's own default for this GPU and entry point (vLLM: 16384 offline / 8192 served on >= 70 GiB)
+        default = scheduling(args.engine, hardware, entry=args.entry_point, tp=args.tp).max_num_batched_tokens
+        options = replace(options, max_num_batched_tokens=default)
     parts = None
     if options.kv_memory_bytes is None:
-        hardware = load_hardware(args.hardware or "H100-SXM")
-        chunk = args.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
-        parts = budget_parts(model, hardware, args.tp, args.pp, chunk, args.weight_dtype, args.expert_weight_dtype)
+        parts = budget_parts(model, hardware, args.tp, args.pp, options.max_num_batched_tokens, args.weight_dtype,
+                             args.expert_weight_dtype)
     result = capacity(model, args.engine, options, parts).as_dict()
     result["model"] = model.name
     if args.json:

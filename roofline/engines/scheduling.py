@@ -71,6 +71,7 @@ class EngineOverheads:
     step_s: float = 0.0
     per_seq_s: float = 0.0
     api_request_s: float = 0.0
+    overlap: bool = False  # asynchronous scheduling: a step takes max(gpu, host) instead of gpu + host
 
     def __post_init__(self) -> None:
         for name in ("step_s", "per_seq_s", "api_request_s"):
@@ -79,8 +80,15 @@ class EngineOverheads:
                 raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
 
     def step(self, sequences: int) -> float:
-        """CPU seconds added to a step that runs `sequences` sequences."""
+        """CPU seconds of a step that runs `sequences` sequences."""
         return self.step_s + self.per_seq_s * sequences
+
+    def combine(self, gpu_s, host_s):
+        """Wall time of steps of `gpu_s` GPU and `host_s` host seconds (numbers or arrays): max when the host work
+        of the next step overlaps the GPU's (vLLM's async scheduling), else their sum."""
+        import numpy as np
+
+        return np.maximum(gpu_s, host_s) if self.overlap else gpu_s + host_s
 
 
 @dataclass(frozen=True)
@@ -133,6 +141,18 @@ def device_memory_bytes(hardware: Hardware) -> int:
     return int(hardware.driver_memory_bytes or hardware.memory_bytes)
 
 
+def measured_overheads(engine: str) -> EngineOverheads:
+    """The engine's host costs from its time profile (roofline.engines.timing; zeros where none is measured): the
+    per-step law and its overlap as measured, and per request on the API server's path its request cost and the
+    server's own (timing.request_s + api_request_s, what the tiny server's TTFT at concurrency 1 measured) less the
+    one step's host work the simulator already charges that request's first step (host_s(1))."""
+    from roofline.engines.timing import timing
+
+    t = timing(engine)
+    api = max(0.0, t.request_s + t.api_request_s - t.host_s(1)) if t.request_s or t.api_request_s else 0.0
+    return EngineOverheads(step_s=t.step_s, per_seq_s=t.per_seq_s, api_request_s=api, overlap=t.overlap)
+
+
 def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:
     """vLLM's default CUDA-graph capture sizes (VllmConfig._set_cudagraph_sizes, see the module docstring)."""
     top = min(max_num_seqs * (1 + speculative_tokens) * 2, 512, max_num_batched_tokens)
@@ -151,7 +171,7 @@ def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0) -> EngineS
     seqs = min(1024 if big else 256, tokens)
     return EngineScheduling(
         "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
-        prefix_caching=True, page_tokens=16,
+        prefix_caching=True, page_tokens=16, overheads=measured_overheads("vllm"),
         notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
                f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",))
 

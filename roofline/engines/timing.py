@@ -16,8 +16,11 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    device (attention decode latency + KV bytes / rate of FlashAttention-3's paged decode, prefill attention FLOP/s
    per head dim, the fused Triton MoE's law), measured alone by validate/engines/micro.py on that GPU. On a GPU with
    no such measurement the device's own measured (or datasheet) laws stand.
-5. **The API server's per-request cost** (HTTP, tokenization, detokenization, streaming): TTFT of a short prompt at
-   concurrency 1 on the tiny model, less its prefill step; added to a served request's TTFT (serving only).
+5. **A request's own cost** (adding it, its first schedule and step, returning its output): the offline time of one
+   short request on the tiny model (`generate()` at B = 1, max_tokens 1, GPU work ~0.1 ms): added to a prefill's GPU
+   time (the offline TTFT) in place of the overlapped step host work.
+6. **The API server's per-request cost** (HTTP, tokenization, detokenization, streaming): TTFT of a short prompt at
+   concurrency 1 on the tiny server, less (5); added to a served request's TTFT (serving only).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -49,6 +52,7 @@ class EngineTiming:
     overlap: bool = False
     capture_sizes: tuple[int, ...] = ()
     api_request_s: float = 0.0
+    request_s: float = 0.0
     kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU name -> {ceiling key: value}
     attention_flops: dict[str, dict[int, float]] = field(default_factory=dict)  # GPU -> head dim -> FLOP/s
     sources: dict[str, str] = field(default_factory=dict)
@@ -93,7 +97,7 @@ def timing(engine: str) -> EngineTiming:
         return EngineTiming(
             engine=engine, version=d["version"], step_s=float(d["step_s"]), per_seq_s=float(d["per_seq_s"]),
             overlap=bool(d["overlap"]), capture_sizes=tuple(sorted(int(s) for s in d["capture_sizes"])),
-            api_request_s=float(d["api_request_s"]),
+            api_request_s=float(d["api_request_s"]), request_s=float(d["request_s"]),
             kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},

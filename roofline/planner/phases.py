@@ -148,8 +148,8 @@ class PhaseModel:
         chunks = self.prefill_chunks(batch, prompt)
         total = self.kernel("prefill").total
         gpu = self.pipeline(lambda b: total(b, prompt, chunks), batch)
-        # the first step of a request has no step before it to hide its host work behind
-        return gpu if self.engine is IDEAL else gpu + self.engine.host_s(batch)
+        # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind
+        return gpu if self.engine is IDEAL else gpu + self.engine.request_s
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:
         """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's

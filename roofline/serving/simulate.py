@@ -175,11 +175,12 @@ class Simulator:
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
-            return np.array([cpu_s + verify + self.draft.time_s(context)])
+            return np.array([engine.overheads.combine(verify + self.draft.time_s(context), cpu_s)])
         if steps == 1:
-            return np.array([cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens,
-                                                          plan.chunk_done, pad)])
-        return np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
+            return np.array([engine.overheads.combine(self.steps.step_time(context, plan.chunk_start,
+                                                                           plan.chunk_tokens, plan.chunk_done, pad),
+                                                      cpu_s)])
+        return np.cumsum(engine.overheads.combine(self.steps.decode_block(context, steps, pad), cpu_s))
 
     @staticmethod
     def cut(ends: np.ndarray, now: float, next_arrival: float) -> int:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from validate.engines.predict import CASES, capacity_from_log, predict
 
+# the engine profile's own microbenchmark (validate/engines/derive.py): in-sample, never judged
+MICRO_MODELS = ("tiny-llama",)
 LOG = {"kv_gib": r"Available KV cache memory: ([\d.,]+) GiB", "pool_tokens": r"GPU KV cache size: ([\d,]+) tokens",
        "max_concurrency": r"Maximum concurrency for [\d,]+ tokens per request: ([\d.,]+)x",
        # gpu_worker.py: the CUDA-graph memory estimate, as the utilization it is equivalent to without it
@@ -62,17 +64,20 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
         pre, cur = predicted["models"][name], current[name]
         for m, p, c in zip(meas["decode"], pre["decode"], cur["decode"], strict=False):
             rows["decode"].append({"model": name, "B": m["B"], "P": m["P"], "measured_s": m["decode_step_s"],
-                                   "before_s": p["decode_step_s"], "now_s": c["decode_step_s"]})
+                                   "before_s": p["decode_step_s"], "now_s": c["decode_step_s"],
+                                   "judged": name not in MICRO_MODELS})
         for m, p, c in zip(meas["prefill"], pre["prefill"], cur["prefill"], strict=False):
             rows["prefill"].append({"model": name, "P": m["P"], "measured_s": m["median_s"],
-                                    "before_s": p["prefill_s"], "now_s": c["prefill_s"]})
+                                    "before_s": p["prefill_s"], "now_s": c["prefill_s"],
+                                    "judged": name not in MICRO_MODELS})
         log = parse_log((results / f"{name}-lat.log").read_text(errors="replace"))
         if log:
             spec = CASES["models"][name]
-            row = {"model": name, "run": "offline", "max_model_len": spec["max_model_len"],
+            row = {"model": name, "run": "offline", "max_model_len": spec["max_model_len"], "now": cur["capacity"][0],
                    "gpu_memory_utilization": CASES["gpu_memory_utilization"], "log": log,
                    "predicted": pre["capacity"][0], "rule_from_logged_budget": capacity_from_log(
-                       name, spec["max_model_len"], log["kv_gib"])}
+                       name, spec["max_model_len"], log["kv_gib"], meas.get("engine", {}).get(
+                           "max_num_batched_tokens", 16384))}
             rows["capacity"].append(row)
     serve = CASES["serve"]
     server_log = results / f"{serve['model']}-server.log"
@@ -83,7 +88,9 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
                 "model": serve["model"], "run": "server", "max_model_len": serve["max_model_len"],
                 "gpu_memory_utilization": serve["gpu_memory_utilization"], "log": log,
                 "predicted": predicted["models"][serve["model"]]["capacity"][1],
-                "rule_from_logged_budget": capacity_from_log(serve["model"], serve["max_model_len"], log["kv_gib"])})
+                "now": current[serve["model"]]["capacity"][1],
+                "rule_from_logged_budget": capacity_from_log(serve["model"], serve["max_model_len"], log["kv_gib"],
+                                                             8192)})
     return rows
 
 
@@ -92,7 +99,7 @@ def summary(rows: dict) -> dict:
     out = {}
     for phase in ("decode", "prefill"):
         for which in ("before_s", "now_s"):
-            errs = [ape(r[which], r["measured_s"]) for r in rows[phase]]
+            errs = [ape(r[which], r["measured_s"]) for r in rows[phase] if r["judged"]]
             if errs:
                 out[f"{phase}_{which[:-2]}"] = {"median_ape": statistics.median(errs), "worst_ape": max(errs),
                                                "cases": len(errs)}
@@ -108,15 +115,18 @@ def report(rows: dict) -> str:
                          f"{r['before_s'] * 1e3:10.3f} ({_signed(r['before_s'], m):+6.1f}) "
                          f"{r['now_s'] * 1e3:9.3f} ({_signed(r['now_s'], m):+6.1f})")
     lines.append("")
-    lines.append("capacity: model, run, max_model_len, util | logged KV GiB, pool tokens, max conc | predicted pool "
-                 "tokens (err %), max conc | rule on the logged budget: pool tokens (err %)")
+    lines.append("capacity: model, run, max_model_len, util | logged KV GiB, max concurrency | max concurrency "
+                 "predicted before the run (err %), now (err %), the rule on the logged budget (err %)")
+    lines.append("  (vLLM 0.24 logs 'GPU KV cache size' as int(max concurrency x max_model_len), so concurrency is "
+                 "the figure compared)")
     for r in rows["capacity"]:
-        lg, p, b = r["log"], r["predicted"], r["rule_from_logged_budget"]
+        lg, p, n, b = r["log"], r["predicted"], r["now"], r["rule_from_logged_budget"]
+        m = lg["max_concurrency"]
         lines.append(f"  {r['model']:18s} {r['run']:8s} {r['max_model_len']:6d} {r['gpu_memory_utilization']:.2f} | "
-                     f"{lg.get('kv_gib', 0):7.2f} {lg.get('pool_tokens', 0):10,.0f} {lg.get('max_concurrency', 0):7.2f}"
-                     f" | {p['pool_tokens']:10,} ({_signed(p['pool_tokens'], lg['pool_tokens']):+.2f}) "
-                     f"{p['max_concurrency']:7.2f} | {b['pool_tokens']:10,} "
-                     f"({_signed(b['pool_tokens'], lg['pool_tokens']):+.2f})")
+                     f"{lg.get('kv_gib', 0):7.2f} {m:9.2f} | {p['max_concurrency']:9.2f} "
+                     f"({_signed(p['max_concurrency'], m):+6.2f}) {n['max_concurrency']:9.2f} "
+                     f"({_signed(n['max_concurrency'], m):+6.2f}) {b['max_concurrency']:9.2f} "
+                     f"({_signed(b['max_concurrency'], m):+6.2f})")
     lines.append("")
     for k, v in summary(rows).items():
         lines.append(f"{k:16s} median APE {v['median_ape']:5.1f} %  worst {v['worst_ape']:5.1f} %  "
@@ -133,10 +143,80 @@ def main() -> None:
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     rows = compare(a.results, json.loads(a.predicted.read_text()), predict(a.hardware), a.hardware)
-    text = json.dumps({"rows": rows, "summary": summary(rows)}, indent=1) if a.json else report(rows)
+    serve = compare_serve(a.results, a.hardware)
+    text = (json.dumps({"rows": rows, "summary": summary(rows), "serve": serve}, indent=1) if a.json
+            else report(rows) + "\n\n" + serve_report(serve))
     if a.out:
         a.out.write_text(text + "\n")
     print(text)
+
+
+
+SERVE_METRICS = (("ttft_s", "p50", "median_ttft_ms"), ("ttft_s", "p99", "p99_ttft_ms"),
+                 ("tpot_s", "p50", "median_tpot_ms"), ("tpot_s", "p99", "p99_tpot_ms"))
+
+
+def serve_runs() -> list[tuple[str, list[str]]]:
+    """Each `vllm bench serve` run of cases.json and the `roofline simulate` flags that describe it."""
+    s = CASES["serve"]
+    runs = [(f"rate{r}", ["--rate", str(r), "--requests", str(n)]) for r, n in s["rates"]]
+    p = s["prefix"]
+    runs.append(("prefix", ["--rate", str(p["rate"]), "--requests", str(p["prompts"]), "--prefix",
+                            f"system:{p['prefix_len']}"]))
+    c = s["concurrency"]
+    runs.append((f"conc{c['max_concurrency']}", ["--rate", "inf", "--max-concurrency", str(c["max_concurrency"]),
+                                                 "--requests", str(c["prompts"])]))
+    return runs
+
+
+def compare_serve(results: Path, hardware: str) -> list[dict]:
+    """The served runs against `roofline simulate --engine vllm` of the same settings (the engine's API-server
+    defaults, its time profile, fixed lengths as the random dataset sends them)."""
+    import subprocess
+    import sys
+
+    s = CASES["serve"]
+    common = ["--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "vllm",
+              "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]),
+              "--utilization", str(s["gpu_memory_utilization"]), "--no-search", "--json"]
+    rows = []
+    for name, flags in serve_runs():
+        f = results / f"{s['model']}-{name}.json"
+        if not f.is_file():
+            continue
+        meas = json.loads(f.read_text())
+        out = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", *flags, *common], capture_output=True,
+                             text=True)
+        if out.returncode:
+            rows.append({"run": name, "error": out.stderr.strip()[-300:]})
+            continue
+        sim = json.loads(out.stdout)
+        sim = sim[0] if isinstance(sim, list) else sim
+        row = {"run": name}
+        for key, q, mkey in SERVE_METRICS:
+            row[f"{key[:-2]}_{q}"] = {"measured_s": meas[mkey] * 1e-3, "predicted_s": sim[key][q]}
+        row["output_tokens_per_s"] = {"measured": meas["output_throughput"],
+                                      "predicted": sim["throughput_tokens_per_s"]}
+        rows.append(row)
+    return rows
+
+
+def serve_report(rows: list[dict]) -> str:
+    lines = ["serving (Llama-3.1-8B, vllm serve, random 1024 in / 256 out): measured / predicted (err %)",
+             "run       TTFT p50 ms            TTFT p99 ms            TPOT p50 ms          TPOT p99 ms          "
+             "output tok/s"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['run']:8s}  simulate failed: {r['error']}")
+            continue
+        cells = []
+        for key in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99"):
+            m, p = r[key]["measured_s"], r[key]["predicted_s"]
+            cells.append(f"{m * 1e3:8.1f} / {p * 1e3:8.1f} ({_signed(p, m):+5.0f})")
+        m, p = r["output_tokens_per_s"]["measured"], r["output_tokens_per_s"]["predicted"]
+        cells.append(f"{m:6.0f} / {p:6.0f} ({_signed(p, m):+5.1f})")
+        lines.append(f"{r['run']:8s}  " + "  ".join(cells))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -37,26 +37,31 @@ def model_of(name: str):
         return load_model(str(folder / "config.json"))
 
 
-def capacity(name: str, model_path: str, max_len: int, util: float, hardware: str) -> dict:
-    """`roofline capacity --engine vllm` as a user runs it."""
+def capacity(name: str, max_len: int, util: float, hardware: str, entry: str) -> dict:
+    """`roofline capacity --engine vllm --entry-point ENTRY` as a user runs it (the engine's default token budget
+    for the GPU and entry point)."""
     from roofline.cli.capacity import budget_parts
     from roofline.engines import EngineOptions
     from roofline.engines import capacity as engine_capacity
-    from roofline.engines.vllm import DEFAULT_BATCHED_TOKENS
+    from roofline.engines.scheduling import scheduling
 
-    model = model_of(name)
-    parts = budget_parts(model, load_hardware(hardware), 1, 1, DEFAULT_BATCHED_TOKENS, "bf16")
-    r = engine_capacity(model, "vllm", EngineOptions(max_model_len=max_len, gpu_memory_utilization=util), parts)
+    model, hw = model_of(name), load_hardware(hardware)
+    batched = scheduling("vllm", hw, entry=entry).max_num_batched_tokens
+    parts = budget_parts(model, hw, 1, 1, batched, "bf16")
+    r = engine_capacity(model, "vllm", EngineOptions(max_model_len=max_len, gpu_memory_utilization=util,
+                                                     max_num_batched_tokens=batched), parts)
     d = r.as_dict()
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
 
 
-def capacity_from_log(name: str, max_len: int, kv_gib: float) -> dict:
-    """The engine's block and token rules alone, on the budget its log states (`--kv-memory-gib`)."""
+def capacity_from_log(name: str, max_len: int, kv_gib: float, batched: int) -> dict:
+    """The engine's block and token rules alone, on the budget its log states (`--kv-memory-gib`), at the run's
+    token budget (`batched`: the sliding-window rule reads it)."""
     from roofline.engines import GIB, EngineOptions
     from roofline.engines import capacity as engine_capacity
 
-    r = engine_capacity(model_of(name), "vllm", EngineOptions(max_model_len=max_len, kv_memory_bytes=kv_gib * GIB))
+    r = engine_capacity(model_of(name), "vllm", EngineOptions(max_model_len=max_len, kv_memory_bytes=kv_gib * GIB,
+                                                                max_num_batched_tokens=batched))
     d = r.as_dict()
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
 
@@ -72,11 +77,11 @@ def predict(hardware: str) -> dict:
         dec = [{"B": b, "P": p, "decode_step_s": pm.average_decode_time(b, p + 1, n - 1)} for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]
         cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=CASES["gpu_memory_utilization"],
-                    **capacity(name, name, case["max_model_len"], CASES["gpu_memory_utilization"], hardware))]
+                    **capacity(name, case["max_model_len"], CASES["gpu_memory_utilization"], hardware, "offline"))]
         s = CASES["serve"]
         if name == s["model"]:
             cap.append(dict(max_model_len=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"],
-                            **capacity(name, name, s["max_model_len"], s["gpu_memory_utilization"], hardware)))
+                            **capacity(name, s["max_model_len"], s["gpu_memory_utilization"], hardware, "api")))
         out[name] = {"decode": dec, "prefill": pre, "capacity": cap}
     return out
 
