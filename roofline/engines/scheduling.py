@@ -143,14 +143,16 @@ def device_memory_bytes(hardware: Hardware) -> int:
 
 def measured_overheads(engine: str) -> EngineOverheads:
     """The engine's host costs from its time profile (roofline.engines.timing; zeros where none is measured): the
-    per-step law and its overlap as measured, and per request on the API server's path its request cost and the
-    server's own (timing.request_s + api_request_s, what the tiny server's TTFT at concurrency 1 measured) less the
-    one step's host work the simulator already charges that request's first step (host_s(1))."""
+    API server's per-step law and its overlap as measured, and per request on the server's path its request cost
+    and the server's own (timing.request_s + api_request_s: the tiny server's TTFT at concurrency 1) less the one
+    step's host work the simulator already charges that request's first step."""
     from roofline.engines.timing import timing
 
     t = timing(engine)
-    api = max(0.0, t.request_s + t.api_request_s - t.host_s(1)) if t.request_s or t.api_request_s else 0.0
-    return EngineOverheads(step_s=t.step_s, per_seq_s=t.per_seq_s, api_request_s=api, overlap=t.overlap)
+    host_1 = t.server_step_s + t.server_per_seq_s
+    api = max(0.0, t.request_s + t.api_request_s - host_1) if t.request_s or t.api_request_s else 0.0
+    return EngineOverheads(step_s=t.server_step_s, per_seq_s=t.server_per_seq_s, api_request_s=api,
+                           overlap=t.overlap)
 
 
 def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:

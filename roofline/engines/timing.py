@@ -19,6 +19,8 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
 5. **A request's own cost** (adding it, its first schedule and step, returning its output): the offline time of one
    short request on the tiny model (`generate()` at B = 1, max_tokens 1, GPU work ~0.1 ms): added to a prefill's GPU
    time (the offline TTFT) in place of the overlapped step host work.
+   Served (`vllm serve`), the host law is the tiny server's: its median TPOT at concurrency 1, 16 and 64, fitted
+   the same way (server_step_s, server_per_seq_s), used by the serving simulation.
 6. **The API server's per-request cost** (HTTP, tokenization, detokenization, streaming): TTFT of a short prompt at
    concurrency 1 on the tiny server, less (5); added to a served request's TTFT (serving only).
 
@@ -53,6 +55,9 @@ class EngineTiming:
     capture_sizes: tuple[int, ...] = ()
     api_request_s: float = 0.0
     request_s: float = 0.0
+    # the API server's host law (its output streaming costs more per sequence than the offline LLM class's)
+    server_step_s: float = 0.0
+    server_per_seq_s: float = 0.0
     kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU name -> {ceiling key: value}
     attention_flops: dict[str, dict[int, float]] = field(default_factory=dict)  # GPU -> head dim -> FLOP/s
     sources: dict[str, str] = field(default_factory=dict)
@@ -98,6 +103,8 @@ def timing(engine: str) -> EngineTiming:
             engine=engine, version=d["version"], step_s=float(d["step_s"]), per_seq_s=float(d["per_seq_s"]),
             overlap=bool(d["overlap"]), capture_sizes=tuple(sorted(int(s) for s in d["capture_sizes"])),
             api_request_s=float(d["api_request_s"]), request_s=float(d["request_s"]),
+            server_step_s=float(d.get("server_step_s", d["step_s"])),
+            server_per_seq_s=float(d.get("server_per_seq_s", d["per_seq_s"])),
             kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},

@@ -6,6 +6,7 @@ python -m validate.engines.derive RESULTS_DIR [--hardware H200] [--out roofline/
 - host work per step: the tiny model's offline decode steps (RESULTS_DIR/tiny-llama-lat.json), whose GPU work the
   planner puts at ~0.1 ms: with asynchronous scheduling the step is max(gpu, host) = host; without it, host =
   step - gpu. host(B) = step_s + per_seq_s x B by relative least squares over B = 1 .. 256.
+- the API server's host law: the tiny server's median TPOT at concurrency 1, 16, 64 (the same fit).
 - capture sizes and async scheduling: what the engine recorded choosing (the first judged model's config).
 - a request's own cost: the offline time of one 128-token request on the tiny model (generate() at B = 1, out = 1);
   the API server's per-request cost: the tiny server's median TTFT at concurrency 1 (128-token prompts) less that.
@@ -61,6 +62,11 @@ def derive(results: Path, hardware: str) -> dict:
         ttft = json.loads(conc1.read_text())["median_ttft_ms"] * 1e-3
         api = max(0.0, ttft - request)
         sources["api_request_s"] = f"{conc1} median_ttft_ms less request_s"
+    served = [(c, json.loads((results / f"tiny-conc{c}.json").read_text())["median_tpot_ms"] * 1e-3)
+              for c in (1, 16, 64) if (results / f"tiny-conc{c}.json").is_file()]
+    server_step_s, server_per_seq_s = (fit_host([c for c, _ in served], [t for _, t in served]) if len(served) > 1
+                                       else (step_s, per_seq_s))
+    sources["server_step_s"] = f"{results}/tiny-conc{{1,16,64}}.json median_tpot_ms against concurrency"
     dec = [r for r in micro["fa3_decode"] if not r["window"]]
     a_att, r_att = fit_affine([r["kv_bytes_read"] for r in dec], [r["s"] for r in dec])
     kernels = {"attn_decode_latency": a_att, "attn_decode_bw": r_att}
@@ -77,6 +83,7 @@ def derive(results: Path, hardware: str) -> dict:
             flops[d] = max(rows, key=lambda r: r["P"])["flops_per_s"]
     sources["attention_flops"] = f"{results}/micro.json fa3_prefill, longest prompt, GQA"
     return {"version": tiny.get("vllm", ""), "step_s": step_s, "per_seq_s": per_seq_s, "overlap": overlap,
+            "server_step_s": server_step_s, "server_per_seq_s": server_per_seq_s,
             "capture_sizes": sorted(eng["cudagraph_capture_sizes"]), "api_request_s": api, "request_s": request,
             "kernels": {hardware: kernels}, "attention_flops": {hardware: flops}, "sources": sources,
             "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4)
