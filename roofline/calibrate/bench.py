@@ -71,7 +71,12 @@ class Bench:
 
     def __post_init__(self):
         self.timer = Timer(self.device)
+        self.mark = time.perf_counter()
+        self.clocks = None
         if self.device == "cuda":
+            from roofline.calibrate.bench_compute import ClockSampler
+
+            self.clocks = ClockSampler()
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * MIB)
         else:
@@ -108,6 +113,10 @@ class Bench:
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.t0
 
+    def close(self) -> None:
+        if self.clocks is not None:
+            self.clocks.stop()
+
     def log(self, msg: str) -> None:
         _log(f"[{self.elapsed_s():6.1f}s] {msg}")
 
@@ -136,9 +145,14 @@ class Bench:
 
     def add(self, kind: str, name: str, s: float, moved: int = 0, flops: int = 0, **params) -> dict:
         row = {"kind": kind, "name": name, **params, "s": s, "bytes": int(moved), "flops": int(flops)}
+        now = time.perf_counter()
+        if self.clocks is not None and self.clocks.ok:
+            row["sm_mhz"] = self.clocks.mean_mhz(self.mark, now)
+        self.mark = now
         self.rows.append(row)
         rate = f"{moved / s / 1e9:9.1f} GB/s" if moved else f"{flops / s / 1e12:9.1f} TFLOP/s" if flops else ""
-        self.log(f"  {name:28s} {s * 1e6:12.3f} us {rate}")
+        clock = f" @ {row['sm_mhz']:.0f} MHz" if row.get("sm_mhz") else ""
+        self.log(f"  {name:28s} {s * 1e6:12.3f} us {rate}{clock}")
         return row
 
     def release(self) -> None:

@@ -220,15 +220,11 @@ def sustained(b: Bench) -> None:
     clock over the first 0.1 s (the burst) and past SETTLE_S (steady) where NVML answers."""
     if b.scale.sustain_s <= 0 or b.device != "cuda":
         return
-    clocks = ClockSampler()
-    try:
-        for n, k in b.scale.gemm_shapes[:4]:
-            if b.late(f"sustained_n{n}_k{k}"):
-                return
-            _sustain_one(b, clocks, 8192, n, k)
-            b.release()
-    finally:
-        clocks.stop()
+    for n, k in b.scale.gemm_shapes[:4]:
+        if b.late(f"sustained_n{n}_k{k}"):
+            return
+        _sustain_one(b, b.clocks, 8192, n, k)
+        b.release()
 
 
 def _sustain_one(b: Bench, clocks: ClockSampler, m: int, n: int, k: int) -> None:
