@@ -92,9 +92,9 @@ def calibrated_hardware(raw: dict, source: str, base: str | None = None, name: s
     if bus is not None and data.get("scale_up"):
         rate, row = bus
         data["scale_up"]["bytes_per_s"] = float(f"{rate:.4g}")
-        sources["scale_up"] = (f"bytes_per_s: bus bandwidth 2(n-1)/n S/t of the largest NCCL all-reduce ({row['bytes']} "
-                               f"bytes, {row['gpus']} GPUs, NVLS off) by `roofline calibrate` ({source}); the rest "
-                               f"as {spec.name}: {sources.get('scale_up', 'no source')}")
+        sources["scale_up"] = (f"bytes_per_s: bus bandwidth 2(n-1)/n S/t of the largest NCCL all-reduce "
+                               f"({row['bytes']} bytes, {row['gpus']} GPUs, NVLS off) by `roofline calibrate` "
+                               f"({source}); the rest as {spec.name}: {sources.get('scale_up', 'no source')}")
     data["sources"] = sources
     data["measured"] = {k: (v.isoformat() if k == "date" else v) for k, v in section.items()}
     return validate(Hardware, json.loads(json.dumps(data)), f"{source} on {spec.name}")
