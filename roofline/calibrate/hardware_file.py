@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from roofline.calibrate.section import SectionError, measured_section
@@ -25,9 +26,16 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower().replace("nvidia", ""))
 
 
+def _tokens(text: str) -> set[str]:
+    """Lower-case words of a device or catalogue name: 'NVIDIA A100-SXM4-80GB' -> {'nvidia', 'a100', 'sxm4', '80gb'}."""
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
 def match_base(device: str) -> str | None:
     """The catalogue device that `device` (torch.cuda.get_device_name) is: the one whose measured section names the
-    same device, else the single catalogue name whose letters and digits begin the device's; None otherwise."""
+    same device; else the catalogue name all of whose words are words of the device's ('RTX-4090' in 'NVIDIA
+    GeForce RTX 4090', 'A100-80GB' in 'NVIDIA A100-SXM4-80GB'; 'A10' is not in it), the one with most words when
+    several are; None when none or a tie."""
     from roofline.catalogue import hardware_names, load_hardware
 
     names = hardware_names()
@@ -35,9 +43,10 @@ def match_base(device: str) -> str | None:
             and _norm(m.device) == _norm(device)]
     if len(same) == 1:
         return same[0]
-    prefix = [n for n in names if _norm(device).startswith(_norm(n))]
-    longest = max((len(_norm(n)) for n in prefix), default=0)
-    best = [n for n in prefix if len(_norm(n)) == longest]
+    words = _tokens(device)
+    inside = [n for n in names if _tokens(n) <= words]
+    most = max((len(_tokens(n)) for n in inside), default=0)
+    best = [n for n in inside if len(_tokens(n)) == most]
     return best[0] if len(best) == 1 else None
 
 
@@ -79,6 +88,8 @@ def calibrated_hardware(raw: dict, source: str, base: str | None = None, name: s
         if base is None:
             raise SpecError(f"--base: the device {section['device']!r} matches no catalogue hardware; name the "
                             "catalogue device (or YAML) whose datasheet figures it has, e.g. --base H100-SXM")
+        print(f"roofline calibrate: {section['device']!r} is catalogue {base} (datasheet fields from it; "
+              "--base to choose another)", file=sys.stderr)
     spec = load_hardware(base)
     data = spec.model_dump(mode="json", exclude_none=True)
     data["name"] = name or f"{spec.name}-calibrated"

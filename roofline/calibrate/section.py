@@ -4,7 +4,8 @@ library only, so the measuring run prints the same figures it will be converted 
 Each figure is the lab's definition, so a calibrated file compares field by field with the catalogue's sections:
   read_bytes_per_s, copy_bytes_per_s   median bytes/s of the LARGEST_SIZES largest read / copy rows
                                        (roofline/validation/calibrate.py stream_bandwidth)
-  memory_latency_s, stream_bytes_per_s alpha and 1/beta of time = alpha + bytes / bw over every read row (fit.py)
+  memory_latency_s, stream_bytes_per_s alpha and 1/beta of time = alpha + bytes / bw over every read row (fit.py;
+                                       a fit that is not physical, alpha or beta <= 0, is left out with a note)
   bandwidth_curve                      every read row as (bytes, bytes/s)
   gemm_flops_per_s                     2 size^3 / time per dtype of the square GEMMs
   launch_latency_s                     the empty-kernel launch row
@@ -19,7 +20,8 @@ Each figure is the lab's definition, so a calibrated file compares field by fiel
                                        clocks, median settling time of the 50 ms bins within SETTLED of steady)
   aten_kernel_s                        the aten chains weighted by EAGER_LAYER_CALLS
   grouped_gemm_latency_s, grouped_gemm_stream_bytes_per_s   the fit over active experts' bytes of the grouped rows
-A figure whose rows are missing (a skipped part) is left out: the planner then uses its next ceiling.
+A figure whose rows are missing (a skipped part) is left out: the planner then uses its next ceiling. A --device cpu
+toy run leaves out GEMM rates under the spec's 0.1 TFLOP/s floor (a CPU is no GPU; the datasheet peak stands).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from roofline.calibrate.fit import FitError, latency_bandwidth, median, sig
 LARGEST_SIZES = 3
 SKINNY_TOKENS, LARGE_TOKENS = 64, 2048
 SETTLED, BIN_S = 0.02, 0.05
+PEAK_FLOOR_FLOPS_PER_S = 1e11  # roofline/specs/bounds.py PEAK's hard floor (that module needs pydantic's package)
 # calls one eager decode layer (batch 1) makes of each aten op (validate/clients/calibrate.py EAGER_LAYER_CALLS)
 EAGER_LAYER_CALLS = {"to_fp32": 2, "pow2_fp32": 2, "mean_fp32": 2, "add_eps": 2, "rsqrt": 2, "mul_fp32_bcast": 2,
                      "to_bf16": 2, "mul_weight": 2, "neg_strided": 2, "cat_rope": 2, "mul_rope": 4, "add": 4,
@@ -77,8 +80,9 @@ def _stream(raw: dict, out: dict) -> None:
         raise SectionError("rows: the raw file has no read or copy rows (read_bytes_per_s is required)")
     out["read_bytes_per_s"] = sig(median([_rate(r) for r in reads[-LARGEST_SIZES:]]))
     out["copy_bytes_per_s"] = sig(median([_rate(r) for r in copies[-LARGEST_SIZES:]]))
-    alpha, bw = latency_bandwidth([r["bytes"] for r in reads], [r["s"] for r in reads], "read rows")
-    out["memory_latency_s"], out["stream_bytes_per_s"] = sig(alpha), sig(bw)
+    fitted = _optional_fit([r["bytes"] for r in reads], [r["s"] for r in reads], "read rows", out)
+    if fitted:
+        out["memory_latency_s"], out["stream_bytes_per_s"] = fitted
     out["bandwidth_curve"] = [[int(r["bytes"]), sig(_rate(r))] for r in reads]
 
 
@@ -86,6 +90,12 @@ def _gemm(raw: dict, out: dict) -> None:
     peak = {r["dtype"]: sig(_rate(r, "flops")) for r in _rows(raw, "gemm_peak")}
     if not peak:
         raise SectionError("rows: the raw file has no square GEMM rows (gemm_flops_per_s is required)")
+    if raw["env"].get("device_kind") == "cpu":  # a toy run: a CPU's rate may sit under a GPU spec's floor
+        low = sorted(d for d, v in peak.items() if v < PEAK_FLOOR_FLOPS_PER_S)
+        if low:
+            out.setdefault("_notes", []).append(f"cpu toy run: gemm_flops_per_s {low} under the spec's "
+                                                f"{PEAK_FLOOR_FLOPS_PER_S:g} FLOP/s floor, left out")
+        peak = {d: v for d, v in peak.items() if v >= PEAK_FLOOR_FLOPS_PER_S}
     out["gemm_flops_per_s"] = dict(sorted(peak.items()))
     grid = _rows(raw, "gemm")
     skinny = [r for r in grid if r["m"] <= SKINNY_TOKENS]
