@@ -72,10 +72,12 @@ def _synthetic_raw() -> dict:
                      "s": 2 * 8192 ** 3 / rate})
     for n, k in ((6144, 4096), (28672, 4096), (4096, 14336)):
         for m in (1, 16, 64):
-            rows.append({"kind": "gemm", "name": f"g{m}_{n}", "m": m, "n": n, "k": k, "bytes": 0, "flops": 2 * m * n * k,
+            rows.append({"kind": "gemm", "name": f"g{m}_{n}", "m": m, "n": n, "k": k, "bytes": 0,
+                         "flops": 2 * m * n * k,
                          "s": _law(6e-6, 4.3e12, 2 * n * k)})
         for m, rate in ((2048, 7.1e14), (8192, 7.3e14), (16384, 7.5e14)):
-            rows.append({"kind": "gemm", "name": f"g{m}_{n}", "m": m, "n": n, "k": k, "bytes": 0, "flops": 2 * m * n * k,
+            rows.append({"kind": "gemm", "name": f"g{m}_{n}", "m": m, "n": n, "k": k, "bytes": 0,
+                         "flops": 2 * m * n * k,
                          "s": 2 * m * n * k / rate})
     for d, rate in ((64, 4.7e14), (128, 6.6e14)):
         for p in (2048, 16384):
