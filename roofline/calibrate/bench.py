@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from roofline.calibrate.timing import Timer, rotation
+from roofline.calibrate.timing import ClockSampler, Timer, rotation
 
 MIB = 1 << 20
 
@@ -74,8 +74,6 @@ class Bench:
         self.mark = time.perf_counter()
         self.clocks = None
         if self.device == "cuda":
-            from roofline.calibrate.bench_compute import ClockSampler
-
             self.clocks = ClockSampler()
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * MIB)

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from roofline.calibrate.bench import Bench
+from roofline.calibrate.timing import ClockSampler
 
 HEADS, KV_HEADS = 32, 8
 IDLE_S, SETTLE_S = 1.0, 0.5
@@ -182,43 +183,6 @@ def grouped_gemm(b: Bench) -> None:
                   bytes_per_expert=per_expert)
     layers = None
     b.release()
-
-
-class ClockSampler:
-    """The SM clock (MHz) every 20 ms in a thread, through torch.cuda.clock_rate (pynvml); no samples without it."""
-
-    def __init__(self):
-        import threading
-
-        self.samples: list[tuple[float, float]] = []
-        self.stop_flag = threading.Event()
-        try:
-            torch.cuda.clock_rate()
-            self.ok = True
-        except Exception:  # noqa: BLE001 - no pynvml / amdsmi: clocks are optional
-            self.ok = False
-        self.thread = threading.Thread(target=self._poll, daemon=True) if self.ok else None
-        if self.thread:
-            self.thread.start()
-
-    def _poll(self):
-        while not self.stop_flag.is_set():
-            try:
-                self.samples.append((time.perf_counter(), float(torch.cuda.clock_rate())))
-            except Exception:  # noqa: BLE001 - a failed read is a missing sample
-                pass
-            time.sleep(0.02)
-
-    def mean_mhz(self, t0: float, t1: float) -> float | None:
-        """Mean clock of the samples in [t0, t1] (perf_counter s); the nearest sample when none falls inside."""
-        samples = list(self.samples)
-        inside = [mhz for t, mhz in samples if t0 <= t <= t1]
-        if not inside and samples:
-            inside = [min(samples, key=lambda tm: abs(tm[0] - (t0 + t1) / 2))[1]]
-        return sum(inside) / len(inside) if inside else None
-
-    def stop(self):
-        self.stop_flag.set()
 
 
 def sustained(b: Bench) -> None:

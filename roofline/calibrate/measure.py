@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.metadata
 import json
 import os
 import platform
@@ -47,11 +48,9 @@ def environment(device: str) -> dict:
 
     env = {"torch": torch.__version__, "python": platform.python_version(),
            "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(), "device_kind": device}
-    try:
-        import triton  # noqa: F401 - recorded only, never used
-
-        env["triton"] = triton.__version__
-    except ImportError:
+    try:  # recorded only (the catalogue's sections name it), never imported
+        env["triton"] = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
         env["triton"] = "none"
     if device == "cuda":
         props = torch.cuda.get_device_properties(torch.cuda.current_device())

@@ -134,3 +134,40 @@ def rotation(set_bytes: int, l2_bytes: int, free_bytes: int, most: int = 256) ->
     `most` and at most what fits in a quarter of the free memory (validate/common/harness.py rotation_count)."""
     want = -(-4 * l2_bytes // max(set_bytes, 1))
     return max(1, min(want, most, free_bytes // 4 // max(set_bytes, 1)))
+
+
+class ClockSampler:
+    """The SM clock (MHz) every 20 ms in a thread, through torch.cuda.clock_rate (pynvml); no samples without it."""
+
+    def __init__(self):
+        import threading
+
+        self.samples: list[tuple[float, float]] = []
+        self.stop_flag = threading.Event()
+        try:
+            torch.cuda.clock_rate()
+            self.ok = True
+        except Exception:  # noqa: BLE001 - no pynvml / amdsmi: clocks are optional
+            self.ok = False
+        self.thread = threading.Thread(target=self._poll, daemon=True) if self.ok else None
+        if self.thread:
+            self.thread.start()
+
+    def _poll(self):
+        while not self.stop_flag.is_set():
+            try:
+                self.samples.append((time.perf_counter(), float(torch.cuda.clock_rate())))
+            except Exception:  # noqa: BLE001 - a failed read is a missing sample
+                pass
+            time.sleep(0.02)
+
+    def mean_mhz(self, t0: float, t1: float) -> float | None:
+        """Mean clock of the samples in [t0, t1] (perf_counter s); the nearest sample when none falls inside."""
+        samples = list(self.samples)
+        inside = [mhz for t, mhz in samples if t0 <= t <= t1]
+        if not inside and samples:
+            inside = [min(samples, key=lambda tm: abs(tm[0] - (t0 + t1) / 2))[1]]
+        return sum(inside) / len(inside) if inside else None
+
+    def stop(self):
+        self.stop_flag.set()

@@ -57,10 +57,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _measure(args: argparse.Namespace, out: Path) -> tuple[dict, str]:
     """Run the microbenchmarks (raw JSON written beside `out`); SpecError when this machine cannot."""
-    try:
-        import torch  # noqa: F401 - the measuring half needs it
-    except ImportError:
-        raise SpecError("calibrate: torch is not installed (pip install torch), or pass --from-json") from None
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise SpecError("calibrate: torch is not installed (pip install torch), or pass --from-json")
     from roofline.calibrate.hardware_file import load_raw
     from roofline.calibrate.measure import measure_to_file
 
