@@ -109,13 +109,16 @@ class Bench:
         del a
 
     def elapsed_s(self) -> float:
+        """Seconds since the run began."""
         return time.perf_counter() - self.t0
 
     def close(self) -> None:
+        """Stop the clock sampler."""
         if self.clocks is not None:
             self.clocks.stop()
 
     def log(self, msg: str) -> None:
+        """One progress line on stderr, stamped with the run's elapsed seconds."""
         _log(f"[{self.elapsed_s():6.1f}s] {msg}")
 
     def late(self, name: str) -> bool:
@@ -126,15 +129,18 @@ class Bench:
         return False
 
     def skip(self, name: str, why: str) -> None:
+        """Record (and log) a part not measured, and why."""
         self.skipped.append(f"{name}: {why}")
         self.log(f"  skipped {name}: {why}")
 
     def free_bytes(self) -> int:
+        """Free device memory now, bytes (1 GiB stands for the CPU)."""
         if self.device == "cuda":
             return int(torch.cuda.mem_get_info()[0])
         return 1 << 30
 
     def copies(self, set_bytes: int, most: int = 256) -> int:
+        """Input copies to rotate through so none is read from L2 (timing.rotation)."""
         return rotation(set_bytes, self.l2_bytes, self.free_bytes(), most)
 
     def randn(self, *shape, dtype=torch.bfloat16) -> torch.Tensor:
@@ -142,6 +148,7 @@ class Bench:
         return torch.empty(*shape, device=self.device, dtype=dtype).normal_()
 
     def add(self, kind: str, name: str, s: float, moved: int = 0, flops: int = 0, **params) -> dict:
+        """Record one row (with the mean SM clock since the last one, where NVML answers) and log it."""
         row = {"kind": kind, "name": name, **params, "s": s, "bytes": int(moved), "flops": int(flops)}
         now = time.perf_counter()
         if self.clocks is not None and self.clocks.ok:
@@ -154,5 +161,6 @@ class Bench:
         return row
 
     def release(self) -> None:
+        """Return cached device memory between parts."""
         if self.device == "cuda":
             torch.cuda.empty_cache()

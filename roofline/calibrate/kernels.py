@@ -60,6 +60,7 @@ class StreamKernels:
 
     @property
     def ok(self) -> bool:
+        """Whether the three kernels compiled."""
         return self.error is None
 
     def read(self, x: torch.Tensor, partial: torch.Tensor) -> None:
@@ -71,6 +72,7 @@ class StreamKernels:
         self._copy(grid=(x.numel() // BLOCK, 1, 1), block=(THREADS, 1, 1), args=[x, y, x.numel() // 4])
 
     def empty(self, x: torch.Tensor) -> None:
+        """Launch the empty kernel: one block of 128 threads."""
         self._empty(grid=(1, 1, 1), block=(128, 1, 1), args=[x])
 
 

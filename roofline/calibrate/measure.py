@@ -149,6 +149,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The script's entry point (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python -m roofline.calibrate.measure", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="raw JSON to write")
     p.add_argument("--quick", action="store_true", help="fewer sizes (CI-size on a GPU, ~40 s)")

@@ -24,9 +24,11 @@ class Timer:
 
     @property
     def cuda(self) -> bool:
+        """Whether this timer times a CUDA device."""
         return self.device == "cuda"
 
     def sync(self) -> None:
+        """Wait for the device (nothing on the CPU)."""
         if self.cuda:
             torch.cuda.synchronize()
 
@@ -170,4 +172,5 @@ class ClockSampler:
         return sum(inside) / len(inside) if inside else None
 
     def stop(self):
+        """End the sampling thread."""
         self.stop_flag.set()

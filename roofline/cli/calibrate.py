@@ -22,6 +22,7 @@ CALIBRATE_HELP = "measure this GPU's ceilings and write a hardware YAML (or conv
 
 
 def add_calibrate_parser(sub) -> None:
+    """The `calibrate` subcommand and its flags."""
     p = sub.add_parser("calibrate", help=CALIBRATE_HELP)
     p.add_argument("file", nargs="?", help="with --compare-to: the calibrated hardware YAML to compare")
     p.add_argument("--out", type=Path, help="hardware YAML to write (default my-gpu.yaml)")
@@ -37,6 +38,7 @@ def add_calibrate_parser(sub) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Measure (or convert) and write the YAML, or compare a calibrated file (see the module docstring)."""
     if args.compare_to:
         return _compare(args)
     if args.file:
