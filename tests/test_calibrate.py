@@ -188,3 +188,20 @@ def test_measure_imports_no_pydantic():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"
+
+
+def test_upload_takes_a_raw_file_or_a_calibrated_yaml(tmp_path, capsys):
+    from roofline.calibrate.hardware_file import from_upload
+    from roofline.errors import SpecError
+
+    raw_text = json.dumps(_synthetic_raw())
+    spec = from_upload(raw_text, "raw.json", base="H100-SXM")
+    assert spec.name == "H100-SXM-calibrated" and spec.memory_bytes_per_s == 3.35e12  # H100 SXM datasheet's 3.35 TB/s
+    out = tmp_path / "mine.yaml"
+    raw = tmp_path / "raw.json"
+    raw.write_text(raw_text)
+    assert run(capsys, "calibrate", "--from-json", str(raw), "--out", str(out))[0] == 0
+    again = from_upload(out.read_text(), "mine.yaml")
+    assert again.measured.kind == "calibrated" and again.measured.stream_bytes_per_s == pytest.approx(4.2e12, rel=1e-3)
+    with pytest.raises(SpecError, match="notes.txt"):
+        from_upload("just: words", "notes.txt")

@@ -120,3 +120,18 @@ def hardware_yaml(hardware, raw_source: str) -> str:
     head = (f"# {hardware.name}: written by `roofline calibrate` from {raw_source}.\n"
             "# Datasheet fields and their sources are the base device's; `measured` is this GPU's calibration.\n")
     return head + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)
+
+
+def from_upload(text: str, filename: str, base: str | None = None):
+    """The Hardware spec of an uploaded file, for the dashboard: a raw calibration JSON (converted on `base`, or the
+    catalogue device its driver name matches) or a hardware YAML/JSON such as `roofline calibrate` writes. SpecError
+    (one line naming the file) when it is neither or does not validate."""
+    from roofline.calibrate.measure import FORMAT
+    from roofline.catalogue.loading import check_plain_data, parse_text, validate
+    from roofline.specs import Hardware
+
+    data = parse_text(text, filename)
+    if data.get("format") == FORMAT:
+        check_plain_data(data, filename)
+        return calibrated_hardware(data, filename, base)
+    return validate(Hardware, data, filename)
