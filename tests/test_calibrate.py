@@ -205,3 +205,25 @@ def test_upload_takes_a_raw_file_or_a_calibrated_yaml(tmp_path, capsys):
     assert again.measured.kind == "calibrated" and again.measured.stream_bytes_per_s == pytest.approx(4.2e12, rel=1e-3)
     with pytest.raises(SpecError, match="notes.txt"):
         from_upload("just: words", "notes.txt")
+
+
+def test_cli_refusals_name_the_flag(tmp_path, capsys):
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(_synthetic_raw()))
+    cases = [(["--from-json", str(tmp_path / "none.json"), "--out", str(tmp_path / "x.yaml")], "cannot read"),
+             (["--from-json", str(raw), "--base", "Nope", "--out", str(tmp_path / "x.yaml")], "unknown name 'Nope'"),
+             (["--from-json", str(raw), "--out", str(tmp_path / "no" / "x.yaml")], "--out: folder"),
+             (["--compare-to", "A100-80GB", str(tmp_path / "x.yaml")], "cannot read"),
+             (["stray.yaml"], "only read with --compare-to")]
+    for argv, rule in cases:
+        code, _, err = run(capsys, "calibrate", *argv)
+        assert code == 2 and rule in err and err.count("\n") == 1, (argv, err)
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_a_base_other_than_the_device_is_noted(tmp_path, capsys):
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(_synthetic_raw()))
+    code, _, err = run(capsys, "calibrate", "--from-json", str(raw), "--base", "H100-SXM", "--out",
+                       str(tmp_path / "x.yaml"))
+    assert code == 0 and "is catalogue H200" in err and "--base H100-SXM" in err

@@ -90,7 +90,13 @@ def calibrated_hardware(raw: dict, source: str, base: str | None = None, name: s
                             "catalogue device (or YAML) whose datasheet figures it has, e.g. --base H100-SXM")
         print(f"roofline calibrate: {section['device']!r} is catalogue {base} (datasheet fields from it; "
               "--base to choose another)", file=sys.stderr)
-    spec = load_hardware(base)
+        spec = load_hardware(base)
+    else:
+        spec = load_hardware(base)
+        matched = match_base(section["device"])
+        if matched is not None and matched != spec.name:
+            print(f"roofline calibrate: note: {section['device']!r} is catalogue {matched}; its datasheet fields are "
+                  f"taken from --base {base} as asked", file=sys.stderr)
     data = spec.model_dump(mode="json", exclude_none=True)
     data["name"] = name or f"{spec.name}-calibrated"
     data["description"] = f"{spec.description}; ceilings calibrated on {section['device']} ({section['date']})"

@@ -163,20 +163,27 @@ def main(argv: list[str] | None = None) -> int:
     return measure_to_file(args.out, args.device, args.quick, args.budget_s, not args.no_allreduce)
 
 
+def device_problem(device: str) -> str | None:
+    """Why this machine cannot measure on `device` (one line), or None when it can."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        return "--device: no CUDA device is visible to torch (use --device cpu for a toy run)"
+    return None
+
+
 def measure_to_file(out: Path, device: str, quick: bool, budget_s: float | None = None,
                     allreduce: bool = True) -> int:
     """Run, fit, write `out` and print the summary; 2 with one line on stderr when it cannot run."""
-    import torch
-
     from roofline.calibrate.section import SectionError, measured_section
 
     out = Path(out)
     if not out.parent.is_dir():
         print(f"roofline calibrate: error: --out: folder {out.parent} does not exist", file=sys.stderr)
         return 2
-    if device == "cuda" and not torch.cuda.is_available():
-        print("roofline calibrate: error: --device: no CUDA device is visible to torch (use --device cpu for a toy "
-              "run)", file=sys.stderr)
+    problem = device_problem(device)
+    if problem:
+        print(f"roofline calibrate: error: {problem}", file=sys.stderr)
         return 2
     scale = "cpu" if device == "cpu" else "quick" if quick else "full"
     raw = run(device, scale, budget_s or BUDGET_S[scale], allreduce)

@@ -64,8 +64,11 @@ def _measure(args: argparse.Namespace, out: Path) -> tuple[dict, str]:
     if importlib.util.find_spec("torch") is None:
         raise SpecError("calibrate: torch is not installed (pip install torch), or pass --from-json")
     from roofline.calibrate.hardware_file import load_raw
-    from roofline.calibrate.measure import measure_to_file
+    from roofline.calibrate.measure import device_problem, measure_to_file
 
+    problem = device_problem(args.device)
+    if problem:
+        raise SpecError(f"calibrate: {problem}")
     raw_path = out.with_suffix(".raw.json")
     status = measure_to_file(raw_path, args.device, args.quick)
     if status != 0:
