@@ -318,6 +318,10 @@ def build_parser() -> Parser:
 
     add_capacity_parser(sub, positive_int, positive_float)
 
+    from roofline.cli.calibrate import add_calibrate_parser
+
+    add_calibrate_parser(sub)
+
     p = sub.add_parser("app", help="the Streamlit dashboard on 127.0.0.1")
     p.add_argument("--port", type=bounded_int(65535), help="port (default 8501)")
     p.set_defaults(func=cmd_app)

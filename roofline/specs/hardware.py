@@ -48,6 +48,10 @@ class Measured(Spec):
 
     BOUNDS: ClassVar = bounds.MEASURED
 
+    kind: Literal["measured", "calibrated", "derived"] = Field(
+        "measured", description="How this section was obtained: measured on the device by this project's "
+        "microbenchmarks, calibrated by a user's `roofline calibrate`, or derived from a measured database "
+        "(aiconfigurator) with provenance in `source`.")
     device: str = Field(description="Device name as the driver reports it.")
     date: dt.date = Field(description="Date of the measurement.")
     driver: str = Field(description="GPU driver version.")

@@ -1,0 +1,98 @@
+"""`roofline calibrate`: measure this machine's GPU and write a hardware YAML whose `measured` section is its own.
+
+    roofline calibrate [--out my-gpu.yaml] [--name NAME] [--base H200] [--quick] [--device cuda|cpu]
+        measures (roofline.calibrate.measure, <= 2 min on an H200; --quick ~40 s), keeps the raw timings beside the
+        YAML (<out>.raw.json), and writes the YAML on the base device's datasheet fields
+    roofline calibrate --from-json raw.json [--base H200] --out my-gpu.yaml
+        the same file from a raw JSON measured elsewhere (python -m roofline.calibrate.measure, torch only)
+    roofline calibrate --compare-to H200 my-gpu.yaml
+        each ceiling of a calibrated file against a catalogue device's measured section, with the % difference
+The YAML plugs into `plan`, `capacity`, `simulate` and `kv` as `--hardware my-gpu.yaml`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from roofline.errors import SpecError
+
+CALIBRATE_HELP = "measure this GPU's ceilings and write a hardware YAML (or convert / compare one)"
+
+
+def add_calibrate_parser(sub) -> None:
+    """The `calibrate` subcommand and its flags."""
+    p = sub.add_parser("calibrate", help=CALIBRATE_HELP)
+    p.add_argument("file", nargs="?", help="with --compare-to: the calibrated hardware YAML to compare")
+    p.add_argument("--out", type=Path, help="hardware YAML to write (default my-gpu.yaml)")
+    p.add_argument("--name", help="the spec's name (default <base>-calibrated)")
+    p.add_argument("--base", help="catalogue device or YAML whose datasheet fields this GPU has (default: matched "
+                                  "from the device name CUDA reports)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes (~40 s on an H200)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cpu: a toy run that exercises the pipeline (CI); its figures describe no GPU")
+    p.add_argument("--from-json", type=Path, help="convert this raw JSON instead of measuring")
+    p.add_argument("--compare-to", help="catalogue device (or YAML) to compare FILE's measured section against")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Measure (or convert) and write the YAML, or compare a calibrated file (see the module docstring)."""
+    if args.compare_to:
+        return _compare(args)
+    if args.file:
+        raise SpecError(f"calibrate: FILE {args.file!r} is only read with --compare-to")
+    out = args.out or Path("my-gpu.yaml")
+    if out.suffix not in (".yaml", ".yml"):
+        raise SpecError(f"--out: {out} must end in .yaml or .yml")
+    if not out.resolve().parent.is_dir():
+        raise SpecError(f"--out: folder {out.resolve().parent} does not exist")
+    if args.from_json is not None:
+        from roofline.calibrate.hardware_file import load_raw
+
+        raw, source = load_raw(args.from_json), str(args.from_json)
+    else:
+        raw, source = _measure(args, out)
+    return _write(raw, source, args, out)
+
+
+def _measure(args: argparse.Namespace, out: Path) -> tuple[dict, str]:
+    """Run the microbenchmarks (raw JSON written beside `out`); SpecError when this machine cannot."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise SpecError("calibrate: torch is not installed (pip install torch), or pass --from-json")
+    from roofline.calibrate.hardware_file import load_raw
+    from roofline.calibrate.measure import device_problem, measure_to_file
+
+    problem = device_problem(args.device)
+    if problem:
+        raise SpecError(f"calibrate: {problem}")
+    raw_path = out.with_suffix(".raw.json")
+    status = measure_to_file(raw_path, args.device, args.quick)
+    if status != 0:
+        raise SpecError(f"calibrate: the measurement failed (see above); raw timings, if any, in {raw_path}")
+    return load_raw(raw_path), str(raw_path)
+
+
+def _write(raw: dict, source: str, args: argparse.Namespace, out: Path) -> int:
+    from roofline.calibrate.hardware_file import calibrated_hardware, hardware_yaml
+    from roofline.calibrate.measure import write_atomic
+
+    spec = calibrated_hardware(raw, source, args.base, args.name)
+    write_atomic(out, hardware_yaml(spec, source))
+    print(f"wrote {out} ({spec.name}); use it as --hardware {out}", file=sys.stderr)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from roofline.calibrate.compare import compare, table
+    from roofline.catalogue import load_hardware
+
+    if not args.file:
+        raise SpecError("--compare-to: give the calibrated hardware YAML to compare, e.g. "
+                        "roofline calibrate --compare-to H200 my-gpu.yaml")
+    mine, reference = load_hardware(args.file), load_hardware(args.compare_to)
+    print(table(compare(mine, reference), reference.name))
+    return 0
