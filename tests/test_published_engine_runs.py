@@ -29,7 +29,10 @@ def test_there_are_at_least_eight_records_on_gpus_other_than_h100_h200():
 def test_each_record_parses_and_cites_the_figures_it_holds(path):
     run = load_run(path)
     assert run.source.url.startswith("https://github.com/" + run.source.repository)
-    assert str(run.source.number) in run.source.url
+    if run.source.number is not None:
+        assert str(run.source.number) in run.source.url
+    else:  # a committed document: the URL pins the file at the commit the quote was read at
+        assert run.source.url.endswith(f"/blob/{run.source.commit}/{run.source.path}")
     quote = run.source.quote
     figures = [run.outputs.request_throughput_per_s, run.outputs.output_throughput_tokens_per_s]
     for stat in (run.outputs.ttft, run.outputs.tpot, run.outputs.itl):

@@ -31,6 +31,9 @@ class Engine(Spec):
 
     name: Literal["vllm", "sglang"] = Field(description="Engine name.")
     version: str = Field(min_length=1, description="Version, image tag or commit as the source states it.")
+    release: str | None = Field(pattern=r"^\d+\.\d+(\.\d+)?$",
+                                description="The release number (e.g. 0.11.0) where the source gives one, else None: "
+                                            "it selects the engine's scheduling defaults.")
 
 
 class Deployment(Spec):
@@ -44,6 +47,8 @@ class Deployment(Spec):
     model_as_published: str = Field(min_length=1, description="Model id as the source names it.")
     catalogue_model: str = Field(min_length=1, description="roofline catalogue model with the same architecture.")
     weight_dtype: WeightDtype = Field(description="Storage dtype of the weights (AWQ/GPTQ 4-bit: int4).")
+    expert_weight_dtype: WeightDtype | None = Field(
+        None, description="Storage dtype of the routed experts where it differs (gpt-oss ships mxfp4 experts).")
     kv_cache_dtype: Literal["bf16", "fp16", "fp8"] = Field(description="KV-cache dtype (vLLM 'auto' = model dtype).")
 
     @model_validator(mode="after")
@@ -103,11 +108,19 @@ class Source(Spec):
 
     url: str = Field(pattern=r"^https://", description="Link to the issue / PR / page.")
     repository: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name of the GitHub repository.")
-    number: PositiveInt = Field(description="Issue or pull-request number.")
+    number: PositiveInt | None = Field(None, description="Issue or pull-request number (a thread's figures).")
+    path: str | None = Field(None, min_length=1, description="File in the repository (a committed document's figures).")
+    commit: str | None = Field(None, pattern=r"^[0-9a-f]{40}$", description="Commit of `path` the quote was read at.")
     author: str = Field(min_length=1, description="Who posted the figures.")
     date: str | None = Field(pattern=r"^\d{4}-\d{2}-\d{2}$",
                              description="Date of the post (YYYY-MM-DD); None where the source shows none.")
     quote: str = Field(min_length=40, description="The lines the figures are copied from, verbatim.")
+
+    @model_validator(mode="after")
+    def _locates_the_figures(self) -> Source:
+        if self.number is None and (self.path is None or self.commit is None):
+            raise ValueError("number: give the issue / PR number, or the file's path and commit")
+        return self
 
 
 class PublishedRun(Spec):

@@ -12,8 +12,7 @@ device, tp, pp, weight dtype, the KV dtype as the method) and the engine's sched
 
 Lengths are the record's: fixed where the run fixed them; otherwise the run's mean lengths (a ShareGPT run is
 replayed at its mean prompt and output lengths, not its heavy-tailed distribution: the record says so).
-Engine limits the record omits fall back to the simulator's defaults (vLLM's 256 sequences, 8,192 tokens per
-step; `roofline/serving/scheduler.py`) until the engines' own scheduling defaults land.
+Engine limits the record omits are the engine's own defaults for its release and GPU (`engine_defaults`).
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
 (TPOT = (e2e - TTFT) / (output - 1)), mean / median / p99 by `numpy.percentile`; ITL mean = all decode time over
@@ -29,8 +28,11 @@ import numpy as np
 
 from roofline.validation.engine_results import PublishedRun
 
-DEFAULT_MAX_NUM_SEQS = 256
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+GIB = 1 << 30
+# vLLM's V1 engine (0.9 on): the OpenAI server's defaults by GPU, as its own test states them
+# (vllm-project/vllm tests/engine/test_arg_utils.py, test_defaults_with_usage_context): a GPU with >= 70 GiB that
+# is not an A100 -> 1024 sequences, 8192 tokens per step; any other GPU -> 256 sequences, 2048 tokens per step.
+V1_FIRST_RELEASE = (0, 9)
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,27 @@ class Replay:
     closed_loop: int | None  # C of a concurrency-capped client, else None
 
 
-def replay_of(run: PublishedRun) -> Replay:
-    """The client and engine limits a record describes (see the module docstring)."""
+def engine_defaults(run: PublishedRun, memory_bytes: float, max_positions: int) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) the engine uses when the command omits them.
+
+    vLLM V1 (release >= 0.9, or no release stated: a current build): the GPU rule above. vLLM V0 (< 0.9): 256
+    sequences and, without chunked prefill, a whole prompt per step up to max(max_model_len, 2048) tokens
+    (vllm/config.py SchedulerConfig of those releases), max_model_len being the model's positions.
+    Interim: roofline/engines/scheduling.py (the serving branch) is to own these rules."""
+    release = run.engine.release
+    if release is not None and tuple(int(x) for x in release.split(".")[:2]) < V1_FIRST_RELEASE:
+        return 256, max(max_positions, 2048)
+    big = memory_bytes >= 70 * GIB and "A100" not in run.deployment.hardware_as_published.upper()
+    return (1024, 8192) if big else (256, 2048)
+
+
+def replay_of(run: PublishedRun, defaults: tuple[int, int]) -> Replay:
+    """The client and engine limits a record describes (see the module docstring); `defaults` are the engine's
+    (max_num_seqs, max_num_batched_tokens) for what the command leaves out."""
     bench = run.benchmark
     prompt, output = max(1, round(bench.input_tokens)), max(1, round(bench.output_tokens))
-    cap = bench.max_num_seqs or DEFAULT_MAX_NUM_SEQS
-    budget = bench.max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
+    cap = bench.max_num_seqs or defaults[0]
+    budget = bench.max_num_batched_tokens or defaults[1]
     n = bench.num_prompts
     if bench.max_concurrency is not None:
         return Replay(prompt, output, np.zeros(n), min(cap, bench.max_concurrency), budget, bench.max_concurrency)
@@ -87,14 +104,16 @@ def simulate(run: PublishedRun) -> dict:
     from roofline.serving.simulate import Simulator
     from roofline.specs import Workload
 
-    dep, rep = run.deployment, replay_of(run)
+    dep = run.deployment
     model, hardware = load_model(dep.catalogue_model), load_hardware(dep.catalogue_hardware)
+    rep = replay_of(run, engine_defaults(run, hardware.memory_bytes, model.max_position_embeddings))
     n = len(rep.arrival_s)
     requests = Requests(rep.arrival_s, np.full(n, rep.prompt_tokens, dtype=np.int64),
                         np.full(n, rep.output_tokens, dtype=np.int64))
     total = rep.prompt_tokens + rep.output_tokens
     workload = validate(Workload, {"context_tokens": total, "tp": dep.tp, "pp": dep.pp,
-                                   "weight_dtype": dep.weight_dtype, "engine": run.engine.name,
+                                   "weight_dtype": dep.weight_dtype, "expert_weight_dtype": dep.expert_weight_dtype,
+                                   "engine": run.engine.name,
                                    "prefill_chunk_tokens": rep.max_num_batched_tokens}, "workload")
     sim = Simulator(model, hardware, workload, parse_method(dep.kv_cache_dtype),
                     SchedulerConfig(rep.max_num_batched_tokens, rep.max_num_seqs), max_tokens=total)
