@@ -121,3 +121,27 @@ def test_the_harness_refuses_a_missing_folder_with_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such folder" in err
     assert not (tmp_path / "r.txt").exists()
+
+
+def test_summary_medians_and_signs_by_hand():
+    from validate.engines.public import summary
+
+    def row(name, control, regime, hw, tpot_pub, tpot_pred):
+        metric = {"published": tpot_pub, "predicted": tpot_pred, "ape": abs(tpot_pred - tpot_pub) / tpot_pub}
+        empty = {"published": None, "predicted": None, "ape": None}
+        return {"name": name, "control": control, "regime": regime, "catalogue_hardware": hw,
+                "metrics": {"TPOT mean": metric, "TPOT median": empty, "ITL mean": empty, "out tok/s": empty}}
+
+    rows = [row("a", False, "closed loop", "A100-80GB", 10.0, 5.0),   # APE 0.5, signed -0.5
+            row("b", False, "all at once", "A100-80GB", 10.0, 11.0),  # APE 0.1, signed +0.1
+            row("c", False, "closed loop", "MI300X", 20.0, 17.0),     # APE 0.15, signed -0.15
+            row("d", True, "closed loop", "H100-SXM", 8.0, 8.0),
+            {"name": "e", "control": False, "skipped": "device not in the catalogue"}]
+    s = summary(rows)
+    everything = s["other GPUs, all"]["TPOT mean"]
+    assert everything["records"] == 3 and everything["median_ape"] == pytest.approx(0.15)
+    assert everything["median_signed"] == pytest.approx(-0.15) and everything["within_15pct"] == 2
+    assert s["other GPUs, closed loop"]["TPOT mean"]["median_ape"] == pytest.approx(0.325)
+    assert s["other GPUs, A100-80GB"]["TPOT mean"]["records"] == 2
+    assert s["controls (H100/H200), all"]["TPOT mean"]["median_ape"] == 0
+    assert "other GPUs, poisson rate" not in s  # empty groups are left out

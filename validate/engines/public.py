@@ -49,7 +49,8 @@ def compare(runs: list[PublishedRun]) -> list[dict]:
     """One row per record: the prediction (or why there is none) and, per metric, (published, predicted, APE)."""
     rows = []
     for run in runs:
-        row = {"name": run.name, "control": run.control, "hardware": run.deployment.hardware_as_published,
+        row = {"name": run.name, "control": run.control, "regime": _regime(run),
+               "hardware": run.deployment.hardware_as_published,
                "catalogue_hardware": run.deployment.catalogue_hardware, "model": run.deployment.catalogue_model,
                "tp": run.deployment.tp, "engine": f"{run.engine.name} {run.engine.version}", "source": run.source.url}
         if run.deployment.catalogue_hardware is None:
@@ -68,17 +69,41 @@ def compare(runs: list[PublishedRun]) -> list[dict]:
     return rows
 
 
+def _regime(run: PublishedRun) -> str:
+    """How the client drove the engine: a concurrency cap (closed loop), a Poisson rate, or all at once."""
+    if run.benchmark.max_concurrency is not None:
+        return "closed loop"
+    return "poisson rate" if run.benchmark.request_rate_per_s is not None else "all at once"
+
+
+def _groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The record groups the report summarizes: other GPUs (all, by client regime, by device), then controls."""
+    done = [r for r in rows if "metrics" in r]
+    other, ctrl = [r for r in done if not r["control"]], [r for r in done if r["control"]]
+    groups = [("other GPUs, all", other)]
+    groups += [(f"other GPUs, {g}", [r for r in other if r["regime"] == g])
+               for g in ("closed loop", "poisson rate", "all at once")]
+    groups += [(f"other GPUs, {hw}", [r for r in other if r["catalogue_hardware"] == hw])
+               for hw in sorted({r["catalogue_hardware"] for r in other})]
+    groups += [("controls (H100/H200), all", ctrl),
+               ("controls, closed loop", [r for r in ctrl if r["regime"] == "closed loop"])]
+    return [(name, members) for name, members in groups if members]
+
+
 def summary(rows: list[dict]) -> dict:
-    """Median APE per judged metric, and how many records fall within 15 %, for other GPUs and for controls."""
+    """Per group and judged metric: records with the figure, median APE, median signed error (predicted /
+    published - 1: negative = roofline too fast or too low) and how many fall within 15 %."""
     out = {}
-    for group, control in (("other_gpus", False), ("controls", True)):
+    for name, members in _groups(rows):
         group_out = {}
         for label in JUDGED:
-            apes = [r["metrics"][label]["ape"] for r in rows
-                    if r["control"] == control and "metrics" in r and r["metrics"][label]["ape"] is not None]
-            group_out[label] = {"records": len(apes), "median_ape": statistics.median(apes) if apes else None,
-                                "within_15pct": sum(a <= 0.15 for a in apes)}
-        out[group] = group_out
+            pairs = [(m["ape"], m["predicted"] / m["published"] - 1) for r in members
+                     for m in (r["metrics"][label],) if m["ape"] is not None]
+            group_out[label] = {"records": len(pairs),
+                                "median_ape": statistics.median(a for a, _ in pairs) if pairs else None,
+                                "median_signed": statistics.median(e for _, e in pairs) if pairs else None,
+                                "within_15pct": sum(a <= 0.15 for a, _ in pairs)}
+        out[name] = group_out
     return out
 
 
@@ -104,11 +129,11 @@ def render(rows: list[dict], summ: dict, header: str) -> str:
                 continue
             lines.append(f"    {label:<12} published {_fmt(m['published']):>10}  predicted {_fmt(m['predicted']):>10}"
                          f"  APE {_pct(m['ape']):>5}")
-    lines += ["", "Median APE (records with the figure; within 15 % of the published value):"]
+    lines += ["", "Median APE per group [median signed error] (records within 15 % / records with the figure):"]
     for group, metrics in summ.items():
-        parts = [f"{label} {_pct(m['median_ape'])} ({m['within_15pct']}/{m['records']})"
-                 for label, m in metrics.items() if m["records"]]
-        lines.append(f"  {group}: " + ("; ".join(parts) if parts else "no records"))
+        parts = [f"{label} {_pct(m['median_ape'])} [{100 * m['median_signed']:+.0f}%] "
+                 f"({m['within_15pct']}/{m['records']})" for label, m in metrics.items() if m["records"]]
+        lines.append(f"  {group}: " + "; ".join(parts))
     skipped = [r for r in rows if "skipped" in r]
     if skipped:
         lines += ["", "Not predicted:"] + [f"  {r['name']}: {r['skipped']}" for r in skipped]
