@@ -75,6 +75,8 @@ class Benchmark(Spec):
     max_num_seqs: PositiveInt | None = Field(description="Engine --max-num-seqs; None = the engine's default.")
     max_num_batched_tokens: PositiveInt | None = Field(description="Engine --max-num-batched-tokens; None = default.")
     enforce_eager: bool = Field(False, description="Engine ran without CUDA graphs (--enforce-eager).")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="Engine --gpu-memory-utilization; None = the engine's default (vLLM 0.9).")
     command: str = Field(min_length=1, description="The server and client commands, or the settings, as quoted.")
 
 
@@ -97,9 +99,11 @@ class Outputs(Spec):
     duration_s: PositiveFloat | None = Field(None, description="Benchmark duration, s.")
 
     @model_validator(mode="after")
-    def _has_a_time(self) -> Outputs:
-        if self.tpot.mean_ms is None and self.tpot.median_ms is None and self.itl.mean_ms is None:
-            raise ValueError("tpot: a record needs TPOT (mean or median) or ITL mean: the figure it is judged on")
+    def _has_a_judged_figure(self) -> Outputs:
+        judged = (self.tpot.mean_ms, self.tpot.median_ms, self.itl.mean_ms, self.output_throughput_tokens_per_s)
+        if all(v is None for v in judged):
+            raise ValueError("tpot: a record needs TPOT (mean or median), ITL mean or output throughput: "
+                             "the figures it is judged on")
         return self
 
 
@@ -107,7 +111,8 @@ class Source(Spec):
     """Where the figures were published."""
 
     url: str = Field(pattern=r"^https://", description="Link to the issue / PR / page.")
-    repository: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name of the GitHub repository.")
+    repository: str | None = Field(pattern=r"^[\w.-]+/[\w.-]+$",
+                                   description="owner/name of the GitHub repository; None for a web page.")
     number: PositiveInt | None = Field(None, description="Issue or pull-request number (a thread's figures).")
     path: str | None = Field(None, min_length=1, description="File in the repository (a committed document's figures).")
     commit: str | None = Field(None, pattern=r"^[0-9a-f]{40}$", description="Commit of `path` the quote was read at.")
@@ -118,7 +123,7 @@ class Source(Spec):
 
     @model_validator(mode="after")
     def _locates_the_figures(self) -> Source:
-        if self.number is None and (self.path is None or self.commit is None):
+        if self.repository is not None and self.number is None and (self.path is None or self.commit is None):
             raise ValueError("number: give the issue / PR number, or the file's path and commit")
         return self
 

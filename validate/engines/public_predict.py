@@ -111,7 +111,9 @@ def simulate(run: PublishedRun) -> dict:
     requests = Requests(rep.arrival_s, np.full(n, rep.prompt_tokens, dtype=np.int64),
                         np.full(n, rep.output_tokens, dtype=np.int64))
     total = rep.prompt_tokens + rep.output_tokens
-    workload = validate(Workload, {"context_tokens": total, "tp": dep.tp, "pp": dep.pp,
+    memory = {} if run.benchmark.gpu_memory_utilization is None else {
+        "gpu_memory_utilization": run.benchmark.gpu_memory_utilization}
+    workload = validate(Workload, {**memory, "context_tokens": total, "tp": dep.tp, "pp": dep.pp,
                                    "weight_dtype": dep.weight_dtype, "expert_weight_dtype": dep.expert_weight_dtype,
                                    "engine": run.engine.name,
                                    "prefill_chunk_tokens": rep.max_num_batched_tokens}, "workload")
