@@ -146,3 +146,27 @@ def test_summary_medians_and_signs_by_hand():
     assert s["other GPUs, A100-80GB"]["TPOT mean"]["records"] == 2
     assert s["controls (H100/H200), all"]["TPOT mean"]["median_ape"] == 0
     assert "other GPUs, poisson rate" not in s  # empty groups are left out
+
+
+def test_the_harness_refuses_a_malformed_record_with_one_line_and_writes_nothing(tmp_path, capsys):
+    from validate.engines.public import main
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "bad.json").write_text('{"name": "bad"')
+    assert main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "r.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err
+    assert not (tmp_path / "r.txt").exists()
+
+
+def test_the_harness_refuses_an_unwritable_report_path_with_one_line(tmp_path, capsys):
+    from validate.engines.public import main
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(RUNS / "rtx4090-qwen3-4b-c1-128-128.json", runs)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["--runs", str(runs), "--out", str(blocker / "r.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out" in err

@@ -166,10 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = compare(runs)
     summ = summary(rows)
     text = render(rows, summ, _header(args.runs))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(args.out.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(args.out)
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        tmp.replace(args.out)
+    except OSError as err:
+        if tmp.parent.is_dir():
+            tmp.unlink(missing_ok=True)
+        print(f"error: --out: {args.out}: cannot write the report ({err.strerror or err})", file=sys.stderr)
+        return 2
     print(json.dumps({"rows": rows, "summary": summ}, indent=2) if args.json else text, end="")
     return 0
 
