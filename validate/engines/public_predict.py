@@ -98,6 +98,7 @@ def simulate(run: PublishedRun) -> dict:
     """Predicted figures of one record, in the record's units; raises SpecError for a spec the planner refuses."""
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
+    from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling
     from roofline.methods import parse_method
     from roofline.serving.requests import Requests
     from roofline.serving.scheduler import SchedulerConfig
@@ -117,8 +118,14 @@ def simulate(run: PublishedRun) -> dict:
                                    "weight_dtype": dep.weight_dtype, "expert_weight_dtype": dep.expert_weight_dtype,
                                    "engine": run.engine.name,
                                    "prefill_chunk_tokens": rep.max_num_batched_tokens}, "workload")
+    engine = None
+    if run.engine.name in SCHEDULING_ENGINES and run.engine.name != "ideal":
+        # the engine's own profile (scheduler, graph padding, host costs: roofline.engines.scheduling / timing),
+        # with the limits this run used
+        engine = scheduling(run.engine.name, hardware, entry="api", tp=dep.tp).with_overrides(
+            max_num_seqs=rep.max_num_seqs, max_num_batched_tokens=rep.max_num_batched_tokens)
     sim = Simulator(model, hardware, workload, parse_method(dep.kv_cache_dtype),
-                    SchedulerConfig(rep.max_num_batched_tokens, rep.max_num_seqs), max_tokens=total)
+                    SchedulerConfig(rep.max_num_batched_tokens, rep.max_num_seqs), max_tokens=total, engine=engine)
     trace = sim.run(requests)
     sent = _sent_s(rep.arrival_s, trace.finish_s, rep.closed_loop)
     decode_s = trace.finish_s - trace.first_token_s
