@@ -1,5 +1,6 @@
 """Property tests: random and mutated spec files never escape as anything but a one-line SpecError."""
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -86,3 +87,12 @@ def test_yaml_round_trip_of_every_catalogue_model() -> None:
     for name in model_names():
         data = yaml.safe_load(yaml.safe_dump(load_model(name).model_dump(mode="json")))
         assert validate(Model, data, name) == load_model(name)
+
+
+def test_a_field_name_with_a_newline_gives_a_one_line_error():
+    # found by the random mappings above: {'\n': inf} printed the key raw and split the error over two lines
+    from roofline.catalogue.loading import check_plain_data
+
+    with pytest.raises(SpecError) as err:
+        check_plain_data({"\n": float("inf")}, "spec.yaml")
+    assert str(err.value) == "spec.yaml: '\\n': inf is not a finite number"

@@ -60,7 +60,8 @@ def check_plain_data(data: Any, where: str, max_nodes: int = MAX_NODES) -> None:
                 # YAML keys are strings, or integers where a spec maps a size to a figure (head dim -> FLOP/s)
                 if not isinstance(key, str | int) or isinstance(key, bool):
                     raise SpecError(f"{where}: {name}: key {key!r} is not a string or an integer")
-                stack.append((item, f"{loc}.{key}" if loc else key, depth + 1))
+                label = str(key) if isinstance(key, int) or key.isprintable() else repr(key)  # one-line errors
+                stack.append((item, f"{loc}.{label}" if loc else label, depth + 1))
         elif isinstance(value, list | tuple):
             stack.extend((item, f"{name}[{i}]", depth + 1) for i, item in enumerate(value))
         elif isinstance(value, float) and not math.isfinite(value):
