@@ -105,7 +105,8 @@ def estimate_measured(hardware: Hardware, catalogue: Iterable[Hardware]) -> Meas
              f" TB/s, spread {spreads['read_bytes_per_s']:.2%}; largest spread {spreads[worst]:.1%} in {worst}), "
              f"latencies their mean")
     ms = [h.measured for h in sources]
-    return Measured(device=f"{hardware.name} (estimate)", date=max(m.date for m in ms),
+    kind = "derived" if any(m.kind == "derived" for m in ms) else "measured"
+    return Measured(kind=kind, device=f"{hardware.name} (estimate)", date=max(m.date for m in ms),
                     driver=_joined(m.driver for m in ms), torch=_joined(m.torch for m in ms),
                     triton=_joined(m.triton for m in ms), source=_joined(m.source for m in ms),
                     client_source=_joined(m.client_source for m in ms if m.client_source) or None,
@@ -113,7 +114,7 @@ def estimate_measured(hardware: Hardware, catalogue: Iterable[Hardware]) -> Meas
 
 
 def _joined(values: Iterable[str]) -> str:
-    return ", ".join(dict.fromkeys(values))
+    return ", ".join(dict.fromkeys(v for v in values if v))
 
 
 def _catalogue() -> list[Hardware]:
