@@ -20,9 +20,12 @@ from roofline.specs import Hardware
 
 # aiconfigurator system (systems/<system>.yaml) -> catalogue name. rtx_pro_6000_server is the Server Edition of the
 # GB202 board the catalogue's RTX-PRO-6000 (Workstation Edition) describes: same 188 SMs, 96 GB GDDR7 at
-# 1.792 TB/s and 600 W (systems/rtx_pro_6000_server.yaml; NVIDIA RTX PRO 6000 Blackwell datasheets).
+# 1.792 TB/s and 600 W (systems/rtx_pro_6000_server.yaml; NVIDIA RTX PRO 6000 Blackwell datasheets). b60 is the
+# Intel Arc Pro B60 (systems/b60.yaml, vLLM XPU tables). Systems with a yaml but no tables in 0.12.0 (a100_pcie,
+# a30, h100_pcie, l4) are not listed.
 SYSTEMS = {"a100_sxm": "A100-80GB", "b200_sxm": "B200", "b300_sxm": "B300", "gb200": "GB200", "gb300": "GB300",
-           "h100_sxm": "H100-SXM", "h200_sxm": "H200", "l40s": "L40S", "rtx_pro_6000_server": "RTX-PRO-6000"}
+           "h100_sxm": "H100-SXM", "h200_sxm": "H200", "l40s": "L40S", "rtx_pro_6000_server": "RTX-PRO-6000",
+           "b60": "Arc-Pro-B60"}
 BANDWIDTH_TOLERANCE = 0.05  # database datasheet bandwidth vs the catalogue's: further apart is another SKU
 DERIVED_DIR = "derived"
 NOTE = "# Derived by `python -m roofline.catalogue.derive --package aiconfigurator_core-{v}-*.whl --write` (never by hand)"
@@ -69,13 +72,13 @@ def _replace(path: Path, text: str) -> None:
         raise
 
 
-def write_device(name: str, section: dict) -> str:
+def write_device(name: str, section: dict, note: str | None = None) -> str:
     """Write hardware/derived/<name>.yaml, and hardware/<name>.yaml unless it holds a measured or calibrated
-    section; returns the files written, in words."""
+    section, with `note` (default: the aiconfigurator command) above the section; returns the files written."""
     source = catalogue_dir("hardware") / f"{name}.yaml"
     text = source.read_text()
-    version = section["source"].split()[1]
-    new_text = with_section(text, section, NOTE.format(v=version))
+    note = note or NOTE.format(v=section["source"].split()[1])
+    new_text = with_section(text, section, note)
     out = source.parent / DERIVED_DIR / source.name
     out.parent.mkdir(exist_ok=True)
     _replace(out, new_text)
