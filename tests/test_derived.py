@@ -114,16 +114,19 @@ def test_derived_rates_match_the_measured_ones(name: str) -> None:
 
 
 @pytest.mark.parametrize("name, results", [("H100-SXM", "nvidia-h100"), ("H200", "nvidia-h200")])
-def test_substituted_ceilings_predict_the_real_decoders(name: str, results: str) -> None:
-    """The measured section with every derivable field replaced by the derived one predicts the committed real
-    decoders' decode steps (compiled and eager clients) within 5 % median APE (issue 30's target)."""
+def test_derived_ceilings_predict_the_real_decoders(name: str, results: str) -> None:
+    """The derived section alone, and the measured section with every derivable field replaced by the derived one,
+    predict the committed real decoders' decode steps (compiled and eager clients) within 5 % median APE (issue
+    30's target; the measured section itself: 1.8 % on H100, 4.8 % on H200)."""
     from derived_check import decoder_summary, substituted
 
     data = json.loads((ROOT / "validate" / "results" / "clients" / f"{results}.json").read_text())
-    hw = substituted(load_hardware(name), load_hardware(str(ROOT / "hardware" / "derived" / f"{name}.yaml")))
-    assert hw.measured.gemm_latency_s == load_hardware(str(ROOT / "hardware" / "derived" /
-                                                           f"{name}.yaml")).measured.gemm_latency_s
+    derived = load_hardware(str(ROOT / "hardware" / "derived" / f"{name}.yaml"))
+    hw = substituted(load_hardware(name), derived)
+    assert hw.measured.gemm_latency_s == derived.measured.gemm_latency_s
+    assert hw.measured.sustained_gemm_flops_per_s == load_hardware(name).measured.sustained_gemm_flops_per_s
     assert decoder_summary(data, hw)["decode (compiled + eager)"] <= 5.0
+    assert decoder_summary(data, derived)["decode (compiled + eager)"] <= 5.0
 
 
 @pytest.mark.parametrize("name", ["H100-SXM", "H200"])

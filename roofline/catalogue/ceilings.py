@@ -139,8 +139,9 @@ def with_ceilings(hardware: Hardware, ceilings: str = "measured",
 
 
 def ceilings_label(hardware: Hardware, asked: str = "measured") -> str:
-    """Which ceilings the step times use: the measured section (device, date, source), an estimate (from which
-    devices, with its spread) or the datasheet (and why: `asked` for, or nothing to measure from)."""
+    """Which ceilings the step times use: the measured or calibrated section (device, date, source), a derived one
+    (device and the database, e.g. aiconfigurator-core 0.12.0), an estimate (from which devices, with its spread)
+    or the datasheet (and why: `asked` for, or nothing to measure from)."""
     m = hardware.measured
     if m is None and asked == "datasheet":
         return "datasheet (as asked: peaks and datasheet bandwidth, no per-kernel time)"
@@ -151,4 +152,7 @@ def ceilings_label(hardware: Hardware, asked: str = "measured") -> str:
         return f"datasheet (no measured section for {hardware.name})"
     if m.estimate:
         return m.estimate
-    return f"measured on {m.device} ({m.date}, {m.source})"
+    if m.kind == "derived":
+        return f"derived for {m.device} from {m.source.split(':')[0]}"
+    verb = "calibrated" if m.kind == "calibrated" else "measured"
+    return f"{verb} on {m.device} ({m.date}, {m.source})"

@@ -34,7 +34,14 @@ validate/ops/ceilings) as closely as the database's grid allows, with the calibr
                              repeated rows of one size), the nccl version systems/<system>.yaml names when present
 
 A law whose rows give no physical fit (alpha or 1/bw <= 0: e.g. kernels whose operands the L2 holds) is left out
-and named in `source`. Fields the database cannot give (launch, per-kernel chain time, eager / fused kernel times, sustained
+and named in `source`.     kernel_overhead_s,       the median time of that quantize kernel at M K <= SMALL_ELEMENTS: one small kernel's
+    aten_kernel_s,           fixed cost, standing for the graph chain's per-kernel time, the eager aten kernels and
+    fused_kernel_s           Inductor's fused ones alike (the project measures them apart: 0.93 / 2.04 / 1.61 us
+                             on H200, 1.02 / 2.09 / 1.90 us on H100; the database's figure is 1.89 / 2.00 us). With
+                             kernel_overhead_s set the planner adds each kernel's fixed time to it, as it does for
+                             the measured devices (costmodel.device: the additive law)
+
+Fields the database cannot give (launch, per-kernel chain time, sustained
 clocks, the on-chip rates, the CUDA context) are left out: the planner then uses its defaults for them.
 """
 
@@ -56,6 +63,7 @@ DECODE = ((1, 4096), (1, 32768), (8, 8192), (32, 2048), (32, 8192), (64, 4096)) 
 DECODE_MIN_SHAPES = 3  # fewer of DECODE's shapes past the L2: every (batch, context) of the table past it
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128  # micro.HEADS, KV_HEADS; decode head dim
 SCALE_MATRIX_BYTES = 3  # static_scaled_fp8_quant: reads a bf16 element (2 bytes), writes an fp8 one (1 byte)
+SMALL_ELEMENTS = 4096  # scale_matrix rows this small are a kernel's fixed cost (the largest moves 12 KB)
 CURVE_POINTS = 24  # the curve keeps about this many of the sizes (scale_matrix has ~240 past the L2)
 MOE = {"hidden_size": 4096, "inter_size": 14336, "num_experts": 8, "topk": 2}  # Mixtral-8x7B (probe13_core)
 MS = 1e-3
@@ -133,6 +141,20 @@ def memory_ceilings(db: Database, system: str, backend: str, l2_bytes: int, used
     g = _open(db, system, "gemm", backend, "gemm_perf", used)
     g = g[(g.gemm_dtype == "bfloat16") & g.m.isin(SKINNY_M) & (2 * g.n * g.k >= l2_bytes)]
     return _streaming(list(2 * g.n * g.k), list(g.latency * MS), f"{system}: gemm (streaming fallback)")
+
+
+def small_kernel_ceilings(db: Database, system: str, backend: str) -> dict:
+    """kernel_overhead_s, aten_kernel_s and fused_kernel_s: the median time of the elementwise quantize kernel at its
+    smallest sizes (M K <= SMALL_ELEMENTS), the one small-kernel time the database measures; {} without it."""
+    try:
+        q = db.read(db.table_path(system, "quantize", backend, "scale_matrix_perf"))
+    except DatabaseError:
+        return {}
+    small = q[q.m * q.k <= SMALL_ELEMENTS]
+    if small.empty:
+        return {}
+    seconds = fits.sig(float(small.latency.median()) * MS)
+    return {"kernel_overhead_s": seconds, "aten_kernel_s": seconds, "fused_kernel_s": seconds}
 
 
 def decode_ceilings(db: Database, system: str, backend: str, l2_bytes: int, used: list[str],
@@ -216,7 +238,7 @@ def derived_section(db: Database, system: str, l2_bytes: int, backend: str = "vl
     used: list[str] = []
     skipped: list[str] = []
     fields = {**gemm_ceilings(db, system, backend, used, skipped),
-              **memory_ceilings(db, system, backend, l2_bytes, used),
+              **memory_ceilings(db, system, backend, l2_bytes, used), **small_kernel_ceilings(db, system, backend),
               **decode_ceilings(db, system, backend, l2_bytes, used, skipped),
               **prefill_ceilings(db, system, backend, used), **moe_ceilings(db, system, backend, used, skipped),
               **allreduce_ceilings(db, system, used)}
