@@ -7,7 +7,8 @@ Each function takes plain (shape, seconds) data, so the definitions are testable
                           roofline/validation/calibrate.py latency_bandwidth_fit and validate/clients/calibrate.py
                           latency_bandwidth (memory_latency_s / stream_bytes_per_s, gemm_latency_s /
                           gemm_stream_bytes_per_s, decode_attention_*, grouped_gemm_*)
-    largest_rate          median bytes/s of the LARGEST_SIZES largest sizes (calibrate.stream_bandwidth: read_bytes_per_s)
+    largest_rate          median bytes/s of the LARGEST_SIZES largest sizes (calibrate.stream_bandwidth:
+                          read_bytes_per_s)
     causal_flash_flops    4 H D P(P+1)/2: QK and PV over the causal pairs (validate/clients/micro.py flash_prefill)
     decode_kv_bytes       2 B Hkv L D x 2: K and V in bf16 (micro.py decode_attention)
     bus_bytes_per_s       2 (n-1)/n S / t: NCCL's all-reduce bus bandwidth (nccl-tests doc/PERFORMANCE.md, the

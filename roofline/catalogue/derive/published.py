@@ -19,7 +19,8 @@ from roofline.catalogue.derive.write import write_device
 from roofline.errors import SpecError
 
 DATA = Path(__file__).with_name("published.yaml")
-NOTE = "# Derived by `python -m roofline.catalogue.derive.published --write` from published microbenchmarks (never by hand)"
+NOTE = ("# Derived by `python -m roofline.catalogue.derive.published --write` from published microbenchmarks "
+        "(never by hand)")
 
 
 def published() -> dict:

@@ -22,6 +22,12 @@ validate/ops/ceilings) as closely as the database's grid allows, with the calibr
     bandwidth_curve,         that table's median rate per size past the L2 (about CURVE_POINTS sizes), and the
     read_bytes_per_s,        median rate of its three largest sizes (LARGEST_SIZES), as read and as copy rate: the
     copy_bytes_per_s         kernel's bytes are read plus written, like the copy, mostly read, like the read
+    kernel_overhead_s,       the median time of that quantize kernel at M K <= SMALL_ELEMENTS: one small kernel's
+    aten_kernel_s,           fixed cost, standing for the graph chain's per-kernel time, the eager aten kernels and
+    fused_kernel_s           Inductor's fused ones alike (the project measures them apart: 0.93 / 2.04 / 1.61 us
+                             on H200, 1.02 / 2.09 / 1.90 us on H100; the database's figure is 1.89 / 2.00 us). With
+                             kernel_overhead_s set the planner adds each kernel's fixed time to it, as it does for
+                             the measured devices (costmodel.device: the additive law)
     attention_flops_per_s    per head dim: causal flash FLOPs / t of context attention at batch 1, 32 / 8 heads,
                              the longest prompt the table has (micro.FLASH: 16384)
     grouped_gemm_*           relative fit of t = 2 alpha + active experts' bytes / bw over the bf16 MoE rows of
@@ -34,15 +40,8 @@ validate/ops/ceilings) as closely as the database's grid allows, with the calibr
                              repeated rows of one size), the nccl version systems/<system>.yaml names when present
 
 A law whose rows give no physical fit (alpha or 1/bw <= 0: e.g. kernels whose operands the L2 holds) is left out
-and named in `source`.     kernel_overhead_s,       the median time of that quantize kernel at M K <= SMALL_ELEMENTS: one small kernel's
-    aten_kernel_s,           fixed cost, standing for the graph chain's per-kernel time, the eager aten kernels and
-    fused_kernel_s           Inductor's fused ones alike (the project measures them apart: 0.93 / 2.04 / 1.61 us
-                             on H200, 1.02 / 2.09 / 1.90 us on H100; the database's figure is 1.89 / 2.00 us). With
-                             kernel_overhead_s set the planner adds each kernel's fixed time to it, as it does for
-                             the measured devices (costmodel.device: the additive law)
-
-Fields the database cannot give (launch, per-kernel chain time, sustained
-clocks, the on-chip rates, the CUDA context) are left out: the planner then uses its defaults for them.
+and named in `source`. Fields the database cannot give (launch, sustained clocks, the on-chip rates, the CUDA
+context) are left out: the planner then uses its defaults for them (no latency floor, burst rates in steady state).
 """
 
 from __future__ import annotations

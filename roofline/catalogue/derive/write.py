@@ -28,7 +28,8 @@ SYSTEMS = {"a100_sxm": "A100-80GB", "b200_sxm": "B200", "b300_sxm": "B300", "gb2
            "b60": "Arc-Pro-B60"}
 BANDWIDTH_TOLERANCE = 0.05  # database datasheet bandwidth vs the catalogue's: further apart is another SKU
 DERIVED_DIR = "derived"
-NOTE = "# Derived by `python -m roofline.catalogue.derive --package aiconfigurator_core-{v}-*.whl --write` (never by hand)"
+NOTE = ("# Derived by `python -m roofline.catalogue.derive --package aiconfigurator_core-{v}-*.whl --write` "
+        "(never by hand)")
 
 
 def derive_device(db: Database, system: str, name: str, backend: str) -> dict:
