@@ -39,6 +39,10 @@ def main(argv=None) -> int:
             where = write_device(name, section) if args.write else "not written"
             print(f"{name}: {section['device']}: read {section['read_bytes_per_s'] / 1e12:.3f} TB/s, bf16 GEMM "
                   f"{section['gemm_flops_per_s']['bf16'] / 1e12:.0f} TFLOP/s ({where})")
+    except ImportError as err:
+        print(f"error: {err.name or err}: the converter reads parquet tables; pip install 'roofline[aic]'",
+              file=sys.stderr)
+        return 2
     except (DatabaseError, SpecError, ValueError, KeyError, OSError) as err:
         print(f"error: {err} (bandwidth tolerance {BANDWIDTH_TOLERANCE:.0%})", file=sys.stderr)
         return 2
