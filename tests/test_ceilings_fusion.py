@@ -88,7 +88,10 @@ def test_estimate_for_gh200_from_h100_and_h200():
 def test_no_comparable_device_falls_back_to_datasheet():
     pcie = with_ceilings(load_hardware("H100-PCIe"))  # Hopper with HBM2e: no measured HBM2 Hopper
     assert pcie.measured is None and "no measured hopper device with HBM2-generation" in ceilings_label(pcie)
-    assert with_ceilings(load_hardware("B200")).measured is None  # no architecture / memory type in its spec
+    # no architecture in its spec: nothing is comparable (H20 itself, Hopper with HBM3, has an estimate)
+    h20 = load_hardware("H20")
+    assert with_ceilings(h20).measured.estimate
+    assert with_ceilings(h20.model_copy(update={"architecture": None}), catalogue=_catalogue()).measured is None
     assert memory_generation("HBM3e") == "HBM3" and memory_generation("GDDR6X") == "GDDR6"
 
 

@@ -105,7 +105,8 @@ def estimate_measured(hardware: Hardware, catalogue: Iterable[Hardware]) -> Meas
              f" TB/s, spread {spreads['read_bytes_per_s']:.2%}; largest spread {spreads[worst]:.1%} in {worst}), "
              f"latencies their mean")
     ms = [h.measured for h in sources]
-    return Measured(device=f"{hardware.name} (estimate)", date=max(m.date for m in ms),
+    kind = "derived" if any(m.kind == "derived" for m in ms) else "measured"
+    return Measured(kind=kind, device=f"{hardware.name} (estimate)", date=max(m.date for m in ms),
                     driver=_joined(m.driver for m in ms), torch=_joined(m.torch for m in ms),
                     triton=_joined(m.triton for m in ms), source=_joined(m.source for m in ms),
                     client_source=_joined(m.client_source for m in ms if m.client_source) or None,
@@ -113,7 +114,7 @@ def estimate_measured(hardware: Hardware, catalogue: Iterable[Hardware]) -> Meas
 
 
 def _joined(values: Iterable[str]) -> str:
-    return ", ".join(dict.fromkeys(values))
+    return ", ".join(dict.fromkeys(v for v in values if v))
 
 
 def _catalogue() -> list[Hardware]:
@@ -138,8 +139,9 @@ def with_ceilings(hardware: Hardware, ceilings: str = "measured",
 
 
 def ceilings_label(hardware: Hardware, asked: str = "measured") -> str:
-    """Which ceilings the step times use: the measured section (device, date, source), an estimate (from which
-    devices, with its spread) or the datasheet (and why: `asked` for, or nothing to measure from)."""
+    """Which ceilings the step times use: the measured or calibrated section (device, date, source), a derived one
+    (device and the database, e.g. aiconfigurator-core 0.12.0), an estimate (from which devices, with its spread)
+    or the datasheet (and why: `asked` for, or nothing to measure from)."""
     m = hardware.measured
     if m is None and asked == "datasheet":
         return "datasheet (as asked: peaks and datasheet bandwidth, no per-kernel time)"
@@ -150,4 +152,7 @@ def ceilings_label(hardware: Hardware, asked: str = "measured") -> str:
         return f"datasheet (no measured section for {hardware.name})"
     if m.estimate:
         return m.estimate
-    return f"measured on {m.device} ({m.date}, {m.source})"
+    if m.kind == "derived":
+        return f"derived for {m.device} from {m.source.split(':')[0]}"
+    verb = "calibrated" if m.kind == "calibrated" else "measured"
+    return f"{verb} on {m.device} ({m.date}, {m.source})"

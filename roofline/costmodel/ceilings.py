@@ -99,7 +99,7 @@ def ceilings(hardware: Hardware, options, tp: int) -> Ceilings:
         "l2_bw": _first(m and m.l2_bytes_per_s, hw.l2_bytes_per_s),
         "dram_latency": _first(m and m.dram_latency_s, hw.dram_latency_s),
         "sm_count": hw.sm_count,
-        "latency_floor": m.launch_latency_s if m is not None else 0.0,
+        "latency_floor": (m.launch_latency_s or 0.0) if m is not None else 0.0,
         "kernel_time": (m.kernel_overhead_s or m.memory_latency_s or 0.0) if m is not None else 0.0,
     }
     inflight = _first(m and m.bytes_in_flight_per_sm, hw.shared_memory_bytes_per_sm)

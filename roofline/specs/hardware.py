@@ -44,7 +44,10 @@ class Link(Spec):
 
 
 class Measured(Spec):
-    """Ceilings measured by `python -m validate calibrate` on a real device."""
+    """Ceilings measured by `python -m validate calibrate` on a real device (kind 'measured'), by a user's
+    `roofline calibrate` ('calibrated'), or derived from a measured per-op database ('derived':
+    roofline.catalogue.derive, from NVIDIA aiconfigurator's tables; the fields that database cannot give are left
+    out, so driver / torch / triton / copy / launch are required of measured sections only)."""
 
     BOUNDS: ClassVar = bounds.MEASURED
 
@@ -53,18 +56,23 @@ class Measured(Spec):
         "microbenchmarks, calibrated by a user's `roofline calibrate`, or derived from a measured database "
         "(aiconfigurator) with provenance in `source`.")
     device: str = Field(description="Device name as the driver reports it.")
-    date: dt.date = Field(description="Date of the measurement.")
-    driver: str = Field(description="GPU driver version.")
-    torch: str = Field(description="torch version used for the measurement.")
-    triton: str = Field(description="triton version used for the measurement.")
+    date: dt.date = Field(description="Date of the measurement (derived: of the database release).")
+    driver: str | None = Field(None, description="GPU driver version (required when kind is 'measured').")
+    torch: str | None = Field(None, description="torch version used for the measurement (required when kind is "
+                              "'measured').")
+    triton: str | None = Field(None, description="triton version used for the measurement (required when kind is "
+                               "'measured').")
     read_bytes_per_s: PositiveFloat = Field(description="Streaming-read bandwidth at large sizes, bytes/s.")
-    copy_bytes_per_s: PositiveFloat = Field(
-        description="Device-to-device copy bandwidth, bytes read plus bytes written per second."
+    copy_bytes_per_s: PositiveFloat | None = Field(
+        None, description="Device-to-device copy bandwidth, bytes read plus bytes written per second (required when "
+        "kind is 'measured')."
     )
     gemm_flops_per_s: dict[str, PositiveFloat] = Field(
         description="Achieved dense GEMM throughput per dtype on large random matrices, FLOP/s."
     )
-    launch_latency_s: PositiveFloat = Field(description="Time of an empty kernel launch, seconds.")
+    launch_latency_s: PositiveFloat | None = Field(
+        None, description="Time of an empty kernel launch, seconds (required when kind is 'measured'; none: the "
+        "cost model's latency floor is 0, as with datasheet ceilings).")
     memory_latency_s: PositiveFloat | None = Field(
         None, description="alpha of the streaming-read curve fitted as time = alpha + bytes / stream_bytes_per_s "
         "(relative least squares over every measured size): a kernel's ramp-up and drain, seconds.")
@@ -199,6 +207,9 @@ class Measured(Spec):
     dram_latency_s: PositiveFloat | None = Field(
         None, description="Unloaded DRAM load latency, s: a dependent pointer chase over a buffer past L2 "
         "(ceilings microbenchmark 'pointer_chase').")
+    allreduce_curve_s: dict[int, list[tuple[PositiveInt, PositiveFloat]]] = Field(
+        default_factory=dict, description="NCCL all-reduce time against message size, per GPU count: {gpus: "
+        "[(message bytes, s), ...]} (derived sections: aiconfigurator's comm/nccl table, fp16).")
     estimate: str | None = Field(
         None, description="Set when this section was not measured on the device but carried over from measured "
         "devices of the same architecture and memory technology (roofline.catalogue.ceilings): from which, and the "
@@ -206,6 +217,12 @@ class Measured(Spec):
 
     @model_validator(mode="after")
     def _dtypes_known(self) -> Measured:
+        if self.kind == "measured":
+            missing = [n for n in ("driver", "torch", "triton", "copy_bytes_per_s", "launch_latency_s")
+                       if getattr(self, n) is None]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: required when kind is 'measured' (a derived section says "
+                                 "kind: derived)")
         for field_name in ("gemm_flops_per_s", "sustained_gemm_flops_per_s"):
             for dtype in getattr(self, field_name):
                 if dtype not in DTYPES:
