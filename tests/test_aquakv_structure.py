@@ -1,13 +1,13 @@
-"""aquakv's kernel structure (validate/ops/aquakv/structure.py -> roofline/validation/structure/aquakv.json) and the
-family's prediction from it (roofline.validation.families.aquakv): launches, wgmma operand bytes, the clock the
+"""aquakv's kernel structure (validate/ops/aquakv/structure.py -> validate/model/structure/aquakv.json) and the
+family's prediction from it (validate.model.families.aquakv): launches, wgmma operand bytes, the clock the
 on-chip rates run at, and the ceiling that binds. Pure Python: no GPU, no compile."""
 
 
 import pytest
 
-from roofline.catalogue import load_hardware
-from roofline.validation import kernel_structure as ks
-from roofline.validation.families import aquakv as fam
+from validate.model import kernel_structure as ks
+from validate.model.families import aquakv as fam
+from validate.model.hardware import load_hardware
 from validate.ops.aquakv.structure import wgmma_shared_bytes
 
 PARAMS = {"method": "aquakv-2", "num_heads": 24, "num_kv_heads": 8, "head_dim": 128}

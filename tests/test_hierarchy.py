@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from roofline.catalogue import load_hardware
 from roofline.costmodel.device import Roofline, RooflineOptions, binding_ceiling
 from roofline.costmodel.ops import Op, traffic
 from roofline.kv.quant import TensorQuant, metadata_loads
-from roofline.validation.families import quant_attention as qa
-from roofline.validation.predict import _symbols, find_ops
+from validate.model.families import quant_attention as qa
+from validate.model.hardware import load_hardware
+from validate.model.predict import _symbols, find_ops
 
 RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results"
 E = sp.Symbol("E", positive=True)
@@ -129,13 +129,13 @@ def test_measured_innerq_beats_kivi_and_h100_matches_h200() -> None:
 
 
 def test_model_direction_matches_the_measurement() -> None:
-    # issue 14 item 4: with the measured kernel's loop structure (roofline.validation.kernel_structure: wavefronts
+    # issue 14 item 4: with the measured kernel's loop structure (validate.model.kernel_structure: wavefronts
     # and integer instructions per program-step of its sm_90 compile) KIVI-2 is shared-memory bound on the
     # wavefronts its B-operand metadata copies and q re-reads need (2664 per 128 tokens and KV head against
     # InnerQ-Base's 752), so InnerQ-Base comes out faster, as measured; so do the layouts' generic on-chip terms
     # (test_model_innerq_vs_kivi_from_the_layouts: 1920 B of shared memory per token for KIVI, 1.54x).
-    from roofline.validation.compare import calibrated
     from roofline.validation.results_file import Case
+    from validate.model.compare import calibrated
 
     results = json.loads((RESULTS / "nvidia-h200.json").read_text())
     hw = calibrated(load_hardware("H200"), results)

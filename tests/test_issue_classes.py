@@ -1,5 +1,5 @@
 """Issue classes of a structured kernel (issue 14 item 4, session 6): SASS opcodes by the pipe that times them
-(validate.common.sass.issue_class), their time summed at each pipe's rate (roofline.validation.kernel_structure:
+(validate.common.sass.issue_class), their time summed at each pipe's rate (validate.model.kernel_structure:
 issue_cycles, extra_int_ops, class_rates) and the ceilings family's benchmarks of the rates the model takes from
 the CUDA guide's cc 9.0 throughput table until measured; the wgmma benchmarks' fields (wgmma_scale, wgmma_serial,
 compose). Expectations by hand."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalogue import load_hardware
-from roofline.validation import kernel_structure as ks
 from validate.common.sass import ISSUE_CLASSES, executed_counts, issue_class, issue_classes
+from validate.model import kernel_structure as ks
+from validate.model.hardware import load_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,14 +8,14 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: kernels run o
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from roofline.catalogue import load_hardware  # noqa: E402
 from roofline.methods import parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
-from roofline.validation.families import aquakv as predicted  # noqa: E402
-from roofline.validation.predict import _graph, op_work  # noqa: E402
 from validate.common import quantize, recipes  # noqa: E402
 from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 from validate.common.testing import relative_rms  # noqa: E402
+from validate.model.families import aquakv as predicted  # noqa: E402
+from validate.model.hardware import load_hardware  # noqa: E402
+from validate.model.predict import _graph, op_work  # noqa: E402
 from validate.ops.aquakv import cases as fam  # noqa: E402
 from validate.ops.aquakv import kernel, reference, storage  # noqa: E402
 

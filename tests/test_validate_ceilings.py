@@ -37,7 +37,7 @@ def test_shared_memory_fits_h100() -> None:
 
 
 def test_datasheet_predictions() -> None:
-    from roofline.catalogue import load_hardware
+    from validate.model.hardware import load_hardware
 
     hw = load_hardware("H100-SXM")
     fam = family.Ceilings()

@@ -8,11 +8,11 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: kernels run o
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from roofline.validation.families import fp16_attention as predicted  # noqa: E402
 from roofline.validation.results_file import Case  # noqa: E402
 from validate.common.flash_decode import decode_attention, decode_splits  # noqa: E402
 from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 from validate.common.testing import relative_rms  # noqa: E402
+from validate.model.families import fp16_attention as predicted  # noqa: E402
 from validate.ops.fp16_attention import cases as fam  # noqa: E402
 from validate.ops.fp16_attention.reference import reference  # noqa: E402
 
@@ -73,7 +73,7 @@ def test_grid_and_prediction_shape() -> None:
     family = fam.FP16Attention()
     full = family.cases(quick=False)
     assert len(full) == 16 and len(family.cases(quick=True)) < len(full)
-    from roofline.catalogue import load_hardware
+    from validate.model.hardware import load_hardware
 
     hw = load_hardware("H100-SXM").model_copy(update={"measured": None})
     pred = family.predict(Case("fp16_attention", "x", full[-1].params), hw)

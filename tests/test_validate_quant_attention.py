@@ -17,15 +17,16 @@ import json  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from roofline.catalogue import load_hardware, load_model  # noqa: E402
+from roofline.catalogue import load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
-from roofline.validation.families.quant_attention import work as case_work  # noqa: E402
 from validate.common import quantize, recipes, tiling  # noqa: E402
 from validate.common.recipes import layout_bytes  # noqa: E402
 from validate.common.reference import attend  # noqa: E402
 from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 from validate.common.testing import relative_rms  # noqa: E402
+from validate.model.families.quant_attention import work as case_work  # noqa: E402
+from validate.model.hardware import load_hardware  # noqa: E402
 from validate.ops.quant_attention import cache as qcache  # noqa: E402
 from validate.ops.quant_attention import tiled_launch  # noqa: E402
 from validate.ops.quant_attention.cases import QuantAttention  # noqa: E402
@@ -251,8 +252,8 @@ def test_kivi_grid_cases_file_is_the_grids_kivi_cases() -> None:
 def test_swapped_replaces_both_copies_of_a_chain() -> None:
     # kivi_variants.swapped (the variants' and kivi_grid_predict's old-kernel predictions): the step's chain
     # (kernel_structure) and the fixed costs' (fixed_costs.chains) are two cached copies of chains.json; both change
-    from roofline.validation import fixed_costs
-    from roofline.validation import kernel_structure as ks
+    from validate.model import fixed_costs
+    from validate.model import kernel_structure as ks
     from validate.ops.quant_attention.kivi_variants import swapped
 
     key, chain = "quant_attention/kivi-2", {"pass": 1.0, "step": 1.0, "warps": 4, "ldl_cycles": 29.1}

@@ -17,16 +17,17 @@ import pytest  # noqa: E402
 import sympy  # noqa: E402
 import torch  # noqa: E402
 
-from roofline.catalogue import load_hardware, load_model  # noqa: E402
+from roofline.catalogue import load_model  # noqa: E402
 from roofline.methods import build_cache, parse_method  # noqa: E402
 from roofline.units import L  # noqa: E402
-from roofline.validation.families import xquant as predicted  # noqa: E402
 from roofline.validation.results_file import Case  # noqa: E402
 from validate.common.quantize import quantize  # noqa: E402
 from validate.common.recipes import TensorRecipe  # noqa: E402
 from validate.common.reference import attend  # noqa: E402
 from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 from validate.common.testing import relative_rms  # noqa: E402
+from validate.model.families import xquant as predicted  # noqa: E402
+from validate.model.hardware import load_hardware  # noqa: E402
 from validate.ops import get  # noqa: E402
 from validate.ops.xquant import cases as fam  # noqa: E402
 from validate.ops.xquant import launch as xk  # noqa: E402
@@ -285,7 +286,7 @@ def test_grid_work_and_prediction() -> None:
         pred = family.predict(case, hw)
         assert predicted.work(case.params) == {"bytes": pred["bytes"], "flops": pred["flops"]}
         # one kernel per op (attention, its split-K reduce, the remat): the sum of each op's max; a structured op's
-        # compute composition is replaced by the contention of its warps (roofline.validation.contention), so only
+        # compute composition is replaced by the contention of its warps (validate.model.contention), so only
         # its DRAM time stays a floor there
         floor = pred["memory_s"] if pred.get("contention_s") else max(pred["compute_s"], pred["memory_s"])
         assert pred["time_s"] >= floor * (1 - 1e-12)

@@ -9,14 +9,14 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from roofline.catalogue import load_hardware  # noqa: E402
-from roofline.validation.families import xquant as predicted  # noqa: E402
-from roofline.validation.fixed_costs import kernels  # noqa: E402
 from roofline.validation.results_file import Case  # noqa: E402
 from validate import fresh  # noqa: E402
 from validate.common.reference import attend  # noqa: E402
 from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 from validate.common.testing import relative_rms  # noqa: E402
+from validate.model.families import xquant as predicted  # noqa: E402
+from validate.model.fixed_costs import kernels  # noqa: E402
+from validate.model.hardware import load_hardware  # noqa: E402
 from validate.ops import get  # noqa: E402
 from validate.ops.xquant import cases as fam  # noqa: E402
 from validate.ops.xquant import launch as xk  # noqa: E402

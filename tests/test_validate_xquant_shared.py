@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.catalogue import load_hardware
-from roofline.validation import kernel_structure as ks
+from validate.model import kernel_structure as ks
+from validate.model.hardware import load_hardware
 from validate.ops.xquant import cases
 from validate.ops.xquant import shared_model as sm
 from validate.ops.xquant.structure import per_token

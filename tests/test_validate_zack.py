@@ -12,15 +12,15 @@ import random  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from roofline.catalogue import load_hardware  # noqa: E402
 from roofline.costmodel.attention import SPLIT_TOKENS  # noqa: E402
 from roofline.methods import build_cache  # noqa: E402
 from roofline.methods.zack import POLICIES, Zack, assign, makespan, task_imbalance  # noqa: E402
 from roofline.units import B, L  # noqa: E402
-from roofline.validation.families import zack as predicted  # noqa: E402
-from roofline.validation.predict import decode_model, find_op  # noqa: E402
 from validate.common.sm90 import H100_SHARED_BYTES, shared_bytes  # noqa: E402
 from validate.common.testing import relative_rms  # noqa: E402
+from validate.model.families import zack as predicted  # noqa: E402
+from validate.model.hardware import load_hardware  # noqa: E402
+from validate.model.predict import decode_model, find_op  # noqa: E402
 from validate.ops.zack import cases as fam  # noqa: E402
 from validate.ops.zack import kernel, reference  # noqa: E402
 

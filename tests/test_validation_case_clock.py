@@ -1,9 +1,9 @@
-"""roofline.validation.case_clock: a case is predicted at the SM clock recorded while it was timed."""
+"""validate.model.case_clock: a case is predicted at the SM clock recorded while it was timed."""
 
 import pytest
 
-from roofline.catalogue import load_hardware
-from roofline.validation import case_clock
+from validate.model import case_clock
+from validate.model.hardware import load_hardware
 
 
 def test_case_mhz_rounds_to_the_clock_steps_and_ignores_bad_values() -> None:
@@ -59,7 +59,7 @@ def test_no_clock_keeps_the_spec_and_the_boost_clock_caps_it() -> None:
 
 
 def test_compare_predicts_a_clocked_row_slower_and_says_so() -> None:
-    from roofline.validation.compare import compare
+    from validate.model.compare import compare
 
     h100 = load_hardware("H100-SXM")
     params = {"method": "aquakv:bits=2", "num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "batch": 8,

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from roofline.validation.compare import compare, hardware_for_device
-from roofline.validation.families import FAMILIES
 from validate.__main__ import main
+from validate.model.compare import compare, hardware_for_device
+from validate.model.families import FAMILIES
 
 HEADS = {"num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "dtype": "bf16", "block_n": 128}
 GIB = 1 << 30
@@ -40,7 +40,7 @@ B8_BYTES = 2 * 8 * 16384 * 8 * 128 * 2 + 2 * 8 * 32 * 128 * 2 + 2 * 8 * 32 * 8 *
 
 @pytest.fixture(scope="module")
 def hw():
-    from roofline.catalogue import load_hardware
+    from validate.model.hardware import load_hardware
 
     # datasheet only: a calibrated catalogue must not change the hand-computed numbers
     return load_hardware("H100-SXM").model_copy(update={"measured": None})
@@ -137,7 +137,7 @@ def test_the_explicit_list_of_predicted_families() -> None:
 
 
 def test_each_results_file_predicts_with_its_own_ceilings(hw) -> None:
-    from roofline.validation.compare import calibrated
+    from validate.model.compare import calibrated
 
     results = copy.deepcopy(RESULTS)
     results["cases"][:2] = [

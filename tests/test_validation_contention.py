@@ -1,4 +1,4 @@
-"""roofline.validation.contention: exact MVA of the warps sharing an SM, on hand-computed networks and on the
+"""validate.model.contention: exact MVA of the warps sharing an SM, on hand-computed networks and on the
 on-chip microbenchmarks whose measurements were not its inputs."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalogue.store import load_hardware
-from roofline.validation import contention
-from roofline.validation import kernel_structure as ks
+from validate.model import contention
+from validate.model import kernel_structure as ks
+from validate.model.hardware import load_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "validate" / "results" / "experiments"

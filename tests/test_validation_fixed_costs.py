@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline.validation import fixed_costs
-from roofline.validation.fixed_costs import LAUNCHERS, kernels
+from validate.model import fixed_costs
+from validate.model.fixed_costs import LAUNCHERS, kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,7 +174,7 @@ def test_quant_chain_kernels_follow_the_launches(monkeypatch):
 
 
 def test_xquant_launches_agree_with_the_family():
-    from roofline.validation.families.xquant import launches
+    from validate.model.families.xquant import launches
 
     for variant in ("fused", "materialized", "mha_fused"):
         for context in (100, 128, 4096, 4196):
@@ -256,10 +256,10 @@ def test_quant_middle_programs_are_the_launchers(name: str) -> None:
     # families.quant_attention.middle_programs against the launcher's own functions (tiled_launch.choose_splits with
     # its WAVES = 1 and split_plan), at the committed H200 case's heads and the kernel's resident programs
     pytest.importorskip("triton")
-    from roofline.catalogue import load_hardware
-    from roofline.validation import kernel_structure as ks
-    from roofline.validation.families import quant_attention as qa
-    from roofline.validation.fixed_costs import quant_middle_tokens
+    from validate.model import kernel_structure as ks
+    from validate.model.families import quant_attention as qa
+    from validate.model.fixed_costs import quant_middle_tokens
+    from validate.model.hardware import load_hardware
     from validate.ops.quant_attention.tiled_launch import choose_splits, split_plan
 
     hw = load_hardware("H200")

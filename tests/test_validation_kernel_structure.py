@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalogue import load_hardware
-from roofline.validation import kernel_structure as ks
-from roofline.validation.families import quant_attention as qa
 from roofline.validation.results_file import Case
 from validate.common.sass import loop_counts, wavefronts
+from validate.model import kernel_structure as ks
+from validate.model.families import quant_attention as qa
+from validate.model.hardware import load_hardware
 
 RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results"
 SHAPES = [(8, 16384), (8, 65536), (8, 131072), (32, 16384), (32, 65536), (32, 131072)]
@@ -96,7 +96,7 @@ def _kivi_launched(device: str) -> dict:
 
 @pytest.mark.parametrize(("device", "hardware"), [("h100", "H100-SXM"), ("h200", "H200")])
 def test_kivi_is_shared_memory_bound_and_slower_than_innerq_as_measured(device: str, hardware: str) -> None:
-    from roofline.validation.compare import calibrated
+    from validate.model.compare import calibrated
 
     results = json.loads((RESULTS / f"nvidia-{device}.json").read_text())
     hw = calibrated(load_hardware(hardware), results)

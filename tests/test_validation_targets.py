@@ -1,10 +1,10 @@
-"""roofline.validation.targets: the issue's four targets decided from hand-made results and reports."""
+"""validate.model.targets: the issue's four targets decided from hand-made results and reports."""
 
 from __future__ import annotations
 
 import pytest
 
-from roofline.validation import targets
+from validate.model import targets
 
 SHAPE = {"num_heads": 32, "num_kv_heads": 8, "head_dim": 128}
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline.catalogue import load_hardware
-from roofline.validation import kernel_structure as ks
-from roofline.validation.families import xquant as xq
 from validate.common.sass import executed_counts, mma_flops
+from validate.model import kernel_structure as ks
+from validate.model.families import xquant as xq
+from validate.model.hardware import load_hardware
 
 RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results"
 
@@ -106,16 +106,16 @@ def test_structure_file_against_the_kernel_shapes() -> None:
 
 @pytest.mark.parametrize("device,hardware", [("h100", "H100-SXM"), ("h200", "H200")])
 def test_prediction_against_the_committed_runs(device: str, hardware: str) -> None:
-    from roofline.validation.compare import calibrated
     from roofline.validation.results_file import Case
+    from validate.model.compare import calibrated
 
     results = json.loads((RESULTS / f"nvidia-{device}.json").read_text())
     hw = calibrated(load_hardware(hardware), results)
     measured = {c["name"]: c for c in results["cases"] if c["family"] == "xquant" and c.get("ms")}
-    # The contention model (roofline.validation.contention: exact MVA of the SM's co-resident warps, issue classes at
+    # The contention model (validate.model.contention: exact MVA of the SM's co-resident warps, issue classes at
     # the measured rates of nvidia-h{100,200}-onchip-s6.json, wgmma at its measured interval with the measured share
     # b of its cycles holding the issue station, nvidia-h{100,200}-wgmma-clocked.json; delay = the lone-warp chain
-    # less the demands) at each case's effective SM clock, read inside the GPU (roofline.validation.case_clock, the
+    # less the demands) at each case's effective SM clock, read inside the GPU (validate.model.case_clock, the
     # probe's 1805-1854 MHz): the fused kernel within 5 % (11-13 % under until the chain waited for its pipelined
     # cp.async copies at DEPBAR.LE SB0: validate.common.chain._CopyGroups), the materialized remat kernel 6-8 % under
     # on both devices (at nvidia-smi's clocks, 1875-1980 MHz, they were 19 % and 9-14 %). The rest is what the network
@@ -123,7 +123,7 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
     # Nsight Compute on the fused loop (validate/results/experiments/SESSION6.md, SESSION7.md) finds 4.86 cycles per
     # issued instruction at b8 L16384 with dispatch (0.19), math-throttle (0.13) and barrier (0.13) stalls, a cost
     # per instruction and the warpgroup's barrier, which no queue at these stations produces.
-    from roofline.validation.case_clock import at_case_clock
+    from validate.model.case_clock import at_case_clock
 
     for name, low, high in (("fused_b8_l16384", -0.05, 0.05), ("materialized_b8_l16384", 0.03, 0.15),
                             ("materialized_b32_l4096", 0.03, 0.15)):
@@ -136,8 +136,8 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
 
 
 def test_latency_ceiling_by_hand_and_below_the_measured_time() -> None:
-    from roofline.validation.compare import calibrated
     from roofline.validation.results_file import Case
+    from validate.model.compare import calibrated
 
     results = json.loads((RESULTS / "nvidia-h100.json").read_text())
     hw = calibrated(load_hardware("H100-SXM"), results)

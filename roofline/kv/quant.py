@@ -25,7 +25,7 @@ Axis = Literal["channels", "tokens"]
 # Vector FLOPs to quantize one element: range (min/max or absmax), scale, shift, round, clamp.
 QUANTIZE_FLOPS_PER_ELEMENT = 5
 # The fused dequant-attention decode kernel the on-chip terms describe (validate/ops/quant_attention, the kernel
-# whose sm_90 SASS is in roofline/validation/structure/quant_attention.json): one program per (sequence, KV head,
+# whose sm_90 SASS is in validate/model/structure/quant_attention.json): one program per (sequence, KV head,
 # split); its query rows padded to MMA_ROWS (mma.m16n8k16's M); KERNEL_WARPS warps split each dot's N (the tokens
 # of q.k^T, the channels of p.v), each warp MMA_TOKENS tokens of a q.k^T sub-tile (one m16n8k16 n-tile: 4 warps x
 # 8 = the 32-token sub-tile of the tiled layouts); fp16 operands (OPERAND_BYTES).
@@ -266,7 +266,7 @@ def operand_loads(role: str, tokens: sp.Expr, channels: int, kv_heads: int, quer
         value (p.v, A = p [M x tokens]): p leaves the softmax in registers, is staged once through shared memory
               and read back by each of the KERNEL_WARPS warps that split the channels:
               tokens x kv_heads x M x OPERAND_BYTES x (1 + KERNEL_WARPS)
-    Source: the SASS of the KIVI kernel the suite launches (qall-r128, roofline/validation/structure/
+    Source: the SASS of the KIVI kernel the suite launches (qall-r128, validate/model/structure/
     quant_attention.json: 4 x 570 wavefronts per 128 tokens; KIVI_NOTES.md): q read as 2 tiles x 4 LDSM = 32
     wavefronts per warp-step = 128 B per token and KV head, the formula's 16 x 128 x 2 / 32 = 128 (the earlier kernel
     re-read it per sub-tile: 8 tiles, 128 wavefronts, 512 B: the ncu reading of QUANT_NOTES.md); p staging ~36 per

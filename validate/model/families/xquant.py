@@ -6,13 +6,13 @@ into it), materialized ("remat" + "attention" of xquant:bits=2,fused=false), mat
 split into the three kernels that run it, `cublas_ops`, + "attention"), mha_fused (MHA heads), and acc_update (the
 accumulator update's share of XQuant-CL's "remat", `acc_op`). The GPU kernels and the case grid are validate/ops/xquant.
 
-Kernel structure (roofline.validation.kernel_structure, structure/xquant.json from validate/ops/xquant/structure.py):
+Kernel structure (validate.model.kernel_structure, structure/xquant.json from validate/ops/xquant/structure.py):
 where the measured kernel's sm_90 compile is known (fused, mha_fused: fused_kernel; materialized: remat_kernel),
 the op that does its work ("attention" of fused, "remat" of materialized) carries what its warps execute:
 wgmma FLOPs at the measured GEMM rate, HMMA FLOPs at the mma.sync rate, FP32 and integer instructions at the
 measured FMA and integer rates, shared-memory wavefronts; over the launch's program-steps (`launches`), each launch
 scaled by its last wave (`kernel_structure.wave_factor`). That op's on-chip time is then the contention between
-the SM's warps (`on_chip`: roofline.validation.contention, exact MVA with the lone-warp chains of
+the SM's warps (`on_chip`: validate.model.contention, exact MVA with the lone-warp chains of
 structure/chains.json as the delay), DRAM kept as a ceiling; without a chain the latency ceiling (`latency_s`)
 joins the op's max instead. Nothing is fitted to these kernels' timings.
 """
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.validation.predict import decode_model, find_op, find_ops, op_work, predict_op
 from roofline.validation.results_file import Case, measured
+from validate.model.predict import decode_model, find_op, find_ops, op_work, predict_op
 
 NAME = "xquant"
 
@@ -116,7 +116,7 @@ def predict_cublas(p: dict, hardware) -> dict:
     from roofline.costmodel import roofline_for
     from roofline.methods import parse_method
     from roofline.units import B, L
-    from roofline.validation import kernel_structure as ks
+    from validate.model import kernel_structure as ks
 
     model, method = _model(p), parse_method(p["method"])
     dequant, gemm, rope = cublas_ops(p)
@@ -218,7 +218,7 @@ def structured(p: dict, op_name: str, hardware):
     from dataclasses import replace
 
     from roofline.costmodel import roofline_for
-    from roofline.validation import kernel_structure as ks
+    from validate.model import kernel_structure as ks
 
     if p["variant"] == "acc_update" or op_name != {"materialized": "remat"}.get(p["variant"], "attention"):
         return None
@@ -237,10 +237,10 @@ def structured(p: dict, op_name: str, hardware):
 
 def on_chip(row: dict, p: dict, op_name: str, hardware) -> dict:
     """`row` of the structured op `op_name` with its on-chip time from the contention between the SM's warps
-    (roofline.validation.contention: MVA over the launches of `launches`, chains "xquant/<name>"), DRAM kept as a
+    (validate.model.contention: MVA over the launches of `launches`, chains "xquant/<name>"), DRAM kept as a
     ceiling; where a chain is missing, the latency ceiling joins the op's max instead (`latency_s`)."""
-    from roofline.validation import contention
-    from roofline.validation import kernel_structure as ks
+    from validate.model import contention
+    from validate.model import kernel_structure as ks
 
     parts = [(name, ks.structure(NAME, name, p, hardware), programs, steps)
              for name, programs, steps in launches(p, ks.kernels(NAME).get("block_n", 64))]
@@ -254,7 +254,7 @@ def latency_s(p: dict, op_name: str, hardware) -> float:
     """The latency ceiling of the launches `structured` puts into `op_name`: kernel_structure.latency_seconds of
     each (structure, programs, program-steps) of `launches`, chain "xquant/<name>" of structure/chains.json, summed
     (the launches run one after another); 0 where a structure is not known."""
-    from roofline.validation import kernel_structure as ks
+    from validate.model import kernel_structure as ks
 
     total = 0.0
     for name, programs, steps in launches(p, ks.kernels(NAME).get("block_n", 64)):
@@ -282,7 +282,7 @@ def work(params: dict) -> dict:
 def predict(case: Case, hardware) -> dict:
     """`predict_params` of the case's params, plus the fixed cost of the launcher's kernels beyond the ops it times
     (the fp16-window TAIL launches: fixed_costs.with_fixed_costs)."""
-    from roofline.validation.fixed_costs import with_fixed_costs
+    from validate.model.fixed_costs import with_fixed_costs
 
     out = predict_params(case.params, hardware)
     return with_fixed_costs(out, NAME, case.params, hardware, ops=out["kernels"])

@@ -52,8 +52,8 @@ def targets(results: dict, report: dict, hardware) -> dict:
     speedups = quant_speedups(results)
     crossover, judged = {}, []
     if measured(results, "xquant"):
-        from roofline.validation.compare import calibrated
-        from roofline.validation.families.xquant import crossover as xquant_crossover
+        from validate.model.compare import calibrated
+        from validate.model.families.xquant import crossover as xquant_crossover
 
         crossover = xquant_crossover(results, calibrated(hardware, results))
     judged = [c for c in crossover.values() if c["ratio"] is not None]

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 
-from roofline.validation import kernel_structure as ks
+from validate.model import kernel_structure as ks
 
 SCHEDULERS = 4  # warp schedulers per SM (Hopper SM: 4 sub-partitions; CUDA C++ Programming Guide, cc 9.0)
 MMA_SYNC_FLOPS = 2 * 16 * 8 * 16  # one HMMA.16816 (m16n8k16) per warp

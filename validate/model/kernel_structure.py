@@ -42,7 +42,7 @@ validate.ops.ceilings.stalls runs, recorded in chains.json), so over the launch
     active = min(resident_programs, ceil(programs / SMs)),
 one more ceiling in the max beside issue, tensor and shared memory (`with_latency`: the bound is then "latency").
 It is a lower bound: the chain leaves out other warps sharing the scheduler and the tensor core. Where a kernel has
-its chain, the families now take its on-chip time from roofline.validation.contention instead (exact MVA of the
+its chain, the families now take its on-chip time from validate.model.contention instead (exact MVA of the
 SM's warps over the issue, tensor-core and shared-memory stations with the chain as the delay), which replaces
 max(issue, tensor, shared, latency) and the serial share; `latency_seconds` and `with_latency` remain the fallback.
 """

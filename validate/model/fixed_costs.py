@@ -65,7 +65,7 @@ def quant_middle_tokens(p: dict) -> int:
     from roofline.kv.quant import full_precision_tokens
     from roofline.lazy import sp
     from roofline.methods import parse_method
-    from roofline.validation.predict import case_model
+    from validate.model.predict import case_model
 
     plan, context = parse_method(p["method"]).kv_quant(case_model("kernels", p)), p["context"]
     nq = []

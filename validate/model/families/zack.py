@@ -14,9 +14,9 @@ with the kernel's task costs (roofline.methods.zack.task_imbalance: makespan / m
 from __future__ import annotations
 
 from roofline.units import ceildiv
-from roofline.validation.fixed_costs import with_fixed_costs
-from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
+from validate.model.fixed_costs import with_fixed_costs
+from validate.model.predict import case_model, decode_work, predict_op
 
 NAME = "zack"
 # H200, LPT, batch 32 at 131K tokens: 2.87 ms at two programs per SM; 8 tasks per program 2.79 ms but naive 3.49 ms

@@ -3,7 +3,7 @@
 The case is the roofline "aquakv_reconstruct" op of the predicted layer group (layer 1) of a two-layer model
 with the case's heads under the case's method SPEC, decode at B = batch, L = context.
 
-Kernel structure (roofline.validation.kernel_structure; structure/aquakv.json from validate/ops/aquakv/structure.py):
+Kernel structure (validate.model.kernel_structure; structure/aquakv.json from validate/ops/aquakv/structure.py):
 the GPU kernel (validate/ops/aquakv) is one GEMM-with-epilogue launched twice, K^ (d_kv inputs) then V^ (2 d_kv),
 over ceil(rows / BLOCK_M) x d_kv / BLOCK_N programs, rows = B x l_q, with the small tiles below the launcher's
 big-tile threshold and the big ones from there (each kernel's "rows_from"). Where that compile is known, the op
@@ -16,15 +16,15 @@ carries what the launches' warps execute, each launch scaled by its last wave (`
 and Roofline times it as every op: max(matmul + issue, DRAM bytes / bandwidth, shared bytes / shared bandwidth,
 L2 bytes / L2 bandwidth). The L2 rate is taken as measured (bytes/s, as DRAM's), not scaled by the case's SM clock.
 The clock: a large case runs below the boost clock the on-chip rates were measured at (the board's power limit);
-`validate compare` times each case at the SM clock recorded while it ran (roofline.validation.case_clock).
+`validate compare` times each case at the SM clock recorded while it ran (validate.model.case_clock).
 Nothing is fitted to these kernels' timings.
 """
 
 from __future__ import annotations
 
-from roofline.validation import fixed_costs
-from roofline.validation.predict import decode_model, decode_work, predict_op
 from roofline.validation.results_file import Case
+from validate.model import fixed_costs
+from validate.model.predict import decode_model, decode_work, predict_op
 
 NAME = "aquakv"
 
@@ -65,7 +65,7 @@ def launches(params: dict, big_rows: int | None = None, variant: str = "") -> li
     the variant "tuned", validate/ops/aquakv/kernel.TUNED_BIG_ROWS); ceil(rows / BLOCK_M) x d_kv / BLOCK_N programs
     each; `variant`: the compiles of that kernel variant ("preinit"; '' the launched kernel). [] when
     structure/aquakv.json has no compile."""
-    from roofline.validation import kernel_structure as ks
+    from validate.model import kernel_structure as ks
 
     n = rows(params)
     kernels = ks.kernels(NAME).get("kernels", {})
@@ -86,7 +86,7 @@ def structured(params: dict, hardware, big_rows: int | None = None, variant: str
     from dataclasses import replace
 
     from roofline.costmodel import roofline_for
-    from roofline.validation import kernel_structure as ks
+    from validate.model import kernel_structure as ks
 
     parts = [(ks.structure(NAME, name, params, hardware), programs)
              for name, programs in launches(params, big_rows, variant)]

@@ -6,9 +6,9 @@ heads, bf16 baseline cache, decode at B = batch, L = context; bytes and FLOPs ar
 
 from __future__ import annotations
 
-from roofline.validation.fixed_costs import with_fixed_costs
-from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
+from validate.model.fixed_costs import with_fixed_costs
+from validate.model.predict import case_model, decode_work, predict_op
 
 NAME = "fp16_attention"
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.validation.calibrate import measured_section, stream_bandwidth
-from roofline.validation.case_clock import at_case_clock, case_mhz, scale
-from roofline.validation.families import FAMILIES
 from roofline.validation.results_file import ResultsError, case_of
+from validate.model.case_clock import at_case_clock, case_mhz, scale
+from validate.model.families import FAMILIES
 
 # Device names as the driver reports them -> catalogue entry (first match wins; PCIe before SXM).
 DEVICE_HARDWARE = (("H200", "H200"), ("H100 PCIe", "H100-PCIe"), ("H100", "H100-SXM"))
@@ -46,9 +46,11 @@ ONCHIP_FIELDS = ("shared_memory_bytes_per_s", "int32_ops_per_s", "fp32_flops_per
 
 
 def calibrated(hardware, results: dict):
-    """`hardware` with the measured section of `results`' ceilings cases (unchanged when it has none)."""
-    from roofline.specs.hardware import Measured
+    """`hardware` (extended with its kernel-only rates, validate.model.hardware) with the measured section of
+    `results`' ceilings cases (only extended when it has none)."""
+    from validate.model.hardware import KernelMeasured, extend
 
+    hardware = extend(hardware)
     if not any(r["family"] == CALIBRATION_FAMILY and r["params"].get("kind") == "read" and r.get("ms")
                for r in results["cases"]):
         return hardware
@@ -64,7 +66,7 @@ def calibrated(hardware, results: dict):
     # file of the same device): kept from the spec's measured section beside this file's streaming/GEMM ceilings
     kept = hardware.measured.model_dump(include=set(ONCHIP_FIELDS), exclude_none=True) if hardware.measured else {}
     try:
-        measured = Measured(**{**kept, **section})
+        measured = KernelMeasured(**{**kept, **section})
     except ValidationError as err:  # e.g. ceilings that fit a bandwidth no memory has
         raise ResultsError(describe_validation_error(err, "results: the ceilings' calibration")) from None
     return hardware.model_copy(update={"measured": measured})

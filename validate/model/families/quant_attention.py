@@ -3,11 +3,11 @@ and prediction. The GPU kernel and the case grid are validate/ops/quant_attentio
 
 Prediction: the roofline "attention" op (+ its "attention_reduce") of a one-layer model with the case's heads
 under the case's method SPEC (params["method"], parsed by roofline.methods.parse_method), decode at B = batch,
-L = context. When the kernel's structure is known (roofline.validation.kernel_structure: the static counts of
+L = context. When the kernel's structure is known (validate.model.kernel_structure: the static counts of
 the measured kernel's middle loop), the op's on-chip work is the loop's, over B x H_kv x L / step_tokens
 program-steps: shared-memory wavefronts and integer instructions instead of the layout's estimates, so the
 hierarchical roofline names the shared-memory and integer-issue ceilings of this kernel; its on-chip time is the
-contention between the SM's warps (roofline.validation.contention: exact MVA over issue, tensor core and shared
+contention between the SM's warps (validate.model.contention: exact MVA over issue, tensor core and shared
 memory with the loop's chain "quant_attention/<method>" of structure/chains.json as the delay, the middle launch's
 programs as its launcher sizes them: `middle_programs`), DRAM kept as a ceiling; without a chain the
 latency ceiling (kernel_structure.latency_seconds) joins the op's max instead.
@@ -15,10 +15,10 @@ latency ceiling (kernel_structure.latency_seconds) joins the op's max instead.
 
 from __future__ import annotations
 
-from roofline.validation import contention, kernel_structure
-from roofline.validation.fixed_costs import with_fixed_costs
-from roofline.validation.predict import case_model, decode_work, predict_op
 from roofline.validation.results_file import Case
+from validate.model import contention, kernel_structure
+from validate.model.fixed_costs import with_fixed_costs
+from validate.model.predict import case_model, decode_work, predict_op
 
 NAME = "quant_attention"
 
@@ -47,7 +47,7 @@ def middle_programs(p: dict, s: dict, hardware) -> int:
     formula), then chunk = ceil(ceil(nq_mid / splits) / step) x step tokens and B x H_kv x ceil(nq_mid / chunk)
     programs: one whole wave of resident programs at most."""
     from roofline.units import ceildiv
-    from roofline.validation.fixed_costs import quant_middle_tokens
+    from validate.model.fixed_costs import quant_middle_tokens
 
     nq_mid, step, heads = quant_middle_tokens(p), s["step_tokens"], p["batch"] * p["num_kv_heads"]
     if nq_mid <= 0:
