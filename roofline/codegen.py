@@ -94,13 +94,17 @@ def code_version() -> str:
 
 
 def content_key(kind: str, *parts: Any) -> str:
-    """A stable key for `parts` (JSON-able, or pydantic models: their JSON), prefixed by `kind`."""
+    """A stable key for `parts` (JSON-able, or pydantic models: their JSON) and the active kernel profile (it
+    shapes a quantized cache's shared-memory work: roofline.catalogue.kernel_profiles), prefixed by `kind`."""
+    from roofline.catalogue import kernel_profiles
+
     def plain(part: Any) -> Any:
         if hasattr(part, "model_dump_json"):
             return [type(part).__name__, part.model_dump_json()]
         return part
 
-    text = json.dumps([_FORMAT, code_version(), [plain(p) for p in parts]], sort_keys=True, default=str)
+    text = json.dumps([_FORMAT, code_version(), kernel_profiles.active().name, [plain(p) for p in parts]],
+                      sort_keys=True, default=str)
     return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from roofline.accounting import moe_layer_count
+from roofline.catalogue import kernel_profiles
 from roofline.codegen import LRU
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import (
@@ -105,9 +106,10 @@ def build_graph(
     key = raw_key = None
     if not isinstance(method, CacheModel):
         # graphs are immutable: a workload change (batch, context) reuses them; specs are frozen, so their
-        # JSON names them exactly
+        # JSON names them exactly; the kernel profile shapes a quantized cache's shared-memory work
         raw_key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
-                   weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype)
+                   weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype,
+                   kernel_profiles.active().name)
         key = (*raw_key, occupancy, check_level(fusion))
         if key in _GRAPHS:
             return _GRAPHS[key]

@@ -120,10 +120,14 @@ _CACHES = codegen.LRU(64)
 
 
 def shared_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
-    """build_cache(config, model, bits), built once per content (model, method and its label, bits) and shared
+    """build_cache(config, model, bits), built once per content (model, method and its label, bits, the active
+    kernel profile) and shared
     (CacheModels are frozen) by `applies` and the graphs and capacity of a plan (costmodel.graph.method_cache).
     Errors are raised (and not kept) as build_cache raises them."""
-    key = (model.model_dump_json(), type(config).__name__, config.model_dump_json(), config.label(), str(bits))
+    from roofline.catalogue import kernel_profiles
+
+    key = (model.model_dump_json(), type(config).__name__, config.model_dump_json(), config.label(), str(bits),
+           kernel_profiles.active().name)
     return _CACHES.get_or(key, lambda: build_cache(config, model, bits))
 
 
