@@ -11,7 +11,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-# compiled plans go to a cache folder of this run (roofline.codegen), never the user's ~/.cache
+# compiled plans go to a cache folder of this run (roofline.numbers.codegen), never the user's ~/.cache
 if "ROOFLINE_CACHE_DIR" not in os.environ:
     import tempfile
 

@@ -8,7 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 import sympy as sp
 
-from roofline.analysis.limits import context_for_overhead_ratio, predictor_overhead_ratio
+from roofline.analysis.compute_for_memory import context_for_overhead_ratio, predictor_overhead_ratio
 from roofline.catalogue import load_model
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
@@ -304,7 +304,7 @@ def test_reference_decode_workspace_is_in_the_memory_budget() -> None:
 
 
 def test_reference_step_re_predicts_every_cached_token() -> None:
-    from roofline.analysis.limits import reference_step_ratio
+    from roofline.analysis.compute_for_memory import reference_step_ratio
     from roofline.methods.aquakv import reference_predictor_flops
 
     # 70B at 131,072 tokens: 4 sinks, (131,072 - 4) mod 128 = 124 buffered, 130,944 re-predicted per step at

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from roofline.catalogue import load_hardware, load_model
-from roofline.catalogue.ceilings import ceilings_label, comparable, memory_generation, with_ceilings
+from roofline.catalogue.ceiling_sources import ceilings_label, comparable, memory_generation, with_ceilings
 from roofline.cli import main
 from roofline.methods import parse_method
 from roofline.planner import plan

@@ -1,18 +1,19 @@
-"""roofline.codegen and the compiled graphs: generated code equals sympy's exact evaluation, and the cache is
+"""roofline.numbers.codegen and the compiled graphs: generated code equals sympy's exact evaluation, and the cache is
 keyed by content, bounded, and survives a new process (disk)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import codegen, codeprint
 from roofline.catalogue import load_hardware, load_model
 from roofline.methods import parse_method
+from roofline.numbers import codegen, codeprint
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from roofline.units import B, L, ceildiv
@@ -235,3 +236,27 @@ def test_kink_pairs_do_not_depend_on_the_hash_seed() -> None:
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "2", "3")}
     assert len(outs) == 1 and outs.pop().count(",") >= 3
+
+
+def test_code_version_hashes_every_model_source(tmp_path, monkeypatch) -> None:
+    """The cache's version covers the whole roofline package but report/ and cli/ (not only numbers/, where
+    codegen lives): an edit to kv/quant.py, two floors away, must give a new version."""
+    import shutil
+
+    from roofline.numbers import codegen
+
+    root = Path(codegen.__file__).resolve().parent.parent
+    copy = tmp_path / "roofline"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.yaml"))
+    fake = copy / "numbers" / "codegen.py"
+    monkeypatch.setattr(codegen, "__file__", str(fake))
+    codegen.code_version.cache_clear()
+    before = codegen.code_version()
+    (copy / "report" / "display.py").write_text("# presentation only\n")
+    codegen.code_version.cache_clear()
+    assert codegen.code_version() == before  # report/ only presents numbers
+    quant = copy / "kv" / "quant.py"
+    quant.write_text(quant.read_text() + "\n# an edit\n")
+    codegen.code_version.cache_clear()
+    assert codegen.code_version() != before
+    codegen.code_version.cache_clear()

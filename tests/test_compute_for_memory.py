@@ -4,9 +4,9 @@ and bad input."""
 import pytest
 import sympy as sp
 
-from roofline.analysis.limits import remat_limit, remat_limit_paper
+from roofline.analysis.compute_for_memory import remat_limit, remat_limit_paper
 from roofline.catalogue import load_hardware, load_model
-from roofline.catalogue.ceilings import with_ceilings
+from roofline.catalogue.ceiling_sources import with_ceilings
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method

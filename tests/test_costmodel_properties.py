@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalogue import load_hardware, load_model
-from roofline.catalogue.ceilings import with_ceilings
+from roofline.catalogue.ceiling_sources import with_ceilings
 from roofline.costmodel import Roofline, build_graph
 from roofline.methods import build_cache, parse_method, presets
 from roofline.units import BITS, B, L, P

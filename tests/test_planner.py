@@ -247,7 +247,7 @@ def test_zack_max_batch_pays_a_second_round_and_says_so() -> None:
 
 
 def test_aquakv_note_tells_per_token_from_per_step() -> None:
-    from roofline.analysis.limits import predictor_overhead_ratio, reference_step_ratio
+    from roofline.analysis.compute_for_memory import predictor_overhead_ratio, reference_step_ratio
 
     config = parse_method("aquakv-2")
     (note,) = plan_method(LLAMA8, H100, DEFAULT, config).data["notes"]

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from roofline.catalogue import load_hardware, load_model
-from roofline.catalogue.ceilings import with_ceilings
+from roofline.catalogue.ceiling_sources import with_ceilings
 from roofline.methods import parse_method
 from roofline.planner import plan
 from roofline.report import plots

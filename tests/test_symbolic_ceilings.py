@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from roofline import codegen, codeprint
 from roofline.catalogue import load_hardware, load_model
-from roofline.catalogue.ceilings import with_ceilings
+from roofline.catalogue.ceiling_sources import with_ceilings
 from roofline.costmodel import Roofline, RooflineOptions, build_graph, roofline_for
 from roofline.methods import parse_method
+from roofline.numbers import codegen, codeprint
 from roofline.planner import phases, plan_method
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import _PLANNERS

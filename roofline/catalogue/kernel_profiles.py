@@ -5,7 +5,8 @@ scales through shared memory and re-reads the other operand of each dot (q for q
 on the kernel, not on the method, so it is a profile the user chooses (`roofline plan --kernel-profile NAME`),
 never a constant of kv/ or methods/ (DESIGN.md, "costmodel/ ... kernel profiles as named data"). kv.quant reads the
 active profile (`active`, default DEFAULT) when it builds a tensor's layout; every cache key of the planner
-(codegen.content_key, methods.registry.shared_cache) carries the profile's name.
+(numbers.codegen.content_key through `keyed`, methods.registry.shared_cache, costmodel.graph) carries a profile
+other than the default.
 
 A profile's fields (per KV head; M = query rows of the head padded to `mma_rows`):
     mma_rows          rows one tensor-core MMA takes (mma.m16n8k16: M = 16), the padding of a head's query rows
@@ -29,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from roofline.errors import SpecError
+from roofline.numbers import codegen
 
 # Integer instructions per 4 codes, by stored bits (3 = a second bit plane; 8 = two prmt): the magic-number
 # conversion of fast dequant kernels (lop3 / prmt: FastInterleavedAndBiasedNumericArrayConverter, pytorch/pytorch
@@ -102,6 +104,7 @@ def use(name: str) -> Iterator[KernelProfile]:
     """Within the block, kv.quant builds layouts with the profile `name` (and every cache key carries it)."""
     token = _ACTIVE.set(get(name))
     try:
-        yield _ACTIVE.get()
+        with codegen.keyed(*(() if name == DEFAULT else ("kernel_profile", name))):
+            yield _ACTIVE.get()
     finally:
         _ACTIVE.reset(token)

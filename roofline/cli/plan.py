@@ -109,7 +109,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
-    from roofline.catalogue.ceilings import ceilings_label, with_ceilings
+    from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
 

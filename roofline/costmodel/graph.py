@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 
 from roofline.accounting import moe_layer_count
 from roofline.catalogue import kernel_profiles
-from roofline.codegen import LRU
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import (
     Ctx,
@@ -23,6 +22,7 @@ from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
 from roofline.lazy import sp
 from roofline.methods import CacheModel, MethodConfig, shared_cache
+from roofline.numbers.codegen import LRU
 from roofline.specs import Model
 from roofline.units import window_occupancy
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from roofline import codegen
 from roofline.catalogue.loading import validate
 from roofline.errors import SpecError, describe_validation_error
 from roofline.kv.hybrid import attention_view, complete_cache
@@ -33,6 +32,7 @@ from roofline.methods import (
     zack,
 )
 from roofline.methods.base import MethodConfig, Preset
+from roofline.numbers import codegen
 from roofline.specs import Model
 
 METHOD_MODULES = (baseline, kivi, kvquant, innerq, skvq, turboquant, xquant, aquakv, zack, eviction)
@@ -133,7 +133,7 @@ def shared_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None
 
 def applies(config: MethodConfig, model: Model) -> str | None:
     """None when `config` applies to `model`, else the one-line reason (build_cache's error), kept by content
-    (roofline.codegen) so a plan over every preset does not rebuild each cache to find out; a cache built to
+    (roofline.numbers.codegen) so a plan over every preset does not rebuild each cache to find out; a cache built to
     find out is the one the plan then uses (shared_cache)."""
 
     def check() -> str | None:

@@ -100,14 +100,14 @@ def load_source(kind: str, source: Source) -> Hardware | Model:
 
 
 def catalogue_spec(kind: str, name: str) -> Hardware | Model:
-    """A catalogue spec, its validated form kept by the file's content (roofline.codegen.cached_json: memory, then
+    """A catalogue spec, its validated form kept by the file's content (numbers.codegen.cached_json: memory, then
     disk): the strict YAML loader is pure Python (30-70 ms for a hardware file with measured curves), revalidating
     the kept JSON takes 0.1 ms; the dashboard's warm-up process fills every entry. An edited file is a new key."""
     import hashlib
 
-    from roofline import codegen
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.store import catalogue_dir
+    from roofline.numbers import codegen
 
     load, cls = (load_hardware, Hardware) if kind == "hardware" else (load_model, Model)
     path = catalogue_dir("hardware" if kind == "hardware" else "models") / f"{name}.yaml"

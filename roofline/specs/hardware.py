@@ -157,7 +157,7 @@ class Measured(Spec):
         "(ceilings microbenchmark 'pointer_chase').")
     estimate: str | None = Field(
         None, description="Set when this section was not measured on the device but carried over from measured "
-        "devices of the same architecture and memory technology (roofline.catalogue.ceilings): from which, and the "
+        "devices of the same architecture and memory technology (catalogue.ceiling_sources): from which, and the "
         "spread of their fractions of datasheet.")
 
     @model_validator(mode="after")

@@ -4,7 +4,7 @@ with validate.common.sass; no GPU, no timing in it).
 
 Structural inputs (per program and loop step of `step_tokens` tokens, per warp): warp instructions, integer
 instructions, shared-memory wavefronts (128 B, conflict-free), and per program: warps, registers, shared
-memory. Rates: the device's ceilings (roofline.costmodel.ceilings): shared-memory bandwidth (measured
+memory. Rates: the device's ceilings (roofline.costmodel.device_ceilings): shared-memory bandwidth (measured
 `shared_memory_bytes_per_s` of the ceilings microbenchmark 'smem_read' when the spec has it, else the CUDA
 guide's 128 B per clock per SM x SMs x clock) and the integer rate (measured `int32_ops_per_s`, else 64 lanes
 per clock per SM). The loop's op then carries, over every step of every program of the launch,

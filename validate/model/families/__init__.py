@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from validate.model.families import aquakv, ceilings, fp16_attention, quant_attention, xquant, zack
+from validate.model.families import aquakv, calibration, fp16_attention, quant_attention, xquant, zack
 
-FAMILIES: dict[str, ModuleType] = {m.NAME: m for m in (ceilings, fp16_attention, quant_attention, xquant, aquakv,
+FAMILIES: dict[str, ModuleType] = {m.NAME: m for m in (calibration, fp16_attention, quant_attention, xquant, aquakv,
                                                         zack)}

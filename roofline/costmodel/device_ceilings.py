@@ -5,7 +5,7 @@ its dict), so the op times are functions of these names and the workload symbols
 (Roofline(symbolic=True)) each non-zero ceiling becomes a sympy Symbol `c_<key>` (`symbol_name`), while every
 branch of the cost model (is a ceiling present, zero, None; which ceiling an op kind meets) is decided on the
 numbers and summed up by `structure`: two devices of one structure give the same expressions, so their compiled
-graphs are one (roofline.codegen keys them by the structure; the numbers are bound when a graph is loaded).
+graphs are one (roofline.numbers.codegen keys them by the structure; the numbers are bound when a graph is loaded).
 
 Keys (None: the device lacks the ceiling; a key per dtype or head dim is present only where the spec has one):
     bandwidth            bytes/s: the fitted streaming bandwidth when calibrated, else measured read, else datasheet

@@ -17,11 +17,11 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from roofline import codegen
 from roofline.costmodel.device import Roofline
 from roofline.costmodel.graph import build_graph, method_cache
 from roofline.lazy import sp
 from roofline.methods import MethodConfig
+from roofline.numbers import codegen
 from roofline.specs import Hardware, Model
 
 
@@ -45,7 +45,7 @@ def per_token_slope(expr) -> sp.Expr:
 def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: str = "bf16") -> dict[str, Fraction]:
     """F (remat FLOPs per cached token), C (cache bytes read per token) and W (weight bytes) of one
     full-attention layer of a rematerializing method (its decode op named "remat"), from the op graph; exact
-    rationals, kept by content (roofline.codegen, as 'p/q' texts) so a plan neither rebuilds the graph nor
+    rationals, kept by content (roofline.numbers.codegen, as 'p/q' texts) so a plan neither rebuilds the graph nor
     imports sympy."""
     def compute() -> dict[str, str]:
         from roofline.units import B

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline import codegen
-from roofline.costmodel import limits as costmodel_limits
+from roofline.costmodel import remat_balance as costmodel_limits
+from roofline.numbers import codegen
 from roofline.specs import Hardware, Model, Workload
 
 _TOKENS: dict[int, tuple[Any, int]] = {}  # id(config) -> (config, token): Probe memo keys without hashing fields
@@ -81,7 +81,7 @@ class Probe:
 
     def model_flops_per_token(self, baseline) -> float:
         """The model's own decode FLOPs per token at the plan's context, with the `baseline` cache (compiled once
-        per model and baseline, roofline.codegen)."""
+        per model and baseline, roofline.numbers.codegen)."""
         def build():
             from roofline.units import L
 

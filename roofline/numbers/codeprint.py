@@ -1,4 +1,4 @@
-"""Python source printed from sympy expressions for roofline.codegen: Max/Min/Mod as Python's (or numpy's)
+"""Python source printed from sympy expressions for roofline.numbers.codegen: Max/Min/Mod as Python's (or numpy's)
 functions, a memo of printed subtrees shared by the functions of one compile, repeated calls computed once into
 locals, and Programs (assignments then a body) for what one expression cannot say.
 
@@ -7,7 +7,7 @@ the text of every subtree that holds no local (_TEXTS). The functions of one mod
 (the phases, and every method's dense layers), so a new model or tp prints each of them once, not once per
 function set. Text is the printer's either way, so the generated code is the same as without the memos.
 
-Split from roofline.codegen (which keeps the cache: keys, memory, disk, binding) so each stays readable.
+Split from roofline.numbers.codegen (which keeps the cache: keys, memory, disk, binding) so each stays readable.
 """
 
 from __future__ import annotations

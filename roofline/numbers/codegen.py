@@ -1,7 +1,7 @@
 """Numeric functions compiled from sympy expressions once, and kept by content: in memory (bounded LRU) and on
 disk (generated Python source in the user's cache directory, bounded, with its code objects marshalled as a .pyc
 holds them, for this Python's bytecode only), so a new process skips the symbolic build, the printing and the
-compile for any (model, method, device, parallelism) it has met before. The printing is roofline.codeprint.
+compile for any (model, method, device, parallelism) it has met before. The printing is roofline.numbers.codeprint.
 
 Why generated source on disk: building the op graph (sympy) and printing it (lambdify) cost seconds per
 method, evaluating the printed code costs microseconds. The key is a hash of the inputs' content (pydantic JSON)
@@ -30,13 +30,15 @@ import math
 import os
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from roofline.codeprint import Program, sources
 from roofline.lazy import gc_paused
+from roofline.numbers.codeprint import Program, sources
 
 __all__ = ["LRU", "Program", "cache_dir", "cached_json", "code_version", "compiled", "content_key", "gc_paused"]
 
@@ -84,7 +86,7 @@ def code_version() -> str:
     spec = importlib.util.find_spec("sympy")
     release = Path(spec.origin).parent / "release.py" if spec and spec.origin else None
     digest = hashlib.sha256(release.read_bytes() if release and release.is_file() else b"sympy")
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent  # the roofline package (this file is numbers/codegen.py)
     for path in sorted(root.rglob("*.py")):
         if path.relative_to(root).parts[0] in _NOT_HASHED:
             continue
@@ -93,17 +95,29 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def content_key(kind: str, *parts: Any) -> str:
-    """A stable key for `parts` (JSON-able, or pydantic models: their JSON) and the active kernel profile (it
-    shapes a quantized cache's shared-memory work: roofline.catalogue.kernel_profiles), prefixed by `kind`."""
-    from roofline.catalogue import kernel_profiles
+_KEY_CONTEXT: ContextVar[tuple] = ContextVar("key_context", default=())
 
+
+@contextmanager
+def keyed(*parts: str) -> Iterator[None]:
+    """Within the block, every content_key also carries `parts`: a setting outside the keyed inputs that changes
+    the expressions they build (roofline.catalogue.kernel_profiles.use)."""
+    token = _KEY_CONTEXT.set(_KEY_CONTEXT.get() + parts)
+    try:
+        yield
+    finally:
+        _KEY_CONTEXT.reset(token)
+
+
+def content_key(kind: str, *parts: Any) -> str:
+    """A stable key for `parts` (JSON-able, or pydantic models: their JSON) and the key context (`keyed`: e.g. a
+    kernel profile other than the default), prefixed by `kind`."""
     def plain(part: Any) -> Any:
         if hasattr(part, "model_dump_json"):
             return [type(part).__name__, part.model_dump_json()]
         return part
 
-    text = json.dumps([_FORMAT, code_version(), kernel_profiles.active().name, [plain(p) for p in parts]],
+    text = json.dumps([_FORMAT, code_version(), *_KEY_CONTEXT.get(), [plain(p) for p in parts]],
                       sort_keys=True, default=str)
     return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
@@ -210,7 +224,7 @@ def compiled(key: str | None, build: Callable[[], tuple[Iterable, dict[str, Any]
     miss (memory and disk). `flavour` 'scalar' (math) or 'vector' (numpy arrays). `key` None: built and
     compiled every call, nothing kept (expressions without a content key). `bind`: numbers for the expressions'
     other free symbols (by name; not arguments of the functions): the entry is one per key whatever the numbers,
-    and binding it costs microseconds (a device's ceilings, roofline.costmodel.ceilings)."""
+    and binding it costs microseconds (a device's ceilings, roofline.costmodel.device_ceilings)."""
     if flavour not in ("scalar", "vector"):
         raise ValueError(f"flavour: {flavour!r} is not 'scalar' or 'vector'")
 

@@ -1,4 +1,4 @@
-"""Closed-form limits of the compute-for-memory methods (the cost-model side: roofline/costmodel/limits.py).
+"""Closed-form limits of the compute-for-memory methods (the cost-model side: roofline/costmodel/remat_balance.py).
 
 Rematerialization limit (XQuant §3.4, Eq. 3-4): per layer and decode step, remat does F·l FLOPs
 (F per cached token) while the step moves B·C·l bytes of cache plus W bytes of layer weights (overlapped
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.costmodel import limits as costmodel_limits
+from roofline.costmodel import remat_balance as costmodel_limits
 from roofline.lazy import sp
 from roofline.methods.aquakv import AquaKV, predictor_flops_per_token, reference_predictor_flops
 from roofline.methods.baseline import Baseline
