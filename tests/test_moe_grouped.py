@@ -13,7 +13,7 @@ from roofline.catalogue import load_hardware, load_model
 from roofline.costmodel import build_graph, roofline_for
 from roofline.costmodel.fusion import FUSION
 from roofline.methods import parse_method
-from validate.clients import probe13_core
+from validate.clients import step_costs_core
 from validate.clients.calibrate import probe_ceilings, routing_kernels
 
 RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results" / "clients"
@@ -29,11 +29,11 @@ def test_dry_run_routed_mlp_calibrates_back():
     # the dry run's synthetic rows: grouped calls at 10 us + bytes / 2.5 TB/s, router at 5 us + bytes / 2.5 TB/s,
     # 23 routing kernels of 3 us; the fit and the routing time come back
     law = {"gemm_latency_s": 5e-6, "gemm_stream_bytes_per_s": 2.5e12}
-    out = probe_ceilings(probe13_core.dry_run(), "dry.json", law)
+    out = probe_ceilings(step_costs_core.dry_run(), "dry.json", law)
     assert out["grouped_gemm_latency_s"] == pytest.approx(10e-6, rel=1e-3)
     assert out["grouped_gemm_stream_bytes_per_s"] == pytest.approx(2.5e12, rel=1e-3)
     assert out["routing_kernel_s"] == pytest.approx(3e-6, rel=1e-3)
-    assert "routing_kernel_s" not in probe_ceilings(probe13_core.dry_run(), "dry.json")  # no GEMM law: no router
+    assert "routing_kernel_s" not in probe_ceilings(step_costs_core.dry_run(), "dry.json")  # no GEMM law: no router
 
 
 @pytest.mark.parametrize("device", ["nvidia-h100", "nvidia-h200"])

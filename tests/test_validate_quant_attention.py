@@ -224,7 +224,8 @@ def test_every_variant_fits_an_h100_sm() -> None:
 
 def test_kivi_launches_qall_capped_at_128_registers() -> None:
     # KIVI (K grouped along tokens) launches variant qall-r128 by default, the other presets VAR 0 uncapped
-    # (KIVI_NOTES.md: 11-14 % faster on an H100 and an H200); the compile specs (structure.py, validate/chains.py)
+    # (validate/notes/2026-11-23-kivi-kernel-variants.md: 11-14 % faster on an H100 and an H200); the compile specs
+    # (structure.py, validate/chains.py)
     # describe that launch, the tail part uncapped (fast_decode launches it without a cap)
     for method in ("kivi-2", "kivi-4"):
         tk, tv = qcache.cache_tilings(recipes.recipe(method), 128)
@@ -292,7 +293,8 @@ def test_kernel_bytes_are_the_roofline_op(case) -> None:
                          [("kivi-2", 3, 1, 1500), ("kivi-4", 2, 2, 600), ("innerq-hybrid", 1, 2, 1000),
                           ("skvq-k2v2-fp8", 2, 1, 900)])
 def test_rows_kernel_matches_reference(spec, batch, kv_heads, context) -> None:
-    # the rows kernel (issue 14 step 1, not the default: slower on an H200, ROWS_NOTES.md) on the same layouts
+    # the rows kernel (issue 14 step 1, not the default: slower on an H200, validate/notes/2026-11-22-rows-kernel.md)
+    # on the same layouts
     from validate.ops.quant_attention.rows_launch import rows_decode
 
     g = torch.Generator().manual_seed(0)
@@ -325,7 +327,8 @@ def test_rows_kernel_fits_an_h100_sm() -> None:
 
 @pytest.mark.parametrize(("spec", "context"), [("kivi-2", 420), ("kivi-4", 400)])
 def test_kivi_variants_match_reference(spec, context) -> None:
-    # KIVI variants of the fast kernel (kivi_variants.py, KIVI_NOTES.md): the same attention as the old kernel (VAR
+    # KIVI variants of the fast kernel (kivi_variants.py, validate/notes/2026-11-23-kivi-kernel-variants.md): the same
+    # attention as the old kernel (VAR
     # 0) and as LAUNCH's default (variant None), 2 middle programs of one step each (256 quantized tokens) and the tail
     from validate.ops.quant_attention.kivi_variants import VARIANTS
 

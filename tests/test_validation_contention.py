@@ -68,7 +68,7 @@ def test_overlap_microbenchmark_at_one_program(device: str, spec: str) -> None:
     (mva-microbench.json) at the spec's SM clock: within 3 % of the measured times (nvidia-<device>-wgmma.json),
     and the serial share (t_both - max) / min within 0.05 of the measured. At 2 and 4 programs the measured
     runs drew 550-800 W and ran below the boost clock (nvidia-h100-wgmma-clock.csv), which no run recorded: not
-    asserted (validate/results/experiments/MVA.md)."""
+    asserted (validate/notes/2026-11-23-warp-contention-mva.md)."""
     pred, clock = _micro(), load_hardware(spec).sm_clock_hz
     bench = json.loads((EXPERIMENTS / f"nvidia-{device}-wgmma.json").read_text())["benchmarks"]
     for name in ("wgmma_n64_rs_p1", "overlap_alu_p1", "overlap_both_p1"):

@@ -64,7 +64,8 @@ def test_kivi_structure_is_the_launched_qall_r128() -> None:
     # the committed structure is the kernel tiled_launch launches for KIVI (qall-r128), capped at 128 registers:
     # 128 x 32 = 4096 per warp x 4 warps = 16384 -> 4 programs, as the old kernel's 117 registers gave (its 18 KB
     # and 25 KB of shared memory allow 12 and 8). The q.k A operands of a step are 2 [16, 64] tiles instead of 8, each
-    # 4 LDSM.x4 of 4 wavefronts (KIVI_NOTES.md): 666 - 96 wavefronts (kivi-2) and 698 - 96 (kivi-4) per warp-step
+    # 4 LDSM.x4 of 4 wavefronts (validate/notes/2026-11-23-kivi-kernel-variants.md): 666 - 96 wavefronts (kivi-2) and
+    # 698 - 96 (kivi-4) per warp-step
     hw = load_hardware("H100-SXM")
     doc = ks.kernels("quant_attention")["kernels"]
     for method, old in (("kivi-2", 666), ("kivi-4", 698)):

@@ -120,7 +120,8 @@ def test_prediction_against_the_committed_runs(device: str, hardware: str) -> No
     # cp.async copies at DEPBAR.LE SB0: validate.common.chain._CopyGroups), the materialized remat kernel 6-8 % under
     # on both devices (at nvidia-smi's clocks, 1875-1980 MHz, they were 19 % and 9-14 %). The rest is what the network
     # leaves out:
-    # Nsight Compute on the fused loop (validate/results/experiments/SESSION6.md, SESSION7.md) finds 4.86 cycles per
+    # Nsight Compute on the fused loop (validate/notes/2026-11-23-session6-device-runs.md,
+    # validate/notes/2026-11-23-session7-device-runs.md) finds 4.86 cycles per
     # issued instruction at b8 L16384 with dispatch (0.19), math-throttle (0.13) and barrier (0.13) stalls, a cost
     # per instruction and the warpgroup's barrier, which no queue at these stations produces.
     from validate.model.case_clock import at_case_clock

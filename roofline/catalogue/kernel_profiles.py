@@ -63,7 +63,8 @@ LAB_TRITON = KernelProfile(
     "and copied by each warp",
     source="the sm_90 SASS of validate/ops/quant_attention (validate/model/structure/quant_attention.json: q read as "
     "2 tiles x 4 LDSM = 32 wavefronts a warp-step = 128 B per token and KV head; p staging ~36 wavefronts a "
-    "warp-step; validate/ops/quant_attention/KIVI_NOTES.md) and the ncu reading of the KIVI-2 kernel on the H200",
+    "warp-step; validate/notes/2026-11-23-kivi-kernel-variants.md) and the ncu reading of the KIVI-2 kernel on "
+    "the H200",
     q_tokens_per_read=8 * 4,
     p_reads=1 + 4,
     scale_copies=4,

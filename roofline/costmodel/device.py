@@ -196,7 +196,7 @@ class Roofline:
           a memory-bound op (decode GEMMs at the streaming law) keeps its time.
         - an eager aten kernel (op.aten, fusion 'none') costs the measured aten_kernel_s, and a fused Triton kernel
           of torch.compile (op.fused, fusion 'full') the measured fused_kernel_s, instead of the chain of minimal
-          adds (validate.clients.probe13 h2, probe_fused: 1.3-3.2 us against ~1 us).
+          adds (validate.clients.step_costs h2, probe_fused: 1.3-3.2 us against ~1 us).
         Absent fields leave the burst figures as they are."""
         c, v = self.ceilings, self._values
         if op.aten and c["aten_kernel_time"]:

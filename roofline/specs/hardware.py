@@ -95,7 +95,7 @@ class Measured(Spec):
         "after CUDA init with nothing allocated (validate/clients/micro.py cuda_context), bytes. The planner's default "
         "runtime reserve counts it in place of its estimate (planner.memory.default_reserve).")
     client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
-    # from the issue-13 probe (validate/clients/probe13.py, python -m validate.clients.calibrate --probe)
+    # from the issue-13 probe (validate/clients/step_costs.py, python -m validate.clients.calibrate --probe)
     sustained_gemm_flops_per_s: dict[str, PositiveFloat] = Field(
         default_factory=dict, description="Steady GEMM throughput per dtype with the tensor cores under back-to-back "
         "load past sustained_after_s (median over the prefill shapes at M >= 2048), FLOP/s: the power-capped rate "

@@ -7,7 +7,8 @@ the heavy XQuant cases at 1730-1890 on the H100, every quantized-attention case 
 (validate/results/experiments/nvidia-h{100,200}-clocked.json). An on-chip rate is a number of operations per SM per
 clock times the clock, so the rates that the ceilings family measured at the boost clock (ONCHIP_AT_BOOST: the
 ALU/FMA/XU pipes, the dispatch, shared memory; validate.ops.ceilings.onchip ran them at 1980 MHz,
-SESSION6.md) scale by f_case / f_boost, and so does the clock that turns a chain's cycles into seconds
+validate/notes/2026-11-23-session6-device-runs.md) scale by f_case / f_boost, and so does the clock that turns a
+chain's cycles into seconds
 (hardware.sm_clock_hz). DRAM bandwidth does not (HBM has its own clock). The tensor-core rates run at a clock of
 their own: the power limit lowers it under tensor load. Read inside the GPU (session 9,
 validate/results/experiments/nvidia-h{100,200}-wgmma-probe.json), every wgmma row ran at its full m64nNk16 rate of

@@ -33,9 +33,11 @@ when every round of the busiest SM is full; a last round of fewer programs runs 
 and the bound is the station with the largest residence time R_k, by the Roofline's ceiling names (`BOUNDS`:
 "issue", "compute" for the tensor core, "shared-memory", or "latency" for Z).
 DRAM stays a ceiling: the op's time is max(t, its DRAM time) (`with_contention`).
-Validation on microbenchmarks (validate/results/experiments/MVA.md, mva-microbench.json): the wgmma/ALU overlap
+Validation on microbenchmarks (validate/notes/2026-11-23-warp-contention-mva.md, mva-microbench.json): the wgmma/ALU
+overlap
 loop at one warpgroup per SM within 2 % of the measured times (its serial share 0.865 vs 0.90); at 2 and 4, read
-at their recorded clocks, separate stations are 22 and 41 % too fast (MVA.md), which b removes (one b for both).
+at their recorded clocks, separate stations are 22 and 41 % too fast
+(validate/notes/2026-11-23-warp-contention-mva.md), which b removes (one b for both).
 The 1 LOP3 : 2 FFMA mix is issue-bound at 2 and 8 warps per scheduler, as
 measured, but the MVA at one dispatch per clock is 6 % above it, a per-instruction cost a queue does not produce:
 the kernels' issue station uses the measured dispatch rate (dispatch_ops_per_s).

@@ -165,7 +165,8 @@ def with_fixed_costs(out: dict, family: str, params: dict, hardware, ops: int | 
 # (launch + pass + drain), added to the other kernels' max(roofline less the lone kernels' per-kernel intercepts,
 # their floors):
 #     t = max(roofline - n_lone x kernel_time, floor of the others) + sum_lone floor_k + sum exposed_k
-# (Nsight Compute times the quant tail alone at 13.6-15.2 us against its 10.8 us floor: SESSION6.md).
+# (Nsight Compute times the quant tail alone at 13.6-15.2 us against its 10.8 us floor:
+# validate/notes/2026-11-23-session6-device-runs.md).
 # fp16_attention's decode law (decode_attention_latency_s) carries its own measured intercept for its split and
 # reduce: neither an exposed nor a lone part there.
 EXPOSED_FAMILIES = ("quant_attention", "xquant")

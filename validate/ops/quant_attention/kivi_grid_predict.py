@@ -1,5 +1,6 @@
 """The roofline's prediction of the grid's KIVI cases (kivi-2, kivi-4: 2 x 3 batches x 4 contexts) with the kernel
-tiled_launch now launches for them (qall-r128: tiled_launch.LAUNCH, KIVI_NOTES.md), committed before they are
+tiled_launch now launches for them (qall-r128: tiled_launch.LAUNCH, validate/notes/2026-11-23-kivi-kernel-variants.md),
+committed before they are
 re-timed. No GPU; nothing is fitted to a timing.
 
     PYTHONPATH=. python -m validate.ops.quant_attention.kivi_grid_predict [OUT.json [CASES.json]]

@@ -1,13 +1,15 @@
-"""KIVI variants of the fast kernel's middle loop (issue 14 item 1, KIVI_NOTES.md): their sm_90 static counts, lone-warp
+"""KIVI variants of the fast kernel's middle loop (issue 14 item 1, validate/notes/2026-11-23-kivi-kernel-variants.md):
+their sm_90 static counts, lone-warp
 chains and the family's prediction, computed on the CPU before any GPU run:
 
-    PYTHONPATH=/tmp/t36k:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
+    PYTHONPATH=<triton 3.6>:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
 
 A variant is (tiled_kernel VAR bits, register cap), at LAUNCH's warps and stages: "old" is the kernel KIVI ran before
 qall-r128 became its default (VAR 0, no register cap; named "default" in kivi-variants-predicted.json and
 nvidia-h{100,200}-kivi-variants.json, which were written before), "qall" shares one unmasked q per half between the
 NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is the same capped at 128 registers (old's 4 programs per SM):
-LAUNCH's KIVI default since (KIVI_NOTES.md). Each variant names its VAR bits and cap explicitly, so its numbers do not
+LAUNCH's KIVI default since (validate/notes/2026-11-23-kivi-kernel-variants.md). Each variant names its VAR bits and
+cap explicitly, so its numbers do not
 move with LAUNCH. Counts as structure.py
 (validate.common.sass.cubin_counts), chains as validate/chains.py; the prediction is
 validate.model.families.quant_attention.predict with the variant's structure and chain in place of the committed

@@ -1,4 +1,4 @@
-"""python -m validate.clients.probe13 --out FILE [--part h1 --part h2 ...] [--deadline-s S] [--dry-run]
+"""python -m validate.clients.step_costs --out FILE [--part h1 --part h2 ...] [--deadline-s S] [--dry-run]
 
 Issue 13's three remaining misses, each tested by its own microbenchmark (torch only; ~2 min on an H100):
 
@@ -26,11 +26,11 @@ import json
 import sys
 from pathlib import Path
 
-from validate.clients.probe13_core import PARTS, dry_run
+from validate.clients.step_costs_core import PARTS, dry_run
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="validate.clients.probe13")
+    p = argparse.ArgumentParser(prog="validate.clients.step_costs")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--part", action="append", choices=PARTS, help="what to run (repeatable; default all, in order)")
     p.add_argument("--deadline-s", type=float, default=220.0, help="skip cases that would start after this")
@@ -41,9 +41,9 @@ def main(argv=None) -> int:
         args.out.write_text(json.dumps(dry_run(), indent=1) + "\n")
         print(f"dry run -> {args.out}")
         return 0
-    from validate.clients import probe13_gpu
+    from validate.clients import step_costs_gpu
 
-    return probe13_gpu.run(args.part or list(PARTS), args.out, args.deadline_s)
+    return step_costs_gpu.run(args.part or list(PARTS), args.out, args.deadline_s)
 
 
 if __name__ == "__main__":

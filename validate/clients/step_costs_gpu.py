@@ -1,4 +1,5 @@
-"""The GPU side of validate.clients.probe13 (torch): what each part measures is said in validate/clients/probe13.py."""
+"""The GPU side of validate.clients.step_costs (torch): what each part measures is said in
+validate/clients/step_costs.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from validate.clients import probe13_core as P
+from validate.clients import step_costs_core as P
 from validate.clients.decoder import (
     Decoder,
     Dims,
@@ -74,7 +75,7 @@ class Run:
 
 def sustain(run: Run, graph, work: float) -> dict:
     """IDLE_S idle, then back-to-back replays for SUSTAIN_S, each timed by events (<= 3 in flight, so the GPU never
-    waits on the host): TFLOP/s and clocks (probe13_core.sustained_view)."""
+    waits on the host): TFLOP/s and clocks (step_costs_core.sustained_view)."""
     torch.cuda.synchronize()
     time.sleep(P.IDLE_S)
     h0, pairs = run.now(), []
@@ -202,7 +203,7 @@ def h1_mix(run: Run):
     run.save()
 
 
-def _chain_kinds() -> dict:  # keys: probe13_core.CHAIN_KINDS
+def _chain_kinds() -> dict:  # keys: step_costs_core.CHAIN_KINDS
     """Each small aten op the eager decode layer issues at batch 1 (decoder.layer), on its decode-size operands."""
     x, r, w, x2 = _randn(1, 1, 4096), _randn(1, 1, 4096), _randn(4096), _randn(1, 4096)
     xf = x.float()
@@ -232,7 +233,7 @@ def _chain_kinds() -> dict:  # keys: probe13_core.CHAIN_KINDS
 def h2_chains(run: Run):
     kinds = _chain_kinds()
     if tuple(kinds) != P.CHAIN_KINDS:
-        raise RuntimeError("probe13_core.CHAIN_KINDS must name _chain_kinds(), in order")
+        raise RuntimeError("step_costs_core.CHAIN_KINDS must name _chain_kinds(), in order")
     for kind, fn in kinds.items():
         name = f"chain_{kind}"
         if run.late(name):

@@ -1,4 +1,4 @@
-"""validate.clients.probe13's pure-Python side (no torch): shapes, the plan, rate and clock summaries, the clock
+"""validate.clients.step_costs's pure-Python side (no torch): shapes, the plan, rate and clock summaries, the clock
 sampler and the dry run."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ CHAIN = 2000
 MOE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 MOE_EXPERTS, MOE_TOP_K, MOE_INTER = 8, 2, 14336
 PARTS = ("h1", "h2", "h3")
-# the h2 chains (probe13_gpu._chain_kinds): the small ops of the eager decode layer, then tiny GEMMs
+# the h2 chains (step_costs_gpu._chain_kinds): the small ops of the eager decode layer, then tiny GEMMs
 CHAIN_KINDS = ("add_inplace_1x4096", "add", "mul_weight", "to_fp32", "to_bf16", "pow2_fp32", "mean_fp32", "add_eps",
                "rsqrt", "mul_fp32_bcast", "neg_strided", "cat_rope", "mul_rope", "index_put_kv", "silu_strided",
                "mul_silu_up", "rms_norm", "rope", "linear_1x4096_n128", "linear_1x4096_n4096_l2",

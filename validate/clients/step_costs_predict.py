@@ -1,6 +1,6 @@
-"""python -m validate.clients.probe13_predict --hardware H100-SXM --results FILE --out FILE
+"""python -m validate.clients.step_costs_predict --hardware H100-SXM --results FILE --out FILE
 
-What the current step model assumes for each quantity validate.clients.probe13 measures (the hardware's measured
+What the current step model assumes for each quantity validate.clients.step_costs measures (the hardware's measured
 section), the committed burst microbenchmarks of the same shapes, the client misses each hypothesis is to explain,
 and what each hypothesis implies if true: written and committed before the probe runs. Needs roofline (pydantic).
 """
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validate.clients import probe13_core as P
+from validate.clients import step_costs_core as P
 
 
 def _micro(results: dict, kind: str) -> list[dict]:
@@ -130,7 +130,7 @@ def predicted(hardware_name: str, results_path: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="validate.clients.probe13_predict")
+    p = argparse.ArgumentParser(prog="validate.clients.step_costs_predict")
     p.add_argument("--hardware", required=True)
     p.add_argument("--results", type=Path, required=True, help="the committed client results of that device")
     p.add_argument("--out", type=Path, required=True)
