@@ -200,7 +200,8 @@ def ordered_terms(expr: Any) -> list | None:
     positive number plus a negative multiple, then terms sorted by their monomials over the sorted generators
     (descending, lexicographic), then by coefficient. One shortcut: the coefficient as float(c) where sympy takes
     complex(c), whose evalf and as_real_imag were most of the printing of a new model; both are c rounded to the
-    nearest double (mpmath at 53 bits). tests/test_codegen.py compares the two on the graphs' own sums."""
+    nearest double (mpmath at 53 bits). tests/numbers/test_compiled_expressions.py compares the two on the graphs' own
+    sums."""
     import sympy as sp
     from sympy.core.exprtools import decompose_power
     from sympy.polys.orderings import monomial_key

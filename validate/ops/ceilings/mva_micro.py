@@ -1,7 +1,8 @@
 """Structure of the on-chip microbenchmarks whose results test validate.model.contention (MVA) without being
 its inputs: the wgmma/ALU overlap loops (validate.ops.ceilings.wgmma: wgmma_n64_rs, overlap_alu, overlap_both) and
 the 1 LOP3 : 2 FFMA mix (validate.ops.ceilings.onchip mixed_issue), compiled for sm_90 on the CPU (with the Triton
-3.6 the GPU results were measured with on PYTHONPATH), their loop counted (validate.common.sass.loop_counts), the lone warp's chain through
+3.6 the GPU results were measured with on PYTHONPATH), their loop counted (validate.common.sass.loop_counts), the lone
+warp's chain through
 one trip walked (validate.common.chain), and the MVA's cycles per program-step written beside them:
 
     python -m validate.ops.ceilings.mva_micro OUT.json

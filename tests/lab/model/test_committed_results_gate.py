@@ -17,7 +17,7 @@ from roofline.validation.results_file import load as load_results
 from validate.model import targets
 from validate.model.compare import compare, hardware_for_device, render
 
-RESULTS = sorted(p for p in (Path(__file__).resolve().parents[1] / "validate" / "results").glob("*.json")
+RESULTS = sorted(p for p in (Path(__file__).resolve().parents[3] / "validate" / "results").glob("*.json")
                  if not p.stem.endswith("-quick"))
 
 

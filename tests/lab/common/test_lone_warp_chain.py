@@ -8,7 +8,7 @@ import pytest
 
 from validate.common.chain import chain_cycles, executed_stream
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def word(stall: int = 1, write: int = 7, read: int = 7, wait: int = 0) -> int:

@@ -14,7 +14,7 @@ from validate.model import kernel_structure as ks
 from validate.model.families import xquant as xq
 from validate.model.hardware import load_hardware
 
-RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results"
+RESULTS = Path(__file__).resolve().parents[3] / "validate" / "results"
 
 
 def _ins(addr: int, text: str) -> str:

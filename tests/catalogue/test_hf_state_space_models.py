@@ -18,7 +18,7 @@ from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method
 from roofline.units import B, P
 
-DATA = Path(__file__).parent / "data" / "hf"
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 
 
 def _model(name: str):

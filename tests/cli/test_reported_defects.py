@@ -13,7 +13,7 @@ from roofline.catalogue.loading import parse_text
 from roofline.catalogue.strict_yaml import StrictLoader
 from roofline.errors import SpecError
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 

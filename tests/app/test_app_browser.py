@@ -24,7 +24,7 @@ import pytest
 from roofline.report import dashboard as appdata
 
 CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "ci-artifacts" / "screenshots"
 TIMINGS_FILE = ROOT / "ci-artifacts" / "app_runs.jsonl"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",

@@ -1,6 +1,6 @@
 """Two H200s (validate/results/clients/nvidia-h200-x2.json: NCCL all-reduce sweep and a tp=2 Llama-3.1-8B decode
 step, validate/clients/tp.py) against NCCL's tuner model (roofline.costmodel.collectives; hand-derived checks of
-the model itself: tests/test_nccl_allreduce.py) with hardware/H200.yaml's measured scale_up bus bandwidth."""
+the model itself: tests/costmodel/test_nccl_allreduce.py) with hardware/H200.yaml's measured scale_up bus bandwidth."""
 
 import json
 from pathlib import Path
@@ -11,7 +11,7 @@ from roofline.catalogue import load_hardware
 from roofline.validation.tp import ALLREDUCE_TARGET_APE, TP_DECODE_TARGET_APE, compare, nccl_allreduce
 from validate.clients.tpfit import bus_bandwidth
 
-RESULTS = json.loads((Path(__file__).resolve().parents[1] / "validate/results/clients/nvidia-h200-x2.json")
+RESULTS = json.loads((Path(__file__).resolve().parents[3] / "validate/results/clients/nvidia-h200-x2.json")
                      .read_text())
 
 

@@ -65,7 +65,8 @@ def test_tp8_70b_by_hand() -> None:
     # 8 KV heads over 8 GPUs: one head each: 2 x 128 x 80 layers x 2 B = 40,960 B per token per GPU
     assert r["kv_bytes_per_sequence"] == 40_960 * 32_768
     assert r["memory"]["reserve_bytes"] == GIB + GIB // 2
-    # two ring all-reduces per layer of B x d x 2 bytes over NVLink, NCCL's tuner model (tests/test_nccl_allreduce.py
+    # two ring all-reduces per layer of B x d x 2 bytes over NVLink, NCCL's tuner model
+    # (tests/costmodel/test_nccl_allreduce.py
     # for the constants): 2(n-1)/n x 524,288 B = 917,504 B. LL: 6.6 + 14 x 0.6 = 15.0 us + 917504 / min(141e9 (Hopper
     # cap), 450e9 / 2) s = 21.51 us; LL128: 14 + 14 x 1.9 = 40.6 us + 917504 / (0.92 x 450e9) = 42.8 us; Simple:
     # 8.4 + 14 x 3.4 = 56.0 us + 2.04 us = 58.0 us -> LL

@@ -8,7 +8,7 @@ import pytest
 
 from validate import kernel_split
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_split_by_hand():

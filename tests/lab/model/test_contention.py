@@ -12,7 +12,7 @@ from validate.model import contention
 from validate.model import kernel_structure as ks
 from validate.model.hardware import load_hardware
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 EXPERIMENTS = ROOT / "validate" / "results" / "experiments"
 
 

@@ -11,7 +11,7 @@ import pytest
 from validate.model import fixed_costs
 from validate.model.fixed_costs import LAUNCHERS, kernels
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _defaults(fn: ast.FunctionDef) -> dict[str, str]:

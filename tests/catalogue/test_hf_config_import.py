@@ -12,10 +12,10 @@ from roofline.catalogue import load_model, model_names
 from roofline.catalogue.hf import HANDLERS, model_from_hf_config
 from roofline.errors import SpecError
 
-DATA = Path(__file__).parent / "data" / "hf"
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "config.json").is_file())
 # fixtures named after a catalogue entry must import to exactly that entry; the others (architectures without a
-# catalogue model yet) are checked by hand in tests/test_hf_archs.py
+# catalogue model yet) are checked by hand in tests/catalogue/test_hf_architectures.py
 CATALOGUED = [name for name in FIXTURES if name in model_names()]
 
 

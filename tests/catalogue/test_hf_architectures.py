@@ -21,7 +21,7 @@ from roofline.catalogue.hf import model_from_hf_config
 from roofline.cli import main
 from roofline.errors import SpecError
 
-DATA = Path(__file__).parent / "data" / "hf"
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 
 
 def _model(name: str):

@@ -17,7 +17,7 @@ from validate.model.families import quant_attention as qa
 from validate.model.hardware import load_hardware
 from validate.model.predict import _symbols, find_ops
 
-RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results"
+RESULTS = Path(__file__).resolve().parents[3] / "validate" / "results"
 E = sp.Symbol("E", positive=True)
 SHAPES = [(8, 16384), (8, 65536), (8, 131072), (32, 16384), (32, 65536), (32, 131072)]
 

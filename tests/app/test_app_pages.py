@@ -30,7 +30,7 @@ from roofline.report import dashboard as appdata
 from roofline.report import display, explore, rooflinepage, share
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "app" / "main.py"
 TIMINGS: dict[str, float] = {}
 

@@ -20,7 +20,7 @@ from roofline.planner.parallel import fewest_gpus, fits
 from roofline.report import dashboard as appdata
 from roofline.report import display, explore, rooflinepage, share, trust
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LLAMA8, H100 = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
 
 

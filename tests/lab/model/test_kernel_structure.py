@@ -14,7 +14,7 @@ from validate.model import kernel_structure as ks
 from validate.model.families import quant_attention as qa
 from validate.model.hardware import load_hardware
 
-RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results"
+RESULTS = Path(__file__).resolve().parents[3] / "validate" / "results"
 SHAPES = [(8, 16384), (8, 65536), (8, 131072), (32, 16384), (32, 65536), (32, 131072)]
 
 

@@ -16,7 +16,7 @@ from validate.common.sass import ISSUE_CLASSES, executed_counts, issue_class, is
 from validate.model import kernel_structure as ks
 from validate.model.hardware import load_hardware
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _ins(addr: int, text: str) -> str:

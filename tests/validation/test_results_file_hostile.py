@@ -15,7 +15,7 @@ import pytest
 
 from roofline.validation import results_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = json.loads((ROOT / "validate" / "results" / "nvidia-h200.json").read_text())
 
 

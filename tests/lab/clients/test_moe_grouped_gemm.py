@@ -16,7 +16,7 @@ from roofline.methods import parse_method
 from validate.clients import step_costs_core
 from validate.clients.calibrate import probe_ceilings, routing_kernels
 
-RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results" / "clients"
+RESULTS = Path(__file__).resolve().parents[3] / "validate" / "results" / "clients"
 EXPERT_BYTES = 3 * 4096 * 14336 * 2  # Mixtral-8x7B: w1, w3 and w2 of one expert, bf16 = 352,321,536 bytes
 
 

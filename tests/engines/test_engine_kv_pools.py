@@ -11,7 +11,7 @@ import yaml
 
 from roofline.cli import main
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 LOGS = yaml.safe_load((DATA / "engine_logs.yaml").read_text())
 ENTRIES = {e["id"]: e for e in LOGS["entries"] + LOGS["supplementary"]}
 FLAGS = {"kv_memory_gib": "--kv-memory-gib", "max_model_len": "--max-model-len", "kv_cache_dtype": "--kv-cache-dtype",

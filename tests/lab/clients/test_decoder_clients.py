@@ -14,7 +14,7 @@ from roofline.costmodel.fusion import FUSION, apply_fusion
 from roofline.validation.clients import CI_DECODE_MEDIAN_APE, compare, predict_case
 from validate.clients.calibrate import client_ceilings, latency_bandwidth
 
-RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results" / "clients"
+RESULTS = Path(__file__).resolve().parents[3] / "validate" / "results" / "clients"
 
 
 def _report(device: str, hardware: str) -> dict:
