@@ -2,7 +2,7 @@
 
     python benchmarks/app_browser_medians.py [--runs 3] [--before DIR]
 
-Runs tests/test_app_browser.py `--runs` times in this checkout (and, with --before, in DIR: another checkout, e.g.
+Runs tests/app/test_app_browser.py `--runs` times in this checkout (and, with --before, in DIR: another checkout, e.g.
 `git archive BASE | tar -x -C DIR`), interleaved before/after so both sides see the same machine load, each with
 its own PYTHONPATH and the same $ROOFLINE_CACHE_DIR; reads each run's ci-artifacts/browser_timings.txt and prints a
 Markdown table of the median server-side and browser ms per interaction (and the load averages of the runs).
@@ -25,7 +25,7 @@ ROW = re.compile(r"(.*?)\s+(\d+) ms\s+(\d+) ms$")
 def run_once(checkout: Path) -> tuple[str, dict[str, tuple[int, int]]]:
     """One browser-test run in `checkout`: (load averages, {interaction: (server ms, browser ms)})."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "tests/test_app_browser.py"], cwd=checkout,
+    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "tests/app/test_app_browser.py"], cwd=checkout,
                           env=env, capture_output=True, text=True, timeout=900)
     if done.returncode:
         raise SystemExit(f"{checkout}: the browser test failed:\n{done.stdout[-2000:]}")

@@ -9,7 +9,7 @@ Each run opens, in a fresh Chromium profile (nothing cached: a first-time visito
 browser (its JavaScript cached), first the floor page, then the dashboard's shared link (the browser test's link:
 H200, batch 4, kivi-2 and bf16, fp8 weights), and times each from `goto` until the page's last element is drawn
 (the floor's line; the dashboard's Summary table) with no running script, stale element or skeleton (the browser
-test's settle rule, tests/test_app_browser.py). Prints the median and range of each, in ms, with the load average.
+test's settle rule, tests/app/test_app_browser.py). Prints the median and range of each, in ms, with the load average.
 Issue 16's target for the shared link is <= 1 s in the browser; the floor page is what Streamlit itself costs.
 """
 

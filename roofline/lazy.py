@@ -1,7 +1,7 @@
 """sympy and numpy, imported on first use.
 
 `import sympy` costs ~0.6 s, more than everything else a warm `roofline plan` does: the compiled numeric
-functions come from the content-keyed cache (roofline.codegen) and need no sympy. Modules take `sp` from here
+functions come from the content-keyed cache (roofline.numbers.codegen) and need no sympy. Modules take `sp` from here
 (`from roofline.lazy import sp`) instead of `import sympy as sp`; its first attribute access imports sympy and
 every later one is a plain attribute of this object. (importlib's LazyLoader does not help: `import sympy` reads
 the module's `__spec__`, which loads it.) Nothing at module level may touch `sp`. numpy (~0.15 s) likewise as
@@ -11,7 +11,7 @@ Set ROOFLINE_TRACE_SYMPY=N to print N frames of the stack that first imports sym
 Once sympy is loaded here, Min and Max are built through sympy's own cache (`_cache_min_max`), as sympy already
 builds Add, Mul, Pow and applied functions.
 
-The garbage collector: sympy's import and every symbolic build (roofline.codegen.compiled) run with it paused
+The garbage collector: sympy's import and every symbolic build (roofline.numbers.codegen.compiled) run with it paused
 (`gc_paused`), and the objects alive once sympy is imported (modules, classes, sympy's tables) are frozen
 (gc.freeze: never scanned again), so a full collection scans what the plans made, not the ~70,000 objects of
 the imports: ~5 ms instead of ~45 ms on the 2-core machine.

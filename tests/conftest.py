@@ -9,9 +9,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # validate/ is a folder of the checkout, not an installed package (DESIGN.md): make it importable here.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# the tests mirror the tree (tests/<floor>/...); their shared helpers (cli_run, hostile_harness) live here
+if str(ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests"))
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-# compiled plans go to a cache folder of this run (roofline.codegen), never the user's ~/.cache
+# compiled plans go to a cache folder of this run (roofline.numbers.codegen), never the user's ~/.cache
 if "ROOFLINE_CACHE_DIR" not in os.environ:
     import tempfile
 

@@ -1,6 +1,8 @@
-"""The catalogues and the committed GPU measurements ship inside the wheel: a non-editable install runs from
-another directory, and roofline.validation compares the measurements without the checkout's validate/."""
+"""The catalogues and the lab's kernel summaries ship inside the wheel, the lab does not: a non-editable install
+runs from another directory and shows the kernel validation (the dashboard's Validation page) from the summaries,
+with no kernel model module and no raw results in the wheel."""
 
+import json
 import os
 import subprocess
 import sys
@@ -8,19 +10,19 @@ import venv
 import zipfile
 from pathlib import Path
 
-# compare one shipped results file with the installed package; the report must be the one committed beside it
-COMPARE = """
-import sys
-from roofline.catalogue import load_hardware
-from roofline.validation import compare, results_file, targets
-(path,) = [p for p in results_file.committed() if p.name == "nvidia-h200.json"]
-results = results_file.load(path)
-hardware = load_hardware(compare.hardware_for_device(results["env"]["device"]))
-report = compare.compare(results, hardware)
+# read one shipped summary with the installed package, as the dashboard's Validation page does; nothing of the lab
+SUMMARY = """
+import json, sys
+from roofline.report import dashboard
+(path,) = [p for p in dashboard.results_files() if p.name == "nvidia-h200.json"]
+entry = dashboard.validation_report(path)
 print(path)
-print(compare.render(report) + "\\n\\n" + targets.render(targets.targets(results, report, hardware)))
+print(json.dumps(entry, sort_keys=True))
 assert not [m for m in sys.modules if m.partition(".")[0] in ("validate", "torch", "triton")]
 """
+# the lab's kernel model: none of these module names may ship
+LAB_MODULES = ("kernel_structure", "contention", "fixed_costs", "case_clock", "families", "predict", "compare",
+               "targets")
 
 
 def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -> None:
@@ -32,8 +34,11 @@ def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = wheels.glob("roofline-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    committed = sorted(p.name for p in (root / "validate" / "results").glob("*.json"))
-    assert committed and {f"roofline/_results/{name}" for name in committed} <= shipped
+    summaries = sorted(p.name for p in (root / "roofline" / "validation" / "kernel_summaries").glob("*.json"))
+    assert summaries and {f"roofline/validation/kernel_summaries/{name}" for name in summaries} <= shipped
+    assert not [n for n in shipped if n.startswith(("roofline/_results/", "validate/"))]
+    assert not [n for n in shipped if n.startswith("roofline/validation/")
+                and (Path(n).stem in LAB_MODULES or "/families/" in n or "/structure/" in n)]
 
     # a fresh venv that borrows this interpreter's third-party packages but not its roofline
     env_dir = tmp_path / "venv"
@@ -63,11 +68,12 @@ def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -
     assert cli.returncode == 0, cli.stderr
     assert "Llama-3.1-8B" in cli.stdout and "DeepSeek-V3" in cli.stdout
 
-    report = subprocess.run([str(python), "-c", COMPARE], cwd=elsewhere, capture_output=True, text=True, check=False,
-                            env=env, timeout=600)
+    report = subprocess.run([str(python), "-c", SUMMARY], cwd=elsewhere, capture_output=True, text=True,
+                            check=False, env=env, timeout=600)
     assert report.returncode == 0, report.stderr[-2000:]
     path, text = report.stdout.split("\n", 1)
-    assert path.startswith(site) and "_results" in path
-    # the CLI's report minus its first line (the results path it was given)
-    want = (root / "validate" / "results" / "nvidia-h200-compare.txt").read_text().split("\n", 1)[1]
-    assert text == want
+    assert path.startswith(site) and "kernel_summaries" in path
+    # the installed page's entry is the committed summary (nothing recomputed: the planner has no kernel model)
+    committed = json.loads((root / "roofline" / "validation" / "kernel_summaries" / "nvidia-h200.json").read_text())
+    assert json.loads(text) == committed
+    assert committed["report"]["summary"]["cases"] > 0 and committed["targets"]["suite"]["verdict"]

@@ -8,6 +8,9 @@
                                                        committed file in validate/results/
   calibrate --results FILE --hardware-file FILE.yaml   write the measured ceilings into the spec's
                                                        `measured:` section
+  summarize [--results FILE] [--check]                 write the comparison the planner ships
+                                                       (roofline/validation/kernel_summaries/; --check: exit 1
+                                                       when a committed summary is stale)
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     k = sub.add_parser("calibrate", help="write measured ceilings into a hardware YAML")
     k.add_argument("--results", type=Path, required=True, help="results file with ceilings cases")
     k.add_argument("--hardware-file", type=Path, required=True, help="hardware YAML to update")
+    s = sub.add_parser("summarize", help="write the kernel summaries the planner ships (validate.model.summary)")
+    s.add_argument("--results", type=Path, help="results file (default: every file in validate/results)")
+    s.add_argument("--check", action="store_true", help="only compare; exit 1 when a committed summary is stale")
     return p
 
 
 def _bench(args) -> int:
-    from roofline.validation.families import FAMILIES as PREDICTED
+    from validate.model.families import FAMILIES as PREDICTED
 
     names = args.family or sorted(PREDICTED)
     cases = None
@@ -85,8 +91,9 @@ def _result_paths(args) -> list[Path]:
 
 
 def _compare(args) -> int:
-    from roofline.catalogue import load_hardware
-    from roofline.validation import compare, results_file, targets
+    from roofline.validation import results_file
+    from validate.model import compare, targets
+    from validate.model.hardware import load_hardware
 
     reports = []
     for path in _result_paths(args):
@@ -113,8 +120,17 @@ def _calibrate(args) -> int:
     return 0
 
 
+def _summarize(args) -> int:
+    from validate.model import summary
+
+    stale = summary.write(_result_paths(args), check=args.check)
+    for path in stale:
+        print(f"summarize: {'stale' if args.check else 'wrote'} {path}")
+    return 1 if args.check and stale else 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    commands = {"bench": _bench, "compare": _compare, "calibrate": _calibrate}
+    commands = {"bench": _bench, "compare": _compare, "calibrate": _calibrate, "summarize": _summarize}
     try:
         args = _parser().parse_args(argv)
         return commands[args.command](args)

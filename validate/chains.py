@@ -1,7 +1,7 @@
 """Lone-warp chains (validate.common.chain) of every kernel the suite launches, compiled for sm_90 on the CPU from
-each family's own compile specs (sm90_specs), written to roofline/validation/structure/chains.json:
+each family's own compile specs (sm90_specs), written to validate/model/structure/chains.json:
 
-    PYTHONPATH=/tmp/h14/t36:. python -m validate.chains [OUT.json [NAME_PREFIX]]
+    PYTHONPATH=<triton 3.6>:. python -m validate.chains [OUT.json [NAME_PREFIX]]
 
 Per kernel (named "<family>/<kernel>[/tail]"): "pass" = cycles of one warp through the whole kernel with every
 loop once (prologue, one step, epilogue), "step" = cycles of one trip of its longest loop (xquant's fused kernel:
@@ -23,7 +23,7 @@ from validate.common.chain import LATENCY_CYCLES
 from validate.common.sm90 import ROOT
 from validate.common.spec_chain import chains
 
-OUT = ROOT / "roofline" / "validation" / "structure" / "chains.json"
+OUT = ROOT / "validate" / "model" / "structure" / "chains.json"
 
 
 def specs() -> dict[str, dict]:

@@ -70,8 +70,8 @@ def load_cases(path: Path) -> list[Case]:
 
 def predict(cases: list[Case], hardware_name: str) -> list[dict]:
     """Each case's prediction (the family's `predict`, from the spec alone)."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation.families import FAMILIES
+    from validate.model.families import FAMILIES
+    from validate.model.hardware import load_hardware
 
     hardware = load_hardware(hardware_name)
     rows = []

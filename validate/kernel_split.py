@@ -1,6 +1,6 @@
 """Kernel split of the small cases: where a small decode's time goes, kernel by kernel, inside the harness's graph.
 
-roofline.validation.fixed_costs predicts a small case as launches + each kernel's lone-warp chain + drain (+ the
+validate.model.fixed_costs predicts a small case as launches + each kernel's lone-warp chain + drain (+ the
 split-K kernels' exposed prologue). The suite times only the whole call (validate.common.harness.graph_ms: a CUDA
 graph of the call on each rotated input set, do_bench median / sets), so which kernel holds a miss (the middle, the
 tail's lone gather, the reduce, or the gaps between dependent launches) is not measured. This runs each case
@@ -157,12 +157,12 @@ DEVICES = (("H100", "H100-SXM", "validate/results/nvidia-h100.json"),
 
 
 def predict_case(family: str, name: str, hardware, rows: dict) -> dict:
-    """The model's split of one case (roofline.validation.fixed_costs): per kernel its lone-program duration
+    """The model's split of one case (validate.model.fixed_costs): per kernel its lone-program duration
     (pass + (steps - 1) x step + drain cycles / SM clock, the exposed prologue inside it), the launch gap
     (launch floor: the empty kernel's period), and the whole case as `validate compare` predicts it."""
-    from roofline.validation import fixed_costs as fc
-    from roofline.validation.families import FAMILIES
     from roofline.validation.results_file import case_of
+    from validate.model import fixed_costs as fc
+    from validate.model.families import FAMILIES
 
     row = rows[(family, name)]
     pred = FAMILIES[family].predict(case_of(row), hardware)
@@ -182,10 +182,10 @@ def predict_case(family: str, name: str, hardware, rows: dict) -> dict:
 def predict(out: str) -> dict:
     """Write the committed prediction (every CASES case on the H100 and H200 specs, calibrated from their results
     files as `validate compare` does) to `out`."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation.compare import calibrated
+    from validate.model.compare import calibrated
+    from validate.model.hardware import load_hardware
 
-    doc = {"source": "validate.kernel_split.predict (roofline.validation.fixed_costs at this commit)",
+    doc = {"source": "validate.kernel_split.predict (validate.model.fixed_costs at this commit)",
            "command": "python -m validate.kernel_split OUT.json",
            "claims": ["each kernel's duration >= its lone_us (the lone-warp chain + drain, a lower bound)",
                       "the gap before each kernel + its duration sums, over a call's kernels, to ms within 5 %",

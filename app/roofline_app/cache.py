@@ -1,6 +1,6 @@
 """Cached calls into roofline.report, keyed on hashable inputs (sources, SPEC strings, numbers), never on pydantic
 objects: a repeated interaction costs a dictionary lookup. The planners themselves are compiled once per content
-(roofline.codegen), so a new batch or context costs microseconds per method; the warm-up process
+(roofline.numbers.codegen), so a new batch or context costs microseconds per method; the warm-up process
 (roofline.report.warm) fills the disk cache for new GPUs and models before they are asked for.
 """
 

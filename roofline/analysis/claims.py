@@ -37,7 +37,7 @@ from roofline.analysis.claims_skvq_innerq_zack import (
     zack_089,
     zack_68,
 )
-from roofline.analysis.limits import (
+from roofline.analysis.compute_for_memory import (
     context_for_overhead_ratio,
     predictor_overhead_ratio,
     reference_step_ratio,

@@ -22,7 +22,7 @@ from roofline.analysis.claim_quotes import (
     SKVQ_TABLE5_MS,
 )
 from roofline.analysis.claims_skvq_innerq_zack import llm_viewer_step_s
-from roofline.analysis.limits import remat_limit_paper
+from roofline.analysis.compute_for_memory import remat_limit_paper
 from roofline.analysis.verdicts import FAILS, HOLDS, QUALIFIED, Claim, datasheet_hardware, tiered
 from roofline.catalogue import load_model
 from roofline.methods import parse_method

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.catalogue import load_hardware, load_model
-from roofline.catalogue.ceilings import with_ceilings
+from roofline.catalogue.ceiling_sources import with_ceilings
 from roofline.lazy import sp
 from roofline.methods import build_cache, parse_method
 
@@ -38,7 +38,7 @@ class Claim:
 
 
 def datasheet_hardware(name: str):
-    """A catalogue device with datasheet ceilings only (roofline.catalogue.ceilings.with_ceilings): the papers'
+    """A catalogue device with datasheet ceilings only (roofline.catalogue.ceiling_sources.with_ceilings): the papers'
     claims are computed from the figures the papers used, never from a measured section (which the planner
     uses by default)."""
     return with_ceilings(load_hardware(name), "datasheet")

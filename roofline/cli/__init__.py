@@ -162,7 +162,7 @@ def _show_text(data: dict[str, Any]) -> str:
 def cmd_kv(args: argparse.Namespace) -> int:
     from roofline.analysis.kvreport import kv_report
     from roofline.catalogue import load_hardware, load_model
-    from roofline.catalogue.ceilings import ceilings_label, with_ceilings
+    from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
     from roofline.methods import parse_method
 
     model = load_model(args.model)
@@ -198,7 +198,7 @@ def _kv_text(r: dict[str, Any]) -> str:
 # ---- limits ----------------------------------------------------------------------------------------
 
 def cmd_limits(args: argparse.Namespace) -> int:
-    from roofline.analysis.limits import remat_limit, remat_limit_paper
+    from roofline.analysis.compute_for_memory import remat_limit, remat_limit_paper
     from roofline.catalogue import load_hardware, load_model
 
     model = load_model(args.model)

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from roofline import report as display
+from roofline.catalogue import kernel_profiles
 
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4")
 PLAN_HELP = "capacity plan per method (no arguments: the embedded default scenario, all presets)"
@@ -41,6 +42,9 @@ def add_plan_parser(sub) -> None:
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
                    help="size the KV pool by this engine's rules and page size (default ideal; see `capacity`)")
     add_ceilings_fusion(p)
+    p.add_argument("--kernel-profile", choices=tuple(kernel_profiles.PROFILES), default=kernel_profiles.DEFAULT,
+                   help="decode kernel a quantized cache is read by (roofline.catalogue.kernel_profiles; default "
+                   f"{kernel_profiles.DEFAULT})")
     p.add_argument("--fewest-gpus", action="store_true", help="also: fewest GPUs of this kind that fit")
     p.add_argument("--tpot-target-ms", type=bounded_float(1e9), help="also: largest context / batch under this TPOT")
     p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR")
@@ -98,8 +102,14 @@ def _gib_to_bytes(gib: float) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    """`roofline plan` under the chosen kernel profile (`_plan`)."""
+    with kernel_profiles.use(args.kernel_profile):
+        return _plan(args)
+
+
+def _plan(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
-    from roofline.catalogue.ceilings import ceilings_label, with_ceilings
+    from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
 
@@ -116,6 +126,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         result = plan(model, hardware, workload, methods)
     result.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=workload.fusion)
+    if args.kernel_profile != kernel_profiles.DEFAULT:
+        result["kernel_profile"] = args.kernel_profile
     _annotate(result, model)
     result["skipped"] = skipped
     if args.tpot_target_ms:
@@ -277,7 +289,8 @@ def plan_text(result: dict[str, Any]) -> str:
     notes += [n for r in rows for n in _notes(r, w["batch"], common, w.get("ep", 1))]
     notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
     if "ceilings" in result:
-        head += f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}\n"
+        head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
+                 + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "") + "\n")
     text = head + "\n" + display.table(headers, [_row(r) for r in result["results"]]) + "\n" + LEGEND
     if notes:
         text += "\n\n" + "\n".join(notes)

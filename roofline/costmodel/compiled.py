@@ -1,4 +1,4 @@
-"""A phase's op graph on one device, compiled to numeric functions once (roofline.codegen): the per-op rows
+"""A phase's op graph on one device, compiled to numeric functions once (roofline.numbers.codegen): the per-op rows
 (FLOPs, bytes, compute / memory / communication time, time) and the phase total, of the workload symbols.
 
 This is what the planner evaluates; the sympy graph is built only when the compiled form is not cached
@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from roofline import codegen, units
+from roofline import units
 from roofline.costmodel.device import CEILING_FIELDS, Roofline, binding_ceiling
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import TRAFFIC
 from roofline.lazy import sp
+from roofline.numbers import codegen
 from roofline.units import _kink_pairs
 
 ROW_FIELDS = ("matmul_flops", "vector_flops", "bytes", "compute_s", "memory_s", "comm_s", "time_s")

@@ -24,7 +24,7 @@ The plan names the binding ceiling (binding_ceiling): memory, compute, issue, sh
 All-reduce ops (tensor parallelism) take NCCL's tuner model (costmodel.collectives.allreduce_time): the smallest
 over its protocols p (LL, LL128, Simple) of latency_p(n) + 2(n-1)/n * bytes / (link bus bandwidth x factor_p);
 all-to-all ops (expert parallelism) take costmodel.collectives.alltoall_time on the link their tp x ep GPUs meet.
-Every number above is read from one flat dict of named ceilings (roofline.costmodel.ceilings), never from the spec
+Every number above is read from one flat dict of named ceilings (costmodel.device_ceilings), never from the spec
 directly; Roofline(symbolic=True) puts those ceilings into the times as symbols, so compiled graphs are shared by
 the devices of one structure and bound to each one's numbers (costmodel.compiled).
 """
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Literal
 
-from roofline.costmodel import ceilings as ceil
+from roofline.costmodel import device_ceilings as ceil
 from roofline.costmodel.collectives import PROTOCOLS, allreduce_time, alltoall_time
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
@@ -60,7 +60,7 @@ class RooflineOptions:
 @dataclass
 class Roofline:
     """A device's ceilings, and the times of ops and graphs on it. Every number it puts into an op's time comes
-    from `ceilings` (roofline.costmodel.ceilings); `symbolic`: the non-zero ceilings enter the times as symbols
+    from `ceilings` (roofline.costmodel.device_ceilings); `symbolic`: the non-zero ceilings enter the times as symbols
     (c_<key>) instead of numbers, the branches still decided on the numbers (`structure` sums them up)."""
 
     hardware: Hardware
@@ -199,7 +199,7 @@ class Roofline:
           a memory-bound op (decode GEMMs at the streaming law) keeps its time.
         - an eager aten kernel (op.aten, fusion 'none') costs the measured aten_kernel_s, and a fused Triton kernel
           of torch.compile (op.fused, fusion 'full') the measured fused_kernel_s, instead of the chain of minimal
-          adds (validate.clients.probe13 h2, probe_fused: 1.3-3.2 us against ~1 us).
+          adds (validate.clients.step_costs h2, probe_fused: 1.3-3.2 us against ~1 us).
         Absent fields leave the burst figures as they are."""
         c, v = self.ceilings, self._values
         if op.aten and c["aten_kernel_time"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from roofline.accounting import moe_layer_count
-from roofline.codegen import LRU
+from roofline.catalogue import kernel_profiles
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import (
     Ctx,
@@ -22,6 +22,7 @@ from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
 from roofline.lazy import sp
 from roofline.methods import CacheModel, MethodConfig, shared_cache
+from roofline.numbers.codegen import LRU
 from roofline.specs import Model
 from roofline.units import window_occupancy
 
@@ -105,9 +106,10 @@ def build_graph(
     key = raw_key = None
     if not isinstance(method, CacheModel):
         # graphs are immutable: a workload change (batch, context) reuses them; specs are frozen, so their
-        # JSON names them exactly
+        # JSON names them exactly; the kernel profile shapes a quantized cache's shared-memory work
         raw_key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
-                   weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype)
+                   weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype,
+                   kernel_profiles.active().name)
         key = (*raw_key, occupancy, check_level(fusion))
         if key in _GRAPHS:
             return _GRAPHS[key]

@@ -39,7 +39,7 @@ from pathlib import Path
 from roofline.errors import SpecError
 
 PROFILES = Path(__file__).resolve().parent / "profiles"
-# ceilings (roofline.costmodel.ceilings keys) an engine's kernels may replace on a GPU they were measured on
+# ceilings (roofline.costmodel.device_ceilings keys) an engine's kernels may replace on a GPU they were measured on
 KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel")
 
 

@@ -4,7 +4,9 @@ A `TensorQuant` says how one cached tensor (K, V, XQuant's X, a latent) is store
 allowed) and how they are physically packed, the grouping axis and group size, scale/zero-point dtypes,
 symmetric / asymmetric / hybrid mode, full-precision sink and recent-window tokens with the method's
 residual semantics, sparse outliers, and a non-uniform codebook. `tensor_layout` turns it into bytes by
-part and FLOPs, as sympy expressions of the tokens the layer holds.
+part and FLOPs, as sympy expressions of the tokens the layer holds. What a decode kernel moves through shared
+memory and the integer work of its dequant depend on the kernel, not the method: they come from the active kernel
+profile (roofline.catalogue.kernel_profiles), never from constants here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Literal
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.accounting import dtype_bytes
+from roofline.catalogue import kernel_profiles
 from roofline.kv.layout import TensorLayout
 from roofline.lazy import sp
 from roofline.specs.base import Spec
@@ -24,20 +27,6 @@ Axis = Literal["channels", "tokens"]
 
 # Vector FLOPs to quantize one element: range (min/max or absmax), scale, shift, round, clamp.
 QUANTIZE_FLOPS_PER_ELEMENT = 5
-# The fused dequant-attention decode kernel the on-chip terms describe (validate/ops/quant_attention, the kernel
-# whose sm_90 SASS is in roofline/validation/structure/quant_attention.json): one program per (sequence, KV head,
-# split); its query rows padded to MMA_ROWS (mma.m16n8k16's M); KERNEL_WARPS warps split each dot's N (the tokens
-# of q.k^T, the channels of p.v), each warp MMA_TOKENS tokens of a q.k^T sub-tile (one m16n8k16 n-tile: 4 warps x
-# 8 = the 32-token sub-tile of the tiled layouts); fp16 operands (OPERAND_BYTES).
-MMA_ROWS = 16
-MMA_TOKENS = 8
-KERNEL_WARPS = 4
-OPERAND_BYTES = 2
-# q.k^T sub-tile dots of one step (NSUB) that share one read of q's A fragments: the KIVI kernel the suite launches
-# (qall-r128, validate/ops/quant_attention/KIVI_NOTES.md) reads q as 2 tiles a warp-step where the earlier kernel read 8
-Q_SHARED_DOTS = 4
-
-
 def meta_bytes(dtype: str) -> sp.Expr:
     """Bytes of one metadata value of `dtype` (0 for 'none'); raises ValueError on an unknown dtype."""
     return sp.Integer(0) if dtype == "none" else dtype_bytes(dtype)
@@ -226,83 +215,76 @@ def tensor_layout(
 
 
 def metadata_loads(q: TensorQuant, quant_elements: sp.Expr, per_group: sp.Expr, reduction: Axis | None) -> sp.Expr:
-    """Scale/zero bytes a fused decode kernel reads from shared memory per step, by grouping axis.
+    """Scale/zero bytes a fused decode kernel reads from shared memory per step, by grouping axis, under the active
+    kernel profile P (roofline.catalogue.kernel_profiles).
 
     Groups along the dot's reduction (InnerQ/SKVQ: K per token, V per channel): the kernel dots the raw codes
     over one group and scales (and shifts) the partial result once per group (InnerQ §4.4, Fig. 1b: "compute
-    units processing the same channel group load the scale factor once and reuse it"; the measured kernel scales
-    after the dot, validate/families/QUANT_NOTES.md): elements / G x (scale + zero bytes), the stored metadata,
-    read once (the warps split the tokens of K's per-token groups and the channels of V's per-channel groups, so
-    no two warps need one group).
+    units processing the same channel group load the scale factor once and reuse it"): elements / G x (scale +
+    zero bytes), the stored metadata, read once (the warps split the tokens of K's per-token groups and the
+    channels of V's per-channel groups, so no two warps need one group).
     Groups across it (KIVI's per-channel K and per-token V): the scale changes along the reduction, so every
-    element is dequantized with its own scale and zero before the dot, in the dot's B-operand layout:
-        (scale + zero bytes) x elements                      (the dequant layout's reads)
-      + KERNEL_WARPS x elements / G x (scale + zero bytes)   (each warp that splits the dot's N copies every
-                                                              scale of the reduction: "each loads its own scale",
-                                                              InnerQ §4.4)
-    The ncu reading of the measured KIVI-2 kernel (QUANT_NOTES.md, H200, b8 L64K: L1/TEX 91 %) counts these as
-    ~250 + ~190 wavefronts per warp-step of 128 tokens (4 warps): ~1000 B per token and KV head for the first term
-    (this formula: 1024) and ~760 B for the copies, of which Triton's slice layouts replicate 4x more across lane
-    rows than this formula's 64 B (a layout artefact, not something the layout requires). The dequantized operand
-    is shared by the query heads of its KV head (one tensor-core operand), so it is loaded once, not per query
-    row. `reduction` None (dequantized element by element before a GEMM, XQuant's X): per element."""
+    element is dequantized with its own scale and zero before the dot:
+        P.scale_per_element: (scale + zero bytes) x elements, in the dot's B-operand layout; else
+                             (scale + zero bytes) x elements / G, each scale once per group
+      + P.scale_copies x elements / G x (scale + zero bytes)   (each warp that splits the dot's N copies every
+                                                              scale of the reduction, InnerQ §4.4)
+    The dequantized operand is shared by the query heads of its KV head (one tensor-core operand), so it is loaded
+    once, not per query row. `reduction` None (dequantized element by element before a GEMM, XQuant's X): per
+    element, whatever the kernel."""
     if not q.group_size or per_group == 0:
         return sp.Integer(0)
     if q.group_along == reduction:
         return quant_elements / q.group_size * per_group
     if reduction is None:
         return quant_elements * per_group
-    return quant_elements * per_group + KERNEL_WARPS * quant_elements / q.group_size * per_group
+    profile = kernel_profiles.active()
+    loads = quant_elements * per_group if profile.scale_per_element else quant_elements / q.group_size * per_group
+    if profile.scale_copies:
+        loads += profile.scale_copies * quant_elements / q.group_size * per_group
+    return loads
 
 
 def operand_loads(role: str, tokens: sp.Expr, channels: int, kv_heads: int, queries_per_kv: int) -> sp.Expr:
     """Shared-memory bytes per step for the other operand of the fused kernel's dots over `tokens` quantized tokens
-    of a tensor spanning `channels` (kv_heads heads of channels / kv_heads), with the query rows of a KV head
-    padded to M = MMA_ROWS x ceil(queries_per_kv / MMA_ROWS):
-        key   (q.k^T, A = q [M x d]): every warp re-reads its q fragments from shared memory once per step for
-              the Q_SHARED_DOTS sub-tile dots of MMA_TOKENS tokens each that share them (q is not held in
-              registers across steps):
-              tokens x kv_heads x M x d x OPERAND_BYTES / (MMA_TOKENS x Q_SHARED_DOTS) = tokens x channels x M x 2 / 32
-        value (p.v, A = p [M x tokens]): p leaves the softmax in registers, is staged once through shared memory
-              and read back by each of the KERNEL_WARPS warps that split the channels:
-              tokens x kv_heads x M x OPERAND_BYTES x (1 + KERNEL_WARPS)
-    Source: the SASS of the KIVI kernel the suite launches (qall-r128, roofline/validation/structure/
-    quant_attention.json: 4 x 570 wavefronts per 128 tokens; KIVI_NOTES.md): q read as 2 tiles x 4 LDSM = 32
-    wavefronts per warp-step = 128 B per token and KV head, the formula's 16 x 128 x 2 / 32 = 128 (the earlier kernel
-    re-read it per sub-tile: 8 tiles, 128 wavefronts, 512 B: the ncu reading of QUANT_NOTES.md); p staging ~36 per
-    warp-step = 144 B, the formula's 16 x 2 x 5 = 160. Measured on both GPUs: KIVI-2 over InnerQ-Base 1.15-1.30x
-    (validate/results/nvidia-h{100,200}.json).
+    of a tensor spanning `channels` (kv_heads heads of channels / kv_heads), under the active kernel profile P
+    (roofline.catalogue.kernel_profiles), with the query rows of a KV head padded to M = P.mma_rows x
+    ceil(queries_per_kv / P.mma_rows):
+        key   (q.k^T, A = q [M x d]): q's fragments re-read from shared memory once per P.q_tokens_per_read tokens:
+              tokens x kv_heads x M x d x P.operand_bytes / P.q_tokens_per_read (0 when q stays in registers)
+        value (p.v, A = p [M x tokens]): p passes shared memory P.p_reads times:
+              tokens x kv_heads x M x P.operand_bytes x P.p_reads
     Only a quantized tensor's fused dequant kernel is charged: unquantized attention is FlashAttention's kernel,
     measured at 88-91 % of its DRAM ceiling (issue 14). Other roles (aux): 0."""
     if not kv_heads or role not in ("key", "value"):
         return sp.Integer(0)
-    rows = MMA_ROWS * -(-queries_per_kv // MMA_ROWS)
+    profile = kernel_profiles.active()
+    rows = profile.mma_rows * -(-queries_per_kv // profile.mma_rows)
     if role == "key":
-        return tokens * sp.Rational(channels * rows * OPERAND_BYTES, MMA_TOKENS * Q_SHARED_DOTS)
-    return tokens * kv_heads * rows * OPERAND_BYTES * (1 + KERNEL_WARPS)
+        if profile.q_tokens_per_read is None:
+            return sp.Integer(0)
+        return tokens * sp.Rational(channels * rows * profile.operand_bytes, profile.q_tokens_per_read)
+    return tokens * kv_heads * rows * profile.operand_bytes * profile.p_reads
 
 
 def dequant_int_ops_per_element(q: TensorQuant, stored_bits) -> sp.Expr:
-    """Integer instructions per quantized element to reach an fp16 tensor-core operand, with the
-    magic-number conversion fast dequant kernels use (validate/ops/quant_attention/tiled_dequant.py, and the
-    lop3/prmt kernels it follows): a 32-bit word of four code bytes is masked once (`and`) and two
-    `prmt`s drop field f of each byte into the mantissa of an fp16 whose exponent makes it 1024 + 2^(af) u
-    (the 1024 and 2^(af) fold into the scale FMA, counted in dequant_flops): 3 per 4 elements for 1-, 2- and
-    4-bit codes; a second bit plane (3-bit codes) adds shl, and, or per fp16 pair: 9 per 4; 8-bit codes
-    need only the two prmts: 2 per 4. No shifts, no int-to-float conversion, no rounding. A codebook
-    needs the index extracted (shift + mask when packed) and looked up, then rounded (1 + 1); an fp8
-    value converts once."""
+    """Integer instructions per quantized element to reach an fp16 tensor-core operand: the active kernel
+    profile's count per 4 codes by stored bits (roofline.catalogue.kernel_profiles: the magic-number conversion,
+    3 per 4 for 1-, 2- and 4-bit codes, 9 per 4 with a second bit plane, 2 per 4 for 8-bit codes; the scale FMA
+    is counted in dequant_flops). A codebook needs the index extracted (shift + mask when packed) and looked up,
+    then rounded (1 + 1); an fp8 value converts once."""
     if q.number_format == "float":
         return sp.Integer(1)
     stored = sp.sympify(stored_bits)
     if q.number_format == "codebook":
         packed = (2 if stored < 8 else 0) if stored.is_number else sp.Piecewise((2, stored < 8), (0, True))
         return packed + 1 + 1
+    per_4 = kernel_profiles.active().int_ops_per_4
     if stored.is_number:
         if stored >= 8:
-            return sp.Rational(2, 4)
-        return sp.Rational(3, 4) if int(stored) in (1, 2, 4) else sp.Rational(9, 4)
-    return sp.Piecewise((sp.Rational(2, 4), stored >= 8), (sp.Rational(3, 4), True))
+            return sp.Rational(per_4[8], 4)
+        return sp.Rational(per_4[int(stored)], 4) if int(stored) in (1, 2, 4) else sp.Rational(per_4[3], 4)
+    return sp.Piecewise((sp.Rational(per_4[8], 4), stored >= 8), (sp.Rational(per_4[4], 4), True))
 
 
 def codebook_bytes(q: TensorQuant, channels: int) -> int:

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from roofline import codegen
 from roofline.catalogue.loading import validate
 from roofline.errors import SpecError, describe_validation_error
 from roofline.kv.hybrid import attention_view, complete_cache
@@ -33,6 +32,7 @@ from roofline.methods import (
     zack,
 )
 from roofline.methods.base import MethodConfig, Preset
+from roofline.numbers import codegen
 from roofline.specs import Model
 
 METHOD_MODULES = (baseline, kivi, kvquant, innerq, skvq, turboquant, xquant, aquakv, zack, eviction)
@@ -120,16 +120,20 @@ _CACHES = codegen.LRU(64)
 
 
 def shared_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
-    """build_cache(config, model, bits), built once per content (model, method and its label, bits) and shared
+    """build_cache(config, model, bits), built once per content (model, method and its label, bits, the active
+    kernel profile) and shared
     (CacheModels are frozen) by `applies` and the graphs and capacity of a plan (costmodel.graph.method_cache).
     Errors are raised (and not kept) as build_cache raises them."""
-    key = (model.model_dump_json(), type(config).__name__, config.model_dump_json(), config.label(), str(bits))
+    from roofline.catalogue import kernel_profiles
+
+    key = (model.model_dump_json(), type(config).__name__, config.model_dump_json(), config.label(), str(bits),
+           kernel_profiles.active().name)
     return _CACHES.get_or(key, lambda: build_cache(config, model, bits))
 
 
 def applies(config: MethodConfig, model: Model) -> str | None:
     """None when `config` applies to `model`, else the one-line reason (build_cache's error), kept by content
-    (roofline.codegen) so a plan over every preset does not rebuild each cache to find out; a cache built to
+    (roofline.numbers.codegen) so a plan over every preset does not rebuild each cache to find out; a cache built to
     find out is the one the plan then uses (shared_cache)."""
 
     def check() -> str | None:

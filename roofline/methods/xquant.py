@@ -22,13 +22,13 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from roofline import codegen
 from roofline.accounting import cached_tokens, dtype_size, kv_elements_per_token_layer
 from roofline.kv.builder import baseline_elements
 from roofline.kv.layout import CacheModel, ExtraOp, LayerCache, TensorLayout
 from roofline.kv.quant import TensorQuant, tensor_layout
 from roofline.lazy import sp
 from roofline.methods.base import MethodConfig, preset
+from roofline.numbers import codegen
 from roofline.specs import Model
 from roofline.units import ROPE_FLOPS, nsimplified
 

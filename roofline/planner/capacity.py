@@ -2,7 +2,7 @@
 largest context at a batch, against the memory budget's KV pool.
 
 The per-sequence bytes are the method's cache expressions (planner.memory.sequence_kv_expr), compiled once per
-(model, method, tp, pp, page size) into numeric functions of L (roofline.codegen, cached by content); the
+(model, method, tp, pp, page size) into numeric functions of L (roofline.numbers.codegen, cached by content); the
 searches run on those functions, each with an iteration bound.
 """
 
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from roofline import codegen
 from roofline.costmodel.blocks import Shard
 from roofline.costmodel.graph import method_cache
 from roofline.kv.layout import PARTS
 from roofline.lazy import np, sp
 from roofline.methods import MethodConfig, build_cache
+from roofline.numbers import codegen
 from roofline.planner.memory import MemoryBudget, memory_budget, sequence_kv_expr
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import lambdify as compile_expr

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from roofline import codegen
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.engines.timing import IDEAL, EngineTiming, engine_options, timing
 from roofline.methods import CacheModel, MethodConfig
+from roofline.numbers import codegen
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import integrate_pieces

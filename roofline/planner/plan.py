@@ -3,7 +3,7 @@ the context, the memory breakdown, TTFT, TPOT (at the context and averaged over 
 at the batch and at max batch, bounds, and the method's own limits.
 
 A MethodPlanner compiles one (model, hardware, method, tp/pp/dtypes/page size) once (phases and capacity:
-numeric functions cached by content, roofline.codegen) and then plans any batch, context, prompt and
+numeric functions cached by content, roofline.numbers.codegen) and then plans any batch, context, prompt and
 generation length from those functions alone: `point` for one workload, `grid` for arrays of them.
 """
 
@@ -13,15 +13,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline import codegen
-from roofline.catalogue.ceilings import ceilings_label, with_ceilings
+from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
 from roofline.engines.timing import IDEAL
 from roofline.lazy import np
 from roofline.methods import MethodConfig
+from roofline.numbers import codegen
 from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
-from roofline.planner.limits import Probe
 from roofline.planner.memory import MemoryBudget, activation_width, memory_budget, weights_per_gpu
 from roofline.planner.phases import PhaseModel, dominant_of
+from roofline.planner.probe import Probe
 from roofline.specs import Hardware, Model, Workload
 from roofline.units import GIB
 
@@ -194,7 +194,7 @@ def raise_no_room(model, hardware, workload, budget: MemoryBudget) -> None:
 def plan(model: Model, hardware: Hardware, workload: Workload, methods: list[MethodConfig],
          ceilings: str | None = None) -> dict[str, Any]:
     """Plans for several methods on one scenario. `ceilings` 'measured' or 'datasheet' first applies
-    roofline.catalogue.ceilings.with_ceilings to `hardware` (None: `hardware` as given); the result's
+    roofline.catalogue.ceiling_sources.with_ceilings to `hardware` (None: `hardware` as given); the result's
     "ceilings" says which were used and "fusion" the workload's fusion level."""
     asked = ceilings or "measured"
     if ceilings is not None:

@@ -100,14 +100,14 @@ def load_source(kind: str, source: Source) -> Hardware | Model:
 
 
 def catalogue_spec(kind: str, name: str) -> Hardware | Model:
-    """A catalogue spec, its validated form kept by the file's content (roofline.codegen.cached_json: memory, then
+    """A catalogue spec, its validated form kept by the file's content (numbers.codegen.cached_json: memory, then
     disk): the strict YAML loader is pure Python (30-70 ms for a hardware file with measured curves), revalidating
     the kept JSON takes 0.1 ms; the dashboard's warm-up process fills every entry. An edited file is a new key."""
     import hashlib
 
-    from roofline import codegen
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.store import catalogue_dir
+    from roofline.numbers import codegen
 
     load, cls = (load_hardware, Hardware) if kind == "hardware" else (load_model, Model)
     path = catalogue_dir("hardware" if kind == "hardware" else "models") / f"{name}.yaml"
@@ -275,27 +275,22 @@ def quality_rows(benchmark: str, context: int) -> list[dict[str, Any]]:
 
 
 def results_files(results_dir: Path | None = None) -> list[Path]:
-    """The committed results files (roofline.validation.results_file.committed: the wheel's, else the checkout's)."""
-    from roofline.validation.results_file import committed
+    """The shipped kernel summaries (roofline.validation.kernel_summary.committed: one per GPU run of the lab)."""
+    from roofline.validation.kernel_summary import committed
 
     return committed(results_dir)
 
 
 def validation_report(path: Path) -> dict[str, Any]:
-    """roofline.validation.compare.compare of one committed results file against the catalogue entry of its
-    device, with its four targets."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation import compare, results_file, targets
+    """One GPU run's kernel validation as the lab summarized it (roofline.validation.kernel_summary.load):
+    {"file", "env", "report", "targets"}."""
+    from roofline.validation import kernel_summary
 
-    results = results_file.load(Path(path))
-    hardware = load_hardware(compare.hardware_for_device(results["env"].get("device", "")))
-    report = compare.compare(results, hardware)
-    return {"file": Path(path).name, "env": results["env"], "report": report,
-            "targets": targets.targets(results, report, hardware)}
+    return kernel_summary.load(Path(path))
 
 
 def target_rows(t: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """roofline.validation.targets' four verdicts, one row each, with the figures that decide them."""
+    """validate.model.targets' four verdicts, one row each, with the figures that decide them."""
     s, b, q, x = t["suite"], t["bandwidth"], t["quant_speedup"], t["xquant_crossover"]
     fractions = [c["fraction"] for c in q["cases"]]
     judged = {n: c for n, c in x["batches"].items() if c["ratio"] is not None}
@@ -325,7 +320,7 @@ def validation_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per kernel family: cases compared, median and 90th-percentile APE, median achieved bandwidth fraction and
-    kernel efficiency (roofline.validation.compare.kernel_efficiency)."""
+    kernel efficiency (validate.model.compare.kernel_efficiency)."""
     import numpy as np
 
     out = []

@@ -85,10 +85,10 @@ def _grid(model, hardware, workload, spec, batch, context) -> dict[str, np.ndarr
 
 
 def sweep_kept(model: Model, hardware: Hardware, workload: Workload, specs: Sequence[str], axis: str) -> list[dict]:
-    """sweep(), kept by content (roofline.codegen.cached_json: memory, then disk; the key covers roofline's sources,
+    """sweep(), kept by content (numbers.codegen.cached_json: memory, then disk; the key covers roofline's sources,
     the specs and the arguments): the dashboard's Sweeps page and its warm-up share the rows, so a first visit
     reads them instead of loading every method's vector kernels (~0.3 s)."""
-    from roofline import codegen
+    from roofline.numbers import codegen
 
     key = codegen.content_key("app-sweep", model, hardware, workload, list(specs), axis)
     return codegen.cached_json(key, lambda: sweep(model, hardware, workload, specs, axis))

@@ -41,11 +41,11 @@ def roofline_data(model: Model, hardware: Hardware, workload: Workload, specs: I
 
 def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Iterable[str],
                 context: int) -> list[dict[str, Any]]:
-    """The closed-form limits beside the roofline: XQuant's remat limit l* (roofline.analysis.limits.remat_limit at the
+    """The closed-form limits beside the roofline: XQuant's remat limit l* (compute_for_memory.remat_limit at the
     scenario's batch: the whole decode step, weights included, stays memory-bound up to l*) beside the bound of the
     method's own ops as the chart plots them (the fused remat op alone has no weights to amortize, so it can be
     compute-bound while the step is not), and AQUA-KV's model/predictor FLOP ratio at `context` (analysis.limits)."""
-    from roofline.analysis.limits import remat_limit
+    from roofline.analysis.compute_for_memory import remat_limit
     from roofline.methods import parse_method
 
     points = kept("roofline_data", model, hardware, workload, specs, context)["points"]
@@ -75,10 +75,10 @@ def limits_rows(model: Model, hardware: Hardware, workload: Workload, specs: Ite
 
 def _overhead_ratio(model: Model, config, context: int) -> float:
     """analysis.limits.predictor_overhead_ratio with the model's FLOPs per token compiled once per model
-    (roofline.codegen; a substitution into the symbolic graph cost ~0.1 s per slider step)."""
-    from roofline import codegen
-    from roofline.analysis.limits import model_flops_per_token
+    (roofline.numbers.codegen; a substitution into the symbolic graph cost ~0.1 s per slider step)."""
+    from roofline.analysis.compute_for_memory import model_flops_per_token
     from roofline.methods.aquakv import predictor_flops_per_token
+    from roofline.numbers import codegen
 
     def build():
         from roofline.units import L
@@ -92,8 +92,8 @@ def _overhead_ratio(model: Model, config, context: int) -> float:
 def _overhead_reach(model: Model, config, target: float) -> str:
     """analysis.limits.context_for_overhead_ratio as the limits row states it, once per model and config (kept by
     content: the bisection's 31 substitutions do not depend on the context, the device or the workload)."""
-    from roofline import codegen
-    from roofline.analysis.limits import context_for_overhead_ratio
+    from roofline.analysis.compute_for_memory import context_for_overhead_ratio
+    from roofline.numbers import codegen
 
     def compute() -> str:
         try:
@@ -166,11 +166,11 @@ KEPT = ("roofline_data", "limits_rows", "roofline_axes", "own_op_movement")
 
 
 def kept(name: str, model: Model, hardware: Hardware, workload: Workload, specs: Sequence[str], *context: int) -> Any:
-    """`name(model, hardware, workload, specs, *context)` (one of KEPT) once per content (roofline.codegen.cached_json:
+    """`name(model, hardware, workload, specs, *context)` (one of KEPT) once per content (numbers.codegen.cached_json:
     memory, then disk; the key covers roofline's sources, the specs and the arguments): the dashboard's Roofline page
     and its warm-up process share the entries, so a first visit or a slider step reads JSON instead of evaluating
     every op and the AQUA-KV bisection (sympy substitutions)."""
-    from roofline import codegen
+    from roofline.numbers import codegen
 
     if name not in KEPT:
         raise ValueError(f"name: {name!r} is not one of {', '.join(KEPT)}")

@@ -1,6 +1,6 @@
 """How far to trust a latency on the page: the validation error of its kind of op on the chosen GPU, from the
 committed GPU measurements (roofline.validation: results files + compare), and the slow pages' data (claims,
-validation reports) computed once and kept by content (roofline.codegen.cached_json: memory, then disk).
+validation reports) computed once and kept by content (roofline.numbers.codegen.cached_json: memory, then disk).
 
 The content key covers roofline's sources (codegen.code_version), the catalogue files and the results files, so an
 edit to any of them recomputes; nothing is keyed by time.
@@ -41,8 +41,8 @@ def _files_digest(paths) -> str:
 
 def data_key(kind: str) -> str:
     """The content key of a page's data: roofline's sources, the catalogue and the committed results files."""
-    from roofline import codegen
     from roofline.catalogue.store import catalogue_dir
+    from roofline.numbers import codegen
     from roofline.report.dashboard import results_files
 
     catalogue = [p for k in ("hardware", "models") for p in catalogue_dir(k).glob("*.yaml")]
@@ -51,7 +51,7 @@ def data_key(kind: str) -> str:
 
 def cached(kind: str, compute):
     """`compute()` once per content key (memory, then disk): a page's data survives a server restart."""
-    from roofline import codegen
+    from roofline.numbers import codegen
 
     return codegen.cached_json(data_key(kind), compute)
 

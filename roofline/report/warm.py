@@ -1,4 +1,4 @@
-"""`python -m roofline.report.warm`: fill the content-keyed caches the dashboard reads (roofline.codegen's compiled
+"""`python -m roofline.report.warm`: fill the content-keyed caches the dashboard reads (numbers.codegen's compiled
 planners on disk, report.trust's page data) in a separate process at a low CPU priority (os.nice 10: a process,
 not a thread, so the server's interpreter never waits on it), so that a first visit to a page, a new GPU or a new
 model costs a disk read instead of a symbolic build. The dashboard starts it once per server, after the first page
@@ -135,7 +135,7 @@ def _room() -> bool:
     """Whether the disk cache has room for another scenario (~20-60 entries) below three quarters of
     codegen.DISK_ENTRIES: past it codegen evicts the oldest files, which are the warm-up's own first and most
     useful entries (the default pages); with no disk cache nothing warmed here outlives this process."""
-    from roofline import codegen
+    from roofline.numbers import codegen
 
     folder = codegen.cache_dir()
     if folder is None:

@@ -7,7 +7,7 @@ Measured derates live in `measured`, never folded into the peaks.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
@@ -107,7 +107,7 @@ class Measured(Spec):
         "after CUDA init with nothing allocated (validate/clients/micro.py cuda_context), bytes. The planner's default "
         "runtime reserve counts it in place of its estimate (planner.memory.default_reserve).")
     client_source: str | None = Field(None, description="Results file of the client microbenchmarks above.")
-    # from the issue-13 probe (validate/clients/probe13.py, python -m validate.clients.calibrate --probe)
+    # from the issue-13 probe (validate/clients/step_costs.py, python -m validate.clients.calibrate --probe)
     sustained_gemm_flops_per_s: dict[str, PositiveFloat] = Field(
         default_factory=dict, description="Steady GEMM throughput per dtype with the tensor cores under back-to-back "
         "load past sustained_after_s (median over the prefill shapes at M >= 2048), FLOP/s: the power-capped rate "
@@ -161,46 +161,6 @@ class Measured(Spec):
         "(ceilings microbenchmark 'int_issue').")
     fp32_flops_per_s: PositiveFloat | None = Field(
         None, description="Vector FP32 FMA rate, FLOP/s (ceilings microbenchmark 'fma_issue').")
-    mma_sync_flops_per_s: PositiveFloat | None = Field(
-        None, description="bf16 tensor-core rate of warp-level mma.sync (HMMA, what a Triton tl.dot of too few rows "
-        "for wgmma compiles to), FLOP/s (ceilings microbenchmark 'mma_sync').")
-    f2fp_ops_per_s: PositiveFloat | None = Field(
-        None, description="fp32 -> bf16x2 pack conversions (cvt.rn.bf16x2.f32, SASS F2FP), thread instructions/s "
-        "(ceilings microbenchmark 'cvt_f2fp').")
-    i2f_ops_per_s: PositiveFloat | None = Field(
-        None, description="int32 -> fp32 conversions (cvt.rn.f32.s32, SASS I2FP), thread instructions/s (ceilings "
-        "microbenchmark 'cvt_i2f').")
-    f2i_ops_per_s: PositiveFloat | None = Field(
-        None, description="fp32 -> int32 conversions (cvt.rzi.s32.f32, SASS F2I; also timing F2F and FRND), thread "
-        "instructions/s (ceilings microbenchmark 'cvt_f2i').")
-    mufu_ops_per_s: PositiveFloat | None = Field(
-        None, description="Special-function unit rate (ex2.approx.ftz.f32, SASS MUFU.EX2), thread instructions/s "
-        "(ceilings microbenchmark 'mufu_issue').")
-    dispatch_ops_per_s: PositiveFloat | None = Field(
-        None, description="Instruction dispatch rate, thread instructions/s: 1 lop3 : 2 fma.rn.f32 of independent "
-        "chains, neither pipe busy enough to bind (ceilings microbenchmark 'mixed_issue'); the CUDA guide's one warp "
-        "instruction per clock per scheduler is 128 per SM per clock.")
-    wgmma_flops_per_s: dict[str, PositiveFloat] = Field(
-        default_factory=dict, description="wgmma FLOP/s of one warpgroup per program that waits on each dot, by "
-        "'n<N>.<rs|ss>.p<programs per SM>' (m64nNk16 bf16, A from registers or shared memory; ceilings "
-        "microbenchmark 'wgmma_*', validate.ops.ceilings.wgmma).")
-    wgmma_clock_hz: dict[str, Annotated[float, Field(ge=1e8, le=1e10)]] = Field(
-        default_factory=dict, description="SM clock each wgmma_flops_per_s key was measured at, Hz, read inside the "
-        "GPU while it ran (validate.common.clocks.probe_mhz): the tensor core runs its full m64nNk16 rate per clock "
-        "at a clock the board's power limit lowers; roofline.validation.case_clock rescales each rate to a case's "
-        "clock.")
-    mma_sync_clock_hz: Annotated[float, Field(ge=1e8, le=1e10)] | None = Field(
-        None, description="SM clock mma_sync_flops_per_s was measured at, Hz (the probe, as wgmma_clock_hz).")
-    wgmma_issue_serial: dict[int, Annotated[float, Field(ge=0, le=1)]] = Field(
-        default_factory=dict, description="By programs per SM: (t_both - max(t_W, t_I)) / min(t_W, t_I) of a loop "
-        "of W wgmma (waited on) and I integer instructions per step against each alone (ceilings microbenchmark "
-        "'overlap_*'): 1 when the two add, 0 when they overlap fully.")
-    wgmma_issue_block: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None, description="Share of a warpgroup's wgmma tensor-core cycles during which the SM issues no other "
-        "warp's instruction: the b for which the contention model (roofline.validation.contention, issue demand "
-        "I + b W, tensor (1 - b) W) gives the overlap loop's cycles per step at 2 and 4 programs per SM, each row "
-        "read at the SM clock recorded while it ran (ceilings microbenchmark 'overlap_*', "
-        "validate.ops.ceilings.mva_micro --block).")
     bytes_in_flight_per_sm: PositiveFloat | None = Field(
         None, description="Bytes of DRAM reads one SM keeps in flight at most, bytes: bandwidth x latency / SMs at "
         "the knee of a sweep of outstanding cp.async bytes per SM (ceilings microbenchmark 'inflight').")
@@ -212,7 +172,7 @@ class Measured(Spec):
         "[(message bytes, s), ...]} (derived sections: aiconfigurator's comm/nccl table, fp16).")
     estimate: str | None = Field(
         None, description="Set when this section was not measured on the device but carried over from measured "
-        "devices of the same architecture and memory technology (roofline.catalogue.ceilings): from which, and the "
+        "devices of the same architecture and memory technology (catalogue.ceiling_sources): from which, and the "
         "spread of their fractions of datasheet.")
 
     @model_validator(mode="after")

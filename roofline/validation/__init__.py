@@ -1,8 +1,9 @@
-"""Predicted against measured: the pure-Python half of validation (DESIGN "Validation method").
+"""What a planner's user needs of validation (DESIGN "Validation method", "Two houses").
 
-A committed results file (`results_file`) holds GPU measurements of kernel cases; each case is predicted from
-the roofline spec alone (`predict`, one module per kernel family in `families`), compared (`compare`), judged
-against the issue's four targets (`targets`), and its ceilings written into a hardware spec (`calibrate`).
-Nothing here imports torch or triton: the kernels that produced the measurements live in the checkout's
-validate/ folder, which imports this package (never the other way round).
+`results_file`: the schema of a GPU run's results file (read by `calibrate`, which writes a hardware spec's
+`measured:` section from the ceilings microbenchmarks); `clients`, `client_memory`, `tp`: real decoder clients,
+their memory boundary and tensor-parallel all-reduce predicted from the specs and compared with their runs;
+`kernel_summary`: the lab's kernel validation as shipped data (per family and per case APE, the targets).
+The kernel micro-architecture model that produces those summaries is the lab's (validate.model): this package
+never imports it, nor torch or triton.
 """

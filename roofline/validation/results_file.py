@@ -1,5 +1,5 @@
-"""Read and check a results file: {"env": {...}, "cases": [{family, name, params, ms, bytes, flops, ...}]},
-and find the committed ones (inside the wheel: `roofline/_results/`; in a checkout: `validate/results/`).
+"""Read and check a results file: {"env": {...}, "cases": [{family, name, params, ms, bytes, flops, ...}]}: the
+schema of a GPU run, written by the lab (validate/) or a user's microbenchmarks and read by `calibrate`.
 
 Every problem is one line naming the case and the field (ResultsError), for the CLI's exit status 2.
 """
@@ -13,8 +13,6 @@ from typing import Any
 
 from roofline.catalogue.loading import parse_json_object, read_text
 from roofline.errors import SpecError
-
-_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 class ResultsError(ValueError):
@@ -32,21 +30,6 @@ class Case:
     def as_dict(self) -> dict[str, Any]:
         """The case as a results-file row's first three fields."""
         return {"family": self.family, "name": self.name, "params": dict(self.params)}
-
-
-def results_dir() -> Path | None:
-    """The folder of committed results files: the wheel's `roofline/_results`, else the checkout's
-    `validate/results`; None when neither exists."""
-    for candidate in (_PACKAGE / "_results", _PACKAGE.parent / "validate" / "results"):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def committed(folder: Path | None = None) -> list[Path]:
-    """The committed results files (*.json of `folder`, default `results_dir()`), by name."""
-    folder = results_dir() if folder is None else folder
-    return sorted(folder.glob("*.json")) if folder is not None else []
 
 
 def _number(value) -> bool:

@@ -13,7 +13,7 @@ The decoder clients' microbenchmarks (validate/clients/micro.py) -> the hardware
   cuda_context_bytes            total - free right after CUDA init, nothing allocated: the `cuda_context` row, or
                                 (runs before it existed) env memory_bytes - env free_at_start_bytes, the same
                                 figure taken by `python -m validate.clients` before its first part
-From the issue-13 probe (validate/clients/probe13.py, --probe FILE):
+From the issue-13 probe (validate/clients/step_costs.py, --probe FILE):
   sustained_gemm_flops_per_s    median steady rate (back to back, past SETTLE_S) of the GEMMs at M >= 2048 (bf16)
   sustained_attention_flops_per_s  steady causal flash rate at the longest prompt (head dim 128)
   burst_sm_clock_hz,            median SM clock of those GEMMs' bursts and of their steady windows
@@ -128,7 +128,7 @@ def routing_kernels(row: dict) -> int:
 def routing_kernel_time(rows: list[dict], gemm_latency_s: float, gemm_bytes_per_s: float) -> float:
     """Median over `rows` of (moe_mlp - grouped calls - router GEMM) / routing kernels; the router [E, d] bf16 at
     the GEMM law gemm_latency_s + bytes / gemm_bytes_per_s."""
-    from validate.clients.probe13_core import MOE_EXPERTS, MOE_INTER
+    from validate.clients.step_costs_core import MOE_EXPERTS, MOE_INTER
 
     out = []
     for r in rows:
@@ -166,7 +166,7 @@ def settling_time(series: list[list[float]], steady: float, bin_s: float) -> flo
 def probe_ceilings(probe: dict, source: str, section: dict | None = None) -> dict:
     """The Measured fields above from a probe13 results file (only those whose cases it has); `section` (the
     measured section so far) gives the GEMM law the router is priced at."""
-    from validate.clients.probe13_core import BIN_S
+    from validate.clients.step_costs_core import BIN_S
 
     sig = lambda x: float(f"{x:.4g}")  # noqa: E731
     gemms = [c for c in probe["cases"] if c.get("kind") == "gemm" and c["m"] >= LARGE_TOKENS and c.get("steady_tflops")]
@@ -241,7 +241,7 @@ def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path |
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="validate.clients.calibrate")
     p.add_argument("--results", type=Path, help="client results (python -m validate.clients)")
-    p.add_argument("--probe", type=Path, help="issue-13 probe results (python -m validate.clients.probe13)")
+    p.add_argument("--probe", type=Path, help="issue-13 probe results (python -m validate.clients.step_costs)")
     p.add_argument("--fused", type=Path, help="fused-kernel chains (python -m validate.clients.probe_fused)")
     p.add_argument("--hardware-file", type=Path, required=True)
     args = p.parse_args(argv)

@@ -106,8 +106,9 @@ def committed_devices(devices: dict[str, str], family: str):
     """(catalogue name, hardware calibrated by its committed results file, {case name: measured ms} of `family`) for
     each item of `devices` (catalogue name -> results file name under validate/results/), for the model scripts that
     predict a kernel variant on every committed device."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation import compare, results_file
+    from roofline.validation import results_file
+    from validate.model import compare
+    from validate.model.hardware import load_hardware
 
     for name, file in devices.items():
         results = results_file.load(RESULTS_DIR / file)

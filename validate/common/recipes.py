@@ -122,7 +122,7 @@ def recipe(spec: str, model=None) -> Recipe:
     """The K and V storage of a roofline method SPEC (roofline.methods.parse_method, then the config's
     kv_quant for `model`, default a one-layer Llama-3.1-8B-headed model); SKVQ reorders channels."""
     from roofline.methods import parse_method
-    from roofline.validation.predict import decode_model
+    from validate.model.predict import decode_model
 
     config = parse_method(spec)
     if not hasattr(config, "kv_quant"):

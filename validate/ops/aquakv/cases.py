@@ -3,10 +3,10 @@ prediction (roofline.validation: the roofline op "aquakv_reconstruct")."""
 
 from __future__ import annotations
 
-from roofline.validation.families import aquakv as predicted
 from roofline.validation.results_file import Case
 from validate.common.recipes import MODES, TensorRecipe
 from validate.common.testing import relative_rms
+from validate.model.families import aquakv as predicted
 from validate.ops.aquakv import kernel
 from validate.ops.aquakv.kernel import BIG_ROWS, kernel_io, reconstruct, tiles
 from validate.ops.aquakv.reference import reference

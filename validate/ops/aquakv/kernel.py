@@ -16,7 +16,7 @@ from validate.ops.aquakv.storage import Predictors
 GPU_TILES = {"big": (128, 256, 64, 8, 3), "small": (64, 128, 64, 4, 3)}
 BIG_ROWS = 32768
 # The variant "tuned" (reconstruct(..., big_rows=TUNED_BIG_ROWS)): the same kernel with the big tiles from 3,200 rows
-# on. The structure (roofline/validation/structure/aquakv.json, families/aquakv.py) puts the 64 x 128 tiles at the
+# on. The structure (validate/model/structure/aquakv.json, families/aquakv.py) puts the 64 x 128 tiles at the
 # shared-memory ceiling: one warpgroup per tile re-reads W's 64 x 128 slab per 64 rows, 46 KB of shared memory per
 # MFLOP against 31 KB for 128 x 256; the model predicts the big tiles faster on the H100 and H200 from 25 row blocks
 # of 128 on (3,072 rows: 1.04 / 1.14 of the small tiles' time; 3,200: 0.78 / 0.86).

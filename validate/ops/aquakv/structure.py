@@ -5,7 +5,7 @@ there) and write what one warp executes per program (validate.common.sass.execut
 Triton unrolls its GEMM loop, d_kv / BLOCK_K k-steps per input, so the kernel has no loop left) and the bytes its
 wgmma operands read from shared memory (`wgmma_shared_bytes`: no LDS/LDSM wavefronts, but bytes the model
 charges at the same shared-memory rate), with registers, spills and shared memory to
-roofline/validation/structure/aquakv.json.
+validate/model/structure/aquakv.json.
 
     PYTHONPATH=<triton 3.6>:. python -m validate.ops.aquakv.structure [OUT.json]
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from validate.common.sass import executed_counts, instructions, opcode
 from validate.common.sm90 import ROOT, compile_sm90
 
-OUT = ROOT / "roofline" / "validation" / "structure" / "aquakv.json"
+OUT = ROOT / "validate" / "model" / "structure" / "aquakv.json"
 
 
 def wgmma_shared_bytes(sass: str) -> int:

@@ -62,7 +62,7 @@ def measure(params: dict) -> dict:
     set_bytes = sum(x.numel() * x.element_size() for xs in kernel.kernel_io(*probe).values() for x in xs)
     sets = [probe] + [make() for _ in range(rotation_count(set_bytes) - 1)]
     want = reference(*probe[:5])
-    from roofline.validation.families import aquakv as fam
+    from validate.model.families import aquakv as fam
 
     out = {"rows": int(probe[2].shape[0] * probe[2].shape[1]), "flops": fam.work(params)["flops"]}
     for name, call in calls().items():
@@ -75,10 +75,10 @@ def measure(params: dict) -> dict:
 
 
 def predict(hardware_names=("H100-SXM", "H200")) -> dict:
-    """The model's time of each call on each grid case (roofline.validation.families.aquakv, structure/aquakv.json,
+    """The model's time of each call on each grid case (validate.model.families.aquakv, structure/aquakv.json,
     the catalogue's measured sections), ms."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation.families import aquakv as fam
+    from validate.model.families import aquakv as fam
+    from validate.model.hardware import load_hardware
 
     out = {}
     for hw_name in hardware_names:
@@ -103,8 +103,8 @@ def main(argv: list[str]) -> int:
         return 2
     out = Path(argv[-1])
     if argv[0] == "--predict":
-        doc = {"source": "python -m validate.ops.aquakv.variant --predict (no GPU): roofline.validation.families.aquakv"
-                         " with roofline/validation/structure/aquakv.json and the catalogue's measured sections",
+        doc = {"source": "python -m validate.ops.aquakv.variant --predict (no GPU): validate.model.families.aquakv"
+                         " with validate/model/structure/aquakv.json and the catalogue's measured sections",
                "note": NOTE, "predicted": predict()}
     else:
         from validate.common.harness import environment

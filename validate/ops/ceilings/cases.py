@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import triton
 
-from roofline.validation.families import ceilings as predicted
-from roofline.validation.families.ceilings import gemm_work, stream_work
 from roofline.validation.results_file import Case
+from validate.model.families import calibration as predicted
+from validate.model.families.calibration import gemm_work, stream_work
 from validate.ops.ceilings import kernel
 from validate.ops.ceilings.kernel import BLOCK, empty_kernel, stream_copy, stream_sum
 

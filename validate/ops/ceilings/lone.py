@@ -1,6 +1,6 @@
 """Lone-program microbenchmark: the fixed cost of a kernel whose programs each have an SM to themselves.
 
-roofline.validation.fixed_costs.chain_floor charges each kernel of a small case the graph's launch (launch_empty)
+validate.model.fixed_costs.chain_floor charges each kernel of a small case the graph's launch (launch_empty)
 plus one warp's dependency chain through one program (validate.common.chain over the sm_90 SASS, at the measured
 latencies). This times that directly on the ceilings family's own read kernel (16 KB a program, BLOCK = 4096 fp32,
 8 warps, as the read cases launch it) with 1 program and with one program per SM, in a CUDA graph like every case

@@ -1,7 +1,8 @@
-"""Structure of the on-chip microbenchmarks whose results test roofline.validation.contention (MVA) without being
+"""Structure of the on-chip microbenchmarks whose results test validate.model.contention (MVA) without being
 its inputs: the wgmma/ALU overlap loops (validate.ops.ceilings.wgmma: wgmma_n64_rs, overlap_alu, overlap_both) and
-the 1 LOP3 : 2 FFMA mix (validate.ops.ceilings.onchip mixed_issue), compiled for sm_90 on the CPU (Triton 3.6:
-PYTHONPATH=/tmp/h14/t36:$PWD), their loop counted (validate.common.sass.loop_counts), the lone warp's chain through
+the 1 LOP3 : 2 FFMA mix (validate.ops.ceilings.onchip mixed_issue), compiled for sm_90 on the CPU (with the Triton
+3.6 the GPU results were measured with on PYTHONPATH), their loop counted (validate.common.sass.loop_counts), the lone
+warp's chain through
 one trip walked (validate.common.chain), and the MVA's cycles per program-step written beside them:
 
     python -m validate.ops.ceilings.mva_micro OUT.json
@@ -71,8 +72,8 @@ def _row(sass, regs, loop_counts, chain_cycles, executed_stream) -> dict:
 def predict(rows: dict) -> dict:
     """MVA cycles per program-step (overlap: per SM per program-step at P = 1, 2, 4) and instructions per SM per
     clock x 32 (mixed_issue at 8 and 2 warps per scheduler) from `loops`' counts."""
-    from roofline.validation.contention import SCHEDULERS, mva
-    from roofline.validation.kernel_structure import issue_cycles
+    from validate.model.contention import SCHEDULERS, mva
+    from validate.model.kernel_structure import issue_cycles
 
     lanes = {c: v / SCHEDULERS for c, v in DATASHEET_LANES.items()}
     out = {}
@@ -99,7 +100,7 @@ def issue_block(micro: dict, clocked: dict) -> dict:
     contention.solve_issue_block for overlap_both_p<P>'s cycles per program-step (ns x MHz / 1000, at the probe's
     clock where the row has one, else nvidia-smi's), and
     their mean ("block"). At P = 1 every b gives the same cycles (one customer), so P = 1 is no evidence."""
-    from roofline.validation.contention import solve_issue_block
+    from validate.model.contention import solve_issue_block
 
     loop = micro["predicted"]["overlap_both_p1"]
     out = {}

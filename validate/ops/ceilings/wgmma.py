@@ -1,5 +1,5 @@
 """wgmma at the XQuant kernels' own tile shapes, and its overlap with a warpgroup's issue work (issue 14 item 4,
-session 6): the `measured` fields wgmma_flops_per_s and wgmma_issue_serial that roofline.validation.kernel_structure
+session 6): the `measured` fields wgmma_flops_per_s and wgmma_issue_serial that validate.model.kernel_structure
 reads (wgmma_rate, wgmma_serial; without them it borrows the cuBLAS GEMM rate and adds wgmma and issue time).
 
     python -m validate.ops.ceilings.wgmma OUT.json [--quick]

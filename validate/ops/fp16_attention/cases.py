@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import triton
 
-from roofline.validation.families import fp16_attention as predicted
 from roofline.validation.results_file import Case
 from validate.common import flash_decode
 from validate.common.flash_decode import BLOCK_N, MAX_SPLITS, decode_attention, decode_splits
 from validate.common.testing import relative_rms
+from validate.model.families import fp16_attention as predicted
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128  # Llama-3.1-8B
 BENCH_BATCHES = (1, 8, 32, 64)

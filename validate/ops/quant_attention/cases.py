@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from roofline.validation.families import quant_attention as predicted
 from roofline.validation.results_file import Case
 from validate.common.recipes import Recipe, layout_bytes, recipe
 from validate.common.testing import relative_rms
+from validate.model.families import quant_attention as predicted
 from validate.ops.quant_attention import plain
 from validate.ops.quant_attention.cache import random_cache
 from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS, attention, decode

@@ -1,5 +1,6 @@
 """The roofline's prediction of the grid's KIVI cases (kivi-2, kivi-4: 2 x 3 batches x 4 contexts) with the kernel
-tiled_launch now launches for them (qall-r128: tiled_launch.LAUNCH, KIVI_NOTES.md), committed before they are
+tiled_launch now launches for them (qall-r128: tiled_launch.LAUNCH, validate/notes/2026-11-23-kivi-kernel-variants.md),
+committed before they are
 re-timed. No GPU; nothing is fitted to a timing.
 
     PYTHONPATH=. python -m validate.ops.quant_attention.kivi_grid_predict [OUT.json [CASES.json]]
@@ -9,7 +10,7 @@ file, names as the grid's, so that `python -m validate bench --probe-clock --cas
 exactly them) and OUT.json (default kivi-grid-predicted.json): per device (H100-SXM <- nvidia-h100.json, H200 <-
 nvidia-h200.json), per case, as `python -m validate compare` predicts a row: the catalogue spec with the results
 file's measured ceilings (compare.calibrated) at the case's committed probe clock (case_clock.at_case_clock), from
-the committed structure and chains (roofline/validation/structure: qall-r128's) -> "predicted_ms"; beside it the
+the committed structure and chains (validate/model/structure: qall-r128's) -> "predicted_ms"; beside it the
 committed measured ms of the old kernel (VAR 0, no register cap), the prediction of that old kernel at the same
 clock ("old_predicted_ms": kivi-variants-predicted.json's "default" structure and chain swapped in, which are the
 structure files' KIVI entries before the switch) and the new kernel's prediction at the spec clock
@@ -60,8 +61,8 @@ def _variants_ms(name: str) -> dict:
 def device_rows(hardware, results: dict, variants: dict) -> list[dict]:
     """One row per grid case (module docstring); `hardware` already calibrated with `results`' ceilings, `variants`
     as _variants_ms."""
-    from roofline.validation.case_clock import at_case_clock, case_mhz
-    from roofline.validation.families import quant_attention as family
+    from validate.model.case_clock import at_case_clock, case_mhz
+    from validate.model.families import quant_attention as family
 
     measured = {r["name"]: r for r in results["cases"] if r["family"] == "quant_attention"}
     old = _old_kernels()
@@ -91,10 +92,10 @@ def device_rows(hardware, results: dict, variants: dict) -> list[dict]:
 
 def main(out: Path = OUT, cases_out: Path = CASES) -> dict:
     """Write the cases file and the predictions (module docstring)."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation import kernel_structure as ks
-    from roofline.validation.compare import calibrated
     from roofline.validation.results_file import load
+    from validate.model import kernel_structure as ks
+    from validate.model.compare import calibrated
+    from validate.model.hardware import load_hardware
 
     Path(cases_out).write_text(json.dumps({"source": "validate/ops/quant_attention/kivi_grid_predict.py: the grid's "
                                                      "kivi-2 and kivi-4 cases", "cases": [c.as_dict() for c in
@@ -108,7 +109,7 @@ def main(out: Path = OUT, cases_out: Path = CASES) -> dict:
     structure = ks.kernels("quant_attention")["kernels"]
     doc = {"source": "validate/ops/quant_attention/kivi_grid_predict.py (committed before the GPU run of "
                      f"`python -m validate bench --probe-clock --cases {Path(cases_out).relative_to(ROOT)}`)",
-           "kernel": "qall-r128 (tiled_launch.LAUNCH: VAR QALL, maxnreg 128), roofline/validation/structure "
+           "kernel": "qall-r128 (tiled_launch.LAUNCH: VAR QALL, maxnreg 128), validate/model/structure "
                      "quant_attention.json and chains.json",
            "structure": {m: {k: structure[m][k] for k in ("registers", "shared_bytes")}
                          | {"wavefronts": structure[m]["loop"]["wavefronts"]} for m in METHODS},

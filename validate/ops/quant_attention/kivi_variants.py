@@ -1,16 +1,18 @@
-"""KIVI variants of the fast kernel's middle loop (issue 14 item 1, KIVI_NOTES.md): their sm_90 static counts, lone-warp
+"""KIVI variants of the fast kernel's middle loop (issue 14 item 1, validate/notes/2026-11-23-kivi-kernel-variants.md):
+their sm_90 static counts, lone-warp
 chains and the family's prediction, computed on the CPU before any GPU run:
 
-    PYTHONPATH=/tmp/t36k:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
+    PYTHONPATH=<triton 3.6>:. python -m validate.ops.quant_attention.kivi_variants [OUT.json]
 
 A variant is (tiled_kernel VAR bits, register cap), at LAUNCH's warps and stages: "old" is the kernel KIVI ran before
 qall-r128 became its default (VAR 0, no register cap; named "default" in kivi-variants-predicted.json and
 nvidia-h{100,200}-kivi-variants.json, which were written before), "qall" shares one unmasked q per half between the
 NSUB q.k dots of a step (tiled_kernel.QALL), "qall-r128" is the same capped at 128 registers (old's 4 programs per SM):
-LAUNCH's KIVI default since (KIVI_NOTES.md). Each variant names its VAR bits and cap explicitly, so its numbers do not
+LAUNCH's KIVI default since (validate/notes/2026-11-23-kivi-kernel-variants.md). Each variant names its VAR bits and
+cap explicitly, so its numbers do not
 move with LAUNCH. Counts as structure.py
 (validate.common.sass.cubin_counts), chains as validate/chains.py; the prediction is
-roofline.validation.families.quant_attention.predict with the variant's structure and chain in place of the committed
+validate.model.families.quant_attention.predict with the variant's structure and chain in place of the committed
 ones (`swapped`). Run with Triton 3.6.0 (the GPU's); nothing is timed.
 """
 
@@ -70,8 +72,8 @@ def swapped(method: str, s: dict, chain: dict):
     `s` and `chain` inside the block. Both copies of chains.json are patched: kernel_structure.kernels' (the step's
     chain) and fixed_costs.chains' (the launches' pass and step in the fixed costs); each is cached, so its dicts are
     patched and restored."""
-    from roofline.validation import fixed_costs
-    from roofline.validation import kernel_structure as ks
+    from validate.model import fixed_costs
+    from validate.model import kernel_structure as ks
 
     table = ks.kernels("quant_attention")["kernels"]
     chain_tables = [ks.kernels("chains")["kernels"], fixed_costs.chains()["kernels"]]
@@ -90,8 +92,8 @@ def swapped(method: str, s: dict, chain: dict):
 
 def predicted_ms(method: str, batch: int, context: int, hardware) -> dict:
     """The family's prediction (ms, bound, resident programs) of `method` at (batch, context) on `hardware`."""
-    from roofline.validation.families.quant_attention import predict
     from roofline.validation.results_file import Case
+    from validate.model.families.quant_attention import predict
 
     params = {"method": method, "batch": batch, "context": context, "num_heads": HEADS, "num_kv_heads": KV_HEADS,
               "head_dim": HEAD_DIM}
@@ -103,12 +105,12 @@ def main(out: Path = OUT, hardware_names=("H100-SXM", "H200")) -> dict:
     """Counts, chains and predictions of every (method, variant); written to `out` (module docstring)."""
     import triton
 
-    from roofline.catalogue import load_hardware
     from validate.common.spec_chain import chains
+    from validate.model.hardware import load_hardware
 
     doc = {"source": "python -m validate.ops.quant_attention.kivi_variants (no GPU): sm_90 compile with Triton "
                      f"{triton.__version__}, validate.common.sass / validate.common.spec_chain, "
-                     "roofline.validation.families.quant_attention.predict with the variant's structure and chain, "
+                     "validate.model.families.quant_attention.predict with the variant's structure and chain, "
                      "the catalogue's measured sections (spec SM clock)",
            "note": "predicted at the spec's SM clock (the compare reports predict at each case's measured clock, "
                    "e.g. kivi-2 b8 L64K old 0.399 ms at 1845 MHz on the H100): compare the ratios to old. The "

@@ -2,7 +2,7 @@
 `python -m validate.ops.quant_attention.rows_bench OUT.json`. Per method and shape: a correctness check of
 every variant against the torch reference (one sequence of 4096 tokens, output pre-filled with NaN), CUDA-graph
 medians over rotated inputs (validate.common.harness), achieved bytes/s from the roofline op's bytes
-(roofline.validation.families.quant_attention.work), the bf16 flash-decode time at the same shape, and the
+(validate.model.families.quant_attention.work), the bf16 flash-decode time at the same shape, and the
 device-to-device copy ceiling; environment as harness.environment (git SHA from ROOFLINE_GIT_SHA)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sys
 
-from roofline.validation.families.quant_attention import work as case_work
 from validate.common import harness
 from validate.common.recipes import layout_bytes, recipe
 from validate.common.testing import relative_rms
+from validate.model.families.quant_attention import work as case_work
 from validate.ops.quant_attention import rows_launch, tiled_launch
 from validate.ops.quant_attention.cache import permute_channels, random_cache, unpermute_channels
 from validate.ops.quant_attention.cases import HEAD_DIM, HEADS, KV_HEADS, METHODS

@@ -1,7 +1,7 @@
 """The fast kernel's structure for the hierarchical roofline: compile the middle loop of every bench preset for
 sm_90 on the CPU (validate.common.sm90) exactly as tiled_launch launches it (kernel.sm90_spec: plan, LAUNCH's warps,
 stages, VAR bits and register cap) and write its static counts (validate.common.sass) to
-roofline/validation/structure/quant_attention.json.
+validate/model/structure/quant_attention.json.
 
     PYTHONPATH=. python -m validate.ops.quant_attention.structure [OUT.json]
 
@@ -23,7 +23,7 @@ from validate.ops.quant_attention.cases import METHODS
 from validate.ops.quant_attention.kernel import HEAD_DIM, HEADS, KV_HEADS, sm90_spec
 from validate.ops.quant_attention.tiled_kernel import fast_decode_kernel
 
-OUT = ROOT / "roofline" / "validation" / "structure" / "quant_attention.json"
+OUT = ROOT / "validate" / "model" / "structure" / "quant_attention.json"
 
 
 def method_structure(method: str, workdir: Path) -> dict:

@@ -41,7 +41,8 @@ from validate.ops.quant_attention.tiled_dequant import (
 from validate.ops.quant_attention.tiled_tail import tail_part
 
 # VAR bits (issue 14, KIVI variants; 0: none, the other presets' kernel and KIVI's old one): QALL, the q.k dots of K
-# grouped along tokens share one unmasked q per half (KIVI_NOTES.md; tiled_launch.LAUNCH sets it for KIVI)
+# grouped along tokens share one unmasked q per half (validate/notes/2026-11-23-kivi-kernel-variants.md;
+# tiled_launch.LAUNCH sets it for KIVI)
 QALL = tl.constexpr(1)
 
 

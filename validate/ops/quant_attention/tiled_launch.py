@@ -112,7 +112,8 @@ def _args(q, k, v, work, out, dim: int, nq_mid: int) -> tuple:
 # launch defaults by (K, V) tiling kinds: (warps, register cap or None, pipeline stages, tiled_kernel VAR bits), the
 # best measured on an H200 (QUANT_NOTES.md): 4 warps for KIVI, 2 for InnerQ, 2 uncapped with 3 stages for SKVQ; KIVI
 # (K along tokens) runs variant QALL capped at 128 registers, "qall-r128": 11-14 % faster than VAR 0 uncapped at
-# large shapes on an H100 and an H200 (KIVI_NOTES.md, nvidia-h{100,200}-kivi-variants.json)
+# large shapes on an H100 and an H200 (validate/notes/2026-11-23-kivi-kernel-variants.md,
+# nvidia-h{100,200}-kivi-variants.json)
 LAUNCH = {("TK", "CVT"): (4, 128, 2, QALL.value), ("TK", "CVC"): (4, 128, 2, QALL.value), ("CK", "TV"): (2, None, 2, 0),
           ("CK", "CVT"): (2, None, 3, 0), ("CK", "CVC"): (2, None, 3, 0)}
 
@@ -127,7 +128,8 @@ def fast_decode(q, cache, num_splits: int | None = None, out=None, work: dict | 
                 maxnreg: int | None = 0, variant: int | None = None):
     """kernel.decode for a cache stored tiled (cache.cache_tilings): q [B, HQ, D] bf16 -> out.
     num_warps, num_stages, variant None and maxnreg 0: LAUNCH's defaults for the tilings (maxnreg None: no cap);
-    `variant`: tiled_kernel's VAR bits (0: the kernel without variants, KIVI's before qall-r128; KIVI_NOTES.md)."""
+    `variant`: tiled_kernel's VAR bits (0: the kernel without variants, KIVI's before qall-r128;
+    validate/notes/2026-11-23-kivi-kernel-variants.md)."""
     import torch
 
     batch, heads, dim = q.shape

@@ -13,7 +13,8 @@ Variants (kernels in kernel.py, launched by launch.py; storage as roofline's Ten
   mha_fused     MHA, Llama-2-7B heads (32 q, 32 kv, X 4096 wide, W_k, W_v 4096 x 4096)
   acc_update    XQuant-CL accumulator (d = 4096) += dequant(delta) (GQA: @ U_kv^T), e_b = 4 or 16 bits
 fused's kernel has a second form, launch.decode(variant="shared") (shared.py: HPP KV heads per program share each
-dequantized latent tile), timed against it by variant_bench.py and predicted by shared_model.py (SHARED_NOTES.md).
+dequantized latent tile), timed against it by variant_bench.py and predicted by shared_model.py
+(validate/notes/2026-11-23-xquant-shared-kernel-launches.md).
 Per sequence, step and layer (fused GQA, context L, e = 2): bytes = 576 L (+ 1760 (L mod 128) of fp16
 window) + 4 MiB of Sigma B^T (shared by the batch); FLOPs = 4 L (d/g)^2 + 2 H L (2 d_h) + ..., so the
 op is memory-bound only while B L is a few hundred tokens: `crossover` locates that point.

@@ -6,7 +6,7 @@ variant against xref.acc_reference on a really quantized delta of 2048 tokens (a
 steps wide; 4-bit: the fraction of codes that differ and the largest difference; bf16: relative RMS), then
 CUDA-graph medians over rotated inputs (validate.common.harness, as cases._run_acc times the grid) of each variant
 ("elements" at the committed launch; "words" at launch.ACC4_*; the bf16 accumulator has only "elements"), the bytes
-roofline counts for the case (roofline.validation.families.xquant.work) over each time, and their share of the
+roofline counts for the case (validate.model.families.xquant.work) over each time, and their share of the
 measured copy bandwidth of the ceilings family (the spec's measured.copy_bytes_per_s: the project's Triton stream
 copy; a graph-timed torch copy_ of 1 GiB, measured here, is recorded beside it as "torch_copy_tbps": it reached
 only 2.76 TB/s on the H200 against the ceilings family's 4.08). The
@@ -68,8 +68,8 @@ def ok(row: dict) -> bool:
 
 def reference_tbps(device: str) -> float:
     """The ceilings family's measured copy bandwidth of `device`'s catalogue spec, TB/s."""
-    from roofline.catalogue.store import load_hardware
-    from roofline.validation.compare import hardware_for_device
+    from validate.model.compare import hardware_for_device
+    from validate.model.hardware import load_hardware
 
     return load_hardware(hardware_for_device(device)).measured.copy_bytes_per_s / 1e12
 
@@ -88,7 +88,7 @@ def time_case(p: dict) -> dict:
     """Graph medians (ms) of each variant on the same rotated inputs (cases._run_acc's)."""
     import torch
 
-    from roofline.validation.families.xquant import work
+    from validate.model.families.xquant import work
 
     batch, context, d = p["batch"], p["context"], p["num_heads"] * p["head_dim"]
     rec = cases.recipes(p)[0]

@@ -17,7 +17,8 @@ word (8 channels, `_update`, the body of one inline-PTX block on the GPU):
   the even codes (word & 0x0F0F0F0F) and odd codes ((word >> 4) & 0x0F0F0F0F) sit one per byte: + the picked
   bytes gives x = u + k + 112 in [96, 143] per byte, no carry between bytes; clamp per byte: x >= 128 (the
   byte's sign, replicated by prmt) -> 15; bit 4 clear (x < 112) -> 0; else x & 15; repack.
-About 20 SASS instructions per 8 channels (validate/ops/xquant/ACC_NOTES.md). Under the interpreter (no inline
+About 20 SASS instructions per 8 channels (validate/notes/2026-11-23-xquant-cl-accumulator-update.md). Under the
+interpreter (no inline
 assembly) `_update` runs the same steps as Triton integer ops with prmt emulated (EMU).
 
 Rounding: the reference computes floor(fl(fl(step (u - 8) + delta) / step) + 8.5), this kernel

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from roofline.validation.families import xquant as predicted
 from roofline.validation.results_file import Case
 from validate.common.flash_decode import decode_attention, decode_splits
 from validate.common.harness import eager_ms, graph_ms, input_sets
 from validate.common.quantize import QuantTensor, quantize
 from validate.common.recipes import PARTS, TensorRecipe, tensor_shapes
 from validate.common.testing import relative_rms
+from validate.model.families import xquant as predicted
 from validate.ops.xquant import kernel as xkernel
 from validate.ops.xquant import launch as xk
 from validate.ops.xquant import reference as xref

@@ -51,8 +51,8 @@ def grid_cases() -> list:
 
 
 def _ms(variant: str, batch: int, context: int, hardware) -> float:
-    from roofline.validation.families import xquant as family
     from roofline.validation.results_file import Case
+    from validate.model.families import xquant as family
     from validate.ops.xquant.cases import params
 
     return family.predict(Case("xquant", variant, params(variant, batch, context)), hardware)["time_s"] * 1e3
@@ -93,7 +93,7 @@ def measured_crossover(rows: list[dict], batch: int) -> int | None:
 
 def device_rows(hardware, measured: dict) -> list[dict]:
     """One row per grid case (module docstring)."""
-    from roofline.validation.families import xquant as family
+    from validate.model.families import xquant as family
     from validate.ops.xquant.cases import case_name, params
 
     rows = []
@@ -117,9 +117,9 @@ def device_rows(hardware, measured: dict) -> list[dict]:
 
 def main(out: Path = OUT, cases_out: Path = CASES) -> dict:
     """Write the cases file and the predictions (module docstring)."""
-    from roofline.catalogue import load_hardware
-    from roofline.validation.families import xquant as family
     from roofline.validation.results_file import load
+    from validate.model.families import xquant as family
+    from validate.model.hardware import load_hardware
     from validate.ops.xquant.cases import BATCHES, CONTEXTS
 
     Path(cases_out).write_text(json.dumps({"source": "validate/ops/xquant/cublas_predict.py: the grid's "

@@ -45,8 +45,8 @@ def time_case(p: dict) -> dict:
     """Graph medians (ms) of both dequants on the same rotated inputs."""
     import torch
 
-    from roofline.validation.families.xquant import work
     from validate.common.flash_decode import decode_splits
+    from validate.model.families.xquant import work
 
     batch, heads, dim, context = p["batch"], p["num_heads"], p["head_dim"], p["context"]
     weights = cases.random_weights(p, "cuda")

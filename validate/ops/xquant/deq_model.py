@@ -51,8 +51,8 @@ def compile_pairs() -> dict:
 def predict(p: dict, hardware, kernels: dict | None) -> dict:
     """families.xquant.predict_params of case `p`, with `kernels` (name -> structure) in place of the committed
     structures of those names (None: the committed ones)."""
-    from roofline.validation import kernel_structure as ks
-    from roofline.validation.families import xquant as family
+    from validate.model import kernel_structure as ks
+    from validate.model.families import xquant as family
 
     if kernels is None:
         return family.predict_params(p, hardware)

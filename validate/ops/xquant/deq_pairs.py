@@ -4,7 +4,8 @@ X U_v, MHA's X: `x_pairs`) and GQA's X U_k, packed along tokens with per-channel
 
 The fp32 path (kernel._dequant) unpacks every code to its own 32-bit lane by tl.interleave, forms 2^23 + u by an OR,
 subtracts, FMAs in fp32 and packs pairs to bf16x2: 6.1-8.4 lane instructions per latent element on sm_90
-(DEQ_NOTES.md). Here a 32-bit word of 16 codes (4 bytes x 4 fields) becomes 8 bf16x2 registers in one inline-asm
+(validate/notes/2026-11-23-xquant-remat-dequant.md). Here a 32-bit word of 16 codes (4 bytes x 4 fields) becomes 8
+bf16x2 registers in one inline-asm
 block, a per-element map (its outputs depend on its own word only, as inline_asm_elementwise requires):
   field F of every byte isolated by one AND (field 0 shifted left by 1, field 3 right by 1): a byte < 128 whose
   prmt with the exponent byte 0x43 is bf16 128 + 2^e u exactly (e = 1, 2, 4, 5; 7 mantissa bits, ulp 1 on
@@ -19,7 +20,8 @@ In `x_pairs` a register holds channels (4i + F, 4(i + 1) + F) of a word:
 the operand's columns are a fixed permutation of the tile's channels (`pair_channels`), and the kernels load W's
 rows (and the fp16 window's columns) in that order, which leaves x W unchanged. In `xt_pairs` a word holds 4
 channels x 4 tokens, so a register pairs two channels of one token, as the operand wants: no permutation.
-Precision (DEQ_NOTES.md): for per-token groups a single FMA, a u + c or a (u - 1.5) + m with a in bf16, put the
+Precision (validate/notes/2026-11-23-xquant-remat-dequant.md): for per-token groups a single FMA, a u + c or a (u -
+1.5) + m with a in bf16, put the
 MHA test 1.2e-2 from the float32 reference (the fp32 tests' bound is 1e-2); with the split and the centre (m, rounded
 to bf16, is small where the group is centred) the fused results lie 5-7e-3 from it. Under the
 interpreter (EMU) the same bf16 values come from fp32 arithmetic with round-to-nearest (`_rn`: the interpreter's

@@ -35,13 +35,15 @@ ACC_UP_BLOCK_T, ACC_UP_BLOCK_D, ACC_UP_R_BLOCK, ACC_UP_WARPS, ACC_UP_STAGES = 12
 # the 4-bit update on packed words (acc_words.acc4_words_kernel, acc_update(variant="words")): tokens per program,
 # tokens per unrolled step, channels per program, warps; a step gives each thread 4 accumulator words (32 channels,
 # one 16-byte load and store) and their delta bits (one 8-byte load): 4.4 lane instructions per element against
-# the old kernel's 20.3 (sm_90, Triton 3.6; validate/ops/xquant/ACC_NOTES.md)
+# the old kernel's 20.3 (sm_90, Triton 3.6; validate/notes/2026-11-23-xquant-cl-accumulator-update.md)
 ACC4_BLOCK_T, ACC4_STEP_T, ACC4_BLOCK_D, ACC4_WARPS = 16, 4, 1024, 4
 # shared_kernel (decode(variant="shared")): KV heads per program, tokens per block, warps, stages; sm_90 compiles
-# of the candidates (validate/ops/xquant/structure.py --shared) in validate/ops/xquant/SHARED_NOTES.md
+# of the candidates (validate/ops/xquant/structure.py --shared) in
+# validate/notes/2026-11-23-xquant-shared-kernel-launches.md
 SHARED_HPP, SHARED_BLOCK_N, SHARED_WARPS, SHARED_STAGES, SHARED_R_BLOCK = 2, 128, 8, 2, 64
 # dequant="pairs" (deq_pairs.py, 2-bit codes to bf16x2 by inline PTX): fused_kernel's latent channels per MMA step;
-# at 128 its loop spills 190 registers a step (sm_90, Triton 3.6), at 64 28 (DEQ_NOTES.md)
+# at 128 its loop spills 190 registers a step (sm_90, Triton 3.6), at 64 28
+# (validate/notes/2026-11-23-xquant-remat-dequant.md)
 PAIRS_R_BLOCK = 64
 DEQUANTS = ("fp32", "pairs")
 # the cuBLAS path's memory-bound kernels: dequant_kernel's tokens x latent channels per program (64: the K latent's

@@ -1,6 +1,6 @@
 """The hierarchical roofline's prediction for shared_kernel (decode(variant="shared")), from its sm_90 structure
 (structure/xquant.json, keys shared, shared_tail, mha_shared) with the same rates and rules as fused_kernel's
-(roofline.validation.families.xquant.structured): executed counts per warp and program-step x program-steps x wave
+(validate.model.families.xquant.structured): executed counts per warp and program-step x program-steps x wave
 factor, timed by Roofline as the attention op of xquant:bits=2. A program-step is BLOCK_N tokens of HPP KV heads.
 No GPU; nothing is fitted to a timing.
 
@@ -50,8 +50,8 @@ def predict_shared(p: dict, hardware, doc: dict) -> dict:
     """Roofline numbers of the case's attention op with shared_kernel's executed work in it (module docstring)."""
     from roofline.costmodel import roofline_for
     from roofline.methods import parse_method
-    from roofline.validation import kernel_structure as ks
-    from roofline.validation.predict import case_model, predict_op
+    from validate.model import kernel_structure as ks
+    from validate.model.predict import case_model, predict_op
 
     scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
     fields = {}
@@ -69,9 +69,9 @@ def predict_acc(p: dict, hardware, s: dict) -> dict:
     from roofline.costmodel import Roofline, roofline_for
     from roofline.methods import parse_method
     from roofline.units import B, L
-    from roofline.validation import kernel_structure as ks
-    from roofline.validation.families.xquant import acc_op
-    from roofline.validation.predict import case_model, find_op
+    from validate.model import kernel_structure as ks
+    from validate.model.families.xquant import acc_op
+    from validate.model.predict import case_model, find_op
 
     programs = p["batch"] * _cdiv(p["context"], s["block_t"]) * (s["d"] // s["block_d"])
     scale = roofline_for(hardware).matmul_peak("bf16") / ks.mma_sync_rate(hardware)
@@ -89,11 +89,11 @@ def bench_cases() -> list[tuple[str, int, int]]:
 
 def main(out: Path = OUT) -> dict:
     """Predict every fused / mha_fused grid case and the bench subset on each committed device; write the JSON."""
-    from roofline.validation.families import xquant as family
     from validate.common.harness import committed_devices
+    from validate.model.families import xquant as family
     from validate.ops.xquant import cases
 
-    doc = json.loads((ROOT / "roofline" / "validation" / "structure" / "xquant.json").read_text())
+    doc = json.loads((ROOT / "validate" / "model" / "structure" / "xquant.json").read_text())
     grid = {(c.params["variant"], c.params["batch"], c.params["context"]) for c in cases.XQuantFamily().cases(False)
             if c.params["variant"] in NAMES}
     wanted = sorted(grid | set(bench_cases()))

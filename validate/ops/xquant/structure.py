@@ -2,7 +2,7 @@
 programs, GQA and MHA) and remat_kernel for sm_90 on the CPU exactly as launch.py launches them (cases.sm90_specs:
 BLOCK_N, R_BLOCK / REMAT_R_BLOCK, warps, stages) and write what one warp executes per program-step
 (validate.common.sass.executed_counts: the remat loops over the latent run LAT / R times, libdevice's cold
-sinf/cosf path left out) with registers, spills and shared memory to roofline/validation/structure/xquant.json.
+sinf/cosf path left out) with registers, spills and shared memory to validate/model/structure/xquant.json.
 
     PYTHONPATH=<triton 3.6>:. python -m validate.ops.xquant.structure [OUT.json]
     PYTHONPATH=<triton 3.6>:. python -m validate.ops.xquant.structure --shared [HPP,BLOCK_N,WARPS,STAGES,R ...]
@@ -33,7 +33,7 @@ from validate.common.sm90 import ROOT, compile_sm90
 from validate.ops.xquant import launch as xk
 from validate.ops.xquant.cases import HEAD_DIM, HEADS, sm90_specs
 
-OUT = ROOT / "roofline" / "validation" / "structure" / "xquant.json"
+OUT = ROOT / "validate" / "model" / "structure" / "xquant.json"
 # sm90_specs order: (variant, kernel, tail) -> the structure's name
 NAMES = ("fused", "fused_tail", "mha_fused", "materialized", "materialized_tail")
 ACC_KERNELS = ("acc_update_kernel", "acc4_words_kernel")  # XQuant-CL's update: --acc

@@ -3,7 +3,7 @@ on the GPU: `python -m validate.ops.xquant.variant_bench OUT.json [--quick]`. Pe
 (GQA b1/b8/b32 x L 1024/8192/65536, MHA b1/b8 x L 1024/8192): a correctness check of each variant against the float32
 torch reference (cases.check's really quantized latents, one sequence, <= 2048 tokens, output pre-filled with NaN),
 CUDA-graph medians over rotated inputs (validate.common.harness, as cases._run_attention times the grid), the
-achieved remat TFLOP/s (roofline.validation.families.xquant.work's FLOPs), and the prediction committed before
+achieved remat TFLOP/s (validate.model.families.xquant.work's FLOPs), and the prediction committed before
 the run (validate/results/experiments/xquant-shared-predicted.json) beside each time; environment as
 harness.environment. The JSON is rewritten after each case, so a run cut short keeps what it measured. Last,
 XQuant-CL's update through U_kv^T (acc16_up_b8_l16384) at the committed launch's tiles and at launch.ACC_UP_*.
@@ -42,7 +42,7 @@ def time_case(p: dict) -> dict:
     """Graph medians (ms) of both variants on the same rotated inputs."""
     import torch
 
-    from roofline.validation.families.xquant import work
+    from validate.model.families.xquant import work
 
     batch, heads, dim = p["batch"], p["num_heads"], p["head_dim"]
     weights = cases.random_weights(p, "cuda")

@@ -4,10 +4,10 @@ specs and the prediction (roofline.validation)."""
 from __future__ import annotations
 
 from roofline.methods.zack import POLICIES, assign
-from roofline.validation.families import zack as predicted
-from roofline.validation.families.zack import BLOCK_N, MAX_SPLITS, chunk_tokens, task_costs
 from roofline.validation.results_file import Case
 from validate.common.testing import relative_rms
+from validate.model.families import zack as predicted
+from validate.model.families.zack import BLOCK_N, MAX_SPLITS, chunk_tokens, task_costs
 from validate.ops.zack import kernel
 from validate.ops.zack.kernel import NUM_STAGES, decode, head_table, schedule
 from validate.ops.zack.reference import reference

@@ -7,8 +7,8 @@ import triton
 import triton.language as tl
 
 from roofline.methods.zack import assign
-from roofline.validation.families.zack import BLOCK_N, MAX_SPLITS, task_costs
 from validate.common.triton_helpers import LOG2E, interpreting, online, operand
+from validate.model.families.zack import BLOCK_N, MAX_SPLITS, task_costs
 
 CLASSES = (16, 32, 64, 128, 256)
 NUM_STAGES = 2

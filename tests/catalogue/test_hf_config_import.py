@@ -1,0 +1,156 @@
+"""Hugging Face config.json import: real configs map to the catalogue shapes; bad input is one SpecError."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.catalogue import load_model, model_names
+from roofline.catalogue.hf import HANDLERS, model_from_hf_config
+from roofline.errors import SpecError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
+FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "config.json").is_file())
+# fixtures named after a catalogue entry must import to exactly that entry; the others (architectures without a
+# catalogue model yet) are checked by hand in tests/catalogue/test_hf_architectures.py
+CATALOGUED = [name for name in FIXTURES if name in model_names()]
+
+
+def _config(name: str) -> dict:
+    return json.loads((DATA / name / "config.json").read_text())
+
+
+def test_every_supported_architecture_has_a_fixture():
+    # aliases (Gemma3ForCausalLM / Gemma3ForConditionalGeneration) share one handler: one fixture covers both
+    covered = {HANDLERS[_config(name)["architectures"][0]] for name in FIXTURES}
+    assert covered == set(HANDLERS.values())
+
+
+@pytest.mark.parametrize("name", CATALOGUED)
+def test_fixture_matches_catalogue(name):
+    imported = model_from_hf_config(_config(name), where=f"{name}/config.json", name=name)
+    # Each fixture folder is named after its catalogue entry.
+    expected = load_model(name)
+    assert imported.model_dump(exclude={"source"}) == expected.model_dump(exclude={"source"})
+    assert imported.source == f"{name}/config.json"
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_load_model_reads_a_config_file(name):
+    path = DATA / name / "config.json"
+    model = load_model(str(path))
+    assert model.source == str(path)
+    config = _config(name)
+    assert model.num_layers == config.get("text_config", config)["num_hidden_layers"]
+
+
+def test_name_defaults_to_parent_folder_then_name_or_path():
+    assert model_from_hf_config(_config("Qwen3-8B"), where="x/Qwen3-8B/config.json").name == "Qwen3-8B"
+    phi = model_from_hf_config(_config("Phi-3-mini"), where="x/phi/config.json")
+    assert phi.name == "Phi-3-mini-4k-instruct"
+
+
+def test_name_missing_everywhere_is_an_error():
+    with pytest.raises(SpecError, match=r"config\.json: name: "):
+        model_from_hf_config(_config("Qwen3-8B"))
+
+
+def test_gemma2_alternates_sliding_first():
+    model = model_from_hf_config(_config("Gemma-2-9B"), name="g")
+    assert model.layer_attention(0).kind == "sliding"
+    assert model.layer_attention(1).kind == "full"
+    assert {k.kind: n for k, n in model.attention_groups().items()} == {"sliding": 21, "full": 21}
+
+
+def test_qwen_sliding_window_from_max_window_layers():
+    windows = {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 20}
+    data = _config("Qwen2.5-7B") | windows
+    model = model_from_hf_config(data, name="q")
+    assert [model.layer_attention(i).kind for i in (0, 19, 20, 27)] == ["full", "full", "sliding", "sliding"]
+
+
+def test_layer_types_list_is_compressed_to_its_cycle():
+    types = ["sliding_attention", "full_attention"] * 21
+    model = model_from_hf_config(_config("Gemma-2-9B") | {"layer_types": types}, name="g")
+    assert len(model.attention) == 2
+
+
+def test_head_dim_defaults_to_hidden_over_heads():
+    data = _config("Llama-3.1-8B")
+    assert "head_dim" not in data
+    assert model_from_hf_config(data, name="l").head_dim == 128
+
+
+def _fails(data: dict, *fragments: str) -> str:
+    with pytest.raises(SpecError) as info:
+        model_from_hf_config(data, where="cfg.json", name="m")
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message
+    return message
+
+
+def test_unknown_architecture_lists_supported():
+    data = _config("Llama-3.1-8B") | {"architectures": ["GPT2LMHeadModel"]}
+    message = _fails(data, "cfg.json: architectures:", "GPT2LMHeadModel", "LlamaForCausalLM")
+    assert all(arch in message for arch in HANDLERS)
+
+
+def test_missing_architectures():
+    data = _config("Llama-3.1-8B")
+    del data["architectures"]
+    _fails(data, "cfg.json: architectures: missing")
+
+
+@pytest.mark.parametrize(
+    ("fixture", "key"),
+    [
+        ("Llama-3.1-8B", "num_hidden_layers"),
+        ("Qwen3-8B", "num_key_value_heads"),
+        ("Mixtral-8x7B", "num_local_experts"),
+        ("DeepSeek-V3", "kv_lora_rank"),
+        ("DeepSeek-V3", "first_k_dense_replace"),
+        ("Gemma-2-9B", "head_dim"),
+        ("Gemma-2-9B", "sliding_window"),
+        ("Mistral-7B-v0.3", "sliding_window"),
+    ],
+)
+def test_missing_field_names_the_field(fixture, key):
+    data = copy.deepcopy(_config(fixture))
+    del data[key]
+    arch = data["architectures"][0]
+    _fails(data, f"cfg.json: {key}: missing (required for {arch})")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("hidden_size", "4096"), ("num_hidden_layers", 32.0), ("vocab_size", True), ("intermediate_size", -1)],
+)
+def test_bad_integer_names_the_field(key, value):
+    _fails(_config("Llama-3.1-8B") | {key: value}, f"cfg.json: {key}: expected a positive integer")
+
+
+def test_bad_bool_names_the_field():
+    _fails(_config("Llama-3.1-8B") | {"tie_word_embeddings": "false"}, "cfg.json: tie_word_embeddings:")
+
+
+def test_kv_heads_must_divide_heads():
+    data = _config("Llama-3.1-8B") | {"num_key_value_heads": 5}
+    _fails(data, "cfg.json: num_key_value_heads: 5 does not divide num_attention_heads 32")
+
+
+def test_head_dim_must_divide_when_absent():
+    _fails(_config("Llama-3.1-8B") | {"hidden_size": 4100}, "cfg.json: head_dim: missing", "4100")
+
+
+def test_unsupported_moe_layer_freq():
+    _fails(_config("DeepSeek-V3") | {"moe_layer_freq": 2}, "cfg.json: moe_layer_freq:")
+
+
+def test_model_validation_errors_are_one_line():
+    # first_k_dense_replace beyond the layer count passes the importer and fails the Model check.
+    _fails(_config("DeepSeek-V3") | {"first_k_dense_replace": 99}, "moe.first_dense_layers: 99 exceeds")
