@@ -17,7 +17,7 @@ from roofline.catalogue.derive.write import SYSTEMS, with_section
 from roofline.errors import SpecError
 from roofline.specs import Measured
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DERIVED = sorted((ROOT / "hardware" / "derived").glob("*.yaml"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

@@ -15,7 +15,7 @@ from roofline.calibrate.fit import FitError, latency_bandwidth
 from roofline.calibrate.section import SectionError, measured_section
 from tests.cli_run import run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MIB = 1 << 20
 
 

@@ -11,7 +11,7 @@ import pytest
 from validate.engines.compare import compare, parse_log
 from validate.engines.predict import predict
 
-RESULTS = Path(__file__).resolve().parents[1] / "validate" / "results" / "engines"
+RESULTS = Path(__file__).resolve().parents[3] / "validate" / "results" / "engines"
 RUN = RESULTS / "nvidia-h200-vllm-2026-11-28"
 # dense models; the MoE runs ran on dummy weights, whose router does not spread tokens as a trained one does, and
 # two of their cases paid Triton's first compile inside the timing (validate/notes: the 2026-11-28 engine run)
