@@ -166,7 +166,7 @@ class Simulator:
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
-        cpu_s = engine.overheads.step(len(context) + len(plan.chunk_tokens))
+        seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
         if self.draft is not None and len(context):
             # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
             k1 = self.speculative.tokens + 1
@@ -175,11 +175,11 @@ class Simulator:
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
-            return np.array([cpu_s + verify + self.draft.time_s(context)])
+            return np.array([host.combine(verify + self.draft.time_s(context), seqs)])
         if steps == 1:
-            return np.array([cpu_s + self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens,
-                                                          plan.chunk_done, pad)])
-        return np.cumsum(self.steps.decode_block(context, steps, pad) + cpu_s)
+            gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+            return np.array([host.combine(gpu, seqs)])
+        return np.cumsum(host.combine(self.steps.decode_block(context, steps, pad), seqs))
 
     @staticmethod
     def cut(ends: np.ndarray, now: float, next_arrival: float) -> int:
