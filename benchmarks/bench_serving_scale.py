@@ -12,6 +12,7 @@ Results are in benchmarks/serving_scale.md.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -24,6 +25,14 @@ from roofline.specs import Workload
 
 PROMPT, OUTPUT = "lognormal:mean=1024,sigma=0.8,max=8192", "lognormal:mean=256,sigma=0.8,max=2048"
 RATE_PER_REPLICA = 12.0
+
+
+def _load() -> str:
+    """The machine's 1-minute load average (the shared machine's contention during the run)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
 
 
 def _sim(max_tokens: int) -> Simulator:
@@ -40,25 +49,26 @@ def single(n: int) -> None:
     reqs = _requests(RATE_PER_REPLICA, n)
     t0 = time.perf_counter()
     sim = _sim(reqs.max_tokens)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     trace = sim.run(reqs)
-    t2 = time.perf_counter()
-    per = (t2 - t1) / n
-    print(f"single: build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s ({n / (t2 - t1):,.0f} req/s, "
-          f"{len(trace.steps):,} records, {len(trace.steps) / (t2 - t1):,.0f} records/s); "
-          f"1,000,000 requests at this speed: {per * 1e6:,.0f} s")
+    t2, c2 = time.perf_counter(), time.process_time()
+    per = (c2 - c1) / n
+    print(f"single: build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
+          f"({n / (c2 - c1):,.0f} req per CPU-s, {len(trace.steps):,} records, {len(trace.steps) / (c2 - c1):,.0f} "
+          f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s; load {_load()}")
 
 
 def fleet(replicas: int, per_replica: int) -> None:
     n = replicas * per_replica
     reqs = _requests(RATE_PER_REPLICA * replicas, n)
     sim = _sim(reqs.max_tokens)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     run = Fleet(sim, replicas, "least-outstanding").run(reqs)
-    t2 = time.perf_counter()
-    per = (t2 - t1) / n
-    print(f"fleet: {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s ({n / (t2 - t1):,.0f} req/s, "
-          f"{len(run.trace.steps):,} records); 32 x 100,000 at this speed: {per * 3.2e6:,.0f} s")
+    t2, c2 = time.perf_counter(), time.process_time()
+    per = (c2 - c1) / n
+    print(f"fleet: {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
+          f"({n / (c2 - c1):,.0f} req per CPU-s, {len(run.trace.steps):,} records); 32 x 100,000 at this speed: "
+          f"{per * 3.2e6:,.0f} CPU-s; load {_load()}")
 
 
 if __name__ == "__main__":

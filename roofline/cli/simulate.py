@@ -344,7 +344,15 @@ def _text(results: list[dict[str, Any]]) -> str:
     text = head + display.table(["method", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "out tok/s",
                                  "goodput req/s", "KV max", "preempt", "max req/s @SLO"], rows)
     notes = list(r0["notes"]) + [f"{r['method']}: {r['max_rate_reason']}" for r in results if r["max_rate_reason"]]
+    notes += _feature_notes(r0)
     for r in results:
+        if r.get("prefix_cache"):
+            notes.append(f"{r['method']}: prefix cache hit rate {r['prefix_cache']['hit_rate']:.1%} "
+                         f"({r['prefix_cache']['workload']} workload)")
+        if r.get("fleet_sizing"):
+            z = r["fleet_sizing"]
+            notes.append(f"{r['method']}: fewest replicas at {z['target_rate_per_s']:g} req/s ({z['router']}): "
+                         + (f"{z['replicas']} ({z['gpus']} GPUs)" if z["replicas"] else str(z["reason"])))
         f = r["fleet"]
         if f.get("gpus"):
             notes.append(f"{r['method']}: {f['gpus']} GPUs ({f['replicas']} replicas) for {f['target_rate_per_s']:g} "
@@ -353,3 +361,28 @@ def _text(results: list[dict[str, Any]]) -> str:
             notes.append(f"{r['method']}: ${f['usd_per_million_output_tokens']:.3f} per million output tokens "
                          "at the max rate")
     return text + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _feature_notes(r: dict[str, Any]) -> list[str]:
+    """One line per serving feature the run used: engine, clients, speculative decoding, replicas, pools."""
+    e, c = r["engine"], r["clients"]
+    out = [f"engine {e['name']}: {e['max_num_seqs']} sequences, {e['max_num_batched_tokens']} tokens a step"
+           + ("" if e["chunked_prefill"] else ", no chunked prefill") + ("" if e["mixed_steps"] else
+                                                                         ", prefill and decode in separate steps")]
+    if c["max_concurrency"] or c["session_turns"] > 1:
+        who = (f"at most {c['max_concurrency']} outstanding" if c["max_concurrency"]
+               else f"sessions of {c['session_turns']} turns")
+        out.append(f"clients: {who}, think time {c['think_time_s']:g} s")
+    if r.get("speculative"):
+        sp = r["speculative"]
+        out.append(f"speculative {sp['method']}: {sp['tokens']} drafts, {sp['expected_tokens_per_step']:.2f} tokens "
+                   "per step expected")
+    if r.get("replicas"):
+        out.append(f"{r['replicas']['count']} replicas ({r['replicas']['router']}): "
+                   f"{', '.join(str(n) for n in r['replicas']['requests'])} requests")
+    if r.get("disaggregated"):
+        d = r["disaggregated"]
+        out.append(f"prefill pool {d['prefill']['replicas']} x {d['prefill']['hardware']} tp {d['prefill']['tp']}, "
+                   f"decode pool {d['decode']['replicas']} x {d['decode']['hardware']} tp {d['decode']['tp']}; KV "
+                   f"transfer p50 {display.seconds(d['transfer_s']['p50'])}")
+    return out

@@ -53,6 +53,8 @@ import bisect
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+import numpy as np
+
 from roofline.errors import SpecError
 from roofline.specs import Hardware
 
@@ -66,12 +68,13 @@ SCHEDULING_ENGINES = ("ideal", "vllm", "sglang", "trtllm", "llamacpp")
 class EngineOverheads:
     """Time an engine spends outside the GPU's kernels, added by the step model: per step (scheduler, sampling,
     launch), per running sequence in the step, and per request on an API server's path (tokenisation, detokenisation,
-    HTTP; added to each request's TTFT). Zero until roofline/engines/timing.py fills them from measurements."""
+    HTTP; added to each request's TTFT); with `overlap` the host work hides under the GPU's. Zero until
+    roofline/engines/timing.py fills them from measurements."""
 
     step_s: float = 0.0
     per_seq_s: float = 0.0
     api_request_s: float = 0.0
-    overlap: bool = False  # asynchronous scheduling: a step takes max(gpu, host) instead of gpu + host
+    overlap: bool = False  # asynchronous scheduling: a step takes max(GPU, host) instead of GPU + host
 
     def __post_init__(self) -> None:
         for name in ("step_s", "per_seq_s", "api_request_s"):
@@ -83,12 +86,12 @@ class EngineOverheads:
         """CPU seconds of a step that runs `sequences` sequences."""
         return self.step_s + self.per_seq_s * sequences
 
-    def combine(self, gpu_s, host_s):
-        """Wall time of steps of `gpu_s` GPU and `host_s` host seconds (numbers or arrays): max when the host work
-        of the next step overlaps the GPU's (vLLM's async scheduling), else their sum."""
-        import numpy as np
-
-        return np.maximum(gpu_s, host_s) if self.overlap else gpu_s + host_s
+    def combine(self, gpu_s, sequences: int):
+        """A step's wall time from its GPU time (a float or an array of steps): the host work after the GPU's, or
+        hidden under it with asynchronous scheduling (vLLM's async_scheduling: the host prepares step n + 1 while
+        the GPU runs step n; roofline/engines/timing.py's overlap rule)."""
+        host = self.step(sequences)
+        return np.maximum(gpu_s, host) if self.overlap else gpu_s + host
 
 
 @dataclass(frozen=True)

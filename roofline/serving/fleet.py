@@ -163,7 +163,8 @@ class Fleet:
             query = sum(t.prefix_cache["query_tokens"] for t in per)
             stats = {"workload": per[0].prefix_cache["workload"], "hit_rate": hit / query if query else 0.0,
                      "hit_tokens": hit, "query_tokens": query}
-        merged = Trace(sent, first, finish, steps, cap * self.n, sum(t.preemptions for t in per), stats)
+        # records of every replica, each against its own replica's pool: utilization is per replica
+        merged = Trace(sent, first, finish, steps, cap, sum(t.preemptions for t in per), stats)
         return FleetTrace(merged, per, routed)
 
 

@@ -126,12 +126,13 @@ class Scheduler:
         n_dec = int(np.count_nonzero(is_dec)) if decodes else 0
         dec = slice(0, n) if n_dec == n else np.flatnonzero(is_dec) if decodes else EMPTY
         context = comp[dec] + 1
-        k = self.config.spec_tokens  # a verifying sequence also holds pages for its drafts
-        held_to = np.minimum(context + k, self.pool.max_tokens) if k else context
+        spec = self.config.spec_tokens  # a verifying sequence also holds pages for its drafts
+        held_to = np.minimum(context + spec, self.pool.max_tokens) if spec else context
         need = float(np.maximum(seq[held_to] - self.held[dec], 0.0).sum()) if n_dec else 0.0
-        budget = self.config.max_num_batched_tokens - n_dec * (1 + k)
+        dec_tokens = n_dec * (1 + spec)
+        budget = self.config.max_num_batched_tokens - dec_tokens
         if n_dec == n or not chunks:
-            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), n_dec * (1 + k)), need
+            return StepPlan(dec, context, EMPTY, EMPTY, EMPTY, EMPTY.astype(bool), dec_tokens), need
         pos, starts, counts, done = [], [], [], []
         rest = np.flatnonzero(~is_dec)
         for i, c, t in zip(rest.tolist(), comp[rest].tolist(), todo[rest].tolist(), strict=True):
@@ -142,7 +143,7 @@ class Scheduler:
             pos.append(i), starts.append(c), counts.append(k), done.append(k == t)
             need += max(float(seq[c + k] - self.held[i]), 0.0)
         plan = StepPlan(dec, context, np.array(pos, dtype=np.int64), np.array(starts, dtype=np.int64),
-                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), n_dec * (1 + k) + sum(counts))
+                        np.array(counts, dtype=np.int64), np.array(done, dtype=bool), dec_tokens + sum(counts))
         return plan, need
 
     def schedule(self) -> StepPlan | None:

@@ -27,7 +27,8 @@ from roofline.serving.speculative import DraftCost, Speculative, speculative_poo
 from roofline.serving.stepmodel import StepModel
 from roofline.specs import Hardware, Model, Workload
 
-BLOCK_STEPS = 256  # most decode-only steps evaluated at once
+BLOCK_STEPS = 256  # most decode-only steps in one block
+LAZY_STEPS = 8  # a block's first batch of steps evaluated; each further batch doubles until the next arrival
 SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
@@ -158,15 +159,16 @@ class Simulator:
                             f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
                             f"{self.hardware.name} with tp={self.workload.tp}")
 
-    def block_ends(self, sched: Scheduler, plan) -> np.ndarray:
+    def block_ends(self, sched: Scheduler, plan, until_s: float = math.inf) -> np.ndarray:
         """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
         until a completion or a page shortage (the same steps one at a time would take; pp = 1 only). The caller
-        cuts it at the next arrival (`cut`)."""
+        cuts it at the next arrival (`cut`); steps are evaluated in growing batches only until one ends at or past
+        `until_s` from the block's start (the cut falls there), the same times as evaluating them all."""
         context, engine = plan.context, self.engine
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
-        cpu_s = engine.overheads.step(len(context) + len(plan.chunk_tokens))
+        seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
         if self.draft is not None and len(context):
             # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
             k1 = self.speculative.tokens + 1
@@ -175,12 +177,19 @@ class Simulator:
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
-            return np.array([engine.overheads.combine(verify + self.draft.time_s(context), cpu_s)])
+            return np.array([host.combine(verify + self.draft.time_s(context), seqs)])
         if steps == 1:
-            return np.array([engine.overheads.combine(self.steps.step_time(context, plan.chunk_start,
-                                                                           plan.chunk_tokens, plan.chunk_done, pad),
-                                                      cpu_s)])
-        return np.cumsum(engine.overheads.combine(self.steps.decode_block(context, steps, pad), cpu_s))
+            gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+            return np.array([host.combine(gpu, seqs)])
+        parts, done, size = [], 0, LAZY_STEPS
+        while done < steps:
+            k = min(size, steps - done)
+            parts.append(host.combine(self.steps.decode_block(context + done, k, pad), seqs))
+            done, size = done + k, 2 * size
+            ends = np.cumsum(np.concatenate(parts))
+            if ends[-1] >= until_s:  # the comparison `cut` makes: the step that holds the arrival is computed
+                break
+        return ends
 
     @staticmethod
     def cut(ends: np.ndarray, now: float, next_arrival: float) -> int:
@@ -216,8 +225,9 @@ class Simulator:
                 if plan is None:  # idle until the next arrival
                     yield env.timeout(_delay_to(env.now, arrivals.next_time()))
                     continue
-                ends = self.block_ends(sched, plan)
-                steps = self.cut(ends, env.now, arrivals.next_time())
+                nxt = arrivals.next_time()
+                ends = self.block_ends(sched, plan, nxt - env.now)
+                steps = self.cut(ends, env.now, nxt)
                 dt = float(ends[steps - 1])
                 records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
                 yield env.timeout(dt)

@@ -132,6 +132,7 @@ def test_prefill_or_decode_steps_never_mix():
         sched.waiting.append(1)
         plan = sched.schedule()
         assert len(plan.context) == decodes and plan.chunk_tokens.tolist() == [50]
+        assert plan.tokens == decodes + 50  # the step's tokens: one per decode plus the chunk
         if not mixed:
             sched.commit(plan, 2.0)
             assert len(sched.schedule().context) == 2  # nothing left to prefill: both decode
@@ -175,3 +176,25 @@ def test_graph_padding_costs_the_dummy_tokens_gemm_work():
     assert three < padded < four
     block = sim.steps.decode_block(ctx3, 2, pad=1)
     assert block[0] == pytest.approx(padded, rel=1e-12)
+
+
+def test_asynchronous_scheduling_hides_the_host_under_the_gpu():
+    """With overlap a step takes max(GPU, host): a host cost above a lone decode step's GPU time sets every decode
+    step; below it, nothing changes."""
+    prompt, output = 512, 20
+    ttft0, e2e0 = _lone(EngineOverheads())
+    _, hidden = _lone(EngineOverheads(step_s=1e-6, overlap=True))
+    assert hidden == pytest.approx(e2e0, rel=1e-12)
+    ttft, e2e = _lone(EngineOverheads(step_s=0.5, overlap=True), prompt, output)
+    assert ttft == pytest.approx(0.5, rel=1e-12) and e2e == pytest.approx(output * 0.5, rel=1e-12)
+    assert ttft0 < 0.5
+
+
+def test_a_verifying_sequence_counts_its_drafts_in_the_step_budget():
+    """Speculative decoding with 2 drafts: r0's verify step is 3 tokens, so r1's chunk gets 100 - 3 = 97."""
+    sched = _scheduler(10_000, SchedulerConfig(100, 256, spec_tokens=2), [50, 200], [5, 5])
+    sched.waiting.pop()
+    sched.commit(sched.schedule(), 1.0)
+    sched.waiting.append(1)
+    plan = sched.schedule()
+    assert len(plan.context) == 1 and plan.chunk_tokens.tolist() == [97] and plan.tokens == 100

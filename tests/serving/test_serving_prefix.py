@@ -132,3 +132,10 @@ def test_cli_reports_the_hit_rate(capsys):
                  "--prefix", "hit:0.5"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["prefix_cache"]["hit_tokens"] == 9 * 128  # half of 256, from the second request on
+
+
+def test_cli_text_names_the_hit_rate(capsys):
+    argv = [a for a in BASE if a != "--json"]
+    assert main([*argv, "--rate", "0.01", "--requests", "10", "--prompt-tokens", "256", "--output-tokens", "4",
+                 "--prefix", "hit:0.5"]) == 0
+    assert "prefix cache hit rate 45.0% (hit workload)" in capsys.readouterr().out  # 9 x 128 / (10 x 256)

@@ -186,3 +186,22 @@ def test_latency_curves_for_the_serving_page():
     for r in rows:
         assert r["meets_slo"] == (r["ttft_p99_s"] <= slo.ttft_s and r["tpot_p99_s"] <= slo.tpot_s)
     assert result["max_rate"]["bf16"] is not None and result["max_rate"]["bf16"] >= rows[0]["rate_per_s"]
+
+
+@pytest.mark.parametrize("rate", [3.0, 40.0])
+def test_decode_blocks_give_the_step_by_step_metrics(monkeypatch, rate):
+    """The fast path (decode-only steps evaluated as vectorized blocks, lazily up to the next arrival) against one
+    step at a time: the same per-request times to rounding (block ends are a cumulative sum instead of a clock
+    advanced step by step)."""
+    import roofline.serving.simulate as simulate
+
+    prompt, output = LengthDist.parse("uniform:128:2048", "p"), LengthDist.parse("uniform:8:300", "o")
+    reqs = poisson_requests(rate, 150, prompt, output, 4)
+    sim = simulator("bf16", reqs.max_tokens)
+    fast = sim.run(reqs)
+    monkeypatch.setattr(simulate, "BLOCK_STEPS", 1)
+    slow = sim.run(reqs)
+    assert len(slow.steps) > len(fast.steps)  # the fast path did batch steps
+    assert fast.first_token_s == pytest.approx(slow.first_token_s, rel=1e-9)
+    assert fast.finish_s == pytest.approx(slow.finish_s, rel=1e-9)
+    assert fast.preemptions == slow.preemptions
