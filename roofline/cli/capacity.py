@@ -69,7 +69,7 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
     `expert_weight_dtype` when given, else at `weight_dtype`)."""
     from roofline.catalogue.loading import validate
     from roofline.engines import BudgetParts
-    from roofline.planner.memory import activation_peak, default_reserve, weights_per_gpu
+    from roofline.planner.memory import activation_peak, context_bytes, default_reserve, weights_per_gpu
     from roofline.specs import Workload
 
     workload = validate(Workload, {"batch": 1, "context_tokens": chunk + 1, "prompt_tokens": chunk,
@@ -80,7 +80,8 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
     # what CUDA reports (torch total_memory, what every engine reads), else the datasheet capacity
     return BudgetParts(total=hardware.driver_memory_bytes or hardware.memory_bytes,
                        weights=weights_per_gpu(model, workload),
-                       activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware))
+                       activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware),
+                       context=context_bytes(workload, hardware))
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:

@@ -60,9 +60,13 @@ SRC = "vllm/v1/core/kv_cache_utils.py@001cabc"
 
 
 def budget(parts: BudgetParts, opts: EngineOptions) -> float:
-    """total x gpu_memory_utilization - weights - profiled activations - non-torch memory."""
+    """total x gpu_memory_utilization - weights - profiled activations - non-torch growth. The CUDA context is not
+    subtracted: the worker takes its memory snapshot after CUDA and NCCL are initialised, requests total x
+    utilization, and counts only the non-torch memory that grows after that snapshot (vllm 0.24.0
+    v1/worker/gpu_worker.py init_device and determine_available_memory, v1/worker/utils.py request_memory,
+    utils/mem_utils.py memory_profiling: non_torch_increase = after_profile - before_create)."""
     util = opts.gpu_memory_utilization or DEFAULT_UTILIZATION
-    return parts.total * util - parts.weights - parts.activations - parts.non_torch
+    return parts.total * util - parts.weights - parts.activations - (parts.non_torch - parts.context)
 
 
 def _token_bytes(model: Model, opts: EngineOptions, rules: list[str]) -> float:

@@ -124,6 +124,15 @@ def default_reserve(workload: Workload, hardware: Hardware | None = None) -> int
     return single + (RESERVE_NCCL_BYTES if workload.gpus > 1 else 0)
 
 
+def context_bytes(workload: Workload, hardware: Hardware | None = None) -> int:
+    """The CUDA context's share of default_reserve: the measured cuda_context_bytes, else RESERVE_CONTEXT_BYTES;
+    0 when the workload sets its own reserve (then it is all the user's figure)."""
+    if workload.runtime_reserve_bytes is not None:
+        return 0
+    context = hardware.measured.cuda_context_bytes if hardware is not None and hardware.measured else None
+    return RESERVE_CONTEXT_BYTES if context is None else context
+
+
 def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, weights: float | None = None,
                   width: tuple[float, int] | None = None) -> MemoryBudget:
     """The fullest GPU's budget for this workload and method (`cache`: a CacheModel, or anything with the
@@ -136,7 +145,8 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     capacity = hardware.driver_memory_bytes or hardware.memory_bytes
     engine_pool = None
     if workload.engine != "ideal":
-        engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, reserve),
+        engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, reserve,
+                                                           context_bytes(workload, hardware)),
                               EngineOptions(tp=workload.tp, pp=workload.pp,
                                             gpu_memory_utilization=workload.gpu_memory_utilization))
     return MemoryBudget(
