@@ -137,7 +137,7 @@ def test_from_json_writes_a_spec_plan_loads(tmp_path, capsys):
     spec = load_hardware(str(out))
     assert spec.name == "my-h200" and spec.measured.kind == "calibrated"
     assert spec.driver_memory_bytes == 150109880320 and spec.memory_bytes_per_s == 4.8e12  # the H200 datasheet's
-    code, out_text, err = run(capsys, "plan", "--hardware", str(out), "--json")
+    code, out_text, err = run(capsys, "plan", "--hardware", str(out), "--method", "bf16", "--json")
     assert code == 0, err
     assert json.loads(out_text)
     code, table, _ = run(capsys, "calibrate", "--compare-to", "H200", str(out))
@@ -173,7 +173,7 @@ def test_cpu_toy_run_end_to_end(tmp_path, capsys):
     raw = json.loads(out.with_suffix(".raw.json").read_text())
     assert raw["env"]["device_kind"] == "cpu" and {r["kind"] for r in raw["rows"]} >= {"read", "copy", "gemm_peak"}
     assert all(math.isfinite(r["s"]) and r["s"] > 0 for r in raw["rows"])
-    code, _, err = run(capsys, "plan", "--hardware", str(out), "--json")
+    code, _, err = run(capsys, "plan", "--hardware", str(out), "--method", "bf16", "--json")
     assert code == 0, err
 
 
