@@ -227,3 +227,29 @@ def test_a_base_other_than_the_device_is_noted(tmp_path, capsys):
     code, _, err = run(capsys, "calibrate", "--from-json", str(raw), "--base", "H100-SXM", "--out",
                        str(tmp_path / "x.yaml"))
     assert code == 0 and "is catalogue H200" in err and "--base H100-SXM" in err
+
+
+def test_routing_ops_route_as_a_loop_does():
+    """bench_routing's ops (moe_mlp's routing) on the CPU: expert offsets and the weighted scatter of the expert
+    outputs back to their tokens, against a plain loop over tokens and their top-2 experts."""
+    torch = pytest.importorskip("torch")
+    from roofline.calibrate.bench_routing import TOP_K, _routing
+
+    gen = torch.Generator().manual_seed(3)
+    tokens, experts, d, inter = 5, 4, 8, 6
+    x = torch.randn(tokens, d, generator=gen)
+    logits = torch.randn(tokens, experts, generator=gen)
+    gu = torch.randn(tokens * TOP_K, 2 * inter, generator=gen)
+    ys = torch.randn(tokens * TOP_K, d, generator=gen)
+    out, offs, xs, hidden = _routing(x, logits, gu, ys, experts)
+    chosen = [sorted(range(experts), key=lambda e: -float(logits[t, e]))[:TOP_K] for t in range(tokens)]
+    pairs = sorted((e, t, j) for t in range(tokens) for j, e in enumerate(chosen[t]))  # by expert, stable in token
+    counts = [sum(1 for e, _, _ in pairs if e == k) for k in range(experts)]
+    assert offs.tolist() == [sum(counts[: k + 1]) for k in range(experts)]
+    assert torch.equal(xs, torch.stack([x[t] for _, t, _ in pairs]))
+    want = torch.zeros_like(x)
+    for row, (_, t, j) in enumerate(pairs):
+        top = torch.tensor([float(logits[t, e]) for e in chosen[t]])
+        want[t] += torch.softmax(top, 0)[j] * ys[row]
+    assert torch.allclose(out, want, atol=1e-5)
+    assert hidden.shape == (tokens * TOP_K, inter)

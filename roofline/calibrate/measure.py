@@ -73,6 +73,7 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
     from roofline.calibrate import bench_compute as C
     from roofline.calibrate import bench_memory as M
     from roofline.calibrate.bench import SCALES, Bench
+    from roofline.calibrate.bench_routing import routing
 
     if device == "cuda":
         free_at_start, total = torch.cuda.mem_get_info()  # right after CUDA init, before any allocation
@@ -92,14 +93,21 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
     parts = [("kernel chain", M.kernel_chain), ("launch", M.launch), ("read", lambda b: M.stream(b, "read")),
              ("copy", lambda b: M.stream(b, "copy")), ("decode attention", C.decode_attention),
              ("prefill attention", C.flash), ("model GEMMs", C.gemm_grid), ("square GEMMs", C.gemm_peak),
-             ("aten chains", M.aten_chains), ("grouped GEMM", C.grouped_gemm), ("sustained GEMM", C.sustained)]
+             ("aten chains", M.aten_chains), ("grouped GEMM", C.grouped_gemm), ("routing kernels", routing),
+             ("sustained GEMM", C.sustained)]
     for name, part in parts:
         b.required = name in REQUIRED_PARTS
         if b.late(name):
             continue
         b.log(f"{name}")
         b.mark = time.perf_counter()
-        part(b)
+        try:
+            part(b)
+        except Exception as err:  # a part that breaks on this device (a kernel, an op) leaves the others standing
+            if b.required:
+                raise
+            b.skip(name, f"failed: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+            b.release()
     b.required = False
     if allreduce and device == "cuda" and torch.cuda.device_count() > 1 and not b.late("all-reduce"):
         from roofline.calibrate.allreduce import allreduce_rows
