@@ -205,6 +205,8 @@ def measure_to_file(out: Path, device: str, quick: bool, budget_s: float | None 
         raw["figures_error"] = str(err)
     write_atomic(out, json.dumps(raw, indent=1, default=str) + "\n")
     if "figures" in raw:
+        print(f"wrote {out}; a hardware file from it: roofline calibrate --from-json {out} --out my-gpu.yaml "
+              "[--base CATALOGUE-GPU]", file=sys.stderr, flush=True)
         print(summary(raw["figures"]))
     else:
         print(f"roofline calibrate: error: {raw['figures_error']} (raw timings written to {out})", file=sys.stderr)
