@@ -140,6 +140,8 @@ def test_from_json_writes_a_spec_plan_loads(tmp_path, capsys):
     code, out_text, err = run(capsys, "plan", "--hardware", str(out), "--method", "bf16", "--json")
     assert code == 0, err
     assert json.loads(out_text)
+    code, _, err = run(capsys, "capacity", "--hardware", str(out), "--model", "Llama-3.1-8B", "--engine", "vllm")
+    assert code == 0, err
     code, table, _ = run(capsys, "calibrate", "--compare-to", "H200", str(out))
     assert code == 0
     line = next(x for x in table.splitlines() if x.startswith("memory_latency_s"))
