@@ -50,26 +50,25 @@ def _kernels(fn) -> int:
 
 
 def routing(b: Bench) -> None:
-    """One row per decode batch: per-kernel time of the routing ops (CUDA only: the census needs CUDA activity)."""
+    """One row per decode batch: per-kernel time of the routing ops (CUDA only: the census needs CUDA activity).
+    Every batch is timed before the first census, so the profiler's CUPTI hooks are never live during a timing."""
     if b.device != "cuda":
         return
     experts, d, inter = b.scale.moe_dims
+    timed = []
     for batch in b.scale.moe_batches:
         if b.late(f"routing_b{batch}"):
-            return
-        layers = []
-        for _ in range(2):
-            x = b.randn(batch, d)
-            logits = b.randn(batch, experts)
-            layers.append((x, logits, b.randn(batch * TOP_K, 2 * inter), b.randn(batch * TOP_K, d)))
+            break
+        layers = [(b.randn(batch, d), b.randn(batch, experts), b.randn(batch * TOP_K, 2 * inter),
+                   b.randn(batch * TOP_K, d)) for _ in range(2)]
 
         def call(layers=layers):
             for x, logits, gu, ys in layers:
                 _routing(x, logits, gu, ys, experts)
+        timed.append((batch, layers, b.timer.per_call_s(call, calls=len(layers), reps=b.scale.reps)))
+    for batch, layers, s in timed:
         kernels = _kernels(lambda layers=layers: _routing(*layers[0], experts))
         if not kernels:
             b.skip("routing", "torch.profiler saw no CUDA kernels")
             return
-        s = b.timer.per_call_s(call, calls=len(layers), reps=b.scale.reps)
         b.add("routing", f"routing_b{batch}", s, batch=batch, kernels=kernels, per_kernel_s=s / kernels)
-
