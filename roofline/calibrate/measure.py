@@ -163,13 +163,24 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds in (0, 3600]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text[:40]} must be in (0, 3600] seconds")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """The script's entry point (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python -m roofline.calibrate.measure", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="raw JSON to write")
-    p.add_argument("--quick", action="store_true", help="fewer sizes (CI-size on a GPU, ~40 s)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and no sustained window (CI-size on a GPU)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: a toy run for CI")
-    p.add_argument("--budget-s", type=float, help="soft time budget, s (default 105 full, 40 quick, 30 cpu)")
+    p.add_argument("--budget-s", type=_seconds, help="soft time budget, s (default 105 full, 40 quick, 30 cpu)")
     p.add_argument("--no-allreduce", action="store_true", help="skip the all-reduce even with several GPUs")
     args = p.parse_args(argv)
     return measure_to_file(args.out, args.device, args.quick, args.budget_s, not args.no_allreduce)
