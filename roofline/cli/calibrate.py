@@ -1,8 +1,8 @@
 """`roofline calibrate`: measure this machine's GPU and write a hardware YAML whose `measured` section is its own.
 
     roofline calibrate [--out my-gpu.yaml] [--name NAME] [--base H200] [--quick] [--device cuda|cpu]
-        measures (roofline.calibrate.measure, 20-40 s on an H200 with the full grid; --quick: fewer sizes), keeps the raw timings beside the
-        YAML (<out>.raw.json), and writes the YAML on the base device's datasheet fields
+        measures (roofline.calibrate.measure: 20-40 s on an H200 with the full grid; --quick: fewer sizes), keeps
+        the raw timings beside the YAML (<out>.raw.json), and writes the YAML on the base device's datasheet fields
     roofline calibrate --from-json raw.json [--base H200] --out my-gpu.yaml
         the same file from a raw JSON measured elsewhere (python -m roofline.calibrate.measure, torch only)
     roofline calibrate --compare-to H200 my-gpu.yaml
