@@ -150,6 +150,4 @@ def ceilings_label(hardware: Hardware, asked: str = "measured") -> str:
         return f"datasheet (no measured section for {hardware.name})"
     if m.estimate:
         return m.estimate
-    if m.kind == "calibrated":
-        return f"calibrated by `roofline calibrate` on {m.device} ({m.date}, {m.source})"
     return f"measured on {m.device} ({m.date}, {m.source})"
