@@ -88,7 +88,7 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
         torch.set_num_threads(1)  # one thread: less noise from a shared CI machine
     # the lab's order (validate/clients/micro.py all_micro: kernel chain, copy, decode attention, flash, model GEMMs;
     # then the ceilings family's square GEMMs): the kernel chain in a fresh process (on the H200 its per-kernel time
-    # read 0.94-0.96 us there and 1.11 us at 1980 MHz after other work), the memory-bound parts before the square
+    # read 0.94-0.97 us there and 1.11 us at 1980 MHz after other work), the memory-bound parts before the square
     # GEMMs' 100 ms bursts, which leave the SM clock power-capped for a while
     parts = [("kernel chain", M.kernel_chain), ("launch", M.launch), ("read", lambda b: M.stream(b, "read")),
              ("copy", lambda b: M.stream(b, "copy")), ("decode attention", C.decode_attention),
