@@ -68,6 +68,7 @@ class Bench:
     rows: list[dict] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     t0: float = field(default_factory=time.perf_counter)
+    required: bool = False
 
     def __post_init__(self):
         self.timer = Timer(self.device)
@@ -122,9 +123,10 @@ class Bench:
         _log(f"[{self.elapsed_s():6.1f}s] {msg}")
 
     def late(self, name: str) -> bool:
-        """True (and `name` recorded as skipped) once the run is past its budget."""
-        if self.elapsed_s() > self.budget_s:
-            self.skipped.append(f"{name}: past the {self.budget_s:.0f} s budget")
+        """True (and `name` recorded as skipped) once the run is past its budget, unless a part the hardware spec
+        requires is running (`required`)."""
+        if not self.required and self.elapsed_s() > self.budget_s:
+            self.skipped.append(f"{name}: past the {self.budget_s:g} s budget")
             return True
         return False
 

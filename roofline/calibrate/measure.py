@@ -26,6 +26,8 @@ from pathlib import Path
 
 FORMAT = "roofline-calibrate-raw/1"
 BUDGET_S = {"full": 105.0, "quick": 40.0, "cpu": 30.0}
+# the parts whose figures a Measured section must have (read, copy, launch, square GEMMs): run past the budget too
+REQUIRED_PARTS = ("launch", "read", "copy", "square GEMMs")
 
 
 def _driver() -> str:
@@ -71,6 +73,7 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
     from roofline.calibrate import bench_compute as C
     from roofline.calibrate import bench_memory as M
     from roofline.calibrate.bench import SCALES, Bench
+    from roofline.calibrate.bench_routing import routing
 
     if device == "cuda":
         free_at_start, total = torch.cuda.mem_get_info()  # right after CUDA init, before any allocation
@@ -85,18 +88,27 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
         torch.set_num_threads(1)  # one thread: less noise from a shared CI machine
     # the lab's order (validate/clients/micro.py all_micro: kernel chain, copy, decode attention, flash, model GEMMs;
     # then the ceilings family's square GEMMs): the kernel chain in a fresh process (on the H200 its per-kernel time
-    # read 0.94-0.96 us there and 1.11 us at 1980 MHz after other work), the memory-bound parts before the square
+    # read 0.94-0.97 us there and 1.11 us at 1980 MHz after other work), the memory-bound parts before the square
     # GEMMs' 100 ms bursts, which leave the SM clock power-capped for a while
     parts = [("kernel chain", M.kernel_chain), ("launch", M.launch), ("read", lambda b: M.stream(b, "read")),
              ("copy", lambda b: M.stream(b, "copy")), ("decode attention", C.decode_attention),
              ("prefill attention", C.flash), ("model GEMMs", C.gemm_grid), ("square GEMMs", C.gemm_peak),
-             ("aten chains", M.aten_chains), ("grouped GEMM", C.grouped_gemm), ("sustained GEMM", C.sustained)]
+             ("aten chains", M.aten_chains), ("grouped GEMM", C.grouped_gemm), ("sustained GEMM", C.sustained),
+             ("routing kernels", routing)]  # last: torch.profiler's census (CUPTI) after every other timing
     for name, part in parts:
+        b.required = name in REQUIRED_PARTS
         if b.late(name):
             continue
         b.log(f"{name}")
         b.mark = time.perf_counter()
-        part(b)
+        try:
+            part(b)
+        except Exception as err:  # a part that breaks on this device (a kernel, an op) leaves the others standing
+            if b.required:
+                raise
+            b.skip(name, f"failed: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+            b.release()
+    b.required = False
     if allreduce and device == "cuda" and torch.cuda.device_count() > 1 and not b.late("all-reduce"):
         from roofline.calibrate.allreduce import allreduce_rows
 
@@ -151,13 +163,24 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds in (0, 3600]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text[:40]} must be in (0, 3600] seconds")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """The script's entry point (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python -m roofline.calibrate.measure", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="raw JSON to write")
-    p.add_argument("--quick", action="store_true", help="fewer sizes (CI-size on a GPU, ~40 s)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and no sustained window (CI-size on a GPU)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: a toy run for CI")
-    p.add_argument("--budget-s", type=float, help="soft time budget, s (default 105 full, 40 quick, 30 cpu)")
+    p.add_argument("--budget-s", type=_seconds, help="soft time budget, s (default 105 full, 40 quick, 30 cpu)")
     p.add_argument("--no-allreduce", action="store_true", help="skip the all-reduce even with several GPUs")
     args = p.parse_args(argv)
     return measure_to_file(args.out, args.device, args.quick, args.budget_s, not args.no_allreduce)
@@ -193,6 +216,8 @@ def measure_to_file(out: Path, device: str, quick: bool, budget_s: float | None 
         raw["figures_error"] = str(err)
     write_atomic(out, json.dumps(raw, indent=1, default=str) + "\n")
     if "figures" in raw:
+        print(f"wrote {out}; a hardware file from it: roofline calibrate --from-json {out} --out my-gpu.yaml "
+              "[--base CATALOGUE-GPU]", file=sys.stderr, flush=True)
         print(summary(raw["figures"]))
     else:
         print(f"roofline calibrate: error: {raw['figures_error']} (raw timings written to {out})", file=sys.stderr)

@@ -20,6 +20,7 @@ Each figure is the lab's definition, so a calibrated file compares field by fiel
                                        clocks, median settling time of the 50 ms bins within SETTLED of steady)
   aten_kernel_s                        the aten chains weighted by EAGER_LAYER_CALLS
   grouped_gemm_latency_s, grouped_gemm_stream_bytes_per_s   the fit over active experts' bytes of the grouped rows
+  routing_kernel_s                     median per-kernel time of the routing rows (bench_routing.py)
 A figure whose rows are missing (a skipped part) is left out: the planner then uses its next ceiling. A --device cpu
 toy run leaves out GEMM rates under the spec's 0.1 TFLOP/s floor (a CPU is no GPU; the datasheet peak stands).
 """
@@ -148,6 +149,9 @@ def _probe(raw: dict, out: dict) -> None:
         held = [r["steady_sm_mhz"] for r in steady if r.get("steady_sm_mhz")]
         if burst and held:
             out["burst_sm_clock_hz"], out["sustained_sm_clock_hz"] = sig(median(burst) * 1e6), sig(median(held) * 1e6)
+    per_kernel = [r["per_kernel_s"] for r in _rows(raw, "routing") if r.get("per_kernel_s")]
+    if per_kernel:
+        out["routing_kernel_s"] = sig(median(per_kernel))
     grouped = _rows(raw, "grouped_gemm")
     if len({r["bytes"] for r in grouped}) >= 2:
         fitted = _optional_fit([r["bytes"] for r in grouped], [r["s"] for r in grouped], "grouped GEMM rows", out)
@@ -182,7 +186,8 @@ def measured_section(raw: dict, source: str) -> dict:
         if key in out:
             out["client_source"] = source
             break
-    if any(k in out for k in ("sustained_gemm_flops_per_s", "aten_kernel_s", "grouped_gemm_latency_s")):
+    if any(k in out for k in ("sustained_gemm_flops_per_s", "aten_kernel_s", "grouped_gemm_latency_s",
+                              "routing_kernel_s")):
         out["probe_source"] = source
     if notes:
         raw.setdefault("notes", []).extend(notes)

@@ -1,8 +1,8 @@
 """`roofline calibrate`: measure this machine's GPU and write a hardware YAML whose `measured` section is its own.
 
     roofline calibrate [--out my-gpu.yaml] [--name NAME] [--base H200] [--quick] [--device cuda|cpu]
-        measures (roofline.calibrate.measure, <= 2 min on an H200; --quick ~40 s), keeps the raw timings beside the
-        YAML (<out>.raw.json), and writes the YAML on the base device's datasheet fields
+        measures (roofline.calibrate.measure: 20-40 s on an H200 with the full grid; --quick: fewer sizes), keeps
+        the raw timings beside the YAML (<out>.raw.json), and writes the YAML on the base device's datasheet fields
     roofline calibrate --from-json raw.json [--base H200] --out my-gpu.yaml
         the same file from a raw JSON measured elsewhere (python -m roofline.calibrate.measure, torch only)
     roofline calibrate --compare-to H200 my-gpu.yaml
@@ -29,7 +29,7 @@ def add_calibrate_parser(sub) -> None:
     p.add_argument("--name", help="the spec's name (default <base>-calibrated)")
     p.add_argument("--base", help="catalogue device or YAML whose datasheet fields this GPU has (default: matched "
                                   "from the device name CUDA reports)")
-    p.add_argument("--quick", action="store_true", help="fewer sizes (~40 s on an H200)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and no sustained window")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu: a toy run that exercises the pipeline (CI); its figures describe no GPU")
     p.add_argument("--from-json", type=Path, help="convert this raw JSON instead of measuring")

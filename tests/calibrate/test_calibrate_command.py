@@ -137,9 +137,11 @@ def test_from_json_writes_a_spec_plan_loads(tmp_path, capsys):
     spec = load_hardware(str(out))
     assert spec.name == "my-h200" and spec.measured.kind == "calibrated"
     assert spec.driver_memory_bytes == 150109880320 and spec.memory_bytes_per_s == 4.8e12  # the H200 datasheet's
-    code, out_text, err = run(capsys, "plan", "--hardware", str(out), "--json")
+    code, out_text, err = run(capsys, "plan", "--hardware", str(out), "--method", "bf16", "--json")
     assert code == 0, err
-    assert json.loads(out_text)
+    assert json.loads(out_text)["hardware"] == "my-h200"
+    code, _, err = run(capsys, "capacity", "--hardware", str(out), "--model", "Llama-3.1-8B", "--engine", "vllm")
+    assert code == 0, err
     code, table, _ = run(capsys, "calibrate", "--compare-to", "H200", str(out))
     assert code == 0
     line = next(x for x in table.splitlines() if x.startswith("memory_latency_s"))
@@ -173,7 +175,7 @@ def test_cpu_toy_run_end_to_end(tmp_path, capsys):
     raw = json.loads(out.with_suffix(".raw.json").read_text())
     assert raw["env"]["device_kind"] == "cpu" and {r["kind"] for r in raw["rows"]} >= {"read", "copy", "gemm_peak"}
     assert all(math.isfinite(r["s"]) and r["s"] > 0 for r in raw["rows"])
-    code, _, err = run(capsys, "plan", "--hardware", str(out), "--json")
+    code, _, err = run(capsys, "plan", "--hardware", str(out), "--method", "bf16", "--json")
     assert code == 0, err
 
 
@@ -227,3 +229,29 @@ def test_a_base_other_than_the_device_is_noted(tmp_path, capsys):
     code, _, err = run(capsys, "calibrate", "--from-json", str(raw), "--base", "H100-SXM", "--out",
                        str(tmp_path / "x.yaml"))
     assert code == 0 and "is catalogue H200" in err and "--base H100-SXM" in err
+
+
+def test_routing_ops_route_as_a_loop_does():
+    """bench_routing's ops (moe_mlp's routing) on the CPU: expert offsets and the weighted scatter of the expert
+    outputs back to their tokens, against a plain loop over tokens and their top-2 experts."""
+    torch = pytest.importorskip("torch")
+    from roofline.calibrate.bench_routing import TOP_K, _routing
+
+    gen = torch.Generator().manual_seed(3)
+    tokens, experts, d, inter = 5, 4, 8, 6
+    x = torch.randn(tokens, d, generator=gen)
+    logits = torch.randn(tokens, experts, generator=gen)
+    gu = torch.randn(tokens * TOP_K, 2 * inter, generator=gen)
+    ys = torch.randn(tokens * TOP_K, d, generator=gen)
+    out, offs, xs, hidden = _routing(x, logits, gu, ys, experts)
+    chosen = [sorted(range(experts), key=lambda e: -float(logits[t, e]))[:TOP_K] for t in range(tokens)]
+    pairs = sorted((e, t, j) for t in range(tokens) for j, e in enumerate(chosen[t]))  # by expert, stable in token
+    counts = [sum(1 for e, _, _ in pairs if e == k) for k in range(experts)]
+    assert offs.tolist() == [sum(counts[: k + 1]) for k in range(experts)]
+    assert torch.equal(xs, torch.stack([x[t] for _, t, _ in pairs]))
+    want = torch.zeros_like(x)
+    for row, (_, t, j) in enumerate(pairs):
+        top = torch.tensor([float(logits[t, e]) for e in chosen[t]])
+        want[t] += torch.softmax(top, 0)[j] * ys[row]
+    assert torch.allclose(out, want, atol=1e-5)
+    assert hidden.shape == (tokens * TOP_K, inter)
