@@ -125,8 +125,11 @@ def capacity_text(r: dict[str, Any]) -> str:
     longest = r["max_model_len_that_fits"]
     rows = [["KV pool per GPU", display.gib(r["kv_pool_bytes"])],
             ["bytes per token per GPU (long context)", f"{r['bytes_per_token']:,.0f}"],
-            ["pool tokens (as the engine logs)", f"{r['pool_tokens']:,}"],
+            ["pool tokens (blocks x block size; vLLM <= 0.19 logs this)" if r["engine"] == "vllm"
+             else "pool tokens (as the engine logs)", f"{r['pool_tokens']:,}"],
             [f"max concurrency at {r['max_model_len']:,} tokens", f"{r['max_concurrency']:,.2f}x"],
+            *([["'GPU KV cache size' as vLLM 0.24 logs it (concurrency x max_model_len)",
+                f"{r['tokens_at_max_concurrency']:,}"]] if r["engine"] == "vllm" else []),
             ["fits one request of max_model_len", "yes" if r["fits"] else "no"],
             ["longest request that fits", "unbounded" if longest is None else f"{longest:,}"]]
     text = f"{r['model']} under {r['engine']}\n" + display.table(["quantity", "value"], rows, align="ll")
