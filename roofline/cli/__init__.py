@@ -310,6 +310,10 @@ def build_parser() -> Parser:
 
     add_plan_parser(sub)
 
+    from roofline.cli.best import add_best_parser
+
+    add_best_parser(sub)
+
     from roofline.cli.simulate import add_simulate_parser
 
     add_simulate_parser(sub, positive_int, positive_float)

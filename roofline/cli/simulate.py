@@ -14,6 +14,9 @@ from roofline import report as display
 SIMULATE_HELP = "request-level serving simulation: latency percentiles, goodput, max rate at an SLO"
 
 
+DEFAULT_REQUESTS = 1000
+
+
 def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p = sub.add_parser("simulate", help=SIMULATE_HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
@@ -24,7 +27,9 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     src.add_argument("--trace", help="CSV of arrival_s,prompt_tokens,output_tokens rows")
     p.add_argument("--prompt-tokens", default="4096", help="DIST: N, uniform:LO:HI, lognormal:mean=M,sigma=S[,max=N]")
     p.add_argument("--output-tokens", default="512", help="DIST, as --prompt-tokens")
-    p.add_argument("--requests", type=positive_int, default=1000, help="requests to simulate (default 1000)")
+    p.add_argument("--requests", type=positive_int,
+                   help="requests to simulate (default 1000 with --rate; with --trace every row, and a trace longer "
+                   "than an explicit --requests is refused, never cut)")
     p.add_argument("--slo-ttft-ms", type=float, help="SLO: TTFT p99 in ms (with --slo-tpot-ms)")
     p.add_argument("--slo-tpot-ms", type=float, help="SLO: TPOT p99 in ms (with --slo-ttft-ms)")
     p.add_argument("--no-search", action="store_true", help="skip the max-rate search under the SLO")
@@ -50,11 +55,15 @@ def _inputs(args: argparse.Namespace):
         raise SpecError(f"{missing}: an SLO needs both --slo-ttft-ms and --slo-tpot-ms")
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
     if args.trace:
-        requests = load_trace(args.trace, limit=args.requests)
+        from roofline.report.bounds import check_trace_file, check_trace_rows
+
+        check_trace_file(args.trace)
+        requests = load_trace(args.trace)
+        check_trace_rows(args.trace, len(requests.arrival_s), args.requests)
     else:
         prompt = LengthDist.parse(args.prompt_tokens, "--prompt-tokens")
         output = LengthDist.parse(args.output_tokens, "--output-tokens")
-        requests = poisson_requests(args.rate, args.requests, prompt, output, args.seed)
+        requests = poisson_requests(args.rate, args.requests or DEFAULT_REQUESTS, prompt, output, args.seed)
     return requests, slo
 
 
