@@ -170,7 +170,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """`roofline plan`: the answer line and ranked table (or --json); 0 on success."""
     from roofline.cli.plantext import plan_text
 
-    if args.plot:  # refuse an unusable output path before any planning
+    if args.plot is not None:  # refuse an unusable output path before any planning
         from roofline.report.plots import output_dir
 
         output_dir(args.plot)

@@ -40,7 +40,7 @@ def _bits(r: dict[str, Any]) -> str:
 
 def _kv(r: dict[str, Any]) -> str:
     kv = r["kv_bytes_per_sequence"]
-    return "state only" if not kv and _bits(r) == "-" else display.gib(kv)
+    return display.gib(kv) + (" state" if _bits(r) == "-" else "")
 
 
 def _row(r: dict[str, Any]) -> list[str]:

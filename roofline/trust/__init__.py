@@ -71,7 +71,9 @@ def ceilings_trust(hardware, fusion: str = "typical") -> dict[str, Any]:
         text = (f"ceilings derived from a measured database ({m.source}); not validated against real decoders on "
                 f"this device")
     elif kind == "estimated":
-        text = f"ceilings estimated, not measured on this device ({m.estimate}); not validated on it"
+        origin = m.estimate.split(":", 1)[0]  # "estimate from H100-SXM, H200: rates at ..." (catalogue.ceilings)
+        text = (f"ceilings not measured on this device: {origin} (their datasheet fractions carried over); not "
+                f"validated on this device")
     else:
         text = datasheet_line()
     out["text"] = text
@@ -100,7 +102,9 @@ def plan_trust(result: dict[str, Any], hardware) -> dict[str, Any]:
     trust = ceilings_trust(hardware, result.get("fusion", "typical"))
     result["trust"] = trust
     for row in result["results"]:
-        method = method_trust(row["method"], hardware)
+        bits = row.get("effective_bits")
+        method = (method_trust(row["method"], hardware) if bits is not None and bits == bits else
+                  {"kernels": None, "text": "state-space layers: no kernel of theirs timed, not validated"})
         decode = trust["decode"]
         row["trust"] = {"source": trust["source"], "decode_band_pct": decode["median_ape_pct"] if decode else None,
                         "kernels": method["kernels"], "kernels_text": method["text"],
