@@ -284,10 +284,10 @@ def output_dir(out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     if not str(out_dir).strip():
         raise RooflineError("--plot: name a folder for the charts")
-    if out.resolve() == Path(out.resolve().anchor):
-        raise RooflineError(f"--plot: {str(out)[:200]!r} is the file-system root; name a folder of its own for the "
-                            f"charts")
     try:
+        if out.resolve() == Path(out.resolve().anchor):
+            raise RooflineError(f"--plot: {str(out)[:200]!r} is the file-system root; name a folder of its own for "
+                                f"the charts")
         if out.exists() or out.is_symlink():
             if not out.is_dir():
                 raise RooflineError(f"--plot: {out} exists and is not a directory")
