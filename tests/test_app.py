@@ -57,13 +57,13 @@ def fresh() -> AppTest:
     return AppTest.from_file(str(ENTRY), default_timeout=120)
 
 
-def summary(plan_, model="Llama-3.1-8B", hardware="H100-SXM", compute_dtype="bf16"):
-    """The Plan page's table as the library builds it (with each TPOT's measured error)."""
-    from roofline.report import trust
+def summary(plan_, model="Llama-3.1-8B", hardware="H100-SXM", by="tokens"):
+    """The Plan page's table of the methods that fit as the library builds it (ranked, trust beside each row)."""
+    from roofline.report import answer
 
-    errors = [trust.latency_error(trust.latency_index(), hardware, r["method"], r["decode"], compute_dtype)
-              for r in plan_["results"]]
-    return display.summary_table(plan_, load_model(model).max_position_embeddings, errors)
+    hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
+    answer.answer_plan(plan_, load_model(model), hw, by)
+    return display.answer_tables(plan_, load_model(model).max_position_embeddings)[0]
 
 
 def plain(text: str) -> str:
@@ -278,7 +278,7 @@ def test_valid_hardware_upload_becomes_the_selection():
     assert not at.sidebar.error
     assert "my\\-H200" in " ".join(m.value for m in at.caption)  # escaped: shown as text
     expected = library_plan("H200")
-    rows = summary(expected, hardware="my-H200")
+    rows = summary(expected, hardware=load_hardware("H200").model_copy(update={"name": "my-H200"}))
     frame_equals(table(at, "TPOT avg"), rows)
 
 
@@ -311,8 +311,12 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
     model = appdata.spec_from_text("model", config.decode(), "config.json")
     workload = appdata.workload_from({})
     expected = plan(model, load_hardware("H100-SXM"), workload, [parse_method(s) for s in appdata.DEFAULT_METHODS])
+    from roofline.report import answer
+
+    answer.answer_plan(expected, model, load_hardware("H100-SXM"))
     shown = table(at, "TPOT avg")
-    assert list(shown["TPOT"]) == [r["TPOT"] for r in display.summary_table(expected, model.max_position_embeddings)]
+    ranked = display.answer_tables(expected, model.max_position_embeddings)[0]
+    assert list(shown["TPOT"]) == [r["TPOT"] for r in ranked] and list(shown["#"])[0] == "1 (best)"
     upload(at, "model", "broken.json", b'{"model_type": "llama",', "upload a broken config.json")
     no_exception(at)
     assert any("broken.json" in plain(e.value) and "not valid JSON" in plain(e.value) for e in at.sidebar.error)
@@ -424,7 +428,7 @@ def test_model_that_does_not_fit_gets_the_fit_solver_not_a_wall_of_errors():
     at.selectbox(key="model").set_value("Llama-3.1-70B")
     timed("select Llama-3.1-70B on one H200 (fit solver)", at)
     no_exception(at)
-    assert not at.error
+    assert len(at.error) == 1 and "none of the methods" in at.error[0].value  # the answer first
     assert len(at.warning) == 1 and "do not fit" in at.warning[0].value
     model, hardware = load_model("Llama-3.1-70B"), load_hardware("H200")
     expected = explore.fit_solver(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from roofline import report as display
-from roofline.report.answer import group_notes, methods_label, misses_lines, note_kind, ordered
+from roofline.report.answer import group_notes, headline, methods_label, misses_lines, note_kind, ordered
 
 LEGEND = (
     "legend: # = rank among the rows that fit (* = best by {by}); fits = B sequences of L tokens fit in memory "
@@ -68,18 +68,6 @@ def _grey(text: str, dim: list[bool]) -> str:
     return "\n".join(lines)
 
 
-def answer_line(result: dict[str, Any]) -> str:
-    """The verdict in one line: how many rows fit, the best by the constraint, and why the others do not fit."""
-    a, rows = result["answer"], result["results"]
-    if a["best"] is None:
-        return f"answer: none of the {a['rows']} methods fits"
-    best = next(r for r in rows if r["method"] == a["best"])
-    out = (f"answer: {a['fits']} of {a['rows']} methods fit; best by {a['by_text']}: {best['method']} "
-           f"({best['tokens_per_s']:,.0f} tok/s, TPOT {display.seconds(best['tpot_s'])}, "
-           f"max context {_ctx(best['max_context_capped'])}, max batch {best['max_batch']:,})")
-    return out
-
-
 def memory_line(result: dict[str, Any]) -> str:
     """Per-GPU memory as the plan counts it: the capacity CUDA reports (the datasheet's, as `list hardware` shows,
     when no driver figure is known), the usable fraction, and what sits beside the KV pool."""
@@ -116,7 +104,7 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
              else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{_ep_label(w)})")
     head = (f"{result['model']} on {where}: batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
-            f"generated {w['generated_tokens']:,}\n{answer_line(result)}\n")
+            f"generated {w['generated_tokens']:,}\n{headline(result)}\n")
     head += "".join(f"{line}\n" for line in misses_lines(result["results"], result.get("max_positions")))
     head += memory_line(result) + "\n"
     if "ceilings" in result:

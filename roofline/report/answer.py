@@ -103,3 +103,29 @@ def misses_lines(rows: list[dict[str, Any]], positions: int | None = None) -> li
     if positions and any("positions" in why for _m, why in pairs):
         out.append(f"hint: the model was trained to {positions:,} positions; ask for --context {positions} or less")
     return out
+
+
+def answer_plan(result: dict[str, Any], model, hardware, by: str = "tokens") -> dict[str, Any] | None:
+    """Trust (roofline.trust.plan_trust) and verdict / rank (rank) added to a plan result in place, as `roofline
+    plan` does; returns the best row."""
+    from roofline.trust import plan_trust
+
+    result.setdefault("fusion", result["workload"].get("fusion", "typical"))
+    result.setdefault("max_positions", model.max_position_embeddings)
+    plan_trust(result, hardware)
+    return rank(result, model, by)
+
+
+def headline(result: Mapping[str, Any]) -> str:
+    """The verdict in one line: how many methods fit and the best by the constraint, with its figures."""
+    a, rows = result["answer"], result["results"]
+    if a["best"] is None:
+        return f"answer: none of the {a['rows']} methods fits"
+    best = next(r for r in rows if r["method"] == a["best"])
+    ctx = best.get("max_context_capped", min(best["max_context"], result.get("max_positions", math.inf)))
+    ctx_text = "unbounded" if ctx == math.inf else f"{int(ctx):,}"
+    from roofline.report import seconds
+
+    return (f"answer: {a['fits']} of {a['rows']} methods fit; best by {a['by_text']}: {best['method']} "
+            f"({best['tokens_per_s']:,.0f} tok/s, TPOT {seconds(best['tpot_s'])}, max context {ctx_text}, "
+            f"max batch {best['max_batch']:,})")

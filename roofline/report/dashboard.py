@@ -145,6 +145,19 @@ def check_spec(spec: str) -> str:
     return spec
 
 
+def applicable_presets(model: Model) -> list[str]:
+    """Every preset that applies to `model` (methods.applies), by name: the 'Compare all methods' action."""
+    from roofline.methods import applies, parse_method, presets
+
+    return [name for name in sorted(presets()) if applies(parse_method(name), model) is None]
+
+
+def select_all_methods(state: Any, model: Model) -> None:
+    """Sets the scenario's methods to every preset that applies to `model` (a button's on_click, before the
+    sidebar's form is drawn)."""
+    state["methods"] = applicable_presets(model)
+
+
 def method_result(model: Model, hardware: Hardware, workload: Workload, spec: str) -> dict[str, Any]:
     """`roofline plan`'s result for one method (planner.plan_method)."""
     from roofline.methods import parse_method

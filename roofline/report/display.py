@@ -42,6 +42,29 @@ def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[
     return rows
 
 
+def answer_tables(plan: Mapping[str, Any], max_positions: int) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The Plan page's tables after report.answer.rank and trust.plan_trust: the rows that fit, best first (rank,
+    the numbers, trust beside them), and the rows that do not fit (never ranked) with why."""
+    from roofline.report.answer import ordered
+
+    ranked, misses = [], []
+    for r in ordered(list(plan["results"])):
+        d = r["decode"]
+        bits = r["effective_bits"]
+        row = {"#": f"{r['rank']}" + (" (best)" if r["rank"] == 1 else "") if r["rank"] else "-",
+               "method": r["method"], "fits": "yes" if r["verdict"]["fits"] else "no: " + r["verdict"]["why"],
+               "bits": "-" if bits is None or math.isnan(bits) else f"{bits:.2f}",
+               "KV / seq": fmt.gib(r["kv_bytes_per_sequence"]),
+               "max context @ batch": context_text(r["max_context"], max_positions),
+               "max batch @ context": fmt.count(r["max_batch"]),
+               "TTFT (whole batch)": fmt.seconds(r["ttft_s"]), "TPOT": fmt.ms(r["tpot_s"]),
+               "TPOT avg": fmt.ms(r["tpot_avg_s"]), "tokens/s": fmt.rate(r["tokens_per_s"]),
+               "bound (top op)": f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})",
+               "trust": r.get("trust", {}).get("text", "-")}
+        (ranked if r["rank"] else misses).append(row)
+    return ranked, misses
+
+
 def warning_lines(plan: Mapping[str, Any]) -> list[str]:
     """The plan's warnings, each text once, with the methods it concerns ('all methods' when every one)."""
     seen: dict[str, list[str]] = {}
@@ -132,5 +155,5 @@ def family_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def serving_table(result: Mapping[str, Any]) -> list[dict[str, str]]:
     """The Serving page's largest request rate per method that meets the SLO (report.serving_curves), or why none."""
-    return [{"method": m, "max requests/s at the SLO": fmt.rate(r, "req/s") if r is not None else "none",
+    return [{"method": m, "max requests/s at the SLO": f"{r:,.2f} req/s" if r is not None else "none",
              "why not": result["reasons"].get(m, "")} for m, r in result["max_rate"].items()]
