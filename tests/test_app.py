@@ -696,3 +696,54 @@ def test_warmup_waits_while_any_script_runs(monkeypatch) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# --- the answer first (issue 32) -----------------------------------------------------------------------------
+
+
+def test_serving_inputs_travel_in_the_link():
+    at = fresh()
+    at.query_params.update({"srv_prompt": "1024", "srv_ttft": "1500"})
+    at.run()
+    at.switch_page("views/serving.py").run()
+    no_exception(at)
+    assert at.number_input(key="srv_prompt").value == 1024 and at.number_input(key="srv_ttft").value == 1500.0
+    at.number_input(key="srv_output").set_value(64)
+    next(b for b in at.button if b.label == "Simulate").click()
+    at.switch_page("views/plan.py").run()  # the Serving widgets are gone from this page: the link keeps them
+    state = share.from_query(at.query_params)[0]
+    assert state["srv_prompt"] == 1024 and state["srv_output"] == 64 and state["srv_ttft"] == 1500.0
+
+
+def test_a_link_value_the_model_cannot_take_is_said_not_silently_changed():
+    at = fresh()
+    at.query_params.update({"tp": "3", "model": "Llama-3.2-1B", "pp": "4096"})
+    at.run()
+    no_exception(at)
+    warnings = " ".join(plain(w.value) for w in at.sidebar.warning)
+    assert "tp: 3 does not divide" in warnings and "pp: 4,096 exceeds the model's 16 layers" in warnings
+
+
+def test_an_uploaded_spec_says_it_cannot_travel_in_a_link():
+    at = fresh().run()
+    text = (ROOT / "hardware" / "H200.yaml").read_text().replace("name: H200", "name: my-H200")
+    upload(at, "hardware", "mine.yaml", text.encode(), "upload for the link note")
+    assert any("cannot travel in a link" in plain(i.value) for i in at.sidebar.info)
+    assert "hardware" not in at.query_params
+
+
+def test_compare_all_methods_and_best_by_context():
+    at = fresh().run()
+    at.button(key="all_methods").click().run()
+    no_exception(at)
+    model = load_model("Llama-3.1-8B")
+    assert at.multiselect(key="methods").value == appdata.applicable_presets(model)
+    success = plain(at.success[0].value)
+    expected = library_plan(specs=appdata.applicable_presets(model))
+    frame_equals(table(at, "TPOT avg"), summary(expected))
+    assert f"best by most tokens/s at the batch and context: {expected['answer']['best']} " in success
+    not_fit = table(at, "fits")  # the first table with a fits column is the ranked one: every row fits
+    assert all(v == "yes" for v in not_fit["fits"])
+    at.session_state["best_by"] = "context"
+    at.run()
+    frame_equals(table(at, "TPOT avg"), summary(library_plan(specs=appdata.applicable_presets(model)), by="context"))
