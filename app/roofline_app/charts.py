@@ -119,7 +119,7 @@ def roofline_chart(data: dict, axes: dict) -> str:
             p["intensity"], p["flops_per_s"], False,
             f"{p['method']} · {p['op']} ({KIND_LABELS[p['kind']]}): {p['bound']}-bound, {p['intensity']:,.1f} "
             f"FLOP/byte, {p['flops_per_s']:.3g} FLOP/s, {p['time_s']:.3g} s per instance x {p['count']:,}",
-            KIND_SHAPES[p["kind"]], 5.0))
+            KIND_SHAPES[p["kind"]], 5.0, p["op"]))
     series = [svgchart.Series(m, pts, joined=False) for m, pts in methods.items()] + [diamonds]
     sub = (f"{data['hardware']}, decode at batch {data['batch']} and the slider's context: ops left of a ridge point "
            "are memory-bound, right of it compute-bound")
