@@ -57,16 +57,16 @@ cache.hold_warmup()  # the warm-up process waits while this run computes
 try:
     sidebar()
     page.run()
-finally:
-    st.session_state["_painted"] = True
-    if loading is not None:
-        with contextlib.suppress(Exception):  # after st.stop() a Streamlit call may raise
-            loading.empty()  # st.stop() ends a page early: its run still counts
+finally:  # st.stop() ends a page early: its run still counts
     cache.FULL_RUN.active = False  # plain Python: after st.stop() a Streamlit call here may raise
     cache.release_warmup()
     cache.start_warmup()  # once per server, after the first page is drawn: it competes for no CPU before it
     cache.preload_symbolic()  # likewise: sympy imported before the first compile asks for it
     cache.record_run(page.title, time.perf_counter() - START)
+    with contextlib.suppress(Exception):  # after st.stop() a Streamlit call may raise: last, so nothing is skipped
+        st.session_state["_painted"] = True
+        if loading is not None:
+            loading.empty()
     if PROFILE:
         _profiler.disable()
         os.makedirs(PROFILE, exist_ok=True)

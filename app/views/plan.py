@@ -50,7 +50,7 @@ if plan is None:
     fit_solver()
     st.stop()
 best = answer.answer_plan(plan, model, hardware, by)
-line = fmt.md_escape(answer.headline(plan)).replace("answer:", "**Answer:**", 1)
+line = "**Answer:** " + fmt.md_escape(answer.headline(plan).removeprefix("answer: "))
 (st.success if best else st.error)(line)
 misses = answer.misses_lines(plan["results"], model.max_position_embeddings)
 st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, f"trust: {plan['trust']['text']}"]))

@@ -39,5 +39,5 @@ except (RooflineError, ValueError) as err:
     st.error(one_line(str(err)))
     st.stop()
 cache.images(*charts.serving_chart(result["rows"], slo.ttft_s, slo.tpot_s))
-st.dataframe(cache.frame(display.serving_table(result)), hide_index=True, lazy=False, key="serving_best")
+cache.text_table(display.serving_table(result))  # Markdown: read on screen, no data-grid bundle
 cache.downloads("serving", result["rows"], key="serving")

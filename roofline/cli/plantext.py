@@ -14,8 +14,8 @@ from roofline.report.answer import group_notes, headline, methods_label, misses_
 LEGEND = (
     "legend: # = rank among the rows that fit (* = best by {by}); fits = B sequences of L tokens fit in memory "
     "within the model's positions (no: not ranked)\n"
-    "  bits = KV bits stored per cached value, metadata and fp16 windows included (- = no KV cache: state only); "
-    "KV/seq/GPU = one sequence's cache at L on one GPU\n"
+    "  bits = KV bits stored per cached value, metadata and fp16 windows included (-: no layer caches K/V); "
+    "KV/seq/GPU = one sequence's cache at L on one GPU (state: a state-space model's fixed state)\n"
     "  max ctx@B = longest context holding B sequences (^ = capped at the model's positions); max B@L = most "
     "sequences at L\n"
     "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode step at L "
