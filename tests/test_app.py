@@ -1,6 +1,6 @@
 """The dashboard, driven headless by streamlit.testing's AppTest: every page renders without an exception element,
 the numbers it shows equal the library's (called again here, outside the app), bad uploads give the inline one-line
-error and keep the selection; and the library side (report.dashboard, analysis.quality) without Streamlit.
+error and keep the selection; and the library side (dashboard.appdata, analysis.quality) without Streamlit.
 
 Render and interaction times are printed (run with -s to see them), not asserted."""
 
@@ -23,11 +23,11 @@ import pytest
 from roofline.analysis import quality
 from roofline.catalogue import load_hardware, load_model
 from roofline.catalogue.loading import MAX_SPEC_BYTES
+from roofline.dashboard import appdata, explore, rooflinepage, share
 from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method
 from roofline.planner import plan
-from roofline.report import dashboard as appdata
-from roofline.report import display, explore, rooflinepage, share
+from roofline.report import display
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 ROOT = Path(__file__).resolve().parent.parent

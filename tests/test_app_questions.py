@@ -16,9 +16,9 @@ import pytest
 from test_app_browser import CHROMIUM, CHROMIUM_ARGS, SETTLE_S, Clock, server  # noqa: F401  (server: a fixture)
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.dashboard import appdata
 from roofline.methods import parse_method
 from roofline.planner import plan
-from roofline.report import dashboard as appdata
 from roofline.report.answer import answer_plan, headline
 
 sync_api = pytest.importorskip("playwright.sync_api")

@@ -1,4 +1,4 @@
-"""Charts of numbers roofline.report.dashboard computed, as static SVG documents (roofline_app.svgchart) that the
+"""Charts of numbers roofline.dashboard.appdata computed, as static SVG documents (roofline_app.svgchart) that the
 pages show with st.image: these functions only arrange and draw them.
 
 The browser decodes an SVG image in milliseconds. Vega-Lite views (what these charts were) cost it the Vega bundle
@@ -101,7 +101,7 @@ def _ceiling_rows(data: dict, x_lo: float, x_hi: float) -> tuple[list[dict], lis
 def roofline_chart(data: dict, axes: dict) -> str:
     """Log-log roofline: bandwidth slope, one ceiling per dense dtype peak (dashes by dtype) with its ridge point
     (diamond), and every method's decode ops (colour: method, shape: op kind); `axes`
-    (report.rooflinepage.roofline_axes) holds the domains fixed over every slider context. A static SVG (svgchart;
+    (dashboard.rooflinepage.roofline_axes) holds the domains fixed over every slider context. A static SVG (svgchart;
     each op's <title> holds what the Op table has)."""
     x_lo, x_hi, y_lo, y_hi = axes["x_lo"], axes["x_hi"], axes["y_lo"], axes["y_hi"]
     rows, ridges = _ceiling_rows(data, x_lo, x_hi)

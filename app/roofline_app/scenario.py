@@ -1,4 +1,4 @@
-"""The sidebar every page shares, drawn from roofline.report.share.FIELDS (a new select box is one Field line there),
+"""The sidebar every page shares, drawn from roofline.dashboard.share.FIELDS (a new select box is one Field line there),
 seeded from the URL's query string on a session's first run and written back to it on every run (a link reproduces
 the page).
 
@@ -14,10 +14,9 @@ import hashlib
 import streamlit as st
 
 from roofline import report as fmt
+from roofline.dashboard import appdata, share
 from roofline.errors import RooflineError, one_line
 from roofline.planner.parallel import tp_degrees
-from roofline.report import dashboard as appdata
-from roofline.report import share
 from roofline_app import cache
 from roofline_app.cache import Scenario
 

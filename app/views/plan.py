@@ -6,9 +6,8 @@ import streamlit as st
 from roofline_app import cache, charts
 
 from roofline import report as fmt
-from roofline.report import answer
-from roofline.report import dashboard as appdata
-from roofline.report import display
+from roofline.dashboard import appdata
+from roofline.report import answer, display
 
 BY = {"tokens": "most tokens/s", "context": "longest context", "batch": "most sequences"}
 

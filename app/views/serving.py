@@ -4,9 +4,10 @@
 import streamlit as st
 from roofline_app import cache, charts
 
+from roofline.dashboard import share
+from roofline.dashboard.serving_curves import latency_vs_rate
 from roofline.errors import RooflineError, one_line
-from roofline.report import display, share
-from roofline.report.serving_curves import latency_vs_rate
+from roofline.report import display
 from roofline.serving.simulate import Slo
 
 scenario = st.session_state["scenario"]

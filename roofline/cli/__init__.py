@@ -266,7 +266,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     import importlib.util
     import subprocess
 
-    from roofline.report.dashboard import streamlit_command
+    from roofline.dashboard.appdata import streamlit_command
 
     if importlib.util.find_spec("streamlit") is None:
         raise RooflineError("app: streamlit is not installed; pip install 'roofline[app]'")
