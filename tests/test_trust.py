@@ -115,3 +115,10 @@ def test_plan_json_rows_carry_their_trust(capsys) -> None:
     kivi, turbo = data["results"]
     assert kivi["trust"]["kernels"]["cases"] > 0 and turbo["trust"]["kernels"] is None
     assert kivi["trust"]["decode_band_pct"] == data["trust"]["decode"]["median_ape_pct"]
+
+
+def test_kv_json_carries_the_ceilings_and_kernel_trust(capsys) -> None:
+    code, out, err = run(capsys, "kv", "--context", "4096", "--method", "h2o-2048", "--hardware", "L40S", "--json")
+    trust = json.loads(out)["trust"]
+    assert trust["source"] == "datasheet" and trust["kernels"]["kernels"] is None
+    assert "not validated" in trust["kernels"]["text"]

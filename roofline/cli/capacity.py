@@ -17,6 +17,8 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
 
     p = sub.add_parser("capacity", help=HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
+    p.add_argument("--name", help="the model's name when --model is a config.json (default: its _name_or_path, "
+                   "else the folder holding it)")
     p.add_argument("--hardware", help="catalogue name or YAML spec (default H100-SXM; unused with --kv-memory-gib)")
     p.add_argument("--engine", required=True, choices=ENGINES)
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel ranks")
@@ -79,7 +81,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from roofline.engines import capacity
     from roofline.engines.vllm import DEFAULT_BATCHED_TOKENS
 
-    model = load_model(args.model)
+    model = load_model(args.model, name=args.name)
     options = _options(args)
     parts = None
     if options.kv_memory_bytes is None:

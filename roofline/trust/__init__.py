@@ -93,7 +93,7 @@ def method_trust(spec: str, hardware) -> dict[str, Any]:
     if b is None:
         where = "on this device" if bands else "here (no kernel measured on this device)"
         return {"kernels": None, "text": f"{key} kernels not validated {where}"}
-    return {"kernels": b, "text": f"kernels ±{b['median_ape_pct']:.1f} % ({b['cases']} cases)"}
+    return {"kernels": b, "text": f"{key} kernels ±{b['median_ape_pct']:.1f} % ({b['cases']} cases)"}
 
 
 def plan_trust(result: dict[str, Any], hardware) -> dict[str, Any]:
