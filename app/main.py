@@ -4,6 +4,7 @@ The sidebar holds the scenario every page uses (and the URL's query string mirro
 from roofline.report (STYLE 14).
 """
 
+import contextlib
 import os
 import sys
 import time
@@ -14,9 +15,6 @@ import streamlit as st
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the helper package beside this script (streamlit adds it; AppTest may not)
     sys.path.insert(0, str(HERE))
-
-from roofline_app import cache  # noqa: E402
-from roofline_app.scenario import sidebar  # noqa: E402
 
 START = time.perf_counter()
 PROFILE = os.environ.get("ROOFLINE_APP_PROFILE")  # a folder: one cProfile file per script run (development)
@@ -32,6 +30,17 @@ import streamlit.delta_generator as _delta_generator  # noqa: E402
 
 _delta_generator._use_warning_has_been_displayed = True
 st.set_page_config(page_title="roofline", layout="wide")
+# the first run of a session says what it is doing before the planner's imports and first compile (seconds on a cold
+# server), and the answer replaces the message
+loading = None
+if not st.session_state.get("_painted"):
+    loading = st.empty()
+    loading.info("Loading roofline: the first plan of a session imports the planner and compiles each method's cost "
+                 "model (a few seconds on a cold server). The answer appears here.", icon=":material/hourglass_top:")
+
+from roofline_app import cache  # noqa: E402
+from roofline_app.scenario import sidebar  # noqa: E402
+
 PAGES = [
     st.Page(HERE / "views" / "plan.py", title="Plan", url_path="plan", default=True),
     st.Page(HERE / "views" / "sweeps.py", title="Sweeps", url_path="sweeps"),
@@ -54,6 +63,10 @@ finally:  # st.stop() ends a page early: its run still counts
     cache.start_warmup()  # once per server, after the first page is drawn: it competes for no CPU before it
     cache.preload_symbolic()  # likewise: sympy imported before the first compile asks for it
     cache.record_run(page.title, time.perf_counter() - START)
+    with contextlib.suppress(Exception):  # after st.stop() a Streamlit call may raise: last, so nothing is skipped
+        st.session_state["_painted"] = True
+        if loading is not None:
+            loading.empty()
     if PROFILE:
         _profiler.disable()
         os.makedirs(PROFILE, exist_ok=True)

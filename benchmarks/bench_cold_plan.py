@@ -16,7 +16,7 @@ Plan page calls plan_method per method, the same path.
 wall seconds: "cold plan" (`roofline plan --json`, the default scenario: Llama-3.1-8B, every preset, H100-SXM, after
 the imports), "unseen model" (then `roofline plan --model Qwen3-8B --json` in the same process: a model of the same
 architecture with other dimensions), and "dashboard" (the Plan page's computation on a model change: after a warm
-plan of Llama-3.2-1B, report.dashboard.method_result per DEFAULT_METHODS and plan_dict, for Llama-3.1-70B at tp 2;
+plan of Llama-3.2-1B, dashboard.appdata.method_result per DEFAULT_METHODS and plan_dict, for Llama-3.1-70B at tp 2;
 then the same at tp 4 ("dashboard new tp") and on H200 ("dashboard new GPU")).
 """
 
@@ -83,7 +83,7 @@ def suite_run(part: str) -> dict[str, dict[str, float]]:
     if part == "cli":
         return {"cold plan": _timed(plan), "unseen model (Qwen3-8B)": _timed(lambda: plan("--model", "Qwen3-8B"))}
     from roofline.catalogue import load_hardware, load_model
-    from roofline.report.dashboard import DEFAULT_METHODS, method_result, plan_dict
+    from roofline.dashboard.appdata import DEFAULT_METHODS, method_result, plan_dict
 
     warm, model, h100, h200 = (load_model(WARM[0]), load_model("Llama-3.1-70B"), load_hardware("H100-SXM"),
                                load_hardware("H200"))
@@ -135,7 +135,7 @@ def main() -> int:
     parser.add_argument("--new-tp", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", help="comma-separated SPECs (default: every preset); 'dashboard': the Plan "
-                        "page's default methods (roofline.report.dashboard.DEFAULT_METHODS)")
+                        "page's default methods (roofline.dashboard.appdata.DEFAULT_METHODS)")
     parser.add_argument("--json", help="write the per-run figures here")
     parser.add_argument("--suite", action="store_true", help="issue 16's three figures (see the docstring)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -148,7 +148,7 @@ def main() -> int:
         return suite(args.repeats, args.json)
     specs = None
     if args.methods == "dashboard":
-        from roofline.report.dashboard import DEFAULT_METHODS
+        from roofline.dashboard.appdata import DEFAULT_METHODS
 
         specs = list(DEFAULT_METHODS)
     elif args.methods:

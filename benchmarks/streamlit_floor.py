@@ -3,7 +3,7 @@ dashboard's shared link, at the same machine load.
 
     python benchmarks/streamlit_floor.py [--runs 5]
 
-Starts two servers with the dashboard's own command (report.dashboard.streamlit_command: 127.0.0.1, the repository's
+Starts two servers with the dashboard's own command (dashboard.appdata.streamlit_command: 127.0.0.1, the repository's
 .streamlit/config.toml, no file watcher): a page that only writes a title and a line ("floor"), and app/main.py.
 Each run opens, in a fresh Chromium profile (nothing cached: a first-time visitor) and then in a new tab of that
 browser (its JavaScript cached), first the floor page, then the dashboard's shared link (the browser test's link:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     from playwright import sync_api
     from test_app_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_healthy
 
-    from roofline.report import dashboard as appdata
+    from roofline.dashboard import appdata
 
     parser = argparse.ArgumentParser(description="Streamlit's floor beside the dashboard's shared link")
     parser.add_argument("--runs", type=int, default=5)

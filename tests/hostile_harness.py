@@ -265,9 +265,43 @@ def plot_cases(tmp: Path) -> list[tuple[str, list[str]]]:
         link.symlink_to(afile)
     targets = {"existing file": str(afile), "/dev/null": "/dev/null", "link to file": str(link),
                "under a file": str(afile / "sub"), "read-only /proc": "/proc/roofline-hostile/x",
-               "read-only /sys": "/sys/roofline-hostile", "nul": "a\x00b", "long": str(tmp / ("p" * 300))}
+               "read-only /sys": "/sys/roofline-hostile", "nul": "a\x00b", "long": str(tmp / ("p" * 300)),
+               "the root": "/", "the root via ..": "/..", "empty": ""}
     return [(f"--plot {k}", ["plan", "--method", "bf16", "--model", "Llama-3.2-1B", "--context", "512", "--plot", v])
             for k, v in targets.items()]
+
+
+def silent_wrong_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
+    """(label, argv, needle): inputs that once gave an exit-0 answer that was wrong (issue 32), each of which must
+    now be an error (exit 2, one line) containing `needle`."""
+    trace = tmp / "trace-30.csv"
+    trace.write_text("".join(f"{i * 0.1:.1f},128,16\n" for i in range(30)))
+    fifo = tmp / "trace-fifo.csv"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    huge = tmp / "trace-huge.csv"
+    with open(huge, "wb") as fh:
+        fh.truncate(1 << 30)  # sparse
+    config = json.loads((ROOT / "tests/data/hf/Llama-3.1-8B/config.json").read_text())
+    big = tmp / "bigint" / "config.json"
+    big.parent.mkdir(exist_ok=True)
+    big.write_text(json.dumps({**config, "max_position_embeddings": 2**1024}))
+    sim = ["simulate", "--model", "Llama-3.2-1B", "--hardware", "H100-SXM", "--method", "bf16", "--no-search",
+           "--trace"]
+    plan = ["plan", "--method", "bf16", "--context", "512"]
+    return [("pp past layers", [*plan, "--model", "Llama-3.2-1B", "--pp", "1000"], "--pp"),
+            ("pp one past layers", [*plan, "--model", "Llama-3.2-1B", "--pp", "17"], "--pp"),
+            ("tp not dividing heads", [*plan, "--tp", "3"], "tp"),
+            ("tp past heads", [*plan, "--tp", "64"], "tp"),
+            ("ep not dividing experts", [*plan, "--model", "Mixtral-8x7B", "--ep", "3"], "ep"),
+            ("ep on a dense model", [*plan, "--ep", "2"], "ep"),
+            ("trace longer than --requests", [*sim, str(trace), "--requests", "10"], "--requests"),
+            ("trace a FIFO", [*sim, str(fifo)], "--trace"),
+            ("trace /dev/zero", [*sim, "/dev/zero"], "--trace"),
+            ("trace a folder", [*sim, str(tmp)], "--trace"),
+            ("trace 1 GiB", [*sim, str(huge)], "--trace"),
+            ("plot into /", [*plan, "--plot", "/"], "--plot"),
+            ("config integer 2**1024", [*plan, "--model", str(big)], "max_position_embeddings")]
 
 
 def catalogue_plan_cases() -> list[tuple[str, list[str]]]:

@@ -1,7 +1,7 @@
 """Cached calls into roofline.report, keyed on hashable inputs (sources, SPEC strings, numbers), never on pydantic
 objects: a repeated interaction costs a dictionary lookup. The planners themselves are compiled once per content
 (roofline.numbers.codegen), so a new batch or context costs microseconds per method; the warm-up process
-(roofline.report.warm) fills the disk cache for new GPUs and models before they are asked for.
+(roofline.dashboard.warm) fills the disk cache for new GPUs and models before they are asked for.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
+from roofline.dashboard import appdata, explore, rooflinepage
+from roofline.dashboard import pages as trust
 from roofline.errors import RooflineError, one_line
-from roofline.report import dashboard as appdata
-from roofline.report import explore, rooflinepage, trust
 
 
 class Scenario(NamedTuple):
@@ -184,17 +184,6 @@ def fit(s: Scenario) -> list[dict]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def sweep(s: Scenario, axis: str) -> list[dict]:
     return explore.sweep_kept(*specs_of(s), s.specs, axis)
-
-
-def latency_index() -> dict:
-    """trust's content-kept data (a digest of the files and a dictionary lookup once computed): never stale."""
-    return trust.latency_index()
-
-
-def latency_errors(s: Scenario, plan_: dict) -> list[dict]:
-    hardware, w, index = load("hardware", s.hardware), workload(s), latency_index()
-    return [trust.latency_error(index, hardware.name, r["method"], r["decode"], w.compute_dtype)
-            for r in plan_["results"]]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

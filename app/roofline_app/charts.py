@@ -1,4 +1,4 @@
-"""Charts of numbers roofline.report.dashboard computed, as static SVG documents (roofline_app.svgchart) that the
+"""Charts of numbers roofline.dashboard.appdata computed, as static SVG documents (roofline_app.svgchart) that the
 pages show with st.image: these functions only arrange and draw them.
 
 The browser decodes an SVG image in milliseconds. Vega-Lite views (what these charts were) cost it the Vega bundle
@@ -101,7 +101,7 @@ def _ceiling_rows(data: dict, x_lo: float, x_hi: float) -> tuple[list[dict], lis
 def roofline_chart(data: dict, axes: dict) -> str:
     """Log-log roofline: bandwidth slope, one ceiling per dense dtype peak (dashes by dtype) with its ridge point
     (diamond), and every method's decode ops (colour: method, shape: op kind); `axes`
-    (report.rooflinepage.roofline_axes) holds the domains fixed over every slider context. A static SVG (svgchart;
+    (dashboard.rooflinepage.roofline_axes) holds the domains fixed over every slider context. A static SVG (svgchart;
     each op's <title> holds what the Op table has)."""
     x_lo, x_hi, y_lo, y_hi = axes["x_lo"], axes["x_hi"], axes["y_lo"], axes["y_hi"]
     rows, ridges = _ceiling_rows(data, x_lo, x_hi)
@@ -119,7 +119,7 @@ def roofline_chart(data: dict, axes: dict) -> str:
             p["intensity"], p["flops_per_s"], False,
             f"{p['method']} · {p['op']} ({KIND_LABELS[p['kind']]}): {p['bound']}-bound, {p['intensity']:,.1f} "
             f"FLOP/byte, {p['flops_per_s']:.3g} FLOP/s, {p['time_s']:.3g} s per instance x {p['count']:,}",
-            KIND_SHAPES[p["kind"]], 5.0))
+            KIND_SHAPES[p["kind"]], 5.0, p["op"]))
     series = [svgchart.Series(m, pts, joined=False) for m, pts in methods.items()] + [diamonds]
     sub = (f"{data['hardware']}, decode at batch {data['batch']} and the slider's context: ops left of a ridge point "
            "are memory-bound, right of it compute-bound")

@@ -1,4 +1,4 @@
-"""The sidebar every page shares, drawn from roofline.report.share.FIELDS (a new select box is one Field line there),
+"""The sidebar every page shares, drawn from roofline.dashboard.share.FIELDS (a new select box is one Field line there),
 seeded from the URL's query string on a session's first run and written back to it on every run (a link reproduces
 the page).
 
@@ -14,10 +14,9 @@ import hashlib
 import streamlit as st
 
 from roofline import report as fmt
+from roofline.dashboard import appdata, share
 from roofline.errors import RooflineError, one_line
 from roofline.planner.parallel import tp_degrees
-from roofline.report import dashboard as appdata
-from roofline.report import share
 from roofline_app import cache
 from roofline_app.cache import Scenario
 
@@ -91,7 +90,13 @@ def _upload_box() -> None:
 
 
 def _widget(f: share.Field, where, model) -> None:
-    """One field's widget, its value in st.session_state[f.key] (seeded before, so no `value=` here)."""
+    """One field's widget, its value in st.session_state[f.key] (seeded before, so no `value=` here); a value the
+    model cannot take is changed and said (share.adjustments)."""
+    if f.key in ("tp", "pp"):
+        state = {k: st.session_state.get(k, share.BY_KEY[k].default) for k in ("tp", "pp")}
+        for line in share.adjustments(state, tp_degrees(model), model.num_layers):
+            if line.startswith(f.key + ":"):
+                st.session_state.setdefault("adjusted", []).append(line)
     if f.key == "tp":  # degrees that divide the heads
         degrees = tp_degrees(model)
         if st.session_state.get("tp") not in degrees:
@@ -136,6 +141,7 @@ def sidebar() -> Scenario:
     """Draw the scenario controls, write the scenario to the URL and return it (also st.session_state['scenario'])."""
     _seed_from_link()
     st.sidebar.header("Scenario")
+    st.session_state["adjusted"] = []
     for line in st.session_state.get("link_errors", []):
         st.sidebar.warning(fmt.md_escape(line))
     hardware = _spec_picker("hardware")
@@ -160,7 +166,11 @@ def sidebar() -> Scenario:
                 _widget(f, (c1, c2)[i % 2], spec_model)
             for f in (f for f in rare if f.kind == "text"):
                 _widget(f, st, spec_model)
-    state = {f.key: st.session_state.get(f.key, f.default) for f in share.FIELDS}
+    for line in st.session_state.get("adjusted", []):
+        st.sidebar.warning(fmt.md_escape(line))
+    kept = st.session_state.setdefault("serving_kept", {})  # the Serving page's inputs outlive its widgets
+    state = {f.key: st.session_state.get(f.key, kept.get(f.key, f.default)) if f.group == "serving"
+             else st.session_state.get(f.key, f.default) for f in share.FIELDS}
     specs = _valid_specs(state["methods"], state["custom"])
     if not specs:
         st.sidebar.warning("No method selected: planning bf16.")
@@ -169,6 +179,10 @@ def sidebar() -> Scenario:
     target = state["tpot_target_ms"] / 1e3 if state["tpot_target_ms"] else None
     scenario = Scenario(hardware, model, tuple(specs), tuple(sorted(workload.items())), target)
     st.session_state["scenario"] = scenario
+    for kind in ("hardware", "model"):
+        note = share.upload_note(kind, state[kind])
+        if note:
+            st.sidebar.info(fmt.md_escape(note))
     shared = {k: v for k, v in state.items() if not (k in ("hardware", "model") and str(v).startswith("uploaded: "))}
     query = share.to_query(shared)
     if query != st.query_params.to_dict():  # each write is a message and a history entry in the browser: only changes

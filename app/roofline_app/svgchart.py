@@ -27,6 +27,7 @@ class Point(NamedTuple):
     tip: str
     shape: str = "circle"  # or "cross", "square", "triangle", "diamond"
     r: float = 3.0  # px
+    label: str = ""  # drawn beside the mark (once per label and position when several points coincide)
 
 
 class Series(NamedTuple):
@@ -149,6 +150,7 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
         out.append(f'<polyline points="{path}" fill="none" stroke="{ln.colour}" stroke-dasharray="{ln.dash}" '
                    f'stroke-width="1.5" clip-path="url(#plot)"/>')
     legend += [(ln.colour, ln.dash, ln.label) for ln in lines]
+    labelled: set[tuple[str, int, int]] = set()
     for i, s in enumerate(series):
         colour = colour_of[s.name] = s.colour or PALETTE[i % len(PALETTE)]
         legend.append((colour, "" if s.joined else "dot", s.name))
@@ -157,6 +159,12 @@ def line_chart(series: Sequence[Series], *, title: str, subtitle: str, x_title: 
             path = " ".join(f"{x.px(p.x):.1f},{y.px(p.y):.1f}" for p in pts)
             out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         out += [_mark(x.px(p.x), y.px(p.y), p, colour) for p in pts]
+        for p in pts:
+            where = (p.label, round(x.px(p.x)), round(y.px(p.y)))
+            if p.label and where not in labelled:
+                labelled.add(where)
+                out.append(f'<text x="{where[1] + p.r + 3}" y="{where[2] - p.r - 2}" font-size="9" fill="#333" '
+                           f'clip-path="url(#plot)">{text(p.label)}</text>')
     for rule, vertical in [(r, True) for r in vrules] + [(r, False) for r in hrules]:
         colour = colour_of.get(rule.colour, rule.colour)
         if vertical:

@@ -1,4 +1,4 @@
-"""The dashboard's warm-up process: `python app/roofline_app/warmup.py PARENT_PID` runs roofline.report.warm (niced)
+"""The dashboard's warm-up process: `python app/roofline_app/warmup.py PARENT_PID` runs roofline.dashboard.warm (niced)
 and exits as soon as the server that started it is gone (its parent changes), so a stopped server, or a browser
 test's, leaves no compile running on the machine (before, each one left a warm-up working for minutes)."""
 
@@ -23,4 +23,4 @@ if __name__ == "__main__":
     threading.Thread(target=watch, args=(int(sys.argv[1]),), daemon=True).start()
     sys.argv = [sys.argv[0]]
     sys.path[0] = os.getcwd()  # as `python -m` has it (not this folder: its module names are the app's)
-    runpy.run_module("roofline.report.warm", run_name="__main__", alter_sys=True)
+    runpy.run_module("roofline.dashboard.warm", run_name="__main__", alter_sys=True)

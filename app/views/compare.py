@@ -4,7 +4,8 @@ import streamlit as st
 from roofline_app import cache
 
 from roofline import report as fmt
-from roofline.report import display, explore
+from roofline.dashboard import explore
+from roofline.report import display
 
 
 def describe(s) -> str:

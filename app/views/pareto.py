@@ -5,7 +5,8 @@ import streamlit as st
 from roofline_app import cache, charts
 
 from roofline.analysis import quality
-from roofline.report import display, explore
+from roofline.dashboard import explore
+from roofline.report import display
 
 scenario = st.session_state["scenario"]
 st.header("Pareto front")

@@ -1,16 +1,19 @@
-"""Plan: per method, how long a context and how large a batch fit, where the memory goes, how fast, and how far to
-trust it; when something does not fit, the fit solver says what would."""
+"""Plan: the answer first (how many methods fit, the best for the chosen constraint, how far to trust it), then per
+method how long a context and how large a batch fit, where the memory goes and how fast; the rows that do not fit
+are listed apart and never ranked, and the fit solver says what would make them fit."""
 
 import streamlit as st
 from roofline_app import cache, charts
 
 from roofline import report as fmt
-from roofline.report import dashboard as appdata
-from roofline.report import display
+from roofline.dashboard import appdata
+from roofline.report import answer, display
+
+BY = {"tokens": "most tokens/s", "context": "longest context", "batch": "most sequences"}
 
 scenario = st.session_state["scenario"]
 model, hardware, workload = cache.specs_of(scenario)
-st.header("Plan")
+st.subheader("Plan")
 st.caption(fmt.md_escape(
     f"{model.name} on {workload.gpus} x {hardware.name} (tp {workload.tp}, pp {workload.pp}, weights "
     f"{workload.weight_dtype}): batch {workload.batch}, context {workload.context_tokens:,} tokens, "
@@ -18,36 +21,52 @@ st.caption(fmt.md_escape(
     f"max positions {model.max_position_embeddings:,}"))
 
 plan, errors = cache.plan(scenario)
-# the fit solver's slot is always there (empty when all fits): what it holds never moves the elements after it, so
-# an Apply that makes a method fit (or not) updates the tabs, tables and chart in place instead of remounting them
-fit_slot = st.container()
-if errors or (plan and not all(r["fits"] for r in plan["results"])):
-    failing = len(errors) + sum(not r["fits"] for r in (plan or {"results": []})["results"])
-    fit_slot.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
-                     icon=":material/warning:")
-    fit_rows = cache.fit(scenario)
-    with fit_slot:
-        cache.text_table(display.fit_table(fit_rows))
-    if errors:
-        fit_slot.expander("Why (one line per method)").text("\n".join(errors))
-    with fit_slot:
-        cache.downloads("fit", fit_rows, key="fit")
-elif scenario.tpot_target_s:
-    with fit_slot:
-        cache.text_table(display.fit_table(cache.fit(scenario)))
-if plan is None:
-    st.stop()
+c_by, c_all = st.columns([3, 2], vertical_alignment="bottom")
+by = c_by.segmented_control("Best method for", list(BY), format_func=BY.get, key="best_by", default="tokens",
+                            help="Ranks the methods that fit by this constraint; those that do not fit are never "
+                                 "ranked.") or "tokens"
+c_all.button("Compare all methods", key="all_methods", on_click=appdata.select_all_methods,
+             args=(st.session_state, model), help="Plan every preset that applies to this model (the CLI's "
+             "`roofline best` / `plan --all-methods`).", use_container_width=True)
 
-errors_by_method = cache.latency_errors(scenario, plan)
+
+def fit_solver() -> None:
+    """What would make the methods that do not fit fit (after the answer: it never pushes the answer down)."""
+    if errors or not all(r["fits"] for r in (plan or {"results": []})["results"]):
+        failing = len(errors) + sum(not r["fits"] for r in (plan or {"results": []})["results"])
+        st.warning(f"{failing} of {len(scenario.specs)} methods do not fit as set. What would:",
+                   icon=":material/warning:")
+        cache.text_table(display.fit_table(cache.fit(scenario)))
+        if errors:
+            st.expander("Why (one line per method)").text("\n".join(errors))
+    elif scenario.tpot_target_s:
+        cache.text_table(display.fit_table(cache.fit(scenario)))
+
+
+if plan is None:
+    st.error(f"**Answer:** none of the methods fits ({len(errors)} of {len(scenario.specs)} cannot be planned "
+             f"on this hardware as set)")
+    fit_solver()
+    st.stop()
+best = answer.answer_plan(plan, model, hardware, by)
+line = "**Answer:** " + fmt.md_escape(answer.headline(plan).removeprefix("answer: "))
+(st.success if best else st.error)(line)
+misses = answer.misses_lines(plan["results"], model.max_position_embeddings)
+st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, f"trust: {plan['trust']['text']}"]))
+
 rows = appdata.summary_rows(plan)
 # only the open tab runs and is sent (a tab click reruns): at most one chart (static SVG images, roofline_app.charts),
-# and the first paint (Summary) none, nor a data grid: the summary and the fit solver are Markdown tables
-# (cache.text_table), so a cold load or a shared link loads no data-grid bundle and imports no pandas
+# and the first paint (Summary) none, nor a data grid: the tables are Markdown (cache.text_table), so a cold load or
+# a shared link loads no data-grid bundle and imports no pandas
 tab_summary, tab_capacity, tab_memory, tab_latency = st.tabs(["Summary", "Capacity", "Memory", "Latency"],
                                                              key="plan_tab", on_change="rerun")
 if tab_summary.open:
     with tab_summary:
-        cache.text_table(display.summary_table(plan, model.max_position_embeddings, errors_by_method))
+        ranked, not_fit = display.answer_tables(plan, model.max_position_embeddings)
+        cache.text_table(ranked)
+        if not_fit:
+            st.caption("Do not fit as set (not ranked):")
+            cache.text_table(not_fit)
         notes = display.warning_lines(plan)  # one element whatever their number (nothing after it moves)
         st.caption("  \n".join(fmt.md_escape(f"Note: {line}") for line in notes) if notes else " ")
 if tab_capacity.open:
@@ -66,6 +85,8 @@ if tab_latency.open:
     with tab_latency:
         cache.images(*charts.latency_chart(rows))
         st.caption("TPOT: one decode step of the batch at the context, coloured by its bound; TTFT: prefill of the "
-                   "prompts. The Summary's last column gives each TPOT's measured error (validate/results).")
+                   "whole batch's prompts. The Summary's trust column gives each number's source and error band.")
 cache.downloads("plan", plan, key="plan", csv_text=lambda: appdata.plan_csv(plan),
                 json_text=lambda: appdata.plan_json(plan))
+
+fit_solver()

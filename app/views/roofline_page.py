@@ -3,9 +3,9 @@
 import streamlit as st
 from roofline_app import cache, charts
 
+from roofline.dashboard import appdata, rooflinepage
 from roofline.methods import presets
-from roofline.report import dashboard as appdata
-from roofline.report import display, rooflinepage, tokens
+from roofline.report import display, tokens
 
 scenario = st.session_state["scenario"]
 workload = cache.workload(scenario)

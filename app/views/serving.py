@@ -4,22 +4,29 @@
 import streamlit as st
 from roofline_app import cache, charts
 
+from roofline.dashboard import share
+from roofline.dashboard.serving_curves import latency_vs_rate
 from roofline.errors import RooflineError, one_line
 from roofline.report import display
-from roofline.report.serving_curves import latency_vs_rate
 from roofline.serving.simulate import Slo
 
 scenario = st.session_state["scenario"]
 model, hardware, workload = cache.specs_of(scenario)
 st.header("Serving: latency against request rate")
+kept = st.session_state.setdefault("serving_kept", {})
 with st.form("serving"):
-    c1, c2, c3, c4, c5 = st.columns(5)
-    prompt = c1.number_input("Prompt tokens", 16, model.max_position_embeddings, 4096, step=512, key="srv_prompt")
-    output = c2.number_input("Output tokens", 1, model.max_position_embeddings, 512, step=128, key="srv_output")
-    count = c3.number_input("Requests", 50, 5000, 300, step=50, key="srv_requests")
-    ttft = c4.number_input("TTFT p99 SLO (ms)", 1.0, 1e6, 2000.0, key="srv_ttft")
-    tpot = c5.number_input("TPOT p99 SLO (ms)", 0.1, 1e5, 50.0, key="srv_tpot")
+    values = {}
+    for col, key in zip(st.columns(len(share.SERVING)), share.SERVING, strict=True):
+        f = share.BY_KEY[key]
+        hi = min(f.hi, model.max_position_embeddings) if key in ("srv_prompt", "srv_output") else f.hi
+        cast = int if f.kind == "int" else float
+        # seeded from the link (or what this session set before): the widget's own state is dropped off this page
+        st.session_state[key] = cast(min(max(st.session_state.get(key, kept.get(key, f.default)), f.lo), hi))
+        values[key] = col.number_input(f.label, cast(f.lo), cast(hi), step=cast(f.step), key=key)
     run = st.form_submit_button("Simulate", type="primary")
+kept.update(values)
+prompt, output, count = values["srv_prompt"], values["srv_output"], values["srv_requests"]
+ttft, tpot = values["srv_ttft"], values["srv_tpot"]
 if not run:
     st.caption("Each method replays the same Poisson requests at 5-120 % of its saturated rate; a run of 300 "
                "requests takes about a second per method and rate on a small machine.")
@@ -33,5 +40,5 @@ except (RooflineError, ValueError) as err:
     st.error(one_line(str(err)))
     st.stop()
 cache.images(*charts.serving_chart(result["rows"], slo.ttft_s, slo.tpot_s))
-st.dataframe(cache.frame(display.serving_table(result)), hide_index=True, lazy=False, key="serving_best")
+cache.text_table(display.serving_table(result))  # Markdown: read on screen, no data-grid bundle
 cache.downloads("serving", result["rows"], key="serving")

@@ -5,7 +5,7 @@ import streamlit as st
 from roofline_app import cache, charts
 from roofline_app.charts import SWEEP_METRICS
 
-from roofline.report import explore
+from roofline.dashboard import explore
 
 scenario = st.session_state["scenario"]
 model, hardware, workload = cache.specs_of(scenario)

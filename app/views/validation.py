@@ -4,7 +4,7 @@ import streamlit as st
 from roofline_app import cache, charts
 
 from roofline import report as fmt
-from roofline.report import dashboard as appdata
+from roofline.dashboard import appdata
 from roofline.report import display
 
 ENV_KEYS = ("device", "driver", "cuda", "torch", "triton", "python", "date", "git_sha")

@@ -84,8 +84,9 @@ def load_hardware(ref: str) -> Hardware:
     raise _unknown("hardware", ref, hardware_names())
 
 
-def load_model(ref: str) -> Model:
-    """A catalogue name (exact), a YAML/JSON Model spec, or a Hugging Face config.json."""
+def load_model(ref: str, name: str | None = None) -> Model:
+    """A catalogue name (exact), a YAML/JSON Model spec, or a Hugging Face config.json: named `name` when given,
+    else by its `_name_or_path`, else by the folder that holds it (the current folder for a bare `config.json`)."""
     if ref in _files("models"):
         return _load_catalogue_model(ref)
     if _looks_like_path(ref):
@@ -95,6 +96,8 @@ def load_model(ref: str) -> Model:
             if "architectures" in data or "model_type" in data:
                 from roofline.catalogue.hf import model_from_hf_config
 
-                return _checked(model_from_hf_config(data, where=str(path)), ref)
+                if name is None and not data.get("_name_or_path") and not path.parent.name:
+                    name = path.resolve().parent.name or None
+                return _checked(model_from_hf_config(data, where=str(path), name=name), ref)
         return _checked(load_spec(Model, path), ref)
     raise _unknown("model", ref, model_names())

@@ -164,12 +164,14 @@ def cmd_kv(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
     from roofline.methods import parse_method
+    from roofline.trust import ceilings_trust, method_trust
 
-    model = load_model(args.model)
+    model = load_model(args.model, name=args.name)
     method = parse_method(args.method)
     hardware = with_ceilings(load_hardware(args.hardware), args.ceilings)
     report = kv_report(model, method, args.context, args.batch, hardware, fusion=args.fusion)
     report.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=args.fusion)
+    report["trust"] = {**ceilings_trust(hardware, args.fusion), "kernels": method_trust(args.method, hardware)}
     if args.context > model.max_position_embeddings:
         report["warnings"] = [f"context {args.context:,} exceeds {model.name}'s max_position_embeddings "
                               f"{model.max_position_embeddings:,}: the model was not trained that long"]
@@ -190,7 +192,8 @@ def _kv_text(r: dict[str, Any]) -> str:
                for o in r["decode_ops"]]
         text += (f"\n\ndecode step on {r['hardware']}: {display.seconds(r['decode_step_s'])} "
                  f"(ridge {r['decode_ops'][0]['ridge_flops_per_byte']:.0f} FLOP/B; {r['decode_kernels']:,} kernels at "
-                 f"fusion {r['fusion']}; rows per layer instance)\nceilings: {r['ceilings']}\n")
+                 f"fusion {r['fusion']}; rows per layer instance)\nceilings: {r['ceilings']}\n"
+                 + (f"trust: {r['trust']['text']}; {r['trust']['kernels']['text']}\n" if "trust" in r else ""))
         text += display.table(["op", "FLOPs", "bytes", "FLOP/B", "bound", "time"], ops)
     return text + "".join(f"\nwarning: {w}" for w in r.get("warnings", ()))
 
@@ -266,7 +269,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     import importlib.util
     import subprocess
 
-    from roofline.report.dashboard import streamlit_command
+    from roofline.dashboard.appdata import streamlit_command
 
     if importlib.util.find_spec("streamlit") is None:
         raise RooflineError("app: streamlit is not installed; pip install 'roofline[app]'")
@@ -297,6 +300,8 @@ def build_parser() -> Parser:
 
     p = sub.add_parser("kv", help="KV-cache size, bytes per token and effective bits for a method")
     p.add_argument("--model", default="Llama-3.1-8B", help="catalogue name, YAML spec or HF config.json")
+    p.add_argument("--name", help="the model's name when --model is a config.json (default: its _name_or_path, "
+                   "else the folder holding it)")
     p.add_argument("--context", type=bounded_int(MAX_CONTEXT), required=True, help="tokens per sequence L")
     p.add_argument("--batch", type=bounded_int(MAX_BATCH), default=1, help="sequences B")
     p.add_argument("--method", default="bf16", help="preset name or name:key=value,...")
@@ -309,6 +314,10 @@ def build_parser() -> Parser:
     add_ceilings_fusion(p)
 
     add_plan_parser(sub)
+
+    from roofline.cli.best import add_best_parser
+
+    add_best_parser(sub)
 
     from roofline.cli.simulate import add_simulate_parser
 

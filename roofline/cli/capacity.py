@@ -17,6 +17,8 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
 
     p = sub.add_parser("capacity", help=HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
+    p.add_argument("--name", help="the model's name when --model is a config.json (default: its _name_or_path, "
+                   "else the folder holding it)")
     p.add_argument("--hardware", help="catalogue name or YAML spec (default H100-SXM; unused with --kv-memory-gib)")
     p.add_argument("--engine", required=True, choices=ENGINES)
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel ranks")
@@ -92,7 +94,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from roofline.engines import capacity
     from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling
 
-    model = load_model(args.model)
+    model = load_model(args.model, name=args.name)
     options = _options(args)
     hardware = load_hardware(args.hardware or "H100-SXM")
     if options.max_num_batched_tokens is None and args.engine in SCHEDULING_ENGINES:
@@ -105,6 +107,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
                              args.expert_weight_dtype)
     result = capacity(model, args.engine, options, parts).as_dict()
     result["model"] = model.name
+    _no_room(result, parts, options)
     if args.json:
         import json
 
@@ -112,6 +115,24 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     else:
         print(capacity_text(result))
     return 0
+
+
+def _no_room(result: dict[str, Any], parts, options) -> None:
+    """A pool at or below zero is reported as 0 with the shortfall (`kv_pool_shortfall_bytes`) and what takes the
+    memory, never as a negative pool."""
+    pool = result["kv_pool_bytes"]
+    if pool > 0:
+        return
+    result["kv_pool_bytes"] = 0
+    result["kv_pool_shortfall_bytes"] = -pool
+    if parts is not None:
+        util = options.gpu_memory_utilization
+        result["no_room"] = (f"the weights do not fit: weights {display.gib(parts.weights)} + activations "
+                             f"{display.gib(parts.activations)} + non-torch {display.gib(parts.non_torch)} exceed the "
+                             f"engine's share of {display.gib(parts.total)}" + (f" x {util}" if util else "")
+                             + f" by {display.gib(-pool)}: more GPUs (--tp, --pp) or smaller weights (--weight-dtype)")
+    else:
+        result["no_room"] = "--kv-memory-gib leaves no room for the KV cache"
 
 
 def _json_default(value):
@@ -123,7 +144,9 @@ def _json_default(value):
 def capacity_text(r: dict[str, Any]) -> str:
     """The capacity result as a two-column text table with the rules applied."""
     longest = r["max_model_len_that_fits"]
-    rows = [["KV pool per GPU", display.gib(r["kv_pool_bytes"])],
+    pool = (display.gib(r["kv_pool_bytes"]) if "kv_pool_shortfall_bytes" not in r
+            else f"none ({display.gib(r['kv_pool_shortfall_bytes'])} short)")
+    rows = [["KV pool per GPU", pool],
             ["bytes per token per GPU (long context)", f"{r['bytes_per_token']:,.0f}"],
             ["pool tokens (blocks x block size; vLLM <= 0.19 logs this)" if r["engine"] == "vllm"
              else "pool tokens (as the engine logs)", f"{r['pool_tokens']:,}"],
@@ -133,4 +156,6 @@ def capacity_text(r: dict[str, Any]) -> str:
             ["fits one request of max_model_len", "yes" if r["fits"] else "no"],
             ["longest request that fits", "unbounded" if longest is None else f"{longest:,}"]]
     text = f"{r['model']} under {r['engine']}\n" + display.table(["quantity", "value"], rows, align="ll")
+    if "no_room" in r:
+        text = f"{text}\n\n{r['no_room']}"
     return text + "\n\nrules:\n" + "\n".join(f"  {rule}" for rule in r["rules"])

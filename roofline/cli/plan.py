@@ -14,11 +14,32 @@ PLAN_HELP = "capacity plan per method (no arguments: the embedded default scenar
 
 
 def add_plan_parser(sub) -> None:
-    from roofline.cli import MAX_BATCH, MAX_CONTEXT, bounded_float, bounded_int, positive_int
+    """Register `roofline plan`."""
+    from roofline.cli import MAX_BATCH, MAX_CONTEXT, bounded_int
+    from roofline.report.answer import CONSTRAINTS
 
     context, batch = bounded_int(MAX_CONTEXT), bounded_int(MAX_BATCH)
     p = sub.add_parser("plan", help=PLAN_HELP)
+    add_scenario_flags(p, context, batch)
+    p.add_argument("--all-methods", action="store_true",
+                   help="every preset that applies to the model, beside any --method (the default without --method)")
+    p.add_argument("--best-by", choices=tuple(CONSTRAINTS), default="tokens",
+                   help="rank the rows that fit by: tokens (most tok/s, default), context (longest), batch (most "
+                   "sequences) or gpus (fewest, with --fewest-gpus)")
+    p.add_argument("--notes", action="store_true", help="print every note (default: grouped, the first few)")
+    p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR, a folder "
+                   "you name (created if missing; never the file-system root)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+
+def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
+    """The model, hardware, methods and workload flags `plan` and `best` share."""
+    from roofline.cli import MAX_CONTEXT, bounded_float, bounded_int, positive_int
+
     p.add_argument("--model", help="catalogue name, YAML spec or HF config.json (default Llama-3.1-8B)")
+    p.add_argument("--name", help="the model's name when --model is a config.json (default: its _name_or_path, "
+                   "else the folder holding it)")
     p.add_argument("--hardware", help="catalogue name or YAML spec (default H100-SXM)")
     p.add_argument("--method", action="append", help="method SPEC; repeat to compare (default: all presets)")
     p.add_argument("--batch", type=batch, help="concurrent sequences B (default 16)")
@@ -47,9 +68,6 @@ def add_plan_parser(sub) -> None:
                    f"{kernel_profiles.DEFAULT})")
     p.add_argument("--fewest-gpus", action="store_true", help="also: fewest GPUs of this kind that fit")
     p.add_argument("--tpot-target-ms", type=bounded_float(1e9), help="also: largest context / batch under this TPOT")
-    p.add_argument("--plot", metavar="DIR", help="write roofline and memory charts (PNG and SVG) into DIR")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_plan)
 
 
 def add_ceilings_fusion(p: argparse.ArgumentParser) -> None:
@@ -101,58 +119,101 @@ def _gib_to_bytes(gib: float) -> int:
     return int(gib * display.GIB)
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    """`roofline plan` under the chosen kernel profile (`_plan`)."""
-    with kernel_profiles.use(args.kernel_profile):
-        return _plan(args)
+def build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
+    """The plan of `_build_plan` under the chosen kernel profile (roofline.catalogue.kernel_profiles)."""
+    with kernel_profiles.use(getattr(args, "kernel_profile", kernel_profiles.DEFAULT)):
+        return _build_plan(args)
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
+    """The plan result for the scenario flags (checked against the model first), with every row's verdict, rank,
+    trust and benchmark-client latencies; returns (result, model, hardware)."""
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
+    from roofline.report.answer import rank
+    from roofline.report.bounds import check_parallel
+    from roofline.trust import plan_trust
 
-    if args.plot:  # refuse an unusable output path before any planning
-        from roofline.report.plots import output_dir
-
-        output_dir(args.plot)
-    model = load_model(args.model or DEFAULT_SCENARIO["model"])
-    hardware = with_ceilings(load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"]), args.ceilings)
+    model = load_model(args.model or DEFAULT_SCENARIO["model"], name=args.name)
+    check_parallel(model, args.tp, args.pp, args.ep)
+    raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
+    hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)
-    methods, skipped = _methods(args.method, model)
+    methods, skipped = _methods(args.method, model, getattr(args, "all_methods", False))
     if args.fewest_gpus:
         result = _plan_on_fewest_gpus(model, hardware, workload, methods)
     else:
         result = plan(model, hardware, workload, methods)
     result.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=workload.fusion)
-    if args.kernel_profile != kernel_profiles.DEFAULT:
-        result["kernel_profile"] = args.kernel_profile
+    profile = getattr(args, "kernel_profile", kernel_profiles.DEFAULT)
+    if profile != kernel_profiles.DEFAULT:
+        result["kernel_profile"] = profile
     _annotate(result, model)
     result["skipped"] = skipped
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)
+    result["datasheet_memory_bytes"] = raw_hardware.memory_bytes
+    result["max_positions"] = model.max_position_embeddings
+    result["tpot_definitions"] = TPOT_DEFINITIONS
+    for row in result["results"]:
+        row["benchmark_latency"] = {"vllm_tpot_s": row["tpot_avg_s"], "mean_itl_s": row["tpot_avg_s"],
+                                    "last_itl_s": row["tpot_s"]}
+    plan_trust(result, hardware)
+    rank(result, model, getattr(args, "best_by", "tokens"))
+    return result, model, hardware
+
+
+# How the plan's latencies map onto the benchmark clients' (vLLM benchmarks/serve.py, calculate_metrics: TPOT =
+# (latency - ttft) / (output_len - 1) per request, ITL = the gaps between successive output tokens).
+TPOT_DEFINITIONS = {
+    "tpot_s": "one decode step of the whole batch at context L (every sequence gets one token): the inter-token "
+              "latency at L, the longest step of the generation",
+    "tpot_avg_s": "the mean decode step while the context grows from the prompt P to L over the generated tokens",
+    "vllm_tpot_s": "vLLM bench serve's TPOT: (end-to-end latency - TTFT) / (output tokens - 1), the first token "
+                   "excluded; in a steady batch the mean decode step, tpot_avg_s",
+    "mean_itl_s": "the benchmark clients' mean ITL (inter-token latency per token): the mean decode step, tpot_avg_s",
+    "last_itl_s": "the last token's ITL: the step at context L, tpot_s",
+    "ttft_s": "prefill of the whole batch (all B prompts together), not one request's time to first token",
+}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """`roofline plan`: the answer line and ranked table (or --json); 0 on success."""
+    from roofline.cli.plantext import plan_text
+
+    if args.plot is not None:  # refuse an unusable output path before any planning
+        from roofline.report.plots import output_dir
+
+        output_dir(args.plot)
+    result, model, hardware = build_plan(args)
     if args.plot:
         from roofline.report.plots import write_plots
 
-        result["plots"] = [str(p) for p in write_plots(result, model, hardware, workload, methods, args.plot)]
+        workload = _workload(args)
+        methods, _ = _methods(args.method, model, args.all_methods)
+        with kernel_profiles.use(args.kernel_profile):
+            result["plots"] = [str(p) for p in write_plots(result, model, hardware, workload, methods, args.plot)]
     if args.json:
         print(display.to_json(result))
     else:
-        print(plan_text(result))
+        batch, ep = result["workload"]["batch"], result["workload"].get("ep", 1)
+        print(plan_text(result, lambda r, common: _notes(r, batch, common, ep), args.notes))
     return 0
 
 
-def _methods(requested: list[str] | None, model) -> tuple[list, list[dict[str, str]]]:
-    """The methods to plan: every requested SPEC (one that does not apply to the model is an error), or
-    every preset that applies to it, with each skipped preset and its reason (e.g. AQUA-KV on MLA)."""
+def _methods(requested: list[str] | None, model, all_methods: bool = False) -> tuple[list, list[dict[str, str]]]:
+    """The methods to plan: every requested SPEC and, with no SPEC or with --all-methods, every preset; one that
+    does not apply to the model (e.g. AQUA-KV on MLA) is skipped with its reason. None applying is an error."""
     from roofline.errors import SpecError
     from roofline.methods import applies, parse_method, presets
 
-    if requested:
-        return [parse_method(s) for s in requested], []
+    names = list(requested or [])
+    if all_methods or not names:
+        names += [n for n in sorted(presets()) if n not in names]
     methods, skipped = [], []
-    for name in sorted(presets()):
+    for name in names:
         method = parse_method(name)
         reason = applies(method, model)
         if reason is not None:
@@ -160,7 +221,8 @@ def _methods(requested: list[str] | None, model) -> tuple[list, list[dict[str, s
             continue
         methods.append(method)
     if not methods:
-        raise SpecError(f"method: no preset applies to {model.name} ({skipped[0]['reason']})")
+        raise SpecError(f"method: {'no preset' if not requested else 'no method asked for'} applies to {model.name} "
+                        f"({skipped[0]['reason']})")
     return methods, skipped
 
 
@@ -218,82 +280,58 @@ def _sla(result, model, hardware, workload, methods, target: float) -> None:
                       "max_context_bound": "memory" if ctx_mem < ctx_tpot else "tpot",
                       "max_batch": min(batch_tpot, batch_mem), "max_batch_tpot": batch_tpot,
                       "max_batch_bound": "memory" if batch_mem < batch_tpot else "tpot"}
+        if not ctx_tpot or not batch_tpot:
+            row["sla"]["unreachable"] = _unreachable(model, hardware, w, method, target, ctx_tpot, batch_tpot)
 
 
-LEGEND = ("legend: KV/seq/GPU = KV cache of one sequence at L on one GPU; max ctx@B = longest context that "
-          "holds B sequences (^ = capped at the model's max_position_embeddings; JSON max_context has the memory "
-          "bound); max B@L = most sequences at L; TTFT = prefill of the batch; TPOT@L = decode step at L, TPOT avg "
-          "= its mean over the generated tokens; tok/s at B and at max B; ! = B sequences at L do not fit")
+def _unreachable(model, hardware, workload, method, target: float, ctx_tpot: float, batch_tpot: int) -> str:
+    """Why the TPOT target is missed: the step at batch 1 (at this context) or at context 1 (at this batch), and
+    the fastest step of all (batch 1, context 1) when even that misses."""
+    from roofline.planner.inversions import _step
+
+    step = _step(model, hardware, workload, method)
+    fastest = float(step(1, 1))
+    if fastest > target:
+        return (f"even one sequence at context 1 takes {display.seconds(fastest)} per step: the weights alone take "
+                f"longer to read than the target")
+    parts = []
+    if not batch_tpot:
+        parts.append(f"one sequence at context {workload.context_tokens:,} takes "
+                     f"{display.seconds(float(step(1, workload.context_tokens)))}")
+    if not ctx_tpot:
+        parts.append(f"batch {workload.batch:,} at context 1 takes {display.seconds(float(step(workload.batch, 1)))}")
+    return "; ".join(parts) + " per step"
 
 
-def _ctx(n: float) -> str:
-    return "unbounded" if n == math.inf else f"{int(n):,}"
-
-
-def _row(r: dict[str, Any]) -> list[str]:
-    d = r["decode"]
-    capped = _ctx(r["max_context_capped"]) + ("^" if r["max_context_capped_by"] != "memory" else "")
-    return [r["method"] + ("" if r["fits"] else " !"), f"{r['effective_bits']:.2f}",
-            display.gib(r["kv_bytes_per_sequence"]), capped, f"{r['max_batch']:,}", display.seconds(r["ttft_s"]),
-            display.seconds(r["tpot_s"]), display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}",
-            f"{r['tokens_per_s_max_batch']:,.0f}", f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"]
-
-
-def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset(), ep: int = 1) -> list[str]:
+def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset(), ep: int = 1) -> list[tuple[str, str]]:
+    """(method, text) of one row's notes: remat limits, the method's own notes, communication, the fit solver's
+    GPUs, the TPOT target's answer, and warnings not every row shares."""
     notes, limits, name = [], r["limits"], r["method"]
     if "remat_limit_tokens" in limits:
         limit = limits["remat_limit_tokens"]
         where = "at any context" if limit == math.inf else f"up to {round(limit):,} tokens"
-        notes.append(f"{name}: remat stays memory-bound {where} at batch {batch}")
-    notes += [f"{name}: {note}" for note in r.get("notes", ())]
+        notes.append(f"remat stays memory-bound {where} at batch {batch}")
+    notes += list(r.get("notes", ()))
     if ep > 1:
         d = r["decode"]
-        notes.append(f"{name}: communication {display.seconds(d['comm_s'])} of the decode step (expert all-to-all "
+        notes.append(f"communication {display.seconds(d['comm_s'])} of the decode step (expert all-to-all "
                      f"over ep {ep}, dispatch and combine per MoE layer, plus any tp all-reduce); tok/s per replica")
     if "fewest_gpus" in r:
         f = r["fewest_gpus"]
         replicas = f", ep {ep}" if ep > 1 else ""
-        notes.append(f"{name}: fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']}{replicas})")
+        notes.append(f"fewest GPUs that fit: {f['gpus']} (tp {f['tp']}, pp {f['pp']}{replicas})")
     if "sla" in r:
-        s = r["sla"]
-        notes.append(f"{name}: TPOT <= {s['tpot_target_s'] * 1e3:g} ms up to context {_ctx(s['max_context'])} "
-                     f"({s['max_context_bound']}-bound) at batch {batch}, batch {s['max_batch']:,} "
-                     f"({s['max_batch_bound']}-bound) at this context")
-    return notes + [f"{name}: warning: {msg}" for msg in r["warnings"] if msg not in common]
+        notes.append(_sla_text(r["sla"], batch))
+    return [(name, n) for n in notes] + [(name, f"warning: {msg}") for msg in r["warnings"] if msg not in common]
 
 
-def _ep_label(w: dict[str, Any]) -> str:
-    ep, experts = w.get("ep", 1), w.get("expert_weight_dtype")
-    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; experts {experts}" if experts else "")
+def _sla_text(s: dict[str, Any], batch: int) -> str:
+    target = f"TPOT <= {s['tpot_target_s'] * 1e3:g} ms"
+    if s.get("unreachable"):
+        return f"{target}: unreachable ({s['unreachable']})"
+    return (f"{target} up to context {_ctx(s['max_context'])} ({s['max_context_bound']}-bound) at batch {batch}, "
+            f"batch {s['max_batch']:,} ({s['max_batch_bound']}-bound) at this context")
 
 
-def plan_text(result: dict[str, Any]) -> str:
-    """The plan as a text table with its legend, notes, warnings and skipped presets."""
-    w = result["workload"]
-    first = result["results"][0]["memory"]
-    prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
-    where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
-             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{_ep_label(w)})")
-    head = (f"{result['model']} on {where}: "
-            f"batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
-            f"generated {w['generated_tokens']:,}\n"
-            f"memory per GPU: {display.gib(first['capacity_bytes'])} x {w['gpu_memory_utilization']} usable; weights "
-            f"{display.gib(first['weights_bytes'])}, activations {display.gib(first['activations_bytes'])}, "
-            f"reserve {display.gib(first['reserve_bytes'])}\n")
-    headers = ["method", "bits", "KV/seq/GPU", "max ctx@B", "max B@L", "TTFT", "TPOT@L", "TPOT avg", "tok/s",
-               "tok/s@maxB", "bound (top op)"]
-    rows = result["results"]
-    # a warning every method shares (e.g. the context past the model's positions) is said once
-    common = set.intersection(*(set(r["warnings"]) for r in rows)) if len(rows) > 1 else set()
-    notes = [f"warning: {msg}" for msg in sorted(common)]
-    notes += [n for r in rows for n in _notes(r, w["batch"], common, w.get("ep", 1))]
-    notes += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
-    if "ceilings" in result:
-        head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
-                 + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "") + "\n")
-    text = head + "\n" + display.table(headers, [_row(r) for r in result["results"]]) + "\n" + LEGEND
-    if notes:
-        text += "\n\n" + "\n".join(notes)
-    if "plots" in result:
-        text += "\n\nwrote " + ", ".join(result["plots"])
-    return text
+def _ctx(n: float) -> str:
+    return "unbounded" if n == math.inf else f"{int(n):,}"

@@ -16,6 +16,9 @@ from roofline import report as display
 SIMULATE_HELP = "request-level serving simulation: latency percentiles, goodput, max rate at an SLO"
 
 
+DEFAULT_REQUESTS = 1000
+
+
 def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p = sub.add_parser("simulate", help=SIMULATE_HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
@@ -87,6 +90,9 @@ def _inputs(args: argparse.Namespace):
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
     notes = []
     if args.trace:
+        from roofline.report.bounds import check_trace_file
+
+        check_trace_file(args.trace)  # a regular file of bounded size: never a FIFO, a device or a huge file
         requests = load_trace(args.trace)
         if args.requests is not None and args.requests < len(requests):
             notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")

@@ -1,5 +1,5 @@
 """The dashboard's tables as text with units (GiB, ms, tok/s, thousands separators): one formatter per table, so the
-app never formats a number itself (STYLE 14). Raw rows stay in report.dashboard / report.explore for downloads.
+app never formats a number itself (STYLE 14). Raw rows stay in dashboard.appdata / dashboard.explore for downloads.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def context_text(n: float, max_positions: int | None = None) -> str:
 def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[Mapping[str, Any]] = ()
                   ) -> list[dict[str, str]]:
     """The Plan page's table: one row per method, every cell text with its unit; `errors` (one per result, from
-    report.trust.latency_error of the decode phase) adds the measured error of each TPOT."""
+    roofline.trust, one per result) adds a column of each row's error text."""
     rows = []
     for i, r in enumerate(plan["results"]):
         d = r["decode"]
@@ -42,6 +42,29 @@ def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[
     return rows
 
 
+def answer_tables(plan: Mapping[str, Any], max_positions: int) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The Plan page's tables after report.answer.rank and trust.plan_trust: the rows that fit, best first (rank,
+    the numbers, trust beside them), and the rows that do not fit (never ranked) with why."""
+    from roofline.report.answer import ordered
+
+    ranked, misses = [], []
+    for r in ordered(list(plan["results"])):
+        d = r["decode"]
+        bits = r["effective_bits"]
+        row = {"#": f"{r['rank']}" + (" (best)" if r["rank"] == 1 else "") if r["rank"] else "-",
+               "method": r["method"], "fits": "yes" if r["verdict"]["fits"] else "no: " + r["verdict"]["why"],
+               "bits": "-" if bits is None or math.isnan(bits) else f"{bits:.2f}",
+               "KV / seq": fmt.gib(r["kv_bytes_per_sequence"]),
+               "max context @ batch": context_text(r["max_context"], max_positions),
+               "max batch @ context": fmt.count(r["max_batch"]),
+               "TTFT (whole batch)": fmt.seconds(r["ttft_s"]), "TPOT": fmt.ms(r["tpot_s"]),
+               "TPOT avg": fmt.ms(r["tpot_avg_s"]), "tokens/s": fmt.rate(r["tokens_per_s"]),
+               "bound (top op)": f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})",
+               "trust": r.get("trust", {}).get("text", "-")}
+        (ranked if r["rank"] else misses).append(row)
+    return ranked, misses
+
+
 def warning_lines(plan: Mapping[str, Any]) -> list[str]:
     """The plan's warnings, each text once, with the methods it concerns ('all methods' when every one)."""
     seen: dict[str, list[str]] = {}
@@ -53,7 +76,7 @@ def warning_lines(plan: Mapping[str, Any]) -> list[str]:
 
 
 def fit_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """report.explore.fit_solver as text: what fits, on how many GPUs, and what the TPOT target allows."""
+    """dashboard.explore.fit_solver as text: what fits, on how many GPUs, and what the TPOT target allows."""
     out = []
     for r in rows:
         f = r["fewest"]
@@ -70,7 +93,7 @@ def fit_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def diff_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """report.explore.diff_rows as text: A, B and B's change for capacity, TPOT and tokens/s."""
+    """dashboard.explore.diff_rows as text: A, B and B's change for capacity, TPOT and tokens/s."""
     show = {"max_context": ("max context", fmt.count), "max_batch": ("max batch", fmt.count),
             "tpot_s": ("TPOT", fmt.ms), "tokens_per_s": ("tokens/s", fmt.rate)}
     out = []
@@ -86,7 +109,7 @@ def diff_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def pareto_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """report.explore.pareto_rows as text."""
+    """dashboard.explore.pareto_rows as text."""
     return [{"method": r["method"], "KV / seq": fmt.gib(r["kv_bytes_per_sequence"]),
              "max context": fmt.count(r["max_context"]), "TPOT": fmt.ms(r["tpot_s"]),
              "quality (paper)": "no figure in this table" if r["quality"] is None else fmt.number(r["quality"]),
@@ -95,7 +118,7 @@ def pareto_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def limits_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """report.dashboard.limits_rows with the value as text and its unit."""
+    """dashboard.appdata.limits_rows with the value as text and its unit."""
     return [{"method": r["method"], "limit": r["limit"],
              "value": "-" if r["value"] is None else f"{fmt.number(r['value'], 1)} {r['unit']}".strip(),
              "at this context": r["at this context"], "detail": r["detail"]} for r in rows]
@@ -109,7 +132,7 @@ def points_table(points: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def validation_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """report.dashboard.validation_rows as text."""
+    """dashboard.appdata.validation_rows as text."""
     def ms(v):
         return "-" if v is None else f"{v:,.4f} ms"
 
@@ -121,7 +144,7 @@ def validation_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def family_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """report.dashboard.family_rows as text."""
+    """dashboard.appdata.family_rows as text."""
     def pct(v):
         return "-" if v is None else f"{v:.1f} %"
 
@@ -131,6 +154,6 @@ def family_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def serving_table(result: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The Serving page's largest request rate per method that meets the SLO (report.serving_curves), or why none."""
-    return [{"method": m, "max requests/s at the SLO": fmt.rate(r, "req/s") if r is not None else "none",
+    """The Serving page's largest request rate per method that meets the SLO (dashboard.serving_curves), or why none."""
+    return [{"method": m, "max requests/s at the SLO": f"{r:,.2f} req/s" if r is not None else "none",
              "why not": result["reasons"].get(m, "")} for m, r in result["max_rate"].items()]

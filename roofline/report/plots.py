@@ -280,9 +280,14 @@ def memory_figure(plan: dict) -> Figure:
 
 def output_dir(out_dir: str | os.PathLike) -> Path:
     """`out_dir` as an existing directory: created (with parents) if missing; refused, never written
-    through, when it is a file, a device such as /dev/null, or a link to one."""
+    through, when it is empty, the file-system root, a file, a device such as /dev/null, or a link to one."""
     out = Path(out_dir)
+    if not str(out_dir).strip():
+        raise RooflineError("--plot: name a folder for the charts")
     try:
+        if out.resolve() == Path(out.resolve().anchor):
+            raise RooflineError(f"--plot: {str(out)[:200]!r} is the file-system root; name a folder of its own for "
+                                f"the charts")
         if out.exists() or out.is_symlink():
             if not out.is_dir():
                 raise RooflineError(f"--plot: {out} exists and is not a directory")

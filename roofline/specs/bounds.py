@@ -104,7 +104,12 @@ MOE = {
 
 
 def _fmt(value: float, unit: str) -> str:
-    text = f"{value:,}" if isinstance(value, int) and abs(value) < 10**15 else f"{value:.4g}"
+    """`value` for an error message; an integer past a float's range (>= 2**1024) as its power of two, since
+    formatting it as a float would raise OverflowError while the message is built."""
+    if isinstance(value, int) and abs(value) >= 1 << 1024:
+        text = f"{'-' if value < 0 else ''}about 2**{abs(value).bit_length() - 1}"
+    else:
+        text = f"{value:,}" if isinstance(value, int) and abs(value) < 10**15 else f"{value:.4g}"
     return f"{text} {unit}".strip()
 
 

@@ -4,7 +4,7 @@ The lab (the repository's validate/ folder) times its Triton kernels on a GPU, p
 hardware spec alone and writes, per committed results file, the comparison a reader needs (validate.model.summary:
 per case measured and predicted time and APE; per kernel family median / p90 APE and kernel efficiency; the suite
 summary and the validation targets). The planner reads these files only: it carries no kernel model and no raw
-kernel results (DESIGN.md, "Two houses"). The dashboard's Validation page shows them and roofline.report.trust
+kernel results (DESIGN.md, "Two houses"). The dashboard's Validation page shows them and roofline.trust
 turns them into an error band per kind of op.
 
 Every problem is one line naming the file and the field (SummaryError, a ValueError).

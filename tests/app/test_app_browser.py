@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.report import dashboard as appdata
+from roofline.dashboard import appdata
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,12 +62,12 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60) -> No
 def _prewarm() -> None:
     """Compile what this test visits before the server starts (same content-keyed cache folder: conftest's), as a
     deployed dashboard's warm-up would have: the test times interactions, not first compiles on a cold cache. The
-    default scenario's pages (report.warm.warm_pages: plan, Pareto table, Roofline page, trust data) are the
+    default scenario's pages (dashboard.warm.warm_pages: plan, Pareto table, Roofline page, trust data) are the
     warm-up's first entries; Llama-3.1-70B on tp 2 and the shared link's fp8 weights are left to the app's own
     background warm-up (on a loaded box it has not reached them when the test asks). ROOFLINE_TEST_WARM_ALL=1
-    first writes everything the finished warm-up holds for the models and GPUs this test visits (report.warm.warm
+    first writes everything the finished warm-up holds for the models and GPUs this test visits (dashboard.warm.warm
     restricted to them): the case where the background work has finished."""
-    from roofline.report.warm import warm, warm_pages, warm_scenario
+    from roofline.dashboard.warm import warm, warm_pages, warm_scenario
 
     if os.environ.get("ROOFLINE_TEST_WARM_ALL") == "1":
         warm(models=("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B"), hardware=("H100-SXM", "H200"))
@@ -183,9 +183,9 @@ def _download(page, button: str) -> str:
 
 def test_every_view_renders_fast_and_matches_the_library(server):
     from roofline.catalogue import load_hardware, load_model
+    from roofline.dashboard import explore
     from roofline.methods import parse_method
     from roofline.planner import plan
-    from roofline.report import explore
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
@@ -250,6 +250,9 @@ def test_every_view_renders_fast_and_matches_the_library(server):
             expected = plan(load_model("Llama-3.1-8B"), load_hardware("H200"),
                             appdata.workload_from({"batch": 4, "weight_dtype": "fp8"}),
                             [parse_method("kivi-2"), parse_method("bf16")])
+            from roofline.report.answer import answer_plan
+
+            answer_plan(expected, load_model("Llama-3.1-8B"), load_hardware("H200"))  # the page's verdicts and trust
             again = used.new_page()
             again.set_viewport_size({"width": 1366, "height": 768})
             again.set_default_timeout(SETTLE_S * 1000)

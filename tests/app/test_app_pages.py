@@ -1,6 +1,6 @@
 """The dashboard, driven headless by streamlit.testing's AppTest: every page renders without an exception element,
 the numbers it shows equal the library's (called again here, outside the app), bad uploads give the inline one-line
-error and keep the selection; and the library side (report.dashboard, analysis.quality) without Streamlit.
+error and keep the selection; and the library side (dashboard.appdata, analysis.quality) without Streamlit.
 
 Render and interaction times are printed (run with -s to see them), not asserted."""
 
@@ -23,11 +23,11 @@ import pytest
 from roofline.analysis import quality
 from roofline.catalogue import load_hardware, load_model
 from roofline.catalogue.loading import MAX_SPEC_BYTES
+from roofline.dashboard import appdata, explore, rooflinepage, share
 from roofline.errors import SpecError
 from roofline.methods import build_cache, parse_method
 from roofline.planner import plan
-from roofline.report import dashboard as appdata
-from roofline.report import display, explore, rooflinepage, share
+from roofline.report import display
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,13 +57,13 @@ def fresh() -> AppTest:
     return AppTest.from_file(str(ENTRY), default_timeout=120)
 
 
-def summary(plan_, model="Llama-3.1-8B", hardware="H100-SXM", compute_dtype="bf16"):
-    """The Plan page's table as the library builds it (with each TPOT's measured error)."""
-    from roofline.report import trust
+def summary(plan_, model="Llama-3.1-8B", hardware="H100-SXM", by="tokens"):
+    """The Plan page's table of the methods that fit as the library builds it (ranked, trust beside each row)."""
+    from roofline.report import answer
 
-    errors = [trust.latency_error(trust.latency_index(), hardware, r["method"], r["decode"], compute_dtype)
-              for r in plan_["results"]]
-    return display.summary_table(plan_, load_model(model).max_position_embeddings, errors)
+    hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
+    answer.answer_plan(plan_, load_model(model), hw, by)
+    return display.answer_tables(plan_, load_model(model).max_position_embeddings)[0]
 
 
 def plain(text: str) -> str:
@@ -278,7 +278,7 @@ def test_valid_hardware_upload_becomes_the_selection():
     assert not at.sidebar.error
     assert "my\\-H200" in " ".join(m.value for m in at.caption)  # escaped: shown as text
     expected = library_plan("H200")
-    rows = summary(expected, hardware="my-H200")
+    rows = summary(expected, hardware=load_hardware("H200").model_copy(update={"name": "my-H200"}))
     frame_equals(table(at, "TPOT avg"), rows)
 
 
@@ -311,8 +311,12 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
     model = appdata.spec_from_text("model", config.decode(), "config.json")
     workload = appdata.workload_from({})
     expected = plan(model, load_hardware("H100-SXM"), workload, [parse_method(s) for s in appdata.DEFAULT_METHODS])
+    from roofline.report import answer
+
+    answer.answer_plan(expected, model, load_hardware("H100-SXM"))
     shown = table(at, "TPOT avg")
-    assert list(shown["TPOT"]) == [r["TPOT"] for r in display.summary_table(expected, model.max_position_embeddings)]
+    ranked = display.answer_tables(expected, model.max_position_embeddings)[0]
+    assert list(shown["TPOT"]) == [r["TPOT"] for r in ranked] and list(shown["#"])[0] == "1 (best)"
     upload(at, "model", "broken.json", b'{"model_type": "llama",', "upload a broken config.json")
     no_exception(at)
     assert any("broken.json" in plain(e.value) and "not valid JSON" in plain(e.value) for e in at.sidebar.error)
@@ -424,7 +428,7 @@ def test_model_that_does_not_fit_gets_the_fit_solver_not_a_wall_of_errors():
     at.selectbox(key="model").set_value("Llama-3.1-70B")
     timed("select Llama-3.1-70B on one H200 (fit solver)", at)
     no_exception(at)
-    assert not at.error
+    assert len(at.error) == 1 and "none of the methods" in at.error[0].value  # the answer first
     assert len(at.warning) == 1 and "do not fit" in at.warning[0].value
     model, hardware = load_model("Llama-3.1-70B"), load_hardware("H200")
     expected = explore.fit_solver(model, hardware, appdata.workload_from({}), appdata.DEFAULT_METHODS)
@@ -692,3 +696,54 @@ def test_warmup_waits_while_any_script_runs(monkeypatch) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# --- the answer first (issue 32) -----------------------------------------------------------------------------
+
+
+def test_serving_inputs_travel_in_the_link():
+    at = fresh()
+    at.query_params.update({"srv_prompt": "1024", "srv_ttft": "1500"})
+    at.run()
+    at.switch_page("views/serving.py").run()
+    no_exception(at)
+    assert at.number_input(key="srv_prompt").value == 1024 and at.number_input(key="srv_ttft").value == 1500.0
+    at.number_input(key="srv_output").set_value(64)
+    next(b for b in at.button if b.label == "Simulate").click()
+    at.switch_page("views/plan.py").run()  # the Serving widgets are gone from this page: the link keeps them
+    state = share.from_query(at.query_params)[0]
+    assert state["srv_prompt"] == 1024 and state["srv_output"] == 64 and state["srv_ttft"] == 1500.0
+
+
+def test_a_link_value_the_model_cannot_take_is_said_not_silently_changed():
+    at = fresh()
+    at.query_params.update({"tp": "3", "model": "Llama-3.2-1B", "pp": "4096"})
+    at.run()
+    no_exception(at)
+    warnings = " ".join(plain(w.value) for w in at.sidebar.warning)
+    assert "tp: 3 does not divide" in warnings and "pp: 4,096 exceeds the model's 16 layers" in warnings
+
+
+def test_an_uploaded_spec_says_it_cannot_travel_in_a_link():
+    at = fresh().run()
+    text = (ROOT / "hardware" / "H200.yaml").read_text().replace("name: H200", "name: my-H200")
+    upload(at, "hardware", "mine.yaml", text.encode(), "upload for the link note")
+    assert any("cannot travel in a link" in plain(i.value) for i in at.sidebar.info)
+    assert "hardware" not in at.query_params
+
+
+def test_compare_all_methods_and_best_by_context():
+    at = fresh().run()
+    at.button(key="all_methods").click().run()
+    no_exception(at)
+    model = load_model("Llama-3.1-8B")
+    assert at.multiselect(key="methods").value == appdata.applicable_presets(model)
+    success = plain(at.success[0].value)
+    expected = library_plan(specs=appdata.applicable_presets(model))
+    frame_equals(table(at, "TPOT avg"), summary(expected))
+    assert f"best by most tokens/s at the batch and context: {expected['answer']['best']} " in success
+    not_fit = table(at, "fits")  # the first table with a fits column is the ranked one: every row fits
+    assert all(v == "yes" for v in not_fit["fits"])
+    at.session_state["best_by"] = "context"
+    at.run()
+    frame_equals(table(at, "TPOT avg"), summary(library_plan(specs=appdata.applicable_presets(model)), by="context"))

@@ -20,6 +20,7 @@ from hostile_harness import (
     flag_cases,
     invoke,
     plot_cases,
+    silent_wrong_cases,
     spec_field_cases,
 )
 from hypothesis import HealthCheck, Phase, given, settings
@@ -71,6 +72,19 @@ def test_files_and_paths(tmp, hostile_counts) -> None:
 
 def test_plot_targets(tmp, hostile_counts) -> None:
     run_all("--plot", plot_cases(tmp), hostile_counts)
+
+
+def test_silent_wrong_answers_are_errors(tmp, hostile_counts) -> None:
+    """Each input that once gave a wrong answer with exit 0 (issue 32) is refused in one line naming the flag."""
+    failures = []
+    for label, argv, needle in silent_wrong_cases(tmp):
+        outcome = invoke(argv)
+        hostile_counts[("silent wrong", outcome.kind)] += 1
+        if outcome.kind != "error" or needle not in outcome.stderr:
+            failures.append(f"{label}: {outcome}")
+            hostile_counts.failures.append(f"[silent wrong] {label}: {outcome}")
+    if not COUNT_ONLY:
+        assert not failures, "\n".join(failures)
 
 
 def test_catalogue_plans(hostile_counts) -> None:

@@ -13,12 +13,12 @@ import pytest
 
 from roofline import report as fmt
 from roofline.catalogue import load_hardware, load_model
+from roofline.dashboard import appdata, explore, rooflinepage, share
 from roofline.methods import parse_method
 from roofline.planner import plan
 from roofline.planner.inversions import max_batch_for_tpot, max_context_for_tpot
 from roofline.planner.parallel import fewest_gpus, fits
-from roofline.report import dashboard as appdata
-from roofline.report import display, explore, rooflinepage, share, trust
+from roofline.report import display
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA8, H100 = load_model("Llama-3.1-8B"), load_hardware("H100-SXM")
@@ -121,20 +121,6 @@ def test_display_units_and_one_warning_per_text():
     assert fmt.count(15_032_385_536) == "15,032,385,536" and fmt.number(837818181818.1804, 1) == "837,818,181,818.2"
     assert fmt.md_escape("![i](http://x/y.png) [a](javascript:1)") == (
         "\\!\\[i\\]\\(http\\:\\/\\/x\\/y\\.png\\) \\[a\\]\\(javascript\\:1\\)")
-
-
-def test_latency_errors_come_from_the_committed_results():
-    index = trust.error_index([{"file": "f.json", "report": {"hardware": "H100-SXM", "families": {
-        "fp16_attention": {"rows": [{"ape_pct": 2.0, "params": {}}, {"ape_pct": 6.0, "params": {}}]},
-        "quant_attention": {"rows": [{"ape_pct": 50.0, "params": {"method": "kivi-2"}}]},
-        "ceilings": {"rows": [{"ape_pct": 20.0, "params": {"kind": "read", "dtype": "fp32"}}]}}}}])
-    decode = {"dominant_op": "attention", "bound": "memory"}
-    assert trust.latency_error(index, "H100-SXM", "bf16", decode, "bf16")["median_ape_pct"] == 4.0
-    assert trust.latency_error(index, "H100-SXM", "kivi-4", decode, "bf16")["class"] == "quant_attention:kivi"
-    assert trust.latency_error(index, "H100-SXM", "kvquant-2", decode, "bf16")["class"] is None
-    weights = {"dominant_op": "mlp_up", "bound": "memory"}
-    assert trust.latency_error(index, "H100-SXM", "h2o-2048", weights, "bf16")["class"] == "ceilings:read"
-    assert trust.latency_error(index, "L4", "bf16", decode, "bf16")["text"] == "not validated on this device"
 
 
 def test_roofline_limits_say_the_bound_the_chart_shows():

@@ -172,7 +172,7 @@ def test_latency_curves_for_the_serving_page():
     """The dashboard's Serving page: p99 latencies at 5-120 % of each method's saturated rate. No request is faster
     than a lone prefill; latencies grow with the rate; each row's SLO flag follows its p99s; the max rate at the
     SLO is at least the lowest rate, which meets it."""
-    from roofline.report.serving_curves import FRACTIONS, latency_vs_rate
+    from roofline.dashboard.serving_curves import FRACTIONS, latency_vs_rate
     from roofline.serving.simulate import Slo
 
     slo = Slo(ttft_s=2.0, tpot_s=0.05)

@@ -1,7 +1,7 @@
 """The kernel validation as data the planner ships: one small JSON summary per committed results file.
 
 The planner never runs the kernel model (roofline never imports validate, an import-linter contract), yet the
-dashboard's Validation page and the trust bands (roofline.report.trust) show how well each kernel family is
+dashboard's Validation page and the trust bands (roofline.trust) show how well each kernel family is
 predicted. So the lab compares each committed results file (compare.compare + targets.targets, the same report
 as `python -m validate compare --json`) and writes what a reader of that page needs, per case: name, params,
 measured and predicted time, APE, bound, achieved bandwidth and FLOP/s, bandwidth fraction and note; per family:

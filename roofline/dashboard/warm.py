@@ -1,5 +1,5 @@
-"""`python -m roofline.report.warm`: fill the content-keyed caches the dashboard reads (numbers.codegen's compiled
-planners on disk, report.trust's page data) in a separate process at a low CPU priority (os.nice 10: a process,
+"""`python -m roofline.dashboard.warm`: fill the content-keyed caches the dashboard reads (numbers.codegen's compiled
+planners on disk, dashboard.pages' page data) in a separate process at a low CPU priority (os.nice 10: a process,
 not a thread, so the server's interpreter never waits on it), so that a first visit to a page, a new GPU or a new
 model costs a disk read instead of a symbolic build. The dashboard starts it once per server, after the first page
 is served; every entry it writes is one the app would otherwise compute on the request (same keys), so it never
@@ -36,7 +36,7 @@ def _points(model, hardware, workload, specs) -> None:
 
 
 def _plan(model, hardware, workload, specs) -> None:
-    from roofline.report.explore import fit_solver, fits_on, sweep
+    from roofline.dashboard.explore import fit_solver, fits_on, sweep
 
     _points(model, hardware, workload, specs)
     sweep(model, hardware, workload, specs, "context")
@@ -49,7 +49,7 @@ def _plan(model, hardware, workload, specs) -> None:
 
 def _roofline_page(model, hardware, workload, specs) -> None:
     """The Roofline page of a scenario: its axes, caption, and the ops and limits at every slider context."""
-    from roofline.report.rooflinepage import context_options, kept
+    from roofline.dashboard.rooflinepage import context_options, kept
 
     specs = tuple(dict.fromkeys(specs))
     try:
@@ -65,8 +65,8 @@ def _roofline_page(model, hardware, workload, specs) -> None:
 def warm_scenario(model_name: str, hardware_name: str, **workload_fields) -> None:
     """Fill the caches of one scenario with the default methods, as the app's first visit to it would."""
     from roofline.catalogue import load_hardware, load_model
-    from roofline.report.dashboard import workload_from
-    from roofline.report.share import defaults
+    from roofline.dashboard.appdata import workload_from
+    from roofline.dashboard.share import defaults
 
     _plan(load_model(model_name), load_hardware(hardware_name), workload_from(workload_fields),
           defaults()["methods"])
@@ -77,12 +77,11 @@ def warm_pages() -> None:
     page's default table, the Roofline page at every slider context and the Sweeps page's rows."""
     from roofline.analysis.quality import benchmark_specs, default_benchmark
     from roofline.catalogue import load_hardware, load_model
-    from roofline.report import trust
-    from roofline.report.dashboard import ROOFLINE_EXTRA, workload_from
-    from roofline.report.explore import sweep_kept
-    from roofline.report.share import defaults
+    from roofline.dashboard import pages as trust
+    from roofline.dashboard.appdata import ROOFLINE_EXTRA, workload_from
+    from roofline.dashboard.explore import sweep_kept
+    from roofline.dashboard.share import defaults
 
-    trust.latency_index()
     trust.claims_rows()
     base = defaults()
     workload = workload_from({})
@@ -99,9 +98,9 @@ def warm(limit: int | None = None, models: Sequence[str] | None = None,
     """Fill the caches (warm_pages, then the catalogue: `models` and `hardware` restrict it to those names);
     returns how many (model, GPU, tp) scenarios were planned (at most `limit`)."""
     from roofline.catalogue import hardware_names, load_hardware, load_model, model_names
+    from roofline.dashboard.appdata import catalogue_spec, workload_from
+    from roofline.dashboard.share import WEIGHT_DTYPES, defaults
     from roofline.planner.parallel import tp_degrees
-    from roofline.report.dashboard import catalogue_spec, workload_from
-    from roofline.report.share import WEIGHT_DTYPES, defaults
 
     warm_pages()
     for kind, names in (("hardware", hardware_names()), ("model", model_names())):

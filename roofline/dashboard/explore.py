@@ -122,9 +122,9 @@ def fit_solver(model: Model, hardware: Hardware, workload: Workload, specs: Sequ
     (planner.parallel.fits), the fewest GPUs of this kind and their tp x pp (planner.parallel.fewest_gpus, as
     `roofline plan --fewest-gpus`), and under a TPOT target the largest context and batch on that layout
     (as `--tpot-target-ms`)."""
+    from roofline.dashboard.share import WEIGHT_DTYPES
     from roofline.methods import parse_method
     from roofline.planner.parallel import fewest_gpus
-    from roofline.report.share import WEIGHT_DTYPES
 
     rows = []
     for spec in specs:

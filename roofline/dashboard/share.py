@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
-PAGES = ("plan", "roofline", "compare", "pareto", "validation", "claims")
+PAGES = ("plan", "roofline", "compare", "pareto", "serving", "validation", "claims")
 
 
 def _hardware_names() -> list[str]:
@@ -71,7 +71,14 @@ FIELDS: tuple[Field, ...] = (
           help="Storage dtype of the weights (the CLI's --weight-dtype)."),
     Field("tpot_target_ms", "TPOT target (ms, 0: none)", "float", 0.0, "target", lo=0.0, hi=1e6, step=5.0,
           help="The SLO: largest context and batch under it (the CLI's --tpot-target-ms), and the SLO line."),
+    # the Serving page's inputs (drawn there, kept in the link like the sidebar's)
+    Field("srv_prompt", "Prompt tokens", "int", 4096, "serving", lo=16, hi=1 << 30, step=512),
+    Field("srv_output", "Output tokens", "int", 512, "serving", lo=1, hi=1 << 30, step=128),
+    Field("srv_requests", "Requests", "int", 300, "serving", lo=50, hi=5000, step=50),
+    Field("srv_ttft", "TTFT p99 SLO (ms)", "float", 2000.0, "serving", lo=1.0, hi=1e6, step=100.0),
+    Field("srv_tpot", "TPOT p99 SLO (ms)", "float", 50.0, "serving", lo=0.1, hi=1e5, step=5.0),
 )
+SERVING = tuple(f.key for f in FIELDS if f.group == "serving")
 BY_KEY = {f.key: f for f in FIELDS}
 
 
@@ -131,6 +138,27 @@ def to_query(state: Mapping[str, Any]) -> dict[str, str]:
         value = state[f.key]
         out[f.key] = ",".join(value) if f.kind == "multi" else f"{value:g}" if f.kind == "float" else str(value)
     return out
+
+
+def adjustments(state: Mapping[str, Any], tp_degrees: Sequence[int], layers: int) -> list[str]:
+    """One line per value the page cannot plan as given and changes (a link's tp that does not divide the heads, pp
+    past the layers), so a changed number is never silent."""
+    out = []
+    tp, pp = state.get("tp", 1), state.get("pp", 1)
+    if tp not in tp_degrees:
+        out.append(f"tp: {tp} does not divide the model's heads (degrees {', '.join(map(str, tp_degrees))}): "
+                   f"planning tp 1")
+    if pp > layers:
+        out.append(f"pp: {pp:,} exceeds the model's {layers:,} layers: planning pp {layers:,}")
+    return out
+
+
+def upload_note(kind: str, label: str) -> str | None:
+    """What a link says of an uploaded spec: it cannot travel (the file is not in the link)."""
+    if not str(label).startswith("uploaded: "):
+        return None
+    return (f"The uploaded {kind} spec cannot travel in a link: a shared link opens with the default {kind} "
+            f"({BY_KEY[kind].default}); share the file with it.")
 
 
 def workload_fields(state: Mapping[str, Any]) -> dict[str, Any]:

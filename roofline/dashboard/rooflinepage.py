@@ -9,8 +9,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from roofline.dashboard.appdata import workload_from
 from roofline.errors import RooflineError, one_line
-from roofline.report.dashboard import workload_from
 from roofline.specs import Hardware, Model, Workload
 
 OWN_KINDS = ("attention", "method")  # the ops a compression method changes (report.plots._op_kind)

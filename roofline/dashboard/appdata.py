@@ -46,12 +46,12 @@ def app_path() -> Path:
 
 def streamlit_command(port: int | None = None, python: str | None = None) -> list[str]:
     """`python -m streamlit run <entry>` bound to 127.0.0.1 (never all interfaces), headless, no telemetry, uploads
-    limited to the spec size on the server, no full garbage collection after each run, no source-file watcher
-    (app/.streamlit/config.toml says the same for `streamlit run`)."""
+    limited to the spec size on the server, no full garbage collection after each run, no source-file watcher, the
+    viewer's toolbar (no Deploy button) (app/.streamlit/config.toml says the same for `streamlit run`)."""
     cmd = [python or sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.address", "127.0.0.1",
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.maxUploadSize", str(UPLOAD_LIMIT_MB), "--runner.postScriptGC", "false",
-           "--server.fileWatcherType", "none"]
+           "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"]
     if port is not None:
         cmd += ["--server.port", str(port)]
     return cmd
@@ -143,6 +143,19 @@ def check_spec(spec: str) -> str:
 
     parse_method(spec)
     return spec
+
+
+def applicable_presets(model: Model) -> list[str]:
+    """Every preset that applies to `model` (methods.applies), by name: the 'Compare all methods' action."""
+    from roofline.methods import applies, parse_method, presets
+
+    return [name for name in sorted(presets()) if applies(parse_method(name), model) is None]
+
+
+def select_all_methods(state: Any, model: Model) -> None:
+    """Sets the scenario's methods to every preset that applies to `model` (a button's on_click, before the
+    sidebar's form is drawn)."""
+    state["methods"] = applicable_presets(model)
 
 
 def method_result(model: Model, hardware: Hardware, workload: Workload, spec: str) -> dict[str, Any]:
@@ -344,5 +357,23 @@ def claims_rows() -> list[dict[str, Any]]:
     for c in claims():
         computed = c["computed"] if isinstance(c["computed"], str) else json.dumps(_finite(c["computed"]))
         rows.append({"paper": papers.get(c["seed"], c["seed"]), **c, "computed": computed,
-                     "result": f"{computed} ({c['unit']})"})
+                     "result": human_result(c["computed"], c["unit"])})
     return rows
+
+
+def human_result(value: Any, unit: str) -> str:
+    """A claim's computed value in human units: bytes as GiB (the exact count beside it), token counts and other
+    numbers with thousands separators, lists item by item; text as it is, with its unit in brackets."""
+    from roofline import report as fmt
+
+    if isinstance(value, bool) or not isinstance(value, int | float | list | tuple):
+        return f"{value} ({unit})"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(fmt.number(v) if isinstance(v, int | float) else str(v) for v in value) + f"] {unit}"
+    if not math.isfinite(value):
+        return f"{_finite(value)} {unit}"
+    if unit == "bytes":
+        return f"{fmt.gib(value)} ({int(value):,} bytes)"
+    if unit == "GiB":
+        return f"{value:,.2f} GiB"
+    return f"{fmt.number(value)} {unit}"

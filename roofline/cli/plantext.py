@@ -1,0 +1,132 @@
+"""`roofline plan`'s text: the answer line, the memory line, the ceilings and their trust, the ranked table (rows
+that do not fit last, greyed on a terminal, never ranked), a short legend and the notes grouped."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+from roofline import report as display
+from roofline.report.answer import group_notes, headline, methods_label, misses_lines, note_kind, ordered
+
+LEGEND = (
+    "legend: # = rank among the rows that fit (* = best by {by}); fits = B sequences of L tokens fit in memory "
+    "within the model's positions (no: not ranked)\n"
+    "  bits = KV bits stored per cached value, metadata and fp16 windows included (-: no layer caches K/V); "
+    "KV/seq/GPU = one sequence's cache at L on one GPU (state: a state-space model's fixed state)\n"
+    "  max ctx@B = longest context holding B sequences (^ = capped at the model's positions); max B@L = most "
+    "sequences at L\n"
+    "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode step at L "
+    "(the inter-token latency at L); TPOT avg = the mean step over the generated tokens (vLLM's TPOT, first token "
+    "excluded)\n"
+    "  bound = what limits the decode step (memory: HBM bandwidth; compute: FLOPs; issue: instruction issue; "
+    "shared-memory: on-chip bandwidth) and the op taking most of it\n"
+    "  trust = the ceilings' source and the real decoders' decode error there; kern = the method's kernels' error "
+    "(n/v: never timed, not validated)")
+NOTES_SHOWN = 8
+BY_TEXT = {"tokens": "tok/s", "context": "max context", "batch": "max batch", "gpus": "fewest GPUs"}
+
+
+def _ctx(n: float) -> str:
+    return "unbounded" if n == math.inf else f"{int(n):,}"
+
+
+def _bits(r: dict[str, Any]) -> str:
+    bits = r["effective_bits"]
+    return "-" if bits is None or (isinstance(bits, float) and math.isnan(bits)) else f"{bits:.2f}"
+
+
+def _kv(r: dict[str, Any]) -> str:
+    kv = r["kv_bytes_per_sequence"]
+    return display.gib(kv) + (" state" if _bits(r) == "-" else "")
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    d = r["decode"]
+    capped = _ctx(r["max_context_capped"]) + ("^" if r["max_context_capped_by"] != "memory" else "")
+    rank = "-" if not r.get("rank") else f"{r['rank']}" + ("*" if r["rank"] == 1 else "")
+    return [rank, r["method"], "yes" if r["verdict"]["fits"] else "no", _bits(r), _kv(r), capped,
+            f"{r['max_batch']:,}", display.seconds(r["ttft_s"]), display.seconds(r["tpot_s"]),
+            display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}", f"{r['tokens_per_s_max_batch']:,.0f}",
+            f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})", r.get("trust", {}).get("text", "-")]
+
+
+HEADERS = ["#", "method", "fits", "bits", "KV/seq/GPU", "max ctx@B", "max B@L", "TTFT (batch)", "TPOT@L",
+           "TPOT avg", "tok/s", "tok/s@maxB", "bound (top op)", "trust"]
+
+
+def _grey(text: str, dim: list[bool]) -> str:
+    """Dims the rows that do not fit when stdout is a colour terminal (NO_COLOR unset)."""
+    if not (sys.stdout.isatty() and "NO_COLOR" not in os.environ):
+        return text
+    lines = text.split("\n")
+    for i, flag in enumerate(dim, start=2):  # header and rule first
+        if flag:
+            lines[i] = f"\x1b[2m{lines[i]}\x1b[0m"
+    return "\n".join(lines)
+
+
+def memory_line(result: dict[str, Any]) -> str:
+    """Per-GPU memory as the plan counts it: the capacity CUDA reports (the datasheet's, as `list hardware` shows,
+    when no driver figure is known), the usable fraction, and what sits beside the KV pool."""
+    w, first = result["workload"], result["results"][0]["memory"]
+    cap, datasheet = first["capacity_bytes"], result.get("datasheet_memory_bytes")
+    where = (f"{display.gib(cap)} as CUDA reports it (datasheet {display.gib(datasheet)}, as `list hardware` shows)"
+             if datasheet and datasheet != cap else f"{display.gib(cap)}")
+    return (f"memory per GPU: {where} x {w['gpu_memory_utilization']} usable = {display.gib(first['usable_bytes'])}; "
+            f"weights {display.gib(first['weights_bytes'])}, activations {display.gib(first['activations_bytes'])}, "
+            f"reserve {display.gib(first['reserve_bytes'])}")
+
+
+def notes_lines(result: dict[str, Any], notes: list[tuple[str, str]], common: list[str], show_all: bool) -> list[str]:
+    """The notes grouped by text; without --notes, the ones the table already says (fit, positions) are left out
+    and at most NOTES_SHOWN groups are printed, with a count of the rest."""
+    groups = group_notes(notes)
+    n = len(result["results"])
+    shown = groups if show_all else [g for g in groups if note_kind(g[0]) == "note"]
+    lines = [f"warning: {msg}" for msg in common]
+    lines += [f"{methods_label(ms, n)}: {text}" for text, ms in shown[: None if show_all else NOTES_SHOWN]]
+    hidden = len(groups) - (len(shown) if show_all else min(len(shown), NOTES_SHOWN))
+    if hidden:
+        lines.append(f"({hidden} more note{'s' if hidden > 1 else ''}, on fits and position caps the table shows: "
+                     f"--notes prints them all)")
+    lines += [f"skipped {s['method']}: {s['reason']}" for s in result.get("skipped", ())]
+    return lines
+
+
+def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -> str:
+    """The plan as text: answer, memory, ceilings and trust, the table, the legend and the grouped notes;
+    `row_notes(row, common)` gives one row's (method, text) notes."""
+    w = result["workload"]
+    prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
+    where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
+             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{_ep_label(w)})")
+    head = (f"{result['model']} on {where}: batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
+            f"generated {w['generated_tokens']:,}\n{headline(result)}\n")
+    head += "".join(f"{line}\n" for line in misses_lines(result["results"], result.get("max_positions")))
+    head += memory_line(result) + "\n"
+    if "ceilings" in result:
+        head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
+                 + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "") + "\n")
+    if "trust" in result:
+        head += f"trust: {result['trust']['text']}\n"
+    rows = ordered(result["results"])
+    all_rows = result["results"]
+    common = sorted(set.intersection(*(set(r["warnings"]) for r in all_rows))) if len(all_rows) > 1 else []
+    notes = [pair for r in all_rows for pair in row_notes(r, set(common))]
+    table = display.table(HEADERS, [_row(r) for r in rows], align="rll" + "r" * 10 + "l")
+    text = head + "\n" + _grey(table, [not r["verdict"]["fits"] for r in rows]) + "\n"
+    text += LEGEND.format(by=BY_TEXT[result["answer"]["by"]])
+    lines = notes_lines(result, notes, common, show_all_notes)
+    if lines:
+        text += "\n\n" + "\n".join(lines)
+    if "plots" in result:
+        text += "\n\nwrote " + ", ".join(result["plots"])
+    return text
+
+
+def _ep_label(w: dict[str, Any]) -> str:
+    ep, experts = w.get("ep", 1), w.get("expert_weight_dtype")
+    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; experts {experts}" if experts else "")

@@ -1,0 +1,131 @@
+"""The answer first: a fits / does-not-fit verdict per plan row, a ranking of the rows that fit by the user's
+constraint, the best row, and the plan's notes grouped (one line per distinct text, with the methods it concerns).
+
+Shared by `roofline plan` / `roofline best` (cli) and the dashboard, so both say the same thing: a row that does not
+fit is never ranked and never the best.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+# constraint -> (what it maximizes, label); `gpus` minimizes the GPUs of the fit solver, tokens/s breaking ties
+CONSTRAINTS = {
+    "tokens": "most tokens/s at the batch and context",
+    "context": "longest context that holds the batch (capped at the model's positions)",
+    "batch": "most sequences at the context",
+    "gpus": "fewest GPUs that hold the batch at the context (then most tokens/s)",
+}
+
+
+def verdict(row: Mapping[str, Any], max_positions: int, context: int, batch: int) -> dict[str, Any]:
+    """{"fits", "why"} of one plan row: B sequences of L tokens fit in memory and L is within the model's
+    positions (a context past them is not a fit: the model was not trained that long)."""
+    if context > max_positions:
+        return {"fits": False, "why": f"context {context:,} is past the model's {max_positions:,} positions"}
+    if not row["fits"]:
+        return {"fits": False, "why": f"at most {row['max_batch']:,} of {batch:,} sequences fit at {context:,}"}
+    return {"fits": True, "why": f"{batch:,} x {context:,} tokens fit (up to {row['max_batch']:,} sequences)"}
+
+
+def _key(row: Mapping[str, Any], by: str) -> tuple:
+    tokens = row["tokens_per_s"]
+    if by == "context":
+        return (row.get("max_context_capped", row["max_context"]), tokens)
+    if by == "batch":
+        return (row["max_batch"], tokens)
+    if by == "gpus":
+        return (-row.get("fewest_gpus", {}).get("gpus", math.inf), tokens)
+    return (tokens,)
+
+
+def rank(result: dict[str, Any], model, by: str = "tokens") -> dict[str, Any] | None:
+    """Adds `verdict` and `rank` (1 = best; None for a row that does not fit) to every row of a plan result and
+    `answer` = {"by", "best", "fits", "rows"} to the result; returns the best row (None when none fits)."""
+    if by not in CONSTRAINTS:
+        raise ValueError(f"by: {by!r} is not one of {', '.join(CONSTRAINTS)}")
+    w = result["workload"]
+    rows = result["results"]
+    for row in rows:
+        row["verdict"] = verdict(row, model.max_position_embeddings, w["context_tokens"], w["batch"])
+    fitting = sorted((r for r in rows if r["verdict"]["fits"]), key=lambda r: _key(r, by), reverse=True)
+    for row in rows:
+        row["rank"] = None
+    for i, row in enumerate(fitting, 1):
+        row["rank"] = i
+    best = fitting[0] if fitting else None
+    result["answer"] = {"by": by, "by_text": CONSTRAINTS[by], "best": best["method"] if best else None,
+                        "fits": len(fitting), "rows": len(rows)}
+    return best
+
+
+def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows by rank, then the rows that do not fit in their original order."""
+    return sorted((r for r in rows if r.get("rank")), key=lambda r: r["rank"]) + [r for r in rows if not r.get("rank")]
+
+
+_NUMBER = re.compile(r"\d[\d,.]*")
+
+
+def group_notes(pairs: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(text, methods) per distinct note text, in first-seen order: `pairs` are (method, text)."""
+    groups: dict[str, list[str]] = {}
+    for method, text in pairs:
+        methods = groups.setdefault(text, [])
+        if method not in methods:
+            methods.append(method)
+    return list(groups.items())
+
+
+def note_kind(text: str) -> str:
+    """A note's kind, for the short listing: 'positions' (a memory-bound context past the model's positions, which
+    the table's ^ already says), 'fit' (a batch that does not fit, which the fits column says) or 'note'."""
+    if "is beyond the model's" in text and "positions" in text:
+        return "positions"
+    if "does not fit: at most" in text:
+        return "fit"
+    return "note"
+
+
+def methods_label(methods: list[str], total: int) -> str:
+    """'all methods', or the methods' names (runs of a preset family's sizes kept as they are)."""
+    return "all methods" if len(methods) == total and total > 1 else ", ".join(methods)
+
+
+def misses_lines(rows: list[dict[str, Any]], positions: int | None = None) -> list[str]:
+    """'does not fit' lines, one per distinct reason with the methods it concerns; a hint when the context is past
+    the model's positions."""
+    pairs = [(r["method"], r["verdict"]["why"]) for r in rows if not r["verdict"]["fits"]]
+    out = [f"does not fit: {methods_label(ms, len(rows))} ({why})" for why, ms in group_notes(pairs)]
+    if positions and any("positions" in why for _m, why in pairs):
+        out.append(f"hint: the model was trained to {positions:,} positions; ask for --context {positions} or less")
+    return out
+
+
+def answer_plan(result: dict[str, Any], model, hardware, by: str = "tokens") -> dict[str, Any] | None:
+    """Trust (roofline.trust.plan_trust) and verdict / rank (rank) added to a plan result in place, as `roofline
+    plan` does; returns the best row."""
+    from roofline.trust import plan_trust
+
+    result.setdefault("fusion", result["workload"].get("fusion", "typical"))
+    result.setdefault("max_positions", model.max_position_embeddings)
+    plan_trust(result, hardware)
+    return rank(result, model, by)
+
+
+def headline(result: Mapping[str, Any]) -> str:
+    """The verdict in one line: how many methods fit and the best by the constraint, with its figures."""
+    a, rows = result["answer"], result["results"]
+    if a["best"] is None:
+        return f"answer: none of the {a['rows']} methods fits"
+    best = next(r for r in rows if r["method"] == a["best"])
+    ctx = best.get("max_context_capped", min(best["max_context"], result.get("max_positions", math.inf)))
+    ctx_text = "unbounded" if ctx == math.inf else f"{int(ctx):,}"
+    from roofline.report import seconds
+
+    return (f"answer: {a['fits']} of {a['rows']} methods fit; best by {a['by_text']}: {best['method']} "
+            f"({best['tokens_per_s']:,.0f} tok/s, TPOT {seconds(best['tpot_s'])}, max context {ctx_text}, "
+            f"max batch {best['max_batch']:,})")

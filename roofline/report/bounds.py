@@ -1,0 +1,43 @@
+"""Count flags and input files checked against what they describe, so no input yields a silently wrong answer.
+
+- parallelism against the model: pipeline stages at most the decoder layers (a stage with no layer would make the
+  plan look faster with every stage added); tensor and expert parallelism are checked by the planner itself
+  (tp against the attention heads, ep against the routed experts).
+- trace files: a regular file only (a FIFO or a device such as /dev/zero would block or never end), at most
+  MAX_TRACE_BYTES, all its rows used; a trace longer than an explicit --requests is refused, never cut.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from roofline.errors import SpecError
+
+# The size limit is the time limit: roofline.serving.requests.load_trace parsed 1.97 M rows (33 MiB of
+# "1.234,4096,512") in 29 s on the project's 2-core machine, so 8 MiB (~0.5 M requests) parses in ~7 s.
+MAX_TRACE_BYTES = 8 << 20
+
+
+def check_parallel(model, tp: int = 1, pp: int = 1, ep: int = 1) -> None:
+    """Refuses pp > the model's decoder layers (one line naming the flag and the rule)."""
+    if pp > model.num_layers:
+        raise SpecError(f"--pp: {pp:,} pipeline stages exceed the {model.num_layers:,} layers of {model.name} "
+                        f"(every stage needs at least one layer)")
+
+
+def check_trace_file(path: str) -> int:
+    """The size of a trace file that may be read whole: refuses a missing path, anything but a regular file
+    (FIFO, device, folder, socket) and a file past MAX_TRACE_BYTES, without opening it."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise SpecError(f"--trace: {path} is {kind}; a trace must be a regular CSV file")
+    if st.st_size > MAX_TRACE_BYTES:
+        raise SpecError(f"--trace: {path} is {st.st_size:,} bytes, over the {MAX_TRACE_BYTES:,}-byte limit of a "
+                        f"trace file")
+    return st.st_size
