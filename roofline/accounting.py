@@ -102,9 +102,19 @@ def attention_params_per_layer(model: Model) -> int:
         params += d * q
     if model.qkv_bias:
         params += q + 2 * kv
+    if model.attn_out_bias:
+        params += d
     if model.qk_norm:
-        params += 2 * model.head_dim
+        params += q + kv if model.qk_norm_width == "full" else 2 * model.head_dim
     return params
+
+
+NORM_PARAMS_PER_CHANNEL = {"rms": 1, "layernorm": 2, "nonparametric": 0}
+
+
+def sink_params(model: Model) -> int:
+    """Learned sink logits (gpt-oss GptOssAttention.sinks): one per query head in every layer that has them."""
+    return sum(n * model.num_heads for kind, n in model.attention_groups().items() if kind.sinks)
 
 
 def indexer_params(model: Model) -> int:
@@ -150,11 +160,13 @@ def mamba1_params(d: int, inner: int, d_state: int, dt_rank: int, kernel: int) -
 
 def mlp_params(model: Model, intermediate: int) -> int:
     """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), 2·d·i if plain,
-    0 for a model without MLPs (pure Mamba)."""
+    0 for a model without MLPs (pure Mamba); with mlp_bias, the up (and gate) biases of width intermediate and the
+    down bias of width d."""
     if model.mlp == "none":
         return 0
     matrices = 3 if model.mlp == "gated" else 2
-    return matrices * model.hidden_size * intermediate
+    bias = (matrices - 1) * intermediate + model.hidden_size if model.mlp_bias else 0
+    return matrices * model.hidden_size * intermediate + bias
 
 
 def moe_layer_count(model: Model) -> int:
@@ -177,18 +189,19 @@ def parameter_count(model: Model) -> ParameterCount:
         shared = mlp_params(model, moe.shared_width) if moe.num_shared_experts else 0
         experts_total = n_moe * (moe.num_experts * per_expert + shared)
         experts_active = n_moe * (moe.experts_per_token * per_expert + shared)
-        router = n_moe * d * moe.num_experts
-    embedding = model.vocab_size * d
+        router = n_moe * ((d + moe.router_bias) * moe.num_experts + d * moe.shared_expert_gate)
+    embedding = model.vocab_size * d + model.position_embeddings * d
+    norm = NORM_PARAMS_PER_CHANNEL[model.norm]
     return ParameterCount(
         embedding=embedding,
-        lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
-        attention=_attention_layers(model) * attention_params_per_layer(model)
+        lm_head=(0 if model.tie_word_embeddings else model.vocab_size * d) + model.lm_head_bias * model.vocab_size,
+        attention=_attention_layers(model) * attention_params_per_layer(model) + sink_params(model)
         + model.state_layers() * linear_params_per_layer(model),
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
         router=router,
-        norms=model.num_layers * model.norms_per_layer * d + d,
+        norms=norm * (model.num_layers * model.norms_per_layer * d + d),
     )
 
 
@@ -225,12 +238,27 @@ def indexer_bytes_per_token_layer(model: Model) -> int:
     return dsa.index_head_dim + 4 * -(-dsa.index_head_dim // 128)
 
 
-def state_bytes_per_layer(model: Model) -> int:
-    """Recurrent + conv state bytes per sequence in one 'linear' layer (0 without linear_attention)."""
+CONVENTIONS = ("engine", "transformers")
+CONVENTION_HELP = (
+    "engine: what a serving engine holds (vLLM / SGLang): W tokens per sliding layer, kernel - 1 conv columns, "
+    "recurrent state in the state dtype; transformers: what transformers' cache holds (cache_utils v5.24: "
+    "DynamicSlidingWindowLayer keeps the last W - 1 tokens, LinearAttentionLayer keeps kernel conv columns)")
+
+
+def _check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
+
+
+def state_bytes_per_layer(model: Model, convention: str = "engine") -> int:
+    """Recurrent + conv state bytes per sequence in one 'linear' layer (0 without linear_attention); the conv state
+    holds kernel - 1 past inputs under the engine convention, kernel columns under transformers' (CONVENTION_HELP)."""
+    _check_convention(convention)
     la = model.linear_attention
     if la is None:
         return 0
-    return int((la.state_elements + la.conv_elements) * dtype_size(la.state_dtype))
+    conv = la.conv_elements + (la.conv_channels if convention == "transformers" else 0)
+    return int((la.state_elements + conv) * dtype_size(la.state_dtype))
 
 
 def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
@@ -273,21 +301,24 @@ def state_fraction(model: Model, tp: int) -> Fraction:
     return Fraction(1) if not whole else Fraction(state_bytes_per_layer_rank(model, tp), whole)
 
 
-def state_bytes_per_sequence(model: Model) -> int:
+def state_bytes_per_sequence(model: Model, convention: str = "engine") -> int:
     """Fixed state bytes of one sequence over all recurrent layers (Model.state_layers; independent of the
-    context)."""
-    return model.state_layers() * state_bytes_per_layer(model)
+    context), under `convention` (CONVENTION_HELP)."""
+    return model.state_layers() * state_bytes_per_layer(model, convention)
 
 
-def cached_tokens(layer_kind, context=None):
+def cached_tokens(layer_kind, context=None, convention: str = "engine"):
     """Tokens a layer holds at context L: all of them, at most W for a sliding window or a chunk (the peak of
-    chunked local attention), none for 'linear' (a fixed state) or 'none'."""
+    chunked local attention), none for 'linear' (a fixed state) or 'none'. Under the transformers convention a
+    sliding layer holds at most W - 1 (DynamicSlidingWindowLayer.update keeps `[-sliding_window + 1:]`)."""
     if context is None:
         from roofline.units import L
 
         context = L
     if layer_kind.kind in ("none", "linear"):
         return sp.Integer(0)
+    if layer_kind.kind == "sliding" and convention == "transformers":
+        return sp.Min(context, layer_kind.window - 1)
     if layer_kind.kind in ("sliding", "chunked"):
         return sp.Min(context, layer_kind.window)
     return context
@@ -303,13 +334,14 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     return per_layer * model.layer_counts().get("full", 0)
 
 
-def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1) -> sp.Expr:
+def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, convention: str = "engine") -> sp.Expr:
     """Total cache bytes for `batch` sequences at `context` tokens (windowed layers capped at W, recurrent
-    layers' fixed state included)."""
+    layers' fixed state included), under `convention` (CONVENTION_HELP)."""
+    _check_convention(convention)
     if context is None:
         from roofline.units import L
 
         context = L
     per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
-    tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
-    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))
+    tokens = sum(n * cached_tokens(kind, context, convention) for kind, n in model.attention_groups().items())
+    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model, convention)))

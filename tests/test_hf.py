@@ -94,10 +94,16 @@ def _fails(data: dict, *fragments: str) -> str:
     return message
 
 
-def test_unknown_architecture_lists_supported():
+def test_unknown_architecture_without_model_type_lists_supported():
     data = _config("Llama-3.1-8B") | {"architectures": ["GPT2LMHeadModel"]}
+    data.pop("model_type", None)
     message = _fails(data, "cfg.json: architectures:", "GPT2LMHeadModel", "LlamaForCausalLM")
     assert all(arch in message for arch in HANDLERS)
+
+
+def test_unknown_model_type_is_refused_naming_it():
+    data = _config("Llama-3.1-8B") | {"architectures": ["NoSuchForCausalLM"], "model_type": "no_such"}
+    _fails(data, "cfg.json: model_type: 'no_such' (NoSuchForCausalLM) is not supported", "FAMILIES")
 
 
 def test_missing_architectures():

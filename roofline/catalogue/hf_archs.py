@@ -51,7 +51,8 @@ def _qwen3_moe(cfg: _Config) -> dict[str, Any]:
 
 def _qwen3_next(cfg: _Config) -> dict[str, Any]:
     """Qwen3-Next: Gated DeltaNet layers with a gated full-attention layer every full_attention_interval
-    (transformers Qwen3NextConfig: layer i is full when (i + 1) % interval == 0), QK norm, MoE + shared."""
+    (transformers Qwen3NextConfig: layer i is full when (i + 1) % interval == 0), QK norm, MoE + a shared expert
+    behind a d x 1 sigmoid gate (Qwen3NextSparseMoeBlock.shared_expert_gate)."""
     _every_layer_moe(cfg)
     fields = _core(cfg, head_dim_required=True)
     n = fields["num_layers"]
@@ -67,22 +68,25 @@ def _qwen3_next(cfg: _Config) -> dict[str, Any]:
               "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
     moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size"), "num_shared_experts": 1,
-           "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}
+           "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size"),
+           "shared_expert_gate": True}
     return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "attn_output_gate": True,
                      "attention": attention, "linear_attention": linear, "moe": moe}
 
 
 def _gpt_oss(cfg: _Config) -> dict[str, Any]:
     """gpt-oss: alternating sliding (128) / full layers, every one with learned sink logits; all-MoE MLP
-    (transformers GptOssConfig; experts of width intermediate_size, no shared expert)."""
+    (transformers GptOssConfig; experts of width intermediate_size, no shared expert). GptOssAttention's q/k/v/o
+    carry attention_bias; GptOssExperts' gate_up and down projections and GptOssTopKRouter carry biases."""
     fields = _core(cfg, head_dim_required=True)
     if cfg.has("layer_types"):
         attention = _from_layer_types(cfg, fields["num_layers"], sinks=True)
     else:  # GptOssConfig default: layer i sliding when i is even
         attention = [_sliding(cfg.integer("sliding_window")) | {"sinks": True}, _full() | {"sinks": True}]
     moe = {"num_experts": cfg.integer("num_local_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
-           "expert_intermediate_size": fields["intermediate_size"]}
-    return fields | {"qkv_bias": cfg.flag("attention_bias", True), "attention": attention, "moe": moe}
+           "expert_intermediate_size": fields["intermediate_size"], "router_bias": True}
+    bias = cfg.flag("attention_bias", True)
+    return fields | {"qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": True, "attention": attention, "moe": moe}
 
 
 def _gemma3(cfg: _Config) -> dict[str, Any]:
