@@ -26,6 +26,7 @@ from hf_exactness import measure  # noqa: E402
 KNOWN_GAPS = {
     **dict.fromkeys(("deepseek_v3", "deepseek_v32", "sarvam_mla"),
                     "the toy does not run: transformers' DeepSeek-V3 MoE routing raises a shape error at 4 experts"),
+    "falcon_h1": "FalconH1Config's mamba_rms_norm (default false) drops the mixer's gated RMSNorm; the spec counts it",
     "jamba": "JambaMambaMixer's dt / B / C RMSNorms (dt_rank + 2 d_state weights per Mamba layer) are not modelled",
     **dict.fromkeys(("llama4", "llama4_text"),
                     "Llama4TextL2Norm has no weights; the spec's qk_norm counts 2 x head_dim per layer"),

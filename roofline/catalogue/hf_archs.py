@@ -43,7 +43,9 @@ def _every_layer_moe(cfg: _Config) -> None:
 def _qwen3_moe(cfg: _Config) -> dict[str, Any]:
     _every_layer_moe(cfg)
     fields = _core(cfg)
-    moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
+    # transformers 5.x saves Qwen3MoeConfig's expert count as num_local_experts (4.x: num_experts)
+    experts = "num_experts" if cfg.has("num_experts") or not cfg.has("num_local_experts") else "num_local_experts"
+    moe = {"num_experts": cfg.integer(experts), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size")}
     return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "moe": moe,
                      "attention": _qwen_windows(cfg, fields["num_layers"])}
@@ -133,7 +135,7 @@ def _llama4(cfg: _Config) -> dict[str, Any]:
 def _glm4_moe(cfg: _Config) -> dict[str, Any]:
     """GLM-4.5 (Glm4MoeConfig): GQA with q/k/v bias, optional QK norm, DeepSeek-style MoE keys; the MTP
     layers (num_nextn_predict_layers) are not part of the decoder stack."""
-    fields = _core(cfg, head_dim_required=True)
+    fields = _core(cfg)  # head_dim absent: hidden / heads, as Glm4MoeAttention derives it
     moe = {"num_experts": cfg.integer("n_routed_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "num_shared_experts": cfg.integer("n_shared_experts", minimum=0),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size"),

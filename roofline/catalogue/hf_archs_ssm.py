@@ -112,7 +112,7 @@ def _falcon_h1(cfg: _Config) -> dict[str, Any]:
     (FalconH1DecoderLayer: input_layernorm, then self_attn + mamba, summed; pre_ff_layernorm, SwiGLU MLP).
     The mixer: mamba_n_heads heads of mamba_d_head (mamba_d_ssm = their product, default expand x hidden),
     mamba_n_groups of B and C of mamba_d_state, conv mamba_d_conv; explicit head_dim for attention."""
-    fields = _core(cfg, kv_default_heads=True, head_dim_required=True)
+    fields = _core(cfg, kv_default_heads=True)  # head_dim absent: hidden / heads (FalconH1Attention)
     heads = cfg.integer("mamba_n_heads")
     inner = cfg.integer("mamba_d_ssm", cfg.integer("mamba_expand", 2) * fields["hidden_size"])
     head_dim = cfg.integer("mamba_d_head", inner // heads) if cfg.data.get("mamba_d_head") != "auto" \
