@@ -84,8 +84,8 @@ def _cohere2(cfg: _Config) -> dict[str, Any]:
 
 def _olmo2(cfg: _Config) -> dict[str, Any]:
     """OLMo-2: Llama shapes with norms after attention and after the MLP (2 per layer) and RMSNorm on the whole
-    q and k projections (Olmo2Attention q_norm: heads x head_dim, k_norm: kv heads x head_dim: qk_norm_width 'full'). num_key_value_heads defaults to num_attention_heads and
-    max_position_embeddings to 2048 (Olmo2Config)."""
+    q and k projections (Olmo2Attention q_norm: heads x head_dim, k_norm: kv heads x head_dim: qk_norm_width
+    'full'). num_key_value_heads defaults to num_attention_heads and max_position_embeddings to 2048 (Olmo2Config)."""
     cfg.data = {"max_position_embeddings": 2048, **cfg.data}  # Olmo2Config's default
     fields = _core(cfg, kv_default_heads=True)
     return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "qk_norm_width": "full",
