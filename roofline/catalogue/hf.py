@@ -17,6 +17,7 @@ from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
+from roofline.catalogue.hf_quant import read_quantization
 from roofline.catalogue.hfconfig import (
     _Config,
     _core,
@@ -199,4 +200,7 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     arch = _architecture(data, where)
     fields = HANDLERS[arch](_Config(data, where, arch)) if arch in HANDLERS else _family_fields(data, where, arch)
     spec = {"name": name or _default_name(data, where), "source": where, "architecture": arch} | fields
+    quantization = read_quantization(data, where, has_experts="moe" in fields)
+    if quantization is not None:
+        spec["quantization"] = quantization
     return validate(Model, spec, where)

@@ -110,6 +110,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     model = load_model(args.model or DEFAULT_SCENARIO["model"])
     hardware = with_ceilings(load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"]), args.ceilings)
     workload = _workload(args)
+    from roofline.catalogue.hf_quant import stored_widths
+
+    workload, quantization = stored_widths(model, workload)
     methods, skipped = _methods(args.method, model)
     if args.fewest_gpus:
         result = _plan_on_fewest_gpus(model, hardware, workload, methods)
@@ -117,6 +120,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         result = plan(model, hardware, workload, methods)
     result.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=workload.fusion)
     _annotate(result, model)
+    if quantization is not None:
+        result["quantization"] = quantization
     result["skipped"] = skipped
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)

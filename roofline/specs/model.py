@@ -161,6 +161,25 @@ class MoE(Spec):
         return self.num_shared_experts * self.expert_intermediate_size
 
 
+class Quantization(Spec):
+    """How a checkpoint stores its weights, read from its quantization_config (catalogue.hf_quant)."""
+
+    method: str = Field(description="quantization_config.quant_method (fp8, mxfp4, modelopt, awq, gptq, ...).")
+    weight_dtype: Literal["fp8", "int8", "int4", "mxfp4", "nvfp4"] = Field(
+        description="Storage dtype of the converted weight matrices.")
+    scale_bytes_per_weight: str = Field(
+        "0/1", pattern=r"^\d+/[1-9]\d*$",
+        description="Scale (and zero-point) bytes per converted weight beyond the dtype, an exact fraction "
+                    "(fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256).")
+    experts_only: bool = Field(
+        False, description="Only the routed experts are converted (modules_to_not_convert keeps attention and the "
+                           "router at the model dtype: gpt-oss's mxfp4 checkpoints).")
+    modules_not_converted: list[str] = Field(
+        default_factory=list, description="modules_to_not_convert / ignore / exclude_modules as written.")
+    kv_cache_dtype: Literal["fp8", "int8"] | None = Field(
+        None, description="KV cache dtype the checkpoint declares (kv_cache_scheme, kv_cache_quant_algo), if any.")
+
+
 class Model(Spec):
     """A decoder-only transformer as the cost model sees it."""
 
@@ -209,6 +228,8 @@ class Model(Spec):
     sparse_attention: SparseAttention | None = Field(
         None, description="DeepSeek Sparse Attention indexer (with MLA), if any.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
+    quantization: Quantization | None = Field(
+        None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:
