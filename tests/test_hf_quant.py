@@ -44,7 +44,9 @@ def test_gpt_oss_mxfp4_converts_only_the_experts():
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "int4", "1/16"),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}, "nvfp4", "0/1"),
     ({"quant_method": "compressed-tensors", "ignore": ["lm_head"],
-      "kv_cache_scheme": {"num_bits": 8, "type": "float"}, "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}, "fp8", "0/1"),
+      "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+      "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}},
+     "fp8", "0/1"),
 ])
 def test_each_quantizer_gives_its_stored_width(q, dtype, scale):
     # AWQ int4 g128: fp16 scale (2 B) + 4-bit zero (0.5 B) per 128 = 5/256; GPTQ int8 g64: (2 + 1) / 64;
