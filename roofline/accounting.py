@@ -240,25 +240,41 @@ def indexer_bytes_per_token_layer(model: Model) -> int:
 
 CONVENTIONS = ("engine", "transformers")
 CONVENTION_HELP = (
-    "engine: what a serving engine holds (vLLM / SGLang): W tokens per sliding layer, kernel - 1 conv columns, "
-    "recurrent state in the state dtype; transformers: what transformers' cache holds (cache_utils v5.24: "
+    "engine (default): the tokens a serving engine keeps for attention (vLLM / SGLang): W per sliding layer, "
+    "kernel - 1 conv inputs, recurrent state in the state dtype, exact (the engine's block rounding is "
+    "`capacity --engine`); transformers: what transformers' cache holds (cache_utils v5.24: "
     "DynamicSlidingWindowLayer keeps the last W - 1 tokens, LinearAttentionLayer keeps kernel conv columns)")
 
 
-def _check_convention(convention: str) -> None:
+def under_convention(model: Model, convention: str) -> Model:
+    """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
+    sliding window one token shorter and every conv state one column wider (roofline's conv state keeps
+    conv_kernel - 1 inputs, so conv_kernel + 1). ValueError naming the field for an unknown convention or a
+    window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
+    if convention == "engine":
+        return model
+    layers = []
+    for layer in model.attention:
+        if layer.kind == "sliding":
+            if layer.window < 2:
+                raise ValueError("convention: transformers keeps W - 1 tokens of a sliding window; W is 1")
+            layer = layer.model_copy(update={"window": layer.window - 1})
+        layers.append(layer)
+    update: dict = {"attention": layers}
+    if model.linear_attention is not None:
+        la = model.linear_attention
+        update["linear_attention"] = la.model_copy(update={"conv_kernel": la.conv_kernel + 1})
+    return model.model_copy(update=update)
 
 
-def state_bytes_per_layer(model: Model, convention: str = "engine") -> int:
-    """Recurrent + conv state bytes per sequence in one 'linear' layer (0 without linear_attention); the conv state
-    holds kernel - 1 past inputs under the engine convention, kernel columns under transformers' (CONVENTION_HELP)."""
-    _check_convention(convention)
+def state_bytes_per_layer(model: Model) -> int:
+    """Recurrent + conv state bytes per sequence in one 'linear' layer (0 without linear_attention)."""
     la = model.linear_attention
     if la is None:
         return 0
-    conv = la.conv_elements + (la.conv_channels if convention == "transformers" else 0)
-    return int((la.state_elements + conv) * dtype_size(la.state_dtype))
+    return int((la.state_elements + la.conv_elements) * dtype_size(la.state_dtype))
 
 
 def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
@@ -301,24 +317,21 @@ def state_fraction(model: Model, tp: int) -> Fraction:
     return Fraction(1) if not whole else Fraction(state_bytes_per_layer_rank(model, tp), whole)
 
 
-def state_bytes_per_sequence(model: Model, convention: str = "engine") -> int:
+def state_bytes_per_sequence(model: Model) -> int:
     """Fixed state bytes of one sequence over all recurrent layers (Model.state_layers; independent of the
-    context), under `convention` (CONVENTION_HELP)."""
-    return model.state_layers() * state_bytes_per_layer(model, convention)
+    context)."""
+    return model.state_layers() * state_bytes_per_layer(model)
 
 
-def cached_tokens(layer_kind, context=None, convention: str = "engine"):
+def cached_tokens(layer_kind, context=None):
     """Tokens a layer holds at context L: all of them, at most W for a sliding window or a chunk (the peak of
-    chunked local attention), none for 'linear' (a fixed state) or 'none'. Under the transformers convention a
-    sliding layer holds at most W - 1 (DynamicSlidingWindowLayer.update keeps `[-sliding_window + 1:]`)."""
+    chunked local attention), none for 'linear' (a fixed state) or 'none'."""
     if context is None:
         from roofline.units import L
 
         context = L
     if layer_kind.kind in ("none", "linear"):
         return sp.Integer(0)
-    if layer_kind.kind == "sliding" and convention == "transformers":
-        return sp.Min(context, layer_kind.window - 1)
     if layer_kind.kind in ("sliding", "chunked"):
         return sp.Min(context, layer_kind.window)
     return context
@@ -336,12 +349,12 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
 
 def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, convention: str = "engine") -> sp.Expr:
     """Total cache bytes for `batch` sequences at `context` tokens (windowed layers capped at W, recurrent
-    layers' fixed state included), under `convention` (CONVENTION_HELP)."""
-    _check_convention(convention)
+    layers' fixed state included), under `convention` (CONVENTION_HELP; under_convention)."""
+    model = under_convention(model, convention)
     if context is None:
         from roofline.units import L
 
         context = L
     per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
-    tokens = sum(n * cached_tokens(kind, context, convention) for kind, n in model.attention_groups().items())
-    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model, convention)))
+    tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
+    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))

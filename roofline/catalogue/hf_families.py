@@ -143,8 +143,14 @@ FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
     **dict.fromkeys(("llama", "aria_text", "cwm", "ernie4_5", "exaone", "gemma", "granite", "granitemoe",
                      "granitemoeshared", "helium", "internlm3", "iquestcoder", "ministral", "ministral3",
-                     "smollm3", "vaultgemma", "sarvam_moe", "glm", "glm4", "qwen2", "qwen3", "cohere",
-                     "cohere2", "mixtral", "phi3"), LLAMA),
+                     "smollm3", "vaultgemma", "sarvam_moe", "glm", "mixtral", "phi3"), LLAMA),
+    # Qwen2Attention: bias on q / k / v always, none on o
+    "qwen2": Family(qkv_bias=True, o_bias=False),
+    "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
+    # CohereDecoderLayer: attention and MLP in parallel after one LayerNorm (weight only); tied embeddings
+    "cohere": Family(norms_per_layer=1, tie_default=True), "cohere2": Family(norms_per_layer=1, tie_default=True),
+    # Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm besides the two pre-norms
+    "glm4": Family(norms_per_layer=4),
     "mistral": Family(uniform_window=True),
     # RMSNorm per head on q and k (Qwen3Attention q_norm / k_norm of head_dim)
     "exaone4": QK_HEAD, "exaone_moe": QK_HEAD, "mellum": QK_HEAD, "hy_v3": QK_HEAD,
