@@ -1,6 +1,6 @@
 """The exactness harness: tiny random-initialised transformers models against roofline's accounting.
 
-For one transformers model type, `measure` builds the type's config shrunk to a toy (hidden 48, 4 layers, 4 heads of
+For one transformers model type, `measure` builds the type's config shrunk to a toy (hidden 40, 4 layers, 4 heads of
 16, vocabulary 250: TINY, sizes chosen so that no two parameter groups coincide in count, plus the type's own keys in TINY_BY_TYPE), instantiates the model class on the CPU in fp32,
 runs one forward of PROMPT_TOKENS tokens with a cache, and returns what transformers holds next to what roofline
 computes from the same config.json:
@@ -26,7 +26,7 @@ PROMPT_TOKENS = 6
 
 # Shrink keys wherever the default config has them (the toy keeps every mechanism, only smaller).
 TINY: dict[str, Any] = {
-    "hidden_size": 48, "n_embd": 48, "d_model": 48,
+    "hidden_size": 40, "n_embd": 40, "d_model": 40,
     "num_hidden_layers": 4, "n_layer": 4, "num_layers": 4,
     "num_attention_heads": 4, "n_head": 4, "num_key_value_heads": 2, "num_kv_heads": 2, "head_dim": 16,
     "intermediate_size": 88, "n_inner": 88, "ffn_dim": 88, "ffn_hidden_size": 88,
@@ -42,11 +42,11 @@ TINY: dict[str, Any] = {
 TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "mamba": {"state_size": 8, "intermediate_size": 128},
     "falcon_mamba": {"state_size": 8, "intermediate_size": 128},
-    "mamba2": {"num_heads": 6, "head_dim": 16, "state_size": 8, "n_groups": 2, "expand": 2},
+    "mamba2": {"num_heads": 5, "head_dim": 16, "state_size": 8, "n_groups": 1, "expand": 2},
     "jamba": {"mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1},
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128, "mamba_d_state": 8},
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
-    "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 12}, "stablelm": {"hidden_size": 64},
+    "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
 
 

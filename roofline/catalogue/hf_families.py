@@ -147,6 +147,16 @@ FAMILIES: dict[str, Family] = {
     # Qwen2Attention: bias on q / k / v always, none on o
     "qwen2": Family(qkv_bias=True, o_bias=False),
     "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
+    "qwen2_vl_text": Family(qkv_bias=True, o_bias=False), "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
+    "glm4v_text": Family(norms_per_layer=4, qkv_bias=True, o_bias=False),
+    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False), "glm_ocr_text": Family(norms_per_layer=4),
+    # HyperCLOVA X: post-norms after attention and MLP (use_post_norm), 4 per layer
+    "hyperclovax": Family(norms_per_layer=4),
+    # GPT-NeoX layout: LayerNorms with bias, biases on every linear, ungated MLP (GPTNeoXLayer, Jais2)
+    "gpt_neox": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
+    "jais2": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
+    "cosmos3_edge_text": Family(mlp="plain"),
+    "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
     # CohereDecoderLayer: attention and MLP in parallel after one LayerNorm (weight only); tied embeddings
     "cohere": Family(norms_per_layer=1, tie_default=True), "cohere2": Family(norms_per_layer=1, tie_default=True),
     # Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm besides the two pre-norms

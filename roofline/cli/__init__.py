@@ -160,13 +160,12 @@ def _show_text(data: dict[str, Any]) -> str:
 # ---- kv --------------------------------------------------------------------------------------------
 
 def cmd_kv(args: argparse.Namespace) -> int:
+    from roofline.accounting import under_convention
     from roofline.analysis.kvreport import kv_report
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.ceilings import ceilings_label, with_ceilings
-    from roofline.methods import parse_method
-
-    from roofline.accounting import under_convention
     from roofline.errors import SpecError
+    from roofline.methods import parse_method
 
     model = load_model(args.model)
     method = parse_method(args.method)
