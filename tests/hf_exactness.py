@@ -1,8 +1,9 @@
 """The exactness harness: tiny random-initialised transformers models against roofline's accounting.
 
 For one transformers model type, `measure` builds the type's config shrunk to a toy (hidden 40, 4 layers, 4 heads of
-16, vocabulary 250: TINY, sizes chosen so that no two parameter groups coincide in count, plus the type's own keys in TINY_BY_TYPE), instantiates the model class on the CPU in fp32,
-runs one forward of PROMPT_TOKENS tokens with a cache, and returns what transformers holds next to what roofline
+16, vocabulary 250: TINY, sizes chosen so that no two parameter groups coincide in count, e.g. q + kv widths 96 vs
+2 x hidden 80; plus the type's own keys in TINY_BY_TYPE), instantiates the model class on the CPU in fp32, runs one
+forward of PROMPT_TOKENS tokens with a cache, and returns what transformers holds next to what roofline
 computes from the same config.json:
 
 - parameters: sum of numel over model.parameters() (tied matrices counted once) vs accounting.parameter_count's
