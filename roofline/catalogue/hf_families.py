@@ -44,6 +44,15 @@ class Family:
     uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
     router_bias: bool = False
     shared_expert_gate: bool = False
+    attn_output_gate: bool = False
+    gated_deltanet: bool = False  # 'linear_attention' layers are Gated DeltaNet of the linear_* keys
+
+
+def _deltanet(cfg: _Config) -> dict[str, Any]:
+    """Gated DeltaNet shapes from the linear_* keys (Qwen3NextConfig / Qwen3_5TextConfig)."""
+    return {"kind": "gated_deltanet", "key_heads": cfg.integer("linear_num_key_heads"),
+            "value_heads": cfg.integer("linear_num_value_heads"), "key_head_dim": cfg.integer("linear_key_head_dim"),
+            "value_head_dim": cfg.integer("linear_value_head_dim"), "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
 
 
 def _switch(cfg: _Config, value: str | bool) -> bool:
@@ -107,6 +116,16 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
     return moe
 
 
+def _dense_width(cfg: _Config) -> int:
+    """intermediate_size; a config without it (Qwen3_5MoeTextConfig: every layer MoE) gives the expert width,
+    which then sizes no layer (no dense layer is allowed)."""
+    if cfg.has("intermediate_size") or not (_first(cfg, EXPERT_KEYS) and cfg.has("moe_intermediate_size")):
+        return cfg.integer("intermediate_size")
+    if cfg.integer("first_k_dense_replace", 0, minimum=0) or cfg.integer("decoder_sparse_step", 1) != 1:
+        raise cfg.error("intermediate_size", "missing, and some layers have a dense MLP")
+    return cfg.integer("moe_intermediate_size")
+
+
 def read(cfg: _Config, family: Family) -> dict[str, Any]:
     """The Model fields of a config of `family`: shared keys, then the family's parameter layout."""
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
@@ -117,7 +136,7 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         raise cfg.error("head_dim", f"missing, and hidden_size {hidden} is not divisible by num_attention_heads "
                                     f"{heads}")
     n = cfg.integer("num_hidden_layers")
-    dense = cfg.integer("intermediate_size")
+    dense = _dense_width(cfg)
     fields = {
         "num_layers": n, "hidden_size": hidden, "num_heads": heads, "num_kv_heads": kv_heads,
         "head_dim": cfg.integer("head_dim") if cfg.has("head_dim") else hidden // heads,
@@ -129,6 +148,12 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         "norm": family.norm, "qk_norm": _switch(cfg, family.qk_norm), "qk_norm_width": family.qk_norm_width,
         "attention": _shortest_cycle(_attention(cfg, family, n)),
     }
+    if family.attn_output_gate:
+        fields["attn_output_gate"] = True
+    if any(layer["kind"] == "linear" for layer in fields["attention"]):
+        if not family.gated_deltanet:
+            raise cfg.error("layer_types", f"'linear_attention' layers of {cfg.arch} are not modelled")
+        fields["linear_attention"] = _deltanet(cfg)
     moe = _moe(cfg, family, n, dense)
     return fields if moe is None else fields | {"moe": moe}
 
@@ -157,6 +182,10 @@ FAMILIES: dict[str, Family] = {
     "jais2": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
     "cosmos3_edge_text": Family(mlp="plain"),
     "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
+    # Qwen3.5: Gated DeltaNet layers and gated full attention with QK norm (as Qwen3-Next), dense or MoE with a
+    # gated shared expert
+    **dict.fromkeys(("qwen3_5_text", "qwen3_5_moe_text"),
+                    Family(qk_norm=True, attn_output_gate=True, gated_deltanet=True, shared_expert_gate=True)),
     # CohereDecoderLayer: attention and MLP in parallel after one LayerNorm (weight only); tied embeddings
     "cohere": Family(norms_per_layer=1, tie_default=True), "cohere2": Family(norms_per_layer=1, tie_default=True),
     # Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm besides the two pre-norms
