@@ -46,6 +46,25 @@ class Family:
     shared_expert_gate: bool = False
     attn_output_gate: bool = False
     gated_deltanet: bool = False  # 'linear_attention' layers are Gated DeltaNet of the linear_* keys
+    aliases: tuple[tuple[str, str], ...] = ()  # (shared key, this family's key), e.g. ("hidden_size", "n_embd")
+    learned_positions: str | None = None  # key giving the rows of a learned absolute position embedding
+    position_offset: int = 0  # extra rows of that embedding (OPTLearnedPositionalEmbedding: 2)
+    intermediate_factor: int = 0  # intermediate_size absent or null: this x hidden_size (GPT-2's n_inner: 4)
+    kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
+    modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
+
+
+def _renamed(cfg: _Config, family: Family) -> _Config:
+    """The config with the family's keys under the shared names (an alias fills a shared key that is absent)."""
+    data = dict(cfg.data)
+    for shared, own in family.aliases:
+        if data.get(shared) is None and own in data:
+            data[shared] = data[own]
+    if family.intermediate_factor and data.get("intermediate_size") is None and "hidden_size" in data:
+        data["intermediate_size"] = family.intermediate_factor * data["hidden_size"]
+    if family.kv_heads_key and data.get(family.kv_heads_key):
+        data["num_key_value_heads"] = 1
+    return _Config(data, cfg.where, cfg.arch)
 
 
 def _deltanet(cfg: _Config) -> dict[str, Any]:
@@ -128,6 +147,11 @@ def _dense_width(cfg: _Config) -> int:
 
 def read(cfg: _Config, family: Family) -> dict[str, Any]:
     """The Model fields of a config of `family`: shared keys, then the family's parameter layout."""
+    cfg = _renamed(cfg, family)
+    for key, value in family.modelled_only:
+        expected = cfg.data.get("hidden_size") if value == "hidden_size" else value
+        if key in cfg.data and cfg.data[key] != expected:
+            raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
     kv_heads = cfg.integer("num_key_value_heads", heads)
     if heads % kv_heads:
@@ -150,6 +174,8 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     }
     if family.attn_output_gate:
         fields["attn_output_gate"] = True
+    if family.learned_positions:
+        fields["position_embeddings"] = cfg.integer(family.learned_positions) + family.position_offset
     if any(layer["kind"] == "linear" for layer in fields["attention"]):
         if not family.gated_deltanet:
             raise cfg.error("layer_types", f"'linear_attention' layers of {cfg.arch} are not modelled")
@@ -182,6 +208,19 @@ FAMILIES: dict[str, Family] = {
     "jais2": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
     "cosmos3_edge_text": Family(mlp="plain"),
     "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
+    # GPT-2 (GPT2Block): LayerNorms with bias, biases on c_attn / c_proj / c_fc, ungated MLP of n_inner (null:
+    # 4 x n_embd), learned positions of n_positions, tied embeddings; GPTBigCode: the same with multi_query
+    **dict.fromkeys(("gpt2", "gpt_bigcode"), Family(
+        norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
+        aliases=(("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
+                 ("max_position_embeddings", "n_positions"), ("intermediate_size", "n_inner")),
+        learned_positions="n_positions", intermediate_factor=4, kv_heads_key="multi_query")),
+    # OPT (OPTDecoderLayer): LayerNorms with bias, biases by enable_bias, ReLU MLP of ffn_dim, learned positions
+    # of max_position_embeddings + 2 (OPTLearnedPositionalEmbedding's offset), tied embeddings
+    "opt": Family(norm="layernorm", qkv_bias="enable_bias", o_bias="enable_bias", mlp_bias="enable_bias",
+                  mlp="plain", tie_default=True, aliases=(("intermediate_size", "ffn_dim"),),
+                  learned_positions="max_position_embeddings", position_offset=2,
+                  modelled_only=(("word_embed_proj_dim", "hidden_size"), ("do_layer_norm_before", True))),
     # Qwen3.5: Gated DeltaNet layers and gated full attention with QK norm (as Qwen3-Next), dense or MoE with a
     # gated shared expert
     **dict.fromkeys(("qwen3_5_text", "qwen3_5_moe_text"),
