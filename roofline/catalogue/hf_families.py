@@ -72,7 +72,8 @@ def _deltanet(cfg: _Config) -> dict[str, Any]:
     return {"kind": "gated_deltanet", "key_heads": cfg.integer("linear_num_key_heads"),
             "value_heads": cfg.integer("linear_num_value_heads"),
             "key_head_dim": cfg.integer("linear_key_head_dim"),
-            "value_head_dim": cfg.integer("linear_value_head_dim"), "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
+            "value_head_dim": cfg.integer("linear_value_head_dim"),
+            "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
 
 
 def _switch(cfg: _Config, value: str | bool) -> bool:
