@@ -52,6 +52,7 @@ class Family:
     intermediate_factor: int = 0  # intermediate_size absent or null: this x hidden_size (GPT-2's n_inner: 4)
     kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
     modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
+    sinks: bool = False  # every attention layer has learned per-head sink logits
 
 
 def _renamed(cfg: _Config, family: Family) -> _Config:
@@ -87,7 +88,7 @@ def _first(cfg: _Config, keys: tuple[str, ...]) -> str | None:
 def _attention(cfg: _Config, family: Family, num_layers: int) -> list[dict[str, Any]]:
     """layer_types when the config lists them; else one window for every layer (uniform_window) or full."""
     if cfg.has("layer_types"):
-        return _from_layer_types(cfg, num_layers)
+        return _from_layer_types(cfg, num_layers, sinks=family.sinks)
     if family.uniform_window and cfg.has("sliding_window") and cfg.flag("use_sliding_window", True):
         return [_sliding(cfg.integer("sliding_window"))]
     return [_full()]
@@ -210,6 +211,9 @@ FAMILIES: dict[str, Family] = {
     "jais2": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
     "cosmos3_edge_text": Family(mlp="plain"),
     "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
+    # GraniteSwaAttention: a learnable per-head sink on every layer (sigmoid(lse - sink) scaling = one more
+    # softmax logit), sliding / full per layer_types
+    "granite_swa": Family(sinks=True), "granitemoe_swa": Family(sinks=True),
     # GPT-2 (GPT2Block): LayerNorms with bias, biases on c_attn / c_proj / c_fc, ungated MLP of n_inner (null:
     # 4 x n_embd), learned positions of n_positions, tied embeddings; GPTBigCode: the same with multi_query
     **dict.fromkeys(("gpt2", "gpt_bigcode"), Family(
