@@ -206,11 +206,15 @@ def parameter_count(model: Model) -> ParameterCount:
 
 
 def routed_expert_params(model: Model) -> int:
-    """Parameters of the routed experts over every MoE layer (shared experts and the router excluded):
-    MoE layers x num_experts x the MLP parameters of one expert's width; 0 for a dense model."""
-    if model.moe is None:
+    """Weight-matrix parameters of the routed experts over every MoE layer (shared experts, the router and the
+    experts' biases excluded: a quantized checkpoint stores the matrices at the expert dtype and keeps biases at
+    the model dtype, gpt-oss's mxfp4 layout): MoE layers x num_experts x the matrices of one expert's width; 0 for
+    a dense model."""
+    if model.moe is None or model.mlp == "none":
         return 0
-    return moe_layer_count(model) * model.moe.num_experts * mlp_params(model, model.moe.expert_intermediate_size)
+    matrices = 3 if model.mlp == "gated" else 2
+    width = model.moe.expert_intermediate_size
+    return moe_layer_count(model) * model.moe.num_experts * matrices * model.hidden_size * width
 
 
 def _attention_layers(model: Model) -> int:
