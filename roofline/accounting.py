@@ -102,9 +102,19 @@ def attention_params_per_layer(model: Model) -> int:
         params += d * q
     if model.qkv_bias:
         params += q + 2 * kv
+    if model.attn_out_bias:
+        params += d
     if model.qk_norm:
-        params += 2 * model.head_dim
+        params += q + kv if model.qk_norm_width == "full" else 2 * model.head_dim
     return params
+
+
+NORM_PARAMS_PER_CHANNEL = {"rms": 1, "layernorm": 2, "nonparametric": 0}
+
+
+def sink_params(model: Model) -> int:
+    """Learned sink logits (gpt-oss GptOssAttention.sinks): one per query head in every layer that has them."""
+    return sum(n * model.num_heads for kind, n in model.attention_groups().items() if kind.sinks)
 
 
 def indexer_params(model: Model) -> int:
@@ -150,11 +160,13 @@ def mamba1_params(d: int, inner: int, d_state: int, dt_rank: int, kernel: int) -
 
 def mlp_params(model: Model, intermediate: int) -> int:
     """Parameters of one MLP of width `intermediate`: 3·d·intermediate if gated (gate, up, down), 2·d·i if plain,
-    0 for a model without MLPs (pure Mamba)."""
+    0 for a model without MLPs (pure Mamba); with mlp_bias, the up (and gate) biases of width intermediate and the
+    down bias of width d."""
     if model.mlp == "none":
         return 0
     matrices = 3 if model.mlp == "gated" else 2
-    return matrices * model.hidden_size * intermediate
+    bias = (matrices - 1) * intermediate + model.hidden_size if model.mlp_bias else 0
+    return matrices * model.hidden_size * intermediate + bias
 
 
 def moe_layer_count(model: Model) -> int:
@@ -177,27 +189,32 @@ def parameter_count(model: Model) -> ParameterCount:
         shared = mlp_params(model, moe.shared_width) if moe.num_shared_experts else 0
         experts_total = n_moe * (moe.num_experts * per_expert + shared)
         experts_active = n_moe * (moe.experts_per_token * per_expert + shared)
-        router = n_moe * d * moe.num_experts
-    embedding = model.vocab_size * d
+        router = n_moe * ((d + moe.router_bias) * moe.num_experts + d * moe.shared_expert_gate)
+    embedding = model.vocab_size * d + model.position_embeddings * d
+    norm = NORM_PARAMS_PER_CHANNEL[model.norm]
     return ParameterCount(
         embedding=embedding,
-        lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
-        attention=_attention_layers(model) * attention_params_per_layer(model)
+        lm_head=(0 if model.tie_word_embeddings else model.vocab_size * d) + model.lm_head_bias * model.vocab_size,
+        attention=_attention_layers(model) * attention_params_per_layer(model) + sink_params(model)
         + model.state_layers() * linear_params_per_layer(model),
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
         router=router,
-        norms=model.num_layers * model.norms_per_layer * d + d,
+        norms=norm * (model.num_layers * model.norms_per_layer * d + d),
     )
 
 
 def routed_expert_params(model: Model) -> int:
-    """Parameters of the routed experts over every MoE layer (shared experts and the router excluded):
-    MoE layers x num_experts x the MLP parameters of one expert's width; 0 for a dense model."""
-    if model.moe is None:
+    """Weight-matrix parameters of the routed experts over every MoE layer (shared experts, the router and the
+    experts' biases excluded: a quantized checkpoint stores the matrices at the expert dtype and keeps biases at
+    the model dtype, gpt-oss's mxfp4 layout): MoE layers x num_experts x the matrices of one expert's width; 0 for
+    a dense model."""
+    if model.moe is None or model.mlp == "none":
         return 0
-    return moe_layer_count(model) * model.moe.num_experts * mlp_params(model, model.moe.expert_intermediate_size)
+    matrices = 3 if model.mlp == "gated" else 2
+    width = model.moe.expert_intermediate_size
+    return moe_layer_count(model) * model.moe.num_experts * matrices * model.hidden_size * width
 
 
 def _attention_layers(model: Model) -> int:
@@ -223,6 +240,37 @@ def indexer_bytes_per_token_layer(model: Model) -> int:
     if dsa is None:
         return 0
     return dsa.index_head_dim + 4 * -(-dsa.index_head_dim // 128)
+
+
+CONVENTIONS = ("engine", "transformers")
+CONVENTION_HELP = (
+    "engine (default): the tokens a serving engine keeps for attention (vLLM / SGLang): W per sliding layer, "
+    "kernel - 1 conv inputs, recurrent state in the state dtype, exact (the engine's block rounding is "
+    "`capacity --engine`); transformers: what transformers' cache holds (cache_utils v5.24: "
+    "DynamicSlidingWindowLayer keeps the last W - 1 tokens, LinearAttentionLayer keeps kernel conv columns)")
+
+
+def under_convention(model: Model, convention: str) -> Model:
+    """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
+    sliding window one token shorter and every conv state one column wider (roofline's conv state keeps
+    conv_kernel - 1 inputs, so conv_kernel + 1). ValueError naming the field for an unknown convention or a
+    window of 1 (nothing left to keep)."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
+    if convention == "engine":
+        return model
+    layers = []
+    for layer in model.attention:
+        if layer.kind == "sliding":
+            if layer.window < 2:
+                raise ValueError("convention: transformers keeps W - 1 tokens of a sliding window; W is 1")
+            layer = layer.model_copy(update={"window": layer.window - 1})
+        layers.append(layer)
+    update: dict = {"attention": layers}
+    if model.linear_attention is not None:
+        la = model.linear_attention
+        update["linear_attention"] = la.model_copy(update={"conv_kernel": la.conv_kernel + 1})
+    return model.model_copy(update=update)
 
 
 def state_bytes_per_layer(model: Model) -> int:
@@ -303,9 +351,10 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     return per_layer * model.layer_counts().get("full", 0)
 
 
-def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1) -> sp.Expr:
+def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, convention: str = "engine") -> sp.Expr:
     """Total cache bytes for `batch` sequences at `context` tokens (windowed layers capped at W, recurrent
-    layers' fixed state included)."""
+    layers' fixed state included), under `convention` (CONVENTION_HELP; under_convention)."""
+    model = under_convention(model, convention)
     if context is None:
         from roofline.units import L
 

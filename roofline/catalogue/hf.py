@@ -16,6 +16,8 @@ from typing import Any
 from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
+from roofline.catalogue.hf_families import FAMILIES, read
+from roofline.catalogue.hf_quant import read_quantization
 from roofline.catalogue.hfconfig import (
     _Config,
     _core,
@@ -153,7 +155,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
 
 
 def _architecture(data: dict[str, Any], where: str) -> str:
-    """The single supported entry of `architectures`."""
+    """The single entry of `architectures` (the class transformers saved the config from)."""
     supported = ", ".join(HANDLERS)
     value = data.get("architectures")
     if value is None:
@@ -161,9 +163,23 @@ def _architecture(data: dict[str, Any], where: str) -> str:
     if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], str):
         raise SpecError(f"{where}: architectures: expected a list of one name, got {value!r}; "
                         f"supported: {supported}")
-    if value[0] not in HANDLERS:
-        raise SpecError(f"{where}: architectures: {value[0]!r} is not supported; supported: {supported}")
     return value[0]
+
+
+def _family_fields(data: dict[str, Any], where: str, arch: str) -> dict[str, Any]:
+    """An architecture without its own handler: the Family row of its model_type (a multimodal wrapper's
+    text_config's), read by hf_families.read; else a one-line refusal naming the type."""
+    text = data.get("text_config")
+    sub, at = (text, f"{where}: text_config") if isinstance(text, dict) else (data, where)
+    model_type = sub.get("model_type")
+    if model_type in FAMILIES:
+        return read(_Config(sub, at, arch), FAMILIES[model_type])
+    if isinstance(model_type, str):
+        raise SpecError(f"{at}: model_type: {model_type!r} ({arch}) is not supported: no handler for the "
+                        f"architecture and no row for the type in roofline.catalogue.hf_families.FAMILIES "
+                        f"({len(HANDLERS)} architectures and {len(FAMILIES)} model types are)")
+    raise SpecError(f"{where}: architectures: {arch!r} is not supported and model_type is missing; supported: "
+                    f"{', '.join(HANDLERS)}")
 
 
 def _default_name(data: dict[str, Any], where: str) -> str:
@@ -182,6 +198,9 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     if not isinstance(data, dict):
         raise SpecError(f"{where}: (root): expected a JSON object, got {type(data).__name__}")
     arch = _architecture(data, where)
-    fields = HANDLERS[arch](_Config(data, where, arch))
+    fields = HANDLERS[arch](_Config(data, where, arch)) if arch in HANDLERS else _family_fields(data, where, arch)
     spec = {"name": name or _default_name(data, where), "source": where, "architecture": arch} | fields
+    quantization = read_quantization(data, where, has_experts="moe" in fields)
+    if quantization is not None:
+        spec["quantization"] = quantization
     return validate(Model, spec, where)

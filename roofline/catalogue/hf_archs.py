@@ -43,7 +43,9 @@ def _every_layer_moe(cfg: _Config) -> None:
 def _qwen3_moe(cfg: _Config) -> dict[str, Any]:
     _every_layer_moe(cfg)
     fields = _core(cfg)
-    moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
+    # transformers 5.x saves Qwen3MoeConfig's expert count as num_local_experts (4.x: num_experts)
+    experts = "num_experts" if cfg.has("num_experts") or not cfg.has("num_local_experts") else "num_local_experts"
+    moe = {"num_experts": cfg.integer(experts), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size")}
     return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "moe": moe,
                      "attention": _qwen_windows(cfg, fields["num_layers"])}
@@ -51,7 +53,8 @@ def _qwen3_moe(cfg: _Config) -> dict[str, Any]:
 
 def _qwen3_next(cfg: _Config) -> dict[str, Any]:
     """Qwen3-Next: Gated DeltaNet layers with a gated full-attention layer every full_attention_interval
-    (transformers Qwen3NextConfig: layer i is full when (i + 1) % interval == 0), QK norm, MoE + shared."""
+    (transformers Qwen3NextConfig: layer i is full when (i + 1) % interval == 0), QK norm, MoE + a shared expert
+    behind a d x 1 sigmoid gate (Qwen3NextSparseMoeBlock.shared_expert_gate)."""
     _every_layer_moe(cfg)
     fields = _core(cfg, head_dim_required=True)
     n = fields["num_layers"]
@@ -67,22 +70,25 @@ def _qwen3_next(cfg: _Config) -> dict[str, Any]:
               "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
     moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size"), "num_shared_experts": 1,
-           "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}
+           "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size"),
+           "shared_expert_gate": True}
     return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "attn_output_gate": True,
                      "attention": attention, "linear_attention": linear, "moe": moe}
 
 
 def _gpt_oss(cfg: _Config) -> dict[str, Any]:
     """gpt-oss: alternating sliding (128) / full layers, every one with learned sink logits; all-MoE MLP
-    (transformers GptOssConfig; experts of width intermediate_size, no shared expert)."""
+    (transformers GptOssConfig; experts of width intermediate_size, no shared expert). GptOssAttention's q/k/v/o
+    carry attention_bias; GptOssExperts' gate_up and down projections and GptOssTopKRouter carry biases."""
     fields = _core(cfg, head_dim_required=True)
     if cfg.has("layer_types"):
         attention = _from_layer_types(cfg, fields["num_layers"], sinks=True)
     else:  # GptOssConfig default: layer i sliding when i is even
         attention = [_sliding(cfg.integer("sliding_window")) | {"sinks": True}, _full() | {"sinks": True}]
     moe = {"num_experts": cfg.integer("num_local_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
-           "expert_intermediate_size": fields["intermediate_size"]}
-    return fields | {"qkv_bias": cfg.flag("attention_bias", True), "attention": attention, "moe": moe}
+           "expert_intermediate_size": fields["intermediate_size"], "router_bias": True}
+    bias = cfg.flag("attention_bias", True)
+    return fields | {"qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": True, "attention": attention, "moe": moe}
 
 
 def _gemma3(cfg: _Config) -> dict[str, Any]:
@@ -129,7 +135,7 @@ def _llama4(cfg: _Config) -> dict[str, Any]:
 def _glm4_moe(cfg: _Config) -> dict[str, Any]:
     """GLM-4.5 (Glm4MoeConfig): GQA with q/k/v bias, optional QK norm, DeepSeek-style MoE keys; the MTP
     layers (num_nextn_predict_layers) are not part of the decoder stack."""
-    fields = _core(cfg, head_dim_required=True)
+    fields = _core(cfg)  # head_dim absent: hidden / heads, as Glm4MoeAttention derives it
     moe = {"num_experts": cfg.integer("n_routed_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "num_shared_experts": cfg.integer("n_shared_experts", minimum=0),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size"),

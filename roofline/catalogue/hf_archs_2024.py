@@ -32,7 +32,7 @@ def _every_layer(cfg: _Config, fields: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _qwen2_moe(cfg: _Config) -> dict[str, Any]:
     """Qwen2-MoE (Qwen1.5-MoE): q/k/v bias (qkv_bias, default true), routed experts of moe_intermediate_size
-    and one shared expert of shared_expert_intermediate_size behind a sigmoid gate (d x 1, not counted).
+    and one shared expert of shared_expert_intermediate_size behind a sigmoid gate (d x 1: shared_expert_gate).
     A layer is sparse when it is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
     (Qwen2MoeDecoderLayer); only 'every layer sparse' is modelled. Sliding windows follow Qwen2MoeConfig:
     layer i slides when use_sliding_window, (i + 1) % 2 and i < max_window_layers (or layer_types)."""
@@ -53,7 +53,8 @@ def _qwen2_moe(cfg: _Config) -> dict[str, Any]:
         attention = [_full()]
     moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size"), "num_shared_experts": 1,
-           "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}
+           "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size"),
+           "shared_expert_gate": True}
     return fields | {"qkv_bias": cfg.flag("qkv_bias", True), "attention": attention, "moe": moe}
 
 
@@ -83,22 +84,23 @@ def _cohere2(cfg: _Config) -> dict[str, Any]:
 
 def _olmo2(cfg: _Config) -> dict[str, Any]:
     """OLMo-2: Llama shapes with norms after attention and after the MLP (2 per layer) and RMSNorm on the whole
-    q and k projections (Olmo2Attention q_norm: heads x head_dim, k_norm: kv heads x head_dim; the spec's
-    qk_norm counts 2 x head_dim of them). num_key_value_heads defaults to num_attention_heads and
-    max_position_embeddings to 2048 (Olmo2Config)."""
+    q and k projections (Olmo2Attention q_norm: heads x head_dim, k_norm: kv heads x head_dim: qk_norm_width
+    'full'). num_key_value_heads defaults to num_attention_heads and max_position_embeddings to 2048 (Olmo2Config)."""
     cfg.data = {"max_position_embeddings": 2048, **cfg.data}  # Olmo2Config's default
     fields = _core(cfg, kv_default_heads=True)
-    return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "attention": [_full()]}
+    return fields | {"qkv_bias": cfg.flag("attention_bias", False), "qk_norm": True, "qk_norm_width": "full",
+                     "attention": [_full()]}
 
 
 def _phimoe(cfg: _Config) -> dict[str, Any]:
-    """Phi-MoE (Phi-3.5-MoE): Mixtral-style top-k experts of width intermediate_size, LayerNorms (their bias
-    not counted), attention_bias on q/k/v/o (PhimoeConfig default false), lm_head bias (not counted);
+    """Phi-MoE (Phi-3.5-MoE): Mixtral-style top-k experts of width intermediate_size, LayerNorms with bias
+    (PhimoeDecoderLayer), attention_bias on q/k/v/o (PhimoeConfig default false), lm_head bias (not counted);
     sliding_window null, or as long as max_position_embeddings, means full attention."""
     fields = _core(cfg, kv_default_heads=True)
     moe = {"num_experts": cfg.integer("num_local_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": fields["intermediate_size"]}
-    return fields | {"qkv_bias": cfg.flag("attention_bias", False), "moe": moe, "attention": _every_layer(cfg, fields)}
+    return fields | {"qkv_bias": cfg.flag("attention_bias", False), "moe": moe, "attention": _every_layer(cfg, fields),
+                     "norm": "layernorm"}
 
 
 def _glm(cfg: _Config) -> dict[str, Any]:
@@ -118,7 +120,8 @@ def _falcon(cfg: _Config) -> dict[str, Any]:
     """Falcon: KV heads = num_kv_heads when new_decoder_architecture or not multi_query, else 1 (FalconAttention);
     num_kv_heads defaults to num_attention_heads. Plain GELU MLP of ffn_hidden_size (default 4 x hidden_size).
     parallel_attn runs attention and the MLP on one norm (new_decoder_architecture: two, ln_attn and ln_mlp, or
-    num_ln_in_parallel_attn); sequential blocks have two. q/k/v bias when bias. Tied embeddings and
+    num_ln_in_parallel_attn); sequential blocks have two, all LayerNorms with bias. Every linear has a bias
+    when bias. Tied embeddings and
     max_position_embeddings 2048 by default (FalconConfig). ALiBi models (alibi true) cache the same K/V."""
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
     new_arch, multi_query = cfg.flag("new_decoder_architecture", False), cfg.flag("multi_query", True)
@@ -127,6 +130,7 @@ def _falcon(cfg: _Config) -> dict[str, Any]:
         raise cfg.error("num_kv_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
     if hidden % heads:
         raise cfg.error("hidden_size", f"{hidden} is not divisible by num_attention_heads {heads}")
+    bias = cfg.flag("bias", False)
     if new_arch:
         norms = cfg.integer("num_ln_in_parallel_attn", 2)
     else:
@@ -137,17 +141,19 @@ def _falcon(cfg: _Config) -> dict[str, Any]:
         "intermediate_size": cfg.integer("ffn_hidden_size", 4 * hidden), "vocab_size": cfg.integer("vocab_size"),
         "tie_word_embeddings": cfg.flag("tie_word_embeddings", True),
         "max_position_embeddings": cfg.integer("max_position_embeddings", 2048),
-        "qkv_bias": cfg.flag("bias", False), "mlp": "plain", "norms_per_layer": norms, "attention": [_full()],
+        "qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": bias, "mlp": "plain", "norms_per_layer": norms,
+        "norm": "layernorm", "attention": [_full()],
     }
 
 
 def _starcoder2(cfg: _Config) -> dict[str, Any]:
-    """Starcoder2: GQA, plain GELU MLP (c_fc, c_proj), biases on every linear (use_bias, default true; o and
-    MLP biases not counted), LayerNorms, tied embeddings by default (Starcoder2Config); sliding_window (4096 in
+    """Starcoder2: GQA, plain GELU MLP (c_fc, c_proj), biases on every linear (use_bias, default true),
+    LayerNorms with bias, tied embeddings by default (Starcoder2Config); sliding_window (4096 in
     the checkpoints) on every layer, null meaning full attention."""
     fields = _core(cfg)
-    return fields | {"tie_word_embeddings": cfg.flag("tie_word_embeddings", True), "mlp": "plain",
-                     "qkv_bias": cfg.flag("use_bias", True), "attention": _every_layer(cfg, fields)}
+    bias = cfg.flag("use_bias", True)
+    return fields | {"tie_word_embeddings": cfg.flag("tie_word_embeddings", True), "mlp": "plain", "norm": "layernorm",
+                     "qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": bias, "attention": _every_layer(cfg, fields)}
 
 
 ARCHITECTURES_2024: dict[str, Callable[[_Config], dict[str, Any]]] = {

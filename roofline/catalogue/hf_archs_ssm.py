@@ -51,11 +51,12 @@ def _pure(cfg: _Config, linear: dict[str, Any], inner: int) -> dict[str, Any]:
 
 
 def _mamba(cfg: _Config) -> dict[str, Any]:
-    """Mamba-1 (MambaForCausalLM, e.g. state-spaces/mamba-2.8b-hf): d_inner = expand x hidden_size (expand 2),
-    state_size (16) per channel, conv_kernel (4), time_step_rank ('auto'); tied embeddings by default
+    """Mamba-1 (MambaForCausalLM, e.g. state-spaces/mamba-2.8b-hf): d_inner = intermediate_size (MambaMixer's
+    width; MambaConfig saves int(expand x hidden_size) there, and a config may set it apart), else expand (2) x
+    hidden_size; state_size (16) per channel, conv_kernel (4), time_step_rank ('auto'); tied embeddings by default
     (PretrainedConfig)."""
     hidden = cfg.integer("hidden_size")
-    inner = cfg.integer("expand", 2) * hidden
+    inner = cfg.integer("intermediate_size") if cfg.has("intermediate_size") else cfg.integer("expand", 2) * hidden
     linear = _mamba1_shape(inner, cfg.integer("state_size", 16), cfg.integer("conv_kernel", 4),
                            _dt_rank(cfg, "time_step_rank", hidden))
     return _pure(cfg, linear, inner) | {"tie_word_embeddings": cfg.flag("tie_word_embeddings", True)}
@@ -112,7 +113,7 @@ def _falcon_h1(cfg: _Config) -> dict[str, Any]:
     (FalconH1DecoderLayer: input_layernorm, then self_attn + mamba, summed; pre_ff_layernorm, SwiGLU MLP).
     The mixer: mamba_n_heads heads of mamba_d_head (mamba_d_ssm = their product, default expand x hidden),
     mamba_n_groups of B and C of mamba_d_state, conv mamba_d_conv; explicit head_dim for attention."""
-    fields = _core(cfg, kv_default_heads=True, head_dim_required=True)
+    fields = _core(cfg, kv_default_heads=True)  # head_dim absent: hidden / heads (FalconH1Attention)
     heads = cfg.integer("mamba_n_heads")
     inner = cfg.integer("mamba_d_ssm", cfg.integer("mamba_expand", 2) * fields["hidden_size"])
     head_dim = cfg.integer("mamba_d_head", inner // heads) if cfg.data.get("mamba_d_head") != "auto" \

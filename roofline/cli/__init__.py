@@ -160,17 +160,23 @@ def _show_text(data: dict[str, Any]) -> str:
 # ---- kv --------------------------------------------------------------------------------------------
 
 def cmd_kv(args: argparse.Namespace) -> int:
+    from roofline.accounting import under_convention
     from roofline.analysis.kvreport import kv_report
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
+    from roofline.errors import SpecError
     from roofline.methods import parse_method
     from roofline.trust import ceilings_trust, method_trust
 
     model = load_model(args.model, name=args.name)
     method = parse_method(args.method)
     hardware = with_ceilings(load_hardware(args.hardware), args.ceilings)
-    report = kv_report(model, method, args.context, args.batch, hardware, fusion=args.fusion)
-    report.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=args.fusion)
+    try:
+        seen = under_convention(model, args.convention)
+    except ValueError as exc:
+        raise SpecError(f"{exc}") from None
+    report = kv_report(seen, method, args.context, args.batch, hardware, fusion=args.fusion)
+    report.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=args.fusion, convention=args.convention)
     report["trust"] = {**ceilings_trust(hardware, args.fusion), "kernels": method_trust(args.method, hardware)}
     if args.context > model.max_position_embeddings:
         report["warnings"] = [f"context {args.context:,} exceeds {model.name}'s max_position_embeddings "
@@ -306,6 +312,10 @@ def build_parser() -> Parser:
     p.add_argument("--batch", type=bounded_int(MAX_BATCH), default=1, help="sequences B")
     p.add_argument("--method", default="bf16", help="preset name or name:key=value,...")
     p.add_argument("--hardware", default="H100-SXM", help="for the per-op decode costs: name or spec path")
+    from roofline.accounting import CONVENTION_HELP, CONVENTIONS
+
+    p.add_argument("--convention", choices=CONVENTIONS, default="engine",
+                   help="whose cache the bytes follow; " + CONVENTION_HELP.replace("%", "%%"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kv)
 

@@ -141,6 +141,9 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)
+    from roofline.catalogue.hf_quant import stored_widths
+
+    workload, quantization = stored_widths(model, workload)
     methods, skipped = _methods(args.method, model, getattr(args, "all_methods", False))
     if args.fewest_gpus:
         result = _plan_on_fewest_gpus(model, hardware, workload, methods)
@@ -151,6 +154,8 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     if profile != kernel_profiles.DEFAULT:
         result["kernel_profile"] = profile
     _annotate(result, model)
+    if quantization is not None:
+        result["quantization"] = quantization
     result["skipped"] = skipped
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)

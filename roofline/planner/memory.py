@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline.accounting import dtype_size, parameter_count, routed_expert_params
+from roofline.accounting import NORM_PARAMS_PER_CHANNEL, dtype_size, parameter_count, routed_expert_params
 from roofline.costmodel.blocks import Shard, check_ep
 from roofline.engines import BudgetParts, EngineOptions, kv_pool
 from roofline.lazy import sp
@@ -80,12 +80,13 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     routed = routed_expert_params(model)
     per_layer = (wb * (pc.attention + pc.mlp_dense + pc.mlp_experts_total - routed + pc.router)
                  + web * routed / workload.ep) / model.num_layers
-    norms_per_layer = model.norms_per_layer * model.hidden_size
+    norm_width = NORM_PARAMS_PER_CHANNEL[model.norm] * model.hidden_size
+    norms_per_layer = model.norms_per_layer * norm_width
     layers = -(-model.num_layers // pp)
     body = layers * (per_layer / tp + wb * norms_per_layer)
     if pp == 1:
-        return body + wb * ((pc.embedding + pc.lm_head) / tp + model.hidden_size)
-    ends = max(pc.embedding, pc.lm_head + model.hidden_size) / tp
+        return body + wb * ((pc.embedding + pc.lm_head) / tp + norm_width)
+    ends = max(pc.embedding, pc.lm_head + norm_width) / tp
     return body + wb * ends
 
 

@@ -133,6 +133,9 @@ class MoE(Spec):
         1, description="After the dense-first layers, layer i is MoE when i % layer_period == layer_offset "
                        "(Jamba: expert_layer_period 2, offset 1); 1: every layer.")
     layer_offset: int = Field(0, ge=0, description="See layer_period.")
+    router_bias: bool = Field(False, description="The router's linear carries a bias (gpt-oss).")
+    shared_expert_gate: bool = Field(
+        False, description="A d x 1 sigmoid gate scales the shared expert's output (Qwen2-MoE, Qwen3-Next).")
 
     @model_validator(mode="after")
     def _topk_fits(self) -> MoE:
@@ -158,6 +161,25 @@ class MoE(Spec):
         return self.num_shared_experts * self.expert_intermediate_size
 
 
+class Quantization(Spec):
+    """How a checkpoint stores its weights, read from its quantization_config (catalogue.hf_quant)."""
+
+    method: str = Field(description="quantization_config.quant_method (fp8, mxfp4, modelopt, awq, gptq, ...).")
+    weight_dtype: Literal["fp8", "int8", "int4", "mxfp4", "nvfp4"] = Field(
+        description="Storage dtype of the converted weight matrices.")
+    scale_bytes_per_weight: str = Field(
+        "0/1", pattern=r"^\d+/[1-9]\d*$",
+        description="Scale (and zero-point) bytes per converted weight beyond the dtype, an exact fraction "
+                    "(fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256).")
+    experts_only: bool = Field(
+        False, description="Only the routed experts are converted (modules_to_not_convert keeps attention and the "
+                           "router at the model dtype: gpt-oss's mxfp4 checkpoints).")
+    modules_not_converted: list[str] = Field(
+        default_factory=list, description="modules_to_not_convert / ignore / exclude_modules as written.")
+    kv_cache_dtype: Literal["fp8", "int8"] | None = Field(
+        None, description="KV cache dtype the checkpoint declares (kv_cache_scheme, kv_cache_quant_algo), if any.")
+
+
 class Model(Spec):
     """A decoder-only transformer as the cost model sees it."""
 
@@ -181,6 +203,17 @@ class Model(Spec):
     mlp: Literal["gated", "plain", "none"] = Field(
         "gated", description="Gated (SwiGLU/GeGLU, 3 matrices), plain, or none (pure Mamba: the mixer is the layer).")
     norms_per_layer: PositiveInt = Field(2, description="Norm layers per decoder layer (Gemma-2: 4).")
+    norm: Literal["rms", "layernorm", "nonparametric"] = Field(
+        "rms", description="Norm parameters per channel: RMSNorm 1 (weight), LayerNorm 2 (weight and bias), "
+                           "non-parametric LayerNorm 0 (OLMo-1).")
+    qk_norm_width: Literal["head", "full"] = Field(
+        "head", description="With qk_norm: one head_dim-wide norm each for q and k ('head', Qwen3), or norms over "
+                            "the whole q and k projections ('full': q_dim + kv_dim weights, OLMo-2).")
+    attn_out_bias: bool = Field(False, description="The attention output projection carries a bias.")
+    mlp_bias: bool = Field(False, description="Every MLP linear (dense, expert and shared) carries a bias.")
+    lm_head_bias: bool = Field(False, description="The LM head carries a bias (Phi-2, Phi-MoE).")
+    position_embeddings: int = Field(
+        0, ge=0, description="Rows of a learned absolute position embedding (GPT-2: n_positions); 0 for RoPE.")
     attention: list[AttentionLayer] = Field(
         default_factory=lambda: [AttentionLayer(kind="full")], min_length=1,
         description="Per-layer attention kinds, repeated cyclically over the layers (Gemma-2: sliding, full).",
@@ -195,6 +228,8 @@ class Model(Spec):
     sparse_attention: SparseAttention | None = Field(
         None, description="DeepSeek Sparse Attention indexer (with MLA), if any.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
+    quantization: Quantization | None = Field(
+        None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:

@@ -1,0 +1,255 @@
+"""Declarative import of transformers' decoder families: one Family row per model type, one generic reader.
+
+transformers' decoder configs share their structure keys (configuration_llama.py is the template most families
+copy): num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads (absent: = heads), head_dim
+(absent: hidden_size // num_attention_heads, as LlamaAttention derives it with `getattr(config, "head_dim", None)
+or hidden_size // num_attention_heads`), intermediate_size, vocab_size, max_position_embeddings,
+tie_word_embeddings, layer_types (full_attention / sliding_attention / chunked_attention / linear_attention), and
+the MoE keys num_experts | num_local_experts | n_routed_experts, num_experts_per_tok, moe_intermediate_size,
+n_shared_experts | shared_expert_intermediate_size, first_k_dense_replace, mlp_layer_types. What differs between
+families is not the keys but the parameters around them (biases, norm kind, norms per layer, QK-norm width, an MLP
+with or without gate); a Family row says which, and `read` builds the Model fields. A family is listed here only
+once tests/test_hf_exactness.py matches a tiny random-initialised transformers model of that type: parameter count
+and cache bytes exact.
+
+Keys and module layouts from huggingface/transformers v5.24.0 (src/transformers/models/<type>/modeling_<type>.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.catalogue.hfconfig import _Config, _from_layer_types, _full, _shortest_cycle, _sliding
+
+EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+TOPK_KEYS = ("num_experts_per_tok", "moe_k", "moe_topk", "top_k")
+SHARED_KEYS = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one model type lays out its parameters around the shared keys. A str names the config key that
+    switches the feature (absent: off); a bool fixes it for the family."""
+
+    qkv_bias: str | bool = "attention_bias"
+    o_bias: str | bool = "attention_bias"
+    mlp_bias: str | bool = "mlp_bias"
+    mlp: str = "gated"
+    norms_per_layer: int = 2
+    norm: str = "rms"
+    qk_norm: str | bool = False
+    qk_norm_width: str = "head"
+    tie_default: bool = False
+    uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
+    router_bias: bool = False
+    shared_expert_gate: bool = False
+    attn_output_gate: bool = False
+    gated_deltanet: bool = False  # 'linear_attention' layers are Gated DeltaNet of the linear_* keys
+    aliases: tuple[tuple[str, str], ...] = ()  # (shared key, this family's key), e.g. ("hidden_size", "n_embd")
+    learned_positions: str | None = None  # key giving the rows of a learned absolute position embedding
+    position_offset: int = 0  # extra rows of that embedding (OPTLearnedPositionalEmbedding: 2)
+    intermediate_factor: int = 0  # intermediate_size absent or null: this x hidden_size (GPT-2's n_inner: 4)
+    kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
+    modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
+    sinks: bool = False  # every attention layer has learned per-head sink logits
+
+
+def _renamed(cfg: _Config, family: Family) -> _Config:
+    """The config with the family's keys under the shared names (an alias fills a shared key that is absent)."""
+    data = dict(cfg.data)
+    for shared, own in family.aliases:
+        if data.get(shared) is None and own in data:
+            data[shared] = data[own]
+    if family.intermediate_factor and data.get("intermediate_size") is None and "hidden_size" in data:
+        data["intermediate_size"] = family.intermediate_factor * data["hidden_size"]
+    if family.kv_heads_key and data.get(family.kv_heads_key):
+        data["num_key_value_heads"] = 1
+    return _Config(data, cfg.where, cfg.arch)
+
+
+def _deltanet(cfg: _Config) -> dict[str, Any]:
+    """Gated DeltaNet shapes from the linear_* keys (Qwen3NextConfig / Qwen3_5TextConfig)."""
+    return {"kind": "gated_deltanet", "key_heads": cfg.integer("linear_num_key_heads"),
+            "value_heads": cfg.integer("linear_num_value_heads"),
+            "key_head_dim": cfg.integer("linear_key_head_dim"),
+            "value_head_dim": cfg.integer("linear_value_head_dim"),
+            "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
+
+
+def _switch(cfg: _Config, value: str | bool) -> bool:
+    return cfg.flag(value, False) if isinstance(value, str) else value
+
+
+def _first(cfg: _Config, keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if cfg.has(k)), None)
+
+
+def _attention(cfg: _Config, family: Family, num_layers: int) -> list[dict[str, Any]]:
+    """layer_types when the config lists them; else one window for every layer (uniform_window) or full."""
+    if cfg.has("layer_types"):
+        return _from_layer_types(cfg, num_layers, sinks=family.sinks)
+    if family.uniform_window and cfg.has("sliding_window") and cfg.flag("use_sliding_window", True):
+        return [_sliding(cfg.integer("sliding_window"))]
+    return [_full()]
+
+
+def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
+    """first_dense_layers / layer_period / layer_offset from first_k_dense_replace, mlp_layer_types (a list of
+    'dense' / 'sparse'), or decoder_sparse_step + mlp_only_layers (Qwen-MoE); other patterns are refused."""
+    if cfg.has("mlp_layer_types"):
+        kinds = cfg.data["mlp_layer_types"]
+        if not isinstance(kinds, list) or len(kinds) != num_layers or not set(kinds) <= {"dense", "sparse"}:
+            raise cfg.error("mlp_layer_types", f"expected {num_layers} of 'dense' / 'sparse', got {kinds!r}")
+        first = kinds.index("sparse") if "sparse" in kinds else num_layers
+        if any(k != "sparse" for k in kinds[first:]):
+            raise cfg.error("mlp_layer_types", "only leading dense layers then sparse ones are modelled")
+        return {"first_dense_layers": first}
+    if cfg.data.get("mlp_only_layers"):
+        raise cfg.error("mlp_only_layers", f"{cfg.data['mlp_only_layers']!r} not supported (only [])")
+    step = cfg.integer("decoder_sparse_step", 1)
+    first = cfg.integer("first_k_dense_replace", 0, minimum=0)
+    if step != 1 and first:
+        raise cfg.error("decoder_sparse_step", "with first_k_dense_replace not supported")
+    return {"first_dense_layers": first, "layer_period": step, "layer_offset": step - 1}
+
+
+def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dict[str, Any] | None:
+    """The MoE block from the shared keys, or None for a dense model (no expert count, or one expert)."""
+    experts_key = _first(cfg, EXPERT_KEYS)
+    if experts_key is None or cfg.integer(experts_key) < 2:
+        return None
+    topk_key = _first(cfg, TOPK_KEYS)
+    if topk_key is None:
+        raise cfg.error(TOPK_KEYS[0], f"missing (required with {experts_key})")
+    width_key = _first(cfg, ("moe_intermediate_size", "expert_intermediate_size"))
+    moe = {"num_experts": cfg.integer(experts_key), "experts_per_token": cfg.integer(topk_key),
+           "expert_intermediate_size": cfg.integer(width_key) if width_key else dense_width,
+           "router_bias": family.router_bias, **_moe_layers(cfg, num_layers)}
+    shared_key = _first(cfg, SHARED_KEYS)
+    shared = cfg.integer(shared_key, minimum=0) if shared_key else 0
+    if cfg.has("shared_expert_intermediate_size") and cfg.integer("shared_expert_intermediate_size"):
+        moe |= {"num_shared_experts": max(shared, 1),
+                "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}
+    elif shared:
+        moe["num_shared_experts"] = shared
+    if moe.get("num_shared_experts"):
+        moe["shared_expert_gate"] = family.shared_expert_gate
+    return moe
+
+
+def _dense_width(cfg: _Config) -> int:
+    """intermediate_size; a config without it (Qwen3_5MoeTextConfig: every layer MoE) gives the expert width,
+    which then sizes no layer (no dense layer is allowed)."""
+    if cfg.has("intermediate_size") or not (_first(cfg, EXPERT_KEYS) and cfg.has("moe_intermediate_size")):
+        return cfg.integer("intermediate_size")
+    if cfg.integer("first_k_dense_replace", 0, minimum=0) or cfg.integer("decoder_sparse_step", 1) != 1:
+        raise cfg.error("intermediate_size", "missing, and some layers have a dense MLP")
+    return cfg.integer("moe_intermediate_size")
+
+
+def read(cfg: _Config, family: Family) -> dict[str, Any]:
+    """The Model fields of a config of `family`: shared keys, then the family's parameter layout."""
+    cfg = _renamed(cfg, family)
+    for key, value in family.modelled_only:
+        expected = cfg.data.get("hidden_size") if value == "hidden_size" else value
+        if key in cfg.data and cfg.data[key] != expected:
+            raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
+    hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    if not cfg.has("head_dim") and hidden % heads:
+        raise cfg.error("head_dim", f"missing, and hidden_size {hidden} is not divisible by num_attention_heads "
+                                    f"{heads}")
+    n = cfg.integer("num_hidden_layers")
+    dense = _dense_width(cfg)
+    fields = {
+        "num_layers": n, "hidden_size": hidden, "num_heads": heads, "num_kv_heads": kv_heads,
+        "head_dim": cfg.integer("head_dim") if cfg.has("head_dim") else hidden // heads,
+        "intermediate_size": dense, "vocab_size": cfg.integer("vocab_size"),
+        "tie_word_embeddings": cfg.flag("tie_word_embeddings", family.tie_default),
+        "max_position_embeddings": cfg.integer("max_position_embeddings"),
+        "qkv_bias": _switch(cfg, family.qkv_bias), "attn_out_bias": _switch(cfg, family.o_bias),
+        "mlp_bias": _switch(cfg, family.mlp_bias), "mlp": family.mlp, "norms_per_layer": family.norms_per_layer,
+        "norm": family.norm, "qk_norm": _switch(cfg, family.qk_norm), "qk_norm_width": family.qk_norm_width,
+        "attention": _shortest_cycle(_attention(cfg, family, n)),
+    }
+    if family.attn_output_gate:
+        fields["attn_output_gate"] = True
+    if family.learned_positions:
+        fields["position_embeddings"] = cfg.integer(family.learned_positions) + family.position_offset
+    if any(layer["kind"] == "linear" for layer in fields["attention"]):
+        if not family.gated_deltanet:
+            raise cfg.error("layer_types", f"'linear_attention' layers of {cfg.arch} are not modelled")
+        fields["linear_attention"] = _deltanet(cfg)
+    moe = _moe(cfg, family, n, dense)
+    return fields if moe is None else fields | {"moe": moe}
+
+
+LLAMA = Family()
+LAYERNORM = Family(norm="layernorm")
+PLAIN = Family(mlp="plain", qkv_bias="attention_bias", o_bias="attention_bias")
+QK_HEAD = Family(qk_norm=True)
+QK_FULL = Family(qk_norm=True, qk_norm_width="full")
+
+FAMILIES: dict[str, Family] = {
+    # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
+    **dict.fromkeys(("llama", "aria_text", "cwm", "ernie4_5", "exaone", "gemma", "granite", "granitemoe",
+                     "granitemoeshared", "helium", "internlm3", "iquestcoder", "ministral", "ministral3",
+                     "smollm3", "vaultgemma", "sarvam_moe", "glm", "mixtral", "phi3"), LLAMA),
+    # Qwen2Attention: bias on q / k / v always, none on o
+    "qwen2": Family(qkv_bias=True, o_bias=False),
+    "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
+    "qwen2_vl_text": Family(qkv_bias=True, o_bias=False), "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
+    "glm4v_text": Family(norms_per_layer=4, qkv_bias=True, o_bias=False),
+    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False), "glm_ocr_text": Family(norms_per_layer=4),
+    # HyperCLOVA X: post-norms after attention and MLP (use_post_norm), 4 per layer
+    "hyperclovax": Family(norms_per_layer=4),
+    # GPT-NeoX layout: LayerNorms with bias, biases on every linear, ungated MLP (GPTNeoXLayer, Jais2)
+    "gpt_neox": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
+    "jais2": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain"),
+    "cosmos3_edge_text": Family(mlp="plain"),
+    "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
+    # GraniteSwaAttention: a learnable per-head sink on every layer (sigmoid(lse - sink) scaling = one more
+    # softmax logit), sliding / full per layer_types
+    "granite_swa": Family(sinks=True), "granitemoe_swa": Family(sinks=True),
+    # GPT-2 (GPT2Block): LayerNorms with bias, biases on c_attn / c_proj / c_fc, ungated MLP of n_inner (null:
+    # 4 x n_embd), learned positions of n_positions, tied embeddings; GPTBigCode: the same with multi_query
+    **dict.fromkeys(("gpt2", "gpt_bigcode"), Family(
+        norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
+        aliases=(("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
+                 ("max_position_embeddings", "n_positions"), ("intermediate_size", "n_inner")),
+        learned_positions="n_positions", intermediate_factor=4, kv_heads_key="multi_query")),
+    # OPT (OPTDecoderLayer): LayerNorms with bias, biases by enable_bias, ReLU MLP of ffn_dim, learned positions
+    # of max_position_embeddings + 2 (OPTLearnedPositionalEmbedding's offset), tied embeddings
+    "opt": Family(norm="layernorm", qkv_bias="enable_bias", o_bias="enable_bias", mlp_bias="enable_bias",
+                  mlp="plain", tie_default=True, aliases=(("intermediate_size", "ffn_dim"),),
+                  learned_positions="max_position_embeddings", position_offset=2,
+                  modelled_only=(("word_embed_proj_dim", "hidden_size"), ("do_layer_norm_before", True))),
+    # Qwen3.5: Gated DeltaNet layers and gated full attention with QK norm (as Qwen3-Next), dense or MoE with a
+    # gated shared expert
+    **dict.fromkeys(("qwen3_5_text", "qwen3_5_moe_text"),
+                    Family(qk_norm=True, attn_output_gate=True, gated_deltanet=True, shared_expert_gate=True)),
+    # CohereDecoderLayer: attention and MLP in parallel after one LayerNorm (weight only); tied embeddings
+    "cohere": Family(norms_per_layer=1, tie_default=True), "cohere2": Family(norms_per_layer=1, tie_default=True),
+    # Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm besides the two pre-norms
+    "glm4": Family(norms_per_layer=4),
+    "mistral": Family(uniform_window=True),
+    # RMSNorm per head on q and k (Qwen3Attention q_norm / k_norm of head_dim)
+    "exaone4": QK_HEAD, "exaone_moe": QK_HEAD, "mellum": QK_HEAD, "hy_v3": QK_HEAD,
+    "hunyuan_v1_dense": QK_HEAD,
+    # RMSNorm over the whole q and k projections (Olmo2Attention: heads x head_dim, kv heads x head_dim)
+    "olmo3": QK_FULL, "olmoe": QK_FULL, "flex_olmo": QK_FULL, "minimax_m2": QK_FULL,
+    # OlmoLayerNorm: LayerNorm without weight or bias
+    "olmo": Family(norm="nonparametric"),
+    # LayerNorm with bias (StableLmDecoderLayer; PhimoeDecoderLayer), q/k/v bias by use_qkv_bias
+    "stablelm": Family(norm="layernorm", qkv_bias="use_qkv_bias", o_bias=False),
+    "phimoe": Family(norm="layernorm", uniform_window=True),
+    # SeedOssAttention: q/k/v bias by attention_bias, o bias by attention_out_bias
+    "seed_oss": Family(o_bias="attention_out_bias"),
+    # ungated up / down MLP (ArceeMLP, NemotronMLP); Nemotron's LayerNorm1P carries a bias
+    "arcee": Family(mlp="plain"),
+    "nemotron": Family(mlp="plain", norm="layernorm"),
+    "nanochat": Family(mlp="plain", norm="nonparametric"),
+}
