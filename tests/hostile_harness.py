@@ -295,7 +295,6 @@ def silent_wrong_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
             ("tp past heads", [*plan, "--tp", "64"], "tp"),
             ("ep not dividing experts", [*plan, "--model", "Mixtral-8x7B", "--ep", "3"], "ep"),
             ("ep on a dense model", [*plan, "--ep", "2"], "ep"),
-            ("trace longer than --requests", [*sim, str(trace), "--requests", "10"], "--requests"),
             ("trace a FIFO", [*sim, str(fifo)], "--trace"),
             ("trace /dev/zero", [*sim, "/dev/zero"], "--trace"),
             ("trace a folder", [*sim, str(tmp)], "--trace"),

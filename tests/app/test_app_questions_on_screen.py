@@ -125,10 +125,10 @@ def test_ten_questions_answered_on_screen(server):  # noqa: F811
                 "uploaded-model on 1 x my-gpu", timeout=SETTLE_S * 1000)
             assert "cannot travel in a link" in _sidebar(page)
 
-            # e: how far to trust a number: measured H100 (the real decoders' band) vs a datasheet-only A100
+            # e: how far to trust a number: measured H100 (the real decoders' band) vs a datasheet-only A40
             q.ask("e: trust on H100")
             assert "trust: ceilings measured on this device" in _main(page) and "decode ±" in _main(page)
-            q.ask("e2: trust on A100", "hardware=A100-80GB")
+            q.ask("e2: trust on A40", "hardware=A40")
             assert "datasheet only" in _main(page) and "slower" in _main(page)
 
             # f: is the answer above the fold at 1366 x 768?

@@ -162,11 +162,14 @@ def _simulate(trace: str, *extra: str) -> list[str]:
             "--no-search", *extra]
 
 
-def test_trace_longer_than_requests_is_refused_not_cut(capsys, tmp_path) -> None:
+def test_trace_longer_than_requests_is_never_cut_silently(capsys, tmp_path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("".join(f"{i * 0.1:.1f},128,16\n" for i in range(30)))
-    code, out, err = run(capsys, *_simulate(str(trace), "--requests", "10"))
-    _one_error(code, err, "--requests", "30 requests")
+    # an explicit --requests replays that many rows and says so; without it, every row
+    code, out, err = run(capsys, *_simulate(str(trace), "--requests", "10", "--json"))
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["requests"] == 10 and data["notes"] == ["--trace: replaying the first 10 of its 30 rows (--requests)"]
     code, out, err = run(capsys, *_simulate(str(trace), "--json"))
     assert code == 0, err
     assert json.loads(out)["requests"] == 30  # every row of the trace
