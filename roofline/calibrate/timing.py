@@ -16,6 +16,23 @@ from collections.abc import Callable
 import torch
 
 
+def capture(fn: Callable[[], object], warm_calls: int = 2) -> torch.cuda.CUDAGraph:
+    """fn run `warm_calls` times on a side stream (compile, autotune, allocate), then captured in a CUDA graph (the
+    lab's decoder clients capture their steps with this too: validate/clients/timing.py)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warm_calls):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    torch.cuda.synchronize()
+    return graph
+
+
 class Timer:
     """Seconds per call on `device` ('cuda' or 'cpu')."""
 
@@ -33,19 +50,8 @@ class Timer:
             torch.cuda.synchronize()
 
     def capture(self, fn: Callable[[], object], warm_calls: int = 2):
-        """fn run `warm_calls` times on a side stream, then captured in a CUDA graph."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(warm_calls):
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        torch.cuda.synchronize()
-        return graph
+        """fn run `warm_calls` times on a side stream, then captured in a CUDA graph (`capture`)."""
+        return capture(fn, warm_calls)
 
     def replay_times_s(self, graph, reps: int, warmup: int) -> list[float]:
         """Seconds of each of `reps` replays of `graph` (CUDA events around each), after `warmup` replays."""

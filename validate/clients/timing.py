@@ -9,26 +9,13 @@ from collections.abc import Callable
 
 import torch
 
+from roofline.calibrate.timing import capture  # noqa: F401  (the clients capture their steps as calibrate does)
 from validate.common.events import replay_times_ms
 
 WARMUP_REPLAYS = 5
 TIMED_REPLAYS = 30
 
 
-def capture(fn: Callable[[], object], warm_calls: int = 2) -> torch.cuda.CUDAGraph:
-    """fn run `warm_calls` times on a side stream (compile, autotune, allocate), then captured."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(warm_calls):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    torch.cuda.synchronize()
-    return graph
 
 
 def replay_ms(graph: torch.cuda.CUDAGraph, timed: int = TIMED_REPLAYS, warmup: int = WARMUP_REPLAYS) -> dict:
