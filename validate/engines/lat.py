@@ -1,14 +1,19 @@
 """Offline step timing of a real vLLM (the LLM class, dummy weights): decode steps and prefills of cases.json.
 
 Usage (on the GPU machine, vLLM importable): python3 lat.py MODEL_DIR NAME OUT_JSON
+The cases file is $ROOFLINE_ENGINE_CASES (a path relative to this folder; default cases.json).
 Decode step at (B, P): fresh random prompts, t(out=N) and t(out=1) with ignore_eos; step = (t_N - t_1) / (N - 1),
 the mean over contexts P+1 .. P+N-1 (prefill and the first token cancel). Prefill: B = 1, max_tokens = 1 (what an
 offline user waits for one prompt). Prefix caching is off, so no run reuses another's blocks. One warm-up generate
-after start-up; cases of more than 100K prompt tokens in all are timed once, the others twice (median).
+after start-up; with "warm_each_case" every case also runs once untimed first (Triton's fused MoE compiles a
+configuration per batch bucket on first use); cases of more than 100K prompt tokens in all are timed once, the others
+twice (median). The worker's memory profile (weights, peak activations of the profile run, non-torch growth, CUDA
+graph estimate, the KV budget) is read from the worker after start-up.
 The engine's own configuration (attention backend from the log, CUDA-graph sizes, scheduler limits, KV blocks) is
 recorded beside the times.
 """
 import json
+import os
 import statistics
 import sys
 import time
@@ -18,13 +23,15 @@ import numpy as np
 from vllm import LLM, SamplingParams
 
 model_dir, name, out = sys.argv[1], sys.argv[2], sys.argv[3]
-CASES = json.loads((Path(__file__).resolve().parent / "cases.json").read_text())
+HERE = Path(__file__).resolve().parent
+CASES = json.loads((HERE / os.environ.get("ROOFLINE_ENGINE_CASES", "cases.json")).read_text())
 case = CASES["models"][name]
+UTIL = case.get("gpu_memory_utilization", CASES["gpu_memory_utilization"])
 N = CASES["out_tokens"]
 
 t0 = time.time()
 llm = LLM(model=model_dir, load_format="dummy", dtype="bfloat16", max_model_len=case["max_model_len"],
-          gpu_memory_utilization=CASES["gpu_memory_utilization"], enable_prefix_caching=False, seed=0)
+          gpu_memory_utilization=UTIL, enable_prefix_caching=False, seed=0)
 t_init = time.time() - t0
 cfg = llm.llm_engine.vllm_config
 vocab = llm.llm_engine.model_config.get_vocab_size()
@@ -43,6 +50,18 @@ def engine_config() -> dict:
             "attention_backend": str(getattr(getattr(cfg, "attention_config", None), "backend", "")),
             "block_size": ca.block_size, "num_gpu_blocks": ca.num_gpu_blocks,
             "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization}
+
+
+def worker_memory() -> dict:
+    """The worker's memory profile (vllm/v1/worker/gpu_worker.py determine_available_memory), read by attribute."""
+    out = {}
+    for key in ("peak_activation_memory", "non_torch_memory", "cudagraph_memory_estimate",
+                "available_kv_cache_memory_bytes", "requested_memory"):
+        try:
+            out[key] = llm.collective_rpc("__getattribute__", args=(key,))[0]
+        except Exception as e:  # an attribute this version lacks
+            out[key] = f"unavailable: {type(e).__name__}: {str(e)[:120]}"
+    return out
 
 
 def prompts(B, L):
@@ -64,23 +83,29 @@ def timed(B, L, O, reps):
 import vllm  # noqa: E402
 
 res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init,
+       "gpu_memory_utilization": UTIL, "warm_each_case": CASES.get("warm_each_case", False),
        "out_tokens": N,
        "engine": engine_config(), "decode": [], "prefill": []}
+res["worker_memory"] = worker_memory()
 print("ENGINE", json.dumps(res["engine"]), flush=True)
+print("WORKER_MEMORY", json.dumps(res["worker_memory"], default=str), flush=True)
+WARM = CASES.get("warm_each_case", False)
 timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation
 for B, P in case["decode"]:
     reps = 1 if B * P > 100_000 else 2
+    if WARM:
+        timed(B, P, 2, 1)
     a, b = timed(B, P, N, reps), timed(B, P, 1, reps)
     step = (a["median_s"] - b["median_s"]) / (N - 1)
     res["decode"].append({"B": B, "P": P, "t_outN": a, "t_out1": b, "decode_step_s": step})
     print(f"decode B={B} P={P} step={step * 1e3:.3f} ms", flush=True)
 for P in case["prefill"]:
+    if WARM:
+        timed(1, P, 1, 1)
     p = timed(1, P, 1, 3)
     res["prefill"].append(p)
     print(f"prefill P={P} {p['median_s'] * 1e3:.2f} ms", flush=True)
 with open(out, "w") as f:
     json.dump(res, f, indent=1)
 print("LAT_DONE", flush=True)
-import os  # noqa: E402
-
 os._exit(0)  # the engine's worker processes would otherwise hold the interpreter

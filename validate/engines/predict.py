@@ -1,6 +1,7 @@
 """roofline's prediction of every case in cases.json, written BEFORE the engine is timed.
 
 python -m validate.engines.predict OUT_JSON [--hardware H200] [--engine vllm]
+The cases file is $ROOFLINE_ENGINE_CASES (relative to validate/engines/; default cases.json).
 Per model: the KV pool, pool tokens and max concurrency as `roofline capacity --engine vllm` gives them at the
 case's max_model_len and gpu_memory_utilization; per decode case the mean step over contexts P+1 .. P+N-1
 (PhaseModel.average_decode_time, what (t_N - t_1) / (N - 1) measures) and per prefill case the batch-1 prefill, each
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -24,7 +26,40 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate.engines import models as engine_models
 
-CASES = json.loads((Path(__file__).resolve().parent / "cases.json").read_text())
+CASES_FILE = os.environ.get("ROOFLINE_ENGINE_CASES", "cases.json")
+CASES = json.loads((Path(__file__).resolve().parent / CASES_FILE).read_text())
+# serve.sh's --seed of each run, in its order: the Poisson rates, the prefix run, the closed loop, the burst
+SERVE_SEED0 = 100
+
+
+def util_of(case: dict) -> float:
+    """A model's gpu_memory_utilization: its own entry, else the file's."""
+    return case.get("gpu_memory_utilization", CASES["gpu_memory_utilization"])
+
+
+def vllm_arrivals(seed: int, rate: float, n: int) -> list[float]:
+    """The send times `vllm bench serve --request-rate RATE --seed SEED` draws (burstiness 1): numpy's global
+    generator seeded with the run's seed, one gamma(1, 1 / rate) gap per request, cumulated and rescaled so the last
+    send is at n / rate (vllm/benchmarks/serve.py get_request, v0.24.0; the random dataset draws from its own
+    generator, so nothing else consumes the global one first)."""
+    import numpy as np
+
+    state = np.random.get_state()
+    np.random.seed(seed)
+    gaps = [np.random.gamma(shape=1.0, scale=1.0 / rate) for _ in range(n)]
+    np.random.set_state(state)
+    t = np.cumsum(gaps)
+    return list(t * (n / rate) / t[-1])
+
+
+def write_trace(path: Path, arrivals: list[float], prompt: list[int] | int, output: list[int] | int) -> Path:
+    """A `roofline simulate --trace` CSV: arrival_s, prompt_tokens, output_tokens per request."""
+    n = len(arrivals)
+    prompt = prompt if isinstance(prompt, list) else [prompt] * n
+    output = output if isinstance(output, list) else [output] * n
+    rows = ["arrival_s,prompt_tokens,output_tokens"] + [f"{a:.6f},{p},{o}" for a, p, o in zip(arrivals, prompt, output, strict=True)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
 
 
 def model_of(name: str):
@@ -76,8 +111,8 @@ def predict(hardware: str) -> dict:
         pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
         dec = [{"B": b, "P": p, "decode_step_s": pm.average_decode_time(b, p + 1, n - 1)} for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]
-        cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=CASES["gpu_memory_utilization"],
-                    **capacity(name, case["max_model_len"], CASES["gpu_memory_utilization"], hardware, "offline"))]
+        cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=util_of(case),
+                    **capacity(name, case["max_model_len"], util_of(case), hardware, "offline"))]
         s = CASES["serve"]
         if name == s["model"]:
             cap.append(dict(max_model_len=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"],
@@ -86,29 +121,90 @@ def predict(hardware: str) -> dict:
     return out
 
 
-def serve_predictions(hardware: str) -> dict:
-    """`roofline simulate` of each `vllm bench serve` run of cases.json, as a user runs it: the API server's scheduler
-    defaults on a >= 70 GiB GPU (max_num_seqs 1024, max_num_batched_tokens 8192: vllm/engine/arg_utils.py
-    _set_default_max_num_seqs_and_batched_tokens_args), fixed lengths (the random dataset at range ratio 0), the
-    same request count. Runs the simulator cannot express (a shared prefix, a closed-loop client) are recorded
-    as such."""
+def _detailed(results: Path | None, run: str) -> dict | None:
+    """A served run's saved result (with --save-detailed: each request's start_times, input_lens, output_lens)."""
+    f = results / f"{CASES['serve']['model']}-{run}.json" if results else None
+    return json.loads(f.read_text()) if f and f.is_file() else None
+
+
+def serve_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
+    """Each `vllm bench serve` run of the cases file and the `roofline simulate` flags that describe it. A Poisson
+    run is replayed as a trace: the send times the client recorded (`start_times`, relative to the first) when
+    `results` holds the run, else the ones its seed draws (vllm_arrivals); the speculative runs need the acceptance
+    the engine measured (its /metrics), so they exist only with `results`."""
+    s, seed, tmp = CASES["serve"], SERVE_SEED0, Path(tempfile.mkdtemp())
+    runs = []
+    for rate, n in s["rates"]:
+        seed += 1
+        d = _detailed(results, f"rate{rate}")
+        if d and d.get("start_times"):
+            t0 = d["start_times"][0]
+            trace = write_trace(tmp / f"rate{rate}.csv", [t - t0 for t in d["start_times"]], d["input_lens"],
+                                d["output_lens"])
+        else:
+            trace = write_trace(tmp / f"rate{rate}.csv", vllm_arrivals(seed, rate, n), s["input_len"], s["output_len"])
+        runs.append((f"rate{rate}", ["--trace", str(trace)]))
+    p = s["prefix"]
+    runs.append(("prefix", ["--rate", str(p["rate"]), "--requests", str(p["prompts"]), "--prefix",
+                            f"system:{p['prefix_len']}"]))
+    c = s["concurrency"]
+    runs.append((f"conc{c['max_concurrency']}", ["--rate", "inf", "--max-concurrency", str(c["max_concurrency"]),
+                                                 "--requests", str(c["prompts"])]))
+    if "burst" in s:
+        b = s["burst"]
+        runs.append(("burst", ["--rate", "inf", "--requests", str(b["prompts"]), "--prompt-tokens",
+                               str(b["input_len"]), "--output-tokens", str(b["output_len"])]))
+    if "speculative" in s and results is not None:
+        from validate.engines.spec import acceptance
+        sp = s["speculative"]
+        for conc, n in sp["runs"]:
+            acc = acceptance(results / f"{s['model']}-spec-metrics-before-conc{conc}.txt",
+                             results / f"{s['model']}-spec-metrics-conc{conc}.txt", sp["tokens"])
+            if acc is None:
+                continue
+            runs.append((f"spec-conc{conc}", [
+                "--rate", "inf", "--max-concurrency", str(conc), "--requests", str(n), "--prompt-tokens",
+                str(sp["input_len"]), "--output-tokens", str(sp["output_len"]), "--speculative",
+                f"draft={sp['draft']}:{sp['tokens']}:" + ",".join(f"{a:.4f}" for a in acc)]))
+    return runs
+
+
+def simulate_flags(hardware: str) -> list[str]:
+    """The flags every served run shares: `roofline simulate --engine vllm` (the API server's defaults and the
+    engine's time profile) at the server's memory setting, fixed lengths as the random dataset sends them."""
+    s = CASES["serve"]
+    return ["--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "vllm",
+            "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]),
+            "--utilization", str(s["gpu_memory_utilization"]), "--no-search", "--json"]
+
+
+def simulate(flags: list[str], hardware: str) -> dict:
+    """One `roofline simulate` run as a user types it; its JSON (the first method's)."""
     import sys
 
-    s = CASES["serve"]
-    common = ["--model", s["model"], "--hardware", hardware, "--method", "bf16", "--prompt-tokens",
-              str(s["input_len"]), "--output-tokens", str(s["output_len"]), "--max-num-seqs", "1024",
-              "--max-num-batched-tokens", "8192", "--utilization", str(s["gpu_memory_utilization"]),
-              "--no-search", "--json"]
+    common = simulate_flags(hardware)
+    if "--trace" in flags:  # a trace carries its own lengths
+        common = [f for i, f in enumerate(common) if f not in ("--prompt-tokens", "--output-tokens")
+                  and common[i - 1] not in ("--prompt-tokens", "--output-tokens")]
+    r = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", *common, *flags], capture_output=True,
+                       text=True)
+    if r.returncode:
+        return {"error": r.stderr.strip()[-300:]}
+    d = json.loads(r.stdout)
+    return d[0] if isinstance(d, list) else d
+
+
+def serve_predictions(hardware: str) -> dict:
+    """`roofline simulate --engine vllm` of each served run, before the run (Poisson runs at the send times their
+    seeds draw)."""
     out = {}
-    for rate, n in s["rates"]:
-        r = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", "--rate", str(rate), "--requests",
-                            str(n), *common], capture_output=True, text=True, check=True)
-        d = json.loads(r.stdout)
-        d = d[0] if isinstance(d, list) else d
-        out[f"rate{rate}"] = {k: d[k] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s",
-                                                "requests_per_s", "preemptions")}
-    out["prefix"] = {"expressible": False, "why": "roofline simulate has no prefix caching (issue 33)"}
-    out["concurrency"] = {"expressible": False, "why": "roofline simulate has no closed-loop client (issue 33)"}
+    for name, flags in serve_runs():
+        d = simulate(flags, hardware)
+        out[name] = d if "error" in d else {k: d[k] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s",
+                                                             "requests_per_s", "preemptions") if k in d}
+    if "speculative" in CASES["serve"]:
+        out["speculative"] = {"expressible": False, "why": "the acceptance per draft position is an input: it is read "
+                                                           "from the engine's /metrics of the run, then simulated"}
     return out
 
 
@@ -118,7 +214,7 @@ def main() -> None:
     p.add_argument("--hardware", default="H200")
     a = p.parse_args()
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"about": "roofline's prediction of validate/engines/cases.json on a real vLLM, written before the run",
+    doc = {"about": f"roofline's prediction of validate/engines/{CASES_FILE} on a real vLLM, written before the run",
            "hardware": a.hardware, "engine": "vllm", "git_sha": sha, "date": dt.date.today().isoformat(),
            "models": predict(a.hardware), "serve": serve_predictions(a.hardware)}
     a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,13 @@
 #!/bin/bash
 # `vllm serve` (dummy weights) and `vllm bench serve` at the Poisson rates of cases.json, one run with a shared
 # prefix (prefix caching on: vLLM's default), one closed-loop --max-concurrency run, then /metrics.
-# A distinct --seed per run, so no run re-sends another's prompts. Usage: serve.sh MODEL_DIR NAME RESDIR
+# A distinct --seed per run, so no run re-sends another's prompts. --save-detailed keeps each request's send time
+# (start_times), so the simulation replays the client's own arrivals. With a "burst" entry, one all-at-once run
+# (--request-rate inf); with a "speculative" entry, a second server with a draft model (serve_spec.sh).
+# Usage: serve.sh MODEL_DIR NAME RESDIR   (cases file: $ROOFLINE_ENGINE_CASES, default cases.json)
 M=$1; N=$2; R=$3
 HERE=$(dirname "$0")
-S() { python3 -c "import json,sys; c=json.load(open('$HERE/cases.json'))['serve']; print(eval(sys.argv[1]))" "$1"; }
+S() { python3 -c "import json,sys; c=json.load(open('$HERE/${ROOFLINE_ENGINE_CASES:-cases.json}'))['serve']; print(eval(sys.argv[1]))" "$1"; }
 L=$(S "c['max_model_len']"); U=$(S "c['gpu_memory_utilization']")
 IN=$(S "c['input_len']"); OUTL=$(S "c['output_len']")
 PORT=8000
@@ -18,7 +21,7 @@ for i in $(seq 1 150); do
   sleep 2
 done
 echo "server up after $(( $(date +%s) - T0 )) s"
-COMMON="--backend vllm --model $M --port $PORT --dataset-name random --random-input-len $IN --random-output-len $OUTL --ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --save-result --result-dir $R"
+COMMON="--backend vllm --model $M --port $PORT --dataset-name random --random-input-len $IN --random-output-len $OUTL --ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R"
 SEED=100
 for pair in $(S "' '.join(f'{r}:{n}' for r, n in c['rates'])"); do
   rate=${pair%%:*}; np=${pair##*:}; SEED=$((SEED+1))
@@ -36,7 +39,15 @@ SEED=$((SEED+1))
 timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $MN --request-rate inf --max-concurrency $MC \
   --result-filename $N-conc$MC.json > $R/$N-bench-conc.log 2>&1
 echo "conc $MC: $(grep -E 'Output token throughput|Median TPOT' $R/$N-bench-conc.log | tr -s ' ' | tr '\n' ' ')"
+if [ "$(S "'burst' in c")" = True ]; then
+  BN=$(S "c['burst']['prompts']"); BI=$(S "c['burst']['input_len']"); BO=$(S "c['burst']['output_len']")
+  SEED=$((SEED+1))
+  timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $BN --request-rate inf --random-input-len $BI \
+    --random-output-len $BO --result-filename $N-burst.json > $R/$N-bench-burst.log 2>&1
+  echo "burst $BN: $(grep -E 'Output token throughput|Median TPOT|Median TTFT' $R/$N-bench-burst.log | tr -s ' ' | tr '\n' ' ')"
+fi
 python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
   | grep -E "^vllm:(prefix_cache|num_preemptions|kv_cache_usage|cache_config_info|prompt_tokens_total|generation_tokens_total|num_requests)" > $R/$N-metrics.txt
 kill -TERM -$SPID; sleep 6; kill -KILL -$SPID 2>/dev/null; wait $SPID 2>/dev/null
 echo "SERVE_DONE $N"
+[ "$(S "'speculative' in c")" = True ] && bash $HERE/serve_spec.sh $M $N $R
