@@ -303,6 +303,10 @@ class Roofline:
         if additive and op.kernels:
             # each kernel the op launches pays the graph's per-kernel time before its own work
             total = op.kernels * per_kernel + total
+        if c.get("attn_decode_program") and op.kind == "attention" and "kv_read" in op.traffic and op.programs != 0:
+            # an engine's decode attention as it runs in the engine: a cost per (sequence, KV head, split) tile on
+            # top of its latency-bandwidth law (roofline.engines.timing, measured in the engine's own steps)
+            total = total + op.programs * v["attn_decode_program"]
         elif not additive and c["latency_floor"]:
             total = sp.Max(total, v["latency_floor"], evaluate=False)
         return OpTimes(compute, memory, zero, total, shared, l2, latency, issue)

@@ -13,7 +13,8 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    (vLLM `cudagraph_capture_sizes`, recorded from the engine), so its GEMMs and per-sequence kernels run at the
    padded size; past the largest size the step runs at B (piecewise graphs).
 4. **The engine's own kernels**: ceilings that replace the device's generic laws when this engine runs on that
-   device (attention decode latency + KV bytes / rate of FlashAttention-3's paged decode, prefill attention FLOP/s
+   device (attention decode latency + KV bytes / rate of FlashAttention-3's paged decode alone, plus the cost per
+   (sequence, KV head) tile the same kernel adds inside the engine's own decode steps, prefill attention FLOP/s
    per head dim, the fused Triton MoE's law), measured alone by validate/engines/micro.py on that GPU. On a GPU with
    no such measurement the device's own measured (or datasheet) laws stand.
 5. **A request's own cost** (adding it, its first schedule and step, returning its output): the offline time of one
@@ -40,7 +41,8 @@ from roofline.errors import SpecError
 
 PROFILES = Path(__file__).resolve().parent / "profiles"
 # ceilings (roofline.costmodel.device_ceilings keys) an engine's kernels may replace on a GPU they were measured on
-KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel")
+KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "grouped_gemm_bw",
+               "grouped_gemm_latency", "routing_kernel")
 
 
 @dataclass(frozen=True)

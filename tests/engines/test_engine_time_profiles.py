@@ -88,3 +88,20 @@ def test_prefix_caching_on_a_hybrid_holds_more_mamba_blocks_per_request():
     jamba = "tests/data/hf/Jamba-1.5-Mini/config.json"
     assert _vllm_concurrency(jamba, enable_prefix_caching=True) / _vllm_concurrency(jamba) == pytest.approx(
         417 / 3280, rel=1e-12)
+
+
+def test_the_engines_attention_pays_its_cost_per_tile_on_top_of_its_law():
+    # an engine's decode attention in its own steps (timing.py item 4): alpha + KV bytes / rate + tiles x cost
+    from roofline.catalogue.store import load_hardware
+    from roofline.costmodel.device import RooflineOptions, roofline_for
+    from roofline.costmodel.graph import Op
+
+    hw = load_hardware("H200")
+    law = (("attn_decode_bw", 4e12), ("attn_decode_latency", 16e-6))
+    plain = roofline_for(hw, options=RooflineOptions(kernels=law))
+    tiled = roofline_for(hw, options=RooflineOptions(kernels=law + (("attn_decode_program", 13e-9),)))
+    op = Op("attention", "full", 1, traffic={"kv_read": 285_736_960}, kind="attention", head_dim=128, programs=2048)
+    # 2048 tiles (256 sequences x 8 KV heads) x 13 ns = 26.6 us more; an op without tiles pays nothing more
+    assert float(tiled.op_times(op).total - plain.op_times(op).total) == pytest.approx(2048 * 13e-9)
+    bare = Op("attention", "full", 1, traffic={"kv_read": 285_736_960}, kind="attention", head_dim=128)
+    assert float(tiled.op_times(bare).total) == pytest.approx(float(plain.op_times(bare).total))

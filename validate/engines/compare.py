@@ -2,6 +2,7 @@
 prediction committed before the run, and against the current model (with the engine's time profile).
 
 python -m validate.engines.compare RESULTS_DIR [--predicted FILE] [--hardware H200] [--out REPORT.txt] [--json]
+The cases file is $ROOFLINE_ENGINE_CASES (default cases.json), as for the run.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import re
 import statistics
 from pathlib import Path
 
-from validate.engines.predict import CASES, capacity_from_log, predict
+from validate.engines.predict import CASES, capacity_from_log, predict, serve_runs, simulate, util_of
 
 # the engine profile's own microbenchmark (validate/engines/derive.py): in-sample, never judged
 MICRO_MODELS = ("tiny-llama",)
+# decode cases whose attention kernels were profiled in the engine (prof.py, run 2) to derive attn_decode_program:
+# in-sample for that figure, never judged (model, B, P)
+PROFILED = {("Llama-3.1-8B", 256, 256), ("Llama-3.1-8B", 128, 256), ("Llama-3.1-8B", 32, 256)}
 LOG = {"kv_gib": r"Available KV cache memory: ([\d.,]+) GiB", "pool_tokens": r"GPU KV cache size: ([\d,]+) tokens",
        "max_concurrency": r"Maximum concurrency for [\d,]+ tokens per request: ([\d.,]+)x",
        # gpu_worker.py: the CUDA-graph memory estimate, as the utilization it is equivalent to without it
@@ -65,7 +69,7 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
         for m, p, c in zip(meas["decode"], pre["decode"], cur["decode"], strict=False):
             rows["decode"].append({"model": name, "B": m["B"], "P": m["P"], "measured_s": m["decode_step_s"],
                                    "before_s": p["decode_step_s"], "now_s": c["decode_step_s"],
-                                   "judged": name not in MICRO_MODELS})
+                                   "judged": name not in MICRO_MODELS and (name, m["B"], m["P"]) not in PROFILED})
         for m, p, c in zip(meas["prefill"], pre["prefill"], cur["prefill"], strict=False):
             rows["prefill"].append({"model": name, "P": m["P"], "measured_s": m["median_s"],
                                     "before_s": p["prefill_s"], "now_s": c["prefill_s"],
@@ -74,7 +78,7 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
         if log:
             spec = CASES["models"][name]
             row = {"model": name, "run": "offline", "max_model_len": spec["max_model_len"], "now": cur["capacity"][0],
-                   "gpu_memory_utilization": CASES["gpu_memory_utilization"], "log": log,
+                   "gpu_memory_utilization": util_of(spec), "log": log,
                    "predicted": pre["capacity"][0], "rule_from_logged_budget": capacity_from_log(
                        name, spec["max_model_len"], log["kv_gib"], meas.get("engine", {}).get(
                            "max_num_batched_tokens", 16384))}
@@ -107,13 +111,14 @@ def summary(rows: dict) -> dict:
 
 
 def report(rows: dict) -> str:
-    lines = ["phase    model              B      P   measured ms   before ms (err %)   now ms (err %)"]
+    lines = ["phase    model              B      P   measured ms   before ms (err %)   now ms (err %)   "
+             "(* not judged: the profile's own microbenchmark or profiled in the engine)"]
     for phase in ("decode", "prefill"):
         for r in rows[phase]:
             m = r["measured_s"]
             lines.append(f"{phase:8s} {r['model']:18s} {r.get('B', 1):4d} {r['P']:6d} {m * 1e3:11.3f} "
                          f"{r['before_s'] * 1e3:10.3f} ({_signed(r['before_s'], m):+6.1f}) "
-                         f"{r['now_s'] * 1e3:9.3f} ({_signed(r['now_s'], m):+6.1f})")
+                         f"{r['now_s'] * 1e3:9.3f} ({_signed(r['now_s'], m):+6.1f})" + ("" if r["judged"] else " *"))
     lines.append("")
     lines.append("capacity: model, run, max_model_len, util | logged KV GiB, max concurrency | max concurrency "
                  "predicted before the run (err %), now (err %), the rule on the logged budget (err %)")
@@ -156,42 +161,20 @@ SERVE_METRICS = (("ttft_s", "p50", "median_ttft_ms"), ("ttft_s", "p99", "p99_ttf
                  ("tpot_s", "p50", "median_tpot_ms"), ("tpot_s", "p99", "p99_tpot_ms"))
 
 
-def serve_runs() -> list[tuple[str, list[str]]]:
-    """Each `vllm bench serve` run of cases.json and the `roofline simulate` flags that describe it."""
-    s = CASES["serve"]
-    runs = [(f"rate{r}", ["--rate", str(r), "--requests", str(n)]) for r, n in s["rates"]]
-    p = s["prefix"]
-    runs.append(("prefix", ["--rate", str(p["rate"]), "--requests", str(p["prompts"]), "--prefix",
-                            f"system:{p['prefix_len']}"]))
-    c = s["concurrency"]
-    runs.append((f"conc{c['max_concurrency']}", ["--rate", "inf", "--max-concurrency", str(c["max_concurrency"]),
-                                                 "--requests", str(c["prompts"])]))
-    return runs
-
-
 def compare_serve(results: Path, hardware: str) -> list[dict]:
-    """The served runs against `roofline simulate --engine vllm` of the same settings (the engine's API-server
-    defaults, its time profile, fixed lengths as the random dataset sends them)."""
-    import subprocess
-    import sys
-
+    """The served runs against `roofline simulate --engine vllm` of the same settings (predict.serve_runs: the
+    client's recorded send times for a Poisson run, the acceptance the engine measured for a speculative one)."""
     s = CASES["serve"]
-    common = ["--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "vllm",
-              "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]),
-              "--utilization", str(s["gpu_memory_utilization"]), "--no-search", "--json"]
     rows = []
-    for name, flags in serve_runs():
+    for name, flags in serve_runs(results):
         f = results / f"{s['model']}-{name}.json"
         if not f.is_file():
             continue
         meas = json.loads(f.read_text())
-        out = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", *flags, *common], capture_output=True,
-                             text=True)
-        if out.returncode:
-            rows.append({"run": name, "error": out.stderr.strip()[-300:]})
+        sim = simulate(flags, hardware)
+        if "error" in sim:
+            rows.append({"run": name, "error": sim["error"]})
             continue
-        sim = json.loads(out.stdout)
-        sim = sim[0] if isinstance(sim, list) else sim
         row = {"run": name}
         for key, q, mkey in SERVE_METRICS:
             row[f"{key[:-2]}_{q}"] = {"measured_s": meas[mkey] * 1e-3, "predicted_s": sim[key][q]}
@@ -202,7 +185,8 @@ def compare_serve(results: Path, hardware: str) -> list[dict]:
 
 
 def serve_report(rows: list[dict]) -> str:
-    lines = ["serving (Llama-3.1-8B, vllm serve, random 1024 in / 256 out): measured / predicted (err %)",
+    lines = ["serving (Llama-3.1-8B, vllm serve, random prompts; rates replayed at the client's send times): "
+             "measured / predicted (err %)",
              "run       TTFT p50 ms            TTFT p99 ms            TPOT p50 ms          TPOT p99 ms          "
              "output tok/s"]
     for r in rows:

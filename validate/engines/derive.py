@@ -1,7 +1,8 @@
 """The engine's time profile from its own microbenchmarks (never from the runs it is judged on):
 roofline/engines/profiles/<engine>.json.
 
-python -m validate.engines.derive RESULTS_DIR [--hardware H200] [--out roofline/engines/profiles/vllm.json]
+python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H200]
+                                  [--out roofline/engines/profiles/vllm.json]
 
 - host work per step: the tiny model's offline decode steps (RESULTS_DIR/tiny-llama-lat.json), whose GPU work the
   planner puts at ~0.1 ms: with asynchronous scheduling the step is max(gpu, host) = host; without it, host =
@@ -13,6 +14,12 @@ python -m validate.engines.derive RESULTS_DIR [--hardware H200] [--out roofline/
 - kernels on the device: FlashAttention-3 paged decode, time = alpha + KV bytes / rate over the GQA and MHA cases
   (micro.json fa3_decode, no window); the fused Triton MoE, time = alpha + active experts' weight bytes / rate at the
   decode batches M <= 64; prefill attention FLOP/s per head dim at the longest prompt (fa3_prefill, GQA).
+- in situ (--in-situ RUN_DIR with a prof.py result): the paged decode attention inside the engine's own decode
+  steps (its kernel durations under the profiler, Llama-3.1-8B at B = 32, 128, 256, P = 256) exceeds the alone law
+  at B >= 128 by a cost that grows with the tiles it runs (13-14 ns per (sequence, KV head) tile at B = 128 and
+  256; validate/notes/2026-11-28-vllm-h200-run2.md): attn_decode_program = that excess per tile, least squares
+  through the origin; the alone law (micro.json) keeps the latency and the streaming rate, which long contexts
+  follow. Kernel durations, not step times; the profiled batch (B = 256 at P = 256) is left out of the judged cases.
 """
 
 from __future__ import annotations
@@ -42,7 +49,32 @@ def fit_host(batches, steps) -> tuple[float, float]:
     return alpha, 1.0 / rate
 
 
-def derive(results: Path, hardware: str) -> dict:
+# the profiled model's KV bytes per token and layer (Llama-3.1-8B: 8 KV heads x 128 x (K, V) x bf16)
+PROF_KV_HEADS = 8
+PROF_KV_BYTES_PER_TOKEN_LAYER = PROF_KV_HEADS * 128 * 2 * 2
+ATTN_KERNEL = "FlashAttnFwdSm90"
+
+
+def in_situ_attention(prof: Path, alpha: float, rate: float) -> tuple[float, list[dict]]:
+    """(seconds per tile, points) of the engine's decode attention from prof.py's per-step kernel times: the
+    FlashAttnFwdSm90 kernels launched once per layer and step (a prefill's launch, once per generate, is left out),
+    per layer, less the alone law (alpha + mean KV bytes a layer reads over the profiled steps / rate), against the
+    tiles (B x KV heads)."""
+    points = []
+    for c in json.loads(prof.read_text())["cases"]:
+        per_step = [v for name, v in c["kernels"].items() if ATTN_KERNEL in name and "Combine" not in name
+                    and v["calls"] >= 16]
+        calls = max(v["calls"] for v in per_step)
+        layer_s = sum(v["s"] for v in per_step) / calls
+        context = c["P"] + c["N"] / 2  # mean of P+1 .. P+N-1
+        kv = c["B"] * context * PROF_KV_BYTES_PER_TOKEN_LAYER
+        points.append({"B": c["B"], "P": c["P"], "layer_s": layer_s, "kv_bytes": kv,
+                       "tiles": c["B"] * PROF_KV_HEADS, "excess_s": layer_s - (alpha + kv / rate)})
+    per_tile = (sum(p["excess_s"] * p["tiles"] for p in points) / sum(p["tiles"] ** 2 for p in points))
+    return max(0.0, per_tile), points
+
+
+def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
     tiny = json.loads((results / "tiny-llama-lat.json").read_text())
     micro = json.loads((results / "micro.json").read_text())
     eng = tiny["engine"]
@@ -71,6 +103,14 @@ def derive(results: Path, hardware: str) -> dict:
     a_att, r_att = fit_affine([r["kv_bytes_read"] for r in dec], [r["s"] for r in dec])
     kernels = {"attn_decode_latency": a_att, "attn_decode_bw": r_att}
     sources["attn_decode"] = f"{results}/micro.json fa3_decode (no window), t = alpha + KV bytes / rate"
+    extra = {}
+    prof = in_situ / "Llama-3.1-8B-prof.json" if in_situ else None
+    if prof and prof.is_file():
+        per_tile, points = in_situ_attention(prof, a_att, r_att)
+        kernels["attn_decode_program"] = per_tile
+        sources["attn_decode_program"] = (f"{prof} FlashAttnFwdSm90 per layer in the engine's decode steps less the "
+                                          "alone law, per (sequence, KV head) tile")
+        extra["attn_decode_in_situ_points"] = points
     moe = [r for r in micro["fused_moe"] if r["M"] <= 64]
     if moe:
         a_moe, r_moe = fit_affine([r["active_weight_bytes"] for r in moe], [r["s"] for r in moe])
@@ -89,17 +129,18 @@ def derive(results: Path, hardware: str) -> dict:
             "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4)
                                        for b, s in zip(batches, steps, strict=True)],
                               "attn_decode_median_ape": statistics.median(
-                                  abs((a_att + r["kv_bytes_read"] / r_att) / r["s"] - 1) for r in dec)}}
+                                  abs((a_att + r["kv_bytes_read"] / r_att) / r["s"] - 1) for r in dec)}, **extra}
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("results", type=Path)
+    p.add_argument("--in-situ", type=Path, help="a run folder with prof.py's result (the engine's own kernels)")
     p.add_argument("--hardware", default="H200")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(derive(a.results, a.hardware), indent=1) + "\n")
+    a.out.write_text(json.dumps(derive(a.results, a.hardware, a.in_situ), indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,8 @@ def write_trace(path: Path, arrivals: list[float], prompt: list[int] | int, outp
     n = len(arrivals)
     prompt = prompt if isinstance(prompt, list) else [prompt] * n
     output = output if isinstance(output, list) else [output] * n
-    rows = ["arrival_s,prompt_tokens,output_tokens"] + [f"{a:.6f},{p},{o}" for a, p, o in zip(arrivals, prompt, output, strict=True)]
+    rows = ["arrival_s,prompt_tokens,output_tokens"]
+    rows += [f"{a:.6f},{p},{o}" for a, p, o in zip(arrivals, prompt, output, strict=True)]
     path.write_text("\n".join(rows) + "\n")
     return path
 
