@@ -135,19 +135,24 @@ def serve_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
     the engine measured (its /metrics), so they exist only with `results`."""
     s, seed, tmp = CASES["serve"], SERVE_SEED0, Path(tempfile.mkdtemp())
     runs = []
-    for rate, n in s["rates"]:
-        seed += 1
-        d = _detailed(results, f"rate{rate}")
+
+    def replay(run: str, seed: int, rate: float, n: int, shared: int = 0) -> str:
+        """The run's trace file: recorded send times and lengths (less a shared prefix the flags add back)."""
+        d = _detailed(results, run)
         if d and d.get("start_times"):
             t0 = d["start_times"][0]
-            trace = write_trace(tmp / f"rate{rate}.csv", [t - t0 for t in d["start_times"]], d["input_lens"],
-                                d["output_lens"])
-        else:
-            trace = write_trace(tmp / f"rate{rate}.csv", vllm_arrivals(seed, rate, n), s["input_len"], s["output_len"])
-        runs.append((f"rate{rate}", ["--trace", str(trace)]))
+            return str(write_trace(tmp / f"{run}.csv", [t - t0 for t in d["start_times"]],
+                                   [n_in - shared for n_in in d["input_lens"]], d["output_lens"]))
+        return str(write_trace(tmp / f"{run}.csv", vllm_arrivals(seed, rate, n), s["input_len"], s["output_len"]))
+
+    for rate, n in s["rates"]:
+        seed += 1
+        runs.append((f"rate{rate}", ["--trace", replay(f"rate{rate}", seed, rate, n)]))
     p = s["prefix"]
-    runs.append(("prefix", ["--rate", str(p["rate"]), "--requests", str(p["prompts"]), "--prefix",
+    seed += 1
+    runs.append(("prefix", ["--trace", replay("prefix", seed, p["rate"], p["prompts"], p["prefix_len"]), "--prefix",
                             f"system:{p['prefix_len']}"]))
+    seed += 1
     c = s["concurrency"]
     runs.append((f"conc{c['max_concurrency']}", ["--rate", "inf", "--max-concurrency", str(c["max_concurrency"]),
                                                  "--requests", str(c["prompts"])]))
