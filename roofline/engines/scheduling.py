@@ -158,6 +158,17 @@ def measured_overheads(engine: str) -> EngineOverheads:
                            overlap=t.overlap)
 
 
+def with_speculative(profile: EngineScheduling, method: str | None) -> EngineScheduling:
+    """The engine's scheduler under speculative decoding of `method` (serving.speculative's names): vLLM 0.24 turns
+    asynchronous scheduling off for a draft model (methods other than EAGLE / MTP / ngram-on-GPU: vllm/config/vllm.py
+    VllmConfig.__post_init__, "Async scheduling not supported with draft_model-based speculative decoding and will
+    be disabled", logged by run 2 of validate/engines), so its host work no longer hides under the GPU's."""
+    if method != "draft" or profile.engine != "vllm" or not profile.overheads.overlap:
+        return profile
+    return replace(profile, overheads=replace(profile.overheads, overlap=False),
+                   notes=profile.notes + ("vllm: async scheduling off with a draft model (host work after the GPU's)",))
+
+
 def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:
     """vLLM's default CUDA-graph capture sizes (VllmConfig._set_cudagraph_sizes, see the module docstring)."""
     top = min(max_num_seqs * (1 + speculative_tokens) * 2, 512, max_num_batched_tokens)

@@ -105,3 +105,15 @@ def test_the_engines_attention_pays_its_cost_per_tile_on_top_of_its_law():
     assert float(tiled.op_times(op).total - plain.op_times(op).total) == pytest.approx(2048 * 13e-9)
     bare = Op("attention", "full", 1, traffic={"kv_read": 285_736_960}, kind="attention", head_dim=128)
     assert float(tiled.op_times(bare).total) == pytest.approx(float(plain.op_times(bare).total))
+
+
+def test_vllm_runs_a_draft_model_without_async_scheduling():
+    # vllm/config/vllm.py (0.24.0): async scheduling off for draft-model speculation, kept for EAGLE / MTP
+    from roofline.engines.scheduling import EngineOverheads, EngineScheduling, with_speculative
+
+    vllm = EngineScheduling("vllm", 1024, 8192, overheads=EngineOverheads(step_s=3e-3, overlap=True))
+    drafted = with_speculative(vllm, "draft")
+    assert not drafted.overheads.overlap
+    assert drafted.overheads.combine(5e-3, 1) == pytest.approx(8e-3)  # host work after the GPU's
+    assert with_speculative(vllm, "eagle") is vllm and with_speculative(vllm, "mtp") is vllm
+    assert with_speculative(vllm, None) is vllm
