@@ -53,12 +53,14 @@ def engine_config() -> dict:
 
 
 def worker_memory() -> dict:
-    """The worker's memory profile (vllm/v1/worker/gpu_worker.py determine_available_memory), read by attribute."""
+    """The worker's memory profile (vllm/v1/worker/gpu_worker.py determine_available_memory), read by attribute
+    through WorkerWrapperBase.__getattr__, which forwards to its worker (worker_base.py; run 2 asked the wrapper's
+    own __getattribute__, which does not forward, and got nothing)."""
     out = {}
     for key in ("peak_activation_memory", "non_torch_memory", "cudagraph_memory_estimate",
                 "available_kv_cache_memory_bytes", "requested_memory"):
         try:
-            out[key] = llm.collective_rpc("__getattribute__", args=(key,))[0]
+            out[key] = llm.collective_rpc("__getattr__", args=(key,))[0]  # the wrapper forwards to its worker
         except Exception as e:  # an attribute this version lacks
             out[key] = f"unavailable: {type(e).__name__}: {str(e)[:120]}"
     return out
