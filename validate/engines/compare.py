@@ -149,8 +149,9 @@ def main() -> None:
     a = p.parse_args()
     rows = compare(a.results, json.loads(a.predicted.read_text()), predict(a.hardware), a.hardware)
     serve = compare_serve(a.results, a.hardware)
-    text = (json.dumps({"rows": rows, "summary": summary(rows), "serve": serve}, indent=1) if a.json
-            else report(rows) + "\n\n" + serve_report(serve))
+    slo = slo_rates(serve)
+    text = (json.dumps({"rows": rows, "summary": summary(rows), "serve": serve, "slo_max_rate": slo}, indent=1)
+            if a.json else report(rows) + "\n\n" + serve_report(serve) + "\n\n" + slo_report(slo))
     if a.out:
         a.out.write_text(text + "\n")
     print(text)
@@ -200,6 +201,52 @@ def serve_report(rows: list[dict]) -> str:
         m, p = r["output_tokens_per_s"]["measured"], r["output_tokens_per_s"]["predicted"]
         cells.append(f"{m:6.0f} / {p:6.0f} ({_signed(p, m):+5.1f})")
         lines.append(f"{r['run']:8s}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+
+# SLOs on p99 TTFT and TPOT (seconds): the max Poisson rate meeting each, from the measured runs and from their
+# simulations at the same send times
+SLOS = ((0.5, 0.05), (0.2, 0.025))
+
+
+def _crossing(rates: list[float], values: list[float], limit: float) -> float | None:
+    """The rate at which `values` (one per rate, ascending rates) first exceeds `limit`, by linear interpolation
+    between the two runs around it; None when no run exceeds it (the max rate is past the runs)."""
+    for (r0, v0), (r1, v1) in zip(zip(rates, values, strict=True), zip(rates[1:], values[1:], strict=True),
+                                  strict=False):
+        if v0 <= limit < v1:
+            return r0 + (r1 - r0) * (limit - v0) / (v1 - v0)
+        if v0 > limit:
+            return r0 if r0 == rates[0] else None
+    return None
+
+
+def slo_rates(rows: list[dict]) -> list[dict]:
+    """Per SLO, the max rate meeting it (p99 TTFT and p99 TPOT under their limits), measured and predicted: each
+    p99 interpolated linearly between the Poisson runs around its crossing; the smaller crossing binds."""
+    runs = sorted((float(r["run"][4:]), r) for r in rows if r["run"].startswith("rate") and "error" not in r)
+    rates = [x for x, _ in runs]
+    out = []
+    for ttft, tpot in SLOS:
+        row = {"ttft_p99_s": ttft, "tpot_p99_s": tpot}
+        for side, key in (("measured", "measured_s"), ("predicted", "predicted_s")):
+            cross = [_crossing(rates, [r[q][key] for _, r in runs], lim)
+                     for q, lim in (("ttft_p99", ttft), ("tpot_p99", tpot))]
+            known = [c for c in cross if c is not None]
+            row[side] = min(known) if known else None
+        out.append(row)
+    return out
+
+
+def slo_report(slo: list[dict]) -> str:
+    lines = ["max Poisson rate at an SLO (p99 TTFT and TPOT), interpolated between the runs: measured / predicted "
+             "(err %)"]
+    for r in slo:
+        m, p = r["measured"], r["predicted"]
+        err = f"{_signed(p, m):+5.1f}" if m and p else "  n/a"
+        lines.append(f"  TTFT p99 <= {r['ttft_p99_s'] * 1e3:4.0f} ms, TPOT p99 <= {r['tpot_p99_s'] * 1e3:3.0f} ms: "
+                     f"{m if m is None else round(m, 1)} / {p if p is None else round(p, 1)} req/s ({err})")
     return "\n".join(lines)
 
 

@@ -47,3 +47,12 @@ def test_the_engine_disables_async_scheduling_with_a_draft_model():
     # the mechanism behind the speculative run's miss (no host/GPU overlap): the engine's own log line
     log = (RUN / "Llama-3.1-8B-spec-server.log").read_text(errors="replace")
     assert "Async scheduling not supported with draft_model-based speculative decoding" in log
+
+
+def test_the_rate_at_an_slo_is_interpolated_where_the_p99_crosses_it():
+    from validate.engines.compare import _crossing
+
+    # p99 TTFT 0.1 s at 10 req/s, 0.3 s at 20: a 0.2 s limit is crossed half-way, at 15 req/s
+    assert _crossing([10, 20, 30], [0.1, 0.3, 0.9], 0.2) == pytest.approx(15.0)
+    assert _crossing([10, 20], [0.1, 0.15], 0.2) is None  # every run meets it: the max rate is past the runs
+    assert _crossing([10, 20], [0.3, 0.4], 0.2) == 10  # the slowest run already misses it
