@@ -39,7 +39,8 @@ def test_acceptance_per_position_is_conditional_on_the_earlier_drafts(tmp_path):
 
 def test_the_draft_model_run_accepted_nothing_on_dummy_weights():
     # the engine's own counters of the concurrency-16 run: 1B random draft vs 8B random target
-    acc = acceptance(RUN / "Llama-3.1-8B-spec-metrics-before-conc16.txt", RUN / "Llama-3.1-8B-spec-metrics-conc16.txt", 3)
+    acc = acceptance(RUN / "Llama-3.1-8B-spec-metrics-before-conc16.txt", RUN / "Llama-3.1-8B-spec-metrics-conc16.txt",
+                     3)
     assert acc == (0.0, 0.0, 0.0)
 
 
