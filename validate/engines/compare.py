@@ -83,9 +83,9 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
                        name, spec["max_model_len"], log["kv_gib"], meas.get("engine", {}).get(
                            "max_num_batched_tokens", 16384))}
             rows["capacity"].append(row)
-    serve = CASES["serve"]
-    server_log = results / f"{serve['model']}-server.log"
-    if server_log.is_file():
+    serve = CASES.get("serve")
+    server_log = results / f"{serve['model']}-server.log" if serve else None
+    if server_log is not None and server_log.is_file():
         log = parse_log(server_log.read_text(errors="replace"))
         if log:
             rows["capacity"].append({
@@ -148,7 +148,7 @@ def main() -> None:
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     rows = compare(a.results, json.loads(a.predicted.read_text()), predict(a.hardware), a.hardware)
-    serve = compare_serve(a.results, a.hardware)
+    serve = compare_serve(a.results, a.hardware) if "serve" in CASES else []
     slo = slo_rates(serve)
     text = (json.dumps({"rows": rows, "summary": summary(rows), "serve": serve, "slo_max_rate": slo}, indent=1)
             if a.json else report(rows) + "\n\n" + serve_report(serve) + "\n\n" + slo_report(slo))

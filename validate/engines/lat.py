@@ -86,6 +86,7 @@ import vllm  # noqa: E402
 
 res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init,
        "gpu_memory_utilization": UTIL, "warm_each_case": CASES.get("warm_each_case", False),
+       "moe_routing_simulation": os.environ.get("VLLM_MOE_ROUTING_SIMULATION_STRATEGY", ""),
        "out_tokens": N,
        "engine": engine_config(), "decode": [], "prefill": []}
 res["worker_memory"] = worker_memory()

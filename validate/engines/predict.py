@@ -114,8 +114,8 @@ def predict(hardware: str) -> dict:
         pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]
         cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=util_of(case),
                     **capacity(name, case["max_model_len"], util_of(case), hardware, "offline"))]
-        s = CASES["serve"]
-        if name == s["model"]:
+        s = CASES.get("serve", {})
+        if name == s.get("model"):
             cap.append(dict(max_model_len=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"],
                             **capacity(name, s["max_model_len"], s["gpu_memory_utilization"], hardware, "api")))
         out[name] = {"decode": dec, "prefill": pre, "capacity": cap}
@@ -222,7 +222,8 @@ def main() -> None:
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {"about": f"roofline's prediction of validate/engines/{CASES_FILE} on a real vLLM, written before the run",
            "hardware": a.hardware, "engine": "vllm", "git_sha": sha, "date": dt.date.today().isoformat(),
-           "models": predict(a.hardware), "serve": serve_predictions(a.hardware)}
+           "models": predict(a.hardware),
+           "serve": serve_predictions(a.hardware) if "serve" in CASES else {}}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 

@@ -15,10 +15,13 @@ export PYTHONPATH=$SITE PATH=$HOME/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=
   TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 export ROOFLINE_ENGINE_CASES=${ROOFLINE_ENGINE_CASES:-cases.json}
 CASES=$HERE/$ROOFLINE_ENGINE_CASES
-SERVE=$(python3 -c "import json; print(json.load(open('$CASES'))['serve']['model'])")
+SERVE=$(python3 -c "import json; print(json.load(open('$CASES')).get('serve', {}).get('model', ''))")
+ROUTING=$(python3 -c "import json; print(json.load(open('$CASES')).get('routing', ''))")
+[ -n "$ROUTING" ] && export VLLM_MOE_ROUTING_SIMULATION_STRATEGY=$ROUTING
 {
 echo "== env $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
+echo "routing simulation: ${VLLM_MOE_ROUTING_SIMULATION_STRATEGY:-off}"
 (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models "$@" ${EXTRA_MODELS:-})
 if [ "${SKIP_MICRO:-0}" != 1 ]; then
   echo "== micro $(date -u +%T)"
