@@ -13,6 +13,10 @@ device, tp, pp, weight dtype, the KV dtype as the method) and the engine's sched
 Lengths are the record's: fixed where the run fixed them; otherwise the run's mean lengths (a ShareGPT run is
 replayed at its mean prompt and output lengths, not its heavy-tailed distribution: the record says so).
 Engine limits the record omits are the engine's own defaults for its release and GPU (`engine_defaults`).
+The host law is the profile's as measured (vLLM 0.24, asynchronous scheduling on) for every release: 0.10 / 0.11
+default to synchronous steps (roofline.engines.scheduling.vllm_async_scheduling), but what a synchronous step adds
+is unmeasured — the 0.24 law added serially makes the H100 closed-loop controls 37 % slow (notes
+validate/notes/2026-11-28-public-misses.md), so it is not applied until measured.
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
 (TPOT = (e2e - TTFT) / (output - 1)), mean / median / p99 by `numpy.percentile`; ITL mean = all decode time over
