@@ -175,6 +175,9 @@ class Roofline:
             shape = "grouped_gemm_flops" if self._grouped_rate(op) else f"gemm_shape:{op.dtype}"
             return (shape if shape in c else peak, "grouped_gemm_bw",
                     "grouped_gemm_latency" if c["grouped_gemm_latency"] else "kernel_time")
+        if self._grouped_rate(op):  # the fused MoE's FLOP/s measured, its streaming law not: a GEMM's stream law
+            return ("grouped_gemm_flops", "gemm_stream_bw" if c["gemm_stream_bw"] else "bandwidth",
+                    "gemm_latency" if c["gemm_stream_bw"] and c["gemm_latency"] else "kernel_time")
         if op.kind == ROUTING and c["routing_kernel"]:
             return peak, "bandwidth", "routing_kernel"
         if op.kind == "gemm" and c["gemm_stream_bw"]:
