@@ -97,3 +97,59 @@ def test_the_committed_derived_profile_names_its_tables():
     for gpu, source in derived["sources"].items():
         assert "aiconfigurator-core" in source and f"/{gpu}" not in source  # systems/data/<system>/...
         assert all(Path(p.split(": ", 1)[-1]).suffix == ".parquet" for p in source.split("; "))
+
+
+def _synthetic_db(tmp_path):
+    """A one-system aiconfigurator folder whose vLLM tables follow known laws (times in ms, as the wheel stores)."""
+    import pandas as pd
+
+    from roofline.catalogue.derive.tables import Database
+
+    root = tmp_path / "aiconfigurator_core"
+    base = root / "systems" / "data" / "h200_sxm"
+    for family in ("attention", "moe"):
+        (base / family / "vllm" / "0.24.0").mkdir(parents=True)
+    gen = [{"batch_size": b, "isl": 1, "step": ctx - 1, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+            "kv_cache_dtype": "bfloat16", "window_size": 0, "kernel_source": "vllm_flash_attn_fa3",
+            "latency": (20e-6 + 2 * b * ctx * 8 * 128 * 2 / 4e12) * 1e3} for b, ctx in ((1, 16384), (32, 16384), (8, 8192))]
+    pd.DataFrame(gen).to_parquet(base / "attention/vllm/0.24.0/generation_attention_perf.parquet")
+    p = 16384
+    ctx = [{"batch_size": 1, "isl": p, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+            "kv_cache_dtype": "bfloat16", "window_size": 0, "kernel_source": "vllm_flash_attn_fa3",
+            "latency": 4 * p * p * 32 * 128 / 2 / 6e14 * 1e3}]
+    pd.DataFrame(ctx).to_parquet(base / "attention/vllm/0.24.0/context_attention_perf.parquet")
+    expert = 3 * 2048 * 768 * 2
+    rows = [{"moe_dtype": "bfloat16", "moe_tp_size": 1, "moe_ep_size": 1, "num_experts": 128, "topk": 8,
+             "hidden_size": 2048, "inter_size": 768, "kernel_source": "triton", "distribution": "balanced",
+             "num_tokens": m, "latency": (25e-6 + min(128, 8 * m) * expert / 4.5e12) * 1e3} for m in (1, 4, 16, 64)]
+    rows.append({**rows[0], "distribution": "power_law_1.01", "num_tokens": 4096,
+                 "latency": 2 * 4096 * 8 * expert / 2 / 3.5e14 * 1e3})
+    pd.DataFrame(rows).to_parquet(base / "moe/vllm/0.24.0/moe_perf.parquet")
+    return Database(root=root, version="0.0-test")
+
+
+def test_the_converter_recovers_the_laws_its_tables_follow(tmp_path):
+    from roofline.catalogue.derive.engine_kernels import derive_system
+
+    d = derive_system(_synthetic_db(tmp_path), "h200_sxm", l2_bytes=0, dram_bytes_per_s=4.8e12)
+    k = d["kernels"]
+    assert k["attn_decode_latency"] == pytest.approx(20e-6, rel=1e-6)
+    assert k["attn_decode_bw"] == pytest.approx(4e12, rel=1e-6)
+    assert k["grouped_gemm_latency"] == pytest.approx(25e-6, rel=1e-6)  # balanced: min(E, M k) experts, exact
+    assert k["grouped_gemm_bw"] == pytest.approx(4.5e12, rel=1e-6)
+    assert k["grouped_gemm_flops"] == pytest.approx(3.5e14, rel=1e-6)
+    assert d["attention_flops"] == {128: pytest.approx(6e14, rel=1e-9)}
+    # a law streaming faster than the device's DRAM is rows read from the L2: left out
+    d2 = derive_system(_synthetic_db(tmp_path / "b"), "h200_sxm", l2_bytes=0, dram_bytes_per_s=4.0e12)
+    assert "grouped_gemm_bw" not in d2["kernels"] and "grouped_gemm_flops" in d2["kernels"]
+
+
+def test_a_bad_package_is_a_one_line_error_and_nothing_written(tmp_path, capsys, monkeypatch):
+    from roofline.catalogue.derive import engine_kernels
+
+    target = tmp_path / "vllm-derived.json"
+    monkeypatch.setattr(engine_kernels, "PROFILE", target)
+    assert engine_kernels.main(["--package", str(tmp_path), "--write"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--package" in err
+    assert not target.exists()

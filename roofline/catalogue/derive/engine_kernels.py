@@ -22,7 +22,8 @@ Each law is validate/engines/derive.py's, on the database rows nearest to micro.
                         is micro's uniform-random routing's within 7 %, balanced routing's 22 % faster). The planner
                         otherwise prices the routed experts' FLOPs at the dense GEMM rate, which the fused Triton
                         kernel does not reach where vLLM ships no tuned config for the GPU (it falls back to
-                        get_default_config: vllm/model_executor/layers/fused_moe/fused_moe.py, try_get_optimal_moe_config)
+                        get_default_config: vllm/model_executor/layers/fused_moe/fused_moe.py,
+                        try_get_optimal_moe_config)
     attention_flops     per head dim: 4 P^2 hq d / 2 / t of context attention at batch 1, 32 / 8 heads, bf16, no
                         window, the longest prompt the table has (micro.py fa3_prefill's FLOP count)
 
@@ -56,7 +57,8 @@ def fit_affine(xs, ts) -> tuple[float, float]:
     """(alpha, rate) of t = alpha + x / rate by relative least squares, alpha clipped at 0 (validate/engines/
     derive.py fit_affine, the lead's fit of vllm.json, restated here: the planner never imports validate/)."""
     w = [1 / t ** 2 for t in ts]
-    sw, sx, st = sum(w), sum(wi * x for wi, x in zip(w, xs, strict=True)), sum(wi * t for wi, t in zip(w, ts, strict=True))
+    sw, sx = sum(w), sum(wi * x for wi, x in zip(w, xs, strict=True))
+    st = sum(wi * t for wi, t in zip(w, ts, strict=True))
     sxx = sum(wi * x * x for wi, x in zip(w, xs, strict=True))
     sxt = sum(wi * x * t for wi, x, t in zip(w, xs, ts, strict=True))
     beta = (sw * sxt - sx * st) / (sw * sxx - sx * sx)
@@ -175,7 +177,7 @@ def derive_all(db: Database) -> dict:
         sources[name], notes[name] = d["source"], d["notes"]
     measured = json.loads(MEASURED.read_text())
     return {"engine": "vllm", "kind": "derived", "date": str(dt.date.today()),
-            "definitions": __doc__.split("\n\n")[2].strip(),
+            "definitions": " ".join(__doc__.split("Each law is", 1)[1].split("`check(db)`")[0].split()),
             "kernels": {g: {k: _sig(v) for k, v in d["kernels"].items()} for g, d in gpus.items()},
             "attention_flops": {g: {str(h): _sig(r) for h, r in d["attention_flops"].items()} for g, d in gpus.items()},
             "sources": sources, "notes": notes, "skipped": skipped,
