@@ -111,7 +111,8 @@ def _synthetic_db(tmp_path):
         (base / family / "vllm" / "0.24.0").mkdir(parents=True)
     gen = [{"batch_size": b, "isl": 1, "step": ctx - 1, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
             "kv_cache_dtype": "bfloat16", "window_size": 0, "kernel_source": "vllm_flash_attn_fa3",
-            "latency": (20e-6 + 2 * b * ctx * 8 * 128 * 2 / 4e12) * 1e3} for b, ctx in ((1, 16384), (32, 16384), (8, 8192))]
+            "latency": (20e-6 + 2 * b * ctx * 8 * 128 * 2 / 4e12) * 1e3}
+           for b, ctx in ((1, 16384), (32, 16384), (8, 8192))]
     pd.DataFrame(gen).to_parquet(base / "attention/vllm/0.24.0/generation_attention_perf.parquet")
     p = 16384
     ctx = [{"batch_size": 1, "isl": p, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
