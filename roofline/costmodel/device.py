@@ -172,9 +172,12 @@ class Roofline:
         have none of the kernels' laws (None), so every op meets peak, bandwidth and kernel_time."""
         c, peak = self.ceilings, self._peak_key(op.dtype)
         if op.name == EXPERTS and op.kind == "gemm" and c["grouped_gemm_bw"]:  # grouped-GEMM law
-            shape = f"gemm_shape:{op.dtype}"
+            shape = "grouped_gemm_flops" if self._grouped_rate(op) else f"gemm_shape:{op.dtype}"
             return (shape if shape in c else peak, "grouped_gemm_bw",
                     "grouped_gemm_latency" if c["grouped_gemm_latency"] else "kernel_time")
+        if self._grouped_rate(op):  # the fused MoE's FLOP/s measured, its streaming law not: a GEMM's stream law
+            return ("grouped_gemm_flops", "gemm_stream_bw" if c["gemm_stream_bw"] else "bandwidth",
+                    "gemm_latency" if c["gemm_stream_bw"] and c["gemm_latency"] else "kernel_time")
         if op.kind == ROUTING and c["routing_kernel"]:
             return peak, "bandwidth", "routing_kernel"
         if op.kind == "gemm" and c["gemm_stream_bw"]:
@@ -186,6 +189,11 @@ class Roofline:
         if op.kind == "attention" and "kv_read" not in op.traffic and f"attn_flops:{op.head_dim}" in c:
             return f"attn_flops:{op.head_dim}", "bandwidth", "kernel_time"
         return peak, "bandwidth", "kernel_time"
+
+    def _grouped_rate(self, op: Op) -> bool:
+        """The routed experts of a 16-bit MMA meet the engine's fused-MoE FLOP/s where one was measured on this
+        device (RooflineOptions.kernels 'grouped_gemm_flops': roofline.engines.timing), not the dense GEMM's."""
+        return op.name == EXPERTS and op.dtype in ("bf16", "fp16") and bool(self.ceilings.get("grouped_gemm_flops"))
 
     def steady_state(self, op: Op, rate, per_kernel):
         """(tensor-core FLOP/s, per-kernel s) of `op` in the planner's steady state, from _ceilings_of's burst figures
@@ -206,7 +214,9 @@ class Roofline:
             per_kernel = v["aten_kernel_time"]
         if op.fused and c["fused_kernel_time"]:
             per_kernel = v["fused_kernel_time"]
-        if op.kind == "gemm" or (op.kind == "attention" and "kv_read" not in op.traffic):
+        if self._grouped_rate(op):  # a burst-measured kernel rate: the clock ratio only
+            rate = rate * v["clock_ratio"] if c["clock_ratio"] else rate
+        elif op.kind == "gemm" or (op.kind == "attention" and "kv_read" not in op.traffic):
             sustained = f"sustained_gemm:{op.dtype}" if op.kind == "gemm" else f"sustained_attn:{op.head_dim}"
             if c.get(sustained):
                 rate = v[sustained]

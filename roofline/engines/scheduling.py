@@ -17,6 +17,11 @@ vLLM (V1 engine; vllm-project/vllm):
   docstring there: "If batch size <= one of the cudagraph_capture_sizes, the closest padded CUDA graph will be used";
   larger steps run without a graph, unpadded). The default cudagraph mode captures mixed steps piecewise, so the pad
   applies to the step's token count whatever its mix.
+- asynchronous scheduling (the host prepares step n + 1 while the GPU runs step n: the time profile's `overlap`) is
+  off by default before the release that carries vllm-project/vllm PR #27614 ("use_async_scheduling default";
+  tracked in issue #27679, closed with it, Jan 2026): 0.10.x and 0.11.x run a step as GPU + host unless the command
+  passes --async-scheduling (the flag of those releases; vllm-project/recipes PR #131 documents it as opt-in for
+  GPT-OSS on 0.11). ASYNC_DEFAULT_RELEASE below; a build of unknown release is taken as current (on).
 - preemption by recompute of the most recently admitted running request, FCFS admission (vllm/v1/core/sched/
   scheduler.py: `preempted_req = self.running.pop()`, RequestStatus.PREEMPTED, policy "fcfs" default).
 SGLang (sgl-project/sglang, python/sglang/srt/server_args.py@469c63e, ServerArgs._handle_gpu_memory_settings and
@@ -62,6 +67,7 @@ GIB = 1 << 30
 MIB = 1 << 20
 ENTRY_POINTS = ("api", "offline")
 SCHEDULING_ENGINES = ("ideal", "vllm", "sglang", "trtllm", "llamacpp")
+ASYNC_DEFAULT_RELEASE = (0, 14)  # first vLLM release with async scheduling on by default (module docstring)
 
 
 @dataclass(frozen=True)
@@ -180,14 +186,31 @@ def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculati
     return tuple(sizes)
 
 
-def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0) -> EngineScheduling:
-    """vLLM's defaults for this GPU and entry point ('api': `vllm serve`; 'offline': the `LLM` class)."""
+def vllm_async_scheduling(release: str | None, flag: bool = False) -> bool:
+    """Whether a vLLM of `release` ('0.11.0'; None: unknown, taken as current) overlaps host and GPU work: the
+    --async-scheduling flag, else the release's default (module docstring: off before ASYNC_DEFAULT_RELEASE)."""
+    if flag or release is None:
+        return True
+    try:
+        version = tuple(int(x) for x in release.split(".")[:2])
+    except ValueError:
+        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
+    return version >= ASYNC_DEFAULT_RELEASE
+
+
+def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
+         overlap: bool | None = None) -> EngineScheduling:
+    """vLLM's defaults for this GPU and entry point ('api': `vllm serve`; 'offline': the `LLM` class); `overlap`:
+    whether host work hides under the GPU's (vllm_async_scheduling of the release; None: as measured)."""
     big = device_memory_bytes(hardware) >= 70 * GIB and "a100" not in hardware.name.lower()
     tokens = {"offline": 16384, "api": 8192}[entry] if big else {"offline": 8192, "api": 2048}[entry]
     seqs = min(1024 if big else 256, tokens)
+    overheads = measured_overheads("vllm")
+    if overlap is not None:
+        overheads = replace(overheads, overlap=overlap)
     return EngineScheduling(
         "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
-        prefix_caching=True, page_tokens=16, overheads=measured_overheads("vllm"),
+        prefix_caching=True, page_tokens=16, overheads=overheads,
         notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
                f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",))
 
@@ -258,12 +281,14 @@ def ideal() -> EngineScheduling:
 
 
 def scheduling(engine: str, hardware: Hardware, entry: str = "api", tp: int = 1, pool_tokens: int | None = None,
-               context_len: int = 4096, speculative_tokens: int = 0) -> EngineScheduling:
-    """The engine's own scheduler defaults for this GPU (see the module docstring for each source)."""
+               context_len: int = 4096, speculative_tokens: int = 0,
+               overlap: bool | None = None) -> EngineScheduling:
+    """The engine's own scheduler defaults for this GPU (see the module docstring for each source); `overlap`
+    (vLLM): the release's asynchronous scheduling (vllm_async_scheduling), None for the measured profile's."""
     if entry not in ENTRY_POINTS:
         raise SpecError(f"--entry-point: {entry!r} is not one of {', '.join(ENTRY_POINTS)}")
     if engine == "vllm":
-        return vllm(hardware, entry, speculative_tokens)
+        return vllm(hardware, entry, speculative_tokens, overlap)
     if engine == "sglang":
         return sglang(hardware, tp, pool_tokens, context_len)
     if engine == "trtllm":

@@ -15,8 +15,11 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
 4. **The engine's own kernels**: ceilings that replace the device's generic laws when this engine runs on that
    device (attention decode latency + KV bytes / rate of FlashAttention-3's paged decode alone, plus the cost per
    (sequence, KV head) tile the same kernel adds inside the engine's own decode steps, prefill attention FLOP/s
-   per head dim, the fused Triton MoE's law), measured alone by validate/engines/micro.py on that GPU. On a GPU with
-   no such measurement the device's own measured (or datasheet) laws stand.
+   per head dim, the fused Triton MoE's law), measured by validate/engines/micro.py (alone) and prof.py (in the
+   engine's steps) on that GPU. A GPU with no such measurement takes the same laws derived from aiconfigurator's
+   measured vLLM tables (profiles/<engine>-derived.json, written by roofline.catalogue.derive.engine_kernels; its
+   `sources` name each table), among them the fused MoE's FLOP/s at a prefill-sized batch (grouped_gemm_flops); a
+   GPU in neither keeps the device's own measured (or datasheet) laws.
 5. **A request's own cost** (adding it, its first schedule and step, returning its output): the offline time of one
    short request on the tiny model (`generate()` at B = 1, max_tokens 1, GPU work ~0.1 ms): added to a prefill's GPU
    time (the offline TTFT) in place of the overlapped step host work.
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -42,7 +45,7 @@ from roofline.errors import SpecError
 PROFILES = Path(__file__).resolve().parent / "profiles"
 # ceilings (roofline.costmodel.device_ceilings keys) an engine's kernels may replace on a GPU they were measured on
 KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "grouped_gemm_bw",
-               "grouped_gemm_latency", "routing_kernel")
+               "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops")
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def timing(engine: str) -> EngineTiming:
                                                             sources={"all": "no time profile measured"})
     try:
         d = json.loads(path.read_text())
-        return EngineTiming(
+        profile = EngineTiming(
             engine=engine, version=d["version"], step_s=float(d["step_s"]), per_seq_s=float(d["per_seq_s"]),
             overlap=bool(d["overlap"]), capture_sizes=tuple(sorted(int(s) for s in d["capture_sizes"])),
             api_request_s=float(d["api_request_s"]), request_s=float(d["request_s"]),
@@ -113,6 +116,27 @@ def timing(engine: str) -> EngineTiming:
             sources=dict(d["sources"]))
     except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
+    return _with_derived(profile, PROFILES / f"{engine}-derived.json")
+
+
+def _with_derived(profile: EngineTiming, path: Path) -> EngineTiming:
+    """`profile` plus the derived kernels of `path` for every GPU the measured profile has none for (a measured
+    GPU keeps its own figures, every one of them)."""
+    if not path.is_file():
+        return profile
+    try:
+        d = json.loads(path.read_text())
+        kernels = {g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()}
+        rates = {g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops", {}).items()}
+        sources = {f"derived:{g}": str(src) for g, src in d["sources"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"engine profile {path.name}: {exc}") from None
+    measured = set(profile.kernels) | set(profile.attention_flops)
+    return replace(profile, kernels={**{g: k for g, k in kernels.items() if g not in measured}, **profile.kernels},
+                   attention_flops={**{g: r for g, r in rates.items() if g not in measured},
+                                    **profile.attention_flops},
+                   sources={**profile.sources, **{k: v for k, v in sources.items()
+                                                  if k.split(":", 1)[1] not in measured}})
 
 
 def engine_options(engine: str, hardware):

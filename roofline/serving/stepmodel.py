@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.costmodel import Op
+from roofline.costmodel.ops import EXPERTS
 from roofline.lazy import sp
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import ATTENTION_OPS
@@ -134,15 +135,18 @@ class StepModel:
         for j, op in enumerate(ops):
             cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
             comm = (op.collective, op.ranks) if op.is_comm else None  # all-reduce or expert all-to-all
-            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused), []).append(j)
+            # the routed experts keep their name: Roofline._ceilings_of gives them the grouped-GEMM law by name
+            name = op.name if op.name == EXPERTS else "step"
+            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused, name),
+                              []).append(j)
         compiled = []
-        for (dtype, comm, kind, head_dim, cls, kernels, aten, fused), idx in groups.items():
+        for (dtype, comm, kind, head_dim, cls, kernels, aten, fused, name), idx in groups.items():
             if comm:
                 template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels, collective=comm[0],
                               ranks=comm[1])
                 fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
             else:
-                template = Op("step", "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
+                template = Op(name, "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
                               head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED)
                 fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED], roof.op_times(template).total, cse=False)

@@ -10,9 +10,20 @@ device, tp, pp, weight dtype, the KV dtype as the method) and the engine's sched
 - **request rate R** without a cap: Poisson arrivals at R (the client's default `burstiness 1`), seed 0.
 - **neither** (`--request-rate inf`): every request at t = 0.
 
-Lengths are the record's: fixed where the run fixed them; otherwise the run's mean lengths (a ShareGPT run is
-replayed at its mean prompt and output lengths, not its heavy-tailed distribution: the record says so).
+Lengths are the record's: fixed where the run fixed them; a random-dataset run that did not fix them at its mean
+lengths (`--random-output-len` is a cap the model reaches unless it ends early); a ShareGPT run at lengths drawn
+from the distribution of largest entropy with the record's mean prompt and output lengths, the geometric (Jaynes
+1957; roofline.serving.datasets draws ShareGPT lengths the same way), kept only where vllm bench's own filter keeps
+a ShareGPT conversation (vllm/benchmarks/datasets.py is_valid_sequence: prompt and output >= 4 tokens, prompt <=
+1024, prompt + output <= 2048), seed 0. The spread is a mechanism of its own, not a detail: with every request the
+same length, a burst runs in synchronised waves (max_num_seqs requests admitted together, decoding together,
+finishing together: long decode-only stretches), while spread lengths finish one by one, so that nearly every step
+admits a request and carries a prefill chunk beside its decodes (notes validate/notes/2026-11-28-public-misses.md).
 Engine limits the record omits are the engine's own defaults for its release and GPU (`engine_defaults`).
+The host law is the profile's as measured (vLLM 0.24, asynchronous scheduling on) for every release: 0.10 / 0.11
+default to synchronous steps (roofline.engines.scheduling.vllm_async_scheduling), but what a synchronous step adds
+is unmeasured — the 0.24 law added serially makes the H100 closed-loop controls 37 % slow (notes
+validate/notes/2026-11-28-public-misses.md), so it is not applied until measured.
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
 (TPOT = (e2e - TTFT) / (output - 1)), mean / median / p99 by `numpy.percentile`; ITL mean = all decode time over
@@ -39,8 +50,8 @@ V1_FIRST_RELEASE = (0, 9)
 class Replay:
     """The simulated client: lengths (tokens), arrival times (s) and the engine's admission cap."""
 
-    prompt_tokens: int
-    output_tokens: int
+    prompt_tokens: np.ndarray  # per request
+    output_tokens: np.ndarray
     arrival_s: np.ndarray
     max_num_seqs: int
     max_num_batched_tokens: int
@@ -65,16 +76,38 @@ def replay_of(run: PublishedRun, defaults: tuple[int, int]) -> Replay:
     """The client and engine limits a record describes (see the module docstring); `defaults` are the engine's
     (max_num_seqs, max_num_batched_tokens) for what the command leaves out."""
     bench = run.benchmark
-    prompt, output = max(1, round(bench.input_tokens)), max(1, round(bench.output_tokens))
+    n = bench.num_prompts
+    prompt, output = lengths(run)
     cap = bench.max_num_seqs or defaults[0]
     budget = bench.max_num_batched_tokens or defaults[1]
-    n = bench.num_prompts
     if bench.max_concurrency is not None:
         return Replay(prompt, output, np.zeros(n), min(cap, bench.max_concurrency), budget, bench.max_concurrency)
     if bench.request_rate_per_s is not None:
         gaps = np.random.default_rng(0).exponential(1.0 / bench.request_rate_per_s, size=n)
         return Replay(prompt, output, np.cumsum(gaps) - gaps[0], cap, budget, None)
     return Replay(prompt, output, np.zeros(n), cap, budget, None)
+
+
+SHAREGPT_MIN, SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_TOTAL = 4, 1024, 2048  # vllm bench is_valid_sequence defaults
+
+
+def lengths(run: PublishedRun) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt and output tokens per request (module docstring): geometric draws with the record's means, filtered
+    as vllm bench filters ShareGPT, for a ShareGPT run whose lengths were not fixed; else the means, rounded."""
+    bench = run.benchmark
+    n = bench.num_prompts
+    prompt, output = max(1, round(bench.input_tokens)), max(1, round(bench.output_tokens))
+    if bench.lengths_fixed or (bench.dataset or "").lower() != "sharegpt":
+        return np.full(n, prompt, dtype=np.int64), np.full(n, output, dtype=np.int64)
+    rng = np.random.default_rng(0)
+    keep_p, keep_o = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    while len(keep_p) < n:
+        p = rng.geometric(1.0 / bench.input_tokens, size=2 * n)
+        o = rng.geometric(1.0 / bench.output_tokens, size=2 * n)
+        ok = ((p >= SHAREGPT_MIN) & (o >= SHAREGPT_MIN) & (p <= SHAREGPT_MAX_PROMPT)
+              & (p + o <= SHAREGPT_MAX_TOTAL))
+        keep_p, keep_o = np.concatenate([keep_p, p[ok]]), np.concatenate([keep_o, o[ok]])
+    return keep_p[:n].astype(np.int64), keep_o[:n].astype(np.int64)
 
 
 def _stat(values_s: np.ndarray) -> dict[str, float]:
@@ -109,9 +142,8 @@ def simulate(run: PublishedRun) -> dict:
     model, hardware = load_model(dep.catalogue_model), load_hardware(dep.catalogue_hardware)
     rep = replay_of(run, engine_defaults(run, hardware.memory_bytes, model.max_position_embeddings))
     n = len(rep.arrival_s)
-    requests = Requests(rep.arrival_s, np.full(n, rep.prompt_tokens, dtype=np.int64),
-                        np.full(n, rep.output_tokens, dtype=np.int64))
-    total = rep.prompt_tokens + rep.output_tokens
+    requests = Requests(rep.arrival_s, rep.prompt_tokens, rep.output_tokens)
+    total = int((rep.prompt_tokens + rep.output_tokens).max())
     memory = {} if run.benchmark.gpu_memory_utilization is None else {
         "gpu_memory_utilization": run.benchmark.gpu_memory_utilization}
     workload = validate(Workload, {**memory, "context_tokens": total, "tp": dep.tp, "pp": dep.pp,
@@ -129,12 +161,12 @@ def simulate(run: PublishedRun) -> dict:
     trace = sim.run(requests)
     sent = _sent_s(rep.arrival_s, trace.finish_s, rep.closed_loop)
     decode_s = trace.finish_s - trace.first_token_s
+    decode_tokens = int((rep.output_tokens - 1).sum())
     out = {"ttft": _stat(trace.first_token_s - sent), "tpot": _stat(trace.tpot_s),
-           "itl": {"mean_ms": float(decode_s.sum() / (n * (rep.output_tokens - 1)) * 1e3)}
-           if rep.output_tokens > 1 else {},
+           "itl": {"mean_ms": float(decode_s.sum() / decode_tokens * 1e3)} if decode_tokens > 0 else {},
            "duration_s": float(trace.finish_s.max() - sent.min()),
            "preemptions": int(trace.preemptions)}
-    out["output_throughput_tokens_per_s"] = n * rep.output_tokens / out["duration_s"]
+    out["output_throughput_tokens_per_s"] = int(rep.output_tokens.sum()) / out["duration_s"]
     out["request_throughput_per_s"] = n / out["duration_s"]
     return out
 

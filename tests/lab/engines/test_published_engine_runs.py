@@ -173,3 +173,21 @@ def test_the_harness_refuses_an_unwritable_report_path_with_one_line(tmp_path, c
     assert main(["--runs", str(runs), "--out", str(blocker / "r.txt")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out" in err
+
+
+def test_a_sharegpt_burst_is_replayed_at_spread_lengths_vllm_bench_would_keep():
+    """ShareGPT: geometric lengths with the record's means, filtered as vllm bench filters ShareGPT (prompt and output
+    >= 4, prompt <= 1024, total <= 2048: vllm/benchmarks/datasets.py is_valid_sequence); a random run: its means."""
+    from validate.engines.public_predict import lengths
+
+    run = load_run(RUNS / "a100-gpustack-qwen3-14b-sharegpt.json")
+    prompt, output = lengths(run)
+    assert len(prompt) == len(output) == run.benchmark.num_prompts
+    assert prompt.min() >= 4 and output.min() >= 4 and prompt.max() <= 1024 and (prompt + output).max() <= 2048
+    # the filter cuts only the far tail (P(prompt > 1024) = e^(-1024/217) < 1 %): the means stay the record's
+    assert prompt.mean() == pytest.approx(run.benchmark.input_tokens, rel=0.1)
+    assert output.mean() == pytest.approx(run.benchmark.output_tokens, rel=0.1)
+    assert np.std(output) > 0.5 * output.mean()  # a geometric's spread, not one length
+    rand = load_run(RUNS / "a100-gpustack-qwen3-14b-random-2k.json")
+    p2, o2 = lengths(rand)
+    assert set(p2.tolist()) == {round(rand.benchmark.input_tokens)} and set(o2.tolist()) == {100}
