@@ -168,3 +168,29 @@ def pooled_decoder_bands(client_sources, fusion: str, folder: Path | None = None
             if mode in modes:
                 rows[phase].append(abs(err))
     return {p: band(rows[p]) for p in PHASES} if any(rows.values()) else None
+
+
+def memory_rows(text: str) -> list[tuple[str, str, float]]:
+    """(case, reserve, signed error %) of a real-decoder report's memory boundary block
+    (`Llama-3.1-8B/memory/b16   default   1.089   31232   31925   31744   +1.64  ABOVE the real limit`: the longest
+    context the planner predicts at batch 16 against the longest the decoder really held)."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("memory boundary"):
+            inside = True
+            continue
+        parts = line.split()
+        if inside and len(parts) >= 7 and "/memory/" in parts[0] and (err := _float(parts[6])) is not None:
+            rows.append((parts[0], parts[1], err))
+    return rows
+
+
+def capacity_band(client_source: str | None, folder: Path | None = None) -> dict[str, Any] | None:
+    """The memory boundary at the planner's default reserve (the `default` rows) with its median signed error
+    (positive: the planner promises more context than the decoder held), None when no row was committed."""
+    folder = results_folder() if folder is None else folder
+    path = _report(client_source, folder, "clients")
+    errors = [err for _case, reserve, err in memory_rows(_read(path)) if reserve == "default"] if path else []
+    b = band([abs(e) for e in errors])
+    return None if b is None else {**b, "median_signed_pct": round(statistics.median(errors), 2),
+                                   "file": f"clients/{path.name}"}
