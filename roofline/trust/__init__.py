@@ -24,7 +24,7 @@ from roofline.trust.quantities import QUANTITIES, engine_text, fmt, quantity_ban
 from roofline.trust.source import SOURCES, datasheet_gap, datasheet_line, source_kind
 
 __all__ = ["QUANTITIES", "SOURCES", "ceilings_trust", "datasheet_gap", "datasheet_line", "fmt", "method_trust",
-           "plan_trust", "source_kind"]
+           "plan_trust", "serving_trust", "source_kind", "annotate_claims", "claim_trust"]
 
 
 def _band_text(phase: str, b: dict[str, Any] | None) -> str:
@@ -61,10 +61,22 @@ def ceilings_trust(hardware, fusion: str = "typical", engine: str | None = None,
                                     "published": engine_info["published"] and engine_info["published"]["group"],
                                     "model_class": engine_info["model_class"]}
         out.update(decode=bands["decode_step"], prefill=bands["prefill"])
-        out["text"] = f"{out.pop('head')}; under {engine}: {engine_text(hardware.name, engine_info)}"
+        out["text"] = f"{out['ceilings_text']}; under {engine}: {engine_text(hardware.name, engine_info)}"
     elif engine is not None and engine != "ideal":
         out["text"] += f"; {engine}'s own step times: no real {engine} run validated here"
-    out.pop("head", None)
+    return out
+
+
+def serving_trust(hardware, engine: str, model=None) -> dict[str, Any]:
+    """ceilings_trust for `roofline simulate`'s figures (TTFT, TPOT, throughput): under vLLM the engine's runs
+    (ceilings_trust's engine text); under any other scheduler the serving figures are not validated (no real run of
+    it), and only the steps they are built from carry the real decoders' band."""
+    out = ceilings_trust(hardware, "typical", engine, model)
+    if out.get("engine_validation") is None:
+        decode = out["bands"]["decode_step"]
+        steps = f"its steps: decode {fmt(decode)} ({decode['basis']})" if decode else "its steps not validated"
+        out["text"] = (f"{out['ceilings_text']}; serving figures (TTFT, TPOT, throughput) not validated under the "
+                       f"{engine} scheduler (no real run of it committed); {steps}")
     return out
 
 
@@ -76,7 +88,8 @@ def _decoder_trust(hardware, fusion: str) -> dict[str, Any]:
     kind = source_kind(hardware)
     m = hardware.measured
     head = _head(hardware, kind)
-    out: dict[str, Any] = {"source": kind, "decode": None, "prefill": None, "validated_on": None, "head": head}
+    out: dict[str, Any] = {"source": kind, "decode": None, "prefill": None, "validated_on": None,
+                           "ceilings_text": head}
     if kind == "measured":
         bands = decoder_bands(m.client_source, fusion)
         if bands and (bands["decode"] or bands["prefill"]):
@@ -193,3 +206,25 @@ def _row_text(trust: dict[str, Any], method: dict[str, Any]) -> str:
         head = trust["source"] + (f" ±{decode['median_ape_pct']:.0f}%" if decode else "")
     kern = method["kernels"]
     return head + ("; kern " + (f"±{kern['median_ape_pct']:.0f}%" if kern else "n/v"))
+
+
+# The words of a claim's unit (its quote, roofline.analysis) that make its value a time or a rate: those values are
+# computed at datasheet ceilings (the papers' own figures: analysis.verdicts.datasheet_hardware).
+TIME_UNIT_WORDS = ("ms", "decode step", "TPOT", "TTFT", "TBT", "time", "latency", "tok/s")
+
+
+def claim_trust(unit: str) -> dict[str, Any] | None:
+    """{"source": "datasheet", "text"} for a claim whose value is a time or a rate (or a ratio of two), None for
+    bytes, bits and token counts (exact counts, no ceiling involved)."""
+    words = unit.replace("(", " ").replace(")", " ").replace(",", " ")
+    if not any(f" {w} " in f" {words} " or (" " in w and w in words) for w in TIME_UNIT_WORDS):
+        return None
+    return {"source": "datasheet", "text": f"computed at the paper's datasheet figures; {datasheet_line()}"}
+
+
+def annotate_claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`trust` added in place to each claim row whose value is a time or a rate (claim_trust); returns the rows."""
+    for c in rows:
+        if (trust := claim_trust(c.get("unit", ""))) is not None:
+            c["trust"] = trust
+    return rows

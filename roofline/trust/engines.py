@@ -33,8 +33,8 @@ from roofline.trust.bands import _read, band, results_folder
 _NUM = r"([+-]?[\d.]+)"
 _STEP = re.compile(rf"^(decode|prefill)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)"
                    rf"\s+\(\s*{_NUM}\)\s*$")
-_CAPACITY = re.compile(rf"^\s+(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+\|\s+([\d.]+)\s+([\d.]+)\s+\|\s+([\d.]+)\s+\(\s*{_NUM}\)"
-                       rf"\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s*$")
+_CAPACITY = re.compile(rf"^\s+(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+\|\s+([\d.]+)\s+([\d.]+)\s+\|"
+                       rf"\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s*$")
 _PAIR = re.compile(rf"([\d.]+)\s*/\s*([\d.]+)\s*\(\s*{_NUM}\)")
 _GROUP = re.compile(r"^\s+((?:other GPUs|controls)[^:]*?), ([^:]+): (.+)$")
 _GROUP_ITEM = re.compile(r"(TPOT mean|TPOT median|ITL mean|out tok/s) (\d+)% \[([+-]?\d+)%\] \((\d+)/(\d+)\)")

@@ -39,7 +39,7 @@ def fmt(b: dict[str, Any] | None) -> str:
     ape, signed = b["median_ape_pct"], b.get("median_signed_pct")
     if signed is not None and ape >= 5 and abs(signed) >= 0.8 * ape:
         return f"{ape:.0f} % {'under' if signed < 0 else 'over'}"
-    return f"±{ape:.1f} %"
+    return f"±{ape:.2f} %" if ape < 0.1 else f"±{ape:.1f} %"
 
 
 def stem(hardware) -> str | None:
@@ -56,7 +56,7 @@ def decoder_quantities(hardware, fusion: str) -> dict[str, dict[str, Any] | None
     kind, m = source_kind(hardware), hardware.measured
     if kind == "measured":
         bands = decoder_bands(m.client_source, fusion) or {}
-        basis = f"real decoders on {hardware.name} ({', '.join(bands.get('modes', []))})"
+        basis = f"real decoders on {hardware.name}, {' and '.join(bands.get('modes', []))}"
         out["decode_step"] = _with(bands.get("decode"), basis, bands.get("file"))
         out["prefill"] = _with(bands.get("prefill"), basis, bands.get("file"))
         cap = capacity_band(m.client_source)
@@ -94,7 +94,8 @@ def vllm_quantities(hardware, model=None) -> tuple[dict[str, dict[str, Any] | No
     elif published is not None and (published["own_device"] or published["group"].startswith("controls")):
         q = published["quantities"]
         tpot = next((q[k] for k in PUBLIC_TPOT if k in q), None)
-        basis = f"published vLLM runs on {published['group'].split(', ', 1)[1] if published['own_device'] else 'H100/H200'}"
+        where = published["group"].split(", ", 1)[1] if published["own_device"] else "H100/H200"
+        basis = f"published vLLM runs on {where}"
         out["tpot"] = out["decode_step"] = _with(_public(tpot), basis + " (TPOT)", published["file"])
         out["throughput"] = _with(_public(q.get("out tok/s")), basis + " (output tok/s)", published["file"])
     return out, {"own_run": own, "published": published, "model_class": cls}
@@ -159,3 +160,36 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
             f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
             f"capacity {fmt(own['capacity'])}; serving ({own['serving_runs']} runs) TTFT {fmt(own['ttft'])}, "
             f"TPOT {fmt(own['tpot'])}, output tok/s {fmt(own['throughput'])}{other_text}")
+
+
+def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = False) -> dict[str, Any]:
+    """{"source", "engine", "capacity": band or None, "text"} for `roofline capacity`: under vLLM the concurrency
+    its start-up log reported (the prediction now where the engine ran on this device; the pool rule alone when the
+    budget is given, as it was checked on the logged budget); the real decoders' memory boundary for `ideal` on a
+    measured device; otherwise not validated."""
+    kind = source_kind(hardware)
+    own_path = engine_report(stem(hardware), engine) if engine in VALIDATED_ENGINES else None
+    if own_path is None and engine in VALIDATED_ENGINES:  # the pool rule is arithmetic: any device's run checks it
+        from roofline.catalogue import hardware_names, load_hardware
+
+        runs = [p for n in hardware_names() if (p := engine_report(stem(load_hardware(n)), engine)) is not None]
+        own_path = runs[0] if runs and budget_logged else None
+    own = engine_bands(own_path) if own_path is not None else None
+    out: dict[str, Any] = {"source": "logged budget" if budget_logged else kind, "engine": engine, "capacity": None}
+    if own is not None:
+        key = "capacity_rule" if budget_logged else "capacity"
+        what = ("the pool rule on the logged KV budget" if budget_logged else
+                f"max concurrency predicted on {hardware.name}")
+        out["capacity"] = _with(own[key], f"{engine}'s logged max concurrency against {what}", own["file"])
+        out["text"] = (f"capacity {fmt(own[key])} against {engine}'s logged max concurrency ({what}; "
+                       f"{own[key]['cases']} runs, {own['file']})")
+    elif engine == "ideal" and not budget_logged:
+        band = decoder_quantities(hardware, "typical")["capacity"]
+        out["capacity"] = band
+        out["text"] = (f"capacity {fmt(band)} ({band['basis']}, {band['file']})" if band else
+                       f"capacity not validated on {hardware.name} (no real decoder's memory boundary measured)")
+    else:
+        where = "a logged budget" if budget_logged else hardware.name
+        out["text"] = (f"capacity not validated: no real {engine} run on {where} committed here (the pool rules "
+                       f"follow the engine's source, cited in `rules`)")
+    return out
