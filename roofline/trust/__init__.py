@@ -16,12 +16,11 @@ A number's trust has three parts:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from roofline.trust.bands import decoder_bands, kernel_bands, method_key, pooled_decoder_bands
 from roofline.trust.quantities import QUANTITIES, engine_text, fmt, quantity_bands
-from roofline.trust.source import SOURCES, datasheet_gap, datasheet_line, source_kind
+from roofline.trust.source import SOURCES, datasheet_gap, datasheet_line, measured_devices, source_kind
 
 __all__ = ["QUANTITIES", "SOURCES", "ceilings_trust", "datasheet_gap", "datasheet_line", "fmt", "method_trust",
            "plan_trust", "serving_trust", "source_kind", "annotate_claims", "claim_trust"]
@@ -31,19 +30,6 @@ def _band_text(phase: str, b: dict[str, Any] | None) -> str:
     if not b:
         return f"{phase} not validated"
     return f"{phase} ±{b['median_ape_pct']:.1f} % (median; p90 {b['p90_ape_pct']:.1f} %, {b['cases']} steps)"
-
-
-@functools.lru_cache(maxsize=1)
-def _measured_devices() -> tuple[tuple[str, str, str | None], ...]:
-    """(name, source, client_source) of the catalogue devices measured here."""
-    from roofline.catalogue import hardware_names, load_hardware
-
-    out = []
-    for name in hardware_names():
-        m = load_hardware(name).measured
-        if m is not None and not m.estimate and getattr(m, "kind", "measured") == "measured":
-            out.append((name, m.source, m.client_source))
-    return tuple(out)
 
 
 def ceilings_trust(hardware, fusion: str = "typical", engine: str | None = None, model=None) -> dict[str, Any]:
@@ -100,7 +86,7 @@ def _decoder_trust(hardware, fusion: str) -> dict[str, Any]:
         else:
             text = f"{head}; no real decoder validated on it"
     elif kind == "calibrated":
-        devices = _measured_devices()
+        devices = measured_devices()
         pooled = pooled_decoder_bands([c for _n, _s, c in devices if c], fusion)
         names = ", ".join(n for n, _s, _c in devices)
         if pooled:

@@ -21,7 +21,7 @@ from typing import Any
 
 from roofline.trust.bands import capacity_band, decoder_bands, pooled_decoder_bands
 from roofline.trust.engines import engine_bands, engine_report, public_bands
-from roofline.trust.source import source_kind
+from roofline.trust.source import measured_devices, source_kind
 
 QUANTITIES = ("decode_step", "prefill", "capacity", "ttft", "tpot", "throughput")
 VALIDATED_ENGINES = ("vllm",)
@@ -50,8 +50,6 @@ def stem(hardware) -> str | None:
 
 def decoder_quantities(hardware, fusion: str) -> dict[str, dict[str, Any] | None]:
     """The bands the real decoders support for a device as the plan uses it (see the module docstring)."""
-    from roofline.trust import _measured_devices
-
     out: dict[str, dict[str, Any] | None] = dict.fromkeys(QUANTITIES)
     kind, m = source_kind(hardware), hardware.measured
     if kind == "measured":
@@ -63,7 +61,7 @@ def decoder_quantities(hardware, fusion: str) -> dict[str, dict[str, Any] | None
         out["capacity"] = _with(cap, f"longest context a real decoder held on {hardware.name} at the default reserve",
                                 cap and cap["file"])
     elif kind == "calibrated":
-        devices = _measured_devices()
+        devices = measured_devices()
         pooled = pooled_decoder_bands([c for _n, _s, c in devices if c], fusion) or {}
         basis = f"real decoders on {', '.join(n for n, _s, _c in devices)} (not your device)"
         out["decode_step"] = _with(pooled.get("decode"), basis, None)
