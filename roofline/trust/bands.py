@@ -87,7 +87,7 @@ def kernel_rows(text: str) -> list[tuple[str, str, float]]:
 
 def _report(source: str | None, folder: Path | None, sub: str) -> Path | None:
     """The compare report beside the results file `source` names (`validate/results/[clients/]<stem>.json`)."""
-    if not source or folder is None:
+    if not source or not source.split() or folder is None:
         return None
     path = folder / sub / f"{Path(source.split()[0]).stem}-compare.txt"
     return path if path.is_file() else None

@@ -45,7 +45,12 @@ def fmt(b: dict[str, Any] | None) -> str:
 def stem(hardware) -> str | None:
     """The stem of the device's measured results file (`validate/results/nvidia-h200.json` -> nvidia-h200)."""
     m = hardware.measured
-    return Path(m.source.split()[0]).stem if m is not None and m.source else None
+    return None if m is None else _stem(m.source)
+
+
+def _stem(source: str | None) -> str | None:
+    words = (source or "").split()
+    return Path(words[0]).stem if words else None
 
 
 def decoder_quantities(hardware, fusion: str) -> dict[str, dict[str, Any] | None]:
@@ -167,11 +172,10 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
     measured device; otherwise not validated."""
     kind = source_kind(hardware)
     own_path = engine_report(stem(hardware), engine) if engine in VALIDATED_ENGINES else None
-    if own_path is None and engine in VALIDATED_ENGINES:  # the pool rule is arithmetic: any device's run checks it
-        from roofline.catalogue import hardware_names, load_hardware
-
-        runs = [p for n in hardware_names() if (p := engine_report(stem(load_hardware(n)), engine)) is not None]
-        own_path = runs[0] if runs and budget_logged else None
+    if own_path is None and engine in VALIDATED_ENGINES and budget_logged:  # the pool rule is arithmetic: any
+        runs = [p for _n, source, _c in measured_devices()  # device's run checks it
+                if (p := engine_report(_stem(source), engine)) is not None]
+        own_path = runs[0] if runs else None
     own = engine_bands(own_path) if own_path is not None else None
     out: dict[str, Any] = {"source": "logged budget" if budget_logged else kind, "engine": engine, "capacity": None}
     if own is not None:
