@@ -71,7 +71,7 @@ def bands_rows() -> list[dict[str, Any]]:
     and the real engine's run; per GPU group, the published engine runs (TPOT and output tok/s medians)."""
     from roofline.catalogue import hardware_names, load_hardware
     from roofline.trust import fmt
-    from roofline.trust.bands import _read, results_folder
+    from roofline.trust.bands import read_report, results_folder
     from roofline.trust.engines import public_groups
     from roofline.trust.quantities import decoder_quantities, engine_bands, engine_report, stem
 
@@ -91,7 +91,7 @@ def bands_rows() -> list[dict[str, Any]]:
     folder = results_folder()
     public = None if folder is None else folder / "engines" / "public-compare.txt"
     if public is not None and public.is_file():
-        for group, q in public_groups(_read(public)).items():
+        for group, q in public_groups(read_report(public)).items():
             tpot = q.get("TPOT median") or q.get("TPOT mean")
             rows.append({"device": group, "validation": "published vLLM runs (median)", "decode step": "-",
                          "prefill": "-", "capacity": "-", "TTFT": "-",

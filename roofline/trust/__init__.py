@@ -121,12 +121,12 @@ def _head(hardware, kind: str) -> str:
 def _published_here(hardware, kind: str) -> str:
     """'; published vLLM runs on A100-80GB: TPOT 44 % under ...' for an unmeasured device the published runs cover."""
     from roofline.trust.engines import public_bands
-    from roofline.trust.quantities import _published_text
+    from roofline.trust.quantities import published_text
 
     if kind == "measured":
         return ""
     published = public_bands(hardware.name)
-    return f"; {_published_text(published)}" if published and published["own_device"] else ""
+    return f"; {published_text(published)}" if published and published["own_device"] else ""
 
 
 def method_trust(spec: str, hardware) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from roofline.trust.bands import _read, band, results_folder
+from roofline.trust.bands import band, read_report, results_folder
 
 _NUM = r"([+-]?[\d.]+)"
 _STEP = re.compile(rf"^(decode|prefill)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)"
@@ -89,7 +89,7 @@ def engine_bands(path: Path) -> dict[str, Any]:
     """Bands of one real-engine report: decode step and prefill (all models, and per class "dense" / "moe"),
     capacity (the prediction now, and the pool rule on the logged budget), serving TTFT, TPOT (p50 and p99 pooled)
     and output throughput; each with its median signed error; plus the worst step per phase."""
-    rows = engine_rows(_read(path))
+    rows = engine_rows(read_report(path))
     rows["steps"] = [s for s in rows["steps"] if _is_moe(s[1]) is not None]
     rows["capacity"] = [c for c in rows["capacity"] if _is_moe(c[0]) is not None]
     out: dict[str, Any] = {"file": f"engines/{path.name}", "models": sorted({s[1] for s in rows["steps"]})}
@@ -132,7 +132,7 @@ def public_bands(hardware_name: str, controls: bool = False, folder: Path | None
     path = None if folder is None else folder / "engines" / "public-compare.txt"
     if path is None or not path.is_file():
         return None
-    groups = public_groups(_read(path))
+    groups = public_groups(read_report(path))
     order = ("controls, all",) if controls else (f"other GPUs, {hardware_name}", "other GPUs, all")
     for group in order:
         if groups.get(group):

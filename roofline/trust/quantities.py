@@ -120,7 +120,7 @@ def quantity_bands(hardware, fusion: str = "typical", engine: str | None = None,
     return decoder_quantities(hardware, fusion), None
 
 
-def _published_text(published: dict[str, Any] | None) -> str:
+def published_text(published: dict[str, Any] | None) -> str:
     """'published vLLM runs on A100-80GB: TPOT 44 % under, ITL 42 % under, output tok/s 86 % over at the median
     (8 of 56 TPOT within 15 %)'."""
     if published is None:
@@ -149,7 +149,7 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
     prefill, capacity, serving) and the published runs; or, with no run here, the published runs on this GPU."""
     own, published, cls = engine_info["own_run"], engine_info["published"], engine_info["model_class"]
     if own is None:
-        return f"vLLM not run on {hardware_name} here; {_published_text(published)}"
+        return f"vLLM not run on {hardware_name} here; {published_text(published)}"
     worst = own.get("prefill_worst")
     worst_text = (f" (worst {worst['error_pct']:+.0f} %, {worst['model']} P {worst['prompt']:,})" if worst else "")
     others = published and published.get("other_gpus")
