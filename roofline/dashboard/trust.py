@@ -73,7 +73,7 @@ def bands_rows() -> list[dict[str, Any]]:
     from roofline.trust import fmt
     from roofline.trust.bands import read_report, results_folder
     from roofline.trust.engines import public_groups
-    from roofline.trust.quantities import decoder_quantities, engine_bands, engine_report, stem
+    from roofline.trust.quantities import decoder_quantities, engine_bands, engine_reports, stem
 
     rows = []
     for name in hardware_names():
@@ -84,9 +84,9 @@ def bands_rows() -> list[dict[str, Any]]:
         dec = decoder_quantities(hw, "typical")
         file = dec["decode_step"] and dec["decode_step"]["file"]
         rows.append(_row(name, "real decoders (typical fusion)", dec, file))
-        path = engine_report(stem(hw), "vllm")
-        if path is not None:
-            own = engine_bands(path)
+        paths = engine_reports(stem(hw), "vllm")
+        if paths:
+            own = engine_bands(paths)
             rows.append(_row(name, f"vLLM ({len(own['models'])} models)", own, own["file"]))
     folder = results_folder()
     public = None if folder is None else folder / "engines" / "public-compare.txt"

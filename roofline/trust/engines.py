@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import re
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from roofline.trust.bands import band, read_report, results_folder
 
 _NUM = r"([+-]?[\d.]+)"
 _STEP = re.compile(rf"^(decode|prefill)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)"
-                   rf"\s+\(\s*{_NUM}\)\s*$")
+                   rf"\s+\(\s*{_NUM}\)\s*(\*?)\s*$")
 _CAPACITY = re.compile(rf"^\s+(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+\|\s+([\d.]+)\s+([\d.]+)\s+\|"
                        rf"\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s*$")
 _PAIR = re.compile(rf"([\d.]+)\s*/\s*([\d.]+)\s*\(\s*{_NUM}\)")
@@ -49,11 +50,13 @@ def signed_band(errors: list[float]) -> dict[str, Any] | None:
 
 def engine_rows(text: str) -> dict[str, list]:
     """{"steps": [(phase, model, batch, prompt, now err %)], "capacity": [(model, now err %, rule err %)],
-    "serving": [(run, {column: err %})]} of a real-engine compare report."""
+    "serving": [(run, {column: err %})]} of a real-engine compare report; a step row the report marks '*' (not
+    judged: the engine profile's own microbenchmark, or a step profiled in the engine) is left out as it does."""
     steps, capacity, serving, in_serving = [], [], [], False
     for line in text.splitlines():
         if m := _STEP.match(line):
-            steps.append((m[1], m[2], int(m[3]), int(m[4]), float(m[9])))
+            if not m[10]:  # a row marked '*' is not judged by the report (the profile's own microbenchmark)
+                steps.append((m[1], m[2], int(m[3]), int(m[4]), float(m[9])))
         elif m := _CAPACITY.match(line):
             capacity.append((m[1], float(m[10]), float(m[12])))
         elif line.startswith("serving ("):
@@ -63,14 +66,13 @@ def engine_rows(text: str) -> dict[str, list]:
     return {"steps": steps, "capacity": capacity, "serving": serving}
 
 
-def engine_report(stem: str | None, engine: str, folder: Path | None = None) -> Path | None:
-    """The newest committed compare report of `engine` run on the device whose results file stem is `stem`
-    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`: dates sort by name), or None."""
+def engine_reports(stem: str | None, engine: str, folder: Path | None = None) -> tuple[Path, ...]:
+    """Every committed compare report of `engine` run on the device whose results file stem is `stem`
+    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`, `...-2026-11-28-run2-compare.txt`: sorted by name)."""
     folder = results_folder() if folder is None else folder
     if not stem or folder is None or not (folder / "engines").is_dir():
-        return None
-    found = sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt"))
-    return found[-1] if found else None
+        return ()
+    return tuple(sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt")))
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,14 +87,20 @@ def _is_moe(model_name: str) -> bool | None:
         return None
 
 
-def engine_bands(path: Path) -> dict[str, Any]:
-    """Bands of one real-engine report: decode step and prefill (all models, and per class "dense" / "moe"),
-    capacity (the prediction now, and the pool rule on the logged budget), serving TTFT, TPOT (p50 and p99 pooled)
-    and output throughput; each with its median signed error; plus the worst step per phase."""
-    rows = engine_rows(read_report(path))
+def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
+    """Bands of the real-engine reports of one device, their rows pooled (each run is real evidence): decode step
+    and prefill (all models, and per class "dense" / "moe"), capacity (the prediction now, and the pool rule on the
+    logged budget), serving TTFT, TPOT (p50 and p99 pooled) and output throughput; each with its median signed
+    error; plus the worst step per phase."""
+    paths = (paths,) if isinstance(paths, Path) else tuple(paths)
+    rows: dict[str, list] = {"steps": [], "capacity": [], "serving": []}
+    for path in paths:
+        for key, found in engine_rows(read_report(path)).items():
+            rows[key] += found
     rows["steps"] = [s for s in rows["steps"] if _is_moe(s[1]) is not None]
     rows["capacity"] = [c for c in rows["capacity"] if _is_moe(c[0]) is not None]
-    out: dict[str, Any] = {"file": f"engines/{path.name}", "models": sorted({s[1] for s in rows["steps"]})}
+    out: dict[str, Any] = {"file": ", ".join(f"engines/{p.name}" for p in paths), "reports": len(paths),
+                           "models": sorted({s[1] for s in rows["steps"]})}
     for phase, key in (("decode", "decode_step"), ("prefill", "prefill")):
         steps = [s for s in rows["steps"] if s[0] == phase]
         out[key] = signed_band([s[4] for s in steps])

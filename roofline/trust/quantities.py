@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.trust.bands import capacity_band, decoder_bands, pooled_decoder_bands
-from roofline.trust.engines import engine_bands, engine_report, public_bands
+from roofline.trust.engines import engine_bands, engine_reports, public_bands
 from roofline.trust.source import measured_devices, source_kind
 
 QUANTITIES = ("decode_step", "prefill", "capacity", "ttft", "tpot", "throughput")
@@ -81,8 +81,8 @@ def _model_class(model) -> str | None:
 def vllm_quantities(hardware, model=None) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any]]:
     """(bands, {"own_run": engine_bands or None, "published": public_bands or None, "model_class"}) under vLLM."""
     out: dict[str, dict[str, Any] | None] = dict.fromkeys(QUANTITIES)
-    path = engine_report(stem(hardware), "vllm") if source_kind(hardware) == "measured" else None
-    own = engine_bands(path) if path is not None else None
+    paths = engine_reports(stem(hardware), "vllm") if source_kind(hardware) == "measured" else ()
+    own = engine_bands(paths) if paths else None
     cls = _model_class(model)
     # the devices measured here are the published runs' controls (H100/H200); other GPUs have their own group
     published = public_bands(hardware.name, controls=source_kind(hardware) == "measured")
@@ -159,7 +159,8 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
         if tpot_key:
             other_text = (f"; published runs on other GPUs: TPOT {fmt(_public(others[tpot_key]))} at the median "
                           f"({others[tpot_key]['records']} runs, {published['file']})")
-    return (f"vLLM run on {hardware_name} ({own['file']}, {len(own['models'])} models): decode step "
+    runs = "vLLM run" if own["reports"] == 1 else f"vLLM runs ({own['reports']} reports)"
+    return (f"{runs} on {hardware_name} ({own['file']}, {len(own['models'])} models): decode step "
             f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
             f"capacity {fmt(own['capacity'])}; serving ({own['serving_runs']} runs) TTFT {fmt(own['ttft'])}, "
             f"TPOT {fmt(own['tpot'])}, output tok/s {fmt(own['throughput'])}{other_text}")
@@ -171,12 +172,10 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
     budget is given, as it was checked on the logged budget); the real decoders' memory boundary for `ideal` on a
     measured device; otherwise not validated."""
     kind = source_kind(hardware)
-    own_path = engine_report(stem(hardware), engine) if engine in VALIDATED_ENGINES else None
-    if own_path is None and engine in VALIDATED_ENGINES and budget_logged:  # the pool rule is arithmetic: any
-        runs = [p for _n, source, _c in measured_devices()  # device's run checks it
-                if (p := engine_report(_stem(source), engine)) is not None]
-        own_path = runs[0] if runs else None
-    own = engine_bands(own_path) if own_path is not None else None
+    paths = engine_reports(stem(hardware), engine) if engine in VALIDATED_ENGINES else ()
+    if not paths and engine in VALIDATED_ENGINES and budget_logged:  # the pool rule is arithmetic: any device's
+        paths = tuple(p for _n, source, _c in measured_devices() for p in engine_reports(_stem(source), engine))
+    own = engine_bands(paths) if paths else None
     out: dict[str, Any] = {"source": "logged budget" if budget_logged else kind, "engine": engine, "capacity": None}
     if own is not None:
         key = "capacity_rule" if budget_logged else "capacity"

@@ -18,7 +18,7 @@ AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "app" / "main.py"
 CLIENTS_H100 = ROOT / "validate" / "results" / "clients" / "nvidia-h100-compare.txt"
-VLLM_H200 = ROOT / "validate" / "results" / "engines" / "nvidia-h200-vllm-2026-11-28-compare.txt"
+VLLM_H200 = sorted((ROOT / "validate" / "results" / "engines").glob("nvidia-h200-vllm-*-compare.txt"))
 
 
 def _decode_band_h100() -> float:
@@ -97,9 +97,13 @@ def test_serving_page_says_its_figures_are_not_validated_under_the_ideal_schedul
 def test_validation_page_lists_the_bands_the_reports_support() -> None:
     at = _page("views/validation.py")
     table = _plain(next(t.value for t in at.markdown if "| validation |" in t.value))
-    median = float(re.search(r"^decode_now\s+median APE\s+([\d.]+) %", VLLM_H200.read_text(), re.M)[1])
+    # the runs' judged decode rows pooled ('*': not judged by the report; tiny-llama: the in-sample micro model)
+    errors = [abs(float(line.rsplit("(", 1)[1].rstrip(") "))) for report in VLLM_H200
+              for line in report.read_text().splitlines() if line.startswith("decode ")
+              and line.split()[1] != "tiny-llama" and not line.rstrip().endswith("*")]
+    median = statistics.median(errors)
     row = next(line for line in table.splitlines() if "vLLM" in line and "H200" in line)
-    assert f"±{median:.1f} %" in row
+    assert f"±{median:.1f} %" in row or f"{median:.0f} % " in row
 
 
 def test_claims_page_marks_times_computed_at_datasheet_figures() -> None:

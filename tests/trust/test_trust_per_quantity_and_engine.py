@@ -23,24 +23,33 @@ from roofline.catalogue import hardware_names, load_hardware
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ROOT / "validate" / "results" / "engines"
-VLLM = ENGINES / "nvidia-h200-vllm-2026-11-28-compare.txt"
+# every real vLLM run's report on the H200 (pooled by the planner: each run is evidence)
+VLLM_REPORTS = sorted(ENGINES.glob("nvidia-h200-vllm-*-compare.txt"))
 PUBLIC = ENGINES / "public-compare.txt"
 MOE = {"Qwen3-30B-A3B", "DeepSeek-V2-Lite"}
 MICRO = {"tiny-llama"}
 
 
-def _vllm_summary(name: str) -> tuple[float, float, int]:
-    """(median, worst, cases) of the engine report's summary line `<name>  median APE x %  worst y %  (n cases)`."""
-    m = re.search(rf"^{name}\s+median APE\s+([\d.]+) %\s+worst\s+([\d.]+) %\s+\((\d+) cases\)", VLLM.read_text(), re.M)
+def _vllm_summary(name: str, report: Path) -> tuple[float, float, int]:
+    """(median, worst, cases) of an engine report's summary line `<name>  median APE x %  worst y %  (n cases)`."""
+    m = re.search(rf"^{name}\s+median APE\s+([\d.]+) %\s+worst\s+([\d.]+) %\s+\((\d+) cases\)", report.read_text(),
+                  re.M)
     return float(m[1]), float(m[2]), int(m[3])
 
 
-def _now_errors(phase: str, models=None) -> list[float]:
-    """The 'now (err %)' column (the last parenthesis) of the report's step rows of `phase`."""
+def _lines() -> list[str]:
+    return [line for report in VLLM_REPORTS for line in report.read_text().splitlines()]
+
+
+def _now_errors(phase: str, models=None, reports=None) -> list[float]:
+    """The 'now (err %)' column (the last parenthesis) of the reports' judged step rows of `phase` (a row ending in
+    '*' is one the report says it does not judge; tiny-llama is the in-sample micro model)."""
     out = []
-    for line in VLLM.read_text().splitlines():
+    lines = _lines() if reports is None else [x for r in reports for x in r.read_text().splitlines()]
+    for line in lines:
         parts = line.split()
-        if parts and parts[0] == phase and parts[1] not in MICRO and (models is None or parts[1] in models):
+        if (parts and parts[0] == phase and parts[1] not in MICRO and not line.rstrip().endswith("*")
+                and (models is None or parts[1] in models)):
             out.append(float(line.rsplit("(", 1)[1].rstrip(") ")))
     return out
 
@@ -61,15 +70,14 @@ def _json(capsys, *argv) -> dict:
 def test_plan_under_vllm_quotes_the_engine_run_not_the_decoders(capsys) -> None:
     data = _json(capsys, "plan", "--hardware", "H200", "--engine", "vllm", "--method", "bf16")
     trust = data["trust"]
-    _median, _worst, cases = _vllm_summary("decode_now")
-    assert cases == len(_now_errors("decode"))  # this file's parse covers the rows the report's summary judged
-    # Llama-3.1-8B is dense: the dense rows' band (every model of the report but the MoE ones)
-    dense = statistics.median(abs(e) for line in VLLM.read_text().splitlines() if line.startswith("decode ")
-                              and line.split()[1] not in MOE | MICRO
-                              for e in [float(line.rsplit("(", 1)[1].rstrip(") "))])
+    for report in VLLM_REPORTS:  # this file's parse covers the rows each report's summary judged
+        assert _vllm_summary("decode_now", report)[2] == len(_now_errors("decode", reports=[report]))
+    # Llama-3.1-8B is dense: the dense rows' band (every model of the reports but the MoE ones)
+    dense_models = {x.split()[1] for x in _lines() if x.startswith("decode ")} - MOE - MICRO
+    dense = statistics.median(abs(e) for e in _now_errors("decode", dense_models))
     assert trust["bands"]["decode_step"]["median_ape_pct"] == pytest.approx(dense, abs=0.01)
-    assert trust["engine_validation"]["own_run"] == f"engines/{VLLM.name}"
-    assert VLLM.name in trust["text"] and "real decoders (6 models)" not in trust["text"]
+    assert trust["engine_validation"]["own_run"] == ", ".join(f"engines/{r.name}" for r in VLLM_REPORTS)
+    assert all(r.name in trust["text"] for r in VLLM_REPORTS) and "real decoders (6 models)" not in trust["text"]
     assert f"decode step ±{dense:.1f} % dense" in trust["text"]
     # the MoE band is said, and it is worse than the dense one
     moe = statistics.median(abs(e) for e in _now_errors("decode", MOE))
@@ -90,12 +98,15 @@ def test_an_moe_model_under_vllm_carries_the_moe_band(capsys) -> None:
 def test_engine_bands_pooled_agree_with_the_reports_own_summaries() -> None:
     from roofline.trust.engines import engine_bands
 
-    bands = engine_bands(VLLM)
-    for phase, key in (("decode_now", "decode_step"), ("prefill_now", "prefill")):
-        median, worst, cases = _vllm_summary(phase)
-        assert bands[key]["cases"] == cases
-        assert abs(bands[key]["median_ape_pct"] - median) <= 0.05 + 1e-9
-        assert bands[key]["p90_ape_pct"] <= worst
+    for report in VLLM_REPORTS:
+        bands = engine_bands(report)
+        for phase, key in (("decode_now", "decode_step"), ("prefill_now", "prefill")):
+            median, worst, cases = _vllm_summary(phase, report)
+            assert bands[key]["cases"] == cases
+            assert abs(bands[key]["median_ape_pct"] - median) <= 0.05 + 1e-9
+            assert bands[key]["p90_ape_pct"] <= worst
+    pooled = engine_bands(VLLM_REPORTS)
+    assert pooled["decode_step"]["cases"] == sum(_vllm_summary("decode_now", r)[2] for r in VLLM_REPORTS)
 
 
 def test_published_runs_on_the_gpu_under_vllm(capsys) -> None:
@@ -138,7 +149,7 @@ def test_default_plan_on_a_datasheet_only_gpu_prints_the_gap_from_the_catalogue(
 
 def test_capacity_carries_the_engine_runs_band(capsys) -> None:
     errors = []
-    for line in VLLM.read_text().splitlines():
+    for line in _lines():
         if "|" in line and line.split()[0] not in MICRO and line.split()[0] != "capacity:":
             errors.append(float(line.split("|")[2].split("(")[2].split(")")[0]))  # the 'now (err %)' column
     data = _json(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "vllm")
@@ -162,11 +173,12 @@ def test_plan_rows_carry_the_capacity_band_of_the_memory_boundary(capsys) -> Non
 
 def test_simulate_under_vllm_and_under_the_ideal_scheduler(capsys) -> None:
     tpot = []
-    for line in VLLM.read_text().splitlines()[VLLM.read_text().splitlines().index(
-            next(x for x in VLLM.read_text().splitlines() if x.startswith("serving ("))):]:
-        pairs = re.findall(r"\(\s*([+-]?[\d.]+)\)", line)
-        if len(pairs) == 5:
-            tpot += [abs(float(pairs[2])), abs(float(pairs[3]))]
+    for report in VLLM_REPORTS:
+        lines = report.read_text().splitlines()
+        for line in lines[next(i for i, x in enumerate(lines) if x.startswith("serving (")):]:
+            pairs = re.findall(r"\(\s*([+-]?[\d.]+)\)", line)
+            if len(pairs) == 5:
+                tpot += [abs(float(pairs[2])), abs(float(pairs[3]))]
     argv = ("simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--rate", "4",
             "--prompt-tokens", "512", "--output-tokens", "64", "--requests", "30")
     data = _json(capsys, *argv, "--engine", "vllm")
