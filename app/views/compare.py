@@ -4,7 +4,7 @@ import streamlit as st
 from roofline_app import cache
 
 from roofline import report as fmt
-from roofline.dashboard import explore
+from roofline.dashboard import explore, trust
 from roofline.report import display
 
 
@@ -41,4 +41,6 @@ for col, s, p in ((c1, pinned, plan_a), (c2, scenario, plan_b)):  # A left, B ri
     with col:
         table = display.summary_table(p, cache.load("model", s.model).max_position_embeddings)
         cache.text_table([{k: r[k] for k in SHOWN} for r in table])
+        m, hw, w = cache.specs_of(s)
+        st.caption(fmt.md_escape(trust.page_caption("compare", hw, w, m)))
 cache.downloads("side-by-side", rows, key="diff")

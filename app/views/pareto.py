@@ -4,8 +4,9 @@ methods the chosen table has no figure for are listed apart, never given one."""
 import streamlit as st
 from roofline_app import cache, charts
 
+from roofline import report as fmt
 from roofline.analysis import quality
-from roofline.dashboard import explore
+from roofline.dashboard import explore, trust
 from roofline.report import display
 
 scenario = st.session_state["scenario"]
@@ -26,6 +27,9 @@ slo = f"TPOT target {scenario.tpot_target_s * 1e3:g} ms" if scenario.tpot_target
 st.caption(f"Quality is the paper's figure for the same SPEC (on the paper's model); memory and TPOT are computed on "
            f"this scenario; {slo}.")
 cache.text_table(display.pareto_table(rows))
+model, hardware, workload = cache.specs_of(scenario)
+st.caption(fmt.md_escape(trust.page_caption("pareto", hardware, workload, model)
+                         + " The quality figures are the papers' own (their model, their benchmark)."))
 apart = [r["method"] for r in rows if r["quality"] is None]
 if apart:
     st.caption("No figure in this table (shown apart, not on the chart): " + ", ".join(apart))

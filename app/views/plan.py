@@ -7,6 +7,7 @@ from roofline_app import cache, charts
 
 from roofline import report as fmt
 from roofline.dashboard import appdata
+from roofline.dashboard import trust as trust_caption
 from roofline.report import answer, display
 
 BY = {"tokens": "most tokens/s", "context": "longest context", "batch": "most sequences"}
@@ -52,7 +53,8 @@ best = answer.answer_plan(plan, model, hardware, by)
 line = "**Answer:** " + fmt.md_escape(answer.headline(plan).removeprefix("answer: "))
 (st.success if best else st.error)(line)
 misses = answer.misses_lines(plan["results"], model.max_position_embeddings)
-st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, f"trust: {plan['trust']['text']}"]))
+st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, f"trust: {plan['trust']['text']}",
+                                                   trust_caption.page_caption("plan", hardware, workload, model)]))
 
 rows = appdata.summary_rows(plan)
 # only the open tab runs and is sent (a tab click reruns): at most one chart (static SVG images, roofline_app.charts),

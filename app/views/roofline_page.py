@@ -3,7 +3,8 @@
 import streamlit as st
 from roofline_app import cache, charts
 
-from roofline.dashboard import appdata, rooflinepage
+from roofline import report as fmt
+from roofline.dashboard import appdata, rooflinepage, trust
 from roofline.methods import presets
 from roofline.report import display, tokens
 
@@ -30,6 +31,8 @@ def chart_and_limits(scenario, workload, specs) -> None:
                "it in the chart image opened on its own). Sloped line: "
                "memory bandwidth; flat lines: dense peaks per dtype; diamonds: ridge points (peak / bandwidth). The "
                "axes cover every context of the slider.")
+    model, hardware, _ = cache.specs_of(scenario)
+    st.caption(fmt.md_escape(trust.page_caption("roofline", hardware, workload, model)))
     rows = cache.limits(scenario, specs, context)
     if rows:
         st.subheader("Closed-form limits")

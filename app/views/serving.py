@@ -4,7 +4,8 @@
 import streamlit as st
 from roofline_app import cache, charts
 
-from roofline.dashboard import share
+from roofline import report as fmt
+from roofline.dashboard import share, trust
 from roofline.dashboard.serving_curves import latency_vs_rate
 from roofline.errors import RooflineError, one_line
 from roofline.report import display
@@ -41,4 +42,5 @@ except (RooflineError, ValueError) as err:
     st.stop()
 cache.images(*charts.serving_chart(result["rows"], slo.ttft_s, slo.tpot_s))
 cache.text_table(display.serving_table(result))  # Markdown: read on screen, no data-grid bundle
+st.caption(fmt.md_escape(trust.page_caption("serving", hardware, workload, model)))
 cache.downloads("serving", result["rows"], key="serving")

@@ -5,7 +5,8 @@ import streamlit as st
 from roofline_app import cache, charts
 from roofline_app.charts import SWEEP_METRICS
 
-from roofline.dashboard import explore
+from roofline import report as fmt
+from roofline.dashboard import explore, trust
 
 scenario = st.session_state["scenario"]
 model, hardware, workload = cache.specs_of(scenario)
@@ -25,4 +26,5 @@ at = f"at batch {workload.batch:,}" if axis == "context" else f"at context {work
 st.caption(f"{SWEEP_METRICS[metric][0]} {at}, from the compiled planner (MethodPlanner.grid); contexts stop at "
            f"{model.max_position_embeddings:,}, the model's max positions. Every point's values: the CSV/JSON below "
            "(or open the chart image on its own and hover a point).")
+st.caption(fmt.md_escape(trust.page_caption("sweeps", hardware, workload, model)))
 cache.downloads(f"sweep-{axis}", rows, key="sweep")

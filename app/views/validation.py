@@ -4,7 +4,7 @@ import streamlit as st
 from roofline_app import cache, charts
 
 from roofline import report as fmt
-from roofline.dashboard import appdata
+from roofline.dashboard import appdata, trust
 from roofline.report import display
 
 ENV_KEYS = ("device", "driver", "cuda", "torch", "triton", "python", "date", "git_sha")
@@ -41,6 +41,11 @@ def show(entry: dict) -> None:
 st.header("Validation")
 st.caption("Every kernel in validate/ is predicted from the hardware spec alone (no per-kernel fitting) and timed "
            "on a GPU; APE = |predicted - measured| / measured.")
+st.subheader("What the validation supports")
+cache.text_table(trust.bands_rows())
+st.caption("Median absolute error per quantity ('N % under / over' where the errors share a sign) that the committed "
+           "compare reports support: the real decoders and the real vLLM run on each device measured here, and the "
+           "published vLLM runs per GPU group. Every number the other pages show carries the band of its source.")
 reports = cache.validation_reports()
 if not reports:
     st.info("No validation results are committed yet (validate/results/*.json); run `python -m validate bench` on "

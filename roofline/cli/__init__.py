@@ -177,7 +177,8 @@ def cmd_kv(args: argparse.Namespace) -> int:
         raise SpecError(f"{exc}") from None
     report = kv_report(seen, method, args.context, args.batch, hardware, fusion=args.fusion)
     report.update(ceilings=ceilings_label(hardware, args.ceilings), fusion=args.fusion, convention=args.convention)
-    report["trust"] = {**ceilings_trust(hardware, args.fusion), "kernels": method_trust(args.method, hardware)}
+    report["trust"] = {**ceilings_trust(hardware, args.fusion, model=model),
+                       "kernels": method_trust(args.method, hardware)}
     if args.context > model.max_position_embeddings:
         report["warnings"] = [f"context {args.context:,} exceeds {model.name}'s max_position_embeddings "
                               f"{model.max_position_embeddings:,}: the model was not trained that long"]
@@ -237,8 +238,9 @@ def _limits_text(r: dict[str, Any]) -> str:
 
 def cmd_claims(args: argparse.Namespace) -> int:
     from roofline.analysis.claims import claims
+    from roofline.trust import annotate_claims
 
-    emit(claims(), args.json, _claims_text)
+    emit(annotate_claims(claims()), args.json, _claims_text)
     return 0
 
 
@@ -261,7 +263,7 @@ def _claims_text(rows: list[dict[str, Any]]) -> str:
                       f"  claim:    {c['statement']}\n"
                       f"  computed: {_fmt_value(c['computed'], c.get('unit', ''))}\n"
                       f"  assumes:  {c['assumptions']}\n"
-                      f"  why:      {c['detail']}")
+                      f"  why:      {c['detail']}" + (f"\n  trust:    {c['trust']['text']}" if "trust" in c else ""))
     counts: dict[str, int] = {}
     for c in rows:
         counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1

@@ -108,6 +108,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     result = capacity(model, args.engine, options, parts).as_dict()
     result["model"] = model.name
     _no_room(result, parts, options)
+    from roofline.trust.quantities import capacity_trust
+
+    result["trust"] = capacity_trust(hardware, args.engine, model, budget_logged=options.kv_memory_bytes is not None)
     if args.json:
         import json
 
@@ -158,4 +161,6 @@ def capacity_text(r: dict[str, Any]) -> str:
     text = f"{r['model']} under {r['engine']}\n" + display.table(["quantity", "value"], rows, align="ll")
     if "no_room" in r:
         text = f"{text}\n\n{r['no_room']}"
+    if "trust" in r:
+        text = f"{text}\ntrust: {r['trust']['text']}"
     return text + "\n\nrules:\n" + "\n".join(f"  {rule}" for rule in r["rules"])

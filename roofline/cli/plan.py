@@ -165,7 +165,7 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     for row in result["results"]:
         row["benchmark_latency"] = {"vllm_tpot_s": row["tpot_avg_s"], "mean_itl_s": row["tpot_avg_s"],
                                     "last_itl_s": row["tpot_s"]}
-    plan_trust(result, hardware)
+    plan_trust(result, hardware, model)
     rank(result, model, getattr(args, "best_by", "tokens"))
     return result, model, hardware
 

@@ -174,6 +174,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                                 tokens_at_max)
         if args.size_fleet:
             result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"))
+        result["trust"] = _trust(hardware, args.engine, model)
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
     if args.json:
@@ -267,6 +268,14 @@ def _clients_json(clients) -> dict[str, Any]:
             "session_turns": clients.session_turns}
 
 
+def _trust(hardware, engine: str, model) -> dict[str, Any]:
+    """roofline.trust.serving_trust of the device as the simulator uses it: the serving figures' bands (the engine's
+    runs) and the text the notes open with."""
+    from roofline.trust import serving_trust
+
+    return serving_trust(hardware, engine, model)
+
+
 def _engine_profile(args: argparse.Namespace, hardware, requests):
     """The engine's scheduler defaults for this GPU, with the flags the user gave (an omitted flag keeps the
     engine's own default)."""
@@ -352,6 +361,8 @@ def _text(results: list[dict[str, Any]]) -> str:
                                  "goodput req/s", "KV max", "preempt", "max req/s @SLO"], rows)
     notes = list(r0["notes"]) + [f"{r['method']}: {r['max_rate_reason']}" for r in results if r["max_rate_reason"]]
     notes += _feature_notes(r0)
+    if r0.get("trust"):
+        notes.insert(0, f"trust: {r0['trust']['text']}")
     for r in results:
         if r.get("prefix_cache"):
             notes.append(f"{r['method']}: prefix cache hit rate {r['prefix_cache']['hit_rate']:.1%} "

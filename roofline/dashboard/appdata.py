@@ -348,13 +348,15 @@ def family_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def claims_rows() -> list[dict[str, Any]]:
-    """roofline.analysis.claims.claims(), with `computed` as text (it may be a number, a list or a sentence)."""
+    """roofline.analysis.claims.claims(), with `computed` as text (it may be a number, a list or a sentence) and
+    the trust of a time or rate (roofline.trust.annotate_claims)."""
     from roofline.analysis.claims import claims
     from roofline.analysis.quality import SEEDS
+    from roofline.trust import annotate_claims
 
     papers = {seed: name for name, seed in SEEDS.items()}
     rows = []
-    for c in claims():
+    for c in annotate_claims(claims()):
         computed = c["computed"] if isinstance(c["computed"], str) else json.dumps(_finite(c["computed"]))
         rows.append({"paper": papers.get(c["seed"], c["seed"]), **c, "computed": computed,
                      "result": human_result(c["computed"], c["unit"])})

@@ -112,7 +112,7 @@ def answer_plan(result: dict[str, Any], model, hardware, by: str = "tokens") -> 
 
     result.setdefault("fusion", result["workload"].get("fusion", "typical"))
     result.setdefault("max_positions", model.max_position_embeddings)
-    plan_trust(result, hardware)
+    plan_trust(result, hardware, model)
     return rank(result, model, by)
 
 

@@ -87,14 +87,15 @@ def kernel_rows(text: str) -> list[tuple[str, str, float]]:
 
 def _report(source: str | None, folder: Path | None, sub: str) -> Path | None:
     """The compare report beside the results file `source` names (`validate/results/[clients/]<stem>.json`)."""
-    if not source or folder is None:
+    if not source or not source.split() or folder is None:
         return None
     path = folder / sub / f"{Path(source.split()[0]).stem}-compare.txt"
     return path if path.is_file() else None
 
 
 @functools.lru_cache(maxsize=64)
-def _read(path: Path) -> str:
+def read_report(path: Path) -> str:
+    """A committed report's text, read once per process (the reports do not change while it runs)."""
     return path.read_text(encoding="utf-8", errors="replace")
 
 
@@ -117,7 +118,7 @@ def decoder_bands(client_source: str | None, fusion: str, folder: Path | None = 
     if path is None:
         return None
     modes = FUSION_MODES.get(fusion, FUSION_MODES["typical"])
-    rows = [r for r in decoder_rows(_read(path)) if r[1] in modes]
+    rows = [r for r in decoder_rows(read_report(path)) if r[1] in modes]
     out: dict[str, Any] = {p: band([abs(r[3]) for r in rows if r[2] == p]) for p in PHASES}
     signed = [r[3] for r in rows if r[2] == "decode"]
     out.update(models=sorted({r[0] for r in rows}), modes=list(modes), file=f"clients/{path.name}",
@@ -137,7 +138,7 @@ def kernel_bands(source: str | None, folder: Path | None = None) -> dict[str, di
     known = set(presets())
     methods = {parse_method(name).method for name in known}
     by_method: dict[str, dict[str, Any]] = {}
-    for family, case, ape in kernel_rows(_read(path)):
+    for family, case, ape in kernel_rows(read_report(path)):
         spec = case.split("_", 1)[0]
         if spec in known:
             keys = [method_key(parse_method(spec))]
@@ -164,7 +165,33 @@ def pooled_decoder_bands(client_sources, fusion: str, folder: Path | None = None
     rows: dict[str, list[float]] = {p: [] for p in PHASES}
     for client in client_sources:
         path = _report(client, folder, "clients")
-        for _model, mode, phase, err in decoder_rows(_read(path)) if path else ():
+        for _model, mode, phase, err in decoder_rows(read_report(path)) if path else ():
             if mode in modes:
                 rows[phase].append(abs(err))
     return {p: band(rows[p]) for p in PHASES} if any(rows.values()) else None
+
+
+def memory_rows(text: str) -> list[tuple[str, str, float]]:
+    """(case, reserve, signed error %) of a real-decoder report's memory boundary block
+    (`Llama-3.1-8B/memory/b16   default   1.089   31232   31925   31744   +1.64  ABOVE the real limit`: the longest
+    context the planner predicts at batch 16 against the longest the decoder really held)."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("memory boundary"):
+            inside = True
+            continue
+        parts = line.split()
+        if inside and len(parts) >= 7 and "/memory/" in parts[0] and (err := _float(parts[6])) is not None:
+            rows.append((parts[0], parts[1], err))
+    return rows
+
+
+def capacity_band(client_source: str | None, folder: Path | None = None) -> dict[str, Any] | None:
+    """The memory boundary at the planner's default reserve (the `default` rows) with its median signed error
+    (positive: the planner promises more context than the decoder held), None when no row was committed."""
+    folder = results_folder() if folder is None else folder
+    path = _report(client_source, folder, "clients")
+    errors = [err for _case, reserve, err in memory_rows(read_report(path)) if reserve == "default"] if path else []
+    b = band([abs(e) for e in errors])
+    return None if b is None else {**b, "median_signed_pct": round(statistics.median(errors), 2),
+                                   "file": f"clients/{path.name}"}

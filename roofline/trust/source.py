@@ -81,3 +81,16 @@ def _span(lo: float, hi: float) -> str:
     """'93%' or '71-78%' (one figure when both round alike)."""
     a, b = f"{lo:.0%}", f"{hi:.0%}"
     return a if a == b else f"{a[:-1]}-{b}"
+
+
+@functools.lru_cache(maxsize=1)
+def measured_devices() -> tuple[tuple[str, str, str | None], ...]:
+    """(name, source, client_source) of the catalogue devices measured here."""
+    from roofline.catalogue import hardware_names, load_hardware
+
+    out = []
+    for name in hardware_names():
+        m = load_hardware(name).measured
+        if m is not None and not m.estimate and getattr(m, "kind", "measured") == "measured":
+            out.append((name, m.source, m.client_source))
+    return tuple(out)

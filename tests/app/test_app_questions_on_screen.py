@@ -128,8 +128,11 @@ def test_ten_questions_answered_on_screen(server):  # noqa: F811
             # e: how far to trust a number: measured H100 (the real decoders' band) vs a datasheet-only A40
             q.ask("e: trust on H100")
             assert "trust: ceilings measured on this device" in _main(page) and "decode ±" in _main(page)
+            # beside the numbers, per quantity (roofline.dashboard.trust.page_caption)
+            assert "Trust (H100-SXM, measured ceilings): TPOT and tok/s (decode step) ±" in _main(page)
             q.ask("e2: trust on A40", "hardware=A40")
             assert "datasheet only" in _main(page) and "slower" in _main(page)
+            assert "Trust (A40, datasheet ceilings): TPOT and tok/s (decode step) not validated" in _main(page)
 
             # f: is the answer above the fold at 1366 x 768?
             q.ask("f: above the fold")

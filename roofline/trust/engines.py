@@ -1,0 +1,150 @@
+"""The error bands real serving engines support, read from the lab's engine compare reports (never typed in).
+
+Two kinds of engine report are committed (`results_folder()/engines/`):
+
+- a real engine run here, `<device>-<engine>-<date>-compare.txt` (`python -m validate.engines compare`): one row per
+  timed step (`decode   Llama-3.1-8B   8   1024   5.558   4.997 ( -10.1)   5.291 (  -4.8)`: measured ms, the
+  prediction before the run and now, each with its signed error), a capacity block (the engine's logged max
+  concurrency against the prediction before the run, now, and the pool rule on the logged budget) and a serving
+  block (`vllm serve` runs: TTFT p50/p99, TPOT p50/p99 and output tokens/s, measured / predicted (err %)). The
+  bands use the "now" columns: what the planner predicts today.
+- published runs on other GPUs, `public-compare.txt` (`python -m validate.engines.public`): its summary
+  `Median APE per group [median signed error] (records within 15 % / records with the figure)` gives, per group
+  (`other GPUs, all`, `other GPUs, A100-80GB`, `controls (H100/H200), all`, ...), the median absolute and signed
+  error of TPOT, ITL and output throughput against the published figures.
+
+A step row's model is classed MoE or dense from the catalogue (a model with an `moe` section): the engine's
+error differs by class (its fused-MoE kernels are not the planner's expert GEMMs), so the bands are also given per
+class and a plan of an MoE model quotes the MoE band. A row of a model the catalogue does not hold (the lab's
+tiny-llama, the microbenchmark the engine profile's host costs were fitted to: in-sample, which the report's own
+summary leaves out too) is left out.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from roofline.trust.bands import band, read_report, results_folder
+
+_NUM = r"([+-]?[\d.]+)"
+_STEP = re.compile(rf"^(decode|prefill)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)"
+                   rf"\s+\(\s*{_NUM}\)\s*(\*?)\s*$")
+_CAPACITY = re.compile(rf"^\s+(\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+\|\s+([\d.]+)\s+([\d.]+)\s+\|"
+                       rf"\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s+([\d.]+)\s+\(\s*{_NUM}\)\s*$")
+_PAIR = re.compile(rf"([\d.]+)\s*/\s*([\d.]+)\s*\(\s*{_NUM}\)")
+_GROUP = re.compile(r"^\s+((?:other GPUs|controls)[^:]*?), ([^:]+): (.+)$")
+_GROUP_ITEM = re.compile(r"(TPOT mean|TPOT median|ITL mean|out tok/s) (\d+)% \[([+-]?\d+)%\] \((\d+)/(\d+)\)")
+SERVING_COLUMNS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "throughput")
+
+
+def signed_band(errors: list[float]) -> dict[str, Any] | None:
+    """band() of the absolute errors plus the median signed error (negative: the prediction is under)."""
+    b = band([abs(e) for e in errors])
+    return None if b is None else {**b, "median_signed_pct": round(statistics.median(errors), 2)}
+
+
+def engine_rows(text: str) -> dict[str, list]:
+    """{"steps": [(phase, model, batch, prompt, now err %)], "capacity": [(model, now err %, rule err %)],
+    "serving": [(run, {column: err %})]} of a real-engine compare report; a step row the report marks '*' (not
+    judged: the engine profile's own microbenchmark, or a step profiled in the engine) is left out as it does."""
+    steps, capacity, serving, in_serving = [], [], [], False
+    for line in text.splitlines():
+        if m := _STEP.match(line):
+            if not m[10]:  # a row marked '*' is not judged by the report (the profile's own microbenchmark)
+                steps.append((m[1], m[2], int(m[3]), int(m[4]), float(m[9])))
+        elif m := _CAPACITY.match(line):
+            capacity.append((m[1], float(m[10]), float(m[12])))
+        elif line.startswith("serving ("):
+            in_serving = True
+        elif in_serving and len(pairs := _PAIR.findall(line)) == len(SERVING_COLUMNS):
+            serving.append((line.split()[0], {c: float(p[2]) for c, p in zip(SERVING_COLUMNS, pairs, strict=True)}))
+    return {"steps": steps, "capacity": capacity, "serving": serving}
+
+
+def engine_reports(stem: str | None, engine: str, folder: Path | None = None) -> tuple[Path, ...]:
+    """Every committed compare report of `engine` run on the device whose results file stem is `stem`
+    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`, `...-2026-11-28-run2-compare.txt`: sorted by name)."""
+    folder = results_folder() if folder is None else folder
+    if not stem or folder is None or not (folder / "engines").is_dir():
+        return ()
+    return tuple(sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt")))
+
+
+@functools.lru_cache(maxsize=64)
+def _is_moe(model_name: str) -> bool | None:
+    """Whether the catalogue model of that name has an MoE section (None when the catalogue does not hold it)."""
+    from roofline.catalogue import load_model
+    from roofline.errors import RooflineError
+
+    try:
+        return load_model(model_name).moe is not None
+    except (RooflineError, ValueError, OSError):
+        return None
+
+
+def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
+    """Bands of the real-engine reports of one device, their rows pooled (each run is real evidence): decode step
+    and prefill (all models, and per class "dense" / "moe"), capacity (the prediction now, and the pool rule on the
+    logged budget), serving TTFT, TPOT (p50 and p99 pooled) and output throughput; each with its median signed
+    error; plus the worst step per phase."""
+    paths = (paths,) if isinstance(paths, Path) else tuple(paths)
+    rows: dict[str, list] = {"steps": [], "capacity": [], "serving": []}
+    for path in paths:
+        for key, found in engine_rows(read_report(path)).items():
+            rows[key] += found
+    rows["steps"] = [s for s in rows["steps"] if _is_moe(s[1]) is not None]
+    rows["capacity"] = [c for c in rows["capacity"] if _is_moe(c[0]) is not None]
+    out: dict[str, Any] = {"file": ", ".join(f"engines/{p.name}" for p in paths), "reports": len(paths),
+                           "models": sorted({s[1] for s in rows["steps"]})}
+    for phase, key in (("decode", "decode_step"), ("prefill", "prefill")):
+        steps = [s for s in rows["steps"] if s[0] == phase]
+        out[key] = signed_band([s[4] for s in steps])
+        out[f"{key}_by_class"] = {cls: signed_band([s[4] for s in steps if _is_moe(s[1]) is want])
+                                  for cls, want in (("dense", False), ("moe", True))}
+        if steps:
+            worst = max(steps, key=lambda s: abs(s[4]))
+            out[f"{key}_worst"] = {"model": worst[1], "batch": worst[2], "prompt": worst[3], "error_pct": worst[4]}
+    out["capacity"] = signed_band([c[1] for c in rows["capacity"]])
+    out["capacity_rule"] = signed_band([c[2] for c in rows["capacity"]])
+    serving = [s[1] for s in rows["serving"]]
+    out["ttft"] = signed_band([s[c] for s in serving for c in ("ttft_p50", "ttft_p99")])
+    out["tpot"] = signed_band([s[c] for s in serving for c in ("tpot_p50", "tpot_p99")])
+    out["throughput"] = signed_band([s["throughput"] for s in serving])
+    out["serving_runs"] = len(serving)
+    return out
+
+
+def public_groups(text: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """{group: {quantity: {"median_ape_pct", "median_signed_pct", "within_15_pct", "records"}}} of the published
+    runs' summary (`other GPUs, A100-80GB: TPOT mean 45% [-45%] (11/60); ...`)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for line in text.splitlines():
+        if not (m := _GROUP.match(line)):
+            continue
+        group = f"{'controls' if m[1].startswith('controls') else 'other GPUs'}, {m[2].strip()}"
+        out[group] = {q: {"median_ape_pct": float(a), "median_signed_pct": float(s), "within_15_pct": int(w),
+                          "records": int(n)} for q, a, s, w, n in _GROUP_ITEM.findall(m[3])}
+    return out
+
+
+def public_bands(hardware_name: str, controls: bool = False, folder: Path | None = None) -> dict[str, Any] | None:
+    """The published runs' figures for a device: the controls' (`controls, all`: the devices measured here) when
+    `controls`, else its own group (`other GPUs, <name>`) when the report has one, else every other GPU's
+    (`other GPUs, all`); plus the other GPUs' overall figures; None when no report was committed."""
+    folder = results_folder() if folder is None else folder
+    path = None if folder is None else folder / "engines" / "public-compare.txt"
+    if path is None or not path.is_file():
+        return None
+    groups = public_groups(read_report(path))
+    order = ("controls, all",) if controls else (f"other GPUs, {hardware_name}", "other GPUs, all")
+    for group in order:
+        if groups.get(group):
+            return {"file": f"engines/{path.name}", "group": group, "quantities": groups[group],
+                    "own_device": group == f"other GPUs, {hardware_name}",
+                    "other_gpus": groups.get("other GPUs, all", {})}
+    return None

@@ -1,0 +1,196 @@
+"""The band of each quantity a command prints, from the validation that covers it (read at run time, never typed).
+
+Quantities: `decode_step` (a decode step, TPOT), `prefill` (a prefill, the plan's TTFT of the batch), `capacity`
+(the longest context / most sequences that fit, an engine's pool), and the serving figures `ttft`, `tpot`,
+`throughput` (output tokens/s) of `simulate`. Each band is {"median_ape_pct", "p90_ape_pct", "cases",
+"median_signed_pct" (negative: the prediction is under), "basis" (what was compared), "file"}, or None: not
+validated for that device and engine.
+
+- No engine, or an engine no real run covers: the real decoders timed on the device (clients/<device>-compare.txt:
+  steps, and the memory boundary at the planner's default reserve for capacity) where its ceilings were measured;
+  the devices measured here pooled for a user's calibration; nothing for derived, estimated or datasheet ceilings.
+- `--engine vllm`: the real vLLM run on the device where one was committed (engines/<device>-vllm-<date>-compare.txt,
+  per model class for steps), else the published vLLM runs on that GPU (engines/public-compare.txt: TPOT and output
+  throughput medians; no step, prefill or capacity figure there).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from roofline.trust.bands import capacity_band, decoder_bands, pooled_decoder_bands
+from roofline.trust.engines import engine_bands, engine_reports, public_bands
+from roofline.trust.source import measured_devices, source_kind
+
+QUANTITIES = ("decode_step", "prefill", "capacity", "ttft", "tpot", "throughput")
+VALIDATED_ENGINES = ("vllm",)
+PUBLIC_TPOT = ("TPOT median", "TPOT mean")
+
+
+def _with(b: dict[str, Any] | None, basis: str, file: str | None) -> dict[str, Any] | None:
+    return None if b is None else {**{k: v for k, v in b.items() if k != "file"}, "basis": basis, "file": file}
+
+
+def fmt(b: dict[str, Any] | None) -> str:
+    """'±2.8 %', or '40 % under' / '86 % over' when the median error has one sign (a bias, not a spread)."""
+    if not b:
+        return "not validated"
+    ape, signed = b["median_ape_pct"], b.get("median_signed_pct")
+    if signed is not None and ape >= 5 and abs(signed) >= 0.8 * ape:
+        return f"{ape:.0f} % {'under' if signed < 0 else 'over'}"
+    return f"±{ape:.2f} %" if ape < 0.1 else f"±{ape:.1f} %"
+
+
+def stem(hardware) -> str | None:
+    """The stem of the device's measured results file (`validate/results/nvidia-h200.json` -> nvidia-h200)."""
+    m = hardware.measured
+    return None if m is None else _stem(m.source)
+
+
+def _stem(source: str | None) -> str | None:
+    words = (source or "").split()
+    return Path(words[0]).stem if words else None
+
+
+def decoder_quantities(hardware, fusion: str) -> dict[str, dict[str, Any] | None]:
+    """The bands the real decoders support for a device as the plan uses it (see the module docstring)."""
+    out: dict[str, dict[str, Any] | None] = dict.fromkeys(QUANTITIES)
+    kind, m = source_kind(hardware), hardware.measured
+    if kind == "measured":
+        bands = decoder_bands(m.client_source, fusion) or {}
+        basis = f"real decoders on {hardware.name}, {' and '.join(bands.get('modes', []))}"
+        out["decode_step"] = _with(bands.get("decode"), basis, bands.get("file"))
+        out["prefill"] = _with(bands.get("prefill"), basis, bands.get("file"))
+        cap = capacity_band(m.client_source)
+        out["capacity"] = _with(cap, f"longest context a real decoder held on {hardware.name} at the default reserve",
+                                cap and cap["file"])
+    elif kind == "calibrated":
+        devices = measured_devices()
+        pooled = pooled_decoder_bands([c for _n, _s, c in devices if c], fusion) or {}
+        basis = f"real decoders on {', '.join(n for n, _s, _c in devices)} (not your device)"
+        out["decode_step"] = _with(pooled.get("decode"), basis, None)
+        out["prefill"] = _with(pooled.get("prefill"), basis, None)
+    return out
+
+
+def _model_class(model) -> str | None:
+    return None if model is None else ("moe" if model.moe is not None else "dense")
+
+
+def vllm_quantities(hardware, model=None) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any]]:
+    """(bands, {"own_run": engine_bands or None, "published": public_bands or None, "model_class"}) under vLLM."""
+    out: dict[str, dict[str, Any] | None] = dict.fromkeys(QUANTITIES)
+    paths = engine_reports(stem(hardware), "vllm") if source_kind(hardware) == "measured" else ()
+    own = engine_bands(paths) if paths else None
+    cls = _model_class(model)
+    # the devices measured here are the published runs' controls (H100/H200); other GPUs have their own group
+    published = public_bands(hardware.name, controls=source_kind(hardware) == "measured")
+    if own is not None:
+        for key in ("decode_step", "prefill"):
+            b = own[f"{key}_by_class"].get(cls) if cls else own[key]
+            out[key] = _with(b or own[key], f"vLLM on {hardware.name}" + (f", {cls} models" if cls and b else ""),
+                             own["file"])
+        out["capacity"] = _with(own["capacity"], f"vLLM's logged max concurrency on {hardware.name}", own["file"])
+        for key in ("ttft", "tpot", "throughput"):
+            out[key] = _with(own[key], f"vllm serve on {hardware.name} ({own['serving_runs']} runs)", own["file"])
+    elif published is not None and (published["own_device"] or published["group"].startswith("controls")):
+        q = published["quantities"]
+        tpot = next((q[k] for k in PUBLIC_TPOT if k in q), None)
+        where = published["group"].split(", ", 1)[1] if published["own_device"] else "H100/H200"
+        basis = f"published vLLM runs on {where}"
+        out["tpot"] = out["decode_step"] = _with(_public(tpot), basis + " (TPOT)", published["file"])
+        out["throughput"] = _with(_public(q.get("out tok/s")), basis + " (output tok/s)", published["file"])
+    return out, {"own_run": own, "published": published, "model_class": cls}
+
+
+def _public(q: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A published-runs group figure as a band (the summary gives medians, not the 90th percentile)."""
+    if q is None:
+        return None
+    return {"median_ape_pct": q["median_ape_pct"], "p90_ape_pct": None, "cases": q["records"],
+            "median_signed_pct": q["median_signed_pct"], "within_15_pct": q["within_15_pct"]}
+
+
+def quantity_bands(hardware, fusion: str = "typical", engine: str | None = None,
+                   model=None) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any] | None]:
+    """(bands per quantity, the engine validation or None) for a device, fusion level, engine and model."""
+    if engine in VALIDATED_ENGINES:
+        return vllm_quantities(hardware, model)
+    return decoder_quantities(hardware, fusion), None
+
+
+def published_text(published: dict[str, Any] | None) -> str:
+    """'published vLLM runs on A100-80GB: TPOT 44 % under, ITL 42 % under, output tok/s 86 % over at the median
+    (8 of 56 TPOT within 15 %)'."""
+    if published is None:
+        return "no published vLLM run compared"
+    group = published["group"]
+    where = {"controls, all": "on H100/H200, the controls", "other GPUs, all": "on other GPUs"}.get(
+        group, f"on {group.split(', ', 1)[1]}")
+    q = published["quantities"]
+    tpot_key = next((k for k in PUBLIC_TPOT if k in q), None)
+    parts = [f"{name} {fmt(_public(q[key]))}" for key, name in ((tpot_key, "TPOT"), ("ITL mean", "ITL"),
+                                                               ("out tok/s", "output tok/s")) if key in q]
+    within = f" ({q[tpot_key]['within_15_pct']} of {q[tpot_key]['records']} TPOT within 15 %)" if tpot_key else ""
+    return f"published vLLM runs {where} ({published['file']}): {', '.join(parts)} at the median{within}"
+
+
+def _class_text(own: dict[str, Any], key: str, cls: str | None) -> str:
+    """'±2.8 % dense, 34 % over MoE' with this model's class first."""
+    classes = own[f"{key}_by_class"]
+    order = [c for c in (cls, "dense", "moe") if c][:1] + [c for c in ("dense", "moe") if c != cls]
+    parts = [f"{fmt(classes[c])} {'MoE' if c == 'moe' else c}" for c in dict.fromkeys(order) if classes.get(c)]
+    return ", ".join(parts) or fmt(own[key])
+
+
+def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
+    """The trust line's engine part under --engine vllm: the run here on this device (per model class, the worst
+    prefill, capacity, serving) and the published runs; or, with no run here, the published runs on this GPU."""
+    own, published, cls = engine_info["own_run"], engine_info["published"], engine_info["model_class"]
+    if own is None:
+        return f"vLLM not run on {hardware_name} here; {published_text(published)}"
+    worst = own.get("prefill_worst")
+    worst_text = (f" (worst {worst['error_pct']:+.0f} %, {worst['model']} P {worst['prompt']:,})" if worst else "")
+    others = published and published.get("other_gpus")
+    other_text = ""
+    if others:
+        tpot_key = next((k for k in PUBLIC_TPOT if k in others), None)
+        if tpot_key:
+            other_text = (f"; published runs on other GPUs: TPOT {fmt(_public(others[tpot_key]))} at the median "
+                          f"({others[tpot_key]['records']} runs, {published['file']})")
+    runs = "vLLM run" if own["reports"] == 1 else f"vLLM runs ({own['reports']} reports)"
+    return (f"{runs} on {hardware_name} ({own['file']}, {len(own['models'])} models): decode step "
+            f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
+            f"capacity {fmt(own['capacity'])}; serving ({own['serving_runs']} runs) TTFT {fmt(own['ttft'])}, "
+            f"TPOT {fmt(own['tpot'])}, output tok/s {fmt(own['throughput'])}{other_text}")
+
+
+def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = False) -> dict[str, Any]:
+    """{"source", "engine", "capacity": band or None, "text"} for `roofline capacity`: under vLLM the concurrency
+    its start-up log reported (the prediction now where the engine ran on this device; the pool rule alone when the
+    budget is given, as it was checked on the logged budget); the real decoders' memory boundary for `ideal` on a
+    measured device; otherwise not validated."""
+    kind = source_kind(hardware)
+    paths = engine_reports(stem(hardware), engine) if engine in VALIDATED_ENGINES else ()
+    if not paths and engine in VALIDATED_ENGINES and budget_logged:  # the pool rule is arithmetic: any device's
+        paths = tuple(p for _n, source, _c in measured_devices() for p in engine_reports(_stem(source), engine))
+    own = engine_bands(paths) if paths else None
+    out: dict[str, Any] = {"source": "logged budget" if budget_logged else kind, "engine": engine, "capacity": None}
+    if own is not None:
+        key = "capacity_rule" if budget_logged else "capacity"
+        what = ("the pool rule on the logged KV budget" if budget_logged else
+                f"max concurrency predicted on {hardware.name}")
+        out["capacity"] = _with(own[key], f"{engine}'s logged max concurrency against {what}", own["file"])
+        out["text"] = (f"capacity {fmt(own[key])} against {engine}'s logged max concurrency ({what}; "
+                       f"{own[key]['cases']} runs, {own['file']})")
+    elif engine == "ideal" and not budget_logged:
+        band = decoder_quantities(hardware, "typical")["capacity"]
+        out["capacity"] = band
+        out["text"] = (f"capacity {fmt(band)} ({band['basis']}, {band['file']})" if band else
+                       f"capacity not validated on {hardware.name} (no real decoder's memory boundary measured)")
+    else:
+        where = "a logged budget" if budget_logged else hardware.name
+        out["text"] = (f"capacity not validated: no real {engine} run on {where} committed here (the pool rules "
+                       f"follow the engine's source, cited in `rules`)")
+    return out
