@@ -11,23 +11,28 @@
   grouped    torch._grouped_mm of Mixtral-8x7B-sized expert layers (w13 [E, 2 I, d], w2 [E, d, I]) at decode
              batches, each layer with its own random top-2 routing; bytes: mean active experts x bytes per expert
              (validate/clients/probe13_gpu.py h3_moe, the grouped calls alone)
-  sustained  back-to-back replays of the large GEMMs for a few seconds after an idle second: the steady rate past
-             the settling window (validate/clients/probe13_gpu.py sustain), with the SM clock where NVML answers
+  sustained  per model shape (qkv, o, gate+up, down of Llama-3.1-8B) and M = 2048, 8192, 16384 (the cases the lab's
+             figures take, validate/clients/calibrate.py probe_ceilings: M >= 2048): the burst (graph, 2 warm + 10
+             timed replays, the SM clock over those replays), then SUSTAIN_S of back-to-back replays of ~30 ms after
+             IDLE_S idle, every replay timed: the steady rate past SETTLE_S and the 50 ms series the settling time is
+             read from (validate/clients/step_costs_gpu.py h1_gemm, _burst, sustain)
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 
 import torch
 import torch.nn.functional as F
 
 from roofline.calibrate.bench import Bench
-from roofline.calibrate.timing import ClockSampler
 
 HEADS, KV_HEADS = 32, 8
-IDLE_S, SETTLE_S = 1.0, 0.5
+# validate/clients/step_costs_core.py: SUSTAIN_S (set per scale here), IDLE_S, SETTLE_S, REPLAY_S; GEMM_TOKENS >= 2048
+IDLE_S, SETTLE_S, REPLAY_S = 1.0, 0.5, 0.03
+SUSTAIN_TOKENS = (2048, 8192, 16384)
 # expert layers (each its own uniform random top-2 routing) per timed call: the mean active experts of a batch then
 # sits nearer its expectation E (1 - (1 - k/E)^B) than one draw's (the lab's probe drew 2 layers from its router)
 ROUTED_LAYERS = 4
@@ -131,7 +136,7 @@ def decode_attention(b: Bench) -> None:
         sets = [(b.randn(batch, HEADS, 1, d), b.randn(batch, KV_HEADS, n, d), b.randn(batch, KV_HEADS, n, d))
                 for _ in range(copies)]
         s = b.timer.per_call_s(lambda sets=sets: [_sdpa(q, k, v, False) for q, k, v in sets], calls=copies,
-                               reps=2 * b.scale.reps)
+                               reps=2 * b.scale.reps, warmup=3)  # micro.decode_attention: 3 warm, 20 timed replays
         b.add("decode_attention", f"decode_attn_b{batch}_l{n}", s, kv_bytes, 4 * batch * HEADS * n * d,
               batch=batch, context=n, head_dim=d, heads=HEADS, kv_heads=KV_HEADS, copies=copies)
         del sets
@@ -186,24 +191,36 @@ def grouped_gemm(b: Bench) -> None:
 
 
 def sustained(b: Bench) -> None:
-    """Steady GEMM rate of the first gemm shapes at M = 8192 under back-to-back load (IDLE_S idle first); the SM
-    clock over the first 0.1 s (the burst) and past SETTLE_S (steady) where NVML answers."""
+    """Burst and steady GEMM rates at SUSTAIN_TOKENS x the first four model shapes, each case in the lab's order
+    (h1_gemm: per shape, M ascending); the SM clock where NVML answers (b.start_clocks)."""
     if b.scale.sustain_s <= 0 or b.device != "cuda":
         return
     for n, k in b.scale.gemm_shapes[:4]:
-        if b.late(f"sustained_n{n}_k{k}"):
-            return
-        _sustain_one(b, b.clocks, 8192, n, k)
+        copies = b.copies(n * k * 2, most=16)
+        ws = [b.randn(n, k) for _ in range(copies)]
+        for m in SUSTAIN_TOKENS:
+            if b.late(f"sustained_m{m}_n{n}_k{k}"):
+                return
+            _sustain_one(b, ws, m, n, k)
+        del ws
         b.release()
 
 
-def _sustain_one(b: Bench, clocks: ClockSampler, m: int, n: int, k: int) -> None:
-    copies = b.copies(n * k * 2, most=16)
-    ws, x = [b.randn(n, k) for _ in range(copies)], b.randn(m, k)
+def _clock(b: Bench, t0: float, t1: float) -> float | None:
+    return b.clocks.mean_mhz(t0, t1) if b.clocks is not None and b.clocks.ok else None
+
+
+def _sustain_one(b: Bench, ws: list, m: int, n: int, k: int) -> None:
+    """One case: the burst (_burst: capture, 2 warm + 10 timed replays), IDLE_S idle, then SUSTAIN_S back to back."""
+    x = b.randn(m, k)
+    copies = len(ws)
+    graph = b.timer.capture(lambda: [F.linear(x, w) for w in ws])
     t0 = time.perf_counter()
-    burst = b.timer.per_call_s(lambda: [F.linear(x, w) for w in ws], calls=copies, reps=b.scale.reps)
-    burst_mhz = clocks.mean_mhz(t0, time.perf_counter())
-    reps = max(1, math.ceil(0.03 / (burst * copies)))
+    times = b.timer.replay_times_s(graph, reps=10, warmup=2)
+    burst_mhz = _clock(b, t0, time.perf_counter())
+    del graph
+    burst = statistics.median(times) / copies
+    reps = max(1, math.ceil(REPLAY_S / (burst * copies)))
     torch.cuda.synchronize()
     time.sleep(IDLE_S)
     h0 = time.perf_counter()
@@ -219,4 +236,4 @@ def _sustain_one(b: Bench, clocks: ClockSampler, m: int, n: int, k: int) -> None
     series = [[round(i * 0.05, 3), sum(v) / len(v)] for i, v in sorted(bins.items())]
     b.add("sustained", f"sustained_m{m}_n{n}_k{k}", work / rate if rate else burst * reps * copies, 0, work, m=m,
           n=n, k=k, burst_s=burst, calls=reps * copies, steady_flops_per_s=rate, series=series,
-          burst_sm_mhz=burst_mhz, steady_sm_mhz=clocks.mean_mhz(h0 + SETTLE_S, h1))
+          burst_sm_mhz=burst_mhz, steady_sm_mhz=_clock(b, h0 + SETTLE_S, h1))

@@ -86,22 +86,26 @@ class Timer:
 
     def do_bench_s(self, fn: Callable[[], object], calls: int = 1, warmup_s: float = 0.025,
                    rep_s: float = 0.1) -> float:
-        """Median seconds of one call as triton.testing.do_bench times fn's graph (the lab's ceilings family,
-        validate/common/harness.py graph_ms: warm-up 25 ms, repetitions 100 ms): a 256 MB buffer zeroed before each
-        replay flushes L2, five replays estimate the time, then as many warm-up and timed replays as fit in
-        `warmup_s` and `rep_s`, each timed replay bracketed by CUDA events; the median over `calls`."""
+        """Median seconds of one call as triton.testing.do_bench (Triton 3.x, python/triton/testing.py) times fn's
+        graph in the lab's ceilings family (validate/common/harness.py graph_ms: warm-up 25 ms, repetitions 100 ms):
+        one replay, then five replays each after zeroing a 256 MB buffer (the L2 flush) under one pair of events
+        (the estimate, flushes included), max(1, int(warmup / estimate)) warm-up replays, then
+        max(1, int(rep / estimate)) replays each after a flush and bracketed by its own events; the median over
+        `calls`."""
         if not self.cuda:
             return self.per_call_s(fn, calls)
-        graph = self.capture(fn)
-        flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(5)]
-        for start, end in events:
-            flush.zero_()
-            start.record()
-            graph.replay()
-            end.record()
+        graph = self.capture(fn, warm_calls=1)  # graph_ms: one eager pass on a side stream before the capture
+        graph.replay()
         torch.cuda.synchronize()
-        estimate_s = max(statistics.fmean(s.elapsed_time(e) for s, e in events) * 1e-3, 1e-7)
+        flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            flush.zero_()
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        estimate_s = max(start.elapsed_time(end) * 1e-3 / 5, 1e-7)
         for _ in range(max(1, int(warmup_s / estimate_s))):
             graph.replay()
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -112,9 +116,9 @@ class Timer:
             graph.replay()
             end.record()
         torch.cuda.synchronize()
-        times = [s.elapsed_time(e) * 1e-3 for s, e in events]
+        times = sorted(s.elapsed_time(e) * 1e-3 for s, e in events)
         del graph, flush
-        return statistics.median(times) / calls
+        return times[(len(times) - 1) // 2] / calls  # torch.median's lower middle, as do_bench's "median"
 
     def back_to_back(self, fn: Callable[[], object], seconds: float) -> tuple[list[float], list[float]]:
         """(start s, duration s) of back-to-back replays of fn's graph for `seconds` (<= 3 in flight, so the GPU
@@ -135,6 +139,21 @@ class Timer:
         durations = [s.elapsed_time(e) * 1e-3 for s, e in pairs]
         del graph
         return starts, durations
+
+
+def kernel_count(fn: Callable[[], object]) -> int:
+    """CUDA kernels (and memsets) one call of fn launches, counted by torch.profiler's CUDA activity after one
+    warm call (validate/clients/timing.py kernel_census). Kineto leaves CUPTI attached when the profiler exits unless
+    TEARDOWN_CUPTI=1 (pytorch/pytorch#144455; kineto libkineto/src/CuptiActivityApi.cpp cuptiTearDown_), so every
+    timing after the first census runs with CUPTI attached, as the lab's probe timed its chains and routed MLPs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
 def rotation(set_bytes: int, l2_bytes: int, free_bytes: int, most: int = 256) -> int:
