@@ -151,9 +151,9 @@ class Bench:
         """Input copies to rotate through so none is read from L2 (timing.rotation)."""
         return rotation(set_bytes, self.l2_bytes, self.free_bytes(), most)
 
-    def randn(self, *shape, dtype=torch.bfloat16) -> torch.Tensor:
-        """Normal random values (never zeros: some kernels take shortcuts on zeros)."""
-        return torch.empty(*shape, device=self.device, dtype=dtype).normal_()
+    def randn(self, *shape, dtype=torch.bfloat16, std: float = 1.0) -> torch.Tensor:
+        """Normal random values of standard deviation `std` (never zeros: some kernels take shortcuts on zeros)."""
+        return torch.empty(*shape, device=self.device, dtype=dtype).normal_(0.0, std)
 
     def add(self, kind: str, name: str, s: float, moved: int = 0, flops: int = 0, **params) -> dict:
         """Record one row (with the mean SM clock since the last one, where NVML answers) and log it."""

@@ -36,6 +36,7 @@ SUSTAIN_TOKENS = (2048, 8192, 16384)
 # expert layers (each its own uniform random top-2 routing) per timed call: the mean active experts of a batch then
 # sits nearer its expectation E (1 - (1 - k/E)^B) than one draw's (the lab's probe drew 2 layers from its router)
 ROUTED_LAYERS = 4
+EXPERT_STD = 0.02
 
 
 def _matmul_inputs(b: Bench, dtype: str, size: int):
@@ -156,7 +157,10 @@ def grouped_gemm(b: Bench) -> None:
     if count * layer_bytes > b.free_bytes() // 2:
         b.skip("grouped_gemm", f"an expert layer ({layer_bytes / 1e9:.1f} GB) does not fit half the free memory")
         return
-    layers = [(b.randn(experts, 2 * inter, d), b.randn(experts, d, inter)) for _ in range(count)]
+    # the lab's expert weights are N(0, 0.02) (validate/clients/decoder.py layer_weights, INIT_STD), its token rows
+    # N(0, 1): the same values here, as a kernel's power and so its clock follow the bits it moves
+    layers = [(b.randn(experts, 2 * inter, d, std=EXPERT_STD), b.randn(experts, d, inter, std=EXPERT_STD))
+              for _ in range(count)]
     gen = torch.Generator().manual_seed(0)
     for batch in b.scale.moe_batches:
         if b.late(f"grouped_b{batch}"):
