@@ -10,19 +10,11 @@
   decode     one-query SDPA over a cache of L tokens (enable_gqa): KV bytes 2 B Hkv L D x 2 (micro.decode_attention)
   grouped    torch._grouped_mm of Mixtral-8x7B-sized expert layers (w13 [E, 2 I, d], w2 [E, d, I]) at decode
              batches, each layer with its own random top-2 routing; bytes: mean active experts x bytes per expert
-             (validate/clients/probe13_gpu.py h3_moe, the grouped calls alone)
-  sustained  per model shape (qkv, o, gate+up, down of Llama-3.1-8B) and M = 2048, 8192, 16384 (the cases the lab's
-             figures take, validate/clients/calibrate.py probe_ceilings: M >= 2048): the burst (graph, 2 warm + 10
-             timed replays, the SM clock over those replays), then SUSTAIN_S of back-to-back replays of ~30 ms after
-             IDLE_S idle, every replay timed: the steady rate past SETTLE_S and the 50 ms series the settling time is
-             read from (validate/clients/step_costs_gpu.py h1_gemm, _burst, sustain)
+             (validate/clients/step_costs_gpu.py h3_moe, the grouped calls alone)
+(the sustained rates: bench_sustained.py)
 """
 
 from __future__ import annotations
-
-import math
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
@@ -30,9 +22,6 @@ import torch.nn.functional as F
 from roofline.calibrate.bench import Bench
 
 HEADS, KV_HEADS = 32, 8
-# validate/clients/step_costs_core.py: SUSTAIN_S (set per scale here), IDLE_S, SETTLE_S, REPLAY_S; GEMM_TOKENS >= 2048
-IDLE_S, SETTLE_S, REPLAY_S = 1.0, 0.5, 0.03
-SUSTAIN_TOKENS = (2048, 8192, 16384)
 # expert layers (each its own uniform random top-2 routing) per timed call: the mean active experts of a batch then
 # sits nearer its expectation E (1 - (1 - k/E)^B) than one draw's (the lab's probe drew 2 layers from its router)
 ROUTED_LAYERS = 4
@@ -192,52 +181,3 @@ def grouped_gemm(b: Bench) -> None:
                   bytes_per_expert=per_expert)
     layers = None
     b.release()
-
-
-def sustained(b: Bench) -> None:
-    """Burst and steady GEMM rates at SUSTAIN_TOKENS x the first four model shapes, each case in the lab's order
-    (h1_gemm: per shape, M ascending); the SM clock where NVML answers (b.start_clocks)."""
-    if b.scale.sustain_s <= 0 or b.device != "cuda":
-        return
-    for n, k in b.scale.gemm_shapes[:4]:
-        copies = b.copies(n * k * 2, most=16)
-        ws = [b.randn(n, k) for _ in range(copies)]
-        for m in SUSTAIN_TOKENS:
-            if b.late(f"sustained_m{m}_n{n}_k{k}"):
-                return
-            _sustain_one(b, ws, m, n, k)
-        del ws
-        b.release()
-
-
-def _clock(b: Bench, t0: float, t1: float) -> float | None:
-    return b.clocks.mean_mhz(t0, t1) if b.clocks is not None and b.clocks.ok else None
-
-
-def _sustain_one(b: Bench, ws: list, m: int, n: int, k: int) -> None:
-    """One case: the burst (_burst: capture, 2 warm + 10 timed replays), IDLE_S idle, then SUSTAIN_S back to back."""
-    x = b.randn(m, k)
-    copies = len(ws)
-    graph = b.timer.capture(lambda: [F.linear(x, w) for w in ws])
-    t0 = time.perf_counter()
-    times = b.timer.replay_times_s(graph, reps=10, warmup=2)
-    burst_mhz = _clock(b, t0, time.perf_counter())
-    del graph
-    burst = statistics.median(times) / copies
-    reps = max(1, math.ceil(REPLAY_S / (burst * copies)))
-    torch.cuda.synchronize()
-    time.sleep(IDLE_S)
-    h0 = time.perf_counter()
-    starts, durations = b.timer.back_to_back(lambda: [F.linear(x, w) for _ in range(reps) for w in ws],
-                                             b.scale.sustain_s)
-    h1 = time.perf_counter()
-    work = 2 * m * n * k * reps * copies
-    steady = [dur for st, dur in zip(starts, durations, strict=True) if st >= SETTLE_S]
-    rate = work * len(steady) / sum(steady) if steady else None
-    bins: dict[int, list[float]] = {}
-    for st, dur in zip(starts, durations, strict=True):
-        bins.setdefault(int(st // 0.05), []).append(work / dur)
-    series = [[round(i * 0.05, 3), sum(v) / len(v)] for i, v in sorted(bins.items())]
-    b.add("sustained", f"sustained_m{m}_n{n}_k{k}", work / rate if rate else burst * reps * copies, 0, work, m=m,
-          n=n, k=k, burst_s=burst, calls=reps * copies, steady_flops_per_s=rate, series=series,
-          burst_sm_mhz=burst_mhz, steady_sm_mhz=_clock(b, h0 + SETTLE_S, h1))

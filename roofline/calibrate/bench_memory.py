@@ -93,7 +93,7 @@ def kernel_chain(b: Bench) -> None:
 
 
 def _aten_ops(b: Bench) -> dict:
-    """Each small aten op one eager decode layer launches at batch 1, on its operands (probe13_gpu._chain_kinds)."""
+    """Each small aten op one eager decode layer launches at batch 1, on its operands (step_costs_gpu._chain_kinds)."""
     x, r, w = b.randn(1, 1, 4096), b.randn(1, 1, 4096), b.randn(4096)
     xf = x.float()
     m = xf.pow(2).mean(-1, keepdim=True)

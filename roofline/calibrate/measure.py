@@ -81,13 +81,14 @@ def sessions():
     from roofline.calibrate import bench_compute as C
     from roofline.calibrate import bench_memory as M
     from roofline.calibrate.bench_routing import routing
+    from roofline.calibrate.bench_sustained import sustained
 
     return [("clients", [("kernel chain", M.kernel_chain), ("decode attention", C.decode_attention),
                          ("prefill attention", C.flash), ("model GEMMs", C.gemm_grid)]),
             ("ceilings", [("read", lambda b: M.stream(b, "read")), ("copy", lambda b: M.stream(b, "copy")),
                           ("square GEMMs", lambda b: C.gemm_peak(b, ("bf16", "fp8"))), ("launch", M.launch),
                           ("other GEMM dtypes", lambda b: C.gemm_peak(b, ("fp16", "tf32", "fp32")))]),
-            ("probe", [("sustained GEMM", C.sustained), ("aten chains", M.aten_chains),
+            ("probe", [("sustained GEMM", sustained), ("aten chains", M.aten_chains),
                        ("grouped GEMM", C.grouped_gemm), ("routing kernels", routing)])]
 
 

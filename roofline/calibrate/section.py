@@ -19,6 +19,8 @@ Each figure is the lab's definition, so a calibrated file compares field by fiel
                                        at M >= LARGE_TOKENS (validate/clients/calibrate.py probe_ceilings: median
                                        steady rate, median clocks, median settling time of the 50 ms bins within
                                        SETTLED of steady)
+  sustained_attention_flops_per_s      the steady rate of the sustained flash row at the longest prompt, per head
+                                       dim (probe_ceilings)
   aten_kernel_s                        the "aten" chains (each timed after its kernel census, as the lab's probe)
                                        weighted by EAGER_LAYER_CALLS; the same weighting of the "aten_bare" chains
                                        (no profiler yet in the process) goes to the raw file's notes
@@ -165,6 +167,10 @@ def _probe(raw: dict, out: dict) -> None:
         held = [r["steady_sm_mhz"] for r in steady if r.get("steady_sm_mhz")]
         if burst and held:
             out["burst_sm_clock_hz"], out["sustained_sm_clock_hz"] = sig(median(burst) * 1e6), sig(median(held) * 1e6)
+    flash = [r for r in _rows(raw, "sustained_flash") if r.get("steady_flops_per_s")]
+    if flash:
+        longest = max(flash, key=lambda r: r["prompt"])
+        out["sustained_attention_flops_per_s"] = {int(longest["head_dim"]): sig(longest["steady_flops_per_s"])}
     per_kernel = [r["per_kernel_s"] for r in _rows(raw, "routing") if r.get("per_kernel_s")]
     if per_kernel:
         out["routing_kernel_s"] = sig(median(per_kernel))

@@ -84,8 +84,8 @@ class Timer:
                 times.append(time.perf_counter() - t0)
         return statistics.median(times) / calls
 
-    def do_bench_s(self, fn: Callable[[], object], calls: int = 1, warmup_s: float = 0.025,
-                   rep_s: float = 0.1) -> float:
+    def do_bench_s(self, fn: Callable[[], object], calls: int = 1, warmup_ms: float = 25.0,
+                   rep_ms: float = 100.0) -> float:
         """Median seconds of one call as triton.testing.do_bench (Triton 3.x, python/triton/testing.py) times fn's
         graph in the lab's ceilings family (validate/common/harness.py graph_ms: warm-up 25 ms, repetitions 100 ms):
         one replay, then five replays each after zeroing a 256 MB buffer (the L2 flush) under one pair of events
@@ -105,11 +105,11 @@ class Timer:
             graph.replay()
         end.record()
         torch.cuda.synchronize()
-        estimate_s = max(start.elapsed_time(end) * 1e-3 / 5, 1e-7)
-        for _ in range(max(1, int(warmup_s / estimate_s))):
+        estimate_ms = max(start.elapsed_time(end) / 5, 1e-4)  # in ms, as do_bench divides
+        for _ in range(max(1, int(warmup_ms / estimate_ms))):
             graph.replay()
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(max(1, int(rep_s / estimate_s)))]
+                  for _ in range(max(1, int(rep_ms / estimate_ms)))]
         for start, end in events:
             flush.zero_()
             start.record()
@@ -120,11 +120,9 @@ class Timer:
         del graph, flush
         return times[(len(times) - 1) // 2] / calls  # torch.median's lower middle, as do_bench's "median"
 
-    def back_to_back(self, fn: Callable[[], object], seconds: float) -> tuple[list[float], list[float]]:
-        """(start s, duration s) of back-to-back replays of fn's graph for `seconds` (<= 3 in flight, so the GPU
-        never waits on the host), as validate/clients/probe13_gpu.sustain times them."""
-        graph = self.capture(fn)
-        torch.cuda.synchronize()
+    def back_to_back(self, graph, seconds: float) -> tuple[list[float], list[float]]:
+        """(start s, duration s) of back-to-back replays of a captured `graph` for `seconds` from now (<= 3 in
+        flight, so the GPU never waits on the host), as validate/clients/step_costs_gpu.py sustain times them."""
         pairs, t0 = [], time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -137,7 +135,6 @@ class Timer:
         torch.cuda.synchronize()
         starts = [pairs[0][0].elapsed_time(s) * 1e-3 for s, _ in pairs]
         durations = [s.elapsed_time(e) * 1e-3 for s, e in pairs]
-        del graph
         return starts, durations
 
 

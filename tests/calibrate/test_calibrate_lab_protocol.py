@@ -30,7 +30,11 @@ def test_sustained_figures_take_the_lab_cases_only():
         _sustained_row(16384, 300.0, [[0.0, 303.0], [0.05, 297.0], [0.10, 300.0], [0.15, 300.0]], 1480, 1440),
         _sustained_row(512, 999.0, [[0.0, 1.0], [0.05, 999.0]], 1980, 1980),  # not a lab case: left out
     ]
+    for prompt, rate in ((8192, 5.0e14), (16384, 5.5e14)):  # the longest prompt's steady rate is the figure
+        raw["rows"].append({"kind": "sustained_flash", "name": f"flash_{prompt}", "prompt": prompt, "head_dim": 128,
+                            "s": 1.0, "bytes": 0, "flops": 1, "steady_flops_per_s": rate, "series": []})
     m = measured_section(raw, "raw.json")
+    assert m["sustained_attention_flops_per_s"] == {128: 5.5e14}
     assert m["sustained_gemm_flops_per_s"] == {"bf16": 200.0}  # median of 100, 200, 300
     assert m["sustained_after_s"] == pytest.approx(0.15)  # median of 0.15, 0.20, 0.05
     assert m["burst_sm_clock_hz"] == 1.5e9 and m["sustained_sm_clock_hz"] == 1.45e9
@@ -70,11 +74,17 @@ def test_law_rows_compare_the_time_each_law_predicts():
 
 def test_check_prints_the_table_after_writing(tmp_path, capsys):
     raw = tmp_path / "raw.json"
-    raw.write_text(json.dumps(_synthetic_raw()))
+    synthetic = _synthetic_raw()
+    synthetic["rows"].append({"kind": "sustained_flash", "name": "f", "prompt": 16384, "head_dim": 128, "s": 1.0,
+                              "bytes": 0, "flops": 1, "steady_flops_per_s": 5.53e14, "series": []})
+    raw.write_text(json.dumps(synthetic))
     out = tmp_path / "mine.yaml"
     code, table, err = run(capsys, "calibrate", "--from-json", str(raw), "--out", str(out), "--check", "H200")
     assert code == 0, err
     assert out.exists() and "ceilings within 3% of H200's measured section" in table and "grouped_gemm" in table
+    # the catalogue H200's sustained flash rate at head dim 128 is 553 TFLOP/s: the same figure reads +0.0 %
+    assert any(line.startswith("sustained_attention_flops_per_s.128") and "+0.0%" in line
+               for line in table.splitlines())
 
 
 @pytest.mark.parametrize("argv,rule", [(["--check", "A40"], "--check: A40 has no measured section"),
