@@ -66,7 +66,7 @@ def environment(device: str) -> dict:
 
 
 # seconds the GPU idles before each session (Bench.idle): each lab figure was taken by its own process
-IDLE_BETWEEN_SESSIONS_S = 3.0
+IDLE_BETWEEN_SESSIONS_S = 2.0
 
 
 def sessions():
