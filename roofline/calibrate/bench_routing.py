@@ -40,7 +40,8 @@ def _routing(x, logits, gu, ys_grouped, experts: int):
 
 def routing(b: Bench) -> None:
     """One row per decode batch: per-kernel time of the routing ops (CUDA only: the census needs CUDA activity).
-    Every batch is timed before the first census, so the profiler's CUPTI hooks are never live during a timing."""
+    It runs after the aten chains' censuses, so CUPTI is attached while it times (timing.kernel_count), as it was
+    when the lab's probe timed its routed MLPs (step_costs_gpu.py h3_moe, after h2_chains)."""
     if b.device != "cuda":
         return
     experts, d, inter = b.scale.moe_dims
