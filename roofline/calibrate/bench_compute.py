@@ -10,27 +10,22 @@
   decode     one-query SDPA over a cache of L tokens (enable_gqa): KV bytes 2 B Hkv L D x 2 (micro.decode_attention)
   grouped    torch._grouped_mm of Mixtral-8x7B-sized expert layers (w13 [E, 2 I, d], w2 [E, d, I]) at decode
              batches, each layer with its own random top-2 routing; bytes: mean active experts x bytes per expert
-             (validate/clients/probe13_gpu.py h3_moe, the grouped calls alone)
-  sustained  back-to-back replays of the large GEMMs for a few seconds after an idle second: the steady rate past
-             the settling window (validate/clients/probe13_gpu.py sustain), with the SM clock where NVML answers
+             (validate/clients/step_costs_gpu.py h3_moe, the grouped calls alone)
+(the sustained rates: bench_sustained.py)
 """
 
 from __future__ import annotations
-
-import math
-import time
 
 import torch
 import torch.nn.functional as F
 
 from roofline.calibrate.bench import Bench
-from roofline.calibrate.timing import ClockSampler
 
 HEADS, KV_HEADS = 32, 8
-IDLE_S, SETTLE_S = 1.0, 0.5
 # expert layers (each its own uniform random top-2 routing) per timed call: the mean active experts of a batch then
 # sits nearer its expectation E (1 - (1 - k/E)^B) than one draw's (the lab's probe drew 2 layers from its router)
 ROUTED_LAYERS = 4
+EXPERT_STD = 0.02
 
 
 def _matmul_inputs(b: Bench, dtype: str, size: int):
@@ -131,7 +126,7 @@ def decode_attention(b: Bench) -> None:
         sets = [(b.randn(batch, HEADS, 1, d), b.randn(batch, KV_HEADS, n, d), b.randn(batch, KV_HEADS, n, d))
                 for _ in range(copies)]
         s = b.timer.per_call_s(lambda sets=sets: [_sdpa(q, k, v, False) for q, k, v in sets], calls=copies,
-                               reps=2 * b.scale.reps)
+                               reps=2 * b.scale.reps, warmup=3)  # micro.decode_attention: 3 warm, 20 timed replays
         b.add("decode_attention", f"decode_attn_b{batch}_l{n}", s, kv_bytes, 4 * batch * HEADS * n * d,
               batch=batch, context=n, head_dim=d, heads=HEADS, kv_heads=KV_HEADS, copies=copies)
         del sets
@@ -151,7 +146,10 @@ def grouped_gemm(b: Bench) -> None:
     if count * layer_bytes > b.free_bytes() // 2:
         b.skip("grouped_gemm", f"an expert layer ({layer_bytes / 1e9:.1f} GB) does not fit half the free memory")
         return
-    layers = [(b.randn(experts, 2 * inter, d), b.randn(experts, d, inter)) for _ in range(count)]
+    # the lab's expert weights are N(0, 0.02) (validate/clients/decoder.py layer_weights, INIT_STD), its token rows
+    # N(0, 1): the same values here, as a kernel's power and so its clock follow the bits it moves
+    layers = [(b.randn(experts, 2 * inter, d, std=EXPERT_STD), b.randn(experts, d, inter, std=EXPERT_STD))
+              for _ in range(count)]
     gen = torch.Generator().manual_seed(0)
     for batch in b.scale.moe_batches:
         if b.late(f"grouped_b{batch}"):
@@ -183,40 +181,3 @@ def grouped_gemm(b: Bench) -> None:
                   bytes_per_expert=per_expert)
     layers = None
     b.release()
-
-
-def sustained(b: Bench) -> None:
-    """Steady GEMM rate of the first gemm shapes at M = 8192 under back-to-back load (IDLE_S idle first); the SM
-    clock over the first 0.1 s (the burst) and past SETTLE_S (steady) where NVML answers."""
-    if b.scale.sustain_s <= 0 or b.device != "cuda":
-        return
-    for n, k in b.scale.gemm_shapes[:4]:
-        if b.late(f"sustained_n{n}_k{k}"):
-            return
-        _sustain_one(b, b.clocks, 8192, n, k)
-        b.release()
-
-
-def _sustain_one(b: Bench, clocks: ClockSampler, m: int, n: int, k: int) -> None:
-    copies = b.copies(n * k * 2, most=16)
-    ws, x = [b.randn(n, k) for _ in range(copies)], b.randn(m, k)
-    t0 = time.perf_counter()
-    burst = b.timer.per_call_s(lambda: [F.linear(x, w) for w in ws], calls=copies, reps=b.scale.reps)
-    burst_mhz = clocks.mean_mhz(t0, time.perf_counter())
-    reps = max(1, math.ceil(0.03 / (burst * copies)))
-    torch.cuda.synchronize()
-    time.sleep(IDLE_S)
-    h0 = time.perf_counter()
-    starts, durations = b.timer.back_to_back(lambda: [F.linear(x, w) for _ in range(reps) for w in ws],
-                                             b.scale.sustain_s)
-    h1 = time.perf_counter()
-    work = 2 * m * n * k * reps * copies
-    steady = [dur for st, dur in zip(starts, durations, strict=True) if st >= SETTLE_S]
-    rate = work * len(steady) / sum(steady) if steady else None
-    bins: dict[int, list[float]] = {}
-    for st, dur in zip(starts, durations, strict=True):
-        bins.setdefault(int(st // 0.05), []).append(work / dur)
-    series = [[round(i * 0.05, 3), sum(v) / len(v)] for i, v in sorted(bins.items())]
-    b.add("sustained", f"sustained_m{m}_n{n}_k{k}", work / rate if rate else burst * reps * copies, 0, work, m=m,
-          n=n, k=k, burst_s=burst, calls=reps * copies, steady_flops_per_s=rate, series=series,
-          burst_sm_mhz=burst_mhz, steady_sm_mhz=clocks.mean_mhz(h0 + SETTLE_S, h1))

@@ -9,8 +9,13 @@
   launch    an empty kernel (NVRTC-compiled `__global__ void empty() {}` where torch can compile one, else a
             one-element fill), 1000 in one CUDA graph: the GPU's cost of a launch (cases.py LAUNCHES)
   kernel    per-kernel time of 256 dependent x.add_(1) on [1, 4096] bf16 in a CUDA graph (micro.kernel_overhead)
-  aten      per-call time of 2000-call chains of each small aten op of an eager decode layer at batch 1
-            (validate/clients/probe13_gpu.py _chain_kinds; weighted by validate.clients.calibrate EAGER_LAYER_CALLS)
+  aten      per-call time of 2000-call chains of each small aten op of an eager decode layer at batch 1, in a graph,
+            2 warm + 5 warm-up + 20 timed replays (validate/clients/step_costs_gpu.py h2_chains and _chain_kinds;
+            weighted by validate.clients.calibrate EAGER_LAYER_CALLS). Timed twice: first with no profiler ever
+            started in the process ("aten_bare" rows, kept in the raw file only), then as h2_chains times them, each
+            op's kernel census (torch.profiler) right before its chain ("aten" rows, the figure): Kineto leaves CUPTI
+            attached after the first census (timing.kernel_count), and the lab's chains, routed MLPs and eager decode
+            steps (validate/clients/cases.py: a census at each form's first shape) were all timed that way
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from roofline.calibrate.bench import Bench
+from roofline.calibrate.timing import kernel_count
 
 READ_BLOCK = 4096
 LAUNCHES = 1000
@@ -87,7 +93,7 @@ def kernel_chain(b: Bench) -> None:
 
 
 def _aten_ops(b: Bench) -> dict:
-    """Each small aten op one eager decode layer launches at batch 1, on its operands (probe13_gpu._chain_kinds)."""
+    """Each small aten op one eager decode layer launches at batch 1, on its operands (step_costs_gpu._chain_kinds)."""
     x, r, w = b.randn(1, 1, 4096), b.randn(1, 1, 4096), b.randn(4096)
     xf = x.float()
     m = xf.pow(2).mean(-1, keepdim=True)
@@ -99,7 +105,9 @@ def _aten_ops(b: Bench) -> dict:
     cache, pos = b.randn(1, 8, 1024, 128), torch.tensor([1023], device=b.device)
     gate, up = b.randn(1, 1, 28672).chunk(2, dim=-1)
     sg = F.silu(gate)
-    return {"add": lambda: x + r, "mul_weight": lambda: x * w, "to_fp32": lambda: x.float(),
+    x2 = b.randn(1, 4096)
+    return {"add_inplace_1x4096": lambda: x2.add_(1.0), "add": lambda: x + r, "mul_weight": lambda: x * w,
+            "to_fp32": lambda: x.float(),
             "to_bf16": lambda: xf.to(torch.bfloat16), "pow2_fp32": lambda: xf.pow(2),
             "mean_fp32": lambda: xf.mean(-1, keepdim=True), "add_eps": lambda: m + 1e-5,
             "rsqrt": lambda: torch.rsqrt(m), "mul_fp32_bcast": lambda: xf * m, "neg_strided": lambda: -q[..., 64:],
@@ -109,11 +117,15 @@ def _aten_ops(b: Bench) -> dict:
 
 
 def aten_chains(b: Bench) -> None:
-    """One row per small aten op: per-call time of a chain of ATEN_CHAIN calls in a graph."""
+    """Each small aten op's per-call time in a chain of ATEN_CHAIN calls: an "aten_bare" row per op before any
+    profiler, then (CUDA) an "aten" row per op timed right after its kernel census, as the lab's probe did."""
     calls = ATEN_CHAIN if b.device == "cuda" else 50
-    for op, fn in _aten_ops(b).items():
-        if b.late(f"aten_{op}"):
-            return
-        s = b.timer.per_call_s(lambda fn=fn: [fn() for _ in range(calls)], calls=calls, reps=10)
-        b.add("aten", f"aten_{op}", s, op=op, chain=calls)
+    ops = _aten_ops(b)
+    for kind in ("aten_bare", "aten"):
+        for op, fn in ops.items():
+            if b.late(f"{kind}_{op}"):
+                return
+            kernels = kernel_count(fn) if kind == "aten" and b.device == "cuda" else None
+            s = b.timer.per_call_s(lambda fn=fn: [fn() for _ in range(calls)], calls=calls, reps=20, warmup=5)
+            b.add(kind, f"{kind}_{op}", s, op=op, chain=calls, **({"kernels": kernels} if kernels else {}))
     b.release()

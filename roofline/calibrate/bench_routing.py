@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from roofline.calibrate.bench import Bench
+from roofline.calibrate.timing import kernel_count
 
 TOP_K = 2
 
@@ -37,21 +38,10 @@ def _routing(x, logits, gu, ys_grouped, experts: int):
     return torch.zeros_like(x).index_add_(0, token, ys), offs, xs, hidden
 
 
-def _kernels(fn) -> int:
-    """CUDA kernels (and memsets) one call of fn launches, counted by torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-
-
 def routing(b: Bench) -> None:
     """One row per decode batch: per-kernel time of the routing ops (CUDA only: the census needs CUDA activity).
-    Every batch is timed before the first census, so the profiler's CUPTI hooks are never live during a timing."""
+    It runs after the aten chains' censuses, so CUPTI is attached while it times (timing.kernel_count), as it was
+    when the lab's probe timed its routed MLPs (step_costs_gpu.py h3_moe, after h2_chains)."""
     if b.device != "cuda":
         return
     experts, d, inter = b.scale.moe_dims
@@ -67,7 +57,7 @@ def routing(b: Bench) -> None:
                 _routing(x, logits, gu, ys, experts)
         timed.append((batch, layers, b.timer.per_call_s(call, calls=len(layers), reps=b.scale.reps)))
     for batch, layers, s in timed:
-        kernels = _kernels(lambda layers=layers: _routing(*layers[0], experts))
+        kernels = kernel_count(lambda layers=layers: _routing(*layers[0], experts))
         if not kernels:
             b.skip("routing", "torch.profiler saw no CUDA kernels")
             return

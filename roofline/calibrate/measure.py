@@ -65,15 +65,40 @@ def environment(device: str) -> dict:
     return env
 
 
-def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
-    """Every microbenchmark in order of what the planner needs most, within `budget_s` (later parts are skipped
-    and listed once the budget is spent)."""
-    import torch
+# seconds the GPU idles before each session (Bench.idle): each lab figure was taken by its own process
+IDLE_BETWEEN_SESSIONS_S = 2.0
 
+
+def sessions():
+    """(session, [(part, fn)]) in the order of the lab runs the catalogue's figures come from, each session the
+    sequence of one lab process:
+      clients   validate/clients/micro.py all_micro (`python -m validate.clients --part micro`, first in its
+                process): the kernel chain, decode attention, prefill attention, the model GEMMs
+      ceilings  `python -m validate bench --family ceilings` (validate/ops/ceilings/cases.py Ceilings.cases): read
+                and copy sweeps, bf16 and fp8 square GEMMs, the launch row; then the dtypes the lab does not time
+      probe     validate/clients/step_costs_gpu.py (h1, h2, h3, the NVML clock sampled throughout): the sustained
+                GEMMs, the aten chains, the grouped GEMMs; then the routing kernels (torch.profiler census last)"""
     from roofline.calibrate import bench_compute as C
     from roofline.calibrate import bench_memory as M
-    from roofline.calibrate.bench import SCALES, Bench
     from roofline.calibrate.bench_routing import routing
+    from roofline.calibrate.bench_sustained import sustained
+
+    return [("clients", [("kernel chain", M.kernel_chain), ("decode attention", C.decode_attention),
+                         ("prefill attention", C.flash), ("model GEMMs", C.gemm_grid)]),
+            ("ceilings", [("read", lambda b: M.stream(b, "read")), ("copy", lambda b: M.stream(b, "copy")),
+                          ("square GEMMs", lambda b: C.gemm_peak(b, ("bf16", "fp8"))), ("launch", M.launch),
+                          ("other GEMM dtypes", lambda b: C.gemm_peak(b, ("fp16", "tf32", "fp32")))]),
+            ("probe", [("sustained GEMM", sustained), ("aten chains", M.aten_chains),
+                       ("grouped GEMM", C.grouped_gemm), ("routing kernels", routing)])]
+
+
+def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
+    """Every session (`sessions`) in order, the GPU idle IDLE_BETWEEN_SESSIONS_S before each but the first,
+    within `budget_s` (later optional parts are skipped and listed once the budget is spent)."""
+    import torch
+
+    from roofline.calibrate.bench import SCALES, Bench
+    from roofline.calibrate.bench_memory import context
 
     if device == "cuda":
         free_at_start, total = torch.cuda.mem_get_info()  # right after CUDA init, before any allocation
@@ -81,33 +106,19 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
     b.log(f"calibrating {device} at scale {scale_name!r}, budget {budget_s:.0f} s")
     env = environment(device)
     if device == "cuda":
-        b.rows.append(M.context(total, free_at_start))
+        b.rows.append(context(total, free_at_start))
         b.log(f"  cuda_context {total - free_at_start} bytes of {total}")
     torch.manual_seed(0)
     if device == "cpu":
         torch.set_num_threads(1)  # one thread: less noise from a shared CI machine
-    # the lab's order (validate/clients/micro.py all_micro: kernel chain, copy, decode attention, flash, model GEMMs;
-    # then the ceilings family's square GEMMs): the kernel chain in a fresh process (on the H200 its per-kernel time
-    # read 0.94-0.97 us there and 1.11 us at 1980 MHz after other work), the memory-bound parts before the square
-    # GEMMs' 100 ms bursts, which leave the SM clock power-capped for a while
-    parts = [("kernel chain", M.kernel_chain), ("launch", M.launch), ("read", lambda b: M.stream(b, "read")),
-             ("copy", lambda b: M.stream(b, "copy")), ("decode attention", C.decode_attention),
-             ("prefill attention", C.flash), ("model GEMMs", C.gemm_grid), ("square GEMMs", C.gemm_peak),
-             ("aten chains", M.aten_chains), ("grouped GEMM", C.grouped_gemm), ("sustained GEMM", C.sustained),
-             ("routing kernels", routing)]  # last: torch.profiler's census (CUPTI) after every other timing
-    for name, part in parts:
-        b.required = name in REQUIRED_PARTS
-        if b.late(name):
-            continue
-        b.log(f"{name}")
-        b.mark = time.perf_counter()
-        try:
-            part(b)
-        except Exception as err:  # a part that breaks on this device (a kernel, an op) leaves the others standing
-            if b.required:
-                raise
-            b.skip(name, f"failed: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
-            b.release()
+    for index, (session, parts) in enumerate(sessions()):
+        if index:
+            b.idle(IDLE_BETWEEN_SESSIONS_S)
+        if session == "probe":
+            b.start_clocks()
+        b.log(f"session {session}")
+        for name, part in parts:
+            _run_part(b, name, part)
     b.required = False
     if allreduce and device == "cuda" and torch.cuda.device_count() > 1 and not b.late("all-reduce"):
         from roofline.calibrate.allreduce import allreduce_rows
@@ -118,6 +129,23 @@ def run(device: str, scale_name: str, budget_s: float, allreduce: bool) -> dict:
     b.log(f"done in {b.elapsed_s():.1f} s ({len(b.rows)} rows, {len(b.skipped)} skipped)")
     return {"format": FORMAT, "scale": scale_name, "env": env, "rows": b.rows, "skipped": b.skipped,
             "elapsed_s": round(b.elapsed_s(), 2)}
+
+
+def _run_part(b, name: str, part) -> None:
+    """One part: skipped once past the budget unless required; an optional part that raises is skipped and
+    listed, a required one raises."""
+    b.required = name in REQUIRED_PARTS
+    if b.late(name):
+        return
+    b.log(f"{name}")
+    b.mark = time.perf_counter()
+    try:
+        part(b)
+    except Exception as err:  # a part that breaks on this device (a kernel, an op) leaves the others standing
+        if b.required:
+            raise
+        b.skip(name, f"failed: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+        b.release()
 
 
 def summary(figures: dict) -> str:

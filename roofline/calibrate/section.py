@@ -16,9 +16,14 @@ Each figure is the lab's definition, so a calibrated file compares field by fiel
   decode_attention_latency_s, _bytes_per_s  the fit over KV bytes of the one-query rows
   cuda_context_bytes                   total - free right after CUDA init
   sustained_gemm_flops_per_s, burst_sm_clock_hz, sustained_sm_clock_hz, sustained_after_s   the sustained rows
-                                       (validate/clients/calibrate.py probe_ceilings: median steady rate, median
-                                       clocks, median settling time of the 50 ms bins within SETTLED of steady)
-  aten_kernel_s                        the aten chains weighted by EAGER_LAYER_CALLS
+                                       at M >= LARGE_TOKENS (validate/clients/calibrate.py probe_ceilings: median
+                                       steady rate, median clocks, median settling time of the 50 ms bins within
+                                       SETTLED of steady)
+  sustained_attention_flops_per_s      the steady rate of the sustained flash row at the longest prompt, per head
+                                       dim (probe_ceilings)
+  aten_kernel_s                        the "aten" chains (each timed after its kernel census, as the lab's probe)
+                                       weighted by EAGER_LAYER_CALLS; the same weighting of the "aten_bare" chains
+                                       (no profiler yet in the process) goes to the raw file's notes
   grouped_gemm_latency_s, grouped_gemm_stream_bytes_per_s   the fit over active experts' bytes of the grouped rows
   routing_kernel_s                     median per-kernel time of the routing rows (bench_routing.py)
 A figure whose rows are missing (a skipped part) is left out: the planner then uses its next ceiling. A --device cpu
@@ -123,6 +128,14 @@ def _attention(raw: dict, out: dict) -> None:
             out["decode_attention_latency_s"], out["decode_attention_bytes_per_s"] = fitted
 
 
+def _layer_weighted(raw: dict, kind: str) -> float | None:
+    """Per-call time of the `kind` chains weighted by EAGER_LAYER_CALLS, None unless every op is there."""
+    chains = {r["op"]: r["s"] for r in _rows(raw, kind)}
+    if not all(op in chains for op in EAGER_LAYER_CALLS):
+        return None
+    return sum(n * chains[op] for op, n in EAGER_LAYER_CALLS.items()) / sum(EAGER_LAYER_CALLS.values())
+
+
 def _kernels(raw: dict, out: dict) -> None:
     launch = _rows(raw, "launch")
     if not launch:
@@ -131,17 +144,22 @@ def _kernels(raw: dict, out: dict) -> None:
     chain = [r for r in _rows(raw, "kernel") if r.get("tokens") == 1]
     if chain:
         out["kernel_overhead_s"] = sig(chain[0]["s"])
-    aten = {r["op"]: r["s"] for r in _rows(raw, "aten")}
-    if all(op in aten for op in EAGER_LAYER_CALLS):
-        calls = sum(EAGER_LAYER_CALLS.values())
-        out["aten_kernel_s"] = sig(sum(n * aten[op] for op, n in EAGER_LAYER_CALLS.items()) / calls)
+    aten = _layer_weighted(raw, "aten")
+    if aten:
+        out["aten_kernel_s"] = sig(aten)
+    bare = _layer_weighted(raw, "aten_bare")
+    if bare:
+        out.setdefault("_notes", []).append(
+            f"aten chains before any profiler in the process: {sig(bare) * 1e6:.4g} us per layer-weighted kernel "
+            f"(aten_kernel_s, each chain timed after its kernel census as the lab's probe: "
+            f"{sig(aten) * 1e6:.4g} us)" if aten else f"aten chains before any profiler: {sig(bare) * 1e6:.4g} us")
     context = _rows(raw, "cuda_context")
     if context and context[0]["bytes"] > 0:
         out["cuda_context_bytes"] = int(context[0]["bytes"])
 
 
 def _probe(raw: dict, out: dict) -> None:
-    steady = [r for r in _rows(raw, "sustained") if r.get("steady_flops_per_s")]
+    steady = [r for r in _rows(raw, "sustained") if r.get("steady_flops_per_s") and r.get("m", 0) >= LARGE_TOKENS]
     if steady:
         out["sustained_gemm_flops_per_s"] = {"bf16": sig(median([r["steady_flops_per_s"] for r in steady]))}
         out["sustained_after_s"] = sig(median([_settling_s(r["series"], r["steady_flops_per_s"]) for r in steady]))
@@ -149,6 +167,10 @@ def _probe(raw: dict, out: dict) -> None:
         held = [r["steady_sm_mhz"] for r in steady if r.get("steady_sm_mhz")]
         if burst and held:
             out["burst_sm_clock_hz"], out["sustained_sm_clock_hz"] = sig(median(burst) * 1e6), sig(median(held) * 1e6)
+    flash = [r for r in _rows(raw, "sustained_flash") if r.get("steady_flops_per_s")]
+    if flash:
+        longest = max(flash, key=lambda r: r["prompt"])
+        out["sustained_attention_flops_per_s"] = {int(longest["head_dim"]): sig(longest["steady_flops_per_s"])}
     per_kernel = [r["per_kernel_s"] for r in _rows(raw, "routing") if r.get("per_kernel_s")]
     if per_kernel:
         out["routing_kernel_s"] = sig(median(per_kernel))

@@ -84,43 +84,45 @@ class Timer:
                 times.append(time.perf_counter() - t0)
         return statistics.median(times) / calls
 
-    def do_bench_s(self, fn: Callable[[], object], calls: int = 1, warmup_s: float = 0.025,
-                   rep_s: float = 0.1) -> float:
-        """Median seconds of one call as triton.testing.do_bench times fn's graph (the lab's ceilings family,
-        validate/common/harness.py graph_ms: warm-up 25 ms, repetitions 100 ms): a 256 MB buffer zeroed before each
-        replay flushes L2, five replays estimate the time, then as many warm-up and timed replays as fit in
-        `warmup_s` and `rep_s`, each timed replay bracketed by CUDA events; the median over `calls`."""
+    def do_bench_s(self, fn: Callable[[], object], calls: int = 1, warmup_ms: float = 25.0,
+                   rep_ms: float = 100.0) -> float:
+        """Median seconds of one call as triton.testing.do_bench (Triton 3.x, python/triton/testing.py) times fn's
+        graph in the lab's ceilings family (validate/common/harness.py graph_ms: warm-up 25 ms, repetitions 100 ms):
+        one replay, then five replays each after zeroing a 256 MB buffer (the L2 flush) under one pair of events
+        (the estimate, flushes included), max(1, int(warmup / estimate)) warm-up replays, then
+        max(1, int(rep / estimate)) replays each after a flush and bracketed by its own events; the median over
+        `calls`."""
         if not self.cuda:
             return self.per_call_s(fn, calls)
-        graph = self.capture(fn)
-        flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(5)]
-        for start, end in events:
-            flush.zero_()
-            start.record()
-            graph.replay()
-            end.record()
+        graph = self.capture(fn, warm_calls=1)  # graph_ms: one eager pass on a side stream before the capture
+        graph.replay()
         torch.cuda.synchronize()
-        estimate_s = max(statistics.fmean(s.elapsed_time(e) for s, e in events) * 1e-3, 1e-7)
-        for _ in range(max(1, int(warmup_s / estimate_s))):
+        flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            flush.zero_()
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        estimate_ms = max(start.elapsed_time(end) / 5, 1e-4)  # in ms, as do_bench divides
+        for _ in range(max(1, int(warmup_ms / estimate_ms))):
             graph.replay()
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(max(1, int(rep_s / estimate_s)))]
+                  for _ in range(max(1, int(rep_ms / estimate_ms)))]
         for start, end in events:
             flush.zero_()
             start.record()
             graph.replay()
             end.record()
         torch.cuda.synchronize()
-        times = [s.elapsed_time(e) * 1e-3 for s, e in events]
+        times = sorted(s.elapsed_time(e) * 1e-3 for s, e in events)
         del graph, flush
-        return statistics.median(times) / calls
+        return times[(len(times) - 1) // 2] / calls  # torch.median's lower middle, as do_bench's "median"
 
-    def back_to_back(self, fn: Callable[[], object], seconds: float) -> tuple[list[float], list[float]]:
-        """(start s, duration s) of back-to-back replays of fn's graph for `seconds` (<= 3 in flight, so the GPU
-        never waits on the host), as validate/clients/probe13_gpu.sustain times them."""
-        graph = self.capture(fn)
-        torch.cuda.synchronize()
+    def back_to_back(self, graph, seconds: float) -> tuple[list[float], list[float]]:
+        """(start s, duration s) of back-to-back replays of a captured `graph` for `seconds` from now (<= 3 in
+        flight, so the GPU never waits on the host), as validate/clients/step_costs_gpu.py sustain times them."""
         pairs, t0 = [], time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -133,8 +135,22 @@ class Timer:
         torch.cuda.synchronize()
         starts = [pairs[0][0].elapsed_time(s) * 1e-3 for s, _ in pairs]
         durations = [s.elapsed_time(e) * 1e-3 for s, e in pairs]
-        del graph
         return starts, durations
+
+
+def kernel_count(fn: Callable[[], object]) -> int:
+    """CUDA kernels (and memsets) one call of fn launches, counted by torch.profiler's CUDA activity after one
+    warm call (validate/clients/timing.py kernel_census). Kineto leaves CUPTI attached when the profiler exits unless
+    TEARDOWN_CUPTI=1 (pytorch/pytorch#144455; kineto libkineto/src/CuptiActivityApi.cpp cuptiTearDown_), so every
+    timing after the first census runs with CUPTI attached, as the lab's probe timed its chains and routed MLPs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
 def rotation(set_bytes: int, l2_bytes: int, free_bytes: int, most: int = 256) -> int:

@@ -7,6 +7,8 @@
         the same file from a raw JSON measured elsewhere (python -m roofline.calibrate.measure, torch only)
     roofline calibrate --compare-to H200 my-gpu.yaml
         each ceiling of a calibrated file against a catalogue device's measured section, with the % difference
+    roofline calibrate --out my-gpu.yaml --check H200   (or with --from-json)
+        measure (or convert), write, then print that table against H200 (checked before anything runs)
 The YAML plugs into `plan`, `capacity`, `simulate` and `kv` as `--hardware my-gpu.yaml`.
 """
 
@@ -34,6 +36,8 @@ def add_calibrate_parser(sub) -> None:
                    help="cpu: a toy run that exercises the pipeline (CI); its figures describe no GPU")
     p.add_argument("--from-json", type=Path, help="convert this raw JSON instead of measuring")
     p.add_argument("--compare-to", help="catalogue device (or YAML) to compare FILE's measured section against")
+    p.add_argument("--check", metavar="HARDWARE", help="after writing, print each calibrated ceiling against this "
+                                                       "catalogue device's (or YAML's) measured section")
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -48,13 +52,30 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise SpecError(f"--out: {out} must end in .yaml or .yml")
     if not out.resolve().parent.is_dir():
         raise SpecError(f"--out: folder {out.resolve().parent} does not exist")
+    reference = _reference(args.check) if args.check else None
     if args.from_json is not None:
         from roofline.calibrate.hardware_file import load_raw
 
         raw, source = load_raw(args.from_json), str(args.from_json)
     else:
         raw, source = _measure(args, out)
-    return _write(raw, source, args, out)
+    spec = _write(raw, source, args, out)
+    if reference is not None:
+        from roofline.calibrate.compare import compare, law_rows, table
+
+        print(table(compare(spec, reference), reference.name, law_rows(spec, reference)))
+    return 0
+
+
+def _reference(name: str):
+    """The --check device, loaded (and its measured section required) before anything is measured."""
+    from roofline.catalogue import load_hardware
+
+    reference = load_hardware(name)
+    if reference.measured is None:
+        raise SpecError(f"--check: {reference.name} has no measured section to check against (a catalogue device "
+                        "with one: H200, H100-SXM)")
+    return reference
 
 
 def _measure(args: argparse.Namespace, out: Path) -> tuple[dict, str]:
@@ -76,23 +97,26 @@ def _measure(args: argparse.Namespace, out: Path) -> tuple[dict, str]:
     return load_raw(raw_path), str(raw_path)
 
 
-def _write(raw: dict, source: str, args: argparse.Namespace, out: Path) -> int:
+def _write(raw: dict, source: str, args: argparse.Namespace, out: Path):
+    """The calibrated spec written to `out` (atomically); returns the spec."""
     from roofline.calibrate.hardware_file import calibrated_hardware, hardware_yaml
     from roofline.calibrate.measure import write_atomic
 
     spec = calibrated_hardware(raw, source, args.base, args.name)
     write_atomic(out, hardware_yaml(spec, source))
     print(f"wrote {out} ({spec.name}); use it as --hardware {out}", file=sys.stderr)
-    return 0
+    return spec
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from roofline.calibrate.compare import compare, table
+    from roofline.calibrate.compare import compare, law_rows, table
     from roofline.catalogue import load_hardware
 
+    if args.check:
+        raise SpecError("--check: give it with --out (a measurement or --from-json), not with --compare-to")
     if not args.file:
         raise SpecError("--compare-to: give the calibrated hardware YAML to compare, e.g. "
                         "roofline calibrate --compare-to H200 my-gpu.yaml")
     mine, reference = load_hardware(args.file), load_hardware(args.compare_to)
-    print(table(compare(mine, reference), reference.name))
+    print(table(compare(mine, reference), reference.name, law_rows(mine, reference)))
     return 0
