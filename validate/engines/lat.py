@@ -7,8 +7,9 @@ the mean over contexts P+1 .. P+N-1 (prefill and the first token cancel). Prefil
 offline user waits for one prompt). Prefix caching is off, so no run reuses another's blocks. One warm-up generate
 after start-up; with "warm_each_case" every case also runs once untimed first (Triton's fused MoE compiles a
 configuration per batch bucket on first use); cases of more than 100K prompt tokens in all are timed once, the others
-twice (median). The worker's memory profile (weights, peak activations of the profile run, non-torch growth, CUDA
-graph estimate, the KV budget) is read from the worker after start-up.
+twice (median). (Reading the worker's memory profile through LLM.collective_rpc was tried: run 2's
+"__getattribute__" reached the wrapper and failed, run 3's "__getattr__" did not return within 100 s and cost the
+run; the start-up log's lines are what compare.py reads.)
 The engine's own configuration (attention backend from the log, CUDA-graph sizes, scheduler limits, KV blocks) is
 recorded beside the times.
 """
@@ -52,20 +53,6 @@ def engine_config() -> dict:
             "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization}
 
 
-def worker_memory() -> dict:
-    """The worker's memory profile (vllm/v1/worker/gpu_worker.py determine_available_memory), read by attribute
-    through WorkerWrapperBase.__getattr__, which forwards to its worker (worker_base.py; run 2 asked the wrapper's
-    own __getattribute__, which does not forward, and got nothing)."""
-    out = {}
-    for key in ("peak_activation_memory", "non_torch_memory", "cudagraph_memory_estimate",
-                "available_kv_cache_memory_bytes", "requested_memory"):
-        try:
-            out[key] = llm.collective_rpc("__getattr__", args=(key,))[0]  # the wrapper forwards to its worker
-        except Exception as e:  # an attribute this version lacks
-            out[key] = f"unavailable: {type(e).__name__}: {str(e)[:120]}"
-    return out
-
-
 def prompts(B, L):
     return [{"prompt_token_ids": rng.integers(1000, vocab - 1000, size=L).tolist()} for _ in range(B)]
 
@@ -89,9 +76,7 @@ res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model
        "moe_routing_simulation": os.environ.get("VLLM_MOE_ROUTING_SIMULATION_STRATEGY", ""),
        "out_tokens": N,
        "engine": engine_config(), "decode": [], "prefill": []}
-res["worker_memory"] = worker_memory()
 print("ENGINE", json.dumps(res["engine"]), flush=True)
-print("WORKER_MEMORY", json.dumps(res["worker_memory"], default=str), flush=True)
 WARM = CASES.get("warm_each_case", False)
 timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation
 for B, P in case["decode"]:
