@@ -19,6 +19,7 @@ from roofline.engines.scheduling import EngineScheduling
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
+from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
@@ -102,6 +103,7 @@ class Simulator:
     pool: KVPool | None = None
     engine: EngineScheduling | None = None  # the engine's scheduler, graph padding and overheads (None: ideal)
     speculative: Speculative | None = None  # speculative decoding (serving.speculative)
+    fast: bool = True  # steps through serving.closedform (the same times to float rounding); False: StepModel's numpy
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
@@ -118,6 +120,7 @@ class Simulator:
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
         table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
         self.steps = StepModel(self.phases, table, step_tokens)
+        self.closed = ClosedForm(self.steps) if self.fast and self.workload.pp == 1 else None
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
@@ -178,9 +181,18 @@ class Simulator:
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
             return np.array([host.combine(verify + self.draft.time_s(context), seqs)])
+        closed = self.closed
         if steps == 1:
-            gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+            if closed is None:
+                gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+            elif len(plan.chunk_tokens):
+                gpu = closed.time(closed.work(context, pad, len(context), True, plan.chunk_start, plan.chunk_tokens,
+                                              plan.chunk_done), len(context))
+            else:
+                gpu = closed.time(closed.work(context, pad, len(context), False), len(context))
             return np.array([host.combine(gpu, seqs)])
+        if closed is not None and closed.blocks:
+            return closed.decode_ends(context, steps, pad, lambda gpu: host.combine(gpu, seqs), until_s)
         parts, done, size = [], 0, LAZY_STEPS
         while done < steps:
             k = min(size, steps - done)

@@ -1,0 +1,169 @@
+"""The step model's time as one compiled scalar function, and decode blocks in closed form between their kinks.
+
+StepModel (serving/stepmodel.py) times a step from its aggregated work q (QUANTITIES x ops) with one numpy call per
+kind of op; a day of traffic is millions of steps, so the per-call overhead of numpy on 17-element arrays dominates.
+This module compiles the SAME op-time laws (StepModel.laws: Roofline.op_times of each kind's template, the
+expressions StepModel lambdifies) into one plain-Python function of the flattened q, summed with each op's count,
+launch test (an op with no work does not launch) and the decode-attention imbalance, as StepModel.time_of does.
+
+A decode-only block of k steps of n sequences at contexts c_i (step s attends c_i + s) needs the cumulative step
+times, cut at the next arrival. Its work is q(s) = sum_i rows[c_i + s] (+ constants): the decode table is affine in
+the context except at a few contexts (the attention kernel's split boundaries, a compressed format's page edges),
+so q is affine in s, q(s) = q(0) + s n slope, until a sequence crosses one of those; the block is re-gathered there.
+Between crossings every op time is a convex, nondecreasing piecewise-linear function of s when its law is built of
+sums, non-negative multiples and max() of the quantities (checked on the expression at build; the host's
+max(gpu, cpu) or gpu + cpu keeps it so). A convex function that is linear over [a, a + 1] and whose value at b lies on
+that line is linear on [a, b], so a segment needs three evaluations when it has no kink and is bisected where it has
+one; the cumulative times of a linear stretch are its arithmetic series. The result equals the step-by-step
+evaluation to float rounding (the tolerance below); tests compare them on every engine and scheduling variant.
+Laws outside that form (an all-reduce's protocol choice is a min) leave `blocks` False and the caller evaluates
+every step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.lazy import sp
+from roofline.serving.stepmodel import _BYTES, _COMM, _FM, _FV, _INT, _SHARED, QUANTITIES, StepModel
+
+LINEAR_RTOL = 1e-12  # a segment whose end lies this close (relative) to its first step's line is linear
+_SYMBOLS = (_FM, _FV, _INT, _BYTES, _COMM, _SHARED)  # QUANTITIES' order
+
+
+def _convex(expr) -> bool:
+    """Whether `expr` is built of non-negative numbers, the quantity symbols, sums, non-negative multiples and max():
+    then it is convex and nondecreasing in every quantity."""
+    if expr.is_Number:
+        return bool(expr >= 0)
+    if expr.is_Symbol:
+        return True
+    if expr.is_Add or isinstance(expr, sp.Max):
+        return all(_convex(a) for a in expr.args)
+    if expr.is_Mul:
+        numbers = [a for a in expr.args if a.is_Number]
+        others = [a for a in expr.args if not a.is_Number]
+        return all(a >= 0 for a in numbers) and len(others) <= 1 and all(_convex(a) for a in others)
+    return False
+
+
+def _source(model: StepModel) -> tuple[str, bool]:
+    """Python source of `total(q, slow)`: sum over ops of count x time for the flattened work q (row-major
+    QUANTITIES x ops, weight bytes included) of the ops that launch, the imbalanced ones x slow; and whether every
+    law is convex (see _convex)."""
+    from sympy.printing.pycode import pycode
+    nops = len(model.keys)
+    names = [f"q{k}_{j}" for k in range(len(QUANTITIES)) for j in range(nops)]
+    imbalanced = set(model._imbalanced.tolist())
+    lines = ["def total(q, slow):", f"    ({', '.join(names)},) = q", "    t = 0.0"]
+    convex = True
+    laws = {}
+    for idx, _comm, law in model.laws:
+        convex = convex and _convex(law)
+        for j in idx.tolist():
+            laws[j] = law
+    for j in range(nops):
+        law = laws[j].xreplace({s: sp.Symbol(f"q{k}_{j}") for k, s in enumerate(_SYMBOLS)})
+        scale = f"{float(model.counts[j])!r} * slow" if j in imbalanced else f"{float(model.counts[j])!r}"
+        work = " + ".join(f"q{k}_{j}" for k in range(len(QUANTITIES)))
+        lines += [f"    if {work} > 0:", f"        t += {scale} * ({pycode(law)})"]
+    lines.append("    return t")
+    return "\n".join(lines), convex
+
+
+class ClosedForm:
+    """StepModel's step time as one compiled function; decode blocks by their linear stretches (module docstring)."""
+
+    def __init__(self, model: StepModel) -> None:
+        self.model = model
+        source, self.convex = _source(model)
+        scope: dict = {}
+        exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min}, scope)  # noqa: S102
+        self.total = scope["total"]
+        nops = len(model.keys)
+        self.size = len(QUANTITIES) * nops
+        rows = model._dec_rows
+        if len(rows) > 2:
+            diffs = np.diff(rows, axis=0)
+            uniq, counts = np.unique(diffs, axis=0, return_counts=True)
+            self.slope = uniq[np.argmax(counts)]
+            irregular = np.flatnonzero(np.any(diffs != self.slope, axis=1))  # c -> c + 1 leaves the line
+        else:
+            self.slope, irregular = np.zeros(rows.shape[1]), np.arange(len(rows))
+        self.irregular = np.append(irregular, len(rows) + 2**40)  # a sentinel past every context
+        self.blocks = self.convex and bool(np.all(self.slope >= 0))
+
+    def work(self, context: np.ndarray, pad: int, decodes: int, chunks: bool, start=None, tokens=None,
+             done=None) -> np.ndarray:
+        """Flattened work of one step with the weight bytes added (StepModel.work + its pad + its weights)."""
+        m = self.model
+        if start is None:
+            q = m._dec_const * (len(context) + pad)
+            if len(context) and len(m._dec_cols):
+                q[m._dec_cols] += m._dec_rows[context].sum(axis=0)
+            n_tokens = len(context) + pad
+        else:
+            q = m.work(context, start, tokens, done).ravel()
+            if pad:
+                q = q + m._dec_const * pad
+            n_tokens = len(context) + int(tokens.sum()) + pad
+        w = m._w[(decodes > 0, bool(chunks))][min(n_tokens, m.max_step_tokens)]
+        q[3 * len(m.keys):4 * len(m.keys)] += w
+        return q
+
+    def time(self, q: np.ndarray, decodes: int) -> float:
+        """Whole-model time of a step of flattened work q with `decodes` decode sequences."""
+        return self.total(q.tolist(), self.model.imbalance(decodes))
+
+    def decode_ends(self, context: np.ndarray, steps: int, pad: int, combine, until_s: float) -> np.ndarray:
+        """End times, from the block's start, of `steps` decode-only steps of the sequences at `context` (each padded by
+        `pad`), `combine` turning GPU seconds into the step's wall time; stops after the step that ends at or past
+        `until_s`, as Simulator.block_ends does."""
+        n, nops = len(context), len(self.model.keys)
+        slow = self.model.imbalance(n)
+        dq = np.zeros(self.size)
+        dq[self.model._dec_cols] = self.slope * n
+        parts, acc, s = [], 0.0, 0
+        while s < steps:
+            at = context + s
+            room = int((self.irregular[np.searchsorted(self.irregular, at)] - at).min())
+            last = min(steps - 1, s + room)  # q is affine in the step on [s, last]
+            q0 = self.work(context + s, pad, n, False)
+            launch0 = q0.reshape(len(QUANTITIES), nops).sum(axis=0) > 0
+            growing = dq.reshape(len(QUANTITIES), nops).sum(axis=0) > 0
+            exact = bool(np.all(launch0 | ~growing))  # no op starts launching inside the segment
+            acc = self._segment(q0, dq, last - s, slow, combine, acc, until_s, parts, exact)
+            if acc >= until_s:
+                break
+            s = last + 1
+        return np.concatenate(parts)
+
+    def _segment(self, q0, dq, span: int, slow: float, combine, acc: float, until_s: float, parts: list,
+                 exact: bool) -> float:
+        """Append the end times of steps 0..span of an affine-work segment; returns the last end (stops at until_s)."""
+        memo: dict[int, float] = {}
+
+        def f(i: int) -> float:
+            if i not in memo:
+                memo[i] = float(combine(self.total((q0 + i * dq).tolist(), slow)))
+            return memo[i]
+
+        todo = [(0, span)]
+        while todo:
+            a, b = todo.pop()
+            if b - a >= 2 and exact:
+                d = f(a + 1) - f(a)
+                if abs(f(b) - (f(a) + (b - a) * d)) <= LINEAR_RTOL * f(b):
+                    j = np.arange(b - a + 1, dtype=np.float64)
+                    ends = acc + (j + 1) * f(a) + (j * (j + 1) / 2) * d
+                else:
+                    mid = (a + b) // 2
+                    todo += [(mid + 1, b), (a, mid)]
+                    continue
+            else:
+                ends = acc + np.cumsum([f(i) for i in range(a, b + 1)])
+            parts.append(ends)
+            acc = float(ends[-1])
+            if acc >= until_s:
+                break
+        return acc
