@@ -1,10 +1,10 @@
-"""Request-level simulation: SimPy drives arrivals and engine steps; each step's time is the step model's.
+"""Request-level simulation: a discrete-event loop over arrivals and engine steps; each step's time is the step
+model's.
 
-One SimPy process holds the clock: the engine queues the requests that have arrived by now, schedules a
-step, holds the clock for its predicted time (or, idle, until the next arrival) and commits it. It records
-per step the requests in the system, the pool's use and the preemptions so far, for the time series and
-the Little's-law check.
-"""
+One replica has one event in flight (its step or decode block), so a plain loop is the clock (the fleet's heap holds
+one event per replica): the engine queues the requests that have arrived by now, schedules a step, advances the
+clock by its predicted time (or, idle, to the next arrival) and commits it. It records per step the requests in the
+system, the pool's use and the preemptions so far, for the time series and the Little's-law check."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import simpy
 
 from roofline.engines.scheduling import EngineScheduling
 from roofline.methods import MethodConfig
@@ -219,48 +218,35 @@ class Simulator:
         if requests.prefix is not None and self.engine.prefix_caching:
             cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)
         sched = Scheduler(requests, self.pool, self.scheduler, cache)
-        env = simpy.Environment()
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
         rng = np.random.default_rng(SPEC_SEED)
-
-        def engine():
-            total = len(requests)
-            while sched.finished < total:
-                due = arrivals.due(env.now)
-                if due:
-                    sched.waiting.extend(due)
-                    sched.arrived += len(due)
-                in_system = (sched.n_running, len(sched.waiting))
-                sched.now = env.now
-                plan = sched.schedule()
-                if plan is None:  # idle until the next arrival
-                    yield env.timeout(_delay_to(env.now, arrivals.next_time()))
-                    continue
-                nxt = arrivals.next_time()
-                ends = self.block_ends(sched, plan, nxt - env.now)
-                steps = self.cut(ends, env.now, nxt)
-                dt = float(ends[steps - 1])
-                records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
-                yield env.timeout(dt)
-                if sched.commit_block(plan, steps, env.now, self.accepted(sched, plan, rng)):
-                    arrivals.finished(sched.last_finished, env.now)
-                    if progress is not None:
-                        progress(sched.finished, total)
-
-        env.process(engine())
-        env.run()
+        now, total = 0.0, len(requests)
+        while sched.finished < total:
+            due = arrivals.due(now)
+            if due:
+                sched.waiting.extend(due)
+                sched.arrived += len(due)
+            in_system = (sched.n_running, len(sched.waiting))
+            sched.now = now
+            plan = sched.schedule()
+            nxt = arrivals.next_time()
+            if plan is None:  # idle until the next arrival
+                if nxt == math.inf:
+                    raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
+                now = nxt
+                continue
+            ends = self.block_ends(sched, plan, nxt - now)
+            steps = self.cut(ends, now, nxt)
+            dt = float(ends[steps - 1])
+            records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
+            now += dt
+            if sched.commit_block(plan, steps, now, self.accepted(sched, plan, rng)):
+                arrivals.finished(sched.last_finished, now)
+                if progress is not None:
+                    progress(sched.finished, total)
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
                      cache.stats() if cache is not None else None)
 
-
-def _delay_to(now: float, t: float) -> float:
-    """A delay d with now + d == t exactly (the idle engine wakes at the arrival's own clock reading)."""
-    d = t - now
-    while now + d < t:
-        d = math.nextafter(d, math.inf)
-    while now + d > t:
-        d = math.nextafter(d, -math.inf)
-    return d
