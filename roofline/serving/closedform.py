@@ -47,15 +47,27 @@ def _convex(expr) -> bool:
     return False
 
 
-def _source(model: StepModel) -> tuple[str, bool]:
-    """Python source of `total(q, slow)`: sum over ops of count x time for the flattened work q (row-major
-    QUANTITIES x ops, weight bytes included) of the ops that launch, the imbalanced ones x slow; and whether every
-    law is convex (see _convex)."""
+def _live(model: StepModel) -> np.ndarray:
+    """Flat (QUANTITIES x ops) entries that some step can make nonzero: constants, slopes, tabulated columns and, in
+    the bytes row, the weights; the rest are zero in every step and drop out of the compiled laws."""
+    nops = len(model.keys)
+    live = (model._dec_const != 0) | (model._pre_slope != 0) | (model._pre_intercept != 0)
+    for cols in (model._dec_cols, model._prefix_cols, model._pre_cols):
+        live[cols] = True
+    live[3 * nops:4 * nops] |= np.any(model.weights != 0, axis=1)
+    return live
+
+
+def _source(model: StepModel, live: np.ndarray) -> tuple[str, bool]:
+    """Python source of `total(q, slow)`: sum over ops of count x time for the live entries q of the flattened work
+    (row-major QUANTITIES x ops, weight bytes included) of the ops that launch, the imbalanced ones x slow; and
+    whether every law is convex (see _convex)."""
     from sympy.printing.pycode import pycode
     nops = len(model.keys)
     names = [f"q{k}_{j}" for k in range(len(QUANTITIES)) for j in range(nops)]
     imbalanced = set(model._imbalanced.tolist())
-    lines = ["def total(q, slow):", f"    ({', '.join(names)},) = q", "    t = 0.0"]
+    args = [name for name, keep in zip(names, live.tolist(), strict=True) if keep]
+    lines = ["def total(q, slow):", f"    ({', '.join(args)},) = q", "    t = 0.0"]
     convex = True
     laws = {}
     for idx, _comm, law in model.laws:
@@ -63,9 +75,14 @@ def _source(model: StepModel) -> tuple[str, bool]:
         for j in idx.tolist():
             laws[j] = law
     for j in range(nops):
-        law = laws[j].xreplace({s: sp.Symbol(f"q{k}_{j}") for k, s in enumerate(_SYMBOLS)})
+        mine = [k for k in range(len(QUANTITIES)) if live[k * nops + j]]
+        if not mine:
+            continue  # no step gives this op work: it never launches
+        values = {s: sp.Symbol(f"q{k}_{j}", nonnegative=True) if k in mine else sp.Integer(0)
+                  for k, s in enumerate(_SYMBOLS)}
+        law = laws[j].xreplace(values)
         scale = f"{float(model.counts[j])!r} * slow" if j in imbalanced else f"{float(model.counts[j])!r}"
-        work = " + ".join(f"q{k}_{j}" for k in range(len(QUANTITIES)))
+        work = " + ".join(f"q{k}_{j}" for k in mine)
         lines += [f"    if {work} > 0:", f"        t += {scale} * ({pycode(law)})"]
     lines.append("    return t")
     return "\n".join(lines), convex
@@ -76,7 +93,8 @@ class ClosedForm:
 
     def __init__(self, model: StepModel) -> None:
         self.model = model
-        source, self.convex = _source(model)
+        self.live = _live(model)
+        source, self.convex = _source(model, self.live)
         scope: dict = {}
         exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min}, scope)  # noqa: S102
         self.total = scope["total"]
@@ -92,6 +110,17 @@ class ClosedForm:
             self.slope, irregular = np.zeros(rows.shape[1]), np.arange(len(rows))
         self.irregular = np.append(irregular, len(rows) + 2**40)  # a sentinel past every context
         self.blocks = self.convex and bool(np.all(self.slope >= 0))
+        self._slope_flat = np.zeros(self.size)
+        self._slope_flat[model._dec_cols] = self.slope
+        # ops that gain work along a block and have no per-sequence constant work: they may start launching in it
+        grows = (self._slope_flat != 0).reshape(len(QUANTITIES), nops).any(axis=0)
+        steady = (model._dec_const != 0).reshape(len(QUANTITIES), nops).any(axis=0)
+        # ... unless its tabulated work is positive at every context >= 1 (a decoding sequence attends at least one)
+        per_op = np.zeros((len(rows), self.size))
+        per_op[:, model._dec_cols] = rows
+        positive = (per_op[1:].reshape(len(rows) - 1, len(QUANTITIES), nops).sum(axis=1) > 0).all(axis=0)
+        starts = np.flatnonzero(grows & ~steady & ~positive)
+        self._may_start = (np.arange(len(QUANTITIES))[:, None] * nops + starts[None, :]).ravel()
 
     def work(self, context: np.ndarray, pad: int, decodes: int, chunks: bool, start=None, tokens=None,
              done=None) -> np.ndarray:
@@ -113,45 +142,47 @@ class ClosedForm:
 
     def time(self, q: np.ndarray, decodes: int) -> float:
         """Whole-model time of a step of flattened work q with `decodes` decode sequences."""
-        return self.total(q.tolist(), self.model.imbalance(decodes))
+        return self.total(q[self.live].tolist(), self.model.imbalance(decodes))
 
     def decode_ends(self, context: np.ndarray, steps: int, pad: int, combine, until_s: float) -> np.ndarray:
         """End times, from the block's start, of `steps` decode-only steps of the sequences at `context` (each padded by
         `pad`), `combine` turning GPU seconds into the step's wall time; stops after the step that ends at or past
         `until_s`, as Simulator.block_ends does."""
-        n, nops = len(context), len(self.model.keys)
+        n = len(context)
         slow = self.model.imbalance(n)
-        dq = np.zeros(self.size)
-        dq[self.model._dec_cols] = self.slope * n
-        parts, acc, s = [], 0.0, 0
+        dq = (self._slope_flat * n)[self.live]
+        parts: list[np.ndarray] = []
+        acc, s = 0.0, 0
         while s < steps:
             at = context + s
             room = int((self.irregular[np.searchsorted(self.irregular, at)] - at).min())
             last = min(steps - 1, s + room)  # q is affine in the step on [s, last]
-            q0 = self.work(context + s, pad, n, False)
-            launch0 = q0.reshape(len(QUANTITIES), nops).sum(axis=0) > 0
-            growing = dq.reshape(len(QUANTITIES), nops).sum(axis=0) > 0
-            exact = bool(np.all(launch0 | ~growing))  # no op starts launching inside the segment
-            acc = self._segment(q0, dq, last - s, slow, combine, acc, until_s, parts, exact)
+            q0 = self.work(at, pad, n, False)
+            # an op that gains work but has none at the segment's start would start launching inside it: a jump
+            convex = not len(self._may_start) or bool(np.all(q0[self._may_start].reshape(len(QUANTITIES), -1)
+                                                             .sum(axis=0) > 0))
+            acc = self._segment(q0[self.live], dq, last - s, slow, combine, acc, until_s, parts, convex)
             if acc >= until_s:
                 break
             s = last + 1
         return np.concatenate(parts)
 
     def _segment(self, q0, dq, span: int, slow: float, combine, acc: float, until_s: float, parts: list,
-                 exact: bool) -> float:
+                 convex: bool) -> float:
         """Append the end times of steps 0..span of an affine-work segment; returns the last end (stops at until_s)."""
         memo: dict[int, float] = {}
+        total = self.total
 
         def f(i: int) -> float:
-            if i not in memo:
-                memo[i] = float(combine(self.total((q0 + i * dq).tolist(), slow)))
-            return memo[i]
+            t = memo.get(i)
+            if t is None:
+                t = memo[i] = float(combine(total((q0 + i * dq).tolist(), slow)))
+            return t
 
         todo = [(0, span)]
         while todo:
             a, b = todo.pop()
-            if b - a >= 2 and exact:
+            if b - a >= 2 and convex:
                 d = f(a + 1) - f(a)
                 if abs(f(b) - (f(a) + (b - a) * d)) <= LINEAR_RTOL * f(b):
                     j = np.arange(b - a + 1, dtype=np.float64)
