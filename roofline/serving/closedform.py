@@ -151,8 +151,8 @@ class ClosedForm:
         n = len(context)
         slow = self.model.imbalance(n)
         dq = (self._slope_flat * n)[self.live]
-        parts: list[np.ndarray] = []
-        acc, s = 0.0, 0
+        ends: list[float] = []
+        s = 0
         while s < steps:
             at = context + s
             room = int((self.irregular[np.searchsorted(self.irregular, at)] - at).min())
@@ -161,40 +161,42 @@ class ClosedForm:
             # an op that gains work but has none at the segment's start would start launching inside it: a jump
             convex = not len(self._may_start) or bool(np.all(q0[self._may_start].reshape(len(QUANTITIES), -1)
                                                              .sum(axis=0) > 0))
-            acc = self._segment(q0[self.live], dq, last - s, slow, combine, acc, until_s, parts, convex)
-            if acc >= until_s:
+            self._segment(q0[self.live], dq, last - s, slow, combine, until_s, ends, convex)
+            if ends[-1] >= until_s:
                 break
             s = last + 1
-        return np.concatenate(parts)
+        return np.array(ends)
 
-    def _segment(self, q0, dq, span: int, slow: float, combine, acc: float, until_s: float, parts: list,
-                 convex: bool) -> float:
-        """Append the end times of steps 0..span of an affine-work segment; returns the last end (stops at until_s)."""
+    def _segment(self, q0, dq, span: int, slow: float, combine, until_s: float, ends: list[float],
+                 convex: bool) -> None:
+        """Append to `ends` the end times of steps 0..span of an affine-work segment (stops at until_s)."""
         memo: dict[int, float] = {}
         total = self.total
 
-        def f(i: int) -> float:
-            t = memo.get(i)
-            if t is None:
-                t = memo[i] = float(combine(total((q0 + i * dq).tolist(), slow)))
-            return t
+        def f(*points: int) -> list[float]:
+            new = [i for i in points if i not in memo]
+            if new:
+                rows = (q0 + np.array(new, dtype=np.float64)[:, None] * dq).tolist()
+                times = combine(np.array([total(row, slow) for row in rows]))  # an array in, an array out
+                memo.update(zip(new, times.tolist(), strict=True))
+            return [memo[i] for i in points]
 
+        acc = ends[-1] if ends else 0.0
         todo = [(0, span)]
         while todo:
             a, b = todo.pop()
             if b - a >= 2 and convex:
-                d = f(a + 1) - f(a)
-                if abs(f(b) - (f(a) + (b - a) * d)) <= LINEAR_RTOL * f(b):
-                    j = np.arange(b - a + 1, dtype=np.float64)
-                    ends = acc + (j + 1) * f(a) + (j * (j + 1) / 2) * d
-                else:
+                t0, t1, tb = f(a, a + 1, b)
+                d = t1 - t0
+                if abs(tb - (t0 + (b - a) * d)) > LINEAR_RTOL * tb:
                     mid = (a + b) // 2
                     todo += [(mid + 1, b), (a, mid)]
                     continue
+                piece = [t0 + j * d for j in range(b - a + 1)]
             else:
-                ends = acc + np.cumsum([f(i) for i in range(a, b + 1)])
-            parts.append(ends)
-            acc = float(ends[-1])
+                piece = f(*range(a, b + 1))
+            for t in piece:
+                acc += t
+                ends.append(acc)
             if acc >= until_s:
-                break
-        return acc
+                return
