@@ -120,29 +120,52 @@ class ClosedForm:
         per_op[:, model._dec_cols] = rows
         positive = (per_op[1:].reshape(len(rows) - 1, len(QUANTITIES), nops).sum(axis=1) > 0).all(axis=0)
         starts = np.flatnonzero(grows & ~steady & ~positive)
-        self._may_start = (np.arange(len(QUANTITIES))[:, None] * nops + starts[None, :]).ravel()
+        self._live_space(model, starts)
+
+    def _live_space(self, model: StepModel, starts: np.ndarray) -> None:
+        """The step's work kept only over the live entries (_live): constants, slopes, the tabulated columns'
+        positions and the weight bytes per token count, each as a vector over the live entries."""
+        nops = len(model.keys)
+        at = np.full(self.size, -1)
+        at[self.live] = np.arange(int(self.live.sum()))
+        self._const = model._dec_const[self.live]
+        self._pre_slope, self._pre_intercept = model._pre_slope[self.live], model._pre_intercept[self.live]
+        self._dec_at, self._pre_at, self._prefix_at = at[model._dec_cols], at[model._pre_cols], at[model._prefix_cols]
+        self._slope_live = self._slope_flat[self.live]
+        self._weights = {}
+        for key, w in model._w.items():  # (tokens, ops) -> (tokens, live entries): the bytes row only
+            full = np.zeros((len(w), self.size))
+            full[:, 3 * nops:4 * nops] = w
+            self._weights[key] = np.ascontiguousarray(full[:, self.live])
+        flat = (np.arange(len(QUANTITIES))[:, None] * nops + starts[None, :]).T  # (ops that may start, QUANTITIES)
+        self._may_start = [at[row][at[row] >= 0] for row in flat]
 
     def work(self, context: np.ndarray, pad: int, decodes: int, chunks: bool, start=None, tokens=None,
              done=None) -> np.ndarray:
-        """Flattened work of one step with the weight bytes added (StepModel.work + its pad + its weights)."""
+        """The live entries of a step's work with its weight bytes (StepModel.work, its pad and its weights): decode
+        sequences at `context`, `pad` padding tokens, prefill chunks (cached prefix `start`, new `tokens`, ending
+        the prompt or not: `done`). Tabulated values are whole numbers, so the sums are exact in any order."""
         m = self.model
-        if start is None:
-            q = m._dec_const * (len(context) + pad)
-            if len(context) and len(m._dec_cols):
-                q[m._dec_cols] += m._dec_rows[context].sum(axis=0)
-            n_tokens = len(context) + pad
-        else:
-            q = m.work(context, start, tokens, done).ravel()
-            if pad:
-                q = q + m._dec_const * pad
-            n_tokens = len(context) + int(tokens.sum()) + pad
-        w = m._w[(decodes > 0, bool(chunks))][min(n_tokens, m.max_step_tokens)]
-        q[3 * len(m.keys):4 * len(m.keys)] += w
+        q = self._const * (len(context) + pad)
+        if len(context) and len(self._dec_at):
+            q[self._dec_at] += m._dec_rows[context].sum(axis=0)
+        n_tokens = len(context) + pad
+        if start is not None and len(tokens):
+            n_new, n_done = int(tokens.sum()), int(np.count_nonzero(done))
+            n_tokens += n_new
+            q += self._pre_slope * n_new + self._pre_intercept * n_done
+            pre, dec = m._pre_rows, m._dec_rows
+            for s, c, d in zip(start.tolist(), tokens.tolist(), done.tolist(), strict=True):
+                if len(self._pre_at):
+                    q[self._pre_at] += pre[s + c] - pre[s] + pre[0] if d else pre[s + c] - pre[s]
+                if len(self._prefix_at):
+                    q[self._prefix_at] += dec[s] - dec[0]
+        q += self._weights[(decodes > 0, bool(chunks))][min(n_tokens, m.max_step_tokens)]
         return q
 
     def time(self, q: np.ndarray, decodes: int) -> float:
-        """Whole-model time of a step of flattened work q with `decodes` decode sequences."""
-        return self.total(q[self.live].tolist(), self.model.imbalance(decodes))
+        """Whole-model time of a step whose work's live entries are q, with `decodes` decode sequences."""
+        return self.total(q.tolist(), self.model.imbalance(decodes))
 
     def decode_ends(self, context: np.ndarray, steps: int, pad: int, combine, until_s: float) -> np.ndarray:
         """End times, from the block's start, of `steps` decode-only steps of the sequences at `context` (each padded by
@@ -150,7 +173,7 @@ class ClosedForm:
         `until_s`, as Simulator.block_ends does."""
         n = len(context)
         slow = self.model.imbalance(n)
-        dq = (self._slope_flat * n)[self.live]
+        dq = self._slope_live * n
         ends: list[float] = []
         s = 0
         while s < steps:
@@ -159,9 +182,8 @@ class ClosedForm:
             last = min(steps - 1, s + room)  # q is affine in the step on [s, last]
             q0 = self.work(at, pad, n, False)
             # an op that gains work but has none at the segment's start would start launching inside it: a jump
-            convex = not len(self._may_start) or bool(np.all(q0[self._may_start].reshape(len(QUANTITIES), -1)
-                                                             .sum(axis=0) > 0))
-            self._segment(q0[self.live], dq, last - s, slow, combine, until_s, ends, convex)
+            convex = all(q0[pos].sum() > 0 for pos in self._may_start)
+            self._segment(q0, dq, last - s, slow, combine, until_s, ends, convex)
             if ends[-1] >= until_s:
                 break
             s = last + 1
