@@ -164,8 +164,9 @@ class Simulator:
     def block_ends(self, sched: Scheduler, plan, until_s: float = math.inf) -> np.ndarray:
         """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
         until a completion or a page shortage (the same steps one at a time would take; pp = 1 only). The caller
-        cuts it at the next arrival (`cut`); steps are evaluated in growing batches only until one ends at or past
-        `until_s` from the block's start (the cut falls there), the same times as evaluating them all."""
+        cuts it at the next arrival (`cut`); steps are evaluated only until one ends at or past `until_s` from the
+        block's start (the cut falls there), the same times as evaluating them all: by the closed form's linear
+        stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches."""
         context, engine = plan.context, self.engine
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
