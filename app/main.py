@@ -47,6 +47,7 @@ PAGES = [
     st.Page(HERE / "views" / "compare.py", title="Side by side", url_path="compare"),
     st.Page(HERE / "views" / "pareto.py", title="Pareto", url_path="pareto"),
     st.Page(HERE / "views" / "serving.py", title="Serving", url_path="serving"),
+    st.Page(HERE / "views" / "fleet.py", title="Fleet", url_path="fleet"),
     st.Page(HERE / "views" / "roofline_page.py", title="Roofline", url_path="roofline"),
     st.Page(HERE / "views" / "validation.py", title="Validation", url_path="validation"),
     st.Page(HERE / "views" / "claims.py", title="Claims", url_path="claims"),

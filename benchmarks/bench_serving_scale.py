@@ -3,6 +3,7 @@
 
     python benchmarks/bench_serving_scale.py single 20000      # one replica, N requests (a day at ~12 req/s)
     python benchmarks/bench_serving_scale.py fleet 32 2000     # R replicas x N requests each, least-outstanding
+    ... single 20000 --reference                              # StepModel's numpy step times (no closed form)
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
 ~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, engine records (steps or
@@ -38,7 +39,7 @@ def _load() -> str:
 def _sim(max_tokens: int) -> Simulator:
     wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192)
     return Simulator(load_model("Llama-3.1-8B"), load_hardware("H200"), wl, parse_method("bf16"),
-                     max_tokens=max_tokens)
+                     max_tokens=max_tokens, fast="--reference" not in sys.argv)
 
 
 def _requests(rate: float, n: int):
@@ -72,8 +73,9 @@ def fleet(replicas: int, per_replica: int) -> None:
 
 
 if __name__ == "__main__":
-    what = sys.argv[1] if len(sys.argv) > 1 else "single"
+    args = [a for a in sys.argv[1:] if a != "--reference"]
+    what = args[0] if args else "single"
     if what == "single":
-        single(int(sys.argv[2]) if len(sys.argv) > 2 else 20000)
+        single(int(args[1]) if len(args) > 1 else 20000)
     else:
-        fleet(int(sys.argv[2]) if len(sys.argv) > 2 else 32, int(sys.argv[3]) if len(sys.argv) > 3 else 2000)
+        fleet(int(args[1]) if len(args) > 1 else 32, int(args[2]) if len(args) > 2 else 2000)

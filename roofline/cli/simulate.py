@@ -235,21 +235,14 @@ def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dic
 def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: int | None) -> dict[str, Any]:
     """The fewest replicas meeting the SLO at --target-rate (fleet simulated at each size), GPUs and cost."""
     from roofline.errors import SpecError
-    from roofline.serving.fleet import fewest_replicas
+    from roofline.serving.fleet import size_fleet
 
     if args.target_rate is None or slo is None:
         raise SpecError("--size-fleet: needs --target-rate and an SLO (--slo-ttft-ms, --slo-tpot-ms)")
     if not math.isfinite(requests.offered_rate):
         raise SpecError("--size-fleet: needs arrivals to scale to --target-rate (not --rate inf)")
-    found = fewest_replicas(sim, requests.at_rate(args.target_rate), slo, args.router, start or 1, clients)
-    out = {"target_rate_per_s": args.target_rate, "router": args.router, **found}
-    if found["replicas"]:
-        gpus = found["replicas"] * args.tp * args.pp
-        out["gpus"] = gpus
-        if args.usd_per_gpu_hour:
-            tokens_per_s = args.target_rate * float(requests.output_tokens.mean())
-            out["usd_per_million_output_tokens"] = args.usd_per_gpu_hour * gpus / 3600 / tokens_per_s * 1e6
-    return out
+    return size_fleet(sim, requests, slo, args.router, args.target_rate, args.tp * args.pp, args.usd_per_gpu_hour,
+                      start or 1, clients)
 
 
 def _clients(args: argparse.Namespace):

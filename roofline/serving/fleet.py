@@ -30,6 +30,7 @@ from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler
+from roofline.serving.search import usd_per_million_tokens
 from roofline.serving.simulate import SPEC_SEED, Simulator, Slo, Trace
 
 ROUTERS = ("round-robin", "least-outstanding", "prefix-aware")
@@ -198,3 +199,18 @@ def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, s
             lo = probe
             probe = (lo + hi) // 2
     return {"replicas": hi, "reason": None, "runs": runs}
+
+
+def size_fleet(sim: Simulator, requests: Requests, slo: Slo, router: str, target_rate: float, gpus_per_replica: int,
+               usd_per_gpu_hour: float | None = None, start: int = 1, clients: Clients | None = None) -> dict[str, Any]:
+    """The fewest replicas behind `router` that meet `slo` with `requests` arriving at `target_rate` (fewest_replicas),
+    their GPUs and, with a price, the cost per million output tokens at the target rate's output tokens per second."""
+    found = fewest_replicas(sim, requests.at_rate(target_rate), slo, router, start, clients)
+    out = {"target_rate_per_s": target_rate, "router": router, **found}
+    if found["replicas"]:
+        gpus = found["replicas"] * gpus_per_replica
+        out["gpus"] = gpus
+        if usd_per_gpu_hour:
+            tokens_per_s = target_rate * float(requests.output_tokens.mean())
+            out["usd_per_million_output_tokens"] = usd_per_million_tokens(usd_per_gpu_hour, gpus, tokens_per_s)
+    return out

@@ -97,6 +97,7 @@ class Scheduler:
         self.finished = 0
         self.arrived = 0
         self.last_finished = EMPTY  # ids the last commit completed
+        self._monotone = bool(np.all(np.diff(pool.seq_bytes) >= 0))
 
     @property
     def running(self) -> list[int]:
@@ -244,8 +245,13 @@ class Scheduler:
         k = int(min(limit, (self.out[dec] - self.gen[dec]).min()))
         if k <= 1:
             return 1
+        rest = self.used_bytes - self.held[dec].sum()
+        if self._monotone:  # bytes held only grow with the tokens: if the last step fits, every step does
+            last = np.maximum(self.comp[dec] + k, self.res[dec])
+            if self.pool.seq_bytes[last].sum() + rest <= self.pool.capacity_bytes:
+                return k
         after = np.maximum(self.comp[dec][:, None] + 1 + np.arange(k), self.res[dec][:, None])  # tokens held
-        used = self.pool.seq_bytes[after].sum(axis=0) + (self.used_bytes - self.held[dec].sum())
+        used = self.pool.seq_bytes[after].sum(axis=0) + rest
         over = np.flatnonzero(used > self.pool.capacity_bytes)
         return int(over[0]) if len(over) and over[0] > 0 else k if not len(over) else 1
 
@@ -264,6 +270,8 @@ class Scheduler:
         speculative drafts); they are computed tokens too."""
         seq, n = self.pool.seq_bytes, self.n_running
         dec, chunks = plan.decode, plan.chunk_pos
+        if extra is None and not len(chunks) and self.cache is None:
+            return self._commit_decodes(dec, now)
         self.comp[dec] += 1
         if extra is not None:
             self.comp[dec] += extra
@@ -288,7 +296,32 @@ class Scheduler:
         ended = np.flatnonzero(gen >= self.out[emitted])
         if not len(ended):
             return 0
-        ended = np.arange(n)[emitted][ended]
+        return self._complete(np.arange(n)[emitted][ended], now)
+
+    def _commit_decodes(self, dec: np.ndarray | slice, now: float) -> int:
+        """commit for a step of decodes only, without prefix caching or drafts: each sequence computes its one token
+        and emits it; a sequence's first emission leaves it with one generated token (a first token due is never
+        inside a block: block_length), so that is when its first token is stamped."""
+        self.comp[dec] += 1
+        held_to = np.maximum(self.comp[dec], self.res[dec]) if self.config.reserve_full else self.comp[dec]
+        new_held = self.pool.seq_bytes[held_to]
+        self.used_bytes += float((new_held - self.held[dec]).sum())
+        self.held[dec] = new_held
+        self.gen[dec] += 1
+        self.known[dec] += 1
+        gen = self.gen[dec]
+        first = gen == 1
+        if first.any():
+            who = self.ids[dec][first]
+            self.first_token_s[who[np.isnan(self.first_token_s[who])]] = now
+        ended = np.flatnonzero(gen >= self.out[dec])
+        if not len(ended):
+            return 0
+        return self._complete(np.arange(self.n_running)[dec][ended], now)
+
+    def _complete(self, ended: np.ndarray, now: float) -> int:
+        """Sequences at running positions `ended` finished at `now`: stamp, free their pages, compact the arrays."""
+        seq, n = self.pool.seq_bytes, self.n_running
         self.last_finished = self.ids[ended].copy()
         self.finish_s[self.last_finished] = now
         self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())

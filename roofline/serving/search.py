@@ -87,9 +87,15 @@ def fleet(max_rate: float | None, gpus_per_replica: int, target_rate: float | No
                        gpus_reason="no max rate at the SLO")
     if usd_per_gpu_hour is not None:
         if output_tokens_per_s:
-            cost = usd_per_gpu_hour * gpus_per_replica / 3600 / output_tokens_per_s * 1e6
+            cost = usd_per_million_tokens(usd_per_gpu_hour, gpus_per_replica, output_tokens_per_s)
             out.update(usd_per_gpu_hour=usd_per_gpu_hour, usd_per_million_output_tokens=cost)
         else:
             out.update(usd_per_gpu_hour=usd_per_gpu_hour, usd_per_million_output_tokens=None,
                        cost_reason="no throughput at the SLO")
     return out
+
+
+def usd_per_million_tokens(usd_per_gpu_hour: float, gpus: int, tokens_per_s: float) -> float:
+    """Dollars per million tokens from `gpus` GPUs at `usd_per_gpu_hour` producing `tokens_per_s`:
+    $/GPU-hour x GPUs / 3600 s/hour / tokens per second x 1e6."""
+    return usd_per_gpu_hour * gpus / 3600 / tokens_per_s * 1e6

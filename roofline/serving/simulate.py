@@ -1,10 +1,10 @@
-"""Request-level simulation: SimPy drives arrivals and engine steps; each step's time is the step model's.
+"""Request-level simulation: a discrete-event loop over arrivals and engine steps; each step's time is the step
+model's.
 
-One SimPy process holds the clock: the engine queues the requests that have arrived by now, schedules a
-step, holds the clock for its predicted time (or, idle, until the next arrival) and commits it. It records
-per step the requests in the system, the pool's use and the preemptions so far, for the time series and
-the Little's-law check.
-"""
+One replica has one event in flight (its step or decode block), so a plain loop is the clock (the fleet's heap holds
+one event per replica): the engine queues the requests that have arrived by now, schedules a step, advances the
+clock by its predicted time (or, idle, to the next arrival) and commits it. It records per step the requests in the
+system, the pool's use and the preemptions so far, for the time series and the Little's-law check."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import simpy
 
 from roofline.engines.scheduling import EngineScheduling
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
+from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
@@ -102,6 +102,7 @@ class Simulator:
     pool: KVPool | None = None
     engine: EngineScheduling | None = None  # the engine's scheduler, graph padding and overheads (None: ideal)
     speculative: Speculative | None = None  # speculative decoding (serving.speculative)
+    fast: bool = True  # steps through serving.closedform (the same times to float rounding); False: StepModel's numpy
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
@@ -118,6 +119,7 @@ class Simulator:
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
         table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
         self.steps = StepModel(self.phases, table, step_tokens)
+        self.closed = ClosedForm(self.steps) if self.fast and self.workload.pp == 1 else None
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
@@ -162,8 +164,9 @@ class Simulator:
     def block_ends(self, sched: Scheduler, plan, until_s: float = math.inf) -> np.ndarray:
         """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
         until a completion or a page shortage (the same steps one at a time would take; pp = 1 only). The caller
-        cuts it at the next arrival (`cut`); steps are evaluated in growing batches only until one ends at or past
-        `until_s` from the block's start (the cut falls there), the same times as evaluating them all."""
+        cuts it at the next arrival (`cut`); steps are evaluated only until one ends at or past `until_s` from the
+        block's start (the cut falls there), the same times as evaluating them all: by the closed form's linear
+        stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches."""
         context, engine = plan.context, self.engine
         limit = BLOCK_STEPS if self.workload.pp == 1 else 1
         steps = sched.block_length(plan, limit)
@@ -178,9 +181,18 @@ class Simulator:
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
             return np.array([host.combine(verify + self.draft.time_s(context), seqs)])
+        closed = self.closed
         if steps == 1:
-            gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+            if closed is None:
+                gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
+            elif len(plan.chunk_tokens):
+                gpu = closed.time(closed.work(context, pad, len(context), True, plan.chunk_start, plan.chunk_tokens,
+                                              plan.chunk_done), len(context))
+            else:
+                gpu = closed.time(closed.work(context, pad, len(context), False), len(context))
             return np.array([host.combine(gpu, seqs)])
+        if closed is not None and closed.blocks:
+            return closed.decode_ends(context, steps, pad, lambda gpu: host.combine(gpu, seqs), until_s)
         parts, done, size = [], 0, LAZY_STEPS
         while done < steps:
             k = min(size, steps - done)
@@ -207,48 +219,35 @@ class Simulator:
         if requests.prefix is not None and self.engine.prefix_caching:
             cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)
         sched = Scheduler(requests, self.pool, self.scheduler, cache)
-        env = simpy.Environment()
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
         rng = np.random.default_rng(SPEC_SEED)
-
-        def engine():
-            total = len(requests)
-            while sched.finished < total:
-                due = arrivals.due(env.now)
-                if due:
-                    sched.waiting.extend(due)
-                    sched.arrived += len(due)
-                in_system = (sched.n_running, len(sched.waiting))
-                sched.now = env.now
-                plan = sched.schedule()
-                if plan is None:  # idle until the next arrival
-                    yield env.timeout(_delay_to(env.now, arrivals.next_time()))
-                    continue
-                nxt = arrivals.next_time()
-                ends = self.block_ends(sched, plan, nxt - env.now)
-                steps = self.cut(ends, env.now, nxt)
-                dt = float(ends[steps - 1])
-                records.append((env.now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
-                yield env.timeout(dt)
-                if sched.commit_block(plan, steps, env.now, self.accepted(sched, plan, rng)):
-                    arrivals.finished(sched.last_finished, env.now)
-                    if progress is not None:
-                        progress(sched.finished, total)
-
-        env.process(engine())
-        env.run()
+        now, total = 0.0, len(requests)
+        while sched.finished < total:
+            due = arrivals.due(now)
+            if due:
+                sched.waiting.extend(due)
+                sched.arrived += len(due)
+            in_system = (sched.n_running, len(sched.waiting))
+            sched.now = now
+            plan = sched.schedule()
+            nxt = arrivals.next_time()
+            if plan is None:  # idle until the next arrival
+                if nxt == math.inf:
+                    raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
+                now = nxt
+                continue
+            ends = self.block_ends(sched, plan, nxt - now)
+            steps = self.cut(ends, now, nxt)
+            dt = float(ends[steps - 1])
+            records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
+            now += dt
+            if sched.commit_block(plan, steps, now, self.accepted(sched, plan, rng)):
+                arrivals.finished(sched.last_finished, now)
+                if progress is not None:
+                    progress(sched.finished, total)
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
                      cache.stats() if cache is not None else None)
 
-
-def _delay_to(now: float, t: float) -> float:
-    """A delay d with now + d == t exactly (the idle engine wakes at the arrival's own clock reading)."""
-    d = t - now
-    while now + d < t:
-        d = math.nextafter(d, math.inf)
-    while now + d > t:
-        d = math.nextafter(d, -math.inf)
-    return d

@@ -140,17 +140,21 @@ class StepModel:
             groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused, name),
                               []).append(j)
         compiled = []
+        self.laws: list[tuple[np.ndarray, bool, sp.Expr]] = []  # the same laws, symbolic (serving.closedform)
         for (dtype, comm, kind, head_dim, cls, kernels, aten, fused, name), idx in groups.items():
             if comm:
                 template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels, collective=comm[0],
                               ranks=comm[1])
-                fn = lambdify([_COMM], roof.op_times(template).total, cse=False)
+                law = roof.op_times(template).total
+                fn = lambdify([_COMM], law, cse=False)
             else:
                 template = Op(name, "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
                               head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED)
-                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED], roof.op_times(template).total, cse=False)
+                law = roof.op_times(template).total
+                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED], law, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
+            self.laws.append((np.array(idx, dtype=np.int64), bool(comm), sp.sympify(law)))
         return compiled
 
     def _flatten(self) -> None:
