@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from roofline.catalogue.hf_layout import _mla, add_extras
 from roofline.catalogue.hfconfig import _Config, _from_layer_types, _full, _shortest_cycle, _sliding
 
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
@@ -49,10 +50,16 @@ class Family:
     aliases: tuple[tuple[str, str], ...] = ()  # (shared key, this family's key), e.g. ("hidden_size", "n_embd")
     learned_positions: str | None = None  # key giving the rows of a learned absolute position embedding
     position_offset: int = 0  # extra rows of that embedding (OPTLearnedPositionalEmbedding: 2)
-    intermediate_factor: int = 0  # intermediate_size absent or null: this x hidden_size (GPT-2's n_inner: 4)
+    intermediate_factor: int | str = 0  # intermediate_size absent or null: this (an int, or the key holding it)
+    # x hidden_size (GPT-2's n_inner: 4; GPT-NeoX-Japanese's intermediate_multiple_size)
+    context_default: int | None = None  # max_position_embeddings absent: this (a cited training length)
     kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
     modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
     sinks: bool = False  # every attention layer has learned per-head sink logits
+    lm_head_bias: bool = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
+    embedding_norm: bool = False  # a norm of the family's kind right after the token embedding (Bloom)
+    head_dim_floor: bool = False  # head_dim absent: hidden_size // heads even when it does not divide (Glm4Moe)
+    extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
 
 
 def _renamed(cfg: _Config, family: Family) -> _Config:
@@ -61,8 +68,13 @@ def _renamed(cfg: _Config, family: Family) -> _Config:
     for shared, own in family.aliases:
         if data.get(shared) is None and own in data:
             data[shared] = data[own]
-    if family.intermediate_factor and data.get("intermediate_size") is None and "hidden_size" in data:
-        data["intermediate_size"] = family.intermediate_factor * data["hidden_size"]
+    factor = family.intermediate_factor
+    if isinstance(factor, str):
+        factor = _Config(data, cfg.where, cfg.arch).integer(factor) if factor in data else 0
+    if factor and data.get("intermediate_size") is None and isinstance(data.get("hidden_size"), int):
+        data["intermediate_size"] = factor * data["hidden_size"]
+    if family.context_default and data.get("max_position_embeddings") is None:
+        data["max_position_embeddings"] = family.context_default
     if family.kv_heads_key and data.get(family.kv_heads_key):
         data["num_key_value_heads"] = 1
     return _Config(data, cfg.where, cfg.arch)
@@ -159,7 +171,7 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     kv_heads = cfg.integer("num_key_value_heads", heads)
     if heads % kv_heads:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
-    if not cfg.has("head_dim") and hidden % heads:
+    if not cfg.has("head_dim") and hidden % heads and not family.head_dim_floor:
         raise cfg.error("head_dim", f"missing, and hidden_size {hidden} is not divisible by num_attention_heads "
                                     f"{heads}")
     n = cfg.integer("num_hidden_layers")
@@ -177,6 +189,12 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     }
     if family.attn_output_gate:
         fields["attn_output_gate"] = True
+    if family.lm_head_bias:
+        fields["lm_head_bias"] = True
+    if cfg.has("kv_lora_rank"):
+        fields |= _mla(cfg)
+    norm_params = {"rms": 1, "layernorm": 2, "nonparametric": 0}[family.norm] * hidden
+    add_extras(cfg, family.extras, norm_params if family.embedding_norm else 0, fields)
     if family.learned_positions:
         fields["position_embeddings"] = cfg.integer(family.learned_positions) + family.position_offset
     if any(layer["kind"] == "linear" for layer in fields["attention"]):
@@ -186,6 +204,56 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     moe = _moe(cfg, family, n, dense)
     return fields if moe is None else fields | {"moe": moe}
 
+
+GPT_KEYS = (("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
+            ("max_position_embeddings", "n_positions"), ("intermediate_size", "n_inner"))
+# Decoders of 2019-2023 (GPT-J / CodeGen / CTRL / BLOOM / MPT / Phi-1-2 / Persimmon / BioGPT / XGLM /
+# GPT-NeoX-Japanese), from each modeling_<type>.py of transformers v5.24.0
+OLDER_FAMILIES: dict[str, Family] = {
+    # GPTJBlock / CodeGenBlock: attention and MLP in parallel after ln_1 (LayerNorm with bias), q/k/v/out_proj
+    # without bias, fc_in / fc_out with bias (n_inner, null: 4 x n_embd), lm_head with bias, rotary positions
+    **dict.fromkeys(("gptj", "codegen"), Family(
+        norm="layernorm", norms_per_layer=1, qkv_bias=False, o_bias=False, mlp_bias=True, mlp="plain",
+        lm_head_bias=True, aliases=GPT_KEYS, intermediate_factor=4)),
+    # CTRL (EncoderLayer): Wq / Wk / Wv / dense with bias, ffn of dff with bias, two LayerNorms, sinusoidal
+    # positions (a buffer), tied lm_head with a bias
+    "ctrl": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
+                   lm_head_bias=True, aliases=(*GPT_KEYS, ("intermediate_size", "dff"))),
+    # PhiDecoderLayer: parallel block after one LayerNorm, biases on q/k/v/dense and fc1/fc2, lm_head with bias,
+    # optional per-head q/k LayerNorms with bias (qk_layernorm)
+    "phi": Family(norm="layernorm", norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain",
+                  lm_head_bias=True, qk_norm="qk_layernorm", extras=("qk_layernorm_bias",)),
+    # PersimmonDecoderLayer: two LayerNorms, fused query_key_value and dense with bias, ReLU^2 MLP with bias,
+    # per-head q/k LayerNorms with bias (qk_layernorm); Fuyu's text_config is a persimmon one
+    "persimmon": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain",
+                        qk_norm="qk_layernorm", extras=("qk_layernorm_bias",)),
+    # BloomBlock: LayerNorms with bias, one after the embedding (word_embeddings_layernorm), fused
+    # query_key_value and dense with bias, 4 x hidden MLP with bias, ALiBi (no position table), tied. Its config
+    # has no context key: BLOOM trained at 2048 tokens (arXiv 2211.05100, section 3.5.1 "sequence length of 2048")
+    "bloom": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
+                    embedding_norm=True, intermediate_factor=4, context_default=2048,
+                    aliases=(("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"))),
+    # MptBlock: LayerNorms whose bias is removed (one weight per channel, as RMSNorm's count), Wqkv / out_proj
+    # and the 4 x d_model up / down MLP without bias (MptMLP hard-codes 4, so other expansion_ratio values are
+    # refused), ALiBi, tied
+    "mpt": Family(norm="rms", qkv_bias=False, o_bias=False, mlp_bias=False, mlp="plain", tie_default=True,
+                  intermediate_factor=4, modelled_only=(("expansion_ratio", 4), ("no_bias", True)),
+                  aliases=(("hidden_size", "d_model"), ("num_attention_heads", "n_heads"),
+                           ("num_hidden_layers", "n_layers"), ("max_position_embeddings", "max_seq_len"))),
+    # BioGptDecoderLayer: OPT's layout (LayerNorms with bias, biased q/k/v/out_proj and fc1/fc2, learned
+    # positions of max_position_embeddings + 2), tied output_projection
+    "biogpt": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
+                     learned_positions="max_position_embeddings", position_offset=2),
+    # XGLMDecoderLayer: the same with sinusoidal positions (a buffer)
+    "xglm": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
+                   aliases=(("hidden_size", "d_model"), ("num_hidden_layers", "num_layers"),
+                            ("num_attention_heads", "attention_heads"), ("intermediate_size", "ffn_dim"))),
+    # GPTNeoXJapaneseLayer: LayerNorms with bias, query_key_value / dense / MLP without bias (dense_bias in the
+    # last layer only), MLP of intermediate_multiple_size x hidden, tied embed_out
+    "gpt_neox_japanese": Family(norm="layernorm", qkv_bias=False, o_bias=False, mlp_bias=False, mlp="plain",
+                                tie_default=True, intermediate_factor="intermediate_multiple_size",
+                                extras=("last_layer_dense_bias",)),
+}
 
 LLAMA = Family()
 LAYERNORM = Family(norm="layernorm")
@@ -252,4 +320,5 @@ FAMILIES: dict[str, Family] = {
     "arcee": Family(mlp="plain"),
     "nemotron": Family(mlp="plain", norm="layernorm"),
     "nanochat": Family(mlp="plain", norm="nonparametric"),
+    **OLDER_FAMILIES,
 }

@@ -28,13 +28,14 @@ PROMPT_TOKENS = 6
 # Shrink keys wherever the default config has them (the toy keeps every mechanism, only smaller).
 TINY: dict[str, Any] = {
     "hidden_size": 40, "n_embd": 40, "d_model": 40,
-    "num_hidden_layers": 4, "n_layer": 4, "num_layers": 4,
-    "num_attention_heads": 4, "n_head": 4, "num_key_value_heads": 2, "num_kv_heads": 2, "head_dim": 16,
+    "num_hidden_layers": 4, "n_layer": 4, "num_layers": 4, "n_layers": 4,
+    "num_attention_heads": 4, "n_head": 4, "attention_heads": 4, "n_heads": 4,
+    "num_key_value_heads": 2, "num_kv_heads": 2, "head_dim": 16,
     "intermediate_size": 88, "n_inner": 88, "ffn_dim": 88, "ffn_hidden_size": 88,
     "moe_intermediate_size": 40, "shared_expert_intermediate_size": 56, "expert_intermediate_size": 40,
     "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "moe_num_experts": 4,
     "num_experts_per_tok": 2, "moe_k": 2, "top_k": 2, "n_group": 1, "topk_group": 1,
-    "vocab_size": 250, "max_position_embeddings": 512, "n_positions": 512,
+    "vocab_size": 250, "max_position_embeddings": 512, "n_positions": 512, "max_seq_len": 512,
     "kv_lora_rank": 32, "q_lora_rank": 24, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
     "first_k_dense_replace": 1,
     "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
@@ -47,6 +48,8 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "jamba": {"mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1},
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128, "mamba_d_state": 8},
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
+    "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
+    "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
 
