@@ -60,6 +60,9 @@ class Family:
     embedding_norm: bool = False  # a norm of the family's kind right after the token embedding (Bloom)
     head_dim_floor: bool = False  # head_dim absent: hidden_size // heads even when it does not divide (Glm4Moe)
     extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
+    moe_always: bool = False  # an expert count of 1 is still a routed MoE block (HunYuan-MoE's default)
+    shared_experts: int = 0  # shared experts when no shared-expert key says (HunYuan-MoE's shared_mlp: 1)
+    per_layer_heads: str | None = None  # key listing heads per layer: each must equal num_attention_heads
 
 
 def _renamed(cfg: _Config, family: Family) -> _Config:
@@ -117,19 +120,31 @@ def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
         if any(k != "sparse" for k in kinds[first:]):
             raise cfg.error("mlp_layer_types", "only leading dense layers then sparse ones are modelled")
         return {"first_dense_layers": first}
+    if cfg.has("moe_layer_start_index"):
+        return _moe_range(cfg, num_layers)
     if cfg.data.get("mlp_only_layers"):
         raise cfg.error("mlp_only_layers", f"{cfg.data['mlp_only_layers']!r} not supported (only [])")
     step = cfg.integer("decoder_sparse_step", 1)
-    first = cfg.integer("first_k_dense_replace", 0, minimum=0)
+    first = cfg.integer("first_k_dense_replace", cfg.integer("num_dense_layers", 0, minimum=0), minimum=0)
     if step != 1 and first:
         raise cfg.error("decoder_sparse_step", "with first_k_dense_replace not supported")
     return {"first_dense_layers": first, "layer_period": step, "layer_offset": step - 1}
 
 
+def _moe_range(cfg: _Config, num_layers: int) -> dict[str, int]:
+    """ERNIE 4.5's keys (Ernie4_5_MoeDecoderLayer): layer i is sparse when (i + 1) % moe_layer_interval == 0 and
+    moe_layer_start_index <= i <= moe_layer_end_index; an end before the last layer is refused (dense tail)."""
+    start, every = cfg.integer("moe_layer_start_index", minimum=0), cfg.integer("moe_layer_interval", 1)
+    end = cfg.integer("moe_layer_end_index", num_layers - 1, minimum=0)
+    if end < num_layers - 1:
+        raise cfg.error("moe_layer_end_index", f"{end} before the last layer {num_layers - 1} not modelled")
+    return {"first_dense_layers": start, "layer_period": every, "layer_offset": every - 1}
+
+
 def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dict[str, Any] | None:
     """The MoE block from the shared keys, or None for a dense model (no expert count, or one expert)."""
     experts_key = _first(cfg, EXPERT_KEYS)
-    if experts_key is None or cfg.integer(experts_key) < 2:
+    if experts_key is None or cfg.integer(experts_key) < (1 if family.moe_always else 2):
         return None
     topk_key = _first(cfg, TOPK_KEYS)
     if topk_key is None:
@@ -139,7 +154,7 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
            "expert_intermediate_size": cfg.integer(width_key) if width_key else dense_width,
            "router_bias": family.router_bias, **_moe_layers(cfg, num_layers)}
     shared_key = _first(cfg, SHARED_KEYS)
-    shared = cfg.integer(shared_key, minimum=0) if shared_key else 0
+    shared = cfg.integer(shared_key, minimum=0) if shared_key else family.shared_experts
     if cfg.has("shared_expert_intermediate_size") and cfg.integer("shared_expert_intermediate_size"):
         moe |= {"num_shared_experts": max(shared, 1),
                 "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}
@@ -168,10 +183,13 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         if key in cfg.data and cfg.data[key] != expected:
             raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    if family.per_layer_heads and cfg.has(family.per_layer_heads) and any(
+            h != heads for h in cfg.data[family.per_layer_heads]):
+        raise cfg.error(family.per_layer_heads, f"heads differing from num_attention_heads {heads} not modelled")
     kv_heads = cfg.integer("num_key_value_heads", heads)
     if heads % kv_heads:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
-    if not cfg.has("head_dim") and hidden % heads and not family.head_dim_floor:
+    if not cfg.has("head_dim") and hidden % heads and not family.head_dim_floor and not cfg.has("kv_lora_rank"):
         raise cfg.error("head_dim", f"missing, and hidden_size {hidden} is not divisible by num_attention_heads "
                                     f"{heads}")
     n = cfg.integer("num_hidden_layers")
@@ -255,6 +273,41 @@ OLDER_FAMILIES: dict[str, Family] = {
                                 extras=("last_layer_dense_bias",)),
 }
 
+LLAMA_MOE = Family()
+# MoE and MLA decoders of 2024-2026 on the shared keys, from each modeling_<type>.py of transformers v5.24.0
+MOE_FAMILIES: dict[str, Family] = {
+    # HunYuanMoEV1Moe: every layer routes over num_experts of intermediate_size (1 by default, still routed: a
+    # d x E gate) beside shared_mlp of intermediate_size; per-head q / k RMSNorms (query_layernorm)
+    "hunyuan_v1_moe": Family(qk_norm=True, moe_always=True, shared_experts=1),
+    "hunyuan_vl_text": Family(qk_norm=True),
+    # BitNetAttention.attn_sub_norm (hidden) and BitNetMLP.ffn_sub_norm (intermediate) before o / down
+    "bitnet": Family(extras=("bitnet_sub_norms",)),
+    # DiffLlamaAttention: Llama's projections plus four head_dim lambda vectors per layer
+    "diffllama": Family(extras=("diff_lambdas",)),
+    # ApertusMLP: ungated up / down with the xIELU activation (two learned scalars), per-head QK RMSNorm
+    **dict.fromkeys(("apertus", "apertus1p5_text"), Family(mlp="plain", qk_norm=True, extras=("xielu",))),
+    # Ernie4_5_MoeSparseMoeBlock: experts of moe_intermediate_size, moe_num_shared_experts of that width, a
+    # gate without bias plus moe_statics.e_score_correction_bias (E: counted as the router bias); use_bias on
+    # every linear; MoE layers by moe_layer_start_index / end / interval
+    "ernie4_5_moe": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", router_bias=True,
+                           tie_default=True),
+    # DeepSeek-V3 layout on GQA (SolarOpenMoE: gate d x E, e_score_correction_bias a buffer, n_shared_experts of
+    # moe_intermediate_size)
+    "solar_open": LLAMA_MOE,
+    # MLA (q_lora_rank / kv_lora_rank) with DeepSeek-V3 MoE (n_routed_experts, n_shared_experts, mlp_layer_types
+    # or first_k_dense_replace): Mistral4, GLM-4.7-Flash (glm4_moe_lite), A.X K1, MiniCPM3 (dense)
+    **dict.fromkeys(("mistral4", "glm4_moe_lite", "minicpm3"), LLAMA_MOE),
+    # A.X K1 adds post_mlp_layernorm in its sparse layers
+    "axk1": Family(extras=("moe_post_norm",)),
+    # AfmoeDecoderLayer: gated attention (gate_proj d x q), per-head QK RMSNorm, 4 norms, layer_types, first
+    # num_dense_layers dense, expert_bias (E, the router's score bias)
+    "afmoe": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, router_bias=True),
+    # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
+    # (d x heads) and the router's e_score_correction_bias (E)
+    "laguna": Family(qk_norm=True, extras=("head_gate",), per_layer_heads="num_attention_heads_per_layer",
+                     router_bias=True),
+}
+
 LLAMA = Family()
 LAYERNORM = Family(norm="layernorm")
 PLAIN = Family(mlp="plain", qkv_bias="attention_bias", o_bias="attention_bias")
@@ -271,7 +324,7 @@ FAMILIES: dict[str, Family] = {
     "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
     "qwen2_vl_text": Family(qkv_bias=True, o_bias=False), "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
     "glm4v_text": Family(norms_per_layer=4, qkv_bias=True, o_bias=False),
-    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False), "glm_ocr_text": Family(norms_per_layer=4),
+    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False, head_dim_floor=True), "glm_ocr_text": Family(norms_per_layer=4),
     # HyperCLOVA X: post-norms after attention and MLP (use_post_norm), 4 per layer
     "hyperclovax": Family(norms_per_layer=4),
     # GPT-NeoX layout: LayerNorms with bias, biases on every linear, ungated MLP (GPTNeoXLayer, Jais2)
@@ -321,4 +374,5 @@ FAMILIES: dict[str, Family] = {
     "nemotron": Family(mlp="plain", norm="layernorm"),
     "nanochat": Family(mlp="plain", norm="nonparametric"),
     **OLDER_FAMILIES,
+    **MOE_FAMILIES,
 }

@@ -55,14 +55,23 @@ def _last_layer_dense_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
 
 def _head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
     """A per-head sigmoid gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x
-    num_attention_heads, no bias)."""
-    return fields["hidden_size"] * fields["num_heads"], 0
+    num_attention_heads, no bias, when `gating`)."""
+    return (fields["hidden_size"] * fields["num_heads"] if cfg.flag("gating", False) else 0), 0
+
+
+def _moe_post_norm(cfg: _Config, fields: Fields) -> tuple[int, int]:
+    """AXK1MoE.post_mlp_layernorm: an RMSNorm of hidden_size in each sparse layer (mlp_layer_types 'sparse', else
+    the layers from first_k_dense_replace on), counted outside the per-layer groups."""
+    kinds = cfg.data.get("mlp_layer_types")
+    sparse = kinds.count("sparse") if isinstance(kinds, list) else \
+        fields["num_layers"] - cfg.integer("first_k_dense_replace", 0, minimum=0)
+    return 0, sparse * fields["hidden_size"]
 
 
 EXTRAS: dict[str, Callable[[_Config, Fields], tuple[int, int]]] = {
     "xielu": _xielu, "bitnet_sub_norms": _bitnet_sub_norms, "diff_lambdas": _diff_lambdas,
     "qk_layernorm_bias": _qk_layernorm_bias, "last_layer_dense_bias": _last_layer_dense_bias,
-    "head_gate": _head_gate,
+    "head_gate": _head_gate, "moe_post_norm": _moe_post_norm,
 }
 
 

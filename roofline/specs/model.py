@@ -235,9 +235,9 @@ class Model(Spec):
                              "scalars, sub-norms, per-head gates, Differential-attention lambdas; the importing "
                              "family names them); stored with the layer's weights, no FLOPs modelled.")
     model_extra_params: int = Field(
-        0, ge=0, description="Parameters outside the decoder layers besides the embeddings, the LM head and the "
-                             "final norm (an embedding LayerNorm, a last-layer-only bias); stored with the "
-                             "embedding.")
+        0, ge=0, description="Parameters not in every decoder layer besides the embeddings, the LM head and the "
+                             "final norm (an embedding LayerNorm, a last-layer-only bias, a norm of the MoE "
+                             "layers only); stored with the embedding.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:

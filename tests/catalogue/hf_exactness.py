@@ -48,13 +48,15 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "jamba": {"mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1},
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128, "mamba_d_state": 8},
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
+    # 40 // 3 = 13: head_dim floored as Glm4MoeAttention derives it
+    "glm4_moe": {"num_attention_heads": 3, "num_key_value_heads": 1}, "glm4v_moe_text": {"hidden_size": 64},
     "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
     "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
 
 
-MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text")
+MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text")
 
 
 def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
@@ -63,6 +65,8 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
     kwargs |= {k: v for k, v in TINY_BY_TYPE.get(model_type, {}).items()}
     if "kv_lora_rank" in defaults and "head_dim" in defaults:  # MLA: head_dim is the RoPE part (DeepseekV3Config)
         kwargs["head_dim"] = TINY["qk_rope_head_dim"]
+    if "kv_lora_rank" in defaults and "num_key_value_heads" in defaults:  # MLA: every head reads the latent
+        kwargs["num_key_value_heads"] = TINY["num_attention_heads"]
     rope = defaults.get("rope_parameters")
     if isinstance(rope, dict) and (rope.get("mrope_section") or model_type in MROPE_TYPES):
         # multimodal RoPE: its (t, h, w) sections must sum to the rotary half of the toy's head_dim
