@@ -223,6 +223,11 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     return fields if moe is None else fields | {"moe": moe}
 
 
+LLAMA = Family()
+LAYERNORM = Family(norm="layernorm")
+PLAIN = Family(mlp="plain", qkv_bias="attention_bias", o_bias="attention_bias")
+QK_HEAD = Family(qk_norm=True)
+QK_FULL = Family(qk_norm=True, qk_norm_width="full")
 GPT_KEYS = (("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
             ("max_position_embeddings", "n_positions"), ("intermediate_size", "n_inner"))
 # Decoders of 2019-2023 (GPT-J / CodeGen / CTRL / BLOOM / MPT / Phi-1-2 / Persimmon / BioGPT / XGLM /
@@ -273,7 +278,6 @@ OLDER_FAMILIES: dict[str, Family] = {
                                 extras=("last_layer_dense_bias",)),
 }
 
-LLAMA_MOE = Family()
 # MoE and MLA decoders of 2024-2026 on the shared keys, from each modeling_<type>.py of transformers v5.24.0
 MOE_FAMILIES: dict[str, Family] = {
     # HunYuanMoEV1Moe: every layer routes over num_experts of intermediate_size (1 by default, still routed: a
@@ -293,10 +297,10 @@ MOE_FAMILIES: dict[str, Family] = {
                            tie_default=True),
     # DeepSeek-V3 layout on GQA (SolarOpenMoE: gate d x E, e_score_correction_bias a buffer, n_shared_experts of
     # moe_intermediate_size)
-    "solar_open": LLAMA_MOE,
+    "solar_open": LLAMA,
     # MLA (q_lora_rank / kv_lora_rank) with DeepSeek-V3 MoE (n_routed_experts, n_shared_experts, mlp_layer_types
     # or first_k_dense_replace): Mistral4, GLM-4.7-Flash (glm4_moe_lite), A.X K1, MiniCPM3 (dense)
-    **dict.fromkeys(("mistral4", "glm4_moe_lite", "minicpm3"), LLAMA_MOE),
+    **dict.fromkeys(("mistral4", "glm4_moe_lite", "minicpm3"), LLAMA),
     # A.X K1 adds post_mlp_layernorm in its sparse layers
     "axk1": Family(extras=("moe_post_norm",)),
     # AfmoeDecoderLayer: gated attention (gate_proj d x q), per-head QK RMSNorm, 4 norms, layer_types, first
@@ -304,15 +308,19 @@ MOE_FAMILIES: dict[str, Family] = {
     "afmoe": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, router_bias=True),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)
+    # text decoders of multimodal wrappers on the Llama / Qwen / ERNIE layouts
+    **dict.fromkeys(("emu3_text_model", "granite4_vision_text", "granite_docling_text"), LLAMA),
+    "qwen2_5_omni_text": Family(qkv_bias=True, o_bias=False), "qwen3_omni_moe_text": Family(qk_norm=True, head_dim_floor=True),
+    "paddleocr_vl_text": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", tie_default=True),
+    # YoutuAttention: MLA (DeepSeek-V3's) on a dense Llama MLP; tied embeddings by default
+    "youtu": Family(tie_default=True),
+    # DeepSeek-V3 as a wrapper's text_config (Kimi-K2.5): MLA, n_routed / n_shared experts, first_k_dense_replace,
+    # the router's e_score_correction_bias is a buffer; moe_layer_freq other than 1 is refused as in the handler
+    "deepseek_v3": Family(modelled_only=(("moe_layer_freq", 1),)),
     "laguna": Family(qk_norm=True, extras=("head_gate",), per_layer_heads="num_attention_heads_per_layer",
                      router_bias=True),
 }
 
-LLAMA = Family()
-LAYERNORM = Family(norm="layernorm")
-PLAIN = Family(mlp="plain", qkv_bias="attention_bias", o_bias="attention_bias")
-QK_HEAD = Family(qk_norm=True)
-QK_FULL = Family(qk_norm=True, qk_norm_width="full")
 
 FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o

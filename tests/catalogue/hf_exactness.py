@@ -56,7 +56,8 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
 }
 
 
-MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text")
+MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",
+               "qwen2_5_omni_text", "paddleocr_vl_text")
 
 
 def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
@@ -82,14 +83,19 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
 
 
 def tiny_config(model_type: str):
-    """The type's config class at TINY sizes; multimodal wrappers shrink their text_config."""
+    """The type's config class at TINY sizes; multimodal wrappers shrink their text_config (and a vision tower's
+    out_hidden_size, which some wrappers require to equal the text hidden size)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
     defaults = cls().to_dict()
     if isinstance(defaults.get("text_config"), dict):
         text = defaults["text_config"]
-        return cls(text_config=_shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")})
+        kwargs = {"text_config": _shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")}}
+        vision = defaults.get("vision_config")
+        if isinstance(vision, dict) and "out_hidden_size" in vision:
+            kwargs["vision_config"] = vision | {"out_hidden_size": kwargs["text_config"]["hidden_size"]}
+        return cls(**kwargs)
     return cls(**_shrunk(defaults, model_type))
 
 
@@ -119,6 +125,12 @@ def _cache_bytes(cache: Any) -> int:
     return total
 
 
+def _returned_cache(out: Any) -> Any:
+    """The cache a forward returned: past_key_values, or `cache` (the v5.40 name some models already return)."""
+    cache = getattr(out, "past_key_values", None)
+    return getattr(out, "cache", None) if cache is None else cache
+
+
 def decoder_class(text_type: str) -> tuple[str, bool]:
     """(class, has an LM head) for a wrapper's text_config model type: its causal-LM class, else its base model
     class (the decoder without the head: the head's vocab x hidden is added to the count when untied)."""
@@ -126,7 +138,26 @@ def decoder_class(text_type: str) -> tuple[str, bool]:
 
     if text_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[text_type], True
-    return MODEL_MAPPING_NAMES[text_type], False
+    if text_type in MODEL_MAPPING_NAMES:
+        return MODEL_MAPPING_NAMES[text_type], False
+    return _text_class(text_type)
+
+
+def _text_class(text_type: str) -> tuple[str, bool]:
+    """A text type the auto mappings do not list (Emu3's emu3_text_model): the class of its modeling module whose
+    config_class is that type's, a causal-LM class first, else its base model."""
+    import importlib
+
+    from transformers import CONFIG_MAPPING
+
+    config_class, found = CONFIG_MAPPING[text_type], {}
+    module = importlib.import_module(config_class.__module__.replace(".configuration_", ".modeling_"))
+    for name, obj in vars(module).items():
+        if name.endswith(("ForCausalLM", "Model")) and getattr(obj, "config_class", None) is config_class:
+            found[name.endswith("ForCausalLM")] = name
+    if not found:
+        raise KeyError(f"no transformers class of config {config_class.__name__} ({text_type})")
+    return (found[True], True) if True in found else (found[False], False)
 
 
 def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) -> dict[str, int]:
@@ -152,6 +183,8 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
         ids = torch.randint(0, 200, (1, context))
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=True)
+            if _returned_cache(out) is None:  # a text model its wrapper hands the cache to (Granite4VisionText)
+                out = model(input_ids=ids, use_cache=True, cache=transformers.DynamicCache(config=config))
     # roofline reads the config.json as saved: the wrapper's, text_config inside
     data = json.loads(json.dumps(wrapper.to_dict(), default=str)) | {"architectures": [saved_as]}
     spec = model_from_hf_config(data, where=f"{model_type}/config.json", name=model_type)
@@ -161,7 +194,7 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
     head_params = 0 if head or spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
     return {
         "hf_params": sum(p.numel() for p in model.parameters()) + head_params,
-        "hf_cache_bytes": _cache_bytes(out.past_key_values),
+        "hf_cache_bytes": _cache_bytes(_returned_cache(out)),
         "roofline_params": parameter_count(spec).total,
         "roofline_cache_bytes": int(kv_bytes(spec, "fp32", context, convention="transformers")),
     }
