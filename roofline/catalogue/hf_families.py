@@ -312,6 +312,12 @@ MOE_FAMILIES: dict[str, Family] = {
     **dict.fromkeys(("emu3_text_model", "granite4_vision_text", "granite_docling_text"), LLAMA),
     "qwen2_5_omni_text": Family(qkv_bias=True, o_bias=False), "qwen3_omni_moe_text": Family(qk_norm=True, head_dim_floor=True),
     "paddleocr_vl_text": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", tie_default=True),
+    # Molmo2TextModel: Qwen3-style per-head QK norm (qk_norm_type 'qwen3'; others refused), extra embedding rows
+    "molmo2_text": Family(qk_norm=True, extras=("additional_vocab",), modelled_only=(("qk_norm_type", "qwen3"),
+                                                                                     ("norm_after", False))),
+    # MuseGlimmer text: gated attention (gate_proj d x q), pre- and post-norms around attention and MLP (4),
+    # layer_types sliding / full (MuseSpark's experts run in a projected moe_hidden_size space: not modelled)
+    "muse_glimmer_text": Family(attn_output_gate=True, norms_per_layer=4),
     # YoutuAttention: MLA (DeepSeek-V3's) on a dense Llama MLP; tied embeddings by default
     "youtu": Family(tie_default=True),
     # DeepSeek-V3 as a wrapper's text_config (Kimi-K2.5): MLA, n_routed / n_shared experts, first_k_dense_replace,

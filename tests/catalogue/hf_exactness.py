@@ -83,8 +83,8 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
 
 
 def tiny_config(model_type: str):
-    """The type's config class at TINY sizes; multimodal wrappers shrink their text_config (and a vision tower's
-    out_hidden_size, which some wrappers require to equal the text hidden size)."""
+    """The type's config class at TINY sizes; multimodal wrappers shrink their text_config (and a vision or audio
+    tower's out_hidden_size, which some wrappers require to equal the text hidden size)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
@@ -92,9 +92,10 @@ def tiny_config(model_type: str):
     if isinstance(defaults.get("text_config"), dict):
         text = defaults["text_config"]
         kwargs = {"text_config": _shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")}}
-        vision = defaults.get("vision_config")
-        if isinstance(vision, dict) and "out_hidden_size" in vision:
-            kwargs["vision_config"] = vision | {"out_hidden_size": kwargs["text_config"]["hidden_size"]}
+        for tower in ("vision_config", "audio_config"):
+            sub = defaults.get(tower)
+            if isinstance(sub, dict) and "out_hidden_size" in sub:
+                kwargs[tower] = sub | {"out_hidden_size": kwargs["text_config"]["hidden_size"]}
         return cls(**kwargs)
     return cls(**_shrunk(defaults, model_type))
 
