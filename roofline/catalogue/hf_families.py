@@ -122,8 +122,13 @@ def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
         return {"first_dense_layers": first}
     if cfg.has("moe_layer_start_index"):
         return _moe_range(cfg, num_layers)
-    if cfg.data.get("mlp_only_layers"):
-        raise cfg.error("mlp_only_layers", f"{cfg.data['mlp_only_layers']!r} not supported (only [])")
+    dense = cfg.data.get("mlp_only_layers") or []
+    if dense != list(range(len(dense))):
+        raise cfg.error("mlp_only_layers", f"{dense!r} not supported (only leading layers [0, 1, ...])")
+    if dense:  # Qwen2MoeDecoderLayer: a layer of mlp_only_layers keeps the dense MLP
+        if cfg.integer("decoder_sparse_step", 1) != 1 or cfg.integer("first_k_dense_replace", 0, minimum=0):
+            raise cfg.error("mlp_only_layers", "with decoder_sparse_step or first_k_dense_replace not supported")
+        return {"first_dense_layers": len(dense)}
     step = cfg.integer("decoder_sparse_step", 1)
     first = cfg.integer("first_k_dense_replace", cfg.integer("num_dense_layers", 0, minimum=0), minimum=0)
     if step != 1 and first:
@@ -306,6 +311,17 @@ MOE_FAMILIES: dict[str, Family] = {
     # AfmoeDecoderLayer: gated attention (gate_proj d x q), per-head QK RMSNorm, 4 norms, layer_types, first
     # num_dense_layers dense, expert_bias (E, the router's score bias)
     "afmoe": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, router_bias=True),
+    # FlintDecoderLayer: per-head QK RMSNorm, sink logits on every layer, dense mlp_only_layers then MoE with an
+    # ungated shared expert of shared_expert_intermediate_size
+    "flint": Family(qk_norm=True, sinks=True),
+    # Kolibri1: per-head QK RMSNorm, post-attention and post-MLP norms (4), MoE with a shared expert
+    "kolibri1": Family(qk_norm=True, norms_per_layer=4),
+    # BeamAttention: per-head QK RMSNorm, a sigmoid output gate (gate_proj d x q) with a per-head gate_bias, 4
+    # norms, dense then sparse layers by mlp_layer_types
+    "beam": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, extras=("gate_bias",)),
+    # LaraMini: Gated DeltaNet, sliding and full attention layers (layer_types), per-head QK RMSNorm, MoE with an
+    # ungated shared expert on every layer
+    "lara_mini": Family(qk_norm=True, gated_deltanet=True),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)
     # text decoders of multimodal wrappers on the Llama / Qwen / ERNIE layouts

@@ -73,11 +73,16 @@ def _additional_vocab(cfg: _Config, fields: Fields) -> tuple[int, int]:
     return 0, cfg.integer("additional_vocab_size", 0, minimum=0) * fields["hidden_size"]
 
 
+def _gate_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
+    """BeamAttention.gate_bias: one learned bias per query head on the output gate."""
+    return fields["num_heads"], 0
+
+
 EXTRAS: dict[str, Callable[[_Config, Fields], tuple[int, int]]] = {
     "xielu": _xielu, "bitnet_sub_norms": _bitnet_sub_norms, "diff_lambdas": _diff_lambdas,
     "qk_layernorm_bias": _qk_layernorm_bias, "last_layer_dense_bias": _last_layer_dense_bias,
     "head_gate": _head_gate, "moe_post_norm": _moe_post_norm,
-    "additional_vocab": _additional_vocab,
+    "additional_vocab": _additional_vocab, "gate_bias": _gate_bias,
 }
 
 
