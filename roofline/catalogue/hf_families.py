@@ -17,52 +17,15 @@ Keys and module layouts from huggingface/transformers v5.24.0 (src/transformers/
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from roofline.catalogue.hf_layout import _mla, add_extras
+from roofline.catalogue.hf_family_rows import MOE_FAMILIES, OLDER_FAMILIES
+from roofline.catalogue.hf_layout import LLAMA, QK_FULL, QK_HEAD, Family, _mla, add_extras
 from roofline.catalogue.hfconfig import _Config, _from_layer_types, _full, _shortest_cycle, _sliding
 
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 TOPK_KEYS = ("num_experts_per_tok", "moe_k", "moe_topk", "top_k")
 SHARED_KEYS = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
-
-
-@dataclass(frozen=True)
-class Family:
-    """How one model type lays out its parameters around the shared keys. A str names the config key that
-    switches the feature (absent: off); a bool fixes it for the family."""
-
-    qkv_bias: str | bool = "attention_bias"
-    o_bias: str | bool = "attention_bias"
-    mlp_bias: str | bool = "mlp_bias"
-    mlp: str = "gated"
-    norms_per_layer: int = 2
-    norm: str = "rms"
-    qk_norm: str | bool = False
-    qk_norm_width: str = "head"
-    tie_default: bool = False
-    uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
-    router_bias: bool = False
-    shared_expert_gate: bool = False
-    attn_output_gate: bool = False
-    gated_deltanet: bool = False  # 'linear_attention' layers are Gated DeltaNet of the linear_* keys
-    aliases: tuple[tuple[str, str], ...] = ()  # (shared key, this family's key), e.g. ("hidden_size", "n_embd")
-    learned_positions: str | None = None  # key giving the rows of a learned absolute position embedding
-    position_offset: int = 0  # extra rows of that embedding (OPTLearnedPositionalEmbedding: 2)
-    intermediate_factor: int | str = 0  # intermediate_size absent or null: this (an int, or the key holding it)
-    # x hidden_size (GPT-2's n_inner: 4; GPT-NeoX-Japanese's intermediate_multiple_size)
-    context_default: int | None = None  # max_position_embeddings absent: this (a cited training length)
-    kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
-    modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
-    sinks: bool = False  # every attention layer has learned per-head sink logits
-    lm_head_bias: bool = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
-    embedding_norm: bool = False  # a norm of the family's kind right after the token embedding (Bloom)
-    head_dim_floor: bool = False  # head_dim absent: hidden_size // heads even when it does not divide (Glm4Moe)
-    extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
-    moe_always: bool = False  # an expert count of 1 is still a routed MoE block (HunYuan-MoE's default)
-    shared_experts: int = 0  # shared experts when no shared-expert key says (HunYuan-MoE's shared_mlp: 1)
-    per_layer_heads: str | None = None  # key listing heads per layer: each must equal num_attention_heads
 
 
 def _renamed(cfg: _Config, family: Family) -> _Config:
@@ -228,122 +191,6 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     return fields if moe is None else fields | {"moe": moe}
 
 
-LLAMA = Family()
-LAYERNORM = Family(norm="layernorm")
-PLAIN = Family(mlp="plain", qkv_bias="attention_bias", o_bias="attention_bias")
-QK_HEAD = Family(qk_norm=True)
-QK_FULL = Family(qk_norm=True, qk_norm_width="full")
-GPT_KEYS = (("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
-            ("max_position_embeddings", "n_positions"), ("intermediate_size", "n_inner"))
-# Decoders of 2019-2023 (GPT-J / CodeGen / CTRL / BLOOM / MPT / Phi-1-2 / Persimmon / BioGPT / XGLM /
-# GPT-NeoX-Japanese), from each modeling_<type>.py of transformers v5.24.0
-OLDER_FAMILIES: dict[str, Family] = {
-    # GPTJBlock / CodeGenBlock: attention and MLP in parallel after ln_1 (LayerNorm with bias), q/k/v/out_proj
-    # without bias, fc_in / fc_out with bias (n_inner, null: 4 x n_embd), lm_head with bias, rotary positions
-    **dict.fromkeys(("gptj", "codegen"), Family(
-        norm="layernorm", norms_per_layer=1, qkv_bias=False, o_bias=False, mlp_bias=True, mlp="plain",
-        lm_head_bias=True, aliases=GPT_KEYS, intermediate_factor=4)),
-    # CTRL (EncoderLayer): Wq / Wk / Wv / dense with bias, ffn of dff with bias, two LayerNorms, sinusoidal
-    # positions (a buffer), tied lm_head with a bias
-    "ctrl": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
-                   lm_head_bias=True, aliases=(*GPT_KEYS, ("intermediate_size", "dff"))),
-    # PhiDecoderLayer: parallel block after one LayerNorm, biases on q/k/v/dense and fc1/fc2, lm_head with bias,
-    # optional per-head q/k LayerNorms with bias (qk_layernorm)
-    "phi": Family(norm="layernorm", norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain",
-                  lm_head_bias=True, qk_norm="qk_layernorm", extras=("qk_layernorm_bias",)),
-    # PersimmonDecoderLayer: two LayerNorms, fused query_key_value and dense with bias, ReLU^2 MLP with bias,
-    # per-head q/k LayerNorms with bias (qk_layernorm); Fuyu's text_config is a persimmon one
-    "persimmon": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain",
-                        qk_norm="qk_layernorm", extras=("qk_layernorm_bias",)),
-    # BloomBlock: LayerNorms with bias, one after the embedding (word_embeddings_layernorm), fused
-    # query_key_value and dense with bias, 4 x hidden MLP with bias, ALiBi (no position table), tied. Its config
-    # has no context key: BLOOM trained at 2048 tokens (arXiv 2211.05100, section 3.5.1 "sequence length of 2048")
-    "bloom": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
-                    embedding_norm=True, intermediate_factor=4, context_default=2048,
-                    aliases=(("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"))),
-    # MptBlock: LayerNorms whose bias is removed (one weight per channel, as RMSNorm's count), Wqkv / out_proj
-    # and the 4 x d_model up / down MLP without bias (MptMLP hard-codes 4, so other expansion_ratio values are
-    # refused), ALiBi, tied
-    "mpt": Family(norm="rms", qkv_bias=False, o_bias=False, mlp_bias=False, mlp="plain", tie_default=True,
-                  intermediate_factor=4, modelled_only=(("expansion_ratio", 4), ("no_bias", True)),
-                  aliases=(("hidden_size", "d_model"), ("num_attention_heads", "n_heads"),
-                           ("num_hidden_layers", "n_layers"), ("max_position_embeddings", "max_seq_len"))),
-    # BioGptDecoderLayer: OPT's layout (LayerNorms with bias, biased q/k/v/out_proj and fc1/fc2, learned
-    # positions of max_position_embeddings + 2), tied output_projection
-    "biogpt": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
-                     learned_positions="max_position_embeddings", position_offset=2),
-    # XGLMDecoderLayer: the same with sinusoidal positions (a buffer)
-    "xglm": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
-                   aliases=(("hidden_size", "d_model"), ("num_hidden_layers", "num_layers"),
-                            ("num_attention_heads", "attention_heads"), ("intermediate_size", "ffn_dim"))),
-    # GPTNeoXJapaneseLayer: LayerNorms with bias, query_key_value / dense / MLP without bias (dense_bias in the
-    # last layer only), MLP of intermediate_multiple_size x hidden, tied embed_out
-    "gpt_neox_japanese": Family(norm="layernorm", qkv_bias=False, o_bias=False, mlp_bias=False, mlp="plain",
-                                tie_default=True, intermediate_factor="intermediate_multiple_size",
-                                extras=("last_layer_dense_bias",)),
-}
-
-# MoE and MLA decoders of 2024-2026 on the shared keys, from each modeling_<type>.py of transformers v5.24.0
-MOE_FAMILIES: dict[str, Family] = {
-    # HunYuanMoEV1Moe: every layer routes over num_experts of intermediate_size (1 by default, still routed: a
-    # d x E gate) beside shared_mlp of intermediate_size; per-head q / k RMSNorms (query_layernorm)
-    "hunyuan_v1_moe": Family(qk_norm=True, moe_always=True, shared_experts=1),
-    "hunyuan_vl_text": Family(qk_norm=True),
-    # BitNetAttention.attn_sub_norm (hidden) and BitNetMLP.ffn_sub_norm (intermediate) before o / down
-    "bitnet": Family(extras=("bitnet_sub_norms",)),
-    # DiffLlamaAttention: Llama's projections plus four head_dim lambda vectors per layer
-    "diffllama": Family(extras=("diff_lambdas",)),
-    # ApertusMLP: ungated up / down with the xIELU activation (two learned scalars), per-head QK RMSNorm
-    **dict.fromkeys(("apertus", "apertus1p5_text"), Family(mlp="plain", qk_norm=True, extras=("xielu",))),
-    # Ernie4_5_MoeSparseMoeBlock: experts of moe_intermediate_size, moe_num_shared_experts of that width, a
-    # gate without bias plus moe_statics.e_score_correction_bias (E: counted as the router bias); use_bias on
-    # every linear; MoE layers by moe_layer_start_index / end / interval
-    "ernie4_5_moe": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", router_bias=True,
-                           tie_default=True),
-    # DeepSeek-V3 layout on GQA (SolarOpenMoE: gate d x E, e_score_correction_bias a buffer, n_shared_experts of
-    # moe_intermediate_size)
-    "solar_open": LLAMA,
-    # MLA (q_lora_rank / kv_lora_rank) with DeepSeek-V3 MoE (n_routed_experts, n_shared_experts, mlp_layer_types
-    # or first_k_dense_replace): Mistral4, GLM-4.7-Flash (glm4_moe_lite), A.X K1, MiniCPM3 (dense)
-    **dict.fromkeys(("mistral4", "glm4_moe_lite", "minicpm3"), LLAMA),
-    # A.X K1 adds post_mlp_layernorm in its sparse layers
-    "axk1": Family(extras=("moe_post_norm",)),
-    # AfmoeDecoderLayer: gated attention (gate_proj d x q), per-head QK RMSNorm, 4 norms, layer_types, first
-    # num_dense_layers dense, expert_bias (E, the router's score bias)
-    "afmoe": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, router_bias=True),
-    # FlintDecoderLayer: per-head QK RMSNorm, sink logits on every layer, dense mlp_only_layers then MoE with an
-    # ungated shared expert of shared_expert_intermediate_size
-    "flint": Family(qk_norm=True, sinks=True),
-    # Kolibri1: per-head QK RMSNorm, post-attention and post-MLP norms (4), MoE with a shared expert
-    "kolibri1": Family(qk_norm=True, norms_per_layer=4),
-    # BeamAttention: per-head QK RMSNorm, a sigmoid output gate (gate_proj d x q) with a per-head gate_bias, 4
-    # norms, dense then sparse layers by mlp_layer_types
-    "beam": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, extras=("gate_bias",)),
-    # LaraMini: Gated DeltaNet, sliding and full attention layers (layer_types), per-head QK RMSNorm, MoE with an
-    # ungated shared expert on every layer
-    "lara_mini": Family(qk_norm=True, gated_deltanet=True),
-    # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
-    # (d x heads) and the router's e_score_correction_bias (E)
-    # text decoders of multimodal wrappers on the Llama / Qwen / ERNIE layouts
-    **dict.fromkeys(("emu3_text_model", "granite4_vision_text", "granite_docling_text"), LLAMA),
-    "qwen2_5_omni_text": Family(qkv_bias=True, o_bias=False), "qwen3_omni_moe_text": Family(qk_norm=True, head_dim_floor=True),
-    "paddleocr_vl_text": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", tie_default=True),
-    # Molmo2TextModel: Qwen3-style per-head QK norm (qk_norm_type 'qwen3'; others refused), extra embedding rows
-    "molmo2_text": Family(qk_norm=True, extras=("additional_vocab",), modelled_only=(("qk_norm_type", "qwen3"),
-                                                                                     ("norm_after", False))),
-    # MuseGlimmer text: gated attention (gate_proj d x q), pre- and post-norms around attention and MLP (4),
-    # layer_types sliding / full (MuseSpark's experts run in a projected moe_hidden_size space: not modelled)
-    "muse_glimmer_text": Family(attn_output_gate=True, norms_per_layer=4),
-    # YoutuAttention: MLA (DeepSeek-V3's) on a dense Llama MLP; tied embeddings by default
-    "youtu": Family(tie_default=True),
-    # DeepSeek-V3 as a wrapper's text_config (Kimi-K2.5): MLA, n_routed / n_shared experts, first_k_dense_replace,
-    # the router's e_score_correction_bias is a buffer; moe_layer_freq other than 1 is refused as in the handler
-    "deepseek_v3": Family(modelled_only=(("moe_layer_freq", 1),)),
-    "laguna": Family(qk_norm=True, extras=("head_gate",), per_layer_heads="num_attention_heads_per_layer",
-                     router_bias=True),
-}
-
-
 FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
     **dict.fromkeys(("llama", "aria_text", "cwm", "ernie4_5", "exaone", "gemma", "granite", "granitemoe",
@@ -354,7 +201,8 @@ FAMILIES: dict[str, Family] = {
     "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
     "qwen2_vl_text": Family(qkv_bias=True, o_bias=False), "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
     "glm4v_text": Family(norms_per_layer=4, qkv_bias=True, o_bias=False),
-    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False, head_dim_floor=True), "glm_ocr_text": Family(norms_per_layer=4),
+    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False, head_dim_floor=True),
+    "glm_ocr_text": Family(norms_per_layer=4),
     # HyperCLOVA X: post-norms after attention and MLP (use_post_norm), 4 per layer
     "hyperclovax": Family(norms_per_layer=4),
     # GPT-NeoX layout: LayerNorms with bias, biases on every linear, ungated MLP (GPTNeoXLayer, Jais2)

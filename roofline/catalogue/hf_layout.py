@@ -1,19 +1,63 @@
-"""Parameter groups of transformers' decoder families that the Model's named fields do not carry, and the MLA keys.
+"""The Family row type of the transformers import, the parameter groups its named fields do not carry, MLA keys.
 
-A Family row (hf_families) names the groups its modeling code adds in `extras`; each entry of EXTRAS maps the
-config (and the fields read so far) to (parameters per decoder layer, parameters outside the layers), which land in
-Model.layer_extra_params / model_extra_params. Every group cites the module that holds it, from
-huggingface/transformers v5.24.0 src/transformers/models/<type>/modeling_<type>.py.
+A Family row (hf_families.FAMILIES, hf_family_rows) says how one model type lays out its parameters around the
+shared config keys. It names in `extras` the groups its modeling code adds beyond the Model's named fields; each
+entry of EXTRAS maps the config (and the fields read so far) to (parameters per decoder layer, parameters not in
+every layer), which land in Model.layer_extra_params / model_extra_params. Every group cites the module that
+holds it, from huggingface/transformers v5.24.0 src/transformers/models/<type>/modeling_<type>.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from roofline.catalogue.hfconfig import _Config
 
 Fields = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one model type lays out its parameters around the shared keys. A str names the config key that
+    switches the feature (absent: off); a bool fixes it for the family."""
+
+    qkv_bias: str | bool = "attention_bias"
+    o_bias: str | bool = "attention_bias"
+    mlp_bias: str | bool = "mlp_bias"
+    mlp: str = "gated"
+    norms_per_layer: int = 2
+    norm: str = "rms"
+    qk_norm: str | bool = False
+    qk_norm_width: str = "head"
+    tie_default: bool = False
+    uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
+    router_bias: bool = False
+    shared_expert_gate: bool = False
+    attn_output_gate: bool = False
+    gated_deltanet: bool = False  # 'linear_attention' layers are Gated DeltaNet of the linear_* keys
+    aliases: tuple[tuple[str, str], ...] = ()  # (shared key, this family's key), e.g. ("hidden_size", "n_embd")
+    learned_positions: str | None = None  # key giving the rows of a learned absolute position embedding
+    position_offset: int = 0  # extra rows of that embedding (OPTLearnedPositionalEmbedding: 2)
+    intermediate_factor: int | str = 0  # intermediate_size absent or null: this (an int, or the key holding it)
+    # x hidden_size (GPT-2's n_inner: 4; GPT-NeoX-Japanese's intermediate_multiple_size)
+    context_default: int | None = None  # max_position_embeddings absent: this (a cited training length)
+    kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
+    modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
+    sinks: bool = False  # every attention layer has learned per-head sink logits
+    lm_head_bias: bool = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
+    embedding_norm: bool = False  # a norm of the family's kind right after the token embedding (Bloom)
+    head_dim_floor: bool = False  # head_dim absent: hidden_size // heads even when it does not divide (Glm4Moe)
+    extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
+    moe_always: bool = False  # an expert count of 1 is still a routed MoE block (HunYuan-MoE's default)
+    shared_experts: int = 0  # shared experts when no shared-expert key says (HunYuan-MoE's shared_mlp: 1)
+    per_layer_heads: str | None = None  # key listing heads per layer: each must equal num_attention_heads
+
+
+LLAMA = Family()
+QK_HEAD = Family(qk_norm=True)
+QK_FULL = Family(qk_norm=True, qk_norm_width="full")
 
 
 def _mla(cfg: _Config) -> Fields:

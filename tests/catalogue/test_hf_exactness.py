@@ -52,6 +52,7 @@ def test_parameters_and_cache_bytes_match_transformers(model_type, architecture)
 @pytest.mark.parametrize(("model_type", "architecture"), [
     ("mistral", "MistralForCausalLM"), ("gemma2", "Gemma2ForCausalLM"), ("cohere2", "Cohere2ForCausalLM"),
     ("gpt_oss", "GptOssForCausalLM"), ("gemma3_text", "Gemma3ForCausalLM"), ("granite_swa", "GraniteSWAForCausalLM"),
+    ("afmoe", "AfmoeForCausalLM"), ("flint", "FlintForCausalLM"), ("lara_mini", "LaraMiniForCausalLM"),
 ])
 def test_past_the_window_the_transformers_convention_is_exact(model_type, architecture):
     # 24 prompt tokens > the toy's sliding_window 16: transformers keeps 15 per sliding layer
