@@ -112,6 +112,8 @@ def _moe_range(cfg: _Config, num_layers: int) -> dict[str, int]:
 def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dict[str, Any] | None:
     """The MoE block from the shared keys, or None for a dense model (no expert count, or one expert)."""
     experts_key = _first(cfg, EXPERT_KEYS)
+    if family.moe_switch and not cfg.flag(family.moe_switch, False):
+        return None
     if experts_key is None or cfg.integer(experts_key) < (1 if family.moe_always else 2):
         return None
     topk_key = _first(cfg, TOPK_KEYS)

@@ -100,6 +100,11 @@ MOE_FAMILIES: dict[str, Family] = {
     # LaraMini: Gated DeltaNet, sliding and full attention layers (layer_types), per-head QK RMSNorm, MoE with an
     # ungated shared expert on every layer
     "lara_mini": Family(qk_norm=True, gated_deltanet=True),
+    # Doge (dense, is_moe false; its CDMoE is not modelled): Llama projections with per-head QK RMSNorm, the
+    # dynamic-mask A / dt_proj and two residual scales per layer; sliding_window (null: full) on every layer.
+    # keep_window_size masks attention weights, not the cache
+    "doge": Family(qk_norm=True, uniform_window=True, extras=("doge",), moe_switch="is_moe",
+                   modelled_only=(("is_moe", False),)),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)
     # text decoders of multimodal wrappers on the Llama / Qwen / ERNIE layouts

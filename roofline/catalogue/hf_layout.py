@@ -52,6 +52,7 @@ class Family:
     extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
     moe_always: bool = False  # an expert count of 1 is still a routed MoE block (HunYuan-MoE's default)
     shared_experts: int = 0  # shared experts when no shared-expert key says (HunYuan-MoE's shared_mlp: 1)
+    moe_switch: str | None = None  # a flag that must be true for the MoE keys to apply (Doge's is_moe)
     per_layer_heads: str | None = None  # key listing heads per layer: each must equal num_attention_heads
 
 
@@ -122,11 +123,20 @@ def _gate_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
     return fields["num_heads"], 0
 
 
+def _doge(cfg: _Config, fields: Fields) -> tuple[int, int]:
+    """DogeAttention's dynamic mask: A (one per KV head) and dt_proj (kv heads x head_dim -> kv heads, bias by
+    attention_bias); DogeDecoderLayer's input_residual and post_attention_residual (hidden_size each)."""
+    kv_heads = fields["num_kv_heads"]
+    dt_proj = kv_heads * fields["head_dim"] * kv_heads + (kv_heads if cfg.flag("attention_bias", False) else 0)
+    return kv_heads + dt_proj + 2 * fields["hidden_size"], 0
+
+
 EXTRAS: dict[str, Callable[[_Config, Fields], tuple[int, int]]] = {
     "xielu": _xielu, "bitnet_sub_norms": _bitnet_sub_norms, "diff_lambdas": _diff_lambdas,
     "qk_layernorm_bias": _qk_layernorm_bias, "last_layer_dense_bias": _last_layer_dense_bias,
     "head_gate": _head_gate, "moe_post_norm": _moe_post_norm,
     "additional_vocab": _additional_vocab, "gate_bias": _gate_bias,
+    "doge": _doge,
 }
 
 
