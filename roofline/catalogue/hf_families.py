@@ -149,7 +149,7 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     """The Model fields of a config of `family`: shared keys, then the family's parameter layout."""
     cfg = _renamed(cfg, family)
     for key, value in family.modelled_only:
-        expected = cfg.data.get("hidden_size") if value == "hidden_size" else value
+        expected = cfg.data.get(value) if value in ("hidden_size", "num_attention_heads") else value
         if key in cfg.data and cfg.data[key] != expected:
             raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")

@@ -105,6 +105,12 @@ MOE_FAMILIES: dict[str, Family] = {
     # keep_window_size masks attention weights, not the cache
     "doge": Family(qk_norm=True, uniform_window=True, extras=("doge",), moe_switch="is_moe",
                    modelled_only=(("is_moe", False),)),
+    # Step-3.5 text (Step3p7's text_config): per-head QK RMSNorm, a per-head output gate (gating true), dense then
+    # sparse layers by mlp_layer_types, experts of moe_intermediate_size and one shared expert of
+    # share_expert_dim; sliding layers with their own head count (num_sliding_attention_heads) are refused
+    "step3p5": Family(qk_norm=True, extras=("step_head_gate",), shared_experts=1,
+                      aliases=(("shared_expert_intermediate_size", "share_expert_dim"),),
+                      modelled_only=(("gating", True), ("num_sliding_attention_heads", "num_attention_heads"))),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)
     # text decoders of multimodal wrappers on the Llama / Qwen / ERNIE layouts

@@ -131,12 +131,18 @@ def _doge(cfg: _Config, fields: Fields) -> tuple[int, int]:
     return kv_heads + dt_proj + 2 * fields["hidden_size"], 0
 
 
+def _step_head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
+    """Step3p7Attention.g_proj: a per-head output gate (hidden_size x num_attention_heads, no bias) when gating is
+    true (Step3p5TextConfig's class default; the family row refuses other values)."""
+    return fields["hidden_size"] * fields["num_heads"], 0
+
+
 EXTRAS: dict[str, Callable[[_Config, Fields], tuple[int, int]]] = {
     "xielu": _xielu, "bitnet_sub_norms": _bitnet_sub_norms, "diff_lambdas": _diff_lambdas,
     "qk_layernorm_bias": _qk_layernorm_bias, "last_layer_dense_bias": _last_layer_dense_bias,
     "head_gate": _head_gate, "moe_post_norm": _moe_post_norm,
     "additional_vocab": _additional_vocab, "gate_bias": _gate_bias,
-    "doge": _doge,
+    "doge": _doge, "step_head_gate": _step_head_gate,
 }
 
 

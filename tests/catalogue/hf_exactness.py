@@ -50,6 +50,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
     # 40 // 3 = 13: head_dim floored as Glm4MoeAttention derives it
     "glm4_moe": {"num_attention_heads": 3, "num_key_value_heads": 1}, "glm4v_moe_text": {"hidden_size": 64},
+    "step3p5": {"share_expert_dim": 56},
     "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
     "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
