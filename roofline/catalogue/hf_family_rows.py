@@ -38,7 +38,8 @@ OLDER_FAMILIES: dict[str, Family] = {
     # has no context key: BLOOM trained at 2048 tokens (arXiv 2211.05100, section 3.5.1 "sequence length of 2048")
     "bloom": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain", tie_default=True,
                     embedding_norm=True, intermediate_factor=4, context_default=2048,
-                    aliases=(("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"))),
+                    aliases=(("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
+                             ("hidden_size", "n_embed"))),
     # MptBlock: LayerNorms whose bias is removed (one weight per channel, as RMSNorm's count), Wqkv / out_proj
     # and the 4 x d_model up / down MLP without bias (MptMLP hard-codes 4, so other expansion_ratio values are
     # refused), ALiBi, tied
