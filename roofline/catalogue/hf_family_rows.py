@@ -126,6 +126,9 @@ MOE_FAMILIES: dict[str, Family] = {
     # MuseGlimmer text: gated attention (gate_proj d x q), pre- and post-norms around attention and MLP (4),
     # layer_types sliding / full (MuseSpark's experts run in a projected moe_hidden_size space: not modelled)
     "muse_glimmer_text": Family(attn_output_gate=True, norms_per_layer=4),
+    # CohereCompassDecoderLayer: Cohere2's parallel block after one weight-only LayerNorm, layer_types sliding /
+    # full, tied embeddings
+    "cohere_compass_text": Family(norms_per_layer=1, tie_default=True),
     # YoutuAttention: MLA (DeepSeek-V3's) on a dense Llama MLP; tied embeddings by default
     "youtu": Family(tie_default=True),
     # DeepSeek-V3 as a wrapper's text_config (Kimi-K2.5): MLA, n_routed / n_shared experts, first_k_dense_replace,

@@ -51,6 +51,8 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     # 40 // 3 = 13: head_dim floored as Glm4MoeAttention derives it
     "glm4_moe": {"num_attention_heads": 3, "num_key_value_heads": 1}, "glm4v_moe_text": {"hidden_size": 64},
     "step3p5": {"share_expert_dim": 56},
+    "cohere_compass_text": {"rope_parameters": {kind: {"rope_theta": 10000.0, "rope_type": "default"}
+                                                for kind in ("full_attention", "sliding_attention")}},
     "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
     "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
