@@ -177,7 +177,7 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     }
     if family.attn_output_gate:
         fields["attn_output_gate"] = True
-    if family.lm_head_bias:
+    if _switch(cfg, family.lm_head_bias):
         fields["lm_head_bias"] = True
     if cfg.has("kv_lora_rank"):
         fields |= _mla(cfg)

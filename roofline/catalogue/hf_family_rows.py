@@ -112,6 +112,12 @@ MOE_FAMILIES: dict[str, Family] = {
     "step3p5": Family(qk_norm=True, extras=("step_head_gate",), shared_experts=1,
                       aliases=(("shared_expert_intermediate_size", "share_expert_dim"),),
                       modelled_only=(("gating", True), ("num_sliding_attention_heads", "num_attention_heads"))),
+    # ModernBertDecoder: an embedding LayerNorm, mlp_norm in every layer and attn_norm from layer 1 on, gated Wi
+    # (2 x intermediate) / Wo, sliding / full layers (sliding_window), a prediction head (dense + LayerNorm) and a
+    # decoder with bias (decoder_bias) tied to the embedding; LayerNorms without bias (norm_bias true is refused)
+    "modernbert-decoder": Family(norms_per_layer=1, embedding_norm=True, tie_default=True,
+                                 lm_head_bias="decoder_bias", extras=("modernbert_decoder",),
+                                 modelled_only=(("norm_bias", False),)),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)
     # text decoders of multimodal wrappers on the Llama / Qwen / ERNIE layouts

@@ -46,7 +46,7 @@ class Family:
     kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
     modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
     sinks: bool = False  # every attention layer has learned per-head sink logits
-    lm_head_bias: bool = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
+    lm_head_bias: str | bool = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
     embedding_norm: bool = False  # a norm of the family's kind right after the token embedding (Bloom)
     head_dim_floor: bool = False  # head_dim absent: hidden_size // heads even when it does not divide (Glm4Moe)
     extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
@@ -137,12 +137,22 @@ def _step_head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
     return fields["hidden_size"] * fields["num_heads"], 0
 
 
+def _modernbert_decoder(cfg: _Config, fields: Fields) -> tuple[int, int]:
+    """ModernBertDecoderLayer.attn_norm in every layer but the first (layer 0's is nn.Identity; the row counts
+    one norm, mlp_norm, per layer) and ModernBertDecoderPredictionHead (dense hidden x hidden, bias by
+    classifier_bias, then a LayerNorm), all norms without bias (norm_bias false)."""
+    d = fields["hidden_size"]
+    head = d * d + (d if cfg.flag("classifier_bias", False) else 0) + d
+    return 0, (fields["num_layers"] - 1) * d + head
+
+
 EXTRAS: dict[str, Callable[[_Config, Fields], tuple[int, int]]] = {
     "xielu": _xielu, "bitnet_sub_norms": _bitnet_sub_norms, "diff_lambdas": _diff_lambdas,
     "qk_layernorm_bias": _qk_layernorm_bias, "last_layer_dense_bias": _last_layer_dense_bias,
     "head_gate": _head_gate, "moe_post_norm": _moe_post_norm,
     "additional_vocab": _additional_vocab, "gate_bias": _gate_bias,
     "doge": _doge, "step_head_gate": _step_head_gate,
+    "modernbert_decoder": _modernbert_decoder,
 }
 
 
