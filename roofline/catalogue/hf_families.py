@@ -6,11 +6,13 @@ copy): num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads 
 or hidden_size // num_attention_heads`), intermediate_size, vocab_size, max_position_embeddings,
 tie_word_embeddings, layer_types (full_attention / sliding_attention / chunked_attention / linear_attention), and
 the MoE keys num_experts | num_local_experts | n_routed_experts, num_experts_per_tok, moe_intermediate_size,
-n_shared_experts | shared_expert_intermediate_size, first_k_dense_replace, mlp_layer_types. What differs between
-families is not the keys but the parameters around them (biases, norm kind, norms per layer, QK-norm width, an MLP
-with or without gate); a Family row says which, and `read` builds the Model fields. A family is listed here only
-once tests/test_hf_exactness.py matches a tiny random-initialised transformers model of that type: parameter count
-and cache bytes exact.
+n_shared_experts | shared_expert_intermediate_size, first_k_dense_replace | num_dense_layers, mlp_layer_types,
+leading mlp_only_layers, moe_layer_start_index / end / interval; MLA's q_lora_rank / kv_lora_rank where present.
+What differs between families is not the keys but the parameters around them (biases, norm kind, norms per layer,
+QK-norm width, an MLP with or without gate, groups the Model's fields do not name: hf_layout.EXTRAS); a Family row
+(hf_layout.Family; rows here and in hf_family_rows) says which, and `read` builds the Model fields. A family is
+listed only once tests/catalogue/test_hf_exactness.py matches a tiny random-initialised transformers model of that
+type: parameter count and cache bytes exact.
 
 Keys and module layouts from huggingface/transformers v5.24.0 (src/transformers/models/<type>/modeling_<type>.py).
 """

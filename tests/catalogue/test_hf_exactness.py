@@ -1,7 +1,7 @@
 """Every architecture roofline imports from transformers' configs, checked against a tiny transformers model.
 
 For each model type of transformers' causal-LM / image-text-to-text mappings whose default config roofline imports
-(benchmarks/hf_coverage.py), tests/hf_exactness.measure instantiates a toy of that type (hidden 64, 4 layers) on the
+(benchmarks/hf_coverage.py), tests/hf_exactness.measure instantiates a toy of that type (hidden 40, 4 layers) on the
 CPU, runs one forward with a cache and compares the parameter count (exact) and the bytes the cache holds (exact,
 below every window) with roofline's accounting of the same config.json. The expected numbers come from the torch
 modules, never from roofline.
