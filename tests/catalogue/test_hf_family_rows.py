@@ -21,6 +21,18 @@ def test_bloom_560m_counts_its_published_559_214_592_parameters():
     assert model.max_position_embeddings == 2048  # BLOOM's training length; the config has no context key
 
 
+def test_phi2_counts_its_2_779_683_840_parameters():
+    # microsoft/phi-2 config.json keys; by hand: embedding 51200 x 2560 = 131,072,000; per layer q / k / v / dense
+    # with bias 4 x (2560^2 + 2560) = 26,224,640, fc1 2560 x 10240 + 10240 = 26,224,640, fc2 10240 x 2560 + 2560 =
+    # 26,216,960, one LayerNorm 5,120: 78,671,360, x 32 = 2,517,483,520; final LayerNorm 5,120; lm_head 131,072,000
+    # + its bias 51,200: 2,779,683,840
+    config = {"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_size": 2560,
+              "intermediate_size": 10240, "num_hidden_layers": 32, "num_attention_heads": 32,
+              "num_key_value_heads": 32, "vocab_size": 51200, "max_position_embeddings": 2048,
+              "tie_word_embeddings": False, "qk_layernorm": False, "partial_rotary_factor": 0.4}
+    assert parameter_count(model_from_hf_config(config, name="phi-2")).total == 2_779_683_840
+
+
 def test_glm45_default_head_dim_is_floored_as_transformers_derives_it():
     # Glm4MoeAttention: head_dim = getattr(config, "head_dim", hidden_size // num_attention_heads): 4096 // 96 = 42
     config = {"architectures": ["Glm4MoeForCausalLM"], "hidden_size": 4096, "num_attention_heads": 96,
