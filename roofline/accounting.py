@@ -178,7 +178,8 @@ def moe_layer_count(model: Model) -> int:
 
 
 def parameter_count(model: Model) -> ParameterCount:
-    """Exact parameter count from the architecture (no MTP / draft heads)."""
+    """Exact parameter count from the architecture (no MTP / draft heads); the groups the Model's fields do not
+    name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding."""
     d = model.hidden_size
     n_moe = moe_layer_count(model)
     n_dense = model.num_layers - n_moe
