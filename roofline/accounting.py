@@ -178,7 +178,8 @@ def moe_layer_count(model: Model) -> int:
 
 
 def parameter_count(model: Model) -> ParameterCount:
-    """Exact parameter count from the architecture (no MTP / draft heads)."""
+    """Exact parameter count from the architecture (no MTP / draft heads); the groups the Model's fields do not
+    name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding."""
     d = model.hidden_size
     n_moe = moe_layer_count(model)
     n_dense = model.num_layers - n_moe
@@ -190,13 +191,13 @@ def parameter_count(model: Model) -> ParameterCount:
         experts_total = n_moe * (moe.num_experts * per_expert + shared)
         experts_active = n_moe * (moe.experts_per_token * per_expert + shared)
         router = n_moe * ((d + moe.router_bias) * moe.num_experts + d * moe.shared_expert_gate)
-    embedding = model.vocab_size * d + model.position_embeddings * d
+    embedding = model.vocab_size * d + model.position_embeddings * d + model.model_extra_params
     norm = NORM_PARAMS_PER_CHANNEL[model.norm]
     return ParameterCount(
         embedding=embedding,
         lm_head=(0 if model.tie_word_embeddings else model.vocab_size * d) + model.lm_head_bias * model.vocab_size,
         attention=_attention_layers(model) * attention_params_per_layer(model) + sink_params(model)
-        + model.state_layers() * linear_params_per_layer(model),
+        + model.state_layers() * linear_params_per_layer(model) + model.num_layers * model.layer_extra_params,
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,

@@ -135,7 +135,11 @@ def _llama4(cfg: _Config) -> dict[str, Any]:
 def _glm4_moe(cfg: _Config) -> dict[str, Any]:
     """GLM-4.5 (Glm4MoeConfig): GQA with q/k/v bias, optional QK norm, DeepSeek-style MoE keys; the MTP
     layers (num_nextn_predict_layers) are not part of the decoder stack."""
-    fields = _core(cfg)  # head_dim absent: hidden / heads, as Glm4MoeAttention derives it
+    # head_dim absent: hidden // heads, floored as Glm4MoeAttention derives it (getattr(config, "head_dim",
+    # hidden_size // num_attention_heads)); the default config's 4096 / 96 gives 42
+    if not cfg.has("head_dim"):
+        cfg.data = {**cfg.data, "head_dim": cfg.integer("hidden_size") // cfg.integer("num_attention_heads")}
+    fields = _core(cfg)
     moe = {"num_experts": cfg.integer("n_routed_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "num_shared_experts": cfg.integer("n_shared_experts", minimum=0),
            "expert_intermediate_size": cfg.integer("moe_intermediate_size"),

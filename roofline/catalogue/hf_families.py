@@ -6,53 +6,28 @@ copy): num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads 
 or hidden_size // num_attention_heads`), intermediate_size, vocab_size, max_position_embeddings,
 tie_word_embeddings, layer_types (full_attention / sliding_attention / chunked_attention / linear_attention), and
 the MoE keys num_experts | num_local_experts | n_routed_experts, num_experts_per_tok, moe_intermediate_size,
-n_shared_experts | shared_expert_intermediate_size, first_k_dense_replace, mlp_layer_types. What differs between
-families is not the keys but the parameters around them (biases, norm kind, norms per layer, QK-norm width, an MLP
-with or without gate); a Family row says which, and `read` builds the Model fields. A family is listed here only
-once tests/test_hf_exactness.py matches a tiny random-initialised transformers model of that type: parameter count
-and cache bytes exact.
+n_shared_experts | shared_expert_intermediate_size, first_k_dense_replace | num_dense_layers, mlp_layer_types,
+leading mlp_only_layers, moe_layer_start_index / end / interval; MLA's q_lora_rank / kv_lora_rank where present.
+What differs between families is not the keys but the parameters around them (biases, norm kind, norms per layer,
+QK-norm width, an MLP with or without gate, groups the Model's fields do not name: hf_layout.EXTRAS); a Family row
+(hf_layout.Family; rows here and in hf_family_rows) says which, and `read` builds the Model fields. A family is
+listed only once tests/catalogue/test_hf_exactness.py matches a tiny random-initialised transformers model of that
+type: parameter count and cache bytes exact.
 
 Keys and module layouts from huggingface/transformers v5.24.0 (src/transformers/models/<type>/modeling_<type>.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from roofline.catalogue.hf_family_rows import MOE_FAMILIES, OLDER_FAMILIES
+from roofline.catalogue.hf_layout import LLAMA, QK_FULL, QK_HEAD, Family, _mla, add_extras
 from roofline.catalogue.hfconfig import _Config, _from_layer_types, _full, _shortest_cycle, _sliding
 
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 TOPK_KEYS = ("num_experts_per_tok", "moe_k", "moe_topk", "top_k")
 SHARED_KEYS = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
-
-
-@dataclass(frozen=True)
-class Family:
-    """How one model type lays out its parameters around the shared keys. A str names the config key that
-    switches the feature (absent: off); a bool fixes it for the family."""
-
-    qkv_bias: str | bool = "attention_bias"
-    o_bias: str | bool = "attention_bias"
-    mlp_bias: str | bool = "mlp_bias"
-    mlp: str = "gated"
-    norms_per_layer: int = 2
-    norm: str = "rms"
-    qk_norm: str | bool = False
-    qk_norm_width: str = "head"
-    tie_default: bool = False
-    uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
-    router_bias: bool = False
-    shared_expert_gate: bool = False
-    attn_output_gate: bool = False
-    gated_deltanet: bool = False  # 'linear_attention' layers are Gated DeltaNet of the linear_* keys
-    aliases: tuple[tuple[str, str], ...] = ()  # (shared key, this family's key), e.g. ("hidden_size", "n_embd")
-    learned_positions: str | None = None  # key giving the rows of a learned absolute position embedding
-    position_offset: int = 0  # extra rows of that embedding (OPTLearnedPositionalEmbedding: 2)
-    intermediate_factor: int = 0  # intermediate_size absent or null: this x hidden_size (GPT-2's n_inner: 4)
-    kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
-    modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
-    sinks: bool = False  # every attention layer has learned per-head sink logits
 
 
 def _renamed(cfg: _Config, family: Family) -> _Config:
@@ -61,8 +36,13 @@ def _renamed(cfg: _Config, family: Family) -> _Config:
     for shared, own in family.aliases:
         if data.get(shared) is None and own in data:
             data[shared] = data[own]
-    if family.intermediate_factor and data.get("intermediate_size") is None and "hidden_size" in data:
-        data["intermediate_size"] = family.intermediate_factor * data["hidden_size"]
+    factor = family.intermediate_factor
+    if isinstance(factor, str):
+        factor = _Config(data, cfg.where, cfg.arch).integer(factor) if factor in data else 0
+    if factor and data.get("intermediate_size") is None and isinstance(data.get("hidden_size"), int):
+        data["intermediate_size"] = factor * data["hidden_size"]
+    if family.context_default and data.get("max_position_embeddings") is None:
+        data["max_position_embeddings"] = family.context_default
     if family.kv_heads_key and data.get(family.kv_heads_key):
         data["num_key_value_heads"] = 1
     return _Config(data, cfg.where, cfg.arch)
@@ -105,19 +85,38 @@ def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
         if any(k != "sparse" for k in kinds[first:]):
             raise cfg.error("mlp_layer_types", "only leading dense layers then sparse ones are modelled")
         return {"first_dense_layers": first}
-    if cfg.data.get("mlp_only_layers"):
-        raise cfg.error("mlp_only_layers", f"{cfg.data['mlp_only_layers']!r} not supported (only [])")
+    if cfg.has("moe_layer_start_index"):
+        return _moe_range(cfg, num_layers)
+    dense = cfg.data.get("mlp_only_layers") or []
+    if dense != list(range(len(dense))):
+        raise cfg.error("mlp_only_layers", f"{dense!r} not supported (only leading layers [0, 1, ...])")
+    if dense:  # Qwen2MoeDecoderLayer: a layer of mlp_only_layers keeps the dense MLP
+        if cfg.integer("decoder_sparse_step", 1) != 1 or cfg.integer("first_k_dense_replace", 0, minimum=0):
+            raise cfg.error("mlp_only_layers", "with decoder_sparse_step or first_k_dense_replace not supported")
+        return {"first_dense_layers": len(dense)}
     step = cfg.integer("decoder_sparse_step", 1)
-    first = cfg.integer("first_k_dense_replace", 0, minimum=0)
+    first = cfg.integer("first_k_dense_replace", cfg.integer("num_dense_layers", 0, minimum=0), minimum=0)
     if step != 1 and first:
         raise cfg.error("decoder_sparse_step", "with first_k_dense_replace not supported")
     return {"first_dense_layers": first, "layer_period": step, "layer_offset": step - 1}
 
 
+def _moe_range(cfg: _Config, num_layers: int) -> dict[str, int]:
+    """ERNIE 4.5's keys (Ernie4_5_MoeDecoderLayer): layer i is sparse when (i + 1) % moe_layer_interval == 0 and
+    moe_layer_start_index <= i <= moe_layer_end_index; an end before the last layer is refused (dense tail)."""
+    start, every = cfg.integer("moe_layer_start_index", minimum=0), cfg.integer("moe_layer_interval", 1)
+    end = cfg.integer("moe_layer_end_index", num_layers - 1, minimum=0)
+    if end < num_layers - 1:
+        raise cfg.error("moe_layer_end_index", f"{end} before the last layer {num_layers - 1} not modelled")
+    return {"first_dense_layers": start, "layer_period": every, "layer_offset": every - 1}
+
+
 def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dict[str, Any] | None:
     """The MoE block from the shared keys, or None for a dense model (no expert count, or one expert)."""
     experts_key = _first(cfg, EXPERT_KEYS)
-    if experts_key is None or cfg.integer(experts_key) < 2:
+    if family.moe_switch and not cfg.flag(family.moe_switch, False):
+        return None
+    if experts_key is None or cfg.integer(experts_key) < (1 if family.moe_always else 2):
         return None
     topk_key = _first(cfg, TOPK_KEYS)
     if topk_key is None:
@@ -127,7 +126,7 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
            "expert_intermediate_size": cfg.integer(width_key) if width_key else dense_width,
            "router_bias": family.router_bias, **_moe_layers(cfg, num_layers)}
     shared_key = _first(cfg, SHARED_KEYS)
-    shared = cfg.integer(shared_key, minimum=0) if shared_key else 0
+    shared = cfg.integer(shared_key, minimum=0) if shared_key else family.shared_experts
     if cfg.has("shared_expert_intermediate_size") and cfg.integer("shared_expert_intermediate_size"):
         moe |= {"num_shared_experts": max(shared, 1),
                 "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}
@@ -152,14 +151,17 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     """The Model fields of a config of `family`: shared keys, then the family's parameter layout."""
     cfg = _renamed(cfg, family)
     for key, value in family.modelled_only:
-        expected = cfg.data.get("hidden_size") if value == "hidden_size" else value
+        expected = cfg.data.get(value) if value in ("hidden_size", "num_attention_heads") else value
         if key in cfg.data and cfg.data[key] != expected:
             raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    if family.per_layer_heads and cfg.has(family.per_layer_heads) and any(
+            h != heads for h in cfg.data[family.per_layer_heads]):
+        raise cfg.error(family.per_layer_heads, f"heads differing from num_attention_heads {heads} not modelled")
     kv_heads = cfg.integer("num_key_value_heads", heads)
     if heads % kv_heads:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
-    if not cfg.has("head_dim") and hidden % heads:
+    if not cfg.has("head_dim") and hidden % heads and not family.head_dim_floor and not cfg.has("kv_lora_rank"):
         raise cfg.error("head_dim", f"missing, and hidden_size {hidden} is not divisible by num_attention_heads "
                                     f"{heads}")
     n = cfg.integer("num_hidden_layers")
@@ -177,6 +179,12 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     }
     if family.attn_output_gate:
         fields["attn_output_gate"] = True
+    if _switch(cfg, family.lm_head_bias):
+        fields["lm_head_bias"] = True
+    if cfg.has("kv_lora_rank"):
+        fields |= _mla(cfg)
+    norm_params = {"rms": 1, "layernorm": 2, "nonparametric": 0}[family.norm] * hidden
+    add_extras(cfg, family.extras, norm_params if family.embedding_norm else 0, fields)
     if family.learned_positions:
         fields["position_embeddings"] = cfg.integer(family.learned_positions) + family.position_offset
     if any(layer["kind"] == "linear" for layer in fields["attention"]):
@@ -186,12 +194,6 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
     moe = _moe(cfg, family, n, dense)
     return fields if moe is None else fields | {"moe": moe}
 
-
-LLAMA = Family()
-LAYERNORM = Family(norm="layernorm")
-PLAIN = Family(mlp="plain", qkv_bias="attention_bias", o_bias="attention_bias")
-QK_HEAD = Family(qk_norm=True)
-QK_FULL = Family(qk_norm=True, qk_norm_width="full")
 
 FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
@@ -203,7 +205,8 @@ FAMILIES: dict[str, Family] = {
     "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
     "qwen2_vl_text": Family(qkv_bias=True, o_bias=False), "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
     "glm4v_text": Family(norms_per_layer=4, qkv_bias=True, o_bias=False),
-    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False), "glm_ocr_text": Family(norms_per_layer=4),
+    "glm4v_moe_text": Family(qkv_bias=True, o_bias=False, head_dim_floor=True),
+    "glm_ocr_text": Family(norms_per_layer=4),
     # HyperCLOVA X: post-norms after attention and MLP (use_post_norm), 4 per layer
     "hyperclovax": Family(norms_per_layer=4),
     # GPT-NeoX layout: LayerNorms with bias, biases on every linear, ungated MLP (GPTNeoXLayer, Jais2)
@@ -252,4 +255,6 @@ FAMILIES: dict[str, Family] = {
     "arcee": Family(mlp="plain"),
     "nemotron": Family(mlp="plain", norm="layernorm"),
     "nanochat": Family(mlp="plain", norm="nonparametric"),
+    **OLDER_FAMILIES,
+    **MOE_FAMILIES,
 }

@@ -230,6 +230,14 @@ class Model(Spec):
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
     quantization: Quantization | None = Field(
         None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
+    layer_extra_params: int = Field(
+        0, ge=0, description="Parameters in every decoder layer outside the groups above (learned activation "
+                             "scalars, sub-norms, per-head gates, Differential-attention lambdas; the importing "
+                             "family names them); stored with the layer's weights, no FLOPs modelled.")
+    model_extra_params: int = Field(
+        0, ge=0, description="Parameters not in every decoder layer besides the embeddings, the LM head and the "
+                             "final norm (an embedding LayerNorm, a last-layer-only bias, a norm of the MoE "
+                             "layers only); stored with the embedding.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:

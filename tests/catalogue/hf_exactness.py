@@ -28,13 +28,14 @@ PROMPT_TOKENS = 6
 # Shrink keys wherever the default config has them (the toy keeps every mechanism, only smaller).
 TINY: dict[str, Any] = {
     "hidden_size": 40, "n_embd": 40, "d_model": 40,
-    "num_hidden_layers": 4, "n_layer": 4, "num_layers": 4,
-    "num_attention_heads": 4, "n_head": 4, "num_key_value_heads": 2, "num_kv_heads": 2, "head_dim": 16,
+    "num_hidden_layers": 4, "n_layer": 4, "num_layers": 4, "n_layers": 4,
+    "num_attention_heads": 4, "n_head": 4, "attention_heads": 4, "n_heads": 4,
+    "num_key_value_heads": 2, "num_kv_heads": 2, "head_dim": 16,
     "intermediate_size": 88, "n_inner": 88, "ffn_dim": 88, "ffn_hidden_size": 88,
     "moe_intermediate_size": 40, "shared_expert_intermediate_size": 56, "expert_intermediate_size": 40,
     "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "moe_num_experts": 4,
     "num_experts_per_tok": 2, "moe_k": 2, "top_k": 2, "n_group": 1, "topk_group": 1,
-    "vocab_size": 250, "max_position_embeddings": 512, "n_positions": 512,
+    "vocab_size": 250, "max_position_embeddings": 512, "n_positions": 512, "max_seq_len": 512,
     "kv_lora_rank": 32, "q_lora_rank": 24, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
     "first_k_dense_replace": 1,
     "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
@@ -47,11 +48,19 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "jamba": {"mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1},
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128, "mamba_d_state": 8},
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
+    # 40 // 3 = 13: head_dim floored as Glm4MoeAttention derives it
+    "glm4_moe": {"num_attention_heads": 3, "num_key_value_heads": 1}, "glm4v_moe_text": {"hidden_size": 64},
+    "step3p5": {"share_expert_dim": 56},
+    "cohere_compass_text": {"rope_parameters": {kind: {"rope_theta": 10000.0, "rope_type": "default"}
+                                                for kind in ("full_attention", "sliding_attention")}},
+    "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
+    "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
 
 
-MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text")
+MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",
+               "qwen2_5_omni_text", "paddleocr_vl_text")
 
 
 def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
@@ -60,6 +69,8 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
     kwargs |= {k: v for k, v in TINY_BY_TYPE.get(model_type, {}).items()}
     if "kv_lora_rank" in defaults and "head_dim" in defaults:  # MLA: head_dim is the RoPE part (DeepseekV3Config)
         kwargs["head_dim"] = TINY["qk_rope_head_dim"]
+    if "kv_lora_rank" in defaults and "num_key_value_heads" in defaults:  # MLA: every head reads the latent
+        kwargs["num_key_value_heads"] = TINY["num_attention_heads"]
     rope = defaults.get("rope_parameters")
     if isinstance(rope, dict) and (rope.get("mrope_section") or model_type in MROPE_TYPES):
         # multimodal RoPE: its (t, h, w) sections must sum to the rotary half of the toy's head_dim
@@ -75,14 +86,20 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
 
 
 def tiny_config(model_type: str):
-    """The type's config class at TINY sizes; multimodal wrappers shrink their text_config."""
+    """The type's config class at TINY sizes; multimodal wrappers shrink their text_config (and a vision or audio
+    tower's out_hidden_size, which some wrappers require to equal the text hidden size)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
     defaults = cls().to_dict()
     if isinstance(defaults.get("text_config"), dict):
         text = defaults["text_config"]
-        return cls(text_config=_shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")})
+        kwargs = {"text_config": _shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")}}
+        for tower in ("vision_config", "audio_config"):
+            sub = defaults.get(tower)
+            if isinstance(sub, dict) and "out_hidden_size" in sub:
+                kwargs[tower] = sub | {"out_hidden_size": kwargs["text_config"]["hidden_size"]}
+        return cls(**kwargs)
     return cls(**_shrunk(defaults, model_type))
 
 
@@ -112,6 +129,12 @@ def _cache_bytes(cache: Any) -> int:
     return total
 
 
+def _returned_cache(out: Any) -> Any:
+    """The cache a forward returned: past_key_values, or `cache` (the v5.40 name some models already return)."""
+    cache = getattr(out, "past_key_values", None)
+    return getattr(out, "cache", None) if cache is None else cache
+
+
 def decoder_class(text_type: str) -> tuple[str, bool]:
     """(class, has an LM head) for a wrapper's text_config model type: its causal-LM class, else its base model
     class (the decoder without the head: the head's vocab x hidden is added to the count when untied)."""
@@ -119,7 +142,26 @@ def decoder_class(text_type: str) -> tuple[str, bool]:
 
     if text_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[text_type], True
-    return MODEL_MAPPING_NAMES[text_type], False
+    if text_type in MODEL_MAPPING_NAMES:
+        return MODEL_MAPPING_NAMES[text_type], False
+    return _text_class(text_type)
+
+
+def _text_class(text_type: str) -> tuple[str, bool]:
+    """A text type the auto mappings do not list (Emu3's emu3_text_model): the class of its modeling module whose
+    config_class is that type's, a causal-LM class first, else its base model."""
+    import importlib
+
+    from transformers import CONFIG_MAPPING
+
+    config_class, found = CONFIG_MAPPING[text_type], {}
+    module = importlib.import_module(config_class.__module__.replace(".configuration_", ".modeling_"))
+    for name, obj in vars(module).items():
+        if name.endswith(("ForCausalLM", "Model")) and getattr(obj, "config_class", None) is config_class:
+            found[name.endswith("ForCausalLM")] = name
+    if not found:
+        raise KeyError(f"no transformers class of config {config_class.__name__} ({text_type})")
+    return (found[True], True) if True in found else (found[False], False)
 
 
 def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) -> dict[str, int]:
@@ -145,6 +187,8 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
         ids = torch.randint(0, 200, (1, context))
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=True)
+            if _returned_cache(out) is None:  # a text model its wrapper hands the cache to (Granite4VisionText)
+                out = model(input_ids=ids, use_cache=True, cache=transformers.DynamicCache(config=config))
     # roofline reads the config.json as saved: the wrapper's, text_config inside
     data = json.loads(json.dumps(wrapper.to_dict(), default=str)) | {"architectures": [saved_as]}
     spec = model_from_hf_config(data, where=f"{model_type}/config.json", name=model_type)
@@ -154,7 +198,7 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
     head_params = 0 if head or spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
     return {
         "hf_params": sum(p.numel() for p in model.parameters()) + head_params,
-        "hf_cache_bytes": _cache_bytes(out.past_key_values),
+        "hf_cache_bytes": _cache_bytes(_returned_cache(out)),
         "roofline_params": parameter_count(spec).total,
         "roofline_cache_bytes": int(kv_bytes(spec, "fp32", context, convention="transformers")),
     }
