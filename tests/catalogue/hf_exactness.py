@@ -23,6 +23,8 @@ import json
 import warnings
 from typing import Any
 
+from hf_hybrid_tiny import HYBRID_TINY
+
 PROMPT_TOKENS = 6
 
 # Shrink keys wherever the default config has them (the toy keeps every mechanism, only smaller).
@@ -49,6 +51,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
+TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
 
 
 MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text")
@@ -66,7 +69,7 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
         head_dim = kwargs.get("head_dim") or kwargs["hidden_size"] // kwargs["num_attention_heads"]
         half = int(head_dim * rope.get("partial_rotary_factor", 1.0)) // 2
         kwargs["rope_parameters"] = rope | {"mrope_section": [half - 2 * (half // 3), half // 3, half // 3]}
-    if "layer_types" in defaults:
+    if "layer_types" in defaults and "layer_types" not in TINY_BY_TYPE.get(model_type, {}):
         kwargs["layer_types"] = None
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
         if isinstance(defaults.get(key), int):

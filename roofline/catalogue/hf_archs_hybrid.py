@@ -1,0 +1,95 @@
+"""Hugging Face import handlers for the hybrid recurrent architectures: attention layers interleaved with Mamba-2
+mixers (Bamba, Granite-4.0 hybrids), Falcon-Mamba (Mamba-1), and LFM2's short-convolution layers.
+
+Keys, defaults and module layouts from huggingface/transformers v5.24.0 (src/transformers/models/<type>/):
+BambaConfig / BambaMixer / BambaDecoderLayer (bamba/), GraniteMoeHybridConfig / GraniteMoeHybridMambaLayer /
+GraniteMoeHybridDecoderLayer (granitemoehybrid/), FalconMambaConfig / FalconMambaMixer (falcon_mamba/: MambaMixer
+with weightless RMSNorms on dt, B and C, so Mamba-1's parameters), Lfm2Config / Lfm2ShortConv / Lfm2DecoderLayer
+(lfm2/), Lfm2MoeConfig / Lfm2MoeSparseMoeBlock (lfm2_moe/).
+
+A mixer variant the spec does not carry (a bias on the Mamba-2 projections, no bias on its convolution) is refused
+with the key named, never approximated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from roofline.catalogue.hf_archs_ssm import _mamba
+from roofline.catalogue.hfconfig import _Config, _core, _full, _shortest_cycle
+
+
+def _only(cfg: _Config, key: str, value: bool) -> None:
+    """Refuse a boolean key set away from the one value the spec models."""
+    if cfg.flag(key, value) != value:
+        raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {str(value).lower()})")
+
+
+def _mamba2_mixer(cfg: _Config, hidden: int) -> dict[str, Any]:
+    """The Mamba-2 mixer of BambaMixer / GraniteMoeHybridMambaLayer: mamba_n_heads heads of mamba_d_head ('auto':
+    mamba_expand x hidden / heads), mamba_n_groups of B and C of mamba_d_state, conv mamba_d_conv over x, B, C with a
+    bias (mamba_conv_bias), projections without (mamba_proj_bias); the gated RMSNorm's weight spans d_inner."""
+    heads, inner = cfg.integer("mamba_n_heads"), cfg.integer("mamba_expand", 2) * hidden
+    head_dim = inner // heads if cfg.data.get("mamba_d_head", "auto") == "auto" else cfg.integer("mamba_d_head")
+    if heads * head_dim != inner:
+        raise cfg.error("mamba_d_head", f"{head_dim} x mamba_n_heads {heads} != mamba_expand x hidden_size {inner}")
+    groups = cfg.integer("mamba_n_groups", 1)
+    if heads % groups:
+        raise cfg.error("mamba_n_groups", f"{groups} does not divide mamba_n_heads {heads}")
+    _only(cfg, "mamba_conv_bias", True)
+    _only(cfg, "mamba_proj_bias", False)
+    return {"kind": "mamba2", "key_heads": groups, "value_heads": heads, "key_head_dim": cfg.integer("mamba_d_state"),
+            "value_head_dim": head_dim, "conv_kernel": cfg.integer("mamba_d_conv", 4)}
+
+
+def _hybrid_layers(cfg: _Config, kinds: list[str], n: int, key: str) -> list[dict[str, Any]]:
+    """'full_attention' / 'linear_attention' per layer (the names transformers' hybrid configs use) as the
+    shortest attention cycle; any other kind is refused naming `key`."""
+    if len(kinds) != n or not set(kinds) <= {"full_attention", "linear_attention"}:
+        raise cfg.error(key, f"expected {n} of 'full_attention' / 'linear_attention', got {kinds!r}")
+    return _shortest_cycle([_full() if k == "full_attention" else {"kind": "linear"} for k in kinds])
+
+
+def _bamba(cfg: _Config) -> dict[str, Any]:
+    """Bamba (BambaDecoderLayer): input_layernorm, then attention (layers in attn_layer_indices; none by default)
+    or the Mamba-2 mixer, pre_ff_layernorm, SwiGLU MLP (mlp_bias); GQA q/k/v/o with attention_bias."""
+    fields = _core(cfg, kv_default_heads=True)
+    n = fields["num_layers"]
+    indices = cfg.data.get("attn_layer_indices") or []
+    if not isinstance(indices, list) or not all(isinstance(i, int) and 0 <= i < n for i in indices):
+        raise cfg.error("attn_layer_indices", f"expected layer indices in 0..{n - 1}, got {indices!r}")
+    kinds = ["full_attention" if i in indices else "linear_attention" for i in range(n)]
+    return fields | {"attention": _hybrid_layers(cfg, kinds, n, "attn_layer_indices"),
+                     "linear_attention": _mamba2_mixer(cfg, fields["hidden_size"]),
+                     "qkv_bias": cfg.flag("attention_bias", False), "attn_out_bias": cfg.flag("attention_bias", False),
+                     "mlp_bias": cfg.flag("mlp_bias", False)}
+
+
+def _granite_hybrid(cfg: _Config) -> dict[str, Any]:
+    """Granite-4.0 hybrids (GraniteMoeHybridDecoderLayer): input_layernorm, attention or the Mamba-2 mixer per
+    layer_types, post_attention_layernorm, then a shared SwiGLU MLP of shared_intermediate_size (shared_mlp,
+    always) plus, with num_local_experts > 0, routed experts of intermediate_size (top num_experts_per_tok, a
+    bias-free router). Without experts the shared MLP is the layer's dense MLP."""
+    fields = _core(cfg, kv_default_heads=True)
+    n, shared = fields["num_layers"], cfg.integer("shared_intermediate_size")
+    kinds = cfg.data.get("layer_types") or ["linear_attention"] * n
+    if cfg.data.get("position_embedding_type") not in (None, "rope", "nope"):
+        raise cfg.error("position_embedding_type", f"{cfg.data['position_embedding_type']!r} not modelled")
+    out = fields | {"attention": _hybrid_layers(cfg, kinds, n, "layer_types"),
+                    "linear_attention": _mamba2_mixer(cfg, fields["hidden_size"]),
+                    "qkv_bias": cfg.flag("attention_bias", False), "attn_out_bias": cfg.flag("attention_bias", False)}
+    experts = cfg.integer("num_local_experts", 0, minimum=0)
+    if experts == 0:
+        return out | {"intermediate_size": shared}
+    moe = {"num_experts": experts, "experts_per_token": cfg.integer("num_experts_per_tok"),
+           "expert_intermediate_size": fields["intermediate_size"], "num_shared_experts": 1,
+           "shared_expert_intermediate_size": shared}
+    return out | {"moe": moe}
+
+
+ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "FalconMambaForCausalLM": _mamba,
+    "BambaForCausalLM": _bamba,
+    "GraniteMoeHybridForCausalLM": _granite_hybrid,
+}

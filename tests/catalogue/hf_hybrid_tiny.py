@@ -1,0 +1,15 @@
+"""Toy sizes of the hybrid recurrent types' own keys for the exactness harness (hf_exactness.TINY_BY_TYPE takes
+them): every mechanism kept, only smaller, sizes chosen so that parameter groups do not coincide in count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_MAMBA2 = {"mamba_n_heads": 5, "mamba_d_head": 16, "mamba_expand": 2, "mamba_d_state": 8, "mamba_n_groups": 1,
+           "hidden_size": 40}
+
+HYBRID_TINY: dict[str, dict[str, Any]] = {
+    "bamba": _MAMBA2 | {"attn_layer_indices": [1, 3]},
+    "granitemoehybrid": _MAMBA2 | {"shared_intermediate_size": 56,
+                                   "layer_types": ["linear_attention", "full_attention"] * 2},
+}
