@@ -134,7 +134,8 @@ def linear_params_per_layer(model: Model) -> int:
     Gated DeltaNet (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz d x (conv_channels + H_v d_v),
     in_proj_ba d x 2 H_v, conv1d (kernel x conv_channels), dt_bias and A_log (H_v each), gated RMSNorm (d_v),
     out_proj H_v d_v x d. Mamba-2 (Mamba2Mixer): in_proj d x (conv_channels + H_v d_v + H_v) (z, xBC, dt),
-    conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj.
+    conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj. A short convolution
+    (transformers Lfm2ShortConv, conv_bias false): in_proj d x 3 d_c, conv1d (kernel x d_c), out_proj d_c x d.
     """
     la = model.linear_attention
     if la is None:
@@ -143,6 +144,8 @@ def linear_params_per_layer(model: Model) -> int:
     conv = la.conv_kernel * la.conv_channels
     if la.kind == "mamba1":
         return mamba1_params(d, inner, la.key_head_dim, la.dt_rank, la.conv_kernel)
+    if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d
+        return d * 3 * inner + conv + inner * d
     if la.kind == "gated_deltanet":
         return d * (la.conv_channels + inner) + d * 2 * la.value_heads + conv + 2 * la.value_heads \
             + la.value_head_dim + inner * d
@@ -310,7 +313,7 @@ def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Exp
         return sp.Integer(0)
     key, value = state_heads_per_rank(model, tp)
     size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
-    elements = value * la.key_head_dim * la.value_head_dim
+    elements = 0 if la.kind == "short_conv" else value * la.key_head_dim * la.value_head_dim
     elements += (la.conv_kernel - 1) * la.conv_channels_for(key, value)
     return sp.sympify(elements * size)
 

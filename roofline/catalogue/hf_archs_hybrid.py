@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from roofline.catalogue.hf_archs_ssm import _mamba
+from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, _mamba
 from roofline.catalogue.hfconfig import _Config, _core, _full, _shortest_cycle
 
 
@@ -51,6 +51,13 @@ def _hybrid_layers(cfg: _Config, kinds: list[str], n: int, key: str) -> list[dic
     return _shortest_cycle([_full() if k == "full_attention" else {"kind": "linear"} for k in kinds])
 
 
+def _with_mixer(attention: list[dict[str, Any]], cfg: _Config, hidden: int) -> dict[str, Any]:
+    """attention and, when some layer is a Mamba-2 mixer, its shape (linear_attention)."""
+    if all(layer["kind"] != "linear" for layer in attention):
+        return {"attention": attention}
+    return {"attention": attention, "linear_attention": _mamba2_mixer(cfg, hidden)}
+
+
 def _bamba(cfg: _Config) -> dict[str, Any]:
     """Bamba (BambaDecoderLayer): input_layernorm, then attention (layers in attn_layer_indices; none by default)
     or the Mamba-2 mixer, pre_ff_layernorm, SwiGLU MLP (mlp_bias); GQA q/k/v/o with attention_bias."""
@@ -60,10 +67,9 @@ def _bamba(cfg: _Config) -> dict[str, Any]:
     if not isinstance(indices, list) or not all(isinstance(i, int) and 0 <= i < n for i in indices):
         raise cfg.error("attn_layer_indices", f"expected layer indices in 0..{n - 1}, got {indices!r}")
     kinds = ["full_attention" if i in indices else "linear_attention" for i in range(n)]
-    return fields | {"attention": _hybrid_layers(cfg, kinds, n, "attn_layer_indices"),
-                     "linear_attention": _mamba2_mixer(cfg, fields["hidden_size"]),
-                     "qkv_bias": cfg.flag("attention_bias", False), "attn_out_bias": cfg.flag("attention_bias", False),
-                     "mlp_bias": cfg.flag("mlp_bias", False)}
+    bias = cfg.flag("attention_bias", False)
+    layers = _with_mixer(_hybrid_layers(cfg, kinds, n, "attn_layer_indices"), cfg, fields["hidden_size"])
+    return fields | layers | {"qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": cfg.flag("mlp_bias", False)}
 
 
 def _granite_hybrid(cfg: _Config) -> dict[str, Any]:
@@ -76,9 +82,9 @@ def _granite_hybrid(cfg: _Config) -> dict[str, Any]:
     kinds = cfg.data.get("layer_types") or ["linear_attention"] * n
     if cfg.data.get("position_embedding_type") not in (None, "rope", "nope"):
         raise cfg.error("position_embedding_type", f"{cfg.data['position_embedding_type']!r} not modelled")
-    out = fields | {"attention": _hybrid_layers(cfg, kinds, n, "layer_types"),
-                    "linear_attention": _mamba2_mixer(cfg, fields["hidden_size"]),
-                    "qkv_bias": cfg.flag("attention_bias", False), "attn_out_bias": cfg.flag("attention_bias", False)}
+    bias = cfg.flag("attention_bias", False)
+    layers = _with_mixer(_hybrid_layers(cfg, kinds, n, "layer_types"), cfg, fields["hidden_size"])
+    out = fields | layers | {"qkv_bias": bias, "attn_out_bias": bias}
     experts = cfg.integer("num_local_experts", 0, minimum=0)
     if experts == 0:
         return out | {"intermediate_size": shared}
@@ -88,8 +94,85 @@ def _granite_hybrid(cfg: _Config) -> dict[str, Any]:
     return out | {"moe": moe}
 
 
+def _short_conv(cfg: _Config, hidden: int) -> dict[str, Any]:
+    """Lfm2ShortConv over the hidden_size channels with kernel conv_L_cache (its conv state keeps kernel - 1
+    inputs per channel; transformers' LinearAttentionLayer keeps kernel), blocks of MAMBA1_BLOCK channels;
+    conv_bias (biases on in_proj, conv and out_proj) is refused."""
+    _only(cfg, "conv_bias", False)
+    block = MAMBA1_BLOCK if hidden % MAMBA1_BLOCK == 0 else 1
+    return {"kind": "short_conv", "key_heads": 1, "value_heads": hidden // block, "key_head_dim": 1,
+            "value_head_dim": block, "conv_kernel": cfg.integer("conv_L_cache")}
+
+
+def _lfm2_layers(cfg: _Config, n: int) -> list[dict[str, Any]]:
+    """layer_types of 'full_attention' / 'conv' (Lfm2Config: a layer attends when its type is not 'conv';
+    full_attn_idxs when layer_types is absent)."""
+    kinds = cfg.data.get("layer_types")
+    if kinds is None and isinstance(cfg.data.get("full_attn_idxs"), list):
+        kinds = ["full_attention" if i in cfg.data["full_attn_idxs"] else "conv" for i in range(n)]
+    if not isinstance(kinds, list) or len(kinds) != n or not set(kinds) <= {"full_attention", "conv"}:
+        raise cfg.error("layer_types", f"expected {n} of 'full_attention' / 'conv', got {kinds!r}")
+    return _shortest_cycle([_full() if k == "full_attention" else {"kind": "linear"} for k in kinds])
+
+
+def _lfm2_mixers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
+    """attention (the layer pattern) and, when some layer is a short convolution, linear_attention."""
+    attention = _lfm2_layers(cfg, fields["num_layers"])
+    if all(layer["kind"] != "linear" for layer in attention):
+        return {"attention": attention}
+    return {"attention": attention, "linear_attention": _short_conv(cfg, fields["hidden_size"])}
+
+
+def _lfm2_ffn_width(cfg: _Config) -> int:
+    """Lfm2MLP's width: with block_auto_adjust_ff_dim, int(2 I / 3), times block_ffn_dim_multiplier (if set),
+    rounded up to block_multiple_of; else intermediate_size."""
+    width = cfg.integer("intermediate_size")
+    if not cfg.flag("block_auto_adjust_ff_dim", True):
+        return width
+    width = int(2 * width / 3)
+    multiplier = cfg.data.get("block_ffn_dim_multiplier")
+    if multiplier is None:
+        return width
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or multiplier <= 0:
+        raise cfg.error("block_ffn_dim_multiplier", f"expected a positive number, got {multiplier!r}")
+    step = cfg.integer("block_multiple_of", 256)
+    return step * -(-int(multiplier * width) // step)
+
+
+def _lfm2(cfg: _Config) -> dict[str, Any]:
+    """LFM2 (Lfm2DecoderLayer): operator_norm, then GQA attention with per-head q/k RMSNorms (layer_types
+    'full_attention') or the short convolution ('conv'), ffn_norm, SwiGLU MLP; embedding_norm at the end; tied
+    embeddings by default."""
+    fields = _core(cfg, tie_default=True)
+    return fields | {"intermediate_size": _lfm2_ffn_width(cfg), "qk_norm": True} | _lfm2_mixers(cfg, fields)
+
+
+def _lfm2_moe(cfg: _Config) -> dict[str, Any]:
+    """LFM2-MoE (Lfm2MoeDecoderLayer): LFM2's layers, the first num_dense_layers with a SwiGLU MLP of
+    intermediate_size (not adjusted), the rest num_experts experts of moe_intermediate_size, top
+    num_experts_per_tok, a bias-free router (expert_bias is a buffer, not a parameter)."""
+    fields = _core(cfg, tie_default=True)
+    moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
+           "expert_intermediate_size": cfg.integer("moe_intermediate_size"),
+           "first_dense_layers": cfg.integer("num_dense_layers", 0, minimum=0)}
+    return fields | {"qk_norm": True, "moe": moe} | _lfm2_mixers(cfg, fields)
+
+
+def _text_config(handler: Callable[[_Config], dict[str, Any]]) -> Callable[[_Config], dict[str, Any]]:
+    """A multimodal wrapper's handler: `handler` on its text_config (the vision tower is counted apart)."""
+    def read(cfg: _Config) -> dict[str, Any]:
+        text = cfg.data.get("text_config")
+        if not isinstance(text, dict):
+            raise cfg.error("text_config", "missing (required for a multimodal wrapper)")
+        return handler(_Config(text, f"{cfg.where}: text_config", cfg.arch))
+    return read
+
+
 ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "FalconMambaForCausalLM": _mamba,
     "BambaForCausalLM": _bamba,
     "GraniteMoeHybridForCausalLM": _granite_hybrid,
+    "Lfm2ForCausalLM": _lfm2,
+    "Lfm2MoeForCausalLM": _lfm2_moe,
+    "Lfm2VlForConditionalGeneration": _text_config(_lfm2),
 }

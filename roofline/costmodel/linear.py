@@ -18,6 +18,8 @@ conv1d over d_inner, x_proj d_inner -> dt_rank + 2 d_state, dt_proj dt_rank -> d
 state element h <- exp(dt A) h + dt B x, y = C h: dA (1 multiply + 1 exp, counted as 1), dt B x (1), update (2),
 output (2) = 6 FLOPs per element of the d_inner x d_state state, elementwise (no matmul), the same per token in
 prefill (the selective scan is sequential in the state); y x SiLU(z) (no norm), out_proj d_inner -> d.
+A short convolution (LFM2, transformers Lfm2ShortConv): in_proj d -> 3 d_c (B, C, x), B * x (1 FLOP per channel),
+the conv1d over d_c, C * y (1 FLOP per channel), out_proj d_c -> d; no recurrence and no state beyond the conv's.
 A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
 """
 
@@ -47,6 +49,8 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     conv_state = (la.conv_kernel - 1) * conv_ch * sb
     ops = [] if m.linear_parallel else [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _projections_in(ctx, tokens, conv_ch, inner)
+    if la.kind == "short_conv":
+        ops.append(elementwise(ctx, "conv_in_gate", tokens, inner, 1, reads=2))
     conv_io = {"kv_read": B * conv_state, "kv_write": B * conv_state} if phase == "decode" else {
         "kv_write": B * conv_state}
     ops.append(ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
@@ -55,20 +59,23 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
                                       act_write=tokens * conv_ch * ctx.act_bytes, **conv_io)))
     if la.kind == "mamba1":
         ops += _mamba1_dt(ctx, tokens, inner)
-    ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
-    gate_flops = GATED_ACT_FLOPS + (0 if la.kind == "mamba1" else NORM_FLOPS)
-    ops += [elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2),
-            linear(ctx, "out_proj", tokens, inner, m.hidden_size)]
+    if la.kind == "short_conv":
+        ops.append(elementwise(ctx, "conv_out_gate", tokens, inner, 1, reads=2))
+    else:
+        ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
+        gate_flops = GATED_ACT_FLOPS + (0 if la.kind == "mamba1" else NORM_FLOPS)
+        ops.append(elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2))
+    ops.append(linear(ctx, "out_proj", tokens, inner, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)
     return ops + ([ar] if ar else [])
 
 
 def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
-    """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z."""
+    """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z; short conv B, C, x."""
     la = ctx.model.linear_attention
     assert la is not None
-    if la.kind == "mamba1":
-        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 2 * inner)]
+    if la.kind in ("mamba1", "short_conv"):
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, (2 if la.kind == "mamba1" else 3) * inner)]
     hv = inner // la.value_head_dim
     gates = 2 * hv if la.kind == "gated_deltanet" else hv
     return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + inner + gates)]

@@ -51,11 +51,15 @@ class LinearAttention(Spec):
     per channel of d_inner and convolves x only: its d_inner channels are written as value_heads blocks of
     value_head_dim channels (the importer takes blocks of 64; bytes and FLOPs do not depend on the blocking,
     which only sets how tensor parallelism splits them), key_head_dim = d_state, key_heads = 1 (B and C come
-    from x_proj after the convolution, shared by all channels), conv_channels = d_inner.
+    from x_proj after the convolution, shared by all channels), conv_channels = d_inner. A short convolution
+    (kind 'short_conv', LFM2's Lfm2ShortConv: y = C * conv(B * x), Liquid AI 2025) keeps no recurrent state, only
+    the conv state of its channels, written as mamba1's are (value_heads blocks of value_head_dim channels,
+    key_heads = key_head_dim = 1, unused).
     """
 
-    kind: Literal["gated_deltanet", "mamba2", "mamba1"] = Field(
-        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD) or Mamba-1 (selective scan).")
+    kind: Literal["gated_deltanet", "mamba2", "mamba1", "short_conv"] = Field(
+        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD), Mamba-1 (selective scan), or a gated short "
+                    "convolution without a recurrent state (LFM2).")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
     value_heads: PositiveInt = Field(description="Value heads (Mamba-2: n_heads).")
     key_head_dim: PositiveInt = Field(description="Key width per head (Mamba-2: d_state).")
@@ -79,14 +83,17 @@ class LinearAttention(Spec):
 
     def conv_channels_for(self, key_heads, value_heads):
         """Conv channels of `key_heads` key and `value_heads` value heads (one tensor-parallel rank's);
-        Mamba-1 convolves its value channels only."""
-        if self.kind == "mamba1":
+        Mamba-1 and a short convolution convolve their value channels only."""
+        if self.kind in ("mamba1", "short_conv"):
             return value_heads * self.value_head_dim
         return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim
 
     @property
     def state_elements(self) -> int:
-        """Recurrent-state elements per sequence per layer: value_heads x key_head_dim x value_head_dim."""
+        """Recurrent-state elements per sequence per layer: value_heads x key_head_dim x value_head_dim (none for a
+        short convolution)."""
+        if self.kind == "short_conv":
+            return 0
         return self.value_heads * self.key_head_dim * self.value_head_dim
 
     @property

@@ -13,3 +13,8 @@ HYBRID_TINY: dict[str, dict[str, Any]] = {
     "granitemoehybrid": _MAMBA2 | {"shared_intermediate_size": 56,
                                    "layer_types": ["linear_attention", "full_attention"] * 2},
 }
+HYBRID_TINY |= {
+    # Lfm2MLP: int(2 x 130 / 3) = 86, rounded up to block_multiple_of 8: 88
+    "lfm2": {"layer_types": ["conv", "full_attention"] * 2, "intermediate_size": 130, "block_multiple_of": 8},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 2, "num_dense_layers": 1},
+}

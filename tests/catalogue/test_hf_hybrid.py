@@ -1,0 +1,120 @@
+"""Hybrid recurrent architectures (roofline.catalogue.hf_archs_hybrid): Mamba-2 hybrids (Bamba, Granite-4.0),
+Falcon-Mamba and LFM2's short convolutions. Each type's toy transformers model against roofline (parameters and cache
+bytes exact, tests/catalogue/hf_exactness.measure), the state bytes of hand-written configs by hand under both
+conventions, the cost model's short-convolution ops, and refusals of what the spec does not carry."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline.accounting import kv_bytes, kv_bytes_per_token, parameter_count, state_bytes_per_sequence
+from roofline.catalogue.hf import model_from_hf_config
+from roofline.costmodel import build_graph
+from roofline.errors import SpecError
+from roofline.methods import parse_method
+from roofline.units import B, L, P
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+# toy sizes of every type (tests/catalogue/hf_hybrid_tiny.py); lfm2_moe's default config has no layer_types and is
+# refused, its toy sets them
+HYBRID_TYPES = [("falcon_mamba", "FalconMambaForCausalLM"), ("bamba", "BambaForCausalLM"),
+                ("granitemoehybrid", "GraniteMoeHybridForCausalLM"), ("lfm2", "Lfm2ForCausalLM"),
+                ("lfm2_moe", "Lfm2MoeForCausalLM"), ("lfm2_vl", "Lfm2VlForConditionalGeneration")]
+
+
+@pytest.mark.parametrize(("model_type", "architecture"), HYBRID_TYPES)
+def test_toy_models_match_transformers_exactly(model_type, architecture):
+    pytest.importorskip("transformers")
+    from hf_exactness import measure
+
+    got = measure(model_type, architecture)
+    assert got["roofline_params"] == got["hf_params"]
+    assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
+
+
+# LFM2-1.2B-like (hand-written, the shapes of Lfm2Config's keys): 16 layers, 6 attending (8 KV heads of 2048 / 32),
+# 10 short convolutions over 2048 channels, kernel 3
+LFM2 = {"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 2048, "num_hidden_layers": 16,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 12288, "vocab_size": 65536,
+        "max_position_embeddings": 128000, "conv_L_cache": 3, "conv_bias": False, "block_multiple_of": 256,
+        "block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True,
+        "layer_types": ["conv", "conv", "full_attention"] * 5 + ["conv"]}
+
+
+def test_short_convolution_state_by_hand_under_both_conventions():
+    model = model_from_hf_config(LFM2, "lfm2/config.json", "lfm2")
+    # engine (vLLM MambaStateShapeCalculator.short_conv_state_shape: (kernel - 1, channels)): 11 conv layers x 2
+    # columns x 2048 x 2 B; transformers' LinearAttentionLayer keeps kernel (3) columns
+    assert state_bytes_per_sequence(model) == 11 * 2 * 2048 * 2
+    assert kv_bytes_per_token(model) == 5 * 2 * 8 * 64 * 2
+    assert kv_bytes(model, "bf16", 1000) == 1000 * 5 * 2 * 8 * 64 * 2 + 11 * 2 * 2048 * 2
+    assert kv_bytes(model, "bf16", 1000, convention="transformers") == 1000 * 5 * 2 * 8 * 64 * 2 + 11 * 3 * 2048 * 2
+    # Lfm2MLP: int(2 x 12288 / 3) = 8192, already a multiple of 256
+    assert model.intermediate_size == 8192
+
+
+def test_short_convolution_parameters_by_hand():
+    model = model_from_hf_config(LFM2, "lfm2/config.json", "lfm2")
+    d = 2048
+    conv = 3 * d * d + 3 * d + d * d  # in_proj (B, C, x), depthwise kernel 3, out_proj
+    attention = d * d + 2 * d * 512 + d * d + 2 * 64  # q, k, v, o and the per-head q / k norms
+    mlp = 3 * d * 8192
+    total = 65536 * d + 11 * conv + 5 * attention + 16 * (mlp + 2 * d) + d  # tied head; final norm
+    assert parameter_count(model).total == total
+
+
+def test_short_convolution_decode_ops():
+    model = model_from_hf_config(LFM2, "lfm2/config.json", "lfm2")
+    graph = build_graph(model, parse_method("bf16"), "decode")
+    conv = [op for op in graph.ops if op.name == "conv1d"]
+    assert len(conv) == 1 and conv[0].count == 11
+    # reads and rewrites the 2 x 2048 bf16 columns per sequence; 2 x kernel FLOPs per channel per token
+    assert conv[0].traffic["kv_read"] == B * 2 * 2048 * 2
+    assert conv[0].vector_flops == 2 * 3 * 2048 * B
+    assert not [op for op in graph.ops if op.name == "recurrence"]  # no recurrent state
+    in_proj = next(op for op in graph.ops if op.name == "in_proj")
+    assert in_proj.matmul_flops == 2 * B * 2048 * 3 * 2048
+    prefill = build_graph(model, parse_method("bf16"), "prefill")
+    conv = next(op for op in prefill.ops if op.name == "conv1d")
+    assert conv.vector_flops == 2 * 3 * 2048 * B * P and L not in conv.traffic["kv_write"].free_symbols
+
+
+# Granite-4.0-H-like (hand-written): 8 layers, attention at 3 and 7, Mamba-2 mixers of 48 heads of 64 (expand 2 x
+# 1536), 1 group of d_state 128, conv 4; 32 experts of 512, top 4, a shared MLP of 1024
+GRANITE = {"architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "hidden_size": 1536,
+           "num_hidden_layers": 8, "num_attention_heads": 12, "num_key_value_heads": 4, "intermediate_size": 512,
+           "vocab_size": 100352, "max_position_embeddings": 131072, "num_local_experts": 32,
+           "num_experts_per_tok": 4, "shared_intermediate_size": 1024, "mamba_n_heads": 48, "mamba_d_head": 64,
+           "mamba_n_groups": 1, "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2,
+           "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 2}
+
+
+def test_mamba2_hybrid_state_by_hand():
+    model = model_from_hf_config(GRANITE, "granite/config.json", "granite")
+    # 6 mixers: 48 x 128 x 64 state + 3 x (3072 + 2 x 128) conv columns, bf16
+    assert state_bytes_per_sequence(model) == 6 * (48 * 128 * 64 + 3 * (3072 + 2 * 128)) * 2
+    assert kv_bytes_per_token(model) == 2 * 2 * 4 * 128 * 2
+    assert model.moe.num_shared_experts == 1 and model.moe.shared_width == 1024
+
+
+def test_dense_granite_hybrid_uses_the_shared_mlp():
+    model = model_from_hf_config(GRANITE | {"num_local_experts": 0}, "granite/config.json", "granite")
+    assert model.moe is None and model.intermediate_size == 1024
+
+
+@pytest.mark.parametrize(("config", "key"), [
+    (GRANITE | {"mamba_proj_bias": True}, "mamba_proj_bias"),
+    (GRANITE | {"mamba_conv_bias": False}, "mamba_conv_bias"),
+    (GRANITE | {"layer_types": ["mamba"] * 8}, "layer_types"),
+    (GRANITE | {"mamba_d_head": 60}, "mamba_d_head"),
+    (LFM2 | {"conv_bias": True}, "conv_bias"),
+    (LFM2 | {"layer_types": ["conv"] * 15}, "layer_types"),
+    ({k: v for k, v in LFM2.items() if k != "layer_types"}, "layer_types"),
+])
+def test_unmodelled_variants_are_refused_naming_the_key(config, key):
+    with pytest.raises(SpecError, match=f": {key}: "):
+        model_from_hf_config(config, "x/config.json", "x")
