@@ -173,18 +173,24 @@ def mlp_params(model: Model, intermediate: int) -> int:
 
 
 def moe_layer_count(model: Model) -> int:
-    """Layers with a mixture-of-experts MLP (MoE.is_moe_layer: after first_dense_layers, every layer_period-th),
-    0 for a dense model."""
+    """Layers with a mixture-of-experts MLP (Model.layer_mlp: mlp_layers' 'moe' entries, else MoE.is_moe_layer:
+    after first_dense_layers, every layer_period-th), 0 for a dense model."""
     if model.moe is None:
         return 0
-    return sum(model.moe.is_moe_layer(i) for i in range(model.num_layers))
+    return sum(model.layer_mlp(i) == "moe" for i in range(model.num_layers))
+
+
+def dense_mlp_layer_count(model: Model) -> int:
+    """Layers with the dense MLP (Model.layer_mlp 'dense'): every layer that is not MoE, none for a model without
+    MLPs or for the MLP-less blocks of Model.mlp_layers."""
+    return sum(model.layer_mlp(i) == "dense" for i in range(model.num_layers))
 
 
 def parameter_count(model: Model) -> ParameterCount:
     """Exact parameter count from the architecture (no MTP / draft heads)."""
     d = model.hidden_size
     n_moe = moe_layer_count(model)
-    n_dense = model.num_layers - n_moe
+    n_dense = dense_mlp_layer_count(model)
     experts_total = experts_active = router = 0
     if model.moe is not None:
         moe = model.moe
@@ -221,7 +227,8 @@ def routed_expert_params(model: Model) -> int:
 
 
 def _attention_layers(model: Model) -> int:
-    return model.num_layers - model.layer_counts().get("linear", 0)
+    counts = model.layer_counts()
+    return model.num_layers - counts.get("linear", 0) - counts.get("none", 0)
 
 
 def weight_bytes(model: Model, dtype: str = "bf16") -> int:

@@ -5,7 +5,8 @@ Keys, defaults and module layouts from huggingface/transformers v5.24.0 (src/tra
 BambaConfig / BambaMixer / BambaDecoderLayer (bamba/), GraniteMoeHybridConfig / GraniteMoeHybridMambaLayer /
 GraniteMoeHybridDecoderLayer (granitemoehybrid/), FalconMambaConfig / FalconMambaMixer (falcon_mamba/: MambaMixer
 with weightless RMSNorms on dt, B and C, so Mamba-1's parameters), Lfm2Config / Lfm2ShortConv / Lfm2DecoderLayer
-(lfm2/), Lfm2MoeConfig / Lfm2MoeSparseMoeBlock (lfm2_moe/).
+(lfm2/), Lfm2MoeConfig / Lfm2MoeSparseMoeBlock (lfm2_moe/), NemotronHConfig / NemotronHBlock / NemotronHMoE
+(nemotron_h/: one block per layer, Model.mlp_layers).
 
 A mixer variant the spec does not carry (a bias on the Mamba-2 projections, no bias on its convolution) is refused
 with the key named, never approximated.
@@ -158,6 +159,73 @@ def _lfm2_moe(cfg: _Config) -> dict[str, Any]:
     return fields | {"qk_norm": True, "moe": moe} | _lfm2_mixers(cfg, fields)
 
 
+NEMOTRON_BLOCKS = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
+# (attention kind, MLP) of each Nemotron-H block: a mixer without MLP, or an MLP without mixer
+NEMOTRON_LAYER = {"linear_attention": ("linear", "none"), "full_attention": ("full", "none"),
+                  "mlp": ("none", "dense"), "moe": ("none", "moe")}
+
+
+def _nemotron_blocks(cfg: _Config) -> list[str]:
+    """layers_block_type, else hybrid_override_pattern (M Mamba-2, * attention, - MLP, E MoE; NemotronHConfig)."""
+    if cfg.has("layers_block_type"):
+        blocks = cfg.data["layers_block_type"]
+    elif isinstance(cfg.data.get("hybrid_override_pattern"), str):
+        pattern = cfg.data["hybrid_override_pattern"]
+        if not pattern or not set(pattern) <= set(NEMOTRON_BLOCKS):
+            raise cfg.error("hybrid_override_pattern", f"expected characters of {''.join(NEMOTRON_BLOCKS)}, "
+                                                       f"got {pattern!r}")
+        blocks = [NEMOTRON_BLOCKS[c] for c in pattern]
+    else:
+        raise cfg.error("layers_block_type", "missing (or hybrid_override_pattern), required for Nemotron-H")
+    if not isinstance(blocks, list) or not blocks or not set(blocks) <= set(NEMOTRON_LAYER):
+        raise cfg.error("layers_block_type", f"expected a list of {', '.join(NEMOTRON_LAYER)}, got {blocks!r}")
+    return blocks
+
+
+def _nemotron_mixer(cfg: _Config) -> dict[str, Any]:
+    """NemotronHMamba2Mixer: mamba_num_heads of mamba_head_dim (d_inner is their product), n_groups of B and C of
+    ssm_state_size, conv_kernel with a bias (use_conv_bias), projections without (use_bias)."""
+    heads, groups = cfg.integer("mamba_num_heads"), cfg.integer("n_groups", 1)
+    if heads % groups:
+        raise cfg.error("n_groups", f"{groups} does not divide mamba_num_heads {heads}")
+    _only(cfg, "use_conv_bias", True)
+    _only(cfg, "use_bias", False)
+    return {"kind": "mamba2", "key_heads": groups, "value_heads": heads, "key_head_dim": cfg.integer("ssm_state_size"),
+            "value_head_dim": cfg.integer("mamba_head_dim"), "conv_kernel": cfg.integer("conv_kernel", 4)}
+
+
+def _nemotron_h(cfg: _Config) -> dict[str, Any]:
+    """Nemotron-H (NemotronHBlock): every layer is one block after one RMSNorm: a Mamba-2 mixer, GQA attention
+    (q/k/v/o without bias, explicit head_dim), an ungated relu2 MLP (up, down) of intermediate_size, or a MoE of
+    n_routed_experts ungated experts of moe_intermediate_size (top num_experts_per_tok, a bias-free router; the
+    e_score_correction_bias is a buffer) plus one shared MLP of moe_shared_expert_intermediate_size; norm_f at the
+    end. moe_latent_size, mlp_bias and sliding_window are refused (not modelled)."""
+    blocks = _nemotron_blocks(cfg)
+    for key in ("moe_latent_size", "sliding_window"):
+        if cfg.has(key):
+            raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only null)")
+    _only(cfg, "mlp_bias", False)
+    hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    attention = [{"kind": NEMOTRON_LAYER[b][0]} for b in blocks]
+    fields = {"num_layers": len(blocks), "hidden_size": hidden, "num_heads": heads, "num_kv_heads": kv_heads,
+              "head_dim": cfg.integer("head_dim"), "intermediate_size": cfg.integer("intermediate_size"),
+              "vocab_size": cfg.integer("vocab_size"), "tie_word_embeddings": cfg.flag("tie_word_embeddings", False),
+              "max_position_embeddings": cfg.integer("max_position_embeddings"), "mlp": "plain",
+              "norms_per_layer": 1, "attention": _shortest_cycle(attention),
+              "mlp_layers": _shortest_cycle([NEMOTRON_LAYER[b][1] for b in blocks])}
+    if "linear_attention" in blocks:
+        fields["linear_attention"] = _nemotron_mixer(cfg)
+    if "moe" in blocks:
+        fields["moe"] = {"num_experts": cfg.integer("n_routed_experts"),
+                         "experts_per_token": cfg.integer("num_experts_per_tok"),
+                         "expert_intermediate_size": cfg.integer("moe_intermediate_size"), "num_shared_experts": 1,
+                         "shared_expert_intermediate_size": cfg.integer("moe_shared_expert_intermediate_size")}
+    return fields
+
+
 def _text_config(handler: Callable[[_Config], dict[str, Any]]) -> Callable[[_Config], dict[str, Any]]:
     """A multimodal wrapper's handler: `handler` on its text_config (the vision tower is counted apart)."""
     def read(cfg: _Config) -> dict[str, Any]:
@@ -175,4 +243,6 @@ ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "Lfm2ForCausalLM": _lfm2,
     "Lfm2MoeForCausalLM": _lfm2_moe,
     "Lfm2VlForConditionalGeneration": _text_config(_lfm2),
+    "NemotronHForCausalLM": _nemotron_h,
+    "NemotronH_Omni_Reasoning_V3": _text_config(_nemotron_h),
 }

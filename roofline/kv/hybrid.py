@@ -67,10 +67,15 @@ def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
     the mixer's ops, costmodel.linear)."""
     if model.linear_attention is None and model.sparse_attention is None:
         return cache
-    layers = []
+    layers, recurrent = [], model.layer_counts().get("linear", 0)
     for layer in cache.layers:
         if model.linear_attention is not None and layer.attention.kind == "none":
-            layers.append(state_layer(model, layer.count))
+            # the view's 'none' groups hold the recurrent layers first, then the model's own mixer-less layers
+            # (Model.mlp_layers' MLP blocks), which keep nothing
+            states = min(layer.count, recurrent)
+            recurrent -= states
+            layers += [state_layer(model, states)] if states else []
+            layers += [replace(layer, count=layer.count - states)] if layer.count > states else []
         elif model.sparse_attention is not None and layer.attention.attends:
             layers.append(_with_indexer(layer, model))
         else:

@@ -234,6 +234,11 @@ class Model(Spec):
                            "normed input, outputs summed (Falcon-H1): it keeps both a KV cache and a state.")
     sparse_attention: SparseAttention | None = Field(
         None, description="DeepSeek Sparse Attention indexer (with MLA), if any.")
+    mlp_layers: list[Literal["dense", "moe", "none"]] | None = Field(
+        None, min_length=1,
+        description="Per-layer MLP, repeated cyclically like attention: 'dense', 'moe' or 'none' (Nemotron-H: every "
+                    "layer is one block, a mixer with no MLP or an MLP with no mixer, attention kind 'none'); None: "
+                    "every layer has one, MoE where moe.is_moe_layer.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
     quantization: Quantization | None = Field(
         None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
@@ -262,13 +267,32 @@ class Model(Spec):
             raise ValueError("linear_parallel: every layer must attend (the mixer runs beside attention)")
         if self.mlp == "none" and self.moe is not None:
             raise ValueError("mlp: 'none' (no MLP) contradicts moe")
-        if "linear" in kinds and "none" in kinds:
-            raise ValueError("attention: a model mixes 'linear' and 'none' layers (not modelled)")
+        self._check_mlp_layers()
         if not any(a.attends for a in self.attention) and "linear" not in kinds:
             raise ValueError("attention: no layer attends or keeps a state")
         if self.sparse_attention is not None and self.mla is None:
             raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
         return self
+
+    def _check_mlp_layers(self) -> None:
+        if self.mlp_layers is None:
+            return
+        if len(self.mlp_layers) > self.num_layers:
+            raise ValueError(f"mlp_layers: {len(self.mlp_layers)} entries for {self.num_layers} layers")
+        if ("moe" in self.mlp_layers) != (self.moe is not None):
+            raise ValueError("mlp_layers: 'moe' entries need moe, and moe needs some 'moe' entry")
+        if self.mlp == "none" and set(self.mlp_layers) != {"none"}:
+            raise ValueError("mlp_layers: a layer has an MLP, but mlp is 'none'")
+        if self.moe is not None and (self.moe.first_dense_layers or self.moe.layer_period != 1):
+            raise ValueError("mlp_layers: with mlp_layers, moe's first_dense_layers / layer_period are unused")
+
+    def layer_mlp(self, layer: int) -> str:
+        """MLP of layer `layer` (0-based): 'dense', 'moe' or 'none' (mlp_layers, else moe.is_moe_layer)."""
+        if self.mlp_layers is not None:
+            return self.mlp_layers[layer % len(self.mlp_layers)]
+        if self.mlp == "none":
+            return "none"
+        return "moe" if self.moe is not None and self.moe.is_moe_layer(layer) else "dense"
 
     def layer_attention(self, layer: int) -> AttentionLayer:
         """Attention kind of layer `layer` (0-based); the pattern repeats over the layers."""

@@ -18,3 +18,8 @@ HYBRID_TINY |= {
     "lfm2": {"layer_types": ["conv", "full_attention"] * 2, "intermediate_size": 130, "block_multiple_of": 8},
     "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 2, "num_dense_layers": 1},
 }
+# Nemotron-H: one of each block (Mamba-2, attention, MLP, MoE), twice; experts 40 wide, the shared MLP 56
+HYBRID_TINY["nemotron_h"] = {
+    "layers_block_type": ["linear_attention", "full_attention", "mlp", "moe"] * 2, "mamba_num_heads": 5,
+    "mamba_head_dim": 16, "ssm_state_size": 8, "n_groups": 1, "moe_shared_expert_intermediate_size": 56,
+    "n_routed_experts": 4, "sliding_window": None}

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 # refused, its toy sets them
 HYBRID_TYPES = [("falcon_mamba", "FalconMambaForCausalLM"), ("bamba", "BambaForCausalLM"),
                 ("granitemoehybrid", "GraniteMoeHybridForCausalLM"), ("lfm2", "Lfm2ForCausalLM"),
-                ("lfm2_moe", "Lfm2MoeForCausalLM"), ("lfm2_vl", "Lfm2VlForConditionalGeneration")]
+                ("lfm2_moe", "Lfm2MoeForCausalLM"), ("lfm2_vl", "Lfm2VlForConditionalGeneration"),
+                ("nemotron_h", "NemotronHForCausalLM"), ("nemotron_h_omni", "NemotronH_Omni_Reasoning_V3")]
 
 
 @pytest.mark.parametrize(("model_type", "architecture"), HYBRID_TYPES)
@@ -118,3 +119,64 @@ def test_dense_granite_hybrid_uses_the_shared_mlp():
 def test_unmodelled_variants_are_refused_naming_the_key(config, key):
     with pytest.raises(SpecError, match=f": {key}: "):
         model_from_hf_config(config, "x/config.json", "x")
+
+
+# Nemotron-H-like (hand-written, hybrid_override_pattern as the Hub's configs write it): 12 blocks, 4 Mamba-2 mixers
+# (64 heads of 64, 4 groups of d_state 128, conv 4), 2 attention (8 KV heads of 128), 4 MoE and 2 MLP layers
+NEMOTRON = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "hidden_size": 2048,
+            "hybrid_override_pattern": "ME*-ME*-MEME", "num_attention_heads": 16, "num_key_value_heads": 8,
+            "head_dim": 128, "intermediate_size": 4096, "vocab_size": 131072, "max_position_embeddings": 262144,
+            "mamba_num_heads": 64, "mamba_head_dim": 64, "n_groups": 4, "ssm_state_size": 128, "conv_kernel": 4,
+            "n_routed_experts": 16, "num_experts_per_tok": 2, "moe_intermediate_size": 512,
+            "moe_shared_expert_intermediate_size": 1024}
+
+
+def _nemotron():
+    return model_from_hf_config(NEMOTRON, "nemotron/config.json", "nemotron")
+
+
+def test_single_block_layers_state_and_kv_by_hand():
+    model = _nemotron()
+    # 4 mixers: 64 x 128 x 64 state + 3 x (4096 + 2 x 4 x 128) conv columns, bf16; 2 attending layers
+    assert state_bytes_per_sequence(model) == 4 * (64 * 128 * 64 + 3 * (4096 + 2 * 4 * 128)) * 2
+    assert kv_bytes_per_token(model) == 2 * 2 * 8 * 128 * 2
+    assert kv_bytes(model, "bf16", 100, convention="transformers") == \
+        100 * 2 * 2 * 8 * 128 * 2 + 4 * (64 * 128 * 64 + 4 * (4096 + 2 * 4 * 128)) * 2
+
+
+def test_single_block_layers_parameters_by_hand():
+    d, inner, conv_ch = 2048, 4096, 4096 + 2 * 4 * 128
+    mixer = d * (conv_ch + inner + 64) + 4 * conv_ch + conv_ch + 3 * 64 + inner + inner * d
+    attention = d * 2048 + 2 * d * 1024 + 2048 * d
+    mlp = 2 * d * 4096  # relu2: up, down
+    moe = 16 * 2 * d * 512 + 2 * d * 1024 + 16 * d  # experts, the shared MLP, the router
+    total = 2 * 131072 * d + 4 * mixer + 2 * attention + 2 * mlp + 4 * moe + 12 * d + d  # untied head, 1 norm a layer
+    assert parameter_count(_nemotron()).total == total
+
+
+def test_single_block_layers_ops():
+    model = _nemotron()
+    ops = build_graph(model, parse_method("bf16"), "decode").by_name()
+    assert sum(op.count for op in ops["attn_norm"]) == 6  # the 4 mixers and 2 attention layers
+    assert sum(op.count for op in ops["mlp_norm"]) == 6  # the 2 MLP and 4 MoE layers
+    assert sum(op.count for op in ops["o_proj"]) == 2 and sum(op.count for op in ops["out_proj"]) == 4
+    assert sum(op.count for op in ops["mlp_residual"]) + sum(op.count for op in ops["attn_residual"]) == 12
+
+
+def test_mlp_layers_must_agree_with_moe():
+    model = _nemotron()
+    with pytest.raises(ValueError, match="mlp_layers"):
+        model.model_validate(model.model_dump() | {"moe": None})
+    with pytest.raises(ValueError, match="mlp_layers"):
+        model.model_validate(model.model_dump() | {"moe": None, "mlp": "none"})
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"hybrid_override_pattern": "MX*"}, "hybrid_override_pattern"),
+    ({"moe_latent_size": 512}, "moe_latent_size"),
+    ({"use_bias": True}, "use_bias"),
+    ({"layers_block_type": ["mamba"]}, "layers_block_type"),
+])
+def test_nemotron_variants_not_modelled_are_refused(change, key):
+    with pytest.raises(SpecError, match=f": {key}: "):
+        model_from_hf_config(NEMOTRON | change, "x/config.json", "x")
