@@ -136,6 +136,8 @@ def linear_params_per_layer(model: Model) -> int:
     out_proj H_v d_v x d. Mamba-2 (Mamba2Mixer): in_proj d x (conv_channels + H_v d_v + H_v) (z, xBC, dt),
     conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj. A short convolution
     (transformers Lfm2ShortConv, conv_bias false): in_proj d x 3 d_c, conv1d (kernel x d_c), out_proj d_c x d.
+    Lightning attention (transformers MiniMaxLightningAttention): qkv_proj d x 3 H d_h, output_gate d x H d_h, RMSNorm
+    (H d_h), out_proj H d_h x d.
     """
     la = model.linear_attention
     if la is None:
@@ -144,6 +146,8 @@ def linear_params_per_layer(model: Model) -> int:
     conv = la.conv_kernel * la.conv_channels
     if la.kind == "mamba1":
         return mamba1_params(d, inner, la.key_head_dim, la.dt_rank, la.conv_kernel)
+    if la.kind == "lightning":  # MiniMaxLightningAttention: qkv_proj, output_gate, norm, out_proj
+        return d * 3 * inner + d * inner + inner + inner * d
     if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d
         return d * 3 * inner + conv + inner * d
     if la.kind == "gated_deltanet":

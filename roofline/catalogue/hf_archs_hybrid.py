@@ -226,6 +226,31 @@ def _nemotron_h(cfg: _Config) -> dict[str, Any]:
     return fields
 
 
+def _minimax(cfg: _Config) -> dict[str, Any]:
+    """MiniMax-01 / MiniMax-Text (MiniMaxDecoderLayer): input_layernorm, GQA attention ('full_attention') or
+    lightning attention ('linear_attention': num_attention_heads of head_dim, its own q/k/v, output gate and norm),
+    post_attention_layernorm, a Mixtral MoE (num_local_experts of intermediate_size, top num_experts_per_tok, a
+    bias-free router). layer_types absent: odd layers (1, 3, ...) linear (MiniMaxConfig). sliding_window is refused.
+    An engine keeps the lightning state as transformers does, heads x head_dim x head_dim per layer, in the model
+    dtype (vllm-project/vllm vllm/model_executor/layers/mamba/mamba_utils.py, MambaStateShapeCalculator.
+    linear_attention_state_shape and MambaStateDtypeCalculator.linear_attention_state_dtype)."""
+    fields = _core(cfg, kv_default_heads=True)
+    n = fields["num_layers"]
+    if cfg.has("sliding_window"):
+        raise cfg.error("sliding_window", f"{cfg.data['sliding_window']!r} not modelled (only null)")
+    kinds = cfg.data.get("layer_types") or ["full_attention" if (i + 1) % 2 else "linear_attention" for i in range(n)]
+    attention = _hybrid_layers(cfg, kinds, n, "layer_types")
+    moe = {"num_experts": cfg.integer("num_local_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
+           "expert_intermediate_size": fields["intermediate_size"]}
+    out = fields | {"attention": attention, "moe": moe}
+    if all(layer["kind"] != "linear" for layer in attention):
+        return out
+    heads, head_dim = fields["num_heads"], fields["head_dim"]
+    lightning = {"kind": "lightning", "key_heads": heads, "value_heads": heads, "key_head_dim": head_dim,
+                 "value_head_dim": head_dim, "conv_kernel": 1}
+    return out | {"linear_attention": lightning}
+
+
 def _text_config(handler: Callable[[_Config], dict[str, Any]]) -> Callable[[_Config], dict[str, Any]]:
     """A multimodal wrapper's handler: `handler` on its text_config (the vision tower is counted apart)."""
     def read(cfg: _Config) -> dict[str, Any]:
@@ -245,4 +270,5 @@ ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "Lfm2VlForConditionalGeneration": _text_config(_lfm2),
     "NemotronHForCausalLM": _nemotron_h,
     "NemotronH_Omni_Reasoning_V3": _text_config(_nemotron_h),
+    "MiniMaxForCausalLM": _minimax,
 }

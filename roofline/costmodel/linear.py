@@ -18,6 +18,9 @@ conv1d over d_inner, x_proj d_inner -> dt_rank + 2 d_state, dt_proj dt_rank -> d
 state element h <- exp(dt A) h + dt B x, y = C h: dA (1 multiply + 1 exp, counted as 1), dt B x (1), update (2),
 output (2) = 6 FLOPs per element of the d_inner x d_state state, elementwise (no matmul), the same per token in
 prefill (the selective scan is sequential in the state); y x SiLU(z) (no norm), out_proj d_inner -> d.
+Lightning attention (MiniMax-01, §2.2; transformers MiniMaxLightningAttention): in_proj d -> 3 H d_h (q, k, v) +
+H d_h (the output gate), no convolution, per head and token S <- lambda S + k^T v, o = q S: decay (1), update (2),
+output (2) = 5 d_h^2 FLOPs as Mamba-2's, prefill in the same chunked form; RMSNorm(o) x sigmoid(gate), out_proj.
 A short convolution (LFM2, transformers Lfm2ShortConv): in_proj d -> 3 d_c (B, C, x), B * x (1 FLOP per channel),
 the conv1d over d_c, C * y (1 FLOP per channel), out_proj d_c -> d; no recurrence and no state beyond the conv's.
 A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
@@ -31,7 +34,7 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5, "mamba1": 6}
+STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5, "mamba1": 6, "lightning": 5}
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -53,10 +56,10 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
         ops.append(elementwise(ctx, "conv_in_gate", tokens, inner, 1, reads=2))
     conv_io = {"kv_read": B * conv_state, "kv_write": B * conv_state} if phase == "decode" else {
         "kv_write": B * conv_state}
-    ops.append(ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
+    ops += [] if la.kind == "lightning" else [ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
                       traffic=traffic(weights=la.conv_kernel * conv_ch * ctx.wb,
                                       act_read=tokens * conv_ch * ctx.act_bytes,
-                                      act_write=tokens * conv_ch * ctx.act_bytes, **conv_io)))
+                                      act_write=tokens * conv_ch * ctx.act_bytes, **conv_io))]
     if la.kind == "mamba1":
         ops += _mamba1_dt(ctx, tokens, inner)
     if la.kind == "short_conv":
@@ -77,6 +80,8 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     if la.kind in ("mamba1", "short_conv"):
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, (2 if la.kind == "mamba1" else 3) * inner)]
     hv = inner // la.value_head_dim
+    if la.kind == "lightning":  # q, k, v and the output gate
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
     gates = 2 * hv if la.kind == "gated_deltanet" else hv
     return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + inner + gates)]
 
@@ -97,7 +102,8 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
     la = ctx.model.linear_attention
     assert la is not None
     dk, dv = la.key_head_dim, la.value_head_dim
-    io = traffic(act_read=tokens * conv_ch * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
+    read = 3 * inner if la.kind == "lightning" else conv_ch  # q, k, v (no conv) or the conv's outputs
+    io = traffic(act_read=tokens * read * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
     if phase == "decode":
         io = io | traffic(kv_read=B * state, kv_write=B * state)
         work = STEP_FLOPS[la.kind] * B * hv * dk * dv

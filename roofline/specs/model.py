@@ -54,12 +54,15 @@ class LinearAttention(Spec):
     from x_proj after the convolution, shared by all channels), conv_channels = d_inner. A short convolution
     (kind 'short_conv', LFM2's Lfm2ShortConv: y = C * conv(B * x), Liquid AI 2025) keeps no recurrent state, only
     the conv state of its channels, written as mamba1's are (value_heads blocks of value_head_dim channels,
-    key_heads = key_head_dim = 1, unused).
+    key_heads = key_head_dim = 1, unused). MiniMax's lightning attention (kind 'lightning', MiniMax-01 report
+    2025, §2.2; transformers MiniMaxLightningAttention) keeps a heads x head_dim x head_dim state of decayed k^T v
+    sums and no convolution (conv_channels 0; conv_kernel is then unused).
     """
 
-    kind: Literal["gated_deltanet", "mamba2", "mamba1", "short_conv"] = Field(
-        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD), Mamba-1 (selective scan), or a gated short "
-                    "convolution without a recurrent state (LFM2).")
+    kind: Literal["gated_deltanet", "mamba2", "mamba1", "short_conv", "lightning"] = Field(
+        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD), Mamba-1 (selective scan), a gated short "
+                    "convolution without a recurrent state (LFM2), or lightning attention without a convolution "
+                    "(MiniMax).")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
     value_heads: PositiveInt = Field(description="Value heads (Mamba-2: n_heads).")
     key_head_dim: PositiveInt = Field(description="Key width per head (Mamba-2: d_state).")
@@ -83,7 +86,10 @@ class LinearAttention(Spec):
 
     def conv_channels_for(self, key_heads, value_heads):
         """Conv channels of `key_heads` key and `value_heads` value heads (one tensor-parallel rank's);
-        Mamba-1 and a short convolution convolve their value channels only."""
+        Mamba-1 and a short convolution convolve their value channels only; lightning attention has no
+        convolution."""
+        if self.kind == "lightning":
+            return 0
         if self.kind in ("mamba1", "short_conv"):
             return value_heads * self.value_head_dim
         return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim

@@ -23,3 +23,5 @@ HYBRID_TINY["nemotron_h"] = {
     "layers_block_type": ["linear_attention", "full_attention", "mlp", "moe"] * 2, "mamba_num_heads": 5,
     "mamba_head_dim": 16, "ssm_state_size": 8, "n_groups": 1, "moe_shared_expert_intermediate_size": 56,
     "n_routed_experts": 4, "sliding_window": None}
+# MiniMax: lightning attention at layers 1 and 3 (MiniMaxConfig's default pattern), no sliding window
+HYBRID_TINY["minimax"] = {"sliding_window": None, "block_size": 4}
