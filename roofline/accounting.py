@@ -136,6 +136,9 @@ def linear_params_per_layer(model: Model) -> int:
     out_proj H_v d_v x d. Mamba-2 (Mamba2Mixer): in_proj d x (conv_channels + H_v d_v + H_v) (z, xBC, dt),
     conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj. A short convolution
     (transformers Lfm2ShortConv, conv_bias false): in_proj d x 3 d_c, conv1d (kernel x d_c), out_proj d_c x d.
+    Kimi Delta Attention (transformers KimiLinearDeltaAttention, H heads of d_h): q, k, v d x H d_h each, conv1d
+    (kernel x 3 H d_h, no bias), forget gate f_a d x d_h, f_b d_h x H d_h, dt_bias H d_h, A_log H, b_proj d x H,
+    output gate g_a d x d_h, g_b d_h x H d_h, gated RMSNorm (d_h), o_proj H d_h x d.
     Lightning attention (transformers MiniMaxLightningAttention): qkv_proj d x 3 H d_h, output_gate d x H d_h, RMSNorm
     (H d_h), out_proj H d_h x d.
     """
@@ -146,6 +149,10 @@ def linear_params_per_layer(model: Model) -> int:
     conv = la.conv_kernel * la.conv_channels
     if la.kind == "mamba1":
         return mamba1_params(d, inner, la.key_head_dim, la.dt_rank, la.conv_kernel)
+    if la.kind == "kda":  # q, k, v, conv, forget gate (f_a, f_b, dt_bias, A_log), b_proj, g_a, g_b, o_norm, o_proj
+        rank = la.value_head_dim
+        return d * 3 * inner + conv + d * rank + rank * inner + inner + la.value_heads + d * la.value_heads \
+            + d * rank + rank * inner + rank + inner * d
     if la.kind == "lightning":  # MiniMaxLightningAttention: qkv_proj, output_gate, norm, out_proj
         return d * 3 * inner + d * inner + inner + inner * d
     if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d

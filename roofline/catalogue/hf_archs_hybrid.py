@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, _mamba
+from roofline.catalogue.hf_families import _moe_layers
 from roofline.catalogue.hfconfig import _Config, _core, _full, _shortest_cycle
 
 
@@ -251,6 +252,54 @@ def _minimax(cfg: _Config) -> dict[str, Any]:
     return out | {"linear_attention": lightning}
 
 
+def _kimi_layers(cfg: _Config, n: int) -> list[str]:
+    """layer_types, else linear_attn_config's 1-based full_attn_layers / kda_layers (the Hub's configs), else
+    KimiLinearConfig's default (attention at every fourth layer from 4)."""
+    if cfg.has("layer_types"):
+        return cfg.data["layer_types"]
+    sub = cfg.data.get("linear_attn_config") or {}
+    if "full_attn_layers" in sub and "kda_layers" in sub:
+        full = sub["full_attn_layers"]
+        if not isinstance(full, list) or not all(isinstance(i, int) for i in full):
+            raise cfg.error("linear_attn_config", f"full_attn_layers: expected 1-based layer numbers, got {full!r}")
+        return ["full_attention" if i + 1 in full else "linear_attention" for i in range(n)]
+    return ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)]
+
+
+def _kimi_linear(cfg: _Config) -> dict[str, Any]:
+    """Kimi Linear (KimiLinearDecoderLayer): input_layernorm, MLA attention ('full_attention': q_proj or q_lora_rank
+    factors, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; the latent cached) or Kimi Delta Attention
+    ('linear_attention': linear_num_heads of linear_head_dim, conv linear_conv_kernel_dim; linear_attn_config on the
+    Hub), post_attention_layernorm, then a dense SwiGLU MLP (mlp_layer_types 'dense' / first_k_dense_replace) or the
+    MoE: num_experts of moe_intermediate_size, top num_experts_per_token, a bias-free router (the
+    e_score_correction_bias is a buffer), a shared SwiGLU MLP of moe_intermediate_size x num_shared_experts."""
+    n, heads = cfg.integer("num_hidden_layers"), cfg.integer("num_attention_heads")
+    sub = cfg.data.get("linear_attn_config") or {}
+    mla = {"q_lora_rank": cfg.optional_integer("q_lora_rank"), "kv_lora_rank": cfg.integer("kv_lora_rank"),
+           "qk_nope_head_dim": cfg.integer("qk_nope_head_dim"), "qk_rope_head_dim": cfg.integer("qk_rope_head_dim"),
+           "v_head_dim": cfg.integer("v_head_dim")}
+    attention = _hybrid_layers(cfg, _kimi_layers(cfg, n), n, "layer_types")
+    topk = "num_experts_per_token" if cfg.has("num_experts_per_token") else "num_experts_per_tok"
+    moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer(topk),
+           "expert_intermediate_size": cfg.integer("moe_intermediate_size"),
+           "num_shared_experts": cfg.integer("num_shared_experts", 1, minimum=0), **_moe_layers(cfg, n)}
+    fields = {"num_layers": n, "hidden_size": cfg.integer("hidden_size"), "num_heads": heads, "num_kv_heads": heads,
+              "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"],
+              "intermediate_size": cfg.integer("intermediate_size"), "vocab_size": cfg.integer("vocab_size"),
+              "tie_word_embeddings": cfg.flag("tie_word_embeddings", False), "attention": attention,
+              "max_position_embeddings": cfg.integer("model_max_length" if cfg.has("model_max_length")
+                                                     else "max_position_embeddings"),
+              "mla": mla, "moe": moe}
+    if all(layer["kind"] != "linear" for layer in attention):
+        return fields
+    heads_l = sub.get("num_heads") or cfg.integer("linear_num_heads")
+    head_dim = sub.get("head_dim") or cfg.integer("linear_head_dim")
+    kernel = sub.get("short_conv_kernel_size") or cfg.integer("linear_conv_kernel_dim")
+    kda = {"kind": "kda", "key_heads": heads_l, "value_heads": heads_l, "key_head_dim": head_dim,
+           "value_head_dim": head_dim, "conv_kernel": kernel}
+    return fields | {"linear_attention": kda}
+
+
 def _text_config(handler: Callable[[_Config], dict[str, Any]]) -> Callable[[_Config], dict[str, Any]]:
     """A multimodal wrapper's handler: `handler` on its text_config (the vision tower is counted apart)."""
     def read(cfg: _Config) -> dict[str, Any]:
@@ -271,4 +320,5 @@ ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "NemotronHForCausalLM": _nemotron_h,
     "NemotronH_Omni_Reasoning_V3": _text_config(_nemotron_h),
     "MiniMaxForCausalLM": _minimax,
+    "KimiLinearForCausalLM": _kimi_linear,
 }

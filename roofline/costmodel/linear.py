@@ -18,6 +18,10 @@ conv1d over d_inner, x_proj d_inner -> dt_rank + 2 d_state, dt_proj dt_rank -> d
 state element h <- exp(dt A) h + dt B x, y = C h: dA (1 multiply + 1 exp, counted as 1), dt B x (1), update (2),
 output (2) = 6 FLOPs per element of the d_inner x d_state state, elementwise (no matmul), the same per token in
 prefill (the selective scan is sequential in the state); y x SiLU(z) (no norm), out_proj d_inner -> d.
+Kimi Delta Attention (Kimi Linear report 2025, §3; transformers KimiLinearDeltaAttention): Gated DeltaNet's
+recurrence with a per-channel decay (the same 7 d_k d_v FLOPs: the decay is one multiply per state element either
+way) and chunked prefill; in_proj d -> 3 H d_h (q, k, v) + H (beta) + 2 d_h (the low-rank f_a and g_a), then
+gate_b_proj d_h -> 2 H d_h (f_b and g_b as one op: the same FLOPs and weights).
 Lightning attention (MiniMax-01, §2.2; transformers MiniMaxLightningAttention): in_proj d -> 3 H d_h (q, k, v) +
 H d_h (the output gate), no convolution, per head and token S <- lambda S + k^T v, o = q S: decay (1), update (2),
 output (2) = 5 d_h^2 FLOPs as Mamba-2's, prefill in the same chunked form; RMSNorm(o) x sigmoid(gate), out_proj.
@@ -34,7 +38,7 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5, "mamba1": 6, "lightning": 5}
+STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5}
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -82,6 +86,10 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     hv = inner // la.value_head_dim
     if la.kind == "lightning":  # q, k, v and the output gate
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
+    if la.kind == "kda":  # q, k, v, beta and the low-rank gates' first halves; then their second halves
+        rank = la.value_head_dim
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + hv + 2 * rank),
+                linear(ctx, "gate_b_proj", tokens, rank, 2 * inner)]
     gates = 2 * hv if la.kind == "gated_deltanet" else hv
     return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + inner + gates)]
 
@@ -112,7 +120,8 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
         if la.kind == "mamba1":
             work = tokens * hv * STEP_FLOPS["mamba1"] * dk * dv
         else:
-            per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + (2 * CHUNK * dk if la.kind == "gated_deltanet" else 0)
+            wy = 2 * CHUNK * dk if la.kind in ("gated_deltanet", "kda") else 0  # the delta rule's WY / UT transform
+            per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + wy
             work = tokens * hv * per_token
     if la.kind == "mamba1":
         return ctx.op("recurrence", vector_flops=work, traffic=io)

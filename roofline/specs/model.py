@@ -56,11 +56,14 @@ class LinearAttention(Spec):
     the conv state of its channels, written as mamba1's are (value_heads blocks of value_head_dim channels,
     key_heads = key_head_dim = 1, unused). MiniMax's lightning attention (kind 'lightning', MiniMax-01 report
     2025, §2.2; transformers MiniMaxLightningAttention) keeps a heads x head_dim x head_dim state of decayed k^T v
-    sums and no convolution (conv_channels 0; conv_kernel is then unused).
+    sums and no convolution (conv_channels 0; conv_kernel is then unused). Kimi Delta Attention (kind 'kda',
+    Kimi Linear report 2025, §3; transformers KimiLinearDeltaAttention) has Gated DeltaNet's state and conv (q, k, v
+    of heads x head_dim each) with a per-channel decay and low-rank gate projections.
     """
 
-    kind: Literal["gated_deltanet", "mamba2", "mamba1", "short_conv", "lightning"] = Field(
-        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD), Mamba-1 (selective scan), a gated short "
+    kind: Literal["gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning"] = Field(
+        description="Recurrence: Gated DeltaNet, Kimi Delta Attention, Mamba-2 (SSD), Mamba-1 (selective scan), a "
+                    "gated short "
                     "convolution without a recurrent state (LFM2), or lightning attention without a convolution "
                     "(MiniMax).")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")

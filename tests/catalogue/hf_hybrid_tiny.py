@@ -25,3 +25,8 @@ HYBRID_TINY["nemotron_h"] = {
     "n_routed_experts": 4, "sliding_window": None}
 # MiniMax: lightning attention at layers 1 and 3 (MiniMaxConfig's default pattern), no sliding window
 HYBRID_TINY["minimax"] = {"sliding_window": None, "block_size": 4}
+# Kimi Linear: KDA at 0, 2, MLA at 1, 3; 2 KDA heads of 16; the first layer dense (mlp_layer_types)
+HYBRID_TINY["kimi_linear"] = {
+    "layer_types": ["linear_attention", "full_attention"] * 2, "linear_num_heads": 2, "linear_head_dim": 16,
+    "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "num_experts": 4, "num_experts_per_token": 2,
+    "q_lora_rank": None, "num_key_value_heads": 4}

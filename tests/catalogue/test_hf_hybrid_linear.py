@@ -1,6 +1,6 @@
-"""Linear-attention layer kinds without a convolution (roofline.catalogue.hf_archs_hybrid): MiniMax's lightning
-attention. State bytes, parameters and ops of hand-written configs derived by hand; the toy transformers model
-against roofline (tests/catalogue/hf_exactness.measure)."""
+"""Linear-attention layer kinds (roofline.catalogue.hf_archs_hybrid): MiniMax's lightning attention (no convolution)
+and Kimi Delta Attention. State bytes, parameters and ops of hand-written configs derived by hand; the toy
+transformers model against roofline (tests/catalogue/hf_exactness.measure)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from roofline.units import B
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-LINEAR_TYPES = [("minimax", "MiniMaxForCausalLM")]
+LINEAR_TYPES = [("minimax", "MiniMaxForCausalLM"), ("kimi_linear", "KimiLinearForCausalLM")]
 
 
 @pytest.mark.parametrize(("model_type", "architecture"), LINEAR_TYPES)
@@ -77,3 +77,49 @@ def test_lightning_decode_ops():
 def test_minimax_sliding_window_is_refused():
     with pytest.raises(SpecError, match=": sliding_window: "):
         model_from_hf_config(MINIMAX | {"sliding_window": 4096}, "x/config.json", "x")
+
+
+# Kimi-Linear-like (hand-written, the Hub's linear_attn_config form): 8 layers, MLA at 4 and 8 (1-based), KDA in the
+# other 6 (32 heads of 128, conv 4); MLA 32 heads, latent 512 + rope 64; 64 experts of 1024, top 8, 1 shared; the
+# first layer dense (first_k_dense_replace)
+KIMI = {"architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "hidden_size": 2304,
+        "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 9216,
+        "vocab_size": 163840, "model_max_length": 1048576, "kv_lora_rank": 512, "q_lora_rank": None,
+        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts": 64,
+        "num_experts_per_token": 8, "moe_intermediate_size": 1024, "num_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "linear_attn_config": {"full_attn_layers": [4, 8], "kda_layers": [1, 2, 3, 5, 6, 7], "head_dim": 128,
+                               "num_heads": 32, "short_conv_kernel_size": 4}}
+
+
+def _kimi():
+    return model_from_hf_config(KIMI, "kimi/config.json", "kimi")
+
+
+def test_kda_state_by_hand_under_both_conventions():
+    model = _kimi()
+    inner = 32 * 128
+    # 6 KDA layers: 32 x 128 x 128 state + 3 x 3 x 4096 conv columns (q, k, v), bf16; 2 MLA layers of 512 + 64
+    state = 6 * (32 * 128 * 128 + 3 * 3 * inner) * 2
+    assert state_bytes_per_sequence(model) == state
+    assert kv_bytes_per_token(model) == 2 * (512 + 64) * 2
+    assert kv_bytes(model, "bf16", 10, convention="transformers") == \
+        10 * 2 * (512 + 64) * 2 + 6 * (32 * 128 * 128 + 4 * 3 * inner) * 2
+
+
+def test_kda_parameters_by_hand():
+    d, inner, r = 2304, 32 * 128, 128
+    kda = 3 * d * inner + 4 * 3 * inner + (d * r + r * inner + inner + 32) + d * 32 + (d * r + r * inner) + r \
+        + inner * d
+    mla = d * 32 * 192 + d * (512 + 64) + 512 + 512 * 32 * (128 + 128) + 32 * 128 * d
+    dense, moe = 3 * d * 9216, 64 * 3 * d * 1024 + 3 * d * 1024 + 64 * d
+    total = 2 * 163840 * d + 6 * kda + 2 * mla + dense + 7 * moe + 8 * 2 * d + d
+    assert parameter_count(_kimi()).total == total
+
+
+def test_kda_decode_ops():
+    ops = build_graph(_kimi(), parse_method("bf16"), "decode").by_name()
+    recurrence = ops["recurrence"][0]
+    assert recurrence.count == 6 and recurrence.matmul_flops == 7 * B * 32 * 128 * 128
+    assert ops["conv1d"][0].traffic["kv_read"] == B * 3 * 3 * 4096 * 2
+    assert ops["gate_b_proj"][0].matmul_flops == 2 * B * 128 * 2 * 4096
