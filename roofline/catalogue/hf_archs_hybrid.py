@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, _mamba
-from roofline.catalogue.hf_families import _moe_layers
+from roofline.catalogue.hf_families import Family, _moe_layers, read
 from roofline.catalogue.hfconfig import _Config, _core, _full, _shortest_cycle
 
 
@@ -300,6 +300,16 @@ def _kimi_linear(cfg: _Config) -> dict[str, Any]:
     return fields | {"linear_attention": kda}
 
 
+# OLMo Hybrid (OlmoHybridGatedDeltaNet): separate q / k / v / a / b / g projections, the same parameters as Qwen3-Next's
+# fused Gated DeltaNet; attention layers as OLMo-2 (post-norms, q / k RMSNorms over the whole projections)
+OLMO_HYBRID = Family(qk_norm=True, qk_norm_width="full", gated_deltanet=True)
+
+
+def _olmo_hybrid(cfg: _Config) -> dict[str, Any]:
+    """OLMo Hybrid: Gated DeltaNet and OLMo-2 attention layers per layer_types (hf_families.read)."""
+    return read(cfg, OLMO_HYBRID)
+
+
 def _text_config(handler: Callable[[_Config], dict[str, Any]]) -> Callable[[_Config], dict[str, Any]]:
     """A multimodal wrapper's handler: `handler` on its text_config (the vision tower is counted apart)."""
     def read(cfg: _Config) -> dict[str, Any]:
@@ -321,4 +331,5 @@ ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "NemotronH_Omni_Reasoning_V3": _text_config(_nemotron_h),
     "MiniMaxForCausalLM": _minimax,
     "KimiLinearForCausalLM": _kimi_linear,
+    "OlmoHybridForCausalLM": _olmo_hybrid,
 }

@@ -30,3 +30,5 @@ HYBRID_TINY["kimi_linear"] = {
     "layer_types": ["linear_attention", "full_attention"] * 2, "linear_num_heads": 2, "linear_head_dim": 16,
     "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "num_experts": 4, "num_experts_per_token": 2,
     "q_lora_rank": None, "num_key_value_heads": 4}
+# OLMo Hybrid: Gated DeltaNet at 0 and 2 (2 key heads, 4 value heads of 16), attention at 1 and 3
+HYBRID_TINY["olmo_hybrid"] = {"layer_types": ["linear_attention", "full_attention"] * 2}

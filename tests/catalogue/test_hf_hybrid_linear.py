@@ -18,7 +18,8 @@ from roofline.units import B
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-LINEAR_TYPES = [("minimax", "MiniMaxForCausalLM"), ("kimi_linear", "KimiLinearForCausalLM")]
+LINEAR_TYPES = [("minimax", "MiniMaxForCausalLM"), ("kimi_linear", "KimiLinearForCausalLM"),
+                ("olmo_hybrid", "OlmoHybridForCausalLM")]
 
 
 @pytest.mark.parametrize(("model_type", "architecture"), LINEAR_TYPES)
