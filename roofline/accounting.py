@@ -78,7 +78,8 @@ class ParameterCount:
 
 
 def attention_params_per_layer(model: Model) -> int:
-    """Q, K, V, O projections (+QKV bias, +QK norms, +output gate); for MLA the low-rank factors and norms.
+    """Q, K, V, O projections (+QKV bias, +QK norms, +output gate, +per-head gate d x H); for MLA the low-rank factors
+    and norms.
 
     MLA (DeepSeek-V3 modeling code): q_a (d x r_q) + q_a_norm (r_q) + q_b (r_q x H(d_nope + d_rope)),
     kv_a (d x (r_kv + d_rope)) + kv_a_norm (r_kv) + kv_b (r_kv x H(d_nope + d_v)) + o (H d_v x d).
@@ -100,6 +101,8 @@ def attention_params_per_layer(model: Model) -> int:
     params = d * q + 2 * d * kv + q * d
     if model.attn_output_gate:
         params += d * q
+    if model.attn_head_gate:
+        params += d * h
     if model.qkv_bias:
         params += q + 2 * kv
     if model.attn_out_bias:

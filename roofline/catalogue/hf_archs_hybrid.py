@@ -106,20 +106,24 @@ def _short_conv(cfg: _Config, hidden: int) -> dict[str, Any]:
             "value_head_dim": block, "conv_kernel": cfg.integer("conv_L_cache")}
 
 
-def _lfm2_layers(cfg: _Config, n: int) -> list[dict[str, Any]]:
-    """layer_types of 'full_attention' / 'conv' (Lfm2Config: a layer attends when its type is not 'conv';
-    full_attn_idxs when layer_types is absent)."""
+def _lfm2_layers(cfg: _Config, n: int, sliding: bool = False) -> list[dict[str, Any]]:
+    """layer_types of 'full_attention' / 'conv' (+ 'sliding_attention' of sliding_window for LFM3; a layer attends
+    when its type is not 'conv'); Lfm2Config's full_attn_idxs when layer_types is absent."""
     kinds = cfg.data.get("layer_types")
     if kinds is None and isinstance(cfg.data.get("full_attn_idxs"), list):
         kinds = ["full_attention" if i in cfg.data["full_attn_idxs"] else "conv" for i in range(n)]
-    if not isinstance(kinds, list) or len(kinds) != n or not set(kinds) <= {"full_attention", "conv"}:
-        raise cfg.error("layer_types", f"expected {n} of 'full_attention' / 'conv', got {kinds!r}")
-    return _shortest_cycle([_full() if k == "full_attention" else {"kind": "linear"} for k in kinds])
+    allowed = {"full_attention", "conv"} | ({"sliding_attention"} if sliding else set())
+    if not isinstance(kinds, list) or len(kinds) != n or not set(kinds) <= allowed:
+        raise cfg.error("layer_types", f"expected {n} of {' / '.join(sorted(allowed))}, got {kinds!r}")
+    layers = {"full_attention": _full(), "conv": {"kind": "linear"}}
+    if "sliding_attention" in kinds:
+        layers["sliding_attention"] = {"kind": "sliding", "window": cfg.integer("sliding_window")}
+    return _shortest_cycle([layers[k] for k in kinds])
 
 
-def _lfm2_mixers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
+def _lfm2_mixers(cfg: _Config, fields: dict[str, Any], sliding: bool = False) -> dict[str, Any]:
     """attention (the layer pattern) and, when some layer is a short convolution, linear_attention."""
-    attention = _lfm2_layers(cfg, fields["num_layers"])
+    attention = _lfm2_layers(cfg, fields["num_layers"], sliding)
     if all(layer["kind"] != "linear" for layer in attention):
         return {"attention": attention}
     return {"attention": attention, "linear_attention": _short_conv(cfg, fields["hidden_size"])}
@@ -310,6 +314,19 @@ def _olmo_hybrid(cfg: _Config) -> dict[str, Any]:
     return read(cfg, OLMO_HYBRID)
 
 
+def _lfm3(cfg: _Config) -> dict[str, Any]:
+    """LFM3 (Lfm3DecoderLayer): LFM2's layers plus 'sliding_attention' ones (sliding_window), explicit head_dim,
+    per-head q / k RMSNorms, a d x heads sigmoid gate per head (use_attention_gate: g_proj), q/k/v/o biases by
+    attention_bias, post-operator and post-FFN norms (use_sandwich_norm: 4 per layer), an unadjusted SwiGLU MLP of
+    intermediate_size; tied embeddings by default."""
+    fields = _core(cfg, tie_default=True)
+    bias = cfg.flag("attention_bias", False)
+    return fields | {"qk_norm": True, "qkv_bias": bias, "attn_out_bias": bias,
+                     "attn_head_gate": cfg.flag("use_attention_gate", False),
+                     "norms_per_layer": 4 if cfg.flag("use_sandwich_norm", False) else 2} \
+        | _lfm2_mixers(cfg, fields, sliding=True)
+
+
 def _text_config(handler: Callable[[_Config], dict[str, Any]]) -> Callable[[_Config], dict[str, Any]]:
     """A multimodal wrapper's handler: `handler` on its text_config (the vision tower is counted apart)."""
     def read(cfg: _Config) -> dict[str, Any]:
@@ -332,4 +349,6 @@ ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "MiniMaxForCausalLM": _minimax,
     "KimiLinearForCausalLM": _kimi_linear,
     "OlmoHybridForCausalLM": _olmo_hybrid,
+    "Lfm3ForCausalLM": _lfm3,
+    "Lfm3VlForConditionalGeneration": _text_config(_lfm3),
 }

@@ -216,6 +216,9 @@ class Model(Spec):
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3).")
     attn_output_gate: bool = Field(
         False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next).")
+    attn_head_gate: bool = Field(
+        False, description="A d x heads projection yields one sigmoid gate per head on the attention output (LFM3's "
+                           "g_proj).")
     mlp: Literal["gated", "plain", "none"] = Field(
         "gated", description="Gated (SwiGLU/GeGLU, 3 matrices), plain, or none (pure Mamba: the mixer is the layer).")
     norms_per_layer: PositiveInt = Field(2, description="Norm layers per decoder layer (Gemma-2: 4).")

@@ -32,3 +32,5 @@ HYBRID_TINY["kimi_linear"] = {
     "q_lora_rank": None, "num_key_value_heads": 4}
 # OLMo Hybrid: Gated DeltaNet at 0 and 2 (2 key heads, 4 value heads of 16), attention at 1 and 3
 HYBRID_TINY["olmo_hybrid"] = {"layer_types": ["linear_attention", "full_attention"] * 2}
+# LFM3 (sandwich norms and per-head gates on by default): conv, sliding (window 16), conv, full; conv kernel 5
+HYBRID_TINY["lfm3"] = {"layer_types": ["conv", "sliding_attention", "conv", "full_attention"], "conv_L_cache": 5}

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 HYBRID_TYPES = [("falcon_mamba", "FalconMambaForCausalLM"), ("bamba", "BambaForCausalLM"),
                 ("granitemoehybrid", "GraniteMoeHybridForCausalLM"), ("lfm2", "Lfm2ForCausalLM"),
                 ("lfm2_moe", "Lfm2MoeForCausalLM"), ("lfm2_vl", "Lfm2VlForConditionalGeneration"),
-                ("nemotron_h", "NemotronHForCausalLM"), ("nemotron_h_omni", "NemotronH_Omni_Reasoning_V3")]
+                ("nemotron_h", "NemotronHForCausalLM"), ("nemotron_h_omni", "NemotronH_Omni_Reasoning_V3"),
+                ("lfm3", "Lfm3ForCausalLM"), ("lfm3_vl", "Lfm3VlForConditionalGeneration")]
 
 
 @pytest.mark.parametrize(("model_type", "architecture"), HYBRID_TYPES)
@@ -180,3 +181,28 @@ def test_mlp_layers_must_agree_with_moe():
 def test_nemotron_variants_not_modelled_are_refused(change, key):
     with pytest.raises(SpecError, match=f": {key}: "):
         model_from_hf_config(NEMOTRON | change, "x/config.json", "x")
+
+
+# LFM3-like (hand-written): 8 layers, conv / sliding (window 256) / conv / full, 16 heads of 128 (4 KV heads),
+# conv kernel 7, sandwich norms and per-head gates
+LFM3 = {"architectures": ["Lfm3ForCausalLM"], "model_type": "lfm3", "hidden_size": 2048, "num_hidden_layers": 8,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 7680,
+        "vocab_size": 128000, "max_position_embeddings": 128000, "conv_L_cache": 7, "sliding_window": 256,
+        "use_sandwich_norm": True, "use_attention_gate": True,
+        "layer_types": ["conv", "sliding_attention", "conv", "full_attention"] * 2}
+
+
+def test_lfm3_cache_and_parameters_by_hand():
+    model = model_from_hf_config(LFM3, "lfm3/config.json", "lfm3")
+    per_token = 2 * 4 * 128 * 2
+    # 1000 tokens: 2 full layers keep 1000, 2 sliding keep 256 (transformers 255); 4 conv layers 6 (7) columns
+    assert kv_bytes(model, "bf16", 1000) == (2 * 1000 + 2 * 256) * per_token + 4 * 6 * 2048 * 2
+    assert kv_bytes(model, "bf16", 1000, convention="transformers") == \
+        (2 * 1000 + 2 * 255) * per_token + 4 * 7 * 2048 * 2
+    d = 2048
+    attention = d * 2048 + 2 * d * 512 + 2048 * d + 2 * 128 + d * 16  # q, k, v, o, q/k norms, the head gate
+    conv = 3 * d * d + 7 * d + d * d
+    total = 128000 * d + 4 * attention + 4 * conv + 8 * (3 * d * 7680 + 4 * d) + d
+    assert parameter_count(model).total == total
+    ops = build_graph(model, parse_method("bf16"), "decode").by_name()
+    assert sum(op.count for op in ops["attn_gate"]) == 4
