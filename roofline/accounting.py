@@ -142,6 +142,9 @@ def linear_params_per_layer(model: Model) -> int:
     Kimi Delta Attention (transformers KimiLinearDeltaAttention, H heads of d_h): q, k, v d x H d_h each, conv1d
     (kernel x 3 H d_h, no bias), forget gate f_a d x d_h, f_b d_h x H d_h, dt_bias H d_h, A_log H, b_proj d x H,
     output gate g_a d x d_h, g_b d_h x H d_h, gated RMSNorm (d_h), o_proj H d_h x d.
+    Griffin's recurrent block (transformers RecurrentGemmaRecurrentBlock, lru_width w of H blocks): linear_x and
+    linear_y d x w with biases, conv1d (kernel x w, bias), RG-LRU recurrent_param (w), input and recurrence gates
+    H x (w/H)^2 with biases H x w/H, linear_out w x d with bias.
     Lightning attention (transformers MiniMaxLightningAttention): qkv_proj d x 3 H d_h, output_gate d x H d_h, RMSNorm
     (H d_h), out_proj H d_h x d.
     """
@@ -156,6 +159,9 @@ def linear_params_per_layer(model: Model) -> int:
         rank = la.value_head_dim
         return d * 3 * inner + conv + d * rank + rank * inner + inner + la.value_heads + d * la.value_heads \
             + d * rank + rank * inner + rank + inner * d
+    if la.kind == "rglru":  # linear_x, linear_y, conv (+ bias), RG-LRU (Lambda, 2 block-diagonal gates), linear_out
+        blocks = la.value_heads * la.value_head_dim * la.value_head_dim
+        return 2 * (d + 1) * inner + conv + inner + inner + 2 * (blocks + inner) + (inner + 1) * d
     if la.kind == "lightning":  # MiniMaxLightningAttention: qkv_proj, output_gate, norm, out_proj
         return d * 3 * inner + d * inner + inner + inner * d
     if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d
@@ -277,8 +283,8 @@ CONVENTION_HELP = (
 def under_convention(model: Model, convention: str) -> Model:
     """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
     sliding window one token shorter and every conv state one column wider (roofline's conv state keeps
-    conv_kernel - 1 inputs, so conv_kernel + 1). ValueError naming the field for an unknown convention or a
-    window of 1 (nothing left to keep)."""
+    conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1.
+    ValueError naming the field for an unknown convention or a window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
     if convention == "engine":
@@ -291,7 +297,8 @@ def under_convention(model: Model, convention: str) -> Model:
             layer = layer.model_copy(update={"window": layer.window - 1})
         layers.append(layer)
     update: dict = {"attention": layers}
-    if model.linear_attention is not None:
+    # RecurrentGemma keeps its conv state on the module, kernel - 1 columns (RecurrentGemmaRecurrentBlock.conv1d_state)
+    if model.linear_attention is not None and model.linear_attention.kind != "rglru":
         la = model.linear_attention
         update["linear_attention"] = la.model_copy(update={"conv_kernel": la.conv_kernel + 1})
     return model.model_copy(update=update)

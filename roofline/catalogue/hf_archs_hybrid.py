@@ -1,12 +1,14 @@
 """Hugging Face import handlers for the hybrid recurrent architectures: attention layers interleaved with Mamba-2
-mixers (Bamba, Granite-4.0 hybrids), Falcon-Mamba (Mamba-1), and LFM2's short-convolution layers.
+mixers (Bamba, Granite-4.0 hybrids, Nemotron-H's one-block layers), Falcon-Mamba (Mamba-1), and LFM2 / LFM3's
+short-convolution layers; the linear-attention ones (MiniMax, Kimi Linear, OLMo Hybrid, RecurrentGemma) are in
+hf_archs_linear and registered here too.
 
 Keys, defaults and module layouts from huggingface/transformers v5.24.0 (src/transformers/models/<type>/):
 BambaConfig / BambaMixer / BambaDecoderLayer (bamba/), GraniteMoeHybridConfig / GraniteMoeHybridMambaLayer /
 GraniteMoeHybridDecoderLayer (granitemoehybrid/), FalconMambaConfig / FalconMambaMixer (falcon_mamba/: MambaMixer
 with weightless RMSNorms on dt, B and C, so Mamba-1's parameters), Lfm2Config / Lfm2ShortConv / Lfm2DecoderLayer
-(lfm2/), Lfm2MoeConfig / Lfm2MoeSparseMoeBlock (lfm2_moe/), NemotronHConfig / NemotronHBlock / NemotronHMoE
-(nemotron_h/: one block per layer, Model.mlp_layers).
+(lfm2/), Lfm2MoeConfig / Lfm2MoeSparseMoeBlock (lfm2_moe/), Lfm3Config / Lfm3Attention (lfm3/), NemotronHConfig /
+NemotronHBlock / NemotronHMoE (nemotron_h/: one block per layer, Model.mlp_layers).
 
 A mixer variant the spec does not carry (a bias on the Mamba-2 projections, no bias on its convolution) is refused
 with the key named, never approximated.
@@ -17,15 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from roofline.catalogue.hf_archs_linear import ARCHITECTURES_LINEAR, _hybrid_layers, _only
 from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, _mamba
-from roofline.catalogue.hf_families import Family, _moe_layers, read
 from roofline.catalogue.hfconfig import _Config, _core, _full, _shortest_cycle
-
-
-def _only(cfg: _Config, key: str, value: bool) -> None:
-    """Refuse a boolean key set away from the one value the spec models."""
-    if cfg.flag(key, value) != value:
-        raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {str(value).lower()})")
 
 
 def _mamba2_mixer(cfg: _Config, hidden: int) -> dict[str, Any]:
@@ -43,14 +39,6 @@ def _mamba2_mixer(cfg: _Config, hidden: int) -> dict[str, Any]:
     _only(cfg, "mamba_proj_bias", False)
     return {"kind": "mamba2", "key_heads": groups, "value_heads": heads, "key_head_dim": cfg.integer("mamba_d_state"),
             "value_head_dim": head_dim, "conv_kernel": cfg.integer("mamba_d_conv", 4)}
-
-
-def _hybrid_layers(cfg: _Config, kinds: list[str], n: int, key: str) -> list[dict[str, Any]]:
-    """'full_attention' / 'linear_attention' per layer (the names transformers' hybrid configs use) as the
-    shortest attention cycle; any other kind is refused naming `key`."""
-    if len(kinds) != n or not set(kinds) <= {"full_attention", "linear_attention"}:
-        raise cfg.error(key, f"expected {n} of 'full_attention' / 'linear_attention', got {kinds!r}")
-    return _shortest_cycle([_full() if k == "full_attention" else {"kind": "linear"} for k in kinds])
 
 
 def _with_mixer(attention: list[dict[str, Any]], cfg: _Config, hidden: int) -> dict[str, Any]:
@@ -231,89 +219,6 @@ def _nemotron_h(cfg: _Config) -> dict[str, Any]:
     return fields
 
 
-def _minimax(cfg: _Config) -> dict[str, Any]:
-    """MiniMax-01 / MiniMax-Text (MiniMaxDecoderLayer): input_layernorm, GQA attention ('full_attention') or
-    lightning attention ('linear_attention': num_attention_heads of head_dim, its own q/k/v, output gate and norm),
-    post_attention_layernorm, a Mixtral MoE (num_local_experts of intermediate_size, top num_experts_per_tok, a
-    bias-free router). layer_types absent: odd layers (1, 3, ...) linear (MiniMaxConfig). sliding_window is refused.
-    An engine keeps the lightning state as transformers does, heads x head_dim x head_dim per layer, in the model
-    dtype (vllm-project/vllm vllm/model_executor/layers/mamba/mamba_utils.py, MambaStateShapeCalculator.
-    linear_attention_state_shape and MambaStateDtypeCalculator.linear_attention_state_dtype)."""
-    fields = _core(cfg, kv_default_heads=True)
-    n = fields["num_layers"]
-    if cfg.has("sliding_window"):
-        raise cfg.error("sliding_window", f"{cfg.data['sliding_window']!r} not modelled (only null)")
-    kinds = cfg.data.get("layer_types") or ["full_attention" if (i + 1) % 2 else "linear_attention" for i in range(n)]
-    attention = _hybrid_layers(cfg, kinds, n, "layer_types")
-    moe = {"num_experts": cfg.integer("num_local_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
-           "expert_intermediate_size": fields["intermediate_size"]}
-    out = fields | {"attention": attention, "moe": moe}
-    if all(layer["kind"] != "linear" for layer in attention):
-        return out
-    heads, head_dim = fields["num_heads"], fields["head_dim"]
-    lightning = {"kind": "lightning", "key_heads": heads, "value_heads": heads, "key_head_dim": head_dim,
-                 "value_head_dim": head_dim, "conv_kernel": 1}
-    return out | {"linear_attention": lightning}
-
-
-def _kimi_layers(cfg: _Config, n: int) -> list[str]:
-    """layer_types, else linear_attn_config's 1-based full_attn_layers / kda_layers (the Hub's configs), else
-    KimiLinearConfig's default (attention at every fourth layer from 4)."""
-    if cfg.has("layer_types"):
-        return cfg.data["layer_types"]
-    sub = cfg.data.get("linear_attn_config") or {}
-    if "full_attn_layers" in sub and "kda_layers" in sub:
-        full = sub["full_attn_layers"]
-        if not isinstance(full, list) or not all(isinstance(i, int) for i in full):
-            raise cfg.error("linear_attn_config", f"full_attn_layers: expected 1-based layer numbers, got {full!r}")
-        return ["full_attention" if i + 1 in full else "linear_attention" for i in range(n)]
-    return ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)]
-
-
-def _kimi_linear(cfg: _Config) -> dict[str, Any]:
-    """Kimi Linear (KimiLinearDecoderLayer): input_layernorm, MLA attention ('full_attention': q_proj or q_lora_rank
-    factors, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; the latent cached) or Kimi Delta Attention
-    ('linear_attention': linear_num_heads of linear_head_dim, conv linear_conv_kernel_dim; linear_attn_config on the
-    Hub), post_attention_layernorm, then a dense SwiGLU MLP (mlp_layer_types 'dense' / first_k_dense_replace) or the
-    MoE: num_experts of moe_intermediate_size, top num_experts_per_token, a bias-free router (the
-    e_score_correction_bias is a buffer), a shared SwiGLU MLP of moe_intermediate_size x num_shared_experts."""
-    n, heads = cfg.integer("num_hidden_layers"), cfg.integer("num_attention_heads")
-    sub = cfg.data.get("linear_attn_config") or {}
-    mla = {"q_lora_rank": cfg.optional_integer("q_lora_rank"), "kv_lora_rank": cfg.integer("kv_lora_rank"),
-           "qk_nope_head_dim": cfg.integer("qk_nope_head_dim"), "qk_rope_head_dim": cfg.integer("qk_rope_head_dim"),
-           "v_head_dim": cfg.integer("v_head_dim")}
-    attention = _hybrid_layers(cfg, _kimi_layers(cfg, n), n, "layer_types")
-    topk = "num_experts_per_token" if cfg.has("num_experts_per_token") else "num_experts_per_tok"
-    moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer(topk),
-           "expert_intermediate_size": cfg.integer("moe_intermediate_size"),
-           "num_shared_experts": cfg.integer("num_shared_experts", 1, minimum=0), **_moe_layers(cfg, n)}
-    fields = {"num_layers": n, "hidden_size": cfg.integer("hidden_size"), "num_heads": heads, "num_kv_heads": heads,
-              "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"],
-              "intermediate_size": cfg.integer("intermediate_size"), "vocab_size": cfg.integer("vocab_size"),
-              "tie_word_embeddings": cfg.flag("tie_word_embeddings", False), "attention": attention,
-              "max_position_embeddings": cfg.integer("model_max_length" if cfg.has("model_max_length")
-                                                     else "max_position_embeddings"),
-              "mla": mla, "moe": moe}
-    if all(layer["kind"] != "linear" for layer in attention):
-        return fields
-    heads_l = sub.get("num_heads") or cfg.integer("linear_num_heads")
-    head_dim = sub.get("head_dim") or cfg.integer("linear_head_dim")
-    kernel = sub.get("short_conv_kernel_size") or cfg.integer("linear_conv_kernel_dim")
-    kda = {"kind": "kda", "key_heads": heads_l, "value_heads": heads_l, "key_head_dim": head_dim,
-           "value_head_dim": head_dim, "conv_kernel": kernel}
-    return fields | {"linear_attention": kda}
-
-
-# OLMo Hybrid (OlmoHybridGatedDeltaNet): separate q / k / v / a / b / g projections, the same parameters as Qwen3-Next's
-# fused Gated DeltaNet; attention layers as OLMo-2 (post-norms, q / k RMSNorms over the whole projections)
-OLMO_HYBRID = Family(qk_norm=True, qk_norm_width="full", gated_deltanet=True)
-
-
-def _olmo_hybrid(cfg: _Config) -> dict[str, Any]:
-    """OLMo Hybrid: Gated DeltaNet and OLMo-2 attention layers per layer_types (hf_families.read)."""
-    return read(cfg, OLMO_HYBRID)
-
-
 def _lfm3(cfg: _Config) -> dict[str, Any]:
     """LFM3 (Lfm3DecoderLayer): LFM2's layers plus 'sliding_attention' ones (sliding_window), explicit head_dim,
     per-head q / k RMSNorms, a d x heads sigmoid gate per head (use_attention_gate: g_proj), q/k/v/o biases by
@@ -346,9 +251,7 @@ ARCHITECTURES_HYBRID: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "Lfm2VlForConditionalGeneration": _text_config(_lfm2),
     "NemotronHForCausalLM": _nemotron_h,
     "NemotronH_Omni_Reasoning_V3": _text_config(_nemotron_h),
-    "MiniMaxForCausalLM": _minimax,
-    "KimiLinearForCausalLM": _kimi_linear,
-    "OlmoHybridForCausalLM": _olmo_hybrid,
     "Lfm3ForCausalLM": _lfm3,
     "Lfm3VlForConditionalGeneration": _text_config(_lfm3),
+    **ARCHITECTURES_LINEAR,
 }

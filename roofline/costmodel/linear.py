@@ -22,6 +22,10 @@ Kimi Delta Attention (Kimi Linear report 2025, §3; transformers KimiLinearDelta
 recurrence with a per-channel decay (the same 7 d_k d_v FLOPs: the decay is one multiply per state element either
 way) and chunked prefill; in_proj d -> 3 H d_h (q, k, v) + H (beta) + 2 d_h (the low-rank f_a and g_a), then
 gate_b_proj d_h -> 2 H d_h (f_b and g_b as one op: the same FLOPs and weights).
+Griffin's recurrent block (De et al. 2024, "Griffin", §2.4; transformers RecurrentGemmaRecurrentBlock): in_proj
+d -> 2 w (x, y), conv1d over w, gate_proj: the input and recurrence gates, block-diagonal (2 x 2 w^2 / H FLOPs per
+token), then per channel a = exp(-8 softplus(Lambda) r), h <- a h + sqrt(1 - a^2) (i x): 8 FLOPs per state element
+(elementwise, no matmul), the same per token in prefill (a scan); GeLU(y) x h, out_proj w -> d.
 Lightning attention (MiniMax-01, §2.2; transformers MiniMaxLightningAttention): in_proj d -> 3 H d_h (q, k, v) +
 H d_h (the output gate), no convolution, per head and token S <- lambda S + k^T v, o = q S: decay (1), update (2),
 output (2) = 5 d_h^2 FLOPs as Mamba-2's, prefill in the same chunked form; RMSNorm(o) x sigmoid(gate), out_proj.
@@ -38,7 +42,7 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5}
+STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8}
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -70,7 +74,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
         ops.append(elementwise(ctx, "conv_out_gate", tokens, inner, 1, reads=2))
     else:
         ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
-        gate_flops = GATED_ACT_FLOPS + (0 if la.kind == "mamba1" else NORM_FLOPS)
+        gate_flops = GATED_ACT_FLOPS + (0 if la.kind in ("mamba1", "rglru") else NORM_FLOPS)
         ops.append(elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2))
     ops.append(linear(ctx, "out_proj", tokens, inner, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)
@@ -81,8 +85,15 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z; short conv B, C, x."""
     la = ctx.model.linear_attention
     assert la is not None
-    if la.kind in ("mamba1", "short_conv"):
-        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, (2 if la.kind == "mamba1" else 3) * inner)]
+    if la.kind in ("mamba1", "short_conv", "rglru"):
+        width = (3 if la.kind == "short_conv" else 2) * inner
+        ops = [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, width)]
+        if la.kind == "rglru":  # the input and recurrence gates: H blocks of (w/H)^2 each
+            ops.append(ctx.op("gate_proj", matmul_flops=2 * 2 * tokens * inner * la.value_head_dim,
+                              traffic=traffic(weights=2 * inner * la.value_head_dim * ctx.wb,
+                                              act_read=tokens * inner * ctx.act_bytes,
+                                              act_write=2 * tokens * inner * ctx.act_bytes)))
+        return ops
     hv = inner // la.value_head_dim
     if la.kind == "lightning":  # q, k, v and the output gate
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
@@ -117,12 +128,12 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
         work = STEP_FLOPS[la.kind] * B * hv * dk * dv
     else:
         io = io | traffic(kv_write=B * state)
-        if la.kind == "mamba1":
-            work = tokens * hv * STEP_FLOPS["mamba1"] * dk * dv
+        if la.kind in ("mamba1", "rglru"):
+            work = tokens * hv * STEP_FLOPS[la.kind] * dk * dv
         else:
             wy = 2 * CHUNK * dk if la.kind in ("gated_deltanet", "kda") else 0  # the delta rule's WY / UT transform
             per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + wy
             work = tokens * hv * per_token
-    if la.kind == "mamba1":
+    if la.kind in ("mamba1", "rglru"):
         return ctx.op("recurrence", vector_flops=work, traffic=io)
     return ctx.op("recurrence", matmul_flops=work, traffic=io)

@@ -58,12 +58,15 @@ class LinearAttention(Spec):
     2025, §2.2; transformers MiniMaxLightningAttention) keeps a heads x head_dim x head_dim state of decayed k^T v
     sums and no convolution (conv_channels 0; conv_kernel is then unused). Kimi Delta Attention (kind 'kda',
     Kimi Linear report 2025, §3; transformers KimiLinearDeltaAttention) has Gated DeltaNet's state and conv (q, k, v
-    of heads x head_dim each) with a per-channel decay and low-rank gate projections.
+    of heads x head_dim each) with a per-channel decay and low-rank gate projections. Griffin's RG-LRU (kind
+    'rglru', De et al. 2024, "Griffin", §2.4; transformers RecurrentGemmaRecurrentBlock) keeps one state element per
+    channel of lru_width and a conv over those channels: value_heads blocks of value_head_dim channels (the
+    block-diagonal gate weights), key_heads = key_head_dim = 1.
     """
 
-    kind: Literal["gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning"] = Field(
-        description="Recurrence: Gated DeltaNet, Kimi Delta Attention, Mamba-2 (SSD), Mamba-1 (selective scan), a "
-                    "gated short "
+    kind: Literal["gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning", "rglru"] = Field(
+        description="Recurrence: Gated DeltaNet, Kimi Delta Attention, Mamba-2 (SSD), Mamba-1 (selective scan), "
+                    "Griffin's RG-LRU, a gated short "
                     "convolution without a recurrent state (LFM2), or lightning attention without a convolution "
                     "(MiniMax).")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
@@ -93,7 +96,7 @@ class LinearAttention(Spec):
         convolution."""
         if self.kind == "lightning":
             return 0
-        if self.kind in ("mamba1", "short_conv"):
+        if self.kind in ("mamba1", "short_conv", "rglru"):
             return value_heads * self.value_head_dim
         return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim
 

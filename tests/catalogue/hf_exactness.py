@@ -23,7 +23,7 @@ import json
 import warnings
 from typing import Any
 
-from hf_hybrid_tiny import HYBRID_TINY
+from hf_hybrid_tiny import HYBRID_TINY, module_state_bytes
 
 PROMPT_TOKENS = 6
 
@@ -148,6 +148,10 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
         ids = torch.randint(0, 200, (1, context))
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=True)
+            cache = getattr(out, "past_key_values", None)
+            if cache is None:  # a model that returns no cache (RecurrentGemma): pass one in
+                cache = transformers.DynamicCache(config=config)
+                model(input_ids=ids, cache=cache, use_cache=True)
     # roofline reads the config.json as saved: the wrapper's, text_config inside
     data = json.loads(json.dumps(wrapper.to_dict(), default=str)) | {"architectures": [saved_as]}
     spec = model_from_hf_config(data, where=f"{model_type}/config.json", name=model_type)
@@ -157,7 +161,7 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
     head_params = 0 if head or spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
     return {
         "hf_params": sum(p.numel() for p in model.parameters()) + head_params,
-        "hf_cache_bytes": _cache_bytes(out.past_key_values),
+        "hf_cache_bytes": _cache_bytes(cache) + module_state_bytes(model),
         "roofline_params": parameter_count(spec).total,
         "roofline_cache_bytes": int(kv_bytes(spec, "fp32", context, convention="transformers")),
     }

@@ -34,3 +34,22 @@ HYBRID_TINY["kimi_linear"] = {
 HYBRID_TINY["olmo_hybrid"] = {"layer_types": ["linear_attention", "full_attention"] * 2}
 # LFM3 (sandwich norms and per-head gates on by default): conv, sliding (window 16), conv, full; conv kernel 5
 HYBRID_TINY["lfm3"] = {"layer_types": ["conv", "sliding_attention", "conv", "full_attention"], "conv_L_cache": 5}
+# RecurrentGemma: recurrent, recurrent, attention (block_types default), the window above the prompt
+HYBRID_TINY["recurrent_gemma"] = {"attention_window_size": 16, "lru_width": 40}
+
+# transformers keeps these states on the modules themselves, not in the returned cache (RecurrentGemma's
+# RecurrentGemmaRecurrentBlock.conv1d_state and RecurrentGemmaRglru.recurrent_states)
+MODULE_STATES = ("conv1d_state", "recurrent_states")
+
+
+def module_state_bytes(model) -> int:
+    """Bytes of the recurrent states a model holds on its modules (MODULE_STATES), each tensor once."""
+    import torch
+
+    total = 0
+    for module in model.modules():
+        for name in MODULE_STATES:
+            value = getattr(module, name, None)
+            if isinstance(value, torch.Tensor):
+                total += value.numel() * value.element_size()
+    return total

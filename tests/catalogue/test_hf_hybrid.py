@@ -25,7 +25,8 @@ HYBRID_TYPES = [("falcon_mamba", "FalconMambaForCausalLM"), ("bamba", "BambaForC
                 ("granitemoehybrid", "GraniteMoeHybridForCausalLM"), ("lfm2", "Lfm2ForCausalLM"),
                 ("lfm2_moe", "Lfm2MoeForCausalLM"), ("lfm2_vl", "Lfm2VlForConditionalGeneration"),
                 ("nemotron_h", "NemotronHForCausalLM"), ("nemotron_h_omni", "NemotronH_Omni_Reasoning_V3"),
-                ("lfm3", "Lfm3ForCausalLM"), ("lfm3_vl", "Lfm3VlForConditionalGeneration")]
+                ("lfm3", "Lfm3ForCausalLM"), ("lfm3_vl", "Lfm3VlForConditionalGeneration"),
+                ("recurrent_gemma", "RecurrentGemmaForCausalLM")]
 
 
 @pytest.mark.parametrize(("model_type", "architecture"), HYBRID_TYPES)
@@ -206,3 +207,34 @@ def test_lfm3_cache_and_parameters_by_hand():
     assert parameter_count(model).total == total
     ops = build_graph(model, parse_method("bf16"), "decode").by_name()
     assert sum(op.count for op in ops["attn_gate"]) == 4
+
+
+# RecurrentGemma-2B-like (hand-written, RecurrentGemmaConfig's keys): 26 layers of recurrent, recurrent, attention;
+# lru_width 2560 in 10 blocks of 256, conv 4; local attention of window 2048, 10 heads of 256, 1 KV head
+GRIFFIN = {"architectures": ["RecurrentGemmaForCausalLM"], "model_type": "recurrent_gemma", "hidden_size": 2560,
+           "num_hidden_layers": 26, "num_attention_heads": 10, "num_key_value_heads": 1, "head_dim": 256,
+           "intermediate_size": 15360, "vocab_size": 256000, "lru_width": 2560, "attention_window_size": 2048,
+           "conv1d_width": 4, "block_types": ["recurrent", "recurrent", "attention"]}
+
+
+def test_rglru_state_and_window_by_hand():
+    model = model_from_hf_config(GRIFFIN, "griffin/config.json", "griffin")
+    # 18 recurrent layers (26 = 8 x 3 + 2: the last two recurrent): 2560 state + 3 x 2560 conv, bf16; 8 local
+    # attention layers of 1 KV head x 256, at most 2048 tokens (transformers: 2047), conv at kernel - 1 both ways
+    state = 18 * (2560 + 3 * 2560) * 2
+    assert state_bytes_per_sequence(model) == state
+    assert kv_bytes(model, "bf16", 4096) == 8 * 2048 * 2 * 256 * 2 + state
+    assert kv_bytes(model, "bf16", 4096, convention="transformers") == 8 * 2047 * 2 * 256 * 2 + state
+
+
+def test_rglru_parameters_and_ops_by_hand():
+    model = model_from_hf_config(GRIFFIN, "griffin/config.json", "griffin")
+    d = w = 2560
+    recurrent = 2 * (d * w + w) + 4 * w + w + w + 2 * (10 * 256 * 256 + w) + w * d + d
+    attention = d * 2560 + 2 * d * 256 + 2560 * d + d  # o_proj biased
+    mlp = 3 * d * 7680 + 2 * 7680 + d  # GeGLU of 15360 // 2, biased
+    total = 256000 * d + 18 * recurrent + 8 * attention + 26 * (mlp + 2 * d) + d
+    assert parameter_count(model).total == total
+    ops = build_graph(model, parse_method("bf16"), "decode").by_name()
+    assert ops["recurrence"][0].vector_flops == 8 * B * 2560
+    assert ops["gate_proj"][0].matmul_flops == 2 * 2 * B * 2560 * 256
