@@ -283,8 +283,9 @@ CONVENTION_HELP = (
 def under_convention(model: Model, convention: str) -> Model:
     """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
     sliding window one token shorter and every conv state one column wider (roofline's conv state keeps
-    conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1.
-    ValueError naming the field for an unknown convention or a window of 1 (nothing left to keep)."""
+    conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1; the
+    recurrent state at the model dtype but RG-LRU's and KDA's (fp32). ValueError naming the field for an unknown
+    convention or a window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
     if convention == "engine":
@@ -297,10 +298,15 @@ def under_convention(model: Model, convention: str) -> Model:
             layer = layer.model_copy(update={"window": layer.window - 1})
         layers.append(layer)
     update: dict = {"attention": layers}
-    # RecurrentGemma keeps its conv state on the module, kernel - 1 columns (RecurrentGemmaRecurrentBlock.conv1d_state)
-    if model.linear_attention is not None and model.linear_attention.kind != "rglru":
-        la = model.linear_attention
-        update["linear_attention"] = la.model_copy(update={"conv_kernel": la.conv_kernel + 1})
+    la = model.linear_attention
+    if la is not None:
+        # RecurrentGemma keeps its conv state on the module at kernel - 1 columns (RecurrentGemmaRecurrentBlock
+        # .conv1d_state); its RG-LRU state and Kimi's KDA state are fp32 whatever the model dtype
+        # (RecurrentGemmaRglru: torch.float32 zeros; KimiLinearDeltaAttention: last_recurrent_state.to(float32)),
+        # the other recurrent states at the model dtype
+        kernel = la.conv_kernel + (la.kind != "rglru")
+        recurrent = "fp32" if la.kind in ("rglru", "kda") else None
+        update["linear_attention"] = la.model_copy(update={"conv_kernel": kernel, "recurrent_dtype": recurrent})
     return model.model_copy(update=update)
 
 
@@ -309,7 +315,7 @@ def state_bytes_per_layer(model: Model) -> int:
     la = model.linear_attention
     if la is None:
         return 0
-    return int((la.state_elements + la.conv_elements) * dtype_size(la.state_dtype))
+    return int(la.state_elements * dtype_size(la.recurrent_state_dtype) + la.conv_elements * dtype_size(la.state_dtype))
 
 
 def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
@@ -335,15 +341,17 @@ def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
 def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Expr:
     """One recurrent layer's state for one sequence on one rank: value heads / tp x d_k x d_v recurrent state
     plus (kernel - 1) x (2 x key heads on the rank x d_k + value heads / tp x d_v) conv state, in the state
-    dtype (or `elem_bytes` per element). 0 without linear_attention."""
+    dtype (or `elem_bytes` per element; the recurrent state at recurrent_dtype where the spec sets one). 0 without
+    linear_attention."""
     la = model.linear_attention
     if la is None:
         return sp.Integer(0)
     key, value = state_heads_per_rank(model, tp)
     size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
+    recurrent = size if la.recurrent_dtype is None else dtype_bytes(la.recurrent_dtype)
     elements = 0 if la.kind == "short_conv" else value * la.key_head_dim * la.value_head_dim
-    elements += (la.conv_kernel - 1) * la.conv_channels_for(key, value)
-    return sp.sympify(elements * size)
+    conv = (la.conv_kernel - 1) * la.conv_channels_for(key, value)
+    return sp.sympify(elements * recurrent + conv * size)
 
 
 def state_fraction(model: Model, tp: int) -> Fraction:

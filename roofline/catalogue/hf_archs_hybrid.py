@@ -175,16 +175,27 @@ def _nemotron_blocks(cfg: _Config) -> list[str]:
     return blocks
 
 
+# vLLM keeps Nemotron-H's SSM state at the config's mamba_ssm_cache_dtype, float32 when the config has none
+# (vllm-project/vllm vllm/model_executor/models/config.py, NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype,
+# DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"; the conv state stays at the model dtype); "auto": the model dtype
+SSM_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": None}
+
+
 def _nemotron_mixer(cfg: _Config) -> dict[str, Any]:
     """NemotronHMamba2Mixer: mamba_num_heads of mamba_head_dim (d_inner is their product), n_groups of B and C of
-    ssm_state_size, conv_kernel with a bias (use_conv_bias), projections without (use_bias)."""
+    ssm_state_size, conv_kernel with a bias (use_conv_bias), projections without (use_bias); the SSM state at
+    mamba_ssm_cache_dtype (SSM_DTYPES)."""
     heads, groups = cfg.integer("mamba_num_heads"), cfg.integer("n_groups", 1)
     if heads % groups:
         raise cfg.error("n_groups", f"{groups} does not divide mamba_num_heads {heads}")
     _only(cfg, "use_conv_bias", True)
     _only(cfg, "use_bias", False)
+    ssm = cfg.data.get("mamba_ssm_cache_dtype", "float32")
+    if ssm not in SSM_DTYPES:
+        raise cfg.error("mamba_ssm_cache_dtype", f"{ssm!r} not one of {', '.join(SSM_DTYPES)}")
     return {"kind": "mamba2", "key_heads": groups, "value_heads": heads, "key_head_dim": cfg.integer("ssm_state_size"),
-            "value_head_dim": cfg.integer("mamba_head_dim"), "conv_kernel": cfg.integer("conv_kernel", 4)}
+            "value_head_dim": cfg.integer("mamba_head_dim"), "conv_kernel": cfg.integer("conv_kernel", 4),
+            "recurrent_dtype": SSM_DTYPES[ssm]}
 
 
 def _nemotron_h(cfg: _Config) -> dict[str, Any]:

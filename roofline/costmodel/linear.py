@@ -56,7 +56,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     conv_ch, inner = la.conv_channels_for(hk, hv), hv * dv
     tokens = B if phase == "decode" else B * P
     sb = dtype_bytes(la.state_dtype)
-    state = hv * dk * dv * sb
+    state = 0 if la.kind == "short_conv" else hv * dk * dv * dtype_bytes(la.recurrent_state_dtype)
     conv_state = (la.conv_kernel - 1) * conv_ch * sb
     ops = [] if m.linear_parallel else [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _projections_in(ctx, tokens, conv_ch, inner)

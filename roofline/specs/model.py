@@ -76,6 +76,9 @@ class LinearAttention(Spec):
     conv_kernel: PositiveInt = Field(description="Causal conv1d kernel width (its state keeps kernel - 1 inputs).")
     state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
         "bf16", description="Dtype of the recurrent and conv states (vLLM/SGLang: the model dtype by default).")
+    recurrent_dtype: Literal["fp32", "bf16", "fp16"] | None = Field(
+        None, description="Dtype of the recurrent state where it differs from the conv state's state_dtype (vLLM "
+                          "keeps Nemotron-H's SSM state in fp32); None: state_dtype.")
     dt_rank: PositiveInt | None = Field(
         None, description="Mamba-1 only: rank of the low-rank time-step projection (x_proj -> dt_proj).")
 
@@ -107,6 +110,11 @@ class LinearAttention(Spec):
         if self.kind == "short_conv":
             return 0
         return self.value_heads * self.key_head_dim * self.value_head_dim
+
+    @property
+    def recurrent_state_dtype(self) -> str:
+        """Dtype of the recurrent state: recurrent_dtype, else state_dtype."""
+        return self.recurrent_dtype or self.state_dtype
 
     @property
     def conv_elements(self) -> int:

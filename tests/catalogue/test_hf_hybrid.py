@@ -139,11 +139,15 @@ def _nemotron():
 
 def test_single_block_layers_state_and_kv_by_hand():
     model = _nemotron()
-    # 4 mixers: 64 x 128 x 64 state + 3 x (4096 + 2 x 4 x 128) conv columns, bf16; 2 attending layers
-    assert state_bytes_per_sequence(model) == 4 * (64 * 128 * 64 + 3 * (4096 + 2 * 4 * 128)) * 2
+    # 4 mixers: a 64 x 128 x 64 SSM state in fp32 (vLLM's default for Nemotron-H: no mamba_ssm_cache_dtype in the
+    # config) + 3 x (4096 + 2 x 4 x 128) bf16 conv columns; 2 attending layers
+    assert state_bytes_per_sequence(model) == 4 * (64 * 128 * 64 * 4 + 3 * (4096 + 2 * 4 * 128) * 2)
     assert kv_bytes_per_token(model) == 2 * 2 * 8 * 128 * 2
+    # transformers: the state at the model dtype, kernel (4) conv columns
     assert kv_bytes(model, "bf16", 100, convention="transformers") == \
         100 * 2 * 2 * 8 * 128 * 2 + 4 * (64 * 128 * 64 + 4 * (4096 + 2 * 4 * 128)) * 2
+    bf16 = model_from_hf_config(NEMOTRON | {"mamba_ssm_cache_dtype": "bfloat16"}, "n/config.json", "n")
+    assert state_bytes_per_sequence(bf16) == 4 * (64 * 128 * 64 + 3 * (4096 + 2 * 4 * 128)) * 2
 
 
 def test_single_block_layers_parameters_by_hand():
@@ -178,6 +182,7 @@ def test_mlp_layers_must_agree_with_moe():
     ({"moe_latent_size": 512}, "moe_latent_size"),
     ({"use_bias": True}, "use_bias"),
     ({"layers_block_type": ["mamba"]}, "layers_block_type"),
+    ({"mamba_ssm_cache_dtype": "int8"}, "mamba_ssm_cache_dtype"),
 ])
 def test_nemotron_variants_not_modelled_are_refused(change, key):
     with pytest.raises(SpecError, match=f": {key}: "):
@@ -224,7 +229,9 @@ def test_rglru_state_and_window_by_hand():
     state = 18 * (2560 + 3 * 2560) * 2
     assert state_bytes_per_sequence(model) == state
     assert kv_bytes(model, "bf16", 4096) == 8 * 2048 * 2 * 256 * 2 + state
-    assert kv_bytes(model, "bf16", 4096, convention="transformers") == 8 * 2047 * 2 * 256 * 2 + state
+    # transformers: the RG-LRU state in fp32 (RecurrentGemmaRglru), the conv at kernel - 1 in bf16
+    assert kv_bytes(model, "bf16", 4096, convention="transformers") == \
+        8 * 2047 * 2 * 256 * 2 + 18 * (2560 * 4 + 3 * 2560 * 2)
 
 
 def test_rglru_parameters_and_ops_by_hand():

@@ -104,8 +104,9 @@ def test_kda_state_by_hand_under_both_conventions():
     state = 6 * (32 * 128 * 128 + 3 * 3 * inner) * 2
     assert state_bytes_per_sequence(model) == state
     assert kv_bytes_per_token(model) == 2 * (512 + 64) * 2
+    # transformers: the KDA state in fp32 (KimiLinearDeltaAttention casts it), 4 conv columns in bf16
     assert kv_bytes(model, "bf16", 10, convention="transformers") == \
-        10 * 2 * (512 + 64) * 2 + 6 * (32 * 128 * 128 + 4 * 3 * inner) * 2
+        10 * 2 * (512 + 64) * 2 + 6 * (32 * 128 * 128 * 4 + 4 * 3 * inner * 2)
 
 
 def test_kda_parameters_by_hand():
