@@ -78,7 +78,8 @@ class ParameterCount:
 
 
 def attention_params_per_layer(model: Model) -> int:
-    """Q, K, V, O projections (+QKV bias, +QK norms, +output gate); for MLA the low-rank factors and norms.
+    """Q, K, V, O projections (+QKV bias, +QK norms, +output gate, +per-head gate d x H); for MLA the low-rank factors
+    and norms.
 
     MLA (DeepSeek-V3 modeling code): q_a (d x r_q) + q_a_norm (r_q) + q_b (r_q x H(d_nope + d_rope)),
     kv_a (d x (r_kv + d_rope)) + kv_a_norm (r_kv) + kv_b (r_kv x H(d_nope + d_v)) + o (H d_v x d).
@@ -100,6 +101,8 @@ def attention_params_per_layer(model: Model) -> int:
     params = d * q + 2 * d * kv + q * d
     if model.attn_output_gate:
         params += d * q
+    if model.attn_head_gate:
+        params += d * h
     if model.qkv_bias:
         params += q + 2 * kv
     if model.attn_out_bias:
@@ -134,7 +137,16 @@ def linear_params_per_layer(model: Model) -> int:
     Gated DeltaNet (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz d x (conv_channels + H_v d_v),
     in_proj_ba d x 2 H_v, conv1d (kernel x conv_channels), dt_bias and A_log (H_v each), gated RMSNorm (d_v),
     out_proj H_v d_v x d. Mamba-2 (Mamba2Mixer): in_proj d x (conv_channels + H_v d_v + H_v) (z, xBC, dt),
-    conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj.
+    conv1d with bias, dt_bias, A_log, D (H_v each), gated RMSNorm (H_v d_v), out_proj. A short convolution
+    (transformers Lfm2ShortConv, conv_bias false): in_proj d x 3 d_c, conv1d (kernel x d_c), out_proj d_c x d.
+    Kimi Delta Attention (transformers KimiLinearDeltaAttention, H heads of d_h): q, k, v d x H d_h each, conv1d
+    (kernel x 3 H d_h, no bias), forget gate f_a d x d_h, f_b d_h x H d_h, dt_bias H d_h, A_log H, b_proj d x H,
+    output gate g_a d x d_h, g_b d_h x H d_h, gated RMSNorm (d_h), o_proj H d_h x d.
+    Griffin's recurrent block (transformers RecurrentGemmaRecurrentBlock, lru_width w of H blocks): linear_x and
+    linear_y d x w with biases, conv1d (kernel x w, bias), RG-LRU recurrent_param (w), input and recurrence gates
+    H x (w/H)^2 with biases H x w/H, linear_out w x d with bias.
+    Lightning attention (transformers MiniMaxLightningAttention): qkv_proj d x 3 H d_h, output_gate d x H d_h, RMSNorm
+    (H d_h), out_proj H d_h x d.
     """
     la = model.linear_attention
     if la is None:
@@ -143,6 +155,17 @@ def linear_params_per_layer(model: Model) -> int:
     conv = la.conv_kernel * la.conv_channels
     if la.kind == "mamba1":
         return mamba1_params(d, inner, la.key_head_dim, la.dt_rank, la.conv_kernel)
+    if la.kind == "kda":  # q, k, v, conv, forget gate (f_a, f_b, dt_bias, A_log), b_proj, g_a, g_b, o_norm, o_proj
+        rank = la.value_head_dim
+        return d * 3 * inner + conv + d * rank + rank * inner + inner + la.value_heads + d * la.value_heads \
+            + d * rank + rank * inner + rank + inner * d
+    if la.kind == "rglru":  # linear_x, linear_y, conv (+ bias), RG-LRU (Lambda, 2 block-diagonal gates), linear_out
+        blocks = la.value_heads * la.value_head_dim * la.value_head_dim
+        return 2 * (d + 1) * inner + conv + inner + inner + 2 * (blocks + inner) + (inner + 1) * d
+    if la.kind == "lightning":  # MiniMaxLightningAttention: qkv_proj, output_gate, norm, out_proj
+        return d * 3 * inner + d * inner + inner + inner * d
+    if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d
+        return d * 3 * inner + conv + inner * d
     if la.kind == "gated_deltanet":
         return d * (la.conv_channels + inner) + d * 2 * la.value_heads + conv + 2 * la.value_heads \
             + la.value_head_dim + inner * d
@@ -170,11 +193,17 @@ def mlp_params(model: Model, intermediate: int) -> int:
 
 
 def moe_layer_count(model: Model) -> int:
-    """Layers with a mixture-of-experts MLP (MoE.is_moe_layer: after first_dense_layers, every layer_period-th),
-    0 for a dense model."""
+    """Layers with a mixture-of-experts MLP (Model.layer_mlp: mlp_layers' 'moe' entries, else MoE.is_moe_layer:
+    after first_dense_layers, every layer_period-th), 0 for a dense model."""
     if model.moe is None:
         return 0
-    return sum(model.moe.is_moe_layer(i) for i in range(model.num_layers))
+    return sum(model.layer_mlp(i) == "moe" for i in range(model.num_layers))
+
+
+def dense_mlp_layer_count(model: Model) -> int:
+    """Layers with the dense MLP (Model.layer_mlp 'dense'): every layer that is not MoE, none for a model without
+    MLPs or for the MLP-less blocks of Model.mlp_layers."""
+    return sum(model.layer_mlp(i) == "dense" for i in range(model.num_layers))
 
 
 def parameter_count(model: Model) -> ParameterCount:
@@ -182,7 +211,7 @@ def parameter_count(model: Model) -> ParameterCount:
     name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding."""
     d = model.hidden_size
     n_moe = moe_layer_count(model)
-    n_dense = model.num_layers - n_moe
+    n_dense = dense_mlp_layer_count(model)
     experts_total = experts_active = router = 0
     if model.moe is not None:
         moe = model.moe
@@ -219,7 +248,8 @@ def routed_expert_params(model: Model) -> int:
 
 
 def _attention_layers(model: Model) -> int:
-    return model.num_layers - model.layer_counts().get("linear", 0)
+    counts = model.layer_counts()
+    return model.num_layers - counts.get("linear", 0) - counts.get("none", 0)
 
 
 def weight_bytes(model: Model, dtype: str = "bf16") -> int:
@@ -254,8 +284,9 @@ CONVENTION_HELP = (
 def under_convention(model: Model, convention: str) -> Model:
     """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
     sliding window one token shorter and every conv state one column wider (roofline's conv state keeps
-    conv_kernel - 1 inputs, so conv_kernel + 1). ValueError naming the field for an unknown convention or a
-    window of 1 (nothing left to keep)."""
+    conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1; the
+    recurrent state at the model dtype but RG-LRU's and KDA's (fp32). ValueError naming the field for an unknown
+    convention or a window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
     if convention == "engine":
@@ -268,9 +299,15 @@ def under_convention(model: Model, convention: str) -> Model:
             layer = layer.model_copy(update={"window": layer.window - 1})
         layers.append(layer)
     update: dict = {"attention": layers}
-    if model.linear_attention is not None:
-        la = model.linear_attention
-        update["linear_attention"] = la.model_copy(update={"conv_kernel": la.conv_kernel + 1})
+    la = model.linear_attention
+    if la is not None:
+        # RecurrentGemma keeps its conv state on the module at kernel - 1 columns (RecurrentGemmaRecurrentBlock
+        # .conv1d_state); its RG-LRU state and Kimi's KDA state are fp32 whatever the model dtype
+        # (RecurrentGemmaRglru: torch.float32 zeros; KimiLinearDeltaAttention: last_recurrent_state.to(float32)),
+        # the other recurrent states at the model dtype
+        kernel = la.conv_kernel + (la.kind != "rglru")
+        recurrent = "fp32" if la.kind in ("rglru", "kda") else None
+        update["linear_attention"] = la.model_copy(update={"conv_kernel": kernel, "recurrent_dtype": recurrent})
     return model.model_copy(update=update)
 
 
@@ -279,7 +316,7 @@ def state_bytes_per_layer(model: Model) -> int:
     la = model.linear_attention
     if la is None:
         return 0
-    return int((la.state_elements + la.conv_elements) * dtype_size(la.state_dtype))
+    return int(la.state_elements * dtype_size(la.recurrent_state_dtype) + la.conv_elements * dtype_size(la.state_dtype))
 
 
 def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
@@ -305,15 +342,17 @@ def state_heads_per_rank(model: Model, tp: int) -> tuple[int, int]:
 def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Expr:
     """One recurrent layer's state for one sequence on one rank: value heads / tp x d_k x d_v recurrent state
     plus (kernel - 1) x (2 x key heads on the rank x d_k + value heads / tp x d_v) conv state, in the state
-    dtype (or `elem_bytes` per element). 0 without linear_attention."""
+    dtype (or `elem_bytes` per element; the recurrent state at recurrent_dtype where the spec sets one). 0 without
+    linear_attention."""
     la = model.linear_attention
     if la is None:
         return sp.Integer(0)
     key, value = state_heads_per_rank(model, tp)
     size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
-    elements = value * la.key_head_dim * la.value_head_dim
-    elements += (la.conv_kernel - 1) * la.conv_channels_for(key, value)
-    return sp.sympify(elements * size)
+    recurrent = size if la.recurrent_dtype is None else dtype_bytes(la.recurrent_dtype)
+    elements = 0 if la.kind == "short_conv" else value * la.key_head_dim * la.value_head_dim
+    conv = (la.conv_kernel - 1) * la.conv_channels_for(key, value)
+    return sp.sympify(elements * recurrent + conv * size)
 
 
 def state_fraction(model: Model, tp: int) -> Fraction:

@@ -134,6 +134,7 @@ def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
     v = k if layer.v_out_width is None else s.kv_fraction * layer.v_out_width
     kv_out = k + v if layer.kv_projection else 0
     gate = q if m.attn_output_gate else 0  # Qwen3-Next: q_proj also yields a per-channel output gate
+    gate += s.heads if m.attn_head_gate else 0  # LFM3: g_proj yields one gate per head
     ops = [linear(ctx, "qkv_proj" if kv_out else "q_proj", tokens, m.hidden_size, q + gate + kv_out,
                   bias=m.qkv_bias)]
     k_roped = k if layer.kv_projection else 0
@@ -218,7 +219,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
                           traffic=traffic(weights=s.heads * mla.kv_lora_rank * mla.v_head_dim * ctx.wb,
                                           act_read=tokens * s.heads * mla.kv_lora_rank * ctx.act_bytes,
                                           act_write=tokens * out_width * ctx.act_bytes)))
-    if m.attn_output_gate:
+    if m.attn_output_gate or m.attn_head_gate:
         ops.append(elementwise(ctx, "attn_gate", tokens, out_width, GATED_ACT_FLOPS, reads=2))
     ops.append(linear(ctx, "o_proj", tokens, out_width, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)

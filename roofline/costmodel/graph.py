@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.accounting import moe_layer_count
+from roofline.accounting import dense_mlp_layer_count, moe_layer_count
 from roofline.catalogue import kernel_profiles
 from roofline.costmodel.attention import attention_block
 from roofline.costmodel.blocks import (
@@ -146,6 +146,8 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
                                                           act_write=tokens * model.hidden_size * act_bytes))]
     seen_groups: dict[str, int] = {}
     for layer in cache.layers:
+        if layer.attention.kind == "none":  # a block without a mixer (Model.mlp_layers' MLP layers): no ops
+            continue
         label = _group_label(layer)
         seen_groups[label] = seen_groups.get(label, 0) + 1
         if seen_groups[label] > 1:
@@ -155,8 +157,8 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
         ops.append(residual_add(lc, "attn_residual", tokens))
 
     n_moe = moe_layer_count(model)
-    for label, count, moe in (("mlp", model.num_layers - n_moe, False), ("moe", n_moe, True)):
-        if count == 0 or model.mlp == "none":  # pure Mamba: the mixer is the whole layer
+    for label, count, moe in (("mlp", dense_mlp_layer_count(model), False), ("moe", n_moe, True)):
+        if count == 0:  # pure Mamba (or Model.mlp_layers' mixer blocks): the mixer is the whole layer
             continue
         mc = ctx(label, count)
         ops.append(norm(mc, "mlp_norm", tokens, model.hidden_size))

@@ -18,6 +18,19 @@ conv1d over d_inner, x_proj d_inner -> dt_rank + 2 d_state, dt_proj dt_rank -> d
 state element h <- exp(dt A) h + dt B x, y = C h: dA (1 multiply + 1 exp, counted as 1), dt B x (1), update (2),
 output (2) = 6 FLOPs per element of the d_inner x d_state state, elementwise (no matmul), the same per token in
 prefill (the selective scan is sequential in the state); y x SiLU(z) (no norm), out_proj d_inner -> d.
+Kimi Delta Attention (Kimi Linear report 2025, §3; transformers KimiLinearDeltaAttention): Gated DeltaNet's
+recurrence with a per-channel decay (the same 7 d_k d_v FLOPs: the decay is one multiply per state element either
+way) and chunked prefill; in_proj d -> 3 H d_h (q, k, v) + H (beta) + 2 d_h (the low-rank f_a and g_a), then
+gate_b_proj d_h -> 2 H d_h (f_b and g_b as one op: the same FLOPs and weights).
+Griffin's recurrent block (De et al. 2024, "Griffin", §2.4; transformers RecurrentGemmaRecurrentBlock): in_proj
+d -> 2 w (x, y), conv1d over w, gate_proj: the input and recurrence gates, block-diagonal (2 x 2 w^2 / H FLOPs per
+token), then per channel a = exp(-8 softplus(Lambda) r), h <- a h + sqrt(1 - a^2) (i x): 8 FLOPs per state element
+(elementwise, no matmul), the same per token in prefill (a scan); GeLU(y) x h, out_proj w -> d.
+Lightning attention (MiniMax-01, §2.2; transformers MiniMaxLightningAttention): in_proj d -> 3 H d_h (q, k, v) +
+H d_h (the output gate), no convolution, per head and token S <- lambda S + k^T v, o = q S: decay (1), update (2),
+output (2) = 5 d_h^2 FLOPs as Mamba-2's, prefill in the same chunked form; RMSNorm(o) x sigmoid(gate), out_proj.
+A short convolution (LFM2, transformers Lfm2ShortConv): in_proj d -> 3 d_c (B, C, x), B * x (1 FLOP per channel),
+the conv1d over d_c, C * y (1 FLOP per channel), out_proj d_c -> d; no recurrence and no state beyond the conv's.
 A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
 """
 
@@ -29,7 +42,7 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "mamba2": 5, "mamba1": 6}
+STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8}
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -43,33 +56,51 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     conv_ch, inner = la.conv_channels_for(hk, hv), hv * dv
     tokens = B if phase == "decode" else B * P
     sb = dtype_bytes(la.state_dtype)
-    state = hv * dk * dv * sb
+    state = 0 if la.kind == "short_conv" else hv * dk * dv * dtype_bytes(la.recurrent_state_dtype)
     conv_state = (la.conv_kernel - 1) * conv_ch * sb
     ops = [] if m.linear_parallel else [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _projections_in(ctx, tokens, conv_ch, inner)
+    if la.kind == "short_conv":
+        ops.append(elementwise(ctx, "conv_in_gate", tokens, inner, 1, reads=2))
     conv_io = {"kv_read": B * conv_state, "kv_write": B * conv_state} if phase == "decode" else {
         "kv_write": B * conv_state}
-    ops.append(ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
+    ops += [] if la.kind == "lightning" else [ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
                       traffic=traffic(weights=la.conv_kernel * conv_ch * ctx.wb,
                                       act_read=tokens * conv_ch * ctx.act_bytes,
-                                      act_write=tokens * conv_ch * ctx.act_bytes, **conv_io)))
+                                      act_write=tokens * conv_ch * ctx.act_bytes, **conv_io))]
     if la.kind == "mamba1":
         ops += _mamba1_dt(ctx, tokens, inner)
-    ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
-    gate_flops = GATED_ACT_FLOPS + (0 if la.kind == "mamba1" else NORM_FLOPS)
-    ops += [elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2),
-            linear(ctx, "out_proj", tokens, inner, m.hidden_size)]
+    if la.kind == "short_conv":
+        ops.append(elementwise(ctx, "conv_out_gate", tokens, inner, 1, reads=2))
+    else:
+        ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
+        gate_flops = GATED_ACT_FLOPS + (0 if la.kind in ("mamba1", "rglru") else NORM_FLOPS)
+        ops.append(elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2))
+    ops.append(linear(ctx, "out_proj", tokens, inner, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)
     return ops + ([ar] if ar else [])
 
 
 def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
-    """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z."""
+    """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z; short conv B, C, x."""
     la = ctx.model.linear_attention
     assert la is not None
-    if la.kind == "mamba1":
-        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 2 * inner)]
+    if la.kind in ("mamba1", "short_conv", "rglru"):
+        width = (3 if la.kind == "short_conv" else 2) * inner
+        ops = [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, width)]
+        if la.kind == "rglru":  # the input and recurrence gates: H blocks of (w/H)^2 each
+            ops.append(ctx.op("gate_proj", matmul_flops=2 * 2 * tokens * inner * la.value_head_dim,
+                              traffic=traffic(weights=2 * inner * la.value_head_dim * ctx.wb,
+                                              act_read=tokens * inner * ctx.act_bytes,
+                                              act_write=2 * tokens * inner * ctx.act_bytes)))
+        return ops
     hv = inner // la.value_head_dim
+    if la.kind == "lightning":  # q, k, v and the output gate
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
+    if la.kind == "kda":  # q, k, v, beta and the low-rank gates' first halves; then their second halves
+        rank = la.value_head_dim
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + hv + 2 * rank),
+                linear(ctx, "gate_b_proj", tokens, rank, 2 * inner)]
     gates = 2 * hv if la.kind == "gated_deltanet" else hv
     return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + inner + gates)]
 
@@ -90,17 +121,19 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
     la = ctx.model.linear_attention
     assert la is not None
     dk, dv = la.key_head_dim, la.value_head_dim
-    io = traffic(act_read=tokens * conv_ch * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
+    read = 3 * inner if la.kind == "lightning" else conv_ch  # q, k, v (no conv) or the conv's outputs
+    io = traffic(act_read=tokens * read * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
     if phase == "decode":
         io = io | traffic(kv_read=B * state, kv_write=B * state)
         work = STEP_FLOPS[la.kind] * B * hv * dk * dv
     else:
         io = io | traffic(kv_write=B * state)
-        if la.kind == "mamba1":
-            work = tokens * hv * STEP_FLOPS["mamba1"] * dk * dv
+        if la.kind in ("mamba1", "rglru"):
+            work = tokens * hv * STEP_FLOPS[la.kind] * dk * dv
         else:
-            per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + (2 * CHUNK * dk if la.kind == "gated_deltanet" else 0)
+            wy = 2 * CHUNK * dk if la.kind in ("gated_deltanet", "kda") else 0  # the delta rule's WY / UT transform
+            per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + wy
             work = tokens * hv * per_token
-    if la.kind == "mamba1":
+    if la.kind in ("mamba1", "rglru"):
         return ctx.op("recurrence", vector_flops=work, traffic=io)
     return ctx.op("recurrence", matmul_flops=work, traffic=io)

@@ -44,14 +44,16 @@ def per_token_slope(expr) -> sp.Expr:
 
 def remat_terms(model: Model, config: MethodConfig, tp: int = 1, weight_dtype: str = "bf16") -> dict[str, Fraction]:
     """F (remat FLOPs per cached token), C (cache bytes read per token) and W (weight bytes) of one
-    full-attention layer of a rematerializing method (its decode op named "remat"), from the op graph; exact
-    rationals, kept by content (roofline.numbers.codegen, as 'p/q' texts) so a plan neither rebuilds the graph nor
-    imports sympy."""
+    full-attention layer (else the first attending one) of a rematerializing method (its decode op named "remat"),
+    from the op graph; exact rationals, kept by content (roofline.numbers.codegen, as 'p/q' texts) so a plan neither
+    rebuilds the graph nor imports sympy."""
     def compute() -> dict[str, str]:
         from roofline.units import B
 
         cache = method_cache(config, model)
-        layer = next((lay for lay in cache.layers if lay.attention.kind == "full"), cache.layers[0])
+        # a full-attention layer, else the first that attends (RecurrentGemma: sliding layers after recurrent ones)
+        attending = [lay for lay in cache.layers if lay.attention.attends] or list(cache.layers)
+        layer = next((lay for lay in attending if lay.attention.kind == "full"), attending[0])
         remat = next(op for op in layer.decode_ops if op.name == "remat")
         graph = build_graph(model, config, "decode", tp=tp, weight_dtype=weight_dtype)
         per_layer_ops = [op for op in graph.ops if op.group not in ("model",)]

@@ -31,13 +31,14 @@ def attention_view(model: Model) -> Model:
 
 def state_layer(model: Model, count: int) -> LayerCache:
     """`count` recurrent layers: the recurrent state (value_heads x d_k x d_v) and the conv state
-    ((kernel - 1) x conv_channels), both in the state dtype, read and rewritten whole every decode step."""
+    ((kernel - 1) x conv_channels), in the state dtype (the recurrent state at its recurrent_dtype where set), read
+    and rewritten whole every decode step."""
     la = model.linear_attention
     assert la is not None
     elements = la.state_elements + la.conv_elements
-    size = dtype_bytes(la.state_dtype)
-    state = TensorLayout(name="state", elements=sp.Integer(elements), resident={"state": elements * size},
-                         channels=0, role="state", bits_per_element=8 * size, append_bytes=elements * size)
+    total = la.state_elements * dtype_bytes(la.recurrent_state_dtype) + la.conv_elements * dtype_bytes(la.state_dtype)
+    state = TensorLayout(name="state", elements=sp.Integer(elements), resident={"state": total},
+                         channels=0, role="state", bits_per_element=8 * total / elements, append_bytes=total)
     return LayerCache(count=count, attention=RECURRENT, tensors=(state,), tokens=sp.Integer(0),
                       qk_head_dim=sp.Integer(la.key_head_dim), v_head_dim=sp.Integer(la.value_head_dim),
                       kv_heads=la.value_heads, kv_projection=False)
@@ -67,10 +68,15 @@ def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
     the mixer's ops, costmodel.linear)."""
     if model.linear_attention is None and model.sparse_attention is None:
         return cache
-    layers = []
+    layers, recurrent = [], model.layer_counts().get("linear", 0)
     for layer in cache.layers:
         if model.linear_attention is not None and layer.attention.kind == "none":
-            layers.append(state_layer(model, layer.count))
+            # the view's 'none' groups hold the recurrent layers first, then the model's own mixer-less layers
+            # (Model.mlp_layers' MLP blocks), which keep nothing
+            states = min(layer.count, recurrent)
+            recurrent -= states
+            layers += [state_layer(model, states)] if states else []
+            layers += [replace(layer, count=layer.count - states)] if layer.count > states else []
         elif model.sparse_attention is not None and layer.attention.attends:
             layers.append(_with_indexer(layer, model))
         else:

@@ -51,11 +51,24 @@ class LinearAttention(Spec):
     per channel of d_inner and convolves x only: its d_inner channels are written as value_heads blocks of
     value_head_dim channels (the importer takes blocks of 64; bytes and FLOPs do not depend on the blocking,
     which only sets how tensor parallelism splits them), key_head_dim = d_state, key_heads = 1 (B and C come
-    from x_proj after the convolution, shared by all channels), conv_channels = d_inner.
+    from x_proj after the convolution, shared by all channels), conv_channels = d_inner. A short convolution
+    (kind 'short_conv', LFM2's Lfm2ShortConv: y = C * conv(B * x), Liquid AI 2025) keeps no recurrent state, only
+    the conv state of its channels, written as mamba1's are (value_heads blocks of value_head_dim channels,
+    key_heads = key_head_dim = 1, unused). MiniMax's lightning attention (kind 'lightning', MiniMax-01 report
+    2025, §2.2; transformers MiniMaxLightningAttention) keeps a heads x head_dim x head_dim state of decayed k^T v
+    sums and no convolution (conv_channels 0; conv_kernel is then unused). Kimi Delta Attention (kind 'kda',
+    Kimi Linear report 2025, §3; transformers KimiLinearDeltaAttention) has Gated DeltaNet's state and conv (q, k, v
+    of heads x head_dim each) with a per-channel decay and low-rank gate projections. Griffin's RG-LRU (kind
+    'rglru', De et al. 2024, "Griffin", §2.4; transformers RecurrentGemmaRecurrentBlock) keeps one state element per
+    channel of lru_width and a conv over those channels: value_heads blocks of value_head_dim channels (the
+    block-diagonal gate weights), key_heads = key_head_dim = 1.
     """
 
-    kind: Literal["gated_deltanet", "mamba2", "mamba1"] = Field(
-        description="Recurrence: Gated DeltaNet, Mamba-2 (SSD) or Mamba-1 (selective scan).")
+    kind: Literal["gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning", "rglru"] = Field(
+        description="Recurrence: Gated DeltaNet, Kimi Delta Attention, Mamba-2 (SSD), Mamba-1 (selective scan), "
+                    "Griffin's RG-LRU, a gated short "
+                    "convolution without a recurrent state (LFM2), or lightning attention without a convolution "
+                    "(MiniMax).")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
     value_heads: PositiveInt = Field(description="Value heads (Mamba-2: n_heads).")
     key_head_dim: PositiveInt = Field(description="Key width per head (Mamba-2: d_state).")
@@ -63,6 +76,9 @@ class LinearAttention(Spec):
     conv_kernel: PositiveInt = Field(description="Causal conv1d kernel width (its state keeps kernel - 1 inputs).")
     state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
         "bf16", description="Dtype of the recurrent and conv states (vLLM/SGLang: the model dtype by default).")
+    recurrent_dtype: Literal["fp32", "bf16", "fp16"] | None = Field(
+        None, description="Dtype of the recurrent state where it differs from the conv state's state_dtype (vLLM "
+                          "keeps Nemotron-H's SSM state in fp32); None: state_dtype.")
     dt_rank: PositiveInt | None = Field(
         None, description="Mamba-1 only: rank of the low-rank time-step projection (x_proj -> dt_proj).")
 
@@ -79,15 +95,26 @@ class LinearAttention(Spec):
 
     def conv_channels_for(self, key_heads, value_heads):
         """Conv channels of `key_heads` key and `value_heads` value heads (one tensor-parallel rank's);
-        Mamba-1 convolves its value channels only."""
-        if self.kind == "mamba1":
+        Mamba-1 and a short convolution convolve their value channels only; lightning attention has no
+        convolution."""
+        if self.kind == "lightning":
+            return 0
+        if self.kind in ("mamba1", "short_conv", "rglru"):
             return value_heads * self.value_head_dim
         return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim
 
     @property
     def state_elements(self) -> int:
-        """Recurrent-state elements per sequence per layer: value_heads x key_head_dim x value_head_dim."""
+        """Recurrent-state elements per sequence per layer: value_heads x key_head_dim x value_head_dim (none for a
+        short convolution)."""
+        if self.kind == "short_conv":
+            return 0
         return self.value_heads * self.key_head_dim * self.value_head_dim
+
+    @property
+    def recurrent_state_dtype(self) -> str:
+        """Dtype of the recurrent state: recurrent_dtype, else state_dtype."""
+        return self.recurrent_dtype or self.state_dtype
 
     @property
     def conv_elements(self) -> int:
@@ -200,6 +227,9 @@ class Model(Spec):
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3).")
     attn_output_gate: bool = Field(
         False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next).")
+    attn_head_gate: bool = Field(
+        False, description="A d x heads projection yields one sigmoid gate per head on the attention output (LFM3's "
+                           "g_proj).")
     mlp: Literal["gated", "plain", "none"] = Field(
         "gated", description="Gated (SwiGLU/GeGLU, 3 matrices), plain, or none (pure Mamba: the mixer is the layer).")
     norms_per_layer: PositiveInt = Field(2, description="Norm layers per decoder layer (Gemma-2: 4).")
@@ -227,6 +257,11 @@ class Model(Spec):
                            "normed input, outputs summed (Falcon-H1): it keeps both a KV cache and a state.")
     sparse_attention: SparseAttention | None = Field(
         None, description="DeepSeek Sparse Attention indexer (with MLA), if any.")
+    mlp_layers: list[Literal["dense", "moe", "none"]] | None = Field(
+        None, min_length=1,
+        description="Per-layer MLP, repeated cyclically like attention: 'dense', 'moe' or 'none' (Nemotron-H: every "
+                    "layer is one block, a mixer with no MLP or an MLP with no mixer, attention kind 'none'); None: "
+                    "every layer has one, MoE where moe.is_moe_layer.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
     quantization: Quantization | None = Field(
         None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
@@ -263,13 +298,32 @@ class Model(Spec):
             raise ValueError("linear_parallel: every layer must attend (the mixer runs beside attention)")
         if self.mlp == "none" and self.moe is not None:
             raise ValueError("mlp: 'none' (no MLP) contradicts moe")
-        if "linear" in kinds and "none" in kinds:
-            raise ValueError("attention: a model mixes 'linear' and 'none' layers (not modelled)")
+        self._check_mlp_layers()
         if not any(a.attends for a in self.attention) and "linear" not in kinds:
             raise ValueError("attention: no layer attends or keeps a state")
         if self.sparse_attention is not None and self.mla is None:
             raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
         return self
+
+    def _check_mlp_layers(self) -> None:
+        if self.mlp_layers is None:
+            return
+        if len(self.mlp_layers) > self.num_layers:
+            raise ValueError(f"mlp_layers: {len(self.mlp_layers)} entries for {self.num_layers} layers")
+        if ("moe" in self.mlp_layers) != (self.moe is not None):
+            raise ValueError("mlp_layers: 'moe' entries need moe, and moe needs some 'moe' entry")
+        if self.mlp == "none" and set(self.mlp_layers) != {"none"}:
+            raise ValueError("mlp_layers: a layer has an MLP, but mlp is 'none'")
+        if self.moe is not None and (self.moe.first_dense_layers or self.moe.layer_period != 1):
+            raise ValueError("mlp_layers: with mlp_layers, moe's first_dense_layers / layer_period are unused")
+
+    def layer_mlp(self, layer: int) -> str:
+        """MLP of layer `layer` (0-based): 'dense', 'moe' or 'none' (mlp_layers, else moe.is_moe_layer)."""
+        if self.mlp_layers is not None:
+            return self.mlp_layers[layer % len(self.mlp_layers)]
+        if self.mlp == "none":
+            return "none"
+        return "moe" if self.moe is not None and self.moe.is_moe_layer(layer) else "dense"
 
     def layer_attention(self, layer: int) -> AttentionLayer:
         """Attention kind of layer `layer` (0-based); the pattern repeats over the layers."""

@@ -23,6 +23,8 @@ import json
 import warnings
 from typing import Any
 
+from hf_hybrid_tiny import HYBRID_TINY, module_state_bytes
+
 PROMPT_TOKENS = 6
 
 # Shrink keys wherever the default config has them (the toy keeps every mechanism, only smaller).
@@ -57,6 +59,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
+TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
 
 
 MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",
@@ -77,7 +80,7 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
         head_dim = kwargs.get("head_dim") or kwargs["hidden_size"] // kwargs["num_attention_heads"]
         half = int(head_dim * rope.get("partial_rotary_factor", 1.0)) // 2
         kwargs["rope_parameters"] = rope | {"mrope_section": [half - 2 * (half // 3), half // 3, half // 3]}
-    if "layer_types" in defaults:
+    if "layer_types" in defaults and "layer_types" not in TINY_BY_TYPE.get(model_type, {}):
         kwargs["layer_types"] = None
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
         if isinstance(defaults.get(key), int):
@@ -187,8 +190,11 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
         ids = torch.randint(0, 200, (1, context))
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=True)
-            if _returned_cache(out) is None:  # a text model its wrapper hands the cache to (Granite4VisionText)
-                out = model(input_ids=ids, use_cache=True, cache=transformers.DynamicCache(config=config))
+            cache = _returned_cache(out)
+            if cache is None:  # none returned (RecurrentGemma), or its wrapper hands one in (Granite4VisionText)
+                cache = transformers.DynamicCache(config=config)
+                out = model(input_ids=ids, cache=cache, use_cache=True)
+                cache = _returned_cache(out) or cache
     # roofline reads the config.json as saved: the wrapper's, text_config inside
     data = json.loads(json.dumps(wrapper.to_dict(), default=str)) | {"architectures": [saved_as]}
     spec = model_from_hf_config(data, where=f"{model_type}/config.json", name=model_type)
@@ -198,7 +204,7 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
     head_params = 0 if head or spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
     return {
         "hf_params": sum(p.numel() for p in model.parameters()) + head_params,
-        "hf_cache_bytes": _cache_bytes(_returned_cache(out)),
+        "hf_cache_bytes": _cache_bytes(cache) + module_state_bytes(model),
         "roofline_params": parameter_count(spec).total,
         "roofline_cache_bytes": int(kv_bytes(spec, "fp32", context, convention="transformers")),
     }
