@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.specs import bounds
 from roofline.specs.base import Spec
@@ -178,6 +178,32 @@ class Quantization(Spec):
         default_factory=list, description="modules_to_not_convert / ignore / exclude_modules as written.")
     kv_cache_dtype: Literal["fp8", "int8"] | None = Field(
         None, description="KV cache dtype the checkpoint declares (kv_cache_scheme, kv_cache_quant_algo), if any.")
+    scale_group: int = Field(
+        -1, ge=-1, description="Weights along a matrix's input dimension sharing one scale: a group or block width "
+                               "(AWQ 128, MXFP4 32, NVFP4 16); 0: one scale per output row (channel); -1: one per "
+                               "matrix (tensor).")
+    scale_rows: PositiveInt = Field(
+        1, description="Output rows sharing one scale: the block height of fp8 block scales (128), else 1.")
+    scale_bytes: int = Field(0, ge=0, le=8, description="Bytes of one scale (fp32 4, fp16 / bf16 2, e8m0 / fp8 1).")
+    zero_point_bits: int = Field(
+        0, ge=0, le=8, description="Bits of the zero point stored beside each scale (AWQ / GPTQ: the weight bits); "
+                                   "0 for symmetric schemes.")
+    matrix_extra_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="Fixed bytes per converted matrix: per-tensor scales (NVFP4's fp32 "
+                                         "weight_scale_2 and input_scale: 8), compressed-tensors' weight_shape (16).")
+    input_index_bytes: int = Field(
+        0, ge=0, le=8, description="Bytes per input channel of a converted matrix (GPTQ's int32 g_idx: 4).")
+
+
+class Encoder(Spec):
+    """A vision or audio tower of a multimodal checkpoint: loaded beside the text decoder, not part of it
+    (catalogue.hf_vision counts it from the wrapper's vision_config)."""
+
+    modality: Literal["vision", "audio"] = Field(description="What the tower encodes.")
+    kind: str = Field(description="The tower's config model_type (e.g. siglip_vision_model, qwen2_5_vl).")
+    parameters: NonNegativeInt = Field(description="Parameters of the tower and its projector into the decoder.")
+    dtype_bytes: PositiveInt = Field(2, le=4, description="Bytes per parameter as loaded (the checkpoint's dtype; "
+                                                          "quantized checkpoints keep the towers unconverted).")
 
 
 class Model(Spec):
@@ -230,6 +256,8 @@ class Model(Spec):
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
     quantization: Quantization | None = Field(
         None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
+    encoders: list[Encoder] = Field(
+        default_factory=list, description="Vision / audio towers a multimodal checkpoint loads beside the decoder.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:

@@ -1,0 +1,150 @@
+"""The vision towers of multimodal wrappers, counted apart from the text decoder from the wrapper's vision_config.
+
+A multimodal checkpoint (Gemma-3, LLaVA, Qwen2.5-VL, Qwen3-VL, ...) loads a vision encoder and a projector into
+the decoder's width beside the text model: their weights occupy GPU memory in an engine but are no part of the
+decoder's parameter count. One row per wrapper model_type names the tower's parameter rule and the projector's;
+each rule follows the transformers v5.24.0 modules of that type (src/transformers/models/<type>/modeling_<type>.py)
+and reads the vision_config keys with the defaults of the matching config class where a key is absent. A wrapper
+whose type has no row imports with no encoder counted and the plan says so (`encoder_note`).
+
+Checked against tiny transformers models (tests/catalogue/test_hf_vision_towers.py): every parameter of the
+wrapper outside its language model and LM head is counted, exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from roofline.catalogue.hfconfig import _Config
+
+
+def _square(cfg: _Config, key: str, default: int) -> int:
+    """image_size / patch_size: an int, or a [h, w] pair of equal sides."""
+    value = cfg.data.get(key, default)
+    if isinstance(value, list | tuple) and len(value) == 2 and value[0] == value[1]:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise cfg.error(key, f"expected a positive integer (or a square [n, n]), got {value!r}")
+    return value
+
+
+def _vit_layers(d: int, inner: int, layers: int) -> int:
+    """CLIP / SigLIP encoder layers: two LayerNorms, q/k/v/out with biases, fc1 / fc2 with biases."""
+    return layers * (2 * 2 * d + 4 * (d * d + d) + d * inner + inner + inner * d + d)
+
+
+def _siglip(v: _Config) -> int:
+    """SiglipVisionModel: patch conv with bias, learned positions per patch, layers, post LayerNorm, and the
+    attention-pooling head when vision_use_head (probe, nn.MultiheadAttention in/out projections, LayerNorm, MLP)."""
+    d, inner = v.integer("hidden_size", 768), v.integer("intermediate_size", 3072)
+    channels, patch = v.integer("num_channels", 3), _square(v, "patch_size", 16)
+    patches = (_square(v, "image_size", 224) // patch) ** 2
+    params = channels * patch * patch * d + d + patches * d + _vit_layers(d, inner, v.integer("num_hidden_layers", 12))
+    params += 2 * d
+    if v.flag("vision_use_head", True):
+        params += d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (d * inner + inner + inner * d + d)
+    return params
+
+
+def _clip(v: _Config) -> int:
+    """CLIPVisionModel: class embedding, patch conv without bias, positions for patches + class, pre and post
+    LayerNorms, layers."""
+    d, inner = v.integer("hidden_size", 768), v.integer("intermediate_size", 3072)
+    channels, patch = v.integer("num_channels", 3), _square(v, "patch_size", 32)
+    positions = (_square(v, "image_size", 224) // patch) ** 2 + 1
+    return d + channels * patch * patch * d + positions * d + 2 * 2 * d \
+        + _vit_layers(d, inner, v.integer("num_hidden_layers", 12))
+
+
+def _qwen_merger(v: _Config, d: int, norm: int, out: int) -> int:
+    """A Qwen-VL patch merger: a norm of `norm` weights, then Linear(d m^2, d m^2) and Linear(d m^2, out)."""
+    wide = d * v.integer("spatial_merge_size", 2) ** 2
+    return norm + wide * wide + wide + wide * out + out
+
+
+def _qwen2_5_vl(v: _Config) -> int:
+    """Qwen2_5_VisionTransformerPretrainedModel: Conv3d patch embed without bias, blocks of two RMSNorms, fused qkv
+    and proj with biases and a gated MLP with biases, then the merger (RMSNorm ln_q) into out_hidden_size."""
+    d, inner = v.integer("hidden_size", 3584), v.integer("intermediate_size", 3420)
+    patch, temporal = _square(v, "patch_size", 14), v.integer("temporal_patch_size", 2)
+    channels = v.integer("in_channels", v.integer("in_chans", 3))
+    block = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * (d * inner + inner) + inner * d + d
+    return channels * temporal * patch * patch * d + v.integer("depth", 32) * block \
+        + _qwen_merger(v, d, d, v.integer("out_hidden_size", 3584))
+
+
+def _qwen3_vl(v: _Config) -> int:
+    """Qwen3VLVisionModel: Conv3d patch embed with bias, learned positions, blocks of two LayerNorms, qkv / proj
+    and fc1 / fc2 with biases, the merger (LayerNorm over d) and one deepstack merger (LayerNorm over d m^2) per
+    deepstack_visual_indexes entry."""
+    d, inner = v.integer("hidden_size", 1152), v.integer("intermediate_size", 4304)
+    patch, temporal = _square(v, "patch_size", 16), v.integer("temporal_patch_size", 2)
+    out, wide = v.integer("out_hidden_size", 3584), d * v.integer("spatial_merge_size", 2) ** 2
+    block = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + d * inner + inner + inner * d + d
+    deepstack = v.data.get("deepstack_visual_indexes", [8, 16, 24])
+    if not isinstance(deepstack, list | tuple):
+        raise v.error("deepstack_visual_indexes", f"expected a list of layer indexes, got {deepstack!r}")
+    return v.integer("in_channels", 3) * temporal * patch * patch * d + d \
+        + v.integer("num_position_embeddings", 2304) * d + v.integer("depth", 27) * block \
+        + _qwen_merger(v, d, 2 * d, out) + len(deepstack) * _qwen_merger(v, d, 2 * wide, out)
+
+
+def _gemma3_projector(v: _Config, text_hidden: int, wrapper: _Config) -> int:
+    """Gemma3MultiModalProjector: mm_input_projection_weight (vision d x text d) and an RMSNorm over vision d."""
+    d = v.integer("hidden_size", 768)
+    return d * text_hidden + d
+
+
+def _llava_projector(v: _Config, text_hidden: int, wrapper: _Config) -> int:
+    """LlavaMultiModalProjector: Linear(vision d x feature layers, text d) and Linear(text d, text d), biased by
+    multimodal_projector_bias."""
+    layers = wrapper.data.get("vision_feature_layer", -2)
+    width = v.integer("hidden_size", 768) * (len(layers) if isinstance(layers, list) else 1)
+    bias = wrapper.flag("multimodal_projector_bias", True)
+    return width * text_hidden + text_hidden * text_hidden + 2 * text_hidden * bias
+
+
+def _none(v: _Config, text_hidden: int, wrapper: _Config) -> int:
+    return 0
+
+
+# wrapper model_type -> (tower kind, tower parameters, projector parameters)
+WRAPPERS: dict[str, tuple[str, Callable[[_Config], int], Callable[[_Config, int, _Config], int]]] = {
+    "gemma3": ("siglip_vision_model", _siglip, _gemma3_projector),
+    "llava": ("clip_vision_model", _clip, _llava_projector),
+    "qwen2_5_vl": ("qwen2_5_vl_vision", _qwen2_5_vl, _none),
+    "qwen3_vl": ("qwen3_vl_vision", _qwen3_vl, _none),
+    "qwen3_vl_moe": ("qwen3_vl_vision", _qwen3_vl, _none),
+}
+
+
+def _text_hidden(data: dict[str, Any], where: str, arch: str) -> int:
+    text = data.get("text_config")
+    sub = text if isinstance(text, dict) else data
+    return _Config(sub, f"{where}: text_config" if isinstance(text, dict) else where, arch).integer("hidden_size")
+
+
+def read_encoders(data: dict[str, Any], where: str, arch: str) -> list[dict[str, Any]]:
+    """The Model's `encoders` from a multimodal wrapper's vision_config (empty for a text-only config or a wrapper
+    type without a row in WRAPPERS: encoder_note says which)."""
+    vision = data.get("vision_config")
+    row = WRAPPERS.get(data.get("model_type"))
+    if not isinstance(vision, dict) or row is None:
+        return []
+    kind, tower, projector = row
+    v = _Config(vision, f"{where}: vision_config", arch)
+    params = tower(v) + projector(v, _text_hidden(data, where, arch), _Config(data, where, arch))
+    return [{"modality": "vision", "kind": kind, "parameters": params}]
+
+
+def encoder_note(data: dict[str, Any]) -> str | None:
+    """What the plan says of a config's towers that are not counted (None when there is nothing to say)."""
+    towers = [k for k in ("vision_config", "audio_config") if isinstance(data.get(k), dict)]
+    counted = data.get("model_type") in WRAPPERS
+    missing = [t for t in towers if t != "vision_config" or not counted]
+    if not missing:
+        return None
+    return (f"{' and '.join(missing)} present but not counted: wrapper model_type {data.get('model_type')!r} has no "
+            f"row in roofline.catalogue.hf_vision.WRAPPERS ({', '.join(WRAPPERS)} do); the weights memory "
+            "leaves that tower out")
