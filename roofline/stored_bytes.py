@@ -230,9 +230,12 @@ def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
             quantization["kv_cache"] = KV_NOTE.format(key=key, dtype=q.kv_cache_dtype)
         out["quantization"] = quantization
     if model.encoders:
+        note = ("vision / audio towers the engine loads beside the decoder, added to the weights memory of the first "
+                "pipeline stage (split over tp); not in the decode step's weight reads")
+        missing = [f"{e.modality} tower {e.kind}" for e in model.encoders if not e.counted]
+        if missing:
+            note += (f"; NOT counted (no parameter rule in roofline.catalogue.hf_vision): {', '.join(missing)} -- "
+                     "the weights memory is low by their size")
         out["encoders"] = {"towers": [e.model_dump(mode="json") for e in model.encoders],
-                           "bytes": encoder_bytes(model),
-                           "note": "vision / audio towers the engine loads beside the decoder, added to the weights "
-                                   "memory of the first pipeline stage (split over tp); not in the decode step's "
-                                   "weight reads"}
+                           "bytes": encoder_bytes(model), "note": note}
     return out

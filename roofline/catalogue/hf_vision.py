@@ -5,7 +5,7 @@ the decoder's width beside the text model: their weights occupy GPU memory in an
 decoder's parameter count. One row per wrapper model_type names the tower's parameter rule and the projector's;
 each rule follows the transformers v5.24.0 modules of that type (src/transformers/models/<type>/modeling_<type>.py)
 and reads the vision_config keys with the defaults of the matching config class where a key is absent. A wrapper
-whose type has no row imports with no encoder counted and the plan says so (`encoder_note`).
+or tower whose type has no row imports with no encoder counted and the plan says so (`encoder_note`).
 
 Checked against tiny transformers models (tests/catalogue/test_hf_vision_towers.py): every parameter of the
 wrapper outside its language model and LM head is counted, exactly.
@@ -109,14 +109,32 @@ def _none(v: _Config, text_hidden: int, wrapper: _Config) -> int:
     return 0
 
 
-# wrapper model_type -> (tower kind, tower parameters, projector parameters)
-WRAPPERS: dict[str, tuple[str, Callable[[_Config], int], Callable[[_Config, int, _Config], int]]] = {
-    "gemma3": ("siglip_vision_model", _siglip, _gemma3_projector),
-    "llava": ("clip_vision_model", _clip, _llava_projector),
-    "qwen2_5_vl": ("qwen2_5_vl_vision", _qwen2_5_vl, _none),
-    "qwen3_vl": ("qwen3_vl_vision", _qwen3_vl, _none),
-    "qwen3_vl_moe": ("qwen3_vl_vision", _qwen3_vl, _none),
+# the tower of a vision_config's model_type
+TOWERS: dict[str, Callable[[_Config], int]] = {
+    "siglip_vision_model": _siglip,
+    "clip_vision_model": _clip,
+    "qwen2_5_vl_vision": _qwen2_5_vl,
+    "qwen3_vl_vision": _qwen3_vl,
 }
+
+# wrapper model_type -> (its tower's model_type when the vision_config does not name one, its projector)
+WRAPPERS: dict[str, tuple[str, Callable[[_Config, int, _Config], int]]] = {
+    "gemma3": ("siglip_vision_model", _gemma3_projector),
+    "llava": ("clip_vision_model", _llava_projector),
+    "qwen2_5_vl": ("qwen2_5_vl_vision", _none),
+    "qwen3_vl": ("qwen3_vl_vision", _none),
+    "qwen3_vl_moe": ("qwen3_vl_vision", _none),
+}
+
+
+def _tower_kind(data: dict[str, Any]) -> str | None:
+    """The vision tower's type: the vision_config's model_type, else the wrapper's default; None if either the
+    wrapper or the tower has no row."""
+    vision, row = data.get("vision_config"), WRAPPERS.get(data.get("model_type"))
+    if not isinstance(vision, dict) or row is None:
+        return None
+    kind = vision.get("model_type") or row[0]
+    return kind if kind in TOWERS else None
 
 
 def _text_hidden(data: dict[str, Any], where: str, arch: str) -> int:
@@ -126,25 +144,18 @@ def _text_hidden(data: dict[str, Any], where: str, arch: str) -> int:
 
 
 def read_encoders(data: dict[str, Any], where: str, arch: str) -> list[dict[str, Any]]:
-    """The Model's `encoders` from a multimodal wrapper's vision_config (empty for a text-only config or a wrapper
-    type without a row in WRAPPERS: encoder_note says which)."""
-    vision = data.get("vision_config")
-    row = WRAPPERS.get(data.get("model_type"))
-    if not isinstance(vision, dict) or row is None:
-        return []
-    kind, tower, projector = row
-    v = _Config(vision, f"{where}: vision_config", arch)
-    params = tower(v) + projector(v, _text_hidden(data, where, arch), _Config(data, where, arch))
-    return [{"modality": "vision", "kind": kind, "parameters": params}]
-
-
-def encoder_note(data: dict[str, Any]) -> str | None:
-    """What the plan says of a config's towers that are not counted (None when there is nothing to say)."""
-    towers = [k for k in ("vision_config", "audio_config") if isinstance(data.get(k), dict)]
-    counted = data.get("model_type") in WRAPPERS
-    missing = [t for t in towers if t != "vision_config" or not counted]
-    if not missing:
-        return None
-    return (f"{' and '.join(missing)} present but not counted: wrapper model_type {data.get('model_type')!r} has no "
-            f"row in roofline.catalogue.hf_vision.WRAPPERS ({', '.join(WRAPPERS)} do); the weights memory "
-            "leaves that tower out")
+    """The Model's `encoders` from a multimodal wrapper's vision_config / audio_config: the counted vision tower,
+    or an entry with counted false (parameters 0) for a tower whose wrapper or type has no row here."""
+    out = []
+    kind = _tower_kind(data)
+    if kind is not None:
+        v = _Config(data["vision_config"], f"{where}: vision_config", arch)
+        projector = WRAPPERS[data["model_type"]][1]
+        params = TOWERS[kind](v) + projector(v, _text_hidden(data, where, arch), _Config(data, where, arch))
+        out.append({"modality": "vision", "kind": kind, "parameters": params})
+    for key, modality in (("vision_config", "vision"), ("audio_config", "audio")):
+        tower = data.get(key)
+        if isinstance(tower, dict) and not (modality == "vision" and kind is not None):
+            name = tower.get("model_type") or f"{data.get('model_type')}:{modality}"
+            out.append({"modality": modality, "kind": str(name), "parameters": 0, "counted": False})
+    return out

@@ -204,6 +204,8 @@ class Encoder(Spec):
     parameters: NonNegativeInt = Field(description="Parameters of the tower and its projector into the decoder.")
     dtype_bytes: PositiveInt = Field(2, le=4, description="Bytes per parameter as loaded (the checkpoint's dtype; "
                                                           "quantized checkpoints keep the towers unconverted).")
+    counted: bool = Field(True, description="False: the tower's type has no parameter rule (catalogue.hf_vision), "
+                                            "its parameters (0 here) are left out of the weights and the plan says so.")
 
 
 class Model(Spec):
