@@ -1,24 +1,28 @@
-"""A checkpoint's `quantization_config` read as the widths its weights are stored at.
+"""A checkpoint's `quantization_config` read as the layout its weights are stored in.
 
 transformers writes the quantizer's settings into config.json (src/transformers/utils/quantization_config.py
-@ v5.24.0); the keys read here, per `quant_method`:
+@ v5.24.0); the keys read here, per `quant_method`, and the layout each loader allocates (vLLM
+vllm/model_executor/layers/quantization/<method>.py, create_weights):
 
-- fp8 (FineGrainedFP8Config): fp8 e4m3 weights, one fp32 scale per weight_block_size block (default 128 x 128);
-  modules_to_not_convert stay at the model dtype.
-- mxfp4 (Mxfp4Config, gpt-oss): OCP MXFP4, 32 fp4 values share one e8m0 scale; modules_to_not_convert (gpt-oss:
-  attention, router, embeddings, LM head) stay bf16, so only the experts are 4-bit.
-- modelopt (NVIDIA ModelOpt): quant_algo NVFP4 (16 fp4 values share one fp8 scale) or FP8; exclude_modules kept;
+- fp8 (FineGrainedFP8Config, DeepSeek / Qwen FP8): fp8 e4m3 weights, one fp32 weight_scale_inv per
+  weight_block_size block (default 128 x 128); without a block size one fp32 scale per matrix.
+- mxfp4 (Mxfp4Config, gpt-oss): OCP MXFP4, 32 fp4 values share one e8m0 byte; vLLM converts the experts only.
+- modelopt (NVIDIA ModelOpt hf_quant_config): quant_algo NVFP4 (16 fp4 values share one fp8 byte, plus fp32
+  weight_scale_2 and input_scale per matrix) or FP8 (fp32 weight and input scale per matrix);
   kv_cache_quant_algo names the KV dtype.
-- awq / gptq: bits (4 or 8) integers with one fp16 scale (and a zero point) per group_size weights;
-  modules_to_not_convert kept.
-- bitsandbytes: load_in_4bit (nf4 / fp4, one absmax per 64 weights) or load_in_8bit; llm_int8_skip_modules kept.
-- compressed-tensors: config_groups[*].weights {num_bits, type int|float, strategy, group_size}; ignore kept;
+- awq / gptq: bits-wide integers packed in int32, one fp16 scale and one packed zero point per group_size
+  weights of a column (AWQ qweight [in, out/8], qzeros [in/g, out/8], scales [in/g, out]); GPTQ adds an int32
+  g_idx per input channel.
+- bitsandbytes: load_in_4bit (two codes a byte, one fp32 absmax per 64 weights, or one uint8 with double quant)
+  or load_in_8bit (one fp32 SCB per output row).
+- compressed-tensors: config_groups[*].weights {num_bits, type int|float, strategy, group_size, symmetric};
   kv_cache_scheme {num_bits, type} names the KV dtype.
 
-The Model keeps what was read (specs.model.Quantization); the planner stores the converted matrices at
-`weight_dtype` (the routed experts at `expert_weight_dtype` when only they are converted, gpt-oss) unless the
-user names a dtype. Scales are given per weight in `scale_bytes_per_weight` (exact) and stated in the plan's note;
-the planner's dtypes (accounting.DTYPE_BYTES) include them for mxfp4 and nvfp4 only.
+The kept modules (modules_to_not_convert / exclude_modules / llm_int8_skip_modules / ignore) are kept as written;
+roofline.stored_bytes matches them against the decoder's module names and counts the bytes exactly. The planner
+stores the converted matrices at `weight_dtype` (the routed experts at `expert_weight_dtype` when only they are
+converted, gpt-oss) unless the user names a dtype, and adds what that dtype leaves out (scales, zero points,
+modules kept at bf16).
 """
 
 from __future__ import annotations

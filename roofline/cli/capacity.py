@@ -134,7 +134,8 @@ def _checkpoint_dtypes(model, args: argparse.Namespace) -> tuple[str, str | None
     q = model.quantization
     if q is not None and args.weight_dtype is None and expert is None:
         weight, expert = stored_dtypes(model)
-        read["weights"] = f"quantization_config {q.method}: stored widths (weights {weight}, experts {expert or weight})"
+        read["weights"] = (f"quantization_config {q.method}: stored widths (weights {weight}, "
+                           f"experts {expert or weight})")
     if q is not None and q.kv_cache_dtype == "fp8" and args.engine == "vllm" and args.kv_cache_dtype == "auto":
         read["kv_cache_dtype"] = "fp8"
         key = "kv_cache_scheme" if q.method == "compressed-tensors" else "kv_cache_quant_algo"

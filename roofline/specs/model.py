@@ -169,8 +169,9 @@ class Quantization(Spec):
         description="Storage dtype of the converted weight matrices.")
     scale_bytes_per_weight: str = Field(
         "0/1", pattern=r"^\d+/[1-9]\d*$",
-        description="Scale (and zero-point) bytes per converted weight beyond the dtype, an exact fraction "
-                    "(fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256).")
+        description="Scale (and zero-point) bytes per converted weight beyond what the planner's dtype holds, an "
+                    "exact fraction (fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256; mxfp4 and "
+                    "nvfp4 dtypes hold theirs: 0); the exact per-matrix bytes are roofline.stored_bytes'.")
     experts_only: bool = Field(
         False, description="Only the routed experts are converted (modules_to_not_convert keeps attention and the "
                            "router at the model dtype: gpt-oss's mxfp4 checkpoints).")
