@@ -90,6 +90,15 @@ def _qwen3_vl(v: _Config) -> int:
         + _qwen_merger(v, d, 2 * d, out) + len(deepstack) * _qwen_merger(v, d, 2 * wide, out)
 
 
+def _pixtral(v: _Config) -> int:
+    """PixtralVisionModel: patch conv without bias, an RMSNorm (ln_pre), layers of two RMSNorms, q/k/v/o and a
+    gated MLP, all without biases (rotary positions have no weights)."""
+    d, inner = v.integer("hidden_size", 1024), v.integer("intermediate_size", 4096)
+    patch = _square(v, "patch_size", 16)
+    layer = 2 * d + 4 * d * d + 3 * d * inner
+    return v.integer("num_channels", 3) * patch * patch * d + d + v.integer("num_hidden_layers", 24) * layer
+
+
 def _gemma3_projector(v: _Config, text_hidden: int, wrapper: _Config) -> int:
     """Gemma3MultiModalProjector: mm_input_projection_weight (vision d x text d) and an RMSNorm over vision d."""
     d = v.integer("hidden_size", 768)
@@ -105,6 +114,16 @@ def _llava_projector(v: _Config, text_hidden: int, wrapper: _Config) -> int:
     return width * text_hidden + text_hidden * text_hidden + 2 * text_hidden * bias
 
 
+def _mistral3_projector(v: _Config, text_hidden: int, wrapper: _Config) -> int:
+    """Mistral3MultiModalProjector: an RMSNorm over vision d, the patch merger Linear(d m^2, d) without bias, then
+    Linear(d x feature layers, text d) and Linear(text d, text d), biased by multimodal_projector_bias (False)."""
+    d, merge = v.integer("hidden_size", 1024), wrapper.integer("spatial_merge_size", 2)
+    layers = wrapper.data.get("vision_feature_layer", -1)
+    width = d * (len(layers) if isinstance(layers, list) else 1)
+    bias = wrapper.flag("multimodal_projector_bias", False)
+    return d + d * merge * merge * d + width * text_hidden + text_hidden * text_hidden + 2 * text_hidden * bias
+
+
 def _none(v: _Config, text_hidden: int, wrapper: _Config) -> int:
     return 0
 
@@ -115,12 +134,14 @@ TOWERS: dict[str, Callable[[_Config], int]] = {
     "clip_vision_model": _clip,
     "qwen2_5_vl_vision": _qwen2_5_vl,
     "qwen3_vl_vision": _qwen3_vl,
+    "pixtral": _pixtral,
 }
 
 # wrapper model_type -> (its tower's model_type when the vision_config does not name one, its projector)
 WRAPPERS: dict[str, tuple[str, Callable[[_Config, int, _Config], int]]] = {
     "gemma3": ("siglip_vision_model", _gemma3_projector),
     "llava": ("clip_vision_model", _llava_projector),
+    "mistral3": ("pixtral", _mistral3_projector),
     "qwen2_5_vl": ("qwen2_5_vl_vision", _none),
     "qwen3_vl": ("qwen3_vl_vision", _none),
     "qwen3_vl_moe": ("qwen3_vl_vision", _none),
