@@ -80,8 +80,10 @@ def _compressed_weights(weights: dict[str, Any], where: str) -> dict[str, Any]:
                         "(tensor, channel, group, block)")
     if kind == "float" and bits == 8:
         if strategy == "block":
-            rows, cols = weights.get("block_structure") or [128, 128]
-            return _layout("fp8", cols, 4, scale_rows=rows)
+            block = weights.get("block_structure") or [128, 128]
+            if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+                raise SpecError(f"{where}: quantization_config.{key}.block_structure: {block!r} is not [rows, columns]")
+            return _layout("fp8", block[1], 4, scale_rows=block[0])
         return _layout("fp8", -1 if strategy == "tensor" else 0, 4)
     dtype = _int_width(bits, where, f"{key}.num_bits")
     zero = 0 if weights.get("symmetric", True) else bits

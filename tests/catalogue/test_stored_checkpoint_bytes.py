@@ -103,6 +103,9 @@ def test_a_glob_in_modules_to_not_convert_names_parents():
     ({"quant_method": "awq", "bits": 4, "group_size": 0}, "quantization_config.group_size"),
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
         "num_bits": 4, "type": "int", "strategy": "row"}}}}, "quantization_config.config_groups.weights.strategy"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "block", "block_structure": "128x128"}}}},
+     "quantization_config.config_groups.weights.block_structure"),
 ])
 def test_a_malformed_layout_is_one_line(q, key):
     with pytest.raises(SpecError) as info:
