@@ -34,9 +34,10 @@ def _model(name: str, q: dict | None = None):
     return model_from_hf_config(data, where="cfg.json", name="m")
 
 
-def test_gpt_oss_20b_mxfp4_matches_the_published_total_size():
-    published = json.loads((DATA / "gpt-oss-20b" / "index-metadata.json").read_text())["metadata"]["total_size"]
-    assert stored_bytes(_model("gpt-oss-20b")).decoder == published == 13_761_264_768
+@pytest.mark.parametrize(("name", "total"), [("gpt-oss-20b", 13_761_264_768), ("gpt-oss-120b", 65_248_815_744)])
+def test_gpt_oss_mxfp4_matches_the_published_total_size(name, total):
+    published = json.loads((DATA / name / "index-metadata.json").read_text())["metadata"]["total_size"]
+    assert stored_bytes(_model(name)).decoder == published == total
 
 
 def test_unquantized_is_two_bytes_a_parameter():
