@@ -216,15 +216,20 @@ def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
     KV dtype read, and `encoders` (the towers counted into the weights); empty for a plain model."""
     out: dict[str, dict] = {}
     q = model.quantization
-    if quantization is not None and q is not None:
+    if q is not None:
+        if quantization is None:  # the user named the dtypes: say what the checkpoint is all the same
+            quantization = {"read": f"quantization_config: {q.method}", "weight_dtype": q.weight_dtype,
+                            "experts_only": q.experts_only, "kv_cache_dtype": q.kv_cache_dtype,
+                            "planned_at": "the dtypes given on the command line"}
         parts = stored_bytes(model)
         applied = extra_weight_bytes(model, weight_dtype, expert_dtype)[1]
         quantization = {**quantization, "stored_bytes": {
             "codes": parts.codes, "scales_and_zero_points": parts.scales, "kept_at_bf16": parts.kept,
             "decoder_total": parts.decoder, "added_to_the_dtype_estimate": applied}}
         quantization["note"] = ("weights are planned at the checkpoint's stored bytes (roofline.stored_bytes: codes, "
-                                "scales, zero points, modules kept at bf16); the decode-time model reads the "
-                                "converted matrices at the stored dtype and leaves the scales out")
+                                "scales, zero points, modules kept at bf16) when the dtypes are the stored ones, else "
+                                "at the dtypes given (added_to_the_dtype_estimate 0); the decode-time model reads "
+                                "the converted matrices at their dtype and leaves the scales out")
         if q.kv_cache_dtype is not None:
             key = "kv_cache_scheme" if q.method == "compressed-tensors" else "kv_cache_quant_algo"
             quantization["kv_cache"] = KV_NOTE.format(key=key, dtype=q.kv_cache_dtype)

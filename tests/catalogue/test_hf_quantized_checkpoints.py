@@ -121,3 +121,15 @@ def test_the_checkpoints_kv_dtype_is_stated_and_vllm_capacity_applies_it(capsys,
     # 2 x 8 KV heads x 128 x 1 B (fp8) against 2 B per element when overridden
     assert (auto["bytes_per_token"], named["bytes_per_token"]) == (2 * 8 * 128 * 1 * 32, 2 * 8 * 128 * 2 * 32)
     assert auto["checkpoint_read"]["kv_cache_dtype"] == "fp8" and "kv_cache_dtype" not in named["checkpoint_read"]
+
+
+def test_a_dtype_given_on_the_command_line_is_planned_as_given_and_the_checkpoint_still_stated(capsys, tmp_path):
+    data = _config("Llama-3.1-8B") | {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    path = tmp_path / "Llama-fp8" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data))
+    read = _plan(capsys, "--model", str(path), "--weight-dtype", "int4")
+    named = _plan(capsys, "--model", "Llama-3.1-8B", "--weight-dtype", "int4")
+    assert read["results"][0]["memory"]["weights_bytes"] == named["results"][0]["memory"]["weights_bytes"]
+    assert read["quantization"]["planned_at"] == "the dtypes given on the command line"
+    assert read["quantization"]["stored_bytes"]["added_to_the_dtype_estimate"] == 0
