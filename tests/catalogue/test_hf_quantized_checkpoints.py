@@ -133,3 +133,16 @@ def test_a_dtype_given_on_the_command_line_is_planned_as_given_and_the_checkpoin
     assert read["results"][0]["memory"]["weights_bytes"] == named["results"][0]["memory"]["weights_bytes"]
     assert read["quantization"]["planned_at"] == "the dtypes given on the command line"
     assert read["quantization"]["stored_bytes"]["added_to_the_dtype_estimate"] == 0
+
+
+def test_kv_warns_when_the_method_differs_from_the_checkpoints_kv_dtype(capsys, tmp_path):
+    data = _config("Llama-3.1-8B") | {"quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}
+    path = tmp_path / "Llama-fp8-kv" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data))
+    for method, warned in (("bf16", True), ("fp8", False)):
+        rc, out, err = run(capsys, "kv", "--json", "--model", str(path), "--context", "4096", "--method", method)
+        assert rc == 0, err
+        warnings = json.loads(out).get("warnings", [])
+        assert any("declares an fp8 KV cache" in w for w in warnings) == warned
