@@ -1,11 +1,12 @@
-"""The vision towers of multimodal wrappers, counted apart from the text decoder from the wrapper's vision_config.
+"""The vision and audio towers of multimodal wrappers, counted apart from the text decoder from their configs.
 
-A multimodal checkpoint (Gemma-3, LLaVA, Qwen2.5-VL, Qwen3-VL, ...) loads a vision encoder and a projector into
+A multimodal checkpoint (Gemma-3, LLaVA, Mistral-3, Qwen2.5-VL, Qwen3-VL, Qwen2-Audio) loads an encoder and a projector into
 the decoder's width beside the text model: their weights occupy GPU memory in an engine but are no part of the
 decoder's parameter count. One row per wrapper model_type names the tower's parameter rule and the projector's;
 each rule follows the transformers v5.24.0 modules of that type (src/transformers/models/<type>/modeling_<type>.py)
-and reads the vision_config keys with the defaults of the matching config class where a key is absent. A wrapper
-or tower whose type has no row imports with no encoder counted and the plan says so (`encoder_note`).
+and reads the vision_config / audio_config keys with the defaults of the matching config class where a key is
+absent. A wrapper or tower whose type has no row is listed with counted false (0 parameters): the plan's
+`encoders` note says it is left out of the weights.
 
 Checked against tiny transformers models (tests/catalogue/test_hf_vision_towers.py): every parameter of the
 wrapper outside its language model and LM head is counted, exactly.
@@ -99,6 +100,16 @@ def _pixtral(v: _Config) -> int:
     return v.integer("num_channels", 3) * patch * patch * d + d + v.integer("num_hidden_layers", 24) * layer
 
 
+def _qwen2_audio(a: _Config) -> int:
+    """Qwen2AudioEncoder (Whisper's encoder): two Conv1d with biases (mel bins -> d, d -> d, kernel 3), learned
+    positions (max_source_positions x d), layers of LayerNorm, q/v/out with biases and k without, LayerNorm, fc1 /
+    fc2 with biases, and a final LayerNorm."""
+    d, inner = a.integer("d_model", 1280), a.integer("encoder_ffn_dim", 5120)
+    layer = 2 * d + (4 * d * d + 3 * d) + 2 * d + d * inner + inner + inner * d + d
+    return a.integer("num_mel_bins", 128) * d * 3 + d + d * d * 3 + d + a.integer("max_source_positions", 1500) * d \
+        + a.integer("encoder_layers", 32) * layer + 2 * d
+
+
 def _gemma3_projector(v: _Config, text_hidden: int, wrapper: _Config) -> int:
     """Gemma3MultiModalProjector: mm_input_projection_weight (vision d x text d) and an RMSNorm over vision d."""
     d = v.integer("hidden_size", 768)
@@ -148,6 +159,24 @@ WRAPPERS: dict[str, tuple[str, Callable[[_Config, int, _Config], int]]] = {
 }
 
 
+# audio: wrapper model_type -> (its tower's type, the tower's parameters, the projector Linear(d_model, text d) + bias)
+AUDIO: dict[str, tuple[str, Callable[[_Config], int]]] = {
+    "qwen2_audio": ("qwen2_audio_encoder", _qwen2_audio),
+}
+
+
+def _audio(data: dict[str, Any], where: str, arch: str) -> dict[str, Any] | None:
+    """The counted audio tower of a wrapper with a row in AUDIO (Qwen2AudioMultiModalProjector: one biased
+    Linear from d_model to the text width), else None."""
+    audio, row = data.get("audio_config"), AUDIO.get(data.get("model_type"))
+    if not isinstance(audio, dict) or row is None:
+        return None
+    a = _Config(audio, f"{where}: audio_config", arch)
+    text = _text_hidden(data, where, arch)
+    return {"modality": "audio", "kind": row[0],
+            "parameters": row[1](a) + a.integer("d_model", 1280) * text + text}
+
+
 def _tower_kind(data: dict[str, Any]) -> str | None:
     """The vision tower's type: the vision_config's model_type, else the wrapper's default; None if either the
     wrapper or the tower has no row."""
@@ -174,9 +203,13 @@ def read_encoders(data: dict[str, Any], where: str, arch: str) -> list[dict[str,
         projector = WRAPPERS[data["model_type"]][1]
         params = TOWERS[kind](v) + projector(v, _text_hidden(data, where, arch), _Config(data, where, arch))
         out.append({"modality": "vision", "kind": kind, "parameters": params})
+    audio = _audio(data, where, arch)
+    if audio is not None:
+        out.append(audio)
     for key, modality in (("vision_config", "vision"), ("audio_config", "audio")):
         tower = data.get(key)
-        if isinstance(tower, dict) and not (modality == "vision" and kind is not None):
+        counted = kind is not None if modality == "vision" else audio is not None
+        if isinstance(tower, dict) and not counted:
             name = tower.get("model_type") or f"{data.get('model_type')}:{modality}"
             out.append({"modality": modality, "kind": str(name), "parameters": 0, "counted": False})
     return out

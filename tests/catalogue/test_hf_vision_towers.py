@@ -43,6 +43,9 @@ TOYS = {
     "mistral3": ("Mistral3Config", dict(text_config=dict(model_type="mistral", **_text()), vision_config=dict(
         model_type="pixtral", hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=2,
         image_size=64, patch_size=16, head_dim=16)), "Mistral3ForConditionalGeneration"),
+    "qwen2_audio": ("Qwen2AudioConfig", dict(text_config=dict(model_type="qwen2", **_text()), audio_config=dict(
+        d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=48, num_mel_bins=16,
+        max_source_positions=30)), "Qwen2AudioForConditionalGeneration"),
     "qwen2_5_vl": ("Qwen2_5_VLConfig", dict(text_config=_text(**MROPE), vision_config=dict(
         depth=2, hidden_size=32, intermediate_size=48, num_heads=2, out_hidden_size=64, fullatt_block_indexes=[1])),
                    "Qwen2_5_VLForConditionalGeneration"),
