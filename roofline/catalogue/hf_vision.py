@@ -3,9 +3,9 @@
 A multimodal checkpoint (Gemma-3, LLaVA, Mistral-3, Qwen2.5-VL, Qwen3-VL, Qwen2-Audio) loads an encoder and a
 projector into the decoder's width beside the text model: their weights occupy GPU memory in an engine but are no
 part of the decoder's parameter count. One row per tower type names its parameter rule, one per wrapper type its
-default tower and its projector; each rule follows the transformers v5.24.0 modules of that type (src/transformers/models/<type>/modeling_<type>.py)
-and reads the vision_config / audio_config keys with the defaults of the matching config class where a key is
-absent. A wrapper or tower whose type has no row is listed with counted false (0 parameters): the plan's
+default tower and its projector; each rule follows the transformers v5.24.0 modules of that type
+(src/transformers/models/<type>/modeling_<type>.py) and reads the vision_config / audio_config keys with the
+defaults of the matching config class where a key is absent. A wrapper or tower whose type has no row is listed with counted false (0 parameters): the plan's
 `encoders` note says it is left out of the weights.
 
 Checked against tiny transformers models (tests/catalogue/test_hf_vision_towers.py): every parameter of the
