@@ -5,8 +5,8 @@ projector into the decoder's width beside the text model: their weights occupy G
 part of the decoder's parameter count. One row per tower type names its parameter rule, one per wrapper type its
 default tower and its projector; each rule follows the transformers v5.24.0 modules of that type
 (src/transformers/models/<type>/modeling_<type>.py) and reads the vision_config / audio_config keys with the
-defaults of the matching config class where a key is absent. A wrapper or tower whose type has no row is listed with counted false (0 parameters): the plan's
-`encoders` note says it is left out of the weights.
+defaults of the matching config class where a key is absent. A wrapper or tower whose type has no row is listed
+with counted false (0 parameters): the plan's `encoders` note says it is left out of the weights.
 
 Checked against tiny transformers models (tests/catalogue/test_hf_vision_towers.py): every parameter of the
 wrapper outside its language model and LM head is counted, exactly.
