@@ -19,6 +19,7 @@ from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
 from roofline.catalogue.hf_quant import read_quantization
+from roofline.catalogue.hf_vision import read_encoders
 from roofline.catalogue.hfconfig import (
     _Config,
     _core,
@@ -205,4 +206,7 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     quantization = read_quantization(data, where, has_experts="moe" in fields)
     if quantization is not None:
         spec["quantization"] = quantization
+    encoders = read_encoders(data, where, arch)
+    if encoders:
+        spec["encoders"] = encoders
     return validate(Model, spec, where)

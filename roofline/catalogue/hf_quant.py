@@ -1,24 +1,28 @@
-"""A checkpoint's `quantization_config` read as the widths its weights are stored at.
+"""A checkpoint's `quantization_config` read as the layout its weights are stored in.
 
 transformers writes the quantizer's settings into config.json (src/transformers/utils/quantization_config.py
-@ v5.24.0); the keys read here, per `quant_method`:
+@ v5.24.0); the keys read here, per `quant_method`, and the layout each loader allocates (vLLM
+vllm/model_executor/layers/quantization/<method>.py, create_weights):
 
-- fp8 (FineGrainedFP8Config): fp8 e4m3 weights, one fp32 scale per weight_block_size block (default 128 x 128);
-  modules_to_not_convert stay at the model dtype.
-- mxfp4 (Mxfp4Config, gpt-oss): OCP MXFP4, 32 fp4 values share one e8m0 scale; modules_to_not_convert (gpt-oss:
-  attention, router, embeddings, LM head) stay bf16, so only the experts are 4-bit.
-- modelopt (NVIDIA ModelOpt): quant_algo NVFP4 (16 fp4 values share one fp8 scale) or FP8; exclude_modules kept;
+- fp8 (FineGrainedFP8Config, DeepSeek / Qwen FP8): fp8 e4m3 weights, one fp32 weight_scale_inv per
+  weight_block_size block (default 128 x 128); without a block size one fp32 scale per matrix.
+- mxfp4 (Mxfp4Config, gpt-oss): OCP MXFP4, 32 fp4 values share one e8m0 byte; vLLM converts the experts only.
+- modelopt (NVIDIA ModelOpt hf_quant_config): quant_algo NVFP4 (16 fp4 values share one fp8 byte, plus fp32
+  weight_scale_2 and input_scale per matrix) or FP8 (fp32 weight and input scale per matrix);
   kv_cache_quant_algo names the KV dtype.
-- awq / gptq: bits (4 or 8) integers with one fp16 scale (and a zero point) per group_size weights;
-  modules_to_not_convert kept.
-- bitsandbytes: load_in_4bit (nf4 / fp4, one absmax per 64 weights) or load_in_8bit; llm_int8_skip_modules kept.
-- compressed-tensors: config_groups[*].weights {num_bits, type int|float, strategy, group_size}; ignore kept;
+- awq / gptq: bits-wide integers packed in int32, one fp16 scale and one packed zero point per group_size
+  weights of a column (AWQ qweight [in, out/8], qzeros [in/g, out/8], scales [in/g, out]); GPTQ adds an int32
+  g_idx per input channel.
+- bitsandbytes: load_in_4bit (two codes a byte, one fp32 absmax per 64 weights, or one uint8 with double quant)
+  or load_in_8bit (one fp32 SCB per output row).
+- compressed-tensors: config_groups[*].weights {num_bits, type int|float, strategy, group_size, symmetric};
   kv_cache_scheme {num_bits, type} names the KV dtype.
 
-The Model keeps what was read (specs.model.Quantization); the planner stores the converted matrices at
-`weight_dtype` (the routed experts at `expert_weight_dtype` when only they are converted, gpt-oss) unless the
-user names a dtype. Scales are given per weight in `scale_bytes_per_weight` (exact) and stated in the plan's note;
-the planner's dtypes (accounting.DTYPE_BYTES) include them for mxfp4 and nvfp4 only.
+The kept modules (modules_to_not_convert / exclude_modules / llm_int8_skip_modules / ignore) are kept as written;
+roofline.stored_bytes matches them against the decoder's module names and counts the bytes exactly. The planner
+stores the converted matrices at `weight_dtype` (the routed experts at `expert_weight_dtype` when only they are
+converted, gpt-oss) unless the user names a dtype, and adds what that dtype leaves out (scales, zero points,
+modules kept at bf16).
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from typing import Any
 from roofline.errors import SpecError
 
 KEEP_KEYS = ("modules_to_not_convert", "exclude_modules", "llm_int8_skip_modules", "ignore")
-EXPERT_ONLY_HINTS = ("attn", "router", "embed", "lm_head", "gate")
+# scale bytes per weight the planner's dtype already holds (accounting.DTYPE_BYTES: mxfp4 17/32, nvfp4 9/16)
+IN_DTYPE = {"mxfp4": Fraction(1, 32), "nvfp4": Fraction(1, 16)}
 
 
 def _kept(q: dict[str, Any]) -> list[str]:
@@ -48,7 +53,47 @@ def _int_width(bits: Any, where: str, key: str) -> str:
     raise SpecError(f"{where}: quantization_config.{key}: {bits!r} not supported (4 or 8)")
 
 
-def _compressed(q: dict[str, Any], where: str) -> tuple[str, Fraction, str | None]:
+def _group(value: Any, where: str, key: str) -> int:
+    """A group size: a positive integer, or -1 (one group over the whole input: per output channel) -> 0."""
+    if value == -1 or value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{where}: quantization_config.{key}: {value!r} is not a positive group size (or -1)")
+    return value
+
+
+def _layout(dtype: str, group: int = -1, scale_bytes: int = 0, **rest: int) -> dict[str, Any]:
+    return {"weight_dtype": dtype, "scale_group": group, "scale_bytes": scale_bytes, **rest}
+
+
+def _compressed_weights(weights: dict[str, Any], where: str) -> dict[str, Any]:
+    """One compressed-tensors weight scheme: vLLM compressed_tensors/schemes/ (W8A8Fp8: fp32 weight_scale per
+    channel [out, 1] or per tensor; WNA16: int32-packed weight_packed, weight_scale in the model dtype per group,
+    int64 weight_shape [2], weight_zero_point when asymmetric; W4A4Fp4 (NVFP4): fp8 weight_scale per 16, fp32
+    weight_global_scale and input_global_scale)."""
+    bits, kind, strategy = weights.get("num_bits"), weights.get("type"), weights.get("strategy")
+    key = "config_groups.weights"
+    if bits == 4 and kind == "float":
+        return _layout("nvfp4", 16, 1, matrix_extra_bytes=8)
+    if strategy not in ("tensor", "channel", "group", "block"):
+        raise SpecError(f"{where}: quantization_config.{key}.strategy: {strategy!r} not supported "
+                        "(tensor, channel, group, block)")
+    if kind == "float" and bits == 8:
+        if strategy == "block":
+            block = weights.get("block_structure") or [128, 128]
+            if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+                raise SpecError(f"{where}: quantization_config.{key}.block_structure: {block!r} is not [rows, columns]")
+            return _layout("fp8", block[1], 4, scale_rows=block[0])
+        return _layout("fp8", -1 if strategy == "tensor" else 0, 4)
+    dtype = _int_width(bits, where, f"{key}.num_bits")
+    zero = 0 if weights.get("symmetric", True) else bits
+    if dtype == "int8" and strategy in ("channel", "tensor"):  # W8A8 int8: fp32 scales
+        return _layout(dtype, -1 if strategy == "tensor" else 0, 4, zero_point_bits=zero)
+    group = _group(weights.get("group_size"), where, f"{key}.group_size") if strategy == "group" else 0
+    return _layout(dtype, group, 2, zero_point_bits=zero, matrix_extra_bytes=16)
+
+
+def _compressed(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
     """compressed-tensors: the (one) weight scheme of config_groups; kv_cache_scheme's dtype."""
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
@@ -56,54 +101,76 @@ def _compressed(q: dict[str, Any], where: str) -> tuple[str, Fraction, str | Non
     schemes = {str(g.get("weights")) for g in groups.values() if isinstance(g, dict)}
     if len(schemes) != 1:
         raise SpecError(f"{where}: quantization_config.config_groups: {len(schemes)} weight schemes (one modelled)")
-    weights = next(iter(groups.values())).get("weights") or {}
-    bits, kind, group = weights.get("num_bits"), weights.get("type"), weights.get("group_size")
-    if bits == 4 and kind == "float":
-        dtype, scale = "nvfp4", Fraction(0)
-    elif bits == 8 and kind == "float":
-        dtype, scale = "fp8", Fraction(4, group) if isinstance(group, int) else Fraction(0)
-    else:
-        dtype = _int_width(bits, where, "config_groups.weights.num_bits")
-        scale = Fraction(2, group) if isinstance(group, int) and group > 0 else Fraction(0)
+    layout = _compressed_weights(next(iter(groups.values())).get("weights") or {}, where)
     kv = q.get("kv_cache_scheme")
     kv_dtype = None
     if isinstance(kv, dict):
         kv_dtype = {(8, "float"): "fp8", (8, "int"): "int8"}.get((kv.get("num_bits"), kv.get("type")))
-    return dtype, scale, kv_dtype
+    return layout, kv_dtype
 
 
-def _method(q: dict[str, Any], where: str) -> tuple[str, Fraction, str | None]:
-    """(stored dtype, scale bytes per weight beyond the dtype, KV cache dtype or None) of one quantization_config."""
+def _fp8(q: dict[str, Any], where: str) -> dict[str, Any]:
+    """FineGrainedFP8 / DeepSeek / Qwen FP8: fp32 weight_scale_inv per weight_block_size block (vLLM fp8.py
+    Fp8LinearMethod.create_weights: float32 [ceil(out/bo), ceil(in/bi)]); without a block size, one fp32
+    weight_scale per matrix (and an input_scale when activation_scheme is static)."""
+    block = q.get("weight_block_size")
+    if block is None:
+        static = q.get("activation_scheme") == "static"
+        return _layout("fp8", -1, 4, matrix_extra_bytes=4 if static else 0)
+    if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+        raise SpecError(f"{where}: quantization_config.weight_block_size: {block!r} is not [rows, columns]")
+    return _layout("fp8", block[1], 4, scale_rows=block[0])
+
+
+def _bits_and_bytes(q: dict[str, Any], where: str) -> dict[str, Any]:
+    """bitsandbytes (vLLM bitsandbytes.py): 4-bit packs two codes a byte with one absmax per 64 weights (fp32, or
+    one uint8 with bnb_4bit_use_double_quant, whose second-level fp32 absmax per 256 blocks is left out) and a
+    16-entry fp32 code map per matrix; 8-bit (LLM.int8) keeps one fp32 SCB per output row."""
+    if q.get("load_in_4bit"):
+        return _layout("int4", 64, 1 if q.get("bnb_4bit_use_double_quant") else 4, matrix_extra_bytes=64)
+    if q.get("load_in_8bit"):
+        return _layout("int8", 0, 4)
+    raise SpecError(f"{where}: quantization_config: bitsandbytes without load_in_4bit or load_in_8bit")
+
+
+def _method(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
+    """(the stored layout: Quantization's weight_dtype and scale fields; the KV cache dtype or None)."""
     method = q.get("quant_method")
     if method == "fp8":
-        block = q.get("weight_block_size") or [128, 128]
-        return "fp8", Fraction(4, block[0] * block[1]), None
-    if method == "mxfp4":
-        return "mxfp4", Fraction(0), None
+        return _fp8(q, where), None
+    if method == "mxfp4":  # gpt-oss: uint8 blocks (two fp4) + one e8m0 scale byte per 32 (vLLM mxfp4.py)
+        return _layout("mxfp4", 32, 1), None
     if method == "modelopt":
         algo = str(q.get("quant_algo", "")).upper()
         kv = "fp8" if str(q.get("kv_cache_quant_algo", "")).upper() == "FP8" else None
-        if algo == "NVFP4":
-            return "nvfp4", Fraction(0), kv
-        if algo == "FP8":
-            return "fp8", Fraction(0), kv
+        if algo == "NVFP4":  # modelopt.py: fp8 weight_scale per 16, fp32 weight_scale_2 and input_scale
+            return _layout("nvfp4", _group(q.get("group_size", 16), where, "group_size"), 1,
+                           matrix_extra_bytes=8), kv
+        if algo == "FP8":  # ModelOptFp8LinearMethod: fp32 weight_scale and input_scale per matrix
+            return _layout("fp8", -1, 4, matrix_extra_bytes=4), kv
         raise SpecError(f"{where}: quantization_config.quant_algo: {algo!r} not supported (NVFP4, FP8)")
     if method in ("awq", "gptq"):
-        group = q.get("group_size", 128)
-        dtype = _int_width(q.get("bits", 4), where, "bits")
-        # one fp16 scale and one packed zero point (bits wide) per group
-        per_group = Fraction(2) + Fraction(q.get("bits", 4), 8)
-        return dtype, per_group / group if isinstance(group, int) and group > 0 else Fraction(0), None
+        bits = q.get("bits", q.get("w_bit", 4))
+        dtype = _int_width(bits, where, "bits")
+        group = _group(q.get("group_size", q.get("q_group_size", 128)), where, "group_size")
+        zero = bits if method == "gptq" or q.get("zero_point", True) else 0
+        return _layout(dtype, group, 2, zero_point_bits=zero, input_index_bytes=4 if method == "gptq" else 0), None
     if method == "bitsandbytes":
-        if q.get("load_in_4bit"):
-            return "int4", Fraction(4, 64), None  # one fp32 absmax per 64 weights (bnb blocksize 64)
-        if q.get("load_in_8bit"):
-            return "int8", Fraction(0), None
-        raise SpecError(f"{where}: quantization_config: bitsandbytes without load_in_4bit or load_in_8bit")
+        return _bits_and_bytes(q, where), None
     if method == "compressed-tensors":
         return _compressed(q, where)
     raise SpecError(f"{where}: quantization_config.quant_method: {method!r} not supported (fp8, mxfp4, modelopt, "
                     "awq, gptq, bitsandbytes, compressed-tensors)")
+
+
+def _per_weight(layout: dict[str, Any]) -> Fraction:
+    """Scale and zero-point bytes per converted weight beyond what the planner's dtype holds (the block / group
+    share; 0 for channel / tensor scales, and for mxfp4 / nvfp4 whose dtypes include their scales)."""
+    group, rows = layout["scale_group"], layout.get("scale_rows", 1)
+    if group <= 0:
+        return Fraction(0)
+    share = Fraction(layout["scale_bytes"] * 8 + layout.get("zero_point_bits", 0), 8 * group * rows)
+    return max(share - IN_DTYPE.get(layout["weight_dtype"], Fraction(0)), Fraction(0))
 
 
 def read_quantization(data: dict[str, Any], where: str, has_experts: bool) -> dict[str, Any] | None:
@@ -114,26 +181,38 @@ def read_quantization(data: dict[str, Any], where: str, has_experts: bool) -> di
         return None
     if not isinstance(q, dict):
         raise SpecError(f"{where}: quantization_config: expected an object, got {type(q).__name__}")
-    dtype, scale, kv_dtype = _method(q, where)
+    layout, kv_dtype = _method(q, where)
     kept = _kept(q)
-    experts_only = has_experts and any("attn" in k for k in kept) and any("router" in k or "gate" in k for k in kept)
-    return {"method": str(q.get("quant_method")), "weight_dtype": dtype,
+    # vLLM's Mxfp4Config converts FusedMoE layers only; a kept list naming attention and the router says the same
+    experts_only = has_experts and (layout["weight_dtype"] == "mxfp4" or (
+        any("attn" in k for k in kept) and any("router" in k or "gate" in k for k in kept)))
+    scale = _per_weight(layout)
+    return {"method": str(q.get("quant_method")), **layout,
             "scale_bytes_per_weight": f"{scale.numerator}/{scale.denominator}", "experts_only": experts_only,
             "modules_not_converted": kept, "kv_cache_dtype": kv_dtype}
+
+
+def stored_dtypes(model) -> tuple[str, str | None]:
+    """(weight dtype, routed-expert dtype or None) the checkpoint stores: its converted width for every matrix, or
+    bf16 with the experts converted when only they are (gpt-oss); (bf16, None) for an unquantized model."""
+    q = model.quantization
+    if q is None:
+        return "bf16", None
+    return ("bf16", q.weight_dtype) if q.experts_only else (q.weight_dtype, None)
 
 
 def stored_widths(model, workload) -> tuple[Any, dict[str, Any] | None]:
     """(workload, note): a quantized model's weights at their stored width when the workload keeps the bf16
     default (weight_dtype bf16, no expert dtype): the converted matrices at Quantization.weight_dtype, or only the
-    routed experts when experts_only. The note (for the plan's JSON) says what was read and applied; (workload,
-    None) for an unquantized model or a user-chosen dtype."""
+    routed experts when experts_only; the planner then adds the scales and the unconverted modules' full width
+    (roofline.stored_bytes). The note (for the plan's JSON) says what was read and applied; (workload, None) for an
+    unquantized model or a user-chosen dtype."""
     q = model.quantization
     if q is None or workload.weight_dtype != "bf16" or workload.expert_weight_dtype is not None:
         return workload, None
-    change = {"expert_weight_dtype": q.weight_dtype} if q.experts_only else {"weight_dtype": q.weight_dtype}
+    weight, expert = stored_dtypes(model)
+    change = {"expert_weight_dtype": expert} if expert else {"weight_dtype": weight}
     note = {"read": f"quantization_config: {q.method}", **change,
             "scale_bytes_per_weight": q.scale_bytes_per_weight, "modules_not_converted": q.modules_not_converted,
-            "kv_cache_dtype": q.kv_cache_dtype,
-            "note": "scales are not in the fp8 / int4 / int8 dtypes the planner applies (mxfp4 and nvfp4 include "
-                    "theirs); modules_not_converted are planned at the converted width unless experts_only"}
+            "kv_cache_dtype": q.kv_cache_dtype}
     return workload.model_copy(update=change), note

@@ -182,6 +182,11 @@ def cmd_kv(args: argparse.Namespace) -> int:
     if args.context > model.max_position_embeddings:
         report["warnings"] = [f"context {args.context:,} exceeds {model.name}'s max_position_embeddings "
                               f"{model.max_position_embeddings:,}: the model was not trained that long"]
+    declared = model.quantization.kv_cache_dtype if model.quantization is not None else None
+    if declared is not None and args.method != declared:
+        report.setdefault("warnings", []).append(
+            f"the checkpoint declares an {declared} KV cache (its quantization_config), which vLLM's --kv-cache-dtype "
+            f"auto uses; this report is for --method {args.method} (--method {declared} gives the checkpoint's)")
     emit(report, args.json, _kv_text)
     return 0
 

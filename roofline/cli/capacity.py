@@ -32,7 +32,8 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="profile-run / chunked-prefill tokens")
     p.add_argument("--kv-memory-gib", type=positive_float,
                    help="KV budget per rank in GiB (e.g. a logged 'Available KV cache memory'); replaces the estimate")
-    p.add_argument("--weight-dtype", default="bf16", help="weights for the budget estimate (bf16, fp8, mxfp4, ...)")
+    p.add_argument("--weight-dtype", help="weights for the budget estimate (bf16, fp8, mxfp4, ...; default: the "
+                   "checkpoint's stored widths from its quantization_config, else bf16)")
     p.add_argument("--expert-weight-dtype", help="routed experts for the budget estimate (default: --weight-dtype; "
                    "gpt-oss ships mxfp4)")
     p.add_argument("--entry-point", choices=("api", "offline"), default="api",
@@ -101,12 +102,16 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         # the engine's own default for this GPU and entry point (vLLM: 16384 offline / 8192 served on >= 70 GiB)
         default = scheduling(args.engine, hardware, entry=args.entry_point, tp=args.tp).max_num_batched_tokens
         options = replace(options, max_num_batched_tokens=default)
+    weight_dtype, expert_dtype, read = _checkpoint_dtypes(model, args)
+    options = replace(options, kv_cache_dtype=read.get("kv_cache_dtype", options.kv_cache_dtype))
     parts = None
     if options.kv_memory_bytes is None:
-        parts = budget_parts(model, hardware, args.tp, args.pp, options.max_num_batched_tokens, args.weight_dtype,
-                             args.expert_weight_dtype)
+        parts = budget_parts(model, hardware, args.tp, args.pp, options.max_num_batched_tokens, weight_dtype,
+                             expert_dtype)
     result = capacity(model, args.engine, options, parts).as_dict()
     result["model"] = model.name
+    if read:
+        result["checkpoint_read"] = read
     _no_room(result, parts, options)
     from roofline.trust.quantities import capacity_trust
 
@@ -118,6 +123,27 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     else:
         print(capacity_text(result))
     return 0
+
+
+def _checkpoint_dtypes(model, args: argparse.Namespace) -> tuple[str, str | None, dict[str, Any]]:
+    """(weight dtype, expert dtype, what was read): the flags when given, else the checkpoint's stored widths
+    (catalogue.hf_quant.stored_dtypes; the planner adds its scales and unconverted modules); and for vLLM with
+    --kv-cache-dtype auto, the KV dtype the checkpoint declares (vLLM's auto resolves to it: stored_bytes.KV_NOTE)."""
+    from roofline.catalogue.hf_quant import stored_dtypes
+    from roofline.stored_bytes import KV_NOTE
+
+    read: dict[str, Any] = {}
+    weight, expert = args.weight_dtype or "bf16", args.expert_weight_dtype
+    q = model.quantization
+    if q is not None and args.weight_dtype is None and expert is None:
+        weight, expert = stored_dtypes(model)
+        read["weights"] = (f"quantization_config {q.method}: stored widths (weights {weight}, "
+                           f"experts {expert or weight})")
+    if q is not None and q.kv_cache_dtype == "fp8" and args.engine == "vllm" and args.kv_cache_dtype == "auto":
+        read["kv_cache_dtype"] = "fp8"
+        key = "kv_cache_scheme" if q.method == "compressed-tensors" else "kv_cache_quant_algo"
+        read["kv_cache"] = KV_NOTE.format(key=key, dtype="fp8")
+    return weight, expert, read
 
 
 def _no_room(result: dict[str, Any], parts, options) -> None:

@@ -154,8 +154,9 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     if profile != kernel_profiles.DEFAULT:
         result["kernel_profile"] = profile
     _annotate(result, model)
-    if quantization is not None:
-        result["quantization"] = quantization
+    from roofline.stored_bytes import checkpoint_notes
+
+    result.update(checkpoint_notes(model, workload.weight_dtype, workload.expert_dtype, quantization))
     result["skipped"] = skipped
     if args.tpot_target_ms:
         _sla(result, model, hardware, workload, methods, args.tpot_target_ms / 1e3)

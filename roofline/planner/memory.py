@@ -31,6 +31,7 @@ from roofline.engines import BudgetParts, EngineOptions, kv_pool
 from roofline.lazy import sp
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
+from roofline.stored_bytes import extra_weight_bytes
 from roofline.units import GIB, ceildiv, window_occupancy
 
 RESERVE_SINGLE_BYTES = GIB
@@ -72,7 +73,10 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     with the embedding on the first stage and the LM head on the last (the larger stage counts). The routed
     experts are stored at the workload's expert dtype and split over ep as well (E/ep whole experts per replica,
     each over tp: costmodel.blocks.check_ep); shared experts and the router stay at the weight dtype, whole on
-    every replica."""
+    every replica. The encoders (vision / audio towers) sit on the first stage, split over tp; a quantized
+    checkpoint planned at its stored widths adds what its dtypes leave out (scales, zero points, modules kept at
+    bf16: stored_bytes.extra_weight_bytes), spread over the stages and split over tp (over ep too for the experts'
+    share, which this counts whole: an overestimate by at most the experts' scales when ep > 1)."""
     check_ep(model, workload.ep)
     pc = parameter_count(model)
     wb, web = float(dtype_size(workload.weight_dtype)), float(dtype_size(workload.expert_dtype))
@@ -84,6 +88,9 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     norms_per_layer = model.norms_per_layer * norm_width
     layers = -(-model.num_layers // pp)
     body = layers * (per_layer / tp + wb * norms_per_layer)
+    # vision / audio towers, and a checkpoint's scales and unconverted modules (stored_bytes.extra_weight_bytes)
+    encoders, stored = extra_weight_bytes(model, workload.weight_dtype, workload.expert_dtype)
+    body += (encoders + stored / pp) / tp
     if pp == 1:
         return body + wb * ((pc.embedding + pc.lm_head) / tp + norm_width)
     ends = max(pc.embedding, pc.lm_head + norm_width) / tp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from roofline.specs import bounds
 from roofline.specs.base import Spec
@@ -196,8 +196,9 @@ class Quantization(Spec):
         description="Storage dtype of the converted weight matrices.")
     scale_bytes_per_weight: str = Field(
         "0/1", pattern=r"^\d+/[1-9]\d*$",
-        description="Scale (and zero-point) bytes per converted weight beyond the dtype, an exact fraction "
-                    "(fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256).")
+        description="Scale (and zero-point) bytes per converted weight beyond what the planner's dtype holds, an "
+                    "exact fraction (fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256; mxfp4 and "
+                    "nvfp4 dtypes hold theirs: 0); the exact per-matrix bytes are roofline.stored_bytes'.")
     experts_only: bool = Field(
         False, description="Only the routed experts are converted (modules_to_not_convert keeps attention and the "
                            "router at the model dtype: gpt-oss's mxfp4 checkpoints).")
@@ -205,6 +206,34 @@ class Quantization(Spec):
         default_factory=list, description="modules_to_not_convert / ignore / exclude_modules as written.")
     kv_cache_dtype: Literal["fp8", "int8"] | None = Field(
         None, description="KV cache dtype the checkpoint declares (kv_cache_scheme, kv_cache_quant_algo), if any.")
+    scale_group: int = Field(
+        -1, ge=-1, description="Weights along a matrix's input dimension sharing one scale: a group or block width "
+                               "(AWQ 128, MXFP4 32, NVFP4 16); 0: one scale per output row (channel); -1: one per "
+                               "matrix (tensor).")
+    scale_rows: PositiveInt = Field(
+        1, description="Output rows sharing one scale: the block height of fp8 block scales (128), else 1.")
+    scale_bytes: int = Field(0, ge=0, le=8, description="Bytes of one scale (fp32 4, fp16 / bf16 2, e8m0 / fp8 1).")
+    zero_point_bits: int = Field(
+        0, ge=0, le=8, description="Bits of the zero point stored beside each scale (AWQ / GPTQ: the weight bits); "
+                                   "0 for symmetric schemes.")
+    matrix_extra_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="Fixed bytes per converted matrix: per-tensor scales (NVFP4's fp32 "
+                                         "weight_scale_2 and input_scale: 8), compressed-tensors' weight_shape (16).")
+    input_index_bytes: int = Field(
+        0, ge=0, le=8, description="Bytes per input channel of a converted matrix (GPTQ's int32 g_idx: 4).")
+
+
+class Encoder(Spec):
+    """A vision or audio tower of a multimodal checkpoint: loaded beside the text decoder, not part of it
+    (catalogue.hf_vision counts it from the wrapper's vision_config)."""
+
+    modality: Literal["vision", "audio"] = Field(description="What the tower encodes.")
+    kind: str = Field(description="The tower's config model_type (e.g. siglip_vision_model, qwen2_5_vl).")
+    parameters: NonNegativeInt = Field(description="Parameters of the tower and its projector into the decoder.")
+    dtype_bytes: PositiveInt = Field(2, le=4, description="Bytes per parameter as loaded (the checkpoint's dtype; "
+                                                          "quantized checkpoints keep the towers unconverted).")
+    counted: bool = Field(True, description="False: the tower's type has no parameter rule (catalogue.hf_vision), "
+                                            "its parameters (0 here) are left out of the weights and the plan says so.")
 
 
 class Model(Spec):
@@ -273,6 +302,8 @@ class Model(Spec):
         0, ge=0, description="Parameters not in every decoder layer besides the embeddings, the LM head and the "
                              "final norm (an embedding LayerNorm, a last-layer-only bias, a norm of the MoE "
                              "layers only); stored with the embedding.")
+    encoders: list[Encoder] = Field(
+        default_factory=list, description="Vision / audio towers a multimodal checkpoint loads beside the decoder.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:

@@ -32,10 +32,11 @@ def test_every_supported_architecture_has_a_fixture():
 @pytest.mark.parametrize("name", CATALOGUED)
 def test_fixture_matches_catalogue(name):
     imported = model_from_hf_config(_config(name), where=f"{name}/config.json", name=name)
-    # Each fixture folder is named after its catalogue entry. The catalogue plans the bf16 baseline (no
-    # quantization field): a quantized checkpoint's stored widths come with the config.json (tests/test_hf_quant.py).
+    # Each fixture folder is named after its catalogue entry. The catalogue plans the bf16 text decoder (no
+    # quantization field, no encoders): a quantized checkpoint's stored widths and a multimodal wrapper's vision
+    # tower come with the config.json (test_hf_quantized_checkpoints.py, test_hf_vision_towers.py).
     expected = load_model(name)
-    skip = {"source", "quantization"}
+    skip = {"source", "quantization", "encoders"}
     assert imported.model_dump(exclude=skip) == expected.model_dump(exclude=skip)
     assert imported.source == f"{name}/config.json"
 

@@ -42,7 +42,7 @@ def test_gpt_oss_mxfp4_converts_only_the_experts():
     ({"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": ["lm_head"]}, "int4", "5/256"),
     ({"quant_method": "gptq", "bits": 8, "group_size": 64}, "int8", "3/64"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "int4", "1/16"),
-    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}, "nvfp4", "0/1"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}, "nvfp4", "0/1"),  # in dtype
     ({"quant_method": "compressed-tensors", "ignore": ["lm_head"],
       "kv_cache_scheme": {"num_bits": 8, "type": "float"},
       "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}},
@@ -77,7 +77,7 @@ def _plan(capsys, *argv):
     return json.loads(out)
 
 
-def test_plan_of_an_fp8_config_equals_the_plan_at_fp8(capsys, tmp_path):
+def test_plan_of_an_fp8_config_adds_its_scales_and_bf16_modules_to_the_fp8_plan(capsys, tmp_path):
     data = _config("Llama-3.1-8B") | {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
     path = tmp_path / "Llama-fp8" / "config.json"
     path.parent.mkdir()
@@ -85,7 +85,13 @@ def test_plan_of_an_fp8_config_equals_the_plan_at_fp8(capsys, tmp_path):
     read = _plan(capsys, "--model", str(path))
     named = _plan(capsys, "--model", "Llama-3.1-8B", "--weight-dtype", "fp8")
     assert read["quantization"]["weight_dtype"] == "fp8"
-    assert (read["workload"], read["results"]) == (named["workload"], named["results"])
+    assert read["workload"] == named["workload"]
+    # --weight-dtype fp8 stores every parameter in 1 byte; the checkpoint keeps embed_tokens, lm_head (2 x 128,256
+    # x 4096) and the 65 norms of 4096 at 2 bytes, and adds 13,312 fp32 block scales per layer over 32 layers
+    extra = 2 * 128256 * 4096 + 65 * 4096 + 32 * 13312 * 4
+    weights = [r["memory"]["weights_bytes"] for r in (read["results"][0], named["results"][0])]
+    assert weights[0] - weights[1] == extra == 1_052_643_328
+    assert read["quantization"]["stored_bytes"]["added_to_the_dtype_estimate"] == extra
 
 
 def test_plan_of_gpt_oss_config_stores_experts_in_mxfp4(capsys):
@@ -93,3 +99,50 @@ def test_plan_of_gpt_oss_config_stores_experts_in_mxfp4(capsys):
     named = _plan(capsys, "--model", "gpt-oss-20b", "--expert-weight-dtype", "mxfp4")
     assert read["quantization"]["expert_weight_dtype"] == "mxfp4"
     assert (read["workload"], read["results"]) == (named["workload"], named["results"])
+    published = json.loads((DATA / "gpt-oss-20b" / "index-metadata.json").read_text())["metadata"]["total_size"]
+    assert read["results"][0]["memory"]["weights_bytes"] == published
+
+
+def test_the_checkpoints_kv_dtype_is_stated_and_vllm_capacity_applies_it(capsys, tmp_path):
+    data = _config("Llama-3.1-8B") | {"quantization_config": {
+        "quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+        "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}}
+    path = tmp_path / "Llama-fp8-kv" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data))
+    plan = _plan(capsys, "--model", str(path))
+    assert plan["quantization"]["kv_cache_dtype"] == "fp8" and "kv_cache_scheme" in plan["quantization"]["kv_cache"]
+    rc, out, err = run(capsys, "capacity", "--json", "--engine", "vllm", "--model", str(path))
+    assert rc == 0, err
+    auto = json.loads(out)
+    rc, out, err = run(capsys, "capacity", "--json", "--engine", "vllm", "--model", str(path),
+                       "--kv-cache-dtype", "bfloat16")
+    named = json.loads(out)
+    # 2 x 8 KV heads x 128 x 1 B (fp8) against 2 B per element when overridden
+    assert (auto["bytes_per_token"], named["bytes_per_token"]) == (2 * 8 * 128 * 1 * 32, 2 * 8 * 128 * 2 * 32)
+    assert auto["checkpoint_read"]["kv_cache_dtype"] == "fp8" and "kv_cache_dtype" not in named["checkpoint_read"]
+
+
+def test_a_dtype_given_on_the_command_line_is_planned_as_given_and_the_checkpoint_still_stated(capsys, tmp_path):
+    data = _config("Llama-3.1-8B") | {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    path = tmp_path / "Llama-fp8" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data))
+    read = _plan(capsys, "--model", str(path), "--weight-dtype", "int4")
+    named = _plan(capsys, "--model", "Llama-3.1-8B", "--weight-dtype", "int4")
+    assert read["results"][0]["memory"]["weights_bytes"] == named["results"][0]["memory"]["weights_bytes"]
+    assert read["quantization"]["planned_at"] == "the dtypes given on the command line"
+    assert read["quantization"]["stored_bytes"]["added_to_the_dtype_estimate"] == 0
+
+
+def test_kv_warns_when_the_method_differs_from_the_checkpoints_kv_dtype(capsys, tmp_path):
+    data = _config("Llama-3.1-8B") | {"quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}
+    path = tmp_path / "Llama-fp8-kv" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data))
+    for method, warned in (("bf16", True), ("fp8", False)):
+        rc, out, err = run(capsys, "kv", "--json", "--model", str(path), "--context", "4096", "--method", method)
+        assert rc == 0, err
+        warnings = json.loads(out).get("warnings", [])
+        assert any("declares an fp8 KV cache" in w for w in warnings) == warned

@@ -1,0 +1,246 @@
+"""The bytes a checkpoint occupies on the GPU as a serving engine's loader stores it, exactly.
+
+A quantized checkpoint (Model.quantization, read by catalogue.hf_quant) converts the decoder's linear matrices
+and keeps everything else at the model dtype. Per converted matrix of `out x in` weights the loader allocates
+(vLLM vllm/model_executor/layers/quantization/, the create_weights of each method):
+
+- the codes: out x in x bits / 8 bytes (int4 packed eight to an int32, fp4 two to a uint8, fp8 / int8 one byte);
+- scales: one of `scale_bytes` per scale_rows x scale_group block, ceil-divided on both sides (fp8 blocks:
+  fp8.py weight_scale_inv float32 [ceil(out/128), ceil(in/128)]; AWQ awq.py scales [in/g, out] in the model's
+  fp16/bf16; MXFP4 mxfp4.py one e8m0 byte per 32; NVFP4 modelopt.py one fp8 byte per 16), one per output row for
+  a channel scheme (scale_group 0) and one per matrix for a tensor scheme (-1);
+- zero points where the scheme is asymmetric: zero_point_bits per scale (AWQ qzeros / GPTQ qzeros, int32-packed
+  [in/g, out/8]);
+- fixed extras per matrix (NVFP4's fp32 weight_scale_2 and input_scale; compressed-tensors' int64 weight_shape)
+  and per input channel (GPTQ's int32 g_idx, gptq.py).
+
+Which matrices are converted: the attention projections, the dense and expert MLPs and the shared experts (the
+LinearBase / FusedMoE layers a quantization config claims), unless a modules_to_not_convert / ignore /
+exclude_modules pattern names the module or one of its parents (transformers' should_convert_module: a plain name
+matches the module or a parent, `*` a glob, `re:` a regular expression as compressed-tensors writes it); only the
+experts for an expert-only checkpoint (vLLM's Mxfp4Config quantizes FusedMoE alone). Never converted, kept at the
+model dtype (2 bytes, bf16): embeddings and the LM head (not LinearBase in vLLM), norms, biases, sinks, routers
+(ReplicatedLinear with quant_config=None in vLLM's MoE models) and the mixers of linear-attention layers (not
+modelled as matrices here). Vision / audio towers (Model.encoders) are added whole, at their own dtype.
+
+For gpt-oss-20b this gives 13,761,264,768 bytes, the total_size of its published model.safetensors.index.json.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from roofline.accounting import dtype_size, parameter_count, routed_expert_params
+from roofline.specs import Model
+
+MODEL_DTYPE_BYTES = 2  # bf16: the dtype every catalogue model and transformers config here is loaded in
+DTYPE_BITS = {"fp8": 8, "int8": 8, "int4": 4, "mxfp4": 4, "nvfp4": 4}
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """One linear weight of the decoder under its transformers module name, `copies` times (the experts)."""
+
+    name: str
+    out_features: int
+    in_features: int
+    copies: int = 1
+    expert: bool = False
+
+
+def _attention(model: Model, prefix: str) -> list[Matrix]:
+    d = model.hidden_size
+    if model.mla is not None:
+        m, h = model.mla, model.num_heads
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = [Matrix(f"{prefix}.q_proj", h * qk, d)] if m.q_lora_rank is None else [
+            Matrix(f"{prefix}.q_a_proj", m.q_lora_rank, d), Matrix(f"{prefix}.q_b_proj", h * qk, m.q_lora_rank)]
+        out = q + [Matrix(f"{prefix}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, d),
+                   Matrix(f"{prefix}.kv_b_proj", h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
+                   Matrix(f"{prefix}.o_proj", d, h * m.v_head_dim)]
+        dsa = model.sparse_attention
+        if dsa is not None:
+            q_in = m.q_lora_rank or d
+            out += [Matrix(f"{prefix}.indexer.wq_b", dsa.index_heads * dsa.index_head_dim, q_in),
+                    Matrix(f"{prefix}.indexer.wk", dsa.index_head_dim, d),
+                    Matrix(f"{prefix}.indexer.weights_proj", dsa.index_heads, d)]
+        return out
+    q_out = model.q_dim * (2 if model.attn_output_gate else 1)
+    return [Matrix(f"{prefix}.q_proj", q_out, d), Matrix(f"{prefix}.k_proj", model.kv_dim, d),
+            Matrix(f"{prefix}.v_proj", model.kv_dim, d), Matrix(f"{prefix}.o_proj", d, model.q_dim)]
+
+
+def _mlp(model: Model, prefix: str, width: int, copies: int = 1, expert: bool = False) -> list[Matrix]:
+    if model.mlp == "none":
+        return []
+    d = model.hidden_size
+    gate = [Matrix(f"{prefix}.gate_proj", width, d, copies, expert)] if model.mlp == "gated" else []
+    return gate + [Matrix(f"{prefix}.up_proj", width, d, copies, expert),
+                   Matrix(f"{prefix}.down_proj", d, width, copies, expert)]
+
+
+def decoder_matrices(model: Model) -> list[Matrix]:
+    """Every linear weight matrix of the decoder layers a quantization config can convert (names as transformers'
+    Llama / DeepSeek / Qwen-MoE modules: model.layers.{i}.self_attn.q_proj, .mlp.experts.gate_proj, ...)."""
+    kinds = model.attention
+    out: list[Matrix] = []
+    for i in range(model.num_layers):
+        layer = f"model.layers.{i}"
+        if kinds[i % len(kinds)].kind not in ("linear", "none"):
+            out += _attention(model, f"{layer}.self_attn")
+        moe = model.moe
+        if moe is not None and moe.is_moe_layer(i):
+            out += _mlp(model, f"{layer}.mlp.experts", moe.expert_intermediate_size, moe.num_experts, expert=True)
+            if moe.num_shared_experts:
+                out += _mlp(model, f"{layer}.mlp.shared_experts", moe.shared_width)
+        else:
+            out += _mlp(model, f"{layer}.mlp", model.intermediate_size)
+    return out
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """A kept-module pattern against a module name or any of its parents (see the module docstring)."""
+    parts = name.split(".")
+    scopes = [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    if pattern.startswith("re:"):
+        return any(re.fullmatch(pattern[3:], s) for s in scopes)
+    if "*" in pattern or "?" in pattern:
+        return any(fnmatch.fnmatchcase(s, pattern) for s in scopes)
+    return any(s == pattern or s.endswith("." + pattern) for s in scopes)
+
+
+def converted(matrix: Matrix, model: Model) -> bool:
+    """The quantization config converts this matrix (its scheme's targets, less the kept modules)."""
+    q = model.quantization
+    if q is None or (q.experts_only and not matrix.expert):
+        return False
+    return not any(_matches(matrix.name, p) for p in q.modules_not_converted)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def matrix_bytes(matrix: Matrix, model: Model) -> tuple[int, int]:
+    """(code bytes, scale + zero-point + fixed bytes) of one converted matrix, all copies."""
+    q = model.quantization
+    assert q is not None
+    o, i = matrix.out_features, matrix.in_features
+    codes = _ceil(o * i * DTYPE_BITS[q.weight_dtype], 8)
+    if q.scale_group == -1:
+        scales = 1 if q.scale_bytes else 0
+    elif q.scale_group == 0:
+        scales = o
+    else:
+        scales = _ceil(o, q.scale_rows) * _ceil(i, q.scale_group)
+    extra = scales * q.scale_bytes + _ceil(scales * q.zero_point_bits, 8) + q.matrix_extra_bytes \
+        + i * q.input_index_bytes
+    return codes * matrix.copies, extra * matrix.copies
+
+
+@dataclass(frozen=True)
+class StoredBytes:
+    """A checkpoint's bytes on the GPU by part: converted codes, their scales, everything kept at the model dtype,
+    the encoders (vision / audio towers)."""
+
+    codes: int
+    scales: int
+    kept: int
+    encoders: int
+
+    @property
+    def decoder(self) -> int:
+        """The text decoder alone: what a model.safetensors.index.json of a text-only checkpoint totals."""
+        return self.codes + self.scales + self.kept
+
+    @property
+    def total(self) -> int:
+        """Everything the engine loads: the decoder and its encoders."""
+        return self.decoder + self.encoders
+
+
+def encoder_bytes(model: Model) -> int:
+    """Bytes of the vision / audio towers as loaded (parameters x their dtype)."""
+    return sum(e.parameters * e.dtype_bytes for e in model.encoders)
+
+
+def stored_bytes(model: Model) -> StoredBytes:
+    """The checkpoint's bytes as the loader stores them (module docstring); an unquantized model is all kept."""
+    total_params = parameter_count(model).total
+    codes = scales = converted_params = 0
+    if model.quantization is not None:
+        for m in decoder_matrices(model):
+            if converted(m, model):
+                c, s = matrix_bytes(m, model)
+                codes, scales = codes + c, scales + s
+                converted_params += m.out_features * m.in_features * m.copies
+    kept = (total_params - converted_params) * MODEL_DTYPE_BYTES
+    return StoredBytes(codes=codes, scales=scales, kept=kept, encoders=encoder_bytes(model))
+
+
+def planned_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> Fraction:
+    """What the planner's dtypes give on one GPU (tp = pp = ep = 1): the routed experts' matrices at
+    `expert_dtype`, every other parameter at `weight_dtype` (planner.memory.weights_per_gpu)."""
+    routed = routed_expert_params(model)
+    return dtype_size(weight_dtype) * (parameter_count(model).total - routed) + dtype_size(expert_dtype) * routed
+
+
+def extra_weight_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> tuple[int, int]:
+    """(encoder bytes, stored-checkpoint correction) the planner adds to its dtype estimate: the towers always;
+    the correction (scales, zero points and the unconverted modules' full width, less what the dtypes already
+    count) only when the workload plans the checkpoint at its stored widths (catalogue.hf_quant.stored_widths),
+    else 0 (a user-chosen dtype is planned as chosen)."""
+    q = model.quantization
+    at_stored = q is not None and (
+        (q.experts_only and weight_dtype == "bf16" and expert_dtype == q.weight_dtype)
+        or (not q.experts_only and weight_dtype == expert_dtype == q.weight_dtype))
+    if not at_stored:
+        return encoder_bytes(model), 0
+    stored = stored_bytes(model)
+    return stored.encoders, int(stored.decoder - planned_bytes(model, weight_dtype, expert_dtype))
+
+
+KV_NOTE = ("read from quantization_config ({key}); vLLM's --kv-cache-dtype auto stores this checkpoint's KV cache "
+           "in {dtype} (vllm-project/vllm PR #30141: a compressed-tensors kv_cache_scheme sets cache_dtype; ModelOpt's "
+           "kv_cache_quant_algo likewise): the plan's '{dtype}' method row is that cache, `roofline capacity "
+           "--engine vllm` applies it, and an explicit --method / --kv-cache-dtype overrides it")
+
+
+def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
+                     quantization: dict | None) -> dict[str, dict]:
+    """The plan's JSON fields for what the checkpoint's config declared beyond the decoder: `quantization` (the
+    stored-width note of catalogue.hf_quant.stored_widths, or None) completed with the stored bytes by part and the
+    KV dtype read, and `encoders` (the towers counted into the weights); empty for a plain model."""
+    out: dict[str, dict] = {}
+    q = model.quantization
+    if q is not None:
+        if quantization is None:  # the user named the dtypes: say what the checkpoint is all the same
+            quantization = {"read": f"quantization_config: {q.method}", "weight_dtype": q.weight_dtype,
+                            "experts_only": q.experts_only, "kv_cache_dtype": q.kv_cache_dtype,
+                            "planned_at": "the dtypes given on the command line"}
+        parts = stored_bytes(model)
+        applied = extra_weight_bytes(model, weight_dtype, expert_dtype)[1]
+        quantization = {**quantization, "stored_bytes": {
+            "codes": parts.codes, "scales_and_zero_points": parts.scales, "kept_at_bf16": parts.kept,
+            "decoder_total": parts.decoder, "added_to_the_dtype_estimate": applied}}
+        quantization["note"] = ("weights are planned at the checkpoint's stored bytes (roofline.stored_bytes: codes, "
+                                "scales, zero points, modules kept at bf16) when the dtypes are the stored ones, else "
+                                "at the dtypes given (added_to_the_dtype_estimate 0); the decode-time model reads "
+                                "the converted matrices at their dtype and leaves the scales out")
+        if q.kv_cache_dtype is not None:
+            key = "kv_cache_scheme" if q.method == "compressed-tensors" else "kv_cache_quant_algo"
+            quantization["kv_cache"] = KV_NOTE.format(key=key, dtype=q.kv_cache_dtype)
+        out["quantization"] = quantization
+    if model.encoders:
+        note = ("vision / audio towers the engine loads beside the decoder, added to the weights memory of the first "
+                "pipeline stage (split over tp); not in the decode step's weight reads")
+        missing = [f"{e.modality} tower {e.kind}" for e in model.encoders if not e.counted]
+        if missing:
+            note += (f"; NOT counted (no parameter rule in roofline.catalogue.hf_vision): {', '.join(missing)} -- "
+                     "the weights memory is low by their size")
+        out["encoders"] = {"towers": [e.model_dump(mode="json") for e in model.encoders],
+                           "bytes": encoder_bytes(model), "note": note}
+    return out
