@@ -119,10 +119,14 @@ def load_spec(cls: type[T], path: Path) -> T:
     return validate(cls, parse_text(read_text(path), where), where)
 
 
-def parse_json_object(text: str, where: str, max_nodes: int = MAX_NODES) -> dict[str, Any]:
-    """Parse a JSON object (e.g. a Hugging Face config.json) strictly; failures are one SpecError line."""
+def parse_json_object(text: str, where: str, max_nodes: int = MAX_NODES,
+                      constants_as_text: bool = False) -> dict[str, Any]:
+    """Parse a JSON object (e.g. a Hugging Face config.json) strictly; failures are one SpecError line.
+    `constants_as_text`: Infinity / -Infinity / NaN, which Python's json writes by default (transformers saves
+    Mamba-2 hybrids' `time_step_limit` as [0.0, Infinity]), are kept as those words, so a Hugging Face config
+    imports and any key roofline reads as a number still refuses them by name; a spec never holds them."""
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=str if constants_as_text else _refuse_constant)
     except json.JSONDecodeError as err:
         at = f"line {err.lineno}, column {err.colno}"
         raise SpecError(f"{where}: (root): not valid JSON at {at}: {err.msg}") from None
@@ -136,9 +140,9 @@ def parse_json_object(text: str, where: str, max_nodes: int = MAX_NODES) -> dict
     return data
 
 
-def load_json_object(path: Path) -> dict[str, Any]:
-    """Read a JSON object file strictly."""
-    return parse_json_object(read_text(path), _short(path))
+def load_json_object(path: Path, constants_as_text: bool = False) -> dict[str, Any]:
+    """Read a JSON object file strictly (parse_json_object's `constants_as_text` for a Hugging Face config)."""
+    return parse_json_object(read_text(path), _short(path), constants_as_text=constants_as_text)
 
 
 def _kind(value: Any) -> str:

@@ -92,12 +92,13 @@ def load_model(ref: str, name: str | None = None) -> Model:
     if _looks_like_path(ref):
         path = Path(ref)
         if path.suffix == ".json":
-            data = load_json_object(path)
+            data = load_json_object(path, constants_as_text=True)  # a spec JSON is re-read strictly below
             if "architectures" in data or "model_type" in data:
                 from roofline.catalogue.hf import model_from_hf_config
 
                 if name is None and not data.get("_name_or_path") and not path.parent.name:
                     name = path.resolve().parent.name or None
                 return _checked(model_from_hf_config(data, where=str(path), name=name), ref)
+            load_json_object(path)  # a Model spec in JSON: strict (no Infinity or NaN)
         return _checked(load_spec(Model, path), ref)
     raise _unknown("model", ref, model_names())

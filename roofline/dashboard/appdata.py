@@ -74,7 +74,9 @@ def upload_source(filename: str, data: bytes) -> Source:
 
 def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
     """Validate uploaded text as a Hardware or Model spec (YAML or JSON; a model may be a HF config.json)."""
-    data = parse_json_object(text, filename) if filename.lower().endswith(".json") else parse_text(text, filename)
+    is_json = filename.lower().endswith(".json")
+    data = (parse_json_object(text, filename, constants_as_text=kind == "model") if is_json
+            else parse_text(text, filename))
     if kind == "hardware":
         return validate(Hardware, data, filename)
     if kind != "model":
@@ -89,6 +91,8 @@ def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
             return model_from_hf_config(data, where=filename, name=name)
         except (ValueError, TypeError, KeyError) as err:  # SpecError included; anything else as one line
             raise SpecError(one_line(str(err)) if isinstance(err, SpecError) else f"{filename}: {err}") from None
+    if is_json:  # a Model spec in JSON: no Infinity or NaN
+        data = parse_json_object(text, filename)
     return validate(Model, data, filename)
 
 

@@ -96,3 +96,26 @@ def test_a_field_name_with_a_newline_gives_a_one_line_error():
     with pytest.raises(SpecError) as err:
         check_plain_data({"\n": float("inf")}, "spec.yaml")
     assert str(err.value) == "spec.yaml: '\\n': inf is not a finite number"
+
+
+def test_a_hugging_face_config_with_pythons_infinity_imports_and_a_spec_with_it_is_refused(tmp_path):
+    # nvidia/Nemotron-H-8B-Base-8K's config.json ships "time_step_limit": [0.0, Infinity] (Python's json.dump
+    # default, not JSON): the config imports; a Model spec in JSON keeps refusing non-finite numbers
+    import json as _json
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "data" / "hf" / "hf-default-nemotron_h" / "config.json"
+    text = src.read_text()
+    cfg = tmp_path / "config.json"
+    cfg.write_text(text.rstrip().rstrip("}") + ', "time_step_limit": [0.0, Infinity]}\n')
+    reference = tmp_path / "ref" / "config.json"
+    reference.parent.mkdir()
+    reference.write_text(text)
+    assert load_model(str(cfg)).model_dump(exclude={"name", "source"}) == \
+        load_model(str(reference)).model_dump(exclude={"name", "source"})
+    spec = load_model("Llama-3.1-8B").model_dump(mode="json")
+    spec.pop("max_position_embeddings")
+    bad = tmp_path / "spec.json"
+    bad.write_text(_json.dumps(spec).rstrip("}") + ', "max_position_embeddings": Infinity}')
+    with pytest.raises(SpecError, match="Infinity"):
+        load_model(str(bad))
