@@ -304,6 +304,10 @@ class Model(Spec):
                              "layers only); stored with the embedding.")
     encoders: list[Encoder] = Field(
         default_factory=list, description="Vision / audio towers a multimodal checkpoint loads beside the decoder.")
+    kv_shared_layers: NonNegativeInt = Field(
+        0, description="The last kv_shared_layers layers keep no cache and have no K/V projections: each attends "
+                       "with the cache of the last earlier layer of its attention kind (Gemma-3n's "
+                       "num_kv_shared_layers); 0: every attending layer keeps its own.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:
@@ -334,7 +338,29 @@ class Model(Spec):
             raise ValueError("attention: no layer attends or keeps a state")
         if self.sparse_attention is not None and self.mla is None:
             raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
+        self._check_kv_sharing()
         return self
+
+    def _check_kv_sharing(self) -> None:
+        if not self.kv_shared_layers:
+            return
+        first = self.num_layers - self.kv_shared_layers
+        if first < 1 or self.mla is not None:
+            raise ValueError(f"kv_shared_layers: {self.kv_shared_layers} must leave some of the {self.num_layers} "
+                             "layers keeping a cache (and MLA is not modelled with sharing)")
+        owners = {self.layer_attention(i) for i in range(first)}
+        for i in range(first, self.num_layers):
+            if not self.layer_attention(i).attends or self.layer_attention(i) not in owners:
+                raise ValueError(f"kv_shared_layers: layer {i} ({self.layer_attention(i).kind}) has no earlier "
+                                 "attending layer of its kind whose cache it could reuse")
+
+    def kv_shared_groups(self) -> dict[AttentionLayer, int]:
+        """Attention kinds of the kv_shared_layers last layers and how many of them have each: layers that attend
+        (same FLOPs, same bytes read) with another layer's cache, keeping none of their own."""
+        groups: dict[AttentionLayer, int] = {}
+        for i in range(self.num_layers - self.kv_shared_layers, self.num_layers):
+            groups[self.layer_attention(i)] = groups.get(self.layer_attention(i), 0) + 1
+        return groups
 
     def _check_mlp_layers(self) -> None:
         if self.mlp_layers is None:
