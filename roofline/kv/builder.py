@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import Field, NonNegativeInt, model_validator
 
@@ -118,7 +118,33 @@ def baseline_elements(model: Model, context=None) -> sp.Expr:
 
         context = L
     per_token = kv_elements_per_token_layer(model)
-    return sp.Add(*(n * per_token * cached_tokens(kind, context) for kind, n in model.attention_groups().items()))
+    shared = model.kv_shared_groups()
+    return sp.Add(*(n * per_token * cached_tokens(kind, context) for kind, n in model.attention_groups().items()),
+                  *(-n * per_token * cached_tokens(kind, context) for kind, n in shared.items()))
+
+
+def _reading_only(layer: LayerCache, count: int) -> LayerCache:
+    """`count` layers of `layer`'s group that attend with another layer's cache: they read what it reads (same
+    tokens, same attention FLOPs) but hold and append nothing (Model.kv_shared_layers)."""
+    tensors = tuple(replace(t, read=dict(t.read if t.read is not None else t.resident),
+                            resident={part: sp.Integer(0) for part in t.resident}, append_bytes=sp.Integer(0))
+                    for t in layer.tensors)
+    return replace(layer, count=count, tensors=tensors, kv_projection=False)
+
+
+def share_kv(layers: list[LayerCache], model: Model) -> list[LayerCache]:
+    """`layers` with the model's kv_shared_layers split off their groups (the last groups of each kind first: the
+    shared layers are the last ones) as reading-only layers; `layers` itself when nothing is shared."""
+    out = list(layers)
+    for kind, n in model.kv_shared_groups().items():
+        for i in range(len(out) - 1, -1, -1):
+            layer = out[i]
+            if n and layer.attention == kind and layer.tensors:
+                take = min(n, layer.count)
+                rest = [replace(layer, count=layer.count - take)] if layer.count > take else []
+                out[i:i + 1] = rest + [_reading_only(layer, take)]
+                n -= take
+    return out
 
 
 def _layer_tensors(model, plan_k, plan_v, tokens, shape: CacheShape | None, sym_bits):
@@ -185,6 +211,7 @@ def standard_cache(
             prefill_ops=extras.prefill_ops if attending else (),
             v_out_width=extras.v_out_width, o_in_width=extras.o_in_width,
         ))
+    layers = share_kv(layers, model)
     fixed_bytes = dict(extras.fixed_bytes)
     if fixed:
         fixed_bytes["codebooks"] = fixed
