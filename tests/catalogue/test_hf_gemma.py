@@ -84,3 +84,10 @@ def test_a_shared_layer_without_an_owner_of_its_kind_is_refused():
     data = default_config("gemma3n_text", "Gemma3nForCausalLM") | {"num_kv_shared_layers": 31}
     with pytest.raises(SpecError, match="kv_shared_layers"):
         model_from_hf_config(data, "gemma3n/config.json", "g")
+
+
+def test_engines_page_only_the_layers_that_keep_a_cache():
+    # vLLM gives a shared layer no KV spec of its own (kv_sharing_target_layer_name): layers 0-19 only
+    from roofline.engines.base import stage_kinds
+
+    assert stage_kinds(_default(), 1) == {("sliding", 512): 16, ("full", None): 4}
