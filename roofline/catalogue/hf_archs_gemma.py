@@ -100,7 +100,91 @@ def _gemma3n(cfg: _Config) -> dict[str, Any]:
     }
 
 
+GEMMA4_REFUSED = {"attention_k_eq_v": "K = V on the full layers", "enable_moe_block": "the MoE block beside the MLP",
+                  "use_double_wide_mlp": "the kv-shared layers' double-wide MLP"}
+
+
+def _per_layer_head_dims(cfg: _Config, num_layers: int, head_dim: int, kv_heads: int) -> list[int]:
+    """Each layer's head_dim from per_layer_config ({layer index: {head_dim, num_key_value_heads}}, which
+    Gemma4TextConfig.__post_init__ writes for the full layers from global_head_dim); a per-layer KV head count
+    other than num_key_value_heads is refused (not modelled)."""
+    table = cfg.data.get("per_layer_config") or {}
+    if not isinstance(table, dict):
+        raise cfg.error("per_layer_config", f"expected an object of layer index -> overrides, got {table!r}")
+    dims = [head_dim] * num_layers
+    for key, override in table.items():
+        if not str(key).isdigit() or int(key) >= num_layers or not isinstance(override, dict):
+            raise cfg.error("per_layer_config", f"entry {key!r}: expected a layer index below {num_layers} "
+                                                "mapping to an object")
+        entry = _Config(override, f"{cfg.where}: per_layer_config.{key}", cfg.arch)
+        unknown = set(override) - {"head_dim", "num_key_value_heads"}
+        if unknown:
+            raise entry.error(sorted(unknown)[0], "not supported (only head_dim and num_key_value_heads)")
+        if entry.integer("num_key_value_heads", kv_heads) != kv_heads:
+            raise entry.error("num_key_value_heads", f"{override['num_key_value_heads']} differs from the "
+                                                     f"model's {kv_heads}: per-layer KV heads are not modelled")
+        dims[int(key)] = entry.integer("head_dim", head_dim)
+    return dims
+
+
+def _gemma4(cfg: _Config) -> dict[str, Any]:
+    """Gemma-4 text decoder (transformers 5.24 models/gemma4: Gemma4TextConfig, Gemma4TextAttention,
+    Gemma4TextDecoderLayer): Gemma-3n's attention (head-wide q/k norms, 4 norms, KV sharing) without AltUp and
+    LAuReL, its per-layer inputs when hidden_size_per_layer_input is set, and a per-layer head_dim
+    (per_layer_config: global_head_dim on the full layers). Layer types default to 5 sliding : 1 full and the
+    last layer is forced full (Gemma4TextConfig.__post_init__). K = V attention, the MoE block and the double-wide
+    MLP are refused by key."""
+    cfg = _text(cfg)
+    for key, what in GEMMA4_REFUSED.items():
+        if cfg.data.get(key):
+            raise cfg.error(key, f"{cfg.data[key]!r}: {what} is not modelled (only false)")
+    if cfg.data.get("use_bidirectional_attention") == "all":
+        raise cfg.error("use_bidirectional_attention", "'all' (a bidirectional encoder) is not a decoder cache")
+    n, d = cfg.integer("num_hidden_layers"), cfg.integer("hidden_size")
+    heads, kv_heads = cfg.integer("num_attention_heads"), cfg.integer("num_key_value_heads")
+    if heads % kv_heads:
+        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    head_dim = cfg.integer("head_dim")
+    if not cfg.has("layer_types"):
+        cfg.data = cfg.data | {"layer_types": ["full_attention" if (i + 1) % 6 == 0 or i == n - 1
+                                               else "sliding_attention" for i in range(n)]}
+    kinds = _from_layer_types_all(cfg, n)
+    dims = _per_layer_head_dims(cfg, n, head_dim, kv_heads)
+    attention = _shortest_cycle([k | ({"head_dim": h} if h != head_dim else {}) for k, h in zip(kinds, dims)])
+    shared = cfg.integer("num_kv_shared_layers", 0, minimum=0)
+    if shared >= n:
+        raise cfg.error("num_kv_shared_layers", f"{shared} leaves none of the {n} layers keeping a cache")
+    p = cfg.integer("hidden_size_per_layer_input", 0, minimum=0)
+    per_layer = 2 * d * p + d if p else 0
+    model_wide = cfg.integer("vocab_size_per_layer_input") * n * p + d * n * p + p if p else 0
+    return {
+        "num_layers": n, "hidden_size": d, "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim,
+        "intermediate_size": cfg.integer("intermediate_size"), "vocab_size": cfg.integer("vocab_size"),
+        "tie_word_embeddings": cfg.flag("tie_word_embeddings", True),
+        "max_position_embeddings": cfg.integer("max_position_embeddings"),
+        "qkv_bias": cfg.flag("attention_bias", False), "attn_out_bias": cfg.flag("attention_bias", False),
+        "qk_norm": True, "norms_per_layer": 4, "attention": attention, "kv_shared_layers": shared,
+        "layer_extra_params": per_layer, "model_extra_params": model_wide,
+    }
+
+
+def _from_layer_types_all(cfg: _Config, num_layers: int) -> list[dict[str, Any]]:
+    """One attention entry per layer from layer_types (not folded into a cycle: head_dim is added per layer)."""
+    one = [_from_layer_types(_Config(cfg.data | {"layer_types": [t]}, cfg.where, cfg.arch), 1)[0]
+           for t in _layer_types(cfg, num_layers)]
+    return one
+
+
+def _layer_types(cfg: _Config, num_layers: int) -> list[Any]:
+    types = cfg.data["layer_types"]
+    if not isinstance(types, list) or len(types) != num_layers:
+        raise cfg.error("layer_types", f"expected a list of {num_layers} layer kinds, got {types!r}")
+    return types
+
+
 ARCHITECTURES_GEMMA: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "Gemma3nForCausalLM": _gemma3n,
     "Gemma3nForConditionalGeneration": _gemma3n,
+    "Gemma4ForCausalLM": _gemma4,
+    "Gemma4ForConditionalGeneration": _gemma4,
 }

@@ -117,10 +117,12 @@ def baseline_elements(model: Model, context=None) -> sp.Expr:
         from roofline.units import L
 
         context = L
-    per_token = kv_elements_per_token_layer(model)
     shared = model.kv_shared_groups()
-    return sp.Add(*(n * per_token * cached_tokens(kind, context) for kind, n in model.attention_groups().items()),
-                  *(-n * per_token * cached_tokens(kind, context) for kind, n in shared.items()))
+
+    def per_token(kind):
+        return kv_elements_per_token_layer(model.at_layer(kind))
+    return sp.Add(*(n * per_token(kind) * cached_tokens(kind, context) for kind, n in model.attention_groups().items()),
+                  *(-n * per_token(kind) * cached_tokens(kind, context) for kind, n in shared.items()))
 
 
 def _reading_only(layer: LayerCache, count: int) -> LayerCache:
@@ -198,8 +200,8 @@ def standard_cache(
         if token_budget is not None and kind.kind != "none":
             tokens = sp.Min(tokens, token_budget)
         sym_bits = bits if k_bits is None else None
-        tensors, codebooks, qk, vd = _layer_tensors(model, with_bits(plan.k, k_bits), with_bits(plan.v, v_bits),
-                                                    tokens, shape, sym_bits)
+        tensors, codebooks, qk, vd = _layer_tensors(model.at_layer(kind), with_bits(plan.k, k_bits),
+                                                    with_bits(plan.v, v_bits), tokens, shape, sym_bits)
         attending = kind.kind != "none"
         fixed += count * codebooks if attending else 0
         if extras.score_bytes_per_token:
@@ -216,4 +218,11 @@ def standard_cache(
     if fixed:
         fixed_bytes["codebooks"] = fixed
     return CacheModel(method=method, layers=tuple(layers), fixed_bytes=fixed_bytes,
-                      baseline_elements=baseline_elements(model), baseline_width=kv_elements_per_token_layer(model))
+                      baseline_elements=baseline_elements(model), baseline_width=_growing_width(model))
+
+
+def _growing_width(model: Model) -> int:
+    """K/V elements per token of one full layer (the layers CacheModel.asymptotic_bits averages over) at its own
+    head_dim; the model's when no layer sets one (a model with full layers of two head_dims is not imported)."""
+    full = [a for a in model.attention if a.kind == "full"]
+    return kv_elements_per_token_layer(model.at_layer(full[0]) if full else model)

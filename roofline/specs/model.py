@@ -23,6 +23,10 @@ class AttentionLayer(Spec):
     window: PositiveInt | None = Field(
         None, description="Sliding-window length, or chunk length for 'chunked', in tokens.")
     sinks: bool = Field(False, description="Learned per-head sink logits in the softmax (gpt-oss); no cached tokens.")
+    head_dim: PositiveInt | None = Field(
+        None, description="This layer's per-head width where it differs from Model.head_dim (Gemma-4's "
+                          "global_head_dim on its full layers: q, k, v, o and the cache at this width); None: "
+                          "the model's.")
 
     @model_validator(mode="after")
     def _window_matches_kind(self) -> AttentionLayer:
@@ -32,6 +36,8 @@ class AttentionLayer(Spec):
             raise ValueError(f"window: only sliding or chunked layers take a window (kind is {self.kind!r})")
         if self.sinks and self.kind in ("linear", "none"):
             raise ValueError(f"sinks: only attention layers have sink logits (kind is {self.kind!r})")
+        if self.head_dim is not None and self.kind in ("linear", "none"):
+            raise ValueError(f"head_dim: only attention layers have heads (kind is {self.kind!r})")
         return self
 
     @property
@@ -339,7 +345,23 @@ class Model(Spec):
         if self.sparse_attention is not None and self.mla is None:
             raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
         self._check_kv_sharing()
+        if self.mla is not None and not self.uniform_head_dim:
+            raise ValueError("attention: a per-layer head_dim is not modelled with MLA")
+        if len({self.at_layer(a).head_dim for a in self.attention if a.kind == "full"}) > 1:
+            raise ValueError("attention: the full layers must share one head_dim")
         return self
+
+    @property
+    def uniform_head_dim(self) -> bool:
+        """Every attention layer has the model's head_dim (no AttentionLayer.head_dim differs)."""
+        return all(a.head_dim in (None, self.head_dim) for a in self.attention)
+
+    def at_layer(self, layer: AttentionLayer) -> Model:
+        """The model as one layer of kind `layer` sees it: head_dim replaced by the layer's own where it sets one
+        (so q_dim, kv_dim and every per-layer width follow); the model itself otherwise."""
+        if layer.head_dim is None or layer.head_dim == self.head_dim:
+            return self
+        return self.model_copy(update={"head_dim": layer.head_dim})
 
     def _check_kv_sharing(self) -> None:
         if not self.kv_shared_layers:

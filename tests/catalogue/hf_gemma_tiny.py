@@ -15,3 +15,7 @@ GEMMA_TINY = {
                      "hidden_size_per_layer_input": 12, "vocab_size_per_layer_input": 230, "laurel_rank": 8,
                      "altup_num_inputs": 3},
 }
+# Gemma-4: the full layers' global_head_dim (512 by default) shrunk to 24 (Gemma4TextConfig pops it into
+# per_layer_config); the per-layer inputs as Gemma-3n's
+GEMMA_TINY["gemma4_text"] = {"layer_types": ["sliding_attention", "full_attention"] * 2, "global_head_dim": 24,
+                             "hidden_size_per_layer_input": 12, "vocab_size_per_layer_input": 230}
