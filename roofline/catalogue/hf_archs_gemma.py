@@ -133,7 +133,11 @@ def _gemma4(cfg: _Config) -> dict[str, Any]:
     LAuReL, its per-layer inputs when hidden_size_per_layer_input is set, and a per-layer head_dim
     (per_layer_config: global_head_dim on the full layers). Layer types default to 5 sliding : 1 full and the
     last layer is forced full (Gemma4TextConfig.__post_init__). K = V attention, the MoE block and the double-wide
-    MLP are refused by key."""
+    MLP are refused by key, and so are the assistants (Gemma4UnifiedAssistantConfig.__post_init__ shares every
+    layer's cache with the target model: the drafter keeps none of its own)."""
+    if cfg.arch.endswith("AssistantForCausalLM"):
+        raise cfg.error("architectures", f"{cfg.arch} is a drafter that attends with its target model's cache "
+                                         "(num_kv_shared_layers = every layer): plan the target model")
     cfg = _text(cfg)
     for key, what in GEMMA4_REFUSED.items():
         if cfg.data.get(key):
@@ -187,4 +191,7 @@ ARCHITECTURES_GEMMA: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "Gemma3nForConditionalGeneration": _gemma3n,
     "Gemma4ForCausalLM": _gemma4,
     "Gemma4ForConditionalGeneration": _gemma4,
+    "Gemma4UnifiedForCausalLM": _gemma4,  # Gemma4UnifiedTextConfig: Gemma-4's keys, no per-layer inputs
+    "Gemma4UnifiedForConditionalGeneration": _gemma4,
+    "Gemma4UnifiedAssistantForCausalLM": _gemma4,  # refused: see _gemma4
 }

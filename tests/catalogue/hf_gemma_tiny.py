@@ -19,3 +19,4 @@ GEMMA_TINY = {
 # per_layer_config); the per-layer inputs as Gemma-3n's
 GEMMA_TINY["gemma4_text"] = {"layer_types": ["sliding_attention", "full_attention"] * 2, "global_head_dim": 24,
                              "hidden_size_per_layer_input": 12, "vocab_size_per_layer_input": 230}
+GEMMA_TINY["gemma4_unified_text"] = {"layer_types": ["sliding_attention", "full_attention"] * 2, "global_head_dim": 24}
