@@ -23,7 +23,13 @@ MLPs (activation_sparsity_pattern: a Gaussian top-k mask, the matmuls stay dense
 KV sharing: the last num_kv_shared_layers layers have no k_proj / v_proj / k_norm and read the cache of the last
 earlier layer of their kind (Gemma3nTextConfig.kv_sharing_modes): Model.kv_shared_layers. vLLM 0.24 allocates no
 cache for them either (vllm/model_executor/models/gemma3n.py, Gemma3nAttention: kv_sharing_target_layer_name), so
-the engine convention follows the same rule.
+the engine convention follows the same rule; so does Gemma-4's (vllm/model_executor/models/gemma4.py,
+Gemma4Attention: the last num_kv_shared_layers layers take kv_sharing_target_layer_name).
+
+Gemma-4 (transformers 5.24 models/gemma4 and gemma4_unified; _gemma4) adds a per-layer head_dim: its
+per_layer_config gives the full layers global_head_dim (512 by default, against head_dim 256), carried as
+AttentionLayer.head_dim. The serving engines' page rules and the compression methods are not modelled for layers
+of different head_dim and refuse such a model (the ideal engine and the baseline caches are exact).
 """
 
 from __future__ import annotations
@@ -154,7 +160,8 @@ def _gemma4(cfg: _Config) -> dict[str, Any]:
                                                else "sliding_attention" for i in range(n)]}
     kinds = _from_layer_types_all(cfg, n)
     dims = _per_layer_head_dims(cfg, n, head_dim, kv_heads)
-    attention = _shortest_cycle([k | ({"head_dim": h} if h != head_dim else {}) for k, h in zip(kinds, dims)])
+    own = [kind | ({"head_dim": h} if h != head_dim else {}) for kind, h in zip(kinds, dims, strict=True)]
+    attention = _shortest_cycle(own)
     shared = cfg.integer("num_kv_shared_layers", 0, minimum=0)
     if shared >= n:
         raise cfg.error("num_kv_shared_layers", f"{shared} leaves none of the {n} layers keeping a cache")
@@ -174,9 +181,8 @@ def _gemma4(cfg: _Config) -> dict[str, Any]:
 
 def _from_layer_types_all(cfg: _Config, num_layers: int) -> list[dict[str, Any]]:
     """One attention entry per layer from layer_types (not folded into a cycle: head_dim is added per layer)."""
-    one = [_from_layer_types(_Config(cfg.data | {"layer_types": [t]}, cfg.where, cfg.arch), 1)[0]
-           for t in _layer_types(cfg, num_layers)]
-    return one
+    return [_from_layer_types(_Config(cfg.data | {"layer_types": [kind]}, cfg.where, cfg.arch), 1)[0]
+            for kind in _layer_types(cfg, num_layers)]
 
 
 def _layer_types(cfg: _Config, num_layers: int) -> list[Any]:
