@@ -149,3 +149,17 @@ def test_engines_and_methods_refuse_mixed_head_dims():
         check_heads(_gemma4(), 1, "vLLM")
     with pytest.raises(SpecError, match="does not apply: its layers differ in head_dim"):
         build_cache(parse_method("kivi"), _gemma4())
+
+
+@pytest.mark.parametrize(("model_type", "architecture"), [("gemma3n_text", "Gemma3nForCausalLM"),
+                                                          ("gemma4_text", "Gemma4ForCausalLM")])
+def test_full_size_parameters_match_transformers_on_the_meta_device(model_type, architecture):
+    # the default (full-size) config instantiated without memory: transformers' own parameter count
+    import torch
+    import transformers
+
+    with torch.device("meta"):
+        model = getattr(transformers, architecture)(transformers.CONFIG_MAPPING[model_type]())
+    expected = sum(p.numel() for p in model.parameters())
+    spec = model_from_hf_config(default_config(model_type, architecture), f"{model_type}/config.json", model_type)
+    assert parameter_count(spec).total == expected
