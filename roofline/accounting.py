@@ -112,6 +112,23 @@ def attention_params_per_layer(model: Model) -> int:
     return params
 
 
+def kv_shared_missing_params(model: Model) -> int:
+    """Parameters the kv_shared_layers do not have: their K and V projections (and biases) and the K norm
+    (transformers Gemma3nTextAttention.__init__ builds k_proj, v_proj, k_norm only when not is_kv_shared_layer;
+    vLLM 0.24 vllm/model_executor/models/gemma3n.py Gemma3nAttention likewise loads none for a shared layer)."""
+    if not model.kv_shared_layers:
+        return 0
+    total = 0
+    for kind, n in model.kv_shared_groups().items():
+        layer = model.at_layer(kind)
+        kv = layer.kv_dim
+        per_layer = 2 * model.hidden_size * kv + (2 * kv if model.qkv_bias else 0)
+        if model.qk_norm:
+            per_layer += kv if model.qk_norm_width == "full" else layer.head_dim
+        total += n * per_layer
+    return total
+
+
 NORM_PARAMS_PER_CHANNEL = {"rms": 1, "layernorm": 2, "nonparametric": 0}
 
 
@@ -225,8 +242,9 @@ def parameter_count(model: Model) -> ParameterCount:
     return ParameterCount(
         embedding=embedding,
         lm_head=(0 if model.tie_word_embeddings else model.vocab_size * d) + model.lm_head_bias * model.vocab_size,
-        attention=_attention_layers(model) * attention_params_per_layer(model) + sink_params(model)
-        + model.state_layers() * linear_params_per_layer(model) + model.num_layers * model.layer_extra_params,
+        attention=_attention_weights(model) + sink_params(model)
+        + model.state_layers() * linear_params_per_layer(model) + model.num_layers * model.layer_extra_params
+        - kv_shared_missing_params(model),
         mlp_dense=n_dense * mlp_params(model, model.intermediate_size),
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
@@ -245,6 +263,14 @@ def routed_expert_params(model: Model) -> int:
     matrices = 3 if model.mlp == "gated" else 2
     width = model.moe.expert_intermediate_size
     return moe_layer_count(model) * model.moe.num_experts * matrices * model.hidden_size * width
+
+
+def _attention_weights(model: Model) -> int:
+    """Attention parameters of all attending layers, each at its own head_dim (AttentionLayer.head_dim)."""
+    if model.uniform_head_dim:
+        return _attention_layers(model) * attention_params_per_layer(model)
+    return sum(n * attention_params_per_layer(model.at_layer(kind))
+               for kind, n in model.attention_groups().items() if kind.attends)
 
 
 def _attention_layers(model: Model) -> int:
@@ -388,7 +414,23 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     use kv_bytes(L) for totals. For Llama-3.1-8B in bf16: 2 (K,V) x 8 heads x 128 x 32 layers x 2 bytes = 131,072.
     """
     per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
-    return per_layer * model.layer_counts().get("full", 0)
+    if not model.uniform_head_dim:
+        return _mixed_bytes(model, dtype, lambda kind: kind.kind == "full")
+    shared = sum(n for kind, n in model.kv_shared_groups().items() if kind.kind == "full")
+    return per_layer * (model.layer_counts().get("full", 0) - shared)
+
+
+def _mixed_bytes(model: Model, dtype: str, weight) -> sp.Expr:
+    """Sum over the attention kinds of layers keeping a cache x bytes per token of one such layer at its own
+    head_dim x weight(kind) (tokens), for models whose layers differ in head_dim."""
+    shared = model.kv_shared_groups()
+    total = sp.Integer(0)
+    for kind, n in model.attention_groups().items():
+        keeping = n - shared.get(kind, 0)
+        if keeping and kind.attends:
+            per_layer = kv_elements_per_token_layer(model.at_layer(kind)) * dtype_bytes(dtype)
+            total += keeping * per_layer * weight(kind)
+    return total
 
 
 def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, convention: str = "engine") -> sp.Expr:
@@ -400,5 +442,9 @@ def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, conventio
 
         context = L
     per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
+    if not model.uniform_head_dim:
+        cache = _mixed_bytes(model, dtype, lambda kind: cached_tokens(kind, context))
+        return sp.sympify(batch * (cache + state_bytes_per_sequence(model)))
     tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
+    tokens -= sum(n * cached_tokens(kind, context) for kind, n in model.kv_shared_groups().items())
     return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))

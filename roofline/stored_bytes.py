@@ -89,8 +89,12 @@ def decoder_matrices(model: Model) -> list[Matrix]:
     out: list[Matrix] = []
     for i in range(model.num_layers):
         layer = f"model.layers.{i}"
-        if kinds[i % len(kinds)].kind not in ("linear", "none"):
-            out += _attention(model, f"{layer}.self_attn")
+        kind = kinds[i % len(kinds)]
+        if kind.kind not in ("linear", "none"):
+            matrices = _attention(model.at_layer(kind), f"{layer}.self_attn")
+            if i >= model.num_layers - model.kv_shared_layers:  # no k_proj / v_proj (Model.kv_shared_layers)
+                matrices = [m for m in matrices if not m.name.endswith(("k_proj", "v_proj"))]
+            out += matrices
         moe = model.moe
         if moe is not None and moe.is_moe_layer(i):
             out += _mlp(model, f"{layer}.mlp.experts", moe.expert_intermediate_size, moe.num_experts, expert=True)

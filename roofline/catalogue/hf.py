@@ -15,6 +15,7 @@ from typing import Any
 
 from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
+from roofline.catalogue.hf_archs_gemma import ARCHITECTURES_GEMMA
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
@@ -154,6 +155,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_2024,
     **ARCHITECTURES_SSM,
     **ARCHITECTURES_HYBRID,
+    **ARCHITECTURES_GEMMA,
 }
 
 

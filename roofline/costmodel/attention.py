@@ -130,7 +130,8 @@ def kv_update(ctx: Ctx, layer: LayerCache, tokens_per_seq, seqs, resident=None) 
 
 def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
     m, s = ctx.model, ctx.shard
-    q, k = s.heads * m.head_dim, s.kv_heads * m.head_dim
+    head_dim = m.at_layer(layer.attention).head_dim  # the layer's own (Gemma-4's global layers)
+    q, k = s.heads * head_dim, s.kv_heads * head_dim
     v = k if layer.v_out_width is None else s.kv_fraction * layer.v_out_width
     kv_out = k + v if layer.kv_projection else 0
     gate = q if m.attn_output_gate else 0  # Qwen3-Next: q_proj also yields a per-channel output gate
@@ -210,7 +211,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
         ops.append(kv_update(ctx, layer, P, B, resident=layer.resident_bytes.subs(L, P)))
         ops += [method_op(ctx, e, B, kvf, method) for e in layer.prefill_ops]
         ops.append(prefill_attention_core(ctx, layer))
-    out_width = s.heads * (m.mla.v_head_dim if m.mla else m.head_dim)
+    out_width = s.heads * (m.mla.v_head_dim if m.mla else m.at_layer(layer.attention).head_dim)
     if layer.o_in_width is not None:
         out_width = sp.Rational(layer.o_in_width, s.tp)
     if m.mla and phase == "decode":

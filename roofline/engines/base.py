@@ -95,14 +95,17 @@ def refuse(flag: str, rule: str) -> SpecError:
 
 
 def stage_kinds(model: Model, pp: int) -> dict[tuple[str, int | None], int]:
-    """(kind, window) -> layers on the first pipeline stage, the fullest: layers [0, ceil(n / pp))."""
+    """(kind, window) -> layers on the first pipeline stage, the fullest: layers [0, ceil(n / pp)), less the
+    Model.kv_shared_layers, which get no pages (vLLM 0.24 vllm/model_executor/models/gemma3n.py: a shared layer's
+    Attention takes kv_sharing_target_layer_name and is given the target's cache; the other engines are held to
+    the same rule, not checked against their source)."""
     if pp > model.num_layers:
         raise refuse("--pp", f"{pp} stages exceed the {model.num_layers} layers of {model.name}")
     counts: dict[tuple[str, int | None], int] = {}
     for i in range(-(-model.num_layers // pp)):
         a = model.layer_attention(i)
         key = ("state" if a.kind == "linear" else a.kind, a.window)
-        if a.kind != "none":
+        if a.kind != "none" and i < model.num_layers - model.kv_shared_layers:
             counts[key] = counts.get(key, 0) + 1
     return counts
 
@@ -116,6 +119,8 @@ def kv_heads_per_rank(model: Model, tp: int) -> int:
 def check_heads(model: Model, tp: int, engine: str) -> None:
     """vLLM, SGLang and TensorRT-LLM shard attention heads over tp: the heads must divide (vLLM:
     'Total number of attention heads must be divisible by tensor parallel size')."""
+    if not model.uniform_head_dim:
+        raise refuse("--engine", f"{engine}: layers of different head_dim (Gemma-4) are not modelled; use ideal")
     if model.num_heads % tp:
         raise refuse("--tp", f"{engine} needs tp to divide the {model.num_heads} attention heads of {model.name}")
     if model.num_kv_heads > tp and model.num_kv_heads % tp and model.mla is None:

@@ -73,6 +73,8 @@ def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[
         raise refuse("--tp", "llama.cpp splits layers across GPUs (-sm layer); use --pp for the fullest device")
     if model.sparse_attention is not None:
         raise refuse("--engine", "llamacpp: the DeepSeek-V3.2 indexer cache is not modelled")
+    if not model.uniform_head_dim:
+        raise refuse("--engine", "llamacpp: layers of different head_dim (Gemma-4) are not modelled; use ideal")
     n_ctx = opts.model_len(model)
     size = cache_bytes(model, opts, n_ctx)
     total = size["base"] + size["swa"] + size["recurrent"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import Field, NonNegativeInt, model_validator
 
@@ -117,8 +117,36 @@ def baseline_elements(model: Model, context=None) -> sp.Expr:
         from roofline.units import L
 
         context = L
-    per_token = kv_elements_per_token_layer(model)
-    return sp.Add(*(n * per_token * cached_tokens(kind, context) for kind, n in model.attention_groups().items()))
+    shared = model.kv_shared_groups()
+
+    def per_token(kind):
+        return kv_elements_per_token_layer(model.at_layer(kind))
+    return sp.Add(*(n * per_token(kind) * cached_tokens(kind, context) for kind, n in model.attention_groups().items()),
+                  *(-n * per_token(kind) * cached_tokens(kind, context) for kind, n in shared.items()))
+
+
+def _reading_only(layer: LayerCache, count: int) -> LayerCache:
+    """`count` layers of `layer`'s group that attend with another layer's cache: they read what it reads (same
+    tokens, same attention FLOPs) but hold and append nothing (Model.kv_shared_layers)."""
+    tensors = tuple(replace(t, read=dict(t.read if t.read is not None else t.resident),
+                            resident={part: sp.Integer(0) for part in t.resident}, append_bytes=sp.Integer(0))
+                    for t in layer.tensors)
+    return replace(layer, count=count, tensors=tensors, kv_projection=False)
+
+
+def share_kv(layers: list[LayerCache], model: Model) -> list[LayerCache]:
+    """`layers` with the model's kv_shared_layers split off their groups (the last groups of each kind first: the
+    shared layers are the last ones) as reading-only layers; `layers` itself when nothing is shared."""
+    out = list(layers)
+    for kind, n in model.kv_shared_groups().items():
+        for i in range(len(out) - 1, -1, -1):
+            layer = out[i]
+            if n and layer.attention == kind and layer.tensors:
+                take = min(n, layer.count)
+                rest = [replace(layer, count=layer.count - take)] if layer.count > take else []
+                out[i:i + 1] = rest + [_reading_only(layer, take)]
+                n -= take
+    return out
 
 
 def _layer_tensors(model, plan_k, plan_v, tokens, shape: CacheShape | None, sym_bits):
@@ -172,8 +200,8 @@ def standard_cache(
         if token_budget is not None and kind.kind != "none":
             tokens = sp.Min(tokens, token_budget)
         sym_bits = bits if k_bits is None else None
-        tensors, codebooks, qk, vd = _layer_tensors(model, with_bits(plan.k, k_bits), with_bits(plan.v, v_bits),
-                                                    tokens, shape, sym_bits)
+        tensors, codebooks, qk, vd = _layer_tensors(model.at_layer(kind), with_bits(plan.k, k_bits),
+                                                    with_bits(plan.v, v_bits), tokens, shape, sym_bits)
         attending = kind.kind != "none"
         fixed += count * codebooks if attending else 0
         if extras.score_bytes_per_token:
@@ -185,8 +213,16 @@ def standard_cache(
             prefill_ops=extras.prefill_ops if attending else (),
             v_out_width=extras.v_out_width, o_in_width=extras.o_in_width,
         ))
+    layers = share_kv(layers, model)
     fixed_bytes = dict(extras.fixed_bytes)
     if fixed:
         fixed_bytes["codebooks"] = fixed
     return CacheModel(method=method, layers=tuple(layers), fixed_bytes=fixed_bytes,
-                      baseline_elements=baseline_elements(model), baseline_width=kv_elements_per_token_layer(model))
+                      baseline_elements=baseline_elements(model), baseline_width=_growing_width(model))
+
+
+def _growing_width(model: Model) -> int:
+    """K/V elements per token of one full layer (the layers CacheModel.asymptotic_bits averages over) at its own
+    head_dim; the model's when no layer sets one (a model with full layers of two head_dims is not imported)."""
+    full = [a for a in model.attention if a.kind == "full"]
+    return kv_elements_per_token_layer(model.at_layer(full[0]) if full else model)

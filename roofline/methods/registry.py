@@ -100,12 +100,30 @@ def parse_method(spec: str) -> MethodConfig:
     return config
 
 
+# methods that lay out their own CacheModel rather than kv.builder.standard_cache (which splits off the
+# Model.kv_shared_layers)
+OWN_LAYOUT = ("roofline.methods.xquant", "roofline.methods.aquakv")
+
+
+def _layout_reason(config: MethodConfig, model: Model) -> str:
+    """Why a compression method is not modelled on this model's layer layout ('' when it is): layers of
+    different head_dim (Gemma-4) take the baseline only; kv-shared layers (Gemma-3n) every method built by
+    kv.builder.standard_cache."""
+    if config.family != "baseline" and not model.uniform_head_dim:
+        return "its layers differ in head_dim (AttentionLayer.head_dim): only the baseline cache is modelled"
+    if model.kv_shared_layers and type(config).__module__ in OWN_LAYOUT:
+        return "its kv-shared layers (Model.kv_shared_layers) are not modelled with this method's own layout"
+    return ""
+
+
 def build_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None) -> CacheModel:
     """config.cache(model), with any rule the model/config pair breaks reported as one SpecError line."""
     where = f"method {config.label()!r} on {model.name}"
     reason = config.not_applicable(model)
     if not reason and config.family != "baseline" and not any(a.attends for a in model.attention):
         reason = "every layer is recurrent: there is no KV cache to compress (the state keeps its dtype)"
+    if not reason:
+        reason = _layout_reason(config, model)
     if reason:
         raise SpecError(f"{where}: does not apply: {reason}")
     try:

@@ -105,7 +105,8 @@ def activation_width(model: Model, tp: int) -> tuple[float, int]:
     shard = Shard.of(model, tp)
     inter = shard.expert_intermediate * model.moe.experts_per_token if model.moe else shard.intermediate
     d = model.hidden_size
-    return max(3 * d + (2 * model.q_dim + 2 * model.kv_dim) / tp, 3 * d + 3 * inter), int(shard.vocab)
+    qkv = max(2 * model.at_layer(a).q_dim + 2 * model.at_layer(a).kv_dim for a in model.attention)
+    return max(3 * d + qkv / tp, 3 * d + 3 * inter), int(shard.vocab)
 
 
 def activation_peak(model: Model, workload: Workload, width: tuple[float, int] | None = None) -> float:

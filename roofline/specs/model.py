@@ -23,6 +23,10 @@ class AttentionLayer(Spec):
     window: PositiveInt | None = Field(
         None, description="Sliding-window length, or chunk length for 'chunked', in tokens.")
     sinks: bool = Field(False, description="Learned per-head sink logits in the softmax (gpt-oss); no cached tokens.")
+    head_dim: PositiveInt | None = Field(
+        None, description="This layer's per-head width where it differs from Model.head_dim (Gemma-4's "
+                          "global_head_dim on its full layers: q, k, v, o and the cache at this width); None: "
+                          "the model's.")
 
     @model_validator(mode="after")
     def _window_matches_kind(self) -> AttentionLayer:
@@ -32,6 +36,8 @@ class AttentionLayer(Spec):
             raise ValueError(f"window: only sliding or chunked layers take a window (kind is {self.kind!r})")
         if self.sinks and self.kind in ("linear", "none"):
             raise ValueError(f"sinks: only attention layers have sink logits (kind is {self.kind!r})")
+        if self.head_dim is not None and self.kind in ("linear", "none"):
+            raise ValueError(f"head_dim: only attention layers have heads (kind is {self.kind!r})")
         return self
 
     @property
@@ -304,6 +310,10 @@ class Model(Spec):
                              "layers only); stored with the embedding.")
     encoders: list[Encoder] = Field(
         default_factory=list, description="Vision / audio towers a multimodal checkpoint loads beside the decoder.")
+    kv_shared_layers: NonNegativeInt = Field(
+        0, description="The last kv_shared_layers layers keep no cache and have no K/V projections: each attends "
+                       "with the cache of the last earlier layer of its attention kind (Gemma-3n's "
+                       "num_kv_shared_layers); 0: every attending layer keeps its own.")
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> Model:
@@ -334,7 +344,45 @@ class Model(Spec):
             raise ValueError("attention: no layer attends or keeps a state")
         if self.sparse_attention is not None and self.mla is None:
             raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
+        self._check_kv_sharing()
+        if self.mla is not None and not self.uniform_head_dim:
+            raise ValueError("attention: a per-layer head_dim is not modelled with MLA")
+        if len({self.at_layer(a).head_dim for a in self.attention if a.kind == "full"}) > 1:
+            raise ValueError("attention: the full layers must share one head_dim")
         return self
+
+    @property
+    def uniform_head_dim(self) -> bool:
+        """Every attention layer has the model's head_dim (no AttentionLayer.head_dim differs)."""
+        return all(a.head_dim in (None, self.head_dim) for a in self.attention)
+
+    def at_layer(self, layer: AttentionLayer) -> Model:
+        """The model as one layer of kind `layer` sees it: head_dim replaced by the layer's own where it sets one
+        (so q_dim, kv_dim and every per-layer width follow); the model itself otherwise."""
+        if layer.head_dim is None or layer.head_dim == self.head_dim:
+            return self
+        return self.model_copy(update={"head_dim": layer.head_dim})
+
+    def _check_kv_sharing(self) -> None:
+        if not self.kv_shared_layers:
+            return
+        first = self.num_layers - self.kv_shared_layers
+        if first < 1 or self.mla is not None:
+            raise ValueError(f"kv_shared_layers: {self.kv_shared_layers} must leave some of the {self.num_layers} "
+                             "layers keeping a cache (and MLA is not modelled with sharing)")
+        owners = {self.layer_attention(i) for i in range(first)}
+        for i in range(first, self.num_layers):
+            if not self.layer_attention(i).attends or self.layer_attention(i) not in owners:
+                raise ValueError(f"kv_shared_layers: layer {i} ({self.layer_attention(i).kind}) has no earlier "
+                                 "attending layer of its kind whose cache it could reuse")
+
+    def kv_shared_groups(self) -> dict[AttentionLayer, int]:
+        """Attention kinds of the kv_shared_layers last layers and how many of them have each: layers that attend
+        (same FLOPs, same bytes read) with another layer's cache, keeping none of their own."""
+        groups: dict[AttentionLayer, int] = {}
+        for i in range(self.num_layers - self.kv_shared_layers, self.num_layers):
+            groups[self.layer_attention(i)] = groups.get(self.layer_attention(i), 0) + 1
+        return groups
 
     def _check_mlp_layers(self) -> None:
         if self.mlp_layers is None:

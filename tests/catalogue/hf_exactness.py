@@ -23,6 +23,7 @@ import json
 import warnings
 from typing import Any
 
+from hf_gemma_tiny import GEMMA_TINY
 from hf_hybrid_tiny import HYBRID_TINY, module_state_bytes
 
 PROMPT_TOKENS = 6
@@ -60,6 +61,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
 TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
+TINY_BY_TYPE |= GEMMA_TINY  # Gemma-3n's (tests/catalogue/hf_gemma_tiny.py)
 
 
 MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",
