@@ -16,6 +16,7 @@ from typing import Any
 from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
+from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
 from roofline.catalogue.hf_quant import read_quantization
@@ -154,6 +155,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_2024,
     **ARCHITECTURES_SSM,
     **ARCHITECTURES_HYBRID,
+    **ARCHITECTURES_MORE,
 }
 
 
