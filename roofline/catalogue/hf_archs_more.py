@@ -1,4 +1,4 @@
-"""Readers of transformers' GPT-Neo and GPT-1 (OpenAI GPT) configs: Family rows plus what a row cannot say.
+"""Readers of transformers' GPT-Neo, GPT-1 (OpenAI GPT) and JetMoE configs: Family rows plus what a row cannot say.
 
 Each reader reads the shared keys through hf_families.read with a Family row, then sets the fields the row has no
 key for; every layout is read from huggingface/transformers v5.24.0
@@ -29,6 +29,11 @@ OPENAI_GPT = Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True,
                     aliases=(("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"),
                              ("num_attention_heads", "n_head"), ("max_position_embeddings", "n_positions")),
                     modelled_only=(("n_inner", None),))
+
+
+# JetMoeDecoderLayer: two RMSNorms, a final norm, tied lm_head; JetMoeMoE (every layer): num_local_experts gated
+# experts of intermediate_size (input_linear 2 x I, output_linear), a router d x E without bias, a bias of d
+JETMOE = Family(tie_default=True, qkv_bias=False, o_bias=False, mlp_bias=False)
 
 
 def _gpt_neo_layers(cfg: _Config, num_layers: int) -> list[dict[str, Any]]:
@@ -69,7 +74,26 @@ def _openai_gpt(cfg: _Config) -> dict[str, Any]:
     return read(cfg, OPENAI_GPT) | {"final_norm": False, "transformers_cache": "none"}
 
 
+def _jetmoe(cfg: _Config) -> dict[str, Any]:
+    """JetMoE (JetMoeForCausalLM, jetmoe/jetmoe-8b). JetMoeAttention is a mixture of attention heads: kv_proj (d x
+    2 x KV heads x kv_channels, no bias) is shared, the query and output projections are num_local_experts experts
+    (JetMoeMoA: input_linear d -> KV x kv_channels, output_linear back) of which num_experts_per_tok run per token,
+    each giving KV query heads: num_attention_heads = KV x top_k (JetMoeConfig.__post_init__), GQA groups of top_k,
+    head_dim kv_channels. The Model's q / o count the top_k active experts; the other E - top_k experts' q / o, the
+    MoA router (d x E) and the MoA and MoE output biases (d each) are layer_extra_params (stored, no FLOPs)."""
+    kv_heads, top_k = cfg.integer("num_key_value_heads"), cfg.integer("num_experts_per_tok")
+    experts, head_dim = cfg.integer("num_local_experts"), cfg.integer("kv_channels")
+    if top_k > experts:
+        raise cfg.error("num_experts_per_tok", f"{top_k} exceeds num_local_experts {experts}")
+    data = cfg.data | {"num_attention_heads": kv_heads * top_k, "head_dim": head_dim}
+    fields = read(_Config(data, cfg.where, cfg.arch), JETMOE)
+    d = fields["hidden_size"]
+    idle_experts = 2 * (experts - top_k) * d * kv_heads * head_dim
+    return fields | {"layer_extra_params": idle_experts + d * experts + 2 * d}
+
+
 ARCHITECTURES_MORE: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "GPTNeoForCausalLM": _gpt_neo,
     "OpenAIGPTLMHeadModel": _openai_gpt,
+    "JetMoeForCausalLM": _jetmoe,
 }

@@ -57,6 +57,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
                                                 for kind in ("full_attention", "sliding_attention")}},
     "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
     "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
+    "jetmoe": {"kv_channels": 16},
     "gpt_neo": {"attention_types": [[["global", "local"], 2]], "window_size": 16, "num_heads": 4},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }

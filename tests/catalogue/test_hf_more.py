@@ -23,7 +23,7 @@ from hf_exactness import measure  # noqa: E402
 
 @pytest.mark.parametrize(("model_type", "architecture", "context"), [
     ("gpt_neo", "GPTNeoForCausalLM", 6), ("gpt_neo", "GPTNeoForCausalLM", 24),
-    ("openai-gpt", "OpenAIGPTLMHeadModel", 6),
+    ("openai-gpt", "OpenAIGPTLMHeadModel", 6), ("jetmoe", "JetMoeForCausalLM", 6),
 ])
 def test_parameters_and_transformers_cache_match(model_type, architecture, context):
     # GPT-Neo at 24 tokens is past its toy's window_size 16: transformers still keeps all 24 in the local layers
@@ -67,3 +67,21 @@ def test_openai_gpt_has_no_final_norm_and_engine_cache():
     assert not model.final_norm
     assert kv_bytes(model, "bf16", 100) == 12 * 100 * 2 * 768 * 2
     assert kv_bytes(model, "bf16", 100, convention="transformers") == 0
+
+
+def test_jetmoe_8b_parameters_by_hand():
+    # jetmoe/jetmoe-8b config.json: hidden 2048, 24 layers, 16 KV heads of kv_channels 128, 8 experts top-2 of
+    # 5632, vocab 32000, tied. Per layer: MoA q / o experts 8 x 2 x d x 2048, kv_proj d x 2 x 2048, router d x 8,
+    # bias d; MoE 8 x 3 x d x 5632, router d x 8, bias d; two RMSNorms. 8.52 B, the model card's "8B parameters"
+    from roofline.accounting import parameter_count
+
+    data = {"architectures": ["JetMoeForCausalLM"], "model_type": "jetmoe", "vocab_size": 32000,
+            "hidden_size": 2048, "num_hidden_layers": 24, "num_key_value_heads": 16, "kv_channels": 128,
+            "intermediate_size": 5632, "max_position_embeddings": 4096, "num_local_experts": 8,
+            "num_experts_per_tok": 2, "tie_word_embeddings": True}
+    model = model_from_hf_config(data, where="jetmoe-8b/config.json")
+    d, kv = 2048, 16 * 128
+    layer = 8 * 2 * d * kv + 2 * d * kv + d * 8 + d + 8 * 3 * d * 5632 + d * 8 + d + 2 * d
+    assert parameter_count(model).total == 32000 * d + 24 * layer + d == 8_522_237_952
+    assert (model.num_heads, model.num_kv_heads, model.head_dim) == (32, 16, 128)
+    assert kv_bytes(model, "bf16", 1000) == 24 * 1000 * 2 * kv * 2
