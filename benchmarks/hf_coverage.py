@@ -61,9 +61,10 @@ def default_config(model_type: str, architecture: str) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
-def classify(model_type: str, architecture: str) -> tuple[str, str]:
+def classify(model_type: str, architecture: str, run_transformers: bool = True) -> tuple[str, str]:
     """(outcome, detail) of importing one type's default config: imported / refused / not_decoder_lm /
-    config_error / crash."""
+    config_error / crash. Without run_transformers, a refused type is not tried in transformers (it stays
+    refused: for callers that only need the imported ones, at no cost of building models)."""
     from roofline.catalogue.hf import model_from_hf_config
     from roofline.errors import SpecError
 
@@ -76,7 +77,7 @@ def classify(model_type: str, architecture: str) -> tuple[str, str]:
     try:
         model_from_hf_config(data, where=f"{model_type}/config.json", name=model_type)
     except SpecError as exc:
-        failure = _transformers_error(model_type, architecture)
+        failure = _transformers_error(model_type, architecture) if run_transformers else None
         if failure is not None:
             return "config_error", f"transformers cannot run its default config: {failure}"
         return "refused", str(exc)
