@@ -8,8 +8,12 @@ config (CONFIG_MAPPING[type]()), writes it as a config.json would be saved (to_d
 the mapping's class name) and runs roofline's import on it (roofline.catalogue.hf.model_from_hf_config). Each type
 ends in one of: imported; refused (a one-line SpecError, grouped by the config key it names); not a decoder LM
 (NOT_DECODER_LM below: encoder models with a causal head, decoders of encoder-decoder models, non-text outputs,
-which hold no decoder-only KV cache the planner could model); config error (transformers' own default config
-does not build). A traceback from roofline is counted as `crash` and is a bug.
+which hold no decoder-only KV cache the planner could model); config error (transformers itself cannot build or
+run a model from its own default config: the config class raises, or, for a type roofline refuses,
+tests/catalogue/hf_exactness.transformers_error finds that the model class fails on that config both as a toy with
+the default's nulls kept and at full size on the meta device, with the same error, e.g. DeepseekV2Config's null
+num_experts_per_tok reaching torch.topk). A type roofline imports is never reclassified. A traceback from roofline
+is counted as `crash` and is a bug.
 
 The issue's target (>= 90 %) is over the types that hold a KV cache or a recurrent state: every type but the
 config errors and NOT_DECODER_LM.
@@ -57,9 +61,10 @@ def default_config(model_type: str, architecture: str) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
-def classify(model_type: str, architecture: str) -> tuple[str, str]:
+def classify(model_type: str, architecture: str, run_transformers: bool = True) -> tuple[str, str]:
     """(outcome, detail) of importing one type's default config: imported / refused / not_decoder_lm /
-    config_error / crash."""
+    config_error / crash. Without run_transformers, a refused type is not tried in transformers (it stays
+    refused: for callers that only need the imported ones, at no cost of building models)."""
     from roofline.catalogue.hf import model_from_hf_config
     from roofline.errors import SpecError
 
@@ -72,10 +77,25 @@ def classify(model_type: str, architecture: str) -> tuple[str, str]:
     try:
         model_from_hf_config(data, where=f"{model_type}/config.json", name=model_type)
     except SpecError as exc:
+        failure = _transformers_error(model_type, architecture) if run_transformers else None
+        if failure is not None:
+            return "config_error", f"transformers cannot run its default config: {failure}"
         return "refused", str(exc)
     except Exception as exc:  # noqa: BLE001 - a traceback is the bug this script exists to find
         return "crash", f"{type(exc).__name__}: {exc}"
     return "imported", ""
+
+
+def _transformers_error(model_type: str, architecture: str) -> str | None:
+    """tests/catalogue/hf_exactness.transformers_error: transformers' own failure on the default config, or None."""
+    from pathlib import Path
+
+    harness = str(Path(__file__).resolve().parents[1] / "tests" / "catalogue")
+    if harness not in sys.path:
+        sys.path.insert(0, harness)
+    from hf_exactness import transformers_error
+
+    return transformers_error(model_type, architecture)
 
 
 def reason(detail: str) -> str:
@@ -113,6 +133,11 @@ def summary(results: dict[str, tuple[str, str]]) -> Iterator[str]:
             groups.setdefault(f"{outcome} {reason(detail)}", []).append(model_type)
     for key, types in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         yield f"  {len(types):3d}  {key}: {', '.join(types)}"
+    errors = {t: detail for t, (outcome, detail) in results.items() if outcome == "config_error"}
+    if errors:
+        yield f"config errors (transformers' own default config cannot run; not in the denominator): {len(errors)}"
+        for model_type, detail in errors.items():
+            yield f"       {model_type}: {detail[:150]}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -249,7 +249,7 @@ def parameter_count(model: Model) -> ParameterCount:
         mlp_experts_total=experts_total,
         mlp_experts_active=experts_active,
         router=router,
-        norms=norm * (model.num_layers * model.norms_per_layer * d + d),
+        norms=norm * (model.num_layers * model.norms_per_layer * d + d * model.final_norm),
     )
 
 
@@ -309,7 +309,8 @@ CONVENTION_HELP = (
 
 def under_convention(model: Model, convention: str) -> Model:
     """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
-    sliding window one token shorter and every conv state one column wider (roofline's conv state keeps
+    sliding window one token shorter (a full layer, or no cache at all, where Model.transformers_cache says
+    transformers keeps the whole prefix or none) and every conv state one column wider (roofline's conv state keeps
     conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1; the
     recurrent state at the model dtype but RG-LRU's and KDA's (fp32). ValueError naming the field for an unknown
     convention or a window of 1 (nothing left to keep)."""
@@ -319,7 +320,11 @@ def under_convention(model: Model, convention: str) -> Model:
         return model
     layers = []
     for layer in model.attention:
-        if layer.kind == "sliding":
+        if model.transformers_cache == "none":
+            layer = layer.model_copy(update={"kind": "none", "window": None})
+        elif layer.kind == "sliding" and model.transformers_cache == "full_windows":
+            layer = layer.model_copy(update={"kind": "full", "window": None})
+        elif layer.kind == "sliding":
             if layer.window < 2:
                 raise ValueError("convention: transformers keeps W - 1 tokens of a sliding window; W is 1")
             layer = layer.model_copy(update={"window": layer.window - 1})

@@ -279,6 +279,13 @@ class Model(Spec):
     lm_head_bias: bool = Field(False, description="The LM head carries a bias (Phi-2, Phi-MoE).")
     position_embeddings: int = Field(
         0, ge=0, description="Rows of a learned absolute position embedding (GPT-2: n_positions); 0 for RoPE.")
+    final_norm: bool = Field(
+        True, description="A norm after the last layer (false: GPT-1's OpenAIGPTModel, post-norm layers only).")
+    transformers_cache: Literal["standard", "full_windows", "none"] = Field(
+        "standard", description="What transformers' cache keeps of this model, for the 'transformers' convention: "
+                                "'standard' (cache_utils' layers), 'full_windows' (every token of the sliding "
+                                "layers too: GPT-Neo's local layers only mask attention, its DynamicCache holds the "
+                                "whole prefix), 'none' (no cache: OpenAIGPTModel recomputes the prefix each step).")
     attention: list[AttentionLayer] = Field(
         default_factory=lambda: [AttentionLayer(kind="full")], min_length=1,
         description="Per-layer attention kinds, repeated cyclically over the layers (Gemma-2: sliding, full).",

@@ -58,6 +58,8 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
                                                 for kind in ("full_attention", "sliding_attention")}},
     "codegen": {"rotary_dim": 4}, "gptj": {"rotary_dim": 4}, "ctrl": {"dff": 88},
     "phi": {"hidden_size": 64}, "persimmon": {"hidden_size": 64},
+    "jetmoe": {"kv_channels": 16},
+    "gpt_neo": {"attention_types": [[["global", "local"], 2]], "window_size": 16, "num_heads": 4},
     "gemma3": {}, "gpt_oss": {"head_dim": 16}, "helium": {"head_dim": 10}, "stablelm": {"hidden_size": 64},
 }
 TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
@@ -210,3 +212,60 @@ def measure(model_type: str, architecture: str, context: int = PROMPT_TOKENS) ->
         "roofline_params": parameter_count(spec).total,
         "roofline_cache_bytes": int(kv_bytes(spec, "fp32", context, convention="transformers")),
     }
+
+
+def transformers_error(model_type: str, architecture: str) -> str | None:
+    """Why transformers itself cannot build and run `model_type` from its own default config, or None when it can.
+
+    Two attempts, and the type fails only when both fail with the same error (type and first line), so that neither
+    the shrinking nor the meta device is blamed on the config: (1) the harness's toy (TINY sizes on the keys the
+    default has) in which a key the default leaves null stays null (DeepseekV2Config's num_experts_per_tok), one
+    forward of PROMPT_TOKENS tokens on the CPU; (2) the full-size default model on torch's meta device, one forward.
+    A ValueError is never counted: transformers raises it for a missing input (IDEFICS' pixel_values) or a toy's
+    layer pattern, not for a config it cannot run. A multimodal wrapper is tried through its text decoder, the model
+    `measure` checks."""
+    import torch
+    from transformers import CONFIG_MAPPING
+
+    def shrunk():
+        defaults = CONFIG_MAPPING[model_type]().to_dict()
+        text = defaults.get("text_config")
+        if isinstance(text, dict):
+            text_type = text["model_type"]
+            return CONFIG_MAPPING[text_type](**_non_null_shrunk(text, text_type)), decoder_class(text_type)[0]
+        return CONFIG_MAPPING[model_type](**_non_null_shrunk(defaults, model_type)), architecture
+
+    def full():
+        config = CONFIG_MAPPING[model_type]()
+        text = getattr(config, "text_config", None)
+        return (config, architecture) if text is None else (text, decoder_class(text.model_type)[0])
+
+    on_cpu = _forward_error(shrunk, torch.device("cpu"))
+    if on_cpu is None or on_cpu.startswith("ValueError"):
+        return None
+    return on_cpu if _forward_error(full, torch.device("meta")) == on_cpu else None
+
+
+def _forward_error(build: Any, device: Any) -> str | None:
+    """The first line of the exception that building (config, model class name) = `build()`, the model on `device`
+    and one forward raise, or None."""
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    try:
+        with warnings.catch_warnings(), device:
+            warnings.simplefilter("ignore")
+            config, cls = build()
+            model = getattr(transformers, cls)(config).eval()
+            with torch.no_grad():
+                model(input_ids=torch.randint(0, 200, (1, PROMPT_TOKENS)), use_cache=True)
+    except Exception as exc:  # noqa: BLE001 - the failure is the answer
+        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
+    return None
+
+
+def _non_null_shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """`_shrunk` without the keys whose default value is null (they stay as transformers' default leaves them)."""
+    return {k: v for k, v in _shrunk(defaults, model_type).items() if defaults.get(k) is not None}
