@@ -117,6 +117,10 @@ def test_ten_questions_answered_on_screen(server):  # noqa: F811
             hw = SHOTS.parent / "my-gpu.yaml"
             hw.write_text((ROOT / "hardware" / "H200.yaml").read_text().replace("name: H200", "name: my-gpu"))
             q.clock.time("d: upload hardware", lambda: inputs.nth(0).set_input_files(str(hw)))
+            # one upload after the other, as a user does: the hardware's rerun settles before the model is dropped in
+            # (two uploads within one rerun raced: the second's rerun could start before the first was stored)
+            sync_api.expect(page.locator('[data-testid="stMain"]')).to_contain_text(
+                "on 1 x my-gpu", timeout=SETTLE_S * 1000)
             q.clock.time("d: upload config.json", lambda: inputs.nth(1).set_input_files(
                 str(ROOT / "tests/data/hf/Llama-3.2-1B/config.json")))
             # a config.json without _name_or_path; retried to the settle limit: under load the upload's own rerun
