@@ -9,20 +9,12 @@ import sys
 import traceback
 
 import torch
-from triton.testing import do_bench
+from graphbench import bench  # this folder: each script is run as a file
 
 dev = "cuda"
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "fa3_prefill": [],
        "fused_moe": [], "errors": []}
 
-
-def bench(fn):
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return do_bench(lambda: g.replay(), warmup=25, rep=100, return_mode="median") * 1e-3
 
 
 def fa3_decode(B, L, hq, hk, d, window=None, block=16):

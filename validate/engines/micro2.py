@@ -12,7 +12,7 @@ import sys
 import traceback
 
 import torch
-from triton.testing import do_bench
+from graphbench import bench  # this folder: each script is run as a file
 
 dev = "cuda"
 # (model, layer, K, N): vLLM's merged projections (QKVParallelLinear, MergedColumnParallelLinear) at tp 1
@@ -27,14 +27,6 @@ MS = (1, 8, 16, 32, 64, 96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 2048, 
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cublas": torch.backends.cudnn.version(),
        "gemm": [], "errors": []}
 
-
-def bench(fn):
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return do_bench(lambda: g.replay(), warmup=25, rep=100, return_mode="median") * 1e-3
 
 
 for model, layer, K, N in SHAPES:
