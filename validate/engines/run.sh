@@ -4,7 +4,8 @@
 # Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage. On a machine of several GPUs
 # one driver per GPU (CUDA_VISIBLE_DEVICES) runs its own models; SKIP_MICRO=1 / SKIP_SERVE=1 leave those stages out.
 # ROOFLINE_ENGINE_CASES names the cases file (default cases.json); MICRO2=1 adds micro2.py (GEMMs alone), PROF=MODEL
-# adds prof.py (one decode step by kernel) on that model, EXTRA_MODELS writes more model folders (a draft model).
+# adds prof.py (one decode step by kernel) on that model, worker_memory_log in the cases file prints the worker's
+# memory profile (logging-worker.json), EXTRA_MODELS writes more model folders (a draft model).
 set -u
 R=$1; shift
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
@@ -18,6 +19,8 @@ CASES=$HERE/$ROOFLINE_ENGINE_CASES
 SERVE=$(python3 -c "import json; print(json.load(open('$CASES')).get('serve', {}).get('model', ''))")
 ROUTING=$(python3 -c "import json; print(json.load(open('$CASES')).get('routing', ''))")
 [ -n "$ROUTING" ] && export VLLM_MOE_ROUTING_SIMULATION_STRATEGY=$ROUTING
+WLOG=$(python3 -c "import json; print(int(json.load(open('$CASES')).get('worker_memory_log', False)))")
+[ "$WLOG" = 1 ] && export VLLM_LOGGING_CONFIG_PATH=$HERE/logging-worker.json
 {
 echo "== env $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
@@ -36,7 +39,7 @@ for N in "$@"; do
   echo "== lat $N $(date -u +%T)"
   setsid timeout $TO python3 $HERE/lat.py $HOME/models/$N $N $R/$N-lat.json > $R/$N-lat.log 2>&1 &
   LP=$!; wait $LP; echo "lat rc $?"; kill -KILL -$LP 2>/dev/null; sleep 2
-  grep -E "ENGINE|WORKER_MEMORY|CUDA graph memory|step=|prefill P=|KV cache|concurrency|Error|backend" $R/$N-lat.log | cut -c1-300 | tail -24
+  grep -E "ENGINE|Memory profiling takes|CUDA graph memory|step=|prefill P=|KV cache|concurrency|Error|backend" $R/$N-lat.log | cut -c1-300 | tail -24
   if [ "$N" = tiny-llama ] && [ "${SKIP_SERVE:-0}" != 1 ]; then
     echo "== serve tiny $(date -u +%T)"; bash $HERE/serve_tiny.sh $HOME/models/$N $R
   fi
