@@ -7,6 +7,7 @@ waits for. Run 1's B = 256 decode of Llama-3.1-8B was 12.1 ms measured, 10.2 ms 
 Usage (GPU machine): VLLM_ENABLE_V1_MULTIPROCESSING=0 python3 prof.py MODEL_DIR OUT_JSON [B[,B...] P N]
 """
 import json
+import os
 import statistics
 import sys
 import time
@@ -18,7 +19,8 @@ from vllm import LLM, SamplingParams
 model_dir, out = sys.argv[1], sys.argv[2]
 BS, P, N = sys.argv[3:6] if len(sys.argv) > 5 else ("256,128,32", "256", "33")
 BS, P, N = [int(b) for b in BS.split(",")], int(P), int(N)
-llm = LLM(model=model_dir, load_format="dummy", dtype="bfloat16", max_model_len=4096, gpu_memory_utilization=0.8,
+MAX_LEN = int(os.environ.get("PROF_MAX_MODEL_LEN", 4096))  # a sliding-window model keeps its window path only above it
+llm = LLM(model=model_dir, load_format="dummy", dtype="bfloat16", max_model_len=MAX_LEN, gpu_memory_utilization=0.8,
           enable_prefix_caching=False, seed=0)
 vocab = llm.llm_engine.model_config.get_vocab_size()
 rng = np.random.default_rng(0)

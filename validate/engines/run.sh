@@ -49,7 +49,7 @@ for N in "$@"; do
 done
 if [ -n "${PROF:-}" ]; then
   echo "== prof $PROF $(date -u +%T)"
-  VLLM_ENABLE_V1_MULTIPROCESSING=0 setsid timeout 300 python3 $HERE/prof.py $HOME/models/$PROF $R/$PROF-prof.json \
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 PROF_MAX_MODEL_LEN=${PROF_MAX_MODEL_LEN:-4096} setsid timeout 300 python3 $HERE/prof.py $HOME/models/$PROF $R/$PROF-prof.json \
     > $R/$PROF-prof.log 2>&1 &
   PP=$!; wait $PP; echo "prof rc $?"; kill -KILL -$PP 2>/dev/null; sleep 2
   grep -E "^PROF|^  " $R/$PROF-prof.log | head -60
