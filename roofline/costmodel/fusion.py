@@ -50,11 +50,13 @@ LEVELS = ("none", "typical", "full")
 NORMS = ("attn_norm", "mlp_norm", "final_norm", "q_a_norm", "kv_a_norm")
 RESIDUALS = ("attn_residual", "mlp_residual")
 
+EXPERT_CALLS = 2  # the routed experts' grouped GEMM calls (w13, w2) at every level: each pays the per-call latency
 # op name -> (kernels, factor on its activation bytes) per level
 _EAGER = {**{n: (8, Fraction(9)) for n in NORMS}, "qk_norm": (16, Fraction(9)), "rope": (10, Fraction(19, 4)),
           "mlp_act": (2, Fraction(10, 6)), "shared_expert_act": (2, Fraction(10, 6)), "kv_update": (2, Fraction(1)),
-          "experts": (2, Fraction(1)), "routing": (23, Fraction(1))}
-_TYPICAL = {**{n: (0, Fraction(1)) for n in RESIDUALS}, "experts": (2, Fraction(1)), "routing": (3, Fraction(1))}
+          "experts": (EXPERT_CALLS, Fraction(1)), "routing": (23, Fraction(1))}
+_TYPICAL = {**{n: (0, Fraction(1)) for n in RESIDUALS}, "experts": (EXPERT_CALLS, Fraction(1)),
+            "routing": (3, Fraction(1))}
 # kv_update 1 under torch.compile: the compiled client's census (validate/results/clients/nvidia-h{100,200}.json,
 # compiled decode top_kernels; validate/results/clients/experiments/*-profile-*.json) has per layer one Triton
 # kernel writing K with RoPE (fused into 'rope') and one more writing V (triton_poi_..._index_put_..._2)
@@ -69,9 +71,13 @@ def check_level(level: str) -> str:
     return level
 
 
-def apply_fusion(ops: list[Op], level: str) -> list[Op]:
-    """`ops` with the kernel counts (and, eagerly, the extra activation bytes) of fusion `level`."""
+def apply_fusion(ops: list[Op], level: str, overrides: tuple[tuple[str, int], ...] = ()) -> list[Op]:
+    """`ops` with the kernel counts (and, eagerly, the extra activation bytes) of fusion `level`; `overrides`
+    (op name, kernels) replace the level's counts where an engine runs its own fused calls
+    (roofline.engines.timing.EngineTiming.op_kernels_on)."""
     table = FUSION[check_level(level)]
+    if overrides:
+        table = {**table, **{name: (kernels, table.get(name, (1, Fraction(1)))[1]) for name, kernels in overrides}}
     out = []
     for op in ops:
         kernels, factor = table.get(op.name, (1, Fraction(1)))

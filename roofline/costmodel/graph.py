@@ -90,6 +90,7 @@ def build_graph(
     fusion: str = "typical",
     ep: int = 1,
     expert_weight_dtype: str | None = None,
+    kernel_overrides: tuple[tuple[str, int], ...] = (),
 ) -> Graph:
     """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence).
 
@@ -97,7 +98,8 @@ def build_graph(
     'exact' at this L, 'mean' over a flush block (for averages), 'peak'. `fusion` sets the kernels each op
     launches (costmodel.fusion: 'none' eager, 'typical' vLLM/SGLang, 'full' torch.compile). `ep` replicas share
     the routed experts (blocks.moe_mlp, with the dispatch and combine all-to-alls); `expert_weight_dtype` stores
-    the routed experts (None: weight_dtype).
+    the routed experts (None: weight_dtype). `kernel_overrides` (op name, kernels) replace the fusion level's
+    counts (an engine's own fused calls: roofline.engines.timing).
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
@@ -110,7 +112,7 @@ def build_graph(
         raw_key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
                    weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype,
                    kernel_profiles.active().name)
-        key = (*raw_key, occupancy, check_level(fusion))
+        key = (*raw_key, occupancy, check_level(fusion), kernel_overrides)
         if key in _GRAPHS:
             return _GRAPHS[key]
     check_ep(model, ep)
@@ -122,7 +124,7 @@ def build_graph(
     graph = raw() if raw_key is None else _RAW.get_or(raw_key, raw)
     if occupancy != "exact":
         graph = replace(graph, ops=tuple(_smoothed(op, occupancy) for op in graph.ops))
-    graph = replace(graph, ops=tuple(apply_fusion(list(graph.ops), fusion)))
+    graph = replace(graph, ops=tuple(apply_fusion(list(graph.ops), fusion, kernel_overrides)))
     if key is not None:
         if len(_GRAPHS) >= _GRAPH_CACHE_SIZE:
             _GRAPHS.pop(next(iter(_GRAPHS)))

@@ -19,7 +19,12 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    engine's steps) on that GPU. A GPU with no such measurement takes the same laws derived from aiconfigurator's
    measured vLLM tables (profiles/<engine>-derived.json, written by roofline.catalogue.derive.engine_kernels; its
    `sources` name each table), among them the fused MoE's FLOP/s at a prefill-sized batch (grouped_gemm_flops); a
-   GPU in neither keeps the device's own measured (or datasheet) laws.
+   GPU in neither keeps the device's own measured (or datasheet) laws. The fused MoE law is measured on ONE call of
+   the engine's fused_experts (vllm/model_executor/layers/fused_moe/fused_moe.py: moe_align_block_size, the w13
+   GEMM, silu_and_mul, the w2 GEMM, moe_sum; aiconfigurator's moe_perf tables time the same layer), while the cost
+   model charges the routed experts as its fusion table's grouped calls (costmodel.fusion: 2), each paying the
+   per-call latency: the law's alpha is split over those calls (engine_options), and the routing op keeps only the
+   kernels outside that call (`op_kernels`: vLLM's topk_softmax alone; align and activation are timed in the law).
 5. **A request's own cost** (adding it, its first schedule and step, returning its output): the offline time of one
    short request on the tiny model (`generate()` at B = 1, max_tokens 1, GPU work ~0.1 ms): added to a prefill's GPU
    time (the offline TTFT) in place of the overlapped step host work.
@@ -66,6 +71,8 @@ class EngineTiming:
     kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU name -> {ceiling key: value}
     attention_flops: dict[str, dict[int, float]] = field(default_factory=dict)  # GPU -> head dim -> FLOP/s
     sources: dict[str, str] = field(default_factory=dict)
+    # kernels an op launches outside the engine's measured fused calls (op name -> count; module docstring, 4)
+    op_kernels: dict[str, int] = field(default_factory=dict)
 
     def host_s(self, batch) -> float:
         """Host work of one step of `batch` sequences, s: step_s + per_seq_s x batch."""
@@ -86,6 +93,13 @@ class EngineTiming:
     def kernel_ceilings(self, hardware_name: str) -> dict[str, float]:
         """Ceilings this engine's kernels set on `hardware_name` (empty where they were not measured there)."""
         return dict(self.kernels.get(hardware_name, {}))
+
+    def op_kernels_on(self, hardware_name: str) -> tuple[tuple[str, int], ...]:
+        """The op kernel counts that replace the fusion table's where this engine's fused MoE law is measured or
+        derived on `hardware_name` (that law times the kernels the table would otherwise count twice); () elsewhere."""
+        if "grouped_gemm_latency" not in self.kernels.get(hardware_name, {}):
+            return ()
+        return tuple(sorted(self.op_kernels.items()))
 
     def attention_rates(self, hardware_name: str) -> dict[int, float]:
         """Prefill attention FLOP/s per head dim of this engine's kernel on `hardware_name` (empty: unmeasured)."""
@@ -113,8 +127,8 @@ def timing(engine: str) -> EngineTiming:
             kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},
-            sources=dict(d["sources"]))
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()})
+    except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")
 
@@ -147,6 +161,10 @@ def engine_options(engine: str, hardware):
     if not kernels and not rates:
         return None
     from roofline.costmodel.device import RooflineOptions
+    from roofline.costmodel.fusion import EXPERT_CALLS
+
+    if kernels.get("grouped_gemm_latency"):  # one fused call's alpha over the grouped calls the graph charges
+        kernels["grouped_gemm_latency"] /= EXPERT_CALLS
 
     # a burst-measured prefill rate takes the clock ratio like every burst figure (Roofline.steady_state): the
     # device's sustained figure for that head dim is the generic kernel's, so it steps aside

@@ -60,6 +60,9 @@ class PhaseModel:
                       fusion=w.fusion)
         if w.ep != 1 or w.expert_weight_dtype is not None:  # expert parallelism / mixed dtypes (keys unchanged without)
             kwargs.update(ep=w.ep, expert_weight_dtype=w.expert_weight_dtype)
+        overrides = self.engine.op_kernels_on(self.hardware.name)
+        if overrides:  # the engine's own fused calls (keys unchanged without)
+            kwargs.update(kernel_overrides=overrides)
         return kwargs
 
     def graph(self, phase: str) -> Graph:

@@ -117,3 +117,28 @@ def test_vllm_runs_a_draft_model_without_async_scheduling():
     assert drafted.overheads.combine(5e-3, 1) == pytest.approx(8e-3)  # host work after the GPU's
     assert with_speculative(vllm, "eagle") is vllm and with_speculative(vllm, "mtp") is vllm
     assert with_speculative(vllm, None) is vllm
+
+
+def test_vllm_fused_moe_law_is_paid_once_per_layer_and_routing_keeps_topk_alone():
+    # micro.py times vLLM's fused_experts as ONE call (align, w13 GEMM, silu_and_mul, w2 GEMM, moe_sum:
+    # vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl); at Qwen3-30B-A3B's shapes and M = 1 it
+    # measured 41.76 us (validate/results/engines/nvidia-h200-vllm-2026-11-28/micro.json fused_moe, E 128 top-8,
+    # H 2048, I 768: 8 active experts x 3 x 2048 x 768 x 2 B = 75,497,472 B). Under the vLLM profile a decode step's
+    # routed experts at B = 1 cost that call's law once per MoE layer (within the law's fit residual), not twice its
+    # alpha; the routing op keeps topk_softmax, one kernel (align and the activation are inside the timed call).
+    from roofline.catalogue.store import load_hardware, load_model
+    from roofline.methods import parse_method
+    from roofline.planner.phases import PhaseModel
+    from roofline.specs.workload import Workload
+
+    model, hw = load_model("Qwen3-30B-A3B"), load_hardware("H200")
+    pm = PhaseModel.build(model, hw, Workload(batch=1, context_tokens=4096, engine="vllm"), parse_method("bf16"))
+    rows = {r["name"]: r for r in pm.rows("decode", 1, 1024)}
+    per_layer = rows["experts"]["time_s"]
+    assert per_layer == pytest.approx(41.76e-6, rel=0.05)
+    law = timing("vllm").kernels["H200"]
+    # (+ the token activations' few KiB at the same rate)
+    assert per_layer == pytest.approx(law["grouped_gemm_latency"] + 75_497_472 / law["grouped_gemm_bw"], rel=1e-3)
+    assert pm.decode.ops[[o.name for o in pm.decode.ops].index("routing")].kernels == 1
+    ideal = PhaseModel.build(model, hw, Workload(batch=1, context_tokens=4096), parse_method("bf16"))
+    assert ideal.decode.ops[[o.name for o in ideal.decode.ops].index("routing")].kernels == 3  # the fusion table's
