@@ -81,8 +81,8 @@ WARM = CASES.get("warm_each_case", False)
 timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation
 for B, P in case["decode"]:
     reps = 1 if B * P > 100_000 else 2
-    if WARM:
-        timed(B, P, 2, 1)
+    if WARM:  # the timed lengths themselves: run 3's Qwen3-30B-A3B B = 16 compiled a Triton kernel in its first
+        timed(B, P, N, 1)  # timed rep after a warm-up of 2 tokens (vLLM's jit_monitor logged it)
     a, b = timed(B, P, N, reps), timed(B, P, 1, reps)
     step = (a["median_s"] - b["median_s"]) / (N - 1)
     res["decode"].append({"B": B, "P": P, "t_outN": a, "t_out1": b, "decode_step_s": step})

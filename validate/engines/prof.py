@@ -63,10 +63,38 @@ def case(B):
     return res
 
 
-results = [case(B) for B in BS]
+def prefill_case(P):
+    """One prompt of P tokens, max_tokens 1 (lat.py's prefill case), warmed twice, then its wall time (median of 3)
+    and its kernels under the profiler, whole (no differencing: the generate is one prefill step and one sample)."""
+    sp = SamplingParams(max_tokens=1, ignore_eos=True, temperature=1.0, detokenize=False)
+
+    def one():
+        p = [{"prompt_token_ids": rng.integers(1000, vocab - 1000, size=P).tolist()}]
+        t = time.perf_counter()
+        llm.generate(p, sp, use_tqdm=False)
+        return time.perf_counter() - t
+    one(), one()
+    wall = statistics.median(one() for _ in range(3))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        one()
+    torch.cuda.synchronize()
+    agg = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            a = agg.setdefault(e.name, [0, 0.0])
+            a[0] += 1
+            a[1] += e.time_range.elapsed_us() * 1e-6
+    top = dict(sorted(((n, {"s": v[1], "calls": v[0]}) for n, v in agg.items()), key=lambda kv: -kv[1]["s"])[:60])
+    res = {"P": P, "wall_s": wall, "kernel_s": sum(v[1] for v in agg.values()), "kernels": top}
+    print(f"PROF prefill P={P} wall {wall * 1e3:.3f} ms kernels {res['kernel_s'] * 1e3:.3f} ms", flush=True)
+    for n, v in list(top.items())[:25]:
+        print(f"  {v['s'] * 1e6:9.1f} us x{v['calls']} {n[:110]}", flush=True)
+    return res
+
+
+PREFILL = [int(p) for p in os.environ.get("PROF_PREFILL", "").split(",") if p]  # prefill cases instead of decode
+results = [prefill_case(P) for P in PREFILL] if PREFILL else [case(B) for B in BS]
 with open(out, "w") as f:
     json.dump({"cases": results}, f, indent=1)
 print("PROF_DONE", flush=True)
-import os  # noqa: E402
-
 os._exit(0)

@@ -4,7 +4,7 @@
 # Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage. On a machine of several GPUs
 # one driver per GPU (CUDA_VISIBLE_DEVICES) runs its own models; SKIP_MICRO=1 / SKIP_SERVE=1 leave those stages out.
 # ROOFLINE_ENGINE_CASES names the cases file (default cases.json); MICRO2=1 adds micro2.py (GEMMs alone), PROF=MODEL
-# adds prof.py (one decode step by kernel) on that model, worker_memory_log in the cases file prints the worker's
+# adds prof.py (one decode step by kernel; PROF_PREFILL=P1,P2 one prefill each instead) on that model, worker_memory_log in the cases file prints the worker's
 # memory profile (logging-worker.json), EXTRA_MODELS writes more model folders (a draft model).
 set -u
 R=$1; shift
@@ -49,7 +49,7 @@ for N in "$@"; do
 done
 if [ -n "${PROF:-}" ]; then
   echo "== prof $PROF $(date -u +%T)"
-  VLLM_ENABLE_V1_MULTIPROCESSING=0 PROF_MAX_MODEL_LEN=${PROF_MAX_MODEL_LEN:-4096} setsid timeout 300 python3 $HERE/prof.py $HOME/models/$PROF $R/$PROF-prof.json \
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 PROF_MAX_MODEL_LEN=${PROF_MAX_MODEL_LEN:-4096} PROF_PREFILL=${PROF_PREFILL:-} setsid timeout 300 python3 $HERE/prof.py $HOME/models/$PROF $R/$PROF-prof.json \
     > $R/$PROF-prof.log 2>&1 &
   PP=$!; wait $PP; echo "prof rc $?"; kill -KILL -$PP 2>/dev/null; sleep 2
   grep -E "^PROF|^  " $R/$PROF-prof.log | head -60
