@@ -74,34 +74,40 @@ def fused_moe(M, E, topk, H, inter):
             "active_weight_bytes": active * 3 * H * inter * 2}
 
 
-for args in [(1, 1024), (1, 16384), (8, 1024), (8, 8192), (32, 1024), (64, 1024), (128, 512), (256, 256),
-             (32, 16384)]:
-    for hq, hk, d, w in [(32, 8, 128, None), (32, 32, 128, None), (32, 8, 128, 4096)]:
-        if w and args[1] < 8192:
-            continue
-        try:
-            r = fa3_decode(*args, hq, hk, d, w)
-            res["fa3_decode"].append(r)
-            print(f"fa3 B={r['B']} L={r['L']} hk={hk} w={w} {r['s'] * 1e6:.1f} us {r['bytes_per_s'] / 1e12:.2f} TB/s",
-                  flush=True)
-        except Exception:
-            res["errors"].append(traceback.format_exc()[-800:])
-for P in (256, 2048, 8192, 16384):
-    for hq, hk, d in [(32, 8, 128), (32, 32, 128)]:
-        try:
-            r = fa3_prefill(P, hq, hk, d)
-            res["fa3_prefill"].append(r)
-            print(f"fa3 prefill P={P} hk={hk} {r['s'] * 1e6:.1f} us {r['flops_per_s'] / 1e12:.0f} TFLOP/s", flush=True)
-        except Exception:
-            res["errors"].append(traceback.format_exc()[-800:])
-for E, topk, H, inter in [(128, 8, 2048, 768), (64, 6, 2048, 1408)]:
-    for M in (1, 4, 16, 64, 256, 1024, 4096):
-        try:
-            r = fused_moe(M, E, topk, H, inter)
-            res["fused_moe"].append(r)
-            print(f"moe E={E} M={M} active={r['active_experts']} {r['s'] * 1e6:.1f} us", flush=True)
-        except Exception:
-            res["errors"].append(traceback.format_exc()[-800:])
-with open(sys.argv[1], "w") as f:
-    json.dump(res, f, indent=1)
-print("MICRO_DONE", len(res["errors"]), "errors", flush=True)
+def main():
+    for args in [(1, 1024), (1, 16384), (8, 1024), (8, 8192), (32, 1024), (64, 1024), (128, 512), (256, 256),
+                 (32, 16384)]:
+        for hq, hk, d, w in [(32, 8, 128, None), (32, 32, 128, None), (32, 8, 128, 4096)]:
+            if w and args[1] < 8192:
+                continue
+            try:
+                r = fa3_decode(*args, hq, hk, d, w)
+                res["fa3_decode"].append(r)
+                print(f"fa3 B={r['B']} L={r['L']} hk={hk} w={w} {r['s'] * 1e6:.1f} us "
+                      f"{r['bytes_per_s'] / 1e12:.2f} TB/s", flush=True)
+            except Exception:
+                res["errors"].append(traceback.format_exc()[-800:])
+    for P in (256, 2048, 8192, 16384):
+        for hq, hk, d in [(32, 8, 128), (32, 32, 128)]:
+            try:
+                r = fa3_prefill(P, hq, hk, d)
+                res["fa3_prefill"].append(r)
+                print(f"fa3 prefill P={P} hk={hk} {r['s'] * 1e6:.1f} us {r['flops_per_s'] / 1e12:.0f} TFLOP/s",
+                      flush=True)
+            except Exception:
+                res["errors"].append(traceback.format_exc()[-800:])
+    for E, topk, H, inter in [(128, 8, 2048, 768), (64, 6, 2048, 1408)]:
+        for M in (1, 4, 16, 64, 256, 1024, 4096):
+            try:
+                r = fused_moe(M, E, topk, H, inter)
+                res["fused_moe"].append(r)
+                print(f"moe E={E} M={M} active={r['active_experts']} {r['s'] * 1e6:.1f} us", flush=True)
+            except Exception:
+                res["errors"].append(traceback.format_exc()[-800:])
+    with open(sys.argv[1], "w") as f:
+        json.dump(res, f, indent=1)
+    print("MICRO_DONE", len(res["errors"]), "errors", flush=True)
+
+
+if __name__ == "__main__":
+    main()
