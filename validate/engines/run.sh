@@ -3,7 +3,7 @@
 # each model in ORDER, the serving runs after the first model. vLLM unpacked in $SITE (default ~/site).
 # Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage. On a machine of several GPUs
 # one driver per GPU (CUDA_VISIBLE_DEVICES) runs its own models; SKIP_MICRO=1 / SKIP_SERVE=1 leave those stages out.
-# ROOFLINE_ENGINE_CASES names the cases file (default cases.json); MICRO2=1 adds micro2.py (GEMMs alone), PROF=MODEL
+# ROOFLINE_ENGINE_CASES names the cases file (default cases.json); MICRO2=1 adds micro2.py (GEMMs alone), MICRO3=1 micro3.py, PROF=MODEL
 # adds prof.py (one decode step by kernel; PROF_PREFILL=P1,P2 one prefill each instead) on that model, worker_memory_log in the cases file prints the worker's
 # memory profile (logging-worker.json), EXTRA_MODELS writes more model folders (a draft model).
 set -u
@@ -33,6 +33,10 @@ fi
 if [ "${MICRO2:-0}" = 1 ]; then
   echo "== micro2 $(date -u +%T)"
   timeout 200 python3 $HERE/micro2.py $R/micro2.json > $R/micro2.log 2>&1; echo "micro2 rc $?"; tail -12 $R/micro2.log
+fi
+if [ "${MICRO3:-0}" = 1 ]; then
+  echo "== micro3 $(date -u +%T)"
+  (cd $HERE && timeout 200 python3 micro3.py $R/micro3.json > $R/micro3.log 2>&1); echo "micro3 rc $?"; tail -30 $R/micro3.log
 fi
 for N in "$@"; do
   TO=$(python3 -c "import json; print(json.load(open('$CASES'))['models'].get('$N', {}).get('timeout_s', 330))")
