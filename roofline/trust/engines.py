@@ -90,8 +90,8 @@ def _is_moe(model_name: str) -> bool | None:
 def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     """Bands of the real-engine reports of one device, their rows pooled (each run is real evidence): decode step
     and prefill (all models, and per class "dense" / "moe"), capacity (the prediction now, and the pool rule on the
-    logged budget), serving TTFT, TPOT (p50 and p99 pooled) and output throughput; each with its median signed
-    error; plus the worst step per phase."""
+    logged budget; all models and per class), serving TTFT, TPOT (p50 and p99 pooled) and output throughput; each
+    with its median signed error; plus the worst step per phase."""
     paths = (paths,) if isinstance(paths, Path) else tuple(paths)
     rows: dict[str, list] = {"steps": [], "capacity": [], "serving": []}
     for path in paths:
@@ -109,8 +109,10 @@ def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
         if steps:
             worst = max(steps, key=lambda s: abs(s[4]))
             out[f"{key}_worst"] = {"model": worst[1], "batch": worst[2], "prompt": worst[3], "error_pct": worst[4]}
-    out["capacity"] = signed_band([c[1] for c in rows["capacity"]])
-    out["capacity_rule"] = signed_band([c[2] for c in rows["capacity"]])
+    for key, col in (("capacity", 1), ("capacity_rule", 2)):
+        out[key] = signed_band([c[col] for c in rows["capacity"]])
+        out[f"{key}_by_class"] = {cls: signed_band([c[col] for c in rows["capacity"] if _is_moe(c[0]) is want])
+                                  for cls, want in (("dense", False), ("moe", True))}
     serving = [s[1] for s in rows["serving"]]
     out["ttft"] = signed_band([s[c] for s in serving for c in ("ttft_p50", "ttft_p99")])
     out["tpot"] = signed_band([s[c] for s in serving for c in ("tpot_p50", "tpot_p99")])

@@ -91,7 +91,9 @@ def vllm_quantities(hardware, model=None) -> tuple[dict[str, dict[str, Any] | No
             b = own[f"{key}_by_class"].get(cls) if cls else own[key]
             out[key] = _with(b or own[key], f"vLLM on {hardware.name}" + (f", {cls} models" if cls and b else ""),
                              own["file"])
-        out["capacity"] = _with(own["capacity"], f"vLLM's logged max concurrency on {hardware.name}", own["file"])
+        b = own["capacity_by_class"].get(cls) if cls else None
+        out["capacity"] = _with(b or own["capacity"], f"vLLM's logged max concurrency on {hardware.name}"
+                                + (f", {cls} models" if b else ""), own["file"])
         for key in ("ttft", "tpot", "throughput"):
             out[key] = _with(own[key], f"vllm serve on {hardware.name} ({own['serving_runs']} runs)", own["file"])
     elif published is not None and (published["own_device"] or published["group"].startswith("controls")):
@@ -179,11 +181,14 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
     out: dict[str, Any] = {"source": "logged budget" if budget_logged else kind, "engine": engine, "capacity": None}
     if own is not None:
         key = "capacity_rule" if budget_logged else "capacity"
+        cls = _model_class(model)
+        band = own[f"{key}_by_class"].get(cls) if cls else None  # this model's class where runs of it exist
         what = ("the pool rule on the logged KV budget" if budget_logged else
-                f"max concurrency predicted on {hardware.name}")
-        out["capacity"] = _with(own[key], f"{engine}'s logged max concurrency against {what}", own["file"])
-        out["text"] = (f"capacity {fmt(own[key])} against {engine}'s logged max concurrency ({what}; "
-                       f"{own[key]['cases']} runs, {own['file']})")
+                f"max concurrency predicted on {hardware.name}") + (f", {cls} models" if band else "")
+        band = band or own[key]
+        out["capacity"] = _with(band, f"{engine}'s logged max concurrency against {what}", own["file"])
+        out["text"] = (f"capacity {fmt(band)} against {engine}'s logged max concurrency ({what}; "
+                       f"{band['cases']} runs, {own['file']})")
     elif engine == "ideal" and not budget_logged:
         band = decoder_quantities(hardware, "typical")["capacity"]
         out["capacity"] = band

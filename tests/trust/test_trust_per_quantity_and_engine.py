@@ -150,15 +150,20 @@ def test_default_plan_on_a_datasheet_only_gpu_prints_the_gap_from_the_catalogue(
     assert f"decode at least {1 / hi - 1:.0%}"[:-1] in line
 
 
-def test_capacity_carries_the_engine_runs_band(capsys) -> None:
-    errors = []
+def test_capacity_carries_the_engine_runs_band_of_the_models_class(capsys) -> None:
+    from roofline.catalogue.store import load_model
+
+    errors = {"dense": [], "moe": []}
     for line in _lines():
         if "|" in line and line.split()[0] not in MICRO and line.split()[0] != "capacity:":
-            errors.append(float(line.split("|")[2].split("(")[2].split(")")[0]))  # the 'now (err %)' column
-    data = _json(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "vllm")
-    band = data["trust"]["capacity"]
-    assert band["cases"] == len(errors) and band["median_ape_pct"] == pytest.approx(
-        statistics.median(abs(e) for e in errors), abs=0.01)
+            cls = "dense" if load_model(line.split()[0]).moe is None else "moe"
+            errors[cls].append(float(line.split("|")[2].split("(")[2].split(")")[0]))  # the 'now (err %)' column
+    for model, cls in (("Llama-3.1-8B", "dense"), ("Qwen3-30B-A3B", "moe")):
+        data = _json(capsys, "capacity", "--model", model, "--hardware", "H200", "--engine", "vllm")
+        band = data["trust"]["capacity"]
+        assert band["cases"] == len(errors[cls]) and band["median_ape_pct"] == pytest.approx(
+            statistics.median(abs(e) for e in errors[cls]), abs=0.01)
+        assert f"{cls} models" in data["trust"]["text"]
     other = _json(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "A100-80GB", "--engine", "vllm")
     assert other["trust"]["capacity"] is None and "not validated" in other["trust"]["text"]
     code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "sglang")
