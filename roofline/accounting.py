@@ -290,12 +290,20 @@ def kv_elements_per_token_layer(model: Model) -> int:
     return 2 * model.kv_dim
 
 
-def indexer_bytes_per_token_layer(model: Model) -> int:
-    """DSA indexer key cache per token per layer: index_head_dim fp8 bytes + one fp32 scale per 128
-    (DeepSeek-V3.2 inference/model.py: act_quant block 128; SGLang NSATokenToKVPool: 128 + 4 = 132 B)."""
+def indexer_bytes_per_token_layer(model: Model, dtype: str | None = None):
+    """DSA indexer key cache per token per layer. key_dtype 'fp8': index_head_dim fp8 bytes + one fp32 scale per
+    128 (DeepSeek-V3.2 inference/model.py: act_quant block 128; SGLang NSATokenToKVPool: 128 + 4 = 132 B; vLLM
+    vllm/model_executor/models/deepseek_v2.py Indexer: DeepseekV32IndexerCache(head_dim=head_dim + head_dim //
+    quant_block_size * 4, dtype=torch.uint8), whose get_kv_cache_spec is an MLAAttentionSpec of one head of that
+    size). key_dtype 'model': index_head_dim elements at the cache dtype `dtype` (transformers cache_utils
+    DynamicIndexedLayer.update_indexer concatenates the keys as the indexer computes them)."""
     dsa = model.sparse_attention
     if dsa is None:
         return 0
+    if dsa.key_dtype == "model":
+        if dtype is None:
+            raise ValueError("dtype: index keys kept at the model dtype need the cache dtype")
+        return dsa.index_head_dim * dtype_bytes(dtype)
     return dsa.index_head_dim + 4 * -(-dsa.index_head_dim // 128)
 
 
@@ -312,7 +320,8 @@ def under_convention(model: Model, convention: str) -> Model:
     sliding window one token shorter (a full layer, or no cache at all, where Model.transformers_cache says
     transformers keeps the whole prefix or none) and every conv state one column wider (roofline's conv state keeps
     conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1; the
-    recurrent state at the model dtype but RG-LRU's and KDA's (fp32). ValueError naming the field for an unknown
+    recurrent state at the model dtype but RG-LRU's and KDA's (fp32); the DSA index keys at the model dtype
+    (SparseAttention.key_dtype 'model'). ValueError naming the field for an unknown
     convention or a window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
@@ -339,6 +348,8 @@ def under_convention(model: Model, convention: str) -> Model:
         kernel = la.conv_kernel + (la.kind != "rglru")
         recurrent = "fp32" if la.kind in ("rglru", "kda") else None
         update["linear_attention"] = la.model_copy(update={"conv_kernel": kernel, "recurrent_dtype": recurrent})
+    if model.sparse_attention is not None:  # transformers keeps the DSA index keys at the model dtype
+        update["sparse_attention"] = model.sparse_attention.model_copy(update={"key_dtype": "model"})
     return model.model_copy(update=update)
 
 
@@ -418,7 +429,7 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     Windowed layers are excluded once the context passes their window, and recurrent state is per sequence;
     use kv_bytes(L) for totals. For Llama-3.1-8B in bf16: 2 (K,V) x 8 heads x 128 x 32 layers x 2 bytes = 131,072.
     """
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model, dtype)
     if not model.uniform_head_dim:
         return _mixed_bytes(model, dtype, lambda kind: kind.kind == "full")
     shared = sum(n for kind, n in model.kv_shared_groups().items() if kind.kind == "full")
@@ -446,7 +457,7 @@ def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, conventio
         from roofline.units import L
 
         context = L
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model, dtype)
     if not model.uniform_head_dim:
         cache = _mixed_bytes(model, dtype, lambda kind: cached_tokens(kind, context))
         return sp.sympify(batch * (cache + state_bytes_per_sequence(model)))

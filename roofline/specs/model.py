@@ -136,6 +136,10 @@ class SparseAttention(Spec):
     index_heads: PositiveInt = Field(description="Indexer query heads.")
     index_head_dim: PositiveInt = Field(description="Indexer key/query width (cached per token, fp8).")
     index_topk: PositiveInt = Field(description="Tokens each query attends to (top-k of the indexer scores).")
+    key_dtype: Literal["fp8", "model"] = Field(
+        "fp8", description="How the index keys are cached: 'fp8' (index_head_dim fp8 bytes + one fp32 scale per 128: "
+                           "DeepSeek-V3.2's inference code, vLLM's and SGLang's indexer caches) or 'model' (at the "
+                           "cache dtype, as transformers' DynamicCache keeps them).")
 
 
 class MLA(Spec):
