@@ -1,0 +1,114 @@
+"""Hugging Face import handlers for sparse-attention indexers: DeepSeek Sparse Attention's lightning indexer
+(DeepSeek-V3.2 technical report, §2.1) and its kin, read into Model.sparse_attention.
+
+The indexer of every layer that runs one keeps its own key cache, one index_head_dim vector per token (transformers
+cache_utils.DynamicIndexedLayer.indexer_keys, [batch, tokens, index_head_dim] at the model dtype; engines keep it
+in fp8 with one fp32 scale per 128: vLLM vllm/model_executor/models/deepseek_v2.py DeepseekV32IndexerCache, an
+MLAAttentionSpec of one head of head_dim + head_dim // 128 x 4 uint8 bytes; accounting.indexer_bytes_per_token_layer),
+scores every cached token and hands the top index_topk to MLA attention, which then reads only those (the cost
+model's kv.hybrid caps attention's reads at the top-k).
+
+Keys, defaults and modules from huggingface/transformers v5.24.0 (src/transformers/models/<type>/):
+GlmMoeDsaConfig / GlmMoeDsaAttention / GlmMoeDsaIndexer (glm_moe_dsa/: DeepseekV32Indexer's weights wq_b, wk,
+k_norm (LayerNorm), weights_proj; AXK1Attention's MLA projections, always with a q LoRA).
+
+The other indexer types of transformers 5.24 carry mechanisms the spec has no field for; each is refused with the
+mechanism named (REFUSED), never approximated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from roofline.catalogue.hfconfig import _Config
+
+# Per model type: what its decoder has that Model cannot carry (transformers v5.24.0 modeling_<type>.py).
+REFUSED = {
+    "DeepseekV4ForCausalLM": "DeepSeek-V4's compressed attention (DeepseekV4CSACompressor / HCACompressor: "
+                             "compressed KV entries beside a sliding window, an indexer over compressed keys) "
+                             "and hyper-connections (hc_mult residual streams) are not modelled",
+    "HYV4ForCausalLM": "HY-V4's hyper-connections (HYV4HyperConnection: hc_mult residual streams mixed per layer) "
+                       "are not modelled",
+    "HYV4VLForConditionalGeneration": "HY-V4's hyper-connections (HYV4HyperConnection: hc_mult residual streams "
+                                      "mixed per layer) are not modelled",
+    "Glm5NextForConditionalGeneration": "GLM-5-Next's pooled indexer keys (index_kpool tokens per key) and "
+                                        "hyper-connections (hc_mult residual streams) are not modelled",
+    "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's block-sparse indexer on GQA attention "
+                                               "(index_block_size token blocks, index_topk_blocks of them) is not "
+                                               "modelled: the indexer is modelled on MLA with token top-k only",
+    "MiniMaxM3VLForCausalLM": "MiniMax-M3's block-sparse indexer on GQA attention (index_block_size token "
+                              "blocks, index_topk_blocks of them) is not modelled: the indexer is modelled on MLA "
+                              "with token top-k only",
+    "AXK2ForCausalLM": "A.X-K2's fused query-and-gate projection from 2 x q_lora_rank (q_gate_proj) and its gated "
+                       "RMSNorms (gated_norm_rank) are not modelled",
+    "MistralLarge4ForConditionalGeneration": "Mistral-Large-4's NoPE layers (no_rope_layers: a latent without the "
+                                             "RoPE key), its per-head softmax scaling and kv_source_layers are not "
+                                             "modelled",
+}
+
+
+def _indexer_types(cfg: _Config, layers: int) -> list[str]:
+    """GlmMoeDsaConfig.__post_init__'s per-layer indexer modes: indexer_types as saved, else index_topk_pattern
+    ('F' full, 'S' shared), else layer i 'full' when max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0
+    (defaults 2 and 1: every layer full)."""
+    types = cfg.data.get("indexer_types")
+    if types is None and cfg.data.get("index_topk_pattern") is not None:
+        pattern = cfg.data["index_topk_pattern"]
+        modes = {"F": "full", "S": "shared"}
+        if not isinstance(pattern, str) or set(pattern) - set(modes):
+            raise cfg.error("index_topk_pattern", f"expected a string of F and S, got {pattern!r}")
+        types = [modes[c] for c in pattern]
+    if types is None:
+        freq = max(cfg.integer("index_topk_freq", 1), 1)
+        offset = cfg.integer("index_skip_topk_offset", 2, minimum=0)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or set(types) - {"full", "shared"}:
+        raise cfg.error("indexer_types", f"expected {layers} entries of 'full' or 'shared', got {types!r}")
+    return types
+
+
+def _mlp_layers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
+    """mlp_layer_types ('dense' / 'sparse' per layer, DeepseekV32Config) where saved: the MoE's first_dense_layers
+    when it is first_k_dense_replace dense layers then MoE ones, else Model.mlp_layers."""
+    n, moe = fields["num_layers"], fields["moe"]
+    types = cfg.data.get("mlp_layer_types")
+    if types is None:
+        return fields
+    if not isinstance(types, list) or len(types) != n or set(types) - {"dense", "sparse"}:
+        raise cfg.error("mlp_layer_types", f"expected {n} entries of 'dense' or 'sparse', got {types!r}")
+    dense = moe["first_dense_layers"]
+    if types == ["dense"] * min(dense, n) + ["sparse"] * (n - min(dense, n)):
+        return fields
+    layers = ["moe" if t == "sparse" else "dense" for t in types]
+    return fields | {"moe": moe | {"first_dense_layers": 0}, "mlp_layers": layers}
+
+
+def _glm_moe_dsa(cfg: _Config) -> dict[str, Any]:
+    """GLM-5 (GlmMoeDsaConfig): DeepSeek-V3.2's MLA, DSA indexer and MoE keys. GlmMoeDsaAttention runs the indexer
+    only on its indexer_types 'full' layers; a 'shared' layer reuses the last full layer's top-k and keeps no index
+    keys, which the spec does not carry (refused). AXK1Attention's attention_bias (q_a, kv_a, o biases) is
+    refused likewise."""
+    from roofline.catalogue.hf import _deepseek_v32  # the shared MLA / MoE / DSA reader (hf imports this module)
+
+    if cfg.flag("attention_bias", False):
+        raise cfg.error("attention_bias", "true not modelled (biases on the MLA q_a, kv_a and o projections)")
+    fields = _deepseek_v32(cfg)
+    types = _indexer_types(cfg, fields["num_layers"])
+    if "shared" in types:
+        raise cfg.error("indexer_types", "'shared' layers (reusing an earlier layer's top-k, keeping no index keys) "
+                                         "are not modelled; only every layer 'full'")
+    return _mlp_layers(cfg, fields)
+
+
+def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
+    """A handler that refuses `arch` with the mechanism it lacks (REFUSED), naming its model_type."""
+    def handler(cfg: _Config) -> dict[str, Any]:
+        raise cfg.error("model_type", f"{cfg.data.get('model_type')!r} ({arch}): {REFUSED[arch]}")
+    return handler
+
+
+ARCHITECTURES_INDEXER: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "GlmMoeDsaForCausalLM": _glm_moe_dsa,
+    **{arch: _refuse(arch) for arch in REFUSED},
+}
