@@ -1,0 +1,99 @@
+"""Sparse-attention indexers from transformers' configs: GLM-5's DSA (glm_moe_dsa) imported with its bytes derived by
+hand, the index keys under both conventions, and every other indexer type refused with the mechanism it lacks.
+
+Expected numbers come from the configs (transformers v5.24.0 GlmMoeDsaConfig / DeepseekV32Config defaults, the
+DeepSeek-V3.2 config.json under tests/data/hf) and the cache layouts the docstrings cite, worked out in the comments.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.accounting import kv_bytes, kv_bytes_per_token
+from roofline.catalogue.hf import model_from_hf_config
+from roofline.costmodel import build_graph
+from roofline.errors import SpecError
+from roofline.methods import parse_method
+from roofline.units import B, L
+
+transformers = pytest.importorskip("transformers")
+
+DATA = Path(__file__).parents[1] / "data" / "hf"
+
+
+def _default(model_type: str, architecture: str, **overrides) -> dict:
+    """transformers' default config of `model_type` as a config.json would be saved."""
+    from transformers import CONFIG_MAPPING
+
+    data = json.loads(json.dumps(CONFIG_MAPPING[model_type](**overrides).to_dict(), default=str))
+    return data | {"architectures": [architecture]}
+
+
+def _glm5(**overrides):
+    return model_from_hf_config(_default("glm_moe_dsa", "GlmMoeDsaForCausalLM", **overrides), "glm5/config.json",
+                                name="GLM-5")
+
+
+def test_glm5_keeps_the_latent_and_one_index_key_per_token_per_layer():
+    model = _glm5()
+    # GlmMoeDsaConfig: 78 layers, latent kv_lora_rank 512 + qk_rope_head_dim 64 in bf16, index keys of 128:
+    # engines keep them in fp8 plus one fp32 scale per 128 (132 B)
+    assert kv_bytes_per_token(model) == 78 * (576 * 2 + 128 + 4)
+    # transformers' DynamicIndexedLayer keeps the index keys at the model dtype: 128 x 2 B in bf16
+    assert kv_bytes(model, "bf16", 1000, convention="transformers") == 1000 * 78 * (576 * 2 + 128 * 2)
+    dsa = model.sparse_attention
+    assert (dsa.index_heads, dsa.index_head_dim, dsa.index_topk) == (32, 128, 2048)
+
+
+def test_deepseek_v32_index_keys_under_each_convention():
+    data = json.loads((DATA / "DeepSeek-V3.2-Exp" / "config.json").read_text())
+    model = model_from_hf_config(data, "v32/config.json", name="v32")
+    # 61 layers; index_head_dim 128: fp8 + a 4-byte scale (vLLM DeepseekV32IndexerCache: 128 + 128 // 128 x 4)
+    assert kv_bytes(model, "bf16", 10) == 10 * 61 * (576 * 2 + 132)
+    assert kv_bytes(model, "fp32", 10, convention="transformers") == 10 * 61 * (576 + 128) * 4
+
+
+def test_glm5_decode_attention_reads_the_top_k_and_the_indexer_scores_every_token():
+    ops = build_graph(_glm5(), parse_method("bf16"), "decode").by_name()
+    at = {B: 1, L: 100_000}
+    assert ops["attention"][0].traffic["kv_read"].subs(at) == 2048 * 576 * 2
+    assert ops["indexer"][0].traffic["kv_read"].subs(at) == 100_000 * 132
+    # 32 index heads x 128 dims, one multiply-add per cached token
+    assert ops["indexer"][0].matmul_flops.subs(at) == 2 * 32 * 128 * 100_000
+
+
+def test_glm5_indexer_pattern_is_read_and_shared_layers_refused():
+    assert _glm5(index_topk_pattern="F" * 78).sparse_attention is not None
+    with pytest.raises(SpecError, match=r"indexer_types: 'shared' layers"):
+        _glm5(index_topk_freq=4)  # layers 2..4 of every 4 reuse the last full layer's top-k
+
+
+def test_glm5_moe_pattern_beyond_dense_first_layers_becomes_per_layer_mlps():
+    types = ["dense", "sparse"] * 39
+    model = _glm5(mlp_layer_types=types)
+    assert [model.layer_mlp(i) for i in range(4)] == ["dense", "moe", "dense", "moe"]
+    assert model.moe.first_dense_layers == 0
+
+
+def test_glm5_attention_bias_is_refused():
+    with pytest.raises(SpecError, match=r"attention_bias: true not modelled"):
+        _glm5(attention_bias=True)
+
+
+@pytest.mark.parametrize(("model_type", "architecture", "mechanism"), [
+    ("deepseek_v4", "DeepseekV4ForCausalLM", "compressed attention"),
+    ("glm5_next", "Glm5NextForConditionalGeneration", "pooled indexer keys"),
+    ("mistral_large4", "MistralLarge4ForConditionalGeneration", "NoPE layers"),
+    ("axk2", "AXK2ForCausalLM", "q_gate_proj"),
+    ("hy_v4", "HYV4ForCausalLM", "hyper-connections"),
+    ("hy_v4_vl", "HYV4VLForConditionalGeneration", "hyper-connections"),
+    ("minimax_m3_vl", "MiniMaxM3SparseForConditionalGeneration", "block-sparse indexer"),
+    ("minimax_m3_vl_text", "MiniMaxM3VLForCausalLM", "block-sparse indexer"),
+])
+def test_other_indexer_types_are_refused_naming_the_mechanism(model_type, architecture, mechanism):
+    with pytest.raises(SpecError, match=mechanism) as refused:
+        model_from_hf_config(_default(model_type, architecture), f"{model_type}/config.json", name=model_type)
+    assert "\n" not in str(refused.value) and "model_type" in str(refused.value)
