@@ -267,8 +267,9 @@ def routed_expert_params(model: Model) -> int:
 
 def _attention_weights(model: Model) -> int:
     """Attention parameters of all attending layers, each at its own head_dim (AttentionLayer.head_dim)."""
-    if model.uniform_head_dim:
-        return _attention_layers(model) * attention_params_per_layer(model)
+    if model.uniform_head_dim:  # less the indexers of the layers reusing another layer's top-k
+        skipped = (_attention_layers(model) - model.indexer_layer_count()) * indexer_params(model)
+        return _attention_layers(model) * attention_params_per_layer(model) - skipped
     return sum(n * attention_params_per_layer(model.at_layer(kind))
                for kind, n in model.attention_groups().items() if kind.attends)
 
@@ -429,11 +430,17 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     Windowed layers are excluded once the context passes their window, and recurrent state is per sequence;
     use kv_bytes(L) for totals. For Llama-3.1-8B in bf16: 2 (K,V) x 8 heads x 128 x 32 layers x 2 bytes = 131,072.
     """
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model, dtype)
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype)
     if not model.uniform_head_dim:
         return _mixed_bytes(model, dtype, lambda kind: kind.kind == "full")
     shared = sum(n for kind, n in model.kv_shared_groups().items() if kind.kind == "full")
-    return per_layer * (model.layer_counts().get("full", 0) - shared)
+    return per_layer * (model.layer_counts().get("full", 0) - shared) + index_key_bytes_per_token(model, dtype)
+
+
+def index_key_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
+    """DSA index keys per cached token over the layers that run an indexer (Model.indexer_layer_count; every one a
+    full-attention layer, so one key per token of the context); 0 without sparse attention."""
+    return sp.sympify(model.indexer_layer_count() * indexer_bytes_per_token_layer(model, dtype))
 
 
 def _mixed_bytes(model: Model, dtype: str, weight) -> sp.Expr:
@@ -457,10 +464,11 @@ def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, conventio
         from roofline.units import L
 
         context = L
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model, dtype)
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype)
     if not model.uniform_head_dim:
         cache = _mixed_bytes(model, dtype, lambda kind: cached_tokens(kind, context))
         return sp.sympify(batch * (cache + state_bytes_per_sequence(model)))
     tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
     tokens -= sum(n * cached_tokens(kind, context) for kind, n in model.kv_shared_groups().items())
-    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))
+    index = index_key_bytes_per_token(model, dtype) * context
+    return sp.sympify(batch * (per_layer * tokens + index + state_bytes_per_sequence(model)))

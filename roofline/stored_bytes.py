@@ -51,7 +51,7 @@ class Matrix:
     expert: bool = False
 
 
-def _attention(model: Model, prefix: str) -> list[Matrix]:
+def _attention(model: Model, prefix: str, indexer: bool = True) -> list[Matrix]:
     d = model.hidden_size
     if model.mla is not None:
         m, h = model.mla, model.num_heads
@@ -62,7 +62,7 @@ def _attention(model: Model, prefix: str) -> list[Matrix]:
                    Matrix(f"{prefix}.kv_b_proj", h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                    Matrix(f"{prefix}.o_proj", d, h * m.v_head_dim)]
         dsa = model.sparse_attention
-        if dsa is not None:
+        if dsa is not None and indexer:  # a layer reusing another's top-k has no indexer (indexer_layers)
             q_in = m.q_lora_rank or d
             out += [Matrix(f"{prefix}.indexer.wq_b", dsa.index_heads * dsa.index_head_dim, q_in),
                     Matrix(f"{prefix}.indexer.wk", dsa.index_head_dim, d),
@@ -91,7 +91,7 @@ def decoder_matrices(model: Model) -> list[Matrix]:
         layer = f"model.layers.{i}"
         kind = kinds[i % len(kinds)]
         if kind.kind not in ("linear", "none"):
-            matrices = _attention(model.at_layer(kind), f"{layer}.self_attn")
+            matrices = _attention(model.at_layer(kind), f"{layer}.self_attn", model.runs_indexer(i))
             if i >= model.num_layers - model.kv_shared_layers:  # no k_proj / v_proj (Model.kv_shared_layers)
                 matrices = [m for m in matrices if not m.name.endswith(("k_proj", "v_proj"))]
             out += matrices

@@ -85,20 +85,26 @@ def _mlp_layers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _glm_moe_dsa(cfg: _Config) -> dict[str, Any]:
-    """GLM-5 (GlmMoeDsaConfig): DeepSeek-V3.2's MLA, DSA indexer and MoE keys. GlmMoeDsaAttention runs the indexer
+    """GLM-5 (GlmMoeDsaConfig): DeepSeek-V3.2's MLA, DSA indexer and MoE keys. GlmMoeDsaAttention builds an indexer
     only on its indexer_types 'full' layers; a 'shared' layer reuses the last full layer's top-k and keeps no index
-    keys, which the spec does not carry (refused). AXK1Attention's attention_bias (q_a, kv_a, o biases) is
-    refused likewise."""
+    keys (SparseAttention.indexer_layers). AXK1Attention's attention_bias (q_a, kv_a, o biases) is refused."""
     from roofline.catalogue.hf import _deepseek_v32  # the shared MLA / MoE / DSA reader (hf imports this module)
 
     if cfg.flag("attention_bias", False):
         raise cfg.error("attention_bias", "true not modelled (biases on the MLA q_a, kv_a and o projections)")
     fields = _deepseek_v32(cfg)
+    return _mlp_layers(cfg, fields | {"sparse_attention": _sparse(cfg, fields)})
+
+
+def _sparse(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
+    """The DSA fields read by the DeepSeek-V3.2 reader, with indexer_layers where some layer is 'shared'."""
     types = _indexer_types(cfg, fields["num_layers"])
-    if "shared" in types:
-        raise cfg.error("indexer_types", "'shared' layers (reusing an earlier layer's top-k, keeping no index keys) "
-                                         "are not modelled; only every layer 'full'")
-    return _mlp_layers(cfg, fields)
+    if types[0] != "full":
+        raise cfg.error("indexer_types", "the first layer must be 'full' (a 'shared' layer reuses an earlier "
+                                         "layer's top-k)")
+    if "shared" not in types:
+        return fields["sparse_attention"]
+    return fields["sparse_attention"] | {"indexer_layers": [t == "full" for t in types]}
 
 
 def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:

@@ -173,7 +173,8 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2 report §2.1, Eq. 1): projections
     q (r_q -> H_i d_i), k (d -> d_i), head weights (d -> H_i); then fp8 scores I = sum_j w_j ReLU(q_j . k) over
     every cached token (2 H_i d_i FLOPs per token pair, reading the indexer cache once per step in decode) and a
-    top-k selection; prefill scores all causal pairs."""
+    top-k selection; prefill scores all causal pairs. Index keys at the model dtype (SparseAttention.key_dtype
+    'model') are read as bf16, the planner's model dtype."""
     from roofline.units import B, L, P
     m, dsa = ctx.model, ctx.model.sparse_attention
     q_in = m.mla.q_lora_rank or m.hidden_size
@@ -182,7 +183,7 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
                                                                   dsa.index_head_dim),
            linear(ctx, "indexer_weights", tokens, m.hidden_size, dsa.index_heads)]
     pairs = B * L if phase == "decode" else B * P * (P + 1) / 2
-    read = B * L * indexer_bytes_per_token_layer(m) if phase == "decode" else B * P * dsa.index_head_dim
+    read = B * L * indexer_bytes_per_token_layer(m, "bf16") if phase == "decode" else B * P * dsa.index_head_dim
     ops.append(ctx.op("indexer", matmul_flops=2 * dsa.index_heads * dsa.index_head_dim * pairs,
                       vector_flops=3 * dsa.index_heads * pairs + 2 * pairs,
                       traffic=traffic(kv_read=read, act_read=tokens * width * ctx.act_bytes,
@@ -200,7 +201,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
     tokens = B if phase == "decode" else B * P
     ops = [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _mla_projections(ctx, tokens, phase == "prefill") if m.mla else _q_and_kv_projections(ctx, tokens, layer)
-    if m.sparse_attention is not None:
+    if any(t.name == "indexer" for t in layer.tensors):  # layers reusing another's top-k run no indexer
         ops += indexer_ops(ctx, tokens, phase)
     kvf = s.kv_fraction
     if phase == "decode":

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.accounting import kv_bytes, kv_bytes_per_token
+from roofline.accounting import kv_bytes, kv_bytes_per_token, parameter_count
 from roofline.catalogue.hf import model_from_hf_config
 from roofline.costmodel import build_graph
 from roofline.errors import SpecError
@@ -65,10 +65,22 @@ def test_glm5_decode_attention_reads_the_top_k_and_the_indexer_scores_every_toke
     assert ops["indexer"][0].matmul_flops.subs(at) == 2 * 32 * 128 * 100_000
 
 
-def test_glm5_indexer_pattern_is_read_and_shared_layers_refused():
-    assert _glm5(index_topk_pattern="F" * 78).sparse_attention is not None
-    with pytest.raises(SpecError, match=r"indexer_types: 'shared' layers"):
-        _glm5(index_topk_freq=4)  # layers 2..4 of every 4 reuse the last full layer's top-k
+def test_glm5_shared_indexer_layers_keep_no_index_keys_and_run_no_indexer():
+    assert _glm5(index_topk_pattern="F" * 78).sparse_attention.indexer_layers is None
+    # index_topk_freq 4, offset 2: layer i runs its indexer when max(i - 1, 0) % 4 == 0: layers 0, 1, 5, ..., 77
+    model = _glm5(index_topk_freq=4)
+    own = 2 + 76 // 4
+    assert model.indexer_layer_count() == own == 21
+    assert kv_bytes_per_token(model) == 78 * 576 * 2 + own * 132
+    # GlmMoeDsaIndexer's weights on the indexer layers only: wq_b (q_lora_rank 2048 -> 32 x 128), wk (6144 -> 128),
+    # k_norm (LayerNorm: 2 x 128), weights_proj (6144 -> 32)
+    indexer = 2048 * 32 * 128 + 6144 * 128 + 2 * 128 + 6144 * 32
+    assert parameter_count(_glm5()).total - parameter_count(model).total == (78 - own) * indexer
+    ops = build_graph(model, parse_method("bf16"), "decode").by_name()
+    assert ops["indexer"][0].count == own
+    assert sum(op.count for op in ops["attention"]) == 78  # every layer still reads only the top-k
+    with pytest.raises(SpecError, match=r"indexer_types: the first layer must be 'full'"):
+        _glm5(index_topk_pattern="S" + "F" * 77)
 
 
 def test_glm5_moe_pattern_beyond_dense_first_layers_becomes_per_layer_mlps():
@@ -97,3 +109,27 @@ def test_other_indexer_types_are_refused_naming_the_mechanism(model_type, archit
     with pytest.raises(SpecError, match=mechanism) as refused:
         model_from_hf_config(_default(model_type, architecture), f"{model_type}/config.json", name=model_type)
     assert "\n" not in str(refused.value) and "model_type" in str(refused.value)
+
+
+def test_kv_cli_follows_each_convention_for_the_index_keys(capsys):
+    from cli_run import run
+
+    def kv(*extra):
+        code, out, err = run(capsys, "kv", "--model", "DeepSeek-V3.2-Exp", "--context", "1000", "--json", *extra)
+        assert code == 0, err
+        return json.loads(out)
+
+    # 61 layers x 1000 tokens: latent 576 x 2 B, index keys 132 B (fp8 + scale) or 128 x 2 B (transformers, bf16)
+    assert kv()["kv_bytes"] == 1000 * 61 * (1152 + 132)
+    assert kv("--convention", "transformers")["kv_bytes"] == 1000 * 61 * (1152 + 256)
+
+
+def test_engines_refuse_layers_reusing_top_k(capsys, tmp_path):
+    from cli_run import run
+
+    path = tmp_path / "GLM-5" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_default("glm_moe_dsa", "GlmMoeDsaForCausalLM", index_topk_freq=4)))
+    for engine in ("vllm", "sglang"):
+        code, _, err = run(capsys, "capacity", "--model", str(path), "--engine", engine)
+        assert code == 2 and "--engine" in err and "top-k" in err and "Traceback" not in err
