@@ -84,7 +84,8 @@ def attention_params_per_layer(model: Model) -> int:
     MLA (DeepSeek-V3 modeling code): q_a (d x r_q) + q_a_norm (r_q) + q_b (r_q x H(d_nope + d_rope)),
     kv_a (d x (r_kv + d_rope)) + kv_a_norm (r_kv) + kv_b (r_kv x H(d_nope + d_v)) + o (H d_v x d).
     DSA adds the indexer (DeepSeek-V3.2 inference/model.py, Indexer): wq_b (r_q x H_i d_i), wk (d x d_i),
-    k_norm (2 d_i, LayerNorm) and weights_proj (d x H_i).
+    k_norm (2 d_i, LayerNorm) and weights_proj (d x H_i). An MLA output gate (attn_output_gate: transformers
+    HYV4Attention.gate_proj) is its own d x H d_v projection.
     """
     d, h = model.hidden_size, model.num_heads
     if model.mla is not None:
@@ -96,7 +97,8 @@ def attention_params_per_layer(model: Model) -> int:
             q = d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk
         kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv += m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
-        return q + kv + h * m.v_head_dim * d + indexer_params(model)
+        gate = d * h * m.v_head_dim if model.attn_output_gate else 0  # HY-V4's gate_proj
+        return q + kv + h * m.v_head_dim * d + gate + indexer_params(model)
     q, kv = model.q_dim, model.kv_dim
     params = d * q + 2 * d * kv + q * d
     if model.attn_output_gate:

@@ -61,6 +61,8 @@ def _attention(model: Model, prefix: str, indexer: bool = True) -> list[Matrix]:
         out = q + [Matrix(f"{prefix}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, d),
                    Matrix(f"{prefix}.kv_b_proj", h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                    Matrix(f"{prefix}.o_proj", d, h * m.v_head_dim)]
+        if model.attn_output_gate:
+            out.append(Matrix(f"{prefix}.gate_proj", h * m.v_head_dim, d))
         dsa = model.sparse_attention
         if dsa is not None and indexer:  # a layer reusing another's top-k has no indexer (indexer_layers)
             q_in = m.q_lora_rank or d

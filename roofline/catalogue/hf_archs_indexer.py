@@ -28,10 +28,6 @@ REFUSED = {
     "DeepseekV4ForCausalLM": "DeepSeek-V4's compressed attention (DeepseekV4CSACompressor / HCACompressor: "
                              "compressed KV entries beside a sliding window, an indexer over compressed keys) "
                              "and hyper-connections (hc_mult residual streams) are not modelled",
-    "HYV4ForCausalLM": "HY-V4's hyper-connections (HYV4HyperConnection: hc_mult residual streams mixed per layer) "
-                       "are not modelled",
-    "HYV4VLForConditionalGeneration": "HY-V4's hyper-connections (HYV4HyperConnection: hc_mult residual streams "
-                                      "mixed per layer) are not modelled",
     "Glm5NextForConditionalGeneration": "GLM-5-Next's pooled indexer keys (index_kpool tokens per key) and "
                                         "hyper-connections (hc_mult residual streams) are not modelled",
     "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's block-sparse indexer on GQA attention "
@@ -69,17 +65,17 @@ def _indexer_types(cfg: _Config, layers: int) -> list[str]:
 
 
 def _mlp_layers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
-    """mlp_layer_types ('dense' / 'sparse' per layer, DeepseekV32Config) where saved: the MoE's first_dense_layers
-    when it is first_k_dense_replace dense layers then MoE ones, else Model.mlp_layers."""
+    """mlp_layer_types ('dense' / 'sparse' per layer, DeepseekV32Config; it overrides first_k_dense_replace) where
+    saved: the MoE's first_dense_layers when it is dense layers then MoE ones only, else Model.mlp_layers."""
     n, moe = fields["num_layers"], fields["moe"]
     types = cfg.data.get("mlp_layer_types")
     if types is None:
         return fields
     if not isinstance(types, list) or len(types) != n or set(types) - {"dense", "sparse"}:
         raise cfg.error("mlp_layer_types", f"expected {n} entries of 'dense' or 'sparse', got {types!r}")
-    dense = moe["first_dense_layers"]
-    if types == ["dense"] * min(dense, n) + ["sparse"] * (n - min(dense, n)):
-        return fields
+    dense = next((i for i, t in enumerate(types) if t == "sparse"), n)
+    if "sparse" in types and set(types[dense:]) == {"sparse"}:
+        return fields | {"moe": moe | {"first_dense_layers": dense}}
     layers = ["moe" if t == "sparse" else "dense" for t in types]
     return fields | {"moe": moe | {"first_dense_layers": 0}, "mlp_layers": layers}
 
@@ -107,6 +103,32 @@ def _sparse(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
     return fields["sparse_attention"] | {"indexer_layers": [t == "full" for t in types]}
 
 
+def hyper_connection_params(hidden: int, streams: int) -> tuple[int, int]:
+    """(per decoder layer, final head) parameters of HY-V4's independent hyper-connections (transformers
+    HYV4HyperConnection, one before attention and one before the MLP: fn (2N x N d), base (2N), scale (2);
+    HYV4HyperHead: hc_fn (N x N d), hc_base (N), hc_scale (1); N = hc_mult streams of width d; their
+    DeepseekV4UnweightedRMSNorm has no weight)."""
+    n, d = streams, hidden
+    return 2 * (2 * n * n * d + 2 * n + 2), n * n * d + n + 1
+
+
+def _hy_v4(cfg: _Config) -> dict[str, Any]:
+    """HY-V4 (HYV4Config; the text_config of HYV4VLForConditionalGeneration): GLM-5's MLA + DSA (indexer_types
+    'shared' by default on three layers of four, HYV4Config.__post_init__), plus per-head sink logits and a sigmoid
+    output gate of its own projection (HYV4Attention.sinks, gate_proj d -> H v_head_dim: Model.attn_output_gate
+    with MLA), and hc_mult hyper-connection streams around every block, counted as extras (parameters, no FLOPs:
+    per token 8 N^2 d multiply-adds per layer, under 1 % of a layer's). HYV4Attention.scaling and the routed
+    experts' swiglu_limit change no shapes."""
+    from roofline.catalogue.hf_archs import _text
+
+    text = _text(cfg)
+    text.data = {"first_k_dense_replace": 0, **text.data}  # HYV4Config has none: mlp_layer_types says
+    fields = _glm_moe_dsa(text)
+    per_layer, head = hyper_connection_params(fields["hidden_size"], text.integer("hc_mult"))
+    return fields | {"attention": [{"kind": "full", "sinks": True}], "attn_output_gate": True,
+                     "layer_extra_params": per_layer, "model_extra_params": head}
+
+
 def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
     """A handler that refuses `arch` with the mechanism it lacks (REFUSED), naming its model_type."""
     def handler(cfg: _Config) -> dict[str, Any]:
@@ -116,5 +138,7 @@ def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
 
 ARCHITECTURES_INDEXER: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "GlmMoeDsaForCausalLM": _glm_moe_dsa,
+    "HYV4ForCausalLM": _hy_v4,
+    "HYV4VLForConditionalGeneration": _hy_v4,
     **{arch: _refuse(arch) for arch in REFUSED},
 }

@@ -146,7 +146,8 @@ def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
 
 
 def _mla_projections(ctx: Ctx, tokens, prefill: bool) -> list[Op]:
-    """MLA: low-rank Q, the shared latent c_kv (+ RoPE key); decode absorbs W_UK into the query."""
+    """MLA: low-rank Q, the shared latent c_kv (+ RoPE key), an output gate's projection where the model has one;
+    decode absorbs W_UK into the query."""
     m, s, mla = ctx.model, ctx.shard, ctx.model.mla
     h, d = s.heads, m.hidden_size
     qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
@@ -155,6 +156,8 @@ def _mla_projections(ctx: Ctx, tokens, prefill: bool) -> list[Op]:
                linear(ctx, "q_b_proj", tokens, mla.q_lora_rank, h * qk)]
     else:
         ops = [linear(ctx, "q_proj", tokens, d, h * qk)]
+    if m.attn_output_gate:  # HY-V4's gate_proj: one sigmoid gate per output channel, from the layer input
+        ops.append(linear(ctx, "gate_proj", tokens, d, h * mla.v_head_dim))
     ops += [linear(ctx, "kv_a_proj", tokens, d, mla.kv_lora_rank + mla.qk_rope_head_dim),
             norm(ctx, "kv_a_norm", tokens, mla.kv_lora_rank),
             elementwise(ctx, "rope", tokens, h * mla.qk_rope_head_dim + mla.qk_rope_head_dim, ROPE_FLOPS)]
