@@ -2,8 +2,9 @@
 derived by hand, the index keys under both conventions, and every other indexer type refused with the mechanism it
 lacks.
 
-Expected numbers come from the configs (transformers v5.24.0 GlmMoeDsaConfig / HYV4Config / DeepseekV32Config defaults, the
-DeepSeek-V3.2 config.json under tests/data/hf) and the cache layouts the docstrings cite, worked out in the comments.
+Expected numbers come from the configs (transformers v5.24.0 GlmMoeDsaConfig / HYV4Config / DeepseekV32Config
+defaults, the DeepSeek-V3.2 config.json under tests/data/hf) and the cache layouts the docstrings cite, worked out in
+the comments.
 """
 
 from __future__ import annotations
