@@ -85,7 +85,8 @@ def attention_params_per_layer(model: Model) -> int:
     kv_a (d x (r_kv + d_rope)) + kv_a_norm (r_kv) + kv_b (r_kv x H(d_nope + d_v)) + o (H d_v x d).
     DSA adds the indexer (DeepSeek-V3.2 inference/model.py, Indexer): wq_b (r_q x H_i d_i), wk (d x d_i),
     k_norm (2 d_i, LayerNorm) and weights_proj (d x H_i). An MLA output gate (attn_output_gate: transformers
-    HYV4Attention.gate_proj) is its own d x H d_v projection.
+    HYV4Attention.gate_proj) is its own d x H d_v projection; with MLA.q_gate the query up-projection is
+    2 r_q x H (d_nope + d_rope + d_v) (transformers AXK2Attention.q_gate_proj).
     """
     d, h = model.hidden_size, model.num_heads
     if model.mla is not None:
@@ -94,7 +95,8 @@ def attention_params_per_layer(model: Model) -> int:
         if m.q_lora_rank is None:
             q = d * h * qk
         else:
-            q = d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk
+            q_in, q_out = (2 * m.q_lora_rank, h * (qk + m.v_head_dim)) if m.q_gate else (m.q_lora_rank, h * qk)
+            q = d * m.q_lora_rank + m.q_lora_rank + q_in * q_out
         kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv += m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
         gate = d * h * m.v_head_dim if model.attn_output_gate else 0  # HY-V4's gate_proj

@@ -58,6 +58,8 @@ def _attention(model: Model, prefix: str, indexer: bool = True) -> list[Matrix]:
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = [Matrix(f"{prefix}.q_proj", h * qk, d)] if m.q_lora_rank is None else [
             Matrix(f"{prefix}.q_a_proj", m.q_lora_rank, d), Matrix(f"{prefix}.q_b_proj", h * qk, m.q_lora_rank)]
+        if m.q_gate:  # A.X-K2's fused query-and-gate projection from [norm(c_q), c_q]
+            q[-1] = Matrix(f"{prefix}.q_gate_proj", h * (qk + m.v_head_dim), 2 * m.q_lora_rank)
         out = q + [Matrix(f"{prefix}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, d),
                    Matrix(f"{prefix}.kv_b_proj", h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                    Matrix(f"{prefix}.o_proj", d, h * m.v_head_dim)]

@@ -36,8 +36,6 @@ REFUSED = {
     "MiniMaxM3VLForCausalLM": "MiniMax-M3's block-sparse indexer on GQA attention (index_block_size token "
                               "blocks, index_topk_blocks of them) is not modelled: the indexer is modelled on MLA "
                               "with token top-k only",
-    "AXK2ForCausalLM": "A.X-K2's fused query-and-gate projection from 2 x q_lora_rank (q_gate_proj) and its gated "
-                       "RMSNorms (gated_norm_rank) are not modelled",
     "MistralLarge4ForConditionalGeneration": "Mistral-Large-4's NoPE layers (no_rope_layers: a latent without the "
                                              "RoPE key), its per-head softmax scaling and kv_source_layers are not "
                                              "modelled",
@@ -129,6 +127,23 @@ def _hy_v4(cfg: _Config) -> dict[str, Any]:
                      "layer_extra_params": per_layer, "model_extra_params": head}
 
 
+def _axk2(cfg: _Config) -> dict[str, Any]:
+    """A.X-K2 (AXK2Config): DeepSeek-V3.2's MLA + DSA + MoE, with AXK2Attention's fused q_gate_proj ([q_a_layernorm(
+    c_q), c_q] -> per head the query and a sigmoid gate of v_head_dim on the attention output: MLA.q_gate) and
+    AXK2GatedRMSNorm (the RMSNorm, then y x sigmoid(fc2(silu(fc1(y)))), fc1 d -> gated_norm_rank, fc2 back) as
+    input_layernorm of every layer and post_attention_layernorm of the MoE layers: their gate MLPs are extras
+    (per layer and, for the MoE layers' second one, model-wide; parameters, no FLOPs: 4 d r per token, r = 16 by
+    default). The expert groups (n_group) change no shapes."""
+    cfg.data = {"first_k_dense_replace": 0, **cfg.data}  # AXK2Config saves mlp_layer_types instead
+    fields = _glm_moe_dsa(cfg)
+    gate_mlp = 2 * fields["hidden_size"] * cfg.integer("gated_norm_rank")
+    n = fields["num_layers"]
+    mlps = fields.get("mlp_layers") or ["dense"] * fields["moe"]["first_dense_layers"] + ["moe"] * n
+    moe_layers = mlps[:n].count("moe")
+    return fields | {"mla": fields["mla"] | {"q_gate": True}, "layer_extra_params": gate_mlp,
+                     "model_extra_params": moe_layers * gate_mlp}
+
+
 def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
     """A handler that refuses `arch` with the mechanism it lacks (REFUSED), naming its model_type."""
     def handler(cfg: _Config) -> dict[str, Any]:
@@ -139,6 +154,7 @@ def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
 ARCHITECTURES_INDEXER: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "GlmMoeDsaForCausalLM": _glm_moe_dsa,
     "HYV4ForCausalLM": _hy_v4,
+    "AXK2ForCausalLM": _axk2,
     "HYV4VLForConditionalGeneration": _hy_v4,
     **{arch: _refuse(arch) for arch in REFUSED},
 }

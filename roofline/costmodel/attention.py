@@ -153,7 +153,8 @@ def _mla_projections(ctx: Ctx, tokens, prefill: bool) -> list[Op]:
     qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     if mla.q_lora_rank:
         ops = [linear(ctx, "q_a_proj", tokens, d, mla.q_lora_rank), norm(ctx, "q_a_norm", tokens, mla.q_lora_rank),
-               linear(ctx, "q_b_proj", tokens, mla.q_lora_rank, h * qk)]
+               linear(ctx, "q_b_proj", tokens, mla.q_lora_rank * (1 + mla.q_gate),
+                      h * (qk + mla.v_head_dim * mla.q_gate))]  # q_gate: [norm(c_q), c_q] -> q and gate
     else:
         ops = [linear(ctx, "q_proj", tokens, d, h * qk)]
     if m.attn_output_gate:  # HY-V4's gate_proj: one sigmoid gate per output channel, from the layer input
@@ -224,7 +225,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
                           traffic=traffic(weights=s.heads * mla.kv_lora_rank * mla.v_head_dim * ctx.wb,
                                           act_read=tokens * s.heads * mla.kv_lora_rank * ctx.act_bytes,
                                           act_write=tokens * out_width * ctx.act_bytes)))
-    if m.attn_output_gate or m.attn_head_gate:
+    if m.attn_output_gate or m.attn_head_gate or (m.mla and m.mla.q_gate):
         ops.append(elementwise(ctx, "attn_gate", tokens, out_width, GATED_ACT_FLOPS, reads=2))
     ops.append(linear(ctx, "o_proj", tokens, out_width, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)

@@ -157,6 +157,15 @@ class MLA(Spec):
     qk_nope_head_dim: PositiveInt = Field(description="Per-head query/key dims without RoPE.")
     qk_rope_head_dim: PositiveInt = Field(description="Per-head (shared for keys) RoPE dims, cached.")
     v_head_dim: PositiveInt = Field(description="Per-head value dims.")
+    q_gate: bool = Field(
+        False, description="The query up-projection reads [norm(c_q), c_q] (2 q_lora_rank wide) and also yields a "
+                           "sigmoid gate of v_head_dim per head on the attention output (A.X-K2's q_gate_proj).")
+
+    @model_validator(mode="after")
+    def _q_gate_needs_rank(self) -> MLA:
+        if self.q_gate and self.q_lora_rank is None:
+            raise ValueError("q_gate: needs q_lora_rank (the gate reads the query latent)")
+        return self
 
 
 class MoE(Spec):

@@ -1,10 +1,10 @@
-"""Sparse-attention indexers from transformers' configs: GLM-5's DSA (glm_moe_dsa) and HY-V4's imported with their bytes
-derived by hand, the index keys under both conventions, and every other indexer type refused with the mechanism it
-lacks.
+"""Sparse-attention indexers from transformers' configs: GLM-5's DSA (glm_moe_dsa), HY-V4's and A.X-K2's imported
+with their bytes derived by hand, the index keys under both conventions, and every other indexer type refused with the
+mechanism it lacks.
 
-Expected numbers come from the configs (transformers v5.24.0 GlmMoeDsaConfig / HYV4Config / DeepseekV32Config
-defaults, the DeepSeek-V3.2 config.json under tests/data/hf) and the cache layouts the docstrings cite, worked out in
-the comments.
+Expected numbers come from the configs (transformers v5.24.0 GlmMoeDsaConfig / HYV4Config / AXK2Config /
+DeepseekV32Config defaults, the DeepSeek-V3.2 config.json under tests/data/hf) and the cache layouts the docstrings
+cite, worked out in the comments.
 """
 
 from __future__ import annotations
@@ -110,11 +110,22 @@ def test_hy_v4_bytes_gate_sinks_and_hyper_connections():
     assert all(layer.sinks for layer in model.attention)
 
 
+def test_axk2_fused_query_gate_and_gated_norms():
+    model = model_from_hf_config(_default("axk2", "AXK2ForCausalLM"), "axk2/config.json", name="A.X-K2")
+    # AXK2Config: 48 layers, latent 128 + rope 32 in bf16, an indexer of 128 on every layer
+    assert kv_bytes_per_token(model) == 48 * ((128 + 32) * 2 + 132)
+    # gated norms: fc1 2048 -> 16 and fc2 back, on every input_layernorm and on the 47 MoE layers' second norm
+    assert model.layer_extra_params == 2 * 2048 * 16 and model.model_extra_params == 47 * 2 * 2048 * 16
+    ops = build_graph(model, parse_method("bf16"), "decode").by_name()
+    # q_gate_proj: [norm(c_q), c_q] (2 x 384) -> 32 heads x (qk 96 + gate 64)
+    assert ops["q_b_proj"][0].matmul_flops.subs(B, 1) == 2 * 768 * 32 * 160
+    assert "attn_gate" in ops
+
+
 @pytest.mark.parametrize(("model_type", "architecture", "mechanism"), [
     ("deepseek_v4", "DeepseekV4ForCausalLM", "compressed attention"),
     ("glm5_next", "Glm5NextForConditionalGeneration", "pooled indexer keys"),
     ("mistral_large4", "MistralLarge4ForConditionalGeneration", "NoPE layers"),
-    ("axk2", "AXK2ForCausalLM", "q_gate_proj"),
     ("minimax_m3_vl", "MiniMaxM3SparseForConditionalGeneration", "block-sparse indexer"),
     ("minimax_m3_vl_text", "MiniMaxM3VLForCausalLM", "block-sparse indexer"),
 ])
