@@ -17,7 +17,7 @@ from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
 from roofline.catalogue.hf_archs_gemma import ARCHITECTURES_GEMMA
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
-from roofline.catalogue.hf_archs_indexer import ARCHITECTURES_INDEXER
+from roofline.catalogue.hf_archs_indexer import indexer_architectures
 from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
@@ -159,7 +159,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_HYBRID,
     **ARCHITECTURES_GEMMA,
     **ARCHITECTURES_MORE,
-    **ARCHITECTURES_INDEXER,
+    **indexer_architectures(_deepseek_v32),
 }
 
 

@@ -10,7 +10,9 @@ model's kv.hybrid caps attention's reads at the top-k).
 
 Keys, defaults and modules from huggingface/transformers v5.24.0 (src/transformers/models/<type>/):
 GlmMoeDsaConfig / GlmMoeDsaAttention / GlmMoeDsaIndexer (glm_moe_dsa/: DeepseekV32Indexer's weights wq_b, wk,
-k_norm (LayerNorm), weights_proj; AXK1Attention's MLA projections, always with a q LoRA).
+k_norm (LayerNorm), weights_proj; AXK1Attention's MLA projections, always with a q LoRA), HYV4Config /
+HYV4Attention / HYV4HyperConnection / HYV4HyperHead (hy_v4/; hy_v4_vl/'s text decoder is the same), AXK2Config /
+AXK2Attention / AXK2GatedRMSNorm (axk2/).
 
 The other indexer types of transformers 5.24 carry mechanisms the spec has no field for; each is refused with the
 mechanism named (REFUSED), never approximated.
@@ -19,9 +21,13 @@ mechanism named (REFUSED), never approximated.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from roofline.catalogue.hf_archs import _text
 from roofline.catalogue.hfconfig import _Config
+
+Reader = Callable[[_Config], dict[str, Any]]
 
 # Per model type: what its decoder has that Model cannot carry (transformers v5.24.0 modeling_<type>.py).
 REFUSED = {
@@ -78,15 +84,13 @@ def _mlp_layers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
     return fields | {"moe": moe | {"first_dense_layers": 0}, "mlp_layers": layers}
 
 
-def _glm_moe_dsa(cfg: _Config) -> dict[str, Any]:
+def _glm_moe_dsa(cfg: _Config, base: Reader) -> dict[str, Any]:
     """GLM-5 (GlmMoeDsaConfig): DeepSeek-V3.2's MLA, DSA indexer and MoE keys. GlmMoeDsaAttention builds an indexer
     only on its indexer_types 'full' layers; a 'shared' layer reuses the last full layer's top-k and keeps no index
     keys (SparseAttention.indexer_layers). AXK1Attention's attention_bias (q_a, kv_a, o biases) is refused."""
-    from roofline.catalogue.hf import _deepseek_v32  # the shared MLA / MoE / DSA reader (hf imports this module)
-
     if cfg.flag("attention_bias", False):
         raise cfg.error("attention_bias", "true not modelled (biases on the MLA q_a, kv_a and o projections)")
-    fields = _deepseek_v32(cfg)
+    fields = base(cfg)
     return _mlp_layers(cfg, fields | {"sparse_attention": _sparse(cfg, fields)})
 
 
@@ -110,24 +114,22 @@ def hyper_connection_params(hidden: int, streams: int) -> tuple[int, int]:
     return 2 * (2 * n * n * d + 2 * n + 2), n * n * d + n + 1
 
 
-def _hy_v4(cfg: _Config) -> dict[str, Any]:
+def _hy_v4(cfg: _Config, base: Reader) -> dict[str, Any]:
     """HY-V4 (HYV4Config; the text_config of HYV4VLForConditionalGeneration): GLM-5's MLA + DSA (indexer_types
     'shared' by default on three layers of four, HYV4Config.__post_init__), plus per-head sink logits and a sigmoid
     output gate of its own projection (HYV4Attention.sinks, gate_proj d -> H v_head_dim: Model.attn_output_gate
     with MLA), and hc_mult hyper-connection streams around every block, counted as extras (parameters, no FLOPs:
     per token 8 N^2 d multiply-adds per layer, under 1 % of a layer's). HYV4Attention.scaling and the routed
     experts' swiglu_limit change no shapes."""
-    from roofline.catalogue.hf_archs import _text
-
     text = _text(cfg)
     text.data = {"first_k_dense_replace": 0, **text.data}  # HYV4Config has none: mlp_layer_types says
-    fields = _glm_moe_dsa(text)
+    fields = _glm_moe_dsa(text, base)
     per_layer, head = hyper_connection_params(fields["hidden_size"], text.integer("hc_mult"))
     return fields | {"attention": [{"kind": "full", "sinks": True}], "attn_output_gate": True,
                      "layer_extra_params": per_layer, "model_extra_params": head}
 
 
-def _axk2(cfg: _Config) -> dict[str, Any]:
+def _axk2(cfg: _Config, base: Reader) -> dict[str, Any]:
     """A.X-K2 (AXK2Config): DeepSeek-V3.2's MLA + DSA + MoE, with AXK2Attention's fused q_gate_proj ([q_a_layernorm(
     c_q), c_q] -> per head the query and a sigmoid gate of v_head_dim on the attention output: MLA.q_gate) and
     AXK2GatedRMSNorm (the RMSNorm, then y x sigmoid(fc2(silu(fc1(y)))), fc1 d -> gated_norm_rank, fc2 back) as
@@ -135,7 +137,7 @@ def _axk2(cfg: _Config) -> dict[str, Any]:
     (per layer and, for the MoE layers' second one, model-wide; parameters, no FLOPs: 4 d r per token, r = 16 by
     default). The expert groups (n_group) change no shapes."""
     cfg.data = {"first_k_dense_replace": 0, **cfg.data}  # AXK2Config saves mlp_layer_types instead
-    fields = _glm_moe_dsa(cfg)
+    fields = _glm_moe_dsa(cfg, base)
     gate_mlp = 2 * fields["hidden_size"] * cfg.integer("gated_norm_rank")
     n = fields["num_layers"]
     mlps = fields.get("mlp_layers") or ["dense"] * fields["moe"]["first_dense_layers"] + ["moe"] * n
@@ -151,10 +153,10 @@ def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
     return handler
 
 
-ARCHITECTURES_INDEXER: dict[str, Callable[[_Config], dict[str, Any]]] = {
-    "GlmMoeDsaForCausalLM": _glm_moe_dsa,
-    "HYV4ForCausalLM": _hy_v4,
-    "AXK2ForCausalLM": _axk2,
-    "HYV4VLForConditionalGeneration": _hy_v4,
-    **{arch: _refuse(arch) for arch in REFUSED},
-}
+def indexer_architectures(deepseek_v32: Reader) -> dict[str, Reader]:
+    """The handlers of this module by architecture, given hf's DeepSeek-V3.2 reader (its MLA, MoE and DSA keys; passed
+    in because hf imports this module), and the refusals of REFUSED."""
+    handlers = {"GlmMoeDsaForCausalLM": _glm_moe_dsa, "HYV4ForCausalLM": _hy_v4,
+                "HYV4VLForConditionalGeneration": _hy_v4, "AXK2ForCausalLM": _axk2}
+    return {arch: partial(handler, base=deepseek_v32) for arch, handler in handlers.items()} | {
+        arch: _refuse(arch) for arch in REFUSED}
