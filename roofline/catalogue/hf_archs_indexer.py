@@ -15,7 +15,7 @@ HYV4Attention / HYV4HyperConnection / HYV4HyperHead (hy_v4/; hy_v4_vl/'s text de
 AXK2Attention / AXK2GatedRMSNorm (axk2/).
 
 The other indexer types of transformers 5.24 carry mechanisms the spec has no field for; each is refused with the
-mechanism named (REFUSED), never approximated.
+mechanism named (REFUSED, raised by refuse_known), never approximated.
 """
 
 from __future__ import annotations
@@ -146,17 +146,16 @@ def _axk2(cfg: _Config, base: Reader) -> dict[str, Any]:
                      "model_extra_params": moe_layers * gate_mlp}
 
 
-def _refuse(arch: str) -> Callable[[_Config], dict[str, Any]]:
-    """A handler that refuses `arch` with the mechanism it lacks (REFUSED), naming its model_type."""
-    def handler(cfg: _Config) -> dict[str, Any]:
-        raise cfg.error("model_type", f"{cfg.data.get('model_type')!r} ({arch}): {REFUSED[arch]}")
-    return handler
+def refuse_known(cfg: _Config) -> None:
+    """Raise the one-line refusal of REFUSED when `cfg`'s architecture is one of the indexer types not modelled
+    (hf calls it before its generic 'no handler' refusal)."""
+    if cfg.arch in REFUSED:
+        raise cfg.error("model_type", f"{cfg.data.get('model_type')!r} ({cfg.arch}): {REFUSED[cfg.arch]}")
 
 
 def indexer_architectures(deepseek_v32: Reader) -> dict[str, Reader]:
     """The handlers of this module by architecture, given hf's DeepSeek-V3.2 reader (its MLA, MoE and DSA keys; passed
-    in because hf imports this module), and the refusals of REFUSED."""
-    handlers = {"GlmMoeDsaForCausalLM": _glm_moe_dsa, "HYV4ForCausalLM": _hy_v4,
-                "HYV4VLForConditionalGeneration": _hy_v4, "AXK2ForCausalLM": _axk2}
-    return {arch: partial(handler, base=deepseek_v32) for arch, handler in handlers.items()} | {
-        arch: _refuse(arch) for arch in REFUSED}
+    in because hf imports this module); the two HY-V4 architectures share one handler."""
+    glm, hy, axk = (partial(handler, base=deepseek_v32) for handler in (_glm_moe_dsa, _hy_v4, _axk2))
+    return {"GlmMoeDsaForCausalLM": glm, "HYV4ForCausalLM": hy, "HYV4VLForConditionalGeneration": hy,
+            "AXK2ForCausalLM": axk}
