@@ -279,7 +279,8 @@ class Model(Spec):
     qkv_bias: bool = Field(False, description="Q, K and V projections carry a bias.")
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3).")
     attn_output_gate: bool = Field(
-        False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next).")
+        False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next); with "
+                           "MLA, its own d x heads x v_head_dim gate projection (HY-V4's gate_proj).")
     attn_head_gate: bool = Field(
         False, description="A d x heads projection yields one sigmoid gate per head on the attention output (LFM3's "
                            "g_proj).")
