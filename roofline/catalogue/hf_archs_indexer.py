@@ -28,6 +28,7 @@ from roofline.catalogue.hf_archs import _text
 from roofline.catalogue.hfconfig import _Config
 
 Reader = Callable[[_Config], dict[str, Any]]
+DefaultTypes = Callable[[_Config, int], list[str]]
 
 # Per model type: what its decoder has that Model cannot carry (transformers v5.24.0 modeling_<type>.py).
 REFUSED = {
@@ -48,10 +49,22 @@ REFUSED = {
 }
 
 
-def _indexer_types(cfg: _Config, layers: int) -> list[str]:
-    """GlmMoeDsaConfig.__post_init__'s per-layer indexer modes: indexer_types as saved, else index_topk_pattern
-    ('F' full, 'S' shared), else layer i 'full' when max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0
-    (defaults 2 and 1: every layer full)."""
+def glm_indexer_default(cfg: _Config, layers: int) -> list[str]:
+    """GlmMoeDsaConfig.__post_init__ without indexer_types: layer i 'full' when max(i - index_skip_topk_offset + 1,
+    0) % index_topk_freq == 0 (defaults 2 and 1: every layer full)."""
+    freq = max(cfg.integer("index_topk_freq", 1), 1)
+    offset = cfg.integer("index_skip_topk_offset", 2, minimum=0)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+
+
+def hy_v4_indexer_default(cfg: _Config, layers: int) -> list[str]:
+    """HYV4Config.__post_init__ without indexer_types: layer i 'full' when i == 0 or (i - 1) % 4 == 0."""
+    return ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(layers)]
+
+
+def _indexer_types(cfg: _Config, layers: int, default: DefaultTypes = glm_indexer_default) -> list[str]:
+    """The per-layer indexer modes: indexer_types as saved, else index_topk_pattern ('F' full, 'S' shared), else the
+    config class's default rule (`default`)."""
     types = cfg.data.get("indexer_types")
     if types is None and cfg.data.get("index_topk_pattern") is not None:
         pattern = cfg.data["index_topk_pattern"]
@@ -60,9 +73,7 @@ def _indexer_types(cfg: _Config, layers: int) -> list[str]:
             raise cfg.error("index_topk_pattern", f"expected a string of F and S, got {pattern!r}")
         types = [modes[c] for c in pattern]
     if types is None:
-        freq = max(cfg.integer("index_topk_freq", 1), 1)
-        offset = cfg.integer("index_skip_topk_offset", 2, minimum=0)
-        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+        types = default(cfg, layers)
     if not isinstance(types, list) or len(types) != layers or set(types) - {"full", "shared"}:
         raise cfg.error("indexer_types", f"expected {layers} entries of 'full' or 'shared', got {types!r}")
     return types
@@ -84,19 +95,20 @@ def _mlp_layers(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
     return fields | {"moe": moe | {"first_dense_layers": 0}, "mlp_layers": layers}
 
 
-def _glm_moe_dsa(cfg: _Config, base: Reader) -> dict[str, Any]:
+def _glm_moe_dsa(cfg: _Config, base: Reader, default: DefaultTypes = glm_indexer_default) -> dict[str, Any]:
     """GLM-5 (GlmMoeDsaConfig): DeepSeek-V3.2's MLA, DSA indexer and MoE keys. GlmMoeDsaAttention builds an indexer
     only on its indexer_types 'full' layers; a 'shared' layer reuses the last full layer's top-k and keeps no index
     keys (SparseAttention.indexer_layers). AXK1Attention's attention_bias (q_a, kv_a, o biases) is refused."""
     if cfg.flag("attention_bias", False):
         raise cfg.error("attention_bias", "true not modelled (biases on the MLA q_a, kv_a and o projections)")
     fields = base(cfg)
-    return _mlp_layers(cfg, fields | {"sparse_attention": _sparse(cfg, fields)})
+    return _mlp_layers(cfg, fields | {"sparse_attention": _sparse(cfg, fields, default)})
 
 
-def _sparse(cfg: _Config, fields: dict[str, Any]) -> dict[str, Any]:
-    """The DSA fields read by the DeepSeek-V3.2 reader, with indexer_layers where some layer is 'shared'."""
-    types = _indexer_types(cfg, fields["num_layers"])
+def _sparse(cfg: _Config, fields: dict[str, Any], default: DefaultTypes) -> dict[str, Any]:
+    """The DSA fields read by the DeepSeek-V3.2 reader, with indexer_layers where some layer is 'shared'
+    (`default`: the config class's rule when the config saves neither indexer_types nor index_topk_pattern)."""
+    types = _indexer_types(cfg, fields["num_layers"], default)
     if types[0] != "full":
         raise cfg.error("indexer_types", "the first layer must be 'full' (a 'shared' layer reuses an earlier "
                                          "layer's top-k)")
@@ -123,7 +135,7 @@ def _hy_v4(cfg: _Config, base: Reader) -> dict[str, Any]:
     experts' swiglu_limit change no shapes."""
     text = _text(cfg)
     text.data = {"first_k_dense_replace": 0, **text.data}  # HYV4Config has none: mlp_layer_types says
-    fields = _glm_moe_dsa(text, base)
+    fields = _glm_moe_dsa(text, base, hy_v4_indexer_default)
     per_layer, head = hyper_connection_params(fields["hidden_size"], text.integer("hc_mult"))
     return fields | {"attention": [{"kind": "full", "sinks": True}], "attn_output_gate": True,
                      "layer_extra_params": per_layer, "model_extra_params": head}
@@ -137,7 +149,9 @@ def _axk2(cfg: _Config, base: Reader) -> dict[str, Any]:
     (per layer and, for the MoE layers' second one, model-wide; parameters, no FLOPs: 4 d r per token, r = 16 by
     default). The expert groups (n_group) change no shapes."""
     cfg.data = {"first_k_dense_replace": 0, **cfg.data}  # AXK2Config saves mlp_layer_types instead
-    fields = _glm_moe_dsa(cfg, base)
+    # AXK2Attention is DeepseekV32Attention's: an indexer on every layer, whatever indexer keys the config holds
+    cfg.data = {k: v for k, v in cfg.data.items() if k not in ("indexer_types", "index_topk_pattern")}
+    fields = _glm_moe_dsa(cfg, base, lambda _, layers: ["full"] * layers)
     gate_mlp = 2 * fields["hidden_size"] * cfg.integer("gated_norm_rank")
     n = fields["num_layers"]
     mlps = fields.get("mlp_layers") or ["dense"] * fields["moe"]["first_dense_layers"] + ["moe"] * n

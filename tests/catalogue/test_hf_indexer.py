@@ -108,6 +108,10 @@ def test_hy_v4_bytes_gate_sinks_and_hyper_connections():
     ops = build_graph(model, parse_method("bf16"), "decode").by_name()
     assert ops["gate_proj"][0].matmul_flops.subs(B, 1) == 2 * 2816 * 32 * 256  # d -> 32 heads x v_head_dim 256
     assert all(layer.sinks for layer in model.attention)
+    # a config.json without indexer_types: HYV4Config's own rule, not GLM-5's (every layer full)
+    data = _default("hy_v4", "HYV4ForCausalLM")
+    del data["indexer_types"]
+    assert model_from_hf_config(data, "hy/config.json", name="HY-V4").indexer_layer_count() == 10
 
 
 def test_axk2_fused_query_gate_and_gated_norms():
@@ -120,6 +124,9 @@ def test_axk2_fused_query_gate_and_gated_norms():
     # q_gate_proj: [norm(c_q), c_q] (2 x 384) -> 32 heads x (qk 96 + gate 64)
     assert ops["q_b_proj"][0].matmul_flops.subs(B, 1) == 2 * 768 * 32 * 160
     assert "attn_gate" in ops
+    # AXK2Attention runs its indexer on every layer: GLM-5's index_topk_freq does not apply
+    data = _default("axk2", "AXK2ForCausalLM") | {"index_topk_freq": 4}
+    assert model_from_hf_config(data, "axk2/config.json", name="A.X-K2").sparse_attention.indexer_layers is None
 
 
 @pytest.mark.parametrize(("model_type", "architecture", "mechanism"), [
