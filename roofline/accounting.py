@@ -84,7 +84,9 @@ def attention_params_per_layer(model: Model) -> int:
     MLA (DeepSeek-V3 modeling code): q_a (d x r_q) + q_a_norm (r_q) + q_b (r_q x H(d_nope + d_rope)),
     kv_a (d x (r_kv + d_rope)) + kv_a_norm (r_kv) + kv_b (r_kv x H(d_nope + d_v)) + o (H d_v x d).
     DSA adds the indexer (DeepSeek-V3.2 inference/model.py, Indexer): wq_b (r_q x H_i d_i), wk (d x d_i),
-    k_norm (2 d_i, LayerNorm) and weights_proj (d x H_i).
+    k_norm (2 d_i, LayerNorm) and weights_proj (d x H_i). An MLA output gate (attn_output_gate: transformers
+    HYV4Attention.gate_proj) is its own d x H d_v projection; with MLA.q_gate the query up-projection is
+    2 r_q x H (d_nope + d_rope + d_v) (transformers AXK2Attention.q_gate_proj).
     """
     d, h = model.hidden_size, model.num_heads
     if model.mla is not None:
@@ -93,10 +95,12 @@ def attention_params_per_layer(model: Model) -> int:
         if m.q_lora_rank is None:
             q = d * h * qk
         else:
-            q = d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk
+            q_in, q_out = (2 * m.q_lora_rank, h * (qk + m.v_head_dim)) if m.q_gate else (m.q_lora_rank, h * qk)
+            q = d * m.q_lora_rank + m.q_lora_rank + q_in * q_out
         kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv += m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
-        return q + kv + h * m.v_head_dim * d + indexer_params(model)
+        gate = d * h * m.v_head_dim if model.attn_output_gate else 0  # HY-V4's gate_proj
+        return q + kv + h * m.v_head_dim * d + gate + indexer_params(model)
     q, kv = model.q_dim, model.kv_dim
     params = d * q + 2 * d * kv + q * d
     if model.attn_output_gate:
@@ -267,8 +271,9 @@ def routed_expert_params(model: Model) -> int:
 
 def _attention_weights(model: Model) -> int:
     """Attention parameters of all attending layers, each at its own head_dim (AttentionLayer.head_dim)."""
-    if model.uniform_head_dim:
-        return _attention_layers(model) * attention_params_per_layer(model)
+    if model.uniform_head_dim:  # less the indexers of the layers reusing another layer's top-k
+        skipped = (_attention_layers(model) - model.indexer_layer_count()) * indexer_params(model)
+        return _attention_layers(model) * attention_params_per_layer(model) - skipped
     return sum(n * attention_params_per_layer(model.at_layer(kind))
                for kind, n in model.attention_groups().items() if kind.attends)
 
@@ -290,12 +295,20 @@ def kv_elements_per_token_layer(model: Model) -> int:
     return 2 * model.kv_dim
 
 
-def indexer_bytes_per_token_layer(model: Model) -> int:
-    """DSA indexer key cache per token per layer: index_head_dim fp8 bytes + one fp32 scale per 128
-    (DeepSeek-V3.2 inference/model.py: act_quant block 128; SGLang NSATokenToKVPool: 128 + 4 = 132 B)."""
+def indexer_bytes_per_token_layer(model: Model, dtype: str | None = None):
+    """DSA indexer key cache per token per layer. key_dtype 'fp8': index_head_dim fp8 bytes + one fp32 scale per
+    128 (DeepSeek-V3.2 inference/model.py: act_quant block 128; SGLang NSATokenToKVPool: 128 + 4 = 132 B; vLLM
+    vllm/model_executor/models/deepseek_v2.py Indexer: DeepseekV32IndexerCache(head_dim=head_dim + head_dim //
+    quant_block_size * 4, dtype=torch.uint8), whose get_kv_cache_spec is an MLAAttentionSpec of one head of that
+    size). key_dtype 'model': index_head_dim elements at the cache dtype `dtype` (transformers cache_utils
+    DynamicIndexedLayer.update_indexer concatenates the keys as the indexer computes them)."""
     dsa = model.sparse_attention
     if dsa is None:
         return 0
+    if dsa.key_dtype == "model":
+        if dtype is None:
+            raise ValueError("dtype: index keys kept at the model dtype need the cache dtype")
+        return dsa.index_head_dim * dtype_bytes(dtype)
     return dsa.index_head_dim + 4 * -(-dsa.index_head_dim // 128)
 
 
@@ -312,7 +325,8 @@ def under_convention(model: Model, convention: str) -> Model:
     sliding window one token shorter (a full layer, or no cache at all, where Model.transformers_cache says
     transformers keeps the whole prefix or none) and every conv state one column wider (roofline's conv state keeps
     conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1; the
-    recurrent state at the model dtype but RG-LRU's and KDA's (fp32). ValueError naming the field for an unknown
+    recurrent state at the model dtype but RG-LRU's and KDA's (fp32); the DSA index keys at the model dtype
+    (SparseAttention.key_dtype 'model'). ValueError naming the field for an unknown
     convention or a window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
@@ -339,6 +353,8 @@ def under_convention(model: Model, convention: str) -> Model:
         kernel = la.conv_kernel + (la.kind != "rglru")
         recurrent = "fp32" if la.kind in ("rglru", "kda") else None
         update["linear_attention"] = la.model_copy(update={"conv_kernel": kernel, "recurrent_dtype": recurrent})
+    if model.sparse_attention is not None:  # transformers keeps the DSA index keys at the model dtype
+        update["sparse_attention"] = model.sparse_attention.model_copy(update={"key_dtype": "model"})
     return model.model_copy(update=update)
 
 
@@ -418,11 +434,17 @@ def kv_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
     Windowed layers are excluded once the context passes their window, and recurrent state is per sequence;
     use kv_bytes(L) for totals. For Llama-3.1-8B in bf16: 2 (K,V) x 8 heads x 128 x 32 layers x 2 bytes = 131,072.
     """
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype)
     if not model.uniform_head_dim:
         return _mixed_bytes(model, dtype, lambda kind: kind.kind == "full")
     shared = sum(n for kind, n in model.kv_shared_groups().items() if kind.kind == "full")
-    return per_layer * (model.layer_counts().get("full", 0) - shared)
+    return per_layer * (model.layer_counts().get("full", 0) - shared) + index_key_bytes_per_token(model, dtype)
+
+
+def index_key_bytes_per_token(model: Model, dtype: str = "bf16") -> sp.Expr:
+    """DSA index keys per cached token over the layers that run an indexer (Model.indexer_layer_count; every one a
+    full-attention layer, so one key per token of the context); 0 without sparse attention."""
+    return sp.sympify(model.indexer_layer_count() * indexer_bytes_per_token_layer(model, dtype))
 
 
 def _mixed_bytes(model: Model, dtype: str, weight) -> sp.Expr:
@@ -446,10 +468,11 @@ def kv_bytes(model: Model, dtype: str = "bf16", context=None, batch=1, conventio
         from roofline.units import L
 
         context = L
-    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype) + indexer_bytes_per_token_layer(model)
+    per_layer = kv_elements_per_token_layer(model) * dtype_bytes(dtype)
     if not model.uniform_head_dim:
         cache = _mixed_bytes(model, dtype, lambda kind: cached_tokens(kind, context))
         return sp.sympify(batch * (cache + state_bytes_per_sequence(model)))
     tokens = sum(n * cached_tokens(kind, context) for kind, n in model.attention_groups().items())
     tokens -= sum(n * cached_tokens(kind, context) for kind, n in model.kv_shared_groups().items())
-    return sp.sympify(batch * (per_layer * tokens + state_bytes_per_sequence(model)))
+    index = index_key_bytes_per_token(model, dtype) * context
+    return sp.sympify(batch * (per_layer * tokens + index + state_bytes_per_sequence(model)))

@@ -51,18 +51,22 @@ class Matrix:
     expert: bool = False
 
 
-def _attention(model: Model, prefix: str) -> list[Matrix]:
+def _attention(model: Model, prefix: str, indexer: bool = True) -> list[Matrix]:
     d = model.hidden_size
     if model.mla is not None:
         m, h = model.mla, model.num_heads
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = [Matrix(f"{prefix}.q_proj", h * qk, d)] if m.q_lora_rank is None else [
             Matrix(f"{prefix}.q_a_proj", m.q_lora_rank, d), Matrix(f"{prefix}.q_b_proj", h * qk, m.q_lora_rank)]
+        if m.q_gate:  # A.X-K2's fused query-and-gate projection from [norm(c_q), c_q]
+            q[-1] = Matrix(f"{prefix}.q_gate_proj", h * (qk + m.v_head_dim), 2 * m.q_lora_rank)
         out = q + [Matrix(f"{prefix}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, d),
                    Matrix(f"{prefix}.kv_b_proj", h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                    Matrix(f"{prefix}.o_proj", d, h * m.v_head_dim)]
+        if model.attn_output_gate:
+            out.append(Matrix(f"{prefix}.gate_proj", h * m.v_head_dim, d))
         dsa = model.sparse_attention
-        if dsa is not None:
+        if dsa is not None and indexer:  # a layer reusing another's top-k has no indexer (indexer_layers)
             q_in = m.q_lora_rank or d
             out += [Matrix(f"{prefix}.indexer.wq_b", dsa.index_heads * dsa.index_head_dim, q_in),
                     Matrix(f"{prefix}.indexer.wk", dsa.index_head_dim, d),
@@ -91,7 +95,7 @@ def decoder_matrices(model: Model) -> list[Matrix]:
         layer = f"model.layers.{i}"
         kind = kinds[i % len(kinds)]
         if kind.kind not in ("linear", "none"):
-            matrices = _attention(model.at_layer(kind), f"{layer}.self_attn")
+            matrices = _attention(model.at_layer(kind), f"{layer}.self_attn", model.runs_indexer(i))
             if i >= model.num_layers - model.kv_shared_layers:  # no k_proj / v_proj (Model.kv_shared_layers)
                 matrices = [m for m in matrices if not m.name.endswith(("k_proj", "v_proj"))]
             out += matrices

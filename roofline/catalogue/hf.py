@@ -17,6 +17,7 @@ from roofline.catalogue.hf_archs import ARCHITECTURES_2025
 from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
 from roofline.catalogue.hf_archs_gemma import ARCHITECTURES_GEMMA
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
+from roofline.catalogue.hf_archs_indexer import indexer_architectures, refuse_known
 from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
@@ -158,6 +159,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_HYBRID,
     **ARCHITECTURES_GEMMA,
     **ARCHITECTURES_MORE,
+    **indexer_architectures(_deepseek_v32),
 }
 
 
@@ -181,6 +183,7 @@ def _family_fields(data: dict[str, Any], where: str, arch: str) -> dict[str, Any
     model_type = sub.get("model_type")
     if model_type in FAMILIES:
         return read(_Config(sub, at, arch), FAMILIES[model_type])
+    refuse_known(_Config(data, where, arch))  # an indexer type whose mechanism is not modelled: named
     if isinstance(model_type, str):
         raise SpecError(f"{at}: model_type: {model_type!r} ({arch}) is not supported: no handler for the "
                         f"architecture and no row for the type in roofline.catalogue.hf_families.FAMILIES "

@@ -146,15 +146,19 @@ def _q_and_kv_projections(ctx: Ctx, tokens, layer: LayerCache) -> list[Op]:
 
 
 def _mla_projections(ctx: Ctx, tokens, prefill: bool) -> list[Op]:
-    """MLA: low-rank Q, the shared latent c_kv (+ RoPE key); decode absorbs W_UK into the query."""
+    """MLA: low-rank Q, the shared latent c_kv (+ RoPE key), an output gate's projection where the model has one;
+    decode absorbs W_UK into the query."""
     m, s, mla = ctx.model, ctx.shard, ctx.model.mla
     h, d = s.heads, m.hidden_size
     qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     if mla.q_lora_rank:
         ops = [linear(ctx, "q_a_proj", tokens, d, mla.q_lora_rank), norm(ctx, "q_a_norm", tokens, mla.q_lora_rank),
-               linear(ctx, "q_b_proj", tokens, mla.q_lora_rank, h * qk)]
+               linear(ctx, "q_b_proj", tokens, mla.q_lora_rank * (1 + mla.q_gate),
+                      h * (qk + mla.v_head_dim * mla.q_gate))]  # q_gate: [norm(c_q), c_q] -> q and gate
     else:
         ops = [linear(ctx, "q_proj", tokens, d, h * qk)]
+    if m.attn_output_gate:  # HY-V4's gate_proj: one sigmoid gate per output channel, from the layer input
+        ops.append(linear(ctx, "gate_proj", tokens, d, h * mla.v_head_dim))
     ops += [linear(ctx, "kv_a_proj", tokens, d, mla.kv_lora_rank + mla.qk_rope_head_dim),
             norm(ctx, "kv_a_norm", tokens, mla.kv_lora_rank),
             elementwise(ctx, "rope", tokens, h * mla.qk_rope_head_dim + mla.qk_rope_head_dim, ROPE_FLOPS)]
@@ -173,7 +177,8 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2 report §2.1, Eq. 1): projections
     q (r_q -> H_i d_i), k (d -> d_i), head weights (d -> H_i); then fp8 scores I = sum_j w_j ReLU(q_j . k) over
     every cached token (2 H_i d_i FLOPs per token pair, reading the indexer cache once per step in decode) and a
-    top-k selection; prefill scores all causal pairs."""
+    top-k selection; prefill scores all causal pairs. Index keys at the model dtype (SparseAttention.key_dtype
+    'model') are read as bf16, the planner's model dtype."""
     from roofline.units import B, L, P
     m, dsa = ctx.model, ctx.model.sparse_attention
     q_in = m.mla.q_lora_rank or m.hidden_size
@@ -182,7 +187,7 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
                                                                   dsa.index_head_dim),
            linear(ctx, "indexer_weights", tokens, m.hidden_size, dsa.index_heads)]
     pairs = B * L if phase == "decode" else B * P * (P + 1) / 2
-    read = B * L * indexer_bytes_per_token_layer(m) if phase == "decode" else B * P * dsa.index_head_dim
+    read = B * L * indexer_bytes_per_token_layer(m, "bf16") if phase == "decode" else B * P * dsa.index_head_dim
     ops.append(ctx.op("indexer", matmul_flops=2 * dsa.index_heads * dsa.index_head_dim * pairs,
                       vector_flops=3 * dsa.index_heads * pairs + 2 * pairs,
                       traffic=traffic(kv_read=read, act_read=tokens * width * ctx.act_bytes,
@@ -200,7 +205,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
     tokens = B if phase == "decode" else B * P
     ops = [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _mla_projections(ctx, tokens, phase == "prefill") if m.mla else _q_and_kv_projections(ctx, tokens, layer)
-    if m.sparse_attention is not None:
+    if any(t.name == "indexer" for t in layer.tensors):  # layers reusing another's top-k run no indexer
         ops += indexer_ops(ctx, tokens, phase)
     kvf = s.kv_fraction
     if phase == "decode":
@@ -220,7 +225,7 @@ def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused:
                           traffic=traffic(weights=s.heads * mla.kv_lora_rank * mla.v_head_dim * ctx.wb,
                                           act_read=tokens * s.heads * mla.kv_lora_rank * ctx.act_bytes,
                                           act_write=tokens * out_width * ctx.act_bytes)))
-    if m.attn_output_gate or m.attn_head_gate:
+    if m.attn_output_gate or m.attn_head_gate or (m.mla and m.mla.q_gate):
         ops.append(elementwise(ctx, "attn_gate", tokens, out_width, GATED_ACT_FLOPS, reads=2))
     ops.append(linear(ctx, "o_proj", tokens, out_width, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)

@@ -68,6 +68,9 @@ def _cell(model: Model, opts: EngineOptions, rules: list[str]) -> tuple[float, i
     b = KV_DTYPES[dtype] or model_dtype_bytes()
     page = opts.block_size or 1
     if model.sparse_attention is not None:
+        if model.sparse_attention.indexer_layers is not None:
+            raise refuse("--engine", "sglang: layers reusing another layer's top-k (indexer_layers) were not read in "
+                                     "its NSA pool; not modelled")
         if dtype == "auto" or b == 1:
             index = indexer_bytes_per_token_layer(model)
             rules.append(f"sglang: NSA fp8 MLA {NSA_MLA_BYTES} B + indexer {index} B per token per layer, page "

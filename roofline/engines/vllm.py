@@ -75,6 +75,9 @@ def _token_bytes(model: Model, opts: EngineOptions, rules: list[str]) -> float:
     if dtype not in KV_DTYPES:
         raise refuse("--kv-cache-dtype", f"vLLM has no KV dtype {dtype!r}; valid: {', '.join(KV_DTYPES)}")
     dsa = model.sparse_attention is not None
+    if dsa and model.sparse_attention.indexer_layers is not None:
+        raise refuse("--engine", "vllm: layers reusing another layer's top-k (indexer_layers; deepseek_v2.py's "
+                                 "index_topk_freq) were not read in its indexer cache layout; not modelled")
     if dtype == "fp8_ds_mla" and not dsa:
         raise refuse("--kv-cache-dtype", "fp8_ds_mla is vLLM's DeepSeek-V3.2 sparse-MLA format; "
                                          f"{model.name} has no DSA indexer")

@@ -44,12 +44,15 @@ def state_layer(model: Model, count: int) -> LayerCache:
                       kv_heads=la.value_heads, kv_projection=False)
 
 
-def _with_indexer(layer: LayerCache, model: Model) -> LayerCache:
-    """Add the DSA indexer cache (resident, written per token; read by the indexer op, not by attention)
-    and cap the tokens attention reads at the top-k."""
+def _with_indexer(layer: LayerCache, model: Model, keys: bool = True) -> LayerCache:
+    """Add the DSA indexer cache (resident, written per token; read by the indexer op, not by attention) where
+    the layers run their own indexer (`keys`; SparseAttention.indexer_layers), and cap the tokens attention reads at
+    the top-k (a layer reusing another layer's top-k reads as many)."""
     dsa = model.sparse_attention
     assert dsa is not None
-    per_token = indexer_bytes_per_token_layer(model)
+    # index keys kept at the model dtype (the transformers convention) are bf16, the planner's model dtype (as
+    # LinearAttention.state_dtype's default)
+    per_token = indexer_bytes_per_token_layer(model, "bf16")
     tokens = layer.tokens
     indexer = TensorLayout(name="indexer", elements=tokens * dsa.index_head_dim,
                            resident={"indexer": tokens * per_token},
@@ -58,8 +61,18 @@ def _with_indexer(layer: LayerCache, model: Model) -> LayerCache:
     kept = sp.Min(tokens, dsa.index_topk)
     share = kept / tokens
     tensors = tuple(replace(t, read={p: v * share for p, v in (t.read if t.read is not None else t.resident).items()})
-                    for t in layer.tensors) + (indexer,)
+                    for t in layer.tensors) + ((indexer,) if keys else ())
     return replace(layer, tensors=tensors, tokens=kept)
+
+
+def _indexed_groups(layer: LayerCache, model: Model) -> list[LayerCache]:
+    """An attending group of a DSA model as the layers that run their own indexer and, apart, those that reuse an
+    earlier layer's top-k (every DSA layer is full attention, so the group holds all of them)."""
+    own = model.indexer_layer_count()
+    if own == layer.count:
+        return [_with_indexer(layer, model)]
+    groups = [_with_indexer(replace(layer, count=own), model)] if own else []
+    return groups + [_with_indexer(replace(layer, count=layer.count - own), model, keys=False)]
 
 
 def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
@@ -78,7 +91,7 @@ def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
             layers += [state_layer(model, states)] if states else []
             layers += [replace(layer, count=layer.count - states)] if layer.count > states else []
         elif model.sparse_attention is not None and layer.attention.attends:
-            layers.append(_with_indexer(layer, model))
+            layers += _indexed_groups(layer, model)
         else:
             layers.append(layer)
     if model.linear_parallel:

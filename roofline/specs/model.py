@@ -136,6 +136,15 @@ class SparseAttention(Spec):
     index_heads: PositiveInt = Field(description="Indexer query heads.")
     index_head_dim: PositiveInt = Field(description="Indexer key/query width (cached per token, fp8).")
     index_topk: PositiveInt = Field(description="Tokens each query attends to (top-k of the indexer scores).")
+    key_dtype: Literal["fp8", "model"] = Field(
+        "fp8", description="How the index keys are cached: 'fp8' (index_head_dim fp8 bytes + one fp32 scale per 128: "
+                           "DeepSeek-V3.2's inference code, vLLM's and SGLang's indexer caches) or 'model' (at the "
+                           "cache dtype, as transformers' DynamicCache keeps them).")
+    indexer_layers: tuple[bool, ...] | None = Field(
+        None, min_length=1,
+        description="One entry per decoder layer: true where the layer runs its own indexer (its weights, its index "
+                    "keys cached), false where it reuses the top-k of the last earlier indexer layer and keeps no "
+                    "index keys (GLM-5 / HY-V4 indexer_types 'shared'); None: every layer runs one.")
 
 
 class MLA(Spec):
@@ -148,6 +157,15 @@ class MLA(Spec):
     qk_nope_head_dim: PositiveInt = Field(description="Per-head query/key dims without RoPE.")
     qk_rope_head_dim: PositiveInt = Field(description="Per-head (shared for keys) RoPE dims, cached.")
     v_head_dim: PositiveInt = Field(description="Per-head value dims.")
+    q_gate: bool = Field(
+        False, description="The query up-projection reads [norm(c_q), c_q] (2 q_lora_rank wide) and also yields a "
+                           "sigmoid gate of v_head_dim per head on the attention output (A.X-K2's q_gate_proj).")
+
+    @model_validator(mode="after")
+    def _q_gate_needs_rank(self) -> MLA:
+        if self.q_gate and self.q_lora_rank is None:
+            raise ValueError("q_gate: needs q_lora_rank (the gate reads the query latent)")
+        return self
 
 
 class MoE(Spec):
@@ -261,7 +279,8 @@ class Model(Spec):
     qkv_bias: bool = Field(False, description="Q, K and V projections carry a bias.")
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3).")
     attn_output_gate: bool = Field(
-        False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next).")
+        False, description="Query projection also yields a sigmoid gate on the attention output (Qwen3-Next); with "
+                           "MLA, its own d x heads x v_head_dim gate projection (HY-V4's gate_proj).")
     attn_head_gate: bool = Field(
         False, description="A d x heads projection yields one sigmoid gate per head on the attention output (LFM3's "
                            "g_proj).")
@@ -349,8 +368,7 @@ class Model(Spec):
         self._check_mlp_layers()
         if not any(a.attends for a in self.attention) and "linear" not in kinds:
             raise ValueError("attention: no layer attends or keeps a state")
-        if self.sparse_attention is not None and self.mla is None:
-            raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
+        self._check_sparse_attention()
         self._check_kv_sharing()
         if self.mla is not None and not self.uniform_head_dim:
             raise ValueError("attention: a per-layer head_dim is not modelled with MLA")
@@ -382,6 +400,30 @@ class Model(Spec):
             if not self.layer_attention(i).attends or self.layer_attention(i) not in owners:
                 raise ValueError(f"kv_shared_layers: layer {i} ({self.layer_attention(i).kind}) has no earlier "
                                  "attending layer of its kind whose cache it could reuse")
+
+    def _check_sparse_attention(self) -> None:
+        dsa = self.sparse_attention
+        if dsa is None:
+            return
+        if self.mla is None:
+            raise ValueError("sparse_attention: DeepSeek Sparse Attention is modelled on MLA models only")
+        if any(a.kind != "full" for a in self.attention):
+            raise ValueError("sparse_attention: every layer must be a full-attention layer (the indexer keeps a key "
+                             "per token of the whole context)")
+        flags = dsa.indexer_layers
+        if flags is not None and (len(flags) != self.num_layers or not flags[0]):
+            raise ValueError(f"sparse_attention.indexer_layers: needs {self.num_layers} entries (one per layer), the "
+                             "first true (a layer reusing top-k needs an earlier indexer layer)")
+
+    def runs_indexer(self, layer: int) -> bool:
+        """Layer `layer` (0-based) runs its own DSA indexer and caches index keys (SparseAttention.indexer_layers);
+        False without sparse attention."""
+        dsa = self.sparse_attention
+        return dsa is not None and (dsa.indexer_layers is None or dsa.indexer_layers[layer])
+
+    def indexer_layer_count(self) -> int:
+        """Layers that run their own DSA indexer (0 without sparse attention)."""
+        return sum(self.runs_indexer(i) for i in range(self.num_layers))
 
     def kv_shared_groups(self) -> dict[AttentionLayer, int]:
         """Attention kinds of the kv_shared_layers last layers and how many of them have each: layers that attend

@@ -51,6 +51,8 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
     "jamba": {"mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1},
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128, "mamba_d_state": 8},
     "deepseek_v32": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
+    # every other layer from the third reuses the last indexer layer's top-k (GlmMoeDsaConfig's index_topk_freq)
+    "glm_moe_dsa": {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "index_topk_freq": 2},
     # 40 // 3 = 13: head_dim floored as Glm4MoeAttention derives it
     "glm4_moe": {"num_attention_heads": 3, "num_key_value_heads": 1}, "glm4v_moe_text": {"hidden_size": 64},
     "step3p5": {"share_expert_dim": 56},

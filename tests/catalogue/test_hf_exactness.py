@@ -24,8 +24,6 @@ from hf_exactness import measure  # noqa: E402
 # Imported types whose toy transformers cannot build or run (named with the reason), or whose numbers differ from
 # roofline's for a stated, modelled reason; each is a known gap, listed so that a new mismatch fails.
 KNOWN_GAPS = {
-    "deepseek_v32": "transformers' cache holds the DSA indexer keys at the model dtype (fp32 here); roofline counts "
-                    "them in fp8 + one fp32 scale per 128 as DeepSeek-V3.2's inference code stores them",
     "apertus1p5": "the toy is not built: Apertus1p5Config wants its audio tokens (from audio_token_offset 262,344) "
                   "inside the text vocabulary; its decoder is measured as apertus1p5_text",
     "falcon_h1": "FalconH1Config's mamba_rms_norm (default false) drops the mixer's gated RMSNorm; the spec counts it",
