@@ -18,6 +18,7 @@ from roofline.catalogue.hf_archs_2024 import ARCHITECTURES_2024
 from roofline.catalogue.hf_archs_gemma import ARCHITECTURES_GEMMA
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
 from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
+from roofline.catalogue.hf_archs_shared import ARCHITECTURES_SHARED
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
 from roofline.catalogue.hf_quant import read_quantization
@@ -158,6 +159,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_HYBRID,
     **ARCHITECTURES_GEMMA,
     **ARCHITECTURES_MORE,
+    **ARCHITECTURES_SHARED,
 }
 
 

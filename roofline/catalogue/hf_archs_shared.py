@@ -1,0 +1,149 @@
+"""Importers for decoders whose layers differ in head shapes and keep conv states beside attention (Inkling).
+
+Inkling (thinkingmachines, 2026; transformers v5.24.0 src/transformers/models/inkling/configuration_inkling.py and
+modeling_inkling.py, the default config sized as the released checkpoint, thinkingmachines/Inkling) is a MoE
+decoder whose layers, listed by `layer_types`, are 'hybrid' (full attention of num_attention_heads /
+num_key_value_heads / head_dim) or 'hybrid_sliding' (a sliding window of sliding_window_size with its own
+swa_num_attention_heads / swa_num_key_value_heads / swa_head_dim). Every layer (InklingDecoderLayer) also holds:
+
+- four depthwise causal convolutions of conv_kernel_size taps, no bias (InklingShortConvolution), on the k and v
+  projections (kv_dim channels each) and on the attention and MLP outputs (hidden_size each), each keeping a conv
+  state: Model.attention_convs;
+- q_norm / k_norm of head_dim (Model.qk_norm, width 'head');
+- a relative position bias (InklingRelativeLogits): r_proj hidden x heads d_rel and a bank d_rel x rel_extent, the
+  extent being sliding_window_size on the sliding layers (InklingAttention.rel_extent); counted as extras;
+- a dense gated MLP (mlp_layer_types 'dense') with one learned global_scale, or a MoE (InklingMoE): routed experts
+  of moe_intermediate_size, n_shared_experts shared experts of the same width, a router over the routed and the
+  shared experts (InklingTopkRouter.weight (n_routed + n_shared) x hidden, one global_scale).
+
+The token embedding carries an RMSNorm (InklingNormedEmbedding.embed_norm); the LM head is never tied
+(InklingForCausalLM._tied_weights_keys is empty) and the multi-token-prediction layers are not loaded
+(`_keys_to_ignore_on_load_unexpected` model.mtp.*), as roofline leaves MTP heads out everywhere. The multimodal
+wrapper (inkling_mm_model) reads its text_config; its vision and audio towers are catalogue.hf_vision's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from roofline.catalogue.hf_families import _moe_layers
+from roofline.catalogue.hfconfig import _Config, _shortest_cycle
+
+LAYER_KINDS = ("hybrid", "hybrid_sliding")
+
+
+def _text(cfg: _Config) -> _Config:
+    """The decoder's config: the wrapper's text_config (InklingForConditionalGeneration), else the config."""
+    text = cfg.data.get("text_config")
+    if text is None:
+        return cfg
+    if not isinstance(text, dict):
+        raise cfg.error("text_config", f"expected an object, got {type(text).__name__}")
+    return _Config(text, f"{cfg.where}: text_config", cfg.arch)
+
+
+def _layer_types(cfg: _Config, num_layers: int) -> list[str]:
+    """`layer_types`, else InklingTextConfig.__post_init__'s rule: local_layer_ids sliding, or every layer whose
+    index + 1 is not a multiple of 6."""
+    if cfg.has("layer_types"):
+        kinds = cfg.data["layer_types"]
+        if not isinstance(kinds, list) or len(kinds) != num_layers or not set(kinds) <= set(LAYER_KINDS):
+            raise cfg.error("layer_types", f"expected {num_layers} of {' / '.join(LAYER_KINDS)}, got {kinds!r}")
+        return kinds
+    local = cfg.data.get("local_layer_ids")
+    if local is None:
+        local = [i for i in range(num_layers) if (i + 1) % 6]
+    if not isinstance(local, list) or not all(isinstance(i, int) for i in local):
+        raise cfg.error("local_layer_ids", f"expected a list of layer indices, got {local!r}")
+    return ["hybrid_sliding" if i in local else "hybrid" for i in range(num_layers)]
+
+
+def _sliding_layer(cfg: _Config, heads: int, kv_heads: int, head_dim: int) -> dict[str, Any]:
+    """A 'hybrid_sliding' layer: the window and the swa_* head shapes where they differ from the full layers'."""
+    shapes = {"num_heads": (cfg.integer("swa_num_attention_heads", heads), heads),
+              "num_kv_heads": (cfg.integer("swa_num_key_value_heads", kv_heads), kv_heads),
+              "head_dim": (cfg.integer("swa_head_dim", head_dim), head_dim)}
+    own, full = shapes["num_heads"][0], shapes["num_kv_heads"][0]
+    if own % full:
+        raise cfg.error("swa_num_key_value_heads", f"{full} does not divide swa_num_attention_heads {own}")
+    layer = {"kind": "sliding", "window": cfg.integer("sliding_window_size")}
+    return layer | {name: value for name, (value, model) in shapes.items() if value != model}
+
+
+def _extras(cfg: _Config, kinds: list[str], mlp_kinds: list[str], d: int, heads: dict[str, int]) -> tuple[int, int]:
+    """(per-layer, model-level) parameters outside the Model's named groups: each layer's r_proj (d x heads d_rel)
+    and bias bank (d_rel x extent), each dense MLP's global_scale (1), each MoE router's shared-expert rows
+    (n_shared x d) and global_scale (1), the embedding's RMSNorm (d). What every layer has goes per layer, the rest
+    (layers differing in heads or extent, dense vs MoE) to the model."""
+    d_rel, shared = cfg.integer("d_rel"), cfg.integer("n_shared_experts", 0, minimum=0)
+    extent = {"hybrid": cfg.integer("rel_extent"), "hybrid_sliding": cfg.integer("sliding_window_size")}
+    per_layer = [d * heads[k] * d_rel + d_rel * extent[k] + (1 if m == "dense" else shared * d + 1)
+                 for k, m in zip(kinds, mlp_kinds, strict=True)]
+    common = min(per_layer)
+    return common, sum(per_layer) - common * len(per_layer) + d
+
+
+def _checkpoint_keys(cfg: _Config) -> _Config:
+    """The config with a released checkpoint's keys under InklingTextConfig's names, as its __post_init__ and
+    attribute_map read them: sconv_kernel_size -> conv_kernel_size, sliding_window -> sliding_window_size,
+    num_local_experts -> n_routed_experts, dense_mlp_idx -> mlp_layer_types (leading dense layers), and
+    dense_intermediate_size (then intermediate_size is the routed experts' width, #49416)."""
+    data = dict(cfg.data)
+    for own, alias in (("conv_kernel_size", "sconv_kernel_size"), ("sliding_window_size", "sliding_window"),
+                       ("n_routed_experts", "num_local_experts")):
+        if data.get(own) is None and alias in data:
+            data[own] = data[alias]
+    if data.get("mlp_layer_types") is None:
+        dense = _Config(data, cfg.where, cfg.arch).integer("dense_mlp_idx", 0, minimum=0)
+        layers = _Config(data, cfg.where, cfg.arch).integer("num_hidden_layers")
+        data["mlp_layer_types"] = ["dense" if i < dense else "sparse" for i in range(layers)]
+    if data.get("dense_intermediate_size") is not None:
+        data["moe_intermediate_size"] = data.get("intermediate_size")
+        data["intermediate_size"] = data["dense_intermediate_size"]
+    return _Config(data, cfg.where, cfg.arch)
+
+
+def _mlp_kinds(cfg: _Config, num_layers: int) -> list[str]:
+    """mlp_layer_types ('dense' / 'sparse', checked by hf_families._moe_layers)."""
+    return cfg.data["mlp_layer_types"]
+
+
+def _inkling(cfg: _Config) -> dict[str, Any]:
+    """Inkling's text decoder (see the module docstring) as Model fields."""
+    cfg = _checkpoint_keys(_text(cfg))
+    n, d = cfg.integer("num_hidden_layers"), cfg.integer("hidden_size")
+    heads, kv_heads, head_dim = (cfg.integer("num_attention_heads"), cfg.integer("num_key_value_heads"),
+                                 cfg.integer("head_dim"))
+    if heads % kv_heads:
+        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    kinds = _layer_types(cfg, n)
+    sliding = _sliding_layer(cfg, heads, kv_heads, head_dim)
+    layers = [sliding if k == "hybrid_sliding" else {"kind": "full"} for k in kinds]
+    moe_layers = _moe_layers(cfg, n)  # validates mlp_layer_types: leading dense layers, then sparse
+    mlp_kinds = _mlp_kinds(cfg, n)
+    layer_extra, model_extra = _extras(cfg, kinds, mlp_kinds, d, {
+        "hybrid": heads, "hybrid_sliding": sliding.get("num_heads", heads)})
+    moe_width = cfg.integer("moe_intermediate_size")
+    moe = {"num_experts": cfg.integer("n_routed_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
+           "expert_intermediate_size": moe_width, **moe_layers}
+    shared = cfg.integer("n_shared_experts", 0, minimum=0)
+    if shared:
+        moe |= {"num_shared_experts": shared}
+    fields = {
+        "num_layers": n, "hidden_size": d, "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim,
+        "intermediate_size": cfg.integer("intermediate_size"), "vocab_size": cfg.integer("vocab_size"),
+        "tie_word_embeddings": False, "max_position_embeddings": cfg.integer("max_position_embeddings"),
+        "qk_norm": True, "attention": _shortest_cycle(layers),
+        "attention_convs": {"kernel": cfg.integer("conv_kernel_size")},
+        "layer_extra_params": layer_extra, "model_extra_params": model_extra,
+    }
+    if "sparse" in mlp_kinds:
+        fields["moe"] = moe
+    return fields
+
+
+ARCHITECTURES_SHARED: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "InklingForCausalLM": _inkling,
+    "InklingForConditionalGeneration": _inkling,
+}

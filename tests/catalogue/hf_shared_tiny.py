@@ -1,0 +1,19 @@
+"""Toy keys of the types catalogue.hf_archs_shared imports, for the exactness harness (hf_exactness.TINY_BY_TYPE).
+
+Inkling's toy keeps every mechanism of the default config at TINY sizes: sliding layers whose heads differ from the
+full layers' in count and width (8 heads, 4 KV heads of 12 against 4 / 2 of 16: kv widths 48 vs 32), a relative
+bias extent (32) other than the window (16), one leading dense layer then MoE layers with one shared expert.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SHARED_TINY: dict[str, dict[str, Any]] = {
+    "inkling_text": {
+        "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4, "swa_head_dim": 12, "sliding_window_size": 16,
+        "d_rel": 4, "rel_extent": 32, "n_shared_experts": 1,
+        "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid_sliding"],
+        "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+    },
+}
