@@ -1,0 +1,123 @@
+"""Inkling (catalogue.hf_archs_shared): parameters and cache bytes of the default config by hand, checkpoint keys
+against transformers' own config, refusals as one line naming the key, and the planner's view of its layers.
+
+Hand derivations read transformers v5.24.0 src/transformers/models/inkling/modeling_inkling.py: InklingAttention
+(q / k / v / o, r_proj, q_norm / k_norm, k_sconv / v_sconv, rel_logits_proj), InklingDecoderLayer (two RMSNorms,
+attn_sconv / mlp_sconv), InklingMoE (experts, shared experts, router over both + global_scale), InklingMLP
+(+ global_scale), InklingNormedEmbedding; caches from cache_utils v5.24 (LinearAttentionAndSlidingWindowAttention
+Layer: W - 1 tokens, kernel conv columns of the fp32 modules).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.accounting import kv_bytes, parameter_count
+from roofline.catalogue.hf import model_from_hf_config
+from roofline.errors import SpecError
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "hf" / "hf-default-inkling_text" / "config.json"
+
+# InklingTextConfig's defaults: 66 layers, every 6th full (i + 1 multiple of 6: 11 full, 55 sliding)
+D, V, LAYERS, FULL, SLIDING = 6144, 201024, 66, 11, 55
+HEADS, HEAD_DIM, FULL_KV, SWA_KV = 64, 128, 8, 16
+D_REL, EXTENT, WINDOW, KERNEL = 16, 1024, 512, 4
+EXPERTS, SHARED, MOE_WIDTH = 256, 2, 3072
+
+
+def _config() -> dict:
+    return json.loads(FIXTURE.read_text())
+
+
+def _inkling(data: dict):
+    return model_from_hf_config(data, where="inkling/config.json", name="inkling")
+
+
+def _attention_layer(kv_heads: int, extent: int) -> int:
+    q = D * HEADS * HEAD_DIM
+    kv = D * kv_heads * HEAD_DIM
+    r_proj, bank = D * HEADS * D_REL, D_REL * extent
+    convs = KERNEL * (2 * kv_heads * HEAD_DIM + 2 * D)
+    return 2 * q + 2 * kv + 2 * HEAD_DIM + r_proj + bank + convs
+
+
+def test_default_inkling_parameters_by_hand():
+    moe = EXPERTS * 3 * D * MOE_WIDTH + SHARED * 3 * D * MOE_WIDTH + (EXPERTS + SHARED) * D + 1
+    per_layer_norms = 2 * D
+    expected = (V * D + D  # embedding and its RMSNorm
+                + FULL * _attention_layer(FULL_KV, EXTENT) + SLIDING * _attention_layer(SWA_KV, WINDOW)
+                + LAYERS * (moe + per_layer_norms) + D + V * D)  # final norm, untied LM head
+    # 975,340,270,146: also what InklingForCausalLM(InklingTextConfig()) holds on torch's meta device
+    assert expected == 975_340_270_146
+    assert parameter_count(_inkling(_config())).total == expected
+
+
+def test_default_inkling_cache_bytes_by_hand():
+    model = _inkling(_config())
+    context = 131072
+    kv_full = FULL * 2 * FULL_KV * HEAD_DIM * 2  # bf16 bytes per token
+    kv_sliding = SLIDING * 2 * SWA_KV * HEAD_DIM * 2
+    channels = FULL * (2 * FULL_KV * HEAD_DIM + 2 * D) + SLIDING * (2 * SWA_KV * HEAD_DIM + 2 * D)
+    engine = kv_full * context + kv_sliding * WINDOW + (KERNEL - 1) * channels * 2
+    transformers = kv_full * context + kv_sliding * (WINDOW - 1) + KERNEL * channels * 4
+    assert kv_bytes(model, "bf16", context) == engine == 6_142_619_648
+    assert kv_bytes(model, "bf16", context, convention="transformers") == transformers == 6_152_757_248
+
+
+def test_checkpoint_keys_read_as_transformers_reads_them():
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    # a released checkpoint's names: sconv_kernel_size, sliding_window, num_local_experts, dense_mlp_idx and
+    # dense_intermediate_size (then intermediate_size is the experts' width, InklingTextConfig.__post_init__)
+    keys = {"hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "swa_num_attention_heads": 4, "swa_num_key_value_heads": 4, "swa_head_dim": 16,
+            "sliding_window": 8, "d_rel": 4, "rel_extent": 16, "sconv_kernel_size": 3, "num_local_experts": 4,
+            "num_experts_per_tok": 2, "n_shared_experts": 1, "dense_mlp_idx": 2, "intermediate_size": 48,
+            "dense_intermediate_size": 96, "vocab_size": 300, "max_position_embeddings": 256}
+    config = transformers.InklingTextConfig(**keys)
+    with torch.device("meta"):
+        expected = sum(p.numel() for p in transformers.InklingForCausalLM(config).parameters())
+    got = _inkling(keys | {"architectures": ["InklingForCausalLM"], "model_type": "inkling_text"})
+    assert parameter_count(got).total == expected
+    assert got.moe.first_dense_layers == 2 and got.moe.expert_intermediate_size == 48
+    assert got.intermediate_size == 96 and got.attention_convs.kernel == 3
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"layer_types": ["hybrid", "full_attention"] + ["hybrid"] * 64}, "layer_types: expected 66 of hybrid"),
+    ({"swa_num_key_value_heads": 24}, "swa_num_key_value_heads: 24 does not divide"),
+    ({"mlp_layer_types": ["sparse", "dense"] + ["sparse"] * 64}, "mlp_layer_types: only leading dense"),
+    ({"d_rel": None}, "d_rel"),
+])
+def test_bad_inkling_configs_are_one_line_naming_the_key(edit, message):
+    with pytest.raises(SpecError, match=message):
+        _inkling(_config() | edit)
+
+
+def test_sliding_layers_keep_their_own_heads_in_the_planner():
+    from roofline.costmodel.attention import _at_layer_heads
+    from roofline.costmodel.blocks import Ctx, Shard
+    from roofline.methods.baseline import Baseline
+    from roofline.methods.registry import build_cache
+
+    model = _inkling(_config())
+    cache = build_cache(Baseline(), model)
+    sliding = next(layer for layer in cache.layers if layer.attention.kind == "sliding")
+    ctx = Ctx(model=model, shard=Shard.of(model, 8), weight_dtype="bf16", act_bytes=2, compute_dtype="bf16",
+              group="attn", count=1)
+    own = _at_layer_heads(ctx, sliding)
+    assert (own.shard.heads, own.shard.kv_heads) == (HEADS // 8, SWA_KV // 8)
+    # each attending layer's cache holds its conv states: (kernel - 1) x (2 kv + 2 d) bf16 values per sequence
+    conv = next(t for t in sliding.tensors if t.name == "conv_state")
+    assert conv.resident_bytes == (KERNEL - 1) * (2 * SWA_KV * HEAD_DIM + 2 * D) * 2
+
+
+def test_serving_engines_refuse_the_conv_states_by_name():
+    from roofline.engines.base import check_heads
+
+    model = _inkling(_config() | {"swa_num_key_value_heads": FULL_KV})  # uniform heads: only the convs differ
+    with pytest.raises(SpecError, match="--engine: vLLM: the conv states beside attention"):
+        check_heads(model, 8, "vLLM")
