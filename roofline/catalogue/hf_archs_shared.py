@@ -43,9 +43,9 @@ def _text(cfg: _Config) -> _Config:
     return _Config(text, f"{cfg.where}: text_config", cfg.arch)
 
 
-def _layer_types(cfg: _Config, num_layers: int) -> list[str]:
-    """`layer_types`, else InklingTextConfig.__post_init__'s rule: local_layer_ids sliding, or every layer whose
-    index + 1 is not a multiple of 6."""
+def _layer_types(cfg: _Config, num_layers: int, default_full_every: int = 6) -> list[str]:
+    """`layer_types`, else InklingTextConfig.__post_init__'s rule (Inkling2TextConfig's likewise): local_layer_ids
+    sliding, or every layer whose index + 1 is not a multiple of 6."""
     if cfg.has("layer_types"):
         kinds = cfg.data["layer_types"]
         if not isinstance(kinds, list) or len(kinds) != num_layers or not set(kinds) <= set(LAYER_KINDS):
@@ -53,7 +53,7 @@ def _layer_types(cfg: _Config, num_layers: int) -> list[str]:
         return kinds
     local = cfg.data.get("local_layer_ids")
     if local is None:
-        local = [i for i in range(num_layers) if (i + 1) % 6]
+        local = [i for i in range(num_layers) if (i + 1) % default_full_every]
     if not isinstance(local, list) or not all(isinstance(i, int) for i in local):
         raise cfg.error("local_layer_ids", f"expected a list of layer indices, got {local!r}")
     return ["hybrid_sliding" if i in local else "hybrid" for i in range(num_layers)]
@@ -143,7 +143,63 @@ def _inkling(cfg: _Config) -> dict[str, Any]:
     return fields
 
 
+def _inkling2_layer_extras(cfg: _Config, i: int, kind: str, d: int, shapes: dict[str, Any]) -> int:
+    """Inkling-2's parameters of layer `i` outside the Model's named groups (transformers v5.24.0
+    modeling_inkling2.py): the query scale (Inkling2ScaledL2Clip, q width), sink_proj (d x heads), the relative
+    bias (linear d x heads d_rel, its scale heads x d_rel, the bank d_rel x extent), the attention-residual queries
+    (Inkling2BlockAttentionResidual: mlp_input d; attention_input d on a sliding layer, 3 d on a full one, none on
+    layer 0); on a full layer the dynamic convs' weight_proj (d x kv heads x kernel, for k and v) and two more
+    norms (q / k / v input norms and the post-attention norm against a sliding layer's input and post norms)."""
+    heads, kv_heads, head_dim = shapes[kind]
+    d_rel, kernel = cfg.integer("d_rel"), cfg.integer("conv_kernel_size")
+    extent = cfg.integer("rel_extent") if kind == "hybrid" else cfg.integer("sliding_window_size")
+    extras = heads * head_dim + d * heads + d * heads * d_rel + heads * d_rel + d_rel * extent + d
+    if i > 0:
+        extras += d if kind == "hybrid_sliding" else 3 * d
+    if kind == "hybrid":
+        extras += 2 * d * kv_heads * kernel + 2 * d
+    return extras
+
+
+def _inkling2(cfg: _Config) -> dict[str, Any]:
+    """Inkling-2's text decoder (transformers v5.24.0 models/inkling2; Inkling2TextConfig): Inkling's layer kinds,
+    per-layer heads and four conv states (the full layers' k / v convs dynamic: static taps of the same count plus
+    a weight projection), a sigmoid gate on the attention output (Inkling2GatedOutputProjection: d x q, as
+    Model.attn_output_gate), every layer MoE (moe_intermediate_size, no shared expert), block attention residuals,
+    and an LM head of unpadded_vocab_size rows (the embedding keeps vocab_size: the extra rows are extras)."""
+    cfg = _checkpoint_keys(_text(cfg))
+    n, d = cfg.integer("num_hidden_layers"), cfg.integer("hidden_size")
+    heads, kv_heads, head_dim = (cfg.integer("num_attention_heads"), cfg.integer("num_key_value_heads"),
+                                 cfg.integer("head_dim"))
+    if heads % kv_heads:
+        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    vocab, head_rows = cfg.integer("vocab_size"), cfg.integer("unpadded_vocab_size", cfg.integer("vocab_size"))
+    if head_rows > vocab:
+        raise cfg.error("unpadded_vocab_size", f"{head_rows} exceeds vocab_size {vocab}")
+    kinds = _layer_types(cfg, n, default_full_every=6)
+    sliding = _sliding_layer(cfg, heads, kv_heads, head_dim)
+    shapes = {"hybrid": (heads, kv_heads, head_dim),
+              "hybrid_sliding": (sliding.get("num_heads", heads), sliding.get("num_kv_heads", kv_heads),
+                                 sliding.get("head_dim", head_dim))}
+    per_layer = [_inkling2_layer_extras(cfg, i, k, d, shapes) for i, k in enumerate(kinds)]
+    width = cfg.integer("moe_intermediate_size" if cfg.has("moe_intermediate_size") else "intermediate_size")
+    return {
+        "num_layers": n, "hidden_size": d, "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim,
+        "intermediate_size": width, "vocab_size": head_rows, "tie_word_embeddings": False,
+        "max_position_embeddings": cfg.integer("max_position_embeddings"), "attn_output_gate": True,
+        "attention": _shortest_cycle([sliding if k == "hybrid_sliding" else {"kind": "full"} for k in kinds]),
+        "attention_convs": {"kernel": cfg.integer("conv_kernel_size")},
+        "moe": {"num_experts": cfg.integer("n_routed_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
+                "expert_intermediate_size": width},
+        "layer_extra_params": min(per_layer),
+        # embedding rows beyond the head's, the embedding's RMSNorm, the final attention-residual query
+        "model_extra_params": sum(per_layer) - min(per_layer) * n + (vocab - head_rows) * d + 2 * d,
+    }
+
+
 ARCHITECTURES_SHARED: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "Inkling2ForCausalLM": _inkling2,
+    "Inkling2ForConditionalGeneration": _inkling2,
     "InklingForCausalLM": _inkling,
     "InklingForConditionalGeneration": _inkling,
 }

@@ -96,7 +96,7 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
 
 def tiny_config(model_type: str):
     """The type's config class at TINY sizes; multimodal wrappers shrink their text_config (and a vision or audio
-    tower's out_hidden_size, which some wrappers require to equal the text hidden size)."""
+    tower's out_hidden_size or text_hidden_size, which some wrappers require to equal the text hidden size)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
@@ -106,8 +106,9 @@ def tiny_config(model_type: str):
         kwargs = {"text_config": _shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")}}
         for tower in ("vision_config", "audio_config"):
             sub = defaults.get(tower)
-            if isinstance(sub, dict) and "out_hidden_size" in sub:
-                kwargs[tower] = sub | {"out_hidden_size": kwargs["text_config"]["hidden_size"]}
+            for key in ("out_hidden_size", "text_hidden_size"):  # Inkling-2's vision tower: text_hidden_size
+                if isinstance(sub, dict) and key in sub:
+                    kwargs[tower] = kwargs.get(tower, sub) | {key: kwargs["text_config"]["hidden_size"]}
         return cls(**kwargs)
     return cls(**_shrunk(defaults, model_type))
 

@@ -16,4 +16,11 @@ SHARED_TINY: dict[str, dict[str, Any]] = {
         "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid_sliding"],
         "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
     },
+    # Inkling-2: the same head shapes, one full layer after two sliding ones (layer 0 has no attention-residual
+    # query), a head of 240 rows under the 250-row embedding
+    "inkling2_text": {
+        "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4, "swa_head_dim": 12, "sliding_window_size": 16,
+        "d_rel": 4, "rel_extent": 32, "unpadded_vocab_size": 240,
+        "layer_types": ["hybrid_sliding", "hybrid_sliding", "hybrid", "hybrid_sliding"],
+    },
 }

@@ -121,3 +121,35 @@ def test_serving_engines_refuse_the_conv_states_by_name():
     model = _inkling(_config() | {"swa_num_key_value_heads": FULL_KV})  # uniform heads: only the convs differ
     with pytest.raises(SpecError, match="--engine: vLLM: the conv states beside attention"):
         check_heads(model, 8, "vLLM")
+
+
+def test_default_inkling2_parameters_and_cache_by_hand():
+    data = json.loads((FIXTURE.parents[1] / "hf-default-inkling2_text" / "config.json").read_text())
+    model = _inkling(data)
+    # Inkling2TextConfig's defaults: 48 layers (every 6th full: 8 full, 40 sliding), 48 heads, 8 KV heads of 128
+    # on both kinds, d 4608, window = rel_extent = 1024, 384 experts of 2304, head of 200,058 rows under 201,024
+    d, v, head_rows, layers, full, sliding = 4608, 201024, 200058, 48, 8, 40
+    heads, kv_heads, head_dim, d_rel, extent, kernel, experts, width = 48, 8, 128, 16, 1024, 4, 384, 2304
+    q, kv = heads * head_dim, kv_heads * head_dim
+    attention = 3 * d * q + 2 * d * kv  # q, gate, o (d x q each) and k, v
+    attention += q + d * heads + d * heads * d_rel + heads * d_rel + d_rel * extent  # q scale, sinks, rel. bias
+    attention += kernel * (2 * kv + 2 * d)  # the four convs' taps (a full layer's static_weight as many)
+    moe = experts * 3 * d * width + experts * d  # experts and the router
+    residual_queries = layers * d + (sliding - 1) * d + full * 3 * d  # mlp_input; attention_input but layer 0's
+    full_only = full * (2 * d * kv_heads * kernel + 2 * d)  # dynamic convs' weight_proj, two more norms
+    expected = (v * d + d + layers * (attention + moe + 2 * d) + residual_queries + full_only
+                + d + d + head_rows * d)  # final norm, final_input query, the head
+    # 593,718,478,848: also what Inkling2ForCausalLM(Inkling2TextConfig()) holds on torch's meta device
+    assert expected == 593_718_478_848 == parameter_count(model).total
+    context, per_token = 1 << 20, 2 * kv * 2
+    convs = layers * (2 * kv + 2 * d)
+    engine = full * per_token * context + sliding * per_token * extent + (kernel - 1) * convs * 2
+    transformers = full * per_token * context + sliding * per_token * (extent - 1) + kernel * convs * 4
+    assert kv_bytes(model, "bf16", context) == engine
+    assert kv_bytes(model, "bf16", context, convention="transformers") == transformers
+
+
+def test_inkling2_head_wider_than_the_embedding_is_refused():
+    data = json.loads((FIXTURE.parents[1] / "hf-default-inkling2_text" / "config.json").read_text())
+    with pytest.raises(SpecError, match="unpadded_vocab_size: 201025 exceeds vocab_size 201024"):
+        _inkling(data | {"unpadded_vocab_size": 201025})
