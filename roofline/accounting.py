@@ -227,7 +227,9 @@ def dense_mlp_layer_count(model: Model) -> int:
 
 def parameter_count(model: Model) -> ParameterCount:
     """Exact parameter count from the architecture (no MTP / draft heads); the groups the Model's fields do not
-    name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding."""
+    name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding.
+    Layers that reuse others' weights (Model.reused_layers) are not counted again (Model.stored)."""
+    model = model.stored()
     d = model.hidden_size
     n_moe = moe_layer_count(model)
     n_dense = dense_mlp_layer_count(model)
@@ -262,6 +264,7 @@ def routed_expert_params(model: Model) -> int:
     a dense model."""
     if model.moe is None or model.mlp == "none":
         return 0
+    model = model.stored()
     matrices = 3 if model.mlp == "gated" else 2
     width = model.moe.expert_intermediate_size
     return moe_layer_count(model) * model.moe.num_experts * matrices * model.hidden_size * width

@@ -197,7 +197,47 @@ def _inkling2(cfg: _Config) -> dict[str, Any]:
     }
 
 
+def _loop(cfg: _Config, n: int) -> tuple[int, int, int]:
+    """(first loop layer, end, passes) of Inkling2LoopTextConfig (its loop_config block's core_start / core_end /
+    num_passes where a checkpoint keeps them there)."""
+    block = cfg.data.get("loop_config") or {}
+    names = (("loop_layer_index_start", "core_start"), ("loop_layer_index_end", "core_end"),
+             ("loop_num_passes", "num_passes"))
+    data = cfg.data | {own: block[alias] for own, alias in names if alias in block}
+    loop = _Config(data, cfg.where, cfg.arch)
+    start, end = loop.integer("loop_layer_index_start"), loop.integer("loop_layer_index_end")
+    if not 0 < start < end <= n:
+        raise cfg.error("loop_layer_index_end", f"loop layers {start}..{end - 1} outside layers 1..{n - 1}")
+    return start, end, loop.integer("loop_num_passes")
+
+
+def _inkling2_loop(cfg: _Config) -> dict[str, Any]:
+    """Inkling-2-Loop (transformers v5.24.0 models/inkling2_loop; Inkling2LoopTextModel.forward): Inkling-2 whose
+    layers loop_layer_index_start .. end - 1 run loop_num_passes times, each pass with its own cache layers (the
+    forward appends deep copies of theirs) and the same weights (Model.reused_layers); each loop layer adds four
+    message gates (Inkling2LoopMessageGate: down_proj 2 d x rank, forget and message gates rank x d), the model
+    the message queries (Inkling2LoopMessageAttentionResidual: loop layers x 4 x d)."""
+    fields = _inkling2(cfg)
+    text = _checkpoint_keys(_text(cfg))
+    n, d = fields["num_layers"], fields["hidden_size"]
+    start, end, passes = _loop(text, n)
+    kinds = _layer_types(text, n)
+    runs = kinds[:start] + kinds[start:end] * passes + kinds[end:]
+    pattern = _shortest_cycle(runs)
+    reused = (passes - 1) * (end - start)
+    if reused % len(pattern) or sorted(kinds) != sorted(runs[:n]):
+        raise text.error("loop_layer_index_start", "loop layers whose kinds do not repeat the layer pattern are "
+                                                   "not modelled")
+    gates = (end - start) * 4 * 4 * d * text.integer("loop_gate_rank")
+    sliding = _sliding_layer(text, fields["num_heads"], fields["num_kv_heads"], fields["head_dim"])
+    return fields | {"num_layers": n + reused, "reused_layers": reused,
+                     "attention": [sliding if k == "hybrid_sliding" else {"kind": "full"} for k in pattern],
+                     "model_extra_params": fields["model_extra_params"] + gates + (end - start) * 4 * d}
+
+
 ARCHITECTURES_SHARED: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "Inkling2LoopForCausalLM": _inkling2_loop,
+    "Inkling2LoopForConditionalGeneration": _inkling2_loop,
     "Inkling2ForCausalLM": _inkling2,
     "Inkling2ForConditionalGeneration": _inkling2,
     "InklingForCausalLM": _inkling,

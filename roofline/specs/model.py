@@ -347,6 +347,11 @@ class Model(Spec):
     attention_convs: AttentionConvs | None = Field(
         None, description="Short causal convolutions on k, v and the attention and MLP outputs of every attending "
                           "layer, each keeping a per-sequence conv state (Inkling); None: none.")
+    reused_layers: NonNegativeInt = Field(
+        0, description="Layer applications that run the weights of other layers (Inkling-2-Loop's passes over its "
+                       "loop layers after the first): the stack runs num_layers layers, each with its own cache and "
+                       "weight reads, and stores num_layers - reused_layers; whole periods of `attention` (and "
+                       "mlp_layers), so the stored layers hold the same mix of kinds. 0: every layer its own.")
     kv_shared_layers: NonNegativeInt = Field(
         0, description="The last kv_shared_layers layers keep no cache and have no K/V projections: each attends "
                        "with the cache of the last earlier layer of its attention kind (Gemma-3n's "
@@ -387,6 +392,7 @@ class Model(Spec):
         for a in self.attention:
             if self.at_layer(a).num_heads % self.at_layer(a).num_kv_heads:
                 raise ValueError(f"attention: a {a.kind} layer's num_kv_heads does not divide its num_heads")
+        self._check_reused_layers()
         if self.attention_convs is not None and self.mla is not None:
             raise ValueError("attention_convs: not modelled with MLA")
         if len({self.at_layer(a).head_dim for a in self.attention if a.kind == "full"}) > 1:
@@ -407,6 +413,21 @@ class Model(Spec):
         update = {name: getattr(layer, name) for name in ("head_dim", "num_heads", "num_kv_heads")
                   if getattr(layer, name) not in (None, getattr(self, name))}
         return self.model_copy(update=update) if update else self
+
+    def _check_reused_layers(self) -> None:
+        if not self.reused_layers:
+            return
+        periods = [len(self.attention), len(self.mlp_layers or [1]), self.moe.layer_period if self.moe else 1]
+        if self.reused_layers >= self.num_layers or any(self.reused_layers % p for p in periods) or (
+                self.moe is not None and self.moe.first_dense_layers > self.num_layers - self.reused_layers):
+            raise ValueError(f"reused_layers: {self.reused_layers} must be fewer than num_layers {self.num_layers} "
+                             "and whole periods of attention, mlp_layers and the MoE layers")
+
+    def stored(self) -> Model:
+        """The model as its stored weights see it: num_layers - reused_layers layers (itself without reuse)."""
+        if not self.reused_layers:
+            return self
+        return self.model_copy(update={"num_layers": self.num_layers - self.reused_layers, "reused_layers": 0})
 
     def _check_kv_sharing(self) -> None:
         if not self.kv_shared_layers:

@@ -23,4 +23,11 @@ SHARED_TINY: dict[str, dict[str, Any]] = {
         "d_rel": 4, "rel_extent": 32, "unpadded_vocab_size": 240,
         "layer_types": ["hybrid_sliding", "hybrid_sliding", "hybrid", "hybrid_sliding"],
     },
+    # Inkling-2-Loop: layers 2 and 3 (blocks of 2) looped 3 times, gates of rank 8: 8 layer applications
+    "inkling2_loop_text": {
+        "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4, "swa_head_dim": 12, "sliding_window_size": 16,
+        "d_rel": 4, "rel_extent": 32, "unpadded_vocab_size": 240, "n_layers_per_attn_res_block": 2,
+        "loop_layer_index_start": 2, "loop_layer_index_end": 4, "loop_num_passes": 3, "loop_gate_rank": 8,
+        "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"],
+    },
 }

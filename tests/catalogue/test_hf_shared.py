@@ -123,30 +123,63 @@ def test_serving_engines_refuse_the_conv_states_by_name():
         check_heads(model, 8, "vLLM")
 
 
-def test_default_inkling2_parameters_and_cache_by_hand():
-    data = json.loads((FIXTURE.parents[1] / "hf-default-inkling2_text" / "config.json").read_text())
-    model = _inkling(data)
-    # Inkling2TextConfig's defaults: 48 layers (every 6th full: 8 full, 40 sliding), 48 heads, 8 KV heads of 128
-    # on both kinds, d 4608, window = rel_extent = 1024, 384 experts of 2304, head of 200,058 rows under 201,024
-    d, v, head_rows, layers, full, sliding = 4608, 201024, 200058, 48, 8, 40
-    heads, kv_heads, head_dim, d_rel, extent, kernel, experts, width = 48, 8, 128, 16, 1024, 4, 384, 2304
+def _inkling2_layers(d, heads, kv_heads, head_dim, d_rel, extent, kernel, experts, width, full, sliding) -> int:
+    """Parameters of Inkling-2's decoder layers (Inkling2SlidingDecoderLayer / Inkling2FullDecoderLayer), all of
+    one head shape, layer 0 sliding."""
     q, kv = heads * head_dim, kv_heads * head_dim
     attention = 3 * d * q + 2 * d * kv  # q, gate, o (d x q each) and k, v
     attention += q + d * heads + d * heads * d_rel + heads * d_rel + d_rel * extent  # q scale, sinks, rel. bias
     attention += kernel * (2 * kv + 2 * d)  # the four convs' taps (a full layer's static_weight as many)
     moe = experts * 3 * d * width + experts * d  # experts and the router
+    layers = full + sliding
     residual_queries = layers * d + (sliding - 1) * d + full * 3 * d  # mlp_input; attention_input but layer 0's
     full_only = full * (2 * d * kv_heads * kernel + 2 * d)  # dynamic convs' weight_proj, two more norms
-    expected = (v * d + d + layers * (attention + moe + 2 * d) + residual_queries + full_only
-                + d + d + head_rows * d)  # final norm, final_input query, the head
+    return layers * (attention + moe + 2 * d) + residual_queries + full_only
+
+
+def test_default_inkling2_parameters_and_cache_by_hand():
+    data = json.loads((FIXTURE.parents[1] / "hf-default-inkling2_text" / "config.json").read_text())
+    model = _inkling(data)
+    # Inkling2TextConfig's defaults: 48 layers (every 6th full: 8 full, 40 sliding), 48 heads, 8 KV heads of 128
+    # on both kinds, d 4608, window = rel_extent = 1024, 384 experts of 2304, head of 200,058 rows under 201,024
+    d, v, head_rows, full, sliding, kv, kernel = 4608, 201024, 200058, 8, 40, 8 * 128, 4
+    layers = _inkling2_layers(d, 48, 8, 128, 16, 1024, kernel, 384, 2304, full, sliding)
+    expected = v * d + d + layers + d + d + head_rows * d  # embedding and its norm, final norm and query, head
     # 593,718,478,848: also what Inkling2ForCausalLM(Inkling2TextConfig()) holds on torch's meta device
     assert expected == 593_718_478_848 == parameter_count(model).total
     context, per_token = 1 << 20, 2 * kv * 2
-    convs = layers * (2 * kv + 2 * d)
-    engine = full * per_token * context + sliding * per_token * extent + (kernel - 1) * convs * 2
-    transformers = full * per_token * context + sliding * per_token * (extent - 1) + kernel * convs * 4
+    convs = (full + sliding) * (2 * kv + 2 * d)
+    engine = full * per_token * context + sliding * per_token * 1024 + (kernel - 1) * convs * 2
+    transformers = full * per_token * context + sliding * per_token * 1023 + kernel * convs * 4
     assert kv_bytes(model, "bf16", context) == engine
     assert kv_bytes(model, "bf16", context, convention="transformers") == transformers
+
+
+def _loop_config() -> dict:
+    return json.loads((FIXTURE.parents[1] / "hf-default-inkling2_loop_text" / "config.json").read_text())
+
+
+def test_default_inkling2_loop_stores_its_loop_layers_once_and_caches_every_pass():
+    model = _inkling(_loop_config())
+    # Inkling2LoopTextConfig's defaults: 24 layers (4 full, 20 sliding), d 2304, 24 heads, 8 KV heads of 128, 128
+    # experts of 1152; layers 6..17 run 3 times: 48 applications, 8 of them full, each pass with its own cache
+    d, v, head_rows, kv, kernel, loop, rank = 2304, 201024, 200058, 8 * 128, 4, 12, 64
+    layers = _inkling2_layers(d, 24, 8, 128, 16, 1024, kernel, 128, 1152, 4, 20)
+    gates = loop * 4 * (2 * d * rank + 2 * rank * d)  # four Inkling2LoopMessageGate per loop layer
+    expected = v * d + d + layers + gates + loop * 4 * d + d + d + head_rows * d  # + the message queries
+    # 26,068,156,416: also what Inkling2LoopForCausalLM(Inkling2LoopTextConfig()) holds on torch's meta device
+    assert expected == 26_068_156_416 == parameter_count(model).total
+    context, per_token, full, sliding = 8192, 2 * kv * 2, 8, 40
+    convs = (full + sliding) * (2 * kv + 2 * d)
+    assert kv_bytes(model, "bf16", context) == (full * per_token * context + sliding * per_token * 1024
+                                               + (kernel - 1) * convs * 2) == 438_124_544
+
+
+def test_a_loop_breaking_the_layer_pattern_is_refused():
+    kinds = ["hybrid_sliding"] * 24
+    kinds[2] = "hybrid"  # the loop (layers 6..17) is all sliding: its passes do not repeat the pattern
+    with pytest.raises(SpecError, match="loop_layer_index_start: loop layers whose kinds do not repeat"):
+        _inkling(_loop_config() | {"layer_types": kinds})
 
 
 def test_inkling2_head_wider_than_the_embedding_is_refused():
