@@ -186,3 +186,20 @@ def test_inkling2_head_wider_than_the_embedding_is_refused():
     data = json.loads((FIXTURE.parents[1] / "hf-default-inkling2_text" / "config.json").read_text())
     with pytest.raises(SpecError, match="unpadded_vocab_size: 201025 exceeds vocab_size 201024"):
         _inkling(data | {"unpadded_vocab_size": 201025})
+
+
+@pytest.mark.parametrize(("model_type", "architecture"), [
+    ("inkling_text", "InklingForCausalLM"), ("inkling2_text", "Inkling2ForCausalLM"),
+    ("inkling2_loop_text", "Inkling2LoopForCausalLM"),
+])
+def test_past_the_window_inkling_caches_match_transformers(model_type, architecture):
+    pytest.importorskip("transformers")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hf_exactness import measure
+
+    # 24 prompt tokens > the toy's window 16: transformers keeps 15 per sliding layer (and per loop pass)
+    got = measure(model_type, architecture, context=24)
+    assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
+    assert got["roofline_params"] == got["hf_params"]
