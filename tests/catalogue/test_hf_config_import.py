@@ -50,7 +50,8 @@ def test_load_model_reads_a_config_file(name):
     config = config.get("text_config", config)
     # GPT-Neo saves its layer count as num_layers, GPT-1 as n_layer; the config counts stored layers (Inkling-2-Loop
     # runs its loop layers again: Model.reused_layers)
-    assert model.num_layers - model.reused_layers == next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    stored = next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    assert model.num_layers - model.reused_layers == stored
 
 
 def test_name_defaults_to_parent_folder_then_name_or_path():
