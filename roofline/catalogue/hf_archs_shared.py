@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.catalogue.hf_families import _moe_layers
-from roofline.catalogue.hfconfig import _Config, _shortest_cycle
+from roofline.catalogue.hfconfig import _Config, _from_layer_types, _shortest_cycle
 
 LAYER_KINDS = ("hybrid", "hybrid_sliding")
 
@@ -235,7 +235,62 @@ def _inkling2_loop(cfg: _Config) -> dict[str, Any]:
                      "model_extra_params": fields["model_extra_params"] + gates + (end - start) * 4 * d}
 
 
+def _dory_layers(cfg: _Config) -> tuple[int, list[Any], int, int]:
+    """(stored layers, their layer_types, n_input_layers, n_recurrent_layers) as DoryConfig.__post_init__ reads a
+    config.json: the released layout lists attention and MLP as separate blocks ('mlp' entries; every count doubled),
+    halved back; n_recurrent_layers null: the layers between the input and output sections."""
+    n, first, last = (cfg.integer("num_hidden_layers"), cfg.integer("n_input_layers", minimum=0),
+                      cfg.integer("n_output_layers", minimum=0))
+    kinds = cfg.data.get("layer_types")
+    middle = cfg.data.get("n_recurrent_layers")
+    if isinstance(kinds, list) and "mlp" in kinds:
+        kinds, n, first, last = kinds[::2], n // 2, first // 2, last // 2
+        middle = None if middle is None else cfg.integer("n_recurrent_layers") // 2
+    if kinds is None:
+        kinds = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)]
+    middle = n - first - last if middle is None else middle
+    if middle < 1 or first + middle + last != n:
+        raise cfg.error("n_recurrent_layers", f"{middle} recurrent layers do not fill the {n} layers between "
+                                              f"{first} input and {last} output layers")
+    return n, kinds, first, middle
+
+
+def _dory(cfg: _Config) -> dict[str, Any]:
+    """Dory (transformers v5.24.0 models/dory; DoryModel.forward): an nGPT-style decoder whose recurrent section
+    (layers n_input_layers .. + n_recurrent_layers) runs n_recurrent_loops times, each loop writing its own copies
+    of those layers' cache ('per_loop', the default; 'last_loop', one shared cache, is refused) with the same
+    weights (Model.reused_layers). Its norms are weightless L2 norms (DoryL2Norm: 'nonparametric'); DoryAttention
+    adds a gate d x q (Model.attn_output_gate) and the scales sqk and s_gate (q each), DoryMLP suv_gate and suv_up
+    (intermediate each), DoryDecoderLayer lambda_1 and lambda_2 (d each), DoryLMHead a logit_scale (vocab)."""
+    mode = cfg.data.get("recurrent_kv_cache_mode", "per_loop")
+    if mode != "per_loop":
+        raise cfg.error("recurrent_kv_cache_mode", f"{mode!r} not modelled (only 'per_loop': a cache per loop)")
+    n, kinds, first, middle = _dory_layers(cfg)
+    loops = cfg.integer("n_recurrent_loops")
+    runs = kinds[:first] + kinds[first:first + middle] * loops + kinds[first + middle:]
+    data = cfg.data | {"layer_types": runs}
+    attention = _from_layer_types(_Config(data, cfg.where, cfg.arch), len(runs))
+    reused = (loops - 1) * middle
+    if reused % len(attention) or sorted(kinds) != sorted(runs[:n]):
+        raise cfg.error("n_input_layers", "recurrent layers whose kinds do not repeat the layer pattern are not "
+                                          "modelled")
+    d, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    head_dim = cfg.integer("head_dim") if cfg.has("head_dim") else d // heads
+    width, vocab = cfg.integer("intermediate_size"), cfg.integer("vocab_size")
+    return {
+        "num_layers": len(runs), "reused_layers": reused, "hidden_size": d, "num_heads": heads,
+        "num_kv_heads": cfg.integer("num_key_value_heads", heads), "head_dim": head_dim, "intermediate_size": width,
+        "vocab_size": vocab, "tie_word_embeddings": cfg.flag("tie_word_embeddings", False),
+        "max_position_embeddings": cfg.integer("max_position_embeddings"), "norm": "nonparametric",
+        "norms_per_layer": 4, "qkv_bias": cfg.flag("attention_bias", False),
+        "attn_out_bias": cfg.flag("attention_bias", False), "mlp_bias": cfg.flag("mlp_bias", False),
+        "attn_output_gate": True, "attention": attention,
+        "layer_extra_params": 2 * heads * head_dim + 2 * width + 2 * d, "model_extra_params": vocab,
+    }
+
+
 ARCHITECTURES_SHARED: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "DoryForCausalLM": _dory,
     "Inkling2LoopForCausalLM": _inkling2_loop,
     "Inkling2LoopForConditionalGeneration": _inkling2_loop,
     "Inkling2ForCausalLM": _inkling2,

@@ -31,3 +31,11 @@ SHARED_TINY: dict[str, dict[str, Any]] = {
         "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"],
     },
 }
+SHARED_TINY["dory"] = {
+    # Dory: two input layers, two recurrent layers looped twice, two output layers (8 applications); the config
+    # class halves the released layout's counts, so the toy gives the doubled ones with 'mlp' entries
+    "num_hidden_layers": 12, "n_input_layers": 4, "n_output_layers": 4, "n_recurrent_layers": None,
+    "n_recurrent_loops": 2,
+    "layer_types": [kind for _ in range(3) for pair in ("sliding_attention", "full_attention")
+                    for kind in (pair, "mlp")],
+}

@@ -203,3 +203,30 @@ def test_past_the_window_inkling_caches_match_transformers(model_type, architect
     got = measure(model_type, architecture, context=24)
     assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
     assert got["roofline_params"] == got["hf_params"]
+
+
+def _dory_config() -> dict:
+    return json.loads((FIXTURE.parents[1] / "hf-default-dory" / "config.json").read_text())
+
+
+def test_default_dory_stores_its_recurrent_layers_once_and_caches_every_loop():
+    model = _inkling(_dory_config())  # saved as released: attention and mlp blocks listed apart, counts doubled
+    # DoryConfig's defaults: 36 layers (8 input, 20 recurrent looped twice, 8 output: 56 applications, every 4th
+    # full), d 2560, 16 heads and 4 KV heads of 256, MLP 7168, vocabulary 131,072, untied
+    d, v, q, kv, width = 2560, 131072, 16 * 256, 4 * 256, 7168
+    layer = 3 * d * q + 2 * d * kv + 2 * q  # q, gate, o; k, v; sqk and s_gate
+    layer += 3 * d * width + 2 * width + 2 * d  # gate, up, down; suv_gate and suv_up; lambda_1 and lambda_2
+    # 3,975,229,440: also what DoryForCausalLM(DoryConfig()) holds on torch's meta device
+    assert 36 * layer + 2 * v * d + v == 3_975_229_440 == parameter_count(model).total
+    per_token = 2 * kv * 2
+    assert kv_bytes(model, "bf16", 8192) == 14 * per_token * 8192 + 42 * per_token * 1024 == 645_922_816
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"recurrent_kv_cache_mode": "last_loop"}, "recurrent_kv_cache_mode: 'last_loop' not modelled"),
+    ({"n_input_layers": 6, "n_recurrent_layers": 50}, "n_input_layers: recurrent layers whose kinds do not repeat"),
+    ({"n_recurrent_layers": 80}, "n_recurrent_layers: 40 recurrent layers do not fill"),
+])
+def test_bad_dory_configs_are_one_line_naming_the_key(edit, message):
+    with pytest.raises(SpecError, match=message):
+        _inkling(_dory_config() | edit)
