@@ -261,7 +261,9 @@ def _dory(cfg: _Config) -> dict[str, Any]:
     of those layers' cache ('per_loop', the default; 'last_loop', one shared cache, is refused) with the same
     weights (Model.reused_layers). Its norms are weightless L2 norms (DoryL2Norm: 'nonparametric'); DoryAttention
     adds a gate d x q (Model.attn_output_gate) and the scales sqk and s_gate (q each), DoryMLP suv_gate and suv_up
-    (intermediate each), DoryDecoderLayer lambda_1 and lambda_2 (d each), DoryLMHead a logit_scale (vocab)."""
+    (intermediate each), DoryDecoderLayer lambda_1 and lambda_2 (d each), DoryLMHead a logit_scale (vocab).
+    The engine convention is vLLM's: vllm/model_executor/models/dory.py (commit 19ba7ec5) builds one Attention per
+    loop for each recurrent layer ("independent loop caches"), a sliding window on the 'S' layers."""
     mode = cfg.data.get("recurrent_kv_cache_mode", "per_loop")
     if mode != "per_loop":
         raise cfg.error("recurrent_kv_cache_mode", f"{mode!r} not modelled (only 'per_loop': a cache per loop)")
