@@ -291,7 +291,38 @@ def _dory(cfg: _Config) -> dict[str, Any]:
     }
 
 
+def _hrm_text(cfg: _Config) -> dict[str, Any]:
+    """HRM-Text (transformers v5.24.0 models/hrm_text; HrmTextModel.forward): two stacks of num_layers_per_stack
+    layers, L and H, run H_cycles x (L_cycles L passes + one H pass), each pass with its own cache slots
+    (num_hidden_layers = num_layers_per_stack x H_cycles x (L_cycles + 1), as HrmTextConfig.__post_init__ inflates
+    it; a config without num_layers_per_stack carries the per-stack count there) and the weights of its stack
+    (Model.reused_layers: all but 2 x num_layers_per_stack). Full MHA attention with a gate d x q
+    (HrmTextAttention.gate_proj, biased with attention_bias: an extra), weightless RMSNorms (HrmTextRMSNorm: eps
+    only), a learned initial L state z_L_init (d, model-level). The engine convention is vLLM's:
+    vllm/model_executor/models/hrm_text.py (commit 055e47c2) gives each recurrence step "its own KV cache slot"."""
+    d, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    head_dim = cfg.integer("head_dim") if cfg.has("head_dim") else d // heads
+    cycles_h, cycles_l = cfg.integer("H_cycles"), cfg.integer("L_cycles")
+    per_stack = cfg.integer("num_layers_per_stack") if cfg.has("num_layers_per_stack") else (
+        cfg.integer("num_hidden_layers"))
+    runs = per_stack * cycles_h * (cycles_l + 1)
+    if cfg.has("num_layers_per_stack") and cfg.integer("num_hidden_layers") != runs:
+        raise cfg.error("num_hidden_layers", f"{cfg.integer('num_hidden_layers')} is not num_layers_per_stack x "
+                                             f"H_cycles x (L_cycles + 1) = {runs}")
+    bias = cfg.flag("attention_bias", False)
+    return {
+        "num_layers": runs, "reused_layers": runs - 2 * per_stack, "hidden_size": d, "num_heads": heads,
+        "num_kv_heads": heads, "head_dim": head_dim, "intermediate_size": cfg.integer("intermediate_size"),
+        "vocab_size": cfg.integer("vocab_size"), "tie_word_embeddings": cfg.flag("tie_word_embeddings", False),
+        "max_position_embeddings": cfg.integer("max_position_embeddings"), "norm": "nonparametric",
+        "qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": cfg.flag("mlp_bias", False), "attn_output_gate": True,
+        "attention": [{"kind": "full"}], "layer_extra_params": heads * head_dim if bias else 0,
+        "model_extra_params": d,
+    }
+
+
 ARCHITECTURES_SHARED: dict[str, Callable[[_Config], dict[str, Any]]] = {
+    "HrmTextForCausalLM": _hrm_text,
     "DoryForCausalLM": _dory,
     "Inkling2LoopForCausalLM": _inkling2_loop,
     "Inkling2LoopForConditionalGeneration": _inkling2_loop,

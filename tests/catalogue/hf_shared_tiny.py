@@ -39,3 +39,7 @@ SHARED_TINY["dory"] = {
     "layer_types": [kind for _ in range(3) for pair in ("sliding_attention", "full_attention")
                     for kind in (pair, "mlp")],
 }
+SHARED_TINY["hrm_text"] = {
+    # HRM-Text: 2 layers per stack, 2 H cycles of 2 L passes and one H pass: 12 cache slots, 4 stored layers
+    "num_hidden_layers": 2, "num_layers_per_stack": None, "H_cycles": 2, "L_cycles": 2, "attention_bias": True,
+}

@@ -230,3 +230,21 @@ def test_default_dory_stores_its_recurrent_layers_once_and_caches_every_loop():
 def test_bad_dory_configs_are_one_line_naming_the_key(edit, message):
     with pytest.raises(SpecError, match=message):
         _inkling(_dory_config() | edit)
+
+
+def test_default_hrm_text_stores_two_stacks_and_caches_every_pass():
+    data = json.loads((FIXTURE.parents[1] / "hf-default-hrm_text" / "config.json").read_text())
+    model = _inkling(data)
+    # HrmTextConfig's defaults: 16 layers per stack (L and H), 2 H cycles of 3 L passes + 1 H pass: 128 cache slots;
+    # d 1536, 12 heads of 128 (MHA), MLP 4096, vocabulary 151,808, untied
+    d, v, q, width = 1536, 151808, 12 * 128, 4096
+    layer = 5 * d * q + 3 * d * width  # q, k, v, gate, o; gate, up, down (weightless norms)
+    # 1,447,822,848: also what HrmTextForCausalLM(HrmTextConfig()) holds on torch's meta device
+    assert 2 * 16 * layer + 2 * v * d + d == 1_447_822_848 == parameter_count(model).total  # + z_L_init
+    assert kv_bytes(model, "bf16", 2048) == 16 * 2 * 4 * 2 * q * 2 * 2048 == 1_610_612_736
+
+
+def test_hrm_text_layer_count_must_match_its_cycles():
+    data = json.loads((FIXTURE.parents[1] / "hf-default-hrm_text" / "config.json").read_text())
+    with pytest.raises(SpecError, match=r"num_hidden_layers: 100 is not num_layers_per_stack x H_cycles"):
+        _inkling(data | {"num_hidden_layers": 100})
