@@ -1,4 +1,6 @@
-"""Importers for decoders whose layers differ in head shapes and keep conv states beside attention (Inkling).
+"""Importers for decoders whose layers differ in head shapes and keep conv states beside attention (Inkling,
+Inkling-2), or run stored layers more than once with a cache per pass (Inkling-2-Loop, Dory, HRM-Text:
+Model.reused_layers; each reader's docstring cites its transformers module and the engine that serves it).
 
 Inkling (thinkingmachines, 2026; transformers v5.24.0 src/transformers/models/inkling/configuration_inkling.py and
 modeling_inkling.py, the default config sized as the released checkpoint, thinkingmachines/Inkling) is a MoE
