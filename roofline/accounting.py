@@ -113,6 +113,8 @@ def attention_params_per_layer(model: Model) -> int:
         params += d
     if model.qk_norm:
         params += q + kv if model.qk_norm_width == "full" else 2 * model.head_dim
+    if model.attention_convs is not None:  # Inkling's four depthwise convs: kernel taps per channel, no bias
+        params += model.attention_convs.kernel * model.attention_convs.channels(kv, d)
     return params
 
 
@@ -229,7 +231,9 @@ def dense_mlp_layer_count(model: Model) -> int:
 
 def parameter_count(model: Model) -> ParameterCount:
     """Exact parameter count from the architecture (no MTP / draft heads); the groups the Model's fields do not
-    name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding."""
+    name (layer_extra_params per layer, model_extra_params) count with the attention weights and the embedding.
+    Layers that reuse others' weights (Model.reused_layers) are not counted again (Model.stored)."""
+    model = model.stored()
     d = model.hidden_size
     n_moe = moe_layer_count(model)
     n_dense = dense_mlp_layer_count(model)
@@ -264,6 +268,7 @@ def routed_expert_params(model: Model) -> int:
     a dense model."""
     if model.moe is None or model.mlp == "none":
         return 0
+    model = model.stored()
     matrices = 3 if model.mlp == "gated" else 2
     width = model.moe.expert_intermediate_size
     return moe_layer_count(model) * model.moe.num_experts * matrices * model.hidden_size * width
@@ -344,6 +349,9 @@ def under_convention(model: Model, convention: str) -> Model:
             layer = layer.model_copy(update={"window": layer.window - 1})
         layers.append(layer)
     update: dict = {"attention": layers}
+    convs = model.attention_convs
+    if convs is not None:  # Inkling: LinearAttentionLayer keeps kernel columns of its fp32 modules' inputs
+        update["attention_convs"] = convs.model_copy(update={"kernel": convs.kernel + 1, "state_dtype": "fp32"})
     la = model.linear_attention
     if la is not None:
         # RecurrentGemma keeps its conv state on the module at kernel - 1 columns (RecurrentGemmaRecurrentBlock
@@ -408,10 +416,21 @@ def state_fraction(model: Model, tp: int) -> Fraction:
     return Fraction(1) if not whole else Fraction(state_bytes_per_layer_rank(model, tp), whole)
 
 
+def attention_conv_state_bytes(model: Model) -> int:
+    """Conv state bytes of one sequence over every attending layer of a model with Model.attention_convs (0
+    without): (kernel - 1) inputs x (2 kv_dim of the layer + 2 hidden_size) channels x the state dtype's bytes."""
+    convs = model.attention_convs
+    if convs is None:
+        return 0
+    elements = sum(n * (convs.kernel - 1) * convs.channels(model.at_layer(kind).kv_dim, model.hidden_size)
+                   for kind, n in model.attention_groups().items() if kind.attends)
+    return int(elements * dtype_size(convs.state_dtype))
+
+
 def state_bytes_per_sequence(model: Model) -> int:
-    """Fixed state bytes of one sequence over all recurrent layers (Model.state_layers; independent of the
-    context)."""
-    return model.state_layers() * state_bytes_per_layer(model)
+    """Fixed state bytes of one sequence over all recurrent layers (Model.state_layers) and the attending layers'
+    conv states (attention_conv_state_bytes); independent of the context."""
+    return model.state_layers() * state_bytes_per_layer(model) + attention_conv_state_bytes(model)
 
 
 def cached_tokens(layer_kind, context=None):

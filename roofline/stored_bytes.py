@@ -89,6 +89,7 @@ def _mlp(model: Model, prefix: str, width: int, copies: int = 1, expert: bool = 
 def decoder_matrices(model: Model) -> list[Matrix]:
     """Every linear weight matrix of the decoder layers a quantization config can convert (names as transformers'
     Llama / DeepSeek / Qwen-MoE modules: model.layers.{i}.self_attn.q_proj, .mlp.experts.gate_proj, ...)."""
+    model = model.stored()  # layers reusing others' weights (Model.reused_layers) hold no matrices
     kinds = model.attention
     out: list[Matrix] = []
     for i in range(model.num_layers):

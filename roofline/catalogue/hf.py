@@ -19,6 +19,7 @@ from roofline.catalogue.hf_archs_gemma import ARCHITECTURES_GEMMA
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
 from roofline.catalogue.hf_archs_indexer import indexer_architectures, refuse_known
 from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
+from roofline.catalogue.hf_archs_shared import ARCHITECTURES_SHARED
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_families import FAMILIES, read
 from roofline.catalogue.hf_quant import read_quantization
@@ -160,6 +161,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_GEMMA,
     **ARCHITECTURES_MORE,
     **indexer_architectures(_deepseek_v32),
+    **ARCHITECTURES_SHARED,
 }
 
 

@@ -6,6 +6,8 @@ attended and per-head dims (all per sequence, times the batch and this GPU's sha
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.accounting import indexer_bytes_per_token_layer
 from roofline.costmodel.blocks import (
     GATED_ACT_FLOPS,
@@ -13,6 +15,7 @@ from roofline.costmodel.blocks import (
     ROPE_FLOPS,
     SOFTMAX_FLOPS,
     Ctx,
+    Shard,
     allreduce,
     elementwise,
     linear,
@@ -195,12 +198,24 @@ def indexer_ops(ctx: Ctx, tokens, phase: str) -> list[Op]:
     return ops
 
 
+def _at_layer_heads(ctx: Ctx, layer: LayerCache) -> Ctx:
+    """The block's context for a layer whose head counts differ from the model's (Inkling's sliding layers,
+    AttentionLayer.num_heads / num_kv_heads): the model at that layer and its shard at the same tp, so that the
+    projections, the cache share and the attention read the layer's own heads; ctx itself otherwise."""
+    kind = layer.attention
+    if kind.num_heads in (None, ctx.model.num_heads) and kind.num_kv_heads in (None, ctx.model.num_kv_heads):
+        return ctx
+    model = ctx.model.at_layer(kind)
+    return replace(ctx, model=model, shard=Shard.of(model, ctx.shard.tp))
+
+
 def attention_block(ctx: Ctx, layer: LayerCache, method: str, phase: str, fused: bool = True) -> list[Op]:
     """Norm, projections, RoPE, cache write, attention, (MLA absorption), output projection, all-reduce, add;
     a recurrent layer's ops (costmodel.linear) for layers of kind 'linear'."""
     from roofline.units import B, L, P
     if layer.attention.kind == "linear":
         return linear_block(ctx, layer, phase)
+    ctx = _at_layer_heads(ctx, layer)
     m, s = ctx.model, ctx.shard
     tokens = B if phase == "decode" else B * P
     ops = [norm(ctx, "attn_norm", tokens, m.hidden_size)]

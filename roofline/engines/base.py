@@ -120,7 +120,11 @@ def check_heads(model: Model, tp: int, engine: str) -> None:
     """vLLM, SGLang and TensorRT-LLM shard attention heads over tp: the heads must divide (vLLM:
     'Total number of attention heads must be divisible by tensor parallel size')."""
     if not model.uniform_head_dim:
-        raise refuse("--engine", f"{engine}: layers of different head_dim (Gemma-4) are not modelled; use ideal")
+        raise refuse("--engine", f"{engine}: layers of different head_dim (Gemma-4) or head counts (Inkling) are "
+                                 "not modelled; use ideal")
+    if model.attention_convs is not None:
+        raise refuse("--engine", f"{engine}: the conv states beside attention (Inkling's Model.attention_convs) are "
+                                 "not in this engine's layout (vLLM has no Inkling model); use ideal")
     if model.num_heads % tp:
         raise refuse("--tp", f"{engine} needs tp to divide the {model.num_heads} attention heads of {model.name}")
     if model.num_kv_heads > tp and model.num_kv_heads % tp and model.mla is None:

@@ -74,7 +74,10 @@ def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[
     if model.sparse_attention is not None:
         raise refuse("--engine", "llamacpp: the DeepSeek-V3.2 indexer cache is not modelled")
     if not model.uniform_head_dim:
-        raise refuse("--engine", "llamacpp: layers of different head_dim (Gemma-4) are not modelled; use ideal")
+        raise refuse("--engine", "llamacpp: layers of different head_dim (Gemma-4) or head counts (Inkling) are not "
+                                 "modelled; use ideal")
+    if model.attention_convs is not None:
+        raise refuse("--engine", "llamacpp: the conv states beside attention (Inkling) are not modelled; use ideal")
     n_ctx = opts.model_len(model)
     size = cache_bytes(model, opts, n_ctx)
     total = size["base"] + size["swa"] + size["recurrent"]

@@ -75,10 +75,30 @@ def _indexed_groups(layer: LayerCache, model: Model) -> list[LayerCache]:
     return groups + [_with_indexer(replace(layer, count=layer.count - own), model, keys=False)]
 
 
+def _with_convs(layer: LayerCache, model: Model) -> LayerCache:
+    """An attending layer of a model with Model.attention_convs (Inkling) plus its four conv states: kernel - 1
+    inputs of 2 kv_dim (the layer's own) + 2 hidden_size channels per sequence in the conv dtype, resident whatever
+    the context, read whole and one input per channel written each decode step. Role 'aux': it scales with the
+    layer's KV share under tensor parallelism, exact for the k / v convs, while the convs on the attention and MLP
+    outputs (hidden_size wide, after the all-reduce) would be replicated on every rank."""
+    convs = model.attention_convs
+    assert convs is not None
+    channels = convs.channels(model.at_layer(layer.attention).kv_dim, model.hidden_size)
+    size = dtype_bytes(convs.state_dtype)
+    total = (convs.kernel - 1) * channels * size
+    state = TensorLayout(name="conv_state", elements=sp.Integer((convs.kernel - 1) * channels),
+                         resident={"conv_state": total}, channels=0, role="aux", bits_per_element=8 * size,
+                         append_bytes=channels * size)
+    return replace(layer, tensors=layer.tensors + (state,))
+
+
 def complete_cache(cache: CacheModel, model: Model) -> CacheModel:
-    """`cache` (built on attention_view(model)) with the recurrent layers' states and the DSA indexer; a parallel
-    hybrid's mixers get one more group of state layers beside its attention layers (the cost model gives it
-    the mixer's ops, costmodel.linear)."""
+    """`cache` (built on attention_view(model)) with the recurrent layers' states, the DSA indexer and the conv
+    states of Model.attention_convs; a parallel hybrid's mixers get one more group of state layers beside its
+    attention layers (the cost model gives it the mixer's ops, costmodel.linear)."""
+    if model.attention_convs is not None:
+        cache = replace(cache, layers=tuple(_with_convs(layer, model) if layer.attention.attends else layer
+                                            for layer in cache.layers))
     if model.linear_attention is None and model.sparse_attention is None:
         return cache
     layers, recurrent = [], model.layer_counts().get("linear", 0)

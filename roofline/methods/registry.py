@@ -110,7 +110,8 @@ def _layout_reason(config: MethodConfig, model: Model) -> str:
     different head_dim (Gemma-4) take the baseline only; kv-shared layers (Gemma-3n) every method built by
     kv.builder.standard_cache."""
     if config.family != "baseline" and not model.uniform_head_dim:
-        return "its layers differ in head_dim (AttentionLayer.head_dim): only the baseline cache is modelled"
+        return ("its layers differ in head_dim or head counts (AttentionLayer.head_dim / num_heads / num_kv_heads): "
+                "only the baseline cache is modelled")
     if model.kv_shared_layers and type(config).__module__ in OWN_LAYOUT:
         return "its kv-shared layers (Model.kv_shared_layers) are not modelled with this method's own layout"
     return ""

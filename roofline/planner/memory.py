@@ -78,6 +78,7 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     bf16: stored_bytes.extra_weight_bytes), spread over the stages and split over tp (over ep too for the experts'
     share, which this counts whole: an overestimate by at most the experts' scales when ep > 1)."""
     check_ep(model, workload.ep)
+    model = model.stored()  # layers reusing others' weights store none (Model.reused_layers)
     pc = parameter_count(model)
     wb, web = float(dtype_size(workload.weight_dtype)), float(dtype_size(workload.expert_dtype))
     tp, pp = workload.tp, workload.pp

@@ -2,12 +2,13 @@
 
 from roofline.specs.base import Spec
 from roofline.specs.hardware import DTYPES, Hardware, Link, Measured
-from roofline.specs.model import MLA, AttentionLayer, LinearAttention, Model, MoE, SparseAttention
+from roofline.specs.model import MLA, AttentionConvs, AttentionLayer, LinearAttention, Model, MoE, SparseAttention
 from roofline.specs.workload import Workload
 
 __all__ = [
     "DTYPES",
     "MLA",
+    "AttentionConvs",
     "AttentionLayer",
     "Hardware",
     "LinearAttention",

@@ -27,6 +27,12 @@ class AttentionLayer(Spec):
         None, description="This layer's per-head width where it differs from Model.head_dim (Gemma-4's "
                           "global_head_dim on its full layers: q, k, v, o and the cache at this width); None: "
                           "the model's.")
+    num_heads: PositiveInt | None = Field(
+        None, description="This layer's query heads where they differ from Model.num_heads (Inkling's "
+                          "swa_num_attention_heads on its sliding layers); None: the model's.")
+    num_kv_heads: PositiveInt | None = Field(
+        None, description="This layer's key/value heads where they differ from Model.num_kv_heads (Inkling's "
+                          "swa_num_key_value_heads); None: the model's.")
 
     @model_validator(mode="after")
     def _window_matches_kind(self) -> AttentionLayer:
@@ -38,6 +44,9 @@ class AttentionLayer(Spec):
             raise ValueError(f"sinks: only attention layers have sink logits (kind is {self.kind!r})")
         if self.head_dim is not None and self.kind in ("linear", "none"):
             raise ValueError(f"head_dim: only attention layers have heads (kind is {self.kind!r})")
+        for name in ("num_heads", "num_kv_heads"):
+            if getattr(self, name) is not None and self.kind in ("linear", "none"):
+                raise ValueError(f"{name}: only attention layers have heads (kind is {self.kind!r})")
         return self
 
     @property
@@ -247,6 +256,24 @@ class Quantization(Spec):
         0, ge=0, le=8, description="Bytes per input channel of a converted matrix (GPTQ's int32 g_idx: 4).")
 
 
+class AttentionConvs(Spec):
+    """Depthwise causal convolutions inside every attending layer (Inkling, thinkingmachines 2026; transformers
+    v5.24 InklingAttention.k_sconv / v_sconv and InklingDecoderLayer.attn_sconv / mlp_sconv): one on the k and
+    one on the v projection (kv_dim channels each, the layer's own), one on the attention output and one on the
+    MLP output (hidden_size channels each), kernel taps per channel, no bias. Each keeps a conv state of the
+    last kernel - 1 inputs per sequence (transformers' LinearAttentionLayer keeps kernel columns, in fp32: the
+    modules run in fp32 whatever the model dtype)."""
+
+    kernel: PositiveInt = Field(description="Conv kernel width (conv_kernel_size).")
+    state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
+        "bf16", description="Dtype of the conv states under the engine convention (the generic rule: the model "
+                            "dtype, as vLLM's MambaStateDtypeCalculator keeps conv states).")
+
+    def channels(self, kv_dim: int, hidden_size: int) -> int:
+        """Conv channels of one layer: k and v (kv_dim each) and the attention and MLP outputs (hidden each)."""
+        return 2 * kv_dim + 2 * hidden_size
+
+
 class Encoder(Spec):
     """A vision or audio tower of a multimodal checkpoint: loaded beside the text decoder, not part of it
     (catalogue.hf_vision counts it from the wrapper's vision_config)."""
@@ -336,6 +363,14 @@ class Model(Spec):
                              "layers only); stored with the embedding.")
     encoders: list[Encoder] = Field(
         default_factory=list, description="Vision / audio towers a multimodal checkpoint loads beside the decoder.")
+    attention_convs: AttentionConvs | None = Field(
+        None, description="Short causal convolutions on k, v and the attention and MLP outputs of every attending "
+                          "layer, each keeping a per-sequence conv state (Inkling); None: none.")
+    reused_layers: NonNegativeInt = Field(
+        0, description="Layer applications that run the weights of other layers (Inkling-2-Loop's passes over its "
+                       "loop layers after the first): the stack runs num_layers layers, each with its own cache and "
+                       "weight reads, and stores num_layers - reused_layers; whole periods of `attention` (and "
+                       "mlp_layers), so the stored layers hold the same mix of kinds. 0: every layer its own.")
     kv_shared_layers: NonNegativeInt = Field(
         0, description="The last kv_shared_layers layers keep no cache and have no K/V projections: each attends "
                        "with the cache of the last earlier layer of its attention kind (Gemma-3n's "
@@ -372,21 +407,45 @@ class Model(Spec):
         self._check_kv_sharing()
         if self.mla is not None and not self.uniform_head_dim:
             raise ValueError("attention: a per-layer head_dim is not modelled with MLA")
+        for a in self.attention:
+            if self.at_layer(a).num_heads % self.at_layer(a).num_kv_heads:
+                raise ValueError(f"attention: a {a.kind} layer's num_kv_heads does not divide its num_heads")
+        self._check_reused_layers()
+        if self.attention_convs is not None and self.mla is not None:
+            raise ValueError("attention_convs: not modelled with MLA")
         if len({self.at_layer(a).head_dim for a in self.attention if a.kind == "full"}) > 1:
             raise ValueError("attention: the full layers must share one head_dim")
         return self
 
     @property
     def uniform_head_dim(self) -> bool:
-        """Every attention layer has the model's head_dim (no AttentionLayer.head_dim differs)."""
-        return all(a.head_dim in (None, self.head_dim) for a in self.attention)
+        """Every attention layer has the model's head shapes (no AttentionLayer.head_dim, num_heads or
+        num_kv_heads differs)."""
+        return all(a.head_dim in (None, self.head_dim) and a.num_heads in (None, self.num_heads)
+                   and a.num_kv_heads in (None, self.num_kv_heads) for a in self.attention)
 
     def at_layer(self, layer: AttentionLayer) -> Model:
-        """The model as one layer of kind `layer` sees it: head_dim replaced by the layer's own where it sets one
-        (so q_dim, kv_dim and every per-layer width follow); the model itself otherwise."""
-        if layer.head_dim is None or layer.head_dim == self.head_dim:
+        """The model as one layer of kind `layer` sees it: head_dim, num_heads and num_kv_heads replaced by the
+        layer's own where it sets them (so q_dim, kv_dim and every per-layer width follow); the model itself
+        otherwise."""
+        update = {name: getattr(layer, name) for name in ("head_dim", "num_heads", "num_kv_heads")
+                  if getattr(layer, name) not in (None, getattr(self, name))}
+        return self.model_copy(update=update) if update else self
+
+    def _check_reused_layers(self) -> None:
+        if not self.reused_layers:
+            return
+        periods = [len(self.attention), len(self.mlp_layers or [1]), self.moe.layer_period if self.moe else 1]
+        if self.reused_layers >= self.num_layers or any(self.reused_layers % p for p in periods) or (
+                self.moe is not None and self.moe.first_dense_layers > self.num_layers - self.reused_layers):
+            raise ValueError(f"reused_layers: {self.reused_layers} must be fewer than num_layers {self.num_layers} "
+                             "and whole periods of attention, mlp_layers and the MoE layers")
+
+    def stored(self) -> Model:
+        """The model as its stored weights see it: num_layers - reused_layers layers (itself without reuse)."""
+        if not self.reused_layers:
             return self
-        return self.model_copy(update={"head_dim": layer.head_dim})
+        return self.model_copy(update={"num_layers": self.num_layers - self.reused_layers, "reused_layers": 0})
 
     def _check_kv_sharing(self) -> None:
         if not self.kv_shared_layers:

@@ -25,6 +25,7 @@ from typing import Any
 
 from hf_gemma_tiny import GEMMA_TINY
 from hf_hybrid_tiny import HYBRID_TINY, module_state_bytes
+from hf_shared_tiny import SHARED_TINY
 
 PROMPT_TOKENS = 6
 
@@ -66,6 +67,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
 }
 TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
 TINY_BY_TYPE |= GEMMA_TINY  # Gemma-3n's (tests/catalogue/hf_gemma_tiny.py)
+TINY_BY_TYPE |= SHARED_TINY  # Inkling's (tests/catalogue/hf_shared_tiny.py)
 
 
 MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",
@@ -96,7 +98,7 @@ def _shrunk(defaults: dict[str, Any], model_type: str) -> dict[str, Any]:
 
 def tiny_config(model_type: str):
     """The type's config class at TINY sizes; multimodal wrappers shrink their text_config (and a vision or audio
-    tower's out_hidden_size, which some wrappers require to equal the text hidden size)."""
+    tower's out_hidden_size or text_hidden_size, which some wrappers require to equal the text hidden size)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
@@ -106,8 +108,9 @@ def tiny_config(model_type: str):
         kwargs = {"text_config": _shrunk(text, text.get("model_type", "")) | {"model_type": text.get("model_type")}}
         for tower in ("vision_config", "audio_config"):
             sub = defaults.get(tower)
-            if isinstance(sub, dict) and "out_hidden_size" in sub:
-                kwargs[tower] = sub | {"out_hidden_size": kwargs["text_config"]["hidden_size"]}
+            for key in ("out_hidden_size", "text_hidden_size"):  # Inkling-2's vision tower: text_hidden_size
+                if isinstance(sub, dict) and key in sub:
+                    kwargs[tower] = kwargs.get(tower, sub) | {key: kwargs["text_config"]["hidden_size"]}
         return cls(**kwargs)
     return cls(**_shrunk(defaults, model_type))
 

@@ -48,8 +48,13 @@ def test_load_model_reads_a_config_file(name):
     assert model.source == str(path)
     config = _config(name)
     config = config.get("text_config", config)
-    # GPT-Neo saves its layer count as num_layers, GPT-1 as n_layer
-    assert model.num_layers == next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    # GPT-Neo saves its layer count as num_layers, GPT-1 as n_layer; the config counts stored layers (Inkling-2-Loop
+    # runs its loop layers again: Model.reused_layers)
+    stored = next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    if "mlp" in (config.get("layer_types") or []):  # Dory's released layout counts attention and MLP blocks apart
+        stored //= 2
+    # HRM-Text's num_hidden_layers counts its cache slots (every pass of its two stacks), the Model's num_layers
+    assert (model.num_layers if "num_layers_per_stack" in config else model.num_layers - model.reused_layers) == stored
 
 
 def test_name_defaults_to_parent_folder_then_name_or_path():
