@@ -172,7 +172,7 @@ class Simulator:
         steps = sched.block_length(plan, limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
         seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
-        if self.draft is not None and len(context):
+        if self.draft is not None and (len(context) or len(plan.chunk_tokens)):
             # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
             k1 = self.speculative.tokens + 1
             starts = np.concatenate([context - 1, plan.chunk_start])
@@ -180,7 +180,8 @@ class Simulator:
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
-            return np.array([host.combine(verify + self.draft.time_s(context), seqs)])
+            drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
+            return np.array([host.combine(verify + drafts, seqs)])
         closed = self.closed
         if steps == 1:
             if closed is None:
