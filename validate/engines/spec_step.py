@@ -1,6 +1,9 @@
 """One decode step of a real vLLM with a draft model, taken apart: wall time, GPU kernel time, and the host time of
 each phase of the V1 model runner, at K = 0 (no drafting) .. 3 draft tokens, on a tiny target and tiny draft (GPU
-work negligible: the step is the engine's host work) and on the served pair (Llama-3.1-8B drafted by Llama-3.2-1B).
+work negligible: the step is the engine's host work), a tiny target drafted by the 16-layer Llama-3.2-1B (the host
+cost of a pass grows with the draft's layers: eager attention per layer), and the served pair (Llama-3.1-8B drafted
+by Llama-3.2-1B: the check of the composition, GPU + host, not an input). derive.py --spec turns the tiny-target
+cases into the profile's spec_step_s, draft_pass_s, draft_layer_s.
 
 What the source says a draft-model step does (vLLM 0.24.0):
 - async scheduling is off (vllm/config/vllm.py, "Async scheduling not supported with draft_model-based speculative
@@ -26,7 +29,8 @@ without drafting), each configuration in its own process (engine in-process: VLL
 
 Usage (GPU machine): python3 spec_step.py MODELS_DIR OUT_JSON [CONFIGS]
 CONFIGS: comma list of target:draft:K (draft "-" for none), default
-tiny-llama:-:0,tiny-llama:tiny-llama:1,tiny-llama:tiny-llama:3,Llama-3.1-8B:Llama-3.2-1B:3 (~3 min on an H200).
+tiny-llama:-:0,tiny-llama:tiny-llama:3,tiny-llama:Llama-3.2-1B:1,tiny-llama:Llama-3.2-1B:3,
+Llama-3.1-8B:Llama-3.2-1B:3 (five engine builds, ~3-4 min on an H200; the 8B pair last, so a cut run keeps the rest).
 Prints a line per case (SPEC ...) and writes {"cases": [...]} to OUT_JSON.
 """
 import json
@@ -36,7 +40,8 @@ import subprocess
 import sys
 import time
 
-DEFAULT = "tiny-llama:-:0,tiny-llama:tiny-llama:1,tiny-llama:tiny-llama:3,Llama-3.1-8B:Llama-3.2-1B:3"
+DEFAULT = ("tiny-llama:-:0,tiny-llama:tiny-llama:3,tiny-llama:Llama-3.2-1B:1,tiny-llama:Llama-3.2-1B:3,"
+           "Llama-3.1-8B:Llama-3.2-1B:3")
 SCOPES = ("gpu_model_runner: preprocess", "gpu_model_runner: forward", "gpu_model_runner: postprocess",
           "gpu_model_runner: sample", "gpu_model_runner: draft", "gpu_model_runner: bookkeep")
 BS, P, N = (1, 16), 256, 33
