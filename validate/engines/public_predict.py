@@ -25,7 +25,8 @@ default to synchronous steps (roofline.engines.scheduling.vllm_async_scheduling)
 is unmeasured — the 0.24 law added serially makes the H100 closed-loop controls 37 % slow (notes
 validate/notes/2026-11-28-public-misses.md), so it is not applied until measured. The admission lag of async
 scheduling (roofline.engines.scheduling.vllm_admission_lag: a request arriving during a step runs two steps later)
-is a fact of the source, not a measured law: it follows each release's default (off before 0.14).
+is a fact of the source, not a measured law: it follows the record's --async-scheduling flag, else its release's
+default (off before 0.14).
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
 (TPOT = (e2e - TTFT) / (output - 1)), mean / median / p99 by `numpy.percentile`; ITL mean = all decode time over
@@ -158,8 +159,9 @@ def simulate(run: PublishedRun) -> dict:
         # with the limits this run used
         engine = scheduling(run.engine.name, hardware, entry="api", tp=dep.tp).with_overrides(
             max_num_seqs=rep.max_num_seqs, max_num_batched_tokens=rep.max_num_batched_tokens)
-        if run.engine.name == "vllm":  # the admission lag needs async scheduling: the release's default
-            engine = replace(engine, admission_lag=vllm_admission_lag(vllm_async_scheduling(run.engine.release)))
+        if run.engine.name == "vllm":  # the admission lag needs async scheduling: the flag, else the release's default
+            flag = "--async-scheduling" in run.benchmark.command
+            engine = replace(engine, admission_lag=vllm_admission_lag(vllm_async_scheduling(run.engine.release, flag)))
     sim = Simulator(model, hardware, workload, parse_method(dep.kv_cache_dtype),
                     SchedulerConfig(rep.max_num_batched_tokens, rep.max_num_seqs), max_tokens=total, engine=engine)
     trace = sim.run(requests)
