@@ -16,16 +16,25 @@ its own step (mixed with the B decodes, a little longer than a decode step): ~2.
 GPU memory of one engine is freed before the next).
 
 Usage (GPU machine): python3 admission.py MODEL_DIR OUT_JSON [B] [PROBE] [PROBES]   (defaults 64, 16, 40)
+Each child runs in its own session and is killed with its engine core on a timeout (170 s; run 1 of this script
+hung in its first child and the engine core kept GPU 0); STAGE lines on stderr say where a cut child stopped.
 Prints one JSON line per mode (ADMISSION {...}) and writes {"modes": [...]} to OUT_JSON; ~2.5 min for an 8B model.
 """
 import asyncio
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
 import time
 
 CAPTURE = [1, 2, 4, 8, 16, 32, 48, 64, 72, 80, 96, 128, 256]  # fewer graphs than the default: start-up time
+
+
+def stage(text: str) -> None:
+    """A progress line on stderr (the parent keeps the tail: where a cut run stopped)."""
+    print(f"STAGE {time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
 
 async def measure(model_dir: str, async_on: bool, B: int, probe: int, probes: int) -> dict:
@@ -40,6 +49,7 @@ async def measure(model_dir: str, async_on: bool, B: int, probe: int, probes: in
                            async_scheduling=async_on, compilation_config={"cudagraph_capture_sizes": CAPTURE})
     llm = AsyncLLM.from_engine_args(args)
     init_s = time.time() - t0
+    stage(f"engine up in {init_s:.0f} s (async_scheduling={async_on})")
     cfg = llm.vllm_config
     rng = np.random.default_rng(1)
     vocab = cfg.model_config.get_vocab_size()
@@ -54,19 +64,27 @@ async def measure(model_dir: str, async_on: bool, B: int, probe: int, probes: in
             if stop.is_set():
                 break
 
-    tasks = [asyncio.create_task(background(i)) for i in range(B)]
-    while min(len(s) for s in stamps) < 20:  # every background request decoding
-        await asyncio.sleep(0.01)
-    ttfts, window = [], [time.perf_counter(), 0.0]
-    for j in range(probes):
-        await asyncio.sleep(float(rng.uniform(0.01, 0.05)))
+    async def first_token(j: int) -> float:
         p = {"prompt_token_ids": rng.integers(1000, vocab - 1000, size=probe).tolist()}
         sp = SamplingParams(max_tokens=1, temperature=1.0, detokenize=False)
         t = time.perf_counter()
         async for _ in llm.generate(p, sp, request_id=f"probe{j}"):
-            ttfts.append(time.perf_counter() - t)
-            break
+            return time.perf_counter() - t
+        raise RuntimeError(f"probe {j} returned no output")
+
+    tasks = [asyncio.create_task(background(i)) for i in range(B)]
+    t_wait = time.perf_counter()
+    while min(len(s) for s in stamps) < 20:  # every background request decoding
+        if time.perf_counter() - t_wait > 60:
+            raise RuntimeError(f"background requests not decoding after 60 s: {sorted(len(s) for s in stamps)[:8]}")
+        await asyncio.sleep(0.01)
+    stage("background decoding")
+    ttfts, window = [], [time.perf_counter(), 0.0]
+    for j in range(probes):
+        await asyncio.sleep(float(rng.uniform(0.01, 0.05)))
+        ttfts.append(await asyncio.wait_for(first_token(j), timeout=10))
     window[1] = time.perf_counter()
+    stage(f"{len(ttfts)} probes done")
     stop.set()
     await llm.abort([f"bg{i}" for i in range(B)])
     await asyncio.sleep(0.2)
@@ -93,10 +111,21 @@ def main() -> None:
         return
     modes = []
     for mode in ("on", "off"):
-        r = subprocess.run([sys.executable, __file__, model_dir, out, str(B), str(probe), str(probes), mode],
-                           capture_output=True, text=True, timeout=170)
-        line = [x for x in r.stdout.splitlines() if x.startswith("ADMISSION ")]
-        modes.append(json.loads(line[-1][10:]) if line else {"mode": mode, "error": r.stderr[-1500:]})
+        # its own session: on a timeout the whole group goes (the engine core is a grandchild holding the GPU)
+        child = subprocess.Popen([sys.executable, __file__, model_dir, out, str(B), str(probe), str(probes), mode],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = child.communicate(timeout=170)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            stdout, stderr = child.communicate()
+            stderr = "timeout after 170 s; " + "\n".join(x for x in stderr.splitlines() if x.startswith("STAGE"))[-800:]
+        try:  # whatever of the group is left (an engine core outliving its parent holds the GPU)
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        line = [x for x in stdout.splitlines() if x.startswith("ADMISSION ")]
+        modes.append(json.loads(line[-1][10:]) if line else {"mode": mode, "error": stderr[-1500:]})
         print(json.dumps({k: v for k, v in modes[-1].items() if k != "ttfts_s"}), flush=True)
         with open(out, "w") as f:
             json.dump({"modes": modes}, f, indent=1)
