@@ -31,7 +31,10 @@ Usage (GPU machine): python3 spec_step.py MODELS_DIR OUT_JSON [CONFIGS]
 CONFIGS: comma list of target:draft:K (draft "-" for none), default
 tiny-llama:-:0,tiny-llama:tiny-llama:3,tiny-llama:Llama-3.2-1B:1,tiny-llama:Llama-3.2-1B:3,
 Llama-3.1-8B:Llama-3.2-1B:3 (five engine builds, ~3-4 min on an H200; the 8B pair last, so a cut run keeps the rest).
-Prints a line per case (SPEC ...) and writes {"cases": [...]} to OUT_JSON.
+Prints a line per case (SPEC ...) with its 8 longest kernels per step, and writes {"cases": [...]} to OUT_JSON
+(each case with its 25 longest kernels by name: run 1 of this script found a 1B draft pass ~12 ms of wall at B = 1,
+~20x its roofline, in GPU kernel time; the kernels say which). The 8B pair alone: CONFIGS
+Llama-3.1-8B:Llama-3.2-1B:3 (run 1 cut it at the driver's 330 s).
 """
 import json
 import os
@@ -75,22 +78,29 @@ def child(models: str, target: str, draft: str, k: int) -> list[dict]:
                                                 torch.profiler.ProfilerActivity.CUDA]) as prof:
             gen(b, out)
         torch.cuda.synchronize()
-        gpu, scopes = 0.0, dict.fromkeys(SCOPES, 0.0)
+        gpu, scopes, kernels = 0.0, dict.fromkeys(SCOPES, 0.0), {}
         for e in prof.events():
             if e.device_type == torch.autograd.DeviceType.CUDA:
                 gpu += e.time_range.elapsed_us() * 1e-6
+                k = kernels.setdefault(e.name, [0, 0.0])
+                k[0] += 1
+                k[1] += e.time_range.elapsed_us() * 1e-6
             elif e.name in scopes:
                 scopes[e.name] += e.time_range.elapsed_us() * 1e-6
-        return gpu, scopes
+        return gpu, scopes, kernels
 
     out = []
     for b in BS:
         gen(b, 4), gen(b, N)  # warm-up: Triton JIT of the proposer's kernels, first-use allocations
         wall = {o: statistics.median(gen(b, o) for _ in range(3)) for o in (1, N)}
-        (g1, s1), (gn, sn) = profiled(b, 1), profiled(b, N)
+        (g1, s1, k1), (gn, sn, kn) = profiled(b, 1), profiled(b, N)
+        per_step = {n: {"s": (kn.get(n, [0, 0.0])[1] - k1.get(n, [0, 0.0])[1]) / (N - 1),
+                        "calls": (kn.get(n, [0, 0])[0] - k1.get(n, [0, 0])[0]) / (N - 1)} for n in set(k1) | set(kn)}
+        top = dict(sorted(per_step.items(), key=lambda kv: -kv[1]["s"])[:25])
         res = {"target": target, "draft": draft, "K": k, "B": b, "P": P, "N": N,
                "step_wall_s": (wall[N] - wall[1]) / (N - 1), "step_gpu_s": (gn - g1) / (N - 1),
                "scope_s": {s: (sn[s] - s1[s]) / (N - 1) for s in SCOPES}, "init_s": init_s,
+               "kernels_per_step": top,  # the 25 longest kernels by name, seconds and calls per step
                "async_scheduling": bool(cfg.scheduler_config.async_scheduling),
                "cudagraph_mode": str(cfg.compilation_config.cudagraph_mode),
                "capture_sizes": list(cfg.compilation_config.cudagraph_capture_sizes or []),
@@ -122,6 +132,8 @@ def main() -> None:
             sc = " ".join(f"{k.split(': ')[1]} {v * 1e3:.2f}" for k, v in c["scope_s"].items())
             print(f"SPEC {conf} B={c['B']} wall {c['step_wall_s'] * 1e3:.2f} ms gpu {c['step_gpu_s'] * 1e3:.2f} ms "
                   f"| host scopes ms: {sc}", flush=True)
+            for name, v in list(c["kernels_per_step"].items())[:8]:
+                print(f"    {v['s'] * 1e6:9.1f} us x{v['calls']:.1f} {name[:100]}", flush=True)
         if err:
             print(f"SPEC {conf} error {err[-400:]}", flush=True)
         with open(path, "w") as f:
