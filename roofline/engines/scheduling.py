@@ -116,6 +116,9 @@ class EngineScheduling:
     page_tokens: int = 16
     overheads: EngineOverheads = field(default_factory=EngineOverheads)
     notes: tuple[str, ...] = ()
+    # a request that reaches the engine while a step runs joins the step after the next, not the next (vLLM under
+    # asynchronous scheduling: step n + 1 is scheduled as soon as step n is launched; vllm_admission_lag)
+    admission_lag: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1:
@@ -164,15 +167,24 @@ def measured_overheads(engine: str) -> EngineOverheads:
                            overlap=t.overlap)
 
 
-def with_speculative(profile: EngineScheduling, method: str | None) -> EngineScheduling:
-    """The engine's scheduler under speculative decoding of `method` (serving.speculative's names): vLLM 0.24 turns
-    asynchronous scheduling off for a draft model (methods other than EAGLE / MTP / ngram-on-GPU: vllm/config/vllm.py
-    VllmConfig.__post_init__, "Async scheduling not supported with draft_model-based speculative decoding and will
-    be disabled", logged by run 2 of validate/engines), so its host work no longer hides under the GPU's."""
+def with_speculative(profile: EngineScheduling, method: str | None, tokens: int = 0,
+                     draft_layers: int = 0) -> EngineScheduling:
+    """The engine's scheduler under speculative decoding of `method` (serving.speculative's names) with `tokens`
+    drafts per step by a draft of `draft_layers` layers: vLLM 0.24 turns asynchronous scheduling off for a draft
+    model (methods other than EAGLE / MTP / ngram-on-GPU: vllm/config/vllm.py VllmConfig.__post_init__, "Async
+    scheduling not supported with draft_model-based speculative decoding and will be disabled", logged by run 2 of
+    validate/engines), so its host work no longer hides under the GPU's and new requests are admitted at the next
+    step (no admission lag); the drafter's own host work (timing.EngineTiming.draft_host_s: per step and per pass,
+    measured by validate/engines/spec_step.py) adds to every step's."""
     if method != "draft" or profile.engine != "vllm" or not profile.overheads.overlap:
         return profile
-    return replace(profile, overheads=replace(profile.overheads, overlap=False),
-                   notes=profile.notes + ("vllm: async scheduling off with a draft model (host work after the GPU's)",))
+    from roofline.engines.timing import timing
+
+    extra = timing("vllm").draft_host_s(tokens, draft_layers)
+    o = profile.overheads
+    return replace(profile, overheads=replace(o, overlap=False, step_s=o.step_s + extra), admission_lag=False,
+                   notes=profile.notes + (f"vllm: async scheduling off with a draft model (host work after the "
+                                          f"GPU's), drafter host {extra * 1e3:.2f} ms a step",))
 
 
 def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:
@@ -198,6 +210,19 @@ def vllm_async_scheduling(release: str | None, flag: bool = False) -> bool:
     return version >= ASYNC_DEFAULT_RELEASE
 
 
+def vllm_admission_lag(async_scheduling: bool) -> bool:
+    """Whether a vLLM engine admits a request one step late: under asynchronous scheduling the engine core keeps a
+    batch queue of two (vllm/config/vllm.py@v0.24.0 VllmConfig.max_concurrent_batches: 2 with async_scheduling at
+    pp 1, "Async scheduling requires 2 concurrent batches to overlap"), and EngineCore.step_with_batch_queue
+    (vllm/v1/engine/core.py@v0.24.0, lines 539-581) schedules and launches step n + 1 as soon as step n is launched,
+    before blocking on step n's result. New requests enter the scheduler only between steps (run_busy_loop ->
+    _process_input_queue, core.py lines 1259-1296), so one that arrives while step n runs is past the schedule of
+    step n + 1 (made when step n started) and first runs in step n + 2: one whole step later than a synchronous
+    scheduler (batch queue of one: step() schedules after the previous step's result) would run it. With an idle
+    engine the core blocks on its input queue and schedules at once: no lag."""
+    return async_scheduling
+
+
 def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
          overlap: bool | None = None) -> EngineScheduling:
     """vLLM's defaults for this GPU and entry point ('api': `vllm serve`; 'offline': the `LLM` class); `overlap`:
@@ -210,7 +235,7 @@ def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
         overheads = replace(overheads, overlap=overlap)
     return EngineScheduling(
         "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
-        prefix_caching=True, page_tokens=16, overheads=overheads,
+        prefix_caching=True, page_tokens=16, overheads=overheads, admission_lag=vllm_admission_lag(overheads.overlap),
         notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
                f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",))
 

@@ -32,6 +32,11 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    the same way (server_step_s, server_per_seq_s), used by the serving simulation.
 6. **The API server's per-request cost** (HTTP, tokenization, detokenization, streaming): TTFT of a short prompt at
    concurrency 1 on the tiny server, less (5); added to a served request's TTFT (serving only).
+7. **A draft model's host work** (speculative decoding, vLLM's V1 runner with async scheduling off): per step
+   spec_step_s (rejection sampler, proposer set-up, the drafts' copy to the host) and per draft pass draft_pass_s +
+   draft_layer_s x the draft's layers (the drafter runs PIECEWISE CUDA graphs, so attention launches eagerly per
+   layer: vllm/v1/spec_decode/llm_base_proposer.py@v0.24.0 initialize_cudagraph_keys), from
+   validate/engines/spec_step.py on a tiny target (derive.py --spec); zero until that is measured.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -68,6 +73,10 @@ class EngineTiming:
     # the API server's host law (its output streaming costs more per sequence than the offline LLM class's)
     server_step_s: float = 0.0
     server_per_seq_s: float = 0.0
+    # a draft model's host work (7.): per speculative step, per draft pass and per draft layer in a pass
+    spec_step_s: float = 0.0
+    draft_pass_s: float = 0.0
+    draft_layer_s: float = 0.0
     kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU name -> {ceiling key: value}
     attention_flops: dict[str, dict[int, float]] = field(default_factory=dict)  # GPU -> head dim -> FLOP/s
     sources: dict[str, str] = field(default_factory=dict)
@@ -77,6 +86,11 @@ class EngineTiming:
     def host_s(self, batch) -> float:
         """Host work of one step of `batch` sequences, s: step_s + per_seq_s x batch."""
         return self.step_s + self.per_seq_s * batch
+
+    def draft_host_s(self, tokens: int, draft_layers: int) -> float:
+        """Host seconds a draft model adds to a step of K = `tokens` drafts by a draft of `draft_layers` layers
+        (7.): spec_step_s + K x (draft_pass_s + draft_layer_s x layers)."""
+        return self.spec_step_s + tokens * (self.draft_pass_s + self.draft_layer_s * draft_layers)
 
     def padded(self, batch: int) -> int:
         """The batch a decode step runs at: the smallest capture size >= batch (batch itself past the largest)."""
@@ -124,6 +138,8 @@ def timing(engine: str) -> EngineTiming:
             api_request_s=float(d["api_request_s"]), request_s=float(d["request_s"]),
             server_step_s=float(d.get("server_step_s", d["step_s"])),
             server_per_seq_s=float(d.get("server_per_seq_s", d["per_seq_s"])),
+            spec_step_s=float(d.get("spec_step_s", 0.0)), draft_pass_s=float(d.get("draft_pass_s", 0.0)),
+            draft_layer_s=float(d.get("draft_layer_s", 0.0)),
             kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},

@@ -45,10 +45,19 @@ class _Replica:
     ends: np.ndarray | None = None
     steps: int = 0
     version: int = 0  # bumps when the block in flight is cut: stale heap entries are skipped
+    held: list = field(default_factory=list)  # (arrival, id) routed here, not yet seen (the engine's admission lag)
 
     @property
     def outstanding(self) -> int:
-        return self.sched.n_running + len(self.sched.waiting)
+        return self.sched.n_running + len(self.sched.waiting) + len(self.held)
+
+    def admit(self, until: float) -> None:
+        """Held requests that arrived by `until` join the waiting queue, in arrival order."""
+        seen = [i for t, i in self.held if t <= until]
+        if seen:
+            self.held = [(t, i) for t, i in self.held if t > until]
+            self.sched.waiting.extend(seen)
+            self.sched.arrived += len(seen)
 
 
 @dataclass
@@ -81,17 +90,27 @@ class Fleet:
         return min(range(self.n), key=lambda j: (load[j], j))
 
     def _start(self, r: _Replica, now: float, next_arrival: float, events: list) -> None:
-        """Begin replica r's next block at `now` (nothing if it has nothing to run)."""
+        """Begin replica r's next block at `now` (nothing if it has nothing to run). With the engine's admission
+        lag (Simulator.run's `seen`) a held request joins once the block that ended now had its last step start
+        after its arrival; an idle replica takes every held request at once."""
+        if r.held:
+            r.admit(now if r.plan is None else r.start + (float(r.ends[r.steps - 2]) if r.steps > 1 else 0.0))
         r.sched.now = now
         in_system = (r.sched.n_running, len(r.sched.waiting))
         plan = r.sched.schedule()
+        if plan is None and r.held:
+            r.admit(math.inf)
+            in_system = (r.sched.n_running, len(r.sched.waiting))
+            plan = r.sched.schedule()
         if plan is None:
             r.plan = None
             return
         r.plan, r.start = plan, now
         r.ends = self.sim.block_ends(r.sched, plan)
         # one replica cuts its block at the next arrival as Simulator.run does; several cut when one is routed to them
-        r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf)
+        r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf, self.sim.engine.admission_lag)
+        if r.held:  # they arrived before now: seen once this block's first step has started
+            r.steps = 1
         r.records.append([now, 0.0, *in_system, r.sched.used_bytes, r.sched.preemptions, plan.tokens])
         self._push(r, events)
 
@@ -135,12 +154,16 @@ class Fleet:
                 k += 1
                 routed[i] = j
                 r = reps[j]
-                r.sched.waiting.append(i)
-                r.sched.arrived += 1
+                lag = sim.engine.admission_lag and r.plan is not None
+                if lag:  # seen one step after the step in flight (Simulator.run's admission lag)
+                    r.held.append((t_arr, i))
+                else:
+                    r.sched.waiting.append(i)
+                    r.sched.arrived += 1
                 if r.plan is None:
                     self._start(r, t_arr, arrivals.next_time(), events)
                 elif r.steps > 1 and r.start + float(r.ends[r.steps - 1]) > t_arr:
-                    r.steps = min(r.steps, int(np.searchsorted(r.ends, t_arr - r.start)) + 1)
+                    r.steps = min(r.steps, int(np.searchsorted(r.ends, t_arr - r.start)) + (2 if lag else 1))
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
 

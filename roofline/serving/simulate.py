@@ -2,8 +2,10 @@
 model's.
 
 One replica has one event in flight (its step or decode block), so a plain loop is the clock (the fleet's heap holds
-one event per replica): the engine queues the requests that have arrived by now, schedules a step, advances the
-clock by its predicted time (or, idle, to the next arrival) and commits it. It records per step the requests in the
+one event per replica): the engine queues the requests that have arrived by now (with the engine's admission lag,
+EngineScheduling.admission_lag: by the start of its last step, so one arriving during a step runs two steps later,
+as vLLM's async scheduling does), schedules a step, advances the clock by its predicted time (or, idle, to the
+next arrival) and commits it. It records per step the requests in the
 system, the pool's use and the preemptions so far, for the time series and the Little's-law check."""
 
 from __future__ import annotations
@@ -172,7 +174,7 @@ class Simulator:
         steps = sched.block_length(plan, limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
         seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
-        if self.draft is not None and len(context):
+        if self.draft is not None and (len(context) or len(plan.chunk_tokens)):
             # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
             k1 = self.speculative.tokens + 1
             starts = np.concatenate([context - 1, plan.chunk_start])
@@ -180,7 +182,8 @@ class Simulator:
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
-            return np.array([host.combine(verify + self.draft.time_s(context), seqs)])
+            drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
+            return np.array([host.combine(verify + drafts, seqs)])
         closed = self.closed
         if steps == 1:
             if closed is None:
@@ -204,12 +207,27 @@ class Simulator:
         return ends
 
     @staticmethod
-    def cut(ends: np.ndarray, now: float, next_arrival: float) -> int:
+    def cut(ends: np.ndarray, now: float, next_arrival: float, lag: bool = False) -> int:
         """Steps of a block started at `now` that run: the step during which the next request arrives is the
-        block's last (the request is seen at the next step)."""
+        block's last (the request is seen at the next step); with the engine's admission lag the step after it
+        is (seen one step later; one that arrived before `now` and is not yet seen: after the first step)."""
         if next_arrival < math.inf and len(ends) > 1:
-            return min(len(ends), int(np.searchsorted(ends, next_arrival - now)) + 1)
+            during = int(np.searchsorted(ends, next_arrival - now))
+            return min(len(ends), during + (2 if lag and next_arrival >= now else 1))
         return len(ends)
+
+    def _block(self, sched: Scheduler, plan, now: float, nxt: float, lag: bool) -> tuple[np.ndarray, int]:
+        """The next block's step ends and how many of its steps run before the next arrival is seen (`cut`).
+        With the admission lag the block must hold the step after the arrival's: block_ends evaluates only to
+        the step that holds the arrival, so when that is its last and the block may run longer, it is evaluated
+        one step further (both step-time paths then cut at the same step)."""
+        ends = self.block_ends(sched, plan, nxt - now)
+        if lag and now <= nxt < math.inf:
+            during = int(np.searchsorted(ends, nxt - now))
+            limit = BLOCK_STEPS if self.workload.pp == 1 else 1
+            if during + 1 == len(ends) and sched.block_length(plan, limit) > len(ends):
+                ends = self.block_ends(sched, plan, float(ends[-1]) * (1 + 1e-9))
+        return ends, self.cut(ends, now, nxt, lag)
 
     def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
             clients: Clients | None = None) -> Trace:
@@ -223,8 +241,10 @@ class Simulator:
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
         rng = np.random.default_rng(SPEC_SEED)
         now, total = 0.0, len(requests)
+        lag = self.engine.admission_lag
+        seen = 0.0  # requests that reached the engine by then are schedulable now (admission_lag: the last start)
         while sched.finished < total:
-            due = arrivals.due(now)
+            due = arrivals.due(seen if lag else now)
             if due:
                 sched.waiting.extend(due)
                 sched.arrived += len(due)
@@ -232,14 +252,14 @@ class Simulator:
             sched.now = now
             plan = sched.schedule()
             nxt = arrivals.next_time()
-            if plan is None:  # idle until the next arrival
+            if plan is None:  # idle until the next arrival (an idle engine schedules what arrives at once)
                 if nxt == math.inf:
                     raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
-                now = nxt
+                now = seen = max(now, nxt)
                 continue
-            ends = self.block_ends(sched, plan, nxt - now)
-            steps = self.cut(ends, now, nxt)
+            ends, steps = self._block(sched, plan, now, nxt, lag)
             dt = float(ends[steps - 1])
+            seen = now + (float(ends[steps - 2]) if steps > 1 else 0.0)  # the block's last step started then
             records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
             now += dt
             if sched.commit_block(plan, steps, now, self.accepted(sched, plan, rng)):

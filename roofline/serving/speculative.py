@@ -8,9 +8,15 @@ ICML, Sec. 3; the per-position form of vLLM's spec-decode metrics, acceptance ra
   step emits m + 1 tokens: E[tokens per step] = 1 + sum_k prod_{j<=k} a_j.
 - target cost: the verify step runs each sequence's last token and its K drafts, a chunk of K + 1 tokens after a
   cached prefix (the step model's chunk path, the planner's one step-time path) with one logits row per sequence.
-- draft cost: K draft passes one after another; a draft model's own decode step at the batch's contexts
-  (`draft:MODEL`, its own PhaseModel), or one instance of each target op (one decoder layer, embedding and LM head:
-  an EAGLE head `eagle`, DeepSeek-V3 / Qwen3-Next MTP module `mtp`).
+- draft cost: K draft passes one after another. A draft model (`draft:MODEL`, its own PhaseModel) runs them as
+  vLLM 0.24's SpecDecodeBaseProposer.propose does (vllm/v1/spec_decode/llm_base_proposer.py@v0.24.0, lines
+  443-687): the first pass over every token the target ran in the step plus one slot per request for its sampled
+  token (set_inputs_first_pass with needs_extra_input_slots: a draft model passes no hidden states, so
+  net_num_new_slots_per_request = 1) -- K + 2 tokens after the cached context - 1 for a verifying sequence, a prompt
+  chunk's tokens + 1 for a prefilling one (the draft fills its own KV with every prompt, and every request of the
+  batch gets a draft, kept or discarded) -- with one logits row per request; then K - 1 passes of one token per
+  request. EAGLE `eagle` and MTP `mtp` heads: one instance of each target op (one decoder layer, embedding and LM
+  head) per pass over the decoding sequences.
 - memory: the draft's weights leave the pool (a draft model's whole weights; EAGLE / MTP: one layer's share of the
   target's), and every sequence holds the draft's KV next to its own (a draft model's own per-sequence bytes; EAGLE /
   MTP: one layer's share of the target's); a verifying sequence reserves pages for its K drafts.
@@ -100,7 +106,8 @@ class DraftCost:
                                 f"target {sim.model.vocab_size}: they must match")
             wl = sim.workload.model_copy(update={"context_tokens": max_tokens})
             phases = PhaseModel.build(model, sim.hardware, wl, sim.method)
-            self.steps = StepModel(phases, max_tokens, sim.steps.max_step_tokens)
+            # the first pass runs the target's tokens and a slot per request; later passes reach context + K + 1
+            self.steps = StepModel(phases, max_tokens + 2, sim.steps.max_step_tokens + sim.scheduler.max_num_seqs)
             draft_pool = KVPool.from_planner(model, sim.hardware, wl, phases.cache, max_tokens)
             self.seq_bytes = draft_pool.seq_bytes
             self.weights_bytes = float(memory_budget(model, sim.hardware, wl, phases.cache).weights)
@@ -110,18 +117,32 @@ class DraftCost:
             self.seq_bytes = sim.pool.seq_bytes[:max_tokens + 1] / layers
             self.weights_bytes = float(weights_per_gpu(sim.model, sim.workload)) / layers
 
-    def time_s(self, context: np.ndarray) -> float:
-        """K draft passes for sequences at `context` (tokens attended by the first pass)."""
-        total = 0.0
+    def time_s(self, context: np.ndarray, chunk_start: np.ndarray | None = None,
+               chunk_tokens: np.ndarray | None = None) -> float:
+        """The K draft passes of a step whose decoding sequences are at `context` (tokens attended by the first
+        pass) and whose prompt chunks start at `chunk_start` with `chunk_tokens` new tokens (the module docstring:
+        a draft model's passes cover the chunks too; an EAGLE / MTP head's, the decoding sequences only)."""
         empty = np.zeros(0, dtype=np.int64)
+        starts = empty if chunk_start is None else chunk_start
+        counts = empty if chunk_tokens is None else chunk_tokens
+        if self.steps is not None:
+            return self._draft_model_s(context, starts, counts)
+        total, st = 0.0, self.sim.steps
         for k in range(self.spec.tokens):
-            ctx = context + k
-            if self.steps is not None:
-                total += self.steps.step_time(ctx, empty, empty, empty.astype(bool))
-            else:
-                st = self.sim.steps
-                q = st.work(ctx, empty, empty, empty.astype(bool))
-                total += st.once_time(q, len(ctx), len(ctx), False)
+            q = st.work(context + k, empty, empty, empty.astype(bool))
+            total += st.once_time(q, len(context), len(context), False)
+        return total
+
+    def _draft_model_s(self, context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray) -> float:
+        """A draft model's passes (vLLM's propose): one over the step's tokens and a slot per request, each
+        request's tokens a chunk after its cached prefix with one logits row, then K - 1 one-token passes."""
+        k, empty = self.spec.tokens, np.zeros(0, dtype=np.int64)
+        starts = np.concatenate([context - 1, chunk_start])
+        counts = np.concatenate([np.full(len(context), k + 2), chunk_tokens + 1])
+        total = self.steps.step_time(empty, starts, counts, np.ones(len(starts), dtype=bool))
+        after = np.concatenate([context + 1, chunk_start + chunk_tokens + 1])  # tokens held after the first pass
+        for j in range(1, k):
+            total += self.steps.step_time(after + j, empty, empty, empty.astype(bool))
         return total
 
 

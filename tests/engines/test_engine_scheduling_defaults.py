@@ -198,3 +198,47 @@ def test_a_verifying_sequence_counts_its_drafts_in_the_step_budget():
     sched.waiting.append(1)
     plan = sched.schedule()
     assert len(plan.context) == 1 and plan.chunk_tokens.tolist() == [97] and plan.tokens == 100
+
+
+def _second_request_ttft(lag: bool, arrive_s: float, prompt: int = 512, output: int = 64) -> tuple[float, object]:
+    """TTFT of a second request (prompt 128, output 4) arriving at `arrive_s` while a first (arriving at 0) runs,
+    on the 'ideal' engine with no host costs, with or without the admission lag."""
+    engine = EngineScheduling("ideal", 256, 8192, admission_lag=lag)
+    wl = Workload(context_tokens=prompt + output, prefill_chunk_tokens=8192)
+    sim = Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=prompt + output, engine=engine)
+    reqs = Requests(np.array([0.0, arrive_s]), np.array([prompt, 128]), np.array([output, 4]))
+    return float(sim.run(reqs).ttft_s[1]), sim
+
+
+def test_admission_lag_costs_the_second_request_one_step_of_the_first():
+    """vLLM under async scheduling schedules step n + 1 when step n starts (core.py step_with_batch_queue), so a
+    request arriving during step n runs in step n + 2: its TTFT is longer by one decode step of the request
+    already running (batch 1 at its context, the planner's decode_time), not by a step of its own."""
+    from roofline.planner.phases import PhaseModel
+
+    wl = Workload(context_tokens=576, prefill_chunk_tokens=8192)
+    phases = PhaseModel.build(MODEL, H200, wl, parse_method("bf16"))
+    prefill = phases.prefill_time(1, 512)
+    arrive = prefill + 10.5 * phases.decode_time(1, 520)  # mid-way through the first request's 11th decode step
+    plain, _ = _second_request_ttft(False, arrive)
+    lagged, _ = _second_request_ttft(True, arrive)
+    assert lagged - plain == pytest.approx(phases.decode_time(1, 524), rel=2e-3)
+
+
+def test_admission_lag_does_not_delay_a_request_to_an_idle_engine():
+    """An idle engine blocks on its input queue and schedules what arrives at once (core.py _process_input_queue):
+    the lag applies only while a step runs."""
+    plain, _ = _second_request_ttft(False, 100.0)  # the first request long finished
+    lagged, _ = _second_request_ttft(True, 100.0)
+    assert lagged == pytest.approx(plain, rel=1e-12)
+
+
+def test_vllm_lags_admission_under_async_scheduling_only():
+    """vLLM's profile (async scheduling measured on) lags admission; a release without async scheduling, or a draft
+    model (which turns async scheduling off), does not."""
+    from roofline.engines.scheduling import vllm, with_speculative
+
+    assert vllm(H200, "api").admission_lag
+    assert not vllm(H200, "api", overlap=False).admission_lag
+    assert not with_speculative(vllm(H200, "api"), "draft").admission_lag
+    assert with_speculative(vllm(H200, "api"), "eagle").admission_lag

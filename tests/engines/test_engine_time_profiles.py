@@ -142,3 +142,42 @@ def test_vllm_fused_moe_law_is_paid_once_per_layer_and_routing_keeps_topk_alone(
     assert pm.decode.ops[[o.name for o in pm.decode.ops].index("routing")].kernels == 1
     ideal = PhaseModel.build(model, hw, Workload(batch=1, context_tokens=4096), parse_method("bf16"))
     assert ideal.decode.ops[[o.name for o in ideal.decode.ops].index("routing")].kernels == 3  # the fusion table's
+
+
+def test_a_draft_models_host_work_by_hand(monkeypatch):
+    """spec_step_s + K x (draft_pass_s + draft_layer_s x layers): 1 ms + 3 x (0.2 ms + 16 x 0.05 ms) = 4 ms for
+    Llama-3.2-1B (16 layers) at K = 3, added to the step's host work with async scheduling off."""
+    import roofline.engines.timing as timing_module
+    from roofline.engines.scheduling import EngineOverheads, EngineScheduling, with_speculative
+
+    t = EngineTiming(engine="vllm", version="0.24.0", spec_step_s=1e-3, draft_pass_s=2e-4, draft_layer_s=5e-5)
+    assert t.draft_host_s(3, 16) == pytest.approx(4e-3)
+    assert t.draft_host_s(1, 2) == pytest.approx(1e-3 + 2e-4 + 1e-4)
+    monkeypatch.setattr(timing_module, "timing", lambda engine: t)
+    vllm = EngineScheduling("vllm", 1024, 8192, overheads=EngineOverheads(step_s=3e-3, overlap=True))
+    drafted = with_speculative(vllm, "draft", 3, 16)
+    assert drafted.overheads.step_s == pytest.approx(7e-3)
+    assert drafted.overheads.combine(5e-3, 1) == pytest.approx(12e-3)
+
+
+def test_derive_spec_host_recovers_hand_made_costs(tmp_path):
+    """spec_step.py's tiny-target cases built by hand from h0 = 3 ms, a fixed 1 ms per speculative step, a pass of
+    0.2 ms + 0.05 ms per draft layer (tiny-llama 2 layers: 0.3 ms; Llama-3.2-1B 16: 1.0 ms), each with 0.1 ms of
+    GPU work: derive.spec_host gives those three numbers back."""
+    from validate.engines.derive import spec_host
+
+    def case(draft, k, host_ms):
+        return {"target": "tiny-llama", "draft": draft, "K": k, "B": 1, "step_wall_s": (host_ms + 0.1) * 1e-3,
+                "step_gpu_s": 0.1e-3}
+    cases = [case("-", 0, 3.0), case("tiny-llama", 3, 3.0 + 1.0 + 3 * 0.3), case("Llama-3.2-1B", 1, 3.0 + 1.0 + 1.0),
+             case("Llama-3.2-1B", 3, 3.0 + 1.0 + 3 * 1.0)]
+    path = tmp_path / "spec_step.json"
+    path.write_text(json.dumps({"cases": cases}))
+    values, sources = spec_host(path)
+    assert values["spec_step_s"] == pytest.approx(1e-3)
+    assert values["draft_pass_s"] == pytest.approx(2e-4)
+    assert values["draft_layer_s"] == pytest.approx(5e-5)
+    assert set(sources) == set(values)
+    path.write_text(json.dumps({"cases": cases[:2]}))
+    with pytest.raises(SystemExit, match="no B = 1 result for tiny-llama:Llama-3.2-1B:1"):
+        spec_host(path)

@@ -43,6 +43,22 @@ def test_one_replica_is_the_single_simulator_exactly():
     assert np.array_equal(one.steps, fleet.steps)
 
 
+def test_one_replica_replays_the_single_simulator_with_vllms_admission_lag():
+    """vLLM's profile (async scheduling: a request arriving during a step joins the step after the next) gives the
+    same per-request times and steps in a one-replica fleet as in Simulator.run."""
+    from roofline.engines.scheduling import scheduling
+
+    reqs = mixed(12.0, 300)
+    profile = scheduling("vllm", H100, "api", 1, context_len=reqs.max_tokens)
+    assert profile.admission_lag
+    wl = Workload(context_tokens=reqs.max_tokens, prefill_chunk_tokens=profile.max_num_batched_tokens)
+    sim = Simulator(MODEL, H100, wl, parse_method("bf16"), max_tokens=reqs.max_tokens, engine=profile)
+    one, fleet = sim.run(reqs), Fleet(sim, 1).run(reqs).trace
+    assert np.array_equal(one.first_token_s, fleet.first_token_s)
+    assert np.array_equal(one.finish_s, fleet.finish_s)
+    assert np.array_equal(one.steps, fleet.steps)
+
+
 def test_round_robin_replicas_each_replay_their_share():
     reqs = mixed(24.0, 300, seed=1)
     sim = simulator(reqs.max_tokens)

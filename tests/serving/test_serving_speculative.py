@@ -63,7 +63,10 @@ def test_lone_request_tpot_is_verify_plus_drafts_per_token(spec):
     def drafts(ctx):
         if s.draft.steps is None:
             return sum(s.steps.once_time(s.steps.work(ctx + k, E, E, E.astype(bool)), 1, 1, False) for k in range(3))
-        return sum(s.draft.steps.step_time(ctx + k, E, E, E.astype(bool)) for k in range(3))
+        # vLLM's propose: the target's K + 1 tokens and the sampled token's slot (K + 2 after ctx - 1), one logits
+        # row, then K - 1 = 2 one-token passes at ctx + 2, ctx + 3
+        first = s.draft.steps.step_time(E, ctx - 1, np.array([5]), np.array([True]))
+        return first + sum(s.draft.steps.step_time(ctx + 1 + j, E, E, E.astype(bool)) for j in (1, 2))
 
     total = sum(verify(c) + drafts(c) for c in (np.array([prompt + 1 + 4 * j]) for j in range(10)))
     assert float(trace.tpot_s[0]) == pytest.approx(total / 40, rel=1e-9)
@@ -72,6 +75,24 @@ def test_lone_request_tpot_is_verify_plus_drafts_per_token(spec):
     assert s.speculative.tpot_s(verify(mid), drafts(mid)) == pytest.approx(float(trace.tpot_s[0]), rel=0.01)
     plain = sim(None, prompt + output).run(lone(prompt, output))
     assert trace.tpot_s[0] < plain.tpot_s[0]  # four tokens a step beat one (memory-bound decode at batch 1)
+
+
+def test_a_draft_model_prefills_the_prompt_with_the_target():
+    """vLLM runs the drafter after every target step, a prefill too (it fills the draft's KV with the prompt): a
+    lone request's first token waits for the target's prefill, the draft's prefill of the prompt and its sampled
+    slot (P + 1 tokens, the planner's prefill of the draft model at B = 1), and K - 1 = 2 one-token draft passes
+    (the draft's decode at P + 2, P + 3). Composed from the planner's phases of both models."""
+    from roofline.planner.phases import PhaseModel
+
+    prompt, output = 1000, 8
+    s = sim("draft=Llama-3.2-1B:3:0.0", prompt + output)
+    ttft = float(s.run(lone(prompt, output)).ttft_s[0])
+    target = PhaseModel.build(MODEL, H200, s.workload, parse_method("bf16"))
+    draft = PhaseModel.build(load_model("Llama-3.2-1B"), H200, s.workload, parse_method("bf16"))
+    expected = (target.prefill_time(1, prompt) + draft.prefill_time(1, prompt + 1) + draft.decode_time(1, prompt + 2)
+                + draft.decode_time(1, prompt + 3))
+    assert ttft == pytest.approx(expected, rel=1e-6)
+    assert ttft > float(sim(None, prompt + output).run(lone(prompt, output)).ttft_s[0])
 
 
 def test_steps_taken_follow_the_acceptance():

@@ -20,6 +20,12 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   256; validate/notes/2026-11-28-vllm-h200-run2.md): attn_decode_program = that excess per tile, least squares
   through the origin; the alone law (micro.json) keeps the latency and the streaming rate, which long contexts
   follow. Kernel durations, not step times; the profiled batch (B = 256 at P = 256) is left out of the judged cases.
+- speculative decoding with a draft model (--spec SPEC_JSON, spec_step.py's result): the host time of a step,
+  wall - GPU kernel time at B = 1, on a tiny target (its GPU work negligible) with no draft (h0), the tiny draft at
+  K = 3 and the 16-layer Llama-3.2-1B draft at K = 1 and 3: per pass of the 1B draft (h(1B, 3) - h(1B, 1)) / 2;
+  the fixed speculative work of a step (rejection sampler, proposer set-up, the drafts' copy to the host) h(1B, 1)
+  - h0 - one pass; per pass of the 2-layer draft (h(tiny, 3) - h0 - fixed) / 3; a pass = draft_pass_s +
+  draft_layer_s x the draft's layers through the two (eager attention per layer: the drafter's PIECEWISE graphs).
 """
 
 from __future__ import annotations
@@ -132,15 +138,45 @@ def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
                                   abs((a_att + r["kv_bytes_read"] / r_att) / r["s"] - 1) for r in dec)}, **extra}
 
 
+def spec_host(path: Path) -> tuple[dict, dict]:
+    """spec_step_s, draft_pass_s, draft_layer_s from spec_step.py's tiny-target cases (module docstring) and the
+    source of each."""
+    from validate.engines.models import config
+
+    cases = [c for c in json.loads(path.read_text())["cases"] if "error" not in c and c["B"] == 1]
+    host = {(c["target"], c["draft"], c["K"]): c["step_wall_s"] - c["step_gpu_s"] for c in cases}
+    big, small = "Llama-3.2-1B", "tiny-llama"
+    need = [(small, "-", 0), (small, small, 3), (small, big, 1), (small, big, 3)]
+    missing = [k for k in need if k not in host]
+    if missing:
+        raise SystemExit(f"--spec {path}: no B = 1 result for {', '.join(':'.join(map(str, k)) for k in missing)}")
+    h0 = host[(small, "-", 0)]
+    pass_big = (host[(small, big, 3)] - host[(small, big, 1)]) / 2
+    fixed = host[(small, big, 1)] - h0 - pass_big
+    pass_small = (host[(small, small, 3)] - h0 - fixed) / 3
+    layers_big, layers_small = (config(n)["num_hidden_layers"] for n in (big, small))
+    per_layer = (pass_big - pass_small) / (layers_big - layers_small)
+    values = {"spec_step_s": max(0.0, fixed), "draft_pass_s": max(0.0, pass_small - layers_small * per_layer),
+              "draft_layer_s": max(0.0, per_layer)}
+    src = f"{path} B = 1, host = step_wall_s - step_gpu_s of tiny-llama with no draft, tiny-llama K = 3, {big} K = 1, 3"
+    return values, dict.fromkeys(values, src)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("results", type=Path)
     p.add_argument("--in-situ", type=Path, help="a run folder with prof.py's result (the engine's own kernels)")
     p.add_argument("--hardware", default="H200")
+    p.add_argument("--spec", type=Path, help="spec_step.py's result (a draft model's host time per step and pass)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(derive(a.results, a.hardware, a.in_situ), indent=1) + "\n")
+    profile = derive(a.results, a.hardware, a.in_situ)
+    if a.spec:
+        values, sources = spec_host(a.spec)
+        profile.update(values)
+        profile["sources"].update(sources)
+    a.out.write_text(json.dumps(profile, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,10 @@ Engine limits the record omits are the engine's own defaults for its release and
 The host law is the profile's as measured (vLLM 0.24, asynchronous scheduling on) for every release: 0.10 / 0.11
 default to synchronous steps (roofline.engines.scheduling.vllm_async_scheduling), but what a synchronous step adds
 is unmeasured — the 0.24 law added serially makes the H100 closed-loop controls 37 % slow (notes
-validate/notes/2026-11-28-public-misses.md), so it is not applied until measured.
+validate/notes/2026-11-28-public-misses.md), so it is not applied until measured. The admission lag of async
+scheduling (roofline.engines.scheduling.vllm_admission_lag: a request arriving during a step runs two steps later)
+is a fact of the source, not a measured law: it follows the record's --async-scheduling flag, else its release's
+default (off before 0.14).
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
 (TPOT = (e2e - TTFT) / (output - 1)), mean / median / p99 by `numpy.percentile`; ITL mean = all decode time over
@@ -33,7 +36,7 @@ all decode tokens; output throughput = output tokens / duration (first send to l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -131,7 +134,7 @@ def simulate(run: PublishedRun) -> dict:
     """Predicted figures of one record, in the record's units; raises SpecError for a spec the planner refuses."""
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
-    from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling
+    from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling, vllm_admission_lag, vllm_async_scheduling
     from roofline.methods import parse_method
     from roofline.serving.requests import Requests
     from roofline.serving.scheduler import SchedulerConfig
@@ -156,6 +159,9 @@ def simulate(run: PublishedRun) -> dict:
         # with the limits this run used
         engine = scheduling(run.engine.name, hardware, entry="api", tp=dep.tp).with_overrides(
             max_num_seqs=rep.max_num_seqs, max_num_batched_tokens=rep.max_num_batched_tokens)
+        if run.engine.name == "vllm":  # the admission lag needs async scheduling: the flag, else the release's default
+            flag = "--async-scheduling" in run.benchmark.command
+            engine = replace(engine, admission_lag=vllm_admission_lag(vllm_async_scheduling(run.engine.release, flag)))
     sim = Simulator(model, hardware, workload, parse_method(dep.kv_cache_dtype),
                     SchedulerConfig(rep.max_num_batched_tokens, rep.max_num_seqs), max_tokens=total, engine=engine)
     trace = sim.run(requests)
