@@ -107,6 +107,8 @@ class Fleet:
         Scheduler's)."""
         sim = self.sim
         sim.check(requests)
+        if sim.use_kernel(requests, clients, preloaded, self.router):
+            return self._kernel_run(requests, clients)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
@@ -143,6 +145,21 @@ class Fleet:
                     r.steps = min(r.steps, int(np.searchsorted(r.ends, t_arr - r.start)) + 1)
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
+
+    def _kernel_run(self, requests: Requests, clients: Clients | None) -> FleetTrace:
+        """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
+        sent, (first, finish, routed, rec, preempted) = self.sim.run_kernel(requests, clients, self.n, self.router)
+        cap = self.sim.pool.capacity_bytes
+        per = []
+        for j in range(self.n):
+            mine = routed == j
+            f, e = np.full(len(requests), np.nan), np.full(len(requests), np.nan)
+            f[mine], e[mine] = first[mine], finish[mine]
+            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rec[:, 7] == j, :7]), cap, int(preempted[j])))
+        steps = np.concatenate([t.steps for t in per])
+        steps = steps[np.argsort(steps[:, 0], kind="stable")]
+        merged = Trace(sent, first, finish, steps, cap, int(preempted.sum()))
+        return FleetTrace(merged, per, routed)
 
     def _traces(self, requests: Requests, reps: list[_Replica], arrivals: Arrivals, routed) -> FleetTrace:
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
