@@ -62,6 +62,9 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
             return "repeated work columns"
     if len(closed._prefix_at) != closed.model._dec_rows.shape[1]:
         return "prefix columns differ from the decode table's"
+    rows = closed.model._dec_rows
+    if len(rows) < 3 or not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
+        return "the decode table is not whole numbers (its sums would depend on their order)"
     return None
 
 
@@ -98,18 +101,21 @@ def compiled_law(law: str):
 
 
 def _tables(sim) -> tuple:
-    """The closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count
-    and the pool's bytes per sequence length: the kernel's `tab`."""
+    """The closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count,
+    the pool's bytes per sequence length, the decode table's slope and its irregular contexts: the kernel's `tab`."""
     closed, model = sim.closed, sim.closed.model
     weights = np.stack([closed._weights[(False, False)], closed._weights[(False, True)],
                         closed._weights[(True, False)], closed._weights[(True, True)]])
     imbalance = np.array([model.imbalance(b) for b in range(sim.scheduler.max_num_seqs + 1)])
+    irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
+    irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
     ints = (closed._dec_at, closed._pre_at, closed._prefix_at)
     dec_at, pre_at, prefix_at = (np.ascontiguousarray(a, dtype=np.int64) for a in ints)
     return (np.ascontiguousarray(closed._const, dtype=np.float64), np.ascontiguousarray(closed._pre_slope),
             np.ascontiguousarray(closed._pre_intercept), np.ascontiguousarray(model._dec_rows, dtype=np.float64),
             dec_at, np.ascontiguousarray(model._pre_rows, dtype=np.float64), pre_at, prefix_at,
-            np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(sim.pool.seq_bytes, dtype=np.float64))
+            np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(sim.pool.seq_bytes, dtype=np.float64),
+            np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
 
 
 def run(sim, requests, clock: np.ndarray, replicas: int = 1, router: str = "round-robin", block_steps: int = 256):

@@ -195,18 +195,31 @@ def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
 def step_time(r, s, st, ri, q, col, tab, cfg, fcfg, law):
     """Wall seconds of step s of replica r's block: ClosedForm.work and .time (decode contexts advanced by s),
     the engine's padding, then EngineOverheads.combine."""
-    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _seq = tab
+    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _seq, slope, irr = tab
     nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
     for j in range(len(q)):
         q[j] = const[j] * (nd + pad)
     if nd and len(dec_at):
-        col[:] = 0.0
-        for j in range(nd):
-            c = st[r, COMP, st[r, DEC, j]] + 1 + s
+        cr = col[r]  # the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
+        if s == 0:
+            cr[:] = 0.0
+            for j in range(nd):
+                c = st[r, COMP, st[r, DEC, j]] + 1
+                for x in range(len(dec_at)):
+                    cr[x] += dec_rows[c, x]
+        else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
+            regular = 0
+            for j in range(nd):
+                a = st[r, COMP, st[r, DEC, j]] + s
+                if irr[a]:
+                    for x in range(len(dec_at)):
+                        cr[x] += dec_rows[a + 1, x] - dec_rows[a, x]
+                else:
+                    regular += 1
             for x in range(len(dec_at)):
-                col[x] += dec_rows[c, x]
+                cr[x] += regular * slope[x]
         for x in range(len(dec_at)):
-            q[dec_at[x]] += col[x]
+            q[dec_at[x]] += cr[x]
     n_tokens = nd + pad
     if nc:
         n_new = 0
@@ -352,9 +365,23 @@ def route(k, ri, cfg):
 
 
 @njit(cache=True)
+def rekey(r, t, key, full, ri, rf, ends):
+    """Replica r's place in the event order: its block's end when every step up to the cut is evaluated (full), else
+    a lower bound of it (the last evaluated step's end; at least `t`, the time it was evaluated past); inf idle."""
+    m, steps = ri[r, M], ri[r, STEPS]
+    full[r] = ri[r, ACTIVE] != 0 and m >= steps
+    if not ri[r, ACTIVE]:
+        key[r] = math.inf
+    elif full[r]:
+        key[r] = rf[r, START] + ends[r, steps - 1]
+    else:
+        key[r] = max(rf[r, START] + ends[r, m - 1], t) if m else max(rf[r, START], t)
+
+
+@njit(cache=True)
 def grow(rec):
-    """The record table, twice as long."""
-    out = np.empty((2 * rec.shape[0], REC_FIELDS))
+    """The record table, half as long again."""
+    out = np.empty((rec.shape[0] * 3 // 2 + 16, REC_FIELDS))
     out[:rec.shape[0]] = rec
     return out
 
@@ -376,32 +403,29 @@ def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
     generated = np.zeros(n, dtype=np.int64)
     first, finish = np.full(n, np.nan), np.full(n, np.nan)
     routed = np.full(n, -1, dtype=np.int64)
-    rec = np.zeros((max(16, 3 * n), REC_FIELDS))
-    q, col = np.zeros(live), np.zeros(tab[3].shape[1])
+    rec = np.zeros((max(16, 5 * n // 2), REC_FIELDS))
+    q, col = np.zeros(live), np.zeros((nrep, tab[3].shape[1]))
     nrec, done, arrived, k = 0, 0, 0, 0
+    key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
     while done < n:
         t_arr = clock[arrived] if arrived < n else math.inf
-        best, best_t = -1, math.inf
-        for r in range(nrep):
-            if not ri[r, ACTIVE]:
-                continue
-            m = ri[r, M]
-            if m < ri[r, STEPS] and (m == 0 or ends[r, m - 1] < t_arr - rf[r, START]):
-                extend(r, t_arr - rf[r, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
-            if ri[r, M] >= ri[r, STEPS]:
-                e = rf[r, START] + ends[r, ri[r, STEPS] - 1]
-                if e < best_t:
-                    best, best_t = r, e
-        if best >= 0 and (best_t < t_arr or t_arr == math.inf):
-            r = best
+        while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
+            r = np.argmin(key)
+            if key[r] == math.inf or full[r] or key[r] >= t_arr:
+                break
+            extend(r, t_arr - rf[r, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
+            rekey(r, t_arr, key, full, ri, rf, ends)
+        if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
+            now = key[r]
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
-            done += commit(r, best_t, st, held, ri, rf, first, finish, tab[10])
+            done += commit(r, now, st, held, ri, rf, first, finish, tab[10])
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
             nxt_t = clock[arrived] if arrived < n else math.inf
-            nrec = start(r, best_t, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
+            nrec = start(r, now, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
                          col, tab, cfg, fcfg, sizes, law)
+            rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 1
@@ -425,5 +449,7 @@ def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
                 nrec = start(j, t_arr, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
                              col, tab, cfg, fcfg, sizes, law)
             elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
+                extend(j, t_arr - rf[j, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
                 cut_at(j, t_arr - rf[j, START], ri, ends)
+            rekey(j, t_arr, key, full, ri, rf, ends)
     return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 0
