@@ -150,14 +150,22 @@ class Fleet:
         """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
         sent, (first, finish, routed, rec, preempted) = self.sim.run_kernel(requests, clients, self.n, self.router)
         cap = self.sim.pool.capacity_bytes
+        # the kernel's records are in event order: by replica (stable) each replica's own list, as _traces reads
+        replica = rec[:, 7].astype(np.int32)
+        order = np.argsort(replica, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(replica, minlength=self.n))])
         per = []
         for j in range(self.n):
             mine = routed == j
             f, e = np.full(len(requests), np.nan), np.full(len(requests), np.nan)
             f[mine], e[mine] = first[mine], finish[mine]
-            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rec[:, 7] == j, :7]), cap, int(preempted[j])))
-        steps = np.concatenate([t.steps for t in per])
-        steps = steps[np.argsort(steps[:, 0], kind="stable")]
+            rows = order[bounds[j]:bounds[j + 1]]
+            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j])))
+        # merged as _traces merges: by start time, ties by replica then each replica's order (event order: starts
+        # never decrease along it, so only runs of equal starts need sorting)
+        start = rec[:, 0]
+        ordered = np.arange(len(rec)) if np.all(start[1:] > start[:-1]) else np.lexsort((replica, start))
+        steps = np.ascontiguousarray(rec[ordered, :7])
         merged = Trace(sent, first, finish, steps, cap, int(preempted.sum()))
         return FleetTrace(merged, per, routed)
 
