@@ -19,7 +19,6 @@ instead of by the closed form's linear stretches.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import numpy as np
@@ -30,11 +29,18 @@ MIN_REQUESTS = 5000  # auto mode: smaller runs take the existing path (a first c
 _ROUTERS = {"round-robin": 0, "least-outstanding": 1, "prefix-aware": 1}
 _PAD_SCOPES = {"none": 0, "tokens": 1, "decode": 2}
 _LAWS: dict[str, object] = {}
+_IMPORTS: dict[str, bool] = {}
 
 
 def available() -> bool:
-    """Whether numba imports here."""
-    return importlib.util.find_spec("numba") is not None
+    """Whether numba imports here (installed and working with this numpy); checked once."""
+    if "numba" not in _IMPORTS:
+        try:
+            import numba  # noqa: F401
+            _IMPORTS["numba"] = True
+        except ImportError:
+            _IMPORTS["numba"] = False
+    return _IMPORTS["numba"]
 
 
 def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin") -> str | None:
