@@ -157,8 +157,7 @@ class Fleet:
         per = []
         for j in range(self.n):
             mine = routed == j
-            f, e = np.full(len(requests), np.nan), np.full(len(requests), np.nan)
-            f[mine], e[mine] = first[mine], finish[mine]
+            f, e = np.where(mine, first, np.nan), np.where(mine, finish, np.nan)
             rows = order[bounds[j]:bounds[j + 1]]
             per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j])))
         # merged as _traces merges: by start time, ties by replica then each replica's order (event order: starts
