@@ -161,7 +161,7 @@ class Simulator:
         """serving.kernel's run of `requests` on `replicas` replicas: (the requests as sent, its arrays)."""
         from roofline.serving import kernel
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
-        out = kernel.run(self, requests, np.asarray(arrivals._clock, dtype=np.float64), replicas, router)
+        out = kernel.run(self, requests, np.asarray(arrivals._clock, dtype=np.float64), replicas, router, BLOCK_STEPS)
         return Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix), out
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
