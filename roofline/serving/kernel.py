@@ -124,16 +124,19 @@ def _tables(sim) -> tuple:
             np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
 
 
-def run(sim, requests, clock: np.ndarray, replicas: int = 1, router: str = "round-robin", block_steps: int = 256):
+def run(sim, requests, clock: np.ndarray, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
+        single: bool = False):
     """Run the kernel: (first token, finish, replica of each request, records with a replica column, preemptions
-    per replica). `clock`: each request's engine arrival time (serving.clients' open-loop clock)."""
+    per replica). `clock`: each request's engine arrival time (serving.clients' open-loop clock); `single`: one
+    replica as Simulator.run runs it (the requests due at a time are all queued before it schedules), else as
+    Fleet.run does (a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
     law = compiled_law(law_source(sim.closed))
     sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
-                    _ROUTERS[router], block_steps, host.overlap], dtype=np.int64)
+                    _ROUTERS[router], block_steps, host.overlap, single], dtype=np.int64)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s], dtype=np.float64)
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)

@@ -26,8 +26,9 @@ ST_FIELDS = 11
 N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD = range(14)
 RI_FIELDS = 14
 USED, START = range(2)  # rf fields
-# cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap
-MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP = range(12)
+# cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
+# single (Simulator.run: every request due is queued before the replica schedules; Fleet.run starts it at the first)
+MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, SINGLE = range(13)
 CAPACITY, STEP_S, PER_SEQ_S = range(3)  # fcfg
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 
@@ -442,6 +443,8 @@ def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
                 nxt[ri[j, WTAIL]] = i
             ri[j, WTAIL] = i
             ri[j, WLEN] += 1
+            if cfg[SINGLE] and arrived < n and clock[arrived] <= t_arr:
+                continue  # Simulator.run: the replica sees every request due by now at once
             if not ri[j, ACTIVE]:
                 if nrec + 1 >= rec.shape[0]:
                     rec = grow(rec)

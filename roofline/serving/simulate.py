@@ -157,11 +157,13 @@ class Simulator:
         return kernel.covers(self, requests, clients, preloaded, router) is None
 
     def run_kernel(self, requests: Requests, clients: Clients | None, replicas: int = 1,
-                   router: str = "round-robin") -> tuple[Requests, tuple]:
-        """serving.kernel's run of `requests` on `replicas` replicas: (the requests as sent, its arrays)."""
+                   router: str = "round-robin", single: bool = False) -> tuple[Requests, tuple]:
+        """serving.kernel's run of `requests` on `replicas` replicas (`single`: as this class's run, else as
+        Fleet.run): (the requests as sent, its arrays)."""
         from roofline.serving import kernel
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
-        out = kernel.run(self, requests, np.asarray(arrivals._clock, dtype=np.float64), replicas, router, BLOCK_STEPS)
+        out = kernel.run(self, requests, np.asarray(arrivals._clock, dtype=np.float64), replicas, router, BLOCK_STEPS,
+                         single)
         return Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix), out
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
@@ -236,7 +238,7 @@ class Simulator:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
         if self.use_kernel(requests, clients):
-            sent, (first, finish, _, rec, preempted) = self.run_kernel(requests, clients)
+            sent, (first, finish, _, rec, preempted) = self.run_kernel(requests, clients, single=True)
             if progress is not None:
                 progress(len(requests), len(requests))
             return Trace(sent, first, finish, np.ascontiguousarray(rec[:, :7]), self.pool.capacity_bytes,

@@ -120,3 +120,16 @@ def test_runs_it_does_not_cover_take_the_python_loop():
     auto = copy.copy(sim)
     auto.kernel = None
     assert not auto.use_kernel(base)  # auto mode: fewer than kernel.MIN_REQUESTS requests
+
+
+def test_requests_arriving_together_are_queued_as_each_loop_queues_them():
+    """--rate inf: every request arrives at 0; Simulator.run queues them all before its first step, Fleet.run starts
+    a replica on the first routed to it."""
+    reqs = requests(float("inf"), 60)
+    assert np.all(reqs.arrival_s == 0)
+    sim = simulator(reqs.max_tokens)
+    assert_same(sim.run(reqs), python_loop(sim).run(reqs))
+    for n in (1, 3):
+        fast, slow = Fleet(sim, n).run(reqs), Fleet(python_loop(sim), n).run(reqs)
+        assert np.array_equal(fast.routed, slow.routed)
+        assert_same(fast.trace, slow.trace)
