@@ -3,11 +3,15 @@
 
     python benchmarks/bench_serving_scale.py single 20000      # one replica, N requests (a day at ~12 req/s)
     python benchmarks/bench_serving_scale.py fleet 32 2000     # R replicas x N requests each, least-outstanding
-    ... single 20000 --reference                              # StepModel's numpy step times (no closed form)
+    ... single 20000 --python                                 # the Python record loop (serving.kernel off)
+    ... single 20000 --reference                              # the Python loop on StepModel's numpy step times
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
-~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, engine records (steps or
-decode blocks evaluated), requests and records per second, and the extrapolation to the targets at that speed.
+~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, CPU seconds (time.process_time: the
+machine is shared), engine records (steps or decode blocks evaluated), requests and records per second, and the
+extrapolation to the targets at that speed. By default runs take serving.kernel (the compiled record loop; its
+compile is cached by numba after the first run on a machine: the CPU seconds include loading it and compiling the
+step law); --python and --reference take the Python loop.
 Results are in benchmarks/serving_scale.md.
 """
 
@@ -38,8 +42,9 @@ def _load() -> str:
 
 def _sim(max_tokens: int) -> Simulator:
     wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192)
+    python = "--python" in sys.argv or "--reference" in sys.argv
     return Simulator(load_model("Llama-3.1-8B"), load_hardware("H200"), wl, parse_method("bf16"),
-                     max_tokens=max_tokens, fast="--reference" not in sys.argv)
+                     max_tokens=max_tokens, fast="--reference" not in sys.argv, kernel=False if python else None)
 
 
 def _requests(rate: float, n: int):
@@ -73,7 +78,7 @@ def fleet(replicas: int, per_replica: int) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--reference"]
+    args = [a for a in sys.argv[1:] if a not in ("--reference", "--python")]
     what = args[0] if args else "single"
     if what == "single":
         single(int(args[1]) if len(args) > 1 else 20000)

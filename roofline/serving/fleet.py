@@ -126,6 +126,8 @@ class Fleet:
         Scheduler's)."""
         sim = self.sim
         sim.check(requests)
+        if sim.use_kernel(requests, clients, preloaded, self.router):
+            return self._kernel_run(requests, clients)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
@@ -166,6 +168,28 @@ class Fleet:
                     r.steps = min(r.steps, int(np.searchsorted(r.ends, t_arr - r.start)) + (2 if lag else 1))
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
+
+    def _kernel_run(self, requests: Requests, clients: Clients | None) -> FleetTrace:
+        """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
+        sent, (first, finish, routed, rec, preempted) = self.sim.run_kernel(requests, clients, self.n, self.router)
+        cap = self.sim.pool.capacity_bytes
+        # the kernel's records are in event order: by replica (stable) each replica's own list, as _traces reads
+        replica = rec[:, 7].astype(np.int32)
+        order = np.argsort(replica, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(replica, minlength=self.n))])
+        per = []
+        for j in range(self.n):
+            mine = routed == j
+            f, e = np.where(mine, first, np.nan), np.where(mine, finish, np.nan)
+            rows = order[bounds[j]:bounds[j + 1]]
+            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j])))
+        # merged as _traces merges: by start time, ties by replica then each replica's order (event order: starts
+        # never decrease along it, so only runs of equal starts need sorting)
+        start = rec[:, 0]
+        ordered = np.arange(len(rec)) if np.all(start[1:] > start[:-1]) else np.lexsort((replica, start))
+        steps = np.ascontiguousarray(rec[ordered, :7])
+        merged = Trace(sent, first, finish, steps, cap, int(preempted.sum()))
+        return FleetTrace(merged, per, routed)
 
     def _traces(self, requests: Requests, reps: list[_Replica], arrivals: Arrivals, routed) -> FleetTrace:
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)

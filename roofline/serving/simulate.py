@@ -105,6 +105,9 @@ class Simulator:
     engine: EngineScheduling | None = None  # the engine's scheduler, graph padding and overheads (None: ideal)
     speculative: Speculative | None = None  # speculative decoding (serving.speculative)
     fast: bool = True  # steps through serving.closedform (the same times to float rounding); False: StepModel's numpy
+    # the compiled record loop (serving.kernel) for the runs it covers, the same times to float rounding: None from
+    # kernel.MIN_REQUESTS requests on, True for any covered run, False never
+    kernel: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
@@ -145,6 +148,25 @@ class Simulator:
             return None
         room = sched.out[plan.decode] - sched.gen[plan.decode]
         return np.minimum(self.speculative.draw(rng, len(plan.context)) + 1, room) - 1
+
+    def use_kernel(self, requests: Requests, clients: Clients | None = None, preloaded=None,
+                   router: str = "round-robin") -> bool:
+        """Whether this run goes through serving.kernel: allowed by `kernel`, large enough in auto mode, and covered
+        exactly (kernel.covers; otherwise the loop below runs)."""
+        from roofline.serving import kernel
+        if self.kernel is False or (self.kernel is None and len(requests) < kernel.MIN_REQUESTS):
+            return False
+        return kernel.covers(self, requests, clients, preloaded, router) is None
+
+    def run_kernel(self, requests: Requests, clients: Clients | None, replicas: int = 1,
+                   router: str = "round-robin", single: bool = False) -> tuple[Requests, tuple]:
+        """serving.kernel's run of `requests` on `replicas` replicas (`single`: as this class's run, else as
+        Fleet.run): (the requests as sent, its arrays)."""
+        from roofline.serving import kernel
+        arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
+        out = kernel.run(self, requests, np.asarray(arrivals._clock, dtype=np.float64), replicas, router, BLOCK_STEPS,
+                         single)
+        return Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix), out
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
               output_field: str = "--output-tokens") -> None:
@@ -233,6 +255,12 @@ class Simulator:
             clients: Clients | None = None) -> Trace:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
+        if self.use_kernel(requests, clients):
+            sent, (first, finish, _, rec, preempted) = self.run_kernel(requests, clients, single=True)
+            if progress is not None:
+                progress(len(requests), len(requests))
+            return Trace(sent, first, finish, np.ascontiguousarray(rec[:, :7]), self.pool.capacity_bytes,
+                         int(preempted[0]))
         cache = None
         if requests.prefix is not None and self.engine.prefix_caching:
             cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)

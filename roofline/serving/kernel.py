@@ -1,0 +1,149 @@
+"""The whole serving record loop in one numba kernel (serving.kernel_loop), for the runs it covers exactly.
+
+Simulator.run and Fleet.run spend ~40 numpy calls on small arrays and Python bookkeeping per engine record (2.37
+records a request; benchmarks/serving_scale.md); this module hands the same loop, with the scheduler's state in flat
+arrays, to numba (https://numba.pydata.org, njit: LLVM-compiled nopython mode). The model's step law is
+serving.closedform's source (StepModel.laws, the expressions StepModel lambdifies) with its unpacking read from an
+array, compiled as a numba cfunc of the signature float64(float64[::1], float64) and passed to the loop as a
+first-class function: the loop's type does not depend on the law, so numba compiles it once (cache=True: in the
+package's __pycache__, or numba's user-wide cache directory when that is not writable, as from an installed wheel)
+and a law costs only its own small compile.
+
+Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals (no
+--max-concurrency, no sessions), no prefix cache in use, no speculative decoding, no preloaded KV (a disaggregated
+decode pool), pp = 1 with the closed form built, routers round-robin and least-outstanding (prefix-aware without a
+cache is least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the
+existing path to float rounding (tests/serving/test_serving_kernel.py): decode blocks are evaluated step by step
+instead of by the closed form's linear stretches.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from roofline.serving.closedform import _source
+
+MIN_REQUESTS = 5000  # auto mode: smaller runs take the existing path (a first compile costs more than they do)
+_ROUTERS = {"round-robin": 0, "least-outstanding": 1, "prefix-aware": 1}
+_PAD_SCOPES = {"none": 0, "tokens": 1, "decode": 2}
+_LAWS: dict[str, object] = {}
+_IMPORTS: dict[str, bool] = {}
+
+
+def available() -> bool:
+    """Whether numba imports here (installed and working with this numpy); checked once."""
+    if "numba" not in _IMPORTS:
+        try:
+            import numba  # noqa: F401
+            _IMPORTS["numba"] = True
+        except ImportError:
+            _IMPORTS["numba"] = False
+    return _IMPORTS["numba"]
+
+
+def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin") -> str | None:
+    """None when the kernel reproduces this run exactly, else the reason it does not (the existing path runs)."""
+    if not available():
+        return "numba is not installed"
+    if sim.closed is None:
+        return "no closed-form step law (pp > 1 or fast=False)"
+    if sim.draft is not None:
+        return "speculative decoding"
+    if clients is not None and not clients.open_loop:
+        return "closed-loop clients (max-concurrency or sessions)"
+    if requests.prefix is not None and sim.engine.prefix_caching:
+        return "prefix caching"
+    if preloaded is not None:
+        return "preloaded KV (disaggregated decode)"
+    if router not in _ROUTERS:
+        return f"router {router}"
+    law = law_source(sim.closed)
+    if law is None:
+        return "the step law uses functions other than max and min"
+    closed = sim.closed
+    for idx in (closed._dec_at, closed._pre_at, closed._prefix_at):
+        if len(np.unique(idx)) != len(idx) or (len(idx) and idx.min() < 0):
+            return "repeated work columns"
+    if len(closed._prefix_at) != closed.model._dec_rows.shape[1]:
+        return "prefix columns differ from the decode table's"
+    rows = closed.model._dec_rows
+    if len(rows) < 3 or not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
+        return "the decode table is not whole numbers (its sums would depend on their order)"
+    return None
+
+
+def law_source(closed) -> str | None:
+    """serving.closedform's `total(q, slow)` reading q from an array (numba cannot unpack a list into names), or
+    None when it calls anything but max and min (built once per closed form)."""
+    if not hasattr(closed, "_kernel_law"):
+        closed._kernel_law = _array_law(closed)
+    return closed._kernel_law
+
+
+def _array_law(closed) -> str | None:
+    """law_source, built."""
+    source, _convex = _source(closed.model, closed.live)
+    calls = set(re.findall(r"([A-Za-z_][A-Za-z_0-9.]*)\(", source)) - {"total"}
+    if not calls <= {"max", "min"}:
+        return None
+    lines = source.splitlines()
+    names = re.match(r"\s*\((.*),\) = q$", lines[1]).group(1).split(", ")
+    unpack = [f"    {name} = q[{j}]" for j, name in enumerate(names)]
+    return "\n".join([lines[0], *unpack, *lines[2:]])
+
+
+def compiled_law(law: str):
+    """The law as a numba cfunc float64(float64[::1], float64), compiled once per law text in this process."""
+    fn = _LAWS.get(law)
+    if fn is None:
+        from numba import cfunc, types
+        scope: dict = {}
+        exec(compile(law, "<serving.kernel law>", "exec"), {}, scope)  # noqa: S102 - closedform's own law source
+        sig = types.float64(types.Array(types.float64, 1, "C"), types.float64)
+        fn = _LAWS[law] = cfunc(sig)(scope["total"])
+    return fn
+
+
+def _tables(sim) -> tuple:
+    """The closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count,
+    the pool's bytes per sequence length, the decode table's slope and its irregular contexts: the kernel's `tab`."""
+    closed, model = sim.closed, sim.closed.model
+    weights = np.stack([closed._weights[(False, False)], closed._weights[(False, True)],
+                        closed._weights[(True, False)], closed._weights[(True, True)]])
+    imbalance = np.array([model.imbalance(b) for b in range(sim.scheduler.max_num_seqs + 1)])
+    irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
+    irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
+    ints = (closed._dec_at, closed._pre_at, closed._prefix_at)
+    dec_at, pre_at, prefix_at = (np.ascontiguousarray(a, dtype=np.int64) for a in ints)
+    return (np.ascontiguousarray(closed._const, dtype=np.float64), np.ascontiguousarray(closed._pre_slope),
+            np.ascontiguousarray(closed._pre_intercept), np.ascontiguousarray(model._dec_rows, dtype=np.float64),
+            dec_at, np.ascontiguousarray(model._pre_rows, dtype=np.float64), pre_at, prefix_at,
+            np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(sim.pool.seq_bytes, dtype=np.float64),
+            np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
+
+
+def run(sim, requests, clock: np.ndarray, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
+        single: bool = False):
+    """Run the kernel: (first token, finish, replica of each request, records with a replica column, preemptions
+    per replica). `clock`: each request's engine arrival time (serving.clients' open-loop clock); `single`: one
+    replica as Simulator.run runs it (the requests due at a time are all queued before it schedules), else as
+    Fleet.run does (a replica starts on the first request routed to it)."""
+    from roofline.serving.kernel_loop import run_loop
+    law = compiled_law(law_source(sim.closed))
+    sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
+    monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
+    cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
+                    monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
+                    _ROUTERS[router], block_steps, host.overlap, single], dtype=np.int64)
+    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s], dtype=np.float64)
+    sizes = np.array(engine.capture_sizes, dtype=np.int64)
+    prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
+    output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
+    first, finish, routed, rec, preempt, status = run_loop(
+        np.ascontiguousarray(clock, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
+        sc.max_num_seqs, int(sim.closed.live.sum()), law)
+    if status:
+        raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
+    return first, finish, routed, rec, preempt

@@ -1,0 +1,251 @@
+"""The scheduler half of serving.kernel_loop's compiled record loop: serving.scheduler.Scheduler's decisions
+(schedule, _plan_running, _admit, _take, _preempt_last, block_length, commit_block / commit / _commit_decodes,
+_complete) without a prefix cache, drafts or preloaded KV, over the flat per-replica arrays whose layout
+serving.kernel_loop documents (numba njit, cache=True)."""
+
+import math
+
+from numba import njit
+
+from roofline.serving.kernel_layout import (
+    BLOCK,
+    CAPACITY,
+    CHDONE,
+    CHPOS,
+    CHSTART,
+    CHTOK,
+    CHUNKED,
+    COMP,
+    DEC,
+    GEN,
+    IDS,
+    KNOWN,
+    MAX_SEQS,
+    MIXED,
+    MNBT,
+    MONOTONE,
+    N_RUN,
+    NCH,
+    NDEC,
+    OUT,
+    PREEMPT,
+    RES,
+    RESERVE,
+    STEPS,
+    TOKENS,
+    USED,
+    WHEAD,
+    WLEN,
+    WTAIL,
+)
+
+
+@njit(cache=True)
+def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
+    """Scheduler._plan_running: decodes first, then chunks in admission order; returns the bytes they need."""
+    n = ri[r, N_RUN]
+    nd = 0
+    need = 0.0
+    for i in range(n):
+        c = st[r, COMP, i]
+        if decodes and st[r, KNOWN, i] - c == 1 and c > 0:
+            st[r, DEC, nd] = i
+            nd += 1
+            extra = seq[c + 1] - held[r, i]
+            if extra > 0.0:
+                need += extra
+    ri[r, NDEC], ri[r, NCH], ri[r, TOKENS] = nd, 0, nd
+    if nd == n or not chunks:
+        return need
+    budget = cfg[MNBT] - nd
+    nc = 0
+    for i in range(n):
+        c = st[r, COMP, i]
+        todo = st[r, KNOWN, i] - c
+        if todo == 1 and c > 0:
+            continue
+        if budget <= 0:
+            break
+        k = min(todo, budget)
+        budget -= k
+        st[r, CHPOS, nc], st[r, CHSTART, nc], st[r, CHTOK, nc], st[r, CHDONE, nc] = i, c, k, 1 if k == todo else 0
+        nc += 1
+        extra = seq[c + k] - held[r, i]
+        need += extra if extra > 0.0 else 0.0
+        ri[r, TOKENS] += k
+    ri[r, NCH] = nc
+    return need
+
+
+@njit(cache=True)
+def room(r, need, rf, fcfg):
+    """Scheduler._room without a prefix cache."""
+    return need - (fcfg[CAPACITY] - rf[r, USED]) <= 0
+
+
+@njit(cache=True)
+def admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg):
+    """Scheduler._admit and _take without a prefix cache or preloaded KV: first come first served."""
+    budget = cfg[MNBT] - ri[r, TOKENS]
+    n0 = ri[r, N_RUN]
+    na = 0
+    while ri[r, WLEN] > 0 and budget > 0 and n0 + na < cfg[MAX_SEQS]:
+        i = ri[r, WHEAD]
+        todo = prompt[i] + generated[i]
+        k = min(todo, budget)
+        if k < todo and not cfg[CHUNKED]:
+            break
+        cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[k]) - 0.0
+        if cost > fcfg[CAPACITY] - rf[r, USED] - need:
+            break
+        ri[r, WHEAD] = nxt[i]
+        ri[r, WLEN] -= 1
+        if ri[r, WLEN] == 0:
+            ri[r, WTAIL] = -1
+        p = n0 + na
+        st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p] = i, 0, todo
+        st[r, GEN, p], st[r, OUT, p] = generated[i], output[i]
+        st[r, RES, p] = prompt[i] + output[i] if cfg[RESERVE] else 0
+        held[r, p] = 0.0
+        nc = ri[r, NCH]
+        st[r, CHPOS, nc], st[r, CHSTART, nc], st[r, CHTOK, nc], st[r, CHDONE, nc] = p, 0, k, 1 if k == todo else 0
+        ri[r, NCH] = nc + 1
+        ri[r, TOKENS] += k
+        budget -= k
+        need += cost
+        na += 1
+    ri[r, N_RUN] = n0 + na
+    return need
+
+
+@njit(cache=True)
+def preempt_last(r, st, held, ri, rf, nxt, generated, seq):
+    """Scheduler._preempt_last: the last admitted sequence returns to the head of the queue (recompute)."""
+    ri[r, N_RUN] -= 1
+    last = ri[r, N_RUN]
+    victim = st[r, IDS, last]
+    rf[r, USED] -= held[r, last] - seq[0]
+    generated[victim] = st[r, GEN, last]
+    nxt[victim] = ri[r, WHEAD]
+    ri[r, WHEAD] = victim
+    if ri[r, WLEN] == 0:
+        ri[r, WTAIL] = victim
+    ri[r, WLEN] += 1
+    ri[r, PREEMPT] += 1
+
+
+@njit(cache=True)
+def schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg):
+    """Scheduler.schedule: whether replica r has a step to run (its plan left in st / ri)."""
+    if not cfg[MIXED]:
+        need = plan_running(r, False, True, st, held, ri, seq, cfg)
+        if room(r, need, rf, fcfg):
+            need = admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+            if ri[r, TOKENS]:
+                return True
+    need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
+    preempted = False
+    while not room(r, need, rf, fcfg) and ri[r, N_RUN]:
+        preempt_last(r, st, held, ri, rf, nxt, generated, seq)
+        preempted = True
+        need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
+    if not preempted and cfg[MIXED]:
+        need = admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+    return ri[r, TOKENS] > 0
+
+
+@njit(cache=True)
+def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
+    """Scheduler.block_length: decode-only steps that may run back to back (to the first completion, while the
+    pool holds every sequence's next page)."""
+    nd = ri[r, NDEC]
+    limit = cfg[BLOCK]
+    if ri[r, NCH] or nd == 0 or limit <= 1:
+        return 1
+    k = limit
+    rest = rf[r, USED]
+    for j in range(nd):
+        p = st[r, DEC, j]
+        if st[r, GEN, p] == 0:
+            return 1
+        k = min(k, st[r, OUT, p] - st[r, GEN, p])
+        rest -= held[r, p]
+    if k <= 1:
+        return 1
+    cap = fcfg[CAPACITY]
+    if cfg[MONOTONE]:
+        total_bytes = 0.0
+        for j in range(nd):
+            p = st[r, DEC, j]
+            total_bytes += seq[max(st[r, COMP, p] + k, st[r, RES, p])]
+        if total_bytes + rest <= cap:
+            return k
+    for s in range(k):
+        used = 0.0
+        for j in range(nd):
+            p = st[r, DEC, j]
+            used += seq[max(st[r, COMP, p] + 1 + s, st[r, RES, p])]
+        if used + rest > cap:
+            return s if s > 0 else 1
+    return k
+
+
+@njit(cache=True)
+def complete(r, now, st, held, ri, rf, finish, seq):
+    """Scheduler._complete for every running sequence whose generated tokens reached its output: stamp, free,
+    compact in order. Returns how many finished."""
+    n = ri[r, N_RUN]
+    w = 0
+    ended = 0
+    for i in range(n):
+        if st[r, GEN, i] >= st[r, OUT, i]:
+            finish[st[r, IDS, i]] = now
+            rf[r, USED] -= held[r, i] - seq[0]
+            ended += 1
+            continue
+        if w != i:
+            for f in range(RES + 1):
+                st[r, f, w] = st[r, f, i]
+            held[r, w] = held[r, i]
+        w += 1
+    ri[r, N_RUN] = w
+    return ended
+
+
+@njit(cache=True)
+def emit(r, p, now, st, first):
+    """A running sequence at position p emits a token (known and generated grow; the first one is stamped)."""
+    st[r, GEN, p] += 1
+    st[r, KNOWN, p] += 1
+    i = st[r, IDS, p]
+    if math.isnan(first[i]):
+        first[i] = now
+
+
+@njit(cache=True)
+def commit(r, now, st, held, ri, rf, first, finish, seq):
+    """Scheduler.commit_block / commit / _commit_decodes without drafts or a prefix cache."""
+    steps, nd, nc = ri[r, STEPS], ri[r, NDEC], ri[r, NCH]
+    for j in range(nd):
+        p = st[r, DEC, j]
+        st[r, COMP, p] += steps  # steps - 1 by commit_block, one by commit
+        if steps > 1:
+            st[r, GEN, p] += steps - 1
+            st[r, KNOWN, p] += steps - 1
+    for j in range(nc):
+        st[r, COMP, st[r, CHPOS, j]] += st[r, CHTOK, j]
+    delta = 0.0
+    for j in range(nd + nc):
+        p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
+        new = seq[max(st[r, COMP, p], st[r, RES, p])]
+        delta += new - held[r, p]
+        held[r, p] = new
+    rf[r, USED] += delta
+    ends_any = False
+    for j in range(nd + nc):
+        if j >= nd and not st[r, CHDONE, j - nd]:
+            continue
+        p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
+        emit(r, p, now, st, first)
+        ends_any = ends_any or st[r, GEN, p] >= st[r, OUT, p]
+    return complete(r, now, st, held, ri, rf, finish, seq) if ends_any else 0
