@@ -51,6 +51,8 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "no closed-form step law (pp > 1 or fast=False)"
     if sim.draft is not None:
         return "speculative decoding"
+    if sim.engine.admission_lag:
+        return "the engine's admission lag (vLLM with async scheduling: requests join by the last step's start)"
     if clients is not None and not clients.open_loop:
         return "closed-loop clients (max-concurrency or sessions)"
     if requests.prefix is not None and sim.engine.prefix_caching:
