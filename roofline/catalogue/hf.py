@@ -19,6 +19,7 @@ from roofline.catalogue.hf_archs_gemma import ARCHITECTURES_GEMMA
 from roofline.catalogue.hf_archs_hybrid import ARCHITECTURES_HYBRID
 from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
+from roofline.catalogue.hf_archs_varied import ARCHITECTURES_VARIED
 from roofline.catalogue.hf_families import FAMILIES, read
 from roofline.catalogue.hf_quant import read_quantization
 from roofline.catalogue.hf_vision import read_encoders
@@ -158,6 +159,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_HYBRID,
     **ARCHITECTURES_GEMMA,
     **ARCHITECTURES_MORE,
+    **ARCHITECTURES_VARIED,
 }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from hf_gemma_tiny import GEMMA_TINY
 from hf_hybrid_tiny import HYBRID_TINY, module_state_bytes
+from hf_varied_tiny import VARIED_TINY
 
 PROMPT_TOKENS = 6
 
@@ -64,6 +65,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
 }
 TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
 TINY_BY_TYPE |= GEMMA_TINY  # Gemma-3n's (tests/catalogue/hf_gemma_tiny.py)
+TINY_BY_TYPE |= VARIED_TINY  # hf_archs_varied's types (tests/catalogue/hf_varied_tiny.py)
 
 
 MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",

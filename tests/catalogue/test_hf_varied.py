@@ -1,0 +1,46 @@
+"""Types of roofline.catalogue.hf_archs_varied (layers that vary beyond a Family row), against tiny transformers
+models and published sizes.
+
+The harness numbers (tests/catalogue/hf_exactness.measure) come from the instantiated torch modules; the expected
+differences and cache bytes are counted by hand from the modeling code, full-size totals from the model's paper.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline.accounting import kv_bytes, parameter_count
+from roofline.catalogue.hf import model_from_hf_config
+from roofline.errors import SpecError
+
+pytest.importorskip("transformers")
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+
+from hf_coverage import default_config  # noqa: E402
+from hf_exactness import measure  # noqa: E402
+
+
+def test_longcat_flash_cache_exact_and_only_the_unused_zero_expert_rows_differ():
+    # toy: 4 LongcatFlashDecoderLayers, 3 zero experts, expert width 24, hidden 40. transformers allocates
+    # gate_up_proj rows for the zero experts (2 x 24 x 40 each) that its forward never reads: 4 x 3 x 1920
+    got = measure("longcat_flash", "LongcatFlashForCausalLM")
+    assert got["hf_params"] - got["roofline_params"] == 4 * 3 * 2 * 24 * 40
+    assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
+
+
+def test_longcat_flash_default_is_the_papers_560b_with_two_mla_caches_per_layer():
+    model = model_from_hf_config(default_config("longcat_flash", "LongcatFlashForCausalLM"), name="longcat")
+    # arXiv 2509.01322 (LongCat-Flash technical report), abstract: 560 billion total parameters
+    assert abs(parameter_count(model).total / 560e9 - 1) < 0.005
+    # 28 blocks x 2 MLA sublayers, each caching kv_lora_rank 512 + qk_rope_head_dim 64 per token, bf16
+    assert kv_bytes(model, "bf16", 1000) == 2 * 28 * (512 + 64) * 2 * 1000
+
+
+def test_longcat_flash_refuses_a_top_k_beyond_its_experts():
+    data = default_config("longcat_flash", "LongcatFlashForCausalLM") | {"moe_topk": 1000}
+    with pytest.raises(SpecError, match="moe_topk: 1000 exceeds"):
+        model_from_hf_config(data, name="longcat")
