@@ -1,4 +1,4 @@
-"""Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash.
+"""Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE.
 
 Each reader reads the shared keys through hf_families.read with a Family row (of a multimodal wrapper's
 text_config where the config has one), then sets what a row has no key for. Layouts are read from
@@ -67,6 +67,40 @@ def _longcat_flash(cfg: _Config) -> dict[str, Any]:
     return fields | {"moe": moe} | ({"model_extra_params": extra} if extra else {})
 
 
+# Ernie4_5_VLMoeDecoderLayer: Llama attention (bias by use_bias), two RMSNorms, a dense Ernie4_5_VLMoeMLP on the
+# 'dense' layers of mlp_layer_types and an Ernie4_5_VLMoeMoeBlock on the 'sparse' ones: text_moe and vision_moe
+# (each a router weight E x d, its moe_statics.e_score_correction_bias of E, a parameter; E experts without bias of
+# moe_intermediate_size[0] and [1]) and shared experts as one MLP of moe_num_shared_experts x
+# moe_intermediate_size[0]. use_bias true is refused (not modelled on the experts).
+ERNIE_VL_TEXT = Family(router_bias=True, tie_default=True, qkv_bias=False, o_bias=False, mlp_bias=False,
+                       modelled_only=(("use_bias", False),))
+
+
+def _ernie4_5_vl_moe(cfg: _Config) -> dict[str, Any]:
+    """ERNIE-4.5-VL MoE (Ernie4_5_VLMoeForConditionalGeneration, baidu/ERNIE-4.5-VL-28B-A3B): the text decoder with
+    modality-isolated experts (Ernie4_5_VLMoeMoeBlock; ERNIE 4.5 technical report section 2.1). A text token runs
+    the text experts (the Model's moe: text router, top-moe_k of E experts of moe_intermediate_size[0], the shared
+    experts); the vision experts (E of moe_intermediate_size[1]), their router and its correction bias are stored
+    in every sparse layer and run only on image / video tokens: model_extra_params (weights, no FLOPs: decode
+    generates text tokens)."""
+    text = _text(cfg)
+    widths = text.data.get("moe_intermediate_size")
+    if not (isinstance(widths, list) and len(widths) == 2
+            and all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths)):
+        raise text.error("moe_intermediate_size", f"expected [text width, vision width] of positive integers, "
+                                                  f"got {widths!r}")
+    fields = read(_Config(text.data | {"moe_intermediate_size": widths[0]}, text.where, text.arch), ERNIE_VL_TEXT)
+    moe = fields.get("moe")
+    if moe is None:
+        return fields
+    d, experts = fields["hidden_size"], moe["num_experts"]
+    period, offset = moe.get("layer_period", 1), moe.get("layer_offset", 0)
+    sparse = sum(1 for i in range(moe["first_dense_layers"], fields["num_layers"]) if i % period == offset)
+    vision = sparse * (experts * 3 * d * widths[1] + d * experts + experts)
+    return fields | {"model_extra_params": fields.get("model_extra_params", 0) + vision}
+
+
 ARCHITECTURES_VARIED: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "LongcatFlashForCausalLM": _longcat_flash,
+    "Ernie4_5_VLMoeForConditionalGeneration": _ernie4_5_vl_moe,
 }

@@ -44,3 +44,27 @@ def test_longcat_flash_refuses_a_top_k_beyond_its_experts():
     data = default_config("longcat_flash", "LongcatFlashForCausalLM") | {"moe_topk": 1000}
     with pytest.raises(SpecError, match="moe_topk: 1000 exceeds"):
         model_from_hf_config(data, name="longcat")
+
+
+def test_ernie_vl_moe_matches_its_toy_with_the_vision_experts_stored():
+    got = measure("ernie4_5_vl_moe", "Ernie4_5_VLMoeForConditionalGeneration")
+    assert got["roofline_params"] == got["hf_params"]
+    assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
+
+
+def test_ernie_vl_moe_default_is_28b_total_3b_active_with_vision_experts_outside_the_compute():
+    model = model_from_hf_config(default_config("ernie4_5_vl_moe", "Ernie4_5_VLMoeForConditionalGeneration"),
+                                 name="ernie-vl")
+    count = parameter_count(model)
+    # baidu/ERNIE-4.5-VL-28B-A3B: 28 B total, 3 B activated per token (both rounded in the name)
+    assert abs(count.total / 28e9 - 1) < 0.03
+    assert abs(count.active_compute / 3e9 - 1) < 0.05
+    # 27 sparse layers x (64 vision experts x 3 x 2560 x 512 + router 2560 x 64 + correction bias 64), by hand
+    assert model.model_extra_params == 27 * (64 * 3 * 2560 * 512 + 2560 * 64 + 64)
+
+
+def test_ernie_vl_moe_refuses_a_single_expert_width():
+    data = default_config("ernie4_5_vl_moe", "Ernie4_5_VLMoeForConditionalGeneration")
+    data["text_config"]["moe_intermediate_size"] = 1536
+    with pytest.raises(SpecError, match="moe_intermediate_size: expected \\[text width, vision width\\]"):
+        model_from_hf_config(data, name="ernie-vl")
