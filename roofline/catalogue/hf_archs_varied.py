@@ -1,4 +1,5 @@
-"""Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE.
+"""Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE,
+Muse Spark.
 
 Each reader reads the shared keys through hf_families.read with a Family row (of a multimodal wrapper's
 text_config where the config has one), then sets what a row has no key for. Layouts are read from
@@ -100,7 +101,40 @@ def _ernie4_5_vl_moe(cfg: _Config) -> dict[str, Any]:
     return fields | {"model_extra_params": fields.get("model_extra_params", 0) + vision}
 
 
+# MuseSparkTextDecoderLayer: Llama q / k / v / o (bias by attention_bias) with a sigmoid output gate gate_proj
+# (d x heads x head_dim) and weight-less QK / output RMSNorms; three weighted norms (input_layernorm,
+# pre_feedforward_layernorm, post_feedforward_layernorm; post_attention_layernorm has no weight) and two
+# MuseSparkResidualGate vectors of hidden_size. The embedding's norm has no weight; the final norm has.
+MUSE_SPARK_TEXT = Family(attn_output_gate=True, norms_per_layer=3)
+
+
+def _muse_spark(cfg: _Config) -> dict[str, Any]:
+    """Muse Spark (MuseSparkForConditionalGeneration): the text decoder of MUSE_SPARK_TEXT with MuseSparkMoE on
+    every layer. The MoE projects the layer input into moe_hidden_size m (pre_expert_proj d x m, then
+    pre_expert_norm of m weights), runs top-k of num_local_experts gated experts of moe_intermediate_size I at width
+    m (gate_up 2 I x m, down m x I), normalises their weighted sum (post_expert_norm, m weights) and projects back
+    (post_expert_proj m x d); the router (E x d, no bias) reads
+    the layer input. An expert of m x I matrices holds and multiplies as many weights as the Model's expert of
+    d x I' with I' = m I / d (3 m I each), so the Model's expert width is I' (a config where d does not divide m I is
+    refused); the two projections and the two norms (2 d m + 2 m, read every step) are layer_extra_params, with the two
+    residual gates (2 d). A dense layer in mlp_layer_types is refused (the extras are per layer)."""
+    text = _text(cfg)
+    fields = read(text, MUSE_SPARK_TEXT)
+    moe, d = fields.get("moe"), fields["hidden_size"]
+    if moe is None or moe["first_dense_layers"] or moe.get("layer_period", 1) != 1:
+        raise text.error("mlp_layer_types", "only 'sparse' on every layer is modelled (MuseSparkMoE's projections "
+                                            "are counted per layer)")
+    m, width = text.integer("moe_hidden_size"), moe["expert_intermediate_size"]
+    if m * width % d:
+        raise text.error("moe_hidden_size", f"{m} x moe_intermediate_size {width} is not a multiple of hidden_size "
+                                            f"{d} (the experts are counted at hidden_size)")
+    moe = moe | {"expert_intermediate_size": m * width // d}
+    extra = fields.get("layer_extra_params", 0) + 2 * d * m + 2 * m + 2 * d
+    return fields | {"moe": moe, "layer_extra_params": extra}
+
+
 ARCHITECTURES_VARIED: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "LongcatFlashForCausalLM": _longcat_flash,
     "Ernie4_5_VLMoeForConditionalGeneration": _ernie4_5_vl_moe,
+    "MuseSparkForConditionalGeneration": _muse_spark,
 }

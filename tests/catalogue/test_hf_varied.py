@@ -68,3 +68,28 @@ def test_ernie_vl_moe_refuses_a_single_expert_width():
     data["text_config"]["moe_intermediate_size"] = 1536
     with pytest.raises(SpecError, match="moe_intermediate_size: expected \\[text width, vision width\\]"):
         model_from_hf_config(data, name="ernie-vl")
+
+
+@pytest.mark.parametrize("context", [6, 24])
+def test_muse_spark_matches_its_toy_below_and_past_the_window(context):
+    # 24 tokens > the toy's sliding_window 16: transformers keeps 15 per sliding layer
+    got = measure("muse_spark", "MuseSparkForConditionalGeneration", context)
+    if context == 6:
+        assert got["roofline_params"] == got["hf_params"]
+    assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
+
+
+def test_muse_spark_default_experts_in_their_projected_space():
+    model = model_from_hf_config(default_config("muse_spark", "MuseSparkForConditionalGeneration"), name="spark")
+    # d 8192, moe_hidden_size 4096, moe_intermediate_size 4096: 3 x 4096 x 4096 per expert = 3 x 8192 x 2048
+    assert model.moe.expert_intermediate_size == 2048
+    # pre / post projections 2 x 8192 x 4096, pre / post expert norms 2 x 4096, residual gates 2 x 8192
+    assert model.layer_extra_params == 2 * 8192 * 4096 + 2 * 4096 + 2 * 8192
+
+
+def test_muse_spark_refuses_an_expert_space_hidden_size_does_not_divide():
+    data = default_config("muse_spark", "MuseSparkForConditionalGeneration")
+    data["text_config"]["moe_hidden_size"] = 4095
+    data["text_config"]["moe_intermediate_size"] = 4095
+    with pytest.raises(SpecError, match="moe_hidden_size: 4095 x moe_intermediate_size 4095 is not a multiple"):
+        model_from_hf_config(data, name="spark")
