@@ -1,5 +1,5 @@
 """Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE,
-Muse Spark.
+Muse Spark, RWKV-4.
 
 Each reader reads the shared keys through hf_families.read with a Family row (of a multimodal wrapper's
 text_config where the config has one), then sets what a row has no key for. Layouts are read from
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, NO_POSITION_LIMIT
 from roofline.catalogue.hf_families import read
 from roofline.catalogue.hf_layout import Family
 from roofline.catalogue.hfconfig import _Config
@@ -133,8 +134,39 @@ def _muse_spark(cfg: _Config) -> dict[str, Any]:
     return fields | {"moe": moe, "layer_extra_params": extra}
 
 
+def _rwkv(cfg: _Config) -> dict[str, Any]:
+    """RWKV-4 (RwkvForCausalLM, e.g. RWKV/rwkv-4-169m-pile): every layer a time mixing (LinearAttention kind
+    'rwkv4', width hidden_size) and a channel mixing (RwkvFeedForward: key d x intermediate_size (null: 4 d),
+    squared ReLU, value back, no biases: the Model's plain MLP; its receptance d x d and time_mix vectors are
+    counted with the mixer), LayerNorms with bias (ln1, ln2, ln_out, and pre_ln on layer 0: model_extra_params),
+    an untied head by default; no positions (a recurrence: no context limit).
+
+    The state (RwkvModel.forward's five d x layers tensors per sequence): the two token shifts at the model dtype
+    and the WKV numerator, denominator and running maximum in fp32, in both conventions. transformers keeps it
+    outside any Cache object (RwkvCausalLMOutput.state); no serving engine roofline models runs RWKV (vLLM's and
+    SGLang's model registries have no RWKV architecture), so the 'engine' convention counts the same state as the
+    reference implementation keeps, with the WKV elements in fp32 (they overflow half precision). A config whose
+    attention_hidden_size differs from hidden_size is refused (the state tensors are hidden_size wide)."""
+    hidden = cfg.integer("hidden_size")
+    if cfg.integer("attention_hidden_size", hidden) != hidden:
+        raise cfg.error("attention_hidden_size", f"{cfg.data['attention_hidden_size']} differs from hidden_size "
+                                                 f"{hidden} (RwkvModel's state is hidden_size wide)")
+    block = MAMBA1_BLOCK if hidden % MAMBA1_BLOCK == 0 else 1
+    rwkv = {"kind": "rwkv4", "key_heads": 1, "value_heads": hidden // block, "key_head_dim": 3,
+            "value_head_dim": block, "conv_kernel": 2, "recurrent_dtype": "fp32"}
+    return {
+        "num_layers": cfg.integer("num_hidden_layers"), "hidden_size": hidden,
+        "num_heads": rwkv["value_heads"], "num_kv_heads": rwkv["value_heads"], "head_dim": block,
+        "intermediate_size": cfg.integer("intermediate_size", 4 * hidden), "vocab_size": cfg.integer("vocab_size"),
+        "tie_word_embeddings": cfg.flag("tie_word_embeddings", False), "mlp": "plain", "norm": "layernorm",
+        "max_position_embeddings": NO_POSITION_LIMIT, "attention": [{"kind": "linear"}],
+        "linear_attention": rwkv, "model_extra_params": 2 * hidden,
+    }
+
+
 ARCHITECTURES_VARIED: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "LongcatFlashForCausalLM": _longcat_flash,
     "Ernie4_5_VLMoeForConditionalGeneration": _ernie4_5_vl_moe,
     "MuseSparkForConditionalGeneration": _muse_spark,
+    "RwkvForCausalLM": _rwkv,
 }

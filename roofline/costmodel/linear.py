@@ -31,6 +31,12 @@ H d_h (the output gate), no convolution, per head and token S <- lambda S + k^T 
 output (2) = 5 d_h^2 FLOPs as Mamba-2's, prefill in the same chunked form; RMSNorm(o) x sigmoid(gate), out_proj.
 A short convolution (LFM2, transformers Lfm2ShortConv): in_proj d -> 3 d_c (B, C, x), B * x (1 FLOP per channel),
 the conv1d over d_c, C * y (1 FLOP per channel), out_proj d_c -> d; no recurrence and no state beyond the conv's.
+RWKV-4 (Peng et al. 2023, "RWKV", Eq. 14-17; transformers RwkvSelfAttention and rwkv_linear_attention_cpu): the
+token shift as a conv of kernel 2 over the two shifted inputs (time and channel mixing), in_proj d -> 4 d (key,
+value, receptance, and the channel mixing's receptance, which the plain MLP does not carry), then per channel the
+WKV step over its 3 state elements (a, b, running max p): the output (u + k, a max, two exps, a and b, a divide:
+12 FLOPs) and the update (w + p, a max, two exps, a and b: 11), counted as 8 per state element (24 per channel),
+elementwise, the same per token in prefill (a scan); sigmoid(r) x wkv (no norm), out_proj d -> d.
 A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
 """
 
@@ -42,7 +48,8 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8}
+STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8, "rwkv4": 8}
+SCANS = ("mamba1", "rglru", "rwkv4")  # elementwise recurrences, run as a sequential scan in prefill too
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -74,7 +81,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
         ops.append(elementwise(ctx, "conv_out_gate", tokens, inner, 1, reads=2))
     else:
         ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
-        gate_flops = GATED_ACT_FLOPS + (0 if la.kind in ("mamba1", "rglru") else NORM_FLOPS)
+        gate_flops = GATED_ACT_FLOPS + (0 if la.kind in SCANS else NORM_FLOPS)
         ops.append(elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2))
     ops.append(linear(ctx, "out_proj", tokens, inner, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)
@@ -85,6 +92,8 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z; short conv B, C, x."""
     la = ctx.model.linear_attention
     assert la is not None
+    if la.kind == "rwkv4":  # key, value, receptance of the time mixing and the channel mixing's receptance
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
     if la.kind in ("mamba1", "short_conv", "rglru"):
         width = (3 if la.kind == "short_conv" else 2) * inner
         ops = [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, width)]
@@ -128,12 +137,12 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
         work = STEP_FLOPS[la.kind] * B * hv * dk * dv
     else:
         io = io | traffic(kv_write=B * state)
-        if la.kind in ("mamba1", "rglru"):
+        if la.kind in SCANS:
             work = tokens * hv * STEP_FLOPS[la.kind] * dk * dv
         else:
             wy = 2 * CHUNK * dk if la.kind in ("gated_deltanet", "kda") else 0  # the delta rule's WY / UT transform
             per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + wy
             work = tokens * hv * per_token
-    if la.kind in ("mamba1", "rglru"):
+    if la.kind in SCANS:
         return ctx.op("recurrence", vector_flops=work, traffic=io)
     return ctx.op("recurrence", matmul_flops=work, traffic=io)

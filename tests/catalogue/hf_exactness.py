@@ -139,9 +139,12 @@ def _cache_bytes(cache: Any) -> int:
 
 
 def _returned_cache(out: Any) -> Any:
-    """The cache a forward returned: past_key_values, or `cache` (the v5.40 name some models already return)."""
-    cache = getattr(out, "past_key_values", None)
-    return getattr(out, "cache", None) if cache is None else cache
+    """The cache a forward returned: past_key_values, or `cache` (the v5.40 name some models already return), or
+    RWKV's `state` (a list of tensors outside any Cache object)."""
+    for name in ("past_key_values", "cache", "state"):
+        if getattr(out, name, None) is not None:
+            return getattr(out, name)
+    return None
 
 
 def decoder_class(text_type: str) -> tuple[str, bool]:

@@ -93,3 +93,37 @@ def test_muse_spark_refuses_an_expert_space_hidden_size_does_not_divide():
     data["text_config"]["moe_intermediate_size"] = 4095
     with pytest.raises(SpecError, match="moe_hidden_size: 4095 x moe_intermediate_size 4095 is not a multiple"):
         model_from_hf_config(data, name="spark")
+
+
+def _rwkv(**over):
+    # RWKV/rwkv-4-169m-pile config.json: hidden 768, 12 layers, intermediate null (4 x 768), vocabulary 50277
+    data = {"architectures": ["RwkvForCausalLM"], "model_type": "rwkv", "vocab_size": 50277, "hidden_size": 768,
+            "num_hidden_layers": 12, "attention_hidden_size": 768, "intermediate_size": None,
+            "context_length": 1024, "tie_word_embeddings": False}
+    return model_from_hf_config(data | over, where="rwkv-4-169m-pile/config.json")
+
+
+def test_rwkv_matches_its_toy_state_outside_the_cache():
+    # RwkvCausalLMOutput.state: 5 tensors of hidden 40 x 4 layers, fp32 in the toy
+    got = measure("rwkv", "RwkvForCausalLM")
+    assert got["hf_cache_bytes"] == 5 * 40 * 4 * 4
+    assert got["roofline_params"] == got["hf_params"]
+    assert got["roofline_cache_bytes"] == got["hf_cache_bytes"]
+
+
+def test_rwkv_169m_parameters_and_state_by_hand():
+    model = _rwkv()
+    d, inner, layers, vocab = 768, 4 * 768, 12, 50277
+    # per layer: time mixing 4 d^2 + 5 d, channel mixing 2 d inner + d^2 + 2 d, ln1 / ln2 4 d; embeddings, head,
+    # ln_out 2 d and layer 0's pre_ln 2 d
+    per_layer = 4 * d * d + 5 * d + 2 * d * inner + d * d + 2 * d + 4 * d
+    assert parameter_count(model).total == layers * per_layer + 2 * vocab * d + 4 * d
+    # 169 M by the checkpoint's name
+    assert abs(parameter_count(model).total / 169e6 - 1) < 0.01
+    # state per sequence at bf16 token shifts and fp32 WKV: 12 x (2 x 768 x 2 + 3 x 768 x 4), whatever the context
+    assert kv_bytes(model, "bf16", 100) == kv_bytes(model, "bf16", 100_000) == 12 * (2 * 768 * 2 + 3 * 768 * 4)
+
+
+def test_rwkv_refuses_an_attention_width_other_than_hidden():
+    with pytest.raises(SpecError, match="attention_hidden_size: 512 differs from hidden_size 768"):
+        _rwkv(attention_hidden_size=512)
