@@ -167,6 +167,8 @@ def linear_params_per_layer(model: Model) -> int:
     RWKV-4 (transformers RwkvSelfAttention, width d): key, value, receptance d x d, output d x d, time_decay and
     time_first (d), time_mix_key / value / receptance (d); with RwkvFeedForward's receptance (d x d) and its two
     time_mix vectors, the part of the channel mixing beyond the Model's plain key / value MLP.
+    mLSTM (transformers xLSTMLayer, H heads): q, k d x H d_k, v and the output gate d x H d_v, the input and forget
+    gates d x H with bias, the per-head LayerNorm weights (H d_v), out_proj H d_v x d (use_bias false).
     """
     la = model.linear_attention
     if la is None:
@@ -185,6 +187,9 @@ def linear_params_per_layer(model: Model) -> int:
     if la.kind == "rwkv4":  # key, value, receptance, output (d x d each), time_decay, time_first, 3 time_mix; and
         # the channel mixing's receptance (d x d) and 2 time_mix, which the Model's plain MLP (key, value) lacks
         return 4 * d * inner + 2 * inner + 3 * d + d * d + 2 * d
+    if la.kind == "mlstm":  # q, k (H d_k each), v, o gate (H d_v each), i / f gates with bias, head norm, out_proj
+        qk = la.key_heads * la.key_head_dim
+        return d * (2 * qk + 2 * inner) + 2 * la.value_heads * (d + 1) + inner + inner * d
     if la.kind == "lightning":  # MiniMaxLightningAttention: qkv_proj, output_gate, norm, out_proj
         return d * 3 * inner + d * inner + inner + inner * d
     if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d
@@ -388,7 +393,7 @@ def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Exp
     key, value = state_heads_per_rank(model, tp)
     size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
     recurrent = size if la.recurrent_dtype is None else dtype_bytes(la.recurrent_dtype)
-    elements = 0 if la.kind == "short_conv" else value * la.key_head_dim * la.value_head_dim
+    elements = la.state_elements_for(value)
     conv = (la.conv_kernel - 1) * la.conv_channels_for(key, value)
     return sp.sympify(elements * recurrent + conv * size)
 

@@ -1,5 +1,6 @@
 """Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE,
-Muse Spark, RWKV-4.
+Muse Spark, RWKV-4,
+xLSTM.
 
 Each reader reads the shared keys through hf_families.read with a Family row (of a multimodal wrapper's
 text_config where the config has one), then sets what a row has no key for. Layouts are read from
@@ -164,9 +165,62 @@ def _rwkv(cfg: _Config) -> dict[str, Any]:
     }
 
 
+def _round_up(x: float, multiple: int) -> int:
+    """configuration_xlstm.round_up_to_next_multiple_of, on the same float arithmetic."""
+    return int(((x + multiple - 1) // multiple) * multiple)
+
+
+def _factor(cfg: _Config, key: str, default: float) -> float:
+    value = cfg.data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise cfg.error(key, f"expected a positive number, got {value!r}")
+    return value
+
+
+def _xlstm(cfg: _Config) -> dict[str, Any]:
+    """xLSTM (xLSTMForCausalLM, NX-AI/xLSTM-7b): num_hidden_layers (or num_blocks) blocks of an RMSNorm, an mLSTM
+    layer (LinearAttention kind 'mlstm': num_heads heads, q / k of hidden_size x qk_dim_factor, v of x
+    v_dim_factor), an RMSNorm and a SwiGLU feed-forward of hidden_size x ffn_proj_factor rounded up to
+    ffn_round_up_to_multiple_of (xLSTMFeedForward; weight_mode 'single' or 'fused' hold the same weights); an
+    RMSNorm out_norm; untied head by default; no positions. use_bias true is refused (not modelled).
+
+    The state (xLSTMCache.rnn_state, outside any transformers Cache class): per layer and head the d_k x d_v matrix
+    memory C, the d_k normalizer n and the scalar m. transformers keeps it at the model dtype (xLSTMModel.forward
+    builds xLSTMCache at inputs_embeds.dtype); no serving engine roofline models runs xLSTM (vLLM's and SGLang's
+    model registries have none), so the 'engine' convention follows the reference kernels' inference_state_dtype
+    (xLSTMConfig default float32). A config whose q / k / v width is not a multiple of 64 and of num_heads is
+    refused: xLSTMCache sizes the state by those widths rounded up to 64, xLSTMLayer by the unrounded ones."""
+    hidden = cfg.integer("hidden_size") if cfg.has("hidden_size") else cfg.integer("embedding_dim")
+    layers = cfg.integer("num_hidden_layers") if cfg.has("num_hidden_layers") else cfg.integer("num_blocks")
+    heads = cfg.integer("num_heads")
+    if cfg.flag("use_bias", False):
+        raise cfg.error("use_bias", "true not modelled (only false)")
+    widths = {}
+    for key, default in (("qk_dim_factor", 0.5), ("v_dim_factor", 1.0)):
+        raw = hidden * _factor(cfg, key, default)
+        widths[key] = int(raw)
+        if widths[key] != _round_up(raw, 64) or widths[key] % heads:
+            raise cfg.error(key, f"hidden_size x {key} = {raw:g} must be a multiple of 64 and of num_heads {heads}")
+    state_dtype = cfg.data.get("inference_state_dtype", "float32")
+    dtypes = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+    if state_dtype not in dtypes:
+        raise cfg.error("inference_state_dtype", f"{state_dtype!r} not one of {', '.join(dtypes)}")
+    dk, dv = widths["qk_dim_factor"] // heads, widths["v_dim_factor"] // heads
+    mlstm = {"kind": "mlstm", "key_heads": heads, "value_heads": heads, "key_head_dim": dk, "value_head_dim": dv,
+             "conv_kernel": 1, "recurrent_dtype": dtypes[state_dtype]}
+    ffn = _round_up(hidden * _factor(cfg, "ffn_proj_factor", 2.667), cfg.integer("ffn_round_up_to_multiple_of", 64))
+    return {
+        "num_layers": layers, "hidden_size": hidden, "num_heads": heads, "num_kv_heads": heads, "head_dim": dv,
+        "intermediate_size": ffn, "vocab_size": cfg.integer("vocab_size"),
+        "tie_word_embeddings": cfg.flag("tie_word_embeddings", False),
+        "max_position_embeddings": NO_POSITION_LIMIT, "attention": [{"kind": "linear"}], "linear_attention": mlstm,
+    }
+
+
 ARCHITECTURES_VARIED: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "LongcatFlashForCausalLM": _longcat_flash,
     "Ernie4_5_VLMoeForConditionalGeneration": _ernie4_5_vl_moe,
     "MuseSparkForConditionalGeneration": _muse_spark,
     "RwkvForCausalLM": _rwkv,
+    "xLSTMForCausalLM": _xlstm,
 }

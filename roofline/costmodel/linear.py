@@ -37,6 +37,10 @@ value, receptance, and the channel mixing's receptance, which the plain MLP does
 WKV step over its 3 state elements (a, b, running max p): the output (u + k, a max, two exps, a and b, a divide:
 12 FLOPs) and the update (w + p, a max, two exps, a and b: 11), counted as 8 per state element (24 per channel),
 elementwise, the same per token in prefill (a scan); sigmoid(r) x wkv (no norm), out_proj d -> d.
+xLSTM's mLSTM (Beck et al. 2024, "xLSTM", Eq. 19-27; transformers xLSTMLayer): in_proj d -> 2 H d_k (q, k) + 2 H
+d_v (v, output gate) + 2 H (input and forget gates), no convolution, per head and token C <- f C + i v k^T,
+n <- f n + i k, h = C q / max(|n . q|, exp(-m)): decay (1), update (2), output (2) = 5 d_k d_v FLOPs as Mamba-2's,
+prefill in the same chunked form; the per-head LayerNorm x sigmoid(output gate), out_proj H d_v -> d.
 A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
 """
 
@@ -48,7 +52,9 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8, "rwkv4": 8}
+STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8, "rwkv4": 8,
+              "mlstm": 5}
+NO_CONV = ("lightning", "mlstm")
 SCANS = ("mamba1", "rglru", "rwkv4")  # elementwise recurrences, run as a sequential scan in prefill too
 
 
@@ -59,11 +65,11 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     la = m.linear_attention
     assert la is not None
     hk, hv = state_heads_per_rank(m, tp)  # key heads replicated when tp exceeds them
-    dk, dv = la.key_head_dim, la.value_head_dim
+    dv = la.value_head_dim
     conv_ch, inner = la.conv_channels_for(hk, hv), hv * dv
     tokens = B if phase == "decode" else B * P
     sb = dtype_bytes(la.state_dtype)
-    state = 0 if la.kind == "short_conv" else hv * dk * dv * dtype_bytes(la.recurrent_state_dtype)
+    state = la.state_elements_for(hv) * dtype_bytes(la.recurrent_state_dtype)
     conv_state = (la.conv_kernel - 1) * conv_ch * sb
     ops = [] if m.linear_parallel else [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _projections_in(ctx, tokens, conv_ch, inner)
@@ -71,7 +77,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
         ops.append(elementwise(ctx, "conv_in_gate", tokens, inner, 1, reads=2))
     conv_io = {"kv_read": B * conv_state, "kv_write": B * conv_state} if phase == "decode" else {
         "kv_write": B * conv_state}
-    ops += [] if la.kind == "lightning" else [ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
+    ops += [] if la.kind in NO_CONV else [ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
                       traffic=traffic(weights=la.conv_kernel * conv_ch * ctx.wb,
                                       act_read=tokens * conv_ch * ctx.act_bytes,
                                       act_write=tokens * conv_ch * ctx.act_bytes, **conv_io))]
@@ -106,6 +112,8 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     hv = inner // la.value_head_dim
     if la.kind == "lightning":  # q, k, v and the output gate
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
+    if la.kind == "mlstm":  # q, k, v, the output gate, the input and forget gates
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 2 * hv * la.key_head_dim + 2 * inner + 2 * hv)]
     if la.kind == "kda":  # q, k, v, beta and the low-rank gates' first halves; then their second halves
         rank = la.value_head_dim
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + hv + 2 * rank),
@@ -130,7 +138,7 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
     la = ctx.model.linear_attention
     assert la is not None
     dk, dv = la.key_head_dim, la.value_head_dim
-    read = 3 * inner if la.kind == "lightning" else conv_ch  # q, k, v (no conv) or the conv's outputs
+    read = {"lightning": 3 * inner, "mlstm": 2 * hv * dk + inner}.get(la.kind, conv_ch)  # q, k, v or the conv's
     io = traffic(act_read=tokens * read * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
     if phase == "decode":
         io = io | traffic(kv_read=B * state, kv_write=B * state)

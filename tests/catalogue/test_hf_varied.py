@@ -127,3 +127,27 @@ def test_rwkv_169m_parameters_and_state_by_hand():
 def test_rwkv_refuses_an_attention_width_other_than_hidden():
     with pytest.raises(SpecError, match="attention_hidden_size: 512 differs from hidden_size 768"):
         _rwkv(attention_hidden_size=512)
+
+
+def test_xlstm_matches_its_toy_but_the_caches_position_counter():
+    # toy: hidden 128, 4 heads of d_k 16 / d_v 32, 4 layers, fp32: C, n, m per head; xLSTMCache also holds
+    # seqlen_offset, one int64 position counter (8 bytes), not state
+    got = measure("xlstm", "xLSTMForCausalLM")
+    assert got["roofline_params"] == got["hf_params"]
+    assert got["roofline_cache_bytes"] == 4 * 4 * (16 * 32 + 16 + 1) * 4
+    assert got["hf_cache_bytes"] - got["roofline_cache_bytes"] == 8
+
+
+def test_xlstm_7b_state_by_hand_in_the_reference_kernels_fp32():
+    model = model_from_hf_config(default_config("xlstm", "xLSTMForCausalLM"), name="xlstm-7b")
+    # 32 blocks x 8 heads x (256 x 512 + 256 + 1) fp32, independent of the context
+    assert kv_bytes(model, "bf16", 10) == kv_bytes(model, "bf16", 10**6) == 32 * 8 * (256 * 512 + 256 + 1) * 4
+    # transformers' xLSTMCache keeps it at the model dtype
+    assert kv_bytes(model, "bf16", 10, convention="transformers") == 32 * 8 * (256 * 512 + 256 + 1) * 2
+    assert model.intermediate_size == 10944  # 4096 x 2.667 rounded up to a multiple of 64
+
+
+def test_xlstm_refuses_widths_its_cache_would_round():
+    data = default_config("xlstm", "xLSTMForCausalLM") | {"hidden_size": 4000, "embedding_dim": 4000}
+    with pytest.raises(SpecError, match="qk_dim_factor: hidden_size x qk_dim_factor = 2000 must be a multiple of 64"):
+        model_from_hf_config(data, name="xlstm")
