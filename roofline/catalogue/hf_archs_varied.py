@@ -1,6 +1,6 @@
 """Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE,
 Muse Spark, RWKV-4,
-xLSTM.
+xLSTM, Phi-4-multimodal.
 
 Each reader reads the shared keys through hf_families.read with a Family row (of a multimodal wrapper's
 text_config where the config has one), then sets what a row has no key for. Layouts are read from
@@ -16,7 +16,7 @@ from typing import Any
 from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, NO_POSITION_LIMIT
 from roofline.catalogue.hf_families import read
 from roofline.catalogue.hf_layout import Family
-from roofline.catalogue.hfconfig import _Config
+from roofline.catalogue.hfconfig import _Config, _core, _uniform_window
 
 
 def _text(cfg: _Config) -> _Config:
@@ -217,10 +217,21 @@ def _xlstm(cfg: _Config) -> dict[str, Any]:
     }
 
 
+def _phi4_multimodal(cfg: _Config) -> dict[str, Any]:
+    """Phi-4-multimodal (Phi4MultimodalForCausalLM, microsoft/Phi-4-multimodal-instruct): Phi-3's decoder
+    (Phi4MultimodalAttention's fused qkv_proj and Phi4MultimodalMLP's fused gate_up_proj hold the split Llama
+    layout's weights, no biases, two RMSNorms) with sliding_window (null: full) on every layer. The image and audio
+    towers sit inside the model (Phi4MultimodalModel.embed_tokens_extend) and are named in `encoders`
+    (hf_vision), apart from the decoder."""
+    fields = _core(cfg, kv_default_heads=True)
+    return fields | {"attention": _uniform_window(cfg, fields["num_layers"], key_required=False)}
+
+
 ARCHITECTURES_VARIED: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "LongcatFlashForCausalLM": _longcat_flash,
     "Ernie4_5_VLMoeForConditionalGeneration": _ernie4_5_vl_moe,
     "MuseSparkForConditionalGeneration": _muse_spark,
     "RwkvForCausalLM": _rwkv,
     "xLSTMForCausalLM": _xlstm,
+    "Phi4MultimodalForCausalLM": _phi4_multimodal,
 }

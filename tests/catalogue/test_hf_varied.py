@@ -151,3 +151,44 @@ def test_xlstm_refuses_widths_its_cache_would_round():
     data = default_config("xlstm", "xLSTMForCausalLM") | {"hidden_size": 4000, "embedding_dim": 4000}
     with pytest.raises(SpecError, match="qk_dim_factor: hidden_size x qk_dim_factor = 2000 must be a multiple of 64"):
         model_from_hf_config(data, name="xlstm")
+
+
+def _phi4_multimodal_toy():
+    """(decoder parameters, cache bytes of a 6-token text forward, config.json) of Phi-4-multimodal's toy: built on
+    the meta device (its image and audio towers keep their full default sizes), the decoder's parameters counted
+    outside embed_tokens_extend, then the towers dropped (a text-only forward never calls them) and the rest
+    materialised on the CPU with random weights."""
+    import json
+    import warnings
+
+    import torch
+    import transformers
+    from hf_exactness import PROMPT_TOKENS, _cache_bytes, tiny_config
+
+    config = tiny_config("phi4_multimodal")
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.Phi4MultimodalForCausalLM(config).eval()
+    towers = model.model.embed_tokens_extend
+    decoder = sum(p.numel() for p in model.parameters()) - sum(p.numel() for p in towers.parameters())
+    towers.image_embed, towers.audio_embed = torch.nn.Module(), torch.nn.Module()
+    model.to_empty(device="cpu")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.02)
+        for buffer in model.buffers():  # rotary inverse frequencies: any finite values run the forward
+            buffer.fill_(1.0) if buffer.is_floating_point() else buffer.zero_()
+        out = model(input_ids=torch.randint(0, 200, (1, PROMPT_TOKENS)), use_cache=True)
+    data = json.loads(json.dumps(config.to_dict(), default=str)) | {"architectures": ["Phi4MultimodalForCausalLM"]}
+    return decoder, _cache_bytes(out.past_key_values), data
+
+
+def test_phi4_multimodal_decoder_matches_its_toy_with_the_towers_named_apart():
+    decoder, cache, data = _phi4_multimodal_toy()
+    model = model_from_hf_config(data, name="phi4-mm")
+    assert parameter_count(model).total == decoder
+    # 4 layers x K and V of 2 heads x head_dim 10 x 6 tokens, fp32 (below the toy's window 16)
+    assert cache == 4 * 2 * 2 * 10 * 6 * 4
+    assert int(kv_bytes(model, "fp32", 6, convention="transformers")) == cache
+    assert [(e.modality, e.counted) for e in model.encoders] == [("vision", False), ("audio", False)]
