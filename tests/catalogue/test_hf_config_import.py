@@ -48,8 +48,10 @@ def test_load_model_reads_a_config_file(name):
     assert model.source == str(path)
     config = _config(name)
     config = config.get("text_config", config)
-    # GPT-Neo saves its layer count as num_layers, GPT-1 as n_layer
-    assert model.num_layers == next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    # GPT-Neo saves its layer count as num_layers, GPT-1 as n_layer; LongCat-Flash's num_layers counts blocks of two
+    # attention sublayers each (LongcatFlashConfig.num_hidden_layers = 2 x num_layers)
+    layers = next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    assert model.num_layers == layers * (2 if config.get("model_type") == "longcat_flash" else 1)
 
 
 def test_name_defaults_to_parent_folder_then_name_or_path():
