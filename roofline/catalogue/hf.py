@@ -181,6 +181,8 @@ def _family_fields(data: dict[str, Any], where: str, arch: str) -> dict[str, Any
     text = data.get("text_config")
     sub, at = (text, f"{where}: text_config") if isinstance(text, dict) else (data, where)
     model_type = sub.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise SpecError(f"{at}: model_type: expected a string, got {type(model_type).__name__} {model_type!r}")
     if model_type in FAMILIES:
         return read(_Config(sub, at, arch), FAMILIES[model_type])
     if isinstance(model_type, str):

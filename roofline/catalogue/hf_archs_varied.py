@@ -1,11 +1,12 @@
-"""Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE,
-Muse Spark, RWKV-4,
-xLSTM, Phi-4-multimodal.
+"""Readers of transformers' configs whose layers vary beyond one Family row: LongCat-Flash, ERNIE-4.5-VL MoE, Muse
+Spark, RWKV-4, xLSTM, Phi-4-multimodal.
 
 Each reader reads the shared keys through hf_families.read with a Family row (of a multimodal wrapper's
-text_config where the config has one), then sets what a row has no key for. Layouts are read from
-huggingface/transformers v5.24.0 src/transformers/models/<type>/modeling_<type>.py; every type here matches a tiny
-random-initialised transformers model in tests/catalogue/test_hf_exactness.py (parameters and cache bytes exact).
+text_config where the config has one) or builds the fields of a recurrence, then sets what a row has no key for.
+Layouts are read from huggingface/transformers v5.24.0 src/transformers/models/<type>/modeling_<type>.py; every
+type here is checked against a tiny random-initialised transformers model (tests/catalogue/test_hf_exactness.py and
+test_hf_varied.py): parameters and cache bytes exact, or differing by an amount counted by hand for a stated
+reason (LongCat-Flash's unused zero-expert rows, xLSTMCache's position counter).
 """
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def _round_up(x: float, multiple: int) -> int:
 
 
 def _factor(cfg: _Config, key: str, default: float) -> float:
-    value = cfg.data.get(key, default)
+    """A positive number (int or float) under `key`, else `default` where the key is absent or null."""
+    value = default if cfg.data.get(key) is None else cfg.data[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise cfg.error(key, f"expected a positive number, got {value!r}")
     return value
@@ -201,7 +203,7 @@ def _xlstm(cfg: _Config) -> dict[str, Any]:
         widths[key] = int(raw)
         if widths[key] != _round_up(raw, 64) or widths[key] % heads:
             raise cfg.error(key, f"hidden_size x {key} = {raw:g} must be a multiple of 64 and of num_heads {heads}")
-    state_dtype = cfg.data.get("inference_state_dtype", "float32")
+    state_dtype = cfg.data.get("inference_state_dtype") or "float32"
     dtypes = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
     if state_dtype not in dtypes:
         raise cfg.error("inference_state_dtype", f"{state_dtype!r} not one of {', '.join(dtypes)}")

@@ -192,3 +192,18 @@ def test_phi4_multimodal_decoder_matches_its_toy_with_the_towers_named_apart():
     assert cache == 4 * 2 * 2 * 10 * 6 * 4
     assert int(kv_bytes(model, "fp32", 6, convention="transformers")) == cache
     assert [(e.modality, e.counted) for e in model.encoders] == [("vision", False), ("audio", False)]
+
+
+@pytest.mark.parametrize(("model_type", "architecture", "where"), [
+    ("llama", "LlamaForCausalLM", None), ("zaya", "ZayaForCausalLM", None),
+    ("muse_spark", "MuseSparkForConditionalGeneration", None), ("llava", "LlavaForConditionalGeneration", "vision"),
+    ("qwen2_audio", "Qwen2AudioForConditionalGeneration", "audio"),
+])
+@pytest.mark.parametrize("value", [[], {}])
+def test_a_model_type_that_is_not_a_string_is_one_spec_error(model_type, architecture, where, value):
+    data = default_config(model_type, architecture)
+    (data[f"{where}_config"] if where else data)["model_type"] = value
+    try:
+        model_from_hf_config(data, name=model_type)
+    except SpecError as exc:
+        assert "\n" not in str(exc)
