@@ -207,3 +207,19 @@ def test_a_model_type_that_is_not_a_string_is_one_spec_error(model_type, archite
         model_from_hf_config(data, name=model_type)
     except SpecError as exc:
         assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize(("fixture", "engine", "message"), [
+    ("hf-default-rwkv", "vllm", "vllm: runs no rwkv4 model"),
+    ("hf-default-xlstm", "vllm", "vllm: runs no mlstm model"),
+    ("hf-default-rwkv", "sglang", "sglang: a model without attention layers (pure recurrent) is not modelled"),
+    ("Mamba-2.8B", "sglang", "sglang: a model without attention layers (pure recurrent) is not modelled"),
+])
+def test_engines_that_run_no_such_model_refuse_in_one_line(fixture, engine, message, capsys):
+    from roofline.cli import main
+
+    path = Path(__file__).resolve().parents[1] / "data" / "hf" / fixture / "config.json"
+    assert main(["capacity", "--model", str(path), "--hardware", "H200", "--engine", engine]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
