@@ -34,8 +34,9 @@ the conv1d over d_c, C * y (1 FLOP per channel), out_proj d_c -> d; no recurrenc
 RWKV-4 (Peng et al. 2023, "RWKV", Eq. 14-17; transformers RwkvSelfAttention and rwkv_linear_attention_cpu): the
 token shift as a conv of kernel 2 over the two shifted inputs (time and channel mixing), in_proj d -> 4 d (key,
 value, receptance, and the channel mixing's receptance, which the plain MLP does not carry), then per channel the
-WKV step over its 3 state elements (a, b, running max p): the output (u + k, a max, two exps, a and b, a divide:
-12 FLOPs) and the update (w + p, a max, two exps, a and b: 11), counted as 8 per state element (24 per channel),
+WKV step over its 3 state elements (a, b, running max p; rwkv_linear_attention_cpu): the output (k + u, a max, two
+exponents' arguments and exps, a and b, a divide: 13 FLOPs, an exp as 1) and the update (p + w, a max, two
+exponents' arguments and exps, a and b: 12), counted as 8 per state element (24 per channel, 4 % under),
 elementwise, the same per token in prefill (a scan); sigmoid(r) x wkv (no norm), out_proj d -> d.
 xLSTM's mLSTM (Beck et al. 2024, "xLSTM", Eq. 19-27; transformers xLSTMLayer): in_proj d -> 2 H d_k (q, k) + 2 H
 d_v (v, output gate) + 2 H (input and forget gates), no convolution, per head and token C <- f C + i v k^T,
