@@ -170,6 +170,11 @@ def linear_params_per_layer(model: Model) -> int:
     H x (w/H)^2 with biases H x w/H, linear_out w x d with bias.
     Lightning attention (transformers MiniMaxLightningAttention): qkv_proj d x 3 H d_h, output_gate d x H d_h, RMSNorm
     (H d_h), out_proj H d_h x d.
+    RWKV-4 (transformers RwkvSelfAttention, width d): key, value, receptance d x d, output d x d, time_decay and
+    time_first (d), time_mix_key / value / receptance (d); with RwkvFeedForward's receptance (d x d) and its two
+    time_mix vectors, the part of the channel mixing beyond the Model's plain key / value MLP.
+    mLSTM (transformers xLSTMLayer, H heads): q, k d x H d_k, v and the output gate d x H d_v, the input and forget
+    gates d x H with bias, the per-head LayerNorm weights (H d_v), out_proj H d_v x d (use_bias false).
     """
     la = model.linear_attention
     if la is None:
@@ -185,6 +190,12 @@ def linear_params_per_layer(model: Model) -> int:
     if la.kind == "rglru":  # linear_x, linear_y, conv (+ bias), RG-LRU (Lambda, 2 block-diagonal gates), linear_out
         blocks = la.value_heads * la.value_head_dim * la.value_head_dim
         return 2 * (d + 1) * inner + conv + inner + inner + 2 * (blocks + inner) + (inner + 1) * d
+    if la.kind == "rwkv4":  # key, value, receptance, output (d x d each), time_decay, time_first, 3 time_mix; and
+        # the channel mixing's receptance (d x d) and 2 time_mix, which the Model's plain MLP (key, value) lacks
+        return 4 * d * inner + 2 * inner + 3 * d + d * d + 2 * d
+    if la.kind == "mlstm":  # q, k (H d_k each), v, o gate (H d_v each), i / f gates with bias, head norm, out_proj
+        qk = la.key_heads * la.key_head_dim
+        return d * (2 * qk + 2 * inner) + 2 * la.value_heads * (d + 1) + inner + inner * d
     if la.kind == "lightning":  # MiniMaxLightningAttention: qkv_proj, output_gate, norm, out_proj
         return d * 3 * inner + d * inner + inner + inner * d
     if la.kind == "short_conv":  # Lfm2ShortConv: in_proj d x 3 d_c (B, C, x), depthwise conv, out_proj d_c x d
@@ -329,10 +340,10 @@ def under_convention(model: Model, convention: str) -> Model:
     """`model` as the convention's cache sees it (CONVENTION_HELP): itself for 'engine'; for 'transformers', every
     sliding window one token shorter (a full layer, or no cache at all, where Model.transformers_cache says
     transformers keeps the whole prefix or none) and every conv state one column wider (roofline's conv state keeps
-    conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1; the
-    recurrent state at the model dtype but RG-LRU's and KDA's (fp32); the DSA index keys at the model dtype
-    (SparseAttention.key_dtype 'model'). ValueError naming the field for an unknown
-    convention or a window of 1 (nothing left to keep)."""
+    conv_kernel - 1 inputs, so conv_kernel + 1), but RecurrentGemma's, which its module keeps at kernel - 1, and
+    RWKV-4's token shift (one input); the recurrent state at the model dtype but RG-LRU's, KDA's and RWKV-4's
+    (fp32); the DSA index keys at the model dtype (SparseAttention.key_dtype 'model'). ValueError naming the field
+    for an unknown convention or a window of 1 (nothing left to keep)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention: unknown {convention!r}; valid: {', '.join(CONVENTIONS)}")
     if convention == "engine":
@@ -357,9 +368,10 @@ def under_convention(model: Model, convention: str) -> Model:
         # RecurrentGemma keeps its conv state on the module at kernel - 1 columns (RecurrentGemmaRecurrentBlock
         # .conv1d_state); its RG-LRU state and Kimi's KDA state are fp32 whatever the model dtype
         # (RecurrentGemmaRglru: torch.float32 zeros; KimiLinearDeltaAttention: last_recurrent_state.to(float32)),
-        # the other recurrent states at the model dtype
-        kernel = la.conv_kernel + (la.kind != "rglru")
-        recurrent = "fp32" if la.kind in ("rglru", "kda") else None
+        # the other recurrent states at the model dtype; RWKV-4 keeps its token shifts (one previous input each) at
+        # the model dtype and its WKV state in fp32 (RwkvModel.forward: state[2:] torch.float32)
+        kernel = la.conv_kernel + (la.kind not in ("rglru", "rwkv4"))
+        recurrent = "fp32" if la.kind in ("rglru", "kda", "rwkv4") else None
         update["linear_attention"] = la.model_copy(update={"conv_kernel": kernel, "recurrent_dtype": recurrent})
     if model.sparse_attention is not None:  # transformers keeps the DSA index keys at the model dtype
         update["sparse_attention"] = model.sparse_attention.model_copy(update={"key_dtype": "model"})
@@ -405,7 +417,7 @@ def state_bytes_per_layer_rank(model: Model, tp: int, elem_bytes=None) -> sp.Exp
     key, value = state_heads_per_rank(model, tp)
     size = dtype_bytes(la.state_dtype) if elem_bytes is None else elem_bytes
     recurrent = size if la.recurrent_dtype is None else dtype_bytes(la.recurrent_dtype)
-    elements = 0 if la.kind == "short_conv" else value * la.key_head_dim * la.value_head_dim
+    elements = la.state_elements_for(value)
     conv = (la.conv_kernel - 1) * la.conv_channels_for(key, value)
     return sp.sympify(elements * recurrent + conv * size)
 

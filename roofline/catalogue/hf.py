@@ -21,6 +21,7 @@ from roofline.catalogue.hf_archs_indexer import indexer_architectures, refuse_kn
 from roofline.catalogue.hf_archs_more import ARCHITECTURES_MORE
 from roofline.catalogue.hf_archs_shared import ARCHITECTURES_SHARED
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
+from roofline.catalogue.hf_archs_varied import ARCHITECTURES_VARIED
 from roofline.catalogue.hf_families import FAMILIES, read
 from roofline.catalogue.hf_quant import read_quantization
 from roofline.catalogue.hf_vision import read_encoders
@@ -162,6 +163,7 @@ HANDLERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     **ARCHITECTURES_MORE,
     **indexer_architectures(_deepseek_v32),
     **ARCHITECTURES_SHARED,
+    **ARCHITECTURES_VARIED,
 }
 
 
@@ -183,6 +185,8 @@ def _family_fields(data: dict[str, Any], where: str, arch: str) -> dict[str, Any
     text = data.get("text_config")
     sub, at = (text, f"{where}: text_config") if isinstance(text, dict) else (data, where)
     model_type = sub.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise SpecError(f"{at}: model_type: expected a string, got {type(model_type).__name__} {model_type!r}")
     if model_type in FAMILIES:
         return read(_Config(sub, at, arch), FAMILIES[model_type])
     refuse_known(_Config(data, where, arch))  # an indexer type whose mechanism is not modelled: named

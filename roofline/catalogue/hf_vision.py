@@ -168,7 +168,8 @@ AUDIO: dict[str, tuple[str, Callable[[_Config], int]]] = {
 def _audio(data: dict[str, Any], where: str, arch: str) -> dict[str, Any] | None:
     """The counted audio tower of a wrapper with a row in AUDIO (Qwen2AudioMultiModalProjector: one biased
     Linear from d_model to the text width), else None."""
-    audio, row = data.get("audio_config"), AUDIO.get(data.get("model_type"))
+    wrapper = data.get("model_type")
+    audio, row = data.get("audio_config"), AUDIO.get(wrapper) if isinstance(wrapper, str) else None
     if not isinstance(audio, dict) or row is None:
         return None
     a = _Config(audio, f"{where}: audio_config", arch)
@@ -180,11 +181,12 @@ def _audio(data: dict[str, Any], where: str, arch: str) -> dict[str, Any] | None
 def _tower_kind(data: dict[str, Any]) -> str | None:
     """The vision tower's type: the vision_config's model_type, else the wrapper's default; None if either the
     wrapper or the tower has no row."""
-    vision, row = data.get("vision_config"), WRAPPERS.get(data.get("model_type"))
+    wrapper = data.get("model_type")
+    vision, row = data.get("vision_config"), WRAPPERS.get(wrapper) if isinstance(wrapper, str) else None
     if not isinstance(vision, dict) or row is None:
         return None
     kind = vision.get("model_type") or row[0]
-    return kind if kind in TOWERS else None
+    return kind if isinstance(kind, str) and kind in TOWERS else None
 
 
 def _text_hidden(data: dict[str, Any], where: str, arch: str) -> int:

@@ -31,6 +31,17 @@ H d_h (the output gate), no convolution, per head and token S <- lambda S + k^T 
 output (2) = 5 d_h^2 FLOPs as Mamba-2's, prefill in the same chunked form; RMSNorm(o) x sigmoid(gate), out_proj.
 A short convolution (LFM2, transformers Lfm2ShortConv): in_proj d -> 3 d_c (B, C, x), B * x (1 FLOP per channel),
 the conv1d over d_c, C * y (1 FLOP per channel), out_proj d_c -> d; no recurrence and no state beyond the conv's.
+RWKV-4 (Peng et al. 2023, "RWKV", Eq. 14-17; transformers RwkvSelfAttention and rwkv_linear_attention_cpu): the
+token shift as a conv of kernel 2 over the two shifted inputs (time and channel mixing), in_proj d -> 4 d (key,
+value, receptance, and the channel mixing's receptance, which the plain MLP does not carry), then per channel the
+WKV step over its 3 state elements (a, b, running max p; rwkv_linear_attention_cpu): the output (k + u, a max, two
+exponents' arguments and exps, a and b, a divide: 13 FLOPs, an exp as 1) and the update (p + w, a max, two
+exponents' arguments and exps, a and b: 12), counted as 8 per state element (24 per channel, 4 % under),
+elementwise, the same per token in prefill (a scan); sigmoid(r) x wkv (no norm), out_proj d -> d.
+xLSTM's mLSTM (Beck et al. 2024, "xLSTM", Eq. 19-27; transformers xLSTMLayer): in_proj d -> 2 H d_k (q, k) + 2 H
+d_v (v, output gate) + 2 H (input and forget gates), no convolution, per head and token C <- f C + i v k^T,
+n <- f n + i k, h = C q / max(|n . q|, exp(-m)): decay (1), update (2), output (2) = 5 d_k d_v FLOPs as Mamba-2's,
+prefill in the same chunked form; the per-head LayerNorm x sigmoid(output gate), out_proj H d_v -> d.
 A parallel hybrid (Model.linear_parallel, Falcon-H1) shares the attention's input norm: no norm op here.
 """
 
@@ -42,7 +53,10 @@ from roofline.costmodel.ops import Op, traffic
 from roofline.kv.layout import LayerCache
 
 CHUNK = 64
-STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8}
+STEP_FLOPS = {"gated_deltanet": 7, "kda": 7, "mamba2": 5, "mamba1": 6, "lightning": 5, "rglru": 8, "rwkv4": 8,
+              "mlstm": 5}
+NO_CONV = ("lightning", "mlstm")
+SCANS = ("mamba1", "rglru", "rwkv4")  # elementwise recurrences, run as a sequential scan in prefill too
 
 
 def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
@@ -52,11 +66,11 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
     la = m.linear_attention
     assert la is not None
     hk, hv = state_heads_per_rank(m, tp)  # key heads replicated when tp exceeds them
-    dk, dv = la.key_head_dim, la.value_head_dim
+    dv = la.value_head_dim
     conv_ch, inner = la.conv_channels_for(hk, hv), hv * dv
     tokens = B if phase == "decode" else B * P
     sb = dtype_bytes(la.state_dtype)
-    state = 0 if la.kind == "short_conv" else hv * dk * dv * dtype_bytes(la.recurrent_state_dtype)
+    state = la.state_elements_for(hv) * dtype_bytes(la.recurrent_state_dtype)
     conv_state = (la.conv_kernel - 1) * conv_ch * sb
     ops = [] if m.linear_parallel else [norm(ctx, "attn_norm", tokens, m.hidden_size)]
     ops += _projections_in(ctx, tokens, conv_ch, inner)
@@ -64,7 +78,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
         ops.append(elementwise(ctx, "conv_in_gate", tokens, inner, 1, reads=2))
     conv_io = {"kv_read": B * conv_state, "kv_write": B * conv_state} if phase == "decode" else {
         "kv_write": B * conv_state}
-    ops += [] if la.kind == "lightning" else [ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
+    ops += [] if la.kind in NO_CONV else [ctx.op("conv1d", vector_flops=2 * la.conv_kernel * conv_ch * tokens,
                       traffic=traffic(weights=la.conv_kernel * conv_ch * ctx.wb,
                                       act_read=tokens * conv_ch * ctx.act_bytes,
                                       act_write=tokens * conv_ch * ctx.act_bytes, **conv_io))]
@@ -74,7 +88,7 @@ def linear_block(ctx: Ctx, layer: LayerCache, phase: str) -> list[Op]:
         ops.append(elementwise(ctx, "conv_out_gate", tokens, inner, 1, reads=2))
     else:
         ops.append(_recurrence(ctx, phase, tokens, hv, state, conv_ch, inner))
-        gate_flops = GATED_ACT_FLOPS + (0 if la.kind in ("mamba1", "rglru") else NORM_FLOPS)
+        gate_flops = GATED_ACT_FLOPS + (0 if la.kind in SCANS else NORM_FLOPS)
         ops.append(elementwise(ctx, "gated_norm", tokens, inner, gate_flops, reads=2))
     ops.append(linear(ctx, "out_proj", tokens, inner, m.hidden_size))
     ar = allreduce(ctx, "attn_allreduce", tokens)
@@ -85,6 +99,8 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     """in_proj: Gated DeltaNet q, k, v, z + beta, g; Mamba-2 z, x, B, C + dt; Mamba-1 x, z; short conv B, C, x."""
     la = ctx.model.linear_attention
     assert la is not None
+    if la.kind == "rwkv4":  # key, value, receptance of the time mixing and the channel mixing's receptance
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
     if la.kind in ("mamba1", "short_conv", "rglru"):
         width = (3 if la.kind == "short_conv" else 2) * inner
         ops = [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, width)]
@@ -97,6 +113,8 @@ def _projections_in(ctx: Ctx, tokens, conv_ch, inner) -> list[Op]:
     hv = inner // la.value_head_dim
     if la.kind == "lightning":  # q, k, v and the output gate
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 4 * inner)]
+    if la.kind == "mlstm":  # q, k, v, the output gate, the input and forget gates
+        return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, 2 * hv * la.key_head_dim + 2 * inner + 2 * hv)]
     if la.kind == "kda":  # q, k, v, beta and the low-rank gates' first halves; then their second halves
         rank = la.value_head_dim
         return [linear(ctx, "in_proj", tokens, ctx.model.hidden_size, conv_ch + hv + 2 * rank),
@@ -121,19 +139,19 @@ def _recurrence(ctx: Ctx, phase: str, tokens, hv, state, conv_ch, inner) -> Op:
     la = ctx.model.linear_attention
     assert la is not None
     dk, dv = la.key_head_dim, la.value_head_dim
-    read = 3 * inner if la.kind == "lightning" else conv_ch  # q, k, v (no conv) or the conv's outputs
+    read = {"lightning": 3 * inner, "mlstm": 2 * hv * dk + inner}.get(la.kind, conv_ch)  # q, k, v or the conv's
     io = traffic(act_read=tokens * read * ctx.act_bytes, act_write=tokens * inner * ctx.act_bytes)
     if phase == "decode":
         io = io | traffic(kv_read=B * state, kv_write=B * state)
         work = STEP_FLOPS[la.kind] * B * hv * dk * dv
     else:
         io = io | traffic(kv_write=B * state)
-        if la.kind in ("mamba1", "rglru"):
+        if la.kind in SCANS:
             work = tokens * hv * STEP_FLOPS[la.kind] * dk * dv
         else:
             wy = 2 * CHUNK * dk if la.kind in ("gated_deltanet", "kda") else 0  # the delta rule's WY / UT transform
             per_token = 2 * CHUNK * (dk + dv) + 4 * dk * dv + wy
             work = tokens * hv * per_token
-    if la.kind in ("mamba1", "rglru"):
+    if la.kind in SCANS:
         return ctx.op("recurrence", vector_flops=work, traffic=io)
     return ctx.op("recurrence", matmul_flops=work, traffic=io)

@@ -98,6 +98,8 @@ def capacity(model: Model, opts: EngineOptions, rest: float, rules: list[str]) -
     full = sum(n for (k, _), n in kinds.items() if k == "full")
     windowed = {key: n for key, n in kinds.items() if key[0] in ("sliding", "chunked")}
     states = kinds.get(("state", None), 0)
+    if states and not full and not windowed:  # its token pool would hold no layer: nothing to size
+        raise refuse("--engine", "sglang: a model without attention layers (pure recurrent) is not modelled")
     rest = max(rest, 0.0)
     slots = None
     if states:

@@ -164,6 +164,11 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
     mamba_mode = mamba_cache_mode(model, opts, rules) if ("state", None) in kinds else "none"
     if ("state", None) in kinds:
         mamba = state_bytes_per_rank(model, opts.tp, model_dtype_bytes())
+        la = model.linear_attention
+        if la is not None and la.kind in ("rwkv4", "mlstm"):
+            raise refuse("--engine", f"vllm: runs no {la.kind} model (no RWKV or xLSTM architecture in "
+                                     "vllm/model_executor/models/registry.py@0002bff); --engine ideal counts its "
+                                     "state")
         if not any(k != "state" for k, _ in kinds):
             raise refuse("--engine", "vllm: a model without attention layers (pure Mamba) is not modelled")
         need = 16 * ceildiv(int(mamba), 16 * int(token_bytes))

@@ -76,14 +76,21 @@ class LinearAttention(Spec):
     of heads x head_dim each) with a per-channel decay and low-rank gate projections. Griffin's RG-LRU (kind
     'rglru', De et al. 2024, "Griffin", §2.4; transformers RecurrentGemmaRecurrentBlock) keeps one state element per
     channel of lru_width and a conv over those channels: value_heads blocks of value_head_dim channels (the
-    block-diagonal gate weights), key_heads = key_head_dim = 1.
+    block-diagonal gate weights), key_heads = key_head_dim = 1. RWKV-4's time mixing (kind 'rwkv4', Peng et al. 2023,
+    "RWKV", §3-4; transformers RwkvSelfAttention) keeps per channel of its d width three WKV elements (numerator,
+    denominator, running maximum): key_head_dim = 3, key_heads = 1, value_heads blocks of value_head_dim channels;
+    and, as a conv of kernel 2, the previous token's input of the time mixing and of the channel mixing (token
+    shift): conv_channels = 2 x the value channels. xLSTM's mLSTM (kind 'mlstm', Beck et al. 2024, "xLSTM", §2.3;
+    Beck et al. 2025, "xLSTM 7B"; transformers xLSTMLayer) keeps per head a key_head_dim x value_head_dim matrix
+    memory C, a key_head_dim normalizer n and a scalar stabilizer m, and no convolution (conv_channels 0).
     """
 
-    kind: Literal["gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning", "rglru"] = Field(
+    kind: Literal["gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning", "rglru", "rwkv4",
+                  "mlstm"] = Field(
         description="Recurrence: Gated DeltaNet, Kimi Delta Attention, Mamba-2 (SSD), Mamba-1 (selective scan), "
                     "Griffin's RG-LRU, a gated short "
                     "convolution without a recurrent state (LFM2), or lightning attention without a convolution "
-                    "(MiniMax).")
+                    "(MiniMax), RWKV-4's time mixing, or xLSTM's mLSTM.")
     key_heads: PositiveInt = Field(description="Key heads (Mamba-2: n_groups of B and C).")
     value_heads: PositiveInt = Field(description="Value heads (Mamba-2: n_heads).")
     key_head_dim: PositiveInt = Field(description="Key width per head (Mamba-2: d_state).")
@@ -111,9 +118,12 @@ class LinearAttention(Spec):
     def conv_channels_for(self, key_heads, value_heads):
         """Conv channels of `key_heads` key and `value_heads` value heads (one tensor-parallel rank's);
         Mamba-1 and a short convolution convolve their value channels only; lightning attention has no
-        convolution."""
-        if self.kind == "lightning":
+        convolution; RWKV-4's token shift keeps two whole layer inputs on every rank (they precede the split
+        projections)."""
+        if self.kind in ("lightning", "mlstm"):
             return 0
+        if self.kind == "rwkv4":  # token shift: the previous layer input (d wide, whole on every rank) of the time
+            return 2 * self.value_heads * self.value_head_dim  # mixing and of the channel mixing
         if self.kind in ("mamba1", "short_conv", "rglru"):
             return value_heads * self.value_head_dim
         return 2 * key_heads * self.key_head_dim + value_heads * self.value_head_dim
@@ -121,10 +131,17 @@ class LinearAttention(Spec):
     @property
     def state_elements(self) -> int:
         """Recurrent-state elements per sequence per layer: value_heads x key_head_dim x value_head_dim (none for a
-        short convolution)."""
+        short convolution; mLSTM's normalizer and stabilizer besides its matrix memory)."""
+        return self.state_elements_for(self.value_heads)
+
+    def state_elements_for(self, value_heads) -> int:
+        """Recurrent-state elements of `value_heads` heads (one tensor-parallel rank's): value_heads x key_head_dim
+        x value_head_dim; an mLSTM head adds its normalizer (key_head_dim) and stabilizer (1); a short convolution
+        keeps none."""
         if self.kind == "short_conv":
             return 0
-        return self.value_heads * self.key_head_dim * self.value_head_dim
+        per_head = self.key_head_dim * self.value_head_dim
+        return value_heads * (per_head + self.key_head_dim + 1 if self.kind == "mlstm" else per_head)
 
     @property
     def recurrent_state_dtype(self) -> str:

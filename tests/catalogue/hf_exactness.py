@@ -26,6 +26,7 @@ from typing import Any
 from hf_gemma_tiny import GEMMA_TINY
 from hf_hybrid_tiny import HYBRID_TINY, module_state_bytes
 from hf_shared_tiny import SHARED_TINY
+from hf_varied_tiny import VARIED_TINY
 
 PROMPT_TOKENS = 6
 
@@ -68,6 +69,7 @@ TINY_BY_TYPE: dict[str, dict[str, Any]] = {
 TINY_BY_TYPE |= HYBRID_TINY  # the hybrid recurrent types' keys (tests/catalogue/hf_hybrid_tiny.py)
 TINY_BY_TYPE |= GEMMA_TINY  # Gemma-3n's (tests/catalogue/hf_gemma_tiny.py)
 TINY_BY_TYPE |= SHARED_TINY  # Inkling's (tests/catalogue/hf_shared_tiny.py)
+TINY_BY_TYPE |= VARIED_TINY  # hf_archs_varied's types (tests/catalogue/hf_varied_tiny.py)
 
 
 MROPE_TYPES = ("qwen2_vl_text", "qwen2_5_vl_text", "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "hunyuan_vl_text",
@@ -142,9 +144,12 @@ def _cache_bytes(cache: Any) -> int:
 
 
 def _returned_cache(out: Any) -> Any:
-    """The cache a forward returned: past_key_values, or `cache` (the v5.40 name some models already return)."""
-    cache = getattr(out, "past_key_values", None)
-    return getattr(out, "cache", None) if cache is None else cache
+    """The cache a forward returned: past_key_values, or `cache` (the v5.40 name some models already return), or
+    RWKV's `state` (a list of tensors outside any Cache object)."""
+    for name in ("past_key_values", "cache", "state"):
+        if getattr(out, name, None) is not None:
+            return getattr(out, name)
+    return None
 
 
 def decoder_class(text_type: str) -> tuple[str, bool]:

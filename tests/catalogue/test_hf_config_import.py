@@ -49,8 +49,10 @@ def test_load_model_reads_a_config_file(name):
     config = _config(name)
     config = config.get("text_config", config)
     # GPT-Neo saves its layer count as num_layers, GPT-1 as n_layer; the config counts stored layers (Inkling-2-Loop
-    # runs its loop layers again: Model.reused_layers)
+    # runs its loop layers again: Model.reused_layers); LongCat-Flash's num_layers counts blocks of two attention
+    # sublayers each (LongcatFlashConfig.num_hidden_layers = 2 x num_layers)
     stored = next(config[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in config)
+    stored *= 2 if config.get("model_type") == "longcat_flash" else 1
     if "mlp" in (config.get("layer_types") or []):  # Dory's released layout counts attention and MLP blocks apart
         stored //= 2
     # HRM-Text's num_hidden_layers counts its cache slots (every pass of its two stacks), the Model's num_layers
