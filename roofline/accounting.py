@@ -111,7 +111,7 @@ def attention_params_per_layer(model: Model) -> int:
         params += q + 2 * kv
     if model.attn_out_bias:
         params += d
-    if model.qk_norm:
+    if model.qk_norm and model.qk_norm_width != "weightless":
         params += q + kv if model.qk_norm_width == "full" else 2 * model.head_dim
     if model.attention_convs is not None:  # Inkling's four depthwise convs: kernel taps per channel, no bias
         params += model.attention_convs.kernel * model.attention_convs.channels(kv, d)
@@ -129,7 +129,7 @@ def kv_shared_missing_params(model: Model) -> int:
         layer = model.at_layer(kind)
         kv = layer.kv_dim
         per_layer = 2 * model.hidden_size * kv + (2 * kv if model.qkv_bias else 0)
-        if model.qk_norm:
+        if model.qk_norm and model.qk_norm_width != "weightless":
             per_layer += kv if model.qk_norm_width == "full" else layer.head_dim
         total += n * per_layer
     return total

@@ -113,7 +113,8 @@ def _llama4(cfg: _Config) -> dict[str, Any]:
     """Llama-4 (text_config): chunked local attention (attention_chunk_size) on RoPE layers, global NoPE
     layers where no_rope_layers is 0 (empty: Llama4TextConfig derives every 4th layer); MoE with one shared
     expert of the expert width; dense layers (none when interleave_moe_layer_step is 1) use
-    intermediate_size_mlp."""
+    intermediate_size_mlp. Its QK norm (use_qk_norm) is Llama4TextL2Norm, an L2 norm without weights
+    (transformers models/llama4/modeling_llama4.py)."""
     text = _text(cfg)
     step = text.integer("interleave_moe_layer_step", 1)
     if step != 1:
@@ -129,7 +130,7 @@ def _llama4(cfg: _Config) -> dict[str, Any]:
            "expert_intermediate_size": fields["intermediate_size"], "num_shared_experts": 1}
     return fields | {"intermediate_size": text.integer("intermediate_size_mlp"), "attention": attention,
                      "qkv_bias": text.flag("attention_bias", False), "qk_norm": text.flag("use_qk_norm", False),
-                     "moe": moe}
+                     "qk_norm_width": "weightless", "moe": moe}
 
 
 def _glm4_moe(cfg: _Config) -> dict[str, Any]:

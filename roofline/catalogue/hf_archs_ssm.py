@@ -90,14 +90,16 @@ def _jamba(cfg: _Config) -> dict[str, Any]:
     """Jamba: layer i is attention when i % attn_layer_period (8) == attn_layer_offset (4), else a Mamba-1
     mixer (mamba_expand 2, mamba_d_state 16, mamba_d_conv 4, mamba_dt_rank 'auto'); its MLP is MoE
     (num_experts of intermediate_size, top num_experts_per_tok) when i % expert_layer_period (2) ==
-    expert_layer_offset (1), else dense. Two norms per layer; GQA without bias (JambaConfig defaults)."""
+    expert_layer_offset (1), else dense. Two norms per layer; GQA without bias (JambaConfig defaults). Each Mamba
+    mixer also normalises its dt, B and C (JambaMambaMixer dt_layernorm, b_layernorm, c_layernorm: RMSNorms of
+    dt_rank, d_state and d_state weights), parameters outside the Model's groups: model_extra_params."""
     fields = _core(cfg, kv_default_heads=True)
     n, hidden = fields["num_layers"], fields["hidden_size"]
     attends = _layer_flags(cfg, n, "attn_layer_period", "attn_layer_offset", 8, 4)
     attention = _shortest_cycle([_full() if a else {"kind": "linear"} for a in attends])
     inner = cfg.integer("mamba_expand", 2) * hidden
-    linear = _mamba1_shape(inner, cfg.integer("mamba_d_state", 16), cfg.integer("mamba_d_conv", 4),
-                           _dt_rank(cfg, "mamba_dt_rank", hidden))
+    state, rank = cfg.integer("mamba_d_state", 16), _dt_rank(cfg, "mamba_dt_rank", hidden)
+    linear = _mamba1_shape(inner, state, cfg.integer("mamba_d_conv", 4), rank)
     _layer_flags(cfg, n, "expert_layer_period", "expert_layer_offset", 2, 1)  # checks the pair
     moe = {"num_experts": cfg.integer("num_experts"), "experts_per_token": cfg.integer("num_experts_per_tok"),
            "expert_intermediate_size": fields["intermediate_size"],
@@ -105,7 +107,8 @@ def _jamba(cfg: _Config) -> dict[str, Any]:
            "layer_offset": cfg.integer("expert_layer_offset", 1, minimum=0)}
     if cfg.has("sliding_window"):
         raise cfg.error("sliding_window", "not supported for Jamba (only null: full attention)")
-    return fields | {"attention": attention, "linear_attention": linear, "moe": moe}
+    norms = (n - sum(attends)) * (rank + 2 * state)  # the mixers' dt / B / C RMSNorm weights
+    return fields | {"attention": attention, "linear_attention": linear, "moe": moe, "model_extra_params": norms}
 
 
 def _falcon_h1(cfg: _Config) -> dict[str, Any]:

@@ -334,9 +334,10 @@ class Model(Spec):
     norm: Literal["rms", "layernorm", "nonparametric"] = Field(
         "rms", description="Norm parameters per channel: RMSNorm 1 (weight), LayerNorm 2 (weight and bias), "
                            "non-parametric LayerNorm 0 (OLMo-1).")
-    qk_norm_width: Literal["head", "full"] = Field(
-        "head", description="With qk_norm: one head_dim-wide norm each for q and k ('head', Qwen3), or norms over "
-                            "the whole q and k projections ('full': q_dim + kv_dim weights, OLMo-2).")
+    qk_norm_width: Literal["head", "full", "weightless"] = Field(
+        "head", description="With qk_norm: one head_dim-wide norm each for q and k ('head', Qwen3), norms over "
+                            "the whole q and k projections ('full': q_dim + kv_dim weights, OLMo-2), or an L2 norm "
+                            "without weights ('weightless': Llama-4's Llama4TextL2Norm).")
     attn_out_bias: bool = Field(False, description="The attention output projection carries a bias.")
     mlp_bias: bool = Field(False, description="Every MLP linear (dense, expert and shared) carries a bias.")
     lm_head_bias: bool = Field(False, description="The LM head carries a bias (Phi-2, Phi-MoE).")

@@ -27,7 +27,6 @@ KNOWN_GAPS = {
     "apertus1p5": "the toy is not built: Apertus1p5Config wants its audio tokens (from audio_token_offset 262,344) "
                   "inside the text vocabulary; its decoder is measured as apertus1p5_text",
     "falcon_h1": "FalconH1Config's mamba_rms_norm (default false) drops the mixer's gated RMSNorm; the spec counts it",
-    "jamba": "JambaMambaMixer's dt / B / C RMSNorms (dt_rank + 2 d_state weights per Mamba layer) are not modelled",
     "longcat_flash": "transformers' LongcatFlashExperts allocates gate_up_proj rows for the zero experts, which its "
                      "forward never reads and the checkpoint does not hold; roofline leaves them out "
                      "(tests/catalogue/test_hf_varied.py checks the difference exactly)",
@@ -36,8 +35,6 @@ KNOWN_GAPS = {
     "phi4_multimodal": "Phi4MultimodalModel holds its image and audio towers (embed_tokens_extend, full size in the "
                        "toy) inside the decoder model; roofline names them in encoders, apart. "
                        "tests/catalogue/test_hf_varied.py checks the decoder and its cache exactly",
-    **dict.fromkeys(("llama4", "llama4_text"),
-                    "Llama4TextL2Norm has no weights; the spec's qk_norm counts 2 x head_dim per layer"),
 }
 
 
