@@ -203,8 +203,9 @@ def linear_params_per_layer(model: Model) -> int:
     if la.kind == "gated_deltanet":
         return d * (la.conv_channels + inner) + d * 2 * la.value_heads + conv + 2 * la.value_heads \
             + la.value_head_dim + inner * d
+    norm = inner if la.gated_norm else 0  # Mamba-2's gated RMSNorm (absent: Falcon-H1's mamba_rms_norm false)
     return d * (la.conv_channels + inner + la.value_heads) + conv + la.conv_channels + 3 * la.value_heads \
-        + inner + inner * d
+        + norm + inner * d
 
 
 def mamba1_params(d: int, inner: int, d_state: int, dt_rank: int, kernel: int) -> int:

@@ -115,7 +115,9 @@ def _falcon_h1(cfg: _Config) -> dict[str, Any]:
     """Falcon-H1: every layer runs GQA attention and a Mamba-2 mixer side by side on one normed input
     (FalconH1DecoderLayer: input_layernorm, then self_attn + mamba, summed; pre_ff_layernorm, SwiGLU MLP).
     The mixer: mamba_n_heads heads of mamba_d_head (mamba_d_ssm = their product, default expand x hidden),
-    mamba_n_groups of B and C of mamba_d_state, conv mamba_d_conv; explicit head_dim for attention."""
+    mamba_n_groups of B and C of mamba_d_state, conv mamba_d_conv; explicit head_dim for attention. The mixer's
+    gated RMSNorm exists only with mamba_rms_norm (default false: FalconH1Mixer's norm is nn.Identity and the gate
+    multiplies the scan output)."""
     fields = _core(cfg, kv_default_heads=True)  # head_dim absent: hidden / heads (FalconH1Attention)
     heads = cfg.integer("mamba_n_heads")
     inner = cfg.integer("mamba_d_ssm", cfg.integer("mamba_expand", 2) * fields["hidden_size"])
@@ -128,7 +130,7 @@ def _falcon_h1(cfg: _Config) -> dict[str, Any]:
         raise cfg.error("mamba_n_groups", f"{groups} does not divide mamba_n_heads {heads}")
     linear = {"kind": "mamba2", "key_heads": groups, "value_heads": heads,
               "key_head_dim": cfg.integer("mamba_d_state", 256), "value_head_dim": head_dim,
-              "conv_kernel": cfg.integer("mamba_d_conv", 4)}
+              "conv_kernel": cfg.integer("mamba_d_conv", 4), "gated_norm": cfg.flag("mamba_rms_norm", False)}
     return fields | {"attention": [_full()], "linear_attention": linear, "linear_parallel": True,
                      "qkv_bias": cfg.flag("projectors_bias", False)}
 

@@ -103,6 +103,10 @@ class LinearAttention(Spec):
                           "keeps Nemotron-H's SSM state in fp32); None: state_dtype.")
     dt_rank: PositiveInt | None = Field(
         None, description="Mamba-1 only: rank of the low-rank time-step projection (x_proj -> dt_proj).")
+    gated_norm: bool = Field(
+        True, description="Mamba-2: the mixer ends in a gated RMSNorm of H_v d_v weights (Mamba2Mixer); False where "
+                          "the checkpoint has none (Falcon-H1's mamba_rms_norm false: the gate multiplies the scan "
+                          "output instead).")
 
     @model_validator(mode="after")
     def _dt_rank_matches_kind(self) -> LinearAttention:

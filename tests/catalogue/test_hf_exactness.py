@@ -26,7 +26,6 @@ from hf_exactness import measure  # noqa: E402
 KNOWN_GAPS = {
     "apertus1p5": "the toy is not built: Apertus1p5Config wants its audio tokens (from audio_token_offset 262,344) "
                   "inside the text vocabulary; its decoder is measured as apertus1p5_text",
-    "falcon_h1": "FalconH1Config's mamba_rms_norm (default false) drops the mixer's gated RMSNorm; the spec counts it",
     "longcat_flash": "transformers' LongcatFlashExperts allocates gate_up_proj rows for the zero experts, which its "
                      "forward never reads and the checkpoint does not hold; roofline leaves them out "
                      "(tests/catalogue/test_hf_varied.py checks the difference exactly)",
