@@ -18,16 +18,9 @@ from roofline.catalogue.hfconfig import (
     _shortest_cycle,
     _sliding,
 )
-
-
-def _text(cfg: _Config) -> _Config:
-    """The decoder's sub-config of a multimodal checkpoint (text_config), or the config itself."""
-    text = cfg.data.get("text_config")
-    if text is None:
-        return cfg
-    if not isinstance(text, dict):
-        raise cfg.error("text_config", f"expected an object, got {type(text).__name__}")
-    return _Config(text, f"{cfg.where}: text_config", cfg.arch)
+from roofline.catalogue.hfconfig import (
+    text_of as _text,
+)
 
 
 def _every_layer_moe(cfg: _Config) -> None:

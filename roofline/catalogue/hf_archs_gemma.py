@@ -38,16 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.catalogue.hfconfig import _Config, _from_layer_types, _full, _shortest_cycle, _sliding
-
-
-def _text(cfg: _Config) -> _Config:
-    """The decoder's config: the wrapper's text_config (Gemma3nForConditionalGeneration), else the config itself."""
-    text = cfg.data.get("text_config")
-    if text is None:
-        return cfg
-    if not isinstance(text, dict):
-        raise cfg.error("text_config", f"expected an object, got {type(text).__name__}")
-    return _Config(text, f"{cfg.where}: text_config", cfg.arch)
+from roofline.catalogue.hfconfig import text_of as _text
 
 
 def _uniform_intermediate(cfg: _Config, num_layers: int) -> int:

@@ -31,18 +31,9 @@ from typing import Any
 
 from roofline.catalogue.hf_families import _moe_layers
 from roofline.catalogue.hfconfig import _Config, _from_layer_types, _shortest_cycle
+from roofline.catalogue.hfconfig import text_of as _text
 
 LAYER_KINDS = ("hybrid", "hybrid_sliding")
-
-
-def _text(cfg: _Config) -> _Config:
-    """The decoder's config: the wrapper's text_config (InklingForConditionalGeneration), else the config."""
-    text = cfg.data.get("text_config")
-    if text is None:
-        return cfg
-    if not isinstance(text, dict):
-        raise cfg.error("text_config", f"expected an object, got {type(text).__name__}")
-    return _Config(text, f"{cfg.where}: text_config", cfg.arch)
 
 
 def _layer_types(cfg: _Config, num_layers: int, default_full_every: int = 6) -> list[str]:

@@ -18,17 +18,7 @@ from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, NO_POSITION_LIMIT
 from roofline.catalogue.hf_families import read
 from roofline.catalogue.hf_layout import Family
 from roofline.catalogue.hfconfig import _Config, _core, _uniform_window
-
-
-def _text(cfg: _Config) -> _Config:
-    """A multimodal wrapper's text_config (the decoder's keys), else the config itself."""
-    text = cfg.data.get("text_config")
-    if text is None:
-        return cfg
-    if not isinstance(text, dict):
-        raise cfg.error("text_config", f"expected a JSON object, got {type(text).__name__}")
-    return _Config(text, f"{cfg.where}: text_config", cfg.arch)
-
+from roofline.catalogue.hfconfig import text_of as _text
 
 # LongcatFlashDecoderLayer (one of num_layers): two sublayers, each an MLA attention (LongcatFlashMLA: DeepSeek-V3's
 # q_a / q_b, kv_a_proj_with_mqa / kv_b, o, with the two latent RMSNorms; biases by attention_bias) and a dense

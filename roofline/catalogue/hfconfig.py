@@ -146,3 +146,14 @@ def _qwen_windows(cfg: _Config, num_layers: int) -> list[dict[str, Any]]:
         return [_full()]
     window, first = cfg.integer("sliding_window"), cfg.integer("max_window_layers")
     return _shortest_cycle([_full() if i < first else _sliding(window) for i in range(num_layers)])
+
+
+def text_of(cfg: _Config) -> _Config:
+    """The decoder's sub-config of a multimodal checkpoint (its text_config), or the config itself; a text_config
+    that is not an object is an error naming it."""
+    text = cfg.data.get("text_config")
+    if text is None:
+        return cfg
+    if not isinstance(text, dict):
+        raise cfg.error("text_config", f"expected an object, got {type(text).__name__}")
+    return _Config(text, f"{cfg.where}: text_config", cfg.arch)

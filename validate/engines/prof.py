@@ -34,21 +34,24 @@ def gen(B, O):
     return time.perf_counter() - t
 
 
+def census(fn):
+    """{kernel name: [calls, seconds]} of the CUDA kernels `fn` runs, under torch.profiler."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+    torch.cuda.synchronize()
+    agg = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            a = agg.setdefault(e.name, [0, 0.0])
+            a[0] += 1
+            a[1] += e.time_range.elapsed_us() * 1e-6
+    return agg
+
+
 def case(B):
     gen(B, 2), gen(B, N)  # warm-up: compiles, first-use allocations
     wall = {O: statistics.median(gen(B, O) for _ in range(3)) for O in (1, N)}
-    kernels = {}
-    for O in (1, N):
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            gen(B, O)
-        torch.cuda.synchronize()
-        agg = {}
-        for e in prof.events():
-            if e.device_type == torch.autograd.DeviceType.CUDA:
-                a = agg.setdefault(e.name, [0, 0.0])
-                a[0] += 1
-                a[1] += e.time_range.elapsed_us() * 1e-6
-        kernels[O] = agg
+    kernels = {O: census(lambda O=O: gen(B, O)) for O in (1, N)}
     names = set(kernels[1]) | set(kernels[N])
     per_step = {n: {"s": (kernels[N].get(n, [0, 0.0])[1] - kernels[1].get(n, [0, 0.0])[1]) / (N - 1),
                     "calls": (kernels[N].get(n, [0, 0])[0] - kernels[1].get(n, [0, 0])[0]) / (N - 1)} for n in names}
@@ -75,15 +78,7 @@ def prefill_case(P):
         return time.perf_counter() - t
     one(), one()
     wall = statistics.median(one() for _ in range(3))
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        one()
-    torch.cuda.synchronize()
-    agg = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            a = agg.setdefault(e.name, [0, 0.0])
-            a[0] += 1
-            a[1] += e.time_range.elapsed_us() * 1e-6
+    agg = census(one)
     top = dict(sorted(((n, {"s": v[1], "calls": v[0]}) for n, v in agg.items()), key=lambda kv: -kv[1]["s"])[:60])
     res = {"P": P, "wall_s": wall, "kernel_s": sum(v[1] for v in agg.values()), "kernels": top}
     print(f"PROF prefill P={P} wall {wall * 1e3:.3f} ms kernels {res['kernel_s'] * 1e3:.3f} ms", flush=True)
