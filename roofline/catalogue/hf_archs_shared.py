@@ -102,14 +102,21 @@ def _mlp_kinds(cfg: _Config, num_layers: int) -> list[str]:
     return cfg.data["mlp_layer_types"]
 
 
-def _inkling(cfg: _Config) -> dict[str, Any]:
-    """Inkling's text decoder (see the module docstring) as Model fields."""
+def _decoder_shape(cfg: _Config) -> tuple[_Config, int, int, int, int, int]:
+    """(the text config with the checkpoints' key names, layers, hidden size, heads, KV heads, head_dim) of an
+    Inkling-family decoder; the KV heads must divide the heads."""
     cfg = _checkpoint_keys(_text(cfg))
     n, d = cfg.integer("num_hidden_layers"), cfg.integer("hidden_size")
     heads, kv_heads, head_dim = (cfg.integer("num_attention_heads"), cfg.integer("num_key_value_heads"),
                                  cfg.integer("head_dim"))
     if heads % kv_heads:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    return cfg, n, d, heads, kv_heads, head_dim
+
+
+def _inkling(cfg: _Config) -> dict[str, Any]:
+    """Inkling's text decoder (see the module docstring) as Model fields."""
+    cfg, n, d, heads, kv_heads, head_dim = _decoder_shape(cfg)
     kinds = _layer_types(cfg, n)
     sliding = _sliding_layer(cfg, heads, kv_heads, head_dim)
     layers = [sliding if k == "hybrid_sliding" else {"kind": "full"} for k in kinds]
@@ -160,12 +167,7 @@ def _inkling2(cfg: _Config) -> dict[str, Any]:
     a weight projection), a sigmoid gate on the attention output (Inkling2GatedOutputProjection: d x q, as
     Model.attn_output_gate), every layer MoE (moe_intermediate_size, no shared expert), block attention residuals,
     and an LM head of unpadded_vocab_size rows (the embedding keeps vocab_size: the extra rows are extras)."""
-    cfg = _checkpoint_keys(_text(cfg))
-    n, d = cfg.integer("num_hidden_layers"), cfg.integer("hidden_size")
-    heads, kv_heads, head_dim = (cfg.integer("num_attention_heads"), cfg.integer("num_key_value_heads"),
-                                 cfg.integer("head_dim"))
-    if heads % kv_heads:
-        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+    cfg, n, d, heads, kv_heads, head_dim = _decoder_shape(cfg)
     vocab, head_rows = cfg.integer("vocab_size"), cfg.integer("unpadded_vocab_size", cfg.integer("vocab_size"))
     if head_rows > vocab:
         raise cfg.error("unpadded_vocab_size", f"{head_rows} exceeds vocab_size {vocab}")
