@@ -3,9 +3,9 @@
 # each model in ORDER, the serving runs after the first model. vLLM unpacked in $SITE (default ~/site).
 # Usage: run.sh RESDIR MODEL...     Writes RESDIR/driver.log and one file per stage. On a machine of several GPUs
 # one driver per GPU (CUDA_VISIBLE_DEVICES) runs its own models; SKIP_MICRO=1 / SKIP_SERVE=1 leave those stages out.
-# ROOFLINE_ENGINE_CASES names the cases file (default cases.json); MICRO2=1 adds micro2.py (GEMMs alone), MICRO3=1 micro3.py, PROF=MODEL
+# ROOFLINE_ENGINE_CASES names the cases file (default cases.json); MICRO2=1 adds micro2.py (GEMMs alone), MICRO3=1 micro3.py, PROF=MODEL[,MODEL]
 # adds prof.py (one decode step by kernel; PROF_PREFILL=P1,P2 one prefill each instead) on that model, worker_memory_log in the cases file prints the worker's
-# memory profile (logging-worker.json), EXTRA_MODELS writes more model folders (a draft model).
+# memory profile (logging-worker.json), EXTRA_MODELS writes more model folders (a draft model), SKIP_MODELS=1 writes none (another driver did).
 set -u
 R=$1; shift
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
@@ -25,7 +25,7 @@ WLOG=$(python3 -c "import json; print(int(json.load(open('$CASES')).get('worker_
 echo "== env $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
 echo "routing simulation: ${VLLM_MOE_ROUTING_SIMULATION_STRATEGY:-off}"
-(cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models "$@" ${EXTRA_MODELS:-})
+[ "${SKIP_MODELS:-0}" = 1 ] || (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models "$@" ${EXTRA_MODELS:-})
 if [ "${SKIP_MICRO:-0}" != 1 ]; then
   echo "== micro $(date -u +%T)"
   timeout 150 python3 $HERE/micro.py $R/micro.json > $R/micro.log 2>&1; echo "micro rc $?"; tail -3 $R/micro.log
@@ -51,12 +51,13 @@ for N in "$@"; do
     echo "== serve $N $(date -u +%T)"; bash $HERE/serve.sh $HOME/models/$N $N $R
   fi
 done
-if [ -n "${PROF:-}" ]; then
-  echo "== prof $PROF $(date -u +%T)"
-  VLLM_ENABLE_V1_MULTIPROCESSING=0 PROF_MAX_MODEL_LEN=${PROF_MAX_MODEL_LEN:-4096} PROF_PREFILL=${PROF_PREFILL:-} setsid timeout 300 python3 $HERE/prof.py $HOME/models/$PROF $R/$PROF-prof.json \
-    > $R/$PROF-prof.log 2>&1 &
+PROFS=${PROF:-}
+for PM in ${PROFS//,/ }; do  # PROF: one model or a comma list
+  echo "== prof $PM $(date -u +%T)"
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 PROF_MAX_MODEL_LEN=${PROF_MAX_MODEL_LEN:-4096} PROF_PREFILL=${PROF_PREFILL:-} setsid timeout 300 python3 $HERE/prof.py $HOME/models/$PM $R/$PM-prof.json \
+    > $R/$PM-prof.log 2>&1 &
   PP=$!; wait $PP; echo "prof rc $?"; kill -KILL -$PP 2>/dev/null; sleep 2
-  grep -E "^PROF|^  " $R/$PROF-prof.log | head -60
-fi
+  grep -E "^PROF|^  " $R/$PM-prof.log | head -60
+done
 echo "ALL_DONE $(date -u +%T)"
 } > $R/driver.log 2>&1

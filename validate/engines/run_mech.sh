@@ -4,7 +4,7 @@
 # then admission.py (async admission lag), mixed_step.py (a mixed step against its parts), spec_step.py (a draft
 # model's step taken apart). Usage: run_mech.sh RESDIR [STAGES] (STAGES: any of admission,mixed,spec; default all).
 # Each stage has its own timeout (admission 200 s, mixed 200 s, spec 330 s) and writes RESDIR/<stage>.json + .log;
-# RESDIR/mech-driver.log has the summary lines.
+# RESDIR/mech-driver.log has the summary lines. SPEC_CONFIGS: spec_step.py's CONFIGS (its default when unset).
 set -u
 R=$1; STAGES=${2:-admission,mixed,spec}
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
@@ -17,7 +17,7 @@ export PYTHONPATH=$SITE PATH=$HOME/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=
 echo "== env $(date -u +%FT%TZ) $(cd $ROOT && git rev-parse HEAD 2>/dev/null)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 python3 -c "import torch, vllm; print('torch', torch.__version__, 'vllm', vllm.__version__)"
-(cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models tiny-llama Llama-3.1-8B Llama-3.2-1B)
+[ "${SKIP_MODELS:-0}" = 1 ] || (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models tiny-llama Llama-3.1-8B Llama-3.2-1B)
 M=$HOME/models
 case ",$STAGES," in *,admission,*)
   echo "== admission $(date -u +%T)"
@@ -32,7 +32,7 @@ case ",$STAGES," in *,mixed,*)
 esac
 case ",$STAGES," in *,spec,*)
   echo "== spec $(date -u +%T)"
-  setsid timeout 330 python3 $HERE/spec_step.py $M $R/spec_step.json > $R/spec_step.log 2>&1
+  setsid timeout ${SPEC_TIMEOUT:-330} python3 $HERE/spec_step.py $M $R/spec_step.json ${SPEC_CONFIGS:-} > $R/spec_step.log 2>&1
   echo "spec rc $?"; grep -E '^SPEC' $R/spec_step.log | cut -c1-400;;
 esac
 echo "MECH_DONE $(date -u +%T)"
