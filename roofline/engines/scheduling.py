@@ -81,9 +81,13 @@ class EngineOverheads:
     per_seq_s: float = 0.0
     api_request_s: float = 0.0
     overlap: bool = False  # asynchronous scheduling: a step takes max(GPU, host) instead of GPU + host
+    # a step of more tokens than the largest CUDA-graph capture size launches every kernel from Python, ahead of its
+    # GPU work (timing mechanism 8): such a step's GPU part takes at least eager_s (0: not measured)
+    eager_above_tokens: int = 0
+    eager_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("step_s", "per_seq_s", "api_request_s"):
+        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s"):
             value = getattr(self, name)
             if not value >= 0:
                 raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
@@ -92,10 +96,13 @@ class EngineOverheads:
         """CPU seconds of a step that runs `sequences` sequences."""
         return self.step_s + self.per_seq_s * sequences
 
-    def combine(self, gpu_s, sequences: int):
-        """A step's wall time from its GPU time (a float or an array of steps): the host work after the GPU's, or
-        hidden under it with asynchronous scheduling (vLLM's async_scheduling: the host prepares step n + 1 while
-        the GPU runs step n; roofline/engines/timing.py's overlap rule)."""
+    def combine(self, gpu_s, sequences: int, tokens: int = 0):
+        """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
+        tokens: the host work after the GPU's, or hidden under it with asynchronous scheduling (vLLM's
+        async_scheduling: the host prepares step n + 1 while the GPU runs step n; roofline/engines/timing.py's
+        overlap rule); a step past the capture sizes runs no faster than its launches (eager_s)."""
+        if self.eager_s and tokens > self.eager_above_tokens:
+            gpu_s = np.maximum(gpu_s, self.eager_s)
         host = self.step(sequences)
         return np.maximum(gpu_s, host) if self.overlap else gpu_s + host
 
@@ -185,6 +192,20 @@ def with_speculative(profile: EngineScheduling, method: str | None, tokens: int 
     return replace(profile, overheads=replace(o, overlap=False, step_s=o.step_s + extra), admission_lag=False,
                    notes=profile.notes + (f"vllm: async scheduling off with a draft model (host work after the "
                                           f"GPU's), drafter host {extra * 1e3:.2f} ms a step",))
+
+
+def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> EngineScheduling:
+    """The engine's scheduler for a model of `layers` decoder layers (`moe_layers` with routed experts) per stage:
+    a step of more tokens than its largest capture size costs at least the launches of every kernel from Python
+    (roofline/engines/timing.py mechanism 8, EngineTiming.eager_launch_s); unchanged without graphs or a
+    measurement."""
+    from roofline.engines.timing import timing
+
+    eager = timing(profile.engine).eager_launch_s(layers, moe_layers) if profile.capture_sizes else 0.0
+    if not eager:
+        return profile
+    return replace(profile, overheads=replace(profile.overheads, eager_above_tokens=profile.capture_sizes[-1],
+                                              eager_s=eager))
 
 
 def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:

@@ -37,6 +37,14 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    draft_layer_s x the draft's layers (the drafter runs PIECEWISE CUDA graphs, so attention launches eagerly per
    layer: vllm/v1/spec_decode/llm_base_proposer.py@v0.24.0 initialize_cudagraph_keys), from
    validate/engines/spec_step.py on a tiny target (derive.py --spec); zero until that is measured.
+8. **A step past the largest capture size** (a prompt or a mixed batch of more than 512 tokens in vLLM 0.24 on the
+   H200) runs the compiled pieces without CUDA graphs: every kernel of every layer is launched from Python, and
+   vLLM's FusedMoE layer adds its own Python path (routing, expert alignment, two Triton launches, activation, sum).
+   Its host work, eager_step_s + eager_layer_s x layers + eager_moe_layer_s x layers with routed experts, runs
+   ahead of the GPU (launches are asynchronous), so such a step takes max(GPU, host) after the request's own cost.
+   Measured on models of the judged layer structure at negligible widths (validate/engines/cases-run5.json: 2 and
+   32 dense layers, Qwen3-30B-A3B's 48 MoE layers, DeepSeek-V2-Lite's 27 MLA layers), prompts of 1,024-4,096 tokens,
+   fitted by least squares on the layer counts (derive.py --eager); nothing judged enters the fit.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -77,6 +85,10 @@ class EngineTiming:
     spec_step_s: float = 0.0
     draft_pass_s: float = 0.0
     draft_layer_s: float = 0.0
+    # a step past the largest capture size (8.): per step, per layer, and more per layer with routed experts
+    eager_step_s: float = 0.0
+    eager_layer_s: float = 0.0
+    eager_moe_layer_s: float = 0.0
     kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU name -> {ceiling key: value}
     attention_flops: dict[str, dict[int, float]] = field(default_factory=dict)  # GPU -> head dim -> FLOP/s
     sources: dict[str, str] = field(default_factory=dict)
@@ -92,6 +104,21 @@ class EngineTiming:
         (7.): spec_step_s + K x (draft_pass_s + draft_layer_s x layers)."""
         return self.spec_step_s + tokens * (self.draft_pass_s + self.draft_layer_s * draft_layers)
 
+    def eager_host_s(self, tokens: int, layers: int, moe_layers: int) -> float:
+        """Host seconds of launching a step of `tokens` tokens through `layers` decoder layers (`moe_layers` of them
+        with routed experts) without CUDA graphs (8.); 0 for a step within the largest capture size, or an engine
+        with no such measurement."""
+        if not self.capture_sizes or tokens <= self.capture_sizes[-1]:
+            return 0.0
+        return self.eager_launch_s(layers, moe_layers)
+
+    def eager_launch_s(self, layers: int, moe_layers: int) -> float:
+        """Host seconds of one step's launches without CUDA graphs (8.): eager_step_s + eager_layer_s x layers +
+        eager_moe_layer_s x moe_layers; 0 where the engine's eager step is not measured."""
+        if not self.eager_layer_s:
+            return 0.0
+        return self.eager_step_s + self.eager_layer_s * layers + self.eager_moe_layer_s * moe_layers
+
     def padded(self, batch: int) -> int:
         """The batch a decode step runs at: the smallest capture size >= batch (batch itself past the largest)."""
         sizes = self.capture_sizes
@@ -99,10 +126,12 @@ class EngineTiming:
             return batch
         return sizes[bisect.bisect_left(sizes, batch)]
 
-    def step(self, gpu_s: float, batch: int) -> float:
-        """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host."""
+    def step(self, gpu_s: float, batch: int, eager_s: float = 0.0) -> float:
+        """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host; `eager_s`
+        (eager_host_s) is the launch work of a step run without CUDA graphs, which runs ahead of its own GPU work."""
         host = self.host_s(batch)
-        return max(gpu_s, host) if self.overlap else gpu_s + host
+        gpu = max(gpu_s, eager_s)
+        return max(gpu, host) if self.overlap else gpu + host
 
     def kernel_ceilings(self, hardware_name: str) -> dict[str, float]:
         """Ceilings this engine's kernels set on `hardware_name` (empty where they were not measured there)."""
@@ -140,6 +169,8 @@ def timing(engine: str) -> EngineTiming:
             server_per_seq_s=float(d.get("server_per_seq_s", d["per_seq_s"])),
             spec_step_s=float(d.get("spec_step_s", 0.0)), draft_pass_s=float(d.get("draft_pass_s", 0.0)),
             draft_layer_s=float(d.get("draft_layer_s", 0.0)),
+            eager_step_s=float(d.get("eager_step_s", 0.0)), eager_layer_s=float(d.get("eager_layer_s", 0.0)),
+            eager_moe_layer_s=float(d.get("eager_moe_layer_s", 0.0)),
             kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from roofline.accounting import moe_layer_count
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.engines.timing import IDEAL, EngineTiming, engine_options, timing
@@ -129,7 +130,15 @@ class PhaseModel:
         engine = self.engine
         if engine is IDEAL:
             return self.pipeline(lambda b: total(b, context), batch)
-        return engine.step(self.pipeline(lambda b: total(b, context), engine.padded(batch)), batch)
+        return engine.step(self.pipeline(lambda b: total(b, context), engine.padded(batch)), batch,
+                           self.eager_host_s(batch))
+
+    def eager_host_s(self, tokens: int) -> float:
+        """Host seconds of launching a step of `tokens` tokens without CUDA graphs under the engine (its
+        EngineTiming.eager_host_s over this model's layers on one pipeline stage; 0 within the capture sizes)."""
+        pp = self.workload.pp
+        return self.engine.eager_host_s(tokens, -(-self.model.num_layers // pp),
+                                        -(-moe_layer_count(self.model) // pp))
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
@@ -143,7 +152,7 @@ class PhaseModel:
         if engine is IDEAL:
             return self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, batch)
         gpu = self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, engine.padded(batch))
-        return engine.step(gpu, batch)
+        return engine.step(gpu, batch, self.eager_host_s(batch))
 
     def prefill_time(self, batch: int, prompt: int) -> float:
         """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
@@ -151,8 +160,12 @@ class PhaseModel:
         chunks = self.prefill_chunks(batch, prompt)
         total = self.kernel("prefill").total
         gpu = self.pipeline(lambda b: total(b, prompt, chunks), batch)
-        # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind
-        return gpu if self.engine is IDEAL else gpu + self.engine.request_s
+        if self.engine is IDEAL:
+            return gpu
+        # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind; a chunk past
+        # the largest capture size launches its kernels from Python, ahead of the GPU (mechanism 8)
+        eager = chunks * self.eager_host_s(-(-batch * prompt // chunks))
+        return max(gpu, eager) + self.engine.request_s
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:
         """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's

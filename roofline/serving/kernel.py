@@ -138,8 +138,8 @@ def run(sim, requests, clock: np.ndarray, replicas: int = 1, router: str = "roun
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
-                    _ROUTERS[router], block_steps, host.overlap, single], dtype=np.int64)
-    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s], dtype=np.float64)
+                    _ROUTERS[router], block_steps, host.overlap, single, host.eager_above_tokens], dtype=np.int64)
+    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, host.eager_s], dtype=np.float64)
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)

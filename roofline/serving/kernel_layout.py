@@ -9,8 +9,10 @@ N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN,
 RI_FIELDS = 14
 USED, START = range(2)  # rf fields
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
-# single (Simulator.run: every request due is queued before the replica schedules; Fleet.run starts it at the first)
-MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, SINGLE = range(13)
-CAPACITY, STEP_S, PER_SEQ_S = range(3)  # fcfg
+# single (Simulator.run: every request due is queued before the replica schedules; Fleet.run starts it at the first),
+# eager_above (a step of more real tokens costs at least fcfg's eager_s: EngineOverheads.combine)
+(MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, SINGLE,
+ EAGER_ABOVE) = range(14)
+CAPACITY, STEP_S, PER_SEQ_S, EAGER_S = range(4)  # fcfg
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

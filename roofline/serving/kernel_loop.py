@@ -27,6 +27,8 @@ from roofline.serving.kernel_layout import (
     CHTOK,
     COMP,
     DEC,
+    EAGER_ABOVE,
+    EAGER_S,
     MAX_STEP,
     N_RUN,
     NCH,
@@ -116,6 +118,8 @@ def step_time(r, s, st, ri, q, col, tab, cfg, fcfg, law):
     for j in range(len(q)):
         q[j] += w[j]
     gpu = law(q, imb[nd])
+    if fcfg[EAGER_S] > 0.0 and n_tokens - pad > cfg[EAGER_ABOVE]:
+        gpu = max(gpu, fcfg[EAGER_S])
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
     return max(gpu, host) if cfg[OVERLAP] else gpu + host
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from roofline.engines.scheduling import EngineScheduling
+from roofline.accounting import moe_layer_count
+from roofline.engines.scheduling import EngineScheduling, with_eager
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
@@ -119,6 +120,7 @@ class Simulator:
             if k:
                 self.scheduler = replace(self.scheduler, spec_tokens=k)
         else:
+            self.engine = self._with_eager(self.engine)
             self.scheduler = SchedulerConfig.of(self.engine, k)
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
@@ -136,8 +138,15 @@ class Simulator:
             self.draft = DraftCost(self.speculative, self, table)
             self.pool = speculative_pool(self.pool, self.draft, table)
 
+    def _with_eager(self, engine: EngineScheduling) -> EngineScheduling:
+        """`engine` with this model's launch cost of a step past its capture sizes (scheduling.with_eager), per
+        pipeline stage."""
+        pp = self.workload.pp
+        return with_eager(engine, -(-self.model.num_layers // pp), -(-moe_layer_count(self.model) // pp))
+
     def set_engine(self, engine: EngineScheduling) -> None:
         """Run under another profile of the same engine (e.g. SGLang's running cap once its pool is known)."""
+        engine = self._with_eager(engine)
         self.engine = engine
         self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
 
@@ -205,7 +214,7 @@ class Simulator:
             empty = np.zeros(0, dtype=np.int64)
             verify = self.steps.step_time(empty, starts, counts, done, pad)
             drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
-            return np.array([host.combine(verify + drafts, seqs)])
+            return np.array([host.combine(verify + drafts, seqs, int(counts.sum()))])
         closed = self.closed
         if steps == 1:
             if closed is None:
@@ -215,13 +224,13 @@ class Simulator:
                                               plan.chunk_done), len(context))
             else:
                 gpu = closed.time(closed.work(context, pad, len(context), False), len(context))
-            return np.array([host.combine(gpu, seqs)])
+            return np.array([host.combine(gpu, seqs, plan.tokens)])
         if closed is not None and closed.blocks:
-            return closed.decode_ends(context, steps, pad, lambda gpu: host.combine(gpu, seqs), until_s)
+            return closed.decode_ends(context, steps, pad, lambda gpu: host.combine(gpu, seqs, seqs), until_s)
         parts, done, size = [], 0, LAZY_STEPS
         while done < steps:
             k = min(size, steps - done)
-            parts.append(host.combine(self.steps.decode_block(context + done, k, pad), seqs))
+            parts.append(host.combine(self.steps.decode_block(context + done, k, pad), seqs, seqs))
             done, size = done + k, 2 * size
             ends = np.cumsum(np.concatenate(parts))
             if ends[-1] >= until_s:  # the comparison `cut` makes: the step that holds the arrival is computed

@@ -13,7 +13,8 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   the API server's per-request cost: the tiny server's median TTFT at concurrency 1 (128-token prompts) less that.
 - kernels on the device: FlashAttention-3 paged decode, time = alpha + KV bytes / rate over the GQA and MHA cases
   (micro.json fa3_decode, no window); the fused Triton MoE, time = alpha + active experts' weight bytes / rate at the
-  decode batches M <= 64; prefill attention FLOP/s per head dim at the longest prompt (fa3_prefill, GQA).
+  decode batches M <= 64, and its FLOP/s at M = 4096 (grouped_gemm_flops, as roofline/catalogue/derive/engine_kernels
+  defines it for the derived profiles); prefill attention FLOP/s per head dim at the longest prompt (fa3_prefill, GQA).
 - in situ (--in-situ RUN_DIR with a prof.py result): the paged decode attention inside the engine's own decode
   steps (its kernel durations under the profiler, Llama-3.1-8B at B = 32, 128, 256, P = 256) exceeds the alone law
   at B >= 128 by a cost that grows with the tiles it runs (13-14 ns per (sequence, KV head) tile at B = 128 and
@@ -26,6 +27,12 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   the fixed speculative work of a step (rejection sampler, proposer set-up, the drafts' copy to the host) h(1B, 1)
   - h0 - one pass; per pass of the 2-layer draft (h(tiny, 3) - h0 - fixed) / 3; a pass = draft_pass_s +
   draft_layer_s x the draft's layers through the two (eager attention per layer: the drafter's PIECEWISE graphs).
+- a step past the largest capture size (--eager RUN_DIR, lat.py's results of cases-run5.json's narrow models): each
+  model's prefill wall at 1,024-4,096 tokens (median over the lengths) less its 256-token prefill on the 2-layer
+  tiny model (the request's own cost with CUDA graphs, same machine and run), fitted by least squares as
+  eager_step_s + eager_layer_s x layers + eager_moe_layer_s x layers with routed experts (layer counts from
+  roofline's import of each config.json). The narrow models are not judged; the law applies to every model.
+- op_kernels: from the source (OP_KERNELS), not a measurement.
 """
 
 from __future__ import annotations
@@ -122,6 +129,14 @@ def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
         a_moe, r_moe = fit_affine([r["active_weight_bytes"] for r in moe], [r["s"] for r in moe])
         kernels.update(grouped_gemm_latency=a_moe, grouped_gemm_bw=r_moe)
         sources["fused_moe"] = f"{results}/micro.json fused_moe M <= 64, t = alpha + active weight bytes / rate"
+        # a prefill-sized batch: the definition of the derived profiles (roofline/catalogue/derive/engine_kernels.py
+        # grouped_gemm_flops, 2 M k 3 H I / t at M = 4096 on the first shape), here on the engine's own timing
+        first = micro["fused_moe"][0]
+        big = max((r for r in micro["fused_moe"] if (r["E"], r["topk"], r["H"], r["I"]) ==
+                   (first["E"], first["topk"], first["H"], first["I"])), key=lambda r: r["M"])
+        kernels["grouped_gemm_flops"] = 2 * big["M"] * big["topk"] * 3 * big["H"] * big["I"] / big["s"]
+        sources["grouped_gemm_flops"] = (f"{results}/micro.json fused_moe M = {big['M']}, E = {big['E']}, k = "
+                                         f"{big['topk']}: 2 M k 3 H I / t (the derived profiles' definition)")
     flops = {}
     for d in sorted({r["d"] for r in micro["fa3_prefill"]}):
         rows = [r for r in micro["fa3_prefill"] if r["d"] == d and r["hk"] < r["hq"]]
@@ -131,11 +146,58 @@ def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
     return {"version": tiny.get("vllm", ""), "step_s": step_s, "per_seq_s": per_seq_s, "overlap": overlap,
             "server_step_s": server_step_s, "server_per_seq_s": server_per_seq_s,
             "capture_sizes": sorted(eng["cudagraph_capture_sizes"]), "api_request_s": api, "request_s": request,
-            "kernels": {hardware: kernels}, "attention_flops": {hardware: flops}, "sources": sources,
+            "kernels": {hardware: kernels}, "attention_flops": {hardware: flops},
+            "op_kernels": dict(OP_KERNELS), "sources": {**sources, "op_kernels": OP_KERNELS_SOURCE},
             "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4)
                                        for b, s in zip(batches, steps, strict=True)],
                               "attn_decode_median_ape": statistics.median(
                                   abs((a_att + r["kv_bytes_read"] / r_att) / r["s"] - 1) for r in dec)}, **extra}
+
+
+# kernels an op launches outside the engine's fused MoE call, which micro.py's fused_moe law times whole
+OP_KERNELS = {"routing": 1}
+OP_KERNELS_SOURCE = ("vllm/model_executor/layers/fused_moe/fused_moe.py (vLLM 0.24.0) fused_experts_impl, lines "
+                     "1537-1735: it runs moe_align_block_size, the w13 GEMM, silu_and_mul, the w2 GEMM and moe_sum in "
+                     "the one call micro.py times for the fused_moe law; outside it the router's topk_softmax (one "
+                     "kernel) stays the routing op's")
+
+
+def eager_points(run: Path) -> tuple[list[dict], float]:
+    """Per narrow model of `run` (lat.py results): layers, layers with routed experts and its median prefill wall
+    past the largest capture size; and the 2-layer tiny model's graphed 256-token prefill (the request's own cost)."""
+    from roofline.accounting import moe_layer_count
+    from validate.engines.predict import model_of
+
+    points, base = [], None
+    for path in sorted(run.glob("*-lat.json")):
+        lat = json.loads(path.read_text())
+        top = max(lat["engine"]["cudagraph_capture_sizes"])
+        eager = [p["median_s"] for p in lat["prefill"] if p["P"] > top]
+        if lat["model"] == "tiny-llama":
+            base = min(p["median_s"] for p in lat["prefill"] if p["P"] <= top)
+        model = model_of(lat["model"])
+        points.append({"model": lat["model"], "layers": model.num_layers, "moe_layers": moe_layer_count(model),
+                       "wall_s": statistics.median(eager), "walls_s": eager})
+    if base is None or len(points) < 3:
+        raise SystemExit(f"--eager {run}: needs tiny-llama and two more narrow models' lat.py results")
+    return points, base
+
+
+def eager_host(run: Path) -> tuple[dict, dict, list[dict]]:
+    """eager_step_s, eager_layer_s, eager_moe_layer_s by least squares over the narrow models (module docstring)."""
+    import numpy as np
+
+    points, base = eager_points(run)
+    a = np.array([[1.0, p["layers"], p["moe_layers"]] for p in points])
+    y = np.array([p["wall_s"] - base for p in points])
+    (step, layer, moe), *_ = np.linalg.lstsq(a, y, rcond=None)
+    values = {"eager_step_s": max(0.0, float(step)), "eager_layer_s": float(layer), "eager_moe_layer_s": float(moe)}
+    for p in points:
+        fit = base + values["eager_step_s"] + layer * p["layers"] + moe * p["moe_layers"]
+        p["fit_residual"] = round(fit / p["wall_s"] - 1, 4)
+    src = (f"{run}/*-lat.json prefill past the largest capture size (median over P) less tiny-llama's graphed "
+           f"P = {256} prefill, least squares on (1, layers, layers with routed experts)")
+    return values, dict.fromkeys(values, src), points
 
 
 def spec_host(path: Path) -> tuple[dict, dict]:
@@ -168,6 +230,7 @@ def main() -> None:
     p.add_argument("--in-situ", type=Path, help="a run folder with prof.py's result (the engine's own kernels)")
     p.add_argument("--hardware", default="H200")
     p.add_argument("--spec", type=Path, help="spec_step.py's result (a draft model's host time per step and pass)")
+    p.add_argument("--eager", type=Path, help="lat.py results of the narrow models (a step without CUDA graphs)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -176,6 +239,11 @@ def main() -> None:
         values, sources = spec_host(a.spec)
         profile.update(values)
         profile["sources"].update(sources)
+    if a.eager:
+        values, sources, points = eager_host(a.eager)
+        profile.update(values)
+        profile["sources"].update(sources)
+        profile["fit_residuals"]["eager"] = points
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
 
 
