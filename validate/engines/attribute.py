@@ -232,10 +232,12 @@ def report(case: dict, pred: dict) -> dict:
 
 
 def _pct(e: float | None) -> str:
+    """A signed percentage of 7 characters ('n/a' for none)."""
     return "    n/a" if e is None else f"{e * 100:+7.1f}"
 
 
 def _per_call(s: float, calls: float) -> str:
+    """Microseconds per call, 8 characters ('-' where the calls are ~0)."""
     return f"{s / calls * 1e6:8.1f}" if calls > 0.05 else f"{'-':>8s}"
 
 
@@ -268,6 +270,7 @@ def render(rep: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: each case's report as text or JSON; exit status 2 with one line on bad input."""
     ap = argparse.ArgumentParser(prog="python -m validate.engines.attribute", description=__doc__.split("\n")[0])
     ap.add_argument("prof", type=Path, help="prof.py's output JSON")
     ap.add_argument("--model", required=True, help="catalogue model name (roofline list models)")

@@ -48,6 +48,7 @@ def row_s(pm, phase: str, n: int, op: str) -> float:
 
 
 def gemm_cases(cases: dict, pms) -> list[dict]:
+    """Each GEMM case's row: the decode row at batch M (decode M) and the prefill row at P = M (prefill M)."""
     g = cases["gemm"]
     out = []
     for s in g["shapes"]:
@@ -63,6 +64,7 @@ def gemm_cases(cases: dict, pms) -> list[dict]:
 
 
 def fa3_cases(cases: dict, pms) -> list[dict]:
+    """Each FA3 decode case: the attention and attention_reduce rows at (B, L), one figure for both windows."""
     c = cases["fa3_engine"]
     pm = pms(c["model"])
     out = []
@@ -75,6 +77,7 @@ def fa3_cases(cases: dict, pms) -> list[dict]:
 
 
 def kv_cases(cases: dict, pms) -> list[dict]:
+    """Each KV-write case: kv_update's row, decode at B = T up to 256 tokens, prefill at P = T beyond."""
     out = []
     for c in cases["kv_write"]["cases"]:
         pm = pms(c["model"])
@@ -98,12 +101,14 @@ def in_engine_sampler_s(batch: int, vocab: int) -> float | None:
 
 
 def predict(hardware: str, engine: str) -> dict:
+    """Every family's predictions (the module docstring), one PhaseModel per model."""
     from roofline.catalogue.store import load_hardware
 
     cases = json.loads((HERE / "micro4-cases.json").read_text())
     cache: dict = {}
 
     def pms(model: str):
+        """The model's PhaseModel, built once."""
         if model not in cache:
             cache[model] = phase_model(model, hardware, engine)
         return cache[model]
@@ -116,6 +121,7 @@ def predict(hardware: str, engine: str) -> dict:
 
 
 def main() -> None:
+    """Write the prediction file with the checkout's SHA and the date."""
     ap = argparse.ArgumentParser(prog="python -m validate.engines.micro4_predict")
     ap.add_argument("out", type=Path)
     ap.add_argument("--hardware", default="H200")
