@@ -28,6 +28,7 @@ CASES = json.loads((Path(__file__).resolve().parent / "micro4-cases.json").read_
 
 
 def gemm(M, N, K):
+    """x [M, K] @ w[N, K]^T: what torch.nn.functional.linear runs for a 2-D input without bias (aten Linear.cpp)."""
     x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
     w = torch.randn(N, K, device=dev, dtype=torch.bfloat16) * 0.02
     out = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
@@ -91,8 +92,8 @@ def sampler(B, V):
     def cast():
         logits.float()
 
-    def sample():
-        gumbel_sample(logits.float(), idx, temp, seed, pos, apply_temperature=True)
+    def sample():  # sampler.py (v0.24.0) Sampler: fp32 logits, / temperature, then gumbel_sample without it
+        gumbel_sample(logits.float() / temp[:, None], idx, temp, seed, pos, apply_temperature=False)
     res["cast_s"], res["cast_and_sample_s"] = bench(cast), bench(sample)
     return res
 
