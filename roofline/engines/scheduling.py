@@ -100,10 +100,11 @@ class EngineOverheads:
         """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
         tokens: the host work after the GPU's, or hidden under it with asynchronous scheduling (vLLM's
         async_scheduling: the host prepares step n + 1 while the GPU runs step n; roofline/engines/timing.py's
-        overlap rule); a step past the capture sizes runs no faster than its launches (eager_s)."""
-        if self.eager_s and tokens > self.eager_above_tokens:
-            gpu_s = np.maximum(gpu_s, self.eager_s)
+        overlap rule); a step past the capture sizes adds its launches (eager_s) to the host's work, ahead of the
+        GPU's (timing.EngineTiming.step)."""
         host = self.step(sequences)
+        if self.eager_s and tokens > self.eager_above_tokens:  # timing.EngineTiming.step's rule
+            return np.maximum(gpu_s, host + self.eager_s) if self.overlap else host + np.maximum(gpu_s, self.eager_s)
         return np.maximum(gpu_s, host) if self.overlap else gpu_s + host
 
 

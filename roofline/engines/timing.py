@@ -41,7 +41,10 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    H200) runs the compiled pieces without CUDA graphs: every kernel of every layer is launched from Python, and
    vLLM's FusedMoE layer adds its own Python path (routing, expert alignment, two Triton launches, activation, sum).
    Its host work, eager_step_s + eager_layer_s x layers + eager_moe_layer_s x layers with routed experts, runs
-   ahead of the GPU (launches are asynchronous), so such a step takes max(GPU, host) after the request's own cost.
+   ahead of the GPU (launches are asynchronous) on the thread that also schedules the step (vLLM 0.24's engine core
+   runs a one-GPU model runner in its own process, UniProcExecutor), so such a step takes max(GPU, host + launches)
+   under asynchronous scheduling, host + max(GPU, launches) without it; a lone prefill, max(GPU, launches) after
+   the request's own cost.
    Measured on models of the judged layer structure at negligible widths (validate/engines/cases-run5.json: 2 and
    32 dense layers, Qwen3-30B-A3B's 48 MoE layers, DeepSeek-V2-Lite's 27 MLA layers), prompts of 1,024-4,096 tokens,
    fitted by least squares on the layer counts (derive.py --eager); nothing judged enters the fit.
@@ -127,11 +130,12 @@ class EngineTiming:
         return sizes[bisect.bisect_left(sizes, batch)]
 
     def step(self, gpu_s: float, batch: int, eager_s: float = 0.0) -> float:
-        """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host; `eager_s`
-        (eager_host_s) is the launch work of a step run without CUDA graphs, which runs ahead of its own GPU work."""
+        """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host. `eager_s`
+        (eager_host_s) is the launch work of a step run without CUDA graphs: the same thread schedules the step and
+        then launches its kernels, ahead of their GPU work, so with overlap the step takes max(gpu, host + eager_s),
+        without it host + max(gpu, eager_s)."""
         host = self.host_s(batch)
-        gpu = max(gpu_s, eager_s)
-        return max(gpu, host) if self.overlap else gpu + host
+        return max(gpu_s, host + eager_s) if self.overlap else host + max(gpu_s, eager_s)
 
     def kernel_ceilings(self, hardware_name: str) -> dict[str, float]:
         """Ceilings this engine's kernels set on `hardware_name` (empty where they were not measured there)."""

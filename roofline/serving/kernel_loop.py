@@ -118,9 +118,9 @@ def step_time(r, s, st, ri, q, col, tab, cfg, fcfg, law):
     for j in range(len(q)):
         q[j] += w[j]
     gpu = law(q, imb[nd])
-    if fcfg[EAGER_S] > 0.0 and n_tokens - pad > cfg[EAGER_ABOVE]:
-        gpu = max(gpu, fcfg[EAGER_S])
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
+    if fcfg[EAGER_S] > 0.0 and n_tokens - pad > cfg[EAGER_ABOVE]:  # EngineOverheads.combine's rule
+        return max(gpu, host + fcfg[EAGER_S]) if cfg[OVERLAP] else host + max(gpu, fcfg[EAGER_S])
     return max(gpu, host) if cfg[OVERLAP] else gpu + host
 
 
