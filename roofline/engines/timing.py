@@ -47,7 +47,9 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    the request's own cost.
    Measured on models of the judged layer structure at negligible widths (validate/engines/cases-run5.json: 2 and
    32 dense layers, Qwen3-30B-A3B's 48 MoE layers, DeepSeek-V2-Lite's 27 MLA layers), prompts of 1,024-4,096 tokens,
-   fitted by least squares on the layer counts (derive.py --eager); nothing judged enters the fit.
+   fitted by least squares on the layer counts (derive.py --eager); nothing judged enters the fit. The MoE term is
+   the unquantized FusedMoE's (bf16 experts through the fused Triton kernel, the path measured); a quantized MoE
+   runs another backend whose Python path is not measured and pays the dense layer's launches (EAGER_MOE_DTYPES).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -154,6 +156,22 @@ class EngineTiming:
 
 
 IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the GPU work alone"})
+
+# the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
+# weights through the fused Triton kernel, UnquantizedFusedMoEMethod); a quantized MoE (mxfp4, fp8, int4 ...) runs
+# another backend whose host path is not measured, so its layers pay the dense layer's launches only
+EAGER_MOE_DTYPES = ("bf16", "fp16")
+
+
+def eager_layers(model, workload) -> tuple[int, int]:
+    """(decoder layers, layers whose routed experts take the measured MoE path) on one pipeline stage of
+    `workload`: the counts EngineTiming.eager_host_s prices."""
+    from roofline.accounting import moe_layer_count
+
+    pp = workload.pp
+    experts = workload.expert_weight_dtype or workload.weight_dtype
+    moe = moe_layer_count(model) if experts in EAGER_MOE_DTYPES else 0
+    return -(-model.num_layers // pp), -(-moe // pp)
 
 
 @cache

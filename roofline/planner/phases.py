@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from roofline.accounting import moe_layer_count
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
-from roofline.engines.timing import IDEAL, EngineTiming, engine_options, timing
+from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, timing
 from roofline.methods import CacheModel, MethodConfig
 from roofline.numbers import codegen
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
@@ -136,9 +135,7 @@ class PhaseModel:
     def eager_host_s(self, tokens: int) -> float:
         """Host seconds of launching a step of `tokens` tokens without CUDA graphs under the engine (its
         EngineTiming.eager_host_s over this model's layers on one pipeline stage; 0 within the capture sizes)."""
-        pp = self.workload.pp
-        return self.engine.eager_host_s(tokens, -(-self.model.num_layers // pp),
-                                        -(-moe_layer_count(self.model) // pp))
+        return self.engine.eager_host_s(tokens, *eager_layers(self.model, self.workload))
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from roofline.accounting import moe_layer_count
 from roofline.engines.scheduling import EngineScheduling, with_eager
+from roofline.engines.timing import eager_layers
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
@@ -140,9 +140,8 @@ class Simulator:
 
     def _with_eager(self, engine: EngineScheduling) -> EngineScheduling:
         """`engine` with this model's launch cost of a step past its capture sizes (scheduling.with_eager), per
-        pipeline stage."""
-        pp = self.workload.pp
-        return with_eager(engine, -(-self.model.num_layers // pp), -(-moe_layer_count(self.model) // pp))
+        pipeline stage (timing.eager_layers)."""
+        return with_eager(engine, *eager_layers(self.model, self.workload))
 
     def set_engine(self, engine: EngineScheduling) -> None:
         """Run under another profile of the same engine (e.g. SGLang's running cap once its pool is known)."""
