@@ -14,8 +14,9 @@ of DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (config/vllm.py:68-77, use_v2_model_run
 
 The peak is the largest of three moments (every tensor in bytes on one rank, T tokens, B = min(T, max_num_seqs)
 rows, d hidden, V vocabulary shard, act = 2 B):
-- a dense layer's MLP: T x (3 d + 3 I) x act, or its attention projections T x (3 d + qkv) x act, the larger
-  (the planner's generic activation_width: the allocator history of a compiled Llama-3.1-8B chunk, planner/memory.py);
+- a layer's attention projections, T x (3 d + qkv) x act, or its dense MLP, T x (3 d + 3 I) x act (the planner's
+  generic activation_width: the allocator history of a compiled Llama-3.1-8B chunk, planner/memory.py), plus the
+  MoE workspace once an earlier MoE layer has allocated it;
 - an MoE layer: the fused-MoE modular kernel's workspace (fused_moe/modular_kernel.py:1235-1246 _fused_experts
   calls _allocate_buffers with M_chunk = M_full: no chunking; :1093-1100 one common buffer for workspace13 and the
   output, max(M k max(N/2, K), M K), and workspace2 M k max(N, K), experts/triton_moe.py:181-196 workspace_shapes,
@@ -68,6 +69,8 @@ class ProfilePeak:
     moe_forward_bytes: float
     moe_workspace_bytes: float
     sampler_bytes: float
+    triton_buffer_bytes: float  # the V1 sampler's cached Triton top-k/top-p buffer (persistent), 0 for V2
+    transient_bytes: float  # the peak increase of a second profile run, the persistent buffers already allocated
     cudagraph_bytes: float  # the derivable floor of the CUDA-graph estimate (V1 runner), 0 for V2
 
     @property
@@ -106,17 +109,23 @@ def moe_workspace_bytes(model: Model, tokens: int, tp: int, act_bytes: int) -> i
     return _round_up(w13, WORKSPACE_ALIGN_BYTES) + _round_up(w2, WORKSPACE_ALIGN_BYTES)
 
 
-def _has_dense_mlp(model: Model) -> bool:
-    if model.moe is None:
-        return True
-    return any(not model.moe.is_moe_layer(i) for i in range(model.num_layers))
-
-
-def _dense_forward(model: Model, shard: Shard, tokens: int, tp: int, act_bytes: int) -> float:
+def _forward_moments(model: Model, shard: Shard, tokens: int, tp: int, act_bytes: int,
+                     workspace: int) -> tuple[float, float]:
+    """(attention-or-dense-MLP peak, MoE-layer peak) over the layers in order: a layer's attention projections
+    hold T x (3 d + qkv / tp), a dense MLP T x (3 d + 3 I), an MoE MLP the workspace + T x (3 d + 3 I_shared); from
+    the first MoE layer on the workspace stays allocated under every later layer."""
     d = model.hidden_size
     qkv = max(2 * model.at_layer(a).q_dim + 2 * model.at_layer(a).kv_dim for a in model.attention) / tp
-    mlp = 3 * shard.intermediate if _has_dense_mlp(model) else 0
-    return tokens * max(3 * d + qkv, 3 * d + mlp) * act_bytes
+    attention, dense, moe, held = 3 * d + qkv, 3 * d + 3 * shard.intermediate, 0.0, 0
+    other = 0.0
+    for layer in range(model.num_layers):
+        other = max(other, held + tokens * attention * act_bytes)
+        if model.moe is not None and model.moe.is_moe_layer(layer):
+            moe = max(moe, workspace + tokens * (3 * d + 3 * shard.shared_intermediate) * act_bytes)
+            held = workspace
+        else:
+            other = max(other, held + tokens * dense * act_bytes)
+    return other, moe
 
 
 def cudagraph_floor_bytes(model: Model, capture_sizes: int) -> int:
@@ -134,15 +143,17 @@ def profile_peak(model: Model, tokens: int, max_num_seqs: int, tp: int = 1, sm_c
     shard, d = Shard.of(model, tp), model.hidden_size
     rows, vocab, kind = min(tokens, max_num_seqs), int(shard.vocab), runner(model)
     workspace = moe_workspace_bytes(model, tokens, tp, act_bytes)
-    moe = 0.0
-    if model.moe is not None:
-        moe = workspace + tokens * (3 * d + 3 * shard.shared_intermediate) * act_bytes
+    other, moe = _forward_moments(model, shard, tokens, tp, act_bytes, workspace)
     hidden = tokens * d * act_bytes + rows * d * act_bytes * (2 if kind == "v1" else 1)
+    triton = 0
     if kind == "v1":
-        programs = min(rows, sm_count) if sm_count else rows
-        logits = rows * vocab * (act_bytes + 4 + 4 + 4) + programs * vocab * 4
+        triton = (min(rows, sm_count) if sm_count else rows) * vocab * 4
+        logits = rows * vocab * (act_bytes + 4 + 4 + 4) + triton
     else:
         logits = rows * vocab * (act_bytes + 4)
-    return ProfilePeak(runner=kind, dense_forward_bytes=_dense_forward(model, shard, tokens, tp, act_bytes),
-                       moe_forward_bytes=moe, moe_workspace_bytes=workspace, sampler_bytes=workspace + hidden + logits,
-                       cudagraph_bytes=cudagraph_floor_bytes(model, capture_sizes))
+    # a second run finds the workspace and the Triton buffer allocated: its increase is the rest
+    transient = max(_forward_moments(model, shard, tokens, tp, act_bytes, 0)[0], moe - workspace,
+                    hidden + logits - triton)
+    return ProfilePeak(runner=kind, dense_forward_bytes=other, moe_forward_bytes=moe, moe_workspace_bytes=workspace,
+                       sampler_bytes=workspace + hidden + logits, triton_buffer_bytes=triton,
+                       transient_bytes=transient, cudagraph_bytes=cudagraph_floor_bytes(model, capture_sizes))
