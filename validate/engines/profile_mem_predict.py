@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.cli.capacity import budget_parts
 from roofline.engines.scheduling import vllm_capture_sizes
 from roofline.engines.vllm_profile import profile_peak
 from validate.engines import profile_mem
@@ -39,8 +40,9 @@ def predict_case(index: int, hardware) -> dict:
     model = model_of(name)
     p = profile_peak(model, tokens, seqs, sm_count=hardware.sm_count,
                      capture_sizes=len(vllm_capture_sizes(seqs, tokens)))
+    weights = budget_parts(model, hardware, 1, 1, tokens, "bf16").weights
     return {"case": index, "model": name, "max_num_batched_tokens": tokens, "max_num_seqs": seqs,
-            "runner": p.runner, "torch_peak_increase_bytes": p.peak_bytes,
+            "runner": p.runner, "weights_bytes": weights, "torch_peak_increase_bytes": p.peak_bytes,
             "torch_peak_increase_gib": round(p.peak_bytes / GIB, 3),
             "dense_forward_bytes": p.dense_forward_bytes, "moe_forward_bytes": p.moe_forward_bytes,
             "sampler_bytes": p.sampler_bytes, "moe_workspace_bytes": p.moe_workspace_bytes,
@@ -62,6 +64,7 @@ def _measured(case: dict) -> dict:
         return None if case.get(log_key) is None else case[log_key] * GIB
 
     return {"peak": pick("peak_activation_memory", "log_torch_peak_gib"),
+            "weights": pick("model_memory_usage", "log_weights_gib"),
             "graphs": pick("cudagraph_memory_estimate", "log_cudagraph_estimate_gib"),
             "second": w.get("second_profile_run_increase"),
             "workspace": sum(w.get("moe_workspace_bytes") or []) or None,
@@ -73,7 +76,7 @@ def compare(measured_path: str, predicted_path: str) -> str:
     workspace, the Triton buffer, and the CUDA-graph estimate against its floor."""
     measured = {c["case"]: c for c in json.loads(Path(measured_path).read_text())["cases"]}
     lines = ["case model              T      S   | torch peak          | second run          | workspace"
-             "           | triton buffer       | CUDA graphs / floor"]
+             "           | triton buffer       | CUDA graphs / floor | weights"]
 
     def cell(m, p) -> str:
         if m is None:
@@ -90,7 +93,8 @@ def compare(measured_path: str, predicted_path: str) -> str:
                      f"{cell(m['second'], p['second_profile_run_increase_bytes'])} | "
                      f"{cell(m['workspace'], p['moe_workspace_bytes'])} | "
                      f"{cell(m['triton'], p['triton_sampler_buffer_bytes'])} | "
-                     f"{cell(m['graphs'], p['cudagraph_estimate_floor_bytes'])}"
+                     f"{cell(m['graphs'], p['cudagraph_estimate_floor_bytes'])} | "
+                     f"{cell(m['weights'], p['weights_bytes'])}"
                      + (f"  error: {str(c['error'])[-80:]!r}" if c.get("error") else ""))
     return "\n".join(lines)
 
