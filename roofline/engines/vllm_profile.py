@@ -26,12 +26,12 @@ rows, d hidden, V vocabulary shard, act = 2 B):
 - the sampler, after the forward: the persistent MoE workspace, the forward's hidden states (T x d x act, held by
   profile_run) and B rows of it (the sampled positions; V1 also a torch.rand_like copy, gpu_model_runner.py:6058),
   the logits (B x V x act, compute_logits) and
-  V1: their fp32 copy (v1/sample/sampler.py:96), the second, seeded sampler call (gpu_model_runner.py:6090-6105)
+  V1: their fp32 copy (v1/sample/sampler.py:96), the second, seeded sampler call (gpu_model_runner.py:6086-6105)
       through forward_native (v1/sample/ops/topk_topp_sampler.py:123-145): softmax probs fp32 and the exponential
       noise q fp32 (random_sample:446-468), and the Triton top-k/top-p kernel's cached per-program buffer,
       min(B, SMs) x V fp32 (v1/sample/ops/topk_topp_triton.py:906-916);
   V2: one fp32 copy (v1/worker/gpu/sample/sampler.py:157); the dummy batch has no top-k / top-p (the note at
-      v1/worker/gpu/model_runner.py:643-645) and gumbel_sample writes no vocabulary-wide tensor.
+      v1/worker/gpu/model_runner.py:640-642) and gumbel_sample writes no vocabulary-wide tensor.
 
 CUDA-graph estimate (V1 runner only: the V2 runner's profile_cudagraph_memory returns 0, v1/worker/gpu/
 model_runner.py:684-686): per capture mode, the first capture's measured growth plus max(second capture's growth,
@@ -56,7 +56,7 @@ from roofline.specs import Model
 V2_RUNNER_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
                                      "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})
 WORKSPACE_ALIGN_BYTES = 256  # v1/worker/workspace.py:104 round_up(actual, 256)
-GRAPH_FLOOR_BYTES = 1 << 20  # gpu_model_runner.py:6527-6530 max(second capture, 1 << 20)
+GRAPH_FLOOR_BYTES = 1 << 20  # gpu_model_runner.py:6531-6534 max(second capture, 1 << 20)
 CAPTURE_MODES = 2  # FULL_AND_PIECEWISE: the log's "PIECEWISE=51 (largest=512), FULL=51 (largest=512)"
 
 

@@ -22,7 +22,7 @@ def test_parse_log_reads_the_worker_profile():
 
 
 def test_parse_log_mode_split_and_workspace_lines():
-    """The DEBUG split (gpu_model_runner.py:6532-6539) and VLLM_DEBUG_WORKSPACE's resize line (workspace.py:181-188)
+    """The DEBUG split (gpu_model_runner.py:6539-6546) and VLLM_DEBUG_WORKSPACE's resize line (workspace.py:181-188)
     in the format those lines print."""
     text = ("DEBUG [gpu_model_runner.py:6532] Estimated PIECEWISE CUDA graph memory: 555.00 MiB first-capture + "
             "(51-1) \u00d7 1.00 MiB per-graph\nINFO [workspace.py:181] [WORKSPACE DEBUG] Resized workspace from "

@@ -8,7 +8,7 @@ Standard library + vLLM only (the GPU machine). Each case is its own child proce
 timeout), the engine in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0) so the worker's own figures are read in bytes
 (v1/worker/gpu_worker.py:473-475 peak_activation_memory, non_torch_memory, cudagraph_memory_estimate; :489
 available_kv_cache_memory_bytes; the runner's model_memory_usage), beside the start-up log at DEBUG for the worker and
-the model runner (its per-mode CUDA-graph split, gpu_model_runner.py:6532-6539) and VLLM_DEBUG_WORKSPACE=1 (the
+the model runner (its per-mode CUDA-graph split, gpu_model_runner.py:6539-6546) and VLLM_DEBUG_WORKSPACE=1 (the
 fused-MoE WorkspaceManager's resizes, v1/worker/workspace.py:181-188). After start-up the child also reads the
 persistent buffers (the WorkspaceManager's, the Triton top-k/top-p sampler's cache) and runs profile_run a second time
 with the allocator's peak reset: its increase is the transient part alone (the persistent buffers already exist).
@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 LAYERS = 2
 MAX_MODEL_LEN = 4096
 UTILIZATION = 0.5
-TIMEOUT_S = 170
+TIMEOUT_S = 140  # 4 cases fit one 600 s device call
 # (model, max_num_batched_tokens, max_num_seqs): the 2 x 2 grid on the V1 MoE model, two corners on the others
 CASES = (("Qwen3-30B-A3B", 16384, 1024), ("Qwen3-30B-A3B", 16384, 256), ("Qwen3-30B-A3B", 4096, 1024),
          ("Qwen3-30B-A3B", 4096, 256), ("DeepSeek-V2-Lite", 16384, 1024), ("DeepSeek-V2-Lite", 4096, 256),

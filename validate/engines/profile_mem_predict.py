@@ -4,7 +4,7 @@ vLLM 0.24's profile-run peak of 2-layer models by roofline/engines/vllm_profile.
 
 python -m validate.engines.profile_mem_predict OUT.json [--hardware H200]
 (committed: validate/results/engines/h200-profile-mem-predicted.json);
-python -m validate.engines.profile_mem_predict --compare MEASURED.json PREDICTED.json: each case's measured figure
+python -m validate.engines.profile_mem_predict PREDICTED.json --compare MEASURED.json ...: each case's measured figure
 (the worker's bytes, else the log's GiB) beside the prediction. Each case's model is roofline's import of the
 same config.json the engine runs (profile_mem.config_of: the published config cut to 2 layers).
 """
@@ -71,10 +71,10 @@ def _measured(case: dict) -> dict:
             "triton": sum(w.get("triton_sampler_buffer_bytes") or []) or None}
 
 
-def compare(measured_path: str, predicted_path: str) -> str:
+def compare(measured_paths: list[str], predicted_path: str) -> str:
     """One line per case: measured / predicted GiB (error %) of the torch peak, the second run's increase, the MoE
     workspace, the Triton buffer, and the CUDA-graph estimate against its floor."""
-    measured = {c["case"]: c for c in json.loads(Path(measured_path).read_text())["cases"]}
+    measured = {c["case"]: c for path in measured_paths for c in json.loads(Path(path).read_text())["cases"]}
     lines = ["case model              T      S   | torch peak          | second run          | workspace"
              "           | triton buffer       | CUDA graphs / floor | weights"]
 
@@ -104,7 +104,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", help="OUT.json; with --compare, the predicted file")
     ap.add_argument("--hardware", default="H200")
-    ap.add_argument("--compare", metavar="MEASURED.json", help="print measured against the predicted file OUT.json")
+    ap.add_argument("--compare", metavar="MEASURED.json", nargs="+",
+                    help="print measured (one or more files of profile_mem.py) against the predicted file OUT.json")
     args = ap.parse_args()
     if args.compare:
         print(compare(args.compare, args.out))
