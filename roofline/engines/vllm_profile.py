@@ -81,7 +81,7 @@ class ProfilePeak:
     def rule(self) -> str:
         """One line for `capacity`'s rules: the runner, each moment and the CUDA-graph floor in GiB."""
         g = float(1 << 30)
-        return (f"vllm: profile-run peak {self.peak_bytes / g:.2f} GiB ({self.runner} runner; dense forward "
+        return (f"vllm: profile-run peak {self.peak_bytes / g:.2f} GiB ({self.runner} runner; attention / dense MLP "
                 f"{self.dense_forward_bytes / g:.2f}, MoE forward {self.moe_forward_bytes / g:.2f} incl. workspace "
                 f"{self.moe_workspace_bytes / g:.2f}, sampler {self.sampler_bytes / g:.2f}); CUDA-graph estimate "
                 f">= {self.cudagraph_bytes / g:.2f} GiB (vllm_profile.py)")
