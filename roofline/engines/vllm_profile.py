@@ -13,7 +13,8 @@ _dummy_sampler_run:6045; V2 runner: v1/worker/gpu/model_runner.py:509-682). Whic
 of DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (config/vllm.py:68-77, use_v2_model_runner:522-548), V1 otherwise.
 
 The peak is the largest of three moments (every tensor in bytes on one rank, T tokens, B = min(T, max_num_seqs)
-rows, d hidden, V vocabulary shard, act = 2 B):
+rows, d hidden, V the whole vocabulary - under tp every rank all-gathers the logits and samples,
+model_executor/layers/logits_processor.py:75-87 with platforms/interface.py:963-967 use_all_gather True - act = 2 B):
 - a layer's attention projections, T x (3 d + qkv) x act, or its dense MLP, T x (3 d + 3 I) x act (the planner's
   generic activation_width: the allocator history of a compiled Llama-3.1-8B chunk, planner/memory.py), plus the
   MoE workspace once an earlier MoE layer has allocated it;
@@ -141,7 +142,7 @@ def profile_peak(model: Model, tokens: int, max_num_seqs: int, tp: int = 1, sm_c
     `max_num_seqs` (the module docstring's three moments); `sm_count` sizes the V1 Triton sampler buffer (None:
     B programs), `capture_sizes` the number of captured sizes per mode (the CUDA-graph floor)."""
     shard, d = Shard.of(model, tp), model.hidden_size
-    rows, vocab, kind = min(tokens, max_num_seqs), int(shard.vocab), runner(model)
+    rows, vocab, kind = min(tokens, max_num_seqs), model.vocab_size, runner(model)
     workspace = moe_workspace_bytes(model, tokens, tp, act_bytes)
     other, moe = _forward_moments(model, shard, tokens, tp, act_bytes, workspace)
     hidden = tokens * d * act_bytes + rows * d * act_bytes * (2 if kind == "v1" else 1)

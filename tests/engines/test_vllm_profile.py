@@ -146,3 +146,16 @@ def test_run5_logs(tmp_path, base, narrow, util, logged, bound):
     r = capacity(model, "vllm", EngineOptions(max_model_len=8192, gpu_memory_utilization=util,
                                               max_num_batched_tokens=16384), parts)
     assert abs(r.max_concurrency / logged - 1) <= bound
+
+
+def test_tensor_parallel_shards_the_experts_not_the_sampler():
+    """At tp 2 each rank's fused-MoE workspace has half the expert width (N = 2 x 768 / 2: workspace2 keeps
+    max(768, 2048) = 2048, so only workspace13's max(384, 2048) = 2048 and it stays 1 GiB), and every rank all-gathers
+    the whole vocabulary's logits (logits_processor.py:75-87): the sampler moment is tp 1's."""
+    model = load_model("Qwen3-30B-A3B")
+    one = profile_peak(model, 16384, 1024, tp=1, sm_count=132)
+    two = profile_peak(model, 16384, 1024, tp=2, sm_count=132)
+    assert two.moe_workspace_bytes == one.moe_workspace_bytes == GIB
+    assert two.sampler_bytes == one.sampler_bytes
+    wide = load_model("DeepSeek-V2-Lite")  # expert 1408: workspace2 max(2 x 1408 / 2, 2048) = 2048 at tp 2
+    assert moe_workspace_bytes(wide, 16384, 2, 2) == 2 * 16384 * 6 * 2048 * 2
