@@ -67,9 +67,13 @@ def _options(args: argparse.Namespace):
 
 
 def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: str,
-                 expert_weight_dtype: str | None = None):
+                 expert_weight_dtype: str | None = None, engine: str | None = None, max_num_seqs: int | None = None):
     """The planner's estimates of what sits beside the KV cache on the fullest GPU (routed experts at
-    `expert_weight_dtype` when given, else at `weight_dtype`)."""
+    `expert_weight_dtype` when given, else at `weight_dtype`). With engine 'vllm' the activations are vLLM 0.24's
+    profile-run peak for `chunk` tokens and `max_num_seqs` sampler rows (None: the engine's default for this GPU)
+    and its CUDA-graph estimate's floor (roofline/engines/vllm_profile.py) instead of the generic activation_peak."""
+    from dataclasses import replace
+
     from roofline.catalogue.loading import validate
     from roofline.engines import BudgetParts
     from roofline.planner.memory import activation_peak, context_bytes, default_reserve, weights_per_gpu
@@ -81,10 +85,25 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
                                    **({"expert_weight_dtype": expert_weight_dtype} if expert_weight_dtype else {})},
                         "workload")
     # what CUDA reports (torch total_memory, what every engine reads), else the datasheet capacity
-    return BudgetParts(total=hardware.driver_memory_bytes or hardware.memory_bytes,
-                       weights=weights_per_gpu(model, workload),
-                       activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware),
-                       context=context_bytes(workload, hardware))
+    parts = BudgetParts(total=hardware.driver_memory_bytes or hardware.memory_bytes,
+                        weights=weights_per_gpu(model, workload),
+                        activations=activation_peak(model, workload), non_torch=default_reserve(workload, hardware),
+                        context=context_bytes(workload, hardware))
+    if engine != "vllm":
+        return parts
+    peak = vllm_profile_peak(model, hardware, tp, chunk, max_num_seqs)
+    return replace(parts, activations=peak.peak_bytes, cudagraph=peak.cudagraph_bytes)
+
+
+def vllm_profile_peak(model, hardware, tp: int, chunk: int, max_num_seqs: int | None = None):
+    """vLLM's profile-run peak (engines.vllm_profile.profile_peak) at `chunk` tokens on this GPU: its SM count sizes
+    the sampler's Triton buffer, the default capture sizes (scheduling.vllm_capture_sizes) the CUDA-graph floor."""
+    from roofline.engines.scheduling import scheduling, vllm_capture_sizes
+    from roofline.engines.vllm_profile import profile_peak
+
+    seqs = min(max_num_seqs or scheduling("vllm", hardware, entry="offline", tp=tp).max_num_seqs, chunk)
+    return profile_peak(model, chunk, seqs, tp=tp, sm_count=hardware.sm_count,
+                        capture_sizes=len(vllm_capture_sizes(seqs, chunk)))
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
@@ -107,8 +126,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     parts = None
     if options.kv_memory_bytes is None:
         parts = budget_parts(model, hardware, args.tp, args.pp, options.max_num_batched_tokens, weight_dtype,
-                             expert_dtype)
+                             expert_dtype, engine=args.engine)
     result = capacity(model, args.engine, options, parts).as_dict()
+    if parts is not None and args.engine == "vllm":
+        result["rules"].insert(1, vllm_profile_peak(model, hardware, args.tp, options.max_num_batched_tokens).rule())
     result["model"] = model.name
     if read:
         result["checkpoint_read"] = read

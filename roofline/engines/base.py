@@ -54,6 +54,7 @@ class BudgetParts:
     activations: float  # peak of a forward pass of max_num_batched_tokens tokens
     non_torch: float  # CUDA context, NCCL and cuBLAS buffers (vLLM's "non-torch" memory)
     context: float = 0.0  # the CUDA context's share of non_torch (present before an engine's first snapshot)
+    cudagraph: float = 0.0  # a CUDA-graph memory estimate the engine subtracts (vLLM V1 runner: vllm_profile.py)
 
 
 @dataclass

@@ -4,7 +4,8 @@ Rules, each read from vLLM's source (file @ commit, function; research notes in 
 - budget: "Available KV cache memory" = total x gpu_memory_utilization (default 0.90) - weights - peak
   activation of a profile run of max_num_batched_tokens - non-torch growth
   (vllm/v1/worker/gpu_worker.py@35d5cda, Worker.determine_available_memory; vllm/utils/mem_utils.py
-  memory_profiling). Builds >= v0.21 also subtract a CUDA-graph estimate (not modelled; pass --kv-memory-gib).
+  memory_profiling). Builds >= v0.21 also subtract a CUDA-graph estimate (V1 runner only; its derivable floor,
+  roofline/engines/vllm_profile.py, which also gives the profile run's peak for `roofline capacity`).
 - page: 2 x max(1, H_kv / tp) x head_dim x dtype bytes per token per layer (vllm/v1/kv_cache_interface.py@001cabc,
   AttentionSpec.real_page_size_bytes; ModelConfig.get_num_kv_heads replicates KV heads when tp > H_kv).
   MLA: one latent of kv_lora_rank + qk_rope_head_dim (576) per token, no factor 2, replicated on every TP
@@ -60,13 +61,15 @@ SRC = "vllm/v1/core/kv_cache_utils.py@001cabc"
 
 
 def budget(parts: BudgetParts, opts: EngineOptions) -> float:
-    """total x gpu_memory_utilization - weights - profiled activations - non-torch growth. The CUDA context is not
-    subtracted: the worker takes its memory snapshot after CUDA and NCCL are initialised, requests total x
-    utilization, and counts only the non-torch memory that grows after that snapshot (vllm 0.24.0
+    """total x gpu_memory_utilization - weights - profiled activations - non-torch growth - the CUDA-graph
+    estimate (parts.cudagraph; gpu_worker.py:489-493 subtracts it under VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
+    The CUDA context is not subtracted: the worker takes its memory snapshot after CUDA and NCCL are initialised,
+    requests total x utilization, and counts only the non-torch memory that grows after that snapshot (vllm 0.24.0
     v1/worker/gpu_worker.py init_device and determine_available_memory, v1/worker/utils.py request_memory,
     utils/mem_utils.py memory_profiling: non_torch_increase = after_profile - before_create)."""
     util = opts.gpu_memory_utilization or DEFAULT_UTILIZATION
-    return parts.total * util - parts.weights - parts.activations - (parts.non_torch - parts.context)
+    return (parts.total * util - parts.weights - parts.activations - (parts.non_torch - parts.context)
+            - parts.cudagraph)
 
 
 def _token_bytes(model: Model, opts: EngineOptions, rules: list[str]) -> float:

@@ -83,7 +83,7 @@ def capacity(name: str, max_len: int, util: float, hardware: str, entry: str) ->
 
     model, hw = model_of(name), load_hardware(hardware)
     batched = scheduling("vllm", hw, entry=entry).max_num_batched_tokens
-    parts = budget_parts(model, hw, 1, 1, batched, "bf16")
+    parts = budget_parts(model, hw, 1, 1, batched, "bf16", engine="vllm")
     r = engine_capacity(model, "vllm", EngineOptions(max_model_len=max_len, gpu_memory_utilization=util,
                                                      max_num_batched_tokens=batched), parts)
     d = r.as_dict()
