@@ -91,19 +91,12 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
                         context=context_bytes(workload, hardware))
     if engine != "vllm":
         return parts
-    peak = vllm_profile_peak(model, hardware, tp, chunk, max_num_seqs)
+    from roofline.engines.vllm_profile import engine_peak
+
+    peak = engine_peak(model, hardware, tp, chunk, max_num_seqs)
     return replace(parts, activations=peak.peak_bytes, cudagraph=peak.cudagraph_bytes)
 
 
-def vllm_profile_peak(model, hardware, tp: int, chunk: int, max_num_seqs: int | None = None):
-    """vLLM's profile-run peak (engines.vllm_profile.profile_peak) at `chunk` tokens on this GPU: its SM count sizes
-    the sampler's Triton buffer, the default capture sizes (scheduling.vllm_capture_sizes) the CUDA-graph floor."""
-    from roofline.engines.scheduling import scheduling, vllm_capture_sizes
-    from roofline.engines.vllm_profile import profile_peak
-
-    seqs = min(max_num_seqs or scheduling("vllm", hardware, entry="offline", tp=tp).max_num_seqs, chunk)
-    return profile_peak(model, chunk, seqs, tp=tp, sm_count=hardware.sm_count,
-                        capture_sizes=len(vllm_capture_sizes(seqs, chunk)))
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
@@ -129,7 +122,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
                              expert_dtype, engine=args.engine)
     result = capacity(model, args.engine, options, parts).as_dict()
     if parts is not None and args.engine == "vllm":
-        result["rules"].insert(1, vllm_profile_peak(model, hardware, args.tp, options.max_num_batched_tokens).rule())
+        from roofline.engines.vllm_profile import engine_peak
+
+        result["rules"].insert(1, engine_peak(model, hardware, args.tp, options.max_num_batched_tokens).rule())
     result["model"] = model.name
     if read:
         result["checkpoint_read"] = read

@@ -158,3 +158,14 @@ def profile_peak(model: Model, tokens: int, max_num_seqs: int, tp: int = 1, sm_c
     return ProfilePeak(runner=kind, dense_forward_bytes=other, moe_forward_bytes=moe, moe_workspace_bytes=workspace,
                        sampler_bytes=workspace + hidden + logits, triton_buffer_bytes=triton,
                        transient_bytes=transient, cudagraph_bytes=cudagraph_floor_bytes(model, capture_sizes))
+
+
+def engine_peak(model: Model, hardware, tp: int, chunk: int, max_num_seqs: int | None = None) -> ProfilePeak:
+    """vLLM's profile-run peak (profile_peak) at `chunk` tokens on this GPU: its SM count sizes the sampler's Triton
+    buffer, the default capture sizes (scheduling.vllm_capture_sizes) the CUDA-graph floor, max_num_seqs the
+    engine's offline default for the GPU when not given (capacity, plan and simulate share it)."""
+    from roofline.engines.scheduling import scheduling, vllm_capture_sizes
+
+    seqs = min(max_num_seqs or scheduling("vllm", hardware, entry="offline", tp=tp).max_num_seqs, chunk)
+    return profile_peak(model, chunk, seqs, tp=tp, sm_count=hardware.sm_count,
+                        capture_sizes=len(vllm_capture_sizes(seqs, chunk)))

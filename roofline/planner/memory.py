@@ -153,10 +153,18 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     activations, reserve = activation_peak(model, workload, width), default_reserve(workload, hardware)
     # what CUDA reports when the catalogue has it (a program allocates from that), else the datasheet figure
     capacity = hardware.driver_memory_bytes or hardware.memory_bytes
-    engine_pool = None
+    engine_pool, cudagraph = None, 0.0
+    if workload.engine == "vllm":  # the engine's own profile run sizes its budget (engines.vllm_profile)
+        from roofline.engines.scheduling import scheduling
+        from roofline.engines.vllm_profile import engine_peak
+
+        chunk = workload.prefill_chunk_tokens or scheduling("vllm", hardware, entry="api",
+                                                            tp=workload.tp).max_num_batched_tokens
+        peak = engine_peak(model, hardware, workload.tp, chunk)
+        activations, cudagraph = peak.peak_bytes, peak.cudagraph_bytes
     if workload.engine != "ideal":
         engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, reserve,
-                                                           context_bytes(workload, hardware)),
+                                                           context_bytes(workload, hardware), cudagraph),
                               EngineOptions(tp=workload.tp, pp=workload.pp,
                                             gpu_memory_utilization=workload.gpu_memory_utilization))
     return MemoryBudget(

@@ -43,7 +43,8 @@ def test_the_step_schedules_then_launches_on_one_thread():
 
 def _lat(folder, name, walls, request=0.0068):
     """A lat.py result: a graphed 256-token prefill (the request's cost) and eager ones at 1,024 .. 4,096."""
-    prefill = [{"P": 256, "median_s": request}] + [{"P": p, "median_s": w} for p, w in zip((1024, 2048, 4096), walls)]
+    prefill = [{"P": 256, "median_s": request}] + [{"P": p, "median_s": w} for p, w in
+                                                   zip((1024, 2048, 4096), walls, strict=True)]
     (folder / f"{name}-lat.json").write_text(json.dumps({"model": name, "prefill": prefill,
                                                           "engine": {"cudagraph_capture_sizes": [1, 256, 512]}}))
 
