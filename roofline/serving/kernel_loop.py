@@ -26,7 +26,12 @@ from roofline.serving.kernel_layout import (
     CHSTART,
     CHTOK,
     COMP,
+    CONC,
     DEC,
+    HHEAD,
+    HLEN,
+    HTAIL,
+    LAG,
     MAX_STEP,
     N_RUN,
     NCH,
@@ -54,6 +59,7 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
+from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
 
@@ -132,21 +138,31 @@ def extend(r, until, st, ri, ends, q, col, tab, cfg, fcfg, law):
 
 
 @njit(cache=True)
-def cut_at(r, until, ri, ends):
+def cut_at(r, until, ri, ends, later):
     """Steps of replica r's block that run when a request reaches it `until` after the block's start: the step
-    during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated)."""
+    during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated), or with the
+    engine's admission lag (`later` 2) the step after it (Simulator.cut)."""
     for i in range(ri[r, M]):
         if ends[r, i] >= until:
-            ri[r, STEPS] = min(ri[r, STEPS], i + 1)
+            ri[r, STEPS] = min(ri[r, STEPS], i + later)
             return
 
 
 @njit(cache=True)
 def start(r, now, next_arrival, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q, col, tab, cfg,
-          fcfg, sizes, law):
-    """Fleet._start / one iteration of Simulator.run: schedule replica r's next block at `now` and record it."""
+          fcfg, sizes, law, clock):
+    """Fleet._start / one iteration of Simulator.run: schedule replica r's next block at `now` and record it. Under
+    the admission lag the held requests that arrived by the start of the last block's last step join first; an
+    idle replica sees every held request; while some stay held the block is one step (they are seen after it)."""
+    if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
+        admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-    if not schedule(r, st, held, ri, rf, nxt, generated, prompt, output, tab[10], cfg, fcfg):
+    ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, tab[10], cfg, fcfg)
+    if not ok and ri[r, HLEN]:
+        admit_held(r, math.inf, ri, nxt, clock)
+        in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
+        ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, tab[10], cfg, fcfg)
+    if not ok:
         ri[r, ACTIVE] = 0
         return nrec
     ri[r, ACTIVE] = 1
@@ -161,7 +177,9 @@ def start(r, now, next_arrival, st, held, ri, rf, ends, nxt, generated, prompt, 
     if cfg[NREP] == 1 and next_arrival < math.inf:  # one replica cuts its block at the next arrival
         until = next_arrival - now
         extend(r, until, st, ri, ends, q, col, tab, cfg, fcfg, law)
-        cut_at(r, until, ri, ends)
+        cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
+    if ri[r, HLEN]:
+        ri[r, STEPS] = 1
     return nrec + 1
 
 
@@ -170,9 +188,9 @@ def route(k, ri, cfg):
     """Fleet._route without a prefix cache: round-robin, or the fewest outstanding (lowest index on ties)."""
     if cfg[ROUTER] == 0:
         return k % cfg[NREP]
-    best, load = 0, ri[0, N_RUN] + ri[0, WLEN]
+    best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
     for j in range(1, cfg[NREP]):
-        x = ri[j, N_RUN] + ri[j, WLEN]
+        x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
         if x < load:
             best, load = j, x
     return best
@@ -201,50 +219,51 @@ def grow(rec):
 
 
 @njit(cache=True)
-def arrive(t_arr, arrived, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output, q, col,
-           tab, cfg, fcfg, sizes, law, key, full):
-    """Fleet.run's arrivals at t_arr (Simulator.run's with cfg[SINGLE]): each request due is routed and queued; an idle
-    replica starts, a busy one's block is cut at the step during which the request arrives."""
-    n = len(clock)
-    while arrived < n and clock[arrived] <= t_arr:
+def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
+           q, col, tab, cfg, fcfg, sizes, law, key, full):
+    """Fleet.run's arrivals at t_arr (Simulator.run's with cfg[SINGLE]): each request due is routed and queued (held,
+    under the admission lag, by a busy replica); an idle replica starts, a busy one's block is cut at the step
+    during which the request arrives (with the lag: the step after it)."""
+    while arrived < sent and clock[arrived] <= t_arr:
         i = arrived
         arrived += 1
         j = route(k, ri, cfg)
         k += 1
         routed[i] = j
-        nxt[i] = -1
-        if ri[j, WLEN] == 0:
-            ri[j, WHEAD] = i
+        lag = cfg[LAG] != 0 and ri[j, ACTIVE] != 0
+        if lag:
+            hold(j, i, ri, nxt)
         else:
-            nxt[ri[j, WTAIL]] = i
-        ri[j, WTAIL] = i
-        ri[j, WLEN] += 1
-        if cfg[SINGLE] and arrived < n and clock[arrived] <= t_arr:
+            enqueue(j, i, ri, nxt)
+        if cfg[SINGLE] and arrived < sent and clock[arrived] <= t_arr:
             continue  # Simulator.run: the replica sees every request due by now at once
         if not ri[j, ACTIVE]:
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nxt_t = clock[arrived] if arrived < n else math.inf
-            nrec = start(j, t_arr, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
-                         col, tab, cfg, fcfg, sizes, law)
+            nrec = start(j, t_arr, next_clock(arrived, sent, clock), st, held, ri, rf, ends, nxt, generated, prompt,
+                         output, rec, nrec, q, col, tab, cfg, fcfg, sizes, law, clock)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
             extend(j, t_arr - rf[j, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
-            cut_at(j, t_arr - rf[j, START], ri, ends)
+            cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
 
 
 @njit(cache=True)
-def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
     """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order; with one replica
     Simulator.run's). Returns (first token, finish, replica of each request, records, preemptions per replica, a
-    status: 0 done, 1 idle with requests outstanding)."""
+    status: 0 done, 1 idle with requests outstanding). `clock`: engine arrival times (open loop: all; closed loop:
+    the first cfg[CONC], the rest filled with `send` as completions free slots: serving.kernel_queue.release)."""
     n, nrep = len(clock), cfg[NREP]
+    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
     held = np.zeros((nrep, cap))
     ri = np.zeros((nrep, RI_FIELDS), dtype=np.int64)
     ri[:, WHEAD] = -1
     ri[:, WTAIL] = -1
+    ri[:, HHEAD] = -1
+    ri[:, HTAIL] = -1
     rf = np.zeros((nrep, 2))
     ends = np.zeros((nrep, cfg[BLOCK]))
     nxt = np.full(n, -1, dtype=np.int64)
@@ -256,7 +275,7 @@ def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
     nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
     while done < n:
-        t_arr = clock[arrived] if arrived < n else math.inf
+        t_arr = next_clock(arrived, sent, clock)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
             r = np.argmin(key)
             if key[r] == math.inf or full[r] or key[r] >= t_arr:
@@ -267,16 +286,18 @@ def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
             now = key[r]
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
-            done += commit(r, now, st, held, ri, rf, first, finish, tab[10])
+            ended = commit(r, now, st, held, ri, rf, first, finish, tab[10])
+            done += ended
+            if ended and cfg[CONC]:
+                sent = release(ended, now, sent, clock, send, arrival, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nxt_t = clock[arrived] if arrived < n else math.inf
-            nrec = start(r, now, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
-                         col, tab, cfg, fcfg, sizes, law)
+            nrec = start(r, now, next_clock(arrived, sent, clock), st, held, ri, rf, ends, nxt, generated, prompt,
+                         output, rec, nrec, q, col, tab, cfg, fcfg, sizes, law, clock)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 1
-        arrived, k, nrec, rec = arrive(t_arr, arrived, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
+        arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
                                        generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full)
     return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 0
