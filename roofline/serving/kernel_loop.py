@@ -62,6 +62,10 @@ from roofline.serving.kernel_layout import (
 from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
+# steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
+# costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
+AHEAD = 4
+
 
 @njit(cache=True)
 def padded(tokens, decode_only, sizes, scope):
@@ -73,65 +77,69 @@ def padded(tokens, decode_only, sizes, scope):
 
 
 @njit(cache=True)
-def step_time(r, s, st, ri, q, col, tab, cfg, fcfg, law):
-    """Wall seconds of step s of replica r's block: ClosedForm.work and .time (decode contexts advanced by s),
-    the engine's padding, then EngineOverheads.combine."""
+def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
+    """Evaluate replica r's block steps until one ends at or past `until` from its start and at least `ahead` more
+    than were evaluated, or the (cut) block ends (steps past a later cut are evaluated for nothing, never used).
+
+    Step s's wall seconds: ClosedForm.work and .time (decode contexts advanced by s), the engine's padding, then
+    EngineOverheads.combine. The tables are unpacked once per call, not per step: numba counts references on every
+    array it binds to a name (an atomic increment and decrement each), which per step cost more than the step's
+    arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step)."""
+    m = ri[r, M]
+    steps = ri[r, STEPS]
+    least = m + ahead
+    if m >= steps or (m > 0 and m >= least and ends[r, m - 1] >= until):
+        return
     const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _seq, slope, irr = tab
     nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
-    for j in range(len(q)):
-        q[j] = const[j] * (nd + pad)
-    if nd and len(dec_at):
-        cr = col[r]  # the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
-        if s == 0:
-            cr[:] = 0.0
-            for j in range(nd):
-                c = st[r, COMP, st[r, DEC, j]] + 1
-                for x in range(len(dec_at)):
-                    cr[x] += dec_rows[c, x]
-        else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
-            regular = 0
-            for j in range(nd):
-                a = st[r, COMP, st[r, DEC, j]] + s
-                if irr[a]:
-                    for x in range(len(dec_at)):
-                        cr[x] += dec_rows[a + 1, x] - dec_rows[a, x]
-                else:
-                    regular += 1
-            for x in range(len(dec_at)):
-                cr[x] += regular * slope[x]
-        for x in range(len(dec_at)):
-            q[dec_at[x]] += cr[x]
-    n_tokens = nd + pad
-    if nc:
-        n_new = 0
-        n_done = 0
-        for j in range(nc):
-            n_new += st[r, CHTOK, j]
-            n_done += st[r, CHDONE, j]
-        n_tokens += n_new
-        for j in range(len(q)):
-            q[j] += pre_slope[j] * n_new + pre_icpt[j] * n_done
-        for j in range(nc):
-            a, c, d = st[r, CHSTART, j], st[r, CHTOK, j], st[r, CHDONE, j]
-            for x in range(len(pre_at)):
-                v = pre_rows[a + c, x] - pre_rows[a, x]
-                q[pre_at[x]] += v + pre_rows[0, x] if d else v
-            for x in range(len(prefix_at)):
-                q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-    w = weights[2 * (nd > 0) + (nc > 0), min(n_tokens, cfg[MAX_STEP])]
-    for j in range(len(q)):
-        q[j] += w[j]
-    gpu = law(q, imb[nd])
+    n_dec_cols, n_live = len(dec_at), len(q)
+    n_new = 0  # the chunks' tokens (a block with chunks is one step)
+    n_done = 0
+    for j in range(nc):
+        n_new += st[r, CHTOK, j]
+        n_done += st[r, CHDONE, j]
+    wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
-    return max(gpu, host) if cfg[OVERLAP] else gpu + host
-
-
-@njit(cache=True)
-def extend(r, until, st, ri, ends, q, col, tab, cfg, fcfg, law):
-    """Evaluate replica r's block steps until one ends at or past `until` from its start, or the (cut) block ends."""
-    m = ri[r, M]
-    while m < ri[r, STEPS] and (m == 0 or ends[r, m - 1] < until):
-        t = step_time(r, m, st, ri, q, col, tab, cfg, fcfg, law)
+    overlap = cfg[OVERLAP] != 0
+    while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
+        for j in range(n_live):
+            q[j] = const[j] * (nd + pad)
+        if nd and n_dec_cols:
+            # col[r]: the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
+            if m == 0:
+                for x in range(n_dec_cols):
+                    col[r, x] = 0.0
+                for j in range(nd):
+                    c = st[r, COMP, st[r, DEC, j]] + 1
+                    for x in range(n_dec_cols):
+                        col[r, x] += dec_rows[c, x]
+            else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
+                regular = 0
+                for j in range(nd):
+                    a = st[r, COMP, st[r, DEC, j]] + m
+                    if irr[a]:
+                        for x in range(n_dec_cols):
+                            col[r, x] += dec_rows[a + 1, x] - dec_rows[a, x]
+                    else:
+                        regular += 1
+                for x in range(n_dec_cols):
+                    col[r, x] += regular * slope[x]
+            for x in range(n_dec_cols):
+                q[dec_at[x]] += col[r, x]
+        if nc:
+            for j in range(n_live):
+                q[j] += pre_slope[j] * n_new + pre_icpt[j] * n_done
+            for j in range(nc):
+                a, c, d = st[r, CHSTART, j], st[r, CHTOK, j], st[r, CHDONE, j]
+                for x in range(len(pre_at)):
+                    v = pre_rows[a + c, x] - pre_rows[a, x]
+                    q[pre_at[x]] += v + pre_rows[0, x] if d else v
+                for x in range(len(prefix_at)):
+                    q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
+        for j in range(n_live):
+            q[j] += weights[wrow, wcol, j]
+        gpu = law(q, imb[nd])
+        t = max(gpu, host) if overlap else gpu + host
         ends[r, m] = t if m == 0 else ends[r, m - 1] + t
         m += 1
     ri[r, M] = m
@@ -176,7 +184,7 @@ def start(r, now, next_arrival, st, held, ri, rf, ends, nxt, generated, prompt, 
     ri[r, REC] = nrec
     if cfg[NREP] == 1 and next_arrival < math.inf:  # one replica cuts its block at the next arrival
         until = next_arrival - now
-        extend(r, until, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        extend(r, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
         cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
     if ri[r, HLEN]:
         ri[r, STEPS] = 1
@@ -196,7 +204,7 @@ def route(k, ri, cfg):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rekey(r, t, key, full, ri, rf, ends):
     """Replica r's place in the event order: its block's end when every step up to the cut is evaluated (full), else
     a lower bound of it (the last evaluated step's end; at least `t`, the time it was evaluated past); inf idle."""
@@ -243,7 +251,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
             nrec = start(j, t_arr, next_clock(arrived, sent, clock), st, held, ri, rf, ends, nxt, generated, prompt,
                          output, rec, nrec, q, col, tab, cfg, fcfg, sizes, law, clock)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
-            extend(j, t_arr - rf[j, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
+            extend(j, t_arr - rf[j, START], 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
@@ -280,7 +288,7 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             r = np.argmin(key)
             if key[r] == math.inf or full[r] or key[r] >= t_arr:
                 break
-            extend(r, t_arr - rf[r, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
+            extend(r, t_arr - rf[r, START], AHEAD, st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]

@@ -47,7 +47,7 @@ def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
     steps = ri[0, STEPS]
     if nxt < math.inf and steps > 1:
         until = nxt - now
-        extend(0, until, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        extend(0, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
         during = ri[0, M]
         for i in range(ri[0, M]):
             if ends[0, i] >= until:
@@ -55,7 +55,7 @@ def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
                 break
         steps = min(steps, during + (2 if lag and nxt >= now else 1))
     ri[0, STEPS] = steps
-    extend(0, math.inf, st, ri, ends, q, col, tab, cfg, fcfg, law)
+    extend(0, math.inf, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
     return steps
 
 
