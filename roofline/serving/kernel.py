@@ -129,13 +129,13 @@ def _tables(sim) -> tuple:
 
 def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, int]:
     """(engine arrival times, send times, concurrency): open loop, every request's (serving.clients.Arrivals'
-    clock); with --max-concurrency N, the first N requests' (sent at max(arrival, 0.0)), the rest NaN until the
-    kernel sends them (serving.kernel_queue.release)."""
-    from roofline.serving.clients import _clock_arrivals
+    clock, compiled: serving.kernel_queue.clock_arrivals); with --max-concurrency N, the first N requests' (sent at
+    max(arrival, 0.0)), the rest NaN until the kernel sends them (serving.kernel_queue.release)."""
+    from roofline.serving.kernel_queue import clock_arrivals
     arrival = np.ascontiguousarray(requests.arrival_s, dtype=np.float64)
     conc = clients.max_concurrency if clients is not None and clients.max_concurrency is not None else 0
     if not conc:
-        return np.array(_clock_arrivals(arrival + api_s), dtype=np.float64), arrival.copy(), 0
+        return clock_arrivals(arrival + api_s), arrival.copy(), 0
     send = np.full(len(arrival), np.nan)
     first = min(conc, len(arrival))
     send[:first] = np.maximum(arrival[:first], 0.0)
@@ -158,7 +158,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
-                    _ROUTERS[router], block_steps, host.overlap, single, engine.admission_lag, conc], dtype=np.int64)
+                    _ROUTERS[router], block_steps, host.overlap, engine.admission_lag, conc], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s])
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
@@ -166,7 +166,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
             sc.max_num_seqs, int(sim.closed.live.sum()), law)
-    if single and (engine.admission_lag or conc):
+    if single:
         first, finish, rec, preempt, status = run_single(clock, send, *args)
         routed, preempt = np.zeros(len(clock), dtype=np.int64), np.array([preempt])
     else:

@@ -47,7 +47,6 @@ from roofline.serving.kernel_layout import (
     REC_FIELDS,
     RI_FIELDS,
     ROUTER,
-    SINGLE,
     ST_FIELDS,
     START,
     STEP_S,
@@ -67,7 +66,7 @@ from roofline.serving.kernel_sched import block_length, commit, schedule
 AHEAD = 4
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def padded(tokens, decode_only, sizes, scope):
     """EngineScheduling.padded_tokens: the smallest captured size >= tokens (scope 1: any step, 2: decode-only)."""
     if scope == 0 or len(sizes) == 0 or (scope == 2 and not decode_only):
@@ -157,38 +156,44 @@ def cut_at(r, until, ri, ends, later):
 
 
 @njit(cache=True)
-def start(r, now, next_arrival, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q, col, tab, cfg,
-          fcfg, sizes, law, clock):
-    """Fleet._start / one iteration of Simulator.run: schedule replica r's next block at `now` and record it. Under
-    the admission lag the held requests that arrived by the start of the last block's last step join first; an
-    idle replica sees every held request; while some stay held the block is one step (they are seen after it)."""
+def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, seq, cfg, fcfg, sizes, clock):
+    """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the
+    next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
+    last step join first; an idle replica sees every held request; while some stay held the block is one step (they
+    are seen after it)."""
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
         admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-    ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, tab[10], cfg, fcfg)
+    ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
     if not ok and ri[r, HLEN]:
         admit_held(r, math.inf, ri, nxt, clock)
         in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-        ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, tab[10], cfg, fcfg)
+        ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
     if not ok:
         ri[r, ACTIVE] = 0
         return nrec
     ri[r, ACTIVE] = 1
     rf[r, START] = now
-    ri[r, NSTEPS] = block_length(r, st, held, ri, rf, tab[10], cfg, fcfg)
+    ri[r, NSTEPS] = block_length(r, st, held, ri, rf, seq, cfg, fcfg)
     ri[r, STEPS] = ri[r, NSTEPS]
     ri[r, M] = 0
     ri[r, PAD] = padded(ri[r, TOKENS], ri[r, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[r, TOKENS]
     rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = now, 0.0, in_run, in_wait
     rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = rf[r, USED], ri[r, PREEMPT], ri[r, TOKENS], r
     ri[r, REC] = nrec
-    if cfg[NREP] == 1 and next_arrival < math.inf:  # one replica cuts its block at the next arrival
-        until = next_arrival - now
-        extend(r, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
-        cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
     if ri[r, HLEN]:
         ri[r, STEPS] = 1
     return nrec + 1
+
+
+@njit(cache=True)
+def cut_one(r, now, next_arrival, st, ri, ends, q, col, tab, cfg, fcfg, law):
+    """A fleet of one replica cuts the block it just started at the next arrival, as Simulator.cut does (with the
+    admission lag: the step after; a block kept to one step for held requests is left so)."""
+    if ri[r, ACTIVE] and next_arrival < math.inf and ri[r, HLEN] == 0:
+        until = next_arrival - now
+        extend(r, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
 @njit(cache=True)
@@ -229,9 +234,9 @@ def grow(rec):
 @njit(cache=True)
 def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
            q, col, tab, cfg, fcfg, sizes, law, key, full):
-    """Fleet.run's arrivals at t_arr (Simulator.run's with cfg[SINGLE]): each request due is routed and queued (held,
-    under the admission lag, by a busy replica); an idle replica starts, a busy one's block is cut at the step
-    during which the request arrives (with the lag: the step after it)."""
+    """Fleet.run's arrivals at t_arr: each request due is routed and queued (held, under the admission lag, by a busy
+    replica); an idle replica starts, a busy one's block is cut at the step during which the request arrives (with
+    the lag: the step after it)."""
     while arrived < sent and clock[arrived] <= t_arr:
         i = arrived
         arrived += 1
@@ -243,13 +248,13 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
             hold(j, i, ri, nxt)
         else:
             enqueue(j, i, ri, nxt)
-        if cfg[SINGLE] and arrived < sent and clock[arrived] <= t_arr:
-            continue  # Simulator.run: the replica sees every request due by now at once
         if not ri[j, ACTIVE]:
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nrec = start(j, t_arr, next_clock(arrived, sent, clock), st, held, ri, rf, ends, nxt, generated, prompt,
-                         output, rec, nrec, q, col, tab, cfg, fcfg, sizes, law, clock)
+            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
+                         fcfg, sizes, clock)
+            if cfg[NREP] == 1:
+                cut_one(j, t_arr, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
             extend(j, t_arr - rf[j, START], 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
@@ -259,10 +264,10 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
 
 @njit(cache=True)
 def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
-    """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order; with one replica
-    Simulator.run's). Returns (first token, finish, replica of each request, records, preemptions per replica, a
-    status: 0 done, 1 idle with requests outstanding). `clock`: engine arrival times (open loop: all; closed loop:
-    the first cfg[CONC], the rest filled with `send` as completions free slots: serving.kernel_queue.release)."""
+    """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
+    finish, replica of each request, records, preemptions per replica, a status: 0 done, 1 idle with requests
+    outstanding). `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
+    with `send` as completions free slots: serving.kernel_queue.release)."""
     n, nrep = len(clock), cfg[NREP]
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
@@ -278,7 +283,7 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     generated = np.zeros(n, dtype=np.int64)
     first, finish = np.full(n, np.nan), np.full(n, np.nan)
     routed = np.full(n, -1, dtype=np.int64)
-    rec = np.zeros((max(16, 5 * n // 2), REC_FIELDS))
+    rec = np.zeros((max(16, 11 * n // 4), REC_FIELDS))  # a fleet's records: ~2.6 per request (serving_scale.md)
     q, col = np.zeros(live), np.zeros((nrep, tab[3].shape[1]))
     nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
@@ -300,8 +305,10 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
                 sent = release(ended, now, sent, clock, send, arrival, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nrec = start(r, now, next_clock(arrived, sent, clock), st, held, ri, rf, ends, nxt, generated, prompt,
-                         output, rec, nrec, q, col, tab, cfg, fcfg, sizes, law, clock)
+            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
+                         fcfg, sizes, clock)
+            if cfg[NREP] == 1:
+                cut_one(r, now, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:

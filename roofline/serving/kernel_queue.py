@@ -15,12 +15,13 @@ in at most one of them), and the closed-loop clients' sends.
 
 import math
 
+import numpy as np
 from numba import njit
 
 from roofline.serving.kernel_layout import API_S, HHEAD, HLEN, HTAIL, THINK_S, WHEAD, WLEN, WTAIL
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def enqueue(r, i, ri, nxt):
     """Request i joins the tail of replica r's waiting queue."""
     nxt[i] = -1
@@ -32,7 +33,7 @@ def enqueue(r, i, ri, nxt):
     ri[r, WLEN] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hold(r, i, ri, nxt):
     """Request i is routed to replica r during its block under the admission lag: held, not yet seen."""
     nxt[i] = -1
@@ -73,7 +74,21 @@ def release(ended, now, sent, clock, send, arrival, fcfg):
     return sent
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def next_clock(arrived, sent, clock):
     """The engine time of the next arrival (inf while none is sent: every client waits on a request in flight)."""
     return clock[arrived] if arrived < sent else math.inf
+
+
+@njit(cache=True)
+def clock_arrivals(arrival_s):
+    """serving.clients._clock_arrivals compiled (the same floating-point operations): each arrival is a wait from the
+    previous one, so the clock reads now + (t - now)."""
+    out = np.empty(len(arrival_s))
+    now = 0.0
+    for i in range(len(arrival_s)):
+        t = arrival_s[i]
+        if t > now:
+            now = now + (t - now)
+        out[i] = now
+    return out

@@ -1,6 +1,5 @@
-"""One replica's record loop as Simulator.run runs it, compiled (numba njit, cache=True): serving.kernel runs it for a
-single replica with the engine's admission lag or closed-loop clients (serving.kernel_loop.run_loop keeps open-loop
-runs without the lag and fleets).
+"""One replica's record loop as Simulator.run runs it, compiled (numba njit, cache=True): serving.kernel runs it for
+Simulator.run (serving.kernel_loop.run_loop runs fleets, Fleet.run's event order).
 
 Simulator.run's loop: the requests that reached the engine by `seen` (with the lag: the start of the last step,
 vLLM's async scheduling, EngineScheduling.admission_lag; else the clock) join the queue; the scheduler plans a step;
