@@ -11,11 +11,11 @@ and a law costs only its own small compile.
 
 Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals or
 --max-concurrency clients (with or without think time; not chat sessions), the engine's admission lag (vLLM's async
-scheduling), no prefix cache in use, no speculative decoding, no preloaded KV (a disaggregated
-decode pool), pp = 1 with the closed form built, routers round-robin and least-outstanding (prefix-aware without a
-cache is least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the
-existing path to float rounding (tests/serving/test_serving_kernel.py): decode blocks are evaluated step by step
-instead of by the closed form's linear stretches.
+scheduling), no prefix cache in use, no speculative decoding, no preloaded KV (a disaggregated decode pool), pp = 1
+with the closed form built, routers round-robin and least-outstanding (prefix-aware without a cache is
+least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the existing
+path to float rounding (tests/serving/test_serving_kernel.py, test_serving_kernel_clients.py): decode blocks are
+evaluated step by step instead of by the closed form's linear stretches.
 """
 
 from __future__ import annotations
