@@ -158,9 +158,12 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
-                    _ROUTERS[router], block_steps, host.overlap, engine.admission_lag, conc], dtype=np.int64)
+                    _ROUTERS[router], block_steps, host.overlap, engine.admission_lag, conc,
+                    getattr(host, "eager_above_tokens", 0)], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
-    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s])
+    # eager_s / eager_above_tokens: main's EngineOverheads (timing mechanism 8), absent from this branch's base
+    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s,
+                     getattr(host, "eager_s", 0.0)])
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)

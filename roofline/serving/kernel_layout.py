@@ -11,9 +11,10 @@ ST_FIELDS = 11
 RI_FIELDS = 17
 USED, START = range(2)  # rf fields
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
-# lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop)
-(MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG,
- CONC) = range(14)
-CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S = range(5)  # fcfg
+# lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
+# more real tokens costs at least fcfg's eager_s: EngineOverheads.combine)
+(MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
+ EAGER_ABOVE) = range(15)
+CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S = range(6)  # fcfg
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

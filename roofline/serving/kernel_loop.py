@@ -29,6 +29,8 @@ from roofline.serving.kernel_layout import (
     COMP,
     CONC,
     DEC,
+    EAGER_ABOVE,
+    EAGER_S,
     HHEAD,
     HLEN,
     HTAIL,
@@ -101,6 +103,7 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
     overlap = cfg[OVERLAP] != 0
+    eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
     while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
         for j in range(n_live):
             q[j] = const[j] * (nd + pad)
@@ -139,7 +142,10 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
         for j in range(n_live):
             q[j] += weights[wrow, wcol, j]
         gpu = law(q, imb[nd])
-        t = max(gpu, host) if overlap else gpu + host
+        if eager:
+            t = max(gpu, host + fcfg[EAGER_S]) if overlap else host + max(gpu, fcfg[EAGER_S])
+        else:
+            t = max(gpu, host) if overlap else gpu + host
         ends[r, m] = t if m == 0 else ends[r, m - 1] + t
         m += 1
     ri[r, M] = m
