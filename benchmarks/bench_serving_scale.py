@@ -5,6 +5,8 @@
     python benchmarks/bench_serving_scale.py fleet 32 2000     # R replicas x N requests each, least-outstanding
     ... single 20000 --python                                 # the Python record loop (serving.kernel off)
     ... single 20000 --reference                              # the Python loop on StepModel's numpy step times
+    ... --engine vllm                                          # vLLM's scheduling profile (admission lag on)
+    ... --max-concurrency 64 [--think-s 1.0]                   # a closed loop of N clients (Poisson arrivals kept)
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
 ~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, CPU seconds (time.process_time: the
@@ -22,7 +24,9 @@ import sys
 import time
 
 from roofline.catalogue import load_hardware, load_model
+from roofline.engines.scheduling import scheduling
 from roofline.methods import parse_method
+from roofline.serving.clients import Clients
 from roofline.serving.fleet import Fleet
 from roofline.serving.requests import LengthDist, poisson_requests
 from roofline.serving.simulate import Simulator
@@ -40,11 +44,32 @@ def _load() -> str:
         return "?"
 
 
+def _option(name: str, default: str | None = None) -> str | None:
+    """The value after `name` on the command line, else `default`."""
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def _sim(max_tokens: int) -> Simulator:
     wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192)
     python = "--python" in sys.argv or "--reference" in sys.argv
-    return Simulator(load_model("Llama-3.1-8B"), load_hardware("H200"), wl, parse_method("bf16"),
-                     max_tokens=max_tokens, fast="--reference" not in sys.argv, kernel=False if python else None)
+    hw = load_hardware("H200")
+    engine = _option("--engine")
+    profile = scheduling(engine, hw, "api", 1, context_len=max_tokens) if engine else None
+    return Simulator(load_model("Llama-3.1-8B"), hw, wl, parse_method("bf16"), max_tokens=max_tokens,
+                     fast="--reference" not in sys.argv, kernel=False if python else None, engine=profile)
+
+
+def _clients() -> Clients | None:
+    conc = _option("--max-concurrency")
+    return Clients(max_concurrency=int(conc), think_s=float(_option("--think-s", "0"))) if conc else None
+
+
+def _mode(sim: Simulator) -> str:
+    """What the run simulates: the engine profile (with vLLM's admission lag or not) and the clients."""
+    clients = _clients()
+    lag = ", admission lag" if sim.engine.admission_lag else ""
+    return (f"engine {sim.engine.engine}{lag}; " + (f"max-concurrency {clients.max_concurrency}, think "
+            f"{clients.think_s:g} s" if clients else "open loop"))
 
 
 def _requests(rate: float, n: int):
@@ -56,10 +81,10 @@ def single(n: int) -> None:
     t0 = time.perf_counter()
     sim = _sim(reqs.max_tokens)
     t1, c1 = time.perf_counter(), time.process_time()
-    trace = sim.run(reqs)
+    trace = sim.run(reqs, clients=_clients())
     t2, c2 = time.perf_counter(), time.process_time()
     per = (c2 - c1) / n
-    print(f"single: build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
+    print(f"single ({_mode(sim)}): build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(trace.steps):,} records, {len(trace.steps) / (c2 - c1):,.0f} "
           f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s; load {_load()}")
 
@@ -69,16 +94,18 @@ def fleet(replicas: int, per_replica: int) -> None:
     reqs = _requests(RATE_PER_REPLICA * replicas, n)
     sim = _sim(reqs.max_tokens)
     t1, c1 = time.perf_counter(), time.process_time()
-    run = Fleet(sim, replicas, "least-outstanding").run(reqs)
+    run = Fleet(sim, replicas, "least-outstanding").run(reqs, _clients())
     t2, c2 = time.perf_counter(), time.process_time()
     per = (c2 - c1) / n
-    print(f"fleet: {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
+    print(f"fleet ({_mode(sim)}): {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s wall, "
+          f"{c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(run.trace.steps):,} records); 32 x 100,000 at this speed: "
           f"{per * 3.2e6:,.0f} CPU-s; load {_load()}")
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a not in ("--reference", "--python")]
+    valued = {sys.argv.index(o) + 1 for o in ("--engine", "--max-concurrency", "--think-s") if o in sys.argv}
+    args = [a for k, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and k not in valued]
     what = args[0] if args else "single"
     if what == "single":
         single(int(args[1]) if len(args) > 1 else 20000)

@@ -177,10 +177,15 @@ class Fleet:
         replica = rec[:, 7].astype(np.int32)
         order = np.argsort(replica, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(replica, minlength=self.n))])
+        # each replica's requests, by one stable sort of the routing (a pass over every request per replica cost
+        # 32 x 3.2M element reads for a fleet of 32 x 100,000)
+        by_replica = np.argsort(routed, kind="stable")
+        counts = np.concatenate([[0], np.cumsum(np.bincount(routed, minlength=self.n))])
         per = []
         for j in range(self.n):
-            mine = routed == j
-            f, e = np.where(mine, first, np.nan), np.where(mine, finish, np.nan)
+            mine = by_replica[counts[j]:counts[j + 1]]
+            f, e = np.full(len(first), np.nan), np.full(len(finish), np.nan)
+            f[mine], e[mine] = first[mine], finish[mine]
             rows = order[bounds[j]:bounds[j + 1]]
             per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j])))
         # merged as _traces merges: by start time, ties by replica then each replica's order (event order: starts

@@ -9,12 +9,13 @@ first-class function: the loop's type does not depend on the law, so numba compi
 package's __pycache__, or numba's user-wide cache directory when that is not writable, as from an installed wheel)
 and a law costs only its own small compile.
 
-Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals (no
---max-concurrency, no sessions), no prefix cache in use, no speculative decoding, no preloaded KV (a disaggregated
-decode pool), pp = 1 with the closed form built, routers round-robin and least-outstanding (prefix-aware without a
-cache is least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the
-existing path to float rounding (tests/serving/test_serving_kernel.py): decode blocks are evaluated step by step
-instead of by the closed form's linear stretches.
+Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals or
+--max-concurrency clients (with or without think time; not chat sessions), the engine's admission lag (vLLM's async
+scheduling), no prefix cache in use, no speculative decoding, no preloaded KV (a disaggregated decode pool), pp = 1
+with the closed form built, routers round-robin and least-outstanding (prefix-aware without a cache is
+least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the existing
+path to float rounding (tests/serving/test_serving_kernel.py, test_serving_kernel_clients.py): decode blocks are
+evaluated step by step instead of by the closed form's linear stretches.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "no closed-form step law (pp > 1 or fast=False)"
     if sim.draft is not None:
         return "speculative decoding"
-    if sim.engine.admission_lag:
-        return "the engine's admission lag (vLLM with async scheduling: requests join by the last step's start)"
-    if clients is not None and not clients.open_loop:
-        return "closed-loop clients (max-concurrency or sessions)"
+    if clients is not None and clients.session_turns > 1:
+        return "chat sessions (a turn is sent when the previous one finishes: not in arrival order)"
+    if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
+        return "closed-loop clients with arrival times out of order"
     if requests.prefix is not None and sim.engine.prefix_caching:
         return "prefix caching"
     if preloaded is not None:
@@ -126,26 +127,52 @@ def _tables(sim) -> tuple:
             np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
 
 
-def run(sim, requests, clock: np.ndarray, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
+def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """(engine arrival times, send times, concurrency): open loop, every request's (serving.clients.Arrivals'
+    clock, compiled: serving.kernel_queue.clock_arrivals); with --max-concurrency N, the first N requests' (sent at
+    max(arrival, 0.0)), the rest NaN until the kernel sends them (serving.kernel_queue.release)."""
+    from roofline.serving.kernel_queue import clock_arrivals
+    arrival = np.ascontiguousarray(requests.arrival_s, dtype=np.float64)
+    conc = clients.max_concurrency if clients is not None and clients.max_concurrency is not None else 0
+    if not conc:
+        return clock_arrivals(arrival + api_s), arrival.copy(), 0
+    send = np.full(len(arrival), np.nan)
+    first = min(conc, len(arrival))
+    send[:first] = np.maximum(arrival[:first], 0.0)
+    clock = np.full(len(arrival), np.nan)
+    clock[:first] = send[:first] + api_s
+    return clock, send, conc
+
+
+def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
         single: bool = False):
-    """Run the kernel: (first token, finish, replica of each request, records with a replica column, preemptions
-    per replica). `clock`: each request's engine arrival time (serving.clients' open-loop clock); `single`: one
-    replica as Simulator.run runs it (the requests due at a time are all queued before it schedules), else as
-    Fleet.run does (a replica starts on the first request routed to it)."""
+    """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
+    preemptions per replica). `clients`: open loop (None) or --max-concurrency (serving.clients); `single`: one
+    replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
+    schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
+    from roofline.serving.kernel_single import run_single
     law = compiled_law(law_source(sim.closed))
     sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
+    clock, send, conc = _clocks(requests, clients, host.api_request_s)
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
-                    _ROUTERS[router], block_steps, host.overlap, single, host.eager_above_tokens], dtype=np.int64)
-    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, host.eager_s], dtype=np.float64)
+                    _ROUTERS[router], block_steps, host.overlap, engine.admission_lag, conc,
+                    host.eager_above_tokens], dtype=np.int64)
+    think = clients.think_s if clients is not None else 0.0
+    # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
+    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s])
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
-    first, finish, routed, rec, preempt, status = run_loop(
-        np.ascontiguousarray(clock, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
-        sc.max_num_seqs, int(sim.closed.live.sum()), law)
+    args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
+            sc.max_num_seqs, int(sim.closed.live.sum()), law)
+    if single:
+        first, finish, rec, preempt, status = run_single(clock, send, *args)
+        routed, preempt = np.zeros(len(clock), dtype=np.int64), np.array([preempt])
+    else:
+        first, finish, routed, rec, preempt, status = run_loop(clock, send, *args)
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
-    return first, finish, routed, rec, preempt
+    return send, first, finish, routed, rec, preempt

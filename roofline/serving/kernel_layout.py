@@ -5,14 +5,16 @@ numba as global integer constants."""
 IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE = range(11)
 ST_FIELDS = 11
 # ri fields: per-replica integers
-N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD = range(14)
-RI_FIELDS = 14
+# (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
+(N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
+ HLEN) = range(17)
+RI_FIELDS = 17
 USED, START = range(2)  # rf fields
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
-# single (Simulator.run: every request due is queued before the replica schedules; Fleet.run starts it at the first),
-# eager_above (a step of more real tokens costs at least fcfg's eager_s: EngineOverheads.combine)
-(MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, SINGLE,
- EAGER_ABOVE) = range(14)
-CAPACITY, STEP_S, PER_SEQ_S, EAGER_S = range(4)  # fcfg
+# lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
+# more real tokens costs at least fcfg's eager_s: EngineOverheads.combine)
+(MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
+ EAGER_ABOVE) = range(15)
+CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S = range(6)  # fcfg
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

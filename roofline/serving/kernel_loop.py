@@ -2,13 +2,14 @@
 model's step law compiled separately (a numba cfunc of serving.closedform's law source, passed in as a first-class
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
-It replays, for the cases serving.kernel.covers admits (open-loop arrivals, no prefix cache, no speculative decoding,
-no preloaded KV, pp = 1), exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of
-Simulator.run / Fleet.run (blocks of decode-only steps cut at the next arrival, or at the step during which a request
-is routed to the replica) and the step times of serving.closedform.ClosedForm.work / time with the engine's padding
+It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, the engine's
+admission lag, no prefix cache, no speculative decoding, no preloaded KV, pp = 1), exactly the decisions of
+serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during
+which a request is routed to the replica, or with vLLM's admission lag the step after; serving.kernel_single is
+Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with the engine's padding
 and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position] (field indices:
-serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting queues are one linked list over
-request ids (a request waits in at most one queue).
+serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are linked lists over
+request ids (serving.kernel_queue).
 
 Decode-only blocks evaluate the law at every step (the numpy reference path's per-step evaluation), not by the closed
 form's linear stretches; both equal the per-step times to float rounding.
@@ -26,9 +27,14 @@ from roofline.serving.kernel_layout import (
     CHSTART,
     CHTOK,
     COMP,
+    CONC,
     DEC,
     EAGER_ABOVE,
     EAGER_S,
+    HHEAD,
+    HLEN,
+    HTAIL,
+    LAG,
     MAX_STEP,
     N_RUN,
     NCH,
@@ -44,7 +50,6 @@ from roofline.serving.kernel_layout import (
     REC_FIELDS,
     RI_FIELDS,
     ROUTER,
-    SINGLE,
     ST_FIELDS,
     START,
     STEP_S,
@@ -56,10 +61,15 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
+from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
+# steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
+# costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
+AHEAD = 4
 
-@njit(cache=True)
+
+@njit(cache=True, inline="always")
 def padded(tokens, decode_only, sizes, scope):
     """EngineScheduling.padded_tokens: the smallest captured size >= tokens (scope 1: any step, 2: decode-only)."""
     if scope == 0 or len(sizes) == 0 or (scope == 2 and not decode_only):
@@ -69,104 +79,128 @@ def padded(tokens, decode_only, sizes, scope):
 
 
 @njit(cache=True)
-def step_time(r, s, st, ri, q, col, tab, cfg, fcfg, law):
-    """Wall seconds of step s of replica r's block: ClosedForm.work and .time (decode contexts advanced by s),
-    the engine's padding, then EngineOverheads.combine."""
+def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
+    """Evaluate replica r's block steps until one ends at or past `until` from its start and at least `ahead` more
+    than were evaluated, or the (cut) block ends (steps past a later cut are evaluated for nothing, never used).
+
+    Step s's wall seconds: ClosedForm.work and .time (decode contexts advanced by s), the engine's padding, then
+    EngineOverheads.combine. The tables are unpacked once per call, not per step: numba counts references on every
+    array it binds to a name (an atomic increment and decrement each), which per step cost more than the step's
+    arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step)."""
+    m = ri[r, M]
+    steps = ri[r, STEPS]
+    least = m + ahead
+    if m >= steps or (m > 0 and m >= least and ends[r, m - 1] >= until):
+        return
     const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _seq, slope, irr = tab
     nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
-    for j in range(len(q)):
-        q[j] = const[j] * (nd + pad)
-    if nd and len(dec_at):
-        cr = col[r]  # the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
-        if s == 0:
-            cr[:] = 0.0
-            for j in range(nd):
-                c = st[r, COMP, st[r, DEC, j]] + 1
-                for x in range(len(dec_at)):
-                    cr[x] += dec_rows[c, x]
-        else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
-            regular = 0
-            for j in range(nd):
-                a = st[r, COMP, st[r, DEC, j]] + s
-                if irr[a]:
-                    for x in range(len(dec_at)):
-                        cr[x] += dec_rows[a + 1, x] - dec_rows[a, x]
-                else:
-                    regular += 1
-            for x in range(len(dec_at)):
-                cr[x] += regular * slope[x]
-        for x in range(len(dec_at)):
-            q[dec_at[x]] += cr[x]
-    n_tokens = nd + pad
-    if nc:
-        n_new = 0
-        n_done = 0
-        for j in range(nc):
-            n_new += st[r, CHTOK, j]
-            n_done += st[r, CHDONE, j]
-        n_tokens += n_new
-        for j in range(len(q)):
-            q[j] += pre_slope[j] * n_new + pre_icpt[j] * n_done
-        for j in range(nc):
-            a, c, d = st[r, CHSTART, j], st[r, CHTOK, j], st[r, CHDONE, j]
-            for x in range(len(pre_at)):
-                v = pre_rows[a + c, x] - pre_rows[a, x]
-                q[pre_at[x]] += v + pre_rows[0, x] if d else v
-            for x in range(len(prefix_at)):
-                q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-    w = weights[2 * (nd > 0) + (nc > 0), min(n_tokens, cfg[MAX_STEP])]
-    for j in range(len(q)):
-        q[j] += w[j]
-    gpu = law(q, imb[nd])
+    n_dec_cols, n_live = len(dec_at), len(q)
+    n_new = 0  # the chunks' tokens (a block with chunks is one step)
+    n_done = 0
+    for j in range(nc):
+        n_new += st[r, CHTOK, j]
+        n_done += st[r, CHDONE, j]
+    wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
-    if fcfg[EAGER_S] > 0.0 and n_tokens - pad > cfg[EAGER_ABOVE]:  # EngineOverheads.combine's rule
-        return max(gpu, host + fcfg[EAGER_S]) if cfg[OVERLAP] else host + max(gpu, fcfg[EAGER_S])
-    return max(gpu, host) if cfg[OVERLAP] else gpu + host
-
-
-@njit(cache=True)
-def extend(r, until, st, ri, ends, q, col, tab, cfg, fcfg, law):
-    """Evaluate replica r's block steps until one ends at or past `until` from its start, or the (cut) block ends."""
-    m = ri[r, M]
-    while m < ri[r, STEPS] and (m == 0 or ends[r, m - 1] < until):
-        t = step_time(r, m, st, ri, q, col, tab, cfg, fcfg, law)
+    overlap = cfg[OVERLAP] != 0
+    eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
+    while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
+        for j in range(n_live):
+            q[j] = const[j] * (nd + pad)
+        if nd and n_dec_cols:
+            # col[r]: the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
+            if m == 0:
+                for x in range(n_dec_cols):
+                    col[r, x] = 0.0
+                for j in range(nd):
+                    c = st[r, COMP, st[r, DEC, j]] + 1
+                    for x in range(n_dec_cols):
+                        col[r, x] += dec_rows[c, x]
+            else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
+                regular = 0
+                for j in range(nd):
+                    a = st[r, COMP, st[r, DEC, j]] + m
+                    if irr[a]:
+                        for x in range(n_dec_cols):
+                            col[r, x] += dec_rows[a + 1, x] - dec_rows[a, x]
+                    else:
+                        regular += 1
+                for x in range(n_dec_cols):
+                    col[r, x] += regular * slope[x]
+            for x in range(n_dec_cols):
+                q[dec_at[x]] += col[r, x]
+        if nc:
+            for j in range(n_live):
+                q[j] += pre_slope[j] * n_new + pre_icpt[j] * n_done
+            for j in range(nc):
+                a, c, d = st[r, CHSTART, j], st[r, CHTOK, j], st[r, CHDONE, j]
+                for x in range(len(pre_at)):
+                    v = pre_rows[a + c, x] - pre_rows[a, x]
+                    q[pre_at[x]] += v + pre_rows[0, x] if d else v
+                for x in range(len(prefix_at)):
+                    q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
+        for j in range(n_live):
+            q[j] += weights[wrow, wcol, j]
+        gpu = law(q, imb[nd])
+        if eager:
+            t = max(gpu, host + fcfg[EAGER_S]) if overlap else host + max(gpu, fcfg[EAGER_S])
+        else:
+            t = max(gpu, host) if overlap else gpu + host
         ends[r, m] = t if m == 0 else ends[r, m - 1] + t
         m += 1
     ri[r, M] = m
 
 
 @njit(cache=True)
-def cut_at(r, until, ri, ends):
+def cut_at(r, until, ri, ends, later):
     """Steps of replica r's block that run when a request reaches it `until` after the block's start: the step
-    during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated)."""
+    during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated), or with the
+    engine's admission lag (`later` 2) the step after it (Simulator.cut)."""
     for i in range(ri[r, M]):
         if ends[r, i] >= until:
-            ri[r, STEPS] = min(ri[r, STEPS], i + 1)
+            ri[r, STEPS] = min(ri[r, STEPS], i + later)
             return
 
 
 @njit(cache=True)
-def start(r, now, next_arrival, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q, col, tab, cfg,
-          fcfg, sizes, law):
-    """Fleet._start / one iteration of Simulator.run: schedule replica r's next block at `now` and record it."""
+def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, seq, cfg, fcfg, sizes, clock):
+    """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the
+    next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
+    last step join first; an idle replica sees every held request; while some stay held the block is one step (they
+    are seen after it)."""
+    if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
+        admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-    if not schedule(r, st, held, ri, rf, nxt, generated, prompt, output, tab[10], cfg, fcfg):
+    ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+    if not ok and ri[r, HLEN]:
+        admit_held(r, math.inf, ri, nxt, clock)
+        in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
+        ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+    if not ok:
         ri[r, ACTIVE] = 0
         return nrec
     ri[r, ACTIVE] = 1
     rf[r, START] = now
-    ri[r, NSTEPS] = block_length(r, st, held, ri, rf, tab[10], cfg, fcfg)
+    ri[r, NSTEPS] = block_length(r, st, held, ri, rf, seq, cfg, fcfg)
     ri[r, STEPS] = ri[r, NSTEPS]
     ri[r, M] = 0
     ri[r, PAD] = padded(ri[r, TOKENS], ri[r, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[r, TOKENS]
     rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = now, 0.0, in_run, in_wait
     rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = rf[r, USED], ri[r, PREEMPT], ri[r, TOKENS], r
     ri[r, REC] = nrec
-    if cfg[NREP] == 1 and next_arrival < math.inf:  # one replica cuts its block at the next arrival
-        until = next_arrival - now
-        extend(r, until, st, ri, ends, q, col, tab, cfg, fcfg, law)
-        cut_at(r, until, ri, ends)
+    if ri[r, HLEN]:
+        ri[r, STEPS] = 1
     return nrec + 1
+
+
+@njit(cache=True)
+def cut_one(r, now, next_arrival, st, ri, ends, q, col, tab, cfg, fcfg, law):
+    """A fleet of one replica cuts the block it just started at the next arrival, as Simulator.cut does (with the
+    admission lag: the step after; a block kept to one step for held requests is left so)."""
+    if ri[r, ACTIVE] and next_arrival < math.inf and ri[r, HLEN] == 0:
+        until = next_arrival - now
+        extend(r, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
 @njit(cache=True)
@@ -174,15 +208,15 @@ def route(k, ri, cfg):
     """Fleet._route without a prefix cache: round-robin, or the fewest outstanding (lowest index on ties)."""
     if cfg[ROUTER] == 0:
         return k % cfg[NREP]
-    best, load = 0, ri[0, N_RUN] + ri[0, WLEN]
+    best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
     for j in range(1, cfg[NREP]):
-        x = ri[j, N_RUN] + ri[j, WLEN]
+        x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
         if x < load:
             best, load = j, x
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rekey(r, t, key, full, ri, rf, ends):
     """Replica r's place in the event order: its block's end when every step up to the cut is evaluated (full), else
     a lower bound of it (the last evaluated step's end; at least `t`, the time it was evaluated past); inf idle."""
@@ -205,82 +239,87 @@ def grow(rec):
 
 
 @njit(cache=True)
-def arrive(t_arr, arrived, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output, q, col,
-           tab, cfg, fcfg, sizes, law, key, full):
-    """Fleet.run's arrivals at t_arr (Simulator.run's with cfg[SINGLE]): each request due is routed and queued; an idle
-    replica starts, a busy one's block is cut at the step during which the request arrives."""
-    n = len(clock)
-    while arrived < n and clock[arrived] <= t_arr:
+def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
+           q, col, tab, cfg, fcfg, sizes, law, key, full):
+    """Fleet.run's arrivals at t_arr: each request due is routed and queued (held, under the admission lag, by a busy
+    replica); an idle replica starts, a busy one's block is cut at the step during which the request arrives (with
+    the lag: the step after it)."""
+    while arrived < sent and clock[arrived] <= t_arr:
         i = arrived
         arrived += 1
         j = route(k, ri, cfg)
         k += 1
         routed[i] = j
-        nxt[i] = -1
-        if ri[j, WLEN] == 0:
-            ri[j, WHEAD] = i
+        lag = cfg[LAG] != 0 and ri[j, ACTIVE] != 0
+        if lag:
+            hold(j, i, ri, nxt)
         else:
-            nxt[ri[j, WTAIL]] = i
-        ri[j, WTAIL] = i
-        ri[j, WLEN] += 1
-        if cfg[SINGLE] and arrived < n and clock[arrived] <= t_arr:
-            continue  # Simulator.run: the replica sees every request due by now at once
+            enqueue(j, i, ri, nxt)
         if not ri[j, ACTIVE]:
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nxt_t = clock[arrived] if arrived < n else math.inf
-            nrec = start(j, t_arr, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
-                         col, tab, cfg, fcfg, sizes, law)
+            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
+                         fcfg, sizes, clock)
+            if cfg[NREP] == 1:
+                cut_one(j, t_arr, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
-            extend(j, t_arr - rf[j, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
-            cut_at(j, t_arr - rf[j, START], ri, ends)
+            extend(j, t_arr - rf[j, START], 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+            cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
 
 
 @njit(cache=True)
-def run_loop(clock, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
-    """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order; with one replica
-    Simulator.run's). Returns (first token, finish, replica of each request, records, preemptions per replica, a
-    status: 0 done, 1 idle with requests outstanding)."""
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
+    """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
+    finish, replica of each request, records, preemptions per replica, a status: 0 done, 1 idle with requests
+    outstanding). `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
+    with `send` as completions free slots: serving.kernel_queue.release)."""
     n, nrep = len(clock), cfg[NREP]
+    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
     held = np.zeros((nrep, cap))
     ri = np.zeros((nrep, RI_FIELDS), dtype=np.int64)
     ri[:, WHEAD] = -1
     ri[:, WTAIL] = -1
+    ri[:, HHEAD] = -1
+    ri[:, HTAIL] = -1
     rf = np.zeros((nrep, 2))
     ends = np.zeros((nrep, cfg[BLOCK]))
     nxt = np.full(n, -1, dtype=np.int64)
     generated = np.zeros(n, dtype=np.int64)
     first, finish = np.full(n, np.nan), np.full(n, np.nan)
     routed = np.full(n, -1, dtype=np.int64)
-    rec = np.zeros((max(16, 5 * n // 2), REC_FIELDS))
+    rec = np.zeros((max(16, 11 * n // 4), REC_FIELDS))  # a fleet's records: ~2.6 per request (serving_scale.md)
     q, col = np.zeros(live), np.zeros((nrep, tab[3].shape[1]))
     nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
     while done < n:
-        t_arr = clock[arrived] if arrived < n else math.inf
+        t_arr = next_clock(arrived, sent, clock)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
             r = np.argmin(key)
             if key[r] == math.inf or full[r] or key[r] >= t_arr:
                 break
-            extend(r, t_arr - rf[r, START], st, ri, ends, q, col, tab, cfg, fcfg, law)
+            extend(r, t_arr - rf[r, START], AHEAD, st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
-            done += commit(r, now, st, held, ri, rf, first, finish, tab[10])
+            ended = commit(r, now, st, held, ri, rf, first, finish, tab[10])
+            done += ended
+            if ended and cfg[CONC]:
+                sent = release(ended, now, sent, clock, send, arrival, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nxt_t = clock[arrived] if arrived < n else math.inf
-            nrec = start(r, now, nxt_t, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, q,
-                         col, tab, cfg, fcfg, sizes, law)
+            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
+                         fcfg, sizes, clock)
+            if cfg[NREP] == 1:
+                cut_one(r, now, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 1
-        arrived, k, nrec, rec = arrive(t_arr, arrived, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
+        arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
                                        generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full)
     return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 0

@@ -77,7 +77,7 @@ def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
     return need
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def room(r, need, rf, fcfg):
     """Scheduler._room without a prefix cache."""
     return need - (fcfg[CAPACITY] - rf[r, USED]) <= 0
@@ -118,7 +118,7 @@ def admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, f
     return need
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def preempt_last(r, st, held, ri, rf, nxt, generated, seq):
     """Scheduler._preempt_last: the last admitted sequence returns to the head of the queue (recompute)."""
     ri[r, N_RUN] -= 1
@@ -212,7 +212,7 @@ def complete(r, now, st, held, ri, rf, finish, seq):
     return ended
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def emit(r, p, now, st, first):
     """A running sequence at position p emits a token (known and generated grow; the first one is stamped)."""
     st[r, GEN, p] += 1

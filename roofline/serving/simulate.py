@@ -171,10 +171,8 @@ class Simulator:
         """serving.kernel's run of `requests` on `replicas` replicas (`single`: as this class's run, else as
         Fleet.run): (the requests as sent, its arrays)."""
         from roofline.serving import kernel
-        arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
-        out = kernel.run(self, requests, np.asarray(arrivals._clock, dtype=np.float64), replicas, router, BLOCK_STEPS,
-                         single)
-        return Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix), out
+        send, *out = kernel.run(self, requests, clients, replicas, router, BLOCK_STEPS, single)
+        return Requests(send, requests.prompt_tokens, requests.output_tokens, requests.prefix), tuple(out)
 
     def check(self, requests: Requests, prompt_field: str = "--prompt-tokens",
               output_field: str = "--output-tokens") -> None:

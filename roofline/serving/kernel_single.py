@@ -1,0 +1,112 @@
+"""One replica's record loop as Simulator.run runs it, compiled (numba njit, cache=True): serving.kernel runs it for
+Simulator.run (serving.kernel_loop.run_loop runs fleets, Fleet.run's event order).
+
+Simulator.run's loop: the requests that reached the engine by `seen` (with the lag: the start of the last step,
+vLLM's async scheduling, EngineScheduling.admission_lag; else the clock) join the queue; the scheduler plans a step;
+idle, the clock jumps to the next arrival (and an idle engine sees it at once); else a block of decode-only steps
+runs, cut at the step during which the next arrival comes (with the lag: one step later, since it is seen only at
+the start of the step after the one it arrived in; one that arrived before the block and is not yet seen: after its
+first step: Simulator.cut), and is committed; completions release closed-loop clients' next sends.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from roofline.serving.kernel_layout import (
+    BLOCK,
+    CONC,
+    LAG,
+    N_RUN,
+    NCH,
+    PAD,
+    PAD_SCOPE,
+    PREEMPT,
+    REC_FIELDS,
+    RI_FIELDS,
+    ST_FIELDS,
+    STEPS,
+    TOKENS,
+    USED,
+    WHEAD,
+    WLEN,
+    WTAIL,
+    M,
+)
+from roofline.serving.kernel_loop import extend, grow, padded
+from roofline.serving.kernel_queue import enqueue, next_clock, release
+from roofline.serving.kernel_sched import block_length, commit, schedule
+
+
+@njit(cache=True)
+def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
+    """Simulator._block and cut: how many of the planned block's steps run before the next arrival (at `nxt`) is
+    seen, its step ends evaluated through the last of them."""
+    steps = ri[0, STEPS]
+    if nxt < math.inf and steps > 1:
+        until = nxt - now
+        extend(0, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        during = ri[0, M]
+        for i in range(ri[0, M]):
+            if ends[0, i] >= until:
+                during = i
+                break
+        steps = min(steps, during + (2 if lag and nxt >= now else 1))
+    ri[0, STEPS] = steps
+    extend(0, math.inf, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+    return steps
+
+
+@njit(cache=True)
+def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
+    """Simulator.run on flat arrays: (first token, finish, records, preemptions, a status: 0 done, 1 idle with
+    requests outstanding). `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest
+    filled with `send` as completions free slots)."""
+    n = len(clock)
+    lag = cfg[LAG] != 0
+    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
+    st = np.zeros((1, ST_FIELDS, cap), dtype=np.int64)
+    held = np.zeros((1, cap))
+    ri = np.zeros((1, RI_FIELDS), dtype=np.int64)
+    ri[0, WHEAD] = -1
+    ri[0, WTAIL] = -1
+    rf = np.zeros((1, 2))
+    ends = np.zeros((1, cfg[BLOCK]))
+    nxt_id = np.full(n, -1, dtype=np.int64)
+    generated = np.zeros(n, dtype=np.int64)
+    first, finish = np.full(n, np.nan), np.full(n, np.nan)
+    rec = np.zeros((max(16, 5 * n // 2), REC_FIELDS))
+    q, col = np.zeros(live), np.zeros((1, tab[3].shape[1]))
+    seq = tab[10]
+    now, seen = 0.0, 0.0
+    nrec, done, arrived = 0, 0, 0
+    while done < n:
+        limit = seen if lag else now
+        while arrived < sent and clock[arrived] <= limit:
+            enqueue(0, arrived, ri, nxt_id)
+            arrived += 1
+        in_run, in_wait = ri[0, N_RUN], ri[0, WLEN]
+        nxt = next_clock(arrived, sent, clock)
+        if not schedule(0, st, held, ri, rf, nxt_id, generated, prompt, output, seq, cfg, fcfg):
+            if nxt == math.inf:
+                return first, finish, rec[:nrec], ri[0, PREEMPT], 1
+            now = seen = max(now, nxt)
+            continue
+        ri[0, STEPS] = block_length(0, st, held, ri, rf, seq, cfg, fcfg)
+        ri[0, M] = 0
+        ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[0, TOKENS]
+        steps = block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        dt = ends[0, steps - 1]
+        seen = now + (ends[0, steps - 2] if steps > 1 else 0.0)
+        if nrec + 1 >= rec.shape[0]:
+            rec = grow(rec)
+        rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = now, dt, in_run, in_wait
+        rec[nrec, 4], rec[nrec, 5], rec[nrec, 6] = rf[0, USED], ri[0, PREEMPT], ri[0, TOKENS] * steps
+        nrec += 1
+        now += dt
+        ended = commit(0, now, st, held, ri, rf, first, finish, seq)
+        done += ended
+        if ended and cfg[CONC]:
+            sent = release(ended, now, sent, clock, send, arrival, fcfg)
+    return first, finish, rec[:nrec], ri[0, PREEMPT], 0
