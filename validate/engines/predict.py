@@ -23,10 +23,10 @@ from pathlib import Path
 
 from roofline.catalogue.loading import validate
 from roofline.catalogue.store import load_hardware, load_model
+from roofline.engines.scheduling import vllm as vllm_scheduling
 from roofline.methods.registry import parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
-from roofline.engines.scheduling import vllm as vllm_scheduling
 from validate.engines import models as engine_models
 from validate.engines.offline_schedule import offline_decode_step_s
 
