@@ -45,6 +45,7 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    Measured on models of the judged layer structure at negligible widths (validate/engines/cases-run5.json: 2 and
    32 dense layers, Qwen3-30B-A3B's 48 MoE layers, DeepSeek-V2-Lite's 27 MLA layers), prompts of 1,024-4,096 tokens,
    fitted by least squares on the layer counts (derive.py --eager); nothing judged enters the fit.
+
 9. **The engine's sampler** (vLLM's V2 runner, vllm/v1/worker/gpu/sample/sampler.py v0.24.0: the logits' fp32 cast,
    the temperature division, gumbel_sample) is GPU work of every step that the op graph has no op for, serial with
    the model's: sampler_s = latency_s + rows x vocabulary / elements_per_s, one row per sequence sampled (a decode
