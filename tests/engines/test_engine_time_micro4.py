@@ -72,3 +72,18 @@ def test_the_kv_update_row_meets_the_engines_kv_write_law_on_the_h200():
     ideal = PhaseModel.build(load_model("Llama-3.1-8B"), load_hardware("H200"),
                              validate(Workload, {"batch": 1, "context_tokens": 4096}, "workload"), parse_method("bf16"))
     assert next(r for r in ideal.rows("decode", 32, 1024) if r["name"] == "kv_update")["time_s"] < 1.5e-6
+
+
+def test_a_file_that_is_not_micro4s_result_is_refused_and_nothing_written(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from validate.engines import derive
+
+    bad, out = tmp_path / "micro4.json", tmp_path / "vllm.json"
+    bad.write_text('{"graph_floor": []}')
+    monkeypatch.setattr(sys, "argv", ["derive", "validate/results/engines/nvidia-h200-vllm-2026-11-28",
+                                      "--micro4", str(bad), "--out", str(out)])
+    with pytest.raises(SystemExit) as exc:
+        derive.main()
+    assert exc.value.code == 2 and not out.exists()
+    assert "--micro4" in capsys.readouterr().err

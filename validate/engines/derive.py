@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 
 
@@ -303,7 +304,12 @@ def main() -> None:
         profile["sources"].update(sources)
         profile["fit_residuals"]["eager"] = points
     if a.micro4:
-        kernels, sampler, sources, residuals = micro4_kernels(a.micro4)
+        try:
+            kernels, sampler, sources, residuals = micro4_kernels(a.micro4)
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:  # JSONDecodeError is a ValueError
+            print(f"--micro4 {a.micro4}: not micro4.py's result with graph_floor, kv_write and sampler cases "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            raise SystemExit(2) from None
         profile["kernels"][a.hardware].update(kernels)
         profile["sampler"] = {a.hardware: sampler}
         profile["sources"].update(sources)
