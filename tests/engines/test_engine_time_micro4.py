@@ -2,6 +2,7 @@
 ceilings) and their derivation (validate/engines/derive.py micro4_kernels). Expected values by hand."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,8 @@ def test_a_file_that_is_not_micro4s_result_is_refused_and_nothing_written(tmp_pa
 
     bad, out = tmp_path / "micro4.json", tmp_path / "vllm.json"
     bad.write_text('{"graph_floor": []}')
-    monkeypatch.setattr(sys, "argv", ["derive", "validate/results/engines/nvidia-h200-vllm-2026-11-28",
+    results = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines" / "nvidia-h200-vllm-2026-11-28"
+    monkeypatch.setattr(sys, "argv", ["derive", str(results),
                                       "--micro4", str(bad), "--out", str(out)])
     with pytest.raises(SystemExit) as exc:
         derive.main()
