@@ -160,7 +160,9 @@ def verdicts(gemm: dict, fa3: dict, kv: dict, smp: dict, floor: dict) -> list[st
                   else "the planner's rate holds alone"))
     out.append(f"- Mistral's window in FA3's AOT scheduler: REFUTED (window on / off within "
                f"{fa3['window_effect_max'] * 100:.1f} %; engine-style {fa3['engine_style_median'] * 100:+.1f} % over "
-               "plain): the window layer's in-engine excess stays unexplained by the kernel alone")
+               "plain) at max_seqlen_k = L, where FA3 drops a window wider than max_seqlen_k - 1; the engine captures "
+               "with max_seqlen_k = max_model_len and its profile names Mistral's decode kernel Is_local (128-row "
+               "tile): micro5_window.py tests that")
     out.append(f"- KV write floor: CONFIRMED (the row was {kv['median_before']:.0f} % off the kernel in graph; the "
                f"engine's law now {kv['median_now']:.1f} % median, worst {kv['worst_now']:.1f} %: the kernel's time "
                "goes by tokens more than bytes, so a 4-KV-head model's long write is under): in the profile")
