@@ -4,7 +4,8 @@ against the current model (the same rows under today's engine profile), per fami
 candidate mechanism of validate/notes/2026-11-29-attribute.md.
 
 python -m validate.engines.micro4_compare [--out REPORT_TXT]
-(default validate/results/engines/nvidia-h200-vllm-2026-11-29-micro4-compare.txt)
+(default validate/results/engines/h200-vllm-micro4-compare.txt: not `<device>-vllm-<date>-compare.txt`, the name
+roofline/trust/engines.py reads as an engine run's step-time report)
 
 Every micro4 case is one CUDA-graph replay (graphbench.bench); a replay costs a fixed time of its own besides its
 kernels (the intercept of graph_floor's K-kernel chain, derive.graph_replay), which a kernel inside the engine's
@@ -27,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent / "results" / "engines"
 RUN = RESULTS / "nvidia-h200-vllm-2026-11-29-micro4" / "micro4.json"
 PREDICTED = RESULTS / "h200-vllm-micro4-predicted.json"
-OUT = RESULTS / "nvidia-h200-vllm-2026-11-29-micro4-compare.txt"
+OUT = RESULTS / "h200-vllm-micro4-compare.txt"
 AGREE = 0.10  # a family's median |error| within this: the planner's law holds
 
 
