@@ -168,8 +168,9 @@ class Roofline:
         the grouped-GEMM law (active experts' weights at grouped_gemm_bw, grouped_gemm_latency per call; FLOP/s as
         a GEMM: the grouped rate is not measured), routing kernels routing_kernel, attention its own kernels'
         ceilings (decode: KV bytes at the one-query latency-bandwidth law; prefill: the causal flash rate of its
-        head dim), every other op the streaming bandwidth and the graph's per-kernel time. Uncalibrated devices
-        have none of the kernels' laws (None), so every op meets peak, bandwidth and kernel_time."""
+        head dim), the KV write an engine's measured law (kv_write_latency, kv_write_bw), every other op the
+        streaming bandwidth and the graph's per-kernel time. Uncalibrated devices have none of the kernels' laws
+        (None), so every op meets peak, bandwidth and kernel_time."""
         c, peak = self.ceilings, self._peak_key(op.dtype)
         if op.name == EXPERTS and op.kind == "gemm" and c["grouped_gemm_bw"]:  # grouped-GEMM law
             shape = "grouped_gemm_flops" if self._grouped_rate(op) else f"gemm_shape:{op.dtype}"
@@ -184,6 +185,8 @@ class Roofline:
             shape = f"gemm_shape:{op.dtype}"
             return (shape if shape in c else peak, "gemm_stream_bw",
                     "gemm_latency" if c["gemm_latency"] else "kernel_time")
+        if op.name == "kv_update" and c.get("kv_write_latency"):  # an engine's own KV write (engines.timing)
+            return peak, "kv_write_bw" if c.get("kv_write_bw") else "bandwidth", "kv_write_latency"
         if op.kind == "attention" and "kv_read" in op.traffic and c["attn_decode_bw"]:
             return peak, "attn_decode_bw", "attn_decode_latency" if c["attn_decode_latency"] else "kernel_time"
         if op.kind == "attention" and "kv_read" not in op.traffic and f"attn_flops:{op.head_dim}" in c:

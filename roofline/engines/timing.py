@@ -51,6 +51,15 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    the unquantized FusedMoE's (bf16 experts through the fused Triton kernel, the path measured); a quantized MoE
    runs another backend whose Python path is not measured and pays the dense layer's launches (EAGER_MOE_DTYPES).
 
+9. **The engine's sampler** (vLLM's V2 runner, vllm/v1/worker/gpu/sample/sampler.py v0.24.0: the logits' fp32 cast,
+   the temperature division, gumbel_sample) is GPU work of every step that the op graph has no op for, serial with
+   the model's: sampler_s = latency_s + rows x vocabulary / elements_per_s, one row per sequence sampled (a decode
+   step's B, a prefill's B prompts). Measured alone in a graph replay by validate/engines/micro4.py on the GPU it
+   applies to (B = 32 .. 256 on 32,000 and 128,256 tokens, the replay's own fixed cost removed; derive.py --micro4);
+   a GPU without that measurement pays none. Two more of micro4's kernels set ceilings (4.): vLLM's KV write
+   (reshape_and_cache_flash: kv_write_latency + bytes / kv_write_bw for the kv_update op), and a small kernel's
+   cost inside the engine's graph replay (kernel_time: the chain of dependent one-element kernels' slope).
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -68,7 +77,8 @@ from roofline.errors import SpecError
 PROFILES = Path(__file__).resolve().parent / "profiles"
 # ceilings (roofline.costmodel.device_ceilings keys) an engine's kernels may replace on a GPU they were measured on
 KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "grouped_gemm_bw",
-               "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops")
+               "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency", "kv_write_bw",
+               "kernel_time")
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,17 @@ class EngineTiming:
     sources: dict[str, str] = field(default_factory=dict)
     # kernels an op launches outside the engine's measured fused calls (op name -> count; module docstring, 4)
     op_kernels: dict[str, int] = field(default_factory=dict)
+    # the sampler's law per GPU (9.): GPU name -> (latency_s, elements_per_s)
+    sampler: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def sampler_s(self, hardware_name: str, rows, vocab: int):
+        """GPU seconds of the engine's sampler over `rows` sampled sequences of a `vocab`-token vocabulary on
+        `hardware_name` (9.): latency_s + rows x vocab / elements_per_s; 0 where it was not measured (or no row)."""
+        law = self.sampler.get(hardware_name)
+        if law is None:
+            return 0.0
+        latency_s, elements_per_s = law
+        return (rows > 0) * (latency_s + rows * vocab / elements_per_s)
 
     def host_s(self, batch) -> float:
         """Host work of one step of `batch` sequences, s: step_s + per_seq_s x batch."""
@@ -196,7 +217,8 @@ def timing(engine: str) -> EngineTiming:
             kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},
-            sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()})
+            sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()},
+            sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()})
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

@@ -129,8 +129,13 @@ class PhaseModel:
         engine = self.engine
         if engine is IDEAL:
             return self.pipeline(lambda b: total(b, context), batch)
-        return engine.step(self.pipeline(lambda b: total(b, context), engine.padded(batch)), batch,
-                           self.eager_host_s(batch))
+        return engine.step(self.pipeline(lambda b: total(b, context), engine.padded(batch)) + self.sampler_s(batch),
+                           batch, self.eager_host_s(batch))
+
+    def sampler_s(self, rows):
+        """GPU seconds of the engine's sampler over `rows` sequences (EngineTiming.sampler_s on this device and the
+        model's vocabulary: an op the graph lacks, measured under the engine; 0 elsewhere)."""
+        return self.engine.sampler_s(self.hardware.name, rows, self.model.vocab_size)
 
     def eager_host_s(self, tokens: int) -> float:
         """Host seconds of launching a step of `tokens` tokens without CUDA graphs under the engine (its
@@ -149,7 +154,7 @@ class PhaseModel:
         if engine is IDEAL:
             return self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, batch)
         gpu = self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, engine.padded(batch))
-        return engine.step(gpu, batch, self.eager_host_s(batch))
+        return engine.step(gpu + self.sampler_s(batch), batch, self.eager_host_s(batch))
 
     def prefill_time(self, batch: int, prompt: int) -> float:
         """TTFT of `batch` prompts of `prompt` tokens prefilled together; chunked prefill re-reads the
@@ -162,7 +167,7 @@ class PhaseModel:
         # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind; a chunk past
         # the largest capture size launches its kernels from Python, ahead of the GPU (mechanism 8)
         eager = chunks * self.eager_host_s(-(-batch * prompt // chunks))
-        return max(gpu, eager) + self.engine.request_s
+        return max(gpu + self.sampler_s(batch), eager) + self.engine.request_s
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:
         """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's

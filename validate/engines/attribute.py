@@ -208,14 +208,22 @@ def predict_case(case: dict, model: str, hardware: str, engine: str, max_model_l
     pm = PhaseModel.build(m, hw, wl, parse_method("bf16"))
     if "B" in case:
         b, p, n = int(case["B"]), int(case["P"]), int(case.get("N", 2))
-        rows = pm.rows("decode", pm.engine.padded(b), p + n / 2)
+        rows = pm.rows("decode", pm.engine.padded(b), p + n / 2) + sampler_rows(pm, b)
         return {"phase": "decode", "label": f"decode B={b} P={p} N={n}", "rows": rows,
                 "predicted_step_s": pm.average_decode_time(b, p + 1, n - 1), "run_batch": pm.engine.padded(b),
                 "measured_wall_s": case.get("wall_step_s"), "measured_kernel_s": case.get("kernel_step_s")}
     p = int(case["P"])
-    return {"phase": "prefill", "label": f"prefill P={p}", "rows": pm.rows("prefill", 1, p), "run_batch": 1,
+    return {"phase": "prefill", "label": f"prefill P={p}", "rows": pm.rows("prefill", 1, p) + sampler_rows(pm, 1),
+            "run_batch": 1,
             "predicted_step_s": pm.prefill_time(1, p), "measured_wall_s": case.get("wall_s"),
             "measured_kernel_s": case.get("kernel_s")}
+
+
+def sampler_rows(pm, rows: int) -> list[dict]:
+    """The engine's sampler over `rows` sequences as one pseudo-row 'sampler' (PhaseModel.sampler_s: engines.timing
+    mechanism 9, GPU work the op graph has no op for); none where the engine's profile has no sampler law here."""
+    s = pm.sampler_s(rows)
+    return [{"name": "sampler", "count": 1, "time_s": s, "matmul_flops": 0.0, "traffic": {}}] if s else []
 
 
 def report(case: dict, pred: dict) -> dict:

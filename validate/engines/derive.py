@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 
 
@@ -232,6 +233,63 @@ def spec_host(path: Path) -> tuple[dict, dict]:
     return values, dict.fromkeys(values, src)
 
 
+def graph_replay(micro4: dict) -> tuple[float, float]:
+    """(replay_s, per_kernel_s) of a CUDA-graph replay of K dependent one-element kernels (micro4.json graph_floor),
+    t = replay_s + K x per_kernel_s by ordinary least squares: per_kernel_s is a small kernel's cost inside a replay
+    (launch, ramp-up, drain), replay_s the replay's own fixed cost, which every single-call case of micro4 carries
+    once beside its kernel's and which a kernel inside the engine's graph of a whole step does not pay."""
+    pts = [(r["kernels"], r["s"]) for r in micro4["graph_floor"]]
+    n, sx, st = len(pts), sum(k for k, _ in pts), sum(t for _, t in pts)
+    sxx, sxt = sum(k * k for k, _ in pts), sum(k * t for k, t in pts)
+    per_kernel = (n * sxt - sx * st) / (n * sxx - sx * sx)
+    return (st - per_kernel * sx) / n, per_kernel
+
+
+def sampler_law(micro4: dict, replay_s: float) -> tuple[float, float]:
+    """(latency_s, elements_per_s) of vLLM's sampler step (the logits' fp32 cast, the temperature division and
+    gumbel_sample: micro4.json sampler cast_and_sample_s less the replay's fixed cost) as t = a + B x V / rate,
+    relative least squares over both vocabularies (B x V is the work: 32 x 128,256 and 128 x 32,000 take the same)."""
+    rows = micro4["sampler"]
+    return fit_affine([r["B"] * r["V"] for r in rows], [r["cast_and_sample_s"] - replay_s for r in rows])
+
+
+def kv_write_law(micro4: dict, replay_s: float) -> tuple[float, float]:
+    """(latency_s, bytes_per_s) of reshape_and_cache_flash (micro4.json kv_write less the replay's fixed cost) as
+    t = a + K and V bytes written / rate (2 x T x KV heads x head dim x 2 bf16 bytes: the kv_update op's traffic),
+    relative least squares over every case."""
+    rows = micro4["kv_write"]
+    return fit_affine([kv_written_bytes(r) for r in rows], [r["s"] - replay_s for r in rows])
+
+
+def kv_written_bytes(case: dict) -> int:
+    """K and V bytes a micro4 kv_write case writes into the cache (bf16): 2 x T x hk x d x 2."""
+    return 2 * case["T"] * case["hk"] * case["d"] * 2
+
+
+def micro4_kernels(path: Path) -> tuple[dict, dict, dict, dict]:
+    """From micro4.json (the engine's kernels alone on one GPU): the kernel ceilings it sets (kv_write_latency,
+    kv_write_bw: the KV write's law; kernel_time: a small kernel's cost inside a graph replay), the sampler law
+    {latency_s, elements_per_s}, the sources of each, and the fits' residuals (fit / measured - 1)."""
+    micro4 = json.loads(path.read_text())
+    replay_s, per_kernel_s = graph_replay(micro4)
+    a_kv, r_kv = kv_write_law(micro4, replay_s)
+    a_smp, r_smp = sampler_law(micro4, replay_s)
+    kernels = {"kv_write_latency": a_kv, "kv_write_bw": r_kv, "kernel_time": per_kernel_s}
+    sampler = {"latency_s": a_smp, "elements_per_s": r_smp}
+    src = f"{path} graph_floor: t = replay + K x per kernel (least squares); replay_s = {replay_s:.3e} s"
+    sources = {"kernel_time": src,
+               "kv_write": f"{path} kv_write less replay_s, t = alpha + K and V bytes / rate (relative least squares)",
+               "sampler": f"{path} sampler cast_and_sample_s less replay_s, t = alpha + B x V / rate"}
+    residuals = {"replay_s": replay_s,
+                 "graph_floor": [round((replay_s + per_kernel_s * r["kernels"]) / r["s"] - 1, 4)
+                                 for r in micro4["graph_floor"]],
+                 "kv_write": [round((replay_s + a_kv + kv_written_bytes(r) / r_kv) / r["s"] - 1, 4)
+                              for r in micro4["kv_write"]],
+                 "sampler": [round((replay_s + a_smp + r["B"] * r["V"] / r_smp) / r["cast_and_sample_s"] - 1, 4)
+                             for r in micro4["sampler"]]}
+    return kernels, sampler, sources, residuals
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("results", type=Path)
@@ -239,6 +297,7 @@ def main() -> None:
     p.add_argument("--hardware", default="H200")
     p.add_argument("--spec", type=Path, help="spec_step.py's result (a draft model's host time per step and pass)")
     p.add_argument("--eager", type=Path, help="lat.py results of the narrow models (a step without CUDA graphs)")
+    p.add_argument("--micro4", type=Path, help="micro4.py's result (KV write, sampler, a kernel in a graph replay)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -252,6 +311,17 @@ def main() -> None:
         profile.update(values)
         profile["sources"].update(sources)
         profile["fit_residuals"]["eager"] = points
+    if a.micro4:
+        try:
+            kernels, sampler, sources, residuals = micro4_kernels(a.micro4)
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:  # JSONDecodeError is a ValueError
+            print(f"--micro4 {a.micro4}: not micro4.py's result with graph_floor, kv_write and sampler cases "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            raise SystemExit(2) from None
+        profile["kernels"][a.hardware].update(kernels)
+        profile["sampler"] = {a.hardware: sampler}
+        profile["sources"].update(sources)
+        profile["fit_residuals"]["micro4"] = residuals
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
 
 

@@ -37,7 +37,10 @@ github.com/vllm-project/flash-attention, hopper/):
   and the V2 model runner's Triton input kernels (`_gather_block_tables_kernel`, `_compute_slot_mapping(s)_kernel`,
   `_prepare_pos_seq_lens_kernel`, `_post_update_kernel`, `_combine_sampled_and_draft_tokens_kernel`,
   `_get_num_sampled_and_rejected_kernel`, `_apply_write_kernel`, `_prepare_prefill_inputs_kernel`: vllm/v1/worker/
-  gpu/) have no op in the planner's graph: the engine's host law (roofline.engines.timing, mechanism 1) holds them.
+  gpu/) have no op in the planner's graph. The sampler's kernels, with the logits' fp32 cast (a bf16 -> float
+  `direct_copy_kernel`), map to the pseudo-row `sampler` that attribute.py adds where the engine's profile has a
+  sampler law on the device (roofline.engines.timing mechanism 9, measured by micro4); the input kernels stay
+  without an op.
 - Copies, fills, index and gather kernels of torch (aten/src/ATen/native/cuda/) and the driver's memcpy / memset.
 """
 
@@ -78,7 +81,10 @@ RULES: tuple[Rule, ...] = (
     Rule(r"rotary", "rope", ("rope",)),
     Rule(r"^triton_poi_fused_\d+$", "rope", ("rope",), inferred=True),
     Rule(r"^triton_(red|per)_fused_\d+$", "qk_norm", ("qk_norm",), inferred=True),
-    Rule(r"_gumbel_sample|ArgMaxOps|SoftMaxForward|DivFunctor|uniform_and_transform", "sampler", ()),
+    Rule(r"_gumbel_sample|ArgMaxOps|SoftMaxForward|DivFunctor|uniform_and_transform", "sampler", ("sampler",)),
+    # the sampler's fp32 cast of the logits (sampler.py v0.24.0: logits.to(torch.float32)), a bf16 -> float copy:
+    # micro4's sampler law times it with the rest (engines.timing mechanism 9)
+    Rule(r"direct_copy_kernel_cuda.*\{lambda\(float\)#1\}.*LoadWithCast", "sampler", ("sampler",)),
     Rule(r"^_(gather_block_tables|compute_slot_mappings?|prepare_pos_seq_lens|post_update|combine_sampled_and_draft"
          r"_tokens|get_num_sampled_and_rejected|apply_write|prepare_prefill_inputs)_kernel", "engine_inputs", ()),
     Rule(r"^Memcpy|^Memset|^memcpy\d|direct_copy_kernel|FillFunctor|index_elementwise|gather_kernel|scatter_gather|"

@@ -3,8 +3,10 @@
 python -m validate.engines.predict OUT_JSON [--hardware H200] [--engine vllm]
 The cases file is $ROOFLINE_ENGINE_CASES (relative to validate/engines/; default cases.json).
 Per model: the KV pool, pool tokens and max concurrency as `roofline capacity --engine vllm` gives them at the
-case's max_model_len and gpu_memory_utilization; per decode case the mean step over contexts P+1 .. P+N-1
-(PhaseModel.average_decode_time, what (t_N - t_1) / (N - 1) measures) and per prefill case the batch-1 prefill, each
+case's max_model_len and gpu_memory_utilization; per decode case what (t_N - t_1) / (N - 1) measures: the two runs
+replayed step by step as the engine schedules them (offline_schedule.py: chunked prefill of the B prompts within the
+offline token budget, decodes riding in the prefill steps, the last requests' tail; pure decode steps are
+PhaseModel.decode_time) and differenced; per prefill case the batch-1 prefill, each
 with the planner's default options for the engine (`roofline plan --engine vllm`), plus the engine's time profile
 (roofline.engines.timing) when one exists.
 """
@@ -21,10 +23,12 @@ from pathlib import Path
 
 from roofline.catalogue.loading import validate
 from roofline.catalogue.store import load_hardware, load_model
+from roofline.engines.scheduling import vllm as vllm_scheduling
 from roofline.methods.registry import parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate.engines import models as engine_models
+from validate.engines.offline_schedule import offline_decode_step_s
 
 CASES_FILE = os.environ.get("ROOFLINE_ENGINE_CASES", "cases.json")
 CASES = json.loads((Path(__file__).resolve().parent / CASES_FILE).read_text())
@@ -105,12 +109,15 @@ def capacity_from_log(name: str, max_len: int, kv_gib: float, batched: int) -> d
 def predict(hardware: str) -> dict:
     hw = load_hardware(hardware)
     n = CASES["out_tokens"]
+    limits = vllm_scheduling(hw, "offline")  # the LLM class's token budget and sequence limit on this GPU
     out = {}
     for name, case in CASES["models"].items():
         model = model_of(name)
         wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm"}, "workload")
         pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
-        dec = [{"B": b, "P": p, "decode_step_s": pm.average_decode_time(b, p + 1, n - 1)} for b, p in case["decode"]]
+        dec = [{"B": b, "P": p, "decode_step_s": offline_decode_step_s(pm, b, p, n, limits.max_num_batched_tokens,
+                                                                        limits.max_num_seqs)}
+               for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]
         cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=util_of(case),
                     **capacity(name, case["max_model_len"], util_of(case), hardware, "offline"))]
