@@ -85,9 +85,12 @@ class EngineOverheads:
     # GPU work (timing mechanism 8): such a step's GPU part takes at least eager_s (0: not measured)
     eager_above_tokens: int = 0
     eager_s: float = 0.0
+    # the engine's sampler as GPU work of every step (timing mechanism 9): sampler_s + sampler_row_s x sequences
+    sampler_s: float = 0.0
+    sampler_row_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s"):
+        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s", "sampler_s", "sampler_row_s"):
             value = getattr(self, name)
             if not value >= 0:
                 raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
@@ -103,6 +106,8 @@ class EngineOverheads:
         overlap rule); a step past the capture sizes adds its launches (eager_s) to the host's work, ahead of the
         GPU's (timing.EngineTiming.step)."""
         host = self.step(sequences)
+        if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
+            gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
         if self.eager_s and tokens > self.eager_above_tokens:  # timing.EngineTiming.step's rule
             return np.maximum(gpu_s, host + self.eager_s) if self.overlap else host + np.maximum(gpu_s, self.eager_s)
         return np.maximum(gpu_s, host) if self.overlap else gpu_s + host
@@ -207,6 +212,20 @@ def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> Engin
         return profile
     return replace(profile, overheads=replace(profile.overheads, eager_above_tokens=profile.capture_sizes[-1],
                                               eager_s=eager))
+
+
+def with_sampler(profile: EngineScheduling, hardware_name: str, vocab: int) -> EngineScheduling:
+    """The engine's scheduler with its sampler's GPU law on `hardware_name` for a `vocab`-token vocabulary
+    (roofline/engines/timing.py mechanism 9: latency_s + rows x vocab / elements_per_s, one row per sequence of a
+    step); unchanged where the engine's sampler was not measured on that GPU."""
+    from roofline.engines.timing import timing
+
+    law = timing(profile.engine).sampler.get(hardware_name)
+    if law is None:
+        return profile
+    latency_s, elements_per_s = law
+    return replace(profile, overheads=replace(profile.overheads, sampler_s=latency_s,
+                                              sampler_row_s=vocab / elements_per_s))
 
 
 def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculative_tokens: int = 0) -> tuple[int, ...]:

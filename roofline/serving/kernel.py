@@ -34,14 +34,41 @@ _IMPORTS: dict[str, bool] = {}
 
 
 def available() -> bool:
-    """Whether numba imports here (installed and working with this numpy); checked once."""
+    """Whether numba imports here (installed and working with this numpy); checked once, after dropping a stale
+    compile cache (_drop_stale_cache)."""
     if "numba" not in _IMPORTS:
         try:
             import numba  # noqa: F401
             _IMPORTS["numba"] = True
         except ImportError:
             _IMPORTS["numba"] = False
+        if _IMPORTS["numba"]:
+            _drop_stale_cache()
     return _IMPORTS["numba"]
+
+
+def _drop_stale_cache() -> None:
+    """numba's cache checks a function's own source file only, so a kernel whose callee in another kernel module
+    changed (kernel_single calling kernel_loop.extend) would load its old machine code: a silently wrong answer in a
+    checkout where one file changed. The package's __pycache__ keeps a stamp of all kernel modules' sources; when it
+    differs, every cached kernel there is removed (recompiled on use). A wheel's files are written anew on each
+    install, so numba's own stamps already cover that case."""
+    import hashlib
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(here.glob("kernel*.py")))).hexdigest()
+    cache = here / "__pycache__"
+    stamp = cache / "kernel-sources.sha256"
+    try:
+        if stamp.is_file() and stamp.read_text() == digest:
+            return
+        for old in [*cache.glob("kernel*.nbi"), *cache.glob("kernel*.nbc")]:
+            old.unlink()
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:  # not writable (an installed wheel): numba caches elsewhere, keyed by freshly written files
+        return
 
 
 def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin") -> str | None:
@@ -162,7 +189,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
                     host.eager_above_tokens], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
-    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s])
+    fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
+                     host.sampler_s, host.sampler_row_s])
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)

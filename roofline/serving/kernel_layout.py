@@ -15,6 +15,6 @@ USED, START = range(2)  # rf fields
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine)
 (MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
  EAGER_ABOVE) = range(15)
-CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S = range(6)  # fcfg
+CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S = range(8)  # fcfg
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

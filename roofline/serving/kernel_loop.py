@@ -50,6 +50,8 @@ from roofline.serving.kernel_layout import (
     REC_FIELDS,
     RI_FIELDS,
     ROUTER,
+    SAMPLER_ROW_S,
+    SAMPLER_S,
     ST_FIELDS,
     START,
     STEP_S,
@@ -104,6 +106,7 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
     overlap = cfg[OVERLAP] != 0
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
+    sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
     while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
         for j in range(n_live):
             q[j] = const[j] * (nd + pad)
@@ -142,6 +145,8 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
         for j in range(n_live):
             q[j] += weights[wrow, wcol, j]
         gpu = law(q, imb[nd])
+        if sampler > 0.0:
+            gpu = gpu + sampler
         if eager:
             t = max(gpu, host + fcfg[EAGER_S]) if overlap else host + max(gpu, fcfg[EAGER_S])
         else:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from roofline.engines.scheduling import EngineScheduling, with_eager
+from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
 from roofline.engines.timing import eager_layers
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
@@ -139,8 +139,9 @@ class Simulator:
             self.pool = speculative_pool(self.pool, self.draft, table)
 
     def _with_eager(self, engine: EngineScheduling) -> EngineScheduling:
-        """`engine` with this model's launch cost of a step past its capture sizes (scheduling.with_eager), per
-        pipeline stage (timing.eager_layers)."""
+        """`engine` with this model's sampler on this GPU (scheduling.with_sampler) and its launch cost of a step
+        past the capture sizes (scheduling.with_eager), per pipeline stage (timing.eager_layers)."""
+        engine = with_sampler(engine, self.hardware.name, self.model.vocab_size)
         return with_eager(engine, *eager_layers(self.model, self.workload))
 
     def set_engine(self, engine: EngineScheduling) -> None:
