@@ -27,7 +27,7 @@ the batch (checked at build), so each op's per-sequence work is tabulated over t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -78,9 +78,13 @@ class StepModel:
     max_step_tokens: int
 
     def __post_init__(self) -> None:
-        from roofline.units import B, L, P
+        from roofline.units import CHUNKS, B, L, P
         decode = {_key(op, "decode"): op for op in self.phases.decode.ops}
-        prefill = {_key(op, "prefill"): op for op in self.phases.prefill.ops}
+        # a step is one pass over the weights: the prefill graph's chunk count (CHUNKS) is 1 here (an op only the
+        # prefill graph has, such as MLA's kv_b_proj up-projection, carries it in its weight reads)
+        prefill = {_key(op, "prefill"): replace(op, traffic={k: sp.sympify(v).subs(CHUNKS, 1)
+                                                             for k, v in op.traffic.items()})
+                   for op in self.phases.prefill.ops}
         keys = list(decode) + [k for k in prefill if k not in decode]
         self.keys = keys
         ops = [decode.get(k) or prefill[k] for k in keys]
@@ -110,9 +114,10 @@ class StepModel:
         weights = [(decode[k].traffic.get("weights", 0) if k in decode
                     else sp.sympify(prefill[k].traffic.get("weights", 0)).subs({B: 1, P: B})) for k in keys]
         self.weights = _table([weights], B, self.max_step_tokens + 1)[0]  # (ops, T)
-        # a phase's own kernel (decode or prefill attention) reads its weights only when that phase is in the step
-        self.decode_only = np.array([k[2] == "decode" for k in keys])
-        self.prefill_only = np.array([k[2] == "prefill" for k in keys])
+        # a phase's own op (decode or prefill attention; MLA's absorbed q / o projections in decode, its kv_b_proj
+        # up-projection in prefill) reads its weights only when that phase is in the step
+        self.decode_only = np.array([k not in prefill for k in keys])
+        self.prefill_only = np.array([k not in decode for k in keys])
         self._groups = self._compile_times(ops)
         self._flatten()
 

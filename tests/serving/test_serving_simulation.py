@@ -205,3 +205,15 @@ def test_decode_blocks_give_the_step_by_step_metrics(monkeypatch, rate):
     assert fast.first_token_s == pytest.approx(slow.first_token_s, rel=1e-9)
     assert fast.finish_s == pytest.approx(slow.finish_s, rel=1e-9)
     assert fast.preemptions == slow.preemptions
+
+
+def test_an_mla_models_lone_prompt_and_decode_are_the_planner_phases():
+    """DeepSeek-V2-Lite's prefill graph has an op the decode graph lacks (the kv_b_proj up-projection), whose
+    weight reads carry the prefill graph's chunk count: one step is one pass (this crashed `simulate` before)."""
+    model, h200 = load_model("DeepSeek-V2-Lite"), load_hardware("H200")
+    phases = PhaseModel.build(model, h200, workload(8192), parse_method("bf16"))
+    steps = StepModel(phases, 8192, 8192 + 256)
+    prefill = steps.step_time(E, np.array([0]), np.array([3000]), np.array([True]))
+    assert prefill == pytest.approx(phases.prefill_time(1, 3000), rel=1e-9)
+    decode = steps.step_time(np.array([5000]), E, E, E.astype(bool))
+    assert decode == pytest.approx(phases.decode_time(1, 5000), rel=1e-9)
