@@ -320,6 +320,10 @@ class Roofline:
             # an engine's decode attention as it runs in the engine: a cost per (sequence, KV head, split) tile on
             # top of its latency-bandwidth law (roofline.engines.timing, measured in the engine's own steps)
             total = total + op.programs * v["attn_decode_program"]
+            if c.get("attn_decode_local_program") and op.group.startswith("sliding"):
+                # a sliding-window layer: the engine runs the kernel's local instantiation, dearer per tile (vLLM
+                # captures at max_model_len, so FA3 keeps a window below it: validate/engines/micro5_window.py)
+                total = total + op.programs * v["attn_decode_local_program"]
         elif not additive and c["latency_floor"]:
             total = sp.Max(total, v["latency_floor"], evaluate=False)
         return OpTimes(compute, memory, zero, total, shared, l2, latency, issue)
@@ -402,9 +406,11 @@ class Roofline:
 
 
 def _content(op: Op) -> tuple:
-    """Every field of `op` that its times read (all but its place in the graph: group, count, source), hashable."""
+    """Every field of `op` that its times read (all but its place in the graph: count, source; the group only for
+    attention, whose sliding-window layers an engine may run in another kernel), hashable."""
+    skip = ("count", "source") if op.kind == "attention" else ("group", "count", "source")
     return ("op", *(tuple(op.traffic.items()) if f.name == "traffic" else getattr(op, f.name)
-                    for f in fields(Op) if f.name not in ("group", "count", "source")))
+                    for f in fields(Op) if f.name not in skip))
 
 
 _ROOFLINES: dict[tuple, Roofline] = {}

@@ -76,9 +76,9 @@ from roofline.errors import SpecError
 
 PROFILES = Path(__file__).resolve().parent / "profiles"
 # ceilings (roofline.costmodel.device_ceilings keys) an engine's kernels may replace on a GPU they were measured on
-KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "grouped_gemm_bw",
-               "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency", "kv_write_bw",
-               "kernel_time")
+KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "attn_decode_local_program",
+               "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency",
+               "kv_write_bw", "kernel_time")
 
 
 @dataclass(frozen=True)

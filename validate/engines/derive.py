@@ -201,6 +201,29 @@ def eager_host(run: Path) -> tuple[dict, dict, list[dict]]:
     return values, dict.fromkeys(values, src), points
 
 
+def local_attention(path: Path) -> tuple[float, list[dict]]:
+    """(seconds per (sequence, KV head) tile, points) the sliding-window instantiation of FA3's paged decode costs
+    over the same call with its window dropped (micro5_window.py: window 4,096 with max_seqlen_k above it, as vLLM
+    captures at max_model_len, against max_seqlen_k <= 4,096, FA3 then running the plain kernel), at the same (B, L):
+    least squares through the origin, as in_situ_attention. Mistral-7B's 8 KV heads."""
+    cases = json.loads(path.read_text())["cases"]
+    points = []
+    for b, length in sorted({(c["B"], c["L"]) for c in cases}):
+        windowed = [c for c in cases if (c["B"], c["L"]) == (b, length) and c["window"]]
+        kept = [c["s"] for c in windowed if c["max_seqlen_k"] > c["window"]]
+        dropped = [c["s"] for c in windowed if c["max_seqlen_k"] <= c["window"]]
+        if kept and dropped:
+            points.append({"B": b, "L": length, "tiles": b * MICRO5_KV_HEADS,
+                           "excess_s": statistics.mean(kept) - statistics.mean(dropped)})
+    if not points:
+        raise SystemExit(f"--micro5 {path}: no windowed case with and without its window kept")
+    per_tile = sum(p["excess_s"] * p["tiles"] for p in points) / sum(p["tiles"] ** 2 for p in points)
+    return max(0.0, per_tile), points
+
+
+MICRO5_KV_HEADS = 8  # micro5_window.py's HK (Mistral-7B-v0.1)
+
+
 def spec_gpu_s(case: dict) -> float:
     """A spec_step.py case's GPU kernel time per step without the runner's scopes: runs before the script's fix
     (validate/results/engines/*-mech, *-run5) counted the scopes' GPU-side user annotations ("gpu_model_runner:
@@ -298,6 +321,7 @@ def main() -> None:
     p.add_argument("--spec", type=Path, help="spec_step.py's result (a draft model's host time per step and pass)")
     p.add_argument("--eager", type=Path, help="lat.py results of the narrow models (a step without CUDA graphs)")
     p.add_argument("--micro4", type=Path, help="micro4.py's result (KV write, sampler, a kernel in a graph replay)")
+    p.add_argument("--micro5", type=Path, help="micro5_window.py's result (FA3's sliding-window decode kernel)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -322,6 +346,13 @@ def main() -> None:
         profile["sampler"] = {a.hardware: sampler}
         profile["sources"].update(sources)
         profile["fit_residuals"]["micro4"] = residuals
+    if a.micro5:
+        per_tile, points = local_attention(a.micro5)
+        profile["kernels"][a.hardware]["attn_decode_local_program"] = per_tile
+        profile["sources"]["attn_decode_local_program"] = (
+            f"{a.micro5} FA3 paged decode, window 4096 kept (max_seqlen_k > W, vLLM's capture at max_model_len) less "
+            "dropped, per (sequence, KV head) tile, least squares through the origin")
+        profile["fit_residuals"]["attn_decode_local_points"] = points
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
 
 
