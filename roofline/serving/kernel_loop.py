@@ -3,13 +3,13 @@ model's step law compiled separately (a numba cfunc of serving.closedform's law 
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
 It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, the engine's
-admission lag, no prefix cache, no speculative decoding, no preloaded KV, pp = 1), exactly the decisions of
-serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during
-which a request is routed to the replica, or with vLLM's admission lag the step after; serving.kernel_single is
-Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with the engine's padding
-and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position] (field indices:
-serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are linked lists over
-request ids (serving.kernel_queue).
+admission lag, the engine's prefix cache (serving.kernel_prefix), no speculative decoding, no preloaded KV, pp = 1),
+exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
+steps cut at the step during which a request is routed to the replica, or with vLLM's admission lag the step after;
+serving.kernel_single is Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with
+the engine's padding and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position]
+(field indices: serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are
+linked lists over request ids (serving.kernel_queue); the prefix caches' state is `pfx` (serving.kernel_prefix).
 
 Decode-only blocks evaluate the law at every step (the numpy reference path's per-step evaluation), not by the closed
 form's linear stretches; both equal the per-step times to float rounding.
