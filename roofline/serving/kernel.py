@@ -116,22 +116,16 @@ def _caching(sim, requests) -> bool:
 
 
 def _prefix_state(sim, requests, replicas: int) -> tuple:
-    """The kernel's `pfx` (serving.kernel_prefix): the tree and an empty cache per replica (a one-node dummy when
-    no cache is in use: the loop's types stay the same, so it compiles once)."""
-    from roofline.serving.kernel_prefix import depths
+    """The kernel's `pfx` (serving.kernel_prefix.prefix_state): the tree and an empty cache per replica (a one-node
+    dummy when no cache is in use: the loop's types stay the same, so it compiles once)."""
+    from roofline.serving.kernel_prefix import prefix_state
     if _caching(sim, requests):
         tree = requests.prefix
-        parent, start, length, leaf, shared = (np.ascontiguousarray(a, dtype=np.int64) for a in (
-            tree.parent, tree.start, tree.length, tree.leaf, tree.shared))
-    else:
-        parent, start, length = np.full(1, -1, dtype=np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
-        leaf, shared = np.full(len(requests), -1, dtype=np.int64), np.zeros(len(requests), np.int64)
-    k = len(parent)
-    depth = depths(parent)
-    heap = 2 * k + 16  # live entries are at most one per node: a compaction frees at least half (kernel_prefix)
-    return (parent, start, length, leaf, shared, depth, np.zeros((replicas, 3, k), dtype=np.int64),
-            np.zeros((replicas, k)), np.zeros((replicas, heap)), np.zeros((replicas, 2, heap), dtype=np.int64),
-            np.zeros(k, dtype=np.int64), np.zeros(max(1, int(depth.max(initial=1))), dtype=np.int64))
+        parts = (tree.parent, tree.start, tree.length, tree.leaf, tree.shared)
+        return prefix_state(*(np.ascontiguousarray(a, dtype=np.int64) for a in parts), replicas)
+    n = len(requests)
+    return prefix_state(np.full(1, -1, dtype=np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                        np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), 1)
 
 
 def stats(sim, requests, ri: np.ndarray) -> list[dict] | None:

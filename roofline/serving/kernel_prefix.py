@@ -1,21 +1,66 @@
 """serving.prefix.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
 decisions on the same state, per replica r.
 
-State (`pfx`, built by serving.kernel): the tree (parent, start, length, leaf, shared, depth: nodes on the path from a
-root, the root counting one) and per replica and node the cached tokens, running requests using it and cached
-children (pc[r, CACHED | REFS | KIDS, node]), its last use (plast[r, node]), and the LRU heap of (last use, -depth,
-node) entries (hkey[r, slot], hint[r, 0 | 1, slot]; its size in ri[r, HSIZE]). The heap is Python's heapq's: a min-
-heap under the tuple order, entries made stale by a later use skipped when popped (PrefixCache.evict). Pops depend
-only on the set of keys, and a node's live key is unique (its node id is in it), so any binary heap pops the same
-nodes; when the heap's slots run out, the entries that are stale now are dropped (one per node kept): a node that
-becomes evictable again is pushed anew at that moment (PrefixCache.release, .evict), so a dropped entry is never
-the one that would have been popped.
+State (`pfx` = (pi, pf), built by serving.kernel.prefix_state: two flat arrays, since numba counts references on
+every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length,
+depth: nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and node
+the cached tokens, running requests using it and cached children (CACHED | REFS | KIDS), the LRU heap's (-depth,
+node) and scratch space; in pf each replica's nodes' last use and the heap's keys (last use); the heap's size is
+ri[r, HSIZE]. The heap is Python's heapq's: a min- heap under the tuple order, entries made stale by a later use
+skipped when popped (PrefixCache.evict). Pops depend only on the set of keys, and a node's live key is unique (its
+node id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale
+now are dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment
+(PrefixCache.release, .evict), so a dropped entry is never the one that would have been popped.
 """
 
 import numpy as np
 from numba import njit
 
 from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
+
+# pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
+# request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch)
+(P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF,
+ P_HEADER) = range(14)
+
+
+def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
+    """`pfx` for a tree (int64 arrays) and `replicas` empty caches; the heap has 2 x nodes + 16 slots (live entries
+    are at most one per node: a compaction frees at least half)."""
+    k, n = len(parent), len(leaf)
+    depth = depths(parent)
+    heap = 2 * k + 16
+    sizes = [k, k, k, k, n, n, replicas * 3 * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1)))]
+    offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
+    pi[:P_HEADER] = [k, heap, replicas, *offsets]
+    for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
+        pi[at:at + len(part)] = part
+    return pi, np.zeros(replicas * (k + heap))
+
+
+@njit(cache=True, inline="always")
+def _pc(pi, r, f, node):
+    """Where replica r's field f (CACHED, REFS, KIDS) of `node` is in pi."""
+    return pi[P_PC] + (r * 3 + f) * pi[P_K] + node
+
+
+@njit(cache=True, inline="always")
+def _last(pi, r, node):
+    """Where replica r's last use of `node` is in pf."""
+    return r * pi[P_K] + node
+
+
+@njit(cache=True, inline="always")
+def _hi(pi, r, f, slot):
+    """Where replica r's heap slot's -depth (f 0) or node (f 1) is in pi."""
+    return pi[P_HINT] + (r * 2 + f) * pi[P_H] + slot
+
+
+@njit(cache=True, inline="always")
+def _hk(pi, r, slot):
+    """Where replica r's heap slot's key (last use) is in pf."""
+    return pi[P_NREP] * pi[P_K] + r * pi[P_H] + slot
 
 
 @njit(cache=True)
@@ -32,29 +77,30 @@ def depths(parent):
 
 
 @njit(cache=True, inline="always")
-def _path(i, pfx):
-    """Request i's path, root first, into the scratch buffer; returns its length."""
-    parent, leaf, depth, buf = pfx[0], pfx[3], pfx[5], pfx[11]
-    node = leaf[i]
+def _path(i, pi):
+    """Request i's path, root first, into the scratch buffer (from pi[pi[P_BUF]]); returns its length."""
+    node = pi[pi[P_LEAF] + i]
     if node < 0:
         return 0
-    d = depth[node]
+    d = pi[pi[P_DEPTH] + node]
+    buf = pi[P_BUF]
     for k in range(d - 1, -1, -1):
-        buf[k] = node
-        node = parent[node]
+        pi[buf + k] = node
+        node = pi[pi[P_PARENT] + node]
     return d
 
 
 @njit(cache=True)
 def cached_prefix(r, i, pfx):
     """PrefixCache.cached_prefix: tokens of request i's path cached contiguously from its start."""
-    length, pc, buf = pfx[2], pfx[6], pfx[11]
+    pi = pfx[0]
     h = 0
-    for k in range(_path(i, pfx)):
-        node = buf[k]
-        c = pc[r, CACHED, node]
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        c = pi[_pc(pi, r, CACHED, node)]
         h += c
-        if c < length[node]:
+        if c < pi[pi[P_LENGTH] + node]:
             break
     return h
 
@@ -62,7 +108,8 @@ def cached_prefix(r, i, pfx):
 @njit(cache=True)
 def hit(r, i, todo, pfx, cfg):
     """PrefixCache.hit: the cached shared prefix in whole pages, at most todo - 1 tokens."""
-    h = min(cached_prefix(r, i, pfx), pfx[4][i], todo - 1)
+    pi = pfx[0]
+    h = min(cached_prefix(r, i, pfx), pi[pi[P_SHARED] + i], todo - 1)
     page = cfg[PAGE]
     return max(h, 0) // page * page
 
@@ -77,112 +124,129 @@ def _less(k1, d1, n1, k2, d2, n2):
     return n1 < n2
 
 
+@njit(cache=True, inline="always")
+def _entry_less(pi, pf, r, a, b):
+    """Heap slot a's entry orders before slot b's."""
+    return _less(pf[_hk(pi, r, a)], pi[_hi(pi, r, 0, a)], pi[_hi(pi, r, 1, a)], pf[_hk(pi, r, b)],
+                 pi[_hi(pi, r, 0, b)], pi[_hi(pi, r, 1, b)])
+
+
+@njit(cache=True, inline="always")
+def _move(pi, pf, r, to, frm):
+    """Copy heap slot `frm`'s entry into slot `to`."""
+    pf[_hk(pi, r, to)] = pf[_hk(pi, r, frm)]
+    pi[_hi(pi, r, 0, to)] = pi[_hi(pi, r, 0, frm)]
+    pi[_hi(pi, r, 1, to)] = pi[_hi(pi, r, 1, frm)]
+
+
 @njit(cache=True)
-def _sift_down(r, pos, size, hkey, hint):
+def _sift_down(r, pos, size, pi, pf):
     """Restore the heap below slot `pos`."""
     while True:
         a, b = 2 * pos + 1, 2 * pos + 2
         small = pos
-        if a < size and _less(hkey[r, a], hint[r, 0, a], hint[r, 1, a], hkey[r, small], hint[r, 0, small],
-                              hint[r, 1, small]):
+        if a < size and _entry_less(pi, pf, r, a, small):
             small = a
-        if b < size and _less(hkey[r, b], hint[r, 0, b], hint[r, 1, b], hkey[r, small], hint[r, 0, small],
-                              hint[r, 1, small]):
+        if b < size and _entry_less(pi, pf, r, b, small):
             small = b
         if small == pos:
             return
-        hkey[r, pos], hkey[r, small] = hkey[r, small], hkey[r, pos]
-        for f in range(2):
-            hint[r, f, pos], hint[r, f, small] = hint[r, f, small], hint[r, f, pos]
+        key, d, node = pf[_hk(pi, r, pos)], pi[_hi(pi, r, 0, pos)], pi[_hi(pi, r, 1, pos)]
+        _move(pi, pf, r, pos, small)
+        pf[_hk(pi, r, small)], pi[_hi(pi, r, 0, small)], pi[_hi(pi, r, 1, small)] = key, d, node
         pos = small
 
 
 @njit(cache=True, inline="always")
-def _evictable(r, node, pc):
+def _evictable(r, node, pi):
     """PrefixCache._evictable."""
-    return pc[r, REFS, node] == 0 and pc[r, CACHED, node] > 0 and pc[r, KIDS, node] == 0
+    return (pi[_pc(pi, r, REFS, node)] == 0 and pi[_pc(pi, r, CACHED, node)] > 0
+            and pi[_pc(pi, r, KIDS, node)] == 0)
 
 
 @njit(cache=True)
-def _compact(r, ri, pfx):
+def _compact(r, ri, pi, pf):
     """Drop the heap's stale entries (not evictable now, or an older use than the node's last), one per node."""
-    pc, plast, hkey, hint, mark = pfx[6], pfx[7], pfx[8], pfx[9], pfx[10]
-    size, w = ri[r, HSIZE], 0
+    size, w, mark = ri[r, HSIZE], 0, pi[P_MARK]
     for s in range(size):
-        node = hint[r, 1, s]
-        if mark[node] or not _evictable(r, node, pc) or hkey[r, s] != plast[r, node]:
+        node = pi[_hi(pi, r, 1, s)]
+        if pi[mark + node] or not _evictable(r, node, pi) or pf[_hk(pi, r, s)] != pf[_last(pi, r, node)]:
             continue
-        mark[node] = 1
-        hkey[r, w], hint[r, 0, w], hint[r, 1, w] = hkey[r, s], hint[r, 0, s], hint[r, 1, s]
+        pi[mark + node] = 1
+        _move(pi, pf, r, w, s)
         w += 1
     for s in range(w):
-        mark[hint[r, 1, s]] = 0
+        pi[mark + pi[_hi(pi, r, 1, s)]] = 0
     for s in range(w // 2 - 1, -1, -1):
-        _sift_down(r, s, w, hkey, hint)
+        _sift_down(r, s, w, pi, pf)
     ri[r, HSIZE] = w
 
 
 @njit(cache=True)
-def _push(r, key, node, ri, pfx):
+def _push(r, key, node, ri, pi, pf):
     """heapq.heappush(heap, (key, -depth[node], node))."""
-    hkey, hint = pfx[8], pfx[9]
-    if ri[r, HSIZE] == hkey.shape[1]:
-        _compact(r, ri, pfx)
+    if ri[r, HSIZE] == pi[P_H]:
+        _compact(r, ri, pi, pf)
     pos = ri[r, HSIZE]
     ri[r, HSIZE] = pos + 1
-    d = -pfx[5][node]
+    d = -pi[pi[P_DEPTH] + node]
     while pos > 0:
         up = (pos - 1) // 2
-        if not _less(key, d, node, hkey[r, up], hint[r, 0, up], hint[r, 1, up]):
+        if not _less(key, d, node, pf[_hk(pi, r, up)], pi[_hi(pi, r, 0, up)], pi[_hi(pi, r, 1, up)]):
             break
-        hkey[r, pos], hint[r, 0, pos], hint[r, 1, pos] = hkey[r, up], hint[r, 0, up], hint[r, 1, up]
+        _move(pi, pf, r, pos, up)
         pos = up
-    hkey[r, pos], hint[r, 0, pos], hint[r, 1, pos] = key, d, node
+    pf[_hk(pi, r, pos)], pi[_hi(pi, r, 0, pos)], pi[_hi(pi, r, 1, pos)] = key, d, node
 
 
 @njit(cache=True)
 def acquire(r, i, now, pfx):
     """PrefixCache.acquire: request i runs; its nodes are in use at `now`."""
-    pc, plast, buf = pfx[6], pfx[7], pfx[11]
-    for k in range(_path(i, pfx)):
-        node = buf[k]
-        pc[r, REFS, node] += 1
-        plast[r, node] = now
+    pi, pf = pfx
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        pi[_pc(pi, r, REFS, node)] += 1
+        pf[_last(pi, r, node)] = now
     return 0
 
 
 @njit(cache=True)
 def release(r, i, now, stamp, ri, pfx):
     """PrefixCache.release: request i left at `now` (stamp false: was not admitted, its last use kept)."""
-    pc, plast, buf = pfx[6], pfx[7], pfx[11]
-    for k in range(_path(i, pfx)):
-        node = buf[k]
-        pc[r, REFS, node] -= 1
+    pi, pf = pfx
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        pi[_pc(pi, r, REFS, node)] -= 1
         if stamp:
-            plast[r, node] = now
-        if pc[r, CACHED, node] and not pc[r, REFS, node]:
-            _push(r, plast[r, node], node, ri, pfx)
+            pf[_last(pi, r, node)] = now
+        if pi[_pc(pi, r, CACHED, node)] and not pi[_pc(pi, r, REFS, node)]:
+            _push(r, pf[_last(pi, r, node)], node, ri, pi, pf)
     return 0
 
 
 @njit(cache=True)
 def publish(r, i, upto, pfx):
     """PrefixCache.publish: request i's first `upto` shared tokens join the cache; returns the cached prefix before."""
-    parent, start, length, pc, buf = pfx[0], pfx[1], pfx[2], pfx[6], pfx[11]
+    pi = pfx[0]
     before = cached_prefix(r, i, pfx)
     if upto <= before:
         return before
-    for k in range(_path(i, pfx)):
-        node = buf[k]
-        s = start[node]
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        s = pi[pi[P_START] + node]
         if upto <= s:
             break
-        want = min(upto - s, length[node])
-        old = pc[r, CACHED, node]
+        want = min(upto - s, pi[pi[P_LENGTH] + node])
+        at = _pc(pi, r, CACHED, node)
+        old = pi[at]
         if want > old:
-            pc[r, CACHED, node] = want
-            if old == 0 and parent[node] >= 0:
-                pc[r, KIDS, parent[node]] += 1
+            pi[at] = want
+            parent = pi[pi[P_PARENT] + node]
+            if old == 0 and parent >= 0:
+                pi[_pc(pi, r, KIDS, parent)] += 1
     return before
 
 
@@ -190,31 +254,32 @@ def publish(r, i, upto, pfx):
 def evict(r, need_bytes, ri, pfx, seq, cfg):
     """PrefixCache.evict: free at least `need_bytes` from the least recently used tails, page by page; returns the
     bytes freed (the same float operations: each page's (seq[s + old] - seq[s]) - (seq[s + new] - seq[s]))."""
-    parent, start, pc, plast, hkey, hint = pfx[0], pfx[1], pfx[6], pfx[7], pfx[8], pfx[9]
+    pi, pf = pfx
     page = cfg[PAGE]
     freed = 0.0
     while freed < need_bytes and ri[r, HSIZE] > 0:
-        t, node = hkey[r, 0], hint[r, 1, 0]
+        t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
         last = ri[r, HSIZE] - 1
-        hkey[r, 0], hint[r, 0, 0], hint[r, 1, 0] = hkey[r, last], hint[r, 0, last], hint[r, 1, last]
+        _move(pi, pf, r, 0, last)
         ri[r, HSIZE] = last
-        _sift_down(r, 0, last, hkey, hint)
-        if not _evictable(r, node, pc) or t != plast[r, node]:
+        _sift_down(r, 0, last, pi, pf)
+        if not _evictable(r, node, pi) or t != pf[_last(pi, r, node)]:
             continue
-        s = start[node]
-        while freed < need_bytes and pc[r, CACHED, node] > 0:
-            old = pc[r, CACHED, node]
+        s = pi[pi[P_START] + node]
+        at = _pc(pi, r, CACHED, node)
+        while freed < need_bytes and pi[at] > 0:
+            old = pi[at]
             new = max(0, (old - 1) // page * page)
             freed += (seq[s + old] - seq[s]) - (seq[s + new] - seq[s])
-            pc[r, CACHED, node] = new
-        if pc[r, CACHED, node] > 0:
-            _push(r, t, node, ri, pfx)
+            pi[at] = new
+        if pi[at] > 0:
+            _push(r, t, node, ri, pi, pf)
         else:
-            up = parent[node]
+            up = pi[pi[P_PARENT] + node]
             if up >= 0:
-                pc[r, KIDS, up] -= 1
-                if _evictable(r, up, pc):
-                    _push(r, plast[r, up], up, ri, pfx)
+                pi[_pc(pi, r, KIDS, up)] -= 1
+                if _evictable(r, up, pi):
+                    _push(r, pf[_last(pi, r, up)], up, ri, pi, pf)
     return freed
 
 

@@ -42,7 +42,7 @@ from roofline.serving.kernel_layout import (
     WLEN,
     WTAIL,
 )
-from roofline.serving.kernel_prefix import acquire, count, evict, hit, publish, release
+from roofline.serving.kernel_prefix import P_SHARED, acquire, count, evict, hit, publish, release
 
 
 @njit(cache=True)
@@ -290,11 +290,11 @@ def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
 def publish_all(r, st, ri, rf, seq, cfg, pfx):
     """Scheduler._publish over the step's sequences (decodes, then chunks): shared tokens computed, in whole pages,
     join the cache; a sequence's own copy of pages the cache already held is freed."""
-    nd, nc, page, shared = ri[r, NDEC], ri[r, NCH], cfg[PAGE], pfx[4]
+    nd, nc, page, pi = ri[r, NDEC], ri[r, NCH], cfg[PAGE], pfx[0]
     for j in range(nd + nc):
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
         i = st[r, IDS, p]
-        u = min(st[r, COMP, p], shared[i]) // page * page
+        u = min(st[r, COMP, p], pi[pi[P_SHARED] + i]) // page * page
         b = st[r, BASE, p]
         if u <= b:
             continue
