@@ -17,13 +17,14 @@ import pytest
 
 pytest.importorskip("numba")
 
+from roofline.engines.scheduling import scheduling  # noqa: E402
 from roofline.serving import kernel  # noqa: E402
 from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.pool import KVPool  # noqa: E402
 from roofline.serving.prefix import PrefixCache, parse_prefix, sessions  # noqa: E402
 from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
-from tests.serving.test_serving_kernel import assert_same, python_loop, requests, simulator  # noqa: E402
+from tests.serving.test_serving_kernel import H100, assert_same, python_loop, requests, simulator  # noqa: E402
 from tests.serving.test_serving_kernel_clients import vllm  # noqa: E402
 
 BF16_TOKEN_BYTES = 131072  # Llama-3.1-8B's bf16 KV: 32 layers x 8 KV heads x 128 x (K, V) x 2 bytes
@@ -180,3 +181,16 @@ def test_a_fleet_of_one_replays_the_single_replica():
     one = Fleet(sim, 1, "prefix-aware").run(reqs)
     assert_same(one.trace, python_loop(sim).run(reqs))
     assert one.trace.prefix_cache["hit_tokens"] > 0
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_prefill_first_and_reserving_engines_with_a_prefix_cache(engine, evicted):
+    """SGLang's prefill-only steps (its RadixAttention cache on) and TensorRT-LLM's whole-prompt admission with a
+    reservation to the last token (its KV-cache reuse turned on here): eviction at admission and in _room."""
+    reqs, _ = parse_prefix("system:1024:4", requests(20.0, 160), 0)
+    profile = dataclasses.replace(scheduling(engine, H100, "api", 1, context_len=reqs.max_tokens), prefix_caching=True)
+    sim = simulator(reqs.max_tokens, engine=profile)
+    small_pool(sim, reqs, 12000)
+    assert kernel.covers(sim, reqs) is None
+    same_run(sim, reqs)
+    assert evicted[0] > 0
