@@ -7,13 +7,17 @@
     ... single 20000 --reference                              # the Python loop on StepModel's numpy step times
     ... --engine vllm                                          # vLLM's scheduling profile (admission lag on)
     ... --max-concurrency 64 [--think-s 1.0]                   # a closed loop of N clients (Poisson arrivals kept)
+    ... --prefix system:1024:4                                 # shared prefixes (serving.prefix), cache on
+    ... fleet 32 2000 --router prefix-aware                   # the fleet's router (default least-outstanding)
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
 ~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, CPU seconds (time.process_time: the
 machine is shared), engine records (steps or decode blocks evaluated), requests and records per second, and the
 extrapolation to the targets at that speed. By default runs take serving.kernel (the compiled record loop; its
 compile is cached by numba after the first run on a machine: the CPU seconds include loading it and compiling the
-step law); --python and --reference take the Python loop.
+step law); --python and --reference take the Python loop. With --prefix every prompt carries the shared prefix
+(serving.prefix.parse_prefix, seed 0) and the engine's prefix cache is on (every engine profile's default); the
+line adds the cache's hit rate.
 Results are in benchmarks/serving_scale.md.
 """
 
@@ -28,6 +32,7 @@ from roofline.engines.scheduling import scheduling
 from roofline.methods import parse_method
 from roofline.serving.clients import Clients
 from roofline.serving.fleet import Fleet
+from roofline.serving.prefix import parse_prefix
 from roofline.serving.requests import LengthDist, poisson_requests
 from roofline.serving.simulate import Simulator
 from roofline.specs import Workload
@@ -73,7 +78,15 @@ def _mode(sim: Simulator) -> str:
 
 
 def _requests(rate: float, n: int):
-    return poisson_requests(rate, n, LengthDist.parse(PROMPT, "p"), LengthDist.parse(OUTPUT, "o"), seed=0)
+    reqs = poisson_requests(rate, n, LengthDist.parse(PROMPT, "p"), LengthDist.parse(OUTPUT, "o"), seed=0)
+    spec = _option("--prefix")
+    return parse_prefix(spec, reqs, 0)[0] if spec else reqs
+
+
+def _hits(trace) -> str:
+    """The prefix cache's hit rate, when the run kept one."""
+    stats = trace.prefix_cache
+    return f"; prefix {stats['workload']} hit rate {stats['hit_rate']:.1%}" if stats else ""
 
 
 def single(n: int) -> None:
@@ -86,7 +99,8 @@ def single(n: int) -> None:
     per = (c2 - c1) / n
     print(f"single ({_mode(sim)}): build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(trace.steps):,} records, {len(trace.steps) / (c2 - c1):,.0f} "
-          f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s; load {_load()}")
+          f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s{_hits(trace)}; "
+          f"load {_load()}")
 
 
 def fleet(replicas: int, per_replica: int) -> None:
@@ -94,17 +108,19 @@ def fleet(replicas: int, per_replica: int) -> None:
     reqs = _requests(RATE_PER_REPLICA * replicas, n)
     sim = _sim(reqs.max_tokens)
     t1, c1 = time.perf_counter(), time.process_time()
-    run = Fleet(sim, replicas, "least-outstanding").run(reqs, _clients())
+    router = _option("--router", "least-outstanding")
+    run = Fleet(sim, replicas, router).run(reqs, _clients())
     t2, c2 = time.perf_counter(), time.process_time()
     per = (c2 - c1) / n
-    print(f"fleet ({_mode(sim)}): {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s wall, "
+    print(f"fleet ({_mode(sim)}, {router}): {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s wall, "
           f"{c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(run.trace.steps):,} records); 32 x 100,000 at this speed: "
-          f"{per * 3.2e6:,.0f} CPU-s; load {_load()}")
+          f"{per * 3.2e6:,.0f} CPU-s{_hits(run.trace)}; load {_load()}")
 
 
 if __name__ == "__main__":
-    valued = {sys.argv.index(o) + 1 for o in ("--engine", "--max-concurrency", "--think-s") if o in sys.argv}
+    options = ("--engine", "--max-concurrency", "--think-s", "--prefix", "--router")
+    valued = {sys.argv.index(o) + 1 for o in options if o in sys.argv}
     args = [a for k, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and k not in valued]
     what = args[0] if args else "single"
     if what == "single":

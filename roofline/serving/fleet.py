@@ -171,7 +171,8 @@ class Fleet:
 
     def _kernel_run(self, requests: Requests, clients: Clients | None) -> FleetTrace:
         """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
-        sent, (first, finish, routed, rec, preempted) = self.sim.run_kernel(requests, clients, self.n, self.router)
+        sent, (first, finish, routed, rec, preempted, cached) = self.sim.run_kernel(requests, clients, self.n,
+                                                                                    self.router)
         cap = self.sim.pool.capacity_bytes
         # the kernel's records are in event order: by replica (stable) each replica's own list, as _traces reads
         replica = rec[:, 7].astype(np.int32)
@@ -187,13 +188,14 @@ class Fleet:
             f, e = np.full(len(first), np.nan), np.full(len(finish), np.nan)
             f[mine], e[mine] = first[mine], finish[mine]
             rows = order[bounds[j]:bounds[j + 1]]
-            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j])))
+            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j]),
+                             cached[j] if cached is not None else None))
         # merged as _traces merges: by start time, ties by replica then each replica's order (event order: starts
         # never decrease along it, so only runs of equal starts need sorting)
         start = rec[:, 0]
         ordered = np.arange(len(rec)) if np.all(start[1:] > start[:-1]) else np.lexsort((replica, start))
         steps = np.ascontiguousarray(rec[ordered, :7])
-        merged = Trace(sent, first, finish, steps, cap, int(preempted.sum()))
+        merged = Trace(sent, first, finish, steps, cap, int(preempted.sum()), _merged_stats(per))
         return FleetTrace(merged, per, routed)
 
     def _traces(self, requests: Requests, reps: list[_Replica], arrivals: Arrivals, routed) -> FleetTrace:
@@ -210,15 +212,19 @@ class Fleet:
             per.append(Trace(sent, r.sched.first_token_s, r.sched.finish_s, steps, cap, r.sched.preemptions, stats))
         steps = np.concatenate([t.steps for t in per])
         steps = steps[np.argsort(steps[:, 0], kind="stable")]
-        stats = None
-        if per[0].prefix_cache is not None:
-            hit = sum(t.prefix_cache["hit_tokens"] for t in per)
-            query = sum(t.prefix_cache["query_tokens"] for t in per)
-            stats = {"workload": per[0].prefix_cache["workload"], "hit_rate": hit / query if query else 0.0,
-                     "hit_tokens": hit, "query_tokens": query}
         # records of every replica, each against its own replica's pool: utilization is per replica
-        merged = Trace(sent, first, finish, steps, cap, sum(t.preemptions for t in per), stats)
+        merged = Trace(sent, first, finish, steps, cap, sum(t.preemptions for t in per), _merged_stats(per))
         return FleetTrace(merged, per, routed)
+
+
+def _merged_stats(per: list[Trace]) -> dict | None:
+    """The fleet's prefix-cache stats: every replica's hit and query tokens summed (None without a cache)."""
+    if per[0].prefix_cache is None:
+        return None
+    hit = sum(t.prefix_cache["hit_tokens"] for t in per)
+    query = sum(t.prefix_cache["query_tokens"] for t in per)
+    return {"workload": per[0].prefix_cache["workload"], "hit_rate": hit / query if query else 0.0,
+            "hit_tokens": hit, "query_tokens": query}
 
 
 def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, start: int,

@@ -11,11 +11,13 @@ and a law costs only its own small compile.
 
 Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals or
 --max-concurrency clients (with or without think time; not chat sessions), the engine's admission lag (vLLM's async
-scheduling), no prefix cache in use, no speculative decoding, no preloaded KV (a disaggregated decode pool), pp = 1
-with the closed form built, routers round-robin and least-outstanding (prefix-aware without a cache is
-least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the existing
-path to float rounding (tests/serving/test_serving_kernel.py, test_serving_kernel_clients.py): decode blocks are
-evaluated step by step instead of by the closed form's linear stretches.
+scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
+publications and LRU evictions as serving.prefix.PrefixCache), no speculative decoding, no preloaded KV (a
+disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
+prefix-aware (without a cache: least-outstanding), a law of sums, products, max and min only. It gives the same
+per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
+test_serving_kernel_clients.py, test_serving_kernel_prefix.py): decode blocks are evaluated step by step instead of
+by the closed form's linear stretches.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 from roofline.serving.closedform import _source
 
 MIN_REQUESTS = 5000  # auto mode: smaller runs take the existing path (a first compile costs more than they do)
-_ROUTERS = {"round-robin": 0, "least-outstanding": 1, "prefix-aware": 1}
+_ROUTERS = {"round-robin": 0, "least-outstanding": 1, "prefix-aware": 1}  # prefix-aware with a cache in use: 2
 _PAD_SCOPES = {"none": 0, "tokens": 1, "decode": 2}
 _LAWS: dict[str, object] = {}
 _IMPORTS: dict[str, bool] = {}
@@ -83,8 +85,12 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "chat sessions (a turn is sent when the previous one finishes: not in arrival order)"
     if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
         return "closed-loop clients with arrival times out of order"
-    if requests.prefix is not None and sim.engine.prefix_caching:
-        return "prefix caching"
+    if _caching(sim, requests):
+        tree = requests.prefix
+        if len(tree.leaf) != len(requests) or np.any(tree.leaf >= len(tree.parent)):
+            return "a prefix tree whose leaves do not match the requests"
+        if len(tree.parent) and int((tree.start + tree.length).max()) > sim.pool.max_tokens:
+            return "a prefix segment longer than the pool's table"
     if preloaded is not None:
         return "preloaded KV (disaggregated decode)"
     if router not in _ROUTERS:
@@ -102,6 +108,36 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
     if len(rows) < 3 or not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
         return "the decode table is not whole numbers (its sums would depend on their order)"
     return None
+
+
+def _caching(sim, requests) -> bool:
+    """Whether the run keeps a prefix cache (Simulator.run's and Fleet.run's condition)."""
+    return requests.prefix is not None and bool(sim.engine.prefix_caching)
+
+
+def _prefix_state(sim, requests, replicas: int) -> tuple:
+    """The kernel's `pfx` (serving.kernel_prefix.prefix_state): the tree and an empty cache per replica (a one-node
+    dummy when no cache is in use: the loop's types stay the same, so it compiles once)."""
+    from roofline.serving.kernel_prefix import prefix_state
+    if _caching(sim, requests):
+        tree = requests.prefix
+        parts = (tree.parent, tree.start, tree.length, tree.leaf, tree.shared)
+        return prefix_state(*(np.ascontiguousarray(a, dtype=np.int64) for a in parts), replicas)
+    n = len(requests)
+    return prefix_state(np.full(1, -1, dtype=np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                        np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), 1)
+
+
+def stats(sim, requests, ri: np.ndarray) -> list[dict] | None:
+    """Each replica's PrefixCache.stats() from the kernel's per-replica integers, or None without a cache."""
+    from roofline.serving.kernel_layout import HITS, QUERIES
+    if not _caching(sim, requests):
+        return None
+    out = []
+    for hit, query in zip(ri[:, HITS].tolist(), ri[:, QUERIES].tolist(), strict=True):
+        out.append({"workload": requests.prefix.kind, "hit_rate": hit / query if query else 0.0,
+                    "hit_tokens": int(hit), "query_tokens": int(query)})
+    return out
 
 
 def law_source(closed) -> str | None:
@@ -174,7 +210,8 @@ def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, in
 def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
         single: bool = False):
     """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
-    preemptions per replica). `clients`: open loop (None) or --max-concurrency (serving.clients); `single`: one
+    preemptions per replica, each replica's prefix-cache stats or None).
+    `clients`: open loop (None) or --max-concurrency (serving.clients); `single`: one
     replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
@@ -183,10 +220,12 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
     clock, send, conc = _clocks(requests, clients, host.api_request_s)
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
+    caching = _caching(sim, requests)
+    route = 2 if caching and router == "prefix-aware" else _ROUTERS[router]
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
-                    _ROUTERS[router], block_steps, host.overlap, engine.admission_lag, conc,
-                    host.eager_above_tokens], dtype=np.int64)
+                    route, block_steps, host.overlap, engine.admission_lag, conc,
+                    host.eager_above_tokens, caching, sim.pool.page_tokens], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
@@ -195,12 +234,13 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
-            sc.max_num_seqs, int(sim.closed.live.sum()), law)
+            sc.max_num_seqs, int(sim.closed.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
     if single:
-        first, finish, rec, preempt, status = run_single(clock, send, *args)
-        routed, preempt = np.zeros(len(clock), dtype=np.int64), np.array([preempt])
+        first, finish, rec, ri, status = run_single(clock, send, *args)
+        routed = np.zeros(len(clock), dtype=np.int64)
     else:
-        first, finish, routed, rec, preempt, status = run_loop(clock, send, *args)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args)
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
-    return send, first, finish, routed, rec, preempt
+    from roofline.serving.kernel_layout import PREEMPT
+    return send, first, finish, routed, rec, ri[:, PREEMPT].copy(), stats(sim, requests, ri)

@@ -2,19 +2,23 @@
 numba as global integer constants."""
 
 # st fields: running sequences (ids .. res) and the plan of the block in flight (dec .. chdone)
-IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE = range(11)
-ST_FIELDS = 11
+# (base: leading tokens the prefix cache owns, Scheduler.base)
+IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE = range(12)
+ST_FIELDS = 12
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
+# (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens)
 (N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
- HLEN) = range(17)
-RI_FIELDS = 17
+ HLEN, HSIZE, HITS, QUERIES) = range(20)
+RI_FIELDS = 20
 USED, START = range(2)  # rf fields
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
-# more real tokens costs at least fcfg's eager_s: EngineOverheads.combine)
+# more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.
+# kernel_prefix), page (the pool's page tokens)
 (MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
- EAGER_ABOVE) = range(15)
+ EAGER_ABOVE, PREFIX, PAGE) = range(17)
+CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S = range(8)  # fcfg
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

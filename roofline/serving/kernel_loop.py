@@ -3,13 +3,13 @@ model's step law compiled separately (a numba cfunc of serving.closedform's law 
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
 It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, the engine's
-admission lag, no prefix cache, no speculative decoding, no preloaded KV, pp = 1), exactly the decisions of
-serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during
-which a request is routed to the replica, or with vLLM's admission lag the step after; serving.kernel_single is
-Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with the engine's padding
-and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position] (field indices:
-serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are linked lists over
-request ids (serving.kernel_queue).
+admission lag, the engine's prefix cache (serving.kernel_prefix), no speculative decoding, no preloaded KV, pp = 1),
+exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
+steps cut at the step during which a request is routed to the replica, or with vLLM's admission lag the step after;
+serving.kernel_single is Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with
+the engine's padding and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position]
+(field indices: serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are
+linked lists over request ids (serving.kernel_queue); the prefix caches' state is `pfx` (serving.kernel_prefix).
 
 Decode-only blocks evaluate the law at every step (the numpy reference path's per-step evaluation), not by the closed
 form's linear stretches; both equal the per-step times to float rounding.
@@ -63,6 +63,7 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
+from roofline.serving.kernel_prefix import hit
 from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
@@ -168,7 +169,8 @@ def cut_at(r, until, ri, ends, later):
 
 
 @njit(cache=True)
-def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, seq, cfg, fcfg, sizes, clock):
+def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, seq, cfg, fcfg, sizes, clock,
+          pfx):
     """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the
     next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
     last step join first; an idle replica sees every held request; while some stay held the block is one step (they
@@ -176,11 +178,11 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, n
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
         admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-    ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+    ok = schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
     if not ok and ri[r, HLEN]:
         admit_held(r, math.inf, ri, nxt, clock)
         in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-        ok = schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+        ok = schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
     if not ok:
         ri[r, ACTIVE] = 0
         return nrec
@@ -209,15 +211,19 @@ def cut_one(r, now, next_arrival, st, ri, ends, q, col, tab, cfg, fcfg, law):
 
 
 @njit(cache=True)
-def route(k, ri, cfg):
-    """Fleet._route without a prefix cache: round-robin, or the fewest outstanding (lowest index on ties)."""
+def route(k, i, ri, cfg, prompt, pfx):
+    """Fleet._route: round-robin, or the fewest outstanding (lowest index on ties), or (router 2, prefix-aware with
+    a prefix cache) the longest cached prefix of request i's prompt in whole pages, then the fewest outstanding."""
     if cfg[ROUTER] == 0:
         return k % cfg[NREP]
+    aware = cfg[ROUTER] == 2
     best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
+    most = hit(0, i, prompt[i], pfx, cfg) if aware else 0
     for j in range(1, cfg[NREP]):
         x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
-        if x < load:
-            best, load = j, x
+        h = hit(j, i, prompt[i], pfx, cfg) if aware else 0
+        if h > most or (h == most and x < load):
+            best, load, most = j, x, h
     return best
 
 
@@ -245,14 +251,14 @@ def grow(rec):
 
 @njit(cache=True)
 def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
-           q, col, tab, cfg, fcfg, sizes, law, key, full):
+           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx):
     """Fleet.run's arrivals at t_arr: each request due is routed and queued (held, under the admission lag, by a busy
     replica); an idle replica starts, a busy one's block is cut at the step during which the request arrives (with
     the lag: the step after it)."""
     while arrived < sent and clock[arrived] <= t_arr:
         i = arrived
         arrived += 1
-        j = route(k, ri, cfg)
+        j = route(k, i, ri, cfg, prompt, pfx)
         k += 1
         routed[i] = j
         lag = cfg[LAG] != 0 and ri[j, ACTIVE] != 0
@@ -264,7 +270,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
             nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
-                         fcfg, sizes, clock)
+                         fcfg, sizes, clock, pfx)
             if cfg[NREP] == 1:
                 cut_one(j, t_arr, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
@@ -275,10 +281,11 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
 
 
 @njit(cache=True)
-def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx):
     """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
-    finish, replica of each request, records, preemptions per replica, a status: 0 done, 1 idle with requests
-    outstanding). `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
+    finish, replica of each request, records, per-replica integers ri (preemptions, prefix-cache hits), a status: 0
+    done, 1 idle with requests outstanding).
+    `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
     with `send` as completions free slots: serving.kernel_queue.release)."""
     n, nrep = len(clock), cfg[NREP]
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
@@ -311,20 +318,20 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             now = key[r]
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
-            ended = commit(r, now, st, held, ri, rf, first, finish, tab[10])
+            ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
             done += ended
             if ended and cfg[CONC]:
                 sent = release(ended, now, sent, clock, send, arrival, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
             nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
-                         fcfg, sizes, clock)
+                         fcfg, sizes, clock, pfx)
             if cfg[NREP] == 1:
                 cut_one(r, now, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
-            return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 1
+            return first, finish, routed, rec[:nrec], ri, 1
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
-                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full)
-    return first, finish, routed, rec[:nrec], ri[:, PREEMPT].copy(), 0
+                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx)
+    return first, finish, routed, rec[:nrec], ri, 0

@@ -1,13 +1,15 @@
 """The scheduler half of serving.kernel_loop's compiled record loop: serving.scheduler.Scheduler's decisions
-(schedule, _plan_running, _admit, _take, _preempt_last, block_length, commit_block / commit / _commit_decodes,
-_complete) without a prefix cache, drafts or preloaded KV, over the flat per-replica arrays whose layout
-serving.kernel_loop documents (numba njit, cache=True)."""
+(schedule, _plan_running, _admit, _take, _preempt_last, _room, block_length, commit_block / commit /
+_commit_decodes, _complete, _publish) without drafts or preloaded KV, over the flat per-replica arrays whose layout
+serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications and
+evictions (serving.kernel_prefix, over `pfx`) as the Scheduler makes them at the same points."""
 
 import math
 
 from numba import njit
 
 from roofline.serving.kernel_layout import (
+    BASE,
     BLOCK,
     CAPACITY,
     CHDONE,
@@ -28,7 +30,9 @@ from roofline.serving.kernel_layout import (
     NCH,
     NDEC,
     OUT,
+    PAGE,
     PREEMPT,
+    PREFIX,
     RES,
     RESERVE,
     STEPS,
@@ -38,6 +42,7 @@ from roofline.serving.kernel_layout import (
     WLEN,
     WTAIL,
 )
+from roofline.serving.kernel_prefix import P_SHARED, acquire, count, evict, hit, publish, release
 
 
 @njit(cache=True)
@@ -77,38 +82,58 @@ def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
     return need
 
 
-@njit(cache=True, inline="always")
-def room(r, need, rf, fcfg):
-    """Scheduler._room without a prefix cache."""
-    return need - (fcfg[CAPACITY] - rf[r, USED]) <= 0
+@njit(cache=True)
+def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
+    """Scheduler._room: whether `need` more bytes fit, after evicting unused cached prefixes if they must."""
+    short = need - (fcfg[CAPACITY] - rf[r, USED])
+    if short > 0 and cfg[PREFIX]:
+        rf[r, USED] -= evict(r, short, ri, pfx, seq, cfg)
+        short = need - (fcfg[CAPACITY] - rf[r, USED])
+    return short <= 0
 
 
 @njit(cache=True)
-def admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg):
-    """Scheduler._admit and _take without a prefix cache or preloaded KV: first come first served."""
+def admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx):
+    """Scheduler._admit and _take without preloaded KV: first come first served; with a prefix cache a request
+    starts at its hit (it holds those pages at once, the cache owns them), acquires its path and may evict unused
+    cached pages (never its own) to fit; if it still does not fit it releases its path (its last use kept)."""
     budget = cfg[MNBT] - ri[r, TOKENS]
     n0 = ri[r, N_RUN]
     na = 0
+    cache = cfg[PREFIX] != 0
     while ri[r, WLEN] > 0 and budget > 0 and n0 + na < cfg[MAX_SEQS]:
         i = ri[r, WHEAD]
         todo = prompt[i] + generated[i]
-        k = min(todo, budget)
-        if k < todo and not cfg[CHUNKED]:
+        h = hit(r, i, todo, pfx, cfg) if cache else 0
+        hold_bytes = seq[h] if cache else 0.0
+        k = min(todo - h, budget)
+        if k < todo - h and not cfg[CHUNKED]:
             break
-        cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[k]) - 0.0
-        if cost > fcfg[CAPACITY] - rf[r, USED] - need:
+        cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[h + k]) - hold_bytes
+        free = fcfg[CAPACITY] - rf[r, USED] - need
+        if cache:
+            acquire(r, i, now, pfx)
+            if cost > free:
+                freed = evict(r, cost - free, ri, pfx, seq, cfg)
+                rf[r, USED] -= freed
+                if cost > free + freed:
+                    release(r, i, now, False, ri, pfx)
+                    break
+            count(r, h, todo, ri)
+        elif cost > free:
             break
         ri[r, WHEAD] = nxt[i]
         ri[r, WLEN] -= 1
         if ri[r, WLEN] == 0:
             ri[r, WTAIL] = -1
         p = n0 + na
-        st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p] = i, 0, todo
+        st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p], st[r, BASE, p] = i, h, todo, h
         st[r, GEN, p], st[r, OUT, p] = generated[i], output[i]
         st[r, RES, p] = prompt[i] + output[i] if cfg[RESERVE] else 0
-        held[r, p] = 0.0
+        held[r, p] = hold_bytes
         nc = ri[r, NCH]
-        st[r, CHPOS, nc], st[r, CHSTART, nc], st[r, CHTOK, nc], st[r, CHDONE, nc] = p, 0, k, 1 if k == todo else 0
+        st[r, CHPOS, nc], st[r, CHSTART, nc], st[r, CHTOK, nc] = p, h, k
+        st[r, CHDONE, nc] = 1 if k == todo - h else 0
         ri[r, NCH] = nc + 1
         ri[r, TOKENS] += k
         budget -= k
@@ -119,12 +144,15 @@ def admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, f
 
 
 @njit(cache=True, inline="always")
-def preempt_last(r, st, held, ri, rf, nxt, generated, seq):
-    """Scheduler._preempt_last: the last admitted sequence returns to the head of the queue (recompute)."""
+def preempt_last(r, now, st, held, ri, rf, nxt, generated, seq, cfg, pfx):
+    """Scheduler._preempt_last: the last admitted sequence returns to the head of the queue (recompute); the pages
+    the prefix cache owns stay."""
     ri[r, N_RUN] -= 1
     last = ri[r, N_RUN]
     victim = st[r, IDS, last]
-    rf[r, USED] -= held[r, last] - seq[0]
+    rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
+    if cfg[PREFIX]:
+        release(r, victim, now, True, ri, pfx)
     generated[victim] = st[r, GEN, last]
     nxt[victim] = ri[r, WHEAD]
     ri[r, WHEAD] = victim
@@ -135,22 +163,23 @@ def preempt_last(r, st, held, ri, rf, nxt, generated, seq):
 
 
 @njit(cache=True)
-def schedule(r, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg):
-    """Scheduler.schedule: whether replica r has a step to run (its plan left in st / ri)."""
+def schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx):
+    """Scheduler.schedule at `now` (the prefix cache's clock): whether replica r has a step to run (its plan left in
+    st / ri)."""
     if not cfg[MIXED]:
         need = plan_running(r, False, True, st, held, ri, seq, cfg)
-        if room(r, need, rf, fcfg):
-            need = admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+        if room(r, need, ri, rf, seq, cfg, fcfg, pfx):
+            need = admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
             if ri[r, TOKENS]:
                 return True
     need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
     preempted = False
-    while not room(r, need, rf, fcfg) and ri[r, N_RUN]:
-        preempt_last(r, st, held, ri, rf, nxt, generated, seq)
+    while not room(r, need, ri, rf, seq, cfg, fcfg, pfx) and ri[r, N_RUN]:
+        preempt_last(r, now, st, held, ri, rf, nxt, generated, seq, cfg, pfx)
         preempted = True
         need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
     if not preempted and cfg[MIXED]:
-        need = admit(r, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg)
+        need = admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
     return ri[r, TOKENS] > 0
 
 
@@ -191,21 +220,24 @@ def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
 
 
 @njit(cache=True)
-def complete(r, now, st, held, ri, rf, finish, seq):
-    """Scheduler._complete for every running sequence whose generated tokens reached its output: stamp, free,
-    compact in order. Returns how many finished."""
+def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
+    """Scheduler._complete for every running sequence whose generated tokens reached its output: stamp, free (but
+    the pages the prefix cache owns), release its cached path, compact in order. Returns how many finished."""
     n = ri[r, N_RUN]
     w = 0
     ended = 0
     for i in range(n):
         if st[r, GEN, i] >= st[r, OUT, i]:
             finish[st[r, IDS, i]] = now
-            rf[r, USED] -= held[r, i] - seq[0]
+            rf[r, USED] -= held[r, i] - seq[st[r, BASE, i]]
+            if cfg[PREFIX]:
+                release(r, st[r, IDS, i], now, True, ri, pfx)
             ended += 1
             continue
         if w != i:
             for f in range(RES + 1):
                 st[r, f, w] = st[r, f, i]
+            st[r, BASE, w] = st[r, BASE, i]
             held[r, w] = held[r, i]
         w += 1
     ri[r, N_RUN] = w
@@ -223,8 +255,9 @@ def emit(r, p, now, st, first):
 
 
 @njit(cache=True)
-def commit(r, now, st, held, ri, rf, first, finish, seq):
-    """Scheduler.commit_block / commit / _commit_decodes without drafts or a prefix cache."""
+def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
+    """Scheduler.commit_block / commit / _commit_decodes without drafts; with a prefix cache, _publish after the
+    pages are counted."""
     steps, nd, nc = ri[r, STEPS], ri[r, NDEC], ri[r, NCH]
     for j in range(nd):
         p = st[r, DEC, j]
@@ -241,6 +274,8 @@ def commit(r, now, st, held, ri, rf, first, finish, seq):
         delta += new - held[r, p]
         held[r, p] = new
     rf[r, USED] += delta
+    if cfg[PREFIX]:
+        publish_all(r, st, ri, rf, seq, cfg, pfx)
     ends_any = False
     for j in range(nd + nc):
         if j >= nd and not st[r, CHDONE, j - nd]:
@@ -248,4 +283,22 @@ def commit(r, now, st, held, ri, rf, first, finish, seq):
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
         emit(r, p, now, st, first)
         ends_any = ends_any or st[r, GEN, p] >= st[r, OUT, p]
-    return complete(r, now, st, held, ri, rf, finish, seq) if ends_any else 0
+    return complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx) if ends_any else 0
+
+
+@njit(cache=True)
+def publish_all(r, st, ri, rf, seq, cfg, pfx):
+    """Scheduler._publish over the step's sequences (decodes, then chunks): shared tokens computed, in whole pages,
+    join the cache; a sequence's own copy of pages the cache already held is freed."""
+    nd, nc, page, pi = ri[r, NDEC], ri[r, NCH], cfg[PAGE], pfx[0]
+    for j in range(nd + nc):
+        p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
+        i = st[r, IDS, p]
+        u = min(st[r, COMP, p], pi[pi[P_SHARED] + i]) // page * page
+        b = st[r, BASE, p]
+        if u <= b:
+            continue
+        before = publish(r, i, u, pfx)
+        if before > b:
+            rf[r, USED] -= seq[min(before, u)] - seq[b]
+        st[r, BASE, p] = u

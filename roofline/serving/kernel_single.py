@@ -59,9 +59,10 @@ def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
 
 
 @njit(cache=True)
-def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law):
-    """Simulator.run on flat arrays: (first token, finish, records, preemptions, a status: 0 done, 1 idle with
-    requests outstanding). `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest
+def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx):
+    """Simulator.run on flat arrays: (first token, finish, records, the replica's integers ri (preemptions,
+    prefix-cache hits), a status: 0 done, 1 idle with requests outstanding).
+    `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest
     filled with `send` as completions free slots)."""
     n = len(clock)
     lag = cfg[LAG] != 0
@@ -88,9 +89,9 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
             arrived += 1
         in_run, in_wait = ri[0, N_RUN], ri[0, WLEN]
         nxt = next_clock(arrived, sent, clock)
-        if not schedule(0, st, held, ri, rf, nxt_id, generated, prompt, output, seq, cfg, fcfg):
+        if not schedule(0, now, st, held, ri, rf, nxt_id, generated, prompt, output, seq, cfg, fcfg, pfx):
             if nxt == math.inf:
-                return first, finish, rec[:nrec], ri[0, PREEMPT], 1
+                return first, finish, rec[:nrec], ri, 1
             now = seen = max(now, nxt)
             continue
         ri[0, STEPS] = block_length(0, st, held, ri, rf, seq, cfg, fcfg)
@@ -105,8 +106,8 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         rec[nrec, 4], rec[nrec, 5], rec[nrec, 6] = rf[0, USED], ri[0, PREEMPT], ri[0, TOKENS] * steps
         nrec += 1
         now += dt
-        ended = commit(0, now, st, held, ri, rf, first, finish, seq)
+        ended = commit(0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
         done += ended
         if ended and cfg[CONC]:
             sent = release(ended, now, sent, clock, send, arrival, fcfg)
-    return first, finish, rec[:nrec], ri[0, PREEMPT], 0
+    return first, finish, rec[:nrec], ri, 0

@@ -263,11 +263,11 @@ class Simulator:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
         if self.use_kernel(requests, clients):
-            sent, (first, finish, _, rec, preempted) = self.run_kernel(requests, clients, single=True)
+            sent, (first, finish, _, rec, preempted, cached) = self.run_kernel(requests, clients, single=True)
             if progress is not None:
                 progress(len(requests), len(requests))
             return Trace(sent, first, finish, np.ascontiguousarray(rec[:, :7]), self.pool.capacity_bytes,
-                         int(preempted[0]))
+                         int(preempted[0]), cached[0] if cached is not None else None)
         cache = None
         if requests.prefix is not None and self.engine.prefix_caching:
             cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)

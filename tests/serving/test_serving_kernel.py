@@ -115,9 +115,10 @@ def test_runs_it_does_not_cover_take_the_python_loop():
     base = requests(10.0, 60)
     reqs, _ = parse_prefix("system:1024", base, 0)
     sim = simulator(reqs.max_tokens + 1024)
-    assert kernel.covers(sim, reqs) == "prefix caching"
-    assert not sim.use_kernel(reqs)
-    assert sim.run(reqs).prefix_cache["hit_tokens"] > 0  # the Python loop's cache ran
+    assert kernel.covers(sim, reqs) is None  # prefix caching is covered: test_serving_kernel_prefix.py
+    short = dataclasses.replace(reqs.prefix, leaf=reqs.prefix.leaf[:10])  # a tree not made for these requests
+    assert "leaves" in kernel.covers(sim, dataclasses.replace(reqs, prefix=short))
+    assert not sim.use_kernel(dataclasses.replace(reqs, prefix=short))
     assert kernel.covers(sim, base, Clients(max_concurrency=4)) is None
     assert "sessions" in kernel.covers(sim, base, Clients(session_turns=3))
     assert kernel.covers(sim, base, preloaded=np.ones(len(base), dtype=np.int64)) is not None

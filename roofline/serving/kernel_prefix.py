@@ -1,0 +1,290 @@
+"""serving.prefix.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
+decisions on the same state, per replica r.
+
+State (`pfx` = (pi, pf), built by serving.kernel.prefix_state: two flat arrays, since numba counts references on
+every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length,
+depth: nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and node
+the cached tokens, running requests using it and cached children (CACHED | REFS | KIDS), the LRU heap's (-depth,
+node) and scratch space; in pf each replica's nodes' last use and the heap's keys (last use); the heap's size is
+ri[r, HSIZE]. The heap is Python's heapq's: a min- heap under the tuple order, entries made stale by a later use
+skipped when popped (PrefixCache.evict). Pops depend only on the set of keys, and a node's live key is unique (its
+node id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale
+now are dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment
+(PrefixCache.release, .evict), so a dropped entry is never the one that would have been popped.
+"""
+
+import numpy as np
+from numba import njit
+
+from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
+
+# pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
+# request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch)
+(P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF,
+ P_HEADER) = range(14)
+
+
+def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
+    """`pfx` for a tree (int64 arrays) and `replicas` empty caches; the heap has 2 x nodes + 16 slots (live entries
+    are at most one per node: a compaction frees at least half)."""
+    k, n = len(parent), len(leaf)
+    depth = depths(parent)
+    heap = 2 * k + 16
+    sizes = [k, k, k, k, n, n, replicas * 3 * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1)))]
+    offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
+    pi[:P_HEADER] = [k, heap, replicas, *offsets]
+    for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
+        pi[at:at + len(part)] = part
+    return pi, np.zeros(replicas * (k + heap))
+
+
+@njit(cache=True, inline="always")
+def _pc(pi, r, f, node):
+    """Where replica r's field f (CACHED, REFS, KIDS) of `node` is in pi."""
+    return pi[P_PC] + (r * 3 + f) * pi[P_K] + node
+
+
+@njit(cache=True, inline="always")
+def _last(pi, r, node):
+    """Where replica r's last use of `node` is in pf."""
+    return r * pi[P_K] + node
+
+
+@njit(cache=True, inline="always")
+def _hi(pi, r, f, slot):
+    """Where replica r's heap slot's -depth (f 0) or node (f 1) is in pi."""
+    return pi[P_HINT] + (r * 2 + f) * pi[P_H] + slot
+
+
+@njit(cache=True, inline="always")
+def _hk(pi, r, slot):
+    """Where replica r's heap slot's key (last use) is in pf."""
+    return pi[P_NREP] * pi[P_K] + r * pi[P_H] + slot
+
+
+@njit(cache=True)
+def depths(parent):
+    """Nodes on each node's path from its root (PrefixCache.depth: len(tree.path(node)))."""
+    out = np.zeros(len(parent), dtype=np.int64)
+    for j in range(len(parent)):
+        d, node = 0, j
+        while node >= 0:
+            d += 1
+            node = parent[node]
+        out[j] = d
+    return out
+
+
+@njit(cache=True, inline="always")
+def _path(i, pi):
+    """Request i's path, root first, into the scratch buffer (from pi[pi[P_BUF]]); returns its length."""
+    node = pi[pi[P_LEAF] + i]
+    if node < 0:
+        return 0
+    d = pi[pi[P_DEPTH] + node]
+    buf = pi[P_BUF]
+    for k in range(d - 1, -1, -1):
+        pi[buf + k] = node
+        node = pi[pi[P_PARENT] + node]
+    return d
+
+
+@njit(cache=True)
+def cached_prefix(r, i, pfx):
+    """PrefixCache.cached_prefix: tokens of request i's path cached contiguously from its start."""
+    pi = pfx[0]
+    h = 0
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        c = pi[_pc(pi, r, CACHED, node)]
+        h += c
+        if c < pi[pi[P_LENGTH] + node]:
+            break
+    return h
+
+
+@njit(cache=True)
+def hit(r, i, todo, pfx, cfg):
+    """PrefixCache.hit: the cached shared prefix in whole pages, at most todo - 1 tokens."""
+    pi = pfx[0]
+    h = min(cached_prefix(r, i, pfx), pi[pi[P_SHARED] + i], todo - 1)
+    page = cfg[PAGE]
+    return max(h, 0) // page * page
+
+
+@njit(cache=True, inline="always")
+def _less(k1, d1, n1, k2, d2, n2):
+    """Python's tuple order on (last use, -depth, node)."""
+    if k1 != k2:
+        return k1 < k2
+    if d1 != d2:
+        return d1 < d2
+    return n1 < n2
+
+
+@njit(cache=True, inline="always")
+def _entry_less(pi, pf, r, a, b):
+    """Heap slot a's entry orders before slot b's."""
+    return _less(pf[_hk(pi, r, a)], pi[_hi(pi, r, 0, a)], pi[_hi(pi, r, 1, a)], pf[_hk(pi, r, b)],
+                 pi[_hi(pi, r, 0, b)], pi[_hi(pi, r, 1, b)])
+
+
+@njit(cache=True, inline="always")
+def _move(pi, pf, r, to, frm):
+    """Copy heap slot `frm`'s entry into slot `to`."""
+    pf[_hk(pi, r, to)] = pf[_hk(pi, r, frm)]
+    pi[_hi(pi, r, 0, to)] = pi[_hi(pi, r, 0, frm)]
+    pi[_hi(pi, r, 1, to)] = pi[_hi(pi, r, 1, frm)]
+
+
+@njit(cache=True)
+def _sift_down(r, pos, size, pi, pf):
+    """Restore the heap below slot `pos`."""
+    while True:
+        a, b = 2 * pos + 1, 2 * pos + 2
+        small = pos
+        if a < size and _entry_less(pi, pf, r, a, small):
+            small = a
+        if b < size and _entry_less(pi, pf, r, b, small):
+            small = b
+        if small == pos:
+            return
+        key, d, node = pf[_hk(pi, r, pos)], pi[_hi(pi, r, 0, pos)], pi[_hi(pi, r, 1, pos)]
+        _move(pi, pf, r, pos, small)
+        pf[_hk(pi, r, small)], pi[_hi(pi, r, 0, small)], pi[_hi(pi, r, 1, small)] = key, d, node
+        pos = small
+
+
+@njit(cache=True, inline="always")
+def _evictable(r, node, pi):
+    """PrefixCache._evictable."""
+    return (pi[_pc(pi, r, REFS, node)] == 0 and pi[_pc(pi, r, CACHED, node)] > 0
+            and pi[_pc(pi, r, KIDS, node)] == 0)
+
+
+@njit(cache=True)
+def _compact(r, ri, pi, pf):
+    """Drop the heap's stale entries (not evictable now, or an older use than the node's last), one per node."""
+    size, w, mark = ri[r, HSIZE], 0, pi[P_MARK]
+    for s in range(size):
+        node = pi[_hi(pi, r, 1, s)]
+        if pi[mark + node] or not _evictable(r, node, pi) or pf[_hk(pi, r, s)] != pf[_last(pi, r, node)]:
+            continue
+        pi[mark + node] = 1
+        _move(pi, pf, r, w, s)
+        w += 1
+    for s in range(w):
+        pi[mark + pi[_hi(pi, r, 1, s)]] = 0
+    for s in range(w // 2 - 1, -1, -1):
+        _sift_down(r, s, w, pi, pf)
+    ri[r, HSIZE] = w
+
+
+@njit(cache=True)
+def _push(r, key, node, ri, pi, pf):
+    """heapq.heappush(heap, (key, -depth[node], node))."""
+    if ri[r, HSIZE] == pi[P_H]:
+        _compact(r, ri, pi, pf)
+    pos = ri[r, HSIZE]
+    ri[r, HSIZE] = pos + 1
+    d = -pi[pi[P_DEPTH] + node]
+    while pos > 0:
+        up = (pos - 1) // 2
+        if not _less(key, d, node, pf[_hk(pi, r, up)], pi[_hi(pi, r, 0, up)], pi[_hi(pi, r, 1, up)]):
+            break
+        _move(pi, pf, r, pos, up)
+        pos = up
+    pf[_hk(pi, r, pos)], pi[_hi(pi, r, 0, pos)], pi[_hi(pi, r, 1, pos)] = key, d, node
+
+
+@njit(cache=True)
+def acquire(r, i, now, pfx):
+    """PrefixCache.acquire: request i runs; its nodes are in use at `now`."""
+    pi, pf = pfx
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        pi[_pc(pi, r, REFS, node)] += 1
+        pf[_last(pi, r, node)] = now
+    return 0
+
+
+@njit(cache=True)
+def release(r, i, now, stamp, ri, pfx):
+    """PrefixCache.release: request i left at `now` (stamp false: was not admitted, its last use kept)."""
+    pi, pf = pfx
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        pi[_pc(pi, r, REFS, node)] -= 1
+        if stamp:
+            pf[_last(pi, r, node)] = now
+        if pi[_pc(pi, r, CACHED, node)] and not pi[_pc(pi, r, REFS, node)]:
+            _push(r, pf[_last(pi, r, node)], node, ri, pi, pf)
+    return 0
+
+
+@njit(cache=True)
+def publish(r, i, upto, pfx):
+    """PrefixCache.publish: request i's first `upto` shared tokens join the cache; returns the cached prefix before."""
+    pi = pfx[0]
+    before = cached_prefix(r, i, pfx)
+    if upto <= before:
+        return before
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        s = pi[pi[P_START] + node]
+        if upto <= s:
+            break
+        want = min(upto - s, pi[pi[P_LENGTH] + node])
+        at = _pc(pi, r, CACHED, node)
+        old = pi[at]
+        if want > old:
+            pi[at] = want
+            parent = pi[pi[P_PARENT] + node]
+            if old == 0 and parent >= 0:
+                pi[_pc(pi, r, KIDS, parent)] += 1
+    return before
+
+
+@njit(cache=True)
+def evict(r, need_bytes, ri, pfx, seq, cfg):
+    """PrefixCache.evict: free at least `need_bytes` from the least recently used tails, page by page; returns the
+    bytes freed (the same float operations: each page's (seq[s + old] - seq[s]) - (seq[s + new] - seq[s]))."""
+    pi, pf = pfx
+    page = cfg[PAGE]
+    freed = 0.0
+    while freed < need_bytes and ri[r, HSIZE] > 0:
+        t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
+        last = ri[r, HSIZE] - 1
+        _move(pi, pf, r, 0, last)
+        ri[r, HSIZE] = last
+        _sift_down(r, 0, last, pi, pf)
+        if not _evictable(r, node, pi) or t != pf[_last(pi, r, node)]:
+            continue
+        s = pi[pi[P_START] + node]
+        at = _pc(pi, r, CACHED, node)
+        while freed < need_bytes and pi[at] > 0:
+            old = pi[at]
+            new = max(0, (old - 1) // page * page)
+            freed += (seq[s + old] - seq[s]) - (seq[s + new] - seq[s])
+            pi[at] = new
+        if pi[at] > 0:
+            _push(r, t, node, ri, pi, pf)
+        else:
+            up = pi[pi[P_PARENT] + node]
+            if up >= 0:
+                pi[_pc(pi, r, KIDS, up)] -= 1
+                if _evictable(r, up, pi):
+                    _push(r, pf[_last(pi, r, up)], up, ri, pi, pf)
+    return freed
+
+
+@njit(cache=True, inline="always")
+def count(r, hit_tokens, todo, ri):
+    """PrefixCache.count: an admission asked for `todo` prompt tokens and found `hit_tokens` cached."""
+    ri[r, HITS] += hit_tokens
+    ri[r, QUERIES] += todo
