@@ -22,27 +22,27 @@ from roofline.serving.kernel_layout import API_S, HHEAD, HLEN, HTAIL, THINK_S, W
 
 
 @njit(cache=True, inline="always")
+def _push(r, i, ri, nxt, head, tail, length):
+    """Request i joins the tail of one of replica r's linked lists (its ri fields head, tail, length)."""
+    nxt[i] = -1
+    if ri[r, length] == 0:
+        ri[r, head] = i
+    else:
+        nxt[ri[r, tail]] = i
+    ri[r, tail] = i
+    ri[r, length] += 1
+
+
+@njit(cache=True, inline="always")
 def enqueue(r, i, ri, nxt):
     """Request i joins the tail of replica r's waiting queue."""
-    nxt[i] = -1
-    if ri[r, WLEN] == 0:
-        ri[r, WHEAD] = i
-    else:
-        nxt[ri[r, WTAIL]] = i
-    ri[r, WTAIL] = i
-    ri[r, WLEN] += 1
+    _push(r, i, ri, nxt, WHEAD, WTAIL, WLEN)
 
 
 @njit(cache=True, inline="always")
 def hold(r, i, ri, nxt):
     """Request i is routed to replica r during its block under the admission lag: held, not yet seen."""
-    nxt[i] = -1
-    if ri[r, HLEN] == 0:
-        ri[r, HHEAD] = i
-    else:
-        nxt[ri[r, HTAIL]] = i
-    ri[r, HTAIL] = i
-    ri[r, HLEN] += 1
+    _push(r, i, ri, nxt, HHEAD, HTAIL, HLEN)
 
 
 @njit(cache=True)

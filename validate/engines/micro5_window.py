@@ -22,20 +22,10 @@ import sys
 import traceback
 
 import torch
-from triton.testing import do_bench
+from graphbench import bench  # this folder: each script is run as a file
 
 dev = "cuda"
 HQ, HK, D, BLOCK, SPLITS = 32, 8, 128, 16, 32  # Mistral-7B-v0.1's attention, vLLM's block and split count
-
-
-def bench(fn) -> float:
-    """Median seconds of one CUDA-graph replay of `fn` (as validate/engines/graphbench.py)."""
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return do_bench(lambda: g.replay(), warmup=25, rep=100, return_mode="median") * 1e-3
 
 
 def decode(B, L, window, max_seqlen_k):
