@@ -290,7 +290,6 @@ def _simulator(args: argparse.Namespace, model, hardware, workload, method, prof
     sized (sglang_max_running), unless --max-num-seqs was given."""
     from dataclasses import replace
 
-    from roofline.catalogue import load_model
     from roofline.engines.scheduling import sglang_max_running, with_speculative
     from roofline.serving.simulate import Simulator
 
@@ -298,8 +297,7 @@ def _simulator(args: argparse.Namespace, model, hardware, workload, method, prof
     if args.speculative:
         from roofline.serving.speculative import Speculative
         spec = Speculative.parse(args.speculative)
-        layers = load_model(spec.draft_model).num_layers if spec.draft_model else 0
-        profile = with_speculative(profile, spec.method, spec.tokens, layers)
+        profile = with_speculative(profile, spec.method)
     sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile, speculative=spec)
     if args.engine == "sglang" and args.max_num_seqs is None:
         pool_tokens = sim.pool.capacity_pages * sim.pool.page_tokens

@@ -180,24 +180,23 @@ def measured_overheads(engine: str) -> EngineOverheads:
                            overlap=t.overlap)
 
 
-def with_speculative(profile: EngineScheduling, method: str | None, tokens: int = 0,
-                     draft_layers: int = 0) -> EngineScheduling:
-    """The engine's scheduler under speculative decoding of `method` (serving.speculative's names) with `tokens`
-    drafts per step by a draft of `draft_layers` layers: vLLM 0.24 turns asynchronous scheduling off for a draft
-    model (methods other than EAGLE / MTP / ngram-on-GPU: vllm/config/vllm.py VllmConfig.__post_init__, "Async
-    scheduling not supported with draft_model-based speculative decoding and will be disabled", logged by run 2 of
-    validate/engines), so its host work no longer hides under the GPU's and new requests are admitted at the next
-    step (no admission lag); the drafter's own host work (timing.EngineTiming.draft_host_s: per step and per pass,
-    measured by validate/engines/spec_step.py) adds to every step's."""
+def with_speculative(profile: EngineScheduling, method: str | None) -> EngineScheduling:
+    """The engine's scheduler under speculative decoding of `method` (serving.speculative's names): vLLM 0.24 turns
+    asynchronous scheduling off for a draft model (methods other than EAGLE / MTP / ngram-on-GPU:
+    vllm/config/vllm.py VllmConfig.__post_init__, "Async scheduling not supported with draft_model-based speculative
+    decoding and will be disabled", logged by run 2 of validate/engines), so its host work no longer hides under the
+    GPU's and new requests are admitted at the next step (no admission lag); the speculative step's own serial host
+    work (timing.EngineTiming.spec_step_s: rejection sampler, proposer set-up, the drafts' copy) adds to every
+    step's. The draft passes' host work bounds each pass from below (serving.speculative.DraftCost)."""
     if method != "draft" or profile.engine != "vllm" or not profile.overheads.overlap:
         return profile
     from roofline.engines.timing import timing
 
-    extra = timing("vllm").draft_host_s(tokens, draft_layers)
+    extra = timing("vllm").spec_step_s
     o = profile.overheads
     return replace(profile, overheads=replace(o, overlap=False, step_s=o.step_s + extra), admission_lag=False,
                    notes=profile.notes + (f"vllm: async scheduling off with a draft model (host work after the "
-                                          f"GPU's), drafter host {extra * 1e3:.2f} ms a step",))
+                                          f"GPU's), speculative step host {extra * 1e3:.2f} ms",))
 
 
 def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> EngineScheduling:

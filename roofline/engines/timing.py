@@ -33,10 +33,12 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
 6. **The API server's per-request cost** (HTTP, tokenization, detokenization, streaming): TTFT of a short prompt at
    concurrency 1 on the tiny server, less (5); added to a served request's TTFT (serving only).
 7. **A draft model's host work** (speculative decoding, vLLM's V1 runner with async scheduling off): per step
-   spec_step_s (rejection sampler, proposer set-up, the drafts' copy to the host) and per draft pass draft_pass_s +
-   draft_layer_s x the draft's layers (the drafter runs PIECEWISE CUDA graphs, so attention launches eagerly per
-   layer: vllm/v1/spec_decode/llm_base_proposer.py@v0.24.0 initialize_cudagraph_keys), from
-   validate/engines/spec_step.py on a tiny target (derive.py --spec); zero until that is measured.
+   spec_step_s (rejection sampler, proposer set-up, the drafts' copy to the host), serial with the target's step,
+   and per draft pass draft_pass_s + draft_layer_s x the draft's layers (the drafter runs PIECEWISE CUDA graphs at
+   most, so attention launches from Python once per layer per pass: vllm/v1/spec_decode/llm_base_proposer.py@v0.24.0
+   initialize_cudagraph_keys), a pass taking max(its GPU work, that host work): the GPU runs the pass's kernels as
+   they are launched. From validate/engines/spec_step.py's multiprocess walls on a tiny target (derive.py --spec;
+   run 6, validate/notes/2026-11-29-vllm-h200-run6.md); zero until measured.
 8. **A step past the largest capture size** (a prompt or a mixed batch of more than 512 tokens in vLLM 0.24 on the
    H200) runs the compiled pieces without CUDA graphs: every kernel of every layer is launched from Python, and
    vLLM's FusedMoE layer adds its own Python path (routing, expert alignment, two Triton launches, activation, sum).
@@ -125,10 +127,10 @@ class EngineTiming:
         """Host work of one step of `batch` sequences, s: step_s + per_seq_s x batch."""
         return self.step_s + self.per_seq_s * batch
 
-    def draft_host_s(self, tokens: int, draft_layers: int) -> float:
-        """Host seconds a draft model adds to a step of K = `tokens` drafts by a draft of `draft_layers` layers
-        (7.): spec_step_s + K x (draft_pass_s + draft_layer_s x layers)."""
-        return self.spec_step_s + tokens * (self.draft_pass_s + self.draft_layer_s * draft_layers)
+    def draft_pass_host_s(self, draft_layers: int) -> float:
+        """Host seconds of one pass of a draft of `draft_layers` layers (7.): draft_pass_s + draft_layer_s x layers;
+        the pass takes at least this long whatever its GPU work."""
+        return self.draft_pass_s + self.draft_layer_s * draft_layers
 
     def eager_host_s(self, tokens: int, layers: int, moe_layers: int) -> float:
         """Host seconds of launching a step of `tokens` tokens through `layers` decoder layers (`moe_layers` of them

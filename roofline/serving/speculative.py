@@ -15,8 +15,10 @@ ICML, Sec. 3; the per-position form of vLLM's spec-decode metrics, acceptance ra
   net_num_new_slots_per_request = 1) -- K + 2 tokens after the cached context - 1 for a verifying sequence, a prompt
   chunk's tokens + 1 for a prefilling one (the draft fills its own KV with every prompt, and every request of the
   batch gets a draft, kept or discarded) -- with one logits row per request; then K - 1 passes of one token per
-  request. EAGLE `eagle` and MTP `mtp` heads: one instance of each target op (one decoder layer, embedding and LM
-  head) per pass over the decoding sequences.
+  request. Under vLLM each pass takes at least the drafter's host work (roofline/engines/timing.py 7: the drafter
+  launches its attention from Python once per layer per pass; measured multiprocess, validate/engines run 6): a pass
+  costs max(its GPU time, draft_pass_s + draft_layer_s x the draft's layers). EAGLE `eagle` and MTP `mtp` heads:
+  one instance of each target op (one decoder layer, embedding and LM head) per pass over the decoding sequences.
 - memory: the draft's weights leave the pool (a draft model's whole weights; EAGLE / MTP: one layer's share of the
   target's), and every sequence holds the draft's KV next to its own (a draft model's own per-sequence bytes; EAGLE /
   MTP: one layer's share of the target's); a verifying sequence reserves pages for its K drafts.
@@ -111,6 +113,7 @@ class DraftCost:
             draft_pool = KVPool.from_planner(model, sim.hardware, wl, phases.cache, max_tokens)
             self.seq_bytes = draft_pool.seq_bytes
             self.weights_bytes = float(memory_budget(model, sim.hardware, wl, phases.cache).weights)
+            self.pass_host_s = draft_pass_host_s(sim.engine, model.num_layers)
         else:
             self.steps = None
             layers = sim.model.num_layers
@@ -139,11 +142,22 @@ class DraftCost:
         k, empty = self.spec.tokens, np.zeros(0, dtype=np.int64)
         starts = np.concatenate([context - 1, chunk_start])
         counts = np.concatenate([np.full(len(context), k + 2), chunk_tokens + 1])
-        total = self.steps.step_time(empty, starts, counts, np.ones(len(starts), dtype=bool))
+        floor = self.pass_host_s
+        total = max(floor, self.steps.step_time(empty, starts, counts, np.ones(len(starts), dtype=bool)))
         after = np.concatenate([context + 1, chunk_start + chunk_tokens + 1])  # tokens held after the first pass
         for j in range(1, k):
-            total += self.steps.step_time(after + j, empty, empty, empty.astype(bool))
+            total += max(floor, self.steps.step_time(after + j, empty, empty, empty.astype(bool)))
         return total
+
+
+def draft_pass_host_s(engine, draft_layers: int) -> float:
+    """The host work of one pass of a draft of `draft_layers` layers under `engine` (an EngineScheduling or None):
+    vLLM's measured law (roofline/engines/timing.py 7), 0 for the ideal engine or one not measured."""
+    if engine is None or engine.engine != "vllm":
+        return 0.0
+    from roofline.engines.timing import timing
+
+    return timing("vllm").draft_pass_host_s(draft_layers)
 
 
 def speculative_pool(pool, draft: DraftCost, max_tokens: int):

@@ -115,3 +115,27 @@ def test_the_draft_takes_its_weights_and_kv_from_the_pool():
     # Llama-3.2-1B: 16 layers x 8 KV heads x 64 dims x 2 (K, V) x 2 bytes = 32 KiB per token
     assert drafted.pool.seq_bytes[4096] - target.pool.seq_bytes[4096] == 4096 * 16 * 8 * 64 * 2 * 2
     assert small.pool.seq_bytes[4096] == 4096 * 32768
+
+
+def test_a_draft_pass_takes_at_least_the_drafters_host_work(monkeypatch):
+    """Under vLLM a draft pass takes max(its GPU time, the drafter's host work a pass) (serving.speculative; the host
+    law by hand: 50 ms + 0 a layer, far above a 1B pass's GPU time): the K = 3 passes of a step cost exactly 3 x 50
+    ms; with no host law they cost the GPU's passes, each well under 50 ms."""
+    from dataclasses import replace
+
+    import roofline.engines.timing as timing_module
+    from roofline.engines.scheduling import vllm
+
+    real = timing_module.timing("vllm")
+    wl = Workload(context_tokens=2048, prefill_chunk_tokens=8192)
+
+    def draft_s(pass_s: float) -> float:
+        monkeypatch.setattr(timing_module, "timing",
+                            lambda engine: replace(real, draft_pass_s=pass_s, draft_layer_s=0.0))
+        s = Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=2048, engine=vllm(H200, "api"),
+                      speculative=Speculative.parse("draft=Llama-3.2-1B:3:0.0"))
+        return s.draft.time_s(np.array([1000, 1500]), E, E)
+
+    assert draft_s(0.05) == pytest.approx(3 * 0.05)
+    gpu = draft_s(0.0)
+    assert 0 < gpu < 3 * 0.05 / 5
