@@ -311,7 +311,7 @@ def _spec_json(sim) -> dict[str, Any] | None:
         return None
     return {"method": spec.method, "draft_model": spec.draft_model, "tokens": spec.tokens,
             "acceptance": list(spec.acceptance), "expected_tokens_per_step": spec.expected_tokens(),
-            "draft_weights_bytes": sim.draft.weights_bytes}
+            "draft_weights_bytes": sim.draft.weights_bytes, "draft_pass_host_s": sim.draft.pass_host_s}
 
 
 def _engine_json(engine) -> dict[str, Any]:

@@ -116,6 +116,7 @@ class DraftCost:
             self.pass_host_s = draft_pass_host_s(sim.engine, model.num_layers)
         else:
             self.steps = None
+            self.pass_host_s = 0.0  # an EAGLE / MTP head's passes: host work not measured (async scheduling stays on)
             layers = sim.model.num_layers
             self.seq_bytes = sim.pool.seq_bytes[:max_tokens + 1] / layers
             self.weights_bytes = float(weights_per_gpu(sim.model, sim.workload)) / layers

@@ -139,3 +139,12 @@ def test_a_draft_pass_takes_at_least_the_drafters_host_work(monkeypatch):
     assert draft_s(0.05) == pytest.approx(3 * 0.05)
     gpu = draft_s(0.0)
     assert 0 < gpu < 3 * 0.05 / 5
+    # the law by hand for Llama-3.2-1B's 16 layers: 0.2 ms + 16 x 0.05 ms = 1.0 ms a pass; none without an engine
+    monkeypatch.setattr(timing_module, "timing",
+                        lambda engine: replace(real, draft_pass_s=2e-4, draft_layer_s=5e-5))
+    spec = Speculative.parse("draft=Llama-3.2-1B:3:0.0")
+    vllm_sim = Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=2048, engine=vllm(H200, "api"),
+                         speculative=spec)
+    assert vllm_sim.draft.pass_host_s == pytest.approx(1e-3)
+    assert Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=2048,
+                     speculative=spec).draft.pass_host_s == 0.0
