@@ -15,8 +15,9 @@ from pathlib import Path
 
 from validate.engines.predict import CASES, capacity_from_log, predict, serve_runs, simulate, util_of
 
-# the engine profile's own microbenchmark (validate/engines/derive.py): in-sample, never judged
-MICRO_MODELS = ("tiny-llama",)
+# the engine profile's own microbenchmarks (validate/engines/derive.py): the tiny model and the narrow models of the
+# eager-step law (models.py NARROW), in-sample, never judged
+MICRO_MODELS = ("tiny-llama", "tiny-llama-32", "tiny-qwen3moe-48", "tiny-dsv2-27")
 # decode cases whose attention kernels were profiled in the engine (prof.py, run 2) to derive attn_decode_program:
 # in-sample for that figure, never judged (model, B, P)
 PROFILED = {("Llama-3.1-8B", 256, 256), ("Llama-3.1-8B", 128, 256), ("Llama-3.1-8B", 32, 256)}
