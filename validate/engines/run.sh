@@ -25,6 +25,7 @@ WLOG=$(python3 -c "import json; print(int(json.load(open('$CASES')).get('worker_
 echo "== env $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
 echo "routing simulation: ${VLLM_MOE_ROUTING_SIMULATION_STRATEGY:-off}"
+echo "host probe: $(python3 $HERE/host_probe.py)"; lscpu | grep -E "Model name"
 [ "${SKIP_MODELS:-0}" = 1 ] || (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models "$@" ${EXTRA_MODELS:-})
 if [ "${SKIP_MICRO:-0}" != 1 ]; then
   echo "== micro $(date -u +%T)"
