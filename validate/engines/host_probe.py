@@ -1,8 +1,8 @@
 """A pure-Python probe of the host CPU, printed as JSON: the median of 7 runs of a fixed dict-and-list workload (the
 kind of work an engine's scheduler and input preparation do), seconds. Run 7
-(validate/notes/2026-11-29-vllm-h200-run6.md) found the same host-bound vLLM step 58 ms on one lent H200 box and 76 ms on another; every run's env header records
-this probe so a run's host laws can be placed against the machine they came from (run 7's box: 55.2 ms, the same
-workload written inline in run7.sh).
+(validate/notes/2026-11-29-vllm-h200-run6.md) found the same host-bound vLLM step 58 ms on one lent H200 box and
+76 ms on another; every run's env header records this probe so a run's host laws can be placed against the machine
+they came from (run 7's box: 55.2 ms, the same workload written inline in run7.sh).
 
 Usage: python3 host_probe.py
 """
