@@ -286,23 +286,16 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
 
 
 def _simulator(args: argparse.Namespace, model, hardware, workload, method, profile, max_tokens: int):
-    """The simulator of one method; SGLang's running-request cap follows its pool's tokens, known once the pool is
-    sized (sglang_max_running), unless --max-num-seqs was given."""
-    from dataclasses import replace
-
-    from roofline.engines.scheduling import sglang_max_running, with_speculative
-    from roofline.serving.simulate import Simulator
+    """The simulator of one method (serving.engined: SGLang's running-request cap follows its pool's tokens, known
+    once the pool is sized, unless --max-num-seqs was given)."""
+    from roofline.serving.engined import engine_simulator
 
     spec = None
     if args.speculative:
         from roofline.serving.speculative import Speculative
         spec = Speculative.parse(args.speculative)
-        profile = with_speculative(profile, spec.method)
-    sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile, speculative=spec)
-    if args.engine == "sglang" and args.max_num_seqs is None:
-        pool_tokens = sim.pool.capacity_pages * sim.pool.page_tokens
-        sim.set_engine(replace(profile, max_num_seqs=sglang_max_running(pool_tokens, max(max_tokens, 2))))
-    return sim
+    return engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
+                            seqs_given=args.max_num_seqs is not None)
 
 
 def _spec_json(sim) -> dict[str, Any] | None:

@@ -131,6 +131,10 @@ def workload_from(fields: Mapping[str, Any]) -> Workload:
     """A Workload from the app's fields (batch, context_tokens, generated_tokens, tp, pp, utilization); pipeline
     stages get min(pp, batch) micro-batches, as `roofline plan` gives them."""
     data = {**WORKLOAD_DEFAULTS, **fields}
+    if data.get("engine", "ideal") != "ideal" and "page_tokens" not in fields:  # as `roofline plan --engine` sets it
+        from roofline.engines import PAGE_TOKENS
+
+        data["page_tokens"] = PAGE_TOKENS[data["engine"]]
     if data["pp"] > 1 and "micro_batches" not in fields:
         data["micro_batches"] = min(data["pp"], data["batch"])
     return validate(Workload, data, "workload")

@@ -17,6 +17,7 @@ import numpy as np
 
 from roofline import report as fmt
 from roofline.methods import parse_method
+from roofline.serving.engined import workload_simulator
 from roofline.serving.fleet import ROUTERS, Fleet, size_fleet
 from roofline.serving.requests import LengthDist, poisson_requests
 from roofline.serving.search import max_rate_at_slo
@@ -52,7 +53,7 @@ def fleet_answer(model: Model, hardware: Hardware, workload: Workload, spec: str
         raise ValueError(f"target rate: {target_rate} must be a positive finite number of requests per second")
     base = poisson_requests(target_rate, requests, LengthDist.parse(str(prompt_tokens), "prompt tokens"),
                             LengthDist.parse(str(output_tokens), "output tokens"), seed)
-    sim = Simulator(model, hardware, workload, parse_method(spec), max_tokens=prompt_tokens + output_tokens)
+    sim = workload_simulator(model, hardware, workload, parse_method(spec), prompt_tokens + output_tokens)
     sim.check(base, "prompt tokens", "output tokens")
     one = max_rate_at_slo(sim, base, slo, iterations=5)
     start = math.ceil(target_rate / one["rate_per_s"]) if one["rate_per_s"] else 1

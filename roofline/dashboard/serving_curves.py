@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from roofline.methods import parse_method
+from roofline.serving.engined import workload_simulator
 from roofline.serving.requests import LengthDist, poisson_requests
-from roofline.serving.scheduler import SchedulerConfig
 from roofline.serving.search import SATURATED_RATE, max_rate_at_slo
-from roofline.serving.simulate import Simulator, Slo
+from roofline.serving.simulate import Slo
 from roofline.specs import Hardware, Model, Workload
 
 FRACTIONS = (0.05, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2)  # of the saturated rate
@@ -29,8 +29,7 @@ def latency_vs_rate(model: Model, hardware: Hardware, workload: Workload, specs:
                             LengthDist.parse(str(output_tokens), "output tokens"), seed)
     rows, best, reasons = [], {}, {}
     for spec in specs:
-        sim = Simulator(model, hardware, workload, parse_method(spec), SchedulerConfig(),
-                        max_tokens=prompt_tokens + output_tokens)
+        sim = workload_simulator(model, hardware, workload, parse_method(spec), prompt_tokens + output_tokens)
         sim.check(base, "prompt tokens", "output tokens")
         saturated = sim.run(base.at_rate(SATURATED_RATE))
         sat = len(base) / saturated.horizon_s

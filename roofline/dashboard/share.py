@@ -28,6 +28,14 @@ def _model_names() -> list[str]:
     return model_names()
 
 
+def _engine_names() -> tuple[str, ...]:
+    from typing import get_args
+
+    from roofline.specs.workload import Engine
+
+    return get_args(Engine)
+
+
 def _preset_names() -> list[str]:
     from roofline.methods import presets
 
@@ -69,6 +77,9 @@ FIELDS: tuple[Field, ...] = (
     Field("pp", "Pipeline stages", "int", 1, "workload", "pp", lo=1, hi=4096),
     Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=lambda: WEIGHT_DTYPES,
           help="Storage dtype of the weights (the CLI's --weight-dtype)."),
+    Field("engine", "Serving engine", "choice", "ideal", "workload", "engine", options=_engine_names,
+          help="Whose memory rules, scheduler and step costs (the CLI's --engine): 'ideal' is the physical bound; "
+               "vLLM's step costs are measured on the H200 (the trust line says how far they hold)."),
     Field("tpot_target_ms", "TPOT target (ms, 0: none)", "float", 0.0, "target", lo=0.0, hi=1e6, step=5.0,
           help="The SLO: largest context and batch under it (the CLI's --tpot-target-ms), and the SLO line."),
     # the Serving page's inputs (drawn there, kept in the link like the sidebar's)

@@ -1,0 +1,44 @@
+"""A simulator under the workload's engine (serving.engined), as the dashboard's Serving and Fleet pages build it.
+
+Expected values from the engines' sources, not from roofline: vLLM 0.24's `vllm serve` defaults on a GPU of >= 70
+GiB that is not an A100 are max_num_batched_tokens 8192 and max_num_seqs 1024 (vllm/engine/arg_utils.py
+_set_default_args; docs/engines.md); SGLang's max_running_requests = min(pool tokens // 2, min(max(pool / context x
+512, 2048), 4096)) (python/sglang/srt/server_args.py _handle_gpu_memory_settings), here with the pool's tokens read
+from the simulator's own pool (an input to the rule, not its output).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.catalogue import load_hardware, load_model
+from roofline.dashboard.appdata import workload_from
+from roofline.dashboard.serving_curves import latency_vs_rate
+from roofline.methods import parse_method
+from roofline.serving.engined import workload_simulator
+from roofline.serving.simulate import Slo
+
+MODEL, H200 = load_model("Llama-3.1-8B"), load_hardware("H200")
+
+
+def test_the_workloads_engine_schedules_the_simulation():
+    ideal = workload_simulator(MODEL, H200, workload_from({}), parse_method("bf16"), 2048)
+    assert ideal.engine.engine == "ideal"
+    vllm_workload = workload_from({"engine": "vllm"})
+    assert vllm_workload.page_tokens == 16  # vLLM's block of 16 tokens, as `roofline plan --engine vllm` sets it
+    vllm = workload_simulator(MODEL, H200, vllm_workload, parse_method("bf16"), 2048)
+    assert (vllm.engine.engine, vllm.engine.max_num_batched_tokens, vllm.engine.max_num_seqs) == ("vllm", 8192, 1024)
+    sglang = workload_simulator(MODEL, H200, workload_from({"engine": "sglang"}), parse_method("bf16"), 2048)
+    pool = sglang.pool.capacity_pages * sglang.pool.page_tokens
+    assert sglang.engine.max_num_seqs == max(1, min(pool // 2, min(max(int(pool / 2048 * 512), 2048), 4096)))
+
+
+def test_the_serving_page_under_vllm_pays_the_engines_costs():
+    """At 5 % of saturation requests meet an idle engine: under vLLM each first token also waits for the API
+    server's per-request work and the engine's host work, so every p99 TTFT row is above the ideal scheduler's."""
+    slo = Slo(ttft_s=2.0, tpot_s=0.05)
+    ideal = latency_vs_rate(MODEL, H200, workload_from({}), ["bf16"], 1024, 64, 60, slo)
+    vllm = latency_vs_rate(MODEL, H200, workload_from({"engine": "vllm"}), ["bf16"], 1024, 64, 60, slo)
+    low = [r["ttft_p99_s"] for r in (ideal["rows"][0], vllm["rows"][0])]
+    assert low[1] > low[0]
+    assert np.isfinite([r["tpot_p99_s"] for r in vllm["rows"]]).all()
