@@ -98,8 +98,11 @@ def child(models: str, target: str, draft: str, k: int) -> list[dict]:
         return gpu, scopes, kernels
 
     out = []
+    # warm-up of every batch before any is timed (Triton JIT of the proposer's kernels, first-use allocations):
+    # run 6 timed each batch right after its own warm-up, and whichever batch a process timed first read 20-50 % slow
     for b in BS:
-        gen(b, 4), gen(b, N)  # warm-up: Triton JIT of the proposer's kernels, first-use allocations
+        gen(b, 4), gen(b, N)
+    for b in BS:
         wall = {o: statistics.median(gen(b, o) for _ in range(3)) for o in (1, N)}
         if MP:
             out.append({"target": target, "draft": draft, "K": k, "B": b, "P": P, "N": N, "multiprocess": True,
