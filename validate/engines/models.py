@@ -55,14 +55,20 @@ NARROW = {
 
 INLINE = {"Llama-2-7B": LLAMA2_7B, "tiny-llama": TINY}
 
+# Llama-3.2-3B (a 28-layer draft with Llama-3's vocabulary: the third draft depth of run 8) is Llama-3.2-1B's vendored
+# config.json with the fields its published config.json differs in
+# (https://huggingface.co/meta-llama/Llama-3.2-3B/blob/main/config.json; roofline's models/Llama-3.2-3B.yaml).
+DERIVED = {"Llama-3.2-3B": ("Llama-3.2-1B", {"hidden_size": 3072, "num_attention_heads": 24, "num_key_value_heads": 8,
+                                             "head_dim": 128, "num_hidden_layers": 28, "intermediate_size": 8192})}
+
 
 def config(name: str) -> dict:
     """The config.json of `name`: an inline published config, else the vendored copy under tests/data/hf."""
     if name in INLINE:
         return dict(INLINE[name])
-    if name in NARROW:
-        base, narrow = NARROW[name]
-        return {**config(base), **narrow}
+    if name in NARROW or name in DERIVED:
+        base, fields = NARROW.get(name) or DERIVED[name]
+        return {**config(base), **fields}
     return json.loads((HF / name / "config.json").read_text())
 
 
