@@ -237,11 +237,12 @@ def _merged_stats(per: list[Trace]) -> dict | None:
 
 
 def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, start: int,
-                    clients: Clients | None = None, most: int = 4096) -> dict[str, Any]:
+                    clients: Clients | None = None, most: int = 4096, rule: CacheAware | None = None) -> dict[str, Any]:
     """The fewest replicas whose fleet meets `slo` on `requests` (at their own rate), by bisection from `start`
-    (the independent-replicas estimate): doubled until a size meets it, then halved down."""
+    (the independent-replicas estimate): doubled until a size meets it, then halved down (`rule`: prefix-aware's
+    thresholds)."""
     def meets(n: int) -> bool:
-        trace = Fleet(sim, n, router).run(requests, clients).trace
+        trace = Fleet(sim, n, router, rule).run(requests, clients).trace
         tpot = trace.tpot_s
         return (float(np.percentile(trace.ttft_s, 99)) <= slo.ttft_s
                 and (not len(tpot) or float(np.percentile(tpot, 99)) <= slo.tpot_s))
@@ -269,10 +270,11 @@ def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, s
 
 
 def size_fleet(sim: Simulator, requests: Requests, slo: Slo, router: str, target_rate: float, gpus_per_replica: int,
-               usd_per_gpu_hour: float | None = None, start: int = 1, clients: Clients | None = None) -> dict[str, Any]:
+               usd_per_gpu_hour: float | None = None, start: int = 1, clients: Clients | None = None,
+               rule: CacheAware | None = None) -> dict[str, Any]:
     """The fewest replicas behind `router` that meet `slo` with `requests` arriving at `target_rate` (fewest_replicas),
     their GPUs and, with a price, the cost per million output tokens at the target rate's output tokens per second."""
-    found = fewest_replicas(sim, requests.at_rate(target_rate), slo, router, start, clients)
+    found = fewest_replicas(sim, requests.at_rate(target_rate), slo, router, start, clients, rule=rule)
     out = {"target_rate_per_s": target_rate, "router": router, **found}
     if found["replicas"]:
         gpus = found["replicas"] * gpus_per_replica
