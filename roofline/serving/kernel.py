@@ -14,8 +14,8 @@ Covered (`covers` says why not otherwise; the caller then runs the existing path
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), no speculative decoding, no preloaded KV (a
 disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
-prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min only. It gives the same
-per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
+prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
+only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
 test_serving_kernel_clients.py, test_serving_kernel_prefix.py): decode blocks are evaluated step by step instead of
 by the closed form's linear stretches.
 """

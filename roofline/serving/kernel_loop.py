@@ -67,7 +67,7 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
-from roofline.serving.kernel_prefix import hit
+from roofline.serving.kernel_prefix import hit_on_path, path_of
 from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
@@ -231,14 +231,15 @@ def route(k, i, ri, cfg, fcfg, prompt, pfx):
         hi = max(hi, x)
     if cfg[ROUTER] == 1:
         return least
+    d = path_of(i, pfx)
     if hi - lo > cfg[BAL_ABS] and hi > lo * fcfg[BAL_REL]:
         best = least
     else:
         best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
-        most = hit(0, i, prompt[i], pfx, cfg)
+        most = hit_on_path(0, i, d, prompt[i], pfx, cfg)
         for j in range(1, cfg[NREP]):
             x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
-            h = hit(j, i, prompt[i], pfx, cfg)
+            h = hit_on_path(j, i, d, prompt[i], pfx, cfg)
             if h > most or (h == most and x < load):
                 best, load, most = j, x, h
         rate = most / prompt[i] if prompt[i] else 0.0
@@ -248,7 +249,7 @@ def route(k, i, ri, cfg, fcfg, prompt, pfx):
                 x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
                 if ri[j, TREE] < ri[best, TREE] or (ri[j, TREE] == ri[best, TREE] and x < load):
                     best, load = j, x
-    ri[best, TREE] += prompt[i] - hit(best, i, prompt[i], pfx, cfg)
+    ri[best, TREE] += prompt[i] - hit_on_path(best, i, d, prompt[i], pfx, cfg)
     return best
 
 
