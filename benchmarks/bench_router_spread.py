@@ -4,8 +4,8 @@
 
 Workload: bench_serving_scale.py's (Llama-3.1-8B on one H200 per replica, bf16 KV, vLLM's profile, ShareGPT-like
 lengths: lognormal means 1024 / 256 tokens), every prompt behind one of PROMPTS 1,024-token system prompts
-(serving.prefix system:1024:PROMPTS, seed 0), Poisson at RATE_PER_REPLICA x REPLICAS req/s. Prints, per router, the requests each replica
-received, TTFT p50 / p99, TPOT p99 and the fleet's prefix-cache hit rate. Fleet(sim, n, router) only, so the same
+(serving.prefix system:1024:PROMPTS, seed 0), Poisson at RATE_PER_REPLICA x REPLICAS req/s. Prints, per router, the
+requests each replica received, TTFT p50 / p99, TPOT p99 and the fleet's prefix-cache hit rate. Fleet(sim, n, router) only, so the same
 script runs on a checkout before serving.router (its prefix-aware rule then being the old one). Results:
 benchmarks/serving_scale.md.
 """
@@ -45,12 +45,14 @@ def main() -> None:
     base = poisson_requests(per * replicas, n, LengthDist.parse(PROMPT, "p"), LengthDist.parse(OUTPUT, "o"), 0)
     reqs, _ = parse_prefix(f"system:1024:{prompts}", base, 0)
     sim = _sim(reqs.max_tokens)
-    print(f"{replicas} replicas, {n} requests at {per * replicas:g} req/s, {prompts} 1,024-token system prompt(s), vllm")
+    print(f"{replicas} replicas, {n} requests at {per * replicas:g} req/s, {prompts} 1,024-token system prompt(s), "
+          "vllm")
     for router in ("least-outstanding", "prefix-aware", "round-robin"):
         run = Fleet(sim, replicas, router).run(reqs)
         t = run.trace
         counts = np.bincount(run.routed, minlength=replicas)
-        spread = counts.tolist() if replicas <= 8 else f"min {counts.min()}, max {counts.max()}, idle {(counts == 0).sum()}"
+        spread = (counts.tolist() if replicas <= 8
+                  else f"min {counts.min()}, max {counts.max()}, idle {(counts == 0).sum()}")
         print(f"{router:18s} requests per replica {spread}; TTFT p50 {np.percentile(t.ttft_s, 50) * 1e3:.0f} ms, "
               f"p99 {np.percentile(t.ttft_s, 99) * 1e3:.0f} ms; TPOT p99 {np.percentile(t.tpot_s, 99) * 1e3:.1f} ms; "
               f"hit rate {t.prefix_cache['hit_rate']:.1%}")
