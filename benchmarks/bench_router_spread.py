@@ -5,9 +5,9 @@
 Workload: bench_serving_scale.py's (Llama-3.1-8B on one H200 per replica, bf16 KV, vLLM's profile, ShareGPT-like
 lengths: lognormal means 1024 / 256 tokens), every prompt behind one of PROMPTS 1,024-token system prompts
 (serving.prefix system:1024:PROMPTS, seed 0), Poisson at RATE_PER_REPLICA x REPLICAS req/s. Prints, per router, the
-requests each replica received, TTFT p50 / p99, TPOT p99 and the fleet's prefix-cache hit rate. Fleet(sim, n, router) only, so the same
-script runs on a checkout before serving.router (its prefix-aware rule then being the old one). Results:
-benchmarks/serving_scale.md.
+requests each replica received, TTFT p50 / p99, TPOT p99 and the fleet's prefix-cache hit rate. It calls only
+Fleet(sim, n, router), so it also runs on a checkout from before serving.router (the old prefix-aware rule).
+Results: benchmarks/serving_scale.md.
 """
 
 from __future__ import annotations
