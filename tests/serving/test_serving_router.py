@@ -25,58 +25,70 @@ from tests.serving.test_serving_fleet import simulator
 SYSTEM = 1024
 
 
-def warm_then_burst(burst: int, tail_tokens: int = 128):
-    """One request at t = 0, then `burst` at t = 100 s (the first long done), all behind one system prompt."""
+LOOPS = pytest.mark.parametrize("kernel", [False, True], ids=["python", "compiled"])
+
+
+def warm_then_burst(burst: int, kernel: bool, tail_tokens: int = 128):
+    """One request at t = 0, then `burst` at t = 100 s (the first long done), all behind one system prompt; the
+    Python loop or the compiled one (serving.kernel, where numba is installed)."""
     n = burst + 1
     arrival = np.concatenate([[0.0], np.full(burst, 100.0)])
     base = Requests(arrival, np.full(n, tail_tokens), np.full(n, 4))
     reqs, _ = parse_prefix(f"system:{SYSTEM}:1", base, 0)
-    return reqs, simulator(SYSTEM + tail_tokens + 4)
+    sim = simulator(SYSTEM + tail_tokens + 4)
+    sim.kernel = kernel
+    return reqs, sim
 
 
-def test_sglangs_defaults_move_the_66th_request_of_a_burst_to_the_idle_replica():
+@LOOPS
+def test_sglangs_defaults_move_the_66th_request_of_a_burst_to_the_idle_replica(kernel):
     """Defaults 0.3 / 64 / 1.5: the burst's first 65 requests match replica 0 (1,024 / 1,152 = 0.89 > 0.3) and the
     loads [k, 0] are balanced while k - 0 <= 64; at [65, 0] (65 > 64 and 65 > 0 x 1.5) the 66th goes to replica 1;
     then [65, 1] is balanced again (64 is not > 64) and replica 0 takes the next, [66, 1] is not, and so on:
     replica 1 takes every second request."""
-    reqs, sim = warm_then_burst(80)
+    reqs, sim = warm_then_burst(80, kernel)
     routed = Fleet(sim, 2, "prefix-aware").run(reqs).routed.tolist()
     assert routed[0] == 0  # nothing cached anywhere: the smallest tree, ties by load then index
     assert routed[1:66] == [0] * 65
     assert routed[66:] == [1, 0] * 7 + [1]
 
 
-def test_below_the_thresholds_the_burst_stays_on_the_prefix():
+@LOOPS
+def test_below_the_thresholds_the_burst_stays_on_the_prefix(kernel):
     """With balance_abs_threshold 200 the loads [k, 0] of an 80-request burst never differ by more than 200:
     every request follows its cached prefix to replica 0 (the pile-up the thresholds exist to stop)."""
-    reqs, sim = warm_then_burst(80)
+    reqs, sim = warm_then_burst(80, kernel)
     routed = Fleet(sim, 2, "prefix-aware", CacheAware(balance_abs_threshold=200)).run(reqs).routed
     assert routed.tolist() == [0] * 81
 
 
-def test_the_relative_threshold_keeps_a_request_on_the_prefix_until_max_exceeds_min_times_it():
+@LOOPS
+def test_the_relative_threshold_keeps_a_request_on_the_prefix_until_max_exceeds_min_times_it(kernel):
     """abs 4, rel 3, loads before each burst request (-> replica): [0..4, 0] balanced -> 0; [5, 0] -> 1; [5, 1]
     (4 not > 4) -> 0; [6, 1] -> 1; [6, 2] -> 0; [7, 2] (7 > 6) -> 1; [7, 3] -> 0; [8, 3] (8 > 9? no) -> 0;
     [9, 3] (9 > 9? no) -> 0; [10, 3] -> 1; [10, 4] (10 > 12? no), [11, 4], [12, 4] -> 0; [13, 4] -> 1."""
-    reqs, sim = warm_then_burst(18)
+    reqs, sim = warm_then_burst(18, kernel)
     routed = Fleet(sim, 2, "prefix-aware", CacheAware(balance_abs_threshold=4, balance_rel_threshold=3.0)).run(reqs)
     assert routed.routed.tolist()[1:] == [0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]
 
 
-def sequential(n: int, tail_tokens: int):
+def sequential(n: int, tail_tokens: int, kernel: bool):
     """`n` requests each arriving after the previous one finished (100 s apart), one system prompt."""
     base = Requests(np.arange(n) * 100.0, np.full(n, tail_tokens), np.full(n, 4))
     reqs, _ = parse_prefix(f"system:{SYSTEM}:1", base, 0)
-    return reqs, simulator(SYSTEM + tail_tokens + 4)
+    sim = simulator(SYSTEM + tail_tokens + 4)
+    sim.kernel = kernel
+    return reqs, sim
 
 
-def test_a_match_below_the_cache_threshold_goes_to_the_smallest_tree():
+@LOOPS
+def test_a_match_below_the_cache_threshold_goes_to_the_smallest_tree(kernel):
     """Prompts of 1,024 shared + 4,096 own tokens: a cached prompt matches 1,024 / 5,120 = 0.2 of it. Under the
     default cache_threshold 0.3 the match does not count and the smallest tree wins. Trees (tokens inserted:
     prompt less that replica's match): r0 -> 0 (both 0: lowest index), tree [5120, 0]; r1 -> 1, [5120, 5120];
     r2: equal trees, equal loads -> 0, [9216, 5120]; r3 -> 1, [9216, 9216]; so they alternate. With
     cache_threshold 0.1 the 0.2 match counts: every request follows the prompt to replica 0."""
-    reqs, sim = sequential(6, 4096)
+    reqs, sim = sequential(6, 4096, kernel)
     assert Fleet(sim, 2, "prefix-aware").run(reqs).routed.tolist() == [0, 1, 0, 1, 0, 1]
     keep = Fleet(sim, 2, "prefix-aware", CacheAware(cache_threshold=0.1)).run(reqs)
     assert keep.routed.tolist() == [0] * 6
