@@ -61,6 +61,14 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
     p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
                    default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
+    p.add_argument("--cache-threshold", type=float, default=0.3,
+                   help="prefix-aware: the cached prefix's share of the prompt above which its replica wins, else the "
+                        "replica with the smallest router tree (SGLang router's --cache-threshold, default 0.3)")
+    p.add_argument("--balance-abs-threshold", type=int, default=64,
+                   help="prefix-aware: route to the least-loaded replica when max - min outstanding exceeds this and "
+                        "--balance-rel-threshold holds (SGLang router's, default 64)")
+    p.add_argument("--balance-rel-threshold", type=float, default=1.5,
+                   help="prefix-aware: ... and max outstanding exceeds min x this (SGLang router's, default 1.5)")
     p.add_argument("--size-fleet", action="store_true",
                    help="with --target-rate and an SLO: the fewest replicas behind --router that meet it, simulated")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs per replica")
@@ -144,6 +152,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = _inputs(args)
     clients = _clients(args)
+    rule = _router_rule(args)
     requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
     profile = _engine_profile(args, hardware, requests)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
@@ -158,7 +167,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
                   "pp": args.pp, "engine": _engine_json(sim.engine),
                   "clients": _clients_json(clients), "notes": notes, "speculative": _spec_json(sim),
-                  **_serve(args, sim, requests, clients, slo)}
+                  **_serve(args, sim, requests, clients, slo, rule)}
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
         elif not math.isfinite(requests.offered_rate):
@@ -173,7 +182,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         result["fleet"] = fleet(search["rate_per_s"], args.tp * args.pp, args.target_rate, args.usd_per_gpu_hour,
                                 tokens_at_max)
         if args.size_fleet:
-            result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"))
+            result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"),
+                                                  rule)
         result["trust"] = _trust(hardware, args.engine, model)
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
@@ -184,7 +194,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
+def _router_rule(args: argparse.Namespace):
+    """The prefix-aware router's thresholds (serving.router.CacheAware); a bad value is an input error."""
+    from roofline.errors import SpecError
+    from roofline.serving.router import CacheAware
+
+    try:
+        return CacheAware(args.cache_threshold, args.balance_abs_threshold, args.balance_rel_threshold)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+
+
+def _rule_json(args: argparse.Namespace, rule) -> dict[str, Any] | None:
+    """The thresholds the prefix-aware router ran with (None for the other routers)."""
+    if args.router != "prefix-aware":
+        return None
+    return {"cache_threshold": rule.cache_threshold, "balance_abs_threshold": rule.balance_abs_threshold,
+            "balance_rel_threshold": rule.balance_rel_threshold}
+
+
+def _serve(args: argparse.Namespace, sim, requests, clients, slo, rule) -> dict[str, Any]:
     """The run's summary: one replica, or --replicas behind --router (serving.fleet)."""
     from roofline.serving.fleet import Fleet
     from roofline.serving.metrics import summarize
@@ -193,9 +222,9 @@ def _serve(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, A
         return _disaggregated(args, sim, requests, clients, slo)
     if args.replicas == 1:
         return summarize(sim.run(requests, _progress(), clients), slo)
-    run = Fleet(sim, args.replicas, args.router).run(requests, clients)
+    run = Fleet(sim, args.replicas, args.router, rule).run(requests, clients)
     out = summarize(run.trace, slo)
-    out["replicas"] = {"count": args.replicas, "router": args.router,
+    out["replicas"] = {"count": args.replicas, "router": args.router, "router_thresholds": _rule_json(args, rule),
                        "requests": np.bincount(run.routed, minlength=args.replicas).tolist(),
                        "kv_max_utilization": [float(t.steps[:, 4].max() / t.kv_capacity_bytes) if len(t.steps)
                                               else 0.0 for t in run.replicas]}
@@ -232,7 +261,7 @@ def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dic
     return {**summarize(run.trace, slo), "disaggregated": pools.summary(run)}
 
 
-def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: int | None) -> dict[str, Any]:
+def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: int | None, rule) -> dict[str, Any]:
     """The fewest replicas meeting the SLO at --target-rate (fleet simulated at each size), GPUs and cost."""
     from roofline.errors import SpecError
     from roofline.serving.fleet import size_fleet
@@ -242,7 +271,7 @@ def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: in
     if not math.isfinite(requests.offered_rate):
         raise SpecError("--size-fleet: needs arrivals to scale to --target-rate (not --rate inf)")
     return size_fleet(sim, requests, slo, args.router, args.target_rate, args.tp * args.pp, args.usd_per_gpu_hour,
-                      start or 1, clients)
+                      start or 1, clients, rule)
 
 
 def _clients(args: argparse.Namespace):

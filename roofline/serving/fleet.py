@@ -5,8 +5,11 @@ request is routed when it arrives:
 - round-robin: request k to replica k mod N;
 - least-outstanding: the replica with the fewest requests running or waiting (ties: the lowest index) - the
   "least request" policy of Envoy / the llm-d inference scheduler's queue scorer;
-- prefix-aware: the replica whose cache holds the longest prefix of the request (in whole pages), ties by least
-  outstanding (SGLang's cache-aware router, llm-d's prefix-cache scorer).
+- prefix-aware: SGLang's cache-aware router (serving.router, its source cited there): the least outstanding when
+  the load is imbalanced past its thresholds, else the replica whose cache holds the longest prefix of the request
+  (in whole pages; ties by least outstanding) when that prefix is more than cache_threshold of the prompt, else
+  the replica the router has sent the fewest new prompt tokens (its smallest prefix tree). Without a prefix cache
+  in use: least-outstanding.
 The event loop is the single replica's, kept per replica: a replica's decode-only block is cut at the step during
 which a request is routed to it (its outstanding count cannot change inside a block: blocks end at the first
 completion). With one replica it replays Simulator.run exactly (tested). The prefix-aware router reads a replica's
@@ -29,9 +32,10 @@ import numpy as np
 from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
+from roofline.serving.router import CacheAware, choose
 from roofline.serving.scheduler import Scheduler
 from roofline.serving.search import usd_per_million_tokens
-from roofline.serving.simulate import SPEC_SEED, Simulator, Slo, Trace
+from roofline.serving.simulate import BLOCK_STEPS, SPEC_SEED, Simulator, Slo, Trace
 
 ROUTERS = ("round-robin", "least-outstanding", "prefix-aware")
 
@@ -72,21 +76,23 @@ class FleetTrace:
 class Fleet:
     """N replicas of one Simulator's engine behind a router."""
 
-    def __init__(self, sim: Simulator, replicas: int, router: str = "least-outstanding") -> None:
+    def __init__(self, sim: Simulator, replicas: int, router: str = "least-outstanding",
+                 rule: CacheAware | None = None) -> None:
         if replicas < 1:
             raise ValueError(f"--replicas: {replicas} must be >= 1")
         if router not in ROUTERS:
             raise ValueError(f"--router: {router!r} is not one of {', '.join(ROUTERS)}")
         self.sim, self.n, self.router = sim, replicas, router
+        self.rule = rule or CacheAware()  # prefix-aware's thresholds (serving.router)
 
-    def _route(self, i: int, reps: list[_Replica], k: int) -> int:
+    def _route(self, i: int, reps: list[_Replica], k: int, tree_tokens: list[int]) -> int:
         if self.router == "round-robin":
             return k % self.n
         load = [r.outstanding for r in reps]
         if self.router == "prefix-aware" and reps[0].sched.cache is not None:
             todo = int(reps[0].sched.prompt[i])
             hits = [r.sched.cache.hit(i, todo) for r in reps]
-            return min(range(self.n), key=lambda j: (-hits[j], load[j], j))
+            return choose(load, hits, todo, tree_tokens, self.rule)
         return min(range(self.n), key=lambda j: (load[j], j))
 
     def _start(self, r: _Replica, now: float, next_arrival: float, events: list) -> None:
@@ -137,6 +143,7 @@ class Fleet:
         rng = np.random.default_rng(SPEC_SEED)
         events: list = []
         done, k = 0, 0
+        tree_tokens = [0] * self.n  # the prefix-aware router's tree per replica (serving.router)
         while done < len(requests):
             t_arr = arrivals.next_time()
             if events and events[0][0] < t_arr or (events and t_arr == math.inf):
@@ -152,7 +159,7 @@ class Fleet:
             if t_arr == math.inf:
                 raise RuntimeError("fleet: no event left with requests outstanding")
             for i in arrivals.due(t_arr):
-                j = self._route(i, reps, k)
+                j = self._route(i, reps, k, tree_tokens)
                 k += 1
                 routed[i] = j
                 r = reps[j]
@@ -171,8 +178,10 @@ class Fleet:
 
     def _kernel_run(self, requests: Requests, clients: Clients | None) -> FleetTrace:
         """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
-        sent, (first, finish, routed, rec, preempted, cached) = self.sim.run_kernel(requests, clients, self.n,
-                                                                                    self.router)
+        from roofline.serving import kernel
+        send, first, finish, routed, rec, preempted, cached = kernel.run(self.sim, requests, clients, self.n,
+                                                                         self.router, BLOCK_STEPS, rule=self.rule)
+        sent = Requests(send, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         cap = self.sim.pool.capacity_bytes
         # the kernel's records are in event order: by replica (stable) each replica's own list, as _traces reads
         replica = rec[:, 7].astype(np.int32)
@@ -228,11 +237,12 @@ def _merged_stats(per: list[Trace]) -> dict | None:
 
 
 def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, start: int,
-                    clients: Clients | None = None, most: int = 4096) -> dict[str, Any]:
+                    clients: Clients | None = None, most: int = 4096, rule: CacheAware | None = None) -> dict[str, Any]:
     """The fewest replicas whose fleet meets `slo` on `requests` (at their own rate), by bisection from `start`
-    (the independent-replicas estimate): doubled until a size meets it, then halved down."""
+    (the independent-replicas estimate): doubled until a size meets it, then halved down (`rule`: prefix-aware's
+    thresholds)."""
     def meets(n: int) -> bool:
-        trace = Fleet(sim, n, router).run(requests, clients).trace
+        trace = Fleet(sim, n, router, rule).run(requests, clients).trace
         tpot = trace.tpot_s
         return (float(np.percentile(trace.ttft_s, 99)) <= slo.ttft_s
                 and (not len(tpot) or float(np.percentile(tpot, 99)) <= slo.tpot_s))
@@ -260,10 +270,11 @@ def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, s
 
 
 def size_fleet(sim: Simulator, requests: Requests, slo: Slo, router: str, target_rate: float, gpus_per_replica: int,
-               usd_per_gpu_hour: float | None = None, start: int = 1, clients: Clients | None = None) -> dict[str, Any]:
+               usd_per_gpu_hour: float | None = None, start: int = 1, clients: Clients | None = None,
+               rule: CacheAware | None = None) -> dict[str, Any]:
     """The fewest replicas behind `router` that meet `slo` with `requests` arriving at `target_rate` (fewest_replicas),
     their GPUs and, with a price, the cost per million output tokens at the target rate's output tokens per second."""
-    found = fewest_replicas(sim, requests.at_rate(target_rate), slo, router, start, clients)
+    found = fewest_replicas(sim, requests.at_rate(target_rate), slo, router, start, clients, rule=rule)
     out = {"target_rate_per_s": target_rate, "router": router, **found}
     if found["replicas"]:
         gpus = found["replicas"] * gpus_per_replica

@@ -14,8 +14,8 @@ Covered (`covers` says why not otherwise; the caller then runs the existing path
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), no speculative decoding, no preloaded KV (a
 disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
-prefix-aware (without a cache: least-outstanding), a law of sums, products, max and min only. It gives the same
-per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
+prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
+only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
 test_serving_kernel_clients.py, test_serving_kernel_prefix.py): decode blocks are evaluated step by step instead of
 by the closed form's linear stretches.
 """
@@ -208,14 +208,17 @@ def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, in
 
 
 def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
-        single: bool = False):
+        single: bool = False, rule=None):
     """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
     preemptions per replica, each replica's prefix-cache stats or None).
-    `clients`: open loop (None) or --max-concurrency (serving.clients); `single`: one
+    `clients`: open loop (None) or --max-concurrency (serving.clients); `rule`: the prefix-aware router's thresholds
+    (serving.router.CacheAware; None: its defaults); `single`: one
     replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
     from roofline.serving.kernel_single import run_single
+    from roofline.serving.router import CacheAware
+    rule = rule or CacheAware()
     law = compiled_law(law_source(sim.closed))
     sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
     clock, send, conc = _clocks(requests, clients, host.api_request_s)
@@ -225,11 +228,12 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
                     route, block_steps, host.overlap, engine.admission_lag, conc,
-                    host.eager_above_tokens, caching, sim.pool.page_tokens], dtype=np.int64)
+                    host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold],
+                   dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
-                     host.sampler_s, host.sampler_row_s])
+                     host.sampler_s, host.sampler_row_s, rule.cache_threshold, rule.balance_rel_threshold])
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)

@@ -8,17 +8,20 @@ ST_FIELDS = 12
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
 # (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens)
+# (tree: the prefix-aware router's tree tokens for the replica, serving.router)
 (N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
- HLEN, HSIZE, HITS, QUERIES) = range(20)
-RI_FIELDS = 20
+ HLEN, HSIZE, HITS, QUERIES, TREE) = range(21)
+RI_FIELDS = 21
 USED, START = range(2)  # rf fields
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.
-# kernel_prefix), page (the pool's page tokens)
+# kernel_prefix), page (the pool's page tokens), bal_abs (the prefix-aware router's balance_abs_threshold:
+# serving.router.CacheAware)
 (MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
- EAGER_ABOVE, PREFIX, PAGE) = range(17)
+ EAGER_ABOVE, PREFIX, PAGE, BAL_ABS) = range(18)
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
-CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S = range(8)  # fcfg
+# fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
+CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

@@ -22,7 +22,10 @@ from numba import njit
 
 from roofline.serving.kernel_layout import (
     ACTIVE,
+    BAL_ABS,
+    BAL_REL,
     BLOCK,
+    CACHE_THR,
     CHDONE,
     CHSTART,
     CHTOK,
@@ -57,13 +60,14 @@ from roofline.serving.kernel_layout import (
     STEP_S,
     STEPS,
     TOKENS,
+    TREE,
     USED,
     WHEAD,
     WLEN,
     WTAIL,
     M,
 )
-from roofline.serving.kernel_prefix import hit
+from roofline.serving.kernel_prefix import hit_on_path, path_of
 from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
@@ -211,19 +215,41 @@ def cut_one(r, now, next_arrival, st, ri, ends, q, col, tab, cfg, fcfg, law):
 
 
 @njit(cache=True)
-def route(k, i, ri, cfg, prompt, pfx):
+def route(k, i, ri, cfg, fcfg, prompt, pfx):
     """Fleet._route: round-robin, or the fewest outstanding (lowest index on ties), or (router 2, prefix-aware with
-    a prefix cache) the longest cached prefix of request i's prompt in whole pages, then the fewest outstanding."""
+    a prefix cache) serving.router.choose: the fewest outstanding when the loads are imbalanced past the thresholds,
+    else the longest cached prefix in whole pages (ties: fewest outstanding) when it is more than cache_threshold of
+    the prompt, else the smallest router tree (ties: fewest outstanding); the chosen replica's tree grows by the
+    prompt less its hit."""
     if cfg[ROUTER] == 0:
         return k % cfg[NREP]
-    aware = cfg[ROUTER] == 2
-    best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
-    most = hit(0, i, prompt[i], pfx, cfg) if aware else 0
+    least, lo, hi = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN], ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
     for j in range(1, cfg[NREP]):
         x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
-        h = hit(j, i, prompt[i], pfx, cfg) if aware else 0
-        if h > most or (h == most and x < load):
-            best, load, most = j, x, h
+        if x < lo:
+            least, lo = j, x
+        hi = max(hi, x)
+    if cfg[ROUTER] == 1:
+        return least
+    d = path_of(i, pfx)
+    if hi - lo > cfg[BAL_ABS] and hi > lo * fcfg[BAL_REL]:
+        best = least
+    else:
+        best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
+        most = hit_on_path(0, i, d, prompt[i], pfx, cfg)
+        for j in range(1, cfg[NREP]):
+            x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
+            h = hit_on_path(j, i, d, prompt[i], pfx, cfg)
+            if h > most or (h == most and x < load):
+                best, load, most = j, x, h
+        rate = most / prompt[i] if prompt[i] else 0.0
+        if not rate > fcfg[CACHE_THR]:
+            best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
+            for j in range(1, cfg[NREP]):
+                x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
+                if ri[j, TREE] < ri[best, TREE] or (ri[j, TREE] == ri[best, TREE] and x < load):
+                    best, load = j, x
+    ri[best, TREE] += prompt[i] - hit_on_path(best, i, d, prompt[i], pfx, cfg)
     return best
 
 
@@ -258,7 +284,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
     while arrived < sent and clock[arrived] <= t_arr:
         i = arrived
         arrived += 1
-        j = route(k, i, ri, cfg, prompt, pfx)
+        j = route(k, i, ri, cfg, fcfg, prompt, pfx)
         k += 1
         routed[i] = j
         lag = cfg[LAG] != 0 and ri[j, ACTIVE] != 0

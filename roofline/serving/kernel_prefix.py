@@ -114,6 +114,29 @@ def hit(r, i, todo, pfx, cfg):
     return max(h, 0) // page * page
 
 
+@njit(cache=True)
+def path_of(i, pfx):
+    """Request i's path into the scratch buffer, once for a router's queries of every replica (hit_on_path)."""
+    return _path(i, pfx[0])
+
+
+@njit(cache=True, inline="always")
+def hit_on_path(r, i, d, todo, pfx, cfg):
+    """hit(r, i, todo) on the path path_of(i) left in the scratch buffer (d nodes): the same arithmetic."""
+    pi = pfx[0]
+    h = 0
+    buf = pi[P_BUF]
+    for k in range(d):
+        node = pi[buf + k]
+        c = pi[_pc(pi, r, CACHED, node)]
+        h += c
+        if c < pi[pi[P_LENGTH] + node]:
+            break
+    h = min(h, pi[pi[P_SHARED] + i], todo - 1)
+    page = cfg[PAGE]
+    return max(h, 0) // page * page
+
+
 @njit(cache=True, inline="always")
 def _less(k1, d1, n1, k2, d2, n2):
     """Python's tuple order on (last use, -depth, node)."""

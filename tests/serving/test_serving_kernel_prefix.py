@@ -23,6 +23,7 @@ from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.pool import KVPool  # noqa: E402
 from roofline.serving.prefix import PrefixCache, parse_prefix, sessions  # noqa: E402
+from roofline.serving.router import CacheAware  # noqa: E402
 from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
 from tests.serving.test_serving_kernel import H100, assert_same, python_loop, requests, simulator  # noqa: E402
 from tests.serving.test_serving_kernel_clients import vllm  # noqa: E402
@@ -58,9 +59,9 @@ def same_run(sim, reqs, clients=None):
     return fast, slow
 
 
-def assert_same_fleet(sim, n: int, router: str, reqs, clients=None):
-    fast = Fleet(sim, n, router).run(reqs, clients)
-    slow = Fleet(python_loop(sim), n, router).run(reqs, clients)
+def assert_same_fleet(sim, n: int, router: str, reqs, clients=None, rule=None):
+    fast = Fleet(sim, n, router, rule).run(reqs, clients)
+    slow = Fleet(python_loop(sim), n, router, rule).run(reqs, clients)
     assert np.array_equal(fast.routed, slow.routed)
     assert_same(fast.trace, slow.trace)
     assert fast.trace.prefix_cache == slow.trace.prefix_cache
@@ -162,16 +163,31 @@ def test_closed_loop_clients_with_a_shared_prefix():
 
 @pytest.mark.parametrize("router", ["prefix-aware", "least-outstanding", "round-robin"])
 def test_a_fleet_with_prefix_caches_gives_the_python_loops_routing_and_times(router, evicted):
-    """Three replicas, each with its own cache, eight system prompts; the prefix-aware router sends a request to the
-    replica holding the longest cached prefix of it (ties: fewest outstanding)."""
-    reqs, tree = parse_prefix("system:1024:8", requests(45.0, 180), 4)
+    """Three replicas, each with its own cache, eight system prompts; the prefix-aware router (serving.router's
+    rule at its defaults) sends a request to the replica holding the longest cached prefix of it when that is over
+    0.3 of the prompt, so its fleet hits more than round-robin's on the same stream."""
+    reqs, _ = parse_prefix("system:1024:8", requests(45.0, 180), 4)
     sim = vllm(reqs.max_tokens)
     small_pool(sim, reqs, 9000)
     fast, slow = assert_same_fleet(sim, 3, router, reqs)
     assert evicted[0] > 0
-    if router == "prefix-aware":  # the router concentrates each prompt's requests where it is cached
-        spread = [len(np.unique(fast.routed[tree.leaf == k])) for k in range(8)]
-        assert min(spread) < 3
+    if router == "prefix-aware":
+        spread = Fleet(python_loop(sim), 3, "round-robin").run(reqs).trace.prefix_cache["hit_tokens"]
+        assert fast.trace.prefix_cache["hit_tokens"] > spread
+
+
+@pytest.mark.parametrize("rule", [CacheAware(balance_abs_threshold=3, balance_rel_threshold=1.2),
+                                  CacheAware(cache_threshold=0.9)], ids=["load-balance", "match-rate"])
+def test_the_routers_thresholds_switch_routing_alike_in_both_loops(rule, evicted):
+    """Thresholds that act on this run (a load gap of 3 requests; a match rate of 0.9, above what a 1,024-token
+    prompt on these prompts reaches): both loops route and time it alike, and the routing differs from the same run
+    with the thresholds out of play (no load gap is that large, any match counts)."""
+    reqs, _ = parse_prefix("system:1024:8", requests(45.0, 180), 4)
+    sim = vllm(reqs.max_tokens)
+    small_pool(sim, reqs, 9000)
+    fast, _ = assert_same_fleet(sim, 3, "prefix-aware", reqs, rule=rule)
+    idle = CacheAware(cache_threshold=0.0, balance_abs_threshold=10**6)
+    assert not np.array_equal(fast.routed, Fleet(python_loop(sim), 3, "prefix-aware", idle).run(reqs).routed)
 
 
 def test_a_fleet_of_one_replays_the_single_replica():
