@@ -34,7 +34,8 @@ def test_query_string_round_trip_and_bad_values():
                                        "context": "1e3", "unknown": "x"})
     assert parsed == {}
     assert [e.split(":")[1].strip() for e in errors] == ["batch", "hardware", "methods", "context"]
-    assert share.workload_fields(share.defaults()) == {**appdata.WORKLOAD_DEFAULTS, "weight_dtype": "bf16"}
+    assert share.workload_fields(share.defaults()) == {**appdata.WORKLOAD_DEFAULTS, "weight_dtype": "bf16",
+                                                       "engine": "ideal"}  # Workload's default engine
 
 
 def test_sweep_equals_the_planner_at_the_scenario_point():
