@@ -150,7 +150,7 @@ def law_source(closed) -> str | None:
 
 def _array_law(closed) -> str | None:
     """law_source, built."""
-    source, _convex = _source(closed.model, closed.live)
+    source, _convex = _source(closed.model, closed.live, closed.once)
     calls = set(re.findall(r"([A-Za-z_][A-Za-z_0-9.]*)\(", source)) - {"total"}
     if not calls <= {"max", "min"}:
         return None

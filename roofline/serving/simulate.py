@@ -210,7 +210,10 @@ class Simulator:
             counts = np.concatenate([np.full(len(context), k1), plan.chunk_tokens])
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
-            verify = self.steps.step_time(empty, starts, counts, done, pad)
+            if self.closed is not None:
+                verify = self.closed.time(self.closed.chunk_work(starts, counts, done, pad), 0)
+            else:
+                verify = self.steps.step_time(empty, starts, counts, done, pad)
             drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
             return np.array([host.combine(verify + drafts, seqs, int(counts.sum()))])
         closed = self.closed
