@@ -159,13 +159,13 @@ class Simulator:
         return np.minimum(self.speculative.draw(rng, len(plan.context)) + 1, room) - 1
 
     def use_kernel(self, requests: Requests, clients: Clients | None = None, preloaded=None,
-                   router: str = "round-robin") -> bool:
+                   router: str = "round-robin", single: bool = False) -> bool:
         """Whether this run goes through serving.kernel: allowed by `kernel`, large enough in auto mode, and covered
-        exactly (kernel.covers; otherwise the loop below runs)."""
+        exactly (kernel.covers; otherwise the loop below runs); `single`: this class's run, else Fleet.run."""
         from roofline.serving import kernel
         if self.kernel is False or (self.kernel is None and len(requests) < kernel.MIN_REQUESTS):
             return False
-        return kernel.covers(self, requests, clients, preloaded, router) is None
+        return kernel.covers(self, requests, clients, preloaded, router, single) is None
 
     def run_kernel(self, requests: Requests, clients: Clients | None, replicas: int = 1,
                    router: str = "round-robin", single: bool = False) -> tuple[Requests, tuple]:
@@ -265,7 +265,7 @@ class Simulator:
             clients: Clients | None = None) -> Trace:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
-        if self.use_kernel(requests, clients):
+        if self.use_kernel(requests, clients, single=True):
             sent, (first, finish, _, rec, preempted, cached) = self.run_kernel(requests, clients, single=True)
             if progress is not None:
                 progress(len(requests), len(requests))
