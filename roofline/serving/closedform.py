@@ -65,7 +65,6 @@ def _source(model: StepModel, live: np.ndarray, once: bool = False) -> tuple[str
     (StepModel.once_time: one decoder layer of each kind plus the embedding and the LM head, an EAGLE / MTP head's
     pass). The sympy work (each op's law with its zero quantities substituted) is kept on the model, so a second
     source of the same model costs only its text."""
-    from sympy.printing.pycode import pycode
     nops = len(model.keys)
     names = [f"q{k}_{j}" for k in range(len(QUANTITIES)) for j in range(nops)]
     imbalanced = set(model._imbalanced.tolist())

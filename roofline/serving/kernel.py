@@ -74,7 +74,8 @@ def _drop_stale_cache() -> None:
         return
 
 
-def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin", single: bool = False) -> str | None:
+def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin",
+           single: bool = False) -> str | None:
     """None when the kernel reproduces this run exactly, else the reason it does not (the existing path runs);
     `single`: Simulator.run's loop (serving.kernel_single), else Fleet.run's."""
     if not available():

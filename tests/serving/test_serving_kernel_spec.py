@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-import numpy as np
 import pytest
 
 pytest.importorskip("numba")
@@ -22,8 +21,13 @@ from roofline.serving import kernel  # noqa: E402
 from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.prefix import parse_prefix  # noqa: E402
-
-from tests.serving.test_serving_speculative_fast import SPECS, assert_same, assert_speculative, requests, simulator  # noqa: E402
+from tests.serving.test_serving_speculative_fast import (  # noqa: E402
+    SPECS,
+    assert_same,
+    assert_speculative,
+    requests,
+    simulator,
+)
 
 
 def python_loop(sim):
