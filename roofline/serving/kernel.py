@@ -136,7 +136,7 @@ def _spec_args(sim) -> tuple:
     per-position acceptance, spec_cfg (serving.kernel_spec: head or draft model, the host floor a pass, the
     draft's largest step), the draft's tables, its compiled law and work vector; without speculative decoding,
     placeholders of the same types (the loop compiles once)."""
-    from roofline.serving.simulate import SPEC_SEED
+    from roofline.serving.speculative import SPEC_SEED
     rng = np.random.default_rng(SPEC_SEED)
     draft = sim.draft
     if draft is None:

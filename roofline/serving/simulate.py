@@ -26,13 +26,12 @@ from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
-from roofline.serving.speculative import DraftCost, Speculative, speculative_pool
+from roofline.serving.speculative import SPEC_SEED, DraftCost, Speculative, speculative_pool
 from roofline.serving.stepmodel import StepModel
 from roofline.specs import Hardware, Model, Workload
 
 BLOCK_STEPS = 256  # most decode-only steps in one block
 LAZY_STEPS = 8  # a block's first batch of steps evaluated; each further batch doubles until the next arrival
-SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
 @dataclass(frozen=True)

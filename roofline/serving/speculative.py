@@ -36,6 +36,7 @@ import numpy as np
 from roofline.errors import SpecError
 
 METHODS = ("draft", "eagle", "mtp")
+SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
 @dataclass(frozen=True)
