@@ -128,6 +128,9 @@ def _spec_reason(sim, single: bool) -> str | None:
             return "repeated work columns in the draft's law"
     if len(closed._prefix_at) != closed.model._dec_rows.shape[1]:
         return "the draft's prefix columns differ from its decode table's"
+    rows = closed.model._dec_rows
+    if not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
+        return "the draft's decode table is not whole numbers (its sums would depend on their order)"
     return None
 
 
