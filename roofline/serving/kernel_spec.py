@@ -43,7 +43,9 @@ from roofline.serving.kernel_layout import (
     STEP_S,
 )
 
-HEAD, FLOOR, DRAFT_MAX_STEP = range(3)  # sp: 1 an EAGLE / MTP head (0 a draft model), its host floor a pass (s), ...
+# spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
+# model's largest step in tokens (its weights table's last row)
+HEAD, FLOOR, DRAFT_MAX_STEP = range(3)
 
 
 @njit(cache=True)
