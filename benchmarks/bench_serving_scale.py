@@ -9,6 +9,7 @@
     ... --max-concurrency 64 [--think-s 1.0]                   # a closed loop of N clients (Poisson arrivals kept)
     ... --prefix system:1024:4                                 # shared prefixes (serving.prefix), cache on
     ... fleet 32 2000 --router prefix-aware                   # the fleet's router (default least-outstanding)
+    ... --speculative draft=Llama-3.2-1B:3:0.7 | eagle:3:0.7   # speculative decoding (serving.speculative)
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
 ~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, CPU seconds (time.process_time: the
@@ -17,7 +18,9 @@ extrapolation to the targets at that speed. By default runs take serving.kernel 
 compile is cached by numba after the first run on a machine: the CPU seconds include loading it and compiling the
 step law); --python and --reference take the Python loop. With --prefix every prompt carries the shared prefix
 (serving.prefix.parse_prefix, seed 0) and the engine's prefix cache is on (every engine profile's default); the
-line adds the cache's hit rate.
+line adds the cache's hit rate. With --speculative every decode step is a verify step with its draft's passes (one
+replica through serving.kernel; a fleet through the Python loop, which the kernel does not cover); the line adds the
+tokens a decoding sequence emitted per verify step.
 Results are in benchmarks/serving_scale.md.
 """
 
@@ -27,6 +30,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 from roofline.catalogue import load_hardware, load_model
 from roofline.engines.scheduling import scheduling
 from roofline.methods import parse_method
@@ -35,6 +40,7 @@ from roofline.serving.fleet import Fleet
 from roofline.serving.prefix import parse_prefix
 from roofline.serving.requests import LengthDist, poisson_requests
 from roofline.serving.simulate import Simulator
+from roofline.serving.speculative import Speculative
 from roofline.specs import Workload
 
 PROMPT, OUTPUT = "lognormal:mean=1024,sigma=0.8,max=8192", "lognormal:mean=256,sigma=0.8,max=2048"
@@ -60,8 +66,10 @@ def _sim(max_tokens: int) -> Simulator:
     hw = load_hardware("H200")
     engine = _option("--engine")
     profile = scheduling(engine, hw, "api", 1, context_len=max_tokens) if engine else None
+    spec = _option("--speculative")
     return Simulator(load_model("Llama-3.1-8B"), hw, wl, parse_method("bf16"), max_tokens=max_tokens,
-                     fast="--reference" not in sys.argv, kernel=False if python else None, engine=profile)
+                     fast="--reference" not in sys.argv, kernel=False if python else None, engine=profile,
+                     speculative=Speculative.parse(spec) if spec else None)
 
 
 def _clients() -> Clients | None:
@@ -73,7 +81,8 @@ def _mode(sim: Simulator) -> str:
     """What the run simulates: the engine profile (with vLLM's admission lag or not) and the clients."""
     clients = _clients()
     lag = ", admission lag" if sim.engine.admission_lag else ""
-    return (f"engine {sim.engine.engine}{lag}; " + (f"max-concurrency {clients.max_concurrency}, think "
+    spec = f", speculative {_option('--speculative')}" if sim.speculative else ""
+    return (f"engine {sim.engine.engine}{lag}{spec}; " + (f"max-concurrency {clients.max_concurrency}, think "
             f"{clients.think_s:g} s" if clients else "open loop"))
 
 
@@ -83,10 +92,14 @@ def _requests(rate: float, n: int):
     return parse_prefix(spec, reqs, 0)[0] if spec else reqs
 
 
-def _hits(trace) -> str:
-    """The prefix cache's hit rate, when the run kept one."""
+def _hits(trace, sim: Simulator | None = None) -> str:
+    """The prefix cache's hit rate, when the run kept one; with speculative decoding, the TPOT p50 (the same run
+    through either loop gives the same figure: a check that the paths compared simulate the same thing)."""
     stats = trace.prefix_cache
-    return f"; prefix {stats['workload']} hit rate {stats['hit_rate']:.1%}" if stats else ""
+    out = f"; prefix {stats['workload']} hit rate {stats['hit_rate']:.1%}" if stats else ""
+    if sim is not None and sim.speculative is not None:
+        out += f"; TPOT p50 {float(np.median(trace.tpot_s)) * 1e3:.4f} ms"
+    return out
 
 
 def single(n: int) -> None:
@@ -99,7 +112,7 @@ def single(n: int) -> None:
     per = (c2 - c1) / n
     print(f"single ({_mode(sim)}): build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(trace.steps):,} records, {len(trace.steps) / (c2 - c1):,.0f} "
-          f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s{_hits(trace)}; "
+          f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s{_hits(trace, sim)}; "
           f"load {_load()}")
 
 
@@ -115,11 +128,11 @@ def fleet(replicas: int, per_replica: int) -> None:
     print(f"fleet ({_mode(sim)}, {router}): {replicas} replicas x {per_replica:,} requests in {t2 - t1:.2f} s wall, "
           f"{c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(run.trace.steps):,} records); 32 x 100,000 at this speed: "
-          f"{per * 3.2e6:,.0f} CPU-s{_hits(run.trace)}; load {_load()}")
+          f"{per * 3.2e6:,.0f} CPU-s{_hits(run.trace, sim)}; load {_load()}")
 
 
 if __name__ == "__main__":
-    options = ("--engine", "--max-concurrency", "--think-s", "--prefix", "--router")
+    options = ("--engine", "--max-concurrency", "--think-s", "--prefix", "--router", "--speculative")
     valued = {sys.argv.index(o) + 1 for o in options if o in sys.argv}
     args = [a for k, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and k not in valued]
     what = args[0] if args else "single"

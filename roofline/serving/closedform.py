@@ -58,43 +58,60 @@ def _live(model: StepModel) -> np.ndarray:
     return live
 
 
-def _source(model: StepModel, live: np.ndarray) -> tuple[str, bool]:
+def _source(model: StepModel, live: np.ndarray, once: bool = False) -> tuple[str, bool]:
     """Python source of `total(q, slow)`: sum over ops of count x time for the live entries q of the flattened work
     (row-major QUANTITIES x ops, weight bytes included) of the ops that launch, the imbalanced ones x slow; and
-    whether every law is convex (see _convex)."""
-    from sympy.printing.pycode import pycode
+    whether every law is convex (see _convex). `once`: every op counted once instead of `count` times
+    (StepModel.once_time: one decoder layer of each kind plus the embedding and the LM head, an EAGLE / MTP head's
+    pass). The sympy work (each op's law with its zero quantities substituted) is kept on the model, so a second
+    source of the same model costs only its text."""
     nops = len(model.keys)
     names = [f"q{k}_{j}" for k in range(len(QUANTITIES)) for j in range(nops)]
     imbalanced = set(model._imbalanced.tolist())
     args = [name for name, keep in zip(names, live.tolist(), strict=True) if keep]
     lines = ["def total(q, slow):", f"    ({', '.join(args)},) = q", "    t = 0.0"]
+    key = live.tobytes()
+    cached = getattr(model, "_law_text", None)
+    if cached is None or cached[0] != key:
+        cached = model._law_text = (key, *_op_laws(model, live))
+    _key, per_op, convex = cached
+    for j, work, law in per_op:
+        count = 1.0 if once else float(model.counts[j])
+        scale = f"{count!r} * slow" if j in imbalanced else f"{count!r}"
+        lines += [f"    if {work} > 0:", f"        t += {scale} * ({law})"]
+    lines.append("    return t")
+    return "\n".join(lines), convex
+
+
+def _op_laws(model: StepModel, live: np.ndarray) -> tuple[list[tuple[int, str, str]], bool]:
+    """Per op that some step makes work for: (op, its live work's sum as text, its law's Python text with the
+    zero quantities substituted), and whether every law is convex (_convex)."""
+    from sympy.printing.pycode import pycode
+    nops = len(model.keys)
     convex = True
     laws = {}
     for idx, _comm, law in model.laws:
         convex = convex and _convex(law)
         for j in idx.tolist():
             laws[j] = law
+    out = []
     for j in range(nops):
         mine = [k for k in range(len(QUANTITIES)) if live[k * nops + j]]
         if not mine:
             continue  # no step gives this op work: it never launches
         values = {s: sp.Symbol(f"q{k}_{j}", nonnegative=True) if k in mine else sp.Integer(0)
                   for k, s in enumerate(_SYMBOLS)}
-        law = laws[j].xreplace(values)
-        scale = f"{float(model.counts[j])!r} * slow" if j in imbalanced else f"{float(model.counts[j])!r}"
-        work = " + ".join(f"q{k}_{j}" for k in mine)
-        lines += [f"    if {work} > 0:", f"        t += {scale} * ({pycode(law)})"]
-    lines.append("    return t")
-    return "\n".join(lines), convex
+        out.append((j, " + ".join(f"q{k}_{j}" for k in mine), pycode(laws[j].xreplace(values))))
+    return out, convex
 
 
 class ClosedForm:
     """StepModel's step time as one compiled function; decode blocks by their linear stretches (module docstring)."""
 
-    def __init__(self, model: StepModel) -> None:
-        self.model = model
+    def __init__(self, model: StepModel, once: bool = False) -> None:
+        self.model, self.once = model, once  # once: every op counted once (_source), an EAGLE / MTP head's pass
         self.live = _live(model)
-        source, self.convex = _source(model, self.live)
+        source, self.convex = _source(model, self.live, once)
         scope: dict = {}
         exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min}, scope)  # noqa: S102
         self.total = scope["total"]
@@ -161,6 +178,21 @@ class ClosedForm:
                 if len(self._prefix_at):
                     q[self._prefix_at] += dec[s] - dec[0]
         q += self._weights[(decodes > 0, bool(chunks))][min(n_tokens, m.max_step_tokens)]
+        return q
+
+    def chunk_work(self, start: np.ndarray, tokens: np.ndarray, done: np.ndarray, pad: int = 0) -> np.ndarray:
+        """`work` of a step of prefill chunks only (no decode sequences), vectorised over the chunks: a speculative
+        verify step (serving.speculative: each decoding sequence's last token and its drafts are a chunk after its
+        cached tokens) and a draft model's first pass. Whole-number tables: the same sums as `work`'s loop."""
+        m = self.model
+        n_new, n_done = int(tokens.sum()), int(np.count_nonzero(done))
+        q = self._const * pad + (self._pre_slope * n_new + self._pre_intercept * n_done)
+        if len(self._pre_at):
+            pre = m._pre_rows
+            q[self._pre_at] += pre[start + tokens].sum(axis=0) - pre[start].sum(axis=0) + pre[0] * n_done
+        if len(self._prefix_at):
+            q[self._prefix_at] += m._dec_rows[start].sum(axis=0) - m._dec_rows[0] * len(start)
+        q += self._weights[(False, True)][min(n_new + pad, m.max_step_tokens)]
         return q
 
     def time(self, q: np.ndarray, decodes: int) -> float:

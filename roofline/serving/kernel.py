@@ -12,7 +12,8 @@ and a law costs only its own small compile.
 Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals or
 --max-concurrency clients (with or without think time; not chat sessions), the engine's admission lag (vLLM's async
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
-publications and LRU evictions as serving.prefix.PrefixCache), no speculative decoding, no preloaded KV (a
+publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica
+(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), no preloaded KV (a
 disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
 prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
 only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
@@ -73,14 +74,16 @@ def _drop_stale_cache() -> None:
         return
 
 
-def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin") -> str | None:
-    """None when the kernel reproduces this run exactly, else the reason it does not (the existing path runs)."""
+def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin",
+           single: bool = False) -> str | None:
+    """None when the kernel reproduces this run exactly, else the reason it does not (the existing path runs);
+    `single`: Simulator.run's loop (serving.kernel_single), else Fleet.run's."""
     if not available():
         return "numba is not installed"
     if sim.closed is None:
         return "no closed-form step law (pp > 1 or fast=False)"
-    if sim.draft is not None:
-        return "speculative decoding"
+    if sim.draft is not None and (reason := _spec_reason(sim, single)):
+        return reason
     if clients is not None and clients.session_turns > 1:
         return "chat sessions (a turn is sent when the previous one finishes: not in arrival order)"
     if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
@@ -108,6 +111,46 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
     if len(rows) < 3 or not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
         return "the decode table is not whole numbers (its sums would depend on their order)"
     return None
+
+
+def _spec_reason(sim, single: bool) -> str | None:
+    """Why speculative decoding cannot run compiled here (serving.kernel_spec), or None: one replica only, the
+    draft's passes through a closed form whose law and tables the kernel takes as it takes the target's."""
+    if not single:
+        return "speculative decoding in a fleet"
+    closed = sim.draft.closed
+    if closed is None:
+        return "speculative decoding without the draft's closed form"
+    if law_source(closed) is None:
+        return "the draft's step law uses functions other than max and min"
+    for idx in (closed._dec_at, closed._pre_at, closed._prefix_at):
+        if len(np.unique(idx)) != len(idx) or (len(idx) and idx.min() < 0):
+            return "repeated work columns in the draft's law"
+    if len(closed._prefix_at) != closed.model._dec_rows.shape[1]:
+        return "the draft's prefix columns differ from its decode table's"
+    rows = closed.model._dec_rows
+    if not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
+        return "the draft's decode table is not whole numbers (its sums would depend on their order)"
+    return None
+
+
+def _spec_args(sim) -> tuple:
+    """serving.kernel_single's `spec`: the acceptance draws' Generator (Simulator.run's, seeded SPEC_SEED), the
+    per-position acceptance, spec_cfg (serving.kernel_spec: head or draft model, the host floor a pass, the
+    draft's largest step), the draft's tables, its compiled law and work vector; without speculative decoding,
+    placeholders of the same types (the loop compiles once)."""
+    from roofline.serving.speculative import SPEC_SEED
+    rng = np.random.default_rng(SPEC_SEED)
+    draft = sim.draft
+    if draft is None:
+        return (rng, np.zeros(0), np.zeros(3), _tables(sim), compiled_law(law_source(sim.closed)),
+                np.zeros(int(sim.closed.live.sum())))
+    closed = draft.closed
+    head = draft.steps is None
+    spec_cfg = np.array([float(head), 0.0 if head else draft.pass_host_s, float(closed.model.max_step_tokens)])
+    tables = _tables(sim) if head else _closed_tables(closed, sim.scheduler.max_num_seqs, sim.pool.seq_bytes)
+    return (rng, np.array(sim.speculative.acceptance, dtype=np.float64), spec_cfg, tables,
+            compiled_law(law_source(closed)), np.zeros(int(closed.live.sum())))
 
 
 def _caching(sim, requests) -> bool:
@@ -150,7 +193,7 @@ def law_source(closed) -> str | None:
 
 def _array_law(closed) -> str | None:
     """law_source, built."""
-    source, _convex = _source(closed.model, closed.live)
+    source, _convex = _source(closed.model, closed.live, closed.once)
     calls = set(re.findall(r"([A-Za-z_][A-Za-z_0-9.]*)\(", source)) - {"total"}
     if not calls <= {"max", "min"}:
         return None
@@ -173,12 +216,18 @@ def compiled_law(law: str):
 
 
 def _tables(sim) -> tuple:
-    """The closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count,
-    the pool's bytes per sequence length, the decode table's slope and its irregular contexts: the kernel's `tab`."""
-    closed, model = sim.closed, sim.closed.model
+    """The target's closed form's tables (_closed_tables) with the pool's bytes per sequence length: the kernel's
+    `tab`."""
+    return _closed_tables(sim.closed, sim.scheduler.max_num_seqs, sim.pool.seq_bytes)
+
+
+def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
+    """A closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count,
+    `seq_bytes` (a pool's bytes per sequence length), the decode table's slope and its irregular contexts."""
+    model = closed.model
     weights = np.stack([closed._weights[(False, False)], closed._weights[(False, True)],
                         closed._weights[(True, False)], closed._weights[(True, True)]])
-    imbalance = np.array([model.imbalance(b) for b in range(sim.scheduler.max_num_seqs + 1)])
+    imbalance = np.array([model.imbalance(b) for b in range(max_num_seqs + 1)])
     irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
     irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
     ints = (closed._dec_at, closed._pre_at, closed._prefix_at)
@@ -186,7 +235,7 @@ def _tables(sim) -> tuple:
     return (np.ascontiguousarray(closed._const, dtype=np.float64), np.ascontiguousarray(closed._pre_slope),
             np.ascontiguousarray(closed._pre_intercept), np.ascontiguousarray(model._dec_rows, dtype=np.float64),
             dec_at, np.ascontiguousarray(model._pre_rows, dtype=np.float64), pre_at, prefix_at,
-            np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(sim.pool.seq_bytes, dtype=np.float64),
+            np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(seq_bytes, dtype=np.float64),
             np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
 
 
@@ -228,8 +277,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
                     route, block_steps, host.overlap, engine.admission_lag, conc,
-                    host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold],
-                   dtype=np.int64)
+                    host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
+                    sim.scheduler.spec_tokens], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
@@ -240,7 +289,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
             sc.max_num_seqs, int(sim.closed.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
     if single:
-        first, finish, rec, ri, status = run_single(clock, send, *args)
+        first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim))
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
         first, finish, routed, rec, ri, status = run_loop(clock, send, *args)

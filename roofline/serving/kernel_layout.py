@@ -17,9 +17,10 @@ USED, START = range(2)  # rf fields
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.
 # kernel_prefix), page (the pool's page tokens), bal_abs (the prefix-aware router's balance_abs_threshold:
-# serving.router.CacheAware)
+# serving.router.CacheAware), spec (speculative decoding's K drafts a decoding sequence verifies a step, 0 without:
+# serving.kernel_spec)
 (MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
- EAGER_ABOVE, PREFIX, PAGE, BAL_ABS) = range(18)
+ EAGER_ABOVE, PREFIX, PAGE, BAL_ABS, SPEC) = range(19)
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 # fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)

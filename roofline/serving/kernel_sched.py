@@ -1,6 +1,7 @@
 """The scheduler half of serving.kernel_loop's compiled record loop: serving.scheduler.Scheduler's decisions
 (schedule, _plan_running, _admit, _take, _preempt_last, _room, block_length, commit_block / commit /
-_commit_decodes, _complete, _publish) without drafts or preloaded KV, over the flat per-replica arrays whose layout
+_commit_decodes, _complete, _publish) without preloaded KV (speculative decoding's plan here, its accepted drafts
+applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
 serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications and
 evictions (serving.kernel_prefix, over `pfx`) as the Scheduler makes them at the same points."""
 
@@ -35,6 +36,7 @@ from roofline.serving.kernel_layout import (
     PREFIX,
     RES,
     RESERVE,
+    SPEC,
     STEPS,
     TOKENS,
     USED,
@@ -47,22 +49,25 @@ from roofline.serving.kernel_prefix import P_SHARED, acquire, count, evict, hit,
 
 @njit(cache=True)
 def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
-    """Scheduler._plan_running: decodes first, then chunks in admission order; returns the bytes they need."""
+    """Scheduler._plan_running: decodes first, then chunks in admission order; returns the bytes they need. With
+    speculative decoding (cfg[SPEC] = K) a decoding sequence verifies K drafts: K + 1 tokens, pages to K past its
+    context."""
     n = ri[r, N_RUN]
     nd = 0
     need = 0.0
+    spec, top = cfg[SPEC], len(seq) - 1
     for i in range(n):
         c = st[r, COMP, i]
         if decodes and st[r, KNOWN, i] - c == 1 and c > 0:
             st[r, DEC, nd] = i
             nd += 1
-            extra = seq[c + 1] - held[r, i]
+            extra = seq[min(c + 1 + spec, top) if spec else c + 1] - held[r, i]
             if extra > 0.0:
                 need += extra
-    ri[r, NDEC], ri[r, NCH], ri[r, TOKENS] = nd, 0, nd
+    ri[r, NDEC], ri[r, NCH], ri[r, TOKENS] = nd, 0, nd * (1 + spec)
     if nd == n or not chunks:
         return need
-    budget = cfg[MNBT] - nd
+    budget = cfg[MNBT] - nd * (1 + spec)
     nc = 0
     for i in range(n):
         c = st[r, COMP, i]
@@ -189,7 +194,7 @@ def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
     pool holds every sequence's next page)."""
     nd = ri[r, NDEC]
     limit = cfg[BLOCK]
-    if ri[r, NCH] or nd == 0 or limit <= 1:
+    if ri[r, NCH] or nd == 0 or limit <= 1 or cfg[SPEC]:
         return 1
     k = limit
     rest = rf[r, USED]

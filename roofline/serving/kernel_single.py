@@ -6,7 +6,9 @@ vLLM's async scheduling, EngineScheduling.admission_lag; else the clock) join th
 idle, the clock jumps to the next arrival (and an idle engine sees it at once); else a block of decode-only steps
 runs, cut at the step during which the next arrival comes (with the lag: one step later, since it is seen only at
 the start of the step after the one it arrived in; one that arrived before the block and is not yet seen: after its
-first step: Simulator.cut), and is committed; completions release closed-loop clients' next sends.
+first step: Simulator.cut), and is committed; completions release closed-loop clients' next sends. With
+speculative decoding every step is one verify step and its draft passes (serving.kernel_spec), its accepted drafts
+drawn before the commit.
 """
 
 import math
@@ -25,6 +27,7 @@ from roofline.serving.kernel_layout import (
     PREEMPT,
     REC_FIELDS,
     RI_FIELDS,
+    SPEC,
     ST_FIELDS,
     STEPS,
     TOKENS,
@@ -37,6 +40,7 @@ from roofline.serving.kernel_layout import (
 from roofline.serving.kernel_loop import extend, grow, padded
 from roofline.serving.kernel_queue import enqueue, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
+from roofline.serving.kernel_spec import accept, spec_step_s
 
 
 @njit(cache=True)
@@ -59,11 +63,14 @@ def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
 
 
 @njit(cache=True)
-def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx):
+def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, spec):
     """Simulator.run on flat arrays: (first token, finish, records, the replica's integers ri (preemptions,
     prefix-cache hits), a status: 0 done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest
-    filled with `send` as completions free slots)."""
+    filled with `send` as completions free slots). `spec`: speculative decoding's (numpy Generator of the
+    acceptance draws, per-position acceptance, serving.kernel_spec's spec_cfg, the draft's tables, its law, its
+    work vector), used when cfg[SPEC] > 0: a step is one verify step and its draft passes."""
+    rng, acceptance, spec_cfg, dtab, dlaw, dq = spec
     n = len(clock)
     lag = cfg[LAG] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
@@ -97,7 +104,11 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         ri[0, STEPS] = block_length(0, st, held, ri, rf, seq, cfg, fcfg)
         ri[0, M] = 0
         ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[0, TOKENS]
-        steps = block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        if cfg[SPEC]:  # Simulator.block_ends' speculative branch: one step (block_length says 1)
+            ends[0, 0] = spec_step_s(st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
+            steps = 1
+        else:
+            steps = block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law)
         dt = ends[0, steps - 1]
         seen = now + (ends[0, steps - 2] if steps > 1 else 0.0)
         if nrec + 1 >= rec.shape[0]:
@@ -106,6 +117,8 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         rec[nrec, 4], rec[nrec, 5], rec[nrec, 6] = rf[0, USED], ri[0, PREEMPT], ri[0, TOKENS] * steps
         nrec += 1
         now += dt
+        if cfg[SPEC]:
+            accept(st, ri, rng, acceptance)
         ended = commit(0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
         done += ended
         if ended and cfg[CONC]:

@@ -26,13 +26,12 @@ from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
-from roofline.serving.speculative import DraftCost, Speculative, speculative_pool
+from roofline.serving.speculative import SPEC_SEED, DraftCost, Speculative, speculative_pool
 from roofline.serving.stepmodel import StepModel
 from roofline.specs import Hardware, Model, Workload
 
 BLOCK_STEPS = 256  # most decode-only steps in one block
 LAZY_STEPS = 8  # a block's first batch of steps evaluated; each further batch doubles until the next arrival
-SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
 @dataclass(frozen=True)
@@ -159,13 +158,13 @@ class Simulator:
         return np.minimum(self.speculative.draw(rng, len(plan.context)) + 1, room) - 1
 
     def use_kernel(self, requests: Requests, clients: Clients | None = None, preloaded=None,
-                   router: str = "round-robin") -> bool:
+                   router: str = "round-robin", single: bool = False) -> bool:
         """Whether this run goes through serving.kernel: allowed by `kernel`, large enough in auto mode, and covered
-        exactly (kernel.covers; otherwise the loop below runs)."""
+        exactly (kernel.covers; otherwise the loop below runs); `single`: this class's run, else Fleet.run."""
         from roofline.serving import kernel
         if self.kernel is False or (self.kernel is None and len(requests) < kernel.MIN_REQUESTS):
             return False
-        return kernel.covers(self, requests, clients, preloaded, router) is None
+        return kernel.covers(self, requests, clients, preloaded, router, single) is None
 
     def run_kernel(self, requests: Requests, clients: Clients | None, replicas: int = 1,
                    router: str = "round-robin", single: bool = False) -> tuple[Requests, tuple]:
@@ -210,7 +209,10 @@ class Simulator:
             counts = np.concatenate([np.full(len(context), k1), plan.chunk_tokens])
             done = np.concatenate([np.ones(len(context), dtype=bool), plan.chunk_done])
             empty = np.zeros(0, dtype=np.int64)
-            verify = self.steps.step_time(empty, starts, counts, done, pad)
+            if self.closed is not None:
+                verify = self.closed.time(self.closed.chunk_work(starts, counts, done, pad), 0)
+            else:
+                verify = self.steps.step_time(empty, starts, counts, done, pad)
             drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
             return np.array([host.combine(verify + drafts, seqs, int(counts.sum()))])
         closed = self.closed
@@ -262,7 +264,7 @@ class Simulator:
             clients: Clients | None = None) -> Trace:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
         self.check(requests)
-        if self.use_kernel(requests, clients):
+        if self.use_kernel(requests, clients, single=True):
             sent, (first, finish, _, rec, preempted, cached) = self.run_kernel(requests, clients, single=True)
             if progress is not None:
                 progress(len(requests), len(requests))

@@ -36,6 +36,7 @@ import numpy as np
 from roofline.errors import SpecError
 
 METHODS = ("draft", "eagle", "mtp")
+SPEC_SEED = 0  # the acceptance draws of speculative decoding: the same in every run (common random numbers)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,10 @@ class DraftCost:
             layers = sim.model.num_layers
             self.seq_bytes = sim.pool.seq_bytes[:max_tokens + 1] / layers
             self.weights_bytes = float(weights_per_gpu(sim.model, sim.workload)) / layers
+        self.closed = None  # the passes through serving.closedform when the target's steps go that way
+        if sim.closed is not None:
+            from roofline.serving.closedform import ClosedForm
+            self.closed = ClosedForm(self.steps) if self.steps is not None else ClosedForm(sim.steps, once=True)
 
     def time_s(self, context: np.ndarray, chunk_start: np.ndarray | None = None,
                chunk_tokens: np.ndarray | None = None) -> float:
@@ -129,6 +134,8 @@ class DraftCost:
         empty = np.zeros(0, dtype=np.int64)
         starts = empty if chunk_start is None else chunk_start
         counts = empty if chunk_tokens is None else chunk_tokens
+        if self.closed is not None:
+            return self._closed_s(context, starts, counts)
         if self.steps is not None:
             return self._draft_model_s(context, starts, counts)
         total, st = 0.0, self.sim.steps
@@ -148,6 +155,24 @@ class DraftCost:
         after = np.concatenate([context + 1, chunk_start + chunk_tokens + 1])  # tokens held after the first pass
         for j in range(1, k):
             total += max(floor, self.steps.step_time(after + j, empty, empty, empty.astype(bool)))
+        return total
+
+    def _closed_s(self, context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray) -> float:
+        """time_s through serving.closedform (the same passes, the same times to float rounding): a draft model's
+        first pass as chunks (ClosedForm.chunk_work), its later passes and an EAGLE / MTP head's as decode steps
+        (a head's law counts each op once: ClosedForm(once=True), StepModel.once_time)."""
+        cf, k = self.closed, self.spec.tokens
+        if self.steps is None:
+            n = len(context)
+            return sum(cf.time(cf.work(context + j, 0, n, False), n) for j in range(k))
+        starts = np.concatenate([context - 1, chunk_start])
+        counts = np.concatenate([np.full(len(context), k + 2), chunk_tokens + 1])
+        floor = self.pass_host_s
+        total = max(floor, cf.time(cf.chunk_work(starts, counts, np.ones(len(starts), dtype=bool)), 0))
+        after = np.concatenate([context + 1, chunk_start + chunk_tokens + 1])  # tokens held after the first pass
+        n = len(after)
+        for j in range(1, k):
+            total += max(floor, cf.time(cf.work(after + j, 0, n, False), n))
         return total
 
 

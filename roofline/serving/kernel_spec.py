@@ -1,0 +1,159 @@
+"""Speculative decoding's step in the compiled record loop (numba njit, cache=True): serving.kernel_single runs it in
+place of a decode block when cfg[SPEC] = K > 0, for the runs serving.kernel.covers admits (one replica).
+
+It computes what Simulator.block_ends' speculative branch and serving.speculative.DraftCost compute, on the closed
+form's live-space tables (serving.kernel._tables) with the laws compiled as numba cfuncs (serving.kernel.compiled_law):
+- the verify step: every decoding sequence's last token and its K drafts as a chunk of K + 1 tokens after its
+  computed tokens (ending its prompt: one logits row), then the step's prompt chunks, with the engine's padding
+  (ClosedForm.chunk_work, timed at 0 decode sequences);
+- the draft's K passes (DraftCost._closed_s): a draft model's first pass over every request's step tokens plus one
+  slot (K + 2 after a decoding sequence's computed tokens; a chunk's tokens + 1), then K - 1 one-token passes at
+  the tokens held after it, each at least the drafter's host work a pass (vLLM: DraftCost.pass_host_s), on the
+  draft model's own tables and law; an EAGLE / MTP head's K passes over the decoding sequences at context + k on
+  the target's tables with the once-counted law (ClosedForm(once=True));
+- the step's wall time: EngineOverheads.combine of verify + drafts over the step's sequences and tokens;
+- the accepted drafts (Simulator.accepted): per decoding sequence, in the plan's order, K uniforms from the run's
+  numpy Generator (numba draws numpy's stream: the same bit generator and the same doubles as Generator.random,
+  consumed row by row as Speculative.draw's (n, K) array), the leading ones below the per-position acceptance,
+  capped at what the request has left to generate less one.
+"""
+
+from numba import njit
+
+from roofline.serving.kernel_layout import (
+    CHDONE,
+    CHSTART,
+    CHTOK,
+    COMP,
+    DEC,
+    EAGER_ABOVE,
+    EAGER_S,
+    GEN,
+    KNOWN,
+    MAX_STEP,
+    NCH,
+    NDEC,
+    OUT,
+    OVERLAP,
+    PAD,
+    PER_SEQ_S,
+    SAMPLER_ROW_S,
+    SAMPLER_S,
+    SPEC,
+    STEP_S,
+)
+
+# spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
+# model's largest step in tokens (its weights table's last row)
+HEAD, FLOOR, DRAFT_MAX_STEP = range(3)
+
+
+@njit(cache=True)
+def _chunks(q, tab, st, ri, spec, extra, pad):
+    """ClosedForm.chunk_work into q: the decoding sequences as chunks of `spec` + 1 + `extra` tokens after their
+    computed tokens, then the step's chunks, each `extra` tokens longer, all ending their prompt when `extra` (a
+    draft model's first pass) else as planned; `pad` padding tokens. Returns the tokens (without padding)."""
+    const, pre_slope, pre_icpt, dec_rows, _dec_at, pre_rows, pre_at, prefix_at, _w, _imb, _seq, _slope, _irr = tab
+    nd, nc = ri[0, NDEC], ri[0, NCH]
+    n_new, n_done = nd * (spec + 1 + extra), nd
+    for j in range(nc):
+        n_new += st[0, CHTOK, j] + extra
+        n_done += 1 if extra else st[0, CHDONE, j]
+    for j in range(len(q)):
+        q[j] = const[j] * pad + (pre_slope[j] * n_new + pre_icpt[j] * n_done)
+    for j in range(nd + nc):
+        if j < nd:
+            a, c, d = st[0, COMP, st[0, DEC, j]], spec + 1 + extra, 1
+        else:
+            a, c = st[0, CHSTART, j - nd], st[0, CHTOK, j - nd] + extra
+            d = 1 if extra else st[0, CHDONE, j - nd]
+        for x in range(len(pre_at)):
+            v = pre_rows[a + c, x] - pre_rows[a, x]
+            q[pre_at[x]] += v + pre_rows[0, x] if d else v
+        for x in range(len(prefix_at)):
+            q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
+    return n_new
+
+
+@njit(cache=True)
+def _decodes(q, tab, st, ri, shift, chunks, max_step):
+    """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
+    + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
+    Returns how many sequences."""
+    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr = tab
+    nd, nc = ri[0, NDEC], ri[0, NCH]
+    n = nd + (nc if chunks else 0)
+    for j in range(len(q)):
+        q[j] = const[j] * n
+    for j in range(n):
+        if j < nd:
+            a = st[0, COMP, st[0, DEC, j]] + 1 + shift
+        else:
+            a = st[0, CHSTART, j - nd] + st[0, CHTOK, j - nd] + shift
+        for x in range(len(dec_at)):
+            q[dec_at[x]] += dec_rows[a, x]
+    row = 2 if n > 0 else 0
+    for j in range(len(q)):
+        q[j] += weights[row, min(n, max_step), j]
+    return n
+
+
+@njit(cache=True)
+def _draft_s(st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
+    """DraftCost._closed_s: the K draft passes' seconds."""
+    k = cfg[SPEC]
+    total = 0.0
+    if spec_cfg[HEAD]:
+        imb = tab[9]
+        for j in range(k):
+            n = _decodes(dq, tab, st, ri, j, False, cfg[MAX_STEP])
+            total += dlaw(dq, imb[n])
+        return total
+    floor, max_step, imb, weights = spec_cfg[FLOOR], int(spec_cfg[DRAFT_MAX_STEP]), dtab[9], dtab[8]
+    n_new = _chunks(dq, dtab, st, ri, k, 1, 0)
+    for j in range(len(dq)):
+        dq[j] += weights[1, min(n_new, max_step), j]
+    total = max(floor, dlaw(dq, imb[0]))
+    for j in range(1, k):
+        n = _decodes(dq, dtab, st, ri, 1 + j, True, max_step)  # after the first pass: context + 1, chunk end + 1
+        total += max(floor, dlaw(dq, imb[n]))
+    return total
+
+
+@njit(cache=True)
+def spec_step_s(st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
+    """Wall seconds of the planned speculative step: verify + the draft's passes, through the engine's overheads
+    (EngineOverheads.combine over the step's sequences and its unpadded tokens)."""
+    pad = ri[0, PAD]
+    n_new = _chunks(q, tab, st, ri, cfg[SPEC], 0, pad)
+    weights = tab[8]
+    for j in range(len(q)):
+        q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
+    gpu = law(q, tab[9][0]) + _draft_s(st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab)
+    seqs = ri[0, NDEC] + ri[0, NCH]
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs
+    if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
+        gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
+    if fcfg[EAGER_S] > 0.0 and n_new > cfg[EAGER_ABOVE]:
+        return max(gpu, host + fcfg[EAGER_S]) if cfg[OVERLAP] else host + max(gpu, fcfg[EAGER_S])
+    return max(gpu, host) if cfg[OVERLAP] else gpu + host
+
+
+@njit(cache=True)
+def accept(st, ri, rng, acceptance):
+    """Simulator.accepted, applied as Scheduler.commit applies it (before the step's own token): each decoding
+    sequence's accepted drafts are computed, generated and known tokens too."""
+    k = len(acceptance)
+    for j in range(ri[0, NDEC]):
+        p = st[0, DEC, j]
+        m, alive = 0, True
+        for x in range(k):
+            u = rng.random()
+            if alive and u < acceptance[x]:
+                m += 1
+            else:
+                alive = False
+        extra = min(m + 1, st[0, OUT, p] - st[0, GEN, p]) - 1
+        st[0, COMP, p] += extra
+        st[0, GEN, p] += extra
+        st[0, KNOWN, p] += extra
