@@ -29,8 +29,9 @@ kept.update(values)
 prompt, output, count = values["srv_prompt"], values["srv_output"], values["srv_requests"]
 ttft, tpot = values["srv_ttft"], values["srv_tpot"]
 if not run:
-    st.caption("Each method replays the same Poisson requests at 5-120 % of its saturated rate; a run of 300 "
-               "requests takes about a second per method and rate on a small machine.")
+    st.caption("Each method replays the same Poisson requests at 5-120 % of the larger of its saturated rate and "
+               "its max rate at the SLO; a run of 300 requests takes about a second per method and rate on a small "
+               "machine.")
     st.stop()
 slo = Slo(ttft_s=ttft / 1e3, tpot_s=tpot / 1e3)
 try:

@@ -169,9 +169,9 @@ def test_first_token_after_a_one_token_last_chunk_is_not_stamped_at_a_block_end(
 
 
 def test_latency_curves_for_the_serving_page():
-    """The dashboard's Serving page: p99 latencies at 5-120 % of each method's saturated rate. No request is faster
-    than a lone prefill; latencies grow with the rate; each row's SLO flag follows its p99s; the max rate at the
-    SLO is at least the lowest rate, which meets it."""
+    """The dashboard's Serving page: p99 latencies at 5-120 % of max(saturated rate, max rate at the SLO). No request
+    is faster than a lone prefill; latencies grow with the rate; each row's SLO flag follows its p99s; the max rate
+    at the SLO is at least the lowest rate, which meets it, and inside the curve."""
     from roofline.dashboard.serving_curves import FRACTIONS, latency_vs_rate
     from roofline.serving.simulate import Slo
 
@@ -186,6 +186,7 @@ def test_latency_curves_for_the_serving_page():
     for r in rows:
         assert r["meets_slo"] == (r["ttft_p99_s"] <= slo.ttft_s and r["tpot_p99_s"] <= slo.tpot_s)
     assert result["max_rate"]["bf16"] is not None and result["max_rate"]["bf16"] >= rows[0]["rate_per_s"]
+    assert rows[-1]["rate_per_s"] >= FRACTIONS[-1] * result["max_rate"]["bf16"] * (1 - 1e-12)
 
 
 @pytest.mark.parametrize("rate", [3.0, 40.0])
