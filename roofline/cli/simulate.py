@@ -408,8 +408,10 @@ def _feature_notes(r: dict[str, Any]) -> list[str]:
         out.append(f"clients: {who}, think time {c['think_time_s']:g} s")
     if r.get("speculative"):
         sp = r["speculative"]
+        floor = sp.get("draft_pass_host_s") or 0.0
         out.append(f"speculative {sp['method']}: {sp['tokens']} drafts, {sp['expected_tokens_per_step']:.2f} tokens "
-                   "per step expected")
+                   "per step expected" + (f"; each draft pass takes at least {floor * 1e3:.2f} ms of the drafter's "
+                                          "host work (vLLM's proposer, measured)" if floor else ""))
     if r.get("replicas"):
         out.append(f"{r['replicas']['count']} replicas ({r['replicas']['router']}): "
                    f"{', '.join(str(n) for n in r['replicas']['requests'])} requests")

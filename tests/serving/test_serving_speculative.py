@@ -148,3 +148,25 @@ def test_a_draft_pass_takes_at_least_the_drafters_host_work(monkeypatch):
     assert vllm_sim.draft.pass_host_s == pytest.approx(1e-3)
     assert Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=2048,
                      speculative=spec).draft.pass_host_s == 0.0
+
+
+def test_simulate_says_the_drafters_floor_under_vllm_only(capsys, monkeypatch):
+    """`roofline simulate` prints the drafter's host work a pass where it bounds the draft passes (a draft model
+    under vLLM; the law by hand: 0.2 ms + 16 x 0.05 ms = 1.00 ms for Llama-3.2-1B) and nothing of it for an EAGLE
+    head, whose host work was not measured."""
+    from dataclasses import replace
+
+    from cli_run import run
+
+    import roofline.engines.timing as timing_module
+
+    real = timing_module.timing("vllm")
+    monkeypatch.setattr(timing_module, "timing", lambda engine: replace(real, draft_pass_s=2e-4, draft_layer_s=5e-5))
+    common = ("simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
+              "--prompt-tokens", "256", "--output-tokens", "16", "--rate", "2", "--requests", "8")
+    code, out, err = run(capsys, *common, "--speculative", "draft=Llama-3.2-1B:3:0.5")
+    assert code == 0, err
+    assert "each draft pass takes at least 1.00 ms of the drafter's host work" in out
+    code, out, err = run(capsys, *common, "--speculative", "eagle:3:0.5")
+    assert code == 0, err
+    assert "speculative eagle" in out and "drafter's host work" not in out
