@@ -98,18 +98,23 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "preloaded KV (disaggregated decode)"
     if router not in _ROUTERS:
         return f"router {router}"
-    law = law_source(sim.closed)
-    if law is None:
-        return "the step law uses functions other than max and min"
-    closed = sim.closed
+    return _law_reason(sim.closed, "the", min_rows=3)
+
+
+def _law_reason(closed, whose: str, min_rows: int = 0) -> str | None:
+    """Why a closed form's step law (the target's, or the draft's: `whose`) cannot be compiled, or None: only max
+    and min, distinct non-negative work columns, prefix columns matching the decode table, and a decode table of
+    whole numbers (at least `min_rows` rows) whose sums do not depend on their order."""
+    if law_source(closed) is None:
+        return f"{whose} step law uses functions other than max and min"
     for idx in (closed._dec_at, closed._pre_at, closed._prefix_at):
         if len(np.unique(idx)) != len(idx) or (len(idx) and idx.min() < 0):
-            return "repeated work columns"
+            return f"repeated work columns in {whose} step law"
     if len(closed._prefix_at) != closed.model._dec_rows.shape[1]:
-        return "prefix columns differ from the decode table's"
+        return f"{whose} prefix columns differ from {whose} decode table's"
     rows = closed.model._dec_rows
-    if len(rows) < 3 or not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
-        return "the decode table is not whole numbers (its sums would depend on their order)"
+    if len(rows) < min_rows or not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
+        return f"{whose} decode table is not whole numbers (its sums would depend on their order)"
     return None
 
 
@@ -118,20 +123,9 @@ def _spec_reason(sim, single: bool) -> str | None:
     draft's passes through a closed form whose law and tables the kernel takes as it takes the target's."""
     if not single:
         return "speculative decoding in a fleet"
-    closed = sim.draft.closed
-    if closed is None:
+    if sim.draft.closed is None:
         return "speculative decoding without the draft's closed form"
-    if law_source(closed) is None:
-        return "the draft's step law uses functions other than max and min"
-    for idx in (closed._dec_at, closed._pre_at, closed._prefix_at):
-        if len(np.unique(idx)) != len(idx) or (len(idx) and idx.min() < 0):
-            return "repeated work columns in the draft's law"
-    if len(closed._prefix_at) != closed.model._dec_rows.shape[1]:
-        return "the draft's prefix columns differ from its decode table's"
-    rows = closed.model._dec_rows
-    if not np.array_equal(rows, np.round(rows)) or np.abs(rows).max() * len(rows) >= 2.0**53:
-        return "the draft's decode table is not whole numbers (its sums would depend on their order)"
-    return None
+    return _law_reason(sim.draft.closed, "the draft's")
 
 
 def _spec_args(sim) -> tuple:
