@@ -199,11 +199,15 @@ def _family_fields(data: dict[str, Any], where: str, arch: str) -> dict[str, Any
 
 
 def _default_name(data: dict[str, Any], where: str) -> str:
-    """Basename of `_name_or_path`, else the folder holding the config file."""
+    """Basename of `_name_or_path`, else the file's own name when it is not `config.json` (a config saved as
+    `SmolLM3-3B.json`), else the folder holding it (the Hugging Face layout, `SmolLM3-3B/config.json`)."""
     path = data.get("_name_or_path")
     if isinstance(path, str) and PurePath(path).name:
         return PurePath(path).name
-    folder = PurePath(where).parent.name
+    file = PurePath(where)
+    if file.suffix == ".json" and file.stem and file.stem != "config":
+        return file.stem
+    folder = file.parent.name
     if folder:
         return folder
     raise SpecError(f"{where}: name: no _name_or_path and no parent folder to name the model; pass a name")

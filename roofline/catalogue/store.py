@@ -96,7 +96,7 @@ def load_model(ref: str, name: str | None = None) -> Model:
             if "architectures" in data or "model_type" in data:
                 from roofline.catalogue.hf import model_from_hf_config
 
-                if name is None and not data.get("_name_or_path") and not path.parent.name:
+                if name is None and not data.get("_name_or_path") and not path.parent.name and path.stem == "config":
                     name = path.resolve().parent.name or None
                 return _checked(model_from_hf_config(data, where=str(path), name=name), ref)
             load_json_object(path)  # a Model spec in JSON: strict (no Infinity or NaN)
