@@ -32,7 +32,7 @@ the devices of one structure and bound to each one's numbers (costmodel.compiled
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Literal
 
@@ -227,6 +227,16 @@ class Roofline:
                 rate = rate * v["clock_ratio"]
         return rate, per_kernel
 
+    def tensor_rate(self, op: Op) -> float:
+        """The tensor-core FLOP/s a GEMM or attention op's compute term divides its matmul FLOPs by (its ceilings,
+        then the steady state, as op_times takes them), as a number also when the roofline is symbolic; 0 when
+        the device has no rate for it."""
+        peak_key, _, kernel_key = self._ceilings_of(op)
+        rate, _ = self.steady_state(op, self._values[peak_key], self._values[kernel_key])
+        if isinstance(rate, sp.Basic):
+            rate = rate.subs({sp.Symbol(k, positive=True): v for k, v in ceil.bindings(self.ceilings).items()})
+        return float(rate) if rate else 0.0
+
     def ridge_point(self, dtype: str) -> float:
         """FLOP/byte where this dtype's (effective) peak meets the (effective) bandwidth."""
         return self.matmul_peak(dtype) / self.bandwidth()
@@ -414,6 +424,24 @@ def _content(op: Op) -> tuple:
 
 
 _ROOFLINES: dict[tuple, Roofline] = {}
+
+
+def burst_options(hardware: Hardware, options: RooflineOptions | None = None) -> RooflineOptions | None:
+    """`options` with the tensor-core rates at the burst clock: every sustained figure of the device's measured
+    section (sustained_gemm / sustained_attn per dtype / head dim) and the sustained / burst clock ratio set aside
+    (RooflineOptions.kernels), so Roofline.steady_state keeps the burst rates. None when the device has none of
+    them (nothing to set aside). The board reaches its power cap only while GEMMs run back to back: micro6
+    (validate/notes/2026-11-29-micro6-duty.md, one H200) timed a prefill's GEMM at 768-775 TFLOP/s whenever 25 ms
+    of idle or memory-bound work separated 25 ms bursts, and at the sustained 657-658 only back to back."""
+    m = hardware.measured
+    if m is None or not (m.sustained_gemm_flops_per_s or m.sustained_attention_flops_per_s
+                         or (m.burst_sm_clock_hz and m.sustained_sm_clock_hz)):
+        return None
+    aside = ([(f"sustained_gemm:{d}", None) for d in m.sustained_gemm_flops_per_s]
+             + [(f"sustained_attn:{h}", None) for h in m.sustained_attention_flops_per_s] + [("clock_ratio", None)])
+    base = options or RooflineOptions()
+    kept = tuple(kv for kv in base.kernels if kv[0] not in dict(aside))
+    return replace(base, kernels=tuple(sorted(kept + tuple(aside), key=lambda kv: kv[0])))
 
 
 def roofline_for(hardware: Hardware, tp: int = 1, options: RooflineOptions | None = None) -> Roofline:

@@ -66,6 +66,7 @@ def summarize(trace: Trace, slo: Slo | None) -> dict[str, Any]:
                     "max_utilization": float(kv_use.max()) if len(kv_use) else 0.0},
         "preemptions": trace.preemptions,
         "prefix_cache": trace.prefix_cache,
+        "gemm_clock": trace.gemm_clock,
         "max_running": int(steps[:, 2].max()) if len(steps) else 0,
         "littles_law": littles_law(trace),
         "timeline": timeline(trace),

@@ -13,14 +13,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
+from roofline.costmodel.device import burst_options, roofline_for
 from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
-from roofline.engines.timing import eager_layers
+from roofline.engines.timing import eager_layers, engine_options
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
+from roofline.serving.clock import BURST_DUTY, gemm_duty, gemm_s_per_token
 from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
@@ -58,6 +61,8 @@ class Trace:
     kv_capacity_bytes: float
     preemptions: int
     prefix_cache: dict | None = None  # PrefixCache.stats() when the run cached shared prefixes
+    # the tensor cores' clock Simulator.run chose (serving.clock): {"clock": "burst" | "sustained", "duty": ...}
+    gemm_clock: dict | None = None
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -108,10 +113,16 @@ class Simulator:
     # the compiled record loop (serving.kernel) for the runs it covers, the same times to float rounding: None from
     # kernel.MIN_REQUESTS requests on, True for any covered run, False never
     kernel: bool | None = None
+    # the tensor cores' clock (serving.clock): "duty" prices a run at the sustained rate and runs it again at the
+    # burst rate when its GEMM duty is at most clock.BURST_DUTY; "sustained" / "burst" hold one rate for every run
+    clock: str = "duty"
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
             raise ValueError("serving: max_tokens (longest request) must be positive")
+        if self.clock not in ("duty", "sustained", "burst"):
+            raise ValueError(f"serving: clock: {self.clock!r} is not one of duty, sustained, burst")
+        self._given = (self.scheduler, self.engine, self.pool)  # what a twin at the other clock is built from
         k = self.speculative.tokens if self.speculative else 0
         if self.engine is None:
             self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens,
@@ -121,7 +132,11 @@ class Simulator:
         else:
             self.engine = self._with_eager(self.engine)
             self.scheduler = SchedulerConfig.of(self.engine, k)
-        self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method)
+        roof = None
+        if self.clock == "burst" and (options := burst_options(self.hardware, engine_options(self.workload.engine,
+                                                                                            self.hardware))):
+            roof = roofline_for(self.hardware, tp=self.workload.tp, options=options)
+        self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method, roofline=roof)
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
         table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
         self.steps = StepModel(self.phases, table, step_tokens)
@@ -145,6 +160,8 @@ class Simulator:
 
     def set_engine(self, engine: EngineScheduling) -> None:
         """Run under another profile of the same engine (e.g. SGLang's running cap once its pool is known)."""
+        self._given = (self._given[0], engine, self._given[2])
+        self.__dict__.pop("burst_twin", None)
         engine = self._with_eager(engine)
         self.engine = engine
         self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
@@ -260,9 +277,36 @@ class Simulator:
                 ends = self.block_ends(sched, plan, float(ends[-1]) * (1 + 1e-9))
         return ends, self.cut(ends, now, nxt, lag)
 
+    @cached_property
+    def burst_twin(self) -> Simulator | None:
+        """This simulator with the tensor cores at the burst clock (serving.clock), built from what this one was
+        given; None when the device has no sustained figure to set aside or the clock is held."""
+        if self.clock != "duty" or burst_options(self.hardware) is None:
+            return None
+        scheduler, engine, pool = self._given
+        return replace(self, scheduler=scheduler, engine=engine, pool=pool, clock="burst")
+
+    @cached_property
+    def gemm_s_per_token(self) -> float:
+        """One token's GEMM seconds at this simulator's rates (serving.clock.gemm_s_per_token)."""
+        return gemm_s_per_token(self.phases)
+
     def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
             clients: Clients | None = None) -> Trace:
-        """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times)."""
+        """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times);
+        a run whose GEMM duty at the sustained rate is at most clock.BURST_DUTY is run again at the burst clock."""
+        trace = self._run(requests, progress, clients)
+        if self.burst_twin is None:
+            return trace
+        duty = gemm_duty(trace.steps, trace.requests.arrival_s, trace.finish_s, self.gemm_s_per_token)
+        if duty <= BURST_DUTY:
+            trace = self.burst_twin.run(requests, progress, clients)
+        return replace(trace, gemm_clock={"clock": "burst" if duty <= BURST_DUTY else "sustained", "duty": duty,
+                                          "burst_below": BURST_DUTY})
+
+    def _run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
+             clients: Clients | None = None) -> Trace:
+        """One run at this simulator's rates (see run)."""
         self.check(requests)
         if self.use_kernel(requests, clients, single=True):
             sent, (first, finish, _, rec, preempted, cached) = self.run_kernel(requests, clients, single=True)
