@@ -2,7 +2,8 @@
 Fleet pages build it: the profile (roofline.engines.scheduling) with speculative decoding's changes
 (with_speculative), and SGLang's running-request cap sized from the pool once the pool is known (its
 `max_running_requests` default follows the KV pool's tokens: scheduling.sglang_max_running) unless the caller set
-`max_num_seqs` itself."""
+`max_num_seqs` itself. The tensor cores' clock follows each run's GEMM duty (Simulator.clock "duty",
+serving.clock); a fleet's replicas keep the sustained rate (Fleet.run does not apply the rule)."""
 
 from __future__ import annotations
 
@@ -14,22 +15,24 @@ from roofline.serving.speculative import Speculative
 
 
 def engine_simulator(model, hardware, workload, method, max_tokens: int, profile: EngineScheduling,
-                     speculative: Speculative | None = None, seqs_given: bool = False) -> Simulator:
-    """The simulator of one method under `profile` (and `speculative`), SGLang's cap applied unless `seqs_given`."""
+                     speculative: Speculative | None = None, seqs_given: bool = False,
+                     clock: str = "duty") -> Simulator:
+    """The simulator of one method under `profile` (and `speculative`), SGLang's cap applied unless `seqs_given`;
+    `clock` the tensor cores' (Simulator.clock: by default each run's own GEMM duty decides, serving.clock)."""
     if speculative is not None:
         profile = with_speculative(profile, speculative.method)
     sim = Simulator(model, hardware, workload, method, max_tokens=max_tokens, engine=profile,
-                    speculative=speculative)
+                    speculative=speculative, clock=clock)
     if profile.engine == "sglang" and not seqs_given:
         pool_tokens = sim.pool.capacity_pages * sim.pool.page_tokens
         sim.set_engine(replace(profile, max_num_seqs=sglang_max_running(pool_tokens, max(max_tokens, 2))))
     return sim
 
 
-def workload_simulator(model, hardware, workload, method, max_tokens: int) -> Simulator:
+def workload_simulator(model, hardware, workload, method, max_tokens: int, clock: str = "duty") -> Simulator:
     """The simulator of `workload.engine` with its defaults for this GPU (`vllm serve`'s entry point); the planner's
-    ideal scheduler (no engine profile) for 'ideal'."""
+    ideal scheduler (no engine profile) for 'ideal'; `clock` as engine_simulator's."""
     if workload.engine == "ideal":
-        return Simulator(model, hardware, workload, method, max_tokens=max_tokens)
+        return Simulator(model, hardware, workload, method, max_tokens=max_tokens, clock=clock)
     profile = scheduling(workload.engine, hardware, "api", workload.tp, context_len=max(max_tokens, 2))
-    return engine_simulator(model, hardware, workload, method, max_tokens, profile)
+    return engine_simulator(model, hardware, workload, method, max_tokens, profile, clock=clock)

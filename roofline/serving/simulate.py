@@ -113,9 +113,10 @@ class Simulator:
     # the compiled record loop (serving.kernel) for the runs it covers, the same times to float rounding: None from
     # kernel.MIN_REQUESTS requests on, True for any covered run, False never
     kernel: bool | None = None
-    # the tensor cores' clock (serving.clock): "duty" prices a run at the sustained rate and runs it again at the
-    # burst rate when its GEMM duty is at most clock.BURST_DUTY; "sustained" / "burst" hold one rate for every run
-    clock: str = "duty"
+    # the tensor cores' clock (serving.clock): "sustained" (the planner's steady state) or "burst" hold one rate for
+    # every run; "duty" (what `roofline simulate` and the dashboard run: serving.engined) prices a run at the
+    # sustained rate and runs it again at the burst rate when its GEMM duty is at most clock.BURST_DUTY
+    clock: str = "sustained"
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:

@@ -43,7 +43,8 @@ def test_a_device_without_sustained_figures_has_no_burst_twin():
 
 
 def test_one_tokens_gemm_time_by_hand():
-    sim = Simulator(MODEL, H200, Workload(batch=1, context_tokens=2048), parse_method("bf16"), max_tokens=2048)
+    sim = Simulator(MODEL, H200, Workload(batch=1, context_tokens=2048), parse_method("bf16"), max_tokens=2048,
+                    clock="duty")
     assert sim.gemm_s_per_token == pytest.approx(2 * WEIGHTS / SUSTAINED, rel=1e-3)
     assert sim.burst_twin.gemm_s_per_token == pytest.approx(2 * WEIGHTS / BURST, rel=1e-3)
 
@@ -59,8 +60,8 @@ def test_a_light_run_runs_at_the_burst_clock_and_a_heavy_one_capped():
     """2 requests/s of 1,024 + 64 tokens keep the GEMMs busy ~5 % of the time (2 x 1,088 x ~23 us): the twin's
     burst rates answer; all at once, 400 prompts of 1,024 (prefill back to back) are above half duty: capped."""
     workload = Workload(batch=1, context_tokens=2048)
-    sim = Simulator(MODEL, H200, workload, parse_method("bf16"), max_tokens=2048)
-    held = Simulator(MODEL, H200, workload, parse_method("bf16"), max_tokens=2048, clock="sustained")
+    sim = Simulator(MODEL, H200, workload, parse_method("bf16"), max_tokens=2048, clock="duty")
+    held = Simulator(MODEL, H200, workload, parse_method("bf16"), max_tokens=2048)  # the default: sustained
     light = poisson_requests(2.0, 60, LengthDist.parse("1024", "prompt"), LengthDist.parse("64", "output"), 0)
     got, capped = sim.run(light), held.run(light)
     burst = sim.burst_twin.run(light)
