@@ -3,7 +3,8 @@
 For each method the same requests (common random numbers) are replayed at rates from 5 % to 120 % of the larger of
 the replica's saturated rate (every request at once) and the largest rate that meets the SLO
 (serving.search.max_rate_at_slo; a finite run whose batch grows with the rate can meet it past the first): TTFT and
-TPOT p99 at each rate, and that largest rate, inside the curve.
+TPOT p99 at each rate, and that largest rate, inside the curve; each rate's tensor-core clock (serving.clock: burst
+while the run's GEMM duty is at most 0.5, else the power-capped sustained rate).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def latency_vs_rate(model: Model, hardware: Hardware, workload: Workload, specs:
             ttft = float(np.percentile(trace.ttft_s, 99))
             tpot = float(np.percentile(trace.tpot_s, 99)) if len(trace.tpot_s) else 0.0
             rows.append({"method": spec, "rate_per_s": top * fraction, "ttft_p99_s": ttft, "tpot_p99_s": tpot,
-                         "meets_slo": ttft <= slo.ttft_s and tpot <= slo.tpot_s})
+                         "meets_slo": ttft <= slo.ttft_s and tpot <= slo.tpot_s,
+                         "tensor_clock": (trace.gemm_clock or {}).get("clock", "sustained")})
         best[spec] = found["rate_per_s"]
         if found["reason"]:
             reasons[spec] = found["reason"]
