@@ -12,8 +12,12 @@ torch only, timed by CUDA events, nvidia-smi sampling SM clock and power every 2
 - the GEMM is Llama-3.1-8B's gate-up projection at a 1,024-token prefill: M = 1,024, N = 28,672, K = 4,096, bf16.
 
 Usage (GPU machine, torch): python3 micro6_duty.py OUT_JSON
+MICRO6_PATTERNS="BURST_MS:FILL_MS[:KIND],..." replaces the duty part's patterns (KIND idle or stream, default stream):
+micro7 (prepared in session 16, validate/results/engines/h200-micro7-predicted.json) places the threshold between
+duty 0.5 and 1 and times bursts longer than the settling time.
 """
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,8 +33,8 @@ BURST_S = 0.025
 
 def sampler(path: str) -> subprocess.Popen:
     """nvidia-smi's SM clock and board power every 20 ms into `path` (timestamps local wall time)."""
-    return subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                             "-lms", "20", "-f", path])
+    return subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw",
+                             "--format=csv,noheader,nounits", "-lms", "20", "-f", path])
 
 
 def gemm_rate_series(x, w, out, seconds: float) -> list[tuple[float, float]]:
@@ -50,6 +54,19 @@ def gemm_rate_series(x, w, out, seconds: float) -> list[tuple[float, float]]:
                     break
         res.append((time.time() - t0, n * FLOPS / (a.elapsed_time(b) * 1e-3) / 1e12))
     return res
+
+
+def patterns() -> list[tuple[float, float, str]]:
+    """(burst s, fill s, fill kind) of the duty part: MICRO6_PATTERNS, else micro6's 25 ms bursts with 0-225 ms
+    of idle, then stream, fill."""
+    spec = os.environ.get("MICRO6_PATTERNS")
+    if not spec:
+        return [(BURST_S, f, k) for k in ("idle", "stream") for f in (0.0, 0.025, 0.075, 0.225)]
+    out = []
+    for item in spec.split(","):
+        parts = item.split(":")
+        out.append((float(parts[0]) / 1e3, float(parts[1]) / 1e3, parts[2] if len(parts) > 2 else "stream"))
+    return out
 
 
 def pattern(x, w, out, buf, fill: str, fill_s: float, seconds: float, per_burst: int) -> dict:
@@ -96,19 +113,21 @@ def main() -> None:
         torch.matmul(x, w.t(), out=out)
     b.record()
     b.synchronize()
-    per_burst = max(1, round(BURST_S / (a.elapsed_time(b) * 1e-3 / 20)))
+    gemm_s = a.elapsed_time(b) * 1e-3 / 20
+    per_burst = max(1, round(BURST_S / gemm_s))
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "shape": [M, N, K],
            "per_burst": per_burst, "started": time.time()}
     time.sleep(2.0)
     res["settle"] = gemm_rate_series(x, w, out, 4.0)
     res["duty"] = []
-    for fill in ("idle", "stream"):
-        for fill_s in (0.0, 0.025, 0.075, 0.225):
-            time.sleep(1.0)
-            r = pattern(x, w, out, buf, fill, fill_s, 4.0, per_burst)
-            res["duty"].append(r)
-            print(f"duty {fill} {fill_s * 1e3:.0f} ms: {r['tflops_median']:.0f} TFLOP/s "
-                  f"({r['tflops_min']:.0f}-{r['tflops_max']:.0f}, {r['bursts']} bursts)", flush=True)
+    for burst_s, fill_s, fill in patterns():
+        time.sleep(1.0)
+        n = max(1, round(burst_s / gemm_s))
+        r = pattern(x, w, out, buf, fill, fill_s, 4.0, n)
+        r.update(burst_s=burst_s, per_burst=n)
+        res["duty"].append(r)
+        print(f"duty {burst_s * 1e3:.0f} ms on, {fill} {fill_s * 1e3:.1f} ms: {r['tflops_median']:.0f} TFLOP/s "
+              f"({r['tflops_min']:.0f}-{r['tflops_max']:.0f}, {r['bursts']} bursts)", flush=True)
     smi.terminate()
     smi.wait()
     s = res["settle"]
