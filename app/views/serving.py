@@ -46,7 +46,7 @@ cache.text_table(display.serving_table(result))  # Markdown: read on screen, no 
 burst = sorted({f"{r['rate_per_s']:.3g}" for r in result["rows"] if r.get("tensor_clock") == "burst"}, key=float)
 if burst:
     st.caption(f"GEMMs at the burst clock at {', '.join(burst)} req/s: at those rates the GEMMs run at most half the "
-               "time, so the board stays under its power cap (docs/serving.md, 'The tensor cores' clock'); the "
-               "other rates at the sustained, power-capped rate.")
+               "time, so the board stays under its power cap (docs/serving.md, 'The tensor cores' clock'); higher "
+               "rates between it and the sustained, power-capped rate.")
 st.caption(fmt.md_escape(trust.page_caption("serving", hardware, workload, model)))
 cache.downloads("serving", result["rows"], key="serving")

@@ -379,9 +379,11 @@ def _text(results: list[dict[str, Any]]) -> str:
     if r0.get("trust"):
         notes.insert(0, f"trust: {r0['trust']['text']}")
     for r in results:
-        if (clock := r.get("gemm_clock")) and clock["clock"] == "burst":
-            notes.append(f"{r['method']}: GEMMs at the burst clock (GEMM duty {clock['duty']:.2f} <= "
-                         f"{clock['burst_below']:g}: the board stays under its power cap; docs/serving.md)")
+        if (clock := r.get("gemm_clock")) and clock["clock"] != "sustained":
+            where = ("at the burst clock" if clock["clock"] == "burst" else
+                     f"{clock['sustained_share']:.0%} of the way from the burst to the power-capped rate")
+            notes.append(f"{r['method']}: GEMMs {where} (GEMM duty {clock['duty']:.2f}: the board is under its "
+                         "power cap part of the time; docs/serving.md)")
         if r.get("prefix_cache"):
             notes.append(f"{r['method']}: prefix cache hit rate {r['prefix_cache']['hit_rate']:.1%} "
                          f"({r['prefix_cache']['workload']} workload)")

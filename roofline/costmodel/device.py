@@ -426,22 +426,34 @@ def _content(op: Op) -> tuple:
 _ROOFLINES: dict[tuple, Roofline] = {}
 
 
-def burst_options(hardware: Hardware, options: RooflineOptions | None = None) -> RooflineOptions | None:
-    """`options` with the tensor-core rates at the burst clock: every sustained figure of the device's measured
-    section (sustained_gemm / sustained_attn per dtype / head dim) and the sustained / burst clock ratio set aside
-    (RooflineOptions.kernels), so Roofline.steady_state keeps the burst rates. None when the device has none of
-    them (nothing to set aside). The board reaches its power cap only while GEMMs run back to back: micro6
-    (validate/notes/2026-11-29-micro6-duty.md, one H200) timed a prefill's GEMM at 768-775 TFLOP/s whenever 25 ms
-    of idle or memory-bound work separated 25 ms bursts, and at the sustained 657-658 only back to back."""
+def burst_options(hardware: Hardware, options: RooflineOptions | None = None,
+                  share: float = 0.0) -> RooflineOptions | None:
+    """`options` with the tensor-core rates between the burst and the sustained clock: each sustained figure of the
+    device (sustained_gemm per dtype, sustained_attn per head dim, the sustained / burst clock ratio) moved to
+    burst + `share` x (sustained - burst), its burst figure the GEMM shape rate (else the peak) or the attention
+    rate of that key; share 0 sets them aside (RooflineOptions.kernels: Roofline.steady_state then keeps the burst
+    rates). None when the device has none of them (nothing to move). The board reaches its power cap only while
+    GEMMs run near back to back: micro6 and micro7 (validate/notes/2026-11-29-micro6-duty.md, one H200) timed a
+    prefill's GEMM at the burst rate at GEMM duty 0.5 or less and falling toward the sustained rate as the duty
+    rises to 1 (serving.clock)."""
     m = hardware.measured
     if m is None or not (m.sustained_gemm_flops_per_s or m.sustained_attention_flops_per_s
                          or (m.burst_sm_clock_hz and m.sustained_sm_clock_hz)):
         return None
-    aside = ([(f"sustained_gemm:{d}", None) for d in m.sustained_gemm_flops_per_s]
-             + [(f"sustained_attn:{h}", None) for h in m.sustained_attention_flops_per_s] + [("clock_ratio", None)])
     base = options or RooflineOptions()
-    kept = tuple(kv for kv in base.kernels if kv[0] not in dict(aside))
-    return replace(base, kernels=tuple(sorted(kept + tuple(aside), key=lambda kv: kv[0])))
+    c = ceil.ceilings(hardware, base, 1)
+    moved: dict[str, float | None] = {}
+    for key, value in c.items():
+        if not value or not key.startswith(("sustained_gemm:", "sustained_attn:")):
+            continue
+        kind, tag = key.split(":")
+        burst = (c.get(f"gemm_shape:{tag}") or c.get(f"peak:{tag}")) if kind == "sustained_gemm" \
+            else c.get(f"attn_flops:{tag}")
+        moved[key] = burst + share * (value - burst) if share and burst else None
+    if c.get("clock_ratio"):
+        moved["clock_ratio"] = 1.0 - share * (1.0 - c["clock_ratio"]) if share else None
+    kept = tuple(kv for kv in base.kernels if kv[0] not in moved)
+    return replace(base, kernels=tuple(sorted(kept + tuple(moved.items()), key=lambda kv: kv[0])))
 
 
 def roofline_for(hardware: Hardware, tp: int = 1, options: RooflineOptions | None = None) -> Roofline:

@@ -1,23 +1,27 @@
-"""The tensor cores' clock of a serving run: burst or power-capped, from the run's own GEMM duty.
+"""The tensor cores' clock of a serving run: burst, power-capped or between, from the run's own GEMM duty.
 
 The planner prices every GEMM and prefill attention at the sustained, power-capped rate (Roofline.steady_state:
-hardware `sustained_gemm_flops_per_s`): steady-state serving with steps back to back. micro6
-(validate/notes/2026-11-29-micro6-duty.md; one H200, Llama-3.1-8B's 1,024-token gate-up GEMM) measured when that
-holds: 25 ms GEMM bursts ran at 768-775 TFLOP/s (the burst rate) whenever 25, 75 or 225 ms of idle or memory-bound
-work (a device copy, as decode steps are) separated them, duty 0.5 or less, and at 657-658 (the sustained rate, the
-board at its 700 W cap) only back to back, settling there within ~100-150 ms. A lightly loaded server's prefills are
-such bursts between memory-bound decode steps.
+hardware `sustained_gemm_flops_per_s`): steady-state serving with steps back to back. micro6 and micro7
+(validate/notes/2026-11-29-micro6-duty.md; one H200, Llama-3.1-8B's 1,024-token gate-up GEMM in 25 ms bursts with
+idle or memory-bound fill between them) measured when that holds:
+
+    GEMM duty       0.1-0.5   0.6   0.7   0.8   0.9   1.0
+    TFLOP/s         768-775   758   720   697   675   657-658   (stream fill; idle fill the same at <= 0.5)
+
+that is, the share of the way from the burst to the sustained rate is 0 up to duty 0.5 and rises about linearly to
+1 at duty 1 (0.11, 0.45, 0.65, 0.85 measured at 0.6-0.9 against 0.2, 0.4, 0.6, 0.8 on the line). A lightly loaded
+server's prefills are such bursts between memory-bound decode steps.
 
 The law, for one run: its GEMM duty is the time its tensor cores would be busy at the sustained rate, over its wall
 time, first arrival to last finish:
     duty = tokens processed x GEMM s a token / wall,
 GEMM s a token the decode graph's GEMM and MoE-expert FLOPs of one token at each op's sustained rate (the step
-model's own ceilings). A run whose duty is at most BURST_DUTY (0.5: the highest duty micro6 found at the burst rate)
-runs at the burst clock, and Simulator.run runs it again on a twin with the burst rates (costmodel.device
-burst_options); above it the sustained rate stands, also between 0.5 and 1, which micro6 did not measure (the
-conservative side: the planner promises no more than the capped board gives). What this leaves out: a burst of
-back-to-back compute longer than ~150 ms inside a light run (a wave of arrivals) runs capped there; the rule sees
-the run's mean only."""
+model's own ceilings). A run at duty 0.5 or less runs at the burst rates: Simulator.run runs it again on a twin at
+those rates (costmodel.device burst_options); above 0.5 the sustained rate stands (sustained_share says why not the
+line). What this leaves out: micro7's bursts of 100 / 200 / 400 ms at duty 0.5 ran at
+714 / 696 / 688 TFLOP/s (the board settles within ~100-150 ms inside a long burst): a run's long prefills
+(thousands of tokens in one step) or a wave of back-to-back arrivals inside a light run run slower than its mean
+duty says; the rule sees the run's mean only."""
 
 from __future__ import annotations
 
@@ -25,6 +29,16 @@ import numpy as np
 import sympy as sp
 
 BURST_DUTY = 0.5  # micro6: bursts at duty 0.5 (25 ms on, 25 ms off) ran at 768-770 TFLOP/s, back to back at 657-658
+
+
+def sustained_share(duty: float) -> float:
+    """The share of the way from the burst to the sustained rate at this GEMM duty: 0 up to BURST_DUTY, else 1.
+    Not micro7's line between them: this duty counts GEMM FLOPs alone, and on the judged served runs whose duty it
+    puts at 0.6-0.9 (run 2's rate24-48, conc64, burst; validate/notes/2026-11-29-micro6-duty.md) the line moved every
+    TTFT 10-28 points under while the capped rate kept them within the known per-stream misses: those runs' board
+    draws more than their GEMMs (prefill attention, the rest of each step, back to back) and the proxy does not
+    see it. Up to 0.5 the measured rate is the burst one with either fill."""
+    return 0.0 if duty <= BURST_DUTY else 1.0
 
 
 def gemm_s_per_token(phases) -> float:

@@ -23,7 +23,7 @@ from roofline.engines.timing import eager_layers, engine_options
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
-from roofline.serving.clock import BURST_DUTY, gemm_duty, gemm_s_per_token
+from roofline.serving.clock import BURST_DUTY, gemm_duty, gemm_s_per_token, sustained_share
 from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
@@ -115,15 +115,17 @@ class Simulator:
     kernel: bool | None = None
     # the tensor cores' clock (serving.clock): "sustained" (the planner's steady state) or "burst" hold one rate for
     # every run; "duty" (what `roofline simulate` and the dashboard run: serving.engined) prices a run at the
-    # sustained rate and runs it again at the burst rate when its GEMM duty is at most clock.BURST_DUTY
+    # sustained rate and runs it again between the burst and the sustained rates by its GEMM duty (serving.clock)
     clock: str = "sustained"
+    share: float = 0.0  # clock "burst": the share of the way to the sustained rates (serving.clock.sustained_share)
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
             raise ValueError("serving: max_tokens (longest request) must be positive")
         if self.clock not in ("duty", "sustained", "burst"):
             raise ValueError(f"serving: clock: {self.clock!r} is not one of duty, sustained, burst")
-        self._given = (self.scheduler, self.engine, self.pool)  # what a twin at the other clock is built from
+        self._given = (self.scheduler, self.engine, self.pool)  # what a twin at another clock is built from
+        self._twins: dict[float, Simulator] = {}
         k = self.speculative.tokens if self.speculative else 0
         if self.engine is None:
             self.engine = EngineScheduling("ideal", self.scheduler.max_num_seqs, self.scheduler.max_num_batched_tokens,
@@ -135,7 +137,8 @@ class Simulator:
             self.scheduler = SchedulerConfig.of(self.engine, k)
         roof = None
         if self.clock == "burst" and (options := burst_options(self.hardware, engine_options(self.workload.engine,
-                                                                                            self.hardware))):
+                                                                                            self.hardware),
+                                                               self.share)):
             roof = roofline_for(self.hardware, tp=self.workload.tp, options=options)
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method, roofline=roof)
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
@@ -162,7 +165,7 @@ class Simulator:
     def set_engine(self, engine: EngineScheduling) -> None:
         """Run under another profile of the same engine (e.g. SGLang's running cap once its pool is known)."""
         self._given = (self._given[0], engine, self._given[2])
-        self.__dict__.pop("burst_twin", None)
+        self._twins = {}
         engine = self._with_eager(engine)
         self.engine = engine
         self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
@@ -278,14 +281,22 @@ class Simulator:
                 ends = self.block_ends(sched, plan, float(ends[-1]) * (1 + 1e-9))
         return ends, self.cut(ends, now, nxt, lag)
 
-    @cached_property
-    def burst_twin(self) -> Simulator | None:
-        """This simulator with the tensor cores at the burst clock (serving.clock), built from what this one was
-        given; None when the device has no sustained figure to set aside or the clock is held."""
+    def twin(self, share: float) -> Simulator | None:
+        """This simulator with the tensor cores `share` of the way from the burst to the sustained rates
+        (serving.clock), built from what this one was given; None when the clock is held or the device has no
+        sustained figure to move."""
         if self.clock != "duty" or burst_options(self.hardware) is None:
             return None
-        scheduler, engine, pool = self._given
-        return replace(self, scheduler=scheduler, engine=engine, pool=pool, clock="burst")
+        if share not in self._twins:
+            scheduler, engine, pool = self._given
+            self._twins[share] = replace(self, scheduler=scheduler, engine=engine, pool=pool, clock="burst",
+                                         share=share)
+        return self._twins[share]
+
+    @property
+    def burst_twin(self) -> Simulator | None:
+        """twin(0): every tensor-core rate at the burst clock."""
+        return self.twin(0.0)
 
     @cached_property
     def gemm_s_per_token(self) -> float:
@@ -295,14 +306,17 @@ class Simulator:
     def run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
             clients: Clients | None = None) -> Trace:
         """Simulate `requests` to completion, released by `clients` (default: open loop at their arrival times);
-        a run whose GEMM duty at the sustained rate is at most clock.BURST_DUTY is run again at the burst clock."""
+        under clock "duty" a run whose GEMM duty at the sustained rate leaves the board under its power cap for part
+        of the time is run again at rates between the burst and the sustained (serving.clock)."""
         trace = self._run(requests, progress, clients)
         if self.burst_twin is None:
             return trace
         duty = gemm_duty(trace.steps, trace.requests.arrival_s, trace.finish_s, self.gemm_s_per_token)
-        if duty <= BURST_DUTY:
-            trace = self.burst_twin.run(requests, progress, clients)
-        return replace(trace, gemm_clock={"clock": "burst" if duty <= BURST_DUTY else "sustained", "duty": duty,
+        share = sustained_share(duty)
+        if share < 1.0:
+            trace = self.twin(share).run(requests, progress, clients)
+        clock = "burst" if share == 0.0 else "sustained" if share == 1.0 else "between"
+        return replace(trace, gemm_clock={"clock": clock, "duty": duty, "sustained_share": share,
                                           "burst_below": BURST_DUTY})
 
     def _run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,

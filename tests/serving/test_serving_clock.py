@@ -79,3 +79,17 @@ def test_a_bad_clock_is_refused_by_name():
     with pytest.raises(ValueError, match="clock"):
         Simulator(MODEL, H200, Workload(batch=1, context_tokens=2048), parse_method("bf16"), max_tokens=2048,
                   clock="boost")
+
+
+def test_the_share_is_a_step_at_half_duty():
+    """The burst rate up to duty 0.5 (micro6), the sustained above (serving.clock.sustained_share says why not
+    micro7's line)."""
+    from roofline.serving.clock import sustained_share
+
+    assert [sustained_share(d) for d in (0.1, 0.5, 0.51, 0.9, 1.7)] == [0.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_rates_between_the_clocks_by_hand():
+    """40 % of the way: 729.8 + 0.4 x (660.3 - 729.8) = 702.0 TFLOP/s for a bf16 GEMM on the H200."""
+    between = roofline_for(H200, options=burst_options(H200, share=0.4))
+    assert between.tensor_rate(_gemm()) == pytest.approx(702.0e12, rel=1e-12)
