@@ -52,7 +52,7 @@ from roofline.serving.kernel_layout import (
 HEAD, FLOOR, DRAFT_MAX_STEP = range(3)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _chunks(r, q, tab, st, ri, spec, extra, pad):
     """ClosedForm.chunk_work into q: the decoding sequences as chunks of `spec` + 1 + `extra` tokens after their
     computed tokens, then the step's chunks, each `extra` tokens longer, all ending their prompt when `extra` (a
@@ -79,7 +79,7 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
     return n_new
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _decodes(r, q, tab, st, ri, shift, chunks, max_step):
     """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
     + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
@@ -102,7 +102,7 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
     """DraftCost._closed_s: the K draft passes' seconds."""
     k = cfg[SPEC]
@@ -124,7 +124,7 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     """Wall seconds of the planned speculative step: verify + the draft's passes, through the engine's overheads
     (EngineOverheads.combine over the step's sequences and its unpadded tokens)."""
@@ -143,7 +143,7 @@ def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     return max(gpu, host) if cfg[OVERLAP] else gpu + host
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def accept(r, st, ri, rng, acceptance):
     """Simulator.accepted, applied as Scheduler.commit applies it (before the step's own token): each decoding
     sequence's accepted drafts are computed, generated and known tokens too."""
@@ -163,7 +163,7 @@ def accept(r, st, ri, rng, acceptance):
         st[r, KNOWN, p] += extra
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec):
     """A fleet replica's block just planned (serving.kernel_loop.start), under speculative decoding: its one verify
     step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_loop.extend,
