@@ -19,8 +19,8 @@ compile is cached by numba after the first run on a machine: the CPU seconds inc
 step law); --python and --reference take the Python loop. With --prefix every prompt carries the shared prefix
 (serving.prefix.parse_prefix, seed 0) and the engine's prefix cache is on (every engine profile's default); the
 line adds the cache's hit rate. With --speculative every decode step is a verify step with its draft's passes (one
-replica through serving.kernel; a fleet through the Python loop, which the kernel does not cover); the line adds the
-tokens a decoding sequence emitted per verify step.
+replica or a fleet through serving.kernel: kernel_spec in kernel_single's or kernel_loop's loop; --python for the
+Python loop); the line adds the TPOT p50 (the same figure through either loop).
 Results are in benchmarks/serving_scale.md.
 """
 

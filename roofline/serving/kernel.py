@@ -12,12 +12,13 @@ and a law costs only its own small compile.
 Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals or
 --max-concurrency clients (with or without think time; not chat sessions), the engine's admission lag (vLLM's async
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
-publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica
-(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), no preloaded KV (a
-disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
+publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica or a fleet
+(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), no preloaded KV
+(a disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
 prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
 only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
-test_serving_kernel_clients.py, test_serving_kernel_prefix.py): decode blocks are evaluated step by step instead of
+test_serving_kernel_clients.py, test_serving_kernel_prefix.py, test_serving_kernel_spec.py,
+test_serving_fleet_spec.py): decode blocks are evaluated step by step instead of
 by the closed form's linear stretches.
 """
 
@@ -82,7 +83,7 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "numba is not installed"
     if sim.closed is None:
         return "no closed-form step law (pp > 1 or fast=False)"
-    if sim.draft is not None and (reason := _spec_reason(sim, single)):
+    if sim.draft is not None and (reason := _spec_reason(sim)):
         return reason
     if clients is not None and clients.session_turns > 1:
         return "chat sessions (a turn is sent when the previous one finishes: not in arrival order)"
@@ -118,18 +119,17 @@ def _law_reason(closed, whose: str, min_rows: int = 0) -> str | None:
     return None
 
 
-def _spec_reason(sim, single: bool) -> str | None:
-    """Why speculative decoding cannot run compiled here (serving.kernel_spec), or None: one replica only, the
-    draft's passes through a closed form whose law and tables the kernel takes as it takes the target's."""
-    if not single:
-        return "speculative decoding in a fleet"
+def _spec_reason(sim) -> str | None:
+    """Why speculative decoding cannot run compiled here (serving.kernel_spec), or None: the draft's passes through
+    a closed form whose law and tables the kernel takes as it takes the target's (on one replica or a fleet)."""
     if sim.draft.closed is None:
         return "speculative decoding without the draft's closed form"
     return _law_reason(sim.draft.closed, "the draft's")
 
 
 def _spec_args(sim) -> tuple:
-    """serving.kernel_single's `spec`: the acceptance draws' Generator (Simulator.run's, seeded SPEC_SEED), the
+    """serving.kernel_single's and kernel_loop.run_loop's `spec`: the acceptance draws' Generator (Simulator.run's
+    or Fleet.run's, seeded SPEC_SEED), the
     per-position acceptance, spec_cfg (serving.kernel_spec: head or draft model, the host floor a pass, the
     draft's largest step), the draft's tables, its compiled law and work vector; without speculative decoding,
     placeholders of the same types (the loop compiles once)."""
@@ -286,7 +286,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
         first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim))
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
-        first, finish, routed, rec, ri, status = run_loop(clock, send, *args)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _spec_args(sim))
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

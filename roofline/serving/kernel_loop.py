@@ -3,7 +3,8 @@ model's step law compiled separately (a numba cfunc of serving.closedform's law 
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
 It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, the engine's
-admission lag, the engine's prefix cache (serving.kernel_prefix), no speculative decoding, no preloaded KV, pp = 1),
+admission lag, the engine's prefix cache (serving.kernel_prefix), speculative decoding (serving.kernel_spec), no
+preloaded KV, pp = 1),
 exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
 steps cut at the step during which a request is routed to the replica, or with vLLM's admission lag the step after;
 serving.kernel_single is Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with
@@ -55,6 +56,7 @@ from roofline.serving.kernel_layout import (
     ROUTER,
     SAMPLER_ROW_S,
     SAMPLER_S,
+    SPEC,
     ST_FIELDS,
     START,
     STEP_S,
@@ -70,6 +72,7 @@ from roofline.serving.kernel_layout import (
 from roofline.serving.kernel_prefix import hit_on_path, path_of
 from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
 from roofline.serving.kernel_sched import block_length, commit, schedule
+from roofline.serving.kernel_spec import accept, plan_step
 
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
 # costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
@@ -277,10 +280,11 @@ def grow(rec):
 
 @njit(cache=True)
 def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
-           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx):
+           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, spec):
     """Fleet.run's arrivals at t_arr: each request due is routed and queued (held, under the admission lag, by a busy
-    replica); an idle replica starts, a busy one's block is cut at the step during which the request arrives (with
-    the lag: the step after it)."""
+    replica); an idle replica starts (under speculative decoding: its verify step timed, kernel_spec.plan_step), a
+    busy one's block is cut at the step during which the request arrives (with the lag: the step after it; a verify
+    step is a block of one)."""
     while arrived < sent and clock[arrived] <= t_arr:
         i = arrived
         arrived += 1
@@ -297,6 +301,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
                 rec = grow(rec)
             nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
                          fcfg, sizes, clock, pfx)
+            plan_step(j, st, ri, ends, q, tab, cfg, fcfg, law, spec)
             if cfg[NREP] == 1:
                 cut_one(j, t_arr, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
@@ -307,12 +312,16 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
 
 
 @njit(cache=True)
-def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx):
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, spec):
     """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
     finish, replica of each request, records, per-replica integers ri (preemptions, prefix-cache hits), a status: 0
     done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
-    with `send` as completions free slots: serving.kernel_queue.release)."""
+    with `send` as completions free slots: serving.kernel_queue.release). `spec`: speculative decoding's
+    (serving.kernel_single's: the acceptance draws' Generator, one for the fleet as Fleet.run keeps one, the
+    per-position acceptance, the draft's spec_cfg, tables, law and work vector), used when cfg[SPEC] > 0: each
+    block is one verify step and its draft passes, its accepted drafts drawn as it is committed."""
+    rng, acceptance = spec[0], spec[1]
     n, nrep = len(clock), cfg[NREP]
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
@@ -344,6 +353,8 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             now = key[r]
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
+            if cfg[SPEC]:
+                accept(r, st, ri, rng, acceptance)
             ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
             done += ended
             if ended and cfg[CONC]:
@@ -352,6 +363,7 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
                 rec = grow(rec)
             nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
                          fcfg, sizes, clock, pfx)
+            plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec)
             if cfg[NREP] == 1:
                 cut_one(r, now, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
@@ -359,5 +371,6 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri, 1
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
-                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx)
+                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx,
+                                       spec)
     return first, finish, routed, rec[:nrec], ri, 0

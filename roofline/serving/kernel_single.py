@@ -105,7 +105,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         ri[0, M] = 0
         ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[0, TOKENS]
         if cfg[SPEC]:  # Simulator.block_ends' speculative branch: one step (block_length says 1)
-            ends[0, 0] = spec_step_s(st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
+            ends[0, 0] = spec_step_s(0, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
             steps = 1
         else:
             steps = block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law)
@@ -118,7 +118,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         nrec += 1
         now += dt
         if cfg[SPEC]:
-            accept(st, ri, rng, acceptance)
+            accept(0, st, ri, rng, acceptance)
         ended = commit(0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
         done += ended
         if ended and cfg[CONC]:

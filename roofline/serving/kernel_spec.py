@@ -1,5 +1,6 @@
-"""Speculative decoding's step in the compiled record loop (numba njit, cache=True): serving.kernel_single runs it in
-place of a decode block when cfg[SPEC] = K > 0, for the runs serving.kernel.covers admits (one replica).
+"""Speculative decoding's step in the compiled record loop (numba njit, cache=True): serving.kernel_single (one
+replica) and serving.kernel_loop (a fleet: each replica r's state st[r], ri[r]) run it in place of a decode block when
+cfg[SPEC] = K > 0, for the runs serving.kernel.covers admits.
 
 It computes what Simulator.block_ends' speculative branch and serving.speculative.DraftCost compute, on the closed
 form's live-space tables (serving.kernel._tables) with the laws compiled as numba cfuncs (serving.kernel.compiled_law):
@@ -15,12 +16,14 @@ form's live-space tables (serving.kernel._tables) with the laws compiled as numb
 - the accepted drafts (Simulator.accepted): per decoding sequence, in the plan's order, K uniforms from the run's
   numpy Generator (numba draws numpy's stream: the same bit generator and the same doubles as Generator.random,
   consumed row by row as Speculative.draw's (n, K) array), the leading ones below the per-position acceptance,
-  capped at what the request has left to generate less one.
+  capped at what the request has left to generate less one. A fleet draws from one Generator as Fleet.run does
+  (seeded SPEC_SEED, shared by the replicas), in the order its blocks are committed (Fleet.run's event order).
 """
 
 from numba import njit
 
 from roofline.serving.kernel_layout import (
+    ACTIVE,
     CHDONE,
     CHSTART,
     CHTOK,
@@ -41,6 +44,7 @@ from roofline.serving.kernel_layout import (
     SAMPLER_S,
     SPEC,
     STEP_S,
+    M,
 )
 
 # spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
@@ -48,25 +52,25 @@ from roofline.serving.kernel_layout import (
 HEAD, FLOOR, DRAFT_MAX_STEP = range(3)
 
 
-@njit(cache=True)
-def _chunks(q, tab, st, ri, spec, extra, pad):
+@njit(cache=True, inline="always")
+def _chunks(r, q, tab, st, ri, spec, extra, pad):
     """ClosedForm.chunk_work into q: the decoding sequences as chunks of `spec` + 1 + `extra` tokens after their
     computed tokens, then the step's chunks, each `extra` tokens longer, all ending their prompt when `extra` (a
     draft model's first pass) else as planned; `pad` padding tokens. Returns the tokens (without padding)."""
     const, pre_slope, pre_icpt, dec_rows, _dec_at, pre_rows, pre_at, prefix_at, _w, _imb, _seq, _slope, _irr = tab
-    nd, nc = ri[0, NDEC], ri[0, NCH]
+    nd, nc = ri[r, NDEC], ri[r, NCH]
     n_new, n_done = nd * (spec + 1 + extra), nd
     for j in range(nc):
-        n_new += st[0, CHTOK, j] + extra
-        n_done += 1 if extra else st[0, CHDONE, j]
+        n_new += st[r, CHTOK, j] + extra
+        n_done += 1 if extra else st[r, CHDONE, j]
     for j in range(len(q)):
         q[j] = const[j] * pad + (pre_slope[j] * n_new + pre_icpt[j] * n_done)
     for j in range(nd + nc):
         if j < nd:
-            a, c, d = st[0, COMP, st[0, DEC, j]], spec + 1 + extra, 1
+            a, c, d = st[r, COMP, st[r, DEC, j]], spec + 1 + extra, 1
         else:
-            a, c = st[0, CHSTART, j - nd], st[0, CHTOK, j - nd] + extra
-            d = 1 if extra else st[0, CHDONE, j - nd]
+            a, c = st[r, CHSTART, j - nd], st[r, CHTOK, j - nd] + extra
+            d = 1 if extra else st[r, CHDONE, j - nd]
         for x in range(len(pre_at)):
             v = pre_rows[a + c, x] - pre_rows[a, x]
             q[pre_at[x]] += v + pre_rows[0, x] if d else v
@@ -75,21 +79,21 @@ def _chunks(q, tab, st, ri, spec, extra, pad):
     return n_new
 
 
-@njit(cache=True)
-def _decodes(q, tab, st, ri, shift, chunks, max_step):
+@njit(cache=True, inline="always")
+def _decodes(r, q, tab, st, ri, shift, chunks, max_step):
     """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
     + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
     Returns how many sequences."""
     const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr = tab
-    nd, nc = ri[0, NDEC], ri[0, NCH]
+    nd, nc = ri[r, NDEC], ri[r, NCH]
     n = nd + (nc if chunks else 0)
     for j in range(len(q)):
         q[j] = const[j] * n
     for j in range(n):
         if j < nd:
-            a = st[0, COMP, st[0, DEC, j]] + 1 + shift
+            a = st[r, COMP, st[r, DEC, j]] + 1 + shift
         else:
-            a = st[0, CHSTART, j - nd] + st[0, CHTOK, j - nd] + shift
+            a = st[r, CHSTART, j - nd] + st[r, CHTOK, j - nd] + shift
         for x in range(len(dec_at)):
             q[dec_at[x]] += dec_rows[a, x]
     row = 2 if n > 0 else 0
@@ -98,39 +102,39 @@ def _decodes(q, tab, st, ri, shift, chunks, max_step):
     return n
 
 
-@njit(cache=True)
-def _draft_s(st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
+@njit(cache=True, inline="always")
+def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
     """DraftCost._closed_s: the K draft passes' seconds."""
     k = cfg[SPEC]
     total = 0.0
     if spec_cfg[HEAD]:
         imb = tab[9]
         for j in range(k):
-            n = _decodes(dq, tab, st, ri, j, False, cfg[MAX_STEP])
+            n = _decodes(r, dq, tab, st, ri, j, False, cfg[MAX_STEP])
             total += dlaw(dq, imb[n])
         return total
     floor, max_step, imb, weights = spec_cfg[FLOOR], int(spec_cfg[DRAFT_MAX_STEP]), dtab[9], dtab[8]
-    n_new = _chunks(dq, dtab, st, ri, k, 1, 0)
+    n_new = _chunks(r, dq, dtab, st, ri, k, 1, 0)
     for j in range(len(dq)):
         dq[j] += weights[1, min(n_new, max_step), j]
     total = max(floor, dlaw(dq, imb[0]))
     for j in range(1, k):
-        n = _decodes(dq, dtab, st, ri, 1 + j, True, max_step)  # after the first pass: context + 1, chunk end + 1
+        n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step)  # after the first pass: context + 1, chunk end + 1
         total += max(floor, dlaw(dq, imb[n]))
     return total
 
 
-@njit(cache=True)
-def spec_step_s(st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
+@njit(cache=True, inline="always")
+def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     """Wall seconds of the planned speculative step: verify + the draft's passes, through the engine's overheads
     (EngineOverheads.combine over the step's sequences and its unpadded tokens)."""
-    pad = ri[0, PAD]
-    n_new = _chunks(q, tab, st, ri, cfg[SPEC], 0, pad)
+    pad = ri[r, PAD]
+    n_new = _chunks(r, q, tab, st, ri, cfg[SPEC], 0, pad)
     weights = tab[8]
     for j in range(len(q)):
         q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
-    gpu = law(q, tab[9][0]) + _draft_s(st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab)
-    seqs = ri[0, NDEC] + ri[0, NCH]
+    gpu = law(q, tab[9][0]) + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab)
+    seqs = ri[r, NDEC] + ri[r, NCH]
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
@@ -139,13 +143,13 @@ def spec_step_s(st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     return max(gpu, host) if cfg[OVERLAP] else gpu + host
 
 
-@njit(cache=True)
-def accept(st, ri, rng, acceptance):
+@njit(cache=True, inline="always")
+def accept(r, st, ri, rng, acceptance):
     """Simulator.accepted, applied as Scheduler.commit applies it (before the step's own token): each decoding
     sequence's accepted drafts are computed, generated and known tokens too."""
     k = len(acceptance)
-    for j in range(ri[0, NDEC]):
-        p = st[0, DEC, j]
+    for j in range(ri[r, NDEC]):
+        p = st[r, DEC, j]
         m, alive = 0, True
         for x in range(k):
             u = rng.random()
@@ -153,7 +157,18 @@ def accept(st, ri, rng, acceptance):
                 m += 1
             else:
                 alive = False
-        extra = min(m + 1, st[0, OUT, p] - st[0, GEN, p]) - 1
-        st[0, COMP, p] += extra
-        st[0, GEN, p] += extra
-        st[0, KNOWN, p] += extra
+        extra = min(m + 1, st[r, OUT, p] - st[r, GEN, p]) - 1
+        st[r, COMP, p] += extra
+        st[r, GEN, p] += extra
+        st[r, KNOWN, p] += extra
+
+
+@njit(cache=True, inline="always")
+def plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec):
+    """A fleet replica's block just planned (serving.kernel_loop.start), under speculative decoding: its one verify
+    step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_loop.extend,
+    so the event order sees the block's end)."""
+    if cfg[SPEC] and ri[r, ACTIVE]:
+        _rng, _acceptance, spec_cfg, dtab, dlaw, dq = spec
+        ends[r, 0] = spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
+        ri[r, M] = 1

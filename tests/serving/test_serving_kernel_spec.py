@@ -2,7 +2,8 @@
 Python loop it replaces (Simulator(kernel=False)): the same engine records, acceptance draws and per-request times to
 1e-9, for a draft model (with vLLM's drafter host floor a pass), EAGLE with per-position acceptance and MTP, under
 vLLM's profile (admission lag, graph padding, sampler) and the ideal engine, with chunked prompts riding with verify
-steps, preemption in a small pool, --max-concurrency clients and a shared prefix cache; fleets keep the Python loop.
+steps, preemption in a small pool, --max-concurrency clients and a shared prefix cache
+(fleets: test_serving_fleet_spec.py).
 
 Each case asserts speculative behaviour in the reference run: accepted drafts (fewer engine records than decode
 tokens), the draft's passes paid and its KV in the pool (test_serving_speculative_fast.assert_speculative).
@@ -19,7 +20,6 @@ pytest.importorskip("numba")
 
 from roofline.serving import kernel  # noqa: E402
 from roofline.serving.clients import Clients  # noqa: E402
-from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.prefix import parse_prefix  # noqa: E402
 from tests.serving.test_serving_speculative_fast import (  # noqa: E402
     SPECS,
@@ -68,10 +68,3 @@ def test_closed_loop_clients_and_a_prefix_cache_give_the_python_loops_times(spec
     assert_speculative(sim, reference, reqs)
     assert_same(sim.run(reqs, clients=clients), reference)
 
-
-def test_a_fleet_with_speculative_decoding_keeps_the_python_loop():
-    reqs = requests(10.0, 20)
-    sim = simulator(SPECS[1], None, reqs.max_tokens, kernel=True)
-    assert "fleet" in kernel.covers(sim, reqs)
-    assert not sim.use_kernel(reqs)
-    assert Fleet(sim, 2, "round-robin").run(reqs).trace.finish_s.size == len(reqs)
