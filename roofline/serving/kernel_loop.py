@@ -2,9 +2,9 @@
 model's step law compiled separately (a numba cfunc of serving.closedform's law source, passed in as a first-class
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
-It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, the engine's
-admission lag, the engine's prefix cache (serving.kernel_prefix), no speculative decoding, no preloaded KV, pp = 1),
-exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
+It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, chat sessions, the
+engine's admission lag, the engine's prefix cache (serving.kernel_prefix), no speculative decoding, no preloaded KV,
+pp = 1), exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
 steps cut at the step during which a request is routed to the replica, or with vLLM's admission lag the step after;
 serving.kernel_single is Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with
 the engine's padding and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position]
@@ -68,7 +68,17 @@ from roofline.serving.kernel_layout import (
     M,
 )
 from roofline.serving.kernel_prefix import hit_on_path, path_of
-from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
+from roofline.serving.kernel_queue import (
+    TURNS,
+    admit_held,
+    enqueue,
+    hold,
+    next_arrival,
+    release,
+    running_ids,
+    take_due,
+    turn_ends,
+)
 from roofline.serving.kernel_sched import block_length, commit, schedule
 
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
@@ -277,12 +287,15 @@ def grow(rec):
 
 @njit(cache=True)
 def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
-           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx):
-    """Fleet.run's arrivals at t_arr: each request due is routed and queued (held, under the admission lag, by a busy
-    replica); an idle replica starts, a busy one's block is cut at the step during which the request arrives (with
-    the lag: the step after it)."""
-    while arrived < sent and clock[arrived] <= t_arr:
-        i = arrived
+           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses):
+    """Fleet.run's arrivals at t_arr: each request due (serving.kernel_queue.take_due: in id order, or with chat
+    sessions the turns sent) is routed and queued (held, under the admission lag, by a busy replica); an idle replica
+    starts, a busy one's block is cut at the step during which the request arrives (with the lag: the step after
+    it)."""
+    while True:
+        i = take_due(t_arr, arrived, sent, clock, ses)
+        if i < 0:
+            break
         arrived += 1
         j = route(k, i, ri, cfg, fcfg, prompt, pfx)
         k += 1
@@ -298,7 +311,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
             nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
                          fcfg, sizes, clock, pfx)
             if cfg[NREP] == 1:
-                cut_one(j, t_arr, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
+                cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
             extend(j, t_arr - rf[j, START], 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
@@ -307,13 +320,16 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
 
 
 @njit(cache=True)
-def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx):
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, ses):
     """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
     finish, replica of each request, records, per-replica integers ri (preemptions, prefix-cache hits), a status: 0
     done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
-    with `send` as completions free slots: serving.kernel_queue.release)."""
+    with `send` as completions free slots: serving.kernel_queue.release; chat sessions: `ses`, the first turns, the
+    rest sent as their predecessors finish: serving.kernel_queue.turn_ends)."""
     n, nrep = len(clock), cfg[NREP]
+    sessions = ses[1][TURNS] != 0
+    was = np.empty(cap if sessions else 0, dtype=np.int64)
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
     held = np.zeros((nrep, cap))
@@ -333,7 +349,7 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
     while done < n:
-        t_arr = next_clock(arrived, sent, clock)
+        t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
             r = np.argmin(key)
             if key[r] == math.inf or full[r] or key[r] >= t_arr:
@@ -344,20 +360,24 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             now = key[r]
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
+            n_was = running_ids(r, st, ri, was) if sessions else 0
             ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
             done += ended
             if ended and cfg[CONC]:
                 sent = release(ended, now, sent, clock, send, arrival, fcfg)
+            if ended and sessions:
+                turn_ends(was, n_was, now, finish, clock, send, ses, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
             nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
                          fcfg, sizes, clock, pfx)
             if cfg[NREP] == 1:
-                cut_one(r, now, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
+                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri, 1
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
-                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx)
+                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx,
+                                       ses)
     return first, finish, routed, rec[:nrec], ri, 0
