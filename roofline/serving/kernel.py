@@ -13,8 +13,8 @@ Covered (`covers` says why not otherwise; the caller then runs the existing path
 --max-concurrency clients or chat sessions (with or without think time), the engine's admission lag (vLLM's async
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica
-(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), no preloaded KV (a
-disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
+(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), preloaded KV (a
+fleet's: serving.disagg's decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
 prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
 only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
 test_serving_kernel_clients.py, test_serving_kernel_prefix.py): decode blocks are evaluated step by step instead of
@@ -92,8 +92,8 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
             return "a prefix tree whose leaves do not match the requests"
         if len(tree.parent) and int((tree.start + tree.length).max()) > sim.pool.max_tokens:
             return "a prefix segment longer than the pool's table"
-    if preloaded is not None:
-        return "preloaded KV (disaggregated decode)"
+    if preloaded is not None and (single or len(preloaded) != len(requests) or np.any(np.asarray(preloaded) < 0)):
+        return "preloaded KV not one count >= 0 per request of a fleet"
     if router not in _ROUTERS:
         return f"router {router}"
     return _law_reason(sim.closed, "the", min_rows=3)
@@ -269,11 +269,12 @@ def _sessions(clients, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
-        single: bool = False, rule=None):
+        single: bool = False, rule=None, preloaded=None):
     """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
     preemptions per replica, each replica's prefix-cache stats or None).
-    `clients`: open loop (None), --max-concurrency or chat sessions (serving.clients); `rule`: the prefix-aware router's thresholds
-    (serving.router.CacheAware; None: its defaults); `single`: one
+    `clients`: open loop (None), --max-concurrency or chat sessions (serving.clients); `rule`: the prefix-aware
+    router's thresholds (serving.router.CacheAware; None: its defaults); `preloaded`: tokens of KV each request
+    brings (Fleet.run's, serving.disagg's decode pool; a copy is zeroed as requests are preempted); `single`: one
     replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
@@ -305,7 +306,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
         first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim), ses)
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
-        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, ses)
+        pre = np.zeros(0, dtype=np.int64) if preloaded is None else np.array(preloaded, dtype=np.int64)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, ses, pre)
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

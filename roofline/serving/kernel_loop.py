@@ -3,13 +3,14 @@ model's step law compiled separately (a numba cfunc of serving.closedform's law 
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
 It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, chat sessions, the
-engine's admission lag, the engine's prefix cache (serving.kernel_prefix), no speculative decoding, no preloaded KV,
-pp = 1), exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
-steps cut at the step during which a request is routed to the replica, or with vLLM's admission lag the step after;
-serving.kernel_single is Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with
-the engine's padding and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position]
-(field indices: serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are
-linked lists over request ids (serving.kernel_queue); the prefix caches' state is `pfx` (serving.kernel_prefix).
+engine's admission lag, the engine's prefix cache (serving.kernel_prefix), preloaded KV (a disaggregated decode pool),
+no speculative decoding, pp = 1), exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of
+Fleet.run (blocks of decode-only steps cut at the step during which a request is routed to the replica, or with
+vLLM's admission lag the step after; serving.kernel_single is Simulator.run's loop) and the step times of
+serving.closedform.ClosedForm.work / time with the engine's padding and host overheads. Scheduler state per replica
+lives in int64 arrays st[r, field, position] (field indices: serving.kernel_layout), per-replica scalars in ri[r, k] /
+rf[r, k]; the waiting and held queues are linked lists over request ids (serving.kernel_queue); the prefix caches'
+state is `pfx` (serving.kernel_prefix).
 
 Decode-only blocks evaluate the law at every step (the numpy reference path's per-step evaluation), not by the closed
 form's linear stretches; both equal the per-step times to float rounding.
@@ -183,8 +184,8 @@ def cut_at(r, until, ri, ends, later):
 
 
 @njit(cache=True)
-def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, seq, cfg, fcfg, sizes, clock,
-          pfx):
+def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, seq, cfg, fcfg, sizes,
+          clock, pfx):
     """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the
     next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
     last step join first; an idle replica sees every held request; while some stay held the block is one step (they
@@ -192,11 +193,11 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, n
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
         admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-    ok = schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
+    ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     if not ok and ri[r, HLEN]:
         admit_held(r, math.inf, ri, nxt, clock)
         in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-        ok = schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
+        ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     if not ok:
         ri[r, ACTIVE] = 0
         return nrec
@@ -286,8 +287,8 @@ def grow(rec):
 
 
 @njit(cache=True)
-def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
-           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses):
+def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, pre, prompt,
+           output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses):
     """Fleet.run's arrivals at t_arr: each request due (serving.kernel_queue.take_due: in id order, or with chat
     sessions the turns sent) is routed and queued (held, under the admission lag, by a busy replica); an idle replica
     starts, a busy one's block is cut at the step during which the request arrives (with the lag: the step after
@@ -308,8 +309,8 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
         if not ri[j, ACTIVE]:
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
-                         fcfg, sizes, clock, pfx)
+            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
+                         cfg, fcfg, sizes, clock, pfx)
             if cfg[NREP] == 1:
                 cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
@@ -320,13 +321,14 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
 
 
 @njit(cache=True)
-def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, ses):
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, ses, pre):
     """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
     finish, replica of each request, records, per-replica integers ri (preemptions, prefix-cache hits), a status: 0
     done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
     with `send` as completions free slots: serving.kernel_queue.release; chat sessions: `ses`, the first turns, the
-    rest sent as their predecessors finish: serving.kernel_queue.turn_ends)."""
+    rest sent as their predecessors finish: serving.kernel_queue.turn_ends). `pre`: tokens of KV each request
+    brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty."""
     n, nrep = len(clock), cfg[NREP]
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
@@ -369,8 +371,8 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
                 turn_ends(was, n_was, now, finish, clock, send, ses, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
-                         fcfg, sizes, clock, pfx)
+            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
+                         cfg, fcfg, sizes, clock, pfx)
             if cfg[NREP] == 1:
                 cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
@@ -378,6 +380,6 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri, 1
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
-                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx,
-                                       ses)
+                                       generated, pre, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full,
+                                       pfx, ses)
     return first, finish, routed, rec[:nrec], ri, 0

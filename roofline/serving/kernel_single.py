@@ -76,6 +76,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
+    no_pre = np.zeros(0, dtype=np.int64)  # Simulator.run has no preloaded KV (serving.disagg runs fleets)
     lag = cfg[LAG] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((1, ST_FIELDS, cap), dtype=np.int64)
@@ -103,7 +104,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
             arrived += 1
         in_run, in_wait = ri[0, N_RUN], ri[0, WLEN]
         nxt = next_arrival(arrived, sent, clock, ses)
-        if not schedule(0, now, st, held, ri, rf, nxt_id, generated, prompt, output, seq, cfg, fcfg, pfx):
+        if not schedule(0, now, st, held, ri, rf, nxt_id, generated, no_pre, prompt, output, seq, cfg, fcfg, pfx):
             if nxt == math.inf:
                 return first, finish, rec[:nrec], ri, 1
             now = seen = max(now, nxt)

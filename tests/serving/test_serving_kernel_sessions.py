@@ -23,7 +23,7 @@ from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.prefix import sessions  # noqa: E402
 from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
-from tests.serving.test_serving_kernel import assert_same, python_loop, requests, simulator  # noqa: E402
+from tests.serving.test_serving_kernel import assert_same, python_loop, requests  # noqa: E402
 from tests.serving.test_serving_kernel_clients import vllm  # noqa: E402
 from tests.serving.test_serving_kernel_prefix import small_pool  # noqa: E402
 
