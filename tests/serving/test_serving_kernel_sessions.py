@@ -59,7 +59,7 @@ def assert_session_rules(trace, reqs, clients: Clients, caching: bool) -> None:
 
 
 def same_run(sim, reqs, clients):
-    assert kernel.covers(sim, reqs, clients) is None
+    assert kernel.covers(sim, reqs, clients, single=True) is None
     fast, slow = sim.run(reqs, clients=clients), python_loop(sim).run(reqs, clients=clients)
     assert fast.requests.arrival_s == pytest.approx(slow.requests.arrival_s, rel=1e-9, abs=1e-12)
     assert_same(fast, slow)
@@ -68,6 +68,7 @@ def same_run(sim, reqs, clients):
 
 
 def same_fleet(sim, n: int, router: str, reqs, clients):
+    assert kernel.covers(sim, reqs, clients, router=router) is None
     fast = Fleet(sim, n, router).run(reqs, clients)
     slow = Fleet(python_loop(sim), n, router).run(reqs, clients)
     assert np.array_equal(fast.routed, slow.routed)
@@ -160,3 +161,24 @@ def _run_with(run, clients):
     def wrapped(sim, requests, _clients=None, *args, **kw):
         return run(sim, requests, clients, *args, **kw)
     return wrapped
+
+
+def test_a_last_session_cut_short():
+    """150 requests in sessions of 4: the last session has 2 turns (Arrivals sends no turn past the last request)."""
+    reqs = chats(8.0, 150, 4, seed=19)
+    clients = Clients(think_s=0.25, session_turns=4)
+    fast, _ = same_run(engine(reqs, True, True), reqs, clients)
+    assert_session_rules(fast, reqs, clients, True)
+    assert np.all(np.isfinite(fast.finish_s))
+
+
+def test_sessions_with_speculative_decoding_on_one_replica():
+    """Sessions and speculative decoding (serving.kernel_spec) in one run: the same draws, sends and times."""
+    from tests.serving.test_serving_speculative_fast import SPECS, assert_speculative
+    from tests.serving.test_serving_speculative_fast import simulator as spec_simulator
+    reqs = chats(6.0, 120, 3, seed=23)
+    sim = spec_simulator(SPECS[0], "vllm", reqs.max_tokens, kernel=True)
+    clients = Clients(think_s=0.5, session_turns=3)
+    fast, slow = same_run(sim, reqs, clients)
+    assert_session_rules(fast, reqs, clients, True)
+    assert_speculative(sim, slow, reqs)
