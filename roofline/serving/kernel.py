@@ -17,7 +17,8 @@ publications and LRU evictions as serving.prefix.PrefixCache), speculative decod
 fleet's: serving.disagg's decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
 prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
 only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
-test_serving_kernel_clients.py, test_serving_kernel_prefix.py): decode blocks are evaluated step by step instead of
+test_serving_kernel_clients.py, test_serving_kernel_prefix.py, test_serving_kernel_sessions.py,
+test_serving_kernel_disagg.py): decode blocks are evaluated step by step instead of
 by the closed form's linear stretches.
 """
 
