@@ -10,6 +10,8 @@
     ... --prefix system:1024:4                                 # shared prefixes (serving.prefix), cache on
     ... fleet 32 2000 --router prefix-aware                   # the fleet's router (default least-outstanding)
     ... --speculative draft=Llama-3.2-1B:3:0.7 | eagle:3:0.7   # speculative decoding (serving.speculative)
+    ... --session-turns 4 [--think-s 5]                        # chat sessions of T turns (serving.clients)
+    ... single 20000 --disaggregate 1:1                        # P prefill and D decode replicas (serving.disagg)
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
 ~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, CPU seconds (time.process_time: the
@@ -20,7 +22,11 @@ step law); --python and --reference take the Python loop. With --prefix every pr
 (serving.prefix.parse_prefix, seed 0) and the engine's prefix cache is on (every engine profile's default); the
 line adds the cache's hit rate. With --speculative every decode step is a verify step with its draft's passes (one
 replica or a fleet through serving.kernel: kernel_spec in kernel_single's or kernel_loop's loop; --python for the
-Python loop); the line adds the TPOT p50 (the same figure through either loop).
+Python loop); the line adds the TPOT p50 (the same figure through either loop). With --session-turns T the requests
+are chats of T turns (serving.prefix.sessions: a turn's prompt carries the conversation so far, the cache may hold
+it), turn j + 1 sent --think-s after turn j finishes. With --disaggregate P:D (single only) a prefill pool of P
+replicas and a decode pool of D, the KV moving over the H200's own scale-out link (the CLI's default,
+serving.disagg.KvLink.between).
 Results are in benchmarks/serving_scale.md.
 """
 
@@ -36,8 +42,9 @@ from roofline.catalogue import load_hardware, load_model
 from roofline.engines.scheduling import scheduling
 from roofline.methods import parse_method
 from roofline.serving.clients import Clients
+from roofline.serving.disagg import Disaggregated, KvLink
 from roofline.serving.fleet import Fleet
-from roofline.serving.prefix import parse_prefix
+from roofline.serving.prefix import parse_prefix, sessions
 from roofline.serving.requests import LengthDist, poisson_requests
 from roofline.serving.simulate import Simulator
 from roofline.serving.speculative import Speculative
@@ -73,8 +80,11 @@ def _sim(max_tokens: int) -> Simulator:
 
 
 def _clients() -> Clients | None:
-    conc = _option("--max-concurrency")
-    return Clients(max_concurrency=int(conc), think_s=float(_option("--think-s", "0"))) if conc else None
+    conc, turns = _option("--max-concurrency"), _option("--session-turns")
+    think = float(_option("--think-s", "0"))
+    if turns:
+        return Clients(think_s=think, session_turns=int(turns))
+    return Clients(max_concurrency=int(conc), think_s=think) if conc else None
 
 
 def _mode(sim: Simulator) -> str:
@@ -82,13 +92,21 @@ def _mode(sim: Simulator) -> str:
     clients = _clients()
     lag = ", admission lag" if sim.engine.admission_lag else ""
     spec = f", speculative {_option('--speculative')}" if sim.speculative else ""
-    return (f"engine {sim.engine.engine}{lag}{spec}; " + (f"max-concurrency {clients.max_concurrency}, think "
-            f"{clients.think_s:g} s" if clients else "open loop"))
+    pools = f", disaggregated {_option('--disaggregate')}" if _option("--disaggregate") else ""
+    if clients and clients.session_turns > 1:
+        how = f"sessions of {clients.session_turns} turns, think {clients.think_s:g} s"
+    elif clients:
+        how = f"max-concurrency {clients.max_concurrency}, think {clients.think_s:g} s"
+    else:
+        how = "open loop"
+    return f"engine {sim.engine.engine}{lag}{spec}{pools}; {how}"
 
 
 def _requests(rate: float, n: int):
     reqs = poisson_requests(rate, n, LengthDist.parse(PROMPT, "p"), LengthDist.parse(OUTPUT, "o"), seed=0)
-    spec = _option("--prefix")
+    spec, turns = _option("--prefix"), _option("--session-turns")
+    if turns:
+        return sessions(reqs, int(turns))[0]
     return parse_prefix(spec, reqs, 0)[0] if spec else reqs
 
 
@@ -107,13 +125,22 @@ def single(n: int) -> None:
     t0 = time.perf_counter()
     sim = _sim(reqs.max_tokens)
     t1, c1 = time.perf_counter(), time.process_time()
-    trace = sim.run(reqs, clients=_clients())
+    trace = _disaggregated(sim, reqs) if _option("--disaggregate") else sim.run(reqs, clients=_clients())
     t2, c2 = time.perf_counter(), time.process_time()
     per = (c2 - c1) / n
     print(f"single ({_mode(sim)}): build {t1 - t0:.2f} s; {n:,} requests in {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU "
           f"({n / (c2 - c1):,.0f} req per CPU-s, {len(trace.steps):,} records, {len(trace.steps) / (c2 - c1):,.0f} "
           f"records per CPU-s); 1,000,000 requests at this speed: {per * 1e6:,.0f} CPU-s{_hits(trace, sim)}; "
           f"load {_load()}")
+
+
+def _disaggregated(sim: Simulator, reqs):
+    """The run as --disaggregate P:D: `sim` is the decode pool, the prefill pool its twin (the CLI's pools with
+    the same hardware and tp); the merged trace (its records: the decode pool's)."""
+    p_rep, d_rep = (int(x) for x in _option("--disaggregate").split(":"))
+    prefill = _sim(sim.max_tokens)
+    pools = Disaggregated(prefill, sim, p_rep, d_rep, KvLink.between(sim.hardware, sim.hardware))
+    return pools.run(reqs).trace
 
 
 def fleet(replicas: int, per_replica: int) -> None:
@@ -132,7 +159,8 @@ def fleet(replicas: int, per_replica: int) -> None:
 
 
 if __name__ == "__main__":
-    options = ("--engine", "--max-concurrency", "--think-s", "--prefix", "--router", "--speculative")
+    options = ("--engine", "--max-concurrency", "--think-s", "--prefix", "--router", "--speculative",
+               "--session-turns", "--disaggregate")
     valued = {sys.argv.index(o) + 1 for o in options if o in sys.argv}
     args = [a for k, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and k not in valued]
     what = args[0] if args else "single"

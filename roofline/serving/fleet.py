@@ -133,7 +133,7 @@ class Fleet:
         sim = self.sim
         sim.check(requests)
         if sim.use_kernel(requests, clients, preloaded, self.router):
-            return self._kernel_run(requests, clients)
+            return self._kernel_run(requests, clients, preloaded)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
@@ -176,11 +176,13 @@ class Fleet:
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
 
-    def _kernel_run(self, requests: Requests, clients: Clients | None) -> FleetTrace:
+    def _kernel_run(self, requests: Requests, clients: Clients | None,
+                    preloaded: np.ndarray | None = None) -> FleetTrace:
         """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
         from roofline.serving import kernel
         send, first, finish, routed, rec, preempted, cached = kernel.run(self.sim, requests, clients, self.n,
-                                                                         self.router, BLOCK_STEPS, rule=self.rule)
+                                                                         self.router, BLOCK_STEPS, rule=self.rule,
+                                                                         preloaded=preloaded)
         sent = Requests(send, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         cap = self.sim.pool.capacity_bytes
         # the kernel's records are in event order: by replica (stable) each replica's own list, as _traces reads

@@ -9,16 +9,17 @@ first-class function: the loop's type does not depend on the law, so numba compi
 package's __pycache__, or numba's user-wide cache directory when that is not writable, as from an installed wheel)
 and a law costs only its own small compile.
 
-Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals or
---max-concurrency clients (with or without think time; not chat sessions), the engine's admission lag (vLLM's async
+Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals,
+--max-concurrency clients or chat sessions (with or without think time), the engine's admission lag (vLLM's async
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica or a fleet
-(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), no preloaded KV
-(a disaggregated decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
+(serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), preloaded KV (a
+fleet's: serving.disagg's decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
 prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
 only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
 test_serving_kernel_clients.py, test_serving_kernel_prefix.py, test_serving_kernel_spec.py,
-test_serving_fleet_spec.py): decode blocks are evaluated step by step instead of
+test_serving_fleet_spec.py, test_serving_kernel_sessions.py, test_serving_kernel_disagg.py): decode blocks are
+evaluated step by step instead of
 by the closed form's linear stretches.
 """
 
@@ -85,8 +86,6 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "no closed-form step law (pp > 1 or fast=False)"
     if sim.draft is not None and (reason := _spec_reason(sim)):
         return reason
-    if clients is not None and clients.session_turns > 1:
-        return "chat sessions (a turn is sent when the previous one finishes: not in arrival order)"
     if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
         return "closed-loop clients with arrival times out of order"
     if _caching(sim, requests):
@@ -95,8 +94,8 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
             return "a prefix tree whose leaves do not match the requests"
         if len(tree.parent) and int((tree.start + tree.length).max()) > sim.pool.max_tokens:
             return "a prefix segment longer than the pool's table"
-    if preloaded is not None:
-        return "preloaded KV (disaggregated decode)"
+    if preloaded is not None and (single or len(preloaded) != len(requests) or np.any(np.asarray(preloaded) < 0)):
+        return "preloaded KV not one count >= 0 per request of a fleet"
     if router not in _ROUTERS:
         return f"router {router}"
     return _law_reason(sim.closed, "the", min_rows=3)
@@ -236,9 +235,15 @@ def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
 def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, int]:
     """(engine arrival times, send times, concurrency): open loop, every request's (serving.clients.Arrivals'
     clock, compiled: serving.kernel_queue.clock_arrivals); with --max-concurrency N, the first N requests' (sent at
-    max(arrival, 0.0)), the rest NaN until the kernel sends them (serving.kernel_queue.release)."""
+    max(arrival, 0.0)), the rest NaN until the kernel sends them (serving.kernel_queue.release); with chat sessions,
+    each session's first turn's (sent at its arrival), the later turns NaN until the kernel sends them
+    (serving.kernel_queue.turn_ends)."""
     from roofline.serving.kernel_queue import clock_arrivals
     arrival = np.ascontiguousarray(requests.arrival_s, dtype=np.float64)
+    if clients is not None and clients.session_turns > 1:
+        send = np.full(len(arrival), np.nan)
+        send[::clients.session_turns] = arrival[::clients.session_turns]
+        return send + api_s, send, 0
     conc = clients.max_concurrency if clients is not None and clients.max_concurrency is not None else 0
     if not conc:
         return clock_arrivals(arrival + api_s), arrival.copy(), 0
@@ -250,12 +255,27 @@ def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, in
     return clock, send, conc
 
 
+def _sessions(clients, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The loops' `ses` (serving.kernel_queue): the sessions' first turns by (engine arrival, id) and the state
+    with room for every later turn in its heap; without sessions an empty order and TURNS 0."""
+    from roofline.serving.kernel_queue import HEAP, TURNS
+    turns = clients.session_turns if clients is not None else 1
+    if turns == 1:
+        return np.zeros(0, dtype=np.int64), np.zeros(HEAP, dtype=np.int64)
+    firsts = np.arange(0, len(clock), turns, dtype=np.int64)
+    order = firsts[np.lexsort((firsts, clock[firsts]))]
+    state = np.zeros(HEAP + len(clock), dtype=np.int64)
+    state[TURNS] = turns
+    return np.ascontiguousarray(order), state
+
+
 def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
-        single: bool = False, rule=None):
+        single: bool = False, rule=None, preloaded=None):
     """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
     preemptions per replica, each replica's prefix-cache stats or None).
-    `clients`: open loop (None) or --max-concurrency (serving.clients); `rule`: the prefix-aware router's thresholds
-    (serving.router.CacheAware; None: its defaults); `single`: one
+    `clients`: open loop (None), --max-concurrency or chat sessions (serving.clients); `rule`: the prefix-aware
+    router's thresholds (serving.router.CacheAware; None: its defaults); `preloaded`: tokens of KV each request
+    brings (Fleet.run's, serving.disagg's decode pool; a copy is zeroed as requests are preempted); `single`: one
     replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
@@ -265,6 +285,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     law = compiled_law(law_source(sim.closed))
     sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
     clock, send, conc = _clocks(requests, clients, host.api_request_s)
+    ses = _sessions(clients, clock)
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
     caching = _caching(sim, requests)
     route = 2 if caching and router == "prefix-aware" else _ROUTERS[router]
@@ -283,10 +304,11 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
             sc.max_num_seqs, int(sim.closed.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
     if single:
-        first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim))
+        first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim), ses)
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
-        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _spec_args(sim))
+        pre = np.zeros(0, dtype=np.int64) if preloaded is None else np.array(preloaded, dtype=np.int64)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _spec_args(sim), ses, pre)
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

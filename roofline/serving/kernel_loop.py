@@ -2,15 +2,15 @@
 model's step law compiled separately (a numba cfunc of serving.closedform's law source, passed in as a first-class
 function of one signature, so this loop compiles once per machine whatever the model, and numba caches it).
 
-It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, the engine's
-admission lag, the engine's prefix cache (serving.kernel_prefix), speculative decoding (serving.kernel_spec), no
-preloaded KV, pp = 1),
-exactly the decisions of serving.scheduler.Scheduler (serving.kernel_sched), of Fleet.run (blocks of decode-only
-steps cut at the step during which a request is routed to the replica, or with vLLM's admission lag the step after;
-serving.kernel_single is Simulator.run's loop) and the step times of serving.closedform.ClosedForm.work / time with
-the engine's padding and host overheads. Scheduler state per replica lives in int64 arrays st[r, field, position]
-(field indices: serving.kernel_layout), per-replica scalars in ri[r, k] / rf[r, k]; the waiting and held queues are
-linked lists over request ids (serving.kernel_queue); the prefix caches' state is `pfx` (serving.kernel_prefix).
+It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, chat sessions, the
+engine's admission lag, the engine's prefix cache (serving.kernel_prefix), speculative decoding (serving.kernel_spec),
+preloaded KV (a disaggregated decode pool), pp = 1), exactly the decisions of serving.scheduler.Scheduler
+(serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during which a request is routed to
+the replica, or with vLLM's admission lag the step after; serving.kernel_single is Simulator.run's loop) and the step
+times of serving.closedform.ClosedForm.work / time with the engine's padding and host overheads. Scheduler state per
+replica lives in int64 arrays st[r, field, position] (field indices: serving.kernel_layout), per-replica scalars in
+ri[r, k] / rf[r, k]; the waiting and held queues are linked lists over request ids (serving.kernel_queue); the prefix
+caches' state is `pfx` (serving.kernel_prefix).
 
 Decode-only blocks evaluate the law at every step (the numpy reference path's per-step evaluation), not by the closed
 form's linear stretches; both equal the per-step times to float rounding.
@@ -70,7 +70,17 @@ from roofline.serving.kernel_layout import (
     M,
 )
 from roofline.serving.kernel_prefix import hit_on_path, path_of
-from roofline.serving.kernel_queue import admit_held, enqueue, hold, next_clock, release
+from roofline.serving.kernel_queue import (
+    TURNS,
+    admit_held,
+    enqueue,
+    hold,
+    next_arrival,
+    release,
+    running_ids,
+    take_due,
+    turn_ends,
+)
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, plan_step
 
@@ -176,8 +186,8 @@ def cut_at(r, until, ri, ends, later):
 
 
 @njit(cache=True)
-def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, seq, cfg, fcfg, sizes, clock,
-          pfx):
+def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, seq, cfg, fcfg, sizes,
+          clock, pfx):
     """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the
     next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
     last step join first; an idle replica sees every held request; while some stay held the block is one step (they
@@ -185,11 +195,11 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, n
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
         admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-    ok = schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
+    ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     if not ok and ri[r, HLEN]:
         admit_held(r, math.inf, ri, nxt, clock)
         in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
-        ok = schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
+        ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     if not ok:
         ri[r, ACTIVE] = 0
         return nrec
@@ -279,14 +289,16 @@ def grow(rec):
 
 
 @njit(cache=True)
-def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, prompt, output,
-           q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, spec):
-    """Fleet.run's arrivals at t_arr: each request due is routed and queued (held, under the admission lag, by a busy
-    replica); an idle replica starts (under speculative decoding: its verify step timed, kernel_spec.plan_step), a
-    busy one's block is cut at the step during which the request arrives (with the lag: the step after it; a verify
-    step is a block of one)."""
-    while arrived < sent and clock[arrived] <= t_arr:
-        i = arrived
+def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, pre, prompt,
+           output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec):
+    """Fleet.run's arrivals at t_arr: each request due (serving.kernel_queue.take_due: in id order, or with chat
+    sessions the turns sent) is routed and queued (held, under the admission lag, by a busy replica); an idle replica
+    starts (under speculative decoding: its verify step timed, kernel_spec.plan_step), a busy one's block is cut at
+    the step during which the request arrives (with the lag: the step after it; a verify step is a block of one)."""
+    while True:
+        i = take_due(t_arr, arrived, sent, clock, ses)
+        if i < 0:
+            break
         arrived += 1
         j = route(k, i, ri, cfg, fcfg, prompt, pfx)
         k += 1
@@ -299,11 +311,11 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
         if not ri[j, ACTIVE]:
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
-                         fcfg, sizes, clock, pfx)
+            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
+                         cfg, fcfg, sizes, clock, pfx)
             plan_step(j, st, ri, ends, q, tab, cfg, fcfg, law, spec)
             if cfg[NREP] == 1:
-                cut_one(j, t_arr, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
+                cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
             extend(j, t_arr - rf[j, START], 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
@@ -312,17 +324,21 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
 
 
 @njit(cache=True)
-def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, spec):
+def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, spec, ses, pre):
     """Simulate every request to completion on cfg[NREP] replicas (Fleet.run's event order). Returns (first token,
     finish, replica of each request, records, per-replica integers ri (preemptions, prefix-cache hits), a status: 0
     done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
-    with `send` as completions free slots: serving.kernel_queue.release). `spec`: speculative decoding's
+    with `send` as completions free slots: serving.kernel_queue.release; chat sessions: `ses`, the first turns, the
+    rest sent as their predecessors finish: serving.kernel_queue.turn_ends). `spec`: speculative decoding's
     (serving.kernel_single's: the acceptance draws' Generator, one for the fleet as Fleet.run keeps one, the
     per-position acceptance, the draft's spec_cfg, tables, law and work vector), used when cfg[SPEC] > 0: each
-    block is one verify step and its draft passes, its accepted drafts drawn as it is committed."""
+    block is one verify step and its draft passes, its accepted drafts drawn as it is committed. `pre`: tokens of KV
+    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty."""
     rng, acceptance = spec[0], spec[1]
     n, nrep = len(clock), cfg[NREP]
+    sessions = ses[1][TURNS] != 0
+    was = np.empty(cap if sessions else 0, dtype=np.int64)
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
     held = np.zeros((nrep, cap))
@@ -342,7 +358,7 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
     while done < n:
-        t_arr = next_clock(arrived, sent, clock)
+        t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
             r = np.argmin(key)
             if key[r] == math.inf or full[r] or key[r] >= t_arr:
@@ -355,22 +371,25 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
             if cfg[SPEC]:
                 accept(r, st, ri, rng, acceptance)
+            n_was = running_ids(r, st, ri, was) if sessions else 0
             ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
             done += ended
             if ended and cfg[CONC]:
                 sent = release(ended, now, sent, clock, send, arrival, fcfg)
+            if ended and sessions:
+                turn_ends(was, n_was, now, finish, clock, send, ses, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
-            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, prompt, output, rec, nrec, tab[10], cfg,
-                         fcfg, sizes, clock, pfx)
+            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
+                         cfg, fcfg, sizes, clock, pfx)
             plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec)
             if cfg[NREP] == 1:
-                cut_one(r, now, next_clock(arrived, sent, clock), st, ri, ends, q, col, tab, cfg, fcfg, law)
+                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
             return first, finish, routed, rec[:nrec], ri, 1
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
-                                       generated, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx,
-                                       spec)
+                                       generated, pre, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full,
+                                       pfx, ses, spec)
     return first, finish, routed, rec[:nrec], ri, 0

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_layout import API_S, HHEAD, HLEN, HTAIL, THINK_S, WHEAD, WLEN, WTAIL
+from roofline.serving.kernel_layout import API_S, HHEAD, HLEN, HTAIL, IDS, N_RUN, THINK_S, WHEAD, WLEN, WTAIL
 
 
 @njit(cache=True, inline="always")
@@ -92,3 +92,113 @@ def clock_arrivals(arrival_s):
             now = now + (t - now)
         out[i] = now
     return out
+
+
+# Chat sessions (serving.clients.Arrivals with session_turns T > 1): `ses` = (order, state). `order`: the sessions'
+# first turns by (engine arrival, id), all sent at the start; state[TURNS] = T (0: no sessions), state[POS] the next
+# first turn of `order` to arrive, state[SIZE] the later turns sent and not yet arrived, a binary heap on
+# (engine arrival, id) in state[HEAP:]. Arrivals keeps all of them in one heapq of (time, id) tuples; as every id is
+# sent once, the keys are distinct and both give the requests in the same order.
+TURNS, POS, SIZE, HEAP = range(4)
+
+
+@njit(cache=True, inline="always")
+def _before(a, b, clock):
+    """Whether request a reaches the engine before request b: (clock[a], a) < (clock[b], b), heapq's tuple order."""
+    return clock[a] < clock[b] or (clock[a] == clock[b] and a < b)
+
+
+@njit(cache=True)
+def _heap_push(state, i, clock):
+    """Turn i joins the heap of later turns sent (sift up)."""
+    k = state[SIZE]
+    state[SIZE] = k + 1
+    while k > 0:
+        up = (k - 1) // 2
+        if not _before(i, state[HEAP + up], clock):
+            break
+        state[HEAP + k] = state[HEAP + up]
+        k = up
+    state[HEAP + k] = i
+
+
+@njit(cache=True)
+def _heap_pop(state, clock):
+    """The heap's first turn leaves it (the last entry sifted down from the top)."""
+    k = state[SIZE] - 1
+    state[SIZE] = k
+    last = state[HEAP + k]
+    j = 0
+    while 2 * j + 1 < k:
+        c = 2 * j + 1
+        if c + 1 < k and _before(state[HEAP + c + 1], state[HEAP + c], clock):
+            c += 1
+        if not _before(state[HEAP + c], last, clock):
+            break
+        state[HEAP + j] = state[HEAP + c]
+        j = c
+    state[HEAP + j] = last
+
+
+@njit(cache=True, inline="always")
+def _peek(ses, clock):
+    """The next session turn to reach the engine (a first turn or a later one), or -1 when none is sent."""
+    order, state = ses
+    head = order[state[POS]] if state[POS] < len(order) else -1
+    top = state[HEAP] if state[SIZE] > 0 else -1
+    if head < 0 or (top >= 0 and _before(top, head, clock)):
+        return top
+    return head
+
+
+@njit(cache=True, inline="always")
+def next_arrival(arrived, sent, clock, ses):
+    """Arrivals.next_time: the engine time of the next arrival (inf while none is sent); with sessions the
+    earliest turn sent (next_clock otherwise)."""
+    if ses[1][TURNS] == 0:
+        return next_clock(arrived, sent, clock)
+    i = _peek(ses, clock)
+    return clock[i] if i >= 0 else math.inf
+
+
+@njit(cache=True)
+def take_due(limit, arrived, sent, clock, ses):
+    """Arrivals.due, one request at a time: the id of the next request that reached the engine by `limit` (removed
+    from the sent ones; the caller counts it arrived), or -1. Without sessions that is request `arrived`."""
+    if ses[1][TURNS] == 0:
+        return arrived if arrived < sent and clock[arrived] <= limit else -1
+    i = _peek(ses, clock)
+    if i < 0 or clock[i] > limit:
+        return -1
+    order, state = ses
+    if state[POS] < len(order) and order[state[POS]] == i:
+        state[POS] += 1
+    else:
+        _heap_pop(state, clock)
+    return i
+
+
+@njit(cache=True)
+def running_ids(r, st, ri, out):
+    """The ids of replica r's running sequences, copied to `out` before a commit compacts them (a session's next
+    turn is sent when one of them finishes: turn_ends); returns how many."""
+    n = ri[r, N_RUN]
+    for j in range(n):
+        out[j] = st[r, IDS, j]
+    return n
+
+
+@njit(cache=True)
+def turn_ends(was, n_was, now, finish, clock, send, ses, fcfg):
+    """Arrivals.finished with sessions: of the `n_was` requests running before the commit at `now`, each that
+    finished then sends its session's next turn (id + 1, unless it was the last turn) at now + think time, reaching
+    the engine the API server's time later."""
+    state = ses[1]
+    turns = state[TURNS]
+    for j in range(n_was):
+        i = was[j]
+        nxt = i + 1
+        if finish[i] == now and nxt % turns and nxt < len(clock):
+            send[nxt] = now + fcfg[THINK_S]
+            clock[nxt] = send[nxt] + fcfg[API_S]
+            _heap_push(state, nxt, clock)

@@ -1,6 +1,6 @@
 """The scheduler half of serving.kernel_loop's compiled record loop: serving.scheduler.Scheduler's decisions
 (schedule, _plan_running, _admit, _take, _preempt_last, _room, block_length, commit_block / commit /
-_commit_decodes, _complete, _publish) without preloaded KV (speculative decoding's plan here, its accepted drafts
+_commit_decodes, _complete, _publish), preloaded KV included (speculative decoding's plan here, its accepted drafts
 applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
 serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications and
 evictions (serving.kernel_prefix, over `pfx`) as the Scheduler makes them at the same points."""
@@ -98,10 +98,12 @@ def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
 
 
 @njit(cache=True)
-def admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx):
-    """Scheduler._admit and _take without preloaded KV: first come first served; with a prefix cache a request
-    starts at its hit (it holds those pages at once, the cache owns them), acquires its path and may evict unused
-    cached pages (never its own) to fit; if it still does not fit it releases its path (its last use kept)."""
+def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
+    """Scheduler._admit and _take: first come first served; with a prefix cache a request starts at its hit (it
+    holds those pages at once, the cache owns them), acquires its path and may evict unused cached pages (never its
+    own) to fit; if it still does not fit it releases its path (its last use kept). With preloaded KV (`pre`, tokens
+    per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its hit starts after
+    them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none of them)."""
     budget = cfg[MNBT] - ri[r, TOKENS]
     n0 = ri[r, N_RUN]
     na = 0
@@ -110,11 +112,14 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, c
         i = ri[r, WHEAD]
         todo = prompt[i] + generated[i]
         h = hit(r, i, todo, pfx, cfg) if cache else 0
+        s, b = h, h  # the tokens it starts after, those the cache owns
         hold_bytes = seq[h] if cache else 0.0
-        k = min(todo - h, budget)
-        if k < todo - h and not cfg[CHUNKED]:
+        if len(pre) and min(pre[i], todo - 1) > h:
+            s, b, hold_bytes = min(pre[i], todo - 1), 0, 0.0
+        k = min(todo - s, budget)
+        if k < todo - s and not cfg[CHUNKED]:
             break
-        cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[h + k]) - hold_bytes
+        cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[s + k]) - hold_bytes
         free = fcfg[CAPACITY] - rf[r, USED] - need
         if cache:
             acquire(r, i, now, pfx)
@@ -132,13 +137,13 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, c
         if ri[r, WLEN] == 0:
             ri[r, WTAIL] = -1
         p = n0 + na
-        st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p], st[r, BASE, p] = i, h, todo, h
+        st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p], st[r, BASE, p] = i, s, todo, b
         st[r, GEN, p], st[r, OUT, p] = generated[i], output[i]
         st[r, RES, p] = prompt[i] + output[i] if cfg[RESERVE] else 0
         held[r, p] = hold_bytes
         nc = ri[r, NCH]
-        st[r, CHPOS, nc], st[r, CHSTART, nc], st[r, CHTOK, nc] = p, h, k
-        st[r, CHDONE, nc] = 1 if k == todo - h else 0
+        st[r, CHPOS, nc], st[r, CHSTART, nc], st[r, CHTOK, nc] = p, s, k
+        st[r, CHDONE, nc] = 1 if k == todo - s else 0
         ri[r, NCH] = nc + 1
         ri[r, TOKENS] += k
         budget -= k
@@ -149,15 +154,17 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, c
 
 
 @njit(cache=True, inline="always")
-def preempt_last(r, now, st, held, ri, rf, nxt, generated, seq, cfg, pfx):
+def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
     """Scheduler._preempt_last: the last admitted sequence returns to the head of the queue (recompute); the pages
-    the prefix cache owns stay."""
+    the prefix cache owns stay; its preloaded KV is lost."""
     ri[r, N_RUN] -= 1
     last = ri[r, N_RUN]
     victim = st[r, IDS, last]
     rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
     if cfg[PREFIX]:
         release(r, victim, now, True, ri, pfx)
+    if len(pre):
+        pre[victim] = 0
     generated[victim] = st[r, GEN, last]
     nxt[victim] = ri[r, WHEAD]
     ri[r, WHEAD] = victim
@@ -168,23 +175,23 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, seq, cfg, pfx):
 
 
 @njit(cache=True)
-def schedule(r, now, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx):
+def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler.schedule at `now` (the prefix cache's clock): whether replica r has a step to run (its plan left in
     st / ri)."""
     if not cfg[MIXED]:
         need = plan_running(r, False, True, st, held, ri, seq, cfg)
         if room(r, need, ri, rf, seq, cfg, fcfg, pfx):
-            need = admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
+            need = admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
             if ri[r, TOKENS]:
                 return True
     need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
     preempted = False
     while not room(r, need, ri, rf, seq, cfg, fcfg, pfx) and ri[r, N_RUN]:
-        preempt_last(r, now, st, held, ri, rf, nxt, generated, seq, cfg, pfx)
+        preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx)
         preempted = True
         need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
     if not preempted and cfg[MIXED]:
-        need = admit(r, now, need, st, held, ri, rf, nxt, generated, prompt, output, seq, cfg, fcfg, pfx)
+        need = admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     return ri[r, TOKENS] > 0
 
 

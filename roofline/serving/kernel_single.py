@@ -6,9 +6,9 @@ vLLM's async scheduling, EngineScheduling.admission_lag; else the clock) join th
 idle, the clock jumps to the next arrival (and an idle engine sees it at once); else a block of decode-only steps
 runs, cut at the step during which the next arrival comes (with the lag: one step later, since it is seen only at
 the start of the step after the one it arrived in; one that arrived before the block and is not yet seen: after its
-first step: Simulator.cut), and is committed; completions release closed-loop clients' next sends. With
-speculative decoding every step is one verify step and its draft passes (serving.kernel_spec), its accepted drafts
-drawn before the commit.
+first step: Simulator.cut), and is committed; completions release closed-loop clients' next sends (or
+chat sessions' next turns: serving.kernel_queue.turn_ends). With speculative decoding every step is one verify step
+and its draft passes (serving.kernel_spec), its accepted drafts drawn before the commit.
 """
 
 import math
@@ -38,7 +38,7 @@ from roofline.serving.kernel_layout import (
     M,
 )
 from roofline.serving.kernel_loop import extend, grow, padded
-from roofline.serving.kernel_queue import enqueue, next_clock, release
+from roofline.serving.kernel_queue import TURNS, enqueue, next_arrival, release, running_ids, take_due, turn_ends
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, spec_step_s
 
@@ -63,15 +63,20 @@ def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
 
 
 @njit(cache=True)
-def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, spec):
+def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, live, law, pfx, spec, ses):
     """Simulator.run on flat arrays: (first token, finish, records, the replica's integers ri (preemptions,
     prefix-cache hits), a status: 0 done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest
     filled with `send` as completions free slots). `spec`: speculative decoding's (numpy Generator of the
     acceptance draws, per-position acceptance, serving.kernel_spec's spec_cfg, the draft's tables, its law, its
-    work vector), used when cfg[SPEC] > 0: a step is one verify step and its draft passes."""
+    work vector), used when cfg[SPEC] > 0: a step is one verify step and its draft passes. `ses`: chat sessions
+    (serving.kernel_queue: the first turns in arrival order and the heap of later turns sent; state[TURNS] 0 without
+    sessions): a turn is sent when its predecessor finishes, plus think time."""
     rng, acceptance, spec_cfg, dtab, dlaw, dq = spec
     n = len(clock)
+    sessions = ses[1][TURNS] != 0
+    was = np.empty(cap if sessions else 0, dtype=np.int64)
+    no_pre = np.zeros(0, dtype=np.int64)  # Simulator.run has no preloaded KV (serving.disagg runs fleets)
     lag = cfg[LAG] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((1, ST_FIELDS, cap), dtype=np.int64)
@@ -91,12 +96,15 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     nrec, done, arrived = 0, 0, 0
     while done < n:
         limit = seen if lag else now
-        while arrived < sent and clock[arrived] <= limit:
-            enqueue(0, arrived, ri, nxt_id)
+        while True:
+            i = take_due(limit, arrived, sent, clock, ses)
+            if i < 0:
+                break
+            enqueue(0, i, ri, nxt_id)
             arrived += 1
         in_run, in_wait = ri[0, N_RUN], ri[0, WLEN]
-        nxt = next_clock(arrived, sent, clock)
-        if not schedule(0, now, st, held, ri, rf, nxt_id, generated, prompt, output, seq, cfg, fcfg, pfx):
+        nxt = next_arrival(arrived, sent, clock, ses)
+        if not schedule(0, now, st, held, ri, rf, nxt_id, generated, no_pre, prompt, output, seq, cfg, fcfg, pfx):
             if nxt == math.inf:
                 return first, finish, rec[:nrec], ri, 1
             now = seen = max(now, nxt)
@@ -119,8 +127,11 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         now += dt
         if cfg[SPEC]:
             accept(0, st, ri, rng, acceptance)
+        n_was = running_ids(0, st, ri, was) if sessions else 0
         ended = commit(0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
         done += ended
         if ended and cfg[CONC]:
             sent = release(ended, now, sent, clock, send, arrival, fcfg)
+        if ended and sessions:
+            turn_ends(was, n_was, now, finish, clock, send, ses, fcfg)
     return first, finish, rec[:nrec], ri, 0

@@ -120,8 +120,8 @@ def test_runs_it_does_not_cover_take_the_python_loop():
     assert "leaves" in kernel.covers(sim, dataclasses.replace(reqs, prefix=short))
     assert not sim.use_kernel(dataclasses.replace(reqs, prefix=short))
     assert kernel.covers(sim, base, Clients(max_concurrency=4)) is None
-    assert "sessions" in kernel.covers(sim, base, Clients(session_turns=3))
-    assert kernel.covers(sim, base, preloaded=np.ones(len(base), dtype=np.int64)) is not None
+    assert kernel.covers(sim, base, Clients(session_turns=3)) is None  # test_serving_kernel_sessions.py
+    assert kernel.covers(sim, base, preloaded=np.ones(len(base), dtype=np.int64)) is None  # _disagg.py
     auto = copy.copy(sim)
     auto.kernel = None
     assert not auto.use_kernel(base)  # auto mode: fewer than kernel.MIN_REQUESTS requests
