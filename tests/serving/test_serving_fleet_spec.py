@@ -129,3 +129,17 @@ def test_breaking_the_draws_or_the_draft_cost_fails_the_comparison(monkeypatch, 
     _broken(monkeypatch, change)
     with pytest.raises(AssertionError):
         assert_same_fleet(Fleet(sim, 2, "round-robin").run(reqs), reference)
+
+
+@pytest.mark.parametrize("spec", SPECS[:2])
+def test_chat_sessions_in_a_speculative_fleet_give_the_python_fleets_times(spec):
+    """Both session-16 branches together (fleetspec, sessfast): a fleet of 3 under vLLM with speculative decoding
+    and chat sessions of 3 turns, each turn sent 0.5 s after its predecessor finishes (serving.clients)."""
+    from tests.serving.test_serving_kernel_sessions import assert_session_rules, chats
+
+    reqs = chats(6.0, 120, 3, seed=29)
+    sim = simulator(spec, "vllm", reqs.max_tokens, kernel=True)
+    clients = Clients(think_s=0.5, session_turns=3)
+    fast, reference = compare(sim, reqs, 3, "least-outstanding", clients)
+    assert_same_fleet(fast, reference)
+    assert_session_rules(fast.trace, reqs, clients, True)
