@@ -13,7 +13,6 @@ draft cost (no host floor a pass) and check that the comparison then fails: equa
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import numpy as np
@@ -26,6 +25,7 @@ from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.kernel_spec import FLOOR  # noqa: E402
 from roofline.serving.prefix import parse_prefix  # noqa: E402
+from tests.serving.test_serving_kernel_spec import python_loop  # noqa: E402
 from tests.serving.test_serving_speculative_fast import (  # noqa: E402
     SPECS,
     assert_same,
@@ -33,12 +33,6 @@ from tests.serving.test_serving_speculative_fast import (  # noqa: E402
     requests,
     simulator,
 )
-
-
-def python_loop(sim):
-    other = copy.copy(sim)
-    other.kernel = False
-    return other
 
 
 def assert_same_fleet(fast, slow) -> None:
