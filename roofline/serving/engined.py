@@ -3,7 +3,7 @@ Fleet pages build it: the profile (roofline.engines.scheduling) with speculative
 (with_speculative), and SGLang's running-request cap sized from the pool once the pool is known (its
 `max_running_requests` default follows the KV pool's tokens: scheduling.sglang_max_running) unless the caller set
 `max_num_seqs` itself. The tensor cores' clock follows each run's GEMM duty (Simulator.clock "duty",
-serving.clock); a fleet's replicas keep the sustained rate (Fleet.run does not apply the rule)."""
+serving.clock), in a fleet by its busiest replica (Fleet.run)."""
 
 from __future__ import annotations
 

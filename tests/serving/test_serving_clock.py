@@ -93,3 +93,21 @@ def test_rates_between_the_clocks_by_hand():
     """40 % of the way: 729.8 + 0.4 x (660.3 - 729.8) = 702.0 TFLOP/s for a bf16 GEMM on the H200."""
     between = roofline_for(H200, options=burst_options(H200, share=0.4))
     assert between.tensor_rate(_gemm()) == pytest.approx(702.0e12, rel=1e-12)
+
+
+def test_a_light_fleet_runs_at_the_burst_clock_as_one_replica_does():
+    """A fleet takes the rule too (Fleet.run: the busiest replica's GEMM duty): a fleet of one at 2 requests/s is the
+    single replica's burst-clock run; a fleet of 2 at that load stays light and runs on the twin."""
+    from roofline.serving.fleet import Fleet
+
+    workload = Workload(batch=1, context_tokens=2048)
+    sim = Simulator(MODEL, H200, workload, parse_method("bf16"), max_tokens=2048, clock="duty")
+    light = poisson_requests(2.0, 60, LengthDist.parse("1024", "prompt"), LengthDist.parse("64", "output"), 0)
+    one = Fleet(sim, 1).run(light)
+    np.testing.assert_allclose(one.trace.first_token_s, sim.run(light).first_token_s, rtol=1e-12)
+    assert one.trace.gemm_clock["clock"] == "burst"
+    two = Fleet(sim, 2).run(light)
+    np.testing.assert_allclose(two.trace.first_token_s, Fleet(sim.burst_twin, 2).run(light).trace.first_token_s,
+                               rtol=1e-12)
+    held = Fleet(Simulator(MODEL, H200, workload, parse_method("bf16"), max_tokens=2048), 2).run(light)
+    assert np.median(two.trace.ttft_s) < np.median(held.trace.ttft_s)
