@@ -41,6 +41,15 @@ def sustained_share(duty: float) -> float:
     return 0.0 if duty <= BURST_DUTY else 1.0
 
 
+def decision(duty: float) -> dict:
+    """What a run at this GEMM duty is priced at, as Simulator.run and Fleet.run record it (Trace.gemm_clock):
+    the clock ('burst', 'sustained', or 'between' for a share strictly inside), the duty, the sustained share and
+    the threshold."""
+    share = sustained_share(duty)
+    clock = "burst" if share == 0.0 else "sustained" if share == 1.0 else "between"
+    return {"clock": clock, "duty": duty, "sustained_share": share, "burst_below": BURST_DUTY}
+
+
 def gemm_s_per_token(phases) -> float:
     """Seconds of one token's GEMM FLOPs (weights x activations, MoE experts included: kind 'gemm') at the
     step model's tensor-core rate for each op's dtype, from the decode graph at batch 1 (its FLOPs do not depend

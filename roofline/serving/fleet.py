@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from roofline.serving.clients import Arrivals, Clients
-from roofline.serving.clock import BURST_DUTY, gemm_duty, sustained_share
+from roofline.serving.clock import decision, gemm_duty
 from roofline.serving.prefix import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.router import CacheAware, choose
@@ -134,15 +134,13 @@ class Fleet:
         at most BURST_DUTY (its tokens over the fleet's wall) runs again at the burst rates: each replica is its own
         board, and the rule takes the busiest."""
         out = self._run(requests, clients, preloaded)
-        twin = self.sim.burst_twin
-        if twin is None:
+        if self.sim.burst_twin is None:
             return out
         wall = out.trace.requests.arrival_s, out.trace.finish_s
-        duty = max(gemm_duty(t.steps, *wall, self.sim.gemm_s_per_token) for t in out.replicas)
-        if duty <= BURST_DUTY:
+        clock = decision(max(gemm_duty(t.steps, *wall, self.sim.gemm_s_per_token) for t in out.replicas))
+        if clock["sustained_share"] < 1.0:
+            twin = self.sim.twin(clock["sustained_share"])
             out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded)
-        clock = {"clock": "burst" if duty <= BURST_DUTY else "sustained", "duty": duty,
-                 "sustained_share": sustained_share(duty), "burst_below": BURST_DUTY}
         return FleetTrace(replace(out.trace, gemm_clock=clock), out.replicas, out.routed)
 
     def _run(self, requests: Requests, clients: Clients | None = None,

@@ -23,7 +23,7 @@ from roofline.engines.timing import eager_layers, engine_options
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients
-from roofline.serving.clock import BURST_DUTY, gemm_duty, gemm_s_per_token, sustained_share
+from roofline.serving.clock import decision, gemm_duty, gemm_s_per_token
 from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
@@ -312,12 +312,10 @@ class Simulator:
         if self.burst_twin is None:
             return trace
         duty = gemm_duty(trace.steps, trace.requests.arrival_s, trace.finish_s, self.gemm_s_per_token)
-        share = sustained_share(duty)
-        if share < 1.0:
-            trace = self.twin(share).run(requests, progress, clients)
-        clock = "burst" if share == 0.0 else "sustained" if share == 1.0 else "between"
-        return replace(trace, gemm_clock={"clock": clock, "duty": duty, "sustained_share": share,
-                                          "burst_below": BURST_DUTY})
+        clock = decision(duty)
+        if clock["sustained_share"] < 1.0:
+            trace = self.twin(clock["sustained_share"]).run(requests, progress, clients)
+        return replace(trace, gemm_clock=clock)
 
     def _run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
              clients: Clients | None = None) -> Trace:
