@@ -155,10 +155,11 @@ def serve_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
     for rate, n in s["rates"]:
         seed += 1
         runs.append((f"rate{rate}", ["--trace", replay(f"rate{rate}", seed, rate, n)]))
-    p = s["prefix"]
-    seed += 1
-    runs.append(("prefix", ["--trace", replay("prefix", seed, p["rate"], p["prompts"], p["prefix_len"]), "--prefix",
-                            f"system:{p['prefix_len']}"]))
+    if "prefix" in s:  # run 9's cases have none (serve.sh then runs none)
+        p = s["prefix"]
+        seed += 1
+        runs.append(("prefix", ["--trace", replay("prefix", seed, p["rate"], p["prompts"], p["prefix_len"]),
+                                "--prefix", f"system:{p['prefix_len']}"]))
     seed += 1
     c = s["concurrency"]
     runs.append((f"conc{c['max_concurrency']}", ["--rate", "inf", "--max-concurrency", str(c["max_concurrency"]),
@@ -214,7 +215,7 @@ def serve_predictions(hardware: str) -> dict:
     for name, flags in serve_runs():
         d = simulate(flags, hardware)
         out[name] = d if "error" in d else {k: d[k] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s",
-                                                             "requests_per_s", "preemptions") if k in d}
+                                                             "requests_per_s", "preemptions", "gemm_clock") if k in d}
     if "speculative" in CASES["serve"]:
         out["speculative"] = {"expressible": False, "why": "the acceptance per draft position is an input: it is read "
                                                            "from the engine's /metrics of the run, then simulated"}

@@ -21,31 +21,42 @@ for i in $(seq 1 150); do
   sleep 2
 done
 echo "server up after $(( $(date +%s) - T0 )) s"
+# SAMPLE_CLOCKS=1 (run 9): the GPU's SM clock, power and utilisation every 50 ms while the clients run, and each
+# run's start / end (epoch s) in $N-marks.txt, so a run's prefills can be read against the board's clock
+mark() { echo "$1 $(date +%s.%N)" >> $R/$N-marks.txt; }
+if [ "${SAMPLE_CLOCKS:-0}" = 1 ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu \
+    --format=csv,nounits -lms 50 > $R/$N-clocks.csv 2>&1 &
+  SMI=$!
+fi
 COMMON="--backend vllm --model $M --port $PORT --dataset-name random --random-input-len $IN --random-output-len $OUTL --ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R"
 SEED=100
 for pair in $(S "' '.join(f'{r}:{n}' for r, n in c['rates'])"); do
-  rate=${pair%%:*}; np=${pair##*:}; SEED=$((SEED+1))
+  rate=${pair%%:*}; np=${pair##*:}; SEED=$((SEED+1)); mark rate$rate
   timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $np --request-rate $rate \
     --result-filename $N-rate$rate.json > $R/$N-bench-rate$rate.log 2>&1
   echo "rate $rate: $(grep -E 'Output token throughput|Median TPOT' $R/$N-bench-rate$rate.log | tr -s ' ' | tr '\n' ' ')"
 done
+if [ "$(S "'prefix' in c")" = True ]; then
 PR=$(S "c['prefix']['rate']"); PN=$(S "c['prefix']['prompts']"); PL=$(S "c['prefix']['prefix_len']")
-SEED=$((SEED+1))
+SEED=$((SEED+1)); mark prefix
 timeout 120 vllm bench serve $COMMON --seed $SEED --num-prompts $PN --request-rate $PR --random-prefix-len $PL \
   --result-filename $N-prefix.json > $R/$N-bench-prefix.log 2>&1
 echo "prefix: $(grep -E 'Output token throughput|Median TTFT' $R/$N-bench-prefix.log | tr -s ' ' | tr '\n' ' ')"
+fi
 MC=$(S "c['concurrency']['max_concurrency']"); MN=$(S "c['concurrency']['prompts']")
-SEED=$((SEED+1))
+SEED=$((SEED+1)); mark conc$MC
 timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $MN --request-rate inf --max-concurrency $MC \
   --result-filename $N-conc$MC.json > $R/$N-bench-conc.log 2>&1
 echo "conc $MC: $(grep -E 'Output token throughput|Median TPOT' $R/$N-bench-conc.log | tr -s ' ' | tr '\n' ' ')"
 if [ "$(S "'burst' in c")" = True ]; then
   BN=$(S "c['burst']['prompts']"); BI=$(S "c['burst']['input_len']"); BO=$(S "c['burst']['output_len']")
-  SEED=$((SEED+1))
+  SEED=$((SEED+1)); mark burst
   timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $BN --request-rate inf --random-input-len $BI \
     --random-output-len $BO --result-filename $N-burst.json > $R/$N-bench-burst.log 2>&1
   echo "burst $BN: $(grep -E 'Output token throughput|Median TPOT|Median TTFT' $R/$N-bench-burst.log | tr -s ' ' | tr '\n' ' ')"
 fi
+mark end; [ -n "${SMI:-}" ] && kill $SMI
 python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
   | grep -E "^vllm:(prefix_cache|num_preemptions|kv_cache_usage|cache_config_info|prompt_tokens_total|generation_tokens_total|num_requests)" > $R/$N-metrics.txt
 kill -TERM -$SPID; sleep 6; kill -KILL -$SPID 2>/dev/null; wait $SPID 2>/dev/null
