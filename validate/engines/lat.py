@@ -7,7 +7,8 @@ the mean over contexts P+1 .. P+N-1 (prefill and the first token cancel). Prefil
 offline user waits for one prompt). Prefix caching is off, so no run reuses another's blocks. One warm-up generate
 after start-up; with "warm_each_case" every case also runs once untimed first (Triton's fused MoE compiles a
 configuration per batch bucket on first use); cases of more than 100K prompt tokens in all are timed once, the others
-twice (median). (Reading the worker's memory profile through LLM.collective_rpc was tried: run 2's
+three times (median; twice until run 9, whose Qwen3-30B-A3B B = 16 median of two was the mean of a 12.8 ms rep and
+one stalled 1.3 s). (Reading the worker's memory profile through LLM.collective_rpc was tried: run 2's
 "__getattribute__" reached the wrapper and failed, run 3's "__getattr__" did not return within 100 s and cost the
 run; the start-up log's lines are what compare.py reads.)
 The engine's own configuration (attention backend from the log, CUDA-graph sizes, scheduler limits, KV blocks) is
@@ -80,7 +81,7 @@ print("ENGINE", json.dumps(res["engine"]), flush=True)
 WARM = CASES.get("warm_each_case", False)
 timed(4, 512, 8, 1)  # warm-up: the first generate after start-up pays lazy initialisation
 for B, P in case["decode"]:
-    reps = 1 if B * P > 100_000 else 2
+    reps = 1 if B * P > 100_000 else 3  # run 9: a median of two is their mean (B = 16: one rep stalled 1.3 s)
     if WARM:  # the timed lengths themselves: run 3's Qwen3-30B-A3B B = 16 compiled a Triton kernel in its first
         timed(B, P, N, 1)  # timed rep after a warm-up of 2 tokens (vLLM's jit_monitor logged it)
     a, b = timed(B, P, N, reps), timed(B, P, 1, reps)
