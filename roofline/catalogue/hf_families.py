@@ -66,12 +66,46 @@ def _first(cfg: _Config, keys: tuple[str, ...]) -> str | None:
 
 
 def _attention(cfg: _Config, family: Family, num_layers: int) -> list[dict[str, Any]]:
-    """layer_types when the config lists them; else one window for every layer (uniform_window) or full."""
+    """layer_types when the config lists them; else one window for every layer (uniform_window); else, when the
+    config sets a window, the layer_types its transformers config class derives from it (_derived_layer_types);
+    else full."""
     if cfg.has("layer_types"):
         return _from_layer_types(cfg, num_layers, sinks=family.sinks)
     if family.uniform_window and cfg.has("sliding_window") and cfg.flag("use_sliding_window", True):
         return [_sliding(cfg.integer("sliding_window"))]
+    if cfg.has("sliding_window") and cfg.flag("use_sliding_window", True) and not family.window_ignored:
+        derived = _derived_layer_types(cfg)
+        return _from_layer_types(_Config(cfg.data | {"layer_types": derived}, cfg.where, cfg.arch), num_layers,
+                                 sinks=family.sinks)
     return [_full()]
+
+
+def _derived_layer_types(cfg: _Config) -> list[str]:
+    """The layer_types transformers' config class of this model_type derives in __post_init__ when a config.json
+    sets sliding_window but lists no layer_types (older saves and hand-written configs): each family has its own
+    rule (Exaone4Config: layer i full when (i + 1) % sliding_window_pattern == 0; Qwen3Config: by
+    use_sliding_window and max_window_layers; ...), so the class itself is asked
+    (transformers.AutoConfig.for_model, https://github.com/huggingface/transformers v5.24.0). Without transformers,
+    or when the class derives none, one line naming layer_types: reading every layer as full would price a
+    windowed model's cache as if nothing slid (EXAONE-4.0-32B at 32K: 8 GiB instead of 2.75)."""
+    model_type = cfg.data.get("model_type")
+    window = cfg.integer("sliding_window")
+    need = (f"missing while sliding_window is {window}: which layers slide is derived by transformers' "
+            f"{model_type} config class")
+    try:
+        import transformers
+    except ImportError:
+        raise cfg.error("layer_types", f"{need}; install transformers, or list layer_types in the config") from None
+    try:
+        transformers.logging.set_verbosity_error()
+        derived = getattr(transformers.AutoConfig.for_model(
+            model_type, **{k: v for k, v in cfg.data.items() if k != "model_type"}), "layer_types", None)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise cfg.error("layer_types", f"{need}, which refused this config ({type(exc).__name__}: "
+                                       f"{str(exc).splitlines()[0][:120]}); list layer_types in the config") from None
+    if not isinstance(derived, list) or not derived:
+        raise cfg.error("layer_types", f"{need}, which derives none; list layer_types in the config")
+    return derived
 
 
 def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
@@ -198,11 +232,17 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
 FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
     **dict.fromkeys(("llama", "aria_text", "cwm", "ernie4_5", "exaone", "gemma", "granite", "granitemoe",
-                     "granitemoeshared", "helium", "internlm3", "iquestcoder", "ministral", "ministral3",
-                     "smollm3", "vaultgemma", "sarvam_moe", "glm", "mixtral", "phi3"), LLAMA),
+                     "granitemoeshared", "helium", "internlm3", "iquestcoder", "ministral",
+                     "smollm3", "vaultgemma", "sarvam_moe", "glm"), LLAMA),
+    # the Llama layout whose attention takes config.sliding_window on every layer (MixtralAttention,
+    # Phi3Attention, Ministral3Attention: `sliding_window=getattr(self.config, "sliding_window", None)`), their
+    # config classes deriving no layer_types
+    **dict.fromkeys(("mixtral", "phi3", "ministral3"), Family(uniform_window=True)),
     # Qwen2Attention: bias on q / k / v always, none on o
     "qwen2": Family(qkv_bias=True, o_bias=False),
-    "qwen3": QK_HEAD, "qwen3_vl_text": QK_HEAD, "qwen3_vl_moe_text": QK_HEAD,
+    "qwen3": QK_HEAD,
+    # Qwen3VLTextAttention / Qwen3VLMoeTextAttention: self.sliding_window = None (the config's key is never read)
+    **dict.fromkeys(("qwen3_vl_text", "qwen3_vl_moe_text"), Family(qk_norm=True, window_ignored=True)),
     "qwen2_vl_text": Family(qkv_bias=True, o_bias=False), "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
     "glm4v_text": Family(norms_per_layer=4, qkv_bias=True, o_bias=False),
     "glm4v_moe_text": Family(qkv_bias=True, o_bias=False, head_dim_floor=True),

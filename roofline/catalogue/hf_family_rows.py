@@ -124,7 +124,8 @@ MOE_FAMILIES: dict[str, Family] = {
     **dict.fromkeys(("emu3_text_model", "granite4_vision_text", "granite_docling_text"), LLAMA),
     "qwen2_5_omni_text": Family(qkv_bias=True, o_bias=False),
     # Qwen3OmniMoeThinkerTextAttention: head_dim = getattr(config, "head_dim", hidden_size // heads), floored
-    "qwen3_omni_moe_text": Family(qk_norm=True, head_dim_floor=True),
+    # Qwen3OmniMoeThinkerTextAttention: self.sliding_window = None (the config's key is never read)
+    "qwen3_omni_moe_text": Family(qk_norm=True, head_dim_floor=True, window_ignored=True),
     "paddleocr_vl_text": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", tie_default=True),
     # Molmo2TextModel: Qwen3-style per-head QK norm (qk_norm_type 'qwen3'; others refused), extra embedding rows
     "molmo2_text": Family(qk_norm=True, extras=("additional_vocab",), modelled_only=(("qk_norm_type", "qwen3"),

@@ -33,6 +33,8 @@ class Family:
     qk_norm_width: str = "head"
     tie_default: bool = False
     uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
+    window_ignored: bool = False  # the attention never slides, whatever sliding_window says (its config class
+    # keeps the key; e.g. Qwen3VLMoeTextAttention sets self.sliding_window = None)
     router_bias: bool = False
     shared_expert_gate: bool = False
     attn_output_gate: bool = False
