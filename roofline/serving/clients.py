@@ -9,7 +9,9 @@
   time, turn j + 1 think time after turn j finishes (a user reads the answer, then types); the later turns' own
   arrival times are not used.
 An API server's own per-request time (EngineOverheads.api_request_s) delays each request's arrival at the engine;
-latencies are measured from the send time, as a benchmark client measures them.
+latencies are measured from the send time, as a benchmark client measures them. On the way back (emission_delay_s)
+a step's tokens leave the server one sequence after another, the sequences that ran the step before it first, so a
+request's first token reaches its client after the running sequences' tokens of that step.
 """
 
 from __future__ import annotations
@@ -127,4 +129,28 @@ def _clock_arrivals(arrival_s: np.ndarray) -> list[float]:
         if t > now:
             now = now + (t - now)
         out.append(now)
+    return out
+
+
+def emission_delay_s(first_token_s: np.ndarray, steps: np.ndarray, per_seq_s: float) -> np.ndarray:
+    """Per request, the time its first token waits behind the step's other outputs on the API server's way out:
+    per_seq_s x the sequences already running in the step that produced it (the record holding its first-token
+    time: its start before the first token, records in time order; column 2 of Trace.steps, the running count
+    when the step was scheduled). 0 for requests with no first token here (NaN: another replica's).
+
+    vLLM 0.24 streams a step's outputs in the order the scheduler ran them, running requests before the ones
+    admitted in that step (v1/core/sched/scheduler.py Scheduler.schedule: the RUNNING queue first, then WAITING;
+    update_from_output builds the outputs in that order; v1/engine/output_processor.py process_outputs puts each
+    into its request's queue in turn). `vllm bench serve` timestamps each streamed token: in the served runs of
+    validate/engines (runs 6, 8, 9, 10; validate/notes/2026-11-29-vllm-h200-run9.md) a step's tokens reached the
+    client 42-49 us apart and a new request's first token came last in its step (median rank 0.83-1.00 of the
+    step's tokens). The cost a sequence is the profile's served host law per running sequence
+    (EngineOverheads.per_seq_s: the tiny server's median TPOT against concurrency, 39.8 us on the H200), not fitted
+    to those runs."""
+    out = np.zeros(len(first_token_s))
+    if not per_seq_s or not len(steps):
+        return out
+    ok = np.isfinite(first_token_s)
+    row = np.clip(np.searchsorted(steps[:, 0], first_token_s[ok], side="left") - 1, 0, len(steps) - 1)
+    out[ok] = per_seq_s * steps[row, 2]
     return out

@@ -74,6 +74,19 @@ class FleetTrace:
     routed: np.ndarray  # replica of each request
 
 
+def _emitted(out: FleetTrace, per_seq_s: float) -> FleetTrace:
+    """Each replica's first tokens delayed by that replica's step outputs on the way out (Trace.emitted), the
+    merged trace taking each request's from its own replica."""
+    if not per_seq_s:
+        return out
+    reps = [t.emitted(per_seq_s) for t in out.replicas]
+    first = out.trace.first_token_s.copy()
+    for j, t in enumerate(reps):
+        mine = out.routed == j
+        first[mine] = t.first_token_s[mine]
+    return FleetTrace(replace(out.trace, first_token_s=first), reps, out.routed)
+
+
 class Fleet:
     """N replicas of one Simulator's engine behind a router."""
 
@@ -135,12 +148,13 @@ class Fleet:
         board, and the rule takes the busiest."""
         out = self._run(requests, clients, preloaded)
         if self.sim.burst_twin is None:
-            return out
+            return _emitted(out, self.sim.emit_per_seq_s)
         wall = out.trace.requests.arrival_s, out.trace.finish_s
         clock = decision(max(gemm_duty(t.steps, *wall, self.sim.gemm_s_per_token) for t in out.replicas))
         if clock["sustained_share"] < 1.0:
             twin = self.sim.twin(clock["sustained_share"])
             out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded)
+        out = _emitted(out, self.sim.emit_per_seq_s)
         return FleetTrace(replace(out.trace, gemm_clock=clock), out.replicas, out.routed)
 
     def _run(self, requests: Requests, clients: Clients | None = None,

@@ -22,7 +22,7 @@ from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampl
 from roofline.engines.timing import eager_layers, engine_options
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
-from roofline.serving.clients import Arrivals, Clients
+from roofline.serving.clients import Arrivals, Clients, emission_delay_s
 from roofline.serving.clock import decision, gemm_duty, gemm_s_per_token
 from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
@@ -80,6 +80,12 @@ class Trace:
         out = self.requests.output_tokens
         many = out > 1
         return (self.finish_s[many] - self.first_token_s[many]) / (out[many] - 1)
+
+    def emitted(self, per_seq_s: float) -> Trace:
+        """This trace with each first token delayed by its step's other outputs on the way out
+        (clients.emission_delay_s; the schedule itself, finishes included, is unchanged)."""
+        delay = emission_delay_s(self.first_token_s, self.steps, per_seq_s)
+        return replace(self, first_token_s=self.first_token_s + delay) if delay.any() else self
 
     @property
     def horizon_s(self) -> float:
@@ -310,12 +316,18 @@ class Simulator:
         of the time is run again at rates between the burst and the sustained (serving.clock)."""
         trace = self._run(requests, progress, clients)
         if self.burst_twin is None:
-            return trace
+            return trace.emitted(self.emit_per_seq_s)
         duty = gemm_duty(trace.steps, trace.requests.arrival_s, trace.finish_s, self.gemm_s_per_token)
         clock = decision(duty)
-        if clock["sustained_share"] < 1.0:
-            trace = self.twin(clock["sustained_share"]).run(requests, progress, clients)
-        return replace(trace, gemm_clock=clock)
+        if clock["sustained_share"] < 1.0:  # the twin's clock is held: its run returns its trace emitted
+            return replace(self.twin(clock["sustained_share"]).run(requests, progress, clients), gemm_clock=clock)
+        return replace(trace.emitted(self.emit_per_seq_s), gemm_clock=clock)
+
+    @property
+    def emit_per_seq_s(self) -> float:
+        """Seconds a running sequence's output delays a new request's first token on the API server's way out
+        (clients.emission_delay_s): the engine's served host work per sequence; 0 without an engine profile."""
+        return self.engine.overheads.per_seq_s if self.engine is not None else 0.0
 
     def _run(self, requests: Requests, progress: Callable[[int, int], None] | None = None,
              clients: Clients | None = None) -> Trace:
