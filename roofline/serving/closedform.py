@@ -18,6 +18,12 @@ one; the cumulative times of a linear stretch are its arithmetic series. The res
 evaluation to float rounding (the tolerance below); tests compare them on every engine and scheduling variant.
 Laws outside that form (an all-reduce's protocol choice is a min) leave `blocks` False and the caller evaluates
 every step.
+
+With pp > 1 stages a step is PhaseModel.pipeline's micro-batch through the same law, then its fill and drain
+(serving.pipeline: `pipelined` for one step). The law keeps no state between steps, and along a decode-only block
+the micro-batch's scale, weight row and imbalance are constants, so `decode_ends` runs the micro-batch's work through
+the same linear stretches and maps each step's time through the pipeline's increasing affine outer law, which keeps
+it convex and nondecreasing.
 """
 
 from __future__ import annotations
