@@ -14,9 +14,10 @@ Covered (`covers` says why not otherwise; the caller then runs the existing path
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica or a fleet
 (serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), preloaded KV (a
-fleet's: serving.disagg's decode pool), any pp with the closed form built (pp > 1: serving.kernel_pipeline), routers round-robin, least-outstanding and
-prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
-only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
+fleet's: serving.disagg's decode pool), any pp with the closed form built (pp > 1: serving.kernel_pipeline),
+routers round-robin, least-outstanding and prefix-aware (serving.router's rule; without a cache:
+least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the existing
+path to float rounding (tests/serving/test_serving_kernel.py, test_serving_kernel_pp.py,
 test_serving_kernel_clients.py, test_serving_kernel_prefix.py, test_serving_kernel_spec.py,
 test_serving_fleet_spec.py, test_serving_kernel_sessions.py, test_serving_kernel_disagg.py): decode blocks are
 evaluated step by step instead of

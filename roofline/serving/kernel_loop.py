@@ -4,7 +4,7 @@ function of one signature, so this loop compiles once per machine whatever the m
 
 It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, chat sessions, the
 engine's admission lag, the engine's prefix cache (serving.kernel_prefix), speculative decoding (serving.kernel_spec),
-preloaded KV (a disaggregated decode pool), pipeline parallelism (serving.kernel_pipeline)), exactly the decisions of serving.scheduler.Scheduler
+preloaded KV (a disaggregated decode pool), any pp), exactly the decisions of serving.scheduler.Scheduler
 (serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during which a request is routed to
 the replica, or with vLLM's admission lag the step after; serving.kernel_single is Simulator.run's loop) and the step
 times of serving.closedform.ClosedForm.work / time with the engine's padding and host overheads. Scheduler state per
