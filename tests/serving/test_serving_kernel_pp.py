@@ -24,6 +24,7 @@ from roofline.catalogue import load_hardware, load_model  # noqa: E402
 from roofline.engines.scheduling import scheduling  # noqa: E402
 from roofline.methods import parse_method  # noqa: E402
 from roofline.serving import kernel, pipeline  # noqa: E402
+from roofline.serving.disagg import Disaggregated, KvLink  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.requests import LengthDist, Requests, poisson_requests  # noqa: E402
 from roofline.serving.simulate import Simulator  # noqa: E402
@@ -90,6 +91,22 @@ def test_fleet_matches_the_reference():
     fast = Fleet(sim, 3, "least-outstanding").run(reqs).trace
     slow = Fleet(reference(sim), 3, "least-outstanding").run(reqs).trace
     assert_same_times(fast, slow)
+
+
+def test_disaggregated_pools_on_pp_stages_match_the_reference(monkeypatch):
+    """A pp 2 prefill pool (two micro-batches) and a pp 2 decode pool with preloaded KV, both through the kernel,
+    against both on the numpy reference."""
+    reqs, calls, run = requests(20.0, 120), [], kernel.run
+    monkeypatch.setattr(kernel, "run", lambda sim, *a, **kw: calls.append(sim.workload.pp) or run(sim, *a, **kw))
+    runs = []
+    for fast in (True, False):
+        prefill, decode = simulator(1, 2, 2, "vllm", kernel=True), simulator(1, 2, 1, "vllm", kernel=True)
+        if not fast:
+            prefill, decode = reference(prefill), reference(decode)
+        runs.append(Disaggregated(prefill, decode, 1, 2, KvLink(50e9, 5e-6)).run(reqs))
+    assert calls == [2, 2]  # both pools ran compiled, the reference's neither
+    assert_same_times(runs[0].trace, runs[1].trace)
+    assert_same_times(runs[0].decode, runs[1].decode)
 
 
 def _lone(sim: Simulator, prompt: int, output: int, copies: int = 1):
