@@ -233,11 +233,11 @@ class ClosedForm:
         dq = self._slope_live * n
         mb = self.micro(n, n + pad, n) if self.model.phases.workload.pp > 1 else None
         if mb is not None:  # pp > 1: the block's micro-batch is the same at every step (serving.pipeline)
-            slow, dq, whole = self.model.imbalance(mb.decodes), dq * mb.scale, combine
+            slow, dq, host_combine = self.model.imbalance(mb.decodes), dq * mb.scale, combine
             weights = self._weights[(True, False)][mb.tokens]
 
-            def combine(gpu):
-                return whole(mb.outer(gpu))
+            def combine(gpu):  # the micro-batch's law -> the pipelined step's GPU time -> its wall time
+                return host_combine(mb.outer(gpu))
         ends: list[float] = []
         s = 0
         while s < steps:

@@ -226,7 +226,8 @@ class Simulator:
         closed form: StepModel's numpy path times a pipelined step one at a time, the reference). The caller
         cuts it at the next arrival (`cut`); steps are evaluated only until one ends at or past `until_s` from the
         block's start (the cut falls there), the same times as evaluating them all: by the closed form's linear
-        stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches."""
+        stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches (pp > 1: the
+        closed form's pipelined steps one by one)."""
         context, engine = plan.context, self.engine
         steps = sched.block_length(plan, self.block_limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
