@@ -86,6 +86,41 @@ def test_fast_paths_match_the_reference(tp, pp, micro, engine):
     assert len(python_loop(sim).run(reqs).steps) < len(slow.steps)
 
 
+@pytest.mark.parametrize("pp,micro", [(2, 2), (3, 4), (4, 3)])
+def test_one_step_three_ways(pp, micro):
+    """Single mixed steps: StepModel.step_time (the reference), ClosedForm.pipelined and the compiled
+    kernel_pipeline.pipelined_s agree to 1e-12, among them steps whose micro-batch's tokens fall on a half
+    (3 sequences in 2 micro-batches over an odd token count: rint rounds half to even, in numpy and in the kernel)."""
+    from roofline.serving.kernel_layout import HANDOFF_BYTES, MAX_STEP, MICRO, PP
+    from roofline.serving.kernel_pipeline import pipelined_s
+    sim = simulator(pp=pp, micro=micro)
+    closed, law = sim.closed, kernel.compiled_law(kernel.law_source(sim.closed))
+    tab = kernel._tables(sim)
+    cfg = np.zeros(PP + 2, dtype=np.int64)
+    cfg[PP], cfg[MICRO], cfg[MAX_STEP] = pp, micro, closed.model.max_step_tokens
+    fcfg = np.zeros(HANDOFF_BYTES + 3)
+    fcfg[HANDOFF_BYTES:] = pipeline.handoff_terms(sim.phases)
+    rng = np.random.default_rng(7)
+    halves = 0
+    for _ in range(40):
+        nd, nc, pad = int(rng.integers(0, 6)), int(rng.integers(0, 3)), int(rng.integers(0, 3))
+        if nd + nc == 0:
+            nd = 2
+        context = rng.integers(1, 3000, nd)
+        start = rng.integers(0, 1500, nc)
+        tokens = rng.integers(1, 900, nc)
+        done = rng.integers(0, 2, nc).astype(bool)
+        seqs, total = nd + nc, nd + pad + int(tokens.sum())
+        b = seqs / min(micro, seqs)
+        halves += (total * b / seqs) % 1 == 0.5
+        ref = sim.steps.step_time(context, start, tokens, done, pad)
+        assert closed.pipelined(context, pad, start, tokens, done) == pytest.approx(ref, rel=1e-12)
+        q = closed.work(context, pad, nd, nc > 0, start, tokens, done, weighted=False)
+        got = pipelined_s(q, tab[8], 2 * (nd > 0) + (nc > 0), seqs, total, nd, tab[9], cfg, fcfg, law)
+        assert got == pytest.approx(ref, rel=1e-12)
+    assert halves or micro != 2  # the half-to-even case was met
+
+
 def test_fleet_matches_the_reference():
     sim, reqs = simulator(1, 2, 2, "vllm", kernel=True), requests(40.0, 200)
     fast = Fleet(sim, 3, "least-outstanding").run(reqs).trace
