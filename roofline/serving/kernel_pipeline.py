@@ -10,7 +10,7 @@ from numba import njit
 from roofline.serving.kernel_layout import HANDOFF_BPS, HANDOFF_BYTES, HANDOFF_LAT_S, MAX_STEP, MICRO, PP
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pipelined_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg, fcfg, law):
     """GPU seconds of a step of `seqs` sequences (`decodes` decoding) over `tokens` tokens (pad included) on cfg[PP]
     stages with up to cfg[MICRO] micro-batches (PhaseModel.pipeline): `q`, the step's non-weight work over the law's
