@@ -12,6 +12,7 @@
     ... --speculative draft=Llama-3.2-1B:3:0.7 | eagle:3:0.7   # speculative decoding (serving.speculative)
     ... --session-turns 4 [--think-s 5]                        # chat sessions of T turns (serving.clients)
     ... single 20000 --disaggregate 1:1                        # P prefill and D decode replicas (serving.disagg)
+    ... single 20000 --pp 2 [--tp 2] [--micro-batches 2]       # pipeline / tensor parallelism of each replica
 
 Workload: Llama-3.1-8B on one H200, bf16 KV, ShareGPT-like lengths (lognormal means 1024 / 256 tokens), Poisson at
 ~60 % of one replica's saturation (12 req/s per replica). Prints wall seconds, CPU seconds (time.process_time: the
@@ -68,7 +69,9 @@ def _option(name: str, default: str | None = None) -> str | None:
 
 
 def _sim(max_tokens: int) -> Simulator:
-    wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192)
+    wl = Workload(context_tokens=max_tokens, prefill_chunk_tokens=8192, tp=int(_option("--tp", "1")),
+                  pp=int(_option("--pp", "1")), micro_batches=int(_option("--micro-batches", "1")),
+                  batch=int(_option("--micro-batches", "1")))
     python = "--python" in sys.argv or "--reference" in sys.argv
     hw = load_hardware("H200")
     engine = _option("--engine")
@@ -93,6 +96,8 @@ def _mode(sim: Simulator) -> str:
     lag = ", admission lag" if sim.engine.admission_lag else ""
     spec = f", speculative {_option('--speculative')}" if sim.speculative else ""
     pools = f", disaggregated {_option('--disaggregate')}" if _option("--disaggregate") else ""
+    w = sim.workload
+    pools += f", tp {w.tp} pp {w.pp} micro-batches {w.micro_batches}" if w.tp * w.pp > 1 else ""
     if clients and clients.session_turns > 1:
         how = f"sessions of {clients.session_turns} turns, think {clients.think_s:g} s"
     elif clients:
@@ -160,7 +165,7 @@ def fleet(replicas: int, per_replica: int) -> None:
 
 if __name__ == "__main__":
     options = ("--engine", "--max-concurrency", "--think-s", "--prefix", "--router", "--speculative",
-               "--session-turns", "--disaggregate")
+               "--session-turns", "--disaggregate", "--pp", "--tp", "--micro-batches")
     valued = {sys.argv.index(o) + 1 for o in options if o in sys.argv}
     args = [a for k, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and k not in valued]
     what = args[0] if args else "single"

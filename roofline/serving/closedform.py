@@ -18,6 +18,12 @@ one; the cumulative times of a linear stretch are its arithmetic series. The res
 evaluation to float rounding (the tolerance below); tests compare them on every engine and scheduling variant.
 Laws outside that form (an all-reduce's protocol choice is a min) leave `blocks` False and the caller evaluates
 every step.
+
+With pp > 1 stages a step is PhaseModel.pipeline's micro-batch through the same law, then its fill and drain
+(serving.pipeline: `pipelined` for one step). The law keeps no state between steps, and along a decode-only block
+the micro-batch's scale, weight row and imbalance are constants, so `decode_ends` runs the micro-batch's work through
+the same linear stretches and maps each step's time through the pipeline's increasing affine outer law, which keeps
+it convex and nondecreasing.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.lazy import sp
+from roofline.serving.pipeline import Micro, micro
 from roofline.serving.stepmodel import _BYTES, _COMM, _FM, _FV, _INT, _SHARED, QUANTITIES, StepModel
 
 LINEAR_RTOL = 1e-12  # a segment whose end lies this close (relative) to its first step's line is linear
@@ -158,10 +165,12 @@ class ClosedForm:
         self._may_start = [at[row][at[row] >= 0] for row in flat]
 
     def work(self, context: np.ndarray, pad: int, decodes: int, chunks: bool, start=None, tokens=None,
-             done=None) -> np.ndarray:
+             done=None, weighted: bool = True) -> np.ndarray:
         """The live entries of a step's work with its weight bytes (StepModel.work, its pad and its weights): decode
         sequences at `context`, `pad` padding tokens, prefill chunks (cached prefix `start`, new `tokens`, ending
-        the prompt or not: `done`). Tabulated values are whole numbers, so the sums are exact in any order."""
+        the prompt or not: `done`). Tabulated values are whole numbers, so the sums are exact in any order.
+        `weighted` False: without the weight bytes (a pipeline's micro-batch reads them at its own token count:
+        serving.pipeline)."""
         m = self.model
         q = self._const * (len(context) + pad)
         if len(context) and len(self._dec_at):
@@ -177,7 +186,8 @@ class ClosedForm:
                     q[self._pre_at] += pre[s + c] - pre[s] + pre[0] if d else pre[s + c] - pre[s]
                 if len(self._prefix_at):
                     q[self._prefix_at] += dec[s] - dec[0]
-        q += self._weights[(decodes > 0, bool(chunks))][min(n_tokens, m.max_step_tokens)]
+        if weighted:
+            q += self._weights[(decodes > 0, bool(chunks))][min(n_tokens, m.max_step_tokens)]
         return q
 
     def chunk_work(self, start: np.ndarray, tokens: np.ndarray, done: np.ndarray, pad: int = 0) -> np.ndarray:
@@ -195,6 +205,21 @@ class ClosedForm:
         q += self._weights[(False, True)][min(n_new + pad, m.max_step_tokens)]
         return q
 
+    def micro(self, seqs: int, tokens: int, decodes: int) -> Micro:
+        """The micro-batch of a pipelined step (pp > 1: serving.pipeline.micro)."""
+        return micro(self.model.phases, seqs, tokens, decodes, self.model.max_step_tokens)
+
+    def pipelined(self, context: np.ndarray, pad: int, start=None, tokens=None, done=None) -> float:
+        """GPU seconds of one step on pp > 1 stages (StepModel.step_time's pipeline branch): the micro-batch's work
+        (the step's non-weight work x its scale, the weights at its tokens) through the law, then the pipeline's
+        fill and drain (serving.pipeline). Arguments as `work`'s."""
+        n, chunks = len(context), tokens is not None and len(tokens) > 0
+        q = self.work(context, pad, n, chunks, start, tokens, done, weighted=False)
+        mb = self.micro(n + (len(tokens) if chunks else 0), n + pad + (int(tokens.sum()) if chunks else 0), n)
+        whole = self.total((q * mb.scale + self._weights[(n > 0, chunks)][mb.tokens]).tolist(),
+                           self.model.imbalance(mb.decodes))
+        return float(mb.outer(whole))
+
     def time(self, q: np.ndarray, decodes: int) -> float:
         """Whole-model time of a step whose work's live entries are q, with `decodes` decode sequences."""
         return self.total(q.tolist(), self.model.imbalance(decodes))
@@ -206,13 +231,22 @@ class ClosedForm:
         n = len(context)
         slow = self.model.imbalance(n)
         dq = self._slope_live * n
+        mb = self.micro(n, n + pad, n) if self.model.phases.workload.pp > 1 else None
+        if mb is not None:  # pp > 1: the block's micro-batch is the same at every step (serving.pipeline)
+            slow, dq, host_combine = self.model.imbalance(mb.decodes), dq * mb.scale, combine
+            weights = self._weights[(True, False)][mb.tokens]
+
+            def combine(gpu):  # the micro-batch's law -> the pipelined step's GPU time -> its wall time
+                return host_combine(mb.outer(gpu))
         ends: list[float] = []
         s = 0
         while s < steps:
             at = context + s
             room = int((self.irregular[np.searchsorted(self.irregular, at)] - at).min())
             last = min(steps - 1, s + room)  # q is affine in the step on [s, last]
-            q0 = self.work(at, pad, n, False)
+            q0 = self.work(at, pad, n, False, weighted=mb is None)
+            if mb is not None:
+                q0 = q0 * mb.scale + weights
             # an op that gains work but has none at the segment's start would start launching inside it: a jump
             convex = all(q0[pos].sum() > 0 for pos in self._may_start)
             self._segment(q0, dq, last - s, slow, combine, until_s, ends, convex)

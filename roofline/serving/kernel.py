@@ -14,9 +14,10 @@ Covered (`covers` says why not otherwise; the caller then runs the existing path
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica or a fleet
 (serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), preloaded KV (a
-fleet's: serving.disagg's decode pool), pp = 1 with the closed form built, routers round-robin, least-outstanding and
-prefix-aware (serving.router's rule; without a cache: least-outstanding), a law of sums, products, max and min
-only. It gives the same per-request times as the existing path to float rounding (tests/serving/test_serving_kernel.py,
+fleet's: serving.disagg's decode pool), any pp with the closed form built (pp > 1: serving.kernel_pipeline),
+routers round-robin, least-outstanding and prefix-aware (serving.router's rule; without a cache:
+least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the existing
+path to float rounding (tests/serving/test_serving_kernel.py, test_serving_kernel_pp.py,
 test_serving_kernel_clients.py, test_serving_kernel_prefix.py, test_serving_kernel_spec.py,
 test_serving_fleet_spec.py, test_serving_kernel_sessions.py, test_serving_kernel_disagg.py): decode blocks are
 evaluated step by step instead of
@@ -83,7 +84,7 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
     if not available():
         return "numba is not installed"
     if sim.closed is None:
-        return "no closed-form step law (pp > 1 or fast=False)"
+        return "no closed-form step law (fast=False, or pp > 1 with speculative decoding)"
     if sim.draft is not None and (reason := _spec_reason(sim)):
         return reason
     if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
@@ -280,6 +281,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
     from roofline.serving.kernel_single import run_single
+    from roofline.serving.pipeline import handoff_terms
     from roofline.serving.router import CacheAware
     rule = rule or CacheAware()
     law = compiled_law(law_source(sim.closed))
@@ -293,11 +295,12 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
                     monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
                     route, block_steps, host.overlap, engine.admission_lag, conc,
                     host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
-                    sim.scheduler.spec_tokens], dtype=np.int64)
+                    sim.scheduler.spec_tokens, sim.workload.pp, sim.workload.micro_batches], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
-                     host.sampler_s, host.sampler_row_s, rule.cache_threshold, rule.balance_rel_threshold])
+                     host.sampler_s, host.sampler_row_s, rule.cache_threshold, rule.balance_rel_threshold,
+                     *handoff_terms(sim.phases)])
     sizes = np.array(engine.capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)

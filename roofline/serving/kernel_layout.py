@@ -21,8 +21,13 @@ USED, START = range(2)  # rf fields
 # serving.kernel_spec)
 (MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
  EAGER_ABOVE, PREFIX, PAGE, BAL_ABS, SPEC) = range(19)
+# cfg (continued): pp, micro (the pipeline's stages and micro-batches, serving.kernel_pipeline; pp 1: no pipeline)
+PP, MICRO = 19, 20
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 # fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)
+# fcfg (continued): a pipeline stage's handoff, b x HANDOFF_BYTES / HANDOFF_BPS + HANDOFF_LAT_S for b sequences
+# (serving.pipeline.handoff_terms)
+HANDOFF_BYTES, HANDOFF_BPS, HANDOFF_LAT_S = 10, 11, 12
 REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
 

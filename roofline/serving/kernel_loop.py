@@ -4,7 +4,7 @@ function of one signature, so this loop compiles once per machine whatever the m
 
 It replays, for the cases serving.kernel.covers admits (open-loop or --max-concurrency clients, chat sessions, the
 engine's admission lag, the engine's prefix cache (serving.kernel_prefix), speculative decoding (serving.kernel_spec),
-preloaded KV (a disaggregated decode pool), pp = 1), exactly the decisions of serving.scheduler.Scheduler
+preloaded KV (a disaggregated decode pool), any pp), exactly the decisions of serving.scheduler.Scheduler
 (serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during which a request is routed to
 the replica, or with vLLM's admission lag the step after; serving.kernel_single is Simulator.run's loop) and the step
 times of serving.closedform.ClosedForm.work / time with the engine's padding and host overheads. Scheduler state per
@@ -49,6 +49,7 @@ from roofline.serving.kernel_layout import (
     PAD,
     PAD_SCOPE,
     PER_SEQ_S,
+    PP,
     PREEMPT,
     REC,
     REC_FIELDS,
@@ -69,6 +70,7 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
+from roofline.serving.kernel_pipeline import pipelined_s
 from roofline.serving.kernel_prefix import hit_on_path, path_of
 from roofline.serving.kernel_queue import (
     TURNS,
@@ -160,9 +162,12 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
                     q[pre_at[x]] += v + pre_rows[0, x] if d else v
                 for x in range(len(prefix_at)):
                     q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-        for j in range(n_live):
-            q[j] += weights[wrow, wcol, j]
-        gpu = law(q, imb[nd])
+        if cfg[PP] > 1:  # the pipeline's micro-batch and fill and drain (serving.pipeline)
+            gpu = pipelined_s(q, weights, wrow, nd + nc, nd + pad + n_new, nd, imb, cfg, fcfg, law)
+        else:
+            for j in range(n_live):
+                q[j] += weights[wrow, wcol, j]
+            gpu = law(q, imb[nd])
         if sampler > 0.0:
             gpu = gpu + sampler
         if eager:

@@ -150,7 +150,9 @@ class Simulator:
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
         table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
         self.steps = StepModel(self.phases, table, step_tokens)
-        self.closed = ClosedForm(self.steps) if self.fast and self.workload.pp == 1 else None
+        # pp > 1 (serving.pipeline) too, except with speculative decoding (its verify and draft passes have no
+        # pipelined closed form: StepModel's numpy path times them)
+        self.closed = ClosedForm(self.steps) if self.fast and (self.workload.pp == 1 or not k) else None
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
@@ -218,15 +220,22 @@ class Simulator:
                             f"of KV, more than the whole pool ({self.pool.capacity_bytes / 2**30:.2f} GiB) on "
                             f"{self.hardware.name} with tp={self.workload.tp}")
 
+    @property
+    def block_limit(self) -> int:
+        """Most decode-only steps in one block: BLOCK_STEPS, or 1 for pp > 1 off the closed form (StepModel's
+        decode_block has no pipeline; its step_time, the reference, times each pipelined step)."""
+        return BLOCK_STEPS if self.workload.pp == 1 or self.closed is not None else 1
+
     def block_ends(self, sched: Scheduler, plan, until_s: float = math.inf) -> np.ndarray:
         """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
-        until a completion or a page shortage (the same steps one at a time would take; pp = 1 only). The caller
+        until a completion or a page shortage (the same steps one at a time would take; pp > 1 only through the
+        closed form: StepModel's numpy path times a pipelined step one at a time, the reference). The caller
         cuts it at the next arrival (`cut`); steps are evaluated only until one ends at or past `until_s` from the
         block's start (the cut falls there), the same times as evaluating them all: by the closed form's linear
-        stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches."""
+        stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches (pp > 1: the
+        closed form's pipelined steps one by one)."""
         context, engine = plan.context, self.engine
-        limit = BLOCK_STEPS if self.workload.pp == 1 else 1
-        steps = sched.block_length(plan, limit)
+        steps = sched.block_length(plan, self.block_limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
         seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
         if self.draft is not None and (len(context) or len(plan.chunk_tokens)):
@@ -243,8 +252,11 @@ class Simulator:
             drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
             return np.array([host.combine(verify + drafts, seqs, int(counts.sum()))])
         closed = self.closed
+        pipelined = closed is not None and self.workload.pp > 1
         if steps == 1:
-            if closed is None:
+            if pipelined:
+                gpu = closed.pipelined(context, pad, plan.chunk_start, plan.chunk_tokens, plan.chunk_done)
+            elif closed is None:
                 gpu = self.steps.step_time(context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, pad)
             elif len(plan.chunk_tokens):
                 gpu = closed.time(closed.work(context, pad, len(context), True, plan.chunk_start, plan.chunk_tokens,
@@ -257,7 +269,11 @@ class Simulator:
         parts, done, size = [], 0, LAZY_STEPS
         while done < steps:
             k = min(size, steps - done)
-            parts.append(host.combine(self.steps.decode_block(context + done, k, pad), seqs, seqs))
+            if pipelined:  # a law with a min (tp > 1's all-reduce): the closed form step by step
+                gpu = np.array([closed.pipelined(context + s, pad) for s in range(done, done + k)])
+            else:
+                gpu = self.steps.decode_block(context + done, k, pad)
+            parts.append(host.combine(gpu, seqs, seqs))
             done, size = done + k, 2 * size
             ends = np.cumsum(np.concatenate(parts))
             if ends[-1] >= until_s:  # the comparison `cut` makes: the step that holds the arrival is computed
@@ -282,8 +298,7 @@ class Simulator:
         ends = self.block_ends(sched, plan, nxt - now)
         if lag and now <= nxt < math.inf:
             during = int(np.searchsorted(ends, nxt - now))
-            limit = BLOCK_STEPS if self.workload.pp == 1 else 1
-            if during + 1 == len(ends) and sched.block_length(plan, limit) > len(ends):
+            if during + 1 == len(ends) and sched.block_length(plan, self.block_limit) > len(ends):
                 ends = self.block_ends(sched, plan, float(ends[-1]) * (1 + 1e-9))
         return ends, self.cut(ends, now, nxt, lag)
 

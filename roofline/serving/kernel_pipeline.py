@@ -1,0 +1,28 @@
+"""A pipelined step's GPU seconds in the compiled record loop (numba njit, cache=True): serving.pipeline's law, the
+same arithmetic as ClosedForm.pipelined, on the loop's flat arrays (serving.kernel_loop.extend calls it when
+cfg[PP] > 1)."""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from roofline.serving.kernel_layout import HANDOFF_BPS, HANDOFF_BYTES, HANDOFF_LAT_S, MAX_STEP, MICRO, PP
+
+
+@njit(cache=True, inline="always")
+def pipelined_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg, fcfg, law):
+    """GPU seconds of a step of `seqs` sequences (`decodes` decoding) over `tokens` tokens (pad included) on cfg[PP]
+    stages with up to cfg[MICRO] micro-batches (PhaseModel.pipeline): `q`, the step's non-weight work over the law's
+    live entries, becomes the micro-batch's (scaled by b / seqs, plus weights row `wrow` at rint(tokens b / seqs)
+    tokens; overwritten), timed by `law` at the micro-batch's decode imbalance, then (m + pp - 1) x (time / pp +
+    handoff(b))."""
+    m = min(cfg[MICRO], seqs)
+    b = seqs / m
+    scale = b / seqs
+    tok = min(int(np.rint(tokens * b / seqs)), cfg[MAX_STEP])
+    for j in range(len(q)):
+        q[j] = q[j] * scale + weights[wrow, tok, j]
+    whole = law(q, imb[math.ceil(decodes * b / seqs)])
+    pp = cfg[PP]
+    return (m + pp - 1) * (whole / pp + (b * fcfg[HANDOFF_BYTES] / fcfg[HANDOFF_BPS] + fcfg[HANDOFF_LAT_S]))
