@@ -104,10 +104,21 @@ class PhaseModel:
                                                 rows=phase != "decode_mean")
         return self._kernels[phase]
 
+    def handoff_link(self):
+        """The link a pipeline stage hands its activations over: None at pp 1; the scale-up link when the tp x pp
+        GPUs fit its domain; else the scale-out link (the stages span nodes, and the pipeline runs at its slowest
+        hand-off: a boundary between nodes); a device with only one of them, that one."""
+        hw, w = self.hardware, self.workload
+        if w.pp == 1:
+            return None
+        if hw.scale_up is not None and (w.tp * w.pp <= hw.scale_up.max_gpus or hw.scale_out is None):
+            return hw.scale_up
+        return hw.scale_out
+
     def _handoff(self, seqs) -> float:
-        """Activation transfer between pipeline stages for `seqs` sequences (scale-up link, else out)."""
-        link = self.hardware.scale_up or self.hardware.scale_out
-        if self.workload.pp == 1 or link is None:
+        """Activation transfer between pipeline stages for `seqs` sequences over handoff_link, plus its latency."""
+        link = self.handoff_link()
+        if link is None:
             return 0.0
         return float(seqs * self.model.hidden_size * self.workload.activation_bytes / link.bytes_per_s
                      + link.latency_s)

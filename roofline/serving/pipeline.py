@@ -8,10 +8,11 @@ m = min(micro_batches, seqs) micro-batches of b = seqs / m sequences as
 a GPipe-style fill and drain (the bubble is pp - 1 of the m + pp - 1 stage slots, as in Huang et al., "GPipe",
 arXiv:1811.06965): each micro-batch spends T(b) / pp on each of the pp equal stages (T: the whole model's time of
 a micro-batch) and hands its b activation rows (hidden_size x activation_bytes each) to the next stage over the
-scale-up link, else the scale-out, plus that link's latency (PhaseModel._handoff). StepModel.step_time forms a
-micro-batch from the step's aggregated work: its non-weight work scaled by b / seqs (each sequence's work in one
-micro-batch), the weights read at rint(tokens x b / seqs) tokens (the micro-batch's share of the step's tokens, pad
-included) and the decode attention's imbalance at ceil(decodes x b / seqs) sequences.
+scale-up link within its domain, else the scale-out, plus that link's latency (PhaseModel._handoff, handoff_link).
+StepModel.step_time forms a micro-batch from the step's aggregated work: its non-weight work scaled by b / seqs
+(each sequence's work in one micro-batch), the weights read at rint(tokens x b / seqs) tokens (the micro-batch's
+share of the step's tokens, pad included) and the decode attention's imbalance at ceil(decodes x b / seqs)
+sequences.
 
 The law holds no state from one step to the next: every step fills and drains the pipeline, and its micro-batch
 count depends on the step's own sequences only. In a decode-only block of n sequences (n sequences and n + pad tokens
@@ -62,8 +63,8 @@ def handoff_terms(phases) -> tuple[float, float, float]:
     """PhaseModel._handoff(b) = b x bytes / bytes_per_s + latency_s: (bytes per sequence, bytes_per_s, latency_s) of
     the link a stage hands its activations over (zeros and 1 B/s when pp = 1 or the device has no link), for the
     compiled loop (serving.kernel_pipeline)."""
-    hardware, workload = phases.hardware, phases.workload
-    link = hardware.scale_up or hardware.scale_out
-    if workload.pp == 1 or link is None:
+    link = phases.handoff_link()
+    if link is None:
         return 0.0, 1.0, 0.0
-    return float(phases.model.hidden_size * workload.activation_bytes), float(link.bytes_per_s), float(link.latency_s)
+    return (float(phases.model.hidden_size * phases.workload.activation_bytes), float(link.bytes_per_s),
+            float(link.latency_s))

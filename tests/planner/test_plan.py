@@ -106,6 +106,20 @@ def test_pipeline_bubble_with_micro_batches() -> None:
     assert many.data["tpot_s"] != one.data["tpot_s"]
 
 
+def test_pipeline_handoff_crosses_nodes_past_the_scale_up_domain() -> None:
+    """tp 4 x pp 2 = 8 GPUs fit an HGX board's NVLink domain (scale_up.max_gpus 8 in H100-SXM.yaml): a stage hands
+    its rows over NVLink; tp 8 x pp 2 = 16 span two nodes, and the pipeline runs at its slowest boundary, the
+    scale-out link's (InfiniBand). A hand-off of b sequences: b x hidden 8,192 x 2 bytes / bytes_per_s + latency_s."""
+    from roofline.planner.phases import PhaseModel
+
+    for tp, link in ((4, H100.scale_up), (8, H100.scale_out)):
+        w = Workload(batch=4, context_tokens=4096, tp=tp, pp=2)
+        phases = PhaseModel.build(LLAMA70, H100, w, parse_method("fp8"))
+        assert phases.handoff_link() is link
+        assert phases._handoff(4) == pytest.approx(4 * 8192 * 2 / link.bytes_per_s + link.latency_s, rel=1e-12)
+    assert H100.scale_up.bytes_per_s > 4 * H100.scale_out.bytes_per_s  # the two rows differ: the test can tell
+
+
 def test_model_that_does_not_fit_at_context_one() -> None:
     with pytest.raises(RooflineError, match="does not fit on H100-SXM .*not even context 1"):
         plan_method(LLAMA405, H100, Workload(batch=1, context_tokens=1), parse_method("bf16"))
