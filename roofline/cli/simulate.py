@@ -73,6 +73,8 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="with --target-rate and an SLO: the fewest replicas behind --router that meet it, simulated")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs per replica")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages per replica")
+    p.add_argument("--micro-batches", type=positive_int,
+                   help="micro-batches a step splits into through the pipeline (default pp, as `plan`)")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"), default="ideal",
                    help="whose scheduler and memory conventions (roofline.engines.scheduling); default ideal")
     p.add_argument("--entry-point", choices=("api", "offline"), default="api",
@@ -155,7 +157,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     rule = _router_rule(args)
     requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
     profile = _engine_profile(args, hardware, requests)
+    micro = args.micro_batches or args.pp  # a step of fewer sequences runs min(micro, sequences) (PhaseModel.pipeline)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
+                            "micro_batches": micro, "batch": micro,  # the simulation sets each step's batch
                             "prefill_chunk_tokens": profile.max_num_batched_tokens, "engine": args.engine,
                             "page_tokens": profile.page_tokens}
     if args.utilization is not None:
@@ -168,6 +172,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                   "pp": args.pp, "engine": _engine_json(sim.engine),
                   "clients": _clients_json(clients), "notes": notes, "speculative": _spec_json(sim),
                   **_serve(args, sim, requests, clients, slo, rule)}
+        if args.pp > 1:
+            result["micro_batches"] = micro
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
         elif not math.isfinite(requests.offered_rate):

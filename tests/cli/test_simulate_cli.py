@@ -95,3 +95,29 @@ def test_trace_rows_are_sorted_by_arrival(tmp_path):
     trace.write_text("# comment\n2.0,10,1\n\n1.0,20,2\n")
     reqs = load_trace(trace)
     assert reqs.arrival_s.tolist() == [1.0, 2.0] and reqs.prompt_tokens.tolist() == [20, 10]
+
+
+def test_pipeline_stages_split_a_step_into_pp_micro_batches_by_default(capsys):
+    """`plan` runs min(pp, batch) micro-batches through the pipeline (cli/plan.py); `simulate` now does too: --pp 2
+    alone equals --pp 2 --micro-batches 2, and one micro-batch is another step law (the whole batch stage after stage:
+    (1 + pp - 1) stage times of T(B) / pp, against (2 + pp - 1) of T(B / 2) / pp; PhaseModel.pipeline)."""
+    args = ["--model", "Llama-3.1-70B", "--hardware", "H200", "--method", "bf16", "--tp", "4", "--pp", "2",
+            "--rate", "8", "--prompt-tokens", "512", "--output-tokens", "64", "--requests", "60", "--json",
+            "--no-search"]
+    outs = []
+    for extra in ([], ["--micro-batches", "2"], ["--micro-batches", "1"]):
+        code = main(["simulate", *args, *extra])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        outs.append(json.loads(out))
+    default, two, one = outs
+    assert default["micro_batches"] == 2 and one["micro_batches"] == 1
+    assert default["tpot_s"] == two["tpot_s"] and default["ttft_s"] == two["ttft_s"]
+    assert one["tpot_s"]["p50"] != two["tpot_s"]["p50"]
+
+
+def test_micro_batches_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([*BASE, "--pp", "2", "--micro-batches", "0", "--requests", "4"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--micro-batches" in err and err.count("\n") == 1
