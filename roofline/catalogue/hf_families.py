@@ -150,17 +150,17 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
     experts_key = _first(cfg, EXPERT_KEYS)
     if family.moe_switch and not cfg.flag(family.moe_switch, False):
         return None
-    if experts_key is None or cfg.integer(experts_key) < (1 if family.moe_always else 2):
+    if experts_key is None or cfg.layer_integer(experts_key) < (1 if family.moe_always else 2):
         return None
     topk_key = _first(cfg, TOPK_KEYS)
     if topk_key is None:
         raise cfg.error(TOPK_KEYS[0], f"missing (required with {experts_key})")
     width_key = _first(cfg, ("moe_intermediate_size", "expert_intermediate_size"))
-    moe = {"num_experts": cfg.integer(experts_key), "experts_per_token": cfg.integer(topk_key),
-           "expert_intermediate_size": cfg.integer(width_key) if width_key else dense_width,
+    moe = {"num_experts": cfg.layer_integer(experts_key), "experts_per_token": cfg.layer_integer(topk_key),
+           "expert_intermediate_size": cfg.layer_integer(width_key) if width_key else dense_width,
            "router_bias": family.router_bias, **_moe_layers(cfg, num_layers)}
     shared_key = _first(cfg, SHARED_KEYS)
-    shared = cfg.integer(shared_key, minimum=0) if shared_key else family.shared_experts
+    shared = cfg.layer_integer(shared_key, minimum=0) if shared_key else family.shared_experts
     if cfg.has("shared_expert_intermediate_size") and cfg.integer("shared_expert_intermediate_size"):
         moe |= {"num_shared_experts": max(shared, 1),
                 "shared_expert_intermediate_size": cfg.integer("shared_expert_intermediate_size")}

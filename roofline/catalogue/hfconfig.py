@@ -42,6 +42,18 @@ class _Config:
             raise self.error(key, f"expected {kind}, got {value}")
         return value
 
+    def layer_integer(self, key: str, default: Any = _MISSING, minimum: int = 1) -> int:
+        """integer(), or a list of one value per layer that is the same for every layer (HunYuanMoEV1Config's
+        `moe_topk: int | list[int]`, and Hunyuan-A13B's config.json lists moe_intermediate_size and
+        num_shared_expert per layer too); lists that differ between layers are refused (one value is modelled)."""
+        value = self._get(key, default)
+        if isinstance(value, list) and value:
+            if len(set(map(repr, value))) != 1:
+                raise self.error(key, f"per-layer values differ ({sorted(set(map(repr, value)))}); one value for "
+                                      f"every layer is modelled")
+            return _Config({key: value[0]}, self.where, self.arch).integer(key, minimum=minimum)
+        return self.integer(key, default, minimum)
+
     def optional_integer(self, key: str) -> int | None:
         """A positive integer, or None where the key is absent or null (e.g. q_lora_rank)."""
         return self.integer(key) if self.has(key) else None
