@@ -83,6 +83,7 @@ from roofline.serving.kernel_queue import (
 )
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, plan_step
+from roofline.serving.kernel_views import borrowed
 
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
 # costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
@@ -334,12 +335,12 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     (serving.kernel_single's: the acceptance draws' Generator, one for the fleet as Fleet.run keeps one, the
     per-position acceptance, the draft's spec_cfg, tables, law and work vector), used when cfg[SPEC] > 0: each
     block is one verify step and its draft passes, its accepted drafts drawn as it is committed. `pre`: tokens of KV
-    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty."""
-    rng, acceptance = spec[0], spec[1]
+    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty.
+    The state is allocated here and held across `events` (the loop itself), which works on views of it that numba
+    counts no references for (serving.kernel_views)."""
     n, nrep = len(clock), cfg[NREP]
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
-    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
     held = np.zeros((nrep, cap))
     ri = np.zeros((nrep, RI_FIELDS), dtype=np.int64)
@@ -355,8 +356,27 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     routed = np.full(n, -1, dtype=np.int64)
     rec = np.zeros((max(16, 11 * n // 4), REC_FIELDS))  # a fleet's records: ~2.6 per request (serving_scale.md)
     q, col = np.zeros(live), np.zeros((nrep, tab[3].shape[1]))
-    nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
+    status, nrec, rec = events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre,
+                               (was, st, held, ri, rf, ends, nxt, generated, first, finish, routed, q, col, key, full),
+                               rec)
+    return first, finish, routed, rec[:nrec], ri, status
+
+
+@njit(cache=True)
+def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre, state, rec):
+    """run_loop's event loop over its `state` (allocated and held by run_loop) and the inputs, all taken as views
+    numba counts no references for (serving.kernel_views.borrowed: per engine record the loop passes ~40 arrays to
+    the scheduler's functions, each an atomic count up and down otherwise); `rec`, the records, stays counted (it
+    grows, and is returned). Returns (status, records written, the record table)."""
+    clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre = borrowed(
+        (clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre))
+    was, st, held, ri, rf, ends, nxt, generated, first, finish, routed, q, col, key, full = borrowed(state)
+    rng, acceptance = spec[0], spec[1]
+    n = len(clock)
+    sessions = ses[1][TURNS] != 0
+    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
+    nrec, done, arrived, k = 0, 0, 0, 0
     while done < n:
         t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
@@ -388,8 +408,8 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
-            return first, finish, routed, rec[:nrec], ri, 1
+            return 1, nrec, rec
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
                                        generated, pre, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full,
                                        pfx, ses, spec)
-    return first, finish, routed, rec[:nrec], ri, 0
+    return 0, nrec, rec
