@@ -216,20 +216,25 @@ def _tables(sim) -> tuple:
 
 def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
     """A closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count,
-    `seq_bytes` (a pool's bytes per sequence length), the decode table's slope and its irregular contexts."""
+    `seq_bytes` (a pool's bytes per sequence length), the decode table's slope, its irregular contexts and for each
+    context the next irregular one (int64, 2**62 past the last)."""
     model = closed.model
     weights = np.stack([closed._weights[(False, False)], closed._weights[(False, True)],
                         closed._weights[(True, False)], closed._weights[(True, True)]])
     imbalance = np.array([model.imbalance(b) for b in range(max_num_seqs + 1)])
     irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
     irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
+    # the next irregular context at or after each context (one past the table: none), for serving.kernel_loop.extend
+    # to step over the contexts that stay on the line
+    at = np.append(np.flatnonzero(irregular), 2**62)
+    next_irregular = at[np.searchsorted(at[:-1], np.arange(len(irregular) + 1))]
     ints = (closed._dec_at, closed._pre_at, closed._prefix_at)
     dec_at, pre_at, prefix_at = (np.ascontiguousarray(a, dtype=np.int64) for a in ints)
     return (np.ascontiguousarray(closed._const, dtype=np.float64), np.ascontiguousarray(closed._pre_slope),
             np.ascontiguousarray(closed._pre_intercept), np.ascontiguousarray(model._dec_rows, dtype=np.float64),
             dec_at, np.ascontiguousarray(model._pre_rows, dtype=np.float64), pre_at, prefix_at,
             np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(seq_bytes, dtype=np.float64),
-            np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
+            np.ascontiguousarray(closed.slope, dtype=np.float64), irregular, np.ascontiguousarray(next_irregular))
 
 
 def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, int]:

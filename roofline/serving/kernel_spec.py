@@ -57,7 +57,7 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
     """ClosedForm.chunk_work into q: the decoding sequences as chunks of `spec` + 1 + `extra` tokens after their
     computed tokens, then the step's chunks, each `extra` tokens longer, all ending their prompt when `extra` (a
     draft model's first pass) else as planned; `pad` padding tokens. Returns the tokens (without padding)."""
-    const, pre_slope, pre_icpt, dec_rows, _dec_at, pre_rows, pre_at, prefix_at, _w, _imb, _seq, _slope, _irr = tab
+    const, pre_slope, pre_icpt, dec_rows, _dec_at, pre_rows, pre_at, prefix_at, _w, _imb, _s, _sl, _irr, _nirr = tab
     nd, nc = ri[r, NDEC], ri[r, NCH]
     n_new, n_done = nd * (spec + 1 + extra), nd
     for j in range(nc):
@@ -84,7 +84,7 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step):
     """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
     + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
     Returns how many sequences."""
-    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr = tab
+    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr, _nirr = tab
     nd, nc = ri[r, NDEC], ri[r, NCH]
     n = nd + (nc if chunks else 0)
     for j in range(len(q)):
