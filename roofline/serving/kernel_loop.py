@@ -123,7 +123,9 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step).
     The per-sequence test of a step's contexts against the table's irregular ones runs only at the steps where one
     is (`soonest`); the others add nd times the slope, as that test finds: per step O(1) instead of O(nd) (a chat
-    fleet runs ~90 sequences a replica)."""
+    fleet runs ~90 sequences a replica). Within a call the steps of a decode-only block differ only in the decode
+    table's columns of q (the constant work per sequence, the padding and the weights are the block's), so after the
+    first step only those columns are computed, by the same operations in the same order."""
     m = ri[r, M]
     steps = ri[r, STEPS]
     least = m + ahead
@@ -143,9 +145,14 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
     sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
     soon = soonest(r, m, nd, st, nirr) if m > 0 and nd and n_dec_cols else 0
+    first = True  # q's entries outside the decode columns stay as the first step left them (no chunks: see above)
     while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
-        for j in range(n_live):
-            q[j] = const[j] * (nd + pad)
+        if first or nc:
+            for j in range(n_live):
+                q[j] = const[j] * (nd + pad)
+        else:
+            for x in range(n_dec_cols):
+                q[dec_at[x]] = const[dec_at[x]] * (nd + pad)
         if nd and n_dec_cols:
             # col[r]: the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
             if m == 0:
@@ -183,8 +190,13 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
                     q[pre_at[x]] += v + pre_rows[0, x] if d else v
                 for x in range(len(prefix_at)):
                     q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-        for j in range(n_live):
-            q[j] += weights[wrow, wcol, j]
+        if first or nc:
+            for j in range(n_live):
+                q[j] += weights[wrow, wcol, j]
+        else:
+            for x in range(n_dec_cols):
+                q[dec_at[x]] += weights[wrow, wcol, dec_at[x]]
+        first = False
         gpu = law(q, imb[nd])
         if sampler > 0.0:
             gpu = gpu + sampler
