@@ -197,15 +197,54 @@ def _array_law(closed) -> str | None:
 
 
 def compiled_law(law: str):
-    """The law as a numba cfunc float64(float64[::1], float64), compiled once per law text in this process."""
+    """The law as a numba cfunc float64(float64[::1], float64), compiled once per law text in this process, and
+    from a module of its own on disk (_law_module) so that numba's cache keeps its machine code between processes
+    (a compile costs 2-3 CPU-s a law, two a speculative run); where that cannot be written, compiled here."""
     fn = _LAWS.get(law)
     if fn is None:
-        from numba import cfunc, types
-        scope: dict = {}
-        exec(compile(law, "<serving.kernel law>", "exec"), {}, scope)  # noqa: S102 - closedform's own law source
-        sig = types.float64(types.Array(types.float64, 1, "C"), types.float64)
-        fn = _LAWS[law] = cfunc(sig)(scope["total"])
+        fn = _law_module(law)
+        if fn is None:
+            from numba import cfunc, types
+            scope: dict = {}
+            exec(compile(law, "<serving.kernel law>", "exec"), {}, scope)  # noqa: S102 - closedform's own law source
+            sig = types.float64(types.Array(types.float64, 1, "C"), types.float64)
+            fn = cfunc(sig)(scope["total"])
+        _LAWS[law] = fn
     return fn
+
+
+def _law_module(law: str):
+    """The law's cfunc from a module named by the law text's SHA-256 under the package's __pycache__/laws (written
+    once, atomically; numba's cache=True then keys its machine code by that file; the module is registered in
+    sys.modules, which numba's cache needs to rebuild the cfunc's environment), or None when it cannot be written
+    or loaded there (its cached machine code is then removed, so the next process compiles it anew)."""
+    import hashlib
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    name = "law_" + hashlib.sha256(law.encode()).hexdigest()[:24]
+    where = Path(__file__).resolve().parent / "__pycache__" / "laws"
+    path = where / f"{name}.py"
+    sig = "types.float64(types.Array(types.float64, 1, 'C'), types.float64)"
+    text = f"from numba import cfunc, types\n\n\n{law}\n\n\ntotal = cfunc({sig}, cache=True)(total)\n"
+    try:
+        if not path.is_file() or path.read_text() != text:
+            where.mkdir(parents=True, exist_ok=True)
+            scratch = where / f"{name}.{os.getpid()}.tmp"
+            scratch.write_text(text)
+            os.replace(scratch, path)
+        spec = importlib.util.spec_from_file_location(f"roofline_serving_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # numba's cache rebuilds the cfunc's environment by importing it by name
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - any failure of the on-disk copy (a stale or unreadable cache): compile here
+        sys.modules.pop(f"roofline_serving_{name}", None)
+        for stale in where.glob(f"__pycache__/{name}.*"):
+            stale.unlink(missing_ok=True)
+        return None
+    return module.total
 
 
 def _tables(sim) -> tuple:
