@@ -269,9 +269,7 @@ def emit(r, p, now, st, first):
 @njit(cache=True)
 def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
     """Scheduler.commit_block / commit / _commit_decodes without drafts; with a prefix cache, _publish after the
-    pages are counted. A decoding sequence (plan_running: its prompt computed) emitted its first token when the
-    chunk ending its prompt was committed, so its first-token time is not looked up again (a random read per
-    sequence and step of a request-indexed array: ~4 % of a chat fleet's loop, perf)."""
+    pages are counted."""
     steps, nd, nc = ri[r, STEPS], ri[r, NDEC], ri[r, NCH]
     for j in range(nd):
         p = st[r, DEC, j]
@@ -295,11 +293,7 @@ def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
         if j >= nd and not st[r, CHDONE, j - nd]:
             continue
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
-        if j < nd:  # a decoding sequence's first token was stamped when its prompt's last chunk was committed
-            st[r, GEN, p] += 1
-            st[r, KNOWN, p] += 1
-        else:
-            emit(r, p, now, st, first)
+        emit(r, p, now, st, first)
         ends_any = ends_any or st[r, GEN, p] >= st[r, OUT, p]
     return complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx) if ends_any else 0
 
