@@ -198,15 +198,54 @@ def _array_law(closed) -> str | None:
 
 
 def compiled_law(law: str):
-    """The law as a numba cfunc float64(float64[::1], float64), compiled once per law text in this process."""
+    """The law as a numba cfunc float64(float64[::1], float64), compiled once per law text in this process, and
+    from a module of its own on disk (_law_module) so that numba's cache keeps its machine code between processes
+    (a compile costs 2-3 CPU-s a law, two a speculative run); where that cannot be written, compiled here."""
     fn = _LAWS.get(law)
     if fn is None:
-        from numba import cfunc, types
-        scope: dict = {}
-        exec(compile(law, "<serving.kernel law>", "exec"), {}, scope)  # noqa: S102 - closedform's own law source
-        sig = types.float64(types.Array(types.float64, 1, "C"), types.float64)
-        fn = _LAWS[law] = cfunc(sig)(scope["total"])
+        fn = _law_module(law)
+        if fn is None:
+            from numba import cfunc, types
+            scope: dict = {}
+            exec(compile(law, "<serving.kernel law>", "exec"), {}, scope)  # noqa: S102 - closedform's own law source
+            sig = types.float64(types.Array(types.float64, 1, "C"), types.float64)
+            fn = cfunc(sig)(scope["total"])
+        _LAWS[law] = fn
     return fn
+
+
+def _law_module(law: str):
+    """The law's cfunc from a module named by the law text's SHA-256 under the package's __pycache__/laws (written
+    once, atomically; numba's cache=True then keys its machine code by that file; the module is registered in
+    sys.modules, which numba's cache needs to rebuild the cfunc's environment), or None when it cannot be written
+    or loaded there (its cached machine code is then removed, so the next process compiles it anew)."""
+    import hashlib
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    name = "law_" + hashlib.sha256(law.encode()).hexdigest()[:24]
+    where = Path(__file__).resolve().parent / "__pycache__" / "laws"
+    path = where / f"{name}.py"
+    sig = "types.float64(types.Array(types.float64, 1, 'C'), types.float64)"
+    text = f"from numba import cfunc, types\n\n\n{law}\n\n\ntotal = cfunc({sig}, cache=True)(total)\n"
+    try:
+        if not path.is_file() or path.read_text() != text:
+            where.mkdir(parents=True, exist_ok=True)
+            scratch = where / f"{name}.{os.getpid()}.tmp"
+            scratch.write_text(text)
+            os.replace(scratch, path)
+        spec = importlib.util.spec_from_file_location(f"roofline_serving_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # numba's cache rebuilds the cfunc's environment by importing it by name
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - any failure of the on-disk copy (a stale or unreadable cache): compile here
+        sys.modules.pop(f"roofline_serving_{name}", None)
+        for stale in where.glob(f"__pycache__/{name}.*"):
+            stale.unlink(missing_ok=True)
+        return None
+    return module.total
 
 
 def _tables(sim) -> tuple:
@@ -217,20 +256,25 @@ def _tables(sim) -> tuple:
 
 def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
     """A closed form's live-space work tables, the weights by (decodes?, chunks?), the imbalance per decode count,
-    `seq_bytes` (a pool's bytes per sequence length), the decode table's slope and its irregular contexts."""
+    `seq_bytes` (a pool's bytes per sequence length), the decode table's slope, its irregular contexts and for each
+    context the next irregular one (int64, 2**62 past the last)."""
     model = closed.model
     weights = np.stack([closed._weights[(False, False)], closed._weights[(False, True)],
                         closed._weights[(True, False)], closed._weights[(True, True)]])
     imbalance = np.array([model.imbalance(b) for b in range(max_num_seqs + 1)])
     irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
     irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
+    # the next irregular context at or after each context (one past the table: none), for serving.kernel_loop.extend
+    # to step over the contexts that stay on the line
+    at = np.append(np.flatnonzero(irregular), 2**62)
+    next_irregular = at[np.searchsorted(at[:-1], np.arange(len(irregular) + 1))]
     ints = (closed._dec_at, closed._pre_at, closed._prefix_at)
     dec_at, pre_at, prefix_at = (np.ascontiguousarray(a, dtype=np.int64) for a in ints)
     return (np.ascontiguousarray(closed._const, dtype=np.float64), np.ascontiguousarray(closed._pre_slope),
             np.ascontiguousarray(closed._pre_intercept), np.ascontiguousarray(model._dec_rows, dtype=np.float64),
             dec_at, np.ascontiguousarray(model._pre_rows, dtype=np.float64), pre_at, prefix_at,
             np.ascontiguousarray(weights), imbalance, np.ascontiguousarray(seq_bytes, dtype=np.float64),
-            np.ascontiguousarray(closed.slope, dtype=np.float64), irregular)
+            np.ascontiguousarray(closed.slope, dtype=np.float64), irregular, np.ascontiguousarray(next_irregular))
 
 
 def _clocks(requests, clients, api_s: float) -> tuple[np.ndarray, np.ndarray, int]:

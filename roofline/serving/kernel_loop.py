@@ -85,6 +85,7 @@ from roofline.serving.kernel_queue import (
 )
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, plan_step
+from roofline.serving.kernel_views import borrowed
 
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
 # costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
@@ -100,6 +101,19 @@ def padded(tokens, decode_only, sizes, scope):
     return sizes[i] if i < len(sizes) else tokens
 
 
+@njit(cache=True, inline="always")
+def soonest(r, m, nd, st, nirr):
+    """The first step at or after step m of replica r's decode block at which one of its sequences' contexts
+    (computed tokens + step) is irregular (ClosedForm.irregular: leaves the decode table's line), from `nirr`, the
+    next irregular context at or after each context (serving.kernel._closed_tables)."""
+    top = len(nirr) - 1
+    soon = nirr[top]
+    for j in range(nd):
+        c = st[r, COMP, st[r, DEC, j]]
+        soon = min(soon, nirr[min(c + m, top)] - c)
+    return soon
+
+
 @njit(cache=True)
 def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     """Evaluate replica r's block steps until one ends at or past `until` from its start and at least `ahead` more
@@ -108,13 +122,18 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     Step s's wall seconds: ClosedForm.work and .time (decode contexts advanced by s), the engine's padding, then
     EngineOverheads.combine. The tables are unpacked once per call, not per step: numba counts references on every
     array it binds to a name (an atomic increment and decrement each), which per step cost more than the step's
-    arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step)."""
+    arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step).
+    The per-sequence test of a step's contexts against the table's irregular ones runs only at the steps where one
+    is (`soonest`); the others add nd times the slope, as that test finds: per step O(1) instead of O(nd) (a chat
+    fleet runs ~90 sequences a replica). Within a call the steps of a decode-only block differ only in the decode
+    table's columns of q (the constant work per sequence, the padding and the weights are the block's), so after the
+    first step only those columns are computed, by the same operations in the same order."""
     m = ri[r, M]
     steps = ri[r, STEPS]
     least = m + ahead
     if m >= steps or (m > 0 and m >= least and ends[r, m - 1] >= until):
         return
-    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _seq, slope, irr = tab
+    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _s, slope, irr, nirr = tab
     nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
     n_dec_cols, n_live = len(dec_at), len(q)
     n_new = 0  # the chunks' tokens (a block with chunks is one step)
@@ -127,9 +146,15 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
     overlap = cfg[OVERLAP] != 0
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
     sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
+    soon = soonest(r, m, nd, st, nirr) if m > 0 and nd and n_dec_cols else 0
+    first = True  # q's entries outside the decode columns stay as the first step left them (no chunks: see above)
     while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
-        for j in range(n_live):
-            q[j] = const[j] * (nd + pad)
+        if first or nc:
+            for j in range(n_live):
+                q[j] = const[j] * (nd + pad)
+        else:
+            for x in range(n_dec_cols):
+                q[dec_at[x]] = const[dec_at[x]] * (nd + pad)
         if nd and n_dec_cols:
             # col[r]: the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
             if m == 0:
@@ -139,6 +164,10 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
                     c = st[r, COMP, st[r, DEC, j]] + 1
                     for x in range(n_dec_cols):
                         col[r, x] += dec_rows[c, x]
+                soon = soonest(r, 1, nd, st, nirr)
+            elif m < soon:  # every context stays on its line: the loop below would find nd regular ones
+                for x in range(n_dec_cols):
+                    col[r, x] += nd * slope[x]
             else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
                 regular = 0
                 for j in range(nd):
@@ -150,6 +179,7 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
                         regular += 1
                 for x in range(n_dec_cols):
                     col[r, x] += regular * slope[x]
+                soon = soonest(r, m + 1, nd, st, nirr)
             for x in range(n_dec_cols):
                 q[dec_at[x]] += col[r, x]
         if nc:
@@ -162,11 +192,17 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
                     q[pre_at[x]] += v + pre_rows[0, x] if d else v
                 for x in range(len(prefix_at)):
                     q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-        if cfg[PP] > 1:  # the pipeline's micro-batch and fill and drain (serving.pipeline)
+        if cfg[PP] > 1:  # the pipeline's micro-batch and fill and drain (serving.pipeline): it overwrites q, so a
+            # pipelined block recomputes q whole at every step (`first` stays true)
             gpu = pipelined_s(q, weights, wrow, nd + nc, nd + pad + n_new, nd, imb, cfg, fcfg, law)
         else:
-            for j in range(n_live):
-                q[j] += weights[wrow, wcol, j]
+            if first or nc:
+                for j in range(n_live):
+                    q[j] += weights[wrow, wcol, j]
+            else:
+                for x in range(n_dec_cols):
+                    q[dec_at[x]] += weights[wrow, wcol, dec_at[x]]
+            first = False
             gpu = law(q, imb[nd])
         if sampler > 0.0:
             gpu = gpu + sampler
@@ -339,12 +375,12 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     (serving.kernel_single's: the acceptance draws' Generator, one for the fleet as Fleet.run keeps one, the
     per-position acceptance, the draft's spec_cfg, tables, law and work vector), used when cfg[SPEC] > 0: each
     block is one verify step and its draft passes, its accepted drafts drawn as it is committed. `pre`: tokens of KV
-    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty."""
-    rng, acceptance = spec[0], spec[1]
+    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty.
+    The state is allocated here and held across `events` (the loop itself), which works on views of it that numba
+    counts no references for (serving.kernel_views)."""
     n, nrep = len(clock), cfg[NREP]
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
-    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
     held = np.zeros((nrep, cap))
     ri = np.zeros((nrep, RI_FIELDS), dtype=np.int64)
@@ -360,8 +396,27 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     routed = np.full(n, -1, dtype=np.int64)
     rec = np.zeros((max(16, 11 * n // 4), REC_FIELDS))  # a fleet's records: ~2.6 per request (serving_scale.md)
     q, col = np.zeros(live), np.zeros((nrep, tab[3].shape[1]))
-    nrec, done, arrived, k = 0, 0, 0, 0
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
+    status, nrec, rec = events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre,
+                               (was, st, held, ri, rf, ends, nxt, generated, first, finish, routed, q, col, key, full),
+                               rec)
+    return first, finish, routed, rec[:nrec], ri, status
+
+
+@njit(cache=True)
+def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre, state, rec):
+    """run_loop's event loop over its `state` (allocated and held by run_loop) and the inputs, all taken as views
+    numba counts no references for (serving.kernel_views.borrowed: per engine record the loop passes ~40 arrays to
+    the scheduler's functions, each an atomic count up and down otherwise); `rec`, the records, stays counted (it
+    grows, and is returned). Returns (status, records written, the record table)."""
+    clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre = borrowed(
+        (clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre))
+    was, st, held, ri, rf, ends, nxt, generated, first, finish, routed, q, col, key, full = borrowed(state)
+    rng, acceptance = spec[0], spec[1]
+    n = len(clock)
+    sessions = ses[1][TURNS] != 0
+    sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
+    nrec, done, arrived, k = 0, 0, 0, 0
     while done < n:
         t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
@@ -393,8 +448,8 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:
-            return first, finish, routed, rec[:nrec], ri, 1
+            return 1, nrec, rec
         arrived, k, nrec, rec = arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt,
                                        generated, pre, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full,
                                        pfx, ses, spec)
-    return first, finish, routed, rec[:nrec], ri, 0
+    return 0, nrec, rec

@@ -57,7 +57,7 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
     """ClosedForm.chunk_work into q: the decoding sequences as chunks of `spec` + 1 + `extra` tokens after their
     computed tokens, then the step's chunks, each `extra` tokens longer, all ending their prompt when `extra` (a
     draft model's first pass) else as planned; `pad` padding tokens. Returns the tokens (without padding)."""
-    const, pre_slope, pre_icpt, dec_rows, _dec_at, pre_rows, pre_at, prefix_at, _w, _imb, _seq, _slope, _irr = tab
+    const, pre_slope, pre_icpt, dec_rows, _dec_at, pre_rows, pre_at, prefix_at, _w, _imb, _s, _sl, _irr, _nirr = tab
     nd, nc = ri[r, NDEC], ri[r, NCH]
     n_new, n_done = nd * (spec + 1 + extra), nd
     for j in range(nc):
@@ -80,15 +80,21 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
 
 
 @njit(cache=True, inline="always")
-def _decodes(r, q, tab, st, ri, shift, chunks, max_step):
+def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
     """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
     + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
-    Returns how many sequences."""
-    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr = tab
+    `again`: q holds the previous pass of the same sequences, whose entries other than the decode table's columns
+    (the constant work per sequence and the weights) this one shares, so only those columns are computed (the same
+    operations in the same order). Returns how many sequences."""
+    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr, _nirr = tab
     nd, nc = ri[r, NDEC], ri[r, NCH]
     n = nd + (nc if chunks else 0)
-    for j in range(len(q)):
-        q[j] = const[j] * n
+    if again:
+        for x in range(len(dec_at)):
+            q[dec_at[x]] = const[dec_at[x]] * n
+    else:
+        for j in range(len(q)):
+            q[j] = const[j] * n
     for j in range(n):
         if j < nd:
             a = st[r, COMP, st[r, DEC, j]] + 1 + shift
@@ -96,9 +102,13 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step):
             a = st[r, CHSTART, j - nd] + st[r, CHTOK, j - nd] + shift
         for x in range(len(dec_at)):
             q[dec_at[x]] += dec_rows[a, x]
-    row = 2 if n > 0 else 0
-    for j in range(len(q)):
-        q[j] += weights[row, min(n, max_step), j]
+    row, w = 2 if n > 0 else 0, min(n, max_step)
+    if again:
+        for x in range(len(dec_at)):
+            q[dec_at[x]] += weights[row, w, dec_at[x]]
+    else:
+        for j in range(len(q)):
+            q[j] += weights[row, w, j]
     return n
 
 
@@ -110,7 +120,7 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
     if spec_cfg[HEAD]:
         imb = tab[9]
         for j in range(k):
-            n = _decodes(r, dq, tab, st, ri, j, False, cfg[MAX_STEP])
+            n = _decodes(r, dq, tab, st, ri, j, False, cfg[MAX_STEP], j > 0)
             total += dlaw(dq, imb[n])
         return total
     floor, max_step, imb, weights = spec_cfg[FLOOR], int(spec_cfg[DRAFT_MAX_STEP]), dtab[9], dtab[8]
@@ -119,7 +129,8 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
         dq[j] += weights[1, min(n_new, max_step), j]
     total = max(floor, dlaw(dq, imb[0]))
     for j in range(1, k):
-        n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step)  # after the first pass: context + 1, chunk end + 1
+        # after the first pass: context + 1, chunk end + 1
+        n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, j > 1)
         total += max(floor, dlaw(dq, imb[n]))
     return total
 
