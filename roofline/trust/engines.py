@@ -68,11 +68,17 @@ def engine_rows(text: str) -> dict[str, list]:
 
 def engine_reports(stem: str | None, engine: str, folder: Path | None = None) -> tuple[Path, ...]:
     """Every committed compare report of `engine` run on the device whose results file stem is `stem`
-    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`, `...-2026-11-28-run2-compare.txt`: sorted by name)."""
+    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`, `...-2026-11-28-run2-compare.txt`: sorted by name, a run's
+    number as a number, so run10 follows run9)."""
     folder = results_folder() if folder is None else folder
     if not stem or folder is None or not (folder / "engines").is_dir():
         return ()
-    return tuple(sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt")))
+    return tuple(sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt"), key=_natural))
+
+
+def _natural(path: Path) -> tuple:
+    """A file name's sort key with its digit runs as numbers."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name))
 
 
 @functools.lru_cache(maxsize=64)
