@@ -24,7 +24,9 @@ from roofline.catalogue import hardware_names, load_hardware
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ROOT / "validate" / "results" / "engines"
 # every real vLLM run's report on the H200 (pooled by the planner: each run is evidence)
-VLLM_REPORTS = sorted(ENGINES.glob("nvidia-h200-vllm-*-compare.txt"))
+# in run order: a run's number as a number (run10 after run9)
+VLLM_REPORTS = sorted(ENGINES.glob("nvidia-h200-vllm-*-compare.txt"),
+                      key=lambda p: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", p.name)])
 PUBLIC = ENGINES / "public-compare.txt"
 MOE = {"Qwen3-30B-A3B", "DeepSeek-V2-Lite"}
 # the lab's micro and narrow models (validate/engines/models.py TINY, NARROW): in-sample, the catalogue holds none
