@@ -96,6 +96,7 @@ def _derived_layer_types(cfg: _Config) -> list[str]:
         import transformers
     except ImportError:
         raise cfg.error("layer_types", f"{need}; install transformers, or list layer_types in the config") from None
+    verbosity = transformers.logging.get_verbosity()  # the caller's logging is left as it was
     try:
         transformers.logging.set_verbosity_error()
         derived = getattr(transformers.AutoConfig.for_model(
@@ -103,6 +104,8 @@ def _derived_layer_types(cfg: _Config) -> list[str]:
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise cfg.error("layer_types", f"{need}, which refused this config ({type(exc).__name__}: "
                                        f"{str(exc).splitlines()[0][:120]}); list layer_types in the config") from None
+    finally:
+        transformers.logging.set_verbosity(verbosity)
     if not isinstance(derived, list) or not derived:
         raise cfg.error("layer_types", f"{need}, which derives none; list layer_types in the config")
     return derived
