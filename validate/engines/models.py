@@ -46,6 +46,8 @@ TINY = {
 # published config (tests/data/hf) with its widths narrowed; nothing else changes.
 NARROW = {
     "tiny-llama-32": ("tiny-llama", {"num_hidden_layers": 32}),
+    # run 11: the draft-depth series at negligible width (2, 16, 32 layers): a draft pass's host cost per layer
+    "tiny-llama-16": ("tiny-llama", {"num_hidden_layers": 16}),
     "tiny-qwen3moe-48": ("Qwen3-30B-A3B", {"hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 64,
                                            "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 64}),
     # MLA keeps its latent widths (kv_lora_rank 512, rope 64: the MLA kernels' supported shapes)

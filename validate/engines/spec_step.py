@@ -55,6 +55,20 @@ P, N = 256, 33
 MP = os.environ.get("SPEC_MP") == "1"
 
 
+def host_probe_s() -> float:
+    """This process's pure-Python speed (host_probe.py's workload, median of 5), taken beside each case: the lent
+    machines' host speed moved 1.6-1.9x between processes on one box (runs 9 and 10), so each case carries its own."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from host_probe import work
+
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def child(models: str, target: str, draft: str, k: int) -> list[dict]:
     import numpy as np
     import torch
@@ -97,6 +111,7 @@ def child(models: str, target: str, draft: str, k: int) -> list[dict]:
                 scopes[e.name] += e.time_range.elapsed_us() * 1e-6
         return gpu, scopes, kernels
 
+    probe_before = host_probe_s()
     out = []
     # warm-up of every batch before any is timed (Triton JIT of the proposer's kernels, first-use allocations):
     # run 6 timed each batch right after its own warm-up, and whichever batch a process timed first read 20-50 % slow
@@ -107,6 +122,7 @@ def child(models: str, target: str, draft: str, k: int) -> list[dict]:
         if MP:
             out.append({"target": target, "draft": draft, "K": k, "B": b, "P": P, "N": N, "multiprocess": True,
                         "step_wall_s": (wall[N] - wall[1]) / (N - 1), "init_s": init_s,
+                        "probe_before_s": probe_before, "probe_after_s": host_probe_s(),
                         "async_scheduling": bool(cfg.scheduler_config.async_scheduling),
                         "cudagraph_mode": str(cfg.compilation_config.cudagraph_mode),
                         "device": torch.cuda.get_device_name()})
