@@ -87,7 +87,7 @@ def bands_rows() -> list[dict[str, Any]]:
         paths = engine_reports(stem(hw), "vllm")
         if paths:
             own = engine_bands(paths)
-            rows.append(_row(name, f"vLLM ({len(own['models'])} models)", own, own["file"]))
+            rows.append(_row(name, f"vLLM ({len(own['models'])} models)", own, own["files_text"]))
     folder = results_folder()
     public = None if folder is None else folder / "engines" / "public-compare.txt"
     if public is not None and public.is_file():

@@ -23,6 +23,7 @@ summary leaves out too) is left out.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import statistics
 from collections.abc import Sequence
@@ -93,6 +94,18 @@ def _is_moe(model_name: str) -> bool | None:
         return None
 
 
+def files_text(paths: Sequence[Path]) -> str:
+    """The reports as a text names them: one by its name, several by the pattern they share and their count
+    (`engines/nvidia-h200-vllm-*-compare.txt, 10 reports`): a trust line listing every file buried its figures.
+    The pattern is the names' common prefix cut back to a dash, less trailing date or number parts."""
+    names = [p.name for p in paths]
+    if len(names) == 1:
+        return f"engines/{names[0]}"
+    prefix = os.path.commonprefix(names)
+    prefix = re.sub(r"(\d+-)+$", "", prefix[:prefix.rfind("-") + 1])
+    return f"engines/{prefix}*-compare.txt, {len(names)} reports"
+
+
 def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     """Bands of the real-engine reports of one device, their rows pooled (each run is real evidence): decode step
     and prefill (all models, and per class "dense" / "moe"), capacity (the prediction now, and the pool rule on the
@@ -106,7 +119,7 @@ def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     rows["steps"] = [s for s in rows["steps"] if _is_moe(s[1]) is not None]
     rows["capacity"] = [c for c in rows["capacity"] if _is_moe(c[0]) is not None]
     out: dict[str, Any] = {"file": ", ".join(f"engines/{p.name}" for p in paths), "reports": len(paths),
-                           "models": sorted({s[1] for s in rows["steps"]})}
+                           "files_text": files_text(paths), "models": sorted({s[1] for s in rows["steps"]})}
     for phase, key in (("decode", "decode_step"), ("prefill", "prefill")):
         steps = [s for s in rows["steps"] if s[0] == phase]
         out[key] = signed_band([s[4] for s in steps])

@@ -161,8 +161,8 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
         if tpot_key:
             other_text = (f"; published runs on other GPUs: TPOT {fmt(_public(others[tpot_key]))} at the median "
                           f"({others[tpot_key]['records']} runs, {published['file']})")
-    runs = "vLLM run" if own["reports"] == 1 else f"vLLM runs ({own['reports']} reports)"
-    return (f"{runs} on {hardware_name} ({own['file']}, {len(own['models'])} models): decode step "
+    runs = "vLLM run" if own["reports"] == 1 else "vLLM runs"
+    return (f"{runs} on {hardware_name} ({own['files_text']}; {len(own['models'])} models): decode step "
             f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
             f"capacity {fmt(own['capacity'])}; serving ({own['serving_runs']} runs) TTFT {fmt(own['ttft'])}, "
             f"TPOT {fmt(own['tpot'])}, output tok/s {fmt(own['throughput'])}{other_text}")
@@ -188,7 +188,7 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
         band = band or own[key]
         out["capacity"] = _with(band, f"{engine}'s logged max concurrency against {what}", own["file"])
         out["text"] = (f"capacity {fmt(band)} against {engine}'s logged max concurrency ({what}; "
-                       f"{band['cases']} runs, {own['file']})")
+                       f"{band['cases']} runs, {own['files_text']})")
     elif engine == "ideal" and not budget_logged:
         band = decoder_quantities(hardware, "typical")["capacity"]
         out["capacity"] = band
