@@ -113,16 +113,63 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
 
 
 @njit(cache=True, inline="always")
-def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
-    """DraftCost._closed_s: the K draft passes' seconds."""
-    k = cfg[SPEC]
+def _head_s(r, st, ri, cfg, dlaw, dq, tab, col):
+    """An EAGLE / MTP head's K passes' seconds (DraftCost._closed_s: ClosedForm.work of the decoding sequences at
+    context + j, j = 0 .. K - 1, on the target's tables, timed by the once-counted law `dlaw`). Pass j's decode
+    table sum is kept in `col` (scratch, at least the decode columns long): pass 0 gathers each sequence's row,
+    pass j adds each sequence's step from context + j - 1 to context + j, which is the table's slope except where
+    that context is irregular (ClosedForm.irregular; `nirr` tells, per sequence, how many passes stay on the line).
+    The table holds whole numbers whose sums are exact (kernel._law_reason), so the sums equal the gathered ones
+    (ClosedForm.work's `_dec_rows[context].sum(axis=0)`), and q = const x n + sum + weights as ClosedForm.work."""
+    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, imb, _seq, slope, irr, nirr = tab
+    nd, k, ncol = ri[r, NDEC], cfg[SPEC], len(dec_at)
+    top = len(nirr) - 1
+    for x in range(ncol):
+        col[x] = 0.0
+    soon = k
+    for j in range(nd):
+        a = st[r, COMP, st[r, DEC, j]] + 1
+        for x in range(ncol):
+            col[x] += dec_rows[a, x]
+        soon = min(soon, nirr[min(a, top)] - a)  # passes 1 .. soon step on the line
+    row, w = 2 if nd > 0 else 0, min(nd, cfg[MAX_STEP])
     total = 0.0
+    for j in range(k):
+        if j == 0:
+            for i in range(len(dq)):
+                dq[i] = const[i] * nd
+            for x in range(ncol):
+                dq[dec_at[x]] += col[x]
+            for i in range(len(dq)):
+                dq[i] += weights[row, w, i]
+        else:
+            if j <= soon:
+                for x in range(ncol):
+                    col[x] += nd * slope[x]
+            else:
+                regular = 0
+                for s in range(nd):
+                    b = st[r, COMP, st[r, DEC, s]] + j  # context + j - 1 -> context + j
+                    if irr[b]:
+                        for x in range(ncol):
+                            col[x] += dec_rows[b + 1, x] - dec_rows[b, x]
+                    else:
+                        regular += 1
+                for x in range(ncol):
+                    col[x] += regular * slope[x]
+            for x in range(ncol):
+                c = dec_at[x]
+                dq[c] = const[c] * nd + col[x] + weights[row, w, c]
+        total += dlaw(dq, imb[nd])
+    return total
+
+
+@njit(cache=True, inline="always")
+def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, col):
+    """DraftCost._closed_s: the K draft passes' seconds (an EAGLE / MTP head's: _head_s, `col` its scratch)."""
+    k = cfg[SPEC]
     if spec_cfg[HEAD]:
-        imb = tab[9]
-        for j in range(k):
-            n = _decodes(r, dq, tab, st, ri, j, False, cfg[MAX_STEP], j > 0)
-            total += dlaw(dq, imb[n])
-        return total
+        return _head_s(r, st, ri, cfg, dlaw, dq, tab, col)
     floor, max_step, imb, weights = spec_cfg[FLOOR], int(spec_cfg[DRAFT_MAX_STEP]), dtab[9], dtab[8]
     n_new = _chunks(r, dq, dtab, st, ri, k, 1, 0)
     for j in range(len(dq)):
@@ -144,7 +191,7 @@ def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     weights = tab[8]
     for j in range(len(q)):
         q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
-    gpu = law(q, tab[9][0]) + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab)
+    gpu = law(q, tab[9][0]) + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after law(q)
     seqs = ri[r, NDEC] + ri[r, NCH]
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
