@@ -128,8 +128,8 @@ def _spec_reason(sim) -> str | None:
 
 
 def _spec_args(sim) -> tuple:
-    """serving.kernel_single's and kernel_loop.run_loop's `spec`: the acceptance draws' Generator (Simulator.run's
-    or Fleet.run's, seeded SPEC_SEED), the
+    """serving.kernel_single's and kernel_loop.run_loop's `spec` (the Generator as `_drawn` passes it): the
+    acceptance draws' Generator (Simulator.run's or Fleet.run's, seeded SPEC_SEED), the
     per-position acceptance, spec_cfg (serving.kernel_spec: head or draft model, the host floor a pass, the
     draft's largest step), the draft's tables, its compiled law and work vector; without speculative decoding,
     placeholders of the same types (the loop compiles once)."""
@@ -143,8 +143,14 @@ def _spec_args(sim) -> tuple:
     head = draft.steps is None
     spec_cfg = np.array([float(head), 0.0 if head else draft.pass_host_s, float(closed.model.max_step_tokens)])
     tables = _tables(sim) if head else _closed_tables(closed, sim.scheduler.max_num_seqs, sim.pool.seq_bytes)
-    return (rng, np.array(sim.speculative.acceptance, dtype=np.float64), spec_cfg, tables,
-            compiled_law(law_source(closed)), np.zeros(int(closed.live.sum())))
+    acceptance = np.array(sim.speculative.acceptance, dtype=np.float64)
+    return (rng, acceptance, spec_cfg, tables, compiled_law(law_source(closed)), np.zeros(int(closed.live.sum())))
+
+
+def _drawn(spec: tuple) -> tuple:
+    """`spec` with its Generator as the loops draw it: serving.kernel_rng.pcg_table's state and K jumps."""
+    from roofline.serving.kernel_rng import pcg_table
+    return (pcg_table(spec[0], len(spec[1])), *spec[1:])
 
 
 def _caching(sim, requests) -> bool:
@@ -351,11 +357,11 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
             sc.max_num_seqs, int(sim.closed.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
     if single:
-        first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim), ses)
+        first, finish, rec, ri, status = run_single(clock, send, *args, _drawn(_spec_args(sim)), ses)
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
         pre = np.zeros(0, dtype=np.int64) if preloaded is None else np.array(preloaded, dtype=np.int64)
-        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _spec_args(sim), ses, pre)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _drawn(_spec_args(sim)), ses, pre)
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

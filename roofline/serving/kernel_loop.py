@@ -372,10 +372,11 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
     with `send` as completions free slots: serving.kernel_queue.release; chat sessions: `ses`, the first turns, the
     rest sent as their predecessors finish: serving.kernel_queue.turn_ends). `spec`: speculative decoding's
-    (serving.kernel_single's: the acceptance draws' Generator, one for the fleet as Fleet.run keeps one, the
-    per-position acceptance, the draft's spec_cfg, tables, law and work vector), used when cfg[SPEC] > 0: each
-    block is one verify step and its draft passes, its accepted drafts drawn as it is committed. `pre`: tokens of KV
-    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty.
+    (serving.kernel_single's: the acceptance draws' PCG64 stream, serving.kernel_rng's, one for the fleet as
+    Fleet.run keeps one Generator, the per-position acceptance, the draft's spec_cfg, tables, law and work vector),
+    used when cfg[SPEC] > 0: each block is one verify step and its draft passes, its accepted drafts drawn as it
+    is committed. `pre`: tokens of KV each request brings (a disaggregated decode pool, serving.disagg; zeroed when
+    it is preempted), or empty.
     The state is allocated here and held across `events` (the loop itself), which works on views of it that numba
     counts no references for (serving.kernel_views)."""
     n, nrep = len(clock), cfg[NREP]
@@ -412,7 +413,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
     clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre = borrowed(
         (clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre))
     was, st, held, ri, rf, ends, nxt, generated, first, finish, routed, q, col, key, full = borrowed(state)
-    rng, acceptance = spec[0], spec[1]
+    pcg, acceptance = spec[0], spec[1]
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
@@ -430,7 +431,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
             if cfg[SPEC]:
-                accept(r, st, ri, rng, acceptance)
+                accept(r, st, ri, pcg, acceptance)
             n_was = running_ids(r, st, ri, was) if sessions else 0
             ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
             done += ended

@@ -14,7 +14,7 @@ form's live-space tables (serving.kernel._tables) with the laws compiled as numb
   the target's tables with the once-counted law (ClosedForm(once=True));
 - the step's wall time: EngineOverheads.combine of verify + drafts over the step's sequences and tokens;
 - the accepted drafts (Simulator.accepted): per decoding sequence, in the plan's order, K uniforms from the run's
-  numpy Generator (numba draws numpy's stream: the same bit generator and the same doubles as Generator.random,
+  numpy Generator's PCG64 stream (serving.kernel_rng draws it inline: the same doubles as Generator.random,
   consumed row by row as Speculative.draw's (n, K) array), the leading ones below the per-position acceptance,
   capped at what the request has left to generate less one. A fleet draws from one Generator as Fleet.run does
   (seeded SPEC_SEED, shared by the replicas), in the order its blocks are committed (Fleet.run's event order).
@@ -46,6 +46,7 @@ from roofline.serving.kernel_layout import (
     STEP_S,
     M,
 )
+from roofline.serving.kernel_rng import leading_below
 
 # spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
 # model's largest step in tokens (its weights table's last row)
@@ -202,23 +203,19 @@ def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
 
 
 @njit(cache=True, inline="always")
-def accept(r, st, ri, rng, acceptance):
+def accept(r, st, ri, pcg, acceptance):
     """Simulator.accepted, applied as Scheduler.commit applies it (before the step's own token): each decoding
-    sequence's accepted drafts are computed, generated and known tokens too."""
-    k = len(acceptance)
+    sequence's accepted drafts are computed, generated and known tokens too. The draws: K a sequence from the
+    PCG64 stream whose state and jumps `pcg` holds (serving.kernel_rng: Generator.random's doubles, in order)."""
+    s_hi, s_lo = pcg[0, 0], pcg[0, 1]
     for j in range(ri[r, NDEC]):
         p = st[r, DEC, j]
-        m, alive = 0, True
-        for x in range(k):
-            u = rng.random()
-            if alive and u < acceptance[x]:
-                m += 1
-            else:
-                alive = False
+        m, s_hi, s_lo = leading_below(s_hi, s_lo, pcg, acceptance)
         extra = min(m + 1, st[r, OUT, p] - st[r, GEN, p]) - 1
         st[r, COMP, p] += extra
         st[r, GEN, p] += extra
         st[r, KNOWN, p] += extra
+    pcg[0, 0], pcg[0, 1] = s_hi, s_lo
 
 
 @njit(cache=True, inline="always")
