@@ -34,23 +34,28 @@ from roofline.serving.kernel_layout import (
     GEN,
     KNOWN,
     MAX_STEP,
+    MICRO,
     NCH,
     NDEC,
     OUT,
     OVERLAP,
     PAD,
     PER_SEQ_S,
+    PP,
     SAMPLER_ROW_S,
     SAMPLER_S,
     SPEC,
     STEP_S,
     M,
 )
+from roofline.serving.kernel_pipeline import pipelined_s, staged_s
 from roofline.serving.kernel_rng import leading_below
 
 # spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
-# model's largest step in tokens (its weights table's last row)
-HEAD, FLOOR, DRAFT_MAX_STEP = range(3)
+# model's largest step in tokens (its weights table's last row), its pipeline stages' handoff terms (pp > 1:
+# serving.pipeline.handoff_terms of the draft's PhaseModel)
+HEAD, FLOOR, DRAFT_MAX_STEP, D_HANDOFF_BYTES, D_HANDOFF_BPS, D_HANDOFF_LAT_S = range(6)
+SPEC_CFG_FIELDS = 6
 
 
 @njit(cache=True, inline="always")
@@ -81,12 +86,13 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
 
 
 @njit(cache=True, inline="always")
-def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
+def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again, weighted=True):
     """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
     + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
     `again`: q holds the previous pass of the same sequences, whose entries other than the decode table's columns
     (the constant work per sequence and the weights) this one shares, so only those columns are computed (the same
-    operations in the same order). Returns how many sequences."""
+    operations in the same order). `weighted` False: without the weights (a pipelined pass adds its micro-batch's,
+    serving.kernel_pipeline.staged_s). Returns how many sequences."""
     const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr, _nirr = tab
     nd, nc = ri[r, NDEC], ri[r, NCH]
     n = nd + (nc if chunks else 0)
@@ -104,6 +110,8 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
         for x in range(len(dec_at)):
             q[dec_at[x]] += dec_rows[a, x]
     row, w = 2 if n > 0 else 0, min(n, max_step)
+    if not weighted:
+        return n
     if again:
         for x in range(len(dec_at)):
             q[dec_at[x]] += weights[row, w, dec_at[x]]
@@ -173,27 +181,45 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, col):
         return _head_s(r, st, ri, cfg, dlaw, dq, tab, col)
     floor, max_step, imb, weights = spec_cfg[FLOOR], int(spec_cfg[DRAFT_MAX_STEP]), dtab[9], dtab[8]
     n_new = _chunks(r, dq, dtab, st, ri, k, 1, 0)
-    for j in range(len(dq)):
-        dq[j] += weights[1, min(n_new, max_step), j]
-    total = max(floor, dlaw(dq, imb[0]))
+    pp, micro = cfg[PP], cfg[MICRO]
+    hb, hbps, hlat = spec_cfg[D_HANDOFF_BYTES], spec_cfg[D_HANDOFF_BPS], spec_cfg[D_HANDOFF_LAT_S]
+    if pp > 1:  # pp > 1: each pass pipelined on the draft's stages (StepModel.step_time of the draft's PhaseModel)
+        seqs = ri[r, NDEC] + ri[r, NCH]
+        total = max(floor, staged_s(dq, weights, 1, seqs, n_new, 0, imb, pp, micro, max_step, hb, hbps, hlat, dlaw))
+    else:
+        for j in range(len(dq)):
+            dq[j] += weights[1, min(n_new, max_step), j]
+        total = max(floor, dlaw(dq, imb[0]))
     for j in range(1, k):
         # after the first pass: context + 1, chunk end + 1
-        n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, j > 1)
-        total += max(floor, dlaw(dq, imb[n]))
+        if pp > 1:
+            n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, False, False)
+            t = staged_s(dq, weights, 2 if n > 0 else 0, n, n, n, imb, pp, micro, max_step, hb, hbps, hlat, dlaw)
+        else:
+            n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, j > 1)
+            t = dlaw(dq, imb[n])
+        total += max(floor, t)
     return total
 
 
 @njit(cache=True, inline="always")
 def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     """Wall seconds of the planned speculative step: verify + the draft's passes, through the engine's overheads
-    (EngineOverheads.combine over the step's sequences and its unpadded tokens)."""
+    (EngineOverheads.combine over the step's sequences and its unpadded tokens). With pp > 1 the verify step and a
+    draft model's passes are pipelined steps (serving.kernel_pipeline, as StepModel.step_time times them for the
+    Python loop: PhaseModel.pipeline's law keeps no state between steps, so it applies to each pass as to any
+    step); an EAGLE / MTP head's passes are timed whole (StepModel.once_time has no pipeline)."""
     pad = ri[r, PAD]
     n_new = _chunks(r, q, tab, st, ri, cfg[SPEC], 0, pad)
     weights = tab[8]
-    for j in range(len(q)):
-        q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
-    gpu = law(q, tab[9][0]) + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after law(q)
     seqs = ri[r, NDEC] + ri[r, NCH]
+    if cfg[PP] > 1:  # StepModel.step_time's pipeline branch: every sequence a chunk, none decoding (weights row 1)
+        verify = pipelined_s(q, weights, 1, seqs, n_new + pad, 0, tab[9], cfg, fcfg, law)
+    else:
+        for j in range(len(q)):
+            q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
+        verify = law(q, tab[9][0])
+    gpu = verify + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after the verify's law
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
