@@ -56,7 +56,7 @@ def available() -> bool:
 
 def _drop_stale_cache() -> None:
     """numba's cache checks a function's own source file only, so a kernel whose callee in another kernel module
-    changed (kernel_single calling kernel_loop.extend) would load its old machine code: a silently wrong answer in a
+    changed (kernel_single calling kernel_block.extend) would load its old machine code: a silently wrong answer in a
     checkout where one file changed. The package's __pycache__ keeps a stamp of all kernel modules' sources; when it
     differs, every cached kernel there is removed (recompiled on use). A wheel's files are written anew on each
     install, so numba's own stamps already cover that case."""
@@ -293,7 +293,7 @@ def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
     imbalance = np.array([model.imbalance(b) for b in range(max_num_seqs + 1)])
     irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
     irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
-    # the next irregular context at or after each context (one past the table: none), for serving.kernel_loop.extend
+    # the next irregular context at or after each context (one past the table: none), for serving.kernel_block.extend
     # to step over the contexts that stay on the line
     at = np.append(np.flatnonzero(irregular), 2**62)
     next_irregular = at[np.searchsorted(at[:-1], np.arange(len(irregular) + 1))]

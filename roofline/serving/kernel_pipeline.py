@@ -1,5 +1,5 @@
 """A pipelined step's GPU seconds in the compiled record loop (numba njit, cache=True): serving.pipeline's law, the
-same arithmetic as ClosedForm.pipelined, on the loop's flat arrays (serving.kernel_loop.extend calls it when
+same arithmetic as ClosedForm.pipelined, on the loop's flat arrays (serving.kernel_block.extend calls it when
 cfg[PP] > 1; serving.kernel_spec for a verify step and a draft model's passes)."""
 
 import math

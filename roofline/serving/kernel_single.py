@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
+from roofline.serving.kernel_block import extend, padded
 from roofline.serving.kernel_layout import (
     BLOCK,
     CONC,
@@ -37,7 +38,7 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
-from roofline.serving.kernel_loop import extend, grow, padded
+from roofline.serving.kernel_loop import grow
 from roofline.serving.kernel_queue import TURNS, enqueue, next_arrival, release, running_ids, take_due, turn_ends
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, spec_step_s

@@ -247,7 +247,7 @@ def accept(r, st, ri, pcg, acceptance):
 @njit(cache=True, inline="always")
 def plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec):
     """A fleet replica's block just planned (serving.kernel_loop.start), under speculative decoding: its one verify
-    step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_loop.extend,
+    step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_block.extend,
     so the event order sees the block's end)."""
     if cfg[SPEC] and ri[r, ACTIVE]:
         _rng, _acceptance, spec_cfg, dtab, dlaw, dq = spec
