@@ -14,7 +14,8 @@ Covered (`covers` says why not otherwise; the caller then runs the existing path
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
 publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica or a fleet
 (serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), preloaded KV (a
-fleet's: serving.disagg's decode pool), any pp with the closed form built (pp > 1: serving.kernel_pipeline),
+fleet's: serving.disagg's decode pool), any pp with the closed form built (pp > 1: serving.kernel_pipeline;
+with speculative decoding its verify step and a draft model's passes pipelined too, closed_forms),
 routers round-robin, least-outstanding and prefix-aware (serving.router's rule; without a cache:
 least-outstanding), a law of sums, products, max and min only. It gives the same per-request times as the existing
 path to float rounding (tests/serving/test_serving_kernel.py, test_serving_kernel_pp.py,
@@ -55,7 +56,7 @@ def available() -> bool:
 
 def _drop_stale_cache() -> None:
     """numba's cache checks a function's own source file only, so a kernel whose callee in another kernel module
-    changed (kernel_single calling kernel_loop.extend) would load its old machine code: a silently wrong answer in a
+    changed (kernel_single calling kernel_block.extend) would load its old machine code: a silently wrong answer in a
     checkout where one file changed. The package's __pycache__ keeps a stamp of all kernel modules' sources; when it
     differs, every cached kernel there is removed (recompiled on use). A wheel's files are written anew on each
     install, so numba's own stamps already cover that case."""
@@ -83,8 +84,8 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
     `single`: Simulator.run's loop (serving.kernel_single), else Fleet.run's."""
     if not available():
         return "numba is not installed"
-    if sim.closed is None:
-        return "no closed-form step law (fast=False, or pp > 1 with speculative decoding)"
+    if closed_forms(sim)[0] is None:
+        return "no closed-form step law (fast=False)"
     if sim.draft is not None and (reason := _spec_reason(sim)):
         return reason
     if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
@@ -99,7 +100,7 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "preloaded KV not one count >= 0 per request of a fleet"
     if router not in _ROUTERS:
         return f"router {router}"
-    return _law_reason(sim.closed, "the", min_rows=3)
+    return _law_reason(closed_forms(sim)[0], "the", min_rows=3)
 
 
 def _law_reason(closed, whose: str, min_rows: int = 0) -> str | None:
@@ -122,29 +123,57 @@ def _law_reason(closed, whose: str, min_rows: int = 0) -> str | None:
 def _spec_reason(sim) -> str | None:
     """Why speculative decoding cannot run compiled here (serving.kernel_spec), or None: the draft's passes through
     a closed form whose law and tables the kernel takes as it takes the target's (on one replica or a fleet)."""
-    if sim.draft.closed is None:
+    draft = closed_forms(sim)[1]
+    if draft is None:
         return "speculative decoding without the draft's closed form"
-    return _law_reason(sim.draft.closed, "the draft's")
+    return _law_reason(draft, "the draft's")
+
+
+def closed_forms(sim) -> tuple:
+    """(the target's closed form, the draft's or None) as the kernel times them: the Simulator's own; for pp > 1
+    with speculative decoding, where the Simulator keeps none (its Python loop times the verify and draft passes
+    by StepModel's numpy steps), the same ClosedForm built for the kernel (the target's, and the draft model's or
+    the head's once-counted one, as DraftCost builds them), kept on the simulator: the kernel pipelines the verify
+    step and a draft model's passes (serving.kernel_spec), equal to StepModel.step_time's to float rounding."""
+    draft = sim.draft
+    if sim.closed is not None or not sim.fast or draft is None or sim.workload.pp == 1:
+        return sim.closed, draft.closed if draft is not None else None
+    if getattr(sim, "_kernel_closed", None) is None:
+        from roofline.serving.closedform import ClosedForm
+        sim._kernel_closed = (ClosedForm(sim.steps),
+                              ClosedForm(draft.steps) if draft.steps is not None else ClosedForm(sim.steps, once=True))
+    return sim._kernel_closed
 
 
 def _spec_args(sim) -> tuple:
-    """serving.kernel_single's and kernel_loop.run_loop's `spec`: the acceptance draws' Generator (Simulator.run's
-    or Fleet.run's, seeded SPEC_SEED), the
-    per-position acceptance, spec_cfg (serving.kernel_spec: head or draft model, the host floor a pass, the
-    draft's largest step), the draft's tables, its compiled law and work vector; without speculative decoding,
-    placeholders of the same types (the loop compiles once)."""
+    """serving.kernel_single's and kernel_loop.run_loop's `spec` (the Generator as `_drawn` passes it): the
+    acceptance draws' Generator (Simulator.run's or Fleet.run's, seeded SPEC_SEED), the per-position acceptance,
+    spec_cfg (serving.kernel_spec: head or draft model, the host floor a pass, the draft's largest step, a draft
+    model's pipeline handoff terms), the draft's tables, its compiled law and work vector; without speculative
+    decoding, placeholders of the same types (the loop compiles once)."""
+    from roofline.serving.kernel_spec import SPEC_CFG_FIELDS
+    from roofline.serving.pipeline import handoff_terms
     from roofline.serving.speculative import SPEC_SEED
     rng = np.random.default_rng(SPEC_SEED)
     draft = sim.draft
     if draft is None:
-        return (rng, np.zeros(0), np.zeros(3), _tables(sim), compiled_law(law_source(sim.closed)),
-                np.zeros(int(sim.closed.live.sum())))
-    closed = draft.closed
+        target = closed_forms(sim)[0]
+        return (rng, np.zeros(0), np.zeros(SPEC_CFG_FIELDS), _tables(sim), compiled_law(law_source(target)),
+                np.zeros(int(target.live.sum())))
+    closed = closed_forms(sim)[1]
     head = draft.steps is None
-    spec_cfg = np.array([float(head), 0.0 if head else draft.pass_host_s, float(closed.model.max_step_tokens)])
+    handoff = (0.0, 1.0, 0.0) if head else handoff_terms(draft.steps.phases)
+    spec_cfg = np.array([float(head), 0.0 if head else draft.pass_host_s, float(closed.model.max_step_tokens),
+                         *handoff])
     tables = _tables(sim) if head else _closed_tables(closed, sim.scheduler.max_num_seqs, sim.pool.seq_bytes)
-    return (rng, np.array(sim.speculative.acceptance, dtype=np.float64), spec_cfg, tables,
-            compiled_law(law_source(closed)), np.zeros(int(closed.live.sum())))
+    acceptance = np.array(sim.speculative.acceptance, dtype=np.float64)
+    return (rng, acceptance, spec_cfg, tables, compiled_law(law_source(closed)), np.zeros(int(closed.live.sum())))
+
+
+def _drawn(spec: tuple) -> tuple:
+    """`spec` with its Generator as the loops draw it: serving.kernel_rng.pcg_table's state and K jumps."""
+    from roofline.serving.kernel_rng import pcg_table
+    return (pcg_table(spec[0], len(spec[1])), *spec[1:])
 
 
 def _caching(sim, requests) -> bool:
@@ -251,7 +280,7 @@ def _law_module(law: str):
 def _tables(sim) -> tuple:
     """The target's closed form's tables (_closed_tables) with the pool's bytes per sequence length: the kernel's
     `tab`."""
-    return _closed_tables(sim.closed, sim.scheduler.max_num_seqs, sim.pool.seq_bytes)
+    return _closed_tables(closed_forms(sim)[0], sim.scheduler.max_num_seqs, sim.pool.seq_bytes)
 
 
 def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
@@ -264,7 +293,7 @@ def _closed_tables(closed, max_num_seqs: int, seq_bytes: np.ndarray) -> tuple:
     imbalance = np.array([model.imbalance(b) for b in range(max_num_seqs + 1)])
     irregular = np.zeros(len(model._dec_rows), dtype=np.uint8)  # context c -> c + 1 leaves the table's line
     irregular[closed.irregular[closed.irregular < len(irregular)]] = 1
-    # the next irregular context at or after each context (one past the table: none), for serving.kernel_loop.extend
+    # the next irregular context at or after each context (one past the table: none), for serving.kernel_block.extend
     # to step over the contexts that stay on the line
     at = np.append(np.flatnonzero(irregular), 2**62)
     next_irregular = at[np.searchsorted(at[:-1], np.arange(len(irregular) + 1))]
@@ -328,7 +357,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     from roofline.serving.pipeline import handoff_terms
     from roofline.serving.router import CacheAware
     rule = rule or CacheAware()
-    law = compiled_law(law_source(sim.closed))
+    target = closed_forms(sim)[0]
+    law = compiled_law(law_source(target))
     sc, engine, host = sim.scheduler, sim.engine, sim.engine.overheads
     clock, send, conc = _clocks(requests, clients, host.api_request_s)
     ses = _sessions(clients, clock)
@@ -336,7 +366,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     caching = _caching(sim, requests)
     route = 2 if caching and router == "prefix-aware" else _ROUTERS[router]
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
-                    monotone, _PAD_SCOPES[engine.pad_scope], sim.closed.model.max_step_tokens, replicas,
+                    monotone, _PAD_SCOPES[engine.pad_scope], target.model.max_step_tokens, replicas,
                     route, block_steps, host.overlap, engine.admission_lag, conc,
                     host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
                     sim.scheduler.spec_tokens, sim.workload.pp, sim.workload.micro_batches], dtype=np.int64)
@@ -349,13 +379,13 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
-            sc.max_num_seqs, int(sim.closed.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
+            sc.max_num_seqs, int(target.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
     if single:
-        first, finish, rec, ri, status = run_single(clock, send, *args, _spec_args(sim), ses)
+        first, finish, rec, ri, status = run_single(clock, send, *args, _drawn(_spec_args(sim)), ses)
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
         pre = np.zeros(0, dtype=np.int64) if preloaded is None else np.array(preloaded, dtype=np.int64)
-        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _spec_args(sim), ses, pre)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _drawn(_spec_args(sim)), ses, pre)
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

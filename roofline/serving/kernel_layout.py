@@ -2,9 +2,11 @@
 numba as global integer constants."""
 
 # st fields: running sequences (ids .. res) and the plan of the block in flight (dec .. chdone)
-# (base: leading tokens the prefix cache owns, Scheduler.base)
-IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE = range(12)
-ST_FIELDS = 12
+# (base: leading tokens the prefix cache owns, Scheduler.base; stamped: 1 once the sequence's first token is known to
+# be stamped since its admission, serving.kernel_sched.emit; shared: its request's shared prefix tokens, with a prefix
+# cache: both per running sequence, so that a record's work per sequence reads no array indexed by request id)
+IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED = range(14)
+ST_FIELDS = 14
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
 # (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens)

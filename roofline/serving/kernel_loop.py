@@ -7,13 +7,11 @@ engine's admission lag, the engine's prefix cache (serving.kernel_prefix), specu
 preloaded KV (a disaggregated decode pool), any pp), exactly the decisions of serving.scheduler.Scheduler
 (serving.kernel_sched), of Fleet.run (blocks of decode-only steps cut at the step during which a request is routed to
 the replica, or with vLLM's admission lag the step after; serving.kernel_single is Simulator.run's loop) and the step
-times of serving.closedform.ClosedForm.work / time with the engine's padding and host overheads. Scheduler state per
+times of serving.closedform.ClosedForm.work / time with the engine's padding and host overheads (serving.kernel_block:
+a block's steps evaluated as far as the event order needs them). Scheduler state per
 replica lives in int64 arrays st[r, field, position] (field indices: serving.kernel_layout), per-replica scalars in
 ri[r, k] / rf[r, k]; the waiting and held queues are linked lists over request ids (serving.kernel_queue); the prefix
 caches' state is `pfx` (serving.kernel_prefix).
-
-Decode-only blocks evaluate the law at every step (the numpy reference path's per-step evaluation), not by the closed
-form's linear stretches; both equal the per-step times to float rounding.
 """
 
 import math
@@ -21,46 +19,32 @@ import math
 import numpy as np
 from numba import njit
 
+from roofline.serving.kernel_block import cut_at, extend, padded
 from roofline.serving.kernel_layout import (
     ACTIVE,
     BAL_ABS,
     BAL_REL,
     BLOCK,
     CACHE_THR,
-    CHDONE,
-    CHSTART,
-    CHTOK,
-    COMP,
     CONC,
-    DEC,
-    EAGER_ABOVE,
-    EAGER_S,
     HHEAD,
     HLEN,
     HTAIL,
     LAG,
-    MAX_STEP,
     N_RUN,
     NCH,
-    NDEC,
     NREP,
     NSTEPS,
-    OVERLAP,
     PAD,
     PAD_SCOPE,
-    PER_SEQ_S,
-    PP,
     PREEMPT,
     REC,
     REC_FIELDS,
     RI_FIELDS,
     ROUTER,
-    SAMPLER_ROW_S,
-    SAMPLER_S,
     SPEC,
     ST_FIELDS,
     START,
-    STEP_S,
     STEPS,
     TOKENS,
     TREE,
@@ -70,7 +54,6 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
-from roofline.serving.kernel_pipeline import pipelined_s
 from roofline.serving.kernel_prefix import hit_on_path, path_of
 from roofline.serving.kernel_queue import (
     TURNS,
@@ -90,140 +73,6 @@ from roofline.serving.kernel_views import borrowed
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
 # costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
 AHEAD = 4
-
-
-@njit(cache=True, inline="always")
-def padded(tokens, decode_only, sizes, scope):
-    """EngineScheduling.padded_tokens: the smallest captured size >= tokens (scope 1: any step, 2: decode-only)."""
-    if scope == 0 or len(sizes) == 0 or (scope == 2 and not decode_only):
-        return tokens
-    i = np.searchsorted(sizes, tokens)
-    return sizes[i] if i < len(sizes) else tokens
-
-
-@njit(cache=True, inline="always")
-def soonest(r, m, nd, st, nirr):
-    """The first step at or after step m of replica r's decode block at which one of its sequences' contexts
-    (computed tokens + step) is irregular (ClosedForm.irregular: leaves the decode table's line), from `nirr`, the
-    next irregular context at or after each context (serving.kernel._closed_tables)."""
-    top = len(nirr) - 1
-    soon = nirr[top]
-    for j in range(nd):
-        c = st[r, COMP, st[r, DEC, j]]
-        soon = min(soon, nirr[min(c + m, top)] - c)
-    return soon
-
-
-@njit(cache=True)
-def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
-    """Evaluate replica r's block steps until one ends at or past `until` from its start and at least `ahead` more
-    than were evaluated, or the (cut) block ends (steps past a later cut are evaluated for nothing, never used).
-
-    Step s's wall seconds: ClosedForm.work and .time (decode contexts advanced by s), the engine's padding, then
-    EngineOverheads.combine. The tables are unpacked once per call, not per step: numba counts references on every
-    array it binds to a name (an atomic increment and decrement each), which per step cost more than the step's
-    arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step).
-    The per-sequence test of a step's contexts against the table's irregular ones runs only at the steps where one
-    is (`soonest`); the others add nd times the slope, as that test finds: per step O(1) instead of O(nd) (a chat
-    fleet runs ~90 sequences a replica). Within a call the steps of a decode-only block differ only in the decode
-    table's columns of q (the constant work per sequence, the padding and the weights are the block's), so after the
-    first step only those columns are computed, by the same operations in the same order."""
-    m = ri[r, M]
-    steps = ri[r, STEPS]
-    least = m + ahead
-    if m >= steps or (m > 0 and m >= least and ends[r, m - 1] >= until):
-        return
-    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _s, slope, irr, nirr = tab
-    nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
-    n_dec_cols, n_live = len(dec_at), len(q)
-    n_new = 0  # the chunks' tokens (a block with chunks is one step)
-    n_done = 0
-    for j in range(nc):
-        n_new += st[r, CHTOK, j]
-        n_done += st[r, CHDONE, j]
-    wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
-    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
-    overlap = cfg[OVERLAP] != 0
-    eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
-    sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
-    soon = soonest(r, m, nd, st, nirr) if m > 0 and nd and n_dec_cols else 0
-    first = True  # q's entries outside the decode columns stay as the first step left them (no chunks: see above)
-    while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
-        if first or nc:
-            for j in range(n_live):
-                q[j] = const[j] * (nd + pad)
-        else:
-            for x in range(n_dec_cols):
-                q[dec_at[x]] = const[dec_at[x]] * (nd + pad)
-        if nd and n_dec_cols:
-            # col[r]: the decode rows summed over the block's sequences at its previous step (whole numbers: exact)
-            if m == 0:
-                for x in range(n_dec_cols):
-                    col[r, x] = 0.0
-                for j in range(nd):
-                    c = st[r, COMP, st[r, DEC, j]] + 1
-                    for x in range(n_dec_cols):
-                        col[r, x] += dec_rows[c, x]
-                soon = soonest(r, 1, nd, st, nirr)
-            elif m < soon:  # every context stays on its line: the loop below would find nd regular ones
-                for x in range(n_dec_cols):
-                    col[r, x] += nd * slope[x]
-            else:  # one step on: the table's slope, except where a context leaves its line (ClosedForm.irregular)
-                regular = 0
-                for j in range(nd):
-                    a = st[r, COMP, st[r, DEC, j]] + m
-                    if irr[a]:
-                        for x in range(n_dec_cols):
-                            col[r, x] += dec_rows[a + 1, x] - dec_rows[a, x]
-                    else:
-                        regular += 1
-                for x in range(n_dec_cols):
-                    col[r, x] += regular * slope[x]
-                soon = soonest(r, m + 1, nd, st, nirr)
-            for x in range(n_dec_cols):
-                q[dec_at[x]] += col[r, x]
-        if nc:
-            for j in range(n_live):
-                q[j] += pre_slope[j] * n_new + pre_icpt[j] * n_done
-            for j in range(nc):
-                a, c, d = st[r, CHSTART, j], st[r, CHTOK, j], st[r, CHDONE, j]
-                for x in range(len(pre_at)):
-                    v = pre_rows[a + c, x] - pre_rows[a, x]
-                    q[pre_at[x]] += v + pre_rows[0, x] if d else v
-                for x in range(len(prefix_at)):
-                    q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-        if cfg[PP] > 1:  # the pipeline's micro-batch and fill and drain (serving.pipeline): it overwrites q, so a
-            # pipelined block recomputes q whole at every step (`first` stays true)
-            gpu = pipelined_s(q, weights, wrow, nd + nc, nd + pad + n_new, nd, imb, cfg, fcfg, law)
-        else:
-            if first or nc:
-                for j in range(n_live):
-                    q[j] += weights[wrow, wcol, j]
-            else:
-                for x in range(n_dec_cols):
-                    q[dec_at[x]] += weights[wrow, wcol, dec_at[x]]
-            first = False
-            gpu = law(q, imb[nd])
-        if sampler > 0.0:
-            gpu = gpu + sampler
-        if eager:
-            t = max(gpu, host + fcfg[EAGER_S]) if overlap else host + max(gpu, fcfg[EAGER_S])
-        else:
-            t = max(gpu, host) if overlap else gpu + host
-        ends[r, m] = t if m == 0 else ends[r, m - 1] + t
-        m += 1
-    ri[r, M] = m
-
-
-@njit(cache=True)
-def cut_at(r, until, ri, ends, later):
-    """Steps of replica r's block that run when a request reaches it `until` after the block's start: the step
-    during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated), or with the
-    engine's admission lag (`later` 2) the step after it (Simulator.cut)."""
-    for i in range(ri[r, M]):
-        if ends[r, i] >= until:
-            ri[r, STEPS] = min(ri[r, STEPS], i + later)
-            return
 
 
 @njit(cache=True)
@@ -372,10 +221,11 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest filled
     with `send` as completions free slots: serving.kernel_queue.release; chat sessions: `ses`, the first turns, the
     rest sent as their predecessors finish: serving.kernel_queue.turn_ends). `spec`: speculative decoding's
-    (serving.kernel_single's: the acceptance draws' Generator, one for the fleet as Fleet.run keeps one, the
-    per-position acceptance, the draft's spec_cfg, tables, law and work vector), used when cfg[SPEC] > 0: each
-    block is one verify step and its draft passes, its accepted drafts drawn as it is committed. `pre`: tokens of KV
-    each request brings (a disaggregated decode pool, serving.disagg; zeroed when it is preempted), or empty.
+    (serving.kernel_single's: the acceptance draws' PCG64 stream, serving.kernel_rng's, one for the fleet as
+    Fleet.run keeps one Generator, the per-position acceptance, the draft's spec_cfg, tables, law and work vector),
+    used when cfg[SPEC] > 0: each block is one verify step and its draft passes, its accepted drafts drawn as it
+    is committed. `pre`: tokens of KV each request brings (a disaggregated decode pool, serving.disagg; zeroed when
+    it is preempted), or empty.
     The state is allocated here and held across `events` (the loop itself), which works on views of it that numba
     counts no references for (serving.kernel_views)."""
     n, nrep = len(clock), cfg[NREP]
@@ -394,7 +244,11 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     generated = np.zeros(n, dtype=np.int64)
     first, finish = np.full(n, np.nan), np.full(n, np.nan)
     routed = np.full(n, -1, dtype=np.int64)
-    rec = np.zeros((max(16, 11 * n // 4), REC_FIELDS))  # a fleet's records: ~2.6 per request (serving_scale.md)
+    # a fleet's records, each row written whole by `start` before it is read (np.empty: the pages never written
+    # are never faulted in): ~2.6 a request, under speculative decoding (a verify step a record) up to ~9.6 (EAGLE,
+    # 32 x 100,000: 30.8M; serving_scale.md), so those runs start at 10 a request instead of growing the table, a
+    # copy of it each time, four times
+    rec = np.empty((max(16, (40 if cfg[SPEC] else 11) * n // 4), REC_FIELDS))
     q, col = np.zeros(live), np.zeros((nrep, tab[3].shape[1]))
     key, full = np.full(nrep, math.inf), np.zeros(nrep, dtype=np.bool_)
     status, nrec, rec = events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre,
@@ -412,7 +266,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
     clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre = borrowed(
         (clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx, spec, ses, pre))
     was, st, held, ri, rf, ends, nxt, generated, first, finish, routed, q, col, key, full = borrowed(state)
-    rng, acceptance = spec[0], spec[1]
+    pcg, acceptance = spec[0], spec[1]
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
@@ -430,7 +284,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
             if cfg[SPEC]:
-                accept(r, st, ri, rng, acceptance)
+                accept(r, st, ri, pcg, acceptance)
             n_was = running_ids(r, st, ri, was) if sessions else 0
             ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
             done += ended

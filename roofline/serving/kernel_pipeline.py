@@ -1,6 +1,6 @@
 """A pipelined step's GPU seconds in the compiled record loop (numba njit, cache=True): serving.pipeline's law, the
-same arithmetic as ClosedForm.pipelined, on the loop's flat arrays (serving.kernel_loop.extend calls it when
-cfg[PP] > 1)."""
+same arithmetic as ClosedForm.pipelined, on the loop's flat arrays (serving.kernel_block.extend calls it when
+cfg[PP] > 1; serving.kernel_spec for a verify step and a draft model's passes)."""
 
 import math
 
@@ -13,16 +13,26 @@ from roofline.serving.kernel_layout import HANDOFF_BPS, HANDOFF_BYTES, HANDOFF_L
 @njit(cache=True, inline="always")
 def pipelined_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg, fcfg, law):
     """GPU seconds of a step of `seqs` sequences (`decodes` decoding) over `tokens` tokens (pad included) on cfg[PP]
-    stages with up to cfg[MICRO] micro-batches (PhaseModel.pipeline): `q`, the step's non-weight work over the law's
-    live entries, becomes the micro-batch's (scaled by b / seqs, plus weights row `wrow` at rint(tokens b / seqs)
-    tokens; overwritten), timed by `law` at the micro-batch's decode imbalance, then (m + pp - 1) x (time / pp +
-    handoff(b))."""
-    m = min(cfg[MICRO], seqs)
+    stages with up to cfg[MICRO] micro-batches (PhaseModel.pipeline): staged_s with the target's largest step and
+    its stages' handoff (fcfg)."""
+    return staged_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg[PP], cfg[MICRO], cfg[MAX_STEP],
+                    fcfg[HANDOFF_BYTES], fcfg[HANDOFF_BPS], fcfg[HANDOFF_LAT_S], law)
+
+
+@njit(cache=True, inline="always")
+def staged_s(q, weights, wrow, seqs, tokens, decodes, imb, pp, micro, max_step, handoff_bytes, handoff_bps,
+             handoff_lat_s, law):
+    """PhaseModel.pipeline's step on `pp` stages with up to `micro` micro-batches, of a model whose law, weights
+    table, imbalance and largest step these are (the target's, or a draft model's: serving.kernel_spec): `q`, the
+    step's non-weight work over the law's live entries, becomes the micro-batch's (scaled by b / seqs, plus
+    weights row `wrow` at rint(tokens b / seqs) tokens, capped at max_step; overwritten), timed by `law` at the
+    micro-batch's decode imbalance, then (m + pp - 1) x (time / pp + handoff(b)), handoff(b) = b x handoff_bytes /
+    handoff_bps + handoff_lat_s (serving.pipeline.handoff_terms)."""
+    m = min(micro, seqs)
     b = seqs / m
     scale = b / seqs
-    tok = min(int(np.rint(tokens * b / seqs)), cfg[MAX_STEP])
+    tok = min(int(np.rint(tokens * b / seqs)), max_step)
     for j in range(len(q)):
         q[j] = q[j] * scale + weights[wrow, tok, j]
     whole = law(q, imb[math.ceil(decodes * b / seqs)])
-    pp = cfg[PP]
-    return (m + pp - 1) * (whole / pp + (b * fcfg[HANDOFF_BYTES] / fcfg[HANDOFF_BPS] + fcfg[HANDOFF_LAT_S]))
+    return (m + pp - 1) * (whole / pp + (b * handoff_bytes / handoff_bps + handoff_lat_s))

@@ -36,7 +36,9 @@ from roofline.serving.kernel_layout import (
     PREFIX,
     RES,
     RESERVE,
+    SHARED,
     SPEC,
+    STAMPED,
     STEPS,
     TOKENS,
     USED,
@@ -138,7 +140,9 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
             ri[r, WTAIL] = -1
         p = n0 + na
         st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p], st[r, BASE, p] = i, s, todo, b
-        st[r, GEN, p], st[r, OUT, p] = generated[i], output[i]
+        st[r, GEN, p], st[r, OUT, p], st[r, STAMPED, p] = generated[i], output[i], 0
+        if cache:
+            st[r, SHARED, p] = pfx[0][pfx[0][P_SHARED] + i]
         st[r, RES, p] = prompt[i] + output[i] if cfg[RESERVE] else 0
         held[r, p] = hold_bytes
         nc = ri[r, NCH]
@@ -249,7 +253,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
         if w != i:
             for f in range(RES + 1):
                 st[r, f, w] = st[r, f, i]
-            st[r, BASE, w] = st[r, BASE, i]
+            st[r, BASE, w], st[r, STAMPED, w], st[r, SHARED, w] = st[r, BASE, i], st[r, STAMPED, i], st[r, SHARED, i]
             held[r, w] = held[r, i]
         w += 1
     ri[r, N_RUN] = w
@@ -258,12 +262,18 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
 
 @njit(cache=True, inline="always")
 def emit(r, p, now, st, first):
-    """A running sequence at position p emits a token (known and generated grow; the first one is stamped)."""
+    """A running sequence at position p emits a token (known and generated grow; the first one is stamped). Its
+    request's first-token time is read only at its first emission since admission (st's STAMPED): after it the time
+    is set (stamped then or before), so the test `first[i]` is NaN, which the Scheduler makes at every emission,
+    is false at every later one; a record's emissions then read no array indexed by request id (at 3.2M requests
+    `first` is 25 MB: each read a cache miss)."""
     st[r, GEN, p] += 1
     st[r, KNOWN, p] += 1
-    i = st[r, IDS, p]
-    if math.isnan(first[i]):
-        first[i] = now
+    if not st[r, STAMPED, p]:
+        st[r, STAMPED, p] = 1
+        i = st[r, IDS, p]
+        if math.isnan(first[i]):
+            first[i] = now
 
 
 @njit(cache=True)
@@ -301,16 +311,16 @@ def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
 @njit(cache=True)
 def publish_all(r, st, ri, rf, seq, cfg, pfx):
     """Scheduler._publish over the step's sequences (decodes, then chunks): shared tokens computed, in whole pages,
-    join the cache; a sequence's own copy of pages the cache already held is freed."""
-    nd, nc, page, pi = ri[r, NDEC], ri[r, NCH], cfg[PAGE], pfx[0]
+    join the cache; a sequence's own copy of pages the cache already held is freed (its request's shared tokens
+    from st's SHARED, copied at admission)."""
+    nd, nc, page = ri[r, NDEC], ri[r, NCH], cfg[PAGE]
     for j in range(nd + nc):
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
-        i = st[r, IDS, p]
-        u = min(st[r, COMP, p], pi[pi[P_SHARED] + i]) // page * page
+        u = min(st[r, COMP, p], st[r, SHARED, p]) // page * page
         b = st[r, BASE, p]
         if u <= b:
             continue
-        before = publish(r, i, u, pfx)
+        before = publish(r, st[r, IDS, p], u, pfx)
         if before > b:
             rf[r, USED] -= seq[min(before, u)] - seq[b]
         st[r, BASE, p] = u

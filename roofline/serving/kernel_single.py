@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
+from roofline.serving.kernel_block import extend, padded
 from roofline.serving.kernel_layout import (
     BLOCK,
     CONC,
@@ -37,7 +38,7 @@ from roofline.serving.kernel_layout import (
     WTAIL,
     M,
 )
-from roofline.serving.kernel_loop import extend, grow, padded
+from roofline.serving.kernel_loop import grow
 from roofline.serving.kernel_queue import TURNS, enqueue, next_arrival, release, running_ids, take_due, turn_ends
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, spec_step_s
@@ -67,12 +68,12 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     """Simulator.run on flat arrays: (first token, finish, records, the replica's integers ri (preemptions,
     prefix-cache hits), a status: 0 done, 1 idle with requests outstanding).
     `clock`: engine arrival times (open loop: all; closed loop: the first cfg[CONC], the rest
-    filled with `send` as completions free slots). `spec`: speculative decoding's (numpy Generator of the
-    acceptance draws, per-position acceptance, serving.kernel_spec's spec_cfg, the draft's tables, its law, its
-    work vector), used when cfg[SPEC] > 0: a step is one verify step and its draft passes. `ses`: chat sessions
-    (serving.kernel_queue: the first turns in arrival order and the heap of later turns sent; state[TURNS] 0 without
-    sessions): a turn is sent when its predecessor finishes, plus think time."""
-    rng, acceptance, spec_cfg, dtab, dlaw, dq = spec
+    filled with `send` as completions free slots). `spec`: speculative decoding's (the acceptance draws' PCG64
+    stream, serving.kernel_rng's, the per-position acceptance, serving.kernel_spec's spec_cfg, the draft's tables,
+    its law, its work vector), used when cfg[SPEC] > 0: a step is one verify step and its draft passes. `ses`: chat
+    sessions (serving.kernel_queue: the first turns in arrival order and the heap of later turns sent; state[TURNS]
+    0 without sessions): a turn is sent when its predecessor finishes, plus think time."""
+    pcg, acceptance, spec_cfg, dtab, dlaw, dq = spec
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
@@ -126,7 +127,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         nrec += 1
         now += dt
         if cfg[SPEC]:
-            accept(0, st, ri, rng, acceptance)
+            accept(0, st, ri, pcg, acceptance)
         n_was = running_ids(0, st, ri, was) if sessions else 0
         ended = commit(0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
         done += ended

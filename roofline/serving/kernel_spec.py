@@ -14,7 +14,7 @@ form's live-space tables (serving.kernel._tables) with the laws compiled as numb
   the target's tables with the once-counted law (ClosedForm(once=True));
 - the step's wall time: EngineOverheads.combine of verify + drafts over the step's sequences and tokens;
 - the accepted drafts (Simulator.accepted): per decoding sequence, in the plan's order, K uniforms from the run's
-  numpy Generator (numba draws numpy's stream: the same bit generator and the same doubles as Generator.random,
+  numpy Generator's PCG64 stream (serving.kernel_rng draws it inline: the same doubles as Generator.random,
   consumed row by row as Speculative.draw's (n, K) array), the leading ones below the per-position acceptance,
   capped at what the request has left to generate less one. A fleet draws from one Generator as Fleet.run does
   (seeded SPEC_SEED, shared by the replicas), in the order its blocks are committed (Fleet.run's event order).
@@ -34,22 +34,28 @@ from roofline.serving.kernel_layout import (
     GEN,
     KNOWN,
     MAX_STEP,
+    MICRO,
     NCH,
     NDEC,
     OUT,
     OVERLAP,
     PAD,
     PER_SEQ_S,
+    PP,
     SAMPLER_ROW_S,
     SAMPLER_S,
     SPEC,
     STEP_S,
     M,
 )
+from roofline.serving.kernel_pipeline import pipelined_s, staged_s
+from roofline.serving.kernel_rng import leading_below
 
 # spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
-# model's largest step in tokens (its weights table's last row)
-HEAD, FLOOR, DRAFT_MAX_STEP = range(3)
+# model's largest step in tokens (its weights table's last row), its pipeline stages' handoff terms (pp > 1:
+# serving.pipeline.handoff_terms of the draft's PhaseModel)
+HEAD, FLOOR, DRAFT_MAX_STEP, D_HANDOFF_BYTES, D_HANDOFF_BPS, D_HANDOFF_LAT_S = range(6)
+SPEC_CFG_FIELDS = 6
 
 
 @njit(cache=True, inline="always")
@@ -80,12 +86,13 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
 
 
 @njit(cache=True, inline="always")
-def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
+def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again, weighted=True):
     """ClosedForm.work of a decode-only pass into q: the decoding sequences at their context (computed tokens + 1)
     + `shift`, and (`chunks`: a draft model's later passes) each chunk's sequence at its chunk's end + `shift`.
     `again`: q holds the previous pass of the same sequences, whose entries other than the decode table's columns
     (the constant work per sequence and the weights) this one shares, so only those columns are computed (the same
-    operations in the same order). Returns how many sequences."""
+    operations in the same order). `weighted` False: without the weights (a pipelined pass adds its micro-batch's,
+    serving.kernel_pipeline.staged_s). Returns how many sequences."""
     const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, _imb, _seq, _slope, _irr, _nirr = tab
     nd, nc = ri[r, NDEC], ri[r, NCH]
     n = nd + (nc if chunks else 0)
@@ -103,6 +110,8 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
         for x in range(len(dec_at)):
             q[dec_at[x]] += dec_rows[a, x]
     row, w = 2 if n > 0 else 0, min(n, max_step)
+    if not weighted:
+        return n
     if again:
         for x in range(len(dec_at)):
             q[dec_at[x]] += weights[row, w, dec_at[x]]
@@ -113,39 +122,104 @@ def _decodes(r, q, tab, st, ri, shift, chunks, max_step, again):
 
 
 @njit(cache=True, inline="always")
-def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab):
-    """DraftCost._closed_s: the K draft passes' seconds."""
-    k = cfg[SPEC]
+def _head_s(r, st, ri, cfg, dlaw, dq, tab, col):
+    """An EAGLE / MTP head's K passes' seconds (DraftCost._closed_s: ClosedForm.work of the decoding sequences at
+    context + j, j = 0 .. K - 1, on the target's tables, timed by the once-counted law `dlaw`). Pass j's decode
+    table sum is kept in `col` (scratch, at least the decode columns long): pass 0 gathers each sequence's row,
+    pass j adds each sequence's step from context + j - 1 to context + j, which is the table's slope except where
+    that context is irregular (ClosedForm.irregular; `nirr` tells, per sequence, how many passes stay on the line).
+    The table holds whole numbers whose sums are exact (kernel._law_reason), so the sums equal the gathered ones
+    (ClosedForm.work's `_dec_rows[context].sum(axis=0)`), and q = const x n + sum + weights as ClosedForm.work."""
+    const, _ps, _pi, dec_rows, dec_at, _pr, _pa, _xa, weights, imb, _seq, slope, irr, nirr = tab
+    nd, k, ncol = ri[r, NDEC], cfg[SPEC], len(dec_at)
+    top = len(nirr) - 1
+    for x in range(ncol):
+        col[x] = 0.0
+    soon = k
+    for j in range(nd):
+        a = st[r, COMP, st[r, DEC, j]] + 1
+        for x in range(ncol):
+            col[x] += dec_rows[a, x]
+        soon = min(soon, nirr[min(a, top)] - a)  # passes 1 .. soon step on the line
+    row, w = 2 if nd > 0 else 0, min(nd, cfg[MAX_STEP])
     total = 0.0
+    for j in range(k):
+        if j == 0:
+            for i in range(len(dq)):
+                dq[i] = const[i] * nd
+            for x in range(ncol):
+                dq[dec_at[x]] += col[x]
+            for i in range(len(dq)):
+                dq[i] += weights[row, w, i]
+        else:
+            if j <= soon:
+                for x in range(ncol):
+                    col[x] += nd * slope[x]
+            else:
+                regular = 0
+                for s in range(nd):
+                    b = st[r, COMP, st[r, DEC, s]] + j  # context + j - 1 -> context + j
+                    if irr[b]:
+                        for x in range(ncol):
+                            col[x] += dec_rows[b + 1, x] - dec_rows[b, x]
+                    else:
+                        regular += 1
+                for x in range(ncol):
+                    col[x] += regular * slope[x]
+            for x in range(ncol):
+                c = dec_at[x]
+                dq[c] = const[c] * nd + col[x] + weights[row, w, c]
+        total += dlaw(dq, imb[nd])
+    return total
+
+
+@njit(cache=True, inline="always")
+def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, col):
+    """DraftCost._closed_s: the K draft passes' seconds (an EAGLE / MTP head's: _head_s, `col` its scratch)."""
+    k = cfg[SPEC]
     if spec_cfg[HEAD]:
-        imb = tab[9]
-        for j in range(k):
-            n = _decodes(r, dq, tab, st, ri, j, False, cfg[MAX_STEP], j > 0)
-            total += dlaw(dq, imb[n])
-        return total
+        return _head_s(r, st, ri, cfg, dlaw, dq, tab, col)
     floor, max_step, imb, weights = spec_cfg[FLOOR], int(spec_cfg[DRAFT_MAX_STEP]), dtab[9], dtab[8]
     n_new = _chunks(r, dq, dtab, st, ri, k, 1, 0)
-    for j in range(len(dq)):
-        dq[j] += weights[1, min(n_new, max_step), j]
-    total = max(floor, dlaw(dq, imb[0]))
+    pp, micro = cfg[PP], cfg[MICRO]
+    hb, hbps, hlat = spec_cfg[D_HANDOFF_BYTES], spec_cfg[D_HANDOFF_BPS], spec_cfg[D_HANDOFF_LAT_S]
+    if pp > 1:  # pp > 1: each pass pipelined on the draft's stages (StepModel.step_time of the draft's PhaseModel)
+        seqs = ri[r, NDEC] + ri[r, NCH]
+        total = max(floor, staged_s(dq, weights, 1, seqs, n_new, 0, imb, pp, micro, max_step, hb, hbps, hlat, dlaw))
+    else:
+        for j in range(len(dq)):
+            dq[j] += weights[1, min(n_new, max_step), j]
+        total = max(floor, dlaw(dq, imb[0]))
     for j in range(1, k):
         # after the first pass: context + 1, chunk end + 1
-        n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, j > 1)
-        total += max(floor, dlaw(dq, imb[n]))
+        if pp > 1:
+            n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, False, False)
+            t = staged_s(dq, weights, 2 if n > 0 else 0, n, n, n, imb, pp, micro, max_step, hb, hbps, hlat, dlaw)
+        else:
+            n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, j > 1)
+            t = dlaw(dq, imb[n])
+        total += max(floor, t)
     return total
 
 
 @njit(cache=True, inline="always")
 def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     """Wall seconds of the planned speculative step: verify + the draft's passes, through the engine's overheads
-    (EngineOverheads.combine over the step's sequences and its unpadded tokens)."""
+    (EngineOverheads.combine over the step's sequences and its unpadded tokens). With pp > 1 the verify step and a
+    draft model's passes are pipelined steps (serving.kernel_pipeline, as StepModel.step_time times them for the
+    Python loop: PhaseModel.pipeline's law keeps no state between steps, so it applies to each pass as to any
+    step); an EAGLE / MTP head's passes are timed whole (StepModel.once_time has no pipeline)."""
     pad = ri[r, PAD]
     n_new = _chunks(r, q, tab, st, ri, cfg[SPEC], 0, pad)
     weights = tab[8]
-    for j in range(len(q)):
-        q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
-    gpu = law(q, tab[9][0]) + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab)
     seqs = ri[r, NDEC] + ri[r, NCH]
+    if cfg[PP] > 1:  # StepModel.step_time's pipeline branch: every sequence a chunk, none decoding (weights row 1)
+        verify = pipelined_s(q, weights, 1, seqs, n_new + pad, 0, tab[9], cfg, fcfg, law)
+    else:
+        for j in range(len(q)):
+            q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
+        verify = law(q, tab[9][0])
+    gpu = verify + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after the verify's law
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
@@ -155,29 +229,25 @@ def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
 
 
 @njit(cache=True, inline="always")
-def accept(r, st, ri, rng, acceptance):
+def accept(r, st, ri, pcg, acceptance):
     """Simulator.accepted, applied as Scheduler.commit applies it (before the step's own token): each decoding
-    sequence's accepted drafts are computed, generated and known tokens too."""
-    k = len(acceptance)
+    sequence's accepted drafts are computed, generated and known tokens too. The draws: K a sequence from the
+    PCG64 stream whose state and jumps `pcg` holds (serving.kernel_rng: Generator.random's doubles, in order)."""
+    s_hi, s_lo = pcg[0, 0], pcg[0, 1]
     for j in range(ri[r, NDEC]):
         p = st[r, DEC, j]
-        m, alive = 0, True
-        for x in range(k):
-            u = rng.random()
-            if alive and u < acceptance[x]:
-                m += 1
-            else:
-                alive = False
+        m, s_hi, s_lo = leading_below(s_hi, s_lo, pcg, acceptance)
         extra = min(m + 1, st[r, OUT, p] - st[r, GEN, p]) - 1
         st[r, COMP, p] += extra
         st[r, GEN, p] += extra
         st[r, KNOWN, p] += extra
+    pcg[0, 0], pcg[0, 1] = s_hi, s_lo
 
 
 @njit(cache=True, inline="always")
 def plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec):
     """A fleet replica's block just planned (serving.kernel_loop.start), under speculative decoding: its one verify
-    step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_loop.extend,
+    step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_block.extend,
     so the event order sees the block's end)."""
     if cfg[SPEC] and ri[r, ACTIVE]:
         _rng, _acceptance, spec_cfg, dtab, dlaw, dq = spec

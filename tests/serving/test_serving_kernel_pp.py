@@ -199,10 +199,48 @@ def test_breaking_the_pipeline_term_fails(monkeypatch):
     assert compiled.finish_s[0] != pytest.approx(slow.finish_s[0], rel=1e-9)
 
 
-def test_speculative_decoding_with_pp_keeps_the_reference_path():
-    """A draft's verify and draft passes have no pipelined closed form: pp > 1 with speculative decoding runs
-    StepModel's numpy steps, one a record, and the kernel says why it does not cover it."""
+PP_SPECS = ["draft=Llama-3.2-1B:3:0.7", "eagle:3:0.8,0.6,0.4", "mtp:1:0.9"]
+
+
+def _spec_simulator(spec: str, pp: int, micro: int, engine: str | None) -> Simulator:
     from roofline.serving.speculative import Speculative
-    sim = simulator(pp=2, kernel=True, speculative=Speculative.parse("eagle:3:0.7"))
-    assert sim.closed is None and sim.block_limit == 1
-    assert "pp > 1 with speculative decoding" in kernel.covers(sim, requests(), single=True)
+    return simulator(pp=pp, micro=micro, engine=engine, kernel=True, speculative=Speculative.parse(spec))
+
+
+def _same_records(fast, slow) -> None:
+    """A verify step is a record in both loops: the same records (times to 1e-9) and per-request times."""
+    assert fast.steps.shape == slow.steps.shape and fast.preemptions == slow.preemptions
+    assert np.array_equal(fast.steps[:, 2:4], slow.steps[:, 2:4]) and np.array_equal(fast.steps[:, 6], slow.steps[:, 6])
+    assert fast.steps[:, :2] == pytest.approx(slow.steps[:, :2], rel=1e-9, abs=1e-12)
+    for name in ("first_token_s", "finish_s", "ttft_s", "tpot_s"):
+        assert getattr(fast, name) == pytest.approx(getattr(slow, name), rel=1e-9, abs=1e-12, nan_ok=True), name
+
+
+@pytest.mark.parametrize("spec", PP_SPECS)
+@pytest.mark.parametrize("pp,micro,engine", [(2, 1, None), (2, 2, "vllm"), (3, 2, "vllm")])
+def test_speculative_decoding_on_pp_stages_compiled_matches_the_python_loop(spec, pp, micro, engine):
+    """pp > 1 with speculative decoding through the kernel (its verify step and a draft model's passes pipelined,
+    serving.kernel_spec) against the Python loop, which times them by StepModel.step_time's numpy pipeline (the
+    Simulator keeps no closed form for them): one replica and a fleet of 2, the same records and times."""
+    sim = _spec_simulator(spec, pp, micro, engine)
+    reqs = requests(rate=12.0, n=120)
+    assert sim.closed is None and kernel.covers(sim, reqs, single=True) is None
+    slow = python_loop(sim)
+    assert not slow.use_kernel(reqs, single=True)
+    _same_records(sim.run(reqs), slow.run(reqs))
+    fast, ref = Fleet(sim, 2, "least-outstanding").run(reqs), Fleet(slow, 2, "least-outstanding").run(reqs)
+    assert np.array_equal(fast.routed, ref.routed)
+    _same_records(fast.trace, ref.trace)
+
+
+@pytest.mark.parametrize("spec", [PP_SPECS[0], PP_SPECS[1]])
+def test_speculative_pp_without_the_stages_handoff_fails(monkeypatch, spec):
+    """The comparison above can fail: the kernel given no handoff between stages (the target's and a draft
+    model's, serving.pipeline.handoff_terms) no longer matches the Python loop, which pays it."""
+    sim = _spec_simulator(spec, 2, 2, "vllm")
+    reqs = requests(rate=12.0, n=80)
+    slow = python_loop(sim).run(reqs)
+    _same_records(sim.run(reqs), slow)
+    monkeypatch.setattr(pipeline, "handoff_terms", lambda phases: (0.0, 1.0, 0.0))
+    with pytest.raises(AssertionError):
+        _same_records(sim.run(reqs), slow)
