@@ -27,6 +27,7 @@ modules kept at bf16).
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -45,9 +46,18 @@ IN_DTYPE = {"mxfp4": Fraction(1, 32), "nvfp4": Fraction(1, 16)}
 WRAPPER_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.")
 
 
+# Nemotron-H names its stack `backbone.layers.N.mixer` (transformers NemotronHModel); an attention layer's mixer
+# holds q_proj ... o_proj, which roofline.stored_bytes names `model.layers.N.self_attn.q_proj`
+NEMOTRON_ATTENTION = re.compile(r"^backbone\.layers\.(\d+|\*)\.mixer\.([qkvo]_proj)$")
+
+
 def _unwrapped(pattern: str) -> str:
     """A kept-module pattern with a multimodal wrapper's prefix removed (`language_model.model.layers.0.self_attn*`
-    -> `model.layers.0.self_attn*`, `language_model.lm_head` -> `lm_head`); `re:` patterns as written."""
+    -> `model.layers.0.self_attn*`, `language_model.lm_head` -> `lm_head`), and Nemotron-H's attention projections
+    under the names stored_bytes gives them; `re:` patterns as written."""
+    nemotron = NEMOTRON_ATTENTION.match(pattern)
+    if nemotron:
+        return f"model.layers.{nemotron.group(1)}.self_attn.{nemotron.group(2)}"
     for prefix in WRAPPER_PREFIXES:
         if pattern.startswith(prefix):
             rest = pattern[len(prefix):]
@@ -191,6 +201,16 @@ def _quant_method(q: dict[str, Any]) -> Any:
     return method
 
 
+def _fp8_scheme(q: dict[str, Any]) -> bool:
+    """A ModelOpt config.json's kv_cache_scheme naming fp8 ({num_bits 8, type float}, or "FP8"): the form newer
+    ModelOpt exports write for kv_cache_quant_algo FP8 (nvidia/Kimi-K2.6-NVFP4 ships both files: config.json's
+    kv_cache_scheme {num_bits 8, type float} beside hf_quant_config.json's kv_cache_quant_algo FP8)."""
+    kv = q.get("kv_cache_scheme")
+    if isinstance(kv, str):
+        return kv.upper() == "FP8"
+    return isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float"
+
+
 def _method(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
     """(the stored layout: Quantization's weight_dtype and scale fields; the KV cache dtype or None)."""
     method = _quant_method(q)
@@ -200,7 +220,7 @@ def _method(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
         return _layout("mxfp4", 32, 1), None
     if method == "modelopt":
         algo = str(q.get("quant_algo", "")).upper()
-        kv = "fp8" if str(q.get("kv_cache_quant_algo", "")).upper() == "FP8" else None
+        kv = "fp8" if str(q.get("kv_cache_quant_algo", "")).upper() == "FP8" or _fp8_scheme(q) else None
         if algo == "NVFP4":  # modelopt.py: fp8 weight_scale per 16, fp32 weight_scale_2 and input_scale
             return _layout("nvfp4", _group(q.get("group_size", 16), where, "group_size"), 1,
                            matrix_extra_bytes=8), kv
