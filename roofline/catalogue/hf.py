@@ -237,7 +237,9 @@ def _with_quantization(data: dict[str, Any], where: str, hf_quant_config: dict[s
     """config.json with its quantization settings: its own quantization_config, else the ModelOpt
     hf_quant_config.json found beside it (hf_quant.from_hf_quant_config). Without either, a name that announces a
     quantized checkpoint is refused: planned at bf16 its weights would be 2x (FP8) to 3.6x (NVFP4) too large."""
-    if data.get("quantization_config") is not None:
+    text = data.get("text_config")
+    if data.get("quantization_config") is not None or (
+            isinstance(text, dict) and text.get("quantization_config") is not None):
         return data
     if hf_quant_config is not None:
         sibling = str(PurePath(where).with_name("hf_quant_config.json"))

@@ -257,6 +257,9 @@ def read_quantization(data: dict[str, Any], where: str, has_experts: bool,
     routed experts are converted is _experts_only's rule (`mlps_beside`: the model has shared experts or dense MLP
     layers beside its routed experts)."""
     q = data.get("quantization_config")
+    text = data.get("text_config")
+    if q is None and isinstance(text, dict):  # moonshotai/Kimi-K2.5 writes it in its text_config only
+        q, where = text.get("quantization_config"), f"{where}: text_config"
     if q is None:
         return None
     if not isinstance(q, dict):

@@ -186,6 +186,8 @@ def _tower_kind(data: dict[str, Any]) -> str | None:
     if not isinstance(vision, dict) or row is None:
         return None
     kind = vision.get("model_type") or row[0]
+    if kind == wrapper:  # published Qwen3-VL configs name the wrapper's type in vision_config (transformers
+        kind = row[0]    # v4.57 Qwen3VLVisionConfig.model_type = "qwen3_vl", Qwen3VLMoeVisionConfig "qwen3_vl_moe")
     return kind if isinstance(kind, str) and kind in TOWERS else None
 
 
