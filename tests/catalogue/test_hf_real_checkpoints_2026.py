@@ -171,3 +171,15 @@ def test_unmodelled_checkpoints_are_refused_naming_the_field(name, field):
     with pytest.raises(SpecError, match=re.escape(f"config.json: {field}")) as err:
         load_model(str(DATA / "refused" / name / "config.json"))
     assert "\n" not in str(err.value)
+
+
+def test_qwen3_32b_awq_stored_bytes_match_its_tensor_listing():
+    """Qwen/Qwen3-32B-AWQ (modules_to_not_convert null): the checkpoint's own tensor listing (tests/data/hf/
+    Qwen3-32B-AWQ/SOURCE.md) gives, per layer, qweight int32 [in, out/8], qzeros int32 [in/128, out/8], scales bf16
+    [in/128, out] for q (5120 -> 8192), k, v (5120 -> 1024), o (8192 -> 5120), gate, up (5120 -> 25600), down
+    (25600 -> 5120), and bf16 embed, lm_head (151936 x 5120) and norms. Summed by hand from those shapes:
+    codes 64 x 243,793,920 = 15,602,810,880; qzeros + scales 609,484,800; bf16 3,113,003,008 (2 x 777,912,320 x 2
+    + norms 1,343,488 + 10,240); total 19,325,298,688 bytes, the listing's 18.00 GiB."""
+    stored = stored_bytes(_model("Qwen3-32B-AWQ"))
+    assert (stored.codes, stored.scales, stored.kept) == (15_602_810_880, 609_484_800, 3_113_003_008)
+    assert stored.total == 19_325_298_688
