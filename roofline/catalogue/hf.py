@@ -244,6 +244,11 @@ def _with_quantization(data: dict[str, Any], where: str, hf_quant_config: dict[s
     if hf_quant_config is not None:
         sibling = str(PurePath(where).with_name("hf_quant_config.json"))
         return data | {"quantization_config": from_hf_quant_config(hf_quant_config, sibling)}
+    mlx = data.get("quantization")  # mlx-lm's layout (ml-explore/mlx-lm mlx_lm/utils.py quantize_model)
+    if isinstance(mlx, dict) and "bits" in mlx:
+        raise SpecError(f"{where}: quantization: MLX's quantized layout ({mlx.get('bits')!r} bits, group "
+                        f"{mlx.get('group_size')!r}) is not modelled (no GPU serving engine loads it); plan the "
+                        "original checkpoint's config.json, with --weight-dtype int4 / int8 for the width")
     announced = _quantized_name(data, where)
     if announced:
         raise SpecError(f"{where}: quantization_config: missing, but the name {announced}: planned at bf16 the "

@@ -183,3 +183,14 @@ def test_qwen3_32b_awq_stored_bytes_match_its_tensor_listing():
     stored = stored_bytes(_model("Qwen3-32B-AWQ"))
     assert (stored.codes, stored.scales, stored.kept) == (15_602_810_880, 609_484_800, 3_113_003_008)
     assert stored.total == 19_325_298_688
+
+
+def test_an_mlx_quantized_config_is_refused(tmp_path):
+    """mlx-lm writes config["quantization"] = {"group_size": 64, "bits": 4} and no quantization_config: read as
+    bf16 the weights would be 4x too large, and no GPU engine loads the layout: refused, naming `quantization`."""
+    import json
+
+    config = json.loads((DATA / "Qwen3-8B" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(config | {"quantization": {"group_size": 64, "bits": 4}}))
+    with pytest.raises(SpecError, match=r"config\.json: quantization: MLX's quantized layout \(4 bits, group 64\)"):
+        load_model(str(tmp_path / "config.json"))
