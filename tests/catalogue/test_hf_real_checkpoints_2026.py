@@ -160,7 +160,6 @@ def test_kv_bytes_per_token_by_hand(name, bytes_per_token):
 
 
 @pytest.mark.parametrize(("name", "field"), [
-    ("Llama-4-Maverick-17B-128E", "text_config: interleave_moe_layer_step: 2"),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "moe_latent_size: 1024"),
     ("gemma-4-26B-A4B", "text_config: attention_k_eq_v: True"),
     ("DeepSeek-V4-Flash", "model_type: 'deepseek_v4'"),
@@ -194,3 +193,16 @@ def test_an_mlx_quantized_config_is_refused(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config | {"quantization": {"group_size": 64, "bits": 4}}))
     with pytest.raises(SpecError, match=r"config\.json: quantization: MLX's quantized layout \(4 bits, group 64\)"):
         load_model(str(tmp_path / "config.json"))
+
+
+def test_llama4_maverick_interleaves_moe_and_dense_layers():
+    """meta-llama/Llama-4-Maverick-17B-128E-Instruct: interleave_moe_layer_step 2 (refused before), so by
+    Llama4TextConfig's moe_layers = range(1, 48, 2) the odd layers are MoE (128 experts + 1 shared, each
+    3 x 5120 x 8192 = 125,829,120, router 5120 x 128) and the even ones a dense MLP of intermediate_size_mlp 16384.
+    By hand: 24 x (129 x 125,829,120 + 655,360) = 389,582,684,160; dense 24 x 3 x 5120 x 16384 = 6,039,797,760;
+    attention 48 x (2 x 5120 x 5120 + 2 x 5120 x 1024) = 3,019,898,880; embedding and LM head 2 x 202048 x 5120 =
+    2,068,971,520; norms 97 x 5120 = 496,640: 400,711,848,960 (the card's 400B total, 17B active)."""
+    model = _model("Llama-4-Maverick-17B-128E")
+    assert [model.layer_mlp(i) for i in range(4)] == ["dense", "moe", "dense", "moe"]
+    count = parameter_count(model)
+    assert count.total == 400_711_848_960 and round(count.active / 1e9) == 17
