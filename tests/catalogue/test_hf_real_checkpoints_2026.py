@@ -206,3 +206,18 @@ def test_llama4_maverick_interleaves_moe_and_dense_layers():
     assert [model.layer_mlp(i) for i in range(4)] == ["dense", "moe", "dense", "moe"]
     count = parameter_count(model)
     assert count.total == 400_711_848_960 and round(count.active / 1e9) == 17
+
+
+def test_llama4_interleaved_layout_matches_transformers():
+    """The interleaved layout against transformers' own Llama4ForCausalLM at toy size (step 2: moe_layers [1, 3]):
+    every parameter it allocates, counted by torch."""
+    transformers = pytest.importorskip("transformers")
+    from roofline.catalogue.hf import model_from_hf_config
+
+    cfg = dict(hidden_size=64, intermediate_size=32, intermediate_size_mlp=96, num_hidden_layers=4,
+               num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=1,
+               interleave_moe_layer_step=2, vocab_size=100, max_position_embeddings=256, attention_chunk_size=32,
+               tie_word_embeddings=False)
+    reference = transformers.Llama4ForCausalLM(transformers.Llama4TextConfig(**cfg))
+    ours = model_from_hf_config({"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", **cfg}, name="t")
+    assert parameter_count(ours).total == sum(p.numel() for p in reference.parameters())
