@@ -221,3 +221,27 @@ def test_llama4_interleaved_layout_matches_transformers():
     reference = transformers.Llama4ForCausalLM(transformers.Llama4TextConfig(**cfg))
     ours = model_from_hf_config({"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", **cfg}, name="t")
     assert parameter_count(ours).total == sum(p.numel() for p in reference.parameters())
+
+
+def test_qwen3_5_vision_tower_is_counted():
+    """Qwen/Qwen3.5-35B-A3B's tower (vision_config model_type qwen3_5_moe, left out before): Qwen3-VL's tower
+    without deepstack mergers (deepstack_visual_indexes []), so by hand the Qwen3-VL-30B-A3B figure above less its
+    three deepstack mergers: 538,631,408 - 92,060,160 = 446,571,248 (same widths: depth 27, 1152, 4304, out 2048).
+    At toy size it equals transformers' Qwen3_5MoeVisionModel parameter count."""
+    [tower] = _model("Qwen3.5-35B-A3B").encoders
+    assert tower.counted and tower.parameters == 538_631_408 - 92_060_160 == 446_571_248
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    from transformers.models.qwen3_5_moe import configuration_qwen3_5_moe as cm
+    from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe as mm
+
+    from roofline.catalogue.hf_vision import TOWERS
+    from roofline.catalogue.hfconfig import _Config
+
+    toy = cm.Qwen3_5MoeVisionConfig(depth=2, hidden_size=32, intermediate_size=48, num_heads=4, out_hidden_size=40,
+                                    num_position_embeddings=16, patch_size=4, spatial_merge_size=2,
+                                    temporal_patch_size=2, in_channels=3)
+    with torch.device("meta"):
+        reference = mm.Qwen3_5MoeVisionModel._from_config(toy)
+    ours = TOWERS["qwen3_5_moe_vision"](_Config(toy.to_dict(), "toy", "Qwen3_5MoeForConditionalGeneration"))
+    assert ours == sum(p.numel() for p in reference.parameters()), transformers.__version__
