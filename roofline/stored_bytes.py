@@ -100,12 +100,12 @@ def decoder_matrices(model: Model) -> list[Matrix]:
             if i >= model.num_layers - model.kv_shared_layers:  # no k_proj / v_proj (Model.kv_shared_layers)
                 matrices = [m for m in matrices if not m.name.endswith(("k_proj", "v_proj"))]
             out += matrices
-        moe = model.moe
-        if moe is not None and moe.is_moe_layer(i):
+        moe, mlp = model.moe, model.layer_mlp(i)  # mlp_layers' 'none' blocks (Nemotron-H's mamba) have no MLP
+        if mlp == "moe" and moe is not None:
             out += _mlp(model, f"{layer}.mlp.experts", moe.expert_intermediate_size, moe.num_experts, expert=True)
             if moe.num_shared_experts:
                 out += _mlp(model, f"{layer}.mlp.shared_experts", moe.shared_width)
-        else:
+        elif mlp == "dense":
             out += _mlp(model, f"{layer}.mlp", model.intermediate_size)
     return out
 

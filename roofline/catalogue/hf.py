@@ -9,6 +9,7 @@ num_key_value_heads = num_attention_heads); otherwise absence is an error, never
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
@@ -23,7 +24,7 @@ from roofline.catalogue.hf_archs_shared import ARCHITECTURES_SHARED
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_archs_varied import ARCHITECTURES_VARIED
 from roofline.catalogue.hf_families import FAMILIES, read
-from roofline.catalogue.hf_quant import read_quantization
+from roofline.catalogue.hf_quant import from_hf_quant_config, read_quantization
 from roofline.catalogue.hf_vision import read_encoders
 from roofline.catalogue.hfconfig import (
     _Config,
@@ -213,17 +214,72 @@ def _default_name(data: dict[str, Any], where: str) -> str:
     raise SpecError(f"{where}: name: no _name_or_path and no parent folder to name the model; pass a name")
 
 
-def model_from_hf_config(data: dict, where: str = "config.json", name: str | None = None) -> Model:
-    """Map a Hugging Face config.json mapping to a Model; `source` records `where`."""
+# a quantized checkpoint's name says so: Hugging Face repositories carry the scheme as a name part
+# (Qwen3-235B-A22B-FP8, Llama-3.1-70B-Instruct-FP8, Qwen3-235B-A22B-NVFP4, ...-AWQ, ...-GPTQ-Int4, ...-W4A16)
+QUANTIZED_NAME = re.compile(r"(?:^|[-_.])(fp8|fp4|nvfp4|mxfp4|int4|int8|awq|gptq|w4a16|w8a8|w4a8|w8a16|bnb|4bit|8bit)"
+                            r"(?=$|[-_.])", re.IGNORECASE)
+
+
+def _quantized_name(data: dict[str, Any], where: str) -> str | None:
+    """The quantization a name part announces (the file's folder and stem, `_name_or_path`'s basename), or None."""
+    path = data.get("_name_or_path")
+    names = [PurePath(where).parent.name, PurePath(where).stem]
+    if isinstance(path, str):
+        names.append(PurePath(path).name)
+    for part in names:
+        found = QUANTIZED_NAME.search(part)
+        if found:
+            return f"{part!r} says {found.group(1)}"
+    return None
+
+
+def _with_quantization(data: dict[str, Any], where: str, hf_quant_config: dict[str, Any] | None) -> dict[str, Any]:
+    """config.json with its quantization settings: its own quantization_config, else the ModelOpt
+    hf_quant_config.json found beside it (hf_quant.from_hf_quant_config). Without either, a name that announces a
+    quantized checkpoint is refused: planned at bf16 its weights would be 2x (FP8) to 3.6x (NVFP4) too large."""
+    text = data.get("text_config")
+    if data.get("quantization_config") is not None or (
+            isinstance(text, dict) and text.get("quantization_config") is not None):
+        return data
+    if hf_quant_config is not None:
+        sibling = str(PurePath(where).with_name("hf_quant_config.json"))
+        return data | {"quantization_config": from_hf_quant_config(hf_quant_config, sibling)}
+    mlx = data.get("quantization")  # mlx-lm's layout (ml-explore/mlx-lm mlx_lm/utils.py quantize_model)
+    if isinstance(mlx, dict) and "bits" in mlx:
+        raise SpecError(f"{where}: quantization: MLX's quantized layout ({mlx.get('bits')!r} bits, group "
+                        f"{mlx.get('group_size')!r}) is not modelled (no GPU serving engine loads it); plan the "
+                        "original checkpoint's config.json, with --weight-dtype int4 / int8 for the width")
+    announced = _quantized_name(data, where)
+    if announced:
+        raise SpecError(f"{where}: quantization_config: missing, but the name {announced}: planned at bf16 the "
+                        "weights would be wrong; NVIDIA ModelOpt exports keep the settings in hf_quant_config.json: "
+                        "put it beside config.json (vLLM reads it there), or add its `quantization` object to "
+                        "config.json as quantization_config with \"quant_method\": \"modelopt\"")
+    return data
+
+
+def model_from_hf_config(data: dict, where: str = "config.json", name: str | None = None,
+                         hf_quant_config: dict[str, Any] | None = None) -> Model:
+    """Map a Hugging Face config.json mapping to a Model; `source` records `where`. `hf_quant_config`: the
+    checkpoint's hf_quant_config.json (ModelOpt), read when config.json has no quantization_config."""
     if not isinstance(data, dict):
         raise SpecError(f"{where}: (root): expected a JSON object, got {type(data).__name__}")
+    data = _with_quantization(data, where, hf_quant_config)
     arch = _architecture(data, where)
     fields = HANDLERS[arch](_Config(data, where, arch)) if arch in HANDLERS else _family_fields(data, where, arch)
     spec = {"name": name or _default_name(data, where), "source": where, "architecture": arch} | fields
-    quantization = read_quantization(data, where, has_experts="moe" in fields)
-    if quantization is not None:
-        spec["quantization"] = quantization
     encoders = read_encoders(data, where, arch)
     if encoders:
         spec["encoders"] = encoders
-    return validate(Model, spec, where)
+    model = validate(Model, spec, where)
+    quantization = read_quantization(data, where, has_experts=model.moe is not None, mlps_beside=_mlps_beside(model))
+    if quantization is None:
+        return model
+    return validate(Model, spec | {"quantization": quantization}, where)
+
+
+def _mlps_beside(model: Model) -> bool:
+    """The model has MLPs beside its routed experts: shared experts, or dense-MLP layers (DeepSeek's first_k_dense)."""
+    if model.moe is None:
+        return False
+    return bool(model.moe.num_shared_experts) or any(model.layer_mlp(i) == "dense" for i in range(model.num_layers))

@@ -110,17 +110,21 @@ def _llama4(cfg: _Config) -> dict[str, Any]:
     (transformers models/llama4/modeling_llama4.py)."""
     text = _text(cfg)
     step = text.integer("interleave_moe_layer_step", 1)
-    if step != 1:
-        raise text.error("interleave_moe_layer_step", f"{step} not supported (only 1: every layer is MoE)")
     fields = _core(text, head_dim_required=True)
     n = fields["num_layers"]
+    # Llama4TextConfig: moe_layers = range(step - 1, n, step) unless listed (Maverick: step 2, layers 1, 3, ...)
+    listed = text.data.get("moe_layers")
+    if listed is not None and listed != list(range(step - 1, n, step)):
+        raise text.error("moe_layers", f"only every interleave_moe_layer_step-th layer from {step - 1} is modelled, "
+                                       f"got {listed!r}")
     rope = text.data.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(n)]
     if not isinstance(rope, list) or len(rope) != n:
         raise text.error("no_rope_layers", f"expected a list of {n} 0/1 flags, got {rope!r}")
     chunk = text.integer("attention_chunk_size") if text.has("attention_chunk_size") else None
     attention = _shortest_cycle([{"kind": "chunked", "window": chunk} if chunk and r else _full() for r in rope])
     moe = {"num_experts": text.integer("num_local_experts"), "experts_per_token": text.integer("num_experts_per_tok"),
-           "expert_intermediate_size": fields["intermediate_size"], "num_shared_experts": 1}
+           "expert_intermediate_size": fields["intermediate_size"], "num_shared_experts": 1,
+           "layer_period": step, "layer_offset": step - 1}
     return fields | {"intermediate_size": text.integer("intermediate_size_mlp"), "attention": attention,
                      "qkv_bias": text.flag("attention_bias", False), "qk_norm": text.flag("use_qk_norm", False),
                      "qk_norm_width": "weightless", "moe": moe}

@@ -141,6 +141,9 @@ MOE_FAMILIES: dict[str, Family] = {
     # DeepSeek-V3 as a wrapper's text_config (Kimi-K2.5): MLA, n_routed / n_shared experts, first_k_dense_replace,
     # the router's e_score_correction_bias is a buffer; moe_layer_freq other than 1 is refused as in the handler
     "deepseek_v3": Family(modelled_only=(("moe_layer_freq", 1),)),
+    # moonshotai/Kimi-K2.5's text_config: model_type kimi_k2 with architectures DeepseekV3ForCausalLM (the same
+    # DeepSeek-V3 decoder: Kimi-K2-Instruct's config.json says model_type kimi_k2 beside DeepseekV3ForCausalLM)
+    "kimi_k2": Family(modelled_only=(("moe_layer_freq", 1),)),
     "laguna": Family(qk_norm=True, extras=("head_gate",), per_layer_heads="num_attention_heads_per_layer",
                      router_bias=True),
 }

@@ -27,6 +27,7 @@ modules kept at bf16).
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -37,12 +38,69 @@ KEEP_KEYS = ("modules_to_not_convert", "exclude_modules", "llm_int8_skip_modules
 IN_DTYPE = {"mxfp4": Fraction(1, 32), "nvfp4": Fraction(1, 16)}
 
 
+# multimodal wrappers' prefixes before the decoder's own module names (`model.layers.N...`): vLLM's ModelOpt
+# is_layer_excluded matches an excluded name with its `language_model.` prefix removed (vllm-project/vllm
+# vllm/model_executor/layers/quantization/modelopt.py, ModelOptFp8Config.is_layer_excluded); SGLang maps nvidia/
+# Kimi-K2.5-NVFP4's `language_model.model.layers.N.self_attn*` the same way (sglang modelopt_quant.py,
+# apply_weight_name_mapper). Longest first; a prefix that leaves `layers.` gets `model.` back.
+WRAPPER_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.")
+
+
+# Nemotron-H names its stack `backbone.layers.N.mixer` (transformers NemotronHModel); an attention layer's mixer
+# holds q_proj ... o_proj, which roofline.stored_bytes names `model.layers.N.self_attn.q_proj`
+NEMOTRON_ATTENTION = re.compile(r"^backbone\.layers\.(\d+|\*)\.mixer\.([qkvo]_proj)$")
+
+
+def _unwrapped(pattern: str) -> str:
+    """A kept-module pattern with a multimodal wrapper's prefix removed (`language_model.model.layers.0.self_attn*`
+    -> `model.layers.0.self_attn*`, `language_model.lm_head` -> `lm_head`), and Nemotron-H's attention projections
+    under the names stored_bytes gives them; `re:` patterns as written."""
+    nemotron = NEMOTRON_ATTENTION.match(pattern)
+    if nemotron:
+        return f"model.layers.{nemotron.group(1)}.self_attn.{nemotron.group(2)}"
+    for prefix in WRAPPER_PREFIXES:
+        if pattern.startswith(prefix):
+            rest = pattern[len(prefix):]
+            return "model." + rest if rest.startswith("layers.") else rest
+    return pattern
+
+
 def _kept(q: dict[str, Any]) -> list[str]:
+    """The kept (unconverted) module patterns, the decoder's names (_unwrapped)."""
     for key in KEEP_KEYS:
         value = q.get(key)
         if isinstance(value, list):
-            return [str(v) for v in value]
+            return [_unwrapped(str(v)) for v in value]
     return []
+
+
+# the last scope of a pattern naming a whole attention block (not one of its sub-modules: GLM-5-FP8 keeps
+# `model.layers.N.self_attn.indexer.k_norm` and converts q_a_proj ... o_proj)
+ATTENTION_BLOCKS = ("self_attn", "attn", "attention", "linear_attn", "mixer")
+ROUTERS = ("router", "gate")
+
+
+def _last_scope(pattern: str) -> str:
+    return pattern.rstrip("*").rstrip(".").rsplit(".", 1)[-1]
+
+
+def _experts_only(kept: list[str], dtype: str, has_experts: bool, mlps_beside: bool) -> bool:
+    """Only the routed experts are converted: gpt-oss's mxfp4 (vLLM's Mxfp4Config converts FusedMoE alone), or a
+    kept list naming whole attention blocks (`model.layers.*.self_attn`, `...self_attn*`) and either the router
+    (`mlp.router`, `mlp.gate`, `block_sparse_moe.gate`: MiniMax-M2.5-NVFP4) or, when the model has MLPs beside the
+    routed experts (`mlps_beside`: shared experts or dense layers), the shared experts (`mlp.shared_expert*`:
+    Qwen3.5-122B-A10B-NVFP4). A kept sub-module of the attention (a norm, the indexer's projection: GLM-5-FP8) leaves
+    the projections converted; attention kept but shared experts not (Kimi-K2.5-NVFP4) converts the shared experts
+    and the dense layers' MLP, so not experts-only (roofline.stored_bytes.converted then matches matrix by matrix)."""
+    if not has_experts:
+        return False
+    if dtype == "mxfp4":
+        return True
+    scopes = {_last_scope(k) for k in kept if not k.startswith("re:")}
+    if not scopes & set(ATTENTION_BLOCKS):
+        return False
+    shared_kept = any(s.startswith("shared_expert") and not s.endswith("gate") for s in scopes)
+    return shared_kept if mlps_beside else bool(scopes & set(ROUTERS))
 
 
 def _int_width(bits: Any, where: str, key: str) -> str:
@@ -133,16 +191,36 @@ def _bits_and_bytes(q: dict[str, Any], where: str) -> dict[str, Any]:
     raise SpecError(f"{where}: quantization_config: bitsandbytes without load_in_4bit or load_in_8bit")
 
 
+def _quant_method(q: dict[str, Any]) -> Any:
+    """quant_method; a ModelOpt export that leaves it out but names its producer (nvidia's Qwen3-32B-FP8-Static-
+    PerTensor: producer {name: modelopt}, quant_algo FP8) is "modelopt", as vLLM's ModelOpt config reads it."""
+    method = q.get("quant_method")
+    producer = q.get("producer")
+    if method is None and isinstance(producer, dict) and producer.get("name") == "modelopt" and "quant_algo" in q:
+        return "modelopt"
+    return method
+
+
+def _fp8_scheme(q: dict[str, Any]) -> bool:
+    """A ModelOpt config.json's kv_cache_scheme naming fp8 ({num_bits 8, type float}, or "FP8"): the form newer
+    ModelOpt exports write for kv_cache_quant_algo FP8 (nvidia/Kimi-K2.6-NVFP4 ships both files: config.json's
+    kv_cache_scheme {num_bits 8, type float} beside hf_quant_config.json's kv_cache_quant_algo FP8)."""
+    kv = q.get("kv_cache_scheme")
+    if isinstance(kv, str):
+        return kv.upper() == "FP8"
+    return isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float"
+
+
 def _method(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
     """(the stored layout: Quantization's weight_dtype and scale fields; the KV cache dtype or None)."""
-    method = q.get("quant_method")
+    method = _quant_method(q)
     if method == "fp8":
         return _fp8(q, where), None
     if method == "mxfp4":  # gpt-oss: uint8 blocks (two fp4) + one e8m0 scale byte per 32 (vLLM mxfp4.py)
         return _layout("mxfp4", 32, 1), None
     if method == "modelopt":
         algo = str(q.get("quant_algo", "")).upper()
-        kv = "fp8" if str(q.get("kv_cache_quant_algo", "")).upper() == "FP8" else None
+        kv = "fp8" if str(q.get("kv_cache_quant_algo", "")).upper() == "FP8" or _fp8_scheme(q) else None
         if algo == "NVFP4":  # modelopt.py: fp8 weight_scale per 16, fp32 weight_scale_2 and input_scale
             return _layout("nvfp4", _group(q.get("group_size", 16), where, "group_size"), 1,
                            matrix_extra_bytes=8), kv
@@ -173,21 +251,24 @@ def _per_weight(layout: dict[str, Any]) -> Fraction:
     return max(share - IN_DTYPE.get(layout["weight_dtype"], Fraction(0)), Fraction(0))
 
 
-def read_quantization(data: dict[str, Any], where: str, has_experts: bool) -> dict[str, Any] | None:
-    """The Model's `quantization` field from config.json's quantization_config (None when absent). When the kept
-    modules name attention and the router (gpt-oss's mxfp4 layout), only the routed experts are converted."""
+def read_quantization(data: dict[str, Any], where: str, has_experts: bool,
+                      mlps_beside: bool = False) -> dict[str, Any] | None:
+    """The Model's `quantization` field from config.json's quantization_config (None when absent); whether only the
+    routed experts are converted is _experts_only's rule (`mlps_beside`: the model has shared experts or dense MLP
+    layers beside its routed experts)."""
     q = data.get("quantization_config")
+    text = data.get("text_config")
+    if q is None and isinstance(text, dict):  # moonshotai/Kimi-K2.5 writes it in its text_config only
+        q, where = text.get("quantization_config"), f"{where}: text_config"
     if q is None:
         return None
     if not isinstance(q, dict):
         raise SpecError(f"{where}: quantization_config: expected an object, got {type(q).__name__}")
     layout, kv_dtype = _method(q, where)
     kept = _kept(q)
-    # vLLM's Mxfp4Config converts FusedMoE layers only; a kept list naming attention and the router says the same
-    experts_only = has_experts and (layout["weight_dtype"] == "mxfp4" or (
-        any("attn" in k for k in kept) and any("router" in k or "gate" in k for k in kept)))
+    experts_only = _experts_only(kept, layout["weight_dtype"], has_experts, mlps_beside)
     scale = _per_weight(layout)
-    return {"method": str(q.get("quant_method")), **layout,
+    return {"method": str(_quant_method(q)), **layout,
             "scale_bytes_per_weight": f"{scale.numerator}/{scale.denominator}", "experts_only": experts_only,
             "modules_not_converted": kept, "kv_cache_dtype": kv_dtype}
 
@@ -216,3 +297,19 @@ def stored_widths(model, workload) -> tuple[Any, dict[str, Any] | None]:
             "scale_bytes_per_weight": q.scale_bytes_per_weight, "modules_not_converted": q.modules_not_converted,
             "kv_cache_dtype": q.kv_cache_dtype}
     return workload.model_copy(update=change), note
+
+
+def from_hf_quant_config(data: Any, where: str) -> dict[str, Any]:
+    """A ModelOpt checkpoint's hf_quant_config.json ({"producer": {...}, "quantization": {quant_algo,
+    kv_cache_quant_algo, group_size, exclude_modules}}) as the quantization_config its config.json leaves out.
+    NVIDIA's ModelOpt exports (nvidia/Llama-3.1-70B-Instruct-FP8, nvidia/Qwen3-235B-A22B-NVFP4,
+    nvidia/DeepSeek-V3.1-NVFP4, ...) write the settings only there; vLLM reads that file for the modelopt method
+    (vllm-project/vllm vllm/model_executor/layers/quantization/modelopt.py: get_config_filenames returns
+    ["hf_quant_config.json"]; from_config reads config["quantization"]["quant_algo"])."""
+    inner = data.get("quantization") if isinstance(data, dict) else None
+    if not isinstance(inner, dict):
+        raise SpecError(f"{where}: quantization: expected an object (ModelOpt's hf_quant_config.json layout)")
+    if not isinstance(inner.get("quant_algo"), str):
+        raise SpecError(f"{where}: quantization.quant_algo: expected a string (NVFP4, FP8), "
+                        f"got {inner.get('quant_algo')!r}")
+    return {"quant_method": "modelopt", **inner}

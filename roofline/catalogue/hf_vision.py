@@ -91,6 +91,12 @@ def _qwen3_vl(v: _Config) -> int:
         + _qwen_merger(v, d, 2 * d, out) + len(deepstack) * _qwen_merger(v, d, 2 * wide, out)
 
 
+def _qwen3_5(v: _Config) -> int:
+    """Qwen3_5VisionModel / Qwen3_5MoeVisionModel (transformers v5.24.0 models/qwen3_5*/): Qwen3-VL's tower
+    without deepstack mergers (its config class has no deepstack_visual_indexes; published configs write [])."""
+    return _qwen3_vl(_Config({"deepstack_visual_indexes": [], **v.data}, v.where, v.arch))
+
+
 def _pixtral(v: _Config) -> int:
     """PixtralVisionModel: patch conv without bias, an RMSNorm (ln_pre), layers of two RMSNorms, q/k/v/o and a
     gated MLP, all without biases (rotary positions have no weights)."""
@@ -145,6 +151,8 @@ TOWERS: dict[str, Callable[[_Config], int]] = {
     "clip_vision_model": _clip,
     "qwen2_5_vl_vision": _qwen2_5_vl,
     "qwen3_vl_vision": _qwen3_vl,
+    "qwen3_5_vision": _qwen3_5,
+    "qwen3_5_moe_vision": _qwen3_5,
     "pixtral": _pixtral,
 }
 
@@ -156,6 +164,8 @@ WRAPPERS: dict[str, tuple[str, Callable[[_Config, int, _Config], int]]] = {
     "qwen2_5_vl": ("qwen2_5_vl_vision", _none),
     "qwen3_vl": ("qwen3_vl_vision", _none),
     "qwen3_vl_moe": ("qwen3_vl_vision", _none),
+    "qwen3_5": ("qwen3_5_vision", _none),
+    "qwen3_5_moe": ("qwen3_5_moe_vision", _none),
 }
 
 
@@ -186,6 +196,8 @@ def _tower_kind(data: dict[str, Any]) -> str | None:
     if not isinstance(vision, dict) or row is None:
         return None
     kind = vision.get("model_type") or row[0]
+    if kind == wrapper:  # published Qwen3-VL configs name the wrapper's type in vision_config (transformers
+        kind = row[0]    # v4.57 Qwen3VLVisionConfig.model_type = "qwen3_vl", Qwen3VLMoeVisionConfig "qwen3_vl_moe")
     return kind if isinstance(kind, str) and kind in TOWERS else None
 
 

@@ -98,7 +98,10 @@ def load_model(ref: str, name: str | None = None) -> Model:
 
                 if name is None and not data.get("_name_or_path") and not path.parent.name and path.stem == "config":
                     name = path.resolve().parent.name or None
-                return _checked(model_from_hf_config(data, where=str(path), name=name), ref)
+                sibling = path.with_name("hf_quant_config.json")  # a ModelOpt export's settings (hf_quant)
+                quant = (load_json_object(sibling) if "quantization_config" not in data and sibling.is_file()
+                         else None)
+                return _checked(model_from_hf_config(data, where=str(path), name=name, hf_quant_config=quant), ref)
             load_json_object(path)  # a Model spec in JSON: strict (no Infinity or NaN)
         return _checked(load_spec(Model, path), ref)
     raise _unknown("model", ref, model_names())

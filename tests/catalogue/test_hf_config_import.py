@@ -25,7 +25,9 @@ def _config(name: str) -> dict:
 
 def test_every_supported_architecture_has_a_fixture():
     # aliases (Gemma3ForCausalLM / Gemma3ForConditionalGeneration) share one handler: one fixture covers both
-    covered = {HANDLERS[_config(name)["architectures"][0]] for name in FIXTURES}
+    # (wrappers read through a hf_families row, Kimi-K2.5's KimiK25ForConditionalGeneration, have no handler)
+    archs = [_config(name)["architectures"][0] for name in FIXTURES]
+    covered = {HANDLERS[arch] for arch in archs if arch in HANDLERS}
     assert covered == set(HANDLERS.values())
 
 
