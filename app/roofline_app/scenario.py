@@ -21,7 +21,9 @@ from roofline_app import cache
 from roofline_app.cache import Scenario
 
 UPLOAD_HELP = {"hardware": "A Hardware spec (YAML or JSON) like the files in hardware/.",
-               "model": "A Model spec (YAML or JSON) like the files in models/, or a Hugging Face config.json."}
+               "model": "A Model spec (YAML or JSON) like the files in models/, or a Hugging Face config.json "
+                        "(with its hf_quant_config.json when the checkpoint has one: a ModelOpt FP8 / NVFP4 export "
+                        "keeps its quantization there)."}
 
 COMMON = ("batch", "context", "tp", "weight_dtype", "methods")  # the form's fields shown outside "More settings"
 
@@ -42,17 +44,19 @@ def _uploads(kind: str) -> dict[str, appdata.Source]:
 
 
 def _on_upload(kind: str) -> None:
-    file = st.session_state.get(f"{kind}_upload")
-    if file is None:  # the file was removed from the uploader: keep whatever is selected
+    got = st.session_state.get(f"{kind}_upload")
+    files = [f for f in (got if isinstance(got, list) else [got]) if f is not None]
+    if not files:  # the files were removed from the uploader: keep whatever is selected
         return
     try:
-        data = file.getvalue()
-        source = appdata.upload_source(file.name, data)
+        blobs = [(f.name, f.getvalue()) for f in files]
+        source = appdata.upload_pair(blobs) if kind == "model" else appdata.upload_source(*blobs[0])
         spec = cache.load(kind, source)
     except RooflineError as err:
         st.session_state[f"{kind}_error"] = one_line(str(err))
         return
-    label = f"uploaded: {spec.name} ({file.name}, {hashlib.sha256(data).hexdigest()[:8]})"
+    digest = hashlib.sha256(b"".join(b for _n, b in blobs)).hexdigest()[:8]
+    label = f"uploaded: {spec.name} ({' + '.join(n for n, _b in blobs)}, {digest})"
     _uploads(kind)[label] = source
     st.session_state[kind] = label
     st.session_state[f"{kind}_error"] = None
@@ -83,7 +87,7 @@ def _upload_box() -> None:
             for kind in ("hardware", "model"):
                 st.file_uploader(f"{kind} spec file", type=["yaml", "yml", "json"], key=f"{kind}_upload",
                                  on_change=_on_upload, args=(kind,), max_upload_size=appdata.UPLOAD_LIMIT_MB,
-                                 help=UPLOAD_HELP[kind])
+                                 help=UPLOAD_HELP[kind], accept_multiple_files=kind == "model")
     for kind in ("hardware", "model"):
         if st.session_state.get(f"{kind}_error"):
             st.sidebar.error(fmt.md_escape(st.session_state[f"{kind}_error"]))

@@ -29,7 +29,8 @@ DEFAULT_METHODS = ("bf16", "fp8", "kivi-2", "xquant-2", "zack-50")
 ROOFLINE_EXTRA = ("aquakv-2",)  # added on the roofline page: its predictor ops are the point of that chart
 WORKLOAD_DEFAULTS = {"batch": 16, "context_tokens": 32_768, "generated_tokens": 1024, "tp": 1, "pp": 1,
                      "gpu_memory_utilization": 0.90}
-Source = tuple[str, ...]  # ("catalogue", name) or ("upload", filename, text)
+Source = tuple[str, ...]  # ("catalogue", name), ("upload", filename, text) or ("upload", filename, text, quant text)
+QUANT_CONFIG = "hf_quant_config.json"  # a ModelOpt export's quantization settings, beside its config.json
 
 
 def repo_root() -> Path:
@@ -61,19 +62,39 @@ def catalogue_source(name: str) -> Source:
     return ("catalogue", name)
 
 
-def upload_source(filename: str, data: bytes) -> Source:
-    """An uploaded spec file as a Source: size-limited, UTF-8, and it must validate (else SpecError)."""
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{filename}: (file): {len(data)} bytes exceeds the {MAX_SPEC_BYTES}-byte limit for a spec")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(f"{filename}: (file): not UTF-8 text") from None
-    return ("upload", filename, text)
+def upload_source(filename: str, data: bytes, quant: bytes | None = None) -> Source:
+    """An uploaded spec file as a Source: size-limited, UTF-8, and it must validate (else SpecError). `quant`: the
+    hf_quant_config.json uploaded with a config.json (a ModelOpt export keeps its quantization only there)."""
+    texts = []
+    for name, blob in ((filename, data), (QUANT_CONFIG, quant)):
+        if blob is None:
+            continue
+        if len(blob) > MAX_SPEC_BYTES:
+            raise SpecError(f"{name}: (file): {len(blob)} bytes exceeds the {MAX_SPEC_BYTES}-byte limit for a spec")
+        try:
+            texts.append(blob.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise SpecError(f"{name}: (file): not UTF-8 text") from None
+    return ("upload", filename, *texts)
 
 
-def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
-    """Validate uploaded text as a Hardware or Model spec (YAML or JSON; a model may be a HF config.json)."""
+def upload_pair(files: list[tuple[str, bytes]]) -> Source:
+    """The model uploader's files as one Source: a spec or config.json alone, or a config.json with the
+    hf_quant_config.json of its checkpoint; anything else is refused in one line naming the files."""
+    names = [n for n, _ in files]
+    quant = [b for n, b in files if n == QUANT_CONFIG]
+    specs = [(n, b) for n, b in files if n != QUANT_CONFIG]
+    if len(specs) != 1 or len(quant) > 1:
+        raise SpecError(f"{', '.join(names)}: (files): upload one spec or config.json, with at most one "
+                        f"{QUANT_CONFIG} beside a config.json")
+    if quant and not specs[0][0].lower().endswith(".json"):
+        raise SpecError(f"{QUANT_CONFIG}: (file): goes with a Hugging Face config.json, not {specs[0][0]}")
+    return upload_source(specs[0][0], specs[0][1], quant[0] if quant else None)
+
+
+def spec_from_text(kind: str, text: str, filename: str, quant_text: str | None = None) -> Hardware | Model:
+    """Validate uploaded text as a Hardware or Model spec (YAML or JSON; a model may be a HF config.json, with
+    `quant_text` its checkpoint's hf_quant_config.json, read as the CLI reads the file beside a config.json)."""
     is_json = filename.lower().endswith(".json")
     data = (parse_json_object(text, filename, constants_as_text=kind == "model") if is_json
             else parse_text(text, filename))
@@ -87,10 +108,15 @@ def spec_from_text(kind: str, text: str, filename: str) -> Hardware | Model:
         # an upload has no parent folder to name it: the file's stem, unless the config names itself
         stem = Path(filename).stem
         name = None if data.get("_name_or_path") else stem if stem.lower() != "config" else "uploaded-model"
+        quant = None
+        if quant_text is not None and "quantization_config" not in data:
+            quant = parse_json_object(quant_text, QUANT_CONFIG)
         try:
-            return model_from_hf_config(data, where=filename, name=name)
+            return model_from_hf_config(data, where=filename, name=name, hf_quant_config=quant)
         except (ValueError, TypeError, KeyError) as err:  # SpecError included; anything else as one line
             raise SpecError(one_line(str(err)) if isinstance(err, SpecError) else f"{filename}: {err}") from None
+    if quant_text is not None:
+        raise SpecError(f"{QUANT_CONFIG}: (file): goes with a Hugging Face config.json; {filename} is a Model spec")
     if is_json:  # a Model spec in JSON: no Infinity or NaN
         data = parse_json_object(text, filename)
     return validate(Model, data, filename)
@@ -100,7 +126,7 @@ def load_source(kind: str, source: Source) -> Hardware | Model:
     """The spec of a Source: a catalogue entry (catalogue_spec) or an upload (validated from its text)."""
     if source[0] == "catalogue":
         return catalogue_spec(kind, source[1])
-    return spec_from_text(kind, source[2], source[1])
+    return spec_from_text(kind, source[2], source[1], source[3] if len(source) > 3 else None)
 
 
 def catalogue_spec(kind: str, name: str) -> Hardware | Model:

@@ -323,6 +323,34 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
     assert at.selectbox(key="model").value == chosen
 
 
+def test_model_upload_of_a_modelopt_pair_plans_its_quantization():
+    """nvidia/Llama-3.1-70B-Instruct-FP8 keeps its quantization only in hf_quant_config.json (quant_algo FP8,
+    kv_cache_quant_algo FP8): uploaded with its config.json the model is FP8 with an FP8 KV cache, as the CLI reads a
+    checkpoint folder; the config.json alone is bf16 (nothing in it says otherwise); the settings alone are refused
+    in one line."""
+    folder = ROOT / "tests" / "data" / "hf" / "Llama-3.1-70B-Instruct-FP8"
+    config, quant = (folder / "config.json").read_bytes(), (folder / "hf_quant_config.json").read_bytes()
+    settings = json.loads(quant)["quantization"]
+    assert (settings["quant_algo"], settings["kv_cache_quant_algo"]) == ("FP8", "FP8")
+    at = fresh().run()
+    at.session_state["upload_open"] = True
+    at.run()
+    at.get_by_key("model_upload").set_value([("config.json", config, "application/json"),
+                                             ("hf_quant_config.json", quant, "application/json")])
+    timed("upload config.json with hf_quant_config.json", at)
+    no_exception(at)
+    chosen = at.selectbox(key="model").value
+    assert "(config.json + hf_quant_config.json, " in chosen and not at.sidebar.error
+    model = appdata.load_source("model", at.session_state["model_uploads"][chosen])
+    assert (model.quantization.weight_dtype, model.quantization.kv_cache_dtype) == ("fp8", "fp8")
+    alone = appdata.load_source("model", appdata.upload_pair([("config.json", config)]))
+    assert alone.quantization is None
+    with pytest.raises(SpecError, match="upload one spec or config.json"):
+        appdata.upload_pair([("hf_quant_config.json", quant)])
+    with pytest.raises(SpecError, match="goes with a Hugging Face config.json"):
+        appdata.upload_pair([("m.yaml", b"name: x"), ("hf_quant_config.json", quant)])
+
+
 # --- other pages ---------------------------------------------------------------------------------------------
 
 
