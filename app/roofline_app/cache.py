@@ -152,15 +152,16 @@ def specs_of(s: Scenario):
 
 
 def workload(s: Scenario):
-    return appdata.workload_from(dict(s.workload))
+    return appdata.model_workload(load("model", s.model), dict(s.workload))
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
 def method_result(hardware: appdata.Source, model: appdata.Source, workload_items: tuple, spec: str) -> dict:
     """{"result": plan row} or {"error": one line}: one method that cannot be planned leaves the others."""
     try:
-        return {"result": appdata.method_result(load("model", model), load("hardware", hardware),
-                                                appdata.workload_from(dict(workload_items)), spec)}
+        spec_model = load("model", model)
+        return {"result": appdata.method_result(spec_model, load("hardware", hardware),
+                                                appdata.model_workload(spec_model, dict(workload_items)), spec)}
     except (RooflineError, ValueError) as err:
         return {"error": f"{spec}: {one_line(str(err))}"}
 

@@ -192,6 +192,15 @@ def select_all_methods(state: Any, model: Model) -> None:
     state["methods"] = applicable_presets(model)
 
 
+def model_workload(model: Model, fields: Mapping[str, Any]) -> Workload:
+    """workload_from, with a quantized checkpoint's weights at their stored widths while the weight dtype is left at
+    its bf16 default, as `roofline plan` plans it (catalogue.hf_quant.stored_widths): an FP8 or NVFP4 checkpoint's
+    upload was planned at bf16 on every page."""
+    from roofline.catalogue.hf_quant import stored_widths
+
+    return stored_widths(model, workload_from(fields))[0]
+
+
 def method_result(model: Model, hardware: Hardware, workload: Workload, spec: str) -> dict[str, Any]:
     """`roofline plan`'s result for one method (planner.plan_method)."""
     from roofline.methods import parse_method

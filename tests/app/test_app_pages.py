@@ -343,6 +343,9 @@ def test_model_upload_of_a_modelopt_pair_plans_its_quantization():
     assert "(config.json + hf_quant_config.json, " in chosen and not at.sidebar.error
     model = appdata.load_source("model", at.session_state["model_uploads"][chosen])
     assert (model.quantization.weight_dtype, model.quantization.kv_cache_dtype) == ("fp8", "fp8")
+    # planned at its stored widths, as `roofline plan` plans the checkpoint folder: the caption says fp8 weights
+    caption = " ".join(plain(c.value) for c in at.caption)
+    assert "weights fp8" in caption and "weights bf16" not in caption
     alone = appdata.load_source("model", appdata.upload_pair([("config.json", config)]))
     assert alone.quantization is None
     with pytest.raises(SpecError, match="upload one spec or config.json"):
@@ -777,3 +780,24 @@ def test_compare_all_methods_and_best_by_context():
     at.session_state["best_by"] = "context"
     at.run()
     frame_equals(table(at, "TPOT avg"), summary(library_plan(specs=appdata.applicable_presets(model)), by="context"))
+
+
+def test_a_quantized_checkpoint_is_planned_at_its_stored_widths_as_the_cli_plans_it():
+    """Qwen3-30B-A3B-FP8's config.json carries quantization_config (fp8 blocks): with the weight dtype at its bf16
+    default the dashboard plans it at its stored widths, as `roofline plan --model .../config.json` does. By hand:
+    30.5 B parameters at one byte (fp8) plus bf16 embeddings / head and the block scales is ~31 GB, far under the
+    ~61 GB of bf16; the plan's weights per GPU equal the CLI's JSON."""
+    import subprocess
+
+    path = ROOT / "tests" / "data" / "hf" / "Qwen3-30B-A3B-FP8" / "config.json"
+    model = appdata.spec_from_text("model", path.read_text(), "config.json")
+    workload = appdata.model_workload(model, {"tp": 1})
+    assert workload.weight_dtype == "fp8"
+    row = appdata.method_result(model, load_hardware("H100-SXM"), workload, "bf16")
+    cli = subprocess.run([sys.executable, "-m", "roofline.cli", "plan", "--model", str(path), "--method", "bf16",
+                          "--json"], capture_output=True, text=True, cwd=ROOT, check=True)
+    by_cli = json.loads(cli.stdout)["results"][0]
+    assert row["memory"]["weights_bytes"] == by_cli["memory"]["weights_bytes"]
+    assert 28e9 < row["memory"]["weights_bytes"] < 34e9
+    bf16 = appdata.method_result(model, load_hardware("H100-SXM"), appdata.workload_from({"tp": 1}), "bf16")
+    assert bf16["memory"]["weights_bytes"] > 55e9  # what the dashboard planned before
