@@ -32,8 +32,9 @@ UTIL = case.get("gpu_memory_utilization", CASES["gpu_memory_utilization"])
 N = CASES["out_tokens"]
 
 t0 = time.time()
+TP = case.get("tp", 1)  # run 12: tensor parallelism over the machine's GPUs (vLLM's custom all-reduce)
 llm = LLM(model=model_dir, load_format="dummy", dtype="bfloat16", max_model_len=case["max_model_len"],
-          gpu_memory_utilization=UTIL, enable_prefix_caching=False, seed=0)
+          gpu_memory_utilization=UTIL, enable_prefix_caching=False, seed=0, tensor_parallel_size=TP)
 t_init = time.time() - t0
 cfg = llm.llm_engine.vllm_config
 vocab = llm.llm_engine.model_config.get_vocab_size()
@@ -51,7 +52,9 @@ def engine_config() -> dict:
             "async_scheduling": getattr(sc, "async_scheduling", None),
             "attention_backend": str(getattr(getattr(cfg, "attention_config", None), "backend", "")),
             "block_size": ca.block_size, "num_gpu_blocks": ca.num_gpu_blocks,
-            "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization}
+            "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization,
+            "tensor_parallel_size": cfg.parallel_config.tensor_parallel_size,
+            "fuse_allreduce_rms": getattr(cc.pass_config, "fuse_allreduce_rms", None)}
 
 
 def prompts(B, L):
@@ -72,7 +75,7 @@ def timed(B, L, O, reps):
 
 import vllm  # noqa: E402
 
-res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init,
+res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "tp": TP,
        "gpu_memory_utilization": UTIL, "warm_each_case": CASES.get("warm_each_case", False),
        "moe_routing_simulation": os.environ.get("VLLM_MOE_ROUTING_SIMULATION_STRATEGY", ""),
        "out_tokens": N,

@@ -77,9 +77,9 @@ def model_of(name: str):
         return load_model(str(folder / "config.json"))
 
 
-def capacity(name: str, max_len: int, util: float, hardware: str, entry: str) -> dict:
-    """`roofline capacity --engine vllm --entry-point ENTRY` as a user runs it (the engine's default token budget
-    for the GPU and entry point)."""
+def capacity(name: str, max_len: int, util: float, hardware: str, entry: str, tp: int = 1) -> dict:
+    """`roofline capacity --engine vllm --entry-point ENTRY --tp TP` as a user runs it (the engine's default token
+    budget for the GPU and entry point)."""
     from roofline.cli.capacity import budget_parts
     from roofline.engines import EngineOptions
     from roofline.engines import capacity as engine_capacity
@@ -87,8 +87,8 @@ def capacity(name: str, max_len: int, util: float, hardware: str, entry: str) ->
 
     model, hw = model_of(name), load_hardware(hardware)
     batched = scheduling("vllm", hw, entry=entry).max_num_batched_tokens
-    parts = budget_parts(model, hw, 1, 1, batched, "bf16", engine="vllm")
-    r = engine_capacity(model, "vllm", EngineOptions(max_model_len=max_len, gpu_memory_utilization=util,
+    parts = budget_parts(model, hw, tp, 1, batched, "bf16", engine="vllm")
+    r = engine_capacity(model, "vllm", EngineOptions(tp=tp, max_model_len=max_len, gpu_memory_utilization=util,
                                                      max_num_batched_tokens=batched), parts)
     d = r.as_dict()
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
@@ -113,19 +113,21 @@ def predict(hardware: str) -> dict:
     out = {}
     for name, case in CASES["models"].items():
         model = model_of(name)
-        wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm"}, "workload")
+        tp = case.get("tp", 1)
+        wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm", "tp": tp},
+                      "workload")
         pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
         dec = [{"B": b, "P": p, "decode_step_s": offline_decode_step_s(pm, b, p, n, limits.max_num_batched_tokens,
                                                                         limits.max_num_seqs)}
                for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]
         cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=util_of(case),
-                    **capacity(name, case["max_model_len"], util_of(case), hardware, "offline"))]
+                    **capacity(name, case["max_model_len"], util_of(case), hardware, "offline", tp))]
         s = CASES.get("serve", {})
         if name == s.get("model"):
             cap.append(dict(max_model_len=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"],
                             **capacity(name, s["max_model_len"], s["gpu_memory_utilization"], hardware, "api")))
-        out[name] = {"decode": dec, "prefill": pre, "capacity": cap}
+        out[name] = {"tp": tp, "decode": dec, "prefill": pre, "capacity": cap}
     return out
 
 
@@ -222,6 +224,52 @@ def serve_predictions(hardware: str) -> dict:
     return out
 
 
+def pd_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
+    """Each disaggregated run of the cases file's "disagg" entry (serve_pd.sh: a prefill and a decode server of one
+    GPU each behind pd_proxy.py) and the `roofline simulate --disaggregate 1:1` flags that describe it: Poisson runs
+    replayed at the send times the client recorded when `results` holds them, else at the ones their seeds draw."""
+    d, tmp = CASES["disagg"], Path(tempfile.mkdtemp())
+    seed, runs = d["seed0"], []
+    for rate, n in d["rates"]:
+        seed += 1
+        f = results / f"{d['model']}-pd-rate{rate}.json" if results else None
+        det = json.loads(f.read_text()) if f and f.is_file() else None
+        if det and det.get("start_times"):
+            t0 = det["start_times"][0]
+            trace = write_trace(tmp / f"pd{rate}.csv", [t - t0 for t in det["start_times"]], det["input_lens"],
+                                det["output_lens"])
+        else:
+            trace = write_trace(tmp / f"pd{rate}.csv", vllm_arrivals(seed, rate, n), d["input_len"], d["output_len"])
+        runs.append((f"pd-rate{rate}", ["--trace", str(trace)]))
+    return runs
+
+
+def pd_flags(hardware: str) -> list[str]:
+    """What a user types for the disaggregated pair: one prefill and one decode replica of one GPU each, the API
+    server's defaults (`--engine vllm`), the link between the pools the hardware's own (no --kv-link-bytes-per-s)."""
+    d = CASES["disagg"]
+    return ["--model", d["model"], "--hardware", hardware, "--method", "bf16", "--engine", "vllm",
+            "--utilization", str(d["gpu_memory_utilization"]), "--disaggregate", "1:1", "--no-search", "--json"]
+
+
+def pd_predictions(hardware: str, results: Path | None = None) -> dict:
+    """`roofline simulate --disaggregate 1:1 --engine vllm` of each disaggregated run."""
+    import sys
+
+    out = {}
+    for name, flags in pd_runs(results):
+        r = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", *pd_flags(hardware), *flags],
+                           capture_output=True, text=True)
+        if r.returncode:
+            out[name] = {"error": r.stderr.strip()[-300:]}
+            continue
+        d = json.loads(r.stdout)
+        d = d[0] if isinstance(d, list) else d
+        out[name] = {k: d[k] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s",
+                                       "preemptions", "disaggregated") if k in d}
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
@@ -231,7 +279,8 @@ def main() -> None:
     doc = {"about": f"roofline's prediction of validate/engines/{CASES_FILE} on a real vLLM, written before the run",
            "hardware": a.hardware, "engine": "vllm", "git_sha": sha, "date": dt.date.today().isoformat(),
            "models": predict(a.hardware),
-           "serve": serve_predictions(a.hardware) if "serve" in CASES else {}}
+           "serve": serve_predictions(a.hardware) if "serve" in CASES else {},
+           "disagg": pd_predictions(a.hardware) if "disagg" in CASES else {}}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
