@@ -62,6 +62,14 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    (reshape_and_cache_flash: kv_write_latency + bytes / kv_write_bw for the kv_update op), and a small kernel's
    cost inside the engine's graph replay (kernel_time: the chain of dependent one-element kernels' slope).
 
+10. **The KV connector of a disaggregated pair** (vLLM's NixlConnector: the decode instance READs each request's
+   prompt KV from the prefill instance through NIXL over UCX, one descriptor per (KV region, block): two regions a
+   layer, K and V, one for MLA's latent; vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py@v0.24.0
+   register_kv_caches). Blocks of a request are not contiguous in general, so the descriptors do not merge, and
+   UCX posts them one by one on the caller's thread: kv_transfer_s + descriptors x kv_descriptor_s, measured by
+   validate/engines/nixl_probe.py alone (two processes, one GPU each, spaced descriptors of 8-32 KiB, least squares;
+   derive.py --nixl), on top of the bytes over the link between the pools (serving.disagg). Zero until measured.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -113,6 +121,17 @@ class EngineTiming:
     op_kernels: dict[str, int] = field(default_factory=dict)
     # the sampler's law per GPU (9.): GPU name -> (latency_s, elements_per_s)
     sampler: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # a disaggregated pair's KV connector (10.): per transfer and per descriptor
+    kv_transfer_s: float = 0.0
+    kv_descriptor_s: float = 0.0
+
+    def connector_s(self, descriptors):
+        """Seconds the engine's KV connector takes to move `descriptors` (KV region, block) descriptors of one
+        request between a prefill and a decode instance (10.): kv_transfer_s + descriptors x kv_descriptor_s; 0
+        where it was not measured."""
+        if not self.kv_descriptor_s:
+            return 0.0 * descriptors
+        return self.kv_transfer_s + descriptors * self.kv_descriptor_s
 
     def sampler_s(self, hardware_name: str, rows, vocab: int):
         """GPU seconds of the engine's sampler over `rows` sampled sequences of a `vocab`-token vocabulary on
@@ -220,7 +239,8 @@ def timing(engine: str) -> EngineTiming:
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},
             sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()},
-            sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()})
+            sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()},
+            kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

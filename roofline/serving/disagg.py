@@ -9,6 +9,10 @@ instance, which loads it and generates every output token, the first included. S
 - transfer: the prompt's KV bytes (the prefill side's pool table x its GPUs holding them, the method's compressed
   bytes when a method compresses) over the link between the pools, `min(GPUs of either side)` NICs in parallel:
   bytes / (NICs x link bytes/s) + link latency; transfers do not contend with each other (a dedicated NIC per GPU);
+  plus the engine's KV connector (roofline/engines/timing.py mechanism 10, vLLM's NixlConnector measured alone):
+  each GPU's worker reads one descriptor per (KV region, block) of the prompt, two regions a cached layer (K and
+  V; one for MLA's latent) on its pipeline stage, kv_transfer_s + descriptors x kv_descriptor_s, posted one by one
+  (run 12, two H200s: ~20 ms of a 1,024-token Llama-3.1-8B prompt's ~21, the bytes ~0.5 over NVLink);
 - decode pool: the request arrives with its prompt's KV but the last token preloaded (the decode side computes that
   token to emit the first output token), needs pages for all of it, and decodes to the end.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's first step; TPOT is the
@@ -63,11 +67,27 @@ class Disaggregated:
         self.fleets = (Fleet(prefill, prefill_replicas, router), Fleet(decode, decode_replicas, router))
 
     def transfer_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        """KV transfer time of each prompt: its bytes on the prefill side over the parallel NICs."""
+        """KV transfer time of each prompt: its bytes on the prefill side over the parallel NICs, plus the decode
+        engine's connector moving its descriptors (connector_s)."""
         p, d = self.prefill.workload, self.decode.workload
         gpus_p, gpus_d = p.tp * p.pp, d.tp * d.pp
         total = self.prefill.pool.seq_bytes[prompt_tokens] * gpus_p
-        return total / (min(gpus_p, gpus_d) * self.link.bytes_per_s) + self.link.latency_s
+        wire = total / (min(gpus_p, gpus_d) * self.link.bytes_per_s) + self.link.latency_s
+        return wire + self.connector_s(prompt_tokens)
+
+    def descriptors(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        """Descriptors one GPU's connector moves for each prompt (module docstring): two regions (K, V; one with
+        MLA's latent) per cached layer on its pipeline stage, one descriptor per region and block of the prompt."""
+        model, pp = self.prefill.model, self.prefill.workload.pp
+        cached = sum(model.layer_attention(i).attends for i in range(model.num_layers)) - model.kv_shared_layers
+        regions = -(-cached // pp) * (1 if model.mla is not None else 2)
+        page = self.prefill.pool.page_tokens
+        return regions * -(-np.asarray(prompt_tokens) // page)
+
+    def connector_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        """Seconds the decode engine's KV connector takes for each prompt (EngineTiming.connector_s of its
+        descriptors; 0 under an engine without that measurement)."""
+        return self.decode.phases.engine.connector_s(self.descriptors(prompt_tokens))
 
     def run(self, requests: Requests) -> DisaggTrace:
         """Both stages for open-loop `requests`."""
@@ -98,4 +118,5 @@ class Disaggregated:
                            "busy_fraction": float(run.decode.steps[:, 1].sum() / run.trace.horizon_s
                                                   / self.fleets[1].n)},
                 "kv_link": {"bytes_per_s": self.link.bytes_per_s, "latency_s": self.link.latency_s},
-                "transfer_s": {"p50": float(pct[0]), "p99": float(pct[1]), "mean": float(run.transfer_s.mean())}}
+                "transfer_s": {"p50": float(pct[0]), "p99": float(pct[1]), "mean": float(run.transfer_s.mean())},
+                "connector_s_mean": float(self.connector_s(run.trace.requests.prompt_tokens).mean())}

@@ -34,6 +34,10 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   eager_step_s + eager_layer_s x layers + eager_moe_layer_s x layers with routed experts (layer counts from
   roofline's import of each config.json). The narrow models are not judged; the law applies to every model.
 - op_kernels: from the source (OP_KERNELS), not a measurement.
+- a disaggregated pair's KV connector (--nixl FILE, nixl_probe.py's result with ISOLATE=1: one GPU a process, as the
+  two servers run): READs of spaced descriptors (no two merge, as a request's blocks in an engine's pool) of 8-32
+  KiB, each case's completion less its bytes over the back-to-back cases' bandwidth (the wire, which the serving
+  model prices on the link between the pools), least squares kv_transfer_s + descriptors x kv_descriptor_s.
 """
 
 from __future__ import annotations
@@ -333,6 +337,26 @@ def micro4_kernels(path: Path) -> tuple[dict, dict, dict, dict]:
     return kernels, sampler, sources, residuals
 
 
+def nixl_law(path: Path) -> tuple[dict, dict, list[dict]]:
+    """kv_transfer_s and kv_descriptor_s from nixl_probe.py's isolated result (module docstring); the points."""
+    d = json.loads(path.read_text())
+    if not d.get("isolate"):
+        raise SystemExit(f"--nixl {path}: not nixl_probe.py's ISOLATE=1 result")
+    cases = d["cases"]
+    wire_bps = statistics.median(c["bytes_per_s"] for c in cases if c["spacing"] == 1 and c["bytes"] >= 1 << 27)
+    spaced = [c for c in cases if c["spacing"] > 1]
+    xs = [c["descriptors"] for c in spaced]
+    ts = [c["done_s"] - c["bytes"] / wire_bps for c in spaced]
+    alpha, rate = fit_affine(xs, ts)  # t = alpha + descriptors / rate
+    per = 1.0 / rate
+    points = [{"descriptors": x, "bytes_each": c["bytes_each"], "s": t, "fit_s": alpha + per * x}
+              for x, c, t in zip(xs, spaced, ts, strict=True)]
+    src = (f"{path} spaced READs (no merging) of {sorted({c['bytes_each'] for c in spaced})} bytes, completion less "
+           f"bytes / {wire_bps / 1e9:.0f} GB/s (back-to-back cases of >= 128 MiB), t = alpha + descriptors x per")
+    return ({"kv_transfer_s": alpha, "kv_descriptor_s": per}, {"kv_transfer_s": src, "kv_descriptor_s": src},
+            points)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("results", type=Path)
@@ -343,6 +367,7 @@ def main() -> None:
     p.add_argument("--eager", type=Path, help="lat.py results of the narrow models (a step without CUDA graphs)")
     p.add_argument("--micro4", type=Path, help="micro4.py's result (KV write, sampler, a kernel in a graph replay)")
     p.add_argument("--micro5", type=Path, help="micro5_window.py's result (FA3's sliding-window decode kernel)")
+    p.add_argument("--nixl", type=Path, help="nixl_probe.py's ISOLATE=1 result (a disaggregated pair's connector)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -375,6 +400,11 @@ def main() -> None:
             f"{a.micro5} FA3 paged decode, window 4096 kept (max_seqlen_k > W, vLLM's capture at max_model_len) less "
             "dropped, per (sequence, KV head) tile, least squares through the origin")
         profile["fit_residuals"]["attn_decode_local_points"] = points
+    if a.nixl:
+        values, sources, points = nixl_law(a.nixl)
+        profile.update(values)
+        profile["sources"].update(sources)
+        profile["fit_residuals"]["nixl"] = points
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
 
 
