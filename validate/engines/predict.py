@@ -246,10 +246,13 @@ def pd_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
 
 def pd_flags(hardware: str) -> list[str]:
     """What a user types for the disaggregated pair: one prefill and one decode replica of one GPU each, the API
-    server's defaults (`--engine vllm`), the link between the pools the hardware's own (no --kv-link-bytes-per-s)."""
+    server's defaults (`--engine vllm`), the link between the pools the hardware's own unless the cases file names
+    the link the pair crosses (run 13: NVLink inside one host, --kv-link-bytes-per-s)."""
     d = CASES["disagg"]
+    link = ["--kv-link-bytes-per-s", str(d["kv_link_bytes_per_s"])] if "kv_link_bytes_per_s" in d else []
     return ["--model", d["model"], "--hardware", hardware, "--method", "bf16", "--engine", "vllm",
-            "--utilization", str(d["gpu_memory_utilization"]), "--disaggregate", "1:1", "--no-search", "--json"]
+            "--utilization", str(d["gpu_memory_utilization"]), "--disaggregate", "1:1", "--no-search", "--json",
+            *link]
 
 
 def pd_predictions(hardware: str, results: Path | None = None) -> dict:
