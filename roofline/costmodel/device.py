@@ -291,6 +291,20 @@ class Roofline:
         times = hit[1] if hit is not None else self._remember(content, None, self._op_times(op))
         return self._remember(key, op, times)
 
+    def _custom_allreduce(self, message_bytes, nccl, nccl_launched) -> tuple:
+        """(comm, total) of an all-reduce where the engine's own one was measured (vLLM's custom all-reduce at the
+        tp it was timed at: engines/timing.py KERNEL_KEYS): latency + bytes / rate below the engine's max message
+        size (timed per call inside a CUDA graph, so no per-kernel cost is added), the NCCL model (`nccl`,
+        `nccl_launched`) from it on; vLLM dispatches its custom kernel first whenever the message fits."""
+        v = self._values
+        custom = v["allreduce_custom_latency"] + message_bytes / v["allreduce_custom_bw"]
+        limit = self.ceilings["allreduce_custom_max_bytes"]
+        size = sp.sympify(message_bytes)
+        if size.is_Number:
+            return (custom, custom) if size < limit else (nccl, nccl_launched)
+        fits = size < limit
+        return (sp.Piecewise((custom, fits), (nccl, True)), sp.Piecewise((custom, fits), (nccl_launched, True)))
+
     def _op_times(self, op: Op) -> OpTimes:
         """The op's times from the ceilings alone: `c` (numbers) decides every branch, `v` (numbers, or symbols
         in the symbolic mode) goes into the expressions."""
@@ -307,6 +321,8 @@ class Roofline:
             cap = v["allreduce_ll_max_bw"] if c["allreduce_ll_max_bw"] else None
             comm = allreduce_time(op.comm_bytes, n, v["link_bw"], {p: v[f"allreduce_latency:{p}"] for p in PROTOCOLS},
                                   cap)
+            if c.get("allreduce_custom_latency") and n == c.get("allreduce_custom_ranks"):
+                return OpTimes(zero, zero, *self._custom_allreduce(op.comm_bytes, comm, self._launched(op, comm)))
             return OpTimes(zero, zero, comm, self._launched(op, comm))
         peak, bandwidth, per_kernel = (v[k] for k in self._ceilings_of(op))
         peak, per_kernel = self.steady_state(op, peak, per_kernel)

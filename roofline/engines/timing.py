@@ -88,7 +88,8 @@ PROFILES = Path(__file__).resolve().parent / "profiles"
 # ceilings (roofline.costmodel.device_ceilings keys) an engine's kernels may replace on a GPU they were measured on
 KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "attn_decode_local_program",
                "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency",
-               "kv_write_bw", "kernel_time")
+               "kv_write_bw", "kernel_time", "allreduce_custom_latency", "allreduce_custom_bw",
+               "allreduce_custom_ranks", "allreduce_custom_max_bytes")
 
 
 @dataclass(frozen=True)

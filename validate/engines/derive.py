@@ -38,6 +38,9 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   two servers run): READs of spaced descriptors (no two merge, as a request's blocks in an engine's pool) of 8-32
   KiB, each case's completion less its bytes over the back-to-back cases' bandwidth (the wire, which the serving
   model prices on the link between the pools), least squares kv_transfer_s + descriptors x kv_descriptor_s.
+- tensor parallelism's all-reduce (--allreduce FILE, ar_probe.py's result: vLLM's custom all-reduce inside a CUDA
+  graph on two GPUs of one host, 8 KiB - 4 MiB): allreduce_custom_latency + bytes / allreduce_custom_bw by relative
+  least squares, for the ranks measured, below vLLM's max_size (custom_all_reduce.py@v0.24.0: 8 MiB).
 """
 
 from __future__ import annotations
@@ -357,6 +360,25 @@ def nixl_law(path: Path) -> tuple[dict, dict, list[dict]]:
             points)
 
 
+CUSTOM_AR_MAX_BYTES = 8192 * 1024  # vllm/distributed/device_communicators/custom_all_reduce.py@v0.24.0 max_size
+
+
+def allreduce_law(path: Path) -> tuple[dict, str, list[dict]]:
+    """vLLM's custom all-reduce law from ar_probe.py's result (module docstring); its source; the points."""
+    d = json.loads(path.read_text())
+    rows = d.get("custom") or []
+    if len(rows) < 3:
+        raise SystemExit(f"--allreduce {path}: no custom all-reduce rows ({d.get('custom_error')})")
+    xs, ts = [r["bytes"] for r in rows], [r["custom_graph_s"] for r in rows]
+    alpha, rate = fit_affine(xs, ts)
+    points = [{"bytes": x, "s": t, "fit_s": alpha + x / rate} for x, t in zip(xs, ts, strict=True)]
+    law = {"allreduce_custom_latency": alpha, "allreduce_custom_bw": rate, "allreduce_custom_ranks": 2.0,
+           "allreduce_custom_max_bytes": float(CUSTOM_AR_MAX_BYTES)}
+    src = (f"{path} vLLM CustomAllreduce in a CUDA graph of 50 calls on 2 GPUs (NVLink), {xs[0]}-{xs[-1]} bytes, "
+           "t = alpha + bytes / rate (relative least squares); used below max_size 8 MiB at tp 2")
+    return law, src, points
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("results", type=Path)
@@ -368,6 +390,7 @@ def main() -> None:
     p.add_argument("--micro4", type=Path, help="micro4.py's result (KV write, sampler, a kernel in a graph replay)")
     p.add_argument("--micro5", type=Path, help="micro5_window.py's result (FA3's sliding-window decode kernel)")
     p.add_argument("--nixl", type=Path, help="nixl_probe.py's ISOLATE=1 result (a disaggregated pair's connector)")
+    p.add_argument("--allreduce", type=Path, help="ar_probe.py's result (vLLM's custom all-reduce at tp 2)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -405,6 +428,11 @@ def main() -> None:
         profile.update(values)
         profile["sources"].update(sources)
         profile["fit_residuals"]["nixl"] = points
+    if a.allreduce:
+        law, src, points = allreduce_law(a.allreduce)
+        profile["kernels"][a.hardware].update(law)
+        profile["sources"]["allreduce_custom"] = src
+        profile["fit_residuals"]["allreduce_custom"] = points
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
 
 
