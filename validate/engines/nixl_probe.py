@@ -12,7 +12,10 @@ L-layer model with separate K and V regions has D = 2 L ceil(P / 16) descriptors
 With ISOLATE=1 each process sees only its own GPU (CUDA_VISIBLE_DEVICES=0 / 1, as serve_pd.sh starts the two
 servers), which is what decides whether UCX can open the peer's memory by CUDA IPC.
 
-Usage: [ISOLATE=1] python3 nixl_probe.py OUT_JSON   (two GPUs; torch and nixl importable)
+NUM_THREADS=N runs the reading agent's UCX backend with N threads, as vLLM configures it (num_threads 4 by default:
+nixl/base_worker.py@v0.24.0), where the post returns before the transfer completes (run 12's engine histograms).
+
+Usage: [ISOLATE=1] [NUM_THREADS=4] python3 nixl_probe.py OUT_JSON   (two GPUs; torch and nixl importable)
 """
 
 import json
@@ -65,7 +68,8 @@ def main() -> None:
     meta, remote_base = q_meta.get(timeout=300)
     torch.cuda.set_device(OWN_DEV)
     buf = torch.empty(REGION_BYTES, dtype=torch.uint8, device=f"cuda:{OWN_DEV}")
-    agent = nixl_agent("decode", nixl_agent_config(backends=["UCX"]))
+    threads = int(os.environ.get("NUM_THREADS", "0"))
+    agent = nixl_agent("decode", nixl_agent_config(backends=["UCX"], num_threads=threads))
     agent.register_memory([(buf.data_ptr(), REGION_BYTES, OWN_DEV, "")], "VRAM")
     name = agent.add_remote_agent(meta)
     out = []
@@ -96,7 +100,7 @@ def main() -> None:
     q_done.put(1)
     peer.join(30)
     with open(sys.argv[1], "w") as f:
-        json.dump({"torch": torch.__version__, "isolate": ISOLATE, "cases": out}, f, indent=1)
+        json.dump({"torch": torch.__version__, "isolate": ISOLATE, "num_threads": threads, "cases": out}, f, indent=1)
 
 
 if __name__ == "__main__":
