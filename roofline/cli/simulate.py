@@ -91,7 +91,7 @@ def _inputs(args: argparse.Namespace):
     from roofline.errors import SpecError
     from roofline.serving.datasets import dataset
     from roofline.serving.prefix import parse_prefix, sessions
-    from roofline.serving.requests import LengthDist, load_trace, poisson_requests
+    from roofline.serving.requests import LengthDist, load_trace_noted, poisson_requests
     from roofline.serving.simulate import Slo
 
     if (args.slo_ttft_ms is None) != (args.slo_tpot_ms is None):
@@ -102,8 +102,14 @@ def _inputs(args: argparse.Namespace):
     if args.trace:
         from roofline.report.bounds import check_trace_file
 
-        check_trace_file(args.trace)  # a regular file of bounded size: never a FIFO, a device or a huge file
-        requests = load_trace(args.trace)
+        for flag, value in (("--dataset", args.dataset), ("--prompt-tokens", args.prompt_tokens),
+                            ("--output-tokens", args.output_tokens)):
+            if value:
+                raise SpecError(f"{flag}: the trace gives every request's lengths; drop {flag} or --trace")
+        if "://" not in args.trace:
+            check_trace_file(args.trace)  # a regular file of bounded size: never a FIFO, a device or a huge file
+        requests, read_notes = load_trace_noted(args.trace)
+        notes += read_notes
         if args.requests is not None and args.requests < len(requests):
             notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
             requests = requests.first(args.requests)

@@ -4,12 +4,11 @@ Length distributions (the CLI's DIST): `4096` (fixed), `uniform:1024:4096` (inte
 `lognormal:mean=2048,sigma=0.5[,max=N]` (mean of the distribution, sigma of its log; draws rounded to at
 least 1 token and, with max, clipped at N). Arrivals: Poisson at a rate (exponential gaps), or the trace.
 A trace is a CSV file of rows `arrival_s,prompt_tokens,output_tokens` (an optional header row naming those
-columns; blank lines and lines starting with # are skipped).
+columns; blank lines and lines starting with # are skipped), or one of the public formats serving.traces reads.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import SpecError
-
-TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+from roofline.serving.traces import TRACE_COLUMNS  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -130,43 +128,16 @@ def poisson_requests(rate: float, n: int, prompt: LengthDist, output: LengthDist
 
 
 def load_trace(path: str | Path) -> Requests:
-    """Every row (arrival_s, prompt_tokens, output_tokens) of a CSV file, sorted by arrival; a malformed row is an
-    error naming the file, line and column. Nothing is cut here: the caller decides, and says so, if it replays
-    fewer rows (Requests.first)."""
-    rows: list[tuple[float, int, int]] = []
-    try:
-        handle = open(path, newline="")  # noqa: SIM115
-    except OSError as err:
-        raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
-    with handle:
-        for lineno, row in enumerate(csv.reader(handle), start=1):
-            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-                continue
-            if lineno == 1 and [c.strip() for c in row] == list(TRACE_COLUMNS):
-                continue
-            rows.append(_trace_row(path, lineno, row))
-    if not rows:
-        raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
-    data = np.array(rows, dtype=np.float64)
-    order = np.argsort(data[:, 0], kind="stable")
-    data = data[order]
-    return Requests(data[:, 0], data[:, 1].astype(np.int64), data[:, 2].astype(np.int64))
+    """Every row (arrival_s, prompt_tokens, output_tokens) of a trace file, sorted by arrival
+    (serving.traces.read_trace: the formats accepted, the bounds on each field); a malformed row is an error naming
+    the file, line and column. Nothing is cut here: the caller decides, and says so, if it replays fewer rows
+    (Requests.first)."""
+    return load_trace_noted(path)[0]
 
 
-def _trace_row(path, lineno: int, row: list[str]) -> tuple[float, int, int]:
-    where = f"--trace: {path} line {lineno}"
-    if len(row) != 3:
-        raise SpecError(f"{where}: expected 3 fields {','.join(TRACE_COLUMNS)}, got {len(row)}")
-    try:
-        arrival = float(row[0])
-    except ValueError:
-        raise SpecError(f"{where}: arrival_s {row[0].strip()!r} is not a number") from None
-    if not (arrival >= 0 and math.isfinite(arrival)):
-        raise SpecError(f"{where}: arrival_s {row[0].strip()} must be a finite number >= 0")
-    counts = []
-    for name, text in zip(TRACE_COLUMNS[1:], row[1:], strict=True):
-        text = text.strip()
-        if not text.isdigit() or int(text) < 1:
-            raise SpecError(f"{where}: {name} {text!r} must be a whole number >= 1")
-        counts.append(int(text))
-    return arrival, counts[0], counts[1]
+def load_trace_noted(path: str | Path) -> tuple[Requests, list[str]]:
+    """load_trace and the notes on how the file was read (its format, columns not used)."""
+    from roofline.serving.traces import read_trace
+
+    arrival, prompt, output, notes = read_trace(path)
+    return Requests(arrival, prompt, output), notes
