@@ -60,14 +60,14 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="KV transfer link per GPU between the pools (default: the slower scale-out link)")
     p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
     p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
-                   default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
-    p.add_argument("--cache-threshold", type=float, default=0.3,
+                   help="how the fleet routes each request (default least-outstanding)")
+    p.add_argument("--cache-threshold", type=float,
                    help="prefix-aware: the cached prefix's share of the prompt above which its replica wins, else the "
                         "replica with the smallest router tree (SGLang router's --cache-threshold, default 0.3)")
-    p.add_argument("--balance-abs-threshold", type=int, default=64,
+    p.add_argument("--balance-abs-threshold", type=int,
                    help="prefix-aware: route to the least-loaded replica when max - min outstanding exceeds this and "
                         "--balance-rel-threshold holds (SGLang router's, default 64)")
-    p.add_argument("--balance-rel-threshold", type=float, default=1.5,
+    p.add_argument("--balance-rel-threshold", type=float,
                    help="prefix-aware: ... and max outstanding exceeds min x this (SGLang router's, default 1.5)")
     p.add_argument("--size-fleet", action="store_true",
                    help="with --target-rate and an SLO: the fewest replicas behind --router that meet it, simulated")
@@ -152,17 +152,22 @@ def _progress():
 def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
+    from roofline.cli.simulate_checks import check_engine_limits, check_flags
     from roofline.methods import parse_method
+    from roofline.report.bounds import check_parallel
     from roofline.serving.search import fleet, max_rate_at_slo
     from roofline.specs import Workload
 
+    check_flags(args)
     model, hardware = load_model(args.model), load_hardware(args.hardware)
+    check_parallel(model, args.tp, args.pp)
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = _inputs(args)
     clients = _clients(args)
     rule = _router_rule(args)
     requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
     profile = _engine_profile(args, hardware, requests)
+    check_engine_limits(args, profile)
     micro = args.micro_batches or args.pp  # a step of fewer sequences runs min(micro, sequences) (PhaseModel.pipeline)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
                             "micro_batches": micro, "batch": micro,  # the simulation sets each step's batch
@@ -182,6 +187,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             result["micro_batches"] = micro
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
+        elif args.disaggregate:  # the search replays one aggregated replica (serving.search), not the P:D pools
+            search = {"rate_per_s": None, "reason": "--disaggregate: the max-rate search runs aggregated replicas, "
+                      "not P:D pools; not searched"}
         elif not math.isfinite(requests.offered_rate):
             search = {"rate_per_s": None, "reason": "every request arrives at time 0 (--rate inf): no rate to scale"}
         else:
@@ -329,14 +337,24 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
 def _simulator(args: argparse.Namespace, model, hardware, workload, method, profile, max_tokens: int):
     """The simulator of one method (serving.engined: SGLang's running-request cap follows its pool's tokens, known
     once the pool is sized, unless --max-num-seqs was given)."""
+    from roofline.errors import SpecError
     from roofline.serving.engined import engine_simulator
 
     spec = None
     if args.speculative:
         from roofline.serving.speculative import Speculative
         spec = Speculative.parse(args.speculative)
-    return engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
-                            seqs_given=args.max_num_seqs is not None)
+    try:
+        return engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
+                                seqs_given=args.max_num_seqs is not None)
+    except ValueError as err:  # a pool with no room names the flag that sized it (serving.pool.KVPool)
+        if not str(err).startswith("kv pool:"):
+            raise
+        if spec is not None and spec.draft_model:
+            raise SpecError(f"--speculative: the draft {spec.draft_model} leaves no room for KV pages on "
+                            f"{hardware.name} beside {model.name} ({err})") from None
+        raise SpecError(f"--utilization: {model.name}'s weights on {hardware.name} at tp {args.tp}, pp {args.pp} "
+                        f"leave no room for KV pages ({err})") from None
 
 
 def _spec_json(sim) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import SpecError
-from roofline.serving.traces import TRACE_COLUMNS  # noqa: F401  (re-exported)
+from roofline.serving.traces import MAX_ARRIVAL_S, MAX_TOKENS, TRACE_COLUMNS  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class LengthDist:
                     raise ValueError
                 high = float(args["max"]) if "max" in args else math.inf
                 return cls._checked(cls("lognormal", float(args["mean"]), high, float(args["sigma"])), field, text)
+        except SpecError:
+            raise
         except ValueError:
             pass
         raise SpecError(f"{field}: {text!r} is not a length distribution: use N, uniform:LO:HI or "
@@ -57,8 +59,10 @@ class LengthDist:
         ok = dist.low >= 1 and dist.high >= dist.low and dist.sigma >= 0 and math.isfinite(dist.sigma)
         if dist.kind == "lognormal":
             ok = ok and math.isfinite(dist.low)
+        else:  # counts past MAX_TOKENS would overflow int64 draws (the lognormal draws are clipped there)
+            ok = ok and dist.high <= MAX_TOKENS
         if not ok:
-            raise SpecError(f"{field}: {text!r} needs lengths >= 1, low <= high and sigma >= 0")
+            raise SpecError(f"{field}: {text!r} needs lengths from 1 to {MAX_TOKENS:,}, low <= high and sigma >= 0")
         return dist
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -69,7 +73,7 @@ class LengthDist:
             return rng.integers(int(self.low), int(self.high) + 1, size=n, dtype=np.int64)
         mu = math.log(self.low) - self.sigma ** 2 / 2  # so the mean of the draws is `low`
         draws = np.rint(rng.lognormal(mu, self.sigma, size=n))
-        return np.clip(draws, 1, min(self.high, 2 ** 40)).astype(np.int64)
+        return np.clip(draws, 1, min(self.high, MAX_TOKENS)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,10 @@ def poisson_requests(rate: float, n: int, prompt: LengthDist, output: LengthDist
         raise SpecError(f"--rate: {rate} must be a positive number of requests per second (inf: all at once)")
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1.0 / rate, size=n)) if math.isfinite(rate) else np.zeros(n)
+    if arrivals[-1] > MAX_ARRIVAL_S:  # the clock's resolution there would swallow a step (serving.traces)
+        raise SpecError(f"--rate: {rate:g} req/s spreads {n:,} requests over {arrivals[-1]:.3g} s, past the "
+                        f"{MAX_ARRIVAL_S:.0e} s a simulated clock resolves to a step; give a rate >= "
+                        f"{n / MAX_ARRIVAL_S:.3g}")
     return Requests(arrivals, prompt.sample(rng, n), output.sample(rng, n))
 
 

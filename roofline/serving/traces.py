@@ -124,8 +124,8 @@ def _header_index(path, lineno: int, row: list[str]) -> tuple[tuple[int, int, in
             found[column] = i
     missing = [c for c in TRACE_COLUMNS if c not in found]
     if missing:
-        raise SpecError(f"--trace: {path} line {lineno}: a comma-separated header must name {', '.join(missing)} (accepted: "
-                        "arrival_s|TIMESTAMP|Timestamp, prompt_tokens|ContextTokens|Request tokens, "
+        raise SpecError(f"--trace: {path} line {lineno}: a comma-separated header must name {', '.join(missing)} "
+                        "(accepted: arrival_s|TIMESTAMP|Timestamp, prompt_tokens|ContextTokens|Request tokens, "
                         "output_tokens|GeneratedTokens|Response tokens)")
     used = set(found.values())
     return (found["arrival_s"], found["prompt_tokens"], found["output_tokens"]), [

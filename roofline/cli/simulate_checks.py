@@ -1,0 +1,69 @@
+"""`roofline simulate`'s flags checked against each other before anything runs: a flag the run would not read is
+refused in one line naming it and the flag it needs (never silently ignored), and so is a combination the simulator
+cannot run honestly.
+
+- --think-time-s is the pause of a --max-concurrency slot or a --session-turns session (serving.clients); open-loop
+  arrivals have none.
+- --prefill-hardware, --prefill-tp and --kv-link-bytes-per-s describe the prefill pool and its link: --disaggregate.
+- --cache-threshold and the --balance-*-threshold flags are the prefix-aware router's (serving.router); --router
+  routes between --replicas (or the pools of --disaggregate, or the fleets --size-fleet tries).
+- --micro-batches split a step through the pipeline: --pp > 1.
+- --entry-point offline is vLLM's LLM class (roofline.engines.scheduling.vllm); the other engines have one default.
+- --disaggregate with --size-fleet: the fleet sizing replays aggregated replicas (serving.fleet), not P:D pools.
+- vLLM refuses max_num_batched_tokens < max_num_seqs ("must be greater than or equal to max_num_seqs":
+  vllm-project/vllm vllm/config/scheduler.py SchedulerConfig._verify_args at f0de1a604cad003379e5bb4dfc3cc5d2a1f25fa8,
+  lines 249-285): a run of a configuration the engine would not start is refused as the engine refuses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from roofline.errors import SpecError
+
+ROUTER_DEFAULTS = {"router": "least-outstanding", "cache_threshold": 0.3, "balance_abs_threshold": 64,
+                   "balance_rel_threshold": 1.5}  # serving.router.CacheAware's defaults (SGLang's RouterArgs)
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuses flags the run would ignore and combinations it cannot simulate; fills the router's defaults."""
+    clients = args.max_concurrency is not None or args.session_turns > 1
+    if args.think_time_s and not clients:
+        raise SpecError("--think-time-s: is the pause of a --max-concurrency slot or a --session-turns session; "
+                        "open-loop arrivals (--rate / --trace alone) have none")
+    if not args.disaggregate:
+        for flag, value in (("--prefill-hardware", args.prefill_hardware), ("--prefill-tp", args.prefill_tp),
+                            ("--kv-link-bytes-per-s", args.kv_link_bytes_per_s)):
+            if value is not None:
+                raise SpecError(f"{flag}: describes the prefill pool of --disaggregate P:D; give --disaggregate")
+    _check_router(args)
+    if args.micro_batches is not None and args.pp == 1:
+        raise SpecError("--micro-batches: split a step through the pipeline's stages; give --pp > 1")
+    if args.entry_point == "offline" and args.engine != "vllm":
+        raise SpecError(f"--entry-point: offline is vLLM's LLM class; --engine {args.engine} has one set of "
+                        "defaults")
+    if args.disaggregate and args.size_fleet:
+        raise SpecError("--size-fleet: sizes a fleet of aggregated replicas; it does not size --disaggregate pools")
+
+
+def _check_router(args: argparse.Namespace) -> None:
+    """The router's flags apply only where a router runs; unset ones take ROUTER_DEFAULTS."""
+    routed = args.replicas > 1 or args.disaggregate or args.size_fleet
+    if args.router is not None and not routed:
+        raise SpecError(f"--router: {args.router} routes between --replicas N > 1 (or --disaggregate pools, "
+                        "--size-fleet); one replica has no router")
+    for name in ("cache_threshold", "balance_abs_threshold", "balance_rel_threshold"):
+        if getattr(args, name) is not None and args.router != "prefix-aware":
+            flag = "--" + name.replace("_", "-")
+            raise SpecError(f"{flag}: a threshold of the prefix-aware router; give --router prefix-aware")
+    for name, default in ROUTER_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+
+
+def check_engine_limits(args: argparse.Namespace, profile) -> None:
+    """A vLLM configuration vLLM itself refuses (module docstring) is refused here, naming the flag given."""
+    if args.engine == "vllm" and profile.max_num_batched_tokens < profile.max_num_seqs:
+        flag = "--max-num-batched-tokens" if args.max_num_batched_tokens is not None else "--max-num-seqs"
+        raise SpecError(f"{flag}: vLLM needs max_num_batched_tokens ({profile.max_num_batched_tokens:,}) >= "
+                        f"max_num_seqs ({profile.max_num_seqs:,}) (SchedulerConfig refuses it)")
