@@ -20,6 +20,8 @@ DEFAULT_REQUESTS = 1000
 
 
 def add_simulate_parser(sub, positive_int, positive_float) -> None:
+    from roofline.cli import bounded_int
+
     p = sub.add_parser("simulate", help=SIMULATE_HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
     p.add_argument("--hardware", required=True, help="catalogue name or YAML spec")
@@ -82,7 +84,8 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of arrivals and lengths")
+    p.add_argument("--seed", type=bounded_int(2 ** 64 - 1, minimum=0), default=0,
+                   help="random seed of arrivals and lengths (a whole number >= 0, as numpy's default_rng takes)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
 

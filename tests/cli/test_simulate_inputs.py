@@ -1,0 +1,105 @@
+"""`roofline simulate` as a new user runs it: a public trace replayed whole, and every flag the run would ignore or
+could not simulate honestly refused in one line naming it (exit 2, nothing on stdout). Expected values are worked
+out by hand in each docstring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline.cli import main
+
+BASE = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H100-SXM", "--method", "bf16"]
+AZURE = ("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+         "2023-11-16 18:15:46.6805900,374,44\n"
+         "2023-11-16 18:15:50.9951690,396,109\n"
+         "2023-11-16 18:15:51.5437120,879,45\n")
+
+
+def run(capsys, *argv):
+    try:
+        code = main([*BASE, *argv])
+    except SystemExit as exc:  # argparse's refusals
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_azure_trace_is_replayed_whole(tmp_path, capsys):
+    """Azure's trace (Azure/AzurePublicDataset AzureLLMInferenceDataset2023.md columns) replays its 3 rows: output
+    tokens served 44 + 109 + 45 = 198, all tokens 374 + 396 + 879 + 198 = 1847 (throughput x duration), offered
+    rate 3 / 4.863122 s (the last row's time after the first) = 0.61689 req/s, and the run lasts at least that span."""
+    trace = tmp_path / "azure_conv.csv"
+    trace.write_text(AZURE)
+    code, out, err = run(capsys, "--trace", str(trace), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["requests"] == 3
+    assert data["throughput_tokens_per_s"] * data["duration_s"] == pytest.approx(198, rel=1e-9)
+    assert data["throughput_total_tokens_per_s"] * data["duration_s"] == pytest.approx(1847, rel=1e-9)
+    assert data["offered_rate_per_s"] == pytest.approx(3 / 4.863122, rel=1e-6)
+    assert data["duration_s"] >= 4.863122
+
+
+def test_rows_far_apart_each_run_alone(tmp_path, capsys):
+    """Rows 1000 s apart each find the engine idle: every TTFT of a 3-row trace equals the lone first-row TTFT of
+    a 2-row trace (both runs' GEMM duty is ~4e-5, so both run at the burst clock, serving.clock): no queueing is
+    invented between rows and none is dropped (3 requests, 3 x 4 output tokens served)."""
+    two, three = tmp_path / "two.csv", tmp_path / "three.csv"
+    two.write_text("0,1000,4\n1000,1000,4\n")
+    three.write_text("0,1000,4\n1000,1000,4\n2000,1000,4\n")
+    _, out2, _ = run(capsys, "--trace", str(two), "--json")
+    _, out3, _ = run(capsys, "--trace", str(three), "--json")
+    d2, d3 = json.loads(out2), json.loads(out3)
+    assert d3["requests"] == 3
+    assert d3["throughput_tokens_per_s"] * d3["duration_s"] == pytest.approx(12, rel=1e-9)
+    for key in ("p50", "p99"):
+        assert d3["ttft_s"][key] == pytest.approx(d2["ttft_s"]["p50"], rel=1e-9)
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--rate", "4", "--think-time-s", "5"], "--think-time-s"),              # open loop: was ignored
+    (["--rate", "4", "--prefill-tp", "2"], "--prefill-tp"),                  # without --disaggregate: ignored
+    (["--rate", "4", "--prefill-hardware", "A10"], "--prefill-hardware"),
+    (["--rate", "4", "--kv-link-bytes-per-s", "1e9"], "--kv-link-bytes-per-s"),
+    (["--rate", "4", "--replicas", "2", "--cache-threshold", "0.9"], "--cache-threshold"),
+    (["--rate", "4", "--router", "prefix-aware"], "--router"),             # one replica: no router
+    (["--rate", "4", "--micro-batches", "4"], "--micro-batches"),            # pp 1: ignored
+    (["--rate", "4", "--engine", "sglang", "--entry-point", "offline"], "--entry-point"),
+    (["--rate", "4", "--pp", "33"], "--pp"),                                  # 32 layers: was simulated
+    (["--rate", "4", "--disaggregate", "1:1", "--size-fleet", "--target-rate", "10", "--slo-ttft-ms", "500",
+      "--slo-tpot-ms", "50"], "--size-fleet"),
+    (["--rate", "4", "--engine", "vllm", "--max-num-batched-tokens", "64"], "--max-num-batched-tokens"),
+    (["--rate", "1e-300"], "--rate"),                                         # arrivals at 1e300 s: TTFT was 0
+    (["--rate", "4", "--prompt-tokens", "99999999999999999999999"], "--prompt-tokens"),  # was a traceback
+    (["--rate", "4", "--output-tokens", "uniform:1:99999999999999999999999"], "--output-tokens"),
+    (["--rate", "4", "--seed", "-1"], "--seed"),                               # numpy's message named no flag
+    (["--rate", "4", "--utilization", "0.01"], "--utilization"),              # 'kv pool: ...' named no flag
+    (["--rate", "4", "--speculative", "draft=Llama-3.1-70B:4:0.8"], "--speculative"),
+    (["--trace", "https://example.com/t.csv"], "--trace"),
+])
+def test_flags_the_run_would_ignore_or_get_wrong_are_refused(capsys, argv, flag):
+    code, out, err = run(capsys, *argv, "--requests", "5", "--no-search")
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and flag in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag,value", [("--dataset", "sharegpt"), ("--prompt-tokens", "100"),
+                                        ("--output-tokens", "10")])
+def test_trace_with_length_flags_is_refused(tmp_path, capsys, flag, value):
+    """The trace gives the lengths: a length flag beside it was silently ignored."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,100,10\n")
+    code, out, err = run(capsys, "--trace", str(trace), flag, value)
+    assert code == 2 and out == "" and flag in err and err.count("\n") == 1
+
+
+def test_disaggregated_run_reports_no_aggregated_max_rate(capsys):
+    """The max-rate search replays one aggregated replica; under --disaggregate it is not the pools' rate, so none is
+    reported (it was the aggregated replica's, printed as the P:D run's)."""
+    code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--disaggregate", "1:1", "--slo-ttft-ms", "500",
+                         "--slo-tpot-ms", "50", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["max_rate_at_slo"] is None and "--disaggregate" in data["max_rate_reason"]
