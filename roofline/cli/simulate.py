@@ -116,6 +116,8 @@ def _inputs(args: argparse.Namespace):
         if args.requests is not None and args.requests < len(requests):
             notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
             requests = requests.first(args.requests)
+        elif args.requests is not None and args.requests > len(requests):
+            notes.append(f"--requests {args.requests:,}: the trace has {len(requests):,} rows, all replayed")
     else:
         if args.dataset:
             if args.prompt_tokens or args.output_tokens:
@@ -129,10 +131,36 @@ def _inputs(args: argparse.Namespace):
     if args.session_turns > 1 and args.prefix:
         raise SpecError("--prefix: sessions (--session-turns) already share their conversation; give one or the other")
     if args.session_turns > 1:
+        notes += _session_notes(args, len(requests))
         requests, _ = sessions(requests, args.session_turns)
     elif args.prefix:
         requests, _ = parse_prefix(args.prefix, requests, args.seed)
     return requests, slo, notes
+
+
+def _length_fields(args: argparse.Namespace) -> tuple[str, str]:
+    """The flags that set a request's prompt and output lengths, as a too-long request's error names them."""
+    source = "--trace" if args.trace else "--dataset" if args.dataset else None
+    prompt, output = source or "--prompt-tokens", source or "--output-tokens"
+    if args.session_turns > 1:
+        prompt = "--session-turns"  # a later turn's prompt holds the whole conversation so far
+    elif args.prefix:
+        prompt = f"{prompt} + --prefix"
+    return prompt, output
+
+
+def _session_notes(args: argparse.Namespace, n: int) -> list[str]:
+    """How requests became sessions (serving.prefix.sessions), where it is not what a reader would assume."""
+    turns, notes = args.session_turns, []
+    if args.trace:
+        notes.append(f"--session-turns {turns}: consecutive trace rows (by arrival) are the turns of one session; a "
+                     "later turn's prompt is the conversation so far plus its row's prompt_tokens, sent think time "
+                     "after the answer (its row's arrival time is not used)")
+    if n % turns:
+        full = n // turns
+        notes.append(f"--session-turns {turns}: {n:,} requests make {full:,} session{'s' * (full != 1)} of {turns} "
+                     f"turns and one of {n % turns}")
+    return notes
 
 
 def _progress():
@@ -168,7 +196,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     requests, slo, notes = _inputs(args)
     clients = _clients(args)
     rule = _router_rule(args)
-    requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
+    requests.check_positions(model.max_position_embeddings, *_length_fields(args))
     profile = _engine_profile(args, hardware, requests)
     check_engine_limits(args, profile)
     micro = args.micro_batches or args.pp  # a step of fewer sequences runs min(micro, sequences) (PhaseModel.pipeline)

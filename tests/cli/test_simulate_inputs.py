@@ -103,3 +103,28 @@ def test_disaggregated_run_reports_no_aggregated_max_rate(capsys):
     assert code == 0, err
     data = json.loads(out)
     assert data["max_rate_at_slo"] is None and "--disaggregate" in data["max_rate_reason"]
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--rate", "4", "--dataset", "agentic-claude"], "--dataset"),       # was named --prompt-tokens, not given
+    (["--rate", "4", "--session-turns", "5", "--prompt-tokens", "60000"], "--session-turns"),
+    (["--rate", "4", "--prefix", "system:130000"], "--prefix"),
+])
+def test_too_long_request_names_the_flag_that_made_it(capsys, argv, field):
+    """Llama-3.1-8B has 131,072 positions: agentic-claude's prompts reach ~600 k (TraceLab p99 prefix 918 k), five
+    turns of 60 k prompts pass 131 k by the third turn, and a 130,000-token system prompt + 4,096 + 512 > 131,072."""
+    code, out, err = run(capsys, *argv, "--requests", "5", "--no-search")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "max positions" in err
+    assert field in err.split(": a request")[0]  # the flag is named before the rule
+
+
+def test_trace_sessions_and_partial_session_are_noted(tmp_path, capsys):
+    """3 rows as sessions of 2 turns: one full session and one of 1 turn, and the rows' later arrival times are not
+    used; both are said in the notes."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,100,10\n0.5,200,20\n1.0,300,30\n")
+    code, out, err = run(capsys, "--trace", str(trace), "--session-turns", "2", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any("consecutive trace rows" in n for n in notes)
+    assert any("1 session of 2 turns and one of 1" in n for n in notes)
