@@ -128,3 +128,14 @@ def test_trace_sessions_and_partial_session_are_noted(tmp_path, capsys):
     notes = json.loads(out)["notes"]
     assert any("consecutive trace rows" in n for n in notes)
     assert any("1 session of 2 turns and one of 1" in n for n in notes)
+
+
+def test_one_client_runs_requests_back_to_back_with_think_time(capsys):
+    """--max-concurrency 1 with --think-time-s Z: each request is sent Z after the previous one finished, so 5
+    identical requests last 5 x the lone request's E2E + 4 x Z (all arrive at once: --rate inf)."""
+    args = ["--prompt-tokens", "1000", "--output-tokens", "50", "--rate", "inf", "--no-search", "--json"]
+    _, lone, _ = run(capsys, *args, "--requests", "1")
+    code, five, err = run(capsys, *args, "--requests", "5", "--max-concurrency", "1", "--think-time-s", "2")
+    assert code == 0, err
+    e2e = json.loads(lone)["e2e_s"]["p50"]
+    assert json.loads(five)["duration_s"] == pytest.approx(5 * e2e + 4 * 2.0, rel=1e-9)
