@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,7 @@ from roofline.errors import SpecError
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 MAX_TOKENS = 2 ** 40  # the lognormal lengths' own clip (serving.requests.LengthDist.sample)
 MAX_ARRIVAL_S = 1e8  # about 3.2 years; see the module docstring
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HEADER_NAMES = {  # lower-cased header name -> the column it fills
     "arrival_s": "arrival_s", "timestamp": "arrival_s",
     "prompt_tokens": "prompt_tokens", "contexttokens": "prompt_tokens", "request tokens": "prompt_tokens",
@@ -99,12 +100,12 @@ def _csv_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], lis
         fields = [row[i].strip() for i in index]
         if dated is None:
             dated = not positional and _number(fields[0]) is None
-        arrival = _datetime_s(path, lineno, fields[0]) if dated else _arrival_s(path, lineno, fields[0], 1.0)
+        arrival = _datetime_us(path, lineno, fields[0]) if dated else _arrival_s(path, lineno, fields[0], 1.0)
         rows.append((arrival, _count(path, lineno, TRACE_COLUMNS[1], fields[1]),
                      _count(path, lineno, TRACE_COLUMNS[2], fields[2])))
-    if dated and rows:
+    if dated and rows:  # whole microseconds since the epoch: the differences are exact
         start = min(r[0] for r in rows)
-        rows = [(r[0] - start, r[1], r[2]) for r in rows]
+        rows = [((r[0] - start) / 1e6, r[1], r[2]) for r in rows]
         _check_span(path, max(r[0] for r in rows))
         notes.append(f"--trace: {path} arrival times are dates; replayed as seconds after the earliest row")
     return rows, notes
@@ -196,8 +197,9 @@ def _check_span(path, seconds: float, where: str | None = None) -> None:
                         "trace's first request")
 
 
-def _datetime_s(path, lineno: int, text: str) -> float:
-    """A date and time (ISO 8601, e.g. Azure's TIMESTAMP) as POSIX seconds; a zone-less time is read as UTC."""
+def _datetime_us(path, lineno: int, text: str) -> int:
+    """A date and time (ISO 8601, e.g. Azure's TIMESTAMP) as whole microseconds since the POSIX epoch (datetime's
+    resolution: Azure's 7th fractional digit, 100 ns, is dropped); a zone-less time is read as UTC."""
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:
@@ -205,7 +207,7 @@ def _datetime_s(path, lineno: int, text: str) -> float:
                         "(YYYY-MM-DD HH:MM:SS[.ffffff])") from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
-    return stamp.timestamp()
+    return (stamp - EPOCH) // timedelta(microseconds=1)
 
 
 def _count(path, lineno: int, name: str, text: str) -> int:
