@@ -55,10 +55,21 @@ def _tree(parent, start, length, leaf, shared, kind: str) -> PrefixTree:
     return PrefixTree(*a, kind)
 
 
+MAX_PREFIX_NODES = 1 << 20  # segments of a prefix workload: each is a row of PrefixCache's per-node arrays, and
+# tree:1000x1000,1000x1000 (1,001,000 nodes) builds in seconds on the project's 2-core machine; 1e10 never ends
+
+
+def _check_nodes(nodes: int, text: str) -> None:
+    if nodes > MAX_PREFIX_NODES:
+        raise SpecError(f"--prefix: {text} makes more than {MAX_PREFIX_NODES:,} shared segments, the most a run "
+                        "holds (each request uses one path: more leaves than requests are never all used)")
+
+
 def system_prompts(requests: Requests, tokens: int, count: int, seed: int) -> tuple[Requests, PrefixTree]:
     """Every prompt starts with one of `count` system prompts of `tokens` tokens (chosen uniformly)."""
     if tokens < 1 or count < 1:
         raise SpecError("--prefix: system:TOKENS[:COUNT] needs TOKENS >= 1 and COUNT >= 1")
+    _check_nodes(count, f"system:{tokens}:{count}")
     n = len(requests)
     pick = np.random.default_rng(seed + 1).integers(0, count, size=n)
     tree = _tree(np.full(count, -1), np.zeros(count), np.full(count, tokens), pick, np.full(n, tokens), "system")
@@ -80,6 +91,11 @@ def prefix_tree(requests: Requests, levels: list[tuple[int, int]], seed: int) ->
     path's content followed by its own tokens."""
     if not levels or any(f < 1 or t < 1 for f, t in levels):
         raise SpecError("--prefix: tree:FxT[,FxT...] needs fan-outs and token counts >= 1")
+    nodes, width = 0, 1
+    for fan, _ in levels:  # stops growing once past the limit (no huge products)
+        width = min(width * fan, MAX_PREFIX_NODES + 1)
+        nodes = min(nodes + width, MAX_PREFIX_NODES + 1)
+    _check_nodes(nodes, "tree:" + ",".join(f"{f}x{t}" for f, t in levels))
     parent, start, length = [], [], []
     frontier = [(-1, 0)]
     for fan, tokens in levels:
@@ -126,6 +142,8 @@ def parse_prefix(text: str, requests: Requests, seed: int) -> tuple[Requests, Pr
             levels = [tuple(int(x) for x in lvl.split("x")) for lvl in rest.split(",")]
             if all(len(lvl) == 2 for lvl in levels):
                 return prefix_tree(requests, levels, seed)
+    except SpecError:
+        raise
     except ValueError:
         pass
     raise SpecError(f"--prefix: {text!r} is not a prefix workload: use system:TOKENS[:COUNT], hit:RATE or "

@@ -139,3 +139,14 @@ def test_one_client_runs_requests_back_to_back_with_think_time(capsys):
     assert code == 0, err
     e2e = json.loads(lone)["e2e_s"]["p50"]
     assert json.loads(five)["duration_s"] == pytest.approx(5 * e2e + 4 * 2.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("prefix,rule", [
+    ("tree:100000x1,100000x1", "shared segments"),   # 1e5 + 1e10 nodes: built in a Python loop, never ended
+    ("system:100:100000000", "shared segments"),      # 1e8 system prompts: minutes of arrays
+    ("system:100:1000000000000", "shared segments"),  # 1e12: a 7 TiB allocation, a traceback
+    ("hit:1", "[0, 1)"),                               # the rule, no longer swallowed into 'not a prefix workload'
+])
+def test_prefix_workloads_past_what_a_run_holds_are_refused(capsys, prefix, rule):
+    code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--no-search", "--prefix", prefix)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--prefix" in err and rule in err
