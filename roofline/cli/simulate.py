@@ -183,7 +183,7 @@ def _progress():
 def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
-    from roofline.cli.simulate_checks import check_engine_limits, check_flags
+    from roofline.cli.simulate_checks import check_engine_limits, check_flags, check_horizon
     from roofline.methods import parse_method
     from roofline.report.bounds import check_parallel
     from roofline.serving.search import fleet, max_rate_at_slo
@@ -195,6 +195,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = _inputs(args)
     clients = _clients(args)
+    check_horizon(args, requests)
     rule = _router_rule(args)
     requests.check_positions(model.max_position_embeddings, *_length_fields(args))
     profile = _engine_profile(args, hardware, requests)
@@ -384,8 +385,20 @@ def _simulator(args: argparse.Namespace, model, hardware, workload, method, prof
         if spec is not None and spec.draft_model:
             raise SpecError(f"--speculative: the draft {spec.draft_model} leaves no room for KV pages on "
                             f"{hardware.name} beside {model.name} ({err})") from None
-        raise SpecError(f"--utilization: {model.name}'s weights on {hardware.name} at tp {args.tp}, pp {args.pp} "
-                        f"leave no room for KV pages ({err})") from None
+        raise SpecError(_no_room(args, model, hardware, err)) from None
+
+
+def _no_room(args: argparse.Namespace, model, hardware, err: ValueError) -> str:
+    """A pool with no room for KV pages, naming the flag most likely to make room: the step budget or sequence cap
+    the user raised (the engine reserves their activations), the utilization the user lowered, else --tp."""
+    given = [(f, v) for f, v in (("--max-num-batched-tokens", args.max_num_batched_tokens),
+                                 ("--max-num-seqs", args.max_num_seqs), ("--utilization", args.utilization))
+             if v is not None]
+    flag = given[0][0] if given else "--tp"
+    what = ", ".join(f"{f} {v}" for f, v in given)
+    return (f"{flag}: {model.name} on {hardware.name} at tp {args.tp}, pp {args.pp}{', ' + what if what else ''} "
+            f"leaves no room for KV pages: its weights and the engine's reserved activations fill the usable memory "
+            f"({err}); raise --tp / --pp or give a larger GPU")
 
 
 def _spec_json(sim) -> dict[str, Any] | None:

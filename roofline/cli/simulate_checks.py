@@ -61,6 +61,31 @@ def _check_router(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
+MIN_KV_LINK_BYTES_PER_S = 1e6  # 1 MB/s, four orders below any datacenter NIC: below it a transfer outlasts the clock
+
+
+def check_horizon(args: argparse.Namespace, requests) -> None:
+    """Send times stay within serving.traces.MAX_ARRIVAL_S (the clock resolves a step there): think time adds up
+    over one client's back-to-back requests (ceil(n / --max-concurrency) - 1 pauses) or one session's turns
+    (turns - 1), after the last arrival (a bound from above).
+    A --kv-link-bytes-per-s below MIN_KV_LINK_BYTES_PER_S is refused (1e-300 B/s left the pools no event: a
+    RuntimeError traceback)."""
+    from roofline.serving.traces import MAX_ARRIVAL_S
+
+    if args.think_time_s:
+        n = len(requests)
+        pauses = (-(-n // args.max_concurrency) if args.max_concurrency is not None
+                  else min(args.session_turns, n)) - 1
+        last = float(requests.arrival_s[-1]) + pauses * args.think_time_s
+        if last > MAX_ARRIVAL_S:
+            raise SpecError(f"--think-time-s: {args.think_time_s:g} s, {pauses:,} times one after another, reaches "
+                            f"{last:.3g} s, past the {MAX_ARRIVAL_S:.0e} s a simulated clock resolves to a step")
+    link = args.kv_link_bytes_per_s
+    if link is not None and link < MIN_KV_LINK_BYTES_PER_S:
+        raise SpecError(f"--kv-link-bytes-per-s: {link:g} is below {MIN_KV_LINK_BYTES_PER_S:.0e} bytes/s (1 MB/s, "
+                        "slower than any datacenter link)")
+
+
 def check_engine_limits(args: argparse.Namespace, profile) -> None:
     """A vLLM configuration vLLM itself refuses (module docstring) is refused here, naming the flag given."""
     if args.engine == "vllm" and profile.max_num_batched_tokens < profile.max_num_seqs:

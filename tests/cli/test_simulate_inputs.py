@@ -150,3 +150,15 @@ def test_one_client_runs_requests_back_to_back_with_think_time(capsys):
 def test_prefix_workloads_past_what_a_run_holds_are_refused(capsys, prefix, rule):
     code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--no-search", "--prefix", prefix)
     assert code == 2 and out == "" and err.count("\n") == 1 and "--prefix" in err and rule in err
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--disaggregate", "1:1", "--kv-link-bytes-per-s", "1e-300"], "--kv-link-bytes-per-s"),  # was a traceback
+    (["--max-concurrency", "1", "--think-time-s", "1e300"], "--think-time-s"),  # TTFT p50 came out 0.0
+    (["--session-turns", "5", "--think-time-s", "1e12"], "--think-time-s"),  # 4e12 s: a clock ulp of 5e-4 s
+    (["--model", "Llama-3.1-70B"], "--tp"),              # 141 GB of bf16 weights on an 80 GB GPU: not --utilization
+    (["--max-num-seqs", "1048576"], "--max-num-seqs"),   # the flag that filled the memory is the one named
+])
+def test_inputs_past_the_clock_or_the_memory_name_their_flag(capsys, argv, flag):
+    code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--no-search", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(f"roofline: error: {flag}:"), err
