@@ -286,6 +286,7 @@ def _serve(args: argparse.Namespace, sim, requests, clients, slo, rule) -> dict[
 def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
     """Prefill and decode pools (serving.disagg): the decode pool is `sim`, the prefill pool its own."""
     from roofline.catalogue import load_hardware
+    from roofline.cli.simulate_checks import MAX_REPLICAS as MAX_COUNT
     from roofline.errors import SpecError
     from roofline.serving.disagg import Disaggregated, KvLink
     from roofline.serving.metrics import summarize
@@ -293,10 +294,11 @@ def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dic
 
     try:
         p_rep, d_rep = (int(x) for x in args.disaggregate.split(":"))
-        if p_rep < 1 or d_rep < 1:
+        if not (1 <= p_rep <= MAX_COUNT and 1 <= d_rep <= MAX_COUNT):  # as --replicas (1e9 pools never ended)
             raise ValueError
     except ValueError:
-        raise SpecError(f"--disaggregate: {args.disaggregate!r} is not P:D with P, D >= 1 replicas") from None
+        raise SpecError(f"--disaggregate: {args.disaggregate!r} is not P:D with P, D from 1 to {MAX_COUNT:,} "
+                        "replicas") from None
     if not clients.open_loop or requests.prefix is not None or args.replicas != 1:
         raise SpecError("--disaggregate: open-loop arrivals only, without --prefix, --session-turns, "
                         "--max-concurrency or --replicas (the pools are sized by P:D)")

@@ -162,3 +162,13 @@ def test_prefix_workloads_past_what_a_run_holds_are_refused(capsys, prefix, rule
 def test_inputs_past_the_clock_or_the_memory_name_their_flag(capsys, argv, flag):
     code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--no-search", *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(f"roofline: error: {flag}:"), err
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--replicas", "1048576"], "--replicas"),                       # argparse's bound; never ended
+    (["--disaggregate", "1000000000:1"], "--disaggregate"),          # unbounded int; never ended
+    (["--disaggregate", "1:1", "--router", "prefix-aware", "--cache-threshold", "0.5"], "--cache-threshold"),
+])
+def test_fleets_past_what_a_run_simulates_are_refused(capsys, argv, flag):
+    code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--no-search", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(f"roofline: error: {flag}:"), err
