@@ -323,7 +323,8 @@ def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: in
     if args.target_rate is None or slo is None:
         raise SpecError("--size-fleet: needs --target-rate and an SLO (--slo-ttft-ms, --slo-tpot-ms)")
     if not math.isfinite(requests.offered_rate):
-        raise SpecError("--size-fleet: needs arrivals to scale to --target-rate (not --rate inf)")
+        raise SpecError("--size-fleet: needs arrivals to scale to --target-rate; every request arrives at time 0 "
+                        "(--rate inf, or a trace whose rows all arrive at 0)")
     return size_fleet(sim, requests, slo, args.router, args.target_rate, args.tp * args.pp, args.usd_per_gpu_hour,
                       start or 1, clients, rule)
 
