@@ -101,7 +101,7 @@ def _inputs(args: argparse.Namespace):
         missing = "--slo-tpot-ms" if args.slo_tpot_ms is None else "--slo-ttft-ms"
         raise SpecError(f"{missing}: an SLO needs both --slo-ttft-ms and --slo-tpot-ms")
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
-    notes = []
+    notes, blocks = [], None
     if args.trace:
         from roofline.report.bounds import check_trace_file
 
@@ -111,11 +111,12 @@ def _inputs(args: argparse.Namespace):
                 raise SpecError(f"{flag}: the trace gives every request's lengths; drop {flag} or --trace")
         if "://" not in args.trace:
             check_trace_file(args.trace)  # a regular file of bounded size: never a FIFO, a device or a huge file
-        requests, read_notes = load_trace_noted(args.trace)
+        requests, read_notes, blocks = load_trace_noted(args.trace)
         notes += read_notes
         if args.requests is not None and args.requests < len(requests):
             notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
             requests = requests.first(args.requests)
+            blocks = None if blocks is None else blocks[:args.requests]
         elif args.requests is not None and args.requests > len(requests):
             notes.append(f"--requests {args.requests:,}: the trace has {len(requests):,} rows, all replayed")
     else:
@@ -128,6 +129,9 @@ def _inputs(args: argparse.Namespace):
             prompt = LengthDist.parse(args.prompt_tokens or "4096", "--prompt-tokens")
             output = LengthDist.parse(args.output_tokens or "512", "--output-tokens")
         requests = poisson_requests(args.rate, args.requests or 1000, prompt, output, args.seed)
+    if args.trace and blocks is not None:
+        requests, note = _trace_blocks(args, requests, blocks)
+        notes.append(note)
     if args.session_turns > 1 and args.prefix:
         raise SpecError("--prefix: sessions (--session-turns) already share their conversation; give one or the other")
     if args.session_turns > 1:
@@ -136,6 +140,26 @@ def _inputs(args: argparse.Namespace):
     elif args.prefix:
         requests, _ = parse_prefix(args.prefix, requests, args.seed)
     return requests, slo, notes
+
+
+def _trace_blocks(args: argparse.Namespace, requests, blocks):
+    """A Mooncake trace's hash_ids as the prompts' shared blocks (serving.prefix.hash_blocks), where the run can
+    replay them: not beside --prefix or --session-turns (each says what is shared), nor under --disaggregate (its
+    pools run without a prefix cache); the note says which."""
+    from roofline.errors import SpecError
+    from roofline.serving.prefix import MOONCAKE_BLOCK_TOKENS, hash_blocks
+
+    if args.prefix or args.session_turns > 1:
+        flag = "--prefix" if args.prefix else "--session-turns"
+        raise SpecError(f"{flag}: the trace's hash_ids already say which prompt blocks are shared; give one or the "
+                        "other")
+    if args.disaggregate:
+        return requests, "--trace: its hash_ids are not replayed under --disaggregate (no prefix cache in the pools)"
+    out, tree = hash_blocks(requests, blocks)
+    if tree is None:
+        return requests, "--trace: its rows have no hash_ids: no prefix is shared"
+    return out, (f"--trace: its hash_ids replayed as {len(tree.parent):,} shared blocks of {MOONCAKE_BLOCK_TOKENS} "
+                 "tokens")
 
 
 def _length_fields(args: argparse.Namespace) -> tuple[str, str]:

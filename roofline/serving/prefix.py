@@ -112,6 +112,41 @@ def prefix_tree(requests: Requests, levels: list[tuple[int, int]], seed: int) ->
     return replace(requests, prompt_tokens=requests.prompt_tokens + depth, prefix=tree), tree
 
 
+MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash_id in Mooncake's traces: each request has ceil(input_length / 512)
+# of them (kvcache-ai/Mooncake mooncake_trace.jsonl at d21da178: 6755 tokens -> 14 ids, 7319 -> 15, 2287 -> 5)
+
+
+def hash_blocks(requests: Requests, blocks: list[list[int]], block_tokens: int = MOONCAKE_BLOCK_TOKENS
+                ) -> tuple[Requests, PrefixTree]:
+    """Shared prompt blocks named by hash ids (Mooncake's hash_ids, one list per request in arrival order): a node
+    per distinct chain of ids (a trie: the same id after a different chain is other content), each `block_tokens`
+    long and starting where its parent ends; request i shares min(prompt_i, its ids x block_tokens) tokens."""
+    parent: list[int] = []
+    children: dict[tuple[int, int], int] = {}
+    leaf = np.full(len(requests), -1, dtype=np.int64)
+    for i, ids in enumerate(blocks):
+        node = -1
+        for h in ids:
+            key = (node, h)
+            if key not in children:
+                children[key] = len(parent)
+                parent.append(node)
+                _check_nodes(len(parent), "the trace's hash_ids")
+            node = children[key]
+        leaf[i] = node
+    depth = np.zeros(len(parent), dtype=np.int64)
+    for k, up in enumerate(parent):  # parents come first (created before their children)
+        depth[k] = depth[up] + 1 if up >= 0 else 1
+    start = (depth - 1) * block_tokens
+    counts = np.array([len(ids) for ids in blocks], dtype=np.int64)
+    shared = np.minimum(requests.prompt_tokens, counts * block_tokens)
+    leaf_or_root = np.where(leaf >= 0, leaf, 0)  # a request without ids shares nothing (shared 0)
+    if not parent:
+        return requests, None
+    tree = _tree(parent, start, np.full(len(parent), block_tokens), leaf_or_root, shared, "hash_ids")
+    return replace(requests, prefix=tree), tree
+
+
 def sessions(requests: Requests, turns: int) -> tuple[Requests, PrefixTree]:
     """Chats of `turns` turns (requests kT .. kT + T - 1): turn j's prompt = turn j - 1's prompt + answer + its own
     drawn prompt (the new message); each turn's node extends the last turn's by its whole sequence."""

@@ -143,9 +143,10 @@ def load_trace(path: str | Path) -> Requests:
     return load_trace_noted(path)[0]
 
 
-def load_trace_noted(path: str | Path) -> tuple[Requests, list[str]]:
-    """load_trace and the notes on how the file was read (its format, columns not used)."""
+def load_trace_noted(path: str | Path):
+    """load_trace, the notes on how the file was read (its format, columns not used) and the rows' shared blocks
+    (Mooncake's hash_ids, for serving.prefix.hash_blocks; None without)."""
     from roofline.serving.traces import read_trace
 
-    arrival, prompt, output, notes = read_trace(path)
-    return Requests(arrival, prompt, output), notes
+    trace = read_trace(path)
+    return Requests(trace.arrival_s, trace.prompt_tokens, trace.output_tokens), trace.notes, trace.blocks

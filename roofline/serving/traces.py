@@ -13,8 +13,9 @@ Accepted, recognised from the file's first line:
   earliest row (a time without a zone is read as UTC).
 - Mooncake's JSON lines `{"timestamp": MS, "input_length": N, "output_length": N, "hash_ids": [...]}`, timestamp
   the arrival in milliseconds since the first request (kvcache-ai/Mooncake mooncake_trace.jsonl at d21da178, as
-  ai-dynamo/dynamo benchmarks/data_generator/README.md documents it). hash_ids (blocks shared between prompts) are
-  not replayed: the run shares no prefix unless --prefix says so, and a note says that.
+  ai-dynamo/dynamo benchmarks/data_generator/README.md documents it). hash_ids name each prompt's 512-token blocks
+  (the same id chain, the same content): they are returned with the rows for serving.prefix.hash_blocks; a file
+  whose ids do not count ceil(input_length / 512) blocks keeps its rows and a note says its ids are not replayed.
 A file opening with `{` that is one JSON document (a benchmark's result, e.g. vLLM's --save-result) holds no arrival
 times and is refused, as is a URL (download it first) and anything else, in one line naming the file, the line and
 the rule.
@@ -33,12 +34,14 @@ import json
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from roofline.errors import SpecError
 
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+BLOCK_TOKENS = 512  # Mooncake's tokens per hash_id (serving.prefix.MOONCAKE_BLOCK_TOKENS, its evidence there)
 MAX_TOKENS = 2 ** 40  # the lognormal lengths' own clip (serving.requests.LengthDist.sample)
 MAX_ARRIVAL_S = 1e8  # about 3.2 years; see the module docstring
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -50,8 +53,18 @@ HEADER_NAMES = {  # lower-cased header name -> the column it fills
 MOONCAKE_KEYS = {"timestamp": "arrival_s", "input_length": "prompt_tokens", "output_length": "output_tokens"}
 
 
-def read_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """(arrival_s sorted, prompt_tokens, output_tokens, notes) of every row of a trace file (module docstring)."""
+class TraceFile(NamedTuple):
+    """A trace's rows sorted by arrival; `blocks`: Mooncake's hash_ids per row in the same order (None without)."""
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    notes: list[str]
+    blocks: list[list[int]] | None = None
+
+
+def read_trace(path: str | Path) -> TraceFile:
+    """Every row of a trace file, sorted by arrival, and notes on how it was read (module docstring)."""
     text = str(path)
     if "://" in text:
         raise SpecError(f"--trace: {text} is a URL; download the file and give its path")
@@ -64,8 +77,9 @@ def read_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, li
         raise SpecError(f"--trace: {path} is not UTF-8 text (byte {err.start}); a trace is a CSV or JSON-lines "
                         "file") from None
     first = next((ln.strip() for ln in lines if ln.strip()), "")
+    blocks = None
     if first.startswith(("{", "[")):
-        rows, notes = _json_rows(path, lines)
+        rows, notes, blocks = _json_rows(path, lines)
     else:
         rows, notes = _csv_rows(path, lines)
     if not rows:
@@ -74,7 +88,9 @@ def read_trace(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, li
     order = np.argsort(arrival, kind="stable")
     prompt = np.array([r[1] for r in rows], dtype=np.int64)[order]
     output = np.array([r[2] for r in rows], dtype=np.int64)[order]
-    return arrival[order], prompt, output, notes
+    if blocks is not None:
+        blocks = [blocks[i] for i in order.tolist()]
+    return TraceFile(arrival[order], prompt, output, notes, blocks)
 
 
 def _csv_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], list[str]]:
@@ -133,10 +149,13 @@ def _header_index(path, lineno: int, row: list[str]) -> tuple[tuple[int, int, in
         row[i].strip() for i in range(len(row)) if i not in used]
 
 
-def _json_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], list[str]]:
-    """Rows of a Mooncake JSON-lines trace (timestamp in ms); one JSON document spanning lines is refused."""
+def _json_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], list[str], list[list[int]] | None]:
+    """Rows of a Mooncake JSON-lines trace (timestamp in ms) and their hash_ids when every row's ids are
+    ceil(input_length / BLOCK_TOKENS) whole numbers (else None, and a note says which line and why); one JSON
+    document spanning lines is refused."""
     rows: list[tuple[float, int, int]] = []
-    shared = False
+    blocks: list[list[int]] = []
+    mismatch = None
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -155,13 +174,20 @@ def _json_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], li
             raise SpecError(f"--trace: {path} line {lineno}: timestamp {arrival_ms!r} must be a number of ms")
         arrival = _arrival_s(path, lineno, str(arrival_ms), 1e-3)
         counts = [_count(path, lineno, key, _json_int_text(obj[key])) for key in ("input_length", "output_length")]
-        shared = shared or bool(obj.get("hash_ids"))
+        ids = obj.get("hash_ids")
+        want = -(-counts[0] // BLOCK_TOKENS)
+        ok = (isinstance(ids, list) and len(ids) == want
+              and all(isinstance(h, int) and not isinstance(h, bool) for h in ids))
+        if not ok and mismatch is None:
+            mismatch = (f"line {lineno}: {len(ids) if isinstance(ids, list) else 'no'} hash_ids for "
+                        f"{counts[0]:,} tokens, not {want} whole-number ids of {BLOCK_TOKENS}-token blocks")
+        blocks.append(ids if ok else [])
         rows.append((arrival, counts[0], counts[1]))
     notes = [f"--trace: {path} is Mooncake JSON lines (timestamp in ms)"]
-    if shared:
-        notes.append("--trace: its hash_ids (prompt blocks shared between requests) are not replayed: no prefix is "
-                     "shared unless --prefix says so")
-    return rows, notes
+    if mismatch is not None:
+        notes.append(f"--trace: its hash_ids are not replayed ({mismatch}): no prefix is shared")
+        return rows, notes, None
+    return rows, notes, blocks
 
 
 def _json_int_text(value) -> str:

@@ -172,3 +172,34 @@ def test_inputs_past_the_clock_or_the_memory_name_their_flag(capsys, argv, flag)
 def test_fleets_past_what_a_run_simulates_are_refused(capsys, argv, flag):
     code, out, err = run(capsys, "--rate", "4", "--requests", "5", "--no-search", *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(f"roofline: error: {flag}:"), err
+
+
+MOONCAKE = (  # the first rows of Mooncake's trace as ai-dynamo/dynamo benchmarks/data_generator/README.md quotes them
+    '{"timestamp": 0, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, '
+    '11, 12, 13]}\n'
+    '{"timestamp": 0, "input_length": 7319, "output_length": 490, "hash_ids": [0, 14, 15, 16, 17, 18, 19, 20, 21, '
+    '22, 23, 24, 25, 26, 27]}\n'
+    '{"timestamp": 3052, "input_length": 7234, "output_length": 794, "hash_ids": [0, 28, 29, 30, 31, 32, 33, 34, 35, '
+    '36, 37, 38, 39, 40, 41]}\n'
+    '{"timestamp": 3052, "input_length": 2287, "output_length": 316, "hash_ids": [0, 42, 43, 44, 45]}\n')
+
+
+def test_mooncake_hash_ids_are_replayed_as_shared_blocks(tmp_path, capsys):
+    """Ids 0..45: 46 blocks of 512 tokens, block 0 in every prompt. The two rows at 0 ms are admitted together, so
+    neither finds block 0 cached; at 3052 ms both later rows find it (the first row's 512 tokens, whole 16-token
+    pages): 2 x 512 = 1024 hit tokens of 6755 + 7319 + 7234 + 2287 = 23595 asked for (vLLM's hit rate: hits /
+    queries in tokens, serving.prefix)."""
+    trace = tmp_path / "mooncake_trace.jsonl"
+    trace.write_text(MOONCAKE)
+    code, out, err = run(capsys, "--trace", str(trace), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["prefix_cache"]["hit_tokens"] == 1024 and data["prefix_cache"]["query_tokens"] == 23595
+    assert any("46 shared blocks" in n for n in data["notes"])
+
+
+def test_mooncake_hash_ids_with_prefix_is_refused(tmp_path, capsys):
+    trace = tmp_path / "mooncake_trace.jsonl"
+    trace.write_text(MOONCAKE)
+    code, out, err = run(capsys, "--trace", str(trace), "--prefix", "hit:0.5")
+    assert code == 2 and out == "" and err.startswith("roofline: error: --prefix:") and "hash_ids" in err

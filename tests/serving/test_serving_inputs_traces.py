@@ -26,7 +26,7 @@ def _write(tmp_path, text: str, name: str = "t.csv", encoding: str = "utf-8"):
 def test_azure_dates_become_seconds_after_the_earliest_row(tmp_path):
     """18:15:50.995169 - 18:15:46.680590 = 4.314579 s; 18:15:51.543712 - 18:15:46.680590 = 4.863122 s (the 7th
     fractional digit, 100 ns, is below datetime's microsecond)."""
-    arrival, prompt, output, notes = read_trace(_write(tmp_path, AZURE))
+    arrival, prompt, output, notes, _ = read_trace(_write(tmp_path, AZURE))
     assert arrival.tolist() == [0.0, 4.314579, 4.863122]  # exact: whole microseconds apart
     assert prompt.tolist() == [374, 396, 879] and output.tolist() == [44, 109, 45]
     assert any("dates" in n for n in notes)
@@ -38,19 +38,30 @@ def test_header_names_in_any_order_and_extra_columns_noted(tmp_path):
     text = ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
             "5,ChatGPT,472,18,490,Conversation log\n"
             "2,GPT-4,1087,230,1317,API log\n")
-    arrival, prompt, output, notes = read_trace(_write(tmp_path, text))
+    arrival, prompt, output, notes, _ = read_trace(_write(tmp_path, text))
     assert arrival.tolist() == [2.0, 5.0]  # sorted by arrival
     assert prompt.tolist() == [1087, 472] and output.tolist() == [230, 18]
     assert any("Model" in n and "Log Type" in n for n in notes)
 
 
 def test_mooncake_json_lines_timestamp_in_ms(tmp_path):
-    """Mooncake's format (kvcache-ai/Mooncake mooncake_trace.jsonl): 3052 ms -> 3.052 s."""
-    text = ('{"timestamp": 0, "input_length": 6755, "output_length": 500, "hash_ids": [0, 1]}\n'
-            '{"timestamp": 3052, "input_length": 2287, "output_length": 316, "hash_ids": [0, 42]}\n')
-    arrival, prompt, output, notes = read_trace(_write(tmp_path, text, "t.jsonl"))
+    """Mooncake's format (kvcache-ai/Mooncake mooncake_trace.jsonl): 3052 ms -> 3.052 s, sorted by arrival; ids of
+    ceil(tokens / 512) blocks (6755 -> 14, 2287 -> 5) come back in the rows' sorted order."""
+    text = ('{"timestamp": 3052, "input_length": 2287, "output_length": 316, "hash_ids": [0, 42, 43, 44, 45]}\n'
+            '{"timestamp": 0, "input_length": 6755, "output_length": 500, "hash_ids": ' + str(list(range(14))) + '}\n')
+    arrival, prompt, output, notes, blocks = read_trace(_write(tmp_path, text, "t.jsonl"))
     assert arrival.tolist() == [0.0, 3.052] and prompt.tolist() == [6755, 2287] and output.tolist() == [500, 316]
-    assert any("hash_ids" in n for n in notes)
+    assert blocks == [list(range(14)), [0, 42, 43, 44, 45]]
+
+
+def test_mooncake_ids_of_another_block_size_are_noted_not_replayed(tmp_path):
+    """2 ids for 1000 tokens fit 512-token blocks (ceil(1000 / 512) = 2); 2 ids for 200 tokens do not (1 block):
+    the rows are kept and the note names the line."""
+    text = ('{"timestamp": 0, "input_length": 1000, "output_length": 10, "hash_ids": [0, 1]}\n'
+            '{"timestamp": 500, "input_length": 200, "output_length": 20, "hash_ids": [0, 1]}\n')
+    trace = read_trace(_write(tmp_path, text, "t.jsonl"))
+    assert trace.blocks is None and len(trace.arrival_s) == 2
+    assert any("line 2" in n and "not replayed" in n for n in trace.notes)
 
 
 def test_bom_and_crlf_are_the_same_trace(tmp_path):
