@@ -20,6 +20,8 @@ DEFAULT_REQUESTS = 1000
 
 
 def add_simulate_parser(sub, positive_int, positive_float) -> None:
+    from roofline.cli import bounded_int
+
     p = sub.add_parser("simulate", help=SIMULATE_HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
     p.add_argument("--hardware", required=True, help="catalogue name or YAML spec")
@@ -60,14 +62,14 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="KV transfer link per GPU between the pools (default: the slower scale-out link)")
     p.add_argument("--replicas", type=positive_int, default=1, help="replicas behind a router (default 1)")
     p.add_argument("--router", choices=("round-robin", "least-outstanding", "prefix-aware"),
-                   default="least-outstanding", help="how the fleet routes each request (default least-outstanding)")
-    p.add_argument("--cache-threshold", type=float, default=0.3,
+                   help="how the fleet routes each request (default least-outstanding)")
+    p.add_argument("--cache-threshold", type=float,
                    help="prefix-aware: the cached prefix's share of the prompt above which its replica wins, else the "
                         "replica with the smallest router tree (SGLang router's --cache-threshold, default 0.3)")
-    p.add_argument("--balance-abs-threshold", type=int, default=64,
+    p.add_argument("--balance-abs-threshold", type=int,
                    help="prefix-aware: route to the least-loaded replica when max - min outstanding exceeds this and "
                         "--balance-rel-threshold holds (SGLang router's, default 64)")
-    p.add_argument("--balance-rel-threshold", type=float, default=1.5,
+    p.add_argument("--balance-rel-threshold", type=float,
                    help="prefix-aware: ... and max outstanding exceeds min x this (SGLang router's, default 1.5)")
     p.add_argument("--size-fleet", action="store_true",
                    help="with --target-rate and an SLO: the fewest replicas behind --router that meet it, simulated")
@@ -82,48 +84,10 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of arrivals and lengths")
+    p.add_argument("--seed", type=bounded_int(2 ** 64 - 1, minimum=0), default=0,
+                   help="random seed of arrivals and lengths (a whole number >= 0, as numpy's default_rng takes)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
-
-
-def _inputs(args: argparse.Namespace):
-    from roofline.errors import SpecError
-    from roofline.serving.datasets import dataset
-    from roofline.serving.prefix import parse_prefix, sessions
-    from roofline.serving.requests import LengthDist, load_trace, poisson_requests
-    from roofline.serving.simulate import Slo
-
-    if (args.slo_ttft_ms is None) != (args.slo_tpot_ms is None):
-        missing = "--slo-tpot-ms" if args.slo_tpot_ms is None else "--slo-ttft-ms"
-        raise SpecError(f"{missing}: an SLO needs both --slo-ttft-ms and --slo-tpot-ms")
-    slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
-    notes = []
-    if args.trace:
-        from roofline.report.bounds import check_trace_file
-
-        check_trace_file(args.trace)  # a regular file of bounded size: never a FIFO, a device or a huge file
-        requests = load_trace(args.trace)
-        if args.requests is not None and args.requests < len(requests):
-            notes.append(f"--trace: replaying the first {args.requests:,} of its {len(requests):,} rows (--requests)")
-            requests = requests.first(args.requests)
-    else:
-        if args.dataset:
-            if args.prompt_tokens or args.output_tokens:
-                raise SpecError("--dataset: gives the prompt and output lengths; drop --prompt-tokens/--output-tokens")
-            prompt, output, source = dataset(args.dataset)
-            notes.append(f"--dataset {args.dataset}: lengths from {source}")
-        else:
-            prompt = LengthDist.parse(args.prompt_tokens or "4096", "--prompt-tokens")
-            output = LengthDist.parse(args.output_tokens or "512", "--output-tokens")
-        requests = poisson_requests(args.rate, args.requests or 1000, prompt, output, args.seed)
-    if args.session_turns > 1 and args.prefix:
-        raise SpecError("--prefix: sessions (--session-turns) already share their conversation; give one or the other")
-    if args.session_turns > 1:
-        requests, _ = sessions(requests, args.session_turns)
-    elif args.prefix:
-        requests, _ = parse_prefix(args.prefix, requests, args.seed)
-    return requests, slo, notes
 
 
 def _progress():
@@ -146,17 +110,24 @@ def _progress():
 def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
+    from roofline.cli.simulate_checks import check_engine_limits, check_flags, check_horizon
+    from roofline.cli.simulate_inputs import inputs, length_fields
     from roofline.methods import parse_method
+    from roofline.report.bounds import check_parallel
     from roofline.serving.search import fleet, max_rate_at_slo
     from roofline.specs import Workload
 
+    check_flags(args)
     model, hardware = load_model(args.model), load_hardware(args.hardware)
+    check_parallel(model, args.tp, args.pp)
     methods = [parse_method(s) for s in args.method]
-    requests, slo, notes = _inputs(args)
+    requests, slo, notes = inputs(args)
     clients = _clients(args)
+    check_horizon(args, requests)
     rule = _router_rule(args)
-    requests.check_positions(model.max_position_embeddings, "--prompt-tokens", "--output-tokens")
+    requests.check_positions(model.max_position_embeddings, *length_fields(args))
     profile = _engine_profile(args, hardware, requests)
+    check_engine_limits(args, profile)
     micro = args.micro_batches or args.pp  # a step of fewer sequences runs min(micro, sequences) (PhaseModel.pipeline)
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
                             "micro_batches": micro, "batch": micro,  # the simulation sets each step's batch
@@ -176,6 +147,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             result["micro_batches"] = micro
         if slo is None or args.no_search:
             search = {"rate_per_s": None, "reason": "no SLO given" if slo is None else "--no-search"}
+        elif args.disaggregate:  # the search replays one aggregated replica (serving.search), not the P:D pools
+            search = {"rate_per_s": None, "reason": "--disaggregate: the max-rate search runs aggregated replicas, "
+                      "not P:D pools; not searched"}
         elif not math.isfinite(requests.offered_rate):
             search = {"rate_per_s": None, "reason": "every request arrives at time 0 (--rate inf): no rate to scale"}
         else:
@@ -240,6 +214,7 @@ def _serve(args: argparse.Namespace, sim, requests, clients, slo, rule) -> dict[
 def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dict[str, Any]:
     """Prefill and decode pools (serving.disagg): the decode pool is `sim`, the prefill pool its own."""
     from roofline.catalogue import load_hardware
+    from roofline.cli.simulate_checks import MAX_REPLICAS as MAX_COUNT
     from roofline.errors import SpecError
     from roofline.serving.disagg import Disaggregated, KvLink
     from roofline.serving.metrics import summarize
@@ -247,10 +222,11 @@ def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dic
 
     try:
         p_rep, d_rep = (int(x) for x in args.disaggregate.split(":"))
-        if p_rep < 1 or d_rep < 1:
+        if not (1 <= p_rep <= MAX_COUNT and 1 <= d_rep <= MAX_COUNT):  # as --replicas (1e9 pools never ended)
             raise ValueError
     except ValueError:
-        raise SpecError(f"--disaggregate: {args.disaggregate!r} is not P:D with P, D >= 1 replicas") from None
+        raise SpecError(f"--disaggregate: {args.disaggregate!r} is not P:D with P, D from 1 to {MAX_COUNT:,} "
+                        "replicas") from None
     if not clients.open_loop or requests.prefix is not None or args.replicas != 1:
         raise SpecError("--disaggregate: open-loop arrivals only, without --prefix, --session-turns, "
                         "--max-concurrency or --replicas (the pools are sized by P:D)")
@@ -275,7 +251,8 @@ def _size_fleet(args: argparse.Namespace, sim, requests, slo, clients, start: in
     if args.target_rate is None or slo is None:
         raise SpecError("--size-fleet: needs --target-rate and an SLO (--slo-ttft-ms, --slo-tpot-ms)")
     if not math.isfinite(requests.offered_rate):
-        raise SpecError("--size-fleet: needs arrivals to scale to --target-rate (not --rate inf)")
+        raise SpecError("--size-fleet: needs arrivals to scale to --target-rate; every request arrives at time 0 "
+                        "(--rate inf, or a trace whose rows all arrive at 0)")
     return size_fleet(sim, requests, slo, args.router, args.target_rate, args.tp * args.pp, args.usd_per_gpu_hour,
                       start or 1, clients, rule)
 
@@ -323,14 +300,36 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
 def _simulator(args: argparse.Namespace, model, hardware, workload, method, profile, max_tokens: int):
     """The simulator of one method (serving.engined: SGLang's running-request cap follows its pool's tokens, known
     once the pool is sized, unless --max-num-seqs was given)."""
+    from roofline.errors import SpecError
     from roofline.serving.engined import engine_simulator
 
     spec = None
     if args.speculative:
         from roofline.serving.speculative import Speculative
         spec = Speculative.parse(args.speculative)
-    return engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
-                            seqs_given=args.max_num_seqs is not None)
+    try:
+        return engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
+                                seqs_given=args.max_num_seqs is not None)
+    except ValueError as err:  # a pool with no room names the flag that sized it (serving.pool.KVPool)
+        if not str(err).startswith("kv pool:"):
+            raise
+        if spec is not None and spec.draft_model:
+            raise SpecError(f"--speculative: the draft {spec.draft_model} leaves no room for KV pages on "
+                            f"{hardware.name} beside {model.name} ({err})") from None
+        raise SpecError(_no_room(args, model, hardware, err)) from None
+
+
+def _no_room(args: argparse.Namespace, model, hardware, err: ValueError) -> str:
+    """A pool with no room for KV pages, naming the flag most likely to make room: the step budget or sequence cap
+    the user raised (the engine reserves their activations), the utilization the user lowered, else --tp."""
+    given = [(f, v) for f, v in (("--max-num-batched-tokens", args.max_num_batched_tokens),
+                                 ("--max-num-seqs", args.max_num_seqs), ("--utilization", args.utilization))
+             if v is not None]
+    flag = given[0][0] if given else "--tp"
+    what = ", ".join(f"{f} {v}" for f, v in given)
+    return (f"{flag}: {model.name} on {hardware.name} at tp {args.tp}, pp {args.pp}{', ' + what if what else ''} "
+            f"leaves no room for KV pages: its weights and the engine's reserved activations fill the usable memory "
+            f"({err}); raise --tp / --pp or give a larger GPU")
 
 
 def _spec_json(sim) -> dict[str, Any] | None:

@@ -55,10 +55,21 @@ def _tree(parent, start, length, leaf, shared, kind: str) -> PrefixTree:
     return PrefixTree(*a, kind)
 
 
+MAX_PREFIX_NODES = 1 << 20  # segments of a prefix workload: each is a row of PrefixCache's per-node arrays, and
+# tree:1000x1000,1000x1000 (1,001,000 nodes) builds in seconds on the project's 2-core machine; 1e10 never ends
+
+
+def _check_nodes(nodes: int, text: str) -> None:
+    if nodes > MAX_PREFIX_NODES:
+        raise SpecError(f"--prefix: {text} makes more than {MAX_PREFIX_NODES:,} shared segments, the most a run "
+                        "holds (each request uses one path: more leaves than requests are never all used)")
+
+
 def system_prompts(requests: Requests, tokens: int, count: int, seed: int) -> tuple[Requests, PrefixTree]:
     """Every prompt starts with one of `count` system prompts of `tokens` tokens (chosen uniformly)."""
     if tokens < 1 or count < 1:
         raise SpecError("--prefix: system:TOKENS[:COUNT] needs TOKENS >= 1 and COUNT >= 1")
+    _check_nodes(count, f"system:{tokens}:{count}")
     n = len(requests)
     pick = np.random.default_rng(seed + 1).integers(0, count, size=n)
     tree = _tree(np.full(count, -1), np.zeros(count), np.full(count, tokens), pick, np.full(n, tokens), "system")
@@ -80,6 +91,11 @@ def prefix_tree(requests: Requests, levels: list[tuple[int, int]], seed: int) ->
     path's content followed by its own tokens."""
     if not levels or any(f < 1 or t < 1 for f, t in levels):
         raise SpecError("--prefix: tree:FxT[,FxT...] needs fan-outs and token counts >= 1")
+    nodes, width = 0, 1
+    for fan, _ in levels:  # stops growing once past the limit (no huge products)
+        width = min(width * fan, MAX_PREFIX_NODES + 1)
+        nodes = min(nodes + width, MAX_PREFIX_NODES + 1)
+    _check_nodes(nodes, "tree:" + ",".join(f"{f}x{t}" for f, t in levels))
     parent, start, length = [], [], []
     frontier = [(-1, 0)]
     for fan, tokens in levels:
@@ -94,6 +110,41 @@ def prefix_tree(requests: Requests, levels: list[tuple[int, int]], seed: int) ->
     pick = leaves[np.random.default_rng(seed + 2).integers(0, len(leaves), size=len(requests))]
     tree = _tree(parent, start, length, pick, np.full(len(requests), depth), "tree")
     return replace(requests, prompt_tokens=requests.prompt_tokens + depth, prefix=tree), tree
+
+
+MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash_id in Mooncake's traces: each request has ceil(input_length / 512)
+# of them (kvcache-ai/Mooncake mooncake_trace.jsonl at d21da178: 6755 tokens -> 14 ids, 7319 -> 15, 2287 -> 5)
+
+
+def hash_blocks(requests: Requests, blocks: list[list[int]], block_tokens: int = MOONCAKE_BLOCK_TOKENS
+                ) -> tuple[Requests, PrefixTree]:
+    """Shared prompt blocks named by hash ids (Mooncake's hash_ids, one list per request in arrival order): a node
+    per distinct chain of ids (a trie: the same id after a different chain is other content), each `block_tokens`
+    long and starting where its parent ends; request i shares min(prompt_i, its ids x block_tokens) tokens."""
+    parent: list[int] = []
+    children: dict[tuple[int, int], int] = {}
+    leaf = np.full(len(requests), -1, dtype=np.int64)
+    for i, ids in enumerate(blocks):
+        node = -1
+        for h in ids:
+            key = (node, h)
+            if key not in children:
+                children[key] = len(parent)
+                parent.append(node)
+                _check_nodes(len(parent), "the trace's hash_ids")
+            node = children[key]
+        leaf[i] = node
+    depth = np.zeros(len(parent), dtype=np.int64)
+    for k, up in enumerate(parent):  # parents come first (created before their children)
+        depth[k] = depth[up] + 1 if up >= 0 else 1
+    start = (depth - 1) * block_tokens
+    counts = np.array([len(ids) for ids in blocks], dtype=np.int64)
+    shared = np.minimum(requests.prompt_tokens, counts * block_tokens)
+    leaf_or_root = np.where(leaf >= 0, leaf, 0)  # a request without ids shares nothing (shared 0)
+    if not parent:
+        return requests, None
+    tree = _tree(parent, start, np.full(len(parent), block_tokens), leaf_or_root, shared, "hash_ids")
+    return replace(requests, prefix=tree), tree
 
 
 def sessions(requests: Requests, turns: int) -> tuple[Requests, PrefixTree]:
@@ -126,6 +177,8 @@ def parse_prefix(text: str, requests: Requests, seed: int) -> tuple[Requests, Pr
             levels = [tuple(int(x) for x in lvl.split("x")) for lvl in rest.split(",")]
             if all(len(lvl) == 2 for lvl in levels):
                 return prefix_tree(requests, levels, seed)
+    except SpecError:
+        raise
     except ValueError:
         pass
     raise SpecError(f"--prefix: {text!r} is not a prefix workload: use system:TOKENS[:COUNT], hit:RATE or "

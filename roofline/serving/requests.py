@@ -4,12 +4,11 @@ Length distributions (the CLI's DIST): `4096` (fixed), `uniform:1024:4096` (inte
 `lognormal:mean=2048,sigma=0.5[,max=N]` (mean of the distribution, sigma of its log; draws rounded to at
 least 1 token and, with max, clipped at N). Arrivals: Poisson at a rate (exponential gaps), or the trace.
 A trace is a CSV file of rows `arrival_s,prompt_tokens,output_tokens` (an optional header row naming those
-columns; blank lines and lines starting with # are skipped).
+columns; blank lines and lines starting with # are skipped), or one of the public formats serving.traces reads.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import SpecError
-
-TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+from roofline.serving.traces import MAX_ARRIVAL_S, MAX_TOKENS, TRACE_COLUMNS  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,8 @@ class LengthDist:
                     raise ValueError
                 high = float(args["max"]) if "max" in args else math.inf
                 return cls._checked(cls("lognormal", float(args["mean"]), high, float(args["sigma"])), field, text)
+        except SpecError:
+            raise
         except ValueError:
             pass
         raise SpecError(f"{field}: {text!r} is not a length distribution: use N, uniform:LO:HI or "
@@ -59,8 +59,10 @@ class LengthDist:
         ok = dist.low >= 1 and dist.high >= dist.low and dist.sigma >= 0 and math.isfinite(dist.sigma)
         if dist.kind == "lognormal":
             ok = ok and math.isfinite(dist.low)
+        else:  # counts past MAX_TOKENS would overflow int64 draws (the lognormal draws are clipped there)
+            ok = ok and dist.high <= MAX_TOKENS
         if not ok:
-            raise SpecError(f"{field}: {text!r} needs lengths >= 1, low <= high and sigma >= 0")
+            raise SpecError(f"{field}: {text!r} needs lengths from 1 to {MAX_TOKENS:,}, low <= high and sigma >= 0")
         return dist
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -71,7 +73,7 @@ class LengthDist:
             return rng.integers(int(self.low), int(self.high) + 1, size=n, dtype=np.int64)
         mu = math.log(self.low) - self.sigma ** 2 / 2  # so the mean of the draws is `low`
         draws = np.rint(rng.lognormal(mu, self.sigma, size=n))
-        return np.clip(draws, 1, min(self.high, 2 ** 40)).astype(np.int64)
+        return np.clip(draws, 1, min(self.high, MAX_TOKENS)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -126,47 +128,25 @@ def poisson_requests(rate: float, n: int, prompt: LengthDist, output: LengthDist
         raise SpecError(f"--rate: {rate} must be a positive number of requests per second (inf: all at once)")
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1.0 / rate, size=n)) if math.isfinite(rate) else np.zeros(n)
+    if arrivals[-1] > MAX_ARRIVAL_S:  # the clock's resolution there would swallow a step (serving.traces)
+        raise SpecError(f"--rate: {rate:g} req/s spreads {n:,} requests over {arrivals[-1]:.3g} s, past the "
+                        f"{MAX_ARRIVAL_S:.0e} s a simulated clock resolves to a step; give a rate >= "
+                        f"{n / MAX_ARRIVAL_S:.3g}")
     return Requests(arrivals, prompt.sample(rng, n), output.sample(rng, n))
 
 
 def load_trace(path: str | Path) -> Requests:
-    """Every row (arrival_s, prompt_tokens, output_tokens) of a CSV file, sorted by arrival; a malformed row is an
-    error naming the file, line and column. Nothing is cut here: the caller decides, and says so, if it replays
-    fewer rows (Requests.first)."""
-    rows: list[tuple[float, int, int]] = []
-    try:
-        handle = open(path, newline="")  # noqa: SIM115
-    except OSError as err:
-        raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
-    with handle:
-        for lineno, row in enumerate(csv.reader(handle), start=1):
-            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-                continue
-            if lineno == 1 and [c.strip() for c in row] == list(TRACE_COLUMNS):
-                continue
-            rows.append(_trace_row(path, lineno, row))
-    if not rows:
-        raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
-    data = np.array(rows, dtype=np.float64)
-    order = np.argsort(data[:, 0], kind="stable")
-    data = data[order]
-    return Requests(data[:, 0], data[:, 1].astype(np.int64), data[:, 2].astype(np.int64))
+    """Every row (arrival_s, prompt_tokens, output_tokens) of a trace file, sorted by arrival
+    (serving.traces.read_trace: the formats accepted, the bounds on each field); a malformed row is an error naming
+    the file, line and column. Nothing is cut here: the caller decides, and says so, if it replays fewer rows
+    (Requests.first)."""
+    return load_trace_noted(path)[0]
 
 
-def _trace_row(path, lineno: int, row: list[str]) -> tuple[float, int, int]:
-    where = f"--trace: {path} line {lineno}"
-    if len(row) != 3:
-        raise SpecError(f"{where}: expected 3 fields {','.join(TRACE_COLUMNS)}, got {len(row)}")
-    try:
-        arrival = float(row[0])
-    except ValueError:
-        raise SpecError(f"{where}: arrival_s {row[0].strip()!r} is not a number") from None
-    if not (arrival >= 0 and math.isfinite(arrival)):
-        raise SpecError(f"{where}: arrival_s {row[0].strip()} must be a finite number >= 0")
-    counts = []
-    for name, text in zip(TRACE_COLUMNS[1:], row[1:], strict=True):
-        text = text.strip()
-        if not text.isdigit() or int(text) < 1:
-            raise SpecError(f"{where}: {name} {text!r} must be a whole number >= 1")
-        counts.append(int(text))
-    return arrival, counts[0], counts[1]
+def load_trace_noted(path: str | Path):
+    """load_trace, the notes on how the file was read (its format, columns not used) and the rows' shared blocks
+    (Mooncake's hash_ids, for serving.prefix.hash_blocks; None without)."""
+    from roofline.serving.traces import read_trace
+
+    trace = read_trace(path)
+    return Requests(trace.arrival_s, trace.prompt_tokens, trace.output_tokens), trace.notes, trace.blocks

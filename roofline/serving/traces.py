@@ -1,0 +1,245 @@
+"""Trace files for `simulate --trace`: one request per row, its arrival time and its prompt and output tokens.
+
+Accepted, recognised from the file's first line:
+- The project's CSV: rows `arrival_s,prompt_tokens,output_tokens` (arrival in seconds from the trace's start), with
+  or without that header row; blank lines and lines starting with # are skipped.
+- A CSV whose header names the three columns, in any order, other columns ignored (and listed in a note):
+  `arrival_s` / `TIMESTAMP` / `Timestamp`, `prompt_tokens` / `ContextTokens` / `Request tokens`, `output_tokens` /
+  `GeneratedTokens` / `Response tokens` (names matched without case). The Azure LLM inference traces 2023 and
+  2024 have the columns TIMESTAMP,ContextTokens,GeneratedTokens, TIMESTAMP a date and time such as
+  `2023-11-16 18:15:46.6805900` (Azure/AzurePublicDataset AzureLLMInferenceDataset2023.md and
+  AzureLLMInferenceDataset2024.md); BurstGPT's have Timestamp (seconds), Model, Request tokens, Response tokens,
+  Total tokens, Log Type (HPMLL/BurstGPT README, release v1.1). A date-and-time column becomes seconds after the
+  earliest row (a time without a zone is read as UTC).
+- Mooncake's JSON lines `{"timestamp": MS, "input_length": N, "output_length": N, "hash_ids": [...]}`, timestamp
+  the arrival in milliseconds since the first request (kvcache-ai/Mooncake mooncake_trace.jsonl at d21da178, as
+  ai-dynamo/dynamo benchmarks/data_generator/README.md documents it). hash_ids name each prompt's 512-token blocks
+  (the same id chain, the same content): they are returned with the rows for serving.prefix.hash_blocks; a file
+  whose ids do not count ceil(input_length / 512) blocks keeps its rows and a note says its ids are not replayed.
+A file opening with `{` that is one JSON document (a benchmark's result, e.g. vLLM's --save-result) holds no arrival
+times and is refused, as is a URL (download it first) and anything else, in one line naming the file, the line and
+the rule.
+
+Every count is a whole number from 1 to MAX_TOKENS; every arrival a finite number of seconds from 0 to
+MAX_ARRIVAL_S. The bound on arrivals keeps the simulated clock exact to well under a step: a float64 time of 1e8 s
+has a resolution (ulp) of 1.5e-8 s, while an absolute clock (Unix time, 1.7e9 s) given as `arrival_s` would also
+make the offered rate n / last arrival ~1e-6 of the true one; such a file is refused with that hint. Rows are sorted
+by arrival (stable) and none is dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from roofline.errors import SpecError
+
+TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+BLOCK_TOKENS = 512  # Mooncake's tokens per hash_id (serving.prefix.MOONCAKE_BLOCK_TOKENS, its evidence there)
+MAX_TOKENS = 2 ** 40  # the lognormal lengths' own clip (serving.requests.LengthDist.sample)
+MAX_ARRIVAL_S = 1e8  # about 3.2 years; see the module docstring
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+HEADER_NAMES = {  # lower-cased header name -> the column it fills
+    "arrival_s": "arrival_s", "timestamp": "arrival_s",
+    "prompt_tokens": "prompt_tokens", "contexttokens": "prompt_tokens", "request tokens": "prompt_tokens",
+    "output_tokens": "output_tokens", "generatedtokens": "output_tokens", "response tokens": "output_tokens",
+}
+MOONCAKE_KEYS = {"timestamp": "arrival_s", "input_length": "prompt_tokens", "output_length": "output_tokens"}
+
+
+class TraceFile(NamedTuple):
+    """A trace's rows sorted by arrival; `blocks`: Mooncake's hash_ids per row in the same order (None without)."""
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    notes: list[str]
+    blocks: list[list[int]] | None = None
+
+
+def read_trace(path: str | Path) -> TraceFile:
+    """Every row of a trace file, sorted by arrival, and notes on how it was read (module docstring)."""
+    text = str(path)
+    if "://" in text:
+        raise SpecError(f"--trace: {text} is a URL; download the file and give its path")
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            lines = handle.read().splitlines()
+    except OSError as err:
+        raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise SpecError(f"--trace: {path} is not UTF-8 text (byte {err.start}); a trace is a CSV or JSON-lines "
+                        "file") from None
+    first = next((ln.strip() for ln in lines if ln.strip()), "")
+    blocks = None
+    if first.startswith(("{", "[")):
+        rows, notes, blocks = _json_rows(path, lines)
+    else:
+        rows, notes = _csv_rows(path, lines)
+    if not rows:
+        raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
+    arrival = np.array([r[0] for r in rows], dtype=np.float64)
+    order = np.argsort(arrival, kind="stable")
+    prompt = np.array([r[1] for r in rows], dtype=np.int64)[order]
+    output = np.array([r[2] for r in rows], dtype=np.int64)[order]
+    if blocks is not None:
+        blocks = [blocks[i] for i in order.tolist()]
+    return TraceFile(arrival[order], prompt, output, notes, blocks)
+
+
+def _csv_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], list[str]]:
+    """Rows of a CSV trace: positional (no header or the project's header) or by the header's names."""
+    rows: list[tuple[float, int, int]] = []
+    index: tuple[int, int, int] = (0, 1, 2)
+    positional, notes, dated = True, [], None
+    for lineno, row in enumerate(csv.reader(lines), start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if not rows and positional and index == (0, 1, 2) and _is_header(row):
+            index, ignored = _header_index(path, lineno, row)
+            positional = False
+            if ignored:
+                notes.append(f"--trace: columns {', '.join(ignored)} of {path} not used")
+            continue
+        if positional and len(row) != 3:
+            raise SpecError(f"--trace: {path} line {lineno}: expected 3 fields {','.join(TRACE_COLUMNS)}, got "
+                            f"{len(row)}")
+        if len(row) <= max(index):
+            raise SpecError(f"--trace: {path} line {lineno}: {len(row)} fields, the header names "
+                            f"{max(index) + 1}")
+        fields = [row[i].strip() for i in index]
+        if dated is None:
+            dated = not positional and _number(fields[0]) is None
+        arrival = _datetime_us(path, lineno, fields[0]) if dated else _arrival_s(path, lineno, fields[0], 1.0)
+        rows.append((arrival, _count(path, lineno, TRACE_COLUMNS[1], fields[1]),
+                     _count(path, lineno, TRACE_COLUMNS[2], fields[2])))
+    if dated and rows:  # whole microseconds since the epoch: the differences are exact
+        start = min(r[0] for r in rows)
+        rows = [((r[0] - start) / 1e6, r[1], r[2]) for r in rows]
+        _check_span(path, max(r[0] for r in rows))
+        notes.append(f"--trace: {path} arrival times are dates; replayed as seconds after the earliest row")
+    return rows, notes
+
+
+def _is_header(row: list[str]) -> bool:
+    """A first row with a field that is not a number is a header."""
+    return any(_number(c.strip()) is None for c in row)
+
+
+def _header_index(path, lineno: int, row: list[str]) -> tuple[tuple[int, int, int], list[str]]:
+    """The positions of arrival_s, prompt_tokens and output_tokens among a header's names, and the names unused."""
+    found: dict[str, int] = {}
+    for i, name in enumerate(row):
+        column = HEADER_NAMES.get(name.strip().lower())
+        if column is not None and column not in found:
+            found[column] = i
+    missing = [c for c in TRACE_COLUMNS if c not in found]
+    if missing:
+        raise SpecError(f"--trace: {path} line {lineno}: a comma-separated header must name {', '.join(missing)} "
+                        "(accepted: arrival_s|TIMESTAMP|Timestamp, prompt_tokens|ContextTokens|Request tokens, "
+                        "output_tokens|GeneratedTokens|Response tokens)")
+    used = set(found.values())
+    return (found["arrival_s"], found["prompt_tokens"], found["output_tokens"]), [
+        row[i].strip() for i in range(len(row)) if i not in used]
+
+
+def _json_rows(path, lines: list[str]) -> tuple[list[tuple[float, int, int]], list[str], list[list[int]] | None]:
+    """Rows of a Mooncake JSON-lines trace (timestamp in ms) and their hash_ids when every row's ids are
+    ceil(input_length / BLOCK_TOKENS) whole numbers (else None, and a note says which line and why); one JSON
+    document spanning lines is refused."""
+    rows: list[tuple[float, int, int]] = []
+    blocks: list[list[int]] = []
+    mismatch = None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise SpecError(f"--trace: {path} line {lineno}: not a JSON object per line; a JSON trace is "
+                            "Mooncake's JSON lines (timestamp, input_length, output_length), and a benchmark's "
+                            "result file holds no arrival times") from None
+        if not isinstance(obj, dict) or any(k not in obj for k in MOONCAKE_KEYS):
+            keys = ", ".join(MOONCAKE_KEYS)
+            raise SpecError(f"--trace: {path} line {lineno}: a JSON-lines trace needs the keys {keys} (Mooncake's "
+                            "format); a benchmark's result file holds no arrival times")
+        arrival_ms = obj["timestamp"]
+        if isinstance(arrival_ms, bool) or not isinstance(arrival_ms, int | float):
+            raise SpecError(f"--trace: {path} line {lineno}: timestamp {arrival_ms!r} must be a number of ms")
+        arrival = _arrival_s(path, lineno, str(arrival_ms), 1e-3)
+        counts = [_count(path, lineno, key, _json_int_text(obj[key])) for key in ("input_length", "output_length")]
+        ids = obj.get("hash_ids")
+        want = -(-counts[0] // BLOCK_TOKENS)
+        ok = (isinstance(ids, list) and len(ids) == want
+              and all(isinstance(h, int) and not isinstance(h, bool) for h in ids))
+        if not ok and mismatch is None:
+            mismatch = (f"line {lineno}: {len(ids) if isinstance(ids, list) else 'no'} hash_ids for "
+                        f"{counts[0]:,} tokens, not {want} whole-number ids of {BLOCK_TOKENS}-token blocks")
+        blocks.append(ids if ok else [])
+        rows.append((arrival, counts[0], counts[1]))
+    notes = [f"--trace: {path} is Mooncake JSON lines (timestamp in ms)"]
+    if mismatch is not None:
+        notes.append(f"--trace: its hash_ids are not replayed ({mismatch}): no prefix is shared")
+        return rows, notes, None
+    return rows, notes, blocks
+
+
+def _json_int_text(value) -> str:
+    """A JSON value as _count reads it: an integer's digits, anything else its repr (refused there)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _arrival_s(path, lineno: int, text: str, unit_s: float) -> float:
+    """An arrival time in seconds (`text` in units of unit_s)."""
+    where = f"--trace: {path} line {lineno}"
+    value = _number(text)
+    name = "arrival_s" if unit_s == 1.0 else "timestamp"
+    if value is None:
+        raise SpecError(f"{where}: {name} {text!r} is not a number")
+    seconds = value * unit_s
+    if not (seconds >= 0 and math.isfinite(seconds)):
+        raise SpecError(f"{where}: {name} {text} must be a finite number >= 0")
+    _check_span(path, seconds, where)
+    return seconds
+
+
+def _check_span(path, seconds: float, where: str | None = None) -> None:
+    if seconds > MAX_ARRIVAL_S:
+        raise SpecError(f"{where or f'--trace: {path}'}: an arrival {seconds:.4g} s after the start is past "
+                        f"{MAX_ARRIVAL_S:.0e} s (3 years): an absolute clock (Unix time)? give seconds from the "
+                        "trace's first request")
+
+
+def _datetime_us(path, lineno: int, text: str) -> int:
+    """A date and time (ISO 8601, e.g. Azure's TIMESTAMP) as whole microseconds since the POSIX epoch (datetime's
+    resolution: Azure's 7th fractional digit, 100 ns, is dropped); a zone-less time is read as UTC."""
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        raise SpecError(f"--trace: {path} line {lineno}: arrival {text!r} is neither seconds nor a date and time "
+                        "(YYYY-MM-DD HH:MM:SS[.ffffff])") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return (stamp - EPOCH) // timedelta(microseconds=1)
+
+
+def _count(path, lineno: int, name: str, text: str) -> int:
+    """A token count: a whole number from 1 to MAX_TOKENS."""
+    text = text.strip()
+    if not text.isdecimal() or not 1 <= int(text) <= MAX_TOKENS:
+        raise SpecError(f"--trace: {path} line {lineno}: {name} {text!r} must be a whole number >= 1 (and at most "
+                        f"{MAX_TOKENS:,})")
+    return int(text)
