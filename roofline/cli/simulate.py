@@ -429,5 +429,7 @@ def _feature_notes(r: dict[str, Any]) -> list[str]:
         d = r["disaggregated"]
         out.append(f"prefill pool {d['prefill']['replicas']} x {d['prefill']['hardware']} tp {d['prefill']['tp']}, "
                    f"decode pool {d['decode']['replicas']} x {d['decode']['hardware']} tp {d['decode']['tp']}; KV "
-                   f"transfer p50 {display.seconds(d['transfer_s']['p50'])}")
+                   f"transfer p50 {display.seconds(d['transfer_s']['p50'])}"
+                   + (f" (the engine's KV connector {display.seconds(d['connector_s_mean'])} of it, mean)"
+                      if d.get("connector_s_mean") else ""))
     return out
