@@ -50,10 +50,32 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
     p.set_defaults(func=cmd_capacity)
 
 
+# flags only one engine reads (their help says whose): given with another engine they would be ignored silently
+ENGINE_FLAGS = (("entry_point", "--entry-point", "vllm", lambda v: v != "api"),
+                ("enable_prefix_caching", "--enable-prefix-caching", "vllm", bool),
+                ("mamba_cache_mode", "--mamba-cache-mode", "vllm", lambda v: v is not None),
+                ("parallel", "--parallel", "llamacpp", lambda v: v != 1),
+                ("no_kv_unified", "--no-kv-unified", "llamacpp", bool),
+                ("swa_full", "--swa-full", "llamacpp", bool))
+
+
+def check_engine_flags(args: argparse.Namespace) -> None:
+    """Refuses a flag of one engine given with another (ENGINE_FLAGS) and llama.cpp with --dp (its server has no
+    data-parallel replicas), each in one line naming the flag and whose it is."""
+    from roofline.errors import SpecError
+
+    for attr, flag, engine, given in ENGINE_FLAGS:
+        if given(getattr(args, attr)) and args.engine != engine:
+            raise SpecError(f"{flag}: {engine}'s flag; --engine {args.engine} does not read it")
+    if args.dp > 1 and args.engine == "llamacpp":
+        raise SpecError("--dp: llama.cpp's server has no data-parallel replicas (run several servers instead)")
+
+
 def _options(args: argparse.Namespace):
     from roofline.engines import GIB, EngineOptions
     from roofline.errors import SpecError
 
+    check_engine_flags(args)
     util = args.gpu_memory_utilization
     if util is not None and util > 1:
         raise SpecError(f"--gpu-memory-utilization: {util} must be at most 1")

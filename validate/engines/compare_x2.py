@@ -1,7 +1,7 @@
 """Runs 12 and 13 (two H200s of one host) against roofline: the prediction committed before each run and the model
 as it stands, side by side (tp 2 capacity, decode and prefill; disaggregated serving).
 
-python -m validate.engines.compare_x2 [--out validate/results/engines/nvidia-h200x2-vllm-2026-11-29-run12-13-compare.txt]
+python -m validate.engines.compare_x2 [--out FILE]   (default: nvidia-h200x2-vllm-2026-11-29-run12-13-compare.txt)
 The model's column is recomputed here (validate.engines.predict's functions on run 12's and 13's cases files,
 the served runs replayed at the send times each client recorded); the measured column is the runs' own files.
 """
@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
-RUNS = {"run12": ("cases-run12.json", ROOT / "nvidia-h200x2-vllm-2026-11-29-run12", ROOT / "h200x2-vllm-run12-predicted.json"),
-        "run13": ("cases-run13.json", ROOT / "nvidia-h200x2-vllm-2026-11-29-run13", ROOT / "h200x2-vllm-run13-predicted.json")}
+RUNS = {run: (f"cases-{run}.json", ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}", ROOT / f"h200x2-vllm-{run}-predicted.json")
+        for run in ("run12", "run13")}
 SERVED = (("TTFT p50", "median_ttft_ms", "ttft_s", "p50"), ("TTFT p99", "p99_ttft_ms", "ttft_s", "p99"),
           ("TPOT p50", "median_tpot_ms", "tpot_s", "p50"), ("TPOT p99", "p99_tpot_ms", "tpot_s", "p99"))
 
