@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,7 +71,7 @@ class FleetTrace:
     """One fleet run: the merged per-request trace and each replica's own."""
 
     trace: Trace
-    replicas: list[Trace]
+    replicas: Sequence[Trace]  # a list, or serving.kernel_fleet.KernelReplicas (built when read)
     routed: np.ndarray  # replica of each request
 
 
@@ -79,6 +80,9 @@ def _emitted(out: FleetTrace, per_seq_s: float) -> FleetTrace:
     merged trace taking each request's from its own replica."""
     if not per_seq_s:
         return out
+    if not isinstance(out.replicas, list):  # kernel_fleet.KernelReplicas: each request against its own replica's
+        first, reps = out.replicas.emitted(per_seq_s)  # records in one compiled pass, no replica's Trace built
+        return FleetTrace(replace(out.trace, first_token_s=first), reps, out.routed)
     reps = [t.emitted(per_seq_s) for t in out.replicas]
     first = out.trace.first_token_s.copy()
     for j, t in enumerate(reps):
@@ -208,35 +212,19 @@ class Fleet:
 
     def _kernel_run(self, requests: Requests, clients: Clients | None,
                     preloaded: np.ndarray | None = None) -> FleetTrace:
-        """The same run through serving.kernel (Simulator.use_kernel said it is covered)."""
+        """The same run through serving.kernel (Simulator.use_kernel said it is covered); its traces assembled by
+        serving.kernel_fleet (records split by replica in one counting pass, each replica's Trace built when read,
+        the merged records a view of the kernel's table when already in start order)."""
         from roofline.serving import kernel
+        from roofline.serving.kernel_fleet import REPLICA, KernelReplicas, merged_steps, split
         send, first, finish, routed, rec, preempted, cached = kernel.run(self.sim, requests, clients, self.n,
                                                                          self.router, BLOCK_STEPS, rule=self.rule,
                                                                          preloaded=preloaded)
         sent = Requests(send, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         cap = self.sim.pool.capacity_bytes
-        # the kernel's records are in event order: by replica (stable) each replica's own list, as _traces reads
-        replica = rec[:, 7].astype(np.int32)
-        order = np.argsort(replica, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(replica, minlength=self.n))])
-        # each replica's requests, by one stable sort of the routing (a pass over every request per replica cost
-        # 32 x 3.2M element reads for a fleet of 32 x 100,000)
-        by_replica = np.argsort(routed, kind="stable")
-        counts = np.concatenate([[0], np.cumsum(np.bincount(routed, minlength=self.n))])
-        per = []
-        for j in range(self.n):
-            mine = by_replica[counts[j]:counts[j + 1]]
-            f, e = np.full(len(first), np.nan), np.full(len(finish), np.nan)
-            f[mine], e[mine] = first[mine], finish[mine]
-            rows = order[bounds[j]:bounds[j + 1]]
-            per.append(Trace(sent, f, e, np.ascontiguousarray(rec[rows, :7]), cap, int(preempted[j]),
-                             cached[j] if cached is not None else None))
-        # merged as _traces merges: by start time, ties by replica then each replica's order (event order: starts
-        # never decrease along it, so only runs of equal starts need sorting)
-        start = rec[:, 0]
-        ordered = np.arange(len(rec)) if np.all(start[1:] > start[:-1]) else np.lexsort((replica, start))
-        steps = np.ascontiguousarray(rec[ordered, :7])
-        merged = Trace(sent, first, finish, steps, cap, int(preempted.sum()), _merged_stats(per))
+        per = KernelReplicas(sent, first, finish, routed, rec, split(rec[:, REPLICA], self.n), cap, preempted,
+                             cached)
+        merged = Trace(sent, first, finish, merged_steps(rec), cap, int(preempted.sum()), per.stats())
         return FleetTrace(merged, per, routed)
 
     def _traces(self, requests: Requests, reps: list[_Replica], arrivals: Arrivals, routed) -> FleetTrace:

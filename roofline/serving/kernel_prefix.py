@@ -5,7 +5,10 @@ State (`pfx` = (pi, pf), built by serving.kernel.prefix_state: two flat arrays, 
 every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length,
 depth: nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and node
 the cached tokens, running requests using it and cached children (CACHED | REFS | KIDS), the LRU heap's (-depth,
-node) and scratch space; in pf each replica's nodes' last use and the heap's keys (last use); the heap's size is
+node) and scratch space, and per replica a generation (GENERATION: bumped by every change of the replica's
+cache or heap) with the generation, request and hit of its last failed admission (serving.kernel_sched.admit) and
+the count of repeats of such failures applied without their walk (AGAIN); in
+pf each replica's nodes' last use and the heap's keys (last use); the heap's size is
 ri[r, HSIZE]. The heap is Python's heapq's: a min- heap under the tuple order, entries made stale by a later use
 skipped when popped (PrefixCache.evict). Pops depend only on the set of keys, and a node's live key is unique (its
 node id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale
@@ -19,9 +22,12 @@ from numba import njit
 from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
 
 # pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
-# request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch)
-(P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF,
- P_HEADER) = range(14)
+# request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch;
+# per replica: GENERATION .. FAILED_HIT)
+(P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
+ P_HEADER) = range(15)
+GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN = range(5)  # per replica, from pi[P_GEN] + GEN_FIELDS r
+GEN_FIELDS = 5
 
 
 def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
@@ -30,12 +36,14 @@ def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
     k, n = len(parent), len(leaf)
     depth = depths(parent)
     heap = 2 * k + 16
-    sizes = [k, k, k, k, n, n, replicas * 3 * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1)))]
+    sizes = [k, k, k, k, n, n, replicas * 3 * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1))),
+             GEN_FIELDS * replicas]
     offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
     pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
     pi[:P_HEADER] = [k, heap, replicas, *offsets]
     for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
         pi[at:at + len(part)] = part
+    pi[offsets[-1] + FAILED_ID:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = -1  # no failed admission yet
     return pi, np.zeros(replicas * (k + heap))
 
 
@@ -61,6 +69,12 @@ def _hi(pi, r, f, slot):
 def _hk(pi, r, slot):
     """Where replica r's heap slot's key (last use) is in pf."""
     return pi[P_NREP] * pi[P_K] + r * pi[P_H] + slot
+
+
+@njit(cache=True, inline="always")
+def _bump(pi, r):
+    """Replica r's cache or heap changed: a new generation."""
+    pi[pi[P_GEN] + GEN_FIELDS * r + GENERATION] += 1
 
 
 @njit(cache=True)
@@ -208,6 +222,7 @@ def _compact(r, ri, pi, pf):
 @njit(cache=True)
 def _push(r, key, node, ri, pi, pf):
     """heapq.heappush(heap, (key, -depth[node], node))."""
+    _bump(pi, r)
     if ri[r, HSIZE] == pi[P_H]:
         _compact(r, ri, pi, pf)
     pos = ri[r, HSIZE]
@@ -226,6 +241,7 @@ def _push(r, key, node, ri, pi, pf):
 def acquire(r, i, now, pfx):
     """PrefixCache.acquire: request i runs; its nodes are in use at `now`."""
     pi, pf = pfx
+    _bump(pi, r)
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
         node = pi[buf + k]
@@ -238,6 +254,7 @@ def acquire(r, i, now, pfx):
 def release(r, i, now, stamp, ri, pfx):
     """PrefixCache.release: request i left at `now` (stamp false: was not admitted, its last use kept)."""
     pi, pf = pfx
+    _bump(pi, r)
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
         node = pi[buf + k]
@@ -266,6 +283,7 @@ def publish(r, i, upto, pfx):
         at = _pc(pi, r, CACHED, node)
         old = pi[at]
         if want > old:
+            _bump(pi, r)
             pi[at] = want
             parent = pi[pi[P_PARENT] + node]
             if old == 0 and parent >= 0:
@@ -281,6 +299,7 @@ def evict(r, need_bytes, ri, pfx, seq, cfg):
     page = cfg[PAGE]
     freed = 0.0
     while freed < need_bytes and ri[r, HSIZE] > 0:
+        _bump(pi, r)
         t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
         last = ri[r, HSIZE] - 1
         _move(pi, pf, r, 0, last)
@@ -311,3 +330,45 @@ def count(r, hit_tokens, todo, ri):
     """PrefixCache.count: an admission asked for `todo` prompt tokens and found `hit_tokens` cached."""
     ri[r, HITS] += hit_tokens
     ri[r, QUERIES] += todo
+
+
+@njit(cache=True)
+def failed_again(r, i, pfx):
+    """The hit of request i's last failed admission on replica r when nothing in r's cache or heap has changed
+    since (the same generation), else -1. Such a failure (serving.kernel_sched.admit) ended with an evict that
+    emptied the heap and i's release pushing its own path's released nodes: the heap holds those alone."""
+    pi = pfx[0]
+    g = pi[P_GEN] + GEN_FIELDS * r
+    if pi[g + FAILED_ID] != i or pi[g + FAILED_GEN] != pi[g + GENERATION]:
+        return -1
+    return pi[g + FAILED_HIT]
+
+
+@njit(cache=True)
+def failed(r, i, h, pfx):
+    """Request i's admission on replica r failed with hit h: the cache's generation now is that failure's."""
+    pi = pfx[0]
+    g = pi[P_GEN] + GEN_FIELDS * r
+    pi[g + FAILED_GEN], pi[g + FAILED_ID], pi[g + FAILED_HIT] = pi[g + GENERATION], i, h
+
+
+@njit(cache=True)
+def fail_again(r, i, now, ri, pfx):
+    """What a repeat of request i's failed admission at `now` (failed_again) leaves in replica r's cache: acquire
+    stamps i's path nodes `now`, the evict pops every heap entry (i's own nodes, in use while acquired: none
+    freed), the release pushes the same nodes again with their new last use `now`; so the path's last uses and the
+    heap's keys become `now`, nothing else changes (the heap's nodes and their order are the same)."""
+    pi, pf = pfx
+    pi[pi[P_GEN] + GEN_FIELDS * r + AGAIN] += 1
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        pf[_last(pi, r, pi[buf + k])] = now
+    for s in range(ri[r, HSIZE]):
+        pf[_hk(pi, r, s)] = now
+    return 0
+
+
+def repeats(pfx) -> list[int]:
+    """Per replica, the failed admissions repeated without their walk (fail_again), from a run's `pfx`."""
+    pi = pfx[0]
+    return [int(pi[pi[P_GEN] + GEN_FIELDS * r + AGAIN]) for r in range(int(pi[P_NREP]))]

@@ -21,6 +21,7 @@ from roofline.serving.kernel_layout import (
     COMP,
     DEC,
     GEN,
+    HSIZE,
     IDS,
     KNOWN,
     MAX_SEQS,
@@ -46,7 +47,18 @@ from roofline.serving.kernel_layout import (
     WLEN,
     WTAIL,
 )
-from roofline.serving.kernel_prefix import P_SHARED, acquire, count, evict, hit, publish, release
+from roofline.serving.kernel_prefix import (
+    P_SHARED,
+    acquire,
+    count,
+    evict,
+    fail_again,
+    failed,
+    failed_again,
+    hit,
+    publish,
+    release,
+)
 
 
 @njit(cache=True)
@@ -105,7 +117,10 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
     holds those pages at once, the cache owns them), acquires its path and may evict unused cached pages (never its
     own) to fit; if it still does not fit it releases its path (its last use kept). With preloaded KV (`pre`, tokens
     per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its hit starts after
-    them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none of them)."""
+    them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none of them).
+    A retry of the queue's head whose last attempt failed with the cache unchanged since (kernel_prefix.failed_again:
+    the same hit, nothing to evict but its own path) and that does not fit the free bytes now fails again: its
+    effect on the cache (kernel_prefix.fail_again) is applied without the walk, acquire, evict and release."""
     budget = cfg[MNBT] - ri[r, TOKENS]
     n0 = ri[r, N_RUN]
     na = 0
@@ -113,7 +128,8 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
     while ri[r, WLEN] > 0 and budget > 0 and n0 + na < cfg[MAX_SEQS]:
         i = ri[r, WHEAD]
         todo = prompt[i] + generated[i]
-        h = hit(r, i, todo, pfx, cfg) if cache else 0
+        again = failed_again(r, i, pfx) if cache else -1
+        h = again if again >= 0 else (hit(r, i, todo, pfx, cfg) if cache else 0)
         s, b = h, h  # the tokens it starts after, those the cache owns
         hold_bytes = seq[h] if cache else 0.0
         if len(pre) and min(pre[i], todo - 1) > h:
@@ -124,12 +140,18 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
         cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[s + k]) - hold_bytes
         free = fcfg[CAPACITY] - rf[r, USED] - need
         if cache:
+            if again >= 0 and cost > free:
+                fail_again(r, i, now, ri, pfx)
+                break
             acquire(r, i, now, pfx)
             if cost > free:
                 freed = evict(r, cost - free, ri, pfx, seq, cfg)
+                emptied = ri[r, HSIZE] == 0
                 rf[r, USED] -= freed
                 if cost > free + freed:
                     release(r, i, now, False, ri, pfx)
+                    if emptied:
+                        failed(r, i, h, pfx)
                     break
             count(r, h, todo, ri)
         elif cost > free:

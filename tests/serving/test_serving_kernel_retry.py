@@ -1,0 +1,55 @@
+"""A failed admission repeated with nothing changed in the prefix cache since (serving.kernel_prefix.failed_again /
+fail_again, serving.kernel_sched.admit) is applied without its walk, acquire, evict and release: the records,
+per-request times and cache stats stay those of the Python loop (serving.scheduler.Scheduler, which always retries),
+on runs where such repeats happen (counted by kernel_prefix.repeats, so the equality is not vacuous)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("numba")
+
+from roofline.serving import kernel  # noqa: E402
+from roofline.serving.clients import Clients  # noqa: E402
+from roofline.serving.kernel_prefix import repeats  # noqa: E402
+from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
+from tests.serving.test_serving_kernel_prefix import small_pool  # noqa: E402
+from tests.serving.test_serving_kernel_sessions import chats, engine, same_fleet, same_run  # noqa: E402
+
+
+@pytest.fixture
+def pfx_seen(monkeypatch):
+    """The prefix-cache state each kernel run is given (kernel._prefix_state's result), read after the run."""
+    seen = []
+
+    def capture(*args):
+        out = original(*args)
+        seen.append(out)
+        return out
+
+    original = kernel._prefix_state
+    monkeypatch.setattr(kernel, "_prefix_state", capture)
+    return seen
+
+
+def _small(reqs, lag: bool, tokens: int):
+    sim = engine(reqs, lag, True, scheduler=SchedulerConfig(max_num_batched_tokens=1024, max_num_seqs=48))
+    small_pool(sim, reqs, tokens)
+    return sim
+
+
+@pytest.mark.parametrize("lag", [True, False])
+def test_repeated_failures_on_one_replica_keep_the_python_loops_run(pfx_seen, lag):
+    """Conversations up to ~3,000 tokens, 48 at a time, in a 10,000-token pool: the queue's head waits for pages
+    for many records."""
+    reqs = chats(30.0, 192, 4, seed=11)
+    fast, slow = same_run(_small(reqs, lag, 10000), reqs, Clients(think_s=0.2, session_turns=4))
+    assert slow.preemptions > 0
+    assert sum(repeats(pfx_seen[-1])) > 0
+
+
+@pytest.mark.parametrize("router", ["least-outstanding", "prefix-aware"])
+def test_repeated_failures_in_a_fleet_keep_the_python_loops_run(pfx_seen, router):
+    reqs = chats(60.0, 256, 4, seed=29)
+    fast, _ = same_fleet(_small(reqs, True, 10000), 2, router, reqs, Clients(think_s=0.1, session_turns=4))
+    assert all(n > 0 for n in repeats(pfx_seen[-1]))
