@@ -1,7 +1,10 @@
 """Runs 12 and 13 (two H200s of one host) against roofline: the prediction committed before each run and the model
 as it stands, side by side (tp 2 capacity, decode and prefill; disaggregated serving).
 
-python -m validate.engines.compare_x2 [--out FILE]   (default: nvidia-h200x2-vllm-2026-11-29-run12-13-compare.txt)
+python -m validate.engines.compare_x2 [--out FILE]   (default: nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt)
+Its step and capacity rows are in validate.engines.compare's format, so the H200 vLLM trust bands
+(roofline.trust.engines) pool them with the one-GPU runs'; the disaggregated runs are reported in their own lines,
+which the bands do not read (a pair of servers is not one engine's serving).
 The model's column is recomputed here (validate.engines.predict's functions on run 12's and 13's cases files,
 the served runs replayed at the send times each client recorded); the measured column is the runs' own files.
 """
@@ -34,33 +37,51 @@ def pct(model: float, measured: float) -> str:
     return f"{(model / measured - 1) * 100:+.1f} %"
 
 
-def steps(run: str, lines: list[str]) -> None:
-    """tp 2 capacity, decode steps and prefills of a run's lat.py results."""
+def _logged(log: str, key: str) -> float:
+    """A number the engine's start-up log states after `key` (the first such line)."""
+    line = next(x for x in log.splitlines() if key in x)
+    return float(line.split(key)[1].split()[0].replace(",", "").rstrip("x"))
+
+
+def table(run: str, lines: list[str]) -> None:
+    """The run's steps and capacity in validate.engines.compare's row format (what roofline.trust.engines reads
+    into the H200 vLLM bands): measured, before the run (err %), now (err %)."""
     cases, folder, before = RUNS[run]
     pred = _predict_module(cases)
     now, then = pred.predict("H200"), json.loads(before.read_text())["models"]
+    lines.append("\nphase    model                  B      P   measured ms   before ms (err %)   now ms (err %)")
+    caps = []
     for name in now:
         lat = json.loads((folder / "T" / f"{name}-lat.json").read_text())
-        tp = lat["tp"]
-        log = (folder / "T" / f"{name}-lat.log").read_text()
-        tokens = next(int(x.split("GPU KV cache size: ")[1].split()[0].replace(",", ""))
-                      for x in log.splitlines() if "GPU KV cache size:" in x)
-        lines.append(f"\n{name}, tp {tp} (lat.py, {lat['vllm']}; fuse_allreduce_rms pass skipped: the carried "
-                     "FlashInfer lacks its comm module)")
-        cap_now, cap_then = now[name]["capacity"][0], then[name]["capacity"][0]
-        lines.append(f"  capacity 'GPU KV cache size' {tokens:,} tokens: before {cap_then['pool_tokens']:,} "
-                     f"({pct(cap_then['pool_tokens'], tokens)}), now {cap_now['pool_tokens']:,} "
-                     f"({pct(cap_now['pool_tokens'], tokens)})")
         for m, b, n in zip(lat["decode"], then[name]["decode"], now[name]["decode"], strict=True):
-            t = m["decode_step_s"]
-            lines.append(f"  decode B={m['B']:>3} P={m['P']:>5}  measured {t * 1e3:7.3f} ms  before "
-                         f"{b['decode_step_s'] * 1e3:7.3f} ({pct(b['decode_step_s'], t)})  now "
-                         f"{n['decode_step_s'] * 1e3:7.3f} ({pct(n['decode_step_s'], t)})")
+            t, tb, tn = m["decode_step_s"] * 1e3, b["decode_step_s"] * 1e3, n["decode_step_s"] * 1e3
+            lines.append(f"decode   {name:<20} {m['B']:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
+                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f})")
         for m, b, n in zip(lat["prefill"], then[name]["prefill"], now[name]["prefill"], strict=True):
-            t = m["median_s"]
-            lines.append(f"  prefill P={m['P']:>5}       measured {t * 1e3:7.2f} ms  before "
-                         f"{b['prefill_s'] * 1e3:7.2f} ({pct(b['prefill_s'], t)})  now "
-                         f"{n['prefill_s'] * 1e3:7.2f} ({pct(n['prefill_s'], t)})")
+            t, tb, tn = m["median_s"] * 1e3, b["prefill_s"] * 1e3, n["prefill_s"] * 1e3
+            lines.append(f"prefill  {name:<20} {1:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
+                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f})")
+        log = (folder / "T" / f"{name}-lat.log").read_text()
+        kv_gib, conc = _logged(log, "Available KV cache memory: "), _logged(log, "tokens per request: ")
+        c = pred.CASES["models"][name]
+        rule = pred.capacity_from_log(name, c["max_model_len"], kv_gib, lat["engine"]["max_num_batched_tokens"],
+                                      lat["tp"])["max_concurrency"]
+        cb, cn = then[name]["capacity"][0]["max_concurrency"], now[name]["capacity"][0]["max_concurrency"]
+        caps.append(f"  {name:<18} offline {c['max_model_len']:>7} {pred.util_of(c):.2f} | {kv_gib:7.2f} {conc:9.2f} |"
+                    f" {cb:9.2f} ({(cb / conc - 1) * 100:+6.2f}) {cn:9.2f} ({(cn / conc - 1) * 100:+6.2f})"
+                    f" {rule:9.2f} ({(rule / conc - 1) * 100:+6.2f})")
+    lines.append("")
+    for phase in ("decode", "prefill"):
+        for col, label in ((-2, "before"), (-1, "now")):  # the rows' parenthesised errors: before, now
+            errs = [abs(float(x.split("(")[col].split(")")[0])) for x in lines if x.startswith(phase + " ")]
+            med = sorted(errs)[len(errs) // 2] if len(errs) % 2 else sum(sorted(errs)[len(errs) // 2 - 1:
+                                                                                 len(errs) // 2 + 1]) / 2
+            lines.append(f"{phase}_{label:<7} median APE {med:5.1f} %  worst {max(errs):5.1f} %  ({len(errs)} cases)")
+    lines.append("\ncapacity: model, run, max_model_len, util | logged KV GiB per GPU, max concurrency | max "
+                 "concurrency predicted before the run (err %), now (err %), the rule on the logged budget (err %)")
+    lines.extend(caps)
+    lines.append("\nserving (one engine's `vllm serve` runs, which the trust bands pool): none in runs 12-13; the "
+                 "disaggregated pair below is two servers behind a proxy, reported apart")
 
 
 def served(run: str, lines: list[str]) -> None:
@@ -88,11 +109,12 @@ def served(run: str, lines: list[str]) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, default=ROOT / "nvidia-h200x2-vllm-2026-11-29-run12-13-compare.txt")
+    p.add_argument("--out", type=Path, default=ROOT / "nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt")
     a = p.parse_args()
-    lines = ["Runs 12-13, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy weights: measured against roofline's prediction",
-             "committed before each run ('before') and the model as it stands ('now'); signed error of the model."]
-    steps("run12", lines)
+    lines = ["Runs 12-13, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy weights, tp 2 (lat.py; vLLM's allreduce_rms",
+             "fusion pass skipped: the carried FlashInfer lacks its comm module) and a disaggregated pair: measured",
+             "against roofline's prediction committed before each run ('before') and the model as it stands ('now')."]
+    table("run12", lines)
     served("run12", lines)
     served("run13", lines)
     text = "\n".join(lines) + "\n"
