@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.engines.base import stage_kinds
 from roofline.serving.fleet import Fleet
 from roofline.serving.requests import Requests
 from roofline.serving.simulate import Simulator, Trace
@@ -78,9 +79,10 @@ class Disaggregated:
     def descriptors(self, prompt_tokens: np.ndarray) -> np.ndarray:
         """Descriptors one GPU's connector moves for each prompt (module docstring): two regions (K, V; one with
         MLA's latent) per cached layer on its pipeline stage, one descriptor per region and block of the prompt."""
-        model, pp = self.prefill.model, self.prefill.workload.pp
-        cached = sum(model.layer_attention(i).attends for i in range(model.num_layers)) - model.kv_shared_layers
-        regions = -(-cached // pp) * (1 if model.mla is not None else 2)
+        model = self.prefill.model
+        stage = stage_kinds(model, self.prefill.workload.pp)  # the first (fullest) stage's paged layers
+        cached = sum(n for (kind, _window), n in stage.items() if kind in ("full", "sliding", "chunked"))
+        regions = cached * (1 if model.mla is not None else 2)
         page = self.prefill.pool.page_tokens
         return regions * -(-np.asarray(prompt_tokens) // page)
 

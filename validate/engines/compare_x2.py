@@ -15,6 +15,7 @@ import argparse
 import importlib
 import json
 import os
+import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
@@ -50,15 +51,17 @@ def table(run: str, lines: list[str]) -> None:
     pred = _predict_module(cases)
     now, then = pred.predict("H200"), json.loads(before.read_text())["models"]
     lines.append("\nphase    model                  B      P   measured ms   before ms (err %)   now ms (err %)")
-    caps = []
+    caps, errors = [], {"decode": [], "prefill": []}  # per phase: (before, now) signed errors, %
     for name in now:
         lat = json.loads((folder / "T" / f"{name}-lat.json").read_text())
         for m, b, n in zip(lat["decode"], then[name]["decode"], now[name]["decode"], strict=True):
             t, tb, tn = m["decode_step_s"] * 1e3, b["decode_step_s"] * 1e3, n["decode_step_s"] * 1e3
+            errors["decode"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
             lines.append(f"decode   {name:<20} {m['B']:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
                          f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f})")
         for m, b, n in zip(lat["prefill"], then[name]["prefill"], now[name]["prefill"], strict=True):
             t, tb, tn = m["median_s"] * 1e3, b["prefill_s"] * 1e3, n["prefill_s"] * 1e3
+            errors["prefill"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
             lines.append(f"prefill  {name:<20} {1:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
                          f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f})")
         log = (folder / "T" / f"{name}-lat.log").read_text()
@@ -72,11 +75,10 @@ def table(run: str, lines: list[str]) -> None:
                     f" {rule:9.2f} ({(rule / conc - 1) * 100:+6.2f})")
     lines.append("")
     for phase in ("decode", "prefill"):
-        for col, label in ((-2, "before"), (-1, "now")):  # the rows' parenthesised errors: before, now
-            errs = [abs(float(x.split("(")[col].split(")")[0])) for x in lines if x.startswith(phase + " ")]
-            med = sorted(errs)[len(errs) // 2] if len(errs) % 2 else sum(sorted(errs)[len(errs) // 2 - 1:
-                                                                                 len(errs) // 2 + 1]) / 2
-            lines.append(f"{phase}_{label:<7} median APE {med:5.1f} %  worst {max(errs):5.1f} %  ({len(errs)} cases)")
+        for col, label in ((0, "before"), (1, "now")):
+            errs = [abs(e[col]) for e in errors[phase]]
+            lines.append(f"{phase}_{label:<7} median APE {statistics.median(errs):5.1f} %  worst {max(errs):5.1f} %  "
+                         f"({len(errs)} cases)")
     lines.append("\ncapacity: model, run, max_model_len, util | logged KV GiB per GPU, max concurrency | max "
                  "concurrency predicted before the run (err %), now (err %), the rule on the logged budget (err %)")
     lines.extend(caps)
