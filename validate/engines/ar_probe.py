@@ -4,6 +4,11 @@ order)"; vllm/distributed/device_communicators/custom_all_reduce.py: CUDA-IPC bu
 and NCCL's all-reduce, each timed inside a CUDA graph of REPS back-to-back calls as the engine replays its decode
 step (no launch cost per call), at the message sizes of a decode step (tokens x hidden x 2 bytes).
 
+Run 14 adds the eager calls (EAGER_SIZES, 1 .. 32 MiB): a prefill past the largest CUDA-graph capture size (512
+tokens) runs eagerly, its all-reduces at tokens x hidden x 2 bytes (Llama-3.1-8B: 8 MiB at 1,024 tokens, exactly
+vLLM's max_size, where `should_custom_ar` (inp_size < max_size) hands the call to PyNCCL). Each eager row is the
+per-call time of REPS back-to-back calls from the host (launches included), event-timed.
+
 Usage: python3 ar_probe.py OUT_JSON   (two GPUs; vLLM importable; NVLink multicast stays off)
 """
 
@@ -18,6 +23,7 @@ import torch.multiprocessing as mp
 
 SIZES = [8 << 10, 16 << 10, 32 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20]
 REPS = 50
+EAGER_SIZES = [1 << 20, 2 << 20, 4 << 20, (8 << 20) - 4096, 8 << 20, 16 << 20, 32 << 20]
 
 
 def captured(fn, reps: int = REPS) -> "torch.cuda.CUDAGraph":
@@ -51,6 +57,23 @@ def replay_s(g, reps: int = REPS) -> float:
     return statistics.median(ts)
 
 
+def eager_s(fn, reps: int = REPS) -> float:
+    """Seconds per call of `reps` eager calls launched back to back (median of 5 timed loops after 2)."""
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / 1e3 / reps)
+    return statistics.median(ts)
+
+
 def _rank(rank: int, q) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29531", NCCL_NVLS_ENABLE="0",
                       TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
@@ -61,6 +84,10 @@ def _rank(rank: int, q) -> None:
     for n in SIZES:
         x = torch.ones(n // 2, dtype=torch.bfloat16, device=f"cuda:{rank}")
         rows.append({"bytes": n, "nccl_graph_s": replay_s(captured(lambda t=x: dist.all_reduce(t)))})
+    eager = []
+    for n in EAGER_SIZES:
+        x = torch.ones(n // 2, dtype=torch.bfloat16, device=f"cuda:{rank}")
+        eager.append({"bytes": n, "nccl_eager_s": eager_s(lambda t=x: dist.all_reduce(t))})
     custom, err = [], None
     try:
         from vllm.distributed.device_communicators.custom_all_reduce import CustomAllreduce
@@ -74,10 +101,15 @@ def _rank(rank: int, q) -> None:
             with ca.capture():  # registered inputs inside the graph; their addresses exchanged on leaving
                 g = captured(lambda t=x: ca.custom_all_reduce(t))
             custom.append({"bytes": n, "custom_graph_s": replay_s(g)})
+        for row in eager:  # vLLM's dispatch: custom below max_size (should_custom_ar), else PyNCCL
+            x = torch.ones(row["bytes"] // 2, dtype=torch.bfloat16, device=f"cuda:{rank}")
+            row["custom_dispatch"] = bool(ca.should_custom_ar(x))
+            if row["custom_dispatch"]:
+                row["custom_eager_s"] = eager_s(lambda t=x: ca.custom_all_reduce(t))
     except Exception as e:  # the NCCL rows stand alone
         err = repr(e)[:300]
     if rank == 0:
-        q.put({"rows": rows, "custom": custom, "custom_error": err})
+        q.put({"rows": rows, "custom": custom, "eager": eager, "custom_error": err})
     dist.barrier()
     dist.destroy_process_group()
 

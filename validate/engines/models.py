@@ -46,6 +46,9 @@ TINY = {
 # published config (tests/data/hf) with its widths narrowed; nothing else changes.
 NARROW = {
     "tiny-llama-32": ("tiny-llama", {"num_hidden_layers": 32}),
+    # run 14: the same folder under a second name, so one cases file times it at tp 1 (this name) and tp 2 (above):
+    # the host cost a tp 2 step adds at the judged depth (run 12's Llama-3.1-8B prefills at tp 2)
+    "tiny-llama-32-tp1": ("tiny-llama", {"num_hidden_layers": 32}),
     # run 11: the draft-depth series at negligible width (2, 16, 32 layers): a draft pass's host cost per layer
     "tiny-llama-16": ("tiny-llama", {"num_hidden_layers": 16}),
     "tiny-qwen3moe-48": ("Qwen3-30B-A3B", {"hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 64,

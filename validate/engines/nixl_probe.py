@@ -15,6 +15,10 @@ servers), which is what decides whether UCX can open the peer's memory by CUDA I
 NUM_THREADS=N runs the reading agent's UCX backend with N threads, as vLLM configures it (num_threads 4 by default:
 nixl/base_worker.py@v0.24.0), where the post returns before the transfer completes (run 12's engine histograms).
 
+The one-off costs of a new pair (run 14): add_remote_agent (the metadata load) and the first two READs of the first
+case, which open UCX's endpoints and map the peer's memory, are written apart ("first": post and completion of
+reps 0 and 1), beside the steady reads.
+
 Usage: [ISOLATE=1] [NUM_THREADS=4] python3 nixl_probe.py OUT_JSON   (two GPUs; torch and nixl importable)
 """
 
@@ -29,7 +33,8 @@ import torch.multiprocessing as mp
 
 # (descriptors, bytes each, spacing in units of a descriptor: 1 back to back, 2 every other block, so no two merge)
 CASES = [(64, 32768, 1), (512, 32768, 1), (4096, 32768, 1), (8192, 32768, 1), (4096, 8192, 1), (4096, 131072, 1),
-         (1024, 131072, 1), (512, 32768, 2), (4096, 32768, 2), (4096, 8192, 2)]
+         (1024, 131072, 1), (512, 32768, 2), (4096, 32768, 2), (4096, 8192, 2), (1024, 32768, 2), (2048, 32768, 2),
+         (8192, 32768, 2), (128, 32768, 2)]
 REGION_BYTES = 8192 * 131072  # the largest case's span, in one registered region a side
 
 
@@ -71,8 +76,10 @@ def main() -> None:
     threads = int(os.environ.get("NUM_THREADS", "0"))
     agent = nixl_agent("decode", nixl_agent_config(backends=["UCX"], num_threads=threads))
     agent.register_memory([(buf.data_ptr(), REGION_BYTES, OWN_DEV, "")], "VRAM")
+    t_add = time.perf_counter()
     name = agent.add_remote_agent(meta)
-    out = []
+    add_s = time.perf_counter() - t_add
+    out, first = [], None
     for n, size, gap in CASES:
         local = agent.prep_xfer_dlist("NIXL_INIT_AGENT", _descs(buf.data_ptr(), n, size, OWN_DEV, gap), "VRAM")
         remote = agent.prep_xfer_dlist(name, _descs(remote_base, n, size, PEER_DEV, gap), "VRAM")
@@ -91,6 +98,10 @@ def main() -> None:
             if rep >= 2:  # the first reads open the UCX endpoints and map the peer's memory
                 posts.append(t1 - t0)
                 dones.append(t2 - t0)
+            elif first is None or len(first["posts_s"]) < 2:
+                first = first or {"descriptors": n, "bytes_each": size, "spacing": gap, "posts_s": [], "dones_s": []}
+                first["posts_s"].append(t1 - t0)
+                first["dones_s"].append(t2 - t0)
         agent.release_dlist_handle(local)
         agent.release_dlist_handle(remote)
         post, done = statistics.median(posts), statistics.median(dones)
@@ -100,7 +111,8 @@ def main() -> None:
     q_done.put(1)
     peer.join(30)
     with open(sys.argv[1], "w") as f:
-        json.dump({"torch": torch.__version__, "isolate": ISOLATE, "num_threads": threads, "cases": out}, f, indent=1)
+        json.dump({"torch": torch.__version__, "isolate": ISOLATE, "num_threads": threads, "add_remote_agent_s": add_s,
+                   "first": first, "cases": out}, f, indent=1)
 
 
 if __name__ == "__main__":
