@@ -99,13 +99,15 @@ class EngineOverheads:
         """CPU seconds of a step that runs `sequences` sequences."""
         return self.step_s + self.per_seq_s * sequences
 
-    def combine(self, gpu_s, sequences: int, tokens: int = 0):
+    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0):
         """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
         tokens: the host work after the GPU's, or hidden under it with asynchronous scheduling (vLLM's
         async_scheduling: the host prepares step n + 1 while the GPU runs step n; roofline/engines/timing.py's
         overlap rule); a step past the capture sizes adds its launches (eager_s) to the host's work, ahead of the
-        GPU's (timing.EngineTiming.step)."""
-        host = self.step(sequences)
+        GPU's (timing.EngineTiming.step). `loads_s`: host seconds of the KV loads the step starts (a disaggregated
+        decode instance posting the transfers of the requests it admits, timing mechanism 10), host work like the
+        step's own."""
+        host = self.step(sequences) + loads_s
         if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
             gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
         if self.eager_s and tokens > self.eager_above_tokens:  # timing.EngineTiming.step's rule

@@ -68,7 +68,12 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    register_kv_caches). Blocks of a request are not contiguous in general, so the descriptors do not merge, and
    UCX posts them one by one on the caller's thread: kv_transfer_s + descriptors x kv_descriptor_s, measured by
    validate/engines/nixl_probe.py alone (two processes, one GPU each, spaced descriptors of 8-32 KiB, least squares;
-   derive.py --nixl), on top of the bytes over the link between the pools (serving.disagg). Zero until measured.
+   derive.py --nixl), on top of the bytes over the link between the pools (serving.disagg). Part of that time is
+   host work of the decode instance's worker: the connector posts a request's READs on the thread that launches the
+   steps (NixlConnector.start_load_kv, before the step's forward; NIXL's UCX backend with vLLM's num_threads 4), so
+   the step that starts a load takes its post as host work of its own (EngineOverheads.combine's loads_s): kv_post_s
+   + descriptors x kv_post_descriptor_s, measured alone by nixl_probe.py with NUM_THREADS=4 (derive.py --nixl-post).
+   Zero until measured.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -125,6 +130,9 @@ class EngineTiming:
     # a disaggregated pair's KV connector (10.): per transfer and per descriptor
     kv_transfer_s: float = 0.0
     kv_descriptor_s: float = 0.0
+    # ... and the part of it the decode instance's worker spends posting the READs (host work of a step, 10.)
+    kv_post_s: float = 0.0
+    kv_post_descriptor_s: float = 0.0
 
     def connector_s(self, descriptors):
         """Seconds the engine's KV connector takes to move `descriptors` (KV region, block) descriptors of one
@@ -133,6 +141,13 @@ class EngineTiming:
         if not self.kv_descriptor_s:
             return 0.0 * descriptors
         return self.kv_transfer_s + descriptors * self.kv_descriptor_s
+
+    def post_s(self, descriptors):
+        """Host seconds the engine's KV connector spends posting a request's `descriptors` READs on the worker's
+        thread (10.): kv_post_s + descriptors x kv_post_descriptor_s; 0 where it was not measured."""
+        if not self.kv_post_descriptor_s:
+            return 0.0 * descriptors
+        return self.kv_post_s + descriptors * self.kv_post_descriptor_s
 
     def sampler_s(self, hardware_name: str, rows, vocab: int):
         """GPU seconds of the engine's sampler over `rows` sampled sequences of a `vocab`-token vocabulary on
@@ -241,7 +256,8 @@ def timing(engine: str) -> EngineTiming:
                                                                                           {}).items()},
             sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()},
             sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()},
-            kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)))
+            kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)),
+            kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

@@ -12,7 +12,10 @@ instance, which loads it and generates every output token, the first included. S
   plus the engine's KV connector (roofline/engines/timing.py mechanism 10, vLLM's NixlConnector measured alone):
   each GPU's worker reads one descriptor per (KV region, block) of the prompt, two regions a cached layer (K and
   V; one for MLA's latent) on its pipeline stage, kv_transfer_s + descriptors x kv_descriptor_s, posted one by one
-  (run 12, two H200s: ~20 ms of a 1,024-token Llama-3.1-8B prompt's ~21, the bytes ~0.5 over NVLink);
+  (run 12, two H200s: ~20 ms of a 1,024-token Llama-3.1-8B prompt's ~21, the bytes ~0.5 over NVLink); the decode
+  instance's worker posts those READs on the thread that launches its steps, so the step that admits the request
+  takes the post as host work of its own (EngineTiming.post_s, EngineOverheads.combine's loads_s): every running
+  sequence waits for it;
 - decode pool: the request arrives with its prompt's KV but the last token preloaded (the decode side computes that
   token to emit the first output token), needs pages for all of it, and decodes to the end.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's first step; TPOT is the
@@ -91,6 +94,12 @@ class Disaggregated:
         descriptors; 0 under an engine without that measurement)."""
         return self.decode.phases.engine.connector_s(self.descriptors(prompt_tokens))
 
+    def load_host_s(self, prompt_tokens: np.ndarray) -> np.ndarray | None:
+        """Host seconds the decode engine's worker spends posting each prompt's READs (EngineTiming.post_s), the
+        step that admits the request paying them; None under an engine without that measurement."""
+        engine = self.decode.phases.engine
+        return engine.post_s(self.descriptors(prompt_tokens)) if engine.kv_post_descriptor_s else None
+
     def run(self, requests: Requests) -> DisaggTrace:
         """Both stages for open-loop `requests`."""
         n = len(requests)
@@ -100,7 +109,8 @@ class Disaggregated:
         ready = pre.finish_s + transfer
         order = np.argsort(ready, kind="stable")
         second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
-        dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1).trace
+        dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1,
+                                 load_host_s=self.load_host_s(requests.prompt_tokens[order])).trace
         first_token, finish = np.empty(n), np.empty(n)
         first_token[order], finish[order] = dec.first_token_s, dec.finish_s
         merged = Trace(requests, first_token, finish, dec.steps, dec.kv_capacity_bytes,

@@ -145,33 +145,34 @@ class Fleet:
         heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), id(r), r.version, r))
 
     def run(self, requests: Requests, clients: Clients | None = None,
-            preloaded: np.ndarray | None = None) -> FleetTrace:
+            preloaded: np.ndarray | None = None, load_host_s: np.ndarray | None = None) -> FleetTrace:
         """Simulate the fleet serving `requests` to completion (`preloaded`: tokens of KV each request brings,
-        Scheduler's). Under the simulator's clock "duty" (serving.clock) a fleet whose every replica's GEMM duty is
-        at most BURST_DUTY (its tokens over the fleet's wall) runs again at the burst rates: each replica is its own
-        board, and the rule takes the busiest."""
-        out = self._run(requests, clients, preloaded)
+        `load_host_s`: host seconds its load costs the step that admits it; Scheduler's). Under the simulator's
+        clock "duty" (serving.clock) a fleet whose every replica's GEMM duty is at most BURST_DUTY (its tokens over
+        the fleet's wall) runs again at the burst rates: each replica is its own board, and the rule takes the
+        busiest."""
+        out = self._run(requests, clients, preloaded, load_host_s)
         if self.sim.burst_twin is None:
             return _emitted(out, self.sim.emit_per_seq_s)
         wall = out.trace.requests.arrival_s, out.trace.finish_s
         clock = decision(max(gemm_duty(t.steps, *wall, self.sim.gemm_s_per_token) for t in out.replicas))
         if clock["sustained_share"] < 1.0:
             twin = self.sim.twin(clock["sustained_share"])
-            out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded)
+            out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded, load_host_s)
         out = _emitted(out, self.sim.emit_per_seq_s)
         return FleetTrace(replace(out.trace, gemm_clock=clock), out.replicas, out.routed)
 
     def _run(self, requests: Requests, clients: Clients | None = None,
-             preloaded: np.ndarray | None = None) -> FleetTrace:
+             preloaded: np.ndarray | None = None, load_host_s: np.ndarray | None = None) -> FleetTrace:
         """One fleet run at this simulator's rates (see run)."""
         sim = self.sim
         sim.check(requests)
         if sim.use_kernel(requests, clients, preloaded, self.router):
-            return self._kernel_run(requests, clients, preloaded)
+            return self._kernel_run(requests, clients, preloaded, load_host_s)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if caching else None, preloaded)) for _ in range(self.n)]
+                                   if caching else None, preloaded, load_host_s)) for _ in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)
         rng = np.random.default_rng(SPEC_SEED)
@@ -211,7 +212,7 @@ class Fleet:
         return self._traces(requests, reps, arrivals, routed)
 
     def _kernel_run(self, requests: Requests, clients: Clients | None,
-                    preloaded: np.ndarray | None = None) -> FleetTrace:
+                    preloaded: np.ndarray | None = None, load_host_s: np.ndarray | None = None) -> FleetTrace:
         """The same run through serving.kernel (Simulator.use_kernel said it is covered); its traces assembled by
         serving.kernel_fleet (records split by replica in one counting pass, each replica's Trace built when read,
         the merged records a view of the kernel's table when already in start order)."""
@@ -219,7 +220,8 @@ class Fleet:
         from roofline.serving.kernel_fleet import REPLICA, KernelReplicas, merged_steps, split
         send, first, finish, routed, rec, preempted, cached = kernel.run(self.sim, requests, clients, self.n,
                                                                          self.router, BLOCK_STEPS, rule=self.rule,
-                                                                         preloaded=preloaded)
+                                                                         preloaded=preloaded,
+                                                                         load_host_s=load_host_s)
         sent = Requests(send, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         cap = self.sim.pool.capacity_bytes
         per = KernelReplicas(sent, first, finish, routed, rec, split(rec[:, REPLICA], self.n), cap, preempted,

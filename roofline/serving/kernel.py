@@ -344,12 +344,13 @@ def _sessions(clients, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
-        single: bool = False, rule=None, preloaded=None):
+        single: bool = False, rule=None, preloaded=None, load_host_s=None):
     """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
     preemptions per replica, each replica's prefix-cache stats or None).
     `clients`: open loop (None), --max-concurrency or chat sessions (serving.clients); `rule`: the prefix-aware
     router's thresholds (serving.router.CacheAware; None: its defaults); `preloaded`: tokens of KV each request
-    brings (Fleet.run's, serving.disagg's decode pool; a copy is zeroed as requests are preempted); `single`: one
+    brings (Fleet.run's, serving.disagg's decode pool; a copy is zeroed as requests are preempted), `load_host_s`
+    the host seconds its load costs the step that admits it (Scheduler's); `single`: one
     replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
@@ -385,7 +386,9 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
         routed = np.zeros(len(clock), dtype=np.int64)
     else:
         pre = np.zeros(0, dtype=np.int64) if preloaded is None else np.array(preloaded, dtype=np.int64)
-        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _drawn(_spec_args(sim)), ses, pre)
+        loads = np.zeros(0) if load_host_s is None else np.ascontiguousarray(load_host_s, dtype=np.float64)
+        first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _drawn(_spec_args(sim)), ses,
+                                                          (pre, loads))
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

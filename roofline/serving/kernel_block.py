@@ -23,6 +23,7 @@ from roofline.serving.kernel_layout import (
     DEC,
     EAGER_ABOVE,
     EAGER_S,
+    LOADS,
     MAX_STEP,
     NCH,
     NDEC,
@@ -62,7 +63,7 @@ def soonest(r, m, nd, st, nirr):
 
 
 @njit(cache=True)
-def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
+def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     """Evaluate replica r's block steps until one ends at or past `until` from its start and at least `ahead` more
     than were evaluated, or the (cut) block ends (steps past a later cut are evaluated for nothing, never used).
 
@@ -89,7 +90,7 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
         n_new += st[r, CHTOK, j]
         n_done += st[r, CHDONE, j]
     wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
-    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc)
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + rf[r, LOADS]  # loads: a step with chunks is a block
     overlap = cfg[OVERLAP] != 0
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
     sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)

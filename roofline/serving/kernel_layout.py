@@ -14,7 +14,8 @@ ST_FIELDS = 14
 (N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
  HLEN, HSIZE, HITS, QUERIES, TREE) = range(21)
 RI_FIELDS = 21
-USED, START = range(2)  # rf fields
+USED, START, LOADS = range(3)  # rf fields (loads: the planned step's KV loads' host seconds, Scheduler's loads_s)
+RF_FIELDS = 3
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.

@@ -40,6 +40,7 @@ from roofline.serving.kernel_layout import (
     PREEMPT,
     REC,
     REC_FIELDS,
+    RF_FIELDS,
     RI_FIELDS,
     ROUTER,
     SPEC,
@@ -108,12 +109,12 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
 
 
 @njit(cache=True)
-def cut_one(r, now, next_arrival, st, ri, ends, q, col, tab, cfg, fcfg, law):
+def cut_one(r, now, next_arrival, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     """A fleet of one replica cuts the block it just started at the next arrival, as Simulator.cut does (with the
     admission lag: the step after; a block kept to one step for held requests is left so)."""
     if ri[r, ACTIVE] and next_arrival < math.inf and ri[r, HLEN] == 0:
         until = next_arrival - now
-        extend(r, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        extend(r, until, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
@@ -203,11 +204,12 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
                 rec = grow(rec)
             nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
                          cfg, fcfg, sizes, clock, pfx)
-            plan_step(j, st, ri, ends, q, tab, cfg, fcfg, law, spec)
+            plan_step(j, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
             if cfg[NREP] == 1:
-                cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
+                cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
+                        law)
         elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
-            extend(j, t_arr - rf[j, START], 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+            extend(j, t_arr - rf[j, START], 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
@@ -224,8 +226,8 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     (serving.kernel_single's: the acceptance draws' PCG64 stream, serving.kernel_rng's, one for the fleet as
     Fleet.run keeps one Generator, the per-position acceptance, the draft's spec_cfg, tables, law and work vector),
     used when cfg[SPEC] > 0: each block is one verify step and its draft passes, its accepted drafts drawn as it
-    is committed. `pre`: tokens of KV each request brings (a disaggregated decode pool, serving.disagg; zeroed when
-    it is preempted), or empty.
+    is committed. `pre`: (tokens of KV each request brings, zeroed when it is preempted; the host seconds its load
+    costs the step that admits it), a disaggregated decode pool's (serving.disagg), or empty arrays.
     The state is allocated here and held across `events` (the loop itself), which works on views of it that numba
     counts no references for (serving.kernel_views)."""
     n, nrep = len(clock), cfg[NREP]
@@ -238,7 +240,7 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     ri[:, WTAIL] = -1
     ri[:, HHEAD] = -1
     ri[:, HTAIL] = -1
-    rf = np.zeros((nrep, 2))
+    rf = np.zeros((nrep, RF_FIELDS))
     ends = np.zeros((nrep, cfg[BLOCK]))
     nxt = np.full(n, -1, dtype=np.int64)
     generated = np.zeros(n, dtype=np.int64)
@@ -277,7 +279,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             r = np.argmin(key)
             if key[r] == math.inf or full[r] or key[r] >= t_arr:
                 break
-            extend(r, t_arr - rf[r, START], AHEAD, st, ri, ends, q, col, tab, cfg, fcfg, law)
+            extend(r, t_arr - rf[r, START], AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
@@ -296,9 +298,10 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                 rec = grow(rec)
             nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
                          cfg, fcfg, sizes, clock, pfx)
-            plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec)
+            plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
             if cfg[NREP] == 1:
-                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, ends, q, col, tab, cfg, fcfg, law)
+                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
+                        law)
             rekey(r, now, key, full, ri, rf, ends)
             continue
         if t_arr == math.inf:

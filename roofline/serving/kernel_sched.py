@@ -24,6 +24,7 @@ from roofline.serving.kernel_layout import (
     HSIZE,
     IDS,
     KNOWN,
+    LOADS,
     MAX_SEQS,
     MIXED,
     MNBT,
@@ -132,8 +133,9 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
         h = again if again >= 0 else (hit(r, i, todo, pfx, cfg) if cache else 0)
         s, b = h, h  # the tokens it starts after, those the cache owns
         hold_bytes = seq[h] if cache else 0.0
-        if len(pre) and min(pre[i], todo - 1) > h:
-            s, b, hold_bytes = min(pre[i], todo - 1), 0, 0.0
+        loaded = len(pre[0]) > 0 and min(pre[0][i], todo - 1) > h
+        if loaded:
+            s, b, hold_bytes = min(pre[0][i], todo - 1), 0, 0.0
         k = min(todo - s, budget)
         if k < todo - s and not cfg[CHUNKED]:
             break
@@ -156,6 +158,8 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
             count(r, h, todo, ri)
         elif cost > free:
             break
+        if loaded and len(pre[1]):
+            rf[r, LOADS] += pre[1][i]
         ri[r, WHEAD] = nxt[i]
         ri[r, WLEN] -= 1
         if ri[r, WLEN] == 0:
@@ -189,8 +193,8 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
     rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
     if cfg[PREFIX]:
         release(r, victim, now, True, ri, pfx)
-    if len(pre):
-        pre[victim] = 0
+    if len(pre[0]):
+        pre[0][victim] = 0
     generated[victim] = st[r, GEN, last]
     nxt[victim] = ri[r, WHEAD]
     ri[r, WHEAD] = victim
@@ -203,7 +207,8 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
 @njit(cache=True)
 def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler.schedule at `now` (the prefix cache's clock): whether replica r has a step to run (its plan left in
-    st / ri)."""
+    st / ri; rf's LOADS, the host seconds of the KV loads of the requests it admits)."""
+    rf[r, LOADS] = 0.0
     if not cfg[MIXED]:
         need = plan_running(r, False, True, st, held, ri, seq, cfg)
         if room(r, need, ri, rf, seq, cfg, fcfg, pfx):

@@ -27,6 +27,7 @@ from roofline.serving.kernel_layout import (
     PAD_SCOPE,
     PREEMPT,
     REC_FIELDS,
+    RF_FIELDS,
     RI_FIELDS,
     SPEC,
     ST_FIELDS,
@@ -45,13 +46,13 @@ from roofline.serving.kernel_spec import accept, spec_step_s
 
 
 @njit(cache=True)
-def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
+def block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     """Simulator._block and cut: how many of the planned block's steps run before the next arrival (at `nxt`) is
     seen, its step ends evaluated through the last of them."""
     steps = ri[0, STEPS]
     if nxt < math.inf and steps > 1:
         until = nxt - now
-        extend(0, until, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+        extend(0, until, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         during = ri[0, M]
         for i in range(ri[0, M]):
             if ends[0, i] >= until:
@@ -59,7 +60,7 @@ def block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law):
                 break
         steps = min(steps, during + (2 if lag and nxt >= now else 1))
     ri[0, STEPS] = steps
-    extend(0, math.inf, 0, st, ri, ends, q, col, tab, cfg, fcfg, law)
+    extend(0, math.inf, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     return steps
 
 
@@ -77,7 +78,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
-    no_pre = np.zeros(0, dtype=np.int64)  # Simulator.run has no preloaded KV (serving.disagg runs fleets)
+    no_pre = (np.zeros(0, dtype=np.int64), np.zeros(0))  # Simulator.run: no preloaded KV (serving.disagg: fleets)
     lag = cfg[LAG] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((1, ST_FIELDS, cap), dtype=np.int64)
@@ -85,7 +86,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     ri = np.zeros((1, RI_FIELDS), dtype=np.int64)
     ri[0, WHEAD] = -1
     ri[0, WTAIL] = -1
-    rf = np.zeros((1, 2))
+    rf = np.zeros((1, RF_FIELDS))
     ends = np.zeros((1, cfg[BLOCK]))
     nxt_id = np.full(n, -1, dtype=np.int64)
     generated = np.zeros(n, dtype=np.int64)
@@ -114,10 +115,10 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         ri[0, M] = 0
         ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[0, TOKENS]
         if cfg[SPEC]:  # Simulator.block_ends' speculative branch: one step (block_length says 1)
-            ends[0, 0] = spec_step_s(0, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
+            ends[0, 0] = spec_step_s(0, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
             steps = 1
         else:
-            steps = block_steps(nxt, now, lag, st, ri, ends, q, col, tab, cfg, fcfg, law)
+            steps = block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         dt = ends[0, steps - 1]
         seen = now + (ends[0, steps - 2] if steps > 1 else 0.0)
         if nrec + 1 >= rec.shape[0]:

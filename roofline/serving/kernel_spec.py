@@ -33,6 +33,7 @@ from roofline.serving.kernel_layout import (
     EAGER_S,
     GEN,
     KNOWN,
+    LOADS,
     MAX_STEP,
     MICRO,
     NCH,
@@ -203,7 +204,7 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, col):
 
 
 @njit(cache=True, inline="always")
-def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
+def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
     """Wall seconds of the planned speculative step: verify + the draft's passes, through the engine's overheads
     (EngineOverheads.combine over the step's sequences and its unpadded tokens). With pp > 1 the verify step and a
     draft model's passes are pipelined steps (serving.kernel_pipeline, as StepModel.step_time times them for the
@@ -220,7 +221,7 @@ def spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq):
             q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
         verify = law(q, tab[9][0])
     gpu = verify + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after the verify's law
-    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs + rf[r, LOADS]
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
     if fcfg[EAGER_S] > 0.0 and n_new > cfg[EAGER_ABOVE]:
@@ -245,11 +246,11 @@ def accept(r, st, ri, pcg, acceptance):
 
 
 @njit(cache=True, inline="always")
-def plan_step(r, st, ri, ends, q, tab, cfg, fcfg, law, spec):
+def plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec):
     """A fleet replica's block just planned (serving.kernel_loop.start), under speculative decoding: its one verify
     step's end (Fleet._start's Simulator.block_ends, one step) evaluated at once (nothing left for kernel_block.extend,
     so the event order sees the block's end)."""
     if cfg[SPEC] and ri[r, ACTIVE]:
         _rng, _acceptance, spec_cfg, dtab, dlaw, dq = spec
-        ends[r, 0] = spec_step_s(r, st, ri, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
+        ends[r, 0] = spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
         ri[r, M] = 1

@@ -67,6 +67,7 @@ class StepPlan:
     chunk_tokens: np.ndarray
     chunk_done: np.ndarray
     tokens: int  # one per decoding sequence plus every chunk's new tokens
+    loads_s: float = 0.0  # host seconds of the KV loads of the requests it admits (Scheduler's load_host_s)
 
 
 class Scheduler:
@@ -75,11 +76,15 @@ class Scheduler:
     output, bytes held) over positions 0..n_running-1; the waiting queue of ids."""
 
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
-                 cache: PrefixCache | None = None, preloaded: np.ndarray | None = None) -> None:
+                 cache: PrefixCache | None = None, preloaded: np.ndarray | None = None,
+                 load_host_s: np.ndarray | None = None) -> None:
         n = len(requests)
         self.requests, self.pool, self.config, self.cache = requests, pool, config, cache
         # tokens whose KV arrives with the request (a disaggregated prefill's transfer); lost if it is preempted
         self.preloaded = None if preloaded is None else np.array(preloaded, dtype=np.int64)
+        # host seconds the step admitting a request with preloaded KV spends starting its load (the engine's KV
+        # connector posting the transfer on the worker's thread: timing mechanism 10); none once the KV is lost
+        self.load_host_s = None if load_host_s is None else np.asarray(load_host_s, dtype=np.float64)
         self.now = 0.0  # the engine's clock, set by the simulator before each schedule (the cache's LRU order)
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
         self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
@@ -182,6 +187,7 @@ class Scheduler:
         only a prompt the step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
         admitted = []
+        loads_s = plan.loads_s
         while self.waiting and budget > 0 and self.n_running + len(admitted) < self.config.max_num_seqs:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
@@ -189,6 +195,8 @@ class Scheduler:
             if took is None:
                 break
             n, hit, cost, held, base = took
+            if self.load_host_s is not None and hit > 0 and base == 0:  # it starts after its preloaded KV (_take)
+                loads_s += float(self.load_host_s[i])
             self.waiting.popleft()
             admitted.append((i, n, n == todo - hit, todo, hit, held, base))
             budget -= n
@@ -204,7 +212,8 @@ class Scheduler:
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
                         np.concatenate([plan.chunk_start, hits.astype(np.int64)]),
                         np.concatenate([plan.chunk_tokens, counts.astype(np.int64)]),
-                        np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()))
+                        np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()),
+                        loads_s)
         return plan, need
 
     def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:

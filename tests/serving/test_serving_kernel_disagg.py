@@ -1,5 +1,6 @@
 """Preloaded KV (a disaggregated decode pool, serving.disagg: requests arrive with all but the last prompt token's KV)
-in the compiled record loop (serving.kernel_sched.admit / preempt_last, serving.kernel_loop.run_loop's `pre`) against
+and the host seconds its load costs the step that admits it (the connector's post, load_host_s), in the compiled
+record loop (serving.kernel_sched.admit / preempt_last, serving.kernel_loop.run_loop's `pre`) against
 the Python loop: the same engine records, routing and per-request first-token, finish, TTFT and TPOT to float rounding
 (1e-9 relative), for decode fleets of 1-3 replicas, vLLM's admission lag on and off, a pool small enough to preempt
 (a preempted request loses its preloaded KV and recomputes its prompt), reserve-to-the-end admission, a prefix cache
@@ -30,10 +31,10 @@ from tests.serving.test_serving_kernel_clients import vllm  # noqa: E402
 from tests.serving.test_serving_kernel_prefix import small_pool  # noqa: E402
 
 
-def same_fleet(sim, n: int, router: str, reqs, preloaded):
+def same_fleet(sim, n: int, router: str, reqs, preloaded, load_host_s=None):
     assert kernel.covers(sim, reqs, None, preloaded, router) is None
-    fast = Fleet(sim, n, router).run(reqs, preloaded=preloaded)
-    slow = Fleet(python_loop(sim), n, router).run(reqs, preloaded=preloaded)
+    fast = Fleet(sim, n, router).run(reqs, preloaded=preloaded, load_host_s=load_host_s)
+    slow = Fleet(python_loop(sim), n, router).run(reqs, preloaded=preloaded, load_host_s=load_host_s)
     assert np.array_equal(fast.routed, slow.routed)
     assert_same(fast.trace, slow.trace)
     assert fast.trace.prefix_cache == slow.trace.prefix_cache
@@ -111,3 +112,47 @@ def test_preloaded_kv_that_does_not_fit_the_requests_is_not_covered():
     assert kernel.covers(sim, reqs, None, reqs.prompt_tokens[:10] - 1) is not None
     assert kernel.covers(sim, reqs, None, np.full(len(reqs), -1)) is not None
     assert kernel.covers(sim, reqs, None, reqs.prompt_tokens - 1, single=True) is not None
+
+
+@pytest.mark.parametrize("lag", [True, False])
+def test_kv_loads_posted_by_the_admitting_step_give_the_python_loops_times(lag):
+    """Each request's load is host work of the step that admits it: the same records and times in both loops, and
+    every running sequence's steps are longer than without the loads."""
+    reqs = requests(30.0, 150)
+    sim = vllm(reqs.max_tokens)
+    sim.engine = dataclasses.replace(sim.engine, admission_lag=lag)
+    loads = np.random.default_rng(2).uniform(0.0, 4e-3, len(reqs))
+    fast, _ = same_fleet(sim, 2, "least-outstanding", reqs, reqs.prompt_tokens - 1, loads)
+    without = Fleet(sim, 2, "least-outstanding").run(reqs, preloaded=reqs.prompt_tokens - 1).trace
+    assert np.mean(fast.trace.tpot_s) > np.mean(without.tpot_s)
+
+
+def test_a_preempted_request_posts_no_second_load():
+    """A preempted request loses its preloaded KV and recomputes its prompt: its re-admission loads nothing, in both
+    loops alike."""
+    reqs = requests(40.0, 150)
+    sim = vllm(reqs.max_tokens, scheduler=SchedulerConfig(max_num_batched_tokens=512, max_num_seqs=64))
+    small_pool(sim, reqs, 9000)
+    fast, slow = same_fleet(sim, 2, "least-outstanding", reqs, reqs.prompt_tokens - 1, np.full(len(reqs), 2e-3))
+    assert slow.trace.preemptions > 0
+
+
+def _pair(load_b: float):
+    """Request A alone, then B arriving while A decodes; B's load `load_b` s, A's none (one replica, no lag)."""
+    reqs = requests(1.0, 2)
+    reqs = dataclasses.replace(reqs, arrival_s=np.array([0.0, 0.05]), prompt_tokens=np.array([512, 512]),
+                               output_tokens=np.array([200, 20]))
+    sim = vllm(reqs.max_tokens)
+    sim.engine = dataclasses.replace(sim.engine, admission_lag=False)
+    return Fleet(sim, 1, "round-robin").run(reqs, preloaded=reqs.prompt_tokens - 1,
+                                            load_host_s=np.array([0.0, load_b])).trace
+
+
+def test_a_load_longer_than_the_step_delays_every_running_sequence_by_itself():
+    """By hand: a step's wall time with asynchronous scheduling is max(GPU, host + loads); with a load far above the
+    GPU's ~10 ms step the admitting step takes host + load, so 0.3 s more load moves B's first token and A's finish
+    (A decodes through that step) by 0.3 s, and nothing else changes."""
+    short, long = _pair(0.4), _pair(0.7)
+    assert long.first_token_s[1] - short.first_token_s[1] == pytest.approx(0.3, rel=1e-9)
+    assert long.finish_s[0] - short.finish_s[0] == pytest.approx(0.3, rel=1e-9)
+    assert long.first_token_s[0] == short.first_token_s[0]
