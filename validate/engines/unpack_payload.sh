@@ -1,0 +1,25 @@
+#!/bin/bash
+# On the GPU machine, after every payload folder was copied to ~/stash (one device call each: site.part.N, zstd.bin,
+# site.sha256, nixl.tar.zst, nixl.sha256, check_reqs.py, image_reqs.txt, fallback/): rejoin, check, unpack into
+# ~/site, install the fallback wheel of every requirement the image's own packages fail (check_reqs.py, run with
+# the image's python and no PYTHONPATH), then the import check. Usage: bash unpack_payload.sh  (prints "ok" last)
+set -e
+cd ~/stash
+cat $(ls site.part.* | sort -t. -k3 -n) > site.tar.zst
+sha256sum -c site.sha256
+sha256sum -c nixl.sha256
+chmod +x zstd.bin
+mkdir -p ~/site
+./zstd.bin -dc --long=27 site.tar.zst | tar xf - -C ~/site
+./zstd.bin -dc --long=27 nixl.tar.zst | tar xf - -C ~/site
+rm -f site.tar.zst site.part.*
+python3 check_reqs.py image_reqs.txt | tee check_reqs.log || true
+for name in $(grep '^FAIL' check_reqs.log | awk '{print $2}' | tr -d ':' | tr '-' '_' | sort -u); do
+  whl=$(ls fallback/ | grep -i "^${name}-" | head -1)
+  if [ -n "$whl" ]; then
+    python3 -m pip install -q --no-deps --no-index --target ~/site --upgrade fallback/$whl && echo "fallback $whl"
+  else
+    echo "no fallback for $name"
+  fi
+done
+PYTHONPATH=~/site python3 -c "from vllm import LLM; import vllm.v1.attention.backends.flashinfer; import nixl; from nixl._api import nixl_agent; import vllm.entrypoints.openai.api_server; print('ok')"
