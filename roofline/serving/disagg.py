@@ -15,7 +15,8 @@ instance, which loads it and generates every output token, the first included. S
   (run 12, two H200s: ~20 ms of a 1,024-token Llama-3.1-8B prompt's ~21, the bytes ~0.5 over NVLink); the decode
   instance's worker posts those READs on the thread that launches its steps, so the step that admits the request
   takes the post as host work of its own (EngineTiming.post_s, EngineOverheads.combine's loads_s): every running
-  sequence waits for it;
+  sequence waits for it, and the request is ready for that step when the rest of its transfer is done (its own
+  TTFT counts the post once);
 - decode pool: the request arrives with its prompt's KV but the last token preloaded (the decode side computes that
   token to emit the first output token), needs pages for all of it, and decodes to the end.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's first step; TPOT is the
@@ -106,11 +107,14 @@ class Disaggregated:
         first = Requests(requests.arrival_s, requests.prompt_tokens, np.ones(n, dtype=np.int64))
         pre = self.fleets[0].run(first).trace
         transfer = self.transfer_s(requests.prompt_tokens)
-        ready = pre.finish_s + transfer
+        # the post is part of the connector's time, spent in the step that admits the request (its own first step
+        # included), so the request is ready for that step when the rest of the transfer is done
+        post = self.load_host_s(requests.prompt_tokens)
+        ready = pre.finish_s + transfer - (0.0 if post is None else post)
         order = np.argsort(ready, kind="stable")
         second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
         dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1,
-                                 load_host_s=self.load_host_s(requests.prompt_tokens[order])).trace
+                                 load_host_s=None if post is None else post[order]).trace
         first_token, finish = np.empty(n), np.empty(n)
         first_token[order], finish[order] = dec.first_token_s, dec.finish_s
         merged = Trace(requests, first_token, finish, dec.steps, dec.kv_capacity_bytes,

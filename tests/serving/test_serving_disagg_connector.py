@@ -65,3 +65,52 @@ def test_probe_law_follows_the_spaced_reads():
     assert case[(4096, 8192, 2)] == pytest.approx(case[(4096, 32768, 2)], rel=0.06)
     assert case[(4096, 32768, 1)] < 0.1 * case[(4096, 32768, 2)]
     assert 4e-6 < case[(4096, 32768, 2)] / 4096 < 6e-6
+
+
+PROBE14 = PROBE.parent / "nvidia-h200x2-vllm-2026-11-29-run14"
+
+
+def test_the_post_is_a_share_of_the_transfer_with_the_connectors_threads():
+    """With the connector's 4 UCX threads (nixl_probe.py NUM_THREADS=4, run 14) the post returns before the READs
+    complete: at 2,048 - 8,192 spaced descriptors it is 1.3 - 2.6 us a descriptor and below the completion, which it
+    equalled with NIXL's default threads (run 12's probe: post ~ completion)."""
+    d = json.loads((PROBE14 / "nixl_probe_t4.json").read_text())
+    assert d["num_threads"] == 4 and d["isolate"]
+    for c in d["cases"]:
+        if c["spacing"] > 1 and c["descriptors"] >= 2048:
+            assert 1.3e-6 < c["post_s"] / c["descriptors"] < 2.7e-6
+            assert c["post_s"] < 0.9 * c["done_s"]
+    d12 = json.loads((PROBE / "nixl_probe_isolated.json").read_text())
+    big = [c for c in d12["cases"] if c["spacing"] > 1 and c["descriptors"] >= 2048]
+    assert all(c["post_s"] > 0.95 * c["done_s"] for c in big)
+
+
+def test_the_post_law_is_the_profiles_and_counted_once_in_a_requests_ttft():
+    """kv_post_s + descriptors x kv_post_descriptor_s from the profile (derive.py --nixl-post); the request pays its
+    post in the step that admits it, and its transfer's wait is shortened by it, so the TTFT of a lone request moves
+    only by what the step adds beyond its own host work: with the post far above the step (here x 50), doubling it
+    leaves the TTFT where the transfer's measured time puts it."""
+    prof = json.loads((PROFILES / "vllm.json").read_text())
+    p = pools("Llama-3.1-8B")
+    post = p.load_host_s(np.array([1024]))[0]
+    assert post == pytest.approx(prof["kv_post_s"] + 4096 * prof["kv_post_descriptor_s"], rel=1e-12)
+    assert 0.3 * p.connector_s(np.array([1024]))[0] < post < p.connector_s(np.array([1024]))[0]
+    assert pools("Llama-3.1-8B", engine="ideal").load_host_s(np.array([1024])) is None
+    from roofline.serving.requests import Requests
+    lone = Requests(np.array([0.0]), np.array([1024]), np.array([8]))
+    ttft = []
+    for scale in (50.0, 100.0):
+        q = pools("Llama-3.1-8B")
+        engine = q.decode.phases.engine
+        object.__setattr__(engine, "kv_post_descriptor_s", prof["kv_post_descriptor_s"] * scale)
+        object.__setattr__(engine, "kv_descriptor_s", prof["kv_descriptor_s"] * scale)
+        try:
+            ttft.append(float(q.run(lone).trace.ttft_s[0]))
+            post_s = float(q.load_host_s(np.array([1024]))[0])
+            transfer = float(q.transfer_s(np.array([1024]))[0])
+        finally:
+            object.__setattr__(engine, "kv_post_descriptor_s", prof["kv_post_descriptor_s"])
+            object.__setattr__(engine, "kv_descriptor_s", prof["kv_descriptor_s"])
+        assert post_s > 0.1  # far above a decode step
+        assert ttft[-1] > transfer  # the whole transfer, post included, once
+        assert ttft[-1] < transfer + 0.1  # ... and not the post twice

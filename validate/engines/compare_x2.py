@@ -1,7 +1,8 @@
-"""Runs 12 and 13 (two H200s of one host) against roofline: the prediction committed before each run and the model
-as it stands, side by side (tp 2 capacity, decode and prefill; disaggregated serving).
+"""Runs 12, 13 and 14 (two H200s of one host) against roofline: the prediction committed before each run and the
+model as it stands, side by side (tp 2 capacity, decode and prefill; disaggregated serving).
 
-python -m validate.engines.compare_x2 [--out FILE]   (default: nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt)
+python -m validate.engines.compare_x2 [--dir DIR]   (writes nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt and
+-run14-x2-compare.txt there; default validate/results/engines)
 Its step and capacity rows are in validate.engines.compare's format, so the H200 vLLM trust bands
 (roofline.trust.engines) pool them with the one-GPU runs'; the disaggregated runs are reported in their own lines,
 which the bands do not read (a pair of servers is not one engine's serving).
@@ -20,7 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
 RUNS = {run: (f"cases-{run}.json", ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}",
-              ROOT / f"h200x2-vllm-{run}-predicted.json") for run in ("run12", "run13")}
+              ROOT / f"h200x2-vllm-{run}-predicted.json") for run in ("run12", "run13", "run14")}
+NARROW = "tiny-"  # run 14's narrow models (the host's own cost at tp 1 and tp 2): rows marked '*', not judged
 SERVED = (("TTFT p50", "median_ttft_ms", "ttft_s", "p50"), ("TTFT p99", "p99_ttft_ms", "ttft_s", "p99"),
           ("TPOT p50", "median_tpot_ms", "tpot_s", "p50"), ("TPOT p99", "p99_tpot_ms", "tpot_s", "p99"))
 
@@ -54,16 +56,21 @@ def table(run: str, lines: list[str]) -> None:
     caps, errors = [], {"decode": [], "prefill": []}  # per phase: (before, now) signed errors, %
     for name in now:
         lat = json.loads((folder / "T" / f"{name}-lat.json").read_text())
+        star = " *" if name.startswith(NARROW) else ""
         for m, b, n in zip(lat["decode"], then[name]["decode"], now[name]["decode"], strict=True):
             t, tb, tn = m["decode_step_s"] * 1e3, b["decode_step_s"] * 1e3, n["decode_step_s"] * 1e3
-            errors["decode"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
+            if not star:
+                errors["decode"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
             lines.append(f"decode   {name:<20} {m['B']:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
-                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f})")
+                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f}){star}")
         for m, b, n in zip(lat["prefill"], then[name]["prefill"], now[name]["prefill"], strict=True):
             t, tb, tn = m["median_s"] * 1e3, b["prefill_s"] * 1e3, n["prefill_s"] * 1e3
-            errors["prefill"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
+            if not star:
+                errors["prefill"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
             lines.append(f"prefill  {name:<20} {1:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
-                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f})")
+                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f}){star}")
+        if star:
+            continue
         log = (folder / "T" / f"{name}-lat.log").read_text()
         kv_gib, conc = _logged(log, "Available KV cache memory: "), _logged(log, "tokens per request: ")
         c = pred.CASES["models"][name]
@@ -82,7 +89,7 @@ def table(run: str, lines: list[str]) -> None:
     lines.append("\ncapacity: model, run, max_model_len, util | logged KV GiB per GPU, max concurrency | max "
                  "concurrency predicted before the run (err %), now (err %), the rule on the logged budget (err %)")
     lines.extend(caps)
-    lines.append("\nserving (one engine's `vllm serve` runs, which the trust bands pool): none in runs 12-13; the "
+    lines.append("\nserving (one engine's `vllm serve` runs, which the trust bands pool): none in runs 12-14; the "
                  "disaggregated pair below is two servers behind a proxy, reported apart")
 
 
@@ -109,19 +116,31 @@ def served(run: str, lines: list[str]) -> None:
         lines.append(row[0] + ("\n" + " " * 14).join(row[1:]))
 
 
+HEADS = {"run12-13": ["Runs 12-13, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy weights, tp 2 (lat.py; vLLM's "
+                      "allreduce_rms", "fusion pass skipped: the carried FlashInfer lacks its comm module) and a "
+                      "disaggregated pair: measured", "against roofline's prediction committed before each run "
+                      "('before') and the model as it stands ('now')."],
+         "run14": ["Run 14, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy weights, tp 2 and tp 1 (lat.py) and a "
+                   "disaggregated pair:",
+                   "measured against roofline's prediction committed before the run ('before') and the model as it "
+                   "stands ('now');",
+                   "rows marked '*' are the narrow models (the host's own cost), not judged."]}
+REPORTS = {"run12-13": (["run12"], ["run12", "run13"]), "run14": (["run14"], ["run14"])}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, default=ROOT / "nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt")
+    p.add_argument("--dir", type=Path, default=ROOT)
     a = p.parse_args()
-    lines = ["Runs 12-13, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy weights, tp 2 (lat.py; vLLM's allreduce_rms",
-             "fusion pass skipped: the carried FlashInfer lacks its comm module) and a disaggregated pair: measured",
-             "against roofline's prediction committed before each run ('before') and the model as it stands ('now')."]
-    table("run12", lines)
-    served("run12", lines)
-    served("run13", lines)
-    text = "\n".join(lines) + "\n"
-    a.out.write_text(text)
-    print(text, end="")
+    for report, (tables, serves) in REPORTS.items():
+        lines = list(HEADS[report])
+        for run in tables:
+            table(run, lines)
+        for run in serves:
+            served(run, lines)
+        text = "\n".join(lines) + "\n"
+        (a.dir / f"nvidia-h200-vllm-2026-11-29-{report}-x2-compare.txt").write_text(text)
+        print(text, end="")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,10 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   two servers run): READs of spaced descriptors (no two merge, as a request's blocks in an engine's pool) of 8-32
   KiB, each case's completion less its bytes over the back-to-back cases' bandwidth (the wire, which the serving
   model prices on the link between the pools), least squares kv_transfer_s + descriptors x kv_descriptor_s.
+- the part of it the decode worker's thread spends posting the READs (--nixl-post FILE, nixl_probe.py's result with
+  ISOLATE=1 and NUM_THREADS=4, the connector's own num_threads: vllm/distributed/kv_transfer/kv_connector/v1/nixl/
+  base_worker.py@v0.24.0): the spaced cases' post (make_prepped_xfer + transfer on the caller's thread), relative
+  least squares kv_post_s + descriptors x kv_post_descriptor_s.
 - tensor parallelism's all-reduce (--allreduce FILE, ar_probe.py's result: vLLM's custom all-reduce inside a CUDA
   graph on two GPUs of one host, 8 KiB - 4 MiB): allreduce_custom_latency + bytes / allreduce_custom_bw by relative
   least squares, for the ranks measured, below vLLM's max_size (custom_all_reduce.py@v0.24.0: 8 MiB).
@@ -360,6 +364,23 @@ def nixl_law(path: Path) -> tuple[dict, dict, list[dict]]:
             points)
 
 
+def nixl_post_law(path: Path) -> tuple[dict, dict, list[dict]]:
+    """kv_post_s and kv_post_descriptor_s from nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result (module docstring)."""
+    d = json.loads(path.read_text())
+    if not d.get("isolate") or d.get("num_threads") != 4:
+        raise SystemExit(f"--nixl-post {path}: not nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result")
+    spaced = [c for c in d["cases"] if c["spacing"] > 1]
+    xs, ts = [c["descriptors"] for c in spaced], [c["post_s"] for c in spaced]
+    alpha, rate = fit_affine(xs, ts)
+    per = 1.0 / rate
+    points = [{"descriptors": x, "bytes_each": c["bytes_each"], "s": t, "fit_s": alpha + per * x}
+              for x, c, t in zip(xs, spaced, ts, strict=True)]
+    src = (f"{path} spaced READs (no merging) of {sorted({c['bytes_each'] for c in spaced})} bytes with the "
+           "connector's 4 UCX threads, the post on the caller's thread, t = alpha + descriptors x per")
+    return ({"kv_post_s": alpha, "kv_post_descriptor_s": per}, {"kv_post_s": src, "kv_post_descriptor_s": src},
+            points)
+
+
 CUSTOM_AR_MAX_BYTES = 8192 * 1024  # vllm/distributed/device_communicators/custom_all_reduce.py@v0.24.0 max_size
 
 
@@ -391,6 +412,7 @@ def main() -> None:
     p.add_argument("--micro5", type=Path, help="micro5_window.py's result (FA3's sliding-window decode kernel)")
     p.add_argument("--nixl", type=Path, help="nixl_probe.py's ISOLATE=1 result (a disaggregated pair's connector)")
     p.add_argument("--allreduce", type=Path, help="ar_probe.py's result (vLLM's custom all-reduce at tp 2)")
+    p.add_argument("--nixl-post", type=Path, help="nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result (the post)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -428,6 +450,11 @@ def main() -> None:
         profile.update(values)
         profile["sources"].update(sources)
         profile["fit_residuals"]["nixl"] = points
+    if a.nixl_post:
+        values, sources, points = nixl_post_law(a.nixl_post)
+        profile.update(values)
+        profile["sources"].update(sources)
+        profile["fit_residuals"]["nixl_post"] = points
     if a.allreduce:
         law, src, points = allreduce_law(a.allreduce)
         profile["kernels"][a.hardware].update(law)
