@@ -81,6 +81,9 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="whose scheduler and memory conventions (roofline.engines.scheduling); default ideal")
     p.add_argument("--entry-point", choices=("api", "offline"), default="api",
                    help="vLLM's defaults differ: 'api' (vllm serve) or 'offline' (the LLM class)")
+    p.add_argument("--no-async-scheduling", action="store_true",
+                   help="vLLM's --no-async-scheduling (the default before 0.14): each step's host work after its GPU "
+                        "work, not under it, and no admission lag")
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
@@ -286,7 +289,9 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
     engine's own default)."""
     from roofline.engines.scheduling import scheduling
 
-    profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2))
+    overlap = False if getattr(args, "no_async_scheduling", False) else None  # vLLM's flag (check_flags)
+    profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2),
+                         overlap=overlap)
     caching = None if args.prefix_caching is None else args.prefix_caching == "on"
     profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
     if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:

@@ -46,6 +46,9 @@ def check_flags(args: argparse.Namespace) -> None:
     _check_router(args)
     if args.micro_batches is not None and args.pp == 1:
         raise SpecError("--micro-batches: split a step through the pipeline's stages; give --pp > 1")
+    if getattr(args, "no_async_scheduling", False) and args.engine != "vllm":
+        raise SpecError(f"--no-async-scheduling: is vLLM's flag (asynchronous scheduling, on by default since 0.14); "
+                        f"--engine {args.engine} has no such switch")
     if args.entry_point == "offline" and args.engine != "vllm":
         raise SpecError(f"--entry-point: offline is vLLM's LLM class; --engine {args.engine} has one set of "
                         "defaults")
