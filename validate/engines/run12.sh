@@ -7,22 +7,10 @@
 #   X: serve_pd.sh: disaggregated prefill (GPU 0) / decode (GPU 1) through the NixlConnector, run 2's served shape.
 # Usage: run12.sh RESDIR  (detached: setsid nohup bash validate/engines/run12.sh RES > /dev/null 2>&1 &)
 set -u
-R=$1; HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
-mkdir -p $R $HOME/models $HOME/bin
-echo "start $(date -u +%T) pid $$" > $R/stages.log
-printf '#!/bin/sh\nexec python3 -m vllm.entrypoints.cli.main "$@"\n' > $HOME/bin/vllm; chmod +x $HOME/bin/vllm
-export PYTHONPATH=$HOME/site PATH=$HOME/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
-  TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-  NVSHMEM_DISABLE_NVLS=1 VLLM_ALLREDUCE_USE_SYMM_MEM=0 VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm
+R=$1
+source "$(dirname "$0")/x2_env.sh"
 export ROOFLINE_ENGINE_CASES=cases-run12.json
-{
-echo "== env $(date -u +%FT%TZ) sha $(cat $ROOT/.sha 2>/dev/null)"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
-nvidia-smi topo -m
-python3 -c "import torch, vllm; print('torch', torch.__version__, 'vllm', vllm.__version__, 'gpus', torch.cuda.device_count())"
-python3 -c "import nixl._api as a; print('nixl', a.nixl_agent)" 2>&1 | tail -1
-lscpu | grep -E "Model name|^CPU\(s\)"
-} > $R/env.log 2>&1
+env_log $R/env.log
 echo "L $(date -u +%T)" >> $R/stages.log
 timeout 150 python3 $HERE/link_probe.py $R/link_probe.json > $R/link_probe.log 2>&1
 (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models Llama-3.1-8B Llama-3.3-70B) > $R/models.log 2>&1
