@@ -435,6 +435,8 @@ def _feature_notes(r: dict[str, Any]) -> list[str]:
         out.append(f"prefill pool {d['prefill']['replicas']} x {d['prefill']['hardware']} tp {d['prefill']['tp']}, "
                    f"decode pool {d['decode']['replicas']} x {d['decode']['hardware']} tp {d['decode']['tp']}; KV "
                    f"transfer p50 {display.seconds(d['transfer_s']['p50'])}"
-                   + (f" (the engine's KV connector {display.seconds(d['connector_s_mean'])} of it, mean)"
+                   + (f" (the engine's KV connector {display.seconds(d['connector_s_mean'])} of it, mean"
+                      + (f"; its post, {display.seconds(d['post_s_mean'])}, is host work of the decode step that "
+                         "admits the request" if d.get("post_s_mean") else "") + ")"
                       if d.get("connector_s_mean") else ""))
     return out

@@ -135,4 +135,6 @@ class Disaggregated:
                                                   / self.fleets[1].n)},
                 "kv_link": {"bytes_per_s": self.link.bytes_per_s, "latency_s": self.link.latency_s},
                 "transfer_s": {"p50": float(pct[0]), "p99": float(pct[1]), "mean": float(run.transfer_s.mean())},
-                "connector_s_mean": float(self.connector_s(run.trace.requests.prompt_tokens).mean())}
+                "connector_s_mean": float(self.connector_s(run.trace.requests.prompt_tokens).mean()),
+                "post_s_mean": float(np.mean(post)) if (post := self.load_host_s(run.trace.requests.prompt_tokens))
+                is not None else 0.0}
