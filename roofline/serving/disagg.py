@@ -108,9 +108,12 @@ class Disaggregated:
         pre = self.fleets[0].run(first).trace
         transfer = self.transfer_s(requests.prompt_tokens)
         # the post is part of the connector's time, spent in the step that admits the request (its own first step
-        # included), so the request is ready for that step when the rest of the transfer is done
+        # included), so the request is ready for that step when the rest of the transfer is done (at least the
+        # wire's time: the two laws are separate fits, and below ~170 descriptors the post's exceeds the whole's)
         post = self.load_host_s(requests.prompt_tokens)
-        ready = pre.finish_s + transfer - (0.0 if post is None else post)
+        if post is not None:
+            transfer_left = transfer - np.minimum(post, self.connector_s(requests.prompt_tokens))
+        ready = pre.finish_s + (transfer if post is None else transfer_left)
         order = np.argsort(ready, kind="stable")
         second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
         dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1,

@@ -114,3 +114,15 @@ def test_the_post_law_is_the_profiles_and_counted_once_in_a_requests_ttft():
         assert post_s > 0.1  # far above a decode step
         assert ttft[-1] > transfer  # the whole transfer, post included, once
         assert ttft[-1] < transfer + 0.1  # ... and not the post twice
+
+
+def test_a_short_prompt_is_never_ready_before_its_prefill_and_the_wire():
+    """Below ~170 descriptors the post's fit (0.67 ms + 1.90 us each) exceeds the connector's (0.16 ms + 4.9 us):
+    a 16-token prompt (64 descriptors) still waits for its bytes on the wire after its prefill, never less."""
+    from roofline.serving.requests import Requests
+    p = pools("Llama-3.1-8B")
+    prompt = np.array([16])
+    assert p.load_host_s(prompt)[0] > p.connector_s(prompt)[0]
+    run = p.run(Requests(np.array([0.0]), prompt, np.array([4])))
+    wire = p.transfer_s(prompt)[0] - p.connector_s(prompt)[0]
+    assert run.trace.first_token_s[0] >= run.prefill.finish_s[0] + wire
