@@ -167,7 +167,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.size_fleet:
             result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"),
                                                   rule)
-        result["trust"] = _trust(hardware, args.engine, model)
+        result["trust"] = _trust(hardware, args.engine, model, bool(args.disaggregate))
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
     if args.json:
@@ -276,12 +276,12 @@ def _clients_json(clients) -> dict[str, Any]:
             "session_turns": clients.session_turns}
 
 
-def _trust(hardware, engine: str, model) -> dict[str, Any]:
+def _trust(hardware, engine: str, model, disaggregated: bool = False) -> dict[str, Any]:
     """roofline.trust.serving_trust of the device as the simulator uses it: the serving figures' bands (the engine's
-    runs) and the text the notes open with."""
+    runs; a --disaggregate run's, the pairs') and the text the notes open with."""
     from roofline.trust import serving_trust
 
-    return serving_trust(hardware, engine, model)
+    return serving_trust(hardware, engine, model, disaggregated)
 
 
 def _engine_profile(args: argparse.Namespace, hardware, requests):

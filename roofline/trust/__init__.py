@@ -19,7 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.trust.bands import decoder_bands, kernel_bands, method_key, pooled_decoder_bands
-from roofline.trust.quantities import QUANTITIES, engine_text, fmt, quantity_bands
+from roofline.trust.quantities import (
+    QUANTITIES,
+    disaggregated_bands,
+    disaggregated_text,
+    engine_text,
+    fmt,
+    quantity_bands,
+)
 from roofline.trust.source import SOURCES, datasheet_gap, datasheet_line, measured_devices, source_kind
 
 __all__ = ["QUANTITIES", "SOURCES", "ceilings_trust", "datasheet_gap", "datasheet_line", "fmt", "method_trust",
@@ -53,16 +60,22 @@ def ceilings_trust(hardware, fusion: str = "typical", engine: str | None = None,
     return out
 
 
-def serving_trust(hardware, engine: str, model=None) -> dict[str, Any]:
+def serving_trust(hardware, engine: str, model=None, disaggregated: bool = False) -> dict[str, Any]:
     """ceilings_trust for `roofline simulate`'s figures (TTFT, TPOT, throughput): under vLLM the engine's runs
     (ceilings_trust's engine text); under any other scheduler the serving figures are not validated (no real run of
-    it), and only the steps they are built from carry the real decoders' band."""
+    it), and only the steps they are built from carry the real decoders' band. `disaggregated` (a --disaggregate
+    run): the disaggregated pairs the engine's reports hold, their own band (a pair of servers is not one engine)."""
     out = ceilings_trust(hardware, "typical", engine, model)
     if out.get("engine_validation") is None:
         decode = out["bands"]["decode_step"]
         steps = f"its steps: decode {fmt(decode)} ({decode['basis']})" if decode else "its steps not validated"
         out["text"] = (f"{out['ceilings_text']}; serving figures (TTFT, TPOT, throughput) not validated under the "
                        f"{engine} scheduler (no real run of it committed); {steps}")
+    if disaggregated:
+        pairs = disaggregated_bands(hardware, engine)
+        out["disaggregated"] = pairs
+        out["text"] += ("; disaggregated pairs: " + disaggregated_text(pairs) if pairs
+                        else f"; disaggregated pairs not validated under {engine} on {hardware.name}")
     return out
 
 

@@ -41,6 +41,12 @@ _PAIR = re.compile(rf"([\d.]+)\s*/\s*([\d.]+)\s*\(\s*{_NUM}\)")
 _GROUP = re.compile(r"^\s+((?:other GPUs|controls)[^:]*?), ([^:]+): (.+)$")
 _GROUP_ITEM = re.compile(r"(TPOT mean|TPOT median|ITL mean|out tok/s) (\d+)% \[([+-]?\d+)%\] \((\d+)/(\d+)\)")
 SERVING_COLUMNS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "throughput")
+# a disaggregated pair's rows in the two-GPU reports (validate/engines/compare_x2.py): a rate's line, then one line a
+# figure: `  pd-rate8  TTFT p50    66.83 ms: before -2.8 %, now -6.2 %`, `out tok/s   1925.7: before ..., now +0.3 %`
+_DISAGG = re.compile(rf"^\s+(pd-\S+)?\s*(TTFT p50|TTFT p99|TPOT p50|TPOT p99|out tok/s)\s+[\d.]+(?: ms)?: "
+                     rf"before {_NUM} %, now {_NUM} %\s*$")
+DISAGG_COLUMNS = {"TTFT p50": "ttft_p50", "TTFT p99": "ttft_p99", "TPOT p50": "tpot_p50", "TPOT p99": "tpot_p99",
+                  "out tok/s": "throughput"}
 
 
 def signed_band(errors: list[float]) -> dict[str, Any] | None:
@@ -64,7 +70,19 @@ def engine_rows(text: str) -> dict[str, list]:
             in_serving = True
         elif in_serving and len(pairs := _PAIR.findall(line)) == len(SERVING_COLUMNS):
             serving.append((line.split()[0], {c: float(p[2]) for c, p in zip(SERVING_COLUMNS, pairs, strict=True)}))
-    return {"steps": steps, "capacity": capacity, "serving": serving}
+    return {"steps": steps, "capacity": capacity, "serving": serving, "disaggregated": disaggregated_rows(text)}
+
+
+def disaggregated_rows(text: str) -> list[dict[str, float]]:
+    """One {column: now err %} per disaggregated rate of a two-GPU report (`runNN: disaggregated ...` blocks)."""
+    rows: list[dict[str, float]] = []
+    for line in text.splitlines():
+        if m := _DISAGG.match(line):
+            if m[1]:
+                rows.append({})
+            if rows:
+                rows[-1][DISAGG_COLUMNS[m[2]]] = float(m[4])
+    return rows
 
 
 def engine_reports(stem: str | None, engine: str, folder: Path | None = None) -> tuple[Path, ...]:
@@ -112,7 +130,7 @@ def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     logged budget; all models and per class), serving TTFT, TPOT (p50 and p99 pooled) and output throughput; each
     with its median signed error; plus the worst step per phase."""
     paths = (paths,) if isinstance(paths, Path) else tuple(paths)
-    rows: dict[str, list] = {"steps": [], "capacity": [], "serving": []}
+    rows: dict[str, list] = {"steps": [], "capacity": [], "serving": [], "disaggregated": []}
     for path in paths:
         for key, found in engine_rows(read_report(path)).items():
             rows[key] += found
@@ -137,6 +155,9 @@ def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     out["tpot"] = signed_band([s[c] for s in serving for c in ("tpot_p50", "tpot_p99")])
     out["throughput"] = signed_band([s["throughput"] for s in serving])
     out["serving_runs"] = len(serving)
+    pairs = rows["disaggregated"]
+    out["disaggregated"] = {"rates": len(pairs), **{c: signed_band([r[c] for r in pairs if c in r])
+                                                    for c in DISAGG_COLUMNS.values()}} if pairs else None
     return out
 
 

@@ -199,3 +199,20 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
         out["text"] = (f"capacity not validated: no real {engine} run on {where} committed here (the pool rules "
                        f"follow the engine's source, cited in `rules`)")
     return out
+
+
+def disaggregated_bands(hardware, engine: str) -> dict[str, Any] | None:
+    """The disaggregated pairs of `engine`'s reports on this device (engine_bands' "disaggregated": TTFT, TPOT p50 /
+    p99 and output throughput, the model as it stands against each rate run), None where none was run."""
+    paths = engine_reports(stem(hardware), engine) if source_kind(hardware) == "measured" else ()
+    return engine_bands(paths)["disaggregated"] if paths else None
+
+
+def disaggregated_text(pairs: dict[str, Any]) -> str:
+    """`9 rates: TTFT p50 ±6.2 % (median -6.2 %, p90 41.6 %), ...`: each figure's median absolute error, its
+    median signed error and its p90."""
+    parts = [f"{label} ±{b['median_ape_pct']:.1f} % (median {b['median_signed_pct']:+.1f} %, p90 "
+             f"{b['p90_ape_pct']:.1f} %)" for label, key in (("TTFT p50", "ttft_p50"), ("TTFT p99", "ttft_p99"),
+                                                           ("TPOT p50", "tpot_p50"), ("TPOT p99", "tpot_p99"),
+                                                           ("output tok/s", "throughput")) if (b := pairs[key])]
+    return f"{pairs['rates']} rates: " + ", ".join(parts)

@@ -223,3 +223,35 @@ def test_kv_and_best_carry_the_bands(capsys) -> None:
     assert kv["trust"]["bands"]["decode_step"]["cases"] > 0
     best = _json(capsys, "best", "--hardware", "A40", "--context", "8192", "--batch", "1")
     assert best["trust"]["source"] == "datasheet" and best["trust"]["bands"]["decode_step"] is None
+
+
+def test_disaggregated_rows_are_read_as_the_two_gpu_report_writes_them() -> None:
+    """A report block written by hand in compare_x2's format: one rate's lines give its 'now' errors, by column."""
+    from roofline.trust.engines import disaggregated_rows
+    text = ("run99: disaggregated M, 512 in / 256 out, 1 prefill + 1 decode server (NixlConnector), link 1e9\n"
+            "  pd-rate8  TTFT p50    66.83 ms: before -2.8 %, now -6.2 %\n"
+            "              TPOT p50     5.29 ms: before +1.4 %, now +3.5 %\n"
+            "              out tok/s   1925.7: before -0.5 %, now +0.3 %\n"
+            "  pd-rate24 TTFT p50    80.95 ms: before -16.0 %, now -17.0 %\n")
+    assert disaggregated_rows(text) == [{"ttft_p50": -6.2, "tpot_p50": 3.5, "throughput": 0.3}, {"ttft_p50": -17.0}]
+
+
+def test_simulate_disaggregated_under_vllm_quotes_the_pairs(capsys) -> None:
+    """Runs 12-14's nine disaggregated rates on two H200s (compare_x2's reports): the median of the nine TPOT p50
+    'now' errors, recomputed here from the reports' lines, is the band the trust text quotes."""
+    from roofline.trust.engines import disaggregated_rows
+    folder = Path(__file__).resolve().parents[2] / "validate/results/engines"
+    rows = [r for f in sorted(folder.glob("nvidia-h200-vllm-*-x2-compare.txt"))
+            for r in disaggregated_rows(f.read_text())]
+    assert len(rows) == 9
+    expected = statistics.median(abs(r["tpot_p50"]) for r in rows)
+    args = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
+            "--disaggregate", "1:1", "--rate", "4", "--requests", "20", "--prompt-tokens", "256",
+            "--output-tokens", "16", "--json"]
+    code, out, _ = run(capsys, *args)
+    trust = json.loads(out)["trust"]
+    assert code == 0 and trust["disaggregated"]["rates"] == 9
+    assert trust["disaggregated"]["tpot_p50"]["median_ape_pct"] == pytest.approx(expected, abs=0.05)
+    assert "disaggregated pairs: 9 rates" in trust["text"]
+    code, out, _ = run(capsys, *[a for a in args if a not in ("--disaggregate", "1:1")])
+    assert "disaggregated" not in json.loads(out)["trust"]
