@@ -174,3 +174,22 @@ def test_unsupported_moe_layer_freq():
 def test_model_validation_errors_are_one_line():
     # first_k_dense_replace beyond the layer count passes the importer and fails the Model check.
     _fails(_config("DeepSeek-V3") | {"first_k_dense_replace": 99}, "moe.first_dense_layers: 99 exceeds")
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("DeepSeek-V3", 1),  # config.json "num_nextn_predict_layers": 1
+    ("GLM-4.5-Air", 1),  # the same key (SOURCE.md: one MTP layer stored in the checkpoint)
+    ("Qwen3.5-35B-A3B", 1),  # text_config "mtp_num_hidden_layers": 1
+    ("MiniMax-M2.5", 3),  # "use_mtp": true, "num_mtp_modules": 3
+    ("Qwen3-Next-80B-A3B", 1),  # no key; vLLM's Qwen3NextMTP: getattr(config, "num_nextn_predict_layers", 1)
+    ("Kimi-K2", 0),  # "num_nextn_predict_layers": 0
+    ("Llama-3.1-8B", 0),  # no MTP key, no MTP module
+])
+def test_mtp_modules_are_read_from_the_config(name, expected):
+    assert model_from_hf_config(_config(name), where=f"{name}/config.json").mtp_layers == expected
+
+
+def test_a_negative_mtp_count_is_refused_naming_the_key():
+    data = _config("DeepSeek-V3") | {"num_nextn_predict_layers": -1}
+    with pytest.raises(SpecError, match="num_nextn_predict_layers: expected an integer >= 0, got -1"):
+        model_from_hf_config(data, where="x/config.json")

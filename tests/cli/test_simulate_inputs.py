@@ -203,3 +203,15 @@ def test_mooncake_hash_ids_with_prefix_is_refused(tmp_path, capsys):
     trace.write_text(MOONCAKE)
     code, out, err = run(capsys, "--trace", str(trace), "--prefix", "hit:0.5")
     assert code == 2 and out == "" and err.startswith("roofline: error: --prefix:") and "hash_ids" in err
+
+
+def test_mtp_needs_a_model_that_ships_an_mtp_module(capsys):
+    """Llama-3.1-8B's config.json names no num_nextn_predict_layers (nor mtp_num_hidden_layers): its checkpoint has
+    no MTP module for vLLM to draft with (SpeculativeConfig.hf_config_override builds the mtp draft from the target's
+    own weights), so --speculative mtp is refused; eagle needs a separate head and is still simulated."""
+    lengths = ("--rate", "2", "--prompt-tokens", "256", "--output-tokens", "16", "--requests", "4", "--no-search")
+    code, out, err = run(capsys, *lengths, "--speculative", "mtp:1:0.9")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("roofline: error: --speculative: mtp") and "Llama-3.1-8B has none" in err
+    code, out, err = run(capsys, *lengths, "--speculative", "eagle:1:0.9")
+    assert code == 0, err
