@@ -215,3 +215,15 @@ def test_mtp_needs_a_model_that_ships_an_mtp_module(capsys):
     assert err.startswith("roofline: error: --speculative: mtp") and "Llama-3.1-8B has none" in err
     code, out, err = run(capsys, *lengths, "--speculative", "eagle:1:0.9")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("flags,needle", [(("--tp", "2"), "--tp: 2 GPUs: llama.cpp has no tensor parallelism"),
+                                          (("--disaggregate", "1:1"), "--disaggregate: llama.cpp's server has no")])
+def test_llamacpp_runs_what_its_server_can(capsys, flags, needle):
+    """llama.cpp's server splits a model over GPUs by layers (--split-mode layer, its default; row splits matrices)
+    and serves prefill and decode in one process (ggml-org/llama.cpp tools/server/README.md): tensor parallelism and
+    P:D disaggregation are refused under --engine llamacpp, in one line naming the flag."""
+    code, out, err = run(capsys, "--engine", "llamacpp", "--rate", "2", "--prompt-tokens", "256", "--output-tokens",
+                         "16", "--requests", "4", "--no-search", *flags)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"roofline: error: {needle}"), err

@@ -299,3 +299,15 @@ def test_a_row_is_named_by_the_spec_it_was_asked_for() -> None:
     w = Workload(batch=2, context_tokens=4096)
     assert plan_method(LLAMA8, H100, w, parse_method("kivi:bits=2")).method == "kivi:bits=2"
     assert plan_method(LLAMA8, H100, w, parse_method("kivi-2")).method == "kivi-2"
+
+
+def test_llamacpp_splits_layers_never_tensors() -> None:
+    """llama.cpp's server has no tensor parallelism: --split-mode layer (default) splits layers and KV across GPUs,
+    row splits each matrix's rows (ggml-org/llama.cpp tools/server/README.md); a plan at tp 2 is refused naming
+    --tp, and the fewest GPUs for Llama-3.1-70B (70.6 B bf16 parameters = 141 GB, over one 80 GB H100) are two
+    pipeline stages, not tp 2."""
+    w = Workload(batch=1, context_tokens=4096, engine="llamacpp", page_tokens=256)
+    with pytest.raises(SpecError, match="^--tp: 2 GPUs: llama.cpp has no tensor parallelism"):
+        plan_method(LLAMA8, H100, w.model_copy(update={"tp": 2}), parse_method("bf16"))
+    layout = fewest_gpus(LLAMA70, H100, w, parse_method("bf16"))
+    assert (layout["gpus"], layout["tp"], layout["pp"]) == (2, 1, 2)
