@@ -227,3 +227,16 @@ def test_llamacpp_runs_what_its_server_can(capsys, flags, needle):
                          "16", "--requests", "4", "--no-search", *flags)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith(f"roofline: error: {needle}"), err
+
+
+def test_a_trace_of_600k_requests_is_read_whole(tmp_path, capsys):
+    """Issue 33: a day of requests (~1 M) is readable and never silently cut. 600,000 rows of '123.4567,1000,100'
+    (with the header) are 11.9 MB, past the former 8 MiB cap; every row is read, and --requests 5 replays the first
+    five of them, saying so."""
+    trace = tmp_path / "day.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n"
+                     + "".join(f"{i * 0.144:.4f},1000,100\n" for i in range(600_000)))
+    assert trace.stat().st_size > 8 << 20
+    code, out, err = run(capsys, "--trace", str(trace), "--requests", "5", "--no-search", "--json")
+    assert code == 0, err
+    assert json.loads(out)["notes"] == ["--trace: replaying the first 5 of its 600,000 rows (--requests)"]

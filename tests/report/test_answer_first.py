@@ -183,7 +183,7 @@ def test_trace_must_be_a_bounded_regular_file(capsys, tmp_path, kind) -> None:
     elif kind == "huge":
         path = tmp_path / "huge.csv"
         with open(path, "wb") as fh:
-            fh.truncate(64 << 20)  # sparse: no disk used
+            fh.truncate(10 << 30)  # 10 GB, sparse: no disk used; refused from its size, never read
     else:
         path = Path("/dev/zero") if kind == "device" else tmp_path
     code, out, err = run(capsys, *_simulate(str(path)))
