@@ -92,6 +92,18 @@ def test_unreachable_tpot_target_says_so(capsys) -> None:
     assert "context 0" not in out and "batch 0" not in out
 
 
+def test_best_answers_under_the_tpot_target_it_was_given(capsys) -> None:
+    """`best --tpot-target-ms` printed its ranking with no word on the target (plan's sla was computed, then dropped).
+    An L4 reads at most 300 GB/s (its datasheet), so Llama-3.1-8B's 16.06 GB of bf16 weights take >= 53 ms a step:
+    5 ms is unreachable for every method, in the text and in the JSON."""
+    argv = ("best", "--model", "Llama-3.1-8B", "--hardware", "L4", "--tpot-target-ms", "5")
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and out.splitlines()[2].strip().startswith("TPOT <= 5 ms: unreachable"), out
+    code, out, err = run(capsys, *argv, "--json")
+    b = json.loads(out)
+    assert all(r["sla"]["tpot_target_s"] == 0.005 and r["sla"]["unreachable"] for r in b["ranked"])
+
+
 def test_capacity_never_prints_a_negative_pool(capsys) -> None:
     """Llama-3.1-70B's bf16 weights (70.6 B x 2 B = 131.4 GiB) exceed an 80 GiB H100 by over 51 GiB."""
     code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "vllm")
