@@ -119,10 +119,14 @@ def capacity(model: Model, opts: EngineOptions, rest: float, rules: list[str]) -
                  "profile_max_num_token)")
     length = opts.model_len(model)
 
-    def fits(n: int) -> bool:
-        return -(-n // page) * page <= tokens or (not full and swa_layers > 0)
+    window = max((w for _, w in windowed), default=0)
 
-    concurrency = tokens / length if full else float(tokens // max(1, min(length, max(w for _, w in windowed))))
+    def fits(n: int) -> bool:
+        # every layer windowed: a request holds min(n, window) tokens of the pool (the window's tail), not none
+        need = n if full else min(n, window)
+        return -(-need // page) * page <= tokens
+
+    concurrency = tokens / length if full else float(tokens // max(1, min(length, window)))
     if slots is not None:
         concurrency = min(concurrency, slots)
     return Capacity(
