@@ -114,6 +114,17 @@ def test_capacity_never_prints_a_negative_pool(capsys) -> None:
     assert data["kv_pool_bytes"] == 0 and data["kv_pool_shortfall_bytes"] > 51 * 2**30
 
 
+def test_sglang_says_how_far_short_its_pool_is(capsys) -> None:
+    """SGLang's rule clamped its budget at 0 before reporting it, so a pool that cannot exist printed 'none (-0.00
+    GiB short)' and 'exceed ... by -0.00 GiB'. Llama-3.1-70B's 141 GB of bf16 weights overrun an 80 GB H100 by at
+    least 141 - 80 = 61 GB (56.8 GiB) whatever fraction the engine keeps."""
+    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "sglang", "--json")
+    data = json.loads(out)
+    assert data["kv_pool_bytes"] == 0 and data["kv_pool_shortfall_bytes"] > 61e9
+    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "sglang")
+    assert "-0.00" not in out and "GiB short)" in out
+
+
 def test_a_method_that_does_not_apply_is_skipped_with_its_reason(capsys) -> None:
     code, out, err = run(capsys, "plan", "--model", "DeepSeek-V2-Lite", "--method", "aquakv-2", "--method", "bf16")
     assert code == 0, err
