@@ -271,11 +271,39 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     encoders = read_encoders(data, where, arch)
     if encoders:
         spec["encoders"] = encoders
+    mtp = read_mtp_layers(data, where, arch)
+    if mtp:
+        spec["mtp_layers"] = mtp
     model = validate(Model, spec, where)
     quantization = read_quantization(data, where, has_experts=model.moe is not None, mlps_beside=_mlps_beside(model))
     if quantization is None:
         return model
     return validate(Model, spec | {"quantization": quantization}, where)
+
+
+# The keys a config.json counts its MTP modules by, as vLLM reads them to build the `mtp` draft from the target's
+# checkpoint (SpeculativeConfig.hf_config_override, vllm-project/vllm vllm/config/speculative.py at
+# 002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443: n_predict = num_nextn_predict_layers for DeepSeek-V3 / V3.2, GLM-4.5,
+# Ernie-4.5, Nemotron-H, Qwen3-Next; mtp_num_hidden_layers for Qwen3.5; num_mtp_modules for MiniMax).
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+# Qwen3-Next's published config.json names no MTP key, yet its checkpoint ships the mtp.* module and vLLM's
+# Qwen3NextMTP builds getattr(config, "num_nextn_predict_layers", 1) = 1 layer of it
+# (vllm/model_executor/models/qwen3_next_mtp.py).
+MTP_WITHOUT_KEY = {"Qwen3NextForCausalLM": 1}
+
+
+def read_mtp_layers(data: dict[str, Any], where: str, arch: str) -> int:
+    """Model.mtp_layers: the config's (or its text_config's) MTP module count (MTP_KEYS; MiniMax's num_mtp_modules
+    when use_mtp is true), else MTP_WITHOUT_KEY's, else 0 (a checkpoint with no MTP module: Llama, Mistral, ...)."""
+    text = data.get("text_config")
+    for sub, at in ((data, where), *(((text, f"{where}: text_config"),) if isinstance(text, dict) else ())):
+        cfg = _Config(sub, at, arch)
+        for key in MTP_KEYS:
+            if cfg.has(key):
+                return cfg.integer(key, minimum=0)
+        if sub.get("use_mtp") is True and cfg.has("num_mtp_modules"):
+            return cfg.integer("num_mtp_modules", minimum=0)
+    return MTP_WITHOUT_KEY.get(arch, 0)
 
 
 def _mlps_beside(model: Model) -> bool:

@@ -87,10 +87,12 @@ def _gpt_oss(cfg: _Config) -> dict[str, Any]:
 def _gemma3(cfg: _Config) -> dict[str, Any]:
     """Gemma-3 (text_config of Gemma3ForConditionalGeneration): 5 local layers per global one, QK norm,
     4 norms per layer. Absent keys take Gemma3TextConfig's defaults (transformers 4.50): vocab_size 262,208,
-    max_position_embeddings 131,072, tied embeddings, sliding_window_pattern 6 (layer i is global when
-    (i + 1) % 6 == 0)."""
+    max_position_embeddings 131,072, head_dim 256, 8 attention heads and 4 KV heads, tied embeddings,
+    sliding_window_pattern 6 (layer i is global when (i + 1) % 6 == 0). Google's published text_configs omit the
+    keys at their defaults (gemma-3-12b-it names no head_dim, gemma-3-4b-it no head counts either)."""
     text = _text(cfg)
-    text.data = {"vocab_size": 262_208, "max_position_embeddings": 131_072, **text.data}
+    text.data = {"vocab_size": 262_208, "max_position_embeddings": 131_072, "head_dim": 256,
+                 "num_attention_heads": 8, "num_key_value_heads": 4, **text.data}
     fields = _core(text, head_dim_required=True, tie_default=True)
     n = fields["num_layers"]
     if text.has("layer_types"):

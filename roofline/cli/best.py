@@ -31,8 +31,9 @@ def _brief(r: dict[str, Any]) -> dict[str, Any]:
     keys = ("method", "rank", "tokens_per_s", "tpot_s", "ttft_s", "max_context_capped", "max_batch",
             "kv_bytes_per_sequence", "effective_bits", "verdict", "trust")
     out = {k: r[k] for k in keys if k in r}
-    if "fewest_gpus" in r:
-        out["fewest_gpus"] = r["fewest_gpus"]
+    for key in ("fewest_gpus", "sla"):  # sla: under --tpot-target-ms (cli.plan._sla)
+        if key in r:
+            out[key] = r[key]
     return out
 
 
@@ -60,8 +61,9 @@ def best_text(b: dict[str, Any]) -> str:
     if b["best"] is None:
         lines = [head, "answer: no method fits"]
     else:
-        lines = [head, f"answer: {_line(b['best'])}"]
-        lines += [f"  {r['rank']}. {_line(r)}" for r in b["ranked"][1:1 + RUNNERS_UP]]
+        lines = [head, f"answer: {_line(b['best'])}", *_sla_lines(b["best"], b["workload"]["batch"])]
+        for r in b["ranked"][1:1 + RUNNERS_UP]:
+            lines += [f"  {r['rank']}. {_line(r)}", *_sla_lines(r, b["workload"]["batch"])]
         if len(b["ranked"]) > 1 + RUNNERS_UP:
             lines.append(f"  ... {len(b['ranked']) - 1 - RUNNERS_UP} more that fit (roofline plan shows them all)")
     lines += misses_lines(b["not_fit_rows"], b.get("max_positions"))
@@ -69,6 +71,13 @@ def best_text(b: dict[str, Any]) -> str:
     if b.get("trust"):
         lines.append(f"trust: {b['trust']['text']}")
     return "\n".join(lines)
+
+
+def _sla_lines(r: dict[str, Any], batch: int) -> list[str]:
+    """The row's answer under --tpot-target-ms (as `plan` prints it), indented under its line; none without."""
+    from roofline.cli.plan import _sla_text
+
+    return [f"     {_sla_text(r['sla'], batch)}"] if "sla" in r else []
 
 
 def _line(r: dict[str, Any]) -> str:

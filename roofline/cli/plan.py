@@ -272,7 +272,8 @@ def _plan_on_fewest_gpus(model, hardware, workload, methods) -> dict[str, Any]:
 
 def _sla(result, model, hardware, workload, methods, target: float) -> None:
     """Largest context (at the batch) and batch (at the context) under the TPOT target, each capped by
-    what memory holds (the plan's max_context / max_batch); `*_bound` says which limit binds."""
+    what memory holds (the plan's max_context / max_batch) and the context by the model's positions;
+    `*_bound` says which limit binds."""
     from roofline.planner.inversions import max_batch_for_tpot, max_context_for_tpot
 
     for row, method in zip(result["results"], methods, strict=True):
@@ -280,10 +281,11 @@ def _sla(result, model, hardware, workload, methods, target: float) -> None:
         w = workload.model_copy(update={"tp": fit["tp"], "pp": fit["pp"]}) if fit else workload
         ctx_tpot = max_context_for_tpot(model, hardware, w, method, target)
         batch_tpot = max_batch_for_tpot(model, hardware, w, method, target)
-        ctx_mem, batch_mem = row["max_context"], row["max_batch"]
+        ctx_mem, batch_mem, positions = row["max_context"], row["max_batch"], model.max_position_embeddings
+        bound = ("positions" if positions < min(ctx_mem, ctx_tpot) else "memory" if ctx_mem < ctx_tpot else "tpot")
         row["sla"] = {"tpot_target_s": target,
-                      "max_context": min(ctx_tpot, ctx_mem), "max_context_tpot": ctx_tpot,
-                      "max_context_bound": "memory" if ctx_mem < ctx_tpot else "tpot",
+                      "max_context": min(ctx_tpot, ctx_mem, positions), "max_context_tpot": ctx_tpot,
+                      "max_context_bound": bound,
                       "max_batch": min(batch_tpot, batch_mem), "max_batch_tpot": batch_tpot,
                       "max_batch_bound": "memory" if batch_mem < batch_tpot else "tpot"}
         if not ctx_tpot or not batch_tpot:

@@ -113,7 +113,7 @@ def _progress():
 def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
-    from roofline.cli.simulate_checks import check_engine_limits, check_flags, check_horizon
+    from roofline.cli.simulate_checks import check_engine_limits, check_flags, check_horizon, check_speculative
     from roofline.cli.simulate_inputs import inputs, length_fields
     from roofline.methods import parse_method
     from roofline.report.bounds import check_parallel
@@ -123,6 +123,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_flags(args)
     model, hardware = load_model(args.model), load_hardware(args.hardware)
     check_parallel(model, args.tp, args.pp)
+    check_speculative(args, model)
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = inputs(args)
     clients = _clients(args)

@@ -13,6 +13,11 @@ cannot run honestly.
 - vLLM refuses max_num_batched_tokens < max_num_seqs ("must be greater than or equal to max_num_seqs":
   vllm-project/vllm vllm/config/scheduler.py SchedulerConfig._verify_args at f0de1a604cad003379e5bb4dfc3cc5d2a1f25fa8,
   lines 249-285): a run of a configuration the engine would not start is refused as the engine refuses it.
+- llama.cpp's server (--engine llamacpp) has no tensor parallelism and no prefill/decode disaggregation
+  (roofline.engines.llamacpp): --tp > 1 and --disaggregate are refused with it.
+- --speculative mtp drafts with the MTP module the target's checkpoint ships (vLLM builds the draft from the target's
+  own weights: SpeculativeConfig.hf_config_override, vllm/config/speculative.py at 002e77c1); a model with none
+  (Model.mtp_layers 0: Llama, Mistral, Qwen3, ...) is refused.
 """
 
 from __future__ import annotations
@@ -52,6 +57,13 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.entry_point == "offline" and args.engine != "vllm":
         raise SpecError(f"--entry-point: offline is vLLM's LLM class; --engine {args.engine} has one set of "
                         "defaults")
+    if args.engine == "llamacpp":
+        from roofline.engines.llamacpp import refuse_tp
+
+        refuse_tp(args.tp)
+        if args.disaggregate:
+            raise SpecError("--disaggregate: llama.cpp's server has no prefill/decode disaggregation (one process "
+                            "runs both); simulate --replicas N for several servers")
     if args.disaggregate and args.size_fleet:
         raise SpecError("--size-fleet: sizes a fleet of aggregated replicas; it does not size --disaggregate pools")
 
@@ -104,3 +116,11 @@ def check_engine_limits(args: argparse.Namespace, profile) -> None:
         flag = "--max-num-batched-tokens" if args.max_num_batched_tokens is not None else "--max-num-seqs"
         raise SpecError(f"{flag}: vLLM needs max_num_batched_tokens ({profile.max_num_batched_tokens:,}) >= "
                         f"max_num_seqs ({profile.max_num_seqs:,}) (SchedulerConfig refuses it)")
+
+
+def check_speculative(args: argparse.Namespace, model) -> None:
+    """--speculative mtp on a model whose checkpoint ships no MTP module (module docstring) is refused."""
+    if args.speculative and args.speculative.strip().startswith("mtp:") and model.mtp_layers == 0:
+        raise SpecError(f"--speculative: mtp drafts with the model's own MTP module and {model.name} has none "
+                        "(Model.mtp_layers 0: its config.json names no num_nextn_predict_layers or "
+                        "mtp_num_hidden_layers); use eagle:K:A or draft=MODEL:K:A")

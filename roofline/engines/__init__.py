@@ -39,9 +39,11 @@ def _profile(engine: str):
 
 
 def kv_pool(engine: str, parts: BudgetParts, options: EngineOptions) -> float:
-    """Bytes per rank the engine gives the KV cache (llama.cpp: the room left for it)."""
+    """Bytes per rank the engine gives the KV cache (llama.cpp: the room left for it; tp > 1 refused, llamacpp's
+    docstring)."""
     profile = _profile(engine)
     if engine == "llamacpp":
+        llamacpp.refuse_tp(options.tp)
         return parts.total - parts.weights - parts.activations - parts.non_torch
     return profile.budget(parts, options)
 

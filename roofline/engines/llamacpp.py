@@ -11,6 +11,10 @@ llama-kv-cache-iswa.cpp; upstream PR threads; research notes in docs/engines.md)
   (llama_kv_cache_iswa); --swa-full keeps n_ctx cells. Since PR #21277 (2026-04) the SWA cache stays F16
   whatever -ctk/-ctv say.
 - recurrent layers (llama_memory_recurrent): one cell per sequence, R (conv) and S (state) in f32.
+- parallelism: no tensor parallelism. --split-mode is "none: use one GPU only; layer (default): split layers and KV
+  across GPUs; row: split rows across GPUs" (tools/server/README.md); layer is what --pp models, row is not modelled,
+  so tp > 1 is refused (refuse_tp). The server has no prefill/decode disaggregation either (one process serves both;
+  the CLI refuses --disaggregate with it).
 """
 
 from __future__ import annotations
@@ -61,6 +65,16 @@ def cache_bytes(model: Model, opts: EngineOptions, n_ctx: int) -> dict[str, floa
     return out
 
 
+TP_RULE = ("llama.cpp has no tensor parallelism: --split-mode layer (its default) splits the layers and their KV "
+           "across GPUs, as --pp models; -sm row is not modelled")
+
+
+def refuse_tp(tp: int) -> None:
+    """tp > 1 refused (module docstring: llama.cpp splits layers, which pp models)."""
+    if tp > 1:
+        raise refuse("--tp", f"{tp} GPUs: {TP_RULE}")
+
+
 def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[str]) -> Capacity:
     """The cache llama.cpp allocates for n_ctx = --max-model-len; `room`: bytes it may take (None: unknown)."""
     if opts.kv_cache_dtype == "auto":
@@ -69,8 +83,7 @@ def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[
         raise refuse("--kv-cache-dtype", f"llama.cpp cache types: {', '.join(BPE)} (-ctk/-ctv)")
     if opts.block_size is not None:
         raise refuse("--block-size", "llama.cpp has no KV blocks (cells are padded to 256)")
-    if opts.tp > 1:
-        raise refuse("--tp", "llama.cpp splits layers across GPUs (-sm layer); use --pp for the fullest device")
+    refuse_tp(opts.tp)
     if model.sparse_attention is not None:
         raise refuse("--engine", "llamacpp: the DeepSeek-V3.2 indexer cache is not modelled")
     if not model.uniform_head_dim:

@@ -100,7 +100,7 @@ def capacity(model: Model, opts: EngineOptions, rest: float, rules: list[str]) -
     states = kinds.get(("state", None), 0)
     if states and not full and not windowed:  # its token pool would hold no layer: nothing to size
         raise refuse("--engine", "sglang: a model without attention layers (pure recurrent) is not modelled")
-    rest = max(rest, 0.0)
+    budget, rest = rest, max(rest, 0.0)  # budget <= 0: reported as it is (the CLI prints the shortfall)
     slots = None
     if states:
         per_request = states * state_bytes_per_rank(model, opts.tp, model_dtype_bytes())
@@ -119,14 +119,19 @@ def capacity(model: Model, opts: EngineOptions, rest: float, rules: list[str]) -
                  "profile_max_num_token)")
     length = opts.model_len(model)
 
-    def fits(n: int) -> bool:
-        return -(-n // page) * page <= tokens or (not full and swa_layers > 0)
+    window = max((w for _, w in windowed), default=0)
 
-    concurrency = tokens / length if full else float(tokens // max(1, min(length, max(w for _, w in windowed))))
+    def fits(n: int) -> bool:
+        # every layer windowed: a request holds min(n, window) tokens of the pool (the window's tail), not none
+        need = n if full else min(n, window)
+        return -(-need // page) * page <= tokens
+
+    concurrency = tokens / length if full else float(tokens // max(1, min(length, window)))
     if slots is not None:
         concurrency = min(concurrency, slots)
     return Capacity(
-        engine="sglang", bytes_per_token=per_layer * full, kv_pool_bytes=rest, pool_tokens=tokens,
+        engine="sglang", bytes_per_token=per_layer * full, kv_pool_bytes=rest if budget > 0 else budget,
+        pool_tokens=tokens,
         max_concurrency=concurrency * opts.dp, fits=fits(length) and (slots is None or slots >= 1),
         max_model_len_that_fits=largest_fitting(fits), rules=rules,
         details={"page_size": page, "allocated_bytes_per_layer_kind": per_layer * (tokens + page),

@@ -153,7 +153,8 @@ def shared_cache(config: MethodConfig, model: Model, bits: sp.Expr | None = None
 def applies(config: MethodConfig, model: Model) -> str | None:
     """None when `config` applies to `model`, else the one-line reason (build_cache's error), kept by content
     (roofline.numbers.codegen) so a plan over every preset does not rebuild each cache to find out; a cache built to
-    find out is the one the plan then uses (shared_cache)."""
+    find out is the one the plan then uses (shared_cache). The key holds the label: the reason names the SPEC it
+    was asked for, and equal configs ('kivi-2', 'kivi:bits=2') share a content key."""
 
     def check() -> str | None:
         try:
@@ -162,7 +163,7 @@ def applies(config: MethodConfig, model: Model) -> str | None:
             return str(err)
         return None
 
-    return codegen.cached_json(codegen.content_key("applies", model, config), check)
+    return codegen.cached_json(codegen.content_key("applies", model, config, config.label()), check)
 
 
 def _parse_value(text: str) -> Any:

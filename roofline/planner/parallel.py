@@ -51,7 +51,8 @@ def fewest_gpus(model: Model, hardware: Hardware, workload: Workload, method: Me
     replace `fits` with an equivalent test (the app's, on compiled capacity kernels)."""
     domain = hardware.scale_up.max_gpus if hardware.scale_up else 1
     candidates = []
-    for tp in tp_degrees(model):
+    # llama.cpp has no tensor parallelism (engines.llamacpp): its GPUs split the layers only
+    for tp in [1] if workload.engine == "llamacpp" else tp_degrees(model):
         for pp in range(1, model.num_layers + 1):
             if tp * pp > MAX_GPUS:
                 break

@@ -166,9 +166,11 @@ _PLANNERS = codegen.LRU(PLANNERS)
 
 def method_planner(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
                    flavour: str = "scalar") -> MethodPlanner:
-    """A MethodPlanner for the workload's structure (tp, pp, dtypes, page size), shared within the process."""
+    """A MethodPlanner for the workload's structure (tp, pp, dtypes, page size), shared within the process. The key
+    holds the method's label too: equal configs parsed from different SPECs ('aquakv-2', 'aquakv:bits=2') compare
+    equal by content, and the planner names its rows by the label it was built with."""
     w = workload
-    key = codegen.content_key("planner", model, hardware, method, flavour, w.tp, w.pp, w.weight_dtype,
+    key = codegen.content_key("planner", model, hardware, method, method.label(), flavour, w.tp, w.pp, w.weight_dtype,
                               w.compute_dtype, w.activation_bytes, w.page_tokens, w.prefill_chunk_tokens,
                               w.micro_batches, w.fusion, w.ep, w.expert_weight_dtype)
     return _PLANNERS.get_or(key, lambda: MethodPlanner(model, hardware, workload, method, flavour))

@@ -393,6 +393,10 @@ class Model(Spec):
                        "loop layers after the first): the stack runs num_layers layers, each with its own cache and "
                        "weight reads, and stores num_layers - reused_layers; whole periods of `attention` (and "
                        "mlp_layers), so the stored layers hold the same mix of kinds. 0: every layer its own.")
+    mtp_layers: NonNegativeInt = Field(
+        0, description="Multi-token-prediction modules the checkpoint ships beside the decoder stack (DeepSeek-V3's "
+                       "num_nextn_predict_layers, Qwen3.5's mtp_num_hidden_layers): what `simulate --speculative mtp` "
+                       "drafts with; not counted in num_layers, the weights or the caches. 0: none.")
     kv_shared_layers: NonNegativeInt = Field(
         0, description="The last kv_shared_layers layers keep no cache and have no K/V projections: each attends "
                        "with the cache of the last earlier layer of its attention kind (Gemma-3n's "

@@ -174,3 +174,51 @@ def test_unsupported_moe_layer_freq():
 def test_model_validation_errors_are_one_line():
     # first_k_dense_replace beyond the layer count passes the importer and fails the Model check.
     _fails(_config("DeepSeek-V3") | {"first_k_dense_replace": 99}, "moe.first_dense_layers: 99 exceeds")
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("DeepSeek-V3", 1),  # config.json "num_nextn_predict_layers": 1
+    ("GLM-4.5-Air", 1),  # the same key (SOURCE.md: one MTP layer stored in the checkpoint)
+    ("Qwen3.5-35B-A3B", 1),  # text_config "mtp_num_hidden_layers": 1
+    ("MiniMax-M2.5", 3),  # "use_mtp": true, "num_mtp_modules": 3
+    ("Qwen3-Next-80B-A3B", 1),  # no key; vLLM's Qwen3NextMTP: getattr(config, "num_nextn_predict_layers", 1)
+    ("Kimi-K2", 0),  # "num_nextn_predict_layers": 0
+    ("Llama-3.1-8B", 0),  # no MTP key, no MTP module
+])
+def test_mtp_modules_are_read_from_the_config(name, expected):
+    assert model_from_hf_config(_config(name), where=f"{name}/config.json").mtp_layers == expected
+
+
+def test_a_negative_mtp_count_is_refused_naming_the_key():
+    data = _config("DeepSeek-V3") | {"num_nextn_predict_layers": -1}
+    with pytest.raises(SpecError, match="num_nextn_predict_layers: expected an integer >= 0, got -1"):
+        model_from_hf_config(data, where="x/config.json")
+
+
+# google/gemma-3-12b-it's config.json (its architecture keys, as a public loader embeds them to build the model it
+# then fills with the checkpoint's weights): the text_config omits what Gemma3TextConfig defaults (head_dim 256,
+# vocab_size 262,208, max_position_embeddings 131,072, sliding_window_pattern 6; transformers 4.50
+# models/gemma3/configuration_gemma3.py).
+GEMMA3_12B = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+    "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+    "model_type": "gemma3",
+    "text_config": {"hidden_size": 3840, "intermediate_size": 15360, "model_type": "gemma3_text",
+                    "num_attention_heads": 16, "num_hidden_layers": 48, "num_key_value_heads": 8,
+                    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+    "torch_dtype": "bfloat16",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                      "patch_size": 14, "vision_use_head": False}}
+
+
+def test_gemma3_published_text_config_takes_the_class_defaults():
+    """Gemma-3-12B: head_dim 256 (16 x 256 = 4,096 query width against hidden 3,840), 48 layers, 8 of them global
+    (every 6th), 40 sliding over 1,024 tokens. bf16 KV per token and layer: 2 x 8 x 256 x 2 = 8,192 B; at 32,768
+    tokens: 8 x 32,768 x 8,192 + 40 x 1,024 x 8,192 = 2,147,483,648 + 335,544,320 = 2,483,027,968 B."""
+    from roofline.accounting import kv_bytes
+
+    model = model_from_hf_config(GEMMA3_12B, where="gemma-3-12b-it/config.json")
+    assert (model.head_dim, model.num_heads, model.num_kv_heads, model.num_layers) == (256, 16, 8, 48)
+    assert (model.vocab_size, model.max_position_embeddings) == (262_208, 131_072)
+    assert kv_bytes(model, "bf16", 32_768) == 2_483_027_968

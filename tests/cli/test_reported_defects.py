@@ -77,6 +77,17 @@ def test_tpot_inversions_are_capped_by_memory(capsys) -> None:
     assert f"batch {row['max_batch']:,} (memory-bound) at this context" in out
 
 
+def test_tpot_inversions_are_capped_by_the_models_positions(capsys) -> None:
+    """The TPOT target answered 'up to context 140,828' for skvq-k2v2-fp8 on Llama-3.1-8B, whose config.json says
+    max_position_embeddings 131,072: a context the model cannot run. The answer is capped there and says so."""
+    code, out, err = run(capsys, "plan", "--method", "skvq-k2v2-fp8", "--tpot-target-ms", "20", "--json")
+    sla = strict_json(out)["results"][0]["sla"]
+    assert sla["max_context_tpot"] > 131_072  # TPOT alone would allow more than the model's positions
+    assert sla["max_context"] == 131_072 and sla["max_context_bound"] == "positions"
+    code, out, err = run(capsys, "plan", "--method", "skvq-k2v2-fp8", "--tpot-target-ms", "20")
+    assert "up to context 131,072 (positions-bound)" in out
+
+
 def test_plan_json_has_no_infinity(capsys) -> None:
     """46e2f77: `plan --method h2o-2048 --json` wrote Infinity."""
     code, out, err = run(capsys, "plan", "--method", "h2o-2048", "--json")

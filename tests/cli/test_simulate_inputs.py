@@ -203,3 +203,40 @@ def test_mooncake_hash_ids_with_prefix_is_refused(tmp_path, capsys):
     trace.write_text(MOONCAKE)
     code, out, err = run(capsys, "--trace", str(trace), "--prefix", "hit:0.5")
     assert code == 2 and out == "" and err.startswith("roofline: error: --prefix:") and "hash_ids" in err
+
+
+def test_mtp_needs_a_model_that_ships_an_mtp_module(capsys):
+    """Llama-3.1-8B's config.json names no num_nextn_predict_layers (nor mtp_num_hidden_layers): its checkpoint has
+    no MTP module for vLLM to draft with (SpeculativeConfig.hf_config_override builds the mtp draft from the target's
+    own weights), so --speculative mtp is refused; eagle needs a separate head and is still simulated."""
+    lengths = ("--rate", "2", "--prompt-tokens", "256", "--output-tokens", "16", "--requests", "4", "--no-search")
+    code, out, err = run(capsys, *lengths, "--speculative", "mtp:1:0.9")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("roofline: error: --speculative: mtp") and "Llama-3.1-8B has none" in err
+    code, out, err = run(capsys, *lengths, "--speculative", "eagle:1:0.9")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("flags,needle", [(("--tp", "2"), "--tp: 2 GPUs: llama.cpp has no tensor parallelism"),
+                                          (("--disaggregate", "1:1"), "--disaggregate: llama.cpp's server has no")])
+def test_llamacpp_runs_what_its_server_can(capsys, flags, needle):
+    """llama.cpp's server splits a model over GPUs by layers (--split-mode layer, its default; row splits matrices)
+    and serves prefill and decode in one process (ggml-org/llama.cpp tools/server/README.md): tensor parallelism and
+    P:D disaggregation are refused under --engine llamacpp, in one line naming the flag."""
+    code, out, err = run(capsys, "--engine", "llamacpp", "--rate", "2", "--prompt-tokens", "256", "--output-tokens",
+                         "16", "--requests", "4", "--no-search", *flags)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"roofline: error: {needle}"), err
+
+
+def test_a_trace_of_600k_requests_is_read_whole(tmp_path, capsys):
+    """Issue 33: a day of requests (~1 M) is readable and never silently cut. 600,000 rows of '123.4567,1000,100'
+    (with the header) are 11.9 MB, past the former 8 MiB cap; every row is read, and --requests 5 replays the first
+    five of them, saying so."""
+    trace = tmp_path / "day.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n"
+                     + "".join(f"{i * 0.144:.4f},1000,100\n" for i in range(600_000)))
+    assert trace.stat().st_size > 8 << 20
+    code, out, err = run(capsys, "--trace", str(trace), "--requests", "5", "--no-search", "--json")
+    assert code == 0, err
+    assert json.loads(out)["notes"] == ["--trace: replaying the first 5 of its 600,000 rows (--requests)"]

@@ -113,3 +113,23 @@ def test_budget_estimate_without_a_log(capsys):
     r = capacity_json(capsys, "Llama-3.1-8B", "vllm", max_model_len=8192)
     assert 40 * 2**30 < r["kv_pool_bytes"] < 70 * 2**30
     assert r["pool_tokens"] % 16 == 0
+
+
+def test_sglang_pool_of_a_windowed_model_fits_only_what_it_holds():
+    """mistralai/Ministral-8B-Instruct-2410's config.json: 36 layers, 8 KV heads x 128, sliding_window 32,768 (= its
+    max_position_embeddings), so every layer is windowed. A cell is 36 x 2 x 8 x 128 x 2 = 147,456 B; 0.5 GiB hold
+    floor(536,870,912 / 147,456) = 3,640 tokens, far fewer than one 32,768-token request keeps (min(L, window)
+    tokens). SGLang's pool said fits=true with 0.0 concurrency; it must say no, and 3,640 tokens at most."""
+    from roofline.catalogue.hf import model_from_hf_config
+    from roofline.engines import GIB, EngineOptions, capacity
+
+    config = {"architectures": ["MistralForCausalLM"], "head_dim": 128, "hidden_size": 4096,
+              "intermediate_size": 12288, "max_position_embeddings": 32768, "model_type": "mistral",
+              "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+              "rope_theta": 100000000.0, "sliding_window": 32768, "tie_word_embeddings": False,
+              "vocab_size": 131072}
+    model = model_from_hf_config(config, where="Ministral-8B-Instruct-2410/config.json")
+    r = capacity(model, "sglang", EngineOptions(kv_memory_bytes=0.5 * GIB))
+    assert r.pool_tokens == 3640
+    assert r.fits is False and r.max_model_len_that_fits == 3640 and r.max_concurrency == 0
+    assert capacity(model, "sglang", EngineOptions(kv_memory_bytes=5 * GIB)).fits is True  # 36,408 tokens >= window

@@ -291,3 +291,23 @@ def test_max_context_equals_a_plain_bisection(spec, model, batch, pool_gib, page
     fits = lambda n: batch * float(kernel.per_sequence(n)) <= budget.kv_pool  # noqa: E731
     expected = math.inf if fits(MAX_SEARCH_CONTEXT) else largest_true(fits, 1, MAX_SEARCH_CONTEXT)
     assert capacity(kernel, budget, batch, 4096)["max_context"] == max(expected, 0)
+
+
+def test_a_row_is_named_by_the_spec_it_was_asked_for() -> None:
+    """'kivi:bits=2' and the preset 'kivi-2' are the same config; each row keeps the SPEC the user gave, whichever
+    was planned first in the process (the dashboard's Pareto page plans the papers' SPECs before a CLI plan)."""
+    w = Workload(batch=2, context_tokens=4096)
+    assert plan_method(LLAMA8, H100, w, parse_method("kivi:bits=2")).method == "kivi:bits=2"
+    assert plan_method(LLAMA8, H100, w, parse_method("kivi-2")).method == "kivi-2"
+
+
+def test_llamacpp_splits_layers_never_tensors() -> None:
+    """llama.cpp's server has no tensor parallelism: --split-mode layer (default) splits layers and KV across GPUs,
+    row splits each matrix's rows (ggml-org/llama.cpp tools/server/README.md); a plan at tp 2 is refused naming
+    --tp, and the fewest GPUs for Llama-3.1-70B (70.6 B bf16 parameters = 141 GB, over one 80 GB H100) are two
+    pipeline stages, not tp 2."""
+    w = Workload(batch=1, context_tokens=4096, engine="llamacpp", page_tokens=256)
+    with pytest.raises(SpecError, match="^--tp: 2 GPUs: llama.cpp has no tensor parallelism"):
+        plan_method(LLAMA8, H100, w.model_copy(update={"tp": 2}), parse_method("bf16"))
+    layout = fewest_gpus(LLAMA70, H100, w, parse_method("bf16"))
+    assert (layout["gpus"], layout["tp"], layout["pp"]) == (2, 1, 2)

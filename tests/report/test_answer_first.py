@@ -92,6 +92,18 @@ def test_unreachable_tpot_target_says_so(capsys) -> None:
     assert "context 0" not in out and "batch 0" not in out
 
 
+def test_best_answers_under_the_tpot_target_it_was_given(capsys) -> None:
+    """`best --tpot-target-ms` printed its ranking with no word on the target (plan's sla was computed, then dropped).
+    An L4 reads at most 300 GB/s (its datasheet), so Llama-3.1-8B's 16.06 GB of bf16 weights take >= 53 ms a step:
+    5 ms is unreachable for every method, in the text and in the JSON."""
+    argv = ("best", "--model", "Llama-3.1-8B", "--hardware", "L4", "--tpot-target-ms", "5")
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and out.splitlines()[2].strip().startswith("TPOT <= 5 ms: unreachable"), out
+    code, out, err = run(capsys, *argv, "--json")
+    b = json.loads(out)
+    assert all(r["sla"]["tpot_target_s"] == 0.005 and r["sla"]["unreachable"] for r in b["ranked"])
+
+
 def test_capacity_never_prints_a_negative_pool(capsys) -> None:
     """Llama-3.1-70B's bf16 weights (70.6 B x 2 B = 131.4 GiB) exceed an 80 GiB H100 by over 51 GiB."""
     code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "vllm")
@@ -100,6 +112,17 @@ def test_capacity_never_prints_a_negative_pool(capsys) -> None:
     code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "vllm", "--json")
     data = json.loads(out)
     assert data["kv_pool_bytes"] == 0 and data["kv_pool_shortfall_bytes"] > 51 * 2**30
+
+
+def test_sglang_says_how_far_short_its_pool_is(capsys) -> None:
+    """SGLang's rule clamped its budget at 0 before reporting it, so a pool that cannot exist printed 'none (-0.00
+    GiB short)' and 'exceed ... by -0.00 GiB'. Llama-3.1-70B's 141 GB of bf16 weights overrun an 80 GB H100 by at
+    least 141 - 80 = 61 GB (56.8 GiB) whatever fraction the engine keeps."""
+    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "sglang", "--json")
+    data = json.loads(out)
+    assert data["kv_pool_bytes"] == 0 and data["kv_pool_shortfall_bytes"] > 61e9
+    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-70B", "--engine", "sglang")
+    assert "-0.00" not in out and "GiB short)" in out
 
 
 def test_a_method_that_does_not_apply_is_skipped_with_its_reason(capsys) -> None:
@@ -183,7 +206,7 @@ def test_trace_must_be_a_bounded_regular_file(capsys, tmp_path, kind) -> None:
     elif kind == "huge":
         path = tmp_path / "huge.csv"
         with open(path, "wb") as fh:
-            fh.truncate(64 << 20)  # sparse: no disk used
+            fh.truncate(10 << 30)  # 10 GB, sparse: no disk used; refused from its size, never read
     else:
         path = Path("/dev/zero") if kind == "device" else tmp_path
     code, out, err = run(capsys, *_simulate(str(path)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from roofline.errors import SpecError
+from roofline.serving import traces
 from roofline.serving.traces import MAX_TOKENS, read_trace
 
 # Three rows in the Azure LLM inference trace 2023's columns and timestamp style
@@ -95,6 +96,29 @@ def test_url_and_binary_are_refused(tmp_path):
     with pytest.raises(SpecError, match="URL"):
         read_trace("https://example.com/trace.csv")
     path = tmp_path / "b.csv"
-    path.write_bytes(b"\xff\xfe\x00garbage")
+    path.write_bytes(b"\xff\xfegarbage")
     with pytest.raises(SpecError, match="UTF-8"):
         read_trace(path)
+    path.write_bytes(b"0,100,10\n" + b"\x00" * 100)  # a NUL byte: no text format has one
+    with pytest.raises(SpecError, match="NUL byte at byte 9: a binary file"):
+        read_trace(path)
+
+
+def test_a_field_past_csvs_limit_is_one_error_line(tmp_path):
+    """csv.field_size_limit() is 131,072 characters by default; a 200,000-digit field was a csv.Error traceback."""
+    with pytest.raises(SpecError, match="line 1: field larger than field limit") as err:
+        read_trace(_write(tmp_path, "1" * 200_000 + ",5,5\n"))
+    assert "\n" not in str(err.value)
+
+
+def test_rows_past_the_limit_are_refused_never_cut(tmp_path, monkeypatch):
+    """MAX_ROWS rows are read whole; one more is refused naming the line (the CSV's 4th row after its header is line
+    5), never dropped."""
+    monkeypatch.setattr(traces, "MAX_ROWS", 3)
+    rows = "".join(f"{i},100,10\n" for i in range(3))
+    assert read_trace(_write(tmp_path, "arrival_s,prompt_tokens,output_tokens\n" + rows))[0].tolist() == [0, 1, 2]
+    with pytest.raises(SpecError, match="line 5: more than 3 rows"):
+        read_trace(_write(tmp_path, "arrival_s,prompt_tokens,output_tokens\n" + rows + "3,100,10\n"))
+    mooncake = "".join(f'{{"timestamp": {i}, "input_length": 1, "output_length": 1}}\n' for i in range(4))
+    with pytest.raises(SpecError, match="line 4: more than 3 rows"):
+        read_trace(_write(tmp_path, mooncake, "m.jsonl"))
