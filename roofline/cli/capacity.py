@@ -159,7 +159,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
         print(json.dumps(result, indent=2, default=_json_default))
     else:
-        print(capacity_text(result))
+        print(capacity_text(result, model.max_position_embeddings))
     return 0
 
 
@@ -208,9 +208,14 @@ def _json_default(value):
     return str(value)
 
 
-def capacity_text(r: dict[str, Any]) -> str:
-    """The capacity result as a two-column text table with the rules applied."""
+def capacity_text(r: dict[str, Any], positions: int | None = None) -> str:
+    """The capacity result as a two-column text table with the rules applied; `positions`: the model's, which cap a
+    request whatever the pool holds (the longest request the pool holds is memory's answer, as the engines' own
+    'estimated maximum model length' is)."""
     longest = r["max_model_len_that_fits"]
+    capped = positions is not None and (longest is None or longest > positions)
+    longest_text = ("unbounded" if longest is None else f"{longest:,}") + (
+        f" (memory; the model's {positions:,} positions cap a request)" if capped else "")
     pool = (display.gib(r["kv_pool_bytes"]) if "kv_pool_shortfall_bytes" not in r
             else f"none ({display.gib(r['kv_pool_shortfall_bytes'])} short)")
     rows = [["KV pool per GPU", pool],
@@ -221,7 +226,7 @@ def capacity_text(r: dict[str, Any]) -> str:
             *([["'GPU KV cache size' as vLLM 0.24 logs it (concurrency x max_model_len)",
                 f"{r['tokens_at_max_concurrency']:,}"]] if r["engine"] == "vllm" else []),
             ["fits one request of max_model_len", "yes" if r["fits"] else "no"],
-            ["longest request that fits", "unbounded" if longest is None else f"{longest:,}"]]
+            ["longest request that fits", longest_text]]
     text = f"{r['model']} under {r['engine']}\n" + display.table(["quantity", "value"], rows, align="ll")
     if "no_room" in r:
         text = f"{text}\n\n{r['no_room']}"

@@ -37,3 +37,15 @@ def test_another_engines_flag_is_refused(flags, named, capsys):
                                    ["--engine", "sglang", "--tp", "2", "--dp", "2"]])
 def test_the_engines_own_flags_run(flags, capsys):
     assert main([*BASE, *flags]) == 0
+
+
+def test_the_longest_request_names_the_models_positions_when_memory_allows_more(capsys):
+    """Llama-3.1-8B has 131,072 positions (its config.json's max_position_embeddings): on an H100 the pool holds a
+    longer sequence, which the text must not offer as a request length; on an L4 the pool is the limit."""
+    from roofline.cli import main
+    assert main(["capacity", "--model", "Llama-3.1-8B", "--engine", "vllm"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("longest request"))
+    assert "the model's 131,072 positions cap a request" in line
+    assert main(["capacity", "--model", "Llama-3.1-8B", "--engine", "vllm", "--hardware", "L4"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("longest request"))
+    assert "positions" not in line and int(line.split()[-1].replace(",", "")) < 131_072
