@@ -196,7 +196,8 @@ def _no_room(result: dict[str, Any], parts, options) -> None:
         util = options.gpu_memory_utilization
         result["no_room"] = (f"the weights do not fit: weights {display.gib(parts.weights)} + activations "
                              f"{display.gib(parts.activations)} + non-torch {display.gib(parts.non_torch)} exceed the "
-                             f"engine's share of {display.gib(parts.total)}" + (f" x {util}" if util else "")
+                             + (f"engine's share of {display.gib(parts.total)} x {util}" if util else
+                                f"engine's default share of the GPU's {display.gib(parts.total)} (its fraction: rules)")
                              + f" by {display.gib(-pool)}: more GPUs (--tp, --pp) or smaller weights (--weight-dtype)")
     else:
         result["no_room"] = "--kv-memory-gib leaves no room for the KV cache"
