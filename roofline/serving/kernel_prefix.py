@@ -292,6 +292,50 @@ def publish(r, i, upto, pfx):
 
 
 @njit(cache=True)
+def full_ancestors(r, i, pfx):
+    """The tokens of the nodes before request i's leaf on its path when each is wholly cached on replica r and they
+    end where the leaf starts, else -1. While i runs it holds every node of its path (acquire), so none is evicted
+    (PrefixCache._evictable: no references) and cached tokens only grow (publish): the answer stays true until i
+    is released, and publish_leaf may stand for publish."""
+    pi = pfx[0]
+    d = _path(i, pi)
+    if d == 0:
+        return -1
+    buf = pi[P_BUF]
+    tot = 0
+    for k in range(d - 1):
+        node = pi[buf + k]
+        length = pi[pi[P_LENGTH] + node]
+        if pi[_pc(pi, r, CACHED, node)] < length:
+            return -1
+        tot += length
+    return tot if tot == pi[pi[P_START] + pi[buf + d - 1]] else -1
+
+
+@njit(cache=True)
+def publish_leaf(r, leaf, anc, upto, pfx):
+    """publish(r, i, upto) for a request whose path's nodes before its `leaf` are wholly cached, `anc` tokens
+    ending where the leaf starts (full_ancestors): the same result and effect without the path. cached_prefix sums
+    the full nodes and then the leaf's cached tokens, anc + cached; publish's walk leaves a full node unchanged
+    (min(upto - start, length) <= length = cached) and never stops before the leaf (upto > anc >= each start), so
+    only the leaf may grow, to min(upto - anc, length)."""
+    pi = pfx[0]
+    at = _pc(pi, r, CACHED, leaf)
+    old = pi[at]
+    before = anc + old
+    if upto <= before:
+        return before
+    want = min(upto - anc, pi[pi[P_LENGTH] + leaf])
+    if want > old:
+        _bump(pi, r)
+        pi[at] = want
+        parent = pi[pi[P_PARENT] + leaf]
+        if old == 0 and parent >= 0:
+            pi[_pc(pi, r, KIDS, parent)] += 1
+    return before
+
+
+@njit(cache=True)
 def evict(r, need_bytes, ri, pfx, seq, cfg):
     """PrefixCache.evict: free at least `need_bytes` from the least recently used tails, page by page; returns the
     bytes freed (the same float operations: each page's (seq[s + old] - seq[s]) - (seq[s + new] - seq[s]))."""
@@ -309,11 +353,18 @@ def evict(r, need_bytes, ri, pfx, seq, cfg):
             continue
         s = pi[pi[P_START] + node]
         at = _pc(pi, r, CACHED, node)
-        while freed < need_bytes and pi[at] > 0:
-            old = pi[at]
-            new = max(0, (old - 1) // page * page)
-            freed += (seq[s + old] - seq[s]) - (seq[s + new] - seq[s])
-            pi[at] = new
+        c, base = pi[at], seq[s]
+        # page by page (the float sum's order); after the first, c is a whole number of pages: (c - 1) // page *
+        # page is c - page, without the division
+        if freed < need_bytes and c > 0:
+            new = max(0, (c - 1) // page * page)
+            freed += (seq[s + c] - base) - (seq[s + new] - base)
+            c = new
+        while freed < need_bytes and c > 0:
+            new = c - page
+            freed += (seq[s + c] - base) - (seq[s + new] - base)
+            c = new
+        pi[at] = c
         if pi[at] > 0:
             _push(r, t, node, ri, pi, pf)
         else:
