@@ -5,10 +5,10 @@ numba as global integer constants."""
 # (base: leading tokens the prefix cache owns, Scheduler.base; stamped: 1 once the sequence's first token is known to
 # be stamped since its admission, serving.kernel_sched.emit; shared: its request's shared prefix tokens, with a prefix
 # cache: both per running sequence, so that a record's work per sequence reads no array indexed by request id;
-# leaf, anc: its request's leaf node and, once every node before the leaf on its path is wholly cached, the tokens of
-# those nodes (else -1), serving.kernel_prefix.publish_leaf)
-IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED, LEAF, ANC = range(16)
-ST_FIELDS = 16
+# anc, leaf, llen: once every node before its request's leaf on its path is wholly cached, the tokens of those nodes
+# (else -1), the leaf's slot in the replica's cache and the leaf's tokens, serving.kernel_prefix.publish_leaf)
+IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED, ANC, LEAF, LLEN = range(17)
+ST_FIELDS = 17
 # st's and held's rows hold max_num_seqs positions and ST_PAD more (never used): a row of 1,024 positions is 8 KiB, so
 # without them every field of a position falls in one set of a 4 KiB-way L1 (8 ways: 16 fields thrash it) and the
 # replicas' rows, 16 x 8 KiB apart, in one set group of a 64 KiB-way L2 (perf: the compaction in

@@ -26,6 +26,7 @@ from roofline.serving.kernel_layout import (
     IDS,
     KNOWN,
     LEAF,
+    LLEN,
     MAX_SEQS,
     MIXED,
     MNBT,
@@ -50,7 +51,6 @@ from roofline.serving.kernel_layout import (
     WTAIL,
 )
 from roofline.serving.kernel_prefix import (
-    P_LEAF,
     P_SHARED,
     acquire,
     count,
@@ -60,6 +60,7 @@ from roofline.serving.kernel_prefix import (
     failed_again,
     full_ancestors,
     hit,
+    leaf_slot,
     publish,
     publish_leaf,
     release,
@@ -281,7 +282,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             for f in range(RES + 1):
                 st[r, f, w] = st[r, f, i]
             st[r, BASE, w], st[r, STAMPED, w], st[r, SHARED, w] = st[r, BASE, i], st[r, STAMPED, i], st[r, SHARED, i]
-            st[r, LEAF, w], st[r, ANC, w] = st[r, LEAF, i], st[r, ANC, i]
+            st[r, ANC, w], st[r, LEAF, w], st[r, LLEN, w] = st[r, ANC, i], st[r, LEAF, i], st[r, LLEN, i]
             held[r, w] = held[r, i]
         w += 1
     ri[r, N_RUN] = w
@@ -351,13 +352,14 @@ def publish_all(r, st, ri, rf, seq, cfg, pfx):
         b = st[r, BASE, p]
         if u <= b:
             continue
+        i = st[r, IDS, p]
         if st[r, ANC, p] >= 0:
-            before = publish_leaf(r, st[r, LEAF, p], st[r, ANC, p], u, pfx)
+            before = publish_leaf(r, i, st[r, LEAF, p], st[r, ANC, p], st[r, LLEN, p], u, pfx)
         else:
-            i = st[r, IDS, p]
             before = publish(r, i, u, pfx)
             st[r, ANC, p] = full_ancestors(r, i, pfx)
-            st[r, LEAF, p] = pfx[0][pfx[0][P_LEAF] + i]
+            if st[r, ANC, p] >= 0:
+                st[r, LEAF, p], st[r, LLEN, p] = leaf_slot(r, i, pfx)
         if before > b:
             rf[r, USED] -= seq[min(before, u)] - seq[b]
         st[r, BASE, p] = u
