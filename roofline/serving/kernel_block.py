@@ -37,6 +37,7 @@ from roofline.serving.kernel_layout import (
     M,
 )
 from roofline.serving.kernel_pipeline import pipelined_s
+from roofline.serving.kernel_views import prefetch
 
 
 @njit(cache=True, inline="always")
@@ -107,6 +108,8 @@ def extend(r, until, ahead, st, ri, ends, q, col, tab, cfg, fcfg, law):
             if m == 0:
                 for x in range(n_dec_cols):
                     col[r, x] = 0.0
+                for j in range(nd):  # the rows' lines asked for first: their misses overlap
+                    prefetch(dec_rows, (st[r, COMP, st[r, DEC, j]] + 1) * dec_rows.shape[1])
                 for j in range(nd):
                     c = st[r, COMP, st[r, DEC, j]] + 1
                     for x in range(n_dec_cols):

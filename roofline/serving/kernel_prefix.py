@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
+from roofline.serving.kernel_views import prefetch
 
 # pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
 # request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch;
@@ -351,6 +352,13 @@ def leaf_slot(r, i, pfx):
     pi = pfx[0]
     leaf = pi[pi[P_LEAF] + i]
     return _slot(pfx, r, leaf), pi[pi[P_LENGTH] + leaf]
+
+
+@njit(cache=True, inline="always")
+def prefetch_leaf(r, slot, pfx):
+    """Ask for the line of replica r's `slot` (a leaf publish_leaf is about to read) ahead of its use."""
+    pi = pfx[0]
+    prefetch(pi, _pc(pi, r, CACHED, slot))
 
 
 @njit(cache=True)

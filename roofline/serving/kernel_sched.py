@@ -61,6 +61,7 @@ from roofline.serving.kernel_prefix import (
     full_ancestors,
     hit,
     leaf_slot,
+    prefetch_leaf,
     publish,
     publish_leaf,
     release,
@@ -346,6 +347,10 @@ def publish_all(r, st, ri, rf, seq, cfg, pfx):
     kernel_prefix.publish_leaf: the same result without the path's walks (a chat turn publishes a page of its own
     node every page of tokens it decodes; those walks' reads of node-indexed arrays led a chat fleet's profile)."""
     nd, nc, page = ri[r, NDEC], ri[r, NCH], cfg[PAGE]
+    for j in range(nd):  # the leaves' lines asked for first (their misses overlap); BASE is a whole number of pages
+        p = st[r, DEC, j]
+        if st[r, ANC, p] >= 0 and min(st[r, COMP, p], st[r, SHARED, p]) >= st[r, BASE, p] + page:
+            prefetch_leaf(r, st[r, LEAF, p], pfx)
     for j in range(nd + nc):
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
         u = min(st[r, COMP, p], st[r, SHARED, p]) // page * page
