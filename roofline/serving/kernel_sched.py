@@ -347,16 +347,18 @@ def publish_all(r, st, ri, rf, seq, cfg, pfx):
     kernel_prefix.publish_leaf: the same result without the path's walks (a chat turn publishes a page of its own
     node every page of tokens it decodes; those walks' reads of node-indexed arrays led a chat fleet's profile)."""
     nd, nc, page = ri[r, NDEC], ri[r, NCH], cfg[PAGE]
-    for j in range(nd):  # the leaves' lines asked for first (their misses overlap); BASE is a whole number of pages
+    # BASE is a whole number of pages (a hit, a publication or 0): a page more is computed when x >= BASE + page
+    for j in range(nd):  # the leaves' lines asked for first (their misses overlap)
         p = st[r, DEC, j]
         if st[r, ANC, p] >= 0 and min(st[r, COMP, p], st[r, SHARED, p]) >= st[r, BASE, p] + page:
             prefetch_leaf(r, st[r, LEAF, p], pfx)
     for j in range(nd + nc):
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
-        u = min(st[r, COMP, p], st[r, SHARED, p]) // page * page
         b = st[r, BASE, p]
-        if u <= b:
+        x = min(st[r, COMP, p], st[r, SHARED, p])
+        if x < b + page:  # u = x // page * page <= b (b a whole number of pages): most sequences, no division
             continue
+        u = x // page * page
         i = st[r, IDS, p]
         if st[r, ANC, p] >= 0:
             before = publish_leaf(r, i, st[r, LEAF, p], st[r, ANC, p], st[r, LLEN, p], u, pfx)
