@@ -282,8 +282,10 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
         if w != i:
             for f in range(RES + 1):
                 st[r, f, w] = st[r, f, i]
-            st[r, BASE, w], st[r, STAMPED, w], st[r, SHARED, w] = st[r, BASE, i], st[r, STAMPED, i], st[r, SHARED, i]
-            st[r, ANC, w], st[r, LEAF, w], st[r, LLEN, w] = st[r, ANC, i], st[r, LEAF, i], st[r, LLEN, i]
+            st[r, BASE, w], st[r, STAMPED, w] = st[r, BASE, i], st[r, STAMPED, i]
+            if cfg[PREFIX]:  # set at admission only with a prefix cache, read only with one
+                st[r, SHARED, w], st[r, ANC, w] = st[r, SHARED, i], st[r, ANC, i]
+                st[r, LEAF, w], st[r, LLEN, w] = st[r, LEAF, i], st[r, LLEN, i]
             held[r, w] = held[r, i]
         w += 1
     ri[r, N_RUN] = w
