@@ -10,9 +10,8 @@ numba as global integer constants."""
 IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED, ANC, LEAF, LLEN = range(17)
 ST_FIELDS = 17
 # st's and held's rows hold max_num_seqs positions and ST_PAD more (never used): a row of 1,024 positions is 8 KiB, so
-# without them every field of a position falls in one set of a 4 KiB-way L1 (8 ways: 16 fields thrash it) and the
-# replicas' rows, 16 x 8 KiB apart, in one set group of a 64 KiB-way L2 (perf: the compaction in
-# serving.kernel_sched.complete took 16 % of a chat fleet's loop with 16 fields against 4 % with 14)
+# without them every field of a position falls in one set of a 4 KiB-way L1 (8 ways: the fields thrash it) and the
+# replicas' rows, whole multiples of 8 KiB apart, in few set groups of a 64 KiB-way L2 (serving_scale.md, session 20)
 ST_PAD = 8
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
