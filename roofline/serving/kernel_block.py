@@ -38,6 +38,7 @@ from roofline.serving.kernel_layout import (
     M,
 )
 from roofline.serving.kernel_pipeline import pipelined_s
+from roofline.serving.kernel_views import prefetch
 
 
 @njit(cache=True, inline="always")
@@ -108,6 +109,11 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
             if m == 0:
                 for x in range(n_dec_cols):
                     col[r, x] = 0.0
+                w = dec_rows.shape[1]
+                for j in range(nd):  # the rows' lines asked for first, both ends (a row may span two lines)
+                    at = (st[r, COMP, st[r, DEC, j]] + 1) * w
+                    prefetch(dec_rows, at)
+                    prefetch(dec_rows, at + w - 1)
                 for j in range(nd):
                     c = st[r, COMP, st[r, DEC, j]] + 1
                     for x in range(n_dec_cols):

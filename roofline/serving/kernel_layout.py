@@ -4,9 +4,15 @@ numba as global integer constants."""
 # st fields: running sequences (ids .. res) and the plan of the block in flight (dec .. chdone)
 # (base: leading tokens the prefix cache owns, Scheduler.base; stamped: 1 once the sequence's first token is known to
 # be stamped since its admission, serving.kernel_sched.emit; shared: its request's shared prefix tokens, with a prefix
-# cache: both per running sequence, so that a record's work per sequence reads no array indexed by request id)
-IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED = range(14)
-ST_FIELDS = 14
+# cache: both per running sequence, so that a record's work per sequence reads no array indexed by request id;
+# anc, leaf, llen: once every node before its request's leaf on its path is wholly cached, the tokens of those nodes
+# (else -1), the leaf's slot in the replica's cache and the leaf's tokens, serving.kernel_prefix.publish_leaf)
+IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED, ANC, LEAF, LLEN = range(17)
+ST_FIELDS = 17
+# st's and held's rows hold max_num_seqs positions and ST_PAD more (never used): a row of 1,024 positions is 8 KiB, so
+# without them every field of a position falls in one set of a 4 KiB-way L1 (8 ways: the fields thrash it) and the
+# replicas' rows, whole multiples of 8 KiB apart, in few set groups of a 64 KiB-way L2 (serving_scale.md, session 20)
+ST_PAD = 8
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
 # (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens)

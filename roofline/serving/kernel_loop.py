@@ -45,6 +45,7 @@ from roofline.serving.kernel_layout import (
     ROUTER,
     SPEC,
     ST_FIELDS,
+    ST_PAD,
     START,
     STEPS,
     TOKENS,
@@ -233,8 +234,8 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     n, nrep = len(clock), cfg[NREP]
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
-    st = np.zeros((nrep, ST_FIELDS, cap), dtype=np.int64)
-    held = np.zeros((nrep, cap))
+    st = np.zeros((nrep, ST_FIELDS, cap + ST_PAD), dtype=np.int64)
+    held = np.zeros((nrep, cap + ST_PAD))
     ri = np.zeros((nrep, RI_FIELDS), dtype=np.int64)
     ri[:, WHEAD] = -1
     ri[:, WTAIL] = -1
@@ -293,7 +294,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             if ended and cfg[CONC]:
                 sent = release(ended, now, sent, clock, send, arrival, fcfg)
             if ended and sessions:
-                turn_ends(was, n_was, now, finish, clock, send, ses, fcfg)
+                turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
             if nrec + 1 >= rec.shape[0]:
                 rec = grow(rec)
             nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],

@@ -1,33 +1,39 @@
 """serving.prefix.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
 decisions on the same state, per replica r.
 
-State (`pfx` = (pi, pf), built by serving.kernel.prefix_state: two flat arrays, since numba counts references on
-every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length,
-depth: nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and node
-the cached tokens, running requests using it and cached children (CACHED | REFS | KIDS), the LRU heap's (-depth,
-node) and scratch space, and per replica a generation (GENERATION: bumped by every change of the replica's
-cache or heap) with the generation, request and hit of its last failed admission (serving.kernel_sched.admit) and
-the count of repeats of such failures applied without their walk (AGAIN); in
-pf each replica's nodes' last use and the heap's keys (last use); the heap's size is
-ri[r, HSIZE]. The heap is Python's heapq's: a min- heap under the tuple order, entries made stale by a later use
-skipped when popped (PrefixCache.evict). Pops depend only on the set of keys, and a node's live key is unique (its
-node id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale
-now are dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment
-(PrefixCache.release, .evict), so a dropped entry is never the one that would have been popped.
+State (`pfx` = (pi, pf, pm), built by serving.kernel.prefix_state: three flat arrays, since numba counts references
+on every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length,
+depth: nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and slot
+the cached tokens, running requests using it and cached children (CACHED, REFS, KIDS side by side in 4 words), the
+LRU heap's (-depth, node) and scratch space, and per replica a generation (GENERATION: bumped by every change of
+the replica's cache or heap) with the generation, request and hit of its last failed admission
+(serving.kernel_sched.admit), the count of repeats of such failures applied without their walk (AGAIN) and the
+slots given (SLOTS); in pf each replica's slots' last use and the heap's keys (last use); in pm (int32) per replica
+and node its slot + 1 (0: none yet). A replica gives a node a slot at its first use (_slot), so the state of the
+nodes it uses lies together, one line per node, and only those pages are ever written: indexed by node, a chat
+fleet's 32 replicas x 3.2M nodes x 4 arrays were 3.3 GB of pages zeroed as the sparse writes reached them, each
+node's fields four cache misses apart. The heap's size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap
+under the tuple order, entries made stale by a later use skipped when popped (PrefixCache.evict). Pops depend only
+on the set of keys, and a node's live key is unique (its node id is in it), so any binary heap pops the same nodes;
+when the heap's slots run out, the entries that are stale now are dropped (one per node kept): a node that becomes
+evictable again is pushed anew at that moment (PrefixCache.release, .evict), so a dropped entry is never the one
+that would have been popped.
 """
 
 import numpy as np
 from numba import njit
 
 from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
+from roofline.serving.kernel_views import prefetch
 
 # pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
 # request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch;
-# per replica: GENERATION .. FAILED_HIT)
+# per replica: GENERATION .. SLOTS)
 (P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
  P_HEADER) = range(15)
-GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN = range(5)  # per replica, from pi[P_GEN] + GEN_FIELDS r
-GEN_FIELDS = 5
+GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN, SLOTS = range(6)  # per replica, from pi[P_GEN] + GEN_FIELDS r
+GEN_FIELDS = 6
+SLOT_WORDS = 4  # a slot's words in pi: CACHED, REFS, KIDS and one unused (a slot within one 64-byte line)
 
 
 def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
@@ -36,7 +42,7 @@ def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
     k, n = len(parent), len(leaf)
     depth = depths(parent)
     heap = 2 * k + 16
-    sizes = [k, k, k, k, n, n, replicas * 3 * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1))),
+    sizes = [k, k, k, k, n, n, replicas * SLOT_WORDS * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1))),
              GEN_FIELDS * replicas]
     offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
     pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
@@ -44,19 +50,41 @@ def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
     for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
         pi[at:at + len(part)] = part
     pi[offsets[-1] + FAILED_ID:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = -1  # no failed admission yet
-    return pi, np.zeros(replicas * (k + heap))
+    return pi, np.zeros(replicas * (k + heap)), np.zeros(replicas * k, dtype=np.int32)
 
 
 @njit(cache=True, inline="always")
-def _pc(pi, r, f, node):
-    """Where replica r's field f (CACHED, REFS, KIDS) of `node` is in pi."""
-    return pi[P_PC] + (r * 3 + f) * pi[P_K] + node
+def _slot(pfx, r, node):
+    """Replica r's slot of `node`, given at its first use (the next of r's dense slots, its words still zero)."""
+    pi, pm = pfx[0], pfx[2]
+    at = r * pi[P_K] + node
+    s = pm[at]
+    if s == 0:
+        g = pi[P_GEN] + GEN_FIELDS * r + SLOTS
+        pi[g] += 1
+        s = pi[g]
+        pm[at] = s
+    return s - 1
 
 
 @njit(cache=True, inline="always")
-def _last(pi, r, node):
-    """Where replica r's last use of `node` is in pf."""
-    return r * pi[P_K] + node
+def _pc(pi, r, f, slot):
+    """Where replica r's field f (CACHED, REFS, KIDS) of the node in `slot` is in pi."""
+    return pi[P_PC] + (r * pi[P_K] + slot) * SLOT_WORDS + f
+
+
+@njit(cache=True, inline="always")
+def _peek(pfx, r, f, node):
+    """Replica r's field f of `node`, without giving it a slot: 0 for a node r never used (as a fresh slot's)."""
+    pi = pfx[0]
+    s = pfx[2][r * pi[P_K] + node]
+    return pi[_pc(pi, r, f, s - 1)] if s else 0
+
+
+@njit(cache=True, inline="always")
+def _last(pi, r, slot):
+    """Where replica r's last use of the node in `slot` is in pf."""
+    return r * pi[P_K] + slot
 
 
 @njit(cache=True, inline="always")
@@ -112,7 +140,7 @@ def cached_prefix(r, i, pfx):
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
         node = pi[buf + k]
-        c = pi[_pc(pi, r, CACHED, node)]
+        c = _peek(pfx, r, CACHED, node)
         h += c
         if c < pi[pi[P_LENGTH] + node]:
             break
@@ -142,7 +170,7 @@ def hit_on_path(r, i, d, todo, pfx, cfg):
     buf = pi[P_BUF]
     for k in range(d):
         node = pi[buf + k]
-        c = pi[_pc(pi, r, CACHED, node)]
+        c = _peek(pfx, r, CACHED, node)
         h += c
         if c < pi[pi[P_LENGTH] + node]:
             break
@@ -195,19 +223,23 @@ def _sift_down(r, pos, size, pi, pf):
 
 
 @njit(cache=True, inline="always")
-def _evictable(r, node, pi):
-    """PrefixCache._evictable."""
-    return (pi[_pc(pi, r, REFS, node)] == 0 and pi[_pc(pi, r, CACHED, node)] > 0
-            and pi[_pc(pi, r, KIDS, node)] == 0)
+def _evictable(pi, r, slot):
+    """PrefixCache._evictable, of the node in replica r's `slot`."""
+    return (pi[_pc(pi, r, REFS, slot)] == 0 and pi[_pc(pi, r, CACHED, slot)] > 0
+            and pi[_pc(pi, r, KIDS, slot)] == 0)
 
 
 @njit(cache=True)
-def _compact(r, ri, pi, pf):
+def _compact(r, ri, pfx):
     """Drop the heap's stale entries (not evictable now, or an older use than the node's last), one per node."""
+    pi, pf = pfx[0], pfx[1]
     size, w, mark = ri[r, HSIZE], 0, pi[P_MARK]
     for s in range(size):
         node = pi[_hi(pi, r, 1, s)]
-        if pi[mark + node] or not _evictable(r, node, pi) or pf[_hk(pi, r, s)] != pf[_last(pi, r, node)]:
+        if pi[mark + node]:
+            continue
+        at = _slot(pfx, r, node)
+        if not _evictable(pi, r, at) or pf[_hk(pi, r, s)] != pf[_last(pi, r, at)]:
             continue
         pi[mark + node] = 1
         _move(pi, pf, r, w, s)
@@ -220,11 +252,12 @@ def _compact(r, ri, pi, pf):
 
 
 @njit(cache=True)
-def _push(r, key, node, ri, pi, pf):
+def _push(r, key, node, ri, pfx):
     """heapq.heappush(heap, (key, -depth[node], node))."""
+    pi, pf = pfx[0], pfx[1]
     _bump(pi, r)
     if ri[r, HSIZE] == pi[P_H]:
-        _compact(r, ri, pi, pf)
+        _compact(r, ri, pfx)
     pos = ri[r, HSIZE]
     ri[r, HSIZE] = pos + 1
     d = -pi[pi[P_DEPTH] + node]
@@ -240,29 +273,30 @@ def _push(r, key, node, ri, pi, pf):
 @njit(cache=True)
 def acquire(r, i, now, pfx):
     """PrefixCache.acquire: request i runs; its nodes are in use at `now`."""
-    pi, pf = pfx
+    pi, pf = pfx[0], pfx[1]
     _bump(pi, r)
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
-        node = pi[buf + k]
-        pi[_pc(pi, r, REFS, node)] += 1
-        pf[_last(pi, r, node)] = now
+        at = _slot(pfx, r, pi[buf + k])
+        pi[_pc(pi, r, REFS, at)] += 1
+        pf[_last(pi, r, at)] = now
     return 0
 
 
 @njit(cache=True)
 def release(r, i, now, stamp, ri, pfx):
     """PrefixCache.release: request i left at `now` (stamp false: was not admitted, its last use kept)."""
-    pi, pf = pfx
+    pi, pf = pfx[0], pfx[1]
     _bump(pi, r)
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
         node = pi[buf + k]
-        pi[_pc(pi, r, REFS, node)] -= 1
+        at = _slot(pfx, r, node)
+        pi[_pc(pi, r, REFS, at)] -= 1
         if stamp:
-            pf[_last(pi, r, node)] = now
-        if pi[_pc(pi, r, CACHED, node)] and not pi[_pc(pi, r, REFS, node)]:
-            _push(r, pf[_last(pi, r, node)], node, ri, pi, pf)
+            pf[_last(pi, r, at)] = now
+        if pi[_pc(pi, r, CACHED, at)] and not pi[_pc(pi, r, REFS, at)]:
+            _push(r, pf[_last(pi, r, at)], node, ri, pfx)
     return 0
 
 
@@ -280,14 +314,73 @@ def publish(r, i, upto, pfx):
         if upto <= s:
             break
         want = min(upto - s, pi[pi[P_LENGTH] + node])
-        at = _pc(pi, r, CACHED, node)
+        at = _pc(pi, r, CACHED, _slot(pfx, r, node))
         old = pi[at]
         if want > old:
             _bump(pi, r)
             pi[at] = want
             parent = pi[pi[P_PARENT] + node]
             if old == 0 and parent >= 0:
-                pi[_pc(pi, r, KIDS, parent)] += 1
+                pi[_pc(pi, r, KIDS, _slot(pfx, r, parent))] += 1
+    return before
+
+
+@njit(cache=True)
+def full_ancestors(r, i, pfx):
+    """The tokens of the nodes before request i's leaf on its path when each is wholly cached on replica r and they
+    end where the leaf starts, else -1. While i runs it holds every node of its path (acquire), so none is evicted
+    (PrefixCache._evictable: no references) and cached tokens only grow (publish): the answer stays true until i
+    is released, and publish_leaf may stand for publish."""
+    pi = pfx[0]
+    d = _path(i, pi)
+    if d == 0:
+        return -1
+    buf = pi[P_BUF]
+    tot = 0
+    for k in range(d - 1):
+        node = pi[buf + k]
+        length = pi[pi[P_LENGTH] + node]
+        if _peek(pfx, r, CACHED, node) < length:
+            return -1
+        tot += length
+    return tot if tot == pi[pi[P_START] + pi[buf + d - 1]] else -1
+
+
+@njit(cache=True)
+def leaf_slot(r, i, pfx):
+    """Request i's leaf's slot on replica r and the leaf's tokens (for publish_leaf)."""
+    pi = pfx[0]
+    leaf = pi[pi[P_LEAF] + i]
+    return _slot(pfx, r, leaf), pi[pi[P_LENGTH] + leaf]
+
+
+@njit(cache=True, inline="always")
+def prefetch_leaf(r, slot, pfx):
+    """Ask for the line of replica r's `slot` (a leaf publish_leaf is about to read) ahead of its use."""
+    pi = pfx[0]
+    prefetch(pi, _pc(pi, r, CACHED, slot))
+
+
+@njit(cache=True)
+def publish_leaf(r, i, slot, anc, length, upto, pfx):
+    """publish(r, i, upto) for a request whose path's nodes before its leaf (in replica r's `slot`, `length` tokens)
+    are wholly cached, `anc` tokens ending where the leaf starts (full_ancestors): the same result and effect
+    without the path. cached_prefix sums the full nodes and then the leaf's cached tokens, anc + cached; publish's
+    walk leaves a full node unchanged (min(upto - start, length) <= length = cached) and never stops before the leaf
+    (upto > anc >= each start), so only the leaf may grow, to min(upto - anc, length)."""
+    pi = pfx[0]
+    at = _pc(pi, r, CACHED, slot)
+    old = pi[at]
+    before = anc + old
+    if upto <= before:
+        return before
+    want = min(upto - anc, length)
+    if want > old:
+        _bump(pi, r)
+        pi[at] = want
+        parent = pi[pi[P_PARENT] + pi[pi[P_LEAF] + i]] if old == 0 else -1
+        if parent >= 0:
+            pi[_pc(pi, r, KIDS, _slot(pfx, r, parent))] += 1
     return before
 
 
@@ -295,7 +388,7 @@ def publish(r, i, upto, pfx):
 def evict(r, need_bytes, ri, pfx, seq, cfg):
     """PrefixCache.evict: free at least `need_bytes` from the least recently used tails, page by page; returns the
     bytes freed (the same float operations: each page's (seq[s + old] - seq[s]) - (seq[s + new] - seq[s]))."""
-    pi, pf = pfx
+    pi, pf = pfx[0], pfx[1]
     page = cfg[PAGE]
     freed = 0.0
     while freed < need_bytes and ri[r, HSIZE] > 0:
@@ -305,23 +398,32 @@ def evict(r, need_bytes, ri, pfx, seq, cfg):
         _move(pi, pf, r, 0, last)
         ri[r, HSIZE] = last
         _sift_down(r, 0, last, pi, pf)
-        if not _evictable(r, node, pi) or t != pf[_last(pi, r, node)]:
+        slot = _slot(pfx, r, node)
+        if not _evictable(pi, r, slot) or t != pf[_last(pi, r, slot)]:
             continue
         s = pi[pi[P_START] + node]
-        at = _pc(pi, r, CACHED, node)
-        while freed < need_bytes and pi[at] > 0:
-            old = pi[at]
-            new = max(0, (old - 1) // page * page)
-            freed += (seq[s + old] - seq[s]) - (seq[s + new] - seq[s])
-            pi[at] = new
+        at = _pc(pi, r, CACHED, slot)
+        c, base = pi[at], seq[s]
+        # page by page (the float sum's order); after the first, c is a whole number of pages: (c - 1) // page *
+        # page is c - page, without the division
+        if freed < need_bytes and c > 0:
+            new = max(0, (c - 1) // page * page)
+            freed += (seq[s + c] - base) - (seq[s + new] - base)
+            c = new
+        while freed < need_bytes and c > 0:
+            new = c - page
+            freed += (seq[s + c] - base) - (seq[s + new] - base)
+            c = new
+        pi[at] = c
         if pi[at] > 0:
-            _push(r, t, node, ri, pi, pf)
+            _push(r, t, node, ri, pfx)
         else:
             up = pi[pi[P_PARENT] + node]
             if up >= 0:
-                pi[_pc(pi, r, KIDS, up)] -= 1
-                if _evictable(r, up, pi):
-                    _push(r, pf[_last(pi, r, up)], up, ri, pi, pf)
+                above = _slot(pfx, r, up)
+                pi[_pc(pi, r, KIDS, above)] -= 1
+                if _evictable(pi, r, above):
+                    _push(r, pf[_last(pi, r, above)], up, ri, pfx)
     return freed
 
 
@@ -358,11 +460,11 @@ def fail_again(r, i, now, ri, pfx):
     stamps i's path nodes `now`, the evict pops every heap entry (i's own nodes, in use while acquired: none
     freed), the release pushes the same nodes again with their new last use `now`; so the path's last uses and the
     heap's keys become `now`, nothing else changes (the heap's nodes and their order are the same)."""
-    pi, pf = pfx
+    pi, pf = pfx[0], pfx[1]
     pi[pi[P_GEN] + GEN_FIELDS * r + AGAIN] += 1
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
-        pf[_last(pi, r, pi[buf + k])] = now
+        pf[_last(pi, r, _slot(pfx, r, pi[buf + k]))] = now
     for s in range(ri[r, HSIZE]):
         pf[_hk(pi, r, s)] = now
     return 0

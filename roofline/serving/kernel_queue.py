@@ -189,16 +189,23 @@ def running_ids(r, st, ri, out):
 
 
 @njit(cache=True)
-def turn_ends(was, n_was, now, finish, clock, send, ses, fcfg):
-    """Arrivals.finished with sessions: of the `n_was` requests running before the commit at `now`, each that
-    finished then sends its session's next turn (id + 1, unless it was the last turn) at now + think time, reaching
-    the engine the API server's time later."""
+def turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg):
+    """Arrivals.finished with sessions: of the `n_was` requests running on replica r before the commit at `now`
+    (`was`, in position order), each that finished then sends its session's next turn (id + 1, unless it was the
+    last turn) at now + think time, reaching the engine the API server's time later. The commit's compaction
+    (serving.kernel_sched.complete) keeps the survivors in their order, so those that finished are the ids of `was`
+    missing from st's running ids, found by one merge of the two lists (no read of `finish`, indexed by request id:
+    its time is `now` exactly for them, NaN for the survivors)."""
     state = ses[1]
     turns = state[TURNS]
+    w, n_run = 0, ri[r, N_RUN]
     for j in range(n_was):
         i = was[j]
+        if w < n_run and st[r, IDS, w] == i:
+            w += 1
+            continue
         nxt = i + 1
-        if finish[i] == now and nxt % turns and nxt < len(clock):
+        if nxt % turns and nxt < len(clock):
             send[nxt] = now + fcfg[THINK_S]
             clock[nxt] = send[nxt] + fcfg[API_S]
             _heap_push(state, nxt, clock)

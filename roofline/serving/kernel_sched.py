@@ -10,6 +10,7 @@ import math
 from numba import njit
 
 from roofline.serving.kernel_layout import (
+    ANC,
     BASE,
     BLOCK,
     CAPACITY,
@@ -24,6 +25,8 @@ from roofline.serving.kernel_layout import (
     HSIZE,
     IDS,
     KNOWN,
+    LEAF,
+    LLEN,
     LOADS,
     MAX_SEQS,
     MIXED,
@@ -56,8 +59,12 @@ from roofline.serving.kernel_prefix import (
     fail_again,
     failed,
     failed_again,
+    full_ancestors,
     hit,
+    leaf_slot,
+    prefetch_leaf,
     publish,
+    publish_leaf,
     release,
 )
 
@@ -168,7 +175,7 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
         st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p], st[r, BASE, p] = i, s, todo, b
         st[r, GEN, p], st[r, OUT, p], st[r, STAMPED, p] = generated[i], output[i], 0
         if cache:
-            st[r, SHARED, p] = pfx[0][pfx[0][P_SHARED] + i]
+            st[r, SHARED, p], st[r, ANC, p] = pfx[0][pfx[0][P_SHARED] + i], -1
         st[r, RES, p] = prompt[i] + output[i] if cfg[RESERVE] else 0
         held[r, p] = hold_bytes
         nc = ri[r, NCH]
@@ -280,7 +287,10 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
         if w != i:
             for f in range(RES + 1):
                 st[r, f, w] = st[r, f, i]
-            st[r, BASE, w], st[r, STAMPED, w], st[r, SHARED, w] = st[r, BASE, i], st[r, STAMPED, i], st[r, SHARED, i]
+            st[r, BASE, w], st[r, STAMPED, w] = st[r, BASE, i], st[r, STAMPED, i]
+            if cfg[PREFIX]:  # set at admission only with a prefix cache, read only with one
+                st[r, SHARED, w], st[r, ANC, w] = st[r, SHARED, i], st[r, ANC, i]
+                st[r, LEAF, w], st[r, LLEN, w] = st[r, LEAF, i], st[r, LLEN, i]
             held[r, w] = held[r, i]
         w += 1
     ri[r, N_RUN] = w
@@ -339,15 +349,31 @@ def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
 def publish_all(r, st, ri, rf, seq, cfg, pfx):
     """Scheduler._publish over the step's sequences (decodes, then chunks): shared tokens computed, in whole pages,
     join the cache; a sequence's own copy of pages the cache already held is freed (its request's shared tokens
-    from st's SHARED, copied at admission)."""
+    from st's SHARED, copied at admission). Once the nodes before a sequence's leaf are wholly cached
+    (kernel_prefix.full_ancestors, kept in st's ANC and LEAF until it leaves), its publications take
+    kernel_prefix.publish_leaf: the same result without the path's walks (a chat turn publishes a page of its own
+    node every page of tokens it decodes; those walks' reads of node-indexed arrays led a chat fleet's profile)."""
     nd, nc, page = ri[r, NDEC], ri[r, NCH], cfg[PAGE]
+    # BASE is a whole number of pages (a hit, a publication or 0): a page more is computed when x >= BASE + page
+    for j in range(nd):  # the leaves' lines asked for first (their misses overlap)
+        p = st[r, DEC, j]
+        if st[r, ANC, p] >= 0 and min(st[r, COMP, p], st[r, SHARED, p]) >= st[r, BASE, p] + page:
+            prefetch_leaf(r, st[r, LEAF, p], pfx)
     for j in range(nd + nc):
         p = st[r, DEC, j] if j < nd else st[r, CHPOS, j - nd]
-        u = min(st[r, COMP, p], st[r, SHARED, p]) // page * page
         b = st[r, BASE, p]
-        if u <= b:
+        x = min(st[r, COMP, p], st[r, SHARED, p])
+        if x < b + page:  # u = x // page * page <= b (b a whole number of pages): most sequences, no division
             continue
-        before = publish(r, st[r, IDS, p], u, pfx)
+        u = x // page * page
+        i = st[r, IDS, p]
+        if st[r, ANC, p] >= 0:
+            before = publish_leaf(r, i, st[r, LEAF, p], st[r, ANC, p], st[r, LLEN, p], u, pfx)
+        else:
+            before = publish(r, i, u, pfx)
+            st[r, ANC, p] = full_ancestors(r, i, pfx)
+            if st[r, ANC, p] >= 0:
+                st[r, LEAF, p], st[r, LLEN, p] = leaf_slot(r, i, pfx)
         if before > b:
             rf[r, USED] -= seq[min(before, u)] - seq[b]
         st[r, BASE, p] = u

@@ -31,6 +31,7 @@ from roofline.serving.kernel_layout import (
     RI_FIELDS,
     SPEC,
     ST_FIELDS,
+    ST_PAD,
     STEPS,
     TOKENS,
     USED,
@@ -81,8 +82,8 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     no_pre = (np.zeros(0, dtype=np.int64), np.zeros(0))  # Simulator.run: no preloaded KV (serving.disagg: fleets)
     lag = cfg[LAG] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
-    st = np.zeros((1, ST_FIELDS, cap), dtype=np.int64)
-    held = np.zeros((1, cap))
+    st = np.zeros((1, ST_FIELDS, cap + ST_PAD), dtype=np.int64)
+    held = np.zeros((1, cap + ST_PAD))
     ri = np.zeros((1, RI_FIELDS), dtype=np.int64)
     ri[0, WHEAD] = -1
     ri[0, WTAIL] = -1
@@ -135,5 +136,5 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         if ended and cfg[CONC]:
             sent = release(ended, now, sent, clock, send, arrival, fcfg)
         if ended and sessions:
-            turn_ends(was, n_was, now, finish, clock, send, ses, fcfg)
+            turn_ends(0, st, ri, was, n_was, now, clock, send, ses, fcfg)
     return first, finish, rec[:nrec], ri, 0
