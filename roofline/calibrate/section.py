@@ -102,6 +102,10 @@ def _gemm(raw: dict, out: dict) -> None:
             out.setdefault("_notes", []).append(f"cpu toy run: gemm_flops_per_s {low} under the spec's "
                                                 f"{PEAK_FLOOR_FLOPS_PER_S:g} FLOP/s floor, left out")
         peak = {d: v for d, v in peak.items() if v >= PEAK_FLOOR_FLOPS_PER_S}
+        if not peak:  # a hardware file needs one GEMM rate: write none that `plan` would refuse
+            raise SectionError(f"rows: cpu toy run: every square GEMM rate ({', '.join(low)}) is under the spec's "
+                               f"{PEAK_FLOOR_FLOPS_PER_S:g} FLOP/s floor, so gemm_flops_per_s has no figure and no "
+                               "hardware file is written (the raw timings are kept)")
     out["gemm_flops_per_s"] = dict(sorted(peak.items()))
     grid = _rows(raw, "gemm")
     skinny = [r for r in grid if r["m"] <= SKINNY_TOKENS]

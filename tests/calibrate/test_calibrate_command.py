@@ -170,11 +170,18 @@ def test_cpu_toy_run_end_to_end(tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "x.yaml"
     code, summary, err = run(capsys, "calibrate", "--device", "cpu", "--quick", "--base", "H200", "--out", str(out))
-    assert code == 0, err
-    assert "read_bytes_per_s" in summary
     raw = json.loads(out.with_suffix(".raw.json").read_text())
     assert raw["env"]["device_kind"] == "cpu" and {r["kind"] for r in raw["rows"]} >= {"read", "copy", "gemm_peak"}
     assert all(math.isfinite(r["s"]) and r["s"] > 0 for r in raw["rows"])
+    # a 2-core CPU's GEMM can sit under the spec's 1e11 FLOP/s floor (its load decides): then no hardware file is
+    # written, in one line naming the field, rather than one `plan` refuses
+    best = max(r["flops"] / r["s"] for r in raw["rows"] if r["kind"] == "gemm_peak")
+    if best < 1e11:
+        assert code == 2 and "gemm_flops_per_s has no figure" in err
+        assert err.strip().splitlines()[-1].startswith("roofline: error: calibrate:") and not out.exists()
+        return
+    assert code == 0, err
+    assert "read_bytes_per_s" in summary
     code, _, err = run(capsys, "plan", "--hardware", str(out), "--method", "bf16", "--json")
     assert code == 0, err
 
