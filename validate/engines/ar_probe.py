@@ -41,37 +41,29 @@ def captured(fn, reps: int = REPS) -> "torch.cuda.CUDAGraph":
     return g
 
 
-def replay_s(g, reps: int = REPS) -> float:
-    """Seconds per call of a graph of `reps` calls (median of 10 replays after 3)."""
-    for _ in range(3):
-        g.replay()
+def _median_s(warm, timed, tries: int, per: int) -> float:
+    """Median over `tries` event-timed calls of `timed`, each divided by the `per` calls it holds, after `warm`."""
+    warm()
     torch.cuda.synchronize()
     ts = []
-    for _ in range(10):
+    for _ in range(tries):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        g.replay()
+        timed()
         b.record()
         b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3 / reps)
+        ts.append(a.elapsed_time(b) / 1e3 / per)
     return statistics.median(ts)
+
+
+def replay_s(g, reps: int = REPS) -> float:
+    """Seconds per call of a graph of `reps` calls (median of 10 replays after 3)."""
+    return _median_s(lambda: [g.replay() for _ in range(3)], g.replay, 10, reps)
 
 
 def eager_s(fn, reps: int = REPS) -> float:
     """Seconds per call of `reps` eager calls launched back to back (median of 5 timed loops after 2)."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3 / reps)
-    return statistics.median(ts)
+    return _median_s(lambda: [fn() for _ in range(2)], lambda: [fn() for _ in range(reps)], 5, reps)
 
 
 def _rank(rank: int, q) -> None:

@@ -22,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
 RUNS = {run: (f"cases-{run}.json", ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}",
               ROOT / f"h200x2-vllm-{run}-predicted.json") for run in ("run12", "run13", "run14")}
+# (phase, lat.py's measured key, predict.py's key): the step rows of the report
+PHASES = (("decode", "decode_step_s", "decode_step_s"), ("prefill", "median_s", "prefill_s"))
 NARROW = "tiny-"  # run 14's narrow models (the host's own cost at tp 1 and tp 2): rows marked '*', not judged
 SERVED = (("TTFT p50", "median_ttft_ms", "ttft_s", "p50"), ("TTFT p99", "p99_ttft_ms", "ttft_s", "p99"),
           ("TPOT p50", "median_tpot_ms", "tpot_s", "p50"), ("TPOT p99", "p99_tpot_ms", "tpot_s", "p99"))
@@ -57,18 +59,13 @@ def table(run: str, lines: list[str]) -> None:
     for name in now:
         lat = json.loads((folder / "T" / f"{name}-lat.json").read_text())
         star = " *" if name.startswith(NARROW) else ""
-        for m, b, n in zip(lat["decode"], then[name]["decode"], now[name]["decode"], strict=True):
-            t, tb, tn = m["decode_step_s"] * 1e3, b["decode_step_s"] * 1e3, n["decode_step_s"] * 1e3
-            if not star:
-                errors["decode"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
-            lines.append(f"decode   {name:<20} {m['B']:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
-                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f}){star}")
-        for m, b, n in zip(lat["prefill"], then[name]["prefill"], now[name]["prefill"], strict=True):
-            t, tb, tn = m["median_s"] * 1e3, b["prefill_s"] * 1e3, n["prefill_s"] * 1e3
-            if not star:
-                errors["prefill"].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
-            lines.append(f"prefill  {name:<20} {1:>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
-                         f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f}){star}")
+        for phase, measured, predicted in PHASES:
+            for m, b, n in zip(lat[phase], then[name][phase], now[name][phase], strict=True):
+                t, tb, tn = m[measured] * 1e3, b[predicted] * 1e3, n[predicted] * 1e3
+                if not star:
+                    errors[phase].append(((tb / t - 1) * 100, (tn / t - 1) * 100))
+                lines.append(f"{phase:<8} {name:<20} {m.get('B', 1):>3} {m['P']:>6} {t:11.3f} {tb:10.3f} "
+                             f"({(tb / t - 1) * 100:+6.1f}) {tn:10.3f} ({(tn / t - 1) * 100:+6.1f}){star}")
         if star:
             continue
         log = (folder / "T" / f"{name}-lat.log").read_text()

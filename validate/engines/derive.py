@@ -344,6 +344,16 @@ def micro4_kernels(path: Path) -> tuple[dict, dict, dict, dict]:
     return kernels, sampler, sources, residuals
 
 
+def _spaced_fit(spaced: list[dict], ts: list[float]) -> tuple[float, float, list[dict]]:
+    """(alpha, per descriptor, points) of t = alpha + descriptors x per over nixl_probe.py's spaced cases."""
+    xs = [c["descriptors"] for c in spaced]
+    alpha, rate = fit_affine(xs, ts)  # t = alpha + descriptors / rate
+    per = 1.0 / rate
+    points = [{"descriptors": x, "bytes_each": c["bytes_each"], "s": t, "fit_s": alpha + per * x}
+              for x, c, t in zip(xs, spaced, ts, strict=True)]
+    return alpha, per, points
+
+
 def nixl_law(path: Path) -> tuple[dict, dict, list[dict]]:
     """kv_transfer_s and kv_descriptor_s from nixl_probe.py's isolated result (module docstring); the points."""
     d = json.loads(path.read_text())
@@ -352,12 +362,7 @@ def nixl_law(path: Path) -> tuple[dict, dict, list[dict]]:
     cases = d["cases"]
     wire_bps = statistics.median(c["bytes_per_s"] for c in cases if c["spacing"] == 1 and c["bytes"] >= 1 << 27)
     spaced = [c for c in cases if c["spacing"] > 1]
-    xs = [c["descriptors"] for c in spaced]
-    ts = [c["done_s"] - c["bytes"] / wire_bps for c in spaced]
-    alpha, rate = fit_affine(xs, ts)  # t = alpha + descriptors / rate
-    per = 1.0 / rate
-    points = [{"descriptors": x, "bytes_each": c["bytes_each"], "s": t, "fit_s": alpha + per * x}
-              for x, c, t in zip(xs, spaced, ts, strict=True)]
+    alpha, per, points = _spaced_fit(spaced, [c["done_s"] - c["bytes"] / wire_bps for c in spaced])
     src = (f"{path} spaced READs (no merging) of {sorted({c['bytes_each'] for c in spaced})} bytes, completion less "
            f"bytes / {wire_bps / 1e9:.0f} GB/s (back-to-back cases of >= 128 MiB), t = alpha + descriptors x per")
     return ({"kv_transfer_s": alpha, "kv_descriptor_s": per}, {"kv_transfer_s": src, "kv_descriptor_s": src},
@@ -370,11 +375,7 @@ def nixl_post_law(path: Path) -> tuple[dict, dict, list[dict]]:
     if not d.get("isolate") or d.get("num_threads") != 4:
         raise SystemExit(f"--nixl-post {path}: not nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result")
     spaced = [c for c in d["cases"] if c["spacing"] > 1]
-    xs, ts = [c["descriptors"] for c in spaced], [c["post_s"] for c in spaced]
-    alpha, rate = fit_affine(xs, ts)
-    per = 1.0 / rate
-    points = [{"descriptors": x, "bytes_each": c["bytes_each"], "s": t, "fit_s": alpha + per * x}
-              for x, c, t in zip(xs, spaced, ts, strict=True)]
+    alpha, per, points = _spaced_fit(spaced, [c["post_s"] for c in spaced])
     src = (f"{path} spaced READs (no merging) of {sorted({c['bytes_each'] for c in spaced})} bytes with the "
            "connector's 4 UCX threads, the post on the caller's thread, t = alpha + descriptors x per")
     return ({"kv_post_s": alpha, "kv_post_descriptor_s": per}, {"kv_post_s": src, "kv_post_descriptor_s": src},
@@ -417,16 +418,13 @@ def main() -> None:
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
     profile = derive(a.results, a.hardware, a.in_situ)
-    if a.spec:
-        values, sources, residuals = spec_host(a.spec)
-        profile.update(values)
-        profile["sources"].update(sources)
-        profile["fit_residuals"]["spec"] = residuals
-    if a.eager:
-        values, sources, points = eager_host(a.eager)
-        profile.update(values)
-        profile["sources"].update(sources)
-        profile["fit_residuals"]["eager"] = points
+    # the laws that set top-level figures: (flag's value, its law, the residuals' key)
+    for path, law, key in ((a.spec, spec_host, "spec"), (a.eager, eager_host, "eager")):
+        if path:
+            values, sources, residuals = law(path)
+            profile.update(values)
+            profile["sources"].update(sources)
+            profile["fit_residuals"][key] = residuals
     if a.micro4:
         try:
             kernels, sampler, sources, residuals = micro4_kernels(a.micro4)
@@ -445,16 +443,12 @@ def main() -> None:
             f"{a.micro5} FA3 paged decode, window 4096 kept (max_seqlen_k > W, vLLM's capture at max_model_len) less "
             "dropped, per (sequence, KV head) tile, least squares through the origin")
         profile["fit_residuals"]["attn_decode_local_points"] = points
-    if a.nixl:
-        values, sources, points = nixl_law(a.nixl)
-        profile.update(values)
-        profile["sources"].update(sources)
-        profile["fit_residuals"]["nixl"] = points
-    if a.nixl_post:
-        values, sources, points = nixl_post_law(a.nixl_post)
-        profile.update(values)
-        profile["sources"].update(sources)
-        profile["fit_residuals"]["nixl_post"] = points
+    for path, law, key in ((a.nixl, nixl_law, "nixl"), (a.nixl_post, nixl_post_law, "nixl_post")):
+        if path:
+            values, sources, points = law(path)
+            profile.update(values)
+            profile["sources"].update(sources)
+            profile["fit_residuals"][key] = points
     if a.allreduce:
         law, src, points = allreduce_law(a.allreduce)
         profile["kernels"][a.hardware].update(law)
