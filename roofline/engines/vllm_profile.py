@@ -129,20 +129,22 @@ def _forward_moments(model: Model, shard: Shard, tokens: int, tp: int, act_bytes
     return other, moe
 
 
-def cudagraph_floor_bytes(model: Model, capture_sizes: int) -> int:
-    """The CUDA-graph estimate's derivable part: (graphs - 1) x 1 MiB per capture mode, V1 runner only."""
-    if runner(model) == "v2" or capture_sizes == 0:
+def cudagraph_floor_bytes(model: Model, capture_sizes: int, kind: str | None = None) -> int:
+    """The CUDA-graph estimate's derivable part: (graphs - 1) x 1 MiB per capture mode, V1 runner only (`kind`:
+    the runner, None for vLLM's default choice)."""
+    if (kind or runner(model)) == "v2" or capture_sizes == 0:
         return 0
     return CAPTURE_MODES * (capture_sizes - 1) * GRAPH_FLOOR_BYTES
 
 
 def profile_peak(model: Model, tokens: int, max_num_seqs: int, tp: int = 1, sm_count: int | None = None,
-                 capture_sizes: int = 0, act_bytes: int = 2) -> ProfilePeak:
+                 capture_sizes: int = 0, act_bytes: int = 2, kind: str | None = None) -> ProfilePeak:
     """vLLM 0.24.0's profile-run torch peak increase on one rank for `tokens` = max_num_batched_tokens and
     `max_num_seqs` (the module docstring's three moments); `sm_count` sizes the V1 Triton sampler buffer (None:
-    B programs), `capture_sizes` the number of captured sizes per mode (the CUDA-graph floor)."""
+    B programs), `capture_sizes` the number of captured sizes per mode (the CUDA-graph floor); `kind` the runner
+    ('v1' / 'v2', as VLLM_USE_V2_MODEL_RUNNER forces it), None for vLLM's default choice."""
     shard, d = Shard.of(model, tp), model.hidden_size
-    rows, vocab, kind = min(tokens, max_num_seqs), model.vocab_size, runner(model)
+    rows, vocab, kind = min(tokens, max_num_seqs), model.vocab_size, kind or runner(model)
     workspace = moe_workspace_bytes(model, tokens, tp, act_bytes)
     other, moe = _forward_moments(model, shard, tokens, tp, act_bytes, workspace)
     hidden = tokens * d * act_bytes + rows * d * act_bytes * (2 if kind == "v1" else 1)
@@ -157,7 +159,8 @@ def profile_peak(model: Model, tokens: int, max_num_seqs: int, tp: int = 1, sm_c
                     hidden + logits - triton)
     return ProfilePeak(runner=kind, dense_forward_bytes=other, moe_forward_bytes=moe, moe_workspace_bytes=workspace,
                        sampler_bytes=workspace + hidden + logits, triton_buffer_bytes=triton,
-                       transient_bytes=transient, cudagraph_bytes=cudagraph_floor_bytes(model, capture_sizes))
+                       transient_bytes=transient,
+                       cudagraph_bytes=cudagraph_floor_bytes(model, capture_sizes, kind))
 
 
 def engine_peak(model: Model, hardware, tp: int, chunk: int, max_num_seqs: int | None = None) -> ProfilePeak:

@@ -13,8 +13,15 @@ fused-MoE WorkspaceManager's resizes, v1/worker/workspace.py:181-188). After sta
 persistent buffers (the WorkspaceManager's, the Triton top-k/top-p sampler's cache) and runs profile_run a second time
 with the allocator's peak reset: its increase is the transient part alone (the persistent buffers already exist).
 
-Usage (GPU machine, vLLM importable): python3 validate/engines/profile_mem.py OUT.json [CASE ...]
-CASE: an index into CASES (default all); OUT.json is rewritten after every case, logs beside it (OUT-<case>.log).
+Run 16 (session 21, RUN16_CASES, `--set run16`): the CUDA-graph estimate's first capture, which the source does not
+fix (vllm_profile.py), on the V1 runner at several depths and widths (Qwen3-MoE at its width and narrowed, a dense
+Qwen2, Llama-3.1-8B forced onto the V1 runner with VLLM_USE_V2_MODEL_RUNNER=0, a narrow 32-layer Llama, Phi-3's
+32K vocabulary), each at the H200's offline defaults (16,384 tokens, 1,024 sequences: 51 capture sizes per mode),
+the per-mode split read from the model runner's DEBUG lines; plus the non-torch increase at tp 1 on every case.
+
+Usage (GPU machine, vLLM importable): python3 validate/engines/profile_mem.py OUT.json [--set run16] [CASE ...]
+CASE: an index into the set's cases (default all); OUT.json is rewritten after every case, logs beside it
+(OUT-<case>.log).
 """
 
 from __future__ import annotations
@@ -34,10 +41,25 @@ LAYERS = 2
 MAX_MODEL_LEN = 4096
 UTILIZATION = 0.5
 TIMEOUT_S = 140  # 4 cases fit one 600 s device call
+TIMEOUT_RUN16_S = 200  # run 16 runs detached: its deepest compiles (48 layers) took ~50-180 s at start-up
 # (model, max_num_batched_tokens, max_num_seqs): the 2 x 2 grid on the V1 MoE model, two corners on the others
 CASES = (("Qwen3-30B-A3B", 16384, 1024), ("Qwen3-30B-A3B", 16384, 256), ("Qwen3-30B-A3B", 4096, 1024),
          ("Qwen3-30B-A3B", 4096, 256), ("DeepSeek-V2-Lite", 16384, 1024), ("DeepSeek-V2-Lite", 4096, 256),
          ("Llama-3.1-8B", 16384, 1024), ("Llama-3.1-8B", 4096, 256))
+# run 16: (model, max_num_batched_tokens, max_num_seqs, layers, runner forced: "v1" / None = vLLM's choice)
+RUN16_CASES = (("Qwen3-30B-A3B", 16384, 1024, 2, None), ("Qwen3-30B-A3B", 16384, 1024, 12, None),
+               ("tiny-qwen3moe-48", 16384, 1024, 48, None), ("Qwen2.5-7B", 16384, 1024, 2, None),
+               ("Qwen2.5-7B", 16384, 1024, 14, None), ("Llama-3.1-8B", 16384, 1024, 2, "v1"),
+               ("Llama-3.1-8B", 16384, 1024, 16, "v1"), ("tiny-llama-32", 16384, 1024, 32, "v1"),
+               ("Phi-3-mini", 16384, 1024, 2, None), ("tiny-qwen3moe-48", 16384, 1024, 12, None),
+               ("Llama-3.1-8B", 16384, 1024, 2, None), ("DeepSeek-V2-Lite", 16384, 1024, 2, None))
+SETS = {"run5": CASES, "run16": RUN16_CASES}
+
+
+def case_of(cases: tuple, index: int) -> tuple:
+    """(model, tokens, seqs, layers, forced runner) of a set's case; the original set's cases are 2-layer, unforced."""
+    c = cases[index]
+    return c if len(c) == 5 else (*c, LAYERS, None)
 
 LOGGING = {
     "version": 1, "disable_existing_loggers": False,
@@ -59,25 +81,31 @@ GIB_FIELDS = {
 }
 
 
-def config_of(name: str) -> dict:
-    """The model's published config (validate/engines/models.py) cut to LAYERS decoder layers."""
+def config_of(name: str, layers: int = LAYERS) -> dict:
+    """The model's published config (validate/engines/models.py) cut to `layers` decoder layers."""
     sys.path.insert(0, str(HERE))
     import models  # validate/engines/models.py, standard library only
 
     cfg = models.config(name)
+    cfg.pop("quantization_config", None)
+    cfg.pop("auto_map", None)
     text = cfg.get("text_config", cfg)
-    text["num_hidden_layers"] = LAYERS
+    text["num_hidden_layers"] = layers
     return cfg
 
 
-def write_model(outdir: str, name: str) -> str:
-    """A weight-less folder of `name` with LAYERS layers (models.write, then its config.json cut)."""
+def write_model(outdir: str, name: str, layers: int = LAYERS) -> str:
+    """A weight-less folder of `name` with `layers` layers (models.write, then its config.json cut), its own name."""
     sys.path.insert(0, str(HERE))
     import models
 
     folder = models.write(outdir, name)
-    (Path(folder) / "config.json").write_text(json.dumps(config_of(name), indent=1))
-    return folder
+    target = f"{folder}-{layers}L"
+    os.makedirs(target, exist_ok=True)
+    for f in os.listdir(folder):
+        Path(target, f).write_bytes(Path(folder, f).read_bytes())
+    (Path(target) / "config.json").write_text(json.dumps(config_of(name, layers), indent=1))
+    return target
 
 
 def child(folder: str, tokens: int, seqs: int) -> dict:
@@ -152,24 +180,26 @@ def parse_log(text: str) -> dict:
     return out
 
 
-def run_case(index: int, out_path: Path, models_dir: str, log_config: str) -> dict:
+def run_case(cases: tuple, index: int, out_path: Path, models_dir: str, log_config: str) -> dict:
     """One case in a child process group, killed on timeout; its log beside the results."""
-    name, tokens, seqs = CASES[index]
-    case = {"case": index, "model": name, "layers": LAYERS, "max_num_batched_tokens": tokens, "max_num_seqs": seqs,
-            "max_model_len": MAX_MODEL_LEN, "gpu_memory_utilization": UTILIZATION}
-    folder = write_model(models_dir, name)
+    name, tokens, seqs, layers, forced = case_of(cases, index)
+    case = {"case": index, "model": name, "layers": layers, "max_num_batched_tokens": tokens, "max_num_seqs": seqs,
+            "max_model_len": MAX_MODEL_LEN, "gpu_memory_utilization": UTILIZATION, "forced_runner": forced}
+    folder = write_model(models_dir, name, layers)
     env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_LOGGING_CONFIG_PATH=log_config,
                VLLM_DEBUG_WORKSPACE="1", VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if forced == "v1":
+        env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
     log_path = out_path.with_name(f"{out_path.stem}-{index}.log")
     cmd = [sys.executable, __file__, "--child", folder, str(tokens), str(seqs)]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
-            case["rc"] = proc.wait(timeout=TIMEOUT_S)
+            case["rc"] = proc.wait(timeout=TIMEOUT_S if cases is CASES else TIMEOUT_RUN16_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            case["rc"], case["error"] = None, f"timeout after {TIMEOUT_S} s"
+            case["rc"], case["error"] = None, "timeout"
     text = log_path.read_text(errors="replace")
     case.update(parse_log(text))
     got = [line[len("PROFILE_MEM "):] for line in text.splitlines() if line.startswith("PROFILE_MEM ")]
@@ -189,7 +219,11 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2:
         sys.exit("usage: profile_mem.py OUT.json [CASE ...]")
     out_path = Path(argv[1])
-    chosen = [int(a) for a in argv[2:]] or list(range(len(CASES)))
+    rest = argv[2:]
+    cases = CASES
+    if rest[:1] == ["--set"]:
+        cases, rest = SETS[rest[1]], rest[2:]
+    chosen = [int(a) for a in rest] or list(range(len(cases)))
     previous = json.loads(out_path.read_text())["cases"] if out_path.is_file() else []
     results = {c["case"]: c for c in previous}
     work = tempfile.mkdtemp()
@@ -197,9 +231,10 @@ def main(argv: list[str]) -> None:
     Path(log_config).write_text(json.dumps(LOGGING))
     for index in chosen:
         t0 = time.time()
-        results[index] = run_case(index, out_path, work, log_config)
+        results[index] = run_case(cases, index, out_path, work, log_config)
         c = results[index]
-        print(f"PROFILE_MEM case {index} {c['model']} T={c['max_num_batched_tokens']} S={c['max_num_seqs']} "
+        print(f"PROFILE_MEM case {index} {c['model']} L={c['layers']} T={c['max_num_batched_tokens']} "
+              f"S={c['max_num_seqs']} runner={c.get('forced_runner')} "
               f"rc={c.get('rc')} {time.time() - t0:.0f} s: torch peak {c.get('log_torch_peak_gib')} GiB, "
               f"CUDA graphs {c.get('log_cudagraph_estimate_gib')} GiB, worker {json.dumps(c.get('worker'))[:300]}",
               flush=True)

@@ -2,8 +2,9 @@
 
 vLLM 0.24's profile-run peak of 2-layer models by roofline/engines/vllm_profile.py.
 
-python -m validate.engines.profile_mem_predict OUT.json [--hardware H200]
-(committed: validate/results/engines/h200-profile-mem-predicted.json);
+python -m validate.engines.profile_mem_predict OUT.json [--hardware H200] [--set run16]
+(committed: validate/results/engines/h200-profile-mem-predicted.json; run 16's set:
+validate/results/engines/h200-profile-mem-run16-predicted.json);
 python -m validate.engines.profile_mem_predict PREDICTED.json --compare MEASURED.json ...: each case's measured figure
 (the worker's bytes, else the log's GiB) beside the prediction. Each case's model is roofline's import of the
 same config.json the engine runs (profile_mem.config_of: the published config cut to 2 layers).
@@ -25,23 +26,26 @@ from validate.engines import profile_mem
 GIB = float(1 << 30)
 
 
-def model_of(name: str):
-    """roofline's model of the 2-layer config.json profile_mem.py writes for `name`."""
+def model_of(name: str, layers: int = profile_mem.LAYERS):
+    """roofline's model of the cut config.json profile_mem.py writes for `name` (`layers` decoder layers)."""
     folder = Path(tempfile.mkdtemp())
-    (folder / "config.json").write_text(json.dumps(profile_mem.config_of(name)))
-    return load_model(str(folder / "config.json"), name=f"{name}-{profile_mem.LAYERS}L")
+    (folder / "config.json").write_text(json.dumps(profile_mem.config_of(name, layers)))
+    return load_model(str(folder / "config.json"), name=f"{name}-{layers}L")
 
 
-def predict_case(index: int, hardware) -> dict:
+def predict_case(index: int, hardware, cases: tuple = profile_mem.CASES) -> dict:
     """One case: the runner, the three moments, the peak (the worker's torch peak increase), the second profile run's
     increase (the peak less the buffers the first run left: the MoE workspace, the V1 sampler's Triton buffer) and the
     CUDA-graph estimate's floor, in bytes and GiB."""
-    name, tokens, seqs = profile_mem.CASES[index]
-    model = model_of(name)
+    name, tokens, seqs, layers, forced = profile_mem.case_of(cases, index)
+    model = model_of(name, layers)
     p = profile_peak(model, tokens, seqs, sm_count=hardware.sm_count,
-                     capture_sizes=len(vllm_capture_sizes(seqs, tokens)))
-    weights = budget_parts(model, hardware, 1, 1, tokens, "bf16").weights
-    return {"case": index, "model": name, "max_num_batched_tokens": tokens, "max_num_seqs": seqs,
+                     capture_sizes=len(vllm_capture_sizes(seqs, tokens)), kind=forced)
+    parts = budget_parts(model, hardware, 1, 1, tokens, "bf16")
+    weights = parts.weights
+    return {"case": index, "model": name, "layers": layers, "forced_runner": forced,
+            "max_num_batched_tokens": tokens, "max_num_seqs": seqs,
+            "non_torch_increase_bytes": parts.non_torch - parts.context,
             "runner": p.runner, "weights_bytes": weights, "torch_peak_increase_bytes": p.peak_bytes,
             "torch_peak_increase_gib": round(p.peak_bytes / GIB, 3),
             "dense_forward_bytes": p.dense_forward_bytes, "moe_forward_bytes": p.moe_forward_bytes,
@@ -104,6 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", help="OUT.json; with --compare, the predicted file")
     ap.add_argument("--hardware", default="H200")
+    ap.add_argument("--set", default="run5", choices=sorted(profile_mem.SETS), help="profile_mem.py's case set")
     ap.add_argument("--compare", metavar="MEASURED.json", nargs="+",
                     help="print measured (one or more files of profile_mem.py) against the predicted file OUT.json")
     args = ap.parse_args()
@@ -111,9 +116,10 @@ def main() -> None:
         print(compare(args.compare, args.out))
         return
     hardware = load_hardware(args.hardware)
-    cases = [predict_case(i, hardware) for i in range(len(profile_mem.CASES))]
+    chosen = profile_mem.SETS[args.set]
+    cases = [predict_case(i, hardware, chosen) for i in range(len(chosen))]
     Path(args.out).write_text(json.dumps({"about": __doc__.splitlines()[0], "hardware": args.hardware,
-                                          "cases": cases}, indent=1) + "\n")
+                                          "set": args.set, "cases": cases}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
