@@ -53,7 +53,11 @@ RUN16_CASES = (("Qwen3-30B-A3B", 16384, 1024, 2, None), ("Qwen3-30B-A3B", 16384,
                ("Llama-3.1-8B", 16384, 1024, 16, "v1"), ("tiny-llama-32", 16384, 1024, 32, "v1"),
                ("Phi-3-mini", 16384, 1024, 2, None), ("tiny-qwen3moe-48", 16384, 1024, 12, None),
                ("Llama-3.1-8B", 16384, 1024, 2, None), ("DeepSeek-V2-Lite", 16384, 1024, 2, None))
-SETS = {"run5": CASES, "run16": RUN16_CASES}
+# run 16b (a second lease: the first machine was released with cases 5-11 unread): the FULL-capture law's checks and
+# two whole models on the V1 runner
+RUN16B_CASES = (("Phi-3-mini", 16384, 1024, 2, None), ("tiny-llama-32", 16384, 1024, 32, "v1"),
+                ("Llama-3.1-8B", 16384, 1024, 32, "v1"), ("Qwen2.5-7B", 16384, 1024, 28, None))
+SETS = {"run5": CASES, "run16": RUN16_CASES, "run16b": RUN16B_CASES}
 
 
 def case_of(cases: tuple, index: int) -> tuple:

@@ -8,5 +8,5 @@ R=$1
 source "$(dirname "$0")/x2_env.sh"
 env_log $R/env.log
 echo "M $(date -u +%T)" >> $R/stages.log
-timeout 1500 python3 $HERE/profile_mem.py $R/profile_mem_run16.json --set run16 > $R/profile_mem_run16.log 2>&1
+timeout 1500 python3 $HERE/profile_mem.py $R/profile_mem_run16.json --set ${SET:-run16} > $R/profile_mem_run16.log 2>&1
 echo "RUN16_DONE $(date -u +%T)" >> $R/stages.log
