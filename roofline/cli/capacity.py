@@ -92,8 +92,9 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
                  expert_weight_dtype: str | None = None, engine: str | None = None, max_num_seqs: int | None = None):
     """The planner's estimates of what sits beside the KV cache on the fullest GPU (routed experts at
     `expert_weight_dtype` when given, else at `weight_dtype`). With engine 'vllm' the activations are vLLM 0.24's
-    profile-run peak for `chunk` tokens and `max_num_seqs` sampler rows (None: the engine's default for this GPU)
-    and its CUDA-graph estimate's floor (roofline/engines/vllm_profile.py) instead of the generic activation_peak."""
+    profile-run peak for `chunk` tokens and `max_num_seqs` sampler rows (None: the engine's default for this GPU),
+    its CUDA-graph estimate and its measured non-torch increase (roofline/engines/vllm_profile.py) instead of the
+    generic activation_peak and runtime reserve."""
     from dataclasses import replace
 
     from roofline.catalogue.loading import validate
@@ -116,7 +117,8 @@ def budget_parts(model, hardware, tp: int, pp: int, chunk: int, weight_dtype: st
     from roofline.engines.vllm_profile import engine_peak
 
     peak = engine_peak(model, hardware, tp, chunk, max_num_seqs)
-    return replace(parts, activations=peak.peak_bytes, cudagraph=peak.cudagraph_bytes)
+    return replace(parts, activations=peak.peak_bytes, cudagraph=peak.cudagraph_bytes,
+                   non_torch=peak.non_torch_bytes, context=0)
 
 
 

@@ -162,9 +162,12 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
                                                             tp=workload.tp).max_num_batched_tokens
         peak = engine_peak(model, hardware, workload.tp, chunk)
         activations, cudagraph = peak.peak_bytes, peak.cudagraph_bytes
+    non_torch, context = reserve, context_bytes(workload, hardware)
+    if workload.engine == "vllm" and workload.runtime_reserve_bytes is None:  # the engine's measured non-torch
+        non_torch, context = peak.non_torch_bytes, 0
     if workload.engine != "ideal":
-        engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, reserve,
-                                                           context_bytes(workload, hardware), cudagraph),
+        engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, non_torch, context,
+                                                           cudagraph),
                               EngineOptions(tp=workload.tp, pp=workload.pp,
                                             gpu_memory_utilization=workload.gpu_memory_utilization))
     return MemoryBudget(
