@@ -130,6 +130,12 @@ class Disaggregated:
         descriptors; 0 under an engine without that measurement)."""
         return self.decode.phases.engine.connector_s(self.descriptors(prompt_tokens))
 
+    @property
+    def hops(self) -> bool:
+        """Whether the decode engine loads the KV through a connector (its profile's connector law: vLLM's
+        NixlConnector), so a request takes the two scheduler hops of the module docstring."""
+        return bool(self.decode.phases.engine.kv_descriptor_s)
+
     def load_host_s(self, prompt_tokens: np.ndarray) -> np.ndarray | None:
         """Host seconds the decode engine's worker spends posting each prompt's READs (EngineTiming.post_s), the
         step that admits the request paying them; None under an engine without that measurement."""
@@ -146,13 +152,17 @@ class Disaggregated:
         # included), so the request is ready for that step when the rest of the transfer is done (at least the
         # wire's time: the two laws are separate fits, and below ~170 descriptors the post's exceeds the whole's)
         post = self.load_host_s(requests.prompt_tokens)
-        if post is not None:
-            transfer_left = transfer - np.minimum(post, self.connector_s(requests.prompt_tokens))
-        ready = pre.finish_s + (transfer if post is None else transfer_left)
+        if self.hops:  # the decode engine sees the request at its prefill's end and posts the load (module docstring)
+            ready = pre.finish_s
+        elif post is not None:
+            ready = pre.finish_s + transfer - np.minimum(post, self.connector_s(requests.prompt_tokens))
+        else:
+            ready = pre.finish_s + transfer
         order = np.argsort(ready, kind="stable")
         second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
         dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1,
-                                 load_host_s=None if post is None else post[order]).trace
+                                 load_host_s=None if post is None else post[order],
+                                 transfer_s=transfer[order] if self.hops else None).trace
         first_token, finish = np.empty(n), np.empty(n)
         first_token[order], finish[order] = dec.first_token_s, dec.finish_s
         merged = Trace(requests, first_token, finish, dec.steps, dec.kv_capacity_bytes,
