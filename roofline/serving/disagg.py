@@ -13,14 +13,49 @@ instance, which loads it and generates every output token, the first included. S
   each GPU's worker reads one descriptor per (KV region, block) of the prompt, two regions a cached layer (K and
   V; one for MLA's latent) on its pipeline stage, kv_transfer_s + descriptors x kv_descriptor_s, posted one by one
   (run 12, two H200s: ~20 ms of a 1,024-token Llama-3.1-8B prompt's ~21, the bytes ~0.5 over NVLink); the decode
-  instance's worker posts those READs on the thread that launches its steps, so the step that admits the request
-  takes the post as host work of its own (EngineTiming.post_s, EngineOverheads.combine's loads_s): every running
-  sequence waits for it, and the request is ready for that step when the rest of its transfer is done (its own
-  TTFT counts the post once);
+  instance's worker posts those READs on the thread that launches its steps, so the step that posts them takes the
+  post as host work of its own (EngineTiming.post_s, EngineOverheads.combine's loads_s): every running sequence
+  waits for it; the transfer, post included, starts at the post (the two hops below);
 - decode pool: the request arrives with its prompt's KV but the last token preloaded (the decode side computes that
   token to emit the first output token), needs pages for all of it, and decodes to the end.
-TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's first step; TPOT is the
-decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
+
+Under an engine with a KV connector (vLLM's NixlConnector: the profile's connector law) the decode instance's
+scheduler takes the request in two hops, each at a step boundary (vllm/...@v0.24.0; Scheduler's transfer_s):
+1. Post. The request reaches the decode engine when its prefill returns (the proxy sends it then). The first
+   schedule() that sees it (EngineScheduling.admission_lag: under async scheduling the schedule made when the step
+   after its arrival starts, which runs one step later) asks the connector for its external tokens, all its prompt's
+   (nixl/pull_scheduler.py:34-66), allocates their blocks with no tokens to compute (v1/core/sched/scheduler.py:782-785,
+   869-883) and parks it in WAITING_FOR_REMOTE_KVS in skipped_waiting, not in `running` (:918-937). The worker call
+   of that schedule posts the READs (kv_connector_model_runner_mixin.py:95, start_load_kv before the forward;
+   nixl/pull_worker.py:40-77); a schedule with nothing else to run still makes a step that posts them
+   (gpu_model_runner.py:4123-4124, kv_connector_no_forward). The post instant is the schedule's, not the step's: with
+   async scheduling step n + 2 is scheduled, and its worker called, when step n + 1 starts (v1/engine/core.py:539-581),
+   so a request arriving during step n is posted at step n + 1's start with or without the lag. The transfer ends
+   transfer_s after the post (the post its first part).
+2. Report. Each worker call's get_finished, after the forward's launch (kv_connector_model_runner_mixin.py:102-104),
+   polls the READs (nixl/base_worker.py:1877-1885, 2003-2048 check_xfer_state "DONE"; at tp > 1 a request is done
+   once every worker reports it: kv_connector/utils.py:75-90); the step's output carries it to update_from_output
+   (scheduler.py:1733-1734 -> 2422-2442, finished_recving_kv_req_ids), after that step's GPU work. Only a schedule made
+   after that promotes the request (skipped_waiting is walked before waiting: scheduler.py:627-650, 1818-1829;
+   _try_promote_blocked_waiting_request :2390-2402) and schedules its last prompt token, recomputed
+   (_update_waiting_for_remote_kv :2383-2385); its first output token comes at that step's end.
+   Synchronous (core.py:479-507): the first step started after the transfer's end observes it, the next one computes
+   the token. Asynchronous: step k's worker call is made when step k - 1 starts and step k + 1 is scheduled before
+   step k's output is processed, so the completion is observed by the step after the first one started after it,
+   and the token is computed two steps after that: two steps more than synchronous, one from each cause.
+   In the model, with t_sched the time a step's schedule is made (its start; under the lag the previous step's):
+   the first step with t_sched >= post + transfer_s observes the load, its end reports it, and the first schedule
+   with t_sched >= that end admits the last token. An engine with nothing to run while loads are in flight steps
+   empty (no forward), so it acts on a completion at once (Scheduler.spin).
+While it waits the request holds its prompt's pages (they count against the pool and are never preempted: only
+`running` is), not a place under max_num_seqs (a full `running` stops the admission loop, posts included:
+scheduler.py:630-631), counts as waiting in the engine's stats (:1962), and its post spends no token budget (the loop
+runs while budget is left). Not modelled: vLLM admits a load only if it fits beside the blocks other in-flight
+prefills still need (:862-867; a decode pool's loads need none beyond their prompt's), and the observation's instant
+is the step's schedule, not the end of its launch (a step's host work later). Engines without a connector law
+(ideal, SGLang, TensorRT-LLM's profiles here) keep one arrival at the transfer's end.
+TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's hops and first step; TPOT is
+the decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
 side never waits on the decode side: no back-pressure, the decode pool queues what it cannot admit).
 """
 
@@ -95,6 +130,12 @@ class Disaggregated:
         descriptors; 0 under an engine without that measurement)."""
         return self.decode.phases.engine.connector_s(self.descriptors(prompt_tokens))
 
+    @property
+    def hops(self) -> bool:
+        """Whether the decode engine loads the KV through a connector (its profile's connector law: vLLM's
+        NixlConnector), so a request takes the two scheduler hops of the module docstring."""
+        return bool(self.decode.phases.engine.kv_descriptor_s)
+
     def load_host_s(self, prompt_tokens: np.ndarray) -> np.ndarray | None:
         """Host seconds the decode engine's worker spends posting each prompt's READs (EngineTiming.post_s), the
         step that admits the request paying them; None under an engine without that measurement."""
@@ -111,13 +152,17 @@ class Disaggregated:
         # included), so the request is ready for that step when the rest of the transfer is done (at least the
         # wire's time: the two laws are separate fits, and below ~170 descriptors the post's exceeds the whole's)
         post = self.load_host_s(requests.prompt_tokens)
-        if post is not None:
-            transfer_left = transfer - np.minimum(post, self.connector_s(requests.prompt_tokens))
-        ready = pre.finish_s + (transfer if post is None else transfer_left)
+        if self.hops:  # the decode engine sees the request at its prefill's end and posts the load (module docstring)
+            ready = pre.finish_s
+        elif post is not None:
+            ready = pre.finish_s + transfer - np.minimum(post, self.connector_s(requests.prompt_tokens))
+        else:
+            ready = pre.finish_s + transfer
         order = np.argsort(ready, kind="stable")
         second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
         dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1,
-                                 load_host_s=None if post is None else post[order]).trace
+                                 load_host_s=None if post is None else post[order],
+                                 transfer_s=transfer[order] if self.hops else None).trace
         first_token, finish = np.empty(n), np.empty(n)
         first_token[order], finish[order] = dec.first_token_s, dec.finish_s
         merged = Trace(requests, first_token, finish, dec.steps, dec.kv_capacity_bytes,

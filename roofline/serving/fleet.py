@@ -55,7 +55,7 @@ class _Replica:
 
     @property
     def outstanding(self) -> int:
-        return self.sched.n_running + len(self.sched.waiting) + len(self.held)
+        return self.sched.n_running + len(self.sched.waiting) + len(self.held) + len(self.sched.remote)
 
     def admit(self, until: float) -> None:
         """Held requests that arrived by `until` join the waiting queue, in arrival order."""
@@ -117,17 +117,25 @@ class Fleet:
         """Begin replica r's next block at `now` (nothing if it has nothing to run). With the engine's admission
         lag (Simulator.run's `seen`) a held request joins once the block that ended now had its last step start
         after its arrival; an idle replica takes every held request at once."""
+        idle = r.plan is None
+        seen = now if idle or not self.sim.engine.admission_lag else (
+            r.start + (float(r.ends[r.steps - 2]) if r.steps > 1 else 0.0))
         if r.held:
-            r.admit(now if r.plan is None else r.start + (float(r.ends[r.steps - 2]) if r.steps > 1 else 0.0))
-        r.sched.now = now
-        in_system = (r.sched.n_running, len(r.sched.waiting))
+            r.admit(seen)
+        if idle and r.sched.remote:
+            r.sched.remote.spin(now)
+        r.sched.now, r.sched.t_sched = now, seen
+        in_system = (r.sched.n_running, len(r.sched.waiting) + len(r.sched.remote))
         plan = r.sched.schedule()
         if plan is None and r.held:
             r.admit(math.inf)
-            in_system = (r.sched.n_running, len(r.sched.waiting))
+            in_system = (r.sched.n_running, len(r.sched.waiting) + len(r.sched.remote))
             plan = r.sched.schedule()
         if plan is None:
             r.plan = None
+            r.version += 1
+            if r.sched.remote:  # idle until a remote load's completion or report is due (serving.remote)
+                heapq.heappush(events, (max(now, r.sched.remote.wake_s()), id(r), r.version, r))
             return
         r.plan, r.start = plan, now
         r.ends = self.sim.block_ends(r.sched, plan)
@@ -144,35 +152,37 @@ class Fleet:
         r.records[-1][6] = r.plan.tokens * r.steps
         heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), id(r), r.version, r))
 
-    def run(self, requests: Requests, clients: Clients | None = None,
-            preloaded: np.ndarray | None = None, load_host_s: np.ndarray | None = None) -> FleetTrace:
+    def run(self, requests: Requests, clients: Clients | None = None, preloaded: np.ndarray | None = None,
+            load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> FleetTrace:
         """Simulate the fleet serving `requests` to completion (`preloaded`: tokens of KV each request brings,
-        `load_host_s`: host seconds its load costs the step that admits it; Scheduler's). Under the simulator's
+        `load_host_s`: host seconds its load costs the step that admits it, `transfer_s`: seconds from its load's post
+        to its completion when the engine's connector loads it remotely; Scheduler's). Under the simulator's
         clock "duty" (serving.clock) a fleet whose every replica's GEMM duty is at most BURST_DUTY (its tokens over
         the fleet's wall) runs again at the burst rates: each replica is its own board, and the rule takes the
         busiest."""
-        out = self._run(requests, clients, preloaded, load_host_s)
+        out = self._run(requests, clients, preloaded, load_host_s, transfer_s)
         if self.sim.burst_twin is None:
             return _emitted(out, self.sim.emit_per_seq_s)
         wall = out.trace.requests.arrival_s, out.trace.finish_s
         clock = decision(max(gemm_duty(t.steps, *wall, self.sim.gemm_s_per_token) for t in out.replicas))
         if clock["sustained_share"] < 1.0:
             twin = self.sim.twin(clock["sustained_share"])
-            out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded, load_host_s)
+            out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded, load_host_s,
+                                                                   transfer_s)
         out = _emitted(out, self.sim.emit_per_seq_s)
         return FleetTrace(replace(out.trace, gemm_clock=clock), out.replicas, out.routed)
 
-    def _run(self, requests: Requests, clients: Clients | None = None,
-             preloaded: np.ndarray | None = None, load_host_s: np.ndarray | None = None) -> FleetTrace:
+    def _run(self, requests: Requests, clients: Clients | None = None, preloaded: np.ndarray | None = None,
+             load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> FleetTrace:
         """One fleet run at this simulator's rates (see run)."""
         sim = self.sim
         sim.check(requests)
-        if sim.use_kernel(requests, clients, preloaded, self.router):
-            return self._kernel_run(requests, clients, preloaded, load_host_s)
+        if sim.use_kernel(requests, clients, preloaded, self.router, transfer_s=transfer_s):
+            return self._kernel_run(requests, clients, preloaded, load_host_s, transfer_s)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if caching else None, preloaded, load_host_s)) for _ in range(self.n)]
+                                   if caching else None, preloaded, load_host_s, transfer_s)) for _ in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)
         rng = np.random.default_rng(SPEC_SEED)
@@ -184,6 +194,9 @@ class Fleet:
             if events and events[0][0] < t_arr or (events and t_arr == math.inf):
                 end, _, version, r = heapq.heappop(events)
                 if version != r.version:
+                    continue
+                if r.plan is None:  # an idle replica's remote load is due (_start)
+                    self._start(r, end, arrivals.next_time(), events)
                     continue
                 finished = r.sched.commit_block(r.plan, r.steps, end, sim.accepted(r.sched, r.plan, rng))
                 if finished:
@@ -211,8 +224,8 @@ class Fleet:
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
 
-    def _kernel_run(self, requests: Requests, clients: Clients | None,
-                    preloaded: np.ndarray | None = None, load_host_s: np.ndarray | None = None) -> FleetTrace:
+    def _kernel_run(self, requests: Requests, clients: Clients | None, preloaded: np.ndarray | None = None,
+                    load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> FleetTrace:
         """The same run through serving.kernel (Simulator.use_kernel said it is covered); its traces assembled by
         serving.kernel_fleet (records split by replica in one counting pass, each replica's Trace built when read,
         the merged records a view of the kernel's table when already in start order)."""
@@ -221,7 +234,8 @@ class Fleet:
         send, first, finish, routed, rec, preempted, cached = kernel.run(self.sim, requests, clients, self.n,
                                                                          self.router, BLOCK_STEPS, rule=self.rule,
                                                                          preloaded=preloaded,
-                                                                         load_host_s=load_host_s)
+                                                                         load_host_s=load_host_s,
+                                                                         transfer_s=transfer_s)
         sent = Requests(send, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         cap = self.sim.pool.capacity_bytes
         per = KernelReplicas(sent, first, finish, routed, rec, split(rec[:, REPLICA], self.n), cap, preempted,

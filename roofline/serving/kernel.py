@@ -79,7 +79,7 @@ def _drop_stale_cache() -> None:
 
 
 def covers(sim, requests, clients=None, preloaded=None, router: str = "round-robin",
-           single: bool = False) -> str | None:
+           single: bool = False, transfer_s=None) -> str | None:
     """None when the kernel reproduces this run exactly, else the reason it does not (the existing path runs);
     `single`: Simulator.run's loop (serving.kernel_single), else Fleet.run's."""
     if not available():
@@ -98,6 +98,8 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
             return "a prefix segment longer than the pool's table"
     if preloaded is not None and (single or len(preloaded) != len(requests) or np.any(np.asarray(preloaded) < 0)):
         return "preloaded KV not one count >= 0 per request of a fleet"
+    if transfer_s is not None and (preloaded is None or sim.draft is not None or _caching(sim, requests)):
+        return "remote KV loads without preloaded KV, or with speculative decoding or a prefix cache"
     if router not in _ROUTERS:
         return f"router {router}"
     return _law_reason(closed_forms(sim)[0], "the", min_rows=3)
@@ -344,13 +346,14 @@ def _sessions(clients, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-robin", block_steps: int = 256,
-        single: bool = False, rule=None, preloaded=None, load_host_s=None):
+        single: bool = False, rule=None, preloaded=None, load_host_s=None, transfer_s=None):
     """Run the kernel: (send times, first token, finish, replica of each request, records with a replica column,
     preemptions per replica, each replica's prefix-cache stats or None).
     `clients`: open loop (None), --max-concurrency or chat sessions (serving.clients); `rule`: the prefix-aware
     router's thresholds (serving.router.CacheAware; None: its defaults); `preloaded`: tokens of KV each request
     brings (Fleet.run's, serving.disagg's decode pool; a copy is zeroed as requests are preempted), `load_host_s`
-    the host seconds its load costs the step that admits it (Scheduler's); `single`: one
+    the host seconds its load costs the step that admits it, `transfer_s` the seconds from its remote load's post to
+    its completion (Scheduler's; serving.kernel_remote); `single`: one
     replica as Simulator.run runs it (serving.kernel_single; the requests due at a time are all queued before it
     schedules), else as Fleet.run does (serving.kernel_loop; a replica starts on the first request routed to it)."""
     from roofline.serving.kernel_loop import run_loop
@@ -387,8 +390,10 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     else:
         pre = np.zeros(0, dtype=np.int64) if preloaded is None else np.array(preloaded, dtype=np.int64)
         loads = np.zeros(0) if load_host_s is None else np.ascontiguousarray(load_host_s, dtype=np.float64)
+        m = 0 if transfer_s is None else len(requests)
+        xfer = np.zeros(0) if transfer_s is None else np.ascontiguousarray(transfer_s, dtype=np.float64)
         first, finish, routed, rec, ri, status = run_loop(clock, send, *args, _drawn(_spec_args(sim)), ses,
-                                                          (pre, loads))
+                                                          (pre, loads, xfer, np.full(m, np.inf), np.full(m, np.inf)))
     if status:
         raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
     from roofline.serving.kernel_layout import PREEMPT

@@ -82,8 +82,12 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     least = m + ahead
     if m >= steps or (m > 0 and m >= least and ends[r, m - 1] >= until):
         return
-    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _s, slope, irr, nirr = tab
     nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
+    if nd + nc == 0:  # a step that only posts remote loads (kernel_remote): host work, no forward (block_ends)
+        ends[r, 0] = fcfg[STEP_S] + fcfg[PER_SEQ_S] * 0 + rf[r, LOADS]
+        ri[r, M] = 1
+        return
+    const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _s, slope, irr, nirr = tab
     n_dec_cols, n_live = len(dec_at), len(q)
     n_new = 0  # the chunks' tokens (a block with chunks is one step)
     n_done = 0

@@ -17,11 +17,15 @@ ST_PAD = 8
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
 # (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens)
 # (tree: the prefix-aware router's tree tokens for the replica, serving.router)
+# (rhead .. rlen: the requests whose remote KV load is in flight or not yet acted on, Scheduler.remote; posts: the
+# remote loads the planned step posts, StepPlan.posts)
 (N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
- HLEN, HSIZE, HITS, QUERIES, TREE) = range(21)
-RI_FIELDS = 21
-USED, START, LOADS = range(3)  # rf fields (loads: the planned step's KV loads' host seconds, Scheduler's loads_s)
-RF_FIELDS = 3
+ HLEN, HSIZE, HITS, QUERIES, TREE, RHEAD, RTAIL, RLEN, POSTS) = range(25)
+RI_FIELDS = 25
+# rf fields (loads: the planned step's KV loads' host seconds, Scheduler's loads_s; tsched: when the engine made the
+# schedule, Scheduler.t_sched; wake: when an idle replica next acts on a remote load, Scheduler.wake_s, else inf)
+USED, START, LOADS, TSCHED, WAKE = range(5)
+RF_FIELDS = 5
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.

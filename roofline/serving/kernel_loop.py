@@ -41,8 +41,11 @@ from roofline.serving.kernel_layout import (
     REC,
     REC_FIELDS,
     RF_FIELDS,
+    RHEAD,
     RI_FIELDS,
+    RLEN,
     ROUTER,
+    RTAIL,
     SPEC,
     ST_FIELDS,
     ST_PAD,
@@ -50,7 +53,9 @@ from roofline.serving.kernel_layout import (
     STEPS,
     TOKENS,
     TREE,
+    TSCHED,
     USED,
+    WAKE,
     WHEAD,
     WLEN,
     WTAIL,
@@ -68,6 +73,7 @@ from roofline.serving.kernel_queue import (
     take_due,
     turn_ends,
 )
+from roofline.serving.kernel_remote import observe, report, spin, wake
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, plan_step
 from roofline.serving.kernel_views import borrowed
@@ -84,16 +90,25 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
     next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
     last step join first; an idle replica sees every held request; while some stay held the block is one step (they
     are seen after it)."""
+    idle = ri[r, ACTIVE] == 0
+    # the schedule's time (Fleet._start's `seen`): under the admission lag a busy replica's last step's start
+    seen = now if idle or not cfg[LAG] else rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0)
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
-        admit_held(r, rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0), ri, nxt, clock)
-    in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
+        admit_held(r, seen, ri, nxt, clock)
+    if idle and ri[r, RLEN]:
+        spin(r, now, ri, nxt, pre)
+    rf[r, TSCHED] = seen
+    in_run, in_wait = ri[r, N_RUN], ri[r, WLEN] + ri[r, RLEN]
     ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     if not ok and ri[r, HLEN]:
         admit_held(r, math.inf, ri, nxt, clock)
-        in_run, in_wait = ri[r, N_RUN], ri[r, WLEN]
+        in_run, in_wait = ri[r, N_RUN], ri[r, WLEN] + ri[r, RLEN]
         ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
+    if ok and ri[r, RLEN]:
+        observe(r, ri, rf, nxt, pre)
     if not ok:
         ri[r, ACTIVE] = 0
+        wake(r, now, ri, rf, nxt, pre)
         return nrec
     ri[r, ACTIVE] = 1
     rf[r, START] = now
@@ -119,6 +134,12 @@ def cut_one(r, now, next_arrival, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
+@njit(cache=True, inline="always")
+def outstanding(j, ri):
+    """_Replica.outstanding: replica j's requests running, waiting, held, and loading their KV remotely."""
+    return ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN] + ri[j, RLEN]
+
+
 @njit(cache=True)
 def route(k, i, ri, cfg, fcfg, prompt, pfx):
     """Fleet._route: round-robin, or the fewest outstanding (lowest index on ties), or (router 2, prefix-aware with
@@ -128,9 +149,9 @@ def route(k, i, ri, cfg, fcfg, prompt, pfx):
     prompt less its hit."""
     if cfg[ROUTER] == 0:
         return k % cfg[NREP]
-    least, lo, hi = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN], ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
+    least, lo, hi = 0, outstanding(0, ri), outstanding(0, ri)
     for j in range(1, cfg[NREP]):
-        x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
+        x = outstanding(j, ri)
         if x < lo:
             least, lo = j, x
         hi = max(hi, x)
@@ -140,18 +161,18 @@ def route(k, i, ri, cfg, fcfg, prompt, pfx):
     if hi - lo > cfg[BAL_ABS] and hi > lo * fcfg[BAL_REL]:
         best = least
     else:
-        best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
+        best, load = 0, outstanding(0, ri)
         most = hit_on_path(0, i, d, prompt[i], pfx, cfg)
         for j in range(1, cfg[NREP]):
-            x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
+            x = outstanding(j, ri)
             h = hit_on_path(j, i, d, prompt[i], pfx, cfg)
             if h > most or (h == most and x < load):
                 best, load, most = j, x, h
         rate = most / prompt[i] if prompt[i] else 0.0
         if not rate > fcfg[CACHE_THR]:
-            best, load = 0, ri[0, N_RUN] + ri[0, WLEN] + ri[0, HLEN]
+            best, load = 0, outstanding(0, ri)
             for j in range(1, cfg[NREP]):
-                x = ri[j, N_RUN] + ri[j, WLEN] + ri[j, HLEN]
+                x = outstanding(j, ri)
                 if ri[j, TREE] < ri[best, TREE] or (ri[j, TREE] == ri[best, TREE] and x < load):
                     best, load = j, x
     ri[best, TREE] += prompt[i] - hit_on_path(best, i, d, prompt[i], pfx, cfg)
@@ -163,9 +184,9 @@ def rekey(r, t, key, full, ri, rf, ends):
     """Replica r's place in the event order: its block's end when every step up to the cut is evaluated (full), else
     a lower bound of it (the last evaluated step's end; at least `t`, the time it was evaluated past); inf idle."""
     m, steps = ri[r, M], ri[r, STEPS]
-    full[r] = ri[r, ACTIVE] != 0 and m >= steps
+    full[r] = ri[r, ACTIVE] == 0 or m >= steps
     if not ri[r, ACTIVE]:
-        key[r] = math.inf
+        key[r] = rf[r, WAKE]  # an idle replica's remote load due (kernel_remote.wake), else inf
     elif full[r]:
         key[r] = rf[r, START] + ends[r, steps - 1]
     else:
@@ -241,7 +262,10 @@ def run_loop(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap, l
     ri[:, WTAIL] = -1
     ri[:, HHEAD] = -1
     ri[:, HTAIL] = -1
+    ri[:, RHEAD] = -1
+    ri[:, RTAIL] = -1
     rf = np.zeros((nrep, RF_FIELDS))
+    rf[:, WAKE] = math.inf
     ends = np.zeros((nrep, cfg[BLOCK]))
     nxt = np.full(n, -1, dtype=np.int64)
     generated = np.zeros(n, dtype=np.int64)
@@ -282,8 +306,22 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                 break
             extend(r, t_arr - rf[r, START], AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
+        if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf) and not ri[r, ACTIVE]:
+            now = key[r]  # an idle replica's remote load is due (Fleet.run)
+            if nrec + 1 >= rec.shape[0]:
+                rec = grow(rec)
+            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
+                         cfg, fcfg, sizes, clock, pfx)
+            plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
+            if cfg[NREP] == 1:
+                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
+                        law)
+            rekey(r, now, key, full, ri, rf, ends)
+            continue
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
+            if ri[r, RLEN]:
+                report(r, now, ri, nxt, pre)
             rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
             rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
             if cfg[SPEC]:

@@ -37,10 +37,12 @@ from roofline.serving.kernel_layout import (
     NDEC,
     OUT,
     PAGE,
+    POSTS,
     PREEMPT,
     PREFIX,
     RES,
     RESERVE,
+    RLEN,
     SHARED,
     SPEC,
     STAMPED,
@@ -67,6 +69,7 @@ from roofline.serving.kernel_prefix import (
     publish_leaf,
     release,
 )
+from roofline.serving.kernel_remote import post, promote
 
 
 @njit(cache=True)
@@ -133,9 +136,22 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
     n0 = ri[r, N_RUN]
     na = 0
     cache = cfg[PREFIX] != 0
+    hops = len(pre[2]) > 0  # remote loads (kernel_remote): the reported ones first, a new one posted
+    if hops and ri[r, RLEN]:
+        na = promote(r, n0, budget, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg)
+        budget -= na
     while ri[r, WLEN] > 0 and budget > 0 and n0 + na < cfg[MAX_SEQS]:
         i = ri[r, WHEAD]
         todo = prompt[i] + generated[i]
+        if hops and min(pre[0][i], todo - 1) > 0:
+            head = nxt[i]
+            if not post(r, i, todo, fcfg[CAPACITY] - rf[r, USED] - need, ri, rf, nxt, pre, seq):
+                break
+            ri[r, WHEAD] = head
+            ri[r, WLEN] -= 1
+            if ri[r, WLEN] == 0:
+                ri[r, WTAIL] = -1
+            continue
         again = failed_again(r, i, pfx) if cache else -1
         h = again if again >= 0 else (hit(r, i, todo, pfx, cfg) if cache else 0)
         s, b = h, h  # the tokens it starts after, those the cache owns
@@ -216,6 +232,7 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
     """Scheduler.schedule at `now` (the prefix cache's clock): whether replica r has a step to run (its plan left in
     st / ri; rf's LOADS, the host seconds of the KV loads of the requests it admits)."""
     rf[r, LOADS] = 0.0
+    ri[r, POSTS] = 0
     if not cfg[MIXED]:
         need = plan_running(r, False, True, st, held, ri, seq, cfg)
         if room(r, need, ri, rf, seq, cfg, fcfg, pfx):
@@ -230,7 +247,7 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
         need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
     if not preempted and cfg[MIXED]:
         need = admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
-    return ri[r, TOKENS] > 0
+    return ri[r, TOKENS] > 0 or ri[r, POSTS] > 0
 
 
 @njit(cache=True)
@@ -239,7 +256,7 @@ def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
     pool holds every sequence's next page)."""
     nd = ri[r, NDEC]
     limit = cfg[BLOCK]
-    if ri[r, NCH] or nd == 0 or limit <= 1 or cfg[SPEC]:
+    if ri[r, NCH] or nd == 0 or limit <= 1 or cfg[SPEC] or ri[r, RLEN]:
         return 1
     k = limit
     rest = rf[r, USED]

@@ -79,7 +79,8 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     was = np.empty(cap if sessions else 0, dtype=np.int64)
-    no_pre = (np.zeros(0, dtype=np.int64), np.zeros(0))  # Simulator.run: no preloaded KV (serving.disagg: fleets)
+    # Simulator.run: no preloaded KV nor remote loads (serving.disagg's pools are fleets: kernel_loop)
+    no_pre = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
     lag = cfg[LAG] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     st = np.zeros((1, ST_FIELDS, cap + ST_PAD), dtype=np.int64)

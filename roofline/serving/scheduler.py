@@ -22,12 +22,13 @@ it to its last output token, and it keeps that reservation, so nothing is preemp
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import PrefixCache
+from roofline.serving.remote import RemoteLoads
 from roofline.serving.requests import Requests
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -68,6 +69,7 @@ class StepPlan:
     chunk_done: np.ndarray
     tokens: int  # one per decoding sequence plus every chunk's new tokens
     loads_s: float = 0.0  # host seconds of the KV loads of the requests it admits (Scheduler's load_host_s)
+    posts: int = 0  # remote loads it starts (Scheduler's transfer_s): a step of no tokens still runs to post them
 
 
 class Scheduler:
@@ -77,8 +79,10 @@ class Scheduler:
 
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
                  cache: PrefixCache | None = None, preloaded: np.ndarray | None = None,
-                 load_host_s: np.ndarray | None = None) -> None:
+                 load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> None:
         n = len(requests)
+        if transfer_s is not None and (preloaded is None or cache is not None):
+            raise ValueError("scheduler: transfer_s (remote KV loads) needs preloaded KV and no prefix cache")
         self.requests, self.pool, self.config, self.cache = requests, pool, config, cache
         # tokens whose KV arrives with the request (a disaggregated prefill's transfer); lost if it is preempted
         self.preloaded = None if preloaded is None else np.array(preloaded, dtype=np.int64)
@@ -86,6 +90,11 @@ class Scheduler:
         # connector posting the transfer on the worker's thread: timing mechanism 10); none once the KV is lost
         self.load_host_s = None if load_host_s is None else np.asarray(load_host_s, dtype=np.float64)
         self.now = 0.0  # the engine's clock, set by the simulator before each schedule (the cache's LRU order)
+        # remote KV loads (serving.disagg's decode pool under an engine with a KV connector: serving.remote); t_sched:
+        # when the engine made the schedule being planned (the loop sets it: the step's start, or under the admission
+        # lag the previous step's)
+        self.remote = RemoteLoads(transfer_s, n)
+        self.t_sched = 0.0
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
         self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
         self.first_token_s = np.full(n, np.nan)
@@ -155,7 +164,16 @@ class Scheduler:
     def schedule(self) -> StepPlan | None:
         """The next step's work, or None when nothing is running or admissible. With mixed steps (vLLM, TensorRT-LLM,
         llama.cpp) decodes, chunks and admissions share one step; without (SGLang) a step that can prefill (a running
-        prompt's next chunk or a new admission) prefills only, and decodes run when nothing can."""
+        prompt's next chunk or a new admission) prefills only, and decodes run when nothing can. A step that runs
+        finds the remote loads complete by t_sched (its worker's get_finished: serving.disagg), reported when it
+        commits."""
+        plan = self._schedule()
+        if plan is not None and self.remote:
+            self.remote.observe(self.t_sched)
+        return plan
+
+    def _schedule(self) -> StepPlan | None:
+        """schedule's plan."""
         if not self.config.mixed_steps:
             plan, need = self._plan_running(decodes=False)
             if self._room(need):
@@ -171,7 +189,7 @@ class Scheduler:
             plan, need = self._plan_running(chunks=mixed)
         if not preempted and mixed:
             plan, need = self._admit(plan, need)
-        return plan if plan.tokens else None
+        return plan if plan.tokens or plan.posts else None
 
     def _room(self, need: float) -> bool:
         """Whether `need` more bytes fit, after evicting unused cached prefixes if they must make room."""
@@ -187,10 +205,30 @@ class Scheduler:
         only a prompt the step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
         admitted = []
-        loads_s = plan.loads_s
-        while self.waiting and budget > 0 and self.n_running + len(admitted) < self.config.max_num_seqs:
+        loads_s, posts = plan.loads_s, plan.posts
+        seqs = self.config.max_num_seqs
+        for i in list(self.remote.ids):  # vLLM's skipped_waiting before its waiting queue: loads reported by now
+            if budget <= 0 or self.n_running + len(admitted) >= seqs:
+                break
+            if self.remote.reported(i, self.t_sched):
+                self.remote.ids.remove(i)
+                todo = int(self.prompt[i] + self.generated[i])  # its pages are held since its load was posted
+                admitted.append((i, 1, True, todo, todo - 1, float(self.pool.seq_bytes[todo]), 0))
+                budget -= 1
+        while self.waiting and budget > 0 and self.n_running + len(admitted) < seqs:
             i = self.waiting[0]
             todo = int(self.prompt[i] + self.generated[i])
+            if self.remote.on and min(int(self.preloaded[i]), todo - 1) > 0:
+                cost = float(self.pool.seq_bytes[todo])  # a remote load: its pages now, no tokens this step
+                if cost > self.pool.capacity_bytes - self.used_bytes - need:
+                    break
+                self.waiting.popleft()
+                self.used_bytes += cost
+                if self.load_host_s is not None:
+                    loads_s += float(self.load_host_s[i])
+                posts += 1
+                self.remote.post(i, self.t_sched)
+                continue
             took = self._take(i, todo, budget, self.pool.capacity_bytes - self.used_bytes - need)
             if took is None:
                 break
@@ -202,7 +240,7 @@ class Scheduler:
             budget -= n
             need += cost
         if not admitted:
-            return plan, need
+            return (replace(plan, loads_s=loads_s, posts=posts) if posts > plan.posts else plan), need
         ids, counts, done, todo, hits, held, base = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
         self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, base
@@ -213,7 +251,7 @@ class Scheduler:
                         np.concatenate([plan.chunk_start, hits.astype(np.int64)]),
                         np.concatenate([plan.chunk_tokens, counts.astype(np.int64)]),
                         np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()),
-                        loads_s)
+                        loads_s, posts)
         return plan, need
 
     def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
@@ -246,7 +284,7 @@ class Scheduler:
         the first completion and while the pool holds every sequence's next page (arrivals are the
         caller's cut). 1 when the plan has chunks, waiting requests could be admitted, or a sequence is about
         to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end)."""
-        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens:
+        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens or self.remote:
             return 1
         dec = plan.decode
         if (self.gen[dec] == 0).any():  # a first token is due: its time stamps the TTFT, so step alone
@@ -277,6 +315,8 @@ class Scheduler:
         """Apply a finished step at time `now`: progress, pages, emitted tokens, completions. Returns the
         number of requests that finished. `extra`: tokens each decoding sequence emitted beyond its one (accepted
         speculative drafts); they are computed tokens too."""
+        if self.remote:  # the loads this step found complete are reported with its output
+            self.remote.report(now)
         seq, n = self.pool.seq_bytes, self.n_running
         dec, chunks = plan.decode, plan.chunk_pos
         if extra is None and not len(chunks) and self.cache is None:

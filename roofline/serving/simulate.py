@@ -187,13 +187,13 @@ class Simulator:
         return np.minimum(self.speculative.draw(rng, len(plan.context)) + 1, room) - 1
 
     def use_kernel(self, requests: Requests, clients: Clients | None = None, preloaded=None,
-                   router: str = "round-robin", single: bool = False) -> bool:
+                   router: str = "round-robin", single: bool = False, transfer_s=None) -> bool:
         """Whether this run goes through serving.kernel: allowed by `kernel`, large enough in auto mode, and covered
         exactly (kernel.covers; otherwise the loop below runs); `single`: this class's run, else Fleet.run."""
         from roofline.serving import kernel
         if self.kernel is False or (self.kernel is None and len(requests) < kernel.MIN_REQUESTS):
             return False
-        return kernel.covers(self, requests, clients, preloaded, router, single) is None
+        return kernel.covers(self, requests, clients, preloaded, router, single, transfer_s) is None
 
     def run_kernel(self, requests: Requests, clients: Clients | None, replicas: int = 1,
                    router: str = "round-robin", single: bool = False) -> tuple[Requests, tuple]:
@@ -235,6 +235,8 @@ class Simulator:
         stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches (pp > 1: the
         closed form's pipelined steps one by one)."""
         context, engine = plan.context, self.engine
+        if not plan.tokens:  # a step that only posts remote loads (Scheduler.posts): host work, no forward
+            return np.array([engine.overheads.step(0) + plan.loads_s])
         steps = sched.block_length(plan, self.block_limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
         seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
