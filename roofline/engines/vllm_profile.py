@@ -108,6 +108,7 @@ class ProfilePeak:
     cudagraph_measured: bool = False  # whether its FULL first capture is FA3's (measured), else a lower bound
     cublas_workspace_bytes: float = CUBLAS_WORKSPACE_BYTES
     non_torch_bytes: float = NON_TORCH_TP1_BYTES  # the engine's non-torch increase at this tp (module docstring)
+    tp: int = 1
 
     @property
     def peak_bytes(self) -> float:
@@ -123,7 +124,8 @@ class ProfilePeak:
                 f"{self.dense_forward_bytes / g:.2f}, MoE forward {self.moe_forward_bytes / g:.2f} incl. workspace "
                 f"{self.moe_workspace_bytes / g:.2f}, sampler {self.sampler_bytes / g:.2f}, cuBLAS workspace "
                 f"{self.cublas_workspace_bytes / g:.2f}); CUDA-graph estimate {graphs}{self.cudagraph_bytes / g:.2f} "
-                f"GiB; non-torch increase {self.non_torch_bytes / g:.2f} GiB (vllm_profile.py)")
+                f"GiB; non-torch increase {self.non_torch_bytes / g:.2f} GiB"
+                f"{' (tp 2 measured; tp > 2 not)' if self.tp > 2 else ''} (vllm_profile.py)")
 
 
 def runner(model: Model) -> str:
@@ -233,7 +235,7 @@ def profile_peak(model: Model, tokens: int, max_num_seqs: int, tp: int = 1, sm_c
     return ProfilePeak(runner=kind, dense_forward_bytes=other, moe_forward_bytes=moe, moe_workspace_bytes=workspace,
                        sampler_bytes=workspace + hidden + logits, triton_buffer_bytes=triton,
                        transient_bytes=transient, cudagraph_bytes=graphs, cudagraph_measured=measured or kind == "v2",
-                       non_torch_bytes=non_torch_bytes(tp))
+                       non_torch_bytes=non_torch_bytes(tp), tp=tp)
 
 
 def engine_peak(model: Model, hardware, tp: int, chunk: int, max_num_seqs: int | None = None) -> ProfilePeak:
