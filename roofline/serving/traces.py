@@ -74,7 +74,10 @@ class TraceFile(NamedTuple):
 
 
 def read_trace(path: str | Path) -> TraceFile:
-    """Every row of a trace file, sorted by arrival, and notes on how it was read (module docstring)."""
+    """Every row of a trace file, sorted by arrival, and notes on how it was read (module docstring); a file in its
+    plain form is read by columns (serving.traces_fast: the same rows and notes), any other line by line."""
+    from roofline.serving.traces_fast import read_columns
+
     text = str(path)
     if "://" in text:
         raise SpecError(f"--trace: {text} is a URL; download the file and give its path")
@@ -84,18 +87,21 @@ def read_trace(path: str | Path) -> TraceFile:
         if b"\0" in head:
             raise SpecError(f"--trace: {path} has a NUL byte at byte {head.index(0):,}: a binary file, not a CSV or "
                             "JSON-lines trace")
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows, notes, blocks = _rows(path, handle)
+        columns = read_columns(path)
+        if columns is None:
+            with open(path, encoding="utf-8-sig", newline="") as handle:
+                rows, notes, blocks = _rows(path, handle)
+            columns = (np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.int64),
+                       np.array([r[2] for r in rows], dtype=np.int64), notes, blocks)
     except OSError as err:
         raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
     except UnicodeDecodeError:
         raise SpecError(f"--trace: {path} is not UTF-8 text; a trace is a CSV or JSON-lines file") from None
-    if not rows:
+    arrival, prompt, output, notes, blocks = columns
+    if not len(arrival):
         raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
-    arrival = np.array([r[0] for r in rows], dtype=np.float64)
     order = np.argsort(arrival, kind="stable")
-    prompt = np.array([r[1] for r in rows], dtype=np.int64)[order]
-    output = np.array([r[2] for r in rows], dtype=np.int64)[order]
+    prompt, output = prompt[order], output[order]
     if blocks is not None:
         blocks = [blocks[i] for i in order.tolist()]
     return TraceFile(arrival[order], prompt, output, notes, blocks)
