@@ -38,6 +38,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -63,6 +64,38 @@ HEADER_NAMES = {  # lower-cased header name -> the column it fills
 MOONCAKE_KEYS = {"timestamp": "arrival_s", "input_length": "prompt_tokens", "output_length": "output_tokens"}
 
 
+@dataclass(frozen=True, eq=False)
+class BlockIds:
+    """Mooncake's hash_ids of every row, flat (a plain file's, read by columns): row i's are
+    ids[offsets[i]:offsets[i + 1]]. Indexed like the list of lists the line reader returns."""
+
+    ids: np.ndarray  # int64
+    offsets: np.ndarray  # int64, one more than the rows
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self.take(np.arange(len(self))[key])
+        return self.ids[self.offsets[key]:self.offsets[key + 1]].tolist()
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Ids per row."""
+        return np.diff(self.offsets)
+
+    def take(self, rows: np.ndarray) -> BlockIds:
+        """These rows, in this order."""
+        lengths = self.lengths[rows]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        at = np.repeat(self.offsets[rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return BlockIds(self.ids[at], offsets)
+
+
 class TraceFile(NamedTuple):
     """A trace's rows sorted by arrival; `blocks`: Mooncake's hash_ids per row in the same order (None without)."""
 
@@ -70,7 +103,7 @@ class TraceFile(NamedTuple):
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     notes: list[str]
-    blocks: list[list[int]] | None = None
+    blocks: list[list[int]] | BlockIds | None = None
 
 
 def read_trace(path: str | Path) -> TraceFile:
@@ -102,7 +135,9 @@ def read_trace(path: str | Path) -> TraceFile:
         raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
     order = np.argsort(arrival, kind="stable")
     prompt, output = prompt[order], output[order]
-    if blocks is not None:
+    if isinstance(blocks, BlockIds):
+        blocks = blocks.take(order)
+    elif blocks is not None:
         blocks = [blocks[i] for i in order.tolist()]
     return TraceFile(arrival[order], prompt, output, notes, blocks)
 

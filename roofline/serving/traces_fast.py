@@ -21,7 +21,6 @@ None: the line-by-line reader names its line.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from itertools import repeat
 
@@ -194,9 +193,10 @@ def _mooncake(path, text: str):
     prompt, output = _counts(prompt_text), _counts(output_text)
     if arrival is None or prompt is None or output is None:
         return None
-    blocks = json.loads("[[" + "],[".join(ids_text) + "]]")
-    have = np.fromiter(map(len, blocks), dtype=np.int64, count=n)
-    want = -(-prompt // traces.BLOCK_TOKENS)
+    blocks = _ids(ids_text)
+    if blocks is None:
+        return None
+    have, want = blocks.lengths, -(-prompt // traces.BLOCK_TOKENS)
     notes = [f"--trace: {path} is Mooncake JSON lines (timestamp in ms)"]
     bad = np.flatnonzero(have != want)
     if len(bad):
@@ -206,3 +206,16 @@ def _mooncake(path, text: str):
                      "blocks): no prefix is shared")
         return arrival, prompt, output, notes, None
     return arrival, prompt, output, notes, blocks
+
+
+def _ids(groups: list[str]) -> traces.BlockIds | None:
+    """Each row's hash_ids (a comma-separated group of JSON integers, or empty) as one flat array, or None when one
+    is past int64 (the line reader keeps Python's integers)."""
+    commas = np.fromiter(map(str.count, groups, repeat(",")), dtype=np.int64, count=len(groups))
+    lengths = np.where(np.fromiter(map(bool, groups), dtype=bool, count=len(groups)), commas + 1, 0)
+    text = ",".join(filter(None, groups))
+    try:
+        ids = np.array(text.split(",") if text else [], dtype=np.int64)  # int() of each: '-0' is 0 as in JSON
+    except OverflowError:
+        return None
+    return traces.BlockIds(ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
