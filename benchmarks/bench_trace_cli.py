@@ -5,6 +5,7 @@
     ... --rows 100000                                            # fewer rows
     ... --format csv|azure|burstgpt|mooncake                     # the formats serving.traces reads
     ... --keep DIR                                               # keep the trace under DIR (reused when there)
+    ... --out FILE                                               # the CLI's output, to compare runs byte for byte
 
 The trace: a day at ~12 req/s (Poisson, seed 21), lengths lognormal of mean 1024 / 256 tokens (sigma 0.8, max 8192 /
 2048; bench_serving_scale.py's ShareGPT-like workload), in the format asked: the project's CSV with its header; Azure's
@@ -12,7 +13,7 @@ TIMESTAMP,ContextTokens,GeneratedTokens with dates of 7 fractional digits; Burst
 lines, 90 % of the prompts the start of one of 2,000 shared 64-block chains (repeated prompts), the rest 0-2 shared
 system blocks then blocks of their own (distinct blocks of every row would pass the prefix tree's 1,048,576 nodes).
 The CLI runs as a child process (Llama-3.1-8B on one H200, bf16 KV; the compiled loop's cache is warmed by one
-1,000-row run first, untimed); the line gives its wall seconds and CPU seconds (the child's user + system: the
+10,000-row run first, untimed); the line gives its wall seconds and CPU seconds (the child's user + system: the
 2-core machine is shared) against the 60 s target, and the 1-minute load average. Results: serving_scale.md.
 """
 
@@ -33,6 +34,7 @@ import numpy as np
 
 TARGET_S = 60.0
 RATE_PER_S = 12.0
+WARM_ROWS = 10_000  # past serving.kernel.MIN_REQUESTS: the warm-up run loads the compiled loop
 
 
 def _option(name: str, default: str | None = None) -> str | None:
@@ -104,12 +106,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(keep or tmp)
         suffix = "jsonl" if fmt == "mooncake" else "csv"
-        warm, trace = folder / f"warm.{suffix}", folder / f"day_{fmt}_{n}.{suffix}"
-        for path, rows in ((warm, 1000), (trace, n)):
+        warm, trace = folder / f"warm_{fmt}.{suffix}", folder / f"day_{fmt}_{n}.{suffix}"
+        for path, rows in ((warm, WARM_ROWS), (trace, n)):
             if not path.exists():  # a kept trace is reused
                 write_trace(path, fmt, rows)
         _cli(warm, extra)  # loads (or compiles, on a machine's first run) the compiled loop's cache
-        wall, cpu, _ = _cli(trace, extra)
+        wall, cpu, out = _cli(trace, extra)
+    if _option("--out"):
+        Path(_option("--out")).write_text(out)
     load = os.getloadavg()[0]
     print(f"simulate --trace ({fmt}, {n:,} rows, {' '.join(extra)}): {wall:.1f} s wall, {cpu:.1f} s CPU against "
           f"{TARGET_S:.0f} s ({'met' if cpu <= TARGET_S else 'not met'}); load {load:.1f}")
