@@ -26,8 +26,10 @@ has a resolution (ulp) of 1.5e-8 s, while an absolute clock (Unix time, 1.7e9 s)
 make the offered rate n / last arrival ~1e-6 of the true one; such a file is refused with that hint. Rows are sorted
 by arrival (stable) and none is dropped.
 
-The file is read line by line (a day of Azure's trace, ~1 M requests, is ~37 MB; Mooncake's JSON lines with their
-hash_ids ~108 MB per million) up to MAX_ROWS rows; a file past that, a file with NUL bytes in its first HEAD_BYTES
+A file in its plain form (serving.traces_fast: no quoting, comments or ragged rows; fixed-width dates; Mooncake's
+lines as json.dumps writes them) is read whole and converted by columns, with the same rows and notes; any other is
+read line by line (a day of Azure's trace, ~1 M requests, is ~37 MB; Mooncake's JSON lines with their hash_ids ~108 MB
+per million). Either way up to MAX_ROWS rows; a file past that, a file with NUL bytes in its first HEAD_BYTES
 (a binary file), one that is not UTF-8 and a CSV field past csv's field limit are refused in one line.
 """
 
@@ -51,8 +53,8 @@ TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 BLOCK_TOKENS = 512  # Mooncake's tokens per hash_id (serving.prefix.MOONCAKE_BLOCK_TOKENS, its evidence there)
 MAX_TOKENS = 2 ** 40  # the lognormal lengths' own clip (serving.requests.LengthDist.sample)
 MAX_ARRIVAL_S = 1e8  # about 3.2 years; see the module docstring
-# Rows of one trace: four days of ~1 M requests. On the project's 2-core machine a 1 M-row CSV read in 5 s (Azure's
-# dated rows 11 s, Mooncake's with hash_ids 19 s) and simulated under vLLM's scheduler in 237 s and 1.0 GB.
+# Rows of one trace: four days of ~1 M requests (a day's CLI run under vLLM's scheduler: benchmarks/serving_scale.md,
+# session 21, with bench_trace_cli.py).
 MAX_ROWS = 1 << 22
 HEAD_BYTES = 1 << 16  # bytes looked at for NULs before reading: a binary file is refused at once
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
