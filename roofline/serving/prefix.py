@@ -119,10 +119,10 @@ MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash_id in Mooncake's traces: each req
 def hash_blocks(requests: Requests, blocks, block_tokens: int = MOONCAKE_BLOCK_TOKENS
                 ) -> tuple[Requests, PrefixTree]:
     """Shared prompt blocks named by hash ids (Mooncake's hash_ids, one list per request in arrival order, or
-    serving.traces.BlockIds): a node per distinct chain of ids (a trie: the same id after a different chain is other
-    content), each `block_tokens` long and starting where its parent ends, numbered in the order the chains first
-    appear (request by request, root first); request i shares min(prompt_i, its ids x block_tokens) tokens."""
-    from roofline.serving.traces import BlockIds
+    serving.trace_rules.BlockIds): a node per distinct chain of ids (a trie: the same id after a different chain is
+    other content), each `block_tokens` long and starting where its parent ends, numbered in the order the chains
+    first appear (request by request, root first); request i shares min(prompt_i, its ids x block_tokens) tokens."""
+    from roofline.serving.trace_rules import BlockIds
 
     if isinstance(blocks, BlockIds) and len(blocks.ids) and int(blocks.lengths.max()) <= TRIE_LEVELS:
         parent, depth, leaf = _trie_by_levels(blocks)

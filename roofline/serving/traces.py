@@ -40,7 +40,6 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -48,54 +47,23 @@ from typing import NamedTuple
 import numpy as np
 
 from roofline.errors import SpecError
+from roofline.serving.trace_rules import (  # noqa: F401  (BLOCK_TOKENS, MAX_* and TRACE_COLUMNS re-exported)
+    BLOCK_TOKENS,
+    MAX_ARRIVAL_S,
+    MAX_TOKENS,
+    TRACE_COLUMNS,
+    BlockIds,
+)
+from roofline.serving.trace_rules import header_index as _header_index
+from roofline.serving.trace_rules import is_header as _is_header
+from roofline.serving.trace_rules import number as _number
 
-TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
-BLOCK_TOKENS = 512  # Mooncake's tokens per hash_id (serving.prefix.MOONCAKE_BLOCK_TOKENS, its evidence there)
-MAX_TOKENS = 2 ** 40  # the lognormal lengths' own clip (serving.requests.LengthDist.sample)
-MAX_ARRIVAL_S = 1e8  # about 3.2 years; see the module docstring
 # Rows of one trace: four days of ~1 M requests (a day's CLI run under vLLM's scheduler: benchmarks/serving_scale.md,
 # session 21, with bench_trace_cli.py).
 MAX_ROWS = 1 << 22
 HEAD_BYTES = 1 << 16  # bytes looked at for NULs before reading: a binary file is refused at once
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-HEADER_NAMES = {  # lower-cased header name -> the column it fills
-    "arrival_s": "arrival_s", "timestamp": "arrival_s",
-    "prompt_tokens": "prompt_tokens", "contexttokens": "prompt_tokens", "request tokens": "prompt_tokens",
-    "output_tokens": "output_tokens", "generatedtokens": "output_tokens", "response tokens": "output_tokens",
-}
 MOONCAKE_KEYS = {"timestamp": "arrival_s", "input_length": "prompt_tokens", "output_length": "output_tokens"}
-
-
-@dataclass(frozen=True, eq=False)
-class BlockIds:
-    """Mooncake's hash_ids of every row, flat (a plain file's, read by columns): row i's are
-    ids[offsets[i]:offsets[i + 1]]. Indexed like the list of lists the line reader returns."""
-
-    ids: np.ndarray  # int64
-    offsets: np.ndarray  # int64, one more than the rows
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, key):
-        if isinstance(key, slice):
-            return self.take(np.arange(len(self))[key])
-        return self.ids[self.offsets[key]:self.offsets[key + 1]].tolist()
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """Ids per row."""
-        return np.diff(self.offsets)
-
-    def take(self, rows: np.ndarray) -> BlockIds:
-        """These rows, in this order."""
-        lengths = self.lengths[rows]
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        at = np.repeat(self.offsets[rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
-        return BlockIds(self.ids[at], offsets)
 
 
 class TraceFile(NamedTuple):
@@ -122,7 +90,7 @@ def read_trace(path: str | Path) -> TraceFile:
         if b"\0" in head:
             raise SpecError(f"--trace: {path} has a NUL byte at byte {head.index(0):,}: a binary file, not a CSV or "
                             "JSON-lines trace")
-        columns = read_columns(path)
+        columns = read_columns(path, MAX_ROWS)
         if columns is None:
             with open(path, encoding="utf-8-sig", newline="") as handle:
                 rows, notes, blocks = _rows(path, handle)
@@ -211,28 +179,6 @@ def _csv_lines(path, reader) -> Iterator[list[str]]:
             raise SpecError(f"--trace: {path} line {reader.line_num}: {err}; not a trace's CSV row") from None
 
 
-def _is_header(row: list[str]) -> bool:
-    """A first row with a field that is not a number is a header."""
-    return any(_number(c.strip()) is None for c in row)
-
-
-def _header_index(path, lineno: int, row: list[str]) -> tuple[tuple[int, int, int], list[str]]:
-    """The positions of arrival_s, prompt_tokens and output_tokens among a header's names, and the names unused."""
-    found: dict[str, int] = {}
-    for i, name in enumerate(row):
-        column = HEADER_NAMES.get(name.strip().lower())
-        if column is not None and column not in found:
-            found[column] = i
-    missing = [c for c in TRACE_COLUMNS if c not in found]
-    if missing:
-        raise SpecError(f"--trace: {path} line {lineno}: a comma-separated header must name {', '.join(missing)} "
-                        "(accepted: arrival_s|TIMESTAMP|Timestamp, prompt_tokens|ContextTokens|Request tokens, "
-                        "output_tokens|GeneratedTokens|Response tokens)")
-    used = set(found.values())
-    return (found["arrival_s"], found["prompt_tokens"], found["output_tokens"]), [
-        row[i].strip() for i in range(len(row)) if i not in used]
-
-
 def _json_rows(path, lines: Iterable[str]) -> tuple[list[tuple[float, int, int]], list[str], list[list[int]] | None]:
     """Rows of a Mooncake JSON-lines trace (timestamp in ms) and their hash_ids when every row's ids are
     ceil(input_length / BLOCK_TOKENS) whole numbers (else None, and a note says which line and why); one JSON
@@ -279,13 +225,6 @@ def _json_rows(path, lines: Iterable[str]) -> tuple[list[tuple[float, int, int]]
 def _json_int_text(value) -> str:
     """A JSON value as _count reads it: an integer's digits, anything else its repr (refused there)."""
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except (ValueError, OverflowError):
-        return None
 
 
 def _arrival_s(path, lineno: int, text: str, unit_s: float) -> float:

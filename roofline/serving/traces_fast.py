@@ -21,13 +21,15 @@ None: the line-by-line reader names its line.
 from __future__ import annotations
 
 import csv
+import os
 import re
+import stat
 from itertools import repeat
 
 import numpy as np
 
 from roofline.errors import SpecError
-from roofline.serving import traces
+from roofline.serving import trace_rules as rules
 
 _INT = r"(?:0|[1-9][0-9]*)"
 _SEP = r" *, *"
@@ -36,11 +38,18 @@ MOONCAKE_LINE = re.compile(
     rf'"hash_ids" *: *\[ *((?:-?{_INT}(?:{_SEP}-?{_INT})*)?) *\] *\}}$', re.M)
 DATE_SEPARATORS = (b"-", b"-", b" T", b":", b":")  # at characters 4, 7, 10, 13, 16
 FRACTION_DIGITS = 7  # Azure's TIMESTAMP; fromisoformat keeps the first six
+MAX_BYTES = 1 << 28  # files read whole (the CLI's own limit, report.bounds.MAX_TRACE_BYTES); larger go line by line,
+# which stops at MAX_ROWS rows
 
 
-def read_columns(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[list[int]] | None] | None:
-    """(arrival_s, prompt_tokens, output_tokens, notes, blocks) in file order, or None when the file is not plain."""
+def read_columns(path, max_rows: int):
+    """(arrival_s, prompt_tokens, output_tokens, notes, blocks: BlockIds or None) in file order, or None when the
+    file is not plain or holds more than max_rows rows (serving.traces.MAX_ROWS: the line reader refuses it, naming
+    the line)."""
     with open(path, "rb") as raw:
+        info = os.fstat(raw.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:  # a pipe, or past what is read whole
+            return None
         data = raw.read()
     try:
         text = data.decode("utf-8-sig")
@@ -49,8 +58,8 @@ def read_columns(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], l
     if not text or "\0" in text or text[0] in "\r\n":
         return None
     if text.lstrip().startswith(("{", "[")):
-        return _mooncake(path, text)
-    return _csv(path, text)
+        return _mooncake(path, text, max_rows)
+    return _csv(path, text, max_rows)
 
 
 def _lines(text: str) -> list[str] | None:
@@ -63,7 +72,7 @@ def _lines(text: str) -> list[str] | None:
     return [line for line in lines if line] if "" in lines else lines
 
 
-def _csv(path, text: str):
+def _csv(path, text: str, max_rows: int):
     """A plain CSV's columns (module docstring), else None."""
     if '"' in text or "#" in text:
         return None
@@ -74,16 +83,16 @@ def _csv(path, text: str):
     if not "".join(first).strip():
         return None
     notes: list[str] = []
-    index, header = (0, 1, 2), traces._is_header(first)
+    index, header = (0, 1, 2), rules.is_header(first)
     if header:
         try:
-            index, ignored = traces._header_index(path, 1, first)
+            index, ignored = rules.header_index(path, 1, first)
         except SpecError:
             return None
         if ignored:
             notes.append(f"--trace: columns {', '.join(ignored)} of {path} not used")
         lines = lines[1:]
-    if not lines or len(lines) > traces.MAX_ROWS:
+    if not lines or len(lines) > max_rows:
         return None
     commas = lines[0].count(",")
     if (commas != 2 and not header) or commas < max(index) or set(map(str.count, lines, repeat(","))) != {commas}:
@@ -93,7 +102,7 @@ def _csv(path, text: str):
     prompt, output = _counts(cols[1]), _counts(cols[2])
     if prompt is None or output is None:
         return None
-    dated = header and traces._number(cols[0][0].strip()) is None
+    dated = header and rules.number(cols[0][0].strip()) is None
     arrival = _dates(cols[0]) if dated else _seconds(cols[0], 1.0)
     if arrival is None:
         return None
@@ -111,7 +120,7 @@ def _counts(col: list[str]) -> np.ndarray | None:
         values = np.array(col, dtype=np.int64)  # int() of each: '' raises, a number past int64 overflows
     except (ValueError, OverflowError):
         return None
-    return values if values.min() >= 1 and values.max() <= traces.MAX_TOKENS else None
+    return values if values.min() >= 1 and values.max() <= rules.MAX_TOKENS else None
 
 
 def _seconds(col: list[str], unit_s: float) -> np.ndarray | None:
@@ -123,7 +132,7 @@ def _seconds(col: list[str], unit_s: float) -> np.ndarray | None:
         values = np.array(col, dtype=np.float64) * unit_s  # Python's float() of each string
     except ValueError:
         return None
-    ok = np.isfinite(values) & (values >= 0) & (values <= traces.MAX_ARRIVAL_S)
+    ok = np.isfinite(values) & (values >= 0) & (values <= rules.MAX_ARRIVAL_S)
     return values if ok.all() else None
 
 
@@ -148,7 +157,7 @@ def _dates(col: list[str]) -> np.ndarray | None:
     if us is None:
         return None
     seconds = (us - us.min()) / 1e6
-    return seconds if seconds.max() <= traces.MAX_ARRIVAL_S else None
+    return seconds if seconds.max() <= rules.MAX_ARRIVAL_S else None
 
 
 def _epoch_us(digits: np.ndarray, fraction: int) -> np.ndarray | None:
@@ -180,13 +189,13 @@ def _epoch_us(digits: np.ndarray, fraction: int) -> np.ndarray | None:
     return ((days * 24 + hour) * 60 + minute) * 60_000_000 + second * 1_000_000 + micro
 
 
-def _mooncake(path, text: str):
+def _mooncake(path, text: str, max_rows: int):
     """A plain Mooncake JSON-lines file's columns and hash_ids (serving.traces._json_rows's result), else None."""
     if "\r" in text or "\n\n" in text:
         return None
     n = text.count("\n") + (not text.endswith("\n"))
     found = MOONCAKE_LINE.findall(text)
-    if len(found) != n or n > traces.MAX_ROWS:  # each line matched whole: every line is plain
+    if len(found) != n or n > max_rows:  # each line matched whole: every line is plain
         return None
     stamp, prompt_text, output_text, ids_text = (list(c) for c in zip(*found, strict=True))
     arrival = _seconds(stamp, 1e-3)
@@ -196,19 +205,19 @@ def _mooncake(path, text: str):
     blocks = _ids(ids_text)
     if blocks is None:
         return None
-    have, want = blocks.lengths, -(-prompt // traces.BLOCK_TOKENS)
+    have, want = blocks.lengths, -(-prompt // rules.BLOCK_TOKENS)
     notes = [f"--trace: {path} is Mooncake JSON lines (timestamp in ms)"]
     bad = np.flatnonzero(have != want)
     if len(bad):
         i = int(bad[0])
         notes.append(f"--trace: its hash_ids are not replayed (line {i + 1}: {int(have[i])} hash_ids for "
-                     f"{int(prompt[i]):,} tokens, not {int(want[i])} whole-number ids of {traces.BLOCK_TOKENS}-token "
+                     f"{int(prompt[i]):,} tokens, not {int(want[i])} whole-number ids of {rules.BLOCK_TOKENS}-token "
                      "blocks): no prefix is shared")
         return arrival, prompt, output, notes, None
     return arrival, prompt, output, notes, blocks
 
 
-def _ids(groups: list[str]) -> traces.BlockIds | None:
+def _ids(groups: list[str]) -> rules.BlockIds | None:
     """Each row's hash_ids (a comma-separated group of JSON integers, or empty) as one flat array, or None when one
     is past int64 (the line reader keeps Python's integers)."""
     commas = np.fromiter(map(str.count, groups, repeat(",")), dtype=np.int64, count=len(groups))
@@ -218,4 +227,4 @@ def _ids(groups: list[str]) -> traces.BlockIds | None:
         ids = np.array(text.split(",") if text else [], dtype=np.int64)  # int() of each: '-0' is 0 as in JSON
     except OverflowError:
         return None
-    return traces.BlockIds(ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+    return rules.BlockIds(ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))

@@ -24,7 +24,7 @@ def _write(tmp_path, text: str, name: str = "t.csv"):
 
 def _line_by_line(path, monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(traces_fast, "read_columns", lambda p: None)
+        m.setattr(traces_fast, "read_columns", lambda p, rows: None)
         return read_trace(path)
 
 
@@ -41,10 +41,10 @@ def test_dates_across_a_leap_day_a_year_and_the_epoch(tmp_path):
     5,097,601 s after the first row. Read by columns (the line reader is never called)."""
     text = ("TIMESTAMP,ContextTokens,GeneratedTokens\n"
             "2024-02-28 23:59:59.9999999,1,1\n2024-03-01 00:00:00.0000000,2,2\n")
-    got = traces_fast.read_columns(_write(tmp_path, text))
+    got = traces_fast.read_columns(_write(tmp_path, text), traces.MAX_ROWS)
     assert got is not None and got[0].tolist() == [0.0, 86400.000001]
     text = "TIMESTAMP,ContextTokens,GeneratedTokens\n1969-12-31 23:59:59,1,1\n1970-03-01T00:00:00,2,2\n"
-    assert traces_fast.read_columns(_write(tmp_path, text))[0].tolist() == [0.0, 5_097_601.0]
+    assert traces_fast.read_columns(_write(tmp_path, text), traces.MAX_ROWS)[0].tolist() == [0.0, 5_097_601.0]
 
 
 @pytest.mark.parametrize("day", ["1900-02-29", "2023-02-29", "2023-04-31", "2023-13-01", "0000-01-01"])
@@ -52,7 +52,7 @@ def test_a_date_that_does_not_exist_is_refused_by_the_line_reader(tmp_path, day)
     """1900 is not a leap year (divisible by 100, not by 400), April has 30 days, there is no month 13 nor year 0:
     the column reader declines and the line reader names the line."""
     path = _write(tmp_path, f"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00,1,1\n{day} 00:00:00,1,1\n")
-    assert traces_fast.read_columns(path) is None
+    assert traces_fast.read_columns(path, traces.MAX_ROWS) is None
     with pytest.raises(SpecError, match="line 3: arrival .* neither seconds nor a date"):
         read_trace(path)
 
@@ -71,7 +71,7 @@ def test_a_date_that_does_not_exist_is_refused_by_the_line_reader(tmp_path, day)
 ])
 def test_plain_files_are_read_by_columns_as_the_line_reader_reads_them(tmp_path, monkeypatch, text, name):
     path = _write(tmp_path, text, name)
-    assert traces_fast.read_columns(path) is not None
+    assert traces_fast.read_columns(path, traces.MAX_ROWS) is not None
     assert _same(read_trace(path), _line_by_line(path, monkeypatch))
 
 
@@ -93,7 +93,7 @@ def test_plain_files_are_read_by_columns_as_the_line_reader_reads_them(tmp_path,
     '{"timestamp": 0, "input_length": 01, "output_length": 1, "hash_ids": [0]}\n',          # not JSON
 ])
 def test_other_forms_are_left_to_the_line_reader(tmp_path, text):
-    assert traces_fast.read_columns(_write(tmp_path, text)) is None
+    assert traces_fast.read_columns(_write(tmp_path, text), traces.MAX_ROWS) is None
 
 
 def _random_csv(rng: random.Random) -> str:
@@ -141,7 +141,7 @@ def test_random_plain_files_read_both_ways_agree(tmp_path, monkeypatch):
     for k in range(300):
         text, name = (_random_csv(rng), "t.csv") if k < 200 else (_random_jsonl(rng), "t.jsonl")
         path = _write(tmp_path, text, name)
-        assert traces_fast.read_columns(path) is not None, text
+        assert traces_fast.read_columns(path, traces.MAX_ROWS) is not None, text
         assert _same(read_trace(path), _line_by_line(path, monkeypatch)), text
 
 
@@ -151,7 +151,7 @@ def test_hash_id_tries_built_by_levels_number_nodes_as_row_by_row(tmp_path):
     random id sets (chains drawn from a few shared ids, so prefixes repeat)."""
     from roofline.serving.prefix import hash_blocks
     from roofline.serving.requests import Requests
-    from roofline.serving.traces import BlockIds
+    from roofline.serving.trace_rules import BlockIds
 
     def both(rows):
         lengths = [len(r) for r in rows]
@@ -176,7 +176,7 @@ def test_hash_id_tries_built_by_levels_number_nodes_as_row_by_row(tmp_path):
 
 
 def test_block_ids_index_like_the_lists(tmp_path):
-    """A Mooncake file read by columns keeps its ids flat (traces.BlockIds): row, slice and reorder give the line
+    """A Mooncake file read by columns keeps its ids flat (trace_rules.BlockIds): row, slice and reorder give the line
     reader's lists."""
     text = ('{"timestamp": 9, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n'
             '{"timestamp": 0, "input_length": 100, "output_length": 1, "hash_ids": [3]}\n'
@@ -184,3 +184,21 @@ def test_block_ids_index_like_the_lists(tmp_path):
     blocks = read_trace(_write(tmp_path, text, "t.jsonl")).blocks
     assert [blocks[i] for i in range(3)] == [[3], [4, 5, 6], [1, 2]]  # sorted by arrival
     assert list(blocks[:2]) == [[3], [4, 5, 6]] and list(blocks[1:]) == [[4, 5, 6], [1, 2]]
+
+
+def test_a_pipe_or_a_file_past_the_whole_read_limit_goes_line_by_line(tmp_path, monkeypatch):
+    """A FIFO is never read whole (the line reader streams it), nor a file over MAX_BYTES (the line reader stops at
+    MAX_ROWS rows instead of holding the file)."""
+    import os
+    import threading
+
+    path = _write(tmp_path, "0,100,10\n1,200,20\n")
+    monkeypatch.setattr(traces_fast, "MAX_BYTES", 10)
+    assert traces_fast.read_columns(path, traces.MAX_ROWS) is None
+    assert read_trace(path).prompt_tokens.tolist() == [100, 200]
+    fifo = tmp_path / "p.csv"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: open(fifo, "w").close())  # opens the pipe's other end, writes nothing
+    writer.start()
+    assert traces_fast.read_columns(fifo, traces.MAX_ROWS) is None
+    writer.join(timeout=10)
