@@ -116,14 +116,40 @@ MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash_id in Mooncake's traces: each req
 # of them (kvcache-ai/Mooncake mooncake_trace.jsonl at d21da178: 6755 tokens -> 14 ids, 7319 -> 15, 2287 -> 5)
 
 
-def hash_blocks(requests: Requests, blocks: list[list[int]], block_tokens: int = MOONCAKE_BLOCK_TOKENS
+def hash_blocks(requests: Requests, blocks, block_tokens: int = MOONCAKE_BLOCK_TOKENS
                 ) -> tuple[Requests, PrefixTree]:
-    """Shared prompt blocks named by hash ids (Mooncake's hash_ids, one list per request in arrival order): a node
-    per distinct chain of ids (a trie: the same id after a different chain is other content), each `block_tokens`
-    long and starting where its parent ends; request i shares min(prompt_i, its ids x block_tokens) tokens."""
+    """Shared prompt blocks named by hash ids (Mooncake's hash_ids, one list per request in arrival order, or
+    serving.trace_rules.BlockIds): a node per distinct chain of ids (a trie: the same id after a different chain is
+    other content), each `block_tokens` long and starting where its parent ends, numbered in the order the chains
+    first appear (request by request, root first); request i shares min(prompt_i, its ids x block_tokens) tokens."""
+    from roofline.serving.trace_rules import BlockIds
+
+    if isinstance(blocks, BlockIds) and len(blocks.ids) and int(blocks.lengths.max()) <= TRIE_LEVELS:
+        parent, depth, leaf = _trie_by_levels(blocks)
+        counts = blocks.lengths
+    else:
+        parent, leaf = _trie(blocks)
+        depth = np.zeros(len(parent), dtype=np.int64)
+        for k, up in enumerate(parent):  # parents come first (created before their children)
+            depth[k] = depth[up] + 1 if up >= 0 else 1
+        counts = np.array([len(ids) for ids in blocks], dtype=np.int64)
+    start = (depth - 1) * block_tokens
+    shared = np.minimum(requests.prompt_tokens, counts * block_tokens)
+    leaf_or_root = np.where(leaf >= 0, leaf, 0)  # a request without ids shares nothing (shared 0)
+    if not len(parent):
+        return requests, None
+    tree = _tree(parent, start, np.full(len(parent), block_tokens), leaf_or_root, shared, "hash_ids")
+    return replace(requests, prefix=tree), tree
+
+
+TRIE_LEVELS = 256  # ids per row up to which the trie is built a level at a time (8192-token prompts have 16)
+
+
+def _trie(blocks) -> tuple[list[int], np.ndarray]:
+    """(parent of each node, each request's deepest node or -1) of hash-id chains, one request at a time."""
     parent: list[int] = []
     children: dict[tuple[int, int], int] = {}
-    leaf = np.full(len(requests), -1, dtype=np.int64)
+    leaf = np.full(len(blocks), -1, dtype=np.int64)
     for i, ids in enumerate(blocks):
         node = -1
         for h in ids:
@@ -134,17 +160,37 @@ def hash_blocks(requests: Requests, blocks: list[list[int]], block_tokens: int =
                 _check_nodes(len(parent), "the trace's hash_ids")
             node = children[key]
         leaf[i] = node
-    depth = np.zeros(len(parent), dtype=np.int64)
-    for k, up in enumerate(parent):  # parents come first (created before their children)
-        depth[k] = depth[up] + 1 if up >= 0 else 1
-    start = (depth - 1) * block_tokens
-    counts = np.array([len(ids) for ids in blocks], dtype=np.int64)
-    shared = np.minimum(requests.prompt_tokens, counts * block_tokens)
-    leaf_or_root = np.where(leaf >= 0, leaf, 0)  # a request without ids shares nothing (shared 0)
-    if not parent:
-        return requests, None
-    tree = _tree(parent, start, np.full(len(parent), block_tokens), leaf_or_root, shared, "hash_ids")
-    return replace(requests, prefix=tree), tree
+    return parent, leaf
+
+
+def _trie_by_levels(blocks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """_trie's nodes, numbered as it numbers them, and their depths, built a level (an id position) at a time: at
+    level d the distinct (node at d - 1, id) pairs of the requests with more than d ids are the level's nodes, each
+    first met by the lowest such request; _trie creates nodes in (that request, d) order."""
+    lengths, n = blocks.lengths, len(blocks)
+    node = np.full(n, -1, dtype=np.int64)  # each request's node so far, as a level-major number
+    parents, firsts, depths = [], [], []
+    made = 0
+    for d in range(int(lengths.max())):
+        rows = np.flatnonzero(lengths > d)
+        up, ids = node[rows], blocks.ids[blocks.offsets[rows] + d]
+        order = np.lexsort((rows, ids, up))  # by (parent, id), lowest request first
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (up[order][1:] != up[order][:-1]) | (ids[order][1:] != ids[order][:-1])
+        group = np.cumsum(new) - 1
+        node[rows[order]] = made + group
+        parents.append(up[order][new])
+        firsts.append(rows[order][new])
+        depths.append(np.full(int(new.sum()), d + 1, dtype=np.int64))
+        made += int(new.sum())
+        _check_nodes(made, "the trace's hash_ids")
+    parent, first, depth = (np.concatenate(x) for x in (parents, firsts, depths))
+    created = np.lexsort((depth, first))  # _trie's creation order
+    rank = np.empty(made, dtype=np.int64)
+    rank[created] = np.arange(made)
+    parent = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1)[created]
+    leaf = np.where(lengths > 0, rank[np.maximum(node, 0)], -1)
+    return parent, depth[created], leaf
 
 
 def sessions(requests: Requests, turns: int) -> tuple[Requests, PrefixTree]:

@@ -26,8 +26,10 @@ has a resolution (ulp) of 1.5e-8 s, while an absolute clock (Unix time, 1.7e9 s)
 make the offered rate n / last arrival ~1e-6 of the true one; such a file is refused with that hint. Rows are sorted
 by arrival (stable) and none is dropped.
 
-The file is read line by line (a day of Azure's trace, ~1 M requests, is ~37 MB; Mooncake's JSON lines with their
-hash_ids ~108 MB per million) up to MAX_ROWS rows; a file past that, a file with NUL bytes in its first HEAD_BYTES
+A file in its plain form (serving.traces_fast: no quoting, comments or ragged rows; fixed-width dates; Mooncake's
+lines as json.dumps writes them) is read whole and converted by columns, with the same rows and notes; any other is
+read line by line (a day of Azure's trace, ~1 M requests, is ~37 MB; Mooncake's JSON lines with their hash_ids ~108 MB
+per million). Either way up to MAX_ROWS rows; a file past that, a file with NUL bytes in its first HEAD_BYTES
 (a binary file), one that is not UTF-8 and a CSV field past csv's field limit are refused in one line.
 """
 
@@ -45,21 +47,22 @@ from typing import NamedTuple
 import numpy as np
 
 from roofline.errors import SpecError
+from roofline.serving.trace_rules import (  # noqa: F401  (BLOCK_TOKENS, MAX_* and TRACE_COLUMNS re-exported)
+    BLOCK_TOKENS,
+    MAX_ARRIVAL_S,
+    MAX_TOKENS,
+    TRACE_COLUMNS,
+    BlockIds,
+)
+from roofline.serving.trace_rules import header_index as _header_index
+from roofline.serving.trace_rules import is_header as _is_header
+from roofline.serving.trace_rules import number as _number
 
-TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
-BLOCK_TOKENS = 512  # Mooncake's tokens per hash_id (serving.prefix.MOONCAKE_BLOCK_TOKENS, its evidence there)
-MAX_TOKENS = 2 ** 40  # the lognormal lengths' own clip (serving.requests.LengthDist.sample)
-MAX_ARRIVAL_S = 1e8  # about 3.2 years; see the module docstring
-# Rows of one trace: four days of ~1 M requests. On the project's 2-core machine a 1 M-row CSV read in 5 s (Azure's
-# dated rows 11 s, Mooncake's with hash_ids 19 s) and simulated under vLLM's scheduler in 237 s and 1.0 GB.
+# Rows of one trace: four days of ~1 M requests (a day's CLI run under vLLM's scheduler: benchmarks/serving_scale.md,
+# session 21, with bench_trace_cli.py).
 MAX_ROWS = 1 << 22
 HEAD_BYTES = 1 << 16  # bytes looked at for NULs before reading: a binary file is refused at once
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-HEADER_NAMES = {  # lower-cased header name -> the column it fills
-    "arrival_s": "arrival_s", "timestamp": "arrival_s",
-    "prompt_tokens": "prompt_tokens", "contexttokens": "prompt_tokens", "request tokens": "prompt_tokens",
-    "output_tokens": "output_tokens", "generatedtokens": "output_tokens", "response tokens": "output_tokens",
-}
 MOONCAKE_KEYS = {"timestamp": "arrival_s", "input_length": "prompt_tokens", "output_length": "output_tokens"}
 
 
@@ -70,11 +73,14 @@ class TraceFile(NamedTuple):
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     notes: list[str]
-    blocks: list[list[int]] | None = None
+    blocks: list[list[int]] | BlockIds | None = None
 
 
 def read_trace(path: str | Path) -> TraceFile:
-    """Every row of a trace file, sorted by arrival, and notes on how it was read (module docstring)."""
+    """Every row of a trace file, sorted by arrival, and notes on how it was read (module docstring); a file in its
+    plain form is read by columns (serving.traces_fast: the same rows and notes), any other line by line."""
+    from roofline.serving.traces_fast import read_columns
+
     text = str(path)
     if "://" in text:
         raise SpecError(f"--trace: {text} is a URL; download the file and give its path")
@@ -84,19 +90,24 @@ def read_trace(path: str | Path) -> TraceFile:
         if b"\0" in head:
             raise SpecError(f"--trace: {path} has a NUL byte at byte {head.index(0):,}: a binary file, not a CSV or "
                             "JSON-lines trace")
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows, notes, blocks = _rows(path, handle)
+        columns = read_columns(path, MAX_ROWS)
+        if columns is None:
+            with open(path, encoding="utf-8-sig", newline="") as handle:
+                rows, notes, blocks = _rows(path, handle)
+            columns = (np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.int64),
+                       np.array([r[2] for r in rows], dtype=np.int64), notes, blocks)
     except OSError as err:
         raise SpecError(f"--trace: cannot read {path}: {err.strerror}") from None
     except UnicodeDecodeError:
         raise SpecError(f"--trace: {path} is not UTF-8 text; a trace is a CSV or JSON-lines file") from None
-    if not rows:
+    arrival, prompt, output, notes, blocks = columns
+    if not len(arrival):
         raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
-    arrival = np.array([r[0] for r in rows], dtype=np.float64)
     order = np.argsort(arrival, kind="stable")
-    prompt = np.array([r[1] for r in rows], dtype=np.int64)[order]
-    output = np.array([r[2] for r in rows], dtype=np.int64)[order]
-    if blocks is not None:
+    prompt, output = prompt[order], output[order]
+    if isinstance(blocks, BlockIds):
+        blocks = blocks.take(order)
+    elif blocks is not None:
         blocks = [blocks[i] for i in order.tolist()]
     return TraceFile(arrival[order], prompt, output, notes, blocks)
 
@@ -168,28 +179,6 @@ def _csv_lines(path, reader) -> Iterator[list[str]]:
             raise SpecError(f"--trace: {path} line {reader.line_num}: {err}; not a trace's CSV row") from None
 
 
-def _is_header(row: list[str]) -> bool:
-    """A first row with a field that is not a number is a header."""
-    return any(_number(c.strip()) is None for c in row)
-
-
-def _header_index(path, lineno: int, row: list[str]) -> tuple[tuple[int, int, int], list[str]]:
-    """The positions of arrival_s, prompt_tokens and output_tokens among a header's names, and the names unused."""
-    found: dict[str, int] = {}
-    for i, name in enumerate(row):
-        column = HEADER_NAMES.get(name.strip().lower())
-        if column is not None and column not in found:
-            found[column] = i
-    missing = [c for c in TRACE_COLUMNS if c not in found]
-    if missing:
-        raise SpecError(f"--trace: {path} line {lineno}: a comma-separated header must name {', '.join(missing)} "
-                        "(accepted: arrival_s|TIMESTAMP|Timestamp, prompt_tokens|ContextTokens|Request tokens, "
-                        "output_tokens|GeneratedTokens|Response tokens)")
-    used = set(found.values())
-    return (found["arrival_s"], found["prompt_tokens"], found["output_tokens"]), [
-        row[i].strip() for i in range(len(row)) if i not in used]
-
-
 def _json_rows(path, lines: Iterable[str]) -> tuple[list[tuple[float, int, int]], list[str], list[list[int]] | None]:
     """Rows of a Mooncake JSON-lines trace (timestamp in ms) and their hash_ids when every row's ids are
     ceil(input_length / BLOCK_TOKENS) whole numbers (else None, and a note says which line and why); one JSON
@@ -236,13 +225,6 @@ def _json_rows(path, lines: Iterable[str]) -> tuple[list[tuple[float, int, int]]
 def _json_int_text(value) -> str:
     """A JSON value as _count reads it: an integer's digits, anything else its repr (refused there)."""
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except (ValueError, OverflowError):
-        return None
 
 
 def _arrival_s(path, lineno: int, text: str, unit_s: float) -> float:

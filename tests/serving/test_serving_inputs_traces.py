@@ -52,7 +52,7 @@ def test_mooncake_json_lines_timestamp_in_ms(tmp_path):
             '{"timestamp": 0, "input_length": 6755, "output_length": 500, "hash_ids": ' + str(list(range(14))) + '}\n')
     arrival, prompt, output, notes, blocks = read_trace(_write(tmp_path, text, "t.jsonl"))
     assert arrival.tolist() == [0.0, 3.052] and prompt.tolist() == [6755, 2287] and output.tolist() == [500, 316]
-    assert blocks == [list(range(14)), [0, 42, 43, 44, 45]]
+    assert list(blocks) == [list(range(14)), [0, 42, 43, 44, 45]]
 
 
 def test_mooncake_ids_of_another_block_size_are_noted_not_replayed(tmp_path):
