@@ -438,6 +438,8 @@ def _feature_notes(r: dict[str, Any]) -> list[str]:
                    f"transfer p50 {display.seconds(d['transfer_s']['p50'])}"
                    + (f" (the engine's KV connector {display.seconds(d['connector_s_mean'])} of it, mean"
                       + (f"; its post, {display.seconds(d['post_s_mean'])}, is host work of the decode step that "
-                         "admits the request" if d.get("post_s_mean") else "") + ")"
+                         + ("posts the load; the request runs its last token once a later step reports the load "
+                            "done (vLLM's WAITING_FOR_REMOTE_KVS: two scheduler hops)" if d.get("hops")
+                            else "admits the request") if d.get("post_s_mean") else "") + ")"
                       if d.get("connector_s_mean") else ""))
     return out

@@ -185,4 +185,4 @@ class Disaggregated:
                 "transfer_s": {"p50": float(pct[0]), "p99": float(pct[1]), "mean": float(run.transfer_s.mean())},
                 "connector_s_mean": float(self.connector_s(run.trace.requests.prompt_tokens).mean()),
                 "post_s_mean": float(np.mean(post)) if (post := self.load_host_s(run.trace.requests.prompt_tokens))
-                is not None else 0.0}
+                is not None else 0.0, "hops": self.hops}
