@@ -165,6 +165,7 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     non_torch, context = reserve, context_bytes(workload, hardware)
     if workload.engine == "vllm" and workload.runtime_reserve_bytes is None:  # the engine's measured non-torch
         non_torch, context = peak.non_torch_bytes, 0
+        reserve = non_torch + cudagraph  # what vLLM sets beside weights and activations (the shown reserve)
     if workload.engine != "ideal":
         engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, non_torch, context,
                                                            cudagraph),
