@@ -25,8 +25,8 @@ ROW = re.compile(r"(.*?)\s+(\d+) ms\s+(\d+) ms$")
 def run_once(checkout: Path) -> tuple[str, dict[str, tuple[int, int]]]:
     """One browser-test run in `checkout`: (load averages, {interaction: (server ms, browser ms)})."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "tests/app/test_app_browser.py"], cwd=checkout,
-                          env=env, capture_output=True, text=True, timeout=900)
+    argv = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "tests/app/test_app_browser.py"]
+    done = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode:
         raise SystemExit(f"{checkout}: the browser test failed:\n{done.stdout[-2000:]}")
     lines = (checkout / "ci-artifacts" / "browser_timings.txt").read_text().splitlines()

@@ -42,7 +42,31 @@ def hostile_counts(request) -> HostileCounts:
     return request.config.stash.setdefault(HOSTILE, HostileCounts())
 
 
+def pytest_sessionfinish(session) -> None:
+    """Under pytest-xdist, a worker hands its hostile-input counts to the controller (workeroutput is
+    serialised by execnet: plain lists only), which sums them in pytest_testnodedown."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    counts = session.config.stash.get(HOSTILE, None)
+    if workeroutput is not None and counts:
+        workeroutput["hostile"] = [[c, k, n] for (c, k), n in counts.items()]
+        workeroutput["hostile_failures"] = list(counts.failures)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """The controller's side: add one finished worker's hostile-input counts to this run's."""
+    output = getattr(node, "workeroutput", None) or {}
+    if "hostile" not in output:
+        return
+    counts = node.config.stash.setdefault(HOSTILE, HostileCounts())
+    for cat, kind, n in output["hostile"]:
+        counts[(cat, kind)] += n
+    counts.failures.extend(output.get("hostile_failures", []))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if getattr(config, "workeroutput", None) is not None:
+        return  # a worker's summary is not shown; the controller prints the sum
     counts = config.stash.get(HOSTILE, None)
     if not counts:
         return
