@@ -1,8 +1,8 @@
 """Where a disaggregated request's TTFT goes, term by term: the proxy's legs (pd_proxy.py), the decode server's own
 figures, and roofline's replay of the same arrivals with each term of its decode leg.
 
-python -m validate.engines.pd_legs RUN [--json OUT]   (RUN: run12 | run13 | run14: cases-RUN.json, the results in
-nvidia-h200x2-vllm-2026-11-29-RUN)
+python -m validate.engines.pd_legs RUN [--cases FILE] [--json OUT]   (RUN: run12 | run13 | run14, whose results are
+nvidia-h200x2-vllm-2026-11-29-RUN and cases cases-RUN.json, or a results folder with --cases)
 
 Per rate, means over the requests whose decode leg is under HANDSHAKE_S (the pair's first requests wait ~2.2 s for
 vLLM's handshake, no term of the model):
@@ -39,9 +39,9 @@ WINDOW = re.compile(r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[metrics\.py:\d+\] KV Tra
                     r"transfers=(\d+), Avg xfer time \(ms\)=([\d.]+)")
 
 
-def replay(run: str) -> list[dict]:
+def replay(folder: Path, cases: str) -> list[dict]:
     """Per disaggregated rate of the run: the model's per-request terms (seconds) and the measured legs."""
-    os.environ["ROOFLINE_ENGINE_CASES"] = f"cases-{run}.json"
+    os.environ["ROOFLINE_ENGINE_CASES"] = cases
     import roofline.serving.disagg as disagg
     import roofline.serving.scheduler as scheduler
     import validate.engines.predict as predict
@@ -90,25 +90,27 @@ def replay(run: str) -> list[dict]:
             captured.update(pools=self, out=out, requests=requests)
             return out
 
-    folder = ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}"
     d = predict.CASES["disagg"]
     proxy = [json.loads(x) for x in (folder / f"{d['model']}-pd-proxy-requests.jsonl").read_text().splitlines() if x]
-    starts = [float(x.split()[1]) for x in (folder / f"{d['model']}-pd-marks.txt").read_text().splitlines() if x]
+    marks_at = sorted((float(t), name) for name, t in
+                      (x.split() for x in (folder / f"{d['model']}-pd-marks.txt").read_text().splitlines() if x))
     rates, original = [], disagg.Disaggregated
     scheduler.RemoteLoads, disagg.Disaggregated = Recorded, Pools
     try:
-        for k, (name, flags) in enumerate(predict.pd_runs(folder)):
+        for name, flags in predict.pd_runs(folder):
             for m in marks.values():
                 m.clear()
             with contextlib.redirect_stdout(io.StringIO()):
                 cli(["simulate", *predict.pd_flags("H200"), *flags])
-            rates.append(_terms(name, captured, marks, proxy, starts, k))
+            k = [m for _, m in marks_at].index(name)
+            span = (marks_at[k][0], marks_at[k + 1][0] if k + 1 < len(marks_at) else np.inf)
+            rates.append(_terms(name, captured, marks, proxy, span))
     finally:
         scheduler.RemoteLoads, disagg.Disaggregated = RemoteLoads, original
     return rates
 
 
-def _terms(name: str, captured: dict, marks: dict, proxy: list[dict], starts: list[float], k: int) -> dict:
+def _terms(name: str, captured: dict, marks: dict, proxy: list[dict], span: tuple[float, float]) -> dict:
     """One rate's model terms (the decode pool numbers requests in its arrival order) and its measured legs."""
     out, requests, pools = captured["out"], captured["requests"], captured["pools"]
     n = len(requests)
@@ -122,24 +124,26 @@ def _terms(name: str, captured: dict, marks: dict, proxy: list[dict], starts: li
     model = {"prefill_leg": ready - requests.arrival_s, "decode_leg": first - ready, "api": np.full(n, api),
              "to_post": at["post"] - ready - api, "X": at["observe"] - at["post"],
              "O": at["promote"] - at["observe"], "P": first - at["promote"]}
-    end = starts[k + 1] if k + 1 < len(starts) else np.inf
-    mine = [x for x in proxy if starts[k] <= x["in"] < end and x["decode_first"]]
+    mine = [x for x in proxy if span[0] <= x["in"] < span[1] and x["decode_first"]]
     pre = np.array([x["prefill_done"] - x["in"] for x in mine])
     dec = np.array([x["decode_first"] - x["prefill_done"] for x in mine])
     ok = dec < HANDSHAKE_S
-    return {"rate": name, "requests": n, "handshake": int((~ok).sum()), "span": (starts[k], end),
-            "measured": {"prefill_leg": float(pre[ok].mean()), "decode_leg": float(dec[ok].mean()),
-                         "prefill_leg_p50": float(np.median(pre)), "decode_leg_p50": float(np.median(dec))},
+    measured = {"prefill_leg": float(pre[ok].mean()), "decode_leg": float(dec[ok].mean()),
+                "prefill_leg_p50": float(np.median(pre)), "decode_leg_p50": float(np.median(dec))}
+    if all(x.get("decode_headers") for x in mine):  # pd_proxy.py since run 17: parsed and tokenized by then
+        front = np.array([x["decode_headers"] - x["prefill_done"] for x in mine])
+        measured["decode_to_headers"] = float(front[ok].mean())
+    return {"rate": name, "requests": n, "handshake": int((~ok).sum()), "span": span,
+            "measured": measured,
             "model": {key: float(np.nanmean(v)) for key, v in model.items()}
             | {"prefill_leg_p50": float(np.median(model["prefill_leg"])),
                "decode_leg_p50": float(np.median(model["decode_leg"]))}}
 
 
-def logged_xfer(run: str, rates: list[dict], year: int = 2026) -> None:
+def logged_xfer(folder: Path, rates: list[dict], year: int = 2026) -> None:
     """Each rate's X (s, into rates[k]["measured"]) from the decode log's windows (a line covers the ~10 s before its
     time, UTC as the marks): a window goes to the rate most of whose requests' prefills returned in it (the proxy's
     instants); the run's first window, which holds the handshake's transfers, is left out."""
-    folder = ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}"
     log = (folder / "Llama-3.1-8B-pd-decode.log").read_text()
     proxy = [json.loads(x) for x in (folder / "Llama-3.1-8B-pd-proxy-requests.jsonl").read_text().splitlines() if x]
     posted = np.array([x["prefill_done"] for x in proxy])
@@ -156,9 +160,45 @@ def logged_xfer(run: str, rates: list[dict], year: int = 2026) -> None:
         rates[k]["measured"]["X"], rates[k]["measured"]["X_transfers"] = total / count, int(count)
 
 
-def pooled(run: str) -> dict[str, float]:
+SUMS = {"ttft": "time_to_first_token_seconds", "queue": "request_queue_time_seconds",
+        "prefill_time": "request_prefill_time_seconds", "xfer": "nixl_xfer_time_seconds",
+        "post": "nixl_post_time_seconds"}
+
+
+def _sums(path: Path) -> dict[str, tuple[float, float]]:
+    """(sum, count) of each SUMS histogram in one /metrics scrape."""
+    text = path.read_text()
+    out = {}
+    for key, metric in SUMS.items():
+        total = re.search(rf"vllm:{metric}_sum{{[^}}]*}} (\S+)", text)
+        count = re.search(rf"vllm:{metric}_count{{[^}}]*}} (\S+)", text)
+        if total and count:
+            out[key] = (float(total.group(1)), float(count.group(1)))
+    return out
+
+
+def per_rate_metrics(folder: Path, rates: list[dict]) -> None:
+    """Where serve_pd.sh kept the decode server's /metrics before the first rate and after each one: each rate's
+    means (s) from the difference of two scrapes, into rates[k]["measured"]: vllm_ttft, vllm_queue (add to the
+    promoting schedule), vllm_prefill_time (to the token), X_metrics, post_metrics, and api_inside (TTFT less queue
+    and prefill time: the API path inside vLLM's TTFT)."""
+    prev = folder / "Llama-3.1-8B-pd-metrics-decode-before.txt"
+    for r in rates:
+        path = folder / f"Llama-3.1-8B-pd-metrics-decode-{r['rate'].removeprefix('pd-')}.txt"
+        if not (prev.is_file() and path.is_file()):
+            return
+        a, b = _sums(prev), _sums(path)
+        mean = {k: (b[k][0] - a[k][0]) / (b[k][1] - a[k][1]) for k in b if k in a and b[k][1] > a[k][1]}
+        m = r["measured"]
+        m.update({f"vllm_{k}": v for k, v in mean.items() if k in ("ttft", "queue", "prefill_time")})
+        m.update({f"{k}_metrics": v for k, v in mean.items() if k in ("xfer", "post")})
+        if {"ttft", "queue", "prefill_time"} <= mean.keys():
+            m["api_inside"] = mean["ttft"] - mean["queue"] - mean["prefill_time"]
+        prev = path
+
+
+def pooled(folder: Path) -> dict[str, float]:
     """The decode and prefill servers' histogram means over the run (s) and the proxy's mean legs."""
-    folder = ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}"
     out = {}
     for side in ("prefill", "decode"):
         text = (folder / f"Llama-3.1-8B-pd-metrics-{side}.txt").read_text()
@@ -179,12 +219,17 @@ def pooled(run: str) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("run", choices=("run12", "run13", "run14"))
+    p.add_argument("run", help="run12 | run13 | run14, or a results folder (with --cases)")
+    p.add_argument("--cases", help="the run's cases file in validate/engines (default cases-RUN.json)")
     p.add_argument("--json", type=Path)
     a = p.parse_args()
-    rates = replay(a.run)
-    logged_xfer(a.run, rates)
-    pool = pooled(a.run)
+    folder = ROOT / f"nvidia-h200x2-vllm-2026-11-29-{a.run}" if a.run in ("run12", "run13", "run14") else Path(a.run)
+    if not folder.is_dir() or not (a.cases or a.run.startswith("run")):
+        raise SystemExit(f"pd_legs: {a.run}: not run12-14 nor a results folder given with --cases")
+    rates = replay(folder, a.cases or f"cases-{a.run}.json")
+    logged_xfer(folder, rates)
+    per_rate_metrics(folder, rates)
+    pool = pooled(folder)
     ms = lambda x: f"{x * 1e3:6.1f}" if x == x else "     -"  # noqa: E731
     print(f"{a.run}: means in ms over the requests without the handshake (decode leg < {HANDSHAKE_S * 1e3:.0f} ms)")
     print("rate        | prefill leg meas model | decode leg meas model | X meas model | api  to_post  O     P")
@@ -193,6 +238,11 @@ def main() -> None:
         print(f"{r['rate']:<11} | {ms(m['prefill_leg'])} {ms(s['prefill_leg'])}   | {ms(m['decode_leg'])} "
               f"{ms(s['decode_leg'])}   | {ms(m.get('X', np.nan))} {ms(s['X'])} | {ms(s['api'])} {ms(s['to_post'])} "
               f"{ms(s['O'])} {ms(s['P'])}")
+    for r in rates:
+        extra = {k: v for k, v in r["measured"].items()
+                 if k.startswith(("vllm_", "api_inside", "decode_to_headers")) or "_metrics" in k}
+        if extra:
+            print(f"{r['rate']} per-rate /metrics: " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in extra.items()))
     print("pooled over the run (vLLM's histograms): " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in pool.items()))
     if a.json:
         a.json.write_text(json.dumps({"run": a.run, "rates": rates, "pooled": pool}, indent=1) + "\n")
