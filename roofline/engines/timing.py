@@ -66,14 +66,15 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    prompt KV from the prefill instance through NIXL over UCX, one descriptor per (KV region, block): two regions a
    layer, K and V, one for MLA's latent; vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py@v0.24.0
    register_kv_caches). Blocks of a request are not contiguous in general, so the descriptors do not merge, and
-   UCX posts them one by one on the caller's thread: kv_transfer_s + descriptors x kv_descriptor_s, measured by
-   validate/engines/nixl_probe.py alone (two processes, one GPU each, spaced descriptors of 8-32 KiB, least squares;
-   derive.py --nixl), on top of the bytes over the link between the pools (serving.disagg). Part of that time is
-   host work of the decode instance's worker: the connector posts a request's READs on the thread that launches the
-   steps (NixlConnector.start_load_kv, before the step's forward; NIXL's UCX backend with vLLM's num_threads 4), so
-   the step that starts a load takes its post as host work of its own (EngineOverheads.combine's loads_s): kv_post_s
-   + descriptors x kv_post_descriptor_s, measured alone by nixl_probe.py with NUM_THREADS=4 (derive.py --nixl-post).
-   Zero until measured.
+   UCX posts them one by one on the caller's thread: from the post to the READs' completion kv_transfer_s +
+   descriptors x kv_descriptor_s, measured by validate/engines/nixl_probe.py alone with the UCX threads the connector
+   gives its agent (num_threads 4: nixl/base_worker.py@v0.24.0 lines 319-329; two processes, one GPU each, spaced
+   descriptors of 8-32 KiB, relative least squares; derive.py --nixl), on top of the bytes over the link between the
+   pools (serving.disagg). Part of that time is host work of the decode instance's worker: the connector posts a
+   request's READs on the thread that launches the steps (NixlConnector.start_load_kv, before the step's forward),
+   so the step that starts a load takes its post as host work of its own (EngineOverheads.combine's loads_s):
+   kv_post_s + descriptors x kv_post_descriptor_s, measured alone by nixl_probe.py with NUM_THREADS=4 (derive.py
+   --nixl-post). Zero until measured.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

@@ -11,11 +11,12 @@ instance, which loads it and generates every output token, the first included. S
   bytes / (NICs x link bytes/s) + link latency; transfers do not contend with each other (a dedicated NIC per GPU);
   plus the engine's KV connector (roofline/engines/timing.py mechanism 10, vLLM's NixlConnector measured alone):
   each GPU's worker reads one descriptor per (KV region, block) of the prompt, two regions a cached layer (K and
-  V; one for MLA's latent) on its pipeline stage, kv_transfer_s + descriptors x kv_descriptor_s, posted one by one
-  (run 12, two H200s: ~20 ms of a 1,024-token Llama-3.1-8B prompt's ~21, the bytes ~0.5 over NVLink); the decode
-  instance's worker posts those READs on the thread that launches its steps, so the step that posts them takes the
-  post as host work of its own (EngineTiming.post_s, EngineOverheads.combine's loads_s): every running sequence
-  waits for it; the transfer, post included, starts at the post (the two hops below);
+  V; one for MLA's latent) on its pipeline stage, kv_transfer_s + descriptors x kv_descriptor_s from the post to the
+  completion, posted one by one (two H200s, the connector's 4 UCX threads: ~14 ms for a 1,024-token Llama-3.1-8B
+  prompt's 4,096 descriptors, its 134 MB ~0.5 ms over NVLink); the decode instance's worker posts those READs on the
+  thread that launches its steps, so the step that posts them takes the post as host work of its own
+  (EngineTiming.post_s, EngineOverheads.combine's loads_s): every running sequence waits for it; the transfer, post
+  included, starts at the post (the two hops below);
 - decode pool: the request arrives with its prompt's KV but the last token preloaded (the decode side computes that
   token to emit the first output token), needs pages for all of it, and decodes to the end.
 
@@ -26,15 +27,17 @@ scheduler takes the request in two hops, each at a step boundary (vllm/...@v0.24
    after its arrival starts, which runs one step later) asks the connector for its external tokens, all its prompt's
    (nixl/pull_scheduler.py:34-66), allocates their blocks with no tokens to compute (v1/core/sched/scheduler.py:782-785,
    869-883) and parks it in WAITING_FOR_REMOTE_KVS in skipped_waiting, not in `running` (:918-937). The worker call
-   of that schedule posts the READs (kv_connector_model_runner_mixin.py:95, start_load_kv before the forward;
+   of that schedule posts the READs (vLLM 0.24 runs its V2 model runner, v1/worker/gpu/model_runner.py: execute_model's
+   kv_connector.pre_forward, start_load_kv before the forward, :1261 / :1281 and gpu/kv_connector.py:61-75;
    nixl/pull_worker.py:40-77); a schedule with nothing else to run still makes a step that posts them
-   (gpu_model_runner.py:4123-4124, kv_connector_no_forward). The post instant is the schedule's, not the step's: with
+   (model_runner.py:1117-1120, kv_connector.no_forward). The post instant is the schedule's, not the step's: with
    async scheduling step n + 2 is scheduled, and its worker called, when step n + 1 starts (v1/engine/core.py:539-581),
    so a request arriving during step n is posted at step n + 1's start with or without the lag. The transfer ends
    transfer_s after the post (the post its first part).
-2. Report. Each worker call's get_finished, after the forward's launch (kv_connector_model_runner_mixin.py:102-104),
-   polls the READs (nixl/base_worker.py:1877-1885, 2003-2048 check_xfer_state "DONE"; at tp > 1 a request is done
-   once every worker reports it: kv_connector/utils.py:75-90); the step's output carries it to update_from_output
+2. Report. Each worker call's get_finished, after the forward's and the sampler's launch (model_runner.py:1465,
+   sample_tokens' kv_connector.post_forward; gpu/kv_connector.py:77-92), polls the READs (nixl/base_worker.py:
+   1877-1885, 2003-2048 check_xfer_state "DONE"; at tp > 1 a request is done once every worker reports it:
+   kv_connector/utils.py:75-90); the step's output carries it to update_from_output
    (scheduler.py:1733-1734 -> 2422-2442, finished_recving_kv_req_ids), after that step's GPU work. Only a schedule made
    after that promotes the request (skipped_waiting is walked before waiting: scheduler.py:627-650, 1818-1829;
    _try_promote_blocked_waiting_request :2390-2402) and schedules its last prompt token, recomputed
@@ -51,8 +54,11 @@ While it waits the request holds its prompt's pages (they count against the pool
 `running` is), not a place under max_num_seqs (a full `running` stops the admission loop, posts included:
 scheduler.py:630-631), counts as waiting in the engine's stats (:1962), and its post spends no token budget (the loop
 runs while budget is left). Not modelled: vLLM admits a load only if it fits beside the blocks other in-flight
-prefills still need (:862-867; a decode pool's loads need none beyond their prompt's), and the observation's instant
-is the step's schedule, not the end of its launch (a step's host work later). Engines without a connector law
+prefills still need (:862-867; a decode pool's loads need none beyond their prompt's); the observation's instant
+is the step's schedule, not the end of its launch (a step's host work later); and the engine core's loop is serial
+(core.py:539-581: schedule, execute_model, sample_tokens, then the previous step's output), so the schedule after a
+posting one is made when the post's host work ends, later than the start of the step in flight when the post
+outlasts that step (here the next schedule is that step's start). Engines without a connector law
 (ideal, SGLang, TensorRT-LLM's profiles here) keep one arrival at the transfer's end.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's hops and first step; TPOT is
 the decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill

@@ -35,9 +35,12 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   roofline's import of each config.json). The narrow models are not judged; the law applies to every model.
 - op_kernels: from the source (OP_KERNELS), not a measurement.
 - a disaggregated pair's KV connector (--nixl FILE, nixl_probe.py's result with ISOLATE=1: one GPU a process, as the
-  two servers run): READs of spaced descriptors (no two merge, as a request's blocks in an engine's pool) of 8-32
-  KiB, each case's completion less its bytes over the back-to-back cases' bandwidth (the wire, which the serving
-  model prices on the link between the pools), least squares kv_transfer_s + descriptors x kv_descriptor_s.
+  two servers run, and NUM_THREADS=4: the UCX threads vLLM's NixlConnector gives its agent,
+  vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py@v0.24.0 lines 319-329, which complete the READs
+  faster than NIXL's default threads): READs of spaced descriptors (no two merge, as a request's blocks in an
+  engine's pool) of 8-32 KiB, each case's completion (post to DONE) less its bytes over the back-to-back cases'
+  bandwidth (the wire, which the serving model prices on the link between the pools), relative least squares
+  kv_transfer_s + descriptors x kv_descriptor_s.
 - the part of it the decode worker's thread spends posting the READs (--nixl-post FILE, nixl_probe.py's result with
   ISOLATE=1 and NUM_THREADS=4, the connector's own num_threads: vllm/distributed/kv_transfer/kv_connector/v1/nixl/
   base_worker.py@v0.24.0): the spaced cases' post (make_prepped_xfer + transfer on the caller's thread), relative
@@ -357,14 +360,15 @@ def _spaced_fit(spaced: list[dict], ts: list[float]) -> tuple[float, float, list
 def nixl_law(path: Path) -> tuple[dict, dict, list[dict]]:
     """kv_transfer_s and kv_descriptor_s from nixl_probe.py's isolated result (module docstring); the points."""
     d = json.loads(path.read_text())
-    if not d.get("isolate"):
-        raise SystemExit(f"--nixl {path}: not nixl_probe.py's ISOLATE=1 result")
+    if not d.get("isolate") or d.get("num_threads") != 4:
+        raise SystemExit(f"--nixl {path}: not nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result (the connector's threads)")
     cases = d["cases"]
     wire_bps = statistics.median(c["bytes_per_s"] for c in cases if c["spacing"] == 1 and c["bytes"] >= 1 << 27)
     spaced = [c for c in cases if c["spacing"] > 1]
     alpha, per, points = _spaced_fit(spaced, [c["done_s"] - c["bytes"] / wire_bps for c in spaced])
-    src = (f"{path} spaced READs (no merging) of {sorted({c['bytes_each'] for c in spaced})} bytes, completion less "
-           f"bytes / {wire_bps / 1e9:.0f} GB/s (back-to-back cases of >= 128 MiB), t = alpha + descriptors x per")
+    src = (f"{path} spaced READs (no merging) of {sorted({c['bytes_each'] for c in spaced})} bytes with the "
+           f"connector's 4 UCX threads, completion (post to DONE) less bytes / {wire_bps / 1e9:.0f} GB/s (back-to-back "
+           "cases of >= 128 MiB), t = alpha + descriptors x per")
     return ({"kv_transfer_s": alpha, "kv_descriptor_s": per}, {"kv_transfer_s": src, "kv_descriptor_s": src},
             points)
 
@@ -411,7 +415,8 @@ def main() -> None:
     p.add_argument("--eager", type=Path, help="lat.py results of the narrow models (a step without CUDA graphs)")
     p.add_argument("--micro4", type=Path, help="micro4.py's result (KV write, sampler, a kernel in a graph replay)")
     p.add_argument("--micro5", type=Path, help="micro5_window.py's result (FA3's sliding-window decode kernel)")
-    p.add_argument("--nixl", type=Path, help="nixl_probe.py's ISOLATE=1 result (a disaggregated pair's connector)")
+    p.add_argument("--nixl", type=Path, help="nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result (a disaggregated pair's "
+                                             "connector: its completion)")
     p.add_argument("--allreduce", type=Path, help="ar_probe.py's result (vLLM's custom all-reduce at tp 2)")
     p.add_argument("--nixl-post", type=Path, help="nixl_probe.py's ISOLATE=1 NUM_THREADS=4 result (the post)")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))

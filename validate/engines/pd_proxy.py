@@ -7,8 +7,11 @@ is non-streamed with max_tokens 1, the decode request carries the returned kv_tr
 for both), written here with aiohttp (in the GPU image) so the harness carries no test file of the engine's.
 
 Usage: python3 pd_proxy.py PORT PREFILL_PORT DECODE_PORT
-Each request's three instants (received, prefill answered, first decode byte) go to stderr as one JSON line, so the
-run's TTFT can be split into the prefill leg and the decode leg.
+Each request's instants go to stderr as one JSON line, so the run's TTFT can be split into its legs: received ("in"),
+prefill answered ("prefill_done"), the decode server's response headers ("decode_headers": a streamed completion's
+StreamingResponse starts once the server has parsed and tokenized the prompt, before the engine's add_request, which
+the response's first iteration makes: vllm/entrypoints/openai/completion/serving.py@v0.24.0 _create_completion,
+api_router.py:66, v1/engine/async_llm.py:524-586 generate, an async generator), first decode byte ("decode_first").
 """
 
 import asyncio
@@ -46,14 +49,15 @@ async def completions(request: web.Request) -> web.StreamResponse:
     await out.prepare(request)
     t_first = None
     async with session.post(f"http://127.0.0.1:{DECODE}{path}", json=second, headers=headers) as r:
+        t_headers = time.time()
         r.raise_for_status()
         async for chunk in r.content.iter_any():
             if t_first is None:
                 t_first = time.time()
             await out.write(chunk)
     await out.write_eof()
-    print(json.dumps({"id": rid, "in": t_in, "prefill_done": t_pre, "decode_first": t_first,
-                      "transfer_params": bool(params)}), file=sys.stderr, flush=True)
+    print(json.dumps({"id": rid, "in": t_in, "prefill_done": t_pre, "decode_headers": t_headers,
+                      "decode_first": t_first, "transfer_params": bool(params)}), file=sys.stderr, flush=True)
     return out
 
 
