@@ -1,8 +1,9 @@
-"""Runs 12, 13 and 14 (two H200s of one host) against roofline: the prediction committed before each run and the
+"""Runs 12, 13, 14 and 17 (two H200s of one host) against roofline: the prediction committed before each run and the
 model as it stands, side by side (tp 2 capacity, decode and prefill; disaggregated serving).
 
 python -m validate.engines.compare_x2 [--dir DIR]   (writes nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt and
--run14-x2-compare.txt there; default validate/results/engines)
+-run14-x2-compare.txt there, and run 17's nvidia-h200-vllm-2026-11-30-run17-x2-compare.txt; default
+validate/results/engines)
 Its step and capacity rows are in validate.engines.compare's format, so the H200 vLLM trust bands
 (roofline.trust.engines) pool them with the one-GPU runs'; the disaggregated runs are reported in their own lines,
 which the bands do not read (a pair of servers is not one engine's serving).
@@ -20,8 +21,9 @@ import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
-RUNS = {run: (f"cases-{run}.json", ROOT / f"nvidia-h200x2-vllm-2026-11-29-{run}",
-              ROOT / f"h200x2-vllm-{run}-predicted.json") for run in ("run12", "run13", "run14")}
+DATES = {"run12": "2026-11-29", "run13": "2026-11-29", "run14": "2026-11-29", "run17": "2026-11-30"}
+RUNS = {run: (f"cases-{run}.json", ROOT / f"nvidia-h200x2-vllm-{date}-{run}",
+              ROOT / f"h200x2-vllm-{run}-predicted.json") for run, date in DATES.items()}
 # (phase, lat.py's measured key, predict.py's key): the step rows of the report
 PHASES = (("decode", "decode_step_s", "decode_step_s"), ("prefill", "median_s", "prefill_s"))
 NARROW = "tiny-"  # run 14's narrow models (the host's own cost at tp 1 and tp 2): rows marked '*', not judged
@@ -121,22 +123,27 @@ HEADS = {"run12-13": ["Runs 12-13, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy we
                    "disaggregated pair:",
                    "measured against roofline's prediction committed before the run ('before') and the model as it "
                    "stands ('now');",
-                   "rows marked '*' are the narrow models (the host's own cost), not judged."]}
-REPORTS = {"run12-13": (["run12"], ["run12", "run13"]), "run14": (["run14"], ["run14"])}
+                   "rows marked '*' are the narrow models (the host's own cost), not judged."],
+         "run17": ["Run 17, 2 x NVIDIA H200 (NV18), vLLM 0.24.0, dummy weights: a disaggregated pair at 512 in / 256 "
+                   "out after its handshake (PD_WARMUP=4), measured",
+                   "against roofline's prediction committed before the run ('before') and the model as it stands "
+                   "('now'); the term-by-term legs: python -m validate.engines.pd_legs RUN --cases cases-run17.json"]}
+REPORTS = {"run12-13": (["run12"], ["run12", "run13"], "2026-11-29"), "run14": (["run14"], ["run14"], "2026-11-29"),
+           "run17": ([], ["run17"], "2026-11-30")}
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--dir", type=Path, default=ROOT)
     a = p.parse_args()
-    for report, (tables, serves) in REPORTS.items():
+    for report, (tables, serves, date) in REPORTS.items():
         lines = list(HEADS[report])
         for run in tables:
             table(run, lines)
         for run in serves:
             served(run, lines)
         text = "\n".join(lines) + "\n"
-        (a.dir / f"nvidia-h200-vllm-2026-11-29-{report}-x2-compare.txt").write_text(text)
+        (a.dir / f"nvidia-h200-vllm-{date}-{report}-x2-compare.txt").write_text(text)
         print(text, end="")
 
 
