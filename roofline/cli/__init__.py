@@ -57,6 +57,14 @@ def bounded_int(limit: int, minimum: int = 1) -> Callable[[str], int]:
 positive_int = bounded_int(MAX_COUNT)
 
 
+def add_host_speed(p: argparse.ArgumentParser) -> None:
+    """--host-speed, shared by `plan` and `simulate` (roofline.engines.timing mechanism 11)."""
+    p.add_argument("--host-speed", type=bounded_float(100.0), default=1.0,
+                   help="the host CPU's speed against the one the engine's time profile was measured on: its host "
+                   "work (scheduling, launches, the API server) is divided by this (default 1; measure: 16.63 ms / "
+                   "your tiny vLLM server's median TTFT at concurrency 1, validate/engines/serve_tiny.sh)")
+
+
 def bounded_float(limit: float) -> Callable[[str], float]:
     """An argparse type: a finite number in (0, limit]."""
 

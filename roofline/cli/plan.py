@@ -35,7 +35,7 @@ def add_plan_parser(sub) -> None:
 
 def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
     """The model, hardware, methods and workload flags `plan` and `best` share."""
-    from roofline.cli import MAX_CONTEXT, bounded_float, bounded_int, positive_int
+    from roofline.cli import MAX_CONTEXT, add_host_speed, bounded_float, bounded_int, positive_int
 
     p.add_argument("--model", help="catalogue name, YAML spec or HF config.json (default Llama-3.1-8B)")
     p.add_argument("--name", help="the model's name when --model is a config.json (default: its _name_or_path, "
@@ -62,6 +62,7 @@ def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
                    help="storage dtype of the routed experts (default: --weight-dtype); gpt-oss ships mxfp4 experts")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
                    help="size the KV pool by this engine's rules and page size (default ideal; see `capacity`)")
+    add_host_speed(p)
     add_ceilings_fusion(p)
     p.add_argument("--kernel-profile", choices=tuple(kernel_profiles.PROFILES), default=kernel_profiles.DEFAULT,
                    help="decode kernel a quantized cache is read by (roofline.catalogue.kernel_profiles; default "
@@ -95,7 +96,7 @@ def _workload(args: argparse.Namespace):
                 "expert_weight_dtype": args.expert_weight_dtype,
                 "micro_batches": args.micro_batches or (min(args.pp, data["batch"]) if args.pp > 1 else None),
                 "runtime_reserve_bytes": None if args.reserve_gib is None else _gib_to_bytes(args.reserve_gib),
-                **_engine_fields(args.engine)}
+                **_engine_fields(args.engine), "host_speed": args.host_speed if args.host_speed != 1.0 else None}
     data.update({k: v for k, v in optional.items() if v is not None})
     return validate(Workload, data, "workload")
 

@@ -111,7 +111,9 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     head += memory_line(result) + "\n"
     if "ceilings" in result:
         head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
-                 + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "") + "\n")
+                 + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "")
+                 + (f"; host {w['host_speed']:g}x the {w['engine']} profile's (its host work / {w['host_speed']:g})"
+                    if w.get("host_speed", 1.0) != 1.0 else "") + "\n")
     if "trust" in result:
         head += f"trust: {result['trust']['text']}\n"
     rows = ordered(result["results"])

@@ -20,7 +20,7 @@ DEFAULT_REQUESTS = 1000
 
 
 def add_simulate_parser(sub, positive_int, positive_float) -> None:
-    from roofline.cli import bounded_int
+    from roofline.cli import add_host_speed, bounded_int
 
     p = sub.add_parser("simulate", help=SIMULATE_HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
@@ -84,6 +84,7 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--no-async-scheduling", action="store_true",
                    help="vLLM's --no-async-scheduling (the default before 0.14): each step's host work after its GPU "
                         "work, not under it, and no admission lag")
+    add_host_speed(p)
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
@@ -136,7 +137,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
                             "micro_batches": micro, "batch": micro,  # the simulation sets each step's batch
                             "prefill_chunk_tokens": profile.max_num_batched_tokens, "engine": args.engine,
-                            "page_tokens": profile.page_tokens}
+                            "page_tokens": profile.page_tokens, "host_speed": args.host_speed}
     if args.utilization is not None:
         data["gpu_memory_utilization"] = args.utilization
     workload = validate(Workload, data, "workload")
@@ -292,7 +293,7 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
 
     overlap = False if getattr(args, "no_async_scheduling", False) else None  # vLLM's flag (check_flags)
     profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2),
-                         overlap=overlap)
+                         overlap=overlap, host_speed=args.host_speed)
     caching = None if args.prefix_caching is None else args.prefix_caching == "on"
     profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
     if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:
@@ -353,7 +354,8 @@ def _engine_json(engine) -> dict[str, Any]:
             "max_num_batched_tokens": engine.max_num_batched_tokens, "chunked_prefill": engine.chunked_prefill,
             "mixed_steps": engine.mixed_steps, "preemption": engine.preemption, "pad_scope": engine.pad_scope,
             "capture_sizes_max": engine.capture_sizes[-1] if engine.capture_sizes else None,
-            "page_tokens": engine.page_tokens, "prefix_caching": engine.prefix_caching, "notes": list(engine.notes)}
+            "page_tokens": engine.page_tokens, "prefix_caching": engine.prefix_caching, "host_speed": engine.host_speed,
+            "notes": list(engine.notes)}
 
 
 def _strict(value: Any) -> Any:
@@ -417,7 +419,9 @@ def _feature_notes(r: dict[str, Any]) -> list[str]:
     e, c = r["engine"], r["clients"]
     out = [f"engine {e['name']}: {e['max_num_seqs']} sequences, {e['max_num_batched_tokens']} tokens a step"
            + ("" if e["chunked_prefill"] else ", no chunked prefill") + ("" if e["mixed_steps"] else
-                                                                         ", prefill and decode in separate steps")]
+                                                                         ", prefill and decode in separate steps")
+           + (f"; host {e['host_speed']:g}x its time profile's (host work / {e['host_speed']:g})"
+              if e.get("host_speed", 1.0) != 1.0 else "")]
     if c["max_concurrency"] or c["session_turns"] > 1:
         who = (f"at most {c['max_concurrency']} outstanding" if c["max_concurrency"]
                else f"sessions of {c['session_turns']} turns")

@@ -134,6 +134,9 @@ class EngineScheduling:
     # a request that reaches the engine while a step runs joins the step after the next, not the next (vLLM under
     # asynchronous scheduling: step n + 1 is scheduled as soon as step n is launched; vllm_admission_lag)
     admission_lag: bool = False
+    # the host's speed against the one the engine's time profile was measured on (timing mechanism 11): the host
+    # figures the builders below read (with_eager, with_speculative) are divided by it
+    host_speed: float = 1.0
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1:
@@ -168,14 +171,15 @@ def device_memory_bytes(hardware: Hardware) -> int:
     return int(hardware.driver_memory_bytes or hardware.memory_bytes)
 
 
-def measured_overheads(engine: str) -> EngineOverheads:
+def measured_overheads(engine: str, host_speed: float = 1.0) -> EngineOverheads:
     """The engine's host costs from its time profile (roofline.engines.timing; zeros where none is measured): the
     API server's per-step law and its overlap as measured, and per request on the server's path its request cost
     and the server's own (timing.request_s + api_request_s: the tiny server's TTFT at concurrency 1) less the one
-    step's host work the simulator already charges that request's first step."""
-    from roofline.engines.timing import timing
+    step's host work the simulator already charges that request's first step; on a host `host_speed` times as fast
+    as the profile's (timing mechanism 11)."""
+    from roofline.engines.timing import timing_on
 
-    t = timing(engine)
+    t = timing_on(engine, host_speed)
     host_1 = t.server_step_s + t.server_per_seq_s
     api = max(0.0, t.request_s + t.api_request_s - host_1) if t.request_s or t.api_request_s else 0.0
     return EngineOverheads(step_s=t.server_step_s, per_seq_s=t.server_per_seq_s, api_request_s=api,
@@ -192,9 +196,9 @@ def with_speculative(profile: EngineScheduling, method: str | None) -> EngineSch
     step's. The draft passes' host work bounds each pass from below (serving.speculative.DraftCost)."""
     if method != "draft" or profile.engine != "vllm" or not profile.overheads.overlap:
         return profile
-    from roofline.engines.timing import timing
+    from roofline.engines.timing import timing_on
 
-    extra = timing("vllm").spec_step_s
+    extra = timing_on("vllm", profile.host_speed).spec_step_s
     o = profile.overheads
     return replace(profile, overheads=replace(o, overlap=False, step_s=o.step_s + extra), admission_lag=False,
                    notes=profile.notes + (f"vllm: async scheduling off with a draft model (host work after the "
@@ -206,9 +210,10 @@ def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> Engin
     a step of more tokens than its largest capture size costs at least the launches of every kernel from Python
     (roofline/engines/timing.py mechanism 8, EngineTiming.eager_launch_s); unchanged without graphs or a
     measurement."""
-    from roofline.engines.timing import timing
+    from roofline.engines.timing import timing_on
 
-    eager = timing(profile.engine).eager_launch_s(layers, moe_layers) if profile.capture_sizes else 0.0
+    eager = (timing_on(profile.engine, profile.host_speed).eager_launch_s(layers, moe_layers)
+             if profile.capture_sizes else 0.0)
     if not eager:
         return profile
     return replace(profile, overheads=replace(profile.overheads, eager_above_tokens=profile.capture_sizes[-1],
@@ -266,20 +271,23 @@ def vllm_admission_lag(async_scheduling: bool) -> bool:
 
 
 def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
-         overlap: bool | None = None) -> EngineScheduling:
+         overlap: bool | None = None, host_speed: float = 1.0) -> EngineScheduling:
     """vLLM's defaults for this GPU and entry point ('api': `vllm serve`; 'offline': the `LLM` class); `overlap`:
-    whether host work hides under the GPU's (vllm_async_scheduling of the release; None: as measured)."""
+    whether host work hides under the GPU's (vllm_async_scheduling of the release; None: as measured); its host costs
+    on a host `host_speed` times as fast as the profile's (timing mechanism 11)."""
     big = device_memory_bytes(hardware) >= 70 * GIB and "a100" not in hardware.name.lower()
     tokens = {"offline": 16384, "api": 8192}[entry] if big else {"offline": 8192, "api": 2048}[entry]
     seqs = min(1024 if big else 256, tokens)
-    overheads = measured_overheads("vllm")
+    overheads = measured_overheads("vllm", host_speed)
     if overlap is not None:
         overheads = replace(overheads, overlap=overlap)
     return EngineScheduling(
         "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
         prefix_caching=True, page_tokens=16, overheads=overheads, admission_lag=vllm_admission_lag(overheads.overlap),
-        notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
-               f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",))
+        host_speed=host_speed, notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
+               f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",)
+        + ((f"vllm: host {host_speed:g}x the time profile's (its host work / {host_speed:g})",)
+           if host_speed != 1.0 else ()))
 
 
 def sglang_graph_max_bs(memory_mib: float, tp: int) -> tuple[int, int]:
@@ -349,13 +357,15 @@ def ideal() -> EngineScheduling:
 
 def scheduling(engine: str, hardware: Hardware, entry: str = "api", tp: int = 1, pool_tokens: int | None = None,
                context_len: int = 4096, speculative_tokens: int = 0,
-               overlap: bool | None = None) -> EngineScheduling:
+               overlap: bool | None = None, host_speed: float = 1.0) -> EngineScheduling:
     """The engine's own scheduler defaults for this GPU (see the module docstring for each source); `overlap`
-    (vLLM): the release's asynchronous scheduling (vllm_async_scheduling), None for the measured profile's."""
+    (vLLM): the release's asynchronous scheduling (vllm_async_scheduling), None for the measured profile's;
+    `host_speed`: the host against the one the engine's time profile was measured on (timing mechanism 11; an
+    engine with no measured host costs has none to scale)."""
     if entry not in ENTRY_POINTS:
         raise SpecError(f"--entry-point: {entry!r} is not one of {', '.join(ENTRY_POINTS)}")
     if engine == "vllm":
-        return vllm(hardware, entry, speculative_tokens, overlap)
+        return vllm(hardware, entry, speculative_tokens, overlap, host_speed)
     if engine == "sglang":
         return sglang(hardware, tp, pool_tokens, context_len)
     if engine == "trtllm":

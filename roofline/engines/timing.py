@@ -76,6 +76,14 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    kv_post_s + descriptors x kv_post_descriptor_s, measured alone by nixl_probe.py with NUM_THREADS=4 (derive.py
    --nixl-post). Zero until measured.
 
+11. **The host's speed.** Every figure of 1, 5-8 and 10's post is work of one Python thread on the host's CPU, so it
+   scales with that core's speed: the tiny server of validate/engines run on two lent H200 hosts read a median TTFT
+   at concurrency 1 of 16.63 ms (2026-11-28, the profile's own source) and 9.50 ms (run 17, 2026-11-30), and its
+   median TPOT 2.91 and 1.53 ms: 1.75x and 1.91x, the two states run 11 found the lent hosts' vCPUs in (1.71x,
+   validate/notes/2026-11-29-vllm-h200-run11.md). `host_speed` (a workload's, `--host-speed`) divides those figures:
+   1 is the profile's own host; a user's host is its tiny server's TTFT at concurrency 1 against 16.63 ms
+   (validate/engines/serve_tiny.sh). GPU work (4, 9) and the connector's completion (10) do not move with it.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -216,6 +224,12 @@ class EngineTiming:
 
 IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the GPU work alone"})
 
+# the figures of one host thread's work (module docstring, 11.): divided by the host's speed
+HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
+               "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
+               "kv_post_descriptor_s")
+HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
+
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
 # weights through the fused Triton kernel, UnquantizedFusedMoEMethod); a quantized MoE (mxfp4, fp8, int4 ...) runs
 # another backend whose host path is not measured, so its layers pay the dense layer's launches only
@@ -231,6 +245,26 @@ def eager_layers(model, workload) -> tuple[int, int]:
     experts = workload.expert_weight_dtype or workload.weight_dtype
     moe = moe_layer_count(model) if experts in EAGER_MOE_DTYPES else 0
     return -(-model.num_layers // pp), -(-moe // pp)
+
+
+def on_host(profile: EngineTiming, host_speed: float) -> EngineTiming:
+    """`profile` on a host `host_speed` times as fast as the one its host figures were measured on (module
+    docstring, 11.): every HOST_FIELDS figure divided by it; the profile itself at 1."""
+    if host_speed == 1.0:
+        return profile
+    if not (host_speed > 0 and host_speed < float("inf")):
+        raise SpecError(f"host_speed: {host_speed!r} must be a positive number (1: the profile's own host)")
+    return replace(profile, **{f: getattr(profile, f) / host_speed for f in HOST_FIELDS})
+
+
+def timing_on(engine: str, host_speed: float = 1.0) -> EngineTiming:
+    """The time profile of `engine` (timing) on a host `host_speed` times as fast as the profile's own (on_host)."""
+    return timing(engine) if host_speed == 1.0 else _timing_on(engine, host_speed)
+
+
+@cache
+def _timing_on(engine: str, host_speed: float) -> EngineTiming:
+    return on_host(timing(engine), host_speed)
 
 
 @cache

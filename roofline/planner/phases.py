@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
-from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, timing
+from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, timing_on
 from roofline.methods import CacheModel, MethodConfig
 from roofline.numbers import codegen
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
@@ -50,8 +50,9 @@ class PhaseModel:
 
     @property
     def engine(self) -> EngineTiming:
-        """The workload's engine's time profile (IDEAL: the GPU work alone)."""
-        return timing(self.workload.engine)
+        """The workload's engine's time profile (IDEAL: the GPU work alone) on the workload's host (its host_speed:
+        engines.timing mechanism 11)."""
+        return timing_on(self.workload.engine, self.workload.host_speed)
 
     def _graph_kwargs(self, phase: str) -> dict:
         w = self.workload

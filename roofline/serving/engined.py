@@ -34,5 +34,6 @@ def workload_simulator(model, hardware, workload, method, max_tokens: int, clock
     ideal scheduler (no engine profile) for 'ideal'; `clock` as engine_simulator's."""
     if workload.engine == "ideal":
         return Simulator(model, hardware, workload, method, max_tokens=max_tokens, clock=clock)
-    profile = scheduling(workload.engine, hardware, "api", workload.tp, context_len=max(max_tokens, 2))
+    profile = scheduling(workload.engine, hardware, "api", workload.tp, context_len=max(max_tokens, 2),
+                         host_speed=workload.host_speed)
     return engine_simulator(model, hardware, workload, method, max_tokens, profile, clock=clock)

@@ -181,9 +181,9 @@ def draft_pass_host_s(engine, draft_layers: int) -> float:
     vLLM's measured law (roofline/engines/timing.py 7), 0 for the ideal engine or one not measured."""
     if engine is None or engine.engine != "vllm":
         return 0.0
-    from roofline.engines.timing import timing
+    from roofline.engines.timing import timing_on
 
-    return timing("vllm").draft_pass_host_s(draft_layers)
+    return timing_on("vllm", engine.host_speed).draft_pass_host_s(draft_layers)
 
 
 def speculative_pool(pool, draft: DraftCost, max_tokens: int):

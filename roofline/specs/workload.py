@@ -63,6 +63,9 @@ class Workload(Spec):
         "time when its measured section has one.")
     engine: Engine = Field(
         "ideal", description="Whose memory conventions size the KV pool (roofline.engines); 'ideal': the planner's.")
+    host_speed: float = Field(
+        1.0, gt=0.0, le=100.0, description="The host CPU's speed against the one the engine's time profile was "
+        "measured on (roofline.engines.timing mechanism 11): its host work is divided by this; 1: that host.")
 
     @model_validator(mode="after")
     def _lengths_consistent(self) -> Workload:

@@ -49,7 +49,7 @@ def test_the_vllm_profile_charges_the_sampler_on_the_h200_decode_step(monkeypatc
     wl = validate(Workload, {"batch": 1, "context_tokens": 4096, "engine": "vllm"}, "workload")
     pm = phases.PhaseModel.build(load_model("Llama-3.1-8B"), load_hardware("H200"), wl, parse_method("bf16"))
     with_sampler = pm.decode_time(256, 1024)
-    monkeypatch.setattr(phases, "timing", lambda engine: replace(measured, sampler={}))
+    monkeypatch.setattr(phases, "timing_on", lambda engine, speed=1.0: replace(measured, sampler={}))
     without = pm.decode_time(256, 1024)
     # a dense 8B step at B = 256 is GPU-bound (~12 ms against ~8 ms of host), so the sampler adds in full:
     # latency + 256 x 128,256 (Llama-3.1-8B's vocabulary) / rate

@@ -2,8 +2,8 @@
 model as it stands, side by side (tp 2 capacity, decode and prefill; disaggregated serving).
 
 python -m validate.engines.compare_x2 [--dir DIR]   (writes nvidia-h200-vllm-2026-11-29-run12-13-x2-compare.txt and
--run14-x2-compare.txt there, and run 17's nvidia-h200-vllm-2026-11-30-run17-x2-compare.txt; default
-validate/results/engines)
+-run14-x2-compare.txt there, and run 17's nvidia-h200x2-vllm-2026-11-30-run17-pd-compare.txt, which has no step
+or capacity rows and so is named out of the trust bands' glob; default validate/results/engines)
 Its step and capacity rows are in validate.engines.compare's format, so the H200 vLLM trust bands
 (roofline.trust.engines) pool them with the one-GPU runs'; the disaggregated runs are reported in their own lines,
 which the bands do not read (a pair of servers is not one engine's serving).
@@ -100,18 +100,25 @@ def served(run: str, lines: list[str]) -> None:
     d = pred.CASES["disagg"]
     then = json.loads(before.read_text())["disagg"]
     now = pred.pd_predictions("H200", folder)
+    speed = pred.host_speed_of(folder)  # the run's own tiny server on its host (run 17's stage K), if it has one
+    host = pred.pd_predictions("H200", folder, ("--host-speed", f"{speed:.4f}")) if speed else {}
     lines.append(f"\n{run}: disaggregated {d['model']}, {d['input_len']} in / {d['output_len']} out, 1 prefill + 1 "
                  f"decode server (NixlConnector), link {d.get('kv_link_bytes_per_s', 'the hardware default')}")
+    if speed:
+        lines.append(f"  'host': the model now with --host-speed {speed:.4f}, this host's own tiny server "
+                     "(tiny-conc1.json median TTFT) against the profile's (2026-11-28)")
     for key in now:
         m = json.loads((folder / f"{d['model']}-{key}.json").read_text())
         row = [f"  {key:<10}"]
         for label, mk, pk, q in SERVED:
             meas = m[mk]
             row.append(f"{label} {meas:8.2f} ms: before {pct(then[key][pk][q] * 1e3, meas)}, now "
-                       f"{pct(now[key][pk][q] * 1e3, meas)}")
+                       f"{pct(now[key][pk][q] * 1e3, meas)}"
+                       + (f", host {pct(host[key][pk][q] * 1e3, meas)}" if host else ""))
         tput = m["output_throughput"]
         row.append(f"out tok/s {tput:8.1f}: before {pct(then[key]['throughput_tokens_per_s'], tput)}, now "
-                   f"{pct(now[key]['throughput_tokens_per_s'], tput)}")
+                   f"{pct(now[key]['throughput_tokens_per_s'], tput)}"
+                   + (f", host {pct(host[key]['throughput_tokens_per_s'], tput)}" if host else ""))
         lines.append(row[0] + ("\n" + " " * 14).join(row[1:]))
 
 
@@ -143,7 +150,9 @@ def main() -> None:
         for run in serves:
             served(run, lines)
         text = "\n".join(lines) + "\n"
-        (a.dir / f"nvidia-h200-vllm-{date}-{report}-x2-compare.txt").write_text(text)
+        name = (f"nvidia-h200-vllm-{date}-{report}-x2-compare.txt" if tables
+                else f"nvidia-h200x2-vllm-{date}-{report}-pd-compare.txt")
+        (a.dir / name).write_text(text)
         print(text, end="")
 
 

@@ -256,13 +256,28 @@ def pd_flags(hardware: str) -> list[str]:
             *link]
 
 
-def pd_predictions(hardware: str, results: Path | None = None) -> dict:
-    """`roofline simulate --disaggregate 1:1 --engine vllm` of each disaggregated run."""
+# the tiny server the vLLM profile's host figures were measured on (roofline/engines/profiles/vllm.json sources)
+PROFILE_TINY_SERVER = Path(__file__).resolve().parents[2] / "validate/results/engines/nvidia-h200-vllm-2026-11-28"
+
+
+def host_speed_of(results: Path) -> float | None:
+    """The host speed (roofline.engines.timing mechanism 11) of the host a run's folder was measured on, as a user
+    calibrates theirs: the profile's tiny server's median TTFT at concurrency 1 over this run's own (its
+    tiny-conc1.json, serve_tiny.sh on the same host in the same lease); None where the run has none."""
+    own = results / "tiny-conc1.json"
+    if not own.is_file():
+        return None
+    ref = json.loads((PROFILE_TINY_SERVER / "tiny-conc1.json").read_text())["median_ttft_ms"]
+    return ref / json.loads(own.read_text())["median_ttft_ms"]
+
+
+def pd_predictions(hardware: str, results: Path | None = None, extra: tuple[str, ...] = ()) -> dict:
+    """`roofline simulate --disaggregate 1:1 --engine vllm` of each disaggregated run (`extra`: more flags)."""
     import sys
 
     out = {}
     for name, flags in pd_runs(results):
-        r = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", *pd_flags(hardware), *flags],
+        r = subprocess.run([sys.executable, "-m", "roofline.cli", "simulate", *pd_flags(hardware), *flags, *extra],
                            capture_output=True, text=True)
         if r.returncode:
             out[name] = {"error": r.stderr.strip()[-300:]}
