@@ -1,0 +1,109 @@
+"""roofline's prediction of validate/engines/cases-sglang.json on a real SGLang, written BEFORE the engine is timed.
+
+python -m validate.engines.predict_sglang OUT_JSON [--hardware H200]
+Per model: the KV pool as `roofline capacity --engine sglang` gives it at the case's context_length (SGLang's
+max_total_num_tokens, its rules in roofline/engines/sglang.py); per decode case what lat_sglang.py measures, the mean
+decode step over contexts P + 1 .. P + N - 1 ((t(N) - t(1)) / (N - 1)), as the planner's decode step at the batch
+padded to SGLang's captured sizes and the mid context; per prefill case the batch-1 prefill; per served run
+`roofline simulate --engine sglang` at the run's rate (Poisson, its own draws) or --max-concurrency. SGLang has no
+time profile in roofline (no SGLang run before this one): every time is the GPU work alone on the H200's measured
+ceilings, the engine's scheduling rules (roofline.engines.scheduling.sglang) around it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from roofline.catalogue.loading import validate
+from roofline.catalogue.store import load_hardware
+from roofline.engines.scheduling import scheduling
+from roofline.methods.registry import parse_method
+from roofline.planner.phases import PhaseModel
+from roofline.specs import Workload
+from validate.engines import models as engine_models
+
+CASES = json.loads((Path(__file__).resolve().parent / "cases-sglang.json").read_text())
+
+
+def model_arg(name: str, folder: Path) -> list[str]:
+    """`--model` flags for a case's model: the catalogue's, or (a tiny model) the config.json the engine runs."""
+    if name in engine_models.TINY or name.startswith("tiny-"):
+        path = folder / name / "config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(engine_models.config(name)))
+        return ["--model", str(path), "--name", name]
+    return ["--model", name]
+
+
+def cli(*argv: str) -> dict:
+    """One roofline command's JSON (its error line where it refuses)."""
+    r = subprocess.run([sys.executable, "-m", "roofline.cli", *argv, "--json"], capture_output=True, text=True)
+    if r.returncode:
+        return {"error": r.stderr.strip()[-300:]}
+    d = json.loads(r.stdout)
+    return d[0] if isinstance(d, list) else d
+
+
+def predict(hardware: str) -> dict:
+    """Capacity, decode steps and prefills of every model of the cases file."""
+    from roofline.catalogue.store import load_model
+
+    folder, hw, out = Path(tempfile.mkdtemp()), load_hardware(hardware), {}
+    for name, case in CASES["models"].items():
+        margs = model_arg(name, folder)
+        model = load_model(margs[1])
+        ctx = case["context_length"] or model.max_position_embeddings
+        cap = cli("capacity", *margs, "--hardware", hardware, "--engine", "sglang", "--max-model-len", str(ctx))
+        sched = scheduling("sglang", hw, "api", 1, context_len=ctx)
+        n = CASES["out_tokens"]
+        dec = []
+        for b, p in case["decode"]:
+            wl = validate(Workload, {"batch": b, "context_tokens": p + n, "engine": "sglang", "page_tokens": 1},
+                          "workload")
+            pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
+            padded = sched.padded_tokens(b, decode_only=True)
+            dec.append({"B": b, "P": p, "padded_B": padded, "decode_step_s": float(pm.decode_time(padded, p + n // 2))})
+        wl = validate(Workload, {"batch": 1, "context_tokens": max(case["prefill"]) + 1, "engine": "sglang",
+                                 "page_tokens": 1}, "workload")
+        pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
+        pre = [{"P": p, "prefill_s": float(pm.prefill_time(1, p))} for p in case["prefill"]]
+        out[name] = {"capacity": cap, "decode": dec, "prefill": pre}
+    return out
+
+
+def serve(hardware: str) -> dict:
+    """`roofline simulate --engine sglang` of each served run of the cases file."""
+    s, out = CASES["serve"], {}
+    common = ["simulate", "--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "sglang",
+              "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]), "--no-search"]
+    keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions")
+    for rate, n in s["rates"]:
+        d = cli(*common, "--rate", str(rate), "--requests", str(n))
+        out[f"rate{rate}"] = {k: d[k] for k in keys if k in d} if "error" not in d else d
+    c = s["concurrency"]
+    d = cli(*common, "--rate", "inf", "--max-concurrency", str(c["max_concurrency"]), "--requests", str(c["prompts"]))
+    out[f"conc{c['max_concurrency']}"] = {k: d[k] for k in keys if k in d} if "error" not in d else d
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("out", type=Path)
+    p.add_argument("--hardware", default="H200")
+    a = p.parse_args()
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    doc = {"about": "roofline's prediction of validate/engines/cases-sglang.json on a real SGLang, written before the "
+                    "run (no SGLang time profile: GPU work alone under SGLang's scheduling rules)",
+           "hardware": a.hardware, "engine": "sglang", "git_sha": sha, "date": dt.date.today().isoformat(),
+           "models": predict(a.hardware), "serve": serve(a.hardware)}
+    a.out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
