@@ -316,13 +316,16 @@ def sglang_max_running(pool_tokens: int, context_len: int) -> int:
     return max(1, min(pool_tokens // 2, req_pool))
 
 
-def sglang(hardware: Hardware, tp: int, pool_tokens: int | None, context_len: int) -> EngineScheduling:
-    """SGLang's defaults for this GPU; max running requests from the pool's tokens (4096 when unknown)."""
+def sglang(hardware: Hardware, tp: int, pool_tokens: int | None, context_len: int,
+           host_speed: float = 1.0) -> EngineScheduling:
+    """SGLang's defaults for this GPU; max running requests from the pool's tokens (4096 when unknown); its host costs
+    as its time profile measured them (profiles/sglang.json: the overlap scheduler's max(GPU, host), the API server's
+    per-step and per-request work), on a host `host_speed` times as fast (timing mechanism 11)."""
     chunk, max_bs = sglang_graph_max_bs(device_memory_bytes(hardware) / MIB, tp)
     running = sglang_max_running(pool_tokens, context_len) if pool_tokens else 4096
     return EngineScheduling(
         "sglang", running, chunk, mixed_steps=False, capture_sizes=sglang_capture_sizes(max_bs), pad_scope="decode",
-        prefix_caching=True, page_tokens=1,
+        prefix_caching=True, page_tokens=1, overheads=measured_overheads("sglang", host_speed), host_speed=host_speed,
         notes=(f"sglang: chunked_prefill_size {chunk}, cuda_graph_max_bs {max_bs}, max_running_requests {running} "
                "(server_args.py@469c63e _handle_gpu_memory_settings; prefill and decode in separate steps)",))
 
@@ -367,7 +370,7 @@ def scheduling(engine: str, hardware: Hardware, entry: str = "api", tp: int = 1,
     if engine == "vllm":
         return vllm(hardware, entry, speculative_tokens, overlap, host_speed)
     if engine == "sglang":
-        return sglang(hardware, tp, pool_tokens, context_len)
+        return sglang(hardware, tp, pool_tokens, context_len, host_speed)
     if engine == "trtllm":
         return trtllm()
     if engine == "llamacpp":
