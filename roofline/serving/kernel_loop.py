@@ -202,6 +202,25 @@ def grow(rec):
 
 
 @njit(cache=True)
+def launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, q,
+           col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec):
+    """Fleet._start at `now` as the event loop calls it (a block just committed, a remote load due on an idle
+    replica, a request routed to an idle one): the record table grown when full, replica r's next block scheduled
+    and recorded (start), under speculative decoding its verify step timed (kernel_spec.plan_step), a fleet of one's
+    block cut at the next arrival (cut_one), and r's place in the event order set. Returns (records written, the
+    record table)."""
+    if nrec + 1 >= rec.shape[0]:
+        rec = grow(rec)
+    nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10], cfg, fcfg,
+                 sizes, clock, pfx)
+    plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
+    if cfg[NREP] == 1:
+        cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+    rekey(r, now, key, full, ri, rf, ends)
+    return nrec, rec
+
+
+@njit(cache=True)
 def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, pre, prompt,
            output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec):
     """Fleet.run's arrivals at t_arr: each request due (serving.kernel_queue.take_due: in id order, or with chat
@@ -222,15 +241,10 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
         else:
             enqueue(j, i, ri, nxt)
         if not ri[j, ACTIVE]:
-            if nrec + 1 >= rec.shape[0]:
-                rec = grow(rec)
-            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
-                         cfg, fcfg, sizes, clock, pfx)
-            plan_step(j, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
-            if cfg[NREP] == 1:
-                cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
-                        law)
-        elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
+            nrec, rec = launch(j, t_arr, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre,
+                               prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
+            continue
+        if ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
             extend(j, t_arr - rf[j, START], 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
@@ -307,16 +321,9 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             extend(r, t_arr - rf[r, START], AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf) and not ri[r, ACTIVE]:
-            now = key[r]  # an idle replica's remote load is due (Fleet.run)
-            if nrec + 1 >= rec.shape[0]:
-                rec = grow(rec)
-            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
-                         cfg, fcfg, sizes, clock, pfx)
-            plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
-            if cfg[NREP] == 1:
-                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
-                        law)
-            rekey(r, now, key, full, ri, rf, ends)
+            # an idle replica's remote load is due (Fleet.run)
+            nrec, rec = launch(r, key[r], arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated,
+                               pre, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
             continue
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
@@ -333,15 +340,8 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                 sent = release(ended, now, sent, clock, send, arrival, fcfg)
             if ended and sessions:
                 turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
-            if nrec + 1 >= rec.shape[0]:
-                rec = grow(rec)
-            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
-                         cfg, fcfg, sizes, clock, pfx)
-            plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
-            if cfg[NREP] == 1:
-                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
-                        law)
-            rekey(r, now, key, full, ri, rf, ends)
+            nrec, rec = launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre,
+                               prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
             continue
         if t_arr == math.inf:
             return 1, nrec, rec
