@@ -311,7 +311,10 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
-    nrec, done, arrived, k = 0, 0, 0, 0
+    # int64 zeros, not the literal 0: numba types a call first with a loop-carried variable's literal start, so
+    # arrive and launch (and their callees) would each compile twice
+    nrec, arrived, k = np.int64(0), np.int64(0), np.int64(0)
+    done = 0
     while done < n:
         t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
