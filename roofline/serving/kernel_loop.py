@@ -201,7 +201,9 @@ def grow(rec):
     return out
 
 
-@njit(cache=True)
+# inlined into its two callers: events calls it once per engine record, where a call (of ~30 arguments, the tables
+# flattened) measured ~30 % of an EAGLE fleet's loop (serving_scale.md, session 22)
+@njit(cache=True, inline="always")
 def launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, q,
            col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec):
     """Fleet._start at `now` as the event loop calls it (a block just committed, a remote load due on an idle
@@ -312,7 +314,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
     sessions = ses[1][TURNS] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
     # int64 zeros, not the literal 0: numba types a call first with a loop-carried variable's literal start, so
-    # arrive and launch (and their callees) would each compile twice
+    # arrive (and its callees given those values: route, take_due, start) would compile twice
     nrec, arrived, k = np.int64(0), np.int64(0), np.int64(0)
     done = 0
     while done < n:
@@ -323,26 +325,22 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                 break
             extend(r, t_arr - rf[r, START], AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
-        if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf) and not ri[r, ACTIVE]:
-            # an idle replica's remote load is due (Fleet.run)
-            nrec, rec = launch(r, key[r], arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated,
-                               pre, prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
-            continue
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
-            if ri[r, RLEN]:
-                report(r, now, ri, nxt, pre)
-            rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
-            rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
-            if cfg[SPEC]:
-                accept(r, st, ri, pcg, acceptance)
-            n_was = running_ids(r, st, ri, was) if sessions else 0
-            ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
-            done += ended
-            if ended and cfg[CONC]:
-                sent = release(ended, now, sent, clock, send, arrival, fcfg)
-            if ended and sessions:
-                turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
+            if ri[r, ACTIVE]:  # r's block ends (else r is idle and a remote load of its is due: Fleet.run)
+                if ri[r, RLEN]:
+                    report(r, now, ri, nxt, pre)
+                rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
+                rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
+                if cfg[SPEC]:
+                    accept(r, st, ri, pcg, acceptance)
+                n_was = running_ids(r, st, ri, was) if sessions else 0
+                ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
+                done += ended
+                if ended and cfg[CONC]:
+                    sent = release(ended, now, sent, clock, send, arrival, fcfg)
+                if ended and sessions:
+                    turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
             nrec, rec = launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre,
                                prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
             continue
