@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import cut_at, extend, padded
+from roofline.serving.kernel_block import NO_AHEAD, cut_at, extend, padded
 from roofline.serving.kernel_layout import (
     ACTIVE,
     BAL_ABS,
@@ -80,7 +80,7 @@ from roofline.serving.kernel_views import borrowed
 
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
 # costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
-AHEAD = 4
+AHEAD = np.int64(4)
 
 
 @njit(cache=True)
@@ -130,7 +130,7 @@ def cut_one(r, now, next_arrival, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     admission lag: the step after; a block kept to one step for held requests is left so)."""
     if ri[r, ACTIVE] and next_arrival < math.inf and ri[r, HLEN] == 0:
         until = next_arrival - now
-        extend(r, until, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+        extend(r, until, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
@@ -247,7 +247,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
                                prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
             continue
         if ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
-            extend(j, t_arr - rf[j, START], 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+            extend(j, t_arr - rf[j, START], NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
