@@ -40,6 +40,10 @@ from roofline.serving.kernel_layout import (
 from roofline.serving.kernel_pipeline import pipelined_s
 from roofline.serving.kernel_views import prefetch
 
+# extend's `ahead` for a caller that needs no step past `until`; int64 like kernel_loop.AHEAD, not a literal 0: numba
+# compiles a function once per literal value it is passed
+NO_AHEAD = np.int64(0)
+
 
 @njit(cache=True, inline="always")
 def padded(tokens, decode_only, sizes, scope):

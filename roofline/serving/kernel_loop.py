@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import cut_at, extend, padded
+from roofline.serving.kernel_block import NO_AHEAD, cut_at, extend, padded
 from roofline.serving.kernel_layout import (
     ACTIVE,
     BAL_ABS,
@@ -80,7 +80,7 @@ from roofline.serving.kernel_views import borrowed
 
 # steps a fleet's replica evaluates at least per visit of the event loop (beyond the next arrival's time): each visit
 # costs numba's reference counts of its ~20 arrays, about a step's own arithmetic; a step past a later cut is wasted
-AHEAD = 4
+AHEAD = np.int64(4)
 
 
 @njit(cache=True)
@@ -130,7 +130,7 @@ def cut_one(r, now, next_arrival, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     admission lag: the step after; a block kept to one step for held requests is left so)."""
     if ri[r, ACTIVE] and next_arrival < math.inf and ri[r, HLEN] == 0:
         until = next_arrival - now
-        extend(r, until, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+        extend(r, until, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
@@ -201,6 +201,27 @@ def grow(rec):
     return out
 
 
+# inlined into its two callers: events calls it once per engine record, where a call (of ~30 arguments, the tables
+# flattened) measured ~30 % of an EAGLE fleet's loop (serving_scale.md, session 22)
+@njit(cache=True, inline="always")
+def launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, q,
+           col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec):
+    """Fleet._start at `now` as the event loop calls it (a block just committed, a remote load due on an idle
+    replica, a request routed to an idle one): the record table grown when full, replica r's next block scheduled
+    and recorded (start), under speculative decoding its verify step timed (kernel_spec.plan_step), a fleet of one's
+    block cut at the next arrival (cut_one), and r's place in the event order set. Returns (records written, the
+    record table)."""
+    if nrec + 1 >= rec.shape[0]:
+        rec = grow(rec)
+    nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10], cfg, fcfg,
+                 sizes, clock, pfx)
+    plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
+    if cfg[NREP] == 1:
+        cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+    rekey(r, now, key, full, ri, rf, ends)
+    return nrec, rec
+
+
 @njit(cache=True)
 def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, ends, nxt, generated, pre, prompt,
            output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec):
@@ -222,16 +243,11 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
         else:
             enqueue(j, i, ri, nxt)
         if not ri[j, ACTIVE]:
-            if nrec + 1 >= rec.shape[0]:
-                rec = grow(rec)
-            nrec = start(j, t_arr, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
-                         cfg, fcfg, sizes, clock, pfx)
-            plan_step(j, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
-            if cfg[NREP] == 1:
-                cut_one(j, t_arr, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
-                        law)
-        elif ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
-            extend(j, t_arr - rf[j, START], 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+            nrec, rec = launch(j, t_arr, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre,
+                               prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
+            continue
+        if ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
+            extend(j, t_arr - rf[j, START], NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
@@ -297,7 +313,10 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
     n = len(clock)
     sessions = ses[1][TURNS] != 0
     sent = n if cfg[CONC] == 0 else min(cfg[CONC], n)
-    nrec, done, arrived, k = 0, 0, 0, 0
+    # int64 zeros, not the literal 0: numba types a call first with a loop-carried variable's literal start, so
+    # arrive (and its callees given those values: route, take_due, start) would compile twice
+    nrec, arrived, k = np.int64(0), np.int64(0), np.int64(0)
+    done = 0
     while done < n:
         t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
@@ -306,42 +325,24 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                 break
             extend(r, t_arr - rf[r, START], AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
             rekey(r, t_arr, key, full, ri, rf, ends)
-        if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf) and not ri[r, ACTIVE]:
-            now = key[r]  # an idle replica's remote load is due (Fleet.run)
-            if nrec + 1 >= rec.shape[0]:
-                rec = grow(rec)
-            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
-                         cfg, fcfg, sizes, clock, pfx)
-            plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
-            if cfg[NREP] == 1:
-                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
-                        law)
-            rekey(r, now, key, full, ri, rf, ends)
-            continue
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
-            if ri[r, RLEN]:
-                report(r, now, ri, nxt, pre)
-            rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
-            rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
-            if cfg[SPEC]:
-                accept(r, st, ri, pcg, acceptance)
-            n_was = running_ids(r, st, ri, was) if sessions else 0
-            ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
-            done += ended
-            if ended and cfg[CONC]:
-                sent = release(ended, now, sent, clock, send, arrival, fcfg)
-            if ended and sessions:
-                turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
-            if nrec + 1 >= rec.shape[0]:
-                rec = grow(rec)
-            nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10],
-                         cfg, fcfg, sizes, clock, pfx)
-            plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
-            if cfg[NREP] == 1:
-                cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg,
-                        law)
-            rekey(r, now, key, full, ri, rf, ends)
+            if ri[r, ACTIVE]:  # r's block ends (else r is idle and a remote load of its is due: Fleet.run)
+                if ri[r, RLEN]:
+                    report(r, now, ri, nxt, pre)
+                rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
+                rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
+                if cfg[SPEC]:
+                    accept(r, st, ri, pcg, acceptance)
+                n_was = running_ids(r, st, ri, was) if sessions else 0
+                ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
+                done += ended
+                if ended and cfg[CONC]:
+                    sent = release(ended, now, sent, clock, send, arrival, fcfg)
+                if ended and sessions:
+                    turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
+            nrec, rec = launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre,
+                               prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
             continue
         if t_arr == math.inf:
             return 1, nrec, rec

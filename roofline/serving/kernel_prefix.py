@@ -233,7 +233,7 @@ def _evictable(pi, r, slot):
 def _compact(r, ri, pfx):
     """Drop the heap's stale entries (not evictable now, or an older use than the node's last), one per node."""
     pi, pf = pfx[0], pfx[1]
-    size, w, mark = ri[r, HSIZE], 0, pi[P_MARK]
+    size, w, mark = ri[r, HSIZE], np.int64(0), pi[P_MARK]  # not a literal 0: _sift_down compiles once for w
     for s in range(size):
         node = pi[_hi(pi, r, 1, s)]
         if pi[mark + node]:

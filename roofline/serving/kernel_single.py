@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import extend, padded
+from roofline.serving.kernel_block import NO_AHEAD, extend, padded
 from roofline.serving.kernel_layout import (
     BLOCK,
     CONC,
@@ -45,6 +45,10 @@ from roofline.serving.kernel_queue import TURNS, enqueue, next_arrival, release,
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, spec_step_s
 
+# the replica's index as the scheduler's functions are passed it: an int64, not a literal 0 (numba compiles a
+# function once per literal value it is passed), so the versions kernel_loop's fleets compile serve this loop too
+R0 = np.int64(0)
+
 
 @njit(cache=True)
 def block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
@@ -53,7 +57,7 @@ def block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     steps = ri[0, STEPS]
     if nxt < math.inf and steps > 1:
         until = nxt - now
-        extend(0, until, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+        extend(R0, until, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         during = ri[0, M]
         for i in range(ri[0, M]):
             if ends[0, i] >= until:
@@ -61,7 +65,7 @@ def block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
                 break
         steps = min(steps, during + (2 if lag and nxt >= now else 1))
     ri[0, STEPS] = steps
-    extend(0, math.inf, 0, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
+    extend(R0, math.inf, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     return steps
 
 
@@ -97,27 +101,27 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     q, col = np.zeros(live), np.zeros((1, tab[3].shape[1]))
     seq = tab[10]
     now, seen = 0.0, 0.0
-    nrec, done, arrived = 0, 0, 0
+    nrec, done, arrived = 0, 0, np.int64(0)  # arrived: as R0, take_due's fleet version
     while done < n:
         limit = seen if lag else now
         while True:
             i = take_due(limit, arrived, sent, clock, ses)
             if i < 0:
                 break
-            enqueue(0, i, ri, nxt_id)
+            enqueue(R0, i, ri, nxt_id)
             arrived += 1
         in_run, in_wait = ri[0, N_RUN], ri[0, WLEN]
         nxt = next_arrival(arrived, sent, clock, ses)
-        if not schedule(0, now, st, held, ri, rf, nxt_id, generated, no_pre, prompt, output, seq, cfg, fcfg, pfx):
+        if not schedule(R0, now, st, held, ri, rf, nxt_id, generated, no_pre, prompt, output, seq, cfg, fcfg, pfx):
             if nxt == math.inf:
                 return first, finish, rec[:nrec], ri, 1
             now = seen = max(now, nxt)
             continue
-        ri[0, STEPS] = block_length(0, st, held, ri, rf, seq, cfg, fcfg)
+        ri[0, STEPS] = block_length(R0, st, held, ri, rf, seq, cfg, fcfg)
         ri[0, M] = 0
         ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[0, TOKENS]
         if cfg[SPEC]:  # Simulator.block_ends' speculative branch: one step (block_length says 1)
-            ends[0, 0] = spec_step_s(0, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
+            ends[0, 0] = spec_step_s(R0, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
             steps = 1
         else:
             steps = block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
@@ -130,12 +134,12 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         nrec += 1
         now += dt
         if cfg[SPEC]:
-            accept(0, st, ri, pcg, acceptance)
-        n_was = running_ids(0, st, ri, was) if sessions else 0
-        ended = commit(0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
+            accept(R0, st, ri, pcg, acceptance)
+        n_was = running_ids(R0, st, ri, was) if sessions else 0
+        ended = commit(R0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
         done += ended
         if ended and cfg[CONC]:
             sent = release(ended, now, sent, clock, send, arrival, fcfg)
         if ended and sessions:
-            turn_ends(0, st, ri, was, n_was, now, clock, send, ses, fcfg)
+            turn_ends(R0, st, ri, was, n_was, now, clock, send, ses, fcfg)
     return first, finish, rec[:nrec], ri, 0
