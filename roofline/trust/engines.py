@@ -95,6 +95,30 @@ def engine_reports(stem: str | None, engine: str, folder: Path | None = None) ->
     return tuple(sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt"), key=_natural))
 
 
+def engine_summary_capacity(stem: str | None, engine: str,
+                            folder: Path | None = None) -> tuple[Path, list[float]] | None:
+    """A real run of an engine whose report is not in the compare rows' format (`<stem>-<engine>-*-summary.txt`,
+    validate/engines/compare_sglang.py): the newest report of the model as it stands (`-now-` in its name, else the
+    last) and its capacity lines' signed errors, %; None where no such report is committed."""
+    folder = results_folder() if folder is None else folder
+    if not stem or folder is None or not (folder / "engines").is_dir():
+        return None
+    paths = sorted((folder / "engines").glob(f"{stem}-{engine}-*-summary.txt"), key=_natural)
+    if not paths:
+        return None
+    path = next((p for p in reversed(paths) if "-now-" in p.name), paths[-1])
+    lines = path.read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("capacity")), len(lines))
+    errors = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        found = re.search(r"\(([+-][\d.]+) %\)", line)
+        if found:
+            errors.append(float(found[1]))
+    return path, errors
+
+
 def _natural(path: Path) -> tuple:
     """A file name's sort key with its digit runs as numbers."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name))

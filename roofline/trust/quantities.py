@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.trust.bands import capacity_band, decoder_bands, pooled_decoder_bands
-from roofline.trust.engines import engine_bands, engine_reports, public_bands
+from roofline.trust.engines import engine_bands, engine_reports, engine_summary_capacity, public_bands
 from roofline.trust.source import measured_devices, source_kind
 
 QUANTITIES = ("decode_step", "prefill", "capacity", "ttft", "tpot", "throughput")
@@ -196,8 +196,15 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
                        f"capacity not validated on {hardware.name} (no real decoder's memory boundary measured)")
     else:
         where = "a logged budget" if budget_logged else hardware.name
-        out["text"] = (f"capacity not validated: no real {engine} run on {where} committed here (the pool rules "
-                       f"follow the engine's source, cited in `rules`)")
+        summary = None if budget_logged else engine_summary_capacity(stem(hardware), engine)
+        if summary and summary[1]:
+            path, errors = summary
+            worst = max(errors, key=abs)
+            out["text"] = (f"capacity {worst:+.2f} % at worst on {len(errors)} logged pools of a real {engine} run on "
+                           f"{where} (engines/{path.name}; one run, not yet a band)")
+        else:
+            out["text"] = (f"capacity not validated: no real {engine} run on {where} committed here (the pool rules "
+                           f"follow the engine's source, cited in `rules`)")
     return out
 
 

@@ -55,3 +55,19 @@ def test_sglang_run_1s_short_prefill():
     wl = validate(Workload, {"batch": 1, "context_tokens": 8193, "engine": "sglang", "page_tokens": 1}, "workload")
     pm = PhaseModel.build(load_model("Llama-3.1-8B"), load_hardware("H200"), wl, parse_method("bf16"))
     assert pm.prefill_time(1, 256) == pytest.approx(measured, rel=0.15)
+
+
+def test_sglangs_capacity_trust_names_its_run(capsys):
+    """The trust line of `capacity --engine sglang` on the H200 states the run's worst pool error: the server's logged
+    max_total_num_tokens (906,051) against the pool the command itself predicts."""
+    import re
+
+    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "sglang",
+                         "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    logged = int(re.findall(r"max_total_num_tokens=(\d+)", (RUN / "Llama-3.1-8B-server.log").read_text())[-1])
+    assert logged == 906051
+    text = d["trust"]["text"] if isinstance(d.get("trust"), dict) else json.dumps(d)
+    assert f"{(d['pool_tokens'] / logged - 1) * 100:+.2f} % at worst" in text
+    assert "nvidia-h200-sglang-2026-11-30-run1-now-summary.txt" in text
