@@ -180,8 +180,9 @@ def test_capacity_carries_the_engine_runs_band_of_the_models_class(capsys) -> No
         assert f"{cls} models" in data["trust"]["text"]
     other = _json(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "A100-80GB", "--engine", "vllm")
     assert other["trust"]["capacity"] is None and "not validated" in other["trust"]["text"]
-    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "sglang")
-    assert "trust: capacity not validated: no real sglang run" in out
+    # an engine never run here (SGLang's run 1 on the H200: tests/engines/test_sglang_profile.py)
+    code, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "trtllm")
+    assert "trust: capacity not validated: no real trtllm run" in out
 
 
 def test_plan_rows_carry_the_capacity_band_of_the_memory_boundary(capsys) -> None:
