@@ -77,14 +77,34 @@ def predict(hardware: str) -> dict:
     return out
 
 
-def serve(hardware: str) -> dict:
-    """`roofline simulate --engine sglang` of each served run of the cases file."""
-    s, out = CASES["serve"], {}
+def sent(results: Path | None, model: str, key: str, n: int) -> list[dict] | None:
+    """The requests a Poisson run sent (bench_sglang.py's `*-sends.json`: send instant, lengths), the warm-up request
+    before them left out; None without a results folder."""
+    path = results / f"{model}-{key}-sends.json" if results else None
+    if not path or not path.is_file():
+        return None
+    requests = json.loads(path.read_text())["requests"]
+    return requests[len(requests) - n:]
+
+
+def serve(hardware: str, results: Path | None = None) -> dict:
+    """`roofline simulate --engine sglang` of each served run of the cases file: at the run's rate with roofline's own
+    draws, or (`results`: the run's folder) replayed at the send instants the client recorded."""
+    from validate.engines.predict import write_trace
+
+    s, out, tmp = CASES["serve"], {}, Path(tempfile.mkdtemp())
     common = ["simulate", "--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "sglang",
               "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]), "--no-search"]
     keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions")
     for rate, n in s["rates"]:
-        d = cli(*common, "--rate", str(rate), "--requests", str(n))
+        reqs = sent(results, s["model"], f"rate{rate}", n)
+        if reqs:
+            t0 = reqs[0]["start_perf_s"]
+            trace = write_trace(tmp / f"rate{rate}.csv", [r["start_perf_s"] - t0 for r in reqs],
+                                [r["prompt_len"] for r in reqs], [r["output_len"] for r in reqs])
+            d = cli(*common[:-5], "--no-search", "--trace", str(trace))
+        else:
+            d = cli(*common, "--rate", str(rate), "--requests", str(n))
         out[f"rate{rate}"] = {k: d[k] for k in keys if k in d} if "error" not in d else d
     c = s["concurrency"]
     d = cli(*common, "--rate", "inf", "--max-concurrency", str(c["max_concurrency"]), "--requests", str(c["prompts"]))
@@ -96,12 +116,14 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--hardware", default="H200")
+    p.add_argument("--results", type=Path, help="the run's folder: replay its Poisson runs at the recorded sends "
+                   "(the model after the run; without it, before)")
     a = p.parse_args()
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {"about": "roofline's prediction of validate/engines/cases-sglang.json on a real SGLang, written before the "
                     "run (no SGLang time profile: GPU work alone under SGLang's scheduling rules)",
            "hardware": a.hardware, "engine": "sglang", "git_sha": sha, "date": dt.date.today().isoformat(),
-           "models": predict(a.hardware), "serve": serve(a.hardware)}
+           "models": predict(a.hardware), "serve": serve(a.hardware, a.results)}
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
