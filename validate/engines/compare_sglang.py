@@ -17,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
 RUN = ROOT / "nvidia-h200-sglang-2026-11-30-run1"
+# (phase, lat_sglang.py's measured key, predict_sglang.py's key): the step rows of the report
+PHASES = (("decode", "decode_step_s", "decode_step_s"), ("prefill", "median_s", "prefill_s"))
 SERVED = (("TTFT p50", "median_ttft_ms", "ttft_s", "p50"), ("TTFT p99", "p99_ttft_ms", "ttft_s", "p99"),
           ("TPOT p50", "median_tpot_ms", "tpot_s", "p50"), ("TPOT p99", "p99_tpot_ms", "tpot_s", "p99"))
 
@@ -40,18 +42,13 @@ def report(run: Path, predicted: dict) -> list[str]:
     for name, pred in predicted["models"].items():
         lat = json.loads((run / f"{name}-lat.json").read_text())
         tiny = name.startswith("tiny-")
-        for m, p in zip(lat["decode"], pred["decode"], strict=True):
-            t, tp = m["decode_step_s"] * 1e3, p["decode_step_s"] * 1e3
-            if not tiny:
-                steps["decode"].append(err(tp, t))
-            lines.append(f"decode   {name:<12} {m['B']:>3} {m['P']:>6} {t:11.3f} {tp:13.3f} {err(tp, t):+6.1f}"
-                         + (" *" if tiny else ""))
-        for m, p in zip(lat["prefill"], pred["prefill"], strict=True):
-            t, tp = m["median_s"] * 1e3, p["prefill_s"] * 1e3
-            if not tiny:
-                steps["prefill"].append(err(tp, t))
-            lines.append(f"prefill  {name:<12} {1:>3} {m['P']:>6} {t:11.3f} {tp:13.3f} {err(tp, t):+6.1f}"
-                         + (" *" if tiny else ""))
+        for phase, measured, predicted_key in PHASES:
+            for m, p in zip(lat[phase], pred[phase], strict=True):
+                t, tp = m[measured] * 1e3, p[predicted_key] * 1e3
+                if not tiny:
+                    steps[phase].append(err(tp, t))
+                lines.append(f"{phase:<8} {name:<12} {m.get('B', 1):>3} {m['P']:>6} {t:11.3f} {tp:13.3f} "
+                             f"{err(tp, t):+6.1f}" + (" *" if tiny else ""))
     lines.append("(* the tiny model: its GPU work is ~0.1 ms, so its step is SGLang's own host cost; not judged)")
     for phase, errs in steps.items():
         lines.append(f"{phase}: median APE {statistics.median(abs(e) for e in errs):.1f} %, worst "
