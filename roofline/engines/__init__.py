@@ -29,13 +29,20 @@ _BUDGET_RULES = {
     "llamacpp": "llamacpp: the cache follows n_ctx; room = total - weights - compute buffers - reserve",
 }
 
-__all__ = ["ENGINES", "GIB", "PAGE_TOKENS", "BudgetParts", "Capacity", "EngineOptions", "capacity", "kv_pool"]
+__all__ = ["ENGINES", "GIB", "PAGE_TOKENS", "BudgetParts", "Capacity", "EngineOptions", "as_run", "capacity",
+           "kv_pool"]
 
 
 def _profile(engine: str):
     if engine not in _PROFILES:
         raise SpecError(f"--engine: unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
     return _PROFILES[engine]
+
+
+def as_run(engine: str, model: Model) -> Model:
+    """The model as `engine` runs it (SGLang: windows its implementation of the architecture does not take run over
+    the whole context, sglang.as_run); the model itself for every other engine."""
+    return sglang.as_run(model) if engine == "sglang" else model
 
 
 def kv_pool(engine: str, parts: BudgetParts, options: EngineOptions) -> float:

@@ -16,6 +16,11 @@ Rules, each read from SGLang's source (file @ commit, function; research notes i
   (profile_max_num_token, init_memory). The pool allocates one more page per layer ("K size" in the log).
 - hybrid SWA (gpt-oss, Gemma-3, Llama-4 chunked): full_tokens = rest / (F n_full + r S n_swa), swa_tokens =
   r full_tokens with swa_full_tokens_ratio r = 0.8 (set_num_tokens_hybrid_swa; r from the docs, inferred).
+- sliding windows: SGLang 0.5.17 honours a model's window only where its implementation passes one to its attention
+  (srt/models/*.py calling RadixAttention with sliding_window_size, or an architecture of
+  configs/model_config.py is_hybrid_swa_model): WINDOWED_ARCHITECTURES. Any other runs its windowed layers over the
+  whole context and keeps the whole context in the pool: Mistral-7B-v0.1 and Phi-3 through llama.py's LlamaAttention
+  (srt/models/llama.py:209-217 passes no window; mistral.py:30 MistralForCausalLM(LlamaForCausalLM)). `as_run`.
 - Mamba / Gated DeltaNet: mamba memory = rest x 0.9 / 1.9 (mamba_full_memory_ratio 0.9, handle_max_mamba_cache,
   docs PR sglang#15337), max_mamba_cache_size = floor(that / state per request); the rest holds full-attention KV.
 """
@@ -44,6 +49,28 @@ NSA_MLA_BYTES = 656
 SWA_RATIO = 0.8
 MAMBA_RATIO = 0.9
 SRC = "model_runner_kv_cache_mixin.py@001ccef"
+# SGLang 0.5.17's EntryClass architectures whose attention takes the model's window or chunk (srt/models: afmoe,
+# cohere2_moe, commandr, exaone4, exaone_moe, gemma2, gemma3_causal / gemma3_mm, gemma3n, gemma4, gpt_oss,
+# iquest_loopcoder, jet_nemotron, laguna, mellum, mimo_v2, nemotron_h, olmo2, step3p5; llama4 / mllama4's chunked
+# attention through is_hybrid_swa_model)
+WINDOWED_ARCHITECTURES = frozenset({
+    "AfmoeForCausalLM", "Cohere2MoeForCausalLM", "CohereForCausalLM", "Cohere2ForCausalLM", "Exaone4ForCausalLM",
+    "ExaoneMoEForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
+    "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+    "GptOssForCausalLM", "IQuestLoopCoderForCausalLM", "JetNemotronForCausalLM", "LagunaForCausalLM",
+    "MellumForCausalLM", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM", "NemotronHForCausalLM", "Olmo2ForCausalLM",
+    "Step3p5ForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration"})
+
+
+def as_run(model: Model) -> Model:
+    """The model as SGLang runs it: its sliding or chunked layers full-context when SGLang's implementation of its
+    architecture takes no window (WINDOWED_ARCHITECTURES); otherwise the model itself."""
+    if model.architecture in WINDOWED_ARCHITECTURES or not any(a.kind in ("sliding", "chunked")
+                                                                for a in model.attention):
+        return model
+    attention = [a.model_copy(update={"kind": "full", "window": None}) if a.kind in ("sliding", "chunked") else a
+                 for a in model.attention]
+    return model.model_copy(update={"attention": attention})
 
 
 def default_fraction(total: float, tp: int, pp: int, chunk: int = 8192, graph_bs: int = 256) -> float:
@@ -91,6 +118,10 @@ def _cell(model: Model, opts: EngineOptions, rules: list[str]) -> tuple[float, i
 def capacity(model: Model, opts: EngineOptions, rest: float, rules: list[str]) -> Capacity:
     """SGLang's max_total_num_tokens for `rest` bytes per rank, and what it means per request."""
     check_heads(model, opts.tp, "SGLang")
+    if as_run(model) is not model:
+        model = as_run(model)
+        rules.append(f"sglang: {model.architecture} takes no window in SGLang 0.5.17 (srt/models/llama.py:209-217): "
+                     "every layer keeps the whole context")
     if opts.dp > 1 and opts.tp % opts.dp:
         raise refuse("--dp", f"SGLang DP attention needs dp to divide tp ({opts.dp} does not divide {opts.tp})")
     per_layer, page = _cell(model, opts, rules)

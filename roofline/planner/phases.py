@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
+from roofline.engines import as_run
 from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, timing_on
 from roofline.methods import CacheModel, MethodConfig
 from roofline.numbers import codegen
@@ -46,7 +47,7 @@ class PhaseModel:
         across workloads; `flavour` 'vector' takes numpy arrays of batch and context. The workload's engine sets
         the kernels' ceilings it measured on this device (engines.timing) and its step costs (`engine`)."""
         roof = roofline or roofline_for(hardware, tp=workload.tp, options=engine_options(workload.engine, hardware))
-        return cls(model, hardware, workload, method, roof, flavour)
+        return cls(as_run(workload.engine, model), hardware, workload, method, roof, flavour)
 
     @property
     def engine(self) -> EngineTiming:

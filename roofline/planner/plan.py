@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.catalogue.ceiling_sources import ceilings_label, with_ceilings
+from roofline.engines import as_run
 from roofline.engines.timing import IDEAL
 from roofline.lazy import np
 from roofline.methods import MethodConfig
@@ -53,6 +54,11 @@ class MethodPlanner:
 
     def __init__(self, model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
                  flavour: str = "scalar") -> None:
+        run = as_run(workload.engine, model)  # the windows the engine runs (SGLang: only where its code takes one)
+        self.engine_note = (f"{workload.engine} runs {model.name}'s windowed layers over the whole context (its "
+                            f"{model.architecture} takes no window): steps and pool as it runs them"
+                            if run is not model else None)
+        model = run
         self.model, self.hardware, self.method, self.workload = model, hardware, method, workload
         self.phases = PhaseModel.build(model, hardware, workload, method, flavour=flavour)
         self.capacity: CapacityKernel = capacity_kernel(model, workload, method, flavour)
@@ -101,7 +107,7 @@ class MethodPlanner:
         if phases.engine is not IDEAL:
             result.data["engine_step"] = engine_step(phases, b, ctx)
         result.data["notes"] = method.plan_notes(model, probe, result.data)  # why the row looks as it does
-        result.warnings += _warnings(model, fit, b, ctx)
+        result.warnings += _warnings(model, fit, b, ctx) + ([self.engine_note] if self.engine_note else [])
         return result
 
     def step_time(self, batch: int, context: int) -> float:
@@ -166,13 +172,14 @@ _PLANNERS = codegen.LRU(PLANNERS)
 
 def method_planner(model: Model, hardware: Hardware, workload: Workload, method: MethodConfig,
                    flavour: str = "scalar") -> MethodPlanner:
-    """A MethodPlanner for the workload's structure (tp, pp, dtypes, page size), shared within the process. The key
+    """A MethodPlanner for the workload's structure (tp, pp, dtypes, page size, engine and host speed: the engine's
+    ceilings, profile and the model as it runs it are built in), shared within the process. The key
     holds the method's label too: equal configs parsed from different SPECs ('aquakv-2', 'aquakv:bits=2') compare
     equal by content, and the planner names its rows by the label it was built with."""
     w = workload
     key = codegen.content_key("planner", model, hardware, method, method.label(), flavour, w.tp, w.pp, w.weight_dtype,
                               w.compute_dtype, w.activation_bytes, w.page_tokens, w.prefill_chunk_tokens,
-                              w.micro_batches, w.fusion, w.ep, w.expert_weight_dtype)
+                              w.micro_batches, w.fusion, w.ep, w.expert_weight_dtype, w.engine, w.host_speed)
     return _PLANNERS.get_or(key, lambda: MethodPlanner(model, hardware, workload, method, flavour))
 
 

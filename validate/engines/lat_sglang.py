@@ -12,15 +12,64 @@ reuses another's KV. One warm-up generate after start-up; cases of more than 100
 others three times (median). The engine's resolved configuration (Engine.get_server_info: mem_fraction_static,
 max_total_num_tokens, chunked_prefill_size, CUDA-graph sizes, attention backend, max running requests) is recorded
 beside the times.
+A case may name its model folder ("dir", default the case's name) and extra Engine arguments ("engine_args": e.g.
+mem_fraction_static, a second capacity setting). Its "profile" cases [B, P, N] are run under SGLang's torch profiler
+(Engine.start_profile, GPU activity only): per-step kernel time by name = (census at out=N - census at out=1) / (N - 1),
+from the scheduler's trace files, parsed here (the traces are deleted; only the census is kept).
 """
+import glob
+import gzip
 import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+
+def census(trace_dir: str) -> dict:
+    """{kernel name: {"calls", "s"}} of the GPU kernels in the trace files of `trace_dir` (chrome traces, "kernel"
+    events, durations in microseconds)."""
+    out: dict = {}
+    for f in glob.glob(os.path.join(trace_dir, "*.trace.json.gz")):
+        with gzip.open(f, "rt") as fh:
+            events = json.load(fh)["traceEvents"]
+        for e in events:
+            if e.get("cat") == "kernel":
+                k = out.setdefault(e["name"], {"calls": 0, "s": 0.0})
+                k["calls"] += 1
+                k["s"] += e["dur"] * 1e-6
+    return out
+
+
+def profiled(engine, timed, b: int, p: int, n: int) -> dict:
+    """Per-step kernel census of a decode at batch b, prompt p: the generate at out=n and at out=1 under the profiler,
+    the difference over n - 1 steps; the wall times of both beside it."""
+    runs = {}
+    for o in (n, 1):
+        d = tempfile.mkdtemp(prefix=f"sgprof-B{b}-o{o}-")
+        engine.start_profile(output_dir=d, activities=["GPU"], with_stack=False, record_shapes=False,
+                             profile_prefix=f"B{b}-o{o}")
+        t = timed(b, p, o, 1)
+        engine.stop_profile()
+        time.sleep(2)  # the scheduler writes its trace after replying
+        runs[o] = (census(d), t["median_s"])
+        for f in glob.glob(os.path.join(d, "*")):
+            os.remove(f)
+    (cn, tn), (c1, t1) = runs[n], runs[1]
+    step = {}
+    for name in set(cn) | set(c1):
+        a, z = cn.get(name, {"calls": 0, "s": 0.0}), c1.get(name, {"calls": 0, "s": 0.0})
+        step[name] = {"calls": (a["calls"] - z["calls"]) / (n - 1), "s": (a["s"] - z["s"]) / (n - 1)}
+    total = sum(v["s"] for v in step.values())
+    print(f"profile B={b} P={p} kernels/step {total * 1e3:.3f} ms, wall/step {(tn - t1) / (n - 1) * 1e3:.3f} ms",
+          flush=True)
+    return {"B": b, "P": p, "N": n, "kernel_step_s": total, "wall_step_s": (tn - t1) / (n - 1),
+            "wall_outN_s": tn, "wall_out1_s": t1, "kernels": step,
+            "out1_kernels": c1}
 
 
 def main() -> None:
@@ -42,6 +91,7 @@ def main() -> None:
         kwargs["context_length"] = case["context_length"]
     if os.environ.get("ROOFLINE_SGLANG_ATTN"):
         kwargs["attention_backend"] = os.environ["ROOFLINE_SGLANG_ATTN"]
+    kwargs.update(case.get("engine_args", {}))
     t0 = time.time()
     engine = Engine(**kwargs)
     t_init = time.time() - t0
@@ -80,6 +130,13 @@ def main() -> None:
         r = timed(1, p, 1, 3)
         res["prefill"].append(r)
         print(f"prefill P={p} {r['median_s'] * 1e3:.2f} ms", flush=True)
+    res["profile"] = []
+    for b, p, n in case.get("profile", []):
+        try:
+            res["profile"].append(profiled(engine, timed, b, p, n))
+        except Exception as e:  # a profiler failure costs this census, not the run's times
+            res["profile"].append({"B": b, "P": p, "N": n, "error": repr(e)[:500]})
+            print(f"profile B={b} P={p} failed: {e!r}"[:300], flush=True)
     Path(out).write_text(json.dumps(res, indent=1, default=str))
     print("LAT_DONE", flush=True)
     engine.shutdown()

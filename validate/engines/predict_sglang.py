@@ -1,13 +1,16 @@
 """roofline's prediction of validate/engines/cases-sglang.json on a real SGLang, written BEFORE the engine is timed.
 
-python -m validate.engines.predict_sglang OUT_JSON [--hardware H200]
+python -m validate.engines.predict_sglang OUT_JSON [--hardware H200] [--cases FILE] [--steps-only] [--results RUN]
 Per model: the KV pool as `roofline capacity --engine sglang` gives it at the case's context_length (SGLang's
 max_total_num_tokens, its rules in roofline/engines/sglang.py); per decode case what lat_sglang.py measures, the mean
 decode step over contexts P + 1 .. P + N - 1 ((t(N) - t(1)) / (N - 1)), as the planner's decode step at the batch
 padded to SGLang's captured sizes and the mid context; per prefill case the batch-1 prefill; per served run
-`roofline simulate --engine sglang` at the run's rate (Poisson, its own draws) or --max-concurrency. SGLang has no
-time profile in roofline (no SGLang run before this one): every time is the GPU work alone on the H200's measured
-ceilings, the engine's scheduling rules (roofline.engines.scheduling.sglang) around it.
+`roofline simulate --engine sglang` at the run's rate (Poisson, its own draws) or --max-concurrency. Every time is
+the GPU work on the H200's measured ceilings with the engine's scheduling rules (roofline.engines.scheduling.sglang)
+and, where one is committed, SGLang's time profile (roofline/engines/profiles/sglang.json; run 1's prediction had
+none). --cases picks the cases file (run 2: cases-sglang-run2.json, its "lat_models" in order, a case's "dir" naming
+the catalogue model and its engine_args' mem_fraction_static the capacity's fraction); --steps-only leaves out the
+served runs.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate.engines import models as engine_models
 
-CASES = json.loads((Path(__file__).resolve().parent / "cases-sglang.json").read_text())
+HERE = Path(__file__).resolve().parent
+CASES = json.loads((HERE / "cases-sglang.json").read_text())
 
 
 def model_arg(name: str, folder: Path) -> list[str]:
@@ -55,11 +59,14 @@ def predict(hardware: str) -> dict:
     from roofline.catalogue.store import load_model
 
     folder, hw, out = Path(tempfile.mkdtemp()), load_hardware(hardware), {}
-    for name, case in CASES["models"].items():
-        margs = model_arg(name, folder)
+    for name in CASES.get("lat_models", CASES["models"]):
+        case = CASES["models"][name]
+        margs = model_arg(case.get("dir", name), folder)
         model = load_model(margs[1])
         ctx = case["context_length"] or model.max_position_embeddings
-        cap = cli("capacity", *margs, "--hardware", hardware, "--engine", "sglang", "--max-model-len", str(ctx))
+        fraction = case.get("engine_args", {}).get("mem_fraction_static")
+        cap = cli("capacity", *margs, "--hardware", hardware, "--engine", "sglang", "--max-model-len", str(ctx),
+                  *(["--gpu-memory-utilization", str(fraction)] if fraction else []))
         sched = scheduling("sglang", hw, "api", 1, context_len=ctx)
         n = CASES["out_tokens"]
         dec = []
@@ -116,14 +123,20 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--hardware", default="H200")
+    p.add_argument("--cases", default="cases-sglang.json", help="the cases file (this folder)")
+    p.add_argument("--steps-only", action="store_true", help="no served runs (a run without stage S)")
     p.add_argument("--results", type=Path, help="the run's folder: replay its Poisson runs at the recorded sends "
                    "(the model after the run; without it, before)")
     a = p.parse_args()
+    global CASES
+    CASES = json.loads((HERE / a.cases).read_text())
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"about": "roofline's prediction of validate/engines/cases-sglang.json on a real SGLang, written before the "
-                    "run (no SGLang time profile: GPU work alone under SGLang's scheduling rules)",
+    doc = {"about": f"roofline's prediction of validate/engines/{a.cases} on a real SGLang, written before the run: "
+                    "SGLang's scheduling rules and time profile (roofline/engines/profiles/sglang.json, when there is "
+                    "one) around the GPU work",
            "hardware": a.hardware, "engine": "sglang", "git_sha": sha, "date": dt.date.today().isoformat(),
-           "models": predict(a.hardware), "serve": serve(a.hardware, a.results)}
+           "cases": a.cases, "models": predict(a.hardware),
+           "serve": {} if a.steps_only else serve(a.hardware, a.results)}
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
 

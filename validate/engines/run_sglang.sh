@@ -9,7 +9,9 @@
 #   F FA3 smoke test (sglang_smoke.py); on failure every later stage runs with ROOFLINE_SGLANG_ATTN=flashinfer
 #   T launch_server on tiny-llama: start-up log, /server_info, bench at concurrency 1 / 16 / 64 (the server's own costs)
 #   S launch_server on Llama-3.1-8B: start-up log, /server_info, Poisson rates and a --max-concurrency run, /metrics
-#   L lat_sglang.py Llama-3.1-8B (offline Engine: decode steps, prefills)
+#   L lat_sglang.py on each model of the cases file's "lat_models" (default: the served model; offline Engine: decode
+#     steps, prefills, and a case's "profile" census under SGLang's profiler)
+#   M micro_sglang.py (FA3 decode alone on pages of 1 and 16 tokens; the greedy sampler)
 #   t lat_sglang.py tiny-llama (the engine's own step cost)
 #   O (only when STAGES names it) python -m sglang.bench_one_batch on Llama-3.1-8B: the model's step, no scheduler
 # STAGES (default "T S L t") picks and orders the stages; E and F always run. Expected ~10-12 minutes, the first
@@ -59,11 +61,13 @@ stage() { echo "$1 $(date -u +%T)" >> "$R/stages.log"; }
 end_server() {  # end_server NAME: the process group serve_sglang.sh recorded, in case its own end was cut short
   [ -f "$R/$1-server.pid" ] && kill -KILL -"$(cat "$R/$1-server.pid")" 2>/dev/null; sleep 2
 }
+LAT=$(C "' '.join(c.get('lat_models', [c['serve']['model']]))")
+DIRS=$(C "' '.join(sorted({c['models'][m].get('dir', m) for m in c.get('lat_models', [])} | {c['serve']['model'], c['serve_tiny']['model']}))")
 run_lat() {  # run_lat NAME
-  local to; to=$(C "c['models']['$1'].get('timeout_s', 360)")
-  setsid timeout "$to" python3 "$HERE/lat_sglang.py" "$HOME/models/$1" "$1" "$R/$1-lat.json" > "$R/$1-lat.log" 2>&1 &
+  local to dir; to=$(C "c['models']['$1'].get('timeout_s', 360)"); dir=$(C "c['models']['$1'].get('dir', '$1')")
+  setsid timeout "$to" python3 "$HERE/lat_sglang.py" "$HOME/models/$dir" "$1" "$R/$1-lat.json" > "$R/$1-lat.log" 2>&1 &
   local p=$!; wait $p; echo "lat $1 rc $?"; kill -KILL -$p 2>/dev/null; sleep 3
-  grep -E "SERVER_INFO|step=|prefill P=|KV Cache|max_total_num_tokens|Error|error" "$R/$1-lat.log" | cut -c1-300 | tail -20
+  grep -E "SERVER_INFO|step=|prefill P=|profile B=|KV Cache|max_total_num_tokens|Error|error" "$R/$1-lat.log" | cut -c1-300 | tail -20
 }
 {
 stage "start pid $$"
@@ -82,7 +86,7 @@ stage E
 } > "$R/env.log" 2>&1
 cat "$R/env.log"
 mkdir -p "$HOME/models"
-(cd "$ROOT" && PYTHONPATH=$ROOT python3 -m validate.engines.models "$HOME/models" "$TINY" "$SERVE")
+(cd "$ROOT" && PYTHONPATH=$ROOT python3 -m validate.engines.models "$HOME/models" $DIRS)
 stage F
 timeout 180 python3 "$HERE/sglang_smoke.py" > "$R/fa3-smoke.log" 2>&1
 cat "$R/fa3-smoke.log"
@@ -106,7 +110,9 @@ for s in $STAGES; do
     t) run_lat "$TINY" ;;
     S) timeout 900 bash "$HERE/serve_sglang.sh" "$HOME/models/$SERVE" "$SERVE" serve "$R"; echo "serve $SERVE rc $?"
        end_server "$SERVE" ;;
-    L) run_lat "$SERVE" ;;
+    L) for m in $LAT; do stage "L $m"; run_lat "$m"; done ;;
+    M) setsid timeout 300 python3 "$HERE/micro_sglang.py" "$R/micro.json" > "$R/micro.log" 2>&1 &
+       p=$!; wait $p; echo "micro rc $?"; kill -KILL -$p 2>/dev/null; tail -40 "$R/micro.log" ;;
     O) setsid timeout 420 python3 -m sglang.bench_one_batch --model-path "$HOME/models/$SERVE" --load-format dummy \
          --dtype bfloat16 ${ROOFLINE_SGLANG_ATTN:+--attention-backend $ROOFLINE_SGLANG_ATTN} \
          --batch-size 1 16 64 256 --input-len 1024 --output-len 64 --result-filename "$R/$SERVE-one-batch.jsonl" \
