@@ -1,7 +1,7 @@
 """SGLang's time profile from its own tiny-model measurements (never from the runs it is judged on):
 roofline/engines/profiles/sglang.json.
 
-python -m validate.engines.derive_sglang RUN_DIR [--out roofline/engines/profiles/sglang.json]
+python -m validate.engines.derive_sglang RUN_DIR [--micro MICRO_RUN_DIR] [--hardware H200] [--out PROFILE]
 
 The same mechanisms as vLLM's (validate/engines/derive.py; roofline/engines/timing.py 1, 2, 3, 5, 6), measured on
 SGLang's tiny-llama (2 layers of width 256, Llama-3's vocabulary: its GPU work ~0.1 ms, roofline's own prediction):
@@ -13,7 +13,15 @@ SGLang's tiny-llama (2 layers of width 256, Llama-3's vocabulary: its GPU work ~
 - the API server: the tiny server's median TPOT at concurrency 1, 16, 64 (the same fit), and its per-request cost,
   the server's median TTFT at concurrency 1 less the request's own cost (0 where the offline request costs more: the
   offline Engine's call pays its own IPC).
-SGLang's kernels, sampler, launches past the capture sizes, drafter and connector are not measured: none is set.
+With --micro (a run with stage M, micro_sglang.py: SGLang's own kernels alone on that GPU), mechanisms 4 and 9:
+- the decode attention's law on that GPU (kernels.<hardware> attn_decode_latency, attn_decode_bw): sgl_kernel's FA3
+  flash_attn_with_kvcache on SGLang's pool of one-token pages, t = alpha + KV bytes / rate (derive.fit_affine,
+  relative least squares) over every page-1 shape timed (GQA 32/8 and MHA 32/32, head dim 128, B 1 .. 256,
+  L 1,056 .. 16,416); no in-situ excess per tile is set (attn_decode_program: SGLang's FA3 in its own steps ran
+  within 3-9 % of it alone, either side: the run's profiler census, validate/notes/2026-11-30-sglang-h200-run2.md);
+- its greedy sampler (temperature 0, torch.argmax over the fp32 logits): sampler.<hardware> = the argmax alone,
+  t = latency + B x V / rate (the logits' cast to fp32 is not in it: not timed alone).
+SGLang's launches past the capture sizes, drafter and connector are not measured: none is set.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import json
 import re
 from pathlib import Path
 
-from validate.engines.derive import fit_host
+from validate.engines.derive import fit_affine, fit_host
 
 TINY = "tiny-llama"
 
@@ -59,12 +67,37 @@ def derive(run: Path) -> dict:
                                        for b, s in zip(batches, steps, strict=True)]}}
 
 
+def kernels(micro_run: Path, hardware: str, profile: dict) -> dict:
+    """`profile` with SGLang's decode attention law and greedy sampler on `hardware`, from micro_sglang.py's
+    micro.json (page-1 FA3 decode cases; argmax)."""
+    micro = json.loads((micro_run / "micro.json").read_text())
+    dec = [r for r in micro["fa3_decode"] if r["page"] == 1]
+    alpha, rate = fit_affine([r["kv_bytes_read"] for r in dec], [r["s"] for r in dec])
+    arg = micro["argmax"]
+    lat, per = fit_affine([r["B"] * r["V"] for r in arg], [r["s"] for r in arg])
+    src = f"{micro_run}/micro.json"
+    profile["kernels"] = {hardware: {"attn_decode_latency": alpha, "attn_decode_bw": rate}}
+    profile["sampler"] = {hardware: {"latency_s": lat, "elements_per_s": per}}
+    profile["sources"]["kernels"] = (f"{src} fa3_decode page 1 ({len(dec)} shapes), t = alpha + KV bytes / rate "
+                                     "(relative least squares); no in-situ term")
+    profile["sources"]["sampler"] = f"{src} argmax (temperature 0), t = latency + B x V / rate"
+    profile["fit_residuals"]["attn_decode"] = [round((alpha + r["kv_bytes_read"] / rate) / r["s"] - 1, 4)
+                                               for r in dec]
+    profile["fit_residuals"]["sampler"] = [round((lat + r["B"] * r["V"] / per) / r["s"] - 1, 4) for r in arg]
+    return profile
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path)
+    p.add_argument("--micro", type=Path, help="a run with stage M (micro.json): SGLang's kernels on --hardware")
+    p.add_argument("--hardware", default="H200")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/sglang.json"))
     a = p.parse_args()
-    a.out.write_text(json.dumps(derive(a.run), indent=1) + "\n")
+    profile = derive(a.run)
+    if a.micro:
+        profile = kernels(a.micro, a.hardware, profile)
+    a.out.write_text(json.dumps(profile, indent=1) + "\n")
     print(a.out.read_text(), end="")
 
 

@@ -4,9 +4,14 @@ q (B, hq, d) with cu_seqlens_q, max_seqlen_q 1, a page table over the token pool
 on SGLang's default pool of page size 1 and, beside it, on pages of 16 tokens (vLLM's block) at the same shapes: the
 difference is what a page of one token costs the kernel. CUDA-graph replays through graphbench.bench (median, L2
 flushed), random inputs, token slots drawn at random over the pool (a long-running server's free list).
-Also the greedy sampler SGLang runs at temperature 0 (torch.argmax over the fp32 logits, B x vocabulary).
+Also the greedy sampler SGLang runs at temperature 0 (torch.argmax over the fp32 logits, B x vocabulary); SGLang's
+fused MoE (sglang 0.5.17 srt/layers/moe/moe_runner/triton_utils/fused_moe.py fused_experts, the Triton runner its
+auto backend picks for a bf16 MoE on one H200, with the tuned configs it ships: align, w13 GEMM, activation, w2 GEMM,
+sum in one call) at the MoE shapes of Qwen3-30B-A3B and DeepSeek-V2-Lite, the cases of micro.py's vLLM fused_moe;
+and FA3's prefill (sgl_kernel flash_attn_varlen_func, causal, one prompt) at micro.py's fa3_prefill cases.
 
-Usage (GPU machine, SGLang importable): python3 micro_sglang.py OUT_JSON
+Usage (GPU machine, SGLang importable): python3 micro_sglang.py OUT_JSON [GROUP ...]
+GROUPs: decode (FA3 decode, argmax; run 2's stage M), moe, prefill; default all.
 """
 import json
 import sys
@@ -17,7 +22,8 @@ from graphbench import bench  # this folder: each script is run as a file
 
 dev = "cuda"
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "argmax": [],
-       "errors": []}
+       "fused_moe": [], "fa3_prefill": [], "errors": []}
+GROUPS = set(sys.argv[2:]) or {"decode", "moe", "prefill"}
 
 
 def fa3_decode(B, L, hq, hk, d, page):
@@ -51,9 +57,58 @@ def argmax(B, V):
     return {"B": B, "V": V, "s": bench(run)}
 
 
+def fused_moe(M, E, topk, H, inter):
+    """One call of SGLang's fused_experts (bf16, out of place) on M tokens routed to top-k of E experts."""
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+    from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe import fused_experts
+    from sglang.srt.layers.moe.topk import StandardTopKOutput
+    x = torch.randn(M, H, device=dev, dtype=torch.bfloat16)
+    w1 = torch.randn(E, 2 * inter, H, device=dev, dtype=torch.bfloat16) * 0.02
+    w2 = torch.randn(E, H, inter, device=dev, dtype=torch.bfloat16) * 0.02
+    logits = torch.randn(M, E, device=dev)
+    tw, ti = torch.topk(torch.softmax(logits, -1), topk, dim=-1)
+    ti = ti.to(torch.int32)
+    topk_out = StandardTopKOutput(tw, ti, logits)
+    cfg = MoeRunnerConfig(num_experts=E, num_local_experts=E, hidden_size=H, intermediate_size_per_partition=inter,
+                          top_k=topk, params_dtype=torch.bfloat16, inplace=False)
+
+    def run():
+        fused_experts(x, w1, w2, topk_out, cfg)
+    t = bench(run)
+    active = int(torch.unique(ti).numel())
+    return {"M": M, "E": E, "topk": topk, "H": H, "I": inter, "active_experts": active, "s": t,
+            "active_weight_bytes": active * 3 * H * inter * 2}
+
+
+def fa3_prefill(P, hq, hk, d):
+    """One causal prompt of P tokens (varlen, not paged): FLOPs 4 P^2 hq d / 2 (QK and PV, causal half)."""
+    from sgl_kernel.flash_attn import flash_attn_varlen_func
+    q = torch.randn(P, hq, d, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(P, hk, d, device=dev, dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    cu = torch.tensor([0, P], device=dev, dtype=torch.int32)
+
+    def run():
+        flash_attn_varlen_func(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=P, max_seqlen_k=P,
+                               softmax_scale=d ** -0.5, causal=True, ver=3)
+    t = bench(run)
+    flops = 4 * P * P * hq * d / 2
+    return {"P": P, "hq": hq, "hk": hk, "d": d, "window": None, "s": t, "flops": flops, "flops_per_s": flops / t}
+
+
+def attempt(key, fn, *args):
+    try:
+        r = fn(*args)
+        res[key].append(r)
+        print(key, args, f"{r['s'] * 1e6:.1f} us", flush=True)
+    except Exception:
+        res["errors"].append({"case": [key, *args], "tb": traceback.format_exc()[-800:]})
+        print("ERR", key, args, traceback.format_exc()[-300:], flush=True)
+
+
 CASES = [(B, L, hq, hk, d) for (hq, hk, d) in ((32, 8, 128), (32, 32, 128))
          for B in (1, 16, 64, 256) for L in (1056, 4128)] + [(16, 16416, 32, 8, 128), (64, 8224, 32, 8, 128)]
-for case in CASES:
+for case in CASES if "decode" in GROUPS else []:
     for page in (1, 16):
         try:
             r = fa3_decode(*case, page)
@@ -64,10 +119,13 @@ for case in CASES:
             res["errors"].append({"case": list(case), "page": page, "tb": traceback.format_exc()[-800:]})
             print("ERR", case, page, traceback.format_exc()[-300:], flush=True)
         torch.cuda.empty_cache()
-for B in (1, 16, 64, 256):
-    try:
-        res["argmax"].append(argmax(B, 128256))
-    except Exception:
-        res["errors"].append({"case": ["argmax", B], "tb": traceback.format_exc()[-800:]})
+for B in (1, 16, 64, 256) if "decode" in GROUPS else ():
+    attempt("argmax", argmax, B, 128256)
+for E, topk, H, inter in [(128, 8, 2048, 768), (64, 6, 2048, 1408)] if "moe" in GROUPS else []:
+    for M in (1, 4, 16, 64, 256, 1024, 4096):
+        attempt("fused_moe", fused_moe, M, E, topk, H, inter)
+for P in (256, 2048, 8192, 16384) if "prefill" in GROUPS else ():
+    for hq, hk, d in [(32, 8, 128), (32, 32, 128)]:
+        attempt("fa3_prefill", fa3_prefill, P, hq, hk, d)
 json.dump(res, open(sys.argv[1], "w"), indent=1)
 print("MICRO_DONE", flush=True)
