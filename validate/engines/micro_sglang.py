@@ -58,10 +58,20 @@ def argmax(B, V):
 
 
 def fused_moe(M, E, topk, H, inter):
-    """One call of SGLang's fused_experts (bf16, out of place) on M tokens routed to top-k of E experts."""
+    """One call of SGLang's fused_experts (bf16, in place: MoeRunnerConfig's default, the layer's call) on M tokens
+    routed to top-k of E experts. Outside a server SGLang's process-wide config is not published, so the two flags
+    the call reads get their ServerArgs defaults (enable_fused_moe_sum_all_reduce, enable_deterministic_inference:
+    False, srt/server_args.py)."""
+    from types import SimpleNamespace
+
+    import sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe as fm
+    import sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe_triton_config as fc
     from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
-    from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe import fused_experts
     from sglang.srt.layers.moe.topk import StandardTopKOutput
+    defaults = SimpleNamespace(moe=SimpleNamespace(enable_fused_moe_sum_all_reduce=False),
+                               deterministic=SimpleNamespace(enable_deterministic_inference=False))
+    fm.get_exec = fc.get_exec = lambda: defaults
+    fused_experts = fm.fused_experts
     x = torch.randn(M, H, device=dev, dtype=torch.bfloat16)
     w1 = torch.randn(E, 2 * inter, H, device=dev, dtype=torch.bfloat16) * 0.02
     w2 = torch.randn(E, H, inter, device=dev, dtype=torch.bfloat16) * 0.02
@@ -70,7 +80,7 @@ def fused_moe(M, E, topk, H, inter):
     ti = ti.to(torch.int32)
     topk_out = StandardTopKOutput(tw, ti, logits)
     cfg = MoeRunnerConfig(num_experts=E, num_local_experts=E, hidden_size=H, intermediate_size_per_partition=inter,
-                          top_k=topk, params_dtype=torch.bfloat16, inplace=False)
+                          top_k=topk, params_dtype=torch.bfloat16, inplace=True)
 
     def run():
         fused_experts(x, w1, w2, topk_out, cfg)
