@@ -105,6 +105,36 @@ def in_situ_attention(prof: Path, alpha: float, rate: float) -> tuple[float, lis
     return max(0.0, per_tile), points
 
 
+def fused_moe_law(rows: list[dict], source: str) -> tuple[dict, dict]:
+    """(kernels, sources) of an engine's fused MoE call timed alone (micro.py / micro_sglang.py fused_moe rows):
+    grouped_gemm_latency, grouped_gemm_bw from t = alpha + active weight bytes / rate over M <= 64 (decode batches),
+    and grouped_gemm_flops, 2 M k 3 H I / t at the largest M of the first shape (a prefill-sized batch: the definition
+    of the derived profiles, roofline/catalogue/derive/engine_kernels.py); empty without rows."""
+    moe = [r for r in rows if r["M"] <= 64]
+    if not moe:
+        return {}, {}
+    a_moe, r_moe = fit_affine([r["active_weight_bytes"] for r in moe], [r["s"] for r in moe])
+    first = rows[0]
+    big = max((r for r in rows if (r["E"], r["topk"], r["H"], r["I"]) ==
+               (first["E"], first["topk"], first["H"], first["I"])), key=lambda r: r["M"])
+    kernels = {"grouped_gemm_latency": a_moe, "grouped_gemm_bw": r_moe,
+               "grouped_gemm_flops": 2 * big["M"] * big["topk"] * 3 * big["H"] * big["I"] / big["s"]}
+    sources = {"fused_moe": f"{source} fused_moe M <= 64, t = alpha + active weight bytes / rate",
+               "grouped_gemm_flops": (f"{source} fused_moe M = {big['M']}, E = {big['E']}, k = {big['topk']}: "
+                                      "2 M k 3 H I / t (the derived profiles' definition)")}
+    return kernels, sources
+
+
+def prefill_flops(rows: list[dict]) -> dict:
+    """{head dim: FLOP/s} of an engine's FA3 prefill alone: per head dim the longest GQA prompt timed."""
+    flops = {}
+    for d in sorted({r["d"] for r in rows}):
+        gqa = [r for r in rows if r["d"] == d and r["hk"] < r["hq"]]
+        if gqa:
+            flops[d] = max(gqa, key=lambda r: r["P"])["flops_per_s"]
+    return flops
+
+
 def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
     tiny = json.loads((results / "tiny-llama-lat.json").read_text())
     micro = json.loads((results / "micro.json").read_text())
@@ -142,24 +172,10 @@ def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
         sources["attn_decode_program"] = (f"{prof} FlashAttnFwdSm90 per layer in the engine's decode steps less the "
                                           "alone law, per (sequence, KV head) tile")
         extra["attn_decode_in_situ_points"] = points
-    moe = [r for r in micro["fused_moe"] if r["M"] <= 64]
-    if moe:
-        a_moe, r_moe = fit_affine([r["active_weight_bytes"] for r in moe], [r["s"] for r in moe])
-        kernels.update(grouped_gemm_latency=a_moe, grouped_gemm_bw=r_moe)
-        sources["fused_moe"] = f"{results}/micro.json fused_moe M <= 64, t = alpha + active weight bytes / rate"
-        # a prefill-sized batch: the definition of the derived profiles (roofline/catalogue/derive/engine_kernels.py
-        # grouped_gemm_flops, 2 M k 3 H I / t at M = 4096 on the first shape), here on the engine's own timing
-        first = micro["fused_moe"][0]
-        big = max((r for r in micro["fused_moe"] if (r["E"], r["topk"], r["H"], r["I"]) ==
-                   (first["E"], first["topk"], first["H"], first["I"])), key=lambda r: r["M"])
-        kernels["grouped_gemm_flops"] = 2 * big["M"] * big["topk"] * 3 * big["H"] * big["I"] / big["s"]
-        sources["grouped_gemm_flops"] = (f"{results}/micro.json fused_moe M = {big['M']}, E = {big['E']}, k = "
-                                         f"{big['topk']}: 2 M k 3 H I / t (the derived profiles' definition)")
-    flops = {}
-    for d in sorted({r["d"] for r in micro["fa3_prefill"]}):
-        rows = [r for r in micro["fa3_prefill"] if r["d"] == d and r["hk"] < r["hq"]]
-        if rows:
-            flops[d] = max(rows, key=lambda r: r["P"])["flops_per_s"]
+    moe_kernels, moe_sources = fused_moe_law(micro["fused_moe"], f"{results}/micro.json")
+    kernels.update(moe_kernels)
+    sources.update(moe_sources)
+    flops = prefill_flops(micro["fa3_prefill"])
     sources["attention_flops"] = f"{results}/micro.json fa3_prefill, longest prompt, GQA"
     return {"version": tiny.get("vllm", ""), "step_s": step_s, "per_seq_s": per_seq_s, "overlap": overlap,
             "server_step_s": server_step_s, "server_per_seq_s": server_per_seq_s,

@@ -20,7 +20,10 @@ With --micro (a run with stage M, micro_sglang.py: SGLang's own kernels alone on
   L 1,056 .. 16,416); no in-situ excess per tile is set (attn_decode_program: SGLang's FA3 in its own steps ran
   within 3-9 % of it alone, either side: the run's profiler census, validate/notes/2026-11-30-sglang-h200-run2.md);
 - its greedy sampler (temperature 0, torch.argmax over the fp32 logits): sampler.<hardware> = the argmax alone,
-  t = latency + B x V / rate (the logits' cast to fp32 is not in it: not timed alone).
+  t = latency + B x V / rate (the logits' cast to fp32 is not in it: not timed alone);
+- its fused MoE (fused_experts, the Triton runner with SGLang's tuned configs): derive.fused_moe_law, the law fitted
+  for vLLM's (grouped_gemm_latency / _bw over M <= 64, grouped_gemm_flops at M = 4,096), and op_kernels as vLLM's;
+- its FA3 prefill: attention_flops per head dim at the longest GQA prompt timed.
 SGLang's launches past the capture sizes, drafter and connector are not measured: none is set.
 """
 
@@ -31,7 +34,14 @@ import json
 import re
 from pathlib import Path
 
-from validate.engines.derive import fit_affine, fit_host
+from validate.engines.derive import fit_affine, fit_host, fused_moe_law, prefill_flops
+
+# kernels an op launches outside SGLang's fused MoE call, which micro_sglang.py's fused_moe law times whole
+OP_KERNELS = {"routing": 1}
+OP_KERNELS_SOURCE = ("sglang 0.5.17 srt/layers/moe/moe_runner/triton_utils/fused_moe.py fused_experts_impl (lines "
+                     "418-620): moe_align_block_size, the w13 GEMM, the activation, the w2 GEMM and the sum in the one "
+                     "call micro_sglang.py times; outside it the router's topk_softmax (srt/layers/moe/topk.py, one "
+                     "kernel) stays the routing op's")
 
 TINY = "tiny-llama"
 
@@ -67,30 +77,55 @@ def derive(run: Path) -> dict:
                                        for b, s in zip(batches, steps, strict=True)]}}
 
 
-def kernels(micro_run: Path, hardware: str, profile: dict) -> dict:
-    """`profile` with SGLang's decode attention law and greedy sampler on `hardware`, from micro_sglang.py's
-    micro.json (page-1 FA3 decode cases; argmax)."""
-    micro = json.loads((micro_run / "micro.json").read_text())
-    dec = [r for r in micro["fa3_decode"] if r["page"] == 1]
-    alpha, rate = fit_affine([r["kv_bytes_read"] for r in dec], [r["s"] for r in dec])
-    arg = micro["argmax"]
-    lat, per = fit_affine([r["B"] * r["V"] for r in arg], [r["s"] for r in arg])
-    src = f"{micro_run}/micro.json"
-    profile["kernels"] = {hardware: {"attn_decode_latency": alpha, "attn_decode_bw": rate}}
-    profile["sampler"] = {hardware: {"latency_s": lat, "elements_per_s": per}}
-    profile["sources"]["kernels"] = (f"{src} fa3_decode page 1 ({len(dec)} shapes), t = alpha + KV bytes / rate "
-                                     "(relative least squares); no in-situ term")
-    profile["sources"]["sampler"] = f"{src} argmax (temperature 0), t = latency + B x V / rate"
-    profile["fit_residuals"]["attn_decode"] = [round((alpha + r["kv_bytes_read"] / rate) / r["s"] - 1, 4)
-                                               for r in dec]
-    profile["fit_residuals"]["sampler"] = [round((lat + r["B"] * r["V"] / per) / r["s"] - 1, 4) for r in arg]
+def kernels(micro_runs: list[Path], hardware: str, profile: dict) -> dict:
+    """`profile` with SGLang's own kernels on `hardware` from micro_sglang.py's micro*.json files in `micro_runs`:
+    its decode attention law (page-1 FA3 decode cases), greedy sampler (argmax), fused MoE law (fused_moe rows, the
+    law derive.fused_moe_law fits for vLLM's) and FA3 prefill FLOP/s (fa3_prefill rows)."""
+    rows: dict[str, list[dict]] = {"fa3_decode": [], "argmax": [], "fused_moe": [], "fa3_prefill": []}
+    src: dict[str, str] = {}
+    for run in micro_runs:
+        for f in sorted(run.glob("micro*.json")):
+            micro = json.loads(f.read_text())
+            for key in rows:
+                if micro.get(key):
+                    rows[key] += micro[key]
+                    src[key] = str(f)
+    k: dict = {}
+    profile["fit_residuals"] = dict(profile.get("fit_residuals", {}))
+    dec = [r for r in rows["fa3_decode"] if r["page"] == 1]
+    if dec:
+        alpha, rate = fit_affine([r["kv_bytes_read"] for r in dec], [r["s"] for r in dec])
+        k.update(attn_decode_latency=alpha, attn_decode_bw=rate)
+        profile["sources"]["attn_decode"] = (f"{src['fa3_decode']} fa3_decode page 1 ({len(dec)} shapes), t = alpha "
+                                             "+ KV bytes / rate (relative least squares); no in-situ term")
+        profile["fit_residuals"]["attn_decode"] = [round((alpha + r["kv_bytes_read"] / rate) / r["s"] - 1, 4)
+                                                   for r in dec]
+    if rows["argmax"]:
+        arg = rows["argmax"]
+        lat, per = fit_affine([r["B"] * r["V"] for r in arg], [r["s"] for r in arg])
+        profile["sampler"] = {hardware: {"latency_s": lat, "elements_per_s": per}}
+        profile["sources"]["sampler"] = f"{src['argmax']} argmax (temperature 0), t = latency + B x V / rate"
+        profile["fit_residuals"]["sampler"] = [round((lat + r["B"] * r["V"] / per) / r["s"] - 1, 4) for r in arg]
+    moe, moe_sources = fused_moe_law(rows["fused_moe"], src.get("fused_moe", ""))
+    if moe:
+        k.update(moe)
+        profile["sources"].update(moe_sources)
+        profile["op_kernels"] = dict(OP_KERNELS)
+        profile["sources"]["op_kernels"] = OP_KERNELS_SOURCE
+    flops = prefill_flops(rows["fa3_prefill"])
+    if flops:
+        profile["attention_flops"] = {hardware: {str(d): v for d, v in flops.items()}}
+        profile["sources"]["attention_flops"] = f"{src['fa3_prefill']} fa3_prefill, longest prompt, GQA"
+    profile["kernels"] = {hardware: k}
+    profile["sources"]["kernels"] = "SGLang's own kernels alone (micro_sglang.py), each law's source beside it"
     return profile
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path)
-    p.add_argument("--micro", type=Path, help="a run with stage M (micro.json): SGLang's kernels on --hardware")
+    p.add_argument("--micro", type=Path, action="append", default=[],
+                   help="a run with micro_sglang.py's micro*.json (repeatable): SGLang's kernels on --hardware")
     p.add_argument("--hardware", default="H200")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/sglang.json"))
     a = p.parse_args()
