@@ -99,6 +99,14 @@ class EngineOverheads:
         """CPU seconds of a step that runs `sequences` sequences."""
         return self.step_s + self.per_seq_s * sequences
 
+    def host_s(self, sequences: int, tokens: int = 0, loads_s: float = 0.0) -> float:
+        """Host seconds of one step, all on the thread that schedules and launches it: its own (step), the KV loads
+        it starts (`loads_s`, timing mechanism 10) and, past the capture sizes, its launches (eager_s, mechanism 8).
+        With asynchronous scheduling a step takes at least this (combine); the engine core schedules the step after
+        it no earlier than this after its own schedule (serving.fleet's `seen` after a step that starts loads)."""
+        host = self.step(sequences) + loads_s
+        return host + self.eager_s if self.eager_s and tokens > self.eager_above_tokens else host
+
     def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0):
         """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
         tokens: the host work after the GPU's, or hidden under it with asynchronous scheduling (vLLM's
@@ -110,9 +118,11 @@ class EngineOverheads:
         host = self.step(sequences) + loads_s
         if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
             gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
+        if self.overlap:
+            return np.maximum(gpu_s, self.host_s(sequences, tokens, loads_s))
         if self.eager_s and tokens > self.eager_above_tokens:  # timing.EngineTiming.step's rule
-            return np.maximum(gpu_s, host + self.eager_s) if self.overlap else host + np.maximum(gpu_s, self.eager_s)
-        return np.maximum(gpu_s, host) if self.overlap else gpu_s + host
+            return host + np.maximum(gpu_s, self.eager_s)
+        return gpu_s + host
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,12 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    request's READs on the thread that launches the steps (NixlConnector.start_load_kv, before the step's forward),
    so the step that starts a load takes its post as host work of its own (EngineOverheads.combine's loads_s):
    kv_post_s + descriptors x kv_post_descriptor_s, measured alone by nixl_probe.py with NUM_THREADS=4 (derive.py
-   --nixl-post). Zero until measured.
+   --nixl-post). Zero until measured. The engine core's loop is serial (vllm/v1/engine/core.py@v0.24.0:519-632,
+   step_with_batch_queue: schedule, execute_model, which posts before the forward's launch, sample_tokens, then the
+   previous step's output; a one-GPU UniProcExecutor runs both calls on that thread, v1/executor/
+   uniproc_executor.py:79-131), so under asynchronous scheduling the step after a posting one is scheduled when the
+   posting step's host work ends (EngineOverheads.host_s after its schedule), not at that step's start
+   (serving.fleet.Fleet._serial).
 
 11. **The host's speed.** Every figure of 1, 5-8 and 10's post is work of one Python thread on the host's CPU, so it
    scales with that core's speed: the tiny server of validate/engines run on two lent H200 hosts read a median TTFT

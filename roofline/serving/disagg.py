@@ -53,13 +53,15 @@ scheduler takes the request in two hops, each at a step boundary (vllm/...@v0.24
 While it waits the request holds its prompt's pages (they count against the pool and are never preempted: only
 `running` is), not a place under max_num_seqs (a full `running` stops the admission loop, posts included:
 scheduler.py:630-631), counts as waiting in the engine's stats (:1962), and its post spends no token budget (the loop
-runs while budget is left). Not modelled: vLLM admits a load only if it fits beside the blocks other in-flight
-prefills still need (:862-867; a decode pool's loads need none beyond their prompt's); the observation's instant
-is the step's schedule, not the end of its launch (a step's host work later); and the engine core's loop is serial
-(core.py:539-581: schedule, execute_model, sample_tokens, then the previous step's output), so the schedule after a
-posting one is made when the post's host work ends, later than the start of the step in flight when the post
-outlasts that step (here the next schedule is that step's start). Engines without a connector law
-(ideal, SGLang, TensorRT-LLM's profiles here) keep one arrival at the transfer's end.
+runs while budget is left). The engine core's loop is serial (core.py:539-581: schedule, execute_model, which posts
+the READs, sample_tokens, then the previous step's output; UniProcExecutor runs the worker's calls on that thread,
+v1/executor/uniproc_executor.py:79-131), so the schedule after a posting one is made when the posting step's host
+work, post included, ends: later than the start of the step in flight when that work outlasts it (Fleet._serial;
+the observation, promotion and posts of that schedule move with it). Not modelled: vLLM admits a load only if it
+fits beside the blocks other in-flight prefills still need (:862-867; a decode pool's loads need none beyond their
+prompt's); the observation's instant is the step's schedule, not the end of its launch (a step's host work later),
+and the post starts after the posting call's input preparation, not at its schedule. Engines without a connector
+law (ideal, SGLang, TensorRT-LLM's profiles here) keep one arrival at the transfer's end.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's hops and first step; TPOT is
 the decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
 side never waits on the decode side: no back-pressure, the decode pool queues what it cannot admit).

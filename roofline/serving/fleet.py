@@ -116,10 +116,13 @@ class Fleet:
     def _start(self, r: _Replica, now: float, next_arrival: float, events: list) -> None:
         """Begin replica r's next block at `now` (nothing if it has nothing to run). With the engine's admission
         lag (Simulator.run's `seen`) a held request joins once the block that ended now had its last step start
-        after its arrival; an idle replica takes every held request at once."""
+        after its arrival; an idle replica takes every held request at once. After a step that started KV loads
+        the schedule is made no earlier than that step's schedule plus its host work, posts included (`_serial`)."""
         idle = r.plan is None
         seen = now if idle or not self.sim.engine.admission_lag else (
             r.start + (float(r.ends[r.steps - 2]) if r.steps > 1 else 0.0))
+        if not idle and self.sim.engine.admission_lag and r.plan.loads_s > 0:
+            seen = max(seen, self._serial(r))
         if r.held:
             r.admit(seen)
         if idle and r.sched.remote:
@@ -145,6 +148,19 @@ class Fleet:
             r.steps = 1
         r.records.append([now, 0.0, *in_system, r.sched.used_bytes, r.sched.preemptions, plan.tokens])
         self._push(r, events)
+
+    def _serial(self, r: _Replica) -> float:
+        """When the engine core can schedule the step after r's last one, a step that started KV loads: vLLM 0.24's
+        loop is serial (v1/engine/core.py@v0.24.0:519-632 step_with_batch_queue: schedule, execute_model, whose
+        connector posts the READs before the forward's launch, v1/worker/gpu/model_runner.py:1261 / 1281 and
+        gpu/kv_connector.py:61-75, sample_tokens, then the previous step's output; one GPU's UniProcExecutor runs
+        both calls on the engine core's thread, v1/executor/uniproc_executor.py:79-131), so the next schedule waits
+        for the posting step's whole host work (EngineOverheads.host_s) after its own schedule (t_sched), not only
+        for the start of that step. The same bound holds after any step; only a posting step's is applied here (a
+        step without loads keeps the admission lag's instant, its outputs unchanged)."""
+        plan = r.plan
+        host = self.sim.engine.overheads.host_s(len(plan.context) + len(plan.chunk_tokens), plan.tokens, plan.loads_s)
+        return r.sched.t_sched + host
 
     def _push(self, r: _Replica, events: list) -> None:
         r.version += 1

@@ -31,6 +31,7 @@ from roofline.serving.kernel_layout import (
     HLEN,
     HTAIL,
     LAG,
+    LOADS,
     N_RUN,
     NCH,
     NREP,
@@ -73,7 +74,7 @@ from roofline.serving.kernel_queue import (
     take_due,
     turn_ends,
 )
-from roofline.serving.kernel_remote import observe, report, spin, wake
+from roofline.serving.kernel_remote import observe, report, serial, spin, wake
 from roofline.serving.kernel_sched import block_length, commit, schedule
 from roofline.serving.kernel_spec import accept, plan_step
 from roofline.serving.kernel_views import borrowed
@@ -88,11 +89,13 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
           clock, pfx):
     """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the
     next arrival: cut_one). Under the admission lag the held requests that arrived by the start of the last block's
-    last step join first; an idle replica sees every held request; while some stay held the block is one step (they
-    are seen after it)."""
+    last step (after a step that started KV loads, no earlier than kernel_remote.serial) join first; an idle replica
+    sees every held request; while some stay held the block is one step (they are seen after it)."""
     idle = ri[r, ACTIVE] == 0
     # the schedule's time (Fleet._start's `seen`): under the admission lag a busy replica's last step's start
     seen = now if idle or not cfg[LAG] else rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0)
+    if not idle and cfg[LAG] and rf[r, LOADS] > 0.0:  # after a step that started KV loads: Fleet._serial
+        seen = max(seen, serial(r, st, ri, rf, cfg, fcfg))
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
         admit_held(r, seen, ri, nxt, clock)
     if idle and ri[r, RLEN]:

@@ -19,20 +19,26 @@ from roofline.serving.kernel_layout import (
     CHSTART,
     CHTOK,
     COMP,
+    EAGER_ABOVE,
+    EAGER_S,
     GEN,
     IDS,
     KNOWN,
     LOADS,
     MAX_SEQS,
     NCH,
+    NDEC,
     OUT,
+    PER_SEQ_S,
     POSTS,
     RES,
     RESERVE,
     RHEAD,
     RLEN,
     RTAIL,
+    SPEC,
     STAMPED,
+    STEP_S,
     TOKENS,
     TSCHED,
     USED,
@@ -142,3 +148,18 @@ def wake(r, now, ri, rf, nxt, pre):
         soon = min(soon, pre[3][i] if pre[4][i] == math.inf else pre[4][i])
         i = nxt[i]
     rf[r, WAKE] = max(now, soon) if soon < math.inf else math.inf
+
+
+@njit(cache=True)
+def serial(r, st, ri, rf, cfg, fcfg):
+    """Fleet._serial: the earliest schedule after replica r's last step, one that started KV loads (rf's LOADS > 0;
+    its plan still in st / ri): that step's schedule (TSCHED) plus its host work, EngineOverheads.host_s over its
+    sequences and its tokens (a decode's drafts included)."""
+    nd, nc = ri[r, NDEC], ri[r, NCH]
+    tokens = nd * (1 + cfg[SPEC])
+    for j in range(nc):
+        tokens += st[r, CHTOK, j]
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + rf[r, LOADS]
+    if fcfg[EAGER_S] and tokens > cfg[EAGER_ABOVE]:
+        host = host + fcfg[EAGER_S]
+    return rf[r, TSCHED] + host

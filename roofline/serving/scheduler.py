@@ -92,7 +92,7 @@ class Scheduler:
         self.now = 0.0  # the engine's clock, set by the simulator before each schedule (the cache's LRU order)
         # remote KV loads (serving.disagg's decode pool under an engine with a KV connector: serving.remote); t_sched:
         # when the engine made the schedule being planned (the loop sets it: the step's start, or under the admission
-        # lag the previous step's)
+        # lag the previous step's, after a step that started loads no earlier than its host work's end: Fleet._serial)
         self.remote = RemoteLoads(transfer_s, n)
         self.t_sched = 0.0
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens

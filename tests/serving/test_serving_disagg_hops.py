@@ -19,6 +19,15 @@ take 25 ms from their post.
   157 - 167) are past it, the one scheduled at 157 ms (167 - 177) observes it and reports it at 177 ms; the step
   scheduled at 167 ms (177 - 187) was scheduled before that, the one scheduled at 177 ms runs 187 - 197 ms: first
   token at 197 ms, two steps after the synchronous engine's.
+- The schedule after a posting step (vLLM's engine core loop is serial: v1/engine/core.py@v0.24.0:519-632, the
+  READs posted inside execute_model before the forward, v1/worker/gpu/model_runner.py:1261 / 1281): B's load posted
+  by the schedule made at 125 ms, whose iteration's host work is 10 ms + the 2 ms post, the next schedule is made
+  when that work ends, at 137 ms, not at the posting step's start, 135 ms. With an 11 ms transfer B's load ends at
+  136 ms: the step scheduled at 137 ms (147 - 157) observes it, reports it at 157 ms, the step scheduled at 147 ms
+  was scheduled before that, the one scheduled at 157 ms runs B's last token 167 - 177 ms: first token 177 ms (a
+  schedule at 135 ms would miss it: the one at 147 ms observes, 167 reports, first token 187 ms). With 13 ms (ready
+  at 138 ms) the schedule at 137 ms misses it too: 187 ms. Synchronous, a step's schedule is its start, already
+  after the post: 11 ms, observed by the step started at 137 ms, reported at 147, first token 157 ms.
 """
 
 from __future__ import annotations
@@ -82,6 +91,22 @@ def test_a_request_arriving_while_another_decodes_crosses_the_step_boundaries_th
     # while B's load is in flight it counts as waiting, not running (vLLM's skipped_waiting)
     during = run.trace.steps[(run.trace.steps[:, 0] > 0.14) & (run.trace.steps[:, 0] < 0.16)]
     assert np.all(during[:, 2] == 1) and np.all(during[:, 3] == 1)
+
+
+@pytest.mark.parametrize(("lag", "transfer", "expected"), [(True, 0.011, 0.177), (True, 0.013, 0.187),
+                                                        (False, 0.011, 0.157)])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_schedule_after_a_posting_step_waits_for_the_posts_host_work(lag, transfer, expected, compiled):
+    sim = flat(lag)
+    sim = sim if compiled else python_loop(sim)
+    reqs = Requests(np.array([0.0, 0.1234]), np.array([512, 512]), np.array([200, 20]))
+    if compiled:
+        assert kernel.covers(sim, reqs, None, reqs.prompt_tokens - 1, "least-outstanding",
+                             transfer_s=np.array([TRANSFER, transfer])) is None
+    run = Fleet(sim, 1).run(reqs, preloaded=reqs.prompt_tokens - 1, load_host_s=np.full(2, POST),
+                            transfer_s=np.array([TRANSFER, transfer]))
+    assert run.trace.first_token_s[0] == pytest.approx(TRANSFER + STEP, rel=1e-9)
+    assert run.trace.first_token_s[1] == pytest.approx(expected, rel=1e-9)
 
 
 def test_a_full_running_set_holds_the_post_until_a_place_frees():
