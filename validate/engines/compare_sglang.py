@@ -18,7 +18,8 @@ import re
 import statistics
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1] / "validate" / "results" / "engines"
 RUN = ROOT / "nvidia-h200-sglang-2026-11-30-run1"
 # (phase, lat_sglang.py's measured key, predict_sglang.py's key): the step rows of the report
 PHASES = (("decode", "decode_step_s", "decode_step_s"), ("prefill", "median_s", "prefill_s"))
@@ -86,21 +87,26 @@ def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
 
 def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:
     """The step and serving rows in validate.engines.compare's format (the trust bands' one parser): a step row
-    `phase model B P measured before (err) now (err)`, '*' where not judged (the tiny model, whose step is SGLang's
-    host cost the profile is fitted to); a served run `run  measured / now (err)` for TTFT p50, p99, TPOT p50, p99 and
-    output tok/s."""
+    `phase model B P measured before (err) now (err)`, the model by its catalogue name (a case's "dir" in the cases
+    file the prediction names), '*' where not judged (the tiny model, whose step is SGLang's host cost the profile is
+    fitted to); a served run `run  measured / now (err)` for TTFT p50, p99, TPOT p50, p99 and output tok/s, where the
+    prediction has served runs."""
     lines = ["", "rows in validate.engines.compare's format (roofline.trust.engines reads them; 'before': the "
              "prediction committed before the run, 'now': this report's)",
              "phase    model              B      P   measured ms   before ms (err %)   now ms (err %)   "
              "(* not judged: the tiny model, the profile's own input)"]
+    cases = json.loads((HERE / predicted.get("cases", "cases-sglang.json")).read_text())["models"]
     for name, pred in predicted["models"].items():
         lat = json.loads((run / f"{name}-lat.json").read_text())
         star = " *" if name.startswith("tiny-") else ""
+        model = cases.get(name, {}).get("dir", name)  # the catalogue's name (run 2's Llama-3.1-8B-mf80 is the 8B)
         for phase, measured, key in PHASES:
             for m, b, n in zip(lat[phase], before["models"][name][phase], pred[phase], strict=True):
                 t, tb, tn = m[measured] * 1e3, b[key] * 1e3, n[key] * 1e3
-                lines.append(f"{phase:8s} {name:18s} {m.get('B', 1):4d} {m['P']:6d} {t:11.3f} {tb:10.3f} "
+                lines.append(f"{phase:8s} {model:18s} {m.get('B', 1):4d} {m['P']:6d} {t:11.3f} {tb:10.3f} "
                              f"({err(tb, t):+6.1f}) {tn:9.3f} ({err(tn, t):+6.1f}){star}")
+    if not predicted.get("serve"):  # a run without served runs (predict_sglang.py --steps-only)
+        return lines
     lines += ["", "serving (Llama-3.1-8B, sglang.bench_serving, random-ids 1,024 in / 256 out): measured / predicted "
               "(err %)", "run       TTFT p50 ms              TTFT p99 ms              TPOT p50 ms              "
               "TPOT p99 ms              output tok/s"]

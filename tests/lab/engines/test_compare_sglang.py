@@ -79,3 +79,20 @@ def test_a_now_prediction_is_compared_with_the_one_committed_before_the_run_besi
     assert mod.before_of(NOW) == BEFORE and mod.before_of(BEFORE) == BEFORE
     lone = tmp_path / "h200-sglang-run9-now.json"
     assert mod.before_of(lone) == lone  # nothing beside it: the report's own prediction in both columns
+
+
+def test_a_run_without_served_runs_has_step_rows_under_the_catalogue_name(tmp_path):
+    """Run 2's cases file names the 8B at mem_fraction_static 0.80 `Llama-3.1-8B-mf80` ("dir": Llama-3.1-8B); its
+    prediction was written --steps-only. Measured 6.000 ms decode, 30.000 ms prefill against 5.700 and 33.000 by hand:
+    -5.0 % and +10.0 %, read back by the bands' parser under the catalogue's name."""
+    from roofline.trust.engines import engine_rows
+
+    (tmp_path / "Llama-3.1-8B-mf80-lat.json").write_text(json.dumps(
+        {"decode": [{"B": 16, "P": 1024, "decode_step_s": 0.006}], "prefill": [{"P": 512, "median_s": 0.03}]}))
+    predicted = {"cases": "cases-sglang-run2.json", "serve": {}, "models": {"Llama-3.1-8B-mf80": {
+        "decode": [{"decode_step_s": 0.0057}], "prefill": [{"prefill_s": 0.033}]}}}
+    lines = mod.compare_rows(tmp_path, predicted, predicted)
+    assert not [x for x in lines if x.startswith("serving (")]
+    rows = engine_rows("\n".join(lines))
+    assert rows["steps"] == [("decode", "Llama-3.1-8B", 16, 1024, -5.0), ("prefill", "Llama-3.1-8B", 1, 512, 10.0)]
+    assert rows["serving"] == []
