@@ -10,6 +10,7 @@ from typing import Any
 
 from roofline import report as display
 from roofline.report.answer import group_notes, headline, methods_label, misses_lines, note_kind, ordered
+from roofline.report.display import host_text
 
 LEGEND = (
     "legend: # = rank among the rows that fit (* = best by {by}); fits = B sequences of L tokens fit in memory "
@@ -112,8 +113,7 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     if "ceilings" in result:
         head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
                  + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "")
-                 + (f"; host {w['host_speed']:g}x the {w['engine']} profile's (its host work / {w['host_speed']:g})"
-                    if w.get("host_speed", 1.0) != 1.0 else "") + "\n")
+                 + (f"; {host}" if (host := host_text(w["engine"], w.get("host_speed", 1.0))) else "") + "\n")
     if "trust" in result:
         head += f"trust: {result['trust']['text']}\n"
     rows = ordered(result["results"])
