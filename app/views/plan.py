@@ -19,7 +19,8 @@ st.caption(fmt.md_escape(
     f"{model.name} on {workload.gpus} x {hardware.name} (tp {workload.tp}, pp {workload.pp}, weights "
     f"{workload.weight_dtype}): batch {workload.batch}, context {workload.context_tokens:,} tokens, "
     f"{workload.generated_tokens:,} generated, memory utilization {workload.gpu_memory_utilization:.2f}; the model's "
-    f"max positions {model.max_position_embeddings:,}"))
+    f"max positions {model.max_position_embeddings:,}; engine {workload.engine}"
+    + (f", {host}" if (host := display.host_text(workload.engine, workload.host_speed)) else "")))
 
 plan, errors = cache.plan(scenario)
 c_by, c_all = st.columns([3, 2], vertical_alignment="bottom")

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from roofline import report as display
 from roofline.errors import PlausibilityWarning, RooflineError, describe_validation_error, one_line
-from roofline.specs.workload import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_GPUS
+from roofline.specs.workload import HOST_SPEED_HELP, HOST_SPEED_MAX, MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_GPUS
 
 EXIT_USAGE = 2
 
@@ -59,10 +59,7 @@ positive_int = bounded_int(MAX_COUNT)
 
 def add_host_speed(p: argparse.ArgumentParser) -> None:
     """--host-speed, shared by `plan` and `simulate` (roofline.engines.timing mechanism 11)."""
-    p.add_argument("--host-speed", type=bounded_float(100.0), default=1.0,
-                   help="the host CPU's speed against the one the engine's time profile was measured on: its host "
-                   "work (scheduling, launches, the API server) is divided by this (default 1; measure: 16.63 ms / "
-                   "your tiny vLLM server's median TTFT at concurrency 1, validate/engines/serve_tiny.sh)")
+    p.add_argument("--host-speed", type=bounded_float(HOST_SPEED_MAX), default=1.0, help=HOST_SPEED_HELP)
 
 
 def bounded_float(limit: float) -> Callable[[str], float]:

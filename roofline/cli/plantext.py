@@ -10,6 +10,7 @@ from typing import Any
 
 from roofline import report as display
 from roofline.report.answer import group_notes, headline, methods_label, misses_lines, note_kind, ordered
+from roofline.report.display import host_text
 
 LEGEND = (
     "legend: # = rank among the rows that fit (* = best by {by}); fits = B sequences of L tokens fit in memory "
@@ -25,8 +26,9 @@ LEGEND = (
     "shared-memory: on-chip bandwidth) and the op taking most of it\n"
     "  trust = {trust}; kern = the method's kernels' error (n/v: never timed, not validated)")
 TRUST_LEGEND = {None: "the ceilings' source and the real decoders' decode error there",
-                "engine": "the ceilings' source and {engine}'s decode-step error (its run on this device, else the "
-                          "published {engine} runs' TPOT on this GPU; n/v: neither)"}
+                "vllm": "the ceilings' source and vllm's decode-step error (its run on this device, else the "
+                        "published vllm runs' TPOT on this GPU; n/v: neither)",
+                "engine": "the ceilings' source and {engine}'s decode-step error (its runs on this device)"}
 NOTES_SHOWN = 8
 BY_TEXT = {"tokens": "tok/s", "context": "max context", "batch": "max batch", "gpus": "fewest GPUs"}
 
@@ -112,8 +114,7 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     if "ceilings" in result:
         head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
                  + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "")
-                 + (f"; host {w['host_speed']:g}x the {w['engine']} profile's (its host work / {w['host_speed']:g})"
-                    if w.get("host_speed", 1.0) != 1.0 else "") + "\n")
+                 + (f"; {host}" if (host := host_text(w["engine"], w.get("host_speed", 1.0))) else "") + "\n")
     if "trust" in result:
         head += f"trust: {result['trust']['text']}\n"
     rows = ordered(result["results"])
@@ -123,7 +124,7 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     table = display.table(HEADERS, [_row(r) for r in rows], align="rll" + "r" * 10 + "l")
     text = head + "\n" + _grey(table, [not r["verdict"]["fits"] for r in rows]) + "\n"
     engine = result.get("trust", {}).get("engine") if result.get("trust", {}).get("engine_validation") else None
-    trust = TRUST_LEGEND["engine" if engine else None].format(engine=engine)
+    trust = TRUST_LEGEND[engine if engine in TRUST_LEGEND else "engine" if engine else None].format(engine=engine)
     text += LEGEND.format(by=BY_TEXT[result["answer"]["by"]], trust=trust)
     lines = notes_lines(result, notes, common, show_all_notes)
     if lines:

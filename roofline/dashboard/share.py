@@ -12,8 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline.specs.workload import HOST_SPEED_HELP, HOST_SPEED_MAX
+
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
 PAGES = ("plan", "roofline", "compare", "pareto", "serving", "validation", "claims")
+HOST_SPEED_LO = 0.01
 
 
 def _hardware_names() -> list[str]:
@@ -74,12 +77,18 @@ FIELDS: tuple[Field, ...] = (
     Field("utilization", "GPU memory utilization", "float", 0.90, "workload", "gpu_memory_utilization", lo=0.05,
           hi=1.0, step=0.05),
     Field("tp", "Tensor parallel", "int", 1, "workload", "tp", lo=1, hi=4096, help="Degrees that divide the heads."),
-    Field("pp", "Pipeline stages", "int", 1, "workload", "pp", lo=1, hi=4096),
     Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=lambda: WEIGHT_DTYPES,
           help="Storage dtype of the weights (the CLI's --weight-dtype)."),
     Field("engine", "Serving engine", "choice", "ideal", "workload", "engine", options=_engine_names,
           help="Whose memory rules, scheduler and step costs (the CLI's --engine): 'ideal' is the physical bound; "
-               "vLLM's step costs are measured on the H200 (the trust line says how far they hold)."),
+               "vLLM's and SGLang's step costs are measured on the H200 (the trust line says how far they hold)."),
+    # the CLI's --host-speed: (0, HOST_SPEED_MAX] there, from HOST_SPEED_LO here (a box needs a least value); drawn
+    # beside the engine (the sidebar's "More settings" lays its fields out two a row, in this order)
+    Field("host_speed", "Host speed (x the engine profile's host)", "float", 1.0, "workload", "host_speed",
+          lo=HOST_SPEED_LO, hi=HOST_SPEED_MAX, step=0.1,
+          help=f"The CLI's --host-speed: {HOST_SPEED_HELP}. From {HOST_SPEED_LO:g} to {HOST_SPEED_MAX:g}; no effect "
+               "under 'ideal' (the GPU work alone, no host work)."),
+    Field("pp", "Pipeline stages", "int", 1, "workload", "pp", lo=1, hi=4096),
     Field("tpot_target_ms", "TPOT target (ms, 0: none)", "float", 0.0, "target", lo=0.0, hi=1e6, step=5.0,
           help="The SLO: largest context and batch under it (the CLI's --tpot-target-ms), and the SLO line."),
     # the Serving page's inputs (drawn there, kept in the link like the sidebar's)

@@ -68,12 +68,13 @@ def page_caption(page: str, hardware, workload=None, model=None, quantities: tup
 
 def bands_rows() -> list[dict[str, Any]]:
     """Every band the committed reports support: per device measured here, the real decoders (at typical fusion)
-    and the real engine's run; per GPU group, the published engine runs (TPOT and output tok/s medians)."""
+    and each real engine's runs (every model pooled; "one run" where a single report holds them); per GPU group, the
+    published engine runs (TPOT and output tok/s medians)."""
     from roofline.catalogue import hardware_names, load_hardware
     from roofline.trust import fmt
     from roofline.trust.bands import read_report, results_folder
     from roofline.trust.engines import public_groups
-    from roofline.trust.quantities import decoder_quantities, engine_bands, engine_reports, stem
+    from roofline.trust.quantities import ENGINE_NAMES, VALIDATED_ENGINES, decoder_quantities, engine_quantities
 
     rows = []
     for name in hardware_names():
@@ -84,10 +85,12 @@ def bands_rows() -> list[dict[str, Any]]:
         dec = decoder_quantities(hw, "typical")
         file = dec["decode_step"] and dec["decode_step"]["file"]
         rows.append(_row(name, "real decoders (typical fusion)", dec, file))
-        paths = engine_reports(stem(hw), "vllm")
-        if paths:
-            own = engine_bands(paths)
-            rows.append(_row(name, f"vLLM ({len(own['models'])} models)", own, own["files_text"]))
+        for engine in VALIDATED_ENGINES:
+            bands, info = engine_quantities(hw, engine)
+            if (own := info["own_run"]) is not None:
+                one = ", one run" if own["reports"] == 1 else ""
+                models = f"{len(own['models'])} model" + ("" if len(own["models"]) == 1 else "s")
+                rows.append(_row(name, f"{ENGINE_NAMES[engine]} ({models}{one})", bands, own["files_text"]))
     folder = results_folder()
     public = None if folder is None else folder / "engines" / "public-compare.txt"
     if public is not None and public.is_file():

@@ -21,6 +21,12 @@ def context_text(n: float, max_positions: int | None = None) -> str:
     return text
 
 
+def host_text(engine: str, host_speed: float) -> str:
+    """'host 2x the vllm profile's (its host work / 2)' for a host other than the engine profile's own
+    (roofline.engines.timing mechanism 11: the CLI's --host-speed, the dashboard's box), '' at 1."""
+    return "" if host_speed == 1.0 else f"host {host_speed:g}x the {engine} profile's (its host work / {host_speed:g})"
+
+
 def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[Mapping[str, Any]] = ()
                   ) -> list[dict[str, str]]:
     """The Plan page's table: one row per method, every cell text with its unit; `errors` (one per result, from

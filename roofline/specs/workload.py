@@ -12,6 +12,12 @@ from roofline.specs.base import Spec
 MAX_CONTEXT_TOKENS = 1 << 30
 MAX_BATCH = 1 << 20
 MAX_GPUS = 1 << 20
+# the host speed's bound (Workload.host_speed, the CLI's --host-speed, the dashboard's box) and what it is, for their
+# help texts: a host a hundred times the profile's already leaves no host work worth a figure
+HOST_SPEED_MAX = 100.0
+HOST_SPEED_HELP = ("the host CPU's speed against the one the engine's time profile was measured on: its host work "
+                   "(scheduling, launches, the API server) is divided by this (default 1; measure: 16.63 ms / your "
+                   "tiny vLLM server's median TTFT at concurrency 1, validate/engines/serve_tiny.sh)")
 
 # mxfp4: fp4 + one e8m0 scale per 32 (4.25 bits); nvfp4: fp4 + one fp8 scale per 16 (4.5 bits)
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"]
@@ -64,8 +70,8 @@ class Workload(Spec):
     engine: Engine = Field(
         "ideal", description="Whose memory conventions size the KV pool (roofline.engines); 'ideal': the planner's.")
     host_speed: float = Field(
-        1.0, gt=0.0, le=100.0, description="The host CPU's speed against the one the engine's time profile was "
-        "measured on (roofline.engines.timing mechanism 11): its host work is divided by this; 1: that host.")
+        1.0, gt=0.0, le=HOST_SPEED_MAX, description="The host CPU's speed against the one the engine's time profile "
+        "was measured on (roofline.engines.timing mechanism 11): its host work is divided by this; 1: that host.")
 
     @model_validator(mode="after")
     def _lengths_consistent(self) -> Workload:

@@ -11,7 +11,8 @@ A number's trust has three parts:
   kernel case covers (it never borrows another family's error);
 - per quantity (roofline.trust.quantities: decode step, prefill, capacity, serving TTFT / TPOT / throughput) the band
   of the validation that covers it: the real decoders by default, the real engine's own runs and the published
-  runs under `--engine vllm` (which then replace the decoders' bands and text: the engine is what is predicted).
+  runs under `--engine vllm`, SGLang's own runs under `--engine sglang` where they were committed (which then replace
+  the decoders' bands and text: the engine is what is predicted).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def _band_text(phase: str, b: dict[str, Any] | None) -> str:
 
 def ceilings_trust(hardware, fusion: str = "typical", engine: str | None = None, model=None) -> dict[str, Any]:
     """{"source", "decode", "prefill", "validated_on", "bands", "text"} for a device as the plan uses it (after
-    with_ceilings): `_decoder_trust`'s, with the band of every quantity (`bands`); under a real engine the run
-    here validates (vLLM), its bands replace the decoders' and the text cites the engine's runs."""
+    with_ceilings): `_decoder_trust`'s, with the band of every quantity (`bands`); under a real engine its runs
+    validate (vLLM, SGLang: quantities.quantity_bands), its bands replace the decoders' and the text cites its runs."""
     out = _decoder_trust(hardware, fusion)
     bands, engine_info = quantity_bands(hardware, fusion, engine, model)
     out["bands"] = bands
@@ -61,9 +62,10 @@ def ceilings_trust(hardware, fusion: str = "typical", engine: str | None = None,
 
 
 def serving_trust(hardware, engine: str, model=None, disaggregated: bool = False) -> dict[str, Any]:
-    """ceilings_trust for `roofline simulate`'s figures (TTFT, TPOT, throughput): under vLLM the engine's runs
-    (ceilings_trust's engine text); under any other scheduler the serving figures are not validated (no real run of
-    it), and only the steps they are built from carry the real decoders' band. `disaggregated` (a --disaggregate
+    """ceilings_trust for `roofline simulate`'s figures (TTFT, TPOT, throughput): under an engine whose runs are
+    committed (vLLM; SGLang on its device) the engine's runs (ceilings_trust's engine text); under any other scheduler
+    the serving figures are not validated (no real run of it), and only the steps they are built from carry the real
+    decoders' band. `disaggregated` (a --disaggregate
     run): the disaggregated pairs the engine's reports hold, their own band (a pair of servers is not one engine)."""
     out = ceilings_trust(hardware, "typical", engine, model)
     if out.get("engine_validation") is None:

@@ -1,6 +1,6 @@
 """The error bands real serving engines support, read from the lab's engine compare reports (never typed in).
 
-Two kinds of engine report are committed (`results_folder()/engines/`):
+Three kinds of engine report are committed (`results_folder()/engines/`):
 
 - a real engine run here, `<device>-<engine>-<date>-compare.txt` (`python -m validate.engines compare`): one row per
   timed step (`decode   Llama-3.1-8B   8   1024   5.558   4.997 ( -10.1)   5.291 (  -4.8)`: measured ms, the
@@ -8,6 +8,10 @@ Two kinds of engine report are committed (`results_folder()/engines/`):
   concurrency against the prediction before the run, now, and the pool rule on the logged budget) and a serving
   block (`vllm serve` runs: TTFT p50/p99, TPOT p50/p99 and output tokens/s, measured / predicted (err %)). The
   bands use the "now" columns: what the planner predicts today.
+- a real engine run here summarised per run, `<device>-<engine>-<date>-runN-summary.txt` (the prediction before the
+  run) and `...-runN-now-summary.txt` (the model as it stands; `python -m validate.engines.compare_sglang`): a summary
+  in its own lines, then its step and serving rows again in the compare report's format, which the bands read from
+  each run's "now" report; its capacity block (the engine's logged KV pool, predicted (err %)) is read apart.
 - published runs on other GPUs, `public-compare.txt` (`python -m validate.engines.public`): its summary
   `Median APE per group [median signed error] (records within 15 % / records with the figure)` gives, per group
   (`other GPUs, all`, `other GPUs, A100-80GB`, `controls (H100/H200), all`, ...), the median absolute and signed
@@ -86,37 +90,51 @@ def disaggregated_rows(text: str) -> list[dict[str, float]]:
 
 
 def engine_reports(stem: str | None, engine: str, folder: Path | None = None) -> tuple[Path, ...]:
-    """Every committed compare report of `engine` run on the device whose results file stem is `stem`
-    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`, `...-2026-11-28-run2-compare.txt`: sorted by name, a run's
-    number as a number, so run10 follows run9)."""
+    """Every committed report of `engine` run on the device whose results file stem is `stem`: each compare report
+    (`engines/nvidia-h200-vllm-2026-11-28-compare.txt`, `...-2026-11-28-run2-compare.txt`) and each run's summary
+    report of the model as it stands (summary_reports); sorted by name, a run's number as a number (run10 follows
+    run9)."""
     folder = results_folder() if folder is None else folder
     if not stem or folder is None or not (folder / "engines").is_dir():
         return ()
-    return tuple(sorted((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt"), key=_natural))
+    compare = list((folder / "engines").glob(f"{stem}-{engine}-*-compare.txt"))
+    return tuple(sorted(compare + summary_reports(stem, engine, folder), key=_natural))
+
+
+def summary_reports(stem: str | None, engine: str, folder: Path | None = None) -> list[Path]:
+    """One report per run of an engine whose runs are summarised (`<stem>-<engine>-<date>-runN-summary.txt`, the
+    prediction before the run, and `...-runN-now-summary.txt`, the model as it stands:
+    validate/engines/compare_sglang.py): the run's "now" report where it has one, else its only one; natural order."""
+    folder = results_folder() if folder is None else folder
+    if not stem or folder is None or not (folder / "engines").is_dir():
+        return []
+    runs: dict[str, Path] = {}
+    for path in sorted((folder / "engines").glob(f"{stem}-{engine}-*-summary.txt"), key=_natural):
+        run = path.name.removesuffix("-summary.txt").removesuffix("-now")
+        if run not in runs or path.name.endswith("-now-summary.txt"):
+            runs[run] = path
+    return sorted(runs.values(), key=_natural)
 
 
 def engine_summary_capacity(stem: str | None, engine: str,
-                            folder: Path | None = None) -> tuple[Path, list[float]] | None:
-    """A real run of an engine whose report is not in the compare rows' format (`<stem>-<engine>-*-summary.txt`,
-    validate/engines/compare_sglang.py): the newest report of the model as it stands (`-now-` in its name, else the
-    last) and its capacity lines' signed errors, %; None where no such report is committed."""
-    folder = results_folder() if folder is None else folder
-    if not stem or folder is None or not (folder / "engines").is_dir():
-        return None
-    paths = sorted((folder / "engines").glob(f"{stem}-{engine}-*-summary.txt"), key=_natural)
+                            folder: Path | None = None) -> tuple[tuple[Path, ...], list[float]] | None:
+    """The logged pools of an engine's summarised runs (summary_reports: each run's report of the model as it
+    stands): (the reports, every capacity line's signed error %, pooled over the runs); None where none is
+    committed. A capacity block is the lines after one starting `capacity` up to a blank line, each ending
+    `(+0.075 %)`."""
+    paths = summary_reports(stem, engine, folder)
     if not paths:
         return None
-    path = next((p for p in reversed(paths) if "-now-" in p.name), paths[-1])
-    lines = path.read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("capacity")), len(lines))
     errors = []
-    for line in lines[start + 1:]:
-        if not line.strip():
-            break
-        found = re.search(r"\(([+-][\d.]+) %\)", line)
-        if found:
-            errors.append(float(found[1]))
-    return path, errors
+    for path in paths:
+        lines = path.read_text().splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("capacity")), len(lines))
+        for line in lines[start + 1:]:
+            if not line.strip():
+                break
+            if found := re.search(r"\(([+-][\d.]+) %\)", line):
+                errors.append(float(found[1]))
+    return tuple(paths), errors
 
 
 def _natural(path: Path) -> tuple:
@@ -139,13 +157,16 @@ def _is_moe(model_name: str) -> bool | None:
 def files_text(paths: Sequence[Path]) -> str:
     """The reports as a text names them: one by its name, several by the pattern they share and their count
     (`engines/nvidia-h200-vllm-*-compare.txt, 10 reports`): a trust line listing every file buried its figures.
-    The pattern is the names' common prefix cut back to a dash, less trailing date or number parts."""
+    The pattern is the names' common prefix cut back to a dash, less trailing date or number parts, and their common
+    suffix from its first dash (`-compare.txt`, `-now-summary.txt`)."""
     names = [p.name for p in paths]
     if len(names) == 1:
         return f"engines/{names[0]}"
     prefix = os.path.commonprefix(names)
     prefix = re.sub(r"(\d+-)+$", "", prefix[:prefix.rfind("-") + 1])
-    return f"engines/{prefix}*-compare.txt, {len(names)} reports"
+    suffix = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    suffix = suffix[suffix.find("-"):] if "-" in suffix else suffix
+    return f"engines/{prefix}*{suffix}, {len(names)} reports"
 
 
 def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:

@@ -12,6 +12,10 @@ validated for that device and engine.
 - `--engine vllm`: the real vLLM run on the device where one was committed (engines/<device>-vllm-<date>-compare.txt,
   per model class for steps), else the published vLLM runs on that GPU (engines/public-compare.txt: TPOT and output
   throughput medians; no step, prefill or capacity figure there).
+- `--engine sglang`: SGLang's runs on the device where some were committed (each run's report of the model as it
+  stands, engines/<device>-sglang-<date>-runN-now-summary.txt: steps, served runs, and its logged KV pools for
+  capacity); a single run's band says "one run, not yet a band"; elsewhere the real decoders' bands, as for an engine
+  never run.
 """
 
 from __future__ import annotations
@@ -20,11 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from roofline.trust.bands import capacity_band, decoder_bands, pooled_decoder_bands
-from roofline.trust.engines import engine_bands, engine_reports, engine_summary_capacity, public_bands
+from roofline.trust.engines import (
+    engine_bands,
+    engine_reports,
+    engine_summary_capacity,
+    files_text,
+    public_bands,
+    signed_band,
+)
 from roofline.trust.source import measured_devices, source_kind
 
 QUANTITIES = ("decode_step", "prefill", "capacity", "ttft", "tpot", "throughput")
-VALIDATED_ENGINES = ("vllm",)
+VALIDATED_ENGINES = ("vllm", "sglang")
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+# what each engine's served rows time (a serving band's basis)
+SERVED_BY = {"vllm": "vllm serve", "sglang": "SGLang's launch_server under sglang.bench_serving"}
 PUBLIC_TPOT = ("TPOT median", "TPOT mean")
 
 
@@ -78,32 +92,46 @@ def _model_class(model) -> str | None:
     return None if model is None else ("moe" if model.moe is not None else "dense")
 
 
-def vllm_quantities(hardware, model=None) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any]]:
-    """(bands, {"own_run": engine_bands or None, "published": public_bands or None, "model_class"}) under vLLM."""
+def engine_quantities(hardware, engine: str,
+                      model=None) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any]]:
+    """(bands, {"engine", "own_run": engine_bands or None, "pool": the summarised runs' logged-pool band or None,
+    "published": public_bands or None (vLLM's only), "model_class"}) under a validated engine. A band of one report
+    says so in its basis ("one run, not yet a band")."""
     out: dict[str, dict[str, Any] | None] = dict.fromkeys(QUANTITIES)
-    paths = engine_reports(stem(hardware), "vllm") if source_kind(hardware) == "measured" else ()
+    measured = source_kind(hardware) == "measured"
+    paths = engine_reports(stem(hardware), engine) if measured else ()
     own = engine_bands(paths) if paths else None
-    cls = _model_class(model)
+    cls, name, where = _model_class(model), ENGINE_NAMES[engine], hardware.name
     # the devices measured here are the published runs' controls (H100/H200); other GPUs have their own group
-    published = public_bands(hardware.name, controls=source_kind(hardware) == "measured")
+    published = public_bands(where, controls=measured) if engine == "vllm" else None
+    summary = engine_summary_capacity(stem(hardware), engine) if measured else None
+    pool = signed_band(summary[1]) if summary else None
     if own is not None:
+        one = "; one run, not yet a band" if own["reports"] == 1 else ""
         for key in ("decode_step", "prefill"):
             b = own[f"{key}_by_class"].get(cls) if cls else own[key]
-            out[key] = _with(b or own[key], f"vLLM on {hardware.name}" + (f", {cls} models" if cls and b else ""),
-                             own["file"])
+            of = (f", {cls} models" if b else f", no {'MoE' if cls == 'moe' else cls} model run") if cls else ""
+            out[key] = _with(b or own[key], f"{name} on {where}{of}{one}", own["file"])
         b = own["capacity_by_class"].get(cls) if cls else None
-        out["capacity"] = _with(b or own["capacity"], f"vLLM's logged max concurrency on {hardware.name}"
-                                + (f", {cls} models" if b else ""), own["file"])
+        if b or own["capacity"]:
+            out["capacity"] = _with(b or own["capacity"], f"{name}'s logged max concurrency on {where}"
+                                    + (f", {cls} models" if b else "") + one, own["file"])
+        elif pool is not None:
+            of = ", one engine run, not yet a band" if len(summary[0]) == 1 else ""
+            out["capacity"] = _with(pool, f"{name}'s logged KV pools on {where} ({pool['cases']} pools{of})",
+                                    files_text(summary[0]))
+        of = ", one engine run, not yet a band" if own["reports"] == 1 else ""
         for key in ("ttft", "tpot", "throughput"):
-            out[key] = _with(own[key], f"vllm serve on {hardware.name} ({own['serving_runs']} runs)", own["file"])
+            out[key] = _with(own[key], f"{SERVED_BY[engine]} on {where} ({own['serving_runs']} served runs{of})",
+                             own["file"])
     elif published is not None and (published["own_device"] or published["group"].startswith("controls")):
         q = published["quantities"]
         tpot = next((q[k] for k in PUBLIC_TPOT if k in q), None)
-        where = published["group"].split(", ", 1)[1] if published["own_device"] else "H100/H200"
-        basis = f"published vLLM runs on {where}"
+        group = published["group"].split(", ", 1)[1] if published["own_device"] else "H100/H200"
+        basis = f"published vLLM runs on {group}"
         out["tpot"] = out["decode_step"] = _with(_public(tpot), basis + " (TPOT)", published["file"])
         out["throughput"] = _with(_public(q.get("out tok/s")), basis + " (output tok/s)", published["file"])
-    return out, {"own_run": own, "published": published, "model_class": cls}
+    return out, {"engine": engine, "own_run": own, "pool": pool, "published": published, "model_class": cls}
 
 
 def _public(q: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -116,9 +144,13 @@ def _public(q: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def quantity_bands(hardware, fusion: str = "typical", engine: str | None = None,
                    model=None) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any] | None]:
-    """(bands per quantity, the engine validation or None) for a device, fusion level, engine and model."""
+    """(bands per quantity, the engine validation or None) for a device, fusion level, engine and model: under vLLM
+    always its own (its runs here, else the published runs); under another validated engine its runs on this device
+    where some are committed, else the real decoders' (as for an engine never run)."""
     if engine in VALIDATED_ENGINES:
-        return vllm_quantities(hardware, model)
+        bands, info = engine_quantities(hardware, engine, model)
+        if engine == "vllm" or info["own_run"] is not None:
+            return bands, info
     return decoder_quantities(hardware, fusion), None
 
 
@@ -147,11 +179,13 @@ def _class_text(own: dict[str, Any], key: str, cls: str | None) -> str:
 
 
 def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
-    """The trust line's engine part under --engine vllm: the run here on this device (per model class, the worst
-    prefill, capacity, serving) and the published runs; or, with no run here, the published runs on this GPU."""
+    """The trust line's engine part under a validated engine: its runs on this device (per model class, the worst
+    prefill, capacity, serving; "one run, not yet a band" for a single report) and vLLM's published runs; or, with
+    no vLLM run here, the published runs on this GPU."""
     own, published, cls = engine_info["own_run"], engine_info["published"], engine_info["model_class"]
+    name = ENGINE_NAMES[engine_info["engine"]]
     if own is None:
-        return f"vLLM not run on {hardware_name} here; {published_text(published)}"
+        return f"{name} not run on {hardware_name} here; {published_text(published)}"
     worst = own.get("prefill_worst")
     worst_text = (f" (worst {worst['error_pct']:+.0f} %, {worst['model']} P {worst['prompt']:,})" if worst else "")
     others = published and published.get("other_gpus")
@@ -161,10 +195,15 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
         if tpot_key:
             other_text = (f"; published runs on other GPUs: TPOT {fmt(_public(others[tpot_key]))} at the median "
                           f"({others[tpot_key]['records']} runs, {published['file']})")
-    runs = "vLLM run" if own["reports"] == 1 else "vLLM runs"
-    return (f"{runs} on {hardware_name} ({own['files_text']}; {len(own['models'])} models): decode step "
+    runs = f"{name} run" if own["reports"] == 1 else f"{name} runs"
+    one = "; one run, not yet a band" if own["reports"] == 1 else ""
+    models = f"{len(own['models'])} model" + ("" if len(own["models"]) == 1 else "s")
+    pool = engine_info.get("pool")
+    capacity = (f"capacity {fmt(pool)} ({pool['cases']} logged KV pools)" if pool and not own["capacity"] else
+                f"capacity {fmt(own['capacity'])}")
+    return (f"{runs} on {hardware_name} ({own['files_text']}{one}; {models}): decode step "
             f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
-            f"capacity {fmt(own['capacity'])}; serving ({own['serving_runs']} runs) TTFT {fmt(own['ttft'])}, "
+            f"{capacity}; serving ({own['serving_runs']} runs) TTFT {fmt(own['ttft'])}, "
             f"TPOT {fmt(own['tpot'])}, output tok/s {fmt(own['throughput'])}{other_text}")
 
 
@@ -179,8 +218,8 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
         paths = tuple(p for _n, source, _c in measured_devices() for p in engine_reports(_stem(source), engine))
     own = engine_bands(paths) if paths else None
     out: dict[str, Any] = {"source": "logged budget" if budget_logged else kind, "engine": engine, "capacity": None}
-    if own is not None:
-        key = "capacity_rule" if budget_logged else "capacity"
+    key = "capacity_rule" if budget_logged else "capacity"
+    if own is not None and own[key]:
         cls = _model_class(model)
         band = own[f"{key}_by_class"].get(cls) if cls else None  # this model's class where runs of it exist
         what = ("the pool rule on the logged KV budget" if budget_logged else
@@ -198,10 +237,13 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
         where = "a logged budget" if budget_logged else hardware.name
         summary = None if budget_logged else engine_summary_capacity(stem(hardware), engine)
         if summary and summary[1]:
-            path, errors = summary
-            worst = max(errors, key=abs)
-            out["text"] = (f"capacity {worst:+.2f} % at worst on {len(errors)} logged pools of a real {engine} run on "
-                           f"{where} (engines/{path.name}; one run, not yet a band)")
+            paths, errors = summary
+            worst, one = max(errors, key=abs), len(paths) == 1
+            out["capacity"] = _with(signed_band(errors), f"{engine}'s logged KV pool on {where} ({len(errors)} pools"
+                                    + ("; one run, not yet a band)" if one else ")"), files_text(paths))
+            out["text"] = (f"capacity {worst:+.2f} % at worst on {len(errors)} logged pools of "
+                           + (f"a real {engine} run" if one else f"{len(paths)} real {engine} runs")
+                           + f" on {where} ({files_text(paths)}" + ("; one run, not yet a band)" if one else ")"))
         else:
             out["text"] = (f"capacity not validated: no real {engine} run on {where} committed here (the pool rules "
                            f"follow the engine's source, cited in `rules`)")

@@ -801,3 +801,91 @@ def test_a_quantized_checkpoint_is_planned_at_its_stored_widths_as_the_cli_plans
     assert 28e9 < row["memory"]["weights_bytes"] < 34e9
     bf16 = appdata.method_result(model, load_hardware("H100-SXM"), appdata.workload_from({"tp": 1}), "bf16")
     assert bf16["memory"]["weights_bytes"] > 55e9  # what the dashboard planned before
+
+
+# --- host speed (the CLI's --host-speed, roofline.engines.timing mechanism 11) -------------------------------------
+
+HOST_SMALL = {"batch": 1, "context_tokens": 2048, "generated_tokens": 256}  # a 1B model at batch 1: host-bound steps
+
+
+def _host_app(engine: str, speed: float) -> AppTest:
+    at = fresh().run()
+    at.selectbox(key="model").set_value("Llama-3.2-1B").run()
+    at.multiselect(key="methods").set_value(["bf16"])
+    at.number_input(key="batch").set_value(1)
+    at.number_input(key="context").set_value(2048)
+    at.number_input(key="generated").set_value(256)
+    at.selectbox(key="engine").set_value(engine)
+    at.number_input(key="host_speed").set_value(speed)
+    at.button(key="apply").click()
+    timed(f"plan under {engine} at host speed {speed:g}", at)
+    no_exception(at)
+    return at
+
+
+def test_host_speed_sits_beside_the_engine_with_the_clis_bound_and_calibration(capsys):
+    """The box's top is the highest --host-speed the CLI takes (100 is taken, 100.01 refused with exit 2 naming the
+    argument); its help names the calibration (16.63 ms over the tiny server's TTFT at concurrency 1)."""
+    from cli_run import run
+
+    at = fresh().run()
+    box = at.number_input(key="host_speed")
+    assert box.value == 1.0 and 0 < box.min < 1 < box.max
+    assert "16.63 ms" in box.help and "concurrency 1" in box.help and "--host-speed" in box.help
+    # beside the engine's select box: the same row of the sidebar's two columns ("More settings")
+    columns = [[getattr(w, "key", None) for w in c] for c in at.sidebar.columns]
+    left = next(i for i, c in enumerate(columns) if "engine" in c)
+    assert columns[left + 1].index("host_speed") == columns[left].index("engine")
+    argv = ("plan", "--model", "Llama-3.2-1B", "--method", "bf16", "--engine", "vllm", "--json", "--host-speed")
+    assert run(capsys, *argv, f"{box.max:g}")[0] == 0
+    code, _out, err = run(capsys, *argv, f"{box.max + 0.01:g}")
+    assert code == 2 and "--host-speed" in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_page_moves_with_the_host_speed_as_the_library_plans_it():
+    """Under vLLM a batch-1 step of a 1B model is mostly host work: twice the host speed gives a shorter TPOT; under
+    'ideal' (the GPU work alone) the host speed changes nothing."""
+    tpot = {}
+    for speed in (1.0, 2.0):
+        at = _host_app("vllm", speed)
+        expected = library_plan(model="Llama-3.2-1B", specs=["bf16"], engine="vllm", host_speed=speed, **HOST_SMALL)
+        frame_equals(table(at, "TPOT avg"), summary(expected, model="Llama-3.2-1B"))
+        tpot[speed] = expected["results"][0]["tpot_avg_s"]
+        said = "engine vllm" + (", host 2x the vllm profile's (its host work / 2)" if speed == 2.0 else "")
+        assert said in plain(" ".join(c.value for c in at.caption))
+    assert tpot[2.0] < tpot[1.0]
+    ideal = [library_plan(model="Llama-3.2-1B", specs=["bf16"], host_speed=s, **HOST_SMALL)["results"][0]["tpot_avg_s"]
+             for s in (1.0, 2.0)]
+    assert ideal[0] == ideal[1]
+
+
+def test_serving_page_moves_with_the_host_speed():
+    """SGLang's 128-token request pays its own host cost (8.93 ms on the profile's host, far above the 1B's GPU work):
+    at four times the host speed the largest rate meeting a 20 ms TTFT p99 moves, as the library computes it."""
+    from roofline.dashboard.serving_curves import latency_vs_rate
+    from roofline.serving.simulate import Slo
+
+    shown = {}
+    for speed in (1.0, 4.0):
+        at = _host_app("sglang", speed)
+        at.switch_page("views/serving.py").run()
+        for key, value in (("srv_prompt", 128), ("srv_output", 16), ("srv_requests", 50), ("srv_ttft", 20.0)):
+            at.number_input(key=key).set_value(value)
+        next(b for b in at.button if b.label == "Simulate").click()
+        timed(f"serving under sglang at host speed {speed:g}", at)
+        no_exception(at)
+        workload = appdata.workload_from({**HOST_SMALL, "engine": "sglang", "host_speed": speed})
+        result = latency_vs_rate(load_model("Llama-3.2-1B"), load_hardware("H100-SXM"), workload, ["bf16"], 128, 16,
+                                 50, Slo(ttft_s=0.02, tpot_s=0.05))
+        frame_equals(table(at, "max requests/s at the SLO"), display.serving_table(result))
+        shown[speed] = table(at, "max requests/s at the SLO")["max requests/s at the SLO"][0]
+    assert shown[1.0] != shown[4.0]
+
+
+def test_a_link_host_speed_outside_the_bound_is_said_and_the_default_kept():
+    at = fresh()
+    at.query_params.update({"host_speed": "250"})
+    at.run()
+    no_exception(at)
+    assert any(plain(w.value).startswith("link: host_speed: 250") for w in at.sidebar.warning)
+    assert at.number_input(key="host_speed").value == 1.0

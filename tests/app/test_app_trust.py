@@ -3,7 +3,7 @@ headless by streamlit.testing's AppTest like tests/app/test_app_pages.py.
 
 The bands expected on screen are computed here from the committed compare reports' rows (this file's own parsing:
 the H100's real decoders, compiled and eager pooled as the planner's typical fusion; the memory boundary's default
-row; the vLLM run's summary line), never from roofline.trust.
+row; the vLLM run's summary line, the SGLang runs' summary lines), never from roofline.trust.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "app" / "main.py"
 CLIENTS_H100 = ROOT / "validate" / "results" / "clients" / "nvidia-h100-compare.txt"
 VLLM_H200 = sorted((ROOT / "validate" / "results" / "engines").glob("nvidia-h200-vllm-*-compare.txt"))
+SGLANG_H200 = sorted((ROOT / "validate" / "results" / "engines").glob("nvidia-h200-sglang-*-now-summary.txt"))
 
 
 def _decode_band_h100() -> float:
@@ -104,6 +105,13 @@ def test_validation_page_lists_the_bands_the_reports_support() -> None:
     median = statistics.median(errors)
     row = next(line for line in table.splitlines() if "vLLM" in line and "H200" in line)
     assert f"±{median:.1f} %" in row or f"{median:.0f} % " in row
+    # SGLang's runs: each run's report of the model as it stands, its summary's judged prefill lines
+    # (`prefill  Llama-3.1-8B  1  256  18.667  15.976  -14.4`; '*' rows are the tiny model, not judged)
+    prefill = [abs(float(line.split()[-1])) for report in SGLANG_H200 for line in report.read_text().splitlines()
+               if re.match(r"^prefill\s+\S+(\s+[\d.]+){4}\s+[+-][\d.]+$", line)]
+    row = next(line for line in table.splitlines() if "SGLang" in line and "H200" in line)
+    assert f"±{statistics.median(prefill):.1f} %" in row
+    assert ("one run" in row) is (len(SGLANG_H200) == 1)
 
 
 def test_claims_page_marks_times_computed_at_datasheet_figures() -> None:

@@ -35,7 +35,8 @@ def test_query_string_round_trip_and_bad_values():
     assert parsed == {}
     assert [e.split(":")[1].strip() for e in errors] == ["batch", "hardware", "methods", "context"]
     assert share.workload_fields(share.defaults()) == {**appdata.WORKLOAD_DEFAULTS, "weight_dtype": "bf16",
-                                                       "engine": "ideal"}  # Workload's default engine
+                                                       "engine": "ideal", "host_speed": 1.0}  # Workload's defaults
+    assert share.from_query({"host_speed": "0"})[1] == ["link: host_speed: 0.0 is outside [0.01, 100]"]
 
 
 def test_sweep_equals_the_planner_at_the_scenario_point():

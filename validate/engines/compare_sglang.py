@@ -1,10 +1,13 @@
-"""SGLang run 1 (one H200) against roofline: the prediction committed before the run (h200-sglang-run1-predicted.json,
-validate/engines/predict_sglang.py) beside the run's own files.
+"""An SGLang run on one H200 against roofline: a prediction (h200-sglang-runN-predicted.json, committed before the run
+by validate/engines/predict_sglang.py; or -now.json, the model as it stands) beside the run's own files.
 
-python -m validate.engines.compare_sglang [RUN_DIR] [--predicted P.json] [--out REPORT]
-Writes nvidia-h200-sglang-2026-11-30-run1-summary.txt by default. The report is not in validate.engines.compare's row
-format (its name ends in -summary.txt, out of the trust bands' glob): SGLang has no time profile yet, so these rows
-judge the GPU work alone under SGLang's scheduling rules, not a profile.
+python -m validate.engines.compare_sglang [RUN_DIR] [--predicted P.json] [--before B.json] [--out REPORT]
+Writes nvidia-h200-sglang-2026-11-30-run1-summary.txt by default: the summary (steps, capacity, served runs against
+the prediction), then its step and serving rows again in validate.engines.compare's format (measured, before the run
+(err %), now (err %); `measured / predicted (err %)`), which roofline.trust.engines reads into SGLang's bands from
+each run's report of the model as it stands (`-now-summary.txt`). 'before' is --before, by default the
+-predicted.json beside a -now.json --predicted, else --predicted itself (the report of the prediction before the
+run has it in both columns); 'now' is --predicted.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import re
 import statistics
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1] / "validate" / "results" / "engines"
 RUN = ROOT / "nvidia-h200-sglang-2026-11-30-run1"
 # (phase, lat_sglang.py's measured key, predict_sglang.py's key): the step rows of the report
 PHASES = (("decode", "decode_step_s", "decode_step_s"), ("prefill", "median_s", "prefill_s"))
@@ -33,9 +37,16 @@ def pool_tokens(log: str) -> int:
     return int(re.findall(r"max_total_num_tokens=(\d+)", log)[-1])
 
 
-def report(run: Path, predicted: dict) -> list[str]:
-    """The report's lines."""
-    lines = [f"SGLang run 1: {run.name} against roofline's prediction committed before it "
+def run_label(run: Path) -> str:
+    """'run 1' of a run folder named ...-run1."""
+    found = re.search(r"run(\d+)$", run.name)
+    return f"run {found[1]}" if found else run.name
+
+
+def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
+    """The report's lines (`before`: the prediction committed before the run, for the rows' before column; default
+    `predicted`)."""
+    lines = [f"SGLang {run_label(run)}: {run.name} against roofline's prediction committed before it "
              f"({predicted['git_sha'][:7]}, {predicted['date']}; GPU work alone under SGLang's rules)", ""]
     steps: dict[str, list[float]] = {"decode": [], "prefill": []}
     lines.append("phase    model          B      P  measured ms  predicted ms  err %")
@@ -71,16 +82,60 @@ def report(run: Path, predicted: dict) -> list[str]:
         row.append(f"out tok/s {m['output_throughput']:8.1f}: {pred['throughput_tokens_per_s']:8.1f} "
                    f"({err(pred['throughput_tokens_per_s'], m['output_throughput']):+6.1f} %)")
         lines.append(row[0] + ("\n" + " " * 10).join(row[1:]))
+    return lines + compare_rows(run, predicted, predicted if before is None else before)
+
+
+def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:
+    """The step and serving rows in validate.engines.compare's format (the trust bands' one parser): a step row
+    `phase model B P measured before (err) now (err)`, the model by its catalogue name (a case's "dir" in the cases
+    file the prediction names), '*' where not judged (the tiny model, whose step is SGLang's host cost the profile is
+    fitted to); a served run `run  measured / now (err)` for TTFT p50, p99, TPOT p50, p99 and output tok/s, where the
+    prediction has served runs."""
+    lines = ["", "rows in validate.engines.compare's format (roofline.trust.engines reads them; 'before': the "
+             "prediction committed before the run, 'now': this report's)",
+             "phase    model              B      P   measured ms   before ms (err %)   now ms (err %)   "
+             "(* not judged: the tiny model, the profile's own input)"]
+    cases = json.loads((HERE / predicted.get("cases", "cases-sglang.json")).read_text())["models"]
+    for name, pred in predicted["models"].items():
+        lat = json.loads((run / f"{name}-lat.json").read_text())
+        star = " *" if name.startswith("tiny-") else ""
+        model = cases.get(name, {}).get("dir", name)  # the catalogue's name (run 2's Llama-3.1-8B-mf80 is the 8B)
+        for phase, measured, key in PHASES:
+            for m, b, n in zip(lat[phase], before["models"][name][phase], pred[phase], strict=True):
+                t, tb, tn = m[measured] * 1e3, b[key] * 1e3, n[key] * 1e3
+                lines.append(f"{phase:8s} {model:18s} {m.get('B', 1):4d} {m['P']:6d} {t:11.3f} {tb:10.3f} "
+                             f"({err(tb, t):+6.1f}) {tn:9.3f} ({err(tn, t):+6.1f}){star}")
+    if not predicted.get("serve"):  # a run without served runs (predict_sglang.py --steps-only)
+        return lines
+    lines += ["", "serving (Llama-3.1-8B, sglang.bench_serving, random-ids 1,024 in / 256 out): measured / predicted "
+              "(err %)", "run       TTFT p50 ms              TTFT p99 ms              TPOT p50 ms              "
+              "TPOT p99 ms              output tok/s"]
+    for key, pred in predicted["serve"].items():
+        m = json.loads((run / f"Llama-3.1-8B-{key}.jsonl").read_text().splitlines()[-1])
+        cells = [f"{m[mk]:8.2f} / {pred[pk][q] * 1e3:8.2f} ({err(pred[pk][q] * 1e3, m[mk]):+6.1f})"
+                 for _label, mk, pk, q in SERVED]
+        tput = pred["throughput_tokens_per_s"]
+        cells.append(f"{m['output_throughput']:8.1f} / {tput:8.1f} ({err(tput, m['output_throughput']):+6.1f})")
+        lines.append(f"{key:8s}  " + "  ".join(cells))
     return lines
+
+
+def before_of(predicted: Path) -> Path:
+    """The prediction committed before the run beside a -now.json (h200-sglang-run1-now.json ->
+    h200-sglang-run1-predicted.json) where it exists, else `predicted` itself."""
+    beside = predicted.with_name(predicted.name.removesuffix("-now.json") + "-predicted.json")
+    return beside if predicted.name.endswith("-now.json") and beside.is_file() else predicted
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path, nargs="?", default=RUN)
     p.add_argument("--predicted", type=Path, default=ROOT / "h200-sglang-run1-predicted.json")
+    p.add_argument("--before", type=Path, help="the prediction committed before the run (default: before_of)")
     p.add_argument("--out", type=Path, default=ROOT / "nvidia-h200-sglang-2026-11-30-run1-summary.txt")
     a = p.parse_args()
-    text = "\n".join(report(a.run, json.loads(a.predicted.read_text()))) + "\n"
+    before = json.loads((a.before or before_of(a.predicted)).read_text())
+    text = "\n".join(report(a.run, json.loads(a.predicted.read_text()), before)) + "\n"
     a.out.write_text(text)
     print(text, end="")
 
