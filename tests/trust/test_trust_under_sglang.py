@@ -5,8 +5,10 @@ Expected values come from the report's summary lines, the lines compare_sglang p
 validate.engines.compare's format (`decode   Llama-3.1-8B   1   1024   4.796   4.761   -0.7`, `rate4  TTFT p50  34.56
 ms:  33.73 (  -2.4 %)`, `Llama-3.1-8B launch_server  906,051  906,751 (+0.077 %)`), read with this file's own parsing;
 never from roofline.trust's output. tiny-llama's rows are marked '*' (the profile's own input) and are not judged.
-Run 1 by hand: 8B decode -0.7, -1.2, -9.9, -15.6 % -> median |err| (1.2 + 9.9) / 2 = 5.55 %; prefill -14.4, +6.5,
-+3.5 % -> 6.5 %."""
+Run 1 by hand, from its report's measured and predicted columns: 8B decode 5.072 / 4.796, 5.620 / 5.328, 7.374 / 7.630,
+16.434 / 18.197 -> +5.8, +5.5, -3.4, -9.7 % -> median |err| (5.5 + 5.8) / 2 = 5.65 %; prefill 16.018 / 18.667,
+58.423 / 55.072, 225.775 / 222.141 -> -14.2, +6.1, +1.6 % -> 6.1 %. MoE models (Qwen3-30B-A3B in run 2) have their
+own band: +18.8, +6.6, +4.7, -2.8 % -> (4.7 + 6.6) / 2 = 5.65 %."""
 
 from __future__ import annotations
 
@@ -23,22 +25,23 @@ ENGINES = Path(__file__).resolve().parents[2] / "validate" / "results" / "engine
 NOW = sorted(ENGINES.glob("nvidia-h200-sglang-*-now-summary.txt"),
              key=lambda p: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", p.name)])
 RUN1 = ENGINES / "nvidia-h200-sglang-2026-11-30-run1-now-summary.txt"
-STEP = re.compile(r"^(decode|prefill)\s+(\S+)\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+([+-][\d.]+)( \*)?$")
+STEP = re.compile(r"^(decode|prefill)\s+(\S+)\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+([+-][\d.]+)( \*\d*)?$")
+MOE = {"Qwen3-30B-A3B", "DeepSeek-V2-Lite"}  # the MoE models of the runs (their config.json): their own band
 SERVED = re.compile(r"^\s+(\w+\d+)?\s*(TTFT p50|TTFT p99|TPOT p50|TPOT p99|out tok/s)\s+[\d.]+(?: ms)?:\s+[\d.]+ "
                     r"\(\s*([+-][\d.]+) %\)$")
 ARGS = ("--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "sglang")
 
 
-def _summary(reports=NOW) -> dict[str, list[float]]:
+def _summary(reports=NOW, moe: bool = False) -> dict[str, list[float]]:
     """{"decode", "prefill", "ttft", "tpot", "throughput", "capacity": signed errors %} of the reports' summary lines
-    (the first block of each; judged step rows only)."""
+    (the first block of each; judged step rows only, of the dense models or, `moe`, of the MoE models)."""
     out: dict[str, list[float]] = {k: [] for k in ("decode", "prefill", "ttft", "tpot", "throughput", "capacity")}
     for report in reports:
         lines = report.read_text().splitlines()
         lines = lines[:next(i for i, x in enumerate(lines) if x.startswith("rows in "))]
         in_capacity = False
         for line in lines:
-            if (m := STEP.match(line)) and not m[4]:
+            if (m := STEP.match(line)) and not m[4] and (m[2] in MOE) == moe:
                 out[m[1]].append(float(m[3]))
             elif m := SERVED.match(line):
                 out[{"TTFT": "ttft", "TPOT": "tpot"}.get(m[2][:4], "throughput")].append(float(m[3]))
@@ -61,8 +64,8 @@ def _json(capsys, *argv) -> dict:
 
 def test_run_1s_summary_lines_are_the_figures_worked_by_hand() -> None:
     s = _summary([RUN1])
-    assert s["decode"] == [-0.7, -1.2, -9.9, -15.6] and s["prefill"] == [-14.4, 6.5, 3.5]
-    assert _median_ape(s["decode"]) == pytest.approx(5.55) and _median_ape(s["prefill"]) == pytest.approx(6.5)
+    assert s["decode"] == [5.8, 5.5, -3.4, -9.7] and s["prefill"] == [-14.2, 6.1, 1.6]
+    assert _median_ape(s["decode"]) == pytest.approx(5.65) and _median_ape(s["prefill"]) == pytest.approx(6.1)
     assert len(s["ttft"]) == len(s["tpot"]) == 8 and len(s["throughput"]) == 4  # rate4, 12, 24 and conc32
     assert s["capacity"] == [0.034, 0.075, 0.077]
 
@@ -100,10 +103,13 @@ def test_simulate_under_sglang_states_its_runs_serving_bands(capsys) -> None:
         assert "TTFT 14 % under" in text and "one engine run, not yet a band" in bands["ttft"]["basis"]
 
 
-def test_an_moe_plan_under_sglang_says_no_moe_model_was_run(capsys) -> None:
+def test_an_moe_plan_under_sglang_states_the_moe_runs_band(capsys) -> None:
     data = _json(capsys, "plan", "--model", "Qwen3-30B-A3B", "--hardware", "H200", "--engine", "sglang",
                  "--method", "bf16")
-    assert "no MoE model run" in data["trust"]["bands"]["decode_step"]["basis"]
+    band, moe = data["trust"]["bands"]["decode_step"], _summary(moe=True)
+    assert "no MoE model run" not in band["basis"]
+    assert band["cases"] == len(moe["decode"]) == 4
+    assert band["median_ape_pct"] == pytest.approx(5.65, abs=0.01)
 
 
 def test_an_sglang_run_on_another_device_is_not_borrowed(capsys) -> None:

@@ -37,6 +37,27 @@ def pool_tokens(log: str) -> int:
     return int(re.findall(r"max_total_num_tokens=(\d+)", log)[-1])
 
 
+def lat_path(run: Path, name: str) -> Path:
+    """A model's lat_sglang.py results: NAME-lat.json, else the one run on another attention backend
+    (NAME-<backend>-lat.json: run 2's DeepSeek-V2-Lite on triton, FA3's MLA shapes not being in the payload)."""
+    plain = run / f"{name}-lat.json"
+    return plain if plain.is_file() else sorted(run.glob(f"{name}-*-lat.json"))[0]
+
+
+def not_judged(name: str, lat: dict, phase: str, m: dict, out_tokens: int) -> str:
+    """Why a step row is not judged ('' where it is): the tiny model (its step is the host cost its profile is
+    fitted to); a run on a backend other than SGLang's default (the profile's kernels are the default's); a decode
+    batch whose B x (P + out) tokens exceed the logged pool (the engine ran it in waves, not as one batch)."""
+    if name.startswith("tiny-"):
+        return "the tiny model: the profile's own input"
+    if lat.get("attention_backend_flag"):
+        return f"attention backend {lat['attention_backend_flag']}, not SGLang's default (FA3)"
+    pool = lat.get("server_info", {}).get("max_total_num_tokens")
+    if phase == "decode" and pool and m["B"] * (m["P"] + out_tokens) > pool:
+        return f"B x (P + {out_tokens}) = {m['B'] * (m['P'] + out_tokens):,} tokens exceed the pool ({pool:,})"
+    return ""
+
+
 def run_label(run: Path) -> str:
     """'run 1' of a run folder named ...-run1."""
     found = re.search(r"run(\d+)$", run.name)
@@ -46,33 +67,43 @@ def run_label(run: Path) -> str:
 def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
     """The report's lines (`before`: the prediction committed before the run, for the rows' before column; default
     `predicted`)."""
-    lines = [f"SGLang {run_label(run)}: {run.name} against roofline's prediction committed before it "
-             f"({predicted['git_sha'][:7]}, {predicted['date']}; GPU work alone under SGLang's rules)", ""]
+    about = predicted.get("about", "")
+    basis = ("GPU work alone under SGLang's rules" if "no SGLang time profile" in about
+             else "SGLang's rules and time profile around the GPU work")
+    lines = [f"SGLang {run_label(run)}: {run.name} against roofline's prediction ({predicted['git_sha'][:7]}, "
+             f"{predicted['date']}; {basis})", ""]
     steps: dict[str, list[float]] = {"decode": [], "prefill": []}
-    lines.append("phase    model          B      P  measured ms  predicted ms  err %")
+    out_tokens = json.loads((HERE / predicted.get("cases", "cases-sglang.json")).read_text())["out_tokens"]
+    lines.append("phase    model             B      P  measured ms  predicted ms  err %")
+    reasons: dict[str, str] = {}
     for name, pred in predicted["models"].items():
-        lat = json.loads((run / f"{name}-lat.json").read_text())
-        tiny = name.startswith("tiny-")
+        lat = json.loads(lat_path(run, name).read_text())
         for phase, measured, predicted_key in PHASES:
             for m, p in zip(lat[phase], pred[phase], strict=True):
                 t, tp = m[measured] * 1e3, p[predicted_key] * 1e3
-                if not tiny:
+                why = not_judged(name, lat, phase, m, out_tokens)
+                if not why:
                     steps[phase].append(err(tp, t))
-                lines.append(f"{phase:<8} {name:<12} {m.get('B', 1):>3} {m['P']:>6} {t:11.3f} {tp:13.3f} "
-                             f"{err(tp, t):+6.1f}" + (" *" if tiny else ""))
-    lines.append("(* the tiny model: its GPU work is ~0.1 ms, so its step is SGLang's own host cost; not judged)")
+                else:
+                    reasons.setdefault(why, f"*{len(reasons) + 1}")
+                lines.append(f"{phase:<8} {name:<16} {m.get('B', 1):>3} {m['P']:>6} {t:11.3f} {tp:13.3f} "
+                             f"{err(tp, t):+6.1f}" + (f" {reasons[why]}" if why else ""))
+    lines += [f"({mark}: not judged: {why})" for why, mark in reasons.items()]
     for phase, errs in steps.items():
         lines.append(f"{phase}: median APE {statistics.median(abs(e) for e in errs):.1f} %, worst "
                      f"{max(errs, key=abs):+.1f} % ({len(errs)} cases)")
     lines += ["", "capacity (max_total_num_tokens): logged, predicted (err %)"]
     for name, pred in predicted["models"].items():
-        logged = json.loads((run / f"{name}-lat.json").read_text())["server_info"]["max_total_num_tokens"]
+        logged = json.loads(lat_path(run, name).read_text())["server_info"]["max_total_num_tokens"]
         p = pred["capacity"]["pool_tokens"]
-        lines.append(f"  {name:<12} offline Engine {logged:>12,} {p:>12,} ({err(p, logged):+.3f} %)")
+        lines.append(f"  {name:<18} offline Engine {logged:>12,} {p:>12,} ({err(p, logged):+.3f} %)")
     served = predicted["serve"]
-    logged = pool_tokens((run / "Llama-3.1-8B-server.log").read_text())
-    p = predicted["models"]["Llama-3.1-8B"]["capacity"]["pool_tokens"]
-    lines.append(f"  Llama-3.1-8B launch_server  {logged:>12,} {p:>12,} ({err(p, logged):+.3f} %)")
+    if (run / "Llama-3.1-8B-server.log").is_file():
+        logged = pool_tokens((run / "Llama-3.1-8B-server.log").read_text())
+        p = predicted["models"]["Llama-3.1-8B"]["capacity"]["pool_tokens"]
+        lines.append(f"  {'Llama-3.1-8B':<18} launch_server  {logged:>12,} {p:>12,} ({err(p, logged):+.3f} %)")
+    if not served:
+        return lines + compare_rows(run, predicted, predicted if before is None else before)
     lines += ["", "served (sglang.bench_serving, random-ids 1,024 in / 256 out): measured, predicted (err %)"]
     for key, pred in served.items():
         m = json.loads((run / f"Llama-3.1-8B-{key}.jsonl").read_text().splitlines()[-1])
@@ -94,14 +125,15 @@ def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:
     lines = ["", "rows in validate.engines.compare's format (roofline.trust.engines reads them; 'before': the "
              "prediction committed before the run, 'now': this report's)",
              "phase    model              B      P   measured ms   before ms (err %)   now ms (err %)   "
-             "(* not judged: the tiny model, the profile's own input)"]
-    cases = json.loads((HERE / predicted.get("cases", "cases-sglang.json")).read_text())["models"]
+             "(* not judged: the summary above says why)"]
+    cases_file = json.loads((HERE / predicted.get("cases", "cases-sglang.json")).read_text())
+    cases = cases_file["models"]
     for name, pred in predicted["models"].items():
-        lat = json.loads((run / f"{name}-lat.json").read_text())
-        star = " *" if name.startswith("tiny-") else ""
+        lat = json.loads(lat_path(run, name).read_text())
         model = cases.get(name, {}).get("dir", name)  # the catalogue's name (run 2's Llama-3.1-8B-mf80 is the 8B)
         for phase, measured, key in PHASES:
             for m, b, n in zip(lat[phase], before["models"][name][phase], pred[phase], strict=True):
+                star = " *" if not_judged(name, lat, phase, m, cases_file["out_tokens"]) else ""
                 t, tb, tn = m[measured] * 1e3, b[key] * 1e3, n[key] * 1e3
                 lines.append(f"{phase:8s} {model:18s} {m.get('B', 1):4d} {m['P']:6d} {t:11.3f} {tb:10.3f} "
                              f"({err(tb, t):+6.1f}) {tn:9.3f} ({err(tn, t):+6.1f}){star}")

@@ -27,7 +27,7 @@ def _halves(report: Path) -> tuple[list[str], list[str]]:
 
 def _summary_steps(lines: list[str]) -> list[tuple[str, str, int, int, float, float, float]]:
     """(phase, model, B, P, measured ms, predicted ms, err %) of the summary's step lines."""
-    rx = re.compile(r"^(decode|prefill)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([+-][\d.]+)( \*)?$")
+    rx = re.compile(r"^(decode|prefill)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([+-][\d.]+)( \*\d*)?$")
     return [(m[1], m[2], int(m[3]), int(m[4]), float(m[5]), float(m[6]), float(m[7]))
             for x in lines if (m := rx.match(x))]
 
@@ -96,3 +96,18 @@ def test_a_run_without_served_runs_has_step_rows_under_the_catalogue_name(tmp_pa
     rows = engine_rows("\n".join(lines))
     assert rows["steps"] == [("decode", "Llama-3.1-8B", 16, 1024, -5.0), ("prefill", "Llama-3.1-8B", 1, 512, 10.0)]
     assert rows["serving"] == []
+
+
+RUN2 = ENGINES / "nvidia-h200-sglang-2026-11-30-run2"
+
+
+def test_run_2s_rows_leave_out_what_did_not_run_as_predicted():
+    """Run 2 by hand: Llama-2-7B's B 256 decode holds 256 x (1,024 + 64) = 278,528 tokens against the 231,818 its
+    start-up logged (Llama-2-7B-lat.json server_info), so SGLang ran it in waves; DeepSeek-V2-Lite ran on the
+    triton backend (its -triton-lat.json, attention_backend_flag 'triton'). Both are marked, the rest judged."""
+    lines = mod.report(RUN2, json.loads((ENGINES / "h200-sglang-run2-now.json").read_text()),
+                       json.loads((ENGINES / "h200-sglang-run2-predicted.json").read_text()))
+    marked = [x.split()[1:4] for x in lines if re.match(r"^(decode|prefill) .* \*\d$", x)]
+    assert ["Llama-2-7B", "256", "1024"] in marked
+    assert [m for m in marked if m[0] == "DeepSeek-V2-Lite"] and len(marked) == 1 + 7  # DeepSeek: 4 + 3 steps
+    assert any("278,528 tokens exceed the pool (231,818)" in x for x in lines)
