@@ -70,3 +70,24 @@ def test_sglangs_capacity_trust_names_its_runs(capsys):
     assert logged == 788619
     text = d["trust"]["text"] if isinstance(d.get("trust"), dict) else json.dumps(d)
     assert f"{(d['pool_tokens'] / logged - 1) * 100:+.2f} % at worst on 9 logged pools of 2 real sglang runs" in text
+
+
+def test_sglangs_kernels_in_its_profile_are_the_alone_timings_less_the_replays_own_cost():
+    """SGLang's FA3 decode law on the H200 (profiles/sglang.json kernels.H200) is micro_sglang.py's alone timing less a
+    one-call CUDA-graph replay's fixed cost. By hand: micro4's graph_floor (one replay of K dependent one-element
+    kernels: 4.864, 22.848, 80.288, 307.360 us at K 1, 16, 64, 256) by ordinary least squares, slope = (n Sxt - Sx St)
+    / (n Sxx - Sx^2) with n 4, Sx 337, Sxx 70,049, St 415.36, Sxt 84,107.8 -> 1.1856 us a kernel, intercept (St -
+    slope Sx) / n = 3.952 us. FA3 decode at B 1, L 1,056, 8 KV heads took 16.224 us alone, so ~12.27 us in the
+    engine's graph; the profile's law there (alpha + 1 x 1,056 x 2 x 8 x 128 x 2 B / rate) is within 10 % of it."""
+    n, sx, sxx = 4, 1 + 16 + 64 + 256, 1 + 16 ** 2 + 64 ** 2 + 256 ** 2
+    ts = [4.864, 22.848, 80.288, 307.360]
+    st, sxt = sum(ts), 1 * 4.864 + 16 * 22.848 + 64 * 80.288 + 256 * 307.360
+    slope = (n * sxt - sx * st) / (n * sxx - sx * sx)
+    replay_us = (st - slope * sx) / n
+    assert replay_us == pytest.approx(3.952, abs=0.002)
+    law = json.loads((Path(__file__).resolve().parents[2] / "roofline" / "engines" / "profiles" / "sglang.json")
+                     .read_text())["kernels"]["H200"]
+    kv = 1 * 1056 * 2 * 8 * 128 * 2
+    predicted_us = (law["attn_decode_latency"] + kv / law["attn_decode_bw"]) * 1e6
+    assert predicted_us == pytest.approx(16.224 - replay_us, rel=0.10)
+    assert predicted_us < 16.224 - 2  # not the alone timing with its replay

@@ -5,10 +5,11 @@ Expected values come from the report's summary lines, the lines compare_sglang p
 validate.engines.compare's format (`decode   Llama-3.1-8B   1   1024   4.796   4.761   -0.7`, `rate4  TTFT p50  34.56
 ms:  33.73 (  -2.4 %)`, `Llama-3.1-8B launch_server  906,051  906,751 (+0.077 %)`), read with this file's own parsing;
 never from roofline.trust's output. tiny-llama's rows are marked '*' (the profile's own input) and are not judged.
-Run 1 by hand, from its report's measured and predicted columns: 8B decode 5.072 / 4.796, 5.620 / 5.328, 7.374 / 7.630,
-16.434 / 18.197 -> +5.8, +5.5, -3.4, -9.7 % -> median |err| (5.5 + 5.8) / 2 = 5.65 %; prefill 16.018 / 18.667,
-58.423 / 55.072, 225.775 / 222.141 -> -14.2, +6.1, +1.6 % -> 6.1 %. MoE models (Qwen3-30B-A3B in run 2) have their
-own band: +18.8, +6.6, +4.7, -2.8 % -> (4.7 + 6.6) / 2 = 5.65 %."""
+Run 1 by hand, from its report's measured and predicted columns: 8B decode 4.934 / 4.796, 5.485 / 5.328, 7.245 / 7.630,
+16.332 / 18.197 -> +2.9, +2.9, -5.0, -10.2 % -> median |err| (2.9 + 5.0) / 2 = 3.95 %; prefill 16.014 / 18.667,
+58.417 / 55.072, 225.738 / 222.141 -> -14.2, +6.1, +1.6 % -> 6.1 %. MoE models (Qwen3-30B-A3B in run 2) have their
+own band: 4.424 / 4.060, 13.194 / 12.739, 19.421 / 18.909, 25.313 / 26.393 -> +9.0, +3.6, +2.7, -4.1 % -> (3.6 + 4.1)
+/ 2 = 3.85 %."""
 
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def _json(capsys, *argv) -> dict:
 
 def test_run_1s_summary_lines_are_the_figures_worked_by_hand() -> None:
     s = _summary([RUN1])
-    assert s["decode"] == [5.8, 5.5, -3.4, -9.7] and s["prefill"] == [-14.2, 6.1, 1.6]
-    assert _median_ape(s["decode"]) == pytest.approx(5.65) and _median_ape(s["prefill"]) == pytest.approx(6.1)
+    assert s["decode"] == [2.9, 2.9, -5.0, -10.2] and s["prefill"] == [-14.2, 6.1, 1.6]
+    assert _median_ape(s["decode"]) == pytest.approx(3.95) and _median_ape(s["prefill"]) == pytest.approx(6.1)
     assert len(s["ttft"]) == len(s["tpot"]) == 8 and len(s["throughput"]) == 4  # rate4, 12, 24 and conc32
     assert s["capacity"] == [0.034, 0.075, 0.077]
 
@@ -109,7 +110,7 @@ def test_an_moe_plan_under_sglang_states_the_moe_runs_band(capsys) -> None:
     band, moe = data["trust"]["bands"]["decode_step"], _summary(moe=True)
     assert "no MoE model run" not in band["basis"]
     assert band["cases"] == len(moe["decode"]) == 4
-    assert band["median_ape_pct"] == pytest.approx(5.65, abs=0.01)
+    assert band["median_ape_pct"] == pytest.approx(3.85, abs=0.01)
 
 
 def test_an_sglang_run_on_another_device_is_not_borrowed(capsys) -> None:

@@ -24,6 +24,9 @@ With --micro (a run with stage M, micro_sglang.py: SGLang's own kernels alone on
 - its fused MoE (fused_experts, the Triton runner with SGLang's tuned configs): derive.fused_moe_law, the law fitted
   for vLLM's (grouped_gemm_latency / _bw over M <= 64, grouped_gemm_flops at M = 4,096), and op_kernels as vLLM's;
 - its FA3 prefill: attention_flops per head dim at the longest GQA prompt timed.
+With --replay (a micro4.json of the same GPU), every case less a one-call CUDA-graph replay's own fixed cost first
+(derive.graph_replay of its graph_floor): each kernel was timed as the one call of a replayed graph, and in the
+engine's step it is one of hundreds in one graph.
 SGLang's launches past the capture sizes, drafter and connector are not measured: none is set.
 """
 
@@ -34,7 +37,7 @@ import json
 import re
 from pathlib import Path
 
-from validate.engines.derive import fit_affine, fit_host, fused_moe_law, prefill_flops
+from validate.engines.derive import fit_affine, fit_host, fused_moe_law, graph_replay, prefill_flops
 
 # kernels an op launches outside SGLang's fused MoE call, which micro_sglang.py's fused_moe law times whole
 OP_KERNELS = {"routing": 1}
@@ -77,19 +80,27 @@ def derive(run: Path) -> dict:
                                        for b, s in zip(batches, steps, strict=True)]}}
 
 
-def kernels(micro_runs: list[Path], hardware: str, profile: dict) -> dict:
+def kernels(micro_runs: list[Path], hardware: str, profile: dict, replay: Path | None = None) -> dict:
     """`profile` with SGLang's own kernels on `hardware` from micro_sglang.py's micro*.json files in `micro_runs`:
     its decode attention law (page-1 FA3 decode cases), greedy sampler (argmax), fused MoE law (fused_moe rows, the
-    law derive.fused_moe_law fits for vLLM's) and FA3 prefill FLOP/s (fa3_prefill rows)."""
+    law derive.fused_moe_law fits for vLLM's) and FA3 prefill FLOP/s (fa3_prefill rows). `replay`: a micro4.json of
+    the same GPU whose graph_floor gives a one-call CUDA-graph replay's own fixed cost (derive.graph_replay), taken
+    off every case before the fits: each case was one call replayed alone, while in the engine's step the kernel is
+    one of hundreds in one graph and does not pay it (the census of run 2: FA3 decode 0.0855 ms a call in the 8B's B 64
+    steps, 0.094 alone)."""
     rows: dict[str, list[dict]] = {"fa3_decode": [], "argmax": [], "fused_moe": [], "fa3_prefill": []}
     src: dict[str, str] = {}
+    replay_s = graph_replay(json.loads(replay.read_text()))[0] if replay else 0.0
     for run in micro_runs:
         for f in sorted(run.glob("micro*.json")):
             micro = json.loads(f.read_text())
             for key in rows:
                 if micro.get(key):
-                    rows[key] += micro[key]
+                    rows[key] += [{**r, "s": r["s"] - replay_s} for r in micro[key]]
                     src[key] = str(f)
+    if replay:
+        profile["sources"]["replay_s"] = (f"{replay} graph_floor: a one-call replay's fixed cost {replay_s * 1e6:.2f} "
+                                          "us, taken off every case of SGLang's kernels alone")
     k: dict = {}
     profile["fit_residuals"] = dict(profile.get("fit_residuals", {}))
     dec = [r for r in rows["fa3_decode"] if r["page"] == 1]
@@ -112,6 +123,8 @@ def kernels(micro_runs: list[Path], hardware: str, profile: dict) -> dict:
         profile["sources"].update(moe_sources)
         profile["op_kernels"] = dict(OP_KERNELS)
         profile["sources"]["op_kernels"] = OP_KERNELS_SOURCE
+    for r in rows["fa3_prefill"]:
+        r["flops_per_s"] = r["flops"] / r["s"]
     flops = prefill_flops(rows["fa3_prefill"])
     if flops:
         profile["attention_flops"] = {hardware: {str(d): v for d, v in flops.items()}}
@@ -126,12 +139,14 @@ def main() -> None:
     p.add_argument("run", type=Path)
     p.add_argument("--micro", type=Path, action="append", default=[],
                    help="a run with micro_sglang.py's micro*.json (repeatable): SGLang's kernels on --hardware")
+    p.add_argument("--replay", type=Path, help="a micro4.json of the same GPU (graph_floor): the one-call replay's "
+                   "fixed cost taken off SGLang's kernels alone")
     p.add_argument("--hardware", default="H200")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/sglang.json"))
     a = p.parse_args()
     profile = derive(a.run)
     if a.micro:
-        profile = kernels(a.micro, a.hardware, profile)
+        profile = kernels(a.micro, a.hardware, profile, a.replay)
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
     print(a.out.read_text(), end="")
 
