@@ -9,7 +9,7 @@ import sys
 import traceback
 
 import torch
-from graphbench import bench  # this folder: each script is run as a file
+from graphbench import bench, moe_inputs, moe_row, prefill_inputs, prefill_row  # this folder: run as a file
 
 dev = "cuda"
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "fa3_prefill": [],
@@ -42,36 +42,23 @@ def fa3_decode(B, L, hq, hk, d, window=None, block=16):
 def fa3_prefill(P, hq, hk, d, window=None):
     """One causal prompt of P tokens (varlen, not paged): FLOPs 4 P^2 hq d / 2 (QK and PV, causal half)."""
     from vllm.vllm_flash_attn.flash_attn_interface import flash_attn_varlen_func
-    q = torch.randn(P, hq, d, device=dev, dtype=torch.bfloat16)
-    k = torch.randn(P, hk, d, device=dev, dtype=torch.bfloat16)
-    v = torch.randn_like(k)
+    q, k, v, cu = prefill_inputs(P, hq, hk, d, dev)
     out = torch.empty_like(q)
-    cu = torch.tensor([0, P], device=dev, dtype=torch.int32)
     ws = [window - 1, 0] if window else [-1, -1]
 
     def run():
         flash_attn_varlen_func(q, k, v, max_seqlen_q=P, cu_seqlens_q=cu, max_seqlen_k=P, cu_seqlens_k=cu,
                                softmax_scale=d ** -0.5, causal=True, window_size=ws, out=out, fa_version=3)
-    t = bench(run)
-    flops = 4 * P * P * hq * d / 2
-    return {"P": P, "hq": hq, "hk": hk, "d": d, "window": window, "s": t, "flops": flops, "flops_per_s": flops / t}
+    return prefill_row(P, hq, hk, d, window, bench(run))
 
 
 def fused_moe(M, E, topk, H, inter):
     from vllm.model_executor.layers.fused_moe.fused_moe import fused_experts
-    x = torch.randn(M, H, device=dev, dtype=torch.bfloat16)
-    w1 = torch.randn(E, 2 * inter, H, device=dev, dtype=torch.bfloat16) * 0.02
-    w2 = torch.randn(E, H, inter, device=dev, dtype=torch.bfloat16) * 0.02
-    logits = torch.randn(M, E, device=dev)
-    tw, ti = torch.topk(torch.softmax(logits, -1), topk, dim=-1)
-    ti = ti.to(torch.int32)
+    x, w1, w2, _, tw, ti = moe_inputs(M, E, topk, H, inter, dev)
 
     def run():
         fused_experts(x, w1, w2, tw, ti)
-    t = bench(run)
-    active = int(torch.unique(ti).numel())
-    return {"M": M, "E": E, "topk": topk, "H": H, "I": inter, "active_experts": active, "s": t,
-            "active_weight_bytes": active * 3 * H * inter * 2}
+    return moe_row(M, E, topk, H, inter, ti, bench(run))
 
 
 def main():

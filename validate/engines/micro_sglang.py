@@ -18,7 +18,7 @@ import sys
 import traceback
 
 import torch
-from graphbench import bench  # this folder: each script is run as a file
+from graphbench import bench, moe_inputs, moe_row, prefill_inputs, prefill_row  # this folder: run as a file
 
 dev = "cuda"
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "argmax": [],
@@ -72,38 +72,25 @@ def fused_moe(M, E, topk, H, inter):
                                deterministic=SimpleNamespace(enable_deterministic_inference=False))
     fm.get_exec = fc.get_exec = lambda: defaults
     fused_experts = fm.fused_experts
-    x = torch.randn(M, H, device=dev, dtype=torch.bfloat16)
-    w1 = torch.randn(E, 2 * inter, H, device=dev, dtype=torch.bfloat16) * 0.02
-    w2 = torch.randn(E, H, inter, device=dev, dtype=torch.bfloat16) * 0.02
-    logits = torch.randn(M, E, device=dev)
-    tw, ti = torch.topk(torch.softmax(logits, -1), topk, dim=-1)
-    ti = ti.to(torch.int32)
+    x, w1, w2, logits, tw, ti = moe_inputs(M, E, topk, H, inter, dev)
     topk_out = StandardTopKOutput(tw, ti, logits)
     cfg = MoeRunnerConfig(num_experts=E, num_local_experts=E, hidden_size=H, intermediate_size_per_partition=inter,
                           top_k=topk, params_dtype=torch.bfloat16, inplace=True)
 
     def run():
         fused_experts(x, w1, w2, topk_out, cfg)
-    t = bench(run)
-    active = int(torch.unique(ti).numel())
-    return {"M": M, "E": E, "topk": topk, "H": H, "I": inter, "active_experts": active, "s": t,
-            "active_weight_bytes": active * 3 * H * inter * 2}
+    return moe_row(M, E, topk, H, inter, ti, bench(run))
 
 
 def fa3_prefill(P, hq, hk, d):
     """One causal prompt of P tokens (varlen, not paged): FLOPs 4 P^2 hq d / 2 (QK and PV, causal half)."""
     from sgl_kernel.flash_attn import flash_attn_varlen_func
-    q = torch.randn(P, hq, d, device=dev, dtype=torch.bfloat16)
-    k = torch.randn(P, hk, d, device=dev, dtype=torch.bfloat16)
-    v = torch.randn_like(k)
-    cu = torch.tensor([0, P], device=dev, dtype=torch.int32)
+    q, k, v, cu = prefill_inputs(P, hq, hk, d, dev)
 
     def run():
         flash_attn_varlen_func(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=P, max_seqlen_k=P,
                                softmax_scale=d ** -0.5, causal=True, ver=3)
-    t = bench(run)
-    flops = 4 * P * P * hq * d / 2
-    return {"P": P, "hq": hq, "hk": hk, "d": d, "window": None, "s": t, "flops": flops, "flops_per_s": flops / t}
+    return prefill_row(P, hq, hk, d, None, bench(run))
 
 
 def attempt(key, fn, *args):
