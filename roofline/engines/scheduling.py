@@ -36,6 +36,8 @@ SGLang (sgl-project/sglang, python/sglang/srt/server_args.py@469c63e, ServerArgs
 - a step is either a prefill (extend) batch or a decode batch, prefill first: Scheduler.get_next_batch_to_run runs a
   new prefill batch when one can be formed, else decodes (enable_mixed_chunk defaults to False); when the pool runs
   out, running decodes are retracted and recomputed (ScheduleBatch.retract_decode). Page size 1.
+- the overlap scheduler (on unless --disable-overlap-schedule) forms batch n + 1 before it processes batch n's result,
+  so a request that arrives while a step runs joins the step after the next (sglang_admission_lag).
 TensorRT-LLM (NVIDIA/TensorRT-LLM, PyTorch backend, tensorrt_llm/llmapi/llm_args.py):
 - max_batch_size 2048, max_num_tokens 8192, enable_chunked_prefill False (BaseLlmArgs defaults);
   capacity scheduler GUARANTEED_NO_EVICT by default (docs "Useful Runtime Options": a request is admitted only when
@@ -142,7 +144,8 @@ class EngineScheduling:
     overheads: EngineOverheads = field(default_factory=EngineOverheads)
     notes: tuple[str, ...] = ()
     # a request that reaches the engine while a step runs joins the step after the next, not the next (vLLM under
-    # asynchronous scheduling: step n + 1 is scheduled as soon as step n is launched; vllm_admission_lag)
+    # asynchronous scheduling, SGLang under its overlap scheduler: step n + 1 is formed as soon as step n is launched;
+    # vllm_admission_lag, sglang_admission_lag)
     admission_lag: bool = False
     # the host's speed against the one the engine's time profile was measured on (timing mechanism 11): the host
     # figures the builders below read (with_eager, with_speculative) are divided by it
@@ -326,16 +329,30 @@ def sglang_max_running(pool_tokens: int, context_len: int) -> int:
     return max(1, min(pool_tokens // 2, req_pool))
 
 
+def sglang_admission_lag(overlap: bool) -> bool:
+    """Whether SGLang admits a request one step late: each pass of its overlap scheduler's loop (Scheduler.
+    event_loop_overlap, srt/managers/scheduler.py of sglang 0.5.17, lines 1727-1784) receives requests, forms and
+    launches the next batch, and only then processes the previous batch's result (pop_and_process, blocking on its
+    copy_done). The pass forming batch n + 2 so starts as batch n ends, i.e. as n + 1 starts, and a request arriving
+    while n + 1 runs first runs in n + 3: one step later than --disable-overlap-schedule's loop (event_loop_normal).
+    An idle server forms a batch as soon as a request arrives. vLLM's rule under async scheduling (vllm_admission_lag).
+    """
+    return overlap
+
+
 def sglang(hardware: Hardware, tp: int, pool_tokens: int | None, context_len: int,
            host_speed: float = 1.0) -> EngineScheduling:
     """SGLang's defaults for this GPU; max running requests from the pool's tokens (4096 when unknown); its host costs
     as its time profile measured them (profiles/sglang.json: the overlap scheduler's max(GPU, host), the API server's
-    per-step and per-request work), on a host `host_speed` times as fast (timing mechanism 11)."""
+    per-step and per-request work), on a host `host_speed` times as fast (timing mechanism 11), and the overlap
+    scheduler's admission one step late (sglang_admission_lag)."""
     chunk, max_bs = sglang_graph_max_bs(device_memory_bytes(hardware) / MIB, tp)
     running = sglang_max_running(pool_tokens, context_len) if pool_tokens else 4096
+    overheads = measured_overheads("sglang", host_speed)
     return EngineScheduling(
         "sglang", running, chunk, mixed_steps=False, capture_sizes=sglang_capture_sizes(max_bs), pad_scope="decode",
-        prefix_caching=True, page_tokens=1, overheads=measured_overheads("sglang", host_speed), host_speed=host_speed,
+        prefix_caching=True, page_tokens=1, overheads=overheads, host_speed=host_speed,
+        admission_lag=sglang_admission_lag(overheads.overlap),
         notes=(f"sglang: chunked_prefill_size {chunk}, cuda_graph_max_bs {max_bs}, max_running_requests {running} "
                "(server_args.py@469c63e _handle_gpu_memory_settings; prefill and decode in separate steps)",))
 

@@ -4,9 +4,9 @@ model's.
 One replica has one event in flight (its step or decode block), so a plain loop is the clock (the fleet's heap holds
 one event per replica): the engine queues the requests that have arrived by now (with the engine's admission lag,
 EngineScheduling.admission_lag: by the start of its last step, so one arriving during a step runs two steps later,
-as vLLM's async scheduling does), schedules a step, advances the clock by its predicted time (or, idle, to the
-next arrival) and commits it. It records per step the requests in the
-system, the pool's use and the preemptions so far, for the time series and the Little's-law check."""
+as vLLM's async scheduling and SGLang's overlap scheduler do), schedules a step, advances the clock by its predicted
+time (or, idle, to the next arrival) and commits it. It records per step the requests in the system, the pool's use
+and the preemptions so far, for the time series and the Little's-law check."""
 
 from __future__ import annotations
 

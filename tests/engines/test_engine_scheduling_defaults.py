@@ -242,3 +242,36 @@ def test_vllm_lags_admission_under_async_scheduling_only():
     assert not vllm(H200, "api", overlap=False).admission_lag
     assert not with_speculative(vllm(H200, "api"), "draft").admission_lag
     assert with_speculative(vllm(H200, "api"), "eagle").admission_lag
+
+
+def _prefill_first_ttft(lag: bool, arrive_s: float) -> float:
+    """TTFT of a second request (prompt 128, output 4) arriving at `arrive_s` while a first (prompt 512, output 64,
+    arriving at 0) decodes alone, on an engine that runs a step of prefill or of decodes, prefill first (SGLang's
+    get_next_batch_to_run), with no host costs, with or without the admission lag."""
+    engine = EngineScheduling("ideal", 256, 8192, mixed_steps=False, admission_lag=lag)
+    wl = Workload(context_tokens=576, prefill_chunk_tokens=8192)
+    sim = Simulator(MODEL, H200, wl, parse_method("bf16"), max_tokens=576, engine=engine)
+    reqs = Requests(np.array([0.0, arrive_s]), np.array([512, 128]), np.array([64, 4]))
+    return float(sim.run(reqs).ttft_s[1])
+
+
+def test_sglang_lags_admission_one_decode_step_of_the_running_request():
+    """SGLang's overlap scheduler forms batch n + 2 as batch n + 1 starts (scheduler.py event_loop_overlap: the next
+    batch is formed and launched before the previous one's result is processed), so a request arriving while a
+    decode step runs has its prefill after the next decode step, not after this one: its TTFT is longer by one decode
+    step of the request already running (batch 1 at its context, the planner's decode_time). The run's server had
+    the overlap scheduler on (its server_info: disable_overlap_schedule false), so SGLang's profile lags."""
+    import json
+    from pathlib import Path
+
+    from roofline.planner.phases import PhaseModel
+
+    phases = PhaseModel.build(MODEL, H200, Workload(context_tokens=576, prefill_chunk_tokens=8192),
+                              parse_method("bf16"))
+    arrive = phases.prefill_time(1, 512) + 10.5 * phases.decode_time(1, 520)  # mid-way through its 11th decode step
+    extra = _prefill_first_ttft(True, arrive) - _prefill_first_ttft(False, arrive)
+    assert extra == pytest.approx(phases.decode_time(1, 524), rel=2e-3)
+    assert _prefill_first_ttft(True, 100.0) == pytest.approx(_prefill_first_ttft(False, 100.0), rel=1e-12)  # idle
+    run = Path(__file__).resolve().parents[2] / "validate/results/engines/nvidia-h200-sglang-2026-11-30-run1"
+    info = json.loads((run / "Llama-3.1-8B-rate24.jsonl").read_text().splitlines()[0])["server_info"]
+    assert info["disable_overlap_schedule"] is False and scheduling("sglang", H200).admission_lag
