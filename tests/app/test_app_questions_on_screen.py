@@ -131,6 +131,9 @@ def test_ten_questions_answered_on_screen(server):  # noqa: F811
 
             # e: how far to trust a number: measured H100 (the real decoders' band) vs a datasheet-only A40
             q.ask("e: trust on H100")
+            # the plan renders after the page loads (a cold server compiles first): wait for it to the settle limit
+            sync_api.expect(page.locator('[data-testid="stMain"]')).to_contain_text(
+                "trust: ceilings measured on this device", timeout=SETTLE_S * 1000)
             assert "trust: ceilings measured on this device" in _main(page) and "decode ±" in _main(page)
             # beside the numbers, per quantity (roofline.dashboard.trust.page_caption)
             assert "Trust (H100-SXM, measured ceilings): TPOT and tok/s (decode step) ±" in _main(page)
