@@ -24,6 +24,11 @@ vLLM (V1 engine; vllm-project/vllm):
   GPT-OSS on 0.11). ASYNC_DEFAULT_RELEASE below; a build of unknown release is taken as current (on).
 - preemption by recompute of the most recently admitted running request, FCFS admission (vllm/v1/core/sched/
   scheduler.py: `preempted_req = self.running.pop()`, RequestStatus.PREEMPTED, policy "fcfs" default).
+- a waiting request is admitted only when the free KV blocks hold all its known tokens (prompt, and the output of a
+  preempted one) less its prefix-cache hit, not only its first chunk: scheduler_reserve_full_isl (vllm/config/
+  scheduler.py@v0.24.0 lines 140-144, default True; PR vllm-project/vllm#37307, Mar 2026), passed to KVCacheManager.
+  allocate_slots as full_sequence_must_fit (v1/core/sched/scheduler.py lines 283-284, 883). Earlier releases admit on
+  the first chunk (FULL_PROMPT_RELEASE below: the first release read with it; 0.12-0.23 not checked).
 SGLang (sgl-project/sglang, python/sglang/srt/server_args.py@469c63e, ServerArgs._handle_gpu_memory_settings and
   _generate_cuda_graph_batch_sizes):
 - chunked_prefill_size by GPU memory (MiB): < 20 GiB and < 35 GiB 2048, < 60 GiB 4096, < 90 GiB and < 160 GiB 8192,
@@ -70,6 +75,7 @@ MIB = 1 << 20
 ENTRY_POINTS = ("api", "offline")
 SCHEDULING_ENGINES = ("ideal", "vllm", "sglang", "trtllm", "llamacpp")
 ASYNC_DEFAULT_RELEASE = (0, 14)  # first vLLM release with async scheduling on by default (module docstring)
+FULL_PROMPT_RELEASE = (0, 24)  # first vLLM release read that admits a request only when its whole prompt fits
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,9 @@ class EngineScheduling:
     # the host's speed against the one the engine's time profile was measured on (timing mechanism 11): the host
     # figures the builders below read (with_eager, with_speculative) are divided by it
     host_speed: float = 1.0
+    # a waiting request is admitted only when the pool holds all its known tokens, not only its first chunk (vLLM
+    # 0.24's scheduler_reserve_full_isl: a gate, nothing reserved; vllm_full_prompt_admission)
+    admit_full_prompt: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1:
@@ -258,16 +267,23 @@ def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculati
     return tuple(sizes)
 
 
+def _release(release: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in release.split(".")[:2])
+    except ValueError:
+        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
+
+
 def vllm_async_scheduling(release: str | None, flag: bool = False) -> bool:
     """Whether a vLLM of `release` ('0.11.0'; None: unknown, taken as current) overlaps host and GPU work: the
     --async-scheduling flag, else the release's default (module docstring: off before ASYNC_DEFAULT_RELEASE)."""
-    if flag or release is None:
-        return True
-    try:
-        version = tuple(int(x) for x in release.split(".")[:2])
-    except ValueError:
-        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
-    return version >= ASYNC_DEFAULT_RELEASE
+    return flag or release is None or _release(release) >= ASYNC_DEFAULT_RELEASE
+
+
+def vllm_full_prompt_admission(release: str | None) -> bool:
+    """Whether a vLLM of `release` (None: unknown, taken as current) admits a waiting request only when the KV pool
+    holds its whole prompt (scheduler_reserve_full_isl's default, module docstring), not only its first chunk."""
+    return release is None or _release(release) >= FULL_PROMPT_RELEASE
 
 
 def vllm_admission_lag(async_scheduling: bool) -> bool:
@@ -287,7 +303,10 @@ def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
          overlap: bool | None = None, host_speed: float = 1.0) -> EngineScheduling:
     """vLLM's defaults for this GPU and entry point ('api': `vllm serve`; 'offline': the `LLM` class); `overlap`:
     whether host work hides under the GPU's (vllm_async_scheduling of the release; None: as measured); its host costs
-    on a host `host_speed` times as fast as the profile's (timing mechanism 11)."""
+    on a host `host_speed` times as fast as the profile's (timing mechanism 11); its admission rule is that of the
+    profile's release (vllm_full_prompt_admission)."""
+    from roofline.engines.timing import timing
+
     big = device_memory_bytes(hardware) >= 70 * GIB and "a100" not in hardware.name.lower()
     tokens = {"offline": 16384, "api": 8192}[entry] if big else {"offline": 8192, "api": 2048}[entry]
     seqs = min(1024 if big else 256, tokens)
@@ -297,7 +316,8 @@ def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
     return EngineScheduling(
         "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
         prefix_caching=True, page_tokens=16, overheads=overheads, admission_lag=vllm_admission_lag(overheads.overlap),
-        host_speed=host_speed, notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
+        host_speed=host_speed, admit_full_prompt=vllm_full_prompt_admission(timing("vllm").version),
+        notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
                f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",)
         + ((f"vllm: host {host_speed:g}x the time profile's (its host work / {host_speed:g})",)
            if host_speed != 1.0 else ()))

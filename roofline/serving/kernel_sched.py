@@ -21,6 +21,7 @@ from roofline.serving.kernel_layout import (
     CHUNKED,
     COMP,
     DEC,
+    FULL_PROMPT,
     GEN,
     HSIZE,
     IDS,
@@ -129,6 +130,7 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
     own) to fit; if it still does not fit it releases its path (its last use kept). With preloaded KV (`pre`, tokens
     per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its hit starts after
     them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none of them).
+    With cfg[FULL_PROMPT] the room asked for is that of all its known tokens (Scheduler._take's gate).
     A retry of the queue's head whose last attempt failed with the cache unchanged since (kernel_prefix.failed_again:
     the same hit, nothing to evict but its own path) and that does not fit the free bytes now fails again: its
     effect on the cache (kernel_prefix.fail_again) is applied without the walk, acquire, evict and release."""
@@ -163,23 +165,24 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
         if k < todo - s and not cfg[CHUNKED]:
             break
         cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[s + k]) - hold_bytes
+        gate = max(cost, seq[todo] - hold_bytes) if cfg[FULL_PROMPT] else cost  # the room asked for
         free = fcfg[CAPACITY] - rf[r, USED] - need
         if cache:
-            if again >= 0 and cost > free:
+            if again >= 0 and gate > free:
                 fail_again(r, i, now, ri, pfx)
                 break
             acquire(r, i, now, pfx)
-            if cost > free:
-                freed = evict(r, cost - free, ri, pfx, seq, cfg)
+            if gate > free:
+                freed = evict(r, gate - free, ri, pfx, seq, cfg)
                 emptied = ri[r, HSIZE] == 0
                 rf[r, USED] -= freed
-                if cost > free + freed:
+                if gate > free + freed:
                     release(r, i, now, False, ri, pfx)
                     if emptied:
                         failed(r, i, h, pfx)
                     break
             count(r, h, todo, ri)
-        elif cost > free:
+        elif gate > free:
             break
         if loaded and len(pre[1]):
             rf[r, LOADS] += pre[1][i]

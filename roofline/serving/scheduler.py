@@ -9,14 +9,18 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    preempted (its pages freed, its progress dropped; it returns to the head of the queue and later
    recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does), until it fits;
 4. if nothing was preempted, waiting requests are admitted first come first served while the budget, the
-   sequence cap (max_num_seqs) and the pool allow their first chunk.
+   sequence cap (max_num_seqs) and the pool allow their first chunk (with admit_full_prompt: all their known tokens).
 A sequence's known tokens are its prompt plus the tokens generated so far; a step that computes the last
 of them emits a token (the first one ends the prefill).
 Engine variants (SchedulerConfig, from roofline.engines.scheduling): without mixed steps (SGLang) a step that can
 prefill (a running prompt's next chunk, or an admission) carries only prefill, and decodes run when nothing can;
 without chunked prefill (TensorRT-LLM) a prompt is admitted only when the step's budget holds all of it; with
 reserve_full (TensorRT-LLM's GUARANTEED_NO_EVICT, llama.cpp's slots) a request is admitted only when the pool holds
-it to its last output token, and it keeps that reservation, so nothing is preempted.
+it to its last output token, and it keeps that reservation, so nothing is preempted; with admit_full_prompt (vLLM
+0.24's scheduler_reserve_full_isl, vllm/config/scheduler.py:140-144, on by default) a request is admitted only when
+the free pages (unused cached prefixes counted as free) hold its prompt and the tokens it had generated before a
+preemption, less its prefix-cache hit (v1/core/kv_cache_manager.py allocate_slots, full_sequence_must_fit: a gate
+only, nothing is reserved, so a later chunk may still preempt).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class SchedulerConfig:
     mixed_steps: bool = True  # False: a step is all prefill or all decode, prefill first (SGLang)
     reserve_full: bool = False  # admit only what the pool holds to its last token; never preempt (TensorRT-LLM)
     spec_tokens: int = 0  # speculative decoding: drafts a decoding sequence verifies per step (serving.speculative)
+    admit_full_prompt: bool = False  # admit only when the pool holds all known tokens, taking the first chunk's (vLLM)
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
@@ -53,7 +58,7 @@ class SchedulerConfig:
     def of(cls, engine, spec_tokens: int = 0) -> SchedulerConfig:
         """The scheduling part of an engine profile (roofline.engines.scheduling.EngineScheduling)."""
         return cls(engine.max_num_batched_tokens, engine.max_num_seqs, engine.chunked_prefill, engine.mixed_steps,
-                   engine.preemption == "none", spec_tokens)
+                   engine.preemption == "none", spec_tokens, engine.admit_full_prompt)
 
 
 @dataclass
@@ -201,8 +206,9 @@ class Scheduler:
 
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
         """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
-        first chunk (with reserve_full: their whole sequence, to the last output token; without chunked prefill:
-        only a prompt the step's budget holds whole)."""
+        first chunk (with reserve_full: their whole sequence, to the last output token; with admit_full_prompt: their
+        known tokens, though the step takes only the first chunk's pages; without chunked prefill: only a prompt the
+        step's budget holds whole)."""
         budget = self.config.max_num_batched_tokens - plan.tokens
         admitted = []
         loads_s, posts = plan.loads_s, plan.posts
@@ -258,7 +264,8 @@ class Scheduler:
         """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
         owns) if request i can start now with `budget` tokens and `free` bytes (evicting unused cached prefixes,
         never its own, to make room), else None. Computed tokens are a prefix-cache hit (pages the cache holds) or
-        preloaded KV (pages this request brings: they need room too)."""
+        preloaded KV (pages this request brings: they need room too). With admit_full_prompt the room asked for (and
+        the cached prefixes evicted to make it) is that of all `todo` known tokens."""
         cache, seq = self.cache, self.pool.seq_bytes
         hit = cache.hit(i, todo) if cache is not None else 0
         pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
@@ -267,13 +274,14 @@ class Scheduler:
         if n < todo - start and not self.config.chunked_prefill:
             return None
         cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[start + n]) - held
+        gate = max(cost, seq[todo] - held) if self.config.admit_full_prompt else cost
         if cache is None:
-            return (n, start, cost, held, base) if cost <= free else None
+            return (n, start, cost, held, base) if gate <= free else None
         cache.acquire(i, self.now)
-        if cost > free:
-            freed = cache.evict(cost - free)
+        if gate > free:
+            freed = cache.evict(gate - free)
             self.used_bytes -= freed
-            if cost > free + freed:
+            if gate > free + freed:
                 cache.release(i, None)
                 return None
         cache.count(hit, todo)

@@ -1,7 +1,7 @@
 """The compiled record loop (serving.kernel) against the Python loop it replaces: the same engine records and
 per-request times to float rounding on every engine's scheduling (mixed or prefill-first steps, chunked or whole
-prompts, graph padding, host overheads), preemption, reserve-to-the-end admission, a compressed KV format, tensor
-parallelism and fleets behind both routers it covers; the runs it does not cover take the Python loop.
+prompts, graph padding, host overheads), preemption, reserve-to-the-end and whole-prompt admission, a compressed KV
+format, tensor parallelism and fleets behind both routers it covers; the runs it does not cover take the Python loop.
 
 The reference is the same Simulator with `kernel=False`; one case also checks StepModel's numpy step times. Runs are
 small (~100-200 requests): the loop compiles once per machine (numba's cache), each law in ~0.5 s.
@@ -73,12 +73,19 @@ def test_every_engines_scheduling_gives_the_python_loops_records_and_times(engin
     assert int(fast.steps[:, 6].sum()) > len(fast.steps)  # decode blocks of several steps were taken
 
 
-def test_chunked_prefill_and_preemption_give_the_python_loops_times():
+@pytest.mark.parametrize("full", [False, True])
+def test_chunked_prefill_and_preemption_give_the_python_loops_times(full):
+    """First-chunk admission, and vLLM 0.24's gate on the whole prompt (admit_full_prompt), which changes the run."""
     reqs = requests(40.0, 150)
-    sim = simulator(reqs.max_tokens, scheduler=SchedulerConfig(max_num_batched_tokens=512, max_num_seqs=64))
+    config = SchedulerConfig(max_num_batched_tokens=512, max_num_seqs=64, admit_full_prompt=full)
+    sim = simulator(reqs.max_tokens, scheduler=config)
     sim.pool = KVPool.uniform(6000 * 131072, 16, 131072, reqs.max_tokens, "test: a small pool")
     slow = python_loop(sim).run(reqs)
     assert slow.preemptions > 0  # the pool is small enough to preempt
+    if full:
+        other = python_loop(sim)
+        other.scheduler = dataclasses.replace(config, admit_full_prompt=False)
+        assert other.run(reqs).preemptions > slow.preemptions  # the gate spares some preemptions
     assert_same(sim.run(reqs), slow)
     ref = copy.copy(python_loop(sim))
     ref.closed = None  # StepModel's numpy step times (the kernel's decode steps are per-step evaluations too)

@@ -26,7 +26,9 @@ is unmeasured — the 0.24 law added serially makes the H100 closed-loop control
 validate/notes/2026-11-28-public-misses.md), so it is not applied until measured. The admission lag of async
 scheduling (roofline.engines.scheduling.vllm_admission_lag: a request arriving during a step runs two steps later)
 is a fact of the source, not a measured law: it follows the record's --async-scheduling flag, else its release's
-default (off before 0.14).
+default (off before 0.14). So does admission: a release before 0.24 admits a waiting request on its first chunk,
+0.24 only when the pool holds its whole prompt (roofline.engines.scheduling.vllm_full_prompt_admission; a record of
+unknown release is taken as current).
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
 (TPOT = (e2e - TTFT) / (output - 1)), mean / median / p99 by `numpy.percentile`; ITL mean = all decode time over
@@ -134,7 +136,13 @@ def simulate(run: PublishedRun) -> dict:
     """Predicted figures of one record, in the record's units; raises SpecError for a spec the planner refuses."""
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
-    from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling, vllm_admission_lag, vllm_async_scheduling
+    from roofline.engines.scheduling import (
+        SCHEDULING_ENGINES,
+        scheduling,
+        vllm_admission_lag,
+        vllm_async_scheduling,
+        vllm_full_prompt_admission,
+    )
     from roofline.methods import parse_method
     from roofline.serving.requests import Requests
     from roofline.serving.scheduler import SchedulerConfig
@@ -161,7 +169,8 @@ def simulate(run: PublishedRun) -> dict:
             max_num_seqs=rep.max_num_seqs, max_num_batched_tokens=rep.max_num_batched_tokens)
         if run.engine.name == "vllm":  # the admission lag needs async scheduling: the flag, else the release's default
             flag = "--async-scheduling" in run.benchmark.command
-            engine = replace(engine, admission_lag=vllm_admission_lag(vllm_async_scheduling(run.engine.release, flag)))
+            engine = replace(engine, admission_lag=vllm_admission_lag(vllm_async_scheduling(run.engine.release, flag)),
+                             admit_full_prompt=vllm_full_prompt_admission(run.engine.release))
     sim = Simulator(model, hardware, workload, parse_method(dep.kv_cache_dtype),
                     SchedulerConfig(rep.max_num_batched_tokens, rep.max_num_seqs), max_tokens=total, engine=engine)
     trace = sim.run(requests)
