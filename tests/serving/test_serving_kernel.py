@@ -86,6 +86,9 @@ def test_chunked_prefill_and_preemption_give_the_python_loops_times(full):
         other = python_loop(sim)
         other.scheduler = dataclasses.replace(config, admit_full_prompt=False)
         assert other.run(reqs).preemptions > slow.preemptions  # the gate spares some preemptions
+        fast, ref = Fleet(sim, 2, "round-robin").run(reqs), Fleet(python_loop(sim), 2, "round-robin").run(reqs)
+        assert ref.trace.preemptions > 0 and np.array_equal(fast.routed, ref.routed)
+        assert_same(fast.trace, ref.trace)
     assert_same(sim.run(reqs), slow)
     ref = copy.copy(python_loop(sim))
     ref.closed = None  # StepModel's numpy step times (the kernel's decode steps are per-step evaluations too)

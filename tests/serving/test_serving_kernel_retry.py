@@ -5,6 +5,8 @@ on runs where such repeats happen (counted by kernel_prefix.repeats, so the equa
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 pytest.importorskip("numba")
@@ -12,7 +14,9 @@ pytest.importorskip("numba")
 from roofline.serving import kernel  # noqa: E402
 from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.kernel_prefix import repeats  # noqa: E402
+from roofline.serving.prefix import parse_prefix  # noqa: E402
 from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
+from tests.serving.test_serving_kernel import python_loop, requests, simulator  # noqa: E402
 from tests.serving.test_serving_kernel_prefix import small_pool  # noqa: E402
 from tests.serving.test_serving_kernel_sessions import chats, engine, same_fleet, same_run  # noqa: E402
 
@@ -53,3 +57,19 @@ def test_repeated_failures_in_a_fleet_keep_the_python_loops_run(pfx_seen, router
     reqs = chats(60.0, 256, 4, seed=29)
     fast, _ = same_fleet(_small(reqs, True, 10000), 2, router, reqs, Clients(think_s=0.1, session_turns=4))
     assert all(n > 0 for n in repeats(pfx_seen[-1]))
+
+
+@pytest.mark.parametrize("spec", ["system:1024:4", "tree:3x512,4x256"])
+def test_whole_prompt_admission_with_a_prefix_cache_keeps_the_python_loops_run(pfx_seen, spec):
+    """vLLM 0.24's gate (admit_full_prompt) with 512-token chunks in a 6,000-token pool: admission asks room for the
+    whole prompt less its hit, evicting unused prefixes for it, and the queue's head fails again and again; the gate
+    spares most of first-chunk admission's preemptions (~15 against ~170-200)."""
+    reqs, _ = parse_prefix(spec, requests(40.0, 160), 0)
+    config = SchedulerConfig(max_num_batched_tokens=512, max_num_seqs=64, admit_full_prompt=True)
+    sim = simulator(reqs.max_tokens, scheduler=config)
+    small_pool(sim, reqs, 6000)
+    _, slow = same_run(sim, reqs, None)
+    assert slow.prefix_cache["hit_tokens"] > 0 and sum(repeats(pfx_seen[-1])) > 0
+    first = python_loop(sim)
+    first.scheduler = dataclasses.replace(config, admit_full_prompt=False)
+    assert first.run(reqs).preemptions > 5 * slow.preemptions
