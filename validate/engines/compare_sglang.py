@@ -89,7 +89,7 @@ def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
                 lines.append(f"{phase:<8} {name:<16} {m.get('B', 1):>3} {m['P']:>6} {t:11.3f} {tp:13.3f} "
                              f"{err(tp, t):+6.1f}" + (f" {reasons[why]}" if why else ""))
     lines += [f"({mark}: not judged: {why})" for why, mark in reasons.items()]
-    for phase, errs in steps.items():
+    for phase, errs in ((k, v) for k, v in steps.items() if v):
         lines.append(f"{phase}: median APE {statistics.median(abs(e) for e in errs):.1f} %, worst "
                      f"{max(errs, key=abs):+.1f} % ({len(errs)} cases)")
     lines += ["", "capacity (max_total_num_tokens): logged, predicted (err %)"]
@@ -97,23 +97,67 @@ def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
         logged = json.loads(lat_path(run, name).read_text())["server_info"]["max_total_num_tokens"]
         p = pred["capacity"]["pool_tokens"]
         lines.append(f"  {name:<18} offline Engine {logged:>12,} {p:>12,} ({err(p, logged):+.3f} %)")
-    served = predicted["serve"]
-    if (run / "Llama-3.1-8B-server.log").is_file():
-        logged = pool_tokens((run / "Llama-3.1-8B-server.log").read_text())
-        p = predicted["models"]["Llama-3.1-8B"]["capacity"]["pool_tokens"]
-        lines.append(f"  {'Llama-3.1-8B':<18} launch_server  {logged:>12,} {p:>12,} ({err(p, logged):+.3f} %)")
-    if not served:
-        return lines + compare_rows(run, predicted, predicted if before is None else before)
-    lines += ["", "served (sglang.bench_serving, random-ids 1,024 in / 256 out): measured, predicted (err %)"]
-    for key, pred in served.items():
-        m = json.loads((run / f"Llama-3.1-8B-{key}.jsonl").read_text().splitlines()[-1])
-        row = [f"  {key:<7}"]
-        for label, mk, pk, q in SERVED:
-            row.append(f"{label} {m[mk]:8.2f} ms: {pred[pk][q] * 1e3:8.2f} ({err(pred[pk][q] * 1e3, m[mk]):+6.1f} %)")
-        row.append(f"out tok/s {m['output_throughput']:8.1f}: {pred['throughput_tokens_per_s']:8.1f} "
-                   f"({err(pred['throughput_tokens_per_s'], m['output_throughput']):+6.1f} %)")
-        lines.append(row[0] + ("\n" + " " * 10).join(row[1:]))
+    for model, pool in served_pools(run, predicted):
+        lines.append(f"  {model:<18} launch_server  {pool[0]:>12,} {pool[1]:>12,} ({err(pool[1], pool[0]):+.3f} %)")
+    for model, served in served_runs(predicted):
+        lines += ["", f"served {model} (sglang.bench_serving, random-ids {length_text(predicted, model)}): measured, "
+                  "predicted (err %)"]
+        for key, pred in served.items():
+            m = json.loads((run / f"{model}-{key}.jsonl").read_text().splitlines()[-1])
+            row = [f"  {key:<7}"]
+            for label, mk, pk, q in SERVED:
+                row.append(f"{label} {m[mk]:8.2f} ms: {pred[pk][q] * 1e3:8.2f} "
+                           f"({err(pred[pk][q] * 1e3, m[mk]):+6.1f} %)")
+            row.append(f"out tok/s {m['output_throughput']:8.1f}: {pred['throughput_tokens_per_s']:8.1f} "
+                       f"({err(pred['throughput_tokens_per_s'], m['output_throughput']):+6.1f} %)")
+            hit = prefix_hit(run, model, key)
+            if hit is not None and pred.get("prefix_cache"):
+                row.append(f"prefix hit {hit * 100:6.2f} %: {pred['prefix_cache']['hit_rate'] * 100:6.2f} % "
+                           "(the server's cached tokens over the prompt tokens sent)")
+            lines.append(row[0] + ("\n" + " " * 10).join(row[1:]))
     return lines + compare_rows(run, predicted, predicted if before is None else before)
+
+
+def cases_of(predicted: dict) -> dict:
+    """The cases file a prediction names."""
+    return json.loads((HERE / predicted.get("cases", "cases-sglang.json")).read_text())
+
+
+def served_runs(predicted: dict) -> list[tuple[str, dict]]:
+    """(model, {run: prediction}) of each served entry the prediction has ("serve", run 3 on also "serve2")."""
+    cases = cases_of(predicted)
+    return [(cases[k]["model"], predicted[k]) for k in ("serve", "serve2") if predicted.get(k)]
+
+
+def length_text(predicted: dict, model: str) -> str:
+    """'1,024 in / 256 out' of a served model's entry."""
+    s = next(c for k in ("serve", "serve2") if (c := cases_of(predicted).get(k)) and c["model"] == model)
+    return f"{s['input_len']:,} in / {s['output_len']:,} out"
+
+
+def served_pools(run: Path, predicted: dict) -> list[tuple[str, tuple[int, int]]]:
+    """(model, (logged, predicted)) launch_server pools: each served model whose server log the run holds, against
+    the prediction's served_capacity (run 3 on), else its offline model entry."""
+    out = []
+    for model in dict.fromkeys(m for m, _ in served_runs(predicted)):
+        log = run / f"{model}-server.log"
+        pred = (predicted.get("served_capacity", {}).get(model) or predicted["models"].get(model, {}).get("capacity"))
+        if log.is_file() and pred and "pool_tokens" in pred:
+            out.append((model, (pool_tokens(log.read_text()), pred["pool_tokens"])))
+    return out
+
+
+def prefix_hit(run: Path, model: str, key: str) -> float | None:
+    """The server's prefix hits of a run, as SGLang returns them per request (meta_info cached_tokens, kept by
+    bench_sglang.py): cached over prompt tokens, the warm-up request left out; None where the run did not record
+    them."""
+    f = run / f"{model}-{key}-sends.json"
+    if not f.is_file():
+        return None
+    rows = json.loads(f.read_text())["requests"][1:]
+    if not rows or any(r.get("cached_tokens") is None for r in rows):
+        return None
+    return sum(r["cached_tokens"] for r in rows) / sum(r["prompt_len"] for r in rows)
 
 
 def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:
@@ -137,18 +181,17 @@ def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:
                 t, tb, tn = m[measured] * 1e3, b[key] * 1e3, n[key] * 1e3
                 lines.append(f"{phase:8s} {model:18s} {m.get('B', 1):4d} {m['P']:6d} {t:11.3f} {tb:10.3f} "
                              f"({err(tb, t):+6.1f}) {tn:9.3f} ({err(tn, t):+6.1f}){star}")
-    if not predicted.get("serve"):  # a run without served runs (predict_sglang.py --steps-only)
-        return lines
-    lines += ["", "serving (Llama-3.1-8B, sglang.bench_serving, random-ids 1,024 in / 256 out): measured / predicted "
-              "(err %)", "run       TTFT p50 ms              TTFT p99 ms              TPOT p50 ms              "
-              "TPOT p99 ms              output tok/s"]
-    for key, pred in predicted["serve"].items():
-        m = json.loads((run / f"Llama-3.1-8B-{key}.jsonl").read_text().splitlines()[-1])
-        cells = [f"{m[mk]:8.2f} / {pred[pk][q] * 1e3:8.2f} ({err(pred[pk][q] * 1e3, m[mk]):+6.1f})"
-                 for _label, mk, pk, q in SERVED]
-        tput = pred["throughput_tokens_per_s"]
-        cells.append(f"{m['output_throughput']:8.1f} / {tput:8.1f} ({err(tput, m['output_throughput']):+6.1f})")
-        lines.append(f"{key:8s}  " + "  ".join(cells))
+    for model, served in served_runs(predicted):  # none in a run without served runs (--steps-only)
+        lines += ["", f"serving ({model}, sglang.bench_serving, random-ids {length_text(predicted, model)}): "
+                  "measured / predicted (err %)", "run       TTFT p50 ms              TTFT p99 ms              "
+                  "TPOT p50 ms              TPOT p99 ms              output tok/s"]
+        for key, pred in served.items():
+            m = json.loads((run / f"{model}-{key}.jsonl").read_text().splitlines()[-1])
+            cells = [f"{m[mk]:8.2f} / {pred[pk][q] * 1e3:8.2f} ({err(pred[pk][q] * 1e3, m[mk]):+6.1f})"
+                     for _label, mk, pk, q in SERVED]
+            tput = pred["throughput_tokens_per_s"]
+            cells.append(f"{m['output_throughput']:8.1f} / {tput:8.1f} ({err(tput, m['output_throughput']):+6.1f})")
+            lines.append(f"{key:8s}  " + "  ".join(cells))
     return lines
 
 

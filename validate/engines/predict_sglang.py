@@ -1,6 +1,7 @@
 """roofline's prediction of validate/engines/cases-sglang.json on a real SGLang, written BEFORE the engine is timed.
 
 python -m validate.engines.predict_sglang OUT_JSON [--hardware H200] [--cases FILE] [--steps-only] [--results RUN]
+                                                   [--host-speed S | --host-speed run]
 Per model: the KV pool as `roofline capacity --engine sglang` gives it at the case's context_length (SGLang's
 max_total_num_tokens, its rules in roofline/engines/sglang.py); per decode case what lat_sglang.py measures, the mean
 decode step over contexts P + 1 .. P + N - 1 ((t(N) - t(1)) / (N - 1)), as the planner's decode step at the batch
@@ -10,7 +11,8 @@ the GPU work on the H200's measured ceilings with the engine's scheduling rules 
 and, where one is committed, SGLang's time profile (roofline/engines/profiles/sglang.json; run 1's prediction had
 none). --cases picks the cases file (run 2: cases-sglang-run2.json, its "lat_models" in order, a case's "dir" naming
 the catalogue model and its engine_args' mem_fraction_static the capacity's fraction); --steps-only leaves out the
-served runs.
+served runs. Each served model's pool as launch_server sizes it ("served_capacity": the serve entry's context_length,
+else the model's own) and, run 3 on, a second served model ("serve2") and a shared-prefix run ("prefix").
 """
 
 from __future__ import annotations
@@ -94,28 +96,70 @@ def sent(results: Path | None, model: str, key: str, n: int) -> list[dict] | Non
     return requests[len(requests) - n:]
 
 
-def serve(hardware: str, results: Path | None = None) -> dict:
-    """`roofline simulate --engine sglang` of each served run of the cases file: at the run's rate with roofline's own
-    draws, or (`results`: the run's folder) replayed at the send instants the client recorded."""
+def served_capacity(hardware: str) -> dict:
+    """`roofline capacity --engine sglang` of each served model at its serve entry's context_length (launch_server's
+    max_total_num_tokens)."""
+    from roofline.catalogue.store import load_model
+
+    out = {}
+    for key in ("serve", "serve2"):
+        if key in CASES:
+            s = CASES[key]
+            ctx = s.get("context_length") or load_model(s["model"]).max_position_embeddings
+            out[s["model"]] = cli("capacity", "--model", s["model"], "--hardware", hardware, "--engine", "sglang",
+                                  "--max-model-len", str(ctx))
+    return out
+
+
+def host_speed_of(results: Path) -> float | None:
+    """The host speed (roofline.engines.timing mechanism 11) of a run's host against SGLang's profile host (run 1,
+    whose tiny server the profile's host costs come from): run 1's tiny server's median TTFT at concurrency 1 over this
+    run's own (its tiny-llama-conc1.jsonl, stage T in the same lease), as validate.engines.predict.host_speed_of does
+    for vLLM; None where the run has no tiny server."""
+    def ttft(run: Path) -> float | None:
+        f = run / "tiny-llama-conc1.jsonl"
+        return json.loads(f.read_text().splitlines()[-1])["median_ttft_ms"] if f.is_file() else None
+
+    own, ref = ttft(results), ttft(HERE.parents[1] / "validate/results/engines/nvidia-h200-sglang-2026-11-30-run1")
+    return ref / own if own and ref else None
+
+
+def serve(hardware: str, results: Path | None = None, key: str = "serve", host_speed: float | None = None) -> dict:
+    """`roofline simulate --engine sglang` of each served run of the cases file's `key` entry ("serve", or run 3's
+    "serve2"): at the run's rate with roofline's own draws, or (`results`: the run's folder) replayed at the send
+    instants the client recorded; its "prefix" run (one shared prefix of prefix_len tokens before every prompt,
+    bench_sglang.py) with `--prefix system:L`, the replayed prompts less the prefix the flag adds back; `host_speed`:
+    --host-speed (the run's host against the profile's)."""
     from validate.engines.predict import write_trace
 
-    s, out, tmp = CASES["serve"], {}, Path(tempfile.mkdtemp())
-    common = ["simulate", "--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "sglang",
-              "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]), "--no-search"]
-    keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions")
-    for rate, n in s["rates"]:
-        reqs = sent(results, s["model"], f"rate{rate}", n)
+    s, out, tmp = CASES[key], {}, Path(tempfile.mkdtemp())
+    base = ["simulate", "--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "sglang",
+            "--no-search", *(["--host-speed", f"{host_speed:.4f}"] if host_speed else [])]
+    lengths = ["--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"])]
+    keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions", "prefix_cache")
+
+    def poisson(run: str, rate: float, n: int, shared: int = 0) -> dict:
+        reqs = sent(results, s["model"], run, n)
+        extra = ["--prefix", f"system:{shared}"] if shared else []
         if reqs:
             t0 = reqs[0]["start_perf_s"]
-            trace = write_trace(tmp / f"rate{rate}.csv", [r["start_perf_s"] - t0 for r in reqs],
-                                [r["prompt_len"] for r in reqs], [r["output_len"] for r in reqs])
-            d = cli(*common[:-5], "--no-search", "--trace", str(trace))
-        else:
-            d = cli(*common, "--rate", str(rate), "--requests", str(n))
-        out[f"rate{rate}"] = {k: d[k] for k in keys if k in d} if "error" not in d else d
-    c = s["concurrency"]
-    d = cli(*common, "--rate", "inf", "--max-concurrency", str(c["max_concurrency"]), "--requests", str(c["prompts"]))
-    out[f"conc{c['max_concurrency']}"] = {k: d[k] for k in keys if k in d} if "error" not in d else d
+            trace = write_trace(tmp / f"{run}.csv", [r["start_perf_s"] - t0 for r in reqs],
+                                [r["prompt_len"] - shared for r in reqs], [r["output_len"] for r in reqs])
+            return cli(*base, "--trace", str(trace), *extra)
+        return cli(*base, *lengths, "--rate", str(rate), "--requests", str(n), *extra)
+
+    def kept(d: dict) -> dict:
+        return {k: d[k] for k in keys if k in d} if "error" not in d else d
+
+    for rate, n in s["rates"]:
+        out[f"rate{rate}"] = kept(poisson(f"rate{rate}", rate, n))
+    if "prefix" in s:
+        pf = s["prefix"]
+        out["prefix"] = kept(poisson("prefix", pf["rate"], pf["prompts"], pf["prefix_len"]))
+    if "concurrency" in s:
+        c = s["concurrency"]
+        out[f"conc{c['max_concurrency']}"] = kept(cli(*base, *lengths, "--rate", "inf", "--max-concurrency",
+                                                      str(c["max_concurrency"]), "--requests", str(c["prompts"])))
     return out
 
 
@@ -127,16 +171,25 @@ def main() -> None:
     p.add_argument("--steps-only", action="store_true", help="no served runs (a run without stage S)")
     p.add_argument("--results", type=Path, help="the run's folder: replay its Poisson runs at the recorded sends "
                    "(the model after the run; without it, before)")
+    p.add_argument("--host-speed", default="1", help="the served runs' --host-speed: a number, or 'run' (with "
+                   "--results: the run's tiny server against run 1's, host_speed_of)")
     a = p.parse_args()
     global CASES
     CASES = json.loads((HERE / a.cases).read_text())
+    speed = host_speed_of(a.results) if a.host_speed == "run" and a.results else float(a.host_speed)
+    if speed is None:
+        p.error("--host-speed run: the run has no tiny-llama-conc1.jsonl (stage T)")
+    speed = None if speed == 1 else speed
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {"about": f"roofline's prediction of validate/engines/{a.cases} on a real SGLang, written before the run: "
                     "SGLang's scheduling rules and time profile (roofline/engines/profiles/sglang.json, when there is "
                     "one) around the GPU work",
            "hardware": a.hardware, "engine": "sglang", "git_sha": sha, "date": dt.date.today().isoformat(),
            "cases": a.cases, "models": predict(a.hardware),
-           "serve": {} if a.steps_only else serve(a.hardware, a.results)}
+           "host_speed": speed, "served_capacity": served_capacity(a.hardware),
+           **({} if a.steps_only else {k: serve(a.hardware, a.results, k, speed) for k in ("serve", "serve2")
+                                       if k in CASES}),
+           **({"serve": {}} if a.steps_only else {})}
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -9,6 +9,7 @@
 #   F FA3 smoke test (sglang_smoke.py); on failure every later stage runs with ROOFLINE_SGLANG_ATTN=flashinfer
 #   T launch_server on tiny-llama: start-up log, /server_info, bench at concurrency 1 / 16 / 64 (the server's own costs)
 #   S launch_server on Llama-3.1-8B: start-up log, /server_info, Poisson rates and a --max-concurrency run, /metrics
+#   S2 launch_server on the cases file's "serve2" model (run 3: Qwen3-30B-A3B), as S
 #   L lat_sglang.py on each model of the cases file's "lat_models" (default: the served model; offline Engine: decode
 #     steps, prefills, and a case's "profile" census under SGLang's profiler)
 #   M micro_sglang.py (FA3 decode alone on pages of 1 and 16 tokens; the greedy sampler)
@@ -56,13 +57,13 @@ export ROOFLINE_SGLANG_CASES=${ROOFLINE_SGLANG_CASES:-cases-sglang.json}
 STAGES=${STAGES:-T S L t}
 CASES=$HERE/$ROOFLINE_SGLANG_CASES
 C() { python3 -c "import json,sys; c=json.load(open('$CASES')); print(eval(sys.argv[1]))" "$1"; }
-SERVE=$(C "c['serve']['model']"); TINY=$(C "c['serve_tiny']['model']")
+SERVE=$(C "c['serve']['model']"); TINY=$(C "c['serve_tiny']['model']"); SERVE2=$(C "c.get('serve2', {}).get('model', '')")
 stage() { echo "$1 $(date -u +%T)" >> "$R/stages.log"; }
 end_server() {  # end_server NAME: the process group serve_sglang.sh recorded, in case its own end was cut short
   [ -f "$R/$1-server.pid" ] && kill -KILL -"$(cat "$R/$1-server.pid")" 2>/dev/null; sleep 2
 }
 LAT=$(C "' '.join(c.get('lat_models', [c['serve']['model']]))")
-DIRS=$(C "' '.join(sorted({c['models'][m].get('dir', m) for m in c.get('lat_models', [])} | {c['serve']['model'], c['serve_tiny']['model']}))")
+DIRS=$(C "' '.join(sorted({c['models'][m].get('dir', m) for m in c.get('lat_models', [])} | {c['serve']['model'], c['serve_tiny']['model']} | ({c['serve2']['model']} if 'serve2' in c else set())))")
 run_lat() {  # run_lat NAME
   local to dir; to=$(C "c['models']['$1'].get('timeout_s', 360)"); dir=$(C "c['models']['$1'].get('dir', '$1')")
   setsid timeout "$to" python3 "$HERE/lat_sglang.py" "$HOME/models/$dir" "$1" "$R/$1-lat.json" > "$R/$1-lat.log" 2>&1 &
@@ -110,6 +111,9 @@ for s in $STAGES; do
     t) run_lat "$TINY" ;;
     S) timeout 900 bash "$HERE/serve_sglang.sh" "$HOME/models/$SERVE" "$SERVE" serve "$R"; echo "serve $SERVE rc $?"
        end_server "$SERVE" ;;
+    S2) [ -n "$SERVE2" ] || { echo "S2: the cases file has no serve2"; continue; }
+        ROOFLINE_SGLANG_PORT=30002 timeout 900 bash "$HERE/serve_sglang.sh" "$HOME/models/$SERVE2" "$SERVE2" serve2 "$R"
+        echo "serve $SERVE2 rc $?"; end_server "$SERVE2" ;;
     L) for m in $LAT; do stage "L $m"; run_lat "$m"; done ;;
     M) setsid timeout 300 python3 "$HERE/micro_sglang.py" "$R/micro.json" > "$R/micro.log" 2>&1 &
        p=$!; wait $p; echo "micro rc $?"; kill -KILL -$p 2>/dev/null; tail -40 "$R/micro.log" ;;

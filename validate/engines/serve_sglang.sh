@@ -1,10 +1,11 @@
 #!/bin/bash
 # `python -m sglang.launch_server` (dummy weights) and bench_sglang.py (sglang.bench_serving, random-ids dataset:
 # exact input/output lengths sent as token ids, ignore_eos, greedy) at the Poisson rates and --max-concurrency runs
-# of the cases file's KEY entry; then /server_info (the resolved memory and scheduler settings) and /metrics.
+# of the cases file's KEY entry (and its "prefix" run: a shared prefix before every prompt); then /server_info (the
+# resolved memory and scheduler settings) and /metrics.
 # A distinct --seed per run, and --flush-cache after the benchmark's one warm-up request, so no run reuses another's
 # prefixes. $ROOFLINE_SGLANG_ATTN, when set, names the attention backend. Exit status 3: the server did not come up.
-# Usage: serve_sglang.sh MODEL_DIR NAME KEY RESDIR   (KEY: serve | serve_tiny; cases: $ROOFLINE_SGLANG_CASES)
+# Usage: serve_sglang.sh MODEL_DIR NAME KEY RESDIR   (KEY: serve | serve2 | serve_tiny; cases: $ROOFLINE_SGLANG_CASES)
 M=$1; N=$2; K=$3; R=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
 S() { python3 -c "import json,sys; c=json.load(open('$HERE/${ROOFLINE_SGLANG_CASES:-cases-sglang.json}'))['$K']; print(eval(sys.argv[1]))" "$1"; }
@@ -48,6 +49,11 @@ bench() {  # bench TAG NUM_PROMPTS EXTRA...
 for pair in $(S "' '.join(f'{r}:{n}' for r, n in c.get('rates', []))"); do
   bench rate${pair%%:*} ${pair##*:} --request-rate ${pair%%:*}
 done
+if [ "$(S "'prefix' in c")" = True ]; then  # one fixed shared prefix before every prompt (bench_sglang.py), radix cache on
+  export ROOFLINE_SGLANG_PREFIX_LEN=$(S "c['prefix']['prefix_len']")
+  bench prefix $(S "c['prefix']['prompts']") --request-rate $(S "c['prefix']['rate']")
+  unset ROOFLINE_SGLANG_PREFIX_LEN
+fi
 for pair in $(S "' '.join(f'{m}:{n}' for m, n in ([[c['concurrency']['max_concurrency'], c['concurrency']['prompts']]] if isinstance(c.get('concurrency'), dict) else c.get('concurrency', [])))"); do
   bench conc${pair%%:*} ${pair##*:} --request-rate inf --max-concurrency ${pair%%:*}
 done
