@@ -93,6 +93,9 @@ class EngineOverheads:
     # GPU work (timing mechanism 8): such a step's GPU part takes at least eager_s (0: not measured)
     eager_above_tokens: int = 0
     eager_s: float = 0.0
+    # ... a step with prefill chunks past this many tokens (0: eager_above_tokens): SGLang captures prefill graphs
+    # apart from its decode batches (timing mechanism 8, EngineTiming.prefill_capture_tokens)
+    eager_above_prefill_tokens: int = 0
     # the engine's sampler as GPU work of every step (timing mechanism 9): sampler_s + sampler_row_s x sequences
     sampler_s: float = 0.0
     sampler_row_s: float = 0.0
@@ -107,15 +110,24 @@ class EngineOverheads:
         """CPU seconds of a step that runs `sequences` sequences."""
         return self.step_s + self.per_seq_s * sequences
 
-    def host_s(self, sequences: int, tokens: int = 0, loads_s: float = 0.0) -> float:
-        """Host seconds of one step, all on the thread that schedules and launches it: its own (step), the KV loads
-        it starts (`loads_s`, timing mechanism 10) and, past the capture sizes, its launches (eager_s, mechanism 8).
-        With asynchronous scheduling a step takes at least this (combine); the engine core schedules the step after
-        it no earlier than this after its own schedule (serving.fleet's `seen` after a step that starts loads)."""
-        host = self.step(sequences) + loads_s
-        return host + self.eager_s if self.eager_s and tokens > self.eager_above_tokens else host
+    def eager(self, tokens: int, prefill: bool = False) -> bool:
+        """Whether a step of `tokens` tokens (`prefill`: with prefill chunks) runs past the capture sizes and pays
+        its launches (mechanism 8): eager_above_tokens, or for a step with chunks eager_above_prefill_tokens where
+        set."""
+        above = self.eager_above_prefill_tokens if prefill and self.eager_above_prefill_tokens else \
+            self.eager_above_tokens
+        return bool(self.eager_s) and tokens > above
 
-    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0):
+    def host_s(self, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False) -> float:
+        """Host seconds of one step, all on the thread that schedules and launches it: its own (step), the KV loads
+        it starts (`loads_s`, timing mechanism 10) and, past the capture sizes, its launches (eager_s, mechanism 8;
+        `prefill`: the step has prefill chunks). With asynchronous scheduling a step takes at least this (combine);
+        the engine core schedules the step after it no earlier than this after its own schedule (serving.fleet's
+        `seen` after a step that starts loads)."""
+        host = self.step(sequences) + loads_s
+        return host + self.eager_s if self.eager(tokens, prefill) else host
+
+    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False):
         """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
         tokens: the host work after the GPU's, or hidden under it with asynchronous scheduling (vLLM's
         async_scheduling: the host prepares step n + 1 while the GPU runs step n; roofline/engines/timing.py's
@@ -127,8 +139,8 @@ class EngineOverheads:
         if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
             gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
         if self.overlap:
-            return np.maximum(gpu_s, self.host_s(sequences, tokens, loads_s))
-        if self.eager_s and tokens > self.eager_above_tokens:  # timing.EngineTiming.step's rule
+            return np.maximum(gpu_s, self.host_s(sequences, tokens, loads_s, prefill))
+        if self.eager(tokens, prefill):  # timing.EngineTiming.step's rule
             return host + np.maximum(gpu_s, self.eager_s)
         return gpu_s + host
 
@@ -234,12 +246,12 @@ def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> Engin
     measurement."""
     from roofline.engines.timing import timing_on
 
-    eager = (timing_on(profile.engine, profile.host_speed).eager_launch_s(layers, moe_layers)
-             if profile.capture_sizes else 0.0)
+    timing = timing_on(profile.engine, profile.host_speed)
+    eager = timing.eager_launch_s(layers, moe_layers) if profile.capture_sizes else 0.0
     if not eager:
         return profile
     return replace(profile, overheads=replace(profile.overheads, eager_above_tokens=profile.capture_sizes[-1],
-                                              eager_s=eager))
+                                              eager_above_prefill_tokens=timing.prefill_capture_tokens, eager_s=eager))
 
 
 def with_sampler(profile: EngineScheduling, hardware_name: str, vocab: int) -> EngineScheduling:

@@ -52,6 +52,11 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    fitted by least squares on the layer counts (derive.py --eager); nothing judged enters the fit. The MoE term is
    the unquantized FusedMoE's (bf16 experts through the fused Triton kernel, the path measured); a quantized MoE
    runs another backend whose Python path is not measured and pays the dense layer's launches (EAGER_MOE_DTYPES).
+   SGLang 0.5.17 captures its decode batches (bs 1 .. 256 on the H200) and, apart, "breakable" prefill graphs of
+   4 .. 8,192 tokens (prefill_capture_tokens, its start-up log): a decode batch of more than 256 sequences runs
+   eagerly (run 3's Qwen3-30B-A3B server logged 'cuda graph: False' at 259-360 running requests), a prefill only
+   past 8,192 tokens. Its law is measured the same way on its own engine: the narrow models' decode at B 288 and
+   384 less their graphed step extended to B (validate/engines/cases-sglang-run3b.json, derive_sglang.py --eager).
 
 9. **The engine's sampler** (vLLM's V2 runner, vllm/v1/worker/gpu/sample/sampler.py v0.24.0: the logits' fp32 cast,
    the temperature division, gumbel_sample) is GPU work of every step that the op graph has no op for, serial with
@@ -121,6 +126,10 @@ class EngineTiming:
     per_seq_s: float = 0.0
     overlap: bool = False
     capture_sizes: tuple[int, ...] = ()
+    # the largest prefill (extend) step the engine runs under a CUDA graph (8.): SGLang 0.5.17 captures "breakable"
+    # prefill graphs of 4 .. 8,192 tokens beside its decode batches; 0: a prefill or mixed step is eager past the
+    # capture sizes, as a decode batch (vLLM's sizes count tokens of any step)
+    prefill_capture_tokens: int = 0
     api_request_s: float = 0.0
     request_s: float = 0.0
     # the API server's host law (its output streaming costs more per sequence than the offline LLM class's)
@@ -181,11 +190,18 @@ class EngineTiming:
         the pass takes at least this long whatever its GPU work."""
         return self.draft_pass_s + self.draft_layer_s * draft_layers
 
-    def eager_host_s(self, tokens: int, layers: int, moe_layers: int) -> float:
+    def eager_above(self, prefill: bool = False) -> int:
+        """The most tokens a step runs under a CUDA graph (8.): the largest capture size, or for a prefill step the
+        largest prefill graph where the engine captures those apart (prefill_capture_tokens); 0 without graphs."""
+        if not self.capture_sizes:
+            return 0
+        return self.prefill_capture_tokens if prefill and self.prefill_capture_tokens else self.capture_sizes[-1]
+
+    def eager_host_s(self, tokens: int, layers: int, moe_layers: int, prefill: bool = False) -> float:
         """Host seconds of launching a step of `tokens` tokens through `layers` decoder layers (`moe_layers` of them
-        with routed experts) without CUDA graphs (8.); 0 for a step within the largest capture size, or an engine
-        with no such measurement."""
-        if not self.capture_sizes or tokens <= self.capture_sizes[-1]:
+        with routed experts) without CUDA graphs (8.); 0 for a step within the largest capture size (a prefill step:
+        eager_above(True)), or an engine with no such measurement."""
+        if not self.capture_sizes or tokens <= self.eager_above(prefill):
             return 0.0
         return self.eager_launch_s(layers, moe_layers)
 
@@ -284,6 +300,7 @@ def timing(engine: str) -> EngineTiming:
         profile = EngineTiming(
             engine=engine, version=d["version"], step_s=float(d["step_s"]), per_seq_s=float(d["per_seq_s"]),
             overlap=bool(d["overlap"]), capture_sizes=tuple(sorted(int(s) for s in d["capture_sizes"])),
+            prefill_capture_tokens=int(d.get("prefill_capture_tokens", 0)),
             api_request_s=float(d["api_request_s"]), request_s=float(d["request_s"]),
             server_step_s=float(d.get("server_step_s", d["step_s"])),
             server_per_seq_s=float(d.get("server_per_seq_s", d["per_seq_s"])),

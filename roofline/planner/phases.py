@@ -150,10 +150,11 @@ class PhaseModel:
         model's vocabulary: an op the graph lacks, measured under the engine; 0 elsewhere)."""
         return self.engine.sampler_s(self.hardware.name, rows, self.model.vocab_size)
 
-    def eager_host_s(self, tokens: int) -> float:
-        """Host seconds of launching a step of `tokens` tokens without CUDA graphs under the engine (its
-        EngineTiming.eager_host_s over this model's layers on one pipeline stage; 0 within the capture sizes)."""
-        return self.engine.eager_host_s(tokens, *eager_layers(self.model, self.workload))
+    def eager_host_s(self, tokens: int, prefill: bool = False) -> float:
+        """Host seconds of launching a step of `tokens` tokens (`prefill`: a prefill chunk) without CUDA graphs under
+        the engine (its EngineTiming.eager_host_s over this model's layers on one pipeline stage; 0 within the
+        capture sizes)."""
+        return self.engine.eager_host_s(tokens, *eager_layers(self.model, self.workload), prefill)
 
     def average_decode_time(self, batch: int, start: int, tokens: int) -> float:
         """Mean TPOT while the context grows from `start` to `start + tokens`: the integral of the step
@@ -179,7 +180,7 @@ class PhaseModel:
             return gpu
         # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind; a chunk past
         # the largest capture size launches its kernels from Python, ahead of the GPU (mechanism 8)
-        eager = chunks * self.eager_host_s(-(-batch * prompt // chunks))
+        eager = chunks * self.eager_host_s(-(-batch * prompt // chunks), prefill=True)
         return max(gpu + self.sampler_s(batch), eager) + self.engine.request_s
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:

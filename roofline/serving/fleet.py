@@ -159,7 +159,8 @@ class Fleet:
         for the start of that step. The same bound holds after any step; only a posting step's is applied here (a
         step without loads keeps the admission lag's instant, its outputs unchanged)."""
         plan = r.plan
-        host = self.sim.engine.overheads.host_s(len(plan.context) + len(plan.chunk_tokens), plan.tokens, plan.loads_s)
+        host = self.sim.engine.overheads.host_s(len(plan.context) + len(plan.chunk_tokens), plan.tokens, plan.loads_s,
+                                                bool(len(plan.chunk_tokens)))
         return r.sched.t_sched + host
 
     def _push(self, r: _Replica, events: list) -> None:

@@ -373,7 +373,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
                     monotone, _PAD_SCOPES[engine.pad_scope], target.model.max_step_tokens, replicas,
                     route, block_steps, host.overlap, engine.admission_lag, conc,
                     host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
-                    sc.spec_tokens, sim.workload.pp, sim.workload.micro_batches, sc.admit_full_prompt], dtype=np.int64)
+                    sc.spec_tokens, sim.workload.pp, sim.workload.micro_batches, sc.admit_full_prompt,
+                    host.eager_above_prefill_tokens or host.eager_above_tokens], dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,

@@ -22,6 +22,7 @@ from roofline.serving.kernel_layout import (
     COMP,
     DEC,
     EAGER_ABOVE,
+    EAGER_PREFILL,
     EAGER_S,
     LOADS,
     MAX_STEP,
@@ -101,7 +102,8 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + rf[r, LOADS]  # loads: a step with chunks is a block
     overlap = cfg[OVERLAP] != 0
-    eager = fcfg[EAGER_S] > 0.0 and nd + n_new > cfg[EAGER_ABOVE]  # past the capture sizes: EngineOverheads.combine
+    # past the capture sizes (EngineOverheads.eager): a step with chunks against the prefill graphs' limit
+    eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])
     sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
     soon = soonest(r, m, nd, st, nirr) if m > 0 and nd and n_dec_cols else 0
     first = True  # q's entries outside the decode columns stay as the first step left them (no chunks: see above)

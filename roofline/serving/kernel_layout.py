@@ -35,8 +35,10 @@ RF_FIELDS = 5
 (MNBT, MAX_SEQS, CHUNKED, MIXED, RESERVE, MONOTONE, PAD_SCOPE, MAX_STEP, NREP, ROUTER, BLOCK, OVERLAP, LAG, CONC,
  EAGER_ABOVE, PREFIX, PAGE, BAL_ABS, SPEC) = range(19)
 # cfg (continued): pp, micro (the pipeline's stages and micro-batches, serving.kernel_pipeline; pp 1: no pipeline),
-# full_prompt (SchedulerConfig.admit_full_prompt: admission asks room for all the known tokens)
-PP, MICRO, FULL_PROMPT = 19, 20, 21
+# full_prompt (SchedulerConfig.admit_full_prompt: admission asks room for all the known tokens), eager_prefill (a step
+# with prefill chunks of more real tokens pays eager_s: EngineOverheads.eager, eager_above_prefill_tokens or else
+# eager_above)
+PP, MICRO, FULL_PROMPT, EAGER_PREFILL = 19, 20, 21, 22
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 # fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)

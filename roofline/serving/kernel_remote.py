@@ -20,6 +20,7 @@ from roofline.serving.kernel_layout import (
     CHTOK,
     COMP,
     EAGER_ABOVE,
+    EAGER_PREFILL,
     EAGER_S,
     GEN,
     IDS,
@@ -160,6 +161,6 @@ def serial(r, st, ri, rf, cfg, fcfg):
     for j in range(nc):
         tokens += st[r, CHTOK, j]
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + rf[r, LOADS]
-    if fcfg[EAGER_S] and tokens > cfg[EAGER_ABOVE]:
+    if fcfg[EAGER_S] and tokens > (cfg[EAGER_PREFILL] if nc else cfg[EAGER_ABOVE]):
         host = host + fcfg[EAGER_S]
     return rf[r, TSCHED] + host

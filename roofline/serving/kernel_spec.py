@@ -30,6 +30,7 @@ from roofline.serving.kernel_layout import (
     COMP,
     DEC,
     EAGER_ABOVE,
+    EAGER_PREFILL,
     EAGER_S,
     GEN,
     KNOWN,
@@ -224,7 +225,7 @@ def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs + rf[r, LOADS]
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
-    if fcfg[EAGER_S] > 0.0 and n_new > cfg[EAGER_ABOVE]:
+    if fcfg[EAGER_S] > 0.0 and n_new > (cfg[EAGER_PREFILL] if ri[r, NCH] else cfg[EAGER_ABOVE]):
         return max(gpu, host + fcfg[EAGER_S]) if cfg[OVERLAP] else host + max(gpu, fcfg[EAGER_S])
     return max(gpu, host) if cfg[OVERLAP] else gpu + host
 

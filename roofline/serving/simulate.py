@@ -252,7 +252,8 @@ class Simulator:
             else:
                 verify = self.steps.step_time(empty, starts, counts, done, pad)
             drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
-            return np.array([host.combine(verify + drafts, seqs, int(counts.sum()), plan.loads_s)])
+            return np.array([host.combine(verify + drafts, seqs, int(counts.sum()), plan.loads_s,
+                                          bool(len(plan.chunk_tokens)))])
         closed = self.closed
         pipelined = closed is not None and self.workload.pp > 1
         if steps == 1:
@@ -265,7 +266,7 @@ class Simulator:
                                               plan.chunk_done), len(context))
             else:
                 gpu = closed.time(closed.work(context, pad, len(context), False), len(context))
-            return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s)])
+            return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)))])
         if closed is not None and closed.blocks:
             return closed.decode_ends(context, steps, pad, lambda gpu: host.combine(gpu, seqs, seqs), until_s)
         parts, done, size = [], 0, LAZY_STEPS

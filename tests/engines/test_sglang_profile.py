@@ -91,3 +91,36 @@ def test_sglangs_kernels_in_its_profile_are_the_alone_timings_less_the_replays_o
     predicted_us = (law["attn_decode_latency"] + kv / law["attn_decode_bw"]) * 1e6
     assert predicted_us == pytest.approx(16.224 - replay_us, rel=0.10)
     assert predicted_us < 16.224 - 2  # not the alone timing with its replay
+
+
+RUN3B = ROOT / "validate/results/engines/nvidia-h200-sglang-2026-11-30-run3b"
+
+
+def test_sglangs_eager_decode_law_meets_the_narrow_models_steps_past_its_graphs():
+    """Mechanism 8 for SGLang (run 3b, lat_sglang.py on the narrow models): a decode batch past B 256 runs without
+    CUDA graphs. By hand from the run's files, the 32-layer narrow Llama's step read 2.688 ms at B 256 (graphed) and
+    23.974 ms at B 288, its graphed slope from B 16 (1.766 ms) (2.688 - 1.766) / 240 = 3.84 us a sequence, so the
+    launches cost 23.974 - (2.688 + 32 x 0.00384) = 21.16 ms; the 48-layer narrow Qwen3 MoE's 69.105 ms at B 288
+    less (5.004 + 32 x (5.004 - 2.518) / 240) = 63.77 ms, at B 384 90.262 - (5.004 + 128 x 0.01036) = 83.93 ms
+    (each point read once). The profile's law (a least-squares fit over 8 such points) within 5 % of the 32-layer
+    point; for the MoE between its two points (the fit's MoE term is their mean less the dense layers')."""
+    t = timing("sglang")
+    assert t.eager_launch_s(32, 0) * 1e3 == pytest.approx(23.974 - (2.688 + 32 * (2.688 - 1.766) / 240), rel=0.05)
+    moe_slope = (5.004 - 2.518) / 240
+    low, high = 69.105 - (5.004 + 32 * moe_slope), 90.262 - (5.004 + 128 * moe_slope)
+    assert low < t.eager_launch_s(48, 48) * 1e3 < high
+    assert t.eager_launch_s(48, 48) * 1e3 == pytest.approx((low + high) / 2, rel=0.01)
+    lat = {p.name: json.loads(p.read_text()) for p in RUN3B.glob("*-lat.json")}
+    assert {d["B"]: round(d["decode_step_s"] * 1e3, 3) for d in lat["tiny-llama-32-lat.json"]["decode"]} == {
+        16: 1.766, 256: 2.688, 288: 23.974, 384: 23.826}
+    # the threshold is the largest decode graph (B 256); a prefill runs eagerly only past SGLang's prefill graphs
+    assert t.eager_above() == 256 and t.eager_above(prefill=True) == 8192
+    assert t.eager_host_s(256, 32, 0) == 0.0 and t.eager_host_s(257, 32, 0) > 0.02
+    assert t.eager_host_s(1024, 32, 0, prefill=True) == 0.0 and t.eager_host_s(8193, 32, 0, prefill=True) > 0.02
+
+
+def test_vllms_eager_threshold_is_one_for_every_step():
+    """vLLM's graphs count the tokens of any step (FULL_AND_PIECEWISE up to 512): no prefill limit of its own."""
+    t = timing("vllm")
+    assert t.prefill_capture_tokens == 0
+    assert t.eager_above() == t.eager_above(prefill=True) == t.capture_sizes[-1]

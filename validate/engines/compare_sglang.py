@@ -113,7 +113,7 @@ def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
             hit = prefix_hit(run, model, key)
             if hit is not None and pred.get("prefix_cache"):
                 row.append(f"prefix hit {hit * 100:6.2f} %: {pred['prefix_cache']['hit_rate'] * 100:6.2f} % "
-                           "(the server's cached tokens over the prompt tokens sent)")
+                           "(the server log's cached over prefilled tokens)")
             lines.append(row[0] + ("\n" + " " * 10).join(row[1:]))
     return lines + compare_rows(run, predicted, predicted if before is None else before)
 
@@ -148,16 +148,29 @@ def served_pools(run: Path, predicted: dict) -> list[tuple[str, tuple[int, int]]
 
 
 def prefix_hit(run: Path, model: str, key: str) -> float | None:
-    """The server's prefix hits of a run, as SGLang returns them per request (meta_info cached_tokens, kept by
-    bench_sglang.py): cached over prompt tokens, the warm-up request left out; None where the run did not record
-    them."""
-    f = run / f"{model}-{key}-sends.json"
-    if not f.is_file():
+    """The server's prefix hits over a run: its log's "Prefill batch" lines (#new-token, #cached-token: SGLang's
+    radix-cache hits) from the run's mark to the next (marks.txt: epoch seconds, the log's stamps UTC to the
+    second), the first (the warm-up request, before --flush-cache) left out; cached over new + cached tokens. None
+    where the run has no marks or log (bench_serving's own cached_tokens field stays 0 on the generate endpoint's
+    stream: run 3's prefix run logged 512 cached tokens a prefill and returned 0)."""
+    import datetime as dt
+
+    marks, log = run / f"{model}-marks.txt", run / f"{model}-server.log"
+    if not marks.is_file() or not log.is_file():
         return None
-    rows = json.loads(f.read_text())["requests"][1:]
-    if not rows or any(r.get("cached_tokens") is None for r in rows):
+    times = [(tag, float(t)) for tag, t in (line.split() for line in marks.read_text().splitlines())]
+    window = next(((t, nxt) for (tag, t), (_, nxt) in zip(times, times[1:], strict=False) if tag == key), None)
+    if window is None:
         return None
-    return sum(r["cached_tokens"] for r in rows) / sum(r["prompt_len"] for r in rows)
+    rx = re.compile(r"^\[(\S+ \S+)\] Prefill batch, #new-seq: \d+, #new-token: (\d+), #cached-token: (\d+)")
+    rows = []
+    for line in log.read_text().splitlines():
+        if m := rx.match(line):
+            stamp = dt.datetime.fromisoformat(m[1]).replace(tzinfo=dt.UTC).timestamp()
+            if int(window[0]) <= stamp <= window[1]:
+                rows.append((int(m[2]), int(m[3])))
+    rows = rows[1:]
+    return sum(c for _, c in rows) / sum(n + c for n, c in rows) if rows else None
 
 
 def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:

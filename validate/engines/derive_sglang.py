@@ -1,7 +1,8 @@
 """SGLang's time profile from its own tiny-model measurements (never from the runs it is judged on):
 roofline/engines/profiles/sglang.json.
 
-python -m validate.engines.derive_sglang RUN_DIR [--micro MICRO_RUN_DIR] [--hardware H200] [--out PROFILE]
+python -m validate.engines.derive_sglang RUN_DIR [--micro MICRO_RUN_DIR] [--replay MICRO4] [--eager RUN3B]
+                                        [--hardware H200] [--out PROFILE]
 
 The same mechanisms as vLLM's (validate/engines/derive.py; roofline/engines/timing.py 1, 2, 3, 5, 6), measured on
 SGLang's tiny-llama (2 layers of width 256, Llama-3's vocabulary: its GPU work ~0.1 ms, roofline's own prediction):
@@ -27,7 +28,10 @@ With --micro (a run with stage M, micro_sglang.py: SGLang's own kernels alone on
 With --replay (a micro4.json of the same GPU), every case less a one-call CUDA-graph replay's own fixed cost first
 (derive.graph_replay of its graph_floor): each kernel was timed as the one call of a replayed graph, and in the
 engine's step it is one of hundreds in one graph.
-SGLang's launches past the capture sizes, drafter and connector are not measured: none is set.
+With --eager (a run of cases-sglang-run3b.json), mechanism 8: a decode batch past the largest capture size, run
+without CUDA graphs (eager()); and from the tiny model's start-up log the largest prefill graph SGLang captured
+(prefill_capture_tokens: its "breakable" prefill graphs, 4 .. 8,192 tokens on the H200), past which a prefill runs
+eagerly. SGLang's drafter and connector are not measured: none is set.
 """
 
 from __future__ import annotations
@@ -62,9 +66,12 @@ def derive(run: Path) -> dict:
     startup = "\n".join(json.loads((run / f"{TINY}-startup.json").read_text())["log"])
     sizes = [int(s) for s in re.findall(r"Capture target decode CUDA graph begin.*?bs=\[([\d, ]+)\]",
                                         startup)[-1].split(",")]
+    prefill = re.findall(r"Capture target prefill CUDA graph begin.*?num_tokens=\[([\d, ]+)\]", startup)
+    prefill_tokens = max(int(x) for x in prefill[-1].split(",")) if prefill else 0
     src = f"{run}/{TINY}"
     return {"version": f"sglang {info.get('version', '')}", "step_s": step_s, "per_seq_s": per_seq_s,
             "overlap": not info["disable_overlap_schedule"], "capture_sizes": sorted(sizes),
+            "prefill_capture_tokens": prefill_tokens,
             "api_request_s": max(0.0, ttft - request["median_s"]), "request_s": request["median_s"],
             "server_step_s": server_step_s, "server_per_seq_s": server_per_seq_s, "kernels": {},
             "sources": {"step_s": f"{src}-lat.json decode (B, step) fitted host = a + b B",
@@ -72,12 +79,54 @@ def derive(run: Path) -> dict:
                         "overlap": f"{src}-lat.json server_info.disable_overlap_schedule = "
                                    f"{info['disable_overlap_schedule']}",
                         "capture_sizes": f"{src}-startup.json 'Capture target decode CUDA graph begin' bs",
+                        "prefill_capture_tokens": f"{src}-startup.json 'Capture target prefill CUDA graph begin' "
+                                                  "num_tokens, the largest",
                         "request_s": f"{src}-lat.json prefill P={request['P']} (B = 1, one output token)",
                         "api_request_s": f"{src}-conc1.jsonl median_ttft_ms less request_s (at least 0)",
                         "server_step_s": f"{src}-conc{{1,16,64}}.jsonl median_tpot_ms against concurrency",
                         "kernels": "not measured: the device's own laws"},
             "fit_residuals": {"host": [round(s / (step_s + per_seq_s * b) - 1, 4)
                                        for b, s in zip(batches, steps, strict=True)]}}
+
+
+def eager(run: Path, profile: dict) -> dict:
+    """Mechanism 8 for SGLang: a decode batch past the largest captured batch runs without CUDA graphs (run 3's
+    Qwen3-30B-A3B server logged 'cuda graph: False' at #running-req 259-360). lat_sglang.py's decode steps of the
+    narrow models of `run` (models.py NARROW: the judged layer structures at negligible widths) at B past the largest
+    capture size, each less that model's own graphed step extended to B (its step at the largest capture size plus
+    its graphed per-sequence slope, from its smallest B timed to the largest captured), by least squares on
+    (1, layers, layers with routed experts) over every such (model, B): eager_step_s, eager_layer_s,
+    eager_moe_layer_s, as derive.eager_host does for vLLM's prefills past its capture sizes."""
+    import numpy as np
+
+    from roofline.accounting import moe_layer_count
+    from validate.engines.predict import model_of
+
+    top = max(profile["capture_sizes"])
+    points = []
+    for path in sorted(run.glob("*-lat.json")):
+        lat = json.loads(path.read_text())
+        steps = {d["B"]: d["decode_step_s"] for d in lat["decode"]}
+        low = min(steps)
+        slope = (steps[top] - steps[low]) / (top - low)
+        model = model_of(path.name.removesuffix("-lat.json"))
+        for b in sorted(x for x in steps if x > top):
+            points.append({"model": path.name.removesuffix("-lat.json"), "B": b, "layers": model.num_layers,
+                           "moe_layers": moe_layer_count(model), "wall_s": steps[b],
+                           "excess_s": steps[b] - (steps[top] + slope * (b - top))})
+    if len({p["model"] for p in points}) < 3:
+        raise SystemExit(f"--eager {run}: needs three narrow models' decode past B {top}")
+    a = np.array([[1.0, p["layers"], p["moe_layers"]] for p in points])
+    y = np.array([p["excess_s"] for p in points])
+    (step, layer, moe), *_ = np.linalg.lstsq(a, y, rcond=None)
+    values = {"eager_step_s": max(0.0, float(step)), "eager_layer_s": float(layer), "eager_moe_layer_s": float(moe)}
+    for p in points:
+        fit = values["eager_step_s"] + layer * p["layers"] + moe * p["moe_layers"]
+        p["fit_residual"] = round(fit / p["excess_s"] - 1, 4)
+    src = (f"{run}/*-lat.json decode past B {top} less the model's graphed step extended to B, least squares on "
+           "(1, layers, layers with routed experts)")
+    return {**profile, **values, "sources": {**profile["sources"], **dict.fromkeys(values, src)},
+            "fit_residuals": {**profile.get("fit_residuals", {}), "eager": points}}
 
 
 def kernels(micro_runs: list[Path], hardware: str, profile: dict, replay: Path | None = None) -> dict:
@@ -141,12 +190,16 @@ def main() -> None:
                    help="a run with micro_sglang.py's micro*.json (repeatable): SGLang's kernels on --hardware")
     p.add_argument("--replay", type=Path, help="a micro4.json of the same GPU (graph_floor): the one-call replay's "
                    "fixed cost taken off SGLang's kernels alone")
+    p.add_argument("--eager", type=Path, help="a run of the narrow models' decode past the capture sizes "
+                   "(cases-sglang-run3b.json): mechanism 8")
     p.add_argument("--hardware", default="H200")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/sglang.json"))
     a = p.parse_args()
     profile = derive(a.run)
     if a.micro:
         profile = kernels(a.micro, a.hardware, profile, a.replay)
+    if a.eager:
+        profile = eager(a.eager, profile)
     a.out.write_text(json.dumps(profile, indent=1) + "\n")
     print(a.out.read_text(), end="")
 
