@@ -54,8 +54,8 @@ best = answer.answer_plan(plan, model, hardware, by)
 line = "**Answer:** " + fmt.md_escape(answer.headline(plan).removeprefix("answer: "))
 (st.success if best else st.error)(line)
 misses = answer.misses_lines(plan["results"], model.max_position_embeddings)
-st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, f"trust: {plan['trust']['text']}",
-                                                   trust_caption.page_caption("plan", hardware, workload, model)]))
+st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, *trust_caption.plan_caption_lines(
+    plan["trust"]["text"], hardware, workload, model)]))
 
 rows = appdata.summary_rows(plan)
 # only the open tab runs and is sent (a tab click reruns): at most one chart (static SVG images, roofline_app.charts),

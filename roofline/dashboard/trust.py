@@ -55,15 +55,29 @@ def page_trust(page: str, hardware, workload=None, model=None,
 def page_caption(page: str, hardware, workload=None, model=None, quantities: tuple[str, ...] | None = None) -> str:
     """One caption: 'Trust (H200, measured): TPOT and tok/s (decode step) ±4.8 % (real decoders on H200, ...);
     ... — <the ceilings' trust line>'."""
+    return _caption(page_trust(page, hardware, workload, model, quantities), hardware)
+
+
+def _caption(t: dict[str, Any], hardware) -> str:
+    """page_caption's text from page_trust's answer `t`."""
     from roofline.trust import fmt
 
-    t = page_trust(page, hardware, workload, model, quantities)
     parts = [f"{QUANTITY_LABELS[q]} {fmt(b)}" + (f" ({b['basis']})" if b else "") for q, b in t["bands"].items()]
     head = f"Trust ({hardware.name}, {t['source']} ceilings)"
     more = t["more"]
     if not parts:
         return f"{head}: {t['text']}"
     return f"{head}: {'; '.join(parts)}" + (f". {more[0].upper()}{more[1:]}" if more else "")
+
+
+def plan_caption_lines(plan_trust_text: str, hardware, workload=None, model=None) -> list[str]:
+    """The Plan page's trust lines under its answer: the plan's own trust line ('trust: ...') and the page caption's
+    bands, the caption without the trust line it would end with when that is the plan's own (under a validated
+    engine, or on ceilings not measured or calibrated: page_trust's `more`), so the line shows once."""
+    t = page_trust("plan", hardware, workload, model)
+    if t["more"] == plan_trust_text:
+        t = {**t, "more": None}
+    return [f"trust: {plan_trust_text}", _caption(t, hardware)]
 
 
 def bands_rows() -> list[dict[str, Any]]:

@@ -73,6 +73,18 @@ def test_a_datasheet_only_gpu_says_so_beside_the_numbers(path) -> None:
     assert "real engines run slower" in screen
 
 
+def test_plan_page_under_an_engine_says_its_trust_line_once() -> None:
+    # under SGLang on the H200 the trust line names the engine's runs ("under sglang: SGLang runs on H200 ..."); the
+    # Plan page's caption gives it beside the bands, once (it was also appended to the bands' caption)
+    at = _page(None, hardware="H200")
+    at.session_state["engine"] = "sglang"  # its widget sits in the closed "More settings" expander
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    screen = _screen(at)
+    assert screen.count("under sglang: SGLang runs on H200") == 1
+    assert "Trust (H200, measured ceilings): TPOT and tok/s (decode step) ±" in screen
+
+
 def test_side_by_side_shows_each_sides_trust() -> None:
     at = _page("views/compare.py")
     at.button(key="pin").click()

@@ -66,17 +66,22 @@ def per_token_s(gaps_s: np.ndarray, tokens: np.ndarray) -> float:
     return float(np.quantile(gaps_s[many] / tokens[many], 0.1))
 
 
-def log_prefills(log: str, key: str, runs: tuple[str, ...]) -> list[tuple[int, int, float]]:
-    """(seqs, tokens, seconds since the previous prefill line) of run `key`'s prefill lines: those after the cache flush
-    that follows its warm-up request and before the next run's warm-up (runs: the runs in the log's order)."""
+def run_lines(log: str, key: str, runs: tuple[str, ...]) -> list[str]:
+    """The server log's lines of run `key`: after the cache flush that follows its warm-up request and before the next
+    run's warm-up (runs: the runs in the log's order)."""
     lines = log.split("\n")
     flushes = [i for i, x in enumerate(lines) if "POST /flush_cache" in x]
     k = runs.index(key)
     end = flushes[k + 1] if k + 1 < len(flushes) else len(lines)
     if k + 1 < len(flushes):  # the next run's warm-up request comes in just before its flush
         end = max(i for i in range(flushes[k], end) if "POST /generate" in lines[i])
+    return lines[flushes[k]:end]
+
+
+def log_prefills(log: str, key: str, runs: tuple[str, ...]) -> list[tuple[int, int, float]]:
+    """(seqs, tokens, seconds since the previous prefill line) of run `key`'s prefill lines (run_lines)."""
     out = []
-    for x in lines[flushes[k]:end]:
+    for x in run_lines(log, key, runs):
         if m := PREFILL.search(x):
             out.append((int(m[1]), int(m[2]), int(m[2]) / float(m[3])))
     return out
