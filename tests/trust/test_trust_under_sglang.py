@@ -28,7 +28,7 @@ NOW = sorted(ENGINES.glob("nvidia-h200-sglang-*-now-summary.txt"),
 RUN1 = ENGINES / "nvidia-h200-sglang-2026-11-30-run1-now-summary.txt"
 STEP = re.compile(r"^(decode|prefill)\s+(\S+)\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+([+-][\d.]+)( \*\d*)?$")
 MOE = {"Qwen3-30B-A3B", "DeepSeek-V2-Lite"}  # the MoE models of the runs (their config.json): their own band
-SERVED = re.compile(r"^\s+(\w+\d+)?\s*(TTFT p50|TTFT p99|TPOT p50|TPOT p99|out tok/s)\s+[\d.]+(?: ms)?:\s+[\d.]+ "
+SERVED = re.compile(r"^\s+(\w+)?\s*(TTFT p50|TTFT p99|TPOT p50|TPOT p99|out tok/s)\s+[\d.]+(?: ms)?:\s+[\d.]+ "
                     r"\(\s*([+-][\d.]+) %\)$")
 ARGS = ("--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "sglang")
 
