@@ -21,7 +21,7 @@ from typing import Any
 
 from roofline.catalogue.hf_archs_linear import ARCHITECTURES_LINEAR, _hybrid_layers, _only
 from roofline.catalogue.hf_archs_ssm import MAMBA1_BLOCK, _mamba
-from roofline.catalogue.hfconfig import _Config, _core, _full, _shortest_cycle
+from roofline.catalogue.hfconfig import LEGACY_LAYER_TYPES, _Config, _core, _full, _shortest_cycle
 
 
 def _mamba2_mixer(cfg: _Config, hidden: int) -> dict[str, Any]:
@@ -69,7 +69,10 @@ def _granite_hybrid(cfg: _Config) -> dict[str, Any]:
     bias-free router). Without experts the shared MLP is the layer's dense MLP."""
     fields = _core(cfg, kv_default_heads=True)
     n, shared = fields["num_layers"], cfg.integer("shared_intermediate_size")
-    kinds = cfg.data.get("layer_types") or ["linear_attention"] * n
+    # layers_block_type: the config's older key (GraniteMoeHybridConfig.attribute_map), names remapped as layer_types'
+    blocks = cfg.data.get("layer_types") or cfg.data.get("layers_block_type")
+    kinds = ([LEGACY_LAYER_TYPES.get(k, k) for k in blocks] if isinstance(blocks, list) else blocks) or \
+        ["linear_attention"] * n
     if cfg.data.get("position_embedding_type") not in (None, "rope", "nope"):
         raise cfg.error("position_embedding_type", f"{cfg.data['position_embedding_type']!r} not modelled")
     bias = cfg.flag("attention_bias", False)

@@ -11,12 +11,28 @@ from roofline.errors import SpecError
 
 _MISSING = object()
 
+# transformers' legacy layer-type names and the names its configs use now (configuration_utils.py
+# _LEGACY_LAYER_TYPE_REMAP, applied to every config's layer_types and mtp_layer_types by PreTrainedConfig,
+# remap_legacy_layer_types; transformers 5.24): a published Granite-4.0-H config.json lists 'mamba' / 'attention'
+LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention",
+                      "deepseek_sparse_attention": "indexed_attention", "qwen_sparse_attention": "indexed_attention"}
+
+
+def _remapped(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its layer_types / mtp_layer_types in transformers' current names (LEGACY_LAYER_TYPES)."""
+    out = data
+    for key in ("layer_types", "mtp_layer_types"):
+        kinds = data.get(key)
+        if isinstance(kinds, list) and any(isinstance(k, str) and k in LEGACY_LAYER_TYPES for k in kinds):
+            out = {**out, key: [LEGACY_LAYER_TYPES.get(k, k) if isinstance(k, str) else k for k in kinds]}
+    return out
+
 
 class _Config:
     """Typed access to one config.json mapping; errors name `where`, the key and the architecture."""
 
     def __init__(self, data: dict[str, Any], where: str, arch: str):
-        self.data, self.where, self.arch = data, where, arch
+        self.data, self.where, self.arch = _remapped(data), where, arch
 
     def error(self, key: str, rule: str) -> SpecError:
         return SpecError(f"{self.where}: {key}: {rule}")

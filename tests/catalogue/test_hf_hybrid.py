@@ -109,10 +109,25 @@ def test_dense_granite_hybrid_uses_the_shared_mlp():
     assert model.moe is None and model.intermediate_size == 1024
 
 
+@pytest.mark.parametrize("legacy", [
+    {"layer_types": (["mamba"] * 3 + ["attention"]) * 2},
+    {"layers_block_type": (["mamba"] * 3 + ["attention"]) * 2}])
+def test_granite_hybrids_published_layer_names_import_as_transformers_reads_them(legacy):
+    """The Hub's Granite-4.0-H config.json files list 'mamba' / 'attention' (ibm-granite/granite-4.0-h-small), some
+    under layers_block_type (GraniteMoeHybridConfig.attribute_map); transformers 5.24 reads them as 'linear_attention' /
+    'full_attention' (configuration_utils.py _LEGACY_LAYER_TYPE_REMAP, remap_legacy_layer_types, applied to every
+    config). The same model as the current names give: 6 Mamba-2 mixers, attention at layers 3 and 7."""
+    config = {k: v for k, v in GRANITE.items() if k != "layer_types"} | legacy
+    model = model_from_hf_config(config, "granite/config.json", "granite")
+    assert state_bytes_per_sequence(model) == 6 * (48 * 128 * 64 + 3 * (3072 + 2 * 128)) * 2
+    assert kv_bytes_per_token(model) == 2 * 2 * 4 * 128 * 2
+    assert model == model_from_hf_config(GRANITE, "granite/config.json", "granite")
+
+
 @pytest.mark.parametrize(("config", "key"), [
     (GRANITE | {"mamba_proj_bias": True}, "mamba_proj_bias"),
     (GRANITE | {"mamba_conv_bias": False}, "mamba_conv_bias"),
-    (GRANITE | {"layer_types": ["mamba"] * 8}, "layer_types"),
+    (GRANITE | {"layer_types": ["conv"] * 8}, "layer_types"),
     (GRANITE | {"mamba_d_head": 60}, "mamba_d_head"),
     (LFM2 | {"conv_bias": True}, "conv_bias"),
     (LFM2 | {"layer_types": ["conv"] * 15}, "layer_types"),
