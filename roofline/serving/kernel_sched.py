@@ -23,7 +23,6 @@ from roofline.serving.kernel_layout import (
     DEC,
     FULL_PROMPT,
     GEN,
-    HSIZE,
     IDS,
     KNOWN,
     LEAF,
@@ -59,9 +58,10 @@ from roofline.serving.kernel_prefix import (
     acquire,
     count,
     evict,
-    fail_again,
+    evictable_for,
     failed,
     failed_again,
+    failed_room,
     full_ancestors,
     hit,
     leaf_slot,
@@ -69,6 +69,7 @@ from roofline.serving.kernel_prefix import (
     publish,
     publish_leaf,
     release,
+    unused_bytes,
 )
 from roofline.serving.kernel_remote import post, promote
 
@@ -115,25 +116,28 @@ def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
 
 @njit(cache=True)
 def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
-    """Scheduler._room: whether `need` more bytes fit, after evicting unused cached prefixes if they must."""
+    """Scheduler._room: whether `need` more bytes fit, unused cached prefixes counted as free; only if they do, the
+    pages the empty pool lacks are evicted."""
     short = need - (fcfg[CAPACITY] - rf[r, USED])
-    if short > 0 and cfg[PREFIX]:
-        rf[r, USED] -= evict(r, short, ri, pfx, seq, cfg)
-        short = need - (fcfg[CAPACITY] - rf[r, USED])
-    return short <= 0
+    if short <= 0:
+        return True
+    if not cfg[PREFIX] or short > unused_bytes(r, pfx):
+        return False
+    rf[r, USED] -= evict(r, short, ri, pfx, seq, cfg)
+    return need - (fcfg[CAPACITY] - rf[r, USED]) <= 0
 
 
 @njit(cache=True)
 def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler._admit and _take: first come first served; with a prefix cache a request starts at its hit (it
-    holds those pages at once, the cache owns them), acquires its path and may evict unused cached pages (never its
-    own) to fit; if it still does not fit it releases its path (its last use kept). With preloaded KV (`pre`, tokens
-    per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its hit starts after
-    them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none of them).
-    With cfg[FULL_PROMPT] the room asked for is that of all its known tokens (Scheduler._take's gate).
-    A retry of the queue's head whose last attempt failed with the cache unchanged since (kernel_prefix.failed_again:
-    the same hit, nothing to evict but its own path) and that does not fit the free bytes now fails again: its
-    effect on the cache (kernel_prefix.fail_again) is applied without the walk, acquire, evict and release."""
+    holds those pages at once, the cache owns them) and fits if the empty bytes and the unused cached pages but its
+    own path's (kernel_prefix.evictable_for) hold what it asks for; then it acquires its path and the pages its first
+    chunk takes beyond the empty ones are evicted; a request that does not fit changes nothing. With preloaded KV
+    (`pre`, tokens per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its
+    hit starts after them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none
+    of them). With cfg[FULL_PROMPT] the room asked for is that of all its known tokens (Scheduler._take's gate).
+    A retry of the queue's head whose last attempt failed with the cache unchanged since (kernel_prefix.failed_again)
+    takes that failure's hit and room instead of walking its path again."""
     budget = cfg[MNBT] - ri[r, TOKENS]
     n0 = ri[r, N_RUN]
     na = 0
@@ -167,23 +171,18 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
         cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[s + k]) - hold_bytes
         gate = max(cost, seq[todo] - hold_bytes) if cfg[FULL_PROMPT] else cost  # the room asked for
         free = fcfg[CAPACITY] - rf[r, USED] - need
-        if cache:
-            if again >= 0 and gate > free:
-                fail_again(r, i, now, ri, pfx)
+        if gate > free:
+            if not cache:
                 break
-            acquire(r, i, now, pfx)
-            if gate > free:
-                freed = evict(r, gate - free, ri, pfx, seq, cfg)
-                emptied = ri[r, HSIZE] == 0
-                rf[r, USED] -= freed
-                if gate > free + freed:
-                    release(r, i, now, False, ri, pfx)
-                    if emptied:
-                        failed(r, i, h, pfx)
-                    break
+            spare = failed_room(r, pfx) if again >= 0 else evictable_for(r, i, pfx, seq)
+            if gate > free + spare:
+                failed(r, i, h, spare, pfx)
+                break
+        if cache:
+            acquire(r, i, now, pfx, seq)
+            if cost > free:
+                rf[r, USED] -= evict(r, cost - free, ri, pfx, seq, cfg)
             count(r, h, todo, ri)
-        elif gate > free:
-            break
         if loaded and len(pre[1]):
             rf[r, LOADS] += pre[1][i]
         ri[r, WHEAD] = nxt[i]
@@ -218,7 +217,7 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
     victim = st[r, IDS, last]
     rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
     if cfg[PREFIX]:
-        release(r, victim, now, True, ri, pfx)
+        release(r, victim, now, ri, pfx, seq)
     if len(pre[0]):
         pre[0][victim] = 0
     generated[victim] = st[r, GEN, last]
@@ -301,7 +300,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             finish[st[r, IDS, i]] = now
             rf[r, USED] -= held[r, i] - seq[st[r, BASE, i]]
             if cfg[PREFIX]:
-                release(r, st[r, IDS, i], now, True, ri, pfx)
+                release(r, st[r, IDS, i], now, ri, pfx, seq)
             ended += 1
             continue
         if w != i:

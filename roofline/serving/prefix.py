@@ -9,13 +9,19 @@ prompt is turn j - 1's prompt and answer plus the new user message; each turn is
 
 Cache (PrefixCache), as vLLM's automatic prefix caching keeps it (vllm-project/vllm vllm/v1/core/kv_cache_utils.py,
 FreeKVCacheBlockQueue; vllm/v1/core/block_pool.py): a page is cached once it is full of computed tokens; a new request
-reuses the longest cached prefix of its path, in whole pages, leaving at least its last token to compute (the hit
-skips those tokens' prefill: the chunk starts at the hit, and attention still reads them); pages no running request
-uses stay cached until the pool needs room, evicted least recently used first, a sequence's tail page first (vLLM's
-free queue: "the least recent used block is at the front ... the one with more hash tokens (the tail of a block
-chain) is at the front"). A cached segment holds the method's own bytes for those tokens (the pool's per-sequence
-table: seq_bytes[start + cached] - seq_bytes[start]), so a compressed method keeps more prefixes warm in the same
-pool. For methods whose bytes per token are not uniform (full-precision windows, sinks) that difference is the
+reuses the longest cached prefix of its path, in whole pages, leaving at least its last token to compute (the hit skips
+those tokens' prefill: the chunk starts at the hit, and attention still reads them); pages no running request uses stay
+cached in the free queue, counted as free (`unused_bytes`: BlockPool.get_num_free_blocks is the queue's length,
+block_pool.py:692-698), and are evicted only when an allocation takes them (get_new_blocks pops the queue's front and
+evicts what it pops, block_pool.py:542-572), least recently used first, a sequence's tail page first (the free queue:
+"the least recent used block is at the front ... the one with more hash tokens (the tail of a block chain) is at the
+front", kv_cache_utils.py:188-195). A request's own hit leaves the queue when it is admitted (BlockPool.touch,
+block_pool.py:597-612), so its unused pages are not room for it (`evictable_for`:
+SingleTypeKVCacheManager.get_num_blocks_to_allocate counts them as blocks to allocate,
+single_type_kv_cache_manager.py:174-180). vLLM's references are per page, this cache's per node: a running request holds
+its whole path, pages past its hit included. A cached segment holds the method's own bytes for those tokens (the pool's
+per-sequence table: seq_bytes[start + cached] - seq_bytes[start]), so a compressed method keeps more prefixes warm in
+the same pool. For methods whose bytes per token are not uniform (full-precision windows, sinks) that difference is the
 marginal cost of extending a sequence, an approximation for a segment shared by many sequences.
 """
 
@@ -233,7 +239,9 @@ def parse_prefix(text: str, requests: Requests, seed: int) -> tuple[Requests, Pr
 
 class PrefixCache:
     """The cached pages of a PrefixTree in one pool: per node the tokens cached (a prefix of its segment, whole
-    pages within the request's view), running requests using it, last use; LRU eviction of unused tails."""
+    pages within the request's view), running requests using it, last use; LRU eviction of unused tails. The bytes of
+    the unused nodes' pages (`unused_bytes`, over `unused_nodes` nodes) are kept as they change: free room to an
+    admission (PrefixCache module docstring), 0.0 exactly when no node is unused (float sums of differences)."""
 
     def __init__(self, tree: PrefixTree, seq_bytes: np.ndarray, page_tokens: int) -> None:
         self.tree, self.seq, self.page = tree, seq_bytes, page_tokens
@@ -246,6 +254,8 @@ class PrefixCache:
         self._paths: dict[int, list[int]] = {}
         self._heap: list[tuple[float, int, int]] = []
         self.bytes = 0.0
+        self.unused_bytes = 0.0
+        self.unused_nodes = 0
         self.hit_tokens = 0
         self.query_tokens = 0
 
@@ -282,20 +292,36 @@ class PrefixCache:
         return float(self.seq[s + cached] - self.seq[s])
 
     def acquire(self, i: int, now: float) -> None:
-        """Request i runs: its nodes cannot be evicted."""
+        """Request i is admitted: its nodes cannot be evicted (their unused pages leave the free room)."""
         for node in self.path(i):
+            if not self.refs[node] and self.cached[node]:
+                self.unused_bytes -= self._node_bytes(node, int(self.cached[node]))
+                self.unused_nodes -= 1
             self.refs[node] += 1
             self.last_use[node] = now
+        if not self.unused_nodes:
+            self.unused_bytes = 0.0
 
-    def release(self, i: int, now: float | None) -> None:
-        """Request i left (finished or preempted) at `now`, or was not admitted after all (None: its last use is
-        left as it was): nodes nobody uses become evictable, least recently used first."""
+    def release(self, i: int, now: float) -> None:
+        """Request i left (finished or preempted) at `now`: nodes nobody uses become evictable, least recently used
+        first, and their pages free room."""
         for node in self.path(i):
             self.refs[node] -= 1
-            if now is not None:
-                self.last_use[node] = now
+            self.last_use[node] = now
             if self.cached[node] and not self.refs[node]:
+                self.unused_bytes += self._node_bytes(node, int(self.cached[node]))
+                self.unused_nodes += 1
                 heapq.heappush(self._heap, (self.last_use[node], -int(self.depth[node]), node))
+
+    def evictable_for(self, i: int) -> float:
+        """Bytes an admission of request i may count as free beyond the pool's empty pages: every unused cached page
+        but those on its own path, which its admission takes out of the free queue (vLLM counts its unused hit
+        blocks among the blocks to allocate: single_type_kv_cache_manager.py:174-180)."""
+        own = 0.0
+        for node in self.path(i):
+            if not self.refs[node] and self.cached[node]:
+                own += self._node_bytes(node, int(self.cached[node]))
+        return self.unused_bytes - own
 
     def publish(self, i: int, upto: int) -> int:
         """Request i has computed its first `upto` shared tokens (whole pages): they join the cache. Returns the
@@ -335,12 +361,14 @@ class PrefixCache:
             if self.cached[node] > 0:
                 heapq.heappush(self._heap, (t, -int(self.depth[node]), node))
             else:
+                self.unused_nodes -= 1
                 parent = int(self.tree.parent[node])
                 if parent >= 0:
                     self.cached_children[parent] -= 1
                     if self._evictable(parent):
                         heapq.heappush(self._heap, (self.last_use[parent], -int(self.depth[parent]), parent))
         self.bytes -= freed
+        self.unused_bytes = self.unused_bytes - freed if self.unused_nodes else 0.0
         return freed
 
     def stats(self) -> dict[str, float | int | str]:

@@ -10,17 +10,20 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does), until it fits;
 4. if nothing was preempted, waiting requests are admitted first come first served while the budget, the
    sequence cap (max_num_seqs) and the pool allow their first chunk (with admit_full_prompt: all their known tokens).
+With a prefix cache, the pages of cached prefixes no running request uses count as free in steps 3 and 4, and are
+evicted only when the pages a step takes exceed the empty ones, for that excess; a test that fails evicts nothing
+(vLLM's free queue: serving.prefix's module docstring).
 A sequence's known tokens are its prompt plus the tokens generated so far; a step that computes the last
 of them emits a token (the first one ends the prefill).
 Engine variants (SchedulerConfig, from roofline.engines.scheduling): without mixed steps (SGLang) a step that can
 prefill (a running prompt's next chunk, or an admission) carries only prefill, and decodes run when nothing can;
 without chunked prefill (TensorRT-LLM) a prompt is admitted only when the step's budget holds all of it; with
 reserve_full (TensorRT-LLM's GUARANTEED_NO_EVICT, llama.cpp's slots) a request is admitted only when the pool holds
-it to its last output token, and it keeps that reservation, so nothing is preempted; with admit_full_prompt (vLLM
-0.24's scheduler_reserve_full_isl, vllm/config/scheduler.py:140-144, on by default) a request is admitted only when
-the free pages (unused cached prefixes counted as free) hold its prompt and the tokens it had generated before a
-preemption, less its prefix-cache hit (v1/core/kv_cache_manager.py allocate_slots, full_sequence_must_fit: a gate
-only, nothing is reserved, so a later chunk may still preempt).
+it to its last output token, and it keeps that reservation, so nothing is preempted; with admit_full_prompt (vLLM's
+scheduler_reserve_full_isl from 0.19.0 on, vllm/config/scheduler.py:140-144 in 0.24, on by default) a request is
+admitted only when the free pages (unused cached prefixes but its own counted as free) hold its prompt and the
+tokens it had generated before a preemption, less its prefix-cache hit (v1/core/kv_cache_manager.py allocate_slots,
+full_sequence_must_fit: a gate only, nothing is reserved or evicted for it, so a later chunk may still preempt).
 """
 
 from __future__ import annotations
@@ -197,12 +200,16 @@ class Scheduler:
         return plan if plan.tokens or plan.posts else None
 
     def _room(self, need: float) -> bool:
-        """Whether `need` more bytes fit, after evicting unused cached prefixes if they must make room."""
+        """Whether `need` more bytes fit, unused cached prefixes counted as free; if they do, the pages the empty
+        pool lacks are taken from the cache (evicted), else nothing is (vLLM's allocate_slots checks the free queue's
+        length before it pops a block: kv_cache_manager.py:405-420)."""
         short = need - (self.pool.capacity_bytes - self.used_bytes)
-        if short > 0 and self.cache is not None:
-            self.used_bytes -= self.cache.evict(short)
-            short = need - (self.pool.capacity_bytes - self.used_bytes)
-        return short <= 0
+        if short <= 0:
+            return True
+        if self.cache is None or short > self.cache.unused_bytes:
+            return False
+        self.used_bytes -= self.cache.evict(short)
+        return need - (self.pool.capacity_bytes - self.used_bytes) <= 0
 
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
         """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
@@ -262,10 +269,14 @@ class Scheduler:
 
     def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
         """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
-        owns) if request i can start now with `budget` tokens and `free` bytes (evicting unused cached prefixes,
-        never its own, to make room), else None. Computed tokens are a prefix-cache hit (pages the cache holds) or
-        preloaded KV (pages this request brings: they need room too). With admit_full_prompt the room asked for (and
-        the cached prefixes evicted to make it) is that of all `todo` known tokens."""
+        owns) if request i can start now with `budget` tokens and `free` empty bytes, else None (and nothing
+        changes). Unused cached prefixes count as free room, but those on its own path (PrefixCache.evictable_for);
+        once it is admitted, the pages its first chunk takes beyond the empty ones are evicted, least recently used
+        first, and no more (vLLM: allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, then
+        get_new_blocks pops only the chunk's blocks: kv_cache_manager.py:405-440, block_pool.py:542-572).
+        Computed tokens are a prefix-cache hit (pages the cache holds) or preloaded KV (pages this request brings:
+        they need room too). With admit_full_prompt the room asked for is that of all `todo` known tokens less the
+        hit (full_sequence_must_fit, kv_cache_manager.py:372-387), though only the first chunk's pages are taken."""
         cache, seq = self.cache, self.pool.seq_bytes
         hit = cache.hit(i, todo) if cache is not None else 0
         pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
@@ -275,16 +286,13 @@ class Scheduler:
             return None
         cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[start + n]) - held
         gate = max(cost, seq[todo] - held) if self.config.admit_full_prompt else cost
-        if cache is None:
-            return (n, start, cost, held, base) if gate <= free else None
-        cache.acquire(i, self.now)
-        if gate > free:
-            freed = cache.evict(gate - free)
-            self.used_bytes -= freed
-            if gate > free + freed:
-                cache.release(i, None)
-                return None
-        cache.count(hit, todo)
+        if gate > free and (cache is None or gate > free + cache.evictable_for(i)):
+            return None
+        if cache is not None:
+            cache.acquire(i, self.now)
+            if cost > free:
+                self.used_bytes -= cache.evict(cost - free)
+            cache.count(hit, todo)
         return n, start, cost, held, base
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
