@@ -24,7 +24,7 @@ from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.pool import KVPool  # noqa: E402
 from roofline.serving.prefix import PrefixCache, parse_prefix, sessions  # noqa: E402
 from roofline.serving.router import CacheAware  # noqa: E402
-from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
+from roofline.serving.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from tests.serving.test_serving_kernel import H100, assert_same, python_loop, requests, simulator  # noqa: E402
 from tests.serving.test_serving_kernel_clients import vllm  # noqa: E402
 
@@ -44,6 +44,28 @@ def evicted(monkeypatch):
 
     monkeypatch.setattr(PrefixCache, "evict", counting)
     return freed
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Failed admissions and failed room tests in the Python loop's runs while unused cached prefixes were there: each
+    left them cached (the rule before evicted them at the test)."""
+    seen = [0, 0]
+    take, room = Scheduler._take, Scheduler._room
+
+    def counting_take(self, i, todo, budget, free):
+        out = take(self, i, todo, budget, free)
+        seen[0] += out is None and self.cache is not None and self.cache.unused_bytes > 0
+        return out
+
+    def counting_room(self, need):
+        out = room(self, need)
+        seen[1] += not out and self.cache is not None and self.cache.unused_bytes > 0
+        return out
+
+    monkeypatch.setattr(Scheduler, "_take", counting_take)
+    monkeypatch.setattr(Scheduler, "_room", counting_room)
+    return seen
 
 
 def small_pool(sim, reqs, tokens: int) -> None:
@@ -89,6 +111,21 @@ def test_shared_prefixes_in_a_small_pool_give_the_python_loops_times(spec, engin
     plain = python_loop(sim)
     plain.engine = off
     assert np.median(plain.run(reqs).ttft_s) > np.median(fast.ttft_s)  # the hits skipped prefill
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["first-chunk", "whole-prompt"])
+def test_failed_admissions_keep_the_unused_prefixes_alike_in_both_loops(full, kept, evicted):
+    """Eight system prompts of 1,024 tokens in a 7,000-token pool under vLLM's profile, 512-token chunks: the
+    queue's head often waits while idle prefixes are cached, and preemptions find them too; neither test evicts
+    them (serving.scheduler._take, _room), only the pages a step takes (evicted > 0)."""
+    reqs, _ = parse_prefix("system:1024:8", requests(20.0, 160), 7)
+    profile = scheduling("vllm", H100, "api", 1, context_len=reqs.max_tokens)
+    profile = dataclasses.replace(profile, max_num_batched_tokens=512, max_num_seqs=64, admit_full_prompt=full)
+    sim = simulator(reqs.max_tokens, engine=profile)
+    assert sim.scheduler.admit_full_prompt == full and sim.engine.admission_lag
+    small_pool(sim, reqs, 7000)
+    same_run(sim, reqs)
+    assert kept[0] > 0 and evicted[0] > 0
 
 
 @pytest.fixture
