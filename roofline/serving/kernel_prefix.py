@@ -1,4 +1,4 @@
-"""serving.prefix.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
+"""serving.prefix_cache.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
 decisions on the same state, per replica r.
 
 State (`pfx` = (pi, pf, pm), built by serving.kernel.prefix_state: three flat arrays, since numba counts references on
@@ -26,23 +26,27 @@ from numba import njit
 
 from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
 from roofline.serving.kernel_views import prefetch
+from roofline.serving.prefix_cache import SPENT_RUNS
 
-# pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
-# request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch;
-# per replica: GENERATION .. UNUSED)
-(P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
- P_HEADER) = range(15)
-# per replica, from pi[P_GEN] + GEN_FIELDS r
-GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN, SLOTS, UNUSED = range(7)
-GEN_FIELDS = 7
-UNUSED_BYTES, FAILED_ROOM = range(2)  # per replica, in pf after the last uses and the heap's keys
-PF_FIELDS = 2
+# pi's header: nodes, heap slots, replicas, spent runs per replica, then where each part starts (per node: parent,
+# start, length, depth; per request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot:
+# -depth, node; scratch; per replica: GENERATION .. APART)
+(P_K, P_H, P_NREP, P_RUNS, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
+ P_HEADER) = range(16)
+# per replica, from pi[P_GEN] + GEN_FIELDS r (shead, slen: the spent runs' ring's head and length; apart: a node
+# became unused since the last run, PrefixCache._apart)
+GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN, SLOTS, UNUSED, SHEAD, SLEN, APART = range(10)
+GEN_FIELDS = 10
+# per replica, in pf after the last uses and the heap's keys; then per replica the spent runs' ring (time, bytes)
+UNUSED_BYTES, FAILED_ROOM, SPENT_BYTES = range(3)
+PF_FIELDS = 3
 SLOT_WORDS = 4  # a slot's words in pi: CACHED, REFS, KIDS and one unused (a slot within one 64-byte line)
 
 
-def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
+def prefix_state(parent, start, length, leaf, shared, replicas: int, runs: int = SPENT_RUNS) -> tuple:
     """`pfx` for a tree (int64 arrays) and `replicas` empty caches; the heap has 2 x nodes + 16 slots (live entries
-    are at most one per node: a compaction frees at least half)."""
+    are at most one per node: a compaction frees at least half); the free queue's ring holds `runs` spent runs
+    (PrefixCache's SPENT_RUNS: the same merge past it)."""
     k, n = len(parent), len(leaf)
     depth = depths(parent)
     heap = 2 * k + 16
@@ -50,11 +54,12 @@ def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
              GEN_FIELDS * replicas]
     offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
     pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
-    pi[:P_HEADER] = [k, heap, replicas, *offsets]
+    pi[:P_HEADER] = [k, heap, replicas, runs, *offsets]
     for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
         pi[at:at + len(part)] = part
     pi[offsets[-1] + FAILED_ID:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = -1  # no failed admission yet
-    return pi, np.zeros(replicas * (k + heap + PF_FIELDS)), np.zeros(replicas * k, dtype=np.int32)
+    pi[offsets[-1] + APART:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = 1  # no spent run yet
+    return pi, np.zeros(replicas * (k + heap + PF_FIELDS + 2 * runs)), np.zeros(replicas * k, dtype=np.int32)
 
 
 @njit(cache=True, inline="always")
@@ -107,6 +112,18 @@ def _hk(pi, r, slot):
 def _pu(pi, r, f):
     """Where replica r's float field f (UNUSED_BYTES, FAILED_ROOM) is in pf."""
     return pi[P_NREP] * (pi[P_K] + pi[P_H]) + r * PF_FIELDS + f
+
+
+@njit(cache=True, inline="always")
+def _ring(pi, r, slot, f):
+    """Where replica r's spent run in ring `slot` has its free time (f 0) or bytes (f 1) in pf."""
+    return pi[P_NREP] * (pi[P_K] + pi[P_H] + PF_FIELDS) + (r * pi[P_RUNS] + slot) * 2 + f
+
+
+@njit(cache=True, inline="always")
+def _gen(pi, r, f):
+    """Where replica r's per-replica integer f (GENERATION .. APART) is in pi."""
+    return pi[P_GEN] + GEN_FIELDS * r + f
 
 
 @njit(cache=True, inline="always")
@@ -329,6 +346,7 @@ def release(r, i, now, ri, pfx, seq):
         if c and not pi[_pc(pi, r, REFS, at)]:
             pf[_pu(pi, r, UNUSED_BYTES)] += _node_bytes(pi, node, c, seq)
             pi[_unused(pi, r)] += 1
+            pi[_gen(pi, r, APART)] = 1
             _push(r, pf[_last(pi, r, at)], node, ri, pfx)
     return 0
 
@@ -440,49 +458,16 @@ def publish_leaf(r, i, slot, anc, length, upto, pfx):
 
 
 @njit(cache=True)
-def evict(r, need_bytes, ri, pfx, seq, cfg):
-    """PrefixCache.evict: free at least `need_bytes` from the least recently used tails, page by page; returns the
-    bytes freed (the same float operations: each page's (seq[s + old] - seq[s]) - (seq[s + new] - seq[s]))."""
+def pop(r, ri, pfx):
+    """heapq.heappop of replica r's heap: the top entry's key (last use) and node."""
     pi, pf = pfx[0], pfx[1]
-    page = cfg[PAGE]
-    freed = 0.0
-    while freed < need_bytes and ri[r, HSIZE] > 0:
-        _bump(pi, r)
-        t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
-        last = ri[r, HSIZE] - 1
-        _move(pi, pf, r, 0, last)
-        ri[r, HSIZE] = last
-        _sift_down(r, 0, last, pi, pf)
-        slot = _slot(pfx, r, node)
-        if not _evictable(pi, r, slot) or t != pf[_last(pi, r, slot)]:
-            continue
-        s = pi[pi[P_START] + node]
-        at = _pc(pi, r, CACHED, slot)
-        c, base = pi[at], seq[s]
-        # page by page (the float sum's order); after the first, c is a whole number of pages: (c - 1) // page *
-        # page is c - page, without the division
-        if freed < need_bytes and c > 0:
-            new = max(0, (c - 1) // page * page)
-            freed += (seq[s + c] - base) - (seq[s + new] - base)
-            c = new
-        while freed < need_bytes and c > 0:
-            new = c - page
-            freed += (seq[s + c] - base) - (seq[s + new] - base)
-            c = new
-        pi[at] = c
-        if pi[at] > 0:
-            _push(r, t, node, ri, pfx)
-        else:
-            pi[_unused(pi, r)] -= 1
-            up = pi[pi[P_PARENT] + node]
-            if up >= 0:
-                above = _slot(pfx, r, up)
-                pi[_pc(pi, r, KIDS, above)] -= 1
-                if _evictable(pi, r, above):
-                    _push(r, pf[_last(pi, r, above)], up, ri, pfx)
-    u = _pu(pi, r, UNUSED_BYTES)
-    pf[u] = pf[u] - freed if pi[_unused(pi, r)] else 0.0
-    return freed
+    _bump(pi, r)
+    t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
+    last = ri[r, HSIZE] - 1
+    _move(pi, pf, r, 0, last)
+    ri[r, HSIZE] = last
+    _sift_down(r, 0, last, pi, pf)
+    return t, node
 
 
 @njit(cache=True, inline="always")

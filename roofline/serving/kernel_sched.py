@@ -2,13 +2,15 @@
 (schedule, _plan_running, _admit, _take, _preempt_last, _room, block_length, commit_block / commit /
 _commit_decodes, _complete, _publish), preloaded KV included (speculative decoding's plan here, its accepted drafts
 applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
-serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications and
-evictions (serving.kernel_prefix, over `pfx`) as the Scheduler makes them at the same points."""
+serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications,
+free queue and evictions (serving.kernel_prefix, kernel_free_queue, over `pfx`) as the Scheduler makes them at the
+same points (_settle, _take_pages, _spend: settle, take_pages, spend_seq)."""
 
 import math
 
 from numba import njit
 
+from roofline.serving.kernel_free_queue import spend, spent_bytes, take
 from roofline.serving.kernel_layout import (
     ANC,
     BASE,
@@ -57,7 +59,6 @@ from roofline.serving.kernel_prefix import (
     P_SHARED,
     acquire,
     count,
-    evict,
     evictable_for,
     failed,
     failed_again,
@@ -116,23 +117,50 @@ def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
 
 @njit(cache=True)
 def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
-    """Scheduler._room: whether `need` more bytes fit, unused cached prefixes counted as free; only if they do, the
-    pages the empty pool lacks are evicted."""
-    short = need - (fcfg[CAPACITY] - rf[r, USED])
-    if short <= 0:
-        return True
-    if not cfg[PREFIX] or short > unused_bytes(r, pfx):
+    """Scheduler._room: whether the running sequences' `need` more bytes fit, unused cached prefixes counted as free;
+    only if they do, their pages are taken (take_pages)."""
+    free = fcfg[CAPACITY] - rf[r, USED]
+    short = need - free
+    if short > 0 and (not cfg[PREFIX] or short > unused_bytes(r, pfx)):
         return False
-    rf[r, USED] -= evict(r, short, ri, pfx, seq, cfg)
-    return need - (fcfg[CAPACITY] - rf[r, USED]) <= 0
+    if cfg[PREFIX]:
+        take_pages(r, need, free, ri, rf, seq, cfg, pfx)
+    return True
+
+
+@njit(cache=True)
+def take_pages(r, nbytes, free, ri, rf, seq, cfg, pfx):
+    """Scheduler._take_pages: `nbytes` from the never-used room (free less the spent pages), then from the free
+    queue's front (kernel_free_queue.take), the cached bytes it evicts leaving the pool's count."""
+    empty = free - spent_bytes(r, pfx)
+    if nbytes > empty:
+        rf[r, USED] -= take(r, nbytes - max(empty, 0.0), ri, pfx, seq, cfg)
+
+
+@njit(cache=True)
+def settle(r, ri, rf, seq, cfg, fcfg, pfx):
+    """Scheduler._settle: the pages a block of decode steps took beyond the never-used ones, from the queue's front."""
+    over = rf[r, USED] + spent_bytes(r, pfx) - fcfg[CAPACITY]
+    if over > 0:
+        rf[r, USED] -= take(r, over, ri, pfx, seq, cfg)
+
+
+@njit(cache=True, inline="always")
+def spend_seq(r, p, now, st, seq, cfg, pfx):
+    """Scheduler._spend: the full pages of the running sequence at p past what the cache owns join the free queue."""
+    page = cfg[PAGE]
+    full = st[r, COMP, p] // page * page
+    b = st[r, BASE, p]
+    if full > b:
+        spend(r, seq[full] - seq[b], now, pfx)
 
 
 @njit(cache=True)
 def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler._admit and _take: first come first served; with a prefix cache a request starts at its hit (it
     holds those pages at once, the cache owns them) and fits if the empty bytes and the unused cached pages but its
-    own path's (kernel_prefix.evictable_for) hold what it asks for; then it acquires its path and the pages its first
-    chunk takes beyond the empty ones are evicted; a request that does not fit changes nothing. With preloaded KV
+    own path's (kernel_prefix.evictable_for) hold what it asks for; then it acquires its path and its first chunk's
+    pages are taken (take_pages); a request that does not fit changes nothing. With preloaded KV
     (`pre`, tokens per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its
     hit starts after them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none
     of them). With cfg[FULL_PROMPT] the room asked for is that of all its known tokens (Scheduler._take's gate).
@@ -180,8 +208,7 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
                 break
         if cache:
             acquire(r, i, now, pfx, seq)
-            if cost > free:
-                rf[r, USED] -= evict(r, cost - free, ri, pfx, seq, cfg)
+            take_pages(r, cost, free, ri, rf, seq, cfg, pfx)
             count(r, h, todo, ri)
         if loaded and len(pre[1]):
             rf[r, LOADS] += pre[1][i]
@@ -217,6 +244,7 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
     victim = st[r, IDS, last]
     rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
     if cfg[PREFIX]:
+        spend_seq(r, last, now, st, seq, cfg, pfx)
         release(r, victim, now, ri, pfx, seq)
     if len(pre[0]):
         pre[0][victim] = 0
@@ -235,6 +263,8 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
     st / ri; rf's LOADS, the host seconds of the KV loads of the requests it admits)."""
     rf[r, LOADS] = 0.0
     ri[r, POSTS] = 0
+    if cfg[PREFIX]:
+        settle(r, ri, rf, seq, cfg, fcfg, pfx)
     if not cfg[MIXED]:
         need = plan_running(r, False, True, st, held, ri, seq, cfg)
         if room(r, need, ri, rf, seq, cfg, fcfg, pfx):
@@ -300,6 +330,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             finish[st[r, IDS, i]] = now
             rf[r, USED] -= held[r, i] - seq[st[r, BASE, i]]
             if cfg[PREFIX]:
+                spend_seq(r, i, now, st, seq, cfg, pfx)
                 release(r, st[r, IDS, i], now, ri, pfx, seq)
             ended += 1
             continue

@@ -17,18 +17,20 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.serving.pool import KVPool
-from roofline.serving.prefix import PrefixCache, _tree
+from roofline.serving.prefix import _tree
+from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
 
 A, B = 0, 1
 
 
-def _scheduler(rows, budget: int, full: bool) -> Scheduler:
-    """rows: (root, shared tokens, prompt, output) per request, all waiting at t = 0 in this order."""
+def _scheduler(rows, budget: int, full: bool, a_tokens: int = 32) -> Scheduler:
+    """rows: (root, shared tokens, prompt, output) per request, all waiting at t = 0 in this order; A of
+    `a_tokens`."""
     pool = KVPool.uniform(128, 16, 1.0, 4096, "test: 8 pages of 16 tokens, 1 byte per token")
     root, shared, prompt, output = (np.array(col, dtype=np.int64) for col in zip(*rows, strict=True))
-    tree = _tree([-1, -1], [0, 0], [32, 32], root, shared, "system")
+    tree = _tree([-1, -1], [0, 0], [a_tokens, 32], root, shared, "system")
     reqs = Requests(np.zeros(len(rows)), prompt, output, tree)
     sched = Scheduler(reqs, pool, SchedulerConfig(budget, 256, admit_full_prompt=full),
                       PrefixCache(tree, pool.seq_bytes, 16))
@@ -55,23 +57,27 @@ def _run(sched: Scheduler, steps: int, watch=None) -> dict[int, tuple[int, int]]
 
 
 def test_a_failed_admission_leaves_the_unused_prefixes_cached():
-    """First-chunk admission, 256 tokens a step. r0 = A + 16 (48 tokens, 1 out), r1 = 64 tokens (B, 20 out),
-    r2 = 60 tokens (B, 1 out), r3 = A + 16 (48, 1 out).
-    Step 1: r0 (48 bytes) and r1 (64) start; r2's 64 > 128 - 112 = 16 and nothing is cached yet: it waits. r0
-    publishes A and ends: the pool holds A (32, unused) and r1's 64.
-    Step 2: r1's 65th token takes a 5th page (16): 16 empty bytes are left, r2 asks 64 > 16 + 32 (A, not on its
-    path): it waits, and under vLLM's rule A stays cached. (The old rule evicted 64 - 16 = 48 for it first: all of
-    A, and still failed.)
-    Steps 3-17: r1 decodes within its 5th page (tokens 66-80); step 18 its 81st takes the 6th, 16 bytes, exactly the
-    empty ones (112 + 16 = 128): nothing evicted. Step 20: r1 emits its 20th token and ends: 96 empty.
-    Step 21: r2 (64 <= 96) and r3 start; r3 hits A's 32 tokens (min(32 cached, 32 shared, 47) in pages) and needs
-    seq[48] - 32 = 16 of the 32 left. Hits: 32 of 48 + 64 + 60 + 48 queried. (The old rule: r3 hit 0.)"""
-    sched = _scheduler([(A, 32, 48, 1), (B, 0, 64, 20), (B, 0, 60, 1), (A, 32, 48, 1)], budget=256, full=False)
+    """First-chunk admission, 256 tokens a step, A of 16 tokens (1 page). r0 = A + 16 (32 tokens, 1 out),
+    rp, rq = 24 tokens each (B, 2 out: 2 pages, the second half full), r2 = 65 tokens (B, 1 out: 5 pages, 80 bytes),
+    r3 = A + 16 (32, 1 out).
+    Step 1: r0, rp, rq start (32 bytes each, from the never-used pages: 32 left); r2's 80 > 32, nothing cached yet:
+    it waits. r0 publishes A and ends: its own page (16) is freed to the queue, then A (16, unused), both at 1 (a
+    request's blocks are freed tail first). Pool: A 16, rp 32, rq 32 held; queue: r0's page, A; 32 never used.
+    Step 2: rp, rq decode their 25th token within their second page. r2 asks 80 > 48 free (the queue's 16 and 32
+    never used) + 16 (A, not on its path): it waits, and A stays cached. (The old rule evicted 80 - 48 = 32 for it
+    first: all of A, and still failed.) rp and rq end: their first pages (16 each) join the queue at 2, their half
+    full second pages are never-used room again (vLLM prepends unhashed blocks): 64 never used.
+    Step 3: r2 (80 <= 112 free) takes the 64 never-used bytes and 16 from the queue's front: r0's page; r3 hits A
+    (16 tokens: min(16 cached, 16 shared, 31) in pages), asks seq[32] - 16 = 16 <= 32 and takes rp's page (A, its
+    own hit, left the queue when it was admitted). Hits: 16. (The old rule: r3 hit 0.)"""
+    sched = _scheduler([(A, 16, 32, 1), (B, 0, 24, 2), (B, 0, 24, 2), (B, 0, 65, 1), (A, 16, 32, 1)], budget=256,
+                       full=False, a_tokens=16)
     seen = {}
-    started = _run(sched, 21, lambda step, s: seen.setdefault(step, s.cache.cached.tolist()))
-    assert started == {0: (1, 0), 1: (1, 0), 2: (21, 0), 3: (21, 32)}
-    assert seen[2] == [32, 0] and seen[20] == [32, 0]
-    assert sched.cache.hit_tokens == 32 and sched.cache.query_tokens == 48 + 64 + 60 + 48
+    started = _run(sched, 3, lambda step, s: seen.setdefault(step, (s.cache.cached.tolist(), s.cache.spent_bytes)))
+    assert started == {0: (1, 0), 1: (1, 0), 2: (1, 0), 3: (3, 0), 4: (3, 16)}
+    assert seen[1] == ([16, 0], 16) and seen[2] == ([16, 0], 48)
+    assert seen[3] == ([16, 0], 16 + 64 + 16)  # rq's page, then r2's 4 full pages and r3's own (both ended at 3)
+    assert sched.cache.hit_tokens == 16 and sched.cache.query_tokens == 32 + 24 + 24 + 65 + 32
 
 
 def test_the_whole_prompt_gate_evicts_only_what_the_first_chunk_takes():
@@ -92,6 +98,26 @@ def test_the_whole_prompt_gate_evicts_only_what_the_first_chunk_takes():
     assert seen[2] == ([32, 0], 32 + 64)
     assert seen[3] == ([32, 0], 32)  # r1 and r2 ended at step 3: A alone
     assert sched.cache.hit_tokens == 32
+
+
+def test_an_idle_prefix_goes_before_the_pages_freed_after_it():
+    """Every full page a request held joins the free queue when it ends, behind the prefixes freed before it; an
+    allocation that finds no never-used page takes the queue's front, an older prefix before them. 256 tokens a step.
+    r0 = A + 16 (48 tokens, 1 out), r1 = 79 tokens (B, 2 out: 5 pages), r2 = 64 (B, 1 out), r3 = A + 16 (48, 1 out).
+    Step 1: r0 (48) and r1 (80) take all 128 never-used bytes; r2 waits. r0 publishes A and ends: its own page, then
+    A, join the queue at 1 (16 + 32 bytes).
+    Step 2: r1's 80th token fits its 5th page. r2 asks 64 > 16 (r0's page) + 32 (A): it waits. r1 ends: its 5 pages
+    (80) join the queue at 2.
+    Step 3: r2 fits (64 <= 96 free) and takes the queue's front: r0's page (16), A (32: evicted), 16 of r1's pages.
+    r3 finds nothing cached (hit 0) and takes 48 more of r1's pages. (Counting r1's freed pages as empty, r2 takes
+    them and r3 hits A's 32 tokens; the rule before evicted A at step 2's failed admission instead.)"""
+    sched = _scheduler([(A, 32, 48, 1), (B, 0, 79, 2), (B, 0, 64, 1), (A, 32, 48, 1)], budget=256, full=False)
+    seen = {}
+    started = _run(sched, 3, lambda step, s: seen.setdefault(step, (s.cache.cached.tolist(), s.cache.spent_bytes)))
+    assert started == {0: (1, 0), 1: (1, 0), 2: (3, 0), 3: (3, 0)}
+    assert seen[1] == ([32, 0], 16) and seen[2] == ([32, 0], 16 + 80)
+    assert seen[3] == ([32, 0], 16 + 64 + 16)  # r3 published A again; r1's last page, r2's 4 and r3's own
+    assert sched.cache.hit_tokens == 0
 
 
 def test_an_admission_evicts_the_pages_its_chunk_lacks_least_recently_used_first():
@@ -121,6 +147,6 @@ def test_unused_bytes_follow_the_references():
     cache.release(1, 4.0)
     assert (cache.unused_bytes, cache.unused_nodes) == (32.0, 1)
     assert cache.evictable_for(1) == 0.0 and cache.evictable_for(2) == 32.0
-    assert cache.evict(10) == 16 and cache.unused_bytes == 16.0
+    assert cache.take(10) == 16 and cache.unused_bytes == 16.0
     cache.acquire(1, 5.0)
     assert (cache.unused_bytes, cache.unused_nodes) == (0.0, 0)
