@@ -34,7 +34,7 @@ from roofline.serving.kernel_prefix import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def spend(r, nbytes, now, pfx):
     """PrefixCache.spend: `nbytes` of a request's own full pages join replica r's free queue at `now` (a new run,
     or the last one's when no node became unused since it, or when the ring is full)."""
@@ -106,6 +106,29 @@ def _evict_top(r, node, need_bytes, ri, pfx, seq, cfg):
             if _evictable(pi, r, above):
                 _push(r, pf[_last(pi, r, above)], up, ri, pfx)
     return freed
+
+
+@njit(cache=True, inline="always")
+def take_spent(r, need_bytes, pfx):
+    """take(r, need_bytes) when no node is unused and the queue's head run holds need_bytes, inlined (a call costs
+    the references of every array it passes): the same float operations (the run's k = min(bytes, need_bytes - 0.0)
+    is need_bytes; nothing evicted, unused_bytes already 0.0). Returns whether it applied."""
+    pi, pf = pfx[0], pfx[1]
+    if pi[_unused(pi, r)] or not pi[_gen(pi, r, SLEN)]:
+        return False
+    head = pi[_gen(pi, r, SHEAD)]
+    at = _ring(pi, r, head, 1)
+    if pf[at] < need_bytes:
+        return False
+    k = min(pf[at], need_bytes - 0.0)
+    pf[at] -= k
+    pf[_pu(pi, r, SPENT_BYTES)] -= k
+    if pf[at] <= 0:
+        pi[_gen(pi, r, SHEAD)] = (head + 1) % pi[P_RUNS]
+        pi[_gen(pi, r, SLEN)] -= 1
+        if not pi[_gen(pi, r, SLEN)]:
+            pf[_pu(pi, r, SPENT_BYTES)] = 0.0
+    return True
 
 
 @njit(cache=True)

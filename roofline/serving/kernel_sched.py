@@ -10,7 +10,7 @@ import math
 
 from numba import njit
 
-from roofline.serving.kernel_free_queue import spend, spent_bytes, take
+from roofline.serving.kernel_free_queue import spend, spent_bytes, take, take_spent
 from roofline.serving.kernel_layout import (
     ANC,
     BASE,
@@ -128,20 +128,23 @@ def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def take_pages(r, nbytes, free, ri, rf, seq, cfg, pfx):
     """Scheduler._take_pages: `nbytes` from the never-used room (free less the spent pages), then from the free
-    queue's front (kernel_free_queue.take), the cached bytes it evicts leaving the pool's count."""
+    queue's front (kernel_free_queue.take; take_spent when a spent run covers it), the cached bytes it evicts leaving
+    the pool's count."""
     empty = free - spent_bytes(r, pfx)
     if nbytes > empty:
-        rf[r, USED] -= take(r, nbytes - max(empty, 0.0), ri, pfx, seq, cfg)
+        need = nbytes - max(empty, 0.0)
+        if not take_spent(r, need, pfx):
+            rf[r, USED] -= take(r, need, ri, pfx, seq, cfg)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def settle(r, ri, rf, seq, cfg, fcfg, pfx):
     """Scheduler._settle: the pages a block of decode steps took beyond the never-used ones, from the queue's front."""
     over = rf[r, USED] + spent_bytes(r, pfx) - fcfg[CAPACITY]
-    if over > 0:
+    if over > 0 and not take_spent(r, over, pfx):
         rf[r, USED] -= take(r, over, ri, pfx, seq, cfg)
 
 
