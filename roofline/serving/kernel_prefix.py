@@ -7,18 +7,20 @@ nodes on the path from a root, the root counting one; per request leaf and share
 tokens, running requests using it and cached children (CACHED, REFS, KIDS side by side in 4 words), the LRU heap's
 (-depth, node) and scratch space, and per replica a generation (GENERATION: bumped by every change of the replica's
 cache or heap) with the generation, request and hit of its last failed admission (serving.kernel_sched.admit), the count
-of admissions that took such a failure's walks instead of their own (AGAIN), the slots given (SLOTS) and the nodes no
-running request uses that hold cached pages (UNUSED: PrefixCache's unused_nodes); in pf each replica's slots' last use
-and the heap's keys (last use), then per replica the bytes of those unused nodes' pages (PrefixCache.unused_bytes) and
-the room its last failed admission found in the cache (PrefixCache.evictable_for); in pm (int32) per replica and node
-its slot + 1 (0: none yet). A replica gives a node a slot at its first use (_slot), so the state of the nodes it uses
-lies together, one line per node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x
-3.2M nodes x 4 arrays were 3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache
-misses apart. The heap's size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries
-made stale by a later use skipped when popped (PrefixCache.evict). Pops depend only on the set of keys, and a node's
-live key is unique (its node id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the
-entries that are stale now are dropped (one per node kept): a node that becomes evictable again is pushed anew at that
-moment (PrefixCache.release, .evict), so a dropped entry is never the one that would have been popped.
+of admissions that took such a failure's walks instead of their own (AGAIN), the slots given (SLOTS), the nodes no
+running request uses that hold cached pages (UNUSED: PrefixCache's unused_nodes) and the free queue's spent runs' ring
+head and length and PrefixCache._apart (SHEAD, SLEN, APART: serving.kernel_free_queue); in pf each replica's slots' last
+use and the heap's keys (last use), then per replica the bytes of those unused nodes' pages (PrefixCache.unused_bytes),
+the room its last failed admission found in the cache (PrefixCache.evictable_for) and PrefixCache.spent_bytes, then per
+replica the ring of pi[P_RUNS] spent runs (free time, bytes); in pm (int32) per replica and node its slot + 1 (0: none
+yet). A replica gives a node a slot at its first use (_slot), so the state of the nodes it uses lies together, one line
+per node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x 3.2M nodes x 4 arrays
+were 3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache misses apart. The heap's
+size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries made stale by a later use
+skipped when popped (PrefixCache._top). Pops depend only on the set of keys, and a node's live key is unique (its node
+id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale now are
+dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment (PrefixCache.release,
+._evict_top), so a dropped entry is never the one that would have been popped.
 """
 
 import numpy as np
