@@ -1,6 +1,6 @@
-"""serving.prefix_cache.PrefixCache's free queue in the compiled record loop (numba njit, cache=True): spent runs
-joining it (spend) and allocations taking its front (take), over serving.kernel_prefix's `pfx`, per replica r, with
-PrefixCache's float operations in its order.
+"""serving.prefix_cache.PrefixCache's free queue in the compiled record loop (numba njit, cache=True): the room it
+gives (unused_bytes, evictable_for), spent runs joining it (spend) and allocations taking its front (take), over
+serving.kernel_prefix's `pfx`, per replica r, with PrefixCache's float operations in its order.
 
 The spent runs are a ring of pi[P_RUNS] (time, bytes) pairs per replica in pf (kernel_prefix._ring), its head and
 length in pi (SHEAD, SLEN), PrefixCache._apart in APART and spent_bytes in pf (SPENT_BYTES). The unused nodes are
@@ -9,9 +9,10 @@ kernel_prefix's heap (its key: the node's last use, the time it was freed).
 
 from numba import njit
 
-from roofline.serving.kernel_layout import CACHED, HSIZE, KIDS, PAGE
+from roofline.serving.kernel_layout import CACHED, HSIZE, KIDS, PAGE, REFS
 from roofline.serving.kernel_prefix import (
     APART,
+    P_BUF,
     P_PARENT,
     P_RUNS,
     P_START,
@@ -24,7 +25,10 @@ from roofline.serving.kernel_prefix import (
     _hi,
     _hk,
     _last,
+    _node_bytes,
+    _path,
     _pc,
+    _peek,
     _pu,
     _push,
     _ring,
@@ -32,6 +36,28 @@ from roofline.serving.kernel_prefix import (
     _unused,
     pop,
 )
+
+
+@njit(cache=True)
+def evictable_for(r, i, pfx, seq):
+    """PrefixCache.evictable_for: the unused cached bytes on replica r an admission of request i may count as free,
+    those on its own path (in path order) taken out."""
+    pi, pf = pfx[0], pfx[1]
+    own = 0.0
+    buf = pi[P_BUF]
+    for k in range(_path(i, pi)):
+        node = pi[buf + k]
+        c = _peek(pfx, r, CACHED, node)
+        if not _peek(pfx, r, REFS, node) and c:
+            own += _node_bytes(pi, node, c, seq)
+    return pf[_pu(pi, r, UNUSED_BYTES)] - own
+
+
+@njit(cache=True, inline="always")
+def unused_bytes(r, pfx):
+    """PrefixCache.unused_bytes of replica r: the cached pages no running request uses."""
+    pi = pfx[0]
+    return pfx[1][_pu(pi, r, UNUSED_BYTES)]
 
 
 @njit(cache=True, inline="always")

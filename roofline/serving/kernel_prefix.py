@@ -354,28 +354,6 @@ def release(r, i, now, ri, pfx, seq):
 
 
 @njit(cache=True)
-def evictable_for(r, i, pfx, seq):
-    """PrefixCache.evictable_for: the unused cached bytes on replica r an admission of request i may count as free,
-    those on its own path (in path order) taken out."""
-    pi, pf = pfx[0], pfx[1]
-    own = 0.0
-    buf = pi[P_BUF]
-    for k in range(_path(i, pi)):
-        node = pi[buf + k]
-        c = _peek(pfx, r, CACHED, node)
-        if not _peek(pfx, r, REFS, node) and c:
-            own += _node_bytes(pi, node, c, seq)
-    return pf[_pu(pi, r, UNUSED_BYTES)] - own
-
-
-@njit(cache=True, inline="always")
-def unused_bytes(r, pfx):
-    """PrefixCache.unused_bytes of replica r: the cached pages no running request uses."""
-    pi = pfx[0]
-    return pfx[1][_pu(pi, r, UNUSED_BYTES)]
-
-
-@njit(cache=True)
 def publish(r, i, upto, pfx):
     """PrefixCache.publish: request i's first `upto` shared tokens join the cache; returns the cached prefix before."""
     pi = pfx[0]

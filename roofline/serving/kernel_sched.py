@@ -4,13 +4,13 @@ _commit_decodes, _complete, _publish), preloaded KV included (speculative decodi
 applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
 serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications,
 free queue and evictions (serving.kernel_prefix, kernel_free_queue, over `pfx`) as the Scheduler makes them at the
-same points (_settle, _take_pages, _spend: settle, take_pages, spend_seq)."""
+same points (PrefixCache.settle, take_pages, spend_pages: settle, take_pages, spend_seq)."""
 
 import math
 
 from numba import njit
 
-from roofline.serving.kernel_free_queue import spend, spent_bytes, take, take_spent
+from roofline.serving.kernel_free_queue import evictable_for, spend, spent_bytes, take, take_spent, unused_bytes
 from roofline.serving.kernel_layout import (
     ANC,
     BASE,
@@ -59,7 +59,6 @@ from roofline.serving.kernel_prefix import (
     P_SHARED,
     acquire,
     count,
-    evictable_for,
     failed,
     failed_again,
     failed_room,
@@ -70,7 +69,6 @@ from roofline.serving.kernel_prefix import (
     publish,
     publish_leaf,
     release,
-    unused_bytes,
 )
 from roofline.serving.kernel_remote import post, promote
 
@@ -130,7 +128,7 @@ def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
 
 @njit(cache=True, inline="always")
 def take_pages(r, nbytes, free, ri, rf, seq, cfg, pfx):
-    """Scheduler._take_pages: `nbytes` from the never-used room (free less the spent pages), then from the free
+    """PrefixCache.take_pages: `nbytes` from the never-used room (free less the spent pages), then from the free
     queue's front (kernel_free_queue.take; take_spent when a spent run covers it), the cached bytes it evicts leaving
     the pool's count."""
     empty = free - spent_bytes(r, pfx)
@@ -142,7 +140,7 @@ def take_pages(r, nbytes, free, ri, rf, seq, cfg, pfx):
 
 @njit(cache=True, inline="always")
 def settle(r, ri, rf, seq, cfg, fcfg, pfx):
-    """Scheduler._settle: the pages a block of decode steps took beyond the never-used ones, from the queue's front."""
+    """PrefixCache.settle: the pages a block of decode steps took beyond the never-used ones, from the queue's front."""
     over = rf[r, USED] + spent_bytes(r, pfx) - fcfg[CAPACITY]
     if over > 0 and not take_spent(r, over, pfx):
         rf[r, USED] -= take(r, over, ri, pfx, seq, cfg)
@@ -150,7 +148,8 @@ def settle(r, ri, rf, seq, cfg, fcfg, pfx):
 
 @njit(cache=True, inline="always")
 def spend_seq(r, p, now, st, seq, cfg, pfx):
-    """Scheduler._spend: the full pages of the running sequence at p past what the cache owns join the free queue."""
+    """PrefixCache.spend_pages: the full pages of the running sequence at p past what the cache owns join the free
+    queue."""
     page = cfg[PAGE]
     full = st[r, COMP, p] // page * page
     b = st[r, BASE, p]
@@ -162,7 +161,7 @@ def spend_seq(r, p, now, st, seq, cfg, pfx):
 def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler._admit and _take: first come first served; with a prefix cache a request starts at its hit (it
     holds those pages at once, the cache owns them) and fits if the empty bytes and the unused cached pages but its
-    own path's (kernel_prefix.evictable_for) hold what it asks for; then it acquires its path and its first chunk's
+    own path's (kernel_free_queue.evictable_for) hold what it asks for; then it acquires its path and its first chunk's
     pages are taken (take_pages); a request that does not fit changes nothing. With preloaded KV
     (`pre`, tokens per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its
     hit starts after them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none

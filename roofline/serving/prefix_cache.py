@@ -172,6 +172,28 @@ class PrefixCache:
         self._apart = False
         self.spent_bytes += nbytes
 
+    def spend_pages(self, computed: int, owned: int, now: float) -> None:
+        """A sequence leaves at `now` with `computed` tokens, the cache owning its first `owned`: its own full pages
+        past them are spent (spend); a last partial page is never-used room at once (vLLM prepends unhashed
+        blocks)."""
+        full = computed // self.page * self.page
+        if full > owned:
+            self.spend(float(self.seq[full] - self.seq[owned]), now)
+
+    def take_pages(self, nbytes: float, free: float) -> float:
+        """A step's allocation of `nbytes` when `free` bytes are neither held by a running sequence nor cached (the
+        step's earlier pages counted): the never-used ones (free less the spent pages) first, the rest from the
+        queue's front (take); returns the cached bytes evicted."""
+        empty = free - self.spent_bytes
+        return self.take(nbytes - max(empty, 0.0)) if nbytes > empty else 0.0
+
+    def settle(self, used: float, capacity: float) -> float:
+        """The pages a block of decode steps took (Scheduler.block_length, never the cache's) beyond the never-used
+        ones, from the queue's front before the next step reads the cache: `used` bytes held and cached in a pool of
+        `capacity`; returns the cached bytes evicted."""
+        over = used + self.spent_bytes - capacity
+        return self.take(over) if over > 0 else 0.0
+
     def _top(self) -> int:
         """The least recently used evictable node (the heap's stale entries dropped on the way), or -1."""
         while self._heap:

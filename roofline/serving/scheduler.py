@@ -134,7 +134,7 @@ class Scheduler:
         victim = int(self.ids[last])
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
-            self._spend(last, self.now)
+            self.cache.spend_pages(int(self.comp[last]), int(self.base[last]), self.now)
             self.cache.release(victim, self.now)
         if self.preloaded is not None:
             self.preloaded[victim] = 0
@@ -185,8 +185,8 @@ class Scheduler:
 
     def _schedule(self) -> StepPlan | None:
         """schedule's plan."""
-        if self.cache is not None:
-            self._settle()
+        if self.cache is not None:  # a block of decode steps took pages beyond the never-used ones
+            self.used_bytes -= self.cache.settle(self.used_bytes, self.pool.capacity_bytes)
         if not self.config.mixed_steps:
             plan, need = self._plan_running(decodes=False)
             if self._room(need):
@@ -206,38 +206,15 @@ class Scheduler:
 
     def _room(self, need: float) -> bool:
         """Whether the running sequences' `need` more bytes fit, unused cached prefixes counted as free; if they do,
-        their pages are taken now, before any admission reads the cache (_take_pages), else nothing is (vLLM's
-        allocate_slots checks the free queue's length before it pops a block: kv_cache_manager.py:405-420)."""
+        their pages are taken now, before any admission reads the cache (PrefixCache.take_pages), else nothing is
+        (vLLM's allocate_slots checks the free queue's length before it pops a block: kv_cache_manager.py:405-420)."""
         free = self.pool.capacity_bytes - self.used_bytes
         short = need - free
         if short > 0 and (self.cache is None or short > self.cache.unused_bytes):
             return False
         if self.cache is not None:
-            self._take_pages(need, free)
+            self.used_bytes -= self.cache.take_pages(need, free)
         return True
-
-    def _take_pages(self, nbytes: float, free: float) -> None:
-        """A step's allocation of `nbytes` when `free` bytes are neither held nor cached (the pages this step took
-        already counted): the never-used ones (free less the spent pages) first, the rest from the free queue's
-        front (PrefixCache.take), evicting the cached pages it reaches."""
-        empty = free - self.cache.spent_bytes
-        if nbytes > empty:
-            self.used_bytes -= self.cache.take(nbytes - max(empty, 0.0))
-
-    def _settle(self) -> None:
-        """Pages a block of decode steps took (Scheduler.block_length: never the cache's) beyond the never-used
-        ones come off the free queue's front before the next step reads the cache."""
-        over = self.used_bytes + self.cache.spent_bytes - self.pool.capacity_bytes
-        if over > 0:
-            self.used_bytes -= self.cache.take(over)
-
-    def _spend(self, pos: int, now: float) -> None:
-        """The running sequence at `pos` leaves at `now`: its own full pages (past what the cache owns) join the
-        free queue (PrefixCache.spend); a last partial page is free at once."""
-        seq, full = self.pool.seq_bytes, int(self.comp[pos]) // self.cache.page * self.cache.page
-        base = int(self.base[pos])
-        if full > base:
-            self.cache.spend(float(seq[full] - seq[base]), now)
 
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
         """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
@@ -300,9 +277,9 @@ class Scheduler:
         owns) if request i can start now with `budget` tokens and `free` bytes no running sequence or cached prefix
         holds (the step's pages counted, spent ones free), else None (and nothing changes). Unused cached prefixes
         count as free room, but those on its own path (PrefixCache.evictable_for); once it is admitted, its path is
-        held and the pages its first chunk takes, and no more, are taken
-        (_take_pages: vLLM's allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the
-        hit, then get_new_blocks pops only the chunk's blocks: kv_cache_manager.py:405-440, block_pool.py:542-572).
+        held and the pages its first chunk takes, and no more, are taken (PrefixCache.take_pages: vLLM's
+        allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the hit, then
+        get_new_blocks pops only the chunk's blocks: kv_cache_manager.py:405-440, block_pool.py:542-572).
         Computed tokens are a prefix-cache hit (pages the cache holds) or preloaded KV (pages this request brings:
         they need room too). With admit_full_prompt the room asked for is that of all `todo` known tokens less the
         hit (full_sequence_must_fit, kv_cache_manager.py:372-387), though only the first chunk's pages are taken."""
@@ -319,7 +296,7 @@ class Scheduler:
             return None
         if cache is not None:
             cache.acquire(i, self.now)
-            self._take_pages(cost, free)
+            self.used_bytes -= cache.take_pages(cost, free)
             cache.count(hit, todo)
         return n, start, cost, held, base
 
@@ -420,7 +397,7 @@ class Scheduler:
         self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())
         if self.cache is not None:
             for p, i in zip(ended.tolist(), self.last_finished.tolist(), strict=True):
-                self._spend(p, now)
+                self.cache.spend_pages(int(self.comp[p]), int(self.base[p]), now)
                 self.cache.release(i, now)
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
