@@ -27,8 +27,11 @@ vLLM (V1 engine; vllm-project/vllm):
 - a waiting request is admitted only when the free KV blocks hold all its known tokens (prompt, and the output of a
   preempted one) less its prefix-cache hit, not only its first chunk: scheduler_reserve_full_isl (vllm/config/
   scheduler.py@v0.24.0 lines 140-144, default True; PR vllm-project/vllm#37307, Mar 2026), passed to KVCacheManager.
-  allocate_slots as full_sequence_must_fit (v1/core/sched/scheduler.py lines 283-284, 883). Earlier releases admit on
-  the first chunk (FULL_PROMPT_RELEASE below: the first release read with it; 0.12-0.23 not checked).
+  allocate_slots as full_sequence_must_fit (v1/core/sched/scheduler.py lines 283-284, 883). First in 0.19.0, on by
+  default (the PyPI wheels read release by release: absent from 0.18.1's vllm/config/scheduler.py; 0.19.0 lines
+  139-143 and v1/core/sched/scheduler.py lines 246-247, 732-744, where it gates allocate_slots through
+  KVCacheManager.can_fit_full_sequence, kv_cache_manager.py lines 218-255, the same count of blocks against the same
+  free queue; 0.21.0 moves it into allocate_slots). Earlier releases admit on the first chunk (FULL_PROMPT_RELEASE).
 SGLang (sgl-project/sglang, python/sglang/srt/server_args.py@469c63e, ServerArgs._handle_gpu_memory_settings and
   _generate_cuda_graph_batch_sizes):
 - chunked_prefill_size by GPU memory (MiB): < 20 GiB and < 35 GiB 2048, < 60 GiB 4096, < 90 GiB and < 160 GiB 8192,
@@ -75,7 +78,7 @@ MIB = 1 << 20
 ENTRY_POINTS = ("api", "offline")
 SCHEDULING_ENGINES = ("ideal", "vllm", "sglang", "trtllm", "llamacpp")
 ASYNC_DEFAULT_RELEASE = (0, 14)  # first vLLM release with async scheduling on by default (module docstring)
-FULL_PROMPT_RELEASE = (0, 24)  # first vLLM release read that admits a request only when its whole prompt fits
+FULL_PROMPT_RELEASE = (0, 19)  # first vLLM release that admits a request only when its whole prompt fits
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ class EngineScheduling:
     # figures the builders below read (with_eager, with_speculative) are divided by it
     host_speed: float = 1.0
     # a waiting request is admitted only when the pool holds all its known tokens, not only its first chunk (vLLM
-    # 0.24's scheduler_reserve_full_isl: a gate, nothing reserved; vllm_full_prompt_admission)
+    # 0.19+'s scheduler_reserve_full_isl: a gate, nothing reserved; vllm_full_prompt_admission)
     admit_full_prompt: bool = False
 
     def __post_init__(self) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.clock import decision, gemm_duty
-from roofline.serving.prefix import PrefixCache
+from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.router import CacheAware, choose
 from roofline.serving.scheduler import Scheduler

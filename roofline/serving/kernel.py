@@ -12,7 +12,7 @@ and a law costs only its own small compile.
 Covered (`covers` says why not otherwise; the caller then runs the existing path): open-loop arrivals,
 --max-concurrency clients or chat sessions (with or without think time), the engine's admission lag (vLLM's async
 scheduling), the engine's prefix cache over the requests' shared prefixes (serving.kernel_prefix: the same hits,
-publications and LRU evictions as serving.prefix.PrefixCache), speculative decoding on one replica or a fleet
+publications and LRU evictions as serving.prefix_cache.PrefixCache), speculative decoding on one replica or a fleet
 (serving.kernel_spec: a draft model, EAGLE or MTP, the acceptance draws from the same numpy stream), preloaded KV (a
 fleet's: serving.disagg's decode pool), any pp with the closed form built (pp > 1: serving.kernel_pipeline;
 with speculative decoding its verify step and a draft model's passes pipelined too, closed_forms),
@@ -193,7 +193,7 @@ def _prefix_state(sim, requests, replicas: int) -> tuple:
         return prefix_state(*(np.ascontiguousarray(a, dtype=np.int64) for a in parts), replicas)
     n = len(requests)
     return prefix_state(np.full(1, -1, dtype=np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
-                        np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), 1)
+                        np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), 1, runs=1)
 
 
 def stats(sim, requests, ri: np.ndarray) -> list[dict] | None:

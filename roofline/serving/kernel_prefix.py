@@ -1,23 +1,26 @@
-"""serving.prefix.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
+"""serving.prefix_cache.PrefixCache in flat arrays, for the compiled record loop (numba njit, cache=True): the same
 decisions on the same state, per replica r.
 
-State (`pfx` = (pi, pf, pm), built by serving.kernel.prefix_state: three flat arrays, since numba counts references
-on every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length,
-depth: nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and slot
-the cached tokens, running requests using it and cached children (CACHED, REFS, KIDS side by side in 4 words), the
-LRU heap's (-depth, node) and scratch space, and per replica a generation (GENERATION: bumped by every change of
-the replica's cache or heap) with the generation, request and hit of its last failed admission
-(serving.kernel_sched.admit), the count of repeats of such failures applied without their walk (AGAIN) and the
-slots given (SLOTS); in pf each replica's slots' last use and the heap's keys (last use); in pm (int32) per replica
-and node its slot + 1 (0: none yet). A replica gives a node a slot at its first use (_slot), so the state of the
-nodes it uses lies together, one line per node, and only those pages are ever written: indexed by node, a chat
-fleet's 32 replicas x 3.2M nodes x 4 arrays were 3.3 GB of pages zeroed as the sparse writes reached them, each
-node's fields four cache misses apart. The heap's size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap
-under the tuple order, entries made stale by a later use skipped when popped (PrefixCache.evict). Pops depend only
-on the set of keys, and a node's live key is unique (its node id is in it), so any binary heap pops the same nodes;
-when the heap's slots run out, the entries that are stale now are dropped (one per node kept): a node that becomes
-evictable again is pushed anew at that moment (PrefixCache.release, .evict), so a dropped entry is never the one
-that would have been popped.
+State (`pfx` = (pi, pf, pm), built by serving.kernel.prefix_state: three flat arrays, since numba counts references on
+every array a call passes, per call): in pi, after a header of offsets (P_*), the tree (parent, start, length, depth:
+nodes on the path from a root, the root counting one; per request leaf and shared) and per replica and slot the cached
+tokens, running requests using it and cached children (CACHED, REFS, KIDS side by side in 4 words), the LRU heap's
+(-depth, node) and scratch space, and per replica a generation (GENERATION: bumped by every change of the replica's
+cache or heap) with the generation, request and hit of its last failed admission (serving.kernel_sched.admit), the count
+of admissions that took such a failure's walks instead of their own (AGAIN), the slots given (SLOTS), the nodes no
+running request uses that hold cached pages (UNUSED: PrefixCache's unused_nodes) and the free queue's spent runs' ring
+head and length and PrefixCache._apart (SHEAD, SLEN, APART: serving.kernel_free_queue); in pf each replica's slots' last
+use and the heap's keys (last use), then per replica the bytes of those unused nodes' pages (PrefixCache.unused_bytes),
+the room its last failed admission found in the cache (PrefixCache.evictable_for) and PrefixCache.spent_bytes, then per
+replica the ring of pi[P_RUNS] spent runs (free time, bytes); in pm (int32) per replica and node its slot + 1 (0: none
+yet). A replica gives a node a slot at its first use (_slot), so the state of the nodes it uses lies together, one line
+per node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x 3.2M nodes x 4 arrays
+were 3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache misses apart. The heap's
+size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries made stale by a later use
+skipped when popped (PrefixCache._top). Pops depend only on the set of keys, and a node's live key is unique (its node
+id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale now are
+dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment (PrefixCache.release,
+._evict_top), so a dropped entry is never the one that would have been popped.
 """
 
 import numpy as np
@@ -25,20 +28,27 @@ from numba import njit
 
 from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
 from roofline.serving.kernel_views import prefetch
+from roofline.serving.prefix_cache import SPENT_RUNS
 
-# pi's header: nodes, heap slots, replicas, then where each part starts (per node: parent, start, length, depth; per
-# request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot: -depth, node; scratch;
-# per replica: GENERATION .. SLOTS)
-(P_K, P_H, P_NREP, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
- P_HEADER) = range(15)
-GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN, SLOTS = range(6)  # per replica, from pi[P_GEN] + GEN_FIELDS r
-GEN_FIELDS = 6
+# pi's header: nodes, heap slots, replicas, spent runs per replica, then where each part starts (per node: parent,
+# start, length, depth; per request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot:
+# -depth, node; scratch; per replica: GENERATION .. APART)
+(P_K, P_H, P_NREP, P_RUNS, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
+ P_HEADER) = range(16)
+# per replica, from pi[P_GEN] + GEN_FIELDS r (shead, slen: the spent runs' ring's head and length; apart: a node
+# became unused since the last run, PrefixCache._apart)
+GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN, SLOTS, UNUSED, SHEAD, SLEN, APART = range(10)
+GEN_FIELDS = 10
+# per replica, in pf after the last uses and the heap's keys; then per replica the spent runs' ring (time, bytes)
+UNUSED_BYTES, FAILED_ROOM, SPENT_BYTES = range(3)
+PF_FIELDS = 3
 SLOT_WORDS = 4  # a slot's words in pi: CACHED, REFS, KIDS and one unused (a slot within one 64-byte line)
 
 
-def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
+def prefix_state(parent, start, length, leaf, shared, replicas: int, runs: int = SPENT_RUNS) -> tuple:
     """`pfx` for a tree (int64 arrays) and `replicas` empty caches; the heap has 2 x nodes + 16 slots (live entries
-    are at most one per node: a compaction frees at least half)."""
+    are at most one per node: a compaction frees at least half); the free queue's ring holds `runs` spent runs
+    (PrefixCache's SPENT_RUNS: the same merge past it)."""
     k, n = len(parent), len(leaf)
     depth = depths(parent)
     heap = 2 * k + 16
@@ -46,11 +56,12 @@ def prefix_state(parent, start, length, leaf, shared, replicas: int) -> tuple:
              GEN_FIELDS * replicas]
     offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
     pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
-    pi[:P_HEADER] = [k, heap, replicas, *offsets]
+    pi[:P_HEADER] = [k, heap, replicas, runs, *offsets]
     for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
         pi[at:at + len(part)] = part
     pi[offsets[-1] + FAILED_ID:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = -1  # no failed admission yet
-    return pi, np.zeros(replicas * (k + heap)), np.zeros(replicas * k, dtype=np.int32)
+    pi[offsets[-1] + APART:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = 1  # no spent run yet
+    return pi, np.zeros(replicas * (k + heap + PF_FIELDS + 2 * runs)), np.zeros(replicas * k, dtype=np.int32)
 
 
 @njit(cache=True, inline="always")
@@ -97,6 +108,37 @@ def _hi(pi, r, f, slot):
 def _hk(pi, r, slot):
     """Where replica r's heap slot's key (last use) is in pf."""
     return pi[P_NREP] * pi[P_K] + r * pi[P_H] + slot
+
+
+@njit(cache=True, inline="always")
+def _pu(pi, r, f):
+    """Where replica r's float field f (UNUSED_BYTES, FAILED_ROOM) is in pf."""
+    return pi[P_NREP] * (pi[P_K] + pi[P_H]) + r * PF_FIELDS + f
+
+
+@njit(cache=True, inline="always")
+def _ring(pi, r, slot, f):
+    """Where replica r's spent run in ring `slot` has its free time (f 0) or bytes (f 1) in pf."""
+    return pi[P_NREP] * (pi[P_K] + pi[P_H] + PF_FIELDS) + (r * pi[P_RUNS] + slot) * 2 + f
+
+
+@njit(cache=True, inline="always")
+def _gen(pi, r, f):
+    """Where replica r's per-replica integer f (GENERATION .. APART) is in pi."""
+    return pi[P_GEN] + GEN_FIELDS * r + f
+
+
+@njit(cache=True, inline="always")
+def _unused(pi, r):
+    """Where replica r's count of unused nodes holding cached pages is in pi."""
+    return pi[P_GEN] + GEN_FIELDS * r + UNUSED
+
+
+@njit(cache=True, inline="always")
+def _node_bytes(pi, node, cached, seq):
+    """PrefixCache._node_bytes: the bytes of `node`'s first `cached` tokens."""
+    s = pi[pi[P_START] + node]
+    return seq[s + cached] - seq[s]
 
 
 @njit(cache=True, inline="always")
@@ -271,21 +313,29 @@ def _push(r, key, node, ri, pfx):
 
 
 @njit(cache=True)
-def acquire(r, i, now, pfx):
-    """PrefixCache.acquire: request i runs; its nodes are in use at `now`."""
+def acquire(r, i, now, pfx, seq):
+    """PrefixCache.acquire: request i is admitted; its nodes are in use at `now` (their unused pages leave the free
+    room, in path order; none left unused: the room is 0.0 exactly)."""
     pi, pf = pfx[0], pfx[1]
     _bump(pi, r)
     buf = pi[P_BUF]
     for k in range(_path(i, pi)):
-        at = _slot(pfx, r, pi[buf + k])
+        node = pi[buf + k]
+        at = _slot(pfx, r, node)
+        c = pi[_pc(pi, r, CACHED, at)]
+        if not pi[_pc(pi, r, REFS, at)] and c:
+            pf[_pu(pi, r, UNUSED_BYTES)] -= _node_bytes(pi, node, c, seq)
+            pi[_unused(pi, r)] -= 1
         pi[_pc(pi, r, REFS, at)] += 1
         pf[_last(pi, r, at)] = now
+    if not pi[_unused(pi, r)]:
+        pf[_pu(pi, r, UNUSED_BYTES)] = 0.0
     return 0
 
 
 @njit(cache=True)
-def release(r, i, now, stamp, ri, pfx):
-    """PrefixCache.release: request i left at `now` (stamp false: was not admitted, its last use kept)."""
+def release(r, i, now, ri, pfx, seq):
+    """PrefixCache.release: request i left at `now`; nodes nobody uses join the heap and the free room."""
     pi, pf = pfx[0], pfx[1]
     _bump(pi, r)
     buf = pi[P_BUF]
@@ -293,9 +343,12 @@ def release(r, i, now, stamp, ri, pfx):
         node = pi[buf + k]
         at = _slot(pfx, r, node)
         pi[_pc(pi, r, REFS, at)] -= 1
-        if stamp:
-            pf[_last(pi, r, at)] = now
-        if pi[_pc(pi, r, CACHED, at)] and not pi[_pc(pi, r, REFS, at)]:
+        pf[_last(pi, r, at)] = now
+        c = pi[_pc(pi, r, CACHED, at)]
+        if c and not pi[_pc(pi, r, REFS, at)]:
+            pf[_pu(pi, r, UNUSED_BYTES)] += _node_bytes(pi, node, c, seq)
+            pi[_unused(pi, r)] += 1
+            pi[_gen(pi, r, APART)] = 1
             _push(r, pf[_last(pi, r, at)], node, ri, pfx)
     return 0
 
@@ -385,46 +438,16 @@ def publish_leaf(r, i, slot, anc, length, upto, pfx):
 
 
 @njit(cache=True)
-def evict(r, need_bytes, ri, pfx, seq, cfg):
-    """PrefixCache.evict: free at least `need_bytes` from the least recently used tails, page by page; returns the
-    bytes freed (the same float operations: each page's (seq[s + old] - seq[s]) - (seq[s + new] - seq[s]))."""
+def pop(r, ri, pfx):
+    """heapq.heappop of replica r's heap: the top entry's key (last use) and node."""
     pi, pf = pfx[0], pfx[1]
-    page = cfg[PAGE]
-    freed = 0.0
-    while freed < need_bytes and ri[r, HSIZE] > 0:
-        _bump(pi, r)
-        t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
-        last = ri[r, HSIZE] - 1
-        _move(pi, pf, r, 0, last)
-        ri[r, HSIZE] = last
-        _sift_down(r, 0, last, pi, pf)
-        slot = _slot(pfx, r, node)
-        if not _evictable(pi, r, slot) or t != pf[_last(pi, r, slot)]:
-            continue
-        s = pi[pi[P_START] + node]
-        at = _pc(pi, r, CACHED, slot)
-        c, base = pi[at], seq[s]
-        # page by page (the float sum's order); after the first, c is a whole number of pages: (c - 1) // page *
-        # page is c - page, without the division
-        if freed < need_bytes and c > 0:
-            new = max(0, (c - 1) // page * page)
-            freed += (seq[s + c] - base) - (seq[s + new] - base)
-            c = new
-        while freed < need_bytes and c > 0:
-            new = c - page
-            freed += (seq[s + c] - base) - (seq[s + new] - base)
-            c = new
-        pi[at] = c
-        if pi[at] > 0:
-            _push(r, t, node, ri, pfx)
-        else:
-            up = pi[pi[P_PARENT] + node]
-            if up >= 0:
-                above = _slot(pfx, r, up)
-                pi[_pc(pi, r, KIDS, above)] -= 1
-                if _evictable(pi, r, above):
-                    _push(r, pf[_last(pi, r, above)], up, ri, pfx)
-    return freed
+    _bump(pi, r)
+    t, node = pf[_hk(pi, r, 0)], pi[_hi(pi, r, 1, 0)]
+    last = ri[r, HSIZE] - 1
+    _move(pi, pf, r, 0, last)
+    ri[r, HSIZE] = last
+    _sift_down(r, 0, last, pi, pf)
+    return t, node
 
 
 @njit(cache=True, inline="always")
@@ -437,40 +460,35 @@ def count(r, hit_tokens, todo, ri):
 @njit(cache=True)
 def failed_again(r, i, pfx):
     """The hit of request i's last failed admission on replica r when nothing in r's cache or heap has changed
-    since (the same generation), else -1. Such a failure (serving.kernel_sched.admit) ended with an evict that
-    emptied the heap and i's release pushing its own path's released nodes: the heap holds those alone."""
+    since (the same generation), else -1; such an admission takes that failure's hit and room (failed_room) for its
+    own walks'. A failed admission changes nothing in the cache (serving.kernel_sched.admit: no acquire, no evict),
+    so with the generation unchanged both are what the walks would find."""
     pi = pfx[0]
     g = pi[P_GEN] + GEN_FIELDS * r
     if pi[g + FAILED_ID] != i or pi[g + FAILED_GEN] != pi[g + GENERATION]:
         return -1
+    pi[g + AGAIN] += 1
     return pi[g + FAILED_HIT]
 
 
+@njit(cache=True, inline="always")
+def failed_room(r, pfx):
+    """evictable_for of the request of replica r's last failed admission, as that failure found it."""
+    pi = pfx[0]
+    return pfx[1][_pu(pi, r, FAILED_ROOM)]
+
+
 @njit(cache=True)
-def failed(r, i, h, pfx):
-    """Request i's admission on replica r failed with hit h: the cache's generation now is that failure's."""
+def failed(r, i, h, room, pfx):
+    """Request i's admission on replica r failed with hit h and `room` (evictable_for) in the cache: the cache's
+    generation now is that failure's."""
     pi = pfx[0]
     g = pi[P_GEN] + GEN_FIELDS * r
     pi[g + FAILED_GEN], pi[g + FAILED_ID], pi[g + FAILED_HIT] = pi[g + GENERATION], i, h
-
-
-@njit(cache=True)
-def fail_again(r, i, now, ri, pfx):
-    """What a repeat of request i's failed admission at `now` (failed_again) leaves in replica r's cache: acquire
-    stamps i's path nodes `now`, the evict pops every heap entry (i's own nodes, in use while acquired: none
-    freed), the release pushes the same nodes again with their new last use `now`; so the path's last uses and the
-    heap's keys become `now`, nothing else changes (the heap's nodes and their order are the same)."""
-    pi, pf = pfx[0], pfx[1]
-    pi[pi[P_GEN] + GEN_FIELDS * r + AGAIN] += 1
-    buf = pi[P_BUF]
-    for k in range(_path(i, pi)):
-        pf[_last(pi, r, _slot(pfx, r, pi[buf + k]))] = now
-    for s in range(ri[r, HSIZE]):
-        pf[_hk(pi, r, s)] = now
-    return 0
+    pfx[1][_pu(pi, r, FAILED_ROOM)] = room
 
 
 def repeats(pfx) -> list[int]:
-    """Per replica, the failed admissions repeated without their walk (fail_again), from a run's `pfx`."""
+    """Per replica, the admissions that took a failed admission's walks (failed_again), from a run's `pfx`."""
     pi = pfx[0]
     return [int(pi[pi[P_GEN] + GEN_FIELDS * r + AGAIN]) for r in range(int(pi[P_NREP]))]

@@ -2,13 +2,15 @@
 (schedule, _plan_running, _admit, _take, _preempt_last, _room, block_length, commit_block / commit /
 _commit_decodes, _complete, _publish), preloaded KV included (speculative decoding's plan here, its accepted drafts
 applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
-serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications and
-evictions (serving.kernel_prefix, over `pfx`) as the Scheduler makes them at the same points."""
+serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications,
+free queue and evictions (serving.kernel_prefix, kernel_free_queue, over `pfx`) as the Scheduler makes them at the
+same points (PrefixCache.settle, take_pages, spend_pages: settle, take_pages, spend_seq)."""
 
 import math
 
 from numba import njit
 
+from roofline.serving.kernel_free_queue import evictable_for, spend, spent_bytes, take, take_spent, unused_bytes
 from roofline.serving.kernel_layout import (
     ANC,
     BASE,
@@ -23,7 +25,6 @@ from roofline.serving.kernel_layout import (
     DEC,
     FULL_PROMPT,
     GEN,
-    HSIZE,
     IDS,
     KNOWN,
     LEAF,
@@ -58,10 +59,9 @@ from roofline.serving.kernel_prefix import (
     P_SHARED,
     acquire,
     count,
-    evict,
-    fail_again,
     failed,
     failed_again,
+    failed_room,
     full_ancestors,
     hit,
     leaf_slot,
@@ -115,25 +115,59 @@ def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
 
 @njit(cache=True)
 def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
-    """Scheduler._room: whether `need` more bytes fit, after evicting unused cached prefixes if they must."""
-    short = need - (fcfg[CAPACITY] - rf[r, USED])
-    if short > 0 and cfg[PREFIX]:
-        rf[r, USED] -= evict(r, short, ri, pfx, seq, cfg)
-        short = need - (fcfg[CAPACITY] - rf[r, USED])
-    return short <= 0
+    """Scheduler._room: whether the running sequences' `need` more bytes fit, unused cached prefixes counted as free;
+    only if they do, their pages are taken (take_pages)."""
+    free = fcfg[CAPACITY] - rf[r, USED]
+    short = need - free
+    if short > 0 and (not cfg[PREFIX] or short > unused_bytes(r, pfx)):
+        return False
+    if cfg[PREFIX]:
+        take_pages(r, need, free, ri, rf, seq, cfg, pfx)
+    return True
+
+
+@njit(cache=True, inline="always")
+def take_pages(r, nbytes, free, ri, rf, seq, cfg, pfx):
+    """PrefixCache.take_pages: `nbytes` from the never-used room (free less the spent pages), then from the free
+    queue's front (kernel_free_queue.take; take_spent when a spent run covers it), the cached bytes it evicts leaving
+    the pool's count."""
+    empty = free - spent_bytes(r, pfx)
+    if nbytes > empty:
+        need = nbytes - max(empty, 0.0)
+        if not take_spent(r, need, pfx):
+            rf[r, USED] -= take(r, need, ri, pfx, seq, cfg)
+
+
+@njit(cache=True, inline="always")
+def settle(r, ri, rf, seq, cfg, fcfg, pfx):
+    """PrefixCache.settle: the pages a block of decode steps took beyond the never-used ones, from the queue's front."""
+    over = rf[r, USED] + spent_bytes(r, pfx) - fcfg[CAPACITY]
+    if over > 0 and not take_spent(r, over, pfx):
+        rf[r, USED] -= take(r, over, ri, pfx, seq, cfg)
+
+
+@njit(cache=True, inline="always")
+def spend_seq(r, p, now, st, seq, cfg, pfx):
+    """PrefixCache.spend_pages: the full pages of the running sequence at p past what the cache owns join the free
+    queue."""
+    page = cfg[PAGE]
+    full = st[r, COMP, p] // page * page
+    b = st[r, BASE, p]
+    if full > b:
+        spend(r, seq[full] - seq[b], now, pfx)
 
 
 @njit(cache=True)
 def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler._admit and _take: first come first served; with a prefix cache a request starts at its hit (it
-    holds those pages at once, the cache owns them), acquires its path and may evict unused cached pages (never its
-    own) to fit; if it still does not fit it releases its path (its last use kept). With preloaded KV (`pre`, tokens
-    per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its hit starts after
-    them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none of them).
-    With cfg[FULL_PROMPT] the room asked for is that of all its known tokens (Scheduler._take's gate).
-    A retry of the queue's head whose last attempt failed with the cache unchanged since (kernel_prefix.failed_again:
-    the same hit, nothing to evict but its own path) and that does not fit the free bytes now fails again: its
-    effect on the cache (kernel_prefix.fail_again) is applied without the walk, acquire, evict and release."""
+    holds those pages at once, the cache owns them) and fits if the empty bytes and the unused cached pages but its
+    own path's (kernel_free_queue.evictable_for) hold what it asks for; then it acquires its path and its first chunk's
+    pages are taken (take_pages); a request that does not fit changes nothing. With preloaded KV
+    (`pre`, tokens per request; empty: none) a request whose preloaded tokens (at most all but its last) exceed its
+    hit starts after them, holding nothing yet (its pages are counted in its first chunk's cost, the cache owns none
+    of them). With cfg[FULL_PROMPT] the room asked for is that of all its known tokens (Scheduler._take's gate).
+    A retry of the queue's head whose last attempt failed with the cache unchanged since (kernel_prefix.failed_again)
+    takes that failure's hit and room instead of walking its path again."""
     budget = cfg[MNBT] - ri[r, TOKENS]
     n0 = ri[r, N_RUN]
     na = 0
@@ -167,23 +201,17 @@ def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, s
         cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[s + k]) - hold_bytes
         gate = max(cost, seq[todo] - hold_bytes) if cfg[FULL_PROMPT] else cost  # the room asked for
         free = fcfg[CAPACITY] - rf[r, USED] - need
-        if cache:
-            if again >= 0 and gate > free:
-                fail_again(r, i, now, ri, pfx)
+        if gate > free:
+            if not cache:
                 break
-            acquire(r, i, now, pfx)
-            if gate > free:
-                freed = evict(r, gate - free, ri, pfx, seq, cfg)
-                emptied = ri[r, HSIZE] == 0
-                rf[r, USED] -= freed
-                if gate > free + freed:
-                    release(r, i, now, False, ri, pfx)
-                    if emptied:
-                        failed(r, i, h, pfx)
-                    break
+            spare = failed_room(r, pfx) if again >= 0 else evictable_for(r, i, pfx, seq)
+            if gate > free + spare:
+                failed(r, i, h, spare, pfx)
+                break
+        if cache:
+            acquire(r, i, now, pfx, seq)
+            take_pages(r, cost, free, ri, rf, seq, cfg, pfx)
             count(r, h, todo, ri)
-        elif gate > free:
-            break
         if loaded and len(pre[1]):
             rf[r, LOADS] += pre[1][i]
         ri[r, WHEAD] = nxt[i]
@@ -218,7 +246,8 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
     victim = st[r, IDS, last]
     rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
     if cfg[PREFIX]:
-        release(r, victim, now, True, ri, pfx)
+        spend_seq(r, last, now, st, seq, cfg, pfx)
+        release(r, victim, now, ri, pfx, seq)
     if len(pre[0]):
         pre[0][victim] = 0
     generated[victim] = st[r, GEN, last]
@@ -236,6 +265,8 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
     st / ri; rf's LOADS, the host seconds of the KV loads of the requests it admits)."""
     rf[r, LOADS] = 0.0
     ri[r, POSTS] = 0
+    if cfg[PREFIX]:
+        settle(r, ri, rf, seq, cfg, fcfg, pfx)
     if not cfg[MIXED]:
         need = plan_running(r, False, True, st, held, ri, seq, cfg)
         if room(r, need, ri, rf, seq, cfg, fcfg, pfx):
@@ -301,7 +332,8 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             finish[st[r, IDS, i]] = now
             rf[r, USED] -= held[r, i] - seq[st[r, BASE, i]]
             if cfg[PREFIX]:
-                release(r, st[r, IDS, i], now, True, ri, pfx)
+                spend_seq(r, i, now, st, seq, cfg, pfx)
+                release(r, st[r, IDS, i], now, ri, pfx, seq)
             ended += 1
             continue
         if w != i:

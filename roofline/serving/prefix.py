@@ -7,21 +7,11 @@ of S tokens, prepended to every prompt), `hit_rate` (one root: request i shares 
 `prefix_tree` (levels of fan-out and length, e.g. 4 templates x 8 few-shot sets) and `sessions` (a chat: turn j's
 prompt is turn j - 1's prompt and answer plus the new user message; each turn is a child of the last).
 
-Cache (PrefixCache), as vLLM's automatic prefix caching keeps it (vllm-project/vllm vllm/v1/core/kv_cache_utils.py,
-FreeKVCacheBlockQueue; vllm/v1/core/block_pool.py): a page is cached once it is full of computed tokens; a new request
-reuses the longest cached prefix of its path, in whole pages, leaving at least its last token to compute (the hit
-skips those tokens' prefill: the chunk starts at the hit, and attention still reads them); pages no running request
-uses stay cached until the pool needs room, evicted least recently used first, a sequence's tail page first (vLLM's
-free queue: "the least recent used block is at the front ... the one with more hash tokens (the tail of a block
-chain) is at the front"). A cached segment holds the method's own bytes for those tokens (the pool's per-sequence
-table: seq_bytes[start + cached] - seq_bytes[start]), so a compressed method keeps more prefixes warm in the same
-pool. For methods whose bytes per token are not uniform (full-precision windows, sinks) that difference is the
-marginal cost of extending a sequence, an approximation for a segment shared by many sequences.
+The cache of their pages: serving.prefix_cache.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -229,123 +219,3 @@ def parse_prefix(text: str, requests: Requests, seed: int) -> tuple[Requests, Pr
         pass
     raise SpecError(f"--prefix: {text!r} is not a prefix workload: use system:TOKENS[:COUNT], hit:RATE or "
                     "tree:FxT[,FxT...]")
-
-
-class PrefixCache:
-    """The cached pages of a PrefixTree in one pool: per node the tokens cached (a prefix of its segment, whole
-    pages within the request's view), running requests using it, last use; LRU eviction of unused tails."""
-
-    def __init__(self, tree: PrefixTree, seq_bytes: np.ndarray, page_tokens: int) -> None:
-        self.tree, self.seq, self.page = tree, seq_bytes, page_tokens
-        k = len(tree.parent)
-        self.cached = np.zeros(k, dtype=np.int64)
-        self.refs = np.zeros(k, dtype=np.int64)
-        self.cached_children = np.zeros(k, dtype=np.int64)
-        self.last_use = np.zeros(k)
-        self.depth = np.array([len(tree.path(j)) for j in range(k)])
-        self._paths: dict[int, list[int]] = {}
-        self._heap: list[tuple[float, int, int]] = []
-        self.bytes = 0.0
-        self.hit_tokens = 0
-        self.query_tokens = 0
-
-    def path(self, i: int) -> list[int]:
-        """Request i's nodes, root first (memoised by leaf)."""
-        leaf = int(self.tree.leaf[i])
-        if leaf not in self._paths:
-            self._paths[leaf] = self.tree.path(leaf) if leaf >= 0 else []
-        return self._paths[leaf]
-
-    def cached_prefix(self, i: int) -> int:
-        """Tokens of request i's path cached contiguously from its start."""
-        h = 0
-        for node in self.path(i):
-            c = int(self.cached[node])
-            h += c
-            if c < self.tree.length[node]:
-                break
-        return h
-
-    def hit(self, i: int, todo: int) -> int:
-        """Tokens request i would skip: its shared, cached prefix in whole pages, at most todo - 1 (the last token
-        is computed to produce the next one)."""
-        h = min(self.cached_prefix(i), int(self.tree.shared[i]), todo - 1)
-        return max(h, 0) // self.page * self.page
-
-    def count(self, hit: int, todo: int) -> None:
-        """An admission asked for `todo` prompt tokens and found `hit` cached."""
-        self.hit_tokens += hit
-        self.query_tokens += todo
-
-    def _node_bytes(self, node: int, cached: int) -> float:
-        s = int(self.tree.start[node])
-        return float(self.seq[s + cached] - self.seq[s])
-
-    def acquire(self, i: int, now: float) -> None:
-        """Request i runs: its nodes cannot be evicted."""
-        for node in self.path(i):
-            self.refs[node] += 1
-            self.last_use[node] = now
-
-    def release(self, i: int, now: float | None) -> None:
-        """Request i left (finished or preempted) at `now`, or was not admitted after all (None: its last use is
-        left as it was): nodes nobody uses become evictable, least recently used first."""
-        for node in self.path(i):
-            self.refs[node] -= 1
-            if now is not None:
-                self.last_use[node] = now
-            if self.cached[node] and not self.refs[node]:
-                heapq.heappush(self._heap, (self.last_use[node], -int(self.depth[node]), node))
-
-    def publish(self, i: int, upto: int) -> int:
-        """Request i has computed its first `upto` shared tokens (whole pages): they join the cache. Returns the
-        cached prefix before (the caller frees its own copy of what was already cached)."""
-        before = self.cached_prefix(i)
-        if upto <= before:
-            return before
-        for node in self.path(i):
-            s, length = int(self.tree.start[node]), int(self.tree.length[node])
-            if upto <= s:
-                break
-            want = min(upto - s, length)
-            old = int(self.cached[node])
-            if want > old:
-                self.bytes += self._node_bytes(node, want) - self._node_bytes(node, old)
-                self.cached[node] = want
-                if old == 0 and self.tree.parent[node] >= 0:
-                    self.cached_children[self.tree.parent[node]] += 1
-        return before
-
-    def _evictable(self, node: int) -> bool:
-        return self.refs[node] == 0 and self.cached[node] > 0 and self.cached_children[node] == 0
-
-    def evict(self, need_bytes: float) -> float:
-        """Free at least `need_bytes` (if the unused cache holds them) from the least recently used tails, page by
-        page; returns the bytes freed."""
-        freed = 0.0
-        while freed < need_bytes and self._heap:
-            t, _, node = heapq.heappop(self._heap)
-            if not self._evictable(node) or t != self.last_use[node]:
-                continue
-            while freed < need_bytes and self.cached[node] > 0:
-                old = int(self.cached[node])
-                new = max(0, (old - 1) // self.page * self.page)
-                freed += self._node_bytes(node, old) - self._node_bytes(node, new)
-                self.cached[node] = new
-            if self.cached[node] > 0:
-                heapq.heappush(self._heap, (t, -int(self.depth[node]), node))
-            else:
-                parent = int(self.tree.parent[node])
-                if parent >= 0:
-                    self.cached_children[parent] -= 1
-                    if self._evictable(parent):
-                        heapq.heappush(self._heap, (self.last_use[parent], -int(self.depth[parent]), parent))
-        self.bytes -= freed
-        return freed
-
-    def stats(self) -> dict[str, float | int | str]:
-        """Hit statistics: prompt tokens skipped over prompt tokens asked for, at every admission (vLLM's
-        prefix cache hit rate: hits / queries in tokens)."""
-        rate = self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
-        return {"workload": self.tree.kind, "hit_rate": rate, "hit_tokens": int(self.hit_tokens),
-                "query_tokens": int(self.query_tokens)}

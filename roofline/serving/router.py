@@ -17,7 +17,7 @@ command line's.)
 How the simulator reads it (`choose`):
 - load = a replica's outstanding requests (running, waiting, or routed and not yet seen): what the router counts
   from sending a request until its response ends;
-- the match = the replica's prefix-cache hit for the request in whole pages (serving.prefix.PrefixCache.hit): the
+- the match = the replica's prefix-cache hit for the request in whole pages (serving.prefix_cache.PrefixCache.hit): the
   router's approximate tree stands for the engine's cache (SGLang builds it from the requests it routed instead of
   asking the engine; the two agree until the engine evicts). Equal matches: the least loaded, then the lowest index
   (SGLang takes the tree node's first tenant, an arbitrary one);

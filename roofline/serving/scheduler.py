@@ -10,17 +10,22 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does), until it fits;
 4. if nothing was preempted, waiting requests are admitted first come first served while the budget, the
    sequence cap (max_num_seqs) and the pool allow their first chunk (with admit_full_prompt: all their known tokens).
+With a prefix cache, the pages of cached prefixes no running request uses count as free in steps 3 and 4; the pages a
+step takes (the running sequences' in 3, each admission's first chunk in 4, in that order) come from the never-used
+room, then from the free queue's front, least recently freed first: the spent pages of requests that left and the
+unused prefixes' tails, evicted as they are reached; a test that fails takes nothing (vLLM's free queue:
+serving.prefix_cache's module docstring).
 A sequence's known tokens are its prompt plus the tokens generated so far; a step that computes the last
 of them emits a token (the first one ends the prefill).
 Engine variants (SchedulerConfig, from roofline.engines.scheduling): without mixed steps (SGLang) a step that can
 prefill (a running prompt's next chunk, or an admission) carries only prefill, and decodes run when nothing can;
 without chunked prefill (TensorRT-LLM) a prompt is admitted only when the step's budget holds all of it; with
 reserve_full (TensorRT-LLM's GUARANTEED_NO_EVICT, llama.cpp's slots) a request is admitted only when the pool holds
-it to its last output token, and it keeps that reservation, so nothing is preempted; with admit_full_prompt (vLLM
-0.24's scheduler_reserve_full_isl, vllm/config/scheduler.py:140-144, on by default) a request is admitted only when
-the free pages (unused cached prefixes counted as free) hold its prompt and the tokens it had generated before a
-preemption, less its prefix-cache hit (v1/core/kv_cache_manager.py allocate_slots, full_sequence_must_fit: a gate
-only, nothing is reserved, so a later chunk may still preempt).
+it to its last output token, and it keeps that reservation, so nothing is preempted; with admit_full_prompt (vLLM's
+scheduler_reserve_full_isl from 0.19.0 on, vllm/config/scheduler.py:140-144 in 0.24, on by default) a request is
+admitted only when the free pages (unused cached prefixes but its own counted as free) hold its prompt and the
+tokens it had generated before a preemption, less its prefix-cache hit (v1/core/kv_cache_manager.py allocate_slots,
+full_sequence_must_fit: a gate only, nothing is reserved or evicted for it, so a later chunk may still preempt).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.serving.pool import KVPool
-from roofline.serving.prefix import PrefixCache
+from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.remote import RemoteLoads
 from roofline.serving.requests import Requests
 
@@ -129,6 +134,7 @@ class Scheduler:
         victim = int(self.ids[last])
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
+            self.cache.spend_pages(int(self.comp[last]), int(self.base[last]), self.now)
             self.cache.release(victim, self.now)
         if self.preloaded is not None:
             self.preloaded[victim] = 0
@@ -179,6 +185,8 @@ class Scheduler:
 
     def _schedule(self) -> StepPlan | None:
         """schedule's plan."""
+        if self.cache is not None:  # a block of decode steps took pages beyond the never-used ones
+            self.used_bytes -= self.cache.settle(self.used_bytes, self.pool.capacity_bytes)
         if not self.config.mixed_steps:
             plan, need = self._plan_running(decodes=False)
             if self._room(need):
@@ -197,12 +205,16 @@ class Scheduler:
         return plan if plan.tokens or plan.posts else None
 
     def _room(self, need: float) -> bool:
-        """Whether `need` more bytes fit, after evicting unused cached prefixes if they must make room."""
-        short = need - (self.pool.capacity_bytes - self.used_bytes)
-        if short > 0 and self.cache is not None:
-            self.used_bytes -= self.cache.evict(short)
-            short = need - (self.pool.capacity_bytes - self.used_bytes)
-        return short <= 0
+        """Whether the running sequences' `need` more bytes fit, unused cached prefixes counted as free; if they do,
+        their pages are taken now, before any admission reads the cache (PrefixCache.take_pages), else nothing is
+        (vLLM's allocate_slots checks the free queue's length before it pops a block: kv_cache_manager.py:405-420)."""
+        free = self.pool.capacity_bytes - self.used_bytes
+        short = need - free
+        if short > 0 and (self.cache is None or short > self.cache.unused_bytes):
+            return False
+        if self.cache is not None:
+            self.used_bytes -= self.cache.take_pages(need, free)
+        return True
 
     def _admit(self, plan: StepPlan, need: float) -> tuple[StepPlan, float]:
         """Waiting requests, first come first served, while the budget, the sequence cap and the pool allow their
@@ -262,10 +274,15 @@ class Scheduler:
 
     def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
         """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
-        owns) if request i can start now with `budget` tokens and `free` bytes (evicting unused cached prefixes,
-        never its own, to make room), else None. Computed tokens are a prefix-cache hit (pages the cache holds) or
-        preloaded KV (pages this request brings: they need room too). With admit_full_prompt the room asked for (and
-        the cached prefixes evicted to make it) is that of all `todo` known tokens."""
+        owns) if request i can start now with `budget` tokens and `free` bytes no running sequence or cached prefix
+        holds (the step's pages counted, spent ones free), else None (and nothing changes). Unused cached prefixes
+        count as free room, but those on its own path (PrefixCache.evictable_for); once it is admitted, its path is
+        held and the pages its first chunk takes, and no more, are taken (PrefixCache.take_pages: vLLM's
+        allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the hit, then
+        get_new_blocks pops only the chunk's blocks: kv_cache_manager.py:405-440, block_pool.py:542-572).
+        Computed tokens are a prefix-cache hit (pages the cache holds) or preloaded KV (pages this request brings:
+        they need room too). With admit_full_prompt the room asked for is that of all `todo` known tokens less the
+        hit (full_sequence_must_fit, kv_cache_manager.py:372-387), though only the first chunk's pages are taken."""
         cache, seq = self.cache, self.pool.seq_bytes
         hit = cache.hit(i, todo) if cache is not None else 0
         pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
@@ -275,16 +292,12 @@ class Scheduler:
             return None
         cost = (seq[int(self.prompt[i] + self.output[i])] if self.config.reserve_full else seq[start + n]) - held
         gate = max(cost, seq[todo] - held) if self.config.admit_full_prompt else cost
-        if cache is None:
-            return (n, start, cost, held, base) if gate <= free else None
-        cache.acquire(i, self.now)
-        if gate > free:
-            freed = cache.evict(gate - free)
-            self.used_bytes -= freed
-            if gate > free + freed:
-                cache.release(i, None)
-                return None
-        cache.count(hit, todo)
+        if gate > free and (cache is None or gate > free + cache.evictable_for(i)):
+            return None
+        if cache is not None:
+            cache.acquire(i, self.now)
+            self.used_bytes -= cache.take_pages(cost, free)
+            cache.count(hit, todo)
         return n, start, cost, held, base
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
@@ -383,7 +396,8 @@ class Scheduler:
         self.finish_s[self.last_finished] = now
         self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())
         if self.cache is not None:
-            for i in self.last_finished.tolist():
+            for p, i in zip(ended.tolist(), self.last_finished.tolist(), strict=True):
+                self.cache.spend_pages(int(self.comp[p]), int(self.base[p]), now)
                 self.cache.release(i, now)
         keep = np.ones(n, dtype=bool)
         keep[ended] = False

@@ -26,7 +26,7 @@ from roofline.serving.clients import Arrivals, Clients, emission_delay_s
 from roofline.serving.clock import decision, gemm_duty, gemm_s_per_token
 from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
-from roofline.serving.prefix import PrefixCache
+from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
 from roofline.serving.speculative import SPEC_SEED, DraftCost, Speculative, speculative_pool

@@ -1,6 +1,6 @@
-"""vLLM 0.24's admission gate (SchedulerConfig.admit_full_prompt: scheduler_reserve_full_isl, vllm/config/scheduler.py
-lines 140-144; KVCacheManager.allocate_slots' full_sequence_must_fit): a waiting request starts only when the free
-pages hold all its known tokens, though the step takes only its first chunk's pages.
+"""vLLM's admission gate from 0.19.0 on (SchedulerConfig.admit_full_prompt: scheduler_reserve_full_isl, 0.24's
+vllm/config/scheduler.py lines 140-144; KVCacheManager.allocate_slots' full_sequence_must_fit): a waiting request
+starts only when the free pages hold all its known tokens, though the step takes only its first chunk's pages.
 
 Expected steps are derived by hand on a pool of 1 byte per token in 16-token pages (seq_bytes[n] = 16 ceil(n / 16)).
 """
@@ -72,13 +72,16 @@ def test_first_chunk_admission_is_unchanged_where_the_whole_prompt_fits():
         assert _admitted_at(sched, 1, 5) == 2
 
 
-def test_only_vllm_0_24_admits_on_the_whole_prompt():
-    """The vLLM profile (its time profile's release, 0.24.0) gates on the whole prompt; the published records'
-    releases (0.9-0.11) and the other engines on the first chunk."""
+def test_vllm_admits_on_the_whole_prompt_from_0_19():
+    """The vLLM profile (its time profile's release, 0.24.0) gates on the whole prompt, as every release from 0.19.0
+    does (scheduler_reserve_full_isl, default True, first in the 0.19.0 wheel's vllm/config/scheduler.py lines
+    139-143; absent from 0.18.1's); the published records' releases (0.9-0.11) and the other engines on the first
+    chunk."""
     h200 = load_hardware("H200")
     assert scheduling("vllm", h200).admit_full_prompt
     assert SchedulerConfig.of(scheduling("vllm", h200)).admit_full_prompt
     for engine in ("ideal", "sglang", "trtllm", "llamacpp"):
         assert not SchedulerConfig.of(scheduling(engine, h200)).admit_full_prompt
-    assert [vllm_full_prompt_admission(r) for r in ("0.9.1", "0.11.0", "0.24.0", "0.25.1", None)] == [
-        False, False, True, True, True]
+    assert [vllm_full_prompt_admission(r) for r in ("0.9.1", "0.11.0", "0.18.1", "0.19.0", "0.23.0", "0.24.0",
+                                                     "0.25.1", None)] == [False, False, False, True, True, True, True,
+                                                                          True]

@@ -22,9 +22,10 @@ from roofline.serving import kernel  # noqa: E402
 from roofline.serving.clients import Clients  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.pool import KVPool  # noqa: E402
-from roofline.serving.prefix import PrefixCache, parse_prefix, sessions  # noqa: E402
+from roofline.serving.prefix import parse_prefix, sessions  # noqa: E402
+from roofline.serving.prefix_cache import PrefixCache  # noqa: E402
 from roofline.serving.router import CacheAware  # noqa: E402
-from roofline.serving.scheduler import SchedulerConfig  # noqa: E402
+from roofline.serving.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from tests.serving.test_serving_kernel import H100, assert_same, python_loop, requests, simulator  # noqa: E402
 from tests.serving.test_serving_kernel_clients import vllm  # noqa: E402
 
@@ -33,17 +34,39 @@ BF16_TOKEN_BYTES = 131072  # Llama-3.1-8B's bf16 KV: 32 layers x 8 KV heads x 12
 
 @pytest.fixture
 def evicted(monkeypatch):
-    """Bytes PrefixCache.evict freed in the Python loop's runs (the reference: the kernel must match it)."""
+    """Bytes PrefixCache.take freed in the Python loop's runs (the reference: the kernel must match it)."""
     freed = [0.0]
-    original = PrefixCache.evict
+    original = PrefixCache.take
 
     def counting(self, need_bytes):
         out = original(self, need_bytes)
         freed[0] += out
         return out
 
-    monkeypatch.setattr(PrefixCache, "evict", counting)
+    monkeypatch.setattr(PrefixCache, "take", counting)
     return freed
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Failed admissions and failed room tests in the Python loop's runs while unused cached prefixes were there: each
+    left them cached (the rule before evicted them at the test)."""
+    seen = [0, 0]
+    take, room = Scheduler._take, Scheduler._room
+
+    def counting_take(self, i, todo, budget, free):
+        out = take(self, i, todo, budget, free)
+        seen[0] += out is None and self.cache is not None and self.cache.unused_bytes > 0
+        return out
+
+    def counting_room(self, need):
+        out = room(self, need)
+        seen[1] += not out and self.cache is not None and self.cache.unused_bytes > 0
+        return out
+
+    monkeypatch.setattr(Scheduler, "_take", counting_take)
+    monkeypatch.setattr(Scheduler, "_room", counting_room)
+    return seen
 
 
 def small_pool(sim, reqs, tokens: int) -> None:
@@ -91,12 +114,27 @@ def test_shared_prefixes_in_a_small_pool_give_the_python_loops_times(spec, engin
     assert np.median(plain.run(reqs).ttft_s) > np.median(fast.ttft_s)  # the hits skipped prefill
 
 
+@pytest.mark.parametrize("full", [False, True], ids=["first-chunk", "whole-prompt"])
+def test_failed_admissions_keep_the_unused_prefixes_alike_in_both_loops(full, kept, evicted):
+    """Eight system prompts of 1,024 tokens in a 7,000-token pool under vLLM's profile, 512-token chunks: the
+    queue's head often waits while idle prefixes are cached, and preemptions find them too; neither test evicts
+    them (serving.scheduler._take, _room), only the pages a step takes (evicted > 0)."""
+    reqs, _ = parse_prefix("system:1024:8", requests(20.0, 160), 7)
+    profile = scheduling("vllm", H100, "api", 1, context_len=reqs.max_tokens)
+    profile = dataclasses.replace(profile, max_num_batched_tokens=512, max_num_seqs=64, admit_full_prompt=full)
+    sim = simulator(reqs.max_tokens, engine=profile)
+    assert sim.scheduler.admit_full_prompt == full and sim.engine.admission_lag
+    small_pool(sim, reqs, 7000)
+    same_run(sim, reqs)
+    assert kept[0] > 0 and evicted[0] > 0
+
+
 @pytest.fixture
 def choices(monkeypatch):
-    """The most unused cached nodes PrefixCache.evict chose among, over the Python loop's evictions that freed
+    """The most unused cached nodes PrefixCache.take chose among, over the Python loop's evictions that freed
     bytes: more than one means its LRU order decided what stayed warm."""
     most = [0]
-    original = PrefixCache.evict
+    original = PrefixCache.take
 
     def counting(self, need_bytes):
         idle = {node for t, _, node in self._heap if self._evictable(node) and t == self.last_use[node]}
@@ -105,15 +143,15 @@ def choices(monkeypatch):
             most[0] = max(most[0], len(idle))
         return out
 
-    monkeypatch.setattr(PrefixCache, "evict", counting)
+    monkeypatch.setattr(PrefixCache, "take", counting)
     return most
 
 
-@pytest.mark.parametrize("spec,tokens", [("system:1024:40", 24000), ("tree:4x512,6x256", 16000)])
+@pytest.mark.parametrize("spec,tokens", [("system:1024:40", 24000), ("tree:4x512,6x256", 24000)])
 def test_many_idle_prefixes_are_evicted_least_recently_used_first(spec, tokens, choices):
     """A light load (2-3 req/s, few requests at once) over many prefixes (40 system prompts; a tree of 4 x 6
-    paths), a pool holding about half of them: each eviction picks among many idle prefixes, so the LRU order
-    decides the later hits (measured: a kernel evicting the most recent first hits 0.8 % and 0.3 % more tokens)."""
+    paths), a pool where they compete with the spent pages of the requests that ended: an eviction picks among ten
+    or more idle prefixes, so the free queue's order decides the later hits."""
     reqs, _ = parse_prefix(spec, requests(2.0 if spec.startswith("system") else 3.0, 200), 0)
     sim = simulator(reqs.max_tokens)
     small_pool(sim, reqs, tokens)

@@ -1,7 +1,7 @@
-"""A failed admission repeated with nothing changed in the prefix cache since (serving.kernel_prefix.failed_again /
-fail_again, serving.kernel_sched.admit) is applied without its walk, acquire, evict and release: the records,
-per-request times and cache stats stay those of the Python loop (serving.scheduler.Scheduler, which always retries),
-on runs where such repeats happen (counted by kernel_prefix.repeats, so the equality is not vacuous)."""
+"""An admission retried with nothing changed in the prefix cache since its last failure (serving.kernel_prefix.
+failed_again / failed_room, serving.kernel_sched.admit) takes that failure's hit and room instead of walking its
+path: the records, per-request times and cache stats stay those of the Python loop (serving.scheduler.Scheduler, which
+always walks), on runs where such retries happen (counted by kernel_prefix.repeats, so the equality is not vacuous)."""
 
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ def test_repeated_failures_in_a_fleet_keep_the_python_loops_run(pfx_seen, router
 
 @pytest.mark.parametrize("spec", ["system:1024:4", "tree:3x512,4x256"])
 def test_whole_prompt_admission_with_a_prefix_cache_keeps_the_python_loops_run(pfx_seen, spec):
-    """vLLM 0.24's gate (admit_full_prompt) with 512-token chunks in a 6,000-token pool: admission asks room for the
-    whole prompt less its hit, evicting unused prefixes for it, and the queue's head fails again and again; the gate
-    spares most of first-chunk admission's preemptions (~15 against ~170-200)."""
+    """vLLM's gate (admit_full_prompt, 0.19 on) with 512-token chunks in a 6,000-token pool: admission asks room for
+    the whole prompt less its hit, unused prefixes counted, and the queue's head fails again and again; the gate
+    spares most of first-chunk admission's preemptions."""
     reqs, _ = parse_prefix(spec, requests(40.0, 160), 0)
     config = SchedulerConfig(max_num_batched_tokens=512, max_num_seqs=64, admit_full_prompt=True)
     sim = simulator(reqs.max_tokens, scheduler=config)

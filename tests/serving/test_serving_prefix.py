@@ -19,7 +19,8 @@ from roofline.catalogue import load_hardware, load_model
 from roofline.cli import main
 from roofline.methods import parse_method
 from roofline.serving.pool import KVPool
-from roofline.serving.prefix import PrefixCache, _tree, parse_prefix, sessions
+from roofline.serving.prefix import _tree, parse_prefix, sessions
+from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.requests import LengthDist, Requests, poisson_requests
 from roofline.serving.simulate import Simulator
 from roofline.specs import Workload
@@ -46,10 +47,10 @@ def test_eviction_is_lru_and_takes_a_chain_from_its_tail():
         cache.publish(i, int(tree.shared[i]))
         cache.release(i, t)
     assert cache.bytes == 96 + 64
-    assert cache.evict(16) == 16 and cache.cached.tolist() == [64, 64, 16]  # A's chain, C's tail first
-    assert cache.evict(40) == 48 and cache.cached.tolist() == [32, 64, 0]  # C, then A's tail (page by page)
+    assert cache.take(16) == 16 and cache.cached.tolist() == [64, 64, 16]  # A's chain, C's tail first
+    assert cache.take(40) == 48 and cache.cached.tolist() == [32, 64, 0]  # C, then A's tail (page by page)
     cache.acquire(1, 3.0)  # B in use: not evictable
-    assert cache.evict(1000) == 32 and cache.cached.tolist() == [0, 64, 0]
+    assert cache.take(1000) == 32 and cache.cached.tolist() == [0, 64, 0]
 
 
 def sim(spec: str, max_tokens: int, pool: KVPool | None = None) -> Simulator:

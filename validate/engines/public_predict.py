@@ -26,8 +26,8 @@ is unmeasured — the 0.24 law added serially makes the H100 closed-loop control
 validate/notes/2026-11-28-public-misses.md), so it is not applied until measured. The admission lag of async
 scheduling (roofline.engines.scheduling.vllm_admission_lag: a request arriving during a step runs two steps later)
 is a fact of the source, not a measured law: it follows the record's --async-scheduling flag, else its release's
-default (off before 0.14). So does admission: a release before 0.24 admits a waiting request on its first chunk,
-0.24 only when the pool holds its whole prompt (roofline.engines.scheduling.vllm_full_prompt_admission; a record of
+default (off before 0.14). So does admission: a release before 0.19 admits a waiting request on its first chunk,
+0.19 on only when the pool holds its whole prompt (roofline.engines.scheduling.vllm_full_prompt_admission; a record of
 unknown release is taken as current).
 
 Statistics follow `vllm bench serve` (benchmarks/serve.py, `calculate_metrics`): TTFT and TPOT per request
