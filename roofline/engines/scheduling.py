@@ -158,6 +158,9 @@ class EngineScheduling:
     chunked_prefill: bool = True  # a prompt may be split over steps; if not, it needs a whole step's budget
     mixed_steps: bool = True  # prefill chunks ride with decodes in one step (False: SGLang's prefill-or-decode)
     capture_sizes: tuple[int, ...] = ()  # captured CUDA-graph sizes, ascending (empty: no graphs)
+    # a prefill step's graphs apart from the decode batches' (SGLang's breakable prefill graphs: token buckets,
+    # sglang_prefill_capture_sizes); () where the engine has none
+    prefill_capture_sizes: tuple[int, ...] = ()
     pad_scope: Literal["tokens", "decode", "none"] = "none"  # what is padded: any step's tokens, decode-only steps
     preemption: Literal["recompute", "none"] = "recompute"  # "none": admit only what fits to the last token
     prefix_caching: bool = False
@@ -183,7 +186,11 @@ class EngineScheduling:
 
     def padded_tokens(self, tokens: int, decode_only: bool) -> int:
         """Tokens the GPU computes for a step of `tokens` tokens: the smallest captured size >= tokens when the step
-        runs as a graph (vLLM: any step up to the largest size; SGLang: decode-only steps), else `tokens`."""
+        runs as a graph (vLLM: any step up to the largest size; SGLang: decode-only steps, and a prefill step its
+        prefill graphs' bucket where that bucket is at most twice the tokens: sglang_prefill_padded), else
+        `tokens`."""
+        if not decode_only and self.prefill_capture_sizes:
+            return sglang_prefill_padded(tokens, self.prefill_capture_sizes)
         if self.pad_scope == "none" or not self.capture_sizes or (self.pad_scope == "decode" and not decode_only):
             return tokens
         i = bisect.bisect_left(self.capture_sizes, tokens)
@@ -253,8 +260,9 @@ def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> Engin
     eager = timing.eager_launch_s(layers, moe_layers) if profile.capture_sizes else 0.0
     if not eager:
         return profile
+    prefill = profile.prefill_capture_sizes[-1] if profile.prefill_capture_sizes else timing.prefill_capture_tokens
     return replace(profile, overheads=replace(profile.overheads, eager_above_tokens=profile.capture_sizes[-1],
-                                              eager_above_prefill_tokens=timing.prefill_capture_tokens, eager_s=eager))
+                                              eager_above_prefill_tokens=prefill, eager_s=eager))
 
 
 def with_sampler(profile: EngineScheduling, hardware_name: str, vocab: int) -> EngineScheduling:
@@ -358,6 +366,26 @@ def sglang_capture_sizes(max_bs: int) -> tuple[int, ...]:
     return tuple(s for s in sizes if s <= max_bs)
 
 
+def sglang_prefill_capture_sizes(max_tokens: int) -> tuple[int, ...]:
+    """SGLang's prefill CUDA-graph buckets (ServerArgs._generate_prefill_cuda_graph_batch_sizes, srt/server_args.py
+    of sglang 0.5.17, lines 4990-5007: 4 .. 32 by 4, 48 .. 256 by 16, 288 .. 512 by 32, 576 .. 1,024 by 64, 1,280 ..
+    4,096 by 256, 4,608 .. max by 512), up to its prefill max_bs, the chunked_prefill_size for a model without MLA
+    (lines 4724-4731; 2,048 with MLA, not modelled). The H200 runs' start-up logs list 4 .. 8,192."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
+             + list(range(1280, 4097, 256)) + list(range(4608, max_tokens + 1, 512)))
+    return tuple(s for s in sizes if s <= max_tokens)
+
+
+def sglang_prefill_padded(tokens: int, sizes: tuple[int, ...]) -> int:
+    """The tokens a prefill step of `tokens` computes under SGLang's breakable prefill graphs: the replay runs every
+    token of the smallest bucket >= tokens (srt/model_executor/runner/prefill_cuda_graph_runner.py: 'A replay
+    executes every padded token in its capture bucket'), unless that bucket is more than twice the tokens
+    (_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR = 2, can_replay_locally) or none holds them: then the exact tokens,
+    eagerly."""
+    i = bisect.bisect_left(sizes, tokens)
+    return sizes[i] if i < len(sizes) and sizes[i] <= 2 * tokens else tokens
+
+
 def sglang_max_running(pool_tokens: int, context_len: int) -> int:
     """max_running_requests = min(pool tokens // 2, the request pool min(max(pool / context x 512, 2048), 4096))."""
     req_pool = min(max(int(pool_tokens / context_len * 512), 2048), 4096)
@@ -386,6 +414,7 @@ def sglang(hardware: Hardware, tp: int, pool_tokens: int | None, context_len: in
     overheads = measured_overheads("sglang", host_speed)
     return EngineScheduling(
         "sglang", running, chunk, mixed_steps=False, capture_sizes=sglang_capture_sizes(max_bs), pad_scope="decode",
+        prefill_capture_sizes=sglang_prefill_capture_sizes(chunk),
         prefix_caching=True, page_tokens=1, overheads=overheads, host_speed=host_speed,
         admission_lag=sglang_admission_lag(overheads.overlap),
         notes=(f"sglang: chunked_prefill_size {chunk}, cuda_graph_max_bs {max_bs}, max_running_requests {running} "

@@ -374,13 +374,14 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
                     route, block_steps, host.overlap, engine.admission_lag, conc,
                     host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
                     sc.spec_tokens, sim.workload.pp, sim.workload.micro_batches, sc.admit_full_prompt,
-                    host.eager_above_prefill_tokens or host.eager_above_tokens], dtype=np.int64)
+                    host.eager_above_prefill_tokens or host.eager_above_tokens, len(engine.capture_sizes)],
+                   dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
                      host.sampler_s, host.sampler_row_s, rule.cache_threshold, rule.balance_rel_threshold,
                      *handoff_terms(sim.phases)])
-    sizes = np.array(engine.capture_sizes, dtype=np.int64)
+    sizes = np.array(engine.capture_sizes + engine.prefill_capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,

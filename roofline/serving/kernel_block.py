@@ -47,12 +47,19 @@ NO_AHEAD = np.int64(0)
 
 
 @njit(cache=True, inline="always")
-def padded(tokens, decode_only, sizes, scope):
-    """EngineScheduling.padded_tokens: the smallest captured size >= tokens (scope 1: any step, 2: decode-only)."""
-    if scope == 0 or len(sizes) == 0 or (scope == 2 and not decode_only):
+def padded(tokens, decode_only, sizes, scope, ndec):
+    """EngineScheduling.padded_tokens: the smallest captured size >= tokens (scope 1: any step, 2: decode-only) of
+    sizes[:ndec]; a step with chunks, where sizes holds prefill buckets past ndec (SGLang's), the smallest of those
+    >= tokens if at most twice the tokens (scheduling.sglang_prefill_padded), else tokens."""
+    if not decode_only and len(sizes) > ndec:
+        i = np.searchsorted(sizes[ndec:], tokens)
+        if i < len(sizes) - ndec and sizes[ndec + i] <= 2 * tokens:
+            return sizes[ndec + i]
         return tokens
-    i = np.searchsorted(sizes, tokens)
-    return sizes[i] if i < len(sizes) else tokens
+    if scope == 0 or ndec == 0 or (scope == 2 and not decode_only):
+        return tokens
+    i = np.searchsorted(sizes[:ndec], tokens)
+    return sizes[i] if i < ndec else tokens
 
 
 @njit(cache=True, inline="always")

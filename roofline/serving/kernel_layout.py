@@ -39,6 +39,9 @@ RF_FIELDS = 5
 # with prefill chunks of more real tokens pays eager_s: EngineOverheads.eager, eager_above_prefill_tokens or else
 # eager_above)
 PP, MICRO, FULL_PROMPT, EAGER_PREFILL = 19, 20, 21, 22
+# cfg (continued): nsizes (the decode / token capture sizes at the front of the loop's `sizes`; any after them are
+# the engine's prefill buckets, EngineScheduling.prefill_capture_sizes)
+NSIZES = 23
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 # fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)

@@ -35,6 +35,7 @@ from roofline.serving.kernel_layout import (
     N_RUN,
     NCH,
     NREP,
+    NSIZES,
     NSTEPS,
     PAD,
     PAD_SCOPE,
@@ -118,7 +119,7 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
     ri[r, NSTEPS] = block_length(r, st, held, ri, rf, seq, cfg, fcfg)
     ri[r, STEPS] = ri[r, NSTEPS]
     ri[r, M] = 0
-    ri[r, PAD] = padded(ri[r, TOKENS], ri[r, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[r, TOKENS]
+    ri[r, PAD] = padded(ri[r, TOKENS], ri[r, NCH] == 0, sizes, cfg[PAD_SCOPE], cfg[NSIZES]) - ri[r, TOKENS]
     rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = now, 0.0, in_run, in_wait
     rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = rf[r, USED], ri[r, PREEMPT], ri[r, TOKENS], r
     ri[r, REC] = nrec

@@ -23,6 +23,7 @@ from roofline.serving.kernel_layout import (
     LAG,
     N_RUN,
     NCH,
+    NSIZES,
     PAD,
     PAD_SCOPE,
     PREEMPT,
@@ -119,7 +120,7 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
             continue
         ri[0, STEPS] = block_length(R0, st, held, ri, rf, seq, cfg, fcfg)
         ri[0, M] = 0
-        ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE]) - ri[0, TOKENS]
+        ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE], cfg[NSIZES]) - ri[0, TOKENS]
         if cfg[SPEC]:  # Simulator.block_ends' speculative branch: one step (block_length says 1)
             ends[0, 0] = spec_step_s(R0, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
             steps = 1

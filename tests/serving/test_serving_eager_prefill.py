@@ -49,3 +49,35 @@ def test_sglangs_limits_give_the_python_loops_times_past_b_256():
     old.engine = dataclasses.replace(old.engine, overheads=dataclasses.replace(eng, eager_above_prefill_tokens=0))
     slow_old = old.run(reqs)
     assert np.all(slow_old.finish_s >= fast.finish_s - 1e-12) and np.any(slow_old.finish_s > fast.finish_s + 1e-3)
+
+
+def test_sglangs_prefill_buckets_by_hand():
+    """SGLang 0.5.17's prefill graph buckets (server_args.py 4990-5007, up to the chunked_prefill_size 8,192 on the
+    H200, as its start-up log lists them: 4, 8, ..., 1,024, 1,280, ..., 8,192) and a replay's padding
+    (prefill_cuda_graph_runner.py: the smallest bucket >= tokens, unless more than twice the tokens)."""
+    from roofline.engines.scheduling import sglang_prefill_capture_sizes, sglang_prefill_padded
+
+    sizes = sglang_prefill_capture_sizes(8192)
+    assert sizes[:9] == (4, 8, 12, 16, 20, 24, 28, 32, 48) and sizes[-3:] == (7168, 7680, 8192)
+    assert len(sizes) == 8 + 13 + 8 + 8 + 13 + 8  # 4..32/4, 48..256/16, 288..512/32, 576..1024/64, 1280..4096/256, ..
+    assert [sglang_prefill_padded(t, sizes) for t in (1, 2, 3, 1024, 1025, 3000, 8192, 9000)] == [
+        1, 4, 4, 1024, 1280, 3072, 8192, 9000]
+    profile = scheduling("sglang", load_hardware("H200"), "api", 1, context_len=4096)
+    assert profile.padded_tokens(1025, decode_only=False) == 1280
+    assert profile.padded_tokens(100, decode_only=True) == 104  # a decode batch of 100 runs the bs-104 graph
+
+
+def test_sglangs_prefill_padding_gives_the_python_loops_times_and_moves_the_run():
+    """Prompts of 64-3,000 tokens, mostly between buckets: the compiled loop pads each prefill step as the Python
+    loop does, and the run differs from one without prefill buckets (every prefill one exact step)."""
+    h100 = load_hardware("H100-SXM")
+    reqs = requests(30.0, 150)
+    sim = simulator(reqs.max_tokens, engine=scheduling("sglang", h100, "api", 1, context_len=reqs.max_tokens))
+    assert sim.engine.prefill_capture_sizes[-1] == sim.engine.max_num_batched_tokens
+    fast = sim.run(reqs)
+    assert_same(fast, python_loop(sim).run(reqs))
+    exact = simulator(reqs.max_tokens, engine=dataclasses.replace(
+        scheduling("sglang", h100, "api", 1, context_len=reqs.max_tokens), prefill_capture_sizes=()))
+    unpadded = exact.run(reqs)
+    assert unpadded.ttft_s.mean() < fast.ttft_s.mean()  # the padded tokens cost GEMM work (batches may regroup)
+    assert not np.allclose(unpadded.first_token_s, fast.first_token_s)
