@@ -27,6 +27,7 @@ from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
 from roofline.serving.simulate import Simulator
 from roofline.specs import Workload
+from validate import stored
 
 H200, A100, L4, B200 = (load_hardware(n) for n in ("H200", "A100-80GB", "L4", "B200"))
 
@@ -273,5 +274,5 @@ def test_sglang_lags_admission_one_decode_step_of_the_running_request():
     assert extra == pytest.approx(phases.decode_time(1, 524), rel=2e-3)
     assert _prefill_first_ttft(True, 100.0) == pytest.approx(_prefill_first_ttft(False, 100.0), rel=1e-12)  # idle
     run = Path(__file__).resolve().parents[2] / "validate/results/engines/nvidia-h200-sglang-2026-11-30-run1"
-    info = json.loads((run / "Llama-3.1-8B-rate24.jsonl").read_text().splitlines()[0])["server_info"]
+    info = json.loads(stored.read_text(run / "Llama-3.1-8B-rate24.jsonl").splitlines()[0])["server_info"]
     assert info["disable_overlap_schedule"] is False and scheduling("sglang", H200).admission_lag

@@ -39,6 +39,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from validate import stored
+
 SKINNY_TOKENS = 64
 LARGE_TOKENS = 2048
 SETTLED = 0.02
@@ -222,7 +224,7 @@ def calibrate(results_path: Path | None, hardware_file: Path, probe_path: Path |
     if results_path is not None:
         section.update(client_ceilings(json.loads(Path(results_path).read_text()), str(results_path)))
     if probe_path is not None:
-        section.update(probe_ceilings(json.loads(Path(probe_path).read_text()), str(probe_path), section))
+        section.update(probe_ceilings(json.loads(stored.read_text(probe_path)), str(probe_path), section))
     if fused_path is not None:
         value = fused_kernel_time(json.loads(Path(fused_path).read_text()))
         if value is None:

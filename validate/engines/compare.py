@@ -13,6 +13,7 @@ import re
 import statistics
 from pathlib import Path
 
+from validate import stored
 from validate.engines.predict import CASES, capacity_from_log, predict, serve_runs, simulate, util_of
 
 # the engine profile's own microbenchmarks (validate/engines/derive.py): the tiny model and the narrow models of the
@@ -87,8 +88,8 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
     serve = CASES.get("serve")
     server_log = results / f"{serve['model']}-server.log" if serve else None
     # a served model with no offline entry in the cases file (run 9) has no committed server capacity: no row
-    if server_log is not None and server_log.is_file() and serve["model"] in predicted["models"]:
-        log = parse_log(server_log.read_text(errors="replace"))
+    if server_log is not None and stored.exists(server_log) and serve["model"] in predicted["models"]:
+        log = parse_log(stored.read_text(server_log, errors="replace"))
         if log:
             rows["capacity"].append({
                 "model": serve["model"], "run": "server", "max_model_len": serve["max_model_len"],
@@ -171,9 +172,9 @@ def compare_serve(results: Path, hardware: str) -> list[dict]:
     rows = []
     for name, flags in serve_runs(results):
         f = results / f"{s['model']}-{name}.json"
-        if not f.is_file():
+        if not stored.exists(f):
             continue
-        meas = json.loads(f.read_text())
+        meas = json.loads(stored.read_text(f))
         sim = simulate(flags, hardware)
         if "error" in sim:
             rows.append({"run": name, "error": sim["error"]})

@@ -18,6 +18,8 @@ import re
 import statistics
 from pathlib import Path
 
+from validate import stored
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1] / "validate" / "results" / "engines"
 RUN = ROOT / "nvidia-h200-sglang-2026-11-30-run1"
@@ -103,7 +105,7 @@ def report(run: Path, predicted: dict, before: dict | None = None) -> list[str]:
         lines += ["", f"served {model} (sglang.bench_serving, random-ids {length_text(predicted, model)}): measured, "
                   "predicted (err %)"]
         for key, pred in served.items():
-            m = json.loads((run / f"{model}-{key}.jsonl").read_text().splitlines()[-1])
+            m = json.loads(stored.read_text(run / f"{model}-{key}.jsonl").splitlines()[-1])
             row = [f"  {key:<7}"]
             for label, mk, pk, q in SERVED:
                 row.append(f"{label} {m[mk]:8.2f} ms: {pred[pk][q] * 1e3:8.2f} "
@@ -142,8 +144,8 @@ def served_pools(run: Path, predicted: dict) -> list[tuple[str, tuple[int, int]]
     for model in dict.fromkeys(m for m, _ in served_runs(predicted)):
         log = run / f"{model}-server.log"
         pred = (predicted.get("served_capacity", {}).get(model) or predicted["models"].get(model, {}).get("capacity"))
-        if log.is_file() and pred and "pool_tokens" in pred:
-            out.append((model, (pool_tokens(log.read_text()), pred["pool_tokens"])))
+        if stored.exists(log) and pred and "pool_tokens" in pred:
+            out.append((model, (pool_tokens(stored.read_text(log)), pred["pool_tokens"])))
     return out
 
 
@@ -156,7 +158,7 @@ def prefix_hit(run: Path, model: str, key: str) -> float | None:
     import datetime as dt
 
     marks, log = run / f"{model}-marks.txt", run / f"{model}-server.log"
-    if not marks.is_file() or not log.is_file():
+    if not marks.is_file() or not stored.exists(log):
         return None
     times = [(tag, float(t)) for tag, t in (line.split() for line in marks.read_text().splitlines())]
     window = next(((t, nxt) for (tag, t), (_, nxt) in zip(times, times[1:], strict=False) if tag == key), None)
@@ -164,7 +166,7 @@ def prefix_hit(run: Path, model: str, key: str) -> float | None:
         return None
     rx = re.compile(r"^\[(\S+ \S+)\] Prefill batch, #new-seq: \d+, #new-token: (\d+), #cached-token: (\d+)")
     rows = []
-    for line in log.read_text().splitlines():
+    for line in stored.read_text(log).splitlines():
         if m := rx.match(line):
             stamp = dt.datetime.fromisoformat(m[1]).replace(tzinfo=dt.UTC).timestamp()
             if int(window[0]) <= stamp <= window[1]:
@@ -199,7 +201,7 @@ def compare_rows(run: Path, predicted: dict, before: dict) -> list[str]:
                   "measured / predicted (err %)", "run       TTFT p50 ms              TTFT p99 ms              "
                   "TPOT p50 ms              TPOT p99 ms              output tok/s"]
         for key, pred in served.items():
-            m = json.loads((run / f"{model}-{key}.jsonl").read_text().splitlines()[-1])
+            m = json.loads(stored.read_text(run / f"{model}-{key}.jsonl").splitlines()[-1])
             cells = [f"{m[mk]:8.2f} / {pred[pk][q] * 1e3:8.2f} ({err(pred[pk][q] * 1e3, m[mk]):+6.1f})"
                      for _label, mk, pk, q in SERVED]
             tput = pred["throughput_tokens_per_s"]

@@ -20,6 +20,8 @@ import os
 import statistics
 from pathlib import Path
 
+from validate import stored
+
 ROOT = Path(__file__).resolve().parents[2] / "validate" / "results" / "engines"
 DATES = {"run12": "2026-11-29", "run13": "2026-11-29", "run14": "2026-11-29", "run17": "2026-11-30"}
 RUNS = {run: (f"cases-{run}.json", ROOT / f"nvidia-h200x2-vllm-{date}-{run}",
@@ -108,7 +110,7 @@ def served(run: str, lines: list[str]) -> None:
         lines.append(f"  'host': the model now with --host-speed {speed:.4f}, this host's own tiny server "
                      "(tiny-conc1.json median TTFT) against the profile's (2026-11-28)")
     for key in now:
-        m = json.loads((folder / f"{d['model']}-{key}.json").read_text())
+        m = json.loads(stored.read_text(folder / f"{d['model']}-{key}.json"))
         row = [f"  {key:<10}"]
         for label, mk, pk, q in SERVED:
             meas = m[mk]

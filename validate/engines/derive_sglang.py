@@ -41,6 +41,7 @@ import json
 import re
 from pathlib import Path
 
+from validate import stored
 from validate.engines.derive import fit_affine, fit_host, fused_moe_law, graph_replay, prefill_flops
 
 # kernels an op launches outside SGLang's fused MoE call, which micro_sglang.py's fused_moe law times whole
@@ -60,7 +61,7 @@ def derive(run: Path) -> dict:
     steps = [d["decode_step_s"] for d in lat["decode"]]
     step_s, per_seq_s = fit_host(batches, steps)
     request = min(lat["prefill"], key=lambda p: p["P"])
-    served = [(c, json.loads((run / f"{TINY}-conc{c}.jsonl").read_text().splitlines()[-1])) for c in (1, 16, 64)]
+    served = [(c, json.loads(stored.read_text(run / f"{TINY}-conc{c}.jsonl").splitlines()[-1])) for c in (1, 16, 64)]
     server_step_s, server_per_seq_s = fit_host([c for c, _ in served], [m["median_tpot_ms"] * 1e-3 for _, m in served])
     ttft = served[0][1]["median_ttft_ms"] * 1e-3
     startup = "\n".join(json.loads((run / f"{TINY}-startup.json").read_text())["log"])

@@ -27,6 +27,7 @@ from roofline.engines.scheduling import vllm as vllm_scheduling
 from roofline.methods.registry import parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
+from validate import stored
 from validate.engines import models as engine_models
 from validate.engines.offline_schedule import offline_decode_step_s
 
@@ -135,7 +136,7 @@ def predict(hardware: str) -> dict:
 def _detailed(results: Path | None, run: str) -> dict | None:
     """A served run's saved result (with --save-detailed: each request's start_times, input_lens, output_lens)."""
     f = results / f"{CASES['serve']['model']}-{run}.json" if results else None
-    return json.loads(f.read_text()) if f and f.is_file() else None
+    return json.loads(stored.read_text(f)) if f and stored.exists(f) else None
 
 
 def serve_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
@@ -234,7 +235,7 @@ def pd_runs(results: Path | None = None) -> list[tuple[str, list[str]]]:
     for rate, n in d["rates"]:
         seed += 1
         f = results / f"{d['model']}-pd-rate{rate}.json" if results else None
-        det = json.loads(f.read_text()) if f and f.is_file() else None
+        det = json.loads(stored.read_text(f)) if f and stored.exists(f) else None
         if det and det.get("start_times"):
             t0 = det["start_times"][0]
             trace = write_trace(tmp / f"pd{rate}.csv", [t - t0 for t in det["start_times"]], det["input_lens"],

@@ -31,6 +31,7 @@ from roofline.engines.scheduling import scheduling
 from roofline.methods.registry import parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
+from validate import stored
 from validate.engines import models as engine_models
 
 HERE = Path(__file__).resolve().parent
@@ -118,7 +119,7 @@ def host_speed_of(results: Path) -> float | None:
     for vLLM; None where the run has no tiny server."""
     def ttft(run: Path) -> float | None:
         f = run / "tiny-llama-conc1.jsonl"
-        return json.loads(f.read_text().splitlines()[-1])["median_ttft_ms"] if f.is_file() else None
+        return json.loads(stored.read_text(f).splitlines()[-1])["median_ttft_ms"] if stored.exists(f) else None
 
     own, ref = ttft(results), ttft(HERE.parents[1] / "validate/results/engines/nvidia-h200-sglang-2026-11-30-run1")
     return ref / own if own and ref else None

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.engines.scheduling import EngineOverheads
+from validate import stored
 from validate.engines.sglang_steps import EVENT_GAP_S, RUN, log_prefills, per_token_s, run_lines
 
 DECODE = re.compile(r"Decode batch, #running-req: (\d+), #token: (\d+),.*gen throughput \(token/s\): ([\d.]+)")
@@ -110,7 +111,7 @@ def prefills_in_life(ivs: list[Interval], output_tokens: int) -> np.ndarray:
 def _stream(run: Path, model: str, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Send instants, TTFTs and finishes (seconds from the first send) and each request's token times."""
     sends = json.loads((run / f"{model}-{key}-sends.json").read_text())["requests"][1:]
-    doc = json.loads((run / f"{model}-{key}.jsonl").read_text().splitlines()[0])
+    doc = json.loads(stored.read_text(run / f"{model}-{key}.jsonl").splitlines()[0])
     t0 = sends[0]["start_perf_s"]
     sent = np.array([r["start_perf_s"] - t0 for r in sends])
     ttft = np.array(doc["ttfts"])
@@ -249,8 +250,7 @@ def main() -> None:
     p.add_argument("--runs", default="rate4,rate12,rate24,conc32", help="the runs in the server log's order")
     a = p.parse_args()
     runs = tuple(a.runs.split(","))
-    with open(a.run / f"{a.model}-server.log", newline="") as f:
-        log = f.read()
+    log = stored.read_text(a.run / f"{a.model}-server.log", newline="")
     every = []
     for key in runs:
         rows = decode_rows(intervals(run_lines(log, key, runs)), a.model)

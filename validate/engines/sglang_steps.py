@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from validate import stored
+
 HERE = Path(__file__).resolve().parent
 RUN = HERE.parents[1] / "validate" / "results" / "engines" / "nvidia-h200-sglang-2026-11-30-run1"
 EVENT_GAP_S = 1e-3  # tokens of one step reach the clients within this of each other (light load)
@@ -93,8 +95,8 @@ def measured(run: Path, model: str, key: str, runs: tuple[str, ...]) -> tuple[Ba
     t0 = sends[0]["start_perf_s"]
     s = np.array([r["start_perf_s"] - t0 for r in sends])
     first_token = s + np.array([r["ttft_s"] for r in sends])
-    with open(run / f"{model}-server.log", newline="") as f:  # progress bars' lone carriage returns are not lines
-        rows = log_prefills(f.read(), key, runs)
+    # progress bars' lone carriage returns are not lines
+    rows = log_prefills(stored.read_text(run / f"{model}-server.log", newline=""), key, runs)
     seqs = np.array([r[0] for r in rows])
     if seqs.sum() != len(s):
         raise ValueError(f"{key}: {seqs.sum()} prefilled requests in the log, {len(s)} sent")
@@ -151,7 +153,7 @@ def first_boundary(run: Path, model: str, key: str) -> dict:
     request's path to the scheduler takes, as a step's end sees it. Also: how many requests saw 0, 1, 2, ... step
     ends between their send and their first token."""
     sends = json.loads((run / f"{model}-{key}-sends.json").read_text())["requests"][1:]
-    doc = json.loads((run / f"{model}-{key}.jsonl").read_text().splitlines()[0])
+    doc = json.loads(stored.read_text(run / f"{model}-{key}.jsonl").splitlines()[0])
     t0 = sends[0]["start_perf_s"]
     times = [r["start_perf_s"] - t0 + ttft + np.concatenate([[0.0], np.cumsum(itl)])
              for r, ttft, itl in zip(sends, doc["ttfts"], doc["itls"], strict=True)]

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from validate import stored
+
 
 def _simulate_trace(flags: list[str], hardware: str, lag: bool = True):
     """The Simulator and Trace of one `roofline simulate` command line, built as roofline.cli.simulate does."""
@@ -75,9 +77,9 @@ def analyse(results: Path, hardware: str, lag: bool = True) -> dict:
     out = {}
     for name, flags in serve_runs(results):
         f = results / f"{CASES['serve']['model']}-{name}.json"
-        if not f.is_file() or name.startswith("spec"):
+        if not stored.exists(f) or name.startswith("spec"):
             continue
-        d = json.loads(f.read_text())
+        d = json.loads(stored.read_text(f))
         meas = np.asarray(d.get("ttfts") or [], dtype=float)
         if not len(meas):
             continue

@@ -13,6 +13,7 @@ from roofline.catalogue import load_hardware, load_model
 from roofline.costmodel import build_graph, roofline_for
 from roofline.costmodel.fusion import FUSION
 from roofline.methods import parse_method
+from validate import stored
 from validate.clients import step_costs_core
 from validate.clients.calibrate import probe_ceilings, routing_kernels
 
@@ -21,7 +22,7 @@ EXPERT_BYTES = 3 * 4096 * 14336 * 2  # Mixtral-8x7B: w1, w3 and w2 of one expert
 
 
 def _h3(device: str) -> list[dict]:
-    probe = json.loads((RESULTS / f"{device}-probe13.json").read_text())
+    probe = json.loads(stored.read_text(RESULTS / f"{device}-probe13.json"))
     return [c for c in probe["cases"] if c.get("part") == "h3"]
 
 

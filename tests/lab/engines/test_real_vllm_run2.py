@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from validate import stored
 from validate.engines.predict import vllm_arrivals
 from validate.engines.spec import acceptance
 
@@ -16,7 +17,7 @@ RUN = Path(__file__).resolve().parents[3] / "validate" / "results" / "engines" /
 @pytest.mark.parametrize(("seed", "rate", "n"), [(101, 4, 60), (102, 12, 180), (105, 48, 480)])
 def test_the_replayed_arrivals_are_the_clients_recorded_send_times(seed, rate, n):
     # serve.sh gives run k of the cases file the seed 100 + k; vllm bench serve --save-detailed recorded start_times
-    sent = json.loads((RUN / f"Llama-3.1-8B-rate{rate}.json").read_text())["start_times"]
+    sent = json.loads(stored.read_text(RUN / f"Llama-3.1-8B-rate{rate}.json"))["start_times"]
     drawn = vllm_arrivals(seed, rate, n)
     assert len(sent) == n
     # relative to the first request: the client's sleep-based sending lags its schedule by a few ms at most
@@ -46,7 +47,7 @@ def test_the_draft_model_run_accepted_nothing_on_dummy_weights():
 
 def test_the_engine_disables_async_scheduling_with_a_draft_model():
     # the mechanism behind the speculative run's miss (no host/GPU overlap): the engine's own log line
-    log = (RUN / "Llama-3.1-8B-spec-server.log").read_text(errors="replace")
+    log = stored.read_text(RUN / "Llama-3.1-8B-spec-server.log", errors="replace")
     assert "Async scheduling not supported with draft_model-based speculative decoding" in log
 
 

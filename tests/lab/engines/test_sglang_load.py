@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from roofline.engines.scheduling import EngineOverheads
+from validate import stored
 from validate.engines import sglang_load as mod
 from validate.engines.sglang_steps import RUN, run_lines
 
@@ -92,8 +93,7 @@ def test_the_scaled_decode_diagnostic_scales_decode_steps_only():
 
 def test_the_committed_runs_last_interval_from_its_log_line():
     runs = ("rate4", "rate12", "rate24", "conc32")
-    with open(RUN / "Llama-3.1-8B-server.log", newline="") as f:
-        ivs = mod.intervals(run_lines(f.read(), "rate24", runs))
+    ivs = mod.intervals(run_lines(stored.read_text(RUN / "Llama-3.1-8B-server.log", newline=""), "rate24", runs))
     # 23 decode lines: 22 intervals, 7 with no prefill line between (the log's order, counted with awk)
     assert len(ivs) == 22 and sum(not iv.prefills for iv in ivs) == 7
     last = ivs[-1]

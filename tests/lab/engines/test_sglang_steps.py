@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from validate import stored
 from validate.engines import sglang_steps as mod
 
 LOG = "\n".join([
@@ -72,8 +73,7 @@ def test_when_a_request_was_formed_into_a_prefill_from_the_clients_token_stream(
 
 def test_the_committed_runs_prefill_batches_and_their_sizes():
     run, runs = mod.RUN, ("rate4", "rate12", "rate24", "conc32")
-    with open(run / "Llama-3.1-8B-server.log", newline="") as f:
-        rows = mod.log_prefills(f.read(), "rate24", runs)
+    rows = mod.log_prefills(stored.read_text(run / "Llama-3.1-8B-server.log", newline=""), "rate24", runs)
     # grep -c over the rate24 window: 273 lines; #new-seq 1 / 2 / 3 / 4 / 5 on 212 / 42 / 13 / 5 / 1 of them
     assert len(rows) == 273
     assert Counter(r[0] for r in rows) == {1: 212, 2: 42, 3: 13, 4: 5, 5: 1}
