@@ -162,10 +162,10 @@ class ScaledDecode(EngineOverheads):
     batches: tuple[float, ...] = field(default=(1.0,))
     ratios: tuple[float, ...] = field(default=(1.0,))
 
-    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0):
-        if sequences and tokens == sequences:
+    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False):
+        if sequences and tokens == sequences and not prefill:
             gpu_s = gpu_s * float(np.interp(sequences, self.batches, self.ratios))
-        return super().combine(gpu_s, sequences, tokens, loads_s)
+        return super().combine(gpu_s, sequences, tokens, loads_s, prefill)
 
 
 def simulate(run: Path, model: str, key: str, ratio: tuple[tuple[float, ...], tuple[float, ...]] | None = None):

@@ -37,7 +37,8 @@ def _simulate_trace(flags: list[str], hardware: str, lag: bool = True):
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
     from roofline.cli import build_parser
-    from roofline.cli.simulate import _clients, _engine_profile, _inputs, _simulator
+    from roofline.cli.simulate import _clients, _engine_profile, _simulator
+    from roofline.cli.simulate_inputs import inputs as _inputs
     from roofline.methods import parse_method
     from roofline.specs import Workload
     from validate.engines.predict import simulate_flags
