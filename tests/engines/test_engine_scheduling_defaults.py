@@ -66,7 +66,10 @@ def test_sglang_defaults_by_gpu_memory():
     assert s.max_num_batched_tokens == 8192 and s.capture_sizes[-1] == 256
     assert len(s.capture_sizes) == 5 + 31  # [1,2,4,8,12] + 16..256 step 8
     assert not s.mixed_steps and s.pad_scope == "decode" and s.page_tokens == 1
-    assert s.padded_tokens(13, True) == 16 and s.padded_tokens(13, False) == 13
+    assert s.padded_tokens(13, True) == 16  # a decode batch of 13 runs the bs-16 graph
+    # a 13-token prefill runs the 16-token prefill graph (sglang 0.5.17 server_args.py 4990-5007: 4..32 by 4); a
+    # 1-token one runs eagerly (the 4-token bucket is more than twice it: prefill_cuda_graph_runner.py)
+    assert s.padded_tokens(13, False) == 16 and s.padded_tokens(1, False) == 1
     big = scheduling("sglang", B200)  # 180 GiB
     assert big.max_num_batched_tokens == 16384 and big.capture_sizes[-1] == 512
     assert scheduling("sglang", L4, tp=4).capture_sizes[-1] == 80  # < 35 GiB, tp >= 4
