@@ -20,7 +20,6 @@ first_boundary reading (two or three step ends before the first token).
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ import numpy as np
 
 from roofline.engines.scheduling import EngineOverheads
 from validate import stored
-from validate.engines.sglang_steps import EVENT_GAP_S, RUN, log_prefills, per_token_s, run_lines
+from validate.engines.sglang_steps import EVENT_GAP_S, log_prefills, per_token_s, run_args, run_lines
 
 DECODE = re.compile(r"Decode batch, #running-req: (\d+), #token: (\d+),.*gen throughput \(token/s\): ([\d.]+)")
 PREFILL = re.compile(r"Prefill batch, #new-seq: (\d+), #new-token: (\d+),")
@@ -244,12 +243,7 @@ def decode_ratio(rows: list[dict], min_batch: float = 16) -> tuple[tuple[float, 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("run", type=Path, nargs="?", default=RUN)
-    p.add_argument("--model", default="Llama-3.1-8B")
-    p.add_argument("--runs", default="rate4,rate12,rate24,conc32", help="the runs in the server log's order")
-    a = p.parse_args()
-    runs = tuple(a.runs.split(","))
+    a, runs = run_args()
     log = stored.read_text(a.run / f"{a.model}-server.log", newline="")
     every = []
     for key in runs:

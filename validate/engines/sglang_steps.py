@@ -175,13 +175,19 @@ def first_boundary(run: Path, model: str, key: str) -> dict:
             "its_longest_send_to_end_ms": round(float(first_s[formed_at == 2].max()) * 1e3, 1)}
 
 
-def main() -> None:
+def run_args() -> tuple[argparse.Namespace, tuple[str, ...]]:
+    """The lab CLIs' shared arguments (this module's and sglang_load's): the run folder, the served model and the
+    runs in the server log's order."""
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path, nargs="?", default=RUN)
     p.add_argument("--model", default="Llama-3.1-8B")
     p.add_argument("--runs", default="rate4,rate12,rate24,conc32", help="the runs in the server log's order")
     a = p.parse_args()
-    runs = tuple(a.runs.split(","))
+    return a, tuple(a.runs.split(","))
+
+
+def main() -> None:
+    a, runs = run_args()
     for key in (k for k in runs if k.startswith("rate")):
         if key == "rate4":
             print(f"{key}: the client's token stream: {first_boundary(a.run, a.model, key)}")
