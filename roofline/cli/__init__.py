@@ -62,6 +62,16 @@ def add_host_speed(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-speed", type=bounded_float(HOST_SPEED_MAX), default=1.0, help=HOST_SPEED_HELP)
 
 
+MAX_KV_CACHE_BYTES = 1 << 50  # Workload.kv_cache_memory_bytes' cap
+
+
+def add_kv_cache_memory(p: argparse.ArgumentParser) -> None:
+    """--kv-cache-memory-bytes, shared by `plan` and `simulate` (Workload.kv_cache_memory_bytes)."""
+    p.add_argument("--kv-cache-memory-bytes", type=bounded_int(MAX_KV_CACHE_BYTES),
+                   help="the KV pool per GPU in bytes, as vLLM's --kv-cache-memory-bytes: replaces the engine's "
+                        "budget (--utilization then does not size the pool)")
+
+
 def bounded_float(limit: float) -> Callable[[str], float]:
     """An argparse type: a finite number in (0, limit]."""
 

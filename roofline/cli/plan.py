@@ -35,7 +35,7 @@ def add_plan_parser(sub) -> None:
 
 def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
     """The model, hardware, methods and workload flags `plan` and `best` share."""
-    from roofline.cli import MAX_CONTEXT, add_host_speed, bounded_float, bounded_int, positive_int
+    from roofline.cli import MAX_CONTEXT, add_host_speed, add_kv_cache_memory, bounded_float, bounded_int, positive_int
 
     p.add_argument("--model", help="catalogue name, YAML spec or HF config.json (default Llama-3.1-8B)")
     p.add_argument("--name", help="the model's name when --model is a config.json (default: its _name_or_path, "
@@ -51,6 +51,7 @@ def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
     p.add_argument("--micro-batches", type=batch, help="micro-batches through the pipeline (default pp)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
+    add_kv_cache_memory(p)
     p.add_argument("--reserve-gib", type=float, help="runtime reserve in GiB (default 1, +0.5 with >1 GPU)")
     p.add_argument("--prefill-chunk", type=context, help="chunked-prefill tokens (default 8192)")
     p.add_argument("--ep", type=positive_int, default=1,
@@ -92,6 +93,7 @@ def _workload(args: argparse.Namespace):
                                                                        data["context_tokens"] - 1)
     data["generated_tokens"] = generated
     optional = {"prompt_tokens": args.prompt, "gpu_memory_utilization": args.utilization,
+                "kv_cache_memory_bytes": args.kv_cache_memory_bytes,
                 "prefill_chunk_tokens": args.prefill_chunk, "weight_dtype": args.weight_dtype,
                 "expert_weight_dtype": args.expert_weight_dtype,
                 "micro_batches": args.micro_batches or (min(args.pp, data["batch"]) if args.pp > 1 else None),

@@ -79,9 +79,13 @@ def memory_line(result: dict[str, Any]) -> str:
     cap, datasheet = first["capacity_bytes"], result.get("datasheet_memory_bytes")
     where = (f"{display.gib(cap)} as CUDA reports it (datasheet {display.gib(datasheet)}, as `list hardware` shows)"
              if datasheet and datasheet != cap else f"{display.gib(cap)}")
-    return (f"memory per GPU: {where} x {w['gpu_memory_utilization']} usable = {display.gib(first['usable_bytes'])}; "
-            f"weights {display.gib(first['weights_bytes'])}, activations {display.gib(first['activations_bytes'])}, "
-            f"reserve {display.gib(first['reserve_bytes'])}")
+    beside = (f"weights {display.gib(first['weights_bytes'])}, activations {display.gib(first['activations_bytes'])}, "
+              f"reserve {display.gib(first['reserve_bytes'])}")
+    if w.get("kv_cache_memory_bytes") is not None:  # the user's pool: the usable fraction sizes nothing
+        return (f"memory per GPU: {where}; KV pool {display.gib(w['kv_cache_memory_bytes'])} as given "
+                f"(--kv-cache-memory-bytes); {beside}")
+    usable = display.gib(first["usable_bytes"])
+    return f"memory per GPU: {where} x {w['gpu_memory_utilization']} usable = {usable}; {beside}"
 
 
 def notes_lines(result: dict[str, Any], notes: list[tuple[str, str]], common: list[str], show_all: bool) -> list[str]:

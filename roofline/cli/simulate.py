@@ -20,7 +20,7 @@ DEFAULT_REQUESTS = 1000
 
 
 def add_simulate_parser(sub, positive_int, positive_float) -> None:
-    from roofline.cli import add_host_speed, bounded_int
+    from roofline.cli import add_host_speed, add_kv_cache_memory, bounded_int
 
     p = sub.add_parser("simulate", help=SIMULATE_HELP)
     p.add_argument("--model", required=True, help="catalogue name, YAML spec or HF config.json")
@@ -88,6 +88,7 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
+    add_kv_cache_memory(p)
     p.add_argument("--seed", type=bounded_int(2 ** 64 - 1, minimum=0), default=0,
                    help="random seed of arrivals and lengths (a whole number >= 0, as numpy's default_rng takes)")
     p.add_argument("--json", action="store_true")
@@ -140,6 +141,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                             "page_tokens": profile.page_tokens, "host_speed": args.host_speed}
     if args.utilization is not None:
         data["gpu_memory_utilization"] = args.utilization
+    if args.kv_cache_memory_bytes is not None:
+        data["kv_cache_memory_bytes"] = args.kv_cache_memory_bytes
     workload = validate(Workload, data, "workload")
     results = []
     for method in methods:

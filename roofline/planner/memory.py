@@ -3,7 +3,8 @@
 usable   = capacity x utilization                      (vLLM gpu_memory_utilization, default 0.90)
 kv_pool  = usable - runtime reserve - weights (sharded) - method parameters (sharded)
            - activation workspace at the prefill peak
-With an engine (Workload.engine), kv_pool follows that engine's budget rule instead (roofline.engines).
+With an engine (Workload.engine), kv_pool follows that engine's budget rule instead (roofline.engines); with
+Workload.kv_cache_memory_bytes (vLLM --kv-cache-memory-bytes) it is that figure, whatever the engine.
 per sequence: the method's reserved KV bytes at the context, rounded up to whole pages of `page_tokens`
 (vLLM block size 16), times this GPU's share of the KV heads and of the layers, plus any per-sequence
 workspace (XQuant-CL's accumulator, AQUA-KV's reconstructed layer): one per sequence on every pipeline stage,
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from roofline.accounting import NORM_PARAMS_PER_CHANNEL, dtype_size, parameter_count, routed_expert_params
 from roofline.costmodel.blocks import Shard, check_ep
 from roofline.engines import BudgetParts, EngineOptions, kv_pool
+from roofline.errors import SpecError
 from roofline.lazy import sp
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
@@ -166,7 +168,13 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     if workload.engine == "vllm" and workload.runtime_reserve_bytes is None:  # the engine's measured non-torch
         non_torch, context = peak.non_torch_bytes, 0
         reserve = non_torch + cudagraph  # what vLLM sets beside weights and activations (the shown reserve)
-    if workload.engine != "ideal":
+    if workload.kv_cache_memory_bytes is not None:  # the user's pool (vLLM worker.determine_available_memory)
+        engine_pool = float(workload.kv_cache_memory_bytes)
+        if engine_pool + weights + activations > capacity:
+            raise SpecError(f"--kv-cache-memory-bytes: {workload.kv_cache_memory_bytes:,} bytes of KV beside "
+                            f"{(weights + activations) / 2**30:.1f} GiB of weights and activations exceed "
+                            f"{hardware.name}'s {capacity / 2**30:.1f} GiB per GPU")
+    elif workload.engine != "ideal":
         engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, non_torch, context,
                                                            cudagraph),
                               EngineOptions(tp=workload.tp, pp=workload.pp,

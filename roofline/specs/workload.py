@@ -59,6 +59,9 @@ class Workload(Spec):
     gpu_memory_utilization: float = Field(
         0.90, gt=0.0, le=1.0, description="Fraction of device memory the engine may use (vLLM default 0.90)."
     )
+    kv_cache_memory_bytes: PositiveInt | None = Field(
+        None, le=1 << 50, description="The KV pool per GPU in bytes (vLLM --kv-cache-memory-bytes): replaces the "
+        "engine's budget rule, so gpu_memory_utilization no longer sizes the pool; None: the engine's rule.")
     runtime_reserve_bytes: NonNegativeInt | None = Field(
         None, le=1 << 60, description="CUDA context, allocator and communication buffers; None: the planner's default."
     )

@@ -7,11 +7,12 @@ set -e
 cd ~/stash
 cat $(ls site.part.* | sort -t. -k3 -n) > site.tar.zst
 sha256sum -c site.sha256
-sha256sum -c nixl.sha256
+NIXL=0; [ -f nixl.tar.zst ] && NIXL=1  # NIXL (the disaggregated runs' connector) is carried only when a run needs it
+[ $NIXL = 1 ] && sha256sum -c nixl.sha256
 chmod +x zstd.bin
 mkdir -p ~/site
 ./zstd.bin -dc --long=27 site.tar.zst | tar xf - -C ~/site
-./zstd.bin -dc --long=27 nixl.tar.zst | tar xf - -C ~/site
+[ $NIXL = 1 ] && ./zstd.bin -dc --long=27 nixl.tar.zst | tar xf - -C ~/site
 rm -f site.tar.zst site.part.*
 python3 check_reqs.py image_reqs.txt | tee check_reqs.log || true
 for name in $(grep '^FAIL' check_reqs.log | awk '{print $2}' | tr -d ':' | tr '-' '_' | sort -u); do
@@ -22,4 +23,6 @@ for name in $(grep '^FAIL' check_reqs.log | awk '{print $2}' | tr -d ':' | tr '-
     echo "no fallback for $name"
   fi
 done
-PYTHONPATH=~/site python3 -c "from vllm import LLM; import vllm.v1.attention.backends.flashinfer; import nixl; from nixl._api import nixl_agent; import vllm.entrypoints.openai.api_server; print('ok')"
+CHECK="from vllm import LLM; import vllm.v1.attention.backends.flashinfer; import vllm.entrypoints.openai.api_server"
+[ $NIXL = 1 ] && CHECK="$CHECK; import nixl; from nixl._api import nixl_agent"
+PYTHONPATH=~/site python3 -c "$CHECK; print('ok')"
