@@ -89,6 +89,10 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
     add_kv_cache_memory(p)
+    p.add_argument("--cold-start", action="store_true",
+                   help="a freshly started server: each eager step at a new fused-MoE specialisation first compiles "
+                        "the Triton kernel (~1.1 s a key on the H200 host, roofline.engines.first_use); MoE models on "
+                        "vllm / sglang, one replica; default: steady state, nothing compiled")
     p.add_argument("--seed", type=bounded_int(2 ** 64 - 1, minimum=0), default=0,
                    help="random seed of arrivals and lengths (a whole number >= 0, as numpy's default_rng takes)")
     p.add_argument("--json", action="store_true")
@@ -318,8 +322,10 @@ def _simulator(args: argparse.Namespace, model, hardware, workload, method, prof
         from roofline.serving.speculative import Speculative
         spec = Speculative.parse(args.speculative)
     try:
-        return engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
-                                seqs_given=args.max_num_seqs is not None)
+        sim = engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
+                               seqs_given=args.max_num_seqs is not None)
+        sim.cold_start = args.cold_start
+        return sim
     except ValueError as err:  # a pool with no room names the flag that sized it (serving.pool.KVPool)
         if not str(err).startswith("kv pool:"):
             raise

@@ -57,6 +57,14 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.entry_point == "offline" and args.engine != "vllm":
         raise SpecError(f"--entry-point: offline is vLLM's LLM class; --engine {args.engine} has one set of "
                         "defaults")
+    if getattr(args, "cold_start", False):
+        if args.engine not in ("vllm", "sglang"):
+            raise SpecError(f"--cold-start: is the first use of vLLM's or SGLang's fused-MoE Triton kernel "
+                            f"(engines.first_use); --engine {args.engine} compiles nothing on first use")
+        for flag, given in (("--replicas", args.replicas > 1), ("--disaggregate", bool(args.disaggregate)),
+                            ("--speculative", bool(args.speculative)), ("--size-fleet", args.size_fleet)):
+            if given:
+                raise SpecError(f"--cold-start: simulates one fresh server's compiles; {flag} is not covered")
     if args.engine == "llamacpp":
         from roofline.engines.llamacpp import refuse_tp
 

@@ -93,6 +93,13 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    validate/notes/2026-11-29-vllm-h200-run11.md). `host_speed` (a workload's, `--host-speed`) divides those figures:
    1 is the profile's own host; a user's host is its tiny server's TTFT at concurrency 1 against 16.63 ms
    (validate/engines/serve_tiny.sh). GPU work (4, 9) and the connector's completion (10) do not move with it.
+   The compile of 12 is host work too and divides the same way.
+
+12. **A fresh server's first use of a fused-MoE specialisation** (roofline.engines.first_use): the Triton fused-MoE
+   kernel compiles its two launches the first time an eager step meets a new (tuned config, M x top-k divisible by
+   16) key; moe_jit_key_s is the seconds one new key costs, measured alone by validate/engines/jit_probe.py in a
+   fresh Triton cache at Qwen3-30B-A3B's shapes (the median of the new keys' first calls in a process past its
+   first use; derive_jit.py). Charged only by `simulate --cold-start`; zero until measured.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -156,6 +163,8 @@ class EngineTiming:
     # ... and the part of it the decode instance's worker spends posting the READs (host work of a step, 10.)
     kv_post_s: float = 0.0
     kv_post_descriptor_s: float = 0.0
+    # a fresh server's compile of the fused-MoE Triton kernel at a new specialisation (12.): seconds a new key costs
+    moe_jit_key_s: float = 0.0
 
     def connector_s(self, descriptors):
         """Seconds the engine's KV connector takes to move `descriptors` (KV region, block) descriptors of one
@@ -248,7 +257,7 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 # the figures of one host thread's work (module docstring, 11.): divided by the host's speed
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
-               "kv_post_descriptor_s")
+               "kv_post_descriptor_s", "moe_jit_key_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -314,7 +323,8 @@ def timing(engine: str) -> EngineTiming:
             sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()},
             sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()},
             kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)),
-            kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)))
+            kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)),
+            moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

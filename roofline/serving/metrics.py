@@ -67,6 +67,7 @@ def summarize(trace: Trace, slo: Slo | None) -> dict[str, Any]:
         "preemptions": trace.preemptions,
         "prefix_cache": trace.prefix_cache,
         "gemm_clock": trace.gemm_clock,
+        "first_use": trace.first_use,
         "max_running": int(steps[:, 2].max()) if len(steps) else 0,
         "littles_law": littles_law(trace),
         "timeline": timeline(trace),

@@ -18,8 +18,9 @@ from functools import cached_property
 import numpy as np
 
 from roofline.costmodel.device import burst_options, roofline_for
+from roofline.engines.first_use import FirstUse, first_use
 from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
-from roofline.engines.timing import eager_layers, engine_options
+from roofline.engines.timing import eager_layers, engine_options, timing_on
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
 from roofline.serving.clients import Arrivals, Clients, emission_delay_s
@@ -63,6 +64,8 @@ class Trace:
     prefix_cache: dict | None = None  # PrefixCache.stats() when the run cached shared prefixes
     # the tensor cores' clock Simulator.run chose (serving.clock): {"clock": "burst" | "sustained", "duty": ...}
     gemm_clock: dict | None = None
+    # a fresh server's first-use compiles (Simulator.cold_start): {"keys": n, "seconds": total}; None in steady state
+    first_use: dict | None = None
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -124,6 +127,9 @@ class Simulator:
     # sustained rate and runs it again between the burst and the sustained rates by its GEMM duty (serving.clock)
     clock: str = "sustained"
     share: float = 0.0  # clock "burst": the share of the way to the sustained rates (serving.clock.sustained_share)
+    # a freshly started server: its eager steps compile each new fused-MoE specialisation once (engines.first_use;
+    # the Python loop only: serving.kernel does not cover it)
+    cold_start: bool = False
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
@@ -191,7 +197,7 @@ class Simulator:
         """Whether this run goes through serving.kernel: allowed by `kernel`, large enough in auto mode, and covered
         exactly (kernel.covers; otherwise the loop below runs); `single`: this class's run, else Fleet.run."""
         from roofline.serving import kernel
-        if self.kernel is False or (self.kernel is None and len(requests) < kernel.MIN_REQUESTS):
+        if self.kernel is False or self.cold_start or (self.kernel is None and len(requests) < kernel.MIN_REQUESTS):
             return False
         return kernel.covers(self, requests, clients, preloaded, router, single, transfer_s) is None
 
@@ -293,17 +299,31 @@ class Simulator:
             return min(len(ends), during + (2 if lag and next_arrival >= now else 1))
         return len(ends)
 
-    def _block(self, sched: Scheduler, plan, now: float, nxt: float, lag: bool) -> tuple[np.ndarray, int]:
+    def _block(self, sched: Scheduler, plan, now: float, nxt: float, lag: bool,
+               compiled: FirstUse | None = None) -> tuple[np.ndarray, int]:
         """The next block's step ends and how many of its steps run before the next arrival is seen (`cut`).
         With the admission lag the block must hold the step after the arrival's: block_ends evaluates only to
         the step that holds the arrival, so when that is its last and the block may run longer, it is evaluated
-        one step further (both step-time paths then cut at the same step)."""
-        ends = self.block_ends(sched, plan, nxt - now)
+        one step further (both step-time paths then cut at the same step). `compiled` (a fresh server's, cold_start):
+        an eager first step at a new fused-MoE key first compiles it (engines.first_use), every step later by that."""
+        stall = 0.0
+        if compiled is not None and self.engine.overheads.eager(plan.tokens, bool(len(plan.chunk_tokens))):
+            stall = compiled.stall(plan.tokens)
+        ends = self.block_ends(sched, plan, nxt - now - stall) + stall
         if lag and now <= nxt < math.inf:
             during = int(np.searchsorted(ends, nxt - now))
             if during + 1 == len(ends) and sched.block_length(plan, self.block_limit) > len(ends):
-                ends = self.block_ends(sched, plan, float(ends[-1]) * (1 + 1e-9))
+                ends = self.block_ends(sched, plan, (float(ends[-1]) - stall) * (1 + 1e-9)) + stall
         return ends, self.cut(ends, now, nxt, lag)
+
+    def first_use(self) -> FirstUse | None:
+        """A fresh server's compile state for this run (cold_start), or None (steady state, or nothing compiles)."""
+        if not self.cold_start or self.engine is None:
+            return None
+        e = self.engine
+        key_s = timing_on(e.engine, e.host_speed).moe_jit_key_s
+        return first_use(self.model, e.engine, e.capture_sizes, e.prefill_capture_sizes, e.max_num_batched_tokens,
+                         key_s, self.workload.expert_dtype)
 
     def twin(self, share: float) -> Simulator | None:
         """This simulator with the tensor cores `share` of the way from the burst to the sustained rates
@@ -366,6 +386,7 @@ class Simulator:
         rng = np.random.default_rng(SPEC_SEED)
         now, total = 0.0, len(requests)
         lag = self.engine.admission_lag
+        compiled = self.first_use()
         seen = 0.0  # requests that reached the engine by then are schedulable now (admission_lag: the last start)
         while sched.finished < total:
             due = arrivals.due(seen if lag else now)
@@ -381,7 +402,7 @@ class Simulator:
                     raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
                 now = seen = max(now, nxt)
                 continue
-            ends, steps = self._block(sched, plan, now, nxt, lag)
+            ends, steps = self._block(sched, plan, now, nxt, lag, compiled)
             dt = float(ends[steps - 1])
             seen = now + (float(ends[steps - 2]) if steps > 1 else 0.0)  # the block's last step started then
             records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
@@ -393,5 +414,7 @@ class Simulator:
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
-                     cache.stats() if cache is not None else None)
+                     cache.stats() if cache is not None else None,
+                     first_use=None if compiled is None else {"keys": compiled.stalls,
+                                                              "seconds": compiled.stalls * compiled.key_s})
 

@@ -1,0 +1,64 @@
+"""A fresh server's first eager step at a new fused-MoE specialisation: the Triton kernel compiled just in time
+(timing mechanism 12, roofline.engines.timing).
+
+vLLM and SGLang run an unquantized MoE's routed experts through their Triton `fused_moe_kernel` (vLLM 0.24
+model_executor/layers/fused_moe/fused_moe.py:293-330; SGLang 0.5.17 srt/layers/moe/fused_moe_triton). Triton compiles
+a kernel once per set of constexprs and per "integer argument divisible by 16" key of its integer arguments
+(triton runtime/jit.py specialisation). The constexprs come from the tuned config nearest the call's token count M
+(try_get_optimal_moe_config: configs[min(keys, key=|k - M|)], keys the tuner's batch sizes below), and the integer
+argument that moves with M is num_valid_tokens = M x top-k (EM moves with it in vLLM, and is always odd in SGLang).
+So a call compiles its two launches (gate-up and down: different constexprs) the first time its
+(config key, M x top-k divisible by 16) is seen, and never again in that process.
+
+A server compiles at start what its start-up runs: every CUDA-graph capture size (decode batches; SGLang's prefill
+graphs by tokens) and vLLM's profile run at max_num_batched_tokens. Captured steps replay graphs; an eager step (past
+the largest capture size: EngineOverheads.eager) runs the kernel at its own M and may meet a new key. Measured alone
+(run 18, validate/engines/jit_probe.py, notes 2026-11-30-vllm-h200-run18.md): the rule held call for call, a new key
+cost 1.06-1.60 s (two compiles), EngineTiming.moe_jit_key_s; SGLang run 3's stall at its first odd eager batch past
+256 read 1.95 s (2026-11-30-sglang-first-eager-stall.md). Steady state pays nothing: this is charged only when the
+simulation starts from a fresh server (`simulate --cold-start`)."""
+
+from __future__ import annotations
+
+# the batch sizes vLLM's MoE tuner writes a config for (benchmarks/kernels/benchmark_moe.py's default list; every
+# tuned file of vLLM 0.24, e.g. configs/E=128,N=768,device_name=NVIDIA_H200.json, and SGLang's copies)
+MOE_CONFIG_KEYS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096)
+
+
+def moe_key(tokens: int, top_k: int) -> tuple[int, bool]:
+    """The fused-MoE kernel's compile key at `tokens` tokens: (nearest tuned config's batch size, tokens x top-k
+    divisible by 16); ties go to the smaller key, as min() over the ascending keys does."""
+    return min(MOE_CONFIG_KEYS, key=lambda k: abs(k - tokens)), (tokens * top_k) % 16 == 0
+
+
+class FirstUse:
+    """The keys a server has compiled; `stall(tokens)` is the compile an eager step of `tokens` tokens pays (and
+    records): `key_s` when its key is new, else 0."""
+
+    def __init__(self, top_k: int, key_s: float, started: tuple[int, ...]) -> None:
+        self.top_k, self.key_s = top_k, key_s
+        self.seen = {moe_key(m, top_k) for m in started}
+        self.stalls = 0
+
+    def stall(self, tokens: int) -> float:
+        key = moe_key(tokens, self.top_k)
+        if key in self.seen:
+            return 0.0
+        self.seen.add(key)
+        self.stalls += 1
+        return self.key_s
+
+
+def first_use(model, engine_name: str, capture_sizes: tuple[int, ...], prefill_capture_sizes: tuple[int, ...],
+              max_num_batched_tokens: int, key_s: float, expert_dtype: str) -> FirstUse | None:
+    """A fresh server's compile state, or None where nothing compiles on first use: a model without routed experts,
+    a quantized MoE (another backend: timing.EAGER_MOE_DTYPES), an engine other than vLLM / SGLang (TensorRT-LLM and
+    llama.cpp compile ahead of time), or no measured compile time."""
+    from roofline.engines.timing import EAGER_MOE_DTYPES
+
+    if model.moe is None or engine_name not in ("vllm", "sglang") or not key_s or expert_dtype not in EAGER_MOE_DTYPES:
+        return None
+    started = tuple(capture_sizes) + tuple(prefill_capture_sizes)
+    if engine_name == "vllm":  # the memory profile run at the step budget (gpu_worker.determine_available_memory)
+        started += (max_num_batched_tokens,)
+    return FirstUse(model.moe.experts_per_token, key_s, started)
