@@ -25,23 +25,37 @@ from __future__ import annotations
 MOE_CONFIG_KEYS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096)
 
 
-def moe_key(tokens: int, top_k: int) -> tuple[int, bool]:
-    """The fused-MoE kernel's compile key at `tokens` tokens: (nearest tuned config's batch size, tokens x top-k
-    divisible by 16); ties go to the smaller key, as min() over the ascending keys does."""
-    return min(MOE_CONFIG_KEYS, key=lambda k: abs(k - tokens)), (tokens * top_k) % 16 == 0
+# Tuned configs that are the same tile compile as one kernel: where the engine's tuned file is known, each key's
+# class (equal configs, equal class), in MOE_CONFIG_KEYS' order. (engine, experts, expert intermediate, GPU) ->
+# classes. vLLM 0.24 configs/E=128,N=768,device_name=NVIDIA_H200.json (Qwen3-30B-A3B's layers): 4 and 32 share
+# {16, 64, 128, 16, 4 warps, 2 stages}, 96 and 128 {16, 128, 128, 1, 4, 2}, 1024 and 4096 {128, 256, 64, 16, 8, 4},
+# 1536, 2048 and 3072 {128, 256, 64, 1, 8, 4}; the rest are their own (run 19 found 4 new keys where distinct
+# configs would have made 10: validate/notes/2026-11-30-vllm-h200-run18.md). Elsewhere every key is its own class.
+TUNED_CLASSES = {
+    ("vllm", 128, 768, "H200"): (1, 2, 4, 8, 16, 24, 4, 48, 64, 96, 96, 256, 512, 1024, 1536, 1536, 1536, 1024),
+}
+
+
+def moe_key(tokens: int, top_k: int, classes: tuple[int, ...] | None = None) -> tuple[int, bool]:
+    """The fused-MoE kernel's compile key at `tokens` tokens: (the nearest tuned config's batch size, or its class
+    in `classes` (TUNED_CLASSES), tokens x top-k divisible by 16); ties go to the smaller key, as min() over the
+    ascending keys does."""
+    i = min(range(len(MOE_CONFIG_KEYS)), key=lambda j: abs(MOE_CONFIG_KEYS[j] - tokens))
+    return (classes or MOE_CONFIG_KEYS)[i], (tokens * top_k) % 16 == 0
 
 
 class FirstUse:
     """The keys a server has compiled; `stall(tokens)` is the compile an eager step of `tokens` tokens pays (and
     records): `key_s` when its key is new, else 0."""
 
-    def __init__(self, top_k: int, key_s: float, started: tuple[int, ...]) -> None:
-        self.top_k, self.key_s = top_k, key_s
-        self.seen = {moe_key(m, top_k) for m in started}
+    def __init__(self, top_k: int, key_s: float, started: tuple[int, ...],
+                 classes: tuple[int, ...] | None = None) -> None:
+        self.top_k, self.key_s, self.classes = top_k, key_s, classes
+        self.seen = {moe_key(m, top_k, classes) for m in started}
         self.stalls = 0
 
     def stall(self, tokens: int) -> float:
-        key = moe_key(tokens, self.top_k)
+        key = moe_key(tokens, self.top_k, self.classes)
         if key in self.seen:
             return 0.0
         self.seen.add(key)
@@ -50,7 +64,8 @@ class FirstUse:
 
 
 def first_use(model, engine_name: str, capture_sizes: tuple[int, ...], prefill_capture_sizes: tuple[int, ...],
-              max_num_batched_tokens: int, key_s: float, expert_dtype: str) -> FirstUse | None:
+              max_num_batched_tokens: int, key_s: float, expert_dtype: str, hardware_name: str = "",
+              tp: int = 1) -> FirstUse | None:
     """A fresh server's compile state, or None where nothing compiles on first use: a model without routed experts,
     a quantized MoE (another backend: timing.EAGER_MOE_DTYPES), an engine other than vLLM / SGLang (TensorRT-LLM and
     llama.cpp compile ahead of time), or no measured compile time."""
@@ -61,4 +76,7 @@ def first_use(model, engine_name: str, capture_sizes: tuple[int, ...], prefill_c
     started = tuple(capture_sizes) + tuple(prefill_capture_sizes)
     if engine_name == "vllm":  # the memory profile run at the step budget (gpu_worker.determine_available_memory)
         started += (max_num_batched_tokens,)
-    return FirstUse(model.moe.experts_per_token, key_s, started)
+    # the file vLLM reads: E experts, N = the expert intermediate width per rank (fused_moe.py get_config_file_name)
+    classes = TUNED_CLASSES.get((engine_name, model.moe.num_experts, model.moe.expert_intermediate_size // tp,
+                                 hardware_name))
+    return FirstUse(model.moe.experts_per_token, key_s, started, classes)

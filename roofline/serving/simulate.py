@@ -323,7 +323,7 @@ class Simulator:
         e = self.engine
         key_s = timing_on(e.engine, e.host_speed).moe_jit_key_s
         return first_use(self.model, e.engine, e.capture_sizes, e.prefill_capture_sizes, e.max_num_batched_tokens,
-                         key_s, self.workload.expert_dtype)
+                         key_s, self.workload.expert_dtype, self.hardware.name, self.workload.tp)
 
     def twin(self, share: float) -> Simulator | None:
         """This simulator with the tensor cores `share` of the way from the burst to the sustained rates

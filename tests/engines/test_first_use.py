@@ -8,7 +8,7 @@ import json
 import pytest
 
 from roofline.catalogue import load_model
-from roofline.engines.first_use import FirstUse, first_use, moe_key
+from roofline.engines.first_use import TUNED_CLASSES, FirstUse, first_use, moe_key
 from roofline.engines.timing import timing
 from tests.cli_run import run
 from validate import stored
@@ -85,3 +85,40 @@ def test_cold_start_limits_are_one_line(capsys, extra, word):
     code, out, err = run(capsys, *base, *extra)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "--cold-start" in err and word in err
+
+
+def test_tuned_configs_that_are_one_tile_compile_once():
+    # vLLM 0.24 configs/E=128,N=768,device_name=NVIDIA_H200.json: 1536, 2048 and 3072 are all {BLOCK_SIZE_M 128,
+    # BLOCK_SIZE_N 256, BLOCK_SIZE_K 64, GROUP_SIZE_M 1, 8 warps, 4 stages}; 1024 and 4096 the same with GROUP_SIZE_M
+    # 16; 512 {64, 128, 64, 1, 4, 3} its own
+    classes = TUNED_CLASSES[("vllm", 128, 768, "H200")]
+    assert moe_key(1600, 8, classes) == moe_key(2100, 8, classes) == moe_key(3000, 8, classes)
+    assert moe_key(1000, 8, classes) == moe_key(4000, 8, classes) != moe_key(2000, 8, classes)
+    assert moe_key(600, 8, classes) != moe_key(1000, 8, classes)
+    # so a fresh vLLM server of Qwen3-30B-A3B on the H200 (its profile run at 8,192 tokens compiles the 1024 / 4096
+    # tile, even) meets at most 4 new keys past its 512-token graphs: 512 odd, the 1024 tile odd, the 1536 tile both
+    state = first_use(load_model("Qwen3-30B-A3B"), "vllm", (512,), (), 8192, 1.0, "bf16", "H200")
+    assert sum(state.stall(m) > 0 for m in range(513, 8193)) == 4
+
+
+def test_run19s_fresh_server_compiled_what_the_rule_says(capsys, tmp_path):
+    # run 19's cold run replayed at its recorded sends and lengths: the model compiles 4 keys (8 kernels); the engine
+    # wrote 9 cubins during the run, one of them _compute_slot_mapping_kernel (its JIT monitor's warning in
+    # server.log), so 8 fused-MoE kernels; the warm run after it on the same server wrote none
+    from pathlib import Path
+
+    run19 = Path("validate/results/engines/nvidia-h200-vllm-2026-11-30-run19")
+    meas = json.loads(stored.read_text(run19 / "cold.json"))
+    assert int(stored.read_text(run19 / "cold-cubins.txt")) == 9
+    assert int(stored.read_text(run19 / "warm-cubins.txt")) == 0
+    log = stored.read_text(run19 / "server.log")
+    assert "JIT compilation during inference: _compute_slot_mapping_kernel" in log
+    assert "JIT compilation during inference: fused_moe_kernel" in log
+    t0 = meas["start_times"][0]
+    trace = tmp_path / "cold.csv"
+    trace.write_text("".join(f"{t - t0},{i},{o}\n" for t, i, o in zip(meas["start_times"], meas["input_lens"],
+                                                                       meas["output_lens"], strict=True)))
+    code, out, err = run(capsys, "simulate", "--model", "Qwen3-30B-A3B", "--hardware", "H200", "--method", "bf16",
+                         "--engine", "vllm", "--trace", str(trace), "--no-search", "--json", "--cold-start")
+    assert code == 0, err
+    assert 2 * json.loads(out)["first_use"]["keys"] == 9 - 1
