@@ -406,6 +406,11 @@ def _text(results: list[dict[str, Any]]) -> str:
                      f"{clock['sustained_share']:.0%} of the way from the burst to the power-capped rate")
             notes.append(f"{r['method']}: GEMMs {where} (GEMM duty {clock['duty']:.2f}: the board is under its "
                          "power cap part of the time; docs/serving.md)")
+        if (fresh := r.get("first_use")) is not None:
+            notes.append(f"{r['method']}: a fresh server (--cold-start): {fresh['keys']} new fused-MoE kernel "
+                         f"specialisations compiled in the run, {fresh['seconds']:.2f} s of stalls"
+                         + (f" ({fresh['why']})" if "why" in fresh else "" if fresh["keys"] else
+                            " (every eager step's key was compiled at start)"))
         if r.get("prefix_cache"):
             notes.append(f"{r['method']}: prefix cache hit rate {r['prefix_cache']['hit_rate']:.1%} "
                          f"({r['prefix_cache']['workload']} workload)")

@@ -316,6 +316,16 @@ class Simulator:
                 ends = self.block_ends(sched, plan, (float(ends[-1]) - stall) * (1 + 1e-9)) + stall
         return ends, self.cut(ends, now, nxt, lag)
 
+    def _first_use_json(self, compiled: FirstUse | None) -> dict | None:
+        """Trace.first_use: the fresh server's compiles, with why there were none where nothing compiles on first
+        use; None in steady state."""
+        if not self.cold_start:
+            return None
+        if compiled is None:
+            return {"keys": 0, "seconds": 0.0, "why": "nothing compiles on first use here: no routed experts on "
+                    "vLLM's or SGLang's Triton fused MoE (engines.first_use)"}
+        return {"keys": compiled.stalls, "seconds": compiled.stalls * compiled.key_s}
+
     def first_use(self) -> FirstUse | None:
         """A fresh server's compile state for this run (cold_start), or None (steady state, or nothing compiles)."""
         if not self.cold_start or self.engine is None:
@@ -415,6 +425,5 @@ class Simulator:
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
                      cache.stats() if cache is not None else None,
-                     first_use=None if compiled is None else {"keys": compiled.stalls,
-                                                              "seconds": compiled.stalls * compiled.key_s})
+                     first_use=self._first_use_json(compiled))
 

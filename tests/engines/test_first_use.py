@@ -122,3 +122,14 @@ def test_run19s_fresh_server_compiled_what_the_rule_says(capsys, tmp_path):
                          "--engine", "vllm", "--trace", str(trace), "--no-search", "--json", "--cold-start")
     assert code == 0, err
     assert 2 * json.loads(out)["first_use"]["keys"] == 9 - 1
+
+
+def test_a_dense_model_fresh_says_why_nothing_compiles(capsys):
+    base = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
+            "--rate", "2", "--requests", "20", "--prompt-tokens", "1024", "--output-tokens", "16", "--no-search"]
+    code, out, err = run(capsys, *base, "--cold-start", "--json")
+    assert code == 0, err
+    fresh = json.loads(out)["first_use"]
+    assert fresh["keys"] == 0 and "no routed experts" in fresh["why"]
+    code, out, _ = run(capsys, *base, "--cold-start")
+    assert code == 0 and "a fresh server (--cold-start): 0 new fused-MoE" in out
