@@ -14,7 +14,6 @@ the server log's "GPU KV cache size"."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import re
@@ -24,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from validate import stored
+from validate.engines import labrun
 
 HERE = Path(__file__).resolve().parent
 TRACES = HERE / "traces-run18"
@@ -169,24 +169,5 @@ def compare(results: Path, predicted: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("predict")
-    a.add_argument("out", type=Path)
-    c = sub.add_parser("compare")
-    c.add_argument("results", type=Path)
-    c.add_argument("--predicted", type=Path, required=True)
-    c.add_argument("--out", type=Path)
-    args = p.parse_args()
-    if args.cmd == "predict":
-        predict(args.out)
-        return
-    text = compare(args.results, json.loads(args.predicted.read_text()))
-    if args.out:
-        args.out.write_text(text)
-    print(text, end="")
-
-
 if __name__ == "__main__":
-    main()
+    labrun.main(__doc__, predict, compare)

@@ -17,7 +17,6 @@ client's recorded sends and lengths. The engine's compiles are counted as the cu
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import subprocess
@@ -26,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from validate import stored
+from validate.engines import labrun
 from validate.engines.predict import vllm_arrivals, write_trace
 
 HERE = Path(__file__).resolve().parent
@@ -97,23 +97,5 @@ def compare(results: Path, predicted: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("predict").add_argument("out", type=Path)
-    c = sub.add_parser("compare")
-    c.add_argument("results", type=Path)
-    c.add_argument("--predicted", type=Path, required=True)
-    c.add_argument("--out", type=Path)
-    a = p.parse_args()
-    if a.cmd == "predict":
-        predict(a.out)
-        return
-    text = compare(a.results, json.loads(a.predicted.read_text()))
-    if a.out:
-        a.out.write_text(text)
-    print(text, end="")
-
-
 if __name__ == "__main__":
-    main()
+    labrun.main(__doc__, predict, compare)

@@ -1,0 +1,42 @@
+# Sourced by a detached vLLM driver (run18.sh, run19.sh): `detach "$0" "$@"` runs the driver's modes
+#   DRIVER RESDIR            starts the driver in its own session (setsid nohup) and returns at once
+#   DRIVER RESDIR --wait S   waits up to S s for "ALL_DONE" in RESDIR/stages.log or the driver's end, then prints
+#                            the stage log and the driver's tail and tars RESDIR into $OUT
+# and returns only in the detached driver itself (mode --main), after setting up vLLM's environment (the payload in
+# ~/site, a `vllm` command), `stage NAME` (a line in stages.log) and RESDIR/env.log (GPU, driver, versions, host,
+# the checkout's .sha). Sets R, HERE, ROOT for the driver.
+detach() {
+  local self=$1; R=$2; local mode=${3:-start}
+  HERE=$(cd "$(dirname "$self")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+  local name; name=$(basename "$R")
+  case "$mode" in
+    start)
+      mkdir -p "$R"
+      ROOFLINE_DETACHED=1 setsid nohup bash "$self" "$R" --main > "$R/driver.out" 2>&1 < /dev/null &
+      echo $! > "$R/driver.pid"; echo "started $(cat "$R/driver.pid") -> $R"; exit 0 ;;
+    --wait)
+      local t0; t0=$(date +%s)
+      while [ $(( $(date +%s) - t0 )) -lt "${4:-540}" ]; do
+        grep -q "^ALL_DONE" "$R/stages.log" 2>/dev/null && break
+        ! kill -0 "$(cat "$R/driver.pid")" 2>/dev/null && break
+        sleep 5
+      done
+      echo "== stages"; cat "$R/stages.log" 2>/dev/null; echo "== driver (tail)"; tail -30 "$R/driver.out" 2>/dev/null
+      [ -n "${OUT:-}" ] && [ -d "$R" ] && tar czf "$OUT/$name.tgz" -C "$(dirname "$R")" "$name" && ls -l "$OUT/$name.tgz"
+      exit 0 ;;
+    --main) [ "${ROOFLINE_DETACHED:-}" = 1 ] || exit 2 ;;
+    *) echo "usage: $(basename "$self") RESDIR [--wait S]"; exit 2 ;;
+  esac
+  mkdir -p $HOME/models $HOME/bin
+  printf '#!/bin/sh\nexec python3 -m vllm.entrypoints.cli.main "$@"\n' > $HOME/bin/vllm; chmod +x $HOME/bin/vllm
+  export PYTHONPATH=$HOME/site PATH=$HOME/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+  stage E
+  {
+  echo "== env $(date -u +%FT%TZ) sha $(cat $ROOT/.sha 2>/dev/null)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
+  python3 -c "import torch, vllm, triton; print('torch', torch.__version__, 'vllm', vllm.__version__, 'triton', triton.__version__)"
+  lscpu | grep -E "Model name|^CPU\(s\)|MHz|NUMA"
+  } > $R/env.log 2>&1
+}
+stage() { echo "$1 $(date -u +%T)" >> "$R/stages.log"; }
