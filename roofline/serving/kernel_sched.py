@@ -393,7 +393,8 @@ def emit(r, p, now, st, first):
             first[i] = now
 
 
-@njit(cache=True)
+# inlined into the loops (one call site each): see serving.kernel_loop.start
+@njit(cache=True, inline="always")
 def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
     """Scheduler.commit_block / commit / _commit_decodes without drafts; with a prefix cache, _publish after the
     pages are counted."""
