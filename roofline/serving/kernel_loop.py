@@ -85,7 +85,11 @@ from roofline.serving.kernel_views import borrowed
 AHEAD = np.int64(4)
 
 
-@njit(cache=True)
+# inlined into launch (so into events and arrive), as kernel_sched.commit into events: a call counts a reference to
+# each array it is passed (numba's NRT_incref at entry and NRT_decref at exit, calls even for the loop's views that
+# hold none), ~25 arrays each, and those calls were an EAGLE fleet's largest cost per record after the verify step's
+# own work: inlined, 32 x 100,000 took ~45 CPU-s instead of ~63 (benchmarks/serving_scale.md, branch spd25)
+@njit(cache=True, inline="always")
 def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, seq, cfg, fcfg, sizes,
           clock, pfx):
     """Fleet._start: schedule replica r's next block at `now` and record it (a fleet of one then cuts it at the

@@ -113,10 +113,23 @@ def plan_running(r, decodes, chunks, st, held, ri, seq, cfg):
     return need
 
 
-@njit(cache=True)
+# room, admit and block_length are inlined where they are called as the test that settles most calls (per engine
+# record: no prefix cache; nothing waiting; a verify step or a step with chunks), the rest a call: a call counts a
+# reference to each array it is passed (numba's NRT_incref at entry, NRT_decref at exit, calls even for the loop's
+# views that hold none; ~20 arrays for admit), paid by a speculative fleet at every record for admissions that find
+# nothing waiting (benchmarks/serving_scale.md, branch spd25)
+@njit(cache=True, inline="always")
 def room(r, need, ri, rf, seq, cfg, fcfg, pfx):
     """Scheduler._room: whether the running sequences' `need` more bytes fit, unused cached prefixes counted as free;
-    only if they do, their pages are taken (take_pages)."""
+    only if they do, their pages are taken (take_pages). Without a prefix cache: whether they fit (_room's test)."""
+    if not cfg[PREFIX]:
+        return not need - (fcfg[CAPACITY] - rf[r, USED]) > 0
+    return _room(r, need, ri, rf, seq, cfg, fcfg, pfx)
+
+
+@njit(cache=True)
+def _room(r, need, ri, rf, seq, cfg, fcfg, pfx):
+    """room, with or without a prefix cache."""
     free = fcfg[CAPACITY] - rf[r, USED]
     short = need - free
     if short > 0 and (not cfg[PREFIX] or short > unused_bytes(r, pfx)):
@@ -157,8 +170,17 @@ def spend_seq(r, p, now, st, seq, cfg, pfx):
         spend(r, seq[full] - seq[b], now, pfx)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
+    """_admit when a request waits or a remote load has been reported (with neither it changes nothing and returns
+    `need`)."""
+    if ri[r, WLEN] > 0 or (len(pre[2]) > 0 and ri[r, RLEN] > 0):
+        return _admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
+    return need
+
+
+@njit(cache=True)
+def _admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx):
     """Scheduler._admit and _take: first come first served; with a prefix cache a request starts at its hit (it
     holds those pages at once, the cache owns them) and fits if the empty bytes and the unused cached pages but its
     own path's (kernel_free_queue.evictable_for) hold what it asks for; then it acquires its path and its first chunk's
@@ -284,15 +306,21 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
     return ri[r, TOKENS] > 0 or ri[r, POSTS] > 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
     """Scheduler.block_length: decode-only steps that may run back to back (to the first completion, while the
-    pool holds every sequence's next page)."""
-    nd = ri[r, NDEC]
-    limit = cfg[BLOCK]
-    if ri[r, NCH] or nd == 0 or limit <= 1 or cfg[SPEC] or ri[r, RLEN]:
+    pool holds every sequence's next page); one for a step with chunks or none decoding, a verify step, a pending
+    remote load, or blocks of one step."""
+    if ri[r, NCH] or ri[r, NDEC] == 0 or cfg[BLOCK] <= 1 or cfg[SPEC] or ri[r, RLEN]:
         return 1
-    k = limit
+    return _block_length(r, st, held, ri, rf, seq, cfg, fcfg)
+
+
+@njit(cache=True)
+def _block_length(r, st, held, ri, rf, seq, cfg, fcfg):
+    """block_length of a decode-only block of more than one step allowed."""
+    nd = ri[r, NDEC]
+    k = cfg[BLOCK]
     rest = rf[r, USED]
     for j in range(nd):
         p = st[r, DEC, j]
@@ -365,7 +393,8 @@ def emit(r, p, now, st, first):
             first[i] = now
 
 
-@njit(cache=True)
+# inlined into the loops (one call site each): see serving.kernel_loop.start
+@njit(cache=True, inline="always")
 def commit(r, now, st, held, ri, rf, first, finish, seq, cfg, pfx):
     """Scheduler.commit_block / commit / _commit_decodes without drafts; with a prefix cache, _publish after the
     pages are counted."""

@@ -52,6 +52,7 @@ from roofline.serving.kernel_layout import (
 )
 from roofline.serving.kernel_pipeline import pipelined_s, staged_s
 from roofline.serving.kernel_rng import leading_below
+from roofline.serving.kernel_views import prefetch
 
 # spec_cfg fields: 1 for an EAGLE / MTP head (0: a draft model), the drafter's host floor a pass (s), the draft
 # model's largest step in tokens (its weights table's last row), its pipeline stages' handoff terms (pp > 1:
@@ -85,6 +86,27 @@ def _chunks(r, q, tab, st, ri, spec, extra, pad):
         for x in range(len(prefix_at)):
             q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
     return n_new
+
+
+@njit(cache=True, inline="always")
+def _ask_rows(r, st, ri, tab, c):
+    """Ask for the table lines the verify step (_chunks: prefill rows at a decoding sequence's context a and a + `c`,
+    decode row a) and an EAGLE / MTP head's first pass (_head_s: decode row a + 1, the next irregular context after
+    a + 1) read per decoding sequence, before any is read: in a fleet the other replicas' records evict replica r's
+    rows between its steps, and asked for at once their misses overlap instead of each stalling its gather (the
+    gathers' loads led a 32-replica EAGLE fleet's perf profile: benchmarks/serving_scale.md). Changes no value."""
+    _cst, _ps, _pi, dec_rows, _da, pre_rows, _pa, _xa, _w, _imb, _seq, _sl, _irr, nirr = tab
+    wp, wd, top = pre_rows.shape[1], dec_rows.shape[1], len(nirr) - 1
+    for j in range(ri[r, NDEC]):
+        a = st[r, COMP, st[r, DEC, j]]
+        prefetch(pre_rows, a * wp)  # each row's first and last element: a row may span two lines
+        prefetch(pre_rows, a * wp + wp - 1)
+        prefetch(pre_rows, (a + c) * wp)
+        prefetch(pre_rows, (a + c) * wp + wp - 1)
+        prefetch(dec_rows, a * wd)  # rows a and a + 1, contiguous
+        prefetch(dec_rows, (a + 1) * wd)
+        prefetch(dec_rows, (a + 2) * wd - 1)
+        prefetch(nirr, min(a + 1, top))
 
 
 @njit(cache=True, inline="always")
@@ -212,6 +234,7 @@ def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
     Python loop: PhaseModel.pipeline's law keeps no state between steps, so it applies to each pass as to any
     step); an EAGLE / MTP head's passes are timed whole (StepModel.once_time has no pipeline)."""
     pad = ri[r, PAD]
+    _ask_rows(r, st, ri, tab, cfg[SPEC] + 1)
     n_new = _chunks(r, q, tab, st, ri, cfg[SPEC], 0, pad)
     weights = tab[8]
     seqs = ri[r, NDEC] + ri[r, NCH]
