@@ -52,6 +52,9 @@ class _Replica:
     steps: int = 0
     version: int = 0  # bumps when the block in flight is cut: stale heap entries are skipped
     held: list = field(default_factory=list)  # (arrival, id) routed here, not yet seen (the engine's admission lag)
+    # its place in the fleet: breaks ties between events at one instant, lowest first (kernel_loop's argmin does the
+    # same); never id(), whose order is the allocator's and changed results from run to run
+    index: int = 0
 
     @property
     def outstanding(self) -> int:
@@ -138,7 +141,7 @@ class Fleet:
             r.plan = None
             r.version += 1
             if r.sched.remote:  # idle until a remote load's completion or report is due (serving.remote)
-                heapq.heappush(events, (max(now, r.sched.remote.wake_s()), id(r), r.version, r))
+                heapq.heappush(events, (max(now, r.sched.remote.wake_s()), r.index, r.version, r))
             return
         r.plan, r.start = plan, now
         r.ends = self.sim.block_ends(r.sched, plan)
@@ -167,7 +170,7 @@ class Fleet:
         r.version += 1
         r.records[-1][1] = float(r.ends[r.steps - 1])
         r.records[-1][6] = r.plan.tokens * r.steps
-        heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), id(r), r.version, r))
+        heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), r.index, r.version, r))
 
     def run(self, requests: Requests, clients: Clients | None = None, preloaded: np.ndarray | None = None,
             load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> FleetTrace:
@@ -199,7 +202,8 @@ class Fleet:
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if caching else None, preloaded, load_host_s, transfer_s)) for _ in range(self.n)]
+                                   if caching else None, preloaded, load_host_s, transfer_s), index=j)
+                for j in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)
         rng = np.random.default_rng(SPEC_SEED)
