@@ -25,3 +25,23 @@ def main(doc: str, predict: Callable[[Path], None], compare: Callable[[Path, dic
     if a.out:
         a.out.write_text(text)
     print(text, end="")
+
+
+def trust_rows(title: str, rows: list[tuple[str, dict, dict]]) -> list[str]:
+    """Served runs in validate.engines.compare's serving format, which roofline.trust.engines reads from a
+    `-compare.txt` report: a `serving (TITLE)` line, then per run `RUN  m / p (err)` for TTFT p50, p99, TPOT p50,
+    p99 (ms) and output tok/s. `rows`: (run, `vllm bench serve`'s result, `roofline simulate --json`'s figures)."""
+    lines = ["", "rows in validate.engines.compare's format (roofline.trust.engines reads them: the model now)",
+             f"serving ({title}): measured / predicted (err %)",
+             "run       TTFT p50 ms            TTFT p99 ms            TPOT p50 ms          TPOT p99 ms          "
+             "output tok/s"]
+    for run, meas, sim in rows:
+        cells = []
+        for key, q, mkey in (("ttft_s", "p50", "median_ttft_ms"), ("ttft_s", "p99", "p99_ttft_ms"),
+                             ("tpot_s", "p50", "median_tpot_ms"), ("tpot_s", "p99", "p99_tpot_ms")):
+            m, p = meas[mkey], sim[key][q] * 1e3
+            cells.append(f"{m:8.1f} / {p:8.1f} ({100 * (p - m) / m:+5.1f})")
+        m, p = meas["output_throughput"], sim.get("throughput_tokens_per_s", sim.get("output_tokens_per_s"))
+        cells.append(f"{m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
+        lines.append(f"{run:8s}  " + "  ".join(cells))
+    return lines

@@ -140,6 +140,7 @@ def compare(results: Path, predicted: dict) -> str:
              "run    | TTFT p50 ms         | TTFT p99 ms         | TPOT p50 ms       | TPOT p99 ms       | out tok/s"
              "         | hit rate (engine / model) | preemptions",
              ]
+    now_rows = []
     for which in ("before", "now"):
         lines.append(f"-- {which}: " + ("the prediction at the trace's timestamps (committed before the run)"
                                          if which == "before" else "replayed at the client's recorded send times"))
@@ -155,6 +156,7 @@ def compare(results: Path, predicted: dict) -> str:
                 t0 = meas["start_times"][0]
                 sim = simulate(write_rows(tmp / f"{name}.jsonl", rows(t, n),
                                           [s - t0 for s in meas["start_times"]]), extra)
+                now_rows.append((f"pfx-{name}", meas, sim))
             eng = engine_hits(results, name)
             cells = []
             for key, q, mkey in KEYS:
@@ -166,6 +168,7 @@ def compare(results: Path, predicted: dict) -> str:
             cells.append(f"{h:.3f} / {g:.3f} ({100 * (g - h):+.1f} pt)")
             cells.append(f"{eng['preemptions']:.0f} / {sim['preemptions']}")
             lines.append(f"{name:6s} | " + " | ".join(cells))
+    lines += labrun.trust_rows(f"{MODEL}, vllm serve, Mooncake traces, --kv-cache-memory-bytes {KV_BYTES}", now_rows)
     return "\n".join(lines) + "\n"
 
 

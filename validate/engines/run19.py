@@ -64,6 +64,7 @@ def compare(results: Path, predicted: dict) -> str:
     lines = [f"Run 19: a fresh vLLM server's fused-MoE compiles in served traffic ({MODEL}, H200, 4 req/s); "
              f"results {results.name}", "measured / predicted (err %); judged: the cold run fresh (--cold-start), "
              "the warm run steady; the other column beside it"]
+    now_rows = []
     for which in ("before", "now"):
         lines.append(f"-- {which}: " + ("the prediction at the seed's sends and lengths (committed before the run)"
                                          if which == "before" else "replayed at the client's recorded sends"))
@@ -80,6 +81,8 @@ def compare(results: Path, predicted: dict) -> str:
                 trace = write_trace(tmp / f"{name}.csv", [t - t0 for t in meas["start_times"]], meas["input_lens"],
                                     meas["output_lens"])
                 sims = {"steady": simulate(trace, False), "cold_start": simulate(trace, True)}
+                if predicted["judged"][name] == "steady":  # the bands are the default (steady) simulation's
+                    now_rows.append((f"moe-{name}", meas, sims["steady"]))
             cubins = stored.read_text(results / f"{name}-cubins.txt").strip() if stored.exists(
                 results / f"{name}-cubins.txt") else "?"
             for variant in ("cold_start", "steady"):
@@ -94,6 +97,7 @@ def compare(results: Path, predicted: dict) -> str:
                 judged = "*" if predicted["judged"][name] == variant else " "
                 lines.append(f"{name:5s} {variant:10s}{judged} | " + " | ".join(cells) +
                              f" | keys compiled: model {keys} (cubins {2 * keys}), engine cubins {cubins}")
+    lines += labrun.trust_rows(f"{MODEL}, vllm serve, random 300-2,700-token prompts; the warm run", now_rows)
     return "\n".join(lines) + "\n"
 
 
