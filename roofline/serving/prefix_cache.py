@@ -252,8 +252,9 @@ class PrefixCache:
         return evicted
 
     def stats(self) -> dict[str, float | int | str]:
-        """Hit statistics: prompt tokens skipped over prompt tokens asked for, at every admission (vLLM's
-        prefix cache hit rate: hits / queries in tokens)."""
+        """Hit statistics: prompt tokens skipped over prompt tokens asked for, at every admission (a preempted
+        request's re-admission too; vLLM's prompt_tokens_cached / prompt_tokens counts a request's first prefill
+        only, its logged hit rate every attempt: docs/serving.md)."""
         rate = self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
         return {"workload": self.tree.kind, "hit_rate": rate, "hit_tokens": int(self.hit_tokens),
                 "query_tokens": int(self.query_tokens)}
