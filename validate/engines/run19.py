@@ -95,8 +95,8 @@ def compare(results: Path, predicted: dict) -> str:
                 cells.append(f"tok/s {m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
                 keys = (sim.get("first_use") or {}).get("keys", 0)
                 judged = "*" if predicted["judged"][name] == variant else " "
-                lines.append(f"{name:5s} {variant:10s}{judged} | " + " | ".join(cells) +
-                             f" | keys compiled: model {keys} (cubins {2 * keys}), engine cubins {cubins}")
+                lines.append(f"{name:5s} {variant:10s}{judged}   " + "   ".join(cells) +
+                             f"   keys compiled: model {keys} (cubins {2 * keys}), engine cubins {cubins}")
     lines += labrun.trust_rows(f"{MODEL}, vllm serve, random 300-2,700-token prompts; the warm run", now_rows)
     return "\n".join(lines) + "\n"
 
