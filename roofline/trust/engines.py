@@ -61,9 +61,10 @@ def signed_band(errors: list[float]) -> dict[str, Any] | None:
 
 def engine_rows(text: str) -> dict[str, list]:
     """{"steps": [(phase, model, batch, prompt, now err %)], "capacity": [(model, now err %, rule err %)],
-    "serving": [(run, {column: err %})]} of a real-engine compare report; a step row the report marks '*' (not
-    judged: the engine profile's own microbenchmark, or a step profiled in the engine) is left out as it does."""
-    steps, capacity, serving, in_serving = [], [], [], False
+    "serving": [(run, {column: err %}, model)]} of a real-engine compare report (a serving row's model: its block's
+    `serving (MODEL, ...)` line); a step row the report marks '*' (not judged: the engine profile's own
+    microbenchmark, or a step profiled in the engine) is left out as it does."""
+    steps, capacity, serving, in_serving, served = [], [], [], False, ""
     for line in text.splitlines():
         if m := _STEP.match(line):
             if not m[10]:  # a row marked '*' is not judged by the report (the profile's own microbenchmark)
@@ -71,9 +72,10 @@ def engine_rows(text: str) -> dict[str, list]:
         elif m := _CAPACITY.match(line):
             capacity.append((m[1], float(m[10]), float(m[12])))
         elif line.startswith("serving ("):
-            in_serving = True
+            in_serving, served = True, re.split(r"[,)]", line[len("serving ("):], maxsplit=1)[0].strip()
         elif in_serving and len(pairs := _PAIR.findall(line)) == len(SERVING_COLUMNS):
-            serving.append((line.split()[0], {c: float(p[2]) for c, p in zip(SERVING_COLUMNS, pairs, strict=True)}))
+            serving.append((line.split()[0], {c: float(p[2]) for c, p in zip(SERVING_COLUMNS, pairs, strict=True)},
+                            served))
     return {"steps": steps, "capacity": capacity, "serving": serving, "disaggregated": disaggregated_rows(text)}
 
 
@@ -172,8 +174,9 @@ def files_text(paths: Sequence[Path]) -> str:
 def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     """Bands of the real-engine reports of one device, their rows pooled (each run is real evidence): decode step
     and prefill (all models, and per class "dense" / "moe"), capacity (the prediction now, and the pool rule on the
-    logged budget; all models and per class), serving TTFT, TPOT (p50 and p99 pooled) and output throughput; each
-    with its median signed error; plus the worst step per phase."""
+    logged budget; all models and per class), serving TTFT, TPOT (p50 and p99 pooled) and output throughput (all
+    runs and per class of the served model, serving_by_class); each with its median signed error; plus the worst step
+    per phase."""
     paths = (paths,) if isinstance(paths, Path) else tuple(paths)
     rows: dict[str, list] = {"steps": [], "capacity": [], "serving": [], "disaggregated": []}
     for path in paths:
@@ -195,15 +198,20 @@ def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
         out[key] = signed_band([c[col] for c in rows["capacity"]])
         out[f"{key}_by_class"] = {cls: signed_band([c[col] for c in rows["capacity"] if _is_moe(c[0]) is want])
                                   for cls, want in (("dense", False), ("moe", True))}
-    serving = [s[1] for s in rows["serving"]]
-    out["ttft"] = signed_band([s[c] for s in serving for c in ("ttft_p50", "ttft_p99")])
-    out["tpot"] = signed_band([s[c] for s in serving for c in ("tpot_p50", "tpot_p99")])
-    out["throughput"] = signed_band([s["throughput"] for s in serving])
-    out["serving_runs"] = len(serving)
+    out.update(serving_bands([s[1] for s in rows["serving"]]))
+    out["serving_by_class"] = {cls: serving_bands([s[1] for s in rows["serving"] if _is_moe(s[2]) is want])
+                               for cls, want in (("dense", False), ("moe", True))}
     pairs = rows["disaggregated"]
     out["disaggregated"] = {"rates": len(pairs), **{c: signed_band([r[c] for r in pairs if c in r])
                                                     for c in DISAGG_COLUMNS.values()}} if pairs else None
     return out
+
+
+def serving_bands(serving: list[dict[str, float]]) -> dict[str, Any]:
+    """TTFT and TPOT (p50 and p99 pooled) and output throughput bands of served runs' errors, and their count."""
+    return {"ttft": signed_band([s[c] for s in serving for c in ("ttft_p50", "ttft_p99")]),
+            "tpot": signed_band([s[c] for s in serving for c in ("tpot_p50", "tpot_p99")]),
+            "throughput": signed_band([s["throughput"] for s in serving]), "serving_runs": len(serving)}
 
 
 def public_groups(text: str) -> dict[str, dict[str, dict[str, Any]]]:

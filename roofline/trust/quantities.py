@@ -130,9 +130,12 @@ def engine_quantities(hardware, engine: str,
             of = ", one engine run, not yet a band" if len(summary[0]) == 1 else ""
             out["capacity"] = _with(pool, f"{name}'s logged KV pools on {where} ({pool['cases']} pools{of})",
                                     files_text(summary[0]))
+        served = _served(own, cls)
         of = ", one engine run, not yet a band" if own["reports"] == 1 else ""
+        of += f", {cls} models" if served is not own else ""
+        of += ", one served run, not yet a band" if served["serving_runs"] == 1 else ""
         for key in ("ttft", "tpot", "throughput"):
-            out[key] = _with(own[key], f"{SERVED_BY[engine]} on {where} ({own['serving_runs']} served runs{of})",
+            out[key] = _with(served[key], f"{SERVED_BY[engine]} on {where} ({served['serving_runs']} served runs{of})",
                              own["file"])
     elif published is not None and (published["own_device"] or published["group"].startswith("controls")):
         q = published["quantities"]
@@ -209,12 +212,28 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
     one = "; one run, not yet a band" if own["reports"] == 1 else ""
     models = f"{len(own['models'])} model" + ("" if len(own["models"]) == 1 else "s")
     pool = engine_info.get("pool")
+    served = _served(own, cls)
     capacity = (f"capacity {fmt(pool)} ({pool['cases']} logged KV pools)" if pool and not own["capacity"] else
                 f"capacity {fmt(own['capacity'])}")
     return (f"{runs} on {hardware_name} ({own['files_text']}{one}; {models}): decode step "
             f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
-            f"{capacity}; serving ({own['serving_runs']} runs) TTFT {fmt_tail(own['ttft'])}, "
-            f"TPOT {fmt_tail(own['tpot'])}, output tok/s {fmt_tail(own['throughput'])}{other_text}")
+            f"{capacity}; serving ({_served_text(own, cls)}) TTFT {fmt_tail(served['ttft'])}, "
+            f"TPOT {fmt_tail(served['tpot'])}, output tok/s {fmt_tail(served['throughput'])}{other_text}")
+
+
+def _served(own: dict[str, Any], cls: str | None) -> dict[str, Any]:
+    """The serving bands a model of class `cls` quotes: its class's runs where the engine served one (an MoE's
+    routed experts and their eager prefill cost differently: run 19), else every run's (`own` itself)."""
+    by = own.get("serving_by_class", {}).get(cls) if cls else None
+    return by if by and by["serving_runs"] else own
+
+
+def _served_text(own: dict[str, Any], cls: str | None) -> str:
+    """'N runs', '... of CLASS models', and 'one run, not yet a band' where one run is all there is."""
+    served = _served(own, cls)
+    n = served["serving_runs"]
+    text = f"{n} runs" + (f" of {'MoE' if cls == 'moe' else cls} models" if served is not own else "")
+    return text if n != 1 else text.replace("1 runs", "1 run") + ", not yet a band"
 
 
 def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = False) -> dict[str, Any]:

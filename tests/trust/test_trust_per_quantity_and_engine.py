@@ -195,13 +195,16 @@ def test_plan_rows_carry_the_capacity_band_of_the_memory_boundary(capsys) -> Non
 
 
 def test_simulate_under_vllm_and_under_the_ideal_scheduler(capsys) -> None:
-    tpot = []
+    # a dense model quotes the dense models' served runs: each block's model is its `serving (MODEL, ...)` line
+    tpot, model = [], None
     for report in VLLM_REPORTS:
-        lines = report.read_text().splitlines()
-        for line in lines[next(i for i, x in enumerate(lines) if x.startswith("serving (")):]:
+        for line in report.read_text().splitlines():
+            if line.startswith("serving ("):
+                model = re.split(r"[,)]", line[len("serving ("):])[0].strip()
             pairs = re.findall(r"\(\s*([+-]?[\d.]+)\)", line)
-            if len(pairs) == 5:
+            if model and len(pairs) == 5 and model != "Qwen3-30B-A3B":
                 tpot += [abs(float(pairs[2])), abs(float(pairs[3]))]
+        model = None
     argv = ("simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--rate", "4",
             "--prompt-tokens", "512", "--output-tokens", "64", "--requests", "30")
     data = _json(capsys, *argv, "--engine", "vllm")
@@ -256,3 +259,24 @@ def test_simulate_disaggregated_under_vllm_quotes_the_pairs(capsys) -> None:
     assert "disaggregated pairs: 9 rates" in trust["text"]
     code, out, _ = run(capsys, *[a for a in args if a not in ("--disaggregate", "1:1")])
     assert "disaggregated" not in json.loads(out)["trust"]
+
+
+def test_an_moe_model_quotes_the_moe_models_served_runs(capsys) -> None:
+    """Run 19's warm run (Qwen3-30B-A3B served by vLLM: TPOT p50 +53 %, its eager prefill) is an MoE model's
+    served evidence; a dense model's band leaves it out (the test above), an MoE model's is made of such runs."""
+    moe, model = [], None
+    for report in VLLM_REPORTS:
+        for line in report.read_text().splitlines():
+            if line.startswith("serving ("):
+                model = re.split(r"[,)]", line[len("serving ("):])[0].strip()
+            pairs = re.findall(r"\(\s*([+-]?[\d.]+)\)", line)
+            if model == "Qwen3-30B-A3B" and len(pairs) == 5:
+                moe.append([float(p) for p in pairs])
+        model = None
+    assert moe, "run 19's report has a served MoE run"
+    data = _json(capsys, "simulate", "--model", "Qwen3-30B-A3B", "--hardware", "H200", "--method", "bf16", "--rate",
+                 "2", "--prompt-tokens", "512", "--output-tokens", "32", "--requests", "20", "--engine", "vllm")
+    tpot = data["trust"]["bands"]["tpot"]
+    assert tpot["median_ape_pct"] == pytest.approx(statistics.median(abs(e) for r in moe for e in r[2:4]), abs=0.01)
+    runs = f"{len(moe)} run" + ("s" if len(moe) > 1 else "")
+    assert f"serving ({runs} of MoE models" in data["trust"]["text"]
