@@ -194,17 +194,24 @@ def test_plan_rows_carry_the_capacity_band_of_the_memory_boundary(capsys) -> Non
     assert data["trust"]["bands"]["capacity"]["median_signed_pct"] == pytest.approx(err)
 
 
-def test_simulate_under_vllm_and_under_the_ideal_scheduler(capsys) -> None:
-    # a dense model quotes the dense models' served runs: each block's model is its `serving (MODEL, ...)` line
-    tpot, model = [], None
+def _served_rows() -> list[tuple[str, list[float]]]:
+    """(model, the five 'err %' of a served run) of the vLLM reports' serving blocks: a block's model is its
+    `serving (MODEL, ...)` line, its rows the lines with five 'm / p (err)' cells after it."""
+    rows = []
     for report in VLLM_REPORTS:
+        model = None
         for line in report.read_text().splitlines():
             if line.startswith("serving ("):
                 model = re.split(r"[,)]", line[len("serving ("):])[0].strip()
             pairs = re.findall(r"\(\s*([+-]?[\d.]+)\)", line)
-            if model and len(pairs) == 5 and model != "Qwen3-30B-A3B":
-                tpot += [abs(float(pairs[2])), abs(float(pairs[3]))]
-        model = None
+            if model and len(pairs) == 5:
+                rows.append((model, [float(p) for p in pairs]))
+    return rows
+
+
+def test_simulate_under_vllm_and_under_the_ideal_scheduler(capsys) -> None:
+    # a dense model quotes the dense models' served runs
+    tpot = [abs(e) for model, errs in _served_rows() if model != "Qwen3-30B-A3B" for e in errs[2:4]]
     argv = ("simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--rate", "4",
             "--prompt-tokens", "512", "--output-tokens", "64", "--requests", "30")
     data = _json(capsys, *argv, "--engine", "vllm")
@@ -264,15 +271,7 @@ def test_simulate_disaggregated_under_vllm_quotes_the_pairs(capsys) -> None:
 def test_an_moe_model_quotes_the_moe_models_served_runs(capsys) -> None:
     """Run 19's warm run (Qwen3-30B-A3B served by vLLM: TPOT p50 +53 %, its eager prefill) is an MoE model's
     served evidence; a dense model's band leaves it out (the test above), an MoE model's is made of such runs."""
-    moe, model = [], None
-    for report in VLLM_REPORTS:
-        for line in report.read_text().splitlines():
-            if line.startswith("serving ("):
-                model = re.split(r"[,)]", line[len("serving ("):])[0].strip()
-            pairs = re.findall(r"\(\s*([+-]?[\d.]+)\)", line)
-            if model == "Qwen3-30B-A3B" and len(pairs) == 5:
-                moe.append([float(p) for p in pairs])
-        model = None
+    moe = [errs for model, errs in _served_rows() if model == "Qwen3-30B-A3B"]
     assert moe, "run 19's report has a served MoE run"
     data = _json(capsys, "simulate", "--model", "Qwen3-30B-A3B", "--hardware", "H200", "--method", "bf16", "--rate",
                  "2", "--prompt-tokens", "512", "--output-tokens", "32", "--requests", "20", "--engine", "vllm")
