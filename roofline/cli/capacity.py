@@ -13,6 +13,7 @@ HELP = "KV pool, logged tokens and concurrency as vLLM / SGLang / TensorRT-LLM /
 
 def add_capacity_parser(sub, positive_int, positive_float) -> None:
     """Register `roofline capacity` and its engine flags on the subcommand parser."""
+    from roofline.cli import add_kv_cache_memory
     from roofline.engines import ENGINES
 
     p = sub.add_parser("capacity", help=HELP)
@@ -32,6 +33,7 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="profile-run / chunked-prefill tokens")
     p.add_argument("--kv-memory-gib", type=positive_float,
                    help="KV budget per rank in GiB (e.g. a logged 'Available KV cache memory'); replaces the estimate")
+    add_kv_cache_memory(p)
     p.add_argument("--weight-dtype", help="weights for the budget estimate (bf16, fp8, mxfp4, ...; default: the "
                    "checkpoint's stored widths from its quantization_config, else bf16)")
     p.add_argument("--expert-weight-dtype", help="routed experts for the budget estimate (default: --weight-dtype; "
@@ -76,6 +78,8 @@ def _options(args: argparse.Namespace):
     from roofline.errors import SpecError
 
     check_engine_flags(args)
+    if args.kv_memory_gib is not None and args.kv_cache_memory_bytes is not None:
+        raise SpecError("--kv-cache-memory-bytes: gives the KV budget as --kv-memory-gib does; give one of them")
     util = args.gpu_memory_utilization
     if util is not None and util > 1:
         raise SpecError(f"--gpu-memory-utilization: {util} must be at most 1")
@@ -83,7 +87,8 @@ def _options(args: argparse.Namespace):
         tp=args.tp, pp=args.pp, dp=args.dp, kv_cache_dtype=args.kv_cache_dtype, block_size=args.block_size,
         max_model_len=args.max_model_len, gpu_memory_utilization=util,
         max_num_batched_tokens=args.max_num_batched_tokens,
-        kv_memory_bytes=None if args.kv_memory_gib is None else args.kv_memory_gib * GIB,
+        kv_memory_bytes=(float(args.kv_cache_memory_bytes) if args.kv_cache_memory_bytes is not None else
+                         None if args.kv_memory_gib is None else args.kv_memory_gib * GIB),
         parallel=args.parallel, kv_unified=not args.no_kv_unified, swa_full=args.swa_full,
         enable_prefix_caching=args.enable_prefix_caching, mamba_cache_mode=args.mamba_cache_mode)
 

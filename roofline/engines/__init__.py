@@ -62,7 +62,8 @@ def capacity(model: Model, engine: str, options: EngineOptions, parts: BudgetPar
     rules: list[str] = []
     if options.kv_memory_bytes is not None:
         pool = options.kv_memory_bytes
-        rules.append(f"budget: --kv-memory-gib {pool / GIB:g} replaces the engine's budget rule")
+        rules.append(f"budget: {pool / GIB:g} GiB given (--kv-memory-gib / --kv-cache-memory-bytes) replaces the "
+                     "engine's budget rule")
     elif parts is not None:
         pool = kv_pool(engine, parts, options)
         rules.append(_BUDGET_RULES[engine])
