@@ -40,3 +40,14 @@ detach() {
   } > $R/env.log 2>&1
 }
 stage() { echo "$1 $(date -u +%T)" >> "$R/stages.log"; }
+# wait_healthy PID LOG PORT TRIES: poll the server's /health every 2 s up to TRIES times; 1 (with LOG's tail) if the
+# server's process ended first
+wait_healthy() {
+  local i
+  for i in $(seq 1 "$4"); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$3/health',timeout=2)" 2>/dev/null \
+      && return 0
+    kill -0 "$1" 2>/dev/null || { echo "server died"; tail -30 "$2"; return 1; }
+    sleep 2
+  done
+}

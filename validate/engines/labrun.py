@@ -45,3 +45,17 @@ def trust_rows(title: str, rows: list[tuple[str, dict, dict]]) -> list[str]:
         cells.append(f"{m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
         lines.append(f"{run:8s}  " + "  ".join(cells))
     return lines
+
+
+def result(results: Path, run: str) -> dict | None:
+    """`vllm bench serve`'s saved result of `run` in a run folder (RUN.json, or its .gz), None where it did not run."""
+    from validate import stored
+
+    f = results / f"{run}.json"
+    return json.loads(stored.read_text(f)) if stored.exists(f) else None
+
+
+def sends(meas: dict) -> list[float]:
+    """A saved result's send instants (--save-detailed start_times), seconds from the first."""
+    t0 = meas["start_times"][0]
+    return [t - t0 for t in meas["start_times"]]

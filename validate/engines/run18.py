@@ -145,17 +145,14 @@ def compare(results: Path, predicted: dict) -> str:
         lines.append(f"-- {which}: " + ("the prediction at the trace's timestamps (committed before the run)"
                                          if which == "before" else "replayed at the client's recorded send times"))
         for name, (t, n, extra) in RUNS.items():
-            f = results / f"{name}.json"
-            if not stored.exists(f):
+            meas = labrun.result(results, name)
+            if meas is None:
                 lines.append(f"{name:6s}   not run")
                 continue
-            meas = json.loads(stored.read_text(f))
             if which == "before":
                 sim = predicted["runs"][name]
             else:
-                t0 = meas["start_times"][0]
-                sim = simulate(write_rows(tmp / f"{name}.jsonl", rows(t, n),
-                                          [s - t0 for s in meas["start_times"]]), extra)
+                sim = simulate(write_rows(tmp / f"{name}.jsonl", rows(t, n), labrun.sends(meas)), extra)
                 now_rows.append((f"pfx-{name}", meas, sim))
             eng = engine_hits(results, name)
             cells = []

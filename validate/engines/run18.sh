@@ -25,11 +25,7 @@ server() {  # server TAG EXTRA...: start vllm serve, wait for /health
   setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 8192 \
     --kv-cache-memory-bytes 8589934592 --port $PORT --seed 0 "$@" > $R/$tag-server.log 2>&1 &
   SPID=$!; local t0=$(date +%s)
-  for i in $(seq 1 200); do
-    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health',timeout=2)" 2>/dev/null && break
-    kill -0 $SPID 2>/dev/null || { echo "server $tag died"; tail -30 $R/$tag-server.log; return 1; }
-    sleep 2
-  done
+  wait_healthy $SPID $R/$tag-server.log $PORT 200 || return 1
   echo "server $tag up after $(( $(date +%s) - t0 )) s"
 }
 stop() { kill -TERM -$SPID; sleep 6; kill -KILL -$SPID 2>/dev/null; wait $SPID 2>/dev/null; }

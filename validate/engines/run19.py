@@ -69,17 +69,14 @@ def compare(results: Path, predicted: dict) -> str:
         lines.append(f"-- {which}: " + ("the prediction at the seed's sends and lengths (committed before the run)"
                                          if which == "before" else "replayed at the client's recorded sends"))
         for name in RUNS:
-            f = results / f"{name}.json"
-            if not stored.exists(f):
+            meas = labrun.result(results, name)
+            if meas is None:
                 lines.append(f"{name}: not run")
                 continue
-            meas = json.loads(stored.read_text(f))
             if which == "before":
                 sims = predicted["runs"][name]
             else:
-                t0 = meas["start_times"][0]
-                trace = write_trace(tmp / f"{name}.csv", [t - t0 for t in meas["start_times"]], meas["input_lens"],
-                                    meas["output_lens"])
+                trace = write_trace(tmp / f"{name}.csv", labrun.sends(meas), meas["input_lens"], meas["output_lens"])
                 sims = {"steady": simulate(trace, False), "cold_start": simulate(trace, True)}
                 if predicted["judged"][name] == "steady":  # the bands are the default (steady) simulation's
                     now_rows.append((f"moe-{name}", meas, sims["steady"]))

@@ -18,11 +18,7 @@ touch $R/.start-marker
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 \
   > $R/server.log 2>&1 &
 SPID=$!; T0=$(date +%s)
-for i in $(seq 1 240); do
-  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health',timeout=2)" 2>/dev/null && break
-  kill -0 $SPID 2>/dev/null || { echo "server died"; tail -30 $R/server.log; break; }
-  sleep 2
-done
+wait_healthy $SPID $R/server.log $PORT 240
 echo "server up after $(( $(date +%s) - T0 )) s, start-up cubins $(cubins $R/.start-marker)"
 for pair in cold:201 warm:202; do
   run=${pair%%:*}; seed=${pair##*:}; stage $run
