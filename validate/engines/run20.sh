@@ -17,7 +17,7 @@ detach "$0" "$@"
   tiny-qwen3moe-48) > $R/models.log 2>&1
 probe() { python3 $HERE/host_probe.py >> $R/host-probe.jsonl 2>&1; }
 stage K1; probe
-CONCS="1 16" timeout 200 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1; probe
+CONCS="1 16" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1; probe
 M=$HOME/models/Qwen3-30B-A3B
 PORT=8000
 cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }
@@ -41,7 +41,7 @@ for spec in cold:201:4:0 warm:202:4:0 r8:203:8:0 r16:204:16:0 c32:205:inf:32; do
 done
 kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
 stage K2; probe
-CONCS="1 16" timeout 200 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R 2 > $R/driver-K2.log 2>&1; probe
+CONCS="1 16" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R 2 > $R/driver-K2.log 2>&1; probe
 stage E
 VLLM_MOE_ROUTING_SIMULATION_STRATEGY=uniform_random ROOFLINE_ENGINE_CASES=cases-run20.json timeout 300 python3 $HERE/lat.py $HOME/models/tiny-qwen3moe-48 \
   tiny-qwen3moe-48 $R/tiny-qwen3moe-48-lat.json > $R/tiny-qwen3moe-48-lat.log 2>&1; probe
