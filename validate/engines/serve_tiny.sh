@@ -6,7 +6,7 @@
 M=$1; R=$2; T=${3:-}; PORT=8001
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 \
   > $R/tiny$T-server.log 2>&1 &
-SPID=$!; trap "kill -TERM -$SPID 2>/dev/null" EXIT  # the server never outlives its calibration
+SPID=$!; trap "kill -TERM -$SPID 2>/dev/null" EXIT; trap "exit 1" TERM  # the server never outlives its calibration
 for i in $(seq 1 200); do  # a fresh cache: run 20 K1 took 200 s to start (warm-up 100 s)
   python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health',timeout=2)" 2>/dev/null && break
   kill -0 $SPID 2>/dev/null || { echo "tiny server died"; tail -20 $R/tiny$T-server.log; exit 1; }
