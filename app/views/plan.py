@@ -18,7 +18,9 @@ st.subheader("Plan")
 st.caption(fmt.md_escape(
     f"{model.name} on {workload.gpus} x {hardware.name} (tp {workload.tp}, pp {workload.pp}, weights "
     f"{workload.weight_dtype}): batch {workload.batch}, context {workload.context_tokens:,} tokens, "
-    f"{workload.generated_tokens:,} generated, memory utilization {workload.gpu_memory_utilization:.2f}; the model's "
+    f"{workload.generated_tokens:,} generated, memory utilization "
+    f"{'the engine default' if workload.gpu_memory_utilization is None else f'{workload.gpu_memory_utilization:.2f}'}"
+    f"; the model's "
     f"max positions {model.max_position_embeddings:,}; engine {workload.engine}"
     + (f", {host}" if (host := display.host_text(workload.engine, workload.host_speed)) else "")))
 

@@ -85,7 +85,9 @@ def memory_line(result: dict[str, Any]) -> str:
         return (f"memory per GPU: {where}; KV pool {display.gib(w['kv_cache_memory_bytes'])} as given "
                 f"(--kv-cache-memory-bytes); {beside}")
     usable = display.gib(first["usable_bytes"])
-    return f"memory per GPU: {where} x {w['gpu_memory_utilization']} usable = {usable}; {beside}"
+    util = w["gpu_memory_utilization"]
+    util = f"{util}" if util is not None else f"{first['usable_bytes'] / cap:.3g} (default)"
+    return f"memory per GPU: {where} x {util} usable = {usable}; {beside}"
 
 
 def notes_lines(result: dict[str, Any], notes: list[tuple[str, str]], common: list[str], show_all: bool) -> list[str]:

@@ -30,7 +30,7 @@ _BUDGET_RULES = {
 }
 
 __all__ = ["ENGINES", "GIB", "PAGE_TOKENS", "BudgetParts", "Capacity", "EngineOptions", "as_run", "capacity",
-           "kv_pool"]
+           "default_utilization", "kv_pool"]
 
 
 def _profile(engine: str):
@@ -43,6 +43,18 @@ def as_run(engine: str, model: Model) -> Model:
     """The model as `engine` runs it (SGLang: windows its implementation of the architecture does not take run over
     the whole context, sglang.as_run); the model itself for every other engine."""
     return sglang.as_run(model) if engine == "sglang" else model
+
+
+def default_utilization(engine: str, total: float, tp: int = 1, pp: int = 1) -> float:
+    """The memory fraction `engine` sizes its pool with when the user gives none (a workload's
+    gpu_memory_utilization None): vLLM's release default (vllm.default_utilization), SGLang's mem_fraction_static
+    rule by the GPU's memory (sglang.default_fraction), TensorRT-LLM's free_gpu_memory_fraction 0.9, and the
+    planner's own 0.90 (ideal; llama.cpp sizes by what is left, the fraction only shows as usable memory)."""
+    if engine == "vllm":
+        return vllm.default_utilization()
+    if engine == "sglang":
+        return sglang.default_fraction(total, tp, pp)
+    return trtllm.DEFAULT_FRACTION if engine == "trtllm" else ideal.DEFAULT_UTILIZATION
 
 
 def kv_pool(engine: str, parts: BudgetParts, options: EngineOptions) -> float:

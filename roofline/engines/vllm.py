@@ -1,11 +1,15 @@
 """vLLM (V1 engine): how it sizes and logs the KV cache.
 
 Rules, each read from vLLM's source (file @ commit, function; research notes in docs/engines.md):
-- budget: "Available KV cache memory" = total x gpu_memory_utilization (default 0.90) - weights - peak
+- budget: "Available KV cache memory" = total x gpu_memory_utilization - weights - peak
   activation of a profile run of max_num_batched_tokens - non-torch growth
   (vllm/v1/worker/gpu_worker.py@35d5cda, Worker.determine_available_memory; vllm/utils/mem_utils.py
   memory_profiling). Builds >= v0.21 also subtract a CUDA-graph estimate (V1 runner only; its derivable floor,
   roofline/engines/vllm_profile.py, which also gives the profile run's peak for `roofline capacity`).
+- gpu_memory_utilization's default: 0.92 from release 0.20 (vllm/config/cache.py of the 0.20.0 .. 0.24.0 sdists:
+  `Field(default=0.92, gt=0, le=1)`; LLM's own signature the same, entrypoints/llm.py:195 of 0.24.0), 0.90 up to
+  0.19.1 (the 0.17.1 .. 0.19.1 sdists); default_utilization. Run 20's server (0.24.0, no flag) logged 744,656 tokens
+  for Qwen3-30B-A3B, which 0.92 gives and 0.90 does not (714,352).
 - page: 2 x max(1, H_kv / tp) x head_dim x dtype bytes per token per layer (vllm/v1/kv_cache_interface.py@001cabc,
   AttentionSpec.real_page_size_bytes; ModelConfig.get_num_kv_heads replicates KV heads when tp > H_kv).
   MLA: one latent of kv_lora_rank + qk_rope_head_dim (576) per token, no factor 2, replicated on every TP
@@ -47,6 +51,7 @@ from roofline.engines.base import (
     stage_kinds,
     state_bytes_per_rank,
 )
+from roofline.errors import SpecError
 from roofline.specs import Model
 from roofline.units import ceildiv
 
@@ -54,10 +59,23 @@ KV_DTYPES = {"auto": None, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1,
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 DEFAULT_BLOCK = 16
 MLA_BLOCK = 64
-DEFAULT_UTILIZATION = 0.90
+DEFAULT_UTILIZATION = 0.92  # the current release's (module docstring); UTILIZATION_RELEASE's predecessors 0.90
+UTILIZATION_RELEASE = (0, 20)  # the first vLLM release whose gpu_memory_utilization defaults to 0.92
 DEFAULT_BATCHED_TOKENS = 8192
 DS_MLA_BYTES = 656  # fp8 latent (512) + 4 fp32 scales (16) + bf16 rope (64 x 2)
 SRC = "vllm/v1/core/kv_cache_utils.py@001cabc"
+
+
+def default_utilization(release: str | None = None) -> float:
+    """vLLM's gpu_memory_utilization when the flag is not given, for a `release` ('0.11.0'; None: unknown, taken as
+    current): 0.92 from UTILIZATION_RELEASE on, 0.90 before (module docstring)."""
+    if release is None:
+        return DEFAULT_UTILIZATION
+    try:
+        major_minor = tuple(int(x) for x in release.split(".")[:2])
+    except ValueError:
+        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
+    return DEFAULT_UTILIZATION if major_minor >= UTILIZATION_RELEASE else 0.90
 
 
 def budget(parts: BudgetParts, opts: EngineOptions) -> float:

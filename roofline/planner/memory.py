@@ -1,6 +1,6 @@
 """The memory budget of one GPU (the fullest pipeline stage) and what a sequence needs.
 
-usable   = capacity x utilization                      (vLLM gpu_memory_utilization, default 0.90)
+usable   = capacity x utilization     (the workload's, else the engine's default: roofline.engines.default_utilization)
 kv_pool  = usable - runtime reserve - weights (sharded) - method parameters (sharded)
            - activation workspace at the prefill peak
 With an engine (Workload.engine), kv_pool follows that engine's budget rule instead (roofline.engines); with
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from roofline.accounting import NORM_PARAMS_PER_CHANNEL, dtype_size, parameter_count, routed_expert_params
 from roofline.costmodel.blocks import Shard, check_ep
-from roofline.engines import BudgetParts, EngineOptions, kv_pool
+from roofline.engines import BudgetParts, EngineOptions, default_utilization, kv_pool
 from roofline.errors import SpecError
 from roofline.lazy import sp
 from roofline.methods import CacheModel
@@ -155,6 +155,9 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     activations, reserve = activation_peak(model, workload, width), default_reserve(workload, hardware)
     # what CUDA reports when the catalogue has it (a program allocates from that), else the datasheet figure
     capacity = hardware.driver_memory_bytes or hardware.memory_bytes
+    # the user's fraction, else the engine's own default (vLLM's release default, SGLang's rule by memory, ...)
+    util = workload.gpu_memory_utilization or default_utilization(workload.engine, capacity, workload.tp,
+                                                                  workload.pp)
     engine_pool, cudagraph = None, 0.0
     if workload.engine == "vllm":  # the engine's own profile run sizes its budget (engines.vllm_profile)
         from roofline.engines.scheduling import scheduling
@@ -177,11 +180,10 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     elif workload.engine != "ideal":
         engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, non_torch, context,
                                                            cudagraph),
-                              EngineOptions(tp=workload.tp, pp=workload.pp,
-                                            gpu_memory_utilization=workload.gpu_memory_utilization))
+                              EngineOptions(tp=workload.tp, pp=workload.pp, gpu_memory_utilization=util))
     return MemoryBudget(
         capacity=capacity,
-        usable=capacity * workload.gpu_memory_utilization,
+        usable=capacity * util,
         reserve=reserve,
         weights=weights,
         method_params=fixed,

@@ -56,8 +56,10 @@ class Workload(Spec):
     prefill_chunk_tokens: PositiveInt | None = Field(
         None, description="Chunked-prefill size (tokens per prefill pass); None: the whole prompt at once."
     )
-    gpu_memory_utilization: float = Field(
-        0.90, gt=0.0, le=1.0, description="Fraction of device memory the engine may use (vLLM default 0.90)."
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0.0, le=1.0, description="Fraction of device memory the engine may use; None: the engine's own "
+        "default (vLLM 0.92 since 0.20, SGLang's rule by GPU memory, TensorRT-LLM 0.9, the planner's 0.90: "
+        "roofline.engines.default_utilization)."
     )
     kv_cache_memory_bytes: PositiveInt | None = Field(
         None, le=1 << 50, description="The KV pool per GPU in bytes (vLLM --kv-cache-memory-bytes): replaces the "

@@ -76,7 +76,8 @@ class Benchmark(Spec):
     max_num_batched_tokens: PositiveInt | None = Field(description="Engine --max-num-batched-tokens; None = default.")
     enforce_eager: bool = Field(False, description="Engine ran without CUDA graphs (--enforce-eager).")
     gpu_memory_utilization: float | None = Field(
-        None, gt=0, le=1, description="Engine --gpu-memory-utilization; None = the engine's default (vLLM 0.9).")
+        None, gt=0, le=1, description="Engine --gpu-memory-utilization; None = the engine's default for the "
+        "release (vLLM 0.92 from 0.20, 0.90 before; no release: current).")
     command: str = Field(min_length=1, description="The server and client commands, or the settings, as quoted.")
 
 

@@ -155,8 +155,12 @@ def simulate(run: PublishedRun) -> dict:
     n = len(rep.arrival_s)
     requests = Requests(rep.arrival_s, rep.prompt_tokens, rep.output_tokens)
     total = int((rep.prompt_tokens + rep.output_tokens).max())
-    memory = {} if run.benchmark.gpu_memory_utilization is None else {
-        "gpu_memory_utilization": run.benchmark.gpu_memory_utilization}
+    util = run.benchmark.gpu_memory_utilization
+    if util is None and run.engine.name == "vllm":  # the record's release's default (0.90 before 0.20)
+        from roofline.engines.vllm import default_utilization
+
+        util = default_utilization(run.engine.release)
+    memory = {} if util is None else {"gpu_memory_utilization": util}
     workload = validate(Workload, {**memory, "context_tokens": total, "tp": dep.tp, "pp": dep.pp,
                                    "weight_dtype": dep.weight_dtype, "expert_weight_dtype": dep.expert_weight_dtype,
                                    "engine": run.engine.name,
