@@ -1,0 +1,40 @@
+"""Defects found trying the tool as a new user (session 26, validate/notes/2026-11-30-new-user-26.md), each by the
+invocation that showed it; expected figures derived by hand from the config.json named."""
+
+from __future__ import annotations
+
+import json
+
+from cli_run import run
+
+FP8_30B = "tests/data/hf/Qwen3-30B-A3B-FP8/config.json"  # Qwen/Qwen3-30B-A3B-FP8 (SOURCE.md beside it)
+
+
+def _json(capsys, *argv: str) -> dict:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_kv_decode_step_reads_a_quantized_checkpoint_at_its_stored_width(capsys):
+    """`roofline kv --hardware` timed the decode step of an FP8 (or GPTQ, AWQ, NVFP4) checkpoint with bf16 weights
+    and did not say so, while `roofline plan` reads the stored widths: Qwen3-30B-A3B-FP8 at B 4, L 32,768 on H100
+    gave 13.708 ms under kv against plan's 10.716 ms. Qwen3-30B-A3B's qkv_proj is hidden 2,048 x (32 query heads +
+    2 x 4 KV heads) x head_dim 128 = 10,485,760 weights: at fp8 (quantization_config quant_method fp8) 1 byte each."""
+    kv = _json(capsys, "kv", "--model", FP8_30B, "--context", "32768", "--batch", "4", "--hardware", "H100-SXM")
+    qkv = next(o for o in kv["decode_ops"] if o["name"] == "qkv_proj")
+    assert qkv["traffic"]["weights"] == 2048 * (32 + 2 * 4) * 128 * 1
+    assert kv["decode_weights"] == {"weight_dtype": "fp8", "expert_weight_dtype": None,
+                                    "read": "quantization_config: fp8"}
+    plan = _json(capsys, "plan", "--model", FP8_30B, "--context", "32768", "--batch", "4", "--hardware", "H100-SXM",
+                 "--method", "bf16", "--prompt", "31744")
+    assert abs(kv["decode_step_s"] - plan["results"][0]["decode_step_s"]) <= 1e-9 * plan["results"][0]["decode_step_s"]
+    code, out, err = run(capsys, "kv", "--model", FP8_30B, "--context", "32768", "--hardware", "H100-SXM")
+    assert code == 0, err
+    assert "weights fp8 (quantization_config: fp8)" in out
+
+
+def test_kv_decode_step_of_an_unquantized_model_says_bf16(capsys):
+    code, out, err = run(capsys, "kv", "--model", "Llama-3.1-8B", "--context", "4096", "--hardware", "H100-SXM")
+    assert code == 0, err
+    assert "weights bf16 (no quantization_config)" in out
