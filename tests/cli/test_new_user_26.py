@@ -38,3 +38,21 @@ def test_kv_decode_step_of_an_unquantized_model_says_bf16(capsys):
     code, out, err = run(capsys, "kv", "--model", "Llama-3.1-8B", "--context", "4096", "--hardware", "H100-SXM")
     assert code == 0, err
     assert "weights bf16 (no quantization_config)" in out
+
+
+def test_a_url_or_hub_id_for_model_or_hardware_is_refused_by_rule(capsys):
+    """A new user's first try, `--model https://huggingface.co/.../config.json` or `--model Qwen/Qwen3-8B`, was
+    answered 'https:/huggingface.co/...: (file): cannot read: No such file or directory' (the URL's '//' folded by
+    the path reading, no rule named)."""
+    url = "https://huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json"
+    for argv, needles in (
+            (("kv", "--model", url, "--context", "100"), ("model: " + url, "is a URL", "download")),
+            (("plan", "--hardware", "https://example.com/h200.yaml"), ("hardware: https://example.com/h200.yaml",
+                                                                       "is a URL")),
+            (("kv", "--model", "Qwen/Qwen3-8B", "--context", "100"), ("model: 'Qwen/Qwen3-8B'",
+                                                                       "Hugging Face id is not fetched"))):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "", err
+        assert err.count("\n") == 1 and err.startswith("roofline: error: ") and "Traceback" not in err, err
+        for needle in needles:
+            assert needle in err, err
