@@ -53,7 +53,10 @@ def _load_catalogue_model(name: str) -> Model:
 
 
 def _looks_like_path(ref: str) -> bool:
-    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")) or _is_file(ref)
+    """A path rather than a catalogue name: a separator, a spec suffix, a file, or a checkpoint folder named bare
+    (`--model Qwen3-8B-FP8` in the folder that holds it, as `vllm serve Qwen3-8B-FP8` takes it)."""
+    return ("/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")) or _is_file(ref)
+            or _is_file(str(Path(ref) / "config.json")))
 
 
 def _is_file(ref: str) -> bool:

@@ -56,3 +56,16 @@ def test_a_url_or_hub_id_for_model_or_hardware_is_refused_by_rule(capsys):
         assert err.count("\n") == 1 and err.startswith("roofline: error: ") and "Traceback" not in err, err
         for needle in needles:
             assert needle in err, err
+
+
+def test_a_checkpoint_folder_named_without_a_slash_is_read(capsys, tmp_path, monkeypatch):
+    """`--model Qwen3-30B-A3B-FP8` in the folder that holds the checkpoint (as `vllm serve Qwen3-30B-A3B-FP8` takes
+    it) was 'model: unknown name' though `--model ./Qwen3-30B-A3B-FP8` read it. KV bytes per token by hand: 48 layers
+    x 4 KV heads x head_dim 128 x (K, V) x 2 bytes = 98,304."""
+    import pathlib
+    folder = tmp_path / "Qwen3-30B-A3B-FP8"
+    folder.mkdir()
+    (folder / "config.json").write_text((pathlib.Path(__file__).parents[2] / FP8_30B).read_text())
+    monkeypatch.chdir(tmp_path)
+    kv = _json(capsys, "kv", "--model", "Qwen3-30B-A3B-FP8", "--context", "1000")
+    assert (kv["model"], kv["bytes_per_token"]) == ("Qwen3-30B-A3B-FP8", 48 * 4 * 128 * 2 * 2)
