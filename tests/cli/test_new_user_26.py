@@ -69,3 +69,20 @@ def test_a_checkpoint_folder_named_without_a_slash_is_read(capsys, tmp_path, mon
     monkeypatch.chdir(tmp_path)
     kv = _json(capsys, "kv", "--model", "Qwen3-30B-A3B-FP8", "--context", "1000")
     assert (kv["model"], kv["bytes_per_token"]) == ("Qwen3-30B-A3B-FP8", 48 * 4 * 128 * 2 * 2)
+
+
+def test_the_max_rate_at_an_slo_is_never_past_the_saturated_throughput(capsys):
+    """Qwen3-30B-A3B on an H200 under vLLM, 200 requests of 1,024 + 256 tokens, SLO TTFT 2 s / TPOT 50 ms: the search
+    answered 140 req/s (and 1 GPU for 100 req/s) while the same 200 requests all sent at once finish at ~21 req/s:
+    the 200 requests fit in the pool together, so a 1.4 s burst at 140 req/s met the SLO before any queue built.
+    No replica sustains more requests per second than it completes: rate <= N / (the all-at-once run's span), and
+    GPUs for a target = ceil(target / rate)."""
+    import math
+    r = _json(capsys, "simulate", "--model", "tests/data/hf/Qwen3-30B-A3B/config.json", "--hardware", "H200",
+              "--engine", "vllm", "--method", "bf16", "--rate", "4", "--prompt-tokens", "1024", "--output-tokens",
+              "256", "--requests", "200", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "50", "--target-rate", "100")
+    saturated = r["max_rate_search"]["saturated_rate_per_s"]
+    assert r["max_rate_at_slo"] <= saturated
+    assert r["max_rate_search"]["finite_run_rate_per_s"] > 2 * saturated  # what the search found in the burst
+    assert "capped at the saturated throughput" in r["max_rate_reason"]
+    assert r["fleet"]["replicas"] == math.ceil(100 / r["max_rate_at_slo"])
