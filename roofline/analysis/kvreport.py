@@ -21,11 +21,14 @@ def _num(expr: sp.Expr, context: int) -> sp.Expr:
 
 
 def decode_op_costs(model: Model, method: MethodConfig, hardware: Hardware, context: int, batch: int = 1,
-                    tp: int = 1, fusion: str = "typical") -> list[dict[str, Any]]:
+                    tp: int = 1, fusion: str = "typical", weight_dtype: str = "bf16",
+                    expert_weight_dtype: str | None = None) -> list[dict[str, Any]]:
     """Per-op decode costs at (batch, context): FLOPs, bytes by class, intensity, ridge, bound, time, and the
-    kernels each op launches at `fusion`. Rows are per layer instance; `count` says how many layers run each."""
+    kernels each op launches at `fusion`, with the weights at `weight_dtype` (the routed experts at
+    `expert_weight_dtype`, None: weight_dtype). Rows are per layer instance; `count` says how many layers run each."""
     from roofline.units import B, L
-    graph = build_graph(model, method, "decode", tp=tp, fusion=fusion)
+    graph = build_graph(model, method, "decode", tp=tp, fusion=fusion, weight_dtype=weight_dtype,
+                        expert_weight_dtype=expert_weight_dtype)
     rows = Roofline(hardware, tp=tp).evaluate(graph, {B: batch, L: context})
     return [{**row, "kernels": op.kernels} for row, op in zip(rows, graph.ops, strict=True)]
 
@@ -35,7 +38,10 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
     """KV cache of `batch` sequences at `context` tokens under `method` (exact, no page rounding).
 
     kv_bytes rounds the (possibly fractional-bit) total up to whole bytes; bytes_per_token divides by
-    batch x context; effective_bits is resident bits per uncompressed K/V element.
+    batch x context; effective_bits is resident bits per uncompressed K/V element. With `hardware`, the decode
+    step's weights are read at the widths the checkpoint stores (catalogue.hf_quant.stored_dtypes: a
+    quantization_config's converted matrices at its dtype, bf16 otherwise), as `roofline plan` reads them;
+    `decode_weights` says which.
     """
     cache = build_cache(method, model)
     per_seq = _num(cache.resident_bytes, context)
@@ -66,7 +72,13 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
         "reserved_bytes": int(math.ceil(_num(cache.reserved_bytes, context) * batch)),
     }
     if hardware is not None:
-        rows = decode_op_costs(model, method, hardware, context, batch, fusion=fusion)
+        from roofline.catalogue.hf_quant import stored_dtypes
+        weight, expert = stored_dtypes(model)
+        rows = decode_op_costs(model, method, hardware, context, batch, fusion=fusion, weight_dtype=weight,
+                               expert_weight_dtype=expert)
+        q = model.quantization
+        read = f"quantization_config: {q.method}" if q is not None else "no quantization_config"
+        report["decode_weights"] = {"weight_dtype": weight, "expert_weight_dtype": expert, "read": read}
         report["hardware"] = hardware.name
         report["decode_ops"] = rows
         report["decode_step_s"] = sum(r["count"] * r["time_s"] for r in rows)

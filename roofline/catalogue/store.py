@@ -6,6 +6,7 @@ Inside a wheel the YAML files live in `roofline/_catalogue/`; in a checkout they
 
 from __future__ import annotations
 
+import re
 import warnings
 from functools import cache
 from pathlib import Path
@@ -52,7 +53,10 @@ def _load_catalogue_model(name: str) -> Model:
 
 
 def _looks_like_path(ref: str) -> bool:
-    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")) or _is_file(ref)
+    """A path rather than a catalogue name: a separator, a spec suffix, a file, or a checkpoint folder named bare
+    (`--model Qwen3-8B-FP8` in the folder that holds it, as `vllm serve Qwen3-8B-FP8` takes it)."""
+    return ("/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")) or _is_file(ref)
+            or _is_file(str(Path(ref) / "config.json")))
 
 
 def _is_file(ref: str) -> bool:
@@ -61,6 +65,25 @@ def _is_file(ref: str) -> bool:
         return Path(ref).is_file()
     except (OSError, ValueError):
         return False
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _not_fetched(kind: str, ref: str) -> None:
+    """A URL, or a Hugging Face id that names no file here, refused by rule: roofline reads local files only (the
+    path reading would otherwise say 'No such file' of a URL with its '//' folded)."""
+    if "://" in ref:
+        raise SpecError(f"{kind}: {ref} is a URL; roofline reads no network: download the file "
+                        f"({'its config.json' if kind == 'model' else 'the spec'}) and give its path")
+    if kind == "model" and HUB_ID.fullmatch(ref) and not ref.endswith((".json", ".yaml", ".yml")):
+        try:
+            exists = Path(ref).exists()
+        except (OSError, ValueError):
+            exists = False
+        if not exists:
+            raise SpecError(f"model: {ref!r} is neither a catalogue name nor a file here; a Hugging Face id is not "
+                            f"fetched (no network): download its config.json and give the path")
 
 
 def _checked(spec, where: str):
@@ -79,6 +102,7 @@ def load_hardware(ref: str) -> Hardware:
     """A catalogue name (exact) or a path to a YAML/JSON Hardware spec."""
     if ref in _files("hardware"):
         return _load_catalogue_hardware(ref)
+    _not_fetched("hardware", ref)
     if _looks_like_path(ref):
         return _checked(load_spec(Hardware, Path(ref)), ref)
     raise _unknown("hardware", ref, hardware_names())
@@ -90,6 +114,7 @@ def load_model(ref: str, name: str | None = None) -> Model:
     `_name_or_path`, else by the folder that holds it (the current folder for a bare `config.json`)."""
     if ref in _files("models"):
         return _load_catalogue_model(ref)
+    _not_fetched("model", ref)
     if _looks_like_path(ref):
         path = Path(ref)
         if _is_file(str(path / "config.json")):  # a checkpoint's folder, as `vllm serve PATH` takes

@@ -219,10 +219,19 @@ def _kv_text(r: dict[str, Any]) -> str:
                for o in r["decode_ops"]]
         text += (f"\n\ndecode step on {r['hardware']}: {display.seconds(r['decode_step_s'])} "
                  f"(ridge {r['decode_ops'][0]['ridge_flops_per_byte']:.0f} FLOP/B; {r['decode_kernels']:,} kernels at "
-                 f"fusion {r['fusion']}; rows per layer instance)\nceilings: {r['ceilings']}\n"
+                 f"fusion {r['fusion']}; rows per layer instance; {_weights_text(r['decode_weights'])})\n"
+                 f"ceilings: {r['ceilings']}\n"
                  + (f"trust: {r['trust']['text']}; {r['trust']['kernels']['text']}\n" if "trust" in r else ""))
         text += display.table(["op", "FLOPs", "bytes", "FLOP/B", "bound", "time"], ops)
     return text + "".join(f"\nwarning: {w}" for w in r.get("warnings", ()))
+
+
+def _weights_text(w: dict[str, Any]) -> str:
+    """The decode step's weight widths: 'weights bf16 (no quantization_config)', 'weights fp8
+    (quantization_config: fp8)', or the routed experts apart (gpt-oss's mxfp4 experts)."""
+    widths = (f"weights {w['weight_dtype']}, routed experts {w['expert_weight_dtype']}" if w["expert_weight_dtype"]
+              else f"weights {w['weight_dtype']}")
+    return f"{widths} ({w['read']})"
 
 
 # ---- limits ----------------------------------------------------------------------------------------

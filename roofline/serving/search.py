@@ -5,7 +5,10 @@ at each rate. The saturated run (everything at once) gives the requests per seco
 finite run may still meet the SLO a little above it, so the bracket doubles until a rate fails, then
 bisection for at most `iterations` rounds keeps the largest rate whose TTFT p99 and TPOT p99 are within the
 SLO. If even 1/1000 of the saturated rate misses the SLO (a lone request's prefill or decode step is too
-slow), there is no such rate and the reason says which target failed.
+slow), there is no such rate and the reason says which target failed. A rate found well past the saturated rate
+(more than rel_tol over it: a short run whose requests all fit at once ends before any queue builds) is not one the
+replica sustains: the answer is then the saturated rate, an upper bound, and the reason says so (the finite run's
+rate stays in `finite_run_rate_per_s`).
 Replicas are independent and take equal shares of a Poisson stream (a random split of a Poisson process is
 Poisson), so GPUs for a target rate = ceil(target / max rate) x tp x pp.
 """
@@ -70,6 +73,11 @@ def max_rate_at_slo(sim: Simulator, requests: Requests, slo: Slo, clients: Clien
         ok, _ = _verdict(run(requests.at_rate(mid)), slo)
         runs += 1
         lo, hi = (mid, hi) if ok else (lo, mid)
+    if lo > sat_rate * (1 + rel_tol):  # the run ended before its queue built up: not a rate the replica sustains
+        return {"rate_per_s": sat_rate, "reason": f"capped at the saturated throughput {sat_rate:.3g} req/s: the SLO "
+                f"held up to {lo:.3g} req/s only because a run of {len(requests):,} requests ends before its queue "
+                f"builds (no replica sustains more than its throughput; more --requests show the steady state)",
+                "saturated_rate_per_s": sat_rate, "runs": runs, "bracket_per_s": [lo, hi], "finite_run_rate_per_s": lo}
     return {"rate_per_s": lo, "reason": None, "saturated_rate_per_s": sat_rate, "runs": runs,
             "bracket_per_s": [lo, hi]}
 
