@@ -28,7 +28,7 @@ UPLOAD_LIMIT_MB = max(1, MAX_SPEC_BYTES >> 20)  # server.maxUploadSize: the serv
 DEFAULT_METHODS = ("bf16", "fp8", "kivi-2", "xquant-2", "zack-50")
 ROOFLINE_EXTRA = ("aquakv-2",)  # added on the roofline page: its predictor ops are the point of that chart
 WORKLOAD_DEFAULTS = {"batch": 16, "context_tokens": 32_768, "generated_tokens": 1024, "tp": 1, "pp": 1,
-                     "gpu_memory_utilization": 0.90}
+                     "gpu_memory_utilization": 0.0}  # 0: the engine's own default (workload_from)
 Source = tuple[str, ...]  # ("catalogue", name), ("upload", filename, text) or ("upload", filename, text, quant text)
 QUANT_CONFIG = "hf_quant_config.json"  # a ModelOpt export's quantization settings, beside its config.json
 
@@ -157,6 +157,8 @@ def workload_from(fields: Mapping[str, Any]) -> Workload:
     """A Workload from the app's fields (batch, context_tokens, generated_tokens, tp, pp, utilization); pipeline
     stages get min(pp, batch) micro-batches, as `roofline plan` gives them."""
     data = {**WORKLOAD_DEFAULTS, **fields}
+    if not data["gpu_memory_utilization"]:  # the box's 0: the engine's default (Workload's None)
+        data["gpu_memory_utilization"] = None
     if data.get("engine", "ideal") != "ideal" and "page_tokens" not in fields:  # as `roofline plan --engine` sets it
         from roofline.engines import PAGE_TOKENS
 

@@ -74,8 +74,10 @@ FIELDS: tuple[Field, ...] = (
     Field("batch", "Batch (sequences)", "int", 16, "workload", "batch", lo=1, hi=1 << 16),
     Field("context", "Context (tokens)", "int", 32_768, "workload", "context_tokens", lo=2, hi=1 << 30, step=1024),
     Field("generated", "Generated tokens", "int", 1024, "workload", "generated_tokens", lo=0, hi=1 << 30, step=256),
-    Field("utilization", "GPU memory utilization", "float", 0.90, "workload", "gpu_memory_utilization", lo=0.05,
-          hi=1.0, step=0.05),
+    Field("utilization", "GPU memory utilization (0: the engine's default)", "float", 0.0, "workload",
+          "gpu_memory_utilization", lo=0.0, hi=1.0, step=0.05,
+          help="The CLI's --utilization; 0 leaves it to the engine (vLLM 0.92, SGLang's rule by memory, "
+               "TensorRT-LLM 0.9, the planner's own 0.90)."),
     Field("tp", "Tensor parallel", "int", 1, "workload", "tp", lo=1, hi=4096, help="Degrees that divide the heads."),
     Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=lambda: WEIGHT_DTYPES,
           help="Storage dtype of the weights (the CLI's --weight-dtype)."),
