@@ -69,9 +69,12 @@ class PrefixCache:
         self.unused_nodes = 0
         self._spent: deque[list[float]] = deque()
         self.spent_bytes = 0.0
-        self._apart = True  # a node became unused since the last spent run: the next one may not join it
-        self.hit_tokens = 0
-        self.query_tokens = 0
+        self._apart = True  # the next spent run may not join the last (a node became unused since, or it is owned)
+        self._own: dict[int, list] = {}  # a preempted request's own run, while it waits (own_hit)
+        self.hit_tokens = 0  # vLLM's prompt_tokens_cached: per request, at the admission that ends in its first token
+        self.query_tokens = 0  # vLLM's prompt_tokens: per request, its prompt, once
+        self.resumed_hit_tokens = 0  # re-admissions after a first token: known tokens found cached
+        self.resumed_tokens = 0  # ... and known tokens (prompt and output so far) asked for
 
     def path(self, i: int) -> list[int]:
         """Request i's nodes, root first (memoised by leaf)."""
@@ -96,10 +99,54 @@ class PrefixCache:
         h = min(self.cached_prefix(i), int(self.tree.shared[i]), todo - 1)
         return max(h, 0) // self.page * self.page
 
-    def count(self, hit: int, todo: int) -> None:
-        """An admission asked for `todo` prompt tokens and found `hit` cached."""
-        self.hit_tokens += hit
-        self.query_tokens += todo
+    def count(self, hit: int, todo: int, resumed: bool) -> None:
+        """An admission asked for `todo` known tokens and found `hit` cached: a request's first prefill (its prompt;
+        vLLM's prompt_tokens and prompt_tokens_cached) or, `resumed`, the re-admission of a request preempted after
+        its first token (which vLLM's counters leave out)."""
+        if resumed:
+            self.resumed_hit_tokens += hit
+            self.resumed_tokens += todo
+        else:
+            self.hit_tokens += hit
+            self.query_tokens += todo
+
+    def uncount(self, hit: int, todo: int) -> None:
+        """A request counted at its admission (`hit` of `todo` prompt tokens) was preempted before its first token:
+        vLLM counts its prefill once, at the admission that ends in a token (its prefill_stats, set at each
+        admission, are sent with its first output: sched/scheduler.py:763-769, 1700; v1/request.py:302-307)."""
+        self.hit_tokens -= hit
+        self.query_tokens -= todo
+
+    def own_hit(self, i: int, hit: int, todo: int) -> tuple[int, float]:
+        """(hit, bytes) of request i's admission with its own spent pages: a request preempted after computing full
+        pages past what the cache owns finds those still queued (vLLM hashes them: they are popped tail first, so
+        what is left is their head) when its cached prefix `hit` reaches where they start, in whole pages, at most
+        todo - 1 tokens (get_computed_blocks over the request's block hashes, prompt and output:
+        kv_cache_manager.py:210-225); bytes: those pages' (0.0 when there are none)."""
+        run = self._own.get(i)
+        if run is None or run[2] != i or run[1] <= 0 or hit != run[3]:
+            return hit, 0.0
+        start, full = run[3], run[4]
+        base = self.seq[start]
+        tol = 1e-9 * (self.seq[full] - base)
+        t = full
+        while t > start and (self.seq[t] - base) - run[1] > tol:
+            t -= self.page
+        t = min(t, todo - 1) // self.page * self.page
+        return t, float(self.seq[t] - base)
+
+    def claim(self, i: int, hit: int) -> None:
+        """Request i is admitted with the cached prefix `hit`: its own spent run is no longer its own; when `hit` is
+        where the run starts (own_hit applied) the run leaves the queue (the pages it hits are the request's again, the
+        rest of a page an allocation had begun to take is never-used room), else it stays queued (vLLM: blocks no hash
+        chain reaches are still eviction candidates)."""
+        run = self._own.pop(i, None)
+        if run is None or run[2] != i or run[1] <= 0:
+            return
+        run[2] = -1
+        if hit == run[3]:
+            self.spent_bytes -= run[1]
+            run[1] = 0.0
 
     def _node_bytes(self, node: int, cached: int) -> float:
         s = int(self.tree.start[node])
@@ -160,25 +207,32 @@ class PrefixCache:
     def _evictable(self, node: int) -> bool:
         return self.refs[node] == 0 and self.cached[node] > 0 and self.cached_children[node] == 0
 
-    def spend(self, nbytes: float, now: float) -> None:
-        """A request's own full pages (`nbytes`) join the free queue's back at `now` (module docstring); the run
-        joins the last one unless a node became unused between the two (then the node lies between them)."""
+    def spend(self, nbytes: float, now: float, owner: int = -1, start: int = 0, full: int = 0) -> None:
+        """A request's own full pages (`nbytes`, tokens start..full) join the free queue's back at `now` (module
+        docstring); the run joins the last one unless a node became unused between the two (then the node lies
+        between them) or either is `owner`'s, a preempted request's (own_hit: a run of its own while the queue has
+        room for one, SPENT_RUNS)."""
         if nbytes <= 0:
             return
-        if self._spent and (not self._apart or len(self._spent) == SPENT_RUNS):
+        owned = owner >= 0 and len(self._spent) < SPENT_RUNS
+        if self._spent and not owned and (not self._apart or len(self._spent) == SPENT_RUNS):
+            self._spent[-1][2] = -1
             self._spent[-1][1] += nbytes
         else:
-            self._spent.append([now, nbytes])
-        self._apart = False
+            run = [now, nbytes, owner if owned else -1, start, full]
+            self._spent.append(run)
+            if owned:
+                self._own[owner] = run
+        self._apart = owned
         self.spent_bytes += nbytes
 
-    def spend_pages(self, computed: int, owned: int, now: float) -> None:
+    def spend_pages(self, computed: int, owned: int, now: float, owner: int = -1) -> None:
         """A sequence leaves at `now` with `computed` tokens, the cache owning its first `owned`: its own full pages
-        past them are spent (spend); a last partial page is never-used room at once (vLLM prepends unhashed
-        blocks)."""
+        past them are spent (spend; `owner`: a preempted request's id); a last partial page is never-used room at once
+        (vLLM prepends unhashed blocks)."""
         full = computed // self.page * self.page
         if full > owned:
-            self.spend(float(self.seq[full] - self.seq[owned]), now)
+            self.spend(float(self.seq[full] - self.seq[owned]), now, owner, owned, full)
 
     def take_pages(self, nbytes: float, free: float) -> float:
         """A step's allocation of `nbytes` when `free` bytes are neither held by a running sequence nor cached (the
@@ -252,9 +306,22 @@ class PrefixCache:
         return evicted
 
     def stats(self) -> dict[str, float | int | str]:
-        """Hit statistics: prompt tokens skipped over prompt tokens asked for, at every admission (a preempted
-        request's re-admission too; vLLM's prompt_tokens_cached / prompt_tokens counts a request's first prefill
-        only, its logged hit rate every attempt: docs/serving.md)."""
-        rate = self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
-        return {"workload": self.tree.kind, "hit_rate": rate, "hit_tokens": int(self.hit_tokens),
-                "query_tokens": int(self.query_tokens)}
+        """Hit statistics (hit_stats) of this cache."""
+        return hit_stats(self.tree.kind, self.hit_tokens, self.query_tokens, self.resumed_hit_tokens,
+                         self.resumed_tokens)
+
+
+def hit_stats(workload: str, hit: int, query: int, resumed_hit: int, resumed: int) -> dict[str, float | int | str]:
+    """The JSON's `prefix_cache`: hit_rate = hit_tokens / query_tokens, each request counted once, at its first
+    prefill (vLLM's vllm:prompt_tokens_cached / vllm:prompt_tokens: v1/metrics/stats.py:277-311, fed by the
+    prefill_stats a request sends with its first output); resumed_hit_tokens of resumed_tokens: the re-admissions
+    of requests preempted after their first token (prompt and output so far, the cached ones skipped), which that
+    counter leaves out (vLLM's logged hit rate counts every scheduling attempt: docs/serving.md)."""
+    return {"workload": workload, "hit_rate": hit / query if query else 0.0, "hit_tokens": int(hit),
+            "query_tokens": int(query), "resumed_hit_tokens": int(resumed_hit), "resumed_tokens": int(resumed)}
+
+
+def merged_stats(per: list[dict]) -> dict[str, float | int | str]:
+    """A fleet's hit statistics: its replicas' hit_stats summed."""
+    keys = ("hit_tokens", "query_tokens", "resumed_hit_tokens", "resumed_tokens")
+    return hit_stats(per[0]["workload"], *(sum(int(p[k]) for p in per) for k in keys))

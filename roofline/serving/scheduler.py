@@ -110,9 +110,10 @@ class Scheduler:
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         cap = config.max_num_seqs
-        # base: leading tokens the prefix cache owns (a hit, or pages this sequence published to it)
-        self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base = (
-            np.zeros(cap, dtype=np.int64) for _ in range(7))
+        # base: leading tokens the prefix cache owns (a hit, or pages this sequence published to it); counted: the
+        # prefix-cache hit its admission counted (PrefixCache.count; uncounted if it is preempted before a token)
+        self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted = (
+            np.zeros(cap, dtype=np.int64) for _ in range(8))
         self.held = np.zeros(cap, dtype=np.float64)
         self.n_running = 0
         self.waiting: deque[int] = deque()
@@ -134,7 +135,9 @@ class Scheduler:
         victim = int(self.ids[last])
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
-            self.cache.spend_pages(int(self.comp[last]), int(self.base[last]), self.now)
+            if not self.gen[last]:
+                self.cache.uncount(int(self.counted[last]), int(self.known[last]))
+            self.cache.spend_pages(int(self.comp[last]), int(self.base[last]), self.now, victim)
             self.cache.release(victim, self.now)
         if self.preloaded is not None:
             self.preloaded[victim] = 0
@@ -231,7 +234,7 @@ class Scheduler:
             if self.remote.reported(i, self.t_sched):
                 self.remote.ids.remove(i)
                 todo = int(self.prompt[i] + self.generated[i])  # its pages are held since its load was posted
-                admitted.append((i, 1, True, todo, todo - 1, float(self.pool.seq_bytes[todo]), 0))
+                admitted.append((i, 1, True, todo, todo - 1, float(self.pool.seq_bytes[todo]), 0, 0))
                 budget -= 1
         while self.waiting and budget > 0 and self.n_running + len(admitted) < seqs:
             i = self.waiting[0]
@@ -250,18 +253,18 @@ class Scheduler:
             took = self._take(i, todo, budget, self.pool.capacity_bytes - self.used_bytes - need)
             if took is None:
                 break
-            n, hit, cost, held, base = took
-            if self.load_host_s is not None and hit > 0 and base == 0:  # it starts after its preloaded KV (_take)
+            n, start, cost, held, base, hit, loaded = took
+            if self.load_host_s is not None and loaded:  # it starts after its preloaded KV (_take)
                 loads_s += float(self.load_host_s[i])
             self.waiting.popleft()
-            admitted.append((i, n, n == todo - hit, todo, hit, held, base))
+            admitted.append((i, n, n == todo - start, todo, start, held, base, hit))
             budget -= n
             need += cost
         if not admitted:
             return (replace(plan, loads_s=loads_s, posts=posts) if posts > plan.posts else plan), need
-        ids, counts, done, todo, hits, held, base = (np.array(col) for col in zip(*admitted, strict=True))
+        ids, counts, done, todo, hits, held, base, counted = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
-        self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, base
+        self.ids[at], self.comp[at], self.known[at], self.base[at], self.counted[at] = ids, hits, todo, base, counted
         self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], held
         self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
         self.n_running = at.stop
@@ -272,21 +275,29 @@ class Scheduler:
                         loads_s, posts)
         return plan, need
 
-    def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
+    def _take(self, i: int, todo: int, budget: int, free: float
+              ) -> tuple[int, int, float, float, int, int, bool] | None:
         """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
-        owns) if request i can start now with `budget` tokens and `free` bytes no running sequence or cached prefix
-        holds (the step's pages counted, spent ones free), else None (and nothing changes). Unused cached prefixes
-        count as free room, but those on its own path (PrefixCache.evictable_for); once it is admitted, its path is
-        held and the pages its first chunk takes, and no more, are taken (PrefixCache.take_pages: vLLM's
-        allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the hit, then
+        owns, its prefix-cache hit, whether it starts after preloaded KV) if request i can start now with `budget`
+        tokens and `free` bytes no running sequence or cached prefix holds (the step's pages counted, spent ones
+        free), else None (and nothing changes). A request preempted after computing pages of its own hits those
+        still queued (PrefixCache.own_hit): it holds them as its own, and they are not free room for it. Unused
+        cached prefixes count as free room, but those on its own path (PrefixCache.evictable_for); once it is
+        admitted, its path is held and the pages its first chunk takes, and no more, are taken (PrefixCache.take_pages:
+        vLLM's allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the hit, then
         get_new_blocks pops only the chunk's blocks: kv_cache_manager.py:405-440, block_pool.py:542-572).
         Computed tokens are a prefix-cache hit (pages the cache holds) or preloaded KV (pages this request brings:
         they need room too). With admit_full_prompt the room asked for is that of all `todo` known tokens less the
         hit (full_sequence_must_fit, kv_cache_manager.py:372-387), though only the first chunk's pages are taken."""
         cache, seq = self.cache, self.pool.seq_bytes
-        hit = cache.hit(i, todo) if cache is not None else 0
+        tree = cache.hit(i, todo) if cache is not None else 0
+        hit, own = cache.own_hit(i, tree, todo) if cache is not None else (0, 0.0)
         pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
-        start, held, base = (pre, 0.0, 0) if pre > hit else (hit, float(seq[hit]), hit)
+        loaded = pre > hit
+        if loaded:
+            hit, own = tree, 0.0
+        start, held, base = (pre, 0.0, 0) if loaded else (hit, float(seq[hit]), tree)
+        free -= own
         n = min(todo - start, budget)
         if n < todo - start and not self.config.chunked_prefill:
             return None
@@ -296,9 +307,11 @@ class Scheduler:
             return None
         if cache is not None:
             cache.acquire(i, self.now)
+            cache.claim(i, -1 if loaded else tree)
+            self.used_bytes += own
             self.used_bytes -= cache.take_pages(cost, free)
-            cache.count(hit, todo)
-        return n, start, cost, held, base
+            cache.count(hit, todo, bool(self.generated[i]))
+        return n, start, cost, held, base, hit, loaded
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
@@ -402,7 +415,7 @@ class Scheduler:
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
         m = n - len(ended)
-        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.held):
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted, self.held):
             arr[:m] = arr[:n][keep]
         self.n_running = m
         self.finished += len(ended)
