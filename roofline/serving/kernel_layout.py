@@ -18,13 +18,14 @@ ST_PAD = 8
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
 # (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens; rhits,
-# rqueries: PrefixCache.resumed_hit_tokens / resumed_tokens)
+# rqueries: PrefixCache.resumed_hit_tokens / resumed_tokens; pstep: the planned step preempted,
+# Scheduler.preempted_step)
 # (tree: the prefix-aware router's tree tokens for the replica, serving.router)
 # (rhead .. rlen: the requests whose remote KV load is in flight or not yet acted on, Scheduler.remote; posts: the
 # remote loads the planned step posts, StepPlan.posts)
 (N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
- HLEN, HSIZE, HITS, QUERIES, TREE, RHEAD, RTAIL, RLEN, POSTS, RHITS, RQUERIES) = range(27)
-RI_FIELDS = 27
+ HLEN, HSIZE, HITS, QUERIES, TREE, RHEAD, RTAIL, RLEN, POSTS, RHITS, RQUERIES, PSTEP) = range(28)
+RI_FIELDS = 28
 # rf fields (loads: the planned step's KV loads' host seconds, Scheduler's loads_s; tsched: when the engine made the
 # schedule, Scheduler.t_sched; wake: when an idle replica next acts on a remote load, Scheduler.wake_s, else inf)
 USED, START, LOADS, TSCHED, WAKE = range(5)

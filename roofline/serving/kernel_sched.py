@@ -53,6 +53,7 @@ from roofline.serving.kernel_layout import (
     POSTS,
     PREEMPT,
     PREFIX,
+    PSTEP,
     QUERIES,
     RES,
     RESERVE,
@@ -306,6 +307,7 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
     st / ri; rf's LOADS, the host seconds of the KV loads of the requests it admits)."""
     rf[r, LOADS] = 0.0
     ri[r, POSTS] = 0
+    ri[r, PSTEP] = 0
     if cfg[PREFIX]:
         settle(r, ri, rf, seq, cfg, fcfg, pfx)
     if not cfg[MIXED]:
@@ -320,6 +322,7 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
         preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx)
         preempted = True
         need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
+    ri[r, PSTEP] = 1 if preempted else 0
     if not preempted and cfg[MIXED]:
         need = admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     return ri[r, TOKENS] > 0 or ri[r, POSTS] > 0
@@ -329,8 +332,8 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
 def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
     """Scheduler.block_length: decode-only steps that may run back to back (to the first completion, while the
     pool holds every sequence's next page); one for a step with chunks or none decoding, a verify step, a pending
-    remote load, or blocks of one step."""
-    if ri[r, NCH] or ri[r, NDEC] == 0 or cfg[BLOCK] <= 1 or cfg[SPEC] or ri[r, RLEN]:
+    remote load, a step that preempted, or blocks of one step."""
+    if ri[r, NCH] or ri[r, NDEC] == 0 or cfg[BLOCK] <= 1 or cfg[SPEC] or ri[r, RLEN] or ri[r, PSTEP]:
         return 1
     return _block_length(r, st, held, ri, rf, seq, cfg, fcfg)
 

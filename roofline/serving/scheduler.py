@@ -119,6 +119,7 @@ class Scheduler:
         self.waiting: deque[int] = deque()
         self.used_bytes = 0.0
         self.preemptions = 0
+        self.preempted_step = False  # the last schedule preempted: its plan may not start a decode block
         self.finished = 0
         self.arrived = 0
         self.last_finished = EMPTY  # ids the last commit completed
@@ -190,6 +191,7 @@ class Scheduler:
         """schedule's plan."""
         if self.cache is not None:  # a block of decode steps took pages beyond the never-used ones
             self.used_bytes -= self.cache.settle(self.used_bytes, self.pool.capacity_bytes)
+        self.preempted_step = False
         if not self.config.mixed_steps:
             plan, need = self._plan_running(decodes=False)
             if self._room(need):
@@ -203,6 +205,7 @@ class Scheduler:
             self._preempt_last()
             preempted = True
             plan, need = self._plan_running(chunks=mixed)
+        self.preempted_step = preempted
         if not preempted and mixed:
             plan, need = self._admit(plan, need)
         return plan if plan.tokens or plan.posts else None
@@ -317,8 +320,11 @@ class Scheduler:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
         the first completion and while the pool holds every sequence's next page (arrivals are the
         caller's cut). 1 when the plan has chunks, waiting requests could be admitted, or a sequence is about
-        to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end)."""
-        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens or self.remote:
+        to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end). A step
+        that preempted admits nothing (vLLM skips its waiting queue then: sched/scheduler.py:626), though the room it
+        freed may take the queue's head at the next step: it is a block of one too."""
+        if (len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens or self.remote
+                or self.preempted_step):
             return 1
         dec = plan.decode
         if (self.gen[dec] == 0).any():  # a first token is due: its time stamps the TTFT, so step alone
