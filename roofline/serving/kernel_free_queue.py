@@ -1,9 +1,12 @@
 """serving.prefix_cache.PrefixCache's free queue in the compiled record loop (numba njit, cache=True): the room it
-gives (unused_bytes, evictable_for), spent runs joining it (spend) and allocations taking its front (take), over
-serving.kernel_prefix's `pfx`, per replica r, with PrefixCache's float operations in its order.
+gives (unused_bytes, evictable_for), spent runs joining it (spend), allocations taking its front (take), and a
+preempted request's own run hit by its re-admission (own_hit, claim), over serving.kernel_prefix's `pfx`, per replica
+r, with PrefixCache's float operations in its order.
 
-The spent runs are a ring of pi[P_RUNS] (time, bytes) pairs per replica in pf (kernel_prefix._ring), its head and
-length in pi (SHEAD, SLEN), PrefixCache._apart in APART and spent_bytes in pf (SPENT_BYTES). The unused nodes are
+The spent runs are a ring of pi[P_RUNS] (time, bytes, owner + 1) triples per replica in pf (kernel_prefix._ring), its
+head and length in pi (SHEAD, SLEN), PrefixCache._apart in APART and spent_bytes in pf (SPENT_BYTES); a preempted
+request's run is found from its words in pi (kernel_prefix's OWN_WORDS: PrefixCache._own), a claimed run left in the
+ring with no bytes and no owner (popped when it reaches the front, as PrefixCache.take pops it). The unused nodes are
 kernel_prefix's heap (its key: the node's last use, the time it was freed).
 """
 

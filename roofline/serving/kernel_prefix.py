@@ -12,14 +12,16 @@ running request uses that hold cached pages (UNUSED: PrefixCache's unused_nodes)
 head and length and PrefixCache._apart (SHEAD, SLEN, APART: serving.kernel_free_queue); in pf each replica's slots' last
 use and the heap's keys (last use), then per replica the bytes of those unused nodes' pages (PrefixCache.unused_bytes),
 the room its last failed admission found in the cache (PrefixCache.evictable_for) and PrefixCache.spent_bytes, then per
-replica the ring of pi[P_RUNS] spent runs (free time, bytes); in pm (int32) per replica and node its slot + 1 (0: none
-yet). A replica gives a node a slot at its first use (_slot), so the state of the nodes it uses lies together, one line
-per node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x 3.2M nodes x 4 arrays
-were 3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache misses apart. The heap's
-size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries made stale by a later use
-skipped when popped (PrefixCache._top). Pops depend only on the set of keys, and a node's live key is unique (its node
-id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale now are
-dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment (PrefixCache.release,
+replica the ring of pi[P_RUNS] spent runs (free time, bytes, owner + 1: a preempted request's, PrefixCache.own_hit), and
+per request in pi the ring slot + 1 and first and last token of its own run (OWN_WORDS, written only at its preemption;
+valid while that slot's owner is still the request); in pm (int32) per replica and node its slot + 1 (0: none yet). A
+replica gives a node a slot at its first use (_slot), so the state of the nodes it uses lies together, one line per
+node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x 3.2M nodes x 4 arrays were
+3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache misses apart. The heap's size is
+ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries made stale by a later use skipped
+when popped (PrefixCache._top). Pops depend only on the set of keys, and a node's live key is unique (its node id is in
+it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale now are dropped
+(one per node kept): a node that becomes evictable again is pushed anew at that moment (PrefixCache.release,
 ._evict_top), so a dropped entry is never the one that would have been popped.
 """
 

@@ -4,7 +4,9 @@ _commit_decodes, _complete, _publish), preloaded KV included (speculative decodi
 applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
 serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications,
 free queue and evictions (serving.kernel_prefix, kernel_free_queue, over `pfx`) as the Scheduler makes them at the
-same points (PrefixCache.settle, take_pages, spend_pages: settle, take_pages, spend_seq)."""
+same points (PrefixCache.settle, take_pages, spend_pages: settle, take_pages, spend_seq), a preempted request's own
+pages hit at its re-admission (own_hit, claim) and its hit counted once, at its first prefill (count; uncounted at a
+preemption before its first token)."""
 
 import math
 

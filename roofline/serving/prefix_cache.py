@@ -19,17 +19,27 @@ the front ... the one with more hash tokens (the tail of a block chain) is at th
 So a prefix no request uses is evicted when the allocations since it was freed have used the room ahead of it, the
 spent pages of the requests freed before it included, not when the pool's empty pages run out. Here: the nodes no
 running request uses (`unused_bytes`; the LRU heap of their tails, by last use) and the spent pages, a request's own
-full pages freed when it ends or is preempted (`spent_bytes`: runs of [free time, bytes]: nothing ever hits them here,
-so their bytes stand for them) are the queue; the pool's never-used room is what neither they nor the running
-sequences hold (Scheduler: capacity - used - spent). `take` pops from the front. A request's own hit leaves the queue
-when it is admitted (BlockPool.touch, block_pool.py:597-612), so its unused pages are not room for it (`evictable_for`:
-SingleTypeKVCacheManager.get_num_blocks_to_allocate counts them among the blocks to allocate,
-single_type_kv_cache_manager.py:174-180).
+full pages freed when it ends or is preempted (`spent_bytes`: runs of [free time, bytes, owner, first and last token])
+are the queue; the pool's never-used room is what neither they nor the running sequences hold (Scheduler: capacity -
+used - spent). `take` pops from the front. A request's own hit leaves the queue when it is admitted (BlockPool.touch,
+block_pool.py:597-612), so its unused pages are not room for it (`evictable_for`: SingleTypeKVCacheManager.
+get_num_blocks_to_allocate counts them among the blocks to allocate, single_type_kv_cache_manager.py:174-180).
 
-Not modelled: a preempted request's own spent pages hit its own re-admission in vLLM (they are hashed like any other);
-here it recomputes them. vLLM's references are per page, this cache's per node: a running request holds its whole
-path, pages past its hit included. At equal free times every spent run goes before every node (vLLM orders the
-requests freed in one step one after the other).
+Preemption. vLLM's preemption frees a request's blocks like an end (sched/scheduler.py:1107-1128 _preempt_request:
+_free_request_blocks, num_computed_tokens = 0) and its re-admission looks its block hashes up again, prompt and output
+so far, up to num_tokens - 1 (kv_cache_manager.py:202-242 get_computed_blocks): it finds its own blocks that no
+allocation has popped since, a prefix of them since the tail went first. Nobody else can: their hashes chain its own
+tokens. Here a preempted request's spent run is its own (`own_hit`: the pages still in it, from where the run starts,
+when its cached prefix reaches there; `claim` takes the run out of the queue at its admission); a finished request's
+run is hit by nobody, so its bytes stand for it. The hit statistics count what vLLM's vllm:prompt_tokens_cached /
+vllm:prompt_tokens count: each request once, its prompt and the hit of the admission that ends in its first token
+(v1/metrics/stats.py:304-311 from the PrefillStats sent with its first output, sched/scheduler.py:763-769, 1700); the
+re-admissions after a first token apart (`resumed_*`).
+
+Not modelled: vLLM's references are per page, this cache's per node: a running request holds its whole path, pages
+past its hit included. At equal free times every spent run goes before every node (vLLM orders the requests freed in
+one step one after the other). Past SPENT_RUNS queued runs a preempted request's run joins the last and is hit by
+nobody.
 """
 
 from __future__ import annotations
@@ -122,7 +132,7 @@ class PrefixCache:
         pages past what the cache owns finds those still queued (vLLM hashes them: they are popped tail first, so
         what is left is their head) when its cached prefix `hit` reaches where they start, in whole pages, at most
         todo - 1 tokens (get_computed_blocks over the request's block hashes, prompt and output:
-        kv_cache_manager.py:210-225); bytes: those pages' (0.0 when there are none)."""
+        kv_cache_manager.py:202-242); bytes: those pages' (0.0 when there are none)."""
         run = self._own.get(i)
         if run is None or run[2] != i or run[1] <= 0 or hit != run[3]:
             return hit, 0.0

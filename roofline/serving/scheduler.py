@@ -7,7 +7,8 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    (max_num_batched_tokens);
 3. if the pool cannot hold the pages these tokens need, the most recently admitted running sequence is
    preempted (its pages freed, its progress dropped; it returns to the head of the queue and later
-   recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does), until it fits;
+   recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does, less what its prefix
+   cache still holds: its cached prefix and its own full pages no allocation has taken since), until it fits;
 4. if nothing was preempted, waiting requests are admitted first come first served while the budget, the
    sequence cap (max_num_seqs) and the pool allow their first chunk (with admit_full_prompt: all their known tokens).
 With a prefix cache, the pages of cached prefixes no running request uses count as free in steps 3 and 4; the pages a

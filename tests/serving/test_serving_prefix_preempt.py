@@ -1,9 +1,9 @@
 """A preempted request's own pages and the hit counter, against vLLM 0.24 (vllm/v1/core/).
 
 Own pages. vLLM hashes every full block a request computes, output included (kv_cache_manager.py:447-456), and a
-preemption frees them to the free queue's back tail first (sched/scheduler.py:1109-1127 _preempt_request,
+preemption frees them to the free queue's back tail first (sched/scheduler.py:1107-1128 _preempt_request,
 single_type_kv_cache_manager.py:401-409, block_pool.py:614-635); the re-admission's get_computed_blocks walks the
-request's block hashes, prompt and output so far, up to num_tokens - 1 (kv_cache_manager.py:210-225): it finds the
+request's block hashes, prompt and output so far, up to num_tokens - 1 (kv_cache_manager.py:202-242): it finds the
 blocks no allocation has popped since, a prefix of them (the tail went first). The admission counts the hit blocks that
 sit in the free queue among the blocks it allocates (single_type_kv_cache_manager.py:174-180): they are not room for it.
 
@@ -103,8 +103,9 @@ def test_a_request_preempted_before_its_first_token_is_counted_once_with_the_adm
     32 tokens, computes 31 (to 63, 64 bytes held: 96 used). Step 5: its next chunk asks 32 against 0 free: preempted
     again with 63 computed (3 full pages, 48 bytes, queued; 32 of 95 withdrawn). Steps 6-8: it finds 48 tokens and asks
     seq[79] - 48 = 32 against 96 - 32 - 48 = 16: it waits; r0 ends at step 8 (23 computed: a full page queued, behind
-    r1's). Step 9: 96 - 48 = 48 free: admitted after its 48 tokens, to 79; step 10 it takes r0's queued page for its last
-    16 tokens and emits. The counter: r0 0 of 16, r1 48 of 95 (its last admission's), once each; nothing resumed."""
+    r1's). Step 9: 96 - 48 = 48 free: admitted after its 48 tokens, to 79; step 10 it takes r0's queued page for its
+    last 16 tokens and emits. The counter: r0 0 of 16, r1 48 of 95 (its last admission's), once each; nothing
+    resumed."""
     sched = _scheduler(BEFORE_FIRST_TOKEN)
     assert _admissions(sched, 12) == [(1, 0, 0), (1, 1, 0), (4, 1, 32), (9, 1, 48)]
     assert sched.preemptions == 2
