@@ -32,7 +32,7 @@ import numpy as np
 
 from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.clock import decision, gemm_duty
-from roofline.serving.prefix_cache import PrefixCache
+from roofline.serving.prefix_cache import PrefixCache, merged_stats
 from roofline.serving.requests import Requests
 from roofline.serving.router import CacheAware, choose
 from roofline.serving.scheduler import Scheduler
@@ -285,12 +285,7 @@ class Fleet:
 
 def _merged_stats(per: list[Trace]) -> dict | None:
     """The fleet's prefix-cache stats: every replica's hit and query tokens summed (None without a cache)."""
-    if per[0].prefix_cache is None:
-        return None
-    hit = sum(t.prefix_cache["hit_tokens"] for t in per)
-    query = sum(t.prefix_cache["query_tokens"] for t in per)
-    return {"workload": per[0].prefix_cache["workload"], "hit_rate": hit / query if query else 0.0,
-            "hit_tokens": hit, "query_tokens": query}
+    return None if per[0].prefix_cache is None else merged_stats([t.prefix_cache for t in per])
 
 
 def fewest_replicas(sim: Simulator, requests: Requests, slo: Slo, router: str, start: int,

@@ -198,14 +198,11 @@ def _prefix_state(sim, requests, replicas: int) -> tuple:
 
 def stats(sim, requests, ri: np.ndarray) -> list[dict] | None:
     """Each replica's PrefixCache.stats() from the kernel's per-replica integers, or None without a cache."""
-    from roofline.serving.kernel_layout import HITS, QUERIES
+    from roofline.serving.kernel_layout import HITS, QUERIES, RHITS, RQUERIES
+    from roofline.serving.prefix_cache import hit_stats
     if not _caching(sim, requests):
         return None
-    out = []
-    for hit, query in zip(ri[:, HITS].tolist(), ri[:, QUERIES].tolist(), strict=True):
-        out.append({"workload": requests.prefix.kind, "hit_rate": hit / query if query else 0.0,
-                    "hit_tokens": int(hit), "query_tokens": int(query)})
-    return out
+    return [hit_stats(requests.prefix.kind, *row) for row in ri[:, [HITS, QUERIES, RHITS, RQUERIES]].tolist()]
 
 
 def law_source(closed) -> str | None:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from roofline.serving.prefix_cache import merged_stats
 from roofline.serving.requests import Requests
 from roofline.serving.simulate import Trace
 
@@ -143,12 +144,7 @@ class KernelReplicas(Sequence):
     def stats(self) -> dict | None:
         """The fleet's prefix-cache stats (serving.fleet._merged_stats's sums) from each replica's, without
         building the replicas' Traces."""
-        if self.cached is None:
-            return None
-        hit = sum(c["hit_tokens"] for c in self.cached)
-        query = sum(c["query_tokens"] for c in self.cached)
-        return {"workload": self.cached[0]["workload"], "hit_rate": hit / query if query else 0.0,
-                "hit_tokens": hit, "query_tokens": query}
+        return None if self.cached is None else merged_stats(self.cached)
 
     def emitted(self, per_seq_s: float) -> tuple[np.ndarray, KernelReplicas]:
         """Every request's first token delayed by its own replica's step outputs (Trace.emitted on each replica,

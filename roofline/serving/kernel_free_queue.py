@@ -1,9 +1,12 @@
 """serving.prefix_cache.PrefixCache's free queue in the compiled record loop (numba njit, cache=True): the room it
-gives (unused_bytes, evictable_for), spent runs joining it (spend) and allocations taking its front (take), over
-serving.kernel_prefix's `pfx`, per replica r, with PrefixCache's float operations in its order.
+gives (unused_bytes, evictable_for), spent runs joining it (spend), allocations taking its front (take), and a
+preempted request's own run hit by its re-admission (own_hit, claim), over serving.kernel_prefix's `pfx`, per replica
+r, with PrefixCache's float operations in its order.
 
-The spent runs are a ring of pi[P_RUNS] (time, bytes) pairs per replica in pf (kernel_prefix._ring), its head and
-length in pi (SHEAD, SLEN), PrefixCache._apart in APART and spent_bytes in pf (SPENT_BYTES). The unused nodes are
+The spent runs are a ring of pi[P_RUNS] (time, bytes, owner + 1) triples per replica in pf (kernel_prefix._ring), its
+head and length in pi (SHEAD, SLEN), PrefixCache._apart in APART and spent_bytes in pf (SPENT_BYTES); a preempted
+request's run is found from its words in pi (kernel_prefix's OWN_WORDS: PrefixCache._own), a claimed run left in the
+ring with no bytes and no owner (popped when it reaches the front, as PrefixCache.take pops it). The unused nodes are
 kernel_prefix's heap (its key: the node's last use, the time it was freed).
 """
 
@@ -12,7 +15,12 @@ from numba import njit
 from roofline.serving.kernel_layout import CACHED, HSIZE, KIDS, PAGE, REFS
 from roofline.serving.kernel_prefix import (
     APART,
+    OWN_FULL,
+    OWN_SLOT,
+    OWN_START,
+    OWN_WORDS,
     P_BUF,
+    P_OWN,
     P_PARENT,
     P_RUNS,
     P_START,
@@ -61,21 +69,79 @@ def unused_bytes(r, pfx):
 
 
 @njit(cache=True, inline="always")
-def spend(r, nbytes, now, pfx):
-    """PrefixCache.spend: `nbytes` of a request's own full pages join replica r's free queue at `now` (a new run,
-    or the last one's when no node became unused since it, or when the ring is full)."""
+def spend(r, nbytes, now, owner, start, full, pfx):
+    """PrefixCache.spend: `nbytes` of a request's own full pages (tokens start..full) join replica r's free queue at
+    `now` (a new run, or the last one's when no node became unused since it and neither is a preempted request's,
+    `owner` >= 0, or when the ring is full); an owned run's slot and tokens are kept per request (OWN_WORDS)."""
     if nbytes <= 0:
         return 0
     pi, pf = pfx[0], pfx[1]
     runs, n = pi[P_RUNS], pi[_gen(pi, r, SLEN)]
-    if n and (not pi[_gen(pi, r, APART)] or n == runs):
-        pf[_ring(pi, r, (pi[_gen(pi, r, SHEAD)] + n - 1) % runs, 1)] += nbytes
+    owned = owner >= 0 and n < runs
+    if n and not owned and (not pi[_gen(pi, r, APART)] or n == runs):
+        last = (pi[_gen(pi, r, SHEAD)] + n - 1) % runs
+        pf[_ring(pi, r, last, 2)] = 0.0
+        pf[_ring(pi, r, last, 1)] += nbytes
     else:
         slot = (pi[_gen(pi, r, SHEAD)] + n) % runs
         pf[_ring(pi, r, slot, 0)], pf[_ring(pi, r, slot, 1)] = now, nbytes
+        pf[_ring(pi, r, slot, 2)] = owner + 1.0 if owned else 0.0
         pi[_gen(pi, r, SLEN)] = n + 1
-    pi[_gen(pi, r, APART)] = 0
+        if owned:
+            at = pi[P_OWN] + OWN_WORDS * owner
+            pi[at + OWN_SLOT], pi[at + OWN_START], pi[at + OWN_FULL] = slot + 1, start, full
+    pi[_gen(pi, r, APART)] = 1 if owned else 0
     pf[_pu(pi, r, SPENT_BYTES)] += nbytes
+    return 0
+
+
+@njit(cache=True, inline="always")
+def own_hit(r, i, h, todo, pfx, seq, cfg):
+    """PrefixCache.own_hit: (hit, bytes) of request i's admission on replica r with its own spent pages still queued,
+    when its cached prefix h reaches where they start (nothing to read for a request never preempted with pages of
+    its own: OWN_SLOT 0)."""
+    pi = pfx[0]
+    at = pi[P_OWN] + OWN_WORDS * i
+    if pi[at + OWN_SLOT] == 0:
+        return h, 0.0
+    return _own_hit(r, i, h, todo, at, pfx, seq, cfg)
+
+
+@njit(cache=True)
+def _own_hit(r, i, h, todo, at, pfx, seq, cfg):
+    """own_hit of a request with a spent run recorded at pi[at]."""
+    pi, pf = pfx[0], pfx[1]
+    slot, start, full = pi[at + OWN_SLOT] - 1, pi[at + OWN_START], pi[at + OWN_FULL]
+    left = pf[_ring(pi, r, slot, 1)]
+    if pf[_ring(pi, r, slot, 2)] != i + 1.0 or left <= 0 or h != start:
+        return h, 0.0
+    page = cfg[PAGE]
+    base = seq[start]
+    tol = 1e-9 * (seq[full] - base)
+    t = full
+    while t > start and (seq[t] - base) - left > tol:
+        t -= page
+    t = min(t, todo - 1) // page * page
+    return t, seq[t] - base
+
+
+@njit(cache=True, inline="always")
+def claim(r, i, h, pfx):
+    """PrefixCache.claim: request i is admitted on replica r with the cached prefix h; its own spent run, if it has
+    one, is no longer its own, and leaves the queue when h is where it starts."""
+    pi, pf = pfx[0], pfx[1]
+    at = pi[P_OWN] + OWN_WORDS * i
+    s = pi[at + OWN_SLOT]
+    if s == 0:
+        return 0
+    pi[at + OWN_SLOT] = 0
+    owner, left = _ring(pi, r, s - 1, 2), _ring(pi, r, s - 1, 1)
+    if pf[owner] != i + 1.0 or pf[left] <= 0:
+        return 0
+    pf[owner] = 0.0
+    if h == pi[at + OWN_START]:
+        pf[_pu(pi, r, SPENT_BYTES)] -= pf[left]
+        pf[left] = 0.0
     return 0
 
 

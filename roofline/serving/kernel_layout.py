@@ -6,22 +6,26 @@ numba as global integer constants."""
 # be stamped since its admission, serving.kernel_sched.emit; shared: its request's shared prefix tokens, with a prefix
 # cache: both per running sequence, so that a record's work per sequence reads no array indexed by request id;
 # anc, leaf, llen: once every node before its request's leaf on its path is wholly cached, the tokens of those nodes
-# (else -1), the leaf's slot in the replica's cache and the leaf's tokens, serving.kernel_prefix.publish_leaf)
-IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED, ANC, LEAF, LLEN = range(17)
-ST_FIELDS = 17
+# (else -1), the leaf's slot in the replica's cache and the leaf's tokens, serving.kernel_prefix.publish_leaf;
+# counted: the prefix-cache hit its admission counted, Scheduler.counted)
+(IDS, COMP, KNOWN, GEN, OUT, RES, DEC, CHPOS, CHSTART, CHTOK, CHDONE, BASE, STAMPED, SHARED, ANC, LEAF, LLEN,
+ COUNTED) = range(18)
+ST_FIELDS = 18
 # st's and held's rows hold max_num_seqs positions and ST_PAD more (never used): a row of 1,024 positions is 8 KiB, so
 # without them every field of a position falls in one set of a 4 KiB-way L1 (8 ways: the fields thrash it) and the
 # replicas' rows, whole multiples of 8 KiB apart, in few set groups of a 64 KiB-way L2 (serving_scale.md, session 20)
 ST_PAD = 8
 # ri fields: per-replica integers
 # (hhead .. hlen: the requests routed to a busy replica under the engine's admission lag, not yet seen: Fleet's held)
-# (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens)
+# (hsize, hits, queries: the prefix cache's LRU heap size and PrefixCache.hit_tokens / query_tokens; rhits,
+# rqueries: PrefixCache.resumed_hit_tokens / resumed_tokens; pstep: the planned step preempted,
+# Scheduler.preempted_step)
 # (tree: the prefix-aware router's tree tokens for the replica, serving.router)
 # (rhead .. rlen: the requests whose remote KV load is in flight or not yet acted on, Scheduler.remote; posts: the
 # remote loads the planned step posts, StepPlan.posts)
 (N_RUN, NDEC, NCH, TOKENS, ACTIVE, NSTEPS, STEPS, M, PREEMPT, WHEAD, WTAIL, WLEN, REC, PAD, HHEAD, HTAIL,
- HLEN, HSIZE, HITS, QUERIES, TREE, RHEAD, RTAIL, RLEN, POSTS) = range(25)
-RI_FIELDS = 25
+ HLEN, HSIZE, HITS, QUERIES, TREE, RHEAD, RTAIL, RLEN, POSTS, RHITS, RQUERIES, PSTEP) = range(28)
+RI_FIELDS = 28
 # rf fields (loads: the planned step's KV loads' host seconds, Scheduler's loads_s; tsched: when the engine made the
 # schedule, Scheduler.t_sched; wake: when an idle replica next acts on a remote load, Scheduler.wake_s, else inf)
 USED, START, LOADS, TSCHED, WAKE = range(5)

@@ -12,29 +12,36 @@ running request uses that hold cached pages (UNUSED: PrefixCache's unused_nodes)
 head and length and PrefixCache._apart (SHEAD, SLEN, APART: serving.kernel_free_queue); in pf each replica's slots' last
 use and the heap's keys (last use), then per replica the bytes of those unused nodes' pages (PrefixCache.unused_bytes),
 the room its last failed admission found in the cache (PrefixCache.evictable_for) and PrefixCache.spent_bytes, then per
-replica the ring of pi[P_RUNS] spent runs (free time, bytes); in pm (int32) per replica and node its slot + 1 (0: none
-yet). A replica gives a node a slot at its first use (_slot), so the state of the nodes it uses lies together, one line
-per node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x 3.2M nodes x 4 arrays
-were 3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache misses apart. The heap's
-size is ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries made stale by a later use
-skipped when popped (PrefixCache._top). Pops depend only on the set of keys, and a node's live key is unique (its node
-id is in it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale now are
-dropped (one per node kept): a node that becomes evictable again is pushed anew at that moment (PrefixCache.release,
+replica the ring of pi[P_RUNS] spent runs (free time, bytes, owner + 1: a preempted request's, PrefixCache.own_hit), and
+per request in pi the ring slot + 1 and first and last token of its own run (OWN_WORDS, written only at its preemption;
+valid while that slot's owner is still the request); in pm (int32) per replica and node its slot + 1 (0: none yet). A
+replica gives a node a slot at its first use (_slot), so the state of the nodes it uses lies together, one line per
+node, and only those pages are ever written: indexed by node, a chat fleet's 32 replicas x 3.2M nodes x 4 arrays were
+3.3 GB of pages zeroed as the sparse writes reached them, each node's fields four cache misses apart. The heap's size is
+ri[r, HSIZE]. The heap is Python's heapq's: a min-heap under the tuple order, entries made stale by a later use skipped
+when popped (PrefixCache._top). Pops depend only on the set of keys, and a node's live key is unique (its node id is in
+it), so any binary heap pops the same nodes; when the heap's slots run out, the entries that are stale now are dropped
+(one per node kept): a node that becomes evictable again is pushed anew at that moment (PrefixCache.release,
 ._evict_top), so a dropped entry is never the one that would have been popped.
 """
 
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS
+from roofline.serving.kernel_layout import CACHED, HITS, HSIZE, KIDS, PAGE, QUERIES, REFS, RHITS, RQUERIES
 from roofline.serving.kernel_views import prefetch
 from roofline.serving.prefix_cache import SPENT_RUNS
 
 # pi's header: nodes, heap slots, replicas, spent runs per replica, then where each part starts (per node: parent,
 # start, length, depth; per request: leaf, shared; per replica and node: CACHED, REFS, KIDS; per replica and slot:
-# -depth, node; scratch; per replica: GENERATION .. APART)
+# -depth, node; scratch; per replica: GENERATION .. APART; per request: its own spent run, OWN_WORDS)
 (P_K, P_H, P_NREP, P_RUNS, P_PARENT, P_START, P_LENGTH, P_DEPTH, P_LEAF, P_SHARED, P_PC, P_HINT, P_MARK, P_BUF, P_GEN,
- P_HEADER) = range(16)
+ P_OWN, P_HEADER) = range(17)
+# per request, from pi[P_OWN] + OWN_WORDS i: the ring slot + 1 of the spent run its preemption queued (0: none; valid
+# while that slot holds a run of its own: kernel_free_queue.own_hit), the tokens the run starts and ends at
+OWN_SLOT, OWN_START, OWN_FULL = range(3)
+OWN_WORDS = 3
+RUN_FIELDS = 3  # a spent run in the ring: free time, bytes, owner + 1 (0: none), as floats
 # per replica, from pi[P_GEN] + GEN_FIELDS r (shead, slen: the spent runs' ring's head and length; apart: a node
 # became unused since the last run, PrefixCache._apart)
 GENERATION, FAILED_GEN, FAILED_ID, FAILED_HIT, AGAIN, SLOTS, UNUSED, SHEAD, SLEN, APART = range(10)
@@ -53,15 +60,17 @@ def prefix_state(parent, start, length, leaf, shared, replicas: int, runs: int =
     depth = depths(parent)
     heap = 2 * k + 16
     sizes = [k, k, k, k, n, n, replicas * SLOT_WORDS * k, replicas * 2 * heap, k, max(1, int(depth.max(initial=1))),
-             GEN_FIELDS * replicas]
+             GEN_FIELDS * replicas, OWN_WORDS * n]
     offsets = P_HEADER + np.concatenate([[0], np.cumsum(sizes)[:-1]])
     pi = np.zeros(P_HEADER + sum(sizes), dtype=np.int64)
     pi[:P_HEADER] = [k, heap, replicas, runs, *offsets]
     for at, part in zip(offsets, (parent, start, length, depth, leaf, shared), strict=False):
         pi[at:at + len(part)] = part
-    pi[offsets[-1] + FAILED_ID:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = -1  # no failed admission yet
-    pi[offsets[-1] + APART:offsets[-1] + GEN_FIELDS * replicas:GEN_FIELDS] = 1  # no spent run yet
-    return pi, np.zeros(replicas * (k + heap + PF_FIELDS + 2 * runs)), np.zeros(replicas * k, dtype=np.int32)
+    gen = offsets[P_GEN - P_PARENT]
+    pi[gen + FAILED_ID:gen + GEN_FIELDS * replicas:GEN_FIELDS] = -1  # no failed admission yet
+    pi[gen + APART:gen + GEN_FIELDS * replicas:GEN_FIELDS] = 1  # no spent run yet
+    pf = np.zeros(replicas * (k + heap + PF_FIELDS + RUN_FIELDS * runs))
+    return pi, pf, np.zeros(replicas * k, dtype=np.int32)
 
 
 @njit(cache=True, inline="always")
@@ -118,8 +127,8 @@ def _pu(pi, r, f):
 
 @njit(cache=True, inline="always")
 def _ring(pi, r, slot, f):
-    """Where replica r's spent run in ring `slot` has its free time (f 0) or bytes (f 1) in pf."""
-    return pi[P_NREP] * (pi[P_K] + pi[P_H] + PF_FIELDS) + (r * pi[P_RUNS] + slot) * 2 + f
+    """Where replica r's spent run in ring `slot` has its free time (f 0), bytes (f 1) or owner + 1 (f 2) in pf."""
+    return pi[P_NREP] * (pi[P_K] + pi[P_H] + PF_FIELDS) + (r * pi[P_RUNS] + slot) * RUN_FIELDS + f
 
 
 @njit(cache=True, inline="always")
@@ -451,10 +460,15 @@ def pop(r, ri, pfx):
 
 
 @njit(cache=True, inline="always")
-def count(r, hit_tokens, todo, ri):
-    """PrefixCache.count: an admission asked for `todo` prompt tokens and found `hit_tokens` cached."""
-    ri[r, HITS] += hit_tokens
-    ri[r, QUERIES] += todo
+def count(r, hit_tokens, todo, resumed, ri):
+    """PrefixCache.count: an admission asked for `todo` known tokens and found `hit_tokens` cached (`resumed`: a
+    re-admission after the request's first token)."""
+    if resumed:
+        ri[r, RHITS] += hit_tokens
+        ri[r, RQUERIES] += todo
+    else:
+        ri[r, HITS] += hit_tokens
+        ri[r, QUERIES] += todo
 
 
 @njit(cache=True)

@@ -4,13 +4,24 @@ _commit_decodes, _complete, _publish), preloaded KV included (speculative decodi
 applied before `commit` by serving.kernel_spec.accept), over the flat per-replica arrays whose layout
 serving.kernel_loop documents (numba njit, cache=True); with cfg[PREFIX] the prefix cache's hits, publications,
 free queue and evictions (serving.kernel_prefix, kernel_free_queue, over `pfx`) as the Scheduler makes them at the
-same points (PrefixCache.settle, take_pages, spend_pages: settle, take_pages, spend_seq)."""
+same points (PrefixCache.settle, take_pages, spend_pages: settle, take_pages, spend_seq), a preempted request's own
+pages hit at its re-admission (own_hit, claim) and its hit counted once, at its first prefill (count; uncounted at a
+preemption before its first token)."""
 
 import math
 
 from numba import njit
 
-from roofline.serving.kernel_free_queue import evictable_for, spend, spent_bytes, take, take_spent, unused_bytes
+from roofline.serving.kernel_free_queue import (
+    claim,
+    evictable_for,
+    own_hit,
+    spend,
+    spent_bytes,
+    take,
+    take_spent,
+    unused_bytes,
+)
 from roofline.serving.kernel_layout import (
     ANC,
     BASE,
@@ -22,9 +33,11 @@ from roofline.serving.kernel_layout import (
     CHTOK,
     CHUNKED,
     COMP,
+    COUNTED,
     DEC,
     FULL_PROMPT,
     GEN,
+    HITS,
     IDS,
     KNOWN,
     LEAF,
@@ -42,6 +55,8 @@ from roofline.serving.kernel_layout import (
     POSTS,
     PREEMPT,
     PREFIX,
+    PSTEP,
+    QUERIES,
     RES,
     RESERVE,
     RLEN,
@@ -160,14 +175,14 @@ def settle(r, ri, rf, seq, cfg, fcfg, pfx):
 
 
 @njit(cache=True, inline="always")
-def spend_seq(r, p, now, st, seq, cfg, pfx):
+def spend_seq(r, p, now, owner, st, seq, cfg, pfx):
     """PrefixCache.spend_pages: the full pages of the running sequence at p past what the cache owns join the free
-    queue."""
+    queue (`owner`: a preempted request's id, else -1)."""
     page = cfg[PAGE]
     full = st[r, COMP, p] // page * page
     b = st[r, BASE, p]
     if full > b:
-        spend(r, seq[full] - seq[b], now, pfx)
+        spend(r, seq[full] - seq[b], now, owner, b, full, pfx)
 
 
 @njit(cache=True, inline="always")
@@ -212,17 +227,19 @@ def _admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, 
             continue
         again = failed_again(r, i, pfx) if cache else -1
         h = again if again >= 0 else (hit(r, i, todo, pfx, cfg) if cache else 0)
-        s, b = h, h  # the tokens it starts after, those the cache owns
-        hold_bytes = seq[h] if cache else 0.0
-        loaded = len(pre[0]) > 0 and min(pre[0][i], todo - 1) > h
+        hx, own = own_hit(r, i, h, todo, pfx, seq, cfg) if cache else (h, 0.0)  # its own spent pages too
+        s, b = hx, h  # the tokens it starts after, those the cache owns
+        hold_bytes = seq[hx] if cache else 0.0
+        loaded = len(pre[0]) > 0 and min(pre[0][i], todo - 1) > hx
         if loaded:
-            s, b, hold_bytes = min(pre[0][i], todo - 1), 0, 0.0
+            s, b, hold_bytes, hx, own = min(pre[0][i], todo - 1), 0, 0.0, h, 0.0
         k = min(todo - s, budget)
         if k < todo - s and not cfg[CHUNKED]:
             break
         cost = (seq[prompt[i] + output[i]] if cfg[RESERVE] else seq[s + k]) - hold_bytes
         gate = max(cost, seq[todo] - hold_bytes) if cfg[FULL_PROMPT] else cost  # the room asked for
         free = fcfg[CAPACITY] - rf[r, USED] - need
+        free -= own
         if gate > free:
             if not cache:
                 break
@@ -232,8 +249,10 @@ def _admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, 
                 break
         if cache:
             acquire(r, i, now, pfx, seq)
+            claim(r, i, -1 if loaded else h, pfx)
+            rf[r, USED] += own
             take_pages(r, cost, free, ri, rf, seq, cfg, pfx)
-            count(r, h, todo, ri)
+            count(r, hx, todo, generated[i] > 0, ri)
         if loaded and len(pre[1]):
             rf[r, LOADS] += pre[1][i]
         ri[r, WHEAD] = nxt[i]
@@ -244,7 +263,7 @@ def _admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, 
         st[r, IDS, p], st[r, COMP, p], st[r, KNOWN, p], st[r, BASE, p] = i, s, todo, b
         st[r, GEN, p], st[r, OUT, p], st[r, STAMPED, p] = generated[i], output[i], 0
         if cache:
-            st[r, SHARED, p], st[r, ANC, p] = pfx[0][pfx[0][P_SHARED] + i], -1
+            st[r, SHARED, p], st[r, ANC, p], st[r, COUNTED, p] = pfx[0][pfx[0][P_SHARED] + i], -1, hx
         st[r, RES, p] = prompt[i] + output[i] if cfg[RESERVE] else 0
         held[r, p] = hold_bytes
         nc = ri[r, NCH]
@@ -268,7 +287,10 @@ def preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx):
     victim = st[r, IDS, last]
     rf[r, USED] -= held[r, last] - seq[st[r, BASE, last]]
     if cfg[PREFIX]:
-        spend_seq(r, last, now, st, seq, cfg, pfx)
+        if st[r, GEN, last] == 0:  # PrefixCache.uncount: its first prefill is counted at its next admission
+            ri[r, HITS] -= st[r, COUNTED, last]
+            ri[r, QUERIES] -= st[r, KNOWN, last]
+        spend_seq(r, last, now, victim, st, seq, cfg, pfx)
         release(r, victim, now, ri, pfx, seq)
     if len(pre[0]):
         pre[0][victim] = 0
@@ -287,6 +309,7 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
     st / ri; rf's LOADS, the host seconds of the KV loads of the requests it admits)."""
     rf[r, LOADS] = 0.0
     ri[r, POSTS] = 0
+    ri[r, PSTEP] = 0
     if cfg[PREFIX]:
         settle(r, ri, rf, seq, cfg, fcfg, pfx)
     if not cfg[MIXED]:
@@ -301,6 +324,7 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
         preempt_last(r, now, st, held, ri, rf, nxt, generated, pre, seq, cfg, pfx)
         preempted = True
         need = plan_running(r, True, cfg[MIXED] != 0, st, held, ri, seq, cfg)
+    ri[r, PSTEP] = 1 if preempted else 0
     if not preempted and cfg[MIXED]:
         need = admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
     return ri[r, TOKENS] > 0 or ri[r, POSTS] > 0
@@ -310,8 +334,8 @@ def schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq,
 def block_length(r, st, held, ri, rf, seq, cfg, fcfg):
     """Scheduler.block_length: decode-only steps that may run back to back (to the first completion, while the
     pool holds every sequence's next page); one for a step with chunks or none decoding, a verify step, a pending
-    remote load, or blocks of one step."""
-    if ri[r, NCH] or ri[r, NDEC] == 0 or cfg[BLOCK] <= 1 or cfg[SPEC] or ri[r, RLEN]:
+    remote load, a step that preempted, or blocks of one step."""
+    if ri[r, NCH] or ri[r, NDEC] == 0 or cfg[BLOCK] <= 1 or cfg[SPEC] or ri[r, RLEN] or ri[r, PSTEP]:
         return 1
     return _block_length(r, st, held, ri, rf, seq, cfg, fcfg)
 
@@ -360,7 +384,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             finish[st[r, IDS, i]] = now
             rf[r, USED] -= held[r, i] - seq[st[r, BASE, i]]
             if cfg[PREFIX]:
-                spend_seq(r, i, now, st, seq, cfg, pfx)
+                spend_seq(r, i, now, -1, st, seq, cfg, pfx)
                 release(r, st[r, IDS, i], now, ri, pfx, seq)
             ended += 1
             continue
@@ -371,6 +395,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             if cfg[PREFIX]:  # set at admission only with a prefix cache, read only with one
                 st[r, SHARED, w], st[r, ANC, w] = st[r, SHARED, i], st[r, ANC, i]
                 st[r, LEAF, w], st[r, LLEN, w] = st[r, LEAF, i], st[r, LLEN, i]
+                st[r, COUNTED, w] = st[r, COUNTED, i]
             held[r, w] = held[r, i]
         w += 1
     ri[r, N_RUN] = w

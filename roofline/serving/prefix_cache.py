@@ -19,17 +19,27 @@ the front ... the one with more hash tokens (the tail of a block chain) is at th
 So a prefix no request uses is evicted when the allocations since it was freed have used the room ahead of it, the
 spent pages of the requests freed before it included, not when the pool's empty pages run out. Here: the nodes no
 running request uses (`unused_bytes`; the LRU heap of their tails, by last use) and the spent pages, a request's own
-full pages freed when it ends or is preempted (`spent_bytes`: runs of [free time, bytes]: nothing ever hits them here,
-so their bytes stand for them) are the queue; the pool's never-used room is what neither they nor the running
-sequences hold (Scheduler: capacity - used - spent). `take` pops from the front. A request's own hit leaves the queue
-when it is admitted (BlockPool.touch, block_pool.py:597-612), so its unused pages are not room for it (`evictable_for`:
-SingleTypeKVCacheManager.get_num_blocks_to_allocate counts them among the blocks to allocate,
-single_type_kv_cache_manager.py:174-180).
+full pages freed when it ends or is preempted (`spent_bytes`: runs of [free time, bytes, owner, first and last token])
+are the queue; the pool's never-used room is what neither they nor the running sequences hold (Scheduler: capacity -
+used - spent). `take` pops from the front. A request's own hit leaves the queue when it is admitted (BlockPool.touch,
+block_pool.py:597-612), so its unused pages are not room for it (`evictable_for`: SingleTypeKVCacheManager.
+get_num_blocks_to_allocate counts them among the blocks to allocate, single_type_kv_cache_manager.py:174-180).
 
-Not modelled: a preempted request's own spent pages hit its own re-admission in vLLM (they are hashed like any other);
-here it recomputes them. vLLM's references are per page, this cache's per node: a running request holds its whole
-path, pages past its hit included. At equal free times every spent run goes before every node (vLLM orders the
-requests freed in one step one after the other).
+Preemption. vLLM's preemption frees a request's blocks like an end (sched/scheduler.py:1107-1128 _preempt_request:
+_free_request_blocks, num_computed_tokens = 0) and its re-admission looks its block hashes up again, prompt and output
+so far, up to num_tokens - 1 (kv_cache_manager.py:202-242 get_computed_blocks): it finds its own blocks that no
+allocation has popped since, a prefix of them since the tail went first. Nobody else can: their hashes chain its own
+tokens. Here a preempted request's spent run is its own (`own_hit`: the pages still in it, from where the run starts,
+when its cached prefix reaches there; `claim` takes the run out of the queue at its admission); a finished request's
+run is hit by nobody, so its bytes stand for it. The hit statistics count what vLLM's vllm:prompt_tokens_cached /
+vllm:prompt_tokens count: each request once, its prompt and the hit of the admission that ends in its first token
+(v1/metrics/stats.py:304-311 from the PrefillStats sent with its first output, sched/scheduler.py:763-769, 1700); the
+re-admissions after a first token apart (`resumed_*`).
+
+Not modelled: vLLM's references are per page, this cache's per node: a running request holds its whole path, pages
+past its hit included. At equal free times every spent run goes before every node (vLLM orders the requests freed in
+one step one after the other). Past SPENT_RUNS queued runs a preempted request's run joins the last and is hit by
+nobody.
 """
 
 from __future__ import annotations
@@ -69,9 +79,12 @@ class PrefixCache:
         self.unused_nodes = 0
         self._spent: deque[list[float]] = deque()
         self.spent_bytes = 0.0
-        self._apart = True  # a node became unused since the last spent run: the next one may not join it
-        self.hit_tokens = 0
-        self.query_tokens = 0
+        self._apart = True  # the next spent run may not join the last (a node became unused since, or it is owned)
+        self._own: dict[int, list] = {}  # a preempted request's own run, while it waits (own_hit)
+        self.hit_tokens = 0  # vLLM's prompt_tokens_cached: per request, at the admission that ends in its first token
+        self.query_tokens = 0  # vLLM's prompt_tokens: per request, its prompt, once
+        self.resumed_hit_tokens = 0  # re-admissions after a first token: known tokens found cached
+        self.resumed_tokens = 0  # ... and known tokens (prompt and output so far) asked for
 
     def path(self, i: int) -> list[int]:
         """Request i's nodes, root first (memoised by leaf)."""
@@ -96,10 +109,54 @@ class PrefixCache:
         h = min(self.cached_prefix(i), int(self.tree.shared[i]), todo - 1)
         return max(h, 0) // self.page * self.page
 
-    def count(self, hit: int, todo: int) -> None:
-        """An admission asked for `todo` prompt tokens and found `hit` cached."""
-        self.hit_tokens += hit
-        self.query_tokens += todo
+    def count(self, hit: int, todo: int, resumed: bool) -> None:
+        """An admission asked for `todo` known tokens and found `hit` cached: a request's first prefill (its prompt;
+        vLLM's prompt_tokens and prompt_tokens_cached) or, `resumed`, the re-admission of a request preempted after
+        its first token (which vLLM's counters leave out)."""
+        if resumed:
+            self.resumed_hit_tokens += hit
+            self.resumed_tokens += todo
+        else:
+            self.hit_tokens += hit
+            self.query_tokens += todo
+
+    def uncount(self, hit: int, todo: int) -> None:
+        """A request counted at its admission (`hit` of `todo` prompt tokens) was preempted before its first token:
+        vLLM counts its prefill once, at the admission that ends in a token (its prefill_stats, set at each
+        admission, are sent with its first output: sched/scheduler.py:763-769, 1700; v1/request.py:302-307)."""
+        self.hit_tokens -= hit
+        self.query_tokens -= todo
+
+    def own_hit(self, i: int, hit: int, todo: int) -> tuple[int, float]:
+        """(hit, bytes) of request i's admission with its own spent pages: a request preempted after computing full
+        pages past what the cache owns finds those still queued (vLLM hashes them: they are popped tail first, so
+        what is left is their head) when its cached prefix `hit` reaches where they start, in whole pages, at most
+        todo - 1 tokens (get_computed_blocks over the request's block hashes, prompt and output:
+        kv_cache_manager.py:202-242); bytes: those pages' (0.0 when there are none)."""
+        run = self._own.get(i)
+        if run is None or run[2] != i or run[1] <= 0 or hit != run[3]:
+            return hit, 0.0
+        start, full = run[3], run[4]
+        base = self.seq[start]
+        tol = 1e-9 * (self.seq[full] - base)
+        t = full
+        while t > start and (self.seq[t] - base) - run[1] > tol:
+            t -= self.page
+        t = min(t, todo - 1) // self.page * self.page
+        return t, float(self.seq[t] - base)
+
+    def claim(self, i: int, hit: int) -> None:
+        """Request i is admitted with the cached prefix `hit`: its own spent run is no longer its own; when `hit` is
+        where the run starts (own_hit applied) the run leaves the queue (the pages it hits are the request's again, the
+        rest of a page an allocation had begun to take is never-used room), else it stays queued (vLLM: blocks no hash
+        chain reaches are still eviction candidates)."""
+        run = self._own.pop(i, None)
+        if run is None or run[2] != i or run[1] <= 0:
+            return
+        run[2] = -1
+        if hit == run[3]:
+            self.spent_bytes -= run[1]
+            run[1] = 0.0
 
     def _node_bytes(self, node: int, cached: int) -> float:
         s = int(self.tree.start[node])
@@ -160,25 +217,32 @@ class PrefixCache:
     def _evictable(self, node: int) -> bool:
         return self.refs[node] == 0 and self.cached[node] > 0 and self.cached_children[node] == 0
 
-    def spend(self, nbytes: float, now: float) -> None:
-        """A request's own full pages (`nbytes`) join the free queue's back at `now` (module docstring); the run
-        joins the last one unless a node became unused between the two (then the node lies between them)."""
+    def spend(self, nbytes: float, now: float, owner: int = -1, start: int = 0, full: int = 0) -> None:
+        """A request's own full pages (`nbytes`, tokens start..full) join the free queue's back at `now` (module
+        docstring); the run joins the last one unless a node became unused between the two (then the node lies
+        between them) or either is `owner`'s, a preempted request's (own_hit: a run of its own while the queue has
+        room for one, SPENT_RUNS)."""
         if nbytes <= 0:
             return
-        if self._spent and (not self._apart or len(self._spent) == SPENT_RUNS):
+        owned = owner >= 0 and len(self._spent) < SPENT_RUNS
+        if self._spent and not owned and (not self._apart or len(self._spent) == SPENT_RUNS):
+            self._spent[-1][2] = -1
             self._spent[-1][1] += nbytes
         else:
-            self._spent.append([now, nbytes])
-        self._apart = False
+            run = [now, nbytes, owner if owned else -1, start, full]
+            self._spent.append(run)
+            if owned:
+                self._own[owner] = run
+        self._apart = owned
         self.spent_bytes += nbytes
 
-    def spend_pages(self, computed: int, owned: int, now: float) -> None:
+    def spend_pages(self, computed: int, owned: int, now: float, owner: int = -1) -> None:
         """A sequence leaves at `now` with `computed` tokens, the cache owning its first `owned`: its own full pages
-        past them are spent (spend); a last partial page is never-used room at once (vLLM prepends unhashed
-        blocks)."""
+        past them are spent (spend; `owner`: a preempted request's id); a last partial page is never-used room at once
+        (vLLM prepends unhashed blocks)."""
         full = computed // self.page * self.page
         if full > owned:
-            self.spend(float(self.seq[full] - self.seq[owned]), now)
+            self.spend(float(self.seq[full] - self.seq[owned]), now, owner, owned, full)
 
     def take_pages(self, nbytes: float, free: float) -> float:
         """A step's allocation of `nbytes` when `free` bytes are neither held by a running sequence nor cached (the
@@ -252,9 +316,22 @@ class PrefixCache:
         return evicted
 
     def stats(self) -> dict[str, float | int | str]:
-        """Hit statistics: prompt tokens skipped over prompt tokens asked for, at every admission (a preempted
-        request's re-admission too; vLLM's prompt_tokens_cached / prompt_tokens counts a request's first prefill
-        only, its logged hit rate every attempt: docs/serving.md)."""
-        rate = self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
-        return {"workload": self.tree.kind, "hit_rate": rate, "hit_tokens": int(self.hit_tokens),
-                "query_tokens": int(self.query_tokens)}
+        """Hit statistics (hit_stats) of this cache."""
+        return hit_stats(self.tree.kind, self.hit_tokens, self.query_tokens, self.resumed_hit_tokens,
+                         self.resumed_tokens)
+
+
+def hit_stats(workload: str, hit: int, query: int, resumed_hit: int, resumed: int) -> dict[str, float | int | str]:
+    """The JSON's `prefix_cache`: hit_rate = hit_tokens / query_tokens, each request counted once, at its first
+    prefill (vLLM's vllm:prompt_tokens_cached / vllm:prompt_tokens: v1/metrics/stats.py:277-311, fed by the
+    prefill_stats a request sends with its first output); resumed_hit_tokens of resumed_tokens: the re-admissions
+    of requests preempted after their first token (prompt and output so far, the cached ones skipped), which that
+    counter leaves out (vLLM's logged hit rate counts every scheduling attempt: docs/serving.md)."""
+    return {"workload": workload, "hit_rate": hit / query if query else 0.0, "hit_tokens": int(hit),
+            "query_tokens": int(query), "resumed_hit_tokens": int(resumed_hit), "resumed_tokens": int(resumed)}
+
+
+def merged_stats(per: list[dict]) -> dict[str, float | int | str]:
+    """A fleet's hit statistics: its replicas' hit_stats summed."""
+    keys = ("hit_tokens", "query_tokens", "resumed_hit_tokens", "resumed_tokens")
+    return hit_stats(per[0]["workload"], *(sum(int(p[k]) for p in per) for k in keys))

@@ -7,7 +7,8 @@ Each step, in this order (vLLM's chunked-prefill policy, Sarathi-Serve's stall-f
    (max_num_batched_tokens);
 3. if the pool cannot hold the pages these tokens need, the most recently admitted running sequence is
    preempted (its pages freed, its progress dropped; it returns to the head of the queue and later
-   recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does), until it fits;
+   recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption does, less what its prefix
+   cache still holds: its cached prefix and its own full pages no allocation has taken since), until it fits;
 4. if nothing was preempted, waiting requests are admitted first come first served while the budget, the
    sequence cap (max_num_seqs) and the pool allow their first chunk (with admit_full_prompt: all their known tokens).
 With a prefix cache, the pages of cached prefixes no running request uses count as free in steps 3 and 4; the pages a
@@ -110,14 +111,16 @@ class Scheduler:
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         cap = config.max_num_seqs
-        # base: leading tokens the prefix cache owns (a hit, or pages this sequence published to it)
-        self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base = (
-            np.zeros(cap, dtype=np.int64) for _ in range(7))
+        # base: leading tokens the prefix cache owns (a hit, or pages this sequence published to it); counted: the
+        # prefix-cache hit its admission counted (PrefixCache.count; uncounted if it is preempted before a token)
+        self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted = (
+            np.zeros(cap, dtype=np.int64) for _ in range(8))
         self.held = np.zeros(cap, dtype=np.float64)
         self.n_running = 0
         self.waiting: deque[int] = deque()
         self.used_bytes = 0.0
         self.preemptions = 0
+        self.preempted_step = False  # the last schedule preempted: its plan may not start a decode block
         self.finished = 0
         self.arrived = 0
         self.last_finished = EMPTY  # ids the last commit completed
@@ -134,7 +137,9 @@ class Scheduler:
         victim = int(self.ids[last])
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
-            self.cache.spend_pages(int(self.comp[last]), int(self.base[last]), self.now)
+            if not self.gen[last]:
+                self.cache.uncount(int(self.counted[last]), int(self.known[last]))
+            self.cache.spend_pages(int(self.comp[last]), int(self.base[last]), self.now, victim)
             self.cache.release(victim, self.now)
         if self.preloaded is not None:
             self.preloaded[victim] = 0
@@ -187,6 +192,7 @@ class Scheduler:
         """schedule's plan."""
         if self.cache is not None:  # a block of decode steps took pages beyond the never-used ones
             self.used_bytes -= self.cache.settle(self.used_bytes, self.pool.capacity_bytes)
+        self.preempted_step = False
         if not self.config.mixed_steps:
             plan, need = self._plan_running(decodes=False)
             if self._room(need):
@@ -200,6 +206,7 @@ class Scheduler:
             self._preempt_last()
             preempted = True
             plan, need = self._plan_running(chunks=mixed)
+        self.preempted_step = preempted
         if not preempted and mixed:
             plan, need = self._admit(plan, need)
         return plan if plan.tokens or plan.posts else None
@@ -231,7 +238,7 @@ class Scheduler:
             if self.remote.reported(i, self.t_sched):
                 self.remote.ids.remove(i)
                 todo = int(self.prompt[i] + self.generated[i])  # its pages are held since its load was posted
-                admitted.append((i, 1, True, todo, todo - 1, float(self.pool.seq_bytes[todo]), 0))
+                admitted.append((i, 1, True, todo, todo - 1, float(self.pool.seq_bytes[todo]), 0, 0))
                 budget -= 1
         while self.waiting and budget > 0 and self.n_running + len(admitted) < seqs:
             i = self.waiting[0]
@@ -250,18 +257,18 @@ class Scheduler:
             took = self._take(i, todo, budget, self.pool.capacity_bytes - self.used_bytes - need)
             if took is None:
                 break
-            n, hit, cost, held, base = took
-            if self.load_host_s is not None and hit > 0 and base == 0:  # it starts after its preloaded KV (_take)
+            n, start, cost, held, base, hit, loaded = took
+            if self.load_host_s is not None and loaded:  # it starts after its preloaded KV (_take)
                 loads_s += float(self.load_host_s[i])
             self.waiting.popleft()
-            admitted.append((i, n, n == todo - hit, todo, hit, held, base))
+            admitted.append((i, n, n == todo - start, todo, start, held, base, hit))
             budget -= n
             need += cost
         if not admitted:
             return (replace(plan, loads_s=loads_s, posts=posts) if posts > plan.posts else plan), need
-        ids, counts, done, todo, hits, held, base = (np.array(col) for col in zip(*admitted, strict=True))
+        ids, counts, done, todo, hits, held, base, counted = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
-        self.ids[at], self.comp[at], self.known[at], self.base[at] = ids, hits, todo, base
+        self.ids[at], self.comp[at], self.known[at], self.base[at], self.counted[at] = ids, hits, todo, base, counted
         self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], held
         self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
         self.n_running = at.stop
@@ -272,21 +279,29 @@ class Scheduler:
                         loads_s, posts)
         return plan, need
 
-    def _take(self, i: int, todo: int, budget: int, free: float) -> tuple[int, int, float, float, int] | None:
+    def _take(self, i: int, todo: int, budget: int, free: float
+              ) -> tuple[int, int, float, float, int, int, bool] | None:
         """(first chunk, tokens already computed, bytes it needs, bytes it holds at once, tokens the prefix cache
-        owns) if request i can start now with `budget` tokens and `free` bytes no running sequence or cached prefix
-        holds (the step's pages counted, spent ones free), else None (and nothing changes). Unused cached prefixes
-        count as free room, but those on its own path (PrefixCache.evictable_for); once it is admitted, its path is
-        held and the pages its first chunk takes, and no more, are taken (PrefixCache.take_pages: vLLM's
-        allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the hit, then
+        owns, its prefix-cache hit, whether it starts after preloaded KV) if request i can start now with `budget`
+        tokens and `free` bytes no running sequence or cached prefix holds (the step's pages counted, spent ones
+        free), else None (and nothing changes). A request preempted after computing pages of its own hits those
+        still queued (PrefixCache.own_hit): it holds them as its own, and they are not free room for it. Unused
+        cached prefixes count as free room, but those on its own path (PrefixCache.evictable_for); once it is
+        admitted, its path is held and the pages its first chunk takes, and no more, are taken (PrefixCache.take_pages:
+        vLLM's allocate_slots checks num_blocks_to_allocate against get_num_free_blocks, touches the hit, then
         get_new_blocks pops only the chunk's blocks: kv_cache_manager.py:405-440, block_pool.py:542-572).
         Computed tokens are a prefix-cache hit (pages the cache holds) or preloaded KV (pages this request brings:
         they need room too). With admit_full_prompt the room asked for is that of all `todo` known tokens less the
         hit (full_sequence_must_fit, kv_cache_manager.py:372-387), though only the first chunk's pages are taken."""
         cache, seq = self.cache, self.pool.seq_bytes
-        hit = cache.hit(i, todo) if cache is not None else 0
+        tree = cache.hit(i, todo) if cache is not None else 0
+        hit, own = cache.own_hit(i, tree, todo) if cache is not None else (0, 0.0)
         pre = min(int(self.preloaded[i]), todo - 1) if self.preloaded is not None else 0
-        start, held, base = (pre, 0.0, 0) if pre > hit else (hit, float(seq[hit]), hit)
+        loaded = pre > hit
+        if loaded:
+            hit, own = tree, 0.0
+        start, held, base = (pre, 0.0, 0) if loaded else (hit, float(seq[hit]), tree)
+        free -= own
         n = min(todo - start, budget)
         if n < todo - start and not self.config.chunked_prefill:
             return None
@@ -296,16 +311,21 @@ class Scheduler:
             return None
         if cache is not None:
             cache.acquire(i, self.now)
+            cache.claim(i, -1 if loaded else tree)
+            self.used_bytes += own
             self.used_bytes -= cache.take_pages(cost, free)
-            cache.count(hit, todo)
-        return n, start, cost, held, base
+            cache.count(hit, todo, bool(self.generated[i]))
+        return n, start, cost, held, base, hit, loaded
 
     def block_length(self, plan: StepPlan, limit: int) -> int:
         """How many decode-only steps like `plan` may run back to back with nothing else changing: up to
         the first completion and while the pool holds every sequence's next page (arrivals are the
         caller's cut). 1 when the plan has chunks, waiting requests could be admitted, or a sequence is about
-        to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end)."""
-        if len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens or self.remote:
+        to emit its first token (decoding the last prompt token: a block would stamp its TTFT at the end). A step
+        that preempted admits nothing (vLLM skips its waiting queue then: sched/scheduler.py:626), though the room it
+        freed may take the queue's head at the next step: it is a block of one too."""
+        if (len(plan.chunk_pos) or not len(plan.context) or limit <= 1 or self.config.spec_tokens or self.remote
+                or self.preempted_step):
             return 1
         dec = plan.decode
         if (self.gen[dec] == 0).any():  # a first token is due: its time stamps the TTFT, so step alone
@@ -402,7 +422,7 @@ class Scheduler:
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
         m = n - len(ended)
-        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.held):
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted, self.held):
             arr[:m] = arr[:n][keep]
         self.n_running = m
         self.finished += len(ended)

@@ -9,8 +9,10 @@ expands); the cache-off run adds --prefix-caching off. `compare` replays each ru
 recorded (--save-detailed start_times, with the trace's own lengths and ids) and reads the engine's hit rate from its
 /metrics counters before and after the run: vllm:prompt_tokens_cached / vllm:prompt_tokens (each request counted once,
 at its first scheduled prefill: v1/metrics/stats.py PromptTokenStats), beside the simulated cache's hit_tokens /
-query_tokens. The capacity is the engine's rule on the given bytes (4,096 blocks of 16 tokens, 65,536 tokens) against
-the server log's "GPU KV cache size"."""
+query_tokens (the same count since issue 33's preemption change, branch pre26: each request once, at the admission that
+ends in its first token; the committed prediction, made before it, counted every admission, re-admissions of preempted
+requests included). The capacity is the engine's rule on the given bytes (4,096 blocks of 16 tokens, 65,536 tokens)
+against the server log's "GPU KV cache size"."""
 
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ def simulate(trace_file: Path, extra: list[str]) -> dict:
     return {"ttft_s": d["ttft_s"], "tpot_s": d["tpot_s"], "output_tokens_per_s": d["throughput_tokens_per_s"],
             "duration_s": d["duration_s"], "preemptions": d["preemptions"], "max_running": d["max_running"],
             "hit_rate": pc.get("hit_rate", 0.0), "hit_tokens": pc.get("hit_tokens", 0),
-            "query_tokens": pc.get("query_tokens", 0)}
+            "query_tokens": pc.get("query_tokens", 0), "resumed_hit_tokens": pc.get("resumed_hit_tokens", 0),
+            "resumed_tokens": pc.get("resumed_tokens", 0)}
 
 
 def capacity() -> dict:
@@ -138,12 +141,15 @@ def compare(results: Path, predicted: dict) -> str:
              f"results {results.name}",
              f"pool tokens: log {pool:,} / predicted {cap:,}" if pool else "pool tokens: not in the log",
              "run      TTFT p50 ms           TTFT p99 ms           TPOT p50 ms         TPOT p99 ms         out tok/s"
-             "           hit rate (engine / model)   preemptions",  # no bars: trust tests read those as capacity
+             "           hit rate (engine / model)   preemptions   cached tokens (engine / model)   prompt tokens "
+             "(engine / model)",  # no bars: trust tests read those as capacity
              ]
     now_rows = []
     for which in ("before", "now"):
-        lines.append(f"-- {which}: " + ("the prediction at the trace's timestamps (committed before the run)"
-                                         if which == "before" else "replayed at the client's recorded send times"))
+        lines.append(f"-- {which}: " + ("the prediction at the trace's timestamps (committed before the run; its "
+                                         "cache counted every admission)" if which == "before" else
+                                         "the model now, replayed at the client's recorded send times (its cache "
+                                         "counts each request once, at its first prefill, as the engine's counter)"))
         for name, (t, n, extra) in RUNS.items():
             meas = labrun.result(results, name)
             if meas is None:
@@ -163,7 +169,11 @@ def compare(results: Path, predicted: dict) -> str:
             cells.append(f"{m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
             h, g = eng["hit_rate"], sim["hit_rate"]
             cells.append(f"{h:.3f} / {g:.3f} ({100 * (g - h):+.1f} pt)")
-            cells.append(f"{eng['preemptions']:.0f} / {sim['preemptions']}")
+            cells.append(f"{eng['preemptions']:.0f} / {sim['preemptions']:<3d}")
+            c, q = sim.get("hit_tokens", 0), sim.get("query_tokens", 0)
+            err = f" ({100 * (c - eng['cached_tokens']) / eng['cached_tokens']:+.2f} %)" if eng["cached_tokens"] else ""
+            cells.append(f"{eng['cached_tokens']:9,.0f} / {c:9,d}{err}")
+            cells.append(f"{eng['prompt_tokens']:9,.0f} / " + (f"{q:9,d}" if q else "no cache"))
             lines.append(f"{name:6s}   " + "   ".join(cells))
     lines += labrun.trust_rows(f"{MODEL}, vllm serve, Mooncake traces, --kv-cache-memory-bytes {KV_BYTES}", now_rows)
     return "\n".join(lines) + "\n"
