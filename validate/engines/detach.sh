@@ -1,4 +1,4 @@
-# Sourced by a detached vLLM driver (run18.sh, run19.sh): `detach "$0" "$@"` runs the driver's modes
+# Sourced by a detached vLLM driver (run18.sh .. run21.sh): `detach "$0" "$@"` runs the driver's modes
 #   DRIVER RESDIR            starts the driver in its own session (setsid nohup) and returns at once
 #   DRIVER RESDIR --wait S   waits up to S s for "ALL_DONE" in RESDIR/stages.log or the driver's end, then prints
 #                            the stage log and the driver's tail and tars RESDIR into $OUT
@@ -50,4 +50,15 @@ wait_healthy() {
     kill -0 "$1" 2>/dev/null || { echo "server died"; tail -30 "$2"; return 1; }
     sleep 2
   done
+}
+# bench_random RUN SEED RATE TIMEOUT [ARGS...]: runs 19-21's client, `vllm bench serve --dataset-name random` with
+# prompts of 300-2,700 tokens and 12-116 outputs, 240 requests at RATE (ARGS: e.g. --max-concurrency 32) against the
+# server of $M on $PORT; the result RESDIR/RUN.json (--save-detailed), the log RESDIR/RUN-bench.log
+bench_random() {
+  local run=$1 seed=$2 rate=$3 limit=$4; shift 4
+  timeout "$limit" vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random \
+    --random-input-len 1500 --random-range-ratio 0.8 --random-output-len 64 --ignore-eos --request-rate "$rate" "$@" \
+    --num-prompts 240 --seed "$seed" --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
+    --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R --result-filename $run.json \
+    > $R/$run-bench.log 2>&1
 }

@@ -47,6 +47,18 @@ def trust_rows(title: str, rows: list[tuple[str, dict, dict]]) -> list[str]:
     return lines
 
 
+def served_cells(meas: dict, sim: dict, keys: tuple[tuple[str, str, str], ...]) -> str:
+    """One report row's cells (run19.py, run20.py): per (quantity, percentile, `vllm bench serve` key) of `keys`
+    'QUANTITY Q measured / predicted (err %)' in ms, then output tok/s."""
+    cells = []
+    for key, q, mkey in keys:
+        m, p = meas[mkey], sim[f"{key}_s"][q] * 1e3
+        cells.append(f"{key.upper()} {q} {m:7.1f} / {p:7.1f} ({100 * (p - m) / m:+6.1f})")
+    m, p = meas["output_throughput"], sim["throughput_tokens_per_s"]
+    cells.append(f"tok/s {m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
+    return "   ".join(cells)
+
+
 def result(results: Path, run: str) -> dict | None:
     """`vllm bench serve`'s saved result of `run` in a run folder (RUN.json, or its .gz), None where it did not run."""
     from validate import stored

@@ -84,15 +84,9 @@ def compare(results: Path, predicted: dict) -> str:
                 results / f"{name}-cubins.txt") else "?"
             for variant in ("cold_start", "steady"):
                 sim = sims[variant]
-                cells = []
-                for key, q, mkey in KEYS:
-                    m, p = meas[mkey], sim[f"{key}_s"][q] * 1e3
-                    cells.append(f"{key.upper()} {q} {m:7.1f} / {p:7.1f} ({100 * (p - m) / m:+6.1f})")
-                m, p = meas["output_throughput"], sim["throughput_tokens_per_s"]
-                cells.append(f"tok/s {m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
                 keys = (sim.get("first_use") or {}).get("keys", 0)
                 judged = "*" if predicted["judged"][name] == variant else " "
-                lines.append(f"{name:5s} {variant:10s}{judged}   " + "   ".join(cells) +
+                lines.append(f"{name:5s} {variant:10s}{judged}   " + labrun.served_cells(meas, sim, KEYS) +
                              f"   keys compiled: model {keys} (cubins {2 * keys}), engine cubins {cubins}")
     lines += labrun.trust_rows(f"{MODEL}, vllm serve, random 300-2,700-token prompts; the warm run", now_rows)
     return "\n".join(lines) + "\n"

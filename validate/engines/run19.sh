@@ -23,11 +23,7 @@ echo "server up after $(( $(date +%s) - T0 )) s, start-up cubins $(cubins $R/.st
 for pair in cold:201 warm:202; do
   run=${pair%%:*}; seed=${pair##*:}; stage $run
   touch $R/.$run-marker
-  timeout 240 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random \
-    --random-input-len 1500 --random-range-ratio 0.8 --random-output-len 64 --ignore-eos --request-rate 4 \
-    --num-prompts 240 --seed $seed --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
-    --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R --result-filename $run.json \
-    > $R/$run-bench.log 2>&1
+  bench_random $run $seed 4 240
   cubins $R/.$run-marker > $R/$run-cubins.txt
   echo "$run rc $?: cubins $(cat $R/$run-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
 done

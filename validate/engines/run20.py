@@ -104,16 +104,6 @@ def eager_wall(lat: dict) -> float:
     return 1e3 * statistics.median(p["median_s"] for p in lat["prefill"] if p["P"] > 512)
 
 
-def _cells(meas: dict, sim: dict) -> str:
-    cells = []
-    for key, q, mkey in KEYS:
-        m, p = meas[mkey], sim[f"{key}_s"][q] * 1e3
-        cells.append(f"{key.upper()} {q} {m:7.1f} / {p:7.1f} ({100 * (p - m) / m:+6.1f})")
-    m, p = meas["output_throughput"], sim["throughput_tokens_per_s"]
-    cells.append(f"tok/s {m:6.0f} / {p:6.0f} ({100 * (p - m) / m:+5.1f})")
-    return "   ".join(cells)
-
-
 def compare(results: Path, predicted: dict) -> str:
     ref = json.loads((PROFILE_TINY_SERVER / "tiny-conc1.json").read_text())["median_ttft_ms"]
     k1, k2 = tiny_ttft(results), tiny_ttft(results, "2")
@@ -162,7 +152,8 @@ def compare(results: Path, predicted: dict) -> str:
                     continue
                 judged = "*" if predicted["judged"][name] == variant and "(K1)" in title else " "
                 keys = (sim.get("first_use") or {}).get("keys", 0)
-                lines.append(f"{name:5s} {variant:10s}{judged}  {_cells(meas[name], sim)}   max running "
+                cells = labrun.served_cells(meas[name], sim, KEYS)
+                lines.append(f"{name:5s} {variant:10s}{judged}  {cells}   max running "
                              f"{sim['max_running']}" + (f"   keys {keys}, cubins {cubins}" if name == "cold" else ""))
                 if title.endswith("S = 1.0000") and variant == "steady" and name != "cold":
                     now_rows.append((name, meas[name], sim))

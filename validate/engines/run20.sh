@@ -30,12 +30,8 @@ echo "server up after $(( $(date +%s) - T0 )) s"
 for spec in cold:201:4:0 warm:202:4:0 r8:203:8:0 r16:204:16:0 c32:205:inf:32; do
   IFS=: read -r run seed rate conc <<< "$spec"; stage $run
   touch $R/.$run-marker
-  extra=""; [ "$conc" != 0 ] && extra="--max-concurrency $conc"
-  timeout 240 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random \
-    --random-input-len 1500 --random-range-ratio 0.8 --random-output-len 64 --ignore-eos --request-rate $rate $extra \
-    --num-prompts 240 --seed $seed --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
-    --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R --result-filename $run.json \
-    > $R/$run-bench.log 2>&1
+  extra=(); [ "$conc" != 0 ] && extra=(--max-concurrency "$conc")
+  bench_random $run $seed $rate 240 "${extra[@]}"
   cubins $R/.$run-marker > $R/$run-cubins.txt
   echo "$run: cubins $(cat $R/$run-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
 done

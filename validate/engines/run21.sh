@@ -20,11 +20,7 @@ wait_healthy $SPID $R/server.log $PORT 240
 echo "server up after $(( $(date +%s) - T0 )) s"
 for spec in uwarm:202:4 ur16:204:16; do
   IFS=: read -r run seed rate <<< "$spec"; stage $run
-  timeout 150 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random \
-    --random-input-len 1500 --random-range-ratio 0.8 --random-output-len 64 --ignore-eos --request-rate $rate \
-    --num-prompts 240 --seed $seed --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
-    --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R --result-filename $run.json \
-    > $R/$run-bench.log 2>&1
+  bench_random $run $seed $rate 150
   echo "$run: $(grep -E 'Median TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
 done
 kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
