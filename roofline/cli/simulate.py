@@ -92,7 +92,8 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--cold-start", action="store_true",
                    help="a freshly started server: each eager step at a new fused-MoE specialisation first compiles "
                         "the Triton kernel (~1.1 s a key on the H200 host, roofline.engines.first_use); MoE models on "
-                        "vllm / sglang, one replica; default: steady state, nothing compiled")
+                        "vllm / sglang, one replica; with --disaggregate (vLLM), each new (prefill, decode) pair's "
+                        "first KV load waits for the NixlConnector's handshake (~1.35 s); default: steady state")
     p.add_argument("--seed", type=bounded_int(2 ** 64 - 1, minimum=0), default=0,
                    help="random seed of arrivals and lengths (a whole number >= 0, as numpy's default_rng takes)")
     p.add_argument("--json", action="store_true")
@@ -250,6 +251,9 @@ def _disaggregated(args: argparse.Namespace, sim, requests, clients, slo) -> dic
                 else KvLink.between(hw, sim.hardware))
     except ValueError as err:
         raise SpecError(str(err)) from None
+    if sim.first_use() is not None:  # the prefill pool runs the same model on the same engine
+        raise SpecError("--cold-start: with --disaggregate a fresh pair's KV connector handshake is simulated; the "
+                        f"pools' fused-MoE compiles ({sim.model.name}'s routed experts) are not covered")
     pools = Disaggregated(prefill, sim, p_rep, d_rep, link, args.router)
     run = pools.run(requests)
     return {**summarize(run.trace, slo), "disaggregated": pools.summary(run)}
@@ -411,6 +415,12 @@ def _text(results: list[dict[str, Any]]) -> str:
                          f"specialisations compiled in the run, {fresh['seconds']:.2f} s of stalls"
                          + (f" ({fresh['why']})" if "why" in fresh else "" if fresh["keys"] else
                             " (every eager step's key was compiled at start)"))
+            if (shake := fresh.get("kv_handshake")) is not None:
+                notes.append(f"{r['method']}: a fresh pair's KV connector handshakes: {shake['pairs']} (decode, "
+                             f"prefill) replica pairs met, {display.seconds(shake['seconds_each'])} each; "
+                             f"{shake['requests_waited']} requests waited for one, at most "
+                             f"{display.seconds(shake['max_wait_s'])}" + (f" ({shake['why']})" if "why" in shake
+                                                                          else ""))
         if r.get("prefix_cache"):
             notes.append(f"{r['method']}: prefix cache hit rate {r['prefix_cache']['hit_rate']:.1%} "
                          f"({r['prefix_cache']['workload']} workload)")

@@ -61,8 +61,11 @@ def check_flags(args: argparse.Namespace) -> None:
         if args.engine not in ("vllm", "sglang"):
             raise SpecError(f"--cold-start: is the first use of vLLM's or SGLang's fused-MoE Triton kernel "
                             f"(engines.first_use); --engine {args.engine} compiles nothing on first use")
-        for flag, given in (("--replicas", args.replicas > 1), ("--disaggregate", bool(args.disaggregate)),
-                            ("--speculative", bool(args.speculative)), ("--size-fleet", args.size_fleet)):
+        if args.disaggregate and args.engine != "vllm":
+            raise SpecError(f"--cold-start: a fresh --disaggregate pair's first KV connector handshake is measured "
+                            f"for vLLM's NixlConnector only; --engine {args.engine}'s is not covered")
+        for flag, given in (("--replicas", args.replicas > 1), ("--speculative", bool(args.speculative)),
+                            ("--size-fleet", args.size_fleet)):
             if given:
                 raise SpecError(f"--cold-start: simulates one fresh server's compiles; {flag} is not covered")
     if args.engine == "llamacpp":

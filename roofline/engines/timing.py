@@ -101,6 +101,22 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    fresh Triton cache at Qwen3-30B-A3B's shapes (the median of the new keys' first calls in a process past its
    first use; derive_jit.py). Charged only by `simulate --cold-start`; zero until measured.
 
+13. **A fresh disaggregated pair's first handshake** (10.'s connector; serving.remote.Handshake): a decode worker
+   meets a prefill engine the first time a request to load from it is posted (NixlConnector.start_load_kv:
+   vllm/distributed/kv_transfer/kv_connector/v1/nixl/pull_worker.py@v0.24.0:63-74). It then starts one handshake
+   per remote engine in a one-thread background executor (base_worker.py:439-446, 752-799: _ensure_handshake keeps
+   one future per engine id; later requests attach to it, :801-827) and does not post that request's READs: the
+   request stays in WAITING_FOR_REMOTE_KVS until the handshake's callback queues it, and the next worker call posts
+   it (pull_worker.py:73-75). The handshake (_nixl_handshake, :527-643) asks the prefill engine's side channel for
+   its metadata over ZMQ (answered from pre-encoded bytes, base_scheduler.py:289-321), then add_remote_agent
+   (:1410-1594) registers the remote agent and builds one descriptor per (region, block) of the remote's WHOLE pool in
+   Python (_build_fa_remote, :1308-1364) before prep_xfer_dlist. Each decode TP rank does its own, in parallel, with
+   the remote ranks it reads from, one after the other (kv_connector/utils.py:570-580: prefill tp / decode tp of
+   them when the prefill side is wider). kv_handshake_s is the seconds the first request of a fresh pair waited,
+   measured by run 17's warm-up (validate/engines/derive_handshake.py: the first request's decode leg less the warm
+   pair's median); it is not host-scaled (11.): run 14's pair, on a host whose Python probe ran 1.7x faster than run
+   17's, waited 2.23 s. Charged only by `simulate --cold-start --disaggregate` (vLLM); zero until measured.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -165,6 +181,8 @@ class EngineTiming:
     kv_post_descriptor_s: float = 0.0
     # a fresh server's compile of the fused-MoE Triton kernel at a new specialisation (12.): seconds a new key costs
     moe_jit_key_s: float = 0.0
+    # a fresh disaggregated pair's first KV connector handshake (13.): seconds its first load waits
+    kv_handshake_s: float = 0.0
 
     def connector_s(self, descriptors):
         """Seconds the engine's KV connector takes to move `descriptors` (KV region, block) descriptors of one
@@ -324,7 +342,7 @@ def timing(engine: str) -> EngineTiming:
             sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()},
             kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)),
             kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)),
-            moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)))
+            moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)), kv_handshake_s=float(d.get("kv_handshake_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

@@ -62,6 +62,11 @@ fits beside the blocks other in-flight prefills still need (:862-867; a decode p
 prompt's); the observation's instant is the step's schedule, not the end of its launch (a step's host work later),
 and the post starts after the posting call's input preparation, not at its schedule. Engines without a connector
 law (ideal, SGLang, TensorRT-LLM's profiles here) keep one arrival at the transfer's end.
+A fresh pair (`simulate --cold-start`, the decode pool's Simulator.cold_start; roofline.engines.timing mechanism 13):
+each decode replica meets each prefill replica once; the first load it posts from one starts the connector's
+handshake with it (kv_handshake_s, times the remote ranks one decode rank reads from: prefill tp / decode tp when
+wider), and that load and every later one from the same prefill replica posted before the handshake ends start their
+transfer at its end (serving.remote.Handshake). Steady state (the default) pays nothing.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's hops and first step; TPOT is
 the decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
 side never waits on the decode side: no back-pressure, the decode pool queues what it cannot admit).
@@ -76,6 +81,7 @@ import numpy as np
 
 from roofline.engines.base import stage_kinds
 from roofline.serving.fleet import Fleet
+from roofline.serving.remote import Handshake
 from roofline.serving.requests import Requests
 from roofline.serving.simulate import Simulator, Trace
 
@@ -150,11 +156,22 @@ class Disaggregated:
         engine = self.decode.phases.engine
         return engine.post_s(self.descriptors(prompt_tokens)) if engine.kv_post_descriptor_s else None
 
+    def handshake_s(self) -> float:
+        """Seconds a fresh decode replica's first load from a prefill replica waits for the connector's handshake
+        (timing mechanism 13): kv_handshake_s per remote rank one decode rank meets, those one after the other
+        (vLLM's handshake_target_ranks: prefill tp / decode tp of them when the prefill side is wider, else one);
+        0 in steady state, or under an engine without the connector law or that measurement."""
+        engine = self.decode.phases.engine
+        if not (self.decode.cold_start and self.hops and engine.kv_handshake_s):
+            return 0.0
+        return engine.kv_handshake_s * max(1, self.prefill.workload.tp // self.decode.workload.tp)
+
     def run(self, requests: Requests) -> DisaggTrace:
         """Both stages for open-loop `requests`."""
         n = len(requests)
         first = Requests(requests.arrival_s, requests.prompt_tokens, np.ones(n, dtype=np.int64))
-        pre = self.fleets[0].run(first).trace
+        pre_fleet = self.fleets[0].run(first)
+        pre = pre_fleet.trace
         transfer = self.transfer_s(requests.prompt_tokens)
         # the post is part of the connector's time, spent in the step that admits the request (its own first step
         # included), so the request is ready for that step when the rest of the transfer is done (at least the
@@ -168,14 +185,29 @@ class Disaggregated:
             ready = pre.finish_s + transfer
         order = np.argsort(ready, kind="stable")
         second = Requests(ready[order], requests.prompt_tokens[order], requests.output_tokens[order])
+        shake = Handshake(self.handshake_s(), pre_fleet.routed[order]) if self.handshake_s() else None
         dec = self.fleets[1].run(second, preloaded=requests.prompt_tokens[order] - 1,
                                  load_host_s=None if post is None else post[order],
-                                 transfer_s=transfer[order] if self.hops else None).trace
+                                 transfer_s=transfer[order] if self.hops else None, handshake=shake).trace
         first_token, finish = np.empty(n), np.empty(n)
         first_token[order], finish[order] = dec.first_token_s, dec.finish_s
         merged = Trace(requests, first_token, finish, dec.steps, dec.kv_capacity_bytes,
-                       dec.preemptions + pre.preemptions)
+                       dec.preemptions + pre.preemptions, first_use=self._first_use_json(shake))
         return DisaggTrace(merged, pre, dec, transfer)
+
+    def _first_use_json(self, shake: Handshake | None) -> dict | None:
+        """Trace.first_use of a fresh pair (the decode pool's cold_start; None in steady state): no compiles (the
+        pools' fused-MoE compiles are refused upstream: the CLI's checks) and the connector's handshakes."""
+        if not self.decode.cold_start:
+            return None
+        out = self.decode._first_use_json(None)
+        if shake is None:
+            out["kv_handshake"] = {"pairs": 0, "seconds_each": 0.0, "requests_waited": 0, "max_wait_s": 0.0,
+                                   "why": "no measured KV connector handshake for this engine (timing mechanism 13)"}
+        else:
+            out["kv_handshake"] = {"pairs": shake.pairs, "seconds_each": shake.seconds,
+                                   "requests_waited": len(shake.waits), "max_wait_s": max(shake.waits, default=0.0)}
+        return out
 
     def summary(self, run: DisaggTrace) -> dict[str, Any]:
         """What the pools add to a run's report: sizes, the transfer, each pool's busy time."""

@@ -33,6 +33,7 @@ import numpy as np
 from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.clock import decision, gemm_duty
 from roofline.serving.prefix_cache import PrefixCache, merged_stats
+from roofline.serving.remote import Handshake
 from roofline.serving.requests import Requests
 from roofline.serving.router import CacheAware, choose
 from roofline.serving.scheduler import Scheduler
@@ -173,14 +174,16 @@ class Fleet:
         heapq.heappush(events, (r.start + float(r.ends[r.steps - 1]), r.index, r.version, r))
 
     def run(self, requests: Requests, clients: Clients | None = None, preloaded: np.ndarray | None = None,
-            load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> FleetTrace:
+            load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None,
+            handshake: Handshake | None = None) -> FleetTrace:
         """Simulate the fleet serving `requests` to completion (`preloaded`: tokens of KV each request brings,
         `load_host_s`: host seconds its load costs the step that admits it, `transfer_s`: seconds from its load's post
-        to its completion when the engine's connector loads it remotely; Scheduler's). Under the simulator's
+        to its completion when the engine's connector loads it remotely; Scheduler's; `handshake`: a fresh engine's
+        first contact with each prefill replica, serving.remote.Handshake). Under the simulator's
         clock "duty" (serving.clock) a fleet whose every replica's GEMM duty is at most BURST_DUTY (its tokens over
         the fleet's wall) runs again at the burst rates: each replica is its own board, and the rule takes the
         busiest."""
-        out = self._run(requests, clients, preloaded, load_host_s, transfer_s)
+        out = self._run(requests, clients, preloaded, load_host_s, transfer_s, handshake)
         if self.sim.burst_twin is None:
             return _emitted(out, self.sim.emit_per_seq_s)
         wall = out.trace.requests.arrival_s, out.trace.finish_s
@@ -188,21 +191,24 @@ class Fleet:
         if clock["sustained_share"] < 1.0:
             twin = self.sim.twin(clock["sustained_share"])
             out = Fleet(twin, self.n, self.router, self.rule)._run(requests, clients, preloaded, load_host_s,
-                                                                   transfer_s)
+                                                                   transfer_s, handshake)
         out = _emitted(out, self.sim.emit_per_seq_s)
         return FleetTrace(replace(out.trace, gemm_clock=clock), out.replicas, out.routed)
 
     def _run(self, requests: Requests, clients: Clients | None = None, preloaded: np.ndarray | None = None,
-             load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> FleetTrace:
+             load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None,
+             handshake: Handshake | None = None) -> FleetTrace:
         """One fleet run at this simulator's rates (see run)."""
         sim = self.sim
         sim.check(requests)
-        if sim.use_kernel(requests, clients, preloaded, self.router, transfer_s=transfer_s):
+        if handshake is not None:
+            handshake.reset()
+        elif sim.use_kernel(requests, clients, preloaded, self.router, transfer_s=transfer_s):
             return self._kernel_run(requests, clients, preloaded, load_host_s, transfer_s)
         caching = requests.prefix is not None and sim.engine.prefix_caching
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if caching else None, preloaded, load_host_s, transfer_s), index=j)
+                                   if caching else None, preloaded, load_host_s, transfer_s, handshake), index=j)
                 for j in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)

@@ -38,7 +38,7 @@ import numpy as np
 
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix_cache import PrefixCache
-from roofline.serving.remote import RemoteLoads
+from roofline.serving.remote import Handshake, RemoteLoads
 from roofline.serving.requests import Requests
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -90,7 +90,8 @@ class Scheduler:
 
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
                  cache: PrefixCache | None = None, preloaded: np.ndarray | None = None,
-                 load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None) -> None:
+                 load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None,
+                 handshake: Handshake | None = None) -> None:
         n = len(requests)
         if transfer_s is not None and (preloaded is None or cache is not None):
             raise ValueError("scheduler: transfer_s (remote KV loads) needs preloaded KV and no prefix cache")
@@ -104,7 +105,7 @@ class Scheduler:
         # remote KV loads (serving.disagg's decode pool under an engine with a KV connector: serving.remote); t_sched:
         # when the engine made the schedule being planned (the loop sets it: the step's start, or under the admission
         # lag the previous step's, after a step that started loads no earlier than its host work's end: Fleet._serial)
-        self.remote = RemoteLoads(transfer_s, n)
+        self.remote = RemoteLoads(transfer_s, n, handshake)
         self.t_sched = 0.0
         self.prompt, self.output = requests.prompt_tokens, requests.output_tokens
         self.generated = np.zeros(n, dtype=np.int64)  # kept for waiting (preempted) requests
