@@ -18,6 +18,15 @@ GIB = 1 << 30
 MAX_SEARCH_TOKENS = 1 << 34  # past this a request that still fits is reported as unbounded
 
 
+
+def release_tuple(release: str) -> tuple[int, ...]:
+    """An engine release ('0.11.0') as (major, minor), for comparing against the first release of a default; one
+    line naming the rule where it is not a version."""
+    try:
+        return tuple(int(x) for x in release.split(".")[:2])
+    except ValueError:
+        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
+
 @dataclass(frozen=True)
 class EngineOptions:
     """The engine flags `roofline capacity` takes; None means the engine's own default."""

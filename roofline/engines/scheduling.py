@@ -70,6 +70,7 @@ from typing import Literal
 
 import numpy as np
 
+from roofline.engines.base import release_tuple
 from roofline.errors import SpecError
 from roofline.specs import Hardware
 
@@ -290,23 +291,16 @@ def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, speculati
     return tuple(sizes)
 
 
-def _release(release: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in release.split(".")[:2])
-    except ValueError:
-        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
-
-
 def vllm_async_scheduling(release: str | None, flag: bool = False) -> bool:
     """Whether a vLLM of `release` ('0.11.0'; None: unknown, taken as current) overlaps host and GPU work: the
     --async-scheduling flag, else the release's default (module docstring: off before ASYNC_DEFAULT_RELEASE)."""
-    return flag or release is None or _release(release) >= ASYNC_DEFAULT_RELEASE
+    return flag or release is None or release_tuple(release) >= ASYNC_DEFAULT_RELEASE
 
 
 def vllm_full_prompt_admission(release: str | None) -> bool:
     """Whether a vLLM of `release` (None: unknown, taken as current) admits a waiting request only when the KV pool
     holds its whole prompt (scheduler_reserve_full_isl's default, module docstring), not only its first chunk."""
-    return release is None or _release(release) >= FULL_PROMPT_RELEASE
+    return release is None or release_tuple(release) >= FULL_PROMPT_RELEASE
 
 
 def vllm_admission_lag(async_scheduling: bool) -> bool:

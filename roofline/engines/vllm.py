@@ -48,10 +48,10 @@ from roofline.engines.base import (
     largest_fitting,
     model_dtype_bytes,
     refuse,
+    release_tuple,
     stage_kinds,
     state_bytes_per_rank,
 )
-from roofline.errors import SpecError
 from roofline.specs import Model
 from roofline.units import ceildiv
 
@@ -69,13 +69,9 @@ SRC = "vllm/v1/core/kv_cache_utils.py@001cabc"
 def default_utilization(release: str | None = None) -> float:
     """vLLM's gpu_memory_utilization when the flag is not given, for a `release` ('0.11.0'; None: unknown, taken as
     current): 0.92 from UTILIZATION_RELEASE on, 0.90 before (module docstring)."""
-    if release is None:
+    if release is None or release_tuple(release) >= UTILIZATION_RELEASE:
         return DEFAULT_UTILIZATION
-    try:
-        major_minor = tuple(int(x) for x in release.split(".")[:2])
-    except ValueError:
-        raise SpecError(f"engine release: {release!r} is not a version like 0.11.0") from None
-    return DEFAULT_UTILIZATION if major_minor >= UTILIZATION_RELEASE else 0.90
+    return 0.90
 
 
 def budget(parts: BudgetParts, opts: EngineOptions) -> float:
