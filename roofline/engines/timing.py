@@ -16,7 +16,10 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    device (attention decode latency + KV bytes / rate of FlashAttention-3's paged decode alone, plus the cost per
    (sequence, KV head) tile the same kernel adds inside the engine's own decode steps, prefill attention FLOP/s
    per head dim, the fused Triton MoE's law), measured by validate/engines/micro.py (alone) and prof.py (in the
-   engine's steps) on that GPU. A GPU with no such measurement takes the same laws derived from aiconfigurator's
+   engine's steps) on that GPU. Each kernel alone was timed as the one call of a replayed CUDA graph; its law is
+   fitted less that replay's own fixed cost (micro4's graph_floor intercept, 3.95 us on the H200), which a kernel
+   among hundreds in the engine's one replay a step does not pay. A GPU with no such measurement takes the same
+   laws derived from aiconfigurator's
    measured vLLM tables (profiles/<engine>-derived.json, written by roofline.catalogue.derive.engine_kernels; its
    `sources` name each table), among them the fused MoE's FLOP/s at a prefill-sized batch (grouped_gemm_flops); a
    GPU in neither keeps the device's own measured (or datasheet) laws. The fused MoE law is measured on ONE call of

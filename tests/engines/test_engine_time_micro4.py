@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from roofline.engines.timing import IDEAL, EngineTiming, timing
-from validate.engines.derive import graph_replay, kv_write_law, sampler_law
+from validate.engines.derive import derive, graph_replay, kv_write_law, less_replay, sampler_law
 
 
 def test_the_sampler_law_costs_latency_plus_rows_times_vocabulary_over_its_rate():
@@ -35,6 +35,36 @@ def test_the_sampler_and_kv_write_laws_are_recovered_less_the_replay():
     assert a == pytest.approx(12e-6) and rate == pytest.approx(8.5e10)
     a, rate = kv_write_law(micro4, replay)
     assert a == pytest.approx(2e-6) and rate == pytest.approx(7e11)
+
+
+def test_micro_py_s_one_call_kernels_are_fitted_less_the_replay(tmp_path):
+    """micro.py timed FA3's paged decode and the fused MoE as the one call of a replayed graph: the decode attention
+    and fused-MoE laws come out of derive() less that replay's fixed cost, as micro4's laws do (each kernel in the
+    engine's step is one of hundreds in one replay)."""
+    import json
+    replay = 3.95e-6
+    fa3 = [{"B": b, "L": n, "window": None, "kv_bytes_read": kv, "s": replay + 12e-6 + kv / 4e12}
+           for b, n, kv in ((1, 1024, 4e6), (8, 8192, 2.5e8), (32, 16384, 2e9))]
+    moe = [{"M": m, "E": 128, "topk": 8, "H": 2048, "I": 768, "active_experts": e,
+            "active_weight_bytes": e * 3 * 2048 * 768 * 2, "s": replay + 20e-6 + e * 3 * 2048 * 768 * 2 / 4e12}
+           for m, e in ((1, 8), (4, 30), (16, 83), (64, 126), (4096, 128))]
+    moe[-1]["s"] = 890e-6  # the prefill-sized batch: FLOP/s = 2 M k 3 H I / (890 - 3.95) us
+    pre = [{"P": 16384, "hq": 32, "hk": 8, "d": 128, "window": None, "s": 5e-3, "flops": 4 * 16384 ** 2 * 32 * 128 / 2,
+            "flops_per_s": 4 * 16384 ** 2 * 32 * 128 / 2 / 5e-3}]
+    (tmp_path / "micro.json").write_text(json.dumps({"fa3_decode": fa3, "fused_moe": moe, "fa3_prefill": pre}))
+    (tmp_path / "tiny-llama-lat.json").write_text(json.dumps({
+        "engine": {"async_scheduling": True, "cudagraph_capture_sizes": [1, 2, 4]},
+        "decode": [{"B": 1, "decode_step_s": 2e-3}, {"B": 8, "decode_step_s": 2.1e-3}],
+        "prefill": [{"P": 128, "median_s": 6e-3}]}))
+    k = derive(tmp_path, "H200", replay_s=replay)["kernels"]["H200"]
+    assert k["attn_decode_latency"] == pytest.approx(12e-6) and k["attn_decode_bw"] == pytest.approx(4e12)
+    assert k["grouped_gemm_latency"] == pytest.approx(20e-6) and k["grouped_gemm_bw"] == pytest.approx(4e12)
+    assert k["grouped_gemm_flops"] == pytest.approx(2 * 4096 * 8 * 3 * 2048 * 768 / 886.05e-6)
+    assert less_replay(pre, replay)[0]["flops_per_s"] == pytest.approx(4 * 16384 ** 2 * 32 * 128 / 2 / 4.99605e-3)
+    # without the replay the fits keep it in alpha: the law before (3.95 us more per call)
+    k0 = derive(tmp_path, "H200")["kernels"]["H200"]
+    assert k0["grouped_gemm_latency"] == pytest.approx(23.95e-6)
+    assert k0["attn_decode_latency"] == pytest.approx(15.95e-6)
 
 
 def test_the_vllm_profile_charges_the_sampler_on_the_h200_decode_step(monkeypatch):

@@ -139,7 +139,8 @@ def test_vllm_fused_moe_law_is_paid_once_per_layer_and_routing_keeps_topk_alone(
     pm = PhaseModel.build(model, hw, Workload(batch=1, context_tokens=4096, engine="vllm"), parse_method("bf16"))
     rows = {r["name"]: r for r in pm.rows("decode", 1, 1024)}
     per_layer = rows["experts"]["time_s"]
-    assert per_layer == pytest.approx(41.76e-6, rel=0.05)
+    # 41.76 us less the one-call replay's own fixed cost micro.py's timing carried (3.95 us, micro4's graph_floor)
+    assert per_layer == pytest.approx(41.76e-6 - 3.95e-6, rel=0.05)
     law = timing("vllm").kernels["H200"]
     # (+ the token activations' few KiB at the same rate)
     assert per_layer == pytest.approx(law["grouped_gemm_latency"] + 75_497_472 / law["grouped_gemm_bw"], rel=1e-3)

@@ -15,6 +15,8 @@ python -m validate.engines.derive RESULTS_DIR [--in-situ RUN_DIR] [--hardware H2
   (micro.json fa3_decode, no window); the fused Triton MoE, time = alpha + active experts' weight bytes / rate at the
   decode batches M <= 64, and its FLOP/s at M = 4096 (grouped_gemm_flops, as roofline/catalogue/derive/engine_kernels
   defines it for the derived profiles); prefill attention FLOP/s per head dim at the longest prompt (fa3_prefill, GQA).
+  With --micro4, every one of those cases less a one-call CUDA-graph replay's own fixed cost first (graph_replay of
+  micro4's graph_floor, 3.95 us on the H200): micro.py timed each kernel as the one call of a replayed graph.
 - in situ (--in-situ RUN_DIR with a prof.py result): the paged decode attention inside the engine's own decode
   steps (its kernel durations under the profiler, Llama-3.1-8B at B = 32, 128, 256, P = 256) exceeds the alone law
   at B >= 128 by a cost that grows with the tiles it runs (13-14 ns per (sequence, KV head) tile at B = 128 and
@@ -135,9 +137,27 @@ def prefill_flops(rows: list[dict]) -> dict:
     return flops
 
 
-def derive(results: Path, hardware: str, in_situ: Path | None = None) -> dict:
+def less_replay(rows: list[dict], replay_s: float) -> list[dict]:
+    """micro.py's one-call cases less a one-call CUDA-graph replay's own fixed cost (graph_replay's replay_s): each
+    case was the one call of a graph replayed alone, while in the engine's decode step the kernel is one of
+    hundreds in one replay and does not pay it (micro4's GEMM, KV-write and sampler laws are taken the same way, and
+    derive_sglang's --replay for SGLang's kernels). A row's FLOP/s follows its time."""
+    out = []
+    for r in rows:
+        row = {**r, "s": r["s"] - replay_s}
+        if "flops" in r:
+            row["flops_per_s"] = r["flops"] / row["s"]
+        out.append(row)
+    return out
+
+
+def derive(results: Path, hardware: str, in_situ: Path | None = None, replay_s: float = 0.0) -> dict:
+    """The profile's laws from a run folder (tiny-llama's timings, micro.json's kernels alone); `replay_s`: a
+    one-call CUDA-graph replay's own fixed cost (from micro4's graph_floor), taken off micro.json's cases."""
     tiny = json.loads((results / "tiny-llama-lat.json").read_text())
     micro = json.loads((results / "micro.json").read_text())
+    micro = {**micro, **{k: less_replay(micro.get(k, []), replay_s) for k in ("fa3_decode", "fused_moe",
+                                                                              "fa3_prefill")}}
     eng = tiny["engine"]
     overlap = bool(eng.get("async_scheduling"))
     batches = [d["B"] for d in tiny["decode"]]
@@ -438,7 +458,19 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/vllm.json"))
     a = p.parse_args()
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    profile = derive(a.results, a.hardware, a.in_situ)
+    replay_s = 0.0
+    if a.micro4:
+        try:
+            replay_s = graph_replay(json.loads(a.micro4.read_text()))[0]
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:  # JSONDecodeError: a ValueError
+            print(f"--micro4 {a.micro4}: not micro4.py's result with graph_floor cases ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
+    profile = derive(a.results, a.hardware, a.in_situ, replay_s)
+    if replay_s:
+        profile["sources"]["replay_s"] = (f"{a.micro4} graph_floor: a one-call replay's fixed cost "
+                                          f"{replay_s * 1e6:.2f} us, taken off micro.json's fa3_decode, fused_moe "
+                                          "and fa3_prefill cases before their fits")
     # the laws that set top-level figures: (flag's value, its law, the residuals' key)
     for path, law, key in ((a.spec, spec_host, "spec"), (a.eager, eager_host, "eager")):
         if path:
