@@ -94,6 +94,9 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                         "the Triton kernel (~1.1 s a key on the H200 host, roofline.engines.first_use); MoE models on "
                         "vllm / sglang, one replica; with --disaggregate (vLLM), each new (prefill, decode) pair's "
                         "first KV load waits for the NixlConnector's handshake (~1.35 s); default: steady state")
+    p.add_argument("--compiled-tokens", type=positive_int, nargs="+", metavar="N",
+                   help="with --cold-start: the server already ran eager steps of these many tokens in earlier "
+                        "traffic (a previous run's first_use tokens), so their fused-MoE keys are compiled")
     p.add_argument("--seed", type=bounded_int(2 ** 64 - 1, minimum=0), default=0,
                    help="random seed of arrivals and lengths (a whole number >= 0, as numpy's default_rng takes)")
     p.add_argument("--json", action="store_true")
@@ -329,6 +332,7 @@ def _simulator(args: argparse.Namespace, model, hardware, workload, method, prof
         sim = engine_simulator(model, hardware, workload, method, max_tokens, profile, spec,
                                seqs_given=args.max_num_seqs is not None)
         sim.cold_start = args.cold_start
+        sim.compiled_tokens = tuple(args.compiled_tokens or ())
         return sim
     except ValueError as err:  # a pool with no room names the flag that sized it (serving.pool.KVPool)
         if not str(err).startswith("kv pool:"):
@@ -414,7 +418,7 @@ def _text(results: list[dict[str, Any]]) -> str:
             notes.append(f"{r['method']}: a fresh server (--cold-start): {fresh['keys']} new fused-MoE kernel "
                          f"specialisations compiled in the run, {fresh['seconds']:.2f} s of stalls"
                          + (f" ({fresh['why']})" if "why" in fresh else "" if fresh["keys"] else
-                            " (every eager step's key was compiled at start)"))
+                            " (every eager step's key was compiled at start or in --compiled-tokens' traffic)"))
             if (shake := fresh.get("kv_handshake")) is not None:
                 notes.append(f"{r['method']}: a fresh pair's KV connector handshakes: {shake['pairs']} (decode, "
                              f"prefill) replica pairs met, {display.seconds(shake['seconds_each'])} each; "

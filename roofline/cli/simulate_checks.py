@@ -57,6 +57,9 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.entry_point == "offline" and args.engine != "vllm":
         raise SpecError(f"--entry-point: offline is vLLM's LLM class; --engine {args.engine} has one set of "
                         "defaults")
+    if getattr(args, "compiled_tokens", None) and not getattr(args, "cold_start", False):
+        raise SpecError("--compiled-tokens: names what a fresh server compiled in earlier traffic; give --cold-start "
+                        "(a server in steady state has compiled every key)")
     if getattr(args, "cold_start", False):
         if args.engine not in ("vllm", "sglang"):
             raise SpecError(f"--cold-start: is the first use of vLLM's or SGLang's fused-MoE Triton kernel "

@@ -46,13 +46,14 @@ def moe_key(tokens: int, top_k: int, classes: tuple[int, ...] | None = None) -> 
 
 class FirstUse:
     """The keys a server has compiled; `stall(tokens)` is the compile an eager step of `tokens` tokens pays (and
-    records): `key_s` when its key is new, else 0."""
+    records, with the step's tokens in `tokens`): `key_s` when its key is new, else 0."""
 
     def __init__(self, top_k: int, key_s: float, started: tuple[int, ...],
                  classes: tuple[int, ...] | None = None) -> None:
         self.top_k, self.key_s, self.classes = top_k, key_s, classes
         self.seen = {moe_key(m, top_k, classes) for m in started}
         self.stalls = 0
+        self.tokens: list[int] = []  # the eager step that compiled each new key, in order
 
     def stall(self, tokens: int) -> float:
         key = moe_key(tokens, self.top_k, self.classes)
@@ -60,20 +61,23 @@ class FirstUse:
             return 0.0
         self.seen.add(key)
         self.stalls += 1
+        self.tokens.append(tokens)
         return self.key_s
 
 
 def first_use(model, engine_name: str, capture_sizes: tuple[int, ...], prefill_capture_sizes: tuple[int, ...],
               max_num_batched_tokens: int, key_s: float, expert_dtype: str, hardware_name: str = "",
-              tp: int = 1) -> FirstUse | None:
+              tp: int = 1, served: tuple[int, ...] = ()) -> FirstUse | None:
     """A fresh server's compile state, or None where nothing compiles on first use: a model without routed experts,
     a quantized MoE (another backend: timing.EAGER_MOE_DTYPES), an engine other than vLLM / SGLang (TensorRT-LLM and
-    llama.cpp compile ahead of time), or no measured compile time."""
+    llama.cpp compile ahead of time), or no measured compile time. `served`: the tokens of eager steps the same
+    process ran in earlier traffic (a FirstUse's `tokens`): their keys are compiled too, Triton's kernel cache
+    living as long as the process."""
     from roofline.engines.timing import EAGER_MOE_DTYPES
 
     if model.moe is None or engine_name not in ("vllm", "sglang") or not key_s or expert_dtype not in EAGER_MOE_DTYPES:
         return None
-    started = tuple(capture_sizes) + tuple(prefill_capture_sizes)
+    started = tuple(capture_sizes) + tuple(prefill_capture_sizes) + tuple(served)
     if engine_name == "vllm":  # the memory profile run at the step budget (gpu_worker.determine_available_memory)
         started += (max_num_batched_tokens,)
     # the file vLLM reads: E experts, N = the expert intermediate width per rank (fused_moe.py get_config_file_name)

@@ -102,7 +102,8 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    kernel compiles its two launches the first time an eager step meets a new (tuned config, M x top-k divisible by
    16) key; moe_jit_key_s is the seconds one new key costs, measured alone by validate/engines/jit_probe.py in a
    fresh Triton cache at Qwen3-30B-A3B's shapes (the median of the new keys' first calls in a process past its
-   first use; derive_jit.py). Charged only by `simulate --cold-start`; zero until measured.
+   first use; derive_jit.py). Charged only by `simulate --cold-start` (`--compiled-tokens`: the keys the
+   process's earlier traffic compiled); zero until measured.
 
 13. **A fresh disaggregated pair's first handshake** (10.'s connector; serving.remote.Handshake): a decode worker
    meets a prefill engine the first time a request to load from it is posted (NixlConnector.start_load_kv:

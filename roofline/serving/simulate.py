@@ -64,7 +64,8 @@ class Trace:
     prefix_cache: dict | None = None  # PrefixCache.stats() when the run cached shared prefixes
     # the tensor cores' clock Simulator.run chose (serving.clock): {"clock": "burst" | "sustained", "duty": ...}
     gemm_clock: dict | None = None
-    # a fresh server's first-use compiles (Simulator.cold_start): {"keys": n, "seconds": total}; None in steady state
+    # a fresh server's first-use compiles (Simulator.cold_start): {"keys": n, "seconds": total, "tokens": the eager
+    # steps that compiled them}; None in steady state
     first_use: dict | None = None
 
     @property
@@ -130,6 +131,9 @@ class Simulator:
     # a freshly started server: its eager steps compile each new fused-MoE specialisation once (engines.first_use;
     # the Python loop only: serving.kernel does not cover it)
     cold_start: bool = False
+    # cold_start's server after earlier traffic in the same process: the tokens of the eager steps it ran (their
+    # fused-MoE keys compiled then; a run's Trace.first_use "tokens")
+    compiled_tokens: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
@@ -324,7 +328,7 @@ class Simulator:
         if compiled is None:
             return {"keys": 0, "seconds": 0.0, "why": "nothing compiles on first use here: no routed experts on "
                     "vLLM's or SGLang's Triton fused MoE (engines.first_use)"}
-        return {"keys": compiled.stalls, "seconds": compiled.stalls * compiled.key_s}
+        return {"keys": compiled.stalls, "seconds": compiled.stalls * compiled.key_s, "tokens": list(compiled.tokens)}
 
     def first_use(self) -> FirstUse | None:
         """A fresh server's compile state for this run (cold_start), or None (steady state, or nothing compiles)."""
@@ -333,7 +337,8 @@ class Simulator:
         e = self.engine
         key_s = timing_on(e.engine, e.host_speed).moe_jit_key_s
         return first_use(self.model, e.engine, e.capture_sizes, e.prefill_capture_sizes, e.max_num_batched_tokens,
-                         key_s, self.workload.expert_dtype, self.hardware.name, self.workload.tp)
+                         key_s, self.workload.expert_dtype, self.hardware.name, self.workload.tp,
+                         self.compiled_tokens)
 
     def twin(self, share: float) -> Simulator | None:
         """This simulator with the tensor cores `share` of the way from the burst to the sustained rates

@@ -45,6 +45,18 @@ def test_sglangs_first_odd_eager_batch_past_its_graphs_stalls_once():
     assert state.stalls == 1
 
 
+def test_a_process_keeps_what_its_earlier_traffic_compiled():
+    # run 3's server ran rate 24 (an eager step at B 257 compiled (256, odd)) before rate 36 in the same process
+    model = load_model("Qwen3-30B-A3B")
+    sizes = tuple(range(8, 257, 8)) + (1, 2, 4)
+    # SGLang's prefill graphs include 512 tokens (its start-up log's list)
+    state = first_use(model, "sglang", tuple(sorted(sizes)), (512,), 8192, 1.5, "bf16", served=(257,))
+    assert state.stall(259) == 0.0 and state.stall(331) == 0.0  # (256, odd): compiled in the earlier traffic
+    # 385: nearest tuned key 512 (127 away against 256's 129), 385 x 8 = 3,080 = 16 x 192.5: (512, odd), new
+    assert state.stall(385) == 1.5 and state.stall(386) == 0.0  # (512, even): the 512-token prefill graph's
+    assert state.tokens == [385]
+
+
 def test_nothing_compiles_where_the_kernel_is_not_the_path():
     moe, dense = load_model("Qwen3-30B-A3B"), load_model("Llama-3.1-8B")
     assert first_use(dense, "vllm", (1, 2), (), 8192, 1.0, "bf16") is None
@@ -71,9 +83,25 @@ def test_a_cold_server_pays_the_compile_once_in_its_run(capsys, requests, keys):
     cold = json.loads(out)
     key_s = timing("sglang").moe_jit_key_s
     assert key_s > 0.5
-    assert cold["first_use"] == {"keys": keys, "seconds": pytest.approx(keys * key_s)}
+    assert cold["first_use"] == {"keys": keys, "seconds": pytest.approx(keys * key_s), "tokens": [301] * keys}
     assert warm["first_use"] is None
     assert cold["e2e_s"]["p50"] - warm["e2e_s"]["p50"] == pytest.approx(keys * key_s, abs=0.02 * key_s)
+
+
+def test_a_server_that_ran_the_key_before_pays_nothing(capsys):
+    # the same 301 at once on a server whose earlier traffic ran an eager step at B 257: key (256, odd) compiled
+    code, out, err = run(capsys, *SIM, "--requests", "301")
+    assert code == 0, err
+    warm = json.loads(out)
+    code, out, err = run(capsys, *SIM, "--requests", "301", "--cold-start", "--compiled-tokens", "257")
+    assert code == 0, err
+    cold = json.loads(out)
+    assert cold["first_use"]["keys"] == 0 and cold["e2e_s"] == warm["e2e_s"]
+
+
+def test_compiled_tokens_needs_a_cold_start(capsys):
+    code, out, err = run(capsys, *SIM, "--requests", "10", "--compiled-tokens", "257")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--cold-start" in err
 
 
 @pytest.mark.parametrize("extra, word", [(["--engine", "trtllm"], "compiles nothing"),

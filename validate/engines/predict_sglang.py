@@ -130,14 +130,24 @@ def serve(hardware: str, results: Path | None = None, key: str = "serve", host_s
     "serve2"): at the run's rate with roofline's own draws, or (`results`: the run's folder) replayed at the send
     instants the client recorded; its "prefix" run (one shared prefix of prefix_len tokens before every prompt,
     bench_sglang.py) with `--prefix system:L`, the replayed prompts less the prefix the flag adds back; `host_speed`:
-    --host-speed (the run's host against the profile's)."""
+    --host-speed (the run's host against the profile's). One launch_server process serves an entry's runs in this
+    order (run_sglang.sh; each run's marks): the first from a fresh start, so every run is simulated `--cold-start`
+    with `--compiled-tokens` the eager steps that compiled a fused-MoE key in the runs before it (engines.first_use;
+    nothing for a dense model)."""
     from validate.engines.predict import write_trace
 
     s, out, tmp = CASES[key], {}, Path(tempfile.mkdtemp())
     base = ["simulate", "--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "sglang",
-            "--no-search", *(["--host-speed", f"{host_speed:.4f}"] if host_speed else [])]
+            "--no-search", "--cold-start", *(["--host-speed", f"{host_speed:.4f}"] if host_speed else [])]
     lengths = ["--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"])]
-    keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions", "prefix_cache")
+    keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions", "prefix_cache",
+            "first_use")
+    compiled: list[int] = []  # the process's eager steps that compiled a key so far
+
+    def run_cli(*argv: str) -> dict:
+        d = cli(*argv, *(["--compiled-tokens", *map(str, compiled)] if compiled else []))
+        compiled.extend((d.get("first_use") or {}).get("tokens", []))
+        return d
 
     def poisson(run: str, rate: float, n: int, shared: int = 0) -> dict:
         reqs = sent(results, s["model"], run, n)
@@ -146,8 +156,8 @@ def serve(hardware: str, results: Path | None = None, key: str = "serve", host_s
             t0 = reqs[0]["start_perf_s"]
             trace = write_trace(tmp / f"{run}.csv", [r["start_perf_s"] - t0 for r in reqs],
                                 [r["prompt_len"] - shared for r in reqs], [r["output_len"] for r in reqs])
-            return cli(*base, "--trace", str(trace), *extra)
-        return cli(*base, *lengths, "--rate", str(rate), "--requests", str(n), *extra)
+            return run_cli(*base, "--trace", str(trace), *extra)
+        return run_cli(*base, *lengths, "--rate", str(rate), "--requests", str(n), *extra)
 
     def kept(d: dict) -> dict:
         return {k: d[k] for k in keys if k in d} if "error" not in d else d
@@ -159,8 +169,8 @@ def serve(hardware: str, results: Path | None = None, key: str = "serve", host_s
         out["prefix"] = kept(poisson("prefix", pf["rate"], pf["prompts"], pf["prefix_len"]))
     if "concurrency" in s:
         c = s["concurrency"]
-        out[f"conc{c['max_concurrency']}"] = kept(cli(*base, *lengths, "--rate", "inf", "--max-concurrency",
-                                                      str(c["max_concurrency"]), "--requests", str(c["prompts"])))
+        out[f"conc{c['max_concurrency']}"] = kept(run_cli(*base, *lengths, "--rate", "inf", "--max-concurrency",
+                                                          str(c["max_concurrency"]), "--requests", str(c["prompts"])))
     return out
 
 
