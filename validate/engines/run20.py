@@ -63,35 +63,36 @@ def simulate(trace: Path, conc: int, host: float, cold: bool = False) -> dict:
     return {k: d[k] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "first_use", "max_running")}
 
 
-def traces(tmp: Path, sends: dict[str, list[float]] | None = None) -> dict[str, Path]:
-    """Each run's trace: the seed's draws (sends None) or the recorded sends; a closed loop's arrivals all 0."""
+def traces(tmp: Path, sends: dict[str, list[float]] | None = None, runs: dict = RUNS) -> dict[str, Path]:
+    """Each run's trace: the seed's draws (sends None) or the recorded sends; a closed loop's arrivals all 0. The
+    lengths are the seed's (traces-run20/lengths.json: seeds 201-205, whatever the rate)."""
     lengths = json.loads((HERE / "traces-run20" / "lengths.json").read_text())
     tmp.mkdir(parents=True, exist_ok=True)
     out = {}
-    for name, (seed, rate, conc) in RUNS.items():
+    for name, (seed, rate, conc) in runs.items():
         L = lengths[str(seed)]
         arrivals = [0.0] * N if conc else (sends[name] if sends else vllm_arrivals(seed, rate, N))
         out[name] = write_trace(tmp / f"{name}.csv", arrivals, L["input"], L["output"])
     return out
 
 
-def sims(trace: Path, name: str, host: float) -> dict:
-    conc = RUNS[name][2]
+def sims(trace: Path, name: str, host: float, runs: dict = RUNS) -> dict:
+    conc = runs[name][2]
     out = {"steady": simulate(trace, conc, host)}
     if name == "cold":
         out["cold_start"] = simulate(trace, conc, host, cold=True)
     return out
 
 
-def predict(out: Path) -> None:
-    tr = traces(Path(tempfile.mkdtemp()))
-    runs = {f"{host:g}": {name: sims(t, name, host) for name, t in tr.items()} for host in HOSTS}
+def predict(out: Path, runs: dict = RUNS, hosts: tuple = HOSTS, hypotheses: dict = HYPOTHESES,
+            about: str = __doc__.splitlines()[0]) -> None:
+    tr = traces(Path(tempfile.mkdtemp()), runs=runs)
+    table = {f"{host:g}": {name: sims(t, name, host, runs) for name, t in tr.items()} for host in hosts}
     sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    out.write_text(json.dumps({"about": __doc__.splitlines()[0], "date": dt.date.today().isoformat(),
-                               "checkout": sha, "hypotheses": HYPOTHESES,
-                               "judged": {"cold": "cold_start", "warm": "steady", "r8": "steady", "r16": "steady",
-                                          "c32": "steady"},
-                               "hosts": runs}, indent=1) + "\n")
+    out.write_text(json.dumps({"about": about, "date": dt.date.today().isoformat(),
+                               "checkout": sha, "hypotheses": hypotheses,
+                               "judged": {name: "cold_start" if name == "cold" else "steady" for name in runs},
+                               "hosts": table}, indent=1) + "\n")
 
 
 def tiny_ttft(results: Path, tag: str = "") -> float | None:
@@ -104,11 +105,12 @@ def eager_wall(lat: dict) -> float:
     return 1e3 * statistics.median(p["median_s"] for p in lat["prefill"] if p["P"] > 512)
 
 
-def compare(results: Path, predicted: dict) -> str:
+def compare(results: Path, predicted: dict, runs: dict = RUNS,
+            title: str = "Run 20: the host's calibration on vLLM's served MoE") -> str:
     ref = json.loads((PROFILE_TINY_SERVER / "tiny-conc1.json").read_text())["median_ttft_ms"]
     k1, k2 = tiny_ttft(results), tiny_ttft(results, "2")
     host = ref / k1 if k1 else 1.0
-    lines = [f"Run 20: the host's calibration on vLLM's served MoE ({MODEL}, H200); results {results.name}",
+    lines = [f"{title} ({MODEL}, H200); results {results.name}",
              f"host: the profile's tiny TTFT at concurrency 1 {ref:.2f} ms; K1 (before) "
              + (f"{k1:.2f} ms -> S = {host:.4f}" if k1 else "not run -> S = 1")
              + (f"; K2 (after) {k2:.2f} ms (S {ref / k2:.4f}, K2/K1 {k2 / k1:.3f})" if k1 and k2 else "")]
@@ -125,22 +127,23 @@ def compare(results: Path, predicted: dict) -> str:
                      f"({100 * (now * host - law) / law:+.1f} % of the law's input)")
     lines.append("measured / predicted (err %); * judged")
     tmp = Path(tempfile.mkdtemp())
-    meas = {name: labrun.result(results, name) for name in RUNS}
+    meas = {name: labrun.result(results, name) for name in runs}
     now_rows = []
     columns = [(f"before, S = {h}", predicted["hosts"][h]) for h in predicted["hosts"]]
-    columns.append((f"before, S = {host:.4f} (K1)", {name: sims(t, name, host) for name, t in
-                                                      traces(tmp / "k1").items()} if k1 else None))
+    columns.append((f"before, S = {host:.4f} (K1)", {name: sims(t, name, host, runs) for name, t in
+                                                      traces(tmp / "k1", runs=runs).items()} if k1 else None))
     ran = {n: m for n, m in meas.items() if m is not None}
     sends = {n: labrun.sends(m) for n, m in ran.items()}
-    if len(ran) == len(RUNS):  # the trust rows: the default host (what `simulate` prints without --host-speed)
-        rec = traces(tmp / "rec", sends)
+    if len(ran) == len(runs):  # the trust rows: the default host (what `simulate` prints without --host-speed)
+        rec = traces(tmp / "rec", sends, runs)
         for h in (1.0, host):
-            columns.append((f"now, recorded sends, S = {h:.4f}", {name: sims(t, name, h) for name, t in rec.items()}))
+            columns.append((f"now, recorded sends, S = {h:.4f}", {name: sims(t, name, h, runs)
+                                                                  for name, t in rec.items()}))
     for title, table in columns:
         if table is None:
             continue
         lines.append(f"-- {title}")
-        for name in RUNS:
+        for name in runs:
             if meas[name] is None:
                 lines.append(f"{name}: not run")
                 continue
