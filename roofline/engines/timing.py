@@ -96,7 +96,7 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    validate/notes/2026-11-29-vllm-h200-run11.md). `host_speed` (a workload's, `--host-speed`) divides those figures:
    1 is the profile's own host; a user's host is its tiny server's TTFT at concurrency 1 against 16.63 ms
    (validate/engines/serve_tiny.sh). GPU work (4, 9) and the connector's completion (10) do not move with it.
-   The compile of 12 is host work too and divides the same way.
+   The compile of 12 and the handshake of 13 are host work too and divide the same way.
 
 12. **A fresh server's first use of a fused-MoE specialisation** (roofline.engines.first_use): the Triton fused-MoE
    kernel compiles its two launches the first time an eager step meets a new (tuned config, M x top-k divisible by
@@ -118,8 +118,10 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    the remote ranks it reads from, one after the other (kv_connector/utils.py:570-580: prefill tp / decode tp of
    them when the prefill side is wider). kv_handshake_s is the seconds the first request of a fresh pair waited,
    measured by run 17's warm-up (validate/engines/derive_handshake.py: the first request's decode leg less the warm
-   pair's median); it is not host-scaled (11.): run 14's pair, on a host whose Python probe ran 1.7x faster than run
-   17's, waited 2.23 s. Charged only by `simulate --cold-start --disaggregate` (vLLM); zero until measured.
+   pair's median, 1.352 s) and kept at the profile's host (11.: times run 17's host speed 1.7501 from its own tiny
+   server, 2.366 s), since the registration is one thread's host work. Every pool the runs met had the same blocks
+   (839,648 tokens x 64 regions), so how it grows with the remote pool is not measured: one figure. Charged only by
+   `simulate --cold-start --disaggregate` (vLLM); zero until measured.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -279,7 +281,7 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 # the figures of one host thread's work (module docstring, 11.): divided by the host's speed
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
-               "kv_post_descriptor_s", "moe_jit_key_s")
+               "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16

@@ -24,7 +24,8 @@ def test_host_figures_divide_and_gpu_figures_stay():
     fast = on_host(timing("vllm"), 2.0)
     # the host work, from the profile file itself: halved
     for name in ("step_s", "per_seq_s", "server_step_s", "server_per_seq_s", "api_request_s", "request_s",
-                 "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s", "kv_post_descriptor_s"):
+                 "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s", "kv_post_descriptor_s",
+                 "kv_handshake_s"):
         assert getattr(fast, name) == pytest.approx(float(PROFILE[name]) / 2, rel=1e-12), name
     # the GPU's: the engine's kernels, its sampler, the connector's completion (the wire and the remote NIC)
     assert fast.kernels["H200"]["attn_decode_bw"] == pytest.approx(PROFILE["kernels"]["H200"]["attn_decode_bw"])

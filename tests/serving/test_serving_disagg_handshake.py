@@ -8,7 +8,9 @@ the first worker call after its end. So, on an idle pair, the lone first request
 later and its TTFT grows by exactly kv_handshake_s; a second request posted during the handshake starts its transfer
 at the handshake's end too (same prompt, same transfer: same first-token step as the first); a request after it
 pays nothing. The figure: run 17's first warm-up request's decode leg, 1796004762.7088 - 1796004761.3203 = 1.3885 s
-at the proxy, less the warm pair's median decode leg at its next rate (36.5 ms over 80 requests).
+at the proxy, less the warm pair's median decode leg at its next rate (36.5 ms over 80 requests): 1.352 s on run 17's
+host, whose tiny server read a median TTFT at concurrency 1 of 9.500 ms against the profile host's 16.626 ms (host
+speed 1.7501, timing mechanism 11); the profile keeps it at its own host: 1.352 x 1.7501 = 2.366 s.
 """
 
 from __future__ import annotations
@@ -55,8 +57,17 @@ def test_profile_figure_is_run17_warmup_first_decode_leg_less_the_warm_median():
     assert why["first_decode_leg_s"] == pytest.approx(first_leg, abs=1e-6)
     assert why["steady_stage"] == "pd-rate4" and why["steady_requests"] == 80
     assert 0.030 < why["steady_decode_leg_s"] < 0.045
+    assert why["host_speed"] == pytest.approx(16.62616 / 9.50014, rel=1e-5)
     assert HANDSHAKE_S == pytest.approx(value, rel=1e-12)
-    assert 1.34 < HANDSHAKE_S < 1.36
+    assert 2.35 < HANDSHAKE_S < 2.38  # (1.3885 - 0.0365) x 1.7501
+
+
+def test_on_run17s_own_host_the_handshake_is_what_its_warm_up_waited(capsys):
+    """At --host-speed 1.7501 (run 17's, from its tiny server alone) a fresh pair waits 1.352 s: run 17's first
+    decode leg less its warm median, by hand above."""
+    code, out, err = run(capsys, *SIM, "--engine", "vllm", "--cold-start", "--host-speed", "1.7501", "--json")
+    assert code == 0, err
+    assert json.loads(out)["first_use"]["kv_handshake"]["seconds_each"] == pytest.approx(1.3885 - 0.0365, abs=2e-3)
 
 
 def test_one_request_on_a_fresh_pair_waits_the_handshake_exactly():

@@ -134,6 +134,9 @@ def _terms(name: str, captured: dict, marks: dict, proxy: list[dict], span: tupl
         front = np.array([x["decode_headers"] - x["prefill_done"] for x in mine])
         measured["decode_to_headers"] = float(front[ok].mean())
     return {"rate": name, "requests": n, "handshake": int((~ok).sum()), "span": span,
+            # per request (s), for pd_requests.py; main leaves it out of --json
+            "arrays": {"arrival": np.asarray(requests.arrival_s), "tpot": (out.trace.finish_s - first)
+                       / np.maximum(np.asarray(requests.output_tokens) - 1, 1)} | model,
             "measured": measured,
             "model": {key: float(np.nanmean(v)) for key, v in model.items()}
             | {"prefill_leg_p50": float(np.median(model["prefill_leg"])),
@@ -245,7 +248,8 @@ def main() -> None:
             print(f"{r['rate']} per-rate /metrics: " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in extra.items()))
     print("pooled over the run (vLLM's histograms): " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in pool.items()))
     if a.json:
-        a.json.write_text(json.dumps({"run": a.run, "rates": rates, "pooled": pool}, indent=1) + "\n")
+        kept = [{k: v for k, v in r.items() if k != "arrays"} for r in rates]
+        a.json.write_text(json.dumps({"run": a.run, "rates": kept, "pooled": pool}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
