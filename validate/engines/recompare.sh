@@ -23,3 +23,5 @@ python -m validate.engines.run19 compare "$R/nvidia-h200-vllm-2026-11-30-run19" 
 python -m validate.engines.run20 compare "$R/nvidia-h200-vllm-2026-11-30-run20" --predicted "$R/h200-vllm-run20-predicted.json" \
   --out "$R/nvidia-h200-vllm-2026-11-30-run20-compare.txt" > /dev/null
 python -m validate.engines.public > /dev/null
+python -m validate.engines.run22 compare "$R/nvidia-h200-vllm-2026-11-30-run22" --predicted "$R/h200-vllm-run22-predicted.json" \
+  --out "$R/nvidia-h200-vllm-2026-11-30-run22-compare.txt" > /dev/null
