@@ -65,3 +65,42 @@ def test_a_tpot_target_with_no_generated_token_is_refused(capsys):
     code, out, err = run(capsys, "plan", "--generated", "0", "--tpot-target-ms", "50")
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "--tpot-target-ms" in err and "--generated 0" in err and "Traceback" not in err
+
+
+JAMBA = "tests/data/hf/Jamba-1.5-Mini/config.json"
+NEXT = "tests/data/hf/Qwen3-Next-80B-A3B/config.json"
+
+
+def _capacity(capsys, *argv: str) -> dict:
+    return _json(capsys, "capacity", "--engine", "vllm", "--hardware", "H200", "--max-model-len", "32768", *argv)
+
+
+def test_mamba_cache_mode_on_a_model_without_state_layers_says_it_has_no_effect(capsys):
+    """`capacity --engine vllm --mamba-cache-mode all` on Llama-3.1-8B was taken silently. vLLM 0.24 takes the flag
+    for any model and reads it only in MambaModelConfig / the mamba layers (model_executor/models/config.py), so the
+    pool is the same with or without it; the output now says the flag has no effect."""
+    plain = _capacity(capsys, "--model", "Llama-3.1-8B")
+    given = _capacity(capsys, "--model", "Llama-3.1-8B", "--mamba-cache-mode", "all")
+    assert given["max_concurrency"] == plain["max_concurrency"] and "notes" not in plain
+    assert given["notes"] == ["--mamba-cache-mode all: no effect, Llama-3.1-8B has no mamba or linear-attention "
+                              "state layers (vLLM accepts the flag and reads it only for those)"]
+    code, out, err = run(capsys, "capacity", "--engine", "vllm", "--model", "Llama-3.1-8B", "--mamba-cache-mode",
+                         "align")
+    assert code == 0, err
+    assert "\nnote: --mamba-cache-mode align: no effect, Llama-3.1-8B has no mamba" in out
+
+
+def test_mamba_cache_mode_without_prefix_caching_is_reset_to_none_as_vllm_warns(capsys):
+    """MambaModelConfig.verify_and_update_config: prefix caching off -> mamba_cache_mode 'none' ('Mamba cache mode
+    is set to 'none' when prefix caching is disabled'): Jamba's pool is the one without the flag, and the note says
+    so; with prefix caching on, 'all' on an architecture without SupportsMambaPrefixCaching (Qwen3-Next) falls back
+    to 'align' (the same warning's other branch)."""
+    plain = _capacity(capsys, "--model", JAMBA)
+    given = _capacity(capsys, "--model", JAMBA, "--mamba-cache-mode", "all")
+    assert given["max_concurrency"] == plain["max_concurrency"]
+    assert given["notes"][0].startswith("--mamba-cache-mode all: no effect without --enable-prefix-caching")
+    align = _capacity(capsys, "--model", NEXT, "--tp", "2", "--enable-prefix-caching", "--mamba-cache-mode", "align")
+    asked_all = _capacity(capsys, "--model", NEXT, "--tp", "2", "--enable-prefix-caching", "--mamba-cache-mode",
+                          "all")
+    assert asked_all["max_concurrency"] == align["max_concurrency"] and "notes" not in align
+    assert asked_all["notes"][0].startswith("--mamba-cache-mode all: vLLM falls back to 'align'")
