@@ -66,20 +66,23 @@ def memory_chart(rows: Sequence[dict], capacity_gib: float, usable_gib: float) -
                               label_width=260, room=1.02, legend_width=300)
 
 
-def latency_chart(rows: Sequence[dict]) -> tuple[str, str]:
-    """TPOT per method coloured by what bounds the decode step, and TTFT: two panels."""
+def latency_chart(rows: Sequence[dict]) -> tuple[str, ...]:
+    """TPOT per method coloured by what bounds the decode step, and TTFT: two panels; TTFT alone for a plan that
+    generates no token (no decode step: TPOT None)."""
+    ttft = [svgchart.Bar(r["method"], [(r["TTFT (s)"], "#7f7f7f", f"{r['method']}: TTFT {r['TTFT (s)']:,.3f} s")],
+                         f"{r['TTFT (s)']:,.3f} s") for r in rows]
+    ttft_chart = svgchart.bar_chart(ttft, title="Prefill (TTFT)", subtitle="the batch's prompts prefilled together",
+                                    x_title="time to first token (s)", room=1.25, width=WIDTH // 2 + 40)
+    if any(r["TPOT (ms)"] is None for r in rows):
+        return (ttft_chart,)
     tpot = [svgchart.Bar(r["method"], [(r["TPOT (ms)"], BOUND_COLOURS.get(r["bound"], "#7f7f7f"),
                                         f"{r['method']}: TPOT {r['TPOT (ms)']:,.2f} ms, {r['bound']}-bound, "
                                         f"dominant op {r['dominant op']}")], f"{r['TPOT (ms)']:,.2f} ms")
             for r in rows]
-    ttft = [svgchart.Bar(r["method"], [(r["TTFT (s)"], "#7f7f7f", f"{r['method']}: TTFT {r['TTFT (s)']:,.3f} s")],
-                         f"{r['TTFT (s)']:,.3f} s") for r in rows]
     bounds = [(BOUND_COLOURS.get(b, "#7f7f7f"), f"{b}-bound") for b in dict.fromkeys(r["bound"] for r in rows)]
     return (svgchart.bar_chart(tpot, title="Decode step (TPOT)", subtitle="one step for the whole batch at the "
                                "context", x_title="time per output token (ms)", legend=bounds, room=1.25,
-                               width=WIDTH // 2 + 140, legend_width=130),
-            svgchart.bar_chart(ttft, title="Prefill (TTFT)", subtitle="the batch's prompts prefilled together",
-                               x_title="time to first token (s)", room=1.25, width=WIDTH // 2 + 40))
+                               width=WIDTH // 2 + 140, legend_width=130), ttft_chart)
 
 
 def _ceiling_rows(data: dict, x_lo: float, x_hi: float) -> tuple[list[dict], list[dict]]:

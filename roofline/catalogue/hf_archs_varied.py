@@ -70,14 +70,53 @@ ERNIE_VL_TEXT = Family(router_bias=True, tie_default=True, qkv_bias=False, o_bia
                        modelled_only=(("use_bias", False),))
 
 
+def _ernie_pair(text: _Config, key: str) -> tuple[int, int] | None:
+    """A [text, vision] pair of positive integers (baidu's remote-code config of ERNIE-4.5-VL lists
+    moe_num_experts, moe_layer_start_index and moe_layer_end_index so; vLLM's ernie45_vl_moe.py reads [0] for the
+    text experts and [1] for the vision ones), None for one integer (transformers' Ernie4_5_VLMoeTextConfig)."""
+    value = text.data.get(key)
+    if not isinstance(value, list):
+        return None
+    if not (len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+        raise text.error(key, f"expected one integer or a [text, vision] pair of integers, got {value!r}")
+    return value[0], value[1]
+
+
+def _ernie_remote_layers(text: _Config) -> dict[str, Any]:
+    """baidu's remote-code form as transformers' keys: the [text, vision] expert counts read as the text entry
+    (the vision count returned apart), the [text, vision] MoE layer ranges as the text range. vLLM's
+    Ernie4_5_VLMoeDecoderLayer makes layer i sparse when (i + 1) % moe_layer_interval == 0 and
+    min(start) <= i <= max(end), and holds text experts on it only inside the text range (ernie45_vl_moe.py):
+    ranges whose sparse layers differ between text and vision are refused (one MoE block per layer modelled)."""
+    data = dict(text.data)
+    experts = _ernie_pair(text, "moe_num_experts")
+    if experts:
+        data["moe_num_experts"] = experts[0]
+    starts, ends = _ernie_pair(text, "moe_layer_start_index"), _ernie_pair(text, "moe_layer_end_index")
+    if starts or ends:
+        n, every = text.integer("num_hidden_layers"), text.integer("moe_layer_interval", 1)
+        last = n - 1  # an end past the last layer (the 28B-A3B's [29, 28]) stops at it
+        starts = starts or (text.integer("moe_layer_start_index", minimum=0),) * 2
+        ends = ends or (text.integer("moe_layer_end_index", last, minimum=0),) * 2
+        text_layers, vision_layers = ({i for i in range(n) if (i + 1) % every == 0 and lo <= i <= hi}
+                                      for lo, hi in zip(starts, ends, strict=True))
+        if text_layers != vision_layers:
+            raise text.error("moe_layer_start_index", f"text range {starts[0]}..{ends[0]} and vision range "
+                                                      f"{starts[1]}..{ends[1]} give different MoE layers: not "
+                                                      f"modelled")
+        data |= {"moe_layer_start_index": starts[0], "moe_layer_end_index": min(ends[0], last)}
+    return {"text": _Config(data, text.where, text.arch), "vision_experts": experts[1] if experts else None}
+
+
 def _ernie4_5_vl_moe(cfg: _Config) -> dict[str, Any]:
     """ERNIE-4.5-VL MoE (Ernie4_5_VLMoeForConditionalGeneration, baidu/ERNIE-4.5-VL-28B-A3B): the text decoder with
     modality-isolated experts (Ernie4_5_VLMoeMoeBlock; ERNIE 4.5 technical report section 2.1). A text token runs
     the text experts (the Model's moe: text router, top-moe_k of E experts of moe_intermediate_size[0], the shared
-    experts); the vision experts (E of moe_intermediate_size[1]), their router and its correction bias are stored
-    in every sparse layer and run only on image / video tokens: model_extra_params (weights, no FLOPs: decode
-    generates text tokens)."""
-    text = _text(cfg)
+    experts); the vision experts (E, or moe_num_experts[1] in baidu's remote-code form, of moe_intermediate_size[1]),
+    their router and its correction bias are stored in every sparse layer and run only on image / video tokens:
+    model_extra_params (weights, no FLOPs: decode generates text tokens)."""
+    remote = _ernie_remote_layers(_text(cfg))
+    text = remote["text"]
     widths = text.data.get("moe_intermediate_size")
     if not (isinstance(widths, list) and len(widths) == 2
             and all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths)):
@@ -87,7 +126,7 @@ def _ernie4_5_vl_moe(cfg: _Config) -> dict[str, Any]:
     moe = fields.get("moe")
     if moe is None:
         return fields
-    d, experts = fields["hidden_size"], moe["num_experts"]
+    d, experts = fields["hidden_size"], remote["vision_experts"] or moe["num_experts"]
     period, offset = moe.get("layer_period", 1), moe.get("layer_offset", 0)
     sparse = sum(1 for i in range(moe["first_dense_layers"], fields["num_layers"]) if i % period == offset)
     vision = sparse * (experts * 3 * d * widths[1] + d * experts + experts)

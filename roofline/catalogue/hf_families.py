@@ -187,6 +187,10 @@ def _dense_width(cfg: _Config) -> int:
 def read(cfg: _Config, family: Family) -> dict[str, Any]:
     """The Model fields of a config of `family`: shared keys, then the family's parameter layout."""
     cfg = _renamed(cfg, family)
+    for key in family.one_integer:
+        if isinstance(cfg.data.get(key), list):
+            raise cfg.error(key, f"{cfg.data[key]!r}: {cfg.arch} takes one integer here, not a list "
+                                 f"{family.one_integer_hint}".rstrip())
     for key, value in family.modelled_only:
         expected = cfg.data.get(value) if value in ("hidden_size", "num_attention_heads") else value
         if key in cfg.data and cfg.data[key] != expected:

@@ -13,6 +13,7 @@ from roofline.catalogue.hf_layout import LLAMA, Family
 
 GPT_KEYS = (("hidden_size", "n_embd"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"),
             ("max_position_embeddings", "n_positions"), ("intermediate_size", "n_inner"))
+ERNIE_MOE_KEYS = ("moe_num_experts", "moe_intermediate_size", "moe_k", "moe_layer_start_index", "moe_layer_end_index")
 # Decoders of 2019-2023 (GPT-J / CodeGen / CTRL / BLOOM / MPT / Phi-1-2 / Persimmon / BioGPT / XGLM /
 # GPT-NeoX-Japanese), from each modeling_<type>.py of transformers v5.24.0
 OLDER_FAMILIES: dict[str, Family] = {
@@ -76,9 +77,13 @@ MOE_FAMILIES: dict[str, Family] = {
     **dict.fromkeys(("apertus", "apertus1p5_text"), Family(mlp="plain", qk_norm=True, extras=("xielu",))),
     # Ernie4_5_MoeSparseMoeBlock: experts of moe_intermediate_size, moe_num_shared_experts of that width, a
     # gate without bias plus moe_statics.e_score_correction_bias (E: counted as the router bias); use_bias on
-    # every linear; MoE layers by moe_layer_start_index / end / interval
+    # every linear; MoE layers by moe_layer_start_index / end / interval. Ernie4_5_MoeConfig types the MoE keys
+    # int (a list fails its strict check; vLLM's ernie45_moe.py compares moe_num_experts with 0 and the TP size):
+    # the [text, vision] pairs of ERNIE-4.5-VL's config are read only by its own architecture
     "ernie4_5_moe": Family(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", router_bias=True,
-                           tie_default=True),
+                           tie_default=True, one_integer=ERNIE_MOE_KEYS,
+                           one_integer_hint="(a [text, vision] pair is ERNIE-4.5-VL's form: its architectures "
+                                            "is Ernie4_5_VLMoeForConditionalGeneration)"),
     # DeepSeek-V3 layout on GQA (SolarOpenMoE: gate d x E, e_score_correction_bias a buffer, n_shared_experts of
     # moe_intermediate_size)
     "solar_open": LLAMA,

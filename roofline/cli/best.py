@@ -82,8 +82,10 @@ def _sla_lines(r: dict[str, Any], batch: int) -> list[str]:
 
 def _line(r: dict[str, Any]) -> str:
     gpus = f", {r['fewest_gpus']['gpus']} GPUs" if "fewest_gpus" in r else ""
-    return (f"{r['method']}: {r['tokens_per_s']:,.0f} tok/s, TPOT {display.seconds(r['tpot_s'])}, max context "
-            f"{r['max_context_capped']:,}, max batch {r['max_batch']:,}{gpus} [{r['trust']['text']}]")
+    speed = (f"TTFT {display.seconds(r['ttft_s'])}, no decode" if r["tokens_per_s"] is None
+             else f"{r['tokens_per_s']:,.0f} tok/s, TPOT {display.seconds(r['tpot_s'])}")
+    return (f"{r['method']}: {speed}, max context {r['max_context_capped']:,}, max batch {r['max_batch']:,}{gpus} "
+            f"[{r['trust']['text']}]")
 
 
 def cmd_best(args: argparse.Namespace) -> int:

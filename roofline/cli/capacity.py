@@ -238,6 +238,7 @@ def capacity_text(r: dict[str, Any], positions: int | None = None) -> str:
     text = f"{r['model']} under {r['engine']}\n" + display.table(["quantity", "value"], rows, align="ll")
     if "no_room" in r:
         text = f"{text}\n\n{r['no_room']}"
+    text += "".join(f"\nnote: {note}" for note in r.get("notes", ()))
     if "trust" in r:
         text = f"{text}\ntrust: {r['trust']['text']}"
     return text + "\n\nrules:\n" + "\n".join(f"  {rule}" for rule in r["rules"])

@@ -144,6 +144,10 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)
+    if args.tpot_target_ms and not workload.generated_tokens:
+        from roofline.errors import SpecError
+
+        raise SpecError("--tpot-target-ms: a TPOT target needs decode steps, and --generated 0 generates none")
     from roofline.catalogue.hf_quant import stored_widths
 
     workload, quantization = stored_widths(model, workload)
@@ -323,8 +327,7 @@ def _notes(r: dict[str, Any], batch: int, common: set[str] = frozenset(), ep: in
         where = "at any context" if limit == math.inf else f"up to {round(limit):,} tokens"
         notes.append(f"remat stays memory-bound {where} at batch {batch}")
     notes += list(r.get("notes", ()))
-    if ep > 1:
-        d = r["decode"]
+    if ep > 1 and (d := r["decode"]) is not None:
         notes.append(f"communication {display.seconds(d['comm_s'])} of the decode step (expert all-to-all "
                      f"over ep {ep}, dispatch and combine per MoE layer, plus any tp all-reduce); tok/s per replica")
     if "fewest_gpus" in r:

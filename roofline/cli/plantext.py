@@ -47,14 +47,21 @@ def _kv(r: dict[str, Any]) -> str:
     return display.gib(kv) + (" state" if _bits(r) == "-" else "")
 
 
-def _row(r: dict[str, Any]) -> list[str]:
+def _decode_cells(r: dict[str, Any]) -> list[str]:
+    """TPOT@L, TPOT avg, tok/s, tok/s@maxB and the bound; '-' for each when the plan has no decode step."""
     d = r["decode"]
+    if d is None:
+        return ["-"] * 5
+    return [display.seconds(r["tpot_s"]), display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}",
+            f"{r['tokens_per_s_max_batch']:,.0f}", f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"]
+
+
+def _row(r: dict[str, Any]) -> list[str]:
     capped = _ctx(r["max_context_capped"]) + ("^" if r["max_context_capped_by"] != "memory" else "")
     rank = "-" if not r.get("rank") else f"{r['rank']}" + ("*" if r["rank"] == 1 else "")
     return [rank, r["method"], "yes" if r["verdict"]["fits"] else "no", _bits(r), _kv(r), capped,
-            f"{r['max_batch']:,}", display.seconds(r["ttft_s"]), display.seconds(r["tpot_s"]),
-            display.seconds(r["tpot_avg_s"]), f"{r['tokens_per_s']:,.0f}", f"{r['tokens_per_s_max_batch']:,.0f}",
-            f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})", r.get("trust", {}).get("text", "-")]
+            f"{r['max_batch']:,}", display.seconds(r["ttft_s"]), *_decode_cells(r),
+            r.get("trust", {}).get("text", "-")]
 
 
 HEADERS = ["#", "method", "fits", "bits", "KV/seq/GPU", "max ctx@B", "max B@L", "TTFT (batch)", "TPOT@L",
@@ -114,7 +121,8 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
              else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{_ep_label(w)})")
     head = (f"{result['model']} on {where}: batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
-            f"generated {w['generated_tokens']:,}\n{headline(result)}\n")
+            f"generated {w['generated_tokens']:,}" + (" (prefill only: no decode step)" if not w["generated_tokens"]
+                                                      else "") + f"\n{headline(result)}\n")
     head += "".join(f"{line}\n" for line in misses_lines(result["results"], result.get("max_positions")))
     head += memory_line(result) + "\n"
     if "ceilings" in result:
@@ -131,7 +139,8 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     text = head + "\n" + _grey(table, [not r["verdict"]["fits"] for r in rows]) + "\n"
     engine = result.get("trust", {}).get("engine") if result.get("trust", {}).get("engine_validation") else None
     trust = TRUST_LEGEND[engine if engine in TRUST_LEGEND else "engine" if engine else None].format(engine=engine)
-    text += LEGEND.format(by=BY_TEXT[result["answer"]["by"]], trust=trust)
+    by = "TTFT" if result["answer"]["by"] == "tokens" and not w["generated_tokens"] else BY_TEXT[result["answer"]["by"]]
+    text += LEGEND.format(by=by, trust=trust)
     lines = notes_lines(result, notes, common, show_all_notes)
     if lines:
         text += "\n\n" + "\n".join(lines)

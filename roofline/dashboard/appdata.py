@@ -219,7 +219,8 @@ def plan_dict(model: Model, hardware: Hardware, workload: Workload, results: Seq
 
 
 def summary_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per method: capacity at the scenario, latency, throughput, and what bounds the decode step."""
+    """One row per method: capacity at the scenario, latency, throughput, and what bounds the decode step (None
+    for each decode figure of a plan that generates no token: report.answer.drop_decode)."""
     rows = []
     for r in plan["results"]:
         d = r["decode"]
@@ -227,9 +228,10 @@ def summary_rows(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
             "method": r["method"], "family": r["family"], "effective bits": r["effective_bits"],
             "KV per sequence (GiB)": r["kv_bytes_per_sequence"] / GIB, "max context at batch": r["max_context"],
             "max batch at context": r["max_batch"], "fits": r["fits"], "TTFT (s)": r["ttft_s"],
-            "TPOT (ms)": r["tpot_s"] * 1e3, "TPOT avg (ms)": r["tpot_avg_s"] * 1e3, "tokens/s": r["tokens_per_s"],
-            "tokens/s at max batch": r["tokens_per_s_max_batch"], "bound": d["bound"],
-            "dominant op": f"{d['dominant_op']} ({d['dominant_share']:.0%})",
+            "TPOT (ms)": None if d is None else r["tpot_s"] * 1e3,
+            "TPOT avg (ms)": None if d is None else r["tpot_avg_s"] * 1e3, "tokens/s": r["tokens_per_s"],
+            "tokens/s at max batch": r["tokens_per_s_max_batch"], "bound": None if d is None else d["bound"],
+            "dominant op": None if d is None else f"{d['dominant_op']} ({d['dominant_share']:.0%})",
         })
     return rows
 

@@ -140,20 +140,27 @@ MAMBA_ALL = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCaus
 MAMBA_MODES = ("none", "align", "all")
 
 
-def mamba_cache_mode(model: Model, opts: EngineOptions, rules: list[str]) -> str:
+def mamba_cache_mode(model: Model, opts: EngineOptions, rules: list[str], notes: list[str]) -> str:
     """vLLM 0.24.0's mamba_cache_mode (model_executor/models/config.py MambaModelConfig.verify_and_update_config):
     'none' without prefix caching — hybrids leave it off by default (config/model.py is_prefix_caching_supported:
-    attn_type 'hybrid' -> False); with --enable-prefix-caching, 'all' for the architectures of MAMBA_ALL, else
-    'align'; an explicit --mamba-cache-mode stands ('all' falls back to 'align' where unsupported)."""
-    mode = opts.mamba_cache_mode
+    attn_type 'hybrid' -> False), an explicit mode then reset to 'none' with a warning; with
+    --enable-prefix-caching, 'all' for the architectures of MAMBA_ALL, else 'align'; an explicit --mamba-cache-mode
+    stands ('all' falls back to 'align' where unsupported, with a warning). vLLM's warnings land in `notes`."""
+    asked = mode = opts.mamba_cache_mode
     if mode is not None and mode not in MAMBA_MODES:
         raise refuse("--mamba-cache-mode", f"vLLM accepts {', '.join(MAMBA_MODES)} (config/cache.py MambaCacheMode)")
     if not opts.enable_prefix_caching:
+        if asked not in (None, "none"):
+            notes.append(f"--mamba-cache-mode {asked}: no effect without --enable-prefix-caching (vLLM sets it to "
+                         "'none' and warns: models/config.py MambaModelConfig)")
         return "none"
     supports_all = model.architecture in MAMBA_ALL
     mode = mode if mode not in (None, "none") else ("all" if supports_all else "align")
     if mode == "all" and not supports_all:
         mode = "align"
+        if asked == "all":
+            notes.append(f"--mamba-cache-mode all: vLLM falls back to 'align' ({model.architecture} does not "
+                         "support mamba prefix caching in 'all' mode: models/config.py MambaModelConfig)")
     rules.append(f"vllm: prefix caching on a hybrid sets mamba_cache_mode '{mode}' (models/config.py MambaModelConfig"
                  "; v0.24.0): a request holds " + ("cdiv(max_model_len, block) mamba blocks" if mode == "all"
                                                    else "2 mamba blocks"))
@@ -178,7 +185,12 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
     token_bytes = _token_bytes(model, opts, rules)
     block = _block_size(model, opts, rules)
     kinds = stage_kinds(model, opts.pp)
-    mamba_mode = mamba_cache_mode(model, opts, rules) if ("state", None) in kinds else "none"
+    notes: list[str] = []
+    mamba_mode = mamba_cache_mode(model, opts, rules, notes) if ("state", None) in kinds else "none"
+    if opts.mamba_cache_mode is not None and ("state", None) not in stage_kinds(model, 1):
+        # vLLM takes the flag for any model and reads it only for mamba / hybrid ones (MambaModelConfig)
+        notes.append(f"--mamba-cache-mode {opts.mamba_cache_mode}: no effect, {model.name} has no mamba or "
+                     "linear-attention state layers (vLLM accepts the flag and reads it only for those)")
     if ("state", None) in kinds:
         mamba = state_bytes_per_rank(model, opts.tp, model_dtype_bytes())
         la = model.linear_attention
@@ -219,4 +231,4 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
         fits=per_request(length) <= num_blocks, max_model_len_that_fits=longest, rules=rules,
         details={"block_size": block, "num_blocks": num_blocks, "kv_groups": n_groups,
                  "tokens_at_max_concurrency": int(concurrency * length), "max_model_len": length,
-                 "kv_bytes_for_max_model_len": per_request(length) * page * size})
+                 "kv_bytes_for_max_model_len": per_request(length) * page * size} | ({"notes": notes} if notes else {}))

@@ -31,8 +31,29 @@ def verdict(row: Mapping[str, Any], max_positions: int, context: int, batch: int
     return {"fits": True, "why": f"{batch:,} x {context:,} tokens fit (up to {row['max_batch']:,} sequences)"}
 
 
+# A plan of generated_tokens 0 has no decode phase: the figures of the decode step are null with this reason (the
+# planner's row keeps the step at L, which such a workload never runs) and `tokens` ranks by the prefill instead
+NO_DECODE = "generated_tokens 0: no decode step (the prompts are prefilled and nothing is generated)"
+DECODE_KEYS = ("decode_step_s", "tpot_s", "tpot_avg_s", "tokens_per_s", "tokens_per_s_max_batch", "bound", "decode",
+               "engine_step", "benchmark_latency")
+PREFILL_ONLY_BY = "shortest prefill of the batch (generated 0: no decode step)"
+
+
+def prefill_only(result: Mapping[str, Any]) -> bool:
+    return result["workload"].get("generated_tokens") == 0
+
+
+def drop_decode(result: dict[str, Any]) -> None:
+    """Each row's decode figures set to None, with `decode_reason`, when the plan generates no token."""
+    if not prefill_only(result):
+        return
+    for row in result["results"]:
+        row.update({key: None for key in DECODE_KEYS if key in row}, decode_reason=NO_DECODE)
+
+
 def _key(row: Mapping[str, Any], by: str) -> tuple:
-    tokens = row["tokens_per_s"]
+    # no decode step: the shorter prefill of the batch ranks first
+    tokens = row["tokens_per_s"] if row["tokens_per_s"] is not None else -row["ttft_s"]
     if by == "context":
         return (row.get("max_context_capped", row["max_context"]), tokens)
     if by == "batch":
@@ -44,9 +65,11 @@ def _key(row: Mapping[str, Any], by: str) -> tuple:
 
 def rank(result: dict[str, Any], model, by: str = "tokens") -> dict[str, Any] | None:
     """Adds `verdict` and `rank` (1 = best; None for a row that does not fit) to every row of a plan result and
-    `answer` = {"by", "best", "fits", "rows"} to the result; returns the best row (None when none fits)."""
+    `answer` = {"by", "best", "fits", "rows"} to the result; returns the best row (None when none fits). A plan
+    of no generated token first loses its decode figures (drop_decode)."""
     if by not in CONSTRAINTS:
         raise ValueError(f"by: {by!r} is not one of {', '.join(CONSTRAINTS)}")
+    drop_decode(result)
     w = result["workload"]
     rows = result["results"]
     for row in rows:
@@ -57,7 +80,8 @@ def rank(result: dict[str, Any], model, by: str = "tokens") -> dict[str, Any] | 
     for i, row in enumerate(fitting, 1):
         row["rank"] = i
     best = fitting[0] if fitting else None
-    result["answer"] = {"by": by, "by_text": CONSTRAINTS[by], "best": best["method"] if best else None,
+    by_text = PREFILL_ONLY_BY if by == "tokens" and prefill_only(result) else CONSTRAINTS[by]
+    result["answer"] = {"by": by, "by_text": by_text, "best": best["method"] if best else None,
                         "fits": len(fitting), "rows": len(rows)}
     return best
 
@@ -126,6 +150,7 @@ def headline(result: Mapping[str, Any]) -> str:
     ctx_text = "unbounded" if ctx == math.inf else f"{int(ctx):,}"
     from roofline.report import seconds
 
+    speed = (f"TTFT {seconds(best['ttft_s'])}, no decode" if best["tokens_per_s"] is None
+             else f"{best['tokens_per_s']:,.0f} tok/s, TPOT {seconds(best['tpot_s'])}")
     return (f"answer: {a['fits']} of {a['rows']} methods fit; best by {a['by_text']}: {best['method']} "
-            f"({best['tokens_per_s']:,.0f} tok/s, TPOT {seconds(best['tpot_s'])}, max context {ctx_text}, "
-            f"max batch {best['max_batch']:,})")
+            f"({speed}, max context {ctx_text}, max batch {best['max_batch']:,})")

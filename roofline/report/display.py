@@ -27,6 +27,11 @@ def host_text(engine: str, host_speed: float) -> str:
     return "" if host_speed == 1.0 else f"host {host_speed:g}x the {engine} profile's (its host work / {host_speed:g})"
 
 
+def _bound(d: Mapping[str, Any] | None) -> str:
+    """The decode step's bound and top op; '-' for a plan with no decode step (report.answer.drop_decode)."""
+    return "-" if d is None else f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"
+
+
 def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[Mapping[str, Any]] = ()
                   ) -> list[dict[str, str]]:
     """The Plan page's table: one row per method, every cell text with its unit; `errors` (one per result, from
@@ -40,8 +45,7 @@ def summary_table(plan: Mapping[str, Any], max_positions: int, errors: Sequence[
                "max context @ batch": context_text(r["max_context"], max_positions),
                "max batch @ context": fmt.count(r["max_batch"]) + ("" if r["fits"] else " (< batch)"),
                "TTFT": fmt.seconds(r["ttft_s"]), "TPOT": fmt.ms(r["tpot_s"]), "TPOT avg": fmt.ms(r["tpot_avg_s"]),
-               "tokens/s": fmt.rate(r["tokens_per_s"]), "bound (top op)":
-                   f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})"}
+               "tokens/s": fmt.rate(r["tokens_per_s"]), "bound (top op)": _bound(d)}
         if errors:
             row["TPOT error"] = errors[i]["text"]
         rows.append(row)
@@ -65,7 +69,7 @@ def answer_tables(plan: Mapping[str, Any], max_positions: int) -> tuple[list[dic
                "max batch @ context": fmt.count(r["max_batch"]),
                "TTFT (whole batch)": fmt.seconds(r["ttft_s"]), "TPOT": fmt.ms(r["tpot_s"]),
                "TPOT avg": fmt.ms(r["tpot_avg_s"]), "tokens/s": fmt.rate(r["tokens_per_s"]),
-               "bound (top op)": f"{d['bound']} ({d['dominant_op']} {d['dominant_share']:.0%})",
+               "bound (top op)": _bound(d),
                "trust": r.get("trust", {}).get("text", "-")}
         (ranked if r["rank"] else misses).append(row)
     return ranked, misses

@@ -889,3 +889,27 @@ def test_a_link_host_speed_outside_the_bound_is_said_and_the_default_kept():
     no_exception(at)
     assert any(plain(w.value).startswith("link: host_speed: 250") for w in at.sidebar.warning)
     assert at.number_input(key="host_speed").value == 1.0
+
+
+# --- a plan that generates no token (the CLI's --generated 0) ------------------------------------------------------
+
+
+def test_plan_page_generating_no_token_shows_no_decode_figures():
+    """Generated tokens 0: the prompts are prefilled and nothing is decoded. The ranked table has '-' for TPOT, TPOT
+    avg, tokens/s and the bound (as `plan --generated 0` prints), the answer names the prefill, and the Latency tab
+    draws the prefill alone (no decode step to draw)."""
+    at = fresh().run()
+    at.multiselect(key="methods").set_value(["fp8", "kivi-2"])
+    at.number_input(key="context").set_value(8192)
+    at.number_input(key="generated").set_value(0)
+    at.button(key="apply").click()
+    timed("plan generating no token", at)
+    no_exception(at)
+    shown = table(at, "TPOT avg")
+    for column in ("TPOT", "TPOT avg", "tokens/s", "bound (top op)"):
+        assert set(shown[column]) == {"-"}, column
+    assert any("shortest prefill of the batch" in plain(s.value) for s in at.success)
+    at.session_state["plan_tab"] = "Latency"
+    at.run()
+    no_exception(at)
+    assert len(svg_images(at)) == 1 and "Prefill (TTFT)" in svg_images(at)[0]

@@ -64,3 +64,18 @@ def test_a_layout_the_row_does_not_model_is_refused_naming_its_key(arch, model_t
         model_from_hf_config({"architectures": [arch], "model_type": model_type, **BASE, **extra}, name="x")
     message = str(info.value)
     assert "\n" not in message and f": {key}: " in message
+
+
+@pytest.mark.parametrize("key", ["moe_num_experts", "moe_intermediate_size", "moe_k", "moe_layer_start_index"])
+def test_ernie45_moe_refuses_a_text_vision_pair_its_config_class_types_int(key):
+    """ERNIE-4.5-VL's [text, vision] pairs (e.g. moe_num_experts [64, 64]) under architectures
+    Ernie4_5_MoeForCausalLM: transformers' Ernie4_5_MoeConfig types each key int and its strict check refuses a list;
+    vLLM's ernie45_moe.py compares moe_num_experts with 0 and the TP size (a TypeError on a list). The pair was read
+    as one per-layer value (64), or refused as 'per-layer values differ' when the two differed."""
+    ernie = {"architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe", **BASE,
+             "moe_num_experts": 8, "moe_k": 2, "moe_intermediate_size": 32, "moe_layer_start_index": 1}
+    with pytest.raises(SpecError) as info:
+        model_from_hf_config(ernie | {key: [ernie[key]] * 2}, name="x")
+    message = str(info.value)
+    assert "\n" not in message and f": {key}: " in message
+    assert "takes one integer here, not a list" in message and "Ernie4_5_VLMoeForConditionalGeneration" in message

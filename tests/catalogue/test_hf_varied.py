@@ -7,6 +7,7 @@ differences and cache bytes are counted by hand from the modeling code, full-siz
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -223,3 +224,52 @@ def test_engines_that_run_no_such_model_refuse_in_one_line(fixture, engine, mess
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
+
+
+# baidu/ERNIE-4.5-VL-28B-A3B-PT's remote-code config.json (model_type ernie4_5_moe_vl): the text keys at the top
+# level, [text, vision] pairs for moe_num_experts, moe_intermediate_size and the MoE layer range (values as the
+# checkpoint's, quoted by mlxcel's Ernie45MoeVlTextConfig geometry test); vision_config left out (its DFNRope tower
+# is not counted here)
+ERNIE_VL_REMOTE = {
+    "architectures": ["Ernie4_5_VLMoeForConditionalGeneration"], "model_type": "ernie4_5_moe_vl",
+    "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 28, "num_attention_heads": 20,
+    "num_key_value_heads": 4, "vocab_size": 103424, "max_position_embeddings": 131072, "tie_word_embeddings": True,
+    "use_bias": False, "moe_num_experts": [64, 64], "moe_intermediate_size": [1536, 512], "moe_k": 6,
+    "moe_layer_start_index": [1, 1], "moe_layer_end_index": [29, 28], "moe_layer_interval": 1,
+    "moe_num_shared_experts": 2}
+
+
+def test_ernie_vl_moe_reads_baidus_remote_code_pairs_as_vllm_does():
+    """vLLM's ernie45_vl_moe.py: layer i is sparse when min(start) <= i <= max(end) (end 29 past the last layer 27
+    stops there), text experts moe_num_experts[0] of moe_intermediate_size[0], vision experts [1] of [1]. Counted by
+    hand: embedding 103,424 x 2,560 (tied); per layer attention 2,560 x (2,560 + 2 x 512) + 2,560 x 2,560 and two
+    norms of 2,560; layer 0 dense 3 x 2,560 x 12,288; layers 1..27 sparse: 64 experts of 3 x 2,560 x 1,536, the text
+    router 2,560 x 64 and its correction bias 64, two shared experts as one MLP of 3,072; the vision experts 64 x 3 x
+    2,560 x 512, their router and bias stored; the final norm 2,560."""
+    model = model_from_hf_config(ERNIE_VL_REMOTE, name="ernie-vl-pt")
+    assert (model.moe.num_experts, model.moe.expert_intermediate_size, model.moe.first_dense_layers) == (64, 1536, 1)
+    layer = 2560 * (2560 + 2 * 512) + 2560 * 2560 + 2 * 2560
+    text_moe = 64 * 3 * 2560 * 1536 + 2560 * 64 + 64 + 3 * 2560 * 3072
+    vision_moe = 64 * 3 * 2560 * 512 + 2560 * 64 + 64
+    total = 103424 * 2560 + 28 * layer + 3 * 2560 * 12288 + 27 * (text_moe + vision_moe) + 2560
+    assert parameter_count(model).total == total
+    # the KV cache is the text decoder's: 28 layers x 4 KV heads x 128 x (K, V) x 2 bytes per token
+    assert kv_bytes(model, "bf16", 1) == 28 * 4 * 128 * 2 * 2
+
+
+def test_ernie_vl_moe_remote_code_vision_count_and_interval():
+    # moe_num_experts [64, 32]: 32 vision experts stored; interval 2: layers 1, 3, ..., 27 sparse (14)
+    model = model_from_hf_config(ERNIE_VL_REMOTE | {"moe_num_experts": [64, 32], "moe_layer_interval": 2},
+                                 name="ernie-vl-pt")
+    assert model.moe.num_experts == 64
+    assert model.model_extra_params == 14 * (32 * 3 * 2560 * 512 + 2560 * 32 + 32)
+
+
+@pytest.mark.parametrize(("patch", "needle"), [
+    ({"moe_layer_end_index": [27, 20]}, "moe_layer_start_index: text range 1..27 and vision range 1..20"),
+    ({"moe_num_experts": [64, 64, 64]}, "moe_num_experts: expected one integer or a [text, vision] pair"),
+    ({"moe_layer_start_index": [1, "x"]}, "moe_layer_start_index: expected one integer or a [text, vision] pair"),
+])
+def test_ernie_vl_moe_remote_code_pairs_that_are_not_modelled_are_refused(patch, needle):
+    with pytest.raises(SpecError, match=re.escape(needle)):
+        model_from_hf_config(ERNIE_VL_REMOTE | patch, name="ernie-vl-pt")
