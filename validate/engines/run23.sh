@@ -1,0 +1,59 @@
+#!/bin/bash
+# Run 23 on one H200 (session 28): vLLM's served Qwen3-30B-A3B again at run 22's sends, with the engine's own view of
+# its steps. Prediction h200-vllm-run23-predicted.json committed before (run23.py).
+#   K1: serve_tiny.sh (tiny-llama, concurrency 1): the host's speed as a user calibrates it (run 22's stage).
+#   S:  Qwen3-30B-A3B (dummy weights) on `vllm serve --max-model-len 4096 --enable-logging-iteration-details` with
+#       millisecond log stamps (logging-iter.json): every engine step's context / generation requests and tokens
+#       (EngineCore.log_iteration_details, vllm/v1/engine/core.py@v0.24.0:434-472). Runs: cold (seed 201, 6 req/s: the
+#       first traffic, compiles), P2k and P256 (the in-situ probes: 12 prompts of exactly 2,048 / 256 tokens, 4 outputs,
+#       --max-concurrency 1: one eager prefill, one graphed prefill, nothing queued), then run 22's judged runs at the
+#       same seeds: r6 (203, 6 req/s), r12 (204, 12 req/s), c16 (205, --max-concurrency 16). /metrics after each run.
+#   H:  handshake_probe.py (helper hs28's, if present): NIXL's first handshake at several pool sizes, one GPU.
+# After unpack_payload.sh: bash run23.sh RESDIR (detached), then bash run23.sh RESDIR --wait S (detach.sh)
+set -u
+source "$(dirname "$0")/detach.sh"
+detach "$0" "$@"
+(cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models Qwen3-30B-A3B tiny-llama) \
+  > $R/models.log 2>&1
+stage K1
+CONCS="1" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1
+M=$HOME/models/Qwen3-30B-A3B
+PORT=8000
+cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }
+metrics() { python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
+  2>/dev/null | grep '^vllm:' > $R/$1-metrics.txt; }
+probe() {  # probe RUN LEN SEED: 12 prompts of exactly LEN tokens, 4 outputs, one at a time
+  timeout 120 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random --random-input-len $2 \
+    --random-range-ratio 0 --random-output-len 4 --ignore-eos --request-rate inf --max-concurrency 1 \
+    --num-prompts 12 --seed $3 --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
+    --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R --result-filename $1.json \
+    > $R/$1-bench.log 2>&1
+}
+stage S
+VLLM_LOGGING_CONFIG_PATH=$HERE/logging-iter.json setsid vllm serve $M --load-format dummy --dtype bfloat16 \
+  --max-model-len 4096 --port $PORT --seed 0 --enable-logging-iteration-details > $R/server.log 2>&1 &
+SPID=$!; T0=$(date +%s)
+wait_healthy $SPID $R/server.log $PORT 400
+echo "server up after $(( $(date +%s) - T0 )) s"
+metrics start
+for spec in cold:201:6:0 P2k:2048:301 P256:256:302 r6:203:6:0 r12:204:12:0 c16:205:inf:16; do
+  IFS=: read -r run seed rate conc <<< "$spec"; stage $run
+  echo "== run $run $(date -u +%T.%N)" >> $R/server.log
+  touch $R/.$run-marker
+  if [ "${run:0:1}" = P ]; then
+    probe $run $seed $rate
+  else
+    extra=(); [ "$conc" != 0 ] && extra=(--max-concurrency "$conc")
+    bench_random $run $seed $rate 240 "${extra[@]}"
+  fi
+  metrics $run
+  cubins $R/.$run-marker > $R/$run-cubins.txt
+  echo "$run: cubins $(cat $R/$run-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
+done
+kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
+grep -c "Iteration(" $R/server.log > $R/iterations.txt
+if [ -f $HERE/handshake_probe.py ]; then
+  stage H
+  NUM_THREADS=4 timeout 240 python3 $HERE/handshake_probe.py $R/handshake.json > $R/handshake.log 2>&1
+fi
+echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
