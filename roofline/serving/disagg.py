@@ -66,8 +66,8 @@ A fresh pair (`simulate --cold-start`, the decode pool's Simulator.cold_start; r
 each decode replica meets each prefill replica once; the first load it posts from one starts the connector's
 handshake with it (EngineTiming.handshake_s of one remote rank's whole pool, its regions x blocks: the one figure
 kv_handshake_s until the per-descriptor law is measured; times the remote ranks one decode rank reads from: prefill tp
-/ decode tp when wider), and that load and every later one from the same prefill replica posted before the handshake ends start their
-transfer at its end (serving.remote.Handshake). Steady state (the default) pays nothing.
+/ decode tp when wider), and that load and every later one from the same prefill replica posted before the handshake
+ends start their transfer at its end (serving.remote.Handshake). Steady state (the default) pays nothing.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's hops and first step; TPOT is
 the decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
 side never waits on the decode side: no back-pressure, the decode pool queues what it cannot admit).
