@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from validate import stored
-from validate.engines import handshake_probe as hp
+from validate.engines import handshake_layout as hp
 from validate.engines.handshake_predict import RUN17_DESCRIPTORS, fit_law, predict
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
-from validate.engines.handshake_probe import DEFAULT_CASES, parse_cases, summarize
+from validate.engines.handshake_layout import DEFAULT_CASES, parse_cases, summarize
 
 RUN17_DESCRIPTORS = 3_358_592  # 52,478 blocks x 32 layers x (K, V): validate/notes/2026-11-30-disagg-27.md
 
