@@ -120,7 +120,11 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    measured by run 17's warm-up (validate/engines/derive_handshake.py: the first request's decode leg less the warm
    pair's median, 1.352 s) and kept at the profile's host (11.: times run 17's host speed 1.7501 from its own tiny
    server, 2.366 s), since the registration is one thread's host work. Every pool the runs met had the same blocks
-   (839,648 tokens x 64 regions), so how it grows with the remote pool is not measured: one figure. Charged only by
+   (839,648 tokens x 64 regions), so the runs alone cannot say how it grows with the remote pool. The per-descriptor
+   law, kv_handshake_fixed_s + descriptors x kv_handshake_descriptor_s over the remote rank's whole pool (2 regions
+   a cached layer, 1 with MLA's latent, times its blocks), is measured apart by validate/engines/handshake_probe.py
+   (vLLM's handshake path on pools of 1/8 .. 1x a Llama-3.1-8B H200 pool, derive_handshake.py --probe); where the
+   profile carries it, it replaces the one figure (EngineTiming.handshake_s). Charged only by
    `simulate --cold-start --disaggregate` (vLLM); zero until measured.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
@@ -187,8 +191,20 @@ class EngineTiming:
     kv_post_descriptor_s: float = 0.0
     # a fresh server's compile of the fused-MoE Triton kernel at a new specialisation (12.): seconds a new key costs
     moe_jit_key_s: float = 0.0
-    # a fresh disaggregated pair's first KV connector handshake (13.): seconds its first load waits
+    # a fresh disaggregated pair's first KV connector handshake (13.): seconds its first load waits (one figure) ...
     kv_handshake_s: float = 0.0
+    # ... or, where measured, per remote rank: fixed + descriptors of the remote's whole pool x per descriptor
+    kv_handshake_fixed_s: float = 0.0
+    kv_handshake_descriptor_s: float = 0.0
+
+    def handshake_s(self, descriptors) -> float:
+        """Seconds a fresh pair's first load waits for the handshake with one remote rank whose whole pool is
+        `descriptors` (region, block) descriptors (13.): kv_handshake_fixed_s + descriptors x
+        kv_handshake_descriptor_s where the profile carries the per-descriptor law, else the one figure
+        kv_handshake_s (0 where neither was measured)."""
+        if not self.kv_handshake_descriptor_s:
+            return self.kv_handshake_s
+        return self.kv_handshake_fixed_s + descriptors * self.kv_handshake_descriptor_s
 
     def connector_s(self, descriptors):
         """Seconds the engine's KV connector takes to move `descriptors` (KV region, block) descriptors of one
@@ -281,7 +297,8 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 # the figures of one host thread's work (module docstring, 11.): divided by the host's speed
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
-               "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s")
+               "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
+               "kv_handshake_descriptor_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -348,7 +365,9 @@ def timing(engine: str) -> EngineTiming:
             sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()},
             kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)),
             kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)),
-            moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)), kv_handshake_s=float(d.get("kv_handshake_s", 0.0)))
+            moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)), kv_handshake_s=float(d.get("kv_handshake_s", 0.0)),
+            kv_handshake_fixed_s=float(d.get("kv_handshake_fixed_s", 0.0)),
+            kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

@@ -64,9 +64,10 @@ and the post starts after the posting call's input preparation, not at its sched
 law (ideal, SGLang, TensorRT-LLM's profiles here) keep one arrival at the transfer's end.
 A fresh pair (`simulate --cold-start`, the decode pool's Simulator.cold_start; roofline.engines.timing mechanism 13):
 each decode replica meets each prefill replica once; the first load it posts from one starts the connector's
-handshake with it (kv_handshake_s, times the remote ranks one decode rank reads from: prefill tp / decode tp when
-wider), and that load and every later one from the same prefill replica posted before the handshake ends start their
-transfer at its end (serving.remote.Handshake). Steady state (the default) pays nothing.
+handshake with it (EngineTiming.handshake_s of one remote rank's whole pool, its regions x blocks: the one figure
+kv_handshake_s until the per-descriptor law is measured; times the remote ranks one decode rank reads from: prefill tp
+/ decode tp when wider), and that load and every later one from the same prefill replica posted before the handshake
+ends start their transfer at its end (serving.remote.Handshake). Steady state (the default) pays nothing.
 TTFT is measured at the client: prefill queue + prefill + transfer + the decode side's hops and first step; TPOT is
 the decode pool's. The two stages are simulated one after the other, which is exact for open-loop arrivals (the prefill
 side never waits on the decode side: no back-pressure, the decode pool queues what it cannot admit).
@@ -129,15 +130,23 @@ class Disaggregated:
         wire = total / (min(gpus_p, gpus_d) * self.link.bytes_per_s) + self.link.latency_s
         return wire + self.connector_s(prompt_tokens)
 
-    def descriptors(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        """Descriptors one GPU's connector moves for each prompt (module docstring): two regions (K, V; one with
-        MLA's latent) per cached layer on its pipeline stage, one descriptor per region and block of the prompt."""
+    def regions(self) -> int:
+        """Descriptor regions of one prefill GPU's pool: two (K, V; one with MLA's latent) per cached layer on its
+        pipeline stage (the first, fullest stage's paged layers)."""
         model = self.prefill.model
-        stage = stage_kinds(model, self.prefill.workload.pp)  # the first (fullest) stage's paged layers
+        stage = stage_kinds(model, self.prefill.workload.pp)
         cached = sum(n for (kind, _window), n in stage.items() if kind in ("full", "sliding", "chunked"))
-        regions = cached * (1 if model.mla is not None else 2)
-        page = self.prefill.pool.page_tokens
-        return regions * -(-np.asarray(prompt_tokens) // page)
+        return cached * (1 if model.mla is not None else 2)
+
+    def descriptors(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        """Descriptors one GPU's connector moves for each prompt (module docstring): one per region and block of
+        the prompt."""
+        return self.regions() * -(-np.asarray(prompt_tokens) // self.prefill.pool.page_tokens)
+
+    def remote_pool_descriptors(self) -> int:
+        """Descriptors a decode rank's handshake builds for one remote rank: one per region and block of that prefill
+        GPU's WHOLE pool (vLLM's _build_fa_remote, nixl/base_worker.py@v0.24.0:1308-1364; timing mechanism 13)."""
+        return self.regions() * self.prefill.pool.capacity_pages
 
     def connector_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
         """Seconds the decode engine's KV connector takes for each prompt (EngineTiming.connector_s of its
@@ -158,13 +167,15 @@ class Disaggregated:
 
     def handshake_s(self) -> float:
         """Seconds a fresh decode replica's first load from a prefill replica waits for the connector's handshake
-        (timing mechanism 13): kv_handshake_s per remote rank one decode rank meets, those one after the other
-        (vLLM's handshake_target_ranks: prefill tp / decode tp of them when the prefill side is wider, else one);
-        0 in steady state, or under an engine without the connector law or that measurement."""
+        (timing mechanism 13): EngineTiming.handshake_s of one remote rank's whole pool (the one figure
+        kv_handshake_s where the profile has no per-descriptor law) per remote rank one decode rank meets, those one
+        after the other (vLLM's handshake_target_ranks: prefill tp / decode tp of them when the prefill side is
+        wider, else one); 0 in steady state, or under an engine without the connector law or that measurement."""
         engine = self.decode.phases.engine
-        if not (self.decode.cold_start and self.hops and engine.kv_handshake_s):
+        if not (self.decode.cold_start and self.hops and (engine.kv_handshake_s or engine.kv_handshake_descriptor_s)):
             return 0.0
-        return engine.kv_handshake_s * max(1, self.prefill.workload.tp // self.decode.workload.tp)
+        each = engine.handshake_s(self.remote_pool_descriptors())
+        return each * max(1, self.prefill.workload.tp // self.decode.workload.tp)
 
     def run(self, requests: Requests) -> DisaggTrace:
         """Both stages for open-loop `requests`."""
@@ -206,7 +217,8 @@ class Disaggregated:
                                    "why": "no measured KV connector handshake for this engine (timing mechanism 13)"}
         else:
             out["kv_handshake"] = {"pairs": shake.pairs, "seconds_each": shake.seconds,
-                                   "requests_waited": len(shake.waits), "max_wait_s": max(shake.waits, default=0.0)}
+                                   "requests_waited": len(shake.waits), "max_wait_s": max(shake.waits, default=0.0),
+                                   "remote_pool_descriptors": self.remote_pool_descriptors()}
         return out
 
     def summary(self, run: DisaggTrace) -> dict[str, Any]:

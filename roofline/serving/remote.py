@@ -17,10 +17,12 @@ OBSERVED = -1.0  # report_s of a load the step in flight found complete
 class Handshake:
     """A fresh decode engine's first contact with each prefill replica (roofline.engines.timing mechanism 13, vLLM's
     NixlConnector): the first load posted from a remote it has not met starts one handshake of `seconds` with it in
-    the background (nixl/base_worker.py@v0.24.0:752-799); every load from that remote posted before it ends waits
-    for the same handshake (:801-827), and is posted by the first worker call after its end (pull_worker.py:63-75),
-    so its transfer starts then. `remote`: the prefill replica of each request (the decode pool's indices). `waits`:
-    each load's wait in the last run (one entry per load that waited), `pairs`: handshakes started."""
+    the background (nixl/base_worker.py@v0.24.0:752-799; `seconds`: Disaggregated.handshake_s, which grows with
+    the remote's whole pool where the profile carries the per-descriptor law); every load from that remote posted
+    before it ends waits for the same handshake (:801-827), and is posted by the first worker call after its end
+    (pull_worker.py:63-75), so its transfer starts then. `remote`: the prefill replica of each request (the decode
+    pool's indices). `waits`: each load's wait in the last run (one entry per load that waited), `pairs`: handshakes
+    started."""
 
     seconds: float
     remote: np.ndarray

@@ -73,10 +73,14 @@ def test_on_run17s_own_host_the_handshake_is_what_its_warm_up_waited(capsys):
 def test_one_request_on_a_fresh_pair_waits_the_handshake_exactly():
     r = requests([0.0])
     steady = pools(cold=False).run(r).trace
-    cold = pools(cold=True).run(r).trace
+    p = pools(cold=True)
+    cold = p.run(r).trace
     assert cold.ttft_s[0] == pytest.approx(steady.ttft_s[0] + HANDSHAKE_S, abs=1e-9)
+    # the remote's whole pool: 2 regions x 32 layers, one descriptor per 16-token page of 131,072 bytes a token
+    pages = int(p.prefill.pool.capacity_bytes // (16 * 131_072))
     assert cold.first_use["kv_handshake"] == {"pairs": 1, "seconds_each": HANDSHAKE_S, "requests_waited": 1,
-                                              "max_wait_s": pytest.approx(HANDSHAKE_S)}
+                                              "max_wait_s": pytest.approx(HANDSHAKE_S),
+                                              "remote_pool_descriptors": 64 * pages}
 
 
 def test_a_request_during_the_handshake_waits_for_the_same_one_and_a_later_one_pays_nothing():
