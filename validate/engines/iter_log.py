@@ -4,8 +4,8 @@ generation (decode) requests and tokens, the wait for its result ("iteration ela
 manager wraps: core.py:583-587, future.result() only) and the log line's stamp (millisecond stamps with
 logging-iter.json). A step with context tokens past the largest capture size (512) runs eagerly (timing mechanism 8).
 
-    python -m validate.engines.iter_log SERVER_LOG [--run NAME]   (a run's steps: between run 23's '== run NAME'
-                                                                   markers)
+    python -m validate.engines.iter_log SERVER_LOG [--stages STAGES_LOG --run NAME]   (one run's steps: from its line
+        in the kit's stages.log, 'NAME HH:MM:SS', to the next line's)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from validate import stored
 LINE = re.compile(r"(\d\d):(\d\d):(\d\d)\.(\d{3}) \[core\.py:\d+\] Iteration\((\d+)\): (\d+) context requests, "
                   r"(\d+) context tokens, (\d+) generation requests, (\d+) generation tokens, iteration elapsed "
                   r"time: ([\d.]+) ms")
-MARK = re.compile(r"^== run (\S+)")
+STAGE = re.compile(r"^(\S+) (\d\d):(\d\d):(\d\d)$")
 
 
 @dataclass(frozen=True)
@@ -39,29 +39,42 @@ class Step:
         return self.ctx_tokens + self.gen_tokens > 512
 
 
-def steps(text: str, run: str | None = None) -> list[Step]:
-    """The steps logged in `text` (a server log), or only those after the '== run RUN' marker up to the next."""
-    out, inside = [], run is None
+def steps(text: str, window: tuple[float, float] = (0.0, float("inf"))) -> list[Step]:
+    """The steps logged in `text` (a server log) whose stamps fall in `window` (seconds since midnight)."""
+    out = []
     for line in text.splitlines():
-        if (m := MARK.match(line)) and run is not None:
-            inside = m.group(1) == run
-            continue
-        if not inside or (m := LINE.search(line)) is None:
+        if (m := LINE.search(line)) is None:
             continue
         h, mi, s, ms = (int(m.group(i)) for i in range(1, 5))
-        out.append(Step(h * 3600 + mi * 60 + s + ms / 1e3, *(int(m.group(i)) for i in range(5, 10)),
-                        float(m.group(10))))
+        t = h * 3600 + mi * 60 + s + ms / 1e3
+        if window[0] <= t < window[1]:
+            out.append(Step(t, *(int(m.group(i)) for i in range(5, 10)), float(m.group(10))))
     return out
+
+
+def windows(stages: str) -> dict[str, tuple[float, float]]:
+    """Each stage's span from a kit's stages.log ('NAME HH:MM:SS' a line, detach.sh's `stage`): from its line to the
+    next one's (the last to the end of the day). The server log's stamps are the same clock (the GPU machine's)."""
+    marks = [(m.group(1), int(m.group(2)) * 3600 + int(m.group(3)) * 60 + int(m.group(4)))
+             for line in stages.splitlines() if (m := STAGE.match(line.strip()))]
+    ends = [t for _, t in marks[1:]] + [float("inf")]
+    return {name: (t, end) for (name, t), end in zip(marks, ends, strict=True)}
 
 
 def summary(st: list[Step]) -> dict:
     """Counts and medians of a run's steps: prefill steps (any context request), prompts per prefill step (context
-    requests, a chunked prompt counted in each of its steps), the period between consecutive steps' stamps split by
-    whether the later step ran eagerly."""
+    requests, a chunked prompt counted in each of its steps), and the period between consecutive lines by what the
+    engine launched in it. Under asynchronous scheduling step n's line is written when its result is taken, which is
+    after step n + 1 was scheduled and launched (EngineCore.step_with_batch_queue, core.py:539-587: the queue of two
+    fills first), so the period from line n - 1 to line n holds step n + 1's launch: an eager step's launch (mechanism
+    8's host work) shows in the period that ends at the line before its own."""
     pre = [s for s in st if s.ctx_reqs]
     periods = [(b.stamp_s - a.stamp_s) * 1e3 for a, b in zip(st, st[1:], strict=False)]
-    eager = [p for p, b in zip(periods, st[1:], strict=True) if b.eager]
-    graphed = [p for p, b in zip(periods, st[1:], strict=True) if not b.eager and not b.ctx_reqs]
+    # periods[i] ends at st[i + 1]'s line and holds st[i + 2]'s launch
+    launched = st[2:]
+    eager = [p for p, n in zip(periods, launched, strict=False) if n.eager]
+    graphed = [p for p, n, b in zip(periods, launched, st[1:], strict=False)
+               if not n.eager and not n.ctx_reqs and not b.ctx_reqs]
     return {"steps": len(st), "prefill_steps": len(pre), "eager_steps": sum(s.eager for s in st),
             "context_requests": sum(s.ctx_reqs for s in pre),
             "prompts_per_prefill_step": sum(s.ctx_reqs for s in pre) / len(pre) if pre else None,
@@ -74,9 +87,11 @@ def summary(st: list[Step]) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("log", type=Path)
+    p.add_argument("--stages", type=Path)
     p.add_argument("--run")
     a = p.parse_args()
-    for k, v in summary(steps(stored.read_text(a.log), a.run)).items():
+    window = windows(stored.read_text(a.stages))[a.run] if a.stages and a.run else (0.0, float("inf"))
+    for k, v in summary(steps(stored.read_text(a.log), window)).items():
         print(f"{k:26s} {v:.2f}" if isinstance(v, float) else f"{k:26s} {v}")
 
 

@@ -126,6 +126,7 @@ def compare(results: Path, predicted: dict) -> str:
                      f"; the S at which the model reads it: {speeds[name]:.4f}")
     log_f = results / "server.log"
     text_log = stored.read_text(log_f) if stored.exists(log_f) else ""
+    spans = iter_log.windows(stored.read_text(results / "stages.log")) if stored.exists(results / "stages.log") else {}
     tmp = Path(tempfile.mkdtemp())
     meas = {n: labrun.result(results, n) for n in RUNS}
     ran = {n: m for n, m in meas.items() if m is not None}
@@ -141,7 +142,7 @@ def compare(results: Path, predicted: dict) -> str:
     lines.append("-- steps: the engine's log (iter_log.py) and the first-token clusters (prompts per cluster, "
                  "measured / model at S from K1" + (" and at P2k's S" if "P2k" in speeds else "") + ")")
     for name, t in rec.items():
-        st = iter_log.summary(iter_log.steps(text_log, name)) if text_log else {}
+        st = iter_log.summary(iter_log.steps(text_log, spans[name])) if text_log and name in spans else {}
         first = np.array([s + f for s, f in zip(ran[name]["start_times"], ran[name]["ttfts"], strict=True)])
         hosts = (host, speeds["P2k"]) if "P2k" in speeds else (host,)
         mc = [model_clusters(t, RUNS[name][2], h) for h in hosts]
