@@ -98,8 +98,12 @@ def test_the_law_and_the_prediction_by_hand():
     assert fixed == pytest.approx(0.1) and per == pytest.approx(5e-7)
     p = predict(probe(0.1, 5e-7), host_speed=2.0)
     profile = json.loads((ROOT / "roofline/engines/profiles/vllm.json").read_text())
-    # the current model: one figure at every size, the profile's at a host twice as fast
-    assert [r["current_s"] for r in p["cases"]] == pytest.approx([profile["kv_handshake_s"] / 2] * 4)
+    # the current model at a host twice as fast: the profile's law where it carries one (run 23h's probe), else its
+    # one figure, halved
+    law = profile.get("kv_handshake_descriptor_s", 0.0)
+    want = [(profile["kv_handshake_fixed_s"] + d * law) / 2 if law else profile["kv_handshake_s"] / 2
+            for d in (419_840, 839_680, 1_679_296, 3_358_592)]
+    assert [r["current_s"] for r in p["cases"]] == pytest.approx(want)
     assert p["probe_law"]["at_run17_s"] == pytest.approx(0.1 + 5e-7 * 3_358_592)
     assert p["held_out"]["error"] == pytest.approx(0.0, abs=1e-9)
 
