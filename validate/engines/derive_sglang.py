@@ -26,8 +26,9 @@ With --micro (a run with stage M, micro_sglang.py: SGLang's own kernels alone on
   for vLLM's (grouped_gemm_latency / _bw over M <= 64, grouped_gemm_flops at M = 4,096), and op_kernels as vLLM's;
 - its FA3 prefill: attention_flops per head dim at the longest GQA prompt timed.
 With --replay (a micro4.json of the same GPU), every case less a one-call CUDA-graph replay's own fixed cost first
-(derive.graph_replay of its graph_floor): each kernel was timed as the one call of a replayed graph, and in the
-engine's step it is one of hundreds in one graph.
+(derive.graph_replay of its graph_floor, taken off by derive.less_replay as vLLM's micro.json cases are: a row's FLOP/s
+follows its reduced time): each kernel was timed as the one call of a replayed graph, and in the engine's step it is
+one of hundreds in one graph.
 With --eager (a run of cases-sglang-run3b.json), mechanism 8: a decode batch past the largest capture size, run
 without CUDA graphs (eager()); and from the tiny model's start-up log the largest prefill graph SGLang captured
 (prefill_capture_tokens: its "breakable" prefill graphs, 4 .. 8,192 tokens on the H200), past which a prefill runs
@@ -42,7 +43,7 @@ import re
 from pathlib import Path
 
 from validate import stored
-from validate.engines.derive import fit_affine, fit_host, fused_moe_law, graph_replay, prefill_flops
+from validate.engines.derive import fit_affine, fit_host, fused_moe_law, graph_replay, less_replay, prefill_flops
 
 # kernels an op launches outside SGLang's fused MoE call, which micro_sglang.py's fused_moe law times whole
 OP_KERNELS = {"routing": 1}
@@ -135,7 +136,8 @@ def kernels(micro_runs: list[Path], hardware: str, profile: dict, replay: Path |
     its decode attention law (page-1 FA3 decode cases), greedy sampler (argmax), fused MoE law (fused_moe rows, the
     law derive.fused_moe_law fits for vLLM's) and FA3 prefill FLOP/s (fa3_prefill rows). `replay`: a micro4.json of
     the same GPU whose graph_floor gives a one-call CUDA-graph replay's own fixed cost (derive.graph_replay), taken
-    off every case before the fits: each case was one call replayed alone, while in the engine's step the kernel is
+    off every case before the fits by derive.less_replay, the rule vLLM's micro.json laws take (a row's FLOP/s
+    follows its reduced time): each case was one call replayed alone, while in the engine's step the kernel is
     one of hundreds in one graph and does not pay it (the census of run 2: FA3 decode 0.0855 ms a call in the 8B's B 64
     steps, 0.094 alone)."""
     rows: dict[str, list[dict]] = {"fa3_decode": [], "argmax": [], "fused_moe": [], "fa3_prefill": []}
@@ -146,7 +148,7 @@ def kernels(micro_runs: list[Path], hardware: str, profile: dict, replay: Path |
             micro = json.loads(f.read_text())
             for key in rows:
                 if micro.get(key):
-                    rows[key] += [{**r, "s": r["s"] - replay_s} for r in micro[key]]
+                    rows[key] += less_replay(micro[key], replay_s)
                     src[key] = str(f)
     if replay:
         profile["sources"]["replay_s"] = (f"{replay} graph_floor: a one-call replay's fixed cost {replay_s * 1e6:.2f} "
@@ -173,8 +175,6 @@ def kernels(micro_runs: list[Path], hardware: str, profile: dict, replay: Path |
         profile["sources"].update(moe_sources)
         profile["op_kernels"] = dict(OP_KERNELS)
         profile["sources"]["op_kernels"] = OP_KERNELS_SOURCE
-    for r in rows["fa3_prefill"]:
-        r["flops_per_s"] = r["flops"] / r["s"]
     flops = prefill_flops(rows["fa3_prefill"])
     if flops:
         profile["attention_flops"] = {hardware: {str(d): v for d, v in flops.items()}}

@@ -10,20 +10,28 @@ auto backend picks for a bf16 MoE on one H200, with the tuned configs it ships: 
 sum in one call) at the MoE shapes of Qwen3-30B-A3B and DeepSeek-V2-Lite, the cases of micro.py's vLLM fused_moe;
 and FA3's prefill (sgl_kernel flash_attn_varlen_func, causal, one prompt) at micro.py's fa3_prefill cases.
 
+Group extend (session 28's stage, named only: not in the default set): the served prefill step's kernels alone at
+the sizes run 3's Qwen3-30B-A3B server ran (k prompts of 1,024 tokens, k = 1 .. 8; validate/engines/sglang_prefill.py
+takes the step apart): the fused MoE at M = 512 .. 8,192 with the tuned config's BLOCK_SIZE_M and the rows it pads
+to; FA3's extend call as SGLang's forward_extend makes it on its page-1 pool; the copy SGLang's extend makes of q;
+the step's dense GEMMs at its token counts.
+
 Usage (GPU machine, SGLang importable): python3 micro_sglang.py OUT_JSON [GROUP ...]
-GROUPs: decode (FA3 decode, argmax; run 2's stage M), moe, prefill; default all.
+GROUPs: decode (FA3 decode, argmax; run 2's stage M), moe, prefill; default all; extend (named only).
 """
 import json
 import sys
 import traceback
+from pathlib import Path
 
 import torch
 from graphbench import bench, moe_inputs, moe_row, prefill_inputs, prefill_row  # this folder: run as a file
 
 dev = "cuda"
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fa3_decode": [], "argmax": [],
-       "fused_moe": [], "fa3_prefill": [], "errors": []}
+       "fused_moe": [], "fa3_prefill": [], "fa3_extend": [], "q_copy": [], "gemm": [], "errors": []}
 GROUPS = set(sys.argv[2:]) or {"decode", "moe", "prefill"}
+EXTEND = json.loads((Path(__file__).resolve().parent / "micro-sglang-extend.json").read_text())
 
 
 def fa3_decode(B, L, hq, hk, d, page):
@@ -57,7 +65,7 @@ def argmax(B, V):
     return {"B": B, "V": V, "s": bench(run)}
 
 
-def fused_moe(M, E, topk, H, inter):
+def fused_moe(M, E, topk, H, inter, padding=False):
     """One call of SGLang's fused_experts (bf16, in place: MoeRunnerConfig's default, the layer's call) on M tokens
     routed to top-k of E experts. Outside a server SGLang's process-wide config is not published, so the two flags
     the call reads get their ServerArgs defaults (enable_fused_moe_sum_all_reduce, enable_deterministic_inference:
@@ -79,7 +87,12 @@ def fused_moe(M, E, topk, H, inter):
 
     def run():
         fused_experts(x, w1, w2, topk_out, cfg)
-    return moe_row(M, E, topk, H, inter, ti, bench(run))
+    row = moe_row(M, E, topk, H, inter, ti, bench(run))
+    if padding:  # the tuned config SGLang picks at M (fused_moe_triton_config.py:300) and the rows it aligns to
+        block = fc.try_get_optimal_moe_config(w1.shape, w2.shape, topk, None, M)["BLOCK_SIZE_M"]
+        per_expert = torch.bincount(ti.flatten().long(), minlength=E)
+        row.update(block_m=block, padded_rows=int((-(-per_expert // block) * block).sum()))
+    return row
 
 
 def fa3_prefill(P, hq, hk, d):
@@ -91,6 +104,57 @@ def fa3_prefill(P, hq, hk, d):
         flash_attn_varlen_func(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=P, max_seqlen_k=P,
                                softmax_scale=d ** -0.5, causal=True, ver=3)
     return prefill_row(P, hq, hk, d, None, bench(run))
+
+
+def fa3_extend(k, P, hq, hk, d, slots):
+    """k prompts of P tokens prefilled as SGLang's FlashAttentionBackend.forward_extend runs them (sglang 0.5.17
+    srt/layers/attention/flashattention_backend.py:1453-1471): flash_attn_with_kvcache over the page-1 pool holding
+    the step's own K/V (written before the call), page_table the requests' token slots, cu_seqlens_k_new, causal, no
+    scheduler metadata (decode precomputes it, :768-774; an extend call sizes FA3's grid itself, the per-layer
+    prepare_varlen_num_blocks kernel); q contiguous (its copy is q_copy). slots 'fresh': consecutive (a new server's
+    allocator), 'random': drawn over a pool twice the size (a long-running server's free list)."""
+    from sgl_kernel.flash_attn import flash_attn_with_kvcache
+    tokens = k * P
+    kc = torch.randn(2 * tokens, 1, hk, d, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    slot = (torch.randperm(2 * tokens, device=dev)[:tokens] if slots == "random"
+            else torch.arange(tokens, device=dev))
+    table = slot.to(torch.int32).view(k, P).contiguous()
+    q = torch.randn(tokens, hq, d, device=dev, dtype=torch.bfloat16)
+    cu = torch.arange(0, tokens + 1, P, device=dev, dtype=torch.int32)
+    seqlens = torch.full((k,), P, device=dev, dtype=torch.int32)
+
+    def run():
+        flash_attn_with_kvcache(q=q, k_cache=kc, v_cache=vc, page_table=table, cache_seqlens=seqlens,
+                                cu_seqlens_q=cu, cu_seqlens_k_new=cu, max_seqlen_q=P, softmax_scale=d ** -0.5,
+                                causal=True, window_size=(-1, -1), softcap=0.0, num_splits=0, ver=3)
+    t = bench(run)
+    flops = k * 4 * P * P * hq * d / 2
+    return {"k": k, "P": P, "hq": hq, "hk": hk, "d": d, "slots": slots, "s": t, "flops": flops,
+            "flops_per_s": flops / t}
+
+
+def q_copy(T, hq, hk, d):
+    """q.contiguous() of the q view of a [T, (hq + 2 hk) d] qkv output (qwen3_moe.py:627 splits qkv; flashattention
+    _backend.py:1454 makes q contiguous): T x hq x d bf16 read and written."""
+    qkv = torch.randn(T, (hq + 2 * hk) * d, device=dev, dtype=torch.bfloat16)
+    q = qkv[:, :hq * d]
+
+    def run():
+        q.contiguous()
+    t = bench(run)
+    return {"T": T, "hq": hq, "d": d, "s": t, "bytes": 2 * T * hq * d * 2}
+
+
+def gemm(name, T, n_in, n_out):
+    """One of the step's dense GEMMs (F.linear, bf16, as SGLang's unquantized linear method) at T tokens."""
+    x = torch.randn(T, n_in, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(n_out, n_in, device=dev, dtype=torch.bfloat16) * 0.02
+
+    def run():
+        torch.nn.functional.linear(x, w)
+    t = bench(run)
+    return {"op": name, "T": T, "K": n_in, "N": n_out, "s": t, "flops": 2 * T * n_in * n_out}
 
 
 def attempt(key, fn, *args):
@@ -124,5 +188,16 @@ for E, topk, H, inter in [(128, 8, 2048, 768), (64, 6, 2048, 1408)] if "moe" in 
 for P in (256, 2048, 8192, 16384) if "prefill" in GROUPS else ():
     for hq, hk, d in [(32, 8, 128), (32, 32, 128)]:
         attempt("fa3_prefill", fa3_prefill, P, hq, hk, d)
+if "extend" in GROUPS:
+    m, a = EXTEND["moe"], EXTEND["attention"]
+    for M in m["M"]:
+        attempt("fused_moe", fused_moe, M, m["E"], m["topk"], m["H"], m["I"], True)
+    for k, P in a["prompts"]:
+        for slots in ("fresh", "random"):
+            attempt("fa3_extend", fa3_extend, k, P, a["hq"], a["hk"], a["d"], slots)
+    for T in EXTEND["tokens"]:
+        attempt("q_copy", q_copy, T, a["hq"], a["hk"], a["d"])
+        for name, n_in, n_out in EXTEND["gemm"]:
+            attempt("gemm", gemm, name, T, n_in, n_out)
 json.dump(res, open(sys.argv[1], "w"), indent=1)
 print("MICRO_DONE", flush=True)

@@ -13,6 +13,8 @@
 #   L lat_sglang.py on each model of the cases file's "lat_models" (default: the served model; offline Engine: decode
 #     steps, prefills, and a case's "profile" census under SGLang's profiler)
 #   M micro_sglang.py (FA3 decode alone on pages of 1 and 16 tokens; the greedy sampler)
+#   X micro_sglang.py extend (the served prefill step's kernels alone, micro-sglang-extend.json; <= 120 s): the
+#     prediction is h200-sglang-run4-micro-predicted.json, `python -m validate.engines.sglang_prefill compare`
 #   t lat_sglang.py tiny-llama (the engine's own step cost)
 #   O (only when STAGES names it) python -m sglang.bench_one_batch on Llama-3.1-8B: the model's step, no scheduler
 # STAGES (default "T S L t") picks and orders the stages; E and F always run. Expected ~10-12 minutes, the first
@@ -117,6 +119,8 @@ for s in $STAGES; do
     L) for m in $LAT; do stage "L $m"; run_lat "$m"; done ;;
     M) setsid timeout 300 python3 "$HERE/micro_sglang.py" "$R/micro.json" > "$R/micro.log" 2>&1 &
        p=$!; wait $p; echo "micro rc $?"; kill -KILL -$p 2>/dev/null; tail -40 "$R/micro.log" ;;
+    X) setsid timeout 120 python3 "$HERE/micro_sglang.py" "$R/micro-extend.json" extend > "$R/micro-extend.log" 2>&1 &
+       p=$!; wait $p; echo "micro extend rc $?"; kill -KILL -$p 2>/dev/null; tail -60 "$R/micro-extend.log" ;;
     O) setsid timeout 420 python3 -m sglang.bench_one_batch --model-path "$HOME/models/$SERVE" --load-format dummy \
          --dtype bfloat16 ${ROOFLINE_SGLANG_ATTN:+--attention-backend $ROOFLINE_SGLANG_ATTN} \
          --batch-size 1 16 64 256 --input-len 1024 --output-len 64 --result-filename "$R/$SERVE-one-batch.jsonl" \
