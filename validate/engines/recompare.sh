@@ -25,3 +25,5 @@ python -m validate.engines.run20 compare "$R/nvidia-h200-vllm-2026-11-30-run20" 
 python -m validate.engines.public > /dev/null
 python -m validate.engines.run22 compare "$R/nvidia-h200-vllm-2026-11-30-run22" --predicted "$R/h200-vllm-run22-predicted.json" \
   --out "$R/nvidia-h200-vllm-2026-11-30-run22-compare.txt" > /dev/null
+python -m validate.engines.run23 compare "$R/nvidia-h200-vllm-2026-11-30-run23" --predicted "$R/h200-vllm-run23-predicted.json" \
+  --out "$R/nvidia-h200-vllm-2026-11-30-run23-compare.txt" > /dev/null
