@@ -8,6 +8,8 @@
 #       first traffic, compiles), P2k and P256 (the in-situ probes: 12 prompts of exactly 2,048 / 256 tokens, 4 outputs,
 #       --max-concurrency 1: one eager prefill, one graphed prefill, nothing queued), then run 22's judged runs at the
 #       same seeds: r6 (203, 6 req/s), r12 (204, 12 req/s), c16 (205, --max-concurrency 16). /metrics after each run.
+#       A run's steps are those stamped between its stages.log line and the next (iter_log.windows; a marker appended
+#       to server.log is lost: the server writes through its own offset).
 #   H:  handshake_probe.py (helper hs28's, if present): NIXL's first handshake at several pool sizes, one GPU.
 # After unpack_payload.sh: bash run23.sh RESDIR (detached), then bash run23.sh RESDIR --wait S (detach.sh)
 set -u
@@ -38,7 +40,6 @@ echo "server up after $(( $(date +%s) - T0 )) s"
 metrics start
 for spec in cold:201:6:0 P2k:2048:301 P256:256:302 r6:203:6:0 r12:204:12:0 c16:205:inf:16; do
   IFS=: read -r run seed rate conc <<< "$spec"; stage $run
-  echo "== run $run $(date -u +%T.%N)" >> $R/server.log
   touch $R/.$run-marker
   if [ "${run:0:1}" = P ]; then
     probe $run $seed $rate
