@@ -10,7 +10,8 @@
 #       same seeds: r6 (203, 6 req/s), r12 (204, 12 req/s), c16 (205, --max-concurrency 16). /metrics after each run.
 #       A run's steps are those stamped between its stages.log line and the next (iter_log.windows; a marker appended
 #       to server.log is lost: the server writes through its own offset).
-#   H:  handshake_probe.py (helper hs28's, if present): NIXL's first handshake at several pool sizes, one GPU.
+#   H:  handshake_probe.py (helper hs28's; NIXL carried in .payload/n1, n2): NIXL's first handshake at several pool
+#       sizes, one GPU. Run 23 ran it by hand after the driver (run23h), as below.
 # After unpack_payload.sh: bash run23.sh RESDIR (detached), then bash run23.sh RESDIR --wait S (detach.sh)
 set -u
 source "$(dirname "$0")/detach.sh"
@@ -53,8 +54,9 @@ for spec in cold:201:6:0 P2k:2048:301 P256:256:302 r6:203:6:0 r12:204:12:0 c16:2
 done
 kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
 grep -c "Iteration(" $R/server.log > $R/iterations.txt
-if [ -f $HERE/handshake_probe.py ]; then
+if PYTHONPATH=$HOME/site python3 -c 'import nixl' 2>/dev/null; then
   stage H
-  NUM_THREADS=4 timeout 240 python3 $HERE/handshake_probe.py $R/handshake.json > $R/handshake.log 2>&1
+  (cd $ROOT && PYTHONPATH=$ROOT:$HOME/site HS_REPS=5 HS_BUDGET_S=100 timeout 130 \
+    python3 -m validate.engines.handshake_probe $R/handshake-probe.json) > $R/driver-H.log 2>&1
 fi
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
