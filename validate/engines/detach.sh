@@ -62,3 +62,14 @@ bench_random() {
     --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R --result-filename $run.json \
     > $R/$run-bench.log 2>&1
 }
+# qwen3_k1: runs 22-23's opening: model folders (Qwen3-30B-A3B, tiny-llama), stage K1 (serve_tiny.sh at concurrency
+# 1: the host's speed), then M and PORT for the served model and `cubins MARKER` (the Triton cubins written since)
+qwen3_k1() {
+  (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models Qwen3-30B-A3B tiny-llama) \
+    > $R/models.log 2>&1
+  stage K1
+  CONCS="1" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1
+  M=$HOME/models/Qwen3-30B-A3B
+  PORT=8000
+}
+cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }

@@ -12,7 +12,6 @@ detach "$0" "$@"
 (cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models Qwen3-30B-A3B) > $R/models.log 2>&1
 M=$HOME/models/Qwen3-30B-A3B
 PORT=8000
-cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }
 stage S
 touch $R/.start-marker
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 \

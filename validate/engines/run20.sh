@@ -20,7 +20,6 @@ stage K1; probe
 CONCS="1 16" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1; probe
 M=$HOME/models/Qwen3-30B-A3B
 PORT=8000
-cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }
 stage S
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 \
   > $R/server.log 2>&1 &

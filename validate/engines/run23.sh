@@ -16,13 +16,7 @@
 set -u
 source "$(dirname "$0")/detach.sh"
 detach "$0" "$@"
-(cd $ROOT && PYTHONPATH=$ROOT python3 -m validate.engines.models $HOME/models Qwen3-30B-A3B tiny-llama) \
-  > $R/models.log 2>&1
-stage K1
-CONCS="1" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1
-M=$HOME/models/Qwen3-30B-A3B
-PORT=8000
-cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }
+qwen3_k1
 metrics() { python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
   2>/dev/null | grep '^vllm:' > $R/$1-metrics.txt; }
 probe() {  # probe RUN LEN SEED: 12 prompts of exactly LEN tokens, 4 outputs, one at a time
