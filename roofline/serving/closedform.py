@@ -28,6 +28,8 @@ it convex and nondecreasing.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from roofline.lazy import sp
@@ -120,7 +122,9 @@ class ClosedForm:
         self.live = _live(model)
         source, self.convex = _source(model, self.live, once)
         scope: dict = {}
-        exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min}, scope)  # noqa: S102
+        # math: a law's ceiling (an engine's padded rows, Roofline._padding) prints as math.ceil
+        exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min, "math": math},  # noqa: S102
+             scope)
         self.total = scope["total"]
         nops = len(model.keys)
         self.size = len(QUANTITIES) * nops
