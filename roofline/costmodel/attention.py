@@ -22,7 +22,7 @@ from roofline.costmodel.blocks import (
     norm,
 )
 from roofline.costmodel.linear import linear_block
-from roofline.costmodel.ops import Op, traffic
+from roofline.costmodel.ops import COPY, Op, traffic
 from roofline.kv.layout import ExtraOp, LayerCache
 from roofline.lazy import sp
 from roofline.units import ceildiv
@@ -262,4 +262,16 @@ def prefill_attention_core(ctx: Ctx, layer: LayerCache) -> Op:
                   matmul_flops=2 * B * s.heads * pairs * (qk + vd),
                   vector_flops=SOFTMAX_FLOPS * B * s.heads * pairs,
                   traffic=traffic(act_read=B * P * (s.heads * qk + kv_width) * ab,
-                                  act_write=B * P * s.heads * vd * ab))
+                                  act_write=B * P * s.heads * vd * ab), query_rows=B * P * s.heads)
+
+
+def q_copy(ctx: Ctx, layer: LayerCache, tokens) -> Op:
+    """An engine's copy of q out of the fused qkv output (SGLang 0.5.17: q is a strided view of qkv,
+    srt/models/qwen3_moe.py:627 and the Llama family's split alike, made contiguous before FA3,
+    srt/layers/attention/flashattention_backend.py:1454 extend, :1910 decode): tokens x heads x head dim
+    activations read and written. A view of one row is contiguous already, so a decode step of one sequence copies
+    nothing; the op charges it alike (the serving step model needs each op's work linear in the batch)."""
+    ctx = _at_layer_heads(ctx, layer)
+    width = ctx.shard.heads * ctx.model.at_layer(layer.attention).head_dim
+    moved = tokens * width * ctx.act_bytes
+    return ctx.op("q_copy", kind=COPY, traffic=traffic(act_read=moved, act_write=moved))

@@ -180,6 +180,7 @@ def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
                      traffic=traffic(act_read=tokens * moe.num_experts * ctx.act_bytes,
                                      act_write=routed_tokens * (8 + ctx.act_bytes)))
     experts = ctx.op(EXPERTS, kind="gemm", matmul_flops=2 * routed_tokens * (d * up + i_e * d),
+                     grouped=(tokens, routed_tokens, touched),
                      vector_flops=GATED_ACT_FLOPS * routed_tokens * i_e,
                      traffic=traffic(weights=touched * per_expert_weights,
                                      act_read=routed_tokens * d * ctx.act_bytes,
@@ -189,6 +190,35 @@ def moe_mlp(ctx: Ctx, tokens) -> list[Op]:
     if moe.num_shared_experts:
         ops += dense_mlp(ctx, tokens, ctx.shard.shared_intermediate, prefix="shared_expert")
     return ops
+
+
+def block_m(tokens, table: dict[int, int]):
+    """The tile height (BLOCK_SIZE_M) a tuned fused-MoE config gives a call of `tokens` tokens: the config's key
+    nearest the tokens, the smaller on a tie (sglang 0.5.17 srt/layers/moe/moe_runner/triton_utils/
+    fused_moe_triton_config.py:300, min(keys, key=|key - M|)); `table` maps each key to its BLOCK_SIZE_M. A number
+    for a number of tokens, else a Piecewise in them."""
+    keys = sorted(table)
+    pieces, value = [], table[keys[0]]
+    for low, high in zip(keys, keys[1:], strict=False):
+        if table[high] != value:
+            pieces.append((value, sp.sympify(tokens) <= sp.Rational(low + high, 2)))
+            value = table[high]
+    pieces.append((value, True))
+    return sp.Piecewise(*pieces)
+
+
+def padded_rows(rows, experts, block):
+    """Rows a fused MoE's GEMMs run when each expert's routed rows are padded to a multiple of the tile height
+    `block` (moe_align_block_size: sglang 0.5.17 srt/layers/moe/moe_runner/triton_utils/fused_moe.py:418-419; each
+    expert's count rounded up to a multiple of BLOCK_SIZE_M), `rows` spread uniformly over `experts` experts,
+    r = rows / experts each on average:
+        padded = max(experts x block x ceil(r / block), rows + experts x (block - 1) / 2)
+    the first where an expert's rows stay well within one multiple (every expert rounds up alike: 64 rows an expert
+    in tiles of 128 run 128), the second where they spread over more than a tile (the remainder is uniform over
+    0 .. block - 1 rows and pads (block - 1) / 2 on average)."""
+    # a real ratio (the experts touched are an expectation), so the float ceiling
+    whole = experts * block * sp.ceiling(rows / (experts * block))
+    return sp.Max(whole, rows + experts * (block - 1) / 2, evaluate=False)
 
 
 def alltoall(ctx: Ctx, name: str, tokens) -> Op | None:

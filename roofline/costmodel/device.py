@@ -37,9 +37,10 @@ from functools import cached_property
 from typing import Literal
 
 from roofline.costmodel import device_ceilings as ceil
+from roofline.costmodel.blocks import block_m, padded_rows
 from roofline.costmodel.collectives import PROTOCOLS, allreduce_time, alltoall_time
 from roofline.costmodel.graph import Graph
-from roofline.costmodel.ops import EXPERTS, ROUTING, TRAFFIC, Op
+from roofline.costmodel.ops import COPY, EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.costmodel.optimes import CEILING_FIELDS, OpTimes, binding_ceiling
 from roofline.lazy import sp
 from roofline.specs import Hardware, Link
@@ -190,8 +191,21 @@ class Roofline:
         if op.kind == "attention" and "kv_read" in op.traffic and c["attn_decode_bw"]:
             return peak, "attn_decode_bw", "attn_decode_latency" if c["attn_decode_latency"] else "kernel_time"
         if op.kind == "attention" and "kv_read" not in op.traffic and f"attn_flops:{op.head_dim}" in c:
-            return f"attn_flops:{op.head_dim}", "bandwidth", "kernel_time"
+            return (f"attn_flops:{op.head_dim}", "bandwidth",
+                    "attn_prefill_latency" if c.get("attn_prefill_latency") else "kernel_time")
+        if op.kind == COPY and c.get("copy_bw"):  # an engine's strided copy (engines.timing 14.)
+            return peak, "copy_bw", "copy_latency" if c.get("copy_latency") else "kernel_time"
         return peak, "bandwidth", "kernel_time"
+
+    def _padding(self, op: Op):
+        """Rows the routed experts' GEMMs run over the rows routed, where an engine's tuned fused-MoE configs are
+        known on this device (ceilings moe_block_m:<M>, engines.timing 14.): each expert's rows padded to the tile
+        height of the config at the call's tokens (blocks.block_m, blocks.padded_rows); 1 elsewhere."""
+        table = {int(k.split(":")[1]): int(v) for k, v in self.ceilings.items() if k.startswith("moe_block_m:") and v}
+        if not table or not op.grouped:
+            return 1
+        tokens, rows, experts = op.grouped
+        return padded_rows(rows, experts, block_m(tokens, table)) / rows
 
     def _grouped_rate(self, op: Op) -> bool:
         """The routed experts of a 16-bit MMA meet the engine's fused-MoE FLOP/s where one was measured on this
@@ -329,7 +343,7 @@ class Roofline:
         issue = op.vector_flops / v["vector_peak"]
         if op.int_ops != 0:
             issue += op.int_ops / v["int_rate"]
-        compute = op.matmul_flops / peak + issue
+        compute = op.matmul_flops * self._padding(op) / peak + issue
         memory = op.bytes / bandwidth
         additive = c["kernel_overhead"] is not None
         if not additive and c["memory_latency"] and op.bytes != 0:
@@ -342,6 +356,9 @@ class Roofline:
         if additive and op.kernels:
             # each kernel the op launches pays the graph's per-kernel time before its own work
             total = op.kernels * per_kernel + total
+        if c.get("attn_prefill_row") and op.query_rows != 0:
+            # an engine's prefill attention: a cost per (query token, head) row of its tiles (engines.timing 14.)
+            total = total + op.query_rows * v["attn_prefill_row"]
         if c.get("attn_decode_program") and op.kind == "attention" and "kv_read" in op.traffic and op.programs != 0:
             # an engine's decode attention as it runs in the engine: a cost per (sequence, KV head, split) tile on
             # top of its latency-bandwidth law (roofline.engines.timing, measured in the engine's own steps)

@@ -22,6 +22,10 @@ Keys (None: the device lacks the ceiling; a key per dtype or head dim is present
     sustained_gemm:<dtype>, sustained_attn:<head dim>, clock_ratio (min(1, sustained / burst SM clock))
     aten_kernel_time     s: per-kernel time of eager aten kernels; fused_kernel_time: of Inductor's fused kernels
     grouped_gemm_bw, grouped_gemm_latency, routing_kernel    the routed experts' grouped-GEMM law, routing kernels
+    moe_block_m:<M>      an engine's tuned fused-MoE config: BLOCK_SIZE_M at key M (the rows' padding; part of the
+                         structure by value, since it sets the Piecewise's thresholds and values)
+    attn_prefill_latency, attn_prefill_row    an engine's prefill attention call: s a call, s a (query, head) row
+    copy_latency, copy_bw                     an engine's strided activation copy (attention.q_copy)
     link_bw              bytes/s: bus bandwidth of the link tensor parallelism's all-reduce meets (tp > 1:
                          scale-up when the group fits)
     allreduce_latency:<p>   s: NCCL's ring all-reduce latency over tp GPUs per protocol p (LL, LL128, Simple) on
@@ -134,7 +138,8 @@ def structure(values: Ceilings, options, tp: int) -> tuple:
     dtype can be timed at all (else an error), never the shape of an expression, so a graph's loader checks its
     ops' dtypes against the device instead (costmodel.compiled.graph_kernel)."""
     return (tuple(sorted((key, flag(v)) for key, v in values.items() if not key.startswith("peak:"))),
-            values.get("scale_up_max_gpus"), repr(options), tp)
+            values.get("scale_up_max_gpus"), tuple(sorted((k, v) for k, v in values.items()
+                                                          if k.startswith("moe_block_m:"))), repr(options), tp)
 
 
 @cache

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from roofline.accounting import dense_mlp_layer_count, moe_layer_count
 from roofline.catalogue import kernel_profiles
-from roofline.costmodel.attention import attention_block
+from roofline.costmodel.attention import attention_block, q_copy
 from roofline.costmodel.blocks import (
     Ctx,
     Shard,
@@ -91,6 +91,7 @@ def build_graph(
     ep: int = 1,
     expert_weight_dtype: str | None = None,
     kernel_overrides: tuple[tuple[str, int], ...] = (),
+    engine_ops: tuple[str, ...] = (),
 ) -> Graph:
     """Ops of `phase` ('decode': one token per sequence at context L; 'prefill': P tokens per sequence).
 
@@ -99,7 +100,8 @@ def build_graph(
     launches (costmodel.fusion: 'none' eager, 'typical' vLLM/SGLang, 'full' torch.compile). `ep` replicas share
     the routed experts (blocks.moe_mlp, with the dispatch and combine all-to-alls); `expert_weight_dtype` stores
     the routed experts (None: weight_dtype). `kernel_overrides` (op name, kernels) replace the fusion level's
-    counts (an engine's own fused calls: roofline.engines.timing).
+    counts (an engine's own fused calls: roofline.engines.timing). `engine_ops` names ops the engine adds to the
+    model's ('q_copy': attention.q_copy in every layer of standard attention; roofline.engines.timing 14.).
     """
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase: {phase!r} is not 'decode' or 'prefill'")
@@ -111,7 +113,7 @@ def build_graph(
         # JSON names them exactly; the kernel profile shapes a quantized cache's shared-memory work
         raw_key = (model.model_dump_json(), type(method).__name__, method.model_dump_json(), phase, tp,
                    weight_dtype, compute_dtype, act_bytes, fused, str(bits), ep, expert_weight_dtype,
-                   kernel_profiles.active().name)
+                   kernel_profiles.active().name, engine_ops)
         key = (*raw_key, occupancy, check_level(fusion), kernel_overrides)
         if key in _GRAPHS:
             return _GRAPHS[key]
@@ -119,7 +121,8 @@ def build_graph(
     experts = (ep, expert_weight_dtype or "")
 
     def raw() -> Graph:
-        return _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, experts)
+        return _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits, experts,
+                            engine_ops)
 
     graph = raw() if raw_key is None else _RAW.get_or(raw_key, raw)
     if occupancy != "exact":
@@ -133,7 +136,7 @@ def build_graph(
 
 
 def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_bytes, fused, bits,
-                 experts: tuple[int, str] = (1, "")) -> Graph:
+                 experts: tuple[int, str] = (1, ""), engine_ops: tuple[str, ...] = ()) -> Graph:
     """The phase's ops with the windows at their exact occupancy, before the fusion level (build_graph)."""
     from roofline.units import B, P
     cache = method if isinstance(method, CacheModel) else method_cache(method, model, bits)
@@ -156,6 +159,8 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
             label = f"{label}#{seen_groups[label]}"
         lc = ctx(label, layer.count)
         ops += attention_block(lc, layer, cache.method, phase, fused)
+        if "q_copy" in engine_ops and layer.attention.kind != "linear" and not model.mla:
+            ops.append(q_copy(lc, layer, tokens))
         ops.append(residual_add(lc, "attn_residual", tokens))
 
     n_moe = moe_layer_count(model)

@@ -16,6 +16,8 @@ TRAFFIC = ("weights", "act_read", "act_write", "kv_read", "kv_write")
 # scatter, gathers, index_add: small kernels whose count the fusion level sets, at the measured routing_kernel_s)
 EXPERTS = "experts"
 ROUTING = "routing"
+# the kind of an engine's strided copy of an activation (attention.q_copy), at the engine's copy law
+COPY = "copy"
 
 
 def _zero():
@@ -52,6 +54,12 @@ class Op:
     # over `ranks` = ep replicas; costmodel.collectives)
     collective: str = "allreduce"
     ranks: int = 0
+    # prefill attention: the (query token, query head) rows its tiles run over (an engine's per-row cost,
+    # roofline.engines.timing 14.); 0 elsewhere
+    query_rows: sp.Expr = field(default_factory=_zero)
+    # the routed experts: (tokens M of the call, routed rows M x top-k, experts the rows spread over), what an
+    # engine's padding of each expert's rows to its tile prices (timing 14.); () elsewhere
+    grouped: tuple = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -77,7 +85,8 @@ class Op:
         """The same op doing `factor` times the work (e.g. weights read once per prefill chunk)."""
         return replace(self, matmul_flops=self.matmul_flops * factor, vector_flops=self.vector_flops * factor,
                        traffic={k: v * factor for k, v in self.traffic.items()}, comm_bytes=self.comm_bytes * factor,
-                       int_ops=self.int_ops * factor, shared_bytes=self.shared_bytes * factor)
+                       int_ops=self.int_ops * factor, shared_bytes=self.shared_bytes * factor,
+                       query_rows=self.query_rows * factor)
 
 
 def traffic(weights=0, act_read=0, act_write=0, kv_read=0, kv_write=0) -> dict[str, sp.Expr]:

@@ -127,6 +127,25 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    profile carries it, it replaces the one figure (EngineTiming.handshake_s). Charged only by
    `simulate --cold-start --disaggregate` (vLLM); zero until measured.
 
+14. **An engine's prefill kernels at their own laws** (SGLang 0.5.17 on the H200; derive_sglang.py --extend, from
+   validate/engines/micro_sglang.py's extend group: each kernel alone at a served prefill's sizes, less a one-call
+   replay's fixed cost as in 4.). Three mechanisms of its served prefill step that the device's generic laws miss:
+   - the fused MoE pads each expert's routed rows to a multiple of its tile height (moe_align_block_size,
+     srt/layers/moe/moe_runner/triton_utils/fused_moe.py:418-419), BLOCK_SIZE_M of the tuned config at the key
+     nearest the call's tokens M (fused_moe_triton_config.py:300; `moe_block_m:<key>`), and both GEMMs run the padded
+     rows: the experts' compute term takes costmodel.blocks.padded_rows (max(E b ceil(r / b), rows + E (b - 1) / 2),
+     r = M k / E rows an expert) at grouped_gemm_flops, measured as FLOP/s of the padded rows;
+   - FA3's extend call (flashattention_backend.py:1453-1471: the prompt's K/V read back through the page table, no
+     precomputed scheduler metadata, so prepare_varlen_num_blocks runs every layer) costs attn_prefill_latency a
+     call plus attn_prefill_row per (query token, head) row, a 128-query tile's Q load, epilogue and the masked
+     half of its diagonal tile, beside the causal FLOPs at the rate of the rest (attention_flops);
+   - q is a strided view of the fused qkv output (srt/models/qwen3_moe.py:627), made contiguous before FA3 (extend
+     :1454, decode :1910): an op the model's graph lacks, `graph_ops` 'q_copy' (costmodel.attention.q_copy, every
+     standard-attention layer, prefill and decode), at copy_latency + bytes read and written / copy_bw (a strided
+     elementwise copy, far under the streaming bandwidth). A decode step of one sequence copies nothing (one row is
+     contiguous already) but is charged alike, ~2.1 us a layer: the serving step model needs each op linear in the
+     batch.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -146,7 +165,15 @@ PROFILES = Path(__file__).resolve().parent / "profiles"
 KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "attn_decode_local_program",
                "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency",
                "kv_write_bw", "kernel_time", "allreduce_custom_latency", "allreduce_custom_bw",
-               "allreduce_custom_ranks", "allreduce_custom_max_bytes")
+               "allreduce_custom_ranks", "allreduce_custom_max_bytes", "attn_prefill_latency", "attn_prefill_row",
+               "copy_latency", "copy_bw")
+# ... and keys of a family: an engine's tuned fused-MoE config, BLOCK_SIZE_M per key M ('moe_block_m:<M>', 14.)
+KERNEL_PREFIXES = ("moe_block_m:",)
+
+
+def _kernel_key(key: str) -> bool:
+    """Whether `key` is a ceiling an engine's kernels may set (KERNEL_KEYS, KERNEL_PREFIXES)."""
+    return key in KERNEL_KEYS or key.startswith(KERNEL_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -196,6 +223,8 @@ class EngineTiming:
     # ... or, where measured, per remote rank: fixed + descriptors of the remote's whole pool x per descriptor
     kv_handshake_fixed_s: float = 0.0
     kv_handshake_descriptor_s: float = 0.0
+    # ops the engine adds to the model's op graph (14.: 'q_copy')
+    graph_ops: tuple[str, ...] = ()
 
     def handshake_s(self, descriptors) -> float:
         """Seconds a fresh pair's first load waits for the handshake with one remote rank whose whole pool is
@@ -358,7 +387,7 @@ def timing(engine: str) -> EngineTiming:
             draft_layer_s=float(d.get("draft_layer_s", 0.0)),
             eager_step_s=float(d.get("eager_step_s", 0.0)), eager_layer_s=float(d.get("eager_layer_s", 0.0)),
             eager_moe_layer_s=float(d.get("eager_moe_layer_s", 0.0)),
-            kernels={g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()},
+            kernels={g: {k: float(v) for k, v in ks.items() if _kernel_key(k)} for g, ks in d["kernels"].items()},
             attention_flops={g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops",
                                                                                           {}).items()},
             sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()},
@@ -367,7 +396,8 @@ def timing(engine: str) -> EngineTiming:
             kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)),
             moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)), kv_handshake_s=float(d.get("kv_handshake_s", 0.0)),
             kv_handshake_fixed_s=float(d.get("kv_handshake_fixed_s", 0.0)),
-            kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)))
+            kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)),
+            graph_ops=tuple(str(x) for x in d.get("graph_ops", ())))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")
@@ -380,7 +410,7 @@ def _with_derived(profile: EngineTiming, path: Path) -> EngineTiming:
         return profile
     try:
         d = json.loads(path.read_text())
-        kernels = {g: {k: float(v) for k, v in ks.items() if k in KERNEL_KEYS} for g, ks in d["kernels"].items()}
+        kernels = {g: {k: float(v) for k, v in ks.items() if _kernel_key(k)} for g, ks in d["kernels"].items()}
         rates = {g: {int(h): float(v) for h, v in r.items()} for g, r in d.get("attention_flops", {}).items()}
         sources = {f"derived:{g}": str(src) for g, src in d["sources"].items()}
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:

@@ -65,6 +65,8 @@ class PhaseModel:
         overrides = self.engine.op_kernels_on(self.hardware.name)
         if overrides:  # the engine's own fused calls (keys unchanged without)
             kwargs.update(kernel_overrides=overrides)
+        if self.engine.graph_ops:  # ops the engine adds to the model's (keys unchanged without)
+            kwargs.update(engine_ops=self.engine.graph_ops)
         return kwargs
 
     def graph(self, phase: str) -> Graph:

@@ -28,14 +28,16 @@ it convex and nondecreasing.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from roofline.lazy import sp
 from roofline.serving.pipeline import Micro, micro
-from roofline.serving.stepmodel import _BYTES, _COMM, _FM, _FV, _INT, _SHARED, QUANTITIES, StepModel
+from roofline.serving.stepmodel import _BYTES, _COMM, _FM, _FV, _INT, _ROWS, _SHARED, QUANTITIES, StepModel
 
 LINEAR_RTOL = 1e-12  # a segment whose end lies this close (relative) to its first step's line is linear
-_SYMBOLS = (_FM, _FV, _INT, _BYTES, _COMM, _SHARED)  # QUANTITIES' order
+_SYMBOLS = (_FM, _FV, _INT, _BYTES, _COMM, _SHARED, _ROWS)  # QUANTITIES' order
 
 
 def _convex(expr) -> bool:
@@ -120,7 +122,9 @@ class ClosedForm:
         self.live = _live(model)
         source, self.convex = _source(model, self.live, once)
         scope: dict = {}
-        exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min}, scope)  # noqa: S102
+        # math: a law's ceiling (an engine's padded rows, Roofline._padding) prints as math.ceil
+        exec(compile(source, "<serving.closedform>", "exec"), {"max": max, "min": min, "math": math},  # noqa: S102
+             scope)
         self.total = scope["total"]
         nops = len(model.keys)
         self.size = len(QUANTITIES) * nops

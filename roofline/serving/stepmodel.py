@@ -38,10 +38,10 @@ from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import ATTENTION_OPS
 from roofline.units import lambdify
 
-QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes", "shared_bytes")
+QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes", "shared_bytes", "query_rows")
 # the aggregated quantities of one op in one step, timed by the roofline's own op-time formula
-_FM, _FV, _INT, _BYTES, _COMM, _SHARED = sp.symbols(
-    "step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm step_shared", nonnegative=True)
+_FM, _FV, _INT, _BYTES, _COMM, _SHARED, _ROWS = sp.symbols(
+    "step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm step_shared step_rows", nonnegative=True)
 
 
 def _quantities(op: Op | None) -> list[sp.Expr]:
@@ -51,7 +51,19 @@ def _quantities(op: Op | None) -> list[sp.Expr]:
         return [sp.Integer(0)] * len(QUANTITIES)
     nonweight = sp.Add(*(v for k, v in op.traffic.items() if k != "weights"))
     return [sp.sympify(op.matmul_flops), sp.sympify(op.vector_flops), sp.sympify(op.int_ops), nonweight,
-            sp.sympify(op.comm_bytes), sp.sympify(op.shared_bytes)]
+            sp.sympify(op.comm_bytes), sp.sympify(op.shared_bytes), sp.sympify(op.query_rows)]
+
+
+def _grouped(op: Op, prefill: dict) -> tuple:
+    """The routed experts' (tokens, routed rows, experts touched) of a step in its aggregated matmul FLOPs (_FM): the
+    prefill graph's at B tokens of one token each, B = _FM over the FLOPs of one token (linear in the tokens), so
+    the engine's padding of each expert's rows (Roofline._padding) sees the step's own tokens."""
+    from roofline.units import B, P
+    own = prefill.get(_key(op, "prefill"), op)
+    if not own.grouped:
+        return ()
+    per_token = sp.sympify(own.matmul_flops).subs({B: 1, P: 1})
+    return tuple(sp.sympify(e).subs(P, 1).subs(B, _FM / per_token) for e in own.grouped)
 
 
 def _key(op: Op, phase: str) -> tuple[str, str, str]:
@@ -118,7 +130,7 @@ class StepModel:
         # up-projection in prefill) reads its weights only when that phase is in the step
         self.decode_only = np.array([k not in prefill for k in keys])
         self.prefill_only = np.array([k not in decode for k in keys])
-        self._groups = self._compile_times(ops)
+        self._groups = self._compile_times(ops, prefill)
         self._flatten()
 
     def _check_affine_in_batch(self, decode, prefill, keys) -> None:
@@ -131,7 +143,7 @@ class StepModel:
                         raise ValueError(f"serving: op {k[0]} ({k[1]}) is not linear in the batch; "
                                          "the step model cannot split it per sequence")
 
-    def _compile_times(self, ops: list[Op]) -> list[tuple[np.ndarray, bool, callable]]:
+    def _compile_times(self, ops: list[Op], prefill: dict) -> list[tuple[np.ndarray, bool, callable]]:
         """One numpy function per kind of op (what picks its ceilings: dtype, communication, kind, head dim, KV
         read or not, kernels per instance, eager aten or fused Triton or neither) giving op times from aggregated
         quantities."""
@@ -155,9 +167,10 @@ class StepModel:
             else:
                 template = Op(name, "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
-                              head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED)
+                              head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED, query_rows=_ROWS,
+                              grouped=_grouped(ops[idx[0]], prefill) if name == EXPERTS else ())
                 law = roof.op_times(template).total
-                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED], law, cse=False)
+                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED, _ROWS], law, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
             self.laws.append((np.array(idx, dtype=np.int64), bool(comm), sp.sympify(law)))
         return compiled
@@ -254,7 +267,7 @@ class StepModel:
             if comm:
                 t[idx] = fn(qp[4, idx])
             else:
-                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx], qp[5, idx])
+                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx], qp[5, idx], qp[6, idx])
         t = t[self._unperm]
         slow = self.imbalance(decodes)
         if slow > 1:

@@ -53,6 +53,16 @@ OP_KERNELS_SOURCE = ("sglang 0.5.17 srt/layers/moe/moe_runner/triton_utils/fused
                      "kernel) stays the routing op's")
 
 TINY = "tiny-llama"
+# BLOCK_SIZE_M per key of SGLang's tuned fused-MoE config on the H200 at Qwen3-30B-A3B's shape (sglang 0.5.17 srt/
+# layers/moe/moe_runner/triton_utils/configs/triton_3_6_0/E=128,N=768,device_name=NVIDIA_H200.json; the down GEMM
+# reuses it: "Down MoE config file not found", run 3's start-up log); micro-extend.json's rows record the one picked
+BLOCK_M = {1: 16, 2: 16, 4: 16, 8: 16, 16: 16, 24: 16, 32: 16, 48: 16, 64: 16, 96: 16, 128: 16, 256: 32, 512: 64,
+           1024: 128, 1536: 128, 2048: 128, 3072: 128, 4096: 128}
+BLOCK_M_SOURCE = ("sglang 0.5.17 srt/layers/moe/moe_runner/triton_utils/configs/triton_3_6_0/"
+                  "E=128,N=768,device_name=NVIDIA_H200.json BLOCK_SIZE_M per key (picked at the key nearest M, "
+                  "fused_moe_triton_config.py:300; rows padded to it, fused_moe.py:418-419)")
+GRAPH_OPS_SOURCE = ("sglang 0.5.17 srt/layers/attention/flashattention_backend.py:1454 (extend) and :1910 (decode): "
+                    "q.contiguous() of q, a strided view of the fused qkv output (srt/models/qwen3_moe.py:627)")
 
 
 def derive(run: Path) -> dict:
@@ -184,6 +194,63 @@ def kernels(micro_runs: list[Path], hardware: str, profile: dict, replay: Path |
     return profile
 
 
+def extend(path: Path, hardware: str, profile: dict, replay: Path | None = None) -> dict:
+    """`profile` with the laws of SGLang's served prefill step on `hardware` (module docstring, timing.py 14.) from
+    micro_sglang.py's extend group (`path`, micro-extend.json: each kernel alone at the served sizes), every case less
+    a one-call replay's fixed cost (derive.less_replay, `replay` as kernels() takes it):
+    - the fused MoE's padded rows: the tuned config's BLOCK_SIZE_M per key (BLOCK_M, checked against the block each
+      row recorded) and grouped_gemm_flops re-taken as FLOP/s of the rows the GEMMs run (2 x padded rows x 3 H I /
+      t, relative least squares through the origin) over the rows well past the ridge (t at least twice the
+      weights' stream law of kernels(): grouped_gemm_latency + active weight bytes / grouped_gemm_bw);
+    - FA3's extend call: t = attn_prefill_latency + (query token, head) rows x attn_prefill_row + causal FLOPs /
+      attn_flops (roofline's 4 d h P (P + 1) / 2 a prompt), relative least squares over every fresh-slot case (k
+      prompts of 1,024, one prompt of 2,048-8,192): a fixed cost a call (FA3's prepare_varlen_num_blocks with no
+      scheduler metadata, the launch), a cost per 128-query tile of a head (its Q load, epilogue and the masked
+      half of its diagonal tile), the rate of the rest;
+    - q's copy: t = copy_latency + bytes read and written / copy_bw (derive.fit_affine), and the op in the graph."""
+    import numpy as np
+
+    micro = json.loads(path.read_text())
+    replay_s = graph_replay(json.loads(replay.read_text()))[0] if replay else 0.0
+    k = profile["kernels"][hardware]
+    moe = less_replay([r for r in micro["fused_moe"] if r["E"] == 128], replay_s)
+    for r in moe:
+        picked = BLOCK_M[min(BLOCK_M, key=lambda key: abs(key - r["M"]))]
+        if r["block_m"] != picked:
+            raise SystemExit(f"{path}: fused_moe M {r['M']} ran BLOCK_SIZE_M {r['block_m']}, the table {picked}")
+    stream = [r for r in moe if r["s"] >= 2 * (k["grouped_gemm_latency"] + r["active_weight_bytes"]
+                                               / k["grouped_gemm_bw"])]
+    work = [2 * r["padded_rows"] * 3 * r["H"] * r["I"] for r in stream]
+    rate = sum(w * w / r["s"] ** 2 for w, r in zip(work, stream, strict=True)) / sum(
+        w / r["s"] for w, r in zip(work, stream, strict=True))
+    k["grouped_gemm_flops"] = rate
+    k.update({f"moe_block_m:{key}": float(b) for key, b in BLOCK_M.items()})
+    att = [r for r in less_replay(micro["fa3_extend"], replay_s) if r["slots"] == "fresh"]
+    feats = np.array([[1.0, r["k"] * r["P"] * r["hq"], 4 * r["d"] * r["hq"] * r["k"] * r["P"] * (r["P"] + 1) / 2]
+                      for r in att])
+    t = np.array([r["s"] for r in att])
+    (a, row, inv), *_ = np.linalg.lstsq(feats / t[:, None], np.ones(len(att)), rcond=None)
+    k.update(attn_prefill_latency=float(a), attn_prefill_row=float(row))
+    profile["attention_flops"] = {hardware: {str(d): 1.0 / float(inv) for d in sorted({r["d"] for r in att})}}
+    copy = less_replay(micro["q_copy"], replay_s)
+    k["copy_latency"], k["copy_bw"] = fit_affine([r["bytes"] for r in copy], [r["s"] for r in copy])
+    profile["graph_ops"] = ["q_copy"]
+    src = profile["sources"]
+    src["grouped_gemm_flops"] = (f"{path} fused_moe M in {[r['M'] for r in stream]} (t at least twice the weights' "
+                                 "stream law): 2 x padded rows x 3 H I / t, relative least squares")
+    src["moe_block_m"] = BLOCK_M_SOURCE
+    src["attention_flops"] = src["attn_prefill"] = (
+        f"{path} fa3_extend fresh slots ({len(att)} cases), t = latency + k P hq x per row + 4 d hq k P (P + 1) / 2 "
+        "/ rate (relative least squares)")
+    src["copy"] = f"{path} q_copy ({len(copy)} sizes), t = latency + bytes read and written / rate"
+    src["graph_ops"] = GRAPH_OPS_SOURCE
+    fits = profile.setdefault("fit_residuals", {})
+    fits["grouped_gemm_flops"] = [round(w / rate / r["s"] - 1, 4) for w, r in zip(work, stream, strict=True)]
+    fits["attn_prefill"] = [round(float(f @ [a, row, inv]) / r["s"] - 1, 4) for f, r in zip(feats, att, strict=True)]
+    fits["copy"] = [round((k["copy_latency"] + r["bytes"] / k["copy_bw"]) / r["s"] - 1, 4) for r in copy]
+    return profile
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path)
@@ -193,12 +260,16 @@ def main() -> None:
                    "fixed cost taken off SGLang's kernels alone")
     p.add_argument("--eager", type=Path, help="a run of the narrow models' decode past the capture sizes "
                    "(cases-sglang-run3b.json): mechanism 8")
+    p.add_argument("--extend", type=Path, help="micro_sglang.py's extend group (micro-extend.json, stage X): the "
+                   "served prefill step's kernels alone (timing.py 14.); needs --micro")
     p.add_argument("--hardware", default="H200")
     p.add_argument("--out", type=Path, default=Path("roofline/engines/profiles/sglang.json"))
     a = p.parse_args()
     profile = derive(a.run)
     if a.micro:
         profile = kernels(a.micro, a.hardware, profile, a.replay)
+    if a.extend:
+        profile = extend(a.extend, a.hardware, profile, a.replay)
     if a.eager:
         profile = eager(a.eager, profile)
     a.out.write_text(json.dumps(profile, indent=1) + "\n")

@@ -46,8 +46,9 @@ MICRO4 = ROOT / "nvidia-h200-vllm-2026-11-29-micro4" / "micro4.json"
 EXTEND = HERE / "micro-sglang-extend.json"
 PROMPT = 1024
 CHUNK = 8192  # the server's chunked_prefill_size (server_info): 8 prompts of 1,024 at most in one step
-# SGLang's kernels by roofline op class (run 2c's census names); 'q_copy' is no op of roofline's graph: the copy
-# SGLang's extend makes of q (flashattention_backend.py:1454 q.contiguous() of the split view, qwen3_moe.py:627)
+# SGLang's kernels by roofline op class (run 2c's census names); 'q_copy': the copy SGLang's extend makes of q
+# (flashattention_backend.py:1454 q.contiguous() of the split view, qwen3_moe.py:627), roofline's op of that name
+# since the profile's graph_ops (timing.py 14.)
 CLASSES = (("experts", r"fused_moe_kernel|act_and_mul|moe_sum_reduce|moe_align_block_size|count_and_sort_expert"
                        r"|FillFunctor<float>"),
            ("routing", r"_router_triton_kernel"),
@@ -57,7 +58,7 @@ CLASSES = (("experts", r"fused_moe_kernel|act_and_mul|moe_sum_reduce|moe_align_b
            ("qk_norm", r"fused_qknorm"),
            ("rope and kv_update", r"fused_rope_store"),
            ("dense GEMMs", r"nvjet|splitKreduce"))
-OPS = {"experts": ("experts",), "routing": ("routing",), "attention": ("attention",), "q_copy": (),
+OPS = {"experts": ("experts",), "routing": ("routing",), "attention": ("attention",), "q_copy": ("q_copy",),
        "norms and residuals": ("attn_norm", "mlp_norm", "attn_residual", "mlp_residual", "final_norm"),
        "qk_norm": ("qk_norm",), "rope and kv_update": ("rope", "kv_update"),
        "dense GEMMs": ("qkv_proj", "o_proj", "router", "lm_head"), "other": ("embedding",)}
@@ -313,8 +314,8 @@ def kernel_steps(got: dict, replay: float) -> dict[int, float]:
         if any(x is None for x in parts):
             continue
         rows = op_rows(k)
-        timed = sum(rows[n]["time_s"] * rows[n]["count"] for n in ("experts", "attention", "qkv_proj", "o_proj",
-                                                                    "router"))
+        timed = sum(rows[n]["time_s"] * rows[n]["count"] for n in ("experts", "attention", "q_copy", "qkv_proj",
+                                                                    "o_proj", "router") if n in rows)
         out[k] = layers * sum(parts) + model_step_s(k) - timed
     return out
 
