@@ -68,8 +68,9 @@ def _json(capsys, *argv) -> dict:
 
 def test_run_1s_summary_lines_are_the_figures_worked_by_hand() -> None:
     s = _summary([RUN1])
-    assert s["decode"] == [2.9, 2.9, -5.0, -10.2] and s["prefill"] == [-14.2, 6.1, 1.6]
-    assert _median_ape(s["decode"]) == pytest.approx(3.95) and _median_ape(s["prefill"]) == pytest.approx(6.1)
+    # the report's Llama-3.1-8B rows (lines 11-17 of run 1's now-summary since session 28's SGLang prefill laws)
+    assert s["decode"] == [4.3, 4.3, -3.9, -9.5] and s["prefill"] == [-12.0, 8.8, 4.7]
+    assert _median_ape(s["decode"]) == pytest.approx(4.3) and _median_ape(s["prefill"]) == pytest.approx(8.8)
     assert len(s["ttft"]) == len(s["tpot"]) == 8 and len(s["throughput"]) == 4  # rate4, 12, 24 and conc32
     assert s["capacity"] == [0.034, 0.075, 0.077]
 
@@ -85,7 +86,12 @@ def test_plan_under_sglang_states_its_runs_step_bands(capsys) -> None:
     assert bands["capacity"]["median_ape_pct"] == pytest.approx(_median_ape(s["capacity"]), abs=0.01)
     assert data["trust"]["engine_validation"]["own_run"] == ", ".join(f"engines/{p.name}" for p in NOW)
     assert "real decoders (6 models)" not in text and "no real sglang run validated" not in text
-    assert f"prefill ±{_median_ape(s['prefill']):.1f} % dense" in text
+    ape, signed = _median_ape(s["prefill"]), statistics.median(s["prefill"])
+    # a median error of one sign is a bias, written as such (roofline.trust.quantities.fmt: APE >= 5 and the signed
+    # median >= 0.8 of it): since session 28's SGLang prefill laws the dense prefills are over in every run but one
+    biased = ape >= 5 and abs(signed) >= 0.8 * ape
+    phrase = f"{ape:.0f} % {'under' if signed < 0 else 'over'}" if biased else f"±{ape:.1f} %"
+    assert f"prefill {phrase} dense" in text
     if len(NOW) == 1:
         assert f"SGLang run on H200 (engines/{RUN1.name}; one run, not yet a band" in text
         assert all("one" in bands[k]["basis"] for k in ("decode_step", "prefill", "capacity"))
@@ -113,7 +119,8 @@ def test_an_moe_plan_under_sglang_states_the_moe_runs_band(capsys) -> None:
     band, moe = data["trust"]["bands"]["decode_step"], _summary(moe=True)
     assert "no MoE model run" not in band["basis"]
     assert band["cases"] == len(moe["decode"]) == 4
-    assert band["median_ape_pct"] == pytest.approx(3.85, abs=0.01)
+    # run 2's Qwen3-30B-A3B decode rows +11.5, +4.4, +3.4, -3.3 %: the median of 3.3, 3.4, 4.4, 11.5 is 3.9
+    assert band["median_ape_pct"] == pytest.approx(3.9, abs=0.01)
 
 
 def test_an_sglang_run_on_another_device_is_not_borrowed(capsys) -> None:
