@@ -23,7 +23,13 @@ vLLM (V1 engine; vllm-project/vllm):
   passes --async-scheduling (the flag of those releases; vllm-project/recipes PR #131 documents it as opt-in for
   GPT-OSS on 0.11). ASYNC_DEFAULT_RELEASE below; a build of unknown release is taken as current (on).
 - preemption by recompute of the most recently admitted running request, FCFS admission (vllm/v1/core/sched/
-  scheduler.py: `preempted_req = self.running.pop()`, RequestStatus.PREEMPTED, policy "fcfs" default).
+  scheduler.py: `preempted_req = self.running.pop()`, RequestStatus.PREEMPTED, policy "fcfs" default). With prefix
+  caching on, every full block a request computes is hashed, whatever its prompt shares (kv_cache_manager.py
+  allocate_slots -> cache_blocks; v0.11.0 lines 296-302, v0.24.0 447-456), preemption frees its blocks to the free
+  queue tail first with their hashes and sets num_computed_tokens = 0 (v0.11.0 sched/scheduler.py lines 262-282,
+  single_type_kv_cache_manager.py 156-171), and the re-admission's get_computed_blocks finds the ones no allocation has
+  popped since (v0.11.0 kv_cache_manager.py 154-191): the recompute starts past them (`own_pages`; the same code in
+  0.24.0, validate/notes/2026-11-30-prefix-preempt.md).
 - a waiting request is admitted only when the free KV blocks hold all its known tokens (prompt, and the output of a
   preempted one) less its prefix-cache hit, not only its first chunk: scheduler_reserve_full_isl (vllm/config/
   scheduler.py@v0.24.0 lines 140-144, default True; PR vllm-project/vllm#37307, Mar 2026), passed to KVCacheManager.
@@ -165,6 +171,10 @@ class EngineScheduling:
     pad_scope: Literal["tokens", "decode", "none"] = "none"  # what is padded: any step's tokens, decode-only steps
     preemption: Literal["recompute", "none"] = "recompute"  # "none": admit only what fits to the last token
     prefix_caching: bool = False
+    # with prefix caching on, the cache holds every request's own full pages, not only shared content, so a preempted
+    # request's re-admission hits those no allocation has taken since, whatever the workload shares (vLLM V1: every full
+    # block is hashed and its re-admission looks its hashes up again; serving.prefix.cache_tree)
+    own_pages: bool = False
     page_tokens: int = 16
     overheads: EngineOverheads = field(default_factory=EngineOverheads)
     notes: tuple[str, ...] = ()
@@ -332,7 +342,8 @@ def vllm(hardware: Hardware, entry: str, speculative_tokens: int = 0,
         overheads = replace(overheads, overlap=overlap)
     return EngineScheduling(
         "vllm", seqs, tokens, capture_sizes=vllm_capture_sizes(seqs, tokens, speculative_tokens), pad_scope="tokens",
-        prefix_caching=True, page_tokens=16, overheads=overheads, admission_lag=vllm_admission_lag(overheads.overlap),
+        prefix_caching=True, own_pages=True, page_tokens=16, overheads=overheads,
+        admission_lag=vllm_admission_lag(overheads.overlap),
         host_speed=host_speed, admit_full_prompt=vllm_full_prompt_admission(timing("vllm").version),
         notes=(f"vllm {entry}: max_num_batched_tokens {tokens}, max_num_seqs {seqs} ("
                f"{'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; arg_utils.py@99d7eb5 _set_default_args)",)

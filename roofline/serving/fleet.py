@@ -32,6 +32,7 @@ import numpy as np
 
 from roofline.serving.clients import Arrivals, Clients
 from roofline.serving.clock import decision, gemm_duty
+from roofline.serving.prefix import cache_tree
 from roofline.serving.prefix_cache import PrefixCache, merged_stats
 from roofline.serving.remote import Handshake
 from roofline.serving.requests import Requests
@@ -111,7 +112,8 @@ class Fleet:
         if self.router == "round-robin":
             return k % self.n
         load = [r.outstanding for r in reps]
-        if self.router == "prefix-aware" and reps[0].sched.cache is not None:
+        shared = reps[0].sched.requests.prefix is not None  # a cache of own pages only gives the router nothing
+        if self.router == "prefix-aware" and shared and reps[0].sched.cache is not None:
             todo = int(reps[0].sched.prompt[i])
             hits = [r.sched.cache.hit(i, todo) for r in reps]
             return choose(load, hits, todo, tree_tokens, self.rule)
@@ -205,10 +207,11 @@ class Fleet:
             handshake.reset()
         elif sim.use_kernel(requests, clients, preloaded, self.router, transfer_s=transfer_s):
             return self._kernel_run(requests, clients, preloaded, load_host_s, transfer_s)
-        caching = requests.prefix is not None and sim.engine.prefix_caching
+        tree = cache_tree(sim.engine, requests, preloaded)
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
-                                   PrefixCache(requests.prefix, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if caching else None, preloaded, load_host_s, transfer_s, handshake), index=j)
+                                   PrefixCache(tree, sim.pool.seq_bytes, sim.pool.page_tokens)
+                                   if tree is not None else None, preloaded, load_host_s, transfer_s, handshake),
+                         index=j)
                 for j in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)
         routed = np.full(len(requests), -1)
@@ -280,7 +283,7 @@ class Fleet:
             mine = routed == j
             first[mine], finish[mine] = r.sched.first_token_s[mine], r.sched.finish_s[mine]
             steps = np.array(r.records, dtype=np.float64).reshape(-1, 7)
-            stats = r.sched.cache.stats() if r.sched.cache is not None else None
+            stats = r.sched.cache.stats() if r.sched.cache is not None and requests.prefix is not None else None
             per.append(Trace(sent, r.sched.first_token_s, r.sched.finish_s, steps, cap, r.sched.preemptions, stats))
         steps = np.concatenate([t.steps for t in per])
         steps = steps[np.argsort(steps[:, 0], kind="stable")]

@@ -90,15 +90,14 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return reason
     if clients is not None and clients.max_concurrency is not None and np.any(np.diff(requests.arrival_s) < 0):
         return "closed-loop clients with arrival times out of order"
-    if _caching(sim, requests):
-        tree = requests.prefix
+    if (tree := _tree(sim, requests, preloaded)) is not None:
         if len(tree.leaf) != len(requests) or np.any(tree.leaf >= len(tree.parent)):
             return "a prefix tree whose leaves do not match the requests"
         if len(tree.parent) and int((tree.start + tree.length).max()) > sim.pool.max_tokens:
             return "a prefix segment longer than the pool's table"
     if preloaded is not None and (single or len(preloaded) != len(requests) or np.any(np.asarray(preloaded) < 0)):
         return "preloaded KV not one count >= 0 per request of a fleet"
-    if transfer_s is not None and (preloaded is None or sim.draft is not None or _caching(sim, requests)):
+    if transfer_s is not None and (preloaded is None or sim.draft is not None or _caching(sim, requests, preloaded)):
         return "remote KV loads without preloaded KV, or with speculative decoding or a prefix cache"
     if router not in _ROUTERS:
         return f"router {router}"
@@ -178,17 +177,23 @@ def _drawn(spec: tuple) -> tuple:
     return (pcg_table(spec[0], len(spec[1])), *spec[1:])
 
 
-def _caching(sim, requests) -> bool:
+def _tree(sim, requests, preloaded=None):
+    """The tree the run's prefix cache keeps, or None (serving.prefix.cache_tree: Simulator.run's and Fleet.run's)."""
+    from roofline.serving.prefix import cache_tree
+    return cache_tree(sim.engine, requests, preloaded)
+
+
+def _caching(sim, requests, preloaded=None) -> bool:
     """Whether the run keeps a prefix cache (Simulator.run's and Fleet.run's condition)."""
-    return requests.prefix is not None and bool(sim.engine.prefix_caching)
+    return _tree(sim, requests, preloaded) is not None
 
 
-def _prefix_state(sim, requests, replicas: int) -> tuple:
+def _prefix_state(sim, requests, replicas: int, preloaded=None) -> tuple:
     """The kernel's `pfx` (serving.kernel_prefix.prefix_state): the tree and an empty cache per replica (a one-node
     dummy when no cache is in use: the loop's types stay the same, so it compiles once)."""
     from roofline.serving.kernel_prefix import prefix_state
-    if _caching(sim, requests):
-        tree = requests.prefix
+    tree = _tree(sim, requests, preloaded)
+    if tree is not None:
         parts = (tree.parent, tree.start, tree.length, tree.leaf, tree.shared)
         return prefix_state(*(np.ascontiguousarray(a, dtype=np.int64) for a in parts), replicas)
     n = len(requests)
@@ -200,7 +205,7 @@ def stats(sim, requests, ri: np.ndarray) -> list[dict] | None:
     """Each replica's PrefixCache.stats() from the kernel's per-replica integers, or None without a cache."""
     from roofline.serving.kernel_layout import HITS, QUERIES, RHITS, RQUERIES
     from roofline.serving.prefix_cache import hit_stats
-    if not _caching(sim, requests):
+    if requests.prefix is None or not _caching(sim, requests):  # the statistics of a shared workload only
         return None
     return [hit_stats(requests.prefix.kind, *row) for row in ri[:, [HITS, QUERIES, RHITS, RQUERIES]].tolist()]
 
@@ -364,8 +369,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     clock, send, conc = _clocks(requests, clients, host.api_request_s)
     ses = _sessions(clients, clock)
     monotone = bool(np.all(np.diff(sim.pool.seq_bytes) >= 0))
-    caching = _caching(sim, requests)
-    route = 2 if caching and router == "prefix-aware" else _ROUTERS[router]
+    caching = _caching(sim, requests, preloaded)
+    route = 2 if caching and requests.prefix is not None and router == "prefix-aware" else _ROUTERS[router]
     cfg = np.array([sc.max_num_batched_tokens, sc.max_num_seqs, sc.chunked_prefill, sc.mixed_steps, sc.reserve_full,
                     monotone, _PAD_SCOPES[engine.pad_scope], target.model.max_step_tokens, replicas,
                     route, block_steps, host.overlap, engine.admission_lag, conc,
@@ -382,7 +387,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)
     args = (np.ascontiguousarray(requests.arrival_s, dtype=np.float64), prompt, output, _tables(sim), sizes, cfg, fcfg,
-            sc.max_num_seqs, int(target.live.sum()), law, _prefix_state(sim, requests, 1 if single else replicas))
+            sc.max_num_seqs, int(target.live.sum()), law,
+            _prefix_state(sim, requests, 1 if single else replicas, preloaded))
     if single:
         first, finish, rec, ri, status = run_single(clock, send, *args, _drawn(_spec_args(sim)), ses)
         routed = np.zeros(len(clock), dtype=np.int64)

@@ -219,3 +219,23 @@ def parse_prefix(text: str, requests: Requests, seed: int) -> tuple[Requests, Pr
         pass
     raise SpecError(f"--prefix: {text!r} is not a prefix workload: use system:TOKENS[:COUNT], hit:RATE or "
                     "tree:FxT[,FxT...]")
+
+
+def own_pages(n: int) -> PrefixTree:
+    """The tree of `n` requests that share nothing (kind 'own'): one root of no tokens on every path, none shared. A
+    cache of it holds only the requests' own full pages (PrefixCache's spent runs): what a preempted request's
+    re-admission can hit (PrefixCache.own_hit)."""
+    return _tree([-1], [0], [0], np.zeros(n), np.zeros(n), "own")
+
+
+def cache_tree(engine, requests: Requests, preloaded=None) -> PrefixTree | None:
+    """The tree a run's prefix cache keeps, or None when it keeps none: under an engine with prefix caching on, the
+    workload's shared content (requests.prefix) or, where there is none and the engine's cache holds every request's
+    own pages (EngineScheduling.own_pages: vLLM V1), own_pages, so that a preempted request's re-admission recomputes
+    only what allocations took of its pages since. A run whose requests bring preloaded KV (serving.disagg's decode
+    pool) keeps no cache of its own pages: its preempted requests recompute as before."""
+    if not engine.prefix_caching:
+        return None
+    if requests.prefix is not None:
+        return requests.prefix
+    return own_pages(len(requests)) if engine.own_pages and preloaded is None else None

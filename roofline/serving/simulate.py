@@ -27,6 +27,7 @@ from roofline.serving.clients import Arrivals, Clients, emission_delay_s
 from roofline.serving.clock import decision, gemm_duty, gemm_s_per_token
 from roofline.serving.closedform import ClosedForm
 from roofline.serving.pool import KVPool
+from roofline.serving.prefix import cache_tree
 from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
@@ -392,9 +393,8 @@ class Simulator:
                 progress(len(requests), len(requests))
             return Trace(sent, first, finish, np.ascontiguousarray(rec[:, :7]), self.pool.capacity_bytes,
                          int(preempted[0]), cached[0] if cached is not None else None)
-        cache = None
-        if requests.prefix is not None and self.engine.prefix_caching:
-            cache = PrefixCache(requests.prefix, self.pool.seq_bytes, self.pool.page_tokens)
+        tree = cache_tree(self.engine, requests)
+        cache = None if tree is None else PrefixCache(tree, self.pool.seq_bytes, self.pool.page_tokens)
         sched = Scheduler(requests, self.pool, self.scheduler, cache)
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
@@ -429,6 +429,6 @@ class Simulator:
         steps = np.array(records, dtype=np.float64).reshape(-1, 7)
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
-                     cache.stats() if cache is not None else None,
+                     cache.stats() if cache is not None and requests.prefix is not None else None,
                      first_use=self._first_use_json(compiled))
 

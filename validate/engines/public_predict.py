@@ -19,7 +19,8 @@ a ShareGPT conversation (vllm/benchmarks/datasets.py is_valid_sequence: prompt a
 same length, a burst runs in synchronised waves (max_num_seqs requests admitted together, decoding together,
 finishing together: long decode-only stretches), while spread lengths finish one by one, so that nearly every step
 admits a request and carries a prefill chunk beside its decodes (notes validate/notes/2026-11-28-public-misses.md).
-Engine limits the record omits are the engine's own defaults for its release and GPU (`engine_defaults`).
+Engine limits the record omits are the engine's own defaults for its release and GPU (`engine_defaults`), and so is
+prefix caching (`prefix_caching`: on in vLLM V1, so a preempted request re-hits its own pages).
 The host law is the profile's as measured (vLLM 0.24, asynchronous scheduling on) for every release: 0.10 / 0.11
 default to synchronous steps (roofline.engines.scheduling.vllm_async_scheduling), but what a synchronous step adds
 is unmeasured — the 0.24 law added serially makes the H100 closed-loop controls 37 % slow (notes
@@ -75,6 +76,21 @@ def engine_defaults(run: PublishedRun, memory_bytes: float, max_positions: int) 
         return 256, max(max_positions, 2048)
     big = memory_bytes >= 70 * GIB and "A100" not in run.deployment.hardware_as_published.upper()
     return (1024, 8192) if big else (256, 2048)
+
+
+def prefix_caching(run: PublishedRun) -> bool | None:
+    """Whether the record's engine caches prefixes: the record's flag, else for vLLM its release's default: on in V1
+    (EngineArgs._set_default_args, vllm/engine/arg_utils.py@v0.11.0 lines 1540-1561: "V1 always uses chunked prefills
+    and prefix caching for non-pooling tasks"), off in V0 (a release before V1_FIRST_RELEASE, as engine_defaults
+    takes it; 0.3.3 has no prefix cache); None: the engine profile's. The public records share no prompt content, so
+    what it changes is a preempted request's re-admission: with it on, vLLM finds its own freed blocks that no
+    allocation has taken (roofline.engines.scheduling, serving.prefix.cache_tree) and recomputes only the rest."""
+    if run.benchmark.prefix_caching is not None:
+        return run.benchmark.prefix_caching
+    release = run.engine.release
+    if run.engine.name != "vllm" or release is None:
+        return None
+    return tuple(int(x) for x in release.split(".")[:2]) >= V1_FIRST_RELEASE
 
 
 def replay_of(run: PublishedRun, defaults: tuple[int, int]) -> Replay:
@@ -170,7 +186,8 @@ def simulate(run: PublishedRun) -> dict:
         # the engine's own profile (scheduler, graph padding, host costs: roofline.engines.scheduling / timing),
         # with the limits this run used
         engine = scheduling(run.engine.name, hardware, entry="api", tp=dep.tp).with_overrides(
-            max_num_seqs=rep.max_num_seqs, max_num_batched_tokens=rep.max_num_batched_tokens)
+            max_num_seqs=rep.max_num_seqs, max_num_batched_tokens=rep.max_num_batched_tokens,
+            prefix_caching=prefix_caching(run))
         if run.engine.name == "vllm":  # the admission lag needs async scheduling: the flag, else the release's default
             flag = "--async-scheduling" in run.benchmark.command
             engine = replace(engine, admission_lag=vllm_admission_lag(vllm_async_scheduling(run.engine.release, flag)),

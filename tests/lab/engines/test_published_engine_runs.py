@@ -191,3 +191,15 @@ def test_a_sharegpt_burst_is_replayed_at_spread_lengths_vllm_bench_would_keep():
     rand = load_run(RUNS / "a100-gpustack-qwen3-14b-random-2k.json")
     p2, o2 = lengths(rand)
     assert set(p2.tolist()) == {round(rand.benchmark.input_tokens)} and set(o2.tolist()) == {100}
+
+
+def test_prefix_caching_is_the_records_else_its_releases_default():
+    """A record's flag stands (0.3.3's False, a current build's True); else vLLM V1 (0.9.1, 0.11.0) caches prefixes by
+    default (engine/arg_utils.py@v0.11.0 _set_default_args), so a preempted request of a random-prompt burst re-hits
+    its own pages; the replay's engine profile carries it."""
+    from validate.engines.public_predict import prefix_caching
+
+    assert prefix_caching(load_run(RUNS / "l40-llama-7b-tp8-sharegpt-rate10.json")) is False
+    assert prefix_caching(load_run(RUNS / "b200-qwen3-235b-a22b-fp8-tp4-c64-30k.json")) is True
+    assert prefix_caching(load_run(RUNS / "a100-80gb-qwen3-14b-awq-c1.json")) is True
+    assert prefix_caching(load_run(RUNS / "a100-gpustack-gpt-oss-120b-async-mnbt4096-random-32k.json")) is True
