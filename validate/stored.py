@@ -28,7 +28,7 @@ def exists(path: str | Path) -> bool:
 
 def read_text(path: str | Path, errors: str | None = None, newline: str | None = None) -> str:
     """`path`'s text as open(path).read() reads it (the same encoding, `errors` and `newline` rules), from the file
-    itself or, decompressed, from its NAME.gz."""
+    itself or, decompressed, from its NAME.gz (or from NAME.gz asked for by that name)."""
     where = stored(path)
-    with (gzip.open if where != Path(path) else open)(where, "rt", errors=errors, newline=newline) as f:
+    with (gzip.open if where.name.endswith(SUFFIX) else open)(where, "rt", errors=errors, newline=newline) as f:
         return f.read()

@@ -50,3 +50,14 @@ def test_each_committed_gz_is_its_names_only_copy_without_name_or_time() -> None
         head = path.read_bytes()[:10]
         # RFC 1952: magic 1f 8b, method 8; FLG (byte 3) without FNAME (0x08); MTIME (bytes 4-7) zero: gzip -n
         assert head[:3] == b"\x1f\x8b\x08" and not head[3] & 0x08 and head[4:8] == b"\0\0\0\0", path
+
+
+def test_a_packed_file_asked_for_by_its_own_name_is_decompressed(tmp_path):
+    import gzip
+
+    from validate import stored
+
+    with gzip.open(tmp_path / "server.log.gz", "wt") as f:
+        f.write("Iteration(0): one line\n")
+    assert stored.read_text(tmp_path / "server.log") == "Iteration(0): one line\n"
+    assert stored.read_text(tmp_path / "server.log.gz") == "Iteration(0): one line\n"

@@ -90,8 +90,15 @@ def main() -> None:
     p.add_argument("--stages", type=Path)
     p.add_argument("--run")
     a = p.parse_args()
-    window = windows(stored.read_text(a.stages))[a.run] if a.stages and a.run else (0.0, float("inf"))
-    for k, v in summary(steps(stored.read_text(a.log), window)).items():
+    try:
+        spans = windows(stored.read_text(a.stages)) if a.stages and a.run else {}
+        text = stored.read_text(a.log)
+    except (OSError, UnicodeDecodeError) as err:
+        p.exit(2, f"iter_log: {err}\n")
+    if a.run and a.stages and a.run not in spans:
+        p.exit(2, f"iter_log: --run {a.run!r} is not a stage of {a.stages} (stages: {', '.join(spans)})\n")
+    window = spans[a.run] if a.run and a.stages else (0.0, float("inf"))
+    for k, v in summary(steps(text, window)).items():
         print(f"{k:26s} {v:.2f}" if isinstance(v, float) else f"{k:26s} {v}")
 
 
