@@ -137,6 +137,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_unique_methods(args.method)
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = inputs(args)
+    from roofline.stored_bytes import uncounted_towers
+
+    if towers := uncounted_towers(model):  # the pool the simulation sizes is high by the tower left out
+        notes = [*notes, f"warning: {towers}"]
     clients = _clients(args)
     check_horizon(args, requests)
     rule = _router_rule(args)

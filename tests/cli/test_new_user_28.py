@@ -110,7 +110,7 @@ def test_qwen3_5_recurrent_state_is_stored_at_mamba_ssm_dtype(capsys):
     """Qwen/Qwen3.5-35B-A3B's text_config says "mamba_ssm_dtype": "float32" (tests/data/hf/Qwen3.5-35B-A3B, verbatim),
     and vLLM v0.24.0 stores the Gated DeltaNet recurrent state at it (models/config.py
     Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype; mamba_utils._mamba_state_dtype). The planner
-    kept it at bf16: half the state, a 545-token block instead of 1,056. By hand, per linear layer:
+    kept it at bf16: half the state, a 16 x cdiv(1,097,728, 32,768) = 544-token block instead of 1,056. By hand, per linear layer:
     32 value heads x 128 x 128 = 524,288 elements x 4 B = 2,097,152, conv (4 - 1) x (2 x 16 x 128 + 32 x 128) =
     24,576 x 2 B = 49,152: 2,146,304 B. vLLM raises the attention block to 16 x cdiv(2,146,304, 16 x 2,048 B/token
     (2 x 2 KV heads x 256 x 2 B)) = 16 x 66 = 1,056 tokens (HybridAttentionMambaModelConfig); a 32,768-token request
@@ -191,6 +191,9 @@ def test_a_tower_left_out_of_the_weights_is_said_in_plan_capacity_and_json(capsy
     assert result["encoders"]["uncounted"] in warning
     code, out, err = run(capsys, "capacity", "--model", path, "--hardware", "H200", "--engine", "vllm")
     assert code == 0 and "note: vision tower pixtral" in out
+    code, out, err = run(capsys, "simulate", "--model", path, "--hardware", "H200", "--method", "bf16", "--engine",
+                         "vllm", "--rate", "2", "--requests", "20")
+    assert code == 0 and "warning: vision tower pixtral" in out, err
     assert PIXTRAL == 420_083_712
 
 
