@@ -247,11 +247,13 @@ def test_an_evicting_best_says_what_attention_still_sees(capsys):
     rows = {r["method"]: r for r in _json(capsys, *argv)["results"]}
     assert rows["h2o-2048"]["limits"]["kept_tokens"] == 2_048
     assert rows["keyformer-50"]["limits"]["kept_tokens"] == 32_768
-    code, out, err = run(capsys, "best", "--model", _path("Apertus-8B-Instruct-2509"), "--hardware", "H100-SXM",
-                         "--context", "65536", "--batch", "32")
+    # README's `best` example: h2o-2048 ranks first for Qwen3-8B at 40,960 tokens, keeping 2,048 of them
+    code, out, err = run(capsys, "best", "--model", "Qwen3-8B", "--hardware", "H200", "--context", "40960",
+                         "--batch", "1")
     assert code == 0, err
     first = out.splitlines()[1]
-    assert not first.startswith("answer: h2o-2048") or ", evicts: attends to 2,048 of 65,536 tokens" in first
+    assert first.startswith("answer: h2o-2048: ") and ", evicts: attends to 2,048 of 40,960 tokens [" in first
+    assert all("evicts" not in line for line in out.splitlines()[2:] if "h2o" not in line and "keyformer" not in line)
     short = _json(capsys, "plan", "--context", "1024", "--batch", "1", "--method", "h2o-2048")
     assert short["results"][0]["notes"] == [] and short["results"][0]["limits"]["kept_tokens"] == 1_024
 
