@@ -110,7 +110,8 @@ def test_qwen3_5_recurrent_state_is_stored_at_mamba_ssm_dtype(capsys):
     """Qwen/Qwen3.5-35B-A3B's text_config says "mamba_ssm_dtype": "float32" (tests/data/hf/Qwen3.5-35B-A3B, verbatim),
     and vLLM v0.24.0 stores the Gated DeltaNet recurrent state at it (models/config.py
     Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype; mamba_utils._mamba_state_dtype). The planner
-    kept it at bf16: half the state, a 16 x cdiv(1,097,728, 32,768) = 544-token block instead of 1,056. By hand, per linear layer:
+    kept it at bf16: half the state, a 16 x cdiv(1,097,728, 32,768) = 544-token block instead of 1,056. By hand,
+    per linear layer:
     32 value heads x 128 x 128 = 524,288 elements x 4 B = 2,097,152, conv (4 - 1) x (2 x 16 x 128 + 32 x 128) =
     24,576 x 2 B = 49,152: 2,146,304 B. vLLM raises the attention block to 16 x cdiv(2,146,304, 16 x 2,048 B/token
     (2 x 2 KV heads x 256 x 2 B)) = 16 x 66 = 1,056 tokens (HybridAttentionMambaModelConfig); a 32,768-token request
@@ -281,3 +282,13 @@ def test_expert_weight_dtype_on_a_dense_model_is_refused(capsys):
     code, out, err = run(capsys, "plan", "--model", _path("Trinity-Nano-Preview"), "--expert-weight-dtype", "fp8",
                          "--method", "bf16")
     assert code == 0 and "experts fp8" in out.splitlines()[0], err
+
+
+def test_an_unknown_flag_is_named_with_its_command(capsys):
+    """`plan --gpu-memory-utilization 0.9` (capacity's flag) said 'roofline: error: roofline: unrecognized arguments:
+    ...': the program twice and not the command that refused it."""
+    code, out, err = run(capsys, "plan", "--gpu-memory-utilization", "0.9")
+    assert (code, out) == (2, "")
+    assert err == "roofline: error: plan: unrecognized arguments: --gpu-memory-utilization 0.9\n"
+    code, out, err = run(capsys, "frobnicate")
+    assert code == 2 and err.startswith("roofline: error: argument command: invalid choice: 'frobnicate'")
