@@ -246,10 +246,21 @@ def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
     if model.encoders:
         note = ("vision / audio towers the engine loads beside the decoder, added to the weights memory of the first "
                 "pipeline stage (split over tp); not in the decode step's weight reads")
-        missing = [f"{e.modality} tower {e.kind}" for e in model.encoders if not e.counted]
+        missing = uncounted_towers(model)
         if missing:
-            note += (f"; NOT counted (no parameter rule in roofline.catalogue.hf_vision): {', '.join(missing)} -- "
-                     "the weights memory is low by their size")
+            note += f"; {missing}"
         out["encoders"] = {"towers": [e.model_dump(mode="json") for e in model.encoders],
-                           "bytes": encoder_bytes(model), "note": note}
+                           "bytes": encoder_bytes(model), "note": note, "uncounted": missing}
     return out
+
+
+def uncounted_towers(model: Model) -> str | None:
+    """The towers of a multimodal config left out of the weights (no parameter rule for their wrapper or type in
+    roofline.catalogue.hf_vision), as one clause the text outputs print as a warning; None when every tower is
+    counted (or the model has none). An engine loads them all the same: the weights memory is low by their size
+    and the KV pool high by as much."""
+    missing = [f"{e.modality} tower {e.kind}" for e in model.encoders if not e.counted]
+    if not missing:
+        return None
+    return (f"{', '.join(missing)} NOT counted (no parameter rule in roofline.catalogue.hf_vision) -- the weights "
+            "memory is low by its size (and the KV pool high by as much)")

@@ -43,15 +43,31 @@ def _uploads(kind: str) -> dict[str, appdata.Source]:
     return st.session_state.setdefault(f"{kind}_uploads", {})
 
 
+def _source(kind: str, blobs: list[tuple[str, bytes]]) -> tuple[appdata.Source, object]:
+    source = appdata.upload_pair(blobs) if kind == "model" else appdata.upload_source(*blobs[0])
+    return source, cache.load(kind, source)
+
+
 def _on_upload(kind: str) -> None:
     got = st.session_state.get(f"{kind}_upload")
     files = [f for f in (got if isinstance(got, list) else [got]) if f is not None]
     if not files:  # the files were removed from the uploader: keep whatever is selected
         return
+    blobs = [(f.name, f.getvalue()) for f in files]
+    # the model uploader takes several files (a config.json with its hf_quant_config.json) and keeps every file
+    # dropped on it, a refused one included: the files just dropped are tried alone when the whole set is refused,
+    # so a good config.json dropped after a bad one (or after another model) is read, not refused as a third file
+    seen = st.session_state.setdefault(f"{kind}_upload_seen", set())
+    new = [b for b in blobs if (b[0], hashlib.sha256(b[1]).hexdigest()) not in seen]
+    seen.update((n, hashlib.sha256(b).hexdigest()) for n, b in blobs)
     try:
-        blobs = [(f.name, f.getvalue()) for f in files]
-        source = appdata.upload_pair(blobs) if kind == "model" else appdata.upload_source(*blobs[0])
-        spec = cache.load(kind, source)
+        try:
+            source, spec = _source(kind, blobs)
+        except RooflineError:
+            if not new or len(new) == len(blobs):
+                raise
+            source, spec = _source(kind, new)
+            blobs = new
     except RooflineError as err:
         st.session_state[f"{kind}_error"] = one_line(str(err))
         return

@@ -9,6 +9,7 @@ from roofline import report as fmt
 from roofline.dashboard import appdata
 from roofline.dashboard import trust as trust_caption
 from roofline.report import answer, display
+from roofline.stored_bytes import uncounted_towers
 
 BY = {"tokens": "most tokens/s", "context": "longest context", "batch": "most sequences"}
 
@@ -56,6 +57,8 @@ best = answer.answer_plan(plan, model, hardware, by)
 line = "**Answer:** " + fmt.md_escape(answer.headline(plan).removeprefix("answer: "))
 (st.success if best else st.error)(line)
 misses = answer.misses_lines(plan["results"], model.max_position_embeddings)
+if towers := uncounted_towers(model):  # a wrapper's tower the weights leave out (as `roofline plan` warns)
+    misses.append(f"warning: {towers}")
 st.caption("  \n".join(fmt.md_escape(m) for m in [*misses, *trust_caption.plan_caption_lines(
     plan["trust"]["text"], hardware, workload, model)]))
 

@@ -48,13 +48,31 @@ def _renamed(cfg: _Config, family: Family) -> _Config:
     return _Config(data, cfg.where, cfg.arch)
 
 
+# Qwen3.5's text_config names the dtype of its Gated DeltaNet recurrent state (the published Qwen3.5 configs:
+# "mamba_ssm_dtype": "float32"). vLLM serves Qwen3.5 only as Qwen3_5(Moe)ForConditionalGeneration, whose
+# Qwen3_5ForConditionalGenerationConfig.verify_and_update_config sets cache_config.mamba_ssm_cache_dtype to it when
+# the flag is 'auto' (vllm-project/vllm v0.24.0 vllm/model_executor/models/config.py); the temporal (recurrent)
+# state is then stored at that dtype, the conv state at the model dtype
+# (model_executor/layers/mamba/mamba_utils.py MambaStateDtypeCalculator._mamba_state_dtype). Values: vLLM's
+# MambaDType (config/cache.py); 'auto' keeps the model dtype.
+MAMBA_SSM_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": None}
+
+
 def _deltanet(cfg: _Config) -> dict[str, Any]:
-    """Gated DeltaNet shapes from the linear_* keys (Qwen3NextConfig / Qwen3_5TextConfig)."""
-    return {"kind": "gated_deltanet", "key_heads": cfg.integer("linear_num_key_heads"),
-            "value_heads": cfg.integer("linear_num_value_heads"),
-            "key_head_dim": cfg.integer("linear_key_head_dim"),
-            "value_head_dim": cfg.integer("linear_value_head_dim"),
-            "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
+    """Gated DeltaNet shapes from the linear_* keys (Qwen3NextConfig / Qwen3_5TextConfig), the recurrent state at
+    mamba_ssm_dtype where the config names one (MAMBA_SSM_DTYPES)."""
+    fields = {"kind": "gated_deltanet", "key_heads": cfg.integer("linear_num_key_heads"),
+              "value_heads": cfg.integer("linear_num_value_heads"),
+              "key_head_dim": cfg.integer("linear_key_head_dim"),
+              "value_head_dim": cfg.integer("linear_value_head_dim"),
+              "conv_kernel": cfg.integer("linear_conv_kernel_dim")}
+    ssm = cfg.data.get("mamba_ssm_dtype")
+    if ssm is None:
+        return fields
+    if not isinstance(ssm, str) or ssm not in MAMBA_SSM_DTYPES:
+        raise cfg.error("mamba_ssm_dtype", f"{ssm!r} is not one of {', '.join(MAMBA_SSM_DTYPES)} (vLLM's "
+                                           "mamba_ssm_cache_dtype: the Gated DeltaNet recurrent state's dtype)")
+    return fields | {"recurrent_dtype": MAMBA_SSM_DTYPES[ssm]}
 
 
 def _switch(cfg: _Config, value: str | bool) -> bool:

@@ -225,5 +225,7 @@ def read_encoders(data: dict[str, Any], where: str, arch: str) -> list[dict[str,
         counted = kind is not None if modality == "vision" else audio is not None
         if isinstance(tower, dict) and not counted:
             name = tower.get("model_type") or f"{data.get('model_type')}:{modality}"
+            if modality == "vision" and name in TOWERS:  # the tower has a rule, its wrapper type none
+                name = f"{name} (wrapper type {data.get('model_type')!r} has no row in WRAPPERS)"
             out.append({"modality": modality, "kind": str(name), "parameters": 0, "counted": False})
     return out

@@ -25,7 +25,8 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage dump) and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"roofline: error: {self.prog.removeprefix('roofline ')}: {message}\n")
+        where = self.prog.removeprefix("roofline").strip()
+        self.exit(EXIT_USAGE, f"roofline: error: {where + ': ' if where else ''}{message}\n")
 
 
 # Flags are bounded so every expression is evaluated on a plausible domain (the Workload's own caps).
@@ -396,7 +397,9 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; warnings (implausible figures) go to stderr as `roofline: warning: ...` lines."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command that does not take them ('roofline: error: roofline: ...' before)
+        parser.exit(EXIT_USAGE, f"roofline: error: {args.command}: unrecognized arguments: {' '.join(extra)}\n")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PlausibilityWarning)
         try:

@@ -34,6 +34,8 @@ def _brief(r: dict[str, Any]) -> dict[str, Any]:
     for key in ("fewest_gpus", "sla"):  # sla: under --tpot-target-ms (cli.plan._sla)
         if key in r:
             out[key] = r[key]
+    if "kept_tokens" in r.get("limits", {}):  # an evicting method: what attention still sees (report.answer)
+        out["kept_tokens"] = r["limits"]["kept_tokens"]
     return out
 
 
@@ -61,9 +63,10 @@ def best_text(b: dict[str, Any]) -> str:
     if b["best"] is None:
         lines = [head, "answer: no method fits"]
     else:
-        lines = [head, f"answer: {_line(b['best'])}", *_sla_lines(b["best"], b["workload"]["batch"])]
+        context = b["workload"]["context_tokens"]
+        lines = [head, f"answer: {_line(b['best'], context)}", *_sla_lines(b["best"], b["workload"]["batch"])]
         for r in b["ranked"][1:1 + RUNNERS_UP]:
-            lines += [f"  {r['rank']}. {_line(r)}", *_sla_lines(r, b["workload"]["batch"])]
+            lines += [f"  {r['rank']}. {_line(r, context)}", *_sla_lines(r, b["workload"]["batch"])]
         if len(b["ranked"]) > 1 + RUNNERS_UP:
             lines.append(f"  ... {len(b['ranked']) - 1 - RUNNERS_UP} more that fit (roofline plan shows them all)")
     lines += misses_lines(b["not_fit_rows"], b.get("max_positions"))
@@ -80,8 +83,10 @@ def _sla_lines(r: dict[str, Any], batch: int) -> list[str]:
     return [f"     {_sla_text(r['sla'], batch)}"] if "sla" in r else []
 
 
-def _line(r: dict[str, Any]) -> str:
+def _line(r: dict[str, Any], context: int) -> str:
     gpus = f", {r['fewest_gpus']['gpus']} GPUs" if "fewest_gpus" in r else ""
+    kept = r.get("kept_tokens")
+    gpus += f", evicts: attends to {kept:,} of {context:,} tokens" if kept is not None and kept < context else ""
     speed = (f"TTFT {display.seconds(r['ttft_s'])}, no decode" if r["tokens_per_s"] is None
              else f"{r['tokens_per_s']:,.0f} tok/s, TPOT {display.seconds(r['tpot_s'])}")
     return (f"{r['method']}: {speed}, max context {r['max_context_capped']:,}, max batch {r['max_batch']:,}{gpus} "

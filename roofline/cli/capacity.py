@@ -135,8 +135,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.engines import capacity
     from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling
+    from roofline.report.bounds import check_expert_dtype
 
     model = load_model(args.model, name=args.name)
+    check_expert_dtype(model, args.expert_weight_dtype)
     options = _options(args)
     hardware = load_hardware(args.hardware or "H100-SXM")
     if options.max_num_batched_tokens is None and args.engine in SCHEDULING_ENGINES:
@@ -158,6 +160,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     if read:
         result["checkpoint_read"] = read
     _no_room(result, parts, options)
+    from roofline.stored_bytes import uncounted_towers
+
+    if parts is not None and (missing := uncounted_towers(model)):  # the estimate's weights miss a tower
+        result["notes"] = [*result.get("notes", ()), missing]
     from roofline.trust.quantities import capacity_trust
 
     result["trust"] = capacity_trust(hardware, args.engine, model, budget_logged=options.kv_memory_bytes is not None)

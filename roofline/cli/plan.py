@@ -136,11 +136,12 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
     from roofline.report.answer import rank
-    from roofline.report.bounds import check_parallel
+    from roofline.report.bounds import check_expert_dtype, check_parallel
     from roofline.trust import plan_trust
 
     model = load_model(args.model or DEFAULT_SCENARIO["model"], name=args.name)
     check_parallel(model, args.tp, args.pp, args.ep)
+    check_expert_dtype(model, args.expert_weight_dtype)
     raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)
@@ -221,7 +222,9 @@ def _methods(requested: list[str] | None, model, all_methods: bool = False) -> t
     does not apply to the model (e.g. AQUA-KV on MLA) is skipped with its reason. None applying is an error."""
     from roofline.errors import SpecError
     from roofline.methods import applies, parse_method, presets
+    from roofline.report.bounds import check_unique_methods
 
+    check_unique_methods(requested)
     names = list(requested or [])
     if all_methods or not names:
         names += [n for n in sorted(presets()) if n not in names]

@@ -125,6 +125,8 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
                                                       else "") + f"\n{headline(result)}\n")
     head += "".join(f"{line}\n" for line in misses_lines(result["results"], result.get("max_positions")))
     head += memory_line(result) + "\n"
+    if missing := result.get("encoders", {}).get("uncounted"):  # a wrapper's tower left out of the weights above
+        head += f"warning: {missing}\n"
     if "ceilings" in result:
         head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
                  + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "")

@@ -126,7 +126,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.cli.simulate_checks import check_engine_limits, check_flags, check_horizon, check_speculative
     from roofline.cli.simulate_inputs import inputs, length_fields
     from roofline.methods import parse_method
-    from roofline.report.bounds import check_parallel
+    from roofline.report.bounds import check_parallel, check_unique_methods
     from roofline.serving.search import fleet, max_rate_at_slo
     from roofline.specs import Workload
 
@@ -134,8 +134,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     model, hardware = load_model(args.model), load_hardware(args.hardware)
     check_parallel(model, args.tp, args.pp)
     check_speculative(args, model)
+    check_unique_methods(args.method)
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = inputs(args)
+    from roofline.stored_bytes import uncounted_towers
+
+    if towers := uncounted_towers(model):  # the pool the simulation sizes is high by the tower left out
+        notes = [*notes, f"warning: {towers}"]
     clients = _clients(args)
     check_horizon(args, requests)
     rule = _router_rule(args)

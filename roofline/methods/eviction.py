@@ -44,6 +44,30 @@ class Eviction(MethodConfig):
         ratio = sp.nsimplify(self.budget_ratio, rational=True)
         return ceildiv(L * ratio.p, ratio.q)
 
+    def kept_tokens(self, context: int) -> int:
+        """Tokens a sequence of `context` keeps per layer: min(budget_tokens, context), or ceil(context x
+        budget_ratio)."""
+        if self.budget_tokens is not None:
+            return min(self.budget_tokens, context)
+        ratio = sp.nsimplify(self.budget_ratio, rational=True)
+        return min(context, -(-context * int(ratio.p) // int(ratio.q)))
+
+    def limits(self, model: Model, probe) -> dict:
+        """`kept_tokens`: the tokens of the plan's context each layer keeps (what attention sees); the plan's answer
+        says so when an eviction row is the best (report.answer.headline)."""
+        return {"kept_tokens": self.kept_tokens(probe.context)}
+
+    def plan_notes(self, model: Model, probe, data: dict) -> list[str]:
+        """An evicting row's memory and speed are those of a cache of kept_tokens per layer: it says how much of the
+        context attention no longer sees (its accuracy cost is not modelled here: the seed papers' figures are in
+        `roofline claims`)."""
+        kept, context = self.kept_tokens(probe.context), probe.context
+        if kept >= context:
+            return []
+        return [f"evicts: keeps {kept:,} of the {context:,} tokens per layer ({kept / context:.1%}; {self.policy} "
+                f"chooses which), so attention sees only those; its fit and speed are of that smaller cache and its "
+                f"accuracy cost is not modelled"]
+
     def extras(self, model: Model) -> Extras:
         """Score bookkeeping: H2O and Keyformer keep one fp32 score per KV head and token, 4·H_kv bytes per
         token and layer (one head for an MLA latent); 'streaming' keeps none."""

@@ -152,5 +152,8 @@ def headline(result: Mapping[str, Any]) -> str:
 
     speed = (f"TTFT {seconds(best['ttft_s'])}, no decode" if best["tokens_per_s"] is None
              else f"{best['tokens_per_s']:,.0f} tok/s, TPOT {seconds(best['tpot_s'])}")
+    kept, context = best.get("limits", {}).get("kept_tokens"), result["workload"]["context_tokens"]
+    evicts = (f"; it evicts: attends to {kept:,} of the {context:,} tokens per layer, accuracy not modelled"
+              if kept is not None and kept < context else "")
     return (f"answer: {a['fits']} of {a['rows']} methods fit; best by {a['by_text']}: {best['method']} "
-            f"({speed}, max context {ctx_text}, max batch {best['max_batch']:,})")
+            f"({speed}, max context {ctx_text}, max batch {best['max_batch']:,}{evicts})")

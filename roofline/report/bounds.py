@@ -29,6 +29,25 @@ def check_parallel(model, tp: int = 1, pp: int = 1, ep: int = 1) -> None:
                         f"(every stage needs at least one layer)")
 
 
+def check_expert_dtype(model, expert_dtype: str | None) -> None:
+    """Refuses --expert-weight-dtype on a model without routed experts: it sets nothing there, yet `plan` printed
+    'experts mxfp4' in its header as if it applied (ep > 1 is refused the same way by the planner)."""
+    if expert_dtype and model.moe is None:
+        raise SpecError(f"--expert-weight-dtype: {expert_dtype} sets the routed experts' width; {model.name} has no "
+                        "routed experts (use --weight-dtype for its weights)")
+
+
+def check_unique_methods(specs) -> None:
+    """Refuses a --method SPEC given twice: its two rows would be the same numbers ranked 1 and 2 ('2 of 2 methods
+    fit'), which buries the answer under a duplicate (the SPEC's text as typed; presets and their spelled-out
+    fields are left to the user)."""
+    seen: set[str] = set()
+    for spec in specs or ():
+        if spec in seen:
+            raise SpecError(f"--method: {spec!r} is given twice; give each SPEC once (its rows would be identical)")
+        seen.add(spec)
+
+
 def check_trace_file(path: str) -> int:
     """The size of a trace file that may be read whole: refuses a missing path, anything but a regular file
     (FIFO, device, folder, socket) and a file past MAX_TRACE_BYTES, without opening it."""

@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from roofline.specs.bounds import Bound, check
 
+NAME_CHARS = 200
+
 
 class Spec(BaseModel):
     """Frozen pydantic model that rejects unknown keys; every field carries a description.
@@ -22,6 +24,16 @@ class Spec(BaseModel):
     @model_validator(mode="after")
     def _within_bounds(self) -> Spec:
         check(self.__dict__, type(self).BOUNDS)
+        return self
+
+    @model_validator(mode="after")
+    def _one_line_name(self) -> Spec:
+        """A spec's name heads every table, CSV row and dashboard label: one line of at most NAME_CHARS printable
+        characters (a newline in --name split `plan`'s header in two)."""
+        name = self.__dict__.get("name")
+        if isinstance(name, str) and (not name or len(name) > NAME_CHARS or not name.isprintable()):
+            raise ValueError(f"name: {name!r} must be 1 to {NAME_CHARS} printable characters on one line (no "
+                             "newline, tab or other control character)")
         return self
 
     def plausibility_warnings(self) -> list[str]:

@@ -269,3 +269,47 @@ def test_every_view_renders_fast_and_matches_the_library(server):
             (ROOT / "ci-artifacts" / "browser_timings.txt").write_text(text)
         finally:
             browser.close()
+
+
+def test_uploads_in_the_browser_a_refused_file_then_a_real_config(server, tmp_path):
+    """The model uploader in Chromium (session 28, validate/notes/2026-11-30-new-user-28.md): a config.json whose
+    num_key_value_heads is -8 gives its one line and leaves Llama-3.1-8B selected; Trinity-Nano-Preview's config.json
+    dropped next (the refused file still in the uploader's list) becomes the model, and the answer is its plan: the
+    page's answer equals the library's headline for it. Before, the second file was refused as 'upload one spec or
+    config.json ...' (the browser sends both files)."""
+    from roofline.catalogue import load_hardware
+    from roofline.methods import parse_method
+    from roofline.planner import plan
+    from roofline.report.answer import answer_plan, headline
+
+    data = ROOT / "tests" / "data" / "hf" / "Trinity-Nano-Preview" / "config.json"
+    bad = tmp_path / "bad" / "config.json"
+    bad.parent.mkdir()
+    bad.write_text(data.read_text().replace('"num_key_value_heads": 2', '"num_key_value_heads": -8'))
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.set_default_timeout(SETTLE_S * 1000)
+            clock = Clock(page)
+            clock.time("load (Plan)", lambda: page.goto(server, wait_until="domcontentloaded"))
+            clock.time("open the upload box", lambda: page.get_by_text("Upload a hardware or model spec").click())
+            model_input = page.locator('input[type="file"]').nth(1)
+            clock.time("upload a config.json with num_key_value_heads -8",
+                       lambda: model_input.set_input_files(str(bad)))
+            alerts = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').all_inner_texts()
+            assert any("num_key_value_heads: expected a positive integer, got -8" in a for a in alerts), alerts
+            scenario = page.get_by_text(" on 1 x H100-SXM (tp 1, pp 1").first  # the Plan page's scenario caption
+            assert scenario.inner_text().startswith("Llama-3.1-8B on ")
+            clock.time("upload Trinity-Nano-Preview's config.json",
+                       lambda: page.locator('input[type="file"]').nth(1).set_input_files(str(data)))
+            _shot(page, "11_upload_after_a_refused_file")
+            assert scenario.inner_text().startswith("uploaded-model on ")  # an upload without _name_or_path
+            model = appdata.spec_from_text("model", data.read_text(), "config.json")
+            expected = plan(model, load_hardware("H100-SXM"), appdata.workload_from({}),
+                            [parse_method(s) for s in appdata.DEFAULT_METHODS])
+            answer_plan(expected, model, load_hardware("H100-SXM"))
+            shown = page.locator('[data-testid="stAlert"]', has_text="Answer:").first.inner_text()
+            assert shown.replace("Answer:", "answer:", 1).strip() == headline(expected)
+        finally:
+            browser.close()

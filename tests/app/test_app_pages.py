@@ -323,6 +323,27 @@ def test_model_uploads_hf_config_then_a_bad_file_keeps_it():
     assert at.selectbox(key="model").value == chosen
 
 
+def test_model_upload_after_a_refused_file_reads_the_new_file():
+    """The browser's model uploader takes several files (a config.json with its hf_quant_config.json) and keeps every
+    file dropped on it, a refused one too (seen in Chromium, session 28: validate/notes/2026-11-30-new-user-28.md):
+    a good config.json dropped after a bad file arrived beside it and was refused as a second spec ('upload one spec
+    or config.json ...'). Now the files just dropped are read alone when the whole set is refused."""
+    at = fresh().run()
+    upload(at, "model", "bad.json", b"[1, 2]", "upload a config.json that is a list")
+    no_exception(at)
+    assert any("bad.json" in plain(e.value) for e in at.sidebar.error)
+    assert at.selectbox(key="model").value == "Llama-3.1-8B"
+    config = (ROOT / "tests" / "data" / "hf" / "Trinity-Nano-Preview" / "config.json").read_bytes()
+    at.get_by_key("model_upload").set_value([("bad.json", b"[1, 2]", "application/json"),
+                                             ("config.json", config, "application/json")])
+    timed("upload a good config.json beside the refused file", at)
+    no_exception(at)
+    chosen = at.selectbox(key="model").value
+    assert chosen.startswith("uploaded: ") and "(config.json, " in chosen and "bad.json" not in chosen
+    assert not at.sidebar.error
+    assert appdata.load_source("model", at.session_state["model_uploads"][chosen]).moe.num_experts == 128
+
+
 def test_model_upload_of_a_modelopt_pair_plans_its_quantization():
     """nvidia/Llama-3.1-70B-Instruct-FP8 keeps its quantization only in hf_quant_config.json (quant_algo FP8,
     kv_cache_quant_algo FP8): uploaded with its config.json the model is FP8 with an FP8 KV cache, as the CLI reads a
