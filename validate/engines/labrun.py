@@ -71,3 +71,31 @@ def sends(meas: dict) -> list[float]:
     """A saved result's send instants (--save-detailed start_times), seconds from the first."""
     t0 = meas["start_times"][0]
     return [t - t0 for t in meas["start_times"]]
+
+
+def simulated_trace(args: list[str]):
+    """`roofline simulate ARGS` run in this process, returning the simulator's first Trace (per-request first
+    tokens and finishes, per-step records) that its printed summary is made from; SystemExit on a refusal."""
+    import contextlib
+    import io
+
+    from roofline.cli import main as cli
+    from roofline.serving import simulate as S
+
+    got = {}
+    orig = S.Simulator.run
+
+    def run(self, *a, **k):
+        t = orig(self, *a, **k)
+        got.setdefault("trace", t)
+        return t
+
+    S.Simulator.run = run
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = cli(["simulate", *args])
+    finally:
+        S.Simulator.run = orig
+    if code or "trace" not in got:
+        raise SystemExit(f"simulate {' '.join(args)}: exit {code}")
+    return got["trace"]

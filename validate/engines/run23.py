@@ -81,30 +81,10 @@ def predict(out: Path) -> None:
 
 def model_clusters(trace: Path, conc: int, host: float) -> float:
     """The model's first-token clusters of a trace (the simulator's per-request first tokens)."""
-    from roofline.serving import simulate as S
-
-    got = {}
-    orig = S.Simulator.run
-
-    def run(self, *a, **k):
-        t = orig(self, *a, **k)
-        got.setdefault("t", t)
-        return t
-
-    S.Simulator.run = run
-    try:
-        import contextlib
-        import io
-
-        from roofline.cli import main
-        args = ["simulate", "--model", run20.MODEL, "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
-                "--trace", str(trace), "--no-search", "--json", "--host-speed", repr(host),
-                *(["--max-concurrency", str(conc)] if conc else [])]
-        with contextlib.redirect_stdout(io.StringIO()):
-            main(args)
-    finally:
-        S.Simulator.run = orig
-    return first_token_clusters(got["t"].first_token_s)
+    t = labrun.simulated_trace(["--model", run20.MODEL, "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
+                                "--trace", str(trace), "--no-search", "--json", "--host-speed", repr(host),
+                                *(["--max-concurrency", str(conc)] if conc else [])])
+    return first_token_clusters(t.first_token_s)
 
 
 def compare(results: Path, predicted: dict) -> str:

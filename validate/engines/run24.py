@@ -13,16 +13,13 @@ engine's queue and prefill, means) and the streamed tokens a second (generation_
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import io
 import json
 import statistics
 import subprocess
 import tempfile
 from pathlib import Path
 
-from roofline.cli import main as cli
 from validate import stored
 from validate.engines import labrun
 from validate.engines.models import TINY
@@ -46,26 +43,9 @@ def simulate(n: int, host: float) -> float:
     trace = write_trace(tmp / "t.csv", arrivals, [BG_IN] * n + [PROBE] * PROBE_N, [BG_OUT] * n + [PROBE_OUT] * PROBE_N)
     config = tmp / "config.json"
     config.write_text(json.dumps(TINY))
-    from roofline.serving import simulate as S
-
-    got = {}
-    orig = S.Simulator.run
-
-    def run(self, *a, **k):
-        t = orig(self, *a, **k)
-        got.setdefault("trace", t)
-        return t
-
-    S.Simulator.run = run
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = cli(["simulate", "--model", str(config), "--hardware", "H200", "--method", "bf16", "--engine",
-                        "vllm", "--trace", str(trace), "--no-search", "--json", "--host-speed", repr(host)])
-    finally:
-        S.Simulator.run = orig
-    if code:
-        raise SystemExit(f"simulate failed ({code})")
-    return 1e3 * statistics.median(got["trace"].ttft_s[n:])  # the probe: the requests after the n streams
+    t = labrun.simulated_trace(["--model", str(config), "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
+                                "--trace", str(trace), "--no-search", "--json", "--host-speed", repr(host)])
+    return 1e3 * statistics.median(t.ttft_s[n:])  # the probe: the requests after the n streams
 
 
 def predict(out: Path) -> None:
