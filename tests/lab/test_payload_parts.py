@@ -79,7 +79,6 @@ def _tar_zst(dst: Path, name: str, files: dict[str, bytes], tmp: Path) -> None:
     subprocess.run([ZSTD, "-q", "-f", str(tmp / f"{name}.tar"), "-o", str(dst)], check=True)
 
 
-@pytest.mark.skipif(ZSTD is None, reason="zstd not installed")
 @pytest.mark.parametrize("nixl", ["parts", "whole", "none"])
 def test_unpack_payload_rejoins_nixl_parts_and_keeps_the_other_ways(tmp_path, nixl):
     home = tmp_path / "home"
