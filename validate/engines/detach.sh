@@ -73,3 +73,34 @@ qwen3_k1() {
   PORT=8000
 }
 cubins() { find $HOME /tmp -xdev -name '*.cubin' -newer "$1" 2>/dev/null | wc -l; }
+# serve_model TRIES [ARGS...]: `vllm serve $M` (dummy weights, max_model_len 4096, port $PORT, ARGS added) in its own
+# session, its log RESDIR/server.log; waits up to TRIES x 2 s for /health; SPID the server's session
+serve_model() {
+  local tries=$1; shift
+  setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 "$@" \
+    > $R/server.log 2>&1 &
+  SPID=$!; local t0; t0=$(date +%s)
+  wait_healthy $SPID $R/server.log $PORT "$tries"
+  echo "server up after $(( $(date +%s) - t0 )) s"
+}
+# served_run RUN SEED RATE CONC: bench_random at RATE (CONC > 0: --max-concurrency CONC), then the cubins written
+# since RESDIR/.RUN-marker (touched before) and the run's headline figures on the driver's log
+served_run() {
+  local run=$1 seed=$2 rate=$3 conc=$4 extra=()
+  [ "$conc" != 0 ] && extra=(--max-concurrency "$conc")
+  bench_random $run $seed $rate 240 "${extra[@]}"
+}
+run_done() {
+  cubins $R/.$1-marker > $R/$1-cubins.txt
+  echo "$1: cubins $(cat $R/$1-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$1-bench.log | tr -s ' ' | tr '\n' ' ')"
+}
+# served_runs SPEC...: each RUN:SEED:RATE:CONC a stage of its own: marker, served_run, run_done
+served_runs() {
+  local spec run seed rate conc
+  for spec in "$@"; do
+    IFS=: read -r run seed rate conc <<< "$spec"; stage $run
+    touch $R/.$run-marker
+    served_run $run $seed $rate $conc
+    run_done $run
+  done
+}

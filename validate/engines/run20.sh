@@ -21,19 +21,8 @@ CONCS="1 16" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $
 M=$HOME/models/Qwen3-30B-A3B
 PORT=8000
 stage S
-setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 \
-  > $R/server.log 2>&1 &
-SPID=$!; T0=$(date +%s)
-wait_healthy $SPID $R/server.log $PORT 240
-echo "server up after $(( $(date +%s) - T0 )) s"
-for spec in cold:201:4:0 warm:202:4:0 r8:203:8:0 r16:204:16:0 c32:205:inf:32; do
-  IFS=: read -r run seed rate conc <<< "$spec"; stage $run
-  touch $R/.$run-marker
-  extra=(); [ "$conc" != 0 ] && extra=(--max-concurrency "$conc")
-  bench_random $run $seed $rate 240 "${extra[@]}"
-  cubins $R/.$run-marker > $R/$run-cubins.txt
-  echo "$run: cubins $(cat $R/$run-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
-done
+serve_model 240
+served_runs cold:201:4:0 warm:202:4:0 r8:203:8:0 r16:204:16:0 c32:205:inf:32
 kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
 stage K2; probe
 CONCS="1 16" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R 2 > $R/driver-K2.log 2>&1; probe

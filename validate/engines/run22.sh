@@ -13,18 +13,7 @@ source "$(dirname "$0")/detach.sh"
 detach "$0" "$@"
 qwen3_k1
 stage S
-setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 4096 --port $PORT --seed 0 \
-  > $R/server.log 2>&1 &
-SPID=$!; T0=$(date +%s)
-wait_healthy $SPID $R/server.log $PORT 400
-echo "server up after $(( $(date +%s) - T0 )) s"
-for spec in cold:201:6:0 r6:203:6:0 r12:204:12:0 c16:205:inf:16; do
-  IFS=: read -r run seed rate conc <<< "$spec"; stage $run
-  touch $R/.$run-marker
-  extra=(); [ "$conc" != 0 ] && extra=(--max-concurrency "$conc")
-  bench_random $run $seed $rate 240 "${extra[@]}"
-  cubins $R/.$run-marker > $R/$run-cubins.txt
-  echo "$run: cubins $(cat $R/$run-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
-done
+serve_model 400
+served_runs cold:201:6:0 r6:203:6:0 r12:204:12:0 c16:205:inf:16
 kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log

@@ -27,11 +27,7 @@ probe() {  # probe RUN LEN SEED: 12 prompts of exactly LEN tokens, 4 outputs, on
     > $R/$1-bench.log 2>&1
 }
 stage S
-VLLM_LOGGING_CONFIG_PATH=$HERE/logging-iter.json setsid vllm serve $M --load-format dummy --dtype bfloat16 \
-  --max-model-len 4096 --port $PORT --seed 0 --enable-logging-iteration-details > $R/server.log 2>&1 &
-SPID=$!; T0=$(date +%s)
-wait_healthy $SPID $R/server.log $PORT 400
-echo "server up after $(( $(date +%s) - T0 )) s"
+VLLM_LOGGING_CONFIG_PATH=$HERE/logging-iter.json serve_model 400 --enable-logging-iteration-details
 metrics start
 for spec in cold:201:6:0 P2k:2048:301 P256:256:302 r6:203:6:0 r12:204:12:0 c16:205:inf:16; do
   IFS=: read -r run seed rate conc <<< "$spec"; stage $run
@@ -39,12 +35,10 @@ for spec in cold:201:6:0 P2k:2048:301 P256:256:302 r6:203:6:0 r12:204:12:0 c16:2
   if [ "${run:0:1}" = P ]; then
     probe $run $seed $rate
   else
-    extra=(); [ "$conc" != 0 ] && extra=(--max-concurrency "$conc")
-    bench_random $run $seed $rate 240 "${extra[@]}"
+    served_run $run $seed $rate $conc
   fi
   metrics $run
-  cubins $R/.$run-marker > $R/$run-cubins.txt
-  echo "$run: cubins $(cat $R/$run-cubins.txt) $(grep -E 'Median TTFT|P99 TTFT|Median TPOT' $R/$run-bench.log | tr -s ' ' | tr '\n' ' ')"
+  run_done $run
 done
 kill -TERM -$SPID; sleep 5; kill -KILL -$SPID 2>/dev/null
 grep -c "Iteration(" $R/server.log > $R/iterations.txt
