@@ -27,25 +27,22 @@ import pytest
 
 from roofline.catalogue import load_hardware
 from roofline.engines.scheduling import scheduling
-from roofline.serving.pool import KVPool
 from roofline.serving.prefix import cache_tree, own_pages
 from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.requests import Requests
 from roofline.serving.scheduler import Scheduler, SchedulerConfig
 
+# (prompt, output) per request, pool bytes, token budget per step; the pool; the step-by-step admissions
+from tests.serving.test_serving_prefix_preempt import AFTER_FIRST_TOKEN, BEFORE_FIRST_TOKEN, _pool
+from tests.serving.test_serving_prefix_preempt import _admissions as step_admissions
+
 H100 = load_hardware("H100-SXM")
-# (prompt, output) per request, pool bytes, token budget per step (tests/serving/test_serving_prefix_preempt.py's)
-AFTER_FIRST_TOKEN = ([(32, 40), (32, 40)], 128, 256)
-BEFORE_FIRST_TOKEN = ([(16, 8), (95, 1)], 96, 32)
 
 
 def _requests(rows) -> Requests:
+    """The preempt test's requests without its shared system prompt: a workload sharing nothing."""
     prompt, output = (np.array(col, dtype=np.int64) for col in zip(*rows, strict=True))
     return Requests(np.zeros(len(rows)), prompt, output)
-
-
-def _pool(capacity: int) -> KVPool:
-    return KVPool.uniform(capacity, 16, 1.0, 4096, f"test: {capacity // 16} pages of 16 tokens, 1 byte per token")
 
 
 def _vllm(budget: int, caching: bool = True):
@@ -80,24 +77,7 @@ def _admissions(rows, capacity, budget, caching: bool) -> tuple[list[tuple[int, 
     sched = Scheduler(reqs, pool, SchedulerConfig(budget, 256), cache)
     sched.waiting.extend(range(len(rows)))
     sched.arrived = len(rows)
-    seen, step = [], [0]
-    take = sched._take
-
-    def logged(i, todo, budget, free):
-        out = take(i, todo, budget, free)
-        if out is not None:
-            seen.append((step[0], i, out[1]))
-        return out
-
-    sched._take = logged
-    for k in range(1, 60):
-        step[0] = k
-        sched.now = float(k)
-        plan = sched.schedule()
-        if plan is None:
-            break
-        sched.commit(plan, float(k))
-    return seen, sched.preemptions
+    return step_admissions(sched, 59), sched.preemptions
 
 
 def test_a_preempted_request_of_a_workload_sharing_nothing_hits_its_own_pages():
