@@ -154,3 +154,32 @@ def emission_delay_s(first_token_s: np.ndarray, steps: np.ndarray, per_seq_s: fl
     row = np.clip(np.searchsorted(steps[:, 0], first_token_s[ok], side="left") - 1, 0, len(steps) - 1)
     out[ok] = per_seq_s * steps[row, 2]
     return out
+
+
+def launch_delay_s(stamp_s: np.ndarray, steps: np.ndarray, launch_s: np.ndarray) -> np.ndarray:
+    """Per request, how much later than its step's end a token stamped at `stamp_s` (a step's end) leaves the engine:
+    the eager launch of the step after (Trace.launch_s of the record starting at the stamp, back to back); 0 where
+    the engine went idle after the step or the next step replays captured graphs, and for stamps not here (NaN:
+    another replica's).
+
+    vLLM 0.24's engine core under asynchronous scheduling (v1/engine/core.py@v0.24.0:519-603
+    step_with_batch_queue; one GPU's UniProcExecutor runs execute_model on the core's thread,
+    v1/executor/uniproc_executor.py:79-104) schedules and launches step n + 1, then blocks on step n's result and
+    sends its outputs: step n's tokens leave once step n + 1 is launched. SGLang's overlap loop does the same
+    (event_loop_overlap: run_batch of the next batch before process_batch_result of the last). A graph replay's
+    schedule and launch are in the profile's request path already (api_request_s: the tiny server's TTFT at
+    concurrency 1, whose first token waited for its decode's) and its growth with the running sequences in
+    emission_delay_s; an eager step's launch (EngineOverheads.eager_s, 49-55 ms for Qwen3-30B-A3B on run 23's host)
+    is not: seen in run 23's own step log (validate/notes/2026-11-30-vllm-h200-run23.md, last section), a step's
+    line 47 ms after the one before, the eager launch of the next, with 21 / 43 / 20 % of prefill steps followed by
+    an eager step at 6 / 12 req/s and 16 clients."""
+    out = np.zeros(len(stamp_s))
+    if not len(steps):
+        return out
+    ok = np.flatnonzero(np.isfinite(stamp_s))
+    row = np.searchsorted(steps[:, 0], stamp_s[ok], side="left")
+    inside = row < len(steps)
+    ok, row = ok[inside], row[inside]
+    back = steps[row, 0] == stamp_s[ok]
+    out[ok[back]] = launch_s[row[back]]
+    return out

@@ -39,7 +39,7 @@ from roofline.serving.requests import Requests
 from roofline.serving.router import CacheAware, choose
 from roofline.serving.scheduler import Scheduler
 from roofline.serving.search import usd_per_million_tokens
-from roofline.serving.simulate import BLOCK_STEPS, SPEC_SEED, Simulator, Slo, Trace
+from roofline.serving.simulate import BLOCK_STEPS, SPEC_SEED, Simulator, Slo, Trace, last_seen
 
 ROUTERS = ("round-robin", "least-outstanding", "prefix-aware")
 
@@ -52,6 +52,7 @@ class _Replica:
     start: float = 0.0
     ends: np.ndarray | None = None
     steps: int = 0
+    launch: tuple = (0.0, 0.0)  # the block's steps' host and eager launch seconds (Simulator.block_launch_s)
     version: int = 0  # bumps when the block in flight is cut: stale heap entries are skipped
     held: list = field(default_factory=list)  # (arrival, id) routed here, not yet seen (the engine's admission lag)
     # its place in the fleet: breaks ties between events at one instant, lowest first (kernel_loop's argmin does the
@@ -81,14 +82,14 @@ class FleetTrace:
 
 
 def _emitted(out: FleetTrace, per_seq_s: float) -> FleetTrace:
-    """Each replica's first tokens delayed by that replica's step outputs on the way out (Trace.emitted), the
-    merged trace taking each request's from its own replica."""
-    if not per_seq_s:
-        return out
+    """Each replica's first tokens delayed by that replica's step outputs on the way out and by the next step's
+    eager launch (Trace.emitted), the merged trace taking each request's from its own replica."""
     if not isinstance(out.replicas, list):  # kernel_fleet.KernelReplicas: each request against its own replica's
         first, reps = out.replicas.emitted(per_seq_s)  # records in one compiled pass, no replica's Trace built
         return FleetTrace(replace(out.trace, first_token_s=first), reps, out.routed)
     reps = [t.emitted(per_seq_s) for t in out.replicas]
+    if all(t is o for t, o in zip(reps, out.replicas, strict=True)):
+        return out
     first = out.trace.first_token_s.copy()
     for j, t in enumerate(reps):
         mine = out.routed == j
@@ -125,8 +126,7 @@ class Fleet:
         after its arrival; an idle replica takes every held request at once. After a step that started KV loads
         the schedule is made no earlier than that step's schedule plus its host work, posts included (`_serial`)."""
         idle = r.plan is None
-        seen = now if idle or not self.sim.engine.admission_lag else (
-            r.start + (float(r.ends[r.steps - 2]) if r.steps > 1 else 0.0))
+        seen = now if idle or not self.sim.engine.admission_lag else r.start + last_seen(r.ends, r.steps, r.launch[0])
         if not idle and self.sim.engine.admission_lag and r.plan.loads_s > 0:
             seen = max(seen, self._serial(r))
         if r.held:
@@ -148,11 +148,14 @@ class Fleet:
             return
         r.plan, r.start = plan, now
         r.ends = self.sim.block_ends(r.sched, plan)
+        r.launch = self.sim.block_launch_s(r.sched, plan)
         # one replica cuts its block at the next arrival as Simulator.run does; several cut when one is routed to them
-        r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf, self.sim.engine.admission_lag)
+        r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf, self.sim.engine.admission_lag,
+                               r.launch[0])
         if r.held:  # they arrived before now: seen once this block's first step has started
             r.steps = 1
-        r.records.append([now, 0.0, *in_system, r.sched.used_bytes, r.sched.preemptions, plan.tokens])
+        r.records.append([now, 0.0, *in_system, r.sched.used_bytes, r.sched.preemptions, plan.tokens,
+                          r.launch[1]])
         self._push(r, events)
 
     def _serial(self, r: _Replica) -> float:
@@ -250,7 +253,7 @@ class Fleet:
                 if r.plan is None:
                     self._start(r, t_arr, arrivals.next_time(), events)
                 elif r.steps > 1 and r.start + float(r.ends[r.steps - 1]) > t_arr:
-                    r.steps = min(r.steps, int(np.searchsorted(r.ends, t_arr - r.start)) + (2 if lag else 1))
+                    r.steps = min(r.steps, self.sim.cut(r.ends, r.start, t_arr, lag, r.launch[0]))
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
 
@@ -282,9 +285,10 @@ class Fleet:
         for j, r in enumerate(reps):
             mine = routed == j
             first[mine], finish[mine] = r.sched.first_token_s[mine], r.sched.finish_s[mine]
-            steps = np.array(r.records, dtype=np.float64).reshape(-1, 7)
+            table = np.array(r.records, dtype=np.float64).reshape(-1, 8)
             stats = r.sched.cache.stats() if r.sched.cache is not None and requests.prefix is not None else None
-            per.append(Trace(sent, r.sched.first_token_s, r.sched.finish_s, steps, cap, r.sched.preemptions, stats))
+            per.append(Trace(sent, r.sched.first_token_s, r.sched.finish_s, table[:, :7], cap, r.sched.preemptions,
+                             stats, launch_s=table[:, 7]))
         steps = np.concatenate([t.steps for t in per])
         steps = steps[np.argsort(steps[:, 0], kind="stable")]
         # records of every replica, each against its own replica's pool: utilization is per replica

@@ -22,8 +22,11 @@ from roofline.serving.kernel_layout import (
     COMP,
     DEC,
     EAGER_ABOVE,
+    EAGER_L,
     EAGER_PREFILL,
     EAGER_S,
+    LAG,
+    LAUNCH,
     LOADS,
     MAX_STEP,
     NCH,
@@ -95,8 +98,11 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     if m >= steps or (m > 0 and m >= least and ends[r, m - 1] >= until):
         return
     nd, nc, pad = ri[r, NDEC], ri[r, NCH], ri[r, PAD]
+    timed = cfg[OVERLAP] != 0 and cfg[LAG] != 0  # Simulator.block_launch_s: 0 outside an asynchronous loop
     if nd + nc == 0:  # a step that only posts remote loads (kernel_remote): host work, no forward (block_ends)
         ends[r, 0] = fcfg[STEP_S] + fcfg[PER_SEQ_S] * 0 + rf[r, LOADS]
+        rf[r, LAUNCH] = ends[r, 0] if timed else 0.0
+        rf[r, EAGER_L] = 0.0
         ri[r, M] = 1
         return
     const, pre_slope, pre_icpt, dec_rows, dec_at, pre_rows, pre_at, prefix_at, weights, imb, _s, slope, irr, nirr = tab
@@ -112,6 +118,8 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     # past the capture sizes (EngineOverheads.eager): a step with chunks against the prefill graphs' limit
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])
     sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
+    rf[r, LAUNCH] = (host + fcfg[EAGER_S] if eager else host) if timed else 0.0
+    rf[r, EAGER_L] = fcfg[EAGER_S] if timed and eager else 0.0
     soon = soonest(r, m, nd, st, nirr) if m > 0 and nd and n_dec_cols else 0
     first = True  # q's entries outside the decode columns stay as the first step left them (no chunks: see above)
     while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
@@ -186,12 +194,32 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     ri[r, M] = m
 
 
+@njit(cache=True, inline="always")
+def host_bound(r, i, rf, ends):
+    """serving.simulate.host_bound: step i of replica r's block lasted its host seconds (rf's LAUNCH; 0: never)."""
+    launch = rf[r, LAUNCH]
+    if launch <= 0.0:
+        return False
+    return ends[r, i] - (ends[r, i - 1] if i > 0 else 0.0) <= launch * (1 + 1e-9)
+
+
+@njit(cache=True, inline="always")
+def last_seen(r, steps, rf, ends):
+    """serving.simulate.last_seen: by when (from the block's start) a request is in the schedule made at the end
+    of a block of `steps` steps under the admission lag."""
+    if host_bound(r, steps - 1, rf, ends):
+        return ends[r, steps - 1]
+    return ends[r, steps - 2] if steps > 1 else 0.0
+
+
 @njit(cache=True)
-def cut_at(r, until, ri, ends, later):
+def cut_at(r, until, ri, rf, ends, later):
     """Steps of replica r's block that run when a request reaches it `until` after the block's start: the step
     during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated), or with the
-    engine's admission lag (`later` 2) the step after it (Simulator.cut)."""
+    engine's admission lag (`later` 2) the step after it, unless the host bound the step it arrives during
+    (Simulator.cut)."""
     for i in range(ri[r, M]):
         if ends[r, i] >= until:
-            ri[r, STEPS] = min(ri[r, STEPS], i + later)
+            k = 1 if later == 2 and host_bound(r, i, rf, ends) else later
+            ri[r, STEPS] = min(ri[r, STEPS], i + k)
             return

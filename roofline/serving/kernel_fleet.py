@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from roofline.serving.kernel_layout import LAUNCH_COL
 from roofline.serving.prefix_cache import merged_stats
 from roofline.serving.requests import Requests
 from roofline.serving.simulate import Trace
@@ -102,6 +103,30 @@ def emission_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, rout
     return out
 
 
+@njit(cache=True)
+def launch_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, routed: np.ndarray,
+                  stamp: np.ndarray) -> np.ndarray:
+    """Per request, serving.clients.launch_delay_s against its own replica's records: the launch seconds (column
+    LAUNCH_COL) of its replica's record starting exactly at its stamp (the next step, back to back), else 0."""
+    out = np.zeros(len(stamp))
+    for i in range(len(stamp)):
+        f = stamp[i]
+        if not np.isfinite(f):
+            continue
+        j = routed[i]
+        lo, hi = bounds[j], bounds[j + 1]
+        a, b = lo, hi  # first position p in [lo, hi) whose start >= f (hi if none)
+        while a < b:
+            mid = (a + b) >> 1
+            if rec[order[mid], 0] < f:
+                a = mid + 1
+            else:
+                b = mid
+        if a < hi and rec[order[a], 0] == f:
+            out[i] = rec[order[a], LAUNCH_COL]
+    return out
+
+
 class KernelReplicas(Sequence):
     """Each replica's Trace of one compiled fleet run, built when first read (the values Fleet._traces gives:
     its own records in event order, the per-request arrays full length with NaN for other replicas' requests)."""
@@ -139,7 +164,8 @@ class KernelReplicas(Sequence):
         f[mine], e[mine] = self.first[mine], self.finish[mine]
         rows = self.order[self.bounds[j]:self.bounds[j + 1]]
         return Trace(self.sent, f, e, np.ascontiguousarray(self.rec[rows, :REPLICA]), self.cap_bytes,
-                     int(self.preempted[j]), self.cached[j] if self.cached is not None else None)
+                     int(self.preempted[j]), self.cached[j] if self.cached is not None else None,
+                     launch_s=np.ascontiguousarray(self.rec[rows, LAUNCH_COL]))
 
     def stats(self) -> dict | None:
         """The fleet's prefix-cache stats (serving.fleet._merged_stats's sums) from each replica's, without
@@ -147,9 +173,12 @@ class KernelReplicas(Sequence):
         return None if self.cached is None else merged_stats(self.cached)
 
     def emitted(self, per_seq_s: float) -> tuple[np.ndarray, KernelReplicas]:
-        """Every request's first token delayed by its own replica's step outputs (Trace.emitted on each replica,
-        the merged first tokens taken from them): (the merged first-token times, these replicas with them)."""
+        """Every request's first token delayed by its own replica's step outputs and by the launch of the step
+        after its own where the host bound it (Trace.emitted on each replica, the merged first tokens taken from
+        them): (the merged first-token times, these replicas with them)."""
         first = self.first + emission_delays(self.rec, self.order, self.bounds, self.routed, self.first, per_seq_s)
+        if self.rec[:, LAUNCH_COL].any():
+            first = first + launch_delays(self.rec, self.order, self.bounds, self.routed, self.first)
         out = KernelReplicas(self.sent, first, self.finish, self.routed, self.rec, (self.order, self.bounds),
                              self.cap_bytes, self.preempted, self.cached)
         out._mine = self._mine

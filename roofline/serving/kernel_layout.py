@@ -27,9 +27,11 @@ ST_PAD = 8
  HLEN, HSIZE, HITS, QUERIES, TREE, RHEAD, RTAIL, RLEN, POSTS, RHITS, RQUERIES, PSTEP) = range(28)
 RI_FIELDS = 28
 # rf fields (loads: the planned step's KV loads' host seconds, Scheduler's loads_s; tsched: when the engine made the
-# schedule, Scheduler.t_sched; wake: when an idle replica next acts on a remote load, Scheduler.wake_s, else inf)
-USED, START, LOADS, TSCHED, WAKE = range(5)
-RF_FIELDS = 5
+# schedule, Scheduler.t_sched; wake: when an idle replica next acts on a remote load, Scheduler.wake_s, else inf;
+# launch, eager_l: the block's steps' host seconds and their eager launch's part, Simulator.block_launch_s, set by
+# kernel_block.extend / kernel_spec.spec_step_s)
+USED, START, LOADS, TSCHED, WAKE, LAUNCH, EAGER_L = range(7)
+RF_FIELDS = 7
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.
@@ -52,5 +54,7 @@ CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, 
 # fcfg (continued): a pipeline stage's handoff, b x HANDOFF_BYTES / HANDOFF_BPS + HANDOFF_LAT_S for b sequences
 # (serving.pipeline.handoff_terms)
 HANDOFF_BYTES, HANDOFF_BPS, HANDOFF_LAT_S = 10, 11, 12
-REC_FIELDS = 8  # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica
+# start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica, the eager launch (Trace.launch_s)
+REC_FIELDS = 9
+LAUNCH_COL = 8
 

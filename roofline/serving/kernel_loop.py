@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import NO_AHEAD, cut_at, extend, padded
+from roofline.serving.kernel_block import NO_AHEAD, cut_at, extend, last_seen, padded
 from roofline.serving.kernel_layout import (
     ACTIVE,
     BAL_ABS,
@@ -27,10 +27,12 @@ from roofline.serving.kernel_layout import (
     BLOCK,
     CACHE_THR,
     CONC,
+    EAGER_L,
     HHEAD,
     HLEN,
     HTAIL,
     LAG,
+    LAUNCH_COL,
     LOADS,
     N_RUN,
     NCH,
@@ -98,7 +100,7 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
     sees every held request; while some stay held the block is one step (they are seen after it)."""
     idle = ri[r, ACTIVE] == 0
     # the schedule's time (Fleet._start's `seen`): under the admission lag a busy replica's last step's start
-    seen = now if idle or not cfg[LAG] else rf[r, START] + (ends[r, ri[r, STEPS] - 2] if ri[r, STEPS] > 1 else 0.0)
+    seen = now if idle or not cfg[LAG] else rf[r, START] + last_seen(r, ri[r, STEPS], rf, ends)
     if not idle and cfg[LAG] and rf[r, LOADS] > 0.0:  # after a step that started KV loads: Fleet._serial
         seen = max(seen, serial(r, st, ri, rf, cfg, fcfg))
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
@@ -139,7 +141,7 @@ def cut_one(r, now, next_arrival, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     if ri[r, ACTIVE] and next_arrival < math.inf and ri[r, HLEN] == 0:
         until = next_arrival - now
         extend(r, until, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
-        cut_at(r, until, ri, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
+        cut_at(r, until, ri, rf, ends, 2 if cfg[LAG] and next_arrival >= now else 1)
 
 
 @njit(cache=True, inline="always")
@@ -256,7 +258,7 @@ def arrive(t_arr, arrived, sent, k, nrec, rec, clock, routed, st, held, ri, rf, 
             continue
         if ri[j, STEPS] > 1 and (ri[j, M] < ri[j, STEPS] or rf[j, START] + ends[j, ri[j, STEPS] - 1] > t_arr):
             extend(j, t_arr - rf[j, START], NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
-            cut_at(j, t_arr - rf[j, START], ri, ends, 2 if lag else 1)
+            cut_at(j, t_arr - rf[j, START], ri, rf, ends, 2 if lag else 1)
         rekey(j, t_arr, key, full, ri, rf, ends)
     return arrived, k, nrec, rec
 
@@ -340,6 +342,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                     report(r, now, ri, nxt, pre)
                 rec[ri[r, REC], 1] = ends[r, ri[r, STEPS] - 1]
                 rec[ri[r, REC], 6] = ri[r, TOKENS] * ri[r, STEPS]
+                rec[ri[r, REC], LAUNCH_COL] = rf[r, EAGER_L]
                 if cfg[SPEC]:
                     accept(r, st, ri, pcg, acceptance)
                 n_was = running_ids(r, st, ri, was) if sessions else 0

@@ -16,11 +16,13 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import NO_AHEAD, extend, padded
+from roofline.serving.kernel_block import NO_AHEAD, extend, host_bound, last_seen, padded
 from roofline.serving.kernel_layout import (
     BLOCK,
     CONC,
+    EAGER_L,
     LAG,
+    LAUNCH_COL,
     N_RUN,
     NCH,
     NSIZES,
@@ -64,7 +66,8 @@ def block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
             if ends[0, i] >= until:
                 during = i
                 break
-        steps = min(steps, during + (2 if lag and nxt >= now else 1))
+        late = lag and nxt >= now and not (during < ri[0, M] and host_bound(R0, during, rf, ends))
+        steps = min(steps, during + (2 if late else 1))
     ri[0, STEPS] = steps
     extend(R0, math.inf, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     return steps
@@ -127,11 +130,12 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         else:
             steps = block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         dt = ends[0, steps - 1]
-        seen = now + (ends[0, steps - 2] if steps > 1 else 0.0)
+        seen = now + last_seen(R0, steps, rf, ends)
         if nrec + 1 >= rec.shape[0]:
             rec = grow(rec)
         rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = now, dt, in_run, in_wait
         rec[nrec, 4], rec[nrec, 5], rec[nrec, 6] = rf[0, USED], ri[0, PREEMPT], ri[0, TOKENS] * steps
+        rec[nrec, LAUNCH_COL] = rf[0, EAGER_L]
         nrec += 1
         now += dt
         if cfg[SPEC]:

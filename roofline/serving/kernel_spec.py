@@ -30,10 +30,13 @@ from roofline.serving.kernel_layout import (
     COMP,
     DEC,
     EAGER_ABOVE,
+    EAGER_L,
     EAGER_PREFILL,
     EAGER_S,
     GEN,
     KNOWN,
+    LAG,
+    LAUNCH,
     LOADS,
     MAX_STEP,
     MICRO,
@@ -248,7 +251,12 @@ def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs + rf[r, LOADS]
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
-    if fcfg[EAGER_S] > 0.0 and n_new > (cfg[EAGER_PREFILL] if ri[r, NCH] else cfg[EAGER_ABOVE]):
+    eager = fcfg[EAGER_S] > 0.0 and n_new > (cfg[EAGER_PREFILL] if ri[r, NCH] else cfg[EAGER_ABOVE])
+    # Simulator.block_launch_s: the step's host seconds in an asynchronous loop
+    timed = cfg[OVERLAP] != 0 and cfg[LAG] != 0
+    rf[r, LAUNCH] = (host + fcfg[EAGER_S] if eager else host) if timed else 0.0
+    rf[r, EAGER_L] = fcfg[EAGER_S] if timed and eager else 0.0
+    if eager:
         return max(gpu, host + fcfg[EAGER_S]) if cfg[OVERLAP] else host + max(gpu, fcfg[EAGER_S])
     return max(gpu, host) if cfg[OVERLAP] else gpu + host
 

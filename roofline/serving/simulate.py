@@ -23,9 +23,10 @@ from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampl
 from roofline.engines.timing import eager_layers, engine_options, timing_on
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
-from roofline.serving.clients import Arrivals, Clients, emission_delay_s
+from roofline.serving.clients import Arrivals, Clients, emission_delay_s, launch_delay_s
 from roofline.serving.clock import decision, gemm_duty, gemm_s_per_token
 from roofline.serving.closedform import ClosedForm
+from roofline.serving.kernel_layout import LAUNCH_COL
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix import cache_tree
 from roofline.serving.prefix_cache import PrefixCache
@@ -37,6 +38,29 @@ from roofline.specs import Hardware, Model, Workload
 
 BLOCK_STEPS = 256  # most decode-only steps in one block
 LAZY_STEPS = 8  # a block's first batch of steps evaluated; each further batch doubles until the next arrival
+
+
+def host_bound(ends: np.ndarray, i: int, launch_s: float) -> bool:
+    """Whether step i of a block (`ends`: its steps' ends from the block's start) lasted its host work, `launch_s`
+    (Simulator.block_launch_s; 0: never): under asynchronous scheduling EngineOverheads.combine gives a step
+    max(GPU, host), so a step whose wall is its host seconds was bound by the host's schedule and launch.
+
+    vLLM 0.24's engine core (v1/engine/core.py@v0.24.0:519-603 step_with_batch_queue) launches step n + 1 on its
+    own thread, then waits for step n and takes new requests: a request that arrives while a host-bound step is
+    launched is taken in right after that launch and runs in the next step, not the one after it (the admission
+    lag's rule for a GPU-bound step, during which the host already launched the next). Found in run 23's step log
+    (validate/notes/2026-11-30-vllm-h200-run23.md, last section)."""
+    if not launch_s or not 0 <= i < len(ends):
+        return False
+    return float(ends[i] - (ends[i - 1] if i else 0.0)) <= launch_s * (1 + 1e-9)
+
+
+def last_seen(ends: np.ndarray, steps: int, launch_s: float) -> float:
+    """Seconds from a block's start by which a request must reach the engine to be in the schedule made at its end
+    under the admission lag: its last step's start, or that step's end where the host bound it (host_bound)."""
+    if host_bound(ends, steps - 1, launch_s):
+        return float(ends[steps - 1])
+    return float(ends[steps - 2]) if steps > 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +92,9 @@ class Trace:
     # a fresh server's first-use compiles (Simulator.cold_start): {"keys": n, "seconds": total, "tokens": the eager
     # steps that compiled them}; None in steady state
     first_use: dict | None = None
+    # per record, its steps' eager launch seconds (past the capture sizes) in an asynchronous loop, which the step
+    # before's outputs wait for (clients.launch_delay_s; Simulator.block_launch_s); 0 elsewhere; None: not kept
+    launch_s: np.ndarray | None = None
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -88,8 +115,14 @@ class Trace:
 
     def emitted(self, per_seq_s: float) -> Trace:
         """This trace with each first token delayed by its step's other outputs on the way out
-        (clients.emission_delay_s; the schedule itself, finishes included, is unchanged)."""
+        (clients.emission_delay_s) and by the eager launch of the step after the one that made it (clients.
+        launch_delay_s); the schedule itself, finishes included, is unchanged. A last token
+        leaves after the next launch too, but a closed-loop client or a chat's next turn is released at the
+        schedule's finish, and a later finish here would part the two: left at the schedule's (TPOT reads low by
+        the first token's delay over the output's tokens, under 1 % at 100 tokens and a 50 ms launch)."""
         delay = emission_delay_s(self.first_token_s, self.steps, per_seq_s)
+        if self.launch_s is not None and self.launch_s.any():
+            delay = delay + launch_delay_s(self.first_token_s, self.steps, self.launch_s)
         return replace(self, first_token_s=self.first_token_s + delay) if delay.any() else self
 
     @property
@@ -294,19 +327,42 @@ class Simulator:
                 break
         return ends
 
+    def block_launch_s(self, sched: Scheduler, plan) -> tuple[float, float]:
+        """Where the engine schedules asynchronously with the admission lag: (the host seconds of each step of the
+        block `plan` starts, EngineOverheads.host_s of the sequences, tokens, loads and chunks block_ends gives
+        combine: a step whose wall is this was bound by its host work, host_bound; the eager launch's part of them,
+        past the capture sizes, which delays the step before's outputs, clients.launch_delay_s); (0, 0) elsewhere."""
+        engine = self.engine
+        if engine is None or not (engine.admission_lag and engine.overheads.overlap):
+            return 0.0, 0.0
+        host = engine.overheads
+        if not plan.tokens:  # block_ends' host-only step
+            return host.step(0) + plan.loads_s, 0.0
+        seqs, chunks = len(plan.context) + len(plan.chunk_tokens), bool(len(plan.chunk_tokens))
+        tokens, loads = plan.tokens, plan.loads_s
+        if self.draft is not None and (len(plan.context) or chunks):  # the verify's tokens (block_ends)
+            tokens = len(plan.context) * (self.speculative.tokens + 1) + int(np.sum(plan.chunk_tokens))
+        elif sched.block_length(plan, self.block_limit) > 1:  # decode-only steps (block_ends: combine(gpu, seqs, seqs))
+            tokens, loads = seqs, 0.0
+        return host.host_s(seqs, tokens, loads, chunks), host.eager_s if host.eager(tokens, chunks) else 0.0
+
     @staticmethod
-    def cut(ends: np.ndarray, now: float, next_arrival: float, lag: bool = False) -> int:
+    def cut(ends: np.ndarray, now: float, next_arrival: float, lag: bool = False, launch_s: float = 0.0) -> int:
         """Steps of a block started at `now` that run: the step during which the next request arrives is the
         block's last (the request is seen at the next step); with the engine's admission lag the step after it
-        is (seen one step later; one that arrived before `now` and is not yet seen: after the first step)."""
+        is (seen one step later; one that arrived before `now` and is not yet seen: after the first step), except
+        where the host bound the step it arrives during (host_bound): the engine takes it in once that step's
+        launch ends, for the next step."""
         if next_arrival < math.inf and len(ends) > 1:
             during = int(np.searchsorted(ends, next_arrival - now))
-            return min(len(ends), during + (2 if lag and next_arrival >= now else 1))
+            late = lag and next_arrival >= now and not host_bound(ends, during, launch_s)
+            return min(len(ends), during + (2 if late else 1))
         return len(ends)
 
     def _block(self, sched: Scheduler, plan, now: float, nxt: float, lag: bool,
-               compiled: FirstUse | None = None) -> tuple[np.ndarray, int]:
-        """The next block's step ends and how many of its steps run before the next arrival is seen (`cut`).
+               compiled: FirstUse | None = None) -> tuple[np.ndarray, int, tuple[float, float]]:
+        """The next block's step ends, how many of its steps run before the next arrival is seen (`cut`) and its
+        steps' host and eager launch seconds (block_launch_s).
         With the admission lag the block must hold the step after the arrival's: block_ends evaluates only to
         the step that holds the arrival, so when that is its last and the block may run longer, it is evaluated
         one step further (both step-time paths then cut at the same step). `compiled` (a fresh server's, cold_start):
@@ -319,7 +375,8 @@ class Simulator:
             during = int(np.searchsorted(ends, nxt - now))
             if during + 1 == len(ends) and sched.block_length(plan, self.block_limit) > len(ends):
                 ends = self.block_ends(sched, plan, (float(ends[-1]) - stall) * (1 + 1e-9)) + stall
-        return ends, self.cut(ends, now, nxt, lag)
+        launch = self.block_launch_s(sched, plan)
+        return ends, self.cut(ends, now, nxt, lag, launch[0]), launch
 
     def _first_use_json(self, compiled: FirstUse | None) -> dict | None:
         """Trace.first_use: the fresh server's compiles, with why there were none where nothing compiles on first
@@ -392,7 +449,8 @@ class Simulator:
             if progress is not None:
                 progress(len(requests), len(requests))
             return Trace(sent, first, finish, np.ascontiguousarray(rec[:, :7]), self.pool.capacity_bytes,
-                         int(preempted[0]), cached[0] if cached is not None else None)
+                         int(preempted[0]), cached[0] if cached is not None else None,
+                         launch_s=np.ascontiguousarray(rec[:, LAUNCH_COL]))
         tree = cache_tree(self.engine, requests)
         cache = None if tree is None else PrefixCache(tree, self.pool.seq_bytes, self.pool.page_tokens)
         sched = Scheduler(requests, self.pool, self.scheduler, cache)
@@ -417,18 +475,18 @@ class Simulator:
                     raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
                 now = seen = max(now, nxt)
                 continue
-            ends, steps = self._block(sched, plan, now, nxt, lag, compiled)
+            ends, steps, launch = self._block(sched, plan, now, nxt, lag, compiled)
             dt = float(ends[steps - 1])
-            seen = now + (float(ends[steps - 2]) if steps > 1 else 0.0)  # the block's last step started then
-            records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps))
+            seen = now + last_seen(ends, steps, launch[0])
+            records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps, launch[1]))
             now += dt
             if sched.commit_block(plan, steps, now, self.accepted(sched, plan, rng)):
                 arrivals.finished(sched.last_finished, now)
                 if progress is not None:
                     progress(sched.finished, total)
-        steps = np.array(records, dtype=np.float64).reshape(-1, 7)
+        table = np.array(records, dtype=np.float64).reshape(-1, 8)
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
-        return Trace(sent, sched.first_token_s, sched.finish_s, steps, self.pool.capacity_bytes, sched.preemptions,
-                     cache.stats() if cache is not None and requests.prefix is not None else None,
-                     first_use=self._first_use_json(compiled))
+        return Trace(sent, sched.first_token_s, sched.finish_s, table[:, :7], self.pool.capacity_bytes,
+                     sched.preemptions, cache.stats() if cache is not None and requests.prefix is not None else None,
+                     first_use=self._first_use_json(compiled), launch_s=table[:, 7])
 

@@ -15,13 +15,14 @@ from roofline.serving.kernel_fleet import (  # noqa: E402
     merged_steps,
     split,
 )
+from roofline.serving.kernel_layout import REC_FIELDS  # noqa: E402
 from roofline.serving.requests import Requests  # noqa: E402
 
 
 def _records(rng, m: int, n: int, tie_every: int = 0) -> np.ndarray:
     """m records of n replicas in event order: starts nondecreasing (every `tie_every`-th equal to the one before,
     its replica drawn afresh, so runs of equal starts come in any replica order)."""
-    rec = np.zeros((m, 8))
+    rec = np.zeros((m, REC_FIELDS))
     rec[:, 0] = np.cumsum(rng.uniform(0.001, 0.01, m))
     if tie_every:
         rec[tie_every::tie_every, 0] = rec[tie_every - 1:-1:tie_every, 0]
