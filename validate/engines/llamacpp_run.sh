@@ -11,12 +11,15 @@
 #   D   llama-batched-bench at "batched" (batched.log)                                                       <=300
 #   P   llama-bench: prefill at "prefill" (-n 0), decode of tg.n tokens at depths tg.depth (bench-*.json)    <=300
 #   S   llama-server -c serve.c -np serve.np, llamacpp_client.py per run of serve.runs (serve-RUN.json)     <=420
+# LLAMACPP_BIN (a built bin/ folder: no U, B), LLAMACPP_MODEL (a GGUF: no G), LLAMACPP_CASES (another cases file of
+# this folder), LLAMACPP_NGL (default 999) run the same stages elsewhere: the CPU check before the run (README).
 # Stop this run only: kill -- -$(cat RESDIR/driver.pid)
 set -u
 source "$(dirname "$0")/detach.sh"
 detach "$0" "$@"
-SRC=$HOME/lcpp/llama.cpp; BUILD=$HOME/lcpp/build; BIN=$BUILD/bin; MODEL=$HOME/models/llama31-8b-f16.gguf; PORT=8080
-CASES=$HERE/llamacpp_cases.json
+SRC=$HOME/lcpp/llama.cpp; BUILD=$HOME/lcpp/build; BIN=${LLAMACPP_BIN:-$BUILD/bin}; PORT=8080
+MODEL=${LLAMACPP_MODEL:-$HOME/models/llama31-8b-f16.gguf}; NGL=${LLAMACPP_NGL:-999}
+CASES=$HERE/${LLAMACPP_CASES:-llamacpp_cases.json}
 C() { python3 -c "import json,sys; c=json.load(open('$CASES')); print(eval(sys.argv[1]))" "$1"; }
 { echo "== llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36's vendor/llama.cpp)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
@@ -24,32 +27,41 @@ C() { python3 -c "import json,sys; c=json.load(open('$CASES')); print(eval(sys.a
   lscpu | grep -E "Model name|^CPU\(s\)|MHz"; } > $R/env.log 2>&1
 export PATH=/usr/local/cuda/bin:$PATH
 
-stage U
 mkdir -p $HOME/lcpp $HOME/models
-(cd ~/stash && sha256sum -c $HERE/llamacpp_payload.sha256) > $R/unpack.log 2>&1 || { stage "U-FAILED"; echo "ALL_DONE" >> $R/stages.log; exit 1; }
-python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
-  ~/stash/llamacpp-src.tar.xz $HOME/lcpp >> $R/unpack.log 2>&1
-
+fail() { stage "$1-FAILED"; echo "ALL_DONE" >> $R/stages.log; exit 1; }
+if [ -z "${LLAMACPP_BIN:-}" ]; then
+  stage U
+  (cd ~/stash && sha256sum -c $HERE/llamacpp_payload.sha256) > $R/unpack.log 2>&1 || fail U
+  python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
+    ~/stash/llamacpp-src.tar.xz $HOME/lcpp >> $R/unpack.log 2>&1 || fail U
+fi
 stage B
-(cd $ROOT && timeout 600 python3 -m validate.engines.llamacpp_model $SRC/gguf-py $SRC/models/ggml-vocab-llama-bpe.gguf \
-  $MODEL Llama-3.1-8B > $R/model.log 2>&1; echo "model rc $? $(date -u +%T)" >> $R/model.log) &
-GPID=$!
-T0=$(date +%s)
-{ cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-    -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF &&
-  timeout 840 cmake --build $BUILD -j "$(nproc)" --target llama-server llama-bench llama-batched-bench; } \
-  > $R/build.log 2>&1
-echo "build rc $? $(( $(date +%s) - T0 )) s, $(grep -c '\.cu\.o' $R/build.log) .cu objects" > $R/build_s.txt
-[ -x $BIN/llama-server ] || { stage "B-FAILED"; tail -40 $R/build.log; echo "ALL_DONE" >> $R/stages.log; exit 1; }
+GPID=
+if [ -z "${LLAMACPP_MODEL:-}" ]; then
+  (cd $ROOT && timeout 600 python3 -m validate.engines.llamacpp_model $SRC/gguf-py \
+     $SRC/models/ggml-vocab-llama-bpe.gguf $MODEL Llama-3.1-8B > $R/model.log 2>&1
+   echo "model rc $? $(date -u +%T)" >> $R/model.log) &
+  GPID=$!
+fi
+if [ -z "${LLAMACPP_BIN:-}" ]; then
+  T0=$(date +%s)
+  { cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
+      -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF &&
+    timeout 840 cmake --build $BUILD -j "$(nproc)" --target llama-server llama-bench llama-batched-bench; } \
+    > $R/build.log 2>&1
+  echo "build rc $? $(( $(date +%s) - T0 )) s, $(grep -c '\.cu\.o' $R/build.log) .cu objects" > $R/build_s.txt
+  cat $R/build_s.txt
+fi
+[ -x $BIN/llama-server ] || { tail -40 $R/build.log; fail B; }
 stage G
-wait $GPID
-cat $R/model.log
-[ -f $MODEL ] || { stage "G-FAILED"; echo "ALL_DONE" >> $R/stages.log; exit 1; }
+[ -n "$GPID" ] && wait $GPID
+cat $R/model.log 2>/dev/null
+[ -f $MODEL ] || fail G
 
 # server N C NP LOG: llama-server on $MODEL in its own session, every layer on the GPU; waits up to N x 2 s
 server() {
-  setsid $BIN/llama-server -m $MODEL -c "$2" -np "$3" -ngl 999 --host 127.0.0.1 --port $PORT --seed 0 --metrics \
+  setsid $BIN/llama-server -m $MODEL -c "$2" -np "$3" -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics \
     > "$4" 2>&1 &
   SPID=$!
   wait_healthy $SPID "$4" $PORT "$1"
@@ -65,15 +77,15 @@ for cn in $(C "' '.join(f'{c}:{n}' for c, n in c['memory'])"); do
 done
 
 stage D
-timeout 300 $BIN/llama-batched-bench -m $MODEL -ngl 999 -c $(C "c['batched']['c']") -b 2048 -ub 512 \
+timeout 300 $BIN/llama-batched-bench -m $MODEL -ngl $NGL -c $(C "c['batched']['c']") -b 2048 -ub 512 \
   -npp $(C "','.join(map(str, c['batched']['npp']))") -ntg $(C "c['batched']['ntg']") \
   -npl $(C "','.join(map(str, c['batched']['npl']))") > $R/batched.log 2>&1
 grep "^|" $R/batched.log
 
 stage P
-timeout 180 $BIN/llama-bench -m $MODEL -ngl 999 -p $(C "','.join(map(str, c['prefill']))") -n 0 -r 3 -o json \
+timeout 180 $BIN/llama-bench -m $MODEL -ngl $NGL -p $(C "','.join(map(str, c['prefill']))") -n 0 -r 3 -o json \
   > $R/bench-pp.json 2> $R/bench-pp.log
-timeout 120 $BIN/llama-bench -m $MODEL -ngl 999 -p 0 -n $(C "c['tg']['n']") \
+timeout 120 $BIN/llama-bench -m $MODEL -ngl $NGL -p 0 -n $(C "c['tg']['n']") \
   -d $(C "','.join(map(str, c['tg']['depth']))") -r 3 -o json > $R/bench-tg.json 2> $R/bench-tg.log
 grep -o '"avg_ts": [0-9.]*' $R/bench-pp.json $R/bench-tg.json
 
