@@ -1,6 +1,9 @@
 """roofline's prediction of llama.cpp run 1 (llamacpp_cases.json) on one H200, written BEFORE the engine is timed.
 
-python -m validate.engines.llamacpp_predict OUT_JSON [--hardware H200]
+python -m validate.engines.llamacpp_predict OUT_JSON [--hardware H200] [--cases FILE]
+
+--cases: another cases file of this folder (llamacpp_cases_cpu.json: the CPU check's, on tiny-llama, whose
+config.json is written from validate.engines.models as predict_sglang does).
 
 llama.cpp has memory rules (roofline/engines/llamacpp.py) and scheduling defaults (engines/scheduling.py: llamacpp)
 but no time profile, so every time here is the planner's GPU work on the H200's measured ceilings under the engine
@@ -37,10 +40,17 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate.engines.llamacpp_client import schedule
 from validate.engines.predict import write_trace
+from validate.engines.predict_sglang import model_arg
 
 HERE = Path(__file__).resolve().parent
 CASES = json.loads((HERE / "llamacpp_cases.json").read_text())
 WEIGHT_DTYPE, KV_METHOD = "fp16", "fp16"
+MODEL_DIR = Path(tempfile.mkdtemp())
+
+
+def model_flags() -> list[str]:
+    """`--model` flags of the cases' model (the catalogue's, or a tiny model's config.json)."""
+    return model_arg(CASES["model"], MODEL_DIR)
 
 
 def cli(*argv: str) -> dict:
@@ -61,12 +71,12 @@ def phases(model, hw, batch: int, context: int) -> PhaseModel:
 
 
 def memory(hardware: str) -> list[dict]:
-    model, hw = load_model(CASES["model"]), load_hardware(hardware)
+    model, hw = load_model(model_flags()[1]), load_hardware(hardware)
     chunk = scheduling("llamacpp", hw).max_num_batched_tokens
     parts = budget_parts(model, hw, 1, 1, chunk, WEIGHT_DTYPE, engine="llamacpp")
     out = []
     for c, n in CASES["memory"]:
-        cap = cli("capacity", "--model", CASES["model"], "--hardware", hardware, "--engine", "llamacpp",
+        cap = cli("capacity", *model_flags(), "--hardware", hardware, "--engine", "llamacpp",
                   "--max-model-len", str(c), "--parallel", str(n), *(["--no-kv-unified"] if n > 1 else []),
                   "--weight-dtype", WEIGHT_DTYPE)
         out.append({"c": c, "np": n, "kv_bytes": cap.get("kv_pool_bytes"), "cells": cap.get("pool_tokens"),
@@ -75,7 +85,7 @@ def memory(hardware: str) -> list[dict]:
 
 
 def steps(hardware: str) -> dict:
-    model, hw = load_model(CASES["model"]), load_hardware(hardware)
+    model, hw = load_model(model_flags()[1]), load_hardware(hardware)
     b = CASES["batched"]
     batched = []
     for pp in b["npp"]:
@@ -96,7 +106,7 @@ def steps(hardware: str) -> dict:
 
 def served(hardware: str) -> dict:
     s, tmp, out = CASES["serve"], Path(tempfile.mkdtemp()), {}
-    base = ["simulate", "--model", CASES["model"], "--hardware", hardware, "--method", KV_METHOD, "--engine",
+    base = ["simulate", *model_flags()[:2], "--hardware", hardware, "--method", KV_METHOD, "--engine",
             "llamacpp", "--max-num-seqs", str(s["np"]), "--no-search"]
     keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions", "max_running")
     for name, rate, conc, n, seed in s["runs"]:
@@ -114,12 +124,17 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--hardware", default="H200")
+    p.add_argument("--cases", default="llamacpp_cases.json", help="the cases file (this folder)")
     a = p.parse_args()
+    global CASES
+    if not (HERE / a.cases).is_file():
+        p.error(f"--cases: {a.cases} must be a file of validate/engines/")
+    CASES = json.loads((HERE / a.cases).read_text())
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"about": "roofline's prediction of validate/engines/llamacpp_cases.json on a real llama.cpp (0c1e570), "
+    doc = {"about": f"roofline's prediction of validate/engines/{a.cases} on a real llama.cpp (0c1e570), "
                     "written before the run: llama.cpp's memory rules and scheduling defaults, no time profile",
            "hardware": a.hardware, "engine": "llamacpp", "weight_dtype": WEIGHT_DTYPE, "kv_method": KV_METHOD,
-           "git_sha": sha, "date": dt.date.today().isoformat(),
+           "model": CASES["model"], "git_sha": sha, "date": dt.date.today().isoformat(),
            "memory": memory(a.hardware), **steps(a.hardware), "served": served(a.hardware)}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
