@@ -14,12 +14,12 @@ MIB = 1024 * 1024
 MODEL_BUF = re.compile(r"load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB")
 # src/llama-kv-cache.cpp:291  "%s: %10s KV buffer size = %8.2f MiB"
 KV_BUF = re.compile(r"llama_kv_cache:\s+(\S+) KV buffer size =\s+([\d.]+) MiB")
-# src/llama-kv-cache.cpp:301
+# src/llama-kv-cache.cpp:301, cells per stream then n_seq_max/n_stream:
 #   "%s: size = %7.2f MiB (%6u cells, %3d layers, %2u/%u seqs), K (%s): %7.2f MiB, V (%s): %7.2f MiB"
 KV_SIZE = re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)/\s*(\d+) "
                      r"seqs\), K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB")
-# src/llama-context.cpp:740  "%s: %10s compute buffer size = %8.2f MiB"
-COMPUTE_BUF = re.compile(r"llama_context:\s+(\S+) compute buffer size =\s+([\d.]+) MiB")
+# src/llama-context.cpp:740 (in llama_context::sched_reserve)  "%s: %10s compute buffer size = %8.2f MiB"
+COMPUTE_BUF = re.compile(r"sched_reserve:\s+(\S+) compute buffer size =\s+([\d.]+) MiB")
 # src/llama-context.cpp:308-312  "%s: n_seq_max             = %u" and the lines after it
 CPARAM = re.compile(r"llama_context: (n_seq_max|n_ctx|n_ctx_seq|n_batch|n_ubatch)\s+= (\d+)")
 # tools/server/server-context.cpp:1231  "initializing, n_slots = %d, n_ctx_slot = %d, kv_unified = '%s'"
@@ -43,10 +43,10 @@ def server_memory(text: str) -> dict:
             out[key] = found
     sizes = KV_SIZE.findall(text)
     if sizes:
-        mib, cells, layers, seqs, seq_max, kt, kmib, vt, vmib = sizes[-1]
-        out["kv"] = {"bytes": float(mib) * MIB, "cells": int(cells), "layers": int(layers), "seqs": int(seqs),
-                     "seq_max": int(seq_max), "k_type": kt, "k_bytes": float(kmib) * MIB, "v_type": vt,
-                     "v_bytes": float(vmib) * MIB}
+        mib, cells, layers, seq_max, streams, kt, kmib, vt, vmib = sizes[-1]
+        out["kv"] = {"bytes": float(mib) * MIB, "cells_per_stream": int(cells), "streams": int(streams),
+                     "cells": int(cells) * int(streams), "layers": int(layers), "seq_max": int(seq_max),
+                     "k_type": kt, "k_bytes": float(kmib) * MIB, "v_type": vt, "v_bytes": float(vmib) * MIB}
     for name, value in CPARAM.findall(text):
         out[name] = int(value)
     slots = SLOTS.findall(text)

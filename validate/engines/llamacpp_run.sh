@@ -59,9 +59,10 @@ stage G
 cat $R/model.log 2>/dev/null
 [ -f $MODEL ] || fail G
 
-# server N C NP LOG: llama-server on $MODEL in its own session, every layer on the GPU; waits up to N x 2 s
+# server N C NP LOG: llama-server on $MODEL in its own session, every layer on the GPU; waits up to N x 2 s. -lv 4:
+# libllama's own INFO lines (buffers, cells) are verbosity 4 to the server's log (common/log.cpp common_log_get_verbosity)
 server() {
-  setsid $BIN/llama-server -m $MODEL -c "$2" -np "$3" -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics \
+  setsid $BIN/llama-server -m $MODEL -c "$2" -np "$3" -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics -lv 4 \
     > "$4" 2>&1 &
   SPID=$!
   wait_healthy $SPID "$4" $PORT "$1"
