@@ -16,6 +16,7 @@
 # Stop this run only: kill -- -$(cat RESDIR/driver.pid)
 set -u
 source "$(dirname "$0")/detach.sh"
+source "$(dirname "$0")/llamacpp_cuda.sh"
 detach "$0" "$@"
 SRC=$HOME/lcpp/llama.cpp; BUILD=$HOME/lcpp/build; BIN=${LLAMACPP_BIN:-$BUILD/bin}; PORT=8080
 MODEL=${LLAMACPP_MODEL:-$HOME/models/llama31-8b-f16.gguf}; NGL=${LLAMACPP_NGL:-999}
@@ -45,10 +46,12 @@ if [ -z "${LLAMACPP_MODEL:-}" ]; then
 fi
 if [ -z "${LLAMACPP_BIN:-}" ]; then
   T0=$(date +%s)
+  cuda_flags > $R/cuda_flags.log 2>&1 || { cat $R/cuda_flags.log; fail B; }
+  cat $R/cuda_flags.log
   { cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
       -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF &&
-    timeout 840 cmake --build $BUILD -j "$(nproc)" --target llama-server llama-bench llama-batched-bench; } \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF \
+      "${CUDA_FLAGS[@]}" && timeout 840 cmake --build $BUILD -j "$(nproc)" --target llama-server llama-bench llama-batched-bench; } \
     > $R/build.log 2>&1
   echo "build rc $? $(( $(date +%s) - T0 )) s, $(grep -c '\.cu\.o' $R/build.log) .cu objects" > $R/build_s.txt
   cat $R/build_s.txt
