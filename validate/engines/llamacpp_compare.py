@@ -20,6 +20,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from validate import stored
 from validate.engines.llamacpp_logs import batched_rows, bench_entries, served_summary, server_memory
 
 
@@ -77,7 +78,7 @@ def served_rows(res: Path, pred: dict) -> list[dict]:
     out = []
     for name, p in pred["served"].items():
         f = res / f"serve-{name}.json"
-        s = served_summary(json.loads(f.read_text())) if f.is_file() else {}
+        s = served_summary(json.loads(stored.read_text(f))) if stored.exists(f) else {}
         for key in ("ttft_s", "tpot_s", "e2e_s"):
             out.append(row("served", f"{name} {key} p50", s.get(key, {}).get("p50"), p.get(key, {}).get("p50")))
         out.append(row("served", f"{name} output tok/s", s.get("throughput_tokens_per_s"),
