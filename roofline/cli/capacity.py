@@ -178,16 +178,15 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
 def _checkpoint_dtypes(model, args: argparse.Namespace) -> tuple[str, str | None, dict[str, Any]]:
     """(weight dtype, expert dtype, what was read): the flags when given, else the checkpoint's stored widths
-    (catalogue.hf_quant.stored_dtypes; the planner adds its scales and unconverted modules); and for vLLM with
+    (stored_bytes.dominant_dtypes; the planner adds its scales and unconverted modules); and for vLLM with
     --kv-cache-dtype auto, the KV dtype the checkpoint declares (vLLM's auto resolves to it: stored_bytes.KV_NOTE)."""
-    from roofline.catalogue.hf_quant import stored_dtypes
-    from roofline.stored_bytes import KV_NOTE
+    from roofline.stored_bytes import KV_NOTE, dominant_dtypes
 
     read: dict[str, Any] = {}
     weight, expert = args.weight_dtype or "bf16", args.expert_weight_dtype
     q = model.quantization
     if q is not None and args.weight_dtype is None and expert is None:
-        weight, expert = stored_dtypes(model)
+        weight, expert = dominant_dtypes(model)
         read["weights"] = (f"quantization_config {q.method}: stored widths (weights {weight}, "
                            f"experts {expert or weight})")
     if q is not None and q.kv_cache_dtype == "fp8" and args.engine == "vllm" and args.kv_cache_dtype == "auto":

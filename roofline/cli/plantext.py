@@ -127,6 +127,8 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     head += memory_line(result) + "\n"
     if missing := result.get("encoders", {}).get("uncounted"):  # a wrapper's tower left out of the weights above
         head += f"warning: {missing}\n"
+    if reads := (result.get("quantization") or {}).get("decode_reads"):  # a mixed checkpoint read at one width
+        head += f"warning: {reads}\n"
     if "ceilings" in result:
         head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
                  + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "")
@@ -152,5 +154,7 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
 
 
 def _ep_label(w: dict[str, Any]) -> str:
-    ep, experts = w.get("ep", 1), w.get("expert_weight_dtype")
-    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; experts {experts}" if experts else "")
+    ep, weights, experts = w.get("ep", 1), w.get("weight_dtype", "bf16"), w.get("expert_weight_dtype")
+    dtypes = ", ".join(([f"weights {weights}"] if weights != "bf16" else []) + ([f"experts {experts}"] if experts
+                                                                                  else []))
+    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; {dtypes}" if dtypes else "")
