@@ -221,6 +221,17 @@ def _json_default(value):
     return str(value)
 
 
+def _concurrency_rows(r: dict[str, Any]) -> list[list[str]]:
+    """How many requests of max_model_len run at once; under vLLM with sliding windows, what it runs (its admission
+    gate) first and the start-up log's estimate (every request at the admission cap) beside it, each labelled."""
+    at, length = r.get("sequences_at_once"), f"{r['max_model_len']:,}"
+    if at is None or at == math.floor(r["max_concurrency"]):
+        return [[f"max concurrency at {length} tokens", f"{r['max_concurrency']:,.2f}x"]]
+    return [[f"requests of {length} tokens running at once (vLLM's admission: windows held, not capped)", f"{at:,}"],
+            ["'Maximum concurrency' vLLM logs at start-up (each request at window + chunk)",
+             f"{r['max_concurrency']:,.2f}x"]]
+
+
 def capacity_text(r: dict[str, Any], positions: int | None = None) -> str:
     """The capacity result as a two-column text table with the rules applied; `positions`: the model's, which cap a
     request whatever the pool holds (the longest request the pool holds is memory's answer, as the engines' own
@@ -235,7 +246,7 @@ def capacity_text(r: dict[str, Any], positions: int | None = None) -> str:
             ["bytes per token per GPU (long context)", f"{r['bytes_per_token']:,.0f}"],
             ["pool tokens (blocks x block size; vLLM <= 0.19 logs this)" if r["engine"] == "vllm"
              else "pool tokens (as the engine logs)", f"{r['pool_tokens']:,}"],
-            [f"max concurrency at {r['max_model_len']:,} tokens", f"{r['max_concurrency']:,.2f}x"],
+            *_concurrency_rows(r),
             *([["'GPU KV cache size' as vLLM 0.24 logs it (concurrency x max_model_len)",
                 f"{r['tokens_at_max_concurrency']:,}"]] if r["engine"] == "vllm" else []),
             ["fits one request of max_model_len", "yes" if r["fits"] else "no"],

@@ -127,6 +127,8 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     head += memory_line(result) + "\n"
     if missing := result.get("encoders", {}).get("uncounted"):  # a wrapper's tower left out of the weights above
         head += f"warning: {missing}\n"
+    if engine := _engine_sequences_line(result):
+        head += engine + "\n"
     if reads := (result.get("quantization") or {}).get("decode_reads"):  # a mixed checkpoint read at one width
         head += f"warning: {reads}\n"
     if "ceilings" in result:
@@ -151,6 +153,19 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     if "plots" in result:
         text += "\n\nwrote " + ", ".join(result["plots"])
     return text
+
+
+def _engine_sequences_line(result: dict[str, Any]) -> str | None:
+    """The one line saying what max B@L is under vLLM for a windowed model (planner.capacity.engine_sequences)."""
+    rows = [r for r in result["results"] if r.get("engine_sequences")]
+    if not rows:
+        return None
+    ctx = result["workload"]["context_tokens"]
+    runs = ", ".join(f"{r['engine_sequences']['sequences_at_once']:,} ({r['method']})" for r in rows)
+    logged = ", ".join(f"{r['engine_sequences']['logged_max_concurrency']:,.2f}x ({r['method']})" for r in rows)
+    return (f"max B@L under vllm: requests of {ctx:,} tokens it runs at once: {runs} (a running request holds only "
+            f"its window; the last is admitted when its prompt's blocks are free); vLLM's start-up 'Maximum "
+            f"concurrency' is {logged}: every request counted at window + max_num_batched_tokens")
 
 
 def _ep_label(w: dict[str, Any]) -> str:
