@@ -76,8 +76,12 @@ def _mla(cfg: _Config) -> Fields:
 
 
 def _xielu(cfg: _Config, fields: Fields) -> tuple[int, int]:
-    """ApertusMLP's XIELUActivation: two learned scalars (alpha_p, alpha_n) per layer."""
-    return 2, 0
+    """ApertusMLP's act_fn = ACT2FN[hidden_act] (transformers v5 modeling_apertus.py; ApertusConfig's default
+    "xielu"): XIELUActivation holds two learned scalars (alpha_p, alpha_n) per layer, any other activation none."""
+    act = cfg.data.get("hidden_act", "xielu")
+    if not isinstance(act, str):
+        raise cfg.error("hidden_act", f"expected an activation name, got {type(act).__name__} {act!r}")
+    return (2 if act == "xielu" else 0), 0
 
 
 def _bitnet_sub_norms(cfg: _Config, fields: Fields) -> tuple[int, int]:
