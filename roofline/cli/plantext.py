@@ -19,9 +19,9 @@ LEGEND = (
     "KV/seq/GPU = one sequence's cache at L on one GPU (state: a state-space model's fixed state)\n"
     "  max ctx@B = longest context holding B sequences (^ = capped at the model's positions); max B@L = most "
     "sequences at L\n"
-    "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode step at L "
-    "(the inter-token latency at L); TPOT avg = the mean step over the generated tokens (vLLM's TPOT, first token "
-    "excluded)\n"
+    "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode-only "
+    "step at L (the inter-token latency at L with no prompt in the step); TPOT avg = the mean such step over the "
+    "generated tokens; served TPOT, with other requests' prefill chunks in the steps: `roofline simulate`\n"
     "  bound = what limits the decode step (memory: HBM bandwidth; compute: FLOPs; issue: instruction issue; "
     "shared-memory: on-chip bandwidth) and the op taking most of it\n"
     "  trust = {trust}; kern = the method's kernels' error (n/v: never timed, not validated)")
