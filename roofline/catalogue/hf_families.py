@@ -192,6 +192,28 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
     return moe
 
 
+def _layer_heads(cfg: _Config, family: Family, attention: list[dict[str, Any]], n: int, heads: int,
+                 kv_heads: int) -> list[dict[str, Any]]:
+    """The attention layers with their own query heads where the family's per-layer list differs from
+    num_attention_heads (Laguna-XS: vLLM's LagunaDecoderLayer builds LagunaAttention with
+    num_attention_heads_per_layer[layer_idx] heads beside the shared num_key_value_heads and head_dim); as read
+    otherwise."""
+    key = family.per_layer_heads
+    if not key or not cfg.has(key):
+        return attention
+    per_layer = cfg.data[key]
+    if not (isinstance(per_layer, list) and len(per_layer) == n
+            and all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in per_layer)):
+        raise cfg.error(key, f"expected {n} positive head counts, one a layer, got {per_layer!r}")
+    if bad := next((h for h in per_layer if h % kv_heads), None):
+        raise cfg.error(key, f"{bad} heads is not a multiple of num_key_value_heads {kv_heads}")
+    layers = [dict(attention[i % len(attention)]) for i in range(n)]
+    for layer, h in zip(layers, per_layer, strict=True):
+        if h != heads:
+            layer["num_heads"] = h
+    return layers
+
+
 def _dense_width(cfg: _Config) -> int:
     """intermediate_size; a config without it (Qwen3_5MoeTextConfig: every layer MoE) gives the expert width,
     which then sizes no layer (no dense layer is allowed)."""
@@ -214,9 +236,6 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         if key in cfg.data and cfg.data[key] != expected:
             raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
-    if family.per_layer_heads and cfg.has(family.per_layer_heads) and any(
-            h != heads for h in cfg.data[family.per_layer_heads]):
-        raise cfg.error(family.per_layer_heads, f"heads differing from num_attention_heads {heads} not modelled")
     kv_heads = cfg.integer("num_key_value_heads", heads)
     if heads % kv_heads:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
@@ -234,7 +253,7 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         "qkv_bias": _switch(cfg, family.qkv_bias), "attn_out_bias": _switch(cfg, family.o_bias),
         "mlp_bias": _switch(cfg, family.mlp_bias), "mlp": family.mlp, "norms_per_layer": family.norms_per_layer,
         "norm": family.norm, "qk_norm": _switch(cfg, family.qk_norm), "qk_norm_width": family.qk_norm_width,
-        "attention": _shortest_cycle(_attention(cfg, family, n)),
+        "attention": _shortest_cycle(_layer_heads(cfg, family, _attention(cfg, family, n), n, heads, kv_heads)),
     }
     if family.attn_output_gate:
         fields["attn_output_gate"] = True

@@ -107,9 +107,17 @@ def _last_layer_dense_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
 
 
 def _head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
-    """A per-head sigmoid gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x
-    num_attention_heads, no bias, when `gating`)."""
-    return (fields["hidden_size"] * fields["num_heads"] if cfg.flag("gating", False) else 0), 0
+    """A per-head gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x the
+    layer's heads, no bias, when `gating`; vllm/model_executor/models/laguna.py v0.24.0, `gating` true is per
+    head): hidden x the fewest heads of a layer in every layer, what layers of more heads (Model.attention's
+    num_heads) hold beyond that at the model level."""
+    if not cfg.flag("gating", False):
+        return 0, 0
+    d, heads, n = fields["hidden_size"], fields["num_heads"], fields["num_layers"]
+    kinds = fields["attention"]
+    per_layer = [kinds[i % len(kinds)].get("num_heads") or heads for i in range(n)]
+    least = min(per_layer)
+    return d * least, d * sum(h - least for h in per_layer)
 
 
 def _moe_post_norm(cfg: _Config, fields: Fields) -> tuple[int, int]:
