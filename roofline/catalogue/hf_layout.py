@@ -55,6 +55,7 @@ class Family:
     moe_always: bool = False  # an expert count of 1 is still a routed MoE block (HunYuan-MoE's default)
     shared_experts: int = 0  # shared experts when no shared-expert key says (HunYuan-MoE's shared_mlp: 1)
     moe_switch: str | None = None  # a flag that must be true for the MoE keys to apply (Doge's is_moe)
+    first_dense_default: int = 0  # dense layers first when no key says (ExaoneMoeConfig.first_k_dense_replace: 1)
     per_layer_heads: str | None = None  # key listing heads per layer: each must equal num_attention_heads
     one_integer: tuple[str, ...] = ()  # keys the family's config class types int: a list there is refused
     one_integer_hint: str = ""  # what such a list is, said in that refusal

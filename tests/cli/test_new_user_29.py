@@ -83,3 +83,55 @@ def test_tp_must_divide_every_layers_heads(capsys, tmp_path):
     path.write_text(json.dumps(data))
     rc, out, err = run(capsys, "show", "model", str(path))
     assert rc == 2 and "num_attention_heads_per_layer: 30 heads is not a multiple of num_key_value_heads 4" in err
+
+
+# EXAONE-MoE at K-EXAONE's widths in 4 layers, as a public engine test writes it (EXAONE_MOE_CONFIG; index id
+# 4294797590): is_moe_layer [false, true, true, true], first_last_k_dense_replace 1, no mlp_layer_types nor
+# first_k_dense_replace. d 6,144, 64 / 8 heads of 128 with q / k norms, dense MLP 18,432, 128 experts of 2,048 and one
+# shared, vocabulary 153,600 untied.
+EXAONE_MOE = {
+    "architectures": ["ExaoneMoEForCausalLM"], "model_type": "exaone_moe", "first_last_k_dense_replace": 1,
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 6144, "intermediate_size": 18432,
+    "is_moe_layer": [False, True, True, True], "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+    "max_position_embeddings": 262144, "moe_intermediate_size": 2048, "num_attention_heads": 64, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 4, "num_key_value_heads": 8, "num_shared_experts": 1,
+    "sliding_window": 128, "tie_word_embeddings": False, "vocab_size": 153600}
+
+
+def _exaone(tmp_path, **change) -> str:
+    path = tmp_path / "exaone" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps({k: v for k, v in (EXAONE_MOE | change).items() if v is not None}))
+    return str(path)
+
+
+def test_exaone_moe_first_layer_is_dense_as_vllm_and_transformers_build_it(tmp_path, capsys):
+    """vLLM's exaone_moe.py builds the MoE where is_moe_layer[i]; transformers' ExaoneMoeConfig without
+    mlp_layer_types makes the first first_k_dense_replace (default 1) layers dense. Both: layer 0 dense. It was
+    counted as a MoE layer (4,530,634,752 parameters too many)."""
+    attention = 6144 * 8192 + 2 * 6144 * 1024 + 8192 * 6144 + 2 * 128
+    moe = 128 * 3 * 6144 * 2048 + 3 * 6144 * 2048 + 128 * 6144
+    total = 2 * 153600 * 6144 + 4 * attention + 3 * 6144 * 18432 + 3 * moe + 4 * 2 * 6144 + 6144
+    assert total == 17_291_336_704
+    for change in ({}, {"is_moe_layer": None}):  # vLLM's key, or transformers' default
+        assert parameter_count(load_model(_exaone(tmp_path, **change))).total == total
+    rc, out, err = run(capsys, "show", "model", _exaone(tmp_path, is_moe_layer=[True, False, True, True]))
+    assert rc == 2 and "is_moe_layer: only leading dense layers then MoE ones are modelled" in err
+
+
+def test_glm_4_7_flash_mla_moe_by_hand(capsys):
+    """zai-org/GLM-4.7-Flash (glm4_moe_lite, tests/data/hf/GLM-4.7-Flash): MLA with q_lora 768, kv_lora 512, 20 heads
+    of qk 192 + 64 and v 256; 47 layers, the first dense (10,240), then 64 experts of 1,536 (top 4) and one shared;
+    vocabulary 154,880 untied. Per layer: q_a 2,048 x 768 + its norm 768 + q_b 768 x 20 x 256 + kv_a 2,048 x 576 +
+    its norm 512 + kv_b 512 x 20 x (192 + 256) + o 20 x 256 x 2,048 = 21,759,232. KV: the 576-wide latent, 47 x 576
+    x 2 B = 54,144 B a token (vLLM: --kv-cache-dtype fp8 halves it)."""
+    path = str(Path(LAGUNA).parents[1] / "GLM-4.7-Flash" / "config.json")
+    mla = 2048 * 768 + 768 + 768 * 20 * 256 + 2048 * 576 + 512 + 512 * 20 * 448 + 20 * 256 * 2048
+    moe = 64 * 3 * 2048 * 1536 + 3 * 2048 * 1536 + 64 * 2048
+    total = 2 * 154880 * 2048 + 47 * mla + 3 * 2048 * 10240 + 46 * moe + 47 * 2 * 2048 + 2048
+    assert (mla, total) == (21_759_232, 29_943_390_976)
+    assert parameter_count(load_model(path)).total == total
+    for dtype, per_token in (("auto", 54_144), ("fp8", 27_072)):
+        cap = _json(capsys, "capacity", "--model", path, "--engine", "vllm", "--kv-memory-gib", "40",
+                    "--kv-cache-dtype", dtype)
+        assert cap["bytes_per_token"] == per_token and cap["block_size"] == 64  # MLA backends' 64-token blocks
