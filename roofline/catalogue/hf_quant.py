@@ -65,12 +65,25 @@ def _unwrapped(pattern: str) -> str:
     return pattern
 
 
-def _kept(q: dict[str, Any]) -> list[str]:
+def _patterns(values: list[str], where: str, key: str) -> list[str]:
+    """Module patterns as written, each `re:` one a regular expression Python compiles (else one line naming
+    `key`: vLLM's compressed_tensors matching would fail on it too)."""
+    for value in values:
+        if value.startswith("re:"):
+            try:
+                re.compile(value[3:])
+            except re.error as err:
+                raise SpecError(f"{where}: quantization_config.{key}: {value!r} is not a regular expression "
+                                f"({err})") from None
+    return values
+
+
+def _kept(q: dict[str, Any], where: str) -> list[str]:
     """The kept (unconverted) module patterns, the decoder's names (_unwrapped)."""
     for key in KEEP_KEYS:
         value = q.get(key)
         if isinstance(value, list):
-            return [_unwrapped(str(v)) for v in value]
+            return _patterns([_unwrapped(str(v)) for v in value], where, key)
     return []
 
 
@@ -156,7 +169,7 @@ def _targets(group: dict[str, Any], name: str, where: str) -> list[str]:
     if not (isinstance(targets, list) and targets and all(isinstance(t, str) and t for t in targets)):
         raise SpecError(f"{where}: quantization_config.config_groups.{name}.targets: {targets!r} is not a list of "
                         "module names, `re:` patterns or a class (Linear)")
-    return [_unwrapped(t) for t in targets]
+    return _patterns([_unwrapped(t) for t in targets], where, f"config_groups.{name}.targets")
 
 
 def _compressed(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
@@ -282,7 +295,7 @@ def read_quantization(data: dict[str, Any], where: str, has_experts: bool,
     if not isinstance(q, dict):
         raise SpecError(f"{where}: quantization_config: expected an object, got {type(q).__name__}")
     layout, kv_dtype = _method(q, where)
-    kept = _kept(q)
+    kept = _kept(q, where)
     # several groups: each matrix's group decides (roofline.stored_bytes.scheme_for)
     experts_only = not layout.get("groups") and _experts_only(kept, layout["weight_dtype"], has_experts, mlps_beside)
     scale = _per_weight(layout)

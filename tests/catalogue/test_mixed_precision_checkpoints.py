@@ -148,3 +148,19 @@ def test_malformed_targets_are_one_line(targets):
     with pytest.raises(SpecError) as info:
         _model("Llama-3.1-8B", q)
     assert "cfg.json: quantization_config.config_groups.group_1.targets:" in str(info.value)
+
+
+@pytest.mark.parametrize(("where", "pattern", "key"), [
+    ("target", "re:(down", "quantization_config.config_groups.group_0.targets"),
+    ("ignore", "re:[lm_head", "quantization_config.ignore"),
+])
+def test_a_pattern_that_is_no_regular_expression_is_one_line(where, pattern, key):
+    q = json.loads(json.dumps(NVFP4_FP8))
+    if where == "target":
+        q["config_groups"]["group_0"]["targets"] = [pattern]
+    else:
+        q["ignore"] = [pattern]
+    with pytest.raises(SpecError) as info:
+        _model("Llama-3.1-8B", q)
+    assert f"cfg.json: {key}: {pattern!r} is not a regular expression" in str(info.value)
+    assert "\n" not in str(info.value)
