@@ -21,7 +21,8 @@ LEGEND = (
     "sequences at L\n"
     "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode-only "
     "step at L (the inter-token latency at L with no prompt in the step); TPOT avg = the mean such step over the "
-    "generated tokens; served TPOT, with other requests' prefill chunks in the steps: `roofline simulate`\n"
+    "generated tokens (vLLM's TPOT, first token excluded, with no other request's prompt in the steps; served: "
+    "`roofline simulate`)\n"
     "  bound = what limits the decode step (memory: HBM bandwidth; compute: FLOPs; issue: instruction issue; "
     "shared-memory: on-chip bandwidth) and the op taking most of it\n"
     "  trust = {trust}; kern = the method's kernels' error (n/v: never timed, not validated)")

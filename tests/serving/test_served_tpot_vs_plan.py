@@ -48,4 +48,4 @@ def test_the_text_says_which_tpot_it_is(capsys):
     assert rc == 0, err
     assert "TPOT is served" in out and "a decode-only step at this run's mean" in out
     rc, out, err = run(capsys, "plan", "--model", MODEL, "--hardware", "H200", "--method", "bf16")
-    assert "TPOT@L = one decode-only step at L" in out and "served TPOT" in out
+    assert "TPOT@L = one decode-only step at L" in out and "served: `roofline simulate`" in out
