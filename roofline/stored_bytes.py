@@ -19,9 +19,11 @@ LinearBase / FusedMoE layers a quantization config claims), unless a modules_to_
 exclude_modules pattern names the module or one of its parents (transformers' should_convert_module: a plain name
 matches the module or a parent, `*` a glob, `re:` a regular expression as compressed-tensors writes it); only the
 experts for an expert-only checkpoint (vLLM's Mxfp4Config quantizes FusedMoE alone). Never converted, kept at the
-model dtype (2 bytes, bf16): embeddings and the LM head (not LinearBase in vLLM), norms, biases, sinks, routers
-(ReplicatedLinear with quant_config=None in vLLM's MoE models) and the mixers of linear-attention layers (not
-modelled as matrices here). Vision / audio towers (Model.encoders) are added whole, at their own dtype.
+model dtype (2 bytes, bf16): embeddings and the LM head (not LinearBase in vLLM; the head only where a
+compressed-tensors config_group names it, roofline.weight_schemes), norms, biases, sinks, routers (ReplicatedLinear
+with quant_config=None in vLLM's MoE models) and the mixers of linear-attention layers other than Qwen3-Next's and
+Qwen3.5's Gated DeltaNet (whose projections are matrices here: _gated_deltanet). Vision / audio towers
+(Model.encoders) are added whole, at their own dtype.
 
 For gpt-oss-20b this gives 13,761,264,768 bytes, the total_size of its published model.safetensors.index.json.
 """
@@ -89,6 +91,23 @@ def _mlp(model: Model, prefix: str, width: int, copies: int = 1, expert: bool = 
                    Matrix(f"{prefix}.down_proj", d, width, copies, expert)]
 
 
+def _gated_deltanet(model: Model, prefix: str) -> list[Matrix]:
+    """A Gated DeltaNet layer's linear matrices under the checkpoint's names (accounting.linear_params_per_layer's
+    shapes): Qwen3-Next's fused in_proj_qkvz / in_proj_ba, Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
+    (vLLM fuses them back: weight_schemes); out_proj. Other Gated DeltaNet families' names are not known here:
+    none (their mixers stay at the model dtype)."""
+    la, d = model.linear_attention, model.hidden_size
+    inner, heads = la.value_heads * la.value_head_dim, la.value_heads
+    out = [Matrix(f"{prefix}.out_proj", d, inner)]
+    if "Qwen3Next" in model.architecture:
+        return [Matrix(f"{prefix}.in_proj_qkvz", la.conv_channels + inner, d),
+                Matrix(f"{prefix}.in_proj_ba", 2 * heads, d)] + out
+    if "Qwen3_5" in model.architecture:
+        return [Matrix(f"{prefix}.in_proj_qkv", la.conv_channels, d), Matrix(f"{prefix}.in_proj_z", inner, d),
+                Matrix(f"{prefix}.in_proj_b", heads, d), Matrix(f"{prefix}.in_proj_a", heads, d)] + out
+    return []
+
+
 def decoder_matrices(model: Model) -> list[Matrix]:
     """Every linear weight matrix of the decoder layers a quantization config can convert (names as transformers'
     Llama / DeepSeek / Qwen-MoE modules: model.layers.{i}.self_attn.q_proj, .mlp.experts.gate_proj, ...)."""
@@ -98,6 +117,8 @@ def decoder_matrices(model: Model) -> list[Matrix]:
     for i in range(model.num_layers):
         layer = f"model.layers.{i}"
         kind = kinds[i % len(kinds)]
+        if kind.kind == "linear" and model.linear_attention.kind == "gated_deltanet":
+            out += _gated_deltanet(model, f"{layer}.linear_attn")
         if kind.kind not in ("linear", "none"):
             matrices = _attention(model.at_layer(kind), f"{layer}.self_attn", model.runs_indexer(i))
             if i >= model.num_layers - model.kv_shared_layers:  # no k_proj / v_proj (Model.kv_shared_layers)

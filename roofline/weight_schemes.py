@@ -4,7 +4,8 @@ vllm/model_executor/layers/quantization/compressed_tensors/utils.py `find_matche
 first target (in the order the groups list them; a target named twice belongs to the later group) that equals its
 name or, for a `re:` target, `re.match`es it; failing that, the first non-regex target contained in its class name
 (case-insensitive: `Linear` in `QKVParallelLinear`); failing that, for a fused layer (q, k and v in `qkv_proj`, gate
-and up in `gate_up_proj`), the target every one of its shards matches. The routed experts are looked up per
+and up in `gate_up_proj`, Qwen3.5's in_proj_qkv and in_proj_z in `in_proj_qkvz`, in_proj_b and in_proj_a in
+`in_proj_ba`), the target every one of its shards matches. The routed experts are looked up per
 projection under the first expert's names (`...mlp.experts.0.gate_proj`, compressed_tensors_moe.py get_moe_method)
 against the class RoutedExperts, to which a `Linear` target also applies (_add_fused_moe_to_target_scheme_map); all
 their projections must share one scheme. The LM head (ParallelLMHead) is converted only when a target names it. A
@@ -22,6 +23,9 @@ from roofline.errors import SpecError
 QKV = ("qkv_proj", ("q_proj", "k_proj", "v_proj"), "QKVParallelLinear")
 GATE_UP = ("gate_up_proj", ("gate_proj", "up_proj"), "MergedColumnParallelLinear")
 MLP_SCOPES = ("mlp", "shared_expert", "shared_experts")  # an attention's output gate_proj is a layer of its own
+# Qwen3.5's Gated DeltaNet: packed_modules_mapping in vllm/model_executor/models/qwen3_5.py
+GDN = (("in_proj_qkvz", ("in_proj_qkv", "in_proj_z"), "MergedColumnParallelLinear"),
+       ("in_proj_ba", ("in_proj_b", "in_proj_a"), "MergedColumnParallelLinear"))
 
 
 def _fused(scope: str, proj: str) -> tuple[str, tuple[str, ...], str] | None:
@@ -30,6 +34,8 @@ def _fused(scope: str, proj: str) -> tuple[str, tuple[str, ...], str] | None:
         return QKV
     if proj in GATE_UP[1] and last in MLP_SCOPES:
         return GATE_UP
+    if last == "linear_attn":
+        return next((f for f in GDN if proj in f[1]), None)
     return None
 
 

@@ -164,3 +164,30 @@ def test_a_pattern_that_is_no_regular_expression_is_one_line(where, pattern, key
         _model("Llama-3.1-8B", q)
     assert f"cfg.json: {key}: {pattern!r} is not a regular expression" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+QWEN35_UNSLOTH_STYLE = {
+    "quant_method": "compressed-tensors", "format": "mixed-precision", "ignore": ["re:^mtp.*"],
+    "config_groups": {
+        "group_0": {"format": "float-quantized", "weights": FP8_CHANNEL,
+                    "targets": ["re:.*self_attn\\.(q|k|v|o)_proj$",
+                                "re:.*linear_attn\\.(in_proj_qkv|in_proj_z|out_proj)$", "re:.*lm_head"]},
+        "group_1": {"format": "nvfp4-pack-quantized", "weights": NVFP4,
+                    "targets": ["re:.*mlp\\.experts\\.\\d+\\.(gate|up|down)_proj$",
+                                "re:.*shared_expert\\.(gate|up|down)_proj$"]}}}
+
+
+def test_qwen3_5_gated_deltanet_projections_are_stored_in_their_group():
+    """Qwen3.5-35B-A3B (verbatim, tests/data/hf): d 2,048, 30 Gated DeltaNet layers (16 key heads, 32 value heads of
+    128: conv channels 8,192, inner 4,096) and 10 gated full-attention layers (16 heads of 256, q doubled for the
+    gate; 2 KV heads), 256 experts of 512 and a shared expert of 512, vocabulary 248,320 untied. vLLM fuses
+    in_proj_qkv + in_proj_z and in_proj_b + in_proj_a (qwen3_5.py packed_modules_mapping): both shards of the first
+    match group_0, none of the second any group (bf16)."""
+    gdn, gdn_rows = 8192 * 2048 + 4096 * 2048 + 2048 * 4096, 8192 + 4096 + 2048
+    full, full_rows = 8192 * 2048 + 2 * 512 * 2048 + 2048 * 4096, 8192 + 512 + 512 + 2048
+    experts, shared, head = 256 * 3 * 512 * 2048, 3 * 512 * 2048, 248320 * 2048
+    got = stored_bytes(_model("Qwen3.5-35B-A3B", QWEN35_UNSLOTH_STYLE))
+    assert got.codes == 30 * gdn + 10 * full + 40 * (experts + shared) // 2 + head == 17_956_864_000
+    assert got.scales == (4 * (30 * gdn_rows + 10 * full_rows + 248320)
+                          + 40 * ((experts + shared) // 16 + (256 + 1) * 3 * 8)) == 2_024_541_120
+    assert dominant_dtypes(_model("Qwen3.5-35B-A3B", QWEN35_UNSLOTH_STYLE)) == ("fp8", "nvfp4")
