@@ -19,9 +19,11 @@ LinearBase / FusedMoE layers a quantization config claims), unless a modules_to_
 exclude_modules pattern names the module or one of its parents (transformers' should_convert_module: a plain name
 matches the module or a parent, `*` a glob, `re:` a regular expression as compressed-tensors writes it); only the
 experts for an expert-only checkpoint (vLLM's Mxfp4Config quantizes FusedMoE alone). Never converted, kept at the
-model dtype (2 bytes, bf16): embeddings and the LM head (not LinearBase in vLLM), norms, biases, sinks, routers
-(ReplicatedLinear with quant_config=None in vLLM's MoE models) and the mixers of linear-attention layers (not
-modelled as matrices here). Vision / audio towers (Model.encoders) are added whole, at their own dtype.
+model dtype (2 bytes, bf16): embeddings and the LM head (not LinearBase in vLLM; the head only where a
+compressed-tensors config_group names it, roofline.weight_schemes), norms, biases, sinks, routers (ReplicatedLinear
+with quant_config=None in vLLM's MoE models) and the mixers of linear-attention layers other than Qwen3-Next's and
+Qwen3.5's Gated DeltaNet (whose projections are matrices here: _gated_deltanet). Vision / audio towers
+(Model.encoders) are added whole, at their own dtype.
 
 For gpt-oss-20b this gives 13,761,264,768 bytes, the total_size of its published model.safetensors.index.json.
 """
@@ -32,9 +34,12 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from roofline.accounting import dtype_size, parameter_count, routed_expert_params
 from roofline.specs import Model
+from roofline.specs.model import StoredLayout
+from roofline.weight_schemes import expert_scheme, scheme_of
 
 MODEL_DTYPE_BYTES = 2  # bf16: the dtype every catalogue model and transformers config here is loaded in
 DTYPE_BITS = {"fp8": 8, "int8": 8, "int4": 4, "mxfp4": 4, "nvfp4": 4}
@@ -86,6 +91,23 @@ def _mlp(model: Model, prefix: str, width: int, copies: int = 1, expert: bool = 
                    Matrix(f"{prefix}.down_proj", d, width, copies, expert)]
 
 
+def _gated_deltanet(model: Model, prefix: str) -> list[Matrix]:
+    """A Gated DeltaNet layer's linear matrices under the checkpoint's names (accounting.linear_params_per_layer's
+    shapes): Qwen3-Next's fused in_proj_qkvz / in_proj_ba, Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
+    (vLLM fuses them back: weight_schemes); out_proj. Other Gated DeltaNet families' names are not known here:
+    none (their mixers stay at the model dtype)."""
+    la, d = model.linear_attention, model.hidden_size
+    inner, heads = la.value_heads * la.value_head_dim, la.value_heads
+    out = [Matrix(f"{prefix}.out_proj", d, inner)]
+    if "Qwen3Next" in model.architecture:
+        return [Matrix(f"{prefix}.in_proj_qkvz", la.conv_channels + inner, d),
+                Matrix(f"{prefix}.in_proj_ba", 2 * heads, d)] + out
+    if "Qwen3_5" in model.architecture:
+        return [Matrix(f"{prefix}.in_proj_qkv", la.conv_channels, d), Matrix(f"{prefix}.in_proj_z", inner, d),
+                Matrix(f"{prefix}.in_proj_b", heads, d), Matrix(f"{prefix}.in_proj_a", heads, d)] + out
+    return []
+
+
 def decoder_matrices(model: Model) -> list[Matrix]:
     """Every linear weight matrix of the decoder layers a quantization config can convert (names as transformers'
     Llama / DeepSeek / Qwen-MoE modules: model.layers.{i}.self_attn.q_proj, .mlp.experts.gate_proj, ...)."""
@@ -95,6 +117,8 @@ def decoder_matrices(model: Model) -> list[Matrix]:
     for i in range(model.num_layers):
         layer = f"model.layers.{i}"
         kind = kinds[i % len(kinds)]
+        if kind.kind == "linear" and model.linear_attention.kind == "gated_deltanet":
+            out += _gated_deltanet(model, f"{layer}.linear_attn")
         if kind.kind not in ("linear", "none"):
             matrices = _attention(model.at_layer(kind), f"{layer}.self_attn", model.runs_indexer(i))
             if i >= model.num_layers - model.kv_shared_layers:  # no k_proj / v_proj (Model.kv_shared_layers)
@@ -103,8 +127,9 @@ def decoder_matrices(model: Model) -> list[Matrix]:
         moe, mlp = model.moe, model.layer_mlp(i)  # mlp_layers' 'none' blocks (Nemotron-H's mamba) have no MLP
         if mlp == "moe" and moe is not None:
             out += _mlp(model, f"{layer}.mlp.experts", moe.expert_intermediate_size, moe.num_experts, expert=True)
-            if moe.num_shared_experts:
-                out += _mlp(model, f"{layer}.mlp.shared_experts", moe.shared_width)
+            if moe.num_shared_experts:  # Qwen-MoE's one gated shared_expert, DeepSeek's shared_experts
+                shared = "shared_expert" if moe.shared_expert_intermediate_size is not None else "shared_experts"
+                out += _mlp(model, f"{layer}.mlp.{shared}", moe.shared_width)
         elif mlp == "dense":
             out += _mlp(model, f"{layer}.mlp", model.intermediate_size)
     return out
@@ -121,22 +146,42 @@ def _matches(name: str, pattern: str) -> bool:
     return any(s == pattern or s.endswith("." + pattern) for s in scopes)
 
 
+def _ignored(matrix: Matrix, q) -> bool:
+    names = [matrix.name]
+    if matrix.expert:  # vLLM matches the experts under the first expert's names (weight_schemes)
+        scope, proj = matrix.name.rsplit(".", 1)
+        names.append(f"{scope}.0.{proj}")
+    return any(_matches(n, p) for n in names for p in q.modules_not_converted)
+
+
+def scheme_for(matrix: Matrix, model: Model):
+    """The layout this matrix is stored in (Model.quantization, or the config_group that claims it:
+    roofline.weight_schemes), or None when it stays at the model dtype."""
+    q = model.quantization
+    if q is None or _ignored(matrix, q):
+        return None
+    if q.groups:
+        if matrix.expert:
+            scope = matrix.name.rsplit(".", 1)[0]
+            projections = ("gate_proj", "up_proj", "down_proj") if model.mlp == "gated" else ("up_proj", "down_proj")
+            return expert_scheme(scope, projections, q.groups)
+        return scheme_of(matrix.name, q.groups)
+    if q.experts_only and not matrix.expert:
+        return None
+    return q
+
+
 def converted(matrix: Matrix, model: Model) -> bool:
     """The quantization config converts this matrix (its scheme's targets, less the kept modules)."""
-    q = model.quantization
-    if q is None or (q.experts_only and not matrix.expert):
-        return False
-    return not any(_matches(matrix.name, p) for p in q.modules_not_converted)
+    return scheme_for(matrix, model) is not None
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def matrix_bytes(matrix: Matrix, model: Model) -> tuple[int, int]:
-    """(code bytes, scale + zero-point + fixed bytes) of one converted matrix, all copies."""
-    q = model.quantization
-    assert q is not None
+def matrix_bytes(matrix: Matrix, q: StoredLayout) -> tuple[int, int]:
+    """(code bytes, scale + zero-point + fixed bytes) of one matrix stored in layout `q`, all copies."""
     o, i = matrix.out_features, matrix.in_features
     codes = _ceil(o * i * DTYPE_BITS[q.weight_dtype], 8)
     if q.scale_group == -1:
@@ -148,6 +193,16 @@ def matrix_bytes(matrix: Matrix, model: Model) -> tuple[int, int]:
     extra = scales * q.scale_bytes + _ceil(scales * q.zero_point_bits, 8) + q.matrix_extra_bytes \
         + i * q.input_index_bytes
     return codes * matrix.copies, extra * matrix.copies
+
+
+def stored_matrices(model: Model) -> list[tuple[Matrix, StoredLayout | None]]:
+    """Every matrix a quantization config can claim with the layout it is stored in (None: the model dtype): the
+    decoder's, and the untied LM head when a config_group names it."""
+    matrices = decoder_matrices(model)
+    q = model.quantization
+    if q is not None and q.groups and not model.tie_word_embeddings:
+        matrices.append(Matrix("lm_head", model.vocab_size, model.hidden_size))
+    return [(m, scheme_for(m, model)) for m in matrices]
 
 
 @dataclass(frozen=True)
@@ -181,13 +236,80 @@ def stored_bytes(model: Model) -> StoredBytes:
     total_params = parameter_count(model).total
     codes = scales = converted_params = 0
     if model.quantization is not None:
-        for m in decoder_matrices(model):
-            if converted(m, model):
-                c, s = matrix_bytes(m, model)
+        for m, layout in stored_matrices(model):
+            if layout is not None:
+                c, s = matrix_bytes(m, layout)
                 codes, scales = codes + c, scales + s
                 converted_params += m.out_features * m.in_features * m.copies
     kept = (total_params - converted_params) * MODEL_DTYPE_BYTES
     return StoredBytes(codes=codes, scales=scales, kept=kept, encoders=encoder_bytes(model))
+
+
+def dominant_dtypes(model: Model) -> tuple[str, str | None]:
+    """(weight dtype, routed-expert dtype or None) the planner stores the checkpoint at: Quantization.weight_dtype
+    for every matrix, or bf16 with the experts at it when only they are converted (gpt-oss); with several schemes
+    (Quantization.groups) the dtype holding most of the non-expert matrices' weights (bf16 for those no group
+    claims) and, where it differs, the one holding most of the routed experts'. What the other matrices store
+    beyond or below that width, extra_weight_bytes adds; the decode step reads them at it."""
+    q = model.quantization
+    if q is None:
+        return "bf16", None
+    if not q.groups:
+        return ("bf16", q.weight_dtype) if q.experts_only else (q.weight_dtype, None)
+    weights: dict[bool, dict[str, int]] = {False: {}, True: {}}
+    for m, layout in stored_matrices(model):
+        dtype = "bf16" if layout is None else layout.weight_dtype
+        share = weights[m.expert]
+        share[dtype] = share.get(dtype, 0) + m.out_features * m.in_features * m.copies
+    weight = max(weights[False], key=weights[False].get, default="bf16")
+    expert = max(weights[True], key=weights[True].get, default=weight)
+    return weight, (expert if expert != weight else None)
+
+
+def mixed_reads(model: Model) -> str | None:
+    """For a checkpoint of several schemes, what the decode step reads at a width other than the matrix's own (the
+    cost model reads every non-expert matrix at one dtype and the routed experts at another: dominant_dtypes), as
+    one clause; None when every matrix is read at its own width."""
+    q = model.quantization
+    if q is None or not q.groups:
+        return None
+    weight, expert = dominant_dtypes(model)
+    total = off = 0
+    other: dict[str, int] = {}
+    for m, layout in stored_matrices(model):
+        n = m.out_features * m.in_features * m.copies
+        dtype, read = ("bf16" if layout is None else layout.weight_dtype), (expert or weight) if m.expert else weight
+        total += n
+        if dtype != read:
+            off += n
+            other[dtype] = other.get(dtype, 0) + n
+    if not off:
+        return None
+    kinds = ", ".join(f"{d} {n / total:.0%}" for d, n in sorted(other.items(), key=lambda kv: -kv[1]))
+    read = f"every non-expert matrix at {weight}" + (f" and the routed experts at {expert}" if expert else "")
+    return (f"the checkpoint stores {len(q.groups)} weight schemes: memory counts each matrix at its own width, but "
+            f"the decode step reads {read}, so {off / total:.0%} of the linear weights are read at another width "
+            f"than stored ({kinds})")
+
+
+def stored_widths(model, workload) -> tuple[Any, dict[str, Any] | None]:
+    """(workload, note): a quantized model's weights at their stored width when the workload keeps the bf16
+    default (weight_dtype bf16, no expert dtype): the converted matrices at dominant_dtypes' widths; the planner then
+    adds the scales, the unconverted modules' full width and, for a checkpoint of several schemes, the matrices
+    stored at another width (extra_weight_bytes). The note (for the plan's JSON) says what was read and applied;
+    (workload, None) for an unquantized model or a user-chosen dtype."""
+    q = model.quantization
+    if q is None or workload.weight_dtype != "bf16" or workload.expert_weight_dtype is not None:
+        return workload, None
+    weight, expert = dominant_dtypes(model)
+    change = {"weight_dtype": weight} | ({"expert_weight_dtype": expert} if expert else {})
+    note = {"read": f"quantization_config: {q.method}", **change,
+            "scale_bytes_per_weight": q.scale_bytes_per_weight, "modules_not_converted": q.modules_not_converted,
+            "kv_cache_dtype": q.kv_cache_dtype}
+    if q.groups:
+        note["groups"] = [f"{g.name}: {g.weight_dtype} <- {', '.join(g.targets)}" for g in q.groups]
+        note["decode_reads"] = mixed_reads(model)
+    return workload.model_copy(update=change), note
 
 
 def planned_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> Fraction:
@@ -200,13 +322,12 @@ def planned_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> Fractio
 def extra_weight_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> tuple[int, int]:
     """(encoder bytes, stored-checkpoint correction) the planner adds to its dtype estimate: the towers always;
     the correction (scales, zero points and the unconverted modules' full width, less what the dtypes already
-    count) only when the workload plans the checkpoint at its stored widths (catalogue.hf_quant.stored_widths),
+    count) only when the workload plans the checkpoint at its stored widths (stored_widths),
     else 0 (a user-chosen dtype is planned as chosen)."""
-    q = model.quantization
-    at_stored = q is not None and (
-        (q.experts_only and weight_dtype == "bf16" and expert_dtype == q.weight_dtype)
-        or (not q.experts_only and weight_dtype == expert_dtype == q.weight_dtype))
-    if not at_stored:
+    if model.quantization is None:
+        return encoder_bytes(model), 0
+    weight, expert = dominant_dtypes(model)
+    if (weight_dtype, expert_dtype) != (weight, expert or weight):
         return encoder_bytes(model), 0
     stored = stored_bytes(model)
     return stored.encoders, int(stored.decoder - planned_bytes(model, weight_dtype, expert_dtype))
@@ -221,7 +342,7 @@ KV_NOTE = ("read from quantization_config ({key}); vLLM's --kv-cache-dtype auto 
 def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
                      quantization: dict | None) -> dict[str, dict]:
     """The plan's JSON fields for what the checkpoint's config declared beyond the decoder: `quantization` (the
-    stored-width note of catalogue.hf_quant.stored_widths, or None) completed with the stored bytes by part and the
+    stored-width note of stored_widths, or None) completed with the stored bytes by part and the
     KV dtype read, and `encoders` (the towers counted into the weights); empty for a plain model."""
     out: dict[str, dict] = {}
     q = model.quantization

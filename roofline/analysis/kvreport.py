@@ -39,7 +39,7 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
 
     kv_bytes rounds the (possibly fractional-bit) total up to whole bytes; bytes_per_token divides by
     batch x context; effective_bits is resident bits per uncompressed K/V element. With `hardware`, the decode
-    step's weights are read at the widths the checkpoint stores (catalogue.hf_quant.stored_dtypes: a
+    step's weights are read at the widths the checkpoint stores (stored_bytes.dominant_dtypes: a
     quantization_config's converted matrices at its dtype, bf16 otherwise), as `roofline plan` reads them;
     `decode_weights` says which.
     """
@@ -72,8 +72,8 @@ def kv_report(model: Model, method: MethodConfig, context: int, batch: int = 1,
         "reserved_bytes": int(math.ceil(_num(cache.reserved_bytes, context) * batch)),
     }
     if hardware is not None:
-        from roofline.catalogue.hf_quant import stored_dtypes
-        weight, expert = stored_dtypes(model)
+        from roofline.stored_bytes import dominant_dtypes
+        weight, expert = dominant_dtypes(model)
         rows = decode_op_costs(model, method, hardware, context, batch, fusion=fusion, weight_dtype=weight,
                                expert_weight_dtype=expert)
         q = model.quantization

@@ -38,6 +38,7 @@ from roofline.catalogue.hfconfig import (
 from roofline.catalogue.loading import validate
 from roofline.errors import SpecError
 from roofline.specs import Model
+from roofline.weight_schemes import check_experts
 
 
 def _llama(cfg: _Config) -> dict[str, Any]:
@@ -278,7 +279,9 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     quantization = read_quantization(data, where, has_experts=model.moe is not None, mlps_beside=_mlps_beside(model))
     if quantization is None:
         return model
-    return validate(Model, spec | {"quantization": quantization}, where)
+    model = validate(Model, spec | {"quantization": quantization}, where)
+    check_experts(model, where)
+    return model
 
 
 # The keys a config.json counts its MTP modules by, as vLLM reads them to build the `mtp` draft from the target's

@@ -129,9 +129,19 @@ def _derived_layer_types(cfg: _Config) -> list[str]:
     return derived
 
 
-def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
-    """first_dense_layers / layer_period / layer_offset from first_k_dense_replace, mlp_layer_types (a list of
-    'dense' / 'sparse'), or decoder_sparse_step + mlp_only_layers (Qwen-MoE); other patterns are refused."""
+def _moe_layers(cfg: _Config, num_layers: int, first_default: int = 0) -> dict[str, int]:
+    """first_dense_layers / layer_period / layer_offset from first_k_dense_replace (absent: `first_default`, the
+    family's config class default), mlp_layer_types (a list of 'dense' / 'sparse'), is_moe_layer (a list of
+    booleans: vLLM's exaone_moe.py reads the layer kinds from it), or decoder_sparse_step + mlp_only_layers
+    (Qwen-MoE); other patterns are refused."""
+    if not cfg.has("mlp_layer_types") and cfg.has("is_moe_layer"):
+        flags = cfg.data["is_moe_layer"]
+        if not (isinstance(flags, list) and len(flags) == num_layers and all(isinstance(f, bool) for f in flags)):
+            raise cfg.error("is_moe_layer", f"expected {num_layers} of true / false, got {flags!r}")
+        first = flags.index(True) if True in flags else num_layers
+        if not all(flags[first:]):
+            raise cfg.error("is_moe_layer", "only leading dense layers then MoE ones are modelled")
+        return {"first_dense_layers": first}
     if cfg.has("mlp_layer_types"):
         kinds = cfg.data["mlp_layer_types"]
         if not isinstance(kinds, list) or len(kinds) != num_layers or not set(kinds) <= {"dense", "sparse"}:
@@ -150,7 +160,8 @@ def _moe_layers(cfg: _Config, num_layers: int) -> dict[str, int]:
             raise cfg.error("mlp_only_layers", "with decoder_sparse_step or first_k_dense_replace not supported")
         return {"first_dense_layers": len(dense)}
     step = cfg.integer("decoder_sparse_step", 1)
-    first = cfg.integer("first_k_dense_replace", cfg.integer("num_dense_layers", 0, minimum=0), minimum=0)
+    first = cfg.integer("first_k_dense_replace", cfg.integer("num_dense_layers", first_default, minimum=0),
+                        minimum=0)
     if step != 1 and first:
         raise cfg.error("decoder_sparse_step", "with first_k_dense_replace not supported")
     return {"first_dense_layers": first, "layer_period": step, "layer_offset": step - 1}
@@ -179,7 +190,7 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
     width_key = _first(cfg, ("moe_intermediate_size", "expert_intermediate_size"))
     moe = {"num_experts": cfg.layer_integer(experts_key), "experts_per_token": cfg.layer_integer(topk_key),
            "expert_intermediate_size": cfg.layer_integer(width_key) if width_key else dense_width,
-           "router_bias": family.router_bias, **_moe_layers(cfg, num_layers)}
+           "router_bias": family.router_bias, **_moe_layers(cfg, num_layers, family.first_dense_default)}
     shared_key = _first(cfg, SHARED_KEYS)
     shared = cfg.layer_integer(shared_key, minimum=0) if shared_key else family.shared_experts
     if cfg.has("shared_expert_intermediate_size") and cfg.integer("shared_expert_intermediate_size"):
@@ -190,6 +201,28 @@ def _moe(cfg: _Config, family: Family, num_layers: int, dense_width: int) -> dic
     if moe.get("num_shared_experts"):
         moe["shared_expert_gate"] = family.shared_expert_gate
     return moe
+
+
+def _layer_heads(cfg: _Config, family: Family, attention: list[dict[str, Any]], n: int, heads: int,
+                 kv_heads: int) -> list[dict[str, Any]]:
+    """The attention layers with their own query heads where the family's per-layer list differs from
+    num_attention_heads (Laguna-XS: vLLM's LagunaDecoderLayer builds LagunaAttention with
+    num_attention_heads_per_layer[layer_idx] heads beside the shared num_key_value_heads and head_dim); as read
+    otherwise."""
+    key = family.per_layer_heads
+    if not key or not cfg.has(key):
+        return attention
+    per_layer = cfg.data[key]
+    if not (isinstance(per_layer, list) and len(per_layer) == n
+            and all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in per_layer)):
+        raise cfg.error(key, f"expected {n} positive head counts, one a layer, got {per_layer!r}")
+    if bad := next((h for h in per_layer if h % kv_heads), None):
+        raise cfg.error(key, f"{bad} heads is not a multiple of num_key_value_heads {kv_heads}")
+    layers = [dict(attention[i % len(attention)]) for i in range(n)]
+    for layer, h in zip(layers, per_layer, strict=True):
+        if h != heads:
+            layer["num_heads"] = h
+    return layers
 
 
 def _dense_width(cfg: _Config) -> int:
@@ -214,9 +247,6 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         if key in cfg.data and cfg.data[key] != expected:
             raise cfg.error(key, f"{cfg.data[key]!r} not modelled (only {value})")
     hidden, heads = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
-    if family.per_layer_heads and cfg.has(family.per_layer_heads) and any(
-            h != heads for h in cfg.data[family.per_layer_heads]):
-        raise cfg.error(family.per_layer_heads, f"heads differing from num_attention_heads {heads} not modelled")
     kv_heads = cfg.integer("num_key_value_heads", heads)
     if heads % kv_heads:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
@@ -234,7 +264,7 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
         "qkv_bias": _switch(cfg, family.qkv_bias), "attn_out_bias": _switch(cfg, family.o_bias),
         "mlp_bias": _switch(cfg, family.mlp_bias), "mlp": family.mlp, "norms_per_layer": family.norms_per_layer,
         "norm": family.norm, "qk_norm": _switch(cfg, family.qk_norm), "qk_norm_width": family.qk_norm_width,
-        "attention": _shortest_cycle(_attention(cfg, family, n)),
+        "attention": _shortest_cycle(_layer_heads(cfg, family, _attention(cfg, family, n), n, heads, kv_heads)),
     }
     if family.attn_output_gate:
         fields["attn_output_gate"] = True
@@ -305,7 +335,9 @@ FAMILIES: dict[str, Family] = {
     "glm4": Family(norms_per_layer=4),
     "mistral": Family(uniform_window=True),
     # RMSNorm per head on q and k (Qwen3Attention q_norm / k_norm of head_dim)
-    "exaone4": QK_HEAD, "exaone_moe": QK_HEAD, "mellum": QK_HEAD, "hy_v3": QK_HEAD,
+    "exaone4": QK_HEAD, "mellum": QK_HEAD, "hy_v3": QK_HEAD,
+    # ExaoneMoeConfig (transformers v5.24): first_k_dense_replace defaults to 1 when mlp_layer_types is absent
+    "exaone_moe": Family(qk_norm=True, first_dense_default=1),
     "hunyuan_v1_dense": QK_HEAD,
     # RMSNorm over the whole q and k projections (Olmo2Attention: heads x head_dim, kv heads x head_dim)
     "olmo3": QK_FULL, "olmoe": QK_FULL, "flex_olmo": QK_FULL, "minimax_m2": QK_FULL,

@@ -55,6 +55,7 @@ class Family:
     moe_always: bool = False  # an expert count of 1 is still a routed MoE block (HunYuan-MoE's default)
     shared_experts: int = 0  # shared experts when no shared-expert key says (HunYuan-MoE's shared_mlp: 1)
     moe_switch: str | None = None  # a flag that must be true for the MoE keys to apply (Doge's is_moe)
+    first_dense_default: int = 0  # dense layers first when no key says (ExaoneMoeConfig.first_k_dense_replace: 1)
     per_layer_heads: str | None = None  # key listing heads per layer: each must equal num_attention_heads
     one_integer: tuple[str, ...] = ()  # keys the family's config class types int: a list there is refused
     one_integer_hint: str = ""  # what such a list is, said in that refusal
@@ -76,8 +77,12 @@ def _mla(cfg: _Config) -> Fields:
 
 
 def _xielu(cfg: _Config, fields: Fields) -> tuple[int, int]:
-    """ApertusMLP's XIELUActivation: two learned scalars (alpha_p, alpha_n) per layer."""
-    return 2, 0
+    """ApertusMLP's act_fn = ACT2FN[hidden_act] (transformers v5 modeling_apertus.py; ApertusConfig's default
+    "xielu"): XIELUActivation holds two learned scalars (alpha_p, alpha_n) per layer, any other activation none."""
+    act = cfg.data.get("hidden_act", "xielu")
+    if not isinstance(act, str):
+        raise cfg.error("hidden_act", f"expected an activation name, got {type(act).__name__} {act!r}")
+    return (2 if act == "xielu" else 0), 0
 
 
 def _bitnet_sub_norms(cfg: _Config, fields: Fields) -> tuple[int, int]:
@@ -103,9 +108,17 @@ def _last_layer_dense_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
 
 
 def _head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
-    """A per-head sigmoid gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x
-    num_attention_heads, no bias, when `gating`)."""
-    return (fields["hidden_size"] * fields["num_heads"] if cfg.flag("gating", False) else 0), 0
+    """A per-head gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x the
+    layer's heads, no bias, when `gating`; vllm/model_executor/models/laguna.py v0.24.0, `gating` true is per
+    head): hidden x the fewest heads of a layer in every layer, what layers of more heads (Model.attention's
+    num_heads) hold beyond that at the model level."""
+    if not cfg.flag("gating", False):
+        return 0, 0
+    d, heads, n = fields["hidden_size"], fields["num_heads"], fields["num_layers"]
+    kinds = fields["attention"]
+    per_layer = [kinds[i % len(kinds)].get("num_heads") or heads for i in range(n)]
+    least = min(per_layer)
+    return d * least, d * sum(h - least for h in per_layer)
 
 
 def _moe_post_norm(cfg: _Config, fields: Fields) -> tuple[int, int]:

@@ -65,12 +65,25 @@ def _unwrapped(pattern: str) -> str:
     return pattern
 
 
-def _kept(q: dict[str, Any]) -> list[str]:
+def _patterns(values: list[str], where: str, key: str) -> list[str]:
+    """Module patterns as written, each `re:` one a regular expression Python compiles (else one line naming
+    `key`: vLLM's compressed_tensors matching would fail on it too)."""
+    for value in values:
+        if value.startswith("re:"):
+            try:
+                re.compile(value[3:])
+            except re.error as err:
+                raise SpecError(f"{where}: quantization_config.{key}: {value!r} is not a regular expression "
+                                f"({err})") from None
+    return values
+
+
+def _kept(q: dict[str, Any], where: str) -> list[str]:
     """The kept (unconverted) module patterns, the decoder's names (_unwrapped)."""
     for key in KEEP_KEYS:
         value = q.get(key)
         if isinstance(value, list):
-            return [_unwrapped(str(v)) for v in value]
+            return _patterns([_unwrapped(str(v)) for v in value], where, key)
     return []
 
 
@@ -124,13 +137,12 @@ def _layout(dtype: str, group: int = -1, scale_bytes: int = 0, **rest: int) -> d
     return {"weight_dtype": dtype, "scale_group": group, "scale_bytes": scale_bytes, **rest}
 
 
-def _compressed_weights(weights: dict[str, Any], where: str) -> dict[str, Any]:
+def _compressed_weights(weights: dict[str, Any], where: str, key: str) -> dict[str, Any]:
     """One compressed-tensors weight scheme: vLLM compressed_tensors/schemes/ (W8A8Fp8: fp32 weight_scale per
     channel [out, 1] or per tensor; WNA16: int32-packed weight_packed, weight_scale in the model dtype per group,
     int64 weight_shape [2], weight_zero_point when asymmetric; W4A4Fp4 (NVFP4): fp8 weight_scale per 16, fp32
     weight_global_scale and input_global_scale)."""
     bits, kind, strategy = weights.get("num_bits"), weights.get("type"), weights.get("strategy")
-    key = "config_groups.weights"
     if bits == 4 and kind == "float":
         return _layout("nvfp4", 16, 1, matrix_extra_bytes=8)
     if strategy not in ("tensor", "channel", "group", "block"):
@@ -151,15 +163,33 @@ def _compressed_weights(weights: dict[str, Any], where: str) -> dict[str, Any]:
     return _layout(dtype, group, 2, zero_point_bits=zero, matrix_extra_bytes=16)
 
 
+def _targets(group: dict[str, Any], name: str, where: str) -> list[str]:
+    """A group's targets, the decoder's names (_unwrapped); a group that names none targets every Linear."""
+    targets = group.get("targets", ["Linear"])
+    if not (isinstance(targets, list) and targets and all(isinstance(t, str) and t for t in targets)):
+        raise SpecError(f"{where}: quantization_config.config_groups.{name}.targets: {targets!r} is not a list of "
+                        "module names, `re:` patterns or a class (Linear)")
+    return _patterns([_unwrapped(t) for t in targets], where, f"config_groups.{name}.targets")
+
+
 def _compressed(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
-    """compressed-tensors: the (one) weight scheme of config_groups; kv_cache_scheme's dtype."""
+    """compressed-tensors: the layout of the first config_group (the checkpoint's one scheme), and all groups with
+    their targets when there are several schemes or a target other than `Linear` (llm-compressor's non-uniform
+    recipes: NVFP4 with fp8 down_proj, int4 with int8 down_proj; unsloth's NVFP4 releases: fp8 per channel for the
+    attention and nvfp4 for the MLPs); kv_cache_scheme's dtype."""
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         raise SpecError(f"{where}: quantization_config.config_groups: expected an object of weight schemes")
-    schemes = {str(g.get("weights")) for g in groups.values() if isinstance(g, dict)}
-    if len(schemes) != 1:
-        raise SpecError(f"{where}: quantization_config.config_groups: {len(schemes)} weight schemes (one modelled)")
-    layout = _compressed_weights(next(iter(groups.values())).get("weights") or {}, where)
+    schemes = []
+    for name, group in groups.items():
+        if not isinstance(group, dict) or not isinstance(group.get("weights"), dict):
+            raise SpecError(f"{where}: quantization_config.config_groups.{name}.weights: expected an object "
+                            "(num_bits, type, strategy, group_size)")
+        layout = _compressed_weights(group["weights"], where, f"config_groups.{name}.weights")
+        schemes.append({**layout, "name": str(name), "targets": _targets(group, str(name), where)})
+    layout = {k: v for k, v in schemes[0].items() if k not in ("name", "targets")}
+    if len(schemes) > 1 or schemes[0]["targets"] != ["Linear"]:
+        layout["groups"] = schemes
     kv = q.get("kv_cache_scheme")
     kv_dtype = None
     if isinstance(kv, dict):
@@ -265,38 +295,13 @@ def read_quantization(data: dict[str, Any], where: str, has_experts: bool,
     if not isinstance(q, dict):
         raise SpecError(f"{where}: quantization_config: expected an object, got {type(q).__name__}")
     layout, kv_dtype = _method(q, where)
-    kept = _kept(q)
-    experts_only = _experts_only(kept, layout["weight_dtype"], has_experts, mlps_beside)
+    kept = _kept(q, where)
+    # several groups: each matrix's group decides (roofline.stored_bytes.scheme_for)
+    experts_only = not layout.get("groups") and _experts_only(kept, layout["weight_dtype"], has_experts, mlps_beside)
     scale = _per_weight(layout)
     return {"method": str(_quant_method(q)), **layout,
             "scale_bytes_per_weight": f"{scale.numerator}/{scale.denominator}", "experts_only": experts_only,
             "modules_not_converted": kept, "kv_cache_dtype": kv_dtype}
-
-
-def stored_dtypes(model) -> tuple[str, str | None]:
-    """(weight dtype, routed-expert dtype or None) the checkpoint stores: its converted width for every matrix, or
-    bf16 with the experts converted when only they are (gpt-oss); (bf16, None) for an unquantized model."""
-    q = model.quantization
-    if q is None:
-        return "bf16", None
-    return ("bf16", q.weight_dtype) if q.experts_only else (q.weight_dtype, None)
-
-
-def stored_widths(model, workload) -> tuple[Any, dict[str, Any] | None]:
-    """(workload, note): a quantized model's weights at their stored width when the workload keeps the bf16
-    default (weight_dtype bf16, no expert dtype): the converted matrices at Quantization.weight_dtype, or only the
-    routed experts when experts_only; the planner then adds the scales and the unconverted modules' full width
-    (roofline.stored_bytes). The note (for the plan's JSON) says what was read and applied; (workload, None) for an
-    unquantized model or a user-chosen dtype."""
-    q = model.quantization
-    if q is None or workload.weight_dtype != "bf16" or workload.expert_weight_dtype is not None:
-        return workload, None
-    weight, expert = stored_dtypes(model)
-    change = {"expert_weight_dtype": expert} if expert else {"weight_dtype": weight}
-    note = {"read": f"quantization_config: {q.method}", **change,
-            "scale_bytes_per_weight": q.scale_bytes_per_weight, "modules_not_converted": q.modules_not_converted,
-            "kv_cache_dtype": q.kv_cache_dtype}
-    return workload.model_copy(update=change), note
 
 
 def from_hf_quant_config(data: Any, where: str) -> dict[str, Any]:

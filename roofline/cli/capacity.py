@@ -178,16 +178,15 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
 def _checkpoint_dtypes(model, args: argparse.Namespace) -> tuple[str, str | None, dict[str, Any]]:
     """(weight dtype, expert dtype, what was read): the flags when given, else the checkpoint's stored widths
-    (catalogue.hf_quant.stored_dtypes; the planner adds its scales and unconverted modules); and for vLLM with
+    (stored_bytes.dominant_dtypes; the planner adds its scales and unconverted modules); and for vLLM with
     --kv-cache-dtype auto, the KV dtype the checkpoint declares (vLLM's auto resolves to it: stored_bytes.KV_NOTE)."""
-    from roofline.catalogue.hf_quant import stored_dtypes
-    from roofline.stored_bytes import KV_NOTE
+    from roofline.stored_bytes import KV_NOTE, dominant_dtypes
 
     read: dict[str, Any] = {}
     weight, expert = args.weight_dtype or "bf16", args.expert_weight_dtype
     q = model.quantization
     if q is not None and args.weight_dtype is None and expert is None:
-        weight, expert = stored_dtypes(model)
+        weight, expert = dominant_dtypes(model)
         read["weights"] = (f"quantization_config {q.method}: stored widths (weights {weight}, "
                            f"experts {expert or weight})")
     if q is not None and q.kv_cache_dtype == "fp8" and args.engine == "vllm" and args.kv_cache_dtype == "auto":
@@ -222,6 +221,17 @@ def _json_default(value):
     return str(value)
 
 
+def _concurrency_rows(r: dict[str, Any]) -> list[list[str]]:
+    """How many requests of max_model_len run at once; under vLLM with sliding windows, what it runs (its admission
+    gate) first and the start-up log's estimate (every request at the admission cap) beside it, each labelled."""
+    at, length = r.get("sequences_at_once"), f"{r['max_model_len']:,}"
+    if at is None or at == math.floor(r["max_concurrency"]):
+        return [[f"max concurrency at {length} tokens", f"{r['max_concurrency']:,.2f}x"]]
+    return [[f"requests of {length} tokens running at once (vLLM's admission: windows held, not capped)", f"{at:,}"],
+            ["'Maximum concurrency' vLLM logs at start-up (each request at window + chunk)",
+             f"{r['max_concurrency']:,.2f}x"]]
+
+
 def capacity_text(r: dict[str, Any], positions: int | None = None) -> str:
     """The capacity result as a two-column text table with the rules applied; `positions`: the model's, which cap a
     request whatever the pool holds (the longest request the pool holds is memory's answer, as the engines' own
@@ -236,7 +246,7 @@ def capacity_text(r: dict[str, Any], positions: int | None = None) -> str:
             ["bytes per token per GPU (long context)", f"{r['bytes_per_token']:,.0f}"],
             ["pool tokens (blocks x block size; vLLM <= 0.19 logs this)" if r["engine"] == "vllm"
              else "pool tokens (as the engine logs)", f"{r['pool_tokens']:,}"],
-            [f"max concurrency at {r['max_model_len']:,} tokens", f"{r['max_concurrency']:,.2f}x"],
+            *_concurrency_rows(r),
             *([["'GPU KV cache size' as vLLM 0.24 logs it (concurrency x max_model_len)",
                 f"{r['tokens_at_max_concurrency']:,}"]] if r["engine"] == "vllm" else []),
             ["fits one request of max_model_len", "yes" if r["fits"] else "no"],

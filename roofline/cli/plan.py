@@ -149,7 +149,7 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
         from roofline.errors import SpecError
 
         raise SpecError("--tpot-target-ms: a TPOT target needs decode steps, and --generated 0 generates none")
-    from roofline.catalogue.hf_quant import stored_widths
+    from roofline.stored_bytes import stored_widths
 
     workload, quantization = stored_widths(model, workload)
     methods, skipped = _methods(args.method, model, getattr(args, "all_methods", False))

@@ -19,9 +19,10 @@ LEGEND = (
     "KV/seq/GPU = one sequence's cache at L on one GPU (state: a state-space model's fixed state)\n"
     "  max ctx@B = longest context holding B sequences (^ = capped at the model's positions); max B@L = most "
     "sequences at L\n"
-    "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode step at L "
-    "(the inter-token latency at L); TPOT avg = the mean step over the generated tokens (vLLM's TPOT, first token "
-    "excluded)\n"
+    "  TTFT = prefill of the whole batch (all B prompts together), not one request's; TPOT@L = one decode-only "
+    "step at L (the inter-token latency at L with no prompt in the step); TPOT avg = the mean such step over the "
+    "generated tokens (vLLM's TPOT, first token excluded, with no other request's prompt in the steps; served: "
+    "`roofline simulate`)\n"
     "  bound = what limits the decode step (memory: HBM bandwidth; compute: FLOPs; issue: instruction issue; "
     "shared-memory: on-chip bandwidth) and the op taking most of it\n"
     "  trust = {trust}; kern = the method's kernels' error (n/v: never timed, not validated)")
@@ -127,6 +128,10 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     head += memory_line(result) + "\n"
     if missing := result.get("encoders", {}).get("uncounted"):  # a wrapper's tower left out of the weights above
         head += f"warning: {missing}\n"
+    if engine := _engine_sequences_line(result):
+        head += engine + "\n"
+    if reads := (result.get("quantization") or {}).get("decode_reads"):  # a mixed checkpoint read at one width
+        head += f"warning: {reads}\n"
     if "ceilings" in result:
         head += (f"ceilings: {result['ceilings']}; fusion: {result.get('fusion', w.get('fusion', 'typical'))}"
                  + (f"; kernel profile: {result['kernel_profile']}" if result.get("kernel_profile") else "")
@@ -151,6 +156,21 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     return text
 
 
+def _engine_sequences_line(result: dict[str, Any]) -> str | None:
+    """The one line saying what max B@L is under vLLM for a windowed model (planner.capacity.engine_sequences)."""
+    rows = [r for r in result["results"] if r.get("engine_sequences")]
+    if not rows:
+        return None
+    ctx = result["workload"]["context_tokens"]
+    runs = ", ".join(f"{r['engine_sequences']['sequences_at_once']:,} ({r['method']})" for r in rows)
+    logged = ", ".join(f"{r['engine_sequences']['logged_max_concurrency']:,.2f}x ({r['method']})" for r in rows)
+    return (f"max B@L under vllm: requests of {ctx:,} tokens it runs at once: {runs} (a running request holds only "
+            f"its window; the last is admitted when its prompt's blocks are free); vLLM's start-up 'Maximum "
+            f"concurrency' is {logged}: every request counted at window + max_num_batched_tokens")
+
+
 def _ep_label(w: dict[str, Any]) -> str:
-    ep, experts = w.get("ep", 1), w.get("expert_weight_dtype")
-    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; experts {experts}" if experts else "")
+    ep, weights, experts = w.get("ep", 1), w.get("weight_dtype", "bf16"), w.get("expert_weight_dtype")
+    dtypes = ", ".join(([f"weights {weights}"] if weights != "bf16" else []) + ([f"experts {experts}"] if experts
+                                                                                  else []))
+    return (f", ep {ep}: batch per replica" if ep > 1 else "") + (f"; {dtypes}" if dtypes else "")

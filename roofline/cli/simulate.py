@@ -217,12 +217,13 @@ def _rule_json(args: argparse.Namespace, rule) -> dict[str, Any] | None:
 def _serve(args: argparse.Namespace, sim, requests, clients, slo, rule) -> dict[str, Any]:
     """The run's summary: one replica, or --replicas behind --router (serving.fleet)."""
     from roofline.serving.fleet import Fleet
-    from roofline.serving.metrics import summarize
+    from roofline.serving.metrics import decode_only_step, summarize
 
     if args.disaggregate:
         return _disaggregated(args, sim, requests, clients, slo)
     if args.replicas == 1:
-        return summarize(sim.run(requests, _progress(), clients), slo)
+        trace = sim.run(requests, _progress(), clients)
+        return {**summarize(trace, slo), "decode_only_step": decode_only_step(trace, sim.phases)}
     run = Fleet(sim, args.replicas, args.router, rule).run(requests, clients)
     out = summarize(run.trace, slo)
     out["replicas"] = {"count": args.replicas, "router": args.router, "router_thresholds": _rule_json(args, rule),
@@ -414,6 +415,11 @@ def _text(results: list[dict[str, Any]]) -> str:
     if r0.get("trust"):
         notes.insert(0, f"trust: {r0['trust']['text']}")
     for r in results:
+        if (step := r.get("decode_only_step")) and r["tpot_s"]["p50"] is not None:
+            notes.append(f"{r['method']}: TPOT is served: a request's time between tokens, over every step it "
+                         "decodes in, the steps carrying other requests' prefill chunks included; a decode-only step "
+                         f"at this run's mean {step['batch']} running and {step['context_tokens']:,} tokens is "
+                         f"{display.seconds(step['step_s'])} (`plan`'s TPOT at that batch and context)")
         if (clock := r.get("gemm_clock")) and clock["clock"] != "sustained":
             where = ("at the burst clock" if clock["clock"] == "burst" else
                      f"{clock['sustained_share']:.0%} of the way from the burst to the power-capped rate")

@@ -196,9 +196,9 @@ def select_all_methods(state: Any, model: Model) -> None:
 
 def model_workload(model: Model, fields: Mapping[str, Any]) -> Workload:
     """workload_from, with a quantized checkpoint's weights at their stored widths while the weight dtype is left at
-    its bf16 default, as `roofline plan` plans it (catalogue.hf_quant.stored_widths): an FP8 or NVFP4 checkpoint's
+    its bf16 default, as `roofline plan` plans it (stored_bytes.stored_widths): an FP8 or NVFP4 checkpoint's
     upload was planned at bf16 on every page."""
-    from roofline.catalogue.hf_quant import stored_widths
+    from roofline.stored_bytes import stored_widths
 
     return stored_widths(model, workload_from(fields))[0]
 

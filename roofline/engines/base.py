@@ -129,9 +129,13 @@ def kv_heads_per_rank(model: Model, tp: int) -> int:
 def check_heads(model: Model, tp: int, engine: str) -> None:
     """vLLM, SGLang and TensorRT-LLM shard attention heads over tp: the heads must divide (vLLM:
     'Total number of attention heads must be divisible by tensor parallel size')."""
-    if not model.uniform_head_dim:
-        raise refuse("--engine", f"{engine}: layers of different head_dim (Gemma-4) or head counts (Inkling) are "
+    # the pages hold K and V only: layers differing in query heads alone (Laguna-XS) share one page layout
+    if not all(a.head_dim in (None, model.head_dim) and a.num_kv_heads in (None, model.num_kv_heads)
+               for a in model.attention):
+        raise refuse("--engine", f"{engine}: layers of different head_dim (Gemma-4) or KV head counts (Inkling) are "
                                  "not modelled; use ideal")
+    if bad := next((a.num_heads for a in model.attention if a.num_heads and a.num_heads % tp), None):
+        raise refuse("--tp", f"{engine} needs tp to divide the {bad} attention heads of some layers of {model.name}")
     if model.attention_convs is not None:
         raise refuse("--engine", f"{engine}: the conv states beside attention (Inkling's Model.attention_convs) are "
                                  "not in this engine's layout (vLLM has no Inkling model); use ideal")

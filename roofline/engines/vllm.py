@@ -179,6 +179,33 @@ def _blocks_for(kind: str, window: int | None, length: int, block: int, batched:
     return {"all": ceildiv(length, block), "align": 2}.get(mamba, 1)
 
 
+def _held_blocks(kind: str, window: int | None, length: int, block: int, mamba: str = "none") -> int:
+    """Blocks a running request of `length` tokens holds in one group once its prompt is in (decode): remove_skipped
+    _blocks frees what lies before the window (sliding: num_computed - W + 1 tokens skipped) or before the current
+    chunk (chunked) before each allocation (vllm/v1/core/single_type_kv_cache_manager.py, v0.24.0,
+    SlidingWindowManager / ChunkedLocalAttentionManager.get_num_skipped_tokens)."""
+    if kind in ("sliding", "chunked"):
+        skipped = length - window if kind == "sliding" else (length - 1) // window * window
+        return ceildiv(length, block) - max(skipped, 0) // block
+    return _blocks_for(kind, window, length, block, 0, mamba)
+
+
+def _admit_blocks(kind: str, window: int | None, length: int, block: int, batched: int, mamba: str = "none") -> int:
+    """Free blocks one group must hold to admit a request of `length` prompt tokens: its whole prompt, each
+    sliding / chunked group capped at the admission cap the start-up sizer uses (kv_cache_manager.py allocate_slots
+    with full_sequence_must_fit = scheduler_reserve_full_isl, default True; apply_admission_cap)."""
+    if kind in ("sliding", "chunked"):
+        return min(ceildiv(length, block), _blocks_for(kind, window, length, block, batched))
+    return _blocks_for(kind, window, length, block, batched, mamba)
+
+
+def sequences_at_once(num_blocks: int, admit: int, held: int) -> int:
+    """Requests of one length vLLM runs at once: the last one is admitted when `admit` blocks are free beside the
+    `held` blocks each running one holds; floor(num_blocks / per-request blocks) when the two are equal (no
+    window)."""
+    return 0 if admit > num_blocks else (num_blocks - admit) // held + 1
+
+
 def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) -> Capacity:
     """vLLM's pool for `avail` bytes per rank: blocks, the two log lines, the longest request that fits."""
     check_heads(model, opts.tp, "vLLM")
@@ -221,6 +248,16 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
         return sum(g * _blocks_for(kind, window, n, block, batched, mamba_mode) for (kind, window), g in groups.items())
 
     concurrency = num_blocks / per_request(length)
+    held = sum(g * _held_blocks(kind, window, length, block, mamba_mode) for (kind, window), g in groups.items())
+    admit = sum(g * _admit_blocks(kind, window, length, block, batched, mamba_mode)
+                for (kind, window), g in groups.items())
+    at_once = sequences_at_once(num_blocks, admit, held)
+    if held != admit:
+        rules.append(f"vllm: runs {at_once:,} requests of {length:,} tokens at once: a running one holds {held:,} "
+                     f"blocks (the window of each sliding group), the last is admitted with {admit:,} free (its "
+                     f"prompt, each sliding group capped at window + {batched:,}); the logged 'Maximum concurrency' "
+                     "counts every request at that cap (vllm/v1/core/kv_cache_manager.py allocate_slots, "
+                     "full_sequence_must_fit; single_type_kv_cache_manager.py remove_skipped_blocks, v0.24.0)")
     rules.append(f"vllm: num_blocks = floor(avail / (block {block} x page x {size} layers)); logged tokens = "
                  f"num_blocks // {n_groups} groups x block ({SRC} get_num_blocks, _report_kv_cache_config)")
     longest = largest_fitting(lambda n: per_request(n) * page * size <= avail)
@@ -231,4 +268,5 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
         fits=per_request(length) <= num_blocks, max_model_len_that_fits=longest, rules=rules,
         details={"block_size": block, "num_blocks": num_blocks, "kv_groups": n_groups,
                  "tokens_at_max_concurrency": int(concurrency * length), "max_model_len": length,
+                 "sequences_at_once": at_once * opts.dp,
                  "kv_bytes_for_max_model_len": per_request(length) * page * size} | ({"notes": notes} if notes else {}))

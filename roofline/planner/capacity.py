@@ -156,3 +156,30 @@ def max_context_by_bits(model: Model, hardware: Hardware, workload: Workload, me
         fits = lambda n: workload.batch * float(per_seq(n)) <= budget.kv_pool  # noqa: E731, B023
         out.append(largest_true(fits, 1, MAX_SEARCH_CONTEXT) if budget.kv_pool > 0 else 0)
     return np.asarray(out, dtype=float)
+
+
+# the plan's rows whose cache vLLM itself stores (its --kv-cache-dtype), the others it does not run
+VLLM_CACHES = {"bf16": "auto", "fp16": "float16", "fp8": "fp8"}
+
+
+def engine_sequences(model: Model, workload: Workload, label: str, pool: float, context: int) -> dict | None:
+    """Under --engine vllm, for a row whose cache vLLM stores (VLLM_CACHES) and a model with sliding or chunked
+    layers: the requests of `context` tokens vLLM runs at once in this pool (engines.vllm.sequences_at_once: running
+    ones hold their window, the last is admitted with its prompt's blocks free, each windowed group capped at
+    window + max_num_batched_tokens) and the 'Maximum concurrency' its start-up log gives (every request at that
+    cap); None elsewhere (no window: the plan's own max batch is the engine's floor of it)."""
+    from roofline.engines import EngineOptions
+    from roofline.engines import capacity as engine_capacity
+    from roofline.errors import SpecError
+
+    if workload.engine != "vllm" or label not in VLLM_CACHES or pool <= 0:
+        return None
+    if not any(a.kind in ("sliding", "chunked") for a in model.attention):
+        return None
+    options = EngineOptions(tp=workload.tp, pp=workload.pp, kv_cache_dtype=VLLM_CACHES[label], max_model_len=context,
+                            kv_memory_bytes=pool, max_num_batched_tokens=workload.prefill_chunk_tokens)
+    try:
+        got = engine_capacity(model, "vllm", options)
+    except SpecError:  # a layout the engine model refuses: the plan keeps its own figure
+        return None
+    return {"sequences_at_once": got.details["sequences_at_once"], "logged_max_concurrency": got.max_concurrency}

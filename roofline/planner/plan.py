@@ -19,7 +19,14 @@ from roofline.engines.timing import IDEAL
 from roofline.lazy import np
 from roofline.methods import MethodConfig
 from roofline.numbers import codegen
-from roofline.planner.capacity import MAX_SEARCH_CONTEXT, CapacityKernel, capacity, capacity_kernel, largest_true
+from roofline.planner.capacity import (
+    MAX_SEARCH_CONTEXT,
+    CapacityKernel,
+    capacity,
+    capacity_kernel,
+    engine_sequences,
+    largest_true,
+)
 from roofline.planner.memory import MemoryBudget, activation_width, memory_budget, weights_per_gpu
 from roofline.planner.phases import PhaseModel, dominant_of
 from roofline.planner.probe import Probe
@@ -80,6 +87,10 @@ class MethodPlanner:
             raise_no_room(model, hardware, workload, budget)
         b, ctx, prompt, gen = workload.batch, workload.context_tokens, workload.prompt, workload.generated_tokens
         fit = capacity(self.capacity, budget, b, ctx)
+        engine = engine_sequences(model, workload, self.label, budget.kv_pool, ctx)
+        if engine is not None:  # what the engine runs at once, not the window bytes alone (engine_sequences)
+            fit = {**fit, "max_batch": engine["sequences_at_once"], "fits": engine["sequences_at_once"] >= b,
+                   "engine_sequences": engine}
         slowdown = self._attention_slowdown(b, ctx)  # step_time's factor, once for both uses at the batch
         summary = phases.decode_summary(b, ctx)  # its total is decode_time(b, ctx) when there is no pipeline
         plain = self.workload.pp == 1 and phases.engine is IDEAL  # the summary's total is the step itself

@@ -79,3 +79,18 @@ def summarize(trace: Trace, slo: Slo | None) -> dict[str, Any]:
         out.update(goodput_requests_per_s=float(meets.sum() / horizon), slo_attainment=float(meets.mean()),
                    slo={"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s})
     return out
+
+
+def decode_only_step(trace: Trace, phases) -> dict[str, Any] | None:
+    """What `roofline plan` calls TPOT, at this run's operating point: one decode-only step (phases.decode_time) at
+    the time-weighted mean of running requests and the mean context while decoding (prompt + half the output).
+    The served TPOT (finish - first token over the output) is larger by the steps that also carry other requests'
+    prefill chunks (mixed steps under chunked prefill); None for a run with no step."""
+    steps = trace.steps
+    busy = float(steps[:, 1].sum())
+    if not len(steps) or busy <= 0:
+        return None
+    batch = max(1, round(float((steps[:, 2] * steps[:, 1]).sum() / busy)))
+    req = trace.requests
+    context = max(1, round(float(np.mean(req.prompt_tokens) + np.mean(req.output_tokens) / 2)))
+    return {"batch": batch, "context_tokens": context, "step_s": float(phases.decode_time(batch, context))}

@@ -242,24 +242,12 @@ class MoE(Spec):
         return self.num_shared_experts * self.expert_intermediate_size
 
 
-class Quantization(Spec):
-    """How a checkpoint stores its weights, read from its quantization_config (catalogue.hf_quant)."""
+class StoredLayout(Spec):
+    """How one weight scheme stores a converted matrix: its dtype and the scales, zero points and fixed extras beside
+    the codes (roofline.stored_bytes.matrix_bytes counts them)."""
 
-    method: str = Field(description="quantization_config.quant_method (fp8, mxfp4, modelopt, awq, gptq, ...).")
     weight_dtype: Literal["fp8", "int8", "int4", "mxfp4", "nvfp4"] = Field(
         description="Storage dtype of the converted weight matrices.")
-    scale_bytes_per_weight: str = Field(
-        "0/1", pattern=r"^\d+/[1-9]\d*$",
-        description="Scale (and zero-point) bytes per converted weight beyond what the planner's dtype holds, an "
-                    "exact fraction (fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256; mxfp4 and "
-                    "nvfp4 dtypes hold theirs: 0); the exact per-matrix bytes are roofline.stored_bytes'.")
-    experts_only: bool = Field(
-        False, description="Only the routed experts are converted (modules_to_not_convert keeps attention and the "
-                           "router at the model dtype: gpt-oss's mxfp4 checkpoints).")
-    modules_not_converted: list[str] = Field(
-        default_factory=list, description="modules_to_not_convert / ignore / exclude_modules as written.")
-    kv_cache_dtype: Literal["fp8", "int8"] | None = Field(
-        None, description="KV cache dtype the checkpoint declares (kv_cache_scheme, kv_cache_quant_algo), if any.")
     scale_group: int = Field(
         -1, ge=-1, description="Weights along a matrix's input dimension sharing one scale: a group or block width "
                                "(AWQ 128, MXFP4 32, NVFP4 16); 0: one scale per output row (channel); -1: one per "
@@ -275,6 +263,39 @@ class Quantization(Spec):
                                          "weight_scale_2 and input_scale: 8), compressed-tensors' weight_shape (16).")
     input_index_bytes: int = Field(
         0, ge=0, le=8, description="Bytes per input channel of a converted matrix (GPTQ's int32 g_idx: 4).")
+
+
+class WeightScheme(StoredLayout):
+    """One compressed-tensors config_group: the layout its targets are stored in."""
+
+    name: str = Field(description="The config_groups key (group_0, ...).")
+    targets: list[str] = Field(
+        min_length=1, description="Its targets as written: module names, `re:` regular expressions, or a module "
+                                  "class (Linear) as vLLM's compressed_tensors find_matched_target matches them.")
+
+
+class Quantization(StoredLayout):
+    """How a checkpoint stores its weights, read from its quantization_config (catalogue.hf_quant). The layout
+    fields are the checkpoint's one scheme (the first config_group's where `groups` holds several)."""
+
+    method: str = Field(description="quantization_config.quant_method (fp8, mxfp4, modelopt, awq, gptq, ...).")
+    scale_bytes_per_weight: str = Field(
+        "0/1", pattern=r"^\d+/[1-9]\d*$",
+        description="Scale (and zero-point) bytes per converted weight beyond what the planner's dtype holds, an "
+                    "exact fraction (fp8 128 x 128 blocks: 4/16384; AWQ int4 group 128: 2.5/128 = 5/256; mxfp4 and "
+                    "nvfp4 dtypes hold theirs: 0); the exact per-matrix bytes are roofline.stored_bytes'.")
+    experts_only: bool = Field(
+        False, description="Only the routed experts are converted (modules_to_not_convert keeps attention and the "
+                           "router at the model dtype: gpt-oss's mxfp4 checkpoints).")
+    modules_not_converted: list[str] = Field(
+        default_factory=list, description="modules_to_not_convert / ignore / exclude_modules as written.")
+    kv_cache_dtype: Literal["fp8", "int8"] | None = Field(
+        None, description="KV cache dtype the checkpoint declares (kv_cache_scheme, kv_cache_quant_algo), if any.")
+    groups: list[WeightScheme] = Field(
+        default_factory=list, description="compressed-tensors config_groups, in order, when the checkpoint has "
+                                          "several schemes or targets other than every Linear: each matrix is "
+                                          "stored in the first group whose targets match it (none: kept at bf16); "
+                                          "empty: the one scheme above converts every matrix not kept.")
 
 
 class AttentionConvs(Spec):

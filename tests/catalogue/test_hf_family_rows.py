@@ -54,7 +54,7 @@ BASE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "
      "moe_layer_end_index"),
     ("FlintForCausalLM", "flint", {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                                    "mlp_only_layers": [1, 3]}, "mlp_only_layers"),
-    ("LagunaForCausalLM", "laguna", {"num_attention_heads_per_layer": [4, 8, 4, 4]}, "num_attention_heads_per_layer"),
+    ("LagunaForCausalLM", "laguna", {"num_attention_heads_per_layer": [4, 8, 4]}, "num_attention_heads_per_layer"),
     ("DogeForCausalLM", "doge", {"is_moe": True, "num_experts": 16, "num_experts_per_tok": 2}, "is_moe"),
     ("Step3p5ForCausalLM", "step3p5", {"gating": False}, "gating"),
     ("MiniCPM3ForCausalLM", "molmo2_text", {"qk_norm_type": "olmo"}, "qk_norm_type"),

@@ -103,10 +103,10 @@ def test_a_glob_in_modules_to_not_convert_names_parents():
     ({"quant_method": "fp8", "weight_block_size": [128]}, "quantization_config.weight_block_size"),
     ({"quant_method": "awq", "bits": 4, "group_size": 0}, "quantization_config.group_size"),
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
-        "num_bits": 4, "type": "int", "strategy": "row"}}}}, "quantization_config.config_groups.weights.strategy"),
+        "num_bits": 4, "type": "int", "strategy": "row"}}}}, "quantization_config.config_groups.g.weights.strategy"),
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
         "num_bits": 8, "type": "float", "strategy": "block", "block_structure": "128x128"}}}},
-     "quantization_config.config_groups.weights.block_structure"),
+     "quantization_config.config_groups.g.weights.block_structure"),
 ])
 def test_a_malformed_layout_is_one_line(q, key):
     with pytest.raises(SpecError) as info:

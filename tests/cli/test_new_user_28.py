@@ -292,3 +292,19 @@ def test_an_unknown_flag_is_named_with_its_command(capsys):
     assert err == "roofline: error: plan: unrecognized arguments: --gpu-memory-utilization 0.9\n"
     code, out, err = run(capsys, "frobnicate")
     assert code == 2 and err.startswith("roofline: error: argument command: invalid choice: 'frobnicate'")
+
+
+def test_apertus_counts_xielu_scalars_only_with_the_xielu_activation(tmp_path):
+    """ApertusMLP's act_fn is ACT2FN[hidden_act]: XIELUActivation's alpha_p and alpha_n (2 a layer, 64 over 32
+    layers) exist only for hidden_act "xielu" (the config default); with "silu" the MLP holds no parameter of its
+    activation."""
+    data = json.loads(Path(_path("Apertus-8B-Instruct-2509")).read_text())
+    counts = {}
+    for act in ("xielu", "silu", None):
+        changed = {k: v for k, v in data.items() if k != "hidden_act"} | ({"hidden_act": act} if act else {})
+        path = tmp_path / f"apertus-{act}" / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(changed))
+        counts[act] = parameter_count(load_model(str(path))).total
+    assert counts["xielu"] == counts[None] == BY_HAND["Apertus-8B-Instruct-2509"][0]
+    assert counts["xielu"] - counts["silu"] == 2 * 32
