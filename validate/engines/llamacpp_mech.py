@@ -15,8 +15,8 @@ name"; nb 0 = contiguous). Op and prec numbers are read from the run's own ggml.
            as op_params[0]'s float bits (ggml_flash_attn_ext), at n 1 and 512, kv 512 .. 8192.
 Its console line per case (print_perf_console): "  OP(VARS): <pad> N runs - T us/run - K kB/run - G GB/s" for an op
 with no op_flops (a generic op has none), ANSI colours around G; "not supported [BACKEND]" where the backend refuses.
-The parser below follows those printf formats (no test-backend-ops build was run on the CPU machine: the tests
-captured text is written to the same formats and says so).
+The parser follows those printf formats; the tests hold lines captured from a CPU build of the same tree
+(test-backend-ops perf -b CPU on this file's first cases, 2026-11-30).
 """
 
 from __future__ import annotations
@@ -69,19 +69,23 @@ def line(op: int, ne: tuple, params: list[int], srcs: list[tuple[int, tuple]]) -
 
 
 def test_lines(header: str) -> list[str]:
+    """The cases in the order they run (a timeout keeps the first): the projections at decode n, attention, the
+    projections at prefill n, lm_head (n <= 64 and 512: a step computes it only for its outputs)."""
     mm, fa = ggml_op_number(header, "GGML_OP_MUL_MAT"), ggml_op_number(header, "GGML_OP_FLASH_ATTN_EXT")
-    out = []
-    for name, (k, m) in SHAPES.items():
-        for n in N_DECODE + N_PREFILL:
-            if name == "lm_head" and n > 512:
-                continue
-            out.append(line(mm, (m, n, 1, 1), [], [(F16, (k, m, 1, 1)), (F32, (k, n, 1, 1))]))
+
+    def mm_line(k: int, m: int, n: int) -> str:
+        return line(mm, (m, n, 1, 1), [], [(F16, (k, m, 1, 1)), (F32, (k, n, 1, 1))])
+
+    layer = [km for name, km in SHAPES.items() if name != "lm_head"]
+    out = [mm_line(k, m, n) for k, m in layer for n in N_DECODE]
     scale = struct.unpack("<i", struct.pack("<f", 1 / math.sqrt(HEAD_DIM)))[0]
     for n in FA_N:
         for kv in FA_KV:
             out.append(line(fa, (HEAD_DIM, HEADS, n, 1), [scale, 0, 0],
                             [(F32, (HEAD_DIM, n, HEADS, 1)), (F16, (HEAD_DIM, kv, KV_HEADS, 1)),
                              (F16, (HEAD_DIM, kv, KV_HEADS, 1)), (F16, (kv, n, 1, 1))]))
+    out += [mm_line(k, m, n) for k, m in layer for n in N_PREFILL]
+    out += [mm_line(*SHAPES["lm_head"], n) for n in (*N_DECODE, 512)]
     return out
 
 
@@ -235,11 +239,9 @@ def compare(res: Path, pred: dict) -> list[dict]:
     flops2k = LAYERS * sum(c * mm_cost(*SHAPES[s], 2048)[1] for s, c in PER_LAYER.items())
     add("H2", "mm TFLOP/s n2048", flops2k / t2k / 1e12 if t2k else None, h["H2_mm_prefill_tflops"]["tflops"])
     on, off = bench_by(res, "bench-fa-on.json"), bench_by(res, "bench-fa-off.json")
-    for pp in N_PREFILL:
-        if pp in on and pp in off:
-            hyp = h["H2_fa_prefill"].get(f"off_over_on_pp{pp}")
-            add("H2", f"fa off/on pp{pp}", off[pp] / on[pp], hyp)
-            add("H2", f"tok/s fa on pp{pp}", pp / on[pp], h["H2_fa_prefill"]["on_tok_per_s"].get(str(pp)))
+    for pp in sorted(set(on) & set(off)):
+        add("H2", f"fa off/on pp{pp}", off[pp] / on[pp], h["H2_fa_prefill"].get(f"off_over_on_pp{pp}"))
+        add("H2", f"tok/s fa on pp{pp}", pp / on[pp], h["H2_fa_prefill"]["on_tok_per_s"].get(str(pp)))
     h3 = h["H3_sampler_per_slot"]
     for sampler, reading in (("default", "default"), ("default", "default_b"), ("greedy", "greedy")):
         for n, p in h3[f"tpot_{reading}_s"].items():
