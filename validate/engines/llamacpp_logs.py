@@ -108,6 +108,9 @@ def served_summary(doc: dict) -> dict:
         vals = sorted(t[key] for t in times if t[key] is not None)
         out[key] = {"p50": statistics.median(vals), "p90": vals[min(len(vals) - 1, int(0.9 * len(vals)))],
                     "mean": statistics.fmean(vals)}
+    per = sorted(t["server_decode_s"] / t["server_decode_tokens"] for t in times if t.get("server_decode_tokens"))
+    if per:  # llama-server's own timings.predicted_ms / predicted_n (its predicted_per_token_ms, in s)
+        out["server_decode_s_per_token"] = statistics.median(per)
     span = max(t["send_s"] + t["e2e_s"] for t in times) - min(t["send_s"] for t in times)
     out["throughput_tokens_per_s"] = sum(t["tokens"] for t in times) / span
     return out
