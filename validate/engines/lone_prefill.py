@@ -1,25 +1,62 @@
-"""The offline prefill case at the clock it runs at: lat.py's and lat_sglang.py's prefill, one prompt's generate(out=1)
-three times back to back after the decode cases, each a burst of tens to hundreds of milliseconds.
+"""The offline prefill case at the clock it runs at: lat.py's and lat_sglang.py's prefill, the median of three
+generate(out=1) calls of one prompt back to back, after decode cases whose GEMMs are memory-bound.
 
 The planner prices GEMMs and prefill attention at the sustained, power-capped rate (Roofline.steady_state): steps back
-to back for longer than the device's sustained_after_s (the H200: 1.6 s, the issue-13 probe's settling time of
-back-to-back GEMMs). A prefill case is not such a phase: its calls, at the sustained rate, last
-CALLS x prefill_time < sustained_after_s for every prefill the cases hold (the H200's longest, Llama-3.1-8B at 8,192
-tokens: 3 x 0.23 s), after decode cases whose GEMMs are memory-bound. micro6 / micro7 (validate/notes/
-2026-11-29-micro6-duty.md) timed prefill-sized GEMM bursts at the burst rate up to duty 0.5 and 100-400 ms bursts
-between the two (714-688 TFLOP/s); the GEMMs alone of micro4 and SGLang run 4 ran at the burst rate
-(validate/engines/gemm_hidden.py). So a case whose calls stay under sustained_after_s is priced at the burst rates
-(costmodel.device.burst_options, as serving.clock prices a light served run); a longer one keeps the steady state.
+to back, the board settled. From idle the board settles within ~100-150 ms. micro6 and micro7
+(validate/notes/2026-11-29-micro6-duty.md) timed back-to-back GEMMs from 2 s idle in 50 ms windows: 758, 708, 660,
+655 ... TFLOP/s and 743, 693, 668, 663 ... (`settle`). So the median call, the second, runs the part of that curve
+between one call's time T and 2 T:
+- a short prompt, near the burst rate;
+- a long one, at the sustained rate.
+
+The law: share(t) of the way from the burst to the sustained rate in window i = (r_0 - r_i) / (r_0 - r_settled),
+clipped to [0, 1]. r_0 is the first window, r_settled the median of the windows from 0.15 s on, and the two series
+are pooled by window. The case is priced at costmodel.device.burst_options(share = the mean share over [T, 2 T]),
+T the case's prefill at the steady state. The H200 alone has the series; another device keeps the steady state.
 """
 
 from __future__ import annotations
 
-CALLS = 3  # lat.py / lat_sglang.py: timed(1, P, 1, 3), the median of three calls
+import json
+import statistics
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "results" / "engines"
+SETTLE = {"H200": (ROOT / "nvidia-h200-vllm-2026-11-29-micro6" / "micro6.json",
+                   ROOT / "nvidia-h200-vllm-2026-11-29-micro7" / "micro7.json")}
+SETTLED_FROM_S = 0.15  # micro6's note: settled within ~100-150 ms (three 50 ms windows)
+
+
+@cache
+def settling(hardware_name: str) -> tuple[tuple[float, float], ...]:
+    """((window end s, share), ...): the share of the way from the burst to the sustained rate in each 50 ms window
+    of back-to-back GEMMs from idle, the device's committed series pooled by window; () without them."""
+    series = [json.loads(p.read_text())["settle"] for p in SETTLE.get(hardware_name, ())]
+    if not series:
+        return ()
+    out = []
+    for i in range(min(len(s) for s in series)):
+        ends, rates = zip(*(s[i] for s in series), strict=True)
+        out.append((statistics.mean(ends), statistics.mean(rates)))
+    first = out[0][1]
+    settled = statistics.median(r for t, r in out if t > SETTLED_FROM_S)
+    return tuple((t, min(1.0, max(0.0, (first - r) / (first - settled)))) for t, r in out)
+
+
+def share_between(curve: tuple[tuple[float, float], ...], start: float, end: float) -> float:
+    """The mean share over [start, end] s of busy time: each window's share over its span, 1 past the last window."""
+    total, begin = 0.0, 0.0
+    for t, share in curve:
+        total += share * max(0.0, min(end, t) - max(start, begin))
+        begin = t
+    total += max(0.0, end - max(start, begin))
+    return total / (end - start)
 
 
 def lone_prefill_s(model, hardware, workload, prompt: int, method=None) -> float:
-    """Seconds of one prompt's prefill as the offline case times it (PhaseModel.prefill_time at B 1), at the burst
-    rates when CALLS such prefills at the steady state stay under the device's sustained_after_s."""
+    """Seconds of one prompt's prefill as the offline case times it (PhaseModel.prefill_time at B 1): at the share of
+    the burst-to-sustained way the median (second) call runs at, where the device has a settling curve."""
     from roofline.costmodel.device import burst_options, roofline_for
     from roofline.engines.timing import engine_options
     from roofline.methods.registry import parse_method
@@ -27,9 +64,10 @@ def lone_prefill_s(model, hardware, workload, prompt: int, method=None) -> float
 
     method = method or parse_method("bf16")
     steady = float(PhaseModel.build(model, hardware, workload, method).prefill_time(1, prompt))
-    settle = hardware.measured.sustained_after_s if hardware.measured else None
-    options = burst_options(hardware, engine_options(workload.engine, hardware))
-    if not settle or options is None or CALLS * steady >= settle:
+    curve = settling(hardware.name)
+    share = share_between(curve, steady, 2 * steady) if curve else 1.0
+    options = burst_options(hardware, engine_options(workload.engine, hardware), share) if share < 1.0 else None
+    if options is None:
         return steady
     roof = roofline_for(hardware, tp=workload.tp, options=options)
     return float(PhaseModel.build(model, hardware, workload, method, roofline=roof).prefill_time(1, prompt))

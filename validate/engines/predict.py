@@ -7,8 +7,9 @@ case's max_model_len and gpu_memory_utilization; per decode case what (t_N - t_1
 replayed step by step as the engine schedules them (offline_schedule.py: chunked prefill of the B prompts within the
 offline token budget, decodes riding in the prefill steps, the last requests' tail; pure decode steps are
 PhaseModel.decode_time) and differenced; per prefill case the batch-1 prefill at the clock its three calls run at
-(lone_prefill: burst under the device's settling time), each with the planner's default options for the engine
-(`roofline plan --engine vllm`), plus the engine's time profile (roofline.engines.timing) when one exists.
+(lone_prefill: where its median call sits on the board's settling curve), each with the planner's default options
+for the engine (`roofline plan --engine vllm`), plus the engine's time profile (roofline.engines.timing) when one
+exists.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Per model: the KV pool as `roofline capacity --engine sglang` gives it at the ca
 max_total_num_tokens, its rules in roofline/engines/sglang.py); per decode case what lat_sglang.py measures, the mean
 decode step over contexts P + 1 .. P + N - 1 ((t(N) - t(1)) / (N - 1)), as the planner's decode step at the batch
 padded to SGLang's captured sizes and the mid context; per prefill case the batch-1 prefill at the clock its three
-calls run at (lone_prefill: burst under the device's settling time); per served run
+calls run at (lone_prefill: where the median call sits on the board's settling curve); per served run
 `roofline simulate --engine sglang` at the run's rate (Poisson, its own draws) or --max-concurrency. Every time is
 the GPU work on the H200's measured ceilings with the engine's scheduling rules (roofline.engines.scheduling.sglang)
 and, where one is committed, SGLang's time profile (roofline/engines/profiles/sglang.json; run 1's prediction had
