@@ -18,6 +18,7 @@ Keys (None: the device lacks the ceiling; a key per dtype or head dim is present
     kernel_overhead      s: measured per-kernel time of a CUDA graph chain (None: the single-kernel law)
     kernel_time          s: per-kernel time (kernel_overhead, else memory_latency, else 0)
     gemm_shape:<dtype>, gemm_stream_bw, gemm_latency          the GEMM laws at the model shapes
+    gemm_latency_hidden                       compute / stream ratio from which a GEMM's latency is hidden (gemm_time)
     attn_decode_bw, attn_decode_latency, attn_flops:<head dim> attention kernels' laws
     sustained_gemm:<dtype>, sustained_attn:<head dim>, clock_ratio (min(1, sustained / burst SM clock))
     aten_kernel_time     s: per-kernel time of eager aten kernels; fused_kernel_time: of Inductor's fused kernels
@@ -59,7 +60,7 @@ def _measured(hardware: Hardware, options) -> Ceilings:
     if m is None:
         names = ("gemm_stream_bw", "gemm_latency", "attn_decode_bw", "attn_decode_latency", "clock_ratio",
                  "aten_kernel_time", "fused_kernel_time", "kernel_overhead", "grouped_gemm_bw", "grouped_gemm_latency",
-                 "routing_kernel")
+                 "routing_kernel", "gemm_latency_hidden")
         return dict.fromkeys(names)
     c: Ceilings = {
         "gemm_stream_bw": m.gemm_stream_bytes_per_s, "gemm_latency": m.gemm_latency_s,
@@ -69,7 +70,7 @@ def _measured(hardware: Hardware, options) -> Ceilings:
         "aten_kernel_time": m.aten_kernel_s, "fused_kernel_time": m.fused_kernel_s,
         "kernel_overhead": m.kernel_overhead_s,
         "grouped_gemm_bw": m.grouped_gemm_stream_bytes_per_s, "grouped_gemm_latency": m.grouped_gemm_latency_s,
-        "routing_kernel": m.routing_kernel_s,
+        "routing_kernel": m.routing_kernel_s, "gemm_latency_hidden": m.gemm_latency_hidden_ratio,
     }
     c.update({f"gemm_shape:{d}": v for d, v in m.gemm_shape_flops_per_s.items()})
     c.update({f"attn_flops:{h}": v for h, v in m.attention_flops_per_s.items()})

@@ -142,9 +142,9 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    - q is a strided view of the fused qkv output (srt/models/qwen3_moe.py:627), made contiguous before FA3 (extend
      :1454, decode :1910): an op the model's graph lacks, `graph_ops` 'q_copy' (costmodel.attention.q_copy, every
      standard-attention layer, prefill and decode), at copy_latency + bytes read and written / copy_bw (a strided
-     elementwise copy, far under the streaming bandwidth). A decode step of one sequence copies nothing (one row is
-     contiguous already) but is charged alike, ~2.1 us a layer: the serving step model needs each op linear in the
-     batch.
+     elementwise copy, far under the streaming bandwidth). A step of one token copies nothing (one row is contiguous
+     already; run 2c's decode census: the copy 48 times a step at B 16, never at B 1): the op carries its rows and
+     costs 0 at one (Roofline._op_times; the serving step model prices the step's own token count).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

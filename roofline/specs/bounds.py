@@ -80,6 +80,7 @@ MEASURED: dict[str, Bound] = {
     "grouped_gemm_latency_s": LATENCY,
     "grouped_gemm_stream_bytes_per_s": BANDWIDTH,
     "routing_kernel_s": LATENCY,
+    "gemm_latency_hidden_ratio": Bound(1.0, 1.05, 10.0, 1000.0, "", "a compute / stream time ratio (1 .. 1,000)"),
 }
 _WIDTH = Bound(1, 64, 1 << 16, 1 << 20, "", "a hidden width (1 .. 1,048,576)")
 MODEL: dict[str, Bound] = {

@@ -91,6 +91,11 @@ class Measured(Spec):
         "of the model shapes at M <= 64 tokens (cuBLAS, split-K reduce included), s.")
     gemm_stream_bytes_per_s: PositiveFloat | None = Field(
         None, description="1/beta of that fit: the rate at which skinny GEMMs stream their weights, bytes/s.")
+    gemm_latency_hidden_ratio: float | None = Field(
+        None, gt=1.0, description="Compute time over the stream law (gemm_latency_s + bytes / gemm_stream_bytes_per_s) "
+        "from which a dense GEMM pays none of gemm_latency_s; between 1 and it the share paid falls linearly from 1 to "
+        "0 (costmodel.device.gemm_time). Fitted to the GEMMs timed alone (validate/engines/gemm_hidden.py); absent: "
+        "every GEMM pays it.")
     gemm_shape_flops_per_s: dict[str, PositiveFloat] = Field(
         default_factory=dict,
         description="Median GEMM throughput per dtype over the model shapes at M >= 2048, FLOP/s.")

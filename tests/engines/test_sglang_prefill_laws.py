@@ -80,9 +80,10 @@ def test_q_copy_is_a_strided_copy_at_its_own_law_and_none_for_one_row():
     assert row["time_s"] == pytest.approx(40.32e-6, rel=1e-3)
 
 
-def test_q_copy_in_decode_is_in_the_graph_at_the_same_law():
+def test_q_copy_in_decode_is_in_the_graph_at_the_same_law_and_none_at_one_sequence():
     """A decode step of 16 sequences copies 16 x 4,096 x 2 B read and written: 262,144 B / 1.7559 TB/s + 2.100 us
-    = 2.249 us a layer (run 2c's B 16 census: 0.119 ms over 48 calls, 2.48 us a call)."""
+    = 2.249 us a layer (run 2c's B 16 census: 0.119 ms over 48 calls, 2.48 us a call); one sequence's q is one row,
+    contiguous already: run 2c's B 1 census has no copy kernel."""
     from roofline.catalogue.store import load_hardware, load_model
     from roofline.costmodel.device import roofline_for
     from roofline.costmodel.graph import build_graph
@@ -96,6 +97,8 @@ def test_q_copy_in_decode_is_in_the_graph_at_the_same_law():
     op = next(o for o in graph.ops if o.name == "q_copy")
     total = roof.op_times(op).total
     assert float(total.subs({B: 16, L: 2048})) == pytest.approx(COPY_LATENCY_S + 262144 / COPY_BW, rel=1e-6)
+    assert float(total.subs({B: 1, L: 2048})) == 0.0
+    assert float(total.subs({B: 2, L: 2048})) == pytest.approx(COPY_LATENCY_S + 32768 / COPY_BW, rel=1e-6)
     assert "q_copy" not in {o.name for o in build_graph(load_model("Qwen3-30B-A3B"), parse_method("bf16"),
                                                          "decode").ops}
 

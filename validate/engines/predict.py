@@ -6,9 +6,10 @@ Per model: the KV pool, pool tokens and max concurrency as `roofline capacity --
 case's max_model_len and gpu_memory_utilization; per decode case what (t_N - t_1) / (N - 1) measures: the two runs
 replayed step by step as the engine schedules them (offline_schedule.py: chunked prefill of the B prompts within the
 offline token budget, decodes riding in the prefill steps, the last requests' tail; pure decode steps are
-PhaseModel.decode_time) and differenced; per prefill case the batch-1 prefill, each
-with the planner's default options for the engine (`roofline plan --engine vllm`), plus the engine's time profile
-(roofline.engines.timing) when one exists.
+PhaseModel.decode_time) and differenced; per prefill case the batch-1 prefill at the clock its three calls run at
+(lone_prefill: where its median call sits on the board's settling curve), each with the planner's default options
+for the engine (`roofline plan --engine vllm`), plus the engine's time profile (roofline.engines.timing) when one
+exists.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate import stored
 from validate.engines import models as engine_models
+from validate.engines.lone_prefill import lone_prefill_s
 from validate.engines.offline_schedule import offline_decode_step_s
 
 CASES_FILE = os.environ.get("ROOFLINE_ENGINE_CASES", "cases.json")
@@ -122,7 +124,7 @@ def predict(hardware: str) -> dict:
         dec = [{"B": b, "P": p, "decode_step_s": offline_decode_step_s(pm, b, p, n, limits.max_num_batched_tokens,
                                                                         limits.max_num_seqs)}
                for b, p in case["decode"]]
-        pre = [{"P": p, "prefill_s": pm.prefill_time(1, p)} for p in case["prefill"]]
+        pre = [{"P": p, "prefill_s": lone_prefill_s(model, hw, wl, p)} for p in case["prefill"]]
         cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=util_of(case),
                     **capacity(name, case["max_model_len"], util_of(case), hardware, "offline", tp))]
         s = CASES.get("serve", {})

@@ -5,7 +5,8 @@ python -m validate.engines.predict_sglang OUT_JSON [--hardware H200] [--cases FI
 Per model: the KV pool as `roofline capacity --engine sglang` gives it at the case's context_length (SGLang's
 max_total_num_tokens, its rules in roofline/engines/sglang.py); per decode case what lat_sglang.py measures, the mean
 decode step over contexts P + 1 .. P + N - 1 ((t(N) - t(1)) / (N - 1)), as the planner's decode step at the batch
-padded to SGLang's captured sizes and the mid context; per prefill case the batch-1 prefill; per served run
+padded to SGLang's captured sizes and the mid context; per prefill case the batch-1 prefill at the clock its three
+calls run at (lone_prefill: where the median call sits on the board's settling curve); per served run
 `roofline simulate --engine sglang` at the run's rate (Poisson, its own draws) or --max-concurrency. Every time is
 the GPU work on the H200's measured ceilings with the engine's scheduling rules (roofline.engines.scheduling.sglang)
 and, where one is committed, SGLang's time profile (roofline/engines/profiles/sglang.json; run 1's prediction had
@@ -33,6 +34,7 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate import stored
 from validate.engines import models as engine_models
+from validate.engines.lone_prefill import lone_prefill_s
 
 HERE = Path(__file__).resolve().parent
 CASES = json.loads((HERE / "cases-sglang.json").read_text())
@@ -81,8 +83,7 @@ def predict(hardware: str) -> dict:
             dec.append({"B": b, "P": p, "padded_B": padded, "decode_step_s": float(pm.decode_time(padded, p + n // 2))})
         wl = validate(Workload, {"batch": 1, "context_tokens": max(case["prefill"]) + 1, "engine": "sglang",
                                  "page_tokens": 1}, "workload")
-        pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
-        pre = [{"P": p, "prefill_s": float(pm.prefill_time(1, p))} for p in case["prefill"]]
+        pre = [{"P": p, "prefill_s": lone_prefill_s(model, hw, wl, p)} for p in case["prefill"]]
         out[name] = {"capacity": cap, "decode": dec, "prefill": pre}
     return out
 
