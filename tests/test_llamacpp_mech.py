@@ -198,7 +198,7 @@ def test_compare_run3_leaves_missing_files_unmeasured(tmp_path):
 def test_run3_prediction_holds_both_readings_per_run():
     k = mech.HYPOTHESES_RUN3["K_served_step"]
     cases = json.loads((Path(mech.__file__).parent / "llamacpp_cases_run3.json").read_text())
-    names = {n for n, _, _ in cases["serve"]["runs"]}
+    names = {r[0] for r in cases["serve"]["runs"]}
     for reading in ("A", "source"):
         assert set(k["server_decode_s_per_token"][reading]) == names
         assert set(k["batched_step_s"][reading]) == {n for n, _ in cases["batched"]["runs"]}

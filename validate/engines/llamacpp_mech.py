@@ -195,25 +195,31 @@ HYPOTHESES = {
 
 
 # Run 3's hypothesis (llamacpp_run3.sh stage K), fixed before it: run 2's served step (the server's own decode time a
-# token, 5.3 / 9.0 / 15.0 ms at -np 1 / 4 / 8) against batched-bench's (run 1, pp 128 and 1024: 4.9-5.0 / 7.1-7.3 /
-# 7.5-7.8 ms at B 1 / 4 / 8). Two readings, each as numbers. "A": the server's -np N keeps one KV stream per slot
-# (kv_unified 'false' in run 2's log) while batched-bench's default is unified, and per-stream attention costs ~1.3 ms
-# a slot a step: --kv-unified brings -np 8 to ~9 ms. "source": the tree refutes A's premise. common.h's kv_unified
-# defaults to false for every tool and batched-bench sets n_seq_max = max(-npl) (batched-bench.cpp:39), so run 1's
-# 7.8 ms was already 8 streams of a 64-stream cache: -kvu moves neither tool by more than the attention over the
-# other sequences' masked cells (~0.2 ms at B 8). Of the ~7 ms, the others' 512-token prefills inside a slot's window
-# are ~1.1 ms (7 x ~20 ms / 127 steps); the prompt cache (cache_ram_mib 8192 by default: on each new task the LRU
-# slot's ~80 MiB of KV copied to host, server-context.cpp:1628, and every idle slot saved, :2417) ~0.7 ms (7 arrivals
-# x ~13 ms / 127), which --cache-ram 0 removes; ~5 ms stays unexplained by either reading.
+# token, 5.3 / 9.0 / 15.0 ms at -np 1 / 4 / 8; 14.3 greedy at 8) against batched-bench's (run 1, pp 128 and 1024:
+# 4.9-5.0 / 7.1-7.3 / 7.5-7.8 ms at B 1 / 4 / 8). Two readings, each as numbers. "A": the server's -np N keeps one KV
+# stream per slot (kv_unified 'false' in run 2's log) while batched-bench's default is unified, and per-stream attention
+# costs ~1.3 ms a slot a step: --kv-unified brings -np 8 to ~9 ms. "source": the tree refutes A's premise: common.h's
+# kv_unified defaults to false for every tool and batched-bench sets n_seq_max = max(-npl) (batched-bench.cpp:39), so
+# run 1's 7.8 ms was already 8 streams: -kvu moves neither tool by more than the attention over the other sequences'
+# masked cells (~0.2 ms at B 8). Instead the host's sampler: run 2's round 1 at -np 8 (8 slots in lockstep, no prompt
+# inside the window) logged 13.7 ms a token, ~6 ms (~0.75 ms a slot) over batched-bench, which samples nothing. Both
+# chains pay common_sampler's set_logits over 128,256 candidates and top_k's partial sort over them (top_k 40 in the
+# default chain, 1 in greedy), so run 2's greedy-vs-default (0.1 ms a slot) could not see it. --backend-sampling
+# (-bs) runs a chain's leading samplers with a backend_apply in the graph (llama-sampler.cpp: top_k and dist have
+# one, dry has none, so only greedy's whole chain moves): -np 8 greedy falls from ~14.3 to ~10 ms (bench 7.6 + the
+# others' prefills ~1.1 + ~0.15 ms a slot of result handling).
 HYPOTHESES_RUN3 = {
     "K_served_step": {
-        "claim": "the server's decode s/token at -np 8 with --kv-unified: A ~0.009, source ~0.0155 (no fall); "
-                 "--cache-ram 0: source 0.0143 (A: no change); batched-bench -kvu within 5 % of its default at every "
-                 "B (both readings); batched-bench's default logs 8 KV streams at -npl max 8 (source) or 1 (A)",
+        "claim": "the server's decode s/token at -np 8: with --kv-unified A ~0.009, source ~0.0155 (no fall); greedy "
+                 "with --backend-sampling source ~0.010, A 0.0143 (as greedy without it); batched-bench -kvu within "
+                 "5 % of its default at every B (both); batched-bench's default logs 8 KV streams at -npl max 8 "
+                 "(source) or 1 (A)",
         "server_decode_s_per_token": {
-            "A": {"np8-split": 0.0150, "np8-unified": 0.0090, "np4-split": 0.0090, "np8-nocache": 0.0150},
-            "source": {"np8-split": 0.0150, "np8-unified": 0.0155, "np4-split": 0.0090, "np8-nocache": 0.0143}},
-        "server_kv_unified": {"np8-split": 0, "np8-unified": 1, "np4-split": 0, "np8-nocache": 0},
+            "A": {"np8-split": 0.0150, "np8-unified": 0.0090, "np4-split": 0.0090, "np8-greedy": 0.0143,
+                  "np8-greedy-bs": 0.0143},
+            "source": {"np8-split": 0.0150, "np8-unified": 0.0155, "np4-split": 0.0090, "np8-greedy": 0.0143,
+                       "np8-greedy-bs": 0.0100}},
+        "server_kv_unified": {"np8-split": 0, "np8-unified": 1, "np4-split": 0, "np8-greedy": 0, "np8-greedy-bs": 0},
         "batched_step_s": {
             "A": {"split": {"1": 0.0050, "2": 0.0072, "4": 0.0072, "8": 0.0076},
                   "unified": {"1": 0.0050, "2": 0.0072, "4": 0.0072, "8": 0.0076}},
@@ -221,6 +227,7 @@ HYPOTHESES_RUN3 = {
                        "unified": {"1": 0.0050, "2": 0.0072, "4": 0.0073, "8": 0.0078}}},
         "batched_streams": {"A": {"split": 1, "unified": 1}, "source": {"split": 8, "unified": 1}}},
 }
+
 
 def predict(hardware: str, run: int = 2) -> dict:
     from roofline.catalogue.store import load_hardware  # the planner's catalogue; only the predict step needs it

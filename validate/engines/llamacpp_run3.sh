@@ -8,7 +8,7 @@
 #   U  unpack both payloads (sha256 checked) into ~/lcpp/llama.cpp; tests/CMakeLists.txt of one target         ~10
 #   B  CUDA build of llama-server, llama-batched-bench, test-backend-ops only, -j 16 (build.log, build_s)     <=420
 #   G  (beside B) the model, as run 1's                                                                       -
-#   K  per serve.runs: llama-server -np N FLAGS, N closed-loop clients, rounds x N requests, default sampler
+#   K  per serve.runs: llama-server -np N FLAGS, N closed-loop clients, rounds x N requests (client FLAGS)
 #      (serve-k-NAME.json, serve-k-NAME.log); then per batched.runs llama-batched-bench -lv 4 FLAGS
 #      (batched-NAME.log)                                                                                     ~90
 #   O  test-backend-ops perf -b ${LLAMACPP_OPS_BACKEND:-CUDA0} --test-file ops-cases.txt (llamacpp_mech.py
@@ -81,13 +81,13 @@ server() {  # server N NP LOG FLAGS..: llama-server in its own session, every la
 stop() { kill -TERM -$SPID 2>/dev/null; sleep 3; kill -KILL -$SPID 2>/dev/null; sleep 1; }
 
 stage K
-for spec in $(C "' '.join(f'{n}:{p}:' + f.replace(' ', '+') for n, p, f in c['serve']['runs'])"); do
-  IFS=: read -r name np flags <<< "$spec"
+for spec in $(C "' '.join(f'{n}:{p}:{f}:{g}'.replace(' ', '+') for n, p, f, g in c['serve']['runs'])"); do
+  IFS=: read -r name np flags cflags <<< "$spec"
   stage "K-$name"
   server 45 $np $R/serve-k-$name.log ${flags//+/ } || continue
   timeout 40 python3 $HERE/llamacpp_client.py $PORT $R/serve-k-$name.json --prompt $(C "c['serve']['prompt']") \
     --output $(C "c['serve']['output']") --requests $(( np * $(C "c['serve']['rounds']") )) \
-    --seed $(C "c['serve']['seed']") --concurrency $np
+    --seed $(C "c['serve']['seed']") --concurrency $np ${cflags//+/ }
   stop
 done
 for spec in $(C "' '.join(f'{n}:{f}' for n, f in c['batched']['runs'])"); do
