@@ -150,3 +150,58 @@ def test_client_greedy_sends_the_top_k_1_chain(greedy):
         assert body["samplers"] == ["top_k"] and body["top_k"] == 1
     else:
         assert "samplers" not in body and "top_k" not in body
+
+
+# Captured: llamacpp_run3.sh's CPU check (2026-11-30, tiny-llama, llamacpp_cases_run3_cpu.json, a CPU build of the same
+# tree): two llama-server -np 2 start-ups and closed loops (one with --kv-unified), llama-batched-bench -lv 4 -npl 1,2
+# -npp 32 -ntg 8 without and with -kvu (tests/data/llamacpp/run3-cpu/).
+RUN3_CPU = Path(__file__).parent / "data" / "llamacpp" / "run3-cpu"
+
+
+def _k_pred(server: dict, bench: dict) -> dict:
+    names = {"np2-split": 0, "np2-unified": 1}
+    k = {"server_decode_s_per_token": {"source": {n: server[n] for n in names}},
+         "server_kv_unified": names,
+         "batched_step_s": {"source": {m: {"1": bench[m], "2": bench[m]} for m in ("split", "unified")}},
+         "batched_streams": {"source": {"split": 2, "unified": 1}}}
+    return {"ops_s": {}, "layer_matmuls_s": {}, "hypotheses": {**{k: v for k, v in mech.HYPOTHESES.items()
+                                                                  if k.startswith("H1")}, "K_served_step": k}}
+
+
+def test_compare_reads_run3_files():
+    pred = _k_pred({"np2-split": 0.05, "np2-unified": 0.05}, {"split": 0.01, "unified": 0.01})
+    rows = {(r["family"], r["case"]): r for r in mech.compare(RUN3_CPU, pred)}
+    # the closed loop's two requests: timings.predicted_ms 1330.929 and 782.721 over 16 tokens each; the median of two
+    # is their mean: (1330.929 + 782.721) / 32 ms
+    assert rows[("K-server", "np2-split source")]["measured"] == pytest.approx(2113.650 / 32 / 1e3)
+    assert rows[("K-server", "np2-unified source")]["measured"] == pytest.approx((648.241 + 479.259) / 32 / 1e3)
+    # "initializing, n_slots = 2, n_ctx_slot = 1024, kv_unified = 'false'" / "... 2048, kv_unified = 'true'"
+    assert rows[("K-layout", "server np2-split kv_unified")]["measured"] == 0
+    assert rows[("K-layout", "server np2-unified kv_unified")]["measured"] == 1
+    # "llama_kv_cache: size = 4.00 MiB (1024 cells, 2 layers, 2/2 seqs)" without -kvu, "(2048 cells, ..., 2/1 seqs)"
+    assert rows[("K-layout", "batched split streams source")]["measured"] == 2
+    assert rows[("K-layout", "batched unified streams source")]["measured"] == 1
+    # table rows "| 32 | 8 | 2 | 80 | ... | 0.057 | ..." and "| 32 | 8 | 1 | 40 | ... | 0.048 | ...": T_TG / 8
+    assert rows[("K-bench", "split B2 source")]["measured"] == pytest.approx(0.057 / 8)
+    assert rows[("K-bench", "split B2 source")]["ratio"] == pytest.approx(0.057 / 8 / 0.01)
+    assert rows[("K-bench", "unified B1 source")]["measured"] == pytest.approx(0.048 / 8)
+    assert not any(f.startswith("H2") or f.startswith("H3") for f, _ in rows)
+
+
+def test_compare_run3_leaves_missing_files_unmeasured(tmp_path):
+    rows = mech.compare(tmp_path, _k_pred({"np2-split": 0.05, "np2-unified": 0.05}, {"split": 0.01, "unified": 0.01}))
+    k_rows = [r for r in rows if r["family"].startswith("K")]
+    assert len(k_rows) == 2 * 2 + 2 + 2 * 2  # server (decode, layout) x 2, streams x 2, steps B1, B2 x 2
+    assert all(r["measured"] is None and r["ratio"] is None for r in k_rows)
+
+
+def test_run3_prediction_holds_both_readings_per_run():
+    k = mech.HYPOTHESES_RUN3["K_served_step"]
+    cases = json.loads((Path(mech.__file__).parent / "llamacpp_cases_run3.json").read_text())
+    names = {r[0] for r in cases["serve"]["runs"]}
+    for reading in ("A", "source"):
+        assert set(k["server_decode_s_per_token"][reading]) == names
+        assert set(k["batched_step_s"][reading]) == {n for n, _ in cases["batched"]["runs"]}
+        for steps in k["batched_step_s"][reading].values():
+            assert set(map(int, steps)) == set(cases["batched"]["npl"])
+    assert set(k["server_kv_unified"]) == names

@@ -2,7 +2,7 @@
 "Mechanisms" 1-3), their prediction, the parsers of what llamacpp_run2.sh captures and the compare.
 
   python -m validate.engines.llamacpp_mech testfile GGML_H OUT      the --test-file of test-backend-ops (the run's O)
-  python -m validate.engines.llamacpp_mech predict OUT_JSON          roofline and the stated hypotheses, BEFORE the run
+  python -m validate.engines.llamacpp_mech predict OUT_JSON [--run 3]   roofline and the hypotheses, BEFORE the run
   python -m validate.engines.llamacpp_mech compare RESDIR --predicted PRED [--out JSON]
 
 test-backend-ops (tests/test-backend-ops.cpp of the tree, payload .payload/l1) `perf --test-file F` times each line of
@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validate.engines.llamacpp_logs import bench_entries, served_summary
+from validate.engines.llamacpp_logs import batched_rows, bench_entries, served_summary, server_memory
 
 SHAPES = {"qo": (4096, 4096), "kv": (4096, 1024), "gate_up": (4096, 14336), "down": (14336, 4096),
           "lm_head": (4096, 128256)}  # (k, m): in x out; per layer q, o, k, v, gate, up, down; lm_head once
@@ -194,16 +194,52 @@ HYPOTHESES = {
 }
 
 
-def predict(hardware: str) -> dict:
+# Run 3's hypothesis (llamacpp_run3.sh stage K), fixed before it: run 2's served step (the server's own decode time a
+# token, 5.3 / 9.0 / 15.0 ms at -np 1 / 4 / 8; 14.3 greedy at 8) against batched-bench's (run 1, pp 128 and 1024:
+# 4.9-5.0 / 7.1-7.3 / 7.5-7.8 ms at B 1 / 4 / 8). Two readings, each as numbers. "A": the server's -np N keeps one KV
+# stream per slot (kv_unified 'false' in run 2's log) while batched-bench's default is unified, and per-stream attention
+# costs ~1.3 ms a slot a step: --kv-unified brings -np 8 to ~9 ms. "source": the tree refutes A's premise: common.h's
+# kv_unified defaults to false for every tool and batched-bench sets n_seq_max = max(-npl) (batched-bench.cpp:39), so
+# run 1's 7.8 ms was already 8 streams: -kvu moves neither tool by more than the attention over the other sequences'
+# masked cells (~0.2 ms at B 8). Instead the host's sampler: run 2's round 1 at -np 8 (8 slots in lockstep, no prompt
+# inside the window) logged 13.7 ms a token, ~6 ms (~0.75 ms a slot) over batched-bench, which samples nothing. Both
+# chains pay common_sampler's set_logits over 128,256 candidates and top_k's partial sort over them (top_k 40 in the
+# default chain, 1 in greedy), so run 2's greedy-vs-default (0.1 ms a slot) could not see it. --backend-sampling
+# (-bs) runs a chain's leading samplers with a backend_apply in the graph (llama-sampler.cpp: top_k and dist have
+# one, dry has none, so only greedy's whole chain moves): -np 8 greedy falls from ~14.3 to ~10 ms (bench 7.6 + the
+# others' prefills ~1.1 + ~0.15 ms a slot of result handling).
+HYPOTHESES_RUN3 = {
+    "K_served_step": {
+        "claim": "the server's decode s/token at -np 8: with --kv-unified A ~0.009, source ~0.0155 (no fall); greedy "
+                 "with --backend-sampling source ~0.010, A 0.0143 (as greedy without it); batched-bench -kvu within "
+                 "5 % of its default at every B (both); batched-bench's default logs 8 KV streams at -npl max 8 "
+                 "(source) or 1 (A)",
+        "server_decode_s_per_token": {
+            "A": {"np8-split": 0.0150, "np8-unified": 0.0090, "np4-split": 0.0090, "np8-greedy": 0.0143,
+                  "np8-greedy-bs": 0.0143},
+            "source": {"np8-split": 0.0150, "np8-unified": 0.0155, "np4-split": 0.0090, "np8-greedy": 0.0143,
+                       "np8-greedy-bs": 0.0100}},
+        "server_kv_unified": {"np8-split": 0, "np8-unified": 1, "np4-split": 0, "np8-greedy": 0, "np8-greedy-bs": 0},
+        "batched_step_s": {
+            "A": {"split": {"1": 0.0050, "2": 0.0072, "4": 0.0072, "8": 0.0076},
+                  "unified": {"1": 0.0050, "2": 0.0072, "4": 0.0072, "8": 0.0076}},
+            "source": {"split": {"1": 0.0050, "2": 0.0072, "4": 0.0072, "8": 0.0076},
+                       "unified": {"1": 0.0050, "2": 0.0072, "4": 0.0073, "8": 0.0078}}},
+        "batched_streams": {"A": {"split": 1, "unified": 1}, "source": {"split": 8, "unified": 1}}},
+}
+
+
+def predict(hardware: str, run: int = 2) -> dict:
     from roofline.catalogue.store import load_hardware  # the planner's catalogue; only the predict step needs it
     hw = load_hardware(hardware)
     ops = roofline_ops(hw)
     steps = {str(n): layer_matmuls_s(ops, n) for n in N_DECODE + N_PREFILL}
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"about": "llama.cpp run 2 (llamacpp_run2.sh, validate/engines/llamacpp_cases_run2.json), written before "
-                     "the run: per-op roofline on the catalogue's measured H200 ceilings, and run 1's hypotheses as "
-                     "numbers", "hardware": hardware, "git_sha": sha, "date": dt.date.today().isoformat(),
-            "ops_s": ops, "layer_matmuls_s": steps, "hypotheses": HYPOTHESES}
+    hyp = {2: HYPOTHESES, 3: {**{k: v for k, v in HYPOTHESES.items() if k.startswith("H1")}, **HYPOTHESES_RUN3}}[run]
+    return {"about": f"llama.cpp run {run} (llamacpp_run{run}.sh, validate/engines/llamacpp_cases_run{run}.json), "
+                     "written before the run: per-op roofline on the catalogue's measured H200 ceilings, and the "
+                     "hypotheses as numbers", "run": run, "hardware": hardware, "git_sha": sha,
+            "date": dt.date.today().isoformat(), "ops_s": ops, "layer_matmuls_s": steps, "hypotheses": hyp}
 
 
 def bench_by(res: Path, name: str) -> dict[int, float]:
@@ -214,7 +250,8 @@ def bench_by(res: Path, name: str) -> dict[int, float]:
 
 
 def compare(res: Path, pred: dict) -> list[dict]:
-    """Rows: (family, case, measured, predicted, ratio measured/predicted)."""
+    """Rows: (family, case, measured, predicted, ratio measured/predicted): the ops and layer sums (runs 2 and 3),
+    then run 2's H2 / H3 rows or, where the prediction holds run 3's K hypothesis, run 3's K rows."""
     rows = []
 
     def add(fam: str, case: str, meas, pr) -> None:
@@ -235,6 +272,15 @@ def compare(res: Path, pred: dict) -> list[dict]:
     one, two, eight = (layer_matmuls_s(times, n) for n in (1, 2, 8))
     add("H1", "n2/n1", two / one if one and two else None, h["H1_mm_small_n_ratio"]["n2_over_n1"])
     add("H1", "n8/n2", eight / two if two and eight else None, h["H1_mm_small_n_ratio"]["n8_over_n2"])
+    if "K_served_step" in h:
+        compare_k(res, h["K_served_step"], add)
+    else:
+        compare_run2(res, h, times, add)
+    return rows
+
+
+def compare_run2(res: Path, h: dict, times: dict[str, float], add) -> None:
+    """Run 2's rows: the prefill matmuls' TFLOP/s, llama-bench -fa off / on, the served TPOT per sampler."""
     t2k = layer_matmuls_s(times, 2048)
     flops2k = LAYERS * sum(c * mm_cost(*SHAPES[s], 2048)[1] for s, c in PER_LAYER.items())
     add("H2", "mm TFLOP/s n2048", flops2k / t2k / 1e12 if t2k else None, h["H2_mm_prefill_tflops"]["tflops"])
@@ -250,7 +296,36 @@ def compare(res: Path, pred: dict) -> list[dict]:
             add("H3", f"tpot np{n} {reading}", s.get("tpot_s", {}).get("p50"), p)
             if reading != "default_b":
                 add("H3-server", f"decode s/token np{n} {sampler}", s.get("server_decode_s_per_token"), p)
-    return rows
+
+
+def batched_steps(text: str) -> dict[int, float]:
+    """llama-batched-bench's mean decode step per B (T_TG / TG of its table's rows)."""
+    return {r["pl"]: r["t_tg_s"] / r["tg"] for r in batched_rows(text)}
+
+
+def compare_k(res: Path, k: dict, add) -> None:
+    """Run 3's rows, per reading of K_served_step: the server's own decode s/token per serve run
+    (serve-k-NAME.json), batched-bench's step per B (batched-NAME.log), and the KV layout each start-up logged
+    (the server's kv_unified as 1 / 0, batched-bench's KV streams)."""
+    for name in k["server_decode_s_per_token"]["source"]:
+        f = res / f"serve-k-{name}.json"
+        s = served_summary(json.loads(f.read_text())) if f.is_file() else {}
+        log = res / f"serve-k-{name}.log"
+        slots = server_memory(log.read_text()).get("slots") if log.is_file() else None
+        add("K-layout", f"server {name} kv_unified", None if slots is None else int(slots["kv_unified"]),
+            k["server_kv_unified"][name])
+        for reading, pr in k["server_decode_s_per_token"].items():
+            add("K-server", f"{name} {reading}", s.get("server_decode_s_per_token"), pr[name])
+    for name in k["batched_step_s"]["source"]:
+        log = res / f"batched-{name}.log"
+        text = log.read_text() if log.is_file() else ""
+        kv = server_memory(text).get("kv")
+        for reading, streams in k["batched_streams"].items():
+            add("K-layout", f"batched {name} streams {reading}", kv["streams"] if kv else None, streams[name])
+        steps = batched_steps(text)
+        for reading, pr in k["batched_step_s"].items():
+            for b, p in pr[name].items():
+                add("K-bench", f"{name} B{b} {reading}", steps.get(int(b)), p)
 
 
 def fmt(v) -> str:
@@ -266,6 +341,7 @@ def main() -> None:
     pr = sub.add_parser("predict")
     pr.add_argument("out", type=Path)
     pr.add_argument("--hardware", default="H200")
+    pr.add_argument("--run", type=int, choices=(2, 3), default=2)
     c = sub.add_parser("compare")
     c.add_argument("results", type=Path)
     c.add_argument("--predicted", type=Path, required=True)
@@ -276,11 +352,11 @@ def main() -> None:
         print(f"wrote {a.out}")
     elif a.cmd == "predict":
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(predict(a.hardware), indent=1) + "\n")
+        a.out.write_text(json.dumps(predict(a.hardware, a.run), indent=1) + "\n")
         print(f"wrote {a.out}")
     else:
         if not a.results.is_dir():
-            print(f"llamacpp_mech: {a.results} must be a folder llamacpp_run2.sh wrote", file=sys.stderr)
+            print(f"llamacpp_mech: {a.results} must be a folder llamacpp_run2.sh or _run3.sh wrote", file=sys.stderr)
             raise SystemExit(2)
         rows = compare(a.results, json.loads(a.predicted.read_text()))
         print(f"{'family':14} {'case':30} {'measured':>12} {'predicted':>12} {'meas/pred':>9}")
