@@ -76,6 +76,20 @@ def merge_order(start: np.ndarray, replica: np.ndarray) -> tuple[int, np.ndarray
     return 1, order
 
 
+@njit(cache=True, inline="always")
+def at_or_after(rec, order, lo, hi, t):
+    """The first position p in [lo, hi) of a replica's records (rec[order[p]], starts nondecreasing) whose start is
+    at or after t (np.searchsorted side "left"); hi if none."""
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) >> 1
+        if rec[order[mid], 0] < t:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
 @njit(cache=True)
 def emission_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, routed: np.ndarray,
                     first: np.ndarray, per_seq_s: float) -> np.ndarray:
@@ -91,14 +105,7 @@ def emission_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, rout
         lo, hi = bounds[j], bounds[j + 1]
         if hi == lo:
             continue
-        a, b = lo, hi  # first position p in [lo, hi) whose start >= f (hi if none)
-        while a < b:
-            mid = (a + b) >> 1
-            if rec[order[mid], 0] < f:
-                a = mid + 1
-            else:
-                b = mid
-        row = min(max(a - 1, lo), hi - 1)
+        row = min(max(at_or_after(rec, order, lo, hi, f) - 1, lo), hi - 1)
         out[i] = per_seq_s * rec[order[row], 2]
     return out
 
@@ -114,14 +121,8 @@ def launch_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, routed
         if not np.isfinite(f):
             continue
         j = routed[i]
-        lo, hi = bounds[j], bounds[j + 1]
-        a, b = lo, hi  # first position p in [lo, hi) whose start >= f (hi if none)
-        while a < b:
-            mid = (a + b) >> 1
-            if rec[order[mid], 0] < f:
-                a = mid + 1
-            else:
-                b = mid
+        hi = bounds[j + 1]
+        a = at_or_after(rec, order, bounds[j], hi, f)
         if a < hi and rec[order[a], 0] == f:
             out[i] = rec[order[a], LAUNCH_COL]
     return out
