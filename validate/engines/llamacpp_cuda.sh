@@ -1,4 +1,4 @@
-# Sourced by llamacpp_run.sh: `cuda_flags` sets CUDA_FLAGS, the cmake arguments ggml-cuda needs beyond the toolkit.
+# Sourced by llamacpp_common.sh (the llama.cpp drivers): `cuda_flags` sets CUDA_FLAGS, the cmake arguments ggml-cuda needs beyond the toolkit.
 # ggml-cuda links CUDA::cublas and CUDA::cublasLt (ggml/src/ggml-cuda/CMakeLists.txt:178), which FindCUDAToolkit
 # creates only when the toolkit beside nvcc holds cuBLAS. A toolkit without it (this project's CPU machine: "Unable to
 # find cublas_v2.h in either /usr/local/cuda/include ...") takes the nvidia-cublas wheel's instead, found under

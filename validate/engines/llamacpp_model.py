@@ -68,6 +68,19 @@ def tokenizer_fields(gguf, vocab: Path) -> list[tuple[str, object, object, objec
     return out
 
 
+# The llama.* keys of the file, in the order it writes them: (GGUFWriter's add_<name>, the hparams key of its value)
+HPARAM_KEYS = (("context_length", "n_ctx_train"), ("embedding_length", "n_embd"), ("block_count", "n_layer"),
+               ("feed_forward_length", "n_ff"), ("head_count", "n_head"), ("head_count_kv", "n_head_kv"),
+               ("rope_dimension_count", "head_dim"), ("key_length", "head_dim"), ("value_length", "head_dim"),
+               ("rope_freq_base", "rope_theta"), ("layer_norm_rms_eps", "eps"), ("vocab_size", "n_vocab"))
+
+
+def add_hparams(w, h: dict) -> None:
+    """Adds the model's hyperparameters H (hparams) to the GGUFWriter W, in HPARAM_KEYS's order."""
+    for name, key in HPARAM_KEYS:
+        getattr(w, f"add_{name}")(h[key])
+
+
 def write(gguf_py: Path, vocab: Path, out: Path, name: str = "Llama-3.1-8B") -> dict:
     """Writes OUT.gguf; returns its hparams with the file's size and tensor count."""
     sys.path.insert(0, str(gguf_py))
@@ -80,18 +93,7 @@ def write(gguf_py: Path, vocab: Path, out: Path, name: str = "Llama-3.1-8B") -> 
         refuse(f"vocab: {vocab.name} has {n_tokens} tokens, the config's vocab_size is {h['n_vocab']}")
     w = gguf.GGUFWriter(str(out), "llama")
     w.add_name(f"{name} (dummy weights, roofline validate/engines/llamacpp_model.py)")
-    w.add_context_length(h["n_ctx_train"])
-    w.add_embedding_length(h["n_embd"])
-    w.add_block_count(h["n_layer"])
-    w.add_feed_forward_length(h["n_ff"])
-    w.add_head_count(h["n_head"])
-    w.add_head_count_kv(h["n_head_kv"])
-    w.add_rope_dimension_count(h["head_dim"])
-    w.add_key_length(h["head_dim"])
-    w.add_value_length(h["head_dim"])
-    w.add_rope_freq_base(h["rope_theta"])
-    w.add_layer_norm_rms_eps(h["eps"])
-    w.add_vocab_size(h["n_vocab"])
+    add_hparams(w, h)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     for key, value, vtype, sub in tok:
         w.add_key_value(key, value, vtype, sub_type=sub)

@@ -16,51 +16,11 @@
 # Stop this run only: kill -- -$(cat RESDIR/driver.pid)
 set -u
 source "$(dirname "$0")/detach.sh"
-source "$(dirname "$0")/llamacpp_cuda.sh"
+source "$(dirname "$0")/llamacpp_common.sh"
 detach "$0" "$@"
-SRC=$HOME/lcpp/llama.cpp; BUILD=$HOME/lcpp/build; BIN=${LLAMACPP_BIN:-$BUILD/bin}; PORT=8080
-MODEL=${LLAMACPP_MODEL:-$HOME/models/llama31-8b-f16.gguf}; NGL=${LLAMACPP_NGL:-999}
-CASES=$HERE/${LLAMACPP_CASES:-llamacpp_cases.json}
-C() { python3 -c "import json,sys; c=json.load(open('$CASES')); print(eval(sys.argv[1]))" "$1"; }
-{ echo "== llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36's vendor/llama.cpp)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
-  nvcc --version | tail -2; cmake --version | head -1; nproc; free -g | head -2
-  lscpu | grep -E "Model name|^CPU\(s\)|MHz"; } > $R/env.log 2>&1
-export PATH=/usr/local/cuda/bin:$PATH
-
-mkdir -p $HOME/lcpp $HOME/models
-fail() { stage "$1-FAILED"; echo "ALL_DONE" >> $R/stages.log; exit 1; }
-if [ -z "${LLAMACPP_BIN:-}" ]; then
-  stage U
-  (cd ~/stash && sha256sum -c $HERE/llamacpp_payload.sha256) > $R/unpack.log 2>&1 || fail U
-  python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
-    ~/stash/llamacpp-src.tar.xz $HOME/lcpp >> $R/unpack.log 2>&1 || fail U
-fi
-stage B
-GPID=
-if [ -z "${LLAMACPP_MODEL:-}" ]; then
-  (cd $ROOT && timeout 600 python3 -m validate.engines.llamacpp_model $SRC/gguf-py \
-     $SRC/models/ggml-vocab-llama-bpe.gguf $MODEL Llama-3.1-8B > $R/model.log 2>&1
-   echo "model rc $? $(date -u +%T)" >> $R/model.log) &
-  GPID=$!
-fi
-if [ -z "${LLAMACPP_BIN:-}" ]; then
-  T0=$(date +%s)
-  cuda_flags > $R/cuda_flags.log 2>&1 || { cat $R/cuda_flags.log; fail B; }
-  cat $R/cuda_flags.log
-  { cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-      -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF \
-      "${CUDA_FLAGS[@]}" && timeout 840 cmake --build $BUILD -j "$(nproc)" --target llama-server llama-bench llama-batched-bench; } \
-    > $R/build.log 2>&1
-  echo "build rc $? $(( $(date +%s) - T0 )) s, $(grep -c '\.cu\.o' $R/build.log) .cu objects" > $R/build_s.txt
-  cat $R/build_s.txt
-fi
-[ -x $BIN/llama-server ] || { tail -40 $R/build.log; fail B; }
-stage G
-[ -n "$GPID" ] && wait $GPID
-cat $R/model.log 2>/dev/null
-[ -f $MODEL ] || fail G
+llamacpp_env llamacpp_cases.json
+llamacpp_unpack
+llamacpp_build_model 840 "" OFF "llama-server llama-bench llama-batched-bench" llama-server
 
 # server N C NP LOG: llama-server on $MODEL in its own session, every layer on the GPU; waits up to N x 2 s. -lv 4:
 # libllama's own INFO lines (buffers, cells) are verbosity 4 to the server's log (common/log.cpp common_log_get_verbosity)
@@ -70,7 +30,6 @@ server() {
   SPID=$!
   wait_healthy $SPID "$4" $PORT "$1"
 }
-stop() { kill -TERM -$SPID 2>/dev/null; sleep 3; kill -KILL -$SPID 2>/dev/null; sleep 1; }
 
 stage M
 for cn in $(C "' '.join(f'{c}:{n}' for c, n in c['memory'])"); do
