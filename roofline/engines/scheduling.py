@@ -106,9 +106,8 @@ class EngineOverheads:
     # ... a step with prefill chunks past this many tokens (0: eager_above_tokens): SGLang captures prefill graphs
     # apart from its decode batches (timing mechanism 8, EngineTiming.prefill_capture_tokens)
     eager_above_prefill_tokens: int = 0
-    # ... and whether each kernel of such a step waits on its launch, so the launches add to a decode step's GPU work
-    # instead of running ahead of it (timing mechanism 15: ggml-cuda past one token; a prefill's long kernels still
-    # hide them)
+    # ... and whether that cost adds to a decode step's GPU work instead of running ahead of it (timing mechanism 15:
+    # llama.cpp's step past one token; a prefill's long kernels still hide it)
     eager_serial: bool = False
     # the engine's sampler as GPU work of every step (timing mechanism 9): sampler_s + sampler_row_s x sequences
     sampler_s: float = 0.0
@@ -456,7 +455,7 @@ def trtllm() -> EngineScheduling:
 def llamacpp(host_speed: float = 1.0) -> EngineScheduling:
     """llama-server's defaults: 4 slots, a 2048-token logical batch shared by prompts and decodes; its host costs as
     its time profile measured them (profiles/llamacpp.json: a synchronous loop, the host sampler per slot added by
-    with_sampler), and a step of more than one token without ggml-cuda's CUDA graph (capture sizes (1,), unpadded:
+    with_sampler), and a decode step of more than one token's cost beyond its matmuls (capture sizes (1,), unpadded:
     timing mechanism 15, with_eager)."""
     from roofline.engines.timing import timing
 

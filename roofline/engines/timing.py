@@ -154,10 +154,13 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
      ~6 us a call); past the stream law, FLOPs at gemm_shape (fp16, ~590 TFLOP/s against the device's 730 for
      bf16). A law of any shape's bytes and FLOPs (Roofline._op_times: a GEMM's rows, `one_row`), not a table.
    - FLASH_ATTN_EXT at one query: attn_decode_latency + K,V bytes / attn_decode_bw.
-   - a step of more than one token runs without ggml-cuda's CUDA graph (capture_sizes (1,)): every kernel waits on
-     its launch, so its launches add to the GPU's work rather than run ahead of it (`eager_serial`):
-     eager_layer_s x layers on top of the step (batched-bench's B 2 step less its B 1 step, less the matmuls' own
-     difference, per layer). A prefill's long kernels hide their launches (max, as 8.).
+   - a decode step of more than one token costs eager_layer_s x layers more than its matmuls' and attention's laws
+     say (batched-bench's B 2 step less its B 1 step, less the matmuls' own difference at n 2 and 1, per layer),
+     added to the step (`eager_serial`), priced through 8.'s fields (capture_sizes (1,): a step past one token pays
+     it; a prefill's long kernels hide it, max as 8.). What it is made of is not timed alone: it is not ggml-cuda's
+     CUDA graph (at 0c1e570 the graph stays on at any batch: ggml_cuda_graph_check_compability turns it off only
+     for a MUL_MAT_ID that syncs; older trees turned it off past one token); FLASH_ATTN_EXT at more than one query
+     (stage O timed one) and the per-stream KV writes are the candidates.
    - llama-server samples every slot on the host after the step, in series (overlap False): per slot the default
      sampler chain scans the vocabulary's logits, sampler_host_element_s x vocabulary seconds a slot (at -np 8, the
      server's decode time a token with the default chain on the host less with greedy sampling on the GPU,
@@ -244,7 +247,7 @@ class EngineTiming:
     kv_handshake_descriptor_s: float = 0.0
     # ops the engine adds to the model's op graph (14.: 'q_copy')
     graph_ops: tuple[str, ...] = ()
-    # a step past the capture sizes waits on each launch: its launches add to the GPU's work (15.: llama.cpp)
+    # a decode step past the capture sizes adds its eager cost to the GPU's work, not under it (15.: llama.cpp)
     eager_serial: bool = False
     # the host sampler's seconds per slot per vocabulary element (15.: llama-server's CPU sampler chain)
     sampler_host_element_s: float = 0.0
@@ -324,7 +327,7 @@ class EngineTiming:
         """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host. `eager_s`
         (eager_host_s) is the launch work of a step run without CUDA graphs: the same thread schedules the step and
         then launches its kernels, ahead of their GPU work, so with overlap the step takes max(gpu, host + eager_s),
-        without it host + max(gpu, eager_s); where each kernel waits on its launch (eager_serial, 15.) host + gpu +
+        without it host + max(gpu, eager_s); where that cost adds to the GPU's (eager_serial, 15.) host + gpu +
         eager_s."""
         host = self.host_s(batch)
         if self.eager_serial:  # each kernel waits on its launch (15.)

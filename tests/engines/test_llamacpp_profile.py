@@ -28,18 +28,18 @@ def test_the_host_sampler_costs_a_slot_its_vocabulary_scan():
     assert not base.overheads.overlap  # llama-server's loop is synchronous
 
 
-def test_a_step_past_one_token_pays_its_launches_on_top():
+def test_a_step_past_one_token_pays_its_excess_on_top():
     """batched-bench B 2 - B 1 = 2.343 ms, of which the matmuls alone 1.157 ms (projections) - 0.032 ms (lm_head):
     1.218 ms / 32 layers = 38.1 us a layer, added to the step (not hidden under it)."""
     by_hand = (STEP_B2 - STEP_B1 - (LAYERS_N2 - LAYERS_N1) - (LM_HEAD_N2 - LM_HEAD_N1)) / 32
     assert by_hand == pytest.approx(38.05e-6, rel=0.002)
     t = timing("llamacpp")
     assert t.eager_layer_s == pytest.approx(by_hand, rel=0.002)
-    assert t.eager_host_s(1, 32, 0) == 0.0  # one token: under ggml-cuda's graph
+    assert t.eager_host_s(1, 32, 0) == 0.0  # one token: the matmul and attention laws alone
     assert t.step(5e-3, 2, t.eager_host_s(2, 32, 0)) == pytest.approx(5e-3 + 32 * by_hand, rel=0.002)
     served = with_eager(scheduling("llamacpp", load_hardware("H200")), 32, 0).overheads
     assert served.combine(5e-3, 8, tokens=8) == pytest.approx(5e-3 + 32 * by_hand, rel=0.002)
-    # a prefill's long kernels hide the launches (timing mechanism 8's max)
+    # a prefill's long kernels hide it (timing mechanism 8's max)
     assert served.combine(20e-3, 1, tokens=512, prefill=True) == pytest.approx(20e-3)
     assert EngineOverheads(eager_s=1e-3, eager_above_tokens=1).combine(5e-3, 2, tokens=2) == pytest.approx(5e-3)
 
@@ -70,7 +70,7 @@ def test_ggml_reads_one_rows_weights_faster_than_twos():
 
 def test_the_planner_prices_ggmls_one_row_gemm_at_the_gemv_law():
     """Through the cost model: a decode step's GEMMs at B 1 take the gemv law, at B 2 the batched one (Roofline's
-    one_row on the op's rows), so the plan's B 2 step exceeds B 1's by more than the launches alone."""
+    one_row on the op's rows), so the plan's B 2 step exceeds B 1's by more than the per-layer excess alone."""
     from roofline.catalogue.loading import validate
     from roofline.methods.registry import parse_method
     from roofline.planner.phases import PhaseModel
@@ -82,6 +82,6 @@ def test_the_planner_prices_ggmls_one_row_gemm_at_the_gemv_law():
     pm = PhaseModel.build(model, hw, wl, parse_method("fp16"))
     b1, b2 = pm.decode_time(1, 1088), pm.decode_time(2, 1088)
     eager = 32 * timing("llamacpp").eager_layer_s
-    # run 1's batched-bench measured 5.00 / 7.16 ms: the B 2 - B 1 gap 2.16 ms, matmuls 1.16 + launches 1.22 by hand
+    # run 1's batched-bench measured 5.00 / 7.16 ms: the B 2 - B 1 gap 2.16 ms, matmuls 1.16 + excess 1.22 by hand
     assert b2 - b1 > eager + 0.5e-3
     assert b2 - b1 == pytest.approx(LAYERS_N2 - LAYERS_N1 + eager, rel=0.35)

@@ -10,9 +10,10 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
   llamacpp_mech.mm_cost).
 - FLASH_ATTN_EXT at one query (run 3 stage O, KV 512 .. 8,192): t = attn_decode_latency + K and V bytes /
   attn_decode_bw, least squares on the seconds.
-- the step past one sequence (run 3 batched-bench, split streams): ggml-cuda runs a batch of more than one token
-  without its CUDA graph, so every kernel waits on its launch; the excess of B 2's step over B 1's, less what the
-  matmuls alone add from n 1 to n 2 (stage O: 32 layers' projections and lm_head), per layer: eager_layer_s.
+- the step past one sequence (run 3 batched-bench, split streams): the excess of B 2's step over B 1's, less what the
+  matmuls alone add from n 1 to n 2 (stage O: 32 layers' projections and lm_head), per layer: eager_layer_s, added
+  to a decode step of more than one token. Its make-up is not timed alone (roofline/engines/timing.py 15.; not the
+  CUDA graph, which ggml-cuda at 0c1e570 keeps at any batch).
 - the served step's CPU sampler (run 3 K-server, -np 8, one KV stream a slot as run 1's server): the server's decode
   time a token with the default sampler chain on the host (np8-split; run 1's client sends no sampler, so the
   server's default chain ran) less with greedy sampling on the GPU (np8-greedy-bs, --backend-sampling), per slot, per
@@ -125,11 +126,12 @@ def derive(run3: Path) -> dict:
         "eager_step_s": 0.0, "eager_layer_s": eager, "eager_serial": True, "sampler_host_element_s": element,
         "kernels": {GPU: kernels},
         "sources": {
-            "step_s": "llama-batched-bench samples nothing: its step is GPU work and launches alone (0)",
+            "step_s": "llama-batched-bench samples nothing: its step is the GPU's work alone (0)",
             "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
                        "sample every slot, then the next batch): host work adds to the GPU's",
-            "capture_sizes": "ggml-cuda runs a one-token step under its CUDA graph and a step of more tokens without "
-                             "it (run 3: B 1 -> 2 adds 2.3 ms, the matmuls 1.1 ms of it)",
+            "capture_sizes": "(1,): a decode step past one token pays eager_layer_s (run 3: B 1 -> 2 adds 2.3 ms, the "
+                             "matmuls 1.1 ms of it); not ggml-cuda's CUDA graph, which 0c1e570 keeps at any batch "
+                             "(ggml-cuda.cu ggml_cuda_graph_check_compability)",
             "gemv": f"{ops} MUL_MAT n 1, 5 shapes: t = gemv_latency + bytes / gemv_bw (least squares on the seconds)",
             "gemm_stream": f"{ops} MUL_MAT n 2..64, 5 shapes: t = gemm_latency + bytes / gemm_stream_bw",
             "gemm_flops": f"{ops} MUL_MAT n 512, 2048, 8192 (4 layer shapes; lm_head at 512): t = FLOPs / rate, "
