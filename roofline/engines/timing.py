@@ -151,8 +151,10 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    - ggml's matmuls by the call's rows n (test-backend-ops MUL_MAT, F16 weights, the 8B's five shapes): one row
      runs its mat-vec kernel, gemv_latency + bytes / gemv_bw (~3.8 TB/s: the weights read near the streaming
      rate); two rows on, the batched path reads them slower, gemm_latency + bytes / gemm_stream_bw (~3.5 TB/s and
-     ~6 us a call); past the stream law, FLOPs at gemm_shape (fp16, ~590 TFLOP/s against the device's 730 for
-     bf16). A law of any shape's bytes and FLOPs (Roofline._op_times: a GEMM's rows, `one_row`), not a table.
+     ~6 us a call); past the stream law, FLOPs at gemm_shape (16-bit, ~525 TFLOP/s against the device's 730 for
+     bf16), measured at 512 rows: llama.cpp runs a prompt in physical batches of n_ubatch = 512 tokens, so no call
+     of its default settings has more. A law of any shape's bytes and FLOPs (Roofline._op_times: a GEMM's rows,
+     `one_row`), not a table.
    - FLASH_ATTN_EXT at one query: attn_decode_latency + K,V bytes / attn_decode_bw.
    - a decode step of more than one token costs eager_layer_s x layers more than its matmuls' and attention's laws
      say (batched-bench's B 2 step less its B 1 step, less the matmuls' own difference at n 2 and 1, per layer),

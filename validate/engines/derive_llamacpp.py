@@ -5,9 +5,11 @@ python -m validate.engines.derive_llamacpp [RUN3_DIR] [--out roofline/engines/pr
 Each law from a microbenchmark of its own, never from run 1 (the run the profile is judged on):
 - ggml's matmuls (run 3 stage O, test-backend-ops perf MUL_MAT, F16 weights x F32 activations at Llama-3.1-8B's
   five shapes): at one column ggml runs its mat-vec kernel, t = gemv_latency + bytes / gemv_bw; at 2 .. 64 columns
-  its batched path, t = gemm_latency + bytes / gemm_stream_bw; at 512 .. 8,192 columns (compute-bound) FLOPs /
-  gemm_shape (fp16). Each by least squares on the seconds over every shape of its range (bytes, FLOPs:
-  llamacpp_mech.mm_cost).
+  its batched path, t = gemm_latency + bytes / gemm_stream_bw; compute-bound, FLOPs / gemm_shape (16-bit) at 512
+  columns: llama.cpp runs a prompt in physical batches of n_ubatch = 512 tokens (common/common.h:454, llama-bench's
+  default; every run here logged n_ubatch 512), so no call of its default settings has more rows (stage O's 2,048
+  and 8,192 are kept as residuals, the rate a larger -ub would meet). Each by least squares on the seconds over every
+  shape of its range (bytes, FLOPs: llamacpp_mech.mm_cost).
 - FLASH_ATTN_EXT at one query (run 3 stage O, KV 512 .. 8,192): t = attn_decode_latency + K and V bytes /
   attn_decode_bw, least squares on the seconds.
 - the step past one sequence (run 3 batched-bench, split streams): the excess of B 2's step over B 1's, less what the
@@ -51,6 +53,7 @@ GPU = "H200"
 # the compute dtypes ggml's 16-bit matmul rate stands for: F16 measured; a BF16 GGUF takes the same cuBLAS tensor-core
 # path (ggml-cuda ggml_cuda_mul_mat_cublas: both cast src1 to the weights' type), at the same dense peak on the H200
 DTYPES_16 = ("fp16", "bf16")
+UBATCH = 512  # llama.cpp's default physical batch, n_ubatch (common/common.h:454; llama-bench -ub default)
 
 
 def affine_fit(x: list[float], t: list[float]) -> tuple[float, float, list[float]]:
@@ -73,8 +76,8 @@ def rate_fit(work: list[float], t: list[float]) -> tuple[float, list[float]]:
 
 def matmul_laws(times: dict[str, float]) -> dict:
     """The three matmul laws (module docstring) from stage O's rows, seconds by case key."""
-    def rows(ns):
-        out = [(*mm_cost(k, m, n), times[f"mm-{s}-n{n}"]) for s, (k, m) in SHAPES.items() for n in ns
+    def rows(ns, shapes=SHAPES):
+        out = [(*mm_cost(k, m, n), times[f"mm-{s}-n{n}"]) for s, (k, m) in shapes.items() for n in ns
                if times.get(f"mm-{s}-n{n}") is not None]
         return [r[0] for r in out], [r[1] for r in out], [r[2] for r in out]
 
@@ -82,11 +85,15 @@ def matmul_laws(times: dict[str, float]) -> dict:
     gemv_a, gemv_bw, gemv_res = affine_fit(b1, t1)
     bn, _, tn = rows(tuple(n for n in N_DECODE if n > 1))
     gemm_a, gemm_bw, gemm_res = affine_fit(bn, tn)
-    _, fl, tl = rows(N_PREFILL)
+    # a prompt's ubatch runs the layers' projections at its rows; lm_head only for the outputs (one a sequence)
+    layers = {s: km for s, km in SHAPES.items() if s != "lm_head"}
+    _, fl, tl = rows((UBATCH,), layers)
     flops, flops_res = rate_fit(fl, tl)
+    _, fb, tb = rows(tuple(n for n in N_PREFILL if n > UBATCH), layers)
     return {"gemv_latency": gemv_a, "gemv_bw": gemv_bw, "gemm_latency": gemm_a, "gemm_stream_bw": gemm_bw,
             **{f"{k}:{d}": flops for k in ("gemm_shape", "sustained_gemm") for d in DTYPES_16},
-            "residuals": {"gemv": gemv_res, "gemm_stream": gemm_res, "gemm_flops": flops_res}}
+            "residuals": {"gemv": gemv_res, "gemm_stream": gemm_res, "gemm_flops": flops_res,
+                          "gemm_flops_past_ubatch": [round(f / flops / t - 1, 4) for f, t in zip(fb, tb, strict=True)]}}
 
 
 def attention_law(times: dict[str, float]) -> dict:
@@ -134,8 +141,10 @@ def derive(run3: Path) -> dict:
                              "(ggml-cuda.cu ggml_cuda_graph_check_compability)",
             "gemv": f"{ops} MUL_MAT n 1, 5 shapes: t = gemv_latency + bytes / gemv_bw (least squares on the seconds)",
             "gemm_stream": f"{ops} MUL_MAT n 2..64, 5 shapes: t = gemm_latency + bytes / gemm_stream_bw",
-            "gemm_flops": f"{ops} MUL_MAT n 512, 2048, 8192 (4 layer shapes; lm_head at 512): t = FLOPs / rate, "
-                          "also the sustained rate (test-backend-ops runs each case back to back)",
+            "gemm_flops": f"{ops} MUL_MAT n 512 (the 4 layer shapes; n_ubatch 512, the most rows a default call "
+                          "has; lm_head runs for the outputs alone): t = FLOPs / rate, also the sustained rate "
+                          "(test-backend-ops runs each case back to back); "
+                          "n 2048 / 8192 in fit_residuals gemm_flops_past_ubatch",
             "attn_decode": f"{ops} FLASH_ATTN_EXT n 1, KV 512..8192: t = latency + K,V bytes / rate (least squares "
                            "on the seconds)",
             "eager_layer_s": f"{run3}/batched-split.log step B 2 - B 1 ({steps[2]:.6f} - {steps[1]:.6f} s) less the "
