@@ -107,7 +107,7 @@ def linear(ctx: Ctx, name: str, tokens, d_in, d_out, bias: bool = False) -> Op:
     return ctx.op(name, kind="gemm", matmul_flops=2 * tokens * d_in * d_out,
                   vector_flops=tokens * d_out if bias else 0,
                   traffic=traffic(weights=weights, act_read=tokens * d_in * ctx.act_bytes,
-                                  act_write=tokens * d_out * ctx.act_bytes))
+                                  act_write=tokens * d_out * ctx.act_bytes), query_rows=tokens)
 
 
 def norm(ctx: Ctx, name: str, tokens, width) -> Op:

@@ -341,6 +341,10 @@ class Roofline:
         keys = self._ceilings_of(op)
         peak, bandwidth, per_kernel = (v[k] for k in keys)
         peak, per_kernel = self.steady_state(op, peak, per_kernel)
+        if op.kind == "gemm" and keys[1] == "gemm_stream_bw" and c.get("gemv_bw") and op.query_rows != 0:
+            # an engine's mat-vec kernel for a one-row call, its batched path from two rows on (engines.timing 15.)
+            bandwidth = one_row(op.query_rows, v["gemv_bw"], bandwidth)
+            per_kernel = one_row(op.query_rows, v["gemv_latency"], per_kernel) if c.get("gemv_latency") else per_kernel
         issue = op.vector_flops / v["vector_peak"]
         if op.int_ops != 0:
             issue += op.int_ops / v["int_rate"]
@@ -456,6 +460,14 @@ class Roofline:
                 "bound": bound,
             })
         return rows
+
+
+def one_row(rows, at_one, above):
+    """`at_one` for a call of one row, `above` for more: a number where `rows` is one, else a Piecewise in it."""
+    rows = sp.sympify(rows)
+    if rows.is_number:
+        return at_one if rows <= 1 else above
+    return sp.Piecewise((at_one, rows <= 1), (above, True))
 
 
 def gemm_time(compute, stream, latency, ratio, maximum=None, minimum=None):

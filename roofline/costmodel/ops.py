@@ -55,7 +55,8 @@ class Op:
     collective: str = "allreduce"
     ranks: int = 0
     # prefill attention: the (query token, query head) rows its tiles run over (an engine's per-row cost,
-    # roofline.engines.timing 14.); an engine's copy (kind COPY): the rows (tokens) it copies, none at one; 0 elsewhere
+    # roofline.engines.timing 14.); an engine's copy (kind COPY): the rows (tokens) it copies, none at one; a dense
+    # GEMM (blocks.linear): its rows, where an engine's mat-vec kernel takes a one-row call (timing 15.); 0 elsewhere
     query_rows: sp.Expr = field(default_factory=_zero)
     # the routed experts: (tokens M of the call, routed rows M x top-k, experts the rows spread over), what an
     # engine's padding of each expert's rows to its tile prices (timing 14.); () elsewhere

@@ -106,6 +106,9 @@ class EngineOverheads:
     # ... a step with prefill chunks past this many tokens (0: eager_above_tokens): SGLang captures prefill graphs
     # apart from its decode batches (timing mechanism 8, EngineTiming.prefill_capture_tokens)
     eager_above_prefill_tokens: int = 0
+    # ... and whether that cost adds to a decode step's GPU work instead of running ahead of it (timing mechanism 15:
+    # llama.cpp's step past one token; a prefill's long kernels still hide it)
+    eager_serial: bool = False
     # the engine's sampler as GPU work of every step (timing mechanism 9): sampler_s + sampler_row_s x sequences
     sampler_s: float = 0.0
     sampler_row_s: float = 0.0
@@ -150,6 +153,8 @@ class EngineOverheads:
             gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
         if self.overlap:
             return np.maximum(gpu_s, self.host_s(sequences, tokens, loads_s, prefill))
+        if self.eager_serial and self.eager(tokens, prefill) and not prefill:  # timing.EngineTiming.step (15.)
+            return host + gpu_s + self.eager_s
         if self.eager(tokens, prefill):  # timing.EngineTiming.step's rule
             return host + np.maximum(gpu_s, self.eager_s)
         return gpu_s + host
@@ -273,15 +278,21 @@ def with_eager(profile: EngineScheduling, layers: int, moe_layers: int) -> Engin
         return profile
     prefill = profile.prefill_capture_sizes[-1] if profile.prefill_capture_sizes else timing.prefill_capture_tokens
     return replace(profile, overheads=replace(profile.overheads, eager_above_tokens=profile.capture_sizes[-1],
-                                              eager_above_prefill_tokens=prefill, eager_s=eager))
+                                              eager_above_prefill_tokens=prefill, eager_s=eager,
+                                              eager_serial=timing.eager_serial))
 
 
 def with_sampler(profile: EngineScheduling, hardware_name: str, vocab: int) -> EngineScheduling:
     """The engine's scheduler with its sampler's GPU law on `hardware_name` for a `vocab`-token vocabulary
     (roofline/engines/timing.py mechanism 9: latency_s + rows x vocab / elements_per_s, one row per sequence of a
-    step); unchanged where the engine's sampler was not measured on that GPU."""
-    from roofline.engines.timing import timing
+    step), and a host sampler's scan of the vocabulary per sequence (mechanism 15: sampler_host_element_s x vocab,
+    host work of every sequence of a step, on the profile's host scaled by host_speed); unchanged where neither was
+    measured."""
+    from roofline.engines.timing import timing, timing_on
 
+    host = timing_on(profile.engine, profile.host_speed).sampler_host_element_s * vocab
+    if host:
+        profile = replace(profile, overheads=replace(profile.overheads, per_seq_s=profile.overheads.per_seq_s + host))
     law = timing(profile.engine).sampler.get(hardware_name)
     if law is None:
         return profile
@@ -441,10 +452,17 @@ def trtllm() -> EngineScheduling:
                "(llm_args.py defaults); CUDA graphs of 1..128 unpadded",))
 
 
-def llamacpp() -> EngineScheduling:
-    """llama-server's defaults: 4 slots, a 2048-token logical batch shared by prompts and decodes."""
+def llamacpp(host_speed: float = 1.0) -> EngineScheduling:
+    """llama-server's defaults: 4 slots, a 2048-token logical batch shared by prompts and decodes; its host costs as
+    its time profile measured them (profiles/llamacpp.json: a synchronous loop, the host sampler per slot added by
+    with_sampler), and a decode step of more than one token's cost beyond its matmuls (capture sizes (1,), unpadded:
+    timing mechanism 15, with_eager)."""
+    from roofline.engines.timing import timing
+
     return EngineScheduling(
         "llamacpp", 4, 2048, preemption="none", prefix_caching=True, page_tokens=256,
+        capture_sizes=timing("llamacpp").capture_sizes, pad_scope="none",
+        overheads=measured_overheads("llamacpp", host_speed), host_speed=host_speed,
         notes=("llamacpp: -np 4 slots (unified KV), -b 2048, no preemption (server.cpp; PR #16736)",))
 
 
@@ -470,7 +488,7 @@ def scheduling(engine: str, hardware: Hardware, entry: str = "api", tp: int = 1,
     if engine == "trtllm":
         return trtllm()
     if engine == "llamacpp":
-        return llamacpp()
+        return llamacpp(host_speed)
     if engine == "ideal":
         return ideal()
     raise SpecError(f"--engine: unknown engine {engine!r}; valid: {', '.join(SCHEDULING_ENGINES)}")

@@ -146,6 +146,29 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
      already; run 2c's decode census: the copy 48 times a step at B 16, never at B 1): the op carries its rows and
      costs 0 at one (Roofline._op_times; the serving step model prices the step's own token count).
 
+15. **llama.cpp's own kernels and loop** (ggml-cuda at 0c1e570 on the H200; validate/engines/derive_llamacpp.py from
+   run 3's microbenchmarks, judged on run 1: validate/notes/2026-11-30-llamacpp-h200-run1.md):
+   - ggml's matmuls by the call's rows n (test-backend-ops MUL_MAT, F16 weights, the 8B's five shapes): one row
+     runs its mat-vec kernel, gemv_latency + bytes / gemv_bw (~3.8 TB/s: the weights read near the streaming
+     rate); two rows on, the batched path reads them slower, gemm_latency + bytes / gemm_stream_bw (~3.5 TB/s and
+     ~6 us a call); past the stream law, FLOPs at gemm_shape (16-bit, ~525 TFLOP/s against the device's 730 for
+     bf16), measured at 512 rows: llama.cpp runs a prompt in physical batches of n_ubatch = 512 tokens, so no call
+     of its default settings has more. A law of any shape's bytes and FLOPs (Roofline._op_times: a GEMM's rows,
+     `one_row`), not a table.
+   - FLASH_ATTN_EXT at one query: attn_decode_latency + K,V bytes / attn_decode_bw.
+   - a decode step of more than one token costs eager_layer_s x layers more than its matmuls' and attention's laws
+     say (batched-bench's B 2 step less its B 1 step, less the matmuls' own difference at n 2 and 1, per layer),
+     added to the step (`eager_serial`), priced through 8.'s fields (capture_sizes (1,): a step past one token pays
+     it; a prefill's long kernels hide it, max as 8.). What it is made of is not timed alone: it is not ggml-cuda's
+     CUDA graph (at 0c1e570 the graph stays on at any batch: ggml_cuda_graph_check_compability turns it off only
+     for a MUL_MAT_ID that syncs; older trees turned it off past one token); FLASH_ATTN_EXT at more than one query
+     (stage O timed one) and the per-stream KV writes are the candidates.
+   - llama-server samples every slot on the host after the step, in series (overlap False): per slot the default
+     sampler chain scans the vocabulary's logits, sampler_host_element_s x vocabulary seconds a slot (at -np 8, the
+     server's decode time a token with the default chain on the host less with greedy sampling on the GPU,
+     --backend-sampling, / 8 / 128,256), host work of the served step (scheduling.with_sampler);
+     llama-batched-bench samples nothing.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -166,9 +189,10 @@ KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "
                "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency",
                "kv_write_bw", "kernel_time", "allreduce_custom_latency", "allreduce_custom_bw",
                "allreduce_custom_ranks", "allreduce_custom_max_bytes", "attn_prefill_latency", "attn_prefill_row",
-               "copy_latency", "copy_bw")
-# ... and keys of a family: an engine's tuned fused-MoE config, BLOCK_SIZE_M per key M ('moe_block_m:<M>', 14.)
-KERNEL_PREFIXES = ("moe_block_m:",)
+               "copy_latency", "copy_bw", "gemv_bw", "gemv_latency", "gemm_stream_bw", "gemm_latency")
+# ... and keys of a family: an engine's tuned fused-MoE config, BLOCK_SIZE_M per key M ('moe_block_m:<M>', 14.);
+# an engine's own GEMM laws (15.: llama.cpp's ggml matmuls replace the device's at their rows)
+KERNEL_PREFIXES = ("moe_block_m:", "gemm_shape:", "sustained_gemm:")
 
 
 def _kernel_key(key: str) -> bool:
@@ -225,6 +249,10 @@ class EngineTiming:
     kv_handshake_descriptor_s: float = 0.0
     # ops the engine adds to the model's op graph (14.: 'q_copy')
     graph_ops: tuple[str, ...] = ()
+    # a decode step past the capture sizes adds its eager cost to the GPU's work, not under it (15.: llama.cpp)
+    eager_serial: bool = False
+    # the host sampler's seconds per slot per vocabulary element (15.: llama-server's CPU sampler chain)
+    sampler_host_element_s: float = 0.0
 
     def handshake_s(self, descriptors) -> float:
         """Seconds a fresh pair's first load waits for the handshake with one remote rank whose whole pool is
@@ -301,8 +329,11 @@ class EngineTiming:
         """Wall time of one step: max(gpu, host) when the host work overlaps the GPU's, else gpu + host. `eager_s`
         (eager_host_s) is the launch work of a step run without CUDA graphs: the same thread schedules the step and
         then launches its kernels, ahead of their GPU work, so with overlap the step takes max(gpu, host + eager_s),
-        without it host + max(gpu, eager_s)."""
+        without it host + max(gpu, eager_s); where that cost adds to the GPU's (eager_serial, 15.) host + gpu +
+        eager_s."""
         host = self.host_s(batch)
+        if self.eager_serial:  # each kernel waits on its launch (15.)
+            return host + gpu_s + eager_s
         return max(gpu_s, host + eager_s) if self.overlap else host + max(gpu_s, eager_s)
 
     def kernel_ceilings(self, hardware_name: str) -> dict[str, float]:
@@ -327,7 +358,7 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
                "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
-               "kv_handshake_descriptor_s")
+               "kv_handshake_descriptor_s", "sampler_host_element_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -397,7 +428,8 @@ def timing(engine: str) -> EngineTiming:
             moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)), kv_handshake_s=float(d.get("kv_handshake_s", 0.0)),
             kv_handshake_fixed_s=float(d.get("kv_handshake_fixed_s", 0.0)),
             kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)),
-            graph_ops=tuple(str(x) for x in d.get("graph_ops", ())))
+            graph_ops=tuple(str(x) for x in d.get("graph_ops", ())), eager_serial=bool(d.get("eager_serial", False)),
+            sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

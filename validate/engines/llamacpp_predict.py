@@ -1,6 +1,10 @@
 """roofline's prediction of llama.cpp run 1 (llamacpp_cases.json) on one H200, written BEFORE the engine is timed.
 
-python -m validate.engines.llamacpp_predict OUT_JSON [--hardware H200] [--cases FILE]
+python -m validate.engines.llamacpp_predict OUT_JSON [--hardware H200] [--cases FILE] [--now]
+
+--now: the planner as it stands, with llama.cpp's time profile (roofline/engines/profiles/llamacpp.json, from runs 2
+and 3's microbenchmarks: validate/engines/derive_llamacpp.py) — a prediction made AFTER run 1, to judge that profile
+on it (h200-llamacpp-run1-now.json); without it the text below describes the prediction committed before run 1.
 
 --cases: another cases file of this folder (llamacpp_cases_cpu.json: the CPU check's, on tiny-llama, whose
 config.json is written from validate.engines.models as predict_sglang does).
@@ -125,14 +129,17 @@ def main() -> None:
     p.add_argument("out", type=Path)
     p.add_argument("--hardware", default="H200")
     p.add_argument("--cases", default="llamacpp_cases.json", help="the cases file (this folder)")
+    p.add_argument("--now", action="store_true", help="with llama.cpp's time profile, after the run (module docstring)")
     a = p.parse_args()
     global CASES
     if not (HERE / a.cases).is_file():
         p.error(f"--cases: {a.cases} must be a file of validate/engines/")
     CASES = json.loads((HERE / a.cases).read_text())
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"about": f"roofline's prediction of validate/engines/{a.cases} on a real llama.cpp (0c1e570), "
-                    "written before the run: llama.cpp's memory rules and scheduling defaults, no time profile",
+    about = ("written after run 1 with llama.cpp's time profile (roofline/engines/profiles/llamacpp.json, from runs "
+             "2 and 3's microbenchmarks), to judge it on run 1" if a.now else
+             "written before the run: llama.cpp's memory rules and scheduling defaults, no time profile")
+    doc = {"about": f"roofline's prediction of validate/engines/{a.cases} on a real llama.cpp (0c1e570), {about}",
            "hardware": a.hardware, "engine": "llamacpp", "weight_dtype": WEIGHT_DTYPE, "kv_method": KV_METHOD,
            "model": CASES["model"], "git_sha": sha, "date": dt.date.today().isoformat(),
            "memory": memory(a.hardware), **steps(a.hardware), "served": served(a.hardware)}

@@ -1,0 +1,173 @@
+"""llama.cpp's time profile (roofline/engines/profiles/llamacpp.json) from its mechanisms' own runs on the H200.
+
+python -m validate.engines.derive_llamacpp [RUN3_DIR] [--out roofline/engines/profiles/llamacpp.json]
+
+Each law from a microbenchmark of its own, never from run 1 (the run the profile is judged on):
+- ggml's matmuls (run 3 stage O, test-backend-ops perf MUL_MAT, F16 weights x F32 activations at Llama-3.1-8B's
+  five shapes): at one column ggml runs its mat-vec kernel, t = gemv_latency + bytes / gemv_bw; at 2 .. 64 columns
+  its batched path, t = gemm_latency + bytes / gemm_stream_bw; compute-bound, FLOPs / gemm_shape (16-bit) at 512
+  columns: llama.cpp runs a prompt in physical batches of n_ubatch = 512 tokens (common/common.h:454, llama-bench's
+  default; every run here logged n_ubatch 512), so no call of its default settings has more rows (stage O's 2,048
+  and 8,192 are kept as residuals, the rate a larger -ub would meet). Each by least squares on the seconds over every
+  shape of its range (bytes, FLOPs: llamacpp_mech.mm_cost).
+- FLASH_ATTN_EXT at one query (run 3 stage O, KV 512 .. 8,192): t = attn_decode_latency + K and V bytes /
+  attn_decode_bw, least squares on the seconds.
+- the step past one sequence (run 3 batched-bench, split streams): the excess of B 2's step over B 1's, less what the
+  matmuls alone add from n 1 to n 2 (stage O: 32 layers' projections and lm_head), per layer: eager_layer_s, added
+  to a decode step of more than one token. Its make-up is not timed alone (roofline/engines/timing.py 15.; not the
+  CUDA graph, which ggml-cuda at 0c1e570 keeps at any batch).
+- the served step's CPU sampler (run 3 K-server, -np 8, one KV stream a slot as run 1's server): the server's decode
+  time a token with the default sampler chain on the host (np8-split; run 1's client sends no sampler, so the
+  server's default chain ran) less with greedy sampling on the GPU (np8-greedy-bs, --backend-sampling), per slot, per
+  vocabulary element (Llama-3's 128,256): sampler_host_element_s. Greedy on the host (np8-greedy) less the same is
+  the vocabulary scan alone (~0.3 ms a slot); the default chain adds ~0.1 ms a slot to it (both in `sources`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from validate.engines.llamacpp_logs import served_summary
+from validate.engines.llamacpp_mech import (
+    FA_KV,
+    HEAD_DIM,
+    KV_HEADS,
+    LAYERS,
+    N_DECODE,
+    N_PREFILL,
+    SHAPES,
+    batched_steps,
+    layer_matmuls_s,
+    mm_cost,
+    perf_lines,
+)
+
+RUN3 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run3")
+OUT = Path("roofline/engines/profiles/llamacpp.json")
+VOCAB = 128_256  # Llama-3.1-8B's vocabulary (the served model of run 3)
+GPU = "H200"
+# the compute dtypes ggml's 16-bit matmul rate stands for: F16 measured; a BF16 GGUF takes the same cuBLAS tensor-core
+# path (ggml-cuda ggml_cuda_mul_mat_cublas: both cast src1 to the weights' type), at the same dense peak on the H200
+DTYPES_16 = ("fp16", "bf16")
+UBATCH = 512  # llama.cpp's default physical batch, n_ubatch (common/common.h:454; llama-bench -ub default)
+
+
+def affine_fit(x: list[float], t: list[float]) -> tuple[float, float, list[float]]:
+    """(alpha, rate, relative residuals) of t = alpha + x / rate by least squares on the seconds: a step's time is
+    the sum of its kernels', so each row weighs as its time does (a small shape's miss costs the step little)."""
+    x, t = np.asarray(x, float), np.asarray(t, float)
+    a = np.stack([np.ones_like(x), x], axis=1)
+    (alpha, inv), *_ = np.linalg.lstsq(a, t, rcond=None)
+    pred = alpha + x * inv
+    return float(alpha), float(1 / inv), [round(float(r), 4) for r in pred / t - 1]
+
+
+def rate_fit(work: list[float], t: list[float]) -> tuple[float, list[float]]:
+    """(rate, relative residuals) of t = work / rate by least squares on the seconds (affine_fit's weighting):
+    1 / rate = sum(w t) / sum(w^2)."""
+    w, t = np.asarray(work, float), np.asarray(t, float)
+    rate = float((w * w).sum() / (w * t).sum())
+    return rate, [round(float(r), 4) for r in w / rate / t - 1]
+
+
+def matmul_laws(times: dict[str, float]) -> dict:
+    """The three matmul laws (module docstring) from stage O's rows, seconds by case key."""
+    def rows(ns, shapes=SHAPES):
+        out = [(*mm_cost(k, m, n), times[f"mm-{s}-n{n}"]) for s, (k, m) in shapes.items() for n in ns
+               if times.get(f"mm-{s}-n{n}") is not None]
+        return [r[0] for r in out], [r[1] for r in out], [r[2] for r in out]
+
+    b1, _, t1 = rows((1,))
+    gemv_a, gemv_bw, gemv_res = affine_fit(b1, t1)
+    bn, _, tn = rows(tuple(n for n in N_DECODE if n > 1))
+    gemm_a, gemm_bw, gemm_res = affine_fit(bn, tn)
+    # a prompt's ubatch runs the layers' projections at its rows; lm_head only for the outputs (one a sequence)
+    layers = {s: km for s, km in SHAPES.items() if s != "lm_head"}
+    _, fl, tl = rows((UBATCH,), layers)
+    flops, flops_res = rate_fit(fl, tl)
+    _, fb, tb = rows(tuple(n for n in N_PREFILL if n > UBATCH), layers)
+    return {"gemv_latency": gemv_a, "gemv_bw": gemv_bw, "gemm_latency": gemm_a, "gemm_stream_bw": gemm_bw,
+            **{f"{k}:{d}": flops for k in ("gemm_shape", "sustained_gemm") for d in DTYPES_16},
+            "residuals": {"gemv": gemv_res, "gemm_stream": gemm_res, "gemm_flops": flops_res,
+                          "gemm_flops_past_ubatch": [round(f / flops / t - 1, 4) for f, t in zip(fb, tb, strict=True)]}}
+
+
+def attention_law(times: dict[str, float]) -> dict:
+    """FLASH_ATTN_EXT at one query: latency + K and V bytes / rate (module docstring)."""
+    kv = [kv for kv in FA_KV if times.get(f"fa-n1-kv{kv}") is not None]
+    a, bw, res = affine_fit([2 * 2 * HEAD_DIM * KV_HEADS * n for n in kv], [times[f"fa-n1-kv{n}"] for n in kv])
+    return {"attn_decode_latency": a, "attn_decode_bw": bw, "residuals": res}
+
+
+def eager_layer_s(times: dict[str, float], steps: dict[int, float]) -> float:
+    """Per layer, batched-bench's B 2 step less its B 1 step less the matmuls' own n 1 -> n 2 difference."""
+    mm = layer_matmuls_s(times, 2) - layer_matmuls_s(times, 1) + times["mm-lm_head-n2"] - times["mm-lm_head-n1"]
+    return (steps[2] - steps[1] - mm) / LAYERS
+
+
+def sampler_element_s(cpu_s: float, gpu_s: float, slots: int = 8, vocab: int = VOCAB) -> float:
+    """Host seconds per slot per vocabulary element of the CPU sampler: (TPOT host sampler - TPOT backend sampler)
+    / slots / vocab (module docstring)."""
+    return (cpu_s - gpu_s) / slots / vocab
+
+
+def derive(run3: Path) -> dict:
+    times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
+    mm, fa = matmul_laws(times), attention_law(times)
+    steps = batched_steps((run3 / "batched-split.log").read_text())
+    eager = eager_layer_s(times, steps)
+    tpot = {n: served_summary(json.loads((run3 / f"serve-k-{n}.json").read_text()))["server_decode_s_per_token"]
+            for n in ("np8-split", "np8-greedy", "np8-greedy-bs")}
+    element = sampler_element_s(tpot["np8-split"], tpot["np8-greedy-bs"])
+    scan = sampler_element_s(tpot["np8-greedy"], tpot["np8-greedy-bs"]) * VOCAB
+    ops = f"{run3}/ops.txt (test-backend-ops perf, stage O)"
+    kernels = {k: v for k, v in {**mm, **fa}.items() if k != "residuals"}
+    return {
+        "version": "llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36), CUDA 13.0, sm_90a",
+        "step_s": 0.0, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
+        "api_request_s": 0.0, "request_s": 0.0, "server_step_s": 0.0, "server_per_seq_s": 0.0,
+        "eager_step_s": 0.0, "eager_layer_s": eager, "eager_serial": True, "sampler_host_element_s": element,
+        "kernels": {GPU: kernels},
+        "sources": {
+            "step_s": "llama-batched-bench samples nothing: its step is the GPU's work alone (0)",
+            "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
+                       "sample every slot, then the next batch): host work adds to the GPU's",
+            "capture_sizes": "(1,): a decode step past one token pays eager_layer_s (run 3: B 1 -> 2 adds 2.3 ms, the "
+                             "matmuls 1.1 ms of it); not ggml-cuda's CUDA graph, which 0c1e570 keeps at any batch "
+                             "(ggml-cuda.cu ggml_cuda_graph_check_compability)",
+            "gemv": f"{ops} MUL_MAT n 1, 5 shapes: t = gemv_latency + bytes / gemv_bw (least squares on the seconds)",
+            "gemm_stream": f"{ops} MUL_MAT n 2..64, 5 shapes: t = gemm_latency + bytes / gemm_stream_bw",
+            "gemm_flops": f"{ops} MUL_MAT n 512 (the 4 layer shapes; n_ubatch 512, the most rows a default call "
+                          "has; lm_head runs for the outputs alone): t = FLOPs / rate, also the sustained rate "
+                          "(test-backend-ops runs each case back to back); "
+                          "n 2048 / 8192 in fit_residuals gemm_flops_past_ubatch",
+            "attn_decode": f"{ops} FLASH_ATTN_EXT n 1, KV 512..8192: t = latency + K,V bytes / rate (least squares "
+                           "on the seconds)",
+            "eager_layer_s": f"{run3}/batched-split.log step B 2 - B 1 ({steps[2]:.6f} - {steps[1]:.6f} s) less the "
+                             "matmuls' own n 2 - n 1 (stage O: 32 layers' projections + lm_head), / 32 layers",
+            "sampler_host_element_s": f"{run3}/serve-k-np8-split.json - serve-k-np8-greedy-bs.json server decode s"
+                                      f"/token ({tpot['np8-split']:.6f} - {tpot['np8-greedy-bs']:.6f} s) / 8 "
+                                      f"slots / {VOCAB} logits: the default chain on the CPU a slot (greedy alone, "
+                                      f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan)",
+            "attention_flops": "not set: FLASH_ATTN_EXT at n 512 (stage O) counts every (query, key) cell of a "
+                               "random mask; whether ggml skips a causal prompt's masked tiles is not measured",
+        },
+        "fit_residuals": {**mm["residuals"], "attn_decode": fa["residuals"]},
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("run3", nargs="?", type=Path, default=RUN3)
+    p.add_argument("--out", type=Path, default=OUT)
+    a = p.parse_args()
+    a.out.write_text(json.dumps(derive(a.run3), indent=1) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
