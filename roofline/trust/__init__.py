@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.trust.bands import decoder_bands, kernel_bands, method_key, pooled_decoder_bands
+from roofline.trust.engines import llamacpp_bands, llamacpp_text
 from roofline.trust.quantities import (
     QUANTITIES,
     disaggregated_bands,
@@ -56,6 +57,8 @@ def ceilings_trust(hardware, fusion: str = "typical", engine: str | None = None,
                                     "model_class": engine_info["model_class"]}
         out.update(decode=bands["decode_step"], prefill=bands["prefill"])
         out["text"] = f"{out['ceilings_text']}; under {engine}: {engine_text(hardware.name, engine_info)}"
+    elif engine == "llamacpp" and (runs := llamacpp_bands()) is not None:
+        out["text"] += f"; under llamacpp: {llamacpp_text(hardware.name, runs)}"
     elif engine is not None and engine != "ideal":
         out["text"] += f"; {engine}'s own step times: no real {engine} run validated here"
     return out
@@ -68,7 +71,10 @@ def serving_trust(hardware, engine: str, model=None, disaggregated: bool = False
     decoders' band. `disaggregated` (a --disaggregate
     run): the disaggregated pairs the engine's reports hold, their own band (a pair of servers is not one engine)."""
     out = ceilings_trust(hardware, "typical", engine, model)
-    if out.get("engine_validation") is None:
+    runs = llamacpp_bands() if engine == "llamacpp" else None
+    if runs is not None:
+        out["text"] = f"{out['ceilings_text']}; under llamacpp: {llamacpp_text(hardware.name, runs)}"
+    elif out.get("engine_validation") is None:
         decode = out["bands"]["decode_step"]
         steps = f"its steps: decode {fmt(decode)} ({decode['basis']})" if decode else "its steps not validated"
         out["text"] = (f"{out['ceilings_text']}; serving figures (TTFT, TPOT, throughput) not validated under the "

@@ -243,3 +243,32 @@ def public_bands(hardware_name: str, controls: bool = False, folder: Path | None
                     "own_device": group == f"other GPUs, {hardware_name}",
                     "other_gpus": groups.get("other GPUs, all", {})}
     return None
+
+
+_LLAMACPP_FAMILY = re.compile(
+    r"^(memory|decode|prefill|served): (\d+) measured cases, median APE ([\d.]+)%, p90 ([\d.]+)%$")
+
+
+def llamacpp_bands(folder: Path | None = None) -> dict[str, Any] | None:
+    """llama.cpp's runs as the model stands: the last `engines/<device>-llamacpp-<date>-runN-now-report.txt`
+    (validate.engines.llamacpp_compare against llamacpp_predict --now) as {"file", "device", family: {"median_ape_pct",
+    "p90_ape_pct", "cases"}} for memory, decode, prefill and served; None where none is committed."""
+    folder = results_folder() if folder is None else folder
+    paths = sorted((folder / "engines").glob("*-llamacpp-*-now-report.txt")) if folder is not None else []
+    if not paths:
+        return None
+    out: dict[str, Any] = {"file": f"engines/{paths[-1].name}", "device": paths[-1].name.split("-llamacpp-")[0]}
+    for line in read_report(paths[-1]).splitlines():
+        if m := _LLAMACPP_FAMILY.match(line.strip()):
+            out[m[1]] = {"median_ape_pct": float(m[3]), "p90_ape_pct": float(m[4]), "cases": int(m[2])}
+    return out
+
+
+def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
+    """'llama.cpp's runs on the H200 (engines/<file>): decode ±8.9 % (median; p90 18.2 %, 16 cases), ...', with
+    the device they were measured on where it is not this one."""
+    parts = [f"{k} ±{b[k]['median_ape_pct']:.1f} % (median; p90 {b[k]['p90_ape_pct']:.1f} %, {b[k]['cases']} cases)"
+             for k in ("decode", "prefill", "served") if k in b]
+    where = b["device"].replace("nvidia-", "").upper()
+    note = "" if where == hardware_name.upper() else f", measured on the {where}, not on {hardware_name}"
+    return f"llama.cpp's runs ({b['file']}{note}): " + ", ".join(parts) + " (served: TTFT, TPOT, e2e, tok/s pooled)"
