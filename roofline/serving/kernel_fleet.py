@@ -92,10 +92,13 @@ def at_or_after(rec, order, lo, hi, t):
 
 @njit(cache=True)
 def emission_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, routed: np.ndarray,
-                    first: np.ndarray, per_seq_s: float) -> np.ndarray:
+                    first: np.ndarray, per_seq_s: float, launched: bool = False) -> np.ndarray:
     """Per request, serving.clients.emission_delay_s against its own replica's records: per_seq_s x the running
     count (column 2) of the last record of its replica starting before its first token (np.searchsorted side
-    "left" minus 1, clipped to the replica's records); 0 without a first token or records."""
+    "left" minus 1, clipped to the replica's records); with `launched`, plus serving.clients.launch_delay_s: the
+    launch seconds (column LAUNCH_COL) of the record starting exactly at the first token (the next step, back to
+    back), found by the same search (one search a request: each step of it a cache miss in a fleet's records);
+    0 without a first token or records."""
     out = np.zeros(len(first))
     for i in range(len(first)):
         f = first[i]
@@ -105,26 +108,11 @@ def emission_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, rout
         lo, hi = bounds[j], bounds[j + 1]
         if hi == lo:
             continue
-        row = min(max(at_or_after(rec, order, lo, hi, f) - 1, lo), hi - 1)
+        a = at_or_after(rec, order, lo, hi, f)
+        row = min(max(a - 1, lo), hi - 1)
         out[i] = per_seq_s * rec[order[row], 2]
-    return out
-
-
-@njit(cache=True)
-def launch_delays(rec: np.ndarray, order: np.ndarray, bounds: np.ndarray, routed: np.ndarray,
-                  stamp: np.ndarray) -> np.ndarray:
-    """Per request, serving.clients.launch_delay_s against its own replica's records: the launch seconds (column
-    LAUNCH_COL) of its replica's record starting exactly at its stamp (the next step, back to back), else 0."""
-    out = np.zeros(len(stamp))
-    for i in range(len(stamp)):
-        f = stamp[i]
-        if not np.isfinite(f):
-            continue
-        j = routed[i]
-        hi = bounds[j + 1]
-        a = at_or_after(rec, order, bounds[j], hi, f)
-        if a < hi and rec[order[a], 0] == f:
-            out[i] = rec[order[a], LAUNCH_COL]
+        if launched and a < hi and rec[order[a], 0] == f:
+            out[i] += rec[order[a], LAUNCH_COL]
     return out
 
 
@@ -177,9 +165,9 @@ class KernelReplicas(Sequence):
         """Every request's first token delayed by its own replica's step outputs and by the launch of the step
         after its own where the host bound it (Trace.emitted on each replica, the merged first tokens taken from
         them): (the merged first-token times, these replicas with them)."""
-        first = self.first + emission_delays(self.rec, self.order, self.bounds, self.routed, self.first, per_seq_s)
-        if self.rec[:, LAUNCH_COL].any():
-            first = first + launch_delays(self.rec, self.order, self.bounds, self.routed, self.first)
+        launched = bool(self.rec[:, LAUNCH_COL].any())
+        first = self.first + emission_delays(self.rec, self.order, self.bounds, self.routed, self.first, per_seq_s,
+                                             launched)
         out = KernelReplicas(self.sent, first, self.finish, self.routed, self.rec, (self.order, self.bounds),
                              self.cap_bytes, self.preempted, self.cached)
         out._mine = self._mine
