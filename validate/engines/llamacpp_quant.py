@@ -198,18 +198,23 @@ def weight_flag(q: str) -> str:
     return f"gguf:{q}"
 
 
-def predict(hardware: str) -> dict:
+def predict(hardware: str, ops_only: bool = False) -> dict:
+    """The prediction; `ops_only`: the ops and the small ops' hypothesis alone (the planner's gguf:TYPE steps and
+    memory not yet written: the file says so)."""
     from validate.engines import llamacpp_predict as lp  # the planner; only the predict step needs it
     per_quant = {}
-    for q in CASES["quants"]:
+    for q in [] if ops_only else CASES["quants"]:
         lp.WEIGHT_DTYPE = weight_flag(q)
         lp.CASES = {**CASES, "memory": [[CASES["batched"]["c"], max(CASES["batched"]["npl"])]],
                     "batched": {**CASES["batched"], "npp": [CASES["batched"]["npp"]]}}
         per_quant[q] = {"memory": lp.memory(hardware), **lp.steps(hardware)}
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"about": "llama.cpp run 4 (llamacpp_run4.sh, llamacpp_cases_run4.json), written before the run: the "
-                     "planner with --weight-dtype gguf:TYPE under engine llamacpp (its memory rules, its time "
-                     "profile from run 3's F16 matmuls), the ops on that profile's laws, the small ops' hypothesis",
+    planner = ("no planner rows: written before the planner had gguf:TYPE weights" if ops_only else
+               "the planner with --weight-dtype gguf:TYPE under engine llamacpp (its memory rules, its time profile "
+               "from run 3's F16 matmuls)")
+    return {"about": f"llama.cpp run 4 (llamacpp_run4.sh, llamacpp_cases_run4.json): {planner}; the ops on the "
+                     "llama.cpp profile's laws (run 3's F16 matmuls, bytes of the quantized blocks), the small ops' "
+                     "hypothesis", "ops_only": ops_only,
             "hardware": hardware, "git_sha": sha, "date": dt.date.today().isoformat(), "quants": per_quant,
             "ops_s": profile_ops(), "small_hypothesis": SMALL_HYPOTHESIS}
 
@@ -293,6 +298,7 @@ def main() -> None:
     pr = sub.add_parser("predict")
     pr.add_argument("out", type=Path)
     pr.add_argument("--hardware", default="H200")
+    pr.add_argument("--ops-only", action="store_true", help="the ops and the hypothesis alone (predict's docstring)")
     c = sub.add_parser("compare")
     c.add_argument("results", type=Path)
     c.add_argument("--predicted", type=Path, required=True)
@@ -307,7 +313,7 @@ def main() -> None:
         print(f"wrote {a.out}")
     elif a.cmd == "predict":
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(predict(a.hardware), indent=1) + "\n")
+        a.out.write_text(json.dumps(predict(a.hardware, a.ops_only), indent=1) + "\n")
         print(f"wrote {a.out}")
     else:
         if not a.results.is_dir():
