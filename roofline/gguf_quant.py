@@ -29,6 +29,7 @@ llama.cpp loads the token embedding into host memory whatever -ngl says (a looku
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from roofline.errors import SpecError
 from roofline.ggml_types import block, tensor_bytes
@@ -47,7 +48,7 @@ FALLBACK = {"q2_K": "q4_0", "q3_K": "q4_0", "q4_K": "q5_0", "q5_K": "q5_1", "q6_
 # or qwen2 (80 layers: 70B, src/models/qwen2.cpp); phi3 fuses q, k, v into attn_qkv and gate, up into ffn_up
 LLAMA_ARCHS = ("LlamaForCausalLM", "MistralForCausalLM")
 FUSED_QKV_ARCHS = ("Phi3ForCausalLM",)
-RULE = (f"GGUF presets: {', '.join(WEIGHT_DTYPES)} (llama-quantize's file types; --engine llamacpp only)")
+RULE = (f"GGUF presets: {', '.join(WEIGHT_DTYPES)} (llama-quantize's file types; --engine llamacpp, or ideal)")
 
 
 def preset_of(weight_dtype: str) -> str | None:
@@ -312,13 +313,7 @@ class GgufWeights:
     def bytes_of(self, *categories: str) -> tuple[int, int]:
         """(bytes, elements) of the block tensors whose category (_category) is one of `categories`."""
         picked = [t for t in self.tensors if t.layer is not None and _category(t.name) in categories]
-        elements = 0
-        for t in picked:
-            n = 1
-            for s in t.shape:
-                n *= s
-            elements += n
-        return sum(t.bytes for t in picked), elements
+        return sum(t.bytes for t in picked), sum(_elements(t.shape) for t in picked)
 
     def type_counts(self) -> dict[str, int]:
         """How many tensors of each ggml type (as llama-quantize's `llama_model_loader: - type q4_K: N tensors`)."""
@@ -331,3 +326,64 @@ class GgufWeights:
 def gguf_weights(model, preset: str) -> GgufWeights:
     """`model` quantized to llama-quantize's `preset` (Q4_K_M, ...): every tensor's type and bytes."""
     return GgufWeights(preset, tuple(quantized_tensors(model, preset)))
+
+
+def weights_on_fullest_gpu(model, preset: str, pp: int = 1, tp: int = 1) -> int:
+    """Weight bytes of `preset` on the fullest of `pp` stages, as planner.memory.weights_per_gpu counts weights:
+    ceil(n / pp) blocks a stage, the token embedding on the first (llama.cpp keeps it in host memory: the planner
+    sums the start-up log's model buffers over devices, `gpu_bytes` and `token_embd_bytes` apart), output_norm and
+    output on the last. llama.cpp has no tensor parallelism (engines.llamacpp.refuse_tp): tp > 1 is refused."""
+    if tp > 1:
+        raise SpecError(f"--tp {tp}: GGUF weights are planned under llama.cpp, which has no tensor parallelism "
+                        "(--pp splits its layers)")
+    w = gguf_weights(model, preset)
+    layers = w.layer_bytes()
+    per = -(-len(layers) // pp)
+    stages = [sum(layers[i:i + per]) for i in range(0, len(layers), per)]
+    stages[0] += w.token_embd_bytes
+    stages[-1] += sum(t.bytes for t in w.tensors if t.layer is None and t.name != "token_embd.weight")
+    tied = not any(t.name == "output.weight" for t in w.tensors)
+    if tied:  # the output reads token_embd's copy, loaded on the last stage (TENSOR_DUPLICATED)
+        stages[-1] += w.token_embd_bytes
+    return max(stages)
+
+
+ATTENTION = ("attn_q", "attn_k", "attn_v", "attn_output")
+MLP = ("ffn_up", "ffn_gate", "ffn_down")
+
+
+def group_bytes_per_weight(model, preset: str) -> dict[str, Fraction]:
+    """Bytes per weight the step's ops read, per op group of costmodel.graph: `attention` (q, k, v, output of every
+    block), `mlp` (the dense blocks' ffn tensors), `moe` (the MoE blocks' ffn tensors, experts and shared), `model`
+    (the output matrix, token_embd when tied): each the exact bytes over the elements of its tensors, so the
+    layers' sum over a step is the file's bytes (a block's own mix of types is spread over the group's layers)."""
+    w = gguf_weights(model, preset)
+    out: dict[str, Fraction] = {}
+    stored = model.stored()
+    moe_layers = {i for i in range(stored.num_layers) if stored.layer_mlp(i) == "moe"}
+    picks = {"attention": lambda t: _category(t.name) in ATTENTION,
+             "mlp": lambda t: _category(t.name) in MLP and t.layer not in moe_layers,
+             "moe": lambda t: _category(t.name) in MLP and t.layer in moe_layers,
+             "model": lambda t: t.name == ("token_embd.weight" if model.tie_word_embeddings else "output.weight")}
+    for group, pick in picks.items():
+        tensors = [t for t in w.tensors if (t.layer is not None or group == "model") and pick(t)]
+        elements = sum(_elements(t.shape) for t in tensors)
+        if elements:
+            out[group] = Fraction(sum(t.bytes for t in tensors), elements)
+    return out
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def weights_rule(model, preset: str) -> str:
+    """One line for a result's rules: the preset's types and where llama.cpp puts the bytes."""
+    w = gguf_weights(model, preset)
+    types = ", ".join(f"{t} x{n}" for t, n in sorted(w.type_counts().items()))
+    return (f"llamacpp: weights gguf:{preset} as llama-quantize types them ({types}; src/llama-quant.cpp): "
+            f"{w.gpu_bytes:,} B on the GPU (model buffer), token_embd {w.token_embd_bytes:,} B in host memory "
+            "(CPU_Mapped); the budget counts both, as the start-up log's buffers summed")
