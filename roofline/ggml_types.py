@@ -34,7 +34,15 @@ GGML_TYPES: dict[str, tuple[int, int]] = {
     "q8_K": (QK_K, 292),
     "iq2_xxs": (QK_K, 66), "iq2_xs": (QK_K, 74), "iq2_s": (QK_K, 82), "iq3_xxs": (QK_K, 98), "iq3_s": (QK_K, 110),
     "iq1_s": (QK_K, 50), "iq1_m": (QK_K, 56), "iq4_nl": (32, 18), "iq4_xs": (QK_K, 136),
-    "tq1_0": (QK_K, 54), "tq2_0": (QK_K, 66), "mxfp4": (32, 17),
+    "tq1_0": (QK_K, 54), "tq2_0": (QK_K, 66), "mxfp4": (32, 17), "nvfp4": (64, 36), "q1_0": (128, 18),
+    "q2_0": (64, 18), "i8": (1, 1), "i16": (1, 2), "i32": (1, 4), "i64": (1, 8), "f64": (1, 8),
+}
+# enum ggml_type (ggml/include/ggml.h): the id a GGUF file stores for each tensor's type (4, 5, 31-33, 36-38 removed)
+GGML_TYPE_IDS: dict[int, str] = {
+    0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 9: "q8_1", 10: "q2_K", 11: "q3_K",
+    12: "q4_K", 13: "q5_K", 14: "q6_K", 15: "q8_K", 16: "iq2_xxs", 17: "iq2_xs", 18: "iq3_xxs", 19: "iq1_s",
+    20: "iq4_nl", 21: "iq3_s", 22: "iq2_s", 23: "iq4_xs", 24: "i8", 25: "i16", 26: "i32", 27: "i64", 28: "f64",
+    29: "iq1_m", 30: "bf16", 34: "tq1_0", 35: "tq2_0", 39: "mxfp4", 40: "nvfp4", 41: "q1_0", 42: "q2_0",
 }
 
 

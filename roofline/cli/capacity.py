@@ -141,6 +141,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
     model = load_model(args.model, name=args.name)
     check_expert_dtype(model, args.expert_weight_dtype)
+    if args.weight_dtype is None:  # a .gguf --model: its file type (gguf_file.file_weight_dtype)
+        from roofline.gguf_file import file_weight_dtype
+
+        args.weight_dtype = file_weight_dtype(args.model)
     check_weight_dtype(model, args.weight_dtype, args.engine, args.expert_weight_dtype)
     options = _options(args)
     hardware = load_hardware(args.hardware or "H100-SXM")

@@ -144,6 +144,10 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     model = load_model(args.model or DEFAULT_SCENARIO["model"], name=args.name)
     check_parallel(model, args.tp, args.pp, args.ep)
     check_expert_dtype(model, args.expert_weight_dtype)
+    if args.weight_dtype is None:  # a .gguf --model: its file type (gguf_file.file_weight_dtype)
+        from roofline.gguf_file import file_weight_dtype
+
+        args.weight_dtype = file_weight_dtype(args.model)
     check_weight_dtype(model, args.weight_dtype, args.engine, args.expert_weight_dtype)
     raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     hardware = with_ceilings(raw_hardware, args.ceilings)
