@@ -12,8 +12,8 @@ src/llama-quant.cpp:
   Q4_K_M / Q5_K_M -> q6_K where use_more_bits(i, n), Q4_K_S -> q5_K for the first four; a 70B (LLM_TYPE_70B) lifts
   q3_K / q4_K to q5_K; 8 experts -> q8_0. attn_k: 8 experts -> q8_0. ffn_down: Q2_K -> q3_K, Q3_K_M -> q5_K below
   n/16 else q4_K, Q3_K_L -> q5_K, Q4_K_M / Q5_K_M -> q6_K where use_more_bits, Q4_K_S -> q5_K below n/8. attn_output:
-  Q2_K -> q3_K, Q3_K_M -> q4_K, Q3_K_L -> q5_K (8 experts: q5_K for the K presets below Q5). attn_qkv (fused):
-  Q3_K_M / Q3_K_L -> q4_K, Q4_K_M -> q5_K, Q5_K_M -> q6_K.
+  Q2_K -> q3_K, Q3_K_M -> q4_K, Q3_K_L -> q5_K (8 experts: q5_K for the K presets below Q5). A fused attn_qkv is
+  attn_v-like (category_is_attn_v): the attn_v rules apply, and the attn_qkv branch after them is never reached.
   use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2; i counts the attn_v tensors in file order, and
   ffn_down's i is the layer (blk.N, MoE) or the count of ffn_down tensors so far (dense): for layers of one shape the
   total bytes do not depend on the order.
@@ -239,8 +239,6 @@ def _chosen(preset: str, name: str, shape: tuple[int, ...], s: _State, layer: in
         if s.n_expert == 8:
             return "q5_K" if preset in ATTN_OUTPUT_8_EXPERTS else t
         return {"Q2_K": "q3_K", "Q3_K_M": "q4_K", "Q3_K_L": "q5_K"}.get(preset, t)
-    if cat == "attn_qkv":
-        return {"Q3_K_M": "q4_K", "Q3_K_L": "q4_K", "Q4_K_M": "q5_K", "Q5_K_M": "q6_K"}.get(preset, t)
     return t
 
 
