@@ -156,3 +156,24 @@ def file_weight_dtype(model_ref: str | None) -> str | None:
         return None
     preset = FILE_TYPES.get(read_header(model_ref).metadata.get("general.file_type", -1))
     return PREFIX + preset if preset in PRESETS else None
+
+
+def rules_note(model_ref: str | None, model, weight_dtype: str | None) -> str | None:
+    """A note when a .gguf --model's own tensor types differ from what llama-quantize's rules give its file type (an
+    importance matrix, --tensor-type overrides, another llama.cpp version): the planner counts the rules' bytes, and
+    the note gives the file's. None when they agree (tensors the rules do not write, such as rope_freqs, aside)."""
+    from roofline.gguf_quant import gguf_weights, preset_of
+
+    preset = preset_of(weight_dtype) if weight_dtype else None
+    if preset is None or not model_ref or not model_ref.endswith(".gguf") or not Path(model_ref).is_file():
+        return None
+    planned = {t.name: t for t in gguf_weights(model, preset).tensors}
+    own = [t for t in read_header(model_ref).tensors if t.name in planned]
+    differ = [t for t in own if t.type != planned[t.name].type]
+    if not differ:
+        return None
+    file_bytes, rule_bytes = sum(t.bytes for t in own), sum(planned[t.name].bytes for t in own)
+    first = differ[0]
+    return (f"{model_ref}: {len(differ)} tensors differ from llama-quantize's {preset} rules (e.g. {first.name} is "
+            f"{first.type}, the rules give {planned[first.name].type}): the file holds {file_bytes:,} B where the "
+            f"planner counts {rule_bytes:,} B")

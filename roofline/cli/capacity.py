@@ -166,6 +166,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     result["model"] = model.name
     if (preset := preset_of(weight_dtype)) is not None:
         result["rules"].append(weights_rule(model, preset))
+        from roofline.gguf_file import rules_note
+
+        if note := rules_note(args.model, model, weight_dtype):
+            result["notes"] = [*result.get("notes", ()), note]
     if read:
         result["checkpoint_read"] = read
     _no_room(result, parts, options)

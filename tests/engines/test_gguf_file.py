@@ -23,6 +23,10 @@ TINY = Model(name="tiny", source="test", architecture="LlamaForCausalLM", num_la
 def _write(path, model: Model, preset: str) -> int:
     """A GGUF of `model` whose tensors have the types gguf_quant gives `preset`, sized by gguf-py's own block table;
     returns the tensor bytes gguf-py counted."""
+    return _write_tensors(path, model, gguf_weights(model, preset).tensors)
+
+
+def _write_tensors(path, model: Model, tensors) -> int:
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_block_count(model.num_layers)
     w.add_context_length(model.max_position_embeddings)
@@ -33,7 +37,7 @@ def _write(path, model: Model, preset: str) -> int:
     w.add_file_type(15)  # LLAMA_FTYPE_MOSTLY_Q4_K_M
     w.add_token_list([f"t{i}" for i in range(model.vocab_size)])
     total = 0
-    for t in gguf_weights(model, preset).tensors:
+    for t in tensors:
         qtype = gguf.GGMLQuantizationType[t.type.upper()]
         numpy_shape = tuple(reversed(t.shape))
         byte_shape = gguf.quant_shape_to_byte_shape(numpy_shape, qtype) if qtype not in (
@@ -87,3 +91,21 @@ def test_cli_reads_a_gguf_model_at_its_file_type(tmp_path, capsys):
     assert any(f"{w.gpu_bytes:,} B on the GPU" in r for r in result["rules"])
     assert main(["capacity", "--model", str(path), "--engine", "vllm"]) == 2
     assert "--engine vllm loading GGUF" in capsys.readouterr().err
+
+
+def test_a_file_off_the_rules_gets_a_note(tmp_path, capsys):
+    """A Q4_K_M file whose attn_v are all q8_0 (an override): capacity plans the rules' bytes and says so."""
+    import json
+
+    from roofline.cli import main
+    from roofline.gguf_quant import GgufWeights, Tensor
+
+    rules = gguf_weights(TINY, "Q4_K_M")
+    overridden = tuple(Tensor(t.name, t.shape, "q8_0") if "attn_v" in t.name else t for t in rules.tensors)
+    path = tmp_path / "tiny-override.gguf"
+    _write_tensors(path, TINY, overridden)
+    assert main(["capacity", "--model", str(path), "--engine", "llamacpp", "--hardware", "H200",
+                 "--max-model-len", "4096", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("4 tensors differ" in n and "blk.0.attn_v.weight is q8_0" in n for n in notes)
+    assert GgufWeights("x", overridden).total_bytes > rules.total_bytes
