@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from roofline.ggml_types import bytes_per_element
+from roofline.gguf_quant import PREFIX, PRESETS
 from roofline.lazy import sp
 from roofline.specs import Model
 
@@ -26,6 +28,9 @@ DTYPE_BYTES: dict[str, Fraction] = {
     "mxfp4": Fraction(17, 32),
     # NVIDIA NVFP4: 16 fp4 elements share one fp8 scale byte -> 9/16 (the per-tensor fp32 scale is negligible)
     "nvfp4": Fraction(9, 16),
+    # llama-quantize's presets at their base type (gguf:Q4_K_M -> q4_K, 144 B / 256); nominal: weights_per_gpu and
+    # the step's weight reads count each tensor's own type (roofline.gguf_quant)
+    **{PREFIX + preset: bytes_per_element(base) for preset, base in PRESETS.items()},
 }
 
 

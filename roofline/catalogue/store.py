@@ -109,9 +109,10 @@ def load_hardware(ref: str) -> Hardware:
 
 
 def load_model(ref: str, name: str | None = None) -> Model:
-    """A catalogue name (exact), a YAML/JSON Model spec, or a Hugging Face config.json (or the checkpoint folder
-    that holds one, with its hf_quant_config.json when there is one): named `name` when given, else by its
-    `_name_or_path`, else by the folder that holds it (the current folder for a bare `config.json`)."""
+    """A catalogue name (exact), a YAML/JSON Model spec, a Hugging Face config.json (or the checkpoint folder
+    that holds one, with its hf_quant_config.json when there is one), or a llama.cpp .gguf file (its header):
+    named `name` when given, else by its `_name_or_path` (a .gguf: its file name), else by the folder that holds it
+    (the current folder for a bare `config.json`)."""
     if ref in _files("models"):
         return _load_catalogue_model(ref)
     _not_fetched("model", ref)
@@ -119,6 +120,10 @@ def load_model(ref: str, name: str | None = None) -> Model:
         path = Path(ref)
         if _is_file(str(path / "config.json")):  # a checkpoint's folder, as `vllm serve PATH` takes
             path = path / "config.json"
+        if path.suffix == ".gguf":  # a llama.cpp file: its header's config (roofline.gguf_file)
+            from roofline.gguf_file import model_from_gguf, read_header
+
+            return _checked(model_from_gguf(read_header(path), name or path.stem), ref)
         if path.suffix == ".json":
             data = load_json_object(path, constants_as_text=True)  # a spec JSON is re-read strictly below
             if "architectures" in data or "model_type" in data:

@@ -35,7 +35,8 @@ def add_capacity_parser(sub, positive_int, positive_float) -> None:
                    help="KV budget per rank in GiB (e.g. a logged 'Available KV cache memory'); replaces the estimate")
     add_kv_cache_memory(p)
     p.add_argument("--weight-dtype", help="weights for the budget estimate (bf16, fp8, mxfp4, ...; default: the "
-                   "checkpoint's stored widths from its quantization_config, else bf16)")
+                   "checkpoint's stored widths from its quantization_config, else bf16); under --engine llamacpp a "
+                   "llama-quantize file type: gguf:Q8_0, gguf:Q6_K, gguf:Q5_K_M, gguf:Q4_K_M, gguf:Q4_0, ...")
     p.add_argument("--expert-weight-dtype", help="routed experts for the budget estimate (default: --weight-dtype; "
                    "gpt-oss ships mxfp4)")
     p.add_argument("--entry-point", choices=("api", "offline"), default="api",
@@ -135,10 +136,16 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.engines import capacity
     from roofline.engines.scheduling import SCHEDULING_ENGINES, scheduling
-    from roofline.report.bounds import check_expert_dtype
+    from roofline.gguf_quant import preset_of, weights_rule
+    from roofline.report.bounds import check_expert_dtype, check_weight_dtype
 
     model = load_model(args.model, name=args.name)
     check_expert_dtype(model, args.expert_weight_dtype)
+    if args.weight_dtype is None:  # a .gguf --model: its file type (gguf_file.file_weight_dtype)
+        from roofline.gguf_file import file_weight_dtype
+
+        args.weight_dtype = file_weight_dtype(args.model)
+    check_weight_dtype(model, args.weight_dtype, args.engine, args.expert_weight_dtype)
     options = _options(args)
     hardware = load_hardware(args.hardware or "H100-SXM")
     if options.max_num_batched_tokens is None and args.engine in SCHEDULING_ENGINES:
@@ -157,6 +164,12 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
         result["rules"].insert(1, engine_peak(model, hardware, args.tp, options.max_num_batched_tokens).rule())
     result["model"] = model.name
+    if (preset := preset_of(weight_dtype)) is not None:
+        result["rules"].append(weights_rule(model, preset))
+        from roofline.gguf_file import rules_note
+
+        if note := rules_note(args.model, model, weight_dtype):
+            result["notes"] = [*result.get("notes", ()), note]
     if read:
         result["checkpoint_read"] = read
     _no_room(result, parts, options)

@@ -8,8 +8,8 @@ from typing import Any
 
 from roofline import report as display
 from roofline.catalogue import kernel_profiles
+from roofline.report.bounds import PLANNER_WEIGHT_DTYPES as WEIGHT_DTYPES
 
-WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4")
 PLAN_HELP = "capacity plan per method (no arguments: the embedded default scenario, all presets)"
 
 
@@ -57,8 +57,10 @@ def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
     p.add_argument("--ep", type=positive_int, default=1,
                    help="expert-parallel replicas of tp x pp GPUs, each serving its own batch and holding 1/ep of "
                    "the routed experts; all-to-all dispatch and combine per MoE layer (default 1; MoE models only)")
-    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES,
-                   help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4")
+    p.add_argument("--weight-dtype", help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4, or a "
+                   "llama-quantize file type under --engine llamacpp: gguf:Q8_0, gguf:Q6_K, gguf:Q5_K_M, gguf:Q4_K_M, "
+                   "gguf:Q4_0, ... "
+                   "(each tensor at the type llama-quantize gives it)")
     p.add_argument("--expert-weight-dtype", choices=WEIGHT_DTYPES,
                    help="storage dtype of the routed experts (default: --weight-dtype); gpt-oss ships mxfp4 experts")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"),
@@ -136,12 +138,17 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     from roofline.planner import plan
     from roofline.planner.plan import DEFAULT_SCENARIO
     from roofline.report.answer import rank
-    from roofline.report.bounds import check_expert_dtype, check_parallel
+    from roofline.report.bounds import check_expert_dtype, check_parallel, check_weight_dtype
     from roofline.trust import plan_trust
 
     model = load_model(args.model or DEFAULT_SCENARIO["model"], name=args.name)
     check_parallel(model, args.tp, args.pp, args.ep)
     check_expert_dtype(model, args.expert_weight_dtype)
+    if args.weight_dtype is None:  # a .gguf --model: its file type (gguf_file.file_weight_dtype)
+        from roofline.gguf_file import file_weight_dtype
+
+        args.weight_dtype = file_weight_dtype(args.model)
+    check_weight_dtype(model, args.weight_dtype, args.engine, args.expert_weight_dtype)
     raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
     hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)

@@ -85,15 +85,21 @@ class Ctx:
     count: int
     ep: int = 1  # expert-parallel degree (check_ep): replicas sharing the routed experts
     expert_dtype: str = ""  # storage dtype of the routed experts; "": weight_dtype
+    # a GGUF preset's exact bytes per weight of this group's tensors (gguf_quant.group_bytes_per_weight); None: dtype's
+    weight_bytes: Fraction | None = None
 
     @property
     def wb(self) -> sp.Expr:
-        """Bytes per weight element of the weight dtype."""
+        """Bytes per weight element of the weight dtype (a GGUF preset: its group's own mix of types)."""
+        if self.weight_bytes is not None:
+            return sp.Rational(self.weight_bytes.numerator, self.weight_bytes.denominator)
         return dtype_bytes(self.weight_dtype)
 
     @property
     def ewb(self) -> sp.Expr:
         """Bytes per weight element of the routed experts (expert_dtype, else the weight dtype)."""
+        if self.weight_bytes is not None:
+            return self.wb
         return dtype_bytes(self.expert_dtype or self.weight_dtype)
 
     def op(self, name: str, **kwargs) -> Op:

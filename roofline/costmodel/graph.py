@@ -20,6 +20,7 @@ from roofline.costmodel.blocks import (
 )
 from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
+from roofline.gguf_quant import group_bytes_per_weight, preset_of
 from roofline.lazy import sp
 from roofline.methods import CacheModel, MethodConfig, shared_cache
 from roofline.numbers.codegen import LRU
@@ -143,8 +144,11 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P
 
+    gguf = gguf_group_bytes(model, weight_dtype)
+
     def ctx(group: str, count: int) -> Ctx:
-        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count, *experts)
+        own = gguf.get(group if group in ("model", "mlp", "moe") else "attention") if gguf else None
+        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count, *experts, weight_bytes=own)
 
     top = ctx("model", 1)
     ops: list[Op] = [top.op("embedding", traffic=traffic(weights=tokens * model.hidden_size * top.wb,
@@ -178,6 +182,12 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
     ops += [norm(top, "final_norm", B, model.hidden_size),
             linear(top, "lm_head", B, model.hidden_size, shard.vocab)]
     return Graph(model=model, method=cache.method, phase=phase, tp=tp, ops=tuple(ops), cache=cache)
+
+
+def gguf_group_bytes(model: Model, weight_dtype: str) -> dict:
+    """A GGUF preset's bytes per weight per op group (gguf_quant.group_bytes_per_weight); {} for other dtypes."""
+    preset = preset_of(weight_dtype)
+    return {} if preset is None else group_bytes_per_weight(model, preset)
 
 
 def _smoothed(op: Op, how: str) -> Op:

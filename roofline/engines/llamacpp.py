@@ -20,10 +20,12 @@ llama-kv-cache-iswa.cpp; upstream PR threads; research notes in docs/engines.md)
 from __future__ import annotations
 
 from roofline.engines.base import Capacity, EngineOptions, largest_fitting, refuse, stage_kinds
+from roofline.ggml_types import bytes_per_element
 from roofline.specs import Model
 
-BPE = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
-       "q5_0": 22 / 32, "q5_1": 24 / 32, "iq4_nl": 18 / 32}
+# the cache types -ctk / -ctv take, at ggml's block sizes (roofline.ggml_types: one table for weights and cache)
+BPE = {t: float(bytes_per_element(t)) for t in ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
+                                                 "iq4_nl")}
 PAD = 256
 SRC = "src/llama-kv-cache.cpp"
 

@@ -30,6 +30,7 @@ from roofline.accounting import NORM_PARAMS_PER_CHANNEL, dtype_size, parameter_c
 from roofline.costmodel.blocks import Shard, check_ep
 from roofline.engines import BudgetParts, EngineOptions, default_utilization, kv_pool
 from roofline.errors import SpecError
+from roofline.gguf_quant import preset_of, weights_on_fullest_gpu
 from roofline.lazy import sp
 from roofline.methods import CacheModel
 from roofline.specs import Hardware, Model, Workload
@@ -78,8 +79,11 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     every replica. The encoders (vision / audio towers) sit on the first stage, split over tp; a quantized
     checkpoint planned at its stored widths adds what its dtypes leave out (scales, zero points, modules kept at
     bf16: stored_bytes.extra_weight_bytes), spread over the stages and split over tp (over ep too for the experts'
-    share, which this counts whole: an overestimate by at most the experts' scales when ep > 1)."""
+    share, which this counts whole: an overestimate by at most the experts' scales when ep > 1). A GGUF preset
+    (`gguf:Q4_K_M`) counts llama-quantize's per-tensor types exactly (gguf_quant.weights_on_fullest_gpu)."""
     check_ep(model, workload.ep)
+    if (preset := preset_of(workload.weight_dtype)) is not None:  # llama-quantize's per-tensor types, exact
+        return float(weights_on_fullest_gpu(model, preset, workload.pp, workload.tp))
     model = model.stored()  # layers reusing others' weights store none (Model.reused_layers)
     pc = parameter_count(model)
     wb, web = float(dtype_size(workload.weight_dtype)), float(dtype_size(workload.expert_dtype))

@@ -37,6 +37,28 @@ def check_expert_dtype(model, expert_dtype: str | None) -> None:
                         "routed experts (use --weight-dtype for its weights)")
 
 
+PLANNER_WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4")
+
+
+def check_weight_dtype(model, weight_dtype: str | None, engine: str | None, expert_dtype: str | None = None) -> None:
+    """--weight-dtype: one of the planner's dtypes or a llama-quantize preset (`gguf:Q4_K_M`, roofline.gguf_quant),
+    the latter under --engine llamacpp or ideal only (vLLM's GGUF loader is not modelled), without
+    --expert-weight-dtype, on a model whose GGUF tensors are modelled; each refusal one line naming the flag."""
+    from roofline.gguf_quant import PREFIX, PRESETS, RULE, check_supported
+
+    if weight_dtype is None or weight_dtype in PLANNER_WEIGHT_DTYPES:
+        return
+    if not weight_dtype.startswith(PREFIX) or weight_dtype[len(PREFIX):] not in PRESETS:
+        raise SpecError(f"--weight-dtype: {weight_dtype!r} is not a weight dtype; {', '.join(PLANNER_WEIGHT_DTYPES)}"
+                        f", or {RULE}")
+    if (engine or "ideal") not in ("llamacpp", "ideal"):
+        raise SpecError(f"--weight-dtype: {weight_dtype} is a llama.cpp GGUF file type; --engine {engine} loading "
+                        "GGUF is not modelled (use --engine llamacpp)")
+    if expert_dtype:
+        raise SpecError(f"--expert-weight-dtype: {weight_dtype} sets every tensor's type, the experts' too")
+    check_supported(model)
+
+
 def check_unique_methods(specs) -> None:
     """Refuses a --method SPEC given twice: its two rows would be the same numbers ranked 1 and 2 ('2 of 2 methods
     fit'), which buries the answer under a duplicate (the SPEC's text as typed; presets and their spelled-out

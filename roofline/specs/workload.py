@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
+from roofline.gguf_quant import WEIGHT_DTYPES as GGUF_WEIGHT_DTYPES
 from roofline.specs.base import Spec
 
 # Bounded domains (the CLI flags have the same caps): every planner expression is evaluated inside them.
@@ -20,8 +21,11 @@ HOST_SPEED_HELP = ("the host CPU's speed against the one the engine's time profi
                    "tiny vLLM server's median TTFT at concurrency 1, validate/engines/serve_tiny.sh)")
 
 # mxfp4: fp4 + one e8m0 scale per 32 (4.25 bits); nvfp4: fp4 + one fp8 scale per 16 (4.5 bits)
-WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"]
+ExpertWeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"]
+# and llama-quantize's presets (gguf:Q4_K_M ...: roofline.gguf_quant), the whole model's per-tensor types
+WeightDtype = Literal[(*ExpertWeightDtype.__args__, *GGUF_WEIGHT_DTYPES)]  # type: ignore[valid-type]
 Engine = Literal["ideal", "vllm", "sglang", "trtllm", "llamacpp"]
+GGUF_ENGINES = ("llamacpp", "ideal")
 
 
 class Workload(Spec):
@@ -39,7 +43,7 @@ class Workload(Spec):
     )
     generated_tokens: NonNegativeInt = Field(0, description="Tokens decoded per request (for averaged TPOT).")
     weight_dtype: WeightDtype = Field("bf16", description="Storage dtype of the weights.")
-    expert_weight_dtype: WeightDtype | None = Field(
+    expert_weight_dtype: ExpertWeightDtype | None = Field(
         None, description="Storage dtype of the routed experts' weights (gpt-oss ships MXFP4 experts beside bf16 "
         "attention); None: weight_dtype. Shared experts, the router and dense MLPs keep weight_dtype.")
     compute_dtype: Literal["bf16", "fp16", "fp8", "fp32"] = Field(
@@ -93,7 +97,18 @@ class Workload(Spec):
             raise ValueError(f"ep: tp x pp x ep = {self.tp * self.pp * self.ep:,} GPUs exceeds the limit {MAX_GPUS:,}")
         if self.micro_batches > self.batch:
             raise ValueError(f"micro_batches: {self.micro_batches} exceeds batch {self.batch}")
+        if self.weight_dtype in GGUF_WEIGHT_DTYPES:
+            self._check_gguf()
         return self
+
+    def _check_gguf(self) -> None:
+        """A GGUF preset is llama.cpp's file type: planned under engine llamacpp (or ideal, the physical bound); its
+        per-tensor types cover the experts too."""
+        if self.engine not in GGUF_ENGINES:
+            raise ValueError(f"weight_dtype: {self.weight_dtype} is a llama.cpp GGUF file type; engine {self.engine} "
+                             "loading GGUF is not modelled (use engine llamacpp or ideal)")
+        if self.expert_weight_dtype is not None:
+            raise ValueError(f"expert_weight_dtype: {self.weight_dtype} sets every tensor's type, the experts' too")
 
     @property
     def prompt(self) -> int:
