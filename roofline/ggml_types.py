@@ -79,3 +79,21 @@ def tensor_bytes(name: str, shape: tuple[int, ...]) -> int:
     for n in shape[1:]:
         rows *= n
     return row_bytes(name, shape[0]) * rows
+
+
+# ggml-cuda's kernel family for the quantized types whose own matmul laws were not measured (roofline.engines.timing
+# 16. measured q8_0, q4_0, q4_K, q6_K on the H200): the K-quants run the same MMVQ / MMQ templates over super-blocks
+# of 256 as q4_K, the legacy 32-element blocks as q4_0. A type with neither measured nor a family keeps the 16-bit laws.
+LAW_FAMILY = {"q2_K": "q4_K", "q3_K": "q4_K", "q5_K": "q4_K", "q4_1": "q4_0", "q5_0": "q4_0", "q5_1": "q4_0",
+              "iq4_nl": "q4_0", "iq4_xs": "q4_K"}
+# ggml-cuda's MMVQ_MAX_BATCH_SIZE (ggml/src/ggml-cuda/mmvq.cuh): a quantized matmul of at most 8 columns runs the
+# mat-vec kernel over the columns, more the MMQ tile kernel (ggml_cuda_mul_mat)
+MMVQ_MAX_COLUMNS = 8
+
+
+def law_type(name: str, measured) -> str | None:
+    """The ggml type whose measured matmul laws time `name`'s kernels (`measured`: the types an engine timed)."""
+    if name in measured:
+        return name
+    family = LAW_FAMILY.get(name)
+    return family if family in measured else None

@@ -371,6 +371,33 @@ def group_bytes_per_weight(model, preset: str) -> dict[str, Fraction]:
     return out
 
 
+def group_types(model, preset: str) -> dict[str, str]:
+    """The ggml type each op group's GEMMs run their kernels on (group_bytes_per_weight's groups): the quantized type
+    holding most of the group's bytes (Q4_K_M's attention and MLP: q4_K, its q6_K attn_v / ffn_down a minority),
+    `model` the output matrix's own type; a group whose tensors stay 16- or 32-bit is left out (its GEMMs keep the
+    16-bit laws)."""
+    w = gguf_weights(model, preset)
+    stored = model.stored()
+    moe_layers = {i for i in range(stored.num_layers) if stored.layer_mlp(i) == "moe"}
+    picks = {"attention": lambda t: t.layer is not None and _category(t.name) in ATTENTION,
+             "mlp": lambda t: t.layer is not None and _category(t.name) in MLP and t.layer not in moe_layers,
+             "moe": lambda t: t.layer is not None and _category(t.name) in MLP and t.layer in moe_layers,
+             "model": lambda t: t.name == ("token_embd.weight" if model.tie_word_embeddings else "output.weight")}
+    out = {}
+    for group, pick in picks.items():
+        by_type: dict[str, int] = {}
+        for t in w.tensors:
+            if pick(t):
+                by_type[t.type] = by_type.get(t.type, 0) + t.bytes
+        main = max(by_type, key=by_type.get) if by_type else None
+        if main is not None and main not in UNQUANTIZED:
+            out[group] = main
+    return out
+
+
+UNQUANTIZED = ("f32", "f16", "bf16")
+
+
 def _elements(shape: tuple[int, ...]) -> int:
     n = 1
     for s in shape:

@@ -135,3 +135,17 @@ def test_dry_run_q8_0_and_q4_0_keep_norms_and_pick_the_output_type():
     q4 = quant.quant_log((DATA / "dry-8b-Q4_0.log").read_text())
     assert q4["tensors"]["output.weight"]["type"] == "q6_K"
     assert q4["tensors"]["token_embd.weight"]["type"] == "q4_0"
+
+
+@pytest.mark.parametrize("preset", ["Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q4_K_M", "Q4_K_S", "Q4_0", "Q3_K_M", "Q2_K"])
+def test_planner_gives_every_tensor_the_type_llama_quantize_chose(preset):
+    # roofline.gguf_quant (rules read from src/llama-quant.cpp) against llama-quantize's own --dry-run of the 8B:
+    # each of the 291 tensors' type, and the total it printed (to 0.01 MiB). Published files carry one more tensor
+    # (rope_freqs.weight, 64 f32) that llamacpp_model.py does not write.
+    from roofline.catalogue.store import load_model
+    from roofline.gguf_quant import quantized_tensors
+
+    dry = quant.quant_log((DATA / f"dry-8b-{preset}.log").read_text())
+    ours = {t.name: t for t in quantized_tensors(load_model("Llama-3.1-8B"), preset)}
+    assert {k: v["type"] for k, v in dry["tensors"].items()} == {k: t.type for k, t in ours.items()}
+    assert sum(t.bytes for t in ours.values()) == pytest.approx(dry["quant_bytes"], abs=0.005 * MIB)

@@ -87,6 +87,8 @@ class Ctx:
     expert_dtype: str = ""  # storage dtype of the routed experts; "": weight_dtype
     # a GGUF preset's exact bytes per weight of this group's tensors (gguf_quant.group_bytes_per_weight); None: dtype's
     weight_bytes: Fraction | None = None
+    # the group's GEMMs' ggml type where a GGUF preset quantizes them (gguf_quant.group_types); "" otherwise
+    weight_type: str = ""
 
     @property
     def wb(self) -> sp.Expr:
@@ -113,7 +115,8 @@ def linear(ctx: Ctx, name: str, tokens, d_in, d_out, bias: bool = False) -> Op:
     return ctx.op(name, kind="gemm", matmul_flops=2 * tokens * d_in * d_out,
                   vector_flops=tokens * d_out if bias else 0,
                   traffic=traffic(weights=weights, act_read=tokens * d_in * ctx.act_bytes,
-                                  act_write=tokens * d_out * ctx.act_bytes), query_rows=tokens)
+                                  act_write=tokens * d_out * ctx.act_bytes), query_rows=tokens,
+                  weight_type=ctx.weight_type)
 
 
 def norm(ctx: Ctx, name: str, tokens, width) -> Op:

@@ -42,6 +42,7 @@ from roofline.costmodel.collectives import PROTOCOLS, allreduce_time, alltoall_t
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import COPY, EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.costmodel.optimes import CEILING_FIELDS, OpTimes, binding_ceiling
+from roofline.ggml_types import MMVQ_MAX_COLUMNS, law_type
 from roofline.lazy import sp
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
@@ -338,6 +339,9 @@ class Roofline:
             if c.get("allreduce_custom_latency") and n == c.get("allreduce_custom_ranks"):
                 return OpTimes(zero, zero, *self._custom_allreduce(op.comm_bytes, comm, self._launched(op, comm)))
             return OpTimes(zero, zero, comm, self._launched(op, comm))
+        ggml = self._ggml_matmul(op)
+        if ggml is not None:
+            return ggml
         keys = self._ceilings_of(op)
         peak, bandwidth, per_kernel = (v[k] for k in keys)
         peak, per_kernel = self.steady_state(op, peak, per_kernel)
@@ -384,6 +388,38 @@ class Roofline:
         elif not additive and c["latency_floor"]:
             total = sp.Max(total, v["latency_floor"], evaluate=False)
         return OpTimes(compute, memory, zero, total, shared, l2, latency, issue)
+
+    def _ggml_matmul(self, op: Op) -> OpTimes | None:
+        """A GEMM on quantized weights (op.weight_type) timed by the engine's measured laws of ggml-cuda's kernels
+        for that type (roofline.engines.timing 16.; ggml_types.law_type: its family's where the type itself was not
+        timed); None where none applies. ggml_cuda_mul_mat runs MMVQ, the mat-vec kernel over the columns, up to
+        MMVQ_MAX_COLUMNS rows and MMQ, the tile kernel, above. W = the weight bytes, F = the op's FLOPs:
+            one row     k gemv_latency + W / gemv_bw
+            2 .. 8      max(one row, k mmvq_latency + F / mmvq_rate)     (each column's dot products redo the dequant)
+            9 ..        k mmq_latency + W / mmq_bw + F / mmq_rate         (load and tile compute in turn)
+        k the op's kernels (llama.cpp calls q, k and v apart: engines' op_kernels), each paying its law's latency."""
+        c = self.ceilings
+        if op.kind != "gemm" or not op.weight_type or op.name == EXPERTS:
+            return None
+        measured = {k.split(":")[1] for k in c if k.startswith("ggml:") and k.endswith(":gemv_bw") and c[k]}
+        law = law_type(op.weight_type, measured)
+        if law is None:
+            return None
+        v, zero = self._values, sp.Integer(0)
+
+        def k(name: str) -> sp.Expr:
+            return v[f"ggml:{law}:{name}"]
+
+        weights, flops, rows = op.traffic.get("weights", zero), op.matmul_flops, sp.sympify(op.query_rows)
+        calls = op.kernels
+        one = calls * k("gemv_latency") + weights / k("gemv_bw")
+        mmvq = sp.Max(one, calls * k("mmvq_latency") + flops / k("mmvq_rate"), evaluate=False)
+        mmq = calls * k("mmq_latency") + weights / k("mmq_bw") + flops / k("mmq_rate")
+        if rows.is_number:
+            total = one if rows <= 1 else mmvq if rows <= MMVQ_MAX_COLUMNS else mmq
+        else:
+            total = sp.Piecewise((one, rows <= 1), (mmvq, rows <= MMVQ_MAX_COLUMNS), (mmq, True))
+        return OpTimes(flops / k("mmq_rate"), weights / k("gemv_bw"), zero, total)
 
     def _on_chip(self, op: Op) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         """(shared-memory, L2, latency) times of `op`, 0 where the device spec lacks the ceiling:

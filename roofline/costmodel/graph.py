@@ -20,7 +20,7 @@ from roofline.costmodel.blocks import (
 )
 from roofline.costmodel.fusion import apply_fusion, check_level
 from roofline.costmodel.ops import Op, traffic
-from roofline.gguf_quant import group_bytes_per_weight, preset_of
+from roofline.gguf_quant import group_bytes_per_weight, group_types, preset_of
 from roofline.lazy import sp
 from roofline.methods import CacheModel, MethodConfig, shared_cache
 from roofline.numbers.codegen import LRU
@@ -144,11 +144,13 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
     shard = Shard.of(model, tp)
     tokens = B if phase == "decode" else B * P
 
-    gguf = gguf_group_bytes(model, weight_dtype)
+    gguf, types = gguf_group_bytes(model, weight_dtype)
 
     def ctx(group: str, count: int) -> Ctx:
-        own = gguf.get(group if group in ("model", "mlp", "moe") else "attention") if gguf else None
-        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count, *experts, weight_bytes=own)
+        key = group if group in ("model", "mlp", "moe") else "attention"
+        own = gguf.get(key) if gguf else None
+        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count, *experts, weight_bytes=own,
+                   weight_type=types.get(key, ""))
 
     top = ctx("model", 1)
     ops: list[Op] = [top.op("embedding", traffic=traffic(weights=tokens * model.hidden_size * top.wb,
@@ -184,10 +186,11 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
     return Graph(model=model, method=cache.method, phase=phase, tp=tp, ops=tuple(ops), cache=cache)
 
 
-def gguf_group_bytes(model: Model, weight_dtype: str) -> dict:
-    """A GGUF preset's bytes per weight per op group (gguf_quant.group_bytes_per_weight); {} for other dtypes."""
+def gguf_group_bytes(model: Model, weight_dtype: str) -> tuple[dict, dict]:
+    """A GGUF preset's bytes per weight and quantized GEMM type per op group (gguf_quant.group_bytes_per_weight,
+    group_types); ({}, {}) for other dtypes."""
     preset = preset_of(weight_dtype)
-    return {} if preset is None else group_bytes_per_weight(model, preset)
+    return ({}, {}) if preset is None else (group_bytes_per_weight(model, preset), group_types(model, preset))
 
 
 def _smoothed(op: Op, how: str) -> Op:

@@ -58,6 +58,9 @@ class Op:
     # roofline.engines.timing 14.); an engine's copy (kind COPY): the rows (tokens) it copies, none at one; a dense
     # GEMM (blocks.linear): its rows, where an engine's mat-vec kernel takes a one-row call (timing 15.); 0 elsewhere
     query_rows: sp.Expr = field(default_factory=_zero)
+    # a GEMM's weights as a ggml quantized type (a GGUF preset's tensors: q4_K, q8_0 ...; roofline.gguf_quant), whose
+    # own kernels' laws an engine may have measured (roofline.engines.timing 16.); "" for every other weight
+    weight_type: str = ""
     # the routed experts: (tokens M of the call, routed rows M x top-k, experts the rows spread over), what an
     # engine's padding of each expert's rows to its tile prices (timing 14.); () elsewhere
     grouped: tuple = ()

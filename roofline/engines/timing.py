@@ -192,7 +192,8 @@ KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "
                "copy_latency", "copy_bw", "gemv_bw", "gemv_latency", "gemm_stream_bw", "gemm_latency")
 # ... and keys of a family: an engine's tuned fused-MoE config, BLOCK_SIZE_M per key M ('moe_block_m:<M>', 14.);
 # an engine's own GEMM laws (15.: llama.cpp's ggml matmuls replace the device's at their rows)
-KERNEL_PREFIXES = ("moe_block_m:", "gemm_shape:", "sustained_gemm:")
+# and llama.cpp's quantized matmuls per ggml type ('ggml:<type>:<law>', 16.)
+KERNEL_PREFIXES = ("moe_block_m:", "gemm_shape:", "sustained_gemm:", "ggml:")
 
 
 def _kernel_key(key: str) -> bool:
@@ -342,8 +343,10 @@ class EngineTiming:
 
     def op_kernels_on(self, hardware_name: str) -> tuple[tuple[str, int], ...]:
         """The op kernel counts that replace the fusion table's where this engine's fused MoE law is measured or
-        derived on `hardware_name` (that law times the kernels the table would otherwise count twice); () elsewhere."""
-        if "grouped_gemm_latency" not in self.kernels.get(hardware_name, {}):
+        derived on `hardware_name` (that law times the kernels the table would otherwise count twice), or its own
+        per-kernel time is (the counts are its kernels: llama.cpp's unfused residual adds, 16.); () elsewhere."""
+        measured = self.kernels.get(hardware_name, {})
+        if "grouped_gemm_latency" not in measured and "kernel_time" not in measured:
             return ()
         return tuple(sorted(self.op_kernels.items()))
 

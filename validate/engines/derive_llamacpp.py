@@ -21,6 +21,17 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
   server's default chain ran) less with greedy sampling on the GPU (np8-greedy-bs, --backend-sampling), per slot, per
   vocabulary element (Llama-3's 128,256): sampler_host_element_s. Greedy on the host (np8-greedy) less the same is
   the vocabulary scan alone (~0.3 ms a slot); the default chain adds ~0.1 ms a slot to it (both in `sources`).
+- ggml-cuda's quantized matmuls (run 4 stage O, test-backend-ops perf MUL_MAT with q8_0 / q4_0 / q4_K / q6_K weights
+  at the 8B's shapes; roofline/engines/timing.py 16.), per type, W its weight bytes (the blocks' own), F the FLOPs:
+  one column (MMVQ) t = gemv_latency + W / gemv_bw over every shape at n 1; 2 .. 8 columns (MMVQ over the columns)
+  t = mmvq_latency + F / mmvq_rate at n 2, 4, 8 (the model takes the larger of that and the one-column time); past 8
+  (MMQ) t = mmq_latency + W / mmq_bw + F / mmq_rate at n 16 .. 2048, each by least squares on the seconds.
+- the small kernels of a decode layer (run 4 stage O: rms_norm, mul, add, rope of q and k, set_rows, glu at one
+  token): their median is the engine's per-kernel time (kernel_time) on the H200; the kernels llama.cpp launches
+  besides the fusion table's 'typical' (op_kernels): its residual adds are kernels of their own (the graph adds
+  before it norms, so ggml-cuda's rms_norm+mul+add fusion does not take them) and RoPE is two (q alone; k fused with
+  its set_rows, ggml_cuda_should_fuse_rope_set_rows), the V write the one kv_update; q, k, v are three matmul calls
+  and gate, up two (the GGUF's own tensors), each paying its law's latency.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ from validate.engines.llamacpp_mech import (
 )
 
 RUN3 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run3")
+RUN4 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run4")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
 VOCAB = 128_256  # Llama-3.1-8B's vocabulary (the served model of run 3)
 GPU = "H200"
@@ -115,7 +127,52 @@ def sampler_element_s(cpu_s: float, gpu_s: float, slots: int = 8, vocab: int = V
     return (cpu_s - gpu_s) / slots / vocab
 
 
-def derive(run3: Path) -> dict:
+def quant_laws(times: dict[str, float]) -> tuple[dict, dict]:
+    """Per measured ggml type its three matmul laws (module docstring) from run 4's stage O rows (seconds by case
+    name), as 'ggml:<type>:<law>' keys, and the fits' relative residuals per type and law."""
+    from validate.engines.llamacpp_quant import CASES as RUN4_CASES
+    from validate.engines.llamacpp_quant import mm_bytes
+
+    laws, residuals = {}, {}
+    for w in RUN4_CASES["ops"]["weights"]:
+        def rows(ns, w=w):
+            out = []
+            for s, (k, m) in SHAPES.items():
+                for n in ns:
+                    t = times.get(f"mm-{w}-{s}-n{n}")
+                    if t is not None:
+                        weight = mm_bytes(w, k, m, n)[0] - 4 * k * n - 4 * m * n
+                        out.append((weight, 2.0 * k * m * n, t))
+            return out
+
+        one = rows((1,))
+        a1, bw1, r1 = affine_fit([r[0] for r in one], [r[2] for r in one])
+        vq = rows(tuple(n for n in RUN4_CASES["ops"]["n_decode"] if 1 < n <= 8))
+        av, rv, resv = affine_fit([r[1] for r in vq], [r[2] for r in vq])
+        mq = rows(tuple(n for n in (*RUN4_CASES["ops"]["n_decode"], *RUN4_CASES["ops"]["n_prefill"]) if n > 8))
+        x = np.array([[1.0, r[0], r[1]] for r in mq])
+        t = np.array([r[2] for r in mq])
+        (aq, inv_bw, inv_rate), *_ = np.linalg.lstsq(x, t, rcond=None)
+        laws.update({f"ggml:{w}:gemv_latency": a1, f"ggml:{w}:gemv_bw": bw1, f"ggml:{w}:mmvq_latency": av,
+                     f"ggml:{w}:mmvq_rate": rv, f"ggml:{w}:mmq_latency": float(aq),
+                     f"ggml:{w}:mmq_bw": float(1 / inv_bw), f"ggml:{w}:mmq_rate": float(1 / inv_rate)})
+        fit = x @ (aq, inv_bw, inv_rate) / t - 1
+        residuals[w] = {"gemv": r1, "mmvq": resv, "mmq": [round(float(r), 4) for r in fit]}
+    return laws, residuals
+
+
+SMALL_OPS = ("rms_norm", "mul", "add", "rope_q", "rope_k", "set_rows", "glu")
+# the kernels llama.cpp's Llama layer launches besides the fusion table's 'typical' (module docstring)
+OP_KERNELS = {"rope": 2, "attn_residual": 1, "mlp_residual": 1, "qkv_proj": 3, "mlp_up": 2}
+
+
+def small_kernel_s(times: dict[str, float]) -> tuple[float, dict[str, float]]:
+    """The median of the small ops at one token (run 4 stage O) and each of them."""
+    each = {n: times[f"{n}-n1"] for n in SMALL_OPS if times.get(f"{n}-n1") is not None}
+    return float(np.median(list(each.values()))), each
+
+
+def derive(run3: Path, run4: Path = RUN4) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
     steps = batched_steps((run3 / "batched-split.log").read_text())
@@ -126,12 +183,19 @@ def derive(run3: Path) -> dict:
     scan = sampler_element_s(tpot["np8-greedy"], tpot["np8-greedy-bs"]) * VOCAB
     ops = f"{run3}/ops.txt (test-backend-ops perf, stage O)"
     kernels = {k: v for k, v in {**mm, **fa}.items() if k != "residuals"}
+    from validate.engines.llamacpp_quant import perf_lines as named_perf_lines
+    times4 = {k: v["us"] * 1e-6 for k, v in named_perf_lines((run4 / "ops.txt").read_text()).items()
+              if v["supported"]}
+    qlaws, qres = quant_laws(times4)
+    kernel_s, small = small_kernel_s(times4)
+    kernels.update({**qlaws, "kernel_time": kernel_s})
+    ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
         "version": "llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36), CUDA 13.0, sm_90a",
         "step_s": 0.0, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
         "api_request_s": 0.0, "request_s": 0.0, "server_step_s": 0.0, "server_per_seq_s": 0.0,
         "eager_step_s": 0.0, "eager_layer_s": eager, "eager_serial": True, "sampler_host_element_s": element,
-        "kernels": {GPU: kernels},
+        "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sources": {
             "step_s": "llama-batched-bench samples nothing: its step is the GPU's work alone (0)",
             "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
@@ -153,19 +217,33 @@ def derive(run3: Path) -> dict:
                                       f"/token ({tpot['np8-split']:.6f} - {tpot['np8-greedy-bs']:.6f} s) / 8 "
                                       f"slots / {VOCAB} logits: the default chain on the CPU a slot (greedy alone, "
                                       f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan)",
+            "ggml_quantized": f"{ops4} MUL_MAT, weights q8_0 / q4_0 / q4_K / q6_K at the 8B's shapes: per type one "
+                              "column gemv_latency + W / gemv_bw (n 1), 2..8 columns mmvq_latency + F / mmvq_rate "
+                              "(n 2, 4, 8), past 8 mmq_latency + W / mmq_bw + F / mmq_rate (n 16 .. 2048), least "
+                              "squares on the seconds (W weight bytes, F FLOPs); residuals in fit_residuals",
+            "kernel_time": f"{ops4} the small ops at one token, median of "
+                           + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in small.items()) + " us",
+            "op_kernels": "src/models/llama.cpp build_arch_graph and ggml-cuda.cu ggml_cuda_try_fuse at 0c1e570: the "
+                          "residual ADDs precede the next RMS_NORM (no rms_norm+mul+add fusion takes them), RoPE of q "
+                          "alone and of k with its SET_ROWS (ggml_cuda_should_fuse_rope_set_rows): rope 2, each "
+                          "residual 1, over the fusion table's 'typical'; the projections as the GGUF stores them "
+                          "(build_qkv: attn_q, attn_k, attn_v apart; build_ffn: ffn_gate and ffn_up apart): qkv_proj "
+                          "3 calls, mlp_up 2 (at one token ggml-cuda fuses gate, up and the GLU into one MMVQ call, "
+                          "ggml_cuda_should_fuse_mul_mat, whose time is not measured alone: counted as the two)",
             "attention_flops": "not set: FLASH_ATTN_EXT at n 512 (stage O) counts every (query, key) cell of a "
                                "random mask; whether ggml skips a causal prompt's masked tiles is not measured",
         },
-        "fit_residuals": {**mm["residuals"], "attn_decode": fa["residuals"]},
+        "fit_residuals": {**mm["residuals"], "attn_decode": fa["residuals"], "ggml_quantized": qres},
     }
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("run3", nargs="?", type=Path, default=RUN3)
+    p.add_argument("--run4", type=Path, default=RUN4)
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args()
-    a.out.write_text(json.dumps(derive(a.run3), indent=1) + "\n")
+    a.out.write_text(json.dumps(derive(a.run3, a.run4), indent=1) + "\n")
     print(f"wrote {a.out}")
 
 

@@ -41,7 +41,8 @@ from validate.engines.llamacpp_logs import MIB, batched_rows, bench_entries, ser
 from validate.engines.llamacpp_mech import SHAPES, ggml_op_number
 
 HERE = Path(__file__).resolve().parent
-CASES = json.loads((HERE / "llamacpp_cases_run4.json").read_text())
+CASES_NAME = "llamacpp_cases_run4.json"
+CASES = json.loads((HERE / CASES_NAME).read_text())
 HIDDEN, KV_DIM, FFN, HEADS, KV_HEADS, HEAD_DIM, CACHE = 4096, 1024, 14336, 32, 8, 128, 32768
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PERF = re.compile(r"^\s*(?P<op>[A-Z_0-9]+)\(name=(?P<name>[^,]+),.*\):\s+(?P<runs>\d+) runs - +(?P<us>[0-9.]+) us/run"
@@ -206,17 +207,24 @@ def predict(hardware: str, ops_only: bool = False) -> dict:
     for q in [] if ops_only else CASES["quants"]:
         lp.WEIGHT_DTYPE = weight_flag(q)
         lp.CASES = {**CASES, "memory": [[CASES["batched"]["c"], max(CASES["batched"]["npl"])]],
-                    "batched": {**CASES["batched"], "npp": [CASES["batched"]["npp"]]}}
-        per_quant[q] = {"memory": lp.memory(hardware), **lp.steps(hardware)}
+                    "batched": {**CASES["batched"], "npp": [CASES["batched"]["npp"]]},
+                    "prefill": CASES.get("prefill", []), "tg": CASES.get("tg", {"n": 1, "depth": []})}
+        mem = lp.memory(hardware)
+        from roofline.catalogue.store import load_model
+        from roofline.gguf_quant import gguf_weights
+        w = gguf_weights(load_model(CASES["model"]), q)
+        for m in mem:  # llama.cpp loads token_embd in the host's CPU_Mapped buffer, the rest on CUDA0
+            m["weights_split"] = {"gpu_bytes": w.gpu_bytes, "cpu_bytes": w.token_embd_bytes}
+        per_quant[q] = {"memory": mem, **lp.steps(hardware)}
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     planner = ("no planner rows: written before the planner had gguf:TYPE weights" if ops_only else
                "the planner with --weight-dtype gguf:TYPE under engine llamacpp (its memory rules, its time profile "
                "from run 3's F16 matmuls)")
-    return {"about": f"llama.cpp run 4 (llamacpp_run4.sh, llamacpp_cases_run4.json): {planner}; the ops on the "
+    return {"about": f"llama.cpp run 4 (llamacpp_run4.sh, {CASES_NAME}): {planner}; the ops on the "
                      "llama.cpp profile's laws (run 3's F16 matmuls, bytes of the quantized blocks), the small ops' "
                      "hypothesis", "ops_only": ops_only,
             "hardware": hardware, "git_sha": sha, "date": dt.date.today().isoformat(), "quants": per_quant,
-            "ops_s": profile_ops(), "small_hypothesis": SMALL_HYPOTHESIS}
+            "ops_s": profile_ops() if "ops" in CASES else {}, "small_hypothesis": SMALL_HYPOTHESIS}
 
 
 def ape(meas, pred) -> float | None:
@@ -299,19 +307,24 @@ def main() -> None:
     pr.add_argument("out", type=Path)
     pr.add_argument("--hardware", default="H200")
     pr.add_argument("--ops-only", action="store_true", help="the ops and the hypothesis alone (predict's docstring)")
+    pr.add_argument("--cases", default="llamacpp_cases_run4.json", help="the cases file (this folder)")
     c = sub.add_parser("compare")
     c.add_argument("results", type=Path)
     c.add_argument("--predicted", type=Path, required=True)
     c.add_argument("--out", type=Path)
     a = p.parse_args()
+    global CASES
     if a.cmd == "testfile":
-        global CASES
         if not (HERE / a.cases).is_file():
             p.error(f"--cases: {a.cases} must be a file of validate/engines/")
         CASES = json.loads((HERE / a.cases).read_text())
         a.out.write_text("\n".join(test_lines(a.ggml_h.read_text())) + "\n")
         print(f"wrote {a.out}")
     elif a.cmd == "predict":
+        global CASES_NAME
+        if not (HERE / a.cases).is_file():
+            p.error(f"--cases: {a.cases} must be a file of validate/engines/")
+        CASES_NAME, CASES = a.cases, json.loads((HERE / a.cases).read_text())
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(predict(a.hardware, a.ops_only), indent=1) + "\n")
         print(f"wrote {a.out}")
