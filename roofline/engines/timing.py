@@ -168,6 +168,18 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
      server's decode time a token with the default chain on the host less with greedy sampling on the GPU,
      --backend-sampling, / 8 / 128,256), host work of the served step (scheduling.with_sampler);
      llama-batched-bench samples nothing.
+16. **llama.cpp on GGUF-quantized weights** (ggml-cuda at 0c1e570 on the H200; derive_llamacpp.py from run 4's
+   test-backend-ops alone, judged on runs 4 and 4b's llama-bench and batched-bench:
+   validate/notes/2026-11-30-llamacpp-h200-run4.md). A GEMM whose weights a GGUF preset quantizes carries its ggml
+   type (Op.weight_type: gguf_quant.group_types, the group's type by bytes); ggml_cuda_mul_mat runs it as MMVQ (the
+   mat-vec kernel over the columns) up to 8 rows and MMQ (the tile kernel, activations quantized to q8_1) above, each
+   type at its own laws, 'ggml:<type>:<law>' (Roofline._ggml_matmul; ggml_types.law_type takes a family's laws for a
+   type not timed): one row k gemv_latency + W / gemv_bw; 2..8 rows max(one row, k mmvq_latency + F / mmvq_rate); past
+   8 k mmq_latency + W / mmq_bw + F / mmq_rate (W weight bytes, F FLOPs, k the calls). The small kernels of a layer
+   cost their measured median (kernel_time, ~1.6 us at one token), and op_kernels gives llama.cpp's own counts (q, k,
+   v three calls and gate, up two: the GGUF's own tensors; the residual adds and RoPE's two kernels unfused), which
+   the 16-bit laws use too. Prefill attention runs at ggml's own FLASH_ATTN_EXT rate (attention_flops, run 3's 512
+   queries over a random mask; a causal prompt's masked tiles are skipped, flash_attn_mask_to_KV_max).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

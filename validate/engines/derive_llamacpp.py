@@ -12,6 +12,8 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
   shape of its range (bytes, FLOPs: llamacpp_mech.mm_cost).
 - FLASH_ATTN_EXT at one query (run 3 stage O, KV 512 .. 8,192): t = attn_decode_latency + K and V bytes /
   attn_decode_bw, least squares on the seconds.
+- FLASH_ATTN_EXT at 512 queries (run 3 stage O, KV 512 .. 8,192, every cell of a random mask): its FLOP/s, the
+  engine's prefill attention rate (attention_flops; a causal prompt's masked tiles are skipped by ggml-cuda).
 - the step past one sequence (run 3 batched-bench, split streams): the excess of B 2's step over B 1's, less what the
   matmuls alone add from n 1 to n 2 (stage O: 32 layers' projections and lm_head), per layer: eager_layer_s, added
   to a decode step of more than one token. Its make-up is not timed alone (roofline/engines/timing.py 15.; not the
@@ -115,6 +117,15 @@ def attention_law(times: dict[str, float]) -> dict:
     return {"attn_decode_latency": a, "attn_decode_bw": bw, "residuals": res}
 
 
+def attention_prefill_rate(times: dict[str, float]) -> tuple[float, list[float]]:
+    """FLASH_ATTN_EXT at 512 queries (run 3 stage O, KV 512 .. 8,192, a random mask: every (query, key) cell runs):
+    FLOP/s over those cells, least squares on the seconds. ggml-cuda skips a query tile's KV tiles past its last
+    unmasked one (fattn-common.cuh flash_attn_mask_to_KV_max), so a causal prompt pays its causal cells at this
+    rate (the planner's causal FLOPs)."""
+    kv = [kv for kv in FA_KV if times.get(f"fa-n512-kv{kv}") is not None]
+    return rate_fit([4.0 * 32 * 512 * n * HEAD_DIM for n in kv], [times[f"fa-n512-kv{n}"] for n in kv])
+
+
 def eager_layer_s(times: dict[str, float], steps: dict[int, float]) -> float:
     """Per layer, batched-bench's B 2 step less its B 1 step less the matmuls' own n 1 -> n 2 difference."""
     mm = layer_matmuls_s(times, 2) - layer_matmuls_s(times, 1) + times["mm-lm_head-n2"] - times["mm-lm_head-n1"]
@@ -175,6 +186,7 @@ def small_kernel_s(times: dict[str, float]) -> tuple[float, dict[str, float]]:
 def derive(run3: Path, run4: Path = RUN4) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
+    fa_rate, fa_rate_res = attention_prefill_rate(times)
     steps = batched_steps((run3 / "batched-split.log").read_text())
     eager = eager_layer_s(times, steps)
     tpot = {n: served_summary(json.loads((run3 / f"serve-k-{n}.json").read_text()))["server_decode_s_per_token"]
@@ -195,7 +207,7 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
         "step_s": 0.0, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
         "api_request_s": 0.0, "request_s": 0.0, "server_step_s": 0.0, "server_per_seq_s": 0.0,
         "eager_step_s": 0.0, "eager_layer_s": eager, "eager_serial": True, "sampler_host_element_s": element,
-        "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
+        "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS, "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
         "sources": {
             "step_s": "llama-batched-bench samples nothing: its step is the GPU's work alone (0)",
             "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
@@ -230,10 +242,13 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
                           "(build_qkv: attn_q, attn_k, attn_v apart; build_ffn: ffn_gate and ffn_up apart): qkv_proj "
                           "3 calls, mlp_up 2 (at one token ggml-cuda fuses gate, up and the GLU into one MMVQ call, "
                           "ggml_cuda_should_fuse_mul_mat, whose time is not measured alone: counted as the two)",
-            "attention_flops": "not set: FLASH_ATTN_EXT at n 512 (stage O) counts every (query, key) cell of a "
-                               "random mask; whether ggml skips a causal prompt's masked tiles is not measured",
+            "attention_flops": f"{ops} FLASH_ATTN_EXT n 512, KV 512..8192, a random mask (every cell runs): "
+                               "FLOP/s over 4 x heads x n x kv x d, least squares on the seconds; a causal prompt "
+                               "pays only its causal cells: ggml-cuda stops each query tile's KV loop at its last "
+                               "unmasked tile (fattn-common.cuh flash_attn_mask_to_KV_max)",
         },
-        "fit_residuals": {**mm["residuals"], "attn_decode": fa["residuals"], "ggml_quantized": qres},
+        "fit_residuals": {**mm["residuals"], "attn_decode": fa["residuals"], "attention_flops": fa_rate_res,
+                          "ggml_quantized": qres},
     }
 
 
