@@ -286,9 +286,13 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
 
 FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
-    **dict.fromkeys(("llama", "aria_text", "cwm", "ernie4_5", "exaone", "gemma", "granite", "granitemoe",
+    **dict.fromkeys(("llama", "aria_text", "cwm", "exaone", "granite", "granitemoe",
                      "granitemoeshared", "helium", "internlm3", "iquestcoder", "ministral",
-                     "smollm3", "vaultgemma", "sarvam_moe", "glm"), LLAMA),
+                     "sarvam_moe", "glm"), LLAMA),
+    # the same layout where the config class ties the LM head to the embedding unless the config.json says
+    # otherwise (GemmaConfig, SmolLM3Config, Ernie4_5Config, VaultGemmaConfig: tie_word_embeddings=True; Gemma-7B's
+    # and SmolLM3-3B's config.json carry no tie_word_embeddings key)
+    **dict.fromkeys(("gemma", "smollm3", "ernie4_5", "vaultgemma"), Family(tie_default=True)),
     # the Llama layout whose attention takes config.sliding_window on every layer (MixtralAttention,
     # Phi3Attention, Ministral3Attention: `sliding_window=getattr(self.config, "sliding_window", None)`), their
     # config classes deriving no layer_types
@@ -311,7 +315,7 @@ FAMILIES: dict[str, Family] = {
     "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
     # GraniteSwaAttention: a learnable per-head sink on every layer (sigmoid(lse - sink) scaling = one more
     # softmax logit), sliding / full per layer_types
-    "granite_swa": Family(sinks=True), "granitemoe_swa": Family(sinks=True),
+    "granite_swa": Family(sinks=True, tie_default=True), "granitemoe_swa": Family(sinks=True),
     # GPT-2 (GPT2Block): LayerNorms with bias, biases on c_attn / c_proj / c_fc, ungated MLP of n_inner (null:
     # 4 x n_embd), learned positions of n_positions, tied embeddings; GPTBigCode: the same with multi_query
     **dict.fromkeys(("gpt2", "gpt_bigcode"), Family(

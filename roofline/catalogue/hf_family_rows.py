@@ -89,7 +89,7 @@ MOE_FAMILIES: dict[str, Family] = {
     "solar_open": LLAMA,
     # MLA (q_lora_rank / kv_lora_rank) with DeepSeek-V3 MoE (n_routed_experts, n_shared_experts, mlp_layer_types
     # or first_k_dense_replace): Mistral4, GLM-4.7-Flash (glm4_moe_lite), A.X K1, MiniCPM3 (dense)
-    **dict.fromkeys(("mistral4", "glm4_moe_lite", "minicpm3"), LLAMA),
+    **dict.fromkeys(("mistral4", "glm4_moe_lite"), LLAMA), "minicpm3": Family(tie_default=True),
     # A.X K1 adds post_mlp_layernorm in its sparse layers
     "axk1": Family(extras=("moe_post_norm",)),
     # AfmoeDecoderLayer: gated attention (gate_proj d x q), per-head QK RMSNorm, 4 norms, layer_types, first
@@ -105,7 +105,7 @@ MOE_FAMILIES: dict[str, Family] = {
     "beam": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, extras=("gate_bias",)),
     # LaraMini: Gated DeltaNet, sliding and full attention layers (layer_types), per-head QK RMSNorm, MoE with an
     # ungated shared expert on every layer
-    "lara_mini": Family(qk_norm=True, gated_deltanet=True),
+    "lara_mini": Family(qk_norm=True, gated_deltanet=True, tie_default=True),
     # Doge (dense, is_moe false; its CDMoE is not modelled): Llama projections with per-head QK RMSNorm, the
     # dynamic-mask A / dt_proj and two residual scales per layer; sliding_window (null: full) on every layer.
     # keep_window_size masks attention weights, not the cache

@@ -107,18 +107,28 @@ def _last_layer_dense_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
     return 0, fields["hidden_size"]
 
 
+_GATE_WIDTH_PER_HEAD = {True: "one", "per-head": "one", "per-element": "head_dim"}
+
+
 def _head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
-    """A per-head gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x the
-    layer's heads, no bias, when `gating`; vllm/model_executor/models/laguna.py v0.24.0, `gating` true is per
-    head): hidden x the fewest heads of a layer in every layer, what layers of more heads (Model.attention's
-    num_heads) hold beyond that at the model level."""
-    if not cfg.flag("gating", False):
+    """A gate on the attention output from the layer input (LagunaAttention.g_proj, no bias, when `gating`):
+    hidden x (the layer's heads x w), w = 1 for `gating` true or "per-head" (Laguna-XS.2, Laguna-S-2.1) and
+    head_dim for "per-element" (vllm/model_executor/models/laguna.py: `gate_per_head = gating is True or
+    gating == "per-head"`, else num_heads x head_dim; vLLM and transformers read `gating`, not `gating_types`).
+    Counted as hidden x w x the fewest heads of a layer in every layer, and what layers of more heads (Model.
+    attention's num_heads) hold beyond that at the model level."""
+    gating = cfg.data.get("gating")
+    if gating is None or gating is False:
         return 0, 0
+    if not isinstance(gating, (bool, str)) or gating not in _GATE_WIDTH_PER_HEAD:
+        raise cfg.error("gating", f"expected true, false, 'per-head' or 'per-element' (vLLM's LagunaAttention), "
+                                  f"got {type(gating).__name__} {gating!r}")
+    w = 1 if _GATE_WIDTH_PER_HEAD[gating] == "one" else fields["head_dim"]
     d, heads, n = fields["hidden_size"], fields["num_heads"], fields["num_layers"]
     kinds = fields["attention"]
     per_layer = [kinds[i % len(kinds)].get("num_heads") or heads for i in range(n)]
     least = min(per_layer)
-    return d * least, d * sum(h - least for h in per_layer)
+    return d * w * least, d * w * sum(h - least for h in per_layer)
 
 
 def _moe_post_norm(cfg: _Config, fields: Fields) -> tuple[int, int]:
