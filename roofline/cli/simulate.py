@@ -137,7 +137,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_unique_methods(args.method)
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = inputs(args)
-    from roofline.stored_bytes import uncounted_towers
+    from roofline.stored_bytes import stored_widths, uncounted_towers
 
     if towers := uncounted_towers(model):  # the pool the simulation sizes is high by the tower left out
         notes = [*notes, f"warning: {towers}"]
@@ -156,7 +156,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         data["gpu_memory_utilization"] = args.utilization
     if args.kv_cache_memory_bytes is not None:
         data["kv_cache_memory_bytes"] = args.kv_cache_memory_bytes
-    workload = validate(Workload, data, "workload")
+    # a quantized checkpoint's weights at the widths it stores, as `plan` and `capacity` count them
+    workload, _ = stored_widths(model, validate(Workload, data, "workload"))
     results = []
     for method in methods:
         sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
