@@ -27,7 +27,7 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--hardware", required=True, help="catalogue name or YAML spec")
     p.add_argument("--method", action="append", required=True, help="KV method SPEC; repeat to compare")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second (inf: all at time 0)")
+    src.add_argument("--rate", type=_rate, help="Poisson arrivals, requests per second (inf: all at time 0)")
     src.add_argument("--trace", help="CSV of arrival_s,prompt_tokens,output_tokens rows")
     p.add_argument("--prefix", help="shared prompt content: system:TOKENS[:COUNT] (system prompts prepended), "
                                     "hit:RATE (that share of each prompt is shared), tree:FxT[,FxT...] (levels of "
@@ -118,6 +118,19 @@ def _progress():
             print(f"\rsimulating [{bar:<25}] {pct:3d}% ({done:,}/{total:,} requests)", end=end,
                   file=sys.stderr, flush=True)
     return show
+
+
+def _rate(text: str) -> float:
+    """--rate as a float, where `inf` is asked for by name: a literal past the float range (1e400) is not read
+    as 'every request at time 0'; the range rule itself is serving.requests.poisson_requests'."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of requests per second") from None
+    if math.isinf(value) and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"{text[:40]} is beyond a float's range; give a finite rate, or inf for "
+                                         f"every request at time 0")
+    return value
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -158,3 +158,18 @@ def test_qwen3_5_397b_counts_by_hand():
     total = 15 * full + 45 * gdn + 60 * moe + 60 * 2 * 4096 + 2 * 248320 * 4096 + 4096
     assert parameter_count(model).total == total == 396_346_350_336
     assert kv_bytes_per_token(model, "bf16") == 15 * 2 * 2 * 256 * 2 == 30_720
+
+
+@pytest.mark.parametrize("rate", ["1e400", "abc"])
+def test_a_rate_past_the_float_range_is_not_read_as_all_at_once(capsys, rate):
+    """`--rate 1e400` overflowed to inf and ran every request at time 0 (offered inf req/s); inf is asked for by
+    name only."""
+    rc, out, err = run(capsys, "simulate", "--model", "Llama-3.2-1B", "--hardware", "H100-SXM", "--method", "bf16",
+                       "--rate", rate, "--requests", "3", "--no-search")
+    assert (rc, out) == (2, "") and err.count("\n") == 1 and "argument --rate:" in err and rate in err
+
+
+def test_rate_inf_by_name_still_sends_everything_at_once(capsys):
+    got = _json(capsys, "simulate", "--model", "Llama-3.2-1B", "--hardware", "H100-SXM", "--method", "bf16",
+                "--rate", "inf", "--requests", "3", "--prompt-tokens", "64", "--output-tokens", "4", "--no-search")
+    assert got["offered_rate_per_s"] is None  # inf, which strict JSON writes as null
