@@ -74,8 +74,8 @@ def trust_line(spec: str, hardware: Hardware, engine: str = "ideal", model: Mode
     caveat."""
     from roofline.trust import ceilings_trust, method_trust
 
-    return "; ".join([ceilings_trust(hardware, engine=engine, model=model)["text"], method_trust(spec, hardware)["text"],
-                      FLEET_TRUST])
+    ceilings = ceilings_trust(hardware, engine=engine, model=model)["text"]
+    return "; ".join([ceilings, method_trust(spec, hardware)["text"], FLEET_TRUST])
 
 
 def fleet_table(answer: dict[str, Any]) -> list[dict[str, str]]:
