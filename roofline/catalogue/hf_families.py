@@ -75,7 +75,10 @@ def _deltanet(cfg: _Config) -> dict[str, Any]:
     return fields | {"recurrent_dtype": MAMBA_SSM_DTYPES[ssm]}
 
 
-def _switch(cfg: _Config, value: str | bool) -> bool:
+def _switch(cfg: _Config, value: str | bool | tuple[str, bool]) -> bool:
+    """A Family switch: fixed (bool), the named key (absent: off), or (key, the config class's default)."""
+    if isinstance(value, tuple):
+        return cfg.flag(*value)
     return cfg.flag(value, False) if isinstance(value, str) else value
 
 
@@ -325,7 +328,8 @@ FAMILIES: dict[str, Family] = {
         learned_positions="n_positions", intermediate_factor=4, kv_heads_key="multi_query")),
     # OPT (OPTDecoderLayer): LayerNorms with bias, biases by enable_bias, ReLU MLP of ffn_dim, learned positions
     # of max_position_embeddings + 2 (OPTLearnedPositionalEmbedding's offset), tied embeddings
-    "opt": Family(norm="layernorm", qkv_bias="enable_bias", o_bias="enable_bias", mlp_bias="enable_bias",
+    "opt": Family(norm="layernorm", qkv_bias=("enable_bias", True), o_bias=("enable_bias", True),
+                  mlp_bias=("enable_bias", True),
                   mlp="plain", tie_default=True, aliases=(("intermediate_size", "ffn_dim"),),
                   learned_positions="max_position_embeddings", position_offset=2,
                   modelled_only=(("word_embed_proj_dim", "hidden_size"), ("do_layer_norm_before", True))),
@@ -351,7 +355,7 @@ FAMILIES: dict[str, Family] = {
     "stablelm": Family(norm="layernorm", qkv_bias="use_qkv_bias", o_bias=False),
     "phimoe": Family(norm="layernorm", uniform_window=True),
     # SeedOssAttention: q/k/v bias by attention_bias, o bias by attention_out_bias
-    "seed_oss": Family(o_bias="attention_out_bias"),
+    "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias="attention_out_bias"),
     # ungated up / down MLP (ArceeMLP, NemotronMLP); Nemotron's LayerNorm1P carries a bias
     "arcee": Family(mlp="plain"),
     "nemotron": Family(mlp="plain", norm="layernorm"),

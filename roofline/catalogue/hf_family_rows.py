@@ -33,7 +33,7 @@ OLDER_FAMILIES: dict[str, Family] = {
     # PersimmonDecoderLayer: two LayerNorms, fused query_key_value and dense with bias, ReLU^2 MLP with bias,
     # per-head q/k LayerNorms with bias (qk_layernorm); Fuyu's text_config is a persimmon one
     "persimmon": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain",
-                        qk_norm="qk_layernorm", extras=("qk_layernorm_bias",)),
+                        qk_norm=("qk_layernorm", True), extras=("qk_layernorm_bias",)),
     # BloomBlock: LayerNorms with bias, one after the embedding (word_embeddings_layernorm), fused
     # query_key_value and dense with bias, 4 x hidden MLP with bias, ALiBi (no position table), tied. Its config
     # has no context key: BLOOM trained at 2048 tokens (arXiv 2211.05100, section 3.5.1 "sequence length of 2048")
@@ -121,7 +121,7 @@ MOE_FAMILIES: dict[str, Family] = {
     # (2 x intermediate) / Wo, sliding / full layers (sliding_window), a prediction head (dense + LayerNorm) and a
     # decoder with bias (decoder_bias) tied to the embedding; LayerNorms without bias (norm_bias true is refused)
     "modernbert-decoder": Family(norms_per_layer=1, embedding_norm=True, tie_default=True,
-                                 lm_head_bias="decoder_bias", extras=("modernbert_decoder",),
+                                 lm_head_bias=("decoder_bias", True), extras=("modernbert_decoder",),
                                  modelled_only=(("norm_bias", False),)),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)

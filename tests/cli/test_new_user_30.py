@@ -173,3 +173,20 @@ def test_rate_inf_by_name_still_sends_everything_at_once(capsys):
     got = _json(capsys, "simulate", "--model", "Llama-3.2-1B", "--hardware", "H100-SXM", "--method", "bf16",
                 "--rate", "inf", "--requests", "3", "--prompt-tokens", "64", "--output-tokens", "4", "--no-search")
     assert got["offered_rate_per_s"] is None  # inf, which strict JSON writes as null
+
+
+def test_seed_oss_without_attention_bias_keeps_the_qkv_biases(tmp_path):
+    """ByteDance-Seed/Seed-OSS-36B's widths as an mlx Swift port's test writes its config.json (index id
+    55089675296: no attention_bias key; SeedOssConfig defaults attention_bias true, attention_out_bias false): d 5,120,
+    64 layers, 80 query / 8 KV heads of 128, MLP 27,648, vocabulary 155,136 untied.
+      layer: q 5,120 x 10,240 + k, v 2 x 5,120 x 1,024 + o 10,240 x 5,120 + q/k/v biases 12,288 + MLP 3 x 5,120 x
+      27,648 + 2 norms of 5,120 = 540,039,168
+      total: 64 layers + 2 x 155,136 x 5,120 + 5,120 = 36,151,104,512 (the card's 36.15 B); the biases were lost."""
+    data = {"architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "hidden_size": 5120,
+            "num_hidden_layers": 64, "intermediate_size": 27648, "num_attention_heads": 80, "num_key_value_heads": 8,
+            "head_dim": 128, "rms_norm_eps": 1e-6, "vocab_size": 155136, "rope_theta": 10000000.0,
+            "rope_scaling": {"rope_type": "default"}, "max_position_embeddings": 524288, "tie_word_embeddings": False}
+    layer = 5120 * 10240 + 2 * 5120 * 1024 + 10240 * 5120 + 12288 + 3 * 5120 * 27648 + 2 * 5120
+    assert layer == 540_039_168
+    total = parameter_count(load_model(_write(tmp_path, data))).total
+    assert total == 64 * layer + 2 * 155136 * 5120 + 5120 == 36_151_104_512
