@@ -175,7 +175,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for method in methods:
         sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
-                  "pp": args.pp, "engine": _engine_json(sim.engine),
+                  "pp": args.pp, "weight_dtype": workload.weight_dtype,
+                  "expert_weight_dtype": workload.expert_weight_dtype, "engine": _engine_json(sim.engine),
                   "clients": _clients_json(clients), "notes": notes, "speculative": _spec_json(sim),
                   **_serve(args, sim, requests, clients, slo, rule)}
         if args.pp > 1:
@@ -411,9 +412,11 @@ def _ms(p: dict[str, float | None], key: str) -> str:
 
 
 def _text(results: list[dict[str, Any]]) -> str:
+    from roofline.cli.plantext import layout_label  # the header's "; weights fp8", as plan's
+
     r0 = results[0]
-    head = (f"{r0['model']} on {r0['hardware']} (tp {r0['tp']}, pp {r0['pp']}): {r0['requests']:,} requests, "
-            f"offered {r0['offered_rate_per_s']:.3g} req/s\n")
+    head = (f"{r0['model']} on {r0['hardware']} (tp {r0['tp']}, pp {r0['pp']}{layout_label(r0)}): "
+            f"{r0['requests']:,} requests, offered {r0['offered_rate_per_s']:.3g} req/s\n")
     rows = []
     for r in results:
         rate = r["max_rate_at_slo"]

@@ -190,3 +190,15 @@ def test_seed_oss_without_attention_bias_keeps_the_qkv_biases(tmp_path):
     assert layer == 540_039_168
     total = parameter_count(load_model(_write(tmp_path, data))).total
     assert total == 64 * layer + 2 * 155136 * 5120 + 5120 == 36_151_104_512
+
+
+def test_simulate_says_the_stored_widths_it_planned(capsys):
+    rc, out, err = run(capsys, "simulate", "--model", str(LAGUNA_S), "--hardware", "H200", "--engine", "vllm",
+                       "--method", "fp8", "--rate", "1", "--prompt-tokens", "1024", "--output-tokens", "8",
+                       "--requests", "3", "--no-search")
+    assert rc == 0, err
+    assert out.startswith("Laguna-S-2.1-FP8 on H200 (tp 1, pp 1; weights fp8): 3 requests")
+    got = _json(capsys, "simulate", "--model", str(LAGUNA_S), "--hardware", "H200", "--engine", "vllm",
+                "--method", "fp8", "--rate", "1", "--prompt-tokens", "1024", "--output-tokens", "8",
+                "--requests", "3", "--no-search")
+    assert (got["weight_dtype"], got["expert_weight_dtype"]) == ("fp8", None)
