@@ -202,3 +202,10 @@ def test_simulate_says_the_stored_widths_it_planned(capsys):
                 "--method", "fp8", "--rate", "1", "--prompt-tokens", "1024", "--output-tokens", "8",
                 "--requests", "3", "--no-search")
     assert (got["weight_dtype"], got["expert_weight_dtype"]) == ("fp8", None)
+
+
+def test_weights_past_one_gpu_say_how_to_find_enough(capsys):
+    """`best` / `plan` on a model whose weights alone exceed the GPU: one line that also names the way out."""
+    rc, out, err = run(capsys, "best", "--model", str(LAGUNA_S), "--hardware", "H100-SXM")
+    assert (rc, out) == (2, "") and err.count("\n") == 1
+    assert "not even context 1" in err and "--fewest-gpus" in err
