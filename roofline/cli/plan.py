@@ -139,10 +139,10 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     from roofline.report.bounds import check_expert_dtype, check_parallel
     from roofline.trust import plan_trust
 
-    model = load_model(args.model or DEFAULT_SCENARIO["model"], name=args.name)
+    model = load_model(DEFAULT_SCENARIO["model"] if args.model is None else args.model, name=args.name)
     check_parallel(model, args.tp, args.pp, args.ep)
     check_expert_dtype(model, args.expert_weight_dtype)
-    raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
+    raw_hardware = load_hardware(DEFAULT_SCENARIO["hardware"] if args.hardware is None else args.hardware)
     hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)
     if args.tpot_target_ms and not workload.generated_tokens:

@@ -209,3 +209,26 @@ def test_weights_past_one_gpu_say_how_to_find_enough(capsys):
     rc, out, err = run(capsys, "best", "--model", str(LAGUNA_S), "--hardware", "H100-SXM")
     assert (rc, out) == (2, "") and err.count("\n") == 1
     assert "not even context 1" in err and "--fewest-gpus" in err
+
+
+@pytest.mark.parametrize("argv", [["plan", "--model", "", "--method", "bf16"],
+                                  ["plan", "--hardware", " ", "--method", "bf16"],
+                                  ["show", "model", ""]])
+def test_an_empty_name_is_refused_not_read_as_the_default(capsys, argv):
+    """`plan --model ''` planned the default Llama-3.1-8B (`args.model or DEFAULT`)."""
+    rc, out, err = run(capsys, *argv)
+    assert (rc, out) == (2, "") and err.count("\n") == 1 and "is empty; give a catalogue name" in err
+
+
+def test_a_bare_name_on_disk_is_read_as_a_path(capsys, tmp_path, monkeypatch):
+    """A folder without config.json, or a FIFO, named bare in the current folder said "unknown name"; its reading
+    now says what it is."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    rc, out, err = run(capsys, "show", "model", "ckpt")
+    assert (rc, out) == (2, "") and "ckpt: (folder): holds no config.json" in err and err.count("\n") == 1
+    rc, out, err = run(capsys, "show", "model", "pipe")
+    assert (rc, out) == (2, "") and "pipe: (file): not a regular file" in err and err.count("\n") == 1
