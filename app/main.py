@@ -32,11 +32,9 @@ _delta_generator._use_warning_has_been_displayed = True
 st.set_page_config(page_title="roofline", layout="wide")
 # the first run of a session says what it is doing before the planner's imports and first compile (seconds on a cold
 # server), and the answer replaces the message
-loading = None
-if not st.session_state.get("_painted"):
-    loading = st.empty()
-    loading.info("Loading roofline: the first plan of a session imports the planner and compiles each method's cost "
-                 "model (a few seconds on a cold server). The answer appears here.", icon=":material/hourglass_top:")
+from roofline_app import loading  # noqa: E402
+
+loading.show()
 
 from roofline_app import cache  # noqa: E402
 from roofline_app.scenario import sidebar  # noqa: E402
@@ -66,8 +64,7 @@ finally:  # st.stop() ends a page early: its run still counts
     cache.record_run(page.title, time.perf_counter() - START)
     with contextlib.suppress(Exception):  # after st.stop() a Streamlit call may raise: last, so nothing is skipped
         st.session_state["_painted"] = True
-        if loading is not None:
-            loading.empty()
+        loading.clear()
     if PROFILE:
         _profiler.disable()
         os.makedirs(PROFILE, exist_ok=True)

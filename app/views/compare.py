@@ -1,7 +1,7 @@
 """Side by side: pin the current scenario as A, change anything in the sidebar for B, and read both and the change."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, loading
 
 from roofline import report as fmt
 from roofline.dashboard import explore, trust
@@ -21,7 +21,7 @@ if st.button("Pin the current scenario as A", key="pin"):
 pinned = st.session_state.get("pinned")
 if pinned is None:
     st.info("Pin a scenario, then change anything in the sidebar (GPU, tp, methods, batch...) to compare with it.")
-    st.stop()
+    loading.stop()
 st.caption(fmt.md_escape(f"A (pinned): {describe(pinned)}"))
 st.caption(fmt.md_escape(f"B (sidebar): {describe(scenario)}"))
 plan_a, errors_a = cache.plan(pinned)
@@ -31,7 +31,7 @@ errors_slot = st.empty()  # always there (one element): a B that plans again kee
 if lines:
     errors_slot.text("\n".join(lines))
 if plan_a is None or plan_b is None:
-    st.stop()
+    loading.stop()
 rows = explore.diff_rows(plan_a, plan_b)
 cache.text_table(display.diff_table(rows))
 st.caption("change = (B - A) / A; '-' where a side lacks the method or A's value is unbounded.")

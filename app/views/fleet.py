@@ -2,7 +2,7 @@
 output tokens there (roofline.dashboard.fleet: the fleet simulated at each size tried)."""
 
 import streamlit as st
-from roofline_app import cache
+from roofline_app import cache, loading
 
 from roofline import report as fmt
 from roofline.dashboard.fleet import fleet_answer, fleet_table
@@ -30,14 +30,14 @@ with st.form("fleet"):
 if not run:
     st.caption("The same Poisson requests are served by fleets of growing size behind the router until one meets both "
                "p99 targets; a few hundred requests take seconds per size on a small machine.")
-    st.stop()
+    loading.stop()
 try:
     with st.spinner("simulating fleets"):
         answer = fleet_answer(model, hardware, workload, spec, int(prompt), int(output), int(count),
                               Slo(ttft_s=ttft / 1e3, tpot_s=tpot / 1e3), float(rate), router, price or None)
 except (RooflineError, ValueError) as err:
     st.error(one_line(str(err)))
-    st.stop()
+    loading.stop()
 if answer["replicas"] is None:
     st.warning(fmt.md_escape(f"No fleet meets the SLO: {answer['reason']}"))
 else:

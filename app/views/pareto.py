@@ -2,7 +2,7 @@
 methods the chosen table has no figure for are listed apart, never given one."""
 
 import streamlit as st
-from roofline_app import cache, charts
+from roofline_app import cache, charts, loading
 
 from roofline import report as fmt
 from roofline.analysis import quality
@@ -18,7 +18,7 @@ benchmark = st.selectbox("Quality figures (paper, table, model, dataset)", bench
 plan, errors = cache.plan(scenario, cache.benchmark_specs(benchmark))
 if plan is None:
     st.info("Nothing fits this scenario: see the Plan page's fit solver.")
-    st.stop()
+    loading.stop()
 rows = explore.pareto_rows(plan, benchmark, scenario.tpot_target_s)
 with_figure = [r for r in rows if r["quality"] is not None]
 if with_figure:

@@ -3,7 +3,7 @@ method how long a context and how large a batch fit, where the memory goes and h
 are listed apart and never ranked, and the fit solver says what would make them fit."""
 
 import streamlit as st
-from roofline_app import cache, charts
+from roofline_app import cache, charts, loading
 
 from roofline import report as fmt
 from roofline.dashboard import appdata
@@ -52,7 +52,7 @@ if plan is None:
     st.error(f"**Answer:** none of the methods fits ({len(errors)} of {len(scenario.specs)} cannot be planned "
              f"on this hardware as set)")
     fit_solver()
-    st.stop()
+    loading.stop()
 best = answer.answer_plan(plan, model, hardware, by)
 line = "**Answer:** " + fmt.md_escape(answer.headline(plan).removeprefix("answer: "))
 (st.success if best else st.error)(line)

@@ -2,7 +2,7 @@
 (roofline.serving: continuous batching, chunked prefill, the paged pool, preemption by recompute)."""
 
 import streamlit as st
-from roofline_app import cache, charts
+from roofline_app import cache, charts, loading
 
 from roofline import report as fmt
 from roofline.dashboard import share, trust
@@ -32,7 +32,7 @@ if not run:
     st.caption("Each method replays the same Poisson requests at 5-120 % of the larger of its saturated rate and "
                "its max rate at the SLO; a run of 300 requests takes about a second per method and rate on a small "
                "machine.")
-    st.stop()
+    loading.stop()
 slo = Slo(ttft_s=ttft / 1e3, tpot_s=tpot / 1e3)
 try:
     with st.spinner("simulating"):
@@ -40,7 +40,7 @@ try:
                                  int(count), slo)
 except (RooflineError, ValueError) as err:
     st.error(one_line(str(err)))
-    st.stop()
+    loading.stop()
 cache.images(*charts.serving_chart(result["rows"], slo.ttft_s, slo.tpot_s))
 cache.text_table(display.serving_table(result))  # Markdown: read on screen, no data-grid bundle
 burst: dict[str, float] = {}  # each method's highest rate on the curve at the burst clock (serving.clock)

@@ -2,7 +2,7 @@
 each method's fit boundary and the model's max positions marked (a static SVG image: charts.sweep_chart)."""
 
 import streamlit as st
-from roofline_app import cache, charts
+from roofline_app import cache, charts, loading
 from roofline_app.charts import SWEEP_METRICS
 
 from roofline import report as fmt
@@ -19,7 +19,7 @@ rows = cache.sweep(scenario, axis)
 plan, _ = cache.plan(scenario)
 if not rows or plan is None:
     st.info("No method fits this scenario: the Plan page's fit solver says what would.")
-    st.stop()
+    loading.stop()
 marks = explore.sweep_marks(model, plan, axis)
 st.image(charts.sweep_chart(rows, marks, axis, metric, scenario.tpot_target_s))
 at = f"at batch {workload.batch:,}" if axis == "context" else f"at context {workload.context_tokens:,}"

@@ -241,8 +241,8 @@ def _lfm3(cfg: _Config) -> dict[str, Any]:
     fields = _core(cfg, tie_default=True)
     bias = cfg.flag("attention_bias", False)
     return fields | {"qk_norm": True, "qkv_bias": bias, "attn_out_bias": bias,
-                     "attn_head_gate": cfg.flag("use_attention_gate", False),
-                     "norms_per_layer": 4 if cfg.flag("use_sandwich_norm", False) else 2} \
+                     "attn_head_gate": cfg.flag("use_attention_gate", True),  # Lfm3Config's defaults: on
+                     "norms_per_layer": 4 if cfg.flag("use_sandwich_norm", True) else 2} \
         | _lfm2_mixers(cfg, fields, sliding=True)
 
 

@@ -75,7 +75,10 @@ def _deltanet(cfg: _Config) -> dict[str, Any]:
     return fields | {"recurrent_dtype": MAMBA_SSM_DTYPES[ssm]}
 
 
-def _switch(cfg: _Config, value: str | bool) -> bool:
+def _switch(cfg: _Config, value: str | bool | tuple[str, bool]) -> bool:
+    """A Family switch: fixed (bool), the named key (absent: off), or (key, the config class's default)."""
+    if isinstance(value, tuple):
+        return cfg.flag(*value)
     return cfg.flag(value, False) if isinstance(value, str) else value
 
 
@@ -286,9 +289,13 @@ def read(cfg: _Config, family: Family) -> dict[str, Any]:
 
 FAMILIES: dict[str, Family] = {
     # the Llama layout: q/k/v/o and gate/up/down, RMSNorm before attention and MLP, attention_bias on q/k/v/o
-    **dict.fromkeys(("llama", "aria_text", "cwm", "ernie4_5", "exaone", "gemma", "granite", "granitemoe",
+    **dict.fromkeys(("llama", "aria_text", "cwm", "exaone", "granite", "granitemoe",
                      "granitemoeshared", "helium", "internlm3", "iquestcoder", "ministral",
-                     "smollm3", "vaultgemma", "sarvam_moe", "glm"), LLAMA),
+                     "sarvam_moe", "glm"), LLAMA),
+    # the same layout where the config class ties the LM head to the embedding unless the config.json says
+    # otherwise (GemmaConfig, SmolLM3Config, Ernie4_5Config, VaultGemmaConfig: tie_word_embeddings=True; Gemma-7B's
+    # and SmolLM3-3B's config.json carry no tie_word_embeddings key)
+    **dict.fromkeys(("gemma", "smollm3", "ernie4_5", "vaultgemma"), Family(tie_default=True)),
     # the Llama layout whose attention takes config.sliding_window on every layer (MixtralAttention,
     # Phi3Attention, Ministral3Attention: `sliding_window=getattr(self.config, "sliding_window", None)`), their
     # config classes deriving no layer_types
@@ -311,7 +318,7 @@ FAMILIES: dict[str, Family] = {
     "cohere2_moe": Family(norms_per_layer=1, tie_default=True),
     # GraniteSwaAttention: a learnable per-head sink on every layer (sigmoid(lse - sink) scaling = one more
     # softmax logit), sliding / full per layer_types
-    "granite_swa": Family(sinks=True), "granitemoe_swa": Family(sinks=True),
+    "granite_swa": Family(sinks=True, tie_default=True), "granitemoe_swa": Family(sinks=True),
     # GPT-2 (GPT2Block): LayerNorms with bias, biases on c_attn / c_proj / c_fc, ungated MLP of n_inner (null:
     # 4 x n_embd), learned positions of n_positions, tied embeddings; GPTBigCode: the same with multi_query
     **dict.fromkeys(("gpt2", "gpt_bigcode"), Family(
@@ -321,7 +328,8 @@ FAMILIES: dict[str, Family] = {
         learned_positions="n_positions", intermediate_factor=4, kv_heads_key="multi_query")),
     # OPT (OPTDecoderLayer): LayerNorms with bias, biases by enable_bias, ReLU MLP of ffn_dim, learned positions
     # of max_position_embeddings + 2 (OPTLearnedPositionalEmbedding's offset), tied embeddings
-    "opt": Family(norm="layernorm", qkv_bias="enable_bias", o_bias="enable_bias", mlp_bias="enable_bias",
+    "opt": Family(norm="layernorm", qkv_bias=("enable_bias", True), o_bias=("enable_bias", True),
+                  mlp_bias=("enable_bias", True),
                   mlp="plain", tie_default=True, aliases=(("intermediate_size", "ffn_dim"),),
                   learned_positions="max_position_embeddings", position_offset=2,
                   modelled_only=(("word_embed_proj_dim", "hidden_size"), ("do_layer_norm_before", True))),
@@ -347,7 +355,7 @@ FAMILIES: dict[str, Family] = {
     "stablelm": Family(norm="layernorm", qkv_bias="use_qkv_bias", o_bias=False),
     "phimoe": Family(norm="layernorm", uniform_window=True),
     # SeedOssAttention: q/k/v bias by attention_bias, o bias by attention_out_bias
-    "seed_oss": Family(o_bias="attention_out_bias"),
+    "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias="attention_out_bias"),
     # ungated up / down MLP (ArceeMLP, NemotronMLP); Nemotron's LayerNorm1P carries a bias
     "arcee": Family(mlp="plain"),
     "nemotron": Family(mlp="plain", norm="layernorm"),

@@ -33,7 +33,7 @@ OLDER_FAMILIES: dict[str, Family] = {
     # PersimmonDecoderLayer: two LayerNorms, fused query_key_value and dense with bias, ReLU^2 MLP with bias,
     # per-head q/k LayerNorms with bias (qk_layernorm); Fuyu's text_config is a persimmon one
     "persimmon": Family(norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True, mlp="plain",
-                        qk_norm="qk_layernorm", extras=("qk_layernorm_bias",)),
+                        qk_norm=("qk_layernorm", True), extras=("qk_layernorm_bias",)),
     # BloomBlock: LayerNorms with bias, one after the embedding (word_embeddings_layernorm), fused
     # query_key_value and dense with bias, 4 x hidden MLP with bias, ALiBi (no position table), tied. Its config
     # has no context key: BLOOM trained at 2048 tokens (arXiv 2211.05100, section 3.5.1 "sequence length of 2048")
@@ -89,7 +89,7 @@ MOE_FAMILIES: dict[str, Family] = {
     "solar_open": LLAMA,
     # MLA (q_lora_rank / kv_lora_rank) with DeepSeek-V3 MoE (n_routed_experts, n_shared_experts, mlp_layer_types
     # or first_k_dense_replace): Mistral4, GLM-4.7-Flash (glm4_moe_lite), A.X K1, MiniCPM3 (dense)
-    **dict.fromkeys(("mistral4", "glm4_moe_lite", "minicpm3"), LLAMA),
+    **dict.fromkeys(("mistral4", "glm4_moe_lite"), LLAMA), "minicpm3": Family(tie_default=True),
     # A.X K1 adds post_mlp_layernorm in its sparse layers
     "axk1": Family(extras=("moe_post_norm",)),
     # AfmoeDecoderLayer: gated attention (gate_proj d x q), per-head QK RMSNorm, 4 norms, layer_types, first
@@ -105,7 +105,7 @@ MOE_FAMILIES: dict[str, Family] = {
     "beam": Family(qk_norm=True, attn_output_gate=True, norms_per_layer=4, extras=("gate_bias",)),
     # LaraMini: Gated DeltaNet, sliding and full attention layers (layer_types), per-head QK RMSNorm, MoE with an
     # ungated shared expert on every layer
-    "lara_mini": Family(qk_norm=True, gated_deltanet=True),
+    "lara_mini": Family(qk_norm=True, gated_deltanet=True, tie_default=True),
     # Doge (dense, is_moe false; its CDMoE is not modelled): Llama projections with per-head QK RMSNorm, the
     # dynamic-mask A / dt_proj and two residual scales per layer; sliding_window (null: full) on every layer.
     # keep_window_size masks attention weights, not the cache
@@ -121,7 +121,7 @@ MOE_FAMILIES: dict[str, Family] = {
     # (2 x intermediate) / Wo, sliding / full layers (sliding_window), a prediction head (dense + LayerNorm) and a
     # decoder with bias (decoder_bias) tied to the embedding; LayerNorms without bias (norm_bias true is refused)
     "modernbert-decoder": Family(norms_per_layer=1, embedding_norm=True, tie_default=True,
-                                 lm_head_bias="decoder_bias", extras=("modernbert_decoder",),
+                                 lm_head_bias=("decoder_bias", True), extras=("modernbert_decoder",),
                                  modelled_only=(("norm_bias", False),)),
     # LagunaAttention: per-head QK RMSNorm and, with gating, a per-head output gate g_proj (d x heads)
     # (d x heads) and the router's e_score_correction_bias (E)

@@ -18,18 +18,23 @@ from roofline.catalogue.hfconfig import _Config
 Fields = dict[str, Any]
 
 
+Switch = str | bool | tuple[str, bool]
+
+
 @dataclass(frozen=True)
 class Family:
     """How one model type lays out its parameters around the shared keys. A str names the config key that
-    switches the feature (absent: off); a bool fixes it for the family."""
+    switches the feature (absent: off); a (key, default) pair the same where the family's config class defaults it
+    on (save_pretrained still writes such keys, but hand-written and trimmed config.json files omit them); a bool
+    fixes it for the family."""
 
-    qkv_bias: str | bool = "attention_bias"
-    o_bias: str | bool = "attention_bias"
-    mlp_bias: str | bool = "mlp_bias"
+    qkv_bias: Switch = "attention_bias"
+    o_bias: Switch = "attention_bias"
+    mlp_bias: Switch = "mlp_bias"
     mlp: str = "gated"
     norms_per_layer: int = 2
     norm: str = "rms"
-    qk_norm: str | bool = False
+    qk_norm: Switch = False
     qk_norm_width: str = "head"
     tie_default: bool = False
     uniform_window: bool = False  # no layer_types: sliding_window (null: full) applies to every layer
@@ -48,7 +53,7 @@ class Family:
     kv_heads_key: str | None = None  # a flag that, when true, makes one KV head (GPTBigCode's multi_query)
     modelled_only: tuple[tuple[str, Any], ...] = ()  # (key, value): other values of the key are refused
     sinks: bool = False  # every attention layer has learned per-head sink logits
-    lm_head_bias: str | bool = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
+    lm_head_bias: Switch = False  # the LM head carries a bias (CodeGen, GPT-J, CTRL, Phi)
     embedding_norm: bool = False  # a norm of the family's kind right after the token embedding (Bloom)
     head_dim_floor: bool = False  # head_dim absent: hidden_size // heads even when it does not divide (Glm4Moe)
     extras: tuple[str, ...] = ()  # per-layer / model-level parameter groups of EXTRAS, by name
@@ -107,18 +112,28 @@ def _last_layer_dense_bias(cfg: _Config, fields: Fields) -> tuple[int, int]:
     return 0, fields["hidden_size"]
 
 
+_GATE_WIDTH_PER_HEAD = {True: "one", "per-head": "one", "per-element": "head_dim"}
+
+
 def _head_gate(cfg: _Config, fields: Fields) -> tuple[int, int]:
-    """A per-head gate on the attention output from the layer input (LagunaAttention.g_proj: hidden_size x the
-    layer's heads, no bias, when `gating`; vllm/model_executor/models/laguna.py v0.24.0, `gating` true is per
-    head): hidden x the fewest heads of a layer in every layer, what layers of more heads (Model.attention's
-    num_heads) hold beyond that at the model level."""
-    if not cfg.flag("gating", False):
+    """A gate on the attention output from the layer input (LagunaAttention.g_proj, no bias, when `gating`):
+    hidden x (the layer's heads x w), w = 1 for `gating` true or "per-head" (Laguna-XS.2, Laguna-S-2.1) and
+    head_dim for "per-element" (vllm/model_executor/models/laguna.py: `gate_per_head = gating is True or
+    gating == "per-head"`, else num_heads x head_dim; vLLM and transformers read `gating`, not `gating_types`).
+    An absent key is LagunaConfig's default, true. Counted as hidden x w x the fewest heads of a layer in every
+    layer, and what layers of more heads (Model.attention's num_heads) hold beyond that at the model level."""
+    gating = cfg.data.get("gating", True)  # LagunaConfig's default: true; null, as false, builds no g_proj
+    if gating is None or gating is False:
         return 0, 0
+    if not isinstance(gating, (bool, str)) or gating not in _GATE_WIDTH_PER_HEAD:
+        raise cfg.error("gating", f"expected true, false, 'per-head' or 'per-element' (vLLM's LagunaAttention), "
+                                  f"got {type(gating).__name__} {gating!r}")
+    w = 1 if _GATE_WIDTH_PER_HEAD[gating] == "one" else fields["head_dim"]
     d, heads, n = fields["hidden_size"], fields["num_heads"], fields["num_layers"]
     kinds = fields["attention"]
     per_layer = [kinds[i % len(kinds)].get("num_heads") or heads for i in range(n)]
     least = min(per_layer)
-    return d * least, d * sum(h - least for h in per_layer)
+    return d * w * least, d * w * sum(h - least for h in per_layer)
 
 
 def _moe_post_norm(cfg: _Config, fields: Fields) -> tuple[int, int]:

@@ -6,6 +6,7 @@ Inside a wheel the YAML files live in `roofline/_catalogue/`; in a checkout they
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from functools import cache
@@ -56,7 +57,24 @@ def _looks_like_path(ref: str) -> bool:
     """A path rather than a catalogue name: a separator, a spec suffix, a file, or a checkpoint folder named bare
     (`--model Qwen3-8B-FP8` in the folder that holds it, as `vllm serve Qwen3-8B-FP8` takes it)."""
     return ("/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")) or _is_file(ref)
-            or _is_file(str(Path(ref) / "config.json")))
+            or _is_file(str(Path(ref) / "config.json")) or _exists(ref))
+
+
+def _is_dir(ref: str) -> bool:
+    """Path(ref).is_dir(), False for a name too long or otherwise unusable (as _is_file)."""
+    try:
+        return Path(ref).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _exists(ref: str) -> bool:
+    """Something on disk by that name (a folder, a FIFO, a dangling link): read as a path, so that its reading says
+    what it is rather than 'unknown name'."""
+    try:
+        return os.path.lexists(ref)
+    except (OSError, ValueError):
+        return False
 
 
 def _is_file(ref: str) -> bool:
@@ -72,7 +90,10 @@ HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 def _not_fetched(kind: str, ref: str) -> None:
     """A URL, or a Hugging Face id that names no file here, refused by rule: roofline reads local files only (the
-    path reading would otherwise say 'No such file' of a URL with its '//' folded)."""
+    path reading would otherwise say 'No such file' of a URL with its '//' folded); an empty name names nothing."""
+    if not ref.strip():
+        raise SpecError(f"{kind}: {ref!r} is empty; give a catalogue name (roofline list {kind}"
+                        f"{'s' if kind == 'model' else ''}) or a path")
     if "://" in ref:
         raise SpecError(f"{kind}: {ref} is a URL; roofline reads no network: download the file "
                         f"({'its config.json' if kind == 'model' else 'the spec'}) and give its path")
@@ -118,8 +139,11 @@ def load_model(ref: str, name: str | None = None) -> Model:
     _not_fetched("model", ref)
     if _looks_like_path(ref):
         path = Path(ref)
-        if _is_file(str(path / "config.json")):  # a checkpoint's folder, as `vllm serve PATH` takes
-            path = path / "config.json"
+        if _is_file(str(path / "config.json")) or _exists(str(path / "config.json")):  # a checkpoint's folder, as
+            path = path / "config.json"  # `vllm serve PATH` takes it (a config.json not a file is refused below)
+        elif _is_dir(ref):
+            raise SpecError(f"{ref}: (folder): holds no config.json; give a Hugging Face checkpoint folder, its "
+                            f"config.json or a YAML/JSON Model spec")
         if path.suffix == ".gguf":  # a llama.cpp file: its header's config (roofline.gguf_file)
             from roofline.gguf_file import model_from_gguf, read_header
 

@@ -147,7 +147,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         args.weight_dtype = file_weight_dtype(args.model)
     check_weight_dtype(model, args.weight_dtype, args.engine, args.expert_weight_dtype)
     options = _options(args)
-    hardware = load_hardware(args.hardware or "H100-SXM")
+    hardware = load_hardware("H100-SXM" if args.hardware is None else args.hardware)
     if options.max_num_batched_tokens is None and args.engine in SCHEDULING_ENGINES:
         # the engine's own default for this GPU and entry point (vLLM: 16384 offline / 8192 served on >= 70 GiB)
         default = scheduling(args.engine, hardware, entry=args.entry_point, tp=args.tp).max_num_batched_tokens

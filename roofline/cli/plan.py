@@ -141,7 +141,7 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     from roofline.report.bounds import check_expert_dtype, check_parallel, check_weight_dtype
     from roofline.trust import plan_trust
 
-    model = load_model(args.model or DEFAULT_SCENARIO["model"], name=args.name)
+    model = load_model(DEFAULT_SCENARIO["model"] if args.model is None else args.model, name=args.name)
     check_parallel(model, args.tp, args.pp, args.ep)
     check_expert_dtype(model, args.expert_weight_dtype)
     if args.weight_dtype is None:  # a .gguf --model: its file type (gguf_file.file_weight_dtype)
@@ -149,7 +149,7 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
 
         args.weight_dtype = file_weight_dtype(args.model)
     check_weight_dtype(model, args.weight_dtype, args.engine, args.expert_weight_dtype)
-    raw_hardware = load_hardware(args.hardware or DEFAULT_SCENARIO["hardware"])
+    raw_hardware = load_hardware(DEFAULT_SCENARIO["hardware"] if args.hardware is None else args.hardware)
     hardware = with_ceilings(raw_hardware, args.ceilings)
     workload = _workload(args)
     if args.tpot_target_ms and not workload.generated_tokens:

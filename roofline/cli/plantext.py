@@ -120,7 +120,7 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
     w = result["workload"]
     prompt = w["prompt_tokens"] or w["context_tokens"] - w["generated_tokens"]
     where = (f"the fewest {result['hardware']} GPUs per method" if "fewest_gpus" in result["results"][0]
-             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{_ep_label(w)})")
+             else f"{result['gpus']} x {result['hardware']} (tp {w['tp']}, pp {w['pp']}{layout_label(w)})")
     head = (f"{result['model']} on {where}: batch {w['batch']}, context {w['context_tokens']:,}, prompt {prompt:,}, "
             f"generated {w['generated_tokens']:,}" + (" (prefill only: no decode step)" if not w["generated_tokens"]
                                                       else "") + f"\n{headline(result)}\n")
@@ -169,7 +169,8 @@ def _engine_sequences_line(result: dict[str, Any]) -> str | None:
             f"concurrency' is {logged}: every request counted at window + max_num_batched_tokens")
 
 
-def _ep_label(w: dict[str, Any]) -> str:
+def layout_label(w: dict[str, Any]) -> str:
+    """The header's tail after "tp T, pp P": the expert-parallel replicas and the weights' dtypes other than bf16."""
     ep, weights, experts = w.get("ep", 1), w.get("weight_dtype", "bf16"), w.get("expert_weight_dtype")
     dtypes = ", ".join(([f"weights {weights}"] if weights != "bf16" else []) + ([f"experts {experts}"] if experts
                                                                                   else []))

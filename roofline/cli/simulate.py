@@ -27,7 +27,7 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
     p.add_argument("--hardware", required=True, help="catalogue name or YAML spec")
     p.add_argument("--method", action="append", required=True, help="KV method SPEC; repeat to compare")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--rate", type=float, help="Poisson arrivals, requests per second (inf: all at time 0)")
+    src.add_argument("--rate", type=_rate, help="Poisson arrivals, requests per second (inf: all at time 0)")
     src.add_argument("--trace", help="CSV of arrival_s,prompt_tokens,output_tokens rows")
     p.add_argument("--prefix", help="shared prompt content: system:TOKENS[:COUNT] (system prompts prepended), "
                                     "hit:RATE (that share of each prompt is shared), tree:FxT[,FxT...] (levels of "
@@ -120,6 +120,19 @@ def _progress():
     return show
 
 
+def _rate(text: str) -> float:
+    """--rate as a float, where `inf` is asked for by name: a literal past the float range (1e400) is not read
+    as 'every request at time 0'; the range rule itself is serving.requests.poisson_requests'."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of requests per second") from None
+    if math.isinf(value) and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"{text[:40]} is beyond a float's range; give a finite rate, or inf for "
+                                         f"every request at time 0")
+    return value
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
@@ -137,7 +150,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_unique_methods(args.method)
     methods = [parse_method(s) for s in args.method]
     requests, slo, notes = inputs(args)
-    from roofline.stored_bytes import uncounted_towers
+    from roofline.stored_bytes import stored_widths, uncounted_towers
 
     if towers := uncounted_towers(model):  # the pool the simulation sizes is high by the tower left out
         notes = [*notes, f"warning: {towers}"]
@@ -156,12 +169,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         data["gpu_memory_utilization"] = args.utilization
     if args.kv_cache_memory_bytes is not None:
         data["kv_cache_memory_bytes"] = args.kv_cache_memory_bytes
-    workload = validate(Workload, data, "workload")
+    # a quantized checkpoint's weights at the widths it stores, as `plan` and `capacity` count them
+    workload, _ = stored_widths(model, validate(Workload, data, "workload"))
     results = []
     for method in methods:
         sim = _simulator(args, model, hardware, workload, method, profile, requests.max_tokens)
         result = {"method": method.label(), "model": model.name, "hardware": hardware.name, "tp": args.tp,
-                  "pp": args.pp, "engine": _engine_json(sim.engine),
+                  "pp": args.pp, "weight_dtype": workload.weight_dtype,
+                  "expert_weight_dtype": workload.expert_weight_dtype, "engine": _engine_json(sim.engine),
                   "clients": _clients_json(clients), "notes": notes, "speculative": _spec_json(sim),
                   **_serve(args, sim, requests, clients, slo, rule)}
         if args.pp > 1:
@@ -397,9 +412,11 @@ def _ms(p: dict[str, float | None], key: str) -> str:
 
 
 def _text(results: list[dict[str, Any]]) -> str:
+    from roofline.cli.plantext import layout_label  # the header's "; weights fp8", as plan's
+
     r0 = results[0]
-    head = (f"{r0['model']} on {r0['hardware']} (tp {r0['tp']}, pp {r0['pp']}): {r0['requests']:,} requests, "
-            f"offered {r0['offered_rate_per_s']:.3g} req/s\n")
+    head = (f"{r0['model']} on {r0['hardware']} (tp {r0['tp']}, pp {r0['pp']}{layout_label(r0)}): "
+            f"{r0['requests']:,} requests, offered {r0['offered_rate_per_s']:.3g} req/s\n")
     rows = []
     for r in results:
         rate = r["max_rate_at_slo"]

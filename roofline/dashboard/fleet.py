@@ -64,16 +64,18 @@ def fleet_answer(model: Model, hardware: Hardware, workload: Workload, spec: str
            "per_replica_rate_per_s": one["rate_per_s"], "estimate_replicas": start, "reason": sizing["reason"],
            "at": _at(sim, base, n, router, slo) if n else None,
            "fewer": _at(sim, base, n - 1, router, slo) if n and n > 1 else None,
-           "trust": trust_line(spec, hardware)}
+           "trust": trust_line(spec, hardware, workload.engine, model)}
     return out
 
 
-def trust_line(spec: str, hardware: Hardware) -> str:
-    """The ceilings' source and bands, the method's kernels (roofline.trust, as the Plan page shows) and the fleet's
-    own caveat."""
+def trust_line(spec: str, hardware: Hardware, engine: str = "ideal", model: Model | None = None) -> str:
+    """The ceilings' source and bands under the fleet's engine (a real engine's runs where they validate it, as the
+    Plan page and `roofline plan --engine` cite them), the method's kernels (roofline.trust) and the fleet's own
+    caveat."""
     from roofline.trust import ceilings_trust, method_trust
 
-    return "; ".join([ceilings_trust(hardware)["text"], method_trust(spec, hardware)["text"], FLEET_TRUST])
+    ceilings = ceilings_trust(hardware, engine=engine, model=model)["text"]
+    return "; ".join([ceilings, method_trust(spec, hardware)["text"], FLEET_TRUST])
 
 
 def fleet_table(answer: dict[str, Any]) -> list[dict[str, str]]:

@@ -207,7 +207,8 @@ def raise_no_room(model, hardware, workload, budget: MemoryBudget) -> None:
     raise RooflineError(
         f"model: {model.name} does not fit on {hardware.name} with tp={workload.tp}, pp={workload.pp}: "
         f"weights {budget.weights / GIB:.1f} GiB + reserve {budget.reserve / GIB:.1f} GiB + activations "
-        f"{budget.activations / GIB:.1f} GiB exceed the usable {budget.usable / GIB:.1f} GiB (not even context 1)"
+        f"{budget.activations / GIB:.1f} GiB exceed the usable {budget.usable / GIB:.1f} GiB (not even context 1); "
+        f"raise --tp / --pp, or `roofline plan --fewest-gpus` finds how many GPUs it needs"
     )
 
 

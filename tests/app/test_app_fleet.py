@@ -72,3 +72,16 @@ def test_fleet_page_shows_the_librarys_answer():
         for cell in row.values():
             assert fmt.md_escape(cell) in shown or cell in shown
     assert any(FLEET_TRUST in c.value.replace("\\", "") for c in at.caption)
+
+
+def test_fleet_trust_under_vllm_cites_the_engine_runs_as_plan_does():
+    """The Fleet page sized a vLLM fleet but its trust line cited the plain decoders' bands ("real decoders (6
+    models)"): it now carries the same ceilings line `roofline plan --engine vllm` prints on that GPU."""
+    from roofline.trust import ceilings_trust
+
+    h200, qwen = load_hardware("H200"), load_model("Qwen3-8B")
+    answer = fleet_answer(qwen, h200, appdata.workload_from({"engine": "vllm"}), "bf16", 512, 32, 60,
+                          Slo(2.0, 0.05), 4.0, "least-outstanding", None)
+    plan_line = ceilings_trust(h200, engine="vllm", model=qwen)["text"]
+    assert "under vllm: vLLM run" in plan_line
+    assert answer["trust"].startswith(plan_line + "; ") and answer["trust"].endswith(FLEET_TRUST)

@@ -165,6 +165,7 @@ def test_kv_bytes_per_token_by_hand(name, bytes_per_token):
     ("DeepSeek-V4-Flash", "model_type: 'deepseek_v4'"),
     ("MiMo-V2-Flash", "model_type: 'mimo_v2_flash'"),
     ("Step-3.7-Flash", "model_type: 'step3p7'"),
+    ("MiniMax-M3-MXFP8", "model_type: 'minimax_m3_vl'"),
 ])
 def test_unmodelled_checkpoints_are_refused_naming_the_field(name, field):
     with pytest.raises(SpecError, match=re.escape(f"config.json: {field}")) as err:

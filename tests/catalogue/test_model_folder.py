@@ -41,7 +41,7 @@ def test_a_modelopt_folder_reads_its_quant_settings():
 
 def test_a_folder_without_config_json_is_refused_in_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SpecError, match="not a regular file"):
+    with pytest.raises(SpecError, match=r"empty: \(folder\): holds no config.json"):
         load_model(str(tmp_path / "empty"))
     r = subprocess.run([sys.executable, "-m", "roofline.cli", "kv", "--model", str(tmp_path / "empty")],
                        capture_output=True, text=True, cwd=ROOT)
