@@ -40,13 +40,14 @@ def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -
     # force-include), never a raw results file
     assert not [n for n in shipped if n.startswith("validate/")
                 or (n.startswith("roofline/_results/")
-                    and not n.endswith(("-compare.txt", "-now-summary.txt", "-now-report.txt")))]
+                    and not n.endswith(("-compare.txt", "-now-summary.txt", "-now-report.txt", "-quant-report.txt")))]
     # the kernels' and the real decoders' reports per measured device, every real vLLM run's and each SGLang run's
     # report of the model as it stands (the same reports a checkout's trust line reads: trust.engines.engine_reports)
-    # and llama.cpp's now-report (trust.engines.llamacpp_bands)
+    # and llama.cpp's now-report and quantized-weights report (trust.engines.llamacpp_bands, llamacpp_quant_bands)
     # and the published runs'
     engines = root / "validate" / "results" / "engines"
-    patterns = ("nvidia-h200-vllm-*-compare.txt", "nvidia-h200-sglang-*-now-summary.txt", "*-llamacpp-*-now-report.txt")
+    patterns = ("nvidia-h200-vllm-*-compare.txt", "nvidia-h200-sglang-*-now-summary.txt", "*-llamacpp-*-now-report.txt",
+                "*-llamacpp-*-quant-report.txt")
     engine_runs = sorted(p.name for pattern in patterns for p in engines.glob(pattern))
     assert {f"roofline/_results/engines/{name}" for name in engine_runs} <= shipped
     assert len([n for n in shipped if n.startswith("roofline/_results/")]) == 5 + len(engine_runs)

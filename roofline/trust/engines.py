@@ -264,6 +264,26 @@ def llamacpp_bands(folder: Path | None = None) -> dict[str, Any] | None:
     return out
 
 
+_QUANT_FAMILY = re.compile(r"^(decode|prefill-batched|prefill|decode-tg)\s+n\s+(\d+)\s+median \|err\| ([\d.]+) %"
+                           r"\s+worst ([\d.]+) %$")
+
+
+def llamacpp_quant_bands(folder: Path | None = None) -> dict[str, Any] | None:
+    """llama.cpp on GGUF-quantized weights as the model stands: the last block of the last
+    `engines/<device>-llamacpp-<date>-runN-quant-report.txt` (validate.engines.llamacpp_quant compare; run 4b's decode
+    B 1..64 and batched prefills) as {"file", "device", family: {"median_ape_pct", "worst_ape_pct", "cases"}}; None
+    where none is committed."""
+    folder = results_folder() if folder is None else folder
+    paths = sorted((folder / "engines").glob("*-llamacpp-*-quant-report.txt")) if folder is not None else []
+    if not paths:
+        return None
+    out: dict[str, Any] = {"file": f"engines/{paths[-1].name}", "device": paths[-1].name.split("-llamacpp-")[0]}
+    for line in read_report(paths[-1]).splitlines():  # a later block (the model now) replaces an earlier one
+        if m := _QUANT_FAMILY.match(line.strip()):
+            out[m[1]] = {"median_ape_pct": float(m[3]), "worst_ape_pct": float(m[4]), "cases": int(m[2])}
+    return out
+
+
 def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
     """'llama.cpp's runs on the H200 (engines/<file>): decode ±8.9 % (median; p90 18.2 %, 16 cases), ...', with
     the device they were measured on where it is not this one."""
@@ -271,4 +291,11 @@ def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
              for k in ("decode", "prefill", "served") if k in b]
     where = b["device"].replace("nvidia-", "").upper()
     note = "" if where == hardware_name.upper() else f", measured on the {where}, not on {hardware_name}"
-    return f"llama.cpp's runs ({b['file']}{note}): " + ", ".join(parts) + " (served: TTFT, TPOT, e2e, tok/s pooled)"
+    text = f"llama.cpp's runs ({b['file']}{note}): " + ", ".join(parts) + " (served: TTFT, TPOT, e2e, tok/s pooled)"
+    q = llamacpp_quant_bands()
+    if q is not None and "decode" in q:
+        steps = [f"{name} ±{q[k]['median_ape_pct']:.1f} % (median; worst {q[k]['worst_ape_pct']:.1f} %, "
+                 f"{q[k]['cases']} cases)" for k, name in (("decode", "decode"), ("prefill-batched", "prefill"))
+                 if k in q]
+        text += f"; GGUF-quantized weights ({q['file']}): " + ", ".join(steps)
+    return text

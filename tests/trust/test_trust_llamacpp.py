@@ -33,3 +33,25 @@ def test_another_gpu_says_where_llamacpp_was_measured():
     text = ceilings_trust(load_hardware("H100-SXM"), "typical", "llamacpp")["text"]
     assert "measured on the H200, not on H100-SXM" in text
     assert "no real llamacpp run validated here" not in text
+
+
+def test_quantized_weights_cite_the_last_block_of_the_quant_report(tmp_path):
+    # a report as llamacpp_quant compare prints it twice (the prediction committed before the run, then the model now):
+    # the last block stands, its summary lines read as printed
+    from roofline.trust.engines import llamacpp_quant_bands
+
+    engines = tmp_path / "engines"
+    engines.mkdir()
+    (engines / "nvidia-h200-llamacpp-2026-12-01-run9-quant-report.txt").write_text(
+        "== before\ndecode           n  21  median |err| 30.5 %  worst 60.2 %\n"
+        "== now\ndecode           n  21  median |err| 9.366 %  worst 38.43 %\n"
+        "prefill-batched  n  21  median |err| 20.58 %  worst 43.93 %\n")
+    got = llamacpp_quant_bands(tmp_path)
+    assert got["decode"] == {"median_ape_pct": 9.366, "worst_ape_pct": 38.43, "cases": 21}
+    assert got["prefill-batched"]["median_ape_pct"] == 20.58 and got["device"] == "nvidia-h200"
+    assert llamacpp_quant_bands(tmp_path / "none") is None
+
+
+def test_llamacpp_trust_line_cites_the_gguf_runs():
+    text = serving_trust(load_hardware("H200"), "llamacpp")["text"]
+    assert "GGUF-quantized weights (engines/" in text and "-quant-report.txt" in text
