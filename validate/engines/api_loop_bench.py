@@ -181,6 +181,7 @@ def costs(out: Path) -> None:
 
     import vllm
 
+    _pin(0)
     tok = _tokenizer()
     p0 = probe()
     bs = (1, 4, 16, 64, 128)
@@ -212,6 +213,7 @@ def _server(port: int, n: int, t_step: float, seconds: float, result: str) -> No
     from prometheus_fastapi_instrumentator import Instrumentator
     from vllm.v1.metrics.stats import IterationStats
 
+    _pin(0)
     tok = _tokenizer()
     op, queues = _processor(tok, 0)
     from vllm.sampling_params import RequestOutputKind, SamplingParams
@@ -333,6 +335,9 @@ def _server(port: int, n: int, t_step: float, seconds: float, result: str) -> No
         return StreamingResponse(gen(), media_type="text/event-stream")
 
     async def main() -> None:
+        from vllm.utils.gc_utils import freeze_gc_heap
+
+        freeze_gc_heap()  # as vLLM's server does after start-up (entrypoints/serve/utils/server_utils.py:477)
         cfg = uvicorn.Config(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_level="error")
         server = uvicorn.Server(cfg)
         task = asyncio.create_task(engine())
@@ -375,8 +380,18 @@ async def _probe_client(port: int, out: list) -> None:
             await asyncio.sleep(PROBE_GAP_S)
 
 
+def _pin(cpu: int) -> None:
+    """The server's process alone on one CPU, the clients on another: the loop's share of a CPU is then the
+    loop's own, as on the 16-CPU H200 host."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[cpu % len(cpus)]})
+
+
 def _probe_proc(port: int, path: str) -> None:
     import uvloop
+
+    _pin(1)
 
     out: list = []
     uvloop.run(_wait_then(port, _probe_client(port, out)))
@@ -429,6 +444,7 @@ def serve(out: Path, n: int, t_ms: float, seconds: float = 15.0) -> None:
     pp.start()
     import uvloop
 
+    _pin(1)
     if n:
         uvloop.run(_clients(port, n))
     pp.join()
