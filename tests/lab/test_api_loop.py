@@ -1,5 +1,5 @@
-"""validate.engines.api_loop: vLLM 0.24's API server as one asyncio loop; the expected values are worked by hand from the
-module's equations, and run 24's figures from its /metrics scrapes as `vllm serve` wrote them."""
+"""validate.engines.api_loop: vLLM 0.24's API server as one asyncio loop; the expected values are worked by hand from
+the module's equations, and run 24's figures from its /metrics scrapes as `vllm serve` wrote them."""
 
 import math
 

@@ -192,8 +192,8 @@ def compare() -> str:
     costs, probe = measured_costs()
     lines = [f"costs on this CPU: step {costs.step_s * 1e6:.1f} us + {costs.output_s * 1e6:.2f} us an output, "
              f"{costs.chunk_s * 1e6:.1f} us a chunk; host_probe {probe * 1e3:.1f} ms",
-             "this CPU's emulation (api_loop_bench serve): N  T ms  r1  tok/chunk measured / model  server-side excess ms "
-             "measured / model"]
+             "this CPU's emulation (api_loop_bench serve): N  T ms  r1  tok/chunk measured / model  "
+             "server-side excess ms measured / model"]
     for e in emulated():
         lp = loop(costs, e["n"], e["t_step_s"])
         lines.append(f"  {e['n']:3d} {e['t_step_s'] * 1e3:5.2f} {lp.load_one_token_chunks:5.2f} "
