@@ -159,6 +159,39 @@ def time_chunk(tok, k: int, reps: int = 2000) -> float:
     return statistics.median(times[50:])
 
 
+def time_convoy(tok, prompts: int = 30) -> dict[str, list[float]]:
+    """Seconds to tokenise run 24's probe prompt (1,500 words) alone, and beside a thread that runs pure Python without
+    pause (a loop that is never idle): the GIL passes between them on the switch interval (sys.getswitchinterval)."""
+    import random
+    import threading
+
+    rng = random.Random(1)
+    texts = [" ".join(f"w{rng.randrange(3, VOCAB)}" for _ in range(PROBE_WORDS)) for _ in range(prompts)]
+
+    def encode_all() -> list[float]:
+        out = []
+        for text in texts:
+            t = time.perf_counter()
+            tok.encode(text, add_special_tokens=False)
+            out.append(time.perf_counter() - t)
+        return out
+
+    alone = encode_all()
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(100))
+
+    th = threading.Thread(target=spin)
+    th.start()
+    time.sleep(0.05)
+    beside = encode_all()
+    stop.set()
+    th.join()
+    return {"switch_interval_s": sys.getswitchinterval(), "alone_s": alone, "beside_busy_thread_s": beside}
+
+
 def probe() -> float:
     import host_probe
 
@@ -191,12 +224,13 @@ def costs(out: Path) -> None:
     merge = {k: time_merge(tok, k) for k in ks}
     m0, m_tok = _fit(ks, [merge[k] for k in ks])
     ch = {k: time_chunk(tok, k) for k in (1, 8)}
+    convoy = time_convoy(tok)
     p1 = probe()
     res = {"about": __doc__.splitlines()[0], "vllm": vllm.__version__, "python": platform.python_version(),
            "cpu": platform.processor() or platform.machine(), "date": time.strftime("%Y-%m-%d"),
            "host_probe_s": [p0, p1], "step_s_by_outputs": step, "step_fixed_s": c_step, "step_per_output_s": c_out,
            "drain_s_by_outputs": merge, "drain_fixed_s": m0, "per_merged_output_s": m_tok,
-           "chunk_s_by_tokens": ch}
+           "chunk_s_by_tokens": ch, "tokenise_probe": convoy}
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps(res, indent=1))
 
