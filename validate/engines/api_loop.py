@@ -91,17 +91,30 @@ def _read(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def reps(folder: Path = COSTS) -> list[Path]:
+    """The repetitions of `api_loop_bench.py all` (rep-1, rep-2, ...)."""
+    return sorted(folder.glob("rep-*"))
+
+
+def _rep_costs(rep: Path) -> LoopCosts:
+    """One repetition's costs: step and output from `costs` (least squares over steps of 1..128 outputs; a negative
+    intercept reads 0); chunk from `serve` at 16 streams (one token a chunk, the loop ~40 % busy): the server's CPU
+    seconds less its steps' cost at 16 outputs, over its chunks (the stand-in engine's msgspec encode of each step
+    stays in: ~1 us an output)."""
+    c = _read(rep / "costs.json")
+    s = _read(rep / "serve-16-1.94.json")
+    chunk = (s["cpu"] - s["steps"] * c["step_s_by_outputs"]["16"]) / s["chunks"]
+    return LoopCosts(max(0.0, c["step_fixed_s"]), c["step_per_output_s"], chunk)
+
+
 def measured_costs(folder: Path = COSTS) -> tuple[LoopCosts, float]:
-    """(costs on the CPU that ran api_loop_bench.py, that CPU's host_probe seconds: the median of every reading).
-    step and output from `costs` (least squares over steps of 1..128 outputs; a negative intercept reads 0); chunk
-    from `serve` at 16 streams (one token a chunk, the loop 40 % busy): the server's CPU seconds less its steps' cost
-    at 16 outputs, over its chunks (the stand-in engine's msgspec encode of each step stays in: ~1 us an output)."""
-    c = _read(folder / "costs.json")
-    s = _read(folder / "serve-16-1.94.json")
-    per_step = c["step_s_by_outputs"]["16"]
-    chunk = (s["cpu"] - s["steps"] * per_step) / s["chunks"]
-    probes = list(c["host_probe_s"]) + [_read(f)["host_probe_s"] for f in sorted(folder.glob("serve-*.json"))]
-    return LoopCosts(max(0.0, c["step_fixed_s"]), c["step_per_output_s"], chunk), statistics.median(probes)
+    """(the costs on the CPU that ran api_loop_bench.py, each the median over the repetitions; that CPU's host_probe
+    seconds, the median of every reading)."""
+    each = [_rep_costs(r) for r in reps(folder)]
+    probes = [p for r in reps(folder) for p in _read(r / "costs.json")["host_probe_s"]]
+    probes += [_read(f)["host_probe_s"] for r in reps(folder) for f in sorted(r.glob("serve-*.json"))]
+    return LoopCosts(*(statistics.median(getattr(c, k) for c in each) for k in ("step_s", "output_s", "chunk_s"))), \
+        statistics.median(probes)
 
 
 # ---- run 24 (validate/engines/run24.sh) ----
@@ -175,17 +188,20 @@ def _server_side_s(d: dict) -> float:
 
 
 def emulated(folder: Path = COSTS) -> list[dict]:
-    """Per api_loop_bench.py serve run on this CPU: N, T, tokens a chunk, and the probe's server-side excess over
-    N = 0's (the model's counterpart: the way out and one hop in, the tokenizer thread's return; the HTTP read and
-    the handler's start come before the handler's stamp)."""
-    base = _server_side_s(_read(folder / "serve-0-2.0.json"))
-    out = []
-    for f in sorted(folder.glob("serve-*.json"), key=lambda f: (_read(f)["n"], -_read(f)["t_step_s"])):
-        d = _read(f)
-        if d["n"]:
-            out.append({"n": d["n"], "t_step_s": d["t_step_s"], "tokens_per_chunk": d["tokens"] / d["chunks"],
-                        "excess_s": _server_side_s(d) - base})
-    return out
+    """Per serve point on this CPU (N, T): tokens a chunk and the probe's server-side excess over N = 0's, one value
+    per repetition (the model's counterpart: the way out and one hop in, the tokenizer thread's return; the HTTP read
+    and the handler's start come before the handler's stamp)."""
+    points: dict[tuple[int, float], dict] = {}
+    for rep in reps(folder):
+        base = _server_side_s(_read(rep / "serve-0-2.0.json"))
+        for f in rep.glob("serve-*.json"):
+            d = _read(f)
+            if d["n"]:
+                e = points.setdefault((d["n"], d["t_step_s"]), {"n": d["n"], "t_step_s": d["t_step_s"],
+                                                                 "tokens_per_chunk": [], "excess_s": []})
+                e["tokens_per_chunk"].append(d["tokens"] / d["chunks"])
+                e["excess_s"].append(_server_side_s(d) - base)
+    return [points[k] for k in sorted(points, key=lambda k: (k[0], -k[1]))]
 
 
 def compare() -> str:
@@ -196,9 +212,10 @@ def compare() -> str:
              "server-side excess ms measured / model"]
     for e in emulated():
         lp = loop(costs, e["n"], e["t_step_s"])
-        lines.append(f"  {e['n']:3d} {e['t_step_s'] * 1e3:5.2f} {lp.load_one_token_chunks:5.2f} "
-                     f"{e['tokens_per_chunk']:5.2f} / {lp.tokens_per_chunk:5.2f}   "
-                     f"{e['excess_s'] * 1e3:6.2f} / {lp.excess_s(hops_in=1) * 1e3:6.2f}")
+        tpc = " ".join(f"{x:.2f}" for x in e["tokens_per_chunk"])
+        exc = " ".join(f"{x * 1e3:.2f}" for x in e["excess_s"])
+        lines.append(f"  {e['n']:3d} {e['t_step_s'] * 1e3:5.2f} {lp.load_one_token_chunks:5.2f}  "
+                     f"{tpc} / {lp.tokens_per_chunk:.2f}   {exc} / {lp.excess_s(hops_in=1) * 1e3:.2f}")
     factors = run24_factor(probe)
     lines.append("run 24: host factor " + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()))
     lines.append("  N  T ms  r1 (run20 pairing)  API-side excess ms measured (lo..hi) / model run20 / run17")

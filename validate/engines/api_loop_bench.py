@@ -3,6 +3,7 @@ loop does per engine step, per request-output, per merged token and per SSE chun
 
     python validate/engines/api_loop_bench.py costs OUT.json          (in a venv with vllm==0.24.0; ~1 min)
     python validate/engines/api_loop_bench.py serve OUT.json N T_MS   (the whole loop on this CPU, ~25 s)
+    python validate/engines/api_loop_bench.py all FOLDER              (costs and serve at run 24's points, ~4 min)
 
 `costs` times, with the same tokenizer as run 24's tiny-llama (validate/engines/models.py: WordLevel, Llama-3's
 128,256 ids) and the real classes:
@@ -263,7 +264,7 @@ def _server(port: int, n: int, t_step: float, seconds: float, result: str) -> No
     probes: list[dict] = []
     from concurrent.futures import ThreadPoolExecutor
 
-    from vllm.utils.async_utils import make_async
+    from vllm.utils.async_utils import make_async, merge_async_iterators
 
     # the renderer's tokenizer offload (renderers/base.py:86-93: a thread pool, make_async of tokenizer.encode)
     encode = make_async(tok.encode, executor=ThreadPoolExecutor(max_workers=1))
@@ -323,11 +324,16 @@ def _server(port: int, n: int, t_step: float, seconds: float, result: str) -> No
         if len(active) == n:
             started.set()
 
+        async def generate():
+            # AsyncLLM.generate's loop (v1/engine/async_llm.py:576-586)
+            while True:
+                yield q.get_nowait() or await q.get()
+
         async def gen():
             created = int(time.time())
             try:
-                while True:
-                    out = q.get_nowait() or await q.get()
+                # completion's generator iterates merge_async_iterators (utils/async_utils.py:104-108) over generate
+                async for _, out in merge_async_iterators(generate()):
                     got = len(emitted)
                     text = chunk(out, rid, created)
                     ntok = len(out.outputs[0].token_ids)
@@ -490,9 +496,23 @@ def serve(out: Path, n: int, t_ms: float, seconds: float = 15.0) -> None:
     print(json.dumps(stats, indent=1))
 
 
+# run 24's points (the engine's step period while N streamed, its inter-token latency) and two deeper loads
+SERVE_POINTS = ((0, 2.0), (4, 2.09), (16, 1.94), (64, 2.85), (64, 1.8), (64, 1.2))
+
+
+def run_all(folder: Path) -> None:
+    """costs.json and serve-N-T.json for every point, in one call (~4 min; on a GPU lease too, no GPU used)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    costs(folder / "costs.json")
+    for n, t_ms in SERVE_POINTS:
+        serve(folder / f"serve-{n}-{t_ms}.json", n, t_ms)
+
+
 if __name__ == "__main__":
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     if sys.argv[1] == "costs":
         costs(Path(sys.argv[2]))
+    elif sys.argv[1] == "all":
+        run_all(Path(sys.argv[2]))
     else:
         serve(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
