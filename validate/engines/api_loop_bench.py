@@ -15,13 +15,19 @@ loop does per engine step, per request-output, per merged token and per SSE chun
   for k = 1..16 outputs a drain: per merged token;
 - completion_stream_generator's per-chunk work (entrypoints/openai/completion/serving.py:306-451: the
   CompletionStreamResponse, model_dump_json(exclude_unset=True), the SSE line) for chunks of 1 and 8 tokens;
+- the tokenisation of run 24's probe prompt (1,500 words) alone and beside a thread that runs Python without pause
+  (a loop that is never idle: the GIL passes on the switch interval);
 - host_probe.work() (validate/engines/host_probe.py), the project's pure-Python probe, median of 7, to place this CPU
   against a lease's host.
 `serve` runs uvicorn (uvloop, httptools) with FastAPI, CORS and the Prometheus instrumentator (vLLM's build_app stack,
 entrypoints/openai/api_server.py:241-269, serve/instrumentator/metrics.py:65) and a stand-in engine: a task that every
-T ms puts one step of N outputs through the real OutputProcessor into real RequestOutputCollectors, N streaming
-clients in a second process; it reports the server's CPU seconds per step and per chunk, tokens per chunk, and the
-lag from a step's emission to its tokens' SSE write (the loop's own queue, measured, to check api_loop.py on this CPU).
+T ms puts one step of N outputs through the real msgspec decode and OutputProcessor into real RequestOutputCollectors,
+each stream served as vLLM serves it (a generate loop over its collector, merge_async_iterators, the completion chunk,
+StreamingResponse), N streaming clients in a second process and run 24's probe (20 prompts of 1,500 words, one at a
+time, tokenised on a thread pool by make_async) in a third; the server on one CPU, the clients on another, the heap
+frozen. It reports the server's CPU seconds, steps, chunks and tokens, the lag from a step's emission to its tokens'
+SSE write, and each probe's stamps (handler, tokenised, emitted, collected, written) and client TTFT: the loop's own
+queue, measured, to check api_loop.py on this CPU.
 """
 
 
