@@ -41,16 +41,23 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+
+
+def _sibling(name: str):
+    """validate/engines/NAME.py loaded by its path: this venv has vllm and not roofline, so not `import validate`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_api_loop_{name}", HERE / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 VOCAB = 128256
 PROMPT = 64
 
 
 def _tokenizer():
-    import models  # validate/engines/models.py, imported as a file: no roofline in this venv
-
-    d = models.write(tempfile.mkdtemp(), "tiny-llama")
+    d = _sibling("models").write(tempfile.mkdtemp(), "tiny-llama")
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast.from_pretrained(d)
@@ -200,12 +207,11 @@ def time_convoy(tok, prompts: int = 30) -> dict[str, list[float]]:
 
 
 def probe() -> float:
-    import host_probe
-
+    work = _sibling("host_probe").work
     times = []
     for _ in range(7):
         t = time.perf_counter()
-        host_probe.work()
+        work()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
