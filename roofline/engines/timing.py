@@ -266,6 +266,8 @@ class EngineTiming:
     eager_serial: bool = False
     # the host sampler's seconds per slot per vocabulary element (15.: llama-server's CPU sampler chain)
     sampler_host_element_s: float = 0.0
+    # bytes of an activation element between the engine's ops (16.: ggml keeps them F32); 0: the workload's own
+    activation_bytes: int = 0
 
     def handshake_s(self, descriptors) -> float:
         """Seconds a fresh pair's first load waits for the handshake with one remote rank whose whole pool is
@@ -438,6 +440,7 @@ def timing(engine: str) -> EngineTiming:
                                                                                           {}).items()},
             sources=dict(d["sources"]), op_kernels={str(k): int(v) for k, v in d.get("op_kernels", {}).items()},
             sampler={g: (float(v["latency_s"]), float(v["elements_per_s"])) for g, v in d.get("sampler", {}).items()},
+            activation_bytes=int(d.get("activation_bytes", 0)),
             kv_transfer_s=float(d.get("kv_transfer_s", 0.0)), kv_descriptor_s=float(d.get("kv_descriptor_s", 0.0)),
             kv_post_s=float(d.get("kv_post_s", 0.0)), kv_post_descriptor_s=float(d.get("kv_post_descriptor_s", 0.0)),
             moe_jit_key_s=float(d.get("moe_jit_key_s", 0.0)), kv_handshake_s=float(d.get("kv_handshake_s", 0.0)),

@@ -58,7 +58,8 @@ class PhaseModel:
     def _graph_kwargs(self, phase: str) -> dict:
         w = self.workload
         kwargs = dict(tp=w.tp, weight_dtype=w.weight_dtype, compute_dtype=w.compute_dtype,
-                      act_bytes=w.activation_bytes, occupancy="mean" if phase == "decode_mean" else "exact",
+                      act_bytes=self.engine.activation_bytes or w.activation_bytes,
+                      occupancy="mean" if phase == "decode_mean" else "exact",
                       fusion=w.fusion)
         if w.ep != 1 or w.expert_weight_dtype is not None:  # expert parallelism / mixed dtypes (keys unchanged without)
             kwargs.update(ep=w.ep, expert_weight_dtype=w.expert_weight_dtype)

@@ -207,7 +207,8 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
         "step_s": 0.0, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
         "api_request_s": 0.0, "request_s": 0.0, "server_step_s": 0.0, "server_per_seq_s": 0.0,
         "eager_step_s": 0.0, "eager_layer_s": eager, "eager_serial": True, "sampler_host_element_s": element,
-        "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS, "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
+        "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
+        "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
         "sources": {
             "step_s": "llama-batched-bench samples nothing: its step is the GPU's work alone (0)",
             "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
@@ -229,6 +230,9 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
                                       f"/token ({tpot['np8-split']:.6f} - {tpot['np8-greedy-bs']:.6f} s) / 8 "
                                       f"slots / {VOCAB} logits: the default chain on the CPU a slot (greedy alone, "
                                       f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan)",
+            "activation_bytes": "4: ggml's activations between ops are GGML_TYPE_F32 (llm_graph_context builds every "
+                                "intermediate as F32; test-backend-ops' F32 src1 in every MUL_MAT row the laws are fit "
+                                "on, llamacpp_mech.mm_cost); the KV cache keeps its own type",
             "ggml_quantized": f"{ops4} MUL_MAT, weights q8_0 / q4_0 / q4_K / q6_K at the 8B's shapes: per type one "
                               "column gemv_latency + W / gemv_bw (n 1), 2..8 columns mmvq_latency + F / mmvq_rate "
                               "(n 2, 4, 8), past 8 mmq_latency + W / mmq_bw + F / mmq_rate (n 16 .. 2048), least "
