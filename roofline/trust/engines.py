@@ -264,8 +264,8 @@ def llamacpp_bands(folder: Path | None = None) -> dict[str, Any] | None:
     return out
 
 
-_QUANT_FAMILY = re.compile(r"^(decode|prefill-batched|prefill|decode-tg)\s+n\s+(\d+)\s+median \|err\| ([\d.]+) %"
-                           r"\s+worst ([\d.]+) %$")
+_QUANT_FAMILY = re.compile(r"^(mem|decode|prefill-batched|prefill|decode-tg)\s+n\s+(\d+)\s+median \|err\| "
+                           r"([\d.]+(?:e[-+]\d+)?) %\s+worst ([\d.]+(?:e[-+]\d+)?) %$")
 
 
 def llamacpp_quant_bands(folder: Path | None = None) -> dict[str, Any] | None:

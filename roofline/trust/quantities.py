@@ -29,6 +29,8 @@ from roofline.trust.engines import (
     engine_reports,
     engine_summary_capacity,
     files_text,
+    llamacpp_bands,
+    llamacpp_quant_bands,
     public_bands,
     signed_band,
 )
@@ -257,6 +259,17 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
         out["capacity"] = _with(band, f"{engine}'s logged max concurrency against {what}", own["file"])
         out["text"] = (f"capacity {fmt(band)} against {engine}'s logged max concurrency ({what}; "
                        f"{band['cases']} runs, {own['files_text']})")
+    elif engine == "llamacpp" and (runs := llamacpp_bands()) is not None and "memory" in runs:
+        # llama.cpp sizes its cache from -c, not from memory: what its runs check is the buffers it allocates
+        where = runs["device"].replace("nvidia-", "").upper()
+        note = "" if where == hardware.name.upper() else f", measured on the {where}"
+        quant = llamacpp_quant_bands()
+        gguf = (f"; GGUF-quantized weights' buffers {quant['mem']['worst_ape_pct']:.3f} % at worst in "
+                f"{quant['mem']['cases']} cases ({quant['file']})" if quant and "mem" in quant else "")
+        out["text"] = (f"capacity: llama.cpp's KV buffer, cells and weight buffers as its start-up logs on its runs "
+                       f"({runs['file']}{note}; memory median {runs['memory']['median_ape_pct']:.1f} % over "
+                       f"{runs['memory']['cases']} cases, the p90 {runs['memory']['p90_ape_pct']:.1f} % its compute "
+                       f"buffer, which the budget estimates rather than models){gguf}")
     elif engine == "ideal" and not budget_logged:
         band = decoder_quantities(hardware, "typical")["capacity"]
         out["capacity"] = band

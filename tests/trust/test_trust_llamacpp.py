@@ -55,3 +55,11 @@ def test_quantized_weights_cite_the_last_block_of_the_quant_report(tmp_path):
 def test_llamacpp_trust_line_cites_the_gguf_runs():
     text = serving_trust(load_hardware("H200"), "llamacpp")["text"]
     assert "GGUF-quantized weights (engines/" in text and "-quant-report.txt" in text
+
+
+def test_capacity_under_llamacpp_cites_the_logged_buffers():
+    from roofline.trust.quantities import capacity_trust
+
+    text = capacity_trust(load_hardware("H100-SXM"), "llamacpp")["text"]
+    assert "not validated" not in text and REPORTS[-1].name in text and "measured on the H200" in text
+    assert "GGUF-quantized weights' buffers" in text
