@@ -450,14 +450,19 @@ def _probe_proc(port: int, path: str) -> None:
     Path(path).write_text(json.dumps(out))
 
 
-async def _wait_then(port: int, coro) -> None:
+async def _wait_port(port: int) -> None:
+    """Until the server listens on `port` (it imports vllm and loads the tokenizer first), 120 s at most."""
     for _ in range(240):
         try:
             _, w = await asyncio.open_connection("127.0.0.1", port)
             w.close()
-            break
+            return
         except OSError:
             await asyncio.sleep(0.5)
+
+
+async def _wait_then(port: int, coro) -> None:
+    await _wait_port(port)
     await coro
 
 
@@ -470,13 +475,7 @@ async def _clients(port: int, n: int) -> None:
             async for _ in r.content.iter_any():
                 pass
 
-    for _ in range(240):  # the server imports vllm and loads the tokenizer first
-        try:
-            _, w = await asyncio.open_connection("127.0.0.1", port)
-            w.close()
-            break
-        except OSError:
-            await asyncio.sleep(0.5)
+    await _wait_port(port)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as s:
         await asyncio.gather(*(one(s) for _ in range(n)))
 

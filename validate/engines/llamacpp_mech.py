@@ -100,24 +100,28 @@ def case_key(op: str, srcs: list[tuple[int, ...]]) -> str | None:
     return None
 
 
-def perf_lines(text: str) -> dict[str, dict]:
-    """test-backend-ops perf's console lines: per case its runs, us/run, kB/run and GiB/s as printed; or
-    {"supported": False}."""
+def _case_of(m: re.Match) -> str | None:
+    """Run 2 / 3's case key of a matched perf line, from its sources' shapes (case_key)."""
+    srcs = [tuple(int(x) for x in g[1:]) for g in SRC.findall(m["vars"].split("sources=", 1)[-1])]
+    return case_key(m["op"], srcs)
+
+
+def perf_lines(text: str, patterns: tuple[re.Pattern, re.Pattern] = (PERF, UNSUPPORTED),
+               key=_case_of) -> dict[str, dict]:
+    """test-backend-ops perf's console lines: per case (`key` of the matched line; None: not one of ours) its runs,
+    us/run, kB/run and GiB/s as printed; or {"supported": False} where the backend refuses (`patterns`: the timed
+    line's and the refusal's)."""
     out = {}
     for raw in text.splitlines():
         s = ANSI.sub("", raw)
-        m = PERF.match(s) or UNSUPPORTED.match(s)
-        if not m:
-            continue
-        srcs = [tuple(int(x) for x in g[1:]) for g in SRC.findall(m["vars"].split("sources=", 1)[-1])]
-        key = case_key(m["op"], srcs)
-        if key is None:
+        m = patterns[0].match(s) or patterns[1].match(s)
+        if not m or (k := key(m)) is None:
             continue
         if "runs" not in m.groupdict():
-            out[key] = {"supported": False}
+            out[k] = {"supported": False}
         else:
-            out[key] = {"supported": True, "runs": int(m["runs"]), "us": float(m["us"]), "kb": int(m["kb"]),
-                        "gib_s": float(m["gbs"])}
+            out[k] = {"supported": True, "runs": int(m["runs"]), "us": float(m["us"]), "kb": int(m["kb"]),
+                      "gib_s": float(m["gbs"])}
     return out
 
 
@@ -332,7 +336,9 @@ def fmt(v) -> str:
     return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
-def main() -> None:
+def parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The kits' three subcommands (testfile GGML_H OUT, predict OUT [--hardware], compare RESULTS --predicted
+    [--out]): (the parser, testfile's and predict's subparsers, for a kit's own flags)."""
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("testfile")
@@ -341,30 +347,47 @@ def main() -> None:
     pr = sub.add_parser("predict")
     pr.add_argument("out", type=Path)
     pr.add_argument("--hardware", default="H200")
-    pr.add_argument("--run", type=int, choices=(2, 3), default=2)
     c = sub.add_parser("compare")
     c.add_argument("results", type=Path)
     c.add_argument("--predicted", type=Path, required=True)
     c.add_argument("--out", type=Path)
-    a = p.parse_args()
+    return p, t, pr
+
+
+def dispatch(a: argparse.Namespace, kit: str, lines, predicted, compared, show) -> None:
+    """Run `parser()`'s subcommand: the test file of `lines(ggml.h text)`, the prediction `predicted()` as JSON, or
+    `compared(results, prediction)`'s rows shown by `show(rows)` (and written to --out); a results folder that is
+    not one gets `kit`'s one-line error, exit 2."""
     if a.cmd == "testfile":
-        a.out.write_text("\n".join(test_lines(a.ggml_h.read_text())) + "\n")
+        a.out.write_text("\n".join(lines(a.ggml_h.read_text())) + "\n")
         print(f"wrote {a.out}")
     elif a.cmd == "predict":
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(predict(a.hardware, a.run), indent=1) + "\n")
+        a.out.write_text(json.dumps(predicted(), indent=1) + "\n")
         print(f"wrote {a.out}")
     else:
         if not a.results.is_dir():
-            print(f"llamacpp_mech: {a.results} must be a folder llamacpp_run2.sh or _run3.sh wrote", file=sys.stderr)
+            print(f"{kit}: {a.results} must be a results folder its driver wrote", file=sys.stderr)
             raise SystemExit(2)
-        rows = compare(a.results, json.loads(a.predicted.read_text()))
-        print(f"{'family':14} {'case':30} {'measured':>12} {'predicted':>12} {'meas/pred':>9}")
-        for r in rows:
-            print(f"{r['family']:14} {r['case']:30} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
-                  f"{fmt(r['ratio']):>9}")
+        rows = compared(a.results, json.loads(a.predicted.read_text()))
+        show(rows)
         if a.out:
             a.out.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def _show(rows: list[dict]) -> None:
+    print(f"{'family':14} {'case':30} {'measured':>12} {'predicted':>12} {'meas/pred':>9}")
+    for r in rows:
+        print(f"{r['family']:14} {r['case']:30} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
+              f"{fmt(r['ratio']):>9}")
+
+
+def main() -> None:
+    p, _t, pr = parser()
+    pr.add_argument("--run", type=int, choices=(2, 3), default=2)
+    a = p.parse_args()
+    dispatch(a, "llamacpp_mech (llamacpp_run2.sh, _run3.sh)", test_lines, lambda: predict(a.hardware, a.run), compare,
+             _show)
 
 
 if __name__ == "__main__":

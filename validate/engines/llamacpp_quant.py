@@ -27,18 +27,17 @@ rest on CUDA0); the ops from the profile's matmul law on the quantized bytes; th
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import re
 import statistics
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 from validate.engines.llamacpp_logs import MIB, batched_rows, bench_entries, server_memory
-from validate.engines.llamacpp_mech import SHAPES, ggml_op_number
+from validate.engines.llamacpp_mech import SHAPES, dispatch, fmt, ggml_op_number, parser
+from validate.engines.llamacpp_mech import perf_lines as mech_perf_lines
 
 HERE = Path(__file__).resolve().parent
 CASES_NAME = "llamacpp_cases_run4.json"
@@ -135,20 +134,8 @@ def test_lines(header: str) -> list[str]:
 
 
 def perf_lines(text: str) -> dict[str, dict]:
-    """test-backend-ops perf's console lines by case name: runs, us/run, kB/run, GB/s as printed; or supported
-    False."""
-    out = {}
-    for raw in text.splitlines():
-        s = ANSI.sub("", raw)
-        m = PERF.match(s) or UNSUPPORTED.match(s)
-        if not m:
-            continue
-        if "runs" not in m.groupdict():
-            out[m["name"]] = {"supported": False}
-        else:
-            out[m["name"]] = {"supported": True, "runs": int(m["runs"]), "us": float(m["us"]), "kb": int(m["kb"]),
-                              "gib_s": float(m["gbs"])}
-    return out
+    """test-backend-ops perf's console lines by case name (llamacpp_mech.perf_lines, keyed on `name=`)."""
+    return mech_perf_lines(text, (PERF, UNSUPPORTED), key=lambda m: m["name"])
 
 
 def quant_log(text: str) -> dict:
@@ -292,56 +279,28 @@ def summary(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def fmt(v) -> str:
-    return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
-
-
 def main() -> None:
-    p = argparse.ArgumentParser()
-    sub = p.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("testfile")
-    t.add_argument("ggml_h", type=Path)
-    t.add_argument("out", type=Path)
+    p, t, pr = parser()
     t.add_argument("--cases", default="llamacpp_cases_run4.json", help="the cases file (this folder)")
-    pr = sub.add_parser("predict")
-    pr.add_argument("out", type=Path)
-    pr.add_argument("--hardware", default="H200")
     pr.add_argument("--ops-only", action="store_true", help="the ops and the hypothesis alone (predict's docstring)")
     pr.add_argument("--cases", default="llamacpp_cases_run4.json", help="the cases file (this folder)")
-    c = sub.add_parser("compare")
-    c.add_argument("results", type=Path)
-    c.add_argument("--predicted", type=Path, required=True)
-    c.add_argument("--out", type=Path)
     a = p.parse_args()
-    global CASES
-    if a.cmd == "testfile":
-        if not (HERE / a.cases).is_file():
-            p.error(f"--cases: {a.cases} must be a file of validate/engines/")
-        CASES = json.loads((HERE / a.cases).read_text())
-        a.out.write_text("\n".join(test_lines(a.ggml_h.read_text())) + "\n")
-        print(f"wrote {a.out}")
-    elif a.cmd == "predict":
-        global CASES_NAME
+    global CASES, CASES_NAME
+    if a.cmd in ("testfile", "predict"):
         if not (HERE / a.cases).is_file():
             p.error(f"--cases: {a.cases} must be a file of validate/engines/")
         CASES_NAME, CASES = a.cases, json.loads((HERE / a.cases).read_text())
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(predict(a.hardware, a.ops_only), indent=1) + "\n")
-        print(f"wrote {a.out}")
-    else:
-        if not a.results.is_dir():
-            print(f"llamacpp_quant: {a.results} must be a folder llamacpp_run4.sh wrote", file=sys.stderr)
-            raise SystemExit(2)
-        rows = compare(a.results, json.loads(a.predicted.read_text()))
-        print(f"{'family':16} {'case':34} {'measured':>12} {'predicted':>12} {'err %':>8}")
-        for r in rows:
-            print(f"{r['family']:16} {r['case']:34} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
-                  f"{fmt(r['err_pct']):>8}")
-        for fam, s in summary(rows).items():
-            print(f"{fam:16} n {s['n']:3d}  median |err| {fmt(s['median_abs_pct'])} %  "
-                  f"worst {fmt(s['worst_abs_pct'])} %")
-        if a.out:
-            a.out.write_text(json.dumps(rows, indent=1) + "\n")
+    dispatch(a, "llamacpp_quant (llamacpp_run4.sh)", test_lines, lambda: predict(a.hardware, a.ops_only), compare,
+             _show)
+
+
+def _show(rows: list[dict]) -> None:
+    print(f"{'family':16} {'case':34} {'measured':>12} {'predicted':>12} {'err %':>8}")
+    for r in rows:
+        print(f"{r['family']:16} {r['case']:34} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
+              f"{fmt(r['err_pct']):>8}")
+    for fam, s in summary(rows).items():
+        print(f"{fam:16} n {s['n']:3d}  median |err| {fmt(s['median_abs_pct'])} %  worst {fmt(s['worst_abs_pct'])} %")
 
 
 if __name__ == "__main__":
