@@ -15,6 +15,14 @@ from typing import Any
 from roofline.specs.workload import HOST_SPEED_HELP, HOST_SPEED_MAX
 
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
+
+
+def _weight_dtype_choices() -> tuple[str, ...]:
+    """The sidebar's weight dtypes: the storage dtypes, then llama-quantize's GGUF presets (engine llamacpp or ideal;
+    another engine names the rule in one line)."""
+    from roofline.gguf_quant import WEIGHT_DTYPES as GGUF
+
+    return WEIGHT_DTYPES + GGUF
 PAGES = ("plan", "roofline", "compare", "pareto", "serving", "validation", "claims")
 HOST_SPEED_LO = 0.01
 
@@ -79,8 +87,9 @@ FIELDS: tuple[Field, ...] = (
           help="The CLI's --utilization; 0 leaves it to the engine (vLLM 0.92, SGLang's rule by memory, "
                "TensorRT-LLM 0.9, the planner's own 0.90)."),
     Field("tp", "Tensor parallel", "int", 1, "workload", "tp", lo=1, hi=4096, help="Degrees that divide the heads."),
-    Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=lambda: WEIGHT_DTYPES,
-          help="Storage dtype of the weights (the CLI's --weight-dtype)."),
+    Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=_weight_dtype_choices,
+          help="Storage dtype of the weights (the CLI's --weight-dtype); gguf:Q4_K_M ...: a GGUF preset's per-tensor "
+               "types, under the llamacpp engine (or ideal)."),
     Field("engine", "Serving engine", "choice", "ideal", "workload", "engine", options=_engine_names,
           help="Whose memory rules, scheduler and step costs (the CLI's --engine): 'ideal' is the physical bound; "
                "vLLM's and SGLang's step costs are measured on the H200 (the trust line says how far they hold)."),

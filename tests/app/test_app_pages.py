@@ -500,6 +500,23 @@ def test_a_shared_link_reproduces_the_scenario():
                                                     "methods": ["kivi-2", "bf16"], "weight_dtype": "fp8"}
 
 
+def test_a_gguf_preset_under_llamacpp_plans_its_per_tensor_types():
+    at = fresh()
+    at.query_params.update({"hardware": "H200", "batch": "4", "methods": "bf16", "engine": "llamacpp",
+                            "weight_dtype": "gguf:Q4_K_M"})
+    timed("open a GGUF link", at)
+    no_exception(at)
+    expected = library_plan("H200", specs=["bf16"], batch=4, engine="llamacpp", weight_dtype="gguf:Q4_K_M")
+    frame_equals(table(at, "TPOT avg"), summary(expected, hardware="H200"))
+    # under vLLM the same preset is refused in one line naming the field, no traceback
+    at = fresh()
+    at.query_params.update({"hardware": "H200", "methods": "bf16", "engine": "vllm", "weight_dtype": "gguf:Q4_K_M"})
+    timed("open a GGUF link under vLLM", at)
+    no_exception(at)
+    shown = [e.value.replace("\\", "") for e in at.error]  # markdown-escaped as drawn
+    assert any("weight_dtype: gguf:Q4_K_M is a llama.cpp GGUF file type" in e for e in shown)
+
+
 def test_validation_page_matches_compare():
     at = fresh().run()
     at.switch_page("views/validation.py")
