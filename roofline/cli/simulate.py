@@ -79,6 +79,9 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="micro-batches a step splits into through the pipeline (default pp, as `plan`)")
     p.add_argument("--engine", choices=("ideal", "vllm", "sglang", "trtllm", "llamacpp"), default="ideal",
                    help="whose scheduler and memory conventions (roofline.engines.scheduling); default ideal")
+    p.add_argument("--weight-dtype", help="as `plan`'s: bf16 (default: a quantized checkpoint's stored widths, a .gguf "
+                   "file's own type), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4, or a llama-quantize file type under "
+                   "--engine llamacpp (gguf:Q4_K_M ...)")
     p.add_argument("--entry-point", choices=("api", "offline"), default="api",
                    help="vLLM's defaults differ: 'api' (vllm serve) or 'offline' (the LLM class)")
     p.add_argument("--no-async-scheduling", action="store_true",
@@ -139,13 +142,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from roofline.cli.simulate_checks import check_engine_limits, check_flags, check_horizon, check_speculative
     from roofline.cli.simulate_inputs import inputs, length_fields
     from roofline.methods import parse_method
-    from roofline.report.bounds import check_parallel, check_unique_methods
+    from roofline.report.bounds import check_parallel, check_unique_methods, check_weight_dtype
     from roofline.serving.search import fleet, max_rate_at_slo
     from roofline.specs import Workload
 
     check_flags(args)
     model, hardware = load_model(args.model), load_hardware(args.hardware)
     check_parallel(model, args.tp, args.pp)
+    if args.weight_dtype is None:  # a .gguf --model: its file type (gguf_file.file_weight_dtype), as plan's
+        from roofline.gguf_file import file_weight_dtype
+
+        args.weight_dtype = file_weight_dtype(args.model)
+    check_weight_dtype(model, args.weight_dtype, args.engine)
     check_speculative(args, model)
     check_unique_methods(args.method)
     methods = [parse_method(s) for s in args.method]
@@ -164,7 +172,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     data: dict[str, Any] = {"context_tokens": max(requests.max_tokens, 2), "tp": args.tp, "pp": args.pp,
                             "micro_batches": micro, "batch": micro,  # the simulation sets each step's batch
                             "prefill_chunk_tokens": profile.max_num_batched_tokens, "engine": args.engine,
-                            "page_tokens": profile.page_tokens, "host_speed": args.host_speed}
+                            "page_tokens": profile.page_tokens, "host_speed": args.host_speed,
+                            **({"weight_dtype": args.weight_dtype} if args.weight_dtype else {})}
     if args.utilization is not None:
         data["gpu_memory_utilization"] = args.utilization
     if args.kv_cache_memory_bytes is not None:

@@ -393,7 +393,7 @@ class Roofline:
         """A GEMM on quantized weights (op.weight_type) timed by the engine's measured laws of ggml-cuda's kernels
         for that type (roofline.engines.timing 16.; ggml_types.law_type: its family's where the type itself was not
         timed); None where none applies. ggml_cuda_mul_mat runs MMVQ, the mat-vec kernel over the columns, up to
-        MMVQ_MAX_COLUMNS rows and MMQ, the tile kernel, above. W = the weight bytes, F = the op's FLOPs:
+        MMVQ_MAX_COLUMNS rows and MMQ, the tile kernel, above. W = the op's bytes, F = its FLOPs:
             one row     k gemv_latency + W / gemv_bw
             2 .. 8      max(one row, k mmvq_latency + F / mmvq_rate)     (each column's dot products redo the dequant)
             9 ..        k mmq_latency + W / mmq_bw + F / mmq_rate         (load and tile compute in turn)
@@ -410,7 +410,9 @@ class Roofline:
         def k(name: str) -> sp.Expr:
             return v[f"ggml:{law}:{name}"]
 
-        weights, flops, rows = op.traffic.get("weights", zero), op.matmul_flops, sp.sympify(op.query_rows)
+        # W: the op's bytes, weights and activations (the laws' fits count both, at the engine's activation bytes; a
+        # serving step's op carries them as one sum: serving.stepmodel)
+        weights, flops, rows = op.bytes, op.matmul_flops, sp.sympify(op.query_rows)
         calls = op.kernels
         one = calls * k("gemv_latency") + weights / k("gemv_bw")
         mmvq = sp.Max(one, calls * k("mmvq_latency") + flops / k("mmvq_rate"), evaluate=False)

@@ -154,11 +154,11 @@ class StepModel:
             comm = (op.collective, op.ranks) if op.is_comm else None  # all-reduce or expert all-to-all
             # the routed experts keep their name: Roofline._ceilings_of gives them the grouped-GEMM law by name
             name = op.name if op.name == EXPERTS else "step"
-            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused, name),
-                              []).append(j)
+            groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused, name,
+                               op.weight_type), []).append(j)
         compiled = []
         self.laws: list[tuple[np.ndarray, bool, sp.Expr]] = []  # the same laws, symbolic (serving.closedform)
-        for (dtype, comm, kind, head_dim, cls, kernels, aten, fused, name), idx in groups.items():
+        for (dtype, comm, kind, head_dim, cls, kernels, aten, fused, name, weight_type), idx in groups.items():
             if comm:
                 template = Op("step", "step", 1, comm_bytes=_COMM, dtype=dtype, kernels=kernels, collective=comm[0],
                               ranks=comm[1])
@@ -168,6 +168,7 @@ class StepModel:
                 template = Op(name, "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
                               head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED, query_rows=_ROWS,
+                              weight_type=weight_type,
                               grouped=_grouped(ops[idx[0]], prefill) if name == EXPERTS else ())
                 law = roof.op_times(template).total
                 fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED, _ROWS], law, cse=False)

@@ -48,6 +48,22 @@ def test_lone_prompt_and_lone_decode_are_the_planner_phases(spec, tp):
     assert decode == pytest.approx(phases.decode_time(1, 5000), rel=1e-9)
 
 
+@pytest.mark.parametrize("preset", ["gguf:Q4_K_M", "gguf:Q8_0"])
+def test_a_gguf_models_lone_prompt_and_decode_are_the_planner_phases(preset):
+    # llama.cpp's quantized matmuls (Roofline._ggml_matmul: MMVQ / MMQ by the call's rows) in a serving step's
+    # aggregated ops as in the planner's graph, at one decode token (MMVQ), 8 (MMVQ over columns) and a prompt (MMQ)
+    h200 = load_hardware("H200")
+    phases = PhaseModel.build(MODEL, h200, workload(8192, engine="llamacpp", weight_dtype=preset), parse_method("bf16"))
+    steps = StepModel(phases, 8192, 8192 + 256)
+    prefill = steps.step_time(E, np.array([0]), np.array([2048]), np.array([True]))
+    assert prefill == pytest.approx(phases.prefill_time(1, 2048), rel=1e-9)
+    gpu = phases.engine.padded  # the engine's step wraps the GPU work: compare the GPU work alone
+    for batch in (1, 8):
+        decode = steps.step_time(np.full(batch, 5000), E, E, E.astype(bool))
+        expected = phases.kernel("decode").total(gpu(batch), 5000)
+        assert decode == pytest.approx(float(expected), rel=1e-9), batch
+
+
 def test_mixed_step_reads_weights_once():
     """A decode token riding on a prefill chunk costs far less than a decode step of its own (the weights
     are read once), and the mix costs at least its larger part."""

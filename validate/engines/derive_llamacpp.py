@@ -27,7 +27,9 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
   at the 8B's shapes; roofline/engines/timing.py 16.), per type, W its weight bytes (the blocks' own), F the FLOPs:
   one column (MMVQ) t = gemv_latency + W / gemv_bw over every shape at n 1; 2 .. 8 columns (MMVQ over the columns)
   t = mmvq_latency + F / mmvq_rate at n 2, 4, 8 (the model takes the larger of that and the one-column time); past 8
-  (MMQ) t = mmq_latency + W / mmq_bw + F / mmq_rate at n 16 .. 2048, each by least squares on the seconds.
+  (MMQ) t = mmq_latency + W / mmq_bw + F / mmq_rate at n 16 .. 2048, each by least squares on the seconds; W the
+  op's bytes (the quantized blocks and the F32 activations in and out, as the planner counts them at llama.cpp's
+  activation_bytes 4).
 - the small kernels of a decode layer (run 4 stage O: rms_norm, mul, add, rope of q and k, set_rows, glu at one
   token): their median is the engine's per-kernel time (kernel_time) on the H200; the kernels llama.cpp launches
   besides the fusion table's 'typical' (op_kernels): its residual adds are kernels of their own (the graph adds
@@ -151,9 +153,8 @@ def quant_laws(times: dict[str, float]) -> tuple[dict, dict]:
             for s, (k, m) in SHAPES.items():
                 for n in ns:
                     t = times.get(f"mm-{w}-{s}-n{n}")
-                    if t is not None:
-                        weight = mm_bytes(w, k, m, n)[0] - 4 * k * n - 4 * m * n
-                        out.append((weight, 2.0 * k * m * n, t))
+                    if t is not None:  # the op's bytes: the blocks' weights and F32 activations in and out
+                        out.append((mm_bytes(w, k, m, n)[0], 2.0 * k * m * n, t))
             return out
 
         one = rows((1,))
@@ -236,7 +237,8 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
             "ggml_quantized": f"{ops4} MUL_MAT, weights q8_0 / q4_0 / q4_K / q6_K at the 8B's shapes: per type one "
                               "column gemv_latency + W / gemv_bw (n 1), 2..8 columns mmvq_latency + F / mmvq_rate "
                               "(n 2, 4, 8), past 8 mmq_latency + W / mmq_bw + F / mmq_rate (n 16 .. 2048), least "
-                              "squares on the seconds (W weight bytes, F FLOPs); residuals in fit_residuals",
+                              "squares on the seconds (W the op's bytes: blocks + F32 activations, F FLOPs); "
+                              "residuals in fit_residuals",
             "kernel_time": f"{ops4} the small ops at one token, median of "
                            + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in small.items()) + " us",
             "op_kernels": "src/models/llama.cpp build_arch_graph and ggml-cuda.cu ggml_cuda_try_fuse at 0c1e570: the "
