@@ -297,5 +297,6 @@ def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
         steps = [f"{name} ±{q[k]['median_ape_pct']:.1f} % (median; worst {q[k]['worst_ape_pct']:.1f} %, "
                  f"{q[k]['cases']} cases)" for k, name in (("decode", "decode"), ("prefill-batched", "prefill"))
                  if k in q]
-        text += f"; GGUF-quantized weights ({q['file']}): " + ", ".join(steps)
+        text += (f"; GGUF-quantized weights ({q['file']}, a dense 8B; a MoE's expert matmuls, MUL_MAT_ID, not "
+                 "timed): " + ", ".join(steps))
     return text
