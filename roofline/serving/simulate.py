@@ -117,9 +117,10 @@ class Trace:
         """This trace with each first token delayed by its step's other outputs on the way out
         (clients.emission_delay_s) and by the eager launch of the step after the one that made it (clients.
         launch_delay_s); the schedule itself, finishes included, is unchanged. A last token
-        leaves after the next launch too, but a closed-loop client or a chat's next turn is released at the
-        schedule's finish, and a later finish here would part the two: left at the schedule's (TPOT reads low by
-        the first token's delay over the output's tokens, under 1 % at 100 tokens and a 50 ms launch)."""
+        leaves after the next launch too: a closed-loop client's next send is made there by the loop itself
+        (release_at_launch), a chat's next turn at the schedule's finish; the finish stamp stays the schedule's (TPOT
+        reads low by the first token's delay over the output's tokens, under 1 % at 100 tokens and a 50 ms
+        launch)."""
         delay = emission_delay_s(self.first_token_s, self.steps, per_seq_s)
         if self.launch_s is not None and self.launch_s.any():
             delay = delay + launch_delay_s(self.first_token_s, self.steps, self.launch_s)
