@@ -1,7 +1,7 @@
 """Run 23's c16 closed loop step by step: the engine's own step log (iter_log.py) against the model's records, per
 request (validate/notes/2026-11-30-c16-ttft.md).
 
-    python -m validate.engines.loop_steps [RESULTS] [--host-speed S] [--prototype]
+    python -m validate.engines.loop_steps [RESULTS] [--host-speed S] [--rules]
 
 The engine's log names no request, but its counts pin each one down: vLLM schedules first come first served, a
 prompt is chunked only at the token budget (max_num_batched_tokens 8,192: a step whose context and generation
@@ -16,11 +16,9 @@ the window those leave for delta is printed and its middle used (its width bound
 The model: `roofline simulate` as run23.compare runs it (the recorded c16 is a closed loop of 16, arrivals 0), its
 records before the emission delays (Simulator._run).
 
---prototype: the closed loops of runs 20, 22 and 23 (recorded sends, each at its lease's K1 S) through the Python
-loop (kernel off) as it is and with a closed-loop slot released where the engine releases it, at the finish's
-emission (the finish + the eager launch of the step after it, which starts there: Simulator.block_launch_s),
-instead of the schedule's finish. A measurement patch of Simulator._run's source (it stops if the source changed),
-not the model: the compiled loops and fleets do not have it."""
+--rules: the closed loops of runs 20, 22 and 23 (recorded sends, each at its lease's K1 S) with a closed-loop slot
+freed at the schedule's finish (the rule before, Simulator.release_at_launch off; the Python loop) and as the model
+frees it now, once the step after the finish is launched."""
 
 from __future__ import annotations
 
@@ -178,7 +176,9 @@ def report(results: Path, host: float) -> str:
     rf = np.searchsorted(end, fin - 1e-12)
     back = np.zeros(len(rec))
     back[:-1] = np.where(np.isclose(start[1:], end[:-1]), la[1:], 0.0)
-    mprev = np.array([int(np.flatnonzero(np.abs(fin - send[i]) < 1e-12)[0]) for i in cl])
+    # the request whose finish freed the slot: the latest finish at or before the send (the send is the finish, or
+    # after the next step's launch: Simulator.release_at_launch)
+    mprev = np.array([int(np.flatnonzero(fin <= send[i] + 1e-12)[np.argmax(fin[fin <= send[i] + 1e-12])]) for i in cl])
     mbetween = cum[rd[cl]] - cum[rf[mprev] + 1]
     mafter = la[np.minimum(rf[mprev] + 1, len(rec) - 1)] > 0
     mdelayed = back[rd] > 0
@@ -206,38 +206,8 @@ def report(results: Path, host: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def _patched_run():
-    """Simulator._run with the closed loop's slots released at the finish's emission (see --prototype)."""
-    import inspect
-    import textwrap
-
-    from roofline.serving import simulate as S
-
-    src = textwrap.dedent(inspect.getsource(S.Simulator._run))
-    edits = (("    seen = 0.0", "    pending = None\n    seen = 0.0"),
-             ("        if plan is None:  # idle",
-              "        if pending is not None:\n"
-              "            arrivals.finished(pending[0], pending[1] + (self.block_launch_s(sched, plan)[1]\n"
-              "                                                        if plan is not None else 0.0))\n"
-              "            pending = None\n"
-              "            nxt = arrivals.next_time()\n"
-              "        if plan is None:  # idle"),
-             ("            arrivals.finished(sched.last_finished, now)",
-              "            if arrivals.clients.max_concurrency is not None:\n"
-              "                pending = (sched.last_finished.copy(), now)\n"
-              "            else:\n"
-              "                arrivals.finished(sched.last_finished, now)"))
-    for old, new in edits:
-        if src.count(old) != 1:
-            raise SystemExit(f"loop_steps --prototype: Simulator._run no longer has {old.strip()!r} once")
-        src = src.replace(old, new)
-    ns = dict(vars(S))
-    exec(src, ns)  # noqa: S102 - a measurement patch of the repository's own source
-    return ns["_run"]
-
-
-def prototype() -> str:
-    """The closed loops of runs 20, 22, 23 before / after the release at the finish's emission (see --prototype):
+def rules() -> str:
+    """The closed loops of runs 20, 22, 23 with the slot freed at the schedule's finish and as now (see --rules):
     error % of TTFT p50 / p99, TPOT p50 / p99, output tok/s against the measured, as run20.compare reports them."""
     from roofline.cli import main as cli
     from roofline.serving import simulate as S
@@ -246,10 +216,9 @@ def prototype() -> str:
     ref = json.loads((PROFILE_TINY_SERVER / "tiny-conc1.json").read_text())["median_ttft_ms"]
     keys = (("ttft", "p50", "median_ttft_ms"), ("ttft", "p99", "p99_ttft_ms"), ("tpot", "p50", "median_tpot_ms"),
             ("tpot", "p99", "p99_tpot_ms"))
-    orig_run, orig_kernel = S.Simulator._run, S.Simulator.use_kernel
-    patched = _patched_run()
-    out = ["-- prototype: closed-loop slots released at the finish's emission (Python loop; err % TTFT p50 / p99, "
-           "TPOT p50 / p99, tok/s)"]
+    now_rule, orig_kernel = S.Simulator.release_at_launch, S.Simulator.use_kernel
+    out = ["-- closed loops: the slot freed at the schedule's finish (before) / after the next step's launch (now); "
+           "err % TTFT p50 / p99, TPOT p50 / p99, tok/s"]
     try:
         S.Simulator.use_kernel = lambda self, *a, **k: False
         for run, name in (("23", "c16"), ("22", "c16"), ("20", "c32")):
@@ -258,8 +227,8 @@ def prototype() -> str:
             runs = run20.RUNS if run == "20" else run22.RUNS
             m = labrun.result(results, name)
             trace = run20.traces(Path(tempfile.mkdtemp()), {name: labrun.sends(m)}, {name: runs[name]})[name]
-            for label, fn in (("before", orig_run), ("after", patched)):
-                S.Simulator._run = fn
+            for label, rule in (("before", lambda self, clients: False), ("now", now_rule)):
+                S.Simulator.release_at_launch = rule
                 buf = io.StringIO()
                 with contextlib.redirect_stdout(buf):
                     cli(["simulate", "--model", run20.MODEL, "--hardware", "H200", "--method", "bf16", "--engine",
@@ -270,7 +239,7 @@ def prototype() -> str:
                 err.append(100 * (d["throughput_tokens_per_s"] - m["output_throughput"]) / m["output_throughput"])
                 out.append(f"{run} {name} (S {host:.4f}) {label:6s} " + " / ".join(f"{e:+.1f}" for e in err))
     finally:
-        S.Simulator._run, S.Simulator.use_kernel = orig_run, orig_kernel
+        S.Simulator.release_at_launch, S.Simulator.use_kernel = now_rule, orig_kernel
     return "\n".join(out) + "\n"
 
 
@@ -278,9 +247,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("results", type=Path, nargs="?", default=RESULTS)
     p.add_argument("--host-speed", type=float, default=K1_S)
-    p.add_argument("--prototype", action="store_true")
+    p.add_argument("--rules", action="store_true")
     a = p.parse_args()
-    print(prototype() if a.prototype else report(a.results, a.host_speed), end="")
+    print(rules() if a.rules else report(a.results, a.host_speed), end="")
 
 
 if __name__ == "__main__":
