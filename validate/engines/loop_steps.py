@@ -132,6 +132,8 @@ def report(results: Path, host: float) -> str:
     prev = np.array([int(np.flatnonzero(e <= s[i] + 1e-9)[np.argmax(e[e <= s[i] + 1e-9])]) for i in cl])
     gap = 1e3 * (s[cl] - e[prev])
     out.append(f"closed loop: a send follows the client's finish before it by {pct(gap)} ms")
+    out.append(f"  the releasing finish's last step's line (written after the next step's launch) -> the send "
+               f"{pct(1e3 * (s[cl] - delta - line[kl[prev]]))} ms")
     between = k0[cl] - kl[prev] - 1
     after = eager[kl[prev] + 1]
     delayed = eager[kd + 1]
