@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -120,11 +121,15 @@ class Fleet:
             return choose(load, hits, todo, tree_tokens, self.rule)
         return min(range(self.n), key=lambda j: (load[j], j))
 
-    def _start(self, r: _Replica, now: float, next_arrival: float, events: list) -> None:
+    def _start(self, r: _Replica, now: float, next_arrival: float, events: list,
+               release: Callable[[float], float] | None = None) -> None:
         """Begin replica r's next block at `now` (nothing if it has nothing to run). With the engine's admission
         lag (Simulator.run's `seen`) a held request joins once the block that ended now had its last step start
         after its arrival; an idle replica takes every held request at once. After a step that started KV loads
-        the schedule is made no earlier than that step's schedule plus its host work, posts included (`_serial`)."""
+        the schedule is made no earlier than that step's schedule plus its host work, posts included (`_serial`).
+        `release`: the block that ended now completed requests whose closed-loop slots free once this block's
+        first step is launched (Simulator.release_at_launch): called with that step's eager launch (0 when idle),
+        it returns the next arrival then."""
         idle = r.plan is None
         seen = now if idle or not self.sim.engine.admission_lag else r.start + last_seen(r.ends, r.steps, r.launch[0])
         if not idle and self.sim.engine.admission_lag and r.plan.loads_s > 0:
@@ -141,6 +146,8 @@ class Fleet:
             in_system = (r.sched.n_running, len(r.sched.waiting) + len(r.sched.remote))
             plan = r.sched.schedule()
         if plan is None:
+            if release is not None:
+                release(0.0)
             r.plan = None
             r.version += 1
             if r.sched.remote:  # idle until a remote load's completion or report is due (serving.remote)
@@ -149,6 +156,8 @@ class Fleet:
         r.plan, r.start = plan, now
         r.ends = self.sim.block_ends(r.sched, plan)
         r.launch = self.sim.block_launch_s(r.sched, plan)
+        if release is not None:
+            next_arrival = release(r.launch[1])
         # one replica cuts its block at the next arrival as Simulator.run does; several cut when one is routed to them
         r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf, self.sim.engine.admission_lag,
                                r.launch[0])
@@ -232,10 +241,14 @@ class Fleet:
                     self._start(r, end, arrivals.next_time(), events)
                     continue
                 finished = r.sched.commit_block(r.plan, r.steps, end, sim.accepted(r.sched, r.plan, rng))
+                release = None
                 if finished:
                     done += finished
-                    arrivals.finished(r.sched.last_finished, end)
-                self._start(r, end, arrivals.next_time(), events)
+                    if sim.release_at_launch(arrivals.clients):  # once r's next step is launched (Simulator.run)
+                        release = partial(_release, arrivals, r.sched.last_finished.copy(), end)
+                    else:
+                        arrivals.finished(r.sched.last_finished, end)
+                self._start(r, end, arrivals.next_time(), events, release)
                 continue
             if t_arr == math.inf:
                 raise RuntimeError("fleet: no event left with requests outstanding")
@@ -294,6 +307,13 @@ class Fleet:
         # records of every replica, each against its own replica's pool: utilization is per replica
         merged = Trace(sent, first, finish, steps, cap, sum(t.preemptions for t in per), _merged_stats(per))
         return FleetTrace(merged, per, routed)
+
+
+def _release(arrivals: Arrivals, ended: np.ndarray, end: float, launch_s: float) -> float:
+    """Fleet._start's `release`: the slots of `ended` (completed at `end`) freed after the next step's eager launch;
+    the next arrival then."""
+    arrivals.finished(ended, end + launch_s)
+    return arrivals.next_time()
 
 
 def _merged_stats(per: list[Trace]) -> dict | None:

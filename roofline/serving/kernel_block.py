@@ -65,6 +65,21 @@ def padded(tokens, decode_only, sizes, scope, ndec):
     return sizes[i] if i < ndec else tokens
 
 
+@njit(cache=True)
+def eager_launch(r, st, ri, cfg, fcfg):
+    """The eager launch of replica r's planned block's steps, as extend will set rf[r, EAGER_L] (Simulator.
+    block_launch_s' second part) before a step is evaluated: a completion's closed-loop slot frees after it
+    (Simulator.release_at_launch). Not for a verify step (kernel_spec.spec_step_s sets its own)."""
+    nd, nc = ri[r, NDEC], ri[r, NCH]
+    if cfg[OVERLAP] == 0 or cfg[LAG] == 0 or nd + nc == 0:
+        return 0.0
+    n_new = 0
+    for j in range(nc):
+        n_new += st[r, CHTOK, j]
+    eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])
+    return fcfg[EAGER_S] if eager else 0.0
+
+
 @njit(cache=True, inline="always")
 def soonest(r, m, nd, st, nirr):
     """The first step at or after step m of replica r's decode block at which one of its sequences' contexts

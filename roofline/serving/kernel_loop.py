@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import NO_AHEAD, cut_at, extend, last_seen, padded
+from roofline.serving.kernel_block import NO_AHEAD, cut_at, eager_launch, extend, last_seen, padded
 from roofline.serving.kernel_layout import (
     ACTIVE,
     BAL_ABS,
@@ -39,6 +39,7 @@ from roofline.serving.kernel_layout import (
     NREP,
     NSIZES,
     NSTEPS,
+    OVERLAP,
     PAD,
     PAD_SCOPE,
     PREEMPT,
@@ -221,15 +222,32 @@ def launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt,
     and recorded (start), under speculative decoding its verify step timed (kernel_spec.plan_step), a fleet of one's
     block cut at the next arrival (cut_one), and r's place in the event order set. Returns (records written, the
     record table)."""
+    nrec, rec = begin(r, now, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, q, tab,
+                      cfg, fcfg, sizes, law, pfx, spec)
+    settle_block(r, now, arrived, sent, clock, st, ri, rf, ends, q, col, tab, cfg, fcfg, law, key, full, ses)
+    return nrec, rec
+
+
+@njit(cache=True, inline="always")
+def begin(r, now, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, q, tab, cfg, fcfg,
+          sizes, law, pfx, spec):
+    """launch's first half: the record table grown when full, replica r's next block scheduled and recorded (start),
+    under speculative decoding its verify step timed (kernel_spec.plan_step). Returns (records written, the table)."""
     if nrec + 1 >= rec.shape[0]:
         rec = grow(rec)
     nrec = start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, rec, nrec, tab[10], cfg, fcfg,
                  sizes, clock, pfx)
     plan_step(r, st, ri, rf, ends, q, tab, cfg, fcfg, law, spec)
+    return nrec, rec
+
+
+@njit(cache=True, inline="always")
+def settle_block(r, now, arrived, sent, clock, st, ri, rf, ends, q, col, tab, cfg, fcfg, law, key, full, ses):
+    """launch's second half: a fleet of one's block cut at the next arrival (cut_one), r's place in the event order
+    set."""
     if cfg[NREP] == 1:
         cut_one(r, now, next_arrival(arrived, sent, clock, ses), st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
     rekey(r, now, key, full, ri, rf, ends)
-    return nrec, rec
 
 
 @njit(cache=True)
@@ -327,6 +345,8 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
     # arrive (and its callees given those values: route, take_due, start) would compile twice
     nrec, arrived, k = np.int64(0), np.int64(0), np.int64(0)
     done = 0
+    # Simulator.release_at_launch: completions whose closed-loop slots free once the replica's next step is launched
+    late = cfg[CONC] != 0 and cfg[OVERLAP] != 0 and cfg[LAG] != 0
     while done < n:
         t_arr = next_arrival(arrived, sent, clock, ses)
         while True:  # the earliest block end, evaluating steps of blocks that may end before t_arr
@@ -337,6 +357,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             rekey(r, t_arr, key, full, ri, rf, ends)
         if key[r] < math.inf and full[r] and (key[r] < t_arr or t_arr == math.inf):
             now = key[r]
+            ended = 0
             if ri[r, ACTIVE]:  # r's block ends (else r is idle and a remote load of its is due: Fleet.run)
                 if ri[r, RLEN]:
                     report(r, now, ri, nxt, pre)
@@ -346,14 +367,24 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
                 if cfg[SPEC]:
                     accept(r, st, ri, pcg, acceptance)
                 n_was = running_ids(r, st, ri, was) if sessions else 0
-                ended = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
-                done += ended
-                if ended and cfg[CONC]:
-                    sent = release(ended, now, sent, clock, send, arrival, fcfg)
-                if ended and sessions:
+                gone = commit(r, now, st, held, ri, rf, first, finish, tab[10], cfg, pfx)
+                done += gone
+                if gone and late:  # their slots free once r's next step is launched (below)
+                    ended = gone
+                elif gone and cfg[CONC]:
+                    sent = release(gone, now, sent, clock, send, arrival, fcfg)
+                if gone and sessions:
                     turn_ends(r, st, ri, was, n_was, now, clock, send, ses, fcfg)
-            nrec, rec = launch(r, now, arrived, sent, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre,
-                               prompt, output, q, col, tab, cfg, fcfg, sizes, law, key, full, pfx, ses, spec)
+            # launch, with the slots of `ended` freed between its halves: after the new block's first step's eager
+            # launch (Fleet._start's `release`; 0 when r idles)
+            nrec, rec = begin(r, now, nrec, rec, clock, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, q,
+                              tab, cfg, fcfg, sizes, law, pfx, spec)
+            if ended:
+                eager = 0.0
+                if ri[r, ACTIVE]:
+                    eager = rf[r, EAGER_L] if cfg[SPEC] else eager_launch(r, st, ri, cfg, fcfg)
+                sent = release(ended, now + eager, sent, clock, send, arrival, fcfg)
+            settle_block(r, now, arrived, sent, clock, st, ri, rf, ends, q, col, tab, cfg, fcfg, law, key, full, ses)
             continue
         if t_arr == math.inf:
             return 1, nrec, rec

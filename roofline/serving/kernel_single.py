@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import NO_AHEAD, extend, host_bound, last_seen, padded
+from roofline.serving.kernel_block import NO_AHEAD, eager_launch, extend, host_bound, last_seen, padded
 from roofline.serving.kernel_layout import (
     BLOCK,
     CONC,
@@ -26,6 +26,7 @@ from roofline.serving.kernel_layout import (
     N_RUN,
     NCH,
     NSIZES,
+    OVERLAP,
     PAD,
     PAD_SCOPE,
     PREEMPT,
@@ -106,6 +107,9 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     seq = tab[10]
     now, seen = 0.0, 0.0
     nrec, done, arrived = 0, 0, np.int64(0)  # arrived: as R0, take_due's fleet version
+    # Simulator.release_at_launch: completions whose closed-loop slots free once the next step is launched
+    late = cfg[CONC] != 0 and cfg[OVERLAP] != 0 and lag
+    ended = 0
     while done < n:
         limit = seen if lag else now
         while True:
@@ -117,6 +121,10 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         in_run, in_wait = ri[0, N_RUN], ri[0, WLEN]
         nxt = next_arrival(arrived, sent, clock, ses)
         if not schedule(R0, now, st, held, ri, rf, nxt_id, generated, no_pre, prompt, output, seq, cfg, fcfg, pfx):
+            if ended:  # idle: the slots free now
+                sent = release(ended, now, sent, clock, send, arrival, fcfg)
+                ended = 0
+                nxt = next_arrival(arrived, sent, clock, ses)
             if nxt == math.inf:
                 return first, finish, rec[:nrec], ri, 1
             now = seen = max(now, nxt)
@@ -127,7 +135,14 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         if cfg[SPEC]:  # Simulator.block_ends' speculative branch: one step (block_length says 1)
             ends[0, 0] = spec_step_s(R0, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
             steps = 1
+            if ended:  # a block of one step: its cut is not at an arrival
+                sent = release(ended, now + rf[0, EAGER_L], sent, clock, send, arrival, fcfg)
+                ended = 0
         else:
+            if ended:
+                sent = release(ended, now + eager_launch(R0, st, ri, cfg, fcfg), sent, clock, send, arrival, fcfg)
+                ended = 0
+                nxt = next_arrival(arrived, sent, clock, ses)
             steps = block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         dt = ends[0, steps - 1]
         seen = now + last_seen(R0, steps, rf, ends)
@@ -141,10 +156,12 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
         if cfg[SPEC]:
             accept(R0, st, ri, pcg, acceptance)
         n_was = running_ids(R0, st, ri, was) if sessions else 0
-        ended = commit(R0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
-        done += ended
-        if ended and cfg[CONC]:
-            sent = release(ended, now, sent, clock, send, arrival, fcfg)
-        if ended and sessions:
+        gone = commit(R0, now, st, held, ri, rf, first, finish, seq, cfg, pfx)
+        done += gone
+        if gone and late:
+            ended = gone
+        elif gone and cfg[CONC]:
+            sent = release(gone, now, sent, clock, send, arrival, fcfg)
+        if gone and sessions:
             turn_ends(R0, st, ri, was, n_was, now, clock, send, ses, fcfg)
     return first, finish, rec[:nrec], ri, 0

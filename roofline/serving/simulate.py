@@ -117,9 +117,10 @@ class Trace:
         """This trace with each first token delayed by its step's other outputs on the way out
         (clients.emission_delay_s) and by the eager launch of the step after the one that made it (clients.
         launch_delay_s); the schedule itself, finishes included, is unchanged. A last token
-        leaves after the next launch too, but a closed-loop client or a chat's next turn is released at the
-        schedule's finish, and a later finish here would part the two: left at the schedule's (TPOT reads low by
-        the first token's delay over the output's tokens, under 1 % at 100 tokens and a 50 ms launch)."""
+        leaves after the next launch too: a closed-loop client's next send is made there by the loop itself
+        (release_at_launch), a chat's next turn at the schedule's finish; the finish stamp stays the schedule's (TPOT
+        reads low by the first token's delay over the output's tokens, under 1 % at 100 tokens and a 50 ms
+        launch)."""
         delay = emission_delay_s(self.first_token_s, self.steps, per_seq_s)
         if self.launch_s is not None and self.launch_s.any():
             delay = delay + launch_delay_s(self.first_token_s, self.steps, self.launch_s)
@@ -346,6 +347,19 @@ class Simulator:
             tokens, loads = seqs, 0.0
         return host.host_s(seqs, tokens, loads, chunks), host.eager_s if host.eager(tokens, chunks) else 0.0
 
+    def release_at_launch(self, clients: Clients) -> bool:
+        """Whether a completion frees its closed-loop client's slot only once the step after it is launched (then
+        at the schedule's finish plus that step's eager launch, Simulator.block_launch_s; the finish itself at the
+        schedule's): where the engine schedules asynchronously with the admission lag (block_launch_s live). vLLM
+        0.24's engine core sends step n's outputs, a last token's included, after launching step n + 1
+        (v1/engine/core.py@v0.24.0:519-603 step_with_batch_queue; clients.launch_delay_s), so the client's next
+        request is sent after that launch: in run 23's step log (validate/notes/2026-11-30-c16-ttft.md) a closed-loop
+        send follows the line of its predecessor's last step, written after the next step's launch, by 3.7 ms
+        (median), and lands two or three steps after that last step, never one. Chat sessions' next turns keep the
+        schedule's finish (not measured)."""
+        e = self.engine
+        return clients.max_concurrency is not None and e is not None and e.admission_lag and e.overheads.overlap
+
     @staticmethod
     def cut(ends: np.ndarray, now: float, next_arrival: float, lag: bool = False, launch_s: float = 0.0) -> int:
         """Steps of a block started at `now` that run: the step during which the next request arrives is the
@@ -461,6 +475,7 @@ class Simulator:
         lag = self.engine.admission_lag
         compiled = self.first_use()
         seen = 0.0  # requests that reached the engine by then are schedulable now (admission_lag: the last start)
+        ended = None  # completions whose closed-loop slots wait for the next step's launch (release_at_launch)
         while sched.finished < total:
             due = arrivals.due(seen if lag else now)
             if due:
@@ -469,6 +484,9 @@ class Simulator:
             in_system = (sched.n_running, len(sched.waiting))
             sched.now = now
             plan = sched.schedule()
+            if ended is not None:
+                arrivals.finished(ended, now + (self.block_launch_s(sched, plan)[1] if plan is not None else 0.0))
+                ended = None
             nxt = arrivals.next_time()
             if plan is None:  # idle until the next arrival (an idle engine schedules what arrives at once)
                 if nxt == math.inf:
@@ -481,7 +499,10 @@ class Simulator:
             records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps, launch[1]))
             now += dt
             if sched.commit_block(plan, steps, now, self.accepted(sched, plan, rng)):
-                arrivals.finished(sched.last_finished, now)
+                if self.release_at_launch(arrivals.clients):
+                    ended = sched.last_finished.copy()
+                else:
+                    arrivals.finished(sched.last_finished, now)
                 if progress is not None:
                     progress(sched.finished, total)
         table = np.array(records, dtype=np.float64).reshape(-1, 8)

@@ -33,7 +33,7 @@ pytest.importorskip("numba")
 
 from roofline.engines.scheduling import EngineOverheads  # noqa: E402
 from roofline.serving import kernel  # noqa: E402
-from roofline.serving.clients import launch_delay_s  # noqa: E402
+from roofline.serving.clients import Clients, launch_delay_s  # noqa: E402
 from roofline.serving.fleet import Fleet  # noqa: E402
 from roofline.serving.requests import Requests  # noqa: E402
 from tests.serving.test_serving_kernel import python_loop  # noqa: E402
@@ -79,3 +79,45 @@ def test_a_token_waits_only_for_a_back_to_back_eager_step():
     # 0.06: the next record (0.06) is eager; 0.12: the next is a graph; 0.13: the engine idles until 0.5;
     # 0.51: no record after it; NaN: another replica's request
     assert launch_delay_s(stamps, steps, launch).tolist() == [EAGER, 0.0, 0.0, 0.0, 0.0]
+
+
+# A closed loop of two clients on the same engine with a 1,024-token budget: A (8 prompt tokens, 2 output) and B (3,000,
+# 2) sent at 0, C (8, 2) on the slot A frees. Every step is host-bound: B's three chunks run eagerly (60 ms each), A's
+# prefill and decode riding the first two. A's last token is made at 120 ms; the step after (B's third chunk) is
+# launched first, 50 ms, so A's client has it at 170 ms and sends C then (Simulator.release_at_launch). C arrives during
+# that host-bound step, runs in the next with B's decode (9 tokens, a graph, 10 ms): first token 190 ms, TTFT 20 ms.
+# Under the rule before (the slot freed at the schedule's finish): C sent at 120 ms rides B's last chunk (969 tokens),
+# first token 180 ms, TTFT 60 ms.
+LOOP = Requests(np.zeros(3), np.array([8, 3000, 8]), np.array([2, 2, 2]))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_closed_loop_client_sends_its_next_request_after_the_next_steps_eager_launch(compiled):
+    sim = eager_engine()
+    sim.scheduler = dataclasses.replace(sim.scheduler, max_num_batched_tokens=1024)
+    clients = Clients(max_concurrency=2)
+    if compiled:
+        assert kernel.covers(sim, LOOP, clients) is None
+        sim.kernel = True
+    else:
+        sim = python_loop(sim)
+    t = sim.run(LOOP, clients=clients)
+    assert t.finish_s[0] == pytest.approx(2 * (STEP + EAGER), rel=1e-9)  # A's finish keeps the schedule's time
+    assert t.requests.arrival_s[2] == pytest.approx(2 * (STEP + EAGER) + EAGER, rel=1e-9)  # sent at 170 ms
+    assert t.steps[3, 0] == pytest.approx(0.180, rel=1e-9) and t.steps[3, 6] == 9  # C with B's decode
+    assert t.first_token_s[2] == pytest.approx(0.190, rel=1e-9)
+    assert t.ttft_s[2] == pytest.approx(0.020, rel=1e-9)
+    # a fleet of one (which starts A alone as it arrives first: its own schedule) frees the slot the same way, its
+    # compiled loop as its Python one
+    f = Fleet(sim, 1).run(LOOP, clients).trace
+    slow = Fleet(python_loop(sim), 1).run(LOOP, clients).trace
+    assert f.requests.arrival_s[2] == pytest.approx(f.finish_s[0] + EAGER, rel=1e-9)
+    assert f.requests.arrival_s == pytest.approx(slow.requests.arrival_s, rel=1e-12)
+    assert f.first_token_s == pytest.approx(slow.first_token_s, rel=1e-12)
+
+
+def test_a_synchronous_engine_frees_the_slot_at_the_finish():
+    sim = eager_engine()
+    sim.engine = dataclasses.replace(sim.engine, overheads=dataclasses.replace(sim.engine.overheads, overlap=False))
+    assert not sim.release_at_launch(Clients(max_concurrency=2))
+    assert not eager_engine().release_at_launch(Clients())
