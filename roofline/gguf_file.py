@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, BinaryIO
 
 from roofline.errors import SpecError
@@ -80,8 +81,16 @@ def read_header(path: str | Path) -> GgufHeader:
     """The header of the GGUF file at `path` (SpecError naming the file when it is not one); read once per file
     version (its size and modification time)."""
     path = Path(path)
-    stat = path.stat()
-    return _read_header(path.resolve(), stat.st_size, stat.st_mtime_ns)
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise SpecError(f"{path}: (file): cannot read: {err.strerror or err}") from None
+    if not S_ISREG(stat.st_mode):  # a FIFO or a device would block the read: refused by what it is
+        raise SpecError(f"{path}: (not a regular file): a GGUF model is a file llama.cpp wrote")
+    try:
+        return _read_header(path.resolve(), stat.st_size, stat.st_mtime_ns)
+    except OSError as err:
+        raise SpecError(f"{path}: (file): cannot read: {err.strerror or err}") from None
 
 
 @lru_cache(maxsize=8)

@@ -76,6 +76,15 @@ def test_not_a_gguf_is_refused(tmp_path):
         read_header(path)
 
 
+def test_a_missing_file_or_a_fifo_is_one_line_not_a_traceback_or_a_hang(tmp_path):
+    with pytest.raises(SpecError, match=r"missing\.gguf: \(file\): cannot read: No such file"):
+        read_header(tmp_path / "missing.gguf")
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)  # opening it to read would block until a writer comes
+    with pytest.raises(SpecError, match=r"pipe\.gguf: \(not a regular file\)"):
+        read_header(fifo)
+
+
 def test_cli_reads_a_gguf_model_at_its_file_type(tmp_path, capsys):
     """capacity --model FILE.gguf: the header's config, the weights at the file's Q4_K_M (general.file_type 15)."""
     import json
