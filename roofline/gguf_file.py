@@ -10,6 +10,7 @@ is read (the tensor data can be many GB); the bytes of each tensor follow from i
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,6 +63,9 @@ def _read(f: BinaryIO, fmt: str) -> Any:
 
 def _string(f: BinaryIO) -> str:
     n = _read(f, "<Q")
+    if n > os.fstat(f.fileno()).st_size - f.tell():  # a length past the file's end: never allocate it
+        raise SpecError(f"{getattr(f, 'name', 'GGUF')}: the header ends early (a string of {n:,} bytes; truncated "
+                        "file?)")
     return f.read(n).decode("utf-8", errors="replace")
 
 

@@ -85,6 +85,15 @@ def test_a_missing_file_or_a_fifo_is_one_line_not_a_traceback_or_a_hang(tmp_path
         read_header(fifo)
 
 
+def test_a_length_past_the_files_end_is_refused_not_allocated(tmp_path):
+    import struct
+
+    path = tmp_path / "huge.gguf"  # one metadata key whose length claims 2**62 bytes
+    path.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 1, 1, 2 ** 62) + b"abc")
+    with pytest.raises(SpecError, match="ends early"):
+        read_header(path)
+
+
 def test_cli_reads_a_gguf_model_at_its_file_type(tmp_path, capsys):
     """capacity --model FILE.gguf: the header's config, the weights at the file's Q4_K_M (general.file_type 15)."""
     import json
