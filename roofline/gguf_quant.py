@@ -371,6 +371,9 @@ def group_bytes_per_weight(model, preset: str) -> dict[str, Fraction]:
     return out
 
 
+UNQUANTIZED = ("f32", "f16", "bf16")  # types whose GEMMs keep the 16-bit laws (group_types leaves them out)
+
+
 def group_types(model, preset: str) -> dict[str, str]:
     """The ggml type each op group's GEMMs run their kernels on (group_bytes_per_weight's groups): the quantized type
     holding most of the group's bytes (Q4_K_M's attention and MLP: q4_K, its q6_K attn_v / ffn_down a minority),
@@ -393,9 +396,6 @@ def group_types(model, preset: str) -> dict[str, str]:
         if main is not None and main not in UNQUANTIZED:
             out[group] = main
     return out
-
-
-UNQUANTIZED = ("f32", "f16", "bf16")
 
 
 def _elements(shape: tuple[int, ...]) -> int:

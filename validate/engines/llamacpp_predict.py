@@ -42,6 +42,7 @@ from roofline.engines.scheduling import scheduling
 from roofline.methods.registry import parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
+from validate.engines.cases import add_cases, read_cases
 from validate.engines.llamacpp_client import schedule
 from validate.engines.predict import write_trace
 from validate.engines.predict_sglang import model_arg
@@ -128,13 +129,11 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--hardware", default="H200")
-    p.add_argument("--cases", default="llamacpp_cases.json", help="the cases file (this folder)")
+    add_cases(p, "llamacpp_cases.json")
     p.add_argument("--now", action="store_true", help="with llama.cpp's time profile, after the run (module docstring)")
     a = p.parse_args()
     global CASES
-    if not (HERE / a.cases).is_file():
-        p.error(f"--cases: {a.cases} must be a file of validate/engines/")
-    CASES = json.loads((HERE / a.cases).read_text())
+    CASES = read_cases(p, a.cases)
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     about = ("written after run 1 with llama.cpp's time profile (roofline/engines/profiles/llamacpp.json, from runs "
              "2 and 3's microbenchmarks), to judge it on run 1" if a.now else

@@ -35,6 +35,7 @@ import struct
 import subprocess
 from pathlib import Path
 
+from validate.engines.cases import add_cases, read_cases
 from validate.engines.llamacpp_logs import MIB, batched_rows, bench_entries, server_memory
 from validate.engines.llamacpp_mech import SHAPES, dispatch, fmt, ggml_op_number, parser
 from validate.engines.llamacpp_mech import perf_lines as mech_perf_lines
@@ -280,16 +281,14 @@ def summary(rows: list[dict]) -> dict[str, dict]:
 
 
 def main() -> None:
-    p, t, pr = parser()
-    t.add_argument("--cases", default="llamacpp_cases_run4.json", help="the cases file (this folder)")
-    pr.add_argument("--ops-only", action="store_true", help="the ops and the hypothesis alone (predict's docstring)")
-    pr.add_argument("--cases", default="llamacpp_cases_run4.json", help="the cases file (this folder)")
-    a = p.parse_args()
     global CASES, CASES_NAME
+    p, t, pr = parser()
+    add_cases(t, CASES_NAME)
+    pr.add_argument("--ops-only", action="store_true", help="the ops and the hypothesis alone (predict's docstring)")
+    add_cases(pr, CASES_NAME)
+    a = p.parse_args()
     if a.cmd in ("testfile", "predict"):
-        if not (HERE / a.cases).is_file():
-            p.error(f"--cases: {a.cases} must be a file of validate/engines/")
-        CASES_NAME, CASES = a.cases, json.loads((HERE / a.cases).read_text())
+        CASES_NAME, CASES = a.cases, read_cases(p, a.cases)
     dispatch(a, "llamacpp_quant (llamacpp_run4.sh)", test_lines, lambda: predict(a.hardware, a.ops_only), compare,
              _show)
 

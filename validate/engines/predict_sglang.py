@@ -34,6 +34,7 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate import stored
 from validate.engines import models as engine_models
+from validate.engines.cases import add_cases, read_cases
 from validate.engines.lone_prefill import lone_prefill_s
 
 HERE = Path(__file__).resolve().parent
@@ -179,7 +180,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--hardware", default="H200")
-    p.add_argument("--cases", default="cases-sglang.json", help="the cases file (this folder)")
+    add_cases(p, "cases-sglang.json")
     p.add_argument("--steps-only", action="store_true", help="no served runs (a run without stage S)")
     p.add_argument("--results", type=Path, help="the run's folder: replay its Poisson runs at the recorded sends "
                    "(the model after the run; without it, before)")
@@ -187,7 +188,7 @@ def main() -> None:
                    "--results: the run's tiny server against run 1's, host_speed_of)")
     a = p.parse_args()
     global CASES
-    CASES = json.loads((HERE / a.cases).read_text())
+    CASES = read_cases(p, a.cases)
     speed = host_speed_of(a.results) if a.host_speed == "run" and a.results else float(a.host_speed)
     if speed is None:
         p.error("--host-speed run: the run has no tiny-llama-conc1.jsonl (stage T)")
