@@ -27,11 +27,8 @@ name "llamacpp" (no host costs, no sampler profile), at the engine's -b 2048 as 
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -42,10 +39,10 @@ from roofline.engines.scheduling import scheduling
 from roofline.methods.registry import parse_method
 from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
-from validate.engines.cases import add_cases, read_cases
+from validate.engines.cases import checkout_sha, prediction_parser, read_cases, write_prediction
 from validate.engines.llamacpp_client import schedule
 from validate.engines.predict import write_trace
-from validate.engines.predict_sglang import model_arg
+from validate.engines.predict_sglang import cli, model_arg
 
 HERE = Path(__file__).resolve().parent
 CASES = json.loads((HERE / "llamacpp_cases.json").read_text())
@@ -56,15 +53,6 @@ MODEL_DIR = Path(tempfile.mkdtemp())
 def model_flags() -> list[str]:
     """`--model` flags of the cases' model (the catalogue's, or a tiny model's config.json)."""
     return model_arg(CASES["model"], MODEL_DIR)
-
-
-def cli(*argv: str) -> dict:
-    """One roofline command's JSON (its error line where it refuses)."""
-    r = subprocess.run([sys.executable, "-m", "roofline.cli", *argv, "--json"], capture_output=True, text=True)
-    if r.returncode:
-        return {"error": r.stderr.strip()[-300:]}
-    d = json.loads(r.stdout)
-    return d[0] if isinstance(d, list) else d
 
 
 def phases(model, hw, batch: int, context: int) -> PhaseModel:
@@ -126,15 +114,12 @@ def served(hardware: str) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", type=Path)
-    p.add_argument("--hardware", default="H200")
-    add_cases(p, "llamacpp_cases.json")
+    p = prediction_parser("llamacpp_cases.json")
     p.add_argument("--now", action="store_true", help="with llama.cpp's time profile, after the run (module docstring)")
     a = p.parse_args()
     global CASES
     CASES = read_cases(p, a.cases)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    sha = checkout_sha()
     about = ("written after run 1 with llama.cpp's time profile (roofline/engines/profiles/llamacpp.json, from runs "
              "2 and 3's microbenchmarks), to judge it on run 1" if a.now else
              "written before the run: llama.cpp's memory rules and scheduling defaults, no time profile")
@@ -142,9 +127,7 @@ def main() -> None:
            "hardware": a.hardware, "engine": "llamacpp", "weight_dtype": WEIGHT_DTYPE, "kv_method": KV_METHOD,
            "model": CASES["model"], "git_sha": sha, "date": dt.date.today().isoformat(),
            "memory": memory(a.hardware), **steps(a.hardware), "served": served(a.hardware)}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {a.out}")
+    write_prediction(a.out, doc)
 
 
 if __name__ == "__main__":

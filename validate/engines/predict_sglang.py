@@ -18,7 +18,6 @@ else the model's own) and, run 3 on, a second served model ("serve2") and a shar
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import subprocess
@@ -34,7 +33,7 @@ from roofline.planner.phases import PhaseModel
 from roofline.specs import Workload
 from validate import stored
 from validate.engines import models as engine_models
-from validate.engines.cases import add_cases, read_cases
+from validate.engines.cases import checkout_sha, prediction_parser, read_cases, write_prediction
 from validate.engines.lone_prefill import lone_prefill_s
 
 HERE = Path(__file__).resolve().parent
@@ -177,10 +176,7 @@ def serve(hardware: str, results: Path | None = None, key: str = "serve", host_s
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", type=Path)
-    p.add_argument("--hardware", default="H200")
-    add_cases(p, "cases-sglang.json")
+    p = prediction_parser("cases-sglang.json")
     p.add_argument("--steps-only", action="store_true", help="no served runs (a run without stage S)")
     p.add_argument("--results", type=Path, help="the run's folder: replay its Poisson runs at the recorded sends "
                    "(the model after the run; without it, before)")
@@ -193,7 +189,7 @@ def main() -> None:
     if speed is None:
         p.error("--host-speed run: the run has no tiny-llama-conc1.jsonl (stage T)")
     speed = None if speed == 1 else speed
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    sha = checkout_sha()
     doc = {"about": f"roofline's prediction of validate/engines/{a.cases} on a real SGLang, written before the run: "
                     "SGLang's scheduling rules and time profile (roofline/engines/profiles/sglang.json, when there is "
                     "one) around the GPU work",
@@ -203,7 +199,7 @@ def main() -> None:
            **({} if a.steps_only else {k: serve(a.hardware, a.results, k, speed) for k in ("serve", "serve2")
                                        if k in CASES}),
            **({"serve": {}} if a.steps_only else {})}
-    a.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_prediction(a.out, doc)
 
 
 if __name__ == "__main__":
