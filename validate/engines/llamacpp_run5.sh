@@ -27,16 +27,20 @@ llamacpp_build_model 420 16 OFF "$(C "' '.join(c['targets'])")" llama-quantize l
 stage T
 TRACER=$HOME/lcpp/libcupti_trace.so
 {
-  CUPTI_H=${CUPTI_H:-}; [ -n "$CUPTI_H" ] || CUPTI_H=$(find /usr/local/cuda/extras/CUPTI/include /usr/local/cuda/include \
-    $(python3 -c 'import site; print(*site.getsitepackages())') -name cupti.h 2>/dev/null | head -1)
+  # the library first (a header alone, e.g. triton's copy, cannot be linked), then the header beside it
+  CLIBF=$(find ${CUPTI_LIB:-} /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/targets \
+    $(python3 -c 'import site; print(*site.getsitepackages())') /opt /usr/lib -name 'libcupti.so*' 2>/dev/null | head -1)
+  CLIB=$(dirname "$CLIBF")
+  CUPTI_H=${CUPTI_H:-}
+  for h in "$CLIB/../include/cupti.h" "$CLIB/../../include/cupti.h" /usr/local/cuda/extras/CUPTI/include/cupti.h; do
+    [ -z "$CUPTI_H" ] && [ -f "$h" ] && CUPTI_H=$h
+  done
   CINC=$(dirname "$CUPTI_H")
-  CLIB=$(dirname "$(find "$CINC/.." "$CINC/../lib64" "$CINC/../lib" /usr/local/cuda/extras/CUPTI/lib64 \
-    -maxdepth 1 -name 'libcupti.so*' 2>/dev/null | head -1)")
-  echo "cupti.h $CUPTI_H; libcupti in $CLIB: $(ls $CLIB/libcupti.so* | tr '\n' ' ')"
+  echo "cupti.h $CUPTI_H; libcupti $CLIBF"
   for v in 13 12 11 10 9; do
-    gcc -O2 -shared -fPIC -DKREC=CUpti_ActivityKernel$v -I/usr/local/cuda/include -I$CINC \
-      $HERE/cupti_trace.c -L$CLIB -l:$(basename "$(ls $CLIB/libcupti.so* | head -1)") -Wl,-rpath,$CLIB \
-      -o $TRACER 2>/dev/null && { echo "KREC CUpti_ActivityKernel$v"; break; }
+    gcc -O2 -shared -fPIC -DKREC=CUpti_ActivityKernel$v -I$CINC -I/usr/local/cuda/include \
+      $HERE/cupti_trace.c -L$CLIB -l:$(basename "$CLIBF") -Wl,-rpath,$CLIB \
+      -o $TRACER 2>>$R/tracer-gcc.log && { echo "KREC CUpti_ActivityKernel$v"; break; }
   done
 } > $R/tracer.log 2>&1
 cat $R/tracer.log
