@@ -48,3 +48,11 @@ def test_categories():
     assert category("void k_set_rows<half>(...)") == "kv-write"
     assert category("void convert_unary<float, half>(...)") == "convert"
     assert category("something_else") == "other"
+
+
+def test_exclusive_time_under_programmatic_dependent_launch():
+    from validate.engines.kernel_trace import exclusive
+    # B starts 20 ns before A ends (it waits inside itself), C inside B's span: raw 300 + 120 + 10 ns, busy 400
+    ks = [(100, 400, "a"), (380, 500, "b"), (450, 460, "c")]
+    assert exclusive(ks) == [300, 100, 0]
+    assert sum(exclusive(ks)) == 400

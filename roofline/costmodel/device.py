@@ -395,7 +395,8 @@ class Roofline:
         timed); None where none applies. ggml_cuda_mul_mat runs MMVQ, the mat-vec kernel over the columns, up to
         MMVQ_MAX_COLUMNS rows and MMQ, the tile kernel, above. W = the op's bytes, F = its FLOPs:
             one row     k gemv_latency + W / gemv_bw
-            2 .. 8      max(one row, k mmvq_latency + F / mmvq_rate)     (each column's dot products redo the dequant)
+            2 .. 8      one row + F (1 - 1 / n) / mmvq_rate               (each further column's dot products redo the
+                                                                           dequant: the weights are read once)
             9 ..        k mmq_latency + W / mmq_bw + F / mmq_rate         (load and tile compute in turn)
         k the op's kernels (llama.cpp calls q, k and v apart: engines' op_kernels), each paying its law's latency."""
         c = self.ceilings
@@ -415,7 +416,7 @@ class Roofline:
         weights, flops, rows = op.bytes, op.matmul_flops, sp.sympify(op.query_rows)
         calls = op.kernels
         one = calls * k("gemv_latency") + weights / k("gemv_bw")
-        mmvq = sp.Max(one, calls * k("mmvq_latency") + flops / k("mmvq_rate"), evaluate=False)
+        mmvq = one + flops * (1 - 1 / rows) / k("mmvq_rate")
         mmq = calls * k("mmq_latency") + weights / k("mmq_bw") + flops / k("mmq_rate")
         if rows.is_number:
             total = one if rows <= 1 else mmvq if rows <= MMVQ_MAX_COLUMNS else mmq

@@ -156,13 +156,8 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
      of its default settings has more. A law of any shape's bytes and FLOPs (Roofline._op_times: a GEMM's rows,
      `one_row`), not a table.
    - FLASH_ATTN_EXT at one query: attn_decode_latency + K,V bytes / attn_decode_bw.
-   - a decode step of more than one token costs eager_layer_s x layers more than its matmuls' and attention's laws
-     say (batched-bench's B 2 step less its B 1 step, less the matmuls' own difference at n 2 and 1, per layer),
-     added to the step (`eager_serial`), priced through 8.'s fields (capture_sizes (1,): a step past one token pays
-     it; a prefill's long kernels hide it, max as 8.). What it is made of is not timed alone: it is not ggml-cuda's
-     CUDA graph (at 0c1e570 the graph stays on at any batch: ggml_cuda_graph_check_compability turns it off only
-     for a MUL_MAT_ID that syncs; older trees turned it off past one token); FLASH_ATTN_EXT at more than one query
-     (stage O timed one) and the per-stream KV writes are the candidates.
+   - (retired by 17.) run 3's step past one token, B 2 less B 1 less the matmuls' own n 2 - n 1, was charged as
+     eager_layer_s x layers to every step of more than one token; run 5's kernel timeline found no such host work.
    - llama-server samples every slot on the host after the step, in series (overlap False): per slot the default
      sampler chain scans the vocabulary's logits, sampler_host_element_s x vocabulary seconds a slot (at -np 8, the
      server's decode time a token with the default chain on the host less with greedy sampling on the GPU,
@@ -174,12 +169,23 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    type (Op.weight_type: gguf_quant.group_types, the group's type by bytes); ggml_cuda_mul_mat runs it as MMVQ (the
    mat-vec kernel over the columns) up to 8 rows and MMQ (the tile kernel, activations quantized to q8_1) above, each
    type at its own laws, 'ggml:<type>:<law>' (Roofline._ggml_matmul; ggml_types.law_type takes a family's laws for a
-   type not timed): one row k gemv_latency + W / gemv_bw; 2..8 rows max(one row, k mmvq_latency + F / mmvq_rate); past
-   8 k mmq_latency + W / mmq_bw + F / mmq_rate (W weight bytes, F FLOPs, k the calls). The small kernels of a layer
+   type not timed): one row k gemv_latency + W / gemv_bw; n = 2..8 rows one row + F (1 - 1 / n) / mmvq_rate (the
+   further columns' dot products, the weights read once: 17.); past 8 k mmq_latency + W / mmq_bw + F / mmq_rate (W
+   weight bytes, F FLOPs, k the calls). The small kernels of a layer
    cost their measured median (kernel_time, ~1.6 us at one token), and op_kernels gives llama.cpp's own counts (q, k,
    v three calls and gate, up two: the GGUF's own tensors; the residual adds and RoPE's two kernels unfused), which
    the 16-bit laws use too. Prefill attention runs at ggml's own FLASH_ATTN_EXT rate (attention_flops, run 3's 512
    queries over a random mask; a causal prompt's masked tiles are skipped, flash_attn_mask_to_KV_max).
+17. **llama.cpp's step on a kernel timeline** (run 5: validate/engines/cupti_trace.c, CUPTI's activity records of an
+   unmodified llama-batched-bench and llama-bench, cut into steps at the logits' copy by kernel_trace.py; note
+   validate/notes/2026-11-30-llamacpp-h200-run5.md). A decode step is one CUDA-graph launch at B 1, 2 and 8 alike
+   (graphs off, the same GPU time), and the GPU is busy through it: the step past one token has no host excess
+   (eager_layer_s 0). Between two steps the GPU waits on the host's llama_decode (graph build, inputs, the graph's
+   update and launch, the logits' copy): step_s, the untimed step less its traced GPU-busy time, median over F16 and
+   Q8_0 at B 1 / 2 / 8, in the benchmark's and the server's step alike (server_step_s). MMVQ at n columns reads the
+   weights once and redoes the dot products per column: one column's law plus the further columns' FLOPs at
+   mmvq_rate (16.'s 2..8-row law had a latency of 12-15 us a call, fit at n 8, that a 4096 x 1024 q8_0 call at n 2
+   never pays: 187 % over; the in-step q8_0 calls at B 2 match the isolated ones).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

@@ -14,10 +14,12 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
   attn_decode_bw, least squares on the seconds.
 - FLASH_ATTN_EXT at 512 queries (run 3 stage O, KV 512 .. 8,192, every cell of a random mask): its FLOP/s, the
   engine's prefill attention rate (attention_flops; a causal prompt's masked tiles are skipped by ggml-cuda).
-- the step past one sequence (run 3 batched-bench, split streams): the excess of B 2's step over B 1's, less what the
-  matmuls alone add from n 1 to n 2 (stage O: 32 layers' projections and lm_head), per layer: eager_layer_s, added
-  to a decode step of more than one token. Its make-up is not timed alone (roofline/engines/timing.py 15.; not the
-  CUDA graph, which ggml-cuda at 0c1e570 keeps at any batch).
+- the step's host work (run 5, a kernel timeline: cupti_trace.c, kernel_trace.py): batched-bench's decode step
+  untimed less the same step's GPU-busy time traced, median over F16 and Q8_0 at B 1, 2, 8: step_s, the host's
+  llama_decode between two GPU steps (the benchmark's and the server's: server_step_s). The timeline shows one
+  CUDA-graph launch a step at every B and the GPU busy through it, so the step past one token pays no host excess
+  (eager_layer_s 0; run 3's B 2 - B 1 less the matmuls' n 2 - n 1, the retired term, is kept in `sources`). The
+  traced busy time is the tracer's too (CUPTI's records): step_s is a lower bound.
 - the served step's CPU sampler (run 3 K-server, -np 8, one KV stream a slot as run 1's server): the server's decode
   time a token with the default sampler chain on the host (np8-split; run 1's client sends no sampler, so the
   server's default chain ran) less with greedy sampling on the GPU (np8-greedy-bs, --backend-sampling), per slot, per
@@ -26,7 +28,8 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
 - ggml-cuda's quantized matmuls (run 4 stage O, test-backend-ops perf MUL_MAT with q8_0 / q4_0 / q4_K / q6_K weights
   at the 8B's shapes; roofline/engines/timing.py 16.), per type, W its weight bytes (the blocks' own), F the FLOPs:
   one column (MMVQ) t = gemv_latency + W / gemv_bw over every shape at n 1; 2 .. 8 columns (MMVQ over the columns)
-  t = mmvq_latency + F / mmvq_rate at n 2, 4, 8 (the model takes the larger of that and the one-column time); past 8
+  t = the one-column law + F (1 - 1 / n) / mmvq_rate at n 2, 4, 8 (the weights read once, each further column's dot
+  products redone), mmvq_rate by least squares on what the one-column law leaves of each row's seconds; past 8
   (MMQ) t = mmq_latency + W / mmq_bw + F / mmq_rate at n 16 .. 2048, each by least squares on the seconds; W the
   op's bytes (the quantized blocks and the F32 activations in and out, as the planner counts them at llama.cpp's
   activation_bytes 4).
@@ -63,6 +66,7 @@ from validate.engines.llamacpp_mech import (
 
 RUN3 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run3")
 RUN4 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run4")
+RUN5 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
 VOCAB = 128_256  # Llama-3.1-8B's vocabulary (the served model of run 3)
 GPU = "H200"
@@ -90,17 +94,35 @@ def rate_fit(work: list[float], t: list[float]) -> tuple[float, list[float]]:
     return rate, [round(float(r), 4) for r in w / rate / t - 1]
 
 
+def l2_bytes() -> int:
+    """The H200's L2 (the catalogue's l2_cache_bytes)."""
+    from roofline.catalogue.store import load_hardware
+    return int(load_hardware(GPU).l2_cache_bytes)
+
+
+def streamed(shapes: dict = SHAPES) -> dict:
+    """The shapes whose F16 weights exceed the L2 (module docstring: test-backend-ops re-runs an op on the same
+    tensors, so a weight that fits is read from L2 after its first run; a model step reads every weight once, from
+    DRAM)."""
+    return {s: (k, m) for s, (k, m) in shapes.items() if 2 * k * m > l2_bytes()}
+
+
 def matmul_laws(times: dict[str, float]) -> dict:
-    """The three matmul laws (module docstring) from stage O's rows, seconds by case key."""
+    """The three matmul laws (module docstring) from stage O's rows, seconds by case key; the two bandwidth laws on
+    the shapes whose weights stream from DRAM (streamed), the small shapes' rows kept as residuals."""
     def rows(ns, shapes=SHAPES):
         out = [(*mm_cost(k, m, n), times[f"mm-{s}-n{n}"]) for s, (k, m) in shapes.items() for n in ns
                if times.get(f"mm-{s}-n{n}") is not None]
         return [r[0] for r in out], [r[1] for r in out], [r[2] for r in out]
 
-    b1, _, t1 = rows((1,))
+    big = streamed()
+    b1, _, t1 = rows((1,), big)
     gemv_a, gemv_bw, gemv_res = affine_fit(b1, t1)
-    bn, _, tn = rows(tuple(n for n in N_DECODE if n > 1))
+    bn, _, tn = rows(tuple(n for n in N_DECODE if n > 1), big)
     gemm_a, gemm_bw, gemm_res = affine_fit(bn, tn)
+    small = {s: km for s, km in SHAPES.items() if s not in big}  # their rows against the laws: L2-served
+    bs1, _, ts1 = rows((1,), small)
+    bsn, _, tsn = rows(tuple(n for n in N_DECODE if n > 1), small)
     # a prompt's ubatch runs the layers' projections at its rows; lm_head only for the outputs (one a sequence)
     layers = {s: km for s, km in SHAPES.items() if s != "lm_head"}
     _, fl, tl = rows((UBATCH,), layers)
@@ -109,6 +131,10 @@ def matmul_laws(times: dict[str, float]) -> dict:
     return {"gemv_latency": gemv_a, "gemv_bw": gemv_bw, "gemm_latency": gemm_a, "gemm_stream_bw": gemm_bw,
             **{f"{k}:{d}": flops for k in ("gemm_shape", "sustained_gemm") for d in DTYPES_16},
             "residuals": {"gemv": gemv_res, "gemm_stream": gemm_res, "gemm_flops": flops_res,
+                          "gemv_l2_resident": [round((gemv_a + b / gemv_bw) / t - 1, 4) for b, t in
+                                               zip(bs1, ts1, strict=True)],
+                          "gemm_stream_l2_resident": [round((gemm_a + b / gemm_bw) / t - 1, 4) for b, t in
+                                                      zip(bsn, tsn, strict=True)],
                           "gemm_flops_past_ubatch": [round(f / flops / t - 1, 4) for f, t in zip(fb, tb, strict=True)]}}
 
 
@@ -132,6 +158,23 @@ def eager_layer_s(times: dict[str, float], steps: dict[int, float]) -> float:
     """Per layer, batched-bench's B 2 step less its B 1 step less the matmuls' own n 1 -> n 2 difference."""
     mm = layer_matmuls_s(times, 2) - layer_matmuls_s(times, 1) + times["mm-lm_head-n2"] - times["mm-lm_head-n1"]
     return (steps[2] - steps[1] - mm) / LAYERS
+
+
+def host_step_s(run5: Path) -> tuple[float, dict[str, float]]:
+    """Per (type, B) of run 5 the untimed decode step (batched-bench T_TG / TG) less its traced GPU-busy time
+    (kernel_trace's median over the steps), and their median (module docstring)."""
+    from validate.engines.llamacpp_logs import batched_rows
+    each = {}
+    for log in sorted(run5.glob("batched-*.log")):
+        q = log.stem.removeprefix("batched-")
+        if "-" in q:  # the traced and graph-off runs' own logs
+            continue
+        for r in batched_rows(log.read_text()):
+            summ = run5 / f"trace-{q}-b{r['pl']}.json"
+            if summ.is_file():
+                busy = json.loads(summ.read_text())["groups"][0]["median"]["busy_us"] * 1e-6
+                each[f"{q} B{r['pl']}"] = r["t_tg_s"] / r["tg"] - busy
+    return float(np.median(list(each.values()))), each
 
 
 def sampler_element_s(cpu_s: float, gpu_s: float, slots: int = 8, vocab: int = VOCAB) -> float:
@@ -159,14 +202,17 @@ def quant_laws(times: dict[str, float]) -> tuple[dict, dict]:
 
         one = rows((1,))
         a1, bw1, r1 = affine_fit([r[0] for r in one], [r[2] for r in one])
-        vq = rows(tuple(n for n in RUN4_CASES["ops"]["n_decode"] if 1 < n <= 8))
-        av, rv, resv = affine_fit([r[1] for r in vq], [r[2] for r in vq])
+        vq = [(r, n) for n in RUN4_CASES["ops"]["n_decode"] if 1 < n <= 8 for r in rows((n,))]
+        extra = np.array([f * (1 - 1 / n) for (_, f, _), n in vq])  # the further columns' FLOPs
+        left = np.array([t - (a1 + b / bw1) for (b, _, t), n in vq])  # the seconds the one-column law leaves
+        rv = rate_fit(list(extra), list(left))[0]
+        resv = [round(float(((a1 + b / bw1) + x / rv) / t - 1), 4) for ((b, _, t), _), x in zip(vq, extra, strict=True)]
         mq = rows(tuple(n for n in (*RUN4_CASES["ops"]["n_decode"], *RUN4_CASES["ops"]["n_prefill"]) if n > 8))
         x = np.array([[1.0, r[0], r[1]] for r in mq])
         t = np.array([r[2] for r in mq])
         (aq, inv_bw, inv_rate), *_ = np.linalg.lstsq(x, t, rcond=None)
-        laws.update({f"ggml:{w}:gemv_latency": a1, f"ggml:{w}:gemv_bw": bw1, f"ggml:{w}:mmvq_latency": av,
-                     f"ggml:{w}:mmvq_rate": rv, f"ggml:{w}:mmq_latency": float(aq),
+        laws.update({f"ggml:{w}:gemv_latency": a1, f"ggml:{w}:gemv_bw": bw1, f"ggml:{w}:mmvq_rate": rv,
+                     f"ggml:{w}:mmq_latency": float(aq),
                      f"ggml:{w}:mmq_bw": float(1 / inv_bw), f"ggml:{w}:mmq_rate": float(1 / inv_rate)})
         fit = x @ (aq, inv_bw, inv_rate) / t - 1
         residuals[w] = {"gemv": r1, "mmvq": resv, "mmq": [round(float(r), 4) for r in fit]}
@@ -184,12 +230,13 @@ def small_kernel_s(times: dict[str, float]) -> tuple[float, dict[str, float]]:
     return float(np.median(list(each.values()))), each
 
 
-def derive(run3: Path, run4: Path = RUN4) -> dict:
+def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
     fa_rate, fa_rate_res = attention_prefill_rate(times)
     steps = batched_steps((run3 / "batched-split.log").read_text())
-    eager = eager_layer_s(times, steps)
+    retired = eager_layer_s(times, steps)
+    host, host_each = host_step_s(run5)
     tpot = {n: served_summary(json.loads((run3 / f"serve-k-{n}.json").read_text()))["server_decode_s_per_token"]
             for n in ("np8-split", "np8-greedy", "np8-greedy-bs")}
     element = sampler_element_s(tpot["np8-split"], tpot["np8-greedy-bs"])
@@ -205,18 +252,22 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
     ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
         "version": "llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36), CUDA 13.0, sm_90a",
-        "step_s": 0.0, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
-        "api_request_s": 0.0, "request_s": 0.0, "server_step_s": 0.0, "server_per_seq_s": 0.0,
-        "eager_step_s": 0.0, "eager_layer_s": eager, "eager_serial": True, "sampler_host_element_s": element,
+        "step_s": host, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
+        "api_request_s": 0.0, "request_s": 0.0, "server_step_s": host, "server_per_seq_s": 0.0,
+        "eager_step_s": 0.0, "eager_layer_s": 0.0, "eager_serial": True, "sampler_host_element_s": element,
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
         "sources": {
-            "step_s": "llama-batched-bench samples nothing: its step is the GPU's work alone (0)",
+            "step_s": f"{run5}: batched-bench's decode step untimed (batched-TYPE.log T_TG / TG) less its GPU-busy "
+                      "time traced (trace-TYPE-bB.json, kernel_trace.py), median over "
+                      + ", ".join(f"{k} {v * 1e6:.0f}" for k, v in host_each.items()) + " us: llama_decode's host "
+                      "work between two GPU steps, the server's too (server_step_s); a lower bound (the traced "
+                      "busy time holds the tracer's own)",
             "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
                        "sample every slot, then the next batch): host work adds to the GPU's",
-            "capture_sizes": "(1,): a decode step past one token pays eager_layer_s (run 3: B 1 -> 2 adds 2.3 ms, the "
-                             "matmuls 1.1 ms of it); not ggml-cuda's CUDA graph, which 0c1e570 keeps at any batch "
-                             "(ggml-cuda.cu ggml_cuda_graph_check_compability)",
+            "capture_sizes": "(1,) with eager_layer_s 0: a decode step is one CUDA-graph launch at any batch (run 5's "
+                             "timeline: one cudaGraphLaunch a step at B 1, 2 and 8; ggml-cuda.cu "
+                             "ggml_cuda_graph_check_compability at 0c1e570), so nothing is added past one token",
             "gemv": f"{ops} MUL_MAT n 1, 5 shapes: t = gemv_latency + bytes / gemv_bw (least squares on the seconds)",
             "gemm_stream": f"{ops} MUL_MAT n 2..64, 5 shapes: t = gemm_latency + bytes / gemm_stream_bw",
             "gemm_flops": f"{ops} MUL_MAT n 512 (the 4 layer shapes; n_ubatch 512, the most rows a default call "
@@ -225,8 +276,11 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
                           "n 2048 / 8192 in fit_residuals gemm_flops_past_ubatch",
             "attn_decode": f"{ops} FLASH_ATTN_EXT n 1, KV 512..8192: t = latency + K,V bytes / rate (least squares "
                            "on the seconds)",
-            "eager_layer_s": f"{run3}/batched-split.log step B 2 - B 1 ({steps[2]:.6f} - {steps[1]:.6f} s) less the "
-                             "matmuls' own n 2 - n 1 (stage O: 32 layers' projections + lm_head), / 32 layers",
+            "eager_layer_s": f"0 (run 5: no host excess past one token, the GPU busy through the step). Retired: "
+                             f"{run3}/batched-split.log step B 2 - B 1 ({steps[2]:.6f} - {steps[1]:.6f} s) less the "
+                             f"matmuls' own n 2 - n 1, / 32 layers = {retired * 1e6:.1f} us a layer: the F16 step's "
+                             "own GPU work past one token (run 5: mul_mat_f's q / k / v / o calls 4-7 us over their "
+                             "isolated times, the unfused adds and GLU, the tile attention kernel)",
             "sampler_host_element_s": f"{run3}/serve-k-np8-split.json - serve-k-np8-greedy-bs.json server decode s"
                                       f"/token ({tpot['np8-split']:.6f} - {tpot['np8-greedy-bs']:.6f} s) / 8 "
                                       f"slots / {VOCAB} logits: the default chain on the CPU a slot (greedy alone, "
@@ -235,9 +289,9 @@ def derive(run3: Path, run4: Path = RUN4) -> dict:
                                 "intermediate as F32; test-backend-ops' F32 src1 in every MUL_MAT row the laws are fit "
                                 "on, llamacpp_mech.mm_cost); the KV cache keeps its own type",
             "ggml_quantized": f"{ops4} MUL_MAT, weights q8_0 / q4_0 / q4_K / q6_K at the 8B's shapes: per type one "
-                              "column gemv_latency + W / gemv_bw (n 1), 2..8 columns mmvq_latency + F / mmvq_rate "
-                              "(n 2, 4, 8), past 8 mmq_latency + W / mmq_bw + F / mmq_rate (n 16 .. 2048), least "
-                              "squares on the seconds (W the op's bytes: blocks + F32 activations, F FLOPs); "
+                              "column gemv_latency + W / gemv_bw (n 1), 2..8 columns that law + F (1 - 1 / n) / "
+                              "mmvq_rate (n 2, 4, 8), past 8 mmq_latency + W / mmq_bw + F / mmq_rate (n 16 .. 2048), "
+                              "least squares on the seconds (W the op's bytes: blocks + F32 activations, F FLOPs); "
                               "residuals in fit_residuals",
             "kernel_time": f"{ops4} the small ops at one token, median of "
                            + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in small.items()) + " us",
@@ -262,9 +316,10 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("run3", nargs="?", type=Path, default=RUN3)
     p.add_argument("--run4", type=Path, default=RUN4)
+    p.add_argument("--run5", type=Path, default=RUN5)
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args()
-    a.out.write_text(json.dumps(derive(a.run3, a.run4), indent=1) + "\n")
+    a.out.write_text(json.dumps(derive(a.run3, a.run4, a.run5), indent=1) + "\n")
     print(f"wrote {a.out}")
 
 

@@ -27,8 +27,8 @@ CATEGORIES = (
     ("attention", re.compile(r"flash_attn|fattn|soft_max", re.I)),
     ("matmul", re.compile(r"mul_mat|mmq|mmvq|mmvf|mmf|gemm|gemv|cutlass|cublas|sm90_xmma|nvjet|ampere|hopper", re.I)),
     ("convert", re.compile(r"convert|cpy|to_fp16|to_fp32|dequantize|quantize_q8|quantize_mmq", re.I)),
+    ("rope", re.compile(r"rope", re.I)),  # before norm: ggml's rope_norm kernels
     ("norm", re.compile(r"norm", re.I)),
-    ("rope", re.compile(r"rope", re.I)),
     ("elementwise", re.compile(r"bin_bcast|add|mul|glu|silu|swiglu|scale", re.I)),
     ("kv-write", re.compile(r"set_rows", re.I)),
     ("rows", re.compile(r"get_rows|argmax|argsort|top_k", re.I)),
@@ -87,6 +87,19 @@ def _union(intervals: list[tuple[int, int]]) -> tuple[int, list[tuple[int, int]]
     return busy, gaps
 
 
+def exclusive(ks: list[tuple[int, int, str]]) -> list[int]:
+    """Each kernel's own ns on the GPU's timeline: its end less the later of its start and every earlier kernel's end.
+    Hopper's programmatic dependent launch (ggml-cuda uses it) starts a kernel before its predecessor ends, to wait
+    inside it: its interval overlaps the one before, and the raw durations add to more than the step's busy time; the
+    exclusive times add to exactly the busy time."""
+    out, reach = [], None
+    for s, e, _ in ks:
+        lo = s if reach is None else max(s, reach)
+        out.append(max(0, e - lo))
+        reach = e if reach is None else max(reach, e)
+    return out
+
+
 def boundaries(t: Trace, nbytes: int) -> list[int]:
     """Ends (GPU ns) of the device-to-host copies of exactly `nbytes`."""
     return [e for s, e, b, k in t.copies if k == DTOH and b == nbytes]
@@ -94,7 +107,8 @@ def boundaries(t: Trace, nbytes: int) -> list[int]:
 
 def steps(t: Trace, nbytes: int) -> list[dict]:
     """One dict per step (module docstring): its span, wall, busy, idle before the first kernel (lead) and after the
-    last (tail), kernels by category, the launch calls' count and host time, the gaps over 20 us inside it."""
+    last (tail), the kernels' raw durations summed (sum_us: more than busy where launches overlap) and their exclusive
+    times by category (adding to busy), the launch calls' count and host time, the gaps over 20 us inside it."""
     ends = boundaries(t, nbytes)
     out = []
     ki = ai = 0
@@ -115,9 +129,9 @@ def steps(t: Trace, nbytes: int) -> list[dict]:
             j += 1
         busy, gaps = _union([(s, e) for s, e, _ in ks])
         by_cat: dict[str, float] = {}
-        for s, e, n in ks:
+        for (_, _, n), x in zip(ks, exclusive(ks), strict=True):
             c = category(n)
-            by_cat[c] = by_cat.get(c, 0.0) + (e - s) / 1e3
+            by_cat[c] = by_cat.get(c, 0.0) + x / 1e3
         out.append({"span": (lo, hi), "wall_us": (hi - lo) / 1e3, "busy_us": busy / 1e3, "kernels": len(ks),
                     "lead_us": ((ks[0][0] - lo) / 1e3) if ks else None,
                     "tail_us": ((hi - max(e for _, e, _ in ks)) / 1e3) if ks else None,
@@ -128,13 +142,13 @@ def steps(t: Trace, nbytes: int) -> list[dict]:
 
 
 def by_name(t: Trace, lo: int, hi: int) -> dict[str, tuple[int, float]]:
-    """(count, GPU us) per kernel name whose start lies in [lo, hi)."""
+    """(count, exclusive GPU us) per kernel name whose start lies in [lo, hi)."""
+    ks = [k for k in t.kernels if lo <= k[0] < hi]
     out: dict[str, list] = {}
-    for s, e, n in t.kernels:
-        if lo <= s < hi:
-            c = out.setdefault(n, [0, 0.0])
-            c[0] += 1
-            c[1] += (e - s) / 1e3
+    for (_, _, n), x in zip(ks, exclusive(ks), strict=True):
+        c = out.setdefault(n, [0, 0.0])
+        c[0] += 1
+        c[1] += x / 1e3
     return {n: (c[0], c[1]) for n, c in out.items()}
 
 

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Regenerates llama.cpp's "now" predictions and reports after a change to the model or its profile (the trust line
+# reads the run 1 now-report and the quant report's last block). The blocks written before a run (predictions
+# committed before it, "as it stood") are kept as they are; each report's last block, the model now, is replaced.
+#   bash validate/engines/llamacpp_reports.sh        (from the repository root; ~3 min)
+set -euo pipefail
+E=validate/results/engines
+D=nvidia-h200-llamacpp-2026-11-30
+py() { python -m "$@"; }
+
+py validate.engines.llamacpp_predict $E/h200-llamacpp-run1-now.json --now > /dev/null
+py validate.engines.llamacpp_compare $E/$D-run1 --predicted $E/h200-llamacpp-run1-now.json \
+  > $E/$D-run1-now-report.txt
+
+for c in 4 4b 4c; do
+  py validate.engines.llamacpp_quant predict $E/h200-llamacpp-run$c-now.json --cases llamacpp_cases_run$c.json \
+    > /dev/null
+done
+# run 4 (llama-bench): the blocks up to "== now", then the model now
+R4=$E/$D-run4-report.txt
+head -n $(( $(grep -n "^== now" $R4 | cut -d: -f1) - 1 )) $R4 > $R4.tmp
+{ echo "== now (timing mechanisms 16 and 17; judged on llama-bench, never fitted to it): h200-llamacpp-run4-now.json"
+  py validate.engines.llamacpp_quant compare $E/$D-run4 --predicted $E/h200-llamacpp-run4-now.json; } >> $R4.tmp
+mv $R4.tmp $R4
+# runs 4b + 4c pooled: the blocks up to "== runs 4b + 4c pooled", then the model now
+RQ=$E/$D-run4b-quant-report.txt
+head -n $(( $(grep -n "^== runs 4b + 4c pooled" $RQ | cut -d: -f1) - 1 )) $RQ > $RQ.tmp
+{ echo "== runs 4b + 4c pooled, the model now (h200-llamacpp-run4b-now.json, -run4c-now.json: mechanisms 16 and 17)"
+  python - <<'EOF'
+from pathlib import Path
+import json
+from validate.engines import llamacpp_quant as q
+E = Path("validate/results/engines")
+rows = []
+for c in ("4b", "4c"):
+    rows += q.compare(E / f"nvidia-h200-llamacpp-2026-11-30-run{c}", json.loads((E / f"h200-llamacpp-run{c}-now.json").read_text()))
+q._show([r for r in rows if not r["family"].startswith("op-")])
+EOF
+} >> $RQ.tmp
+mv $RQ.tmp $RQ
+
+# run 5 (the kernel timeline): before the run and now
+py validate.engines.llamacpp_trace predict $E/h200-llamacpp-run5-now.json > /dev/null
+{ echo "llama.cpp run 5 (H200, the kernel timeline: cupti_trace.c, kernel_trace.py; results $E/$D-run5)"
+  echo "engine: the untimed step (batched-bench T_TG / TG; llama-bench's mean, its first rep included); traced: the"
+  echo "timeline's median step; busy / idle: the GPU's; categories: the kernels' exclusive time against the model's ops"
+  echo
+  echo "== the prediction committed before the run (c1cf37b): h200-llamacpp-run5-predicted.json"
+  py validate.engines.llamacpp_trace compare $E/$D-run5 --predicted $E/h200-llamacpp-run5-predicted.json
+  echo
+  echo "== the model now (mechanism 17 from this run's timeline: step_s, eager_layer_s 0; MMVQ and the F16 laws refit on"
+  echo "   runs 3 and 4's ops): h200-llamacpp-run5-now.json"
+  py validate.engines.llamacpp_trace compare $E/$D-run5 --predicted $E/h200-llamacpp-run5-now.json; } \
+  > $E/$D-run5-report.txt
+grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8
