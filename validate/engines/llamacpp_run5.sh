@@ -20,7 +20,7 @@ set -u
 source "$(dirname "$0")/detach.sh"
 source "$(dirname "$0")/llamacpp_common.sh"
 detach "$0" "$@"
-llamacpp_env llamacpp_cases_run5.json
+llamacpp_env llamacpp_cases_run5.json  # LLAMACPP_CASES=llamacpp_cases_run5b.json: run 5b
 llamacpp_unpack
 llamacpp_build_model 420 16 OFF "$(C "' '.join(c['targets'])")" llama-quantize llama-batched-bench llama-bench
 
@@ -65,12 +65,15 @@ for q in $(C "' '.join(c['quants'])"); do
   stage "D-$q"
   bb $QM > $R/batched-$q.log 2>&1
   traced $R/trace-$q-dec.tsv bb $QM > $R/batched-$q-traced.log 2>&1
-  [ $q = F16 ] && GGML_CUDA_DISABLE_GRAPHS=1 traced $R/nograph-$q-dec.tsv bb $QM > $R/batched-$q-nograph.log 2>&1
+  [ $q = F16 ] && [ "$(C "c.get('nograph', True)")" = True ] && \
+    GGML_CUDA_DISABLE_GRAPHS=1 traced $R/nograph-$q-dec.tsv bb $QM > $R/batched-$q-nograph.log 2>&1
   grep -E "^\|" $R/batched-$q.log $R/batched-$q-traced.log $R/batched-$q-nograph.log 2>/dev/null | grep -v -- "---"
-  stage "P-$q"
-  lb $QM > $R/bench-$q.json 2> $R/bench-$q.log
-  traced $R/trace-$q-pp.tsv lb $QM > $R/bench-$q-traced.json 2> $R/bench-$q-traced.log
-  grep -o '"avg_ts": [0-9.]*' $R/bench-$q.json $R/bench-$q-traced.json
+  if [ -n "$PP" ]; then
+    stage "P-$q"
+    lb $QM > $R/bench-$q.json 2> $R/bench-$q.log
+    traced $R/trace-$q-pp.tsv lb $QM > $R/bench-$q-traced.json 2> $R/bench-$q-traced.log
+    grep -o '"avg_ts": [0-9.]*' $R/bench-$q.json $R/bench-$q-traced.json
+  fi
   [ $q = F16 ] || rm -f $QM
   stage "S-$q"
   for b in $(C "' '.join(map(str, c['decode']['npl']))"); do
@@ -80,7 +83,7 @@ for q in $(C "' '.join(c['quants'])"); do
          --json $R/$v-$q-b$b.json > /dev/null) || echo "summary $v $q B $b failed"
     done
   done
-  (cd $ROOT && python3 -m validate.engines.kernel_trace summary $R/trace-$q-pp.tsv.xz --bytes 513024 --skip 1 \
-     --json $R/trace-$q-pp.json > /dev/null) || echo "summary pp $q failed"
+  [ -z "$PP" ] || (cd $ROOT && python3 -m validate.engines.kernel_trace summary $R/trace-$q-pp.tsv.xz --bytes 513024 \
+     --skip 1 --json $R/trace-$q-pp.json > /dev/null) || echo "summary pp $q failed"
 done
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log

@@ -49,7 +49,7 @@ def _categories(rows: list[dict]) -> dict[str, float]:
     return out
 
 
-def predict(hardware: str, cases: dict) -> dict:
+def predict(hardware: str, cases: dict, name: str = CASES_NAME) -> dict:
     """The planner's step per (type, B) at the decode phase's mid context and per prompt length: the whole step,
     its GPU ops by kernel_trace category (us) and the host term eager_host_s, with the hypotheses."""
     from roofline.catalogue.store import load_hardware, load_model
@@ -74,7 +74,7 @@ def predict(hardware: str, cases: dict) -> dict:
             pre.append({"n_prompt": p, "prefill_us": float(pm.prefill_time(1, p)) * 1e6,
                         "gpu_ops_us": sum(cats.values()), "by_category_us": cats})
         out[q] = {"decode": dec, "prefill": pre}
-    return {"about": f"llama.cpp run 5 ({CASES_NAME}): the planner's steps and their GPU ops by category, before the "
+    return {"about": f"llama.cpp run 5 ({name}): the planner's steps and their GPU ops by category, before the "
                      "kernel timeline", "hardware": hardware, "git_sha": checkout_sha(), "hypotheses": HYPOTHESES,
             "quants": out}
 
@@ -152,7 +152,7 @@ def main() -> None:
     p = prediction_parser(CASES_NAME)
     p.prog = "llamacpp_trace predict"
     a = p.parse_args(sys.argv[2:])
-    write_prediction(a.out, predict(a.hardware, read_cases(p, a.cases)))
+    write_prediction(a.out, predict(a.hardware, read_cases(p, a.cases), a.cases))
 
 
 if __name__ == "__main__":
