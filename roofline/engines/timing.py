@@ -181,8 +181,10 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    validate/notes/2026-11-30-llamacpp-h200-run5.md). A decode step is one CUDA-graph launch at B 1, 2 and 8 alike
    (graphs off, the same GPU time), and the GPU is busy through it: the step past one token has no host excess
    (eager_layer_s 0). Between two steps the GPU waits on the host's llama_decode (graph build, inputs, the graph's
-   update and launch, the logits' copy): step_s, the untimed step less its traced GPU-busy time, median over F16 and
-   Q8_0 at B 1 / 2 / 8, in the benchmark's and the server's step alike (server_step_s). MMVQ at n columns reads the
+   update and launch): step_s, the untimed step less its traced GPU-busy time less the logits' copy, median over F16
+   and Q8_0 at B 1 / 2 / 8, in the benchmark's and the server's step alike (server_step_s). After its last kernel a
+   step copies its logits to the host, B x vocabulary x 4 bytes at ~55.6 GB/s: the `sampler` law's slot (9.), serial
+   with the step. MMVQ at n columns reads the
    weights once and redoes the dot products per column: one column's law plus the further columns' FLOPs at
    mmvq_rate (16.'s 2..8-row law had a latency of 12-15 us a call, fit at n 8, that a 4096 x 1024 q8_0 call at n 2
    never pays: 187 % over; the in-step q8_0 calls at B 2 match the isolated ones).

@@ -15,11 +15,13 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
 - FLASH_ATTN_EXT at 512 queries (run 3 stage O, KV 512 .. 8,192, every cell of a random mask): its FLOP/s, the
   engine's prefill attention rate (attention_flops; a causal prompt's masked tiles are skipped by ggml-cuda).
 - the step's host work (run 5, a kernel timeline: cupti_trace.c, kernel_trace.py): batched-bench's decode step
-  untimed less the same step's GPU-busy time traced, median over F16 and Q8_0 at B 1, 2, 8: step_s, the host's
-  llama_decode between two GPU steps (the benchmark's and the server's: server_step_s). The timeline shows one
+  untimed less the same step's GPU-busy time traced less the logits' copy, median over F16 and Q8_0 at B 1, 2, 8:
+  step_s, the host's llama_decode between two GPU steps (the benchmark's and the server's: server_step_s). The timeline shows one
   CUDA-graph launch a step at every B and the GPU busy through it, so the step past one token pays no host excess
   (eager_layer_s 0; run 3's B 2 - B 1 less the matmuls' n 2 - n 1, the retired term, is kept in `sources`). The
-  traced busy time is the tracer's too (CUPTI's records): step_s is a lower bound.
+  traced busy time is the tracer's too (CUPTI's records): step_s is a lower bound. The logits' copy to the host
+  (runs 5 and 5b: B x vocabulary x 4 bytes, each copy timed by CUPTI, 0.5 .. 33 MB): latency + bytes / bandwidth, the
+  profile's `sampler` law (per row, per vocabulary element), serial after the step's kernels.
 - the served step's CPU sampler (run 3 K-server, -np 8, one KV stream a slot as run 1's server): the server's decode
   time a token with the default sampler chain on the host (np8-split; run 1's client sends no sampler, so the
   server's default chain ran) less with greedy sampling on the GPU (np8-greedy-bs, --backend-sampling), per slot, per
@@ -67,6 +69,7 @@ from validate.engines.llamacpp_mech import (
 RUN3 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run3")
 RUN4 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run4")
 RUN5 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5")
+RUN5B = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5b")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
 VOCAB = 128_256  # Llama-3.1-8B's vocabulary (the served model of run 3)
 GPU = "H200"
@@ -160,9 +163,22 @@ def eager_layer_s(times: dict[str, float], steps: dict[int, float]) -> float:
     return (steps[2] - steps[1] - mm) / LAYERS
 
 
-def host_step_s(run5: Path) -> tuple[float, dict[str, float]]:
+def logits_copies(runs: tuple[Path, ...]) -> dict[int, float]:
+    """Median seconds of the logits' device-to-host copy by its bytes (B x vocab x 4), over the decode timelines of
+    `runs` (kernel_trace's records: each copy timed by CUPTI on the GPU's clock)."""
+    from validate.engines.kernel_trace import DTOH, read
+    out: dict[int, list[float]] = {}
+    for run in runs:
+        for f in sorted(run.glob("trace-*-dec.tsv.xz")):
+            for s, e, b, kind in read(f).copies:
+                if kind == DTOH and b % (VOCAB * 4) == 0:
+                    out.setdefault(b, []).append((e - s) * 1e-9)
+    return {b: float(np.median(v)) for b, v in sorted(out.items())}
+
+
+def host_step_s(run5: Path, copies: dict[int, float]) -> tuple[float, dict[str, float]]:
     """Per (type, B) of run 5 the untimed decode step (batched-bench T_TG / TG) less its traced GPU-busy time
-    (kernel_trace's median over the steps), and their median (module docstring)."""
+    (kernel_trace's median over the steps) less the logits' copy (`copies`), and their median (module docstring)."""
     from validate.engines.llamacpp_logs import batched_rows
     each = {}
     for log in sorted(run5.glob("batched-*.log")):
@@ -173,7 +189,7 @@ def host_step_s(run5: Path) -> tuple[float, dict[str, float]]:
             summ = run5 / f"trace-{q}-b{r['pl']}.json"
             if summ.is_file():
                 busy = json.loads(summ.read_text())["groups"][0]["median"]["busy_us"] * 1e-6
-                each[f"{q} B{r['pl']}"] = r["t_tg_s"] / r["tg"] - busy
+                each[f"{q} B{r['pl']}"] = r["t_tg_s"] / r["tg"] - busy - copies[r["pl"] * VOCAB * 4]
     return float(np.median(list(each.values()))), each
 
 
@@ -230,16 +246,19 @@ def small_kernel_s(times: dict[str, float]) -> tuple[float, dict[str, float]]:
     return float(np.median(list(each.values()))), each
 
 
-def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5) -> dict:
+def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
     fa_rate, fa_rate_res = attention_prefill_rate(times)
     steps = batched_steps((run3 / "batched-split.log").read_text())
     retired = eager_layer_s(times, steps)
-    host, host_each = host_step_s(run5)
+    copies = logits_copies((run5, run5b))
+    copy_a, copy_bw, copy_res = affine_fit(list(copies), list(copies.values()))
+    host, host_each = host_step_s(run5, copies)
     tpot = {n: served_summary(json.loads((run3 / f"serve-k-{n}.json").read_text()))["server_decode_s_per_token"]
             for n in ("np8-split", "np8-greedy", "np8-greedy-bs")}
-    element = sampler_element_s(tpot["np8-split"], tpot["np8-greedy-bs"])
+    # the host chain's difference holds the logits' copy (greedy on the GPU copies one token a slot): its share out
+    element = sampler_element_s(tpot["np8-split"], tpot["np8-greedy-bs"]) - 4 / copy_bw
     scan = sampler_element_s(tpot["np8-greedy"], tpot["np8-greedy-bs"]) * VOCAB
     ops = f"{run3}/ops.txt (test-backend-ops perf, stage O)"
     kernels = {k: v for k, v in {**mm, **fa}.items() if k != "residuals"}
@@ -256,10 +275,12 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5) -> dict:
         "api_request_s": 0.0, "request_s": 0.0, "server_step_s": host, "server_per_seq_s": 0.0,
         "eager_step_s": 0.0, "eager_layer_s": 0.0, "eager_serial": True, "sampler_host_element_s": element,
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
+        "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
         "sources": {
             "step_s": f"{run5}: batched-bench's decode step untimed (batched-TYPE.log T_TG / TG) less its GPU-busy "
-                      "time traced (trace-TYPE-bB.json, kernel_trace.py), median over "
+                      "time traced (trace-TYPE-bB.json, kernel_trace.py) less the logits' copy (`sampler`), median "
+                      "over "
                       + ", ".join(f"{k} {v * 1e6:.0f}" for k, v in host_each.items()) + " us: llama_decode's host "
                       "work between two GPU steps, the server's too (server_step_s); a lower bound (the traced "
                       "busy time holds the tracer's own)",
@@ -281,10 +302,16 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5) -> dict:
                              f"matmuls' own n 2 - n 1, / 32 layers = {retired * 1e6:.1f} us a layer: the F16 step's "
                              "own GPU work past one token (run 5: mul_mat_f's q / k / v / o calls 4-7 us over their "
                              "isolated times, the unfused adds and GLU, the tile attention kernel)",
+            "sampler": f"{run5}, {run5b.name}: the logits' device-to-host copy after every step that outputs (B rows x "
+                       "vocabulary x 4 B), timed by CUPTI: latency + bytes / bandwidth by least squares over its "
+                       + ", ".join(f"{b / 1e6:.2f} MB {t * 1e6:.1f} us" for b, t in copies.items())
+                       + f" ({copy_bw / 1e9:.1f} GB/s): serial after the GPU's last kernel, before the host's next "
+                       "step, in batched-bench and the server alike (not a sampler: llama.cpp's logits leave the GPU)",
             "sampler_host_element_s": f"{run3}/serve-k-np8-split.json - serve-k-np8-greedy-bs.json server decode s"
                                       f"/token ({tpot['np8-split']:.6f} - {tpot['np8-greedy-bs']:.6f} s) / 8 "
                                       f"slots / {VOCAB} logits: the default chain on the CPU a slot (greedy alone, "
-                                      f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan)",
+                                      f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan), less the logits' copy a "
+                                      "logit (`sampler`: greedy on the GPU copies no logits)",
             "activation_bytes": "4: ggml's activations between ops are GGML_TYPE_F32 (llm_graph_context builds every "
                                 "intermediate as F32; test-backend-ops' F32 src1 in every MUL_MAT row the laws are fit "
                                 "on, llamacpp_mech.mm_cost); the KV cache keeps its own type",
@@ -308,7 +335,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5) -> dict:
                                "unmasked tile (fattn-common.cuh flash_attn_mask_to_KV_max)",
         },
         "fit_residuals": {**mm["residuals"], "attn_decode": fa["residuals"], "attention_flops": fa_rate_res,
-                          "ggml_quantized": qres},
+                          "ggml_quantized": qres, "logits_copy": copy_res},
     }
 
 
@@ -317,9 +344,10 @@ def main() -> None:
     p.add_argument("run3", nargs="?", type=Path, default=RUN3)
     p.add_argument("--run4", type=Path, default=RUN4)
     p.add_argument("--run5", type=Path, default=RUN5)
+    p.add_argument("--run5b", type=Path, default=RUN5B)
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args()
-    a.out.write_text(json.dumps(derive(a.run3, a.run4, a.run5), indent=1) + "\n")
+    a.out.write_text(json.dumps(derive(a.run3, a.run4, a.run5, a.run5b), indent=1) + "\n")
     print(f"wrote {a.out}")
 
 

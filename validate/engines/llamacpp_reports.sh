@@ -48,8 +48,17 @@ py validate.engines.llamacpp_trace predict $E/h200-llamacpp-run5-now.json > /dev
   echo "== the prediction committed before the run (c1cf37b): h200-llamacpp-run5-predicted.json"
   py validate.engines.llamacpp_trace compare $E/$D-run5 --predicted $E/h200-llamacpp-run5-predicted.json
   echo
-  echo "== the model now (mechanism 17 from this run's timeline: step_s, eager_layer_s 0; MMVQ and the F16 laws refit on"
-  echo "   runs 3 and 4's ops): h200-llamacpp-run5-now.json"
-  py validate.engines.llamacpp_trace compare $E/$D-run5 --predicted $E/h200-llamacpp-run5-now.json; } \
+  echo "== the model now (mechanism 17 from this run's timeline: step_s, eager_layer_s 0, the logits' copy; MMVQ and the"
+  echo "   F16 laws refit on runs 3 and 4's ops): h200-llamacpp-run5-now.json"
+  py validate.engines.llamacpp_trace compare $E/$D-run5 --predicted $E/h200-llamacpp-run5-now.json
+  py validate.engines.llamacpp_trace predict $E/h200-llamacpp-run5b-now.json --cases llamacpp_cases_run5b.json \
+    > /dev/null
+  echo
+  echo "== run 5b ($E/$D-run5b: B 16 / 64 at npp 512), the prediction committed before the run (76de148):"
+  echo "   h200-llamacpp-run5b-predicted.json"
+  py validate.engines.llamacpp_trace compare $E/$D-run5b --predicted $E/h200-llamacpp-run5b-predicted.json
+  echo
+  echo "== run 5b, the model now (its logits' copies are in the copy law's fit): h200-llamacpp-run5b-now.json"
+  py validate.engines.llamacpp_trace compare $E/$D-run5b --predicted $E/h200-llamacpp-run5b-now.json; } \
   > $E/$D-run5-report.txt
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8
