@@ -80,8 +80,8 @@ def test_a_step_past_one_token_pays_no_host_excess():
 
 
 def test_the_logits_leave_the_gpu_after_every_step():
-    """Runs 5 and 5b's timelines: one row of logits (513,024 B) copies in ~11.5 us, 64 rows (32.8 MB) in ~593 us, each
-    timed by CUPTI: the profile's law (the `sampler` slot, rows x vocabulary elements) gives both within 3 %, ~55 GB/s."""
+    """Runs 5 and 5b's timelines: one row of logits (513,024 B) copies in ~11.5 us, 64 rows (32.8 MB) in ~593 us,
+    each timed by CUPTI: the profile's law (the `sampler` slot, rows x vocabulary elements) gives both within 3 %."""
     copies = {**_logits_copies_s(RUN5 / "trace-F16-dec.tsv.xz"),
               **_logits_copies_s(RUN5.with_name(RUN5.name + "b") / "trace-Q4_K_M-dec.tsv.xz")}
     t = timing("llamacpp")

@@ -14,14 +14,14 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
   attn_decode_bw, least squares on the seconds.
 - FLASH_ATTN_EXT at 512 queries (run 3 stage O, KV 512 .. 8,192, every cell of a random mask): its FLOP/s, the
   engine's prefill attention rate (attention_flops; a causal prompt's masked tiles are skipped by ggml-cuda).
-- the step's host work (run 5, a kernel timeline: cupti_trace.c, kernel_trace.py): batched-bench's decode step
-  untimed less the same step's GPU-busy time traced less the logits' copy, median over F16 and Q8_0 at B 1, 2, 8:
-  step_s, the host's llama_decode between two GPU steps (the benchmark's and the server's: server_step_s). The timeline shows one
+- the step's host work (run 5, a kernel timeline: cupti_trace.c, kernel_trace.py): batched-bench's decode step untimed
+  less the same step's GPU-busy time traced less the logits' copy, median over F16 and Q8_0 at B 1, 2, 8: step_s, the
+  host's llama_decode between two GPU steps (the benchmark's and the server's: server_step_s). The timeline shows one
   CUDA-graph launch a step at every B and the GPU busy through it, so the step past one token pays no host excess
-  (eager_layer_s 0; run 3's B 2 - B 1 less the matmuls' n 2 - n 1, the retired term, is kept in `sources`). The
-  traced busy time is the tracer's too (CUPTI's records): step_s is a lower bound. The logits' copy to the host
-  (runs 5 and 5b: B x vocabulary x 4 bytes, each copy timed by CUPTI, 0.5 .. 33 MB): latency + bytes / bandwidth, the
-  profile's `sampler` law (per row, per vocabulary element), serial after the step's kernels.
+  (eager_layer_s 0; run 3's B 2 - B 1 less the matmuls' n 2 - n 1, the retired term, is kept in `sources`). The traced
+  busy time is the tracer's too (CUPTI's records): step_s is a lower bound. The logits' copy to the host (runs 5 and
+  5b: B x vocabulary x 4 bytes, each copy timed by CUPTI, 0.5 .. 33 MB): latency + bytes / bandwidth, the profile's
+  `sampler` law (per row, per vocabulary element), serial after the step's kernels.
 - the served step's CPU sampler (run 3 K-server, -np 8, one KV stream a slot as run 1's server): the server's decode
   time a token with the default sampler chain on the host (np8-split; run 1's client sends no sampler, so the
   server's default chain ran) less with greedy sampling on the GPU (np8-greedy-bs, --backend-sampling), per slot, per
@@ -310,8 +310,8 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
             "sampler_host_element_s": f"{run3}/serve-k-np8-split.json - serve-k-np8-greedy-bs.json server decode s"
                                       f"/token ({tpot['np8-split']:.6f} - {tpot['np8-greedy-bs']:.6f} s) / 8 "
                                       f"slots / {VOCAB} logits: the default chain on the CPU a slot (greedy alone, "
-                                      f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan), less the logits' copy a "
-                                      "logit (`sampler`: greedy on the GPU copies no logits)",
+                                      f"serve-k-np8-greedy.json: {scan * 1e3:.3f} ms a slot, the vocabulary's scan), "
+                                      "less the logits' copy a logit (`sampler`: greedy on the GPU copies no logits)",
             "activation_bytes": "4: ggml's activations between ops are GGML_TYPE_F32 (llm_graph_context builds every "
                                 "intermediate as F32; test-backend-ops' F32 src1 in every MUL_MAT row the laws are fit "
                                 "on, llamacpp_mech.mm_cost); the KV cache keeps its own type",
