@@ -26,7 +26,7 @@ _BUDGET_RULES = {
               "@001ccef profile_max_num_token)",
     "trtllm": "trtllm: avail = (total - weights - activations - non-torch) x free_gpu_memory_fraction "
               "(_torch/pyexecutor/_util.py@0004396 _cal_max_memory)",
-    "llamacpp": "llamacpp: the cache follows n_ctx; room = total - weights - compute buffers - reserve",
+    "llamacpp": "llamacpp: the cache follows n_ctx; room = total - weights - compute buffers (at n_ctx) - reserve",
 }
 
 __all__ = ["ENGINES", "GIB", "PAGE_TOKENS", "BudgetParts", "Capacity", "EngineOptions", "as_run", "capacity",
@@ -57,13 +57,16 @@ def default_utilization(engine: str, total: float, tp: int = 1, pp: int = 1) -> 
     return trtllm.DEFAULT_FRACTION if engine == "trtllm" else ideal.DEFAULT_UTILIZATION
 
 
-def kv_pool(engine: str, parts: BudgetParts, options: EngineOptions) -> float:
-    """Bytes per rank the engine gives the KV cache (llama.cpp: the room left for it; tp > 1 refused, llamacpp's
-    docstring)."""
+def kv_pool(engine: str, parts: BudgetParts, options: EngineOptions, model: Model | None = None) -> float:
+    """Bytes per rank the engine gives the KV cache (llama.cpp: the room left for it beside its compute buffers at
+    options' n_ctx, llamacpp.compute_budget, which needs `model`; tp > 1 refused, llamacpp's docstring)."""
     profile = _profile(engine)
     if engine == "llamacpp":
         llamacpp.refuse_tp(options.tp)
-        return parts.total - parts.weights - parts.activations - parts.non_torch
+        if model is None:
+            raise SpecError("--engine: llamacpp's room needs the model (its compute buffers follow its shapes)")
+        compute = llamacpp.compute_budget(model, options, options.model_len(model), parts.activations)
+        return parts.total - parts.weights - compute - parts.non_torch
     return profile.budget(parts, options)
 
 
@@ -77,11 +80,14 @@ def capacity(model: Model, engine: str, options: EngineOptions, parts: BudgetPar
         rules.append(f"budget: {pool / GIB:g} GiB given (--kv-memory-gib / --kv-cache-memory-bytes) replaces the "
                      "engine's budget rule")
     elif parts is not None:
-        pool = kv_pool(engine, parts, options)
+        pool = kv_pool(engine, parts, options, model)
         rules.append(_BUDGET_RULES[engine])
     else:
         raise SpecError("--kv-memory-gib: needed when no hardware is given to estimate the budget")
     if model.linear_parallel and engine != "ideal":
         raise SpecError(f"--engine: {engine}'s layout of a parallel attention + Mamba hybrid ({model.name}) is not "
                         "modelled; use --engine ideal")
+    if engine == "llamacpp":  # its compute buffers grow with n_ctx (the KQ mask): the search re-budgets them
+        return llamacpp.capacity(model, options, pool, rules,
+                                 None if options.kv_memory_bytes is not None or parts is None else parts.activations)
     return profile.capacity(model, options, pool, rules)

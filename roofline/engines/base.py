@@ -43,11 +43,14 @@ class EngineOptions:
     # vLLM: --enable-prefix-caching (hybrids default off in 0.24) and --mamba-cache-mode
     enable_prefix_caching: bool = False
     mamba_cache_mode: str | None = None
-    # llama.cpp: -np (sequences), --kv-unified, --swa-full, -ub
+    # llama.cpp: -np (sequences), --kv-unified, --swa-full, -ub, -fa, and the outputs its context reserves (None:
+    # llama-server's n_outputs_max, one per sequence; llama-batched-bench reserves n_batch)
     parallel: int = 1
     kv_unified: bool = True
     swa_full: bool = False
     ubatch: int = 512
+    flash_attn: bool = True
+    n_outputs_max: int | None = None
 
     def model_len(self, model: Model) -> int:
         """The engine's max model length: --max-model-len, else the model's max positions."""

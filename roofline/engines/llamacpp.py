@@ -11,6 +11,10 @@ llama-kv-cache-iswa.cpp; upstream PR threads; research notes in docs/engines.md)
   (llama_kv_cache_iswa); --swa-full keeps n_ctx cells. Since PR #21277 (2026-04) the SWA cache stays F16
   whatever -ctk/-ctv say.
 - recurrent layers (llama_memory_recurrent): one cell per sequence, R (conv) and S (state) in f32.
+- compute buffers (llama_context::sched_reserve, src/llama-context.cpp at 0c1e570): the worst-case graph of
+  n_tokens = min(n_ctx, n_ubatch) tokens over the full cache, with min(n_tokens, n_outputs_max) outputs, reserved
+  before the one-token graph; ggml-alloc sizes each backend's buffer to its best-fit high-water mark, freeing a tensor
+  at its last use (compute_buffers; derivation and logs in validate/notes/2026-11-30-llamacpp-compute-buffer.md).
 - parallelism: no tensor parallelism. --split-mode is "none: use one GPU only; layer (default): split layers and KV
   across GPUs; row: split rows across GPUs" (tools/server/README.md); layer is what --pp models, row is not modelled,
   so tp > 1 is refused (refuse_tp). The server has no prefill/decode disaggregation either (one process serves both;
@@ -28,6 +32,13 @@ BPE = {t: float(bytes_per_element(t)) for t in ("f32", "f16", "bf16", "q8_0", "q
                                                  "iq4_nl")}
 PAD = 256
 SRC = "src/llama-kv-cache.cpp"
+F32 = 4
+# graph inputs per token besides the mask: inp_pos (I32), k_idxs and v_idxs (I64) are copied to the GPU; the host
+# holds them and inp_tokens (I32) (llama-graph.cpp build_inp_pos, llama-kv-cache.cpp build_input_k_idxs/v_idxs)
+GPU_INPUT_BYTES_PER_TOKEN = 4 + 8 + 8
+HOST_INPUT_BYTES_PER_TOKEN = 4 + 4 + 8 + 8
+COMPUTE_SRC = ("llama-context.cpp sched_reserve, ggml-alloc best fit; validate/notes/"
+               "2026-11-30-llamacpp-compute-buffer.md")
 
 
 def _pad(n: int) -> int:
@@ -67,6 +78,78 @@ def cache_bytes(model: Model, opts: EngineOptions, n_ctx: int) -> dict[str, floa
     return out
 
 
+# architectures llama.cpp builds with llm_build_llama (convert_hf_to_gguf maps both to arch "llama"): the graph
+# compute_buffers follows node by node
+LLAMA_GRAPH = ("LlamaForCausalLM", "MistralForCausalLM")
+
+
+def _rule_holds(model: Model, opts: EngineOptions) -> str | None:
+    """None where compute_buffers is the graph llama.cpp builds (llm_build_llama with flash attention: the 14 H200 logs
+    and the published ones of validate/notes/2026-11-30-llamacpp-compute-buffer.md), else what it does not cover."""
+    if not opts.flash_attn:
+        return "attention without flash attention (its n_kv x n_tokens x n_head scores)"
+    if model.architecture not in LLAMA_GRAPH:
+        return f"{model.architecture}'s graph (other nodes change ggml-alloc's placement; GLM-4 logs +45 MiB)"
+    if model.moe is not None or any(a.kind != "full" for a in model.attention):
+        return "the MoE or sliding-window layers' phase"
+    return None
+
+
+def compute_buffers(model: Model, opts: EngineOptions, n_ctx: int) -> dict[str, float]:
+    """Bytes of llama.cpp's compute buffers at context n_ctx: 'gpu' (the fullest GPU, CUDA0 on one), 'host' (the CPU
+    backend's pinned buffer, CUDA_Host) and the GPU's two phases, for n_tokens = min(n_ctx, -ub) rounded up to a
+    multiple of the streams (llama_context::graph_reserve) and n_out = min(n_tokens, n_outputs_max) outputs.
+
+    mask = n_kv x n_tokens x (2 with flash attention, F16; else 4): the KQ mask over a stream's n_kv cells
+           (llama-graph.cpp build_attn_inp_kq_mask, [n_kv, n_tokens / n_stream, 1, n_stream], no padding)
+    layers = mask + 3 x 4 n_tokens max(n_embd, q_dim) + 3 x 4 n_tokens n_ff + 20 n_tokens: ggml-alloc's best fit
+           over one layer (the mask copy, then the residual, normed input, Q/K/V, flash-attention output, wo output;
+           the normed input's and attention output's E-sized holes cannot take the FFN's gate, up and SwiGLU
+           intermediates, which stack above three E-sized slots), inputs pos / k_idxs / v_idxs live throughout
+    output = n_out x (vocab + n_embd) x 4: the F32 logits and the final norm after the mask is freed
+    gpu = max(layers, output); host = mask + 2 x 4 n_tokens n_embd (inp_embd and the CPU's token-embedding rows:
+           tok_embd stays on the CPU; PR #18550 keeps both inputs in the graph) + 24 n_tokens.
+    Without flash attention the attention phase adds the F32 scores, n_kv x n_tokens x n_head x 4."""
+    per_stream, _ = cells(n_ctx, opts)
+    seqs = 1 if opts.kv_unified else opts.parallel
+    n_tok = -(-min(n_ctx, opts.ubatch) // seqs) * seqs
+    n_out = min(n_tok, opts.n_outputs_max or opts.parallel)
+    ff = model.intermediate_size
+    if model.moe is not None:  # the routed experts' gate / up / SwiGLU rows of n_expert_used x n_ff_exp
+        ff = max(ff, model.moe.experts_per_token * model.moe.expert_intermediate_size + model.moe.shared_width)
+    embd, q = n_tok * model.hidden_size * F32, n_tok * max(model.hidden_size, model.q_dim) * F32
+    mask = per_stream * n_tok * (2 if opts.flash_attn else F32)
+    layers = mask + 3 * q + 3 * n_tok * ff * F32 + GPU_INPUT_BYTES_PER_TOKEN * n_tok
+    if not opts.flash_attn:
+        scores = per_stream * n_tok * model.num_heads * F32
+        layers = max(layers, mask + 3 * embd + 4 * q + scores + GPU_INPUT_BYTES_PER_TOKEN * n_tok)
+    output = n_out * (model.vocab_size + model.hidden_size) * F32
+    return {"gpu": float(max(layers, output)), "host": float(mask + 2 * embd + HOST_INPUT_BYTES_PER_TOKEN * n_tok),
+            "layers": float(layers), "output": float(output)}
+
+
+def compute_budget(model: Model, opts: EngineOptions, n_ctx: int, generic: float) -> float:
+    """The GPU compute bytes the room subtracts: compute_buffers' 'gpu' where its rule holds (_rule_holds); elsewhere
+    layers + output (ggml-alloc places the logits at worst above the layers' high-water mark, never higher), and never
+    less than the planner's generic activation peak `generic`."""
+    size = compute_buffers(model, opts, n_ctx)
+    if _rule_holds(model, opts) is None:
+        return size["gpu"]
+    return max(size["layers"] + size["output"], generic)
+
+
+def compute_rule(model: Model, opts: EngineOptions, n_ctx: int, generic: float) -> str:
+    """The rules line for the compute buffers at n_ctx (MiB as llama.cpp prints them)."""
+    size, miss = compute_buffers(model, opts, n_ctx), _rule_holds(model, opts)
+    line = (f"llamacpp: compute buffers GPU max(mask + 3 x E + 3 x FF + inputs, n_out x (vocab + n_embd) x 4) = "
+            f"{size['gpu'] / 2**20:.2f} MiB, host mask + 2 x E = {size['host'] / 2**20:.2f} MiB ({COMPUTE_SRC})")
+    if miss is not None:
+        line += (f"; the rule does not cover {miss}: budgeted layers + output = "
+                 f"{(size['layers'] + size['output']) / 2**20:.2f} MiB, at least the generic activation peak "
+                 f"{generic / 2**20:.2f} MiB")
+    return line
+
+
 TP_RULE = ("llama.cpp has no tensor parallelism: --split-mode layer (its default) splits the layers and their KV "
            "across GPUs, as --pp models; -sm row is not modelled")
 
@@ -77,8 +160,11 @@ def refuse_tp(tp: int) -> None:
         raise refuse("--tp", f"{tp} GPUs: {TP_RULE}")
 
 
-def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[str]) -> Capacity:
-    """The cache llama.cpp allocates for n_ctx = --max-model-len; `room`: bytes it may take (None: unknown)."""
+def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[str],
+             generic: float | None = None) -> Capacity:
+    """The cache llama.cpp allocates for n_ctx = --max-model-len; `room`: bytes it may take at that n_ctx (None:
+    unknown); `generic`: the planner's activation peak when the room subtracted compute_budget (None: a given
+    budget), so that a shorter context's smaller mask leaves its cache that much more room."""
     if opts.kv_cache_dtype == "auto":
         opts = type(opts)(**{**opts.__dict__, "kv_cache_dtype": "f16"})
     if opts.kv_cache_dtype not in BPE:
@@ -102,11 +188,21 @@ def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[
         rules.append(f"llamacpp: SWA cache {size['swa_cells']} cells = pad256(min(n_ctx, n_swa + n_ubatch)) "
                      "(llama-kv-cache-iswa.cpp)")
     full_layers = sum(n for (k, _), n in stage_kinds(model, opts.pp).items() if k == "full")
-    fits_in = (lambda n: True) if room is None else (lambda n: sum(
-        v for k, v in cache_bytes(model, opts, n).items() if k in ("base", "swa", "recurrent")) <= room)
+    details = {}
+    if generic is not None:
+        rules.append(compute_rule(model, opts, n_ctx, generic))
+        details = {"compute_buffer_bytes": compute_budget(model, opts, n_ctx, generic),
+                   "host_compute_buffer_bytes": compute_buffers(model, opts, n_ctx)["host"]}
+    at_n_ctx = 0.0 if generic is None else compute_budget(model, opts, n_ctx, generic)
+
+    def fits_in(n: int) -> bool:
+        extra = 0.0 if generic is None else compute_budget(model, opts, n, generic) - at_n_ctx
+        return room is None or sum(v for k, v in cache_bytes(model, opts, n).items()
+                                   if k in ("base", "swa", "recurrent")) + extra <= room
+
     return Capacity(
         engine="llamacpp", bytes_per_token=full_layers * _layer_bytes(model, BPE[opts.kv_cache_dtype]),
         kv_pool_bytes=total, pool_tokens=size["cells"], max_concurrency=float(opts.parallel),
         fits=room is None or total <= room, max_model_len_that_fits=None if room is None else largest_fitting(fits_in),
         rules=rules, details={"swa_cells": size["swa_cells"], "k_plus_v_bytes": size["base"] + size["swa"],
-                              "recurrent_bytes": size["recurrent"], "max_model_len": n_ctx})
+                              "recurrent_bytes": size["recurrent"], "max_model_len": n_ctx, **details})

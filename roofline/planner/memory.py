@@ -182,9 +182,15 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
                             f"{(weights + activations) / 2**30:.1f} GiB of weights and activations exceed "
                             f"{hardware.name}'s {capacity / 2**30:.1f} GiB per GPU")
     elif workload.engine != "ideal":
+        options = EngineOptions(tp=workload.tp, pp=workload.pp, gpu_memory_utilization=util)
+        if workload.engine == "llamacpp":  # -c holds the batch's contexts in one unified cache, -np the batch
+            from roofline.engines.llamacpp import compute_budget
+
+            options = EngineOptions(tp=workload.tp, pp=workload.pp, max_model_len=workload.batch *
+                                    workload.context_tokens, parallel=workload.batch)
+            activations = compute_budget(model, options, options.model_len(model), activations)
         engine_pool = kv_pool(workload.engine, BudgetParts(capacity, weights, activations, non_torch, context,
-                                                           cudagraph),
-                              EngineOptions(tp=workload.tp, pp=workload.pp, gpu_memory_utilization=util))
+                                                           cudagraph), options, model)
     return MemoryBudget(
         capacity=capacity,
         usable=capacity * util,
