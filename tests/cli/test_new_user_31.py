@@ -1,0 +1,81 @@
+"""Trying the tool as a new user (session 31, validate/notes/2026-11-30-new-user-31.md).
+
+RoPE-extended positions. Qwen3's model cards (https://huggingface.co/Qwen/Qwen3-8B, "Processing Long Texts") tell
+users to add `"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}` to
+config.json to serve 131,072 tokens; max_position_embeddings stays 40,960. vLLM derives the model's length as
+original_max_position_embeddings x factor = 32,768 x 4 = 131,072 (vllm/config/model.py _get_and_verify_max_len:
+YaRN's base is its original length; linear / dynamic scale max_position_embeddings by their factor; su, longrope
+and llama3 are not scaled; Gemma 3 is left alone) and refuses a --max-model-len past it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_run import run
+
+from roofline.catalogue import load_model
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+
+
+def _config(tmp_path: Path, name: str, **changes) -> str:
+    data = json.loads((DATA / name / "config.json").read_text()) | changes
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("rope, positions", [
+    (YARN, 32_768 * 4),                                           # Qwen3's card: 131,072
+    ({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 131_072),  # the older key name
+    ({"rope_type": "yarn", "factor": 2.0}, 40_960 * 2),          # no original length: transformers uses max positions
+    ({"rope_type": "linear", "factor": 2.0}, 40_960 * 2),
+    ({"rope_type": "dynamic", "factor": 2.0}, 40_960 * 2),
+    ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}, 40_960),  # not scaled
+    ({"rope_type": "longrope", "factor": 4.0}, 40_960),
+    ({"rope_type": "default"}, 40_960),
+])
+def test_rope_scaling_extends_the_positions_as_vllm_derives_them(tmp_path, rope, positions):
+    assert load_model(_config(tmp_path, "Qwen3-8B", rope_scaling=rope)).max_position_embeddings == positions
+
+
+def test_transformers_v5_rope_parameters_per_layer_type_scale_too(tmp_path):
+    rope = {"full_attention": {"rope_theta": 1e6, **YARN}, "sliding_attention": {"rope_theta": 1e4,
+                                                                                 "rope_type": "default"}}
+    assert load_model(_config(tmp_path, "Qwen3-8B", rope_parameters=rope)).max_position_embeddings == 131_072
+
+
+def test_shipped_configs_keep_their_positions():
+    # DeepSeek-V3: yarn 4,096 x 40 = its 163,840; Llama-3.1 (llama3) and Gemma 3 (linear 8, already scaled): unchanged
+    assert load_model(str(DATA / "DeepSeek-V3" / "config.json")).max_position_embeddings == 163_840
+    assert load_model(str(DATA / "Llama-3.1-8B" / "config.json")).max_position_embeddings == 131_072
+    assert load_model(str(DATA / "Gemma-3-27B" / "config.json")).max_position_embeddings == 131_072
+    # AFM-4.5B-Base: yarn factor 20 on 4,096 original positions = 81,920 (vLLM's default --max-model-len), past its
+    # max_position_embeddings of 65,536
+    assert load_model(str(DATA / "AFM-4.5B-Base" / "config.json")).max_position_embeddings == 81_920
+
+
+def test_a_yarn_extended_qwen3_plans_and_sizes_at_its_extended_length(tmp_path, capsys):
+    path = _config(tmp_path, "Qwen3-8B", rope_scaling=YARN)
+    rc, out, err = run(capsys, "plan", "--model", path, "--hardware", "H200", "--method", "bf16",
+                       "--context", "131072", "--batch", "1", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["results"][0]["fits"] is True
+    rc, out, err = run(capsys, "capacity", "--model", path, "--hardware", "H200", "--engine", "vllm", "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["max_model_len"] == 131_072  # vLLM's default: the derived length, not 40,960
+    assert got["max_concurrency"] == pytest.approx(got["num_blocks"] / (131_072 // 16), abs=1e-5)
+
+
+def test_vllm_max_model_len_past_the_positions_is_refused(capsys):
+    rc, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", "vllm", "--max-model-len", "200000")
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "--max-model-len: 200,000 is past Llama-3.1-8B's 131,072 positions" in err
+    rc, _, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", "vllm", "--max-model-len", "131072")
+    assert rc == 0, err
