@@ -44,6 +44,7 @@ from roofline.engines.base import (
     Capacity,
     EngineOptions,
     check_heads,
+    check_model_len,
     kv_heads_per_rank,
     largest_fitting,
     model_dtype_bytes,
@@ -206,22 +207,10 @@ def sequences_at_once(num_blocks: int, admit: int, held: int) -> int:
     return 0 if admit > num_blocks else (num_blocks - admit) // held + 1
 
 
-def check_model_len(model: Model, opts: EngineOptions) -> None:
-    """vLLM refuses to start with a --max-model-len past the model's derived length (its max_position_embeddings
-    as its RoPE scaling extends it: catalogue.hf_positions), unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, past which
-    RoPE positions give NaN (vllm/config/model.py _get_and_verify_max_len)."""
-    positions = model.max_position_embeddings
-    if opts.max_model_len is not None and opts.max_model_len > positions:
-        raise refuse("--max-model-len", f"{opts.max_model_len:,} is past {model.name}'s {positions:,} positions: vLLM "
-                                        "refuses it at start-up (config/model.py _get_and_verify_max_len; its "
-                                        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 override gives NaN past them); give "
-                                        f"{positions} or less")
-
-
 def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) -> Capacity:
     """vLLM's pool for `avail` bytes per rank: blocks, the two log lines, the longest request that fits."""
     check_heads(model, opts.tp, "vLLM")
-    check_model_len(model, opts)
+    check_model_len(model, opts, "vLLM", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "config/model.py _get_and_verify_max_len")
     token_bytes = _token_bytes(model, opts, rules)
     block = _block_size(model, opts, rules)
     kinds = stage_kinds(model, opts.pp)

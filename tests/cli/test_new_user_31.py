@@ -73,9 +73,12 @@ def test_a_yarn_extended_qwen3_plans_and_sizes_at_its_extended_length(tmp_path, 
     assert got["max_concurrency"] == pytest.approx(got["num_blocks"] / (131_072 // 16), abs=1e-5)
 
 
-def test_vllm_max_model_len_past_the_positions_is_refused(capsys):
-    rc, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", "vllm", "--max-model-len", "200000")
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_max_model_len_past_the_positions_is_refused_as_the_engine_refuses_it(capsys, engine):
+    # vLLM's _get_and_verify_max_len and SGLang's ModelConfig raise ValueError at start-up past the derived length
+    # (Llama-3.1-8B: 131,072, llama3 scaling is not applied again); llama.cpp only warns, so it is not refused
+    rc, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", engine, "--max-model-len", "200000")
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and "--max-model-len: 200,000 is past Llama-3.1-8B's 131,072 positions" in err
-    rc, _, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", "vllm", "--max-model-len", "131072")
+    rc, _, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", engine, "--max-model-len", "131072")
     assert rc == 0, err
