@@ -107,8 +107,8 @@ def refuse(flag: str, rule: str) -> SpecError:
 def check_model_len(model: Model, opts: EngineOptions, engine: str, override: str, source: str) -> None:
     """vLLM and SGLang refuse to start with a --max-model-len (--context-length) past the model's derived length,
     max_position_embeddings as its RoPE scaling extends it (catalogue.hf_positions), unless `override`=1 is set
-    (`source`; the engines warn of wrong outputs past them). SGLang does not scale YaRN with an original length, so for such
-    a config it refuses some lengths this lets pass, never the other way."""
+    (`source`; the engines warn of wrong outputs past them). SGLang does not scale YaRN with an original length,
+    so for such a config it refuses some lengths this lets pass, never the other way."""
     positions = model.max_position_embeddings
     if opts.max_model_len is not None and opts.max_model_len > positions:
         raise refuse("--max-model-len", f"{opts.max_model_len:,} is past {model.name}'s {positions:,} positions: "
