@@ -82,3 +82,19 @@ def test_a_max_model_len_past_the_positions_is_refused_as_the_engine_refuses_it(
     assert err.count("\n") == 1 and "--max-model-len: 200,000 is past Llama-3.1-8B's 131,072 positions" in err
     rc, _, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", engine, "--max-model-len", "131072")
     assert rc == 0, err
+
+
+def test_capacity_with_dp_labels_the_concurrency_as_the_sum_over_replicas(capsys):
+    # vLLM --dp 2: two engine cores, each with its own pool, each logging its own 'Maximum concurrency'; the row
+    # is their sum, and the per-replica figure is the one-replica run's (the same pool on every GPU)
+    one = json.loads(run(capsys, "capacity", "--model", "Qwen3-30B-A3B", "--engine", "vllm", "--hardware", "H200",
+                         "--json")[1])
+    two = json.loads(run(capsys, "capacity", "--model", "Qwen3-30B-A3B", "--engine", "vllm", "--hardware", "H200",
+                         "--dp", "2", "--json")[1])
+    assert two["dp"] == 2 and two["num_blocks"] == one["num_blocks"]
+    assert two["max_concurrency"] == pytest.approx(2 * one["max_concurrency"])
+    rc, out, err = run(capsys, "capacity", "--model", "Qwen3-30B-A3B", "--engine", "vllm", "--hardware", "H200",
+                       "--dp", "2")
+    assert rc == 0, err
+    each = f"{one['max_concurrency']:,.2f}x"
+    assert f"max concurrency at 40,960 tokens, over 2 data-parallel replicas (each {each})" in out
