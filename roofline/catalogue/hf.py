@@ -24,7 +24,7 @@ from roofline.catalogue.hf_archs_shared import ARCHITECTURES_SHARED
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_archs_varied import ARCHITECTURES_VARIED
 from roofline.catalogue.hf_families import FAMILIES, read
-from roofline.catalogue.hf_positions import served_positions
+from roofline.catalogue.hf_positions import longrope_original, served_positions
 from roofline.catalogue.hf_quant import from_hf_quant_config, read_quantization
 from roofline.catalogue.hf_vision import read_encoders
 from roofline.catalogue.hfconfig import (
@@ -274,6 +274,8 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     text, at = (text, f"{where}: text_config") if isinstance(text, dict) else (data, where)
     if isinstance(spec.get("max_position_embeddings"), int):
         spec["max_position_embeddings"] = served_positions(text, at, spec["max_position_embeddings"])
+        if (original := longrope_original(text, at)) is not None and original < spec["max_position_embeddings"]:
+            spec["longrope_original_positions"] = original
     encoders = read_encoders(data, where, arch)
     if encoders:
         spec["encoders"] = encoders

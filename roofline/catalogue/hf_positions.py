@@ -59,3 +59,19 @@ def served_positions(config: dict[str, Any], where: str, positions: int) -> int:
     if not 1 <= derived <= 1 << 30:
         raise SpecError(f"{where}: {key}.factor: {factor:g} x {base:,.0f} positions = {derived:g}, outside 1 .. 2^30")
     return int(derived)
+
+
+def longrope_original(config: dict[str, Any], where: str) -> int | None:
+    """A LongRoPE config's original_max_position_embeddings (vLLM reads it on the config itself; "su" is its old
+    name): vLLM's default max_model_len for it, "to avoid performance degradation for shorter sequences"
+    (_get_and_verify_max_len). None for any other rope, or a LongRoPE config without the key."""
+    key = "rope_parameters" if isinstance(config.get("rope_parameters"), dict) else "rope_scaling"
+    kinds = {rope.get("rope_type", rope.get("type")) for rope in _parameter_sets(config.get(key))}
+    if not kinds & {"longrope", "su"}:
+        return None
+    value = config.get("original_max_position_embeddings")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{where}: original_max_position_embeddings: expected a positive integer, got {value!r}")
+    return value

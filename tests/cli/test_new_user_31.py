@@ -6,6 +6,16 @@ config.json to serve 131,072 tokens; max_position_embeddings stays 40,960. vLLM 
 original_max_position_embeddings x factor = 32,768 x 4 = 131,072 (vllm/config/model.py _get_and_verify_max_len:
 YaRN's base is its original length; linear / dynamic scale max_position_embeddings by their factor; su, longrope
 and llama3 are not scaled; Gemma 3 is left alone) and refuses a --max-model-len past it.
+
+microsoft/Phi-4-mini-instruct (phi3, LongRoPE; tests/data/hf/Phi-4-mini-instruct/SOURCE.md): d 3,072, 32 layers, 24
+query / 8 KV heads of 128, gated MLP of 8,192, tied vocabulary 200,064.
+  layer: qkv 3,072 x (24 + 2 x 8) x 128 = 15,728,640, o 3,072^2 = 9,437,184, gate_up 3,072 x 16,384 = 50,331,648,
+  down 8,192 x 3,072 = 25,165,824, 2 norms of 3,072: 100,669,440
+  total: 32 layers + 200,064 x 3,072 (the head tied) + 3,072 = 3,836,021,760 (the checkpoint's safetensors count);
+  KV: 32 x 2 x 8 x 128 x 2 B = 131,072 B a token.
+vLLM serves a LongRoPE model at its original_max_position_embeddings (4,096) unless --max-model-len says otherwise
+("For LongRoPE, default to original_max_position_embeddings to avoid performance degradation for shorter
+sequences", _get_and_verify_max_len).
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from pathlib import Path
 import pytest
 from cli_run import run
 
+from roofline.accounting import parameter_count
 from roofline.catalogue import load_model
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
@@ -98,3 +109,28 @@ def test_capacity_with_dp_labels_the_concurrency_as_the_sum_over_replicas(capsys
     assert rc == 0, err
     each = f"{one['max_concurrency']:,.2f}x"
     assert f"max concurrency at 40,960 tokens, over 2 data-parallel replicas (each {each})" in out
+
+
+PHI4_MINI = str(DATA / "Phi-4-mini-instruct" / "config.json")
+
+
+def test_phi4_mini_counts_by_hand(capsys):
+    model = load_model(PHI4_MINI)
+    assert parameter_count(model).total == 32 * 100_669_440 + 200_064 * 3_072 + 3_072 == 3_836_021_760
+    rc, out, err = run(capsys, "kv", "--model", PHI4_MINI, "--context", "100000", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["bytes_per_token"] == 32 * 2 * 8 * 128 * 2  # its 262,144 window never closes here
+    assert model.max_position_embeddings == 131_072 and model.longrope_original_positions == 4_096
+
+
+def test_vllm_serves_a_longrope_model_at_its_original_length_by_default(capsys):
+    got = json.loads(run(capsys, "capacity", "--model", PHI4_MINI, "--engine", "vllm", "--hardware", "H200",
+                         "--json")[1])
+    assert got["max_model_len"] == 4_096
+    assert any("LongRoPE's original_max_position_embeddings 4,096" in rule for rule in got["rules"])
+    given = json.loads(run(capsys, "capacity", "--model", PHI4_MINI, "--engine", "vllm", "--hardware", "H200",
+                           "--max-model-len", "131072", "--json")[1])
+    assert given["max_model_len"] == 131_072
+    sglang = json.loads(run(capsys, "capacity", "--model", PHI4_MINI, "--engine", "sglang", "--hardware", "H200",
+                            "--json")[1])
+    assert sglang["max_model_len"] == 131_072  # SGLang's context length: max_position_embeddings (no factor key)
