@@ -134,3 +134,19 @@ def test_vllm_serves_a_longrope_model_at_its_original_length_by_default(capsys):
     sglang = json.loads(run(capsys, "capacity", "--model", PHI4_MINI, "--engine", "sglang", "--hardware", "H200",
                             "--json")[1])
     assert sglang["max_model_len"] == 131_072  # SGLang's context length: max_position_embeddings (no factor key)
+
+
+def test_nemotron_h_56b_reads_the_remote_code_attention_head_dim():
+    """nvidia/Nemotron-H-56B-Base-8K writes attention_head_dim (the remote-code NemotronHConfig's name), no head_dim;
+    it was refused ("head_dim: missing"). 118 blocks: 54 Mamba-2, 10 attention, 54 relu2 MLPs, d 8,192.
+      Mamba-2: in_proj 8,192 x (2 x 16,384 + 2 x 8 x 256 + 256) = 304,087,040, conv (16,384 + 4,096) x 4 + bias
+      20,480 = 102,400, dt_bias / A_log / D 3 x 256, gated norm 16,384, out_proj 16,384 x 8,192: 438,424,320
+      attention: 2 x 8,192^2 + 2 x 8,192 x 1,024 = 150,994,944; MLP: 2 x 8,192 x 32,768 = 536,870,912
+      total: + 118 block norms of 8,192 + 2 x 131,072 x 8,192 (untied) + 8,192 = 56,324,350,464
+      KV: 10 x 2 x 8 x 128 x 2 B = 40,960 B a token."""
+    model = load_model(str(DATA / "Nemotron-H-56B-Base-8K" / "config.json"))
+    assert model.head_dim == 128
+    total = 54 * 438_424_320 + 10 * 150_994_944 + 54 * 536_870_912 + 118 * 8_192 + 2 * 131_072 * 8_192 + 8_192
+    assert parameter_count(model).total == total == 56_324_350_464
+    attention = [i for i in range(model.num_layers) if model.layer_attention(i).kind == "full"]
+    assert len(attention) == 10
