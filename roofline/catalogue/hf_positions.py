@@ -31,8 +31,9 @@ def _parameter_sets(rope: Any) -> list[dict[str, Any]]:
 
 
 def _number(value: Any, key: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
-        raise SpecError(f"{where}: {key}: expected a positive finite number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1 << 30:
+        shown = value if not isinstance(value, int) or abs(value) < 1 << 64 else "an integer past 2^64"
+        raise SpecError(f"{where}: {key}: expected a positive number up to 2^30, got {shown!r}")
     return float(value)
 
 
@@ -40,10 +41,10 @@ def served_positions(config: dict[str, Any], where: str, positions: int) -> int:
     """`positions` (the handler's max_position_embeddings) as vLLM derives the model's length from `config`'s
     rope_parameters (else rope_scaling): int(base x factor), base = YaRN's original_max_position_embeddings, else
     `positions`. Unchanged without scaling, for su / longrope / llama3, and for Gemma 3."""
-    if "gemma3" in str(config.get("model_type", "")):
+    if "gemma3" in str(config.get("model_type", "")) or positions > 1 << 30:  # past 2^30: the spec refuses it
         return positions
     key = "rope_parameters" if isinstance(config.get("rope_parameters"), dict) else "rope_scaling"
-    base, factor = float(positions), 1.0
+    base, factor = positions, 1.0
     for rope in _parameter_sets(config.get(key)):
         kind = rope.get("rope_type", rope.get("type"))
         if kind in UNSCALED_TYPES:
@@ -57,7 +58,7 @@ def served_positions(config: dict[str, Any], where: str, positions: int) -> int:
         return positions
     derived = base * factor
     if not 1 <= derived <= 1 << 30:
-        raise SpecError(f"{where}: {key}.factor: {factor:g} x {base:,.0f} positions = {derived:g}, outside 1 .. 2^30")
+        raise SpecError(f"{where}: {key}.factor: {factor:g} scales the positions to {derived:g}, outside 1 .. 2^30")
     return int(derived)
 
 
@@ -66,8 +67,8 @@ def longrope_original(config: dict[str, Any], where: str) -> int | None:
     name): vLLM's default max_model_len for it, "to avoid performance degradation for shorter sequences"
     (_get_and_verify_max_len). None for any other rope, or a LongRoPE config without the key."""
     key = "rope_parameters" if isinstance(config.get("rope_parameters"), dict) else "rope_scaling"
-    kinds = {rope.get("rope_type", rope.get("type")) for rope in _parameter_sets(config.get(key))}
-    if not kinds & {"longrope", "su"}:
+    kinds = [rope.get("rope_type", rope.get("type")) for rope in _parameter_sets(config.get(key))]
+    if not any(kind in ("longrope", "su") for kind in kinds):
         return None
     value = config.get("original_max_position_embeddings")
     if value is None:
