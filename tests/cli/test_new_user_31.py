@@ -150,3 +150,18 @@ def test_nemotron_h_56b_reads_the_remote_code_attention_head_dim():
     assert parameter_count(model).total == total == 56_324_350_464
     attention = [i for i in range(model.num_layers) if model.layer_attention(i).kind == "full"]
     assert len(attention) == 10
+
+
+def test_list_models_kv_per_token_of_a_hybrid_is_its_attention_layers_not_its_state(capsys):
+    """`list models` printed a hybrid's fixed recurrent state as bytes a token adds (Qwen3-Next-80B-A3B 39,542,784,
+    Falcon-H1-7B 70,197,248): kv_bytes at context 1 counts the state. A token adds K and V on the attending layers
+    only: Qwen3-Next 12 full layers (every 4th of 48) x 2 x 2 KV heads x 256 x 2 B = 24,576; Falcon-H1-7B 44
+    layers (attention beside the Mamba mixer on each) x 2 x 2 x 128 x 2 B = 45,056."""
+    rc, out, err = run(capsys, "list", "models", "--json")
+    assert rc == 0, err
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["Qwen3-Next-80B-A3B"]["bf16_kv_bytes_per_token"] == 12 * 2 * 2 * 256 * 2 == 24_576
+    assert rows["Falcon-H1-7B"]["bf16_kv_bytes_per_token"] == 44 * 2 * 2 * 128 * 2 == 45_056
+    assert rows["Llama-3.1-8B"]["bf16_kv_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    # the sequence at the model's positions still holds the state: 262,144 x 24,576 B plus it
+    assert rows["Qwen3-Next-80B-A3B"]["bf16_kv_bytes_at_max_context"] > 262_144 * 24_576
