@@ -24,6 +24,7 @@ from roofline.catalogue.hf_archs_shared import ARCHITECTURES_SHARED
 from roofline.catalogue.hf_archs_ssm import ARCHITECTURES_SSM
 from roofline.catalogue.hf_archs_varied import ARCHITECTURES_VARIED
 from roofline.catalogue.hf_families import FAMILIES, read
+from roofline.catalogue.hf_positions import longrope_original, served_positions
 from roofline.catalogue.hf_quant import from_hf_quant_config, read_quantization
 from roofline.catalogue.hf_vision import read_encoders
 from roofline.catalogue.hfconfig import (
@@ -269,6 +270,12 @@ def model_from_hf_config(data: dict, where: str = "config.json", name: str | Non
     arch = _architecture(data, where)
     fields = HANDLERS[arch](_Config(data, where, arch)) if arch in HANDLERS else _family_fields(data, where, arch)
     spec = {"name": name or _default_name(data, where), "source": where, "architecture": arch} | fields
+    text = data.get("text_config")
+    text, at = (text, f"{where}: text_config") if isinstance(text, dict) else (data, where)
+    if isinstance(spec.get("max_position_embeddings"), int):
+        spec["max_position_embeddings"] = served_positions(text, at, spec["max_position_embeddings"])
+        if (original := longrope_original(text, at)) is not None and original < spec["max_position_embeddings"]:
+            spec["longrope_original_positions"] = original
     encoders = read_encoders(data, where, arch)
     if encoders:
         spec["encoders"] = encoders

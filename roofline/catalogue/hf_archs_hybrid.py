@@ -206,7 +206,8 @@ def _nemotron_h(cfg: _Config) -> dict[str, Any]:
     (q/k/v/o without bias, explicit head_dim), an ungated relu2 MLP (up, down) of intermediate_size, or a MoE of
     n_routed_experts ungated experts of moe_intermediate_size (top num_experts_per_tok, a bias-free router; the
     e_score_correction_bias is a buffer) plus one shared MLP of moe_shared_expert_intermediate_size; norm_f at the
-    end. moe_latent_size, mlp_bias and sliding_window are refused (not modelled)."""
+    end. moe_latent_size, mlp_bias and sliding_window are refused (not modelled). head_dim is the
+    attention_head_dim of the checkpoints written for the remote-code NemotronHConfig (Nemotron-H-8B / 47B / 56B)."""
     blocks = _nemotron_blocks(cfg)
     for key in ("moe_latent_size", "sliding_window"):
         if cfg.has(key):
@@ -218,7 +219,9 @@ def _nemotron_h(cfg: _Config) -> dict[str, Any]:
         raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
     attention = [{"kind": NEMOTRON_LAYER[b][0]} for b in blocks]
     fields = {"num_layers": len(blocks), "hidden_size": hidden, "num_heads": heads, "num_kv_heads": kv_heads,
-              "head_dim": cfg.integer("head_dim"), "intermediate_size": cfg.integer("intermediate_size"),
+              "head_dim": cfg.integer("head_dim" if cfg.has("head_dim") or not cfg.has("attention_head_dim")
+                                      else "attention_head_dim"),
+              "intermediate_size": cfg.integer("intermediate_size"),
               "vocab_size": cfg.integer("vocab_size"), "tie_word_embeddings": cfg.flag("tie_word_embeddings", False),
               "max_position_embeddings": cfg.integer("max_position_embeddings"), "mlp": "plain",
               "norms_per_layer": 1, "attention": _shortest_cycle(attention),

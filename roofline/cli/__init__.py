@@ -155,11 +155,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _kv_figures(model) -> dict[str, int]:
-    """bf16 KV bytes per token over every attending layer (windows not yet full), per token past every window
-    (full-attention layers only: 0 for an all-sliding model) and for one sequence at the model's positions."""
+    """bf16 KV bytes per token over every attending layer (windows not yet full: the second token's growth, so a
+    recurrent layer's fixed state, which kv_bytes counts at any context, is not a token's), per token past every
+    window (full-attention layers only: 0 for an all-sliding model) and for one sequence at the model's
+    positions (states included)."""
     from roofline.accounting import kv_bytes, kv_bytes_per_token
 
-    return {"bf16_kv_bytes_per_token": int(kv_bytes(model, context=1)),
+    return {"bf16_kv_bytes_per_token": int(kv_bytes(model, context=2) - kv_bytes(model, context=1)),
             "bf16_kv_bytes_per_token_past_windows": int(kv_bytes_per_token(model)),
             "bf16_kv_bytes_at_max_context": int(kv_bytes(model, context=model.max_position_embeddings))}
 

@@ -164,6 +164,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
         result["rules"].insert(1, engine_peak(model, hardware, args.tp, options.max_num_batched_tokens).rule())
     result["model"] = model.name
+    result["dp"] = args.dp  # max_concurrency and sequences_at_once are over the dp replicas; the pool is one's
     if (preset := preset_of(weight_dtype)) is not None:
         result["rules"].append(weights_rule(model, preset))
         from roofline.gguf_file import rules_note
@@ -238,6 +239,12 @@ def _concurrency_rows(r: dict[str, Any]) -> list[list[str]]:
     """How many requests of max_model_len run at once; under vLLM with sliding windows, what it runs (its admission
     gate) first and the start-up log's estimate (every request at the admission cap) beside it, each labelled."""
     at, length = r.get("sequences_at_once"), f"{r['max_model_len']:,}"
+    dp = r.get("dp", 1)
+    if dp > 1:  # the engines log each replica's pool and concurrency; the row is their sum
+        return [[f"max concurrency at {length} tokens, over {dp} data-parallel replicas (each "
+                 f"{r['max_concurrency'] / dp:,.2f}x)", f"{r['max_concurrency']:,.2f}x"],
+                *([[f"requests of {length} tokens running at once, over the {dp} replicas", f"{at:,}"]]
+                  if at is not None and at != math.floor(r["max_concurrency"]) else [])]
     if at is None or at == math.floor(r["max_concurrency"]):
         return [[f"max concurrency at {length} tokens", f"{r['max_concurrency']:,.2f}x"]]
     return [[f"requests of {length} tokens running at once (vLLM's admission: windows held, not capped)", f"{at:,}"],

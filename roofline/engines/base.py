@@ -107,6 +107,18 @@ def refuse(flag: str, rule: str) -> SpecError:
     return SpecError(f"{flag}: {rule}")
 
 
+def check_model_len(model: Model, opts: EngineOptions, engine: str, override: str, source: str) -> None:
+    """vLLM and SGLang refuse to start with a --max-model-len (--context-length) past the model's derived length,
+    max_position_embeddings as its RoPE scaling extends it (catalogue.hf_positions), unless `override`=1 is set
+    (`source`; the engines warn of wrong outputs past them). SGLang does not scale YaRN with an original length,
+    so for such a config it refuses some lengths this lets pass, never the other way."""
+    positions = model.max_position_embeddings
+    if opts.max_model_len is not None and opts.max_model_len > positions:
+        raise refuse("--max-model-len", f"{opts.max_model_len:,} is past {model.name}'s {positions:,} positions: "
+                                        f"{engine} refuses it at start-up ({source}; {override}=1 overrides it, "
+                                        f"warning of wrong outputs past them); give {positions} or less")
+
+
 def stage_kinds(model: Model, pp: int) -> dict[tuple[str, int | None], int]:
     """(kind, window) -> layers on the first pipeline stage, the fullest: layers [0, ceil(n / pp)), less the
     Model.kv_shared_layers, which get no pages (vLLM 0.24 vllm/model_executor/models/gemma3n.py: a shared layer's

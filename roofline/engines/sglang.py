@@ -34,6 +34,7 @@ from roofline.engines.base import (
     Capacity,
     EngineOptions,
     check_heads,
+    check_model_len,
     kv_heads_per_rank,
     largest_fitting,
     model_dtype_bytes,
@@ -118,6 +119,8 @@ def _cell(model: Model, opts: EngineOptions, rules: list[str]) -> tuple[float, i
 def capacity(model: Model, opts: EngineOptions, rest: float, rules: list[str]) -> Capacity:
     """SGLang's max_total_num_tokens for `rest` bytes per rank, and what it means per request."""
     check_heads(model, opts.tp, "SGLang")
+    check_model_len(model, opts, "SGLang", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                    "srt/configs/model_config.py ModelConfig.__init__")
     if as_run(model) is not model:
         model = as_run(model)
         rules.append(f"sglang: {model.architecture} takes no window in SGLang 0.5.17 (srt/models/llama.py:209-217): "

@@ -44,6 +44,7 @@ from roofline.engines.base import (
     Capacity,
     EngineOptions,
     check_heads,
+    check_model_len,
     kv_heads_per_rank,
     largest_fitting,
     model_dtype_bytes,
@@ -209,6 +210,7 @@ def sequences_at_once(num_blocks: int, admit: int, held: int) -> int:
 def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) -> Capacity:
     """vLLM's pool for `avail` bytes per rank: blocks, the two log lines, the longest request that fits."""
     check_heads(model, opts.tp, "vLLM")
+    check_model_len(model, opts, "vLLM", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "config/model.py _get_and_verify_max_len")
     token_bytes = _token_bytes(model, opts, rules)
     block = _block_size(model, opts, rules)
     kinds = stage_kinds(model, opts.pp)
@@ -243,6 +245,11 @@ def capacity(model: Model, opts: EngineOptions, avail: float, rules: list[str]) 
     num_blocks = int(max(avail, 0) // (page * size))
     batched = opts.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS
     length = opts.model_len(model)
+    if opts.max_model_len is None and model.longrope_original_positions is not None:
+        length = model.longrope_original_positions
+        rules.append(f"vllm: max_model_len defaults to LongRoPE's original_max_position_embeddings {length:,}, not "
+                     f"the {model.max_position_embeddings:,} positions (config/model.py _get_and_verify_max_len); "
+                     "--max-model-len sets it")
 
     def per_request(n: int) -> int:
         return sum(g * _blocks_for(kind, window, n, block, batched, mamba_mode) for (kind, window), g in groups.items())

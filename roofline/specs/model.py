@@ -394,6 +394,10 @@ class Model(Spec):
                     "layer is one block, a mixer with no MLP or an MLP with no mixer, attention kind 'none'); None: "
                     "every layer has one, MoE where moe.is_moe_layer.")
     max_position_embeddings: PositiveInt = Field(description="Longest context the model supports, tokens.")
+    longrope_original_positions: PositiveInt | None = Field(
+        None, description="A LongRoPE model's original_max_position_embeddings (Phi-3-128k, Phi-3.5, Phi-4-mini): "
+                          "the positions its short factors cover, which vLLM serves by default (its max_model_len); "
+                          "None: not LongRoPE.")
     quantization: Quantization | None = Field(
         None, description="Stored widths of a quantized checkpoint (its quantization_config), if any.")
     layer_extra_params: int = Field(
