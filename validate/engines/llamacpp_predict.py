@@ -72,8 +72,12 @@ def memory(hardware: str) -> list[dict]:
         cap = cli("capacity", *model_flags(), "--hardware", hardware, "--engine", "llamacpp",
                   "--max-model-len", str(c), "--parallel", str(n), *(["--no-kv-unified"] if n > 1 else []),
                   "--weight-dtype", WEIGHT_DTYPE)
+        # the engine's compute buffers (CUDA0 + CUDA_Host, as the log's sum) where the planner gives them, else the
+        # generic activation peak it budgeted before (a prediction committed then)
+        buffers = [cap.get("compute_buffer_bytes"), cap.get("host_compute_buffer_bytes")]
+        compute = sum(buffers) if None not in buffers else parts.activations
         out.append({"c": c, "np": n, "kv_bytes": cap.get("kv_pool_bytes"), "cells": cap.get("pool_tokens"),
-                    "weights_bytes": parts.weights, "compute_bytes": parts.activations, "capacity": cap})
+                    "weights_bytes": parts.weights, "compute_bytes": compute, "capacity": cap})
     return out
 
 
