@@ -266,10 +266,11 @@ def capacity_trust(hardware, engine: str, model=None, budget_logged: bool = Fals
         quant = llamacpp_quant_bands()
         gguf = (f"; GGUF-quantized weights' buffers {quant['mem']['worst_ape_pct']:.3f} % at worst in "
                 f"{quant['mem']['cases']} cases ({quant['file']})" if quant and "mem" in quant else "")
-        out["text"] = (f"capacity: llama.cpp's KV buffer, cells and weight buffers as its start-up logs on its runs "
-                       f"({runs['file']}{note}; memory median {runs['memory']['median_ape_pct']:.1f} % over "
-                       f"{runs['memory']['cases']} cases, the p90 {runs['memory']['p90_ape_pct']:.1f} % its compute "
-                       f"buffer, which the budget estimates rather than models){gguf}")
+        out["text"] = (f"capacity: llama.cpp's KV, weight and compute buffers and cells as its start-up logs on its "
+                       f"runs ({runs['file']}{note}; memory median {runs['memory']['median_ape_pct']:.1f} %, p90 "
+                       f"{runs['memory']['p90_ape_pct']:.1f} % over {runs['memory']['cases']} cases; the compute "
+                       f"buffers by its reserve rule for a Llama-style graph, other architectures budgeted above "
+                       f"it, unlogged){gguf}")
     elif engine == "ideal" and not budget_logged:
         band = decoder_quantities(hardware, "typical")["capacity"]
         out["capacity"] = band
