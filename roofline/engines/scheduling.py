@@ -112,9 +112,11 @@ class EngineOverheads:
     # the engine's sampler as GPU work of every step (timing mechanism 9): sampler_s + sampler_row_s x sequences
     sampler_s: float = 0.0
     sampler_row_s: float = 0.0
+    # host seconds per token of a step, before its GPU work (timing mechanism 17: llama.cpp's llama_decode)
+    token_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s", "sampler_s", "sampler_row_s"):
+        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s", "sampler_s", "sampler_row_s", "token_s"):
             value = getattr(self, name)
             if not value >= 0:
                 raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
@@ -137,7 +139,7 @@ class EngineOverheads:
         `prefill`: the step has prefill chunks). With asynchronous scheduling a step takes at least this (combine);
         the engine core schedules the step after it no earlier than this after its own schedule (serving.fleet's
         `seen` after a step that starts loads)."""
-        host = self.step(sequences) + loads_s
+        host = self.step(sequences) + self.token_s * tokens + loads_s
         return host + self.eager_s if self.eager(tokens, prefill) else host
 
     def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False):
@@ -147,8 +149,8 @@ class EngineOverheads:
         overlap rule); a step past the capture sizes adds its launches (eager_s) to the host's work, ahead of the
         GPU's (timing.EngineTiming.step). `loads_s`: host seconds of the KV loads the step starts (a disaggregated
         decode instance posting the transfers of the requests it admits, timing mechanism 10), host work like the
-        step's own."""
-        host = self.step(sequences) + loads_s
+        step's own. Each of the step's tokens adds token_s to the host's work."""
+        host = self.step(sequences) + self.token_s * tokens + loads_s
         if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
             gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
         if self.overlap:
@@ -243,7 +245,7 @@ def measured_overheads(engine: str, host_speed: float = 1.0) -> EngineOverheads:
     host_1 = t.server_step_s + t.server_per_seq_s
     api = max(0.0, t.request_s + t.api_request_s - host_1) if t.request_s or t.api_request_s else 0.0
     return EngineOverheads(step_s=t.server_step_s, per_seq_s=t.server_per_seq_s, api_request_s=api,
-                           overlap=t.overlap)
+                           overlap=t.overlap, token_s=t.token_s)
 
 
 def with_speculative(profile: EngineScheduling, method: str | None) -> EngineScheduling:

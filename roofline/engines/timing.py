@@ -187,7 +187,11 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    with the step. MMVQ at n columns reads the
    weights once and redoes the dot products per column: one column's law plus the further columns' FLOPs at
    mmvq_rate (16.'s 2..8-row law had a latency of 12-15 us a call, fit at n 8, that a 4096 x 1024 q8_0 call at n 2
-   never pays: 187 % over; the in-step q8_0 calls at B 2 match the isolated ones).
+   never pays: 187 % over; the in-step q8_0 calls at B 2 match the isolated ones). Every token a step carries adds
+   token_s to the host's work before the GPU starts (the CPU's token-embedding rows, the KQ mask over the stream's
+   cells, the inputs): a 512-token prompt ubatch waits ~3 ms, a decode token a few us; token_s = a prompt of 512
+   tokens' untimed steady-state time less its traced GPU-busy time, its logits' copy and step_s, / 512 (run 5, F16
+   and Q8_0), in the planner's steps and prompts and the simulator's steps alike.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -274,6 +278,8 @@ class EngineTiming:
     eager_serial: bool = False
     # the host sampler's seconds per slot per vocabulary element (15.: llama-server's CPU sampler chain)
     sampler_host_element_s: float = 0.0
+    # host seconds per token a step carries, serial with its GPU work (17.: llama_decode's per-token work on the CPU)
+    token_s: float = 0.0
     # bytes of an activation element between the engine's ops (16.: ggml keeps them F32); 0: the workload's own
     activation_bytes: int = 0
 
@@ -353,8 +359,8 @@ class EngineTiming:
         (eager_host_s) is the launch work of a step run without CUDA graphs: the same thread schedules the step and
         then launches its kernels, ahead of their GPU work, so with overlap the step takes max(gpu, host + eager_s),
         without it host + max(gpu, eager_s); where that cost adds to the GPU's (eager_serial, 15.) host + gpu +
-        eager_s."""
-        host = self.host_s(batch)
+        eager_s. Every token of the step adds token_s to the host's work (17.)."""
+        host = self.host_s(batch) + self.token_s * batch
         if self.eager_serial:  # each kernel waits on its launch (15.)
             return host + gpu_s + eager_s
         return max(gpu_s, host + eager_s) if self.overlap else host + max(gpu_s, eager_s)
@@ -383,7 +389,7 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
                "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
-               "kv_handshake_descriptor_s", "sampler_host_element_s")
+               "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -455,7 +461,7 @@ def timing(engine: str) -> EngineTiming:
             kv_handshake_fixed_s=float(d.get("kv_handshake_fixed_s", 0.0)),
             kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)),
             graph_ops=tuple(str(x) for x in d.get("graph_ops", ())), eager_serial=bool(d.get("eager_serial", False)),
-            sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)))
+            sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

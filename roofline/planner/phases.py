@@ -184,7 +184,8 @@ class PhaseModel:
         # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind; a chunk past
         # the largest capture size launches its kernels from Python, ahead of the GPU (mechanism 8)
         eager = chunks * self.eager_host_s(-(-batch * prompt // chunks), prefill=True)
-        return max(gpu + self.sampler_s(batch), eager) + self.engine.request_s
+        # each prompt token's host work before the GPU's (timing mechanism 17: llama.cpp; 0 for the other engines)
+        return max(gpu + self.sampler_s(batch), eager) + self.engine.request_s + self.engine.token_s * batch * prompt
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:
         """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's

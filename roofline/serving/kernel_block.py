@@ -39,6 +39,7 @@ from roofline.serving.kernel_layout import (
     SAMPLER_S,
     STEP_S,
     STEPS,
+    TOKEN_S,
     M,
 )
 from roofline.serving.kernel_pipeline import pipelined_s
@@ -128,7 +129,8 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
         n_new += st[r, CHTOK, j]
         n_done += st[r, CHDONE, j]
     wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
-    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + rf[r, LOADS]  # loads: a step with chunks is a block
+    # loads: a step with chunks is a block; every real token adds the host's per-token work (EngineOverheads.combine)
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + fcfg[TOKEN_S] * (nd + n_new) + rf[r, LOADS]
     overlap = cfg[OVERLAP] != 0
     # past the capture sizes (EngineOverheads.eager): a step with chunks against the prefill graphs' limit
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])

@@ -54,6 +54,8 @@ CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, 
 # fcfg (continued): a pipeline stage's handoff, b x HANDOFF_BYTES / HANDOFF_BPS + HANDOFF_LAT_S for b sequences
 # (serving.pipeline.handoff_terms)
 HANDOFF_BYTES, HANDOFF_BPS, HANDOFF_LAT_S = 10, 11, 12
+# fcfg (continued): host seconds per token of a step (EngineOverheads.token_s, timing mechanism 17)
+TOKEN_S = 13
 # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica, the eager launch (Trace.launch_s)
 REC_FIELDS = 9
 LAUNCH_COL = 8

@@ -40,6 +40,7 @@ from roofline.serving.kernel_layout import (
     SPEC,
     STAMPED,
     STEP_S,
+    TOKEN_S,
     TOKENS,
     TSCHED,
     USED,
@@ -160,7 +161,7 @@ def serial(r, st, ri, rf, cfg, fcfg):
     tokens = nd * (1 + cfg[SPEC])
     for j in range(nc):
         tokens += st[r, CHTOK, j]
-    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + rf[r, LOADS]
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + fcfg[TOKEN_S] * tokens + rf[r, LOADS]
     if fcfg[EAGER_S] and tokens > (cfg[EAGER_PREFILL] if nc else cfg[EAGER_ABOVE]):
         host = host + fcfg[EAGER_S]
     return rf[r, TSCHED] + host

@@ -51,6 +51,7 @@ from roofline.serving.kernel_layout import (
     SAMPLER_S,
     SPEC,
     STEP_S,
+    TOKEN_S,
     M,
 )
 from roofline.serving.kernel_pipeline import pipelined_s, staged_s
@@ -248,7 +249,7 @@ def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
             q[j] += weights[1, min(n_new + pad, cfg[MAX_STEP]), j]
         verify = law(q, tab[9][0])
     gpu = verify + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after the verify's law
-    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs + rf[r, LOADS]
+    host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs + fcfg[TOKEN_S] * n_new + rf[r, LOADS]
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
     eager = fcfg[EAGER_S] > 0.0 and n_new > (cfg[EAGER_PREFILL] if ri[r, NCH] else cfg[EAGER_ABOVE])

@@ -70,13 +70,30 @@ def test_a_step_past_one_token_pays_no_host_excess():
         copies = _logits_copies_s(RUN5 / f"trace-{q}-dec.tsv.xz")
         for b, wall in zip((1, 2, 8), walls, strict=True):
             busy = json.loads((RUN5 / f"trace-{q}-b{b}.json").read_text())["groups"][0]["median"]["busy_us"] * 1e-6
-            idle.append(wall / 48 - busy - copies[b * VOCAB * 4])
+            idle.append((b, wall / 48 - busy - copies[b * VOCAB * 4]))
     t = timing("llamacpp")
+    idle = [v - t.token_s * b for b, v in idle]  # net of the step's B tokens' host work (the prompt test below)
     assert t.eager_layer_s == 0.0 and t.eager_host_s(2, 32, 0) == 0.0
     assert t.step_s == pytest.approx(statistics.median(idle), abs=5e-6)  # the logs' 3 decimals
     assert 100e-6 < t.step_s < 350e-6 and t.server_step_s == t.step_s
-    assert t.step(5e-3, 2) == pytest.approx(5e-3 + t.step_s)  # serial: the host's work, then the GPU's
+    assert t.step(5e-3, 2) == pytest.approx(5e-3 + t.step_s + 2 * t.token_s)  # serial: the host's work, the GPU's
     assert "38.1 us a layer" in t.sources["eager_layer_s"]  # the retired term, kept with its cause
+
+
+def test_a_prompt_token_costs_the_host_a_few_microseconds():
+    """Run 5's llama-bench 512-token prompts in steady state (the repetitions after the first, which instantiates a new
+    CUDA graph: F16 20.54 / 20.61 / 20.61 / 20.66 ms, Q8_0 43.69 / 43.75 / 43.93 / 44.10), the GPU busy 17.21 / 41.41 ms
+    in the traced timeline: (20.61 - 17.21) and (43.84 - 41.41) ms less one row's copy and step_s, / 512 tokens =
+    6.2 and 4.3 us a token; the profile takes their median. The timeline shows it as the host's time before the
+    ubatch's embeddings reach the GPU (2.9 ms after the previous step ended)."""
+    t = timing("llamacpp")
+    per = []
+    for q, steady in {"F16": 20.61e-3, "Q8_0": 43.84e-3}.items():
+        groups = json.loads((RUN5 / f"trace-{q}-pp.json").read_text())["groups"]
+        busy = min(groups, key=lambda g: g["kernels_per_step"])["median"]["busy_us"] * 1e-6
+        per.append((steady - busy - t.sampler_s("H200", 1, VOCAB) - t.step_s) / 512)
+    assert t.token_s == pytest.approx(statistics.median(per), rel=0.02)
+    assert 3e-6 < t.token_s < 8e-6
 
 
 def test_the_logits_leave_the_gpu_after_every_step():

@@ -60,7 +60,7 @@ def assert_same(fast, slow) -> None:
         assert getattr(fast, name) == pytest.approx(getattr(slow, name), rel=1e-9, abs=1e-12, nan_ok=True), name
 
 
-@pytest.mark.parametrize("engine", ["ideal", "vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("engine", ["ideal", "vllm", "sglang", "trtllm", "llamacpp"])
 def test_every_engines_scheduling_gives_the_python_loops_records_and_times(engine):
     reqs = requests(8.0, 120)
     profile = scheduling(engine, H100, "api", 1, context_len=reqs.max_tokens)

@@ -58,7 +58,9 @@ def test_a_gguf_models_lone_prompt_and_decode_are_the_planner_phases(preset):
     prefill = steps.step_time(E, np.array([0]), np.array([2048]), np.array([True]))
     # the planner's prompt holds the engine's per-row work after the kernels (llama.cpp: the logits' copy to the host,
     # its `sampler` law), which the simulator adds to every step apart (scheduling's combine): the GPU work alone
-    assert prefill == pytest.approx(phases.prefill_time(1, 2048) - phases.sampler_s(1), rel=1e-9)
+    # and its tokens' host work (token_s, serial): the GPU work alone
+    host = phases.engine.token_s * 2048
+    assert prefill == pytest.approx(phases.prefill_time(1, 2048) - phases.sampler_s(1) - host, rel=1e-9)
     gpu = phases.engine.padded  # the engine's step wraps the GPU work: compare the GPU work alone
     for batch in (1, 8):
         decode = steps.step_time(np.full(batch, 5000), E, E, E.astype(bool))

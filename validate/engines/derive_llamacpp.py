@@ -176,9 +176,10 @@ def logits_copies(runs: tuple[Path, ...]) -> dict[int, float]:
     return {b: float(np.median(v)) for b, v in sorted(out.items())}
 
 
-def host_step_s(run5: Path, copies: dict[int, float]) -> tuple[float, dict[str, float]]:
+def host_step_s(run5: Path, copies: dict[int, float], token_s: float = 0.0) -> tuple[float, dict[str, float]]:
     """Per (type, B) of run 5 the untimed decode step (batched-bench T_TG / TG) less its traced GPU-busy time
-    (kernel_trace's median over the steps) less the logits' copy (`copies`), and their median (module docstring)."""
+    (kernel_trace's median over the steps), the logits' copy (`copies`) and its B tokens' host work (`token_s`),
+    and their median (module docstring)."""
     from validate.engines.llamacpp_logs import batched_rows
     each = {}
     for log in sorted(run5.glob("batched-*.log")):
@@ -189,7 +190,25 @@ def host_step_s(run5: Path, copies: dict[int, float]) -> tuple[float, dict[str, 
             summ = run5 / f"trace-{q}-b{r['pl']}.json"
             if summ.is_file():
                 busy = json.loads(summ.read_text())["groups"][0]["median"]["busy_us"] * 1e-6
-                each[f"{q} B{r['pl']}"] = r["t_tg_s"] / r["tg"] - busy - copies[r["pl"] * VOCAB * 4]
+                each[f"{q} B{r['pl']}"] = (r["t_tg_s"] / r["tg"] - busy - copies[r["pl"] * VOCAB * 4]
+                                           - token_s * r["pl"])
+    return float(np.median(list(each.values()))), each
+
+
+def prompt_token_s(run5: Path, step_s: float, copies: dict[int, float], prompt: int = 512) -> tuple[float, dict]:
+    """Per type of run 5, llama-bench's `prompt`-token prompt in steady state (the median of its repetitions after the
+    first, which instantiates a new CUDA graph) less its traced GPU-busy time, the logits' row copy and step_s, per
+    token; and their median (module docstring)."""
+    each = {}
+    for bench in sorted(run5.glob("bench-*.json")):
+        q = bench.stem.removeprefix("bench-")
+        summ = run5 / f"trace-{q}-pp.json"
+        if "-" in q or not summ.is_file():
+            continue
+        entry = next(e for e in json.loads(bench.read_text()) if e["n_prompt"] == prompt and e["n_gen"] == 0)
+        steady = float(np.median(entry["samples_ns"][1:])) * 1e-9
+        group = min(json.loads(summ.read_text())["groups"], key=lambda g: g["kernels_per_step"])  # one ubatch
+        each[q] = (steady - group["median"]["busy_us"] * 1e-6 - copies[VOCAB * 4] - step_s) / prompt
     return float(np.median(list(each.values()))), each
 
 
@@ -255,6 +274,10 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
     copies = logits_copies((run5, run5b))
     copy_a, copy_bw, copy_res = affine_fit(list(copies), list(copies.values()))
     host, host_each = host_step_s(run5, copies)
+    token, token_each = prompt_token_s(run5, host, copies)
+    for _ in range(3):  # step_s and token_s, each net of the other (a decode step carries B tokens, a prompt step_s)
+        host, host_each = host_step_s(run5, copies, token)
+        token, token_each = prompt_token_s(run5, host, copies)
     tpot = {n: served_summary(json.loads((run3 / f"serve-k-{n}.json").read_text()))["server_decode_s_per_token"]
             for n in ("np8-split", "np8-greedy", "np8-greedy-bs")}
     # the host chain's difference holds the logits' copy (greedy on the GPU copies one token a slot): its share out
@@ -274,16 +297,24 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
         "step_s": host, "per_seq_s": 0.0, "overlap": False, "capture_sizes": [1],
         "api_request_s": 0.0, "request_s": 0.0, "server_step_s": host, "server_per_seq_s": 0.0,
         "eager_step_s": 0.0, "eager_layer_s": 0.0, "eager_serial": True, "sampler_host_element_s": element,
+        "token_s": token,
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
         "sources": {
             "step_s": f"{run5}: batched-bench's decode step untimed (batched-TYPE.log T_TG / TG) less its GPU-busy "
-                      "time traced (trace-TYPE-bB.json, kernel_trace.py) less the logits' copy (`sampler`), median "
-                      "over "
+                      "time traced (trace-TYPE-bB.json, kernel_trace.py) less the logits' copy (`sampler`) and B x "
+                      "token_s, median over "
                       + ", ".join(f"{k} {v * 1e6:.0f}" for k, v in host_each.items()) + " us: llama_decode's host "
                       "work between two GPU steps, the server's too (server_step_s); a lower bound (the traced "
                       "busy time holds the tracer's own)",
+            "token_s": f"{run5}: llama-bench's 512-token prompt in steady state (bench-TYPE.json, the median of the "
+                       "repetitions after the first, which instantiates a new CUDA graph) less its traced GPU-busy "
+                       "time (trace-TYPE-pp.json), the logits' row copy and step_s, / 512: "
+                       + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in token_each.items()) + " us a token, the median: "
+                       "the host's per-token work before the GPU starts (the CPU's token-embedding rows, the KQ mask "
+                       "over the stream's cells, the inputs; the timeline: the ubatch's embeddings reach the GPU ~2.9 "
+                       "ms after the step before ended), serial in every step and prompt",
             "overlap": "llama-server's loop is synchronous (tools/server/server.cpp update_slots: decode, then "
                        "sample every slot, then the next batch): host work adds to the GPU's",
             "capture_sizes": "(1,) with eager_layer_s 0: a decode step is one CUDA-graph launch at any batch (run 5's "
