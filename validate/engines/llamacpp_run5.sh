@@ -8,8 +8,7 @@
 # Stages (each a line in stages.log):
 #   U  unpack the source payload (sha256 checked)                                                               ~10
 #   B  CUDA build of the cases' targets, -j 16 (G, the F16 model, beside it)                                  <=420
-#   T  the tracer: gcc against the machine's CUPTI (CUPTI_H, else the toolkit's extras/CUPTI, else a wheel's),
-#      its newest CUpti_ActivityKernelN                                                                          ~2
+#   T  the tracer (cupti_build.sh: gcc against the machine's CUPTI, its newest CUpti_ActivityKernelN)             ~2
 #   Q  per type but F16: llama-quantize from the F16 GGUF, 16 threads                                            ~30
 #   D  per type: llama-batched-bench at the cases' decode (batched-TYPE.log, untraced), then the same traced
 #      (trace-TYPE-dec.tsv.xz) and, F16 only, traced with GGML_CUDA_DISABLE_GRAPHS=1 (nograph-TYPE-dec.tsv.xz)   ~40
@@ -19,6 +18,7 @@
 set -u
 source "$(dirname "$0")/detach.sh"
 source "$(dirname "$0")/llamacpp_common.sh"
+source "$(dirname "$0")/cupti_build.sh"
 detach "$0" "$@"
 llamacpp_env llamacpp_cases_run5.json  # LLAMACPP_CASES=llamacpp_cases_run5b.json: run 5b
 llamacpp_unpack
@@ -26,25 +26,7 @@ llamacpp_build_model 420 16 OFF "$(C "' '.join(c['targets'])")" llama-quantize l
 
 stage T
 TRACER=$HOME/lcpp/libcupti_trace.so
-{
-  # the library first (a header alone, e.g. triton's copy, cannot be linked), then the header beside it
-  CLIBF=$(find ${CUPTI_LIB:-} /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/targets \
-    $(python3 -c 'import site; print(*site.getsitepackages())') /opt /usr/lib -name 'libcupti.so*' 2>/dev/null | head -1)
-  CLIB=$(dirname "$CLIBF")
-  CUPTI_H=${CUPTI_H:-}
-  for h in "$CLIB/../include/cupti.h" "$CLIB/../../include/cupti.h" /usr/local/cuda/extras/CUPTI/include/cupti.h; do
-    [ -z "$CUPTI_H" ] && [ -f "$h" ] && CUPTI_H=$h
-  done
-  CINC=$(dirname "$CUPTI_H")
-  echo "cupti.h $CUPTI_H; libcupti $CLIBF"
-  for v in 13 12 11 10 9; do
-    gcc -O2 -shared -fPIC -DKREC=CUpti_ActivityKernel$v -I$CINC -I/usr/local/cuda/include \
-      $HERE/cupti_trace.c -L$CLIB -l:$(basename "$CLIBF") -Wl,-rpath,$CLIB \
-      -o $TRACER 2>>$R/tracer-gcc.log && { echo "KREC CUpti_ActivityKernel$v"; break; }
-  done
-} > $R/tracer.log 2>&1
-cat $R/tracer.log
-[ -f $TRACER ] || fail T
+cupti_build $TRACER $R || fail T
 
 D=$(C "c['decode']")
 NPL=$(C "','.join(map(str, c['decode']['npl']))")
