@@ -316,9 +316,10 @@ class EngineTiming:
         latency_s, elements_per_s = law
         return (rows > 0) * (latency_s + rows * vocab / elements_per_s)
 
-    def host_s(self, batch) -> float:
-        """Host work of one step of `batch` sequences, s: step_s + per_seq_s x batch."""
-        return self.step_s + self.per_seq_s * batch
+    def host_s(self, batch, tokens=None) -> float:
+        """Host work of one step of `batch` sequences carrying `tokens` tokens (a decode step's own: one a sequence),
+        s: step_s + per_seq_s x batch + token_s x tokens (17.)."""
+        return self.step_s + self.per_seq_s * batch + self.token_s * (batch if tokens is None else tokens)
 
     def draft_pass_host_s(self, draft_layers: int) -> float:
         """Host seconds of one pass of a draft of `draft_layers` layers (7.): draft_pass_s + draft_layer_s x layers;
@@ -359,8 +360,8 @@ class EngineTiming:
         (eager_host_s) is the launch work of a step run without CUDA graphs: the same thread schedules the step and
         then launches its kernels, ahead of their GPU work, so with overlap the step takes max(gpu, host + eager_s),
         without it host + max(gpu, eager_s); where that cost adds to the GPU's (eager_serial, 15.) host + gpu +
-        eager_s. Every token of the step adds token_s to the host's work (17.)."""
-        host = self.host_s(batch) + self.token_s * batch
+        eager_s. The host's work holds its tokens' (host_s, 17.)."""
+        host = self.host_s(batch)
         if self.eager_serial:  # each kernel waits on its launch (15.)
             return host + gpu_s + eager_s
         return max(gpu_s, host + eager_s) if self.overlap else host + max(gpu_s, eager_s)

@@ -28,7 +28,6 @@ stage T
 TRACER=$HOME/lcpp/libcupti_trace.so
 cupti_build $TRACER $R || fail T
 
-D=$(C "c['decode']")
 NPL=$(C "','.join(map(str, c['decode']['npl']))")
 PP=$(C "','.join(map(str, c['prefill']))")
 bb() { timeout 150 $BIN/llama-batched-bench -m $1 -ngl $NGL -c $(C "c['decode']['c']") -b 2048 -ub 512 \
