@@ -39,6 +39,7 @@ from typing import Literal
 from roofline.costmodel import device_ceilings as ceil
 from roofline.costmodel.blocks import block_m, padded_rows
 from roofline.costmodel.collectives import PROTOCOLS, allreduce_time, alltoall_time
+from roofline.costmodel.fusion import NORMS
 from roofline.costmodel.graph import Graph
 from roofline.costmodel.ops import COPY, EXPERTS, ROUTING, TRAFFIC, Op
 from roofline.costmodel.optimes import CEILING_FIELDS, OpTimes, binding_ceiling
@@ -46,6 +47,10 @@ from roofline.ggml_types import MMVQ_MAX_COLUMNS, law_type
 from roofline.lazy import sp
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
+
+# the op names that pick an op's ceilings (_ceilings_of): a serving step's aggregated ops keep these names
+# (serving.stepmodel), every other op's name says nothing of its laws
+LAW_NAMES = frozenset({EXPERTS, "kv_update", *NORMS})
 
 MEMO_ENTRIES = 20_000  # op times and compiled graphs kept per device (the long-running app must not grow)
 
@@ -196,6 +201,8 @@ class Roofline:
                     "attn_prefill_latency" if c.get("attn_prefill_latency") else "kernel_time")
         if op.kind == COPY and c.get("copy_bw"):  # an engine's strided copy (engines.timing 14.)
             return peak, "copy_bw", "copy_latency" if c.get("copy_latency") else "kernel_time"
+        if op.name in NORMS and c.get("norm_kernel"):  # an engine's RMSNorm kernel as its step runs it (17.)
+            return peak, "bandwidth", "norm_kernel"
         return peak, "bandwidth", "kernel_time"
 
     def _padding(self, op: Op):
@@ -395,8 +402,10 @@ class Roofline:
         timed); None where none applies. ggml_cuda_mul_mat runs MMVQ, the mat-vec kernel over the columns, up to
         MMVQ_MAX_COLUMNS rows and MMQ, the tile kernel, above. W = the op's bytes, F = its FLOPs:
             one row     k gemv_latency + W / gemv_bw
-            2 .. 8      one row + F (1 - 1 / n) / mmvq_rate               (each further column's dot products redo the
-                                                                           dequant: the weights are read once)
+            2 .. 8      one row + F (1 - 1 / n) mmvq_flop_s(n)            (each further column's dot products redo the
+                                                                           dequant: the weights are read once; one
+                                                                           rate per column count, as ggml-cuda compiles
+                                                                           one kernel per count)
             9 ..        k mmq_latency + W / mmq_bw + F / mmq_rate         (load and tile compute in turn)
         k the op's kernels (llama.cpp calls q, k and v apart: engines' op_kernels), each paying its law's latency."""
         c = self.ceilings
@@ -416,12 +425,16 @@ class Roofline:
         weights, flops, rows = op.bytes, op.matmul_flops, sp.sympify(op.query_rows)
         calls = op.kernels
         one = calls * k("gemv_latency") + weights / k("gemv_bw")
-        mmvq = one + flops * (1 - 1 / rows) / k("mmvq_rate")
+        def mmvq(n: int) -> sp.Expr:  # n columns: the count's own seconds per FLOP (a profile of one rate: that rate)
+            per_flop = f"ggml:{law}:mmvq_flop_s:{n}"
+            return one + flops * (1 - 1 / rows) * (v[per_flop] if per_flop in c else 1 / k("mmvq_rate"))
+
         mmq = calls * k("mmq_latency") + weights / k("mmq_bw") + flops / k("mmq_rate")
         if rows.is_number:
-            total = one if rows <= 1 else mmvq if rows <= MMVQ_MAX_COLUMNS else mmq
+            total = one if rows <= 1 else mmvq(int(sp.ceiling(rows))) if rows <= MMVQ_MAX_COLUMNS else mmq
         else:
-            total = sp.Piecewise((one, rows <= 1), (mmvq, rows <= MMVQ_MAX_COLUMNS), (mmq, True))
+            total = sp.Piecewise((one, rows <= 1), *((mmvq(n), rows <= n) for n in range(2, MMVQ_MAX_COLUMNS + 1)),
+                                 (mmq, True))
         return OpTimes(flops / k("mmq_rate"), weights / k("gemv_bw"), zero, total)
 
     def _on_chip(self, op: Op) -> tuple[sp.Expr, sp.Expr, sp.Expr]:

@@ -34,10 +34,21 @@ import numpy as np
 
 from roofline.lazy import sp
 from roofline.serving.pipeline import Micro, micro
-from roofline.serving.stepmodel import _BYTES, _COMM, _FM, _FV, _INT, _ROWS, _SHARED, QUANTITIES, StepModel
+from roofline.serving.stepmodel import (
+    _BYTES,
+    _COMM,
+    _FM,
+    _FV,
+    _INT,
+    _PROGRAMS,
+    _ROWS,
+    _SHARED,
+    QUANTITIES,
+    StepModel,
+)
 
 LINEAR_RTOL = 1e-12  # a segment whose end lies this close (relative) to its first step's line is linear
-_SYMBOLS = (_FM, _FV, _INT, _BYTES, _COMM, _SHARED, _ROWS)  # QUANTITIES' order
+_SYMBOLS = (_FM, _FV, _INT, _BYTES, _COMM, _SHARED, _ROWS, _PROGRAMS)  # QUANTITIES' order
 
 
 def _convex(expr) -> bool:

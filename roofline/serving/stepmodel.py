@@ -32,26 +32,32 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.costmodel import Op
+from roofline.costmodel.device import LAW_NAMES
 from roofline.costmodel.ops import EXPERTS
 from roofline.lazy import sp
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import ATTENTION_OPS
 from roofline.units import lambdify
 
-QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes", "shared_bytes", "query_rows")
+QUANTITIES = ("matmul_flops", "vector_flops", "int_ops", "bytes", "comm_bytes", "shared_bytes", "query_rows",
+              "programs")
 # the aggregated quantities of one op in one step, timed by the roofline's own op-time formula
-_FM, _FV, _INT, _BYTES, _COMM, _SHARED, _ROWS = sp.symbols(
-    "step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm step_shared step_rows", nonnegative=True)
+_FM, _FV, _INT, _BYTES, _COMM, _SHARED, _ROWS, _PROGRAMS = sp.symbols(
+    "step_matmul_flops step_vector_flops step_int_ops step_bytes step_comm step_shared step_rows step_programs",
+    nonnegative=True)
 
 
 def _quantities(op: Op | None) -> list[sp.Expr]:
     """Non-weight work of an op: FLOPs by unit, int ops, activation + KV bytes, all-reduce bytes, and the bytes
-    its fused kernel moves through shared memory (kv.quant's metadata and operand loads: the on-chip ceiling)."""
+    its fused kernel moves through shared memory (kv.quant's metadata and operand loads: the on-chip ceiling), the
+    rows it runs over and its programs (decode attention's (sequence, KV head, split) tiles: an engine's per-tile
+    cost, Roofline attn_decode_program, and the latency ceiling's active SMs)."""
     if op is None:
         return [sp.Integer(0)] * len(QUANTITIES)
     nonweight = sp.Add(*(v for k, v in op.traffic.items() if k != "weights"))
     return [sp.sympify(op.matmul_flops), sp.sympify(op.vector_flops), sp.sympify(op.int_ops), nonweight,
-            sp.sympify(op.comm_bytes), sp.sympify(op.shared_bytes), sp.sympify(op.query_rows)]
+            sp.sympify(op.comm_bytes), sp.sympify(op.shared_bytes), sp.sympify(op.query_rows),
+            sp.sympify(op.programs)]
 
 
 def _grouped(op: Op, prefill: dict) -> tuple:
@@ -152,8 +158,9 @@ class StepModel:
         for j, op in enumerate(ops):
             cls = "kv_read" if "kv_read" in op.traffic else "act_read" if op.traffic else None
             comm = (op.collective, op.ranks) if op.is_comm else None  # all-reduce or expert all-to-all
-            # the routed experts keep their name: Roofline._ceilings_of gives them the grouped-GEMM law by name
-            name = op.name if op.name == EXPERTS else "step"
+            # the ops whose name picks their laws keep it (Roofline._ceilings_of: the routed experts' grouped-GEMM
+            # law, an engine's KV write and RMSNorm kernel); the rest share one
+            name = op.name if op.name in LAW_NAMES else "step"
             groups.setdefault((op.dtype, comm, op.kind, op.head_dim, cls, op.kernels, op.aten, op.fused, name,
                                op.weight_type), []).append(j)
         compiled = []
@@ -168,10 +175,11 @@ class StepModel:
                 template = Op(name, "step", 1, matmul_flops=_FM, vector_flops=_FV, int_ops=_INT,
                               traffic={cls: _BYTES} if cls else {}, dtype=dtype, kernels=kernels, kind=kind,
                               head_dim=head_dim, aten=aten, fused=fused, shared_bytes=_SHARED, query_rows=_ROWS,
+                              programs=_PROGRAMS,
                               weight_type=weight_type,
                               grouped=_grouped(ops[idx[0]], prefill) if name == EXPERTS else ())
                 law = roof.op_times(template).total
-                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED, _ROWS], law, cse=False)
+                fn = lambdify([_FM, _FV, _INT, _BYTES, _SHARED, _ROWS, _PROGRAMS], law, cse=False)
             compiled.append((np.array(idx, dtype=np.int64), comm, fn))
             self.laws.append((np.array(idx, dtype=np.int64), bool(comm), sp.sympify(law)))
         return compiled
@@ -268,7 +276,8 @@ class StepModel:
             if comm:
                 t[idx] = fn(qp[4, idx])
             else:
-                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx], qp[5, idx], qp[6, idx])
+                t[idx] = fn(qp[0, idx], qp[1, idx], qp[2, idx], qp[3, idx] + wp[idx], qp[5, idx], qp[6, idx],
+                            qp[7, idx])
         t = t[self._unperm]
         slow = self.imbalance(decodes)
         if slow > 1:

@@ -30,8 +30,12 @@ Each law from a microbenchmark of its own, never from run 1 (the run the profile
 - ggml-cuda's quantized matmuls (run 4 stage O, test-backend-ops perf MUL_MAT with q8_0 / q4_0 / q4_K / q6_K weights
   at the 8B's shapes; roofline/engines/timing.py 16.), per type, W its weight bytes (the blocks' own), F the FLOPs:
   one column (MMVQ) t = gemv_latency + W / gemv_bw over every shape at n 1; 2 .. 8 columns (MMVQ over the columns)
-  t = the one-column law + F (1 - 1 / n) / mmvq_rate at n 2, 4, 8 (the weights read once, each further column's dot
-  products redone), mmvq_rate by least squares on what the one-column law leaves of each row's seconds; past 8
+  t = the one-column law + F (1 - 1 / n) x mmvq_flop_s(n) (the weights read once, each further column's dot products
+  redone), mmvq_flop_s(n) (seconds per FLOP, floored at 0) by least squares on what the one-column law leaves of each
+  row's seconds at n 2, 4 and 8 apart, each shape counted as often as the 8B's step runs it (32 layers' matrices,
+  one head)
+  (ggml-cuda compiles mul_mat_vec_q once per column count: one rate over the three left the law 9-12 % under the rows
+  at n 8 and 10-18 % over at n 2 for a Llama layer's four shapes), 3, 5, 6, 7 interpolated; past 8
   (MMQ) t = mmq_latency + W / mmq_bw + F / mmq_rate at n 16 .. 2048, each by least squares on the seconds; W the
   op's bytes (the quantized blocks and the F32 activations in and out, as the planner counts them at llama.cpp's
   activation_bytes 4).
@@ -51,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from roofline.ggml_types import MMVQ_MAX_COLUMNS
 from validate.engines.llamacpp_logs import served_summary
 from validate.engines.llamacpp_mech import (
     FA_KV,
@@ -59,6 +64,7 @@ from validate.engines.llamacpp_mech import (
     LAYERS,
     N_DECODE,
     N_PREFILL,
+    PER_LAYER,
     SHAPES,
     batched_steps,
     layer_matmuls_s,
@@ -89,11 +95,12 @@ def affine_fit(x: list[float], t: list[float]) -> tuple[float, float, list[float
     return float(alpha), float(1 / inv), [round(float(r), 4) for r in pred / t - 1]
 
 
-def rate_fit(work: list[float], t: list[float]) -> tuple[float, list[float]]:
-    """(rate, relative residuals) of t = work / rate by least squares on the seconds (affine_fit's weighting):
-    1 / rate = sum(w t) / sum(w^2)."""
+def rate_fit(work: list[float], t: list[float], calls: list[float] | None = None) -> tuple[float, list[float]]:
+    """(rate, relative residuals) of t = work / rate by least squares on the seconds (affine_fit's weighting), each
+    row counted `calls` times where given (as often as a step runs it): 1 / rate = sum(c w t) / sum(c w^2)."""
     w, t = np.asarray(work, float), np.asarray(t, float)
-    rate = float((w * w).sum() / (w * t).sum())
+    c = np.ones_like(w) if calls is None else np.asarray(calls, float)
+    rate = float((c * w * w).sum() / (c * w * t).sum())
     return rate, [round(float(r), 4) for r in w / rate / t - 1]
 
 
@@ -226,32 +233,55 @@ def quant_laws(times: dict[str, float]) -> tuple[dict, dict]:
 
     laws, residuals = {}, {}
     for w in RUN4_CASES["ops"]["weights"]:
-        def rows(ns, w=w):
+        def rows(ns, w=w, calls=False):
             out = []
             for s, (k, m) in SHAPES.items():
                 for n in ns:
                     t = times.get(f"mm-{w}-{s}-n{n}")
                     if t is not None:  # the op's bytes: the blocks' weights and F32 activations in and out
-                        out.append((mm_bytes(w, k, m, n)[0], 2.0 * k * m * n, t))
+                        out.append((mm_bytes(w, k, m, n)[0], 2.0 * k * m * n, t)
+                                   + ((LAYERS * PER_LAYER.get(s, 0) or 1,) if calls else ()))
             return out
 
         one = rows((1,))
         a1, bw1, r1 = affine_fit([r[0] for r in one], [r[2] for r in one])
-        vq = [(r, n) for n in RUN4_CASES["ops"]["n_decode"] if 1 < n <= 8 for r in rows((n,))]
-        extra = np.array([f * (1 - 1 / n) for (_, f, _), n in vq])  # the further columns' FLOPs
-        left = np.array([t - (a1 + b / bw1) for (b, _, t), n in vq])  # the seconds the one-column law leaves
-        rv = rate_fit(list(extra), list(left))[0]
-        resv = [round(float(((a1 + b / bw1) + x / rv) / t - 1), 4) for ((b, _, t), _), x in zip(vq, extra, strict=True)]
+        rates, resv = {}, []
+        for n in (n for n in RUN4_CASES["ops"]["n_decode"] if 1 < n <= MMVQ_MAX_COLUMNS):
+            vq = rows((n,), calls=True)  # ggml-cuda compiles MMVQ once per column count: each its own cost
+            extra = [f * (1 - 1 / n) for _, f, _, _ in vq]  # the further columns' FLOPs
+            left = [t - (a1 + b / bw1) for b, _, t, _ in vq]  # the seconds the one-column law leaves
+            # each shape as often as the 8B's step calls it (32 layers' q / o, k / v, gate / up, down; the head
+            # once): the head's 7.4 GFLOP at n 8 would otherwise set the per-FLOP cost of every layer's matrices
+            per_flop = 1 / rate_fit(extra, left, [c for *_, c in vq])[0]
+            rates[n] = max(0.0, per_flop)  # seconds per further FLOP
+            resv += [round(float(((a1 + b / bw1) + x * rates[n]) / t - 1), 4) for (b, _, t, _), x in zip(vq, extra,
+                                                                                                           strict=True)]
+        laws.update(mmvq_flop_s(w, rates))
         mq = rows(tuple(n for n in (*RUN4_CASES["ops"]["n_decode"], *RUN4_CASES["ops"]["n_prefill"]) if n > 8))
         x = np.array([[1.0, r[0], r[1]] for r in mq])
         t = np.array([r[2] for r in mq])
         (aq, inv_bw, inv_rate), *_ = np.linalg.lstsq(x, t, rcond=None)
-        laws.update({f"ggml:{w}:gemv_latency": a1, f"ggml:{w}:gemv_bw": bw1, f"ggml:{w}:mmvq_rate": rv,
+        laws.update({f"ggml:{w}:gemv_latency": a1, f"ggml:{w}:gemv_bw": bw1,
                      f"ggml:{w}:mmq_latency": float(aq),
                      f"ggml:{w}:mmq_bw": float(1 / inv_bw), f"ggml:{w}:mmq_rate": float(1 / inv_rate)})
         fit = x @ (aq, inv_bw, inv_rate) / t - 1
         residuals[w] = {"gemv": r1, "mmvq": resv, "mmq": [round(float(r), 4) for r in fit]}
     return laws, residuals
+
+
+def mmvq_flop_s(w: str, per_flop: dict[int, float]) -> dict[str, float]:
+    """'ggml:<w>:mmvq_flop_s:<n>', the seconds per further FLOP at n columns, for every count 2 .. MMVQ_MAX_COLUMNS from
+    the counts measured (`per_flop`, least squares, floored at 0: a count whose further columns cost nothing the fit
+    can see adds nothing); a count between two measured ones interpolated linearly in n, past the last measured the
+    last's (ggml-cuda instantiates mul_mat_vec_q once per ncols_dst, so no count shares another's cost)."""
+    ns = sorted(per_flop)
+    out = {}
+    for n in range(2, MMVQ_MAX_COLUMNS + 1):
+        lo = max((m for m in ns if m <= n), default=ns[0])
+        hi = min((m for m in ns if m >= n), default=ns[-1])
+        f = 0.0 if hi == lo else (n - lo) / (hi - lo)
+        out[f"ggml:{w}:mmvq_flop_s:{n}"] = max(0.0, (1 - f) * per_flop[lo] + f * per_flop[hi])
+    return out
 
 
 SMALL_OPS = ("rms_norm", "mul", "add", "rope_q", "rope_k", "set_rows", "glu")
@@ -262,6 +292,22 @@ OP_KERNELS = {"rope": 2, "attn_residual": 1, "mlp_residual": 1, "qkv_proj": 3, "
 def small_kernel_s(times: dict[str, float]) -> tuple[float, dict[str, float]]:
     """The median of the small ops at one token (run 4 stage O) and each of them."""
     each = {n: times[f"{n}-n1"] for n in SMALL_OPS if times.get(f"{n}-n1") is not None}
+    return float(np.median(list(each.values()))), each
+
+
+def norm_kernel_s(runs: tuple[Path, ...]) -> tuple[float, dict[str, float]]:
+    """ggml's rms_norm kernel as the step runs it (fused with the norm weight's mul, rms_norm_f32<1024, true>): its
+    median exclusive time a call over the decode steps the kernel timelines of runs 5 / 5b hold (trace-*-b<B>.json,
+    kernel_trace.py's per-name table: F16, Q8_0, Q4_K_M at B 1 .. 64, graphs on), and each step's. One CTA of 1,024
+    threads a row, a block reduction then the scale and the mul: ~3.2 us at any B up to 64, where stage O's RMS_NORM
+    alone (no mul, the op's isolated repeat) took 2.05 at one row."""
+    each = {}
+    for run in runs:
+        for f in sorted(run.glob("trace-*-b*.json")):
+            group = json.loads(f.read_text())["groups"][0]
+            calls = [(r["calls"], r["us"]) for r in group["per_name_per_step"] if "rms_norm" in r["name"]]
+            if calls:
+                each[f"{run.name}/{f.name}"] = sum(u for _, u in calls) / sum(c for c, _ in calls) * 1e-6
     return float(np.median(list(each.values()))), each
 
 
@@ -290,7 +336,8 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
               if v["supported"]}
     qlaws, qres = quant_laws(times4)
     kernel_s, small = small_kernel_s(times4)
-    kernels.update({**qlaws, "kernel_time": kernel_s})
+    norm_s, norm_each = norm_kernel_s((run5, run5b))
+    kernels.update({**qlaws, "kernel_time": kernel_s, "norm_kernel": norm_s})
     ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
         "version": "llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36), CUDA 13.0, sm_90a",
@@ -347,10 +394,15 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
                                 "intermediate as F32; test-backend-ops' F32 src1 in every MUL_MAT row the laws are fit "
                                 "on, llamacpp_mech.mm_cost); the KV cache keeps its own type",
             "ggml_quantized": f"{ops4} MUL_MAT, weights q8_0 / q4_0 / q4_K / q6_K at the 8B's shapes: per type one "
-                              "column gemv_latency + W / gemv_bw (n 1), 2..8 columns that law + F (1 - 1 / n) / "
-                              "mmvq_rate (n 2, 4, 8), past 8 mmq_latency + W / mmq_bw + F / mmq_rate (n 16 .. 2048), "
+                              "column gemv_latency + W / gemv_bw (n 1), 2..8 columns that law + F (1 - 1 / n) x "
+                              "mmvq_flop_s:<n> (seconds per FLOP fit at n 2, 4, 8 each, the shapes counted as the "
+                              "8B's step runs them, floored at 0; 3 / 5 / 6 / 7 interpolated), past 8 mmq_latency + "
+                              "W / mmq_bw + F / mmq_rate (n 16 .. 2048), "
                               "least squares on the seconds (W the op's bytes: blocks + F32 activations, F FLOPs); "
                               "residuals in fit_residuals",
+            "norm_kernel": f"{run5} and {run5b} trace-*-b<B>.json (the kernel timelines' decode steps, F16 / Q8_0 / "
+                           "Q4_K_M at B 1 .. 64): ggml's rms_norm kernel fused with the weight's mul, median us a call "
+                           "of " + ", ".join(f"{k.split('/')[-1][6:-5]} {v * 1e6:.2f}" for k, v in norm_each.items()),
             "kernel_time": f"{ops4} the small ops at one token, median of "
                            + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in small.items()) + " us",
             "op_kernels": "src/models/llama.cpp build_arch_graph and ggml-cuda.cu ggml_cuda_try_fuse at 0c1e570: the "
