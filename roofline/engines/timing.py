@@ -192,6 +192,12 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    cells, the inputs): a 512-token prompt ubatch waits ~3 ms, a decode token a few us; token_s = a prompt of 512
    tokens' untimed steady-state time less its traced GPU-busy time, its logits' copy and step_s, / 512 (run 5, F16
    and Q8_0), in the planner's steps and prompts and the simulator's steps alike.
+   Two of the step's kernels at their own costs (note validate/notes/2026-12-01-llamacpp-mmvq-norm.md): MMVQ at n
+   columns pays one column's law plus the further FLOPs at n's own seconds per FLOP (mmvq_flop_s:<n>, stage O's rows
+   at n 2, 4, 8, each shape counted as often as a step runs it; 3, 5-7 interpolated): ggml-cuda instantiates
+   mul_mat_vec_q per ncols_dst, and a second column costs almost nothing where the eighth costs ~3 us on a
+   4096 x 14336 call; and ggml's rms_norm kernel (fused with the weight's mul, one CTA a row) costs norm_kernel,
+   ~3.25 us a call in every decode step of the timelines from B 1 to 64, not kernel_time's 1.6.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
