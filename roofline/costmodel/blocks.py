@@ -126,16 +126,18 @@ def norm(ctx: Ctx, name: str, tokens, width) -> Op:
                                   act_write=tokens * width * ctx.act_bytes))
 
 
-def elementwise(ctx: Ctx, name: str, tokens, width, flops_per_element, reads: int = 1) -> Op:
-    """Elementwise: flops_per_element x tokens x width FLOPs, `reads` inputs read, one output written."""
+def elementwise(ctx: Ctx, name: str, tokens, width, flops_per_element, reads: int = 1, rows=0) -> Op:
+    """Elementwise: flops_per_element x tokens x width FLOPs, `reads` inputs read, one output written; `rows` its
+    token rows where an engine may fuse it into the GEMM before it at one row (Roofline.EPILOGUE_OPS), else 0."""
     return ctx.op(name, vector_flops=flops_per_element * tokens * width,
                   traffic=traffic(act_read=reads * tokens * width * ctx.act_bytes,
-                                  act_write=tokens * width * ctx.act_bytes))
+                                  act_write=tokens * width * ctx.act_bytes), query_rows=rows)
 
 
 def residual_add(ctx: Ctx, name: str, tokens) -> Op:
-    """x + f(x) over the hidden size: 1 FLOP per element, two inputs read, one output written."""
-    return elementwise(ctx, name, tokens, ctx.model.hidden_size, ADD_FLOPS, reads=2)
+    """x + f(x) over the hidden size: 1 FLOP per element, two inputs read, one output written (its rows carried:
+    ggml-cuda adds it in the output projection's mat-vec at one row)."""
+    return elementwise(ctx, name, tokens, ctx.model.hidden_size, ADD_FLOPS, reads=2, rows=tokens)
 
 
 def dense_mlp(ctx: Ctx, tokens, intermediate: int, prefix: str = "mlp") -> list[Op]:
@@ -144,7 +146,7 @@ def dense_mlp(ctx: Ctx, tokens, intermediate: int, prefix: str = "mlp") -> list[
     up_width = 2 * intermediate if ctx.model.mlp == "gated" else intermediate
     return [
         linear(ctx, f"{prefix}_up", tokens, d, up_width),
-        elementwise(ctx, f"{prefix}_act", tokens, intermediate, GATED_ACT_FLOPS, reads=2),
+        elementwise(ctx, f"{prefix}_act", tokens, intermediate, GATED_ACT_FLOPS, reads=2, rows=tokens),
         linear(ctx, f"{prefix}_down", tokens, intermediate, d),
     ]
 

@@ -50,7 +50,12 @@ from roofline.units import lambdify
 
 # the op names that pick an op's ceilings (_ceilings_of): a serving step's aggregated ops keep these names
 # (serving.stepmodel), every other op's name says nothing of its laws
-LAW_NAMES = frozenset({EXPERTS, "kv_update", *NORMS})
+# an engine whose mat-vec kernel takes these ops into its epilogue at one row (kernel ceiling one_row_epilogue:
+# ggml-cuda's ggml_cuda_should_fuse_mul_mat adds the residual in o_proj's and down's mat-vec and runs gate, up and
+# the GLU as one call): at one row they launch nothing and the gate / up projection is one call
+EPILOGUE_OPS = frozenset({"attn_residual", "mlp_residual", "mlp_act"})
+EPILOGUE_GEMM = "mlp_up"
+LAW_NAMES = frozenset({EXPERTS, "kv_update", *NORMS, *EPILOGUE_OPS, EPILOGUE_GEMM})
 
 MEMO_ENTRIES = 20_000  # op times and compiled graphs kept per device (the long-running app must not grow)
 
@@ -373,10 +378,10 @@ class Roofline:
                 and self.options.overlap == "max":
             # a dense GEMM's fixed latency hides under compute that outlasts its stream law (gemm_time)
             stream = sp.Max(memory, *on_chip, evaluate=False) if on_chip else memory
-            total = gemm_time(compute, stream, op.kernels * per_kernel, v["gemm_latency_hidden"])
+            total = gemm_time(compute, stream, self._calls(op) * per_kernel, v["gemm_latency_hidden"])
         elif additive and op.kernels:
             # each kernel the op launches pays the graph's per-kernel time before its own work
-            total = op.kernels * per_kernel + total
+            total = self._calls(op) * per_kernel + total
         if c.get("attn_prefill_row") and op.kind == "attention" and op.query_rows != 0:
             # an engine's prefill attention: a cost per (query token, head) row of its tiles (engines.timing 14.)
             total = total + op.query_rows * v["attn_prefill_row"]
@@ -384,6 +389,8 @@ class Roofline:
             # an engine's copy of a strided view: one row is contiguous already, so a single token copies nothing
             rows = sp.sympify(op.query_rows)
             total = (total if rows > 1 else zero) if rows.is_number else sp.Piecewise((zero, rows <= 1), (total, True))
+        if c.get("one_row_epilogue") and op.name in EPILOGUE_OPS and op.query_rows != 0:
+            total = one_row(op.query_rows, zero, total)  # in the mat-vec before it at one row (EPILOGUE_OPS)
         if c.get("attn_decode_program") and op.kind == "attention" and "kv_read" in op.traffic and op.programs != 0:
             # an engine's decode attention as it runs in the engine: a cost per (sequence, KV head, split) tile on
             # top of its latency-bandwidth law (roofline.engines.timing, measured in the engine's own steps)
@@ -423,7 +430,7 @@ class Roofline:
         # W: the op's bytes, weights and activations (the laws' fits count both, at the engine's activation bytes; a
         # serving step's op carries them as one sum: serving.stepmodel)
         weights, flops, rows = op.bytes, op.matmul_flops, sp.sympify(op.query_rows)
-        calls = op.kernels
+        calls = self._calls(op)
         one = calls * k("gemv_latency") + weights / k("gemv_bw")
         def mmvq(n: int) -> sp.Expr:  # n columns: the count's own seconds per FLOP (a profile of one rate: that rate)
             per_flop = f"ggml:{law}:mmvq_flop_s:{n}"
@@ -436,6 +443,13 @@ class Roofline:
             total = sp.Piecewise((one, rows <= 1), *((mmvq(n), rows <= n) for n in range(2, MMVQ_MAX_COLUMNS + 1)),
                                  (mmq, True))
         return OpTimes(flops / k("mmq_rate"), weights / k("gemv_bw"), zero, total)
+
+    def _calls(self, op: Op):
+        """The kernels `op` launches: op.kernels, but one for the gate / up projection at one row where the engine
+        runs gate, up and the GLU as one mat-vec (one_row_epilogue, EPILOGUE_OPS)."""
+        if op.name == EPILOGUE_GEMM and op.kernels > 1 and op.query_rows != 0 and self.ceilings.get("one_row_epilogue"):
+            return one_row(op.query_rows, 1, op.kernels)
+        return op.kernels
 
     def _on_chip(self, op: Op) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         """(shared-memory, L2, latency) times of `op`, 0 where the device spec lacks the ceiling:

@@ -28,6 +28,8 @@ Keys (None: the device lacks the ceiling; a key per dtype or head dim is present
     attn_prefill_latency, attn_prefill_row    an engine's prefill attention call: s a call, s a (query, head) row
     copy_latency, copy_bw                     an engine's strided activation copy (attention.q_copy)
     norm_kernel                               an engine's RMSNorm kernel a call in its step (fusion.NORMS ops)
+    one_row_epilogue                          1 where an engine's mat-vec takes the residual adds and the GLU at one
+                                              row (device.EPILOGUE_OPS)
     link_bw              bytes/s: bus bandwidth of the link tensor parallelism's all-reduce meets (tp > 1:
                          scale-up when the group fits)
     allreduce_latency:<p>   s: NCCL's ring all-reduce latency over tp GPUs per protocol p (LL, LL128, Simple) on

@@ -219,7 +219,8 @@ KERNEL_KEYS = ("attn_decode_bw", "attn_decode_latency", "attn_decode_program", "
                "grouped_gemm_bw", "grouped_gemm_latency", "routing_kernel", "grouped_gemm_flops", "kv_write_latency",
                "kv_write_bw", "kernel_time", "allreduce_custom_latency", "allreduce_custom_bw",
                "allreduce_custom_ranks", "allreduce_custom_max_bytes", "attn_prefill_latency", "attn_prefill_row",
-               "copy_latency", "copy_bw", "gemv_bw", "gemv_latency", "gemm_stream_bw", "gemm_latency", "norm_kernel")
+               "copy_latency", "copy_bw", "gemv_bw", "gemv_latency", "gemm_stream_bw", "gemm_latency", "norm_kernel",
+               "one_row_epilogue")
 # ... and keys of a family: an engine's tuned fused-MoE config, BLOCK_SIZE_M per key M ('moe_block_m:<M>', 14.);
 # an engine's own GEMM laws (15.: llama.cpp's ggml matmuls replace the device's at their rows)
 # and llama.cpp's quantized matmuls per ggml type ('ggml:<type>:<law>', 16.)

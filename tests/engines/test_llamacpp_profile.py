@@ -206,3 +206,43 @@ def test_norm_kernel_is_the_step_timeline_rms_norm():
     k = timing("llamacpp").kernel_ceilings("H200")
     assert k["norm_kernel"] == pytest.approx(statistics.median(per_call) * 1e-6, rel=1e-9)
     assert k["norm_kernel"] > 1.8 * k["kernel_time"]
+
+
+def test_one_token_steps_fuse_the_adds_and_the_glu_into_the_mat_vecs():
+    """Run 5's timelines (trace-<type>-b<B>.json, the per-name calls a step): at one token ggml-cuda launches one add
+    (the embeddings' graph input) and no GLU, at two tokens 64 adds and 32 GLUs (two residual adds and one GLU a layer
+    of Llama-3.1-8B's 32), and 193 matmul calls against 225 (gate and up one call at one column: 6 a layer + the head
+    against 7 + 1). So the planner's one-token step charges nothing for the residual adds and the GLU and one call for
+    gate / up, its two-token step all of them."""
+    import json
+    from pathlib import Path
+
+    from roofline.catalogue.loading import validate
+    from roofline.methods.registry import parse_method
+    from roofline.planner.phases import PhaseModel
+    from roofline.specs import Workload
+
+    root = Path(__file__).resolve().parents[2] / "validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5"
+    for t in ("F16", "Q8_0"):
+        calls = {}
+        for b in (1, 2):
+            rows = json.loads((root / f"trace-{t}-b{b}.json").read_text())["groups"][0]["per_name_per_step"]
+            calls[b] = (sum(r["calls"] for r in rows if "op_add" in r["name"]),
+                        sum(r["calls"] for r in rows if "unary_gated" in r["name"]),
+                        sum(r["calls"] for r in rows if r["cat"] == "matmul" and "fixup" not in r["name"]))
+        assert calls[1] == (1, 0, 32 * 6 + 1) and calls[2] == (64, 32, 32 * 7 + 1), t
+    model, hw = load_model("Llama-3.1-8B"), load_hardware("H200")
+    wl = validate(Workload, {"batch": 2, "context_tokens": 1152, "engine": "llamacpp", "weight_dtype": "fp16",
+                             "page_tokens": 256}, "workload")
+    pm = PhaseModel.build(model, hw, wl, parse_method("fp16"))
+
+    def times(batch: int) -> dict[str, float]:
+        return {r["name"]: r["time_s"] for r in pm.rows("decode", batch, 1088)}
+
+    one, two = times(1), times(2)
+    for name in ("attn_residual", "mlp_residual", "mlp_act"):
+        assert one[name] == 0 and two[name] > 1e-6, name
+    k = timing("llamacpp").kernel_ceilings("H200")
+    # gate / up at one row: one call's latency, the two matrices' bytes at the mat-vec's bandwidth
+    up_bytes = 2 * 4096 * 14336 * 2 + 4 * (4096 + 2 * 14336)
+    assert one["mlp_up"] == pytest.approx(k["gemv_latency"] + up_bytes / k["gemv_bw"], rel=0.02)

@@ -311,6 +311,29 @@ def norm_kernel_s(runs: tuple[Path, ...]) -> tuple[float, dict[str, float]]:
     return float(np.median(list(each.values()))), each
 
 
+def one_row_epilogue(run5: Path) -> tuple[float, dict[str, dict[str, float]]]:
+    """1.0 where run 5's one-token steps launch no residual add and no GLU kernel of their own while its two-token
+    steps launch one a layer of each (ggml-cuda's ggml_cuda_should_fuse_mul_mat at one column: the residual added in
+    o_proj's and down's mat-vec, gate / up / GLU one call), F16 and Q8_0 alike; else 0. With the calls a step of
+    each B's adds, GLUs and matmuls."""
+    def calls(f: Path) -> dict[str, float]:
+        rows = json.loads(f.read_text())["groups"][0]["per_name_per_step"]
+        out = {"add": 0.0, "glu": 0.0, "matmul": 0.0}
+        for r in rows:
+            if "op_add" in r["name"]:
+                out["add"] += r["calls"]
+            elif "unary_gated" in r["name"] or "glu" in r["name"]:
+                out["glu"] += r["calls"]
+            elif r["cat"] == "matmul" and "fixup" not in r["name"]:
+                out["matmul"] += r["calls"]
+        return out
+
+    seen = {f"{t}-b{b}": calls(run5 / f"trace-{t}-b{b}.json") for t in ("F16", "Q8_0") for b in (1, 2)}
+    fused = all(seen[f"{t}-b1"]["add"] <= 1 and seen[f"{t}-b1"]["glu"] == 0 and seen[f"{t}-b2"]["add"] >= LAYERS
+                and seen[f"{t}-b2"]["glu"] >= LAYERS for t in ("F16", "Q8_0"))
+    return (1.0 if fused else 0.0), seen
+
+
 def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
@@ -337,7 +360,8 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
     qlaws, qres = quant_laws(times4)
     kernel_s, small = small_kernel_s(times4)
     norm_s, norm_each = norm_kernel_s((run5, run5b))
-    kernels.update({**qlaws, "kernel_time": kernel_s, "norm_kernel": norm_s})
+    epilogue, epilogue_calls = one_row_epilogue(run5)
+    kernels.update({**qlaws, "kernel_time": kernel_s, "norm_kernel": norm_s, "one_row_epilogue": epilogue})
     ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
         "version": "llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f (llama-cpp-python 0.3.36), CUDA 13.0, sm_90a",
@@ -403,6 +427,11 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
             "norm_kernel": f"{run5} and {run5b} trace-*-b<B>.json (the kernel timelines' decode steps, F16 / Q8_0 / "
                            "Q4_K_M at B 1 .. 64): ggml's rms_norm kernel fused with the weight's mul, median us a call "
                            "of " + ", ".join(f"{k.split('/')[-1][6:-5]} {v * 1e6:.2f}" for k, v in norm_each.items()),
+            "one_row_epilogue": f"{run5} trace-<type>-b1.json / -b2.json (the timelines' per-name calls a step): "
+                                "ggml-cuda fuses the residual adds and the GLU into the mat-vecs at one column "
+                                "(ggml_cuda_should_fuse_mul_mat): adds / GLUs / matmul calls a step "
+                                + "; ".join(f"{k} {v['add']:.0f} / {v['glu']:.0f} / {v['matmul']:.0f}"
+                                            for k, v in epilogue_calls.items()),
             "kernel_time": f"{ops4} the small ops at one token, median of "
                            + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in small.items()) + " us",
             "op_kernels": "src/models/llama.cpp build_arch_graph and ggml-cuda.cu ggml_cuda_try_fuse at 0c1e570: the "
