@@ -1,0 +1,184 @@
+"""llama-server's host prompt cache (run 6, llamacpp_run6.sh): the save of an idle slot's state before a new task.
+
+llama-server (0c1e570, tools/server: --cache-ram, 8192 MiB by default since ggml-org/llama.cpp PR #16391) keeps the
+state of finished requests in host memory: when a task starts, every idle slot whose tokens are not yet cached is saved
+("saving idle slot to prompt cache", then "prompt_save: - saving prompt with length L, total state size = X MiB"), the
+slot's KV (its prompt and output tokens) copied to the host while the server's loop waits; "update: - cache state: ..."
+follows when the copy is done. Its log times both lines (-lv 4), so each save's seconds and bytes are read from it.
+
+  python -m validate.engines.llamacpp_cache saves LOG..                       every save: tokens, MiB, seconds
+  python -m validate.engines.llamacpp_cache predict OUT_JSON                  before run 6 (module docstring of run 6)
+  python -m validate.engines.llamacpp_cache compare RESDIR --predicted JSON   run 6 against the prediction
+
+predict: the saves at hypothesis H1, seconds = bytes / the rate run 1's own log shows (its saves of 639-token states:
+nvidia-h200-llamacpp-2026-11-30-run1/serve.log.gz), for each save case of llamacpp_cases_run6.json (the previous
+request's prompt + output - 1 tokens x the KV type's bytes a token); and run 1's served runs with --cache-ram 0 on the
+model as it stands (no save in it: what the server does with the cache off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RUN1 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run1")
+CASES = json.loads((HERE / "llamacpp_cases_run6.json").read_text())
+MIB = 1 << 20
+# Llama-3.1-8B's KV a token: 32 layers x K and V x 8 heads x 128; f16 2 bytes, q8_0 34 bytes a block of 32
+KV_BYTES = {"f16": 32 * 2 * 8 * 128 * 2, "q8_0": 32 * 2 * 8 * 128 * 34 // 32}
+STAMP = re.compile(r"^(\d+)\.(\d+)\.(\d+)\.(\d+) ")
+SAVE = re.compile(r"prompt_save: +- saving prompt with length (\d+), total state size = ([\d.]+) MiB")
+
+
+def _seconds(line: str) -> float | None:
+    """A log line's time: llama.cpp's common_log prefix, minutes.seconds.milliseconds.microseconds."""
+    m = STAMP.match(line)
+    if not m:
+        return None
+    mi, s, ms, us = map(int, m.groups())
+    return mi * 60 + s + ms / 1e3 + us / 1e6
+
+
+def saves(text: str) -> list[dict]:
+    """Each save in a llama-server log: its tokens, MiB (the state's size as the server prints it) and seconds (from
+    its prompt_save line to the cache's next 'cache state' line); a state already cached ("prompt is already in the
+    cache, skipping") is no save."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = SAVE.search(line)
+        if not m:
+            continue
+        if any("already in the cache" in nxt for nxt in lines[i + 1:i + 3]):
+            continue  # a state saved before: nothing copied
+        t0 = _seconds(line)
+        for nxt in lines[i + 1:i + 40]:
+            if "cache state:" in nxt:
+                t1 = _seconds(nxt)
+                if t0 is not None and t1 is not None:
+                    out.append({"tokens": int(m.group(1)), "mib": float(m.group(2)), "s": t1 - t0})
+                break
+    return out
+
+
+def _read(path: Path) -> str:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", errors="replace") as f:
+        return f.read()
+
+
+def law(rows: list[dict]) -> dict:
+    """seconds = latency + bytes / rate by least squares on the seconds (a rate alone where one size was seen)."""
+    b = np.array([r["mib"] * MIB for r in rows])
+    t = np.array([r["s"] for r in rows])
+    if len(set(np.round(b))) < 2:
+        return {"latency_s": 0.0, "bytes_per_s": float(np.median(b / t)), "n": len(rows)}
+    (lat, inv), *_ = np.linalg.lstsq(np.stack([np.ones_like(b), b], axis=1), t, rcond=None)
+    return {"latency_s": float(lat), "bytes_per_s": float(1 / inv), "n": len(rows),
+            "residuals": [round(float((lat + x * inv) / y - 1), 4) for x, y in zip(b, t, strict=True)]}
+
+
+def save_cases() -> list[dict]:
+    """Run 6's saves: each request after the first saves its predecessor's prompt + output - 1 tokens (the last
+    sampled token is never decoded into the KV)."""
+    s = CASES["save"]
+    out = []
+    for kv in s["kv_types"]:
+        for i in range(1, len(s["prompts"])):
+            tokens = s["prompts"][i - 1] + s["output"] - 1
+            out.append({"kv": kv, "case": i + 1, "tokens": tokens, "bytes": tokens * KV_BYTES[kv]})
+    return out
+
+
+def predict(out: Path) -> None:
+    from validate.engines import llamacpp_predict as lp
+    from validate.engines.cases import checkout_sha
+
+    h1 = law(saves(_read(RUN1 / "serve.log.gz")))
+    cases = [{**c, "s": c["bytes"] / h1["bytes_per_s"] + h1["latency_s"]} for c in save_cases()]
+    lp.CASES = {**lp.CASES, "serve": CASES["serve"]}
+    doc = {"about": "roofline's prediction of llama.cpp run 6 (llamacpp_cases_run6.json), written before the run: the "
+                    "saves at run 1's own save rate (H1: seconds = bytes / rate), run 1's served runs with --cache-ram "
+                    "0 on the model as it stands (which has no save)",
+           "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(),
+           "h1_law_from_run1": h1, "saves": cases, "served": lp.served("H200")}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def compare(resdir: Path, predicted: Path) -> str:
+    from validate.engines.llamacpp_logs import served_summary
+
+    pred = json.loads(predicted.read_text())
+    lines = [f"llama.cpp run 6 ({resdir}): the prompt cache's saves and run 1's served runs with --cache-ram 0",
+             f"predicted before the run: {predicted.name} ({pred['git_sha'][:7]})", ""]
+    measured = {}
+    for kv in CASES["save"]["kv_types"]:
+        log = resdir / f"save-{kv}.log"
+        measured[kv] = saves(log.read_text(errors="replace")) if log.exists() else []
+    all_rows = [r for rows in measured.values() for r in rows]
+    if all_rows:
+        fit = law(all_rows)
+        h1 = pred["h1_law_from_run1"]["bytes_per_s"] / 1e9
+        lines.append(f"save law over run 6's {fit['n']} saves: {fit['latency_s'] * 1e3:.2f} ms + bytes / "
+                     f"{fit['bytes_per_s'] / 1e9:.3f} GB/s (H1, run 1's: {h1:.3f} GB/s)")
+    lines.append("save  kv     tokens      MiB   measured ms   predicted ms   err %")
+    for c in pred["saves"]:
+        got = [r for r in measured.get(c["kv"], []) if r["tokens"] == c["tokens"]]
+        if not got:
+            lines.append(f"{c['case']:4d}  {c['kv']:5s} {c['tokens']:7d}        -             -   {c['s'] * 1e3:12.1f}")
+            continue
+        m = statistics.median(r["s"] for r in got)
+        lines.append(f"{c['case']:4d}  {c['kv']:5s} {c['tokens']:7d} {got[0]['mib']:8.2f} {m * 1e3:12.1f}"
+                     f" {c['s'] * 1e3:14.1f} {100 * (c['s'] / m - 1):+7.1f}")
+    lines += ["", "served, --cache-ram 0 (measured / predicted, err %)"]
+    for name, p in pred["served"].items():
+        f = resdir / f"serve-{name}.json"
+        if not f.exists():
+            continue
+        s = served_summary(json.loads(f.read_text()))
+        row = [f"{name:4s}"]
+        for key in ("ttft_s", "tpot_s"):
+            if key in s and key in p:
+                pv = p[key]["p50"] if isinstance(p[key], dict) else p[key]
+                mv = s[key]["p50"]
+                row.append(f"{key} p50 {mv * 1e3:8.1f} / {pv * 1e3:8.1f} ({100 * (pv / mv - 1):+6.1f})")
+        if "throughput_tokens_per_s" in p:
+            pt, mt = p["throughput_tokens_per_s"], s["throughput_tokens_per_s"]
+            row.append(f"out tok/s {mt:7.1f} / {pt:7.1f} ({100 * (pt / mt - 1):+6.1f})")
+        lines.append("   ".join(row))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="llamacpp_cache", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("saves")
+    s.add_argument("logs", nargs="+", type=Path)
+    s = sub.add_parser("predict")
+    s.add_argument("out", type=Path)
+    s = sub.add_parser("compare")
+    s.add_argument("resdir", type=Path)
+    s.add_argument("--predicted", type=Path, required=True)
+    a = p.parse_args()
+    if a.cmd == "saves":
+        for log in a.logs:
+            rows = saves(_read(log))
+            print(log, json.dumps(law(rows)) if rows else "no saves")
+            for r in rows:
+                print(f"  {r['tokens']:7d} tokens {r['mib']:9.3f} MiB {r['s'] * 1e3:8.2f} ms")
+    elif a.cmd == "predict":
+        predict(a.out)
+    else:
+        print(compare(a.resdir, a.predicted))
+
+
+if __name__ == "__main__":
+    main()
