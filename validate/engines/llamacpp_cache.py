@@ -121,8 +121,8 @@ def compare(resdir: Path, predicted: Path) -> str:
              f"predicted before the run: {predicted.name} ({pred['git_sha'][:7]})", ""]
     measured = {}
     for kv in CASES["save"]["kv_types"]:
-        log = resdir / f"save-{kv}.log"
-        measured[kv] = saves(log.read_text(errors="replace")) if log.exists() else []
+        logs = [f for f in (resdir / f"save-{kv}.log", resdir / f"save-{kv}.log.gz") if f.exists()]
+        measured[kv] = saves(_read(logs[0])) if logs else []
     all_rows = [r for rows in measured.values() for r in rows]
     if all_rows:
         fit = law(all_rows)
