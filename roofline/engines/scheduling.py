@@ -114,9 +114,14 @@ class EngineOverheads:
     sampler_row_s: float = 0.0
     # host seconds per token of a step, before its GPU work (timing mechanism 17: llama.cpp's llama_decode)
     token_s: float = 0.0
+    # the save of each finished request's KV to the server's host prompt cache, paid by the next step that admits a
+    # request (timing mechanism 18: llama-server --cache-ram): save_s a save + save_byte_s x its bytes (0: none)
+    save_s: float = 0.0
+    save_byte_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s", "sampler_s", "sampler_row_s", "token_s"):
+        for name in ("step_s", "per_seq_s", "api_request_s", "eager_s", "sampler_s", "sampler_row_s", "token_s",
+                     "save_s", "save_byte_s"):
             value = getattr(self, name)
             if not value >= 0:
                 raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
@@ -245,7 +250,8 @@ def measured_overheads(engine: str, host_speed: float = 1.0) -> EngineOverheads:
     host_1 = t.server_step_s + t.server_per_seq_s
     api = max(0.0, t.request_s + t.api_request_s - host_1) if t.request_s or t.api_request_s else 0.0
     return EngineOverheads(step_s=t.server_step_s, per_seq_s=t.server_per_seq_s, api_request_s=api,
-                           overlap=t.overlap, token_s=t.token_s)
+                           overlap=t.overlap, token_s=t.token_s, save_s=t.cache_save_s,
+                           save_byte_s=t.cache_save_byte_s)
 
 
 def with_speculative(profile: EngineScheduling, method: str | None) -> EngineScheduling:

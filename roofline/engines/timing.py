@@ -289,6 +289,10 @@ class EngineTiming:
     token_s: float = 0.0
     # bytes of an activation element between the engine's ops (16.: ggml keeps them F32); 0: the workload's own
     activation_bytes: int = 0
+    # a server's save of a finished request's KV to its host prompt cache before the next task starts (18.: llama-server
+    # --cache-ram): seconds per save and per byte saved, serial with the server's loop; 0: no such cache
+    cache_save_s: float = 0.0
+    cache_save_byte_s: float = 0.0
 
     def handshake_s(self, descriptors) -> float:
         """Seconds a fresh pair's first load waits for the handshake with one remote rank whose whole pool is
@@ -397,7 +401,7 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
                "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
-               "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s")
+               "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s", "cache_save_s", "cache_save_byte_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -469,7 +473,8 @@ def timing(engine: str) -> EngineTiming:
             kv_handshake_fixed_s=float(d.get("kv_handshake_fixed_s", 0.0)),
             kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)),
             graph_ops=tuple(str(x) for x in d.get("graph_ops", ())), eager_serial=bool(d.get("eager_serial", False)),
-            sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)))
+            sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)),
+            cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

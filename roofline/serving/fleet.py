@@ -222,7 +222,8 @@ class Fleet:
         tree = cache_tree(sim.engine, requests, preloaded)
         reps = [_Replica(Scheduler(requests, sim.pool, sim.scheduler,
                                    PrefixCache(tree, sim.pool.seq_bytes, sim.pool.page_tokens)
-                                   if tree is not None else None, preloaded, load_host_s, transfer_s, handshake),
+                                   if tree is not None else None, preloaded, load_host_s, transfer_s, handshake,
+                                   (sim.engine.overheads.save_s, sim.engine.overheads.save_byte_s)),
                          index=j)
                 for j in range(self.n)]
         arrivals = Arrivals(requests, clients or Clients(), sim.engine.overheads.api_request_s)

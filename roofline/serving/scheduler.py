@@ -91,7 +91,7 @@ class Scheduler:
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
                  cache: PrefixCache | None = None, preloaded: np.ndarray | None = None,
                  load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None,
-                 handshake: Handshake | None = None) -> None:
+                 handshake: Handshake | None = None, save: tuple[float, float] = (0.0, 0.0)) -> None:
         n = len(requests)
         if transfer_s is not None and (preloaded is None or cache is not None):
             raise ValueError("scheduler: transfer_s (remote KV loads) needs preloaded KV and no prefix cache")
@@ -125,6 +125,10 @@ class Scheduler:
         self.finished = 0
         self.arrived = 0
         self.last_finished = EMPTY  # ids the last commit completed
+        # the server's host prompt cache (EngineOverheads.save_s, save_byte_s; timing mechanism 18): each finished
+        # request's KV (its computed tokens' bytes) waits to be saved; the next step that admits a request pays them
+        self.save_s, self.save_byte_s = save
+        self.saves, self.save_bytes = 0, 0.0
         self._monotone = bool(np.all(np.diff(pool.seq_bytes) >= 0))
 
     @property
@@ -267,6 +271,9 @@ class Scheduler:
             need += cost
         if not admitted:
             return (replace(plan, loads_s=loads_s, posts=posts) if posts > plan.posts else plan), need
+        if self.saves and (self.save_s or self.save_byte_s):  # llama-server saves the idle slots first
+            loads_s += self.saves * self.save_s + self.save_bytes * self.save_byte_s
+            self.saves, self.save_bytes = 0, 0.0
         ids, counts, done, todo, hits, held, base, counted = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
         self.ids[at], self.comp[at], self.known[at], self.base[at], self.counted[at] = ids, hits, todo, base, counted
@@ -415,6 +422,8 @@ class Scheduler:
         seq, n = self.pool.seq_bytes, self.n_running
         self.last_finished = self.ids[ended].copy()
         self.finish_s[self.last_finished] = now
+        self.saves += len(ended)  # its KV, saved when the next request starts (save_s, save_byte_s)
+        self.save_bytes += float(seq[self.comp[ended]].sum())
         self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())
         if self.cache is not None:
             for p, i in zip(ended.tolist(), self.last_finished.tolist(), strict=True):

@@ -467,7 +467,8 @@ class Simulator:
                          launch_s=np.ascontiguousarray(rec[:, LAUNCH_COL]))
         tree = cache_tree(self.engine, requests)
         cache = None if tree is None else PrefixCache(tree, self.pool.seq_bytes, self.pool.page_tokens)
-        sched = Scheduler(requests, self.pool, self.scheduler, cache)
+        host = self.engine.overheads
+        sched = Scheduler(requests, self.pool, self.scheduler, cache, save=(host.save_s, host.save_byte_s))
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
         rng = np.random.default_rng(SPEC_SEED)

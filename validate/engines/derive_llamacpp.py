@@ -76,6 +76,7 @@ RUN3 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run3")
 RUN4 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run4")
 RUN5 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5")
 RUN5B = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5b")
+RUN6 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run6")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
 VOCAB = 128_256  # Llama-3.1-8B's vocabulary (the served model of run 3)
 GPU = "H200"
@@ -334,6 +335,16 @@ def one_row_epilogue(run5: Path) -> tuple[float, dict[str, dict[str, float]]]:
     return (1.0 if fused else 0.0), seen
 
 
+def cache_save_law(run6: Path) -> tuple[dict, list[dict]]:
+    """llama-server's save of a finished request's state to its host prompt cache (run 6, llamacpp_cache.py): each
+    save's seconds and bytes from the server's own log (save-f16.log.gz, save-q8_0.log.gz: one slot, requests one after
+    another, 271 .. 8,207 tokens), seconds = latency + bytes / rate by least squares on the seconds."""
+    from validate.engines.llamacpp_cache import _read, law, saves
+
+    rows = [r for kv in ("f16", "q8_0") for r in saves(_read(run6 / f"save-{kv}.log.gz"))]
+    return law(rows), rows
+
+
 def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
@@ -361,6 +372,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
     kernel_s, small = small_kernel_s(times4)
     norm_s, norm_each = norm_kernel_s((run5, run5b))
     epilogue, epilogue_calls = one_row_epilogue(run5)
+    save, save_rows = cache_save_law(RUN6)
     kernels.update({**qlaws, "kernel_time": kernel_s, "norm_kernel": norm_s, "one_row_epilogue": epilogue})
     ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
@@ -369,6 +381,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
         "api_request_s": 0.0, "request_s": 0.0, "server_step_s": host, "server_per_seq_s": 0.0,
         "eager_step_s": 0.0, "eager_layer_s": 0.0, "eager_serial": True, "sampler_host_element_s": element,
         "token_s": token,
+        "cache_save_s": save["latency_s"], "cache_save_byte_s": 1.0 / save["bytes_per_s"],
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
@@ -427,6 +440,11 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
             "norm_kernel": f"{run5} and {run5b} trace-*-b<B>.json (the kernel timelines' decode steps, F16 / Q8_0 / "
                            "Q4_K_M at B 1 .. 64): ggml's rms_norm kernel fused with the weight's mul, median us a call "
                            "of " + ", ".join(f"{k.split('/')[-1][6:-5]} {v * 1e6:.2f}" for k, v in norm_each.items()),
+            "cache_save_s": f"{RUN6}/save-f16.log.gz, save-q8_0.log.gz: llama-server's saves of a finished "
+                            "request's KV to its host prompt cache (--cache-ram, on by default), timed by its own log "
+                            "(prompt_save to the cache's update), seconds = latency + bytes x cache_save_byte_s by "
+                            f"least squares over {save['n']} saves of 18..1,026 MiB: {save['latency_s'] * 1e3:.2f} ms "
+                            f"+ bytes / {save['bytes_per_s'] / 1e9:.3f} GB/s, residuals {save.get('residuals')}",
             "one_row_epilogue": f"{run5} trace-<type>-b1.json / -b2.json (the timelines' per-name calls a step): "
                                 "ggml-cuda fuses the residual adds and the GLU into the mat-vecs at one column "
                                 "(ggml_cuda_should_fuse_mul_mat): adds / GLUs / matmul calls a step "
