@@ -30,8 +30,8 @@ RI_FIELDS = 28
 # schedule, Scheduler.t_sched; wake: when an idle replica next acts on a remote load, Scheduler.wake_s, else inf;
 # launch, eager_l: the block's steps' host seconds and their eager launch's part, Simulator.block_launch_s, set by
 # kernel_block.extend / kernel_spec.spec_step_s)
-# (saves, save_b: the finished requests' KV not yet saved to the server's host prompt cache, their count and bytes:
-# Scheduler.saves / save_bytes, timing mechanism 18)
+# (saves, save_b: the finished requests' KV not yet saved to the server's host prompt cache, their count and tokens:
+# Scheduler.saves / save_tokens, timing mechanism 18)
 USED, START, LOADS, TSCHED, WAKE, LAUNCH, EAGER_L, SAVES, SAVE_B = range(9)
 RF_FIELDS = 9
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
@@ -59,8 +59,8 @@ HANDOFF_BYTES, HANDOFF_BPS, HANDOFF_LAT_S = 10, 11, 12
 # fcfg (continued): host seconds per token of a step (EngineOverheads.token_s, timing mechanism 17)
 TOKEN_S = 13
 # fcfg (continued): a save to the server's host prompt cache, seconds each and per byte (EngineOverheads.save_s,
-# save_byte_s, timing mechanism 18)
-SAVE_S, SAVE_BYTE_S = 14, 15
+# save_byte_s, timing mechanism 18), and the bytes a saved token holds (Scheduler.save_token_bytes)
+SAVE_S, SAVE_BYTE_S, SAVE_TOKEN_B = 14, 15, 16
 # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica, the eager launch (Trace.launch_s)
 REC_FIELDS = 9
 LAUNCH_COL = 8

@@ -63,6 +63,7 @@ from roofline.serving.kernel_layout import (
     SAVE_B,
     SAVE_BYTE_S,
     SAVE_S,
+    SAVE_TOKEN_B,
     SAVES,
     SHARED,
     SPEC,
@@ -280,7 +281,7 @@ def _admit(r, now, need, st, held, ri, rf, nxt, generated, pre, prompt, output, 
         na += 1
     if na > 0 and rf[r, SAVES] > 0 and (fcfg[SAVE_S] > 0.0 or fcfg[SAVE_BYTE_S] > 0.0):
         # llama-server saves the idle slots to its host prompt cache first (Scheduler._admit, timing mechanism 18)
-        rf[r, LOADS] += rf[r, SAVES] * fcfg[SAVE_S] + rf[r, SAVE_B] * fcfg[SAVE_BYTE_S]
+        rf[r, LOADS] += rf[r, SAVES] * fcfg[SAVE_S] + rf[r, SAVE_B] * fcfg[SAVE_TOKEN_B] * fcfg[SAVE_BYTE_S]
         rf[r, SAVES] = 0.0
         rf[r, SAVE_B] = 0.0
     ri[r, N_RUN] = n0 + na
@@ -393,7 +394,7 @@ def complete(r, now, st, held, ri, rf, finish, seq, cfg, pfx):
             finish[st[r, IDS, i]] = now
             rf[r, USED] -= held[r, i] - seq[st[r, BASE, i]]
             rf[r, SAVES] += 1.0  # its KV, saved when the next request starts (Scheduler._complete)
-            rf[r, SAVE_B] += seq[st[r, COMP, i]]
+            rf[r, SAVE_B] += st[r, KNOWN, i] - 1  # its tokens (kernel_layout)
             if cfg[PREFIX]:
                 spend_seq(r, i, now, -1, st, seq, cfg, pfx)
                 release(r, st[r, IDS, i], now, ri, pfx, seq)

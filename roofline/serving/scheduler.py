@@ -126,9 +126,11 @@ class Scheduler:
         self.arrived = 0
         self.last_finished = EMPTY  # ids the last commit completed
         # the server's host prompt cache (EngineOverheads.save_s, save_byte_s; timing mechanism 18): each finished
-        # request's KV (its computed tokens' bytes) waits to be saved; the next step that admits a request pays them
+        # request's KV waits to be saved, its tokens at the pool's bytes a token (a long sequence's, pages aside: the
+        # state holds the tokens, not their pages); the next step that admits a request pays the saves
         self.save_s, self.save_byte_s = save
-        self.saves, self.save_bytes = 0, 0.0
+        self.save_token_bytes = pool.page_bytes / pool.page_tokens
+        self.saves, self.save_tokens = 0, 0
         self._monotone = bool(np.all(np.diff(pool.seq_bytes) >= 0))
 
     @property
@@ -272,8 +274,8 @@ class Scheduler:
         if not admitted:
             return (replace(plan, loads_s=loads_s, posts=posts) if posts > plan.posts else plan), need
         if self.saves and (self.save_s or self.save_byte_s):  # llama-server saves the idle slots first
-            loads_s += self.saves * self.save_s + self.save_bytes * self.save_byte_s
-            self.saves, self.save_bytes = 0, 0.0
+            loads_s += self.saves * self.save_s + self.save_tokens * self.save_token_bytes * self.save_byte_s
+            self.saves, self.save_tokens = 0, 0
         ids, counts, done, todo, hits, held, base, counted = (np.array(col) for col in zip(*admitted, strict=True))
         at = slice(self.n_running, self.n_running + len(ids))
         self.ids[at], self.comp[at], self.known[at], self.base[at], self.counted[at] = ids, hits, todo, base, counted
@@ -422,8 +424,9 @@ class Scheduler:
         seq, n = self.pool.seq_bytes, self.n_running
         self.last_finished = self.ids[ended].copy()
         self.finish_s[self.last_finished] = now
-        self.saves += len(ended)  # its KV, saved when the next request starts (save_s, save_byte_s)
-        self.save_bytes += float(seq[self.comp[ended]].sum())
+        # its KV, saved when the next request starts (save_s, save_byte_s): every known token but the last sampled
+        self.saves += len(ended)
+        self.save_tokens += int((self.known[ended] - 1).sum())
         self.used_bytes -= float((self.held[ended] - seq[self.base[ended]]).sum())
         if self.cache is not None:
             for p, i in zip(ended.tolist(), self.last_finished.tolist(), strict=True):
