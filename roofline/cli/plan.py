@@ -169,7 +169,7 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     if profile != kernel_profiles.DEFAULT:
         result["kernel_profile"] = profile
     _annotate(result, model)
-    from roofline.stored_bytes import checkpoint_notes
+    from roofline.planned_weights import checkpoint_notes
 
     result.update(checkpoint_notes(model, workload.weight_dtype, workload.expert_dtype, quantization))
     result["skipped"] = skipped
