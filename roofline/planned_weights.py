@@ -43,6 +43,7 @@ from fractions import Fraction
 
 from roofline.accounting import NORM_PARAMS_PER_CHANNEL, dtype_size, linear_params_per_layer, parameter_count
 from roofline.catalogue.hf_quant import stored_layout
+from roofline.numbers.codegen import LRU
 from roofline.specs import Model
 from roofline.specs.model import Quantization, WeightScheme
 from roofline.stored_bytes import (
@@ -158,8 +159,19 @@ class StoredParts:
     added: Fraction
 
 
+_PARTS = LRU(64)  # a big MoE's matrices take milliseconds to count; a sweep asks again per workload
+
+
 def stored_parts(model: Model, weight_dtype: str, expert_dtype: str) -> StoredParts | None:
-    """The parts of `model` (Model.stored already applied) under planned_quantization; None without a layout."""
+    """The parts of `model` (Model.stored already applied) under planned_quantization; None without a layout.
+    Kept per content (specs are frozen: their JSON names them exactly)."""
+    if model.quantization is None and whatif_quantization(model, weight_dtype, expert_dtype) is None:
+        return None
+    return _PARTS.get_or((model.model_dump_json(), weight_dtype, expert_dtype),
+                         lambda: _stored_parts(model, weight_dtype, expert_dtype))
+
+
+def _stored_parts(model: Model, weight_dtype: str, expert_dtype: str) -> StoredParts | None:
     q = planned_quantization(model, weight_dtype, expert_dtype)
     if q is None:
         return None
@@ -182,8 +194,9 @@ def stored_parts(model: Model, weight_dtype: str, expert_dtype: str) -> StoredPa
                        added=extra + placed - placed_at_dtype)
 
 
-def _what_if(model: Model, weight_dtype: str, expert_dtype: str) -> dict | None:
-    """The what-if's note: which scheme each side is planned as, what stays at bf16."""
+def what_if_note(model: Model, weight_dtype: str, expert_dtype: str) -> dict | None:
+    """The what-if's note (the plan's JSON `quantization`): which scheme each side is planned as, what stays at
+    bf16; None when the dtypes are not a what-if of `model`."""
     if whatif_quantization(model, weight_dtype, expert_dtype) is None:
         return None
     sides = [f"--weight-dtype {weight_dtype} as {WHATIF_SCHEMES[weight_dtype]}"] if weight_dtype in WHATIF_SCHEMES \
@@ -201,7 +214,7 @@ def _what_if(model: Model, weight_dtype: str, expert_dtype: str) -> dict | None:
 def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
                      quantization: dict | None) -> dict[str, dict]:
     """The plan's JSON fields for how the weights are stored beyond the dtypes: `quantization` (the stored-width note
-    of stored_bytes.stored_widths, or for a what-if _what_if's) completed with the stored bytes by part and the KV
+    of stored_bytes.stored_widths, or for a what-if what_if_note's) completed with the stored bytes by part and the KV
     dtype read, and `encoders` (the towers counted into the weights); empty for a plain model at its dtypes."""
     out: dict[str, dict] = {}
     q = model.quantization
@@ -209,7 +222,7 @@ def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
         quantization = {"read": f"quantization_config: {q.method}", "weight_dtype": q.weight_dtype,
                         "experts_only": q.experts_only, "kv_cache_dtype": q.kv_cache_dtype,
                         "planned_at": "the dtypes given on the command line"}
-    quantization = quantization or _what_if(model, weight_dtype, expert_dtype)
+    quantization = quantization or what_if_note(model, weight_dtype, expert_dtype)
     if quantization is not None:
         layout = planned_quantization(model, weight_dtype, expert_dtype) or q
         parts, applied = stored_bytes(_with(model, layout)), stored_parts(model.stored(), weight_dtype, expert_dtype)

@@ -10,6 +10,8 @@ Llama-3.1-8B: d = 4096, 32 layers; q and o 4096 x 4096, k and v 1024 x 4096, gat
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from roofline.catalogue import load_model
@@ -133,3 +135,10 @@ def test_plan_says_what_the_what_if_assumes(capsys):
     assert rc == 0, err
     assert "weights: Llama-3.1-8B has no quantization_config" in out and "W4A16" in out
     assert "the embedding, the LM head, norms, routers and biases at bf16" in out
+
+
+def test_capacity_states_the_what_if(capsys):
+    rc, out, err = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--engine", "vllm", "--weight-dtype", "fp8",
+                       "--json")
+    assert rc == 0, err
+    assert "vLLM online fp8" in json.loads(out)["checkpoint_read"]["weights"]
