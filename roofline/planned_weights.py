@@ -57,6 +57,7 @@ from roofline.stored_bytes import (
     planned_bytes,
     scheme_for,
     stored_bytes,
+    stored_matrices,
     uncounted_towers,
 )
 
@@ -149,12 +150,13 @@ class StoredParts:
     """Bytes of a model stored under a layout, by where the planner places them: the embedding (first pipeline
     stage), the LM head and the final norm (last stage), the layers' norms at bf16 (whole on every GPU), and what
     the layers' other parameters store beyond the workload dtypes' count (scales, zero points, kept modules at
-    bf16; spread over the stages, split over tp)."""
+    bf16; spread over the stages, split over tp), the routed experts' share of it apart (split over ep too)."""
 
     embedding: int
     head: int
     final_norm: int
     layers_extra: Fraction
+    experts_extra: Fraction  # the routed experts' part of layers_extra
     # the whole layout's bytes less the workload dtypes' count of every parameter (the plan's JSON reports it)
     added: Fraction
 
@@ -190,8 +192,12 @@ def _stored_parts(model: Model, weight_dtype: str, expert_dtype: str) -> StoredP
     if model.quantization is None and not any(".linear_attn." in m.name for m in decoder_matrices(stored_model)):
         # the what-if: recurrent mixers no matrix names stay at the chosen width (module docstring)
         extra -= model.state_layers() * linear_params_per_layer(model) * (MODEL_DTYPE_BYTES - dtype_size(weight_dtype))
+    experts = [(m, layout) for m, layout in stored_matrices(stored_model) if m.expert]
+    experts_extra = sum(sum(matrix_bytes(m, layout)) if layout else MODEL_DTYPE_BYTES * m.out_features
+                        * m.in_features * m.copies for m, layout in experts) - dtype_size(expert_dtype) * sum(
+                            m.out_features * m.in_features * m.copies for m, _ in experts)
     return StoredParts(embedding=embedding, head=head, final_norm=MODEL_DTYPE_BYTES * final, layers_extra=extra,
-                       added=extra + placed - placed_at_dtype)
+                       experts_extra=experts_extra, added=extra + placed - placed_at_dtype)
 
 
 def what_if_note(model: Model, weight_dtype: str, expert_dtype: str) -> dict | None:

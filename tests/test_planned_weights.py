@@ -89,6 +89,12 @@ def test_expert_dtype_takes_its_own_scheme():
     assert _weights(QWEN_MOE, "int4", "bf16") == attention + 2 * EXPERTS + QWEN_KEPT == 59_719_449_600
 
 
+def test_ep2_splits_the_experts_codes_and_scales():
+    experts = EXPERTS // 2 + EXPERTS // 64 + 48 * 128 * 3 * 16  # half of them on each of the 2 replicas
+    w = weights_per_gpu(QWEN_MOE, Workload(context_tokens=4096, weight_dtype="fp8", expert_weight_dtype="int4", ep=2))
+    assert w == ATTN + 48 * 4 * 4 + experts / 2 + QWEN_KEPT == 9_650_615_040
+
+
 def test_experts_only_mxfp4_is_the_dtype_count():
     # mxfp4's 17/32 bytes hold its e8m0 scale: bf16 everywhere else, as before the what-if
     assert _weights(QWEN_MOE, "bf16", "mxfp4") == 2 * (30_532_122_624 - EXPERTS) + EXPERTS * 17 // 32

@@ -81,8 +81,8 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     layout (planned_weights.planned_quantization: a checkpoint at its stored widths, or an unquantized model's
     what-if at a quantized dtype) the embedding, the LM head and the final norm are their stored bytes (bf16), and
     the layers add what the dtypes leave out (scales, zero points, modules kept at bf16:
-    planned_weights.stored_parts), spread over the stages and split over tp (over ep too for the experts' share,
-    which this counts whole: an overestimate by at most the experts' scales when ep > 1). A GGUF preset
+    planned_weights.stored_parts), spread over the stages and split over tp (the routed experts' share over ep
+    too). A GGUF preset
     (`gguf:Q4_K_M`) counts llama-quantize's per-tensor types exactly (gguf_quant.weights_on_fullest_gpu)."""
     check_ep(model, workload.ep)
     if (preset := preset_of(workload.weight_dtype)) is not None:  # llama-quantize's per-tensor types, exact
@@ -104,7 +104,8 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
         embedding, head, final = wb * pc.embedding, wb * pc.lm_head, wb * norm_width
     else:
         embedding, head, final = parts.embedding, parts.head, parts.final_norm
-        body += float(parts.layers_extra) / pp / tp
+        experts = float(parts.experts_extra)
+        body += (float(parts.layers_extra) - experts + experts / workload.ep) / pp / tp
     if pp == 1:
         return body + (embedding + head) / tp + final
     return body + max(embedding, head + final) / tp
