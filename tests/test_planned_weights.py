@@ -11,10 +11,12 @@ Llama-3.1-8B: d = 4096, 32 layers; q and o 4096 x 4096, k and v 1024 x 4096, gat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from roofline.catalogue import load_model
+from roofline.catalogue.hf import model_from_hf_config
 from roofline.costmodel import build_graph
 from roofline.methods import parse_method
 from roofline.planned_weights import planned_quantization
@@ -148,3 +150,26 @@ def test_capacity_states_the_what_if(capsys):
                        "--json")
     assert rc == 0, err
     assert "vLLM online fp8" in json.loads(out)["checkpoint_read"]["weights"]
+
+
+# a real checkpoint at its stored widths is placed the same way (its bytes: roofline.stored_bytes)
+DATA = Path(__file__).parent / "data" / "hf"
+
+
+def test_a_block_fp8_checkpoint_at_pp2_puts_its_bf16_tables_on_the_end_stages():
+    data = json.loads((DATA / "Llama-3.1-8B" / "config.json").read_text())
+    data["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    model = model_from_hf_config(data, where="cfg.json", name="m")
+    # a layer: 218,103,808 fp8 codes, 13,312 fp32 scales of 128 x 128 blocks, two bf16 norms of 4096
+    layer = 218_103_808 + 13_312 * 4 + 2 * 2 * 4096
+    assert _weights(model, "fp8", pp=2) == 16 * layer + 2 * (TABLE + FINAL_NORM) == 4_541_456_384
+
+
+def test_a_checkpoints_expert_scales_split_over_ep():
+    model = load_model(str(DATA / "Qwen3-30B-A3B-FP8" / "config.json"))
+    # 128 x 128 fp32 blocks: attention 512 + 64 + 64 + 512 a layer; an expert's gate, up (768 x 2048) and down
+    # (2048 x 768) 3 x 6 x 16 = 288; half the experts (codes and scales) on each of the 2 replicas
+    attention = ATTN + 48 * 1152 * 4
+    experts = EXPERTS + 48 * 128 * 288 * 4
+    w = weights_per_gpu(model, Workload(context_tokens=4096, weight_dtype="fp8", ep=2))
+    assert w == attention + experts / 2 + QWEN_KEPT == 16_675_491_840
