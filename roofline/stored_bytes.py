@@ -250,7 +250,7 @@ def dominant_dtypes(model: Model) -> tuple[str, str | None]:
     for every matrix, or bf16 with the experts at it when only they are converted (gpt-oss); with several schemes
     (Quantization.groups) the dtype holding most of the non-expert matrices' weights (bf16 for those no group
     claims) and, where it differs, the one holding most of the routed experts'. What the other matrices store
-    beyond or below that width, extra_weight_bytes adds; the decode step reads them at it."""
+    beyond or below that width, planned_weights.stored_parts adds; the decode step reads them at it."""
     q = model.quantization
     if q is None:
         return "bf16", None
@@ -296,8 +296,8 @@ def stored_widths(model, workload) -> tuple[Any, dict[str, Any] | None]:
     """(workload, note): a quantized model's weights at their stored width when the workload keeps the bf16
     default (weight_dtype bf16, no expert dtype): the converted matrices at dominant_dtypes' widths; the planner then
     adds the scales, the unconverted modules' full width and, for a checkpoint of several schemes, the matrices
-    stored at another width (extra_weight_bytes). The note (for the plan's JSON) says what was read and applied;
-    (workload, None) for an unquantized model or a user-chosen dtype."""
+    stored at another width (planned_weights.stored_parts). The note (for the plan's JSON) says what was read and
+    applied; (workload, None) for an unquantized model or a user-chosen dtype."""
     q = model.quantization
     if q is None or workload.weight_dtype != "bf16" or workload.expert_weight_dtype is not None:
         return workload, None
@@ -319,60 +319,10 @@ def planned_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> Fractio
     return dtype_size(weight_dtype) * (parameter_count(model).total - routed) + dtype_size(expert_dtype) * routed
 
 
-def extra_weight_bytes(model: Model, weight_dtype: str, expert_dtype: str) -> tuple[int, int]:
-    """(encoder bytes, stored-checkpoint correction) the planner adds to its dtype estimate: the towers always;
-    the correction (scales, zero points and the unconverted modules' full width, less what the dtypes already
-    count) only when the workload plans the checkpoint at its stored widths (stored_widths),
-    else 0 (a user-chosen dtype is planned as chosen)."""
-    if model.quantization is None:
-        return encoder_bytes(model), 0
-    weight, expert = dominant_dtypes(model)
-    if (weight_dtype, expert_dtype) != (weight, expert or weight):
-        return encoder_bytes(model), 0
-    stored = stored_bytes(model)
-    return stored.encoders, int(stored.decoder - planned_bytes(model, weight_dtype, expert_dtype))
-
-
 KV_NOTE = ("read from quantization_config ({key}); vLLM's --kv-cache-dtype auto stores this checkpoint's KV cache "
            "in {dtype} (vllm-project/vllm PR #30141: a compressed-tensors kv_cache_scheme sets cache_dtype; ModelOpt's "
            "kv_cache_quant_algo likewise): the plan's '{dtype}' method row is that cache, `roofline capacity "
            "--engine vllm` applies it, and an explicit --method / --kv-cache-dtype overrides it")
-
-
-def checkpoint_notes(model: Model, weight_dtype: str, expert_dtype: str,
-                     quantization: dict | None) -> dict[str, dict]:
-    """The plan's JSON fields for what the checkpoint's config declared beyond the decoder: `quantization` (the
-    stored-width note of stored_widths, or None) completed with the stored bytes by part and the
-    KV dtype read, and `encoders` (the towers counted into the weights); empty for a plain model."""
-    out: dict[str, dict] = {}
-    q = model.quantization
-    if q is not None:
-        if quantization is None:  # the user named the dtypes: say what the checkpoint is all the same
-            quantization = {"read": f"quantization_config: {q.method}", "weight_dtype": q.weight_dtype,
-                            "experts_only": q.experts_only, "kv_cache_dtype": q.kv_cache_dtype,
-                            "planned_at": "the dtypes given on the command line"}
-        parts = stored_bytes(model)
-        applied = extra_weight_bytes(model, weight_dtype, expert_dtype)[1]
-        quantization = {**quantization, "stored_bytes": {
-            "codes": parts.codes, "scales_and_zero_points": parts.scales, "kept_at_bf16": parts.kept,
-            "decoder_total": parts.decoder, "added_to_the_dtype_estimate": applied}}
-        quantization["note"] = ("weights are planned at the checkpoint's stored bytes (roofline.stored_bytes: codes, "
-                                "scales, zero points, modules kept at bf16) when the dtypes are the stored ones, else "
-                                "at the dtypes given (added_to_the_dtype_estimate 0); the decode-time model reads "
-                                "the converted matrices at their dtype and leaves the scales out")
-        if q.kv_cache_dtype is not None:
-            key = "kv_cache_scheme" if q.method == "compressed-tensors" else "kv_cache_quant_algo"
-            quantization["kv_cache"] = KV_NOTE.format(key=key, dtype=q.kv_cache_dtype)
-        out["quantization"] = quantization
-    if model.encoders:
-        note = ("vision / audio towers the engine loads beside the decoder, added to the weights memory of the first "
-                "pipeline stage (split over tp); not in the decode step's weight reads")
-        missing = uncounted_towers(model)
-        if missing:
-            note += f"; {missing}"
-        out["encoders"] = {"towers": [e.model_dump(mode="json") for e in model.encoders],
-                           "bytes": encoder_bytes(model), "note": note, "uncounted": missing}
-    return out
 
 
 def uncounted_towers(model: Model) -> str | None:

@@ -294,14 +294,20 @@ def read_quantization(data: dict[str, Any], where: str, has_experts: bool,
         return None
     if not isinstance(q, dict):
         raise SpecError(f"{where}: quantization_config: expected an object, got {type(q).__name__}")
-    layout, kv_dtype = _method(q, where)
+    layout, kv_dtype = stored_layout(q, where)
     kept = _kept(q, where)
     # several groups: each matrix's group decides (roofline.stored_bytes.scheme_for)
     experts_only = not layout.get("groups") and _experts_only(kept, layout["weight_dtype"], has_experts, mlps_beside)
-    scale = _per_weight(layout)
-    return {"method": str(_quant_method(q)), **layout,
-            "scale_bytes_per_weight": f"{scale.numerator}/{scale.denominator}", "experts_only": experts_only,
+    return {"method": str(_quant_method(q)), **layout, "experts_only": experts_only,
             "modules_not_converted": kept, "kv_cache_dtype": kv_dtype}
+
+
+def stored_layout(q: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None]:
+    """(the layout a quantization_config `q` stores its converted matrices in, with scale_bytes_per_weight; the KV
+    cache dtype it declares or None): Quantization's layout fields, which matrices aside."""
+    layout, kv_dtype = _method(q, where)
+    scale = _per_weight(layout)
+    return {**layout, "scale_bytes_per_weight": f"{scale.numerator}/{scale.denominator}"}, kv_dtype
 
 
 def from_hf_quant_config(data: Any, where: str) -> dict[str, Any]:

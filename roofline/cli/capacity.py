@@ -192,8 +192,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
 def _checkpoint_dtypes(model, args: argparse.Namespace) -> tuple[str, str | None, dict[str, Any]]:
     """(weight dtype, expert dtype, what was read): the flags when given, else the checkpoint's stored widths
-    (stored_bytes.dominant_dtypes; the planner adds its scales and unconverted modules); and for vLLM with
+    (stored_bytes.dominant_dtypes; the planner adds its scales and unconverted modules), or the what-if an unquantized
+    model at a quantized dtype is planned as (planned_weights.what_if_note); and for vLLM with
     --kv-cache-dtype auto, the KV dtype the checkpoint declares (vLLM's auto resolves to it: stored_bytes.KV_NOTE)."""
+    from roofline.planned_weights import what_if_note
     from roofline.stored_bytes import KV_NOTE, dominant_dtypes
 
     read: dict[str, Any] = {}
@@ -203,6 +205,8 @@ def _checkpoint_dtypes(model, args: argparse.Namespace) -> tuple[str, str | None
         weight, expert = dominant_dtypes(model)
         read["weights"] = (f"quantization_config {q.method}: stored widths (weights {weight}, "
                            f"experts {expert or weight})")
+    elif note := what_if_note(model, weight, expert or weight):  # an unquantized model at a quantized dtype
+        read["weights"] = note["what_if"]
     if q is not None and q.kv_cache_dtype == "fp8" and args.engine == "vllm" and args.kv_cache_dtype == "auto":
         read["kv_cache_dtype"] = "fp8"
         key = "kv_cache_scheme" if q.method == "compressed-tensors" else "kv_cache_quant_algo"

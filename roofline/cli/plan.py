@@ -57,7 +57,9 @@ def add_scenario_flags(p: argparse.ArgumentParser, context, batch) -> None:
     p.add_argument("--ep", type=positive_int, default=1,
                    help="expert-parallel replicas of tp x pp GPUs, each serving its own batch and holding 1/ep of "
                    "the routed experts; all-to-all dispatch and combine per MoE layer (default 1; MoE models only)")
-    p.add_argument("--weight-dtype", help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4, or a "
+    p.add_argument("--weight-dtype", help="bf16 (default), fp16, fp8, int8, int4, fp4, mxfp4, nvfp4 (on an "
+                   "unquantized model fp8 ... nvfp4 are planned as an engine stores them: the linear matrices in the "
+                   "dtype's usual format with its scales, the embedding, LM head and norms at bf16), or a "
                    "llama-quantize file type under --engine llamacpp: gguf:Q8_0, gguf:Q6_K, gguf:Q5_K_M, gguf:Q4_K_M, "
                    "gguf:Q4_0, ... "
                    "(each tensor at the type llama-quantize gives it)")
@@ -169,7 +171,7 @@ def _build_plan(args: argparse.Namespace) -> tuple[dict[str, Any], Any, Any]:
     if profile != kernel_profiles.DEFAULT:
         result["kernel_profile"] = profile
     _annotate(result, model)
-    from roofline.stored_bytes import checkpoint_notes
+    from roofline.planned_weights import checkpoint_notes
 
     result.update(checkpoint_notes(model, workload.weight_dtype, workload.expert_dtype, quantization))
     result["skipped"] = skipped

@@ -130,6 +130,8 @@ def plan_text(result: dict[str, Any], row_notes, show_all_notes: bool = False) -
         head += f"warning: {missing}\n"
     if engine := _engine_sequences_line(result):
         head += engine + "\n"
+    if what_if := (result.get("quantization") or {}).get("what_if"):  # an unquantized model at a quantized dtype
+        head += f"weights: {what_if}\n"
     if reads := (result.get("quantization") or {}).get("decode_reads"):  # a mixed checkpoint read at one width
         head += f"warning: {reads}\n"
     if "ceilings" in result:

@@ -24,6 +24,7 @@ from roofline.gguf_quant import group_bytes_per_weight, group_types, preset_of
 from roofline.lazy import sp
 from roofline.methods import CacheModel, MethodConfig, shared_cache
 from roofline.numbers.codegen import LRU
+from roofline.planned_weights import head_dtype
 from roofline.specs import Model
 from roofline.units import window_occupancy
 
@@ -146,13 +147,14 @@ def _build_graph(model, method, phase, tp, weight_dtype, compute_dtype, act_byte
 
     gguf, types = gguf_group_bytes(model, weight_dtype)
 
-    def ctx(group: str, count: int) -> Ctx:
+    def ctx(group: str, count: int, dtype: str = weight_dtype) -> Ctx:
         key = group if group in ("model", "mlp", "moe") else "attention"
         own = gguf.get(key) if gguf else None
-        return Ctx(model, shard, weight_dtype, act_bytes, compute_dtype, group, count, *experts, weight_bytes=own,
+        return Ctx(model, shard, dtype, act_bytes, compute_dtype, group, count, *experts, weight_bytes=own,
                    weight_type=types.get(key, ""))
 
-    top = ctx("model", 1)
+    # the embedding, the final norm and the LM head at their stored dtype: bf16 under a quantization layout
+    top = ctx("model", 1, head_dtype(model, weight_dtype, experts[1] or weight_dtype))
     ops: list[Op] = [top.op("embedding", traffic=traffic(weights=tokens * model.hidden_size * top.wb,
                                                           act_write=tokens * model.hidden_size * act_bytes))]
     seen_groups: dict[str, int] = {}

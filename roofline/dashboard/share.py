@@ -88,8 +88,9 @@ FIELDS: tuple[Field, ...] = (
                "TensorRT-LLM 0.9, the planner's own 0.90)."),
     Field("tp", "Tensor parallel", "int", 1, "workload", "tp", lo=1, hi=4096, help="Degrees that divide the heads."),
     Field("weight_dtype", "Weight dtype", "choice", "bf16", "workload", "weight_dtype", options=_weight_dtype_choices,
-          help="Storage dtype of the weights (the CLI's --weight-dtype); gguf:Q4_K_M ...: a GGUF preset's per-tensor "
-               "types, under the llamacpp engine (or ideal)."),
+          help="Storage dtype of the weights (the CLI's --weight-dtype): fp8 ... nvfp4 on an unquantized model store "
+               "the linear matrices in the dtype's usual format, the embedding, LM head and norms at bf16; "
+               "gguf:Q4_K_M ...: a GGUF preset's per-tensor types, under the llamacpp engine (or ideal)."),
     Field("engine", "Serving engine", "choice", "ideal", "workload", "engine", options=_engine_names,
           help="Whose memory rules, scheduler and step costs (the CLI's --engine): 'ideal' is the physical bound; "
                "vLLM's and SGLang's step costs are measured on the H200 (the trust line says how far they hold)."),

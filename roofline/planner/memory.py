@@ -33,8 +33,9 @@ from roofline.errors import SpecError
 from roofline.gguf_quant import preset_of, weights_on_fullest_gpu
 from roofline.lazy import sp
 from roofline.methods import CacheModel
+from roofline.planned_weights import stored_parts
 from roofline.specs import Hardware, Model, Workload
-from roofline.stored_bytes import extra_weight_bytes
+from roofline.stored_bytes import MODEL_DTYPE_BYTES, encoder_bytes
 from roofline.units import GIB, ceildiv, window_occupancy
 
 RESERVE_SINGLE_BYTES = GIB
@@ -76,10 +77,12 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     with the embedding on the first stage and the LM head on the last (the larger stage counts). The routed
     experts are stored at the workload's expert dtype and split over ep as well (E/ep whole experts per replica,
     each over tp: costmodel.blocks.check_ep); shared experts and the router stay at the weight dtype, whole on
-    every replica. The encoders (vision / audio towers) sit on the first stage, split over tp; a quantized
-    checkpoint planned at its stored widths adds what its dtypes leave out (scales, zero points, modules kept at
-    bf16: stored_bytes.extra_weight_bytes), spread over the stages and split over tp (over ep too for the experts'
-    share, which this counts whole: an overestimate by at most the experts' scales when ep > 1). A GGUF preset
+    every replica. The encoders (vision / audio towers) sit on the first stage, split over tp. Under a quantization
+    layout (planned_weights.planned_quantization: a checkpoint at its stored widths, or an unquantized model's
+    what-if at a quantized dtype) the embedding, the LM head and the final norm are their stored bytes (bf16), and
+    the layers add what the dtypes leave out (scales, zero points, modules kept at bf16:
+    planned_weights.stored_parts), spread over the stages and split over tp (the routed experts' share over ep
+    too). A GGUF preset
     (`gguf:Q4_K_M`) counts llama-quantize's per-tensor types exactly (gguf_quant.weights_on_fullest_gpu)."""
     check_ep(model, workload.ep)
     if (preset := preset_of(workload.weight_dtype)) is not None:  # llama-quantize's per-tensor types, exact
@@ -94,14 +97,18 @@ def weights_per_gpu(model: Model, workload: Workload) -> float:
     norm_width = NORM_PARAMS_PER_CHANNEL[model.norm] * model.hidden_size
     norms_per_layer = model.norms_per_layer * norm_width
     layers = -(-model.num_layers // pp)
-    body = layers * (per_layer / tp + wb * norms_per_layer)
-    # vision / audio towers, and a checkpoint's scales and unconverted modules (stored_bytes.extra_weight_bytes)
-    encoders, stored = extra_weight_bytes(model, workload.weight_dtype, workload.expert_dtype)
-    body += (encoders + stored / pp) / tp
+    parts = stored_parts(model, workload.weight_dtype, workload.expert_dtype)
+    norm_bytes = wb if parts is None else MODEL_DTYPE_BYTES  # a layout keeps the norms at bf16
+    body = layers * (per_layer / tp + norm_bytes * norms_per_layer) + encoder_bytes(model) / tp
+    if parts is None:  # every parameter at the dtypes given
+        embedding, head, final = wb * pc.embedding, wb * pc.lm_head, wb * norm_width
+    else:
+        embedding, head, final = parts.embedding, parts.head, parts.final_norm
+        experts = float(parts.experts_extra)
+        body += (float(parts.layers_extra) - experts + experts / workload.ep) / pp / tp
     if pp == 1:
-        return body + wb * ((pc.embedding + pc.lm_head) / tp + norm_width)
-    ends = max(pc.embedding, pc.lm_head + norm_width) / tp
-    return body + wb * ends
+        return body + (embedding + head) / tp + final
+    return body + max(embedding, head + final) / tp
 
 
 def activation_width(model: Model, tp: int) -> tuple[float, int]:

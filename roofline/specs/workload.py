@@ -42,7 +42,10 @@ class Workload(Spec):
         None, description="Prompt length P prefilled at once; default L - generated_tokens."
     )
     generated_tokens: NonNegativeInt = Field(0, description="Tokens decoded per request (for averaged TPOT).")
-    weight_dtype: WeightDtype = Field("bf16", description="Storage dtype of the weights.")
+    weight_dtype: WeightDtype = Field(
+        "bf16", description="Storage dtype of the weights; on a model without a quantization_config fp8, int8, int4, "
+        "mxfp4 and nvfp4 store the linear matrices in the dtype's usual format with its scales, the embedding, LM "
+        "head and norms at bf16 (roofline.planned_weights).")
     expert_weight_dtype: ExpertWeightDtype | None = Field(
         None, description="Storage dtype of the routed experts' weights (gpt-oss ships MXFP4 experts beside bf16 "
         "attention); None: weight_dtype. Shared experts, the router and dense MLPs keep weight_dtype.")
