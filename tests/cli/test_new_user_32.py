@@ -1,0 +1,43 @@
+"""Trying the tool as a new user (session 32, validate/notes/2026-12-01-new-user-32.md).
+
+Device memory as the engines see it. vLLM sizes its budget as total_gpu_memory x gpu_memory_utilization, the total
+being what CUDA reports (torch.cuda.mem_get_info), not the datasheet's 48 GB. An L40 / L40S runs with ECC on by
+default, and ECC on GDDR6 keeps 1/16 of the memory for its check bits: nvidia-smi shows 46,068 MiB, CUDA 44.39 GiB.
+A vLLM 0.7.2 log on an L40 (nvidia-smi 46068MiB): "the current vLLM instance can use total_gpu_memory (44.39GiB) x
+gpu_memory_utilization (0.85) = 37.73GiB", with 78,115 blocks of Qwen2.5-Math-1.5B (28 layers x 2 KV heads x 128 x
+2 x 2 B = 28,672 B a token: 78,115 x 16 x 28,672 B = 33.37 GiB, as it logs). PyTorch's out-of-memory messages on
+L40S machines say "GPU 0 has a total capacity of 44.39 GiB" (44.42 in stepfun-ai/Step-Video-T2V#8, 44.53 in
+Wan-Video/Wan2.1#205, by driver).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import run
+
+GIB = 2 ** 30
+
+
+@pytest.mark.parametrize("gpu", ["L40", "L40S"])
+def test_an_ecc_gddr6_card_is_planned_at_the_memory_cuda_reports(capsys, gpu):
+    code, out, _ = run(capsys, "plan", "--model", "Llama-3.1-8B", "--hardware", gpu, "--method", "bf16",
+                       "--utilization", "0.85", "--json")
+    assert code == 0
+    memory = json.loads(out)["results"][0]["memory"]
+    # the log's own product: 44.39 GiB x 0.85 = 37.73 GiB (two decimals, as vLLM prints it)
+    assert memory["usable_bytes"] / GIB == pytest.approx(37.73, abs=0.006)
+    assert memory["capacity_bytes"] / GIB == pytest.approx(44.39, abs=0.005)
+
+
+def test_vllm_pool_on_an_l40s_starts_from_the_cuda_total(capsys):
+    """vLLM 0.24's default gpu_memory_utilization is 0.92: the pool is 0.92 x 44.39 GiB less the weights
+    (8,030,261,248 parameters x 2 B) and the profiled terms, so at most 0.92 x 44.39 - 14.957 = 25.88 GiB; the
+    datasheet's 48 GiB would give 29.2 GiB (the pool 14 % high)."""
+    code, out, _ = run(capsys, "capacity", "--model", "Llama-3.1-8B", "--hardware", "L40S", "--engine", "vllm",
+                       "--json")
+    assert code == 0
+    pool = json.loads(out)["kv_pool_bytes"]
+    assert pool <= 0.92 * 44.395 * GIB - 8_030_261_248 * 2
+    assert pool >= 0.92 * 44.385 * GIB - 8_030_261_248 * 2 - 1.0 * GIB  # the profiled terms stay under 1 GiB
