@@ -41,3 +41,20 @@ def test_vllm_pool_on_an_l40s_starts_from_the_cuda_total(capsys):
     pool = json.loads(out)["kv_pool_bytes"]
     assert pool <= 0.92 * 44.395 * GIB - 8_030_261_248 * 2
     assert pool >= 0.92 * 44.385 * GIB - 8_030_261_248 * 2 - 1.0 * GIB  # the profiled terms stay under 1 GiB
+
+
+def test_max_rate_under_a_concurrency_cap_names_the_cap_not_the_run_length(capsys):
+    """With --max-concurrency the requests past the cap wait at the client and TTFT starts at the send (vLLM's
+    benchmark_serving takes its timestamp inside the semaphore), so once the saturated run meets the SLO every
+    arrival rate does: the answer is the cap's throughput, and more --requests would not change it."""
+    args = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
+            "--prompt-tokens", "1024", "--output-tokens", "128", "--requests", "120", "--max-concurrency", "4",
+            "--json"]
+    code, out, _ = run(capsys, *args, "--rate", "5", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "100")
+    assert code == 0
+    found = json.loads(out)
+    code, out, _ = run(capsys, *args, "--rate", "inf")
+    closed_loop = json.loads(out)["requests_per_s"]  # four clients with no think time: the cap's throughput
+    assert found["max_rate_at_slo"] == pytest.approx(closed_loop, rel=0.02)
+    assert "--max-concurrency 4 clients hold the excess" in found["max_rate_reason"]
+    assert "more --requests" not in found["max_rate_reason"]
