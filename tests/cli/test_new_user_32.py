@@ -58,3 +58,14 @@ def test_max_rate_under_a_concurrency_cap_names_the_cap_not_the_run_length(capsy
     assert found["max_rate_at_slo"] == pytest.approx(closed_loop, rel=0.02)
     assert "--max-concurrency 4 clients hold the excess" in found["max_rate_reason"]
     assert "more --requests" not in found["max_rate_reason"]
+
+
+def test_expert_parallel_replicas_are_refused_under_llamacpp(capsys):
+    """llama.cpp splits a model over GPUs by --split-mode none | layer | row (common/arg.cpp), never by experts; tp
+    was refused already, --ep 2 planned two expert-parallel replicas llama.cpp cannot run."""
+    code, out, err = run(capsys, "plan", "--model", "Qwen3-30B-A3B", "--ep", "2", "--engine", "llamacpp",
+                         "--method", "bf16")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--ep: 2 replicas: llama.cpp has no expert parallelism" in err
+    code, _, _ = run(capsys, "plan", "--model", "Qwen3-30B-A3B", "--ep", "2", "--engine", "vllm", "--method", "bf16")
+    assert code == 0  # vLLM's --enable-expert-parallel
