@@ -69,3 +69,19 @@ def test_expert_parallel_replicas_are_refused_under_llamacpp(capsys):
     assert err.count("\n") == 1 and "--ep: 2 replicas: llama.cpp has no expert parallelism" in err
     code, _, _ = run(capsys, "plan", "--model", "Qwen3-30B-A3B", "--ep", "2", "--engine", "vllm", "--method", "bf16")
     assert code == 0  # vLLM's --enable-expert-parallel
+
+
+def test_a_trace_window_is_replayed_from_its_first_row(capsys, tmp_path):
+    """A window cut from a longer log (BurstGPT's Timestamp counts seconds from its first day): three requests at
+    1,000, 1,000.5 and 1,001 s of 10, 20 and 30 output tokens. Replayed from time 0 the run reported 0.003 req/s
+    offered and 0.06 output tok/s over 1,001 s of idle; from its first row the window offers n / last arrival =
+    3 / 1 s, and its 60 output tokens come in about 1 s (between 60 / 1.5 and 60 / 1 tok/s on an H200)."""
+    trace = tmp_path / "window.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n1000,100,10\n1000.5,200,20\n1001,300,30\n")
+    code, out, _ = run(capsys, "simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16",
+                       "--trace", str(trace), "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["offered_rate_per_s"] == pytest.approx(3.0)
+    assert 60 / 1.5 <= result["throughput_tokens_per_s"] <= 60 / 1.0
+    assert any("starts at 1,000 s" in n for n in result["notes"])
