@@ -44,9 +44,10 @@ def test_vllm_pool_on_an_l40s_starts_from_the_cuda_total(capsys):
 
 
 def test_max_rate_under_a_concurrency_cap_names_the_cap_not_the_run_length(capsys):
-    """With --max-concurrency the requests past the cap wait at the client and TTFT starts at the send (vLLM's
-    bench serve takes its timestamp inside the semaphore: benchmarks/serve.py limited_request_func), so once the saturated run meets the SLO every
-    arrival rate does: the answer is the cap's throughput, and more --requests would not change it."""
+    """With --max-concurrency the requests past the cap wait at the client and TTFT starts at the send (`vllm bench
+    serve` stamps a request's start inside its semaphore: vllm/benchmarks/serve.py limited_request_func), so once
+    the saturated run meets the SLO every arrival rate does: the answer is the cap's throughput, and more --requests
+    would not change it."""
     args = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
             "--prompt-tokens", "1024", "--output-tokens", "128", "--requests", "120", "--max-concurrency", "4",
             "--json"]
