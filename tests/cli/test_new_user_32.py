@@ -7,7 +7,7 @@ A vLLM 0.7.2 log on an L40 (nvidia-smi 46068MiB): "the current vLLM instance can
 gpu_memory_utilization (0.85) = 37.73GiB", with 78,115 blocks of Qwen2.5-Math-1.5B (28 layers x 2 KV heads x 128 x
 2 x 2 B = 28,672 B a token: 78,115 x 16 x 28,672 B = 33.37 GiB, as it logs). PyTorch's out-of-memory messages on
 L40S machines say "GPU 0 has a total capacity of 44.39 GiB" (44.42 in stepfun-ai/Step-Video-T2V#8, 44.53 in
-Wan-Video/Wan2.1#205, by driver).
+Wan-Video/Wan2.1#205, by driver). The L4 (24 GB GDDR6, ECC on) reports 22.05 GiB: vllm-project/vllm#20214.
 """
 
 from __future__ import annotations
@@ -29,6 +29,17 @@ def test_an_ecc_gddr6_card_is_planned_at_the_memory_cuda_reports(capsys, gpu):
     # the log's own product: 44.39 GiB x 0.85 = 37.73 GiB (two decimals, as vLLM prints it)
     assert memory["usable_bytes"] / GIB == pytest.approx(37.73, abs=0.006)
     assert memory["capacity_bytes"] / GIB == pytest.approx(44.39, abs=0.005)
+
+
+def test_an_l4_is_planned_at_the_memory_its_ci_logs(capsys):
+    """vLLM's CI runs on L4s: vllm-project/vllm#20214 logs 'GPU 0 has a total capacity of 22.05 GiB' (24 GiB less
+    ECC's 1/16 and the driver's share), so at --utilization 0.9 the usable memory is 0.9 x 22.05 = 19.85 GiB."""
+    code, out, _ = run(capsys, "plan", "--model", "Llama-3.2-3B", "--hardware", "L4", "--method", "bf16",
+                       "--utilization", "0.9", "--json")
+    assert code == 0
+    memory = json.loads(out)["results"][0]["memory"]
+    assert memory["capacity_bytes"] / GIB == pytest.approx(22.05, abs=0.005)
+    assert memory["usable_bytes"] / GIB == pytest.approx(0.9 * 22.05, abs=0.005)
 
 
 def test_vllm_pool_on_an_l40s_starts_from_the_cuda_total(capsys):
