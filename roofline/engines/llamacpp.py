@@ -160,6 +160,14 @@ def refuse_tp(tp: int) -> None:
         raise refuse("--tp", f"{tp} GPUs: {TP_RULE}")
 
 
+def refuse_ep(ep: int) -> None:
+    """ep > 1 refused: llama.cpp's GPUs split a model by --split-mode none | layer | row (common/arg.cpp), never by
+    experts; each GPU of a split holds its layers' every expert, so there are no expert-parallel replicas."""
+    if ep > 1:
+        raise refuse("--ep", f"{ep} replicas: llama.cpp has no expert parallelism (--split-mode none | layer | row "
+                             "splits the layers, every expert beside them; --pp models the layer split)")
+
+
 def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[str],
              generic: float | None = None) -> Capacity:
     """The cache llama.cpp allocates for n_ctx = --max-model-len; `room`: bytes it may take at that n_ctx (None:

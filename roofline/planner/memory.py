@@ -191,8 +191,9 @@ def memory_budget(model: Model, hardware: Hardware, workload: Workload, cache, w
     elif workload.engine != "ideal":
         options = EngineOptions(tp=workload.tp, pp=workload.pp, gpu_memory_utilization=util)
         if workload.engine == "llamacpp":  # -c holds the batch's contexts in one unified cache, -np the batch
-            from roofline.engines.llamacpp import compute_budget
+            from roofline.engines.llamacpp import compute_budget, refuse_ep
 
+            refuse_ep(workload.ep)
             options = EngineOptions(tp=workload.tp, pp=workload.pp, max_model_len=workload.batch *
                                     workload.context_tokens, parallel=workload.batch)
             activations = compute_budget(model, options, options.model_len(model), activations)

@@ -74,9 +74,13 @@ def max_rate_at_slo(sim: Simulator, requests: Requests, slo: Slo, clients: Clien
         runs += 1
         lo, hi = (mid, hi) if ok else (lo, mid)
     if lo > sat_rate * (1 + rel_tol):  # the run ended before its queue built up: not a rate the replica sustains
+        cap = clients.max_concurrency if clients is not None else None
+        why = (f"the --max-concurrency {cap:,} clients hold the excess before sending it, and latencies start at the "
+               "send, so no arrival rate misses the SLO once the saturated run meets it" if cap is not None else
+               f"a run of {len(requests):,} requests ends before its queue builds (more --requests show the steady "
+               "state)")
         return {"rate_per_s": sat_rate, "reason": f"capped at the saturated throughput {sat_rate:.3g} req/s: the SLO "
-                f"held up to {lo:.3g} req/s only because a run of {len(requests):,} requests ends before its queue "
-                f"builds (no replica sustains more than its throughput; more --requests show the steady state)",
+                f"held up to {lo:.3g} req/s only because {why}; no replica sustains more than its throughput",
                 "saturated_rate_per_s": sat_rate, "runs": runs, "bracket_per_s": [lo, hi], "finite_run_rate_per_s": lo}
     return {"rate_per_s": lo, "reason": None, "saturated_rate_per_s": sat_rate, "runs": runs,
             "bracket_per_s": [lo, hi]}

@@ -24,7 +24,9 @@ Every count is a whole number from 1 to MAX_TOKENS; every arrival a finite numbe
 MAX_ARRIVAL_S. The bound on arrivals keeps the simulated clock exact to well under a step: a float64 time of 1e8 s
 has a resolution (ulp) of 1.5e-8 s, while an absolute clock (Unix time, 1.7e9 s) given as `arrival_s` would also
 make the offered rate n / last arrival ~1e-6 of the true one; such a file is refused with that hint. Rows are sorted
-by arrival (stable) and none is dropped.
+by arrival (stable) and none is dropped. A file whose first row arrives after 0 (a window cut from a longer log:
+BurstGPT's Timestamp counts from the whole log's first day) is replayed from that row, every arrival moved earlier by
+it and a note saying so: the run starts at 0 (its rates are over the window, not over the idle time before it).
 
 A file in its plain form (serving.traces_fast: no quoting, comments or ragged rows; fixed-width dates; Mooncake's
 lines as json.dumps writes them) is read whole and converted by columns, with the same rows and notes; any other is
@@ -104,12 +106,16 @@ def read_trace(path: str | Path) -> TraceFile:
     if not len(arrival):
         raise SpecError(f"--trace: {path} has no rows of {','.join(TRACE_COLUMNS)}")
     order = np.argsort(arrival, kind="stable")
-    prompt, output = prompt[order], output[order]
+    arrival, prompt, output = arrival[order], prompt[order], output[order]
+    if arrival[0] > 0:  # a window cut from a longer log: the run starts at its first request (Trace.horizon_s)
+        notes = [*notes, f"--trace: {path} starts at {arrival[0]:,.6g} s; replayed from its first row (every arrival "
+                 f"{arrival[0]:,.6g} s earlier: the idle time before it is no part of the run's rates)"]
+        arrival = arrival - arrival[0]
     if isinstance(blocks, BlockIds):
         blocks = blocks.take(order)
     elif blocks is not None:
         blocks = [blocks[i] for i in order.tolist()]
-    return TraceFile(arrival[order], prompt, output, notes, blocks)
+    return TraceFile(arrival, prompt, output, notes, blocks)
 
 
 def _rows(path, handle: Iterable[str]):

@@ -41,6 +41,18 @@ def test_fleet_answer_meets_the_slo_and_one_fewer_does_not():
     assert answer["trust"].endswith(FLEET_TRUST) and "kernels" in answer["trust"]
 
 
+def test_fleet_rows_replay_the_requests_at_the_target_rate():
+    """The answer's rows are the fleets size_fleet judged, at the target rate: 300 requests of 128 output tokens
+    at 20 req/s arrive over 15 s, so the answer serves at least 38,400 tokens in 15 s plus its drain (< 1 s at this
+    load): >= 2,400 tok/s. The Poisson draw itself offers 0.86 x 20 req/s (n / last arrival at seed 0); replayed
+    unscaled, one replica fewer met the SLO the sizing had found it missing, and the rows read 2,131 tok/s."""
+    answer = fleet_answer(MODEL, load_hardware("H200"), appdata.workload_from({}), "bf16", 1024, 128, 300,
+                          Slo(0.15, 0.012), 20.0, "least-outstanding", None)
+    assert answer["replicas"] == 2
+    assert answer["at"]["meets_slo"] and not answer["fewer"]["meets_slo"]
+    assert 20.0 * 128 >= answer["at"]["output_tokens_per_s"] >= 38_400 / 16
+
+
 def test_fleet_answer_rejects_an_unknown_router():
     with pytest.raises(ValueError, match="router: 'random' is not one of"):
         library_answer("bf16", "random")

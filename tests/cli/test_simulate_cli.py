@@ -94,7 +94,8 @@ def test_trace_rows_are_sorted_by_arrival(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("# comment\n2.0,10,1\n\n1.0,20,2\n")
     reqs = load_trace(trace)
-    assert reqs.arrival_s.tolist() == [1.0, 2.0] and reqs.prompt_tokens.tolist() == [20, 10]
+    # sorted, and replayed from the first row (at 1 s): the run starts at 0 (serving.traces)
+    assert reqs.arrival_s.tolist() == [0.0, 1.0] and reqs.prompt_tokens.tolist() == [20, 10]
 
 
 def test_pipeline_stages_split_a_step_into_pp_micro_batches_by_default(capsys):

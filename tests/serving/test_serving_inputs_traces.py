@@ -40,9 +40,10 @@ def test_header_names_in_any_order_and_extra_columns_noted(tmp_path):
             "5,ChatGPT,472,18,490,Conversation log\n"
             "2,GPT-4,1087,230,1317,API log\n")
     arrival, prompt, output, notes, _ = read_trace(_write(tmp_path, text))
-    assert arrival.tolist() == [2.0, 5.0]  # sorted by arrival
+    assert arrival.tolist() == [0.0, 3.0]  # sorted by arrival, replayed from the first row (2 s)
     assert prompt.tolist() == [1087, 472] and output.tolist() == [230, 18]
     assert any("Model" in n and "Log Type" in n for n in notes)
+    assert any("starts at 2 s; replayed from its first row" in n for n in notes)
 
 
 def test_mooncake_json_lines_timestamp_in_ms(tmp_path):
