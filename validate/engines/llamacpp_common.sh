@@ -11,6 +11,8 @@
 #                             then stage G: the model's end, the GGUF there
 #   llamacpp_ops LIMIT FLOOR  stage O: test-backend-ops perf on llamacpp_mech.py's test file, its timeout what is left
 #                             of LIMIT s since the driver's T_START (FLOOR s at the least)
+#   llamacpp_serve_runs       stage S-RUN per the cases' serve.runs: llamacpp_client.py against the server on PORT
+#                             (a Poisson rate or a closed loop of clients), RESDIR/serve-RUN.json
 #   C EXPR (EXPR of the cases c, printed), fail STAGE (STAGE-FAILED, ALL_DONE, exit 1), stop (the server's session)
 source "$(dirname "${BASH_SOURCE[0]}")/llamacpp_cuda.sh"
 
@@ -89,4 +91,13 @@ llamacpp_ops() {
     --test-file $R/ops-cases.txt > $R/ops.txt 2> $R/ops.log
   echo "test-backend-ops rc $?" >> $R/ops.log
   grep -c "us/run" $R/ops.txt
+}
+
+llamacpp_serve_runs() {
+  for spec in $(C "' '.join(':'.join(map(str, r)) for r in c['serve']['runs'])"); do
+    IFS=: read -r run rate conc n seed <<< "$spec"; stage "S-$run"
+    mode=(--rate "$rate"); [ "$conc" != 0 ] && mode=(--concurrency "$conc")
+    timeout 150 python3 $HERE/llamacpp_client.py $PORT $R/serve-$run.json --prompt $(C "c['serve']['prompt']") \
+      --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" "${mode[@]}"
+  done
 }

@@ -54,11 +54,6 @@ grep -o '"avg_ts": [0-9.]*' $R/bench-pp.json $R/bench-tg.json
 
 stage S
 server 60 $(C "c['serve']['c']") $(C "c['serve']['np']") $R/serve.log
-for spec in $(C "' '.join(':'.join(map(str, r)) for r in c['serve']['runs'])"); do
-  IFS=: read -r run rate conc n seed <<< "$spec"; stage "S-$run"
-  mode=(--rate "$rate"); [ "$conc" != 0 ] && mode=(--concurrency "$conc")
-  timeout 150 python3 $HERE/llamacpp_client.py $PORT $R/serve-$run.json --prompt $(C "c['serve']['prompt']") \
-    --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" "${mode[@]}"
-done
+llamacpp_serve_runs
 stop
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log

@@ -45,12 +45,7 @@ done
 
 stage S
 server 60 $R/serve.log -c $(C "c['serve']['c']") -np $(C "c['serve']['np']") $(C "c['serve']['flags']") || fail S
-for spec in $(C "' '.join(':'.join(map(str, r)) for r in c['serve']['runs'])"); do
-  IFS=: read -r run rate conc n seed <<< "$spec"; stage "S-$run"
-  mode=(--rate "$rate"); [ "$conc" != 0 ] && mode=(--concurrency "$conc")
-  timeout 150 python3 $HERE/llamacpp_client.py $PORT $R/serve-$run.json --prompt $(C "c['serve']['prompt']") \
-    --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" "${mode[@]}"
-done
+llamacpp_serve_runs
 stop
 gzip -f $R/serve.log
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
