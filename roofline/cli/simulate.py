@@ -88,6 +88,10 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="vLLM's --no-async-scheduling (the default before 0.14): each step's host work after its GPU "
                         "work, not under it, and no admission lag")
     add_host_speed(p)
+    p.add_argument("--cache-ram", type=int, metavar="MIB",
+                   help="llama-server's host prompt cache (--cache-ram, default 8192 MiB): each finished request's KV "
+                        "is saved to host memory before the next request starts (~1.8 GB/s on the H200 host, the "
+                        "server's loop waiting: roofline.engines.timing 18.); 0 turns it off; llamacpp only")
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
@@ -340,6 +344,9 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
                          overlap=overlap, host_speed=args.host_speed)
     caching = None if args.prefix_caching is None else args.prefix_caching == "on"
     profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
+    if getattr(args, "cache_ram", None) == 0:  # llama-server --cache-ram 0: no save before a new task
+        from dataclasses import replace
+        profile = replace(profile, overheads=replace(profile.overheads, save_s=0.0, save_byte_s=0.0))
     if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:
         from roofline.errors import SpecError
         raise SpecError(f"--max-num-batched-tokens: {args.engine} runs without chunked prefill, so a prompt of "

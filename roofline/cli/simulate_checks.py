@@ -54,6 +54,11 @@ def check_flags(args: argparse.Namespace) -> None:
     if getattr(args, "no_async_scheduling", False) and args.engine != "vllm":
         raise SpecError(f"--no-async-scheduling: is vLLM's flag (asynchronous scheduling, on by default since 0.14); "
                         f"--engine {args.engine} has no such switch")
+    cache_ram = getattr(args, "cache_ram", None)
+    if cache_ram is not None and args.engine != "llamacpp":
+        raise SpecError(f"--cache-ram: is llama-server's host prompt cache; --engine {args.engine} has no such cache")
+    if cache_ram is not None and cache_ram < 0:
+        raise SpecError(f"--cache-ram: {cache_ram} MiB; give 0 (off) or a size in MiB")
     if args.entry_point == "offline" and args.engine != "vllm":
         raise SpecError(f"--entry-point: offline is vLLM's LLM class; --engine {args.engine} has one set of "
                         "defaults")

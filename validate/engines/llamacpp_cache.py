@@ -7,7 +7,9 @@ slot's KV (its prompt and output tokens) copied to the host while the server's l
 follows when the copy is done. Its log times both lines (-lv 4), so each save's seconds and bytes are read from it.
 
   python -m validate.engines.llamacpp_cache saves LOG..                       every save: tokens, MiB, seconds
-  python -m validate.engines.llamacpp_cache predict OUT_JSON                  before run 6 (module docstring of run 6)
+  python -m validate.engines.llamacpp_cache predict OUT_JSON [--now]          before run 6 (module docstring of run 6);
+                                                                              --now: the model as it stands, with its
+                                                                              save law (timing 18) and --cache-ram 0
   python -m validate.engines.llamacpp_cache compare RESDIR --predicted JSON   run 6 against the prediction
 
 predict: the saves at hypothesis H1, seconds = bytes / the rate run 1's own log shows (its saves of 639-token states:
@@ -98,18 +100,26 @@ def save_cases() -> list[dict]:
     return out
 
 
-def predict(out: Path) -> None:
+def predict(out: Path, now: bool = False) -> None:
     from validate.engines import llamacpp_predict as lp
     from validate.engines.cases import checkout_sha
 
     h1 = law(saves(_read(RUN1 / "serve.log.gz")))
     cases = [{**c, "s": c["bytes"] / h1["bytes_per_s"] + h1["latency_s"]} for c in save_cases()]
     lp.CASES = {**lp.CASES, "serve": CASES["serve"]}
-    doc = {"about": "roofline's prediction of llama.cpp run 6 (llamacpp_cases_run6.json), written before the run: the "
-                    "saves at run 1's own save rate (H1: seconds = bytes / rate), run 1's served runs with --cache-ram "
-                    "0 on the model as it stands (which has no save)",
+    if now:  # the profile's save law (timing mechanism 18, fit on run 6's saves), the served runs with the cache off
+        from roofline.engines.timing import timing
+
+        t = timing("llamacpp")
+        cases = [{**c, "s": t.cache_save_s + c["bytes"] * t.cache_save_byte_s} for c in save_cases()]
+    about = ("the model now (timing mechanism 18's save law, fit on this run's saves: in-sample for them; the served "
+             "runs with --cache-ram 0, judged)" if now else
+             "written before the run: the saves at run 1's own save rate (H1: seconds = bytes / rate), run 1's served "
+             "runs with --cache-ram 0 on the model as it stands (which has no save)")
+    doc = {"about": f"roofline's prediction of llama.cpp run 6 (llamacpp_cases_run6.json), {about}",
            "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(),
-           "h1_law_from_run1": h1, "saves": cases, "served": lp.served("H200")}
+           "h1_law_from_run1": h1, "saves": cases,
+           "served": lp.served("H200", ("--cache-ram", "0") if now else ())}
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -164,6 +174,7 @@ def main() -> None:
     s.add_argument("logs", nargs="+", type=Path)
     s = sub.add_parser("predict")
     s.add_argument("out", type=Path)
+    s.add_argument("--now", action="store_true", help="the model as it stands (module docstring)")
     s = sub.add_parser("compare")
     s.add_argument("resdir", type=Path)
     s.add_argument("--predicted", type=Path, required=True)
@@ -175,7 +186,7 @@ def main() -> None:
             for r in rows:
                 print(f"  {r['tokens']:7d} tokens {r['mib']:9.3f} MiB {r['s'] * 1e3:8.2f} ms")
     elif a.cmd == "predict":
-        predict(a.out)
+        predict(a.out, a.now)
     else:
         print(compare(a.resdir, a.predicted))
 

@@ -101,10 +101,11 @@ def steps(hardware: str) -> dict:
     return {"batched": batched, "prefill": pre, "tg": tg}
 
 
-def served(hardware: str) -> dict:
+def served(hardware: str, extra: tuple[str, ...] = ()) -> dict:
+    """The served runs' simulation (`extra`: more simulate flags, e.g. run 6's --cache-ram 0)."""
     s, tmp, out = CASES["serve"], Path(tempfile.mkdtemp()), {}
     base = ["simulate", *model_flags()[:2], "--hardware", hardware, "--method", KV_METHOD, "--engine",
-            "llamacpp", "--max-num-seqs", str(s["np"]), "--no-search"]
+            "llamacpp", "--max-num-seqs", str(s["np"]), "--no-search", *extra]
     keys = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "requests_per_s", "preemptions", "max_running")
     for name, rate, conc, n, seed in s["runs"]:
         if rate > 0:
