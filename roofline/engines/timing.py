@@ -199,6 +199,16 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    4096 x 14336 call; and ggml's rms_norm kernel (fused with the weight's mul, one CTA a row) costs norm_kernel,
    ~3.25 us a call in every decode step of the timelines from B 1 to 64, not kernel_time's 1.6.
 
+18. **llama-server's host prompt cache** (run 6: validate/engines/llamacpp_run6.sh, llamacpp_cache.py; note
+   validate/notes/2026-12-01-llamacpp-h200-run6.md). Since ggml-org/llama.cpp PR #16391 the server keeps finished
+   requests' states in host memory (--cache-ram, 8192 MiB by default): when a task starts, every idle slot whose state
+   is not yet cached is saved first, its KV (the prompt and output tokens but the last sampled) copied to the host
+   while the server's loop waits (run 1's prompt steps: 84 ms where the prompt itself took 37.6). The server's own log
+   times each save: cache_save_s + bytes x cache_save_byte_s, 4.8 ms + bytes / 1.82 GB/s over 14 saves of 18 ..
+   1,026 MiB with f16 and q8_0 KV (a compressed KV saves fewer bytes, as fast a byte). The simulator (Scheduler and the
+   compiled kernel alike) keeps each finished request's tokens until a step admits a request, which pays all of them
+   as host work (the admitting step's loads_s); `simulate --cache-ram 0` turns it off.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
