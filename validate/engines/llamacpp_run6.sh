@@ -47,5 +47,5 @@ stage S
 server 60 $R/serve.log -c $(C "c['serve']['c']") -np $(C "c['serve']['np']") $(C "c['serve']['flags']") || fail S
 llamacpp_serve_runs
 stop
-gzip -f $R/serve.log
+gzip -n -f $R/serve.log
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log

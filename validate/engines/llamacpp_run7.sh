@@ -35,7 +35,7 @@ for spec in $(C "' '.join(f'{n}:{f}'.replace(' ', '+') for n, f in c['serve']['v
       --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" --concurrency "$conc"
   done
   kill -INT -$SPID 2>/dev/null; sleep 8; kill -KILL -$SPID 2>/dev/null; sleep 1
-  gzip -f $R/serve-$v.log
+  gzip -n -f $R/serve-$v.log
   ls -la $R/trace-$v.tsv 2>/dev/null
   (cd $ROOT && python3 -m validate.engines.kernel_trace summary $R/trace-$v.tsv --bytes $(( 4 * 513024 )) \
      --json $R/trace-$v-b4.json > /dev/null) || echo "summary $v failed"
