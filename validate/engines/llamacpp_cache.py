@@ -167,6 +167,37 @@ def compare(resdir: Path, predicted: Path) -> str:
     return "\n".join(lines)
 
 
+def compare_run7(resdir: Path, predicted: Path, now: dict | None = None) -> str:
+    """Run 7 (llamacpp_run7.sh): c4 on a fresh traced server with the prompt cache off and on, measured / predicted
+    (TTFT, TPOT p50, output tok/s), and each variant's median decode step on the kernel timeline (trace-V-b4.json)."""
+    from validate.engines.llamacpp_logs import served_summary
+
+    pred = json.loads(predicted.read_text())
+    lines = [f"llama.cpp run 7 ({resdir}): run 1's c4 on a fresh traced server, the prompt cache off and on",
+             f"predicted before the run: {predicted.name} ({pred['git_sha'][:7]}); measured / predicted (err %)"]
+    for label, served in (("before", pred["served"]), ("now", now)):
+        if served is None:
+            continue
+        lines.append(f"-- {label}")
+        for v, runs in served.items():
+            s = served_summary(json.loads(_read(resdir / f"serve-{v}-c4.json.gz")))
+            p = runs["c4"]
+            row = [f"cache {v:3s} c4"]
+            for key in ("ttft_s", "tpot_s"):
+                mv, pv = s[key]["p50"], p[key]["p50"]
+                row.append(f"{key} p50 {mv * 1e3:7.1f} / {pv * 1e3:7.1f} ({100 * (pv / mv - 1):+6.1f})")
+            mt, pt = s["throughput_tokens_per_s"], p["throughput_tokens_per_s"]
+            row.append(f"out tok/s {mt:6.1f} / {pt:6.1f} ({100 * (pt / mt - 1):+6.1f})")
+            lines.append("   ".join(row))
+    lines.append("-- the decode steps of 4 outputs on the kernel timeline (medians; the tracer's own host cost included)")
+    for v in ("off", "on"):
+        g = json.loads((resdir / f"trace-{v}-b4.json").read_text())["groups"][0]
+        m = g["median"]
+        lines.append(f"cache {v:3s}: {g['steps']} steps of {g['kernels_per_step']} kernels: wall {m['wall_us']:.0f} us, "
+                     f"GPU busy {m['busy_us']:.0f}, before the first kernel {m['lead_us']:.0f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="llamacpp_cache", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
