@@ -56,3 +56,24 @@ def test_exclusive_time_under_programmatic_dependent_launch():
     ks = [(100, 400, "a"), (380, 500, "b"), (450, 460, "c")]
     assert exclusive(ks) == [300, 100, 0]
     assert sum(exclusive(ks)) == 400
+
+
+def test_gaps_name_the_host_calls_while_the_gpu_waited(tmp_path):
+    # a step from the copy ending at 1.0 ms to the one ending at 2.0 ms: a 300 us matmul from +100 us, a 50 us norm from
+    # +450, so one idle gap of 50 us at +400 (the GPU waits from the matmul's end); two synchronisations of 10 us fall
+    # in it and a launch at +80 us, before the first kernel, does not
+    lines = [f"M\t990000\t1000000\t1\t13\t{V}\t2", f"M\t1990000\t2000000\t2\t13\t{V}\t2",
+             "R\t1080000\t1085000\t3\t7\t211\tcudaGraphLaunch",
+             "K\t1100000\t1400000\t4\t13\t1\tvoid mul_mat_vec_f<half>(...)",
+             "R\t1410000\t1420000\t5\t7\t130\tcudaStreamSynchronize",
+             "R\t1430000\t1440000\t6\t7\t130\tcudaStreamSynchronize",
+             "K\t1450000\t1500000\t7\t13\t1\tvoid rms_norm_f32<1024>(...)"]
+    f = tmp_path / "g.tsv"
+    f.write_text("\n".join(lines) + "\n")
+    from validate.engines.kernel_trace import gaps
+    out = gaps(read(f), V, min_gap_us=20)
+    assert len(out) == 1 and out[0]["kernels"] == 2 and out[0]["busy_us"] == 350.0
+    (g,) = out[0]["gaps"]
+    assert g["us"] == 50.0 and g["at_us"] == 400.0
+    assert g["calls"] == [{"name": "cudaStreamSynchronize", "count": 2, "host_us": 20.0}]
+    assert gaps(read(f), V, min_gap_us=60)[0]["gaps"] == []  # the one gap is under 60 us

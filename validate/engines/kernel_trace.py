@@ -7,6 +7,7 @@ gives each its own steps). Step n spans (end of copy n - 1, end of copy n]: its 
 decode calls back to back sees; a kernel belongs to the step its GPU start falls in. Steps are grouped by their kernel
 count (a decode step, a prompt of one ubatch, a prompt of four ...), each group summarized by its medians.
   python -m validate.engines.kernel_trace summary TRACE.tsv[.xz] --bytes N [--skip K] [--json OUT]
+  python -m validate.engines.kernel_trace gaps TRACE.tsv[.xz] --bytes N [--min-kernels K] [--min-gap-us U] [--steps S]
 """
 
 from __future__ import annotations
@@ -181,6 +182,31 @@ def summarize(t: Trace, nbytes: int, skip: int = 2) -> dict:
     return {"bytes": nbytes, "steps": len(st), "dropped": t.dropped, "groups": groups}
 
 
+def gaps(t: Trace, nbytes: int, min_kernels: int = 0, min_gap_us: float = 500.0, limit: int = 4) -> list[dict]:
+    """The GPU's idle gaps over `min_gap_us` inside the first `limit` steps of at least `min_kernels` kernels, each with
+    where it starts in its step and the CUDA calls the host made during it (count and host us by name, the largest
+    first): what the host was doing while the GPU waited (a prompt call's ubatch inputs, an eager relaunch)."""
+    out = []
+    for s in [s for s in steps(t, nbytes) if s["kernels"] >= min_kernels][:limit]:
+        lo, hi = s["span"]
+        ks = [k for k in t.kernels if lo <= k[0] < hi]
+        row = {"wall_us": s["wall_us"], "busy_us": s["busy_us"], "kernels": len(ks), "gaps": []}
+        for a, b in _union([(x, y) for x, y, _ in ks])[1]:
+            if b - a <= min_gap_us * 1e3:
+                continue
+            calls: dict[str, list] = {}
+            for x, y, n in t.api:
+                if y >= a and x <= b:
+                    c = calls.setdefault(n, [0, 0.0])
+                    c[0] += 1
+                    c[1] += (min(y, b) - max(x, a)) / 1e3
+            top = sorted(calls.items(), key=lambda kv: -kv[1][1])[:6]
+            row["gaps"].append({"us": (b - a) / 1e3, "at_us": (a - lo) / 1e3,
+                                "calls": [{"name": n, "count": c, "host_us": round(u, 1)} for n, (c, u) in top]})
+        out.append(row)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="kernel_trace", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -189,9 +215,18 @@ def main() -> None:
     s.add_argument("--bytes", type=int, required=True, help="the device-to-host copy that ends a step, in bytes")
     s.add_argument("--skip", type=int, default=2, help="warm-up steps left out")
     s.add_argument("--json", type=Path, help="write the summary here too")
+    g = sub.add_parser("gaps", help="the GPU's idle gaps inside steps and the host's CUDA calls during them")
+    g.add_argument("trace", type=Path)
+    g.add_argument("--bytes", type=int, required=True, help="the device-to-host copy that ends a step, in bytes")
+    g.add_argument("--min-kernels", type=int, default=0, help="only steps of at least this many kernels")
+    g.add_argument("--min-gap-us", type=float, default=500.0)
+    g.add_argument("--steps", type=int, default=4, help="how many such steps")
     a = p.parse_args()
     if not a.trace.is_file():
         p.error(f"trace: {a.trace} is not a file")
+    if a.cmd == "gaps":
+        print(json.dumps(gaps(read(a.trace), a.bytes, a.min_kernels, a.min_gap_us, a.steps), indent=1))
+        return
     out = summarize(read(a.trace), a.bytes, a.skip)
     text = json.dumps(out, indent=1)
     if a.json:
