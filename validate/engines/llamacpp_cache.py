@@ -189,12 +189,13 @@ def compare_run7(resdir: Path, predicted: Path, now: dict | None = None) -> str:
             mt, pt = s["throughput_tokens_per_s"], p["throughput_tokens_per_s"]
             row.append(f"out tok/s {mt:6.1f} / {pt:6.1f} ({100 * (pt / mt - 1):+6.1f})")
             lines.append("   ".join(row))
-    lines.append("-- the decode steps of 4 outputs on the kernel timeline (medians; the tracer's own host cost included)")
+    lines.append("-- the decode steps of 4 outputs on the kernel timeline (medians; the tracer's own host cost "
+                 "included)")
     for v in ("off", "on"):
         g = json.loads((resdir / f"trace-{v}-b4.json").read_text())["groups"][0]
         m = g["median"]
-        lines.append(f"cache {v:3s}: {g['steps']} steps of {g['kernels_per_step']} kernels: wall {m['wall_us']:.0f} us, "
-                     f"GPU busy {m['busy_us']:.0f}, before the first kernel {m['lead_us']:.0f}")
+        lines.append(f"cache {v:3s}: {g['steps']} steps of {g['kernels_per_step']} kernels: wall "
+                     f"{m['wall_us']:.0f} us, GPU busy {m['busy_us']:.0f}, before the first kernel {m['lead_us']:.0f}")
     return "\n".join(lines)
 
 
