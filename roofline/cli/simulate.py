@@ -346,7 +346,9 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
     profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
     if getattr(args, "cache_ram", None) == 0:  # llama-server --cache-ram 0: no save before a new task
         from dataclasses import replace
-        profile = replace(profile, overheads=replace(profile.overheads, save_s=0.0, save_byte_s=0.0))
+        on, off = "the host prompt cache on (--cache-ram 8192 MiB", "the host prompt cache off (--cache-ram 0"
+        profile = replace(profile, overheads=replace(profile.overheads, save_s=0.0, save_byte_s=0.0),
+                          notes=tuple(n.replace(on, off) for n in profile.notes))
     if not profile.chunked_prefill and int(requests.prompt_tokens.max()) > profile.max_num_batched_tokens:
         from roofline.errors import SpecError
         raise SpecError(f"--max-num-batched-tokens: {args.engine} runs without chunked prefill, so a prompt of "

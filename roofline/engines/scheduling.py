@@ -471,7 +471,10 @@ def llamacpp(host_speed: float = 1.0) -> EngineScheduling:
         "llamacpp", 4, 2048, preemption="none", prefix_caching=True, page_tokens=256,
         capture_sizes=timing("llamacpp").capture_sizes, pad_scope="none",
         overheads=measured_overheads("llamacpp", host_speed), host_speed=host_speed,
-        notes=("llamacpp: -np 4 slots (unified KV), -b 2048, no preemption (server.cpp; PR #16736)",))
+        notes=("llamacpp: -np 4 slots (unified KV), -b 2048, no preemption (server.cpp; PR #16736)",
+               "llamacpp: the host prompt cache on (--cache-ram 8192 MiB, PR #16391): each finished request's KV is "
+               "saved to host memory before the next request starts, the server's loop waiting (~1.8 GB/s, timing "
+               "18.); --cache-ram 0 turns it off"))
 
 
 def ideal() -> EngineScheduling:

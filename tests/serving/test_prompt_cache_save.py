@@ -81,3 +81,29 @@ def test_the_next_request_waits_for_the_last_ones_save(kernel):
     assert 0.035 < save < 0.05
     assert on.ttft_s[0] == pytest.approx(off.ttft_s[0], rel=1e-9)  # nothing to save before the first
     assert on.ttft_s[1] - off.ttft_s[1] == pytest.approx(save, rel=1e-6)
+
+
+def test_simulate_cache_ram_zero_turns_the_saves_off_and_says_so(capsys):
+    # two requests 30 s apart on llama-server: the second's TTFT holds the first's save by default and not with
+    # --cache-ram 0; the engine's note says which; another engine has no such cache (one line, exit 2)
+    import json
+
+    from roofline.cli import main
+
+    base = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "fp16", "--engine", "llamacpp",
+            "--rate", "0.03", "--requests", "2", "--prompt-tokens", "512", "--output-tokens", "64", "--no-search",
+            "--json"]
+    out = {}
+    for flag in ((), ("--cache-ram", "0")):
+        main([*base, *flag])
+        d = json.loads(capsys.readouterr().out)
+        out[flag] = d
+    on, off = out[()], out[("--cache-ram", "0")]
+    assert "prompt cache on" in " ".join(on["engine"]["notes"])
+    assert "prompt cache off" in " ".join(off["engine"]["notes"])
+    prof = timing("llamacpp")  # the second request waits for the first's 575 tokens' save, ~46 ms
+    save = prof.cache_save_s + (512 + 64 - 1) * F16_TOKEN * prof.cache_save_byte_s
+    assert on["ttft_s"]["mean"] - off["ttft_s"]["mean"] == pytest.approx(save / 2, rel=1e-3)  # one of two
+    assert main(["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "fp16", "--engine", "vllm",
+                 "--rate", "1", "--requests", "2", "--cache-ram", "0"]) == 2
+    assert "--cache-ram" in capsys.readouterr().err
