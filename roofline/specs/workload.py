@@ -26,6 +26,8 @@ ExpertWeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"
 WeightDtype = Literal[(*ExpertWeightDtype.__args__, *GGUF_WEIGHT_DTYPES)]  # type: ignore[valid-type]
 Engine = Literal["ideal", "vllm", "sglang", "trtllm", "llamacpp"]
 GGUF_ENGINES = ("llamacpp", "ideal")
+# the engines' quantized formats llama.cpp has no ggml type for (it loads GGUF files: MXFP4 is one, gpt-oss's experts)
+NOT_GGML = ("int4", "int8", "fp8", "nvfp4")
 
 
 class Workload(Spec):
@@ -102,6 +104,12 @@ class Workload(Spec):
             raise ValueError(f"micro_batches: {self.micro_batches} exceeds batch {self.batch}")
         if self.weight_dtype in GGUF_WEIGHT_DTYPES:
             self._check_gguf()
+        elif self.engine == "llamacpp":
+            dtypes = (("weight_dtype", self.weight_dtype), ("expert_weight_dtype", self.expert_weight_dtype))
+            for field, dtype in dtypes:
+                if dtype in NOT_GGML:
+                    raise ValueError(f"{field}: {dtype} is not a format llama.cpp loads (its weights are ggml types: "
+                                     "give a GGUF file type, e.g. gguf:Q4_K_M or gguf:Q8_0, or bf16 / fp16)")
         return self
 
     def _check_gguf(self) -> None:

@@ -97,3 +97,18 @@ def test_a_trace_window_is_replayed_from_its_first_row(capsys, tmp_path):
     assert result["offered_rate_per_s"] == pytest.approx(3.0)
     assert 60 / 1.5 <= result["throughput_tokens_per_s"] <= 60 / 1.0
     assert any("starts at 1,000 s" in n for n in result["notes"])
+
+
+def test_llamacpp_refuses_a_weight_format_it_cannot_load(capsys):
+    # llama.cpp loads GGUF files whose tensors are ggml types (Q4_K, Q8_0, MXFP4, F16 ...): a compressed-tensors W4A16,
+    # an FP8, INT8 or NVFP4 checkpoint is none of them (convert_hf_to_gguf writes ggml types), so `--weight-dtype int4`
+    # under llamacpp was planned as vLLM's W4A16 layout; now one line naming the field and what to give, exit 2
+    from roofline.cli import main
+
+    for dtype in ("int4", "int8", "fp8", "nvfp4"):
+        code = main(["plan", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "llamacpp",
+                     "--weight-dtype", dtype, "--method", "fp16"])
+        err = capsys.readouterr().err
+        assert code == 2 and "weight_dtype" in err and "gguf:" in err and err.count("\n") == 1, dtype
+    assert main(["plan", "--model", "Llama-3.1-8B", "--hardware", "H200", "--engine", "llamacpp", "--weight-dtype",
+                 "gguf:Q4_K_M", "--method", "fp16"]) == 0
