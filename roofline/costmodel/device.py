@@ -48,13 +48,13 @@ from roofline.lazy import sp
 from roofline.specs import Hardware, Link
 from roofline.units import lambdify
 
-# the op names that pick an op's ceilings (_ceilings_of): a serving step's aggregated ops keep these names
-# (serving.stepmodel), every other op's name says nothing of its laws
 # an engine whose mat-vec kernel takes these ops into its epilogue at one row (kernel ceiling one_row_epilogue:
 # ggml-cuda's ggml_cuda_should_fuse_mul_mat adds the residual in o_proj's and down's mat-vec and runs gate, up and
 # the GLU as one call): at one row they launch nothing and the gate / up projection is one call
 EPILOGUE_OPS = frozenset({"attn_residual", "mlp_residual", "mlp_act"})
 EPILOGUE_GEMM = "mlp_up"
+# the op names that pick an op's ceilings (_ceilings_of, _calls): a serving step's aggregated ops keep these names
+# (serving.stepmodel), every other op's name says nothing of its laws
 LAW_NAMES = frozenset({EXPERTS, "kv_update", *NORMS, *EPILOGUE_OPS, EPILOGUE_GEMM})
 
 MEMO_ENTRIES = 20_000  # op times and compiled graphs kept per device (the long-running app must not grow)
