@@ -13,7 +13,7 @@ source "$(dirname "$0")/detach.sh"
 source "$(dirname "$0")/llamacpp_common.sh"
 source "$(dirname "$0")/cupti_build.sh"
 detach "$0" "$@"
-llamacpp_env llamacpp_cases_run7.json
+llamacpp_env llamacpp_cases_run7.json  # LLAMACPP_CASES=llamacpp_cases_run8.json: run 8
 llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
@@ -31,14 +31,17 @@ for spec in $(C "' '.join(f'{n}:{f}'.replace(' ', '+') for n, f in c['serve']['v
   wait_healthy $SPID $R/serve-$v.log $PORT 60 || continue
   for run in $(C "' '.join(':'.join(map(str, r)) for r in c['serve']['runs'])"); do
     IFS=: read -r name rate conc n seed <<< "$run"
+    mode=(--rate "$rate"); [ "$conc" != 0 ] && mode=(--concurrency "$conc")
     timeout 150 python3 $HERE/llamacpp_client.py $PORT $R/serve-$v-$name.json --prompt $(C "c['serve']['prompt']") \
-      --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" --concurrency "$conc"
+      --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" "${mode[@]}"
   done
   kill -INT -$SPID 2>/dev/null; sleep 8; kill -KILL -$SPID 2>/dev/null; sleep 1
   gzip -n -f $R/serve-$v.log
   ls -la $R/trace-$v.tsv 2>/dev/null
   (cd $ROOT && python3 -m validate.engines.kernel_trace summary $R/trace-$v.tsv --bytes $(( 4 * 513024 )) \
      --json $R/trace-$v-b4.json > /dev/null) || echo "summary $v failed"
-  xz -T 8 -f $R/trace-$v.tsv
+  (cd $ROOT && python3 -m validate.engines.kernel_trace gaps $R/trace-$v.tsv --bytes $(( 4 * 513024 )) \
+     --min-kernels 600 --steps 400 > $R/gaps-$v-b4.json) || echo "gaps $v failed"
+  if [ "$(C "c.get('keep_traces', True)")" = True ]; then xz -T 8 -f $R/trace-$v.tsv; else rm -f $R/trace-$v.tsv; fi
 done
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
