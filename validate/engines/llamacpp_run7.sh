@@ -42,6 +42,14 @@ for spec in $(C "' '.join(f'{n}:{f}'.replace(' ', '+') for n, f in c['serve']['v
      --json $R/trace-$v-b4.json > /dev/null) || echo "summary $v failed"
   (cd $ROOT && python3 -m validate.engines.kernel_trace gaps $R/trace-$v.tsv --bytes $(( 4 * 513024 )) \
      --min-kernels 600 --steps 400 > $R/gaps-$v-b4.json) || echo "gaps $v failed"
+  # the device-to-host copies by size (a step's logits: rows x 513,024 bytes), then a summary per row count seen
+  awk -F'\t' '$1 == "M" && $7 == 2 {n[$6]++} END {for (b in n) print b, n[b]}' $R/trace-$v.tsv | sort -n \
+    > $R/copies-$v.txt
+  for rows in $(awk '$1 % 513024 == 0 && $2 >= 20 {print $1 / 513024}' $R/copies-$v.txt); do
+    [ -f $R/trace-$v-b$rows.json ] && continue
+    (cd $ROOT && python3 -m validate.engines.kernel_trace summary $R/trace-$v.tsv --bytes $(( rows * 513024 )) \
+       --json $R/trace-$v-b$rows.json > /dev/null) || echo "summary $v b$rows failed"
+  done
   if [ "$(C "c.get('keep_traces', True)")" = True ]; then xz -T 8 -f $R/trace-$v.tsv; else rm -f $R/trace-$v.tsv; fi
 done
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
