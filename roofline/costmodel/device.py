@@ -432,9 +432,9 @@ class Roofline:
         weights, flops, rows = op.bytes, op.matmul_flops, sp.sympify(op.query_rows)
         calls = self._calls(op)
         one = calls * k("gemv_latency") + weights / k("gemv_bw")
-        def mmvq(n: int) -> sp.Expr:  # n columns: the count's own seconds per FLOP (a profile of one rate: that rate)
-            per_flop = f"ggml:{law}:mmvq_flop_s:{n}"
-            return one + flops * (1 - 1 / rows) * (v[per_flop] if per_flop in c else 1 / k("mmvq_rate"))
+
+        def mmvq(n: int) -> sp.Expr:  # n columns: the count's own seconds per further FLOP
+            return one + flops * (1 - 1 / rows) * k(f"mmvq_flop_s:{n}")
 
         mmq = calls * k("mmq_latency") + weights / k("mmq_bw") + flops / k("mmq_rate")
         if rows.is_number:

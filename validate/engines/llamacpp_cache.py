@@ -153,21 +153,27 @@ def compare(resdir: Path, predicted: Path) -> str:
         f = resdir / f"serve-{name}.json"
         if not f.exists():
             continue
-        s = served_summary(json.loads(f.read_text()))
-        row = [f"{name:4s}"]
-        for key in ("ttft_s", "tpot_s"):
-            if key in s and key in p:
-                pv = p[key]["p50"] if isinstance(p[key], dict) else p[key]
-                mv = s[key]["p50"]
-                row.append(f"{key} p50 {mv * 1e3:8.1f} / {pv * 1e3:8.1f} ({100 * (pv / mv - 1):+6.1f})")
-        if "throughput_tokens_per_s" in p:
-            pt, mt = p["throughput_tokens_per_s"], s["throughput_tokens_per_s"]
-            row.append(f"out tok/s {mt:7.1f} / {pt:7.1f} ({100 * (pt / mt - 1):+6.1f})")
-        lines.append("   ".join(row))
+        row = _served_row(f"{name:4s}", served_summary(json.loads(f.read_text())), p)
+        lines.append(row)
     return "\n".join(lines)
 
 
-def compare_run7(resdir: Path, predicted: Path, now: dict | None = None) -> str:
+def _served_row(label: str, s: dict, p: dict) -> str:
+    """One served run's TTFT / TPOT p50 and output tok/s, measured (a served_summary) / predicted (simulate's JSON)
+    with the model's signed error."""
+    row = [label]
+    for key in ("ttft_s", "tpot_s"):
+        if key in s and key in p:
+            pv = p[key]["p50"] if isinstance(p[key], dict) else p[key]
+            mv = s[key]["p50"]
+            row.append(f"{key} p50 {mv * 1e3:8.1f} / {pv * 1e3:8.1f} ({100 * (pv / mv - 1):+6.1f})")
+    if "throughput_tokens_per_s" in p:
+        pt, mt = p["throughput_tokens_per_s"], s["throughput_tokens_per_s"]
+        row.append(f"out tok/s {mt:7.1f} / {pt:7.1f} ({100 * (pt / mt - 1):+6.1f})")
+    return "   ".join(row)
+
+
+def compare_run7(resdir: Path, predicted: Path) -> str:
     """Run 7 (llamacpp_run7.sh): c4 on a fresh traced server with the prompt cache off and on, measured / predicted
     (TTFT, TPOT p50, output tok/s), and each variant's median decode step on the kernel timeline (trace-V-b4.json)."""
     from validate.engines.llamacpp_logs import served_summary
@@ -175,20 +181,9 @@ def compare_run7(resdir: Path, predicted: Path, now: dict | None = None) -> str:
     pred = json.loads(predicted.read_text())
     lines = [f"llama.cpp run 7 ({resdir}): run 1's c4 on a fresh traced server, the prompt cache off and on",
              f"predicted before the run: {predicted.name} ({pred['git_sha'][:7]}); measured / predicted (err %)"]
-    for label, served in (("before", pred["served"]), ("now", now)):
-        if served is None:
-            continue
-        lines.append(f"-- {label}")
-        for v, runs in served.items():
-            s = served_summary(json.loads(_read(resdir / f"serve-{v}-c4.json.gz")))
-            p = runs["c4"]
-            row = [f"cache {v:3s} c4"]
-            for key in ("ttft_s", "tpot_s"):
-                mv, pv = s[key]["p50"], p[key]["p50"]
-                row.append(f"{key} p50 {mv * 1e3:7.1f} / {pv * 1e3:7.1f} ({100 * (pv / mv - 1):+6.1f})")
-            mt, pt = s["throughput_tokens_per_s"], p["throughput_tokens_per_s"]
-            row.append(f"out tok/s {mt:6.1f} / {pt:6.1f} ({100 * (pt / mt - 1):+6.1f})")
-            lines.append("   ".join(row))
+    for v, runs in pred["served"].items():
+        s = served_summary(json.loads(_read(resdir / f"serve-{v}-c4.json.gz")))
+        lines.append(_served_row(f"cache {v:3s} c4", s, runs["c4"]))
     lines.append("-- the decode steps of 4 outputs on the kernel timeline (medians; the tracer's own host cost "
                  "included)")
     for v in ("off", "on"):
