@@ -337,6 +337,8 @@ class Roofline:
         in the symbolic mode) goes into the expressions."""
         c, v = self.ceilings, self._values
         zero = sp.Integer(0)
+        if sp.sympify(op.passes) != 1:  # a chunked prefill's chunks, an engine's ubatches: each pass its own kernels
+            return self.op_times(op.one_pass()).times(op.passes)
         if op.is_comm and op.collective == "alltoall":  # expert parallelism: ranks = ep replicas of tp GPUs each
             link = self._alltoall_link(op.ranks)
             comm = alltoall_time(op.comm_bytes, op.ranks, v[f"{link}_bw"], v[f"{link}_latency"])

@@ -64,6 +64,10 @@ class Op:
     # the routed experts: (tokens M of the call, routed rows M x top-k, experts the rows spread over), what an
     # engine's padding of each expert's rows to its tile prices (timing 14.); () elsewhere
     grouped: tuple = ()
+    # the forward passes the op's work is split over evenly (a chunked prefill's chunks, an engine's physical batches:
+    # llama.cpp's ubatches): each pass reads its weights and launches its kernels over 1 / passes of the rest of the
+    # work (Roofline.op_times: passes x the time of one pass); the op's own figures are the whole work's
+    passes: sp.Expr = field(default_factory=lambda: sp.S.One)
 
     def __post_init__(self) -> None:
         unknown = set(self.traffic) - set(TRAFFIC)
@@ -91,6 +95,15 @@ class Op:
                        traffic={k: v * factor for k, v in self.traffic.items()}, comm_bytes=self.comm_bytes * factor,
                        int_ops=self.int_ops * factor, shared_bytes=self.shared_bytes * factor,
                        query_rows=self.query_rows * factor)
+
+    def one_pass(self) -> Op:
+        """One of the op's `passes` passes: every figure of the work over passes (the weights too, which the whole
+        op counts once a pass), the rows, programs, L2 bytes and the routed experts' tokens and rows alike; the
+        experts a pass touches stay the whole op's (an upper bound)."""
+        share = 1 / sp.sympify(self.passes)
+        grouped = tuple(e * share for e in self.grouped[:2]) + tuple(self.grouped[2:]) if self.grouped else ()
+        return replace(self.scaled(share), programs=self.programs * share, l2_bytes=self.l2_bytes * share,
+                       grouped=grouped, passes=sp.S.One)
 
 
 def traffic(weights=0, act_read=0, act_write=0, kv_read=0, kv_write=0) -> dict[str, sp.Expr]:

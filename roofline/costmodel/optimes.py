@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from roofline.lazy import sp
 
@@ -23,6 +23,10 @@ class OpTimes:
     l2: sp.Expr = field(default_factory=lambda: sp.S.Zero)
     latency: sp.Expr = field(default_factory=lambda: sp.S.Zero)
     issue: sp.Expr = field(default_factory=lambda: sp.S.Zero)
+
+    def times(self, n) -> OpTimes:
+        """The times of `n` such runs one after another (an op's passes: Op.passes)."""
+        return OpTimes(*(getattr(self, f.name) * n for f in fields(self)))
 
 
 # Extra per-op row entries (after the traffic classes) that name the binding ceiling.

@@ -209,6 +209,14 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    compiled kernel alike) keeps each finished request's tokens until a step admits a request, which pays all of them
    as host work (the admitting step's loads_s); `simulate --cache-ram 0` turns it off.
 
+19. **llama.cpp's ubatches are passes** (validate/notes/2026-12-01-llamacpp-ubatch-passes.md). llama_decode splits a
+   call's tokens into ubatches of at most n_ubatch (512, llama-server's log; pass_tokens) and computes one graph a
+   ubatch: runs 5 / 5b's timelines hold four ubatches' kernels in a 2,048-token call (mul_mat_q 884 = 4 x 221 calls).
+   So a prompt or a server step of T tokens reads the weights and launches every kernel ceil(T / pass_tokens) times,
+   each pass over its share of the work (Op.passes: passes x one pass's time; the planner's prefill chunks at
+   pass_tokens, the serving step's micro-batches at pp 1: PhaseModel.micro_count). Before, a 2,048-token call was
+   one pass: the quantized MMQ calls paid their latency and weights once, the batched prefill 13 % under.
+
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
 """
@@ -303,6 +311,14 @@ class EngineTiming:
     # --cache-ram): seconds per save and per byte saved, serial with the server's loop; 0: no such cache
     cache_save_s: float = 0.0
     cache_save_byte_s: float = 0.0
+    # the most tokens one forward pass runs (19.: llama.cpp's n_ubatch): a prompt or a step of more runs as
+    # ceil(tokens / pass_tokens) passes, each reading the weights and launching every kernel; 0: one pass a step
+    pass_tokens: int = 0
+
+    def passes(self, tokens) -> int:
+        """Forward passes of a step or prompt of `tokens` tokens (19.): ceil(tokens / pass_tokens), 1 without a
+        pass limit or a token."""
+        return max(1, -(-int(tokens) // self.pass_tokens)) if self.pass_tokens else 1
 
     def handshake_s(self, descriptors) -> float:
         """Seconds a fresh pair's first load waits for the handshake with one remote rank whose whole pool is
@@ -484,7 +500,8 @@ def timing(engine: str) -> EngineTiming:
             kv_handshake_descriptor_s=float(d.get("kv_handshake_descriptor_s", 0.0)),
             graph_ops=tuple(str(x) for x in d.get("graph_ops", ())), eager_serial=bool(d.get("eager_serial", False)),
             sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)),
-            cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)))
+            cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)),
+            pass_tokens=int(d.get("pass_tokens", 0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

@@ -13,12 +13,14 @@ or when a caller asks for them (`graph`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.engines import as_run
 from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, timing_on
+from roofline.lazy import np, sp
 from roofline.methods import CacheModel, MethodConfig
 from roofline.numbers import codegen
 from roofline.planner.memory import DEFAULT_PREFILL_CHUNK
@@ -78,8 +80,12 @@ class PhaseModel:
                             **self._graph_kwargs(phase))
         if phase != "prefill":
             return graph
-        ops = tuple(replace(op, traffic={**op.traffic, "weights": op.traffic["weights"] * CHUNKS})
-                    if "weights" in op.traffic else op for op in graph.ops)
+        # each chunk a pass of every op: its kernels launched and its weights read once a chunk (Op.passes), the
+        # weights a chunk's own tokens touch (the embedding's rows, the routed experts: P / CHUNKS tokens a chunk)
+        from roofline.units import P
+        ops = tuple(replace(op, traffic={**op.traffic, "weights": sp.sympify(op.traffic["weights"]).subs(P, P / CHUNKS)
+                                         * CHUNKS}, passes=CHUNKS)
+                    if "weights" in op.traffic else replace(op, passes=CHUNKS) for op in graph.ops)
         return replace(graph, ops=ops)
 
     @property
@@ -128,10 +134,22 @@ class PhaseModel:
         return float(seqs * self.model.hidden_size * self.workload.activation_bytes / link.bytes_per_s
                      + link.latency_s)
 
-    def pipeline(self, whole_model_time, batch):
-        """Step time with pp stages and m micro-batches (whole_model_time: a function of sequences)."""
-        pp, m = self.workload.pp, min(self.workload.micro_batches, batch)
-        if pp == 1:
+    def micro_count(self, batch, tokens=None):
+        """The step's micro-batches m: the pipeline's (pp > 1: min(micro_batches, batch); 1 otherwise), at least
+        the engine's passes over the step's `tokens` (a pass of at most pass_tokens tokens: llama.cpp's ubatches,
+        engines.timing 19.; None: not split by tokens)."""
+        m = min(self.workload.micro_batches, batch) if self.workload.pp > 1 else 1
+        if tokens is None or not self.engine.pass_tokens:
+            return m
+        if getattr(tokens, "ndim", 0):  # the vector flavour's arrays
+            return np.maximum(m, np.maximum(1, np.ceil(np.asarray(tokens, dtype=np.float64) / self.engine.pass_tokens)))
+        return max(m, 1, math.ceil(float(tokens) / self.engine.pass_tokens))
+
+    def pipeline(self, whole_model_time, batch, tokens=None):
+        """Step time with pp stages and m micro-batches (whole_model_time: a function of sequences; m from
+        micro_count, so an engine's passes over `tokens` split the step at pp 1 too: m x a pass)."""
+        pp, m = self.workload.pp, self.micro_count(batch, tokens)
+        if pp == 1 and (m == 1 if not getattr(m, "ndim", 0) else bool(np.all(m == 1))):
             return whole_model_time(batch)
         micro = batch / m
         stage = whole_model_time(micro) / pp + self._handoff(micro)
@@ -145,7 +163,8 @@ class PhaseModel:
         engine = self.engine
         if engine is IDEAL:
             return self.pipeline(lambda b: total(b, context), batch)
-        return engine.step(self.pipeline(lambda b: total(b, context), engine.padded(batch)) + self.sampler_s(batch),
+        padded = engine.padded(batch)
+        return engine.step(self.pipeline(lambda b: total(b, context), padded, padded) + self.sampler_s(batch),
                            batch, self.eager_host_s(batch))
 
     def sampler_s(self, rows):
@@ -170,7 +189,8 @@ class PhaseModel:
         engine = self.engine
         if engine is IDEAL:
             return self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, batch)
-        gpu = self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, engine.padded(batch))
+        padded = engine.padded(batch)
+        gpu = self.pipeline(lambda b: _integral(kernel, b, start, start + tokens) / tokens, padded, padded)
         return engine.step(gpu + self.sampler_s(batch), batch, self.eager_host_s(batch))
 
     def prefill_time(self, batch: int, prompt: int) -> float:
@@ -189,9 +209,10 @@ class PhaseModel:
 
     def prefill_chunks(self, batch: int, prompt: int) -> int:
         """Passes over the weights when `batch` prompts of `prompt` tokens are prefilled in chunks of the workload's
-        prefill_chunk_tokens: ceil(B P / chunk)."""
+        prefill_chunk_tokens, each chunk in passes of at most the engine's pass_tokens (llama.cpp's ubatch: timing
+        19.): ceil(B P / chunk) or ceil(B P / pass_tokens), the more."""
         chunk = self.workload.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK
-        return -(-batch * prompt // chunk)
+        return max(-(-batch * prompt // chunk), self.engine.passes(batch * prompt))
 
     def rows(self, phase: str, batch, context) -> list[dict]:
         """Per-op rows (Roofline.evaluate's) of 'decode' at (batch, context) or 'prefill' at P = context (chunked as

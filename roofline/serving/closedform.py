@@ -246,8 +246,9 @@ class ClosedForm:
         n = len(context)
         slow = self.model.imbalance(n)
         dq = self._slope_live * n
-        mb = self.micro(n, n + pad, n) if self.model.phases.workload.pp > 1 else None
-        if mb is not None:  # pp > 1: the block's micro-batch is the same at every step (serving.pipeline)
+        phases = self.model.phases
+        mb = self.micro(n, n + pad, n) if phases.workload.pp > 1 or phases.micro_count(n, n + pad) > 1 else None
+        if mb is not None:  # pp > 1 or passes: the block's micro-batch is the same at every step (serving.pipeline)
             slow, dq, host_combine = self.model.imbalance(mb.decodes), dq * mb.scale, combine
             weights = self._weights[(True, False)][mb.tokens]
 

@@ -376,7 +376,8 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
                     route, block_steps, host.overlap, engine.admission_lag, conc,
                     host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
                     sc.spec_tokens, sim.workload.pp, sim.workload.micro_batches, sc.admit_full_prompt,
-                    host.eager_above_prefill_tokens or host.eager_above_tokens, len(engine.capture_sizes)],
+                    host.eager_above_prefill_tokens or host.eager_above_tokens, len(engine.capture_sizes),
+                    sim.phases.engine.pass_tokens],
                    dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)

@@ -33,6 +33,7 @@ from roofline.serving.kernel_layout import (
     NDEC,
     OVERLAP,
     PAD,
+    PASS,
     PER_SEQ_S,
     PP,
     SAMPLER_ROW_S,
@@ -188,8 +189,9 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
                     q[pre_at[x]] += v + pre_rows[0, x] if d else v
                 for x in range(len(prefix_at)):
                     q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
-        if cfg[PP] > 1:  # the pipeline's micro-batch and fill and drain (serving.pipeline): it overwrites q, so a
-            # pipelined block recomputes q whole at every step (`first` stays true)
+        if cfg[PP] > 1 or (cfg[PASS] > 0 and nd + pad + n_new > cfg[PASS]):
+            # the pipeline's micro-batch and fill and drain, or the engine's passes (serving.pipeline): it overwrites
+            # q, so a pipelined block recomputes q whole at every step (`first` stays true)
             gpu = pipelined_s(q, weights, wrow, nd + nc, nd + pad + n_new, nd, imb, cfg, fcfg, law)
         else:
             if first or nc:

@@ -50,6 +50,9 @@ PP, MICRO, FULL_PROMPT, EAGER_PREFILL = 19, 20, 21, 22
 # cfg (continued): nsizes (the decode / token capture sizes at the front of the loop's `sizes`; any after them are
 # the engine's prefill buckets, EngineScheduling.prefill_capture_sizes)
 NSIZES = 23
+# cfg (continued): pass_tokens (the engine's most tokens a forward pass: llama.cpp's n_ubatch, engines.timing 19.; a
+# step of more runs as ceil(tokens / pass_tokens) micro-batches, serving.kernel_pipeline; 0: one pass a step)
+PASS = 24
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 # fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)

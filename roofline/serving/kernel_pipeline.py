@@ -7,28 +7,31 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_layout import HANDOFF_BPS, HANDOFF_BYTES, HANDOFF_LAT_S, MAX_STEP, MICRO, PP
+from roofline.serving.kernel_layout import HANDOFF_BPS, HANDOFF_BYTES, HANDOFF_LAT_S, MAX_STEP, MICRO, PASS, PP
 
 
 @njit(cache=True, inline="always")
 def pipelined_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg, fcfg, law):
     """GPU seconds of a step of `seqs` sequences (`decodes` decoding) over `tokens` tokens (pad included) on cfg[PP]
-    stages with up to cfg[MICRO] micro-batches (PhaseModel.pipeline): staged_s with the target's largest step and
-    its stages' handoff (fcfg)."""
-    return staged_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg[PP], cfg[MICRO], cfg[MAX_STEP],
+    stages with up to cfg[MICRO] micro-batches, or in the engine's passes of cfg[PASS] tokens (PhaseModel.pipeline):
+    staged_s with the target's largest step and its stages' handoff (fcfg)."""
+    return staged_s(q, weights, wrow, seqs, tokens, decodes, imb, cfg[PP], cfg[MICRO], cfg[PASS], cfg[MAX_STEP],
                     fcfg[HANDOFF_BYTES], fcfg[HANDOFF_BPS], fcfg[HANDOFF_LAT_S], law)
 
 
 @njit(cache=True, inline="always")
-def staged_s(q, weights, wrow, seqs, tokens, decodes, imb, pp, micro, max_step, handoff_bytes, handoff_bps,
-             handoff_lat_s, law):
-    """PhaseModel.pipeline's step on `pp` stages with up to `micro` micro-batches, of a model whose law, weights
-    table, imbalance and largest step these are (the target's, or a draft model's: serving.kernel_spec): `q`, the
-    step's non-weight work over the law's live entries, becomes the micro-batch's (scaled by b / seqs, plus
+def staged_s(q, weights, wrow, seqs, tokens, decodes, imb, pp, micro, pass_tokens, max_step, handoff_bytes,
+             handoff_bps, handoff_lat_s, law):
+    """PhaseModel.pipeline's step on `pp` stages with up to `micro` micro-batches (pp 1: one), at least
+    ceil(tokens / pass_tokens) where the engine's passes split a step (PhaseModel.micro_count), of a model whose law,
+    weights table, imbalance and largest step these are (the target's, or a draft model's: serving.kernel_spec): `q`,
+    the step's non-weight work over the law's live entries, becomes the micro-batch's (scaled by b / seqs, plus
     weights row `wrow` at rint(tokens b / seqs) tokens, capped at max_step; overwritten), timed by `law` at the
     micro-batch's decode imbalance, then (m + pp - 1) x (time / pp + handoff(b)), handoff(b) = b x handoff_bytes /
     handoff_bps + handoff_lat_s (serving.pipeline.handoff_terms)."""
-    m = min(micro, seqs)
+    m = min(micro, seqs) if pp > 1 else 1
+    if pass_tokens > 0:
+        m = max(m, math.ceil(tokens / pass_tokens))
     b = seqs / m
     scale = b / seqs
     tok = min(int(np.rint(tokens * b / seqs)), max_step)

@@ -53,7 +53,7 @@ def micro(phases, seqs: int, tokens: int, decodes: int, max_step_tokens: int) ->
     PhaseModel.pipeline's rule and StepModel.step_time's split (module docstring); weight rows past
     `max_step_tokens` are capped as StepModel._op_times caps them."""
     workload = phases.workload
-    m = min(workload.micro_batches, seqs)
+    m = phases.micro_count(seqs, tokens)
     b = seqs / m
     return Micro(b / seqs, min(int(np.rint(tokens * b / seqs)), max_step_tokens), math.ceil(decodes * b / seqs),
                  m + workload.pp - 1, workload.pp, phases._handoff(b))

@@ -300,7 +300,9 @@ class Simulator:
             return np.array([host.combine(verify + drafts, seqs, int(counts.sum()), plan.loads_s,
                                           bool(len(plan.chunk_tokens)))])
         closed = self.closed
-        pipelined = closed is not None and self.workload.pp > 1
+        # a pipeline, or an engine's passes over the step's tokens (llama.cpp's ubatches): micro-batches
+        pipelined = closed is not None and (self.workload.pp > 1
+                                            or self.phases.micro_count(seqs, plan.tokens + pad) > 1)
         if steps == 1:
             if pipelined:
                 gpu = closed.pipelined(context, pad, plan.chunk_start, plan.chunk_tokens, plan.chunk_done)

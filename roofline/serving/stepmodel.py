@@ -101,7 +101,7 @@ class StepModel:
         # a step is one pass over the weights: the prefill graph's chunk count (CHUNKS) is 1 here (an op only the
         # prefill graph has, such as MLA's kv_b_proj up-projection, carries it in its weight reads)
         prefill = {_key(op, "prefill"): replace(op, traffic={k: sp.sympify(v).subs(CHUNKS, 1)
-                                                             for k, v in op.traffic.items()})
+                                                             for k, v in op.traffic.items()}, passes=sp.S.One)
                    for op in self.phases.prefill.ops}
         keys = list(decode) + [k for k in prefill if k not in decode]
         self.keys = keys
@@ -291,7 +291,12 @@ class StepModel:
         q = np.repeat((self._dec_const * (len(context) + pad))[:, None], steps, axis=1)
         if len(self._dec_cols):
             q[self._dec_cols] += self._dec_rows[context[:, None] + np.arange(steps)].sum(axis=0).T
-        return self.time_of(q.reshape(len(QUANTITIES), -1, steps), len(context) + pad, len(context), chunks=False)
+        q = q.reshape(len(QUANTITIES), -1, steps)
+        n, tokens = len(context), len(context) + pad
+        m = self.phases.micro_count(n, tokens)  # an engine's passes over the step's tokens (PhaseModel.pipeline)
+        if m == 1:
+            return self.time_of(q, tokens, n, chunks=False)
+        return m * self.time_of(q / m, tokens / m, math.ceil(n / m), chunks=False)
 
     def step_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
                   chunk_done: np.ndarray, pad: int = 0) -> float:
@@ -302,9 +307,10 @@ class StepModel:
         if pad:
             q = q + (self._dec_const * pad).reshape(q.shape)
         tokens = len(decode_context) + int(chunk_tokens.sum()) + pad
-        if self.phases.workload.pp == 1:
-            return self.time_of(q, tokens, len(decode_context), len(chunk_tokens) > 0)
         seqs = len(decode_context) + len(chunk_tokens)
+        if self.phases.workload.pp == 1 and self.phases.micro_count(seqs, tokens) == 1:
+            return self.time_of(q, tokens, len(decode_context), len(chunk_tokens) > 0)
         n_dec = len(decode_context)
         return self.phases.pipeline(lambda b: self.time_of(q * (b / seqs), tokens * b / seqs,
-                                                           math.ceil(n_dec * b / seqs), len(chunk_tokens) > 0), seqs)
+                                                           math.ceil(n_dec * b / seqs), len(chunk_tokens) > 0), seqs,
+                                    tokens)

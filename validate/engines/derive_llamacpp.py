@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +78,8 @@ RUN4 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run4")
 RUN5 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5")
 RUN5B = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5b")
 RUN6 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run6")
+# llama-server started with its defaults (no -b / -ub): its context's log states the physical batch it runs
+SERVER_LOG = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run1/mem-c32768-np8.log")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
 VOCAB = 128_256  # Llama-3.1-8B's vocabulary (the served model of run 3)
 GPU = "H200"
@@ -345,6 +348,14 @@ def cache_save_law(run6: Path) -> tuple[dict, list[dict]]:
     return law(rows), rows
 
 
+def server_ubatch(log: Path = SERVER_LOG) -> int:
+    """llama-server's default n_ubatch, from its context's start-up line ("llama_context: n_ubatch = 512")."""
+    found = re.search(r"llama_context: n_ubatch\s+=\s+(\d+)", log.read_text())
+    if found is None:
+        raise ValueError(f"{log}: no 'llama_context: n_ubatch' line")
+    return int(found.group(1))
+
+
 def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
@@ -382,6 +393,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
         "eager_step_s": 0.0, "eager_layer_s": 0.0, "eager_serial": True, "sampler_host_element_s": element,
         "token_s": token,
         "cache_save_s": save["latency_s"], "cache_save_byte_s": 1.0 / save["bytes_per_s"],
+        "pass_tokens": server_ubatch(),
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
@@ -445,6 +457,12 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
                             "(prompt_save to the cache's update), seconds = latency + bytes x cache_save_byte_s by "
                             f"least squares over {save['n']} saves of 18..1,026 MiB: {save['latency_s'] * 1e3:.2f} ms "
                             f"+ bytes / {save['bytes_per_s'] / 1e9:.3f} GB/s, residuals {save.get('residuals')}",
+            "pass_tokens": f"{SERVER_LOG} 'llama_context: n_ubatch' (llama-server's default; batched-bench and "
+                           "llama-bench run -ub 512 too): llama_decode splits its batch into ubatches of at most "
+                           "n_ubatch tokens and computes one graph a ubatch (src/llama-context.cpp decode at 0c1e570), "
+                           "so a prompt or step of T tokens reads the weights and launches every kernel "
+                           "ceil(T / n_ubatch) times (runs 5 / 5b's timelines: four ubatches' kernels in a 2,048-token "
+                           "call)",
             "one_row_epilogue": f"{run5} trace-<type>-b1.json / -b2.json (the timelines' per-name calls a step): "
                                 "ggml-cuda fuses the residual adds and the GLU into the mat-vecs at one column "
                                 "(ggml_cuda_should_fuse_mul_mat): adds / GLUs / matmul calls a step "

@@ -11,6 +11,8 @@ follows when the copy is done. Its log times both lines (-lv 4), so each save's 
                                                                               --now: the model as it stands, with its
                                                                               save law (timing 18) and --cache-ram 0
   python -m validate.engines.llamacpp_cache compare RESDIR --predicted JSON   run 6 against the prediction
+  python -m validate.engines.llamacpp_cache now7 OUT_JSON                     run 7's c4 on the model as it stands
+  python -m validate.engines.llamacpp_cache compare7 RESDIR --predicted JSON  run 7 against a prediction
 
 predict: the saves at hypothesis H1, seconds = bytes / the rate run 1's own log shows (its saves of 639-token states:
 nvidia-h200-llamacpp-2026-11-30-run1/serve.log.gz), for each save case of llamacpp_cases_run6.json (the previous
@@ -123,6 +125,21 @@ def predict(out: Path, now: bool = False) -> None:
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
+def predict_run7_now(out: Path) -> None:
+    """Run 7's c4, the cache off and on, on the model as it stands (its "now" block: the prediction committed before the
+    run is h200-llamacpp-run7-predicted.json)."""
+    from validate.engines import llamacpp_predict as lp
+    from validate.engines.cases import checkout_sha
+
+    serve = json.loads((HERE / "llamacpp_cases_run7.json").read_text())["serve"]
+    lp.CASES = {**lp.CASES, "serve": serve}
+    doc = {"about": "roofline's run 7 (llamacpp_cases_run7.json) on the model as it stands, its served c4 with the "
+                    "prompt cache off and on", "hardware": "H200", "git_sha": checkout_sha(),
+           "date": dt.date.today().isoformat(),
+           "served": {v: lp.served("H200", tuple(flags.split())) for v, flags in serve["variants"]}}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def compare(resdir: Path, predicted: Path) -> str:
     from validate.engines.llamacpp_logs import served_summary
 
@@ -205,6 +222,11 @@ def main() -> None:
     s = sub.add_parser("compare")
     s.add_argument("resdir", type=Path)
     s.add_argument("--predicted", type=Path, required=True)
+    s = sub.add_parser("now7", help="run 7's served c4 on the model as it stands")
+    s.add_argument("out", type=Path)
+    s = sub.add_parser("compare7", help="run 7 against a prediction")
+    s.add_argument("resdir", type=Path)
+    s.add_argument("--predicted", type=Path, required=True)
     a = p.parse_args()
     if a.cmd == "saves":
         for log in a.logs:
@@ -214,6 +236,10 @@ def main() -> None:
                 print(f"  {r['tokens']:7d} tokens {r['mib']:9.3f} MiB {r['s'] * 1e3:8.2f} ms")
     elif a.cmd == "predict":
         predict(a.out, a.now)
+    elif a.cmd == "now7":
+        predict_run7_now(a.out)
+    elif a.cmd == "compare7":
+        print(compare_run7(a.resdir, a.predicted))
     else:
         print(compare(a.resdir, a.predicted))
 

@@ -61,4 +61,22 @@ py validate.engines.llamacpp_trace predict $E/h200-llamacpp-run5-now.json > /dev
   echo "== run 5b, the model now (its logits' copies are in the copy law's fit): h200-llamacpp-run5b-now.json"
   py validate.engines.llamacpp_trace compare $E/$D-run5b --predicted $E/h200-llamacpp-run5b-now.json; } \
   > $E/$D-run5-report.txt
+# run 6 (the saves and the cache-off served runs): the blocks up to "== the model now", then the model now
+D6=nvidia-h200-llamacpp-2026-12-01
+py validate.engines.llamacpp_cache predict $E/h200-llamacpp-run6-now.json --now > /dev/null
+R6=$E/$D6-run6-report.txt
+head -n $(( $(grep -n "^== the model now" $R6 | cut -d: -f1) - 1 )) $R6 > $R6.tmp
+{ echo "== the model now (timing mechanism 18's save law from this run's saves: in-sample for them; served with" \
+       "--cache-ram 0, judged): h200-llamacpp-run6-now.json"
+  py validate.engines.llamacpp_cache compare $E/$D6-run6 --predicted $E/h200-llamacpp-run6-now.json | tail -n +4; } \
+  >> $R6.tmp
+mv $R6.tmp $R6
+# run 7 (c4 on a fresh traced server, the cache off and on): the prediction before the run, then the model now
+py validate.engines.llamacpp_cache now7 $E/h200-llamacpp-run7-now.json
+R7=$E/$D6-run7-report.txt
+{ py validate.engines.llamacpp_cache compare7 $E/$D6-run7 --predicted $E/h200-llamacpp-run7-predicted.json
+  echo
+  echo "== the model now: h200-llamacpp-run7-now.json"
+  py validate.engines.llamacpp_cache compare7 $E/$D6-run7 --predicted $E/h200-llamacpp-run7-now.json | tail -n +3; } \
+  > $R7
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8
