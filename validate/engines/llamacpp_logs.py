@@ -114,3 +114,53 @@ def served_summary(doc: dict) -> dict:
     span = max(t["send_s"] + t["e2e_s"] for t in times) - min(t["send_s"] for t in times)
     out["throughput_tokens_per_s"] = sum(t["tokens"] for t in times) / span
     return out
+
+
+# common/log.cpp: each line's time as "%d.%02d.%03d.%03d" = minutes . seconds . ms . us since the server started;
+# tools/server/server-context.cpp (0c1e570): SLT_INF's "slot <func>: id %2d | task %d | <msg>"
+SLOT_LINE = re.compile(r"^(\d+)\.(\d+)\.(\d+)\.(\d+) I slot\s+\S+: id\s+(\d+) \| task (-?\d+) \| (.*)$")
+# print_timing: "prompt eval time = %10.2f ms / %5d tokens (...)" and "       eval time = %10.2f ms / %5d tokens (...)"
+EVAL_TIME = re.compile(r"^\s*(prompt )?eval time =\s+([\d.]+) ms /\s+(\d+) tokens")
+
+
+def slot_tasks(text: str) -> list[dict]:
+    """Each task a llama-server log (-lv 4) shows from start to release: its slot id, the seconds it started processing
+    ("processing task") and stopped ("stop processing"), the server's own prompt time and tokens (prompt eval time) and
+    decode time and tokens (eval time), in task order."""
+    tasks: dict[int, dict] = {}
+    for line in text.splitlines():
+        m = SLOT_LINE.match(line)
+        if m is None:
+            continue
+        mins, sec, ms, us, slot, task, msg = m.groups()
+        t = int(mins) * 60 + int(sec) + int(ms) / 1e3 + int(us) / 1e6
+        task = int(task)
+        if msg.startswith("processing task"):
+            tasks[task] = {"task": task, "slot": int(slot), "start_s": t}
+        elif task in tasks and msg.startswith("stop processing"):
+            tasks[task]["end_s"] = t
+        elif task in tasks and (e := EVAL_TIME.match(msg)):
+            key = "prompt" if e.group(1) else "decode"
+            tasks[task][f"{key}_ms"], tasks[task][f"{key}_tokens"] = float(e.group(2)), int(e.group(3))
+    return [tasks[k] for k in sorted(tasks) if "end_s" in tasks[k]]
+
+
+def slot_runs(slots: list[int]) -> int:
+    """Runs of consecutive slot ids among `slots` ({0, 1, 4, 5}: 2): llama.cpp's split_equal, which a batch over one KV
+    stream a slot takes (src/llama-kv-cache.cpp init_batch), puts only consecutive sequence ids in one ubatch."""
+    s = sorted(slots)
+    return sum(1 for i, x in enumerate(s) if i == 0 or x != s[i - 1] + 1)
+
+
+def busy_runs(tasks: list[dict], task: dict, samples: int = 20) -> tuple[float, float]:
+    """The mean number of busy slots and of their runs (slot_runs) over `task`'s decode (its start + its prompt time
+    to its end, `samples` instants): what each of its decode steps shared a step with."""
+    a = task["start_s"] + task.get("prompt_ms", 0.0) / 1e3
+    b = task["end_s"]
+    busy, runs = [], []
+    for k in range(samples):
+        t = a + (b - a) * (k + 0.5) / samples
+        now = [x["slot"] for x in tasks if x["start_s"] <= t < x["end_s"]]
+        busy.append(len(now))
+        runs.append(slot_runs(now))
+    return statistics.mean(busy), statistics.mean(runs)
