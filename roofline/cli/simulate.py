@@ -92,6 +92,11 @@ def add_simulate_parser(sub, positive_int, positive_float) -> None:
                    help="llama-server's host prompt cache (--cache-ram, default 8192 MiB): each finished request's KV "
                         "is saved to host memory before the next request starts (~1.8 GB/s on the H200 host, the "
                         "server's loop waiting: roofline.engines.timing 18.); 0 turns it off; llamacpp only")
+    p.add_argument("--kv-unified", action="store_true",
+                   help="llama-server's -kvu: one KV stream for all slots. With --max-num-seqs N (its -np N) the "
+                        "server keeps one stream a slot unless -kvu is given, and then splits a step at every break in "
+                        "consecutive slot ids (roofline.engines.timing 20.); its default 4 slots share one stream; "
+                        "llamacpp only")
     p.add_argument("--max-num-seqs", type=positive_int, help="running-sequence cap (default: the engine's)")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="token budget per step (default: the engine's)")
     p.add_argument("--utilization", type=float, help="fraction of device memory usable (default 0.90)")
@@ -344,6 +349,12 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
                          overlap=overlap, host_speed=args.host_speed)
     caching = None if args.prefix_caching is None else args.prefix_caching == "on"
     profile = profile.with_overrides(args.max_num_seqs, args.max_num_batched_tokens, caching)
+    if args.engine == "llamacpp" and args.max_num_seqs is not None and not getattr(args, "kv_unified", False):
+        from dataclasses import replace  # llama-server -np N without -kvu: one KV stream a slot (timing 20.)
+        profile = replace(profile, slot_streams=True, notes=tuple(
+            n.replace("-np 4 slots (unified KV)", f"-np {args.max_num_seqs} slots, one KV stream each (no -kvu): a "
+                      "step splits into ubatches at each break in consecutive slot ids, each a pass over the weights; "
+                      "a request takes the least recently used slot") for n in profile.notes))
     if getattr(args, "cache_ram", None) == 0:  # llama-server --cache-ram 0: no save before a new task
         from dataclasses import replace
         on, off = "the host prompt cache on (--cache-ram 8192 MiB", "the host prompt cache off (--cache-ram 0"

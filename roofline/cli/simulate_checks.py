@@ -54,6 +54,8 @@ def check_flags(args: argparse.Namespace) -> None:
     if getattr(args, "no_async_scheduling", False) and args.engine != "vllm":
         raise SpecError(f"--no-async-scheduling: is vLLM's flag (asynchronous scheduling, on by default since 0.14); "
                         f"--engine {args.engine} has no such switch")
+    if getattr(args, "kv_unified", False) and args.engine != "llamacpp":
+        raise SpecError(f"--kv-unified: is llama-server's -kvu; --engine {args.engine} has no such flag")
     cache_ram = getattr(args, "cache_ram", None)
     if cache_ram is not None and args.engine != "llamacpp":
         raise SpecError(f"--cache-ram: is llama-server's host prompt cache; --engine {args.engine} has no such cache")

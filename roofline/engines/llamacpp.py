@@ -214,3 +214,42 @@ def capacity(model: Model, opts: EngineOptions, room: float | None, rules: list[
         fits=room is None or total <= room, max_model_len_that_fits=None if room is None else largest_fitting(fits_in),
         rules=rules, details={"swa_cells": size["swa_cells"], "k_plus_v_bytes": size["base"] + size["swa"],
                               "recurrent_bytes": size["recurrent"], "max_model_len": n_ctx, **details})
+
+
+def ubatches(decode_slots, chunk_slots, chunk_tokens, n_ubatch: int) -> list[int]:
+    """The ubatches (their token counts) llama_decode runs a server step in when the KV has one stream a slot (-np N
+    without -kvu): llama_kv_cache::init_batch splits with split_equal(n_ubatch, sequential), src/llama-batch.cpp at
+    0c1e570. The batch holds each generating slot's token, then each prompt slot's tokens, in slot order
+    (tools/server update_slots); a ubatch takes, from the first unused token on, only sequences whose ids follow one
+    another (sequential: seq id == the last taken + 1), and k tokens of each, k as large as every one of them still
+    has and (k + 1) x sequences <= n_ubatch allows. So busy slots {0, 1, 4, 5} decode in two ubatches, a prompt whose
+    slot does not follow the generating ones runs apart from them, and prompts of unequal lengths leave their tails
+    to ubatches of their own. The sequence id is the slot id."""
+    order = [(int(s), 1) for s in sorted(decode_slots)]
+    order += sorted((int(s), int(t)) for s, t in zip(chunk_slots, chunk_tokens, strict=True) if t > 0)
+    rem = [t for _, t in order]
+    out: list[int] = []
+    while any(rem):
+        taken: list[int] = []
+        last = None
+        for j, (slot, _) in enumerate(order):
+            if rem[j] and (last is None or slot == last + 1):
+                taken.append(j)
+                last = slot
+        k = 0
+        while all(rem[j] > k for j in taken):
+            k += 1
+            if (k + 1) * len(taken) > n_ubatch:
+                break
+        for j in taken:
+            rem[j] -= k
+        out.append(k * len(taken))
+    return out
+
+
+def lru_slot(idle_last_used: dict[int, float]) -> int:
+    """The slot llama-server gives a task no slot's cached prompt matches (tools/server get_available_slot, "selected
+    slot by LRU"): the idle slot used least recently, the last of equals (`<=` in slot order), so a fresh server fills
+    slots n-1, n-2, ... 0. `idle_last_used`: each idle slot's last release (-1: never used)."""
+    least = min(idle_last_used.values())
+    return max(s for s, t in idle_last_used.items() if t == least)

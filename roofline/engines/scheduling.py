@@ -200,6 +200,9 @@ class EngineScheduling:
     # a waiting request is admitted only when the pool holds all its known tokens, not only its first chunk (vLLM
     # 0.19+'s scheduler_reserve_full_isl: a gate, nothing reserved; vllm_full_prompt_admission)
     admit_full_prompt: bool = False
+    # llama-server with one KV stream a slot (-np N without -kvu): a request takes the least recently used slot and a
+    # step's batch splits into ubatches at every break in consecutive slot ids (timing 20.; engines.llamacpp ubatches)
+    slot_streams: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1:

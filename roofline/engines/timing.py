@@ -216,6 +216,15 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    each pass over its share of the work (Op.passes: passes x one pass's time; the planner's prefill chunks at
    pass_tokens, the serving step's micro-batches at pp 1: PhaseModel.micro_count). Before, a 2,048-token call was
    one pass: the quantized MMQ calls paid their latency and weights once, the batched prefill 13 % under.
+20. **llama-server's slots with one KV stream each** (-np N without -kvu; validate/notes/2026-12-01-llamacpp-slots.md,
+   validate/engines/llamacpp_slots.py). A task takes the least recently used idle slot, the last of equals
+   (get_available_slot), so a fresh server fills slots N-1, N-2, ...; with one KV stream a slot llama_kv_cache splits a
+   batch with split_equal(sequential), whose ubatch holds only consecutive sequence ids and equal tokens of each
+   (engines.llamacpp.ubatches). Four streaming requests in slots {0, 1, 4, 5} decode in two passes over the weights:
+   run 6's and run 8a's c4 after r8 at 14.6 / 15.4 ms a token, run 8b's in one run at 9.4 (the same workload: the LRU
+   order r8 left decided it). The simulator (Scheduler slot ids, Simulator._slot_ends: StepModel's numpy path, each
+   ubatch its token share of the step's work) runs it under --max-num-seqs N unless --kv-unified; the server's default
+   (4 slots, unified) and the planner (a batch's slots consecutive) take one split_simple pass a pass_tokens.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

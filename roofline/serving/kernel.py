@@ -84,6 +84,8 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
     `single`: Simulator.run's loop (serving.kernel_single), else Fleet.run's."""
     if not available():
         return "numba is not installed"
+    if sim.scheduler.slot_streams:
+        return "llama-server's slots, one KV stream each: a step's ubatches follow its slot ids (the Python loop)"
     if closed_forms(sim)[0] is None:
         return "no closed-form step law (fast=False)"
     if sim.draft is not None and (reason := _spec_reason(sim)):

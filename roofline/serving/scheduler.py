@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from roofline.engines.llamacpp import lru_slot
 from roofline.serving.pool import KVPool
 from roofline.serving.prefix_cache import PrefixCache
 from roofline.serving.remote import Handshake, RemoteLoads
@@ -55,6 +56,7 @@ class SchedulerConfig:
     reserve_full: bool = False  # admit only what the pool holds to its last token; never preempt (TensorRT-LLM)
     spec_tokens: int = 0  # speculative decoding: drafts a decoding sequence verifies per step (serving.speculative)
     admit_full_prompt: bool = False  # admit only when the pool holds all known tokens, taking the first chunk's (vLLM)
+    slot_streams: bool = False  # llama-server's slots, one KV stream each: LRU slot ids (engines.llamacpp.lru_slot)
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
@@ -64,7 +66,8 @@ class SchedulerConfig:
     def of(cls, engine, spec_tokens: int = 0) -> SchedulerConfig:
         """The scheduling part of an engine profile (roofline.engines.scheduling.EngineScheduling)."""
         return cls(engine.max_num_batched_tokens, engine.max_num_seqs, engine.chunked_prefill, engine.mixed_steps,
-                   engine.preemption == "none", spec_tokens, engine.admit_full_prompt)
+                   engine.preemption == "none", spec_tokens, engine.admit_full_prompt,
+                   getattr(engine, "slot_streams", False))
 
 
 @dataclass
@@ -91,7 +94,8 @@ class Scheduler:
     def __init__(self, requests: Requests, pool: KVPool, config: SchedulerConfig,
                  cache: PrefixCache | None = None, preloaded: np.ndarray | None = None,
                  load_host_s: np.ndarray | None = None, transfer_s: np.ndarray | None = None,
-                 handshake: Handshake | None = None, save: tuple[float, float] = (0.0, 0.0)) -> None:
+                 handshake: Handshake | None = None, save: tuple[float, float] = (0.0, 0.0),
+                 slot_last: list[float] | None = None) -> None:
         n = len(requests)
         if transfer_s is not None and (preloaded is None or cache is not None):
             raise ValueError("scheduler: transfer_s (remote KV loads) needs preloaded KV and no prefix cache")
@@ -117,6 +121,12 @@ class Scheduler:
         self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted = (
             np.zeros(cap, dtype=np.int64) for _ in range(8))
         self.held = np.zeros(cap, dtype=np.float64)
+        # llama-server's slots (config.slot_streams): each running sequence's slot id, and each slot's last release
+        # (-1: never used) while it is idle (None: busy)
+        self.slot = np.zeros(cap, dtype=np.int64)
+        self.slot_last: list[float | None] = [-1.0] * cap if slot_last is None else [float(t) for t in slot_last]
+        if len(self.slot_last) != cap:
+            raise ValueError(f"scheduler: slot_last holds {len(self.slot_last)} slots, not max_num_seqs {cap}")
         self.n_running = 0
         self.waiting: deque[int] = deque()
         self.used_bytes = 0.0
@@ -142,6 +152,7 @@ class Scheduler:
         self.n_running -= 1
         last = self.n_running
         victim = int(self.ids[last])
+        self._free_slots(last, self.now)
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
             if not self.gen[last]:
@@ -281,6 +292,9 @@ class Scheduler:
         self.ids[at], self.comp[at], self.known[at], self.base[at], self.counted[at] = ids, hits, todo, base, counted
         self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], held
         self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
+        if self.config.slot_streams:
+            for p in range(at.start, at.stop):
+                self.slot[p] = self._take_slot()
         self.n_running = at.stop
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
                         np.concatenate([plan.chunk_start, hits.astype(np.int64)]),
@@ -288,6 +302,18 @@ class Scheduler:
                         np.concatenate([plan.chunk_done, done.astype(bool)]), plan.tokens + int(counts.sum()),
                         loads_s, posts)
         return plan, need
+
+    def _take_slot(self) -> int:
+        """The slot llama-server gives a new task: the least recently used idle one (engines.llamacpp.lru_slot)."""
+        s = lru_slot({j: t for j, t in enumerate(self.slot_last) if t is not None})
+        self.slot_last[s] = None
+        return s
+
+    def _free_slots(self, pos, now: float) -> None:
+        """The slots of running positions `pos` are released at `now` (their last use, for the LRU choice)."""
+        if self.config.slot_streams:
+            for s in np.atleast_1d(self.slot[pos]).tolist():
+                self.slot_last[s] = now
 
     def _take(self, i: int, todo: int, budget: int, free: float
               ) -> tuple[int, int, float, float, int, int, bool] | None:
@@ -432,10 +458,12 @@ class Scheduler:
             for p, i in zip(ended.tolist(), self.last_finished.tolist(), strict=True):
                 self.cache.spend_pages(int(self.comp[p]), int(self.base[p]), now)
                 self.cache.release(i, now)
+        self._free_slots(ended, now)
         keep = np.ones(n, dtype=bool)
         keep[ended] = False
         m = n - len(ended)
-        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted, self.held):
+        for arr in (self.ids, self.comp, self.known, self.gen, self.out, self.res, self.base, self.counted, self.held,
+                    self.slot):
             arr[:m] = arr[:n][keep]
         self.n_running = m
         self.finished += len(ended)

@@ -19,6 +19,7 @@ import numpy as np
 
 from roofline.costmodel.device import burst_options, roofline_for
 from roofline.engines.first_use import FirstUse, first_use
+from roofline.engines.llamacpp import ubatches
 from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
 from roofline.engines.timing import eager_layers, engine_options, timing_on
 from roofline.methods import MethodConfig
@@ -95,6 +96,9 @@ class Trace:
     # per record, its steps' eager launch seconds (past the capture sizes) in an asynchronous loop, which the step
     # before's outputs wait for (clients.launch_delay_s; Simulator.block_launch_s); 0 elsewhere; None: not kept
     launch_s: np.ndarray | None = None
+    # llama-server's slots as the run left them (scheduler.slot_streams): each slot's last release on the run's clock,
+    # -1 never used; None elsewhere (a next run's Simulator.slot_last, shifted to its own clock)
+    slots_after: tuple | None = None
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -169,6 +173,9 @@ class Simulator:
     # cold_start's server after earlier traffic in the same process: the tokens of the eager steps it ran (their
     # fused-MoE keys compiled then; a run's Trace.first_use "tokens")
     compiled_tokens: tuple[int, ...] = ()
+    # llama-server's slots (scheduler.slot_streams) as earlier traffic left them: each slot's last release, -1 never
+    # (None: a fresh server); a run leaves its own in Trace.slots_after
+    slot_last: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
@@ -197,7 +204,9 @@ class Simulator:
         self.steps = StepModel(self.phases, table, step_tokens)
         # pp > 1 (serving.pipeline) too, except with speculative decoding (its verify and draft passes have no
         # pipelined closed form: StepModel's numpy path times them)
-        self.closed = ClosedForm(self.steps) if self.fast and (self.workload.pp == 1 or not k) else None
+        # llama-server's slots (scheduler.slot_streams) split a step by its slot ids: StepModel's numpy path times them
+        self.closed = (ClosedForm(self.steps) if self.fast and (self.workload.pp == 1 or not k)
+                       and not self.scheduler.slot_streams else None)
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
@@ -222,6 +231,26 @@ class Simulator:
         engine = self._with_eager(engine)
         self.engine = engine
         self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
+
+    def _slot_ends(self, sched: Scheduler, plan, steps: int, until_s: float) -> np.ndarray:
+        """block_ends for llama-server with one KV stream a slot: each step runs as the ubatches its slots split into
+        (engines.llamacpp.ubatches: consecutive slot ids only, at most the engine's pass_tokens each), timed by
+        StepModel's numpy path (the same slots all through a decode block, so the same split)."""
+        host, seqs = self.engine.overheads, len(plan.context) + len(plan.chunk_tokens)
+        n_ubatch = self.phases.engine.pass_tokens or self.scheduler.max_num_batched_tokens
+        sizes = ubatches(sched.slot[plan.decode], sched.slot[plan.chunk_pos], plan.chunk_tokens, n_ubatch)
+        if steps == 1:
+            gpu = self.steps.split_time(plan.context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, sizes)
+            return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)))])
+        parts, done, size = [], 0, LAZY_STEPS
+        while done < steps:
+            k = min(size, steps - done)
+            parts.append(host.combine(self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs))
+            done, size = done + k, 2 * size
+            ends = np.cumsum(np.concatenate(parts))
+            if ends[-1] >= until_s:
+                break
+        return ends
 
     def accepted(self, sched: Scheduler, plan, rng: np.random.Generator) -> np.ndarray | None:
         """Tokens each decoding sequence of a finished step emits beyond its one: accepted drafts, drawn at the
@@ -299,6 +328,8 @@ class Simulator:
             drafts = self.draft.time_s(context, plan.chunk_start, plan.chunk_tokens)
             return np.array([host.combine(verify + drafts, seqs, int(counts.sum()), plan.loads_s,
                                           bool(len(plan.chunk_tokens)))])
+        if self.scheduler.slot_streams:  # llama-server's slots: the step's ubatches follow its slot ids (timing 20.)
+            return self._slot_ends(sched, plan, steps, until_s)
         closed = self.closed
         # a pipeline, or an engine's passes over the step's tokens (llama.cpp's ubatches): micro-batches
         pipelined = closed is not None and (self.workload.pp > 1
@@ -470,7 +501,8 @@ class Simulator:
         tree = cache_tree(self.engine, requests)
         cache = None if tree is None else PrefixCache(tree, self.pool.seq_bytes, self.pool.page_tokens)
         host = self.engine.overheads
-        sched = Scheduler(requests, self.pool, self.scheduler, cache, save=(host.save_s, host.save_byte_s))
+        sched = Scheduler(requests, self.pool, self.scheduler, cache, save=(host.save_s, host.save_byte_s),
+                          slot_last=self.slot_last)
         records: list[tuple] = []
         arrivals = Arrivals(requests, clients or Clients(), self.engine.overheads.api_request_s)
         rng = np.random.default_rng(SPEC_SEED)
@@ -512,5 +544,7 @@ class Simulator:
         sent = Requests(arrivals.send_s, requests.prompt_tokens, requests.output_tokens, requests.prefix)
         return Trace(sent, sched.first_token_s, sched.finish_s, table[:, :7], self.pool.capacity_bytes,
                      sched.preemptions, cache.stats() if cache is not None and requests.prefix is not None else None,
-                     first_use=self._first_use_json(compiled), launch_s=table[:, 7])
+                     first_use=self._first_use_json(compiled), launch_s=table[:, 7],
+                     slots_after=tuple(-1.0 if t is None else t for t in sched.slot_last)
+                     if self.scheduler.slot_streams else None)
 

@@ -285,14 +285,29 @@ class StepModel:
         active = (q.sum(axis=0) + w) > 0  # an op with no work in this step does not launch
         return t, active
 
-    def decode_block(self, context: np.ndarray, steps: int, pad: int = 0) -> np.ndarray:
+    def split_time(self, decode_context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
+                   chunk_done: np.ndarray, sizes: list[int]) -> float:
+        """Seconds for one step the engine runs as ubatches of `sizes` tokens (llama-server's slots: engines.llamacpp
+        ubatches), each a pass over the weights with its share of the step's work (its tokens over the step's); pp 1."""
+        q = self.work(decode_context, chunk_start, chunk_tokens, chunk_done)
+        return float(self._split(q, sizes, len(decode_context), len(chunk_tokens) > 0))
+
+    def _split(self, q: np.ndarray, sizes: list[int], decodes: int, chunks: bool):
+        """Sum over the ubatches of `sizes` tokens of the step time of each one's share of work `q`."""
+        tokens = sum(sizes)
+        return sum(self.time_of(q * (s / tokens), s, math.ceil(decodes * s / tokens), chunks) for s in sizes)
+
+    def decode_block(self, context: np.ndarray, steps: int, pad: int = 0, sizes: list[int] | None = None) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`
-        (each step every sequence gains one token), each padded by `pad` dummy tokens; only for pp = 1."""
+        (each step every sequence gains one token), each padded by `pad` dummy tokens; only for pp = 1. `sizes`: the
+        ubatches the engine runs each step in (split_time; the same sequences, the same split at every step)."""
         q = np.repeat((self._dec_const * (len(context) + pad))[:, None], steps, axis=1)
         if len(self._dec_cols):
             q[self._dec_cols] += self._dec_rows[context[:, None] + np.arange(steps)].sum(axis=0).T
         q = q.reshape(len(QUANTITIES), -1, steps)
         n, tokens = len(context), len(context) + pad
+        if sizes is not None:
+            return self._split(q, sizes, n, False)
         m = self.phases.micro_count(n, tokens)  # an engine's passes over the step's tokens (PhaseModel.pipeline)
         if m == 1:
             return self.time_of(q, tokens, n, chunks=False)

@@ -5,6 +5,10 @@ With one KV stream a slot (-np N without -kvu), llama_decode splits a batch with
 consecutive sequence ids (src/llama-batch.cpp split_equal, sequential): busy slots {0, 1, 4, 5} decode in two
 ubatches, each a pass over the weights. This table is the evidence: the decode time a token grouped by (busy, runs).
   python -m validate.engines.llamacpp_slots LOG[.gz] ..
+  python -m validate.engines.llamacpp_slots chain             runs 6, 8a, 8b: the served runs one after another on one
+                                                              server, measured / the model (its slots carried from run
+                                                              to run) / the model given the server's slots at each
+                                                              run's start as its log shows them
 """
 
 from __future__ import annotations
@@ -15,7 +19,17 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from validate.engines.llamacpp_logs import busy_runs, slot_tasks
+import numpy as np
+
+from validate.engines.llamacpp_logs import busy_runs, served_summary, slot_tasks
+
+RESULTS = Path("validate/results/engines")
+# run folder, cases file, the server log, the served results' names: the runs one after another on one server
+CHAINS = (("nvidia-h200-llamacpp-2026-12-01-run6", "llamacpp_cases_run6.json", "serve.log.gz", "serve-{}.json"),
+          ("nvidia-h200-llamacpp-2026-12-01-run8a", "llamacpp_cases_run8.json", "serve-off.log.gz",
+           "serve-off-{}.json.gz"),
+          ("nvidia-h200-llamacpp-2026-12-01-run8", "llamacpp_cases_run8.json", "serve-off.log.gz",
+           "serve-off-{}.json.gz"))
 
 
 def table(path: Path) -> list[dict]:
@@ -31,7 +45,106 @@ def table(path: Path) -> list[dict]:
             for (b, r), v in sorted(groups.items())]
 
 
+def _read(path: Path) -> str:
+    return (gzip.open(path, "rt", errors="replace") if path.suffix == ".gz" else path.open(errors="replace")).read()
+
+
+def slots_at_runs(text: str, starts: list[int], n_slots: int) -> list[tuple[float, ...]]:
+    """The server's slots at the start of each run (`starts`: the index of each run's first task in task order): each
+    slot's last release before it (-1 never), on a clock that puts them before the run's own times (only their order
+    matters to the LRU choice: engines.llamacpp.lru_slot)."""
+    tasks = slot_tasks(text)
+    out = []
+    for first in starts:
+        t0 = tasks[first]["start_s"] if first < len(tasks) else tasks[-1]["end_s"]
+        last = [-1.0] * n_slots
+        for t in tasks[:first]:
+            last[t["slot"]] = max(last[t["slot"]], t["end_s"])
+        out.append(shifted(last, t0))
+    return out
+
+
+def shifted(last, end_s: float) -> tuple[float, ...]:
+    """A run's slots (each slot's last release on its clock, -1 never) as the next run's clock sees them: released
+    before it starts (end_s - 1e6 + t: negative, in the same order) and never-used ones before every used one."""
+    return tuple(-2e6 if t < 0 else t - end_s - 1e6 for t in last)
+
+
+def chain() -> str:
+    """Each chained run's served figures (TTFT and TPOT p50): measured / the model carrying its own slots from run to
+    run / the model given the log's slots at the run's start."""
+    import json
+    import tempfile
+
+    from roofline.catalogue import load_hardware, load_model
+    from roofline.catalogue.loading import validate
+    from roofline.cli import build_parser
+    from roofline.cli.simulate import _clients, _engine_profile, _simulator
+    from roofline.cli.simulate_inputs import inputs
+    from roofline.methods import parse_method
+    from roofline.specs import Workload
+    from validate.engines.llamacpp_client import schedule
+    from validate.engines.predict import write_trace
+
+    lines = []
+    for folder, cases_file, log, served in CHAINS:
+        cases = json.loads((Path(__file__).resolve().parent / cases_file).read_text())["serve"]
+        flags = (cases.get("flags") or dict(cases.get("variants", [])).get("off", "")).split()
+        text = _read(RESULTS / folder / log)
+        counts = [n for _, _, _, n, _ in cases["runs"]]
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        given_all = slots_at_runs(text, starts, cases["np"])
+        lines.append(f"{folder} ({' -> '.join(r[0] for r in cases['runs'])} on one server, {' '.join(flags)})")
+        carried = None
+        for (name, rate, conc, n, seed), given in zip(cases["runs"], given_all, strict=True):
+            tmp = Path(tempfile.mkdtemp())
+            argv = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "fp16", "--engine",
+                    "llamacpp", "--weight-dtype", "fp16", "--max-num-seqs", str(cases["np"]), "--no-search", *flags]
+            if rate > 0:
+                argv += ["--trace", str(write_trace(tmp / f"{name}.csv", schedule(seed, rate, n), cases["prompt"],
+                                                    cases["output"]))]
+            else:
+                argv += ["--rate", "inf", "--max-concurrency", str(conc), "--requests", str(n), "--prompt-tokens",
+                         str(cases["prompt"]), "--output-tokens", str(cases["output"])]
+            args = build_parser().parse_args(argv)
+            model, hw = load_model(args.model), load_hardware(args.hardware)
+            requests, _, _ = inputs(args)
+            profile = _engine_profile(args, hw, requests)
+            wl = validate(Workload, {"context_tokens": max(requests.max_tokens, 2), "engine": "llamacpp",
+                                     "prefill_chunk_tokens": profile.max_num_batched_tokens, "page_tokens":
+                                     profile.page_tokens, "weight_dtype": "fp16"}, "workload")
+            row = {}
+            for label, state in (("carried", carried), ("given", given)):
+                sim = _simulator(args, model, hw, wl, parse_method("fp16"), profile, requests.max_tokens)
+                sim.slot_last = state
+                trace = sim.run(requests, None, _clients(args))
+                row[label] = trace
+                if label == "carried":
+                    end = float(trace.finish_s.max())
+                    carried = shifted(trace.slots_after, end)
+            path = RESULTS / folder / served.format(name)
+            if not path.exists():  # run 8b's r8 client file did not come back (its README)
+                lines.append(f"  {name:4s} (no client file: {path.name})")
+                continue
+            m = served_summary(json.loads(_read(path)))
+            cells = []
+            for key, attr in (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s")):
+                meas = m[key]["p50"]
+                mod = [float(np.nanmedian(getattr(row[k], attr))) for k in ("carried", "given")]
+                errs = [(x / meas - 1) * 100 for x in mod]
+                cells.append(f"{key[:-2]} p50 {meas * 1e3:7.1f} / {mod[0] * 1e3:7.1f} ({errs[0]:+6.1f})"
+                             f" / {mod[1] * 1e3:7.1f} ({errs[1]:+6.1f})")
+            lines.append(f"  {name:4s} " + "   ".join(cells))
+    lines.append("(ms: measured / the model, slots carried from its own runs (err %) / the model, the log's slots "
+                 "at the run's start (err %))")
+    return "\n".join(lines)
+
+
 def main() -> None:
+    import sys
+    if sys.argv[1:] == ["chain"]:
+        print(chain())
+        return
     p = argparse.ArgumentParser(prog="llamacpp_slots", description=__doc__.splitlines()[0])
     p.add_argument("logs", nargs="+", type=Path)
     for log in p.parse_args().logs:
