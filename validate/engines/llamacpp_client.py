@@ -45,11 +45,13 @@ def prompt_ids(seed: int, i: int, length: int) -> list[int]:
 GREEDY = {"samplers": ["top_k"], "top_k": 1}  # per-request sampler chain (server-task.cpp params_from_json)
 
 
-def one(port: int, ids: list[int], output: int, t0: float, greedy: bool = False) -> dict:
+def one(port: int, ids: list[int], output: int, t0: float, greedy: bool = False, slot: int = -1) -> dict:
     """One streamed request; times are perf_counter seconds from t0. greedy: the chain is top_k 1 alone, not the
-    server's default chain (penalties; dry; top_n_sigma; top_k; typ_p; top_p; min_p; xtc; temperature)."""
+    server's default chain (penalties; dry; top_n_sigma; top_k; typ_p; top_p; min_p; xtc; temperature). slot >= 0: the
+    request asks for that slot ("id_slot": the server defers it while the slot is busy)."""
     body = json.dumps({"prompt": ids, "n_predict": output, "ignore_eos": True, "stream": True,
-                       "return_tokens": True, "cache_prompt": True, **(GREEDY if greedy else {})}).encode()
+                       "return_tokens": True, "cache_prompt": True, **(GREEDY if greedy else {}),
+                       **({"id_slot": slot} if slot >= 0 else {})}).encode()
     rec: dict = {"send_s": time.perf_counter() - t0, "prompt_len": len(ids), "output_len": output,
                  "chunks": [], "error": None}
     try:
@@ -76,8 +78,9 @@ def one(port: int, ids: list[int], output: int, t0: float, greedy: bool = False)
 
 
 def run(port: int, prompt: int, output: int, n: int, seed: int, rate: float, concurrency: int,
-        greedy: bool = False) -> dict:
-    """Sends the schedule's requests (rate > 0: at its instants; else `concurrency` clients back to back)."""
+        greedy: bool = False, slots: tuple[int, ...] = ()) -> dict:
+    """Sends the schedule's requests (rate > 0: at its instants; else `concurrency` clients back to back); `slots`:
+    request i asks for slot slots[i % len(slots)]."""
     sends = schedule(seed, rate, n)
     results: list[dict | None] = [None] * n
     gate = threading.Semaphore(concurrency if concurrency > 0 else n)
@@ -85,7 +88,8 @@ def run(port: int, prompt: int, output: int, n: int, seed: int, rate: float, con
 
     def go(i: int) -> None:
         try:
-            results[i] = one(port, prompt_ids(seed, i, prompt), output, t0, greedy)
+            results[i] = one(port, prompt_ids(seed, i, prompt), output, t0, greedy,
+                             slots[i % len(slots)] if slots else -1)
         finally:
             gate.release()
 
@@ -101,7 +105,8 @@ def run(port: int, prompt: int, output: int, n: int, seed: int, rate: float, con
     for th in threads:
         th.join()
     return {"prompt": prompt, "output": output, "requests": n, "seed": seed, "rate": rate,
-            "concurrency": concurrency, "greedy": greedy, "schedule_s": sends, "results": results}
+            "concurrency": concurrency, "greedy": greedy, "slots": list(slots), "schedule_s": sends,
+            "results": results}
 
 
 def main() -> None:
@@ -113,6 +118,7 @@ def main() -> None:
     p.add_argument("--requests", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--greedy", action="store_true", help="each request's sampler chain: top_k 1 alone")
+    p.add_argument("--slots", default="", help="comma-separated slot ids: request i asks for slots[i %% n]")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--rate", type=float)
     g.add_argument("--concurrency", type=int)
@@ -122,7 +128,8 @@ def main() -> None:
             p.error(f"--{name}: {getattr(a, name)} must be at least 1")
     if (a.rate is not None and a.rate <= 0) or (a.concurrency is not None and a.concurrency < 1):
         p.error("--rate / --concurrency: must be positive")
-    doc = run(a.port, a.prompt, a.output, a.requests, a.seed, a.rate or 0.0, a.concurrency or 0, a.greedy)
+    doc = run(a.port, a.prompt, a.output, a.requests, a.seed, a.rate or 0.0, a.concurrency or 0, a.greedy,
+              tuple(int(s) for s in a.slots.split(",") if s))
     with open(a.out, "w") as f:
         json.dump(doc, f)
     bad = sum(1 for r in doc["results"] if r is None or r["error"])

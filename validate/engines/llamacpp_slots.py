@@ -70,12 +70,8 @@ def shifted(last, end_s: float) -> tuple[float, ...]:
     return tuple(-2e6 if t < 0 else t - end_s - 1e6 for t in last)
 
 
-def chain() -> str:
-    """Each chained run's served figures (TTFT and TPOT p50): measured / the model carrying its own slots from run to
-    run / the model given the log's slots at the run's start."""
-    import json
-    import tempfile
-
+def _simulation(argv: list[str]):
+    """(the Simulator, its requests, its clients) `roofline simulate ARGV` would run (roofline.cli.simulate's steps)."""
     from roofline.catalogue import load_hardware, load_model
     from roofline.catalogue.loading import validate
     from roofline.cli import build_parser
@@ -83,6 +79,28 @@ def chain() -> str:
     from roofline.cli.simulate_inputs import inputs
     from roofline.methods import parse_method
     from roofline.specs import Workload
+
+    args = build_parser().parse_args(argv)
+    model, hw = load_model(args.model), load_hardware(args.hardware)
+    requests, _, _ = inputs(args)
+    profile = _engine_profile(args, hw, requests)
+    wl = validate(Workload, {"context_tokens": max(requests.max_tokens, 2), "engine": "llamacpp",
+                             "prefill_chunk_tokens": profile.max_num_batched_tokens, "page_tokens": profile.page_tokens,
+                             "weight_dtype": args.weight_dtype}, "workload")
+    return (_simulator(args, model, hw, wl, parse_method(args.method[0]), profile, requests.max_tokens), requests,
+            _clients(args))
+
+
+BASE = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "fp16", "--engine", "llamacpp",
+        "--weight-dtype", "fp16", "--no-search"]
+
+
+def chain() -> str:
+    """Each chained run's served figures (TTFT and TPOT p50): measured / the model carrying its own slots from run to
+    run / the model given the log's slots at the run's start."""
+    import json
+    import tempfile
+
     from validate.engines.llamacpp_client import schedule
     from validate.engines.predict import write_trace
 
@@ -98,39 +116,30 @@ def chain() -> str:
         carried = None
         for (name, rate, conc, n, seed), given in zip(cases["runs"], given_all, strict=True):
             tmp = Path(tempfile.mkdtemp())
-            argv = ["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "fp16", "--engine",
-                    "llamacpp", "--weight-dtype", "fp16", "--max-num-seqs", str(cases["np"]), "--no-search", *flags]
+            argv = [*BASE, "--max-num-seqs", str(cases["np"]), *flags]
             if rate > 0:
                 argv += ["--trace", str(write_trace(tmp / f"{name}.csv", schedule(seed, rate, n), cases["prompt"],
                                                     cases["output"]))]
             else:
                 argv += ["--rate", "inf", "--max-concurrency", str(conc), "--requests", str(n), "--prompt-tokens",
                          str(cases["prompt"]), "--output-tokens", str(cases["output"])]
-            args = build_parser().parse_args(argv)
-            model, hw = load_model(args.model), load_hardware(args.hardware)
-            requests, _, _ = inputs(args)
-            profile = _engine_profile(args, hw, requests)
-            wl = validate(Workload, {"context_tokens": max(requests.max_tokens, 2), "engine": "llamacpp",
-                                     "prefill_chunk_tokens": profile.max_num_batched_tokens, "page_tokens":
-                                     profile.page_tokens, "weight_dtype": "fp16"}, "workload")
             row = {}
             for label, state in (("carried", carried), ("given", given)):
-                sim = _simulator(args, model, hw, wl, parse_method("fp16"), profile, requests.max_tokens)
+                sim, requests, clients = _simulation(argv)
                 sim.slot_last = state
-                trace = sim.run(requests, None, _clients(args))
+                trace = sim.run(requests, None, clients)
                 row[label] = trace
                 if label == "carried":
-                    end = float(trace.finish_s.max())
-                    carried = shifted(trace.slots_after, end)
+                    carried = shifted(trace.slots_after, float(trace.finish_s.max()))
             path = RESULTS / folder / served.format(name)
             if not path.exists():  # run 8b's r8 client file did not come back (its README)
                 lines.append(f"  {name:4s} (no client file: {path.name})")
                 continue
             m = served_summary(json.loads(_read(path)))
             cells = []
-            for key, attr in (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s")):
+            for key in ("ttft_s", "tpot_s"):
                 meas = m[key]["p50"]
-                mod = [float(np.nanmedian(getattr(row[k], attr))) for k in ("carried", "given")]
+                mod = [float(np.nanmedian(getattr(row[k], key))) for k in ("carried", "given")]
                 errs = [(x / meas - 1) * 100 for x in mod]
                 cells.append(f"{key[:-2]} p50 {meas * 1e3:7.1f} / {mod[0] * 1e3:7.1f} ({errs[0]:+6.1f})"
                              f" / {mod[1] * 1e3:7.1f} ({errs[1]:+6.1f})")
@@ -140,10 +149,55 @@ def chain() -> str:
     return "\n".join(lines)
 
 
+def predict9(out: Path) -> None:
+    """Run 9's prediction (llamacpp_cases_run9.json), written before the run: per server variant and slot set, the
+    decode step of the four pinned streams at the mid context (prompt + output / 2) and the step of their four
+    prompts together, each as the engine splits it (split: engines.llamacpp.ubatches over the set's slots; kvu: one
+    stream, passes of pass_tokens), with the server's host work (EngineOverheads.combine); the lone prompts' TTFT by
+    `simulate --requests 1`."""
+    import datetime as dt
+    import json
+
+    from roofline.engines.llamacpp import ubatches
+    from validate.engines.cases import checkout_sha
+
+    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run9.json").read_text())["serve"]
+    p, o = cases["prompt"], cases["output"]
+    doc = {"about": "roofline's prediction of llama.cpp run 9 (llamacpp_cases_run9.json), written before the run: "
+                    "timing mechanisms 19 (passes) and 20 (slots, one KV stream each) as they stand",
+           "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(), "sets": {}, "lone": {}}
+    for variant, flags in cases["servers"]:
+        kvu = "-kvu" in flags.split()
+        ours = ["--kv-unified" if f == "-kvu" else f for f in flags.split()]  # roofline's name of the server's flag
+        sim, _, _ = _simulation([*BASE, "--max-num-seqs", str(cases["np"]), "--rate", "1", "--requests", "1",
+                                 "--prompt-tokens", str(p), "--output-tokens", str(o), *ours])
+        steps, host, n_ub = sim.steps, sim.engine.overheads, sim.phases.engine.pass_tokens
+        empty = np.zeros(0, dtype=np.int64)
+        for slots in cases["slot_sets"]:
+            ctx = np.full(4, p + o // 2)
+            dec = [4] if kvu else ubatches(slots, [], [], n_ub)
+            pre = ([p] * (4 * p // n_ub)) if kvu else ubatches([], slots, [p] * 4, n_ub)
+            tpot = host.combine(steps.split_time(ctx, empty, empty, np.zeros(0, bool), dec), 4, 4)
+            prompt = host.combine(steps.split_time(empty, np.zeros(4, dtype=np.int64), np.full(4, p),
+                                                   np.ones(4, bool), pre), 4, 4 * p, 0.0, True)
+            doc["sets"][f"{variant} {','.join(map(str, slots))}"] = {
+                "decode_ubatches": dec, "prompt_ubatches": pre, "tpot_s": float(tpot), "prompt_step_s": float(prompt)}
+        if not kvu:
+            for lp in cases["lone_prompts"]:
+                s, reqs, clients = _simulation([*BASE, "--max-num-seqs", str(cases["np"]), "--rate", "inf",
+                                                "--requests", "1", "--prompt-tokens", str(lp), "--output-tokens",
+                                                str(cases["lone_output"]), *ours])
+                doc["lone"][str(lp)] = {"ttft_s": float(np.nanmedian(s.run(reqs, None, clients).ttft_s))}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def main() -> None:
     import sys
     if sys.argv[1:] == ["chain"]:
         print(chain())
+        return
+    if sys.argv[1:2] == ["predict9"] and len(sys.argv) == 3:
+        predict9(Path(sys.argv[2]))
         return
     p = argparse.ArgumentParser(prog="llamacpp_slots", description=__doc__.splitlines()[0])
     p.add_argument("logs", nargs="+", type=Path)
