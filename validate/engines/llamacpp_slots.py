@@ -191,6 +191,43 @@ def predict9(out: Path) -> None:
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
+def compare9(resdir: Path, predicted: Path) -> str:
+    """Run 9 against a prediction: per server variant and slot set, TPOT p50 (the client's; the server's own decode
+    time a token beside it) and TTFT p50 (four prompts in one step), and the lone prompts' TTFT p50 (the server's own
+    prompt time beside it)."""
+    import json
+
+    pred = json.loads(predicted.read_text())
+    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run9.json").read_text())["serve"]
+    lines = [f"llama.cpp run 9 ({resdir}): four streams pinned to slots, one KV stream a slot (split) or -kvu; lone "
+             f"prompts", f"predicted: {predicted.name} ({pred['git_sha'][:7]}); measured / predicted (err %), ms"]
+    for variant, _ in cases["servers"]:
+        tasks = slot_tasks(_read(resdir / f"server-{variant}.log.gz"))
+        at = 0
+        for k, slots in enumerate(cases["slot_sets"], 1):
+            m = served_summary(json.loads((resdir / f"set-{variant}-{k}.json").read_text()))
+            mine = tasks[at:at + cases["requests"]]
+            at += cases["requests"]
+            server = statistics.median(t["decode_ms"] / t["decode_tokens"] for t in mine)
+            p = pred["sets"][f"{variant} {','.join(map(str, slots))}"]
+            tpot, ttft = m["tpot_s"]["p50"], m["ttft_s"]["p50"]
+            lines.append(f"{variant:5s} slots {','.join(map(str, slots)):8s} ubatches {str(p['decode_ubatches']):13s} "
+                         f"TPOT {tpot * 1e3:6.2f} / {p['tpot_s'] * 1e3:6.2f} ({(p['tpot_s'] / tpot - 1) * 100:+6.1f}) "
+                         f"[server {server:6.2f}]   TTFT {ttft * 1e3:6.1f} / {p['prompt_step_s'] * 1e3:6.1f} "
+                         f"({(p['prompt_step_s'] / ttft - 1) * 100:+6.1f})")
+        if variant == "split":
+            for lp in cases["lone_prompts"]:
+                doc = json.loads((resdir / f"lone-{variant}-{lp}.json").read_text())
+                m = served_summary(doc)
+                mine = tasks[at:at + cases["lone_repeats"]]
+                at += cases["lone_repeats"]
+                server = statistics.median(t["prompt_ms"] for t in mine)
+                ttft, p = m["ttft_s"]["p50"], pred["lone"][str(lp)]["ttft_s"]
+                lines.append(f"split lone prompt {lp:5d}: TTFT {ttft * 1e3:6.1f} / {p * 1e3:6.1f} "
+                             f"({(p / ttft - 1) * 100:+6.1f}) [server's prompt time {server:6.1f}]")
+    return "\n".join(lines)
+
+
 def main() -> None:
     import sys
     if sys.argv[1:] == ["chain"]:
@@ -198,6 +235,9 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["predict9"] and len(sys.argv) == 3:
         predict9(Path(sys.argv[2]))
+        return
+    if sys.argv[1:2] == ["compare9"] and len(sys.argv) == 4:
+        print(compare9(Path(sys.argv[2]), Path(sys.argv[3])))
         return
     p = argparse.ArgumentParser(prog="llamacpp_slots", description=__doc__.splitlines()[0])
     p.add_argument("logs", nargs="+", type=Path)
