@@ -118,10 +118,13 @@ class EngineOverheads:
     # request (timing mechanism 18: llama-server --cache-ram): save_s a save + save_byte_s x its bytes (0: none)
     save_s: float = 0.0
     save_byte_s: float = 0.0
+    # host seconds of a step that cannot reuse the step before's graph, serial before its GPU work (timing mechanism
+    # 21: llama-server rebuilds its graph for a step with prompt tokens and for a step its slots split into ubatches)
+    graph_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("step_s", "per_seq_s", "api_request_s", "eager_s", "sampler_s", "sampler_row_s", "token_s",
-                     "save_s", "save_byte_s"):
+                     "save_s", "save_byte_s", "graph_s"):
             value = getattr(self, name)
             if not value >= 0:
                 raise ValueError(f"engine overheads: {name} {value!r} must be >= 0 seconds")
@@ -144,18 +147,20 @@ class EngineOverheads:
         `prefill`: the step has prefill chunks). With asynchronous scheduling a step takes at least this (combine);
         the engine core schedules the step after it no earlier than this after its own schedule (serving.fleet's
         `seen` after a step that starts loads)."""
-        host = self.step(sequences) + self.token_s * tokens + loads_s
+        host = self.step(sequences) + self.token_s * tokens + loads_s + (self.graph_s if prefill else 0.0)
         return host + self.eager_s if self.eager(tokens, prefill) else host
 
-    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False):
+    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False,
+                rebuilt: bool = False):
         """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
         tokens: the host work after the GPU's, or hidden under it with asynchronous scheduling (vLLM's
         async_scheduling: the host prepares step n + 1 while the GPU runs step n; roofline/engines/timing.py's
         overlap rule); a step past the capture sizes adds its launches (eager_s) to the host's work, ahead of the
         GPU's (timing.EngineTiming.step). `loads_s`: host seconds of the KV loads the step starts (a disaggregated
         decode instance posting the transfers of the requests it admits, timing mechanism 10), host work like the
-        step's own. Each of the step's tokens adds token_s to the host's work."""
-        host = self.step(sequences) + self.token_s * tokens + loads_s
+        step's own. Each of the step's tokens adds token_s to the host's work; a step with prefill chunks, or one the
+        engine splits by slots (`rebuilt`), rebuilds its graph (graph_s, mechanism 21)."""
+        host = self.step(sequences) + self.token_s * tokens + loads_s + (self.graph_s if prefill or rebuilt else 0.0)
         if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
             gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
         if self.overlap:
@@ -254,7 +259,7 @@ def measured_overheads(engine: str, host_speed: float = 1.0) -> EngineOverheads:
     api = max(0.0, t.request_s + t.api_request_s - host_1) if t.request_s or t.api_request_s else 0.0
     return EngineOverheads(step_s=t.server_step_s, per_seq_s=t.server_per_seq_s, api_request_s=api,
                            overlap=t.overlap, token_s=t.token_s, save_s=t.cache_save_s,
-                           save_byte_s=t.cache_save_byte_s)
+                           save_byte_s=t.cache_save_byte_s, graph_s=t.server_graph_s)
 
 
 def with_speculative(profile: EngineScheduling, method: str | None) -> EngineScheduling:

@@ -225,6 +225,14 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    order r8 left decided it). The simulator (Scheduler slot ids, Simulator._slot_ends: StepModel's numpy path, each
    ubatch its token share of the step's work) runs it under --max-num-seqs N unless --kv-unified; the server's default
    (4 slots, unified) and the planner (a batch's slots consecutive) take one split_simple pass a pass_tokens.
+21. **llama-server's graph rebuild** (runs 9 and 10: validate/notes/2026-12-01-llamacpp-slots.md). llama_context
+   reuses the step before's graph when the ubatch's shapes and inputs allow (process_ubatch, can_reuse); a step with
+   prompt tokens, and a step its slots split into ubatches (run 9's split server: n_reused stalls), build it again
+   (build_graph, the scheduler's allocation, the inputs, ggml-cuda's CUDA graph captured again) before the GPU starts.
+   server_graph_s = four streams pinned to slots 4..7 with LLAMA_GRAPH_REUSE_DISABLE=1 (run 10) less the same with
+   reuse (run 9), TPOT p50: 2.16 ms, paid once a step (EngineOverheads.graph_s: a split step's later ubatches build
+   theirs under the GPU's work of the one before). llama-batched-bench's rebuild is 0.47 ms (run 10): the server's
+   alone (its eight KV streams' views, the per-slot outputs), not the benchmarks' the planner judges.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -323,6 +331,9 @@ class EngineTiming:
     # the most tokens one forward pass runs (19.: llama.cpp's n_ubatch): a prompt or a step of more runs as
     # ceil(tokens / pass_tokens) passes, each reading the weights and launching every kernel; 0: one pass a step
     pass_tokens: int = 0
+    # the server's host work when a step cannot reuse the step before's graph (21.: llama-server rebuilds its ggml graph
+    # for a step with prompt tokens and for a step split into ubatches by its slots)
+    server_graph_s: float = 0.0
 
     def passes(self, tokens) -> int:
         """Forward passes of a step or prompt of `tokens` tokens (19.): ceil(tokens / pass_tokens), 1 without a
@@ -436,7 +447,8 @@ IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
                "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
-               "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s", "cache_save_s", "cache_save_byte_s")
+               "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s", "cache_save_s", "cache_save_byte_s",
+               "server_graph_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -510,7 +522,7 @@ def timing(engine: str) -> EngineTiming:
             graph_ops=tuple(str(x) for x in d.get("graph_ops", ())), eager_serial=bool(d.get("eager_serial", False)),
             sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)),
             cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)),
-            pass_tokens=int(d.get("pass_tokens", 0)))
+            pass_tokens=int(d.get("pass_tokens", 0)), server_graph_s=float(d.get("server_graph_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

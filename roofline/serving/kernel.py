@@ -386,7 +386,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
     fcfg = np.array([sim.pool.capacity_bytes, host.step_s, host.per_seq_s, think, host.api_request_s, host.eager_s,
                      host.sampler_s, host.sampler_row_s, rule.cache_threshold, rule.balance_rel_threshold,
                      *handoff_terms(sim.phases), host.token_s, host.save_s, host.save_byte_s,
-                     sim.pool.page_bytes / sim.pool.page_tokens])
+                     sim.pool.page_bytes / sim.pool.page_tokens, host.graph_s])
     sizes = np.array(engine.capture_sizes + engine.prefill_capture_sizes, dtype=np.int64)
     prompt = np.ascontiguousarray(requests.prompt_tokens, dtype=np.int64)
     output = np.ascontiguousarray(requests.output_tokens, dtype=np.int64)

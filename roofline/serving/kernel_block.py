@@ -25,6 +25,7 @@ from roofline.serving.kernel_layout import (
     EAGER_L,
     EAGER_PREFILL,
     EAGER_S,
+    GRAPH_S,
     LAG,
     LAUNCH,
     LOADS,
@@ -132,6 +133,8 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     wrow, wcol = 2 * (nd > 0) + (nc > 0), min(nd + pad + n_new, cfg[MAX_STEP])
     # loads: a step with chunks is a block; every real token adds the host's per-token work (EngineOverheads.combine)
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + fcfg[TOKEN_S] * (nd + n_new) + rf[r, LOADS]
+    if nc:  # a step with prefill chunks rebuilds the engine's graph (EngineOverheads.graph_s)
+        host += fcfg[GRAPH_S]
     overlap = cfg[OVERLAP] != 0
     # past the capture sizes (EngineOverheads.eager): a step with chunks against the prefill graphs' limit
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])

@@ -64,6 +64,8 @@ TOKEN_S = 13
 # fcfg (continued): a save to the server's host prompt cache, seconds each and per byte (EngineOverheads.save_s,
 # save_byte_s, timing mechanism 18), and the bytes a saved token holds (Scheduler.save_token_bytes)
 SAVE_S, SAVE_BYTE_S, SAVE_TOKEN_B = 14, 15, 16
+# fcfg (continued): host seconds of a step with prefill chunks, its graph rebuilt (EngineOverheads.graph_s, timing 21.)
+GRAPH_S = 17
 # start_s, duration_s, running, waiting, kv_used_bytes, preemptions, tokens, replica, the eager launch (Trace.launch_s)
 REC_FIELDS = 9
 LAUNCH_COL = 8

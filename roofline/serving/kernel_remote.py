@@ -23,6 +23,7 @@ from roofline.serving.kernel_layout import (
     EAGER_PREFILL,
     EAGER_S,
     GEN,
+    GRAPH_S,
     IDS,
     KNOWN,
     LOADS,
@@ -162,6 +163,8 @@ def serial(r, st, ri, rf, cfg, fcfg):
     for j in range(nc):
         tokens += st[r, CHTOK, j]
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * (nd + nc) + fcfg[TOKEN_S] * tokens + rf[r, LOADS]
+    if nc:  # EngineOverheads.graph_s
+        host += fcfg[GRAPH_S]
     if fcfg[EAGER_S] and tokens > (cfg[EAGER_PREFILL] if nc else cfg[EAGER_ABOVE]):
         host = host + fcfg[EAGER_S]
     return rf[r, TSCHED] + host

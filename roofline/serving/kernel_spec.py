@@ -34,6 +34,7 @@ from roofline.serving.kernel_layout import (
     EAGER_PREFILL,
     EAGER_S,
     GEN,
+    GRAPH_S,
     KNOWN,
     LAG,
     LAUNCH,
@@ -250,6 +251,8 @@ def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
         verify = law(q, tab[9][0])
     gpu = verify + _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, q)  # q: free after the verify's law
     host = fcfg[STEP_S] + fcfg[PER_SEQ_S] * seqs + fcfg[TOKEN_S] * n_new + rf[r, LOADS]
+    if ri[r, NCH]:  # EngineOverheads.graph_s
+        host += fcfg[GRAPH_S]
     if fcfg[SAMPLER_S] > 0.0 or fcfg[SAMPLER_ROW_S] > 0.0:
         gpu = gpu + (fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * seqs)
     eager = fcfg[EAGER_S] > 0.0 and n_new > (cfg[EAGER_PREFILL] if ri[r, NCH] else cfg[EAGER_ABOVE])

@@ -239,13 +239,15 @@ class Simulator:
         host, seqs = self.engine.overheads, len(plan.context) + len(plan.chunk_tokens)
         n_ubatch = self.phases.engine.pass_tokens or self.scheduler.max_num_batched_tokens
         sizes = ubatches(sched.slot[plan.decode], sched.slot[plan.chunk_pos], plan.chunk_tokens, n_ubatch)
+        split = len(sizes) > 1  # the server's graph is rebuilt for such a step (timing 21.)
         if steps == 1:
             gpu = self.steps.split_time(plan.context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, sizes)
-            return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)))])
+            return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)), split)])
         parts, done, size = [], 0, LAZY_STEPS
         while done < steps:
             k = min(size, steps - done)
-            parts.append(host.combine(self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs))
+            parts.append(host.combine(self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs,
+                                      rebuilt=split))
             done, size = done + k, 2 * size
             ends = np.cumsum(np.concatenate(parts))
             if ends[-1] >= until_s:

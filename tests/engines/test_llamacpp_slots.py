@@ -3,6 +3,7 @@ slot, and llama_decode splits a step's batch with split_equal, whose ubatch hold
 The rules come from llama.cpp's source at 0c1e570 (cited in engines.llamacpp), the evidence from the committed server
 logs of runs 6 and 8 (-lv 4: each task's slot, start, release and decode time)."""
 
+import json
 import math
 from pathlib import Path
 
@@ -72,7 +73,8 @@ def _c4(slot_last):
 def test_four_streams_on_split_slots_pay_one_pass_more_a_step():
     """c4 on 8 slots: slots 0, 1, 4, 5 least recently used (so the first round takes them) decode in two ubatches of
     two, slots 4..7 in one of four: per step, the difference is one more decode pass of two sequences, which the
-    planner's decode step of 2 less its host work gives (the GPU work of 2 sequences, at their contexts)."""
+    planner's decode step of 2 less its host work gives (the GPU work of 2 sequences, at their contexts), and the
+    server's graph rebuilt once (timing 21.: run 10's TPOT with LLAMA_GRAPH_REUSE_DISABLE=1 less run 9's with reuse)."""
     split = _c4((1.0, 2.0, 9.0, 9.0, 3.0, 4.0, 9.0, 9.0))
     whole = _c4((9.0, 9.0, 9.0, 9.0, 1.0, 2.0, 3.0, 4.0))
     assert split.slots_after is not None
@@ -83,7 +85,25 @@ def test_four_streams_on_split_slots_pay_one_pass_more_a_step():
     gpu4 = ph.decode_time(4, mid) - ph.engine.host_s(4) - ph.sampler_s(4)
     first = slice(0, 4)  # the first round: the slots the state picks
     extra = float(np.median(split.tpot_s[first]) - np.median(whole.tpot_s[first]))
-    assert extra == pytest.approx(2 * gpu2 - gpu4, rel=0.05)
+    rebuild = _tpot("nvidia-h200-llamacpp-2026-12-01-run10/set-noreuse-1.json") - \
+        _tpot("nvidia-h200-llamacpp-2026-12-01-run9/set-split-1.json")
+    assert 2.0e-3 < rebuild < 2.3e-3
+    assert extra == pytest.approx(2 * gpu2 - gpu4 + rebuild, rel=0.05)
+
+
+def _tpot(path: str) -> float:
+    from validate.engines.llamacpp_logs import served_summary
+    return served_summary(json.loads((RESULTS / path).read_text()))["tpot_s"]["p50"]
+
+
+def test_a_prompt_step_and_a_split_step_rebuild_the_servers_graph():
+    """EngineOverheads.combine: a step with prefill chunks, or one split by slots, adds the server's graph rebuild to
+    its host work, once; a decode step that reuses its graph does not."""
+    o = scheduling("llamacpp", H200).overheads
+    assert o.graph_s > 0
+    base = o.combine(1.0, 4, 4)
+    assert o.combine(1.0, 4, 4, rebuilt=True) - base == pytest.approx(o.graph_s)
+    assert o.combine(1.0, 4, 4, prefill=True) - base == pytest.approx(o.graph_s)
 
 
 def test_kv_unified_is_llamacpps_alone(capsys):

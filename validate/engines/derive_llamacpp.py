@@ -78,6 +78,8 @@ RUN4 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run4")
 RUN5 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5")
 RUN5B = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5b")
 RUN6 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run6")
+RUN9 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run9")
+RUN10 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run10")
 # llama-server started with its defaults (no -b / -ub): its context's log states the physical batch it runs
 SERVER_LOG = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run1/mem-c32768-np8.log")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
@@ -356,6 +358,17 @@ def server_ubatch(log: Path = SERVER_LOG) -> int:
     return int(found.group(1))
 
 
+def server_graph_s(run9: Path = RUN9, run10: Path = RUN10) -> tuple[float, dict[str, float]]:
+    """The server's host work a step pays when it rebuilds its graph: four streams pinned to slots 4..7 (one ubatch a
+    step) decode with LLAMA_GRAPH_REUSE_DISABLE=1 (run 10, every step rebuilt) against the same set with reuse (run 9),
+    the clients' TPOT p50s."""
+    from validate.engines.llamacpp_logs import served_summary as summary
+
+    off = summary(json.loads((run10 / "set-noreuse-1.json").read_text()))["tpot_s"]["p50"]
+    on = summary(json.loads((run9 / "set-split-1.json").read_text()))["tpot_s"]["p50"]
+    return off - on, {"noreuse_tpot_s": off, "reuse_tpot_s": on}
+
+
 def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B) -> dict:
     times = {k: v["us"] * 1e-6 for k, v in perf_lines((run3 / "ops.txt").read_text()).items() if v["supported"]}
     mm, fa = matmul_laws(times), attention_law(times)
@@ -384,6 +397,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
     norm_s, norm_each = norm_kernel_s((run5, run5b))
     epilogue, epilogue_calls = one_row_epilogue(run5)
     save, save_rows = cache_save_law(RUN6)
+    graph, graph_each = server_graph_s()
     kernels.update({**qlaws, "kernel_time": kernel_s, "norm_kernel": norm_s, "one_row_epilogue": epilogue})
     ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
@@ -394,6 +408,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
         "token_s": token,
         "cache_save_s": save["latency_s"], "cache_save_byte_s": 1.0 / save["bytes_per_s"],
         "pass_tokens": server_ubatch(),
+        "server_graph_s": graph,
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
@@ -463,6 +478,15 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
                            "so a prompt or step of T tokens reads the weights and launches every kernel "
                            "ceil(T / n_ubatch) times (runs 5 / 5b's timelines: four ubatches' kernels in a 2,048-token "
                            "call)",
+            "server_graph_s": (
+                f"{RUN10}/set-noreuse-1.json less {RUN9}/set-split-1.json, the clients' TPOT p50: four streams pinned "
+                "to slots 4..7 of an -np 8 server (one ubatch a step) with LLAMA_GRAPH_REUSE_DISABLE=1 (every step "
+                f"rebuilds its graph) and with reuse, {graph_each['noreuse_tpot_s'] * 1e3:.2f} - "
+                f"{graph_each['reuse_tpot_s'] * 1e3:.2f} ms: the server's host work when a step cannot reuse the step "
+                "before's graph (src/llama-context.cpp process_ubatch: build_graph, ggml_backend_sched_alloc_graph, "
+                "the inputs; ggml-cuda's CUDA graph captured again), which a step with prompt tokens and a step split "
+                "by slots pay (run 9's split server: n_reused stalls); llama-batched-bench's rebuild is 0.47 ms (run "
+                "10, batched-reuse.log / batched-noreuse.log)"),
             "one_row_epilogue": f"{run5} trace-<type>-b1.json / -b2.json (the timelines' per-name calls a step): "
                                 "ggml-cuda fuses the residual adds and the GLU into the mat-vecs at one column "
                                 "(ggml_cuda_should_fuse_mul_mat): adds / GLUs / matmul calls a step "

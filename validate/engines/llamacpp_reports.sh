@@ -79,4 +79,11 @@ R7=$E/$D6-run7-report.txt
   echo "== the model now: h200-llamacpp-run7-now.json"
   py validate.engines.llamacpp_cache compare7 $E/$D6-run7 --predicted $E/h200-llamacpp-run7-now.json | tail -n +3; } \
   > $R7
+# run 9 (pinned slots, one KV stream a slot or -kvu; lone prompts): the prediction before the run, then the model now
+python -m validate.engines.llamacpp_slots predict9 $E/h200-llamacpp-run9-now.json --now
+{ python -m validate.engines.llamacpp_slots compare9 $E/$D6-run9 $E/h200-llamacpp-run9-predicted.json
+  echo; echo "== the model now: h200-llamacpp-run9-now.json"
+  python -m validate.engines.llamacpp_slots compare9 $E/$D6-run9 $E/h200-llamacpp-run9-now.json | tail -n +3; } \
+  > $E/$D6-run9-report.txt
+python -m validate.engines.llamacpp_slots chain > $E/nvidia-h200-llamacpp-slots-chain.txt
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8

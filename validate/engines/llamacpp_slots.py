@@ -5,6 +5,7 @@ With one KV stream a slot (-np N without -kvu), llama_decode splits a batch with
 consecutive sequence ids (src/llama-batch.cpp split_equal, sequential): busy slots {0, 1, 4, 5} decode in two
 ubatches, each a pass over the weights. This table is the evidence: the decode time a token grouped by (busy, runs).
   python -m validate.engines.llamacpp_slots LOG[.gz] ..
+  python -m validate.engines.llamacpp_slots predict9 OUT [--now] / compare9 RESDIR PREDICTED   run 9
   python -m validate.engines.llamacpp_slots chain             runs 6, 8a, 8b: the served runs one after another on one
                                                               server, measured / the model (its slots carried from run
                                                               to run) / the model given the server's slots at each
@@ -149,7 +150,7 @@ def chain() -> str:
     return "\n".join(lines)
 
 
-def predict9(out: Path) -> None:
+def predict9(out: Path, now: bool = False) -> None:
     """Run 9's prediction (llamacpp_cases_run9.json), written before the run: per server variant and slot set, the
     decode step of the four pinned streams at the mid context (prompt + output / 2) and the step of their four
     prompts together, each as the engine splits it (split: engines.llamacpp.ubatches over the set's slots; kvu: one
@@ -163,8 +164,10 @@ def predict9(out: Path) -> None:
 
     cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run9.json").read_text())["serve"]
     p, o = cases["prompt"], cases["output"]
-    doc = {"about": "roofline's prediction of llama.cpp run 9 (llamacpp_cases_run9.json), written before the run: "
-                    "timing mechanisms 19 (passes) and 20 (slots, one KV stream each) as they stand",
+    about = ("the model now (mechanisms 19-21; 21's graph rebuild measured by run 10 against this run's reuse set)"
+             if now else "written before the run: timing mechanisms 19 (passes) and 20 (slots, one KV stream each) as "
+             "they stand")
+    doc = {"about": f"roofline's prediction of llama.cpp run 9 (llamacpp_cases_run9.json), {about}",
            "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(), "sets": {}, "lone": {}}
     for variant, flags in cases["servers"]:
         kvu = "-kvu" in flags.split()
@@ -177,7 +180,8 @@ def predict9(out: Path) -> None:
             ctx = np.full(4, p + o // 2)
             dec = [4] if kvu else ubatches(slots, [], [], n_ub)
             pre = ([p] * (4 * p // n_ub)) if kvu else ubatches([], slots, [p] * 4, n_ub)
-            tpot = host.combine(steps.split_time(ctx, empty, empty, np.zeros(0, bool), dec), 4, 4)
+            tpot = host.combine(steps.split_time(ctx, empty, empty, np.zeros(0, bool), dec), 4, 4,
+                                rebuilt=len(dec) > 1)
             prompt = host.combine(steps.split_time(empty, np.zeros(4, dtype=np.int64), np.full(4, p),
                                                    np.ones(4, bool), pre), 4, 4 * p, 0.0, True)
             doc["sets"][f"{variant} {','.join(map(str, slots))}"] = {
@@ -233,8 +237,8 @@ def main() -> None:
     if sys.argv[1:] == ["chain"]:
         print(chain())
         return
-    if sys.argv[1:2] == ["predict9"] and len(sys.argv) == 3:
-        predict9(Path(sys.argv[2]))
+    if sys.argv[1:2] == ["predict9"] and len(sys.argv) in (3, 4):
+        predict9(Path(sys.argv[2]), sys.argv[3:] == ["--now"])
         return
     if sys.argv[1:2] == ["compare9"] and len(sys.argv) == 4:
         print(compare9(Path(sys.argv[2]), Path(sys.argv[3])))
