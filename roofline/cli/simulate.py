@@ -422,7 +422,7 @@ def _engine_json(engine) -> dict[str, Any]:
             "mixed_steps": engine.mixed_steps, "preemption": engine.preemption, "pad_scope": engine.pad_scope,
             "capture_sizes_max": engine.capture_sizes[-1] if engine.capture_sizes else None,
             "page_tokens": engine.page_tokens, "prefix_caching": engine.prefix_caching, "host_speed": engine.host_speed,
-            "notes": list(engine.notes)}
+            "slot_streams": engine.slot_streams, "notes": list(engine.notes)}
 
 
 def _strict(value: Any) -> Any:
@@ -506,7 +506,10 @@ def _feature_notes(r: dict[str, Any]) -> list[str]:
            + ("" if e["chunked_prefill"] else ", no chunked prefill") + ("" if e["mixed_steps"] else
                                                                          ", prefill and decode in separate steps")
            + (f"; host {e['host_speed']:g}x its time profile's (host work / {e['host_speed']:g})"
-              if e.get("host_speed", 1.0) != 1.0 else "")]
+              if e.get("host_speed", 1.0) != 1.0 else "")
+           + ("; one KV stream a slot (-np without -kvu): a step splits into ubatches at each break in consecutive "
+              "slot ids, each a pass over the weights, and a split step rebuilds the server's graph (roofline.engines."
+              "timing 20., 21.; --kv-unified: one stream)" if e.get("slot_streams") else "")]
     if c["max_concurrency"] or c["session_turns"] > 1:
         who = (f"at most {c['max_concurrency']} outstanding" if c["max_concurrency"]
                else f"sessions of {c['session_turns']} turns")
