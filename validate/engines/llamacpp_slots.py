@@ -5,7 +5,8 @@ With one KV stream a slot (-np N without -kvu), llama_decode splits a batch with
 consecutive sequence ids (src/llama-batch.cpp split_equal, sequential): busy slots {0, 1, 4, 5} decode in two
 ubatches, each a pass over the weights. This table is the evidence: the decode time a token grouped by (busy, runs).
   python -m validate.engines.llamacpp_slots LOG[.gz] ..
-  python -m validate.engines.llamacpp_slots predict9 OUT [--now] / compare9 RESDIR PREDICTED   run 9
+  python -m validate.engines.llamacpp_slots predict9 OUT [--now] [--cases F] / compare9 RESDIR PREDICTED [--cases F]
+                                                              runs 9 and 11 (pinned slots; 11: Q4_K_M, and r8)
   python -m validate.engines.llamacpp_slots chain             runs 6, 8a, 8b: the served runs one after another on one
                                                               server, measured / the model (its slots carried from run
                                                               to run) / the model given the server's slots at each
@@ -150,7 +151,7 @@ def chain() -> str:
     return "\n".join(lines)
 
 
-def predict9(out: Path, now: bool = False) -> None:
+def predict9(out: Path, now: bool = False, cases_file: str = "llamacpp_cases_run9.json") -> None:
     """Run 9's prediction (llamacpp_cases_run9.json), written before the run: per server variant and slot set, the
     decode step of the four pinned streams at the mid context (prompt + output / 2) and the step of their four
     prompts together, each as the engine splits it (split: engines.llamacpp.ubatches over the set's slots; kvu: one
@@ -162,18 +163,20 @@ def predict9(out: Path, now: bool = False) -> None:
     from roofline.engines.llamacpp import ubatches
     from validate.engines.cases import checkout_sha
 
-    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run9.json").read_text())["serve"]
+    whole = json.loads((Path(__file__).resolve().parent / cases_file).read_text())
+    cases = whole["serve"]
     p, o = cases["prompt"], cases["output"]
+    weights = ["--weight-dtype", f"gguf:{whole['quant']}"] if "quant" in whole else []
     about = ("the model now (mechanisms 19-21; 21's graph rebuild measured by run 10 against this run's reuse set)"
              if now else "written before the run: timing mechanisms 19 (passes) and 20 (slots, one KV stream each) as "
              "they stand")
-    doc = {"about": f"roofline's prediction of llama.cpp run 9 (llamacpp_cases_run9.json), {about}",
+    doc = {"about": f"roofline's prediction of llama.cpp's pinned slots ({cases_file}), {about}",
            "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(), "sets": {}, "lone": {}}
     for variant, flags in cases["servers"]:
         kvu = "-kvu" in flags.split()
         ours = ["--kv-unified" if f == "-kvu" else f for f in flags.split()]  # roofline's name of the server's flag
-        sim, _, _ = _simulation([*BASE, "--max-num-seqs", str(cases["np"]), "--rate", "1", "--requests", "1",
-                                 "--prompt-tokens", str(p), "--output-tokens", str(o), *ours])
+        sim, _, _ = _simulation([*BASE, *weights, "--max-num-seqs", str(cases["np"]), "--rate", "1", "--requests",
+                                 "1", "--prompt-tokens", str(p), "--output-tokens", str(o), *ours])
         steps, host, n_ub = sim.steps, sim.engine.overheads, sim.phases.engine.pass_tokens
         empty = np.zeros(0, dtype=np.int64)
         for slots in cases["slot_sets"]:
@@ -188,22 +191,33 @@ def predict9(out: Path, now: bool = False) -> None:
                 "decode_ubatches": dec, "prompt_ubatches": pre, "tpot_s": float(tpot), "prompt_step_s": float(prompt)}
         if not kvu:
             for lp in cases["lone_prompts"]:
-                s, reqs, clients = _simulation([*BASE, "--max-num-seqs", str(cases["np"]), "--rate", "inf",
+                s, reqs, clients = _simulation([*BASE, *weights, "--max-num-seqs", str(cases["np"]), "--rate", "inf",
                                                 "--requests", "1", "--prompt-tokens", str(lp), "--output-tokens",
                                                 str(cases["lone_output"]), *ours])
                 doc["lone"][str(lp)] = {"ttft_s": float(np.nanmedian(s.run(reqs, None, clients).ttft_s))}
+            doc["served"] = {}
+            for name, rate, _conc, n, seed in cases.get("runs", []):  # after the sets, on the same server
+                import tempfile
+
+                from validate.engines.llamacpp_client import schedule
+                from validate.engines.predict import write_trace
+                trace = write_trace(Path(tempfile.mkdtemp()) / f"{name}.csv", schedule(seed, rate, n), p, o)
+                s, reqs, clients = _simulation([*BASE, *weights, "--max-num-seqs", str(cases["np"]), "--trace",
+                                                str(trace), *ours])
+                t = s.run(reqs, None, clients)
+                doc["served"][name] = {k: float(np.nanmedian(getattr(t, k))) for k in ("ttft_s", "tpot_s")}
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def compare9(resdir: Path, predicted: Path) -> str:
+def compare9(resdir: Path, predicted: Path, cases_file: str = "llamacpp_cases_run9.json") -> str:
     """Run 9 against a prediction: per server variant and slot set, TPOT p50 (the client's; the server's own decode
     time a token beside it) and TTFT p50 (four prompts in one step), and the lone prompts' TTFT p50 (the server's own
     prompt time beside it)."""
     import json
 
     pred = json.loads(predicted.read_text())
-    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run9.json").read_text())["serve"]
-    lines = [f"llama.cpp run 9 ({resdir}): four streams pinned to slots, one KV stream a slot (split) or -kvu; lone "
+    cases = json.loads((Path(__file__).resolve().parent / cases_file).read_text())["serve"]
+    lines = [f"llama.cpp ({resdir}): four streams pinned to slots, one KV stream a slot (split) or -kvu; lone "
              f"prompts", f"predicted: {predicted.name} ({pred['git_sha'][:7]}); measured / predicted (err %), ms"]
     for variant, _ in cases["servers"]:
         tasks = slot_tasks(_read(resdir / f"server-{variant}.log.gz"))
@@ -229,6 +243,11 @@ def compare9(resdir: Path, predicted: Path) -> str:
                 ttft, p = m["ttft_s"]["p50"], pred["lone"][str(lp)]["ttft_s"]
                 lines.append(f"split lone prompt {lp:5d}: TTFT {ttft * 1e3:6.1f} / {p * 1e3:6.1f} "
                              f"({(p / ttft - 1) * 100:+6.1f}) [server's prompt time {server:6.1f}]")
+            for name in pred.get("served", {}):
+                m = served_summary(json.loads((resdir / f"serve-{name}.json").read_text()))
+                cells = [f"{k[:-2].upper()} p50 {m[k]['p50'] * 1e3:7.1f} / {pred['served'][name][k] * 1e3:7.1f} "
+                         f"({(pred['served'][name][k] / m[k]['p50'] - 1) * 100:+6.1f})" for k in ("ttft_s", "tpot_s")]
+                lines.append(f"split served {name}: " + "   ".join(cells))
     return "\n".join(lines)
 
 
@@ -237,11 +256,15 @@ def main() -> None:
     if sys.argv[1:] == ["chain"]:
         print(chain())
         return
-    if sys.argv[1:2] == ["predict9"] and len(sys.argv) in (3, 4):
-        predict9(Path(sys.argv[2]), sys.argv[3:] == ["--now"])
+    if sys.argv[1:2] == ["predict9"] and len(sys.argv) >= 3:  # [--now] [--cases FILE]
+        rest = sys.argv[3:]
+        cases = rest[rest.index("--cases") + 1] if "--cases" in rest else "llamacpp_cases_run9.json"
+        predict9(Path(sys.argv[2]), "--now" in rest, cases)
         return
-    if sys.argv[1:2] == ["compare9"] and len(sys.argv) == 4:
-        print(compare9(Path(sys.argv[2]), Path(sys.argv[3])))
+    if sys.argv[1:2] == ["compare9"] and len(sys.argv) >= 4:  # [--cases FILE]
+        rest = sys.argv[4:]
+        cases = rest[rest.index("--cases") + 1] if "--cases" in rest else "llamacpp_cases_run9.json"
+        print(compare9(Path(sys.argv[2]), Path(sys.argv[3]), cases))
         return
     p = argparse.ArgumentParser(prog="llamacpp_slots", description=__doc__.splitlines()[0])
     p.add_argument("logs", nargs="+", type=Path)
