@@ -13,6 +13,11 @@
 #                             of LIMIT s since the driver's T_START (FLOOR s at the least)
 #   llamacpp_serve_runs       stage S-RUN per the cases' serve.runs: llamacpp_client.py against the server on PORT
 #                             (a Poisson rate or a closed loop of clients), RESDIR/serve-RUN.json
+#   llamacpp_server TRIES LOG FLAGS..
+#                             llama-server in its own session (SPID), every layer on the GPU, -lv 4 (run 1's), FLAGS
+#                             after; 1 if /health is not up within TRIES x 2 s
+#   llamacpp_slot_sets TAG    the cases' serve.slot_sets, four closed-loop clients each asking for its set's slots
+#                             (llamacpp_client --slots), RESDIR/set-TAG-K.json
 #   C EXPR (EXPR of the cases c, printed), fail STAGE (STAGE-FAILED, ALL_DONE, exit 1), stop (the server's session)
 source "$(dirname "${BASH_SOURCE[0]}")/llamacpp_cuda.sh"
 
@@ -99,5 +104,23 @@ llamacpp_serve_runs() {
     mode=(--rate "$rate"); [ "$conc" != 0 ] && mode=(--concurrency "$conc")
     timeout 150 python3 $HERE/llamacpp_client.py $PORT $R/serve-$run.json --prompt $(C "c['serve']['prompt']") \
       --output $(C "c['serve']['output']") --requests "$n" --seed "$seed" "${mode[@]}"
+  done
+}
+
+llamacpp_server() {
+  local tries=$1 log=$2; shift 2
+  setsid $BIN/llama-server -m $MODEL -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics -lv 4 "$@" \
+    > "$log" 2>&1 &
+  SPID=$!
+  wait_healthy $SPID "$log" $PORT "$tries"
+}
+
+llamacpp_slot_sets() {
+  local k=0 set
+  for set in $(C "' '.join(','.join(map(str, s)) for s in c['serve']['slot_sets'])"); do
+    k=$((k + 1))
+    timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/set-$1-$k.json --prompt $(C "c['serve']['prompt']") \
+      --output $(C "c['serve']['output']") --requests $(C "c['serve']['requests']") --seed $k --concurrency 4 \
+      --slots $set
   done
 }

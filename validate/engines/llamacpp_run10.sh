@@ -24,17 +24,12 @@ server_args() { echo -m $MODEL -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 
   -c $(C "$S['c']") -np $(C "$S['np']") $(C "$S['flags']"); }
 
 stage N
-LLAMA_GRAPH_REUSE_DISABLE=1 setsid $BIN/llama-server $(server_args) > $R/server-noreuse.log 2>&1 &
-SPID=$!
-if wait_healthy $SPID $R/server-noreuse.log $PORT 60; then
-  k=0
-  for set in $(C "' '.join(','.join(map(str, s)) for s in $S['slot_sets'])"); do
-    k=$((k + 1))
-    timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/set-noreuse-$k.json --prompt $(C "$S['prompt']") \
-      --output $(C "$S['output']") --requests $(C "$S['requests']") --seed $k --concurrency 4 --slots $set
-  done
+export LLAMA_GRAPH_REUSE_DISABLE=1
+if llamacpp_server 60 $R/server-noreuse.log -c $(C "$S['c']") -np $(C "$S['np']") $(C "$S['flags']"); then
+  llamacpp_slot_sets noreuse
   stop
 fi
+unset LLAMA_GRAPH_REUSE_DISABLE
 gzip -n -f $R/server-noreuse.log
 
 stage BB

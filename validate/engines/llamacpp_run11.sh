@@ -22,16 +22,9 @@ tail -2 $R/quant.log
 
 S="c['serve']"
 stage P
-setsid $BIN/llama-server -m $QM -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics -lv 4 \
-  -c $(C "$S['c']") -np $(C "$S['np']") $(C "dict($S['servers'])['split']") > $R/server-split.log 2>&1 &
-SPID=$!
-if wait_healthy $SPID $R/server-split.log $PORT 60; then
-  k=0
-  for set in $(C "' '.join(','.join(map(str, s)) for s in $S['slot_sets'])"); do
-    k=$((k + 1))
-    timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/set-split-$k.json --prompt $(C "$S['prompt']") \
-      --output $(C "$S['output']") --requests $(C "$S['requests']") --seed $k --concurrency 4 --slots $set
-  done
+MODEL=$QM  # the server serves the quantized file
+if llamacpp_server 60 $R/server-split.log -c $(C "$S['c']") -np $(C "$S['np']") $(C "dict($S['servers'])['split']"); then
+  llamacpp_slot_sets split
   for p in $(C "' '.join(map(str, $S['lone_prompts']))"); do
     timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/lone-split-$p.json --prompt $p --output $(C "$S['lone_output']") \
       --requests $(C "$S['lone_repeats']") --seed $p --concurrency 1

@@ -21,17 +21,10 @@ llamacpp_env llamacpp_cases_run6.json
 llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
-server() {  # server TRIES LOG FLAGS..: llama-server in its own session, every layer on the GPU, -lv 4 (run 1's)
-  local tries=$1 log=$2; shift 2
-  setsid $BIN/llama-server -m $MODEL -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics -lv 4 "$@" \
-    > "$log" 2>&1 &
-  SPID=$!
-  wait_healthy $SPID "$log" $PORT "$tries"
-}
 
 for t in $(C "' '.join(c['save']['kv_types'])"); do
   stage "V-$t"
-  server 60 $R/save-$t.log -c $(C "c['save']['c']") -np $(C "c['save']['np']") -ctk $t -ctv $t || continue
+  llamacpp_server 60 $R/save-$t.log -c $(C "c['save']['c']") -np $(C "c['save']['np']") -ctk $t -ctv $t || continue
   i=0
   for p in $(C "' '.join(map(str, c['save']['prompts']))"); do
     i=$((i + 1))
@@ -44,7 +37,7 @@ for t in $(C "' '.join(c['save']['kv_types'])"); do
 done
 
 stage S
-server 60 $R/serve.log -c $(C "c['serve']['c']") -np $(C "c['serve']['np']") $(C "c['serve']['flags']") || fail S
+llamacpp_server 60 $R/serve.log -c $(C "c['serve']['c']") -np $(C "c['serve']['np']") $(C "c['serve']['flags']") || fail S
 llamacpp_serve_runs
 stop
 gzip -n -f $R/serve.log

@@ -20,24 +20,12 @@ llamacpp_env llamacpp_cases_run9.json
 llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
-server() {  # server TRIES LOG FLAGS..: llama-server in its own session, every layer on the GPU, -lv 4 (run 1's)
-  local tries=$1 log=$2; shift 2
-  setsid $BIN/llama-server -m $MODEL -ngl $NGL --host 127.0.0.1 --port $PORT --seed 0 --metrics -lv 4 "$@" \
-    > "$log" 2>&1 &
-  SPID=$!
-  wait_healthy $SPID "$log" $PORT "$tries"
-}
 
 S="c['serve']"
 for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
   stage "P-$v"
-  server 60 $R/server-$v.log -c $(C "$S['c']") -np $(C "$S['np']") $(C "dict($S['servers'])['$v']") || continue
-  k=0
-  for set in $(C "' '.join(','.join(map(str, s)) for s in $S['slot_sets'])"); do
-    k=$((k + 1))
-    timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/set-$v-$k.json --prompt $(C "$S['prompt']") \
-      --output $(C "$S['output']") --requests $(C "$S['requests']") --seed $k --concurrency 4 --slots $set
-  done
+  llamacpp_server 60 $R/server-$v.log -c $(C "$S['c']") -np $(C "$S['np']") $(C "dict($S['servers'])['$v']") || continue
+  llamacpp_slot_sets $v
   if [ "$v" = split ]; then
     for p in $(C "' '.join(map(str, $S['lone_prompts']))"); do
       timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/lone-$v-$p.json --prompt $p \
