@@ -21,7 +21,6 @@ llamacpp_env llamacpp_cases_run6.json
 llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
-
 for t in $(C "' '.join(c['save']['kv_types'])"); do
   stage "V-$t"
   llamacpp_server 60 $R/save-$t.log -c $(C "c['save']['c']") -np $(C "c['save']['np']") -ctk $t -ctv $t || continue
