@@ -310,10 +310,12 @@ class Scheduler:
         return s
 
     def _free_slots(self, pos, now: float) -> None:
-        """The slots of running positions `pos` are released at `now` (their last use, for the LRU choice)."""
+        """The slots of running positions `pos` are released at `now` (their last use, for the LRU choice), in slot
+        order as the server's loop releases them (each a nanosecond after the one before: update_slots walks its slots
+        in order and stamps each release, so of slots freed by one step the lowest is the least recently used)."""
         if self.config.slot_streams:
-            for s in np.atleast_1d(self.slot[pos]).tolist():
-                self.slot_last[s] = now
+            for k, s in enumerate(sorted(np.atleast_1d(self.slot[pos]).tolist())):
+                self.slot_last[s] = now + k * 1e-9
 
     def _take(self, i: int, todo: int, budget: int, free: float
               ) -> tuple[int, int, float, float, int, int, bool] | None:

@@ -110,3 +110,34 @@ def test_kv_unified_is_llamacpps_alone(capsys):
     assert main(["simulate", "--model", "Llama-3.1-8B", "--hardware", "H200", "--method", "bf16", "--engine", "vllm",
                  "--kv-unified", "--rate", "1", "--requests", "5"]) == 2
     assert "--kv-unified" in capsys.readouterr().err
+
+
+def test_the_simulated_server_gives_run_6s_r4_the_slots_the_server_gave():
+    """Run 6's r4 (80 Poisson sends at 4 req/s on a fresh -np 8 server, --cache-ram 0): the server's log names each
+    task's slot; the simulator, taking the LRU slot and releasing a step's slots in slot order, gives the same 80."""
+    import gzip
+    import tempfile
+
+    import roofline.serving.scheduler as scheduler
+    from validate.engines.llamacpp_client import schedule
+    from validate.engines.llamacpp_logs import slot_tasks
+    from validate.engines.llamacpp_slots import BASE, _simulation
+    from validate.engines.predict import write_trace
+
+    log = gzip.open(RESULTS / "nvidia-h200-llamacpp-2026-12-01-run6/serve.log.gz", "rt", errors="replace").read()
+    served = [t["slot"] for t in slot_tasks(log)][:80]
+    taken = []
+    take = scheduler.Scheduler._take_slot
+
+    def spy(self):
+        taken.append(take(self))
+        return taken[-1]
+    trace = write_trace(Path(tempfile.mkdtemp()) / "r4.csv", schedule(1, 4, 80), 512, 128)
+    sim, reqs, clients = _simulation([*BASE, "--max-num-seqs", "8", "--cache-ram", "0", "--trace", str(trace)])
+    scheduler.Scheduler._take_slot = spy
+    try:
+        sim.run(reqs, None, clients)
+    finally:
+        scheduler.Scheduler._take_slot = take
+    assert taken[-80:] == served  # the run returned (a duty-clock run may be run again: Simulator.run)
+    assert served[16:19] == [7, 5, 6]  # two tasks freed by one step: the lower slot the less recently used
