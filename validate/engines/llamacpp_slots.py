@@ -7,6 +7,7 @@ ubatches, each a pass over the weights. This table is the evidence: the decode t
   python -m validate.engines.llamacpp_slots LOG[.gz] ..
   python -m validate.engines.llamacpp_slots predict9 OUT [--now] [--cases F] / compare9 RESDIR PREDICTED [--cases F]
                                                               runs 9 and 11 (pinned slots; 11: Q4_K_M, and r8)
+  python -m validate.engines.llamacpp_slots compare12 RESDIR PREDICTED                     run 12 (-np 16 vs -kvu)
   python -m validate.engines.llamacpp_slots chain             runs 6, 8a, 8b: the served runs one after another on one
                                                               server, measured / the model (its slots carried from run
                                                               to run) / the model given the server's slots at each
@@ -251,6 +252,27 @@ def compare9(resdir: Path, predicted: Path, cases_file: str = "llamacpp_cases_ru
     return "\n".join(lines)
 
 
+def compare12(resdir: Path, predicted: Path) -> str:
+    """Run 12 (llamacpp_cases_run12.json): the same Poisson sends on the -np 16 server split by slots and under -kvu,
+    TTFT and TPOT p50 measured / predicted, then each server's decode time by its busy slots' runs (`table`)."""
+    import json
+
+    pred = json.loads(predicted.read_text())
+    lines = [f"llama.cpp run 12 ({resdir}): the same 120 Poisson sends (3 req/s, 512 + 128) on -np 16, one KV stream "
+             "a slot (split) and -kvu", f"predicted before the run: {predicted.name} ({pred['git_sha'][:7]}); "
+             "measured / predicted (err %), ms"]
+    for v, p in pred["served"].items():
+        m = served_summary(json.loads((resdir / f"serve-{v}.json").read_text()))
+        cells = [f"{k[:-2].upper()} p50 {m[k]['p50'] * 1e3:7.2f} / {p[k]['p50'] * 1e3:7.2f} "
+                 f"({(p[k]['p50'] / m[k]['p50'] - 1) * 100:+6.1f})" for k in ("ttft_s", "tpot_s")]
+        lines.append(f"{v:5s} " + "   ".join(cells))
+    for v in pred["served"]:
+        lines.append(f"{v}: decode by busy slots and their runs (the server's log)")
+        lines += [f"  busy {r['busy']:2d} in {r['runs']} run(s): {r['tasks']:4d} tasks, decode "
+                  f"{r['ms_per_token']:6.2f} ms a token (median)" for r in table(resdir / f"server-{v}.log.gz")]
+    return "\n".join(lines)
+
+
 def main() -> None:
     import sys
     if sys.argv[1:] == ["chain"]:
@@ -260,6 +282,9 @@ def main() -> None:
         rest = sys.argv[3:]
         cases = rest[rest.index("--cases") + 1] if "--cases" in rest else "llamacpp_cases_run9.json"
         predict9(Path(sys.argv[2]), "--now" in rest, cases)
+        return
+    if sys.argv[1:2] == ["compare12"] and len(sys.argv) == 4:
+        print(compare12(Path(sys.argv[2]), Path(sys.argv[3])))
         return
     if sys.argv[1:2] == ["compare9"] and len(sys.argv) >= 4:  # [--cases FILE]
         rest = sys.argv[4:]
