@@ -91,12 +91,12 @@ def test_one_step_three_ways(pp, micro):
     """Single mixed steps: StepModel.step_time (the reference), ClosedForm.pipelined and the compiled
     kernel_pipeline.pipelined_s agree to 1e-12, among them steps whose micro-batch's tokens fall on a half
     (3 sequences in 2 micro-batches over an odd token count: rint rounds half to even, in numpy and in the kernel)."""
-    from roofline.serving.kernel_layout import HANDOFF_BYTES, MAX_STEP, MICRO, PP
+    from roofline.serving.kernel_layout import HANDOFF_BYTES, MAX_STEP, MICRO, PASS, PP
     from roofline.serving.kernel_pipeline import pipelined_s
     sim = simulator(pp=pp, micro=micro)
     closed, law = sim.closed, kernel.compiled_law(kernel.law_source(sim.closed))
     tab = kernel._tables(sim)
-    cfg = np.zeros(PP + 2, dtype=np.int64)
+    cfg = np.zeros(PASS + 1, dtype=np.int64)  # every field the law reads (PASS 0: no engine passes)
     cfg[PP], cfg[MICRO], cfg[MAX_STEP] = pp, micro, closed.model.max_step_tokens
     fcfg = np.zeros(HANDOFF_BYTES + 3)
     fcfg[HANDOFF_BYTES:] = pipeline.handoff_terms(sim.phases)
