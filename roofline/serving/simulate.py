@@ -41,6 +41,21 @@ BLOCK_STEPS = 256  # most decode-only steps in one block
 LAZY_STEPS = 8  # a block's first batch of steps evaluated; each further batch doubles until the next arrival
 
 
+def _lazy_ends(steps: int, until_s: float, block) -> np.ndarray:
+    """End times of a decode block's `steps` steps from its start, `block(done, k)` giving the wall times of steps
+    done .. done + k - 1, evaluated in batches of LAZY_STEPS doubling, until one ends at or past `until_s` (the
+    comparison `cut` makes: the step that holds the arrival is computed)."""
+    parts, done, size = [], 0, LAZY_STEPS
+    while done < steps:
+        k = min(size, steps - done)
+        parts.append(block(done, k))
+        done, size = done + k, 2 * size
+        ends = np.cumsum(np.concatenate(parts))
+        if ends[-1] >= until_s:
+            break
+    return ends
+
+
 def host_bound(ends: np.ndarray, i: int, launch_s: float) -> bool:
     """Whether step i of a block (`ends`: its steps' ends from the block's start) lasted its host work, `launch_s`
     (Simulator.block_launch_s; 0: never): under asynchronous scheduling EngineOverheads.combine gives a step
@@ -243,16 +258,8 @@ class Simulator:
         if steps == 1:
             gpu = self.steps.split_time(plan.context, plan.chunk_start, plan.chunk_tokens, plan.chunk_done, sizes)
             return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)), split)])
-        parts, done, size = [], 0, LAZY_STEPS
-        while done < steps:
-            k = min(size, steps - done)
-            parts.append(host.combine(self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs,
-                                      rebuilt=split))
-            done, size = done + k, 2 * size
-            ends = np.cumsum(np.concatenate(parts))
-            if ends[-1] >= until_s:
-                break
-        return ends
+        return _lazy_ends(steps, until_s, lambda done, k: host.combine(
+            self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs, rebuilt=split))
 
     def accepted(self, sched: Scheduler, plan, rng: np.random.Generator) -> np.ndarray | None:
         """Tokens each decoding sequence of a finished step emits beyond its one: accepted drafts, drawn at the
@@ -349,19 +356,13 @@ class Simulator:
             return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)))])
         if closed is not None and closed.blocks:
             return closed.decode_ends(context, steps, pad, lambda gpu: host.combine(gpu, seqs, seqs), until_s)
-        parts, done, size = [], 0, LAZY_STEPS
-        while done < steps:
-            k = min(size, steps - done)
+
+        def block(done: int, k: int) -> np.ndarray:
             if pipelined:  # a law with a min (tp > 1's all-reduce): the closed form step by step
-                gpu = np.array([closed.pipelined(context + s, pad) for s in range(done, done + k)])
-            else:
-                gpu = self.steps.decode_block(context + done, k, pad)
-            parts.append(host.combine(gpu, seqs, seqs))
-            done, size = done + k, 2 * size
-            ends = np.cumsum(np.concatenate(parts))
-            if ends[-1] >= until_s:  # the comparison `cut` makes: the step that holds the arrival is computed
-                break
-        return ends
+                return host.combine(np.array([closed.pipelined(context + s, pad) for s in range(done, done + k)]),
+                                    seqs, seqs)
+            return host.combine(self.steps.decode_block(context + done, k, pad), seqs, seqs)
+        return _lazy_ends(steps, until_s, block)
 
     def block_launch_s(self, sched: Scheduler, plan) -> tuple[float, float]:
         """Where the engine schedules asynchronously with the admission lag: (the host seconds of each step of the

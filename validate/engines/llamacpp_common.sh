@@ -16,6 +16,8 @@
 #   llamacpp_server TRIES LOG FLAGS..
 #                             llama-server in its own session (SPID), every layer on the GPU, -lv 4 (run 1's), FLAGS
 #                             after; 1 if /health is not up within TRIES x 2 s
+#   llamacpp_serve_variant V  llamacpp_server for the cases' serve.servers variant V (its flags), -c and -np the
+#                             cases', log RESDIR/server-V.log
 #   llamacpp_slot_sets TAG    the cases' serve.slot_sets, four closed-loop clients each asking for its set's slots
 #                             (llamacpp_client --slots), RESDIR/set-TAG-K.json
 #   C EXPR (EXPR of the cases c, printed), fail STAGE (STAGE-FAILED, ALL_DONE, exit 1), stop (the server's session)
@@ -113,6 +115,11 @@ llamacpp_server() {
     > "$log" 2>&1 &
   SPID=$!
   wait_healthy $SPID "$log" $PORT "$tries"
+}
+
+llamacpp_serve_variant() {
+  llamacpp_server 60 $R/server-$1.log -c $(C "c['serve']['c']") -np $(C "c['serve']['np']") \
+    $(C "dict(c['serve']['servers'])['$1']")
 }
 
 llamacpp_slot_sets() {

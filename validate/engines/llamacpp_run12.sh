@@ -17,7 +17,7 @@ llamacpp_build_model 480 16 OFF "llama-server" llama-server
 S="c['serve']"
 for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
   stage "P-$v"
-  llamacpp_server 60 $R/server-$v.log -c $(C "$S['c']") -np $(C "$S['np']") $(C "dict($S['servers'])['$v']") || continue
+  llamacpp_serve_variant $v || continue
   IFS=: read -r run rate conc n seed <<< "$(C "':'.join(map(str, $S['run']))")"
   timeout 90 python3 $HERE/llamacpp_client.py $PORT $R/serve-$v.json --prompt $(C "$S['prompt']") \
     --output $(C "$S['output']") --requests "$n" --seed "$seed" --rate "$rate"

@@ -20,11 +20,10 @@ llamacpp_env llamacpp_cases_run9.json
 llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
-
 S="c['serve']"
 for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
   stage "P-$v"
-  llamacpp_server 60 $R/server-$v.log -c $(C "$S['c']") -np $(C "$S['np']") $(C "dict($S['servers'])['$v']") || continue
+  llamacpp_serve_variant $v || continue
   llamacpp_slot_sets $v
   if [ "$v" = split ]; then
     for p in $(C "' '.join(map(str, $S['lone_prompts']))"); do
