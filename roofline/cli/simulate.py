@@ -342,7 +342,7 @@ def _trust(hardware, engine: str, model, disaggregated: bool = False) -> dict[st
 def _engine_profile(args: argparse.Namespace, hardware, requests):
     """The engine's scheduler defaults for this GPU, with the flags the user gave (an omitted flag keeps the
     engine's own default)."""
-    from roofline.engines.scheduling import scheduling
+    from roofline.engines.scheduling import UNIFIED_NOTE, scheduling
 
     overlap = False if getattr(args, "no_async_scheduling", False) else None  # vLLM's flag (check_flags)
     profile = scheduling(args.engine, hardware, args.entry_point, args.tp, context_len=max(requests.max_tokens, 2),
@@ -354,7 +354,11 @@ def _engine_profile(args: argparse.Namespace, hardware, requests):
         profile = replace(profile, slot_streams=True, notes=tuple(
             n.replace("-np 4 slots (unified KV)", f"-np {args.max_num_seqs} slots, one KV stream each (no -kvu): a "
                       "step splits into ubatches at each break in consecutive slot ids, each a pass over the weights; "
-                      "a request takes the least recently used slot") for n in profile.notes))
+                      "a request takes the least recently used slot") for n in profile.notes if n != UNIFIED_NOTE))
+    elif args.engine == "llamacpp" and args.max_num_seqs is not None:  # -np N -kvu
+        from dataclasses import replace
+        profile = replace(profile, notes=tuple(n.replace("-np 4 slots", f"-np {args.max_num_seqs} slots")
+                                               for n in profile.notes))
     if getattr(args, "cache_ram", None) == 0:  # llama-server --cache-ram 0: no save before a new task
         from dataclasses import replace
         on, off = "the host prompt cache on (--cache-ram 8192 MiB", "the host prompt cache off (--cache-ram 0"

@@ -253,3 +253,22 @@ def lru_slot(idle_last_used: dict[int, float]) -> int:
     slots n-1, n-2, ... 0. `idle_last_used`: each idle slot's last release (-1: never used)."""
     least = min(idle_last_used.values())
     return max(s for s, t in idle_last_used.items() if t == least)
+
+
+def kv_view(used_cells: int, size: int) -> int:
+    """The cells a step's attention reads from one KV stream (llama_kv_cache::get_n_kv, src/llama-kv-cache.cpp at
+    0c1e570): min(size, max(256, pad256(used_max_p1))), used_max_p1 the highest used cell + 1. `used_cells` stands
+    for used_max_p1 (the cells held, placed compactly: find_slot restarts its search at cell 0 once the cells below
+    its head that are free outnumber twice the ubatch, so the stream stays near compact; holes make it a lower
+    bound)."""
+    return min(int(size), max(PAD, _pad(int(used_cells))))
+
+
+def fa_query_tile(gqa_ratio: int) -> int:
+    """Query rows one CUDA block of ggml's MMA flash attention takes at most (fattn.cu
+    ggml_cuda_flash_attn_ext_mma_f16_switch_ncols2 / _switch_ncols1 at 0c1e570): the heads sharing a K/V head are
+    grouped ncols2 at a time (8, 4, 2 or 1: the largest dividing the GQA ratio), and the tile holds 64 / ncols2
+    query rows. Every block reads its K/V view once, so a ubatch of T rows in one stream reads the view
+    ceil(T / (64 / ncols2)) times (one block column for a decode of up to that many sequences)."""
+    ncols2 = next(n for n in (8, 4, 2, 1) if gqa_ratio % n == 0)
+    return 64 // ncols2

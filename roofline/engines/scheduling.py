@@ -482,7 +482,14 @@ def llamacpp(host_speed: float = 1.0) -> EngineScheduling:
         notes=("llamacpp: -np 4 slots (unified KV), -b 2048, no preemption (server.cpp; PR #16736)",
                "llamacpp: the host prompt cache on (--cache-ram 8192 MiB, PR #16391): each finished request's KV is "
                "saved to host memory before the next request starts, the server's loop waiting (~1.8 GB/s, timing "
-               "18.); --cache-ram 0 turns it off"))
+               "18.); --cache-ram 0 turns it off",
+               UNIFIED_NOTE))
+
+
+# the one-stream server's attention (timing 22.): a note the split server (-np N without -kvu) drops
+UNIFIED_NOTE = ("llamacpp: the slots share one KV stream: a step's attention spans every cell it holds, an idle "
+                "slot's kept until a task takes the slot (or, with the host prompt cache on, until the next task "
+                "starts) (ggml's FLASH_ATTN_EXT under 1,024 rows, timing 22.)")
 
 
 def ideal() -> EngineScheduling:

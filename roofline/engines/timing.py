@@ -334,6 +334,9 @@ class EngineTiming:
     # the server's host work when a step cannot reuse the step before's graph (21.: llama-server rebuilds its ggml graph
     # for a step with prompt tokens and for a step split into ubatches by its slots)
     server_graph_s: float = 0.0
+    # the attention kernel computes every cell of its stream's KV view for every query row (22.: ggml's
+    # FLASH_ATTN_EXT on one stream under 1,024 rows): a unified stream's step attends over every slot's cells
+    fa_span: bool = False
 
     def passes(self, tokens) -> int:
         """Forward passes of a step or prompt of `tokens` tokens (19.): ceil(tokens / pass_tokens), 1 without a
@@ -522,7 +525,8 @@ def timing(engine: str) -> EngineTiming:
             graph_ops=tuple(str(x) for x in d.get("graph_ops", ())), eager_serial=bool(d.get("eager_serial", False)),
             sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)),
             cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)),
-            pass_tokens=int(d.get("pass_tokens", 0)), server_graph_s=float(d.get("server_graph_s", 0.0)))
+            pass_tokens=int(d.get("pass_tokens", 0)), server_graph_s=float(d.get("server_graph_s", 0.0)),
+            fa_span=bool(d.get("fa_span", False)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

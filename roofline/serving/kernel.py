@@ -86,6 +86,9 @@ def covers(sim, requests, clients=None, preloaded=None, router: str = "round-rob
         return "numba is not installed"
     if sim.scheduler.slot_streams:
         return "llama-server's slots, one KV stream each: a step's ubatches follow its slot ids (the Python loop)"
+    if sim.scheduler.unified_slots:
+        return ("llama-server's slots in one KV stream: a step attends over every cell the stream holds, idle slots' "
+                "included (the Python loop)")
     if closed_forms(sim)[0] is None:
         return "no closed-form step law (fast=False)"
     if sim.draft is not None and (reason := _spec_reason(sim)):

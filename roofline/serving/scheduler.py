@@ -57,6 +57,9 @@ class SchedulerConfig:
     spec_tokens: int = 0  # speculative decoding: drafts a decoding sequence verifies per step (serving.speculative)
     admit_full_prompt: bool = False  # admit only when the pool holds all known tokens, taking the first chunk's (vLLM)
     slot_streams: bool = False  # llama-server's slots, one KV stream each: LRU slot ids (engines.llamacpp.lru_slot)
+    # llama-server's slots sharing one KV stream (-kvu, its default): LRU slot ids and the cells each idle slot keeps,
+    # the stream's used cells a step attends over (Scheduler.stream_used; timing 22.)
+    unified_slots: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
@@ -68,6 +71,11 @@ class SchedulerConfig:
         return cls(engine.max_num_batched_tokens, engine.max_num_seqs, engine.chunked_prefill, engine.mixed_steps,
                    engine.preemption == "none", spec_tokens, engine.admit_full_prompt,
                    getattr(engine, "slot_streams", False))
+
+    @property
+    def slots(self) -> bool:
+        """Whether requests take llama-server's slot ids (one stream a slot, or one stream for all)."""
+        return self.slot_streams or self.unified_slots
 
 
 @dataclass
@@ -125,6 +133,12 @@ class Scheduler:
         # (-1: never used) while it is idle (None: busy)
         self.slot = np.zeros(cap, dtype=np.int64)
         self.slot_last: list[float | None] = [-1.0] * cap if slot_last is None else [float(t) for t in slot_last]
+        # config.unified_slots: the cells each idle slot still holds in the one stream (its last task's, until a task
+        # takes the slot: memory_seq_rm of its cells past the common prefix; none for a fresh slot), and whether a new
+        # task clears every idle slot (--cache-idle-slots, on with the host prompt cache and a unified stream:
+        # tools/server/server-context.cpp, [TAG_IDLE_SLOT_CLEAR], after saving them)
+        self.slot_cells = np.zeros(cap, dtype=np.int64)
+        self.clear_idle = bool(config.unified_slots and (save[0] or save[1]))
         if len(self.slot_last) != cap:
             raise ValueError(f"scheduler: slot_last holds {len(self.slot_last)} slots, not max_num_seqs {cap}")
         self.n_running = 0
@@ -152,7 +166,7 @@ class Scheduler:
         self.n_running -= 1
         last = self.n_running
         victim = int(self.ids[last])
-        self._free_slots(last, self.now)
+        self._free_slots(last, self.now, keep=False)
         self.used_bytes -= self.held[last] - self.pool.seq_bytes[self.base[last]]
         if self.cache is not None:
             if not self.gen[last]:
@@ -292,9 +306,11 @@ class Scheduler:
         self.ids[at], self.comp[at], self.known[at], self.base[at], self.counted[at] = ids, hits, todo, base, counted
         self.gen[at], self.out[at], self.held[at] = self.generated[ids], self.output[ids], held
         self.res[at] = self.prompt[ids] + self.output[ids] if self.config.reserve_full else 0
-        if self.config.slot_streams:
+        if self.config.slots:
             for p in range(at.start, at.stop):
                 self.slot[p] = self._take_slot()
+            if self.clear_idle:
+                self.slot_cells[:] = 0
         self.n_running = at.stop
         plan = StepPlan(plan.decode, plan.context, np.concatenate([plan.chunk_pos, np.arange(at.start, at.stop)]),
                         np.concatenate([plan.chunk_start, hits.astype(np.int64)]),
@@ -307,15 +323,24 @@ class Scheduler:
         """The slot llama-server gives a new task: the least recently used idle one (engines.llamacpp.lru_slot)."""
         s = lru_slot({j: t for j, t in enumerate(self.slot_last) if t is not None})
         self.slot_last[s] = None
+        self.slot_cells[s] = 0
         return s
 
-    def _free_slots(self, pos, now: float) -> None:
+    def _free_slots(self, pos, now: float, keep: bool = True) -> None:
         """The slots of running positions `pos` are released at `now` (their last use, for the LRU choice), in slot
         order as the server's loop releases them (each a nanosecond after the one before: update_slots walks its slots
-        in order and stamps each release, so of slots freed by one step the lowest is the least recently used)."""
-        if self.config.slot_streams:
-            for k, s in enumerate(sorted(np.atleast_1d(self.slot[pos]).tolist())):
+        in order and stamps each release, so of slots freed by one step the lowest is the least recently used); in
+        one stream each keeps its sequence's cells (`keep`; a preempted one's are freed)."""
+        if self.config.slots:
+            pos = np.atleast_1d(pos)
+            self.slot_cells[self.slot[pos]] = self.comp[pos] if keep else 0
+            for k, s in enumerate(sorted(self.slot[pos].tolist())):
                 self.slot_last[s] = now + k * 1e-9
+
+    def stream_used(self) -> int:
+        """The cells a unified stream holds now (config.unified_slots): every running sequence's computed tokens and
+        the cells idle slots keep."""
+        return int(self.comp[:self.n_running].sum() + self.slot_cells.sum())
 
     def _take(self, i: int, todo: int, budget: int, free: float
               ) -> tuple[int, int, float, float, int, int, bool] | None:

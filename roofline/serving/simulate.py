@@ -19,7 +19,7 @@ import numpy as np
 
 from roofline.costmodel.device import burst_options, roofline_for
 from roofline.engines.first_use import FirstUse, first_use
-from roofline.engines.llamacpp import ubatches
+from roofline.engines.llamacpp import PAD, fa_query_tile, ubatches
 from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
 from roofline.engines.timing import eager_layers, engine_options, timing_on
 from roofline.methods import MethodConfig
@@ -54,6 +54,11 @@ def _lazy_ends(steps: int, until_s: float, block) -> np.ndarray:
         if ends[-1] >= until_s:
             break
     return ends
+
+
+def _pad256(n: int) -> int:
+    """n rounded up to llama.cpp's 256 cells (engines.llamacpp.PAD)."""
+    return -(-int(n) // PAD) * PAD
 
 
 def host_bound(ends: np.ndarray, i: int, launch_s: float) -> bool:
@@ -216,12 +221,18 @@ class Simulator:
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method, roofline=roof)
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
         table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
-        self.steps = StepModel(self.phases, table, step_tokens)
+        # llama-server's slots sharing one KV stream: a step attends over every cell the stream holds (timing 22.),
+        # up to every slot's longest request
+        self.span = bool(self.phases.engine.fa_span) and not self.scheduler.slot_streams and not k
+        if self.span:
+            self.scheduler = replace(self.scheduler, unified_slots=True)
+        self.steps = StepModel(self.phases, _pad256(self.scheduler.max_num_seqs * table) if self.span else table,
+                               step_tokens)
         # pp > 1 (serving.pipeline) too, except with speculative decoding (its verify and draft passes have no
         # pipelined closed form: StepModel's numpy path times them)
         # llama-server's slots (scheduler.slot_streams) split a step by its slot ids: StepModel's numpy path times them
         self.closed = (ClosedForm(self.steps) if self.fast and (self.workload.pp == 1 or not k)
-                       and not self.scheduler.slot_streams else None)
+                       and not self.scheduler.slots else None)
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
@@ -246,6 +257,8 @@ class Simulator:
         engine = self._with_eager(engine)
         self.engine = engine
         self.scheduler = SchedulerConfig.of(engine, self.speculative.tokens if self.speculative else 0)
+        if self.span:
+            self.scheduler = replace(self.scheduler, unified_slots=not self.scheduler.slot_streams)
 
     def _slot_ends(self, sched: Scheduler, plan, steps: int, until_s: float) -> np.ndarray:
         """block_ends for llama-server with one KV stream a slot: each step runs as the ubatches its slots split into
@@ -260,6 +273,30 @@ class Simulator:
             return np.array([host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens)), split)])
         return _lazy_ends(steps, until_s, lambda done, k: host.combine(
             self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs, rebuilt=split))
+
+    def _span_ends(self, sched: Scheduler, plan, steps: int, until_s: float) -> np.ndarray:
+        """block_ends for llama-server with its slots in one KV stream: each ubatch's attention spans the cells the
+        stream holds (Scheduler.stream_used: the running sequences' and those idle slots keep), StepModel's numpy
+        path (span_time, span_block; timing 22.)."""
+        host, seqs = self.engine.overheads, len(plan.context) + len(plan.chunk_tokens)
+        n_ubatch = self.phases.engine.pass_tokens
+        used, size = sched.stream_used(), self.stream_cells
+        tile = fa_query_tile(self.model.num_heads // self.model.num_kv_heads)
+        if steps == 1 or (n_ubatch and len(plan.context) > n_ubatch):
+            ends = []
+            for j in range(steps):
+                ctx = plan.context + j
+                gpu = self.steps.span_time(ctx, plan.chunk_start, plan.chunk_tokens, plan.chunk_done,
+                                           used + j * len(ctx), size, tile, n_ubatch)
+                ends.append(host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens))))
+            return np.cumsum(ends)
+        return _lazy_ends(steps, until_s, lambda done, k: host.combine(
+            self.steps.span_block(plan.context + done, k, used + done * len(plan.context), size, tile), seqs, seqs))
+
+    @cached_property
+    def stream_cells(self) -> int:
+        """The cells of llama-server's one KV stream: the pool's tokens (its n_ctx, padded)."""
+        return int(self.pool.capacity_bytes // (self.pool.page_bytes / self.pool.page_tokens))
 
     def accepted(self, sched: Scheduler, plan, rng: np.random.Generator) -> np.ndarray | None:
         """Tokens each decoding sequence of a finished step emits beyond its one: accepted drafts, drawn at the
@@ -339,6 +376,8 @@ class Simulator:
                                           bool(len(plan.chunk_tokens)))])
         if self.scheduler.slot_streams:  # llama-server's slots: the step's ubatches follow its slot ids (timing 20.)
             return self._slot_ends(sched, plan, steps, until_s)
+        if self.span:  # llama-server's slots in one stream: attention over the stream's cells (timing 22.)
+            return self._span_ends(sched, plan, steps, until_s)
         closed = self.closed
         # a pipeline, or an engine's passes over the step's tokens (llama.cpp's ubatches): micro-batches
         pipelined = closed is not None and (self.workload.pp > 1
@@ -549,5 +588,5 @@ class Simulator:
                      sched.preemptions, cache.stats() if cache is not None and requests.prefix is not None else None,
                      first_use=self._first_use_json(compiled), launch_s=table[:, 7],
                      slots_after=tuple(-1.0 if t is None else t for t in sched.slot_last)
-                     if self.scheduler.slot_streams else None)
+                     if self.scheduler.slots else None)
 

@@ -199,6 +199,8 @@ class StepModel:
         self._dec_rows, self._dec_cols, _ = rows(self.dec_table, self.dec_tab, self.dec_tab)
         _, self._prefix_cols, _ = rows(self.dec_table, self.dec_tab, self.prefix_target[self.dec_tab])
         self._pre_rows, self._pre_cols, _ = rows(self.pre_table, self.pre_tab, self.pre_tab)
+        # the decode rows' columns that count operations (they scale with the query rows), not bytes (timing 22.)
+        self._dec_flops = (self._dec_cols // nops) < QUANTITIES.index("bytes")
         self._dec_const, self._pre_slope = self.dec_const.ravel(), self.pre_slope.ravel()
         self._pre_intercept = self.pre_intercept.ravel()
         w = np.ascontiguousarray(self.weights.T)  # (T, ops)
@@ -296,6 +298,69 @@ class StepModel:
         """Sum over the ubatches of `sizes` tokens of the step time of each one's share of work `q`."""
         tokens = sum(sizes)
         return sum(self.time_of(q * (s / tokens), s, math.ceil(decodes * s / tokens), chunks) for s in sizes)
+
+    def _span_decodes(self, n: int, view, tile: int, read: bool) -> np.ndarray:
+        """The work (QUANTITIES x ops flat, or x k for k views) of `n` decode rows attending over a one-stream KV view
+        of `view` cells (timing 22.): each query scores every cell of the view, and the view is read once per
+        `tile` query rows (fattn's block), or not at all where a prompt piece in the same ubatch reads it (`read`
+        False)."""
+        view = np.atleast_1d(np.asarray(view, dtype=np.int64))
+        q = np.repeat((self._dec_const * n)[:, None], len(view), axis=1)
+        if len(self._dec_cols) and n:
+            rows = self._dec_rows[view]  # (k, cols)
+            reads = -(-n // tile) if read else 0
+            q[self._dec_cols] += (rows * np.where(self._dec_flops, n, reads)).T
+        return q
+
+    def span_time(self, context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
+                  chunk_done: np.ndarray, used: int, size: int, tile: int, pass_tokens: int) -> float:
+        """Seconds for one step of a llama-server whose slots share one KV stream (timing 22.): its batch (the
+        decoding sequences' tokens, then each chunk's in turn) runs as ubatches of at most `pass_tokens` tokens
+        (19.), each a pass over the weights whose attention spans the stream's view as its tokens leave it
+        (engines.llamacpp.kv_view of `used` cells before the step plus those placed so far, at most `size`): a
+        prompt piece of c tokens scores c x view pairs (the chunk tables read at view - c cached tokens), a decode
+        row view pairs, the view read once per `tile` decode rows of a decode-only ubatch."""
+        from roofline.engines.llamacpp import kv_view
+        n_ub = pass_tokens or (len(context) + int(chunk_tokens.sum()))
+        limit = self.max_tokens
+        total, d, ci, off, placed = 0.0, 0, 0, 0, int(used)
+        while d < len(context) or ci < len(chunk_tokens):
+            take_d = min(len(context) - d, n_ub)
+            room = n_ub - take_d
+            starts, counts, done = [], [], []
+            while room and ci < len(chunk_tokens):
+                c = min(room, int(chunk_tokens[ci]) - off)
+                starts.append(int(chunk_start[ci]) + off)
+                counts.append(c)
+                off += c
+                room -= c
+                done.append(bool(chunk_done[ci]) and off == int(chunk_tokens[ci]))
+                if off == int(chunk_tokens[ci]):
+                    ci, off = ci + 1, 0
+            tokens = take_d + sum(counts)
+            if not tokens:  # a chunk of no tokens
+                ci, off = ci + 1, 0
+                continue
+            placed += tokens
+            view = min(kv_view(placed, size), limit)
+            q = self._span_decodes(take_d, view, tile, not counts)[:, 0]
+            if counts:
+                c = np.array(counts, dtype=np.int64)
+                q = q + self.work(np.zeros(0, dtype=np.int64), np.maximum(np.array(starts), view - c), c,
+                                  np.array(done)).ravel()
+            total += float(self.time_of(q.reshape(len(QUANTITIES), -1), tokens, take_d, bool(counts)))
+            d += take_d
+        return total
+
+    def span_block(self, context: np.ndarray, steps: int, used: int, size: int, tile: int) -> np.ndarray:
+        """Times of `steps` consecutive decode-only steps (as decode_block) of a one-stream llama-server: step j's
+        rows attend over kv_view(used + (j + 1) x n) cells, `used` the stream's cells before the first (span_time);
+        one ubatch a step (n <= pass_tokens, which the caller checks)."""
+        from roofline.engines.llamacpp import kv_view
+        n = len(context)
+        views = [min(kv_view(used + (j + 1) * n, size), self.max_tokens) for j in range(steps)]
+        q = self._span_decodes(n, views, tile, True).reshape(len(QUANTITIES), -1, steps)
+        return self.time_of(q, n, n, chunks=False)
 
     def decode_block(self, context: np.ndarray, steps: int, pad: int = 0, sizes: list[int] | None = None) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`

@@ -409,6 +409,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
         "cache_save_s": save["latency_s"], "cache_save_byte_s": 1.0 / save["bytes_per_s"],
         "pass_tokens": server_ubatch(),
         "server_graph_s": graph,
+        "fa_span": True,
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
@@ -487,6 +488,13 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
                 "the inputs; ggml-cuda's CUDA graph captured again), which a step with prompt tokens and a step split "
                 "by slots pay (run 9's split server: n_reused stalls); llama-batched-bench's rebuild is 0.47 ms (run "
                 "10, batched-reuse.log / batched-noreuse.log)"),
+            "fa_span": (
+                "ggml/src/ggml-cuda/fattn-common.cuh launch_fattn at 0c1e570: the mask is scanned for the highest "
+                "unmasked cell of a query tile (flash_attn_mask_to_KV_max) only when Q has >= 1,024 rows or several "
+                "streams (Q->ne[3] > 1); otherwise every block runs its query tile over all n_kv cells of the "
+                "stream's view (llama_kv_cache::get_n_kv: pad256 of the highest used cell + 1), masked cells "
+                "computed: a unified stream's ubatch (the server's -kvu, its default) attends over every slot's "
+                "cells, at the kernel's own rate (attention_flops, measured over a random mask of every cell)"),
             "one_row_epilogue": f"{run5} trace-<type>-b1.json / -b2.json (the timelines' per-name calls a step): "
                                 "ggml-cuda fuses the residual adds and the GLU into the mat-vecs at one column "
                                 "(ggml_cuda_should_fuse_mul_mat): adds / GLUs / matmul calls a step "

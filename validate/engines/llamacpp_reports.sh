@@ -85,5 +85,8 @@ python -m validate.engines.llamacpp_slots predict9 $E/h200-llamacpp-run9-now.jso
   echo; echo "== the model now: h200-llamacpp-run9-now.json"
   python -m validate.engines.llamacpp_slots compare9 $E/$D6-run9 $E/h200-llamacpp-run9-now.json | tail -n +3; } \
   > $E/$D6-run9-report.txt
+# run 12 (-np 16 split vs -kvu, 120 Poisson sends): the prediction before the run, then the model now
+{ python -m validate.engines.llamacpp_slots compare12 $E/$D6-run12 $E/h200-llamacpp-run12-predicted.json
+  echo; python -m validate.engines.llamacpp_slots now12 $E/$D6-run12; } > $E/$D6-run12-report.txt
 python -m validate.engines.llamacpp_slots chain > $E/nvidia-h200-llamacpp-slots-chain.txt
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8

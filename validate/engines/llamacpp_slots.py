@@ -8,6 +8,9 @@ ubatches, each a pass over the weights. This table is the evidence: the decode t
   python -m validate.engines.llamacpp_slots predict9 OUT [--now] [--cases F] / compare9 RESDIR PREDICTED [--cases F]
                                                               runs 9 and 11 (pinned slots; 11: Q4_K_M, and r8)
   python -m validate.engines.llamacpp_slots compare12 RESDIR PREDICTED                     run 12 (-np 16 vs -kvu)
+  python -m validate.engines.llamacpp_slots now12 RESDIR                                    run 12 on the model now
+  python -m validate.engines.llamacpp_slots predict13 OUT.json                              run 13's prediction
+  python -m validate.engines.llamacpp_slots compare13 RESDIR PREDICTED                     run 13 (-kvu span, 22.)
   python -m validate.engines.llamacpp_slots chain             runs 6, 8a, 8b: the served runs one after another on one
                                                               server, measured / the model (its slots carried from run
                                                               to run) / the model given the server's slots at each
@@ -161,14 +164,15 @@ def predict9(out: Path, now: bool = False, cases_file: str = "llamacpp_cases_run
     import datetime as dt
     import json
 
-    from roofline.engines.llamacpp import ubatches
+    from roofline.engines.llamacpp import fa_query_tile, ubatches
     from validate.engines.cases import checkout_sha
 
     whole = json.loads((Path(__file__).resolve().parent / cases_file).read_text())
     cases = whole["serve"]
     p, o = cases["prompt"], cases["output"]
     weights = ["--weight-dtype", f"gguf:{whole['quant']}"] if "quant" in whole else []
-    about = ("the model now (mechanisms 19-21; 21's graph rebuild measured by run 10 against this run's reuse set)"
+    about = ("the model now (mechanisms 19-22; 21's graph rebuild measured by run 10 against this run's reuse set; 22: "
+             "-kvu's attention over the stream's cells, idle slots' kept)"
              if now else "written before the run: timing mechanisms 19 (passes) and 20 (slots, one KV stream each) as "
              "they stand")
     doc = {"about": f"roofline's prediction of llama.cpp's pinned slots ({cases_file}), {about}",
@@ -180,14 +184,25 @@ def predict9(out: Path, now: bool = False, cases_file: str = "llamacpp_cases_run
                                  "1", "--prompt-tokens", str(p), "--output-tokens", str(o), *ours])
         steps, host, n_ub = sim.steps, sim.engine.overheads, sim.phases.engine.pass_tokens
         empty = np.zeros(0, dtype=np.int64)
+        kept: dict[int, int] = {}  # -kvu --cache-ram 0: the cells each idle slot keeps from the sets before (22.)
         for slots in cases["slot_sets"]:
             ctx = np.full(4, p + o // 2)
             dec = [4] if kvu else ubatches(slots, [], [], n_ub)
             pre = ([p] * (4 * p // n_ub)) if kvu else ubatches([], slots, [p] * 4, n_ub)
-            tpot = host.combine(steps.split_time(ctx, empty, empty, np.zeros(0, bool), dec), 4, 4,
-                                rebuilt=len(dec) > 1)
-            prompt = host.combine(steps.split_time(empty, np.zeros(4, dtype=np.int64), np.full(4, p),
-                                                   np.ones(4, bool), pre), 4, 4 * p, 0.0, True)
+            if kvu and sim.span:  # one stream: attention over every cell it holds (timing 22.)
+                stale = sum(c for j, c in kept.items() if j not in slots)
+                tile = fa_query_tile(sim.model.num_heads // sim.model.num_kv_heads)
+                tpot_gpu = steps.span_time(ctx, empty, empty, np.zeros(0, bool), int((ctx - 1).sum()) + stale,
+                                           sim.stream_cells, tile, n_ub)
+                prompt_gpu = steps.span_time(empty, np.zeros(4, dtype=np.int64), np.full(4, p), np.ones(4, bool),
+                                             stale, sim.stream_cells, tile, n_ub)
+                kept.update({j: p + o - 1 for j in slots})
+            else:
+                tpot_gpu = steps.split_time(ctx, empty, empty, np.zeros(0, bool), dec)
+                prompt_gpu = steps.split_time(empty, np.zeros(4, dtype=np.int64), np.full(4, p), np.ones(4, bool),
+                                              pre)
+            tpot = host.combine(tpot_gpu, 4, 4, rebuilt=len(dec) > 1)
+            prompt = host.combine(prompt_gpu, 4, 4 * p, 0.0, True)
             doc["sets"][f"{variant} {','.join(map(str, slots))}"] = {
                 "decode_ubatches": dec, "prompt_ubatches": pre, "tpot_s": float(tpot), "prompt_step_s": float(prompt)}
         if not kvu:
@@ -273,6 +288,107 @@ def compare12(resdir: Path, predicted: Path) -> str:
     return "\n".join(lines)
 
 
+def predict13(out: Path, about: str = "written before the run: timing mechanisms 19-22 as they stand") -> None:
+    """Run 13's prediction (llamacpp_cases_run13.json): per server variant and phase, the lone prompt's step (its
+    TTFT) and the decoding stream's step at its mid context (its TPOT) in the probe slot, while slots 0-2 keep the
+    fill prompts' cells (--cache-ram 0), with the server's host work (EngineOverheads.combine). kvu: one stream, the
+    steps' attention over every cell it holds (StepModel.span_time, timing 22.); split: a stream a slot (split_time,
+    one ubatch); 'kvu_without_22': the kvu steps as the model timed them before 22 (the split law)."""
+    import datetime as dt
+    import json
+
+    from roofline.engines.llamacpp import fa_query_tile
+    from validate.engines.cases import checkout_sha
+
+    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run13.json").read_text())["serve"]
+    lone, dec = cases["lone"], cases["decode"]
+    doc = {"about": f"roofline's prediction of llama.cpp run 13 (llamacpp_cases_run13.json), {about}",
+           "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(), "cases": {}}
+    longest = max(f for _, f in cases["phases"])  # the step tables reach every slot's longest request (Simulator)
+    sim, _, _ = _simulation([*BASE, "--max-num-seqs", str(cases["np"]), "--kv-unified", "--cache-ram", "0",
+                             "--rate", "1", "--requests", "1", "--prompt-tokens", str(longest), "--output-tokens",
+                             str(cases["output_fill"])])
+    steps, host, n_ub = sim.steps, sim.engine.overheads, sim.phases.engine.pass_tokens
+    tile, size = fa_query_tile(sim.model.num_heads // sim.model.num_kv_heads), sim.stream_cells
+    empty, none, one = np.zeros(0, dtype=np.int64), np.zeros(0, bool), np.ones(1, bool)
+    mid = dec["prompt"] + dec["output"] // 2  # the decode's context at its middle token, the new one included
+    for name, fill in cases["phases"]:
+        stale = len(cases["fill_slots"]) * (fill + cases["output_fill"] - 1)
+        prompt = (np.zeros(1, dtype=np.int64), np.full(1, lone["prompt"]), one)
+        split = {"lone_ttft_s": host.combine(steps.split_time(empty, *prompt, [lone["prompt"]]), 1, lone["prompt"],
+                                             0.0, True),
+                 "decode_tpot_s": host.combine(steps.split_time(np.array([mid]), empty, empty, none, [1]), 1, 1)}
+        kvu = {"lone_ttft_s": host.combine(steps.span_time(empty, *prompt, stale, size, tile, n_ub), 1,
+                                           lone["prompt"], 0.0, True),
+               "decode_tpot_s": host.combine(steps.span_time(np.array([mid]), empty, empty, none, stale + mid - 1, size,
+                                                             tile, n_ub), 1, 1)}
+        doc["cases"][name] = {"stale_cells": stale, "kvu": {k: float(v) for k, v in kvu.items()},
+                              "split": {k: float(v) for k, v in split.items()},
+                              "kvu_without_22": {k: float(v) for k, v in split.items()}}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def compare13(resdir: Path, predicted: Path) -> str:
+    """Run 13 against a prediction: per server variant and phase, the lone prompts' TTFT p50 and the decoding streams'
+    TPOT p50 (the clients'), measured / predicted (err %), the server's own prompt and decode times beside them, and
+    the kvu prediction without mechanism 22."""
+    import json
+
+    pred = json.loads(predicted.read_text())
+    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run13.json").read_text())["serve"]
+    per = 3 + cases["lone"]["repeats"] + cases["decode"]["repeats"]  # tasks a phase: fills, lone prompts, decodes
+    lines = [f"llama.cpp run 13 ({resdir}): -np 4 --cache-ram 0, slots 0-2 filled, lone prompts and a decoding stream "
+             "in slot 3; one stream (kvu) or a stream a slot (split)",
+             f"predicted: {predicted.name} ({pred['git_sha'][:7]}); measured / predicted (err %), ms; [the server's "
+             "own; the kvu model without 22]"]
+    for variant, _ in cases["servers"]:
+        tasks = slot_tasks(_read(resdir / f"server-{variant}.log.gz"))
+        for k, (name, _fill) in enumerate(cases["phases"]):
+            mine = tasks[k * per:(k + 1) * per]
+            p, old = pred["cases"][name][variant], pred["cases"][name]["kvu_without_22"]
+            ttft = served_summary(json.loads((resdir / f"lone-{variant}-{name}.json").read_text()))["ttft_s"]["p50"]
+            tpot = served_summary(json.loads((resdir / f"dec-{variant}-{name}.json").read_text()))["tpot_s"]["p50"]
+            lone_srv = statistics.median(t["prompt_ms"] for t in mine[3:3 + cases["lone"]["repeats"]])
+            decs = mine[3 + cases["lone"]["repeats"]:]
+            dec_srv = statistics.median(t["decode_ms"] / t["decode_tokens"] for t in decs)
+            extra = (f" [without 22: {old['lone_ttft_s'] * 1e3:6.1f} ({(old['lone_ttft_s'] / ttft - 1) * 100:+6.1f})]"
+                     if variant == "kvu" else "")
+            extra2 = (f" [without 22: {old['decode_tpot_s'] * 1e3:6.2f} "
+                      f"({(old['decode_tpot_s'] / tpot - 1) * 100:+6.1f})]" if variant == "kvu" else "")
+            err_ttft, err_tpot = (p["lone_ttft_s"] / ttft - 1) * 100, (p["decode_tpot_s"] / tpot - 1) * 100
+            lines.append(f"{variant:5s} {name:4s} stale {pred['cases'][name]['stale_cells']:6d}  lone TTFT "
+                         f"{ttft * 1e3:6.1f} / {p['lone_ttft_s'] * 1e3:6.1f} ({err_ttft:+6.1f}) "
+                         f"[server {lone_srv:6.1f}]{extra}   TPOT {tpot * 1e3:6.2f} / {p['decode_tpot_s'] * 1e3:6.2f} "
+                         f"({err_tpot:+6.1f}) [server {dec_srv:6.2f}]{extra2}")
+    return "\n".join(lines)
+
+
+def now12(resdir: Path) -> str:
+    """Run 12's sends replayed on the model as it stands (`simulate --trace`, --max-num-seqs 16 --cache-ram 0, with
+    --kv-unified for the -kvu server): TTFT and TPOT p50 measured / now (err %)."""
+    import json
+    import tempfile
+
+    from validate.engines.llamacpp_client import schedule
+    from validate.engines.predict import write_trace
+
+    cases = json.loads((Path(__file__).resolve().parent / "llamacpp_cases_run12.json").read_text())["serve"]
+    name, rate, _conc, n, seed = cases["run"]
+    trace = write_trace(Path(tempfile.mkdtemp()) / f"{name}.csv", schedule(seed, rate, n), cases["prompt"],
+                        cases["output"])
+    lines = [f"-- now: run 12's sends on the model as it stands ({resdir.name}); measured / now (err %), ms"]
+    for variant, flags in cases["servers"]:
+        ours = ["--kv-unified" if f == "-kvu" else f for f in flags.split()]
+        sim, reqs, clients = _simulation([*BASE, "--max-num-seqs", str(cases["np"]), "--trace", str(trace), *ours])
+        t = sim.run(reqs, None, clients)
+        m = served_summary(json.loads((resdir / f"serve-{variant}.json").read_text()))
+        now = {k: float(np.nanmedian(getattr(t, k))) for k in ("ttft_s", "tpot_s")}
+        cells = [f"{k[:-2].upper()} p50 {m[k]['p50'] * 1e3:7.2f} / {now[k] * 1e3:7.2f} "
+                 f"({(now[k] / m[k]['p50'] - 1) * 100:+6.1f})" for k in ("ttft_s", "tpot_s")]
+        lines.append(f"{variant:5s} " + "   ".join(cells))
+    return "\n".join(lines)
+
+
 def main() -> None:
     import sys
     if sys.argv[1:] == ["chain"]:
@@ -282,6 +398,15 @@ def main() -> None:
         rest = sys.argv[3:]
         cases = rest[rest.index("--cases") + 1] if "--cases" in rest else "llamacpp_cases_run9.json"
         predict9(Path(sys.argv[2]), "--now" in rest, cases)
+        return
+    if sys.argv[1:2] == ["predict13"] and len(sys.argv) == 3:
+        predict13(Path(sys.argv[2]))
+        return
+    if sys.argv[1:2] == ["compare13"] and len(sys.argv) == 4:
+        print(compare13(Path(sys.argv[2]), Path(sys.argv[3])))
+        return
+    if sys.argv[1:2] == ["now12"] and len(sys.argv) == 3:
+        print(now12(Path(sys.argv[2])))
         return
     if sys.argv[1:2] == ["compare12"] and len(sys.argv) == 4:
         print(compare12(Path(sys.argv[2]), Path(sys.argv[3])))
