@@ -233,6 +233,18 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    reuse (run 9), TPOT p50: 2.16 ms, paid once a step (EngineOverheads.graph_s: a split step's later ubatches build
    theirs under the GPU's work of the one before). llama-batched-bench's rebuild is 0.47 ms (run 10): the server's
    alone (its eight KV streams' views, the per-slot outputs), not the benchmarks' the planner judges.
+22. **A one-stream llama-server attends over every cell its stream holds** (validate/notes/2026-12-01-llamacpp-kv-
+   span.md; fa_span). A ubatch's K/V view is pad256 of its stream's highest used cell (llama_kv_cache::get_n_kv), and
+   ggml-cuda's FLASH_ATTN_EXT trims a query tile to its last unmasked cell only with >= 1,024 query rows or several
+   streams (launch_fattn: flash_attn_mask_to_KV_max): a one-stream ubatch (the server's -kvu, its default; n_ubatch 512)
+   computes every cell of the view, masked ones too, so a prompt piece of c tokens scores c x view pairs at the
+   engine's attention rate, and a decode reads the view once per MMA block of 64 / ncols2 query rows (fattn.cu).
+   An idle slot keeps its cells until a task takes the slot, or with the host prompt cache on (--cache-idle-slots)
+   until the next task starts (Scheduler.slot_cells, stream_used). No constant: run 13 (predicted before) read the
+   lone prompt's TTFT -4.0 / -1.4 % and a decode's TPOT +1.6 / -1.1 % beside 12,003 / 36,003 kept cells, where the
+   model without it read -41 / -65 % and -10 / -29 %; run 12's -kvu server TTFT -31.6 -> -1.8 %, TPOT -17.7 -> -9.1 %.
+   The planner's llama.cpp decode (a batch's slots, one stream) reads its own cells, the same view up to 64 / ncols2
+   sequences; past that the serving simulation's reads are the server's (ceil(B / (64 / ncols2)) views).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

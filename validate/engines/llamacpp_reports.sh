@@ -88,5 +88,8 @@ python -m validate.engines.llamacpp_slots predict9 $E/h200-llamacpp-run9-now.jso
 # run 12 (-np 16 split vs -kvu, 120 Poisson sends): the prediction before the run, then the model now
 { python -m validate.engines.llamacpp_slots compare12 $E/$D6-run12 $E/h200-llamacpp-run12-predicted.json
   echo; python -m validate.engines.llamacpp_slots now12 $E/$D6-run12; } > $E/$D6-run12-report.txt
+# run 13 (timing 22: one stream's attention over every cell it holds, slots 0-2 filled): the prediction before the run
+python -m validate.engines.llamacpp_slots compare13 $E/$D6-run13 $E/h200-llamacpp-run13-predicted.json \
+  > $E/$D6-run13-report.txt
 python -m validate.engines.llamacpp_slots chain > $E/nvidia-h200-llamacpp-slots-chain.txt
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8
