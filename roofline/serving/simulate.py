@@ -233,6 +233,8 @@ class Simulator:
         # llama-server's slots (scheduler.slot_streams) split a step by its slot ids: StepModel's numpy path times them
         self.closed = (ClosedForm(self.steps) if self.fast and (self.workload.pp == 1 or not k)
                        and not self.scheduler.slots else None)
+        # the one-stream server's steps through the same laws compiled (StepModel.span_time's `closed`)
+        self.span_closed = ClosedForm(self.steps) if self.span and self.fast else None
         if self.pool is None:
             # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
             peak = self.workload.model_copy(update={
@@ -287,11 +289,12 @@ class Simulator:
             for j in range(steps):
                 ctx = plan.context + j
                 gpu = self.steps.span_time(ctx, plan.chunk_start, plan.chunk_tokens, plan.chunk_done,
-                                           used + j * len(ctx), size, tile, n_ubatch)
+                                           used + j * len(ctx), size, tile, n_ubatch, self.span_closed)
                 ends.append(host.combine(gpu, seqs, plan.tokens, plan.loads_s, bool(len(plan.chunk_tokens))))
             return np.cumsum(ends)
         return _lazy_ends(steps, until_s, lambda done, k: host.combine(
-            self.steps.span_block(plan.context + done, k, used + done * len(plan.context), size, tile), seqs, seqs))
+            self.steps.span_block(plan.context + done, k, used + done * len(plan.context), size, tile,
+                                  self.span_closed), seqs, seqs))
 
     @cached_property
     def stream_cells(self) -> int:

@@ -313,13 +313,14 @@ class StepModel:
         return q
 
     def span_time(self, context: np.ndarray, chunk_start: np.ndarray, chunk_tokens: np.ndarray,
-                  chunk_done: np.ndarray, used: int, size: int, tile: int, pass_tokens: int) -> float:
+                  chunk_done: np.ndarray, used: int, size: int, tile: int, pass_tokens: int, closed=None) -> float:
         """Seconds for one step of a llama-server whose slots share one KV stream (timing 22.): its batch (the
         decoding sequences' tokens, then each chunk's in turn) runs as ubatches of at most `pass_tokens` tokens
         (19.), each a pass over the weights whose attention spans the stream's view as its tokens leave it
         (engines.llamacpp.kv_view of `used` cells before the step plus those placed so far, at most `size`): a
         prompt piece of c tokens scores c x view pairs (the chunk tables read at view - c cached tokens), a decode
-        row view pairs, the view read once per `tile` decode rows of a decode-only ubatch."""
+        row view pairs, the view read once per `tile` decode rows of a decode-only ubatch. `closed`: the same laws
+        compiled (serving.closedform.ClosedForm of this model), to float rounding."""
         from roofline.engines.llamacpp import kv_view
         n_ub = pass_tokens or (len(context) + int(chunk_tokens.sum()))
         limit = self.max_tokens
@@ -348,17 +349,28 @@ class StepModel:
                 c = np.array(counts, dtype=np.int64)
                 q = q + self.work(np.zeros(0, dtype=np.int64), np.maximum(np.array(starts), view - c), c,
                                   np.array(done)).ravel()
-            total += float(self.time_of(q.reshape(len(QUANTITIES), -1), tokens, take_d, bool(counts)))
+            total += self._time(q, tokens, take_d, bool(counts), closed)
             d += take_d
         return total
 
-    def span_block(self, context: np.ndarray, steps: int, used: int, size: int, tile: int) -> np.ndarray:
+    def _time(self, q: np.ndarray, tokens: int, decodes: int, chunks: bool, closed) -> float:
+        """time_of of flat work q (no weights), through `closed` (ClosedForm: its live entries plus the weight bytes at
+        the step's tokens) when given."""
+        if closed is None:
+            return float(self.time_of(q.reshape(len(QUANTITIES), -1), tokens, decodes, chunks))
+        w = closed._weights[(decodes > 0, chunks)][min(tokens, self.max_step_tokens)]
+        return closed.time(q[closed.live] + w, decodes)
+
+    def span_block(self, context: np.ndarray, steps: int, used: int, size: int, tile: int, closed=None) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps (as decode_block) of a one-stream llama-server: step j's
         rows attend over kv_view(used + (j + 1) x n) cells, `used` the stream's cells before the first (span_time);
         one ubatch a step (n <= pass_tokens, which the caller checks)."""
         from roofline.engines.llamacpp import kv_view
         n = len(context)
         views = [min(kv_view(used + (j + 1) * n, size), self.max_tokens) for j in range(steps)]
+        if closed is not None:  # a view holds for up to 256 / n steps: each distinct one timed once
+            times = {v: self._time(self._span_decodes(n, v, tile, True)[:, 0], n, n, False, closed) for v in set(views)}
+            return np.array([times[v] for v in views])
         q = self._span_decodes(n, views, tile, True).reshape(len(QUANTITIES), -1, steps)
         return self.time_of(q, n, n, chunks=False)
 

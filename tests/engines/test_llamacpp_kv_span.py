@@ -137,3 +137,18 @@ def test_the_one_stream_server_runs_the_python_loop_and_says_why():
     assert sim.span and sim.scheduler.unified_slots and sim.closed is None
     reqs = Requests(np.zeros(3), np.full(3, 64), np.full(3, 4))
     assert "one KV stream" in kernel.covers(sim, reqs)
+
+
+def test_the_compiled_laws_time_the_one_stream_steps_as_the_numpy_path_does():
+    # a Poisson run with prompts, decode blocks and kept cells (--cache-ram 0): StepModel's numpy laws (fast False)
+    # and the same laws compiled (serving.closedform) give the same times to float rounding
+    rng = np.random.default_rng(3)
+    n = 40
+    reqs = Requests(np.sort(rng.uniform(0, 20, n)), rng.integers(64, 3000, n), rng.integers(2, 200, n))
+    engine = scheduling("llamacpp", H200)
+    engine = replace(engine, overheads=replace(engine.overheads, save_s=0.0, save_byte_s=0.0))
+    runs = [Simulator(MODEL, H200, Workload(context_tokens=3200, engine="llamacpp", weight_dtype="fp16"),
+                      parse_method("fp16"), max_tokens=3200, engine=engine, fast=fast).run(reqs)
+            for fast in (False, True)]
+    np.testing.assert_allclose(runs[1].ttft_s, runs[0].ttft_s, rtol=1e-9)
+    np.testing.assert_allclose(runs[1].finish_s, runs[0].finish_s, rtol=1e-9)
