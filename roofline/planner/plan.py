@@ -56,6 +56,13 @@ class MethodPlan:
         return {"method": self.method, "family": self.family, **self.data, "warnings": self.warnings}
 
 
+# llama.cpp's one KV stream (timing 22.): the planner's batch prefill is the benchmark's stream a sequence
+SPAN_NOTE = ("llamacpp: TTFT (batch) prices each prompt over its own cells, as llama-batched-bench's stream a "
+             "sequence; llama-server's slots share one KV stream by default (-kvu), and each prompt ubatch then "
+             "computes every cell the stream holds (timing 22., docs/engines.md): `roofline simulate --engine "
+             "llamacpp` runs the server's")
+
+
 class MethodPlanner:
     """One method on one (model, hardware) with the workload's parallelism, dtypes and page size, compiled."""
 
@@ -119,6 +126,8 @@ class MethodPlanner:
             result.data["engine_step"] = engine_step(phases, b, ctx)
         result.data["notes"] = method.plan_notes(model, probe, result.data)  # why the row looks as it does
         result.warnings += _warnings(model, fit, b, ctx) + ([self.engine_note] if self.engine_note else [])
+        if phases.engine.fa_span and b > 1:
+            result.warnings.append(SPAN_NOTE)
         return result
 
     def step_time(self, batch: int, context: int) -> float:
