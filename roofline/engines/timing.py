@@ -244,7 +244,9 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    lone prompt's TTFT -4.0 / -1.4 % and a decode's TPOT +1.6 / -1.1 % beside 12,003 / 36,003 kept cells, where the
    model without it read -41 / -65 % and -10 / -29 %; run 12's -kvu server TTFT -31.6 -> -1.8 %, TPOT -17.7 -> -9.1 %.
    The planner's llama.cpp decode (a batch's slots, one stream) reads its own cells, the same view up to 64 / ncols2
-   sequences; past that the serving simulation's reads are the server's (ceil(B / (64 / ncols2)) views).
+   sequences; past that the serving simulation's reads are the server's (ceil(B / (64 / ncols2)) views). Not in the
+   rule: a sliding-window layer's own cache (its view is every slot's window, priced here at one window), MLA's
+   grouping of 16 heads (ncols2 16 at DKQ 576; taken as 8), and the host's KQ mask over the view.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
