@@ -3,6 +3,7 @@ timing mechanism 22 on llama-batched-bench's prompts.
 
     python -m validate.engines.llamacpp_host predict14 OUT.json          (the prediction, before the run)
     python -m validate.engines.llamacpp_host compare14 RESDIR PREDICTED  (the run against it)
+    python -m validate.engines.llamacpp_host predict15 OUT.json / compare15 RESDIR PREDICTED   (run 15)
 
 A (tiny-llama, validate/engines/models.py: 2 layers of width 256, Llama-3's vocabulary): per server variant and
 concurrency c, `roofline simulate --model <its config.json> --engine llamacpp --max-num-seqs 16 --kv-unified
@@ -54,13 +55,13 @@ def _simulated(argv: list[str]) -> dict:
     return {"ttft_s": d["ttft_s"]["p50"], "tpot_s": d["tpot_s"]["p50"]}
 
 
-def _batched() -> list[dict]:
+def _batched(b: dict | None = None) -> list[dict]:
     """Part B's figures: the planner's (stream a sequence) and, for -kvu, those plus mechanism 22's difference."""
     from roofline.engines.llamacpp import fa_query_tile
     from validate.engines.llamacpp_slots import BASE, _simulation
     from validate.engines.llamacpp_predict import phases
 
-    b = CASES["batched"]
+    b = CASES["batched"] if b is None else b
     longest = max(b["npp"]) * max(b["npl"]) + b["ntg"] * max(b["npl"])
     sim, _, _ = _simulation([*BASE, "--max-num-seqs", "1", "--kv-unified", "--cache-ram", "0", "--rate", "1",
                              "--requests", "1", "--prompt-tokens", str(longest), "--output-tokens", "2"])
@@ -120,6 +121,46 @@ def predict14(out: Path) -> None:
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
+def predict15(out: Path) -> None:
+    """Run 15 (llamacpp_cases_run15.json): llama-batched-bench's decode steps past one query tile (mechanism 22: one
+    stream's view read once per 64 / ncols2 = 16 query rows for Llama-3.1-8B), -kvu against a stream a sequence."""
+    from validate.engines.cases import checkout_sha
+
+    cases = json.loads((HERE / "llamacpp_cases_run15.json").read_text())
+    doc = {"about": "roofline's prediction of llama.cpp run 15 (llamacpp_cases_run15.json), written before the run: "
+                    "timing mechanisms 15-22 as they stand", "hardware": "H200", "git_sha": checkout_sha(),
+           "date": dt.date.today().isoformat(), "batched": _batched(cases["batched"])}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def compare_batched(resdir: Path, predicted: Path, b: dict) -> list[str]:
+    """Each (PP, B) of a prediction's batched rows against the runs' median T_PP and T_TG / TG, per variant."""
+    pred = json.loads(predicted.read_text())
+    lines = []
+    for variant, _ in b["runs"]:
+        runs = [_batched_rows(resdir / f"batched-{variant}-{k}.log") for k in range(1, b["repeats"] + 1)]
+        for row in pred["batched"]:
+            key = (row["pp"], row["pl"])
+            if not all(key in r for r in runs):
+                continue
+            t_pp = statistics.median(r[key]["t_pp"] for r in runs)
+            t_tg = statistics.median(r[key]["t_tg"] / r[key]["tg"] for r in runs)
+            p = row[variant]
+            lines.append(f"B {variant:5s} PP {row['pp']:5d} B {row['pl']:2d}: T_PP {t_pp * 1e3:7.1f} / "
+                         f"{p['prefill_s'] * 1e3:7.1f} ({(p['prefill_s'] / t_pp - 1) * 100:+6.1f})   step "
+                         f"{t_tg * 1e3:6.2f} / {p['decode_step_s'] * 1e3:6.2f} "
+                         f"({(p['decode_step_s'] / t_tg - 1) * 100:+6.1f})")
+    return lines
+
+
+def compare15(resdir: Path, predicted: Path) -> str:
+    cases = json.loads((HERE / "llamacpp_cases_run15.json").read_text())
+    pred = json.loads(predicted.read_text())
+    return "\n".join([f"llama.cpp run 15 ({resdir}): llama-batched-bench -kvu against a stream a sequence",
+                      f"predicted before the run: {predicted.name} ({pred['git_sha'][:7]}); measured / predicted "
+                      "(err %), ms", *compare_batched(resdir, predicted, cases["batched"])])
+
+
 def _batched_rows(path: Path) -> dict[tuple[int, int], dict]:
     """llama-batched-bench's table: (PP, B) -> {'t_pp': s, 't_tg': s, 'tg': tokens}."""
     rows = {}
@@ -156,19 +197,7 @@ def compare14(resdir: Path, predicted: Path) -> str:
         q = pred["lone_ttft_s"][str(p)]
         lines.append(f"A lone prompt {p:5d}: TTFT p50 {m['ttft_s']['p50'] * 1e3:6.2f} / {q * 1e3:6.2f} "
                      f"({(q / m['ttft_s']['p50'] - 1) * 100:+6.1f})")
-    for variant, _ in b["runs"]:
-        runs = [_batched_rows(resdir / f"batched-{variant}-{k}.log") for k in range(1, b["repeats"] + 1)]
-        for row in pred["batched"]:
-            key = (row["pp"], row["pl"])
-            if not all(key in r for r in runs):
-                continue
-            t_pp = statistics.median(r[key]["t_pp"] for r in runs)
-            t_tg = statistics.median(r[key]["t_tg"] / r[key]["tg"] for r in runs)
-            p = row[variant]
-            lines.append(f"B {variant:5s} PP {row['pp']:5d} B {row['pl']}: T_PP {t_pp * 1e3:7.1f} / "
-                         f"{p['prefill_s'] * 1e3:7.1f} ({(p['prefill_s'] / t_pp - 1) * 100:+6.1f})   step "
-                         f"{t_tg * 1e3:6.2f} / {p['decode_step_s'] * 1e3:6.2f} "
-                         f"({(p['decode_step_s'] / t_tg - 1) * 100:+6.1f})")
+    lines += compare_batched(resdir, predicted, b)
     return "\n".join(lines)
 
 
@@ -177,6 +206,10 @@ def main() -> None:
         predict14(Path(sys.argv[2]))
     elif sys.argv[1:2] == ["compare14"] and len(sys.argv) == 4:
         print(compare14(Path(sys.argv[2]), Path(sys.argv[3])))
+    elif sys.argv[1:2] == ["predict15"] and len(sys.argv) == 3:
+        predict15(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["compare15"] and len(sys.argv) == 4:
+        print(compare15(Path(sys.argv[2]), Path(sys.argv[3])))
     else:
         print(__doc__.splitlines()[0], file=sys.stderr)
         raise SystemExit(2)
