@@ -94,5 +94,7 @@ python -m validate.engines.llamacpp_slots compare13 $E/$D6-run13 $E/h200-llamacp
 # run 14 (the server's host work on a tiny model; 22 on batched-bench's prompts): the prediction before the run
 python -m validate.engines.llamacpp_host compare14 $E/$D6-run14 $E/h200-llamacpp-run14-predicted.json \
   > $E/$D6-run14-report.txt
+python -m validate.engines.llamacpp_host compare15 $E/$D6-run15 $E/h200-llamacpp-run15-predicted.json \
+  > $E/$D6-run15-report.txt
 python -m validate.engines.llamacpp_slots chain > $E/nvidia-h200-llamacpp-slots-chain.txt
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8
