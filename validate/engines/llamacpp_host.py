@@ -58,8 +58,8 @@ def _simulated(argv: list[str]) -> dict:
 def _batched(b: dict | None = None) -> list[dict]:
     """Part B's figures: the planner's (stream a sequence) and, for -kvu, those plus mechanism 22's difference."""
     from roofline.engines.llamacpp import fa_query_tile
-    from validate.engines.llamacpp_slots import BASE, _simulation
     from validate.engines.llamacpp_predict import phases
+    from validate.engines.llamacpp_slots import BASE, _simulation
 
     b = CASES["batched"] if b is None else b
     longest = max(b["npp"]) * max(b["npl"]) + b["ntg"] * max(b["npl"])
