@@ -185,8 +185,9 @@ def compare14(resdir: Path, predicted: Path) -> str:
             m = served_summary(json.loads((resdir / f"tiny-{variant}-c{c}.json").read_text()))
             p = pred["tiny"][str(c)][variant]
             tpots.append((c, m["tpot_s"]["p50"]))
-            lines.append(f"A {variant:4s} c {c:2d}: TPOT p50 {m['tpot_s']['p50'] * 1e3:6.3f} / {p['tpot_s'] * 1e3:6.3f} "
-                         f"({(p['tpot_s'] / m['tpot_s']['p50'] - 1) * 100:+6.1f})   TTFT p50 "
+            tpot = m["tpot_s"]["p50"]
+            lines.append(f"A {variant:4s} c {c:2d}: TPOT p50 {tpot * 1e3:6.3f} / {p['tpot_s'] * 1e3:6.3f} "
+                         f"({(p['tpot_s'] / tpot - 1) * 100:+6.1f})   TTFT p50 "
                          f"{m['ttft_s']['p50'] * 1e3:6.2f} / {p['ttft_s'] * 1e3:6.2f}")
         cs, ys = np.array([x for x, _ in tpots], float), np.array([y for _, y in tpots])
         slope, icpt = np.polyfit(cs, ys, 1)
