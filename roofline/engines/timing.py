@@ -245,8 +245,16 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    model without it read -41 / -65 % and -10 / -29 %; run 12's -kvu server TTFT -31.6 -> -1.8 %, TPOT -17.7 -> -9.1 %.
    The planner's llama.cpp decode (a batch's slots, one stream) reads its own cells, the same view up to 64 / ncols2
    sequences; past that the serving simulation's reads are the server's (ceil(B / (64 / ncols2)) views). Not in the
-   rule: a sliding-window layer's own cache (its view is every slot's window, priced here at one window), MLA's
-   grouping of 16 heads (ncols2 16 at DKQ 576; taken as 8), and the host's KQ mask over the view.
+   rule: a sliding-window layer's own cache (its view is every slot's window, priced here at one window), and MLA's
+   grouping of 16 heads (ncols2 16 at DKQ 576; taken as 8).
+23. **The host's KQ mask over a one-stream view** (run 16: validate/engines/kq_mask_bench.cpp, note
+   validate/notes/2026-12-01-llamacpp-kv-span.md; mask_cell_s, mask_copy_s). llama_kv_cache::set_input_kq_mask
+   builds a row of the view for every token of a ubatch, on the host before the GPU starts: the first token of each
+   sequence walks every cell (empty? its sequence's? causal?), each further one copies that row. Timed alone on the
+   H200 machine's host over the engine's own llama_kv_cells: 4.49 ns a cell walked (the median of 15 decode cases,
+   1..32 rows, views to 262,400 cells), 0.20 ns a cell copied. step_s and token_s were measured on streams of their
+   own, so a one-stream ubatch pays the mask only on the cells past its rows' own views (StepModel._mask_s). Run 15's
+   one-stream decode step less the stream-a-sequence one: +1.13 / +2.39 ms at B 16 / 17, the model +1.09 / +2.30.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -351,6 +359,11 @@ class EngineTiming:
     # the attention kernel computes every cell of its stream's KV view for every query row (22.: ggml's
     # FLASH_ATTN_EXT on one stream under 1,024 rows): a unified stream's step attends over every slot's cells
     fa_span: bool = False
+    # the host's KQ mask over a one-stream view (23.: llama_kv_cache::set_input_kq_mask): seconds per cell a sequence's
+    # first row walks, and per cell each further row of its ubatch copies; charged on the view's cells past those of
+    # a stream of its own (which step_s and token_s were measured with)
+    mask_cell_s: float = 0.0
+    mask_copy_s: float = 0.0
 
     def passes(self, tokens) -> int:
         """Forward passes of a step or prompt of `tokens` tokens (19.): ceil(tokens / pass_tokens), 1 without a
@@ -465,7 +478,7 @@ HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
                "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
                "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s", "cache_save_s", "cache_save_byte_s",
-               "server_graph_s")
+               "server_graph_s", "mask_cell_s", "mask_copy_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -540,7 +553,8 @@ def timing(engine: str) -> EngineTiming:
             sampler_host_element_s=float(d.get("sampler_host_element_s", 0.0)), token_s=float(d.get("token_s", 0.0)),
             cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)),
             pass_tokens=int(d.get("pass_tokens", 0)), server_graph_s=float(d.get("server_graph_s", 0.0)),
-            fa_span=bool(d.get("fa_span", False)))
+            fa_span=bool(d.get("fa_span", False)), mask_cell_s=float(d.get("mask_cell_s", 0.0)),
+            mask_copy_s=float(d.get("mask_copy_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

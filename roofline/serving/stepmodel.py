@@ -87,6 +87,12 @@ def _table(exprs: list[list[sp.Expr]], symbol: sp.Symbol, n: int) -> np.ndarray:
     return np.array([[np.broadcast_to(np.asarray(v, dtype=np.float64), xs.shape) for v in row] for row in values])
 
 
+def _views(cells: np.ndarray, size: int) -> np.ndarray:
+    """engines.llamacpp.kv_view over an array of used cells."""
+    from roofline.engines.llamacpp import PAD
+    return np.minimum(np.maximum(-(-cells // PAD) * PAD, PAD), size)
+
+
 @dataclass
 class StepModel:
     """Compiled step time of one (model, method, hardware, workload); see the module docstring."""
@@ -344,6 +350,7 @@ class StepModel:
                 continue
             placed += tokens
             view = min(kv_view(placed, size), limit)
+            total += self._mask_s(view, context[d:d + take_d], starts, counts, size)
             q = self._span_decodes(take_d, view, tile, not counts)[:, 0]
             if counts:
                 c = np.array(counts, dtype=np.int64)
@@ -352,6 +359,19 @@ class StepModel:
             total += self._time(q, tokens, take_d, bool(counts), closed)
             d += take_d
         return total
+
+    def _mask_s(self, view: int, context: np.ndarray, starts: list[int], counts: list[int], size: int) -> float:
+        """Host seconds of the KQ mask a one-stream ubatch builds past what a stream of its own would (timing 23.):
+        each decode row, and each prompt piece's first row, walks the view's cells beyond its own sequence's view
+        (mask_cell_s a cell); a piece's further rows copy them (mask_copy_s a cell)."""
+        eng = self.phases.engine
+        if not (eng.mask_cell_s or eng.mask_copy_s):
+            return 0.0
+        excess = float(np.maximum(view - _views(np.asarray(context), size), 0).sum()) * eng.mask_cell_s
+        for start, count in zip(starts, counts, strict=True):
+            extra = max(view - int(_views(np.array([start + count]), size)[0]), 0)
+            excess += extra * (eng.mask_cell_s + (count - 1) * eng.mask_copy_s)
+        return excess
 
     def _time(self, q: np.ndarray, tokens: int, decodes: int, chunks: bool, closed) -> float:
         """time_of of flat work q (no weights), through `closed` (ClosedForm: its live entries plus the weight bytes at
@@ -368,11 +388,12 @@ class StepModel:
         from roofline.engines.llamacpp import kv_view
         n = len(context)
         views = [min(kv_view(used + (j + 1) * n, size), self.max_tokens) for j in range(steps)]
+        mask = np.array([self._mask_s(v, context + j, [], [], size) for j, v in enumerate(views)])
         if closed is not None:  # a view holds for up to 256 / n steps: each distinct one timed once
             times = {v: self._time(self._span_decodes(n, v, tile, True)[:, 0], n, n, False, closed) for v in set(views)}
-            return np.array([times[v] for v in views])
+            return np.array([times[v] for v in views]) + mask
         q = self._span_decodes(n, views, tile, True).reshape(len(QUANTITIES), -1, steps)
-        return self.time_of(q, n, n, chunks=False)
+        return self.time_of(q, n, n, chunks=False) + mask
 
     def decode_block(self, context: np.ndarray, steps: int, pad: int = 0, sizes: list[int] | None = None) -> np.ndarray:
         """Times of `steps` consecutive decode-only steps of the same sequences, starting at `context`

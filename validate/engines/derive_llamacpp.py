@@ -80,6 +80,7 @@ RUN5B = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run5b")
 RUN6 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run6")
 RUN9 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run9")
 RUN10 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run10")
+RUN16 = Path("validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run16")
 # llama-server started with its defaults (no -b / -ub): its context's log states the physical batch it runs
 SERVER_LOG = Path("validate/results/engines/nvidia-h200-llamacpp-2026-11-30-run1/mem-c32768-np8.log")
 OUT = Path("roofline/engines/profiles/llamacpp.json")
@@ -358,6 +359,27 @@ def server_ubatch(log: Path = SERVER_LOG) -> int:
     return int(found.group(1))
 
 
+def kq_mask_law(run16: Path = RUN16) -> tuple[float, float, dict]:
+    """The host's KQ mask on one stream (run 16: kq_mask_bench.cpp, set_input_kq_mask's loop over llama_kv_cells,
+    three repetitions, each case's median): (seconds per cell a sequence's first row walks: the median over the
+    decode cases of us / (rows x view); seconds per cell a further row copies: the prompt cases' slope over the view
+    (least squares on the seconds) less one first row, over the ubatch's further rows)."""
+    import json
+    import statistics
+    cases: dict[tuple, list[dict]] = {}
+    for f in sorted(run16.glob("kq-mask-*.jsonl")):
+        for line in f.read_text().splitlines():
+            d = json.loads(line)
+            cases.setdefault((d["kind"], d["seqs"], d["held"]), []).append(d)
+    med = {k: (v[0], statistics.median(x["us"] for x in v) * 1e-6) for k, v in cases.items()}
+    cell = statistics.median(t / (d["seqs"] * d["n_kv"]) for (kind, *_), (d, t) in med.items() if kind == "decode")
+    prompt = sorted((d["n_kv"], t, d["rows"]) for (kind, *_), (d, t) in med.items() if kind == "prompt")
+    _, rate, res = affine_fit([v for v, _, _ in prompt], [t for _, t, _ in prompt])
+    rows = prompt[0][2]
+    return cell, (1 / rate - cell) / (rows - 1), {"prompt_residuals": res, "prompt_rows": rows,
+                                                  "per_view_cell_s": 1 / rate}
+
+
 def server_graph_s(run9: Path = RUN9, run10: Path = RUN10) -> tuple[float, dict[str, float]]:
     """The server's host work a step pays when it rebuilds its graph: four streams pinned to slots 4..7 (one ubatch a
     step) decode with LLAMA_GRAPH_REUSE_DISABLE=1 (run 10, every step rebuilt) against the same set with reuse (run 9),
@@ -398,6 +420,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
     epilogue, epilogue_calls = one_row_epilogue(run5)
     save, save_rows = cache_save_law(RUN6)
     graph, graph_each = server_graph_s()
+    mask_cell, mask_copy, mask_each = kq_mask_law()
     kernels.update({**qlaws, "kernel_time": kernel_s, "norm_kernel": norm_s, "one_row_epilogue": epilogue})
     ops4 = f"{run4}/ops.txt (test-backend-ops perf, stage O)"
     return {
@@ -410,6 +433,7 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
         "pass_tokens": server_ubatch(),
         "server_graph_s": graph,
         "fa_span": True,
+        "mask_cell_s": mask_cell, "mask_copy_s": mask_copy,
         "activation_bytes": 4, "kernels": {GPU: kernels}, "op_kernels": OP_KERNELS,
         "sampler": {GPU: {"latency_s": copy_a, "elements_per_s": copy_bw / 4}},
         "attention_flops": {GPU: {str(HEAD_DIM): fa_rate}},
@@ -495,6 +519,16 @@ def derive(run3: Path, run4: Path = RUN4, run5: Path = RUN5, run5b: Path = RUN5B
                 "stream's view (llama_kv_cache::get_n_kv: pad256 of the highest used cell + 1), masked cells "
                 "computed: a unified stream's ubatch (the server's -kvu, its default) attends over every slot's "
                 "cells, at the kernel's own rate (attention_flops, measured over a random mask of every cell)"),
+            "mask_cell_s": (
+                f"{RUN16}/kq-mask-*.jsonl (kq_mask_bench.cpp: set_input_kq_mask's loop over the engine's own "
+                "llama_kv_cells on the H200 machine's host, 3 repetitions): the median over 15 decode cases (1..32 "
+                "sequences of 512..8,192 cells, one row each) of seconds / (rows x view): a sequence's first row "
+                f"walks every cell of the view, {mask_cell * 1e9:.2f} ns a cell"),
+            "mask_copy_s": (
+                f"{RUN16}/kq-mask-*.jsonl: a 512-token prompt ubatch beside 0..36,864 other cells, seconds = a + "
+                f"view x {mask_each['per_view_cell_s'] * 1e9:.1f} ns (least squares on the seconds, residuals "
+                f"{mask_each['prompt_residuals']}), less one first row, over its {mask_each['prompt_rows'] - 1} "
+                f"further rows (each copies the first's row of view cells): {mask_copy * 1e12:.1f} ps a cell"),
             "one_row_epilogue": f"{run5} trace-<type>-b1.json / -b2.json (the timelines' per-name calls a step): "
                                 "ggml-cuda fuses the residual adds and the GLU into the mat-vecs at one column "
                                 "(ggml_cuda_should_fuse_mul_mat): adds / GLUs / matmul calls a step "

@@ -96,7 +96,7 @@ def _batched(b: dict | None = None) -> list[dict]:
     return out
 
 
-def predict14(out: Path) -> None:
+def predict14(out: Path, about: str = "written before the run") -> None:
     from roofline.catalogue.store import load_model
     from roofline.engines.timing import timing
     from validate.engines.cases import checkout_sha
@@ -113,22 +113,22 @@ def predict14(out: Path) -> None:
         tiny[str(c)] = {"host": host, "gpu": {"tpot_s": host["tpot_s"] - c * per_slot, "ttft_s": host["ttft_s"]}}
     lone = {str(p): _simulated([*base, "--rate", "inf", "--requests", "1", "--prompt-tokens", str(p),
                                 "--output-tokens", str(t["lone_output"])])["ttft_s"] for p in t["lone_prompts"]}
-    doc = {"about": "roofline's prediction of llama.cpp run 14 (llamacpp_cases_run14.json), written before the run: "
-                    "timing mechanisms 15-22 as they stand (no server host work a slot beyond the sampler: "
-                    "server_per_seq_s 0; no request's own cost: request_s 0)",
+    doc = {"about": f"roofline's prediction of llama.cpp run 14 (llamacpp_cases_run14.json), {about}: the timing "
+                    "mechanisms as they stand (no server host work a slot beyond the sampler: server_per_seq_s 0; no "
+                    "request's own cost: request_s 0)",
            "hardware": "H200", "git_sha": checkout_sha(), "date": dt.date.today().isoformat(),
            "sampler_per_slot_s": per_slot, "tiny": tiny, "lone_ttft_s": lone, "batched": _batched()}
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def predict15(out: Path) -> None:
+def predict15(out: Path, about: str = "written before the run") -> None:
     """Run 15 (llamacpp_cases_run15.json): llama-batched-bench's decode steps past one query tile (mechanism 22: one
     stream's view read once per 64 / ncols2 = 16 query rows for Llama-3.1-8B), -kvu against a stream a sequence."""
     from validate.engines.cases import checkout_sha
 
     cases = json.loads((HERE / "llamacpp_cases_run15.json").read_text())
-    doc = {"about": "roofline's prediction of llama.cpp run 15 (llamacpp_cases_run15.json), written before the run: "
-                    "timing mechanisms 15-22 as they stand", "hardware": "H200", "git_sha": checkout_sha(),
+    doc = {"about": f"roofline's prediction of llama.cpp run 15 (llamacpp_cases_run15.json), {about}: the timing "
+                    "mechanisms as they stand", "hardware": "H200", "git_sha": checkout_sha(),
            "date": dt.date.today().isoformat(), "batched": _batched(cases["batched"])}
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
@@ -203,12 +203,13 @@ def compare14(resdir: Path, predicted: Path) -> str:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["predict14"] and len(sys.argv) == 3:
-        predict14(Path(sys.argv[2]))
+    now = ["the model now"] if sys.argv[3:] == ["--now"] else []
+    if sys.argv[1:2] == ["predict14"] and len(sys.argv) in (3, 4):
+        predict14(Path(sys.argv[2]), *now)
     elif sys.argv[1:2] == ["compare14"] and len(sys.argv) == 4:
         print(compare14(Path(sys.argv[2]), Path(sys.argv[3])))
-    elif sys.argv[1:2] == ["predict15"] and len(sys.argv) == 3:
-        predict15(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["predict15"] and len(sys.argv) in (3, 4):
+        predict15(Path(sys.argv[2]), *now)
     elif sys.argv[1:2] == ["compare15"] and len(sys.argv) == 4:
         print(compare15(Path(sys.argv[2]), Path(sys.argv[3])))
     else:

@@ -89,12 +89,18 @@ python -m validate.engines.llamacpp_slots predict9 $E/h200-llamacpp-run9-now.jso
 { python -m validate.engines.llamacpp_slots compare12 $E/$D6-run12 $E/h200-llamacpp-run12-predicted.json
   echo; python -m validate.engines.llamacpp_slots now12 $E/$D6-run12; } > $E/$D6-run12-report.txt
 # run 13 (timing 22: one stream's attention over every cell it holds, slots 0-2 filled): the prediction before the run
-python -m validate.engines.llamacpp_slots compare13 $E/$D6-run13 $E/h200-llamacpp-run13-predicted.json \
+python -m validate.engines.llamacpp_slots predict13 $E/h200-llamacpp-run13-now.json --now
+{ python -m validate.engines.llamacpp_slots compare13 $E/$D6-run13 $E/h200-llamacpp-run13-predicted.json
+  echo; echo "== the model now: h200-llamacpp-run13-now.json"
+  python -m validate.engines.llamacpp_slots compare13 $E/$D6-run13 $E/h200-llamacpp-run13-now.json | tail -n +3; } \
   > $E/$D6-run13-report.txt
 # run 14 (the server's host work on a tiny model; 22 on batched-bench's prompts): the prediction before the run
-python -m validate.engines.llamacpp_host compare14 $E/$D6-run14 $E/h200-llamacpp-run14-predicted.json \
-  > $E/$D6-run14-report.txt
-python -m validate.engines.llamacpp_host compare15 $E/$D6-run15 $E/h200-llamacpp-run15-predicted.json \
-  > $E/$D6-run15-report.txt
+for n in 14 15; do
+  python -m validate.engines.llamacpp_host predict$n $E/h200-llamacpp-run$n-now.json --now
+  { python -m validate.engines.llamacpp_host compare$n $E/$D6-run$n $E/h200-llamacpp-run$n-predicted.json
+    echo; echo "== the model now: h200-llamacpp-run$n-now.json"
+    python -m validate.engines.llamacpp_host compare$n $E/$D6-run$n $E/h200-llamacpp-run$n-now.json | tail -n +3; } \
+    > $E/$D6-run$n-report.txt
+done
 python -m validate.engines.llamacpp_slots chain > $E/nvidia-h200-llamacpp-slots-chain.txt
 grep -E "median" $E/$D-run1-now-report.txt $RQ | tail -8

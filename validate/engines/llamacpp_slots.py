@@ -399,8 +399,8 @@ def main() -> None:
         cases = rest[rest.index("--cases") + 1] if "--cases" in rest else "llamacpp_cases_run9.json"
         predict9(Path(sys.argv[2]), "--now" in rest, cases)
         return
-    if sys.argv[1:2] == ["predict13"] and len(sys.argv) == 3:
-        predict13(Path(sys.argv[2]))
+    if sys.argv[1:2] == ["predict13"] and len(sys.argv) in (3, 4):  # [--now]: the model as it stands
+        predict13(Path(sys.argv[2]), *(["the model now (mechanisms 19-23)"] if sys.argv[3:] == ["--now"] else []))
         return
     if sys.argv[1:2] == ["compare13"] and len(sys.argv) == 4:
         print(compare13(Path(sys.argv[2]), Path(sys.argv[3])))
