@@ -20,6 +20,8 @@
 #                             cases', log RESDIR/server-V.log
 #   llamacpp_slot_sets TAG    the cases' serve.slot_sets, four closed-loop clients each asking for its set's slots
 #                             (llamacpp_client --slots), RESDIR/set-TAG-K.json
+#   llamacpp_batched_variants stage D-V per the cases' batched.runs variant V: llama-batched-bench with its flags,
+#                             batched.repeats times (RESDIR/batched-V-K.log), each under a 150 s timeout
 #   C EXPR (EXPR of the cases c, printed), fail STAGE (STAGE-FAILED, ALL_DONE, exit 1), stop (the server's session)
 source "$(dirname "${BASH_SOURCE[0]}")/llamacpp_cuda.sh"
 
@@ -129,5 +131,18 @@ llamacpp_slot_sets() {
     timeout 60 python3 $HERE/llamacpp_client.py $PORT $R/set-$1-$k.json --prompt $(C "c['serve']['prompt']") \
       --output $(C "c['serve']['output']") --requests $(C "c['serve']['requests']") --seed $k --concurrency 4 \
       --slots $set
+  done
+}
+
+llamacpp_batched_variants() {
+  local B="c['batched']" v k
+  for v in $(C "' '.join(x[0] for x in $B['runs'])"); do
+    stage "D-$v"
+    for k in $(seq 1 $(C "$B['repeats']")); do
+      timeout 150 $BIN/llama-batched-bench -m $MODEL -ngl $NGL -c $(C "$B['c']") -b 2048 -ub 512 \
+        -npp $(C "','.join(map(str, $B['npp']))") -ntg $(C "$B['ntg']") -npl $(C "','.join(map(str, $B['npl']))") \
+        $(C "{x[0]: x[1] for x in $B['runs']}['$v']") > $R/batched-$v-$k.log 2>&1
+      grep "^|" $R/batched-$v-$k.log
+    done
   done
 }

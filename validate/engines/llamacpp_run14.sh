@@ -49,14 +49,5 @@ for v in $(C "' '.join(x[0] for x in $T['servers'])"); do
 done
 MODEL=$BIG
 
-B="c['batched']"
-for v in $(C "' '.join(x[0] for x in $B['runs'])"); do
-  stage "D-$v"
-  for k in $(seq 1 $(C "$B['repeats']")); do
-    timeout 150 $BIN/llama-batched-bench -m $MODEL -ngl $NGL -c $(C "$B['c']") -b 2048 -ub 512 \
-      -npp $(C "','.join(map(str, $B['npp']))") -ntg $(C "$B['ntg']") -npl $(C "','.join(map(str, $B['npl']))") \
-      $(C "{x[0]: x[1] for x in $B['runs']}['$v']") > $R/batched-$v-$k.log 2>&1
-    grep "^|" $R/batched-$v-$k.log
-  done
-done
+llamacpp_batched_variants
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
