@@ -385,13 +385,18 @@ class StepModel:
         """Times of `steps` consecutive decode-only steps (as decode_block) of a one-stream llama-server: step j's
         rows attend over kv_view(used + (j + 1) x n) cells, `used` the stream's cells before the first (span_time);
         one ubatch a step (n <= pass_tokens, which the caller checks)."""
-        from roofline.engines.llamacpp import kv_view
         n = len(context)
-        views = [min(kv_view(used + (j + 1) * n, size), self.max_tokens) for j in range(steps)]
-        mask = np.array([self._mask_s(v, context + j, [], [], size) for j, v in enumerate(views)])
+        j = np.arange(steps)
+        views = np.minimum(_views(used + (j + 1) * n, size), self.max_tokens)
+        mask = np.zeros(steps)
+        eng = self.phases.engine
+        if eng.mask_cell_s:  # _mask_s of each step's decode rows, every step at once
+            own = _views(np.asarray(context)[None, :] + j[:, None], size)
+            mask = np.maximum(views[:, None] - own, 0).sum(axis=1) * eng.mask_cell_s
         if closed is not None:  # a view holds for up to 256 / n steps: each distinct one timed once
-            times = {v: self._time(self._span_decodes(n, v, tile, True)[:, 0], n, n, False, closed) for v in set(views)}
-            return np.array([times[v] for v in views]) + mask
+            times = {int(v): self._time(self._span_decodes(n, int(v), tile, True)[:, 0], n, n, False, closed)
+                     for v in np.unique(views)}
+            return np.array([times[int(v)] for v in views]) + mask
         q = self._span_decodes(n, views, tile, True).reshape(len(QUANTITIES), -1, steps)
         return self.time_of(q, n, n, chunks=False) + mask
 
