@@ -221,13 +221,21 @@ class Simulator:
         self.phases = PhaseModel.build(self.model, self.hardware, self.workload, self.method, roofline=roof)
         step_tokens = self.scheduler.max_num_batched_tokens + self.scheduler.max_num_seqs * (1 + k)
         table = self.max_tokens + k  # a verifying sequence reaches K tokens past its last
-        # llama-server's slots sharing one KV stream: a step attends over every cell the stream holds (timing 22.),
-        # up to every slot's longest request
-        self.span = bool(self.phases.engine.fa_span) and not self.scheduler.slot_streams and not k
+        # llama-server's slots sharing one KV stream: a step attends over every cell the stream holds (timing 22.;
+        # one pipeline stage: a layer split's stages are timed by the pipelined laws, which keep their own contexts)
+        self.span = (bool(self.phases.engine.fa_span) and not self.scheduler.slot_streams and not k
+                     and self.workload.pp == 1)
         if self.span:
             self.scheduler = replace(self.scheduler, unified_slots=True)
-        self.steps = StepModel(self.phases, _pad256(self.scheduler.max_num_seqs * table) if self.span else table,
-                               step_tokens)
+        if self.pool is None:
+            # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
+            peak = self.workload.model_copy(update={
+                "batch": self.scheduler.max_num_seqs, "prompt_tokens": None, "generated_tokens": 0,
+                "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
+            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, table)
+        # the step tables reach the one stream's view: every slot at its longest request, within the stream's cells
+        span_table = max(table, min(_pad256(self.scheduler.max_num_seqs * table), self.stream_cells))
+        self.steps = StepModel(self.phases, span_table if self.span else table, step_tokens)
         # pp > 1 (serving.pipeline) too, except with speculative decoding (its verify and draft passes have no
         # pipelined closed form: StepModel's numpy path times them)
         # llama-server's slots (scheduler.slot_streams) split a step by its slot ids: StepModel's numpy path times them
@@ -235,12 +243,6 @@ class Simulator:
                        and not self.scheduler.slots else None)
         # the one-stream server's steps through the same laws compiled (StepModel.span_time's `closed`)
         self.span_closed = ClosedForm(self.steps) if self.span and self.fast else None
-        if self.pool is None:
-            # the engine's peak step: a full token budget of prefill and logits for max_num_seqs sequences
-            peak = self.workload.model_copy(update={
-                "batch": self.scheduler.max_num_seqs, "prompt_tokens": None, "generated_tokens": 0,
-                "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
-            self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, table)
         self.draft = None
         if k:
             self.draft = DraftCost(self.speculative, self, table)
@@ -278,8 +280,8 @@ class Simulator:
 
     def _span_ends(self, sched: Scheduler, plan, steps: int, until_s: float) -> np.ndarray:
         """block_ends for llama-server with its slots in one KV stream: each ubatch's attention spans the cells the
-        stream holds (Scheduler.stream_used: the running sequences' and those idle slots keep), StepModel's numpy
-        path (span_time, span_block; timing 22.)."""
+        stream holds (Scheduler.stream_used: the running sequences' and those idle slots keep) and the host builds its
+        mask over them (StepModel.span_time, span_block: timing 22., 23.), through the compiled laws when fast."""
         host, seqs = self.engine.overheads, len(plan.context) + len(plan.chunk_tokens)
         n_ubatch = self.phases.engine.pass_tokens
         used, size = sched.stream_used(), self.stream_cells
