@@ -489,7 +489,8 @@ def llamacpp(host_speed: float = 1.0) -> EngineScheduling:
 # the one-stream server's attention (timing 22.): a note the split server (-np N without -kvu) drops
 UNIFIED_NOTE = ("llamacpp: the slots share one KV stream: a step's attention spans every cell it holds, an idle "
                 "slot's kept until a task takes the slot (or, with the host prompt cache on, until the next task "
-                "starts) (ggml's FLASH_ATTN_EXT under 1,024 rows, timing 22.)")
+                "starts) (ggml's FLASH_ATTN_EXT under 1,024 rows, timing 22.), and the host builds its mask over them "
+                "(23.)")
 
 
 def ideal() -> EngineScheduling:
