@@ -10,6 +10,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+from roofline.trust.engines import SPAN_REPORTS
+
 # read one shipped summary with the installed package, as the dashboard's Validation page does; nothing of the lab
 SUMMARY = """
 import json, sys
@@ -40,7 +42,8 @@ def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -
     # force-include), never a raw results file
     assert not [n for n in shipped if n.startswith("validate/")
                 or (n.startswith("roofline/_results/")
-                    and not n.endswith(("-compare.txt", "-now-summary.txt", "-now-report.txt", "-quant-report.txt")))]
+                    and not n.endswith(("-compare.txt", "-now-summary.txt", "-now-report.txt", "-quant-report.txt"))
+                    and Path(n).name not in SPAN_REPORTS)]
     # the kernels' and the real decoders' reports per measured device, every real vLLM run's and each SGLang run's
     # report of the model as it stands (the same reports a checkout's trust line reads: trust.engines.engine_reports)
     # and llama.cpp's now-report and quantized-weights report (trust.engines.llamacpp_bands, llamacpp_quant_bands)
@@ -48,7 +51,7 @@ def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -
     engines = root / "validate" / "results" / "engines"
     patterns = ("nvidia-h200-vllm-*-compare.txt", "nvidia-h200-sglang-*-now-summary.txt", "*-llamacpp-*-now-report.txt",
                 "*-llamacpp-*-quant-report.txt")
-    engine_runs = sorted(p.name for pattern in patterns for p in engines.glob(pattern))
+    engine_runs = sorted([p.name for pattern in patterns for p in engines.glob(pattern)] + list(SPAN_REPORTS))
     assert {f"roofline/_results/engines/{name}" for name in engine_runs} <= shipped
     assert len([n for n in shipped if n.startswith("roofline/_results/")]) == 5 + len(engine_runs)
     assert not [n for n in shipped if n.startswith("roofline/validation/")

@@ -284,6 +284,41 @@ def llamacpp_quant_bands(folder: Path | None = None) -> dict[str, Any] | None:
     return out
 
 
+# a one-stream server's row in a run report's block of the model now (validate/engines/llamacpp_slots.py now12 and
+# compare13): `kvu   TTFT p50   48.32 /   49.81 (  +3.1)   TPOT p50 ...` or `kvu   k4   stale ... lone TTFT   37.9 /
+# 37.7 (  -0.6) [server ...] [without 22: ...]   TPOT ...`; the bracketed figures are not the model's
+_SPAN_ROW = re.compile(rf"(TTFT|TPOT)(?: p50)?\s+[\d.]+\s*/\s*[\d.]+\s*\(\s*{_NUM}\)")
+_NOW_BLOCK = ("-- now", "== the model now")
+# the served runs' reports with one-stream rows (runs 9, 12, 13: validate/engines/llamacpp_reports.sh), shipped in the
+# wheel beside the other reports the bands read (pyproject force-include)
+SPAN_REPORTS = ("nvidia-h200-llamacpp-2026-12-01-run9-report.txt", "nvidia-h200-llamacpp-2026-12-01-run12-report.txt",
+                "nvidia-h200-llamacpp-2026-12-01-run13-report.txt")
+
+
+def llamacpp_span_bands(folder: Path | None = None) -> dict[str, Any] | None:
+    """llama-server's one KV stream (-kvu, its default; timing 22.-23.) as the model stands: the one-stream rows
+    ("kvu ...") of the model-now block of each of SPAN_REPORTS (runs 9, 12, 13: pinned sets, a Poisson run, lone
+    prompts and a decode beside kept cells), their TTFT and TPOT errors pooled as {"files", "ttft_tpot": band}; None
+    where none is committed."""
+    folder = results_folder() if folder is None else folder
+    if folder is None or not (folder / "engines").is_dir():
+        return None
+    errors, files = [], []
+    for path in (folder / "engines" / name for name in SPAN_REPORTS):
+        if not path.exists():
+            continue
+        now, mine = False, []
+        for line in read_report(path).splitlines():
+            now = now or line.startswith(_NOW_BLOCK)
+            if now and line.startswith("kvu "):
+                mine += [float(m[2]) for m in _SPAN_ROW.finditer(re.sub(r"\[[^]]*\]", "", line))]
+        if mine:
+            errors += mine
+            files.append(f"engines/{path.name}")
+    b = signed_band(errors)
+    return None if b is None else {"files": files, "ttft_tpot": b}
+
+
 def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
     """'llama.cpp's runs on the H200 (engines/<file>): decode ±8.9 % (median; p90 18.2 %, 16 cases), ...', with
     the device they were measured on where it is not this one."""
@@ -299,4 +334,9 @@ def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
                  if k in q]
         text += (f"; GGUF-quantized weights ({q['file']}, a dense 8B; a MoE's expert matmuls, MUL_MAT_ID, not "
                  "timed): " + ", ".join(steps))
+    span = llamacpp_span_bands()
+    if span is not None:
+        t = span["ttft_tpot"]
+        text += (f"; one KV stream for every slot (-kvu, the server's default; {', '.join(span['files'])}): TTFT and "
+                 f"TPOT ±{t['median_ape_pct']:.1f} % (median; p90 {t['p90_ape_pct']:.1f} %, {t['cases']} cases)")
     return text

@@ -63,3 +63,23 @@ def test_capacity_under_llamacpp_cites_the_logged_buffers():
     text = capacity_trust(load_hardware("H100-SXM"), "llamacpp")["text"]
     assert "not validated" not in text and REPORTS[-1].name in text and "measured on the H200" in text
     assert "GGUF-quantized weights' buffers" in text
+
+
+def test_one_stream_servers_have_their_own_band_from_the_model_now_rows():
+    """llama-server's one KV stream (timing 22.-23.): the trust line pools the one-stream rows ('kvu ...') of the
+    model-now blocks of runs 9, 12 and 13 (TTFT and TPOT each), not the rows predicted before those runs, nor the
+    bracketed figures of the model without 22."""
+    import re
+
+    from roofline.trust.bands import results_folder
+    from roofline.trust.engines import SPAN_REPORTS, llamacpp_span_bands
+
+    b = llamacpp_span_bands()
+    assert b is not None and len(b["files"]) == 3
+    # by hand: run 12's now block has one kvu row (TTFT, TPOT), run 13's two (k4, k12), run 9's four pinned sets
+    assert b["ttft_tpot"]["cases"] == 2 * (1 + 2 + 4)
+    now13 = (results_folder() / "engines" / SPAN_REPORTS[2]).read_text().split("== the model now")[1]
+    k12 = next(line for line in now13.splitlines() if line.startswith("kvu   k12"))
+    ttft = float(re.search(r"lone TTFT\s+[\d.]+ /\s+[\d.]+ \(\s*([+-][\d.]+)\)", k12)[1])
+    assert abs(ttft) <= b["ttft_tpot"]["p90_ape_pct"]
+    assert b["ttft_tpot"]["median_ape_pct"] < 10
