@@ -41,15 +41,16 @@ COMPUTE_SRC = ("llama-context.cpp sched_reserve, ggml-alloc best fit; validate/n
                "2026-11-30-llamacpp-compute-buffer.md")
 
 
-def _pad(n: int) -> int:
+def pad256(n: int) -> int:
+    """n cells rounded up to llama.cpp's 256 (GGML_PAD(n, 256))."""
     return -(-n // PAD) * PAD
 
 
 def cells(n_ctx: int, opts: EngineOptions) -> tuple[int, int]:
     """(cells per stream, streams) for a context of n_ctx tokens."""
     if opts.kv_unified:
-        return _pad(n_ctx), 1
-    return _pad(_pad(n_ctx) // opts.parallel), opts.parallel
+        return pad256(n_ctx), 1
+    return pad256(pad256(n_ctx) // opts.parallel), opts.parallel
 
 
 def _layer_bytes(model: Model, bpe: float) -> float:
@@ -68,7 +69,7 @@ def cache_bytes(model: Model, opts: EngineOptions, n_ctx: int) -> dict[str, floa
         if kind == "full":
             out["base"] += n * per_stream * streams * _layer_bytes(model, bpe)
         elif kind in ("sliding", "chunked"):
-            swa = per_stream if opts.swa_full else _pad(
+            swa = per_stream if opts.swa_full else pad256(
                 min(per_stream, window * (opts.parallel if opts.kv_unified else 1) + opts.ubatch))
             out["swa_cells"] = swa * streams
             out["swa"] += n * swa * streams * _layer_bytes(model, bpe)
@@ -255,13 +256,16 @@ def lru_slot(idle_last_used: dict[int, float]) -> int:
     return max(s for s, t in idle_last_used.items() if t == least)
 
 
-def kv_view(used_cells: int, size: int) -> int:
+def kv_view(used_cells, size: int):
     """The cells a step's attention reads from one KV stream (llama_kv_cache::get_n_kv, src/llama-kv-cache.cpp at
     0c1e570): min(size, max(256, pad256(used_max_p1))), used_max_p1 the highest used cell + 1. `used_cells` stands
     for used_max_p1 (the cells held, placed compactly: find_slot restarts its search at cell 0 once the cells below
     its head that are free outnumber twice the ubatch, so the stream stays near compact; holes make it a lower
-    bound)."""
-    return min(int(size), max(PAD, _pad(int(used_cells))))
+    bound). `used_cells` a number (an int back) or a numpy array (an array back, each element's view)."""
+    if hasattr(used_cells, "ndim") and used_cells.ndim:
+        import numpy as np
+        return np.minimum(np.maximum(pad256(used_cells), PAD), size)
+    return min(int(size), max(PAD, pad256(int(used_cells))))
 
 
 def fa_query_tile(gqa_ratio: int) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from roofline.costmodel.device import burst_options, roofline_for
 from roofline.engines.first_use import FirstUse, first_use
-from roofline.engines.llamacpp import PAD, fa_query_tile, ubatches
+from roofline.engines.llamacpp import fa_query_tile, pad256, ubatches
 from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
 from roofline.engines.timing import eager_layers, engine_options, timing_on
 from roofline.methods import MethodConfig
@@ -54,11 +54,6 @@ def _lazy_ends(steps: int, until_s: float, block) -> np.ndarray:
         if ends[-1] >= until_s:
             break
     return ends
-
-
-def _pad256(n: int) -> int:
-    """n rounded up to llama.cpp's 256 cells (engines.llamacpp.PAD)."""
-    return -(-int(n) // PAD) * PAD
 
 
 def host_bound(ends: np.ndarray, i: int, launch_s: float) -> bool:
@@ -234,7 +229,7 @@ class Simulator:
                 "micro_batches": 1, "prefill_chunk_tokens": self.scheduler.max_num_batched_tokens})
             self.pool = KVPool.from_planner(self.model, self.hardware, peak, self.phases.cache, table)
         # the step tables reach the one stream's view: every slot at its longest request, within the stream's cells
-        span_table = max(table, min(_pad256(self.scheduler.max_num_seqs * table), self.stream_cells))
+        span_table = max(table, min(pad256(self.scheduler.max_num_seqs * table), self.stream_cells))
         self.steps = StepModel(self.phases, span_table if self.span else table, step_tokens)
         # pp > 1 (serving.pipeline) too, except with speculative decoding (its verify and draft passes have no
         # pipelined closed form: StepModel's numpy path times them)

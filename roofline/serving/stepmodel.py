@@ -34,6 +34,7 @@ import numpy as np
 from roofline.costmodel import Op
 from roofline.costmodel.device import LAW_NAMES
 from roofline.costmodel.ops import EXPERTS
+from roofline.engines.llamacpp import kv_view
 from roofline.lazy import sp
 from roofline.planner.phases import PhaseModel
 from roofline.planner.plan import ATTENTION_OPS
@@ -85,12 +86,6 @@ def _table(exprs: list[list[sp.Expr]], symbol: sp.Symbol, n: int) -> np.ndarray:
     xs = np.arange(n, dtype=np.float64)
     values = lambdify([symbol], exprs, cse=True)(xs)
     return np.array([[np.broadcast_to(np.asarray(v, dtype=np.float64), xs.shape) for v in row] for row in values])
-
-
-def _views(cells: np.ndarray, size: int) -> np.ndarray:
-    """engines.llamacpp.kv_view over an array of used cells."""
-    from roofline.engines.llamacpp import PAD
-    return np.minimum(np.maximum(-(-cells // PAD) * PAD, PAD), size)
 
 
 @dataclass
@@ -327,7 +322,6 @@ class StepModel:
         prompt piece of c tokens scores c x view pairs (the chunk tables read at view - c cached tokens), a decode
         row view pairs, the view read once per `tile` decode rows of a decode-only ubatch. `closed`: the same laws
         compiled (serving.closedform.ClosedForm of this model), to float rounding."""
-        from roofline.engines.llamacpp import kv_view
         n_ub = pass_tokens or (len(context) + int(chunk_tokens.sum()))
         limit = self.max_tokens
         total, d, ci, off, placed = 0.0, 0, 0, 0, int(used)
@@ -367,9 +361,9 @@ class StepModel:
         eng = self.phases.engine
         if not (eng.mask_cell_s or eng.mask_copy_s):
             return 0.0
-        excess = float(np.maximum(view - _views(np.asarray(context), size), 0).sum()) * eng.mask_cell_s
+        excess = float(np.maximum(view - kv_view(np.asarray(context), size), 0).sum()) * eng.mask_cell_s
         for start, count in zip(starts, counts, strict=True):
-            extra = max(view - int(_views(np.array([start + count]), size)[0]), 0)
+            extra = max(view - kv_view(start + count, size), 0)
             excess += extra * (eng.mask_cell_s + (count - 1) * eng.mask_copy_s)
         return excess
 
@@ -387,11 +381,11 @@ class StepModel:
         one ubatch a step (n <= pass_tokens, which the caller checks)."""
         n = len(context)
         j = np.arange(steps)
-        views = np.minimum(_views(used + (j + 1) * n, size), self.max_tokens)
+        views = np.minimum(kv_view(used + (j + 1) * n, size), self.max_tokens)
         mask = np.zeros(steps)
         eng = self.phases.engine
         if eng.mask_cell_s:  # _mask_s of each step's decode rows, every step at once
-            own = _views(np.asarray(context)[None, :] + j[:, None], size)
+            own = kv_view(np.asarray(context)[None, :] + j[:, None], size)
             mask = np.maximum(views[:, None] - own, 0).sum(axis=1) * eng.mask_cell_s
         if closed is not None:  # a view holds for up to 256 / n steps: each distinct one timed once
             times = {int(v): self._time(self._span_decodes(n, int(v), tile, True)[:, 0], n, n, False, closed)

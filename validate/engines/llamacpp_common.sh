@@ -18,6 +18,8 @@
 #                             after; 1 if /health is not up within TRIES x 2 s
 #   llamacpp_serve_variant V  llamacpp_server for the cases' serve.servers variant V (its flags), -c and -np the
 #                             cases', log RESDIR/server-V.log
+#   llamacpp_each_server BODY stage P-V per the cases' serve.servers variant V: llamacpp_serve_variant V, then BODY V
+#                             (a function of the kit), the server stopped and its log gzipped (RESDIR/server-V.log.gz)
 #   llamacpp_slot_sets TAG    the cases' serve.slot_sets, four closed-loop clients each asking for its set's slots
 #                             (llamacpp_client --slots), RESDIR/set-TAG-K.json
 #   llamacpp_batched_variants stage D-V per the cases' batched.runs variant V: llama-batched-bench with its flags,
@@ -122,6 +124,17 @@ llamacpp_server() {
 llamacpp_serve_variant() {
   llamacpp_server 60 $R/server-$1.log -c $(C "c['serve']['c']") -np $(C "c['serve']['np']") \
     $(C "dict(c['serve']['servers'])['$1']")
+}
+
+llamacpp_each_server() {
+  local body=$1 v
+  for v in $(C "' '.join(x[0] for x in c['serve']['servers'])"); do
+    stage "P-$v"
+    llamacpp_serve_variant $v || continue
+    $body $v
+    stop
+    gzip -n -f $R/server-$v.log
+  done
 }
 
 llamacpp_slot_sets() {

@@ -15,13 +15,10 @@ llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
 S="c['serve']"
-for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
-  stage "P-$v"
-  llamacpp_serve_variant $v || continue
+sends() {
   IFS=: read -r run rate conc n seed <<< "$(C "':'.join(map(str, $S['run']))")"
-  timeout 90 python3 $HERE/llamacpp_client.py $PORT $R/serve-$v.json --prompt $(C "$S['prompt']") \
+  timeout 90 python3 $HERE/llamacpp_client.py $PORT $R/serve-$1.json --prompt $(C "$S['prompt']") \
     --output $(C "$S['output']") --requests "$n" --seed "$seed" --rate "$rate"
-  stop
-  gzip -n -f $R/server-$v.log
-done
+}
+llamacpp_each_server sends
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log

@@ -22,9 +22,8 @@ llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
 S="c['serve']"
 CLIENT="python3 $HERE/llamacpp_client.py"
-for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
-  stage "P-$v"
-  llamacpp_serve_variant $v || continue
+phases() {
+  local v=$1 phase name fill
   for phase in $(C "' '.join(f'{n}:{p}' for n, p in $S['phases'])"); do
     IFS=: read -r name fill <<< "$phase"
     timeout 60 $CLIENT $PORT $R/fill-$v-$name.json --prompt $fill --output $(C "$S['output_fill']") --requests 3 \
@@ -37,7 +36,6 @@ for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
       --slots $(C "$S['probe_slot']")
   done
   sleep 1
-  stop
-  gzip -n -f $R/server-$v.log
-done
+}
+llamacpp_each_server phases
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log

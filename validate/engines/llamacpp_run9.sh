@@ -21,9 +21,8 @@ llamacpp_unpack
 llamacpp_build_model 480 16 OFF "llama-server" llama-server
 
 S="c['serve']"
-for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
-  stage "P-$v"
-  llamacpp_serve_variant $v || continue
+sets_and_lone() {
+  local v=$1 p
   llamacpp_slot_sets $v
   if [ "$v" = split ]; then
     for p in $(C "' '.join(map(str, $S['lone_prompts']))"); do
@@ -32,7 +31,6 @@ for v in $(C "' '.join(x[0] for x in $S['servers'])"); do
     done
   fi
   sleep 1
-  stop
-  gzip -n -f $R/server-$v.log
-done
+}
+llamacpp_each_server sets_and_lone
 echo "ALL_DONE $(date -u +%T)" >> $R/stages.log
