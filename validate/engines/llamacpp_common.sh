@@ -9,8 +9,10 @@
 #                             LLAMACPP_MODEL; the build unless LLAMACPP_BIN: LLAMA_BUILD_TESTS=TESTS, `cmake --build
 #                             -j JOBS ('' nproc) --target TARGET..` under timeout BUDGET s; each NEED a binary of BIN;
 #                             then stage G: the model's end, the GGUF there
-#   llamacpp_ops LIMIT FLOOR  stage O: test-backend-ops perf on llamacpp_mech.py's test file, its timeout what is left
-#                             of LIMIT s since the driver's T_START (FLOOR s at the least)
+#   llamacpp_ops LIMIT FLOOR [MODULE]
+#                             stage O: test-backend-ops perf on MODULE's test file (validate.engines.MODULE testfile;
+#                             default llamacpp_mech), its timeout what is left of LIMIT s since the driver's T_START
+#                             (FLOOR s at the least)
 #   llamacpp_serve_runs       stage S-RUN per the cases' serve.runs: llamacpp_client.py against the server on PORT
 #                             (a Poisson rate or a closed loop of clients), RESDIR/serve-RUN.json
 #   llamacpp_server TRIES LOG FLAGS..
@@ -95,7 +97,7 @@ llamacpp_build_model() {
 
 llamacpp_ops() {
   stage O
-  (cd $ROOT && python3 -m validate.engines.llamacpp_mech testfile $SRC/ggml/include/ggml.h $R/ops-cases.txt) || fail O
+  (cd $ROOT && python3 -m validate.engines.${3:-llamacpp_mech} testfile $SRC/ggml/include/ggml.h $R/ops-cases.txt) || fail O
   [ -x $BIN/test-backend-ops ] || { tail -20 $R/build.log; fail O; }
   local left=$(( T_START + $1 - $(date +%s) ))
   timeout $(( left > $2 ? left : $2 )) $BIN/test-backend-ops perf -b ${LLAMACPP_OPS_BACKEND:-CUDA0} \
