@@ -33,8 +33,22 @@ import struct
 from pathlib import Path
 
 from validate.engines.llamacpp_mech import (
-    F16, F32, HEAD_DIM, HEADS, KV_HEADS, LAYERS, PER_LAYER, SHAPES, SRC, dispatch, fmt, ggml_op_number, line,
-    mm_cost, parser, perf_lines,
+    F16,
+    F32,
+    HEAD_DIM,
+    HEADS,
+    KV_HEADS,
+    LAYERS,
+    PER_LAYER,
+    SHAPES,
+    SRC,
+    dispatch,
+    fmt,
+    ggml_op_number,
+    line,
+    mm_cost,
+    parser,
+    perf_lines,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -159,8 +173,8 @@ HYPOTHESES = {
         "n17_over_n16_min": 1.6, "n32_over_n17_within": 0.15, "split_17_over_16": 17 / 16},
     "H4_kvu_b32_alone": {
         "claim": "no claim on the cause (a diagnosis); the model's figures for each probe that ends (hang_s): a B 32 "
-                 "-kvu benchmark takes ~3 s, so a probe that runs to its timeout reproduces run 15's stall (kvu32-faoff's figure is -fa "
-                 "on's: roofline has no -fa off)"},
+                 "-kvu benchmark takes ~3 s, so a probe that runs to its timeout reproduces run 15's stall "
+                 "(kvu32-faoff's figure is -fa on's: roofline has no -fa off)"},
 }
 HANG = {"kvu32": (1024, 32), "kvu32-pp512": (512, 32), "kvu24": (1024, 24), "kvu32-faoff": (1024, 32)}
 
