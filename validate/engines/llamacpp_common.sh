@@ -100,7 +100,7 @@ llamacpp_ops() {
   (cd $ROOT && python3 -m validate.engines.${3:-llamacpp_mech} testfile $SRC/ggml/include/ggml.h $R/ops-cases.txt) || fail O
   [ -x $BIN/test-backend-ops ] || { tail -20 $R/build.log; fail O; }
   local left=$(( T_START + $1 - $(date +%s) ))
-  timeout $(( left > $2 ? left : $2 )) $BIN/test-backend-ops perf -b ${LLAMACPP_OPS_BACKEND:-CUDA0} \
+  timeout $(( left > $2 ? left : $2 )) stdbuf -oL $BIN/test-backend-ops perf -b ${LLAMACPP_OPS_BACKEND:-CUDA0} \
     --test-file $R/ops-cases.txt > $R/ops.txt 2> $R/ops.log
   echo "test-backend-ops rc $?" >> $R/ops.log
   grep -c "us/run" $R/ops.txt

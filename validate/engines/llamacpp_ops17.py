@@ -79,19 +79,20 @@ def fa_line(fa: int, n: int, kv: int, streams: int = 1) -> str:
 
 
 def test_lines(header: str) -> list[str]:
-    """The cases in the order they run (a timeout keeps the first): mechanism 1's matmuls, 2's prompt attention,
-    3's decode rows, then the larger matmuls."""
+    """The cases in the order they run (a timeout keeps the first): the split layout's decode streams (run 17a's
+    matmuls did not carry run 15's B 17 step), mechanism 1's matmuls, 2's prompt attention, 3's decode rows, then
+    the larger matmuls."""
     mm, fa = ggml_op_number(header, "GGML_OP_MUL_MAT"), ggml_op_number(header, "GGML_OP_FLASH_ATTN_EXT")
 
     def mm_line(k: int, m: int, n: int) -> str:
         return line(mm, (m, n, 1, 1), [], [(F16, (k, m, 1, 1)), (F32, (k, n, 1, 1))])
 
     layer = [km for name, km in SHAPES.items() if name != "lm_head"]
-    out = [mm_line(k, m, n) for k, m in layer for n in MM_N if n <= 64]
+    out = [fa_line(fa, 1, kv, s) for s, kv in FA_SPLIT]
+    out += [mm_line(k, m, n) for k, m in layer for n in MM_N if n <= 64]
     out += [mm_line(*SHAPES["lm_head"], n) for n in LM_N]
     out += [fa_line(fa, n, kv) for n, kvs in FA_PREFILL.items() for kv in kvs]
     out += [fa_line(fa, n, kv) for n, kv in FA_DECODE]
-    out += [fa_line(fa, 1, kv, s) for s, kv in FA_SPLIT]
     out += [mm_line(k, m, n) for k, m in layer for n in MM_N if n > 64]
     return out
 
