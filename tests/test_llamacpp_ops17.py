@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from validate.engines import llamacpp_mech as mech
 from validate.engines import llamacpp_ops17 as ops17
 
 HEADER = "enum ggml_op {\n GGML_OP_NONE = 0,\n GGML_OP_DUP,\n GGML_OP_MUL_MAT,\n GGML_OP_FLASH_ATTN_EXT,\n};\n"
@@ -25,12 +26,12 @@ def test_split_streams_are_the_fourth_dimension_of_every_source():
 
 
 def test_case_keys_tell_streams_and_shapes_apart():
-    assert ops17.case_key("FLASH_ATTN_EXT", [(128, 1, 32, 17), (128, 1280, 8, 17), (128, 1280, 8, 17)]) \
+    assert mech.case_key("FLASH_ATTN_EXT", [(128, 1, 32, 17), (128, 1280, 8, 17), (128, 1280, 8, 17)]) \
         == "fa-n1-kv1280-s17"
     long_view = (128, 40960, 8, 1)
-    assert ops17.case_key("FLASH_ATTN_EXT", [(128, 512, 32, 1), long_view, long_view]) == "fa-n512-kv40960"
-    assert ops17.case_key("MUL_MAT", [(4096, 14336, 1, 1), (4096, 24, 1, 1)]) == "mm-gate_up-n24"
-    assert ops17.case_key("MUL_MAT", [(4096, 4097, 1, 1), (4096, 24, 1, 1)]) is None
+    assert mech.case_key("FLASH_ATTN_EXT", [(128, 512, 32, 1), long_view, long_view]) == "fa-n512-kv40960"
+    assert mech.case_key("MUL_MAT", [(4096, 14336, 1, 1), (4096, 24, 1, 1)]) == "mm-gate_up-n24"
+    assert mech.case_key("MUL_MAT", [(4096, 4097, 1, 1), (4096, 24, 1, 1)]) is None
 
 
 def test_the_committed_run_compares_as_read_by_hand():

@@ -90,13 +90,15 @@ def test_lines(header: str) -> list[str]:
 
 
 def case_key(op: str, srcs: list[tuple[int, ...]]) -> str | None:
-    """The case a perf line times: mm-NAME-nN or fa-nN-kvKV (None: not one of ours)."""
+    """The case a perf line times: mm-NAME-nN, fa-nN-kvKV (one KV stream) or fa-nN-kvKV-sS (S streams, q's ne3);
+    None: not one of ours."""
     if op == "MUL_MAT" and len(srcs) == 2:
         (k, m), n = srcs[0][:2], srcs[1][1]
         name = next((s for s, km in SHAPES.items() if km == (k, m)), None)
         return f"mm-{name}-n{n}" if name else None
     if op == "FLASH_ATTN_EXT" and len(srcs) >= 3:
-        return f"fa-n{srcs[0][1]}-kv{srcs[1][1]}"
+        streams = srcs[0][3] if len(srcs[0]) > 3 else 1
+        return f"fa-n{srcs[0][1]}-kv{srcs[1][1]}" + (f"-s{streams}" if streams > 1 else "")
     return None
 
 
@@ -375,10 +377,11 @@ def dispatch(a: argparse.Namespace, kit: str, lines, predicted, compared, show) 
             a.out.write_text(json.dumps(rows, indent=1) + "\n")
 
 
-def _show(rows: list[dict]) -> None:
-    print(f"{'family':14} {'case':30} {'measured':>12} {'predicted':>12} {'meas/pred':>9}")
+def show_rows(rows: list[dict], family: int = 14, case: int = 30) -> None:
+    """A compare's rows as a table: family and case in columns of the given widths, then the three figures."""
+    print(f"{'family':{family}} {'case':{case}} {'measured':>12} {'predicted':>12} {'meas/pred':>9}")
     for r in rows:
-        print(f"{r['family']:14} {r['case']:30} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
+        print(f"{r['family']:{family}} {r['case']:{case}} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
               f"{fmt(r['ratio']):>9}")
 
 
@@ -387,7 +390,7 @@ def main() -> None:
     pr.add_argument("--run", type=int, choices=(2, 3), default=2)
     a = p.parse_args()
     dispatch(a, "llamacpp_mech (llamacpp_run2.sh, _run3.sh)", test_lines, lambda: predict(a.hardware, a.run), compare,
-             _show)
+             show_rows)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
 import struct
 from pathlib import Path
 
@@ -41,14 +40,13 @@ from validate.engines.llamacpp_mech import (
     LAYERS,
     PER_LAYER,
     SHAPES,
-    SRC,
     dispatch,
-    fmt,
     ggml_op_number,
     line,
     mm_cost,
     parser,
     perf_lines,
+    show_rows,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -95,23 +93,6 @@ def test_lines(header: str) -> list[str]:
     out += [fa_line(fa, n, kv) for n, kv in FA_DECODE]
     out += [mm_line(k, m, n) for k, m in layer for n in MM_N if n > 64]
     return out
-
-
-def case_key(op: str, srcs: list[tuple[int, ...]]) -> str | None:
-    """mm-NAME-nN, fa-nN-kvKV (one stream) or fa-nN-kvKV-sS (S streams); None: not one of ours."""
-    if op == "MUL_MAT" and len(srcs) == 2:
-        (k, m), n = srcs[0][:2], srcs[1][1]
-        name = next((s for s, km in SHAPES.items() if km == (k, m)), None)
-        return f"mm-{name}-n{n}" if name else None
-    if op == "FLASH_ATTN_EXT" and len(srcs) >= 3:
-        s = srcs[0][3]
-        return f"fa-n{srcs[0][1]}-kv{srcs[1][1]}" + (f"-s{s}" if s > 1 else "")
-    return None
-
-
-def _key(m: re.Match) -> str | None:
-    srcs = [tuple(int(x) for x in g[1:]) for g in SRC.findall(m["vars"].split("sources=", 1)[-1])]
-    return case_key(m["op"], srcs)
 
 
 def fa_flops(n: int, kv: int, streams: int = 1) -> float:
@@ -209,7 +190,7 @@ def _ratio(a, b):
 
 def compared(res: Path, pred: dict) -> list[dict]:
     """Per case measured / predicted, then the hypotheses' verdicts as rows (family 'H')."""
-    meas = {k: v["us"] * 1e-6 for k, v in perf_lines((res / "ops.txt").read_text(), key=_key).items()
+    meas = {k: v["us"] * 1e-6 for k, v in perf_lines((res / "ops.txt").read_text()).items()
             if v.get("supported")}
     rows = [{"family": "op", "case": k, "measured": meas.get(k), "predicted": p, "ratio": _ratio(meas.get(k), p)}
             for k, p in pred["model_s"].items()]
@@ -253,16 +234,10 @@ def compared(res: Path, pred: dict) -> list[dict]:
     return rows
 
 
-def show(rows: list[dict]) -> None:
-    print(f"{'family':13} {'case':40} {'measured':>12} {'predicted':>12} {'meas/pred':>9}")
-    for r in rows:
-        print(f"{r['family']:13} {r['case']:40} {fmt(r['measured']):>12} {fmt(r['predicted']):>12} "
-              f"{fmt(r['ratio']):>9}")
-
-
 def main() -> None:
     p, _t, _pr = parser()
-    dispatch(p.parse_args(), "llamacpp_ops17 (llamacpp_run17.sh)", test_lines, predicted, compared, show)
+    dispatch(p.parse_args(), "llamacpp_ops17 (llamacpp_run17.sh)", test_lines, predicted, compared,
+             lambda rows: show_rows(rows, 13, 40))
 
 
 if __name__ == "__main__":
