@@ -46,3 +46,17 @@ def test_the_committed_run_compares_as_read_by_hand():
     assert rows[("hang step", "kvu32")]["measured"] == pytest.approx(0.499 / 32)
     # test-backend-ops stalled after mm-gate_up-n20: down was never timed, so no layer sum at 17 columns
     assert rows[("op", "mm-down-n17")]["measured"] is None and rows[("layer", "n17")]["measured"] is None
+
+
+def test_run18b_sums_each_process_first_calls_as_read_by_hand():
+    import json
+
+    from validate.engines import cublas_first_call as fc
+    res = ROOT / "validate/results/engines/nvidia-h200-llamacpp-2026-12-01-run18b"
+    lines = fc.report_ggml(res, json.loads((ROOT / "validate/results/engines/h200-llamacpp-run18b-predicted.json")
+                                           .read_text()))
+    # first-call-ggml-3.json, n 17: (11.888 - 0.069) + (0.055 - 0.020) + (31.384 - 0.081) + (0.248 - 0.057)
+    # + (37.624 - 0.388) ms = 80.584 ms
+    assert " 80.6 (" in next(s for s in lines if s.startswith("first-call-ggml-3"))
+    assert lines[-2].startswith("H1 n 17's sum: median 105.0 ms: held")
+    assert lines[-1].endswith("held")

@@ -1,6 +1,7 @@
 """llama.cpp run 18 (llamacpp_run18.sh, cublas_first_call.cu): a fresh process's first cuBLAS GEMMs, read back.
 
     python -m validate.engines.cublas_first_call RESDIR --predicted PRED     (the table and the hypotheses' verdicts)
+    python -m validate.engines.cublas_first_call RESDIR --predicted PRED --ggml   (run 18b: the program's ggml mode)
 """
 
 from __future__ import annotations
@@ -56,12 +57,40 @@ def report(res: Path, pred: dict) -> list[str]:
     return lines
 
 
+PROJECTIONS = ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336), (128256, 4096))  # (m, k): q/o .. lm_head
+
+
+def report_ggml(res: Path, pred: dict) -> list[str]:
+    """Run 18b: per process and n, the five projections' first calls less their steady ones, summed (ms)."""
+    h = pred["hypotheses"]
+    lines = [f"run 18b ({res}): per process, the first 512-row GEMM less its steady call, then per n the five "
+             "projections' (q/o, k/v, gate/up, down, lm_head) first calls less their steady ones, summed (ms)"]
+    sums: dict[int, list[float]] = {17: [], 24: [], 32: []}
+    for name, r in runs(res).items():
+        first = first_and_steady(r, 4096, 512)
+        row = [f"{name:20} 512-row {(first[0] - first[1]) * 1e3:7.1f}"]
+        for n, acc in sums.items():
+            pairs = [[c["s"] for c in r["calls"] if (c["m"], c["n"], c["k"]) == (m, n, k)] for m, k in PROJECTIONS]
+            acc.append(sum(p[0] - p[1] for p in pairs))
+            row.append(f"n {n} {acc[-1] * 1e3:7.1f} ({' + '.join(f'{(p[0] - p[1]) * 1e3:.1f}' for p in pairs)})")
+        lines.append("   ".join(row))
+    med = statistics.median(sums[17])
+    lo, hi = h["H1_first_n17"]["low_s"], h["H1_first_n17"]["high_s"]
+    lines.append(f"H1 n 17's sum: median {med * 1e3:.1f} ms: {'held' if lo <= med <= hi else 'refuted'} "
+                 f"({lo * 1e3:.0f}-{hi * 1e3:.0f} predicted; run 15's B 17 once: split 68, -kvu 92)")
+    later = max(max(sums[24]), max(sums[32]))
+    lines.append(f"H2 n 24 and 32 after it: max {later * 1e3:.2f} ms: "
+                 f"{'held' if later < h['H2_after_n17']['max_s'] else 'refuted'}")
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("results", type=Path)
     p.add_argument("--predicted", type=Path, required=True)
+    p.add_argument("--ggml", action="store_true")
     a = p.parse_args()
-    print("\n".join(report(a.results, json.loads(a.predicted.read_text()))))
+    print("\n".join((report_ggml if a.ggml else report)(a.results, json.loads(a.predicted.read_text()))))
 
 
 if __name__ == "__main__":
