@@ -1,6 +1,6 @@
-"""llama.cpp run 17's kit (validate/engines/llamacpp_ops17.py): the split layout's attention lines, the case keys read
-back from test-backend-ops' printed shapes, and the compare on the committed run (figures read off its ops.txt and
-batched-bench tables by hand)."""
+"""llama.cpp runs 17 and 18b's kits (validate/engines/llamacpp_ops17.py, cublas_first_call.py): the split layout's
+lines, case keys read back from test-backend-ops' printed shapes, the compares on the committed runs (figures read off
+their ops.txt, batched-bench tables and first-call JSON by hand)."""
 
 from __future__ import annotations
 
