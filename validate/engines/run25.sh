@@ -1,0 +1,30 @@
+#!/bin/bash
+# Run 25 (one H200 lease, no GPU used), the last of its calls: every payload part (vllm_pack.sh's .payload/v0..v4 and
+# vf) was copied to ~/stash by the calls before, back to back. Unpacks the payload, records the host, then
+# api_loop_bench.py all into $OUT/rep-1 and, while the call has time, rep-2 (each ~3.5 min on the dev CPU).
+# Prediction: validate/results/engines/h200-api-loop-run25-predicted.json.   Usage: bash validate/engines/run25.sh
+set -e
+cd "$(dirname "$0")/../.."
+t0=$SECONDS
+bash validate/engines/unpack_payload.sh 2>&1 | tail -5
+export PYTHONPATH=~/site
+{ date -u +%FT%TZ; echo "checkout $(cat .sha 2>/dev/null)"; echo "cpus $(nproc)"; lscpu | grep -E 'Model name|^Socket|Thread|NUMA node\(s\)'
+  python3 -V; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; uname -r; } > "$OUT/env.txt" 2>&1
+python3 - >> "$OUT/env.txt" <<'PY'
+import importlib.metadata as m
+for p in ("vllm", "torch", "uvloop", "uvicorn", "fastapi", "starlette", "transformers", "tokenizers", "msgspec", "pyzmq",
+          "pydantic", "prometheus-fastapi-instrumentator"):
+    try:
+        print(p, m.version(p))
+    except m.PackageNotFoundError:
+        print(p, "absent")
+PY
+echo "unpacked in $((SECONDS - t0)) s"
+for rep in 1 2; do
+  left=$((570 - (SECONDS - t0)))
+  if [ $rep = 2 ] && [ $left -lt 260 ]; then echo "no time for rep-2 ($left s left)"; break; fi
+  r0=$SECONDS
+  timeout $((left - 10)) python3 validate/engines/api_loop_bench.py all "$OUT/rep-$rep" || echo "rep-$rep rc $?"
+  echo "rep-$rep took $((SECONDS - r0)) s"
+done
+ls -R "$OUT"
