@@ -1,6 +1,7 @@
 """vLLM 0.24's API server as one asyncio loop: the delay a new request's first token meets while other requests stream.
 
-    python -m validate.engines.api_loop compare    (this CPU's emulation and run 24, from committed results)
+    python -m validate.engines.api_loop compare            (this CPU's emulation and run 24, from committed results)
+    python -m validate.engines.api_loop judge25 FOLDER     (run 25: the same on the H200 host, against its prediction)
 
 The loop (validate/notes/2026-11-30-api-server-queue.md has the citations) does, per engine step, a fixed cost `step_s`
 and `output_s` per request-output in it (msgspec decode, OutputProcessor.process_outputs: stats, detokenize, the
@@ -228,7 +229,62 @@ def compare() -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- run 25: api_loop_bench on the H200 host (validate/engines/run25.sh) ----
+
+PREDICTED25 = ROOT / "validate/results/engines/h200-api-loop-run25-predicted.json"
+
+
+def _work16(c: LoopCosts) -> float:
+    """H1's yardstick: one step of 16 outputs and one chunk."""
+    return c.step_s + 16 * c.output_s + c.chunk_s
+
+
+def judge25(folder: Path, here: Path = COSTS) -> str:
+    """Run 25's three hypotheses (PREDICTED25), judged on the H200 host's repetitions in `folder`: H1 the host's
+    costs over this CPU's in [1.0, 2.2]; H2 the emulation's N 64 points within 30 % of loop() at the host's own costs;
+    H3 N 4 and 16 within 1.5 ms of it. Then run 24's API-side excess by loop() at the host's costs, scaled by the
+    host_probe of run 24's host (the two pairings) over run 25's."""
+    there, probe = measured_costs(folder)
+    mine, probe_here = measured_costs(here)
+    ratio = _work16(there) / _work16(mine)
+    lines = [f"H200 host ({len(reps(folder))} repetitions): step {there.step_s * 1e6:.1f} us + "
+             f"{there.output_s * 1e6:.2f} us an output, {there.chunk_s * 1e6:.1f} us a chunk; host_probe "
+             f"{probe * 1e3:.1f} ms",
+             f"this CPU: step {mine.step_s * 1e6:.1f} us + {mine.output_s * 1e6:.2f} us an output, "
+             f"{mine.chunk_s * 1e6:.1f} us a chunk; host_probe {probe_here * 1e3:.1f} ms",
+             f"H1: step + 16 outputs + a chunk there / here = {ratio:.2f} (host_probe ratio "
+             f"{probe / probe_here:.2f}): {'held' if 1.0 <= ratio <= 2.2 else 'refuted'} (predicted [1.0, 2.2])",
+             "  N  T ms   r1  tok/chunk measured / model  server-side excess ms measured / model  err"]
+    h2, h3 = [], []
+    for e in emulated(folder):
+        lp = loop(there, e["n"], e["t_step_s"])
+        model = lp.excess_s(hops_in=1)
+        meas = statistics.median(e["excess_s"])
+        (h2 if e["n"] == 64 else h3).append((model - meas) / meas if e["n"] == 64 else model - meas)
+        tpc = " ".join(f"{x:.2f}" for x in e["tokens_per_chunk"])
+        exc = " ".join(f"{x * 1e3:.2f}" for x in e["excess_s"])
+        err = f"{(model - meas) / meas * 100:+.0f} %" if e["n"] == 64 else f"{(model - meas) * 1e3:+.2f} ms"
+        lines.append(f"  {e['n']:3d} {e['t_step_s'] * 1e3:5.2f} {lp.load_one_token_chunks:5.2f}  {tpc} / "
+                     f"{lp.tokens_per_chunk:.2f}   {exc} / {model * 1e3:.2f}  {err}")
+    lines.append(f"H2 (N 64 within 30 %): {'held' if h2 and all(abs(x) <= 0.30 for x in h2) else 'refuted'}")
+    lines.append(f"H3 (N 4, 16 within 1.5 ms): {'held' if h3 and all(abs(x) <= 1.5e-3 for x in h3) else 'refuted'}")
+    lines.append("run 24 by loop() at the H200 host's costs x (run 24's host_probe by pairing / run 25's):")
+    lines.append("  N  T ms   API-side excess ms measured (lo..hi) / model " + " / ".join(PROBE_PAIRS))
+    factors = {k: f * probe_here / probe for k, f in run24_factor(probe_here).items()}
+    for n in RUN24_N[1:]:
+        p = run24_point(n)
+        lo, hi = run24_api_excess_s(n)
+        models = [loop(there.scaled(f), n, p["step_period_s"]) for f in factors.values()]
+        lines.append(f"  {n:3d} {p['step_period_s'] * 1e3:5.2f}   {lo * 1e3:6.1f}..{hi * 1e3:5.1f} / "
+                     + " / ".join(f"{m.excess_s() * 1e3:6.1f}" for m in models)
+                     + "   (factors " + ", ".join(f"{v:.2f}" for v in factors.values()) + ")")
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["compare"]:
+    if sys.argv[1:] == ["compare"]:
+        print(compare(), end="")
+    elif len(sys.argv) == 3 and sys.argv[1] == "judge25":
+        print(judge25(Path(sys.argv[2])), end="")
+    else:
         sys.exit(__doc__)
-    print(compare(), end="")

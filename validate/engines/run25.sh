@@ -21,7 +21,7 @@ for p in ("vllm", "torch", "uvloop", "uvicorn", "fastapi", "starlette", "transfo
 PY
 echo "unpacked in $((SECONDS - t0)) s"
 for rep in 1 2; do
-  left=$((570 - (SECONDS - t0)))
+  left=$((${BUDGET:-570} - (SECONDS - t0)))
   if [ $rep = 2 ] && [ $left -lt 260 ]; then echo "no time for rep-2 ($left s left)"; break; fi
   r0=$SECONDS
   timeout $((left - 10)) python3 validate/engines/api_loop_bench.py all "$OUT/rep-$rep" || echo "rep-$rep rc $?"
