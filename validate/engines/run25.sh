@@ -1,6 +1,6 @@
 #!/bin/bash
 # Run 25 (one H200 lease, no GPU used), the last of its calls: every payload part (vllm_pack.sh's .payload/v0..v4 and
-# vf) was copied to ~/stash by the calls before, back to back. Unpacks the payload, records the host, then
+# vf0, vf1..) was copied to ~/stash by the calls before, back to back. Unpacks the payload, records the host, then
 # api_loop_bench.py all into $OUT/rep-1 and, while the call has time, rep-2 (each ~3.5 min on the dev CPU).
 # Prediction: validate/results/engines/h200-api-loop-run25-predicted.json.   Usage: bash validate/engines/run25.sh
 set -e

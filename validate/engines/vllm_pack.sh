@@ -7,10 +7,10 @@
 # one device call beside the working tree. Replaces the recipe's hand-made closure (../shared/recipes/vllm-h200).
 #
 #   bash validate/engines/vllm_pack.sh [PART_MB]     -> .payload/v0 .. vN (site.part.K; the last adds zstd.bin,
-#                                                        site.sha256, check_reqs.py, image_reqs.txt), .payload/vf (fallback/),
+#                                                        site.sha256, check_reqs.py, image_reqs.txt), .payload/vf0, vf1.. (fallback/),
 #                                                        .payload/VLLM-MANIFEST.txt
 # Wheels are cached in .payload/wheels (a rerun downloads only what is missing). On the machine, calls back to back:
-# `mkdir -p ~/stash && cp -r .payload/vK/* ~/stash/` per part and for vf, then
+# `mkdir -p ~/stash && cp -r .payload/vK/* ~/stash/` per part and per vfK, then
 # `bash validate/engines/unpack_payload.sh` (carry = the part; the working tree travels too: keep it small).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
@@ -71,7 +71,7 @@ find "$P/fallback" -name '*.whl' -size +20M -print -delete | sed 's/^/vllm_pack:
 (cd "$S" && find . -type f | LC_ALL=C sort > "$P/vllm-files.txt")
 tar cf - -C "$S" --mtime=@0 --owner=0 --group=0 --numeric-owner -T "$P/vllm-files.txt" \
   | zstd -12 -T0 --long=27 -q -f -o "$P/site.tar.zst"
-rm -rf "$P"/v[0-9]* "$P/vf"; mkdir -p "$P/vsplit"
+rm -rf "$P"/v[0-9]* "$P"/vf*; mkdir -p "$P/vsplit"
 (cd "$P/vsplit" && split -b "${PART_MB}M" -d -a 1 "$P/site.tar.zst" site.part.)
 (cd "$P" && sha256sum site.tar.zst > vsplit/site.sha256)
 i=0; for part in $(ls "$P/vsplit"/site.part.* | sort -t. -k3 -n); do mkdir -p "$P/v$i"; mv "$part" "$P/v$i/"; i=$((i + 1)); done
@@ -79,7 +79,16 @@ last=$P/v$((i - 1))
 mv "$P/vsplit/site.sha256" "$last/"; rmdir "$P/vsplit"
 cp "$(command -v zstd)" "$last/zstd.bin"
 cp "$HERE/check_reqs.py" "$P/image_reqs.txt" "$last/"
-rm -rf "$P/vf"; mkdir -p "$P/vf"; cp -r "$P/fallback" "$P/vf/"  # a call of its own (tens of MB)
+# the fallback wheels in folders of at most PART_MB each, a call each (run 25: 56 MB of them beside the ~9 MB tree
+# was over a call's 64 MiB): vf0, vf1, ...
+rm -rf "$P"/vf*; k=0; used=0; mkdir -p "$P/vf0/fallback"
+for whl in $(ls -S "$P/fallback"); do
+  size=$(stat -c %s "$P/fallback/$whl")
+  if [ $used -gt 0 ] && [ $((used + size)) -gt $((PART_MB * 1048576)) ]; then
+    k=$((k + 1)); used=0; mkdir -p "$P/vf$k/fallback"
+  fi
+  cp "$P/fallback/$whl" "$P/vf$k/fallback/"; used=$((used + size))
+done
 { echo "vllm 0.24.0 payload, built $(date -u +%FT%TZ) on $(uname -m), $(wc -l < "$P/vllm-wheels.txt") wheels:"
   cat "$P/vllm-wheels.txt"; echo "parts: $i of ${PART_MB} MiB"; cat "$last/site.sha256"; } > "$P/VLLM-MANIFEST.txt"
-du -sh "$P"/v[0-9]* "$P/vf" | tr '\n' ' '; echo
+du -sh "$P"/v[0-9]* "$P"/vf[0-9]* | tr '\n' ' '; echo
