@@ -609,7 +609,8 @@ class Simulator:
             sched.now = now
             plan = sched.schedule()
             if ended is not None:
-                arrivals.finished(ended, now + (self.block_launch_s(sched, plan, slack)[1] if plan is not None else 0.0))
+                launch = self.block_launch_s(sched, plan, slack)[1] if plan is not None else 0.0
+                arrivals.finished(ended, now + launch)
                 ended = None
             nxt = arrivals.next_time()
             if plan is None:  # idle until the next arrival (an idle engine schedules what arrives at once)
