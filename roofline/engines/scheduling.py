@@ -150,6 +150,13 @@ class EngineOverheads:
         host = self.step(sequences) + self.token_s * tokens + loads_s + (self.graph_s if prefill else 0.0)
         return host + self.eager_s if self.eager(tokens, prefill) else host
 
+    def with_sampler(self, gpu_s, sequences: int):
+        """A step's GPU seconds (a float or an array of steps) with the sampler's kernels, which follow the model's
+        (mechanism 9): + sampler_s + sampler_row_s x sequences."""
+        if self.sampler_s or self.sampler_row_s:
+            return gpu_s + self.sampler_s + self.sampler_row_s * sequences
+        return gpu_s
+
     def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False,
                 rebuilt: bool = False):
         """A step's wall time from its GPU time (a float or an array of steps) for `sequences` sequences and `tokens`
@@ -161,8 +168,7 @@ class EngineOverheads:
         step's own. Each of the step's tokens adds token_s to the host's work; a step with prefill chunks, or one the
         engine splits by slots (`rebuilt`), rebuilds its graph (graph_s, mechanism 21)."""
         host = self.step(sequences) + self.token_s * tokens + loads_s + (self.graph_s if prefill or rebuilt else 0.0)
-        if self.sampler_s or self.sampler_row_s:  # the sampler's kernels follow the model's (mechanism 9)
-            gpu_s = gpu_s + self.sampler_s + self.sampler_row_s * sequences
+        gpu_s = self.with_sampler(gpu_s, sequences)
         if self.overlap:
             return np.maximum(gpu_s, self.host_s(sequences, tokens, loads_s, prefill))
         if self.eager_serial and self.eager(tokens, prefill) and not prefill:  # timing.EngineTiming.step (15.)
@@ -170,6 +176,31 @@ class EngineOverheads:
         if self.eager(tokens, prefill):  # timing.EngineTiming.step's rule
             return host + np.maximum(gpu_s, self.eager_s)
         return gpu_s + host
+
+
+def chained_ends(gpu_s, host_s: float, slack_s: float, eager: bool) -> np.ndarray:
+    """End times, from the first's start, of consecutive steps of GPU seconds `gpu_s` (the sampler's included) and
+    host seconds `host_s` each (EngineOverheads.host_s: schedule, inputs, loads and, past the capture sizes, the eager
+    launch) under asynchronous scheduling with the admission lag (timing mechanism 24), the host having begun the
+    first step's work `slack_s` before that step's start (its lead: 0 after an idle engine); `eager`: the steps run
+    past the capture sizes (EngineOverheads.eager).
+
+    The engine core schedules and launches step k + 1 once step k's launch has ended and step k - 1's result is in
+    (vLLM 0.24, v1/engine/core.py@v0.24.0:519-603 step_with_batch_queue): its host work begins at
+    H(k + 1) = max(H(k) + host_s, S(k)), S(k) step k's start (step k - 1's end). An eager step's kernels run on the
+    GPU as the host launches them, so it ends at max(S(k + 1) + gpu, H(k + 1) + host_s): its wall from step k's end
+    is max(gpu, host_s - slack), slack = the host's lead E(k) - H(k + 1) >= 0. A graph step keeps
+    EngineOverheads.combine's max(gpu, host_s): its one launch comes at the end of its host work, so the lead does
+    not let its host work run under its own GPU work (the chain's steady state, a GPU-bound one's lead a whole step,
+    a host-bound one's 0, is combine's). Steps of the same host work in steady state take max(gpu, host_s) either
+    way; only a change moves: an eager step after a GPU-bound one launches while that one runs on the GPU."""
+    ends = np.empty(len(gpu_s))
+    start, host = 0.0, -slack_s
+    for s, gpu in enumerate(np.asarray(gpu_s, dtype=np.float64).tolist()):
+        end = max(start + gpu, host + host_s) if eager else start + max(gpu, host_s)
+        host = max(host + host_s, start)
+        ends[s] = start = end
+    return ends
 
 
 @dataclass(frozen=True)

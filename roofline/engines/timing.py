@@ -255,6 +255,24 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    1..32 rows, views to 262,400 cells), 0.20 ns a cell copied. step_s and token_s were measured on streams of their
    own, so a one-stream ubatch pays the mask only on the cells past its rows' own views (StepModel._mask_s). Run 15's
    one-stream decode step less the stream-a-sequence one: +1.13 / +2.39 ms at B 16 / 17, the model +1.09 / +2.30.
+24. **An eager step's launch overlaps the step before it** (asynchronous scheduling with the admission lag: vLLM's
+   async scheduling, SGLang's overlap loop; validate/notes/2026-11-30-c16-ttft.md section 2, validate/notes/
+   2026-12-02-eager-overlap.md). vLLM 0.24's engine core (v1/engine/core.py@v0.24.0:519-603 step_with_batch_queue)
+   schedules and launches step k, then blocks on step k - 1's result and sends its outputs, then schedules and
+   launches step k + 1: the host begins step k + 1's work (its host seconds, 1. + 17. + 10.'s posts + 8.'s launches:
+   EngineOverheads.host_s) at H(k + 1) = max(H(k) + host_s(k), S(k)), S(k) step k's start (step k - 1's end), not at
+   step k's end. An eager step's kernels run as they are launched, so it ends at max(S + GPU, H + host_s): its wall
+   is max(GPU, host_s - lead), the lead E(k) - H(k + 1) >= 0 the host had on it (0 after an idle engine); a graph
+   step's one launch comes at the end of its host work and keeps 2.'s max(GPU, host_s). No constant: a chain of
+   like steps takes max(GPU, host_s) as before (a GPU-bound chain's lead is a whole step, a host-bound one's 0); only
+   an eager step after a GPU-bound one moves, its launch run while that step runs on the GPU: in run 23's step log an
+   eager step's line comes 55.0 ms after the line two before it (median of 124 isolated eager steps after graph
+   steps; its launch period 50.0 ms), where the rule before put it 13.4 + 54.9 = 68.3 ms after. The next step is
+   scheduled at H(k + 1), so a request that arrives while a launch outlasts its step's start runs in the next step
+   (the admission lag's two steps where the GPU bounds the steps; serving.simulate.host_start), and the step before's
+   outputs leave once the eager launch ends: its part past the lead (clients.launch_delay_s, Simulator.
+   release_at_launch; a graph step's schedule and launch are in 6.'s API path). scheduling.chained_ends, both record
+   loops (serving.kernel_block.extend).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).

@@ -158,9 +158,10 @@ def emission_delay_s(first_token_s: np.ndarray, steps: np.ndarray, per_seq_s: fl
 
 def launch_delay_s(stamp_s: np.ndarray, steps: np.ndarray, launch_s: np.ndarray) -> np.ndarray:
     """Per request, how much later than its step's end a token stamped at `stamp_s` (a step's end) leaves the engine:
-    the eager launch of the step after (Trace.launch_s of the record starting at the stamp, back to back); 0 where
-    the engine went idle after the step or the next step replays captured graphs, and for stamps not here (NaN:
-    another replica's).
+    the eager launch of the step after (Trace.launch_s of the record starting at the stamp, back to back), its part
+    past the host's lead into that step (the launch began while the step before ran on the GPU: timing mechanism 24,
+    Simulator.block_launch_s); 0 where the engine went idle after the step or the next step replays captured graphs,
+    and for stamps not here (NaN: another replica's).
 
     vLLM 0.24's engine core under asynchronous scheduling (v1/engine/core.py@v0.24.0:519-603
     step_with_batch_queue; one GPU's UniProcExecutor runs execute_model on the core's thread,

@@ -54,6 +54,7 @@ class _Replica:
     ends: np.ndarray | None = None
     steps: int = 0
     launch: tuple = (0.0, 0.0)  # the block's steps' host and eager launch seconds (Simulator.block_launch_s)
+    slack: float = 0.0  # the host's lead into the block's first step (Simulator.block_ends; 0 after idling)
     version: int = 0  # bumps when the block in flight is cut: stale heap entries are skipped
     held: list = field(default_factory=list)  # (arrival, id) routed here, not yet seen (the engine's admission lag)
     # its place in the fleet: breaks ties between events at one instant, lowest first (kernel_loop's argmin does the
@@ -131,7 +132,12 @@ class Fleet:
         first step is launched (Simulator.release_at_launch): called with that step's eager launch (0 when idle),
         it returns the next arrival then."""
         idle = r.plan is None
-        seen = now if idle or not self.sim.engine.admission_lag else r.start + last_seen(r.ends, r.steps, r.launch[0])
+        seen, slack = now, 0.0
+        if not idle and self.sim.engine.admission_lag:
+            host = last_seen(r.ends, r.steps, r.launch[0], r.slack)
+            seen = r.start + host
+            if self.sim.lagged:
+                slack = float(r.ends[r.steps - 1]) - host
         if not idle and self.sim.engine.admission_lag and r.plan.loads_s > 0:
             seen = max(seen, self._serial(r))
         if r.held:
@@ -141,26 +147,27 @@ class Fleet:
         r.sched.now, r.sched.t_sched = now, seen
         in_system = (r.sched.n_running, len(r.sched.waiting) + len(r.sched.remote))
         plan = r.sched.schedule()
-        if plan is None and r.held:
+        if plan is None and r.held:  # idle but for requests that came after the schedule: none before them
+            slack = 0.0
             r.admit(math.inf)
             in_system = (r.sched.n_running, len(r.sched.waiting) + len(r.sched.remote))
             plan = r.sched.schedule()
         if plan is None:
             if release is not None:
                 release(0.0)
-            r.plan = None
+            r.plan, r.slack = None, 0.0
             r.version += 1
             if r.sched.remote:  # idle until a remote load's completion or report is due (serving.remote)
                 heapq.heappush(events, (max(now, r.sched.remote.wake_s()), r.index, r.version, r))
             return
-        r.plan, r.start = plan, now
-        r.ends = self.sim.block_ends(r.sched, plan)
-        r.launch = self.sim.block_launch_s(r.sched, plan)
+        r.plan, r.start, r.slack = plan, now, slack
+        r.ends = self.sim.block_ends(r.sched, plan, slack_s=slack)
+        r.launch = self.sim.block_launch_s(r.sched, plan, slack)
         if release is not None:
             next_arrival = release(r.launch[1])
         # one replica cuts its block at the next arrival as Simulator.run does; several cut when one is routed to them
         r.steps = self.sim.cut(r.ends, now, next_arrival if self.n == 1 else math.inf, self.sim.engine.admission_lag,
-                               r.launch[0])
+                               r.launch[0], slack)
         if r.held:  # they arrived before now: seen once this block's first step has started
             r.steps = 1
         r.records.append([now, 0.0, *in_system, r.sched.used_bytes, r.sched.preemptions, plan.tokens,
@@ -267,7 +274,7 @@ class Fleet:
                 if r.plan is None:
                     self._start(r, t_arr, arrivals.next_time(), events)
                 elif r.steps > 1 and r.start + float(r.ends[r.steps - 1]) > t_arr:
-                    r.steps = min(r.steps, self.sim.cut(r.ends, r.start, t_arr, lag, r.launch[0]))
+                    r.steps = min(r.steps, self.sim.cut(r.ends, r.start, t_arr, lag, r.launch[0], r.slack))
                     self._push(r, events)
         return self._traces(requests, reps, arrivals, routed)
 

@@ -8,6 +8,7 @@ loop along the seam between deciding what runs (the scheduler, the events) and t
   (EngineOverheads.combine); decode-only blocks evaluate the law at every step (the numpy reference path's
   per-step evaluation), not by the closed form's linear stretches: both equal the per-step times to float
   rounding;
+- host_next: when the engine schedules the step after a given one under the admission lag (simulate.host_start);
 - cut_at: where a request arriving mid-block cuts it (Simulator.cut).
 Scheduler state per replica: serving.kernel_loop's st / ri / rf arrays (field indices: serving.kernel_layout).
 """
@@ -26,6 +27,7 @@ from roofline.serving.kernel_layout import (
     EAGER_PREFILL,
     EAGER_S,
     GRAPH_S,
+    HOST,
     LAG,
     LAUNCH,
     LOADS,
@@ -39,6 +41,7 @@ from roofline.serving.kernel_layout import (
     PP,
     SAMPLER_ROW_S,
     SAMPLER_S,
+    SLACK,
     STEP_S,
     STEPS,
     TOKEN_S,
@@ -69,10 +72,11 @@ def padded(tokens, decode_only, sizes, scope, ndec):
 
 
 @njit(cache=True)
-def eager_launch(r, st, ri, cfg, fcfg):
-    """The eager launch of replica r's planned block's steps, as extend will set rf[r, EAGER_L] (Simulator.
-    block_launch_s' second part) before a step is evaluated: a completion's closed-loop slot frees after it
-    (Simulator.release_at_launch). Not for a verify step (kernel_spec.spec_step_s sets its own)."""
+def eager_launch(r, st, ri, rf, cfg, fcfg):
+    """The eager launch of replica r's planned block's steps past the host's lead into its first step (rf's SLACK),
+    as extend will set rf[r, EAGER_L] (Simulator.block_launch_s' second part) before a step is evaluated: a
+    completion's closed-loop slot frees after it (Simulator.release_at_launch). Not for a verify step
+    (kernel_spec.spec_step_s sets its own)."""
     nd, nc = ri[r, NDEC], ri[r, NCH]
     if cfg[OVERLAP] == 0 or cfg[LAG] == 0 or nd + nc == 0:
         return 0.0
@@ -80,7 +84,7 @@ def eager_launch(r, st, ri, cfg, fcfg):
     for j in range(nc):
         n_new += st[r, CHTOK, j]
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])
-    return fcfg[EAGER_S] if eager else 0.0
+    return max(0.0, fcfg[EAGER_S] - rf[r, SLACK]) if eager else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -102,7 +106,9 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     than were evaluated, or the (cut) block ends (steps past a later cut are evaluated for nothing, never used).
 
     Step s's wall seconds: ClosedForm.work and .time (decode contexts advanced by s), the engine's padding, then
-    EngineOverheads.combine. The tables are unpacked once per call, not per step: numba counts references on every
+    EngineOverheads.combine; in an asynchronous loop with the admission lag, the host's chain (scheduling.
+    chained_ends: from rf's SLACK at the block's first step, rf's HOST between calls). The tables are unpacked once
+    per call, not per step: numba counts references on every
     array it binds to a name (an atomic increment and decrement each), which per step cost more than the step's
     arithmetic (perf: NRT_incref / NRT_decref ~40 % of a 32-replica run's samples with a step function per step).
     The per-sequence test of a step's contexts against the table's irregular ones runs only at the steps where one
@@ -139,8 +145,10 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
     # past the capture sizes (EngineOverheads.eager): a step with chunks against the prefill graphs' limit
     eager = fcfg[EAGER_S] > 0.0 and nd + n_new > (cfg[EAGER_PREFILL] if n_new else cfg[EAGER_ABOVE])
     sampler = fcfg[SAMPLER_S] + fcfg[SAMPLER_ROW_S] * (nd + nc)  # the engine's sampler (EngineOverheads.combine)
-    rf[r, LAUNCH] = (host + fcfg[EAGER_S] if eager else host) if timed else 0.0
-    rf[r, EAGER_L] = fcfg[EAGER_S] if timed and eager else 0.0
+    launch = (host + fcfg[EAGER_S] if eager else host) if timed else 0.0
+    rf[r, LAUNCH] = launch
+    rf[r, EAGER_L] = max(0.0, fcfg[EAGER_S] - rf[r, SLACK]) if timed and eager else 0.0
+    hs = rf[r, HOST] if m > 0 else -rf[r, SLACK]  # the host's start of step m's work (scheduling.chained_ends)
     soon = soonest(r, m, nd, st, nirr) if m > 0 and nd and n_dec_cols else 0
     first = True  # q's entries outside the decode columns stay as the first step left them (no chunks: see above)
     while m < steps and (m < least or m == 0 or ends[r, m - 1] < until):
@@ -207,41 +215,43 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
             gpu = law(q, imb[nd])
         if sampler > 0.0:
             gpu = gpu + sampler
-        if eager:
-            t = max(gpu, host + fcfg[EAGER_S]) if overlap else host + max(gpu, fcfg[EAGER_S])
+        if timed:  # the host's chain (scheduling.chained_ends): an eager step's launch from the host's start
+            s0 = ends[r, m - 1] if m > 0 else 0.0
+            ends[r, m] = max(s0 + gpu, hs + launch) if eager else s0 + max(gpu, launch)
+            hs = max(hs + launch, s0)
         else:
-            t = max(gpu, host) if overlap else gpu + host
-        ends[r, m] = t if m == 0 else ends[r, m - 1] + t
+            if eager:
+                t = max(gpu, host + fcfg[EAGER_S]) if overlap else host + max(gpu, fcfg[EAGER_S])
+            else:
+                t = max(gpu, host) if overlap else gpu + host
+            ends[r, m] = t if m == 0 else ends[r, m - 1] + t
         m += 1
     ri[r, M] = m
+    rf[r, HOST] = hs
 
 
 @njit(cache=True, inline="always")
-def host_bound(r, i, rf, ends):
-    """serving.simulate.host_bound: step i of replica r's block lasted its host seconds (rf's LAUNCH; 0: never)."""
+def host_next(r, i, rf, ends):
+    """serving.simulate.host_start: when (from the block's start) the engine schedules the step after step i of
+    replica r's block under the admission lag, from the host's chain (rf's LAUNCH, 0 outside an asynchronous loop,
+    and SLACK): that step's start where the GPU bounds the steps, its end where its launch ends with it."""
     launch = rf[r, LAUNCH]
-    if launch <= 0.0:
-        return False
-    return ends[r, i] - (ends[r, i - 1] if i > 0 else 0.0) <= launch * (1 + 1e-9)
-
-
-@njit(cache=True, inline="always")
-def last_seen(r, steps, rf, ends):
-    """serving.simulate.last_seen: by when (from the block's start) a request is in the schedule made at the end
-    of a block of `steps` steps under the admission lag."""
-    if host_bound(r, steps - 1, rf, ends):
-        return ends[r, steps - 1]
-    return ends[r, steps - 2] if steps > 1 else 0.0
+    host = -rf[r, SLACK]
+    for j in range(i + 1):
+        host = max(host + launch, ends[r, j - 1] if j > 0 else 0.0)
+    if ends[r, i] - host <= 1e-9 * launch:
+        return ends[r, i]
+    return host
 
 
 @njit(cache=True)
 def cut_at(r, until, ri, rf, ends, later):
     """Steps of replica r's block that run when a request reaches it `until` after the block's start: the step
     during which it arrives is the last (np.searchsorted(ends, until) + 1 over the steps evaluated), or with the
-    engine's admission lag (`later` 2) the step after it, unless the host bound the step it arrives during
+    engine's admission lag (`later` 2) the step after it, unless it arrives by the next step's schedule (host_next)
     (Simulator.cut)."""
     for i in range(ri[r, M]):
         if ends[r, i] >= until:
-            k = 1 if later == 2 and host_bound(r, i, rf, ends) else later
+            k = 1 if later == 2 and until <= host_next(r, i, rf, ends) else later
             ri[r, STEPS] = min(ri[r, STEPS], i + k)
             return

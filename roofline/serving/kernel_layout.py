@@ -32,8 +32,11 @@ RI_FIELDS = 28
 # kernel_block.extend / kernel_spec.spec_step_s)
 # (saves, save_b: the finished requests' KV not yet saved to the server's host prompt cache, their count and tokens:
 # Scheduler.saves / save_tokens, timing mechanism 18)
-USED, START, LOADS, TSCHED, WAKE, LAUNCH, EAGER_L, SAVES, SAVE_B = range(9)
-RF_FIELDS = 9
+# (slack: the host's lead into the block's first step, Simulator.block_ends' slack_s, 0 after idling; host: when the
+# host begins the work of the block's next step to evaluate, from the block's start: scheduling.chained_ends, kept by
+# kernel_block.extend between its calls)
+USED, START, LOADS, TSCHED, WAKE, LAUNCH, EAGER_L, SAVES, SAVE_B, SLACK, HOST = range(11)
+RF_FIELDS = 11
 # cfg: mnbt, max_seqs, chunked, mixed, reserve_full, monotone, pad_scope, max_step_tokens, R, router, block, overlap,
 # lag (EngineScheduling.admission_lag), conc (--max-concurrency N: a closed loop; 0 open loop), eager_above (a step of
 # more real tokens costs at least fcfg's eager_s: EngineOverheads.combine), prefix (a prefix cache in use: serving.

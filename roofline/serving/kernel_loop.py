@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import NO_AHEAD, cut_at, eager_launch, extend, last_seen, padded
+from roofline.serving.kernel_block import NO_AHEAD, cut_at, eager_launch, extend, host_next, padded
 from roofline.serving.kernel_layout import (
     ACTIVE,
     BAL_ABS,
@@ -51,6 +51,7 @@ from roofline.serving.kernel_layout import (
     RLEN,
     ROUTER,
     RTAIL,
+    SLACK,
     SPEC,
     ST_FIELDS,
     ST_PAD,
@@ -100,8 +101,14 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
     last step (after a step that started KV loads, no earlier than kernel_remote.serial) join first; an idle replica
     sees every held request; while some stay held the block is one step (they are seen after it)."""
     idle = ri[r, ACTIVE] == 0
-    # the schedule's time (Fleet._start's `seen`): under the admission lag a busy replica's last step's start
-    seen = now if idle or not cfg[LAG] else rf[r, START] + last_seen(r, ri[r, STEPS], rf, ends)
+    # the schedule's time (Fleet._start's `seen`): under the admission lag a busy replica's last step's start (its
+    # end where its launch ended with it: kernel_block.host_next), and the host's lead into the next block
+    seen, slack = now, 0.0
+    if not idle and cfg[LAG]:
+        host = host_next(r, ri[r, STEPS] - 1, rf, ends)
+        seen = rf[r, START] + host
+        if cfg[OVERLAP]:
+            slack = ends[r, ri[r, STEPS] - 1] - host
     if not idle and cfg[LAG] and rf[r, LOADS] > 0.0:  # after a step that started KV loads: Fleet._serial
         seen = max(seen, serial(r, st, ri, rf, cfg, fcfg))
     if ri[r, HLEN]:  # only a replica whose block just ended holds requests (an idle one queues them at once)
@@ -111,7 +118,8 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
     rf[r, TSCHED] = seen
     in_run, in_wait = ri[r, N_RUN], ri[r, WLEN] + ri[r, RLEN]
     ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
-    if not ok and ri[r, HLEN]:
+    if not ok and ri[r, HLEN]:  # idle but for requests that came after the schedule: no lead before them
+        slack = 0.0
         admit_held(r, math.inf, ri, nxt, clock)
         in_run, in_wait = ri[r, N_RUN], ri[r, WLEN] + ri[r, RLEN]
         ok = schedule(r, now, st, held, ri, rf, nxt, generated, pre, prompt, output, seq, cfg, fcfg, pfx)
@@ -119,10 +127,12 @@ def start(r, now, st, held, ri, rf, ends, nxt, generated, pre, prompt, output, r
         observe(r, ri, rf, nxt, pre)
     if not ok:
         ri[r, ACTIVE] = 0
+        rf[r, SLACK] = 0.0
         wake(r, now, ri, rf, nxt, pre)
         return nrec
     ri[r, ACTIVE] = 1
     rf[r, START] = now
+    rf[r, SLACK] = slack
     ri[r, NSTEPS] = block_length(r, st, held, ri, rf, seq, cfg, fcfg)
     ri[r, STEPS] = ri[r, NSTEPS]
     ri[r, M] = 0
@@ -382,7 +392,7 @@ def events(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, law, pfx
             if ended:
                 eager = 0.0
                 if ri[r, ACTIVE]:
-                    eager = rf[r, EAGER_L] if cfg[SPEC] else eager_launch(r, st, ri, cfg, fcfg)
+                    eager = rf[r, EAGER_L] if cfg[SPEC] else eager_launch(r, st, ri, rf, cfg, fcfg)
                 sent = release(ended, now + eager, sent, clock, send, arrival, fcfg)
             settle_block(r, now, arrived, sent, clock, st, ri, rf, ends, q, col, tab, cfg, fcfg, law, key, full, ses)
             continue

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from roofline.serving.kernel_block import NO_AHEAD, eager_launch, extend, host_bound, last_seen, padded
+from roofline.serving.kernel_block import NO_AHEAD, eager_launch, extend, host_next, padded
 from roofline.serving.kernel_layout import (
     BLOCK,
     CONC,
@@ -33,6 +33,7 @@ from roofline.serving.kernel_layout import (
     REC_FIELDS,
     RF_FIELDS,
     RI_FIELDS,
+    SLACK,
     SPEC,
     ST_FIELDS,
     ST_PAD,
@@ -67,7 +68,7 @@ def block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
             if ends[0, i] >= until:
                 during = i
                 break
-        late = lag and nxt >= now and not (during < ri[0, M] and host_bound(R0, during, rf, ends))
+        late = lag and nxt >= now and not (during < ri[0, M] and until <= host_next(R0, during, rf, ends))
         steps = min(steps, during + (2 if late else 1))
     ri[0, STEPS] = steps
     extend(R0, math.inf, NO_AHEAD, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
@@ -108,8 +109,10 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
     now, seen = 0.0, 0.0
     nrec, done, arrived = 0, 0, np.int64(0)  # arrived: as R0, take_due's fleet version
     # Simulator.release_at_launch: completions whose closed-loop slots free once the next step is launched
-    late = cfg[CONC] != 0 and cfg[OVERLAP] != 0 and lag
+    timed = cfg[OVERLAP] != 0 and lag
+    late = cfg[CONC] != 0 and timed
     ended = 0
+    slack = 0.0  # the host's lead into the next block's first step (Simulator.run's; 0 after idling)
     while done < n:
         limit = seen if lag else now
         while True:
@@ -128,7 +131,9 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
             if nxt == math.inf:
                 return first, finish, rec[:nrec], ri, 1
             now = seen = max(now, nxt)
+            slack = 0.0
             continue
+        rf[0, SLACK] = slack
         ri[0, STEPS] = block_length(R0, st, held, ri, rf, seq, cfg, fcfg)
         ri[0, M] = 0
         ri[0, PAD] = padded(ri[0, TOKENS], ri[0, NCH] == 0, sizes, cfg[PAD_SCOPE], cfg[NSIZES]) - ri[0, TOKENS]
@@ -140,12 +145,14 @@ def run_single(clock, send, arrival, prompt, output, tab, sizes, cfg, fcfg, cap,
                 ended = 0
         else:
             if ended:
-                sent = release(ended, now + eager_launch(R0, st, ri, cfg, fcfg), sent, clock, send, arrival, fcfg)
+                sent = release(ended, now + eager_launch(R0, st, ri, rf, cfg, fcfg), sent, clock, send, arrival, fcfg)
                 ended = 0
                 nxt = next_arrival(arrived, sent, clock, ses)
             steps = block_steps(nxt, now, lag, st, ri, rf, ends, q, col, tab, cfg, fcfg, law)
         dt = ends[0, steps - 1]
-        seen = now + last_seen(R0, steps, rf, ends)
+        host = host_next(R0, steps - 1, rf, ends)
+        seen = now + host
+        slack = dt - host if timed else 0.0
         if nrec + 1 >= rec.shape[0]:
             rec = grow(rec)
         rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = now, dt, in_run, in_wait

@@ -50,6 +50,7 @@ from roofline.serving.kernel_layout import (
     PP,
     SAMPLER_ROW_S,
     SAMPLER_S,
+    SLACK,
     SPEC,
     STEP_S,
     TOKEN_S,
@@ -259,7 +260,9 @@ def spec_step_s(r, st, ri, rf, tab, cfg, fcfg, law, q, spec_cfg, dtab, dlaw, dq)
     # Simulator.block_launch_s: the step's host seconds in an asynchronous loop
     timed = cfg[OVERLAP] != 0 and cfg[LAG] != 0
     rf[r, LAUNCH] = (host + fcfg[EAGER_S] if eager else host) if timed else 0.0
-    rf[r, EAGER_L] = fcfg[EAGER_S] if timed and eager else 0.0
+    rf[r, EAGER_L] = max(0.0, fcfg[EAGER_S] - rf[r, SLACK]) if timed and eager else 0.0
+    if timed and eager:  # the host's chain from the lead into the step (scheduling.chained_ends: one step)
+        return max(0.0 + gpu, -rf[r, SLACK] + rf[r, LAUNCH])
     if eager:
         return max(gpu, host + fcfg[EAGER_S]) if cfg[OVERLAP] else host + max(gpu, fcfg[EAGER_S])
     return max(gpu, host) if cfg[OVERLAP] else gpu + host

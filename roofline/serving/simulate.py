@@ -20,7 +20,7 @@ import numpy as np
 from roofline.costmodel.device import burst_options, roofline_for
 from roofline.engines.first_use import FirstUse, first_use
 from roofline.engines.llamacpp import fa_query_tile, pad256, ubatches
-from roofline.engines.scheduling import EngineScheduling, with_eager, with_sampler
+from roofline.engines.scheduling import EngineOverheads, EngineScheduling, chained_ends, with_eager, with_sampler
 from roofline.engines.timing import eager_layers, engine_options, timing_on
 from roofline.methods import MethodConfig
 from roofline.planner.phases import PhaseModel
@@ -56,27 +56,44 @@ def _lazy_ends(steps: int, until_s: float, block) -> np.ndarray:
     return ends
 
 
-def host_bound(ends: np.ndarray, i: int, launch_s: float) -> bool:
-    """Whether step i of a block (`ends`: its steps' ends from the block's start) lasted its host work, `launch_s`
-    (Simulator.block_launch_s; 0: never): under asynchronous scheduling EngineOverheads.combine gives a step
-    max(GPU, host), so a step whose wall is its host seconds was bound by the host's schedule and launch.
+def host_start(ends: np.ndarray, i: int, launch_s: float, slack_s: float = 0.0) -> float:
+    """Seconds from a block's start at which the engine core schedules the step after step i (`ends`: the block's
+    steps' ends from its start), under the admission lag: a request that reaches the engine by then runs in that
+    step, one after it in the step after. `launch_s`: the host seconds of each of the block's steps (Simulator.
+    block_launch_s; 0 outside an asynchronous loop), `slack_s`: the host's lead into the block's first step
+    (scheduling.chained_ends).
 
-    vLLM 0.24's engine core (v1/engine/core.py@v0.24.0:519-603 step_with_batch_queue) launches step n + 1 on its
-    own thread, then waits for step n and takes new requests: a request that arrives while a host-bound step is
-    launched is taken in right after that launch and runs in the next step, not the one after it (the admission
-    lag's rule for a GPU-bound step, during which the host already launched the next). Found in run 23's step log
-    (validate/notes/2026-11-30-vllm-h200-run23.md, last section)."""
-    if not launch_s or not 0 <= i < len(ends):
-        return False
-    return float(ends[i] - (ends[i - 1] if i else 0.0)) <= launch_s * (1 + 1e-9)
+    vLLM 0.24's engine core (v1/engine/core.py@v0.24.0:519-603 step_with_batch_queue) schedules and launches step
+    n + 1, then waits for step n's result, sends its outputs and takes new requests: it schedules step n + 1 at
+    max(step n's launch end, step n's start) (scheduling.chained_ends). Where the GPU bounds the steps that is step
+    n's start (the admission lag's two steps); a request that arrives while a host-bound step is launched is taken
+    in right after that launch and runs in the next step (run 23's step log, validate/notes/2026-11-30-vllm-h200-
+    run23.md, last section), as is one that arrives while an eager step's launch outlasts the step before it
+    (timing mechanism 24). Where that launch ends with the step (within 1e-9 of the host seconds) the step's end."""
+    host = -slack_s
+    for j in range(i + 1):
+        host = max(host + launch_s, float(ends[j - 1]) if j else 0.0)
+    end = float(ends[i])
+    return end if end - host <= 1e-9 * launch_s else host
 
 
-def last_seen(ends: np.ndarray, steps: int, launch_s: float) -> float:
+def last_seen(ends: np.ndarray, steps: int, launch_s: float, slack_s: float = 0.0) -> float:
     """Seconds from a block's start by which a request must reach the engine to be in the schedule made at its end
-    under the admission lag: its last step's start, or that step's end where the host bound it (host_bound)."""
-    if host_bound(ends, steps - 1, launch_s):
-        return float(ends[steps - 1])
-    return float(ends[steps - 2]) if steps > 1 else 0.0
+    under the admission lag: host_start of its last step (that step's start where the GPU bounds the steps, its end
+    where the host did)."""
+    return host_start(ends, steps - 1, launch_s, slack_s)
+
+
+@dataclass(frozen=True)
+class _GpuSide:
+    """EngineOverheads.combine's GPU side alone (the sampler's kernels added): Simulator.block_ends' step times
+    before scheduling.chained_ends adds the host's chain."""
+
+    overheads: EngineOverheads
+
+    def combine(self, gpu_s, sequences: int, tokens: int = 0, loads_s: float = 0.0, prefill: bool = False,
+                rebuilt: bool = False):
+        return self.overheads.with_sampler(gpu_s, sequences)
 
 
 @dataclass(frozen=True)
@@ -259,11 +276,11 @@ class Simulator:
         if self.span:
             self.scheduler = replace(self.scheduler, unified_slots=not self.scheduler.slot_streams)
 
-    def _slot_ends(self, sched: Scheduler, plan, steps: int, until_s: float) -> np.ndarray:
+    def _slot_ends(self, sched: Scheduler, plan, steps: int, until_s: float, host) -> np.ndarray:
         """block_ends for llama-server with one KV stream a slot: each step runs as the ubatches its slots split into
         (engines.llamacpp.ubatches: consecutive slot ids only, at most the engine's pass_tokens each), timed by
         StepModel's numpy path (the same slots all through a decode block, so the same split)."""
-        host, seqs = self.engine.overheads, len(plan.context) + len(plan.chunk_tokens)
+        seqs = len(plan.context) + len(plan.chunk_tokens)
         n_ubatch = self.phases.engine.pass_tokens or self.scheduler.max_num_batched_tokens
         sizes = ubatches(sched.slot[plan.decode], sched.slot[plan.chunk_pos], plan.chunk_tokens, n_ubatch)
         split = len(sizes) > 1  # the server's graph is rebuilt for such a step (timing 21.)
@@ -273,11 +290,11 @@ class Simulator:
         return _lazy_ends(steps, until_s, lambda done, k: host.combine(
             self.steps.decode_block(plan.context + done, k, 0, sizes), seqs, seqs, rebuilt=split))
 
-    def _span_ends(self, sched: Scheduler, plan, steps: int, until_s: float) -> np.ndarray:
+    def _span_ends(self, sched: Scheduler, plan, steps: int, until_s: float, host) -> np.ndarray:
         """block_ends for llama-server with its slots in one KV stream: each ubatch's attention spans the cells the
         stream holds (Scheduler.stream_used: the running sequences' and those idle slots keep) and the host builds its
         mask over them (StepModel.span_time, span_block: timing 22., 23.), through the compiled laws when fast."""
-        host, seqs = self.engine.overheads, len(plan.context) + len(plan.chunk_tokens)
+        seqs = len(plan.context) + len(plan.chunk_tokens)
         n_ubatch = self.phases.engine.pass_tokens
         used, size = sched.stream_used(), self.stream_cells
         tile = fa_query_tile(self.model.num_heads // self.model.num_kv_heads)
@@ -346,20 +363,38 @@ class Simulator:
         decode_block has no pipeline; its step_time, the reference, times each pipelined step)."""
         return BLOCK_STEPS if self.workload.pp == 1 or self.closed is not None else 1
 
-    def block_ends(self, sched: Scheduler, plan, until_s: float = math.inf) -> np.ndarray:
+    @property
+    def lagged(self) -> bool:
+        """Whether the engine schedules asynchronously with the admission lag: each step's host work chains from the
+        step before's (scheduling.chained_ends, timing mechanism 24; block_launch_s live)."""
+        e = self.engine
+        return e is not None and e.admission_lag and e.overheads.overlap
+
+    def block_ends(self, sched: Scheduler, plan, until_s: float = math.inf, slack_s: float = 0.0) -> np.ndarray:
         """End times, from the block's start, of the next block's steps: one step, or decode-only steps back to back
         until a completion or a page shortage (the same steps one at a time would take; pp > 1 only through the
         closed form: StepModel's numpy path times a pipelined step one at a time, the reference). The caller
         cuts it at the next arrival (`cut`); steps are evaluated only until one ends at or past `until_s` from the
         block's start (the cut falls there), the same times as evaluating them all: by the closed form's linear
         stretches (serving.closedform) when it applies, else StepModel's numpy path in growing batches (pp > 1: the
-        closed form's pipelined steps one by one)."""
+        closed form's pipelined steps one by one). Where the engine schedules asynchronously with the admission lag
+        (`lagged`), each step's host work follows the step before's (scheduling.chained_ends: `slack_s`, the host's
+        lead into the block's first step, the end of the block before less its host_start)."""
+        if not self.lagged:
+            return self._ends(sched, plan, until_s, self.engine.overheads)
+        host, eager = self._host_work(sched, plan)
+        gpu = self._ends(sched, plan, until_s, _GpuSide(self.engine.overheads))
+        return chained_ends(np.diff(gpu, prepend=0.0), host, slack_s, eager)
+
+    def _ends(self, sched: Scheduler, plan, until_s: float, host) -> np.ndarray:
+        """block_ends with `host` combining each step's GPU and host seconds (EngineOverheads.combine, or _GpuSide's
+        GPU seconds alone)."""
         context, engine = plan.context, self.engine
         if not plan.tokens:  # a step that only posts remote loads (Scheduler.posts): host work, no forward
-            return np.array([engine.overheads.step(0) + plan.loads_s])
+            return np.array([0.0 if isinstance(host, _GpuSide) else engine.overheads.step(0) + plan.loads_s])
         steps = sched.block_length(plan, self.block_limit)
         pad = engine.padded_tokens(plan.tokens, not len(plan.chunk_tokens)) - plan.tokens
-        seqs, host = len(context) + len(plan.chunk_tokens), engine.overheads
+        seqs = len(context) + len(plan.chunk_tokens)
         if self.draft is not None and (len(context) or len(plan.chunk_tokens)):
             # verify: each decoding sequence's last token and its K drafts, a chunk after its cached tokens
             k1 = self.speculative.tokens + 1
@@ -375,9 +410,9 @@ class Simulator:
             return np.array([host.combine(verify + drafts, seqs, int(counts.sum()), plan.loads_s,
                                           bool(len(plan.chunk_tokens)))])
         if self.scheduler.slot_streams:  # llama-server's slots: the step's ubatches follow its slot ids (timing 20.)
-            return self._slot_ends(sched, plan, steps, until_s)
+            return self._slot_ends(sched, plan, steps, until_s, host)
         if self.span:  # llama-server's slots in one stream: attention over the stream's cells (timing 22.)
-            return self._span_ends(sched, plan, steps, until_s)
+            return self._span_ends(sched, plan, steps, until_s, host)
         closed = self.closed
         # a pipeline, or an engine's passes over the step's tokens (llama.cpp's ubatches): micro-batches
         pipelined = closed is not None and (self.workload.pp > 1
@@ -403,24 +438,32 @@ class Simulator:
             return host.combine(self.steps.decode_block(context + done, k, pad), seqs, seqs)
         return _lazy_ends(steps, until_s, block)
 
-    def block_launch_s(self, sched: Scheduler, plan) -> tuple[float, float]:
-        """Where the engine schedules asynchronously with the admission lag: (the host seconds of each step of the
-        block `plan` starts, EngineOverheads.host_s of the sequences, tokens, loads and chunks block_ends gives
-        combine: a step whose wall is this was bound by its host work, host_bound; the eager launch's part of them,
-        past the capture sizes, which delays the step before's outputs, clients.launch_delay_s); (0, 0) elsewhere."""
-        engine = self.engine
-        if engine is None or not (engine.admission_lag and engine.overheads.overlap):
+    def block_launch_s(self, sched: Scheduler, plan, slack_s: float = 0.0) -> tuple[float, float]:
+        """Where the engine schedules asynchronously with the admission lag (`lagged`): (the host seconds of each
+        step of the block `plan` starts, EngineOverheads.host_s of the sequences, tokens, loads and chunks block_ends
+        gives combine: scheduling.chained_ends chains them, host_start reads when the next step is scheduled; the
+        part of the eager launch, past the capture sizes, that outlasts the step before, the host's lead `slack_s`
+        into the block's first step spent: the step before's outputs wait for it, clients.launch_delay_s); (0, 0)
+        elsewhere. The launch's part is the eager launch alone, not the whole host work: a graph step's schedule and
+        launch are in the API path (clients.launch_delay_s)."""
+        if not self.lagged:
             return 0.0, 0.0
-        host = engine.overheads
+        host, eager = self._host_work(sched, plan)
+        return host, max(0.0, self.engine.overheads.eager_s - slack_s) if eager else 0.0
+
+    def _host_work(self, sched: Scheduler, plan) -> tuple[float, bool]:
+        """(EngineOverheads.host_s of each step of the block `plan` starts, over the sequences, tokens, loads and
+        chunks block_ends gives combine; whether those steps run past the capture sizes, EngineOverheads.eager)."""
+        host = self.engine.overheads
         if not plan.tokens:  # block_ends' host-only step
-            return host.step(0) + plan.loads_s, 0.0
+            return host.step(0) + plan.loads_s, False
         seqs, chunks = len(plan.context) + len(plan.chunk_tokens), bool(len(plan.chunk_tokens))
         tokens, loads = plan.tokens, plan.loads_s
         if self.draft is not None and (len(plan.context) or chunks):  # the verify's tokens (block_ends)
             tokens = len(plan.context) * (self.speculative.tokens + 1) + int(np.sum(plan.chunk_tokens))
         elif sched.block_length(plan, self.block_limit) > 1:  # decode-only steps (block_ends: combine(gpu, seqs, seqs))
             tokens, loads = seqs, 0.0
-        return host.host_s(seqs, tokens, loads, chunks), host.eager_s if host.eager(tokens, chunks) else 0.0
+        return host.host_s(seqs, tokens, loads, chunks), host.eager(tokens, chunks)
 
     def release_at_launch(self, clients: Clients) -> bool:
         """Whether a completion frees its closed-loop client's slot only once the step after it is launched (then
@@ -432,40 +475,43 @@ class Simulator:
         send follows the line of its predecessor's last step, written after the next step's launch, by 3.7 ms
         (median), and lands two or three steps after that last step, never one. Chat sessions' next turns keep the
         schedule's finish (not measured)."""
-        e = self.engine
-        return clients.max_concurrency is not None and e is not None and e.admission_lag and e.overheads.overlap
+        return clients.max_concurrency is not None and self.lagged
 
     @staticmethod
-    def cut(ends: np.ndarray, now: float, next_arrival: float, lag: bool = False, launch_s: float = 0.0) -> int:
+    def cut(ends: np.ndarray, now: float, next_arrival: float, lag: bool = False, launch_s: float = 0.0,
+            slack_s: float = 0.0) -> int:
         """Steps of a block started at `now` that run: the step during which the next request arrives is the
         block's last (the request is seen at the next step); with the engine's admission lag the step after it
         is (seen one step later; one that arrived before `now` and is not yet seen: after the first step), except
-        where the host bound the step it arrives during (host_bound): the engine takes it in once that step's
-        launch ends, for the next step."""
+        where it arrives by the next step's schedule (host_start: the launch of the step it arrives during ends
+        after it, a host-bound step's or an eager launch outlasting the step before): the engine takes it in then,
+        for the next step."""
         if next_arrival < math.inf and len(ends) > 1:
             during = int(np.searchsorted(ends, next_arrival - now))
-            late = lag and next_arrival >= now and not host_bound(ends, during, launch_s)
+            late = (lag and next_arrival >= now and during < len(ends)
+                    and next_arrival - now > host_start(ends, during, launch_s, slack_s))
             return min(len(ends), during + (2 if late else 1))
         return len(ends)
 
-    def _block(self, sched: Scheduler, plan, now: float, nxt: float, lag: bool,
-               compiled: FirstUse | None = None) -> tuple[np.ndarray, int, tuple[float, float]]:
+    def _block(self, sched: Scheduler, plan, now: float, nxt: float, lag: bool, compiled: FirstUse | None = None,
+               slack_s: float = 0.0) -> tuple[np.ndarray, int, tuple[float, float]]:
         """The next block's step ends, how many of its steps run before the next arrival is seen (`cut`) and its
         steps' host and eager launch seconds (block_launch_s).
         With the admission lag the block must hold the step after the arrival's: block_ends evaluates only to
         the step that holds the arrival, so when that is its last and the block may run longer, it is evaluated
         one step further (both step-time paths then cut at the same step). `compiled` (a fresh server's, cold_start):
-        an eager first step at a new fused-MoE key first compiles it (engines.first_use), every step later by that."""
+        an eager first step at a new fused-MoE key first compiles it (engines.first_use), every step later by that.
+        `slack_s`: the host's lead into the block's first step (block_ends)."""
         stall = 0.0
         if compiled is not None and self.engine.overheads.eager(plan.tokens, bool(len(plan.chunk_tokens))):
             stall = compiled.stall(plan.tokens)
-        ends = self.block_ends(sched, plan, nxt - now - stall) + stall
+        ends = self.block_ends(sched, plan, nxt - now - stall, slack_s) + stall
         if lag and now <= nxt < math.inf:
             during = int(np.searchsorted(ends, nxt - now))
             if during + 1 == len(ends) and sched.block_length(plan, self.block_limit) > len(ends):
-                ends = self.block_ends(sched, plan, (float(ends[-1]) - stall) * (1 + 1e-9)) + stall
-        launch = self.block_launch_s(sched, plan)
-        return ends, self.cut(ends, now, nxt, lag, launch[0]), launch
+                ends = self.block_ends(sched, plan, (float(ends[-1]) - stall) * (1 + 1e-9), slack_s) + stall
+        launch = self.block_launch_s(sched, plan, slack_s)
+        return ends, self.cut(ends, now, nxt, lag, launch[0], slack_s), launch
 
     def _first_use_json(self, compiled: FirstUse | None) -> dict | None:
         """Trace.first_use: the fresh server's compiles, with why there were none where nothing compiles on first
@@ -552,6 +598,7 @@ class Simulator:
         lag = self.engine.admission_lag
         compiled = self.first_use()
         seen = 0.0  # requests that reached the engine by then are schedulable now (admission_lag: the last start)
+        slack = 0.0  # the host's lead into the next step (block_ends; 0 after an idle engine)
         ended = None  # completions whose closed-loop slots wait for the next step's launch (release_at_launch)
         while sched.finished < total:
             due = arrivals.due(seen if lag else now)
@@ -562,17 +609,20 @@ class Simulator:
             sched.now = now
             plan = sched.schedule()
             if ended is not None:
-                arrivals.finished(ended, now + (self.block_launch_s(sched, plan)[1] if plan is not None else 0.0))
+                launch = self.block_launch_s(sched, plan, slack)[1] if plan is not None else 0.0
+                arrivals.finished(ended, now + launch)
                 ended = None
             nxt = arrivals.next_time()
             if plan is None:  # idle until the next arrival (an idle engine schedules what arrives at once)
                 if nxt == math.inf:
                     raise RuntimeError("serving: the engine is idle with requests outstanding and none to arrive")
                 now = seen = max(now, nxt)
+                slack = 0.0
                 continue
-            ends, steps, launch = self._block(sched, plan, now, nxt, lag, compiled)
+            ends, steps, launch = self._block(sched, plan, now, nxt, lag, compiled, slack)
             dt = float(ends[steps - 1])
-            seen = now + last_seen(ends, steps, launch[0])
+            host = last_seen(ends, steps, launch[0], slack)
+            seen, slack = now + host, dt - host if self.lagged else 0.0
             records.append((now, dt, *in_system, sched.used_bytes, sched.preemptions, plan.tokens * steps, launch[1]))
             now += dt
             if sched.commit_block(plan, steps, now, self.accepted(sched, plan, rng)):

@@ -35,7 +35,10 @@ def test_the_two_limits_by_hand():
 def test_sglangs_limits_give_the_python_loops_times_past_b_256():
     """SGLang's profile with the 8B at 400 req/s: batches pass 256 (eager decode), prefill steps of thousands of
     tokens stay graphed; kernel and Python loop agree, and the prefill limit changes the run (with vLLM's single
-    limit every prefill of more than 256 tokens would pay the launches)."""
+    limit every prefill of more than 256 tokens would pay the launches). Not always later: under the overlap loop
+    the next schedule waits for an eager launch that outlasts its step's start (timing mechanism 24), so it takes
+    in the requests that arrived meanwhile (here the first prefill's 22 ms launch: the second step takes 10 prompts
+    instead of 1)."""
     h100 = load_hardware("H100-SXM")
     reqs = requests(400.0, 420)
     sim = simulator(reqs.max_tokens, engine=scheduling("sglang", h100, "api", 1, context_len=reqs.max_tokens))
@@ -48,7 +51,8 @@ def test_sglangs_limits_give_the_python_loops_times_past_b_256():
     old = simulator(reqs.max_tokens, engine=scheduling("sglang", h100, "api", 1, context_len=reqs.max_tokens))
     old.engine = dataclasses.replace(old.engine, overheads=dataclasses.replace(eng, eager_above_prefill_tokens=0))
     slow_old = old.run(reqs)
-    assert np.all(slow_old.finish_s >= fast.finish_s - 1e-12) and np.any(slow_old.finish_s > fast.finish_s + 1e-3)
+    assert np.any(np.abs(slow_old.finish_s - fast.finish_s) > 1e-3)
+    assert slow_old.steps[1, 6] > fast.steps[1, 6]
 
 
 def test_sglangs_prefill_buckets_by_hand():

@@ -171,19 +171,25 @@ def report(results: Path, host: float) -> str:
     end = start + wall
     la = t.launch_s
     send, ft, fin = t.requests.arrival_s, t.first_token_s, t.finish_s
-    dec_rec = (la == 0) & (tok % np.maximum(run, 1) == 0) & (tok / np.maximum(run, 1) <= 64)
+    # an eager record: a step past the capture sizes (its launch column holds only the launch's part past the host's
+    # lead, 0 where the step before's GPU time covered it: timing mechanism 24), not a decode block's tokens
+    blockish = (tok % np.maximum(run, 1) == 0) & (tok / np.maximum(run, 1) <= 64)
+    eager_rec = (la > 0) | ((tok > o.eager_above_tokens) & ~blockish)
+    dec_rec = ~eager_rec & blockish
     nsteps = np.where(dec_rec, tok / np.maximum(run, 1), 1).astype(int)
     cum = np.concatenate([[0], np.cumsum(nsteps)])
     rd = np.searchsorted(end, ft - 1e-12)
     rf = np.searchsorted(end, fin - 1e-12)
     back = np.zeros(len(rec))
     back[:-1] = np.where(np.isclose(start[1:], end[:-1]), la[1:], 0.0)
+    eager_next = np.zeros(len(rec), dtype=bool)
+    eager_next[:-1] = np.isclose(start[1:], end[:-1]) & eager_rec[1:]
     # the request whose finish freed the slot: the latest finish at or before the send (the send is the finish, or
     # after the next step's launch: Simulator.release_at_launch)
     mprev = np.array([int(np.flatnonzero(fin <= send[i] + 1e-12)[np.argmax(fin[fin <= send[i] + 1e-12])]) for i in cl])
     mbetween = cum[rd[cl]] - cum[rf[mprev] + 1]
-    mafter = la[np.minimum(rf[mprev] + 1, len(rec) - 1)] > 0
-    mdelayed = back[rd] > 0
+    mafter = eager_rec[np.minimum(rf[mprev] + 1, len(rec) - 1)]
+    mdelayed = eager_next[rd]
     mttft = 1e3 * (ft - send)
     em = mod["emitted"]
     out.append(f"-- the model at S = {host:.4f} (api_request_s {1e3 * o.api_request_s:.1f} ms, eager_s "
@@ -198,9 +204,11 @@ def report(results: Path, host: float) -> str:
     out.append(f"  TTFT before the delays {pct(mttft[cl])}; send -> start of the first-token record "
                f"{pct(1e3 * (start[rd] - send)[cl])}; that record {pct(1e3 * wall[rd][cl])} ms")
     out.append(f"  first tokens whose step is followed back to back by an eager step: {int(mdelayed.sum())} of {n} "
-               f"({100 * mdelayed.mean():.1f} %), {int(mdelayed[cl].sum())} of {len(cl)} in the closed loop")
+               f"({100 * mdelayed.mean():.1f} %), {int(mdelayed[cl].sum())} of {len(cl)} in the closed loop; "
+               f"delayed by its launch past the lead {int((back[rd] > 0).sum())}, by p50 "
+               f"{1e3 * float(np.median(back[rd][back[rd] > 0])) if (back[rd] > 0).any() else 0.0:.1f} ms")
     r = np.arange(1, len(rec))
-    pair = r[(la[r] > 0) & dec_rec[r - 1] & np.isclose(start[r], end[r - 1])]
+    pair = r[eager_rec[r] & dec_rec[r - 1] & np.isclose(start[r], end[r - 1])]
     step_prev = wall[pair - 1] / nsteps[pair - 1]
     out.append(f"  an eager record after a decode record ({len(pair)}): the decode step before + the eager step "
                f"{pct(1e3 * (step_prev + wall[pair]))} ms (the engine's line(n) - line(n - 2) above); the eager "
