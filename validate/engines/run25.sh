@@ -6,19 +6,8 @@
 set -e
 cd "$(dirname "$0")/../.."
 t0=$SECONDS
-bash validate/engines/unpack_payload.sh 2>&1 | tail -5
-export PYTHONPATH=~/site
-{ date -u +%FT%TZ; echo "checkout $(cat .sha 2>/dev/null)"; echo "cpus $(nproc)"; lscpu | grep -E 'Model name|^Socket|Thread|NUMA node\(s\)'
-  python3 -V; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; uname -r; } > "$OUT/env.txt" 2>&1
-python3 - >> "$OUT/env.txt" <<'PY'
-import importlib.metadata as m
-for p in ("vllm", "torch", "uvloop", "uvicorn", "fastapi", "starlette", "transformers", "tokenizers", "msgspec", "pyzmq",
-          "pydantic", "prometheus-fastapi-instrumentator"):
-    try:
-        print(p, m.version(p))
-    except m.PackageNotFoundError:
-        print(p, "absent")
-PY
+source validate/engines/api_loop_host.sh
+unpack_and_record
 echo "unpacked in $((SECONDS - t0)) s"
 for rep in 1 2; do
   left=$((${BUDGET:-570} - (SECONDS - t0)))

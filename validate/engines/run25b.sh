@@ -6,10 +6,8 @@
 set -e
 cd "$(dirname "$0")/../.."
 t0=$SECONDS
-bash validate/engines/unpack_payload.sh 2>&1 | tail -3
-export PYTHONPATH=~/site
-{ date -u +%FT%TZ; echo "checkout $(cat .sha 2>/dev/null)"; echo "cpus $(nproc)"; lscpu | grep -E 'Model name'
-  python3 -V; uptime; } > "$OUT/env.txt" 2>&1
+source validate/engines/api_loop_host.sh
+unpack_and_record
 timeout 120 python3 validate/engines/gil_convoy.py "$OUT/gil-convoy.json" > "$OUT/gil-convoy.log" 2>&1 || echo "gil rc $?"
 tail -50 "$OUT/gil-convoy.log" | grep -v Warning
 for rep in 2 3; do
