@@ -5,6 +5,8 @@
 # (start_times), so the simulation replays the client's own arrivals. With a "burst" entry, one all-at-once run
 # (--request-rate inf); with a "speculative" entry, a second server with a draft model (serve_spec.sh).
 # Usage: serve.sh MODEL_DIR NAME RESDIR   (cases file: $ROOFLINE_ENGINE_CASES, default cases.json)
+# Optional (run 26): SERVE_EXTRA (more `vllm serve` flags); METRICS_EACH=1 (every vllm: line of /metrics, stamped,
+# before and after each Poisson run: $N-RUN-before-metrics.txt / -after-; the TTFT's split per run)
 M=$1; N=$2; R=$3
 HERE=$(dirname "$0")
 S() { python3 -c "import json,sys; c=json.load(open('$HERE/${ROOFLINE_ENGINE_CASES:-cases.json}'))['serve']; print(eval(sys.argv[1]))" "$1"; }
@@ -12,7 +14,7 @@ L=$(S "c['max_model_len']"); U=$(S "c['gpu_memory_utilization']")
 IN=$(S "c['input_len']"); OUTL=$(S "c['output_len']")
 PORT=8000
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len $L --gpu-memory-utilization $U \
-  --port $PORT --seed 0 > $R/$N-server.log 2>&1 &
+  --port $PORT --seed 0 ${SERVE_EXTRA:-} > $R/$N-server.log 2>&1 &
 SPID=$!
 T0=$(date +%s)
 for i in $(seq 1 150); do
@@ -24,6 +26,12 @@ echo "server up after $(( $(date +%s) - T0 )) s"
 # SAMPLE_CLOCKS=1 (run 9): the GPU's SM clock, power and utilisation every 50 ms while the clients run, and each
 # run's start / end (epoch s) in $N-marks.txt, so a run's prefills can be read against the board's clock
 mark() { echo "$1 $(date +%s.%N)" >> $R/$N-marks.txt; }
+snap() {  # snap FILE: every vllm: line of /metrics after a stamp line (METRICS_EACH=1 only)
+  [ "${METRICS_EACH:-0}" = 1 ] || return 0
+  date +%s.%N > "$1"
+  python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
+    2>/dev/null | grep '^vllm:' >> "$1"
+}
 if [ "${SAMPLE_CLOCKS:-0}" = 1 ]; then
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu \
     --format=csv,nounits -lms 50 > $R/$N-clocks.csv 2>&1 &
@@ -32,9 +40,10 @@ fi
 COMMON="--backend vllm --model $M --port $PORT --dataset-name random --random-input-len $IN --random-output-len $OUTL --ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --save-result --save-detailed --result-dir $R"
 SEED=100
 for pair in $(S "' '.join(f'{r}:{n}' for r, n in c['rates'])"); do
-  rate=${pair%%:*}; np=${pair##*:}; SEED=$((SEED+1)); mark rate$rate
+  rate=${pair%%:*}; np=${pair##*:}; SEED=$((SEED+1)); snap $R/$N-rate$rate-before-metrics.txt; mark rate$rate
   timeout 150 vllm bench serve $COMMON --seed $SEED --num-prompts $np --request-rate $rate \
     --result-filename $N-rate$rate.json > $R/$N-bench-rate$rate.log 2>&1
+  mark rate$rate-end; snap $R/$N-rate$rate-after-metrics.txt
   echo "rate $rate: $(grep -E 'Output token throughput|Median TPOT' $R/$N-bench-rate$rate.log | tr -s ' ' | tr '\n' ' ')"
 done
 if [ "$(S "'prefix' in c")" = True ]; then

@@ -1,0 +1,62 @@
+#!/bin/bash
+# Run 26, call A (one H200 lease; session 38): run 24's probe again (tiny-llama on `vllm serve`, N = 0 / 16 / 64
+# background streams, the probe's 20 prompts of 1,500 tokens), now with loop_lag.py's monitors in every Python
+# process (the API server, the engine core, the clients: LOOPLAG_DIR, looplag_site/sitecustomize.py) and, at N 64
+# after the probe (the background still streaming), `py-spy dump` and `py-spy record --nonblocking --subprocesses`
+# of the server. Issue 33's open item: run 24's N 64 API-side excess (68-72 ms against loop()'s 10-17).
+# After every payload part (vllm_pack.sh's .payload/v0..v4, vf0, vf1; vf1 also carries extra/py_spy-*.whl) was copied
+# to ~/stash by the calls before: BUDGET=S bash validate/engines/run26.sh. Results: $OUT/env.txt, $OUT/run26a.tgz.
+# Call B (run26b.sh) follows on the same machine. Prediction: validate/results/engines/h200-vllm-run26-predicted.json.
+set -u
+cd "$(dirname "$0")/../.."
+t0=$SECONDS; ROOT=$PWD; HERE=$ROOT/validate/engines
+source validate/engines/api_loop_host.sh
+source validate/engines/detach.sh  # wait_healthy, stage
+unpack_and_record
+ls ~/stash/extra/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-deps --no-index --target ~/site ~/stash/extra/*.whl
+mkdir -p $HOME/models $HOME/bin
+printf '#!/bin/sh\nexec python3 -m vllm.entrypoints.cli.main "$@"\n' > $HOME/bin/vllm; chmod +x $HOME/bin/vllm
+export PATH=$HOME/bin:$HOME/site/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+  PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+R=$HOME/run26a; rm -rf $R; mkdir -p $R
+finish() { cp "$OUT/env.txt" $R/ 2>/dev/null; (cd $HOME && tar czf "$OUT/run26a.tgz" run26a) && ls -l "$OUT"; }
+trap finish EXIT
+echo "py-spy: $(py-spy --version 2>&1)" >> $R/stages.log
+(PYTHONPATH=$ROOT:$HOME/site python3 -m validate.engines.models $HOME/models tiny-llama Llama-3.1-8B) > $R/models.log 2>&1
+export PYTHONPATH=$HERE/looplag_site:$HOME/site LOOPLAG_DIR=$R/lag
+M=$HOME/models/tiny-llama; PORT=8000
+metrics() { date +%s.%N > $R/$1-metrics.txt; python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
+  2>/dev/null | grep '^vllm:' >> $R/$1-metrics.txt; }
+bench() {  # run 24's: bench NAME SEED LEN OUT N CONC
+  timeout 120 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random --random-input-len $3 \
+    --random-range-ratio 0 --random-output-len $4 --ignore-eos --request-rate inf --max-concurrency $6 \
+    --num-prompts $5 --seed $2 --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
+    --metric-percentiles 50,90,99 --save-result --result-dir $R --result-filename $1.json > $R/$1-bench.log 2>&1
+}
+stage A
+setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 16384 --port $PORT --seed 0 \
+  > $R/server.log 2>&1 &
+SPID=$!; T0=$(date +%s)
+wait_healthy $SPID $R/server.log $PORT 150 || exit 1
+echo "server up after $(( $(date +%s) - T0 )) s (pid $SPID)" | tee -a $R/stages.log
+bench warm 600 1500 4 8 1
+for N in 0 16 64; do
+  stage A$N
+  BG=0
+  if [ $N -gt 0 ]; then setsid bash -c "$(declare -f bench); M=$M PORT=$PORT R=$R bench bg$N $((700 + N)) 64 12000 $N $N" & BG=$!; sleep 6; fi
+  metrics a$N-before
+  bench p$N $((800 + N)) 1500 4 20 1
+  metrics a$N-after
+  if [ $N = 64 ] && command -v py-spy > /dev/null; then
+    stage S64
+    timeout 20 py-spy dump --pid $SPID --nonblocking > $R/pyspy-dump-64.txt 2>&1
+    timeout 30 py-spy record --pid $SPID --subprocesses --nonblocking --rate 200 --duration 6 --format raw \
+      -o $R/pyspy-64.txt > $R/pyspy-64.log 2>&1
+    stage S64-end
+  fi
+  [ $BG -gt 0 ] && { kill -TERM -$BG 2>/dev/null; sleep 3; kill -KILL -$BG 2>/dev/null; }
+  echo "N $N: $(grep -E 'Median TTFT' $R/p$N-bench.log | tr -s ' ')" | tee -a $R/stages.log
+done
+kill -TERM -$SPID; sleep 4; kill -KILL -$SPID 2>/dev/null
+echo "ALL_DONE $(date -u +%T) after $((SECONDS - t0)) s" >> $R/stages.log
+cat $R/stages.log
