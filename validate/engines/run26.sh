@@ -6,20 +6,23 @@
 # of the server. Issue 33's open item: run 24's N 64 API-side excess (68-72 ms against loop()'s 10-17).
 # After every payload part (vllm_pack.sh's .payload/v0..v4, vf0, vf1; vf1 also carries extra/py_spy-*.whl) was copied
 # to ~/stash by the calls before: BUDGET=S bash validate/engines/run26.sh. Results: $OUT/env.txt, $OUT/run26a.tgz.
-# Call B (run26b.sh) follows on the same machine. Prediction: validate/results/engines/h200-vllm-run26-predicted.json.
+# Call B (run26b.sh) follows on the same machine. Run 27 (a second lease): RUN=run27a NS="0 64", the same kit with
+# py-spy in its own folder and two more records at N 64 (--gil: the GIL's holder; --idle: every thread's state). Prediction: validate/results/engines/h200-vllm-run26-predicted.json.
 set -u
 cd "$(dirname "$0")/../.."
 t0=$SECONDS; ROOT=$PWD; HERE=$ROOT/validate/engines
 source validate/engines/api_loop_host.sh
 source validate/engines/detach.sh  # wait_healthy, stage
 unpack_and_record
-ls ~/stash/extra/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-deps --no-index --target ~/site ~/stash/extra/*.whl
+# py-spy into a folder of its own (run 26: pip --target ~/site skipped its bin/, ~/site/bin being there already)
+ls ~/stash/extra/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-deps --no-index --target ~/pyspy ~/stash/extra/*.whl
 mkdir -p $HOME/models $HOME/bin
 printf '#!/bin/sh\nexec python3 -m vllm.entrypoints.cli.main "$@"\n' > $HOME/bin/vllm; chmod +x $HOME/bin/vllm
-export PATH=$HOME/bin:$HOME/site/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+export PATH=$HOME/bin:$HOME/pyspy/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
   PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
-R=$HOME/run26a; rm -rf $R; mkdir -p $R
-finish() { cp "$OUT/env.txt" $R/ 2>/dev/null; (cd $HOME && tar czf "$OUT/run26a.tgz" run26a) && ls -l "$OUT"; }
+# RUN (default run26a): the results' folder name; NS (default "0 16 64"): the background stream counts
+RUN=${RUN:-run26a}; R=$HOME/$RUN; rm -rf $R; mkdir -p $R
+finish() { cp "$OUT/env.txt" $R/ 2>/dev/null; (cd $HOME && tar czf "$OUT/$RUN.tgz" $RUN) && ls -l "$OUT"; }
 trap finish EXIT
 echo "py-spy: $(py-spy --version 2>&1)" >> $R/stages.log
 (PYTHONPATH=$ROOT:$HOME/site python3 -m validate.engines.models $HOME/models tiny-llama Llama-3.1-8B) > $R/models.log 2>&1
@@ -40,7 +43,7 @@ SPID=$!; T0=$(date +%s)
 wait_healthy $SPID $R/server.log $PORT 150 || exit 1
 echo "server up after $(( $(date +%s) - T0 )) s (pid $SPID)" | tee -a $R/stages.log
 bench warm 600 1500 4 8 1
-for N in 0 16 64; do
+for N in ${NS:-0 16 64}; do
   stage A$N
   BG=0
   if [ $N -gt 0 ]; then setsid bash -c "$(declare -f bench); M=$M PORT=$PORT R=$R bench bg$N $((700 + N)) 64 12000 $N $N" & BG=$!; sleep 6; fi
@@ -49,8 +52,14 @@ for N in 0 16 64; do
   metrics a$N-after
   if [ $N = 64 ] && command -v py-spy > /dev/null; then
     stage S64
+    # the background streams end ~15 s after the probe: the GIL's holder first (--gil samples only the thread that
+    # holds it; run 27), then every thread's state (--idle), then the engine core beside it (--subprocesses; run 26)
+    timeout 20 py-spy record --pid $SPID --gil --threads --nonblocking --rate 200 --duration 5 --format raw \
+      -o $R/pyspy-64-gil.txt > $R/pyspy-64-gil.log 2>&1
+    timeout 20 py-spy record --pid $SPID --threads --idle --nonblocking --rate 200 --duration 4 --format raw \
+      -o $R/pyspy-64-idle.txt > $R/pyspy-64-idle.log 2>&1
     timeout 20 py-spy dump --pid $SPID --nonblocking > $R/pyspy-dump-64.txt 2>&1
-    timeout 30 py-spy record --pid $SPID --subprocesses --nonblocking --rate 200 --duration 6 --format raw \
+    timeout 30 py-spy record --pid $SPID --subprocesses --nonblocking --rate 200 --duration 4 --format raw \
       -o $R/pyspy-64.txt > $R/pyspy-64.log 2>&1
     stage S64-end
   fi

@@ -10,10 +10,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 t0=$SECONDS; ROOT=$PWD; HERE=$ROOT/validate/engines
-export PATH=$HOME/bin:$HOME/site/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+export PATH=$HOME/bin:$HOME/pyspy/bin:$PATH VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
   PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
-R=$HOME/run26b; rm -rf $R; mkdir -p $R
-finish() { (cd $HOME && tar czf "$OUT/run26b.tgz" run26b) && ls -l "$OUT"; }
+RUN=${RUN:-run26b}; R=$HOME/$RUN; rm -rf $R; mkdir -p $R  # run 27: RUN=run27b (a repetition on a second lease)
+finish() { (cd $HOME && tar czf "$OUT/$RUN.tgz" $RUN) && ls -l "$OUT"; }
 trap finish EXIT
 { date -u +%FT%TZ; echo "checkout $(cat .sha 2>/dev/null)"; uptime; } > $R/env.txt
 [ -d $HOME/models/Llama-3.1-8B ] || (PYTHONPATH=$ROOT:$HOME/site python3 -m validate.engines.models $HOME/models Llama-3.1-8B) > $R/models.log 2>&1
