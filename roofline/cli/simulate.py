@@ -218,6 +218,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.size_fleet:
             result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"),
                                                   rule)
+        result["api_server"] = _api_server(args, result)
         result["trust"] = _trust(hardware, args.engine, model, bool(args.disaggregate))
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
@@ -329,6 +330,24 @@ def _clients(args: argparse.Namespace):
 def _clients_json(clients) -> dict[str, Any]:
     return {"max_concurrency": clients.max_concurrency, "think_time_s": clients.think_s,
             "session_turns": clients.session_turns}
+
+
+API_LOOP_WARN = 0.9  # the API server's loop busier than this: a new request's GIL wait is not timed (timing 25.)
+
+
+def _api_server(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any] | None:
+    """The API server's one loop at the run's streamed tokens a second, per replica (roofline.engines.timing 25.):
+    its busy share tokens/s x (api_output_s + api_chunk_s) on the profile's host / --host-speed; None where the
+    engine's profile has no such figures, or for --disaggregate (a proxy and the decode servers stream)."""
+    from roofline.engines.timing import timing_on
+
+    t = timing_on(args.engine, args.host_speed)
+    per_token = t.api_output_s + t.api_chunk_s
+    if not per_token or args.disaggregate:
+        return None
+    tokens = result["throughput_tokens_per_s"] / args.replicas
+    return {"load": tokens * per_token, "tokens_per_s": tokens, "per_token_s": per_token,
+            "output_s": t.api_output_s, "chunk_s": t.api_chunk_s, "warn_at": API_LOOP_WARN}
 
 
 def _trust(hardware, engine: str, model, disaggregated: bool = False) -> dict[str, Any]:
@@ -464,6 +483,13 @@ def _text(results: list[dict[str, Any]]) -> str:
     notes += _feature_notes(r0)
     if r0.get("trust"):
         notes.insert(0, f"trust: {r0['trust']['text']}")
+    for r in results:
+        if (api := r.get("api_server")) and api["load"] >= api["warn_at"]:
+            notes.append(f"warning: {r['method']}: the API server's one loop is {api['load']:.0%} busy "
+                         f"({api['tokens_per_s']:,.0f} streamed tok/s x {api['per_token_s'] * 1e6:.0f} us a token"
+                         f"{' a replica' if r.get('replicas') else ''}); past {api['warn_at']:.0%} a new request waits "
+                         "for the GIL that loop holds (vLLM 0.24 on the H200: tens to hundreds of ms at 64 streams), "
+                         "which this simulation does not time: TTFT is a floor here (roofline.engines.timing 25.)")
     for r in results:
         if (step := r.get("decode_only_step")) and r["tpot_s"]["p50"] is not None:
             notes.append(f"{r['method']}: TPOT is served: a request's time between tokens, over every step it "

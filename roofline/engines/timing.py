@@ -273,6 +273,16 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    outputs leave once the eager launch ends: its part past the lead (clients.launch_delay_s, Simulator.
    release_at_launch; a graph step's schedule and launch are in 6.'s API path). scheduling.chained_ends, both record
    loops (serving.kernel_block.extend).
+25. **The API server's one loop** (issue 33; validate/notes/2026-12-02-run26-27.md). vLLM's API server runs every
+   stream's output processing and SSE chunk on one asyncio loop in one process (the GIL): per streamed token it costs
+   api_output_s (OutputProcessor.process_outputs: detokenise, stats, the collector) + api_chunk_s (the stream task's
+   wake-up, the chunk's pydantic model and JSON, Starlette's and uvicorn's send), measured by validate/engines/
+   api_loop_bench.py on the H200 host (run 25). tokens/s x (api_output_s + api_chunk_s) is the loop's busy share
+   (`api_server_load`, reported, not timed): past ~0.9 the loop never idles, and a new request's tokenise leg waits
+   for the GIL the loop holds (runs 26 / 27: a waking thread's GIL wait 5.6-26 ms mean, up to 0.3-0.5 s, while the
+   loop's own hop stays 0.25-1.4 ms), which the simulation does not time. The figure leaves out each request's own
+   work (its HTTP request, tokenising): runs 26 / 27 read the server's CPU 0.28-0.30 / 0.44-0.45 at 2,806 / 5,327
+   streamed tok/s where it gives 0.19 / 0.36.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -382,6 +392,9 @@ class EngineTiming:
     # a stream of its own (which step_s and token_s were measured with)
     mask_cell_s: float = 0.0
     mask_copy_s: float = 0.0
+    # the API server's loop per streamed token (25.): output processing and the SSE chunk
+    api_output_s: float = 0.0
+    api_chunk_s: float = 0.0
 
     def passes(self, tokens) -> int:
         """Forward passes of a step or prompt of `tokens` tokens (19.): ceil(tokens / pass_tokens), 1 without a
@@ -496,7 +509,7 @@ HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step
                "draft_pass_s", "draft_layer_s", "eager_step_s", "eager_layer_s", "eager_moe_layer_s", "kv_post_s",
                "kv_post_descriptor_s", "moe_jit_key_s", "kv_handshake_s", "kv_handshake_fixed_s",
                "kv_handshake_descriptor_s", "sampler_host_element_s", "token_s", "cache_save_s", "cache_save_byte_s",
-               "server_graph_s", "mask_cell_s", "mask_copy_s")
+               "server_graph_s", "mask_cell_s", "mask_copy_s", "api_output_s", "api_chunk_s")
 HOST_SPEED_SOURCE = "16.63 ms: validate/results/engines/nvidia-h200-vllm-2026-11-28/tiny-conc1.json median_ttft_ms"
 
 # the routed experts whose Python path mechanism 8's eager_moe_layer_s measured: vLLM's unquantized FusedMoE (bf16
@@ -572,7 +585,8 @@ def timing(engine: str) -> EngineTiming:
             cache_save_s=float(d.get("cache_save_s", 0.0)), cache_save_byte_s=float(d.get("cache_save_byte_s", 0.0)),
             pass_tokens=int(d.get("pass_tokens", 0)), server_graph_s=float(d.get("server_graph_s", 0.0)),
             fa_span=bool(d.get("fa_span", False)), mask_cell_s=float(d.get("mask_cell_s", 0.0)),
-            mask_copy_s=float(d.get("mask_copy_s", 0.0)))
+            mask_copy_s=float(d.get("mask_copy_s", 0.0)), api_output_s=float(d.get("api_output_s", 0.0)),
+            api_chunk_s=float(d.get("api_chunk_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
         raise SpecError(f"engine profile {path.name}: {exc}") from None
     return _with_derived(profile, PROFILES / f"{engine}-derived.json")

@@ -2,6 +2,9 @@
 
     python -m validate.engines.api_loop compare            (this CPU's emulation and run 24, from committed results)
     python -m validate.engines.api_loop judge25 FOLDER     (run 25: the same on the H200 host, against its prediction)
+    python -m validate.engines.api_loop derive --into roofline/engines/profiles/vllm.json
+                                                           (run 25's host costs per output and per chunk into the
+                                                           profile: roofline.engines.timing 25.)
 
 The loop (validate/notes/2026-11-30-api-server-queue.md has the citations) does, per engine step, a fixed cost `step_s`
 and `output_s` per request-output in it (msgspec decode, OutputProcessor.process_outputs: stats, detokenize, the
@@ -281,8 +284,31 @@ def judge25(folder: Path, here: Path = COSTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+RUN25 = ROOT / "validate/results/engines/nvidia-h200-api-loop-2026-12-02-run25"
+
+
+def derive(profile: Path, folder: Path = RUN25) -> dict[str, float]:
+    """Run 25's costs on the H200 host (measured_costs: each the median over its repetitions) into the engine profile
+    at `profile` as api_output_s and api_chunk_s, with their sources; the other fields untouched."""
+    costs, _ = measured_costs(folder)
+    d = json.loads(profile.read_text())
+    rel = folder.relative_to(ROOT)
+    d["api_output_s"], d["api_chunk_s"] = costs.output_s, costs.chunk_s
+    host = "; at run 25's host, taken as the profile's (that host's speed against the profile's was not measured)"
+    d["sources"]["api_output_s"] = (f"{rel}/rep-*/costs.json step_per_output_s (least squares over steps of 1..128 "
+                                    "outputs), median over the repetitions: validate.engines.api_loop.measured_costs"
+                                    + host)
+    d["sources"]["api_chunk_s"] = (f"{rel}/rep-*/serve-16-1.94.json: the server's CPU less its steps' cost, over its "
+                                   "chunks, median over the repetitions: validate.engines.api_loop.measured_costs"
+                                   + host)
+    profile.write_text(json.dumps(d, indent=1) + "\n")
+    return {"api_output_s": costs.output_s, "api_chunk_s": costs.chunk_s}
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["compare"]:
+    if len(sys.argv) == 4 and sys.argv[1:3] == ["derive", "--into"]:
+        print(derive(Path(sys.argv[3])))
+    elif sys.argv[1:] == ["compare"]:
         print(compare(), end="")
     elif len(sys.argv) == 3 and sys.argv[1] == "judge25":
         print(judge25(Path(sys.argv[2])), end="")

@@ -1,6 +1,8 @@
 """Runs 26 and 27 (two H200 leases, vLLM 0.24.0): where a served TTFT goes, read inside the processes.
 
     python -m validate.engines.run26 report     (every figure of the note, from the committed results; ~20 s)
+    python -m validate.engines.run26 compare N  (run N's served runs against roofline as it stands: the serving block
+                                                 of a compare report, nvidia-h200-vllm-2026-12-02-runN-compare.txt)
 
 Results: validate/results/engines/nvidia-h200-vllm-2026-12-02-run26/ (probe/ and serve/ are run 26's two calls,
 probe27/ and serve27/ run 27's; kits validate/engines/run26.sh, run26b.sh; predictions h200-vllm-run26-predicted.json
@@ -255,8 +257,20 @@ def repeat_spread() -> dict[str, float]:
     return spread
 
 
+def compare_text(run: int) -> str:
+    """Run `run`'s served runs (FOLDERS) against `roofline simulate --engine vllm` as it stands, as compare.py writes
+    a report's serving block (roofline.trust reads it)."""
+    from validate.engines import compare
+
+    rows = serve_rows(RESULTS / FOLDERS[run][1])
+    return (f"run {run} (validate/engines/run26b.sh; python -m validate.engines.run26 compare {run})\n\n"
+            + compare.serve_report(rows) + "\n\n" + compare.slo_report(compare.slo_rates(rows)) + "\n")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["report"]:
+    if len(sys.argv) == 3 and sys.argv[1] == "compare" and sys.argv[2] in ("26", "27"):
+        print(compare_text(int(sys.argv[2])), end="")
+    elif sys.argv[1:] == ["report"]:
         print(report(), end="")
         print("lease-to-lease spread (largest over rate 12, rate 24, conc32): " + ", ".join(
             f"{k} {v * 100:.1f} %" for k, v in repeat_spread().items()))
