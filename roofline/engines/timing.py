@@ -278,11 +278,12 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    api_output_s (OutputProcessor.process_outputs: detokenise, stats, the collector) + api_chunk_s (the stream task's
    wake-up, the chunk's pydantic model and JSON, Starlette's and uvicorn's send), measured by validate/engines/
    api_loop_bench.py on the H200 host (run 25). tokens/s x (api_output_s + api_chunk_s) is the loop's busy share
-   (`api_server_load`, reported, not timed): past ~0.9 the loop never idles, and a new request's tokenise leg waits
-   for the GIL the loop holds (runs 26 / 27: a waking thread's GIL wait 5.6-26 ms mean, up to 0.3-0.5 s, while the
-   loop's own hop stays 0.25-1.4 ms), which the simulation does not time. The figure leaves out each request's own
-   work (its HTTP request, tokenising): runs 26 / 27 read the server's CPU 0.28-0.30 / 0.44-0.45 at 2,806 / 5,327
-   streamed tok/s where it gives 0.19 / 0.36.
+   (simulate's `api_server.load`, reported, not timed): past ~0.9 the loop never idles, and a new request's tokenise
+   leg waits for the GIL the loop holds (runs 26 / 27: a waking thread's GIL wait 5.6-26 ms mean, up to 0.3-0.5 s,
+   while the loop's own hop stays 0.25-1.4 ms; validate/engines/gil_gaps.py: a busy thread's short GIL-free gaps every
+   0.5-2 ms starve a waiter for seconds on the H200 host), which the simulation does not time. The figure leaves out
+   each request's own work (its HTTP request, tokenising): runs 26 / 27 read the server's CPU 0.28-0.30 / 0.44-0.45
+   at 2,806 / 5,327 streamed tok/s where it gives 0.19 / 0.36.
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
