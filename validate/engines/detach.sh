@@ -104,3 +104,25 @@ served_runs() {
     run_done $run
   done
 }
+# run 24's probe kit (run24.sh, run26.sh), against the server of $M on $PORT, files in $R:
+# metrics NAME: every vllm: line of /metrics after an epoch stamp, RESDIR/NAME-metrics.txt
+metrics() { date +%s.%N > $R/$1-metrics.txt; python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
+  2>/dev/null | grep '^vllm:' >> $R/$1-metrics.txt; }
+bench() {  # bench NAME SEED LEN OUT N CONC: N prompts of LEN tokens, OUT outputs, at most CONC at once, all sent at once
+  timeout 120 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random --random-input-len $3 \
+    --random-range-ratio 0 --random-output-len $4 --ignore-eos --request-rate inf --max-concurrency $6 \
+    --num-prompts $5 --seed $2 --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
+    --metric-percentiles 50,90,99 --save-result --result-dir $R --result-filename $1.json > $R/$1-bench.log 2>&1
+}
+# probe N: run 24's phase at N background streams: stage AN; N streams of 64-token prompts and 12,000 outputs all
+# sent at once (BG their client's session), 6 s, /metrics, the probe's 20 prompts of 1,500 tokens one at a time,
+# /metrics; the background is left streaming (probe_end stops it)
+probe() {
+  stage A$1
+  BG=0
+  if [ $1 -gt 0 ]; then setsid bash -c "$(declare -f bench); M=$M PORT=$PORT R=$R bench bg$1 $((700 + $1)) 64 12000 $1 $1" & BG=$!; sleep 6; fi
+  metrics a$1-before
+  bench p$1 $((800 + $1)) 1500 4 20 1
+  metrics a$1-after
+}
+probe_end() { [ $BG -gt 0 ] && { kill -TERM -$BG 2>/dev/null; sleep 3; kill -KILL -$BG 2>/dev/null; }; return 0; }

@@ -18,14 +18,7 @@ stage K1
 CONCS="1" timeout 450 bash $HERE/serve_tiny.sh $HOME/models/tiny-llama $R > $R/driver-K1.log 2>&1
 M=$HOME/models/tiny-llama
 PORT=8000
-metrics() { date +%s.%N > $R/$1-metrics.txt; python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
-  2>/dev/null | grep '^vllm:' >> $R/$1-metrics.txt; }
-bench() {  # bench NAME SEED LEN OUT N CONC: N prompts of LEN tokens, OUT outputs, at most CONC at once, all sent at once
-  timeout 120 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random --random-input-len $3 \
-    --random-range-ratio 0 --random-output-len $4 --ignore-eos --request-rate inf --max-concurrency $6 \
-    --num-prompts $5 --seed $2 --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
-    --metric-percentiles 50,90,99 --save-result --result-dir $R --result-filename $1.json > $R/$1-bench.log 2>&1
-}
+# metrics, bench: detach.sh
 stage A
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 16384 --port $PORT --seed 0 \
   > $R/server.log 2>&1 &
@@ -34,13 +27,8 @@ wait_healthy $SPID $R/server.log $PORT 200
 echo "server up after $(( $(date +%s) - T0 )) s"
 bench warm 600 1500 4 8 1
 for N in 0 4 16 64; do
-  stage A$N
-  BG=0
-  if [ $N -gt 0 ]; then setsid bash -c "$(declare -f bench); M=$M PORT=$PORT R=$R bench bg$N $((700 + N)) 64 12000 $N $N" & BG=$!; sleep 6; fi
-  metrics a$N-before
-  bench p$N $((800 + N)) 1500 4 20 1
-  metrics a$N-after
-  [ $BG -gt 0 ] && { kill -TERM -$BG 2>/dev/null; sleep 3; kill -KILL -$BG 2>/dev/null; }
+  probe $N
+  probe_end
   echo "N $N: $(grep -E 'Median TTFT' $R/p$N-bench.log | tr -s ' ')"
 done
 kill -TERM -$SPID; sleep 4; kill -KILL -$SPID 2>/dev/null

@@ -28,14 +28,7 @@ echo "py-spy: $(py-spy --version 2>&1)" >> $R/stages.log
 (PYTHONPATH=$ROOT:$HOME/site python3 -m validate.engines.models $HOME/models tiny-llama Llama-3.1-8B) > $R/models.log 2>&1
 export PYTHONPATH=$HERE/looplag_site:$HOME/site LOOPLAG_DIR=$R/lag
 M=$HOME/models/tiny-llama; PORT=8000
-metrics() { date +%s.%N > $R/$1-metrics.txt; python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
-  2>/dev/null | grep '^vllm:' >> $R/$1-metrics.txt; }
-bench() {  # run 24's: bench NAME SEED LEN OUT N CONC
-  timeout 120 vllm bench serve --backend vllm --model $M --port $PORT --dataset-name random --random-input-len $3 \
-    --random-range-ratio 0 --random-output-len $4 --ignore-eos --request-rate inf --max-concurrency $6 \
-    --num-prompts $5 --seed $2 --ready-check-timeout-sec 0 --percentile-metrics ttft,tpot,itl,e2el \
-    --metric-percentiles 50,90,99 --save-result --result-dir $R --result-filename $1.json > $R/$1-bench.log 2>&1
-}
+# metrics, bench: detach.sh
 stage A
 setsid vllm serve $M --load-format dummy --dtype bfloat16 --max-model-len 16384 --port $PORT --seed 0 \
   > $R/server.log 2>&1 &
@@ -44,12 +37,7 @@ wait_healthy $SPID $R/server.log $PORT 150 || exit 1
 echo "server up after $(( $(date +%s) - T0 )) s (pid $SPID)" | tee -a $R/stages.log
 bench warm 600 1500 4 8 1
 for N in ${NS:-0 16 64}; do
-  stage A$N
-  BG=0
-  if [ $N -gt 0 ]; then setsid bash -c "$(declare -f bench); M=$M PORT=$PORT R=$R bench bg$N $((700 + N)) 64 12000 $N $N" & BG=$!; sleep 6; fi
-  metrics a$N-before
-  bench p$N $((800 + N)) 1500 4 20 1
-  metrics a$N-after
+  probe $N
   if [ $N = 64 ] && command -v py-spy > /dev/null; then
     stage S64
     # the background streams end ~15 s after the probe: the GIL's holder first (--gil samples only the thread that
@@ -63,7 +51,7 @@ for N in ${NS:-0 16 64}; do
       -o $R/pyspy-64.txt > $R/pyspy-64.log 2>&1
     stage S64-end
   fi
-  [ $BG -gt 0 ] && { kill -TERM -$BG 2>/dev/null; sleep 3; kill -KILL -$BG 2>/dev/null; }
+  probe_end
   echo "N $N: $(grep -E 'Median TTFT' $R/p$N-bench.log | tr -s ' ')" | tee -a $R/stages.log
 done
 kill -TERM -$SPID; sleep 4; kill -KILL -$SPID 2>/dev/null
