@@ -6,7 +6,7 @@ from roofline_app import cache, charts, loading
 
 from roofline import report as fmt
 from roofline.dashboard import share, trust
-from roofline.dashboard.serving_curves import latency_vs_rate
+from roofline.dashboard.serving_curves import api_loop_floor, latency_vs_rate
 from roofline.errors import RooflineError, one_line
 from roofline.report import display
 from roofline.serving.simulate import Slo
@@ -51,5 +51,10 @@ if burst:
     st.caption("GEMMs at the burst clock up to " + ", ".join(f"{m} {v:.3g} req/s" for m, v in burst.items())
                + ": there the GEMMs run at most half the time, so the board stays under its power cap; above, at the "
                "sustained, power-capped rate (docs/serving.md, 'The tensor cores' clock').")
+if floor := api_loop_floor(result["rows"]):
+    st.warning("The API server's one loop is past 90 % busy from " + ", ".join(f"{m} {v:.3g} req/s" for m, v in
+               floor.items()) + " (streamed tokens a second x its measured cost a token): from there a new request "
+               "waits for the GIL that loop holds, which the simulation does not time, so TTFT is a floor "
+               "(roofline.engines.timing 25., docs/serving.md).")
 st.caption(fmt.md_escape(trust.page_caption("serving", hardware, workload, model)))
 cache.downloads("serving", result["rows"], key="serving")

@@ -332,22 +332,15 @@ def _clients_json(clients) -> dict[str, Any]:
             "session_turns": clients.session_turns}
 
 
-API_LOOP_WARN = 0.9  # the API server's loop busier than this: a new request's GIL wait is not timed (timing 25.)
-
-
 def _api_server(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any] | None:
-    """The API server's one loop at the run's streamed tokens a second, per replica (roofline.engines.timing 25.):
-    its busy share tokens/s x (api_output_s + api_chunk_s) on the profile's host / --host-speed; None where the
-    engine's profile has no such figures, or for --disaggregate (a proxy and the decode servers stream)."""
-    from roofline.engines.timing import timing_on
+    """The API server's one loop at the run's streamed tokens a second, per replica (roofline.engines.timing 25.,
+    api_server_load); None where the engine's profile has no such figures, or for --disaggregate (a proxy and the
+    decode servers stream)."""
+    from roofline.engines.timing import api_server_load
 
-    t = timing_on(args.engine, args.host_speed)
-    per_token = t.api_output_s + t.api_chunk_s
-    if not per_token or args.disaggregate:
+    if args.disaggregate:
         return None
-    tokens = result["throughput_tokens_per_s"] / args.replicas
-    return {"load": tokens * per_token, "tokens_per_s": tokens, "per_token_s": per_token,
-            "output_s": t.api_output_s, "chunk_s": t.api_chunk_s, "warn_at": API_LOOP_WARN}
+    return api_server_load(args.engine, args.host_speed, result["throughput_tokens_per_s"] / args.replicas)
 
 
 def _trust(hardware, engine: str, model, disaggregated: bool = False) -> dict[str, Any]:

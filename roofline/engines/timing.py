@@ -550,6 +550,21 @@ def _timing_on(engine: str, host_speed: float) -> EngineTiming:
     return on_host(timing(engine), host_speed)
 
 
+API_LOOP_WARN = 0.9  # the API server's loop busier than this: a new request's GIL wait is not timed (25.)
+
+
+def api_server_load(engine: str, host_speed: float, tokens_per_s: float) -> dict[str, float] | None:
+    """The API server's one loop at `tokens_per_s` streamed tokens a second (25.): its busy share tokens_per_s x
+    (api_output_s + api_chunk_s) on a host `host_speed` times the profile's; None where the engine's profile has no
+    such figures."""
+    t = timing_on(engine, host_speed)
+    per_token = t.api_output_s + t.api_chunk_s
+    if not per_token:
+        return None
+    return {"load": tokens_per_s * per_token, "tokens_per_s": tokens_per_s, "per_token_s": per_token,
+            "output_s": t.api_output_s, "chunk_s": t.api_chunk_s, "warn_at": API_LOOP_WARN}
+
+
 @cache
 def timing(engine: str) -> EngineTiming:
     """The time profile of `engine` from profiles/<engine>.json; IDEAL (no engine cost) when none is committed."""

@@ -47,3 +47,25 @@ def test_the_serving_page_under_vllm_pays_the_engines_costs():
     rows = latency_vs_rate(MODEL, H200, workload_from({"engine": "vllm"}), ["bf16"], 1024, 64, 60,
                            Slo(ttft_s=2.0, tpot_s=0.05))["rows"]
     assert np.isfinite([r["tpot_p99_s"] for r in rows]).all() and np.isfinite([r["ttft_p99_s"] for r in rows]).all()
+
+
+def test_the_serving_page_reports_the_api_loop_where_the_engine_has_its_costs():
+    """Each rate's API-loop load is its streamed tokens a second x the profile's cost a token (timing 25.): rising
+    with the rate under vLLM, None under the ideal scheduler; the page's floor is the lowest rate past 90 %."""
+    from roofline.dashboard.serving_curves import api_loop_floor
+    from roofline.engines.timing import timing
+
+    slo = Slo(ttft_s=2.0, tpot_s=0.05)
+    rows = latency_vs_rate(MODEL, H200, workload_from({"engine": "vllm"}), ["bf16"], 1024, 64, 60, slo)["rows"]
+    loads = [r["api_loop_load"] for r in rows]
+    per_token = timing("vllm").api_output_s + timing("vllm").api_chunk_s
+    # 64 output tokens a request: at rate r the loop streams at most about 64 r tokens a second
+    assert all(0 < x <= 64 * r["rate_per_s"] * per_token * 1.05 for x, r in zip(loads, rows, strict=True))
+    assert loads[-1] > loads[0]
+    ideal = latency_vs_rate(MODEL, H200, workload_from({}), ["bf16"], 1024, 64, 60, slo)["rows"]
+    assert all(r["api_loop_load"] is None for r in ideal)
+    made = [{"method": "a", "rate_per_s": 5.0, "api_loop_load": 0.5},
+            {"method": "a", "rate_per_s": 9.0, "api_loop_load": 0.95},
+            {"method": "a", "rate_per_s": 12.0, "api_loop_load": 1.3},
+            {"method": "b", "rate_per_s": 12.0, "api_loop_load": None}]
+    assert api_loop_floor(made) == {"a": 9.0}
