@@ -42,15 +42,16 @@ def test_wheel_install_lists_models_from_elsewhere(root: Path, tmp_path: Path) -
     # force-include), never a raw results file
     assert not [n for n in shipped if n.startswith("validate/")
                 or (n.startswith("roofline/_results/")
-                    and not n.endswith(("-compare.txt", "-now-summary.txt", "-now-report.txt", "-quant-report.txt"))
+                    and not n.endswith(("-compare.txt", "-now-summary.txt", "-now-report.txt", "-quant-report.txt",
+                                        "-repeat-report.txt"))
                     and Path(n).name not in SPAN_REPORTS)]
     # the kernels' and the real decoders' reports per measured device, every real vLLM run's and each SGLang run's
     # report of the model as it stands (the same reports a checkout's trust line reads: trust.engines.engine_reports)
     # and llama.cpp's now-report and quantized-weights report (trust.engines.llamacpp_bands, llamacpp_quant_bands)
-    # and the published runs'
+    # and the published runs', and the measurement's own spread where runs were repeated (trust.engines.repeat_spreads)
     engines = root / "validate" / "results" / "engines"
     patterns = ("nvidia-h200-vllm-*-compare.txt", "nvidia-h200-sglang-*-now-summary.txt", "*-llamacpp-*-now-report.txt",
-                "*-llamacpp-*-quant-report.txt")
+                "*-llamacpp-*-quant-report.txt", "*-repeat-report.txt")
     engine_runs = sorted([p.name for pattern in patterns for p in engines.glob(pattern)] + list(SPAN_REPORTS))
     assert {f"roofline/_results/engines/{name}" for name in engine_runs} <= shipped
     assert len([n for n in shipped if n.startswith("roofline/_results/")]) == 5 + len(engine_runs)

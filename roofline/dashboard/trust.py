@@ -82,13 +82,14 @@ def plan_caption_lines(plan_trust_text: str, hardware, workload=None, model=None
 
 def bands_rows() -> list[dict[str, Any]]:
     """Every band the committed reports support: per device measured here, the real decoders (at typical fusion)
-    and each real engine's runs (every model pooled; "one run" where a single report holds them); per GPU group, the
-    published engine runs (TPOT and output tok/s medians)."""
+    and each real engine's runs (every model pooled; "one run" where a single report holds them), and the
+    measurement's own spread where the same runs were repeated on two leases; per GPU group, the published engine
+    runs (TPOT and output tok/s medians)."""
     from roofline.catalogue import hardware_names, load_hardware
     from roofline.trust import fmt
     from roofline.trust.bands import read_report, results_folder
-    from roofline.trust.engines import public_groups
-    from roofline.trust.quantities import ENGINE_NAMES, VALIDATED_ENGINES, decoder_quantities, engine_quantities
+    from roofline.trust.engines import public_groups, repeat_spreads
+    from roofline.trust.quantities import ENGINE_NAMES, VALIDATED_ENGINES, decoder_quantities, engine_quantities, stem
 
     rows = []
     for name in hardware_names():
@@ -105,6 +106,9 @@ def bands_rows() -> list[dict[str, Any]]:
                 one = ", one run" if own["reports"] == 1 else ""
                 models = f"{len(own['models'])} model" + ("" if len(own["models"]) == 1 else "s")
                 rows.append(_row(name, f"{ENGINE_NAMES[engine]} ({models}{one})", bands, own["files_text"]))
+        for spread in repeat_spreads():
+            if (own_stem := stem(hw)) and spread["file"].startswith(f"engines/{own_stem}-"):
+                rows.append(_spread_row(name, spread))
     folder = results_folder()
     public = None if folder is None else folder / "engines" / "public-compare.txt"
     if public is not None and public.is_file():
@@ -116,6 +120,19 @@ def bands_rows() -> list[dict[str, Any]]:
                          "output tok/s": fmt(_as_band(q["out tok/s"])) if "out tok/s" in q else "-",
                          "report": "engines/public-compare.txt"})
     return rows
+
+
+def _spread_row(device: str, spread: dict[str, Any]) -> dict[str, Any]:
+    """The measurement's own spread (roofline.trust.engines.repeat_spreads) as a row: the same served runs on two
+    leases, the largest difference per figure; no model in it."""
+    pct = spread["spread_pct"]
+
+    def cell(key: str) -> str:
+        return f"{pct[key]:.1f} % apart" if key in pct else "-"
+
+    return {"device": device, "validation": f"the measurement itself: the same runs on two leases ({spread['what']})",
+            "decode step": "-", "prefill": "-", "capacity": "-", "TTFT": cell("ttft_p50"), "TPOT": cell("tpot_p50"),
+            "output tok/s": cell("throughput"), "report": spread["file"]}
 
 
 def _as_band(q: dict[str, Any]) -> dict[str, Any]:

@@ -340,3 +340,23 @@ def llamacpp_text(hardware_name: str, b: dict[str, Any]) -> str:
         text += (f"; one KV stream for every slot (-kvu, the server's default; {', '.join(span['files'])}): TTFT and "
                  f"TPOT ±{t['median_ape_pct']:.1f} % (median; p90 {t['p90_ape_pct']:.1f} %, {t['cases']} cases)")
     return text
+
+
+_SPREAD = re.compile(r"^lease-to-lease spread \(([^)]*)\): (.*)$")
+
+
+def repeat_spreads(folder: Path | None = None) -> list[dict[str, Any]]:
+    """The measurement's own spread: each `*-repeat-report.txt` under engines/ and its `lease-to-lease spread (WHAT):
+    name X %, ...` line (validate/engines/run26.py repeat: the same served runs on two leases, |second / first - 1|,
+    the largest over the runs), as {"file", "what", "spread_pct": {name: X}}; natural order."""
+    folder = results_folder() if folder is None else folder
+    if folder is None or not (folder / "engines").is_dir():
+        return []
+    out = []
+    for path in sorted((folder / "engines").glob("*-repeat-report.txt"), key=_natural):
+        for line in path.read_text().splitlines():
+            if m := _SPREAD.match(line):
+                pairs = (part.strip().rsplit(" ", 2) for part in m[2].split(","))
+                out.append({"file": f"engines/{path.name}", "what": m[1],
+                            "spread_pct": {name: float(value) for name, value, _pct in pairs}})
+    return out

@@ -31,3 +31,4 @@ for n in 26 27; do
   python -m validate.engines.run26 compare $n > "$R/nvidia-h200-vllm-2026-12-02-run$n-compare.txt"
 done
 python -m validate.engines.run26 report > "$R/nvidia-h200-vllm-2026-12-02-run26-report.txt"
+python -m validate.engines.run26 repeat > "$R/nvidia-h200-vllm-2026-12-02-run26-27-repeat-report.txt"

@@ -3,6 +3,9 @@
     python -m validate.engines.run26 report     (every figure of the note, from the committed results; ~20 s)
     python -m validate.engines.run26 compare N  (run N's served runs against roofline as it stands: the serving block
                                                  of a compare report, nvidia-h200-vllm-2026-12-02-runN-compare.txt)
+    python -m validate.engines.run26 repeat     (the measurement's own spread, the same served runs on two leases:
+                                                 nvidia-h200-vllm-2026-12-02-run26-27-repeat-report.txt, which
+                                                 roofline.trust.engines.repeat_spreads reads)
 
 Results: validate/results/engines/nvidia-h200-vllm-2026-12-02-run26/ (probe/ and serve/ are run 26's two calls,
 probe27/ and serve27/ run 27's; kits validate/engines/run26.sh, run26b.sh; predictions h200-vllm-run26-predicted.json
@@ -267,12 +270,30 @@ def compare_text(run: int) -> str:
             + compare.serve_report(rows) + "\n\n" + compare.slo_report(compare.slo_rates(rows)) + "\n")
 
 
+def spread_line() -> str:
+    return "lease-to-lease spread (largest over rate 12, rate 24, conc32): " + ", ".join(
+        f"{k} {v * 100:.1f} %" for k, v in repeat_spread().items())
+
+
+def repeat_text() -> str:
+    """Each served figure on both leases, then the spread line."""
+    keys = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput")
+    lines = ["The same served runs on two H200 leases (runs 26 and 27: validate/engines/run26b.sh, vLLM 0.24.0, "
+             "Llama-3.1-8B; python -m validate.engines.run26 repeat)",
+             "run      " + "  ".join(f"{k:>18s}" for k in keys) + "   (run 26 / run 27)"]
+    for r in (*RATES, "conc32"):
+        a, b = (json.loads(stored.read_text(RESULTS / FOLDERS[run][1] / f"{MODEL}-{r}.json")) for run in (26, 27))
+        lines.append(f"{r:8s} " + "  ".join(f"{a[k]:8.1f} / {b[k]:7.1f}" for k in keys))
+    return "\n".join(lines) + "\n" + spread_line() + "\n"
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "compare" and sys.argv[2] in ("26", "27"):
+    if sys.argv[1:] == ["repeat"]:
+        print(repeat_text(), end="")
+    elif len(sys.argv) == 3 and sys.argv[1] == "compare" and sys.argv[2] in ("26", "27"):
         print(compare_text(int(sys.argv[2])), end="")
     elif sys.argv[1:] == ["report"]:
         print(report(), end="")
-        print("lease-to-lease spread (largest over rate 12, rate 24, conc32): " + ", ".join(
-            f"{k} {v * 100:.1f} %" for k, v in repeat_spread().items()))
+        print(spread_line())
     else:
         sys.exit(__doc__)
