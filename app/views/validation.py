@@ -45,7 +45,9 @@ st.subheader("What the validation supports")
 cache.text_table(trust.bands_rows())
 st.caption("Median absolute error per quantity ('N % under / over' where the errors share a sign) that the committed "
            "compare reports support: the real decoders and the real vLLM run on each device measured here, and the "
-           "published vLLM runs per GPU group. Every number the other pages show carries the band of its source.")
+           "published vLLM runs per GPU group. Every number the other pages show carries the band of its source. "
+           "'The measurement itself' is no model's error: how far the same served runs read apart on two leases of "
+           "the same GPU, the floor under any band above.")
 reports = cache.validation_reports()
 if not reports:
     st.info("No validation results are committed yet (validate/results/*.json); run `python -m validate bench` on "
