@@ -112,11 +112,17 @@ def serve_lag(folder: Path, run: str) -> dict:
 
 
 def serve_rows(folder: Path) -> list[dict]:
-    """compare.compare_serve of the run (roofline simulate --engine vllm at the client's recorded send times)."""
-    os.environ["ROOFLINE_ENGINE_CASES"] = "cases-run26.json"
-    from validate.engines import compare  # reads the cases file at import
+    """compare.compare_serve of the run (`roofline simulate --engine vllm` at the client's recorded send times) under
+    cases-run26.json, in a process of its own: compare.py reads its cases file at import, so this process's own
+    import (under another cases file, or none) is never the one asked."""
+    import subprocess
 
-    return compare.compare_serve(folder, "H200")
+    code = ("import json, sys; from pathlib import Path; from validate.engines.compare import compare_serve; "
+            "print(json.dumps(compare_serve(Path(sys.argv[1]), 'H200')))")
+    env = {**os.environ, "ROOFLINE_ENGINE_CASES": "cases-run26.json"}
+    out = subprocess.run([sys.executable, "-c", code, str(folder)], env=env, capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    return json.loads(out)
 
 
 # ---- the hypotheses ----
