@@ -37,7 +37,7 @@ def _at(sim: Simulator, requests, replicas: int, router: str, slo: Slo) -> dict[
     tpot_p99 = float(np.percentile(tpot, 99)) if len(tpot) else 0.0
     return {"replicas": replicas, "ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99,
             "meets_slo": ttft_p99 <= slo.ttft_s and tpot_p99 <= slo.tpot_s,
-            "output_tokens_per_s": float(requests.output_tokens.sum() / trace.horizon_s),
+            "output_tokens_per_s": trace.output_tokens_per_s,
             "requests_per_replica": np.bincount(run.routed, minlength=replicas).tolist()}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.engines.timing import api_server_load
+from roofline.engines.timing import API_LOOP_WARN, api_server_load
 from roofline.methods import parse_method
 from roofline.serving.engined import workload_simulator
 from roofline.serving.requests import LengthDist, poisson_requests
@@ -44,8 +44,7 @@ def latency_vs_rate(model: Model, hardware: Hardware, workload: Workload, specs:
             trace = sim.run(base.at_rate(top * fraction))
             ttft = float(np.percentile(trace.ttft_s, 99))
             tpot = float(np.percentile(trace.tpot_s, 99)) if len(trace.tpot_s) else 0.0
-            api = api_server_load(workload.engine, workload.host_speed,
-                                  float(trace.requests.output_tokens.sum() / trace.horizon_s))
+            api = api_server_load(workload.engine, workload.host_speed, trace.output_tokens_per_s)
             rows.append({"method": spec, "rate_per_s": top * fraction, "ttft_p99_s": ttft, "tpot_p99_s": tpot,
                          "meets_slo": ttft <= slo.ttft_s and tpot <= slo.tpot_s,
                          "tensor_clock": (trace.gemm_clock or {}).get("clock", "sustained"),
@@ -59,8 +58,6 @@ def latency_vs_rate(model: Model, hardware: Hardware, workload: Workload, specs:
 def api_loop_floor(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Per method, the lowest rate on the curve whose API-loop load is past roofline.engines.timing.API_LOOP_WARN
     (there and above the curve's TTFT is a floor); methods that never pass it are left out."""
-    from roofline.engines.timing import API_LOOP_WARN
-
     out: dict[str, float] = {}
     for r in rows:
         load = r.get("api_loop_load")

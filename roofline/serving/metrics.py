@@ -56,7 +56,7 @@ def summarize(trace: Trace, slo: Slo | None) -> dict[str, Any]:
         "requests": len(req),
         "offered_rate_per_s": req.offered_rate,
         "ttft_s": percentiles(trace.ttft_s), "tpot_s": percentiles(trace.tpot_s), "e2e_s": percentiles(trace.e2e_s),
-        "throughput_tokens_per_s": float(req.output_tokens.sum() / horizon),
+        "throughput_tokens_per_s": trace.output_tokens_per_s,
         "throughput_total_tokens_per_s": float((req.output_tokens.sum() + req.prompt_tokens.sum()) / horizon),
         "requests_per_s": len(req) / horizon,
         "duration_s": horizon,

@@ -167,6 +167,11 @@ class Trace:
         """From time 0 (arrivals start then) to the last completion."""
         return float(np.max(self.finish_s))
 
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Output tokens over the horizon: what the run streams to its clients a second."""
+        return float(self.requests.output_tokens.sum() / self.horizon_s)
+
     def meets(self, slo: Slo) -> np.ndarray:
         """Per request: both its TTFT and its TPOT within the SLO (a one-token request has no TPOT)."""
         out = self.requests.output_tokens
