@@ -37,8 +37,10 @@ def main() -> None:
 
     t0 = time.time()
     TP = case.get("tp", 1)  # run 12: tensor parallelism over the machine's GPUs (vLLM's custom all-reduce)
+    PP = case.get("pp", 1)  # run 28: pipeline parallelism (the multiprocessing executor, one stage a GPU)
     llm = LLM(model=model_dir, load_format="dummy", dtype="bfloat16", max_model_len=case["max_model_len"],
-              gpu_memory_utilization=UTIL, enable_prefix_caching=False, seed=0, tensor_parallel_size=TP)
+              gpu_memory_utilization=UTIL, enable_prefix_caching=False, seed=0, tensor_parallel_size=TP,
+              pipeline_parallel_size=PP)
     t_init = time.time() - t0
     cfg = llm.llm_engine.vllm_config
     vocab = llm.llm_engine.model_config.get_vocab_size()
@@ -58,6 +60,9 @@ def main() -> None:
                 "block_size": ca.block_size, "num_gpu_blocks": ca.num_gpu_blocks,
                 "kv_cache_dtype": str(ca.cache_dtype), "gpu_memory_utilization": ca.gpu_memory_utilization,
                 "tensor_parallel_size": cfg.parallel_config.tensor_parallel_size,
+                "pipeline_parallel_size": cfg.parallel_config.pipeline_parallel_size,
+                "max_concurrent_batches": getattr(cfg, "max_concurrent_batches", None),
+                "use_v2_model_runner": getattr(cfg, "use_v2_model_runner", None),
                 "fuse_allreduce_rms": getattr(cc.pass_config, "fuse_allreduce_rms", None)}
 
 
@@ -79,7 +84,7 @@ def main() -> None:
 
     import vllm
 
-    res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "tp": TP,
+    res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "tp": TP, "pp": PP,
            "gpu_memory_utilization": UTIL, "warm_each_case": CASES.get("warm_each_case", False),
            "moe_routing_simulation": os.environ.get("VLLM_MOE_ROUTING_SIMULATION_STRATEGY", ""),
            "out_tokens": N,

@@ -80,9 +80,9 @@ def model_of(name: str):
         return load_model(str(folder / "config.json"))
 
 
-def capacity(name: str, max_len: int, util: float, hardware: str, entry: str, tp: int = 1) -> dict:
-    """`roofline capacity --engine vllm --entry-point ENTRY --tp TP` as a user runs it (the engine's default token
-    budget for the GPU and entry point)."""
+def capacity(name: str, max_len: int, util: float, hardware: str, entry: str, tp: int = 1, pp: int = 1) -> dict:
+    """`roofline capacity --engine vllm --entry-point ENTRY --tp TP --pp PP` as a user runs it (the engine's default
+    token budget for the GPU and entry point)."""
     from roofline.cli.capacity import budget_parts
     from roofline.engines import EngineOptions
     from roofline.engines import capacity as engine_capacity
@@ -90,8 +90,8 @@ def capacity(name: str, max_len: int, util: float, hardware: str, entry: str, tp
 
     model, hw = model_of(name), load_hardware(hardware)
     batched = scheduling("vllm", hw, entry=entry).max_num_batched_tokens
-    parts = budget_parts(model, hw, tp, 1, batched, "bf16", engine="vllm")
-    r = engine_capacity(model, "vllm", EngineOptions(tp=tp, max_model_len=max_len, gpu_memory_utilization=util,
+    parts = budget_parts(model, hw, tp, pp, batched, "bf16", engine="vllm")
+    r = engine_capacity(model, "vllm", EngineOptions(tp=tp, pp=pp, max_model_len=max_len, gpu_memory_utilization=util,
                                                      max_num_batched_tokens=batched), parts)
     d = r.as_dict()
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
@@ -117,21 +117,22 @@ def predict(hardware: str) -> dict:
     out = {}
     for name, case in CASES["models"].items():
         model = model_of(name)
-        tp = case.get("tp", 1)
-        wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm", "tp": tp},
-                      "workload")
+        tp, pp = case.get("tp", 1), case.get("pp", 1)  # run 28: pipeline parallelism over the machine's GPUs
+        wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm", "tp": tp,
+                                 "pp": pp}, "workload")
         pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
         dec = [{"B": b, "P": p, "decode_step_s": offline_decode_step_s(pm, b, p, n, limits.max_num_batched_tokens,
                                                                         limits.max_num_seqs)}
                for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": lone_prefill_s(model, hw, wl, p)} for p in case["prefill"]]
         cap = [dict(max_model_len=case["max_model_len"], gpu_memory_utilization=util_of(case),
-                    **capacity(name, case["max_model_len"], util_of(case), hardware, "offline", tp))]
+                    **capacity(name, case["max_model_len"], util_of(case), hardware, "offline", tp, pp))]
         s = CASES.get("serve", {})
         if name == s.get("model"):
             cap.append(dict(max_model_len=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"],
-                            **capacity(name, s["max_model_len"], s["gpu_memory_utilization"], hardware, "api")))
-        out[name] = {"tp": tp, "decode": dec, "prefill": pre, "capacity": cap}
+                            **capacity(name, s["max_model_len"], s["gpu_memory_utilization"], hardware, "api",
+                                       s.get("tp", 1), s.get("pp", 1))))
+        out[name] = {"tp": tp, "pp": pp, "decode": dec, "prefill": pre, "capacity": cap}
     return out
 
 
@@ -195,7 +196,9 @@ def simulate_flags(hardware: str) -> list[str]:
     s = CASES["serve"]
     return ["--model", s["model"], "--hardware", hardware, "--method", "bf16", "--engine", "vllm",
             "--prompt-tokens", str(s["input_len"]), "--output-tokens", str(s["output_len"]),
-            "--utilization", str(s["gpu_memory_utilization"]), "--no-search", "--json"]
+            "--utilization", str(s["gpu_memory_utilization"]), "--no-search", "--json",
+            *(["--tp", str(s["tp"])] if s.get("tp", 1) > 1 else []),
+            *(["--pp", str(s["pp"])] if s.get("pp", 1) > 1 else [])]
 
 
 def simulate(flags: list[str], hardware: str) -> dict:
