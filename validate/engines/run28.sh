@@ -9,6 +9,9 @@ set -u
 cd "$(dirname "$0")/../.."
 t0=$SECONDS; STAGE=${STAGE:-A}
 R=$HOME/run28-$STAGE; rm -rf $R
+# the payload copied to ~/stash by the calls before (vllm_pack.sh's parts, as for run 26): unpacked once, env.txt
+source validate/engines/api_loop_host.sh
+[ -d $HOME/site/vllm ] || unpack_and_record
 source validate/engines/x2_env.sh
 finish() { (cd $HOME && tar czf "$OUT/run28-$STAGE.tgz" run28-$STAGE) && ls -l "$OUT"; }
 trap finish EXIT
