@@ -64,11 +64,12 @@ def engine_rows(text: str) -> dict[str, list]:
     "serving": [(run, {column: err %}, model)]} of a real-engine compare report (a serving row's model: its block's
     `serving (MODEL, ...)` line); a step row the report marks '*' (not judged: the engine profile's own
     microbenchmark, or a step profiled in the engine) is left out as it does."""
-    steps, capacity, serving, in_serving, served = [], [], [], False, ""
+    steps, capacity, serving, in_serving, served, skipped = [], [], [], False, "", []
     for line in text.splitlines():
         if m := _STEP.match(line):
-            if not m[10]:  # a row marked '*' is not judged by the report (the profile's own microbenchmark)
-                steps.append((m[1], m[2], int(m[3]), int(m[4]), float(m[9])))
+            # a row marked '*' is not judged by the report (the profile's own microbenchmark, collapsed routing, a
+            # stalled rep: the report says why below its rows); kept apart so a trust line can count them
+            (skipped if m[10] else steps).append((m[1], m[2], int(m[3]), int(m[4]), float(m[9])))
         elif m := _CAPACITY.match(line):
             capacity.append((m[1], float(m[10]), float(m[12])))
         elif line.startswith("serving ("):
@@ -76,7 +77,8 @@ def engine_rows(text: str) -> dict[str, list]:
         elif in_serving and len(pairs := _PAIR.findall(line)) == len(SERVING_COLUMNS):
             serving.append((line.split()[0], {c: float(p[2]) for c, p in zip(SERVING_COLUMNS, pairs, strict=True)},
                             served))
-    return {"steps": steps, "capacity": capacity, "serving": serving, "disaggregated": disaggregated_rows(text)}
+    return {"steps": steps, "capacity": capacity, "serving": serving, "disaggregated": disaggregated_rows(text),
+            "not_judged": skipped}
 
 
 def disaggregated_rows(text: str) -> list[dict[str, float]]:
@@ -178,14 +180,17 @@ def engine_bands(paths: Path | Sequence[Path]) -> dict[str, Any]:
     runs and per class of the served model, serving_by_class); each with its median signed error; plus the worst step
     per phase."""
     paths = (paths,) if isinstance(paths, Path) else tuple(paths)
-    rows: dict[str, list] = {"steps": [], "capacity": [], "serving": [], "disaggregated": []}
+    rows: dict[str, list] = {"steps": [], "capacity": [], "serving": [], "disaggregated": [], "not_judged": []}
     for path in paths:
         for key, found in engine_rows(read_report(path)).items():
             rows[key] += found
     rows["steps"] = [s for s in rows["steps"] if _is_moe(s[1]) is not None]
     rows["capacity"] = [c for c in rows["capacity"] if _is_moe(c[0]) is not None]
+    # timed steps of catalogue models the reports do not judge (the lab's tiny models are not counted)
+    skipped = [s for s in rows["not_judged"] if _is_moe(s[1]) is not None]
     out: dict[str, Any] = {"file": ", ".join(f"engines/{p.name}" for p in paths), "reports": len(paths),
-                           "files_text": files_text(paths), "models": sorted({s[1] for s in rows["steps"]})}
+                           "files_text": files_text(paths), "models": sorted({s[1] for s in rows["steps"]}),
+                           "steps_not_judged": len(skipped)}
     for phase, key in (("decode", "decode_step"), ("prefill", "prefill")):
         steps = [s for s in rows["steps"] if s[0] == phase]
         out[key] = signed_band([s[4] for s in steps])

@@ -203,6 +203,9 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
         return f"{name} not run on {hardware_name} here; {published_text(published)}"
     worst = own.get("prefill_worst")
     worst_text = (f" (worst {worst['error_pct']:+.0f} %, {worst['model']} P {worst['prompt']:,})" if worst else "")
+    skipped = own.get("steps_not_judged", 0)
+    skipped_text = (f"; {skipped} timed step{'s' if skipped != 1 else ''} not judged (each report says why)"
+                    if skipped else "")
     others = published and published.get("other_gpus")
     other_text = ""
     if others:
@@ -218,7 +221,8 @@ def engine_text(hardware_name: str, engine_info: dict[str, Any]) -> str:
     capacity = (f"capacity {fmt(pool)} ({pool['cases']} logged KV pools)" if pool and not own["capacity"] else
                 f"capacity {fmt(own['capacity'])}")
     return (f"{runs} on {hardware_name} ({own['files_text']}{one}; {models}): decode step "
-            f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}; "
+            f"{_class_text(own, 'decode_step', cls)}; prefill {_class_text(own, 'prefill', cls)}{worst_text}"
+            f"{skipped_text}; "
             f"{capacity}; serving ({_served_text(own, cls)}) TTFT {fmt_tail(served['ttft'])}, "
             f"TPOT {fmt_tail(served['tpot'])}, output tok/s {fmt_tail(served['throughput'])}{other_text}")
 

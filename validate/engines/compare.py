@@ -56,6 +56,43 @@ def _signed(pred: float, meas: float) -> float:
     return (pred / meas - 1) * 100
 
 
+# a timed case whose reps disagree by more than this (the slower over the faster) held a stall (vLLM's jit_monitor
+# logs "Triton kernel JIT compilation during inference" there: runs 3 and 9's Qwen3-30B-A3B B = 16, 2.2-2.4 s reps
+# beside 1.09 s); with fewer than three reps the median is their mean and carries it (lat.py takes three since run 9)
+STALL_RATIO = 1.5
+
+
+def _is_moe(name: str) -> bool:
+    """Whether the catalogue model `name` has an MoE section (False for a model the catalogue does not hold)."""
+    from roofline.catalogue import load_model
+    from roofline.errors import RooflineError
+
+    try:
+        return load_model(name).moe is not None
+    except (RooflineError, ValueError, OSError):
+        return False
+
+
+def not_judged(name: str, meas: dict, case: dict, phase: str) -> str:
+    """Why a step row is not judged ('' where it is), each reason a fact the run recorded, never the row's error:
+    the engine profile's own microbenchmark or a case profiled in the engine (in-sample); an MoE model timed with
+    dummy weights and no routing simulation (lat.json's `moe_routing_simulation` empty or absent: the random router
+    sends every token to the same few experts, runs 1 and 2, which is not the traffic the planner models; run 3's
+    note); a median of fewer than three reps that disagree by more than STALL_RATIO (a stall inside one rep)."""
+    if name in MICRO_MODELS:
+        return "the engine profile's own microbenchmark"
+    if phase == "decode" and (name, case["B"], case["P"]) in PROFILED:
+        return "profiled in the engine (attn_decode_program's input)"
+    if _is_moe(name) and not meas.get("moe_routing_simulation"):
+        return "MoE on dummy weights without routing simulation (collapsed routing)"
+    for timed in ((case.get("t_outN"), case.get("t_out1")) if phase == "decode" else (case,)):
+        reps = (timed or {}).get("times_s", [])
+        if 1 < len(reps) < 3 and max(reps) / min(reps) > STALL_RATIO:
+            return (f"{len(reps)} reps disagree {max(reps) / min(reps):.2f}x "
+                    f"({' / '.join(f'{t:.3f}' for t in reps)} s): a stall inside a rep")
+    return ""
+
+
 def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dict:
     rows = {"decode": [], "prefill": [], "capacity": []}
     for name in CASES["models"]:
@@ -71,11 +108,11 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
         for m, p, c in zip(meas["decode"], pre["decode"], cur["decode"], strict=False):
             rows["decode"].append({"model": name, "B": m["B"], "P": m["P"], "measured_s": m["decode_step_s"],
                                    "before_s": p["decode_step_s"], "now_s": c["decode_step_s"],
-                                   "judged": name not in MICRO_MODELS and (name, m["B"], m["P"]) not in PROFILED})
+                                   "why_not": (why := not_judged(name, meas, m, "decode")), "judged": not why})
         for m, p, c in zip(meas["prefill"], pre["prefill"], cur["prefill"], strict=False):
             rows["prefill"].append({"model": name, "P": m["P"], "measured_s": m["median_s"],
                                     "before_s": p["prefill_s"], "now_s": c["prefill_s"],
-                                    "judged": name not in MICRO_MODELS})
+                                    "why_not": (why := not_judged(name, meas, m, "prefill")), "judged": not why})
         log = parse_log((results / f"{name}-lat.log").read_text(errors="replace"))
         if log:
             spec = CASES["models"][name]
@@ -115,13 +152,19 @@ def summary(rows: dict) -> dict:
 
 def report(rows: dict) -> str:
     lines = ["phase    model              B      P   measured ms   before ms (err %)   now ms (err %)   "
-             "(* not judged: the profile's own microbenchmark or profiled in the engine)"]
+             "(* not judged: why, below the rows)"]
     for phase in ("decode", "prefill"):
         for r in rows[phase]:
             m = r["measured_s"]
             lines.append(f"{phase:8s} {r['model']:18s} {r.get('B', 1):4d} {r['P']:6d} {m * 1e3:11.3f} "
                          f"{r['before_s'] * 1e3:10.3f} ({_signed(r['before_s'], m):+6.1f}) "
                          f"{r['now_s'] * 1e3:9.3f} ({_signed(r['now_s'], m):+6.1f})" + ("" if r["judged"] else " *"))
+    reasons: dict[str, list[str]] = {}
+    for phase in ("decode", "prefill"):
+        for r in rows[phase]:
+            if not r["judged"]:
+                reasons.setdefault(r["why_not"], []).append(f"{phase} {r['model']} B {r.get('B', 1)} P {r['P']}")
+    lines += [f"  * {why}: {', '.join(cases)}" for why, cases in reasons.items()]
     lines.append("")
     lines.append("capacity: model, run, max_model_len, util | logged KV GiB, max concurrency | max concurrency "
                  "predicted before the run (err %), now (err %), the rule on the logged budget (err %)")
