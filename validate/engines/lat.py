@@ -84,7 +84,8 @@ def main() -> None:
 
     import vllm
 
-    res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init, "tp": TP, "pp": PP,
+    res = {"vllm": vllm.__version__, "model": name, "max_model_len": case["max_model_len"], "init_s": t_init,
+           "tp": TP, "pp": PP,
            "gpu_memory_utilization": UTIL, "warm_each_case": CASES.get("warm_each_case", False),
            "moe_routing_simulation": os.environ.get("VLLM_MOE_ROUTING_SIMULATION_STRATEGY", ""),
            "out_tokens": N,
