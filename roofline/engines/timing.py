@@ -284,6 +284,14 @@ measured on its own (validate/engines/, never fitted to the end-to-end runs it i
    0.5-2 ms starve a waiter for seconds on the H200 host), which the simulation does not time. The figure leaves out
    each request's own work (its HTTP request, tokenising): runs 26 / 27 read the server's CPU 0.28-0.30 / 0.44-0.45
    at 2,806 / 5,327 streamed tok/s where it gives 0.19 / 0.36.
+26. **A pipeline's batches in flight** (pp > 1; validate/notes/2026-12-02-run28-pp.md; read from the engines' source,
+   not yet timed: run 28's prediction waits for a two-GPU machine). vLLM keeps pp (+ 1) batches in flight and makes
+   a decoding request eligible again pp steps after it was scheduled, so the running requests decode in pp groups and
+   each stage works on one group while the next works on another; SGLang's event_loop_pp keeps one batch a rank. A
+   token of every sequence then takes max(m, pp) stage-times of m micro-batches (pipeline_slots), not a GPipe fill
+   and drain's m + pp - 1, which llama.cpp (one llama_decode call's ubatches) and TensorRT-LLM (not read) keep.
+   The host's share is not changed: each of the m group steps pays the engine's per-step host cost in vLLM's engine
+   core (m x step_s a round), which the model does not count yet (run 28's H3).
 
 Profiles are data (roofline/engines/profiles/<engine>.json, written by validate/engines/derive.py from committed
 results, each figure with its source file); an engine without one costs nothing beyond the GPU work (`ideal`).
@@ -504,6 +512,22 @@ class EngineTiming:
 
 
 IDEAL = EngineTiming(engine="ideal", version="", sources={"all": "no engine: the GPU work alone"})
+
+# engines that fill and drain their pipeline every step (26.): the others keep their batches in flight
+FILL_AND_DRAIN = ("llamacpp", "trtllm")
+
+
+def pipeline_slots(engine: str, micro, pp: int):
+    """Stage-times a pipelined step of `micro` micro-batches (an int or an array) takes on `pp` stages (26.): the
+    fill and drain's micro + pp - 1 for an engine that drains its pipeline every step (FILL_AND_DRAIN), else the
+    steady state's max(micro, pp); at pp 1 both are micro (an engine's passes one after another)."""
+    if engine in FILL_AND_DRAIN:
+        return micro + pp - 1
+    if getattr(micro, "ndim", 0):
+        from roofline.lazy import np
+
+        return np.maximum(micro, pp)
+    return max(micro, pp)
 
 # the figures of one host thread's work (module docstring, 11.): divided by the host's speed
 HOST_FIELDS = ("step_s", "per_seq_s", "api_request_s", "request_s", "server_step_s", "server_per_seq_s", "spec_step_s",

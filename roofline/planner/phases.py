@@ -1,9 +1,11 @@
 """Phase times for a plan: decode step at (B, L), its closed-form average over a generation, prefill,
 and the pipeline-parallel schedule — the one step-time path (plan, inversions, plots and serving use it).
 
-Pipeline (pp stages, m micro-batches of B/m sequences): one decode step for all B sequences takes
-(m + pp - 1) stage-times of a micro-batch (the bubble is the pp - 1), a stage-time being the whole-model
-time for B/m sequences over pp plus one activation hand-off (B/m x d x act bytes over the link).
+Pipeline (pp stages, m micro-batches of B/m sequences): one decode step for all B sequences takes max(m, pp)
+stage-times of a micro-batch where the engine keeps its batches in flight from step to step (vLLM, SGLang, the ideal
+bound: engines.timing 26.), (m + pp - 1) where it fills and drains the pipeline every step (llama.cpp, TensorRT-LLM;
+the bubble is the pp - 1), a stage-time being the whole-model time for B/m sequences over pp plus one activation
+hand-off (B/m x d x act bytes over the link).
 
 The graphs are compiled once per (model, method, device structure, tp, dtypes) into numeric functions
 (costmodel.compiled, cached by content in memory and on disk); the device's numbers are bound on load, so
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from roofline.costmodel import Graph, Roofline, build_graph, roofline_for
 from roofline.costmodel.compiled import GraphKernel, graph_kernel
 from roofline.engines import as_run
-from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, timing_on
+from roofline.engines.timing import IDEAL, EngineTiming, eager_layers, engine_options, pipeline_slots, timing_on
 from roofline.lazy import np, sp
 from roofline.methods import CacheModel, MethodConfig
 from roofline.numbers import codegen
@@ -145,15 +147,18 @@ class PhaseModel:
             return np.maximum(m, np.maximum(1, np.ceil(np.asarray(tokens, dtype=np.float64) / self.engine.pass_tokens)))
         return max(m, 1, math.ceil(float(tokens) / self.engine.pass_tokens))
 
-    def pipeline(self, whole_model_time, batch, tokens=None):
+    def pipeline(self, whole_model_time, batch, tokens=None, one_off: bool = False):
         """Step time with pp stages and m micro-batches (whole_model_time: a function of sequences; m from
-        micro_count, so an engine's passes over `tokens` split the step at pp 1 too: m x a pass)."""
+        micro_count, so an engine's passes over `tokens` split the step at pp 1 too: m x a pass): max(m, pp) or
+        m + pp - 1 stage-times by the engine (engines.timing.pipeline_slots); a `one_off` pass from an empty
+        pipeline (a batch's prefill, TTFT) fills and drains it whatever the engine: m + pp - 1."""
         pp, m = self.workload.pp, self.micro_count(batch, tokens)
         if pp == 1 and (m == 1 if not getattr(m, "ndim", 0) else bool(np.all(m == 1))):
             return whole_model_time(batch)
         micro = batch / m
         stage = whole_model_time(micro) / pp + self._handoff(micro)
-        return (m + pp - 1) * stage
+        slots = m + pp - 1 if one_off else pipeline_slots(self.workload.engine, m, pp)
+        return slots * stage
 
     def decode_time(self, batch, context):
         """TPOT: one decode step for `batch` sequences at `context` cached tokens (pipeline included); under an
@@ -198,7 +203,7 @@ class PhaseModel:
         weights once per chunk (ceil(B P / chunk) passes)."""
         chunks = self.prefill_chunks(batch, prompt)
         total = self.kernel("prefill").total
-        gpu = self.pipeline(lambda b: total(b, prompt, chunks), batch)
+        gpu = self.pipeline(lambda b: total(b, prompt, chunks), batch, one_off=True)
         if self.engine is IDEAL:
             return gpu
         # a request's own cost (engines.timing, mechanism 5): its first step has nothing to hide behind; a chunk past

@@ -31,6 +31,7 @@ import re
 
 import numpy as np
 
+from roofline.engines.timing import FILL_AND_DRAIN
 from roofline.serving.closedform import _source
 
 MIN_REQUESTS = 5000  # auto mode: smaller runs take the existing path (a first compile costs more than they do)
@@ -382,7 +383,7 @@ def run(sim, requests, clients=None, replicas: int = 1, router: str = "round-rob
                     host.eager_above_tokens, caching, sim.pool.page_tokens, rule.balance_abs_threshold,
                     sc.spec_tokens, sim.workload.pp, sim.workload.micro_batches, sc.admit_full_prompt,
                     host.eager_above_prefill_tokens or host.eager_above_tokens, len(engine.capture_sizes),
-                    sim.phases.engine.pass_tokens],
+                    sim.phases.engine.pass_tokens, sim.workload.engine in FILL_AND_DRAIN],
                    dtype=np.int64)
     think = clients.think_s if clients is not None else 0.0
     # eager_s / eager_above_tokens: a step past the capture sizes pays its launches (timing mechanism 8)

@@ -56,6 +56,9 @@ NSIZES = 23
 # cfg (continued): pass_tokens (the engine's most tokens a forward pass: llama.cpp's n_ubatch, engines.timing 19.; a
 # step of more runs as ceil(tokens / pass_tokens) micro-batches, serving.kernel_pipeline; 0: one pass a step)
 PASS = 24
+# cfg (continued): fill (1: the engine fills and drains its pipeline every step, m + pp - 1 stage-times; 0: its
+# batches stay in flight, max(m, pp): engines.timing 26., serving.kernel_pipeline)
+FILL = 25
 CACHED, REFS, KIDS = range(3)  # the prefix cache's per-node integers (serving.kernel_prefix)
 # fcfg (cache_thr, bal_rel: the prefix-aware router's cache_threshold and balance_rel_threshold)
 CAPACITY, STEP_S, PER_SEQ_S, THINK_S, API_S, EAGER_S, SAMPLER_S, SAMPLER_ROW_S, CACHE_THR, BAL_REL = range(10)

@@ -33,6 +33,7 @@ from roofline.serving.kernel_layout import (
     EAGER_L,
     EAGER_PREFILL,
     EAGER_S,
+    FILL,
     GEN,
     GRAPH_S,
     KNOWN,
@@ -215,7 +216,8 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, col):
     hb, hbps, hlat = spec_cfg[D_HANDOFF_BYTES], spec_cfg[D_HANDOFF_BPS], spec_cfg[D_HANDOFF_LAT_S]
     if pp > 1:  # pp > 1: each pass pipelined on the draft's stages (StepModel.step_time of the draft's PhaseModel)
         seqs = ri[r, NDEC] + ri[r, NCH]
-        total = max(floor, staged_s(dq, weights, 1, seqs, n_new, 0, imb, pp, micro, 0, max_step, hb, hbps, hlat, dlaw))
+        total = max(floor, staged_s(dq, weights, 1, seqs, n_new, 0, imb, pp, micro, 0, max_step, hb, hbps, hlat, dlaw,
+                                         cfg[FILL]))
     else:
         for j in range(len(dq)):
             dq[j] += weights[1, min(n_new, max_step), j]
@@ -224,7 +226,8 @@ def _draft_s(r, st, ri, cfg, spec_cfg, dtab, dlaw, dq, tab, col):
         # after the first pass: context + 1, chunk end + 1
         if pp > 1:
             n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, False, False)
-            t = staged_s(dq, weights, 2 if n > 0 else 0, n, n, n, imb, pp, micro, 0, max_step, hb, hbps, hlat, dlaw)
+            t = staged_s(dq, weights, 2 if n > 0 else 0, n, n, n, imb, pp, micro, 0, max_step, hb, hbps, hlat, dlaw,
+                         cfg[FILL])
         else:
             n = _decodes(r, dq, dtab, st, ri, 1 + j, True, max_step, j > 1)
             t = dlaw(dq, imb[n])

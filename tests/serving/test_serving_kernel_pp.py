@@ -37,7 +37,7 @@ MAX_TOKENS = 3400
 
 def simulator(tp: int = 1, pp: int = 1, micro: int = 1, engine: str | None = None, **kw) -> Simulator:
     wl = Workload(context_tokens=MAX_TOKENS, tp=tp, pp=pp, micro_batches=micro, batch=micro,
-                  prefill_chunk_tokens=8192)
+                  prefill_chunk_tokens=8192, engine=engine or "ideal")
     profile = scheduling(engine, H100, "api", tp, context_len=MAX_TOKENS) if engine else None
     return Simulator(MODEL, H100, wl, parse_method("bf16"), max_tokens=MAX_TOKENS, engine=profile, **kw)
 
@@ -91,13 +91,15 @@ def test_one_step_three_ways(pp, micro):
     """Single mixed steps: StepModel.step_time (the reference), ClosedForm.pipelined and the compiled
     kernel_pipeline.pipelined_s agree to 1e-12, among them steps whose micro-batch's tokens fall on a half
     (3 sequences in 2 micro-batches over an odd token count: rint rounds half to even, in numpy and in the kernel)."""
-    from roofline.serving.kernel_layout import HANDOFF_BYTES, MAX_STEP, MICRO, PASS, PP
+    from roofline.engines.timing import FILL_AND_DRAIN
+    from roofline.serving.kernel_layout import FILL, HANDOFF_BYTES, MAX_STEP, MICRO, PP
     from roofline.serving.kernel_pipeline import pipelined_s
     sim = simulator(pp=pp, micro=micro)
     closed, law = sim.closed, kernel.compiled_law(kernel.law_source(sim.closed))
     tab = kernel._tables(sim)
-    cfg = np.zeros(PASS + 1, dtype=np.int64)  # every field the law reads (PASS 0: no engine passes)
+    cfg = np.zeros(FILL + 1, dtype=np.int64)  # every field the law reads (PASS 0: no engine passes)
     cfg[PP], cfg[MICRO], cfg[MAX_STEP] = pp, micro, closed.model.max_step_tokens
+    cfg[FILL] = sim.workload.engine in FILL_AND_DRAIN
     fcfg = np.zeros(HANDOFF_BYTES + 3)
     fcfg[HANDOFF_BYTES:] = pipeline.handoff_terms(sim.phases)
     rng = np.random.default_rng(7)
@@ -165,21 +167,25 @@ def test_lone_request_pays_the_handoff_on_every_stage(fast):
 
 
 @pytest.mark.parametrize("fast", ["kernel", "closed", "reference"])
-def test_two_micro_batches_fill_and_drain(fast):
+@pytest.mark.parametrize("engine,slots", [(None, 2), ("trtllm", 3)])
+def test_two_micro_batches_in_flight_or_fill_and_drain(fast, engine, slots):
     """Two identical requests at t = 0 on pp = 2 with 2 micro-batches: each step is two micro-batches of one
-    sequence whose work is one lone sequence's (the same prompt, the same context), so a step takes
-    (2 + 2 - 1) (T1 / 2 + handoff(1)) = 1.5 T1 + 3 handoff(1), T1 the lone request's step at pp = 1 (both prompts
-    fit one step's 8,192-token budget)."""
+    sequence whose work is one lone sequence's (the same prompt, the same context), so a step takes slots x (T1 / 2
+    + handoff(1)), T1 the lone request's step at pp = 1 (both prompts fit one step's 8,192-token budget). The ideal
+    bound keeps its batches in flight from step to step (engines.timing 26.): max(2, 2) = 2 slots, T1 + 2 handoff(1);
+    TensorRT-LLM (its executor not read) keeps the GPipe fill and drain: 2 + 2 - 1 = 3 slots, 1.5 T1 + 3 handoff(1)."""
     prompt, output = 1500, 120
-    base = simulator(kernel=fast == "kernel")
-    pair = simulator(pp=2, micro=2, kernel=fast == "kernel")
+    base = simulator(kernel=fast == "kernel", engine=engine)
+    pair = simulator(pp=2, micro=2, kernel=fast == "kernel", engine=engine)
     if fast == "reference":
         base, pair = reference(base), reference(pair)
     elif fast == "closed":
         base, pair = python_loop(base), python_loop(pair)
     one, two = _lone(base, prompt, output), _lone(pair, prompt, output, copies=2)
-    assert two.first_token_s == pytest.approx(np.full(2, 1.5 * one.first_token_s[0] + 3 * HANDOFF_1_S), rel=1e-9)
-    assert two.finish_s == pytest.approx(np.full(2, 1.5 * one.finish_s[0] + output * 3 * HANDOFF_1_S), rel=1e-9)
+    half = slots / 2
+    assert two.first_token_s == pytest.approx(np.full(2, half * one.first_token_s[0] + slots * HANDOFF_1_S),
+                                              rel=1e-9)
+    assert two.finish_s == pytest.approx(np.full(2, half * one.finish_s[0] + output * slots * HANDOFF_1_S), rel=1e-9)
 
 
 def test_breaking_the_pipeline_term_fails(monkeypatch):
