@@ -32,3 +32,5 @@ for n in 26 27; do
 done
 python -m validate.engines.run26 report > "$R/nvidia-h200-vllm-2026-12-02-run26-report.txt"
 python -m validate.engines.run26 repeat > "$R/nvidia-h200-vllm-2026-12-02-run26-27-repeat-report.txt"
+python -m validate.engines.run29 compare "$R/nvidia-h200-vllm-2026-12-02-run29" --predicted "$R/h200-vllm-run29-predicted.json" \
+  --out "$R/nvidia-h200-vllm-2026-12-02-run29-compare.txt" > /dev/null
