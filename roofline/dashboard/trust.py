@@ -105,7 +105,9 @@ def bands_rows() -> list[dict[str, Any]]:
             if (own := info["own_run"]) is not None:
                 one = ", one run" if own["reports"] == 1 else ""
                 models = f"{len(own['models'])} model" + ("" if len(own["models"]) == 1 else "s")
-                rows.append(_row(name, f"{ENGINE_NAMES[engine]} ({models}{one})", bands, own["files_text"]))
+                skipped = own.get("steps_not_judged", 0)
+                left = f"; {skipped} timed steps not judged, each report says why" if skipped else ""
+                rows.append(_row(name, f"{ENGINE_NAMES[engine]} ({models}{one}{left})", bands, own["files_text"]))
         for spread in repeat_spreads():
             if (own_stem := stem(hw)) and spread["file"].startswith(f"engines/{own_stem}-"):
                 rows.append(_spread_row(name, spread))
