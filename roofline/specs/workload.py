@@ -18,7 +18,9 @@ MAX_GPUS = 1 << 20
 HOST_SPEED_MAX = 100.0
 HOST_SPEED_HELP = ("the host CPU's speed against the one the engine's time profile was measured on: its host work "
                    "(scheduling, launches, the API server) is divided by this (default 1; measure: 16.63 ms / your "
-                   "tiny vLLM server's median TTFT at concurrency 1, validate/engines/serve_tiny.sh)")
+                   "tiny vLLM server's median TTFT at concurrency 1, validate/engines/serve_tiny.sh; it times the API "
+                   "server's path: an MoE's eager prefills, launched by the engine core's process, read 8-32 %% slower "
+                   "than it implies on two of three H200 leases, runs 22 / 29)")
 
 # mxfp4: fp4 + one e8m0 scale per 32 (4.25 bits); nvfp4: fp4 + one fp8 scale per 16 (4.5 bits)
 ExpertWeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"]
