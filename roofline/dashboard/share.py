@@ -98,7 +98,8 @@ FIELDS: tuple[Field, ...] = (
     # beside the engine (the sidebar's "More settings" lays its fields out two a row, in this order)
     Field("host_speed", "Host speed (x the engine profile's host)", "float", 1.0, "workload", "host_speed",
           lo=HOST_SPEED_LO, hi=HOST_SPEED_MAX, step=0.1,
-          help=f"The CLI's --host-speed: {HOST_SPEED_HELP.replace('%%', '%')}. From {HOST_SPEED_LO:g} to {HOST_SPEED_MAX:g}; no effect "
+          help=f"The CLI's --host-speed: {HOST_SPEED_HELP.replace('%%', '%')}. From {HOST_SPEED_LO:g} to "
+               f"{HOST_SPEED_MAX:g}; no effect "
                "under 'ideal' (the GPU work alone, no host work)."),
     Field("pp", "Pipeline stages", "int", 1, "workload", "pp", lo=1, hi=4096),
     Field("tpot_target_ms", "TPOT target (ms, 0: none)", "float", 0.0, "target", lo=0.0, hi=1e6, step=5.0,
