@@ -125,14 +125,15 @@ def bands_rows() -> list[dict[str, Any]]:
 
 
 def _spread_row(device: str, spread: dict[str, Any]) -> dict[str, Any]:
-    """The measurement's own spread (roofline.trust.engines.repeat_spreads) as a row: the same served runs on two
+    """The measurement's own spread (roofline.trust.engines.repeat_spreads) as a row: the same served runs on several
     leases, the largest difference per figure; no model in it."""
     pct = spread["spread_pct"]
 
     def cell(key: str) -> str:
         return f"{pct[key]:.1f} % apart" if key in pct else "-"
 
-    return {"device": device, "validation": f"the measurement itself: the same runs on two leases ({spread['what']})",
+    what = f"the measurement itself: the same runs on several leases ({spread['what']})"
+    return {"device": device, "validation": what,
             "decode step": "-", "prefill": "-", "capacity": "-", "TTFT": cell("ttft_p50"), "TPOT": cell("tpot_p50"),
             "output tok/s": cell("throughput"), "report": spread["file"]}
 

@@ -352,8 +352,9 @@ _SPREAD = re.compile(r"^lease-to-lease spread \(([^)]*)\): (.*)$")
 
 def repeat_spreads(folder: Path | None = None) -> list[dict[str, Any]]:
     """The measurement's own spread: each `*-repeat-report.txt` under engines/ and its `lease-to-lease spread (WHAT):
-    name X %, ...` line (validate/engines/run26.py repeat: the same served runs on two leases, |second / first - 1|,
-    the largest over the runs), as {"file", "what", "spread_pct": {name: X}}; natural order."""
+    name X %, ...` line (validate/engines/run26.py repeat: the same served runs on several leases, the largest
+    lease's figure over the smallest's less one, the largest over the runs), as {"file", "what", "spread_pct":
+    {name: X}}; natural order."""
     folder = results_folder() if folder is None else folder
     if folder is None or not (folder / "engines").is_dir():
         return []

@@ -27,10 +27,10 @@ python -m validate.engines.run22 compare "$R/nvidia-h200-vllm-2026-11-30-run22" 
   --out "$R/nvidia-h200-vllm-2026-11-30-run22-compare.txt" > /dev/null
 python -m validate.engines.run23 compare "$R/nvidia-h200-vllm-2026-11-30-run23" --predicted "$R/h200-vllm-run23-predicted.json" \
   --out "$R/nvidia-h200-vllm-2026-11-30-run23-compare.txt" > /dev/null
-for n in 26 27; do
+for n in 26 27 30; do
   python -m validate.engines.run26 compare $n > "$R/nvidia-h200-vllm-2026-12-02-run$n-compare.txt"
 done
 python -m validate.engines.run26 report > "$R/nvidia-h200-vllm-2026-12-02-run26-report.txt"
-python -m validate.engines.run26 repeat > "$R/nvidia-h200-vllm-2026-12-02-run26-27-repeat-report.txt"
+python -m validate.engines.run26 repeat > "$R/nvidia-h200-vllm-2026-12-02-run26-27-30-repeat-report.txt"
 python -m validate.engines.run29 compare "$R/nvidia-h200-vllm-2026-12-02-run29" --predicted "$R/h200-vllm-run29-predicted.json" \
   --out "$R/nvidia-h200-vllm-2026-12-02-run29-compare.txt" > /dev/null

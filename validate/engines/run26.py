@@ -3,13 +3,14 @@
     python -m validate.engines.run26 report     (every figure of the note, from the committed results; ~20 s)
     python -m validate.engines.run26 compare N  (run N's served runs against roofline as it stands: the serving block
                                                  of a compare report, nvidia-h200-vllm-2026-12-02-runN-compare.txt)
-    python -m validate.engines.run26 repeat     (the measurement's own spread, the same served runs on two leases:
-                                                 nvidia-h200-vllm-2026-12-02-run26-27-repeat-report.txt, which
+    python -m validate.engines.run26 repeat     (the measurement's own spread, the same served runs on three leases:
+                                                 nvidia-h200-vllm-2026-12-02-run26-27-30-repeat-report.txt, which
                                                  roofline.trust.engines.repeat_spreads reads)
 
 Results: validate/results/engines/nvidia-h200-vllm-2026-12-02-run26/ (probe/ and serve/ are run 26's two calls,
-probe27/ and serve27/ run 27's; kits validate/engines/run26.sh, run26b.sh; predictions h200-vllm-run26-predicted.json
-and h200-vllm-run27-predicted.json, each committed before its run). Each folder's lag/ holds loop_lag.py's windows of
+probe27/ and serve27/ run 27's, k30/ and serve30/ run 30's (session 39: K1 by run30.sh, then run26b.sh); kits
+validate/engines/run26.sh, run26b.sh; predictions h200-vllm-run26-predicted.json, h200-vllm-run27-predicted.json and
+h200-vllm-run30-predicted.json, each committed before its run). Each folder's lag/ holds loop_lag.py's windows of
 every Python process (the API server, the engine core, the clients).
 
 - probe (run 24's design): tiny-llama served, N background streams, a probe of 20 prompts of 1,500 tokens. The probe's
@@ -35,8 +36,11 @@ from validate.engines import api_loop, loop_lag
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "validate/results/engines/nvidia-h200-vllm-2026-12-02-run26"
 PREDICTED = {26: ROOT / "validate/results/engines/h200-vllm-run26-predicted.json",
-             27: ROOT / "validate/results/engines/h200-vllm-run27-predicted.json"}
-FOLDERS = {26: ("probe", "serve"), 27: ("probe27", "serve27")}
+             27: ROOT / "validate/results/engines/h200-vllm-run27-predicted.json",
+             30: ROOT / "validate/results/engines/h200-vllm-run30-predicted.json"}
+# run 30 (session 39, a third lease): K1 (run30.sh) in k30/, no probe; its served runs in serve30/
+FOLDERS = {26: ("probe", "serve"), 27: ("probe27", "serve27"), 30: ("k30", "serve30")}
+LEASES = (26, 27, 30)  # the same served settings on three leases
 MODEL = "Llama-3.1-8B"
 RATES = ("rate12", "rate24")
 
@@ -251,17 +255,17 @@ def report() -> str:
 
 
 def repeat_spread() -> dict[str, float]:
-    """Runs 26 and 27's served runs, the same settings on two leases: |27 / 26 - 1| per figure, the largest over the
-    runs (rate 12, rate 24, conc32)."""
+    """Runs 26, 27 and 30's served runs, the same settings on three leases: per figure the largest lease's over the
+    smallest's less one, the largest over the runs (rate 12, rate 24, conc32)."""
     keys = {"ttft_p50": "median_ttft_ms", "ttft_p99": "p99_ttft_ms", "tpot_p50": "median_tpot_ms",
             "tpot_p99": "p99_tpot_ms", "throughput": "output_throughput"}
     spread = {}
     for k, field in keys.items():
         diffs = []
         for r in (*RATES, "conc32"):
-            a, b = (json.loads(stored.read_text(RESULTS / FOLDERS[run][1] / f"{MODEL}-{r}.json"))[field]
-                    for run in (26, 27))
-            diffs.append(abs(b / a - 1))
+            values = [json.loads(stored.read_text(RESULTS / FOLDERS[run][1] / f"{MODEL}-{r}.json"))[field]
+                      for run in LEASES]
+            diffs.append(max(values) / min(values) - 1)
         spread[k] = max(diffs)
     return spread
 
@@ -277,26 +281,27 @@ def compare_text(run: int) -> str:
 
 
 def spread_line() -> str:
-    return "lease-to-lease spread (largest over rate 12, rate 24, conc32): " + ", ".join(
+    return (f"lease-to-lease spread ({len(LEASES)} leases; largest over smallest less one, the largest over rate 12, "
+            "rate 24, conc32): ") + ", ".join(
         f"{k} {v * 100:.1f} %" for k, v in repeat_spread().items())
 
 
 def repeat_text() -> str:
-    """Each served figure on both leases, then the spread line."""
+    """Each served figure on every lease, then the spread line."""
     keys = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput")
-    lines = ["The same served runs on two H200 leases (runs 26 and 27: validate/engines/run26b.sh, vLLM 0.24.0, "
+    lines = ["The same served runs on three H200 leases (runs 26, 27 and 30: validate/engines/run26b.sh, vLLM 0.24.0, "
              "Llama-3.1-8B; python -m validate.engines.run26 repeat)",
-             "run      " + "  ".join(f"{k:>18s}" for k in keys) + "   (run 26 / run 27)"]
+             "run      " + "  ".join(f"{k:>26s}" for k in keys) + "   (run 26 / run 27 / run 30)"]
     for r in (*RATES, "conc32"):
-        a, b = (json.loads(stored.read_text(RESULTS / FOLDERS[run][1] / f"{MODEL}-{r}.json")) for run in (26, 27))
-        lines.append(f"{r:8s} " + "  ".join(f"{a[k]:8.1f} / {b[k]:7.1f}" for k in keys))
+        rows = [json.loads(stored.read_text(RESULTS / FOLDERS[run][1] / f"{MODEL}-{r}.json")) for run in LEASES]
+        lines.append(f"{r:8s} " + "  ".join(" / ".join(f"{d[k]:7.1f}" for d in rows) for k in keys))
     return "\n".join(lines) + "\n" + spread_line() + "\n"
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["repeat"]:
         print(repeat_text(), end="")
-    elif len(sys.argv) == 3 and sys.argv[1] == "compare" and sys.argv[2] in ("26", "27"):
+    elif len(sys.argv) == 3 and sys.argv[1] == "compare" and sys.argv[2] in ("26", "27", "30"):
         print(compare_text(int(sys.argv[2])), end="")
     elif sys.argv[1:] == ["report"]:
         print(report(), end="")
