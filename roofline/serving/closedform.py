@@ -19,7 +19,7 @@ evaluation to float rounding (the tolerance below); tests compare them on every 
 Laws outside that form (an all-reduce's protocol choice is a min) leave `blocks` False and the caller evaluates
 every step.
 
-With pp > 1 stages a step is PhaseModel.pipeline's micro-batch through the same law, then its fill and drain
+With pp > 1 stages a step is PhaseModel.pipeline's micro-batch through the same law, then its stage slots
 (serving.pipeline: `pipelined` for one step). The law keeps no state between steps, and along a decode-only block
 the micro-batch's scale, weight row and imbalance are constants, so `decode_ends` runs the micro-batch's work through
 the same linear stretches and maps each step's time through the pipeline's increasing affine outer law, which keeps
@@ -227,7 +227,7 @@ class ClosedForm:
     def pipelined(self, context: np.ndarray, pad: int, start=None, tokens=None, done=None) -> float:
         """GPU seconds of one step on pp > 1 stages (StepModel.step_time's pipeline branch): the micro-batch's work
         (the step's non-weight work x its scale, the weights at its tokens) through the law, then the pipeline's
-        fill and drain (serving.pipeline). Arguments as `work`'s."""
+        stage slots (serving.pipeline, engines.timing.pipeline_slots). Arguments as `work`'s."""
         n, chunks = len(context), tokens is not None and len(tokens) > 0
         q = self.work(context, pad, n, chunks, start, tokens, done, weighted=False)
         mb = self.micro(n + (len(tokens) if chunks else 0), n + pad + (int(tokens.sum()) if chunks else 0), n)

@@ -201,7 +201,7 @@ def extend(r, until, ahead, st, ri, rf, ends, q, col, tab, cfg, fcfg, law):
                 for x in range(len(prefix_at)):
                     q[prefix_at[x]] += dec_rows[a, x] - dec_rows[0, x]
         if cfg[PP] > 1 or (cfg[PASS] > 0 and nd + pad + n_new > cfg[PASS]):
-            # the pipeline's micro-batch and fill and drain, or the engine's passes (serving.pipeline): it overwrites
+            # the pipeline's micro-batch and stage slots, or the engine's passes (serving.pipeline): it overwrites
             # q, so a pipelined block recomputes q whole at every step (`first` stays true)
             gpu = pipelined_s(q, weights, wrow, nd + nc, nd + pad + n_new, nd, imb, cfg, fcfg, law)
         else:
