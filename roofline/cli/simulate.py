@@ -219,7 +219,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             result["fleet_sizing"] = _size_fleet(args, sim, requests, slo, clients, result["fleet"].get("replicas"),
                                                   rule)
         result["api_server"] = _api_server(args, result)
-        result["trust"] = _trust(hardware, args.engine, model, bool(args.disaggregate))
+        result["trust"] = _trust(hardware, args.engine, model, bool(args.disaggregate), args.pp)
         results.append(result)
     out = results[0] if len(results) == 1 else {"results": results}
     if args.json:
@@ -343,12 +343,12 @@ def _api_server(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, A
     return api_server_load(args.engine, args.host_speed, result["throughput_tokens_per_s"] / args.replicas)
 
 
-def _trust(hardware, engine: str, model, disaggregated: bool = False) -> dict[str, Any]:
+def _trust(hardware, engine: str, model, disaggregated: bool = False, pp: int = 1) -> dict[str, Any]:
     """roofline.trust.serving_trust of the device as the simulator uses it: the serving figures' bands (the engine's
-    runs; a --disaggregate run's, the pairs') and the text the notes open with."""
-    from roofline.trust import serving_trust
+    runs; a --disaggregate run's, the pairs') and the text the notes open with; at pp > 1 the pipeline's caveat."""
+    from roofline.trust import pipeline_caveat, serving_trust
 
-    return serving_trust(hardware, engine, model, disaggregated)
+    return pipeline_caveat(serving_trust(hardware, engine, model, disaggregated), pp)
 
 
 def _engine_profile(args: argparse.Namespace, hardware, requests):

@@ -166,12 +166,29 @@ def method_trust(spec: str, hardware) -> dict[str, Any]:
     return {"kernels": b, "text": f"{key} kernels ±{b['median_ape_pct']:.1f} % ({b['cases']} cases)"}
 
 
+# every real engine run committed here ran one pipeline stage (pp 1): a pp > 1 figure rests on mechanism 26 as read
+# from the engines' source, timed by no run yet (validate/notes/2026-12-02-run28-pp.md)
+PIPELINE_TEXT = ("pipeline parallelism (pp {pp}) not timed in any real engine here: its step is timing mechanism 26, "
+                 "read from vLLM's and SGLang's source (run 28 on two GPUs: predicted, not yet run)")
+
+
+def pipeline_caveat(trust: dict[str, Any], pp: int) -> dict[str, Any]:
+    """`trust` with PIPELINE_TEXT appended to its text where pp > 1 (the bands it quotes were all measured at pp 1)."""
+    if pp > 1:
+        trust["text"] += "; " + PIPELINE_TEXT.format(pp=pp)
+        trust["pipeline_validated"] = False
+    return trust
+
+
 def plan_trust(result: dict[str, Any], hardware, model=None) -> dict[str, Any]:
     """Adds `trust` to a plan result (the ceilings' source and the bands of every quantity, under the plan's engine)
     and to each row (its method's kernels, the bands of the row's decode step, prefill and capacity, and a short
-    text for the table); returns the plan-level trust."""
-    engine = result.get("workload", {}).get("engine")
-    trust = ceilings_trust(hardware, result.get("fusion", "typical"), engine, model)
+    text for the table); returns the plan-level trust. A plan at pp > 1 says its pipeline is not timed here
+    (pipeline_caveat)."""
+    workload = result.get("workload", {})
+    engine = workload.get("engine")
+    trust = pipeline_caveat(ceilings_trust(hardware, result.get("fusion", "typical"), engine, model),
+                            int(workload.get("pp", 1) or 1))
     result["trust"] = trust
     for row in result["results"]:
         bits = row.get("effective_bits")
