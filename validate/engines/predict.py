@@ -110,6 +110,19 @@ def capacity_from_log(name: str, max_len: int, kv_gib: float, batched: int, tp: 
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
 
 
+def _grouped(pm: PhaseModel, batch: int, prompt: int, budget: int) -> PhaseModel:
+    """The phase model of an offline decode case at pp > 1 with the engine's decode groups as its micro-batches
+    (engines.timing 26.): vLLM makes a request eligible to decode again pp steps after it was scheduled, so the B
+    prompts, prefilled in ceil(B P / budget) steps, decode in min(pp, those steps) groups (one group where they all fit
+    one step); pp 1 unchanged."""
+    pp = pm.workload.pp
+    if pp == 1:
+        return pm
+    groups = min(pp, -(-batch * prompt // budget), batch)
+    wl = pm.workload.model_copy(update={"micro_batches": groups, "batch": max(pm.workload.batch, groups)})
+    return PhaseModel.build(pm.model, pm.hardware, wl, pm.method)
+
+
 def predict(hardware: str) -> dict:
     hw = load_hardware(hardware)
     n = CASES["out_tokens"]
@@ -121,7 +134,8 @@ def predict(hardware: str) -> dict:
         wl = validate(Workload, {"batch": 1, "context_tokens": case["max_model_len"], "engine": "vllm", "tp": tp,
                                  "pp": pp}, "workload")
         pm = PhaseModel.build(model, hw, wl, parse_method("bf16"))
-        dec = [{"B": b, "P": p, "decode_step_s": offline_decode_step_s(pm, b, p, n, limits.max_num_batched_tokens,
+        budget = limits.max_num_batched_tokens
+        dec = [{"B": b, "P": p, "decode_step_s": offline_decode_step_s(_grouped(pm, b, p, budget), b, p, n, budget,
                                                                         limits.max_num_seqs)}
                for b, p in case["decode"]]
         pre = [{"P": p, "prefill_s": lone_prefill_s(model, hw, wl, p)} for p in case["prefill"]]
