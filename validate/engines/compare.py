@@ -120,7 +120,7 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
                    "gpu_memory_utilization": util_of(spec), "log": log,
                    "predicted": pre["capacity"][0], "rule_from_logged_budget": capacity_from_log(
                        name, spec["max_model_len"], log["kv_gib"], meas.get("engine", {}).get(
-                           "max_num_batched_tokens", 16384))}
+                           "max_num_batched_tokens", 16384), spec.get("tp", 1), spec.get("pp", 1))}
             rows["capacity"].append(row)
     serve = CASES.get("serve")
     server_log = results / f"{serve['model']}-server.log" if serve else None
@@ -134,7 +134,7 @@ def compare(results: Path, predicted: dict, current: dict, hardware: str) -> dic
                 "predicted": predicted["models"][serve["model"]]["capacity"][1],
                 "now": current[serve["model"]]["capacity"][1],
                 "rule_from_logged_budget": capacity_from_log(serve["model"], serve["max_model_len"], log["kv_gib"],
-                                                             8192)})
+                                                             8192, serve.get("tp", 1), serve.get("pp", 1))})
     return rows
 
 

@@ -97,13 +97,13 @@ def capacity(name: str, max_len: int, util: float, hardware: str, entry: str, tp
     return {k: d[k] for k in ("kv_pool_bytes", "pool_tokens", "max_concurrency", "bytes_per_token")}
 
 
-def capacity_from_log(name: str, max_len: int, kv_gib: float, batched: int, tp: int = 1) -> dict:
+def capacity_from_log(name: str, max_len: int, kv_gib: float, batched: int, tp: int = 1, pp: int = 1) -> dict:
     """The engine's block and token rules alone, on the budget its log states (`--kv-memory-gib`, per GPU), at the
-    run's token budget (`batched`: the sliding-window rule reads it) and tensor parallelism."""
+    run's token budget (`batched`: the sliding-window rule reads it), tensor and pipeline parallelism."""
     from roofline.engines import GIB, EngineOptions
     from roofline.engines import capacity as engine_capacity
 
-    r = engine_capacity(model_of(name), "vllm", EngineOptions(tp=tp, max_model_len=max_len,
+    r = engine_capacity(model_of(name), "vllm", EngineOptions(tp=tp, pp=pp, max_model_len=max_len,
                                                                 kv_memory_bytes=kv_gib * GIB,
                                                                 max_num_batched_tokens=batched))
     d = r.as_dict()
