@@ -13,6 +13,7 @@ import re
 import statistics
 from pathlib import Path
 
+from roofline.trust.engines import _is_moe
 from validate import stored
 from validate.engines.predict import CASES, capacity_from_log, predict, serve_runs, simulate, util_of
 
@@ -62,17 +63,6 @@ def _signed(pred: float, meas: float) -> float:
 STALL_RATIO = 1.5
 
 
-def _is_moe(name: str) -> bool:
-    """Whether the catalogue model `name` has an MoE section (False for a model the catalogue does not hold)."""
-    from roofline.catalogue import load_model
-    from roofline.errors import RooflineError
-
-    try:
-        return load_model(name).moe is not None
-    except (RooflineError, ValueError, OSError):
-        return False
-
-
 def not_judged(name: str, meas: dict, case: dict, phase: str) -> str:
     """Why a step row is not judged ('' where it is), each reason a fact the run recorded, never the row's error:
     the engine profile's own microbenchmark or a case profiled in the engine (in-sample); an MoE model timed with
@@ -83,7 +73,7 @@ def not_judged(name: str, meas: dict, case: dict, phase: str) -> str:
         return "the engine profile's own microbenchmark"
     if phase == "decode" and (name, case["B"], case["P"]) in PROFILED:
         return "profiled in the engine (attn_decode_program's input)"
-    if _is_moe(name) and not meas.get("moe_routing_simulation"):
+    if _is_moe(name) is True and not meas.get("moe_routing_simulation"):
         return "MoE on dummy weights without routing simulation (collapsed routing)"
     for timed in ((case.get("t_outN"), case.get("t_out1")) if phase == "decode" else (case,)):
         reps = (timed or {}).get("times_s", [])
